@@ -1,0 +1,191 @@
+# vramtrace -- GPU out-of-memory post-mortems and GPU leak checks.
+#
+#   make          build/libvramtrace.so and build/vramtrace
+#   make demo     an out-of-memory post-mortem (simulated GPU, or the real one)
+#   make test     every test: unit (plain, ASan+UBSan, TSan) and integration
+#   make deps     install missing Debian build packages (as root)
+#   make install  PREFIX=/usr/local
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+CC        ?= cc
+PYTHON    ?= python3
+VERSION   := 0.1.0
+
+B := build
+WARN    := -Wall -Wextra -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
+           -DVT_VERSION='"$(VERSION)"' -DVT_LIBDIR='"$(PREFIX)/lib"'
+LIBS    := -lunwind -ldw -ldl -lpthread
+
+LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
+           interpose/runtime.c interpose/init.c \
+           tracker/tracker.c tracker/stack.c tracker/options.c \
+           report/symbolize.c report/format.c report/holders.c report/dump.c \
+           report/postmortem.c report/output.c
+LIB_S   := interpose/dlsym_x86_64.S
+CLI_C   := report/cli.c tracker/options.c
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
+
+LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
+
+.PHONY: all deps demo test unit integration install clean sim progs
+all: $(B)/libvramtrace.so $(B)/vramtrace
+
+deps:
+	@sh tests/deps.sh
+
+$(B)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(B)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -c $< -o $@
+
+$(B)/libvramtrace.so: $(LIB_O)
+	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
+
+$(B)/vramtrace: $(CLI_C) $(HEADERS)
+	@mkdir -p $(B)
+	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C)
+
+# ------------------------------------------------------- simulated GPU
+SIM := $(B)/sim
+sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a
+
+$(SIM)/libcuda.so.1: tests/simgpu/simcuda.c
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcuda.so.1 \
+	    -o $@ $< -lpthread
+	ln -sf libcuda.so.1 $(SIM)/libcuda.so
+
+$(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart_sim.so \
+	    -o $@ $< -ldl -lpthread
+
+$(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c
+	@mkdir -p $(SIM)/static
+	$(CC) $(BASE) -O1 -g -fvisibility=hidden -c $< -o $(SIM)/static/simcudart.o
+	ar rcs $@ $(SIM)/static/simcudart.o
+
+# --------------------------------------------------------------- demo
+# With a GPU and driver present the demo links the real runtime.
+HAVE_GPU := $(shell test -e /dev/nvidiactl && ls /dev/nvidia[0-9]* >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_GPU),1)
+DEMO_LINK := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+DEMO_ENV  :=
+DEMO_DEPS :=
+else
+DEMO_LINK := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+DEMO_ENV  := LD_LIBRARY_PATH=$(CURDIR)/$(SIM) SIMGPU_CAPACITY=8G SIMGPU_CONTEXT=300M
+DEMO_DEPS := sim
+endif
+
+$(B)/examples/train_oom: examples/train_oom.c $(DEMO_DEPS)
+	@mkdir -p $(B)/examples
+	$(CC) $(BASE) -O0 -g -o $@ $< $(DEMO_LINK)
+
+demo: deps all $(B)/examples/train_oom
+	@echo "== running examples/train_oom under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
+	-@cd $(B)/examples && $(DEMO_ENV) ../vramtrace run --out demo.%p.json -- ./train_oom
+	@echo "== the dump: $(B)/examples/demo.<pid>.json =="
+
+# --------------------------------------------------------------- tests
+T := $(B)/tests
+TEST_CFLAGS := $(BASE) -O0 -g
+SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
+
+PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
+         $(T)/t_entry $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_real_cudart_static $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so
+progs: sim $(PROGS)
+
+$(T)/t_driver: tests/progs/t_driver.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
+
+$(T)/t_dlsym: tests/progs/t_dlsym.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(T)/t_runtime: tests/progs/t_runtime.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_runtime_static: tests/progs/t_runtime.c $(SIM)/libcudart_sim_static.a
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread
+
+$(T)/t_entry: tests/progs/t_entry.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_fork: tests/progs/t_fork.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_threads: tests/progs/t_threads.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread
+
+$(T)/t_real_cudart: tests/progs/t_real_cudart.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+
+$(T)/t_real_cudart_static: tests/progs/t_real_cudart.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lpthread -lrt
+
+$(T)/libt_dep.so: tests/progs/t_dep.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+
+$(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -L$(T) -lt_dep -Wl,-rpath,'$$ORIGIN' -ldl
+
+$(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+# Unit tests of tracker/ and report/, linked straight to their sources, in
+# three builds: plain, ASan+UBSan, and TSan for the threaded one.
+UNIT_SRC := tracker/tracker.c tracker/options.c report/format.c report/holders.c \
+            report/dump.c report/symbolize.c
+UNIT_LIBS := -ldw -ldl -lpthread
+
+$(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
+
+$(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
+
+$(T)/unit_threads_tsan: tests/unit/test_threads.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_threads.c $(UNIT_SRC) $(UNIT_LIBS)
+
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan
+	$(T)/unit
+	$(T)/unit_asan
+	setarch $$(uname -m) -R $(T)/unit_threads_tsan
+
+integration: all progs
+	$(PYTHON) tests/run_tests.py
+
+test: deps all progs unit integration
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(B)/libvramtrace.so $(DESTDIR)$(PREFIX)/lib/libvramtrace.so
+	install -m 0755 $(B)/vramtrace $(DESTDIR)$(PREFIX)/bin/vramtrace
+
+clean:
+	rm -rf $(B)
+
+$(T)/t_oom: tests/progs/t_oom.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

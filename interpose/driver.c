@@ -1,0 +1,239 @@
+/* driver.c -- wrappers for the CUDA driver's allocation entry points.
+ *
+ * Each wrapper has the exact prototype of the driver function it stands in
+ * for, calls the real one, tells hook.c what happened and returns the real
+ * result unchanged. The same wrappers are exported (route 1), handed out by
+ * the dlsym override (route 2) and by the cuGetProcAddress hooks (routes 3
+ * and 4). */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "hook.h"
+#include "resolve.h"
+
+#define VT_EXPORT __attribute__((visibility("default")))
+
+/* Exported by the driver, not declared in cuda.h. */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
+                                      CUmemoryPool pool, CUstream s);
+
+/* Declare `real` for this wrapper, or fail the way a missing driver would. */
+#define REAL_OR_FAIL(sym)                                      \
+    __typeof__(&sym) real = VT_REAL(sym);                      \
+    if (!real) return CUDA_ERROR_NOT_INITIALIZED
+
+#define IS_OOM(r) ((r) == CUDA_ERROR_OUT_OF_MEMORY)
+
+/* ---------------------------------------------------- cuGetProcAddress */
+
+VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+                                       int version, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *status) {
+    REAL_OR_FAIL(cuGetProcAddress_v2);
+    CUresult r = real(symbol, pfn, version, flags, status);
+    if (r == CUDA_SUCCESS && pfn) *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+    return r;
+}
+
+VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+                                    cuuint64_t flags) {
+    REAL_OR_FAIL(cuGetProcAddress);
+    CUresult r = real(symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn) *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+    return r;
+}
+
+/* -------------------------------------------------------------- device */
+
+VT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+    REAL_OR_FAIL(cuMemAlloc_v2);
+    if (vt_nested()) return real(dptr, bytes);
+    CUresult r = real(dptr, bytes);
+    vt_hook_alloc("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
+                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
+    REAL_OR_FAIL(cuMemAlloc);
+    if (vt_nested()) return real(dptr, bytes);
+    CUresult r = real(dptr, bytes);
+    vt_hook_alloc("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
+                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    REAL_OR_FAIL(cuMemFree_v2);
+    if (vt_nested() || dptr == 0) return real(dptr);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);
+    CUresult r = real(dptr);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+    REAL_OR_FAIL(cuMemFree);
+    if (vt_nested() || dptr == 0) return real(dptr);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);
+    CUresult r = real(dptr);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}
+
+/* ------------------------------------------------------------- pitched */
+
+VT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
+                                      size_t width, size_t height,
+                                      unsigned int elem) {
+    REAL_OR_FAIL(cuMemAllocPitch_v2);
+    if (vt_nested()) return real(dptr, pitch, width, height, elem);
+    CUresult r = real(dptr, pitch, width, height, elem);
+    int ok = r == CUDA_SUCCESS;
+    vt_hook_alloc("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
+                  IS_OOM(r), ok ? *dptr : 0, ok ? (uint64_t)*pitch * height
+                                                : (uint64_t)width * height);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
+                                   unsigned int width, unsigned int height,
+                                   unsigned int elem) {
+    REAL_OR_FAIL(cuMemAllocPitch);
+    if (vt_nested()) return real(dptr, pitch, width, height, elem);
+    CUresult r = real(dptr, pitch, width, height, elem);
+    int ok = r == CUDA_SUCCESS;
+    vt_hook_alloc("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
+                  IS_OOM(r), ok ? *dptr : 0, ok ? (uint64_t)*pitch * height
+                                                : (uint64_t)width * height);
+    return r;
+}
+
+/* ------------------------------------------------------------- managed */
+
+VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
+                                     unsigned int flags) {
+    REAL_OR_FAIL(cuMemAllocManaged);
+    if (vt_nested()) return real(dptr, bytes, flags);
+    CUresult r = real(dptr, bytes, flags);
+    vt_hook_alloc("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT,
+                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
+    return r;
+}
+
+/* ------------------------------------------------------ stream-ordered */
+
+#define ASYNC_ALLOC(sym, ...)                                                 \
+    REAL_OR_FAIL(sym);                                                        \
+    if (vt_nested()) return real(dptr, bytes, __VA_ARGS__);                   \
+    CUresult r = real(dptr, bytes, __VA_ARGS__);                              \
+    vt_hook_alloc(#sym, VT_KIND_ASYNC, VT_DEVICE_CURRENT, r == CUDA_SUCCESS,  \
+                  IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);           \
+    return r
+
+VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    ASYNC_ALLOC(cuMemAllocAsync, s);
+}
+
+VT_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    ASYNC_ALLOC(cuMemAllocAsync_ptsz, s);
+}
+
+VT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
+                                           CUmemoryPool pool, CUstream s) {
+    ASYNC_ALLOC(cuMemAllocFromPoolAsync, pool, s);
+}
+
+VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
+                                                CUmemoryPool pool, CUstream s) {
+    ASYNC_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, s);
+}
+
+#define ASYNC_FREE(sym)                                                       \
+    REAL_OR_FAIL(sym);                                                        \
+    if (vt_nested() || dptr == 0) return real(dptr, s);                       \
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);              \
+    CUresult r = real(dptr, s);                                               \
+    vt_hook_free(a, r == CUDA_SUCCESS);                                       \
+    return r
+
+VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
+    ASYNC_FREE(cuMemFreeAsync);
+}
+
+VT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
+    ASYNC_FREE(cuMemFreeAsync_ptsz);
+}
+
+/* ------------------------------------------------- virtual memory (VMM) */
+
+VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                               const CUmemAllocationProp *prop,
+                               unsigned long long flags) {
+    REAL_OR_FAIL(cuMemCreate);
+    if (vt_nested()) return real(handle, size, prop, flags);
+    CUresult r = real(handle, size, prop, flags);
+    int device = VT_DEVICE_CURRENT;
+    if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) device = prop->location.id;
+    vt_hook_alloc("cuMemCreate", VT_KIND_VMM, device, r == CUDA_SUCCESS, IS_OOM(r),
+                  r == CUDA_SUCCESS ? *handle : 0, size);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    REAL_OR_FAIL(cuMemRelease);
+    if (vt_nested()) return real(handle);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_HANDLE, handle);
+    CUresult r = real(handle);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle,
+                            unsigned long long flags) {
+    REAL_OR_FAIL(cuMemMap);
+    CUresult r = real(ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS && !vt_nested()) vt_tracker_map(handle, ptr);
+    return r;
+}
+
+/* --------------------------------------------------------- pinned host */
+
+VT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytes) {
+    REAL_OR_FAIL(cuMemAllocHost_v2);
+    if (vt_nested()) return real(pp, bytes);
+    CUresult r = real(pp, bytes);
+    vt_hook_alloc("cuMemAllocHost_v2", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
+                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytes) {
+    REAL_OR_FAIL(cuMemAllocHost);
+    if (vt_nested()) return real(pp, bytes);
+    CUresult r = real(pp, bytes);
+    vt_hook_alloc("cuMemAllocHost", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
+                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
+    REAL_OR_FAIL(cuMemHostAlloc);
+    if (vt_nested()) return real(pp, bytes, flags);
+    CUresult r = real(pp, bytes, flags);
+    vt_hook_alloc("cuMemHostAlloc", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
+                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
+    return r;
+}
+
+VT_EXPORT CUresult cuMemFreeHost(void *p) {
+    REAL_OR_FAIL(cuMemFreeHost);
+    if (vt_nested() || p == NULL) return real(p);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_HOST, (uint64_t)(uintptr_t)p);
+    CUresult r = real(p);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}

@@ -1,0 +1,107 @@
+/* hook.c -- recording the outcome of a hooked call. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "../report/output.h"
+#include "../tracker/options.h"
+#include "../tracker/stack.h"
+#include "hook.h"
+#include "resolve.h"
+
+__thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_all(void) {
+    vt_resolve_init();
+    vt_options_load();
+    vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
+    vt_stack_init();
+}
+
+void vt_init(void) { pthread_once(&init_once, init_all); }
+
+/* The device of the calling thread's current context, or 0. */
+static int current_device(void) {
+    static CUresult (*get)(CUdevice *);
+    if (!get) *(void **)&get = vt_driver_fn("cuCtxGetDevice");
+    CUdevice d = 0;
+    if (get && get(&d) == CUDA_SUCCESS && d >= 0 && d < VT_MAX_DEVICES) return d;
+    return 0;
+}
+
+/* Read a device's name, UUID and size once, when it is first used. */
+static void read_facts(int device) {
+    static CUresult (*get_name)(char *, int, CUdevice);
+    static CUresult (*get_uuid)(CUuuid *, CUdevice);
+    static CUresult (*get_total)(size_t *, CUdevice);
+    if (!get_name) *(void **)&get_name = vt_driver_fn("cuDeviceGetName");
+    if (!get_uuid) *(void **)&get_uuid = vt_driver_fn("cuDeviceGetUuid_v2");
+    if (!get_uuid) *(void **)&get_uuid = vt_driver_fn("cuDeviceGetUuid");
+    if (!get_total) *(void **)&get_total = vt_driver_fn("cuDeviceTotalMem_v2");
+    char name[128] = "";
+    char uuid[48] = "";
+    size_t total = 0;
+    if (get_name && get_name(name, sizeof name, device) != CUDA_SUCCESS) name[0] = '\0';
+    CUuuid u;
+    if (get_uuid && get_uuid(&u, device) == CUDA_SUCCESS) {
+        const unsigned char *b = (const unsigned char *)u.bytes;
+        snprintf(uuid, sizeof uuid,
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+                 b[10], b[11], b[12], b[13], b[14], b[15]);
+    }
+    if (get_total && get_total(&total, device) != CUDA_SUCCESS) total = 0;
+    vt_tracker_set_facts(device, name, uuid, total);
+}
+
+void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
+                   uint64_t address, uint64_t bytes) {
+    if (ok && address == 0) return; /* a zero-byte request: nothing held */
+    vt_init();
+    int first = !vt_tracker_touched();
+    if (kind == VT_KIND_HOST) {
+        device = VT_HOST_DEVICE;
+    } else if (device == VT_DEVICE_CURRENT) {
+        device = current_device();
+    }
+    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
+
+    uintptr_t frames[VT_STACK_MAX];
+    int depth = 0;
+    if (ok || oom) depth = vt_stack_capture(frames, vt_opt.depth);
+
+    if (ok) {
+        vt_tracker_alloc(address, bytes, kind, device, api, frames, depth);
+    } else {
+        struct vt_oom o;
+        memset(&o, 0, sizeof o);
+        o.requested = bytes;
+        o.api = api;
+        o.device = (int16_t)device;
+        o.kind = (uint8_t)kind;
+        if (oom && kind != VT_KIND_HOST) {
+            static CUresult (*get_info)(size_t *, size_t *);
+            if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
+            size_t f = 0, t = 0;
+            if (get_info && get_info(&f, &t) == CUDA_SUCCESS) {
+                o.free_bytes = f;
+                o.total_bytes = t;
+                o.have_info = 1;
+            }
+        }
+        vt_tracker_failed(oom, &o, frames, depth);
+    }
+    if (first) vt_options_flush_warnings();
+    if (oom) vt_output_oom();
+}
+
+void vt_hook_free(struct vt_alloc *taken, int ok) {
+    if (taken == NULL) return;
+    if (ok) vt_tracker_commit_free(taken);
+    else vt_tracker_restore(taken);
+}

@@ -1,0 +1,37 @@
+/* hook.h -- what every wrapper does after calling the real function.
+ *
+ * A wrapper is: find the real function, call it, report the result here,
+ * return the result unchanged. These helpers capture the stack, find the
+ * device, record into the tracker, and on out-of-memory read the device
+ * state and have the post-mortem written. They never change what the
+ * caller sees. */
+#ifndef VT_HOOK_H
+#define VT_HOOK_H
+
+#include <stdint.h>
+
+#include "../tracker/tracker.h"
+
+#define VT_DEVICE_CURRENT (-2)
+
+/* True while the calling thread is inside a runtime call that vramtrace
+ * records itself: the driver calls it makes are then not recorded again. */
+extern __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
+
+static inline int vt_nested(void) { return vt_in_runtime > 0; }
+
+/* Record the outcome of an allocation call. `ok`: it succeeded and
+ * `address` is the new allocation; `oom`: it failed for lack of memory;
+ * neither: it failed otherwise. `device` may be VT_DEVICE_CURRENT. */
+void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
+                   uint64_t address, uint64_t bytes);
+
+/* Record the free of a record taken with vt_tracker_take before the real
+ * call (NULL when the pointer was unknown). */
+void vt_hook_free(struct vt_alloc *taken, int ok);
+
+/* Make sure options, tracker and unwinder are set up (hooks can run before
+ * the library's constructor). */
+void vt_init(void);
+
+#endif

@@ -1,0 +1,27 @@
+/* init.c -- the library's start and end inside the host process. */
+#include <pthread.h>
+
+#include "../report/output.h"
+#include "../tracker/tracker.h"
+#include "hook.h"
+
+static void before_fork(void) { vt_tracker_lock_all(); }
+static void after_fork_parent(void) { vt_tracker_unlock_all(); }
+
+/* A forked child starts with no records: what the parent held is the
+ * parent's to report. The child writes a dump only if it allocates. */
+static void after_fork_child(void) {
+    vt_tracker_reset_child();
+    vt_output_reset_child();
+}
+
+__attribute__((constructor)) static void vt_start(void) {
+    vt_init();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* At exit: the dump and a short summary, for a process that used a GPU.
+ * No CUDA call happens here; the runtime may already be torn down. */
+__attribute__((destructor)) static void vt_stop(void) {
+    vt_output_exit();
+}

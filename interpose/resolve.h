@@ -1,0 +1,39 @@
+/* resolve.h -- finding the real functions behind the hooks.
+ *
+ * vramtrace has three doors: its exported hook symbols, a dlsym override
+ * (dlsym_x86_64.S + vt_dlsym_filter) and the cuGetProcAddress hooks. All
+ * three hand out the same wrappers; this file remembers, per hook, the real
+ * function the wrapper must call. */
+#ifndef VT_RESOLVE_H
+#define VT_RESOLVE_H
+
+enum vt_hook_id {
+#define VT_DRIVER(sym, base, ver, ptsz) VT_ID_##sym,
+#define VT_RUNTIME(sym) VT_ID_##sym,
+#include "hooks.def"
+#undef VT_DRIVER
+#undef VT_RUNTIME
+    VT_ID_COUNT
+};
+
+/* Find the real dlsym; called from the constructor and lazily from the
+ * dlsym override (which may run before any constructor). */
+void vt_resolve_init(void);
+
+/* The real function behind hook `id`, or NULL when it cannot be found
+ * (the wrapper then fails with "not initialized"). */
+void *vt_real(int id);
+
+/* A driver function vramtrace calls itself (cuCtxGetDevice, cuMemGetInfo_v2,
+ * ...), looked up in the loaded driver; NULL when there is none. */
+void *vt_driver_fn(const char *name);
+
+/* The cuGetProcAddress hooks pass every answer through here: the driver's
+ * pointer `fn` for `symbol` comes back as the wrapper of that exact variant
+ * when it is one we hook, unchanged otherwise. */
+void *vt_swap_proc(const char *symbol, void *fn, int version,
+                   unsigned long long flags);
+
+#define VT_REAL(sym) ((__typeof__(&sym))vt_real(VT_ID_##sym))
+
+#endif

@@ -1,0 +1,165 @@
+/* dump.c -- writing the JSON dump. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "dump.h"
+#include "format.h"
+#include "holders.h"
+
+#define U64 "%" PRIu64
+
+static void hex(FILE *f, uint64_t v) { fprintf(f, "\"0x%" PRIx64 "\"", v); }
+
+static const char *event_name(int type) {
+    switch (type) {
+    case VT_EV_ALLOC: return "alloc";
+    case VT_EV_FREE: return "free";
+    default: return "oom";
+    }
+}
+
+static void write_devices(FILE *f, const struct vt_snapshot *s) {
+    fputs("\"devices\":[", f);
+    int first = 1;
+    for (int i = 0; i < s->ndevices; i++) {
+        const struct vt_device *d = &s->devices[i];
+        if (!d->used) continue;
+        fprintf(f, "%s\n {\"ordinal\":%d,\"name\":", first ? "" : ",", i);
+        vt_json_string(f, d->have_facts ? d->name : NULL);
+        fputs(",\"uuid\":", f);
+        vt_json_string(f, d->have_facts && d->uuid[0] ? d->uuid : NULL);
+        fprintf(f, ",\"total_bytes\":" U64 ",\"live_bytes\":" U64 ",\"live_count\":" U64
+                   ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
+                   ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64 "}",
+                d->total_bytes, d->live_bytes, d->live_count, d->peak_bytes,
+                d->peak_time_ns, d->alloc_count, d->free_count, d->failed_count,
+                d->oom_count);
+        first = 0;
+    }
+    fputs("],\n", f);
+}
+
+static void write_totals(FILE *f, const struct vt_snapshot *s) {
+    const struct vt_totals *t = &s->totals;
+    fprintf(f, "\"totals\":{\"live_bytes\":" U64 ",\"live_count\":" U64
+               ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
+               ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64
+               ",\"unknown_frees\":" U64 "},\n",
+            t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
+            t->alloc_count, t->free_count, t->failed_count, t->oom_count,
+            t->unknown_frees);
+    fprintf(f, "\"host\":{\"live_bytes\":" U64 ",\"live_count\":" U64
+               ",\"peak_bytes\":" U64 "},\n",
+            t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
+}
+
+static void write_ooms(FILE *f, const struct vt_snapshot *s) {
+    fputs("\"ooms\":[", f);
+    for (size_t i = 0; i < s->nooms; i++) {
+        const struct vt_oom *o = &s->ooms[i];
+        fprintf(f, "%s\n {\"requested_bytes\":" U64 ",\"api\":", i ? "," : "", o->requested);
+        vt_json_string(f, o->api);
+        fprintf(f, ",\"kind\":\"%s\",\"device\":%d,\"stack\":%" PRIu32 ",\"thread\":%d",
+                vt_kind_name(o->kind), o->device, o->stack, o->thread);
+        if (o->have_info)
+            fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, o->free_bytes,
+                    o->total_bytes);
+        else
+            fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
+        fprintf(f, ",\"live_bytes\":" U64 ",\"time_ns\":" U64 "}", o->live_bytes, o->time_ns);
+    }
+    fputs("],\n", f);
+}
+
+static void write_holders(FILE *f, const struct vt_snapshot *s) {
+    size_t n = 0;
+    struct vt_holder *h = vt_holders(s, &n);
+    fputs("\"holders\":[", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"bytes\":" U64 ",\"count\":" U64 "}",
+                i ? "," : "", h[i].stack, h[i].bytes, h[i].count);
+    fputs("],\n", f);
+    free(h);
+}
+
+static void write_live(FILE *f, const struct vt_snapshot *s) {
+    fputs("\"live\":[", f);
+    for (size_t i = 0; i < s->nlive; i++) {
+        const struct vt_alloc *a = &s->live[i];
+        fprintf(f, "%s\n {\"address\":", i ? "," : "");
+        hex(f, a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address);
+        if (a->kind == VT_KIND_VMM) {
+            fputs(",\"handle\":", f);
+            hex(f, a->address);
+        }
+        fprintf(f, ",\"bytes\":" U64 ",\"kind\":\"%s\",\"api\":", a->bytes,
+                vt_kind_name(a->kind));
+        vt_json_string(f, a->api);
+        fprintf(f, ",\"device\":%d,\"stack\":%" PRIu32 ",\"thread\":%d,\"time_ns\":" U64 "}",
+                a->device, a->stack, a->thread, a->time_ns);
+    }
+    fputs("],\n", f);
+}
+
+static void write_events(FILE *f, const struct vt_snapshot *s) {
+    fprintf(f, "\"events_dropped\":" U64 ",\n", s->events_dropped);
+    fputs("\"event_fields\":[\"time_ns\",\"type\",\"address\",\"bytes\",\"device\",\"stack\",\"kind\"],\n", f);
+    fputs("\"events\":[", f);
+    for (size_t i = 0; i < s->nevents; i++) {
+        const struct vt_event *e = &s->events[i];
+        fprintf(f, "%s\n[" U64 ",\"%s\",", i ? "," : "", e->time_ns, event_name(e->type));
+        hex(f, e->address);
+        fprintf(f, "," U64 ",%d,%" PRIu32 ",\"%s\"]", e->bytes, e->device, e->stack,
+                vt_kind_name(e->kind));
+    }
+    fputs("],\n", f);
+}
+
+static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
+    fputs("\"stacks\":[", f);
+    for (size_t i = 0; i < s->nstacks; i++) {
+        const struct vt_stack *st = s->stacks[i];
+        fprintf(f, "%s\n {\"frames\":[", i ? "," : "");
+        for (uint32_t j = 0; j < st->depth; j++) {
+            const struct vt_frame *fr = sym && i < sym->nstacks && sym->stacks[i]
+                                            ? &sym->stacks[i][j] : NULL;
+            fputs(j ? ",{\"function\":" : "{\"function\":", f);
+            vt_json_string(f, fr ? fr->function : NULL);
+            fputs(",\"file\":", f);
+            vt_json_string(f, fr ? fr->file : NULL);
+            fprintf(f, ",\"line\":%d,\"module\":", fr ? fr->line : 0);
+            vt_json_string(f, fr ? fr->module : NULL);
+            fputs(",\"offset\":", f);
+            hex(f, fr ? fr->offset : 0);
+            fputs(",\"address\":", f);
+            hex(f, st->frames[j]);
+            fputc('}', f);
+        }
+        fputs("]}", f);
+    }
+    fputs("]\n", f);
+}
+
+int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                  const struct vt_dump_meta *m) {
+    fputs("{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":", f);
+    vt_json_string(f, m->reason);
+    fprintf(f, ",\"pid\":%d,\"rank\":%d,\"host\":", m->pid, m->rank);
+    vt_json_string(f, m->host);
+    fputs(",\"argv\":[", f);
+    for (int i = 0; i < m->argc; i++) {
+        if (i) fputc(',', f);
+        vt_json_string(f, m->argv[i]);
+    }
+    fprintf(f, "],\"start_unix_ns\":" U64 ",\"time_ns\":" U64 ",\n", s->start_unix_ns,
+            s->now_ns);
+    write_devices(f, s);
+    write_totals(f, s);
+    write_ooms(f, s);
+    write_holders(f, s);
+    write_live(f, s);
+    write_events(f, s);
+    write_stacks(f, s, sym);
+    fputs("}\n", f);
+    return ferror(f) ? -1 : 0;
+}

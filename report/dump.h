@@ -1,0 +1,30 @@
+/* dump.h -- the JSON dump ("vramtrace-dump", version 1).
+ *
+ * The dump is the contract between the library and everything that reads
+ * its output (the CLI, CI scripts, tests). Fields are documented in
+ * docs/dump-format.md; new fields may be added, existing ones keep their
+ * meaning. A "stack" value is an index into "stacks"; frames go innermost
+ * first. */
+#ifndef VT_DUMP_H
+#define VT_DUMP_H
+
+#include <stdio.h>
+
+#include "../tracker/tracker.h"
+#include "symbolize.h"
+
+struct vt_dump_meta {
+    const char *reason;   /* "oom", "exit" */
+    int pid;
+    int argc;
+    char **argv;
+    const char *host;
+    int rank;
+};
+
+/* Write the dump of snapshot `s` (live allocations sorted largest first
+ * by the caller) to f. Returns 0, or -1 when a write failed. */
+int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                  const struct vt_dump_meta *meta);
+
+#endif

@@ -1,0 +1,55 @@
+/* format.c -- byte counts for people, strings for JSON. */
+#include <string.h>
+
+#include "format.h"
+
+const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size) {
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) {
+        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) { v /= 1024.0; u++; }
+    snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+/* Length of a valid UTF-8 sequence starting at s, or 0. */
+static int utf8_len(const unsigned char *s) {
+    int n;
+    if (s[0] < 0x80) return 1;
+    else if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2) n = 2;
+    else if ((s[0] & 0xf0) == 0xe0) n = 3;
+    else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4) n = 4;
+    else return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    return n;
+}
+
+void vt_json_string(FILE *f, const char *s) {
+    if (s == NULL) { fputs("null", f); return; }
+    fputc('"', f);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') { fputc('\\', f); fputc(c, f); p++; continue; }
+        if (c < 0x20) {
+            switch (c) {
+            case '\n': fputs("\\n", f); break;
+            case '\t': fputs("\\t", f); break;
+            case '\r': fputs("\\r", f); break;
+            default: fprintf(f, "\\u%04x", c); break;
+            }
+            p++;
+            continue;
+        }
+        int n = utf8_len(p);
+        if (n == 0) { fprintf(f, "\\u%04x", c); p++; continue; }
+        fwrite(p, 1, (size_t)n, f);
+        p += n;
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,186 @@
+/* output.c -- writing dumps and reports from inside the traced process. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../tracker/options.h"
+#include "../tracker/tracker.h"
+#include "dump.h"
+#include "holders.h"
+#include "output.h"
+#include "postmortem.h"
+#include "symbolize.h"
+
+#define VT_OOM_INTERVAL_NS 1000000000ull
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static int oom_written;
+static uint64_t last_oom_ns;
+static int warned_dump, warned_report;
+
+int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
+                   const char *host, int rank) {
+    size_t k = 0;
+    for (const char *p = pattern; *p; p++) {
+        char tmp[300];
+        const char *add = tmp;
+        if (*p == '%' && p[1]) {
+            p++;
+            switch (*p) {
+            case 'p': snprintf(tmp, sizeof tmp, "%d", pid); break;
+            case 'h': snprintf(tmp, sizeof tmp, "%s", host); break;
+            case 'r': snprintf(tmp, sizeof tmp, "%d", rank); break;
+            case '%': add = "%"; break;
+            default: snprintf(tmp, sizeof tmp, "%%%c", *p); break;
+            }
+        } else {
+            tmp[0] = *p;
+            tmp[1] = '\0';
+        }
+        size_t n = strlen(add);
+        if (k + n >= size) return -1;
+        memcpy(out + k, add, n);
+        k += n;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+static void warn_once(int *flag, const char *what, const char *path) {
+    if (*flag) return;
+    *flag = 1;
+    fprintf(stderr, "vramtrace: warning: cannot write %s %s: %s\n", what, path, strerror(errno));
+}
+
+/* argv of this process, from /proc/self/cmdline. */
+static int read_argv(char *buf, size_t size, char **argv, int max) {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    int argc = 0;
+    for (ssize_t i = 0; i < n && argc < max; i += (ssize_t)strlen(buf + i) + 1) argv[argc++] = buf + i;
+    return argc;
+}
+
+static int rank_from_env(void) {
+    const char *r = getenv("RANK");
+    return r ? atoi(r) : 0;
+}
+
+/* Write the dump to path through a temporary file; 0 on success. */
+static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                      const struct vt_dump_meta *meta) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    if (!f) { close(fd); unlink(tmp); return -1; }
+    int rc = vt_dump_write(f, s, sym, meta);
+    if (fclose(f) != 0) rc = -1;
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+    if (rc != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+    }
+    return rc;
+}
+
+static FILE *open_report(const char *path, int *close_it) {
+    *close_it = 0;
+    if (strcmp(vt_opt.report, "off") == 0) return NULL;
+    if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        warn_once(&warned_report, "the report to", path);
+        return NULL;
+    }
+    *close_it = 1;
+    return f;
+}
+
+static void write_outputs(const char *reason) {
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    if (!s) return;
+    vt_sort_live(s);
+    struct vt_symbols *sym = vt_symbolize(s);
+
+    char argbuf[8192];
+    char *argv[64];
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct vt_dump_meta meta = {
+        .reason = reason,
+        .pid = (int)getpid(),
+        .argc = read_argv(argbuf, sizeof argbuf, argv, 64),
+        .argv = argv,
+        .host = host,
+        .rank = rank_from_env(),
+    };
+
+    char path[4096];
+    const char *dump_path = NULL;
+    if (strcmp(vt_opt.out, "off") != 0) {
+        char rel[4096];
+        if (vt_expand_path(vt_opt.out, rel, sizeof rel, meta.pid, host, meta.rank) == 0) {
+            char cwd[2048];
+            if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
+                snprintf(path, sizeof path, "%s/%s", cwd, rel);
+            else
+                snprintf(path, sizeof path, "%s", rel);
+            if (write_dump(path, s, sym, &meta) == 0) dump_path = path;
+            else warn_once(&warned_dump, "the dump to", path);
+        }
+    }
+
+    char rpath[4096];
+    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank) != 0)
+        snprintf(rpath, sizeof rpath, "%s", vt_opt.report);
+    int close_it;
+    FILE *f = open_report(rpath, &close_it);
+    if (f) {
+        if (strcmp(reason, "oom") == 0)
+            vt_postmortem_oom(f, s, sym, &meta, dump_path, vt_opt.top);
+        else
+            vt_postmortem_exit(f, s, sym, &meta, dump_path, vt_opt.top);
+        if (close_it) fclose(f);
+    }
+    vt_symbols_free(sym);
+    vt_snapshot_free(s);
+}
+
+void vt_output_oom(void) {
+    pthread_mutex_lock(&out_lock);
+    uint64_t now = vt_now_ns();
+    if (!oom_written || now - last_oom_ns >= VT_OOM_INTERVAL_NS) {
+        oom_written = 1;
+        last_oom_ns = now;
+        write_outputs("oom");
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
+void vt_output_exit(void) {
+    if (!vt_tracker_touched()) return;
+    pthread_mutex_lock(&out_lock);
+    write_outputs("exit");
+    pthread_mutex_unlock(&out_lock);
+}
+
+void vt_output_reset_child(void) {
+    pthread_mutex_init(&out_lock, NULL);
+    oom_written = 0;
+    last_oom_ns = 0;
+}

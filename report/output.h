@@ -1,0 +1,23 @@
+/* output.h -- when and where the library writes its dump and reports.
+ *
+ * At the first out-of-memory failure (then at most once a second) and at
+ * exit, for a process that used a GPU: the JSON dump to VRAMTRACE_OUT
+ * (written to a temporary file, then renamed, so it is whole or absent)
+ * and the human report to VRAMTRACE_REPORT. */
+#ifndef VT_OUTPUT_H
+#define VT_OUTPUT_H
+
+#include <stddef.h>
+
+void vt_output_oom(void);
+void vt_output_exit(void);
+
+/* After fork, in the child: forget the parent's rate limit. */
+void vt_output_reset_child(void);
+
+/* Expand a VRAMTRACE_OUT pattern: %p pid, %h host, %r rank, %% percent.
+ * Returns 0, or -1 when the result does not fit. */
+int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
+                   const char *host, int rank);
+
+#endif

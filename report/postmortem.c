@@ -1,0 +1,166 @@
+/* postmortem.c -- the human post-mortem and exit summary. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "holders.h"
+#include "postmortem.h"
+
+#define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
+
+/* "function file:line", "function (module+0xoff)" or "0xaddr". */
+static void site_text(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
+    const struct vt_frame *fr = vt_call_site(sym, stack);
+    if (!fr) { snprintf(buf, size, "(no stack)"); return; }
+    const char *fn = fr->function ? fr->function : "??";
+    if (fr->file) {
+        snprintf(buf, size, "%s %s:%d", fn, fr->file, fr->line);
+    } else if (fr->module) {
+        const char *m = strrchr(fr->module, '/');
+        snprintf(buf, size, "%s (%s+0x%" PRIxPTR ")", fn, m ? m + 1 : fr->module, fr->offset);
+    } else {
+        snprintf(buf, size, "%s 0x%" PRIxPTR, fn, fr->address);
+    }
+}
+
+static void holders_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                          int top) {
+    size_t n = 0;
+    struct vt_holder *h = vt_holders(s, &n);
+    if (n == 0) { fputs("vramtrace:   no device memory is live\n", f); return; }
+    fprintf(f, "vramtrace: largest holders by call site (%zu call site%s):\n", n,
+            n == 1 ? "" : "s");
+    for (size_t i = 0; i < n && i < (size_t)top; i++) {
+        char b[32], site[512];
+        site_text(sym, h[i].stack, site, sizeof site);
+        double pct = s->totals.live_bytes ? 100.0 * (double)h[i].bytes / (double)s->totals.live_bytes : 0;
+        fprintf(f, "vramtrace:   %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", B(h[i].bytes, b), pct,
+                h[i].count, h[i].count == 1 ? " " : "s", site);
+    }
+    free(h);
+}
+
+static void live_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                       int top) {
+    size_t shown = 0;
+    for (size_t i = 0; i < s->nlive && shown < (size_t)top; i++) {
+        const struct vt_alloc *a = &s->live[i];
+        if (a->kind == VT_KIND_HOST) continue;
+        if (shown == 0) fputs("vramtrace: largest live allocations:\n", f);
+        char b[32], site[512];
+        site_text(sym, a->stack, site, sizeof site);
+        fprintf(f, "vramtrace:   %10s  %-7s %-22s dev %d  0x%" PRIx64 "  %s\n", B(a->bytes, b),
+                vt_kind_name(a->kind), a->api, a->device,
+                a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address, site);
+        shown++;
+    }
+}
+
+static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
+    return d >= 0 && d < s->ndevices ? &s->devices[d] : NULL;
+}
+
+/* What the numbers at this failure suggest, most specific first. */
+static void next_steps(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                       const struct vt_oom *o) {
+    char a[32], b[32], site[512];
+    fputs("vramtrace: what to try next:\n", f);
+    if (o->have_info && o->requested > o->total_bytes) {
+        fprintf(f, "vramtrace:   - the request alone (%s) exceeds the device (%s): split it or "
+                   "shard it across devices\n", B(o->requested, a), B(o->total_bytes, b));
+        return;
+    }
+    if (o->have_info && o->total_bytes > o->free_bytes + o->live_bytes) {
+        uint64_t outside = o->total_bytes - o->free_bytes - o->live_bytes;
+        if (outside * 10 > o->total_bytes)
+            fprintf(f, "vramtrace:   - %s of the device is held outside this process's tracked "
+                       "allocations: check other processes with nvidia-smi\n", B(outside, a));
+    }
+    if (o->have_info && o->free_bytes >= o->requested)
+        fprintf(f, "vramtrace:   - %s was free yet %s failed: fragmentation or a pool limit\n",
+                B(o->free_bytes, a), B(o->requested, b));
+    size_t n = 0;
+    struct vt_holder *h = vt_holders(s, &n);
+    if (n > 0) {
+        site_text(sym, h[0].stack, site, sizeof site);
+        fprintf(f, "vramtrace:   - the largest holder is %s (%s in %" PRIu64 " allocation%s): "
+                   "free or shrink what it keeps\n", site, B(h[0].bytes, a), h[0].count,
+                h[0].count == 1 ? "" : "s");
+    }
+    free(h);
+    fputs("vramtrace:   - then a smaller batch at the failing call, or activation checkpointing\n", f);
+}
+
+static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
+    fprintf(f, "vramtrace: %s in pid %d", what, m->pid);
+    if (m->argc > 0) fprintf(f, " (%s)", m->argv[0]);
+    fputc('\n', f);
+}
+
+void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                       const struct vt_dump_meta *m, const char *dump_path, int top) {
+    if (s->nooms == 0) return;
+    const struct vt_oom *o = &s->ooms[s->nooms - 1];
+    char a[32], b[32], c[32], site[512];
+    header(f, "out of memory", m);
+    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " bytes) by %s", B(o->requested, a),
+            o->requested, o->api);
+    const struct vt_device *d = dev(s, o->device);
+    if (o->kind == VT_KIND_HOST) fputs(" (pinned host memory)", f);
+    else fprintf(f, " on device %d", o->device);
+    if (d && d->have_facts && d->name[0]) fprintf(f, " (%s)", d->name);
+    fputc('\n', f);
+    site_text(sym, o->stack, site, sizeof site);
+    fprintf(f, "vramtrace:   failing call: %s\n", site);
+    if (o->have_info) {
+        fprintf(f, "vramtrace:   device: %s free of %s\n", B(o->free_bytes, a),
+                B(o->total_bytes, b));
+        uint64_t used = o->total_bytes - o->free_bytes;
+        if (used > o->live_bytes)
+            fprintf(f, "vramtrace:   held outside this process's tracked allocations: %s "
+                       "(CUDA context, other processes, untracked APIs)\n",
+                    B(used - o->live_bytes, a));
+    }
+    if (d) {
+        fprintf(f, "vramtrace:   tracked on device %d: %s live in %" PRIu64
+                   " allocation%s at the failure; peak %s at %.3f s\n",
+                o->device, B(o->live_bytes, a), d->live_count, d->live_count == 1 ? "" : "s",
+                B(d->peak_bytes, c), (double)d->peak_time_ns / 1e9);
+    }
+    if (s->totals.oom_count > 1)
+        fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
+    holders_table(f, s, sym, top);
+    live_table(f, s, sym, top);
+    next_steps(f, s, sym, o);
+    if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
+    fflush(f);
+}
+
+void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_dump_meta *m, const char *dump_path, int top) {
+    const struct vt_totals *t = &s->totals;
+    char a[32], b[32];
+    header(f, "exit", m);
+    fprintf(f, "vramtrace:   live at exit: %s in %" PRIu64 " allocation%s; peak %s at %.3f s\n",
+            B(t->live_bytes, a), t->live_count, t->live_count == 1 ? "" : "s",
+            B(t->peak_bytes, b), (double)t->peak_time_ns / 1e9);
+    fprintf(f, "vramtrace:   allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64
+               " (out of memory %" PRIu64 ")\n",
+            t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    if (t->host_live_count || t->host_peak_bytes)
+        fprintf(f, "vramtrace:   pinned host memory: %s live in %" PRIu64 " allocation%s; peak %s\n",
+                B(t->host_live_bytes, a), t->host_live_count,
+                t->host_live_count == 1 ? "" : "s", B(t->host_peak_bytes, b));
+    for (int i = 0; i < s->ndevices; i++) {
+        const struct vt_device *d = &s->devices[i];
+        if (!d->used) continue;
+        fprintf(f, "vramtrace:   device %d%s%s%s: %s live, peak %s", i, d->name[0] ? " (" : "",
+                d->name, d->name[0] ? ")" : "", B(d->live_bytes, a), B(d->peak_bytes, b));
+        if (d->total_bytes) fprintf(f, " of %s", vt_fmt_bytes(d->total_bytes, a, sizeof a));
+        fputc('\n', f);
+    }
+    if (t->live_count) holders_table(f, s, sym, top);
+    if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
+    fflush(f);
+}

@@ -1,0 +1,175 @@
+/* symbolize.c -- libdwfl symbolization of the running process. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "symbolize.h"
+
+struct frame_entry {
+    uintptr_t address;
+    struct vt_frame f;
+    UT_hash_handle hh;
+};
+
+struct priv {
+    struct frame_entry *cache;
+    Dwfl *dwfl;
+    char *(*demangle)(const char *, char *, size_t *, int *);
+};
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* A C++ name demangled with the process's own __cxa_demangle, if it has
+ * one; otherwise a copy of the name as it is. */
+static char *demangled(struct priv *p, const char *raw) {
+    /* Drop a symbol version ("__libc_start_main@@GLIBC_2.34"). */
+    char name_buf[1024];
+    const char *name = raw;
+    const char *at = raw ? strchr(raw, '@') : NULL;
+    if (at && at != raw && (size_t)(at - raw) < sizeof name_buf) {
+        memcpy(name_buf, raw, (size_t)(at - raw));
+        name_buf[at - raw] = '\0';
+        name = name_buf;
+    }
+    if (name && p->demangle && name[0] == '_' && name[1] == 'Z') {
+        int status = 0;
+        char *d = p->demangle(name, NULL, NULL, &status);
+        if (d && status == 0) return d;
+        free(d);
+    }
+    return dup_or_null(name);
+}
+
+static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
+    memset(f, 0, sizeof *f);
+    f->address = address;
+    if (!p->dwfl) return;
+    /* A return address points after the call: look up the call itself. */
+    Dwarf_Addr pc = address > 0 ? address - 1 : address;
+    Dwfl_Module *m = dwfl_addrmodule(p->dwfl, pc);
+    if (!m) return;
+    Dwarf_Addr base = 0;
+    const char *mainfile = NULL;
+    const char *modname = dwfl_module_info(m, NULL, &base, NULL, NULL, NULL,
+                                           &mainfile, NULL);
+    f->module = dup_or_null(mainfile ? mainfile : modname);
+    f->offset = address - base;
+    f->function = demangled(p, dwfl_module_addrname(m, pc));
+    Dwfl_Line *line = dwfl_module_getsrc(m, pc);
+    if (line) {
+        int lineno = 0;
+        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+        if (file) {
+            f->file = strdup(file);
+            f->line = lineno;
+        }
+    }
+}
+
+static int is_cuda_module(const char *module) {
+    if (!module) return 0;
+    const char *base = strrchr(module, '/');
+    base = base ? base + 1 : module;
+    return strncmp(base, "libcuda.", 8) == 0 || strncmp(base, "libcudart", 9) == 0;
+}
+
+/* Frames of the CUDA runtime linked statically into a program carry the
+ * runtime's names: cudaMalloc and friends, or internal __cudart symbols. */
+static int is_cuda_function(const char *fn) {
+    if (!fn) return 0;
+    if (strncmp(fn, "__cudart", 8) == 0) return 1;
+    if (strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z') return 1;
+    if (strncmp(fn, "cu", 2) == 0 && fn[2] >= 'A' && fn[2] <= 'Z') return 1;
+    return 0;
+}
+
+static const Dwfl_Callbacks callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
+    struct vt_symbols *sym = calloc(1, sizeof *sym);
+    struct priv *p = calloc(1, sizeof *p);
+    if (!sym || !p) { free(sym); free(p); return NULL; }
+    sym->priv = p;
+    /* Not the public dlsym: vramtrace overrides it. */
+    *(void **)&p->demangle = dlvsym(RTLD_DEFAULT, "__cxa_demangle", "CXXABI_1.3");
+    p->dwfl = dwfl_begin(&callbacks);
+    if (p->dwfl) {
+        if (dwfl_linux_proc_report(p->dwfl, getpid()) != 0) {
+            dwfl_end(p->dwfl);
+            p->dwfl = NULL;
+        } else {
+            dwfl_report_end(p->dwfl, NULL, NULL);
+        }
+    }
+    size_t n = s->nstacks;
+    sym->nstacks = n;
+    sym->stacks = calloc(n ? n : 1, sizeof *sym->stacks);
+    sym->depth = calloc(n ? n : 1, sizeof *sym->depth);
+    sym->site = calloc(n ? n : 1, sizeof *sym->site);
+    if (!sym->stacks || !sym->depth || !sym->site) {
+        vt_symbols_free(sym);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct vt_stack *st = s->stacks[i];
+        struct vt_frame *frames = calloc(st->depth ? st->depth : 1, sizeof *frames);
+        if (!frames) continue;
+        sym->stacks[i] = frames;
+        sym->depth[i] = st->depth;
+        sym->site[i] = -1;
+        for (uint32_t j = 0; j < st->depth; j++) {
+            uintptr_t a = st->frames[j];
+            struct frame_entry *e;
+            HASH_FIND(hh, p->cache, &a, sizeof a, e);
+            if (!e) {
+                e = calloc(1, sizeof *e);
+                if (!e) continue;
+                e->address = a;
+                resolve(p, a, &e->f);
+                HASH_ADD(hh, p->cache, address, sizeof e->address, e);
+            }
+            frames[j] = e->f;
+            if (sym->site[i] < 0 && !is_cuda_module(e->f.module) &&
+                !is_cuda_function(e->f.function))
+                sym->site[i] = (int)j;
+        }
+        if (sym->site[i] < 0 && st->depth > 0) sym->site[i] = 0;
+    }
+    return sym;
+}
+
+const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
+    if (!sym || stack >= sym->nstacks || sym->site[stack] < 0 || !sym->stacks[stack])
+        return NULL;
+    return &sym->stacks[stack][sym->site[stack]];
+}
+
+void vt_symbols_free(struct vt_symbols *sym) {
+    if (!sym) return;
+    struct priv *p = sym->priv;
+    for (size_t i = 0; i < sym->nstacks; i++) free((void *)sym->stacks[i]);
+    free(sym->stacks);
+    free(sym->depth);
+    free(sym->site);
+    if (p) {
+        struct frame_entry *e, *tmp;
+        HASH_ITER(hh, p->cache, e, tmp) {
+            HASH_DEL(p->cache, e);
+            free((void *)e->f.function);
+            free((void *)e->f.file);
+            free((void *)e->f.module);
+            free(e);
+        }
+        if (p->dwfl) dwfl_end(p->dwfl);
+        free(p);
+    }
+    free(sym);
+}

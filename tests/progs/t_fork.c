@@ -1,0 +1,36 @@
+/* t_fork.c -- a forked child must not report its parent's records. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *parent_buffer(void) {
+    void *p = NULL;
+    cudaMalloc(&p, 1 << 20);
+    return p;
+}
+
+static void *child_buffer(void) {
+    void *p = NULL;
+    cudaMalloc(&p, 4096);
+    return p;
+}
+
+int main(void) {
+    void *p = parent_buffer();
+    fflush(stdout);
+    pid_t quiet = fork();
+    if (quiet == 0) exit(0);            /* allocates nothing: no dump, no output */
+    pid_t busy = fork();
+    if (busy == 0) {                    /* allocates: its own dump, its own bytes only */
+        child_buffer();
+        exit(0);
+    }
+    int st1, st2;
+    waitpid(quiet, &st1, 0);
+    waitpid(busy, &st2, 0);
+    printf("children %d %d exited %d %d\n", (int)quiet, (int)busy, WEXITSTATUS(st1), WEXITSTATUS(st2));
+    printf("parent %p\n", p);
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* t_oom.c -- grows a cache until a request fails with out-of-memory.
+ * Argument "exit" returns normally after the failure; "_exit" ends without
+ * running exit handlers, as a killed job would. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void *grow_cache(size_t n) {
+    void *p = NULL;
+    cudaMalloc(&p, n);
+    return p;
+}
+
+static cudaError_t big_request(void **p, size_t n) {
+    return cudaMalloc(p, n);
+}
+
+int main(int argc, char **argv) {
+    void *keep[3];
+    for (int i = 0; i < 3; i++) keep[i] = grow_cache(16 << 20);
+    void *big = NULL;
+    cudaError_t r = big_request(&big, 32 << 20);
+    printf("big request -> %d (%s)\n", (int)r, cudaGetErrorString(r));
+    printf("kept %p %p %p\n", keep[0], keep[1], keep[2]);
+    fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+    return r == cudaSuccess ? 0 : 1;
+}

@@ -1,0 +1,36 @@
+/* options.h -- every VRAMTRACE_* setting, in one table.
+ *
+ * Read once from the environment at start. A bad value warns once on stderr
+ * (when the process first uses a GPU), naming the variable, and keeps the
+ * default; an unknown VRAMTRACE_* name
+ * warns too. The CLI prints the same table in its --help. */
+#ifndef VT_OPTIONS_H
+#define VT_OPTIONS_H
+
+#include <stddef.h>
+
+struct vt_options {
+    char out[1024];      /* dump path pattern, or "off" */
+    char report[1024];   /* "stderr", "off" or a file path */
+    int depth;           /* native frames kept per stack */
+    long events;         /* capacity of the event ring */
+    int top;             /* rows in the human report's tables */
+};
+
+extern struct vt_options vt_opt;
+
+struct vt_option_desc {
+    const char *name;
+    const char *def;
+    const char *meaning;
+};
+
+/* The option table, ended by a NULL name. */
+extern const struct vt_option_desc vt_option_table[];
+
+/* Parse the environment into vt_opt. Warnings are held back until
+ * vt_options_flush_warnings, which prints them once on stderr. */
+void vt_options_load(void);
+void vt_options_flush_warnings(void);
+
+#endif

@@ -1,0 +1,410 @@
+/* tracker.c -- the live table, interned stacks, totals, history and OOMs.
+ *
+ * One mutex guards everything here. Callers unwind before they come in, so
+ * the lock covers only hashing and a few additions. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "tracker.h"
+
+#define VT_MAX_OOMS 4096
+
+struct vt_key {
+    uint64_t address;
+    uint32_t space;
+    uint32_t pad;
+};
+
+struct vt_rec {
+    struct vt_key key;
+    struct vt_alloc a;
+    UT_hash_handle hh;
+};
+
+struct vt_stack_node {
+    UT_hash_handle hh;
+    struct vt_stack pub;
+    uintptr_t frames[];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vt_rec *live_table;
+static struct vt_stack_node *stack_table;
+static const struct vt_stack **stack_list;
+static size_t nstacks, stack_cap;
+static struct vt_totals totals;
+static struct vt_device devices[VT_MAX_DEVICES];
+static int ndevices;
+static struct vt_oom ooms[VT_MAX_OOMS];
+static size_t nooms;
+static struct vt_event *ring;
+static size_t ring_cap = 1000000;
+static uint64_t ring_written;
+static int ring_failed;
+static int touched;
+static uint64_t start_mono_ns, start_unix_ns;
+static int max_depth = 64;
+
+static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
+
+static const char *kind_names[VT_KIND_COUNT] = {
+    "device", "pitched", "managed", "async", "vmm", "host",
+};
+
+const char *vt_kind_name(int kind) {
+    return kind >= 0 && kind < VT_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int vt_kind_space(int kind) {
+    if (kind == VT_KIND_HOST) return VT_SPACE_HOST;
+    if (kind == VT_KIND_VMM) return VT_SPACE_HANDLE;
+    return VT_SPACE_DEVICE;
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t vt_now_ns(void) { return mono_ns() - start_mono_ns; }
+
+static int32_t thread_id(void) {
+    if (my_tid == 0) my_tid = (int32_t)syscall(SYS_gettid);
+    return my_tid;
+}
+
+void vt_tracker_init(int depth, size_t event_capacity) {
+    pthread_mutex_lock(&lock);
+    if (start_mono_ns == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        start_mono_ns = mono_ns();
+    }
+    if (depth > 0) max_depth = depth;
+    if (ring == NULL) ring_cap = event_capacity;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Return the id of this stack, adding it if it is new. Lock held. */
+static uint32_t intern_stack(const uintptr_t *frames, int depth) {
+    if (depth > max_depth) depth = max_depth;
+    size_t keylen = (size_t)depth * sizeof(uintptr_t);
+    struct vt_stack_node *n;
+    HASH_FIND(hh, stack_table, frames, keylen, n);
+    if (n) return n->pub.id;
+    if (nstacks == stack_cap) {
+        size_t cap = stack_cap ? stack_cap * 2 : 256;
+        const struct vt_stack **l = realloc(stack_list, cap * sizeof *l);
+        if (!l) return UINT32_MAX;
+        stack_list = l;
+        stack_cap = cap;
+    }
+    n = malloc(sizeof *n + keylen);
+    if (!n) return UINT32_MAX;
+    memcpy(n->frames, frames, keylen);
+    n->pub.id = (uint32_t)nstacks;
+    n->pub.depth = (uint32_t)depth;
+    n->pub.frames = n->frames;
+    HASH_ADD_KEYPTR(hh, stack_table, n->frames, keylen, n);
+    stack_list[nstacks++] = &n->pub;
+    return n->pub.id;
+}
+
+/* Append to the event ring, mapping it on first use. Lock held. */
+static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
+                      uint32_t stack, int device, int kind) {
+    if (ring_cap == 0 || ring_failed) return;
+    if (ring == NULL) {
+        void *m = mmap(NULL, ring_cap * sizeof *ring, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) { ring_failed = 1; return; }
+        ring = m;
+    }
+    struct vt_event *e = &ring[ring_written % ring_cap];
+    e->time_ns = now;
+    e->address = address;
+    e->bytes = bytes;
+    e->stack = stack;
+    e->device = (int16_t)device;
+    e->type = (uint8_t)type;
+    e->kind = (uint8_t)kind;
+    ring_written++;
+}
+
+static struct vt_device *device_slot(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return NULL;
+    if (device >= ndevices) ndevices = device + 1;
+    devices[device].used = 1;
+    return &devices[device];
+}
+
+/* Add or remove bytes from the live counters. Lock held. */
+static void account(const struct vt_alloc *a, int sign, uint64_t now) {
+    if (a->kind == VT_KIND_HOST) {
+        if (sign > 0) {
+            totals.host_live_bytes += a->bytes;
+            totals.host_live_count++;
+            if (totals.host_live_bytes > totals.host_peak_bytes)
+                totals.host_peak_bytes = totals.host_live_bytes;
+        } else {
+            totals.host_live_bytes -= a->bytes;
+            totals.host_live_count--;
+        }
+        return;
+    }
+    struct vt_device *d = device_slot(a->device);
+    if (sign > 0) {
+        totals.live_bytes += a->bytes;
+        totals.live_count++;
+        if (totals.live_bytes > totals.peak_bytes) {
+            totals.peak_bytes = totals.live_bytes;
+            totals.peak_time_ns = now;
+        }
+        if (d) {
+            d->live_bytes += a->bytes;
+            d->live_count++;
+            if (d->live_bytes > d->peak_bytes) {
+                d->peak_bytes = d->live_bytes;
+                d->peak_time_ns = now;
+            }
+        }
+    } else {
+        totals.live_bytes -= a->bytes;
+        totals.live_count--;
+        if (d) {
+            d->live_bytes -= a->bytes;
+            d->live_count--;
+        }
+    }
+}
+
+void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
+                      const char *api, const uintptr_t *frames, int depth) {
+    struct vt_rec *r = calloc(1, sizeof *r);
+    if (!r) return;
+    r->key.address = address;
+    r->key.space = (uint32_t)vt_kind_space(kind);
+    r->a.address = address;
+    r->a.bytes = bytes;
+    r->a.kind = (uint8_t)kind;
+    r->a.device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device);
+    r->a.api = api;
+    r->a.thread = thread_id();
+
+    pthread_mutex_lock(&lock);
+    touched = 1;
+    uint64_t now = vt_now_ns();
+    r->a.time_ns = now;
+    r->a.stack = intern_stack(frames, depth);
+    struct vt_rec *old;
+    HASH_FIND(hh, live_table, &r->key, sizeof r->key, old);
+    if (old) {
+        /* The driver handed out an address we still think is live: a free
+         * we did not see. The new allocation replaces the old record. */
+        HASH_DEL(live_table, old);
+        account(&old->a, -1, now);
+        free(old);
+    }
+    HASH_ADD(hh, live_table, key, sizeof r->key, r);
+    account(&r->a, +1, now);
+    totals.alloc_count++;
+    if (kind != VT_KIND_HOST) {
+        struct vt_device *d = device_slot(device);
+        if (d) d->alloc_count++;
+    }
+    add_event(now, VT_EV_ALLOC, address, bytes, r->a.stack, r->a.device, kind);
+    pthread_mutex_unlock(&lock);
+}
+
+struct vt_alloc *vt_tracker_take(int space, uint64_t address) {
+    struct vt_key k = {address, (uint32_t)space, 0};
+    struct vt_rec *r;
+    pthread_mutex_lock(&lock);
+    HASH_FIND(hh, live_table, &k, sizeof k, r);
+    if (r) {
+        HASH_DEL(live_table, r);
+        account(&r->a, -1, 0);
+    } else {
+        totals.unknown_frees++;
+    }
+    pthread_mutex_unlock(&lock);
+    return r ? &r->a : NULL;
+}
+
+static struct vt_rec *rec_of(struct vt_alloc *a) {
+    return (struct vt_rec *)((char *)a - offsetof(struct vt_rec, a));
+}
+
+void vt_tracker_commit_free(struct vt_alloc *a) {
+    struct vt_rec *r = rec_of(a);
+    pthread_mutex_lock(&lock);
+    totals.free_count++;
+    if (a->kind != VT_KIND_HOST) {
+        struct vt_device *d = device_slot(a->device);
+        if (d) d->free_count++;
+    }
+    add_event(vt_now_ns(), VT_EV_FREE, a->address, a->bytes, a->stack, a->device, a->kind);
+    pthread_mutex_unlock(&lock);
+    free(r);
+}
+
+void vt_tracker_restore(struct vt_alloc *a) {
+    struct vt_rec *r = rec_of(a);
+    struct vt_rec *old;
+    pthread_mutex_lock(&lock);
+    HASH_FIND(hh, live_table, &r->key, sizeof r->key, old);
+    if (old) {
+        free(r); /* Someone got the address meanwhile: theirs is current. */
+    } else {
+        HASH_ADD(hh, live_table, key, sizeof r->key, r);
+        account(&r->a, +1, vt_now_ns());
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void vt_tracker_map(uint64_t handle, uint64_t address) {
+    struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
+    struct vt_rec *r;
+    pthread_mutex_lock(&lock);
+    HASH_FIND(hh, live_table, &k, sizeof k, r);
+    if (r) r->a.mapped = address;
+    pthread_mutex_unlock(&lock);
+}
+
+void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
+                       int depth) {
+    pthread_mutex_lock(&lock);
+    touched = 1;
+    uint64_t now = vt_now_ns();
+    totals.failed_count++;
+    struct vt_device *d = o->kind == VT_KIND_HOST ? NULL : device_slot(o->device);
+    if (d) d->failed_count++;
+    if (is_oom) {
+        o->time_ns = now;
+        o->thread = thread_id();
+        o->stack = intern_stack(frames, depth);
+        o->live_bytes = d ? d->live_bytes : totals.host_live_bytes;
+        totals.oom_count++;
+        if (d) d->oom_count++;
+        if (nooms < VT_MAX_OOMS) ooms[nooms++] = *o;
+        add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+int vt_tracker_needs_facts(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    return !__atomic_load_n(&devices[device].have_facts, __ATOMIC_ACQUIRE);
+}
+
+void vt_tracker_set_facts(int device, const char *name, const char *uuid,
+                          uint64_t total_bytes) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return;
+    pthread_mutex_lock(&lock);
+    struct vt_device *d = &devices[device];
+    if (!d->have_facts) {
+        snprintf(d->name, sizeof d->name, "%s", name ? name : "");
+        snprintf(d->uuid, sizeof d->uuid, "%s", uuid ? uuid : "");
+        d->total_bytes = total_bytes;
+        __atomic_store_n(&d->have_facts, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+int vt_tracker_touched(void) {
+    return __atomic_load_n(&touched, __ATOMIC_RELAXED);
+}
+
+struct vt_snapshot *vt_tracker_snapshot(void) {
+    struct vt_snapshot *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    pthread_mutex_lock(&lock);
+    s->totals = totals;
+    memcpy(s->devices, devices, sizeof devices);
+    s->ndevices = ndevices;
+    s->start_unix_ns = start_unix_ns;
+    s->now_ns = vt_now_ns();
+    size_t n = HASH_COUNT(live_table);
+    s->live = malloc((n ? n : 1) * sizeof *s->live);
+    if (s->live) {
+        struct vt_rec *r, *tmp;
+        HASH_ITER(hh, live_table, r, tmp) s->live[s->nlive++] = r->a;
+    }
+    s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
+    if (s->ooms) {
+        memcpy(s->ooms, ooms, nooms * sizeof *ooms);
+        s->nooms = nooms;
+    }
+    size_t ne = ring_written < ring_cap ? ring_written : ring_cap;
+    s->events = ne ? malloc(ne * sizeof *s->events) : NULL;
+    if (s->events) {
+        size_t first = ring_written - ne;
+        for (size_t i = 0; i < ne; i++) s->events[i] = ring[(first + i) % ring_cap];
+        s->nevents = ne;
+        s->events_dropped = first;
+    }
+    s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
+    if (s->stacks) {
+        memcpy(s->stacks, stack_list, nstacks * sizeof *stack_list);
+        s->nstacks = nstacks;
+    }
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+void vt_snapshot_free(struct vt_snapshot *s) {
+    if (!s) return;
+    free(s->live);
+    free(s->ooms);
+    free(s->events);
+    free(s->stacks);
+    free(s);
+}
+
+void vt_tracker_lock_all(void) { pthread_mutex_lock(&lock); }
+void vt_tracker_unlock_all(void) { pthread_mutex_unlock(&lock); }
+
+void vt_tracker_reset_child(void) {
+    pthread_mutex_init(&lock, NULL);
+    struct vt_rec *r, *tmp;
+    HASH_ITER(hh, live_table, r, tmp) {
+        HASH_DEL(live_table, r);
+        free(r);
+    }
+    struct vt_stack_node *n, *ntmp;
+    HASH_ITER(hh, stack_table, n, ntmp) {
+        HASH_DEL(stack_table, n);
+        free(n);
+    }
+    nstacks = 0;
+    memset(&totals, 0, sizeof totals);
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        struct vt_device *d = &devices[i];
+        int have = d->have_facts;
+        char name[sizeof d->name], uuid[sizeof d->uuid];
+        memcpy(name, d->name, sizeof name);
+        memcpy(uuid, d->uuid, sizeof uuid);
+        uint64_t total = d->total_bytes;
+        memset(d, 0, sizeof *d);
+        d->have_facts = have;
+        memcpy(d->name, name, sizeof name);
+        memcpy(d->uuid, uuid, sizeof uuid);
+        d->total_bytes = total;
+    }
+    ndevices = 0;
+    nooms = 0;
+    ring_written = 0;
+    touched = 0;
+    my_tid = 0;
+}

@@ -1,0 +1,178 @@
+/* tracker.h -- what is live, where it came from, and what happened.
+ *
+ * The tracker owns every record vramtrace keeps about a process: the table
+ * of live allocations, interned stacks, per-device live and peak bytes, the
+ * bounded history of events and the out-of-memory failures. It never calls
+ * CUDA and never formats output: interpose/ feeds it, report/ reads a
+ * snapshot of it. All functions are thread-safe. */
+#ifndef VT_TRACKER_H
+#define VT_TRACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VT_MAX_DEVICES 64
+#define VT_HOST_DEVICE (-1)
+
+/* What kind of memory an allocation is. Host (pinned) memory is counted
+ * apart from device bytes. */
+enum vt_kind {
+    VT_KIND_DEVICE,   /* cuMemAlloc, cudaMalloc */
+    VT_KIND_PITCHED,  /* cuMemAllocPitch */
+    VT_KIND_MANAGED,  /* cuMemAllocManaged */
+    VT_KIND_ASYNC,    /* stream-ordered: cuMemAllocAsync, ...FromPoolAsync */
+    VT_KIND_VMM,      /* physical handle from cuMemCreate */
+    VT_KIND_HOST,     /* pinned host memory */
+    VT_KIND_COUNT
+};
+
+/* The name space an allocation's key lives in: device addresses (unique
+ * across devices under unified addressing), host addresses, VMM handles. */
+enum vt_space { VT_SPACE_DEVICE, VT_SPACE_HOST, VT_SPACE_HANDLE };
+
+enum vt_event_type { VT_EV_ALLOC, VT_EV_FREE, VT_EV_OOM };
+
+const char *vt_kind_name(int kind);
+int vt_kind_space(int kind);
+
+/* One live allocation. `api` points at a string with static lifetime. */
+struct vt_alloc {
+    uint64_t address;   /* device/host address, or the VMM handle */
+    uint64_t mapped;    /* VMM: the address last mapped to the handle, or 0 */
+    uint64_t bytes;
+    uint64_t time_ns;
+    const char *api;
+    uint32_t stack;
+    int32_t thread;
+    int16_t device;
+    uint8_t kind;
+};
+
+struct vt_event {
+    uint64_t time_ns;
+    uint64_t address;
+    uint64_t bytes;
+    uint32_t stack;
+    int16_t device;
+    uint8_t type;
+    uint8_t kind;
+};
+
+struct vt_oom {
+    uint64_t time_ns;
+    uint64_t requested;
+    uint64_t free_bytes;   /* cuMemGetInfo at the failure; 0 if unknown */
+    uint64_t total_bytes;
+    uint64_t live_bytes;   /* tracked live bytes on that device then */
+    const char *api;
+    uint32_t stack;
+    int32_t thread;
+    int16_t device;
+    uint8_t kind;
+    uint8_t have_info;     /* free/total were read */
+};
+
+struct vt_device {
+    int used;              /* something was recorded on it */
+    int have_facts;
+    char name[128];
+    char uuid[48];         /* "GPU-xxxxxxxx-xxxx-..." */
+    uint64_t total_bytes;
+    uint64_t live_bytes;
+    uint64_t live_count;
+    uint64_t peak_bytes;
+    uint64_t peak_time_ns;
+    uint64_t alloc_count;
+    uint64_t free_count;
+    uint64_t failed_count;
+    uint64_t oom_count;
+};
+
+struct vt_totals {
+    uint64_t live_bytes;       /* device memory only */
+    uint64_t live_count;
+    uint64_t peak_bytes;
+    uint64_t peak_time_ns;
+    uint64_t alloc_count;
+    uint64_t free_count;
+    uint64_t failed_count;
+    uint64_t oom_count;
+    uint64_t host_live_bytes;  /* pinned host memory */
+    uint64_t host_live_count;
+    uint64_t host_peak_bytes;
+    uint64_t unknown_frees;    /* frees of pointers never seen */
+};
+
+struct vt_stack {
+    uint32_t id;
+    uint32_t depth;
+    const uintptr_t *frames;   /* return addresses, innermost first */
+};
+
+/* A consistent copy of the tracker's state, taken under its lock and then
+ * read without it. Stacks are shared, not copied: they are never freed
+ * while the process runs. Free with vt_snapshot_free. */
+struct vt_snapshot {
+    struct vt_totals totals;
+    struct vt_device devices[VT_MAX_DEVICES];
+    int ndevices;              /* highest used ordinal + 1 */
+    struct vt_alloc *live;
+    size_t nlive;
+    struct vt_oom *ooms;
+    size_t nooms;
+    struct vt_event *events;   /* oldest first */
+    size_t nevents;
+    uint64_t events_dropped;   /* older events the ring overwrote */
+    const struct vt_stack **stacks;
+    size_t nstacks;
+    uint64_t start_unix_ns;    /* wall-clock time of the tracker's start */
+    uint64_t now_ns;           /* when the snapshot was taken */
+};
+
+/* Set up the tracker with the stack depth and event ring size to use.
+ * Called once from the library constructor; safe to call again. */
+void vt_tracker_init(int depth, size_t event_capacity);
+
+/* Nanoseconds since the tracker started (monotonic clock). */
+uint64_t vt_now_ns(void);
+
+/* Record a new live allocation made by the calling thread, with its stack
+ * as captured by vt_stack_capture (frames innermost first). */
+void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
+                      const char *api, const uintptr_t *frames, int depth);
+
+/* Remove the live record under (space, address) and keep it aside for the
+ * caller, who passes it back with vt_tracker_commit_free (the free worked)
+ * or vt_tracker_restore (it failed). Returns NULL when the pointer was never
+ * seen; the caller then still calls the real free and reports nothing. */
+struct vt_alloc *vt_tracker_take(int space, uint64_t address);
+void vt_tracker_commit_free(struct vt_alloc *a);
+void vt_tracker_restore(struct vt_alloc *a);
+
+/* A VMM handle was mapped at an address: remember it for the report. */
+void vt_tracker_map(uint64_t handle, uint64_t address);
+
+/* A failed allocation. Out-of-memory failures also become OOM records;
+ * `o` carries the request and the device state at that moment (its
+ * live_bytes, stack and time are filled in here). */
+void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
+                       int depth);
+
+/* Device facts (read once by interpose/ when the device is first used). */
+int vt_tracker_needs_facts(int device);
+void vt_tracker_set_facts(int device, const char *name, const char *uuid,
+                          uint64_t total_bytes);
+
+/* Whether anything GPU-related was ever recorded in this process. */
+int vt_tracker_touched(void);
+
+struct vt_snapshot *vt_tracker_snapshot(void);
+void vt_snapshot_free(struct vt_snapshot *s);
+
+/* Lock for fork: taken before fork, released in the parent; the child
+ * starts afresh with vt_tracker_reset_child. */
+void vt_tracker_lock_all(void);
+void vt_tracker_unlock_all(void);
+void vt_tracker_reset_child(void);
+
+#endif
