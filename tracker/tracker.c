@@ -285,12 +285,15 @@ void vt_tracker_map(uint64_t handle, uint64_t address) {
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     pthread_mutex_lock(&lock);
-    touched = 1;
     uint64_t now = vt_now_ns();
     totals.failed_count++;
-    struct vt_device *d = o->kind == VT_KIND_HOST ? NULL : device_slot(o->device);
+    /* Other failures (no driver, bad arguments) are counted but do not make
+     * the process one that used a GPU: without a driver, a program must
+     * behave and print exactly as it does without vramtrace. */
+    struct vt_device *d = !is_oom || o->kind == VT_KIND_HOST ? NULL : device_slot(o->device);
     if (d) d->failed_count++;
     if (is_oom) {
+        touched = 1;
         o->time_ns = now;
         o->thread = thread_id();
         o->stack = intern_stack(frames, depth);

@@ -1,6 +1,7 @@
 /* t_oom.c -- grows a cache until a request fails with out-of-memory.
  * Argument "exit" returns normally after the failure; "_exit" ends without
- * running exit handlers, as a killed job would. */
+ * running exit handlers, as a killed job would; "repeat" fails three times
+ * in a row, as a caching allocator's retries do. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +21,9 @@ int main(int argc, char **argv) {
     void *keep[3];
     for (int i = 0; i < 3; i++) keep[i] = grow_cache(16 << 20);
     void *big = NULL;
-    cudaError_t r = big_request(&big, 32 << 20);
+    int tries = argc > 1 && strcmp(argv[1], "repeat") == 0 ? 3 : 1;
+    cudaError_t r = cudaSuccess;
+    for (int i = 0; i < tries; i++) r = big_request(&big, 32 << 20);
     printf("big request -> %d (%s)\n", (int)r, cudaGetErrorString(r));
     printf("kept %p %p %p\n", keep[0], keep[1], keep[2]);
     fflush(stdout);

@@ -7,9 +7,11 @@
 #define THREADS 8
 #define ROUNDS 1000
 
+static int ndev = 1;
+
 static void *worker(void *arg) {
     long id = (long)arg;
-    cudaSetDevice(0);
+    if (cudaSetDevice((int)(id % ndev)) != cudaSuccess) abort();
     for (int i = 0; i < ROUNDS; i++) {
         void *p;
         if (cudaMalloc(&p, 256 + (size_t)(i % 7) * 512) != cudaSuccess) abort();
@@ -22,6 +24,7 @@ static void *worker(void *arg) {
 
 int main(void) {
     pthread_t t[THREADS];
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) return 1;
     for (long i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)i);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
     printf("done\n");

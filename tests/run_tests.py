@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""Integration tests: programs with known answers run under libvramtrace.so.
+
+Each test runs a program from build/tests on the simulated GPU (or the real
+CUDA runtime without a driver), with and without the library, and checks the
+dump and the output with exact numbers. Run by `make test`; the last line
+reads "N passed, N failed".
+"""
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+LIB = os.path.join(BUILD, "libvramtrace.so")
+CLI = os.path.join(BUILD, "vramtrace")
+T = os.path.join(BUILD, "tests")
+SIM = os.path.join(BUILD, "sim")
+MiB = 1 << 20
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Failure(Exception):
+    pass
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Failure(f"{what}: got {got!r}, want {want!r}")
+
+
+def ok(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+class Run:
+    def __init__(self, rc, out, err, dumps):
+        self.rc, self.out, self.err, self.dumps = rc, out, err, dumps
+
+    @property
+    def dump(self):
+        eq(len(self.dumps), 1, "number of dumps")
+        return self.dumps[0]
+
+
+def run(argv, preload=True, sim=True, env=None, report="stderr", cwd=None):
+    """Run argv in a fresh folder; return its status, output and dumps."""
+    work = tempfile.mkdtemp(prefix="vt-test-")
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    if sim:
+        e["LD_LIBRARY_PATH"] = SIM
+    if preload:
+        e["LD_PRELOAD"] = LIB
+        e["VRAMTRACE_OUT"] = os.path.join(work, "dump.%p.json")
+        e["VRAMTRACE_REPORT"] = report
+    e.update(env or {})
+    p = subprocess.run(argv, env=e, cwd=cwd or work, capture_output=True, text=True, timeout=120)
+    dumps = []
+    for path in sorted(glob.glob(os.path.join(work, "**", "*.json"), recursive=True)):
+        with open(path) as f:
+            d = json.load(f)
+        d["_path"] = path
+        dumps.append(d)
+    leftovers = glob.glob(os.path.join(work, "*.tmp.*"))
+    shutil.rmtree(work, ignore_errors=True)
+    if leftovers:
+        raise Failure(f"temporary files left behind: {leftovers}")
+    return Run(p.returncode, p.stdout, p.stderr, dumps)
+
+
+def same_as_without(argv, **kw):
+    """Run with and without vramtrace (report off); output and status must match."""
+    a = run(argv, preload=False, **kw)
+    b = run(argv, preload=True, report="off", **kw)
+    eq(b.out, a.out, f"{os.path.basename(argv[0])} stdout under vramtrace")
+    eq(b.err, a.err, f"{os.path.basename(argv[0])} stderr under vramtrace")
+    eq(b.rc, a.rc, f"{os.path.basename(argv[0])} exit status under vramtrace")
+    return b
+
+
+def frames(d, stack):
+    return d["stacks"][stack]["frames"]
+
+
+def site(d, stack):
+    """The innermost frame outside the CUDA runtime/driver, as the report picks it."""
+    for f in frames(d, stack):
+        m = os.path.basename(f["module"] or "")
+        fn = f["function"] or ""
+        if m.startswith("libcuda.") or m.startswith("libcudart"):
+            continue
+        if fn.startswith("cuda") or fn.startswith("__cudart"):
+            continue
+        return f
+    return None
+
+
+def live_by_api(d):
+    out = {}
+    for a in d["live"]:
+        out.setdefault(a["api"], []).append(a)
+    return out
+
+
+def check_dump_shape(d):
+    eq(d["format"], "vramtrace-dump", "format")
+    eq(d["version"], 1, "version")
+    for k in ("reason", "pid", "argv", "devices", "totals", "ooms", "holders", "live", "events", "stacks"):
+        ok(k in d, f"dump has {k}")
+    for a in d["live"]:
+        ok(0 <= a["stack"] < len(d["stacks"]), "live stack index in range")
+    names = {f["function"] for s in d["stacks"] for f in s["frames"]}
+    ok(not any(n and n.startswith("vt_") for n in names), "no vramtrace frames in stacks")
+
+
+# ------------------------------------------------------------- routes
+
+
+@test
+def driver_direct_calls():
+    r = same_as_without([os.path.join(T, "t_driver")])
+    d = r.dump
+    check_dump_shape(d)
+    eq(d["reason"], "exit", "reason")
+    t = d["totals"]
+    live = 3 * MiB + 1 * MiB + 1024 * 10 + 4096 + 65536
+    eq(t["live_bytes"], live, "live bytes")
+    eq(t["live_count"], 5, "live count")
+    eq(t["peak_bytes"], 5 * MiB, "peak bytes")
+    eq(t["alloc_count"], 9, "allocations (7 device + 2 pinned)")
+    eq(t["free_count"], 3, "frees")
+    eq(t["failed_count"], 0, "failures")
+    eq(t["unknown_frees"], 1, "frees of unknown pointers")
+    eq(d["host"], {"live_bytes": 8192, "live_count": 1, "peak_bytes": 12288}, "pinned host memory")
+    eq(len(d["devices"]), 1, "devices")
+    dev = d["devices"][0]
+    eq((dev["name"], dev["total_bytes"], dev["live_bytes"], dev["peak_bytes"]),
+       ("vramtrace simulated GPU", 16 << 30, live, 5 * MiB), "device facts")
+    eq(dev["uuid"], "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", "device uuid")
+    holders = [(h["bytes"], h["count"], site(d, h["stack"])["function"]) for h in d["holders"]]
+    eq(holders, [(3 * MiB, 1, "alloc_weights"), (1 * MiB, 1, "alloc_activations"),
+                 (65536, 1, "alloc_stream"), (10240, 1, "alloc_image"), (4096, 1, "alloc_shared")],
+       "holders by call site")
+    f = site(d, d["holders"][0]["stack"])
+    eq((os.path.basename(f["file"]), f["line"]), ("t_driver.c", 12), "file:line of alloc_weights")
+    kinds = sorted((a["api"], a["kind"], a["bytes"]) for a in d["live"])
+    eq(kinds, [("cuMemAllocAsync", "async", 65536), ("cuMemAllocHost_v2", "host", 8192),
+               ("cuMemAllocManaged", "managed", 4096), ("cuMemAllocPitch_v2", "pitched", 10240),
+               ("cuMemAlloc_v2", "device", 1 * MiB), ("cuMemAlloc_v2", "device", 3 * MiB)],
+       "live allocations by api and kind")
+    eq(sum(1 for e in d["events"] if e[1] == "alloc"), 9, "alloc events")
+    eq(sum(1 for e in d["events"] if e[1] == "free"), 3, "free events")
+
+
+@test
+def dlsym_on_handle_and_variants():
+    r = same_as_without([os.path.join(T, "t_dlsym")])
+    ok("driver calls: cuMemAlloc=1 cuMemAlloc_v2=2 cuMemAllocAsync_ptsz=1 cuMemAllocAsync=0" in r.out,
+       "each wrapper reached its exact driver variant: " + r.out)
+    ok("missing symbol -> NULL" in r.out, "unhooked missing symbol still NULL")
+    d = r.dump
+    check_dump_shape(d)
+    eq(d["totals"]["live_bytes"], 1 * MiB + 4096 + 8192, "live bytes")
+    eq(d["totals"]["live_count"], 3, "live count")
+    got = sorted((a["api"], a["bytes"], site(d, a["stack"])["function"]) for a in d["live"])
+    eq(got, [("cuMemAlloc", 4096, "grab_v1"), ("cuMemAllocAsync_ptsz", 8192, "grab_ptsz"),
+             ("cuMemAlloc_v2", 1 * MiB, "grab_v2")], "live allocations")
+
+
+def runtime_case(prog, apis):
+    r = same_as_without([os.path.join(T, prog)])
+    ok("driver calls: cuMemAllocAsync=1 cuMemAllocAsync_ptsz=1 cuMemAlloc_v2=2" in r.out,
+       "runtime reached the exact driver variants: " + r.out)
+    ok("bad free -> 1" in r.out, "unknown free passes its error through")
+    d = r.dump
+    check_dump_shape(d)
+    t = d["totals"]
+    eq(t["live_bytes"], 2 * MiB + 4096 + 8192 + 16384 + 2048, "live bytes")
+    eq(t["live_count"], 5, "one record per allocation, not one per layer")
+    eq(t["alloc_count"], 8, "allocations")
+    eq(t["free_count"], 2, "frees")
+    eq(t["peak_bytes"], 3 * MiB, "peak")
+    eq(d["host"]["live_bytes"], 4096, "pinned host live")
+    got = sorted((a["api"], a["kind"], a["bytes"], site(d, a["stack"])["function"]) for a in d["live"])
+    eq(got, sorted(apis), "live allocations")
+
+
+@test
+def runtime_shared_library():
+    runtime_case("t_runtime", [
+        ("cudaMalloc", "device", 2 * MiB, "load_model"),
+        ("cudaMallocAsync", "async", 4096, "stream_buffer"),
+        ("cudaMallocAsync_ptsz", "async", 8192, "stream_buffer"),
+        ("cudaMallocManaged", "managed", 16384, "main"),
+        ("cudaMallocPitch", "pitched", 2048, "main"),
+        ("cudaMallocHost", "host", 4096, "main")])
+
+
+@test
+def runtime_static_through_cuGetProcAddress():
+    runtime_case("t_runtime_static", [
+        ("cuMemAlloc_v2", "device", 2 * MiB, "load_model"),
+        ("cuMemAllocAsync", "async", 4096, "stream_buffer"),
+        ("cuMemAllocAsync_ptsz", "async", 8192, "stream_buffer"),
+        ("cuMemAllocManaged", "managed", 16384, "main"),
+        ("cuMemAllocPitch_v2", "pitched", 2048, "main"),
+        ("cuMemAllocHost_v2", "host", 4096, "main")])
+
+
+@test
+def driver_entry_points_and_vmm():
+    r = same_as_without([os.path.join(T, "t_entry")])
+    ok("release unknown -> 1" in r.out, "unknown handle release error passes through")
+    d = r.dump
+    check_dump_shape(d)
+    va = r.out.split("va ")[1].split()[0]
+    handle = r.out.split("handle ")[1].split()[0]
+    vmm = [a for a in d["live"] if a["kind"] == "vmm"]
+    eq(len(vmm), 1, "one live VMM handle (the other was released)")
+    eq((vmm[0]["bytes"], vmm[0]["api"], vmm[0]["address"], vmm[0]["handle"]),
+       (2 * MiB, "cuMemCreate", "0x" + va, "0x" + handle), "VMM handle attributed to its mapping")
+    eq(site(d, vmm[0]["stack"])["function"], "make_segment", "VMM call site")
+    plain = [a for a in d["live"] if a["kind"] == "device"]
+    eq([(a["api"], a["bytes"]) for a in plain], [("cuMemAlloc_v2", 4096)], "entry-point cuMemAlloc")
+    eq(d["totals"]["peak_bytes"], 6 * MiB, "peak includes both handles")
+    eq(d["totals"]["unknown_frees"], 1, "unknown release counted")
+
+
+@test
+def python_ctypes_dlsym_route():
+    code = ("import ctypes\n"
+            "cu = ctypes.CDLL('libcuda.so.1')\n"
+            "cu.cuInit(0)\n"
+            "def alloc(n):\n"
+            "    p = ctypes.c_uint64()\n"
+            "    return cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)), p.value\n"
+            "r, a = alloc(5 << 20)\n"
+            "r2, b = alloc(1 << 20)\n"
+            "print(r, r2, cu.cuMemFree_v2(ctypes.c_uint64(b)))\n")
+    r = same_as_without([sys.executable, "-c", code])
+    eq(r.out, "0 0 0\n", "ctypes results")
+    d = r.dump
+    eq([(a["api"], a["bytes"]) for a in d["live"]], [("cuMemAlloc_v2", 5 * MiB)], "ctypes allocation")
+    eq(d["totals"]["free_count"], 1, "ctypes free")
+
+
+# ------------------------------------------------------- out of memory
+
+
+@test
+def oom_post_mortem():
+    r = run([os.path.join(T, "t_oom")], env={"SIMGPU_CAPACITY": "64M", "SIMGPU_CONTEXT": "4M"})
+    eq(r.rc, 1, "exit status kept")
+    ok("big request -> 2 (out of memory)" in r.out, "the program saw its OOM")
+    d = r.dump
+    check_dump_shape(d)
+    eq(len(d["ooms"]), 1, "one OOM")
+    o = d["ooms"][0]
+    eq((o["requested_bytes"], o["api"], o["device"], o["free_bytes"], o["total_bytes"], o["live_bytes"]),
+       (32 * MiB, "cudaMalloc", 0, 12 * MiB, 64 * MiB, 48 * MiB), "OOM record")
+    eq(site(d, o["stack"])["function"], "big_request", "OOM call site")
+    eq(d["totals"]["failed_count"], 1, "failed count")
+    err = r.err
+    for line in ["vramtrace: out of memory in pid",
+                 "request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated GPU)",
+                 "failing call: big_request",
+                 "device: 12.00 MiB free of 64.00 MiB",
+                 "held outside this process's tracked allocations: 4.00 MiB",
+                 "tracked on device 0: 48.00 MiB live in 3 allocations",
+                 "48.00 MiB 100.0%      3 allocs  grow_cache",
+                 "what to try next:",
+                 "vramtrace: dump: "]:
+        ok(line in err, f"post-mortem has {line!r}:\n{err}")
+    ok(err.index("out of memory in pid") < err.index("vramtrace: exit in pid"), "post-mortem before exit summary")
+
+
+@test
+def oom_dump_survives_a_killed_job():
+    r = run([os.path.join(T, "t_oom"), "_exit"], env={"SIMGPU_CAPACITY": "64M"}, report="off")
+    eq(r.rc, 3, "exit status")
+    d = r.dump
+    eq(d["reason"], "oom", "the dump written at the OOM is the one left")
+    eq(d["ooms"][0]["requested_bytes"], 32 * MiB, "request")
+    eq(d["ooms"][0]["free_bytes"], 16 * MiB, "free at the failure")
+
+
+@test
+def oom_retries_write_once_but_record_all():
+    r = run([os.path.join(T, "t_oom"), "repeat"], env={"SIMGPU_CAPACITY": "64M"})
+    eq(r.err.count("out of memory in pid"), 1, "post-mortem written once within a second")
+    eq(len(r.dump["ooms"]), 3, "every OOM recorded")
+    eq(r.dump["totals"]["oom_count"], 3, "oom count")
+
+
+# ------------------------------------------------------- transparency
+
+
+@test
+def real_cudart_without_driver():
+    for prog in ("t_real_cudart", "t_real_cudart_static"):
+        a = run([os.path.join(T, prog)], preload=False, sim=False)
+        b = run([os.path.join(T, prog)], preload=True, sim=False)
+        ok("-> 35" in a.out, "the real runtime answers insufficient driver")
+        eq((b.out, b.err, b.rc), (a.out, a.err, a.rc), f"{prog} identical under vramtrace")
+        eq(b.dumps, [], f"{prog}: no GPU was used, no dump")
+
+
+@test
+def rtld_local_library_resolves_itself():
+    r = same_as_without([os.path.join(T, "t_rtld_local"), T])
+    eq(r.rc, 0, "exit status")
+    ok("RTLD_DEFAULT own symbol: found -> 42" in r.out, "RTLD_DEFAULT from a RTLD_LOCAL library")
+    ok("RTLD_NEXT dependency: found -> 7" in r.out, "RTLD_NEXT from a RTLD_LOCAL library")
+    eq(r.dumps, [], "no dump")
+
+
+@test
+def python_extension_modules():
+    code = ("import json, sqlite3, ctypes, decimal, hashlib, ssl, zlib, _ctypes, math\n"
+            "print(json.dumps({'a': 1}), sqlite3.sqlite_version_info >= (3,),\n"
+            "      decimal.Decimal('1.1') + 1, hashlib.sha256(b'x').hexdigest()[:8], zlib.crc32(b'x'))\n")
+    pythons = [sys.executable] + [p for p in ("/usr/bin/python3",) if os.path.exists(p)]
+    for py in pythons:
+        r = same_as_without([py, "-c", code], sim=False)
+        eq(r.rc, 0, f"{py} status")
+        eq(r.dumps, [], f"{py}: no dump")
+
+
+@test
+def processes_without_gpu_stay_silent():
+    r = run(["sh", "-c", "ls / >/dev/null; echo hi; sh -c 'echo there'"])
+    eq((r.out, r.err, r.rc, r.dumps), ("hi\nthere\n", "", 0, []), "shell children under LD_PRELOAD")
+    r = run(["sh", "-c", "echo x"], env={"VRAMTRACE_DEPTH": "banana"})
+    eq(r.err, "", "a bad option warns only in a process that uses a GPU")
+
+
+@test
+def fork_child_forgets_parent():
+    r = run([os.path.join(T, "t_fork")])
+    eq(r.rc, 0, "status")
+    eq(len(r.dumps), 2, "parent and the allocating child write dumps; the quiet child none")
+    by_pid = {d["pid"]: d for d in r.dumps}
+    parent = [d for d in r.dumps if d["totals"]["live_bytes"] == 1 * MiB]
+    child = [d for d in r.dumps if d["totals"]["live_bytes"] == 4096]
+    eq((len(parent), len(child)), (1, 1), f"dumps by live bytes: {[d['totals'] for d in by_pid.values()]}")
+    c = child[0]["totals"]
+    eq((c["live_count"], c["alloc_count"], c["peak_bytes"]), (1, 1, 4096), "child counts only its own")
+    eq(site(child[0], child[0]["live"][0]["stack"])["function"], "child_buffer", "child call site")
+    eq(r.err.count("vramtrace: exit in pid"), 2, "two exit summaries")
+
+
+@test
+def threads_keep_exact_totals():
+    r = run([os.path.join(T, "t_threads")], env={"SIMGPU_DEVICES": "2"}, report="off")
+    eq(r.rc, 0, "status")
+    d = r.dump
+    t = d["totals"]
+    eq((t["live_count"], t["live_bytes"]), (8, 36 * 4096), "live after 8 threads")
+    eq((t["alloc_count"], t["free_count"]), (8 * 1001, 8 * 1000), "alloc/free counts")
+    devs = {x["ordinal"]: x["live_bytes"] for x in d["devices"]}
+    eq(devs, {0: 16 * 4096, 1: 20 * 4096}, "per-device live bytes")
+    eq(len({a["thread"] for a in d["live"]}), 8, "eight threads recorded")
+
+
+# ------------------------------------------------------- options and CLI
+
+
+@test
+def bad_option_warns_once_and_keeps_default():
+    a = run([os.path.join(T, "t_driver")], preload=False)
+    b = run([os.path.join(T, "t_driver")], report="off",
+            env={"VRAMTRACE_DEPTH": "banana", "VRAMTRACE_BOGUS": "1"})
+    eq((b.out, b.rc), (a.out, a.rc), "program output and status unchanged")
+    eq(b.err.count("VRAMTRACE_DEPTH=banana"), 1, "warns once naming the variable: " + b.err)
+    eq(b.err.count("VRAMTRACE_BOGUS"), 1, "unknown option warned")
+    ok(len(frames(b.dump, 0)) > 1, "default depth kept")
+
+
+@test
+def depth_limits_frames():
+    r = run([os.path.join(T, "t_driver")], report="off", env={"VRAMTRACE_DEPTH": "1"})
+    ok(all(len(s["frames"]) == 1 for s in r.dump["stacks"]), "one frame per stack")
+    eq(r.dump["stacks"][r.dump["holders"][0]["stack"]]["frames"][0]["function"], "alloc_weights",
+       "the one frame is the caller")
+
+
+@test
+def output_paths_modes_and_off():
+    work = tempfile.mkdtemp(prefix="vt-out-")
+    try:
+        rep = os.path.join(work, "report.%p.txt")
+        r = run([os.path.join(T, "t_oom")], report=rep,
+                env={"SIMGPU_CAPACITY": "64M", "RANK": "3",
+                     "VRAMTRACE_OUT": os.path.join(work, "d.%h.r%r.%p.json")})
+        eq(r.err, "", "report went to the file, not stderr")
+        files = sorted(os.listdir(work))
+        eq(len(files), 2, f"a dump and a report: {files}")
+        dump = [f for f in files if f.endswith(".json")][0]
+        host = os.uname().nodename
+        ok(dump.startswith(f"d.{host}.r3.") and dump.endswith(".json"), f"pattern expanded: {dump}")
+        with open(os.path.join(work, dump)) as f:
+            d = json.load(f)
+        eq(d["rank"], 3, "rank in dump")
+        eq(dump, f"d.{host}.r3.{d['pid']}.json", "pid in name")
+        for f in files:
+            eq(stat.S_IMODE(os.stat(os.path.join(work, f)).st_mode), 0o600, f"{f} mode")
+        text = open(os.path.join(work, f"report.{d['pid']}.txt")).read()
+        ok("out of memory in pid" in text and "exit in pid" in text, "report file has both reports")
+        r = run([os.path.join(T, "t_driver")], env={"VRAMTRACE_OUT": "off"})
+        ok("exit in pid" in r.err and "dump:" not in r.err, "off: summary without a dump")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def cli_run_help_version_install():
+    p = subprocess.run([CLI, "--version"], capture_output=True, text=True)
+    eq((p.returncode, p.stdout.startswith("vramtrace ")), (0, True), "--version")
+    p = subprocess.run([CLI, "--help"], capture_output=True, text=True)
+    ok(p.returncode == 0 and "VRAMTRACE_OUT" in p.stdout and "run" in p.stdout, "--help")
+    p = subprocess.run([CLI, "run", "--depth", "x", "--", "true"], capture_output=True, text=True)
+    eq(p.returncode, 2, "bad --depth refused")
+    work = tempfile.mkdtemp(prefix="vt-cli-")
+    try:
+        prefix = os.path.join(work, "prefix")
+        subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], check=True,
+                       capture_output=True)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        env.update(LD_LIBRARY_PATH=SIM, SIMGPU_CAPACITY="64M")
+        out = os.path.join(work, "run.json")
+        p = subprocess.run([os.path.join(prefix, "bin", "vramtrace"), "run", "--out", out,
+                            "--report", "off", "--depth", "8", "--", os.path.join(T, "t_oom")],
+                           env=env, capture_output=True, text=True)
+        eq(p.returncode, 1, "vramtrace run keeps the command's exit status")
+        eq(p.stderr, "", "--report off")
+        with open(out) as f:
+            d = json.load(f)
+        eq(d["ooms"][0]["requested_bytes"], 32 * MiB, "installed CLI found the library")
+        ok(all(len(s["frames"]) <= 8 for s in d["stacks"]), "--depth applied")
+        p = subprocess.run([os.path.join(prefix, "bin", "vramtrace"), "run", "--", "/nonexistent"],
+                           env=env, capture_output=True, text=True)
+        eq(p.returncode, 127, "missing command")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    only = sys.argv[1:]
+    passed = failed = 0
+    for t in TESTS:
+        if only and t.__name__ not in only:
+            continue
+        try:
+            t()
+            passed += 1
+            print(f"PASS {t.__name__}")
+        except Exception as e:  # a failed check or a crash both fail the test
+            failed += 1
+            print(f"FAIL {t.__name__}: {e}")
+            if not isinstance(e, Failure):
+                traceback.print_exc()
+    print(f"integration: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
