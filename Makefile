@@ -90,8 +90,8 @@ $(B)/examples/train_oom: examples/train_oom.c $(DEMO_DEPS)
 
 demo: deps all $(B)/examples/train_oom
 	@echo "== running examples/train_oom under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
-	-@cd $(B)/examples && $(DEMO_ENV) ../vramtrace run --out demo.%p.json -- ./train_oom
-	@echo "== the dump: $(B)/examples/demo.<pid>.json =="
+	@cd $(B)/examples && rm -f demo.*.json && { $(DEMO_ENV) ../vramtrace run --out demo.%p.json -- ./train_oom; \
+	    echo "== train_oom exited with status $$? (as it does without vramtrace); dump: $$(ls $(CURDIR)/$(B)/examples/demo.*.json) =="; }
 
 # --------------------------------------------------------------- tests
 T := $(B)/tests

@@ -1,0 +1,188 @@
+/* test_tracker.c -- unit tests of tracker/ and the report helpers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../report/dump.h"
+#include "../../report/format.h"
+#include "../../report/holders.h"
+#include "../../tracker/tracker.h"
+#include "check.h"
+
+static const uintptr_t site_a[] = {0x1000, 0x2000, 0x3000};
+static const uintptr_t site_b[] = {0x1100, 0x2000, 0x3000};
+
+static void test_ring_wraps(void) {
+    /* The ring holds 4 events; 6 allocations and 4 frees leave the last 4. */
+    for (int i = 0; i < 6; i++)
+        vt_tracker_alloc(0x100 + (uint64_t)i, 10 + (uint64_t)i, VT_KIND_DEVICE, 0, "t", site_a, 3);
+    for (int i = 0; i < 4; i++) vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0x100 + (uint64_t)i));
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->nevents, 4);
+    CHECK_EQ(s->events_dropped, 6);
+    for (size_t i = 0; i < s->nevents; i++) {
+        CHECK_EQ(s->events[i].type, VT_EV_FREE);
+        CHECK_EQ(s->events[i].address, 0x100 + i);
+        if (i) CHECK(s->events[i].time_ns >= s->events[i - 1].time_ns);
+    }
+    CHECK_EQ(s->totals.live_count, 2);
+    CHECK_EQ(s->totals.live_bytes, 14 + 15);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+static void test_totals_peak_devices_host(void) {
+    CHECK(!vt_tracker_touched());
+    vt_tracker_alloc(0xa000, 1000, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_a, 3);
+    vt_tracker_alloc(0xb000, 3000, VT_KIND_ASYNC, 1, "cuMemAllocAsync", site_b, 3);
+    vt_tracker_alloc(0xc000, 500, VT_KIND_HOST, 0, "cuMemAllocHost_v2", site_a, 3);
+    CHECK(vt_tracker_touched());
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, 0xb000);
+    CHECK(a != NULL);
+    vt_tracker_commit_free(a);
+    CHECK(vt_tracker_take(VT_SPACE_DEVICE, 0xdead) == NULL);
+    /* A host pointer is not found in the device space. */
+    CHECK(vt_tracker_take(VT_SPACE_DEVICE, 0xc000) == NULL);
+    vt_tracker_alloc(0xd000, 200, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_b, 3);
+
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_bytes, 1200);
+    CHECK_EQ(s->totals.live_count, 2);
+    CHECK_EQ(s->totals.peak_bytes, 4000);
+    CHECK_EQ(s->totals.alloc_count, 4);
+    CHECK_EQ(s->totals.free_count, 1);
+    CHECK_EQ(s->totals.unknown_frees, 2);
+    CHECK_EQ(s->totals.host_live_bytes, 500);
+    CHECK_EQ(s->totals.host_live_count, 1);
+    CHECK_EQ(s->ndevices, 2);
+    CHECK_EQ(s->devices[0].live_bytes, 1000);
+    CHECK_EQ(s->devices[0].peak_bytes, 1000);
+    CHECK_EQ(s->devices[1].live_bytes, 200);
+    CHECK_EQ(s->devices[1].peak_bytes, 3000);
+    CHECK_EQ(s->devices[1].alloc_count, 2);
+    CHECK_EQ(s->devices[1].free_count, 1);
+    CHECK_EQ(s->nstacks, 2);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+static void test_interning_and_holders(void) {
+    uintptr_t deep[100];
+    for (int i = 0; i < 100; i++) deep[i] = 0x5000 + (uintptr_t)i;
+    vt_tracker_alloc(1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    vt_tracker_alloc(2, 300, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    vt_tracker_alloc(3, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    vt_tracker_alloc(4, 150, VT_KIND_DEVICE, 0, "x", site_a, 2); /* a prefix is another stack */
+    vt_tracker_alloc(5, 7, VT_KIND_DEVICE, 0, "x", deep, 100);    /* cut at depth 64 */
+    vt_tracker_alloc(6, 9999, VT_KIND_HOST, 0, "x", site_b, 3);   /* not a GPU holder */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->nstacks, 4);
+    CHECK_EQ(s->stacks[3]->depth, 64);
+    size_t n = 0;
+    struct vt_holder *h = vt_holders(s, &n);
+    CHECK_EQ(n, 4);
+    if (n == 4) {
+        CHECK_EQ(h[0].bytes, 300); CHECK_EQ(h[0].stack, 1); CHECK_EQ(h[0].count, 1);
+        CHECK_EQ(h[1].bytes, 200); CHECK_EQ(h[1].stack, 0); CHECK_EQ(h[1].count, 2);
+        CHECK_EQ(h[2].bytes, 150); CHECK_EQ(h[3].bytes, 7);
+    }
+    free(h);
+    vt_sort_live(s);
+    CHECK_EQ(s->live[0].bytes, 9999);
+    CHECK_EQ(s->live[1].bytes, 300);
+    CHECK_EQ(s->live[s->nlive - 1].bytes, 7);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+static void test_restore_and_reuse(void) {
+    vt_tracker_alloc(0x10, 64, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, 0x10);
+    vt_tracker_restore(a); /* the free failed: still live */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_count, 1);
+    CHECK_EQ(s->totals.free_count, 0);
+    vt_snapshot_free(s);
+    /* The address comes back from the driver while we think it live: the
+     * new allocation replaces the old record. */
+    vt_tracker_alloc(0x10, 128, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_count, 1);
+    CHECK_EQ(s->totals.live_bytes, 128);
+    vt_snapshot_free(s);
+    /* VMM handles live in their own space and take a mapped address. */
+    vt_tracker_alloc(0x10, 2 << 20, VT_KIND_VMM, 0, "cuMemCreate", site_a, 3);
+    vt_tracker_map(0x10, 0x7000);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_count, 2);
+    for (size_t i = 0; i < s->nlive; i++)
+        if (s->live[i].kind == VT_KIND_VMM) CHECK_EQ(s->live[i].mapped, 0x7000);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+static void test_failures(void) {
+    struct vt_oom o = {.requested = 5000, .api = "cudaMalloc", .device = 0, .kind = VT_KIND_DEVICE,
+                       .free_bytes = 10, .total_bytes = 100, .have_info = 1};
+    vt_tracker_failed(0, &o, site_a, 3);
+    CHECK(!vt_tracker_touched()); /* no driver is not "used a GPU" */
+    vt_tracker_alloc(0x1, 40, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    vt_tracker_failed(1, &o, site_b, 3);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.failed_count, 2);
+    CHECK_EQ(s->totals.oom_count, 1);
+    CHECK_EQ(s->nooms, 1);
+    CHECK_EQ(s->ooms[0].live_bytes, 40);
+    CHECK_EQ(s->ooms[0].stack, 1);
+    CHECK_EQ(s->devices[0].oom_count, 1);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+static void test_format(void) {
+    char b[32];
+    CHECK_STR(vt_fmt_bytes(0, b, sizeof b), "0 B");
+    CHECK_STR(vt_fmt_bytes(1023, b, sizeof b), "1023 B");
+    CHECK_STR(vt_fmt_bytes(1536, b, sizeof b), "1.50 KiB");
+    CHECK_STR(vt_fmt_bytes((uint64_t)80 << 30, b, sizeof b), "80.00 GiB");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_json_string(f, "a\"b\\c\n\x01<\xc3\xa9>\xff");
+    fputc(' ', f);
+    vt_json_string(f, NULL);
+    fclose(f);
+    CHECK_STR(buf, "\"a\\\"b\\\\c\\n\\u0001<\xc3\xa9>\\u00ff\" null");
+    free(buf);
+}
+
+static void test_dump_writes_every_section(void) {
+    vt_tracker_alloc(0x42, 4096, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    char *argv[] = {"prog", "--x=\"1\""};
+    struct vt_dump_meta m = {.reason = "exit", .pid = 7, .argc = 2, .argv = argv, .host = "h", .rank = 2};
+    CHECK_EQ(vt_dump_write(f, s, NULL, &m), 0);
+    fclose(f);
+    CHECK(strstr(buf, "{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":\"exit\",\"pid\":7,\"rank\":2") == buf);
+    CHECK(strstr(buf, "\"argv\":[\"prog\",\"--x=\\\"1\\\"\"]") != NULL);
+    CHECK(strstr(buf, "\"holders\":[\n {\"stack\":0,\"bytes\":4096,\"count\":1}]") != NULL);
+    CHECK(strstr(buf, "\"address\":\"0x42\",\"bytes\":4096,\"kind\":\"device\",\"api\":\"cudaMalloc\"") != NULL);
+    CHECK(strstr(buf, "\"address\":\"0x1000\"") != NULL);
+    free(buf);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+int main(void) {
+    vt_tracker_init(64, 4);
+    test_ring_wraps();
+    test_totals_peak_devices_host();
+    test_interning_and_holders();
+    test_restore_and_reuse();
+    test_failures();
+    test_format();
+    test_dump_writes_every_section();
+    return check_report("unit");
+}
