@@ -100,7 +100,7 @@ SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
          $(T)/t_entry $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
-         $(T)/t_real_cudart_static $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so
+         $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so
 progs: sim $(PROGS)
 
 $(T)/t_driver: tests/progs/t_driver.c $(SIM)/libcuda.so.1
@@ -189,3 +189,12 @@ clean:
 $(T)/t_oom: tests/progs/t_oom.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_cpp: tests/progs/t_cpp.cc $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CXX) -O0 -g -fno-inline -I$(CUDA_HOME)/include -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+# t_driver without symbols or debug information: frames fall back to
+# module and offset.
+$(T)/t_stripped: $(T)/t_driver
+	strip -s -o $@ $<

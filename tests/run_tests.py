@@ -258,6 +258,34 @@ def python_ctypes_dlsym_route():
     eq(d["totals"]["free_count"], 1, "ctypes free")
 
 
+@test
+def cpp_names_are_demangled():
+    r = same_as_without([os.path.join(T, "t_cpp")])
+    d = r.dump
+    eq(len(d["holders"]), 1, "one call site")
+    h = d["holders"][0]
+    f = site(d, h["stack"])
+    eq((h["bytes"], h["count"]), (3 * 4096, 3), "three layers")
+    eq(f["function"], "model::Buffer<float>::Buffer(unsigned long)", "demangled C++ name")
+    eq((os.path.basename(f["file"]), f["line"]), ("t_cpp.cc", 10), "file:line")
+    ok("model::Buffer<float>::Buffer(unsigned long) tests/progs/t_cpp.cc:10" in
+       run([os.path.join(T, "t_cpp")]).err, "post-mortem shows the demangled name")
+
+
+@test
+def stripped_binary_falls_back_to_module_offset():
+    plain = run([os.path.join(T, "t_driver")], report="off").dump
+    r = run([os.path.join(T, "t_stripped")])
+    d = r.dump
+    eq(d["totals"]["live_bytes"], plain["totals"]["live_bytes"], "same numbers")
+    f = frames(d, d["holders"][0]["stack"])[0]
+    want = frames(plain, plain["holders"][0]["stack"])[0]
+    eq((f["function"], f["file"], f["line"]), (None, None, 0), "no symbols in a stripped binary")
+    eq(os.path.basename(f["module"]), "t_stripped", "module")
+    eq(f["offset"], want["offset"], "offset matches the unstripped build")
+    ok(f"?? (t_stripped+{f['offset']})" in r.err, "report names module+offset")
+
+
 # ------------------------------------------------------- out of memory
 
 
