@@ -53,6 +53,14 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
 }
 
+static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, const char *sep) {
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%s{\"stack\":%" PRIu32 ",\"bytes\":" U64 ",\"count\":" U64 "}",
+                i ? "," : "", sep, h[i].stack, h[i].bytes, h[i].count);
+    fputc(']', f);
+}
+
 static void write_ooms(FILE *f, const struct vt_snapshot *s) {
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
@@ -66,7 +74,11 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s) {
                     o->total_bytes);
         else
             fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
-        fprintf(f, ",\"live_bytes\":" U64 ",\"time_ns\":" U64 "}", o->live_bytes, o->time_ns);
+        fprintf(f, ",\"live_bytes\":" U64 ",\"time_ns\":" U64 ",\"holders\":", o->live_bytes,
+                o->time_ns);
+        if (o->holders) write_holder_list(f, o->holders, o->nholders, "");
+        else fputs("null", f);
+        fputc('}', f);
     }
     fputs("],\n", f);
 }
@@ -74,11 +86,11 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s) {
 static void write_holders(FILE *f, const struct vt_snapshot *s) {
     size_t n = 0;
     struct vt_holder *h = vt_holders(s, &n);
-    fputs("\"holders\":[", f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"bytes\":" U64 ",\"count\":" U64 "}",
-                i ? "," : "", h[i].stack, h[i].bytes, h[i].count);
-    fputs("],\n", f);
+    fputs("\"holders\":", f);
+    write_holder_list(f, h, n, "\n ");
+    fputs(",\n\"peak_holders\":", f);
+    write_holder_list(f, s->peak_holders, s->npeak_holders, "\n ");
+    fputs(",\n", f);
     free(h);
 }
 

@@ -44,9 +44,13 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
         free(g);
     }
     if (!out) return NULL;
-    qsort(out, k, sizeof *out, by_bytes);
+    vt_sort_holders(out, k);
     *n = k;
     return out;
+}
+
+void vt_sort_holders(struct vt_holder *h, size_t n) {
+    if (n > 1) qsort(h, n, sizeof *h, by_bytes);
 }
 
 static int live_by_bytes(const void *a, const void *b) {

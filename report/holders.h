@@ -7,16 +7,13 @@
 
 #include "../tracker/tracker.h"
 
-struct vt_holder {
-    uint32_t stack;
-    uint64_t bytes;
-    uint64_t count;
-};
-
 /* Live device allocations (pinned host memory excluded) grouped by stack,
  * largest first (ties: more allocations first, then lower stack id).
  * Returns a malloc'd array and its length in *n; NULL when empty. */
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
+
+/* Sort holders largest first (ties: more allocations, then lower stack). */
+void vt_sort_holders(struct vt_holder *h, size_t n);
 
 /* Sort the snapshot's live allocations largest first, in place (ties: older
  * first). */

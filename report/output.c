@@ -137,7 +137,7 @@ static void write_outputs(const char *reason) {
         if (vt_expand_path(vt_opt.out, rel, sizeof rel, meta.pid, host, meta.rank) == 0) {
             char cwd[2048];
             if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
-                snprintf(path, sizeof path, "%s/%s", cwd, rel);
+                snprintf(path, sizeof path, "%s/%.*s", cwd, (int)(sizeof path - sizeof cwd - 2), rel);
             else
                 snprintf(path, sizeof path, "%s", rel);
             if (write_dump(path, s, sym, &meta) == 0) dump_path = path;

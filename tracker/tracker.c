@@ -30,11 +30,25 @@ struct vt_rec {
     UT_hash_handle hh;
 };
 
+/* What one call site holds now, and what it held at the last peak of the
+ * process's device bytes. The peak values are kept lazily (memray's
+ * high-water-mark scheme): `hwm_*` is valid only while `hwm_gen` equals
+ * peak_gen; otherwise the site has not changed since the last peak and its
+ * current values are the ones at the peak. O(1) per event. */
+struct vt_site {
+    uint64_t bytes, count;
+    uint64_t hwm_bytes, hwm_count;
+    uint64_t hwm_gen;
+};
+
 struct vt_stack_node {
     UT_hash_handle hh;
+    struct vt_site site;
     struct vt_stack pub;
     uintptr_t frames[];
 };
+
+#define VT_MAX_OOM_HOLDERS 64
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vt_rec *live_table;
@@ -53,6 +67,7 @@ static int ring_failed;
 static int touched;
 static uint64_t start_mono_ns, start_unix_ns;
 static int max_depth = 64;
+static uint64_t peak_gen;
 
 static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
 
@@ -113,6 +128,8 @@ static uint32_t intern_stack(const uintptr_t *frames, int depth) {
     n = malloc(sizeof *n + keylen);
     if (!n) return UINT32_MAX;
     memcpy(n->frames, frames, keylen);
+    memset(&n->site, 0, sizeof n->site);
+    n->site.hwm_gen = peak_gen;
     n->pub.id = (uint32_t)nstacks;
     n->pub.depth = (uint32_t)depth;
     n->pub.frames = n->frames;
@@ -149,6 +166,44 @@ static struct vt_device *device_slot(int device) {
     return &devices[device];
 }
 
+static struct vt_stack_node *node_of(uint32_t stack) {
+    if (stack >= nstacks) return NULL;
+    return (struct vt_stack_node *)((char *)stack_list[stack] -
+                                    offsetof(struct vt_stack_node, pub));
+}
+
+/* What a site held at the last peak. Lock held. */
+static void site_at_peak(const struct vt_site *st, uint64_t *bytes, uint64_t *count) {
+    *bytes = st->hwm_gen == peak_gen ? st->hwm_bytes : st->bytes;
+    *count = st->hwm_gen == peak_gen ? st->hwm_count : st->count;
+}
+
+/* Sites holding device memory now, as a malloc'd array. Lock held. */
+static struct vt_holder *sites_now(uint32_t *n_out, int at_peak) {
+    size_t k = 0;
+    struct vt_holder *h = malloc((nstacks ? nstacks : 1) * sizeof *h);
+    if (!h) { *n_out = 0; return NULL; }
+    for (size_t i = 0; i < nstacks; i++) {
+        struct vt_stack_node *n = node_of((uint32_t)i);
+        uint64_t b = n->site.bytes, c = n->site.count;
+        if (at_peak) site_at_peak(&n->site, &b, &c);
+        if (b == 0 && c == 0) continue;
+        h[k].stack = (uint32_t)i;
+        h[k].bytes = b;
+        h[k].count = c;
+        k++;
+    }
+    *n_out = (uint32_t)k;
+    return h;
+}
+
+static int holder_order(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
 /* Add or remove bytes from the live counters. Lock held. */
 static void account(const struct vt_alloc *a, int sign, uint64_t now) {
     if (a->kind == VT_KIND_HOST) {
@@ -164,12 +219,24 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
         return;
     }
     struct vt_device *d = device_slot(a->device);
+    struct vt_stack_node *n = node_of(a->stack);
+    if (n) {
+        struct vt_site *st = &n->site;
+        if (st->hwm_gen != peak_gen) {
+            st->hwm_bytes = st->bytes;
+            st->hwm_count = st->count;
+            st->hwm_gen = peak_gen;
+        }
+        if (sign > 0) { st->bytes += a->bytes; st->count++; }
+        else { st->bytes -= a->bytes; st->count--; }
+    }
     if (sign > 0) {
         totals.live_bytes += a->bytes;
         totals.live_count++;
         if (totals.live_bytes > totals.peak_bytes) {
             totals.peak_bytes = totals.live_bytes;
             totals.peak_time_ns = now;
+            peak_gen++;
         }
         if (d) {
             d->live_bytes += a->bytes;
@@ -300,7 +367,17 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         o->live_bytes = d ? d->live_bytes : totals.host_live_bytes;
         totals.oom_count++;
         if (d) d->oom_count++;
+        o->holders = NULL;
+        o->nholders = 0;
+        if (nooms < VT_MAX_OOM_HOLDERS) {
+            uint32_t k;
+            struct vt_holder *h = sites_now(&k, 0);
+            if (h) qsort(h, k, sizeof *h, holder_order);
+            o->holders = h;
+            o->nholders = h ? k : 0;
+        }
         if (nooms < VT_MAX_OOMS) ooms[nooms++] = *o;
+        else free((void *)o->holders);
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     pthread_mutex_unlock(&lock);
@@ -357,6 +434,10 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
         s->nevents = ne;
         s->events_dropped = first;
     }
+    uint32_t np = 0;
+    s->peak_holders = sites_now(&np, 1);
+    s->npeak_holders = np;
+    if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, holder_order);
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
     if (s->stacks) {
         memcpy(s->stacks, stack_list, nstacks * sizeof *stack_list);
@@ -372,6 +453,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
     free(s->ooms);
     free(s->events);
     free(s->stacks);
+    free(s->peak_holders);
     free(s);
 }
 
@@ -391,6 +473,8 @@ void vt_tracker_reset_child(void) {
         free(n);
     }
     nstacks = 0;
+    peak_gen = 0;
+    for (size_t i = 0; i < nooms; i++) free((void *)ooms[i].holders);
     memset(&totals, 0, sizeof totals);
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
         struct vt_device *d = &devices[i];

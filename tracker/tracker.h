@@ -58,7 +58,18 @@ struct vt_event {
     uint8_t kind;
 };
 
+/* Bytes and allocations one call site (stack) holds. */
+struct vt_holder {
+    uint32_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
 struct vt_oom {
+    const struct vt_holder *holders; /* live device memory by stack at the
+                                        failure, largest first (first 64
+                                        OOMs only; owned by the tracker) */
+    uint32_t nholders;
     uint64_t time_ns;
     uint64_t requested;
     uint64_t free_bytes;   /* cuMemGetInfo at the failure; 0 if unknown */
@@ -125,6 +136,9 @@ struct vt_snapshot {
     uint64_t events_dropped;   /* older events the ring overwrote */
     const struct vt_stack **stacks;
     size_t nstacks;
+    struct vt_holder *peak_holders; /* device memory by stack at the peak of
+                                       totals.live_bytes, largest first */
+    size_t npeak_holders;
     uint64_t start_unix_ns;    /* wall-clock time of the tracker's start */
     uint64_t now_ns;           /* when the snapshot was taken */
 };

@@ -138,6 +138,65 @@ static void test_failures(void) {
     vt_tracker_reset_child();
 }
 
+static const uintptr_t site_c[] = {0x1200, 0x2000, 0x3000};
+
+static uint64_t peak_of(const struct vt_snapshot *s, uint32_t stack, uint64_t *count) {
+    for (size_t i = 0; i < s->npeak_holders; i++)
+        if (s->peak_holders[i].stack == stack) {
+            *count = s->peak_holders[i].count;
+            return s->peak_holders[i].bytes;
+        }
+    *count = 0;
+    return 0;
+}
+
+static void test_holders_at_peak_and_oom(void) {
+    uint64_t c;
+    vt_tracker_alloc(0xa1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3); /* stack 0 */
+    vt_tracker_alloc(0xb1, 50, VT_KIND_DEVICE, 0, "x", site_b, 3);  /* stack 1; peak 150 */
+    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xa1));
+    vt_tracker_alloc(0xb2, 30, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    vt_tracker_alloc(0xc1, 60, VT_KIND_DEVICE, 0, "x", site_c, 3);  /* 140: below the peak */
+    vt_tracker_alloc(0xd1, 999, VT_KIND_HOST, 0, "x", site_c, 3);   /* host: not counted */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.peak_bytes, 150);
+    CHECK_EQ(s->npeak_holders, 2);
+    CHECK_EQ(peak_of(s, 0, &c), 100); CHECK_EQ(c, 1);
+    CHECK_EQ(peak_of(s, 1, &c), 50); CHECK_EQ(c, 1);
+    CHECK_EQ(peak_of(s, 2, &c), 0);
+    CHECK_EQ(s->peak_holders[0].stack, 0);
+    vt_snapshot_free(s);
+
+    struct vt_oom o = {.requested = 1 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &o, site_a, 3);
+    vt_tracker_alloc(0xa2, 200, VT_KIND_DEVICE, 0, "x", site_a, 3); /* new peak 340 */
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.peak_bytes, 340);
+    CHECK_EQ(peak_of(s, 0, &c), 200); CHECK_EQ(c, 1);
+    CHECK_EQ(peak_of(s, 1, &c), 80); CHECK_EQ(c, 2);
+    CHECK_EQ(peak_of(s, 2, &c), 60); CHECK_EQ(c, 1);
+    /* The OOM saw what was live then: B 80 in 2, C 60 in 1, A nothing. */
+    CHECK_EQ(s->nooms, 1);
+    CHECK_EQ(s->ooms[0].nholders, 2);
+    if (s->ooms[0].nholders == 2) {
+        CHECK_EQ(s->ooms[0].holders[0].stack, 1);
+        CHECK_EQ(s->ooms[0].holders[0].bytes, 80);
+        CHECK_EQ(s->ooms[0].holders[0].count, 2);
+        CHECK_EQ(s->ooms[0].holders[1].stack, 2);
+        CHECK_EQ(s->ooms[0].holders[1].bytes, 60);
+    }
+    vt_snapshot_free(s);
+    /* Frees after the peak do not change what the peak held. */
+    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xa2));
+    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xb1));
+    s = vt_tracker_snapshot();
+    CHECK_EQ(peak_of(s, 0, &c), 200);
+    CHECK_EQ(peak_of(s, 1, &c), 80);
+    CHECK_EQ(s->totals.live_bytes, 90);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
 static void test_format(void) {
     char b[32];
     CHECK_STR(vt_fmt_bytes(0, b, sizeof b), "0 B");
@@ -182,6 +241,7 @@ int main(void) {
     test_interning_and_holders();
     test_restore_and_reuse();
     test_failures();
+    test_holders_at_peak_and_oom();
     test_format();
     test_dump_writes_every_section();
     return check_report("unit");
