@@ -22,10 +22,12 @@ LIBS    := -lunwind -ldw -ldl -lpthread
 LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c \
            tracker/tracker.c tracker/stack.c tracker/options.c \
-           report/symbolize.c report/format.c report/holders.c report/dump.c \
-           report/postmortem.c report/output.c
+           report/symbolize.c report/callsite.c report/format.c report/holders.c \
+           report/dump.c report/postmortem.c report/output.c
 LIB_S   := interpose/dlsym_x86_64.S
-CLI_C   := report/cli.c tracker/options.c
+CLI_C   := report/cli.c report/cmd_report.c report/reporters.c report/model.c report/callsite.c \
+           report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
+           report/fmt_html.c report/fmt_torch.c tracker/options.c
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
@@ -49,7 +51,7 @@ $(B)/libvramtrace.so: $(LIB_O)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C)
+	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C) -ljansson
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
@@ -99,7 +101,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so
 progs: sim $(PROGS)
 
@@ -152,7 +154,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/options.c report/format.c report/holders.c \
-            report/dump.c report/symbolize.c
+            report/dump.c report/symbolize.c report/callsite.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
@@ -198,3 +200,7 @@ $(T)/t_cpp: tests/progs/t_cpp.cc $(SIM)/libcudart_sim.so
 # module and offset.
 $(T)/t_stripped: $(T)/t_driver
 	strip -s -o $@ $<
+
+$(T)/t_phases: tests/progs/t_phases.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

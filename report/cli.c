@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../tracker/options.h"
+#include "cli.h"
 
 #ifndef VT_VERSION
 #define VT_VERSION "0.1.0"
@@ -26,11 +27,14 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"run", cmd_run, "run a command with vramtrace preloaded"},
+    {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot"},
 };
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vramtrace run [--out PATH] [--report DEST] [--depth N] -- CMD [ARG...]\n"
+            "       vramtrace report DUMP... [--format text|json|folded|html|torch] [-o FILE]\n"
+            "                        [--top N] [--at exit|peak|oom]\n"
             "       vramtrace --help | --version\n\n"
             "vramtrace records every GPU memory allocation of a program (CUDA runtime and\n"
             "driver, stream-ordered pools, virtual-memory handles, managed and pinned\n"

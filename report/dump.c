@@ -48,7 +48,7 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
             t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
             t->alloc_count, t->free_count, t->failed_count, t->oom_count,
             t->unknown_frees);
-    fprintf(f, "\"host\":{\"live_bytes\":" U64 ",\"live_count\":" U64
+    fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
 }

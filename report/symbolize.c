@@ -8,6 +8,7 @@
 
 #include <uthash.h>
 
+#include "callsite.h"
 #include "symbolize.h"
 
 struct frame_entry {
@@ -71,23 +72,6 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
     }
 }
 
-static int is_cuda_module(const char *module) {
-    if (!module) return 0;
-    const char *base = strrchr(module, '/');
-    base = base ? base + 1 : module;
-    return strncmp(base, "libcuda.", 8) == 0 || strncmp(base, "libcudart", 9) == 0;
-}
-
-/* Frames of the CUDA runtime linked statically into a program carry the
- * runtime's names: cudaMalloc and friends, or internal __cudart symbols. */
-static int is_cuda_function(const char *fn) {
-    if (!fn) return 0;
-    if (strncmp(fn, "__cudart", 8) == 0) return 1;
-    if (strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z') return 1;
-    if (strncmp(fn, "cu", 2) == 0 && fn[2] >= 'A' && fn[2] <= 'Z') return 1;
-    return 0;
-}
-
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
@@ -137,8 +121,7 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
                 HASH_ADD(hh, p->cache, address, sizeof e->address, e);
             }
             frames[j] = e->f;
-            if (sym->site[i] < 0 && !is_cuda_module(e->f.module) &&
-                !is_cuda_function(e->f.function))
+            if (sym->site[i] < 0 && !vt_cuda_frame(e->f.module, e->f.function))
                 sym->site[i] = (int)j;
         }
         if (sym->site[i] < 0 && st->depth > 0) sym->site[i] = 0;

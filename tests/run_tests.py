@@ -145,7 +145,7 @@ def driver_direct_calls():
     eq(t["free_count"], 3, "frees")
     eq(t["failed_count"], 0, "failures")
     eq(t["unknown_frees"], 1, "frees of unknown pointers")
-    eq(d["host"], {"live_bytes": 8192, "live_count": 1, "peak_bytes": 12288}, "pinned host memory")
+    eq(d["host_memory"], {"live_bytes": 8192, "live_count": 1, "peak_bytes": 12288}, "pinned host memory")
     eq(len(d["devices"]), 1, "devices")
     dev = d["devices"][0]
     eq((dev["name"], dev["total_bytes"], dev["live_bytes"], dev["peak_bytes"]),
@@ -194,7 +194,7 @@ def runtime_case(prog, apis):
     eq(t["alloc_count"], 8, "allocations")
     eq(t["free_count"], 2, "frees")
     eq(t["peak_bytes"], 3 * MiB, "peak")
-    eq(d["host"]["live_bytes"], 4096, "pinned host live")
+    eq(d["host_memory"]["live_bytes"], 4096, "pinned host live")
     got = sorted((a["api"], a["kind"], a["bytes"], site(d, a["stack"])["function"]) for a in d["live"])
     eq(got, sorted(apis), "live allocations")
 
@@ -486,8 +486,189 @@ def cli_run_help_version_install():
         shutil.rmtree(work, ignore_errors=True)
 
 
+# ------------------------------------------------------- reports (CLI)
+
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+EXPECTED = os.path.join(GOLDEN, "expected")
+UPDATE_GOLDEN = "--update-golden" in sys.argv
+R0, R1 = "phases.r0.json", "phases.r1.json"
+GOLDEN_CASES = [
+    ("text.r0.txt", [R0]),
+    ("text.peak.r0.txt", [R0, "--at", "peak"]),
+    ("text.multi.oom.txt", [R0, R1, "--at", "oom", "--top", "3"]),
+    ("json.r0.json", [R0, "--format", "json"]),
+    ("folded.exit.r0.txt", [R0, "--format", "folded"]),
+    ("folded.peak.r0.txt", [R0, "--format", "folded", "--at", "peak"]),
+    ("folded.oom.multi.txt", [R0, R1, "--format", "folded", "--at", "oom"]),
+    ("html.multi.html", [R0, R1, "--format", "html"]),
+    ("torch.r0.pickle", [R0, "--format", "torch"]),
+    ("hostile.html", ["hostile.json", "--format", "html"]),
+    ("hostile.folded.txt", ["hostile.json", "--format", "folded"]),
+    ("hostile.text.txt", ["hostile.json"]),
+]
+
+
+def report(args, cwd=GOLDEN):
+    p = subprocess.run([CLI, "report"] + args, cwd=cwd, capture_output=True)
+    return p.returncode, p.stdout, p.stderr.decode()
+
+
+@test
+def report_golden_files():
+    os.makedirs(EXPECTED, exist_ok=True)
+    for name, args in GOLDEN_CASES:
+        rc, out, err = report(args)
+        eq((rc, err), (0, ""), f"report {args}")
+        path = os.path.join(EXPECTED, name)
+        if UPDATE_GOLDEN:
+            with open(path, "wb") as f:
+                f.write(out)
+        with open(path, "rb") as f:
+            want = f.read()
+        if out != want:
+            raise Failure(f"{name} differs from the golden file (run tests/run_tests.py "
+                          f"--update-golden after checking the change)")
+
+
+@test
+def report_moments_and_ranks():
+    rc, out, _ = report([R0, "--format", "folded"])
+    eq(out.decode().splitlines(), ["_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304"],
+       "folded at exit")
+    rc, out, _ = report([R0, "--format", "folded", "--at", "peak"])
+    eq(out.decode().splitlines(), ["_start;__libc_start_main;__libc_start_call_main;main;warmup_buffer 12582912"],
+       "folded at the peak: the freed warm-up buffers")
+    rc, out, _ = report([R0, R1, "--format", "folded", "--at", "oom"])
+    lines = sorted(out.decode().splitlines())
+    eq([l.rsplit(" ", 1)[1] for l in lines], ["4194304", "1048576", "4194304"],
+       "per-rank stacks at the OOM (two steady_state calls merged into one line)")
+    eq(lines[0], "rank 0 pid 8447;_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304",
+       "rank prefix is the root frame")
+    rc, out, _ = report([R0, R1, "--at", "oom"])
+    text = out.decode()
+    ok("first to fail: rank 0" in text, "which rank failed first")
+    ok("8.00 MiB in 4 allocations in 2 processes  steady_state tests/progs/t_phases.c:20" in text,
+       "holders combined across ranks:\n" + text)
+    rc, out, _ = report([R0, "--format", "json"])
+    j = json.loads(out)
+    p0 = j["processes"][0]
+    eq([(h["bytes"], h["count"], h["site"]) for h in p0["holders"]],
+       [(2 * MiB, 1, "steady_state tests/progs/t_phases.c:20")] * 2,
+       "json holders: two calls of steady_state from two lines of main")
+    eq(p0["ooms"][0]["site"], "huge_request tests/progs/t_phases.c:32", "json OOM site")
+    eq((p0["ooms"][0]["free_bytes"], p0["ooms"][0]["requested_bytes"]), (12 * MiB, 14 * MiB), "json OOM")
+    rc, _, err = report([R0, "--format", "folded", "--at", "nowhere"])
+    eq(rc, 2, "bad --at")
+
+
+@test
+def report_torch_snapshot():
+    import pickle
+    import pickletools
+    rc, out, _ = report([R0, "--format", "torch"])
+    eq(rc, 0, "status")
+    allowed = {"PROTO", "EMPTY_DICT", "EMPTY_LIST", "MARK", "SETITEMS", "APPENDS", "BINUNICODE", "BININT",
+               "LONG1", "NEWTRUE", "NEWFALSE", "LONG_BINPUT", "LONG_BINGET", "STOP"}
+    ops = {op.name for op, _, _ in pickletools.genops(out)}
+    ok(ops <= allowed, f"only plain-data opcodes: {ops - allowed}")
+    eq(out[1], 2, "protocol 2")
+    snap = pickle.loads(out)
+    segs = snap["segments"]
+    eq(sorted((s["total_size"], s["blocks"][0]["state"]) for s in segs),
+       [(2 * MiB, "active_allocated")] * 2, "one segment per live allocation")
+    for s in segs:
+        eq(sum(b["size"] for b in s["blocks"]), s["total_size"], "blocks fill their segment")
+        eq(s["frames"][0]["name"], "steady_state", "segment frames, innermost first")
+        eq(s["blocks"][0]["frames"][0]["filename"], "tests/progs/t_phases.c", "frame filename")
+    trace = snap["device_traces"][0]
+    counts = {}
+    for e in trace:
+        counts[e["action"]] = counts.get(e["action"], 0) + 1
+    eq(counts, {"segment_alloc": 5, "alloc": 5, "free_requested": 3, "free_completed": 3, "segment_free": 3,
+                "oom": 1}, "trace actions")
+    oom = [e for e in trace if e["action"] == "oom"][0]
+    eq((oom["size"], oom["device_free"]), (14 * MiB, 12 * MiB), "oom entry")
+    ok(all(trace[i]["time_us"] <= trace[i + 1]["time_us"] for i in range(len(trace) - 1)), "time order")
+
+
+def chromium_dom(html_path):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        raise Failure("chromium is not installed (make deps installs it)")
+    prof = tempfile.mkdtemp(prefix="vt-chromium-")
+    try:
+        p = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                            "--disable-sync", f"--user-data-dir={prof}", "--virtual-time-budget=2000",
+                            "--dump-dom", "file://" + html_path], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    eq(p.returncode, 0, "chromium status")
+    return p.stdout
+
+
+@test
+def report_html_in_chromium():
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        page = os.path.join(work, "r.html")
+        rc, out, _ = report([R0, R1, "--format", "html", "-o", page, "--at", "peak"])
+        eq(rc, 0, "status")
+        raw = open(page).read()
+        ok("http://" not in raw.replace("http://www.w3.org/2000/svg", "") and "https://" not in raw,
+           "no network references")
+        dom = chromium_dom(page)
+        eq(dom.count('class="flame-node"'), 2 * 6, "flame graph drawn by the page's script (6 frames a rank)")
+        eq(dom.count('class="series"'), 2, "one timeline series per process and device")
+        eq(dom.count('class="oom-mark"'), 2, "OOMs marked on the timelines")
+        eq(dom.count('class="peak"'), 2, "peaks marked")
+        ok("warmup_buffer (12.00 MiB)" in dom, "flame graph at the peak")
+        page = os.path.join(work, "h.html")
+        rc, out, _ = report(["hostile.json", "--format", "html", "-o", page])
+        raw = open(page).read()
+        for bad in ("<script>alert", "<img src=x", "<b>bold", "<i>host"):
+            ok(bad not in raw, f"escaped in the page: {bad}")
+        dom = chromium_dom(page)
+        ok("<img" not in dom and "<b>" not in dom, "nothing injected into the DOM")
+        ok("evil&lt;script&gt;alert(1)&lt;/script&gt;" in dom, "hostile name shown as text")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def report_bad_input_is_one_line_and_status_1():
+    work = tempfile.mkdtemp(prefix="vt-bad-")
+    try:
+        good = open(os.path.join(GOLDEN, R0), "rb").read()
+        d = json.loads(good)
+        cases = {
+            "truncated.json": good[: len(good) // 2],
+            "empty.json": b"",
+            "garbage.json": bytes(range(256)),
+            "notdump.json": b'{"a": 1}',
+            "array.json": b"[1, 2]",
+            "badtype.json": json.dumps(dict(d, pid="x")).encode(),
+            "badstack.json": json.dumps(dict(d, holders=[{"stack": 99, "bytes": 1, "count": 1}])).encode(),
+            "badframe.json": json.dumps(dict(d, stacks=[{"frames": [{"function": 3}]}])).encode(),
+            "badversion.json": json.dumps(dict(d, version=7)).encode(),
+            "negative.json": json.dumps(dict(d, time_ns=-5)).encode(),
+        }
+        for name, data in cases.items():
+            with open(os.path.join(work, name), "wb") as f:
+                f.write(data)
+        for name in list(cases) + ["missing.json"]:
+            for fmt in ("text", "html", "torch"):
+                rc, out, err = report([os.path.join(work, name), "--format", fmt])
+                eq(rc, 1, f"{name} status")
+                eq(len(err.splitlines()), 1, f"{name}: one error line, got {err!r}")
+                ok(err.startswith("vramtrace report: ") and name in err, f"{name}: names the file: {err!r}")
+                eq(out, b"", f"{name}: nothing on stdout")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
-    only = sys.argv[1:]
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]
     passed = failed = 0
     for t in TESTS:
         if only and t.__name__ not in only:

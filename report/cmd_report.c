@@ -1,0 +1,112 @@
+/* cmd_report.c -- `vramtrace report DUMP... [--format F] [-o FILE] [--top N]
+ * [--at exit|peak|oom]`. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "reporters.h"
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "vramtrace report: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see vramtrace report --help)\n");
+    return 2;
+}
+
+static void report_help(void) {
+    printf("usage: vramtrace report DUMP... [--format FORMAT] [-o FILE] [--top N] [--at MOMENT]\n\n"
+           "Turns one or more dumps (one per rank or process) into a report.\n\n"
+           "  --format FORMAT  one of:\n");
+    for (const struct vt_reporter *r = vt_reporters; r->name; r++)
+        printf("                     %-7s %s\n", r->name, r->summary);
+    printf("                   (default: text)\n"
+           "  -o FILE          write to FILE instead of standard output\n"
+           "  --top N          rows in the tables (default 10)\n"
+           "  --at MOMENT      which holders weigh in the holders table and flame graph:\n"
+           "                     exit  live when the dump was written (default)\n"
+           "                     peak  at the peak of the process's device bytes\n"
+           "                     oom   at the first out-of-memory failure\n");
+}
+
+int vt_cmd_report(int argc, char **argv) {
+    const char *format = "text", *out = NULL;
+    struct vr_opts o = {VR_AT_EXIT, 10};
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    size_t npaths = 0;
+    if (!paths) return 1;
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { report_help(); rc = 0; goto done; }
+        if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+            if (!v) { rc = usage_error("%s needs a value", a); goto done; }
+            format = v; i++;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (!v) { rc = usage_error("%s needs a value", a); goto done; }
+            out = v; i++;
+        } else if (strcmp(a, "--top") == 0) {
+            char *end;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *v == '\0' || *end != '\0' || n < 1 || n > 100000) {
+                rc = usage_error("--top takes a number from 1 to 100000, not '%s'", v ? v : "");
+                goto done;
+            }
+            o.top = (int)n; i++;
+        } else if (strcmp(a, "--at") == 0) {
+            if (v && strcmp(v, "exit") == 0) o.at = VR_AT_EXIT;
+            else if (v && strcmp(v, "peak") == 0) o.at = VR_AT_PEAK;
+            else if (v && strcmp(v, "oom") == 0) o.at = VR_AT_OOM;
+            else { rc = usage_error("--at takes exit, peak or oom, not '%s'", v ? v : ""); goto done; }
+            i++;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            rc = usage_error("unknown option %s", a);
+            goto done;
+        } else {
+            paths[npaths++] = a;
+        }
+    }
+    const struct vt_reporter *rep = NULL;
+    for (const struct vt_reporter *r = vt_reporters; r->name; r++)
+        if (strcmp(r->name, format) == 0) rep = r;
+    if (!rep) { rc = usage_error("unknown format '%s'", format); goto done; }
+    if (npaths == 0) { rc = usage_error("no dump given%s", ""); goto done; }
+
+    struct vr_input in = {calloc(npaths, sizeof(struct vm_dump)), 0};
+    if (!in.dumps) { rc = 1; goto done; }
+    char err[1024];
+    rc = 0;
+    for (size_t i = 0; i < npaths; i++) {
+        if (vm_load(paths[i], &in.dumps[in.n], err, sizeof err) != 0) {
+            fprintf(stderr, "vramtrace report: %s\n", err);
+            rc = 1;
+            break;
+        }
+        in.n++;
+    }
+    if (rc == 0) {
+        FILE *f = stdout;
+        if (out && !(f = fopen(out, "wb"))) {
+            fprintf(stderr, "vramtrace report: cannot write %s: %s\n", out, strerror(errno));
+            rc = 1;
+        } else {
+            err[0] = '\0';
+            if (rep->write(f, &in, &o, err, sizeof err) != 0) {
+                fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "writing failed");
+                rc = 1;
+            }
+            if (fflush(f) != 0 || ferror(f)) {
+                if (rc == 0) fprintf(stderr, "vramtrace report: writing failed: %s\n", strerror(errno));
+                rc = 1;
+            }
+            if (out && fclose(f) != 0) rc = 1;
+        }
+    }
+    for (size_t i = 0; i < in.n; i++) vm_free(&in.dumps[i]);
+    free(in.dumps);
+done:
+    free(paths);
+    return rc;
+}

@@ -1,0 +1,103 @@
+/* fmt_folded.c -- folded stacks ("frame;frame;... BYTES", outermost first),
+ * the input of flamegraph.pl, inferno and speedscope. Weight: bytes held at
+ * the chosen moment (--at). Stacks that read the same (they differ only in
+ * addresses) are written as one line; with several dumps each line starts
+ * with "rank R pid P". */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "reporters.h"
+
+struct line {
+    char *text;
+    uint64_t bytes;
+    size_t order;
+    UT_hash_handle hh;
+};
+
+/* Append text; a frame label (raw == 0) has the format's separators taken
+ * out. */
+static void put(char **buf, size_t *len, size_t *cap, const char *label, int raw) {
+    size_t n = strlen(label);
+    if (*len + n + 2 > *cap) {
+        size_t c = (*cap + n + 2) * 2;
+        char *b = realloc(*buf, c);
+        if (!b) return;
+        *buf = b;
+        *cap = c;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = label[i];
+        (*buf)[(*len)++] = !raw && (ch == ';' || ch == '\n' || ch == '\r') ? ':' : ch;
+    }
+    (*buf)[*len] = '\0';
+}
+
+static int by_order(const void *a, const void *b) {
+    const struct line *x = *(struct line *const *)a, *y = *(struct line *const *)b;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
+    struct line *lines = NULL, *l, *tmp;
+    size_t count = 0;
+    int rc = 0;
+    for (size_t i = 0; i < in->n && rc == 0; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        size_t n;
+        int missing;
+        const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
+        if (missing) {
+            snprintf(err, errsize, "%s has no holders at %s", d->path, vr_moment_name(o->at));
+            rc = -1;
+            break;
+        }
+        for (size_t j = 0; j < n; j++) {
+            const struct vm_stack *s = &d->stacks[h[j].stack];
+            char *buf = NULL, label[1024];
+            size_t len = 0, cap = 0;
+            if (in->n > 1) {
+                snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
+                put(&buf, &len, &cap, label, 0);
+                put(&buf, &len, &cap, ";", 1);
+            }
+            for (size_t k = s->nframes; k-- > 0;) {
+                put(&buf, &len, &cap, vm_frame_label(&s->frames[k], label, sizeof label), 0);
+                if (k) put(&buf, &len, &cap, ";", 1);
+            }
+            if (s->nframes == 0) put(&buf, &len, &cap, "(no stack)", 0);
+            if (!buf) continue;
+            HASH_FIND_STR(lines, buf, l);
+            if (l) {
+                l->bytes += h[j].bytes;
+                free(buf);
+                continue;
+            }
+            l = calloc(1, sizeof *l);
+            if (!l) { free(buf); continue; }
+            l->text = buf;
+            l->bytes = h[j].bytes;
+            l->order = count++;
+            HASH_ADD_KEYPTR(hh, lines, l->text, strlen(l->text), l);
+        }
+    }
+    struct line **sorted = calloc(count ? count : 1, sizeof *sorted);
+    size_t k = 0;
+    HASH_ITER(hh, lines, l, tmp) {
+        if (sorted) sorted[k++] = l;
+    }
+    if (sorted) {
+        qsort(sorted, k, sizeof *sorted, by_order);
+        for (size_t i = 0; i < k && rc == 0; i++) fprintf(f, "%s %" PRIu64 "\n", sorted[i]->text, sorted[i]->bytes);
+    }
+    HASH_ITER(hh, lines, l, tmp) {
+        HASH_DEL(lines, l);
+        free(l->text);
+        free(l);
+    }
+    free(sorted);
+    return rc;
+}

@@ -1,0 +1,130 @@
+/* fmt_json.c -- the dumps normalized and symbolized for jq and CI: every
+ * stack reference resolved to its call site and frames, holders at the
+ * chosen moment, and call sites combined across processes. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "reporters.h"
+
+static json_t *hex(uint64_t v) {
+    char b[32];
+    snprintf(b, sizeof b, "0x%" PRIx64, v);
+    return json_string(b);
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+static json_t *frames(const struct vm_dump *d, size_t stack) {
+    json_t *a = json_array();
+    const struct vm_stack *s = &d->stacks[stack];
+    for (size_t i = 0; i < s->nframes; i++) {
+        const struct vm_frame *f = &s->frames[i];
+        json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function",
+                                           str_or_null(f->function), "file", str_or_null(f->file),
+                                           "line", (json_int_t)f->line, "module", str_or_null(f->module),
+                                           "offset", hex(f->offset), "address", hex(f->address)));
+    }
+    return a;
+}
+
+static json_t *site(const struct vm_dump *d, size_t stack) {
+    char where[1024];
+    const struct vm_frame *f = vm_site(d, stack);
+    return f ? json_string(vm_frame_where(f, where, sizeof where)) : json_null();
+}
+
+static json_t *holders(const struct vm_dump *d, const struct vm_holder *h, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:I,s:I,s:o,s:o}", "bytes", (json_int_t)h[i].bytes, "count",
+                                           (json_int_t)h[i].count, "site", site(d, h[i].stack),
+                                           "frames", frames(d, h[i].stack)));
+    return a;
+}
+
+static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
+    json_t *p = json_object();
+    json_object_set_new(p, "dump", json_string(d->path));
+    json_object_set_new(p, "reason", json_string(d->reason));
+    json_object_set_new(p, "pid", json_integer(d->pid));
+    json_object_set_new(p, "rank", json_integer(d->rank));
+    json_object_set_new(p, "host", str_or_null(d->host));
+    json_t *argv = json_array();
+    for (size_t i = 0; i < d->argc; i++) json_array_append_new(argv, json_string(d->argv[i]));
+    json_object_set_new(p, "argv", argv);
+    json_t *devs = json_array();
+    for (size_t i = 0; i < d->ndevices; i++) {
+        const struct vm_device *v = &d->devices[i];
+        json_array_append_new(devs, json_pack("{s:i,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+            "ordinal", v->ordinal, "name", str_or_null(v->name), "uuid", str_or_null(v->uuid),
+            "total_bytes", (json_int_t)v->total_bytes, "live_bytes", (json_int_t)v->live_bytes,
+            "live_count", (json_int_t)v->live_count, "peak_bytes", (json_int_t)v->peak_bytes,
+            "peak_time_ns", (json_int_t)v->peak_time_ns, "alloc_count", (json_int_t)v->alloc_count,
+            "free_count", (json_int_t)v->free_count, "failed_count", (json_int_t)v->failed_count,
+            "oom_count", (json_int_t)v->oom_count));
+    }
+    json_object_set_new(p, "devices", devs);
+    const struct vm_totals *t = &d->totals;
+    json_object_set_new(p, "totals", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        "live_bytes", (json_int_t)t->live_bytes, "live_count", (json_int_t)t->live_count,
+        "peak_bytes", (json_int_t)t->peak_bytes, "peak_time_ns", (json_int_t)t->peak_time_ns,
+        "alloc_count", (json_int_t)t->alloc_count, "free_count", (json_int_t)t->free_count,
+        "failed_count", (json_int_t)t->failed_count, "oom_count", (json_int_t)t->oom_count,
+        "unknown_frees", (json_int_t)t->unknown_frees));
+    json_object_set_new(p, "host_memory", json_pack("{s:I,s:I,s:I}", "live_bytes",
+        (json_int_t)t->host_live_bytes, "live_count", (json_int_t)t->host_live_count, "peak_bytes",
+        (json_int_t)t->host_peak_bytes));
+    json_t *ooms = json_array();
+    for (size_t i = 0; i < d->nooms; i++) {
+        const struct vm_oom *x = &d->ooms[i];
+        json_t *j = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "requested_bytes",
+            (json_int_t)x->requested, "api", x->api, "kind", x->kind, "device", x->device, "thread",
+            x->thread, "live_bytes", (json_int_t)x->live_bytes, "time_ns", (json_int_t)x->time_ns,
+            "site", site(d, x->stack), "frames", frames(d, x->stack));
+        json_object_set_new(j, "free_bytes", x->have_info ? json_integer((json_int_t)x->free_bytes) : json_null());
+        json_object_set_new(j, "total_bytes", x->have_info ? json_integer((json_int_t)x->total_bytes) : json_null());
+        json_array_append_new(ooms, j);
+    }
+    json_object_set_new(p, "ooms", ooms);
+    size_t n;
+    int missing;
+    const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
+    json_object_set_new(p, "holders", missing ? json_null() : holders(d, h, n));
+    json_t *live = json_array();
+    for (size_t i = 0; i < d->nlive; i++) {
+        const struct vm_alloc *a = &d->live[i];
+        json_t *j = json_pack("{s:o,s:I,s:s,s:s,s:i,s:i,s:I,s:o}", "address", hex(a->address), "bytes",
+            (json_int_t)a->bytes, "kind", a->kind, "api", a->api, "device", a->device, "thread", a->thread,
+            "time_ns", (json_int_t)a->time_ns, "site", site(d, a->stack));
+        if (a->has_handle) json_object_set_new(j, "handle", hex(a->handle));
+        json_array_append_new(live, j);
+    }
+    json_object_set_new(p, "live", live);
+    return p;
+}
+
+int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_string("vramtrace-report"));
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "at", json_string(vr_moment_name(o->at)));
+    json_t *procs = json_array();
+    for (size_t i = 0; i < in->n; i++) json_array_append_new(procs, process(&in->dumps[i], o));
+    json_object_set_new(root, "processes", procs);
+    size_t n;
+    struct vr_combined *c = vr_combine(in, o->at, &n);
+    json_t *comb = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(comb, json_pack("{s:s,s:I,s:I,s:I}", "site", c[i].where, "bytes",
+                                              (json_int_t)c[i].bytes, "count", (json_int_t)c[i].count,
+                                              "processes", (json_int_t)c[i].processes));
+    vr_combined_free(c, n);
+    json_object_set_new(root, "combined_holders", comb);
+    int rc = json_dumpf(root, f, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    fputc('\n', f);
+    json_decref(root);
+    if (rc != 0) snprintf(err, errsize, "writing JSON failed");
+    return rc;
+}

@@ -1,0 +1,176 @@
+/* fmt_text.c -- the text report: the post-mortem, richer than the one the
+ * library prints, read from one or more dumps. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reporters.h"
+
+#define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
+
+static double secs(uint64_t ns) { return (double)ns / 1e9; }
+
+static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const char *indent) {
+    const struct vm_stack *s = &d->stacks[stack];
+    for (size_t i = 0; i < s->nframes; i++) {
+        char where[1024];
+        fprintf(f, "%s#%zu 0x%" PRIx64 " in %s\n", indent, i, s->frames[i].address,
+                vm_frame_where(&s->frames[i], where, sizeof where));
+    }
+    if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);
+}
+
+static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
+    const struct vm_frame *fr = vm_site(d, stack);
+    if (!fr) { snprintf(buf, size, "(no stack)"); return buf; }
+    return vm_frame_where(fr, buf, size);
+}
+
+static void devices(FILE *f, const struct vm_dump *d) {
+    char a[32], b[32], c[32];
+    fprintf(f, "devices:\n  %-3s %-28s %11s %11s %11s %9s %8s %8s %6s %5s  %s\n", "#", "name", "total",
+            "live", "peak", "peak at", "allocs", "frees", "failed", "ooms", "uuid");
+    for (size_t i = 0; i < d->ndevices; i++) {
+        const struct vm_device *v = &d->devices[i];
+        fprintf(f, "  %-3d %-28.28s %11s %11s %11s %8.3fs %8" PRIu64 " %8" PRIu64 " %6" PRIu64
+                   " %5" PRIu64 "  %s\n",
+                v->ordinal, v->name ? v->name : "?", v->total_bytes ? B(v->total_bytes, a) : "?",
+                B(v->live_bytes, b), B(v->peak_bytes, c), secs(v->peak_time_ns), v->alloc_count,
+                v->free_count, v->failed_count, v->oom_count, v->uuid ? v->uuid : "?");
+    }
+    if (d->ndevices == 0) fputs("  (none used)\n", f);
+}
+
+/* One line that says how the run went, from the event history. */
+static void timeline(FILE *f, const struct vm_dump *d) {
+    char a[32], b[32];
+    uint64_t allocs = 0, frees = 0, ooms = 0, first_oom = 0;
+    for (size_t i = 0; i < d->nevents; i++) {
+        const struct vm_event *e = &d->events[i];
+        if (e->type == 'a') allocs++;
+        else if (e->type == 'f') frees++;
+        else if (ooms++ == 0) first_oom = e->time_ns;
+    }
+    fprintf(f, "timeline: %zu events over %.3f s (%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+               " OOMs%s)", d->nevents, secs(d->time_ns), allocs, frees, ooms,
+            d->events_dropped ? ", older events dropped" : "");
+    fprintf(f, "; device bytes peaked at %s at %.3f s and were %s at the end", B(d->totals.peak_bytes, a),
+            secs(d->totals.peak_time_ns), B(d->totals.live_bytes, b));
+    if (ooms) fprintf(f, "; first OOM at %.3f s", secs(first_oom));
+    fputc('\n', f);
+}
+
+static void ooms(FILE *f, const struct vm_dump *d, int top) {
+    char a[32], b[32], c[32];
+    for (size_t i = 0; i < d->nooms && i < (size_t)top; i++) {
+        const struct vm_oom *o = &d->ooms[i];
+        fprintf(f, "out of memory #%zu at %.3f s: %s requested by %s on device %d", i + 1,
+                secs(o->time_ns), B(o->requested, a), o->api, o->device);
+        if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
+        fprintf(f, "; %s tracked live\n", B(o->live_bytes, a));
+        if (o->have_info && o->total_bytes >= o->free_bytes + o->live_bytes &&
+            o->total_bytes - o->free_bytes > o->live_bytes)
+            fprintf(f, "  held outside tracked allocations: %s\n",
+                    B(o->total_bytes - o->free_bytes - o->live_bytes, a));
+        stack_lines(f, d, o->stack, "    ");
+    }
+    if (d->nooms > (size_t)top) fprintf(f, "(%zu more out-of-memory failures)\n", d->nooms - (size_t)top);
+}
+
+static void holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
+    char a[32], where[1024];
+    size_t n;
+    int missing;
+    const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
+    if (missing) {
+        fprintf(f, "largest holders at %s: this dump has none (%s)\n", vr_moment_name(o->at),
+                o->at == VR_AT_OOM ? "no out-of-memory failure" : "written by an older vramtrace");
+        return;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += h[i].bytes;
+    fprintf(f, "largest holders at %s by call site (%zu call site%s, %s):\n", vr_moment_name(o->at), n,
+            n == 1 ? "" : "s", B(total, a));
+    for (size_t i = 0; i < n && i < (size_t)o->top; i++) {
+        fprintf(f, "  %s  %5.1f%%  in %" PRIu64 " allocation%s  %s\n", B(h[i].bytes, a),
+                total ? 100.0 * (double)h[i].bytes / (double)total : 0.0, h[i].count,
+                h[i].count == 1 ? "" : "s", site_text(d, h[i].stack, where, sizeof where));
+        stack_lines(f, d, h[i].stack, "      ");
+    }
+    if (n == 0) fputs("  (no device memory)\n", f);
+}
+
+static void live(FILE *f, const struct vm_dump *d, int top) {
+    char a[32], where[1024];
+    size_t shown = 0;
+    fprintf(f, "largest live allocations (%zu live):\n", d->nlive);
+    for (size_t i = 0; i < d->nlive && shown < (size_t)top; i++, shown++) {
+        const struct vm_alloc *x = &d->live[i];
+        fprintf(f, "  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", B(x->bytes, a), x->kind,
+                x->api, x->device, x->address, secs(x->time_ns), site_text(d, x->stack, where, sizeof where));
+    }
+}
+
+static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
+    char a[32], b[32], c[32];
+    fprintf(f, "== pid %d, rank %d, host %s: %s (dump written at %s)\n", d->pid, d->rank,
+            d->host ? d->host : "?", d->argc ? d->argv[0] : "?", d->reason);
+    devices(f, d);
+    const struct vm_totals *t = &d->totals;
+    fprintf(f, "totals: %s live in %" PRIu64 " allocations; peak %s at %.3f s; %" PRIu64
+               " allocations, %" PRIu64 " frees, %" PRIu64 " failed (%" PRIu64 " out of memory)\n",
+            B(t->live_bytes, a), t->live_count, B(t->peak_bytes, b), secs(t->peak_time_ns),
+            t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    fprintf(f, "pinned host memory: %s live in %" PRIu64 " allocations; peak %s\n",
+            B(t->host_live_bytes, a), t->host_live_count, B(t->host_peak_bytes, c));
+    timeline(f, d);
+    ooms(f, d, o->top);
+    holders(f, d, o);
+    live(f, d, o->top);
+}
+
+static int first_oom_rank(const struct vr_input *in, size_t *which) {
+    int found = 0;
+    uint64_t best = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        if (d->nooms == 0) continue;
+        uint64_t t = d->start_unix_ns + d->ooms[0].time_ns;
+        if (!found || t < best) { best = t; *which = i; found = 1; }
+    }
+    return found;
+}
+
+int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
+    (void)err; (void)errsize;
+    char a[32], b[32], where[1024];
+    if (in->n > 1) {
+        fprintf(f, "%zu processes:\n  %-8s %-5s %-20s %11s %11s %5s  %s\n", in->n, "pid", "rank", "host",
+                "peak", "live", "ooms", "command");
+        for (size_t i = 0; i < in->n; i++) {
+            const struct vm_dump *d = &in->dumps[i];
+            fprintf(f, "  %-8d %-5d %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, d->rank,
+                    d->host ? d->host : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
+                    d->totals.oom_count, d->argc ? d->argv[0] : "?");
+        }
+        size_t w;
+        if (first_oom_rank(in, &w))
+            fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,
+                    in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), in->dumps[w].ooms[0].api);
+        size_t n;
+        struct vr_combined *c = vr_combine(in, o->at, &n);
+        fprintf(f, "holders at %s combined across processes:\n", vr_moment_name(o->at));
+        for (size_t i = 0; i < n && i < (size_t)o->top; i++)
+            fprintf(f, "  %11s in %" PRIu64 " allocation%s in %zu process%s  %s\n", B(c[i].bytes, a),
+                    c[i].count, c[i].count == 1 ? "" : "s", c[i].processes,
+                    c[i].processes == 1 ? "" : "es", c[i].where);
+        vr_combined_free(c, n);
+        fputc('\n', f);
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        if (i) fputc('\n', f);
+        one(f, &in->dumps[i], o);
+    }
+    (void)where;
+    return 0;
+}

@@ -1,0 +1,408 @@
+/* model.c -- reading and checking a dump. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "callsite.h"
+#include "model.h"
+
+/* Parsing state: the first error wins and stops the load. */
+struct ctx {
+    char *err;
+    size_t errsize;
+    int failed;
+    const char *name;
+};
+
+static void fail(struct ctx *c, const char *fmt, ...) {
+    if (c->failed) return;
+    c->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(c->err, c->errsize, "%s: ", c->name);
+    if (n >= 0 && (size_t)n < c->errsize) vsnprintf(c->err + n, c->errsize - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static json_t *field(struct ctx *c, json_t *o, const char *key, json_type type, const char *where) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_typeof(v) != type) {
+        fail(c, "%s: field \"%s\" is missing or not a%s %s", where, key,
+             type == JSON_ARRAY || type == JSON_OBJECT || type == JSON_INTEGER ? "n" : "",
+             type == JSON_ARRAY ? "array" : type == JSON_OBJECT ? "object" :
+             type == JSON_INTEGER ? "integer" : "string");
+        return NULL;
+    }
+    return v;
+}
+
+static uint64_t u64(struct ctx *c, json_t *o, const char *key, const char *where) {
+    json_t *v = field(c, o, key, JSON_INTEGER, where);
+    if (!v) return 0;
+    json_int_t i = json_integer_value(v);
+    if (i < 0) { fail(c, "%s: field \"%s\" is negative", where, key); return 0; }
+    return (uint64_t)i;
+}
+
+static int int_in(struct ctx *c, json_t *o, const char *key, long lo, long hi, const char *where) {
+    json_t *v = field(c, o, key, JSON_INTEGER, where);
+    if (!v) return 0;
+    json_int_t i = json_integer_value(v);
+    if (i < lo || i > hi) { fail(c, "%s: field \"%s\" is out of range", where, key); return 0; }
+    return (int)i;
+}
+
+/* A string, or NULL where the field is null and nullable. */
+static const char *str(struct ctx *c, json_t *o, const char *key, int nullable, const char *where) {
+    json_t *v = json_object_get(o, key);
+    if (nullable && (v == NULL || json_is_null(v))) return NULL;
+    if (!v || !json_is_string(v)) {
+        fail(c, "%s: field \"%s\" is missing or not a string", where, key);
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+static uint64_t hexval(struct ctx *c, json_t *o, const char *key, const char *where) {
+    const char *s = str(c, o, key, 0, where);
+    if (!s) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 16);
+    if (strncmp(s, "0x", 2) != 0 || errno || *end != '\0') {
+        fail(c, "%s: field \"%s\" is not a hex address", where, key);
+        return 0;
+    }
+    return v;
+}
+
+static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstacks, const char *where) {
+    uint64_t s = u64(c, o, key, where);
+    if (!c->failed && s >= nstacks) {
+        fail(c, "%s: stack %" PRIu64 " does not exist (%zu stacks)", where, s, nstacks);
+        return 0;
+    }
+    return (size_t)s;
+}
+
+static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
+    if (!arr) return;
+    d->nstacks = json_array_size(arr);
+    d->stacks = calloc(d->nstacks ? d->nstacks : 1, sizeof *d->stacks);
+    if (!d->stacks) { fail(c, "out of memory"); return; }
+    for (size_t i = 0; i < d->nstacks && !c->failed; i++) {
+        json_t *s = json_array_get(arr, i);
+        if (!json_is_object(s)) { fail(c, "stacks[%zu] is not an object", i); return; }
+        json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
+        if (!fr) return;
+        struct vm_stack *st = &d->stacks[i];
+        st->nframes = json_array_size(fr);
+        st->frames = calloc(st->nframes ? st->nframes : 1, sizeof *st->frames);
+        st->site = -1;
+        if (!st->frames) { fail(c, "out of memory"); return; }
+        for (size_t j = 0; j < st->nframes && !c->failed; j++) {
+            json_t *f = json_array_get(fr, j);
+            if (!json_is_object(f)) { fail(c, "stacks[%zu].frames[%zu] is not an object", i, j); return; }
+            struct vm_frame *m = &st->frames[j];
+            m->function = str(c, f, "function", 1, "frame");
+            m->file = str(c, f, "file", 1, "frame");
+            m->module = str(c, f, "module", 1, "frame");
+            m->line = int_in(c, f, "line", 0, 100000000, "frame");
+            m->offset = hexval(c, f, "offset", "frame");
+            m->address = hexval(c, f, "address", "frame");
+            if (st->site < 0 && !vt_cuda_frame(m->module, m->function)) st->site = (int)j;
+        }
+        if (st->site < 0 && st->nframes > 0) st->site = 0;
+    }
+}
+
+static struct vm_holder *load_holders(struct ctx *c, json_t *arr, size_t nstacks, size_t *n,
+                                      const char *where) {
+    *n = json_array_size(arr);
+    struct vm_holder *h = calloc(*n ? *n : 1, sizeof *h);
+    if (!h) { fail(c, "out of memory"); return NULL; }
+    for (size_t i = 0; i < *n && !c->failed; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) { fail(c, "%s[%zu] is not an object", where, i); break; }
+        h[i].stack = stack_ref(c, o, "stack", nstacks, where);
+        h[i].bytes = u64(c, o, "bytes", where);
+        h[i].count = u64(c, o, "count", where);
+    }
+    return h;
+}
+
+static void load_devices(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *arr = field(c, root, "devices", JSON_ARRAY, "dump");
+    if (!arr) return;
+    d->ndevices = json_array_size(arr);
+    d->devices = calloc(d->ndevices ? d->ndevices : 1, sizeof *d->devices);
+    if (!d->devices) { fail(c, "out of memory"); return; }
+    for (size_t i = 0; i < d->ndevices && !c->failed; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) { fail(c, "devices[%zu] is not an object", i); return; }
+        struct vm_device *v = &d->devices[i];
+        v->ordinal = int_in(c, o, "ordinal", 0, 4095, "device");
+        v->name = str(c, o, "name", 1, "device");
+        v->uuid = str(c, o, "uuid", 1, "device");
+        v->total_bytes = u64(c, o, "total_bytes", "device");
+        v->live_bytes = u64(c, o, "live_bytes", "device");
+        v->live_count = u64(c, o, "live_count", "device");
+        v->peak_bytes = u64(c, o, "peak_bytes", "device");
+        v->peak_time_ns = u64(c, o, "peak_time_ns", "device");
+        v->alloc_count = u64(c, o, "alloc_count", "device");
+        v->free_count = u64(c, o, "free_count", "device");
+        v->failed_count = u64(c, o, "failed_count", "device");
+        v->oom_count = u64(c, o, "oom_count", "device");
+    }
+}
+
+static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *t = field(c, root, "totals", JSON_OBJECT, "dump");
+    json_t *h = field(c, root, "host_memory", JSON_OBJECT, "dump");
+    if (!t || !h) return;
+    struct vm_totals *v = &d->totals;
+    v->live_bytes = u64(c, t, "live_bytes", "totals");
+    v->live_count = u64(c, t, "live_count", "totals");
+    v->peak_bytes = u64(c, t, "peak_bytes", "totals");
+    v->peak_time_ns = u64(c, t, "peak_time_ns", "totals");
+    v->alloc_count = u64(c, t, "alloc_count", "totals");
+    v->free_count = u64(c, t, "free_count", "totals");
+    v->failed_count = u64(c, t, "failed_count", "totals");
+    v->oom_count = u64(c, t, "oom_count", "totals");
+    v->unknown_frees = u64(c, t, "unknown_frees", "totals");
+    v->host_live_bytes = u64(c, h, "live_bytes", "host_memory");
+    v->host_live_count = u64(c, h, "live_count", "host_memory");
+    v->host_peak_bytes = u64(c, h, "peak_bytes", "host_memory");
+}
+
+static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *arr = field(c, root, "ooms", JSON_ARRAY, "dump");
+    if (!arr) return;
+    d->nooms = json_array_size(arr);
+    d->ooms = calloc(d->nooms ? d->nooms : 1, sizeof *d->ooms);
+    if (!d->ooms) { fail(c, "out of memory"); return; }
+    for (size_t i = 0; i < d->nooms && !c->failed; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) { fail(c, "ooms[%zu] is not an object", i); return; }
+        struct vm_oom *v = &d->ooms[i];
+        v->requested = u64(c, o, "requested_bytes", "oom");
+        v->api = str(c, o, "api", 0, "oom");
+        v->kind = str(c, o, "kind", 0, "oom");
+        v->device = int_in(c, o, "device", -1, 4095, "oom");
+        v->thread = int_in(c, o, "thread", 0, INT32_MAX, "oom");
+        v->stack = stack_ref(c, o, "stack", d->nstacks, "oom");
+        json_t *fb = json_object_get(o, "free_bytes");
+        v->have_info = fb && json_is_integer(fb);
+        if (v->have_info) {
+            v->free_bytes = u64(c, o, "free_bytes", "oom");
+            v->total_bytes = u64(c, o, "total_bytes", "oom");
+        }
+        v->live_bytes = u64(c, o, "live_bytes", "oom");
+        v->time_ns = u64(c, o, "time_ns", "oom");
+        json_t *h = json_object_get(o, "holders");
+        if (h && json_is_array(h)) {
+            v->have_holders = 1;
+            v->holders = load_holders(c, h, d->nstacks, &v->nholders, "oom holders");
+        }
+    }
+}
+
+static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *arr = field(c, root, "live", JSON_ARRAY, "dump");
+    if (!arr) return;
+    d->nlive = json_array_size(arr);
+    d->live = calloc(d->nlive ? d->nlive : 1, sizeof *d->live);
+    if (!d->live) { fail(c, "out of memory"); return; }
+    for (size_t i = 0; i < d->nlive && !c->failed; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) { fail(c, "live[%zu] is not an object", i); return; }
+        struct vm_alloc *a = &d->live[i];
+        a->address = hexval(c, o, "address", "live");
+        if (json_object_get(o, "handle")) {
+            a->has_handle = 1;
+            a->handle = hexval(c, o, "handle", "live");
+        }
+        a->bytes = u64(c, o, "bytes", "live");
+        a->kind = str(c, o, "kind", 0, "live");
+        a->api = str(c, o, "api", 0, "live");
+        a->device = int_in(c, o, "device", -1, 4095, "live");
+        a->stack = stack_ref(c, o, "stack", d->nstacks, "live");
+        a->thread = int_in(c, o, "thread", 0, INT32_MAX, "live");
+        a->time_ns = u64(c, o, "time_ns", "live");
+    }
+}
+
+static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
+    json_t *arr = field(c, root, "events", JSON_ARRAY, "dump");
+    if (!arr) return;
+    d->events_dropped = u64(c, root, "events_dropped", "dump");
+    d->nevents = json_array_size(arr);
+    d->events = calloc(d->nevents ? d->nevents : 1, sizeof *d->events);
+    if (!d->events) { fail(c, "out of memory"); return; }
+    for (size_t i = 0; i < d->nevents && !c->failed; i++) {
+        json_t *e = json_array_get(arr, i);
+        json_t *t = json_array_get(e, 0), *ty = json_array_get(e, 1), *ad = json_array_get(e, 2),
+               *by = json_array_get(e, 3), *dv = json_array_get(e, 4), *st = json_array_get(e, 5),
+               *ki = json_array_get(e, 6);
+        if (!json_is_array(e) || !json_is_integer(t) || !json_is_string(ty) || !json_is_string(ad) ||
+            !json_is_integer(by) || !json_is_integer(dv) || !json_is_integer(st) || !json_is_string(ki) ||
+            json_integer_value(t) < 0 || json_integer_value(by) < 0 ||
+            json_integer_value(dv) < -1 || json_integer_value(dv) > 4095 ||
+            json_integer_value(st) < 0 || (size_t)json_integer_value(st) >= d->nstacks) {
+            fail(c, "events[%zu] is malformed", i);
+            return;
+        }
+        struct vm_event *v = &d->events[i];
+        const char *type = json_string_value(ty);
+        if (strcmp(type, "alloc") == 0) v->type = 'a';
+        else if (strcmp(type, "free") == 0) v->type = 'f';
+        else if (strcmp(type, "oom") == 0) v->type = 'o';
+        else { fail(c, "events[%zu] has unknown type \"%s\"", i, type); return; }
+        v->time_ns = (uint64_t)json_integer_value(t);
+        v->address = strtoull(json_string_value(ad), NULL, 16);
+        v->bytes = (uint64_t)json_integer_value(by);
+        v->device = (int)json_integer_value(dv);
+        v->stack = (size_t)json_integer_value(st);
+        v->kind = json_string_value(ki);
+    }
+}
+
+static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
+    if (!json_is_object(root)) { fail(c, "not a vramtrace dump (not a JSON object)"); return -1; }
+    json_t *fmt = json_object_get(root, "format");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vramtrace-dump") != 0) {
+        fail(c, "not a vramtrace dump (no \"format\": \"vramtrace-dump\")");
+        return -1;
+    }
+    json_t *ver = json_object_get(root, "version");
+    if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
+        fail(c, "unsupported dump version (this vramtrace reads version 1)");
+        return -1;
+    }
+    d->reason = str(c, root, "reason", 0, "dump");
+    d->host = str(c, root, "host", 1, "dump");
+    d->pid = int_in(c, root, "pid", 0, INT32_MAX, "dump");
+    d->rank = int_in(c, root, "rank", 0, INT32_MAX, "dump");
+    d->start_unix_ns = u64(c, root, "start_unix_ns", "dump");
+    d->time_ns = u64(c, root, "time_ns", "dump");
+    json_t *argv = field(c, root, "argv", JSON_ARRAY, "dump");
+    if (argv) {
+        d->argc = json_array_size(argv);
+        d->argv = calloc(d->argc ? d->argc : 1, sizeof *d->argv);
+        if (!d->argv) fail(c, "out of memory");
+        for (size_t i = 0; d->argv && i < d->argc; i++) {
+            json_t *a = json_array_get(argv, i);
+            d->argv[i] = json_is_string(a) ? json_string_value(a) : "?";
+        }
+    }
+    load_stacks(c, root, d);
+    load_devices(c, root, d);
+    load_totals(c, root, d);
+    load_ooms(c, root, d);
+    json_t *h = field(c, root, "holders", JSON_ARRAY, "dump");
+    if (h) d->holders = load_holders(c, h, d->nstacks, &d->nholders, "holders");
+    h = json_object_get(root, "peak_holders");
+    if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
+    load_live(c, root, d);
+    load_events(c, root, d);
+    return c->failed ? -1 : 0;
+}
+
+int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d,
+                   char *err, size_t errsize) {
+    struct ctx c = {err, errsize, 0, name};
+    memset(d, 0, sizeof *d);
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        fail(&c, "not valid JSON (line %d, column %d: %s)%s", je.line, je.column, je.text,
+             len == 0 ? "; the file is empty" : "");
+        return -1;
+    }
+    d->json = root;
+    d->path = name;
+    if (load_root(&c, root, d) != 0) {
+        vm_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
+    memset(d, 0, sizeof *d);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+        if (len == cap) {
+            char *b = realloc(buf, cap * 2);
+            if (!b) { free(buf); buf = NULL; break; }
+            buf = b;
+            cap *= 2;
+        }
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf || rerr) {
+        snprintf(err, errsize, "%s: cannot read%s", path, buf ? "" : ": out of memory");
+        free(buf);
+        return -1;
+    }
+    int rc = vm_load_buffer(buf, len, path, d, err, errsize);
+    free(buf);
+    return rc;
+}
+
+void vm_free(struct vm_dump *d) {
+    if (!d) return;
+    for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    free(d->stacks);
+    for (size_t i = 0; d->ooms && i < d->nooms; i++) free(d->ooms[i].holders);
+    free(d->ooms);
+    free(d->devices);
+    free(d->holders);
+    free(d->peak_holders);
+    free(d->live);
+    free(d->events);
+    free(d->argv);
+    if (d->json) json_decref(d->json);
+    memset(d, 0, sizeof *d);
+}
+
+static const char *base(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
+    if (f->function) snprintf(buf, size, "%s", f->function);
+    else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
+    else snprintf(buf, size, "0x%" PRIx64, f->address);
+    return buf;
+}
+
+const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
+    const char *fn = f->function ? f->function : "??";
+    if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
+    else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, base(f->module), f->offset);
+    else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
+    return buf;
+}
+
+const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack) {
+    if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
+    return &d->stacks[stack].frames[d->stacks[stack].site];
+}

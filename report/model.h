@@ -1,0 +1,119 @@
+/* model.h -- a dump read back from JSON, checked, for the report writers.
+ *
+ * vm_load parses a dump with jansson and checks every field the writers use
+ * (types, ranges, stack indices), so that a writer never meets a surprise:
+ * a missing, truncated or corrupt file is one clear error, never a crash.
+ * Strings point into the parsed JSON, which the model owns. */
+#ifndef VT_MODEL_H
+#define VT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vm_frame {
+    const char *function;   /* NULL when unknown */
+    const char *file;       /* NULL when unknown */
+    const char *module;     /* NULL when unknown */
+    long line;
+    uint64_t offset;
+    uint64_t address;
+};
+
+struct vm_stack {
+    size_t nframes;
+    struct vm_frame *frames; /* innermost first */
+    int site;                /* the call-site frame, or -1 */
+};
+
+struct vm_holder {
+    size_t stack;
+    uint64_t bytes;
+    uint64_t count;
+};
+
+struct vm_alloc {
+    uint64_t address, handle, bytes, time_ns;
+    const char *kind, *api;
+    int device, thread, has_handle;
+    size_t stack;
+};
+
+struct vm_event {
+    uint64_t time_ns, address, bytes;
+    char type;               /* 'a' alloc, 'f' free, 'o' oom */
+    int device;
+    size_t stack;
+    const char *kind;
+};
+
+struct vm_oom {
+    uint64_t requested, free_bytes, total_bytes, live_bytes, time_ns;
+    int have_info;
+    const char *api, *kind;
+    int device, thread;
+    size_t stack;
+    struct vm_holder *holders;
+    size_t nholders;
+    int have_holders;
+};
+
+struct vm_device {
+    int ordinal;
+    const char *name, *uuid;
+    uint64_t total_bytes, live_bytes, live_count, peak_bytes, peak_time_ns;
+    uint64_t alloc_count, free_count, failed_count, oom_count;
+};
+
+struct vm_totals {
+    uint64_t live_bytes, live_count, peak_bytes, peak_time_ns;
+    uint64_t alloc_count, free_count, failed_count, oom_count, unknown_frees;
+    uint64_t host_live_bytes, host_live_count, host_peak_bytes;
+};
+
+struct vm_dump {
+    const char *path;
+    const char *reason, *host;
+    int pid, rank;
+    const char **argv;
+    size_t argc;
+    uint64_t start_unix_ns, time_ns;
+    struct vm_device *devices;
+    size_t ndevices;
+    struct vm_totals totals;
+    struct vm_oom *ooms;
+    size_t nooms;
+    struct vm_holder *holders, *peak_holders;
+    size_t nholders, npeak_holders;
+    struct vm_alloc *live;
+    size_t nlive;
+    struct vm_event *events;
+    size_t nevents;
+    uint64_t events_dropped;
+    struct vm_stack *stacks;
+    size_t nstacks;
+    void *json;              /* the parsed document, owned */
+};
+
+/* Read and check the dump at path. Returns 0, or -1 with a one-line reason
+ * in err. On failure *d holds nothing to free. */
+int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize);
+
+/* The same from a buffer (for the fuzzer and tests); `name` names it in
+ * errors. */
+int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d,
+                   char *err, size_t errsize);
+
+void vm_free(struct vm_dump *d);
+
+/* A frame's label for people and flame graphs: "function", else
+ * "module+0xoffset", else "0xaddress". Writes into buf. */
+const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size);
+
+/* "function file:line" (file shortened to its last two parts when short is
+ * set), "function (module+0xoff)" or "0xaddress". */
+const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size);
+
+/* The call-site frame of a stack, NULL for an empty one. */
+const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack);
+
+#endif

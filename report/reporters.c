@@ -1,0 +1,102 @@
+/* reporters.c -- the format table and what the writers share. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "format.h"
+#include "reporters.h"
+
+const struct vt_reporter vt_reporters[] = {
+    {"text", "the post-mortem: devices, OOMs, holders with stacks, live allocations", vr_text},
+    {"json", "the dump normalized and symbolized, for jq and CI", vr_json},
+    {"folded", "one line per stack, outermost first, for flamegraph.pl, inferno, speedscope", vr_folded},
+    {"html", "one self-contained page: timeline, flame graph, sortable tables", vr_html},
+    {"torch", "a pickle in PyTorch's memory snapshot format, for pytorch.org/memory_viz", vr_torch},
+    {NULL, NULL, NULL},
+};
+
+const char *vr_moment_name(enum vr_moment at) {
+    return at == VR_AT_PEAK ? "peak" : at == VR_AT_OOM ? "oom" : "exit";
+}
+
+const char *vr_bytes(uint64_t v, char *buf, size_t size) { return vt_fmt_bytes(v, buf, size); }
+
+const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at, size_t *n,
+                                      int *missing) {
+    *missing = 0;
+    *n = 0;
+    if (at == VR_AT_EXIT) {
+        *n = d->nholders;
+        return d->holders;
+    }
+    if (at == VR_AT_PEAK) {
+        if (!d->peak_holders) { *missing = 1; return NULL; }
+        *n = d->npeak_holders;
+        return d->peak_holders;
+    }
+    if (d->nooms == 0 || !d->ooms[0].have_holders) { *missing = 1; return NULL; }
+    *n = d->ooms[0].nholders;
+    return d->ooms[0].holders;
+}
+
+struct group {
+    char *where;
+    struct vr_combined c;
+    const struct vm_dump *last;
+    UT_hash_handle hh;
+};
+
+static int by_bytes(const void *a, const void *b) {
+    const struct vr_combined *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return strcmp(x->where, y->where);
+}
+
+struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n) {
+    struct group *groups = NULL, *g, *tmp;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        size_t nh;
+        int missing;
+        const struct vm_holder *h = vr_holders_at(d, at, &nh, &missing);
+        for (size_t j = 0; j < nh; j++) {
+            char where[1024];
+            const struct vm_frame *f = vm_site(d, h[j].stack);
+            if (f) vm_frame_where(f, where, sizeof where);
+            else snprintf(where, sizeof where, "(no stack)");
+            HASH_FIND_STR(groups, where, g);
+            if (!g) {
+                g = calloc(1, sizeof *g);
+                if (!g || !(g->where = strdup(where))) { free(g); continue; }
+                g->c.first = d;
+                g->c.stack = h[j].stack;
+                HASH_ADD_KEYPTR(hh, groups, g->where, strlen(g->where), g);
+            }
+            g->c.bytes += h[j].bytes;
+            g->c.count += h[j].count;
+            if (g->last != d) { g->c.processes++; g->last = d; }
+        }
+    }
+    size_t k = 0, count = HASH_COUNT(groups);
+    struct vr_combined *out = calloc(count ? count : 1, sizeof *out);
+    HASH_ITER(hh, groups, g, tmp) {
+        HASH_DEL(groups, g);
+        if (out) {
+            out[k] = g->c;
+            out[k++].where = g->where;
+        } else {
+            free(g->where);
+        }
+        free(g);
+    }
+    if (out) qsort(out, k, sizeof *out, by_bytes);
+    *n = k;
+    return out;
+}
+
+void vr_combined_free(struct vr_combined *c, size_t n) {
+    for (size_t i = 0; c && i < n; i++) free(c[i].where);
+    free(c);
+}
