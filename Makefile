@@ -25,7 +25,7 @@ LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c
 LIB_S   := interpose/dlsym_x86_64.S
-CLI_C   := report/cli.c report/cmd_report.c report/reporters.c report/model.c report/callsite.c \
+CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
            report/fmt_html.c report/fmt_torch.c tracker/options.c
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)

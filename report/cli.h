@@ -2,6 +2,12 @@
 #ifndef VT_CLI_H
 #define VT_CLI_H
 
+#include <stdio.h>
+
+int vt_cmd_run(int argc, char **argv);
 int vt_cmd_report(int argc, char **argv);
+
+/* The top-level help. */
+void vt_usage(FILE *f);
 
 #endif
