@@ -21,7 +21,7 @@ LIBS    := -lunwind -ldw -ldl -lpthread
 
 LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c \
-           tracker/tracker.c tracker/stack.c tracker/options.c \
+           tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c
 LIB_S   := interpose/dlsym_x86_64.S
@@ -102,7 +102,8 @@ SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
          $(T)/t_entry $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
-         $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so
+         $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
+         $(T)/libt_nativethread.so
 progs: sim $(PROGS)
 
 $(T)/t_driver: tests/progs/t_driver.c $(SIM)/libcuda.so.1
@@ -153,7 +154,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/options.c report/format.c report/holders.c \
+UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c report/format.c report/holders.c \
             report/dump.c report/symbolize.c report/callsite.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -204,3 +205,7 @@ $(T)/t_stripped: $(T)/t_driver
 $(T)/t_phases: tests/progs/t_phases.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/libt_nativethread.so: tests/progs/t_nativethread.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -lpthread

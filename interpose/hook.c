@@ -8,6 +8,7 @@
 
 #include "../report/output.h"
 #include "../tracker/options.h"
+#include "../tracker/pystack.h"
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "resolve.h"
@@ -15,6 +16,15 @@
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_once_t python_once = PTHREAD_ONCE_INIT;
+
+/* Python's symbols, wherever the interpreter lives (the executable, a
+ * libpython loaded globally). */
+static void *python_symbol(const char *name) { return vt_global_symbol(name); }
+
+/* Looked for at the first allocation, not at start: an embedding program
+ * may load libpython later. */
+static void init_python(void) { vt_pystack_init(python_symbol, vt_opt.python); }
 
 static void init_all(void) {
     vt_resolve_init();
@@ -71,9 +81,13 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
 
-    uintptr_t frames[VT_STACK_MAX];
+    uintptr_t native[VT_STACK_MAX], frames[VT_MAX_FRAMES];
     int depth = 0;
-    if (ok || oom) depth = vt_stack_capture(frames, vt_opt.depth);
+    if (ok || oom) {
+        pthread_once(&python_once, init_python);
+        depth = vt_stack_capture(native, vt_opt.depth);
+        depth = vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
+    }
 
     if (ok) {
         vt_tracker_alloc(address, bytes, kind, device, api, frames, depth);

@@ -88,6 +88,11 @@ void *vt_driver_fn(const char *name) {
     return p;
 }
 
+void *vt_global_symbol(const char *name) {
+    vt_resolve_init();
+    return vt_real_dlsym ? vt_real_dlsym(RTLD_DEFAULT, name) : NULL;
+}
+
 void *vt_real(int id) {
     void *p = __atomic_load_n(&real[id], __ATOMIC_ACQUIRE);
     if (p) return p;

@@ -28,6 +28,10 @@ void *vt_real(int id);
  * ...), looked up in the loaded driver; NULL when there is none. */
 void *vt_driver_fn(const char *name);
 
+/* A symbol from the process's global scope (dlsym on RTLD_DEFAULT through
+ * the real dlsym), for the interpreter's symbols. */
+void *vt_global_symbol(const char *name);
+
 /* The cuGetProcAddress hooks pass every answer through here: the driver's
  * pointer `fn` for `symbol` comes back as the wrapper of that exact variant
  * when it is one we hook, unchanged otherwise. */

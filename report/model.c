@@ -116,8 +116,15 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
             m->line = int_in(c, f, "line", 0, 100000000, "frame");
             m->offset = hexval(c, f, "offset", "frame");
             m->address = hexval(c, f, "address", "frame");
-            if (st->site < 0 && !vt_cuda_frame(m->module, m->function)) st->site = (int)j;
+            json_t *py = json_object_get(f, "python");
+            m->python = py && json_is_true(py);
         }
+        /* The call site: the innermost Python frame, else the innermost
+         * frame outside the CUDA driver and runtime. */
+        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
+            if (st->frames[j].python) st->site = (int)j;
+        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
+            if (!vt_cuda_frame(st->frames[j].module, st->frames[j].function)) st->site = (int)j;
         if (st->site < 0 && st->nframes > 0) st->site = 0;
     }
 }
@@ -388,7 +395,8 @@ static const char *base(const char *path) {
 }
 
 const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
-    if (f->function) snprintf(buf, size, "%s", f->function);
+    if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
+    else if (f->function) snprintf(buf, size, "%s", f->function);
     else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);
     return buf;

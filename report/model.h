@@ -17,6 +17,7 @@ struct vm_frame {
     long line;
     uint64_t offset;
     uint64_t address;
+    int python;             /* a Python frame */
 };
 
 struct vm_stack {
@@ -105,7 +106,8 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
 
 void vm_free(struct vm_dump *d);
 
-/* A frame's label for people and flame graphs: "function", else
+/* A frame's label for people and flame graphs: "function (file.py:line)"
+ * for a Python frame, "function", else
  * "module+0xoffset", else "0xaddress". Writes into buf. */
 const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size);
 

@@ -8,6 +8,7 @@
 
 #include <uthash.h>
 
+#include "../tracker/pystack.h"
 #include "callsite.h"
 #include "symbolize.h"
 
@@ -49,6 +50,18 @@ static char *demangled(struct priv *p, const char *raw) {
 static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
     memset(f, 0, sizeof *f);
     f->address = address;
+    if (vt_pyframe_is(address)) {
+        const char *fn, *file;
+        int line;
+        f->python = 1;
+        f->address = 0;
+        if (vt_pyframe_resolve(address, &fn, &file, &line) == 0) {
+            f->function = strdup(fn);
+            f->file = strdup(file);
+            f->line = line;
+        }
+        return;
+    }
     if (!p->dwfl) return;
     /* A return address points after the call: look up the call itself. */
     Dwarf_Addr pc = address > 0 ? address - 1 : address;
@@ -121,12 +134,18 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
                 HASH_ADD(hh, p->cache, address, sizeof e->address, e);
             }
             frames[j] = e->f;
-            if (sym->site[i] < 0 && !vt_cuda_frame(e->f.module, e->f.function))
-                sym->site[i] = (int)j;
         }
-        if (sym->site[i] < 0 && st->depth > 0) sym->site[i] = 0;
+        sym->site[i] = vt_site_index(frames, st->depth);
     }
     return sym;
+}
+
+int vt_site_index(const struct vt_frame *frames, size_t n) {
+    for (size_t j = 0; j < n; j++)
+        if (frames[j].python) return (int)j;
+    for (size_t j = 0; j < n; j++)
+        if (!vt_cuda_frame(frames[j].module, frames[j].function)) return (int)j;
+    return n > 0 ? 0 : -1;
 }
 
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {

@@ -19,6 +19,7 @@ struct vt_frame {
     int line;               /* 0 when unknown */
     const char *module;     /* path of the object; NULL when unknown */
     uintptr_t offset;       /* address relative to the module's load base */
+    int python;             /* a Python frame (function, file, line only) */
 };
 
 /* The symbolized stacks of a snapshot: stacks[i] has depth[i] frames. */
@@ -33,8 +34,12 @@ struct vt_symbols {
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
 
-/* The frame a report names as the call site of a stack: the innermost one
- * outside the CUDA driver and runtime. NULL for an empty stack. */
+/* The frame a report names as the call site of a stack: the innermost
+ * Python frame when there is one, else the innermost frame outside the CUDA
+ * driver and runtime. NULL for an empty stack. */
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack);
+
+/* The index of that frame in frames[0..n), or -1 when n is 0. */
+int vt_site_index(const struct vt_frame *frames, size_t n);
 
 #endif

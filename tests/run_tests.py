@@ -97,7 +97,11 @@ def frames(d, stack):
 
 
 def site(d, stack):
-    """The innermost frame outside the CUDA runtime/driver, as the report picks it."""
+    """The call site as the report picks it: the innermost Python frame, else the
+    innermost frame outside the CUDA runtime and driver."""
+    for f in frames(d, stack):
+        if f.get("python"):
+            return f
     for f in frames(d, stack):
         m = os.path.basename(f["module"] or "")
         fn = f["function"] or ""
@@ -486,6 +490,109 @@ def cli_run_help_version_install():
         shutil.rmtree(work, ignore_errors=True)
 
 
+# ------------------------------------------------------- Python frames
+
+
+def pythons():
+    """Every CPython 3.10+ on this machine: pyenv's and Debian's."""
+    found = []
+    root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip() \
+        if shutil.which("pyenv") else os.path.expanduser("~/.pyenv")
+    for minor in ("3.10", "3.11", "3.12", "3.13"):
+        for exe in sorted(glob.glob(os.path.join(root, "versions", minor + ".*", "bin", "python3"))):
+            found.append(exe)
+    if os.path.exists("/usr/bin/python3.11"):
+        found.append("/usr/bin/python3.11")
+    return found
+
+
+def python_frames(d, stack):
+    return [[f["file"], f["line"], f["function"]] for f in frames(d, stack) if f.get("python")]
+
+
+@test
+def python_frames_match_the_interpreter():
+    script = os.path.join(ROOT, "tests", "py", "frames.py")
+    found = pythons()
+    ok(len(found) >= 4, f"expected pyenv's 3.10-3.13 and Debian's 3.11, found {found}")
+    for py in found:
+        out = tempfile.mkdtemp(prefix="vt-py-")
+        try:
+            exp = os.path.join(out, "expected.out")
+            a = run([py, script, exp, "8"], preload=False)
+            r = run([py, script, exp, "8"], report="off")
+            eq((r.out, r.err, r.rc), (a.out, a.err, a.rc), f"{py}: identical under vramtrace")
+            eq(r.out, "allocations 32\n", f"{py}: output (8 in main, 3 in each of 8 threads)")
+            with open(exp) as f:
+                records = json.load(f)
+            d = r.dump
+            live = {x["address"]: x for x in d["live"]}
+            eq(len(records), 32, "records")
+            for rec in records:
+                a = live[rec["address"]]
+                got = python_frames(d, a["stack"])
+                eq(got, rec["frames"], f"{py}: Python frames of the {rec['bytes']}-byte allocation")
+                eq([g[:2] for g in got], [t[:2] for t in rec["traceback"]],
+                   f"{py}: traceback.extract_stack() at the same call")
+                ok(all(g[2].split(".")[-1] == t[2] for g, t in zip(got, rec["traceback"])),
+                   f"{py}: names match extract_stack")
+                eq(site(d, a["stack"])["function"], "alloc", "call site is the innermost Python frame")
+            names = {g[2] for rec in records for g in rec["frames"]}
+            for want in ("Model.forward", "Model.Inner.make.<locals>.<lambda>", "résumé_缓存", "generator",
+                         "coroutine", "worker"):
+                ok(any(n.endswith(want.split(".")[-1]) for n in names), f"{py}: {want} seen")
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+@test
+def python_report_names_script_lines():
+    py = pythons()[0]
+    out = tempfile.mkdtemp(prefix="vt-py-")
+    try:
+        r = run([py, os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out")])
+        ok("alloc " + os.path.join(ROOT, "tests", "py", "frames.py") + ":34" in r.err,
+           "the exit summary names the Python line:\n" + r.err)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@test
+def python_edges_are_safe():
+    lib = os.path.join(T, "libt_nativethread.so")
+    for py in pythons():
+        r = same_as_without([py, os.path.join(ROOT, "tests", "py", "edges.py"), lib])
+        eq(r.rc, 0, f"{py} status")
+        d = r.dump
+        by = {a["bytes"]: a for a in d["live"]}
+        for n in (2, 3, 4):
+            ok((n << 20) in by, f"{py}: the {n} MiB allocation was recorded")
+        eq(python_frames(d, by[2 << 20]["stack"])[0][2], "alloc", f"{py}: atexit handler frames")
+        eq(python_frames(d, by[4 << 20]["stack"]), [], f"{py}: a native thread has no Python frames")
+        eq(site(d, by[4 << 20]["stack"])["function"], "native_worker", f"{py}: native call site")
+
+
+@test
+def python_off_and_unsupported_versions():
+    py = pythons()[0]
+    out = tempfile.mkdtemp(prefix="vt-py-")
+    try:
+        r = run([py, os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out")],
+                report="off", env={"VRAMTRACE_PYTHON": "0"})
+        ok(all(not f["python"] for s in r.dump["stacks"] for f in s["frames"]), "VRAMTRACE_PYTHON=0")
+        old = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.9.*/bin/python3")))
+        if old:
+            r = run([old[0], os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out")],
+                    report="off")
+            eq(r.rc, 0, "3.9 status")
+            eq(r.err, "vramtrace: warning: no Python frames: CPython 3.9 is not supported; stacks stay native\n",
+               "one warning for an unsupported version")
+            eq(r.dump["totals"]["live_count"], 8, "allocations still recorded")
+            ok(all(not f["python"] for s in r.dump["stacks"] for f in s["frames"]), "native frames only")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 # ------------------------------------------------------- reports (CLI)
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
@@ -505,6 +612,8 @@ GOLDEN_CASES = [
     ("hostile.html", ["hostile.json", "--format", "html"]),
     ("hostile.folded.txt", ["hostile.json", "--format", "folded"]),
     ("hostile.text.txt", ["hostile.json"]),
+    ("python.text.txt", ["python.json", "--top", "4"]),
+    ("python.folded.txt", ["python.json", "--format", "folded"]),
 ]
 
 

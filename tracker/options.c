@@ -21,6 +21,7 @@ const struct vt_option_desc vt_option_table[] = {
     {"VRAMTRACE_EVENTS", "1000000",
      "alloc/free/OOM events kept in the history ring (0 to 100000000; 0 keeps none)"},
     {"VRAMTRACE_TOP", "10", "rows in the report's holder and allocation tables (1 to 1000)"},
+    {"VRAMTRACE_PYTHON", "1", "1 records the Python frames of each allocation (CPython 3.10 to 3.13), 0 native frames only"},
     {NULL, NULL, NULL},
 };
 
@@ -78,15 +79,17 @@ static void load_string(const char *name, const char *def, char *out, size_t siz
 }
 
 void vt_options_load(void) {
-    long depth, events, top;
+    long depth, events, top, python;
     load_string("VRAMTRACE_OUT", "vramtrace.%p.json", vt_opt.out, sizeof vt_opt.out);
     load_string("VRAMTRACE_REPORT", "stderr", vt_opt.report, sizeof vt_opt.report);
     load_long("VRAMTRACE_DEPTH", 1, 256, 64, &depth);
     load_long("VRAMTRACE_EVENTS", 0, 100000000, 1000000, &events);
     load_long("VRAMTRACE_TOP", 1, 1000, 10, &top);
+    load_long("VRAMTRACE_PYTHON", 0, 1, 1, &python);
     vt_opt.depth = (int)depth;
     vt_opt.events = events;
     vt_opt.top = (int)top;
+    vt_opt.python = (int)python;
 
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "VRAMTRACE_", 10) != 0) continue;

@@ -15,6 +15,7 @@ struct vt_options {
     int depth;           /* native frames kept per stack */
     long events;         /* capacity of the event ring */
     int top;             /* rows in the human report's tables */
+    int python;          /* read Python frames */
 };
 
 extern struct vt_options vt_opt;

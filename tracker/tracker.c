@@ -66,7 +66,6 @@ static uint64_t ring_written;
 static int ring_failed;
 static int touched;
 static uint64_t start_mono_ns, start_unix_ns;
-static int max_depth = 64;
 static uint64_t peak_gen;
 
 static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
@@ -106,14 +105,14 @@ void vt_tracker_init(int depth, size_t event_capacity) {
         start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         start_mono_ns = mono_ns();
     }
-    if (depth > 0) max_depth = depth;
+    (void)depth;
     if (ring == NULL) ring_cap = event_capacity;
     pthread_mutex_unlock(&lock);
 }
 
 /* Return the id of this stack, adding it if it is new. Lock held. */
 static uint32_t intern_stack(const uintptr_t *frames, int depth) {
-    if (depth > max_depth) depth = max_depth;
+    if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
     size_t keylen = (size_t)depth * sizeof(uintptr_t);
     struct vt_stack_node *n;
     HASH_FIND(hh, stack_table, frames, keylen, n);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #define VT_MAX_DEVICES 64
+#define VT_MAX_FRAMES 256   /* native and Python frames kept per stack */
 #define VT_HOST_DEVICE (-1)
 
 /* What kind of memory an allocation is. Host (pinned) memory is counted
@@ -143,7 +144,7 @@ struct vt_snapshot {
     uint64_t now_ns;           /* when the snapshot was taken */
 };
 
-/* Set up the tracker with the stack depth and event ring size to use.
+/* Set up the tracker with the native stack depth and event ring size.
  * Called once from the library constructor; safe to call again. */
 void vt_tracker_init(int depth, size_t event_capacity);
 

@@ -66,17 +66,17 @@ static void test_totals_peak_devices_host(void) {
 }
 
 static void test_interning_and_holders(void) {
-    uintptr_t deep[100];
-    for (int i = 0; i < 100; i++) deep[i] = 0x5000 + (uintptr_t)i;
+    uintptr_t deep[300];
+    for (int i = 0; i < 300; i++) deep[i] = 0x5000 + (uintptr_t)i;
     vt_tracker_alloc(1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
     vt_tracker_alloc(2, 300, VT_KIND_DEVICE, 0, "x", site_b, 3);
     vt_tracker_alloc(3, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
     vt_tracker_alloc(4, 150, VT_KIND_DEVICE, 0, "x", site_a, 2); /* a prefix is another stack */
-    vt_tracker_alloc(5, 7, VT_KIND_DEVICE, 0, "x", deep, 100);    /* cut at depth 64 */
+    vt_tracker_alloc(5, 7, VT_KIND_DEVICE, 0, "x", deep, 300);    /* cut at VT_MAX_FRAMES */
     vt_tracker_alloc(6, 9999, VT_KIND_HOST, 0, "x", site_b, 3);   /* not a GPU holder */
     struct vt_snapshot *s = vt_tracker_snapshot();
     CHECK_EQ(s->nstacks, 4);
-    CHECK_EQ(s->stacks[3]->depth, 64);
+    CHECK_EQ(s->stacks[3]->depth, VT_MAX_FRAMES);
     size_t n = 0;
     struct vt_holder *h = vt_holders(s, &n);
     CHECK_EQ(n, 4);

@@ -1,0 +1,475 @@
+/* pystack.c -- reading CPython frames from a CUDA hook. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pystack.h"
+
+#define MAX_PY_FRAMES 256
+#define NAME_MAX_BYTES 512
+
+/* Where the fields are, for the running version. -1: not in this version. */
+struct layout {
+    int minor;
+    int ts_frame;        /* 3.10: tstate->frame; 3.13: tstate->current_frame */
+    int ts_cframe;       /* 3.11/3.12: tstate->cframe */
+    int cf_current;      /* 3.11/3.12: cframe->current_frame */
+    int fr_code, fr_previous, fr_instr, fr_owner, fr_is_entry, fr_lasti;
+    int owner_cstack;    /* owner value of C-stack shim frames, or -1 */
+    int co_filename, co_name, co_qualname, co_firstlineno, co_linetable, co_code_adaptive;
+    int str_state, str_length, str_ascii_size, str_compact_size;
+    int bytes_size, bytes_sval;
+    int ob_type;
+};
+
+/* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
+struct py313_debug_offsets {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+    struct {
+        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+            gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked,
+            gil_runtime_state_holder;
+    } interpreter_state;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+            datastack_chunk, status;
+    } thread_state;
+    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+            localsplusnames, localspluskinds, co_code_adaptive;
+    } code_object;
+    struct { uint64_t size, ob_type; } pyobject;
+    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+    struct { uint64_t size, ob_item, ob_size; } tuple_object;
+    struct { uint64_t size, ob_item, ob_size; } list_object;
+    struct { uint64_t size, ma_keys, ma_values; } dict_object;
+    struct { uint64_t size, ob_fval; } float_object;
+    struct { uint64_t size, lv_tag, ob_digit; } long_object;
+    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+    struct { uint64_t size, collecting; } gc;
+};
+
+static const struct layout py310 = {
+    .minor = 10, .ts_frame = 24, .ts_cframe = -1, .cf_current = -1,
+    .fr_code = 32, .fr_previous = 24, .fr_instr = -1, .fr_owner = -1, .fr_is_entry = -1,
+    .fr_lasti = 96, .owner_cstack = -1,
+    .co_filename = 104, .co_name = 112, .co_qualname = -1, .co_firstlineno = 40,
+    .co_linetable = 120, .co_code_adaptive = -1,
+    .str_state = 32, .str_length = 16, .str_ascii_size = 48, .str_compact_size = 72,
+    .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+};
+
+static const struct layout py311 = {
+    .minor = 11, .ts_frame = -1, .ts_cframe = 56, .cf_current = 8,
+    .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
+    .fr_lasti = -1, .owner_cstack = -1,
+    .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
+    .co_linetable = 136, .co_code_adaptive = 184,
+    .str_state = 32, .str_length = 16, .str_ascii_size = 48, .str_compact_size = 72,
+    .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+};
+
+static const struct layout py312 = {
+    .minor = 12, .ts_frame = -1, .ts_cframe = 56, .cf_current = 0,
+    .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = -1,
+    .fr_lasti = -1, .owner_cstack = 3,
+    .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
+    .co_linetable = 136, .co_code_adaptive = 192,
+    .str_state = 32, .str_length = 16, .str_ascii_size = 40, .str_compact_size = 56,
+    .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+};
+
+static struct layout L;
+static int enabled;            /* 1 once the layout and symbols are checked */
+static int tried;
+static unsigned long version_hex;
+
+static void *(*get_tstate)(void);
+static int (*is_initialized)(void);
+static int (*is_finalizing)(void);
+static int (*addr2line)(void *, int);
+static void *code_type;
+static void *none_object;
+static uintptr_t eval_lo, eval_hi;
+
+#define RD(T, base, off) (*(T *)((char *)(base) + (off)))
+
+static void warn_once(const char *why) {
+    char buf[256];
+    int n = snprintf(buf, sizeof buf, "vramtrace: warning: no Python frames: %s; stacks stay native\n", why);
+    if (n > 0) {
+        ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+        (void)w;
+    }
+}
+
+/* ------------------------------------------------------- interning */
+
+#define CODE_SLOTS (1u << 16)
+#define LINE_SLOTS (1u << 18)
+#define ARENA_BYTES (32u << 20)
+
+struct code_slot {
+    uintptr_t code;       /* the code object; 0 = empty */
+    uintptr_t filename_obj, name_obj;
+    int firstlineno;
+    int ready;            /* names below are set */
+    const char *qualname, *filename;
+};
+
+static struct code_slot *codes;     /* CODE_SLOTS, mapped on first use */
+static uint64_t *lines;             /* LINE_SLOTS */
+static char *arena;
+static size_t arena_used;
+
+static int map_tables(void) {
+    void *c = mmap(NULL, CODE_SLOTS * sizeof *codes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *l = mmap(NULL, LINE_SLOTS * sizeof *lines, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c == MAP_FAILED || l == MAP_FAILED || a == MAP_FAILED) return -1;
+    codes = c;
+    lines = l;
+    arena = a;
+    return 0;
+}
+
+/* Room for n bytes in the names arena, or NULL when it is full. */
+static char *arena_take(size_t n) {
+    size_t at = __atomic_fetch_add(&arena_used, n, __ATOMIC_RELAXED);
+    return at + n <= ARENA_BYTES ? arena + at : NULL;
+}
+
+static void utf8_put(char *out, size_t *k, size_t cap, uint32_t c) {
+    char b[4];
+    size_t n;
+    if (c < 0x80) { b[0] = (char)c; n = 1; }
+    else if (c < 0x800) { b[0] = (char)(0xc0 | (c >> 6)); b[1] = (char)(0x80 | (c & 0x3f)); n = 2; }
+    else if (c < 0x10000) {
+        b[0] = (char)(0xe0 | (c >> 12)); b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        b[2] = (char)(0x80 | (c & 0x3f)); n = 3;
+    } else {
+        b[0] = (char)(0xf0 | (c >> 18)); b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+        b[2] = (char)(0x80 | ((c >> 6) & 0x3f)); b[3] = (char)(0x80 | (c & 0x3f)); n = 4;
+    }
+    if (*k + n >= cap) return;
+    memcpy(out + *k, b, n);
+    *k += n;
+}
+
+/* Copy a str object as UTF-8 into the arena. Compact strings only (all
+ * code-object names are); anything else reads "?". */
+static const char *copy_str(const void *s) {
+    char tmp[NAME_MAX_BYTES];
+    size_t k = 0;
+    if (s) {
+        uint32_t state = RD(uint32_t, s, L.str_state);
+        int64_t len = RD(int64_t, s, L.str_length);
+        int kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+        if (compact && len >= 0) {
+            const char *data = (const char *)s + (ascii ? L.str_ascii_size : L.str_compact_size);
+            for (int64_t i = 0; i < len && k + 4 < sizeof tmp; i++) {
+                uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
+                           : kind == 2 ? ((const uint16_t *)data)[i]
+                           : kind == 4 ? ((const uint32_t *)data)[i] : '?';
+                utf8_put(tmp, &k, sizeof tmp, c);
+            }
+        }
+    }
+    if (k == 0) tmp[k++] = '?';
+    char *out = arena_take(k + 1);
+    if (!out) return "?";
+    memcpy(out, tmp, k);
+    out[k] = '\0';
+    return out;
+}
+
+static uint32_t hash_ptr(uintptr_t p) {
+    uint64_t x = (uint64_t)p * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(x >> 40);
+}
+
+/* The id of a code object, interning it (names copied once) when new. A
+ * freed code object whose address comes back for another function is told
+ * apart by its filename, name and first line. Returns -1 when full. */
+static int code_id(const void *code) {
+    uintptr_t c = (uintptr_t)code;
+    uintptr_t fobj = RD(uintptr_t, code, L.co_filename);
+    uintptr_t nobj = RD(uintptr_t, code, L.co_qualname >= 0 ? L.co_qualname : L.co_name);
+    int first = RD(int, code, L.co_firstlineno);
+    uint32_t h = hash_ptr(c);
+    for (uint32_t i = 0; i < 64; i++) {
+        uint32_t at = (h + i) & (CODE_SLOTS - 1);
+        struct code_slot *s = &codes[at];
+        uintptr_t cur = __atomic_load_n(&s->code, __ATOMIC_ACQUIRE);
+        if (cur == c) {
+            if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) continue;
+            if (s->filename_obj == fobj && s->name_obj == nobj && s->firstlineno == first) return (int)at;
+            continue;
+        }
+        if (cur != 0) continue;
+        uintptr_t expected = 0;
+        if (!__atomic_compare_exchange_n(&s->code, &expected, c, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        s->filename_obj = fobj;
+        s->name_obj = nobj;
+        s->firstlineno = first;
+        s->qualname = copy_str((const void *)nobj);
+        s->filename = copy_str((const void *)fobj);
+        __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+        return (int)at;
+    }
+    return -1;
+}
+
+/* Read a varint (6 bits a byte, bit 6 = more) from a 3.11+ location table. */
+static unsigned read_varint(const uint8_t **p, const uint8_t *end) {
+    unsigned v = 0, shift = 0;
+    while (*p < end) {
+        uint8_t b = *(*p)++;
+        v |= (unsigned)(b & 63) << shift;
+        shift += 6;
+        if (!(b & 64) || shift > 28) break;
+    }
+    return v;
+}
+
+static int read_svarint(const uint8_t **p, const uint8_t *end) {
+    unsigned v = read_varint(p, end);
+    return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+}
+
+/* The line of code unit `unit` from a 3.11+ location table (PEP 626/657
+ * format, the same in 3.11, 3.12 and 3.13); a pure read of the table. */
+static int line_from_table(const void *code, int unit) {
+    const void *tab = RD(const void *, code, L.co_linetable);
+    if (!tab) return 0;
+    int64_t size = RD(int64_t, tab, L.bytes_size);
+    const uint8_t *p = (const uint8_t *)tab + L.bytes_sval, *end = p + (size > 0 ? size : 0);
+    int line = RD(int, code, L.co_firstlineno), addr = 0;
+    while (p < end) {
+        uint8_t first = *p++;
+        if (!(first & 0x80)) return line; /* lost sync: best effort */
+        int code_kind = (first >> 3) & 15, len = (first & 7) + 1;
+        int this_line = line;
+        switch (code_kind) {
+        case 15: this_line = -1; break;                        /* no location */
+        case 14:                                               /* long form */
+            line += read_svarint(&p, end); this_line = line;
+            read_varint(&p, end); read_varint(&p, end); read_varint(&p, end);
+            break;
+        case 13: line += read_svarint(&p, end); this_line = line; break; /* no column */
+        case 10: case 11: case 12:                             /* one-line forms */
+            line += code_kind - 10; this_line = line; p += 2;
+            break;
+        default: p += 1; break;                                /* short forms */
+        }
+        if (unit < addr + len) return this_line < 0 ? 0 : this_line;
+        addr += len;
+    }
+    return 0;
+}
+
+/* The line of a frame at byte offset `off`, through the line cache. */
+static int line_of(int id, const void *code, int off) {
+    unsigned unit = (unsigned)off / 2;
+    uint64_t key = 0;
+    uint32_t h = 0;
+    if (id >= 0 && id < (1 << 20) && unit < (1u << 20)) {
+        key = ((uint64_t)(id + 1) << 20 | unit) << 24;
+        h = hash_ptr((uintptr_t)key);
+        for (uint32_t i = 0; i < 8; i++) {
+            uint64_t v = __atomic_load_n(&lines[(h + i) & (LINE_SLOTS - 1)], __ATOMIC_ACQUIRE);
+            if (v == 0) break;
+            if ((v & ~0xffffffull) == key) return (int)(v & 0xffffff);
+        }
+    }
+    int line = L.minor == 10 ? addr2line((void *)code, off) : line_from_table(code, (int)unit);
+    if (line < 0) line = 0;
+    if (key && line < (1 << 24)) {
+        for (uint32_t i = 0; i < 8; i++) {
+            uint64_t expected = 0;
+            if (__atomic_compare_exchange_n(&lines[(h + i) & (LINE_SLOTS - 1)], &expected,
+                                            key | (uint64_t)line, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                break;
+            if ((expected & ~0xffffffull) == key) break;
+        }
+    }
+    return line;
+}
+
+/* ---------------------------------------------------------- set up */
+
+static int layout_313(void *(*lookup)(const char *)) {
+    const struct py313_debug_offsets *o = lookup("_PyRuntime");
+    if (!o || memcmp(o->cookie, "xdebugpy", 8) != 0) return -1;
+    if ((o->version >> 16) != 0x030d) return -1;
+    if (o->free_threaded) { warn_once("free-threaded CPython is not supported"); return -2; }
+    if (o->thread_state.size == 0 || o->thread_state.current_frame >= o->thread_state.size ||
+        o->interpreter_frame.owner >= o->interpreter_frame.size ||
+        o->code_object.co_code_adaptive >= o->code_object.size)
+        return -1;
+    L = (struct layout){
+        .minor = 13, .ts_frame = (int)o->thread_state.current_frame, .ts_cframe = -1, .cf_current = -1,
+        .fr_code = (int)o->interpreter_frame.executable, .fr_previous = (int)o->interpreter_frame.previous,
+        .fr_instr = (int)o->interpreter_frame.instr_ptr, .fr_owner = (int)o->interpreter_frame.owner,
+        .fr_is_entry = -1, .fr_lasti = -1, .owner_cstack = 3,
+        .co_filename = (int)o->code_object.filename, .co_name = (int)o->code_object.name,
+        .co_qualname = (int)o->code_object.qualname, .co_firstlineno = (int)o->code_object.firstlineno,
+        .co_linetable = (int)o->code_object.linetable, .co_code_adaptive = (int)o->code_object.co_code_adaptive,
+        .str_state = (int)o->unicode_object.state, .str_length = (int)o->unicode_object.length,
+        .str_ascii_size = (int)o->unicode_object.asciiobject_size,
+        .str_compact_size = (int)o->unicode_object.asciiobject_size + 16,
+        .bytes_size = (int)o->bytes_object.ob_size, .bytes_sval = (int)o->bytes_object.ob_sval,
+        .ob_type = (int)o->pyobject.ob_type,
+    };
+    return 0;
+}
+
+void vt_pystack_init(void *(*lookup)(const char *), int want) {
+    if (__atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL)) return;
+    if (!want) return;
+    get_tstate = (void *(*)(void))lookup("PyGILState_GetThisThreadState");
+    code_type = lookup("PyCode_Type");
+    *(void **)&is_initialized = lookup("Py_IsInitialized");
+    if (!get_tstate || !code_type || !is_initialized) return; /* not a Python process */
+    *(void **)&is_finalizing = lookup("Py_IsFinalizing");
+    if (!is_finalizing) *(void **)&is_finalizing = lookup("_Py_IsFinalizing");
+    none_object = lookup("_Py_NoneStruct");
+    const unsigned long *pv = lookup("Py_Version");
+    if (pv) {
+        version_hex = *pv;
+    } else {
+        const char *(*get_version)(void) = (const char *(*)(void))lookup("Py_GetVersion");
+        const char *v = get_version ? get_version() : NULL;
+        int maj = 0, min = 0;
+        if (v && sscanf(v, "%d.%d", &maj, &min) == 2) version_hex = ((unsigned long)maj << 24) | ((unsigned long)min << 16);
+    }
+    if (lookup("_Py_NegativeRefcount")) {
+        warn_once("a debug build of CPython");
+        return;
+    }
+    int minor = (version_hex >> 24) == 3 ? (int)((version_hex >> 16) & 0xff) : -1;
+    if (minor == 10) L = py310;
+    else if (minor == 11) L = py311;
+    else if (minor == 12) L = py312;
+    else if (minor == 13) {
+        int r = layout_313(lookup);
+        if (r == -1) warn_once("CPython 3.13's debug offsets did not check out");
+        if (r != 0) return;
+    } else {
+        char why[64];
+        snprintf(why, sizeof why, "CPython %lu.%lu is not supported", version_hex >> 24,
+                 (version_hex >> 16) & 0xff);
+        warn_once(why);
+        return;
+    }
+    if (L.minor == 10) {
+        *(void **)&addr2line = lookup("PyCode_Addr2Line");
+        if (!addr2line) return;
+    }
+    void *eval = lookup("_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        eval_lo = (uintptr_t)eval;
+        eval_hi = eval_lo + sym->st_size;
+    }
+    if (map_tables() != 0) return;
+    __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+}
+
+unsigned long vt_pystack_version(void) {
+    return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE) ? version_hex : 0;
+}
+
+/* ---------------------------------------------------------- capture */
+
+/* This thread's Python frames, innermost first, as tagged values; entry[i]
+ * is set where frame i is the first one run by its native eval-loop call. */
+static int read_frames(uintptr_t *out, char *entry, int max) {
+    if (!is_initialized() || (is_finalizing && is_finalizing())) return 0;
+    void *ts = get_tstate();
+    if (!ts) return 0;
+    void *f;
+    if (L.ts_cframe >= 0) {
+        void *cf = RD(void *, ts, L.ts_cframe);
+        f = cf ? RD(void *, cf, L.cf_current) : NULL;
+    } else {
+        f = RD(void *, ts, L.ts_frame);
+    }
+    int n = 0;
+    for (int guard = 0; f && n < max && guard < 4 * MAX_PY_FRAMES; guard++) {
+        if (L.fr_owner >= 0 && L.owner_cstack >= 0 && RD(char, f, L.fr_owner) == L.owner_cstack) {
+            /* A shim pushed where C entered the eval loop: the frame before
+             * it (inner) was the first one of that native call. */
+            if (n > 0) entry[n - 1] = 1;
+            f = RD(void *, f, L.fr_previous);
+            continue;
+        }
+        void *code = RD(void *, f, L.fr_code);
+        if (L.minor == 13) code = (void *)((uintptr_t)code & ~(uintptr_t)3);
+        if (!code || (none_object && code == none_object)) { f = RD(void *, f, L.fr_previous); continue; }
+        if (RD(void *, code, L.ob_type) != code_type) break;
+        int off;
+        if (L.minor == 10) {
+            off = RD(int, f, L.fr_lasti) * 2;
+        } else {
+            uintptr_t ip = RD(uintptr_t, f, L.fr_instr);
+            uintptr_t start = (uintptr_t)code + (uintptr_t)L.co_code_adaptive;
+            off = ip >= start && ip - start < (1u << 30) ? (int)(ip - start) : 0;
+        }
+        int id = code_id(code);
+        if (id < 0) break;
+        int line = line_of(id, code, off);
+        entry[n] = L.minor == 10 || (L.fr_is_entry >= 0 && RD(char, f, L.fr_is_entry));
+        out[n++] = VT_PYFRAME_TAG | ((uintptr_t)id << 24) | ((uintptr_t)line & 0xffffff);
+        f = RD(void *, f, L.fr_previous);
+    }
+    if (n > 0) entry[n - 1] = 1;
+    return n;
+}
+
+int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
+    uintptr_t py[MAX_PY_FRAMES];
+    char entry[MAX_PY_FRAMES];
+    int np = 0;
+    if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
+        memset(entry, 0, sizeof entry);
+        np = read_frames(py, entry, MAX_PY_FRAMES);
+    }
+    int k = 0, next = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        if (next < np && native[i] > eval_lo && native[i] <= eval_hi) {
+            /* This eval-loop call runs the next group of Python frames. */
+            do out[k++] = py[next]; while (k < max && !entry[next++] && next < np);
+            continue;
+        }
+        out[k++] = native[i];
+    }
+    /* Frames left over (the native walk was cut short, or the eval loop's
+     * extent is unknown) go outermost, so the script's frames still show. */
+    while (next < np && k < max) out[k++] = py[next++];
+    return k;
+}
+
+int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line) {
+    if (!vt_pyframe_is(v) || !codes) return -1;
+    uint32_t id = (uint32_t)((v & ~VT_PYFRAME_TAG) >> 24);
+    if (id >= CODE_SLOTS || !__atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE)) return -1;
+    *function = codes[id].qualname;
+    *file = codes[id].filename;
+    *line = (int)(v & 0xffffff);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* pystack.h -- the calling thread's Python frames, read without the GIL.
+ *
+ * Inside a CUDA hook the thread has usually released the GIL (ctypes,
+ * PyTorch ops), and taking it could deadlock; so nothing here calls into
+ * Python beyond pure reads (PyGILState_GetThisThreadState, a TLS look-up,
+ * and on 3.10 PyCode_Addr2Line). The thread's own frame chain is read
+ * directly, with the layout of the running CPython (3.10, 3.11 and 3.12
+ * from tables checked against their headers; 3.13 from _Py_DebugOffsets).
+ * Any other version, a debug or free-threaded build, or a failed check
+ * leaves stacks native-only, with one warning.
+ *
+ * Python frames travel inside the ordinary stacks as tagged values (bit 63
+ * set: never a user-space address): a code-object id and a line. Code
+ * objects are interned, their names copied once; lines are cached per
+ * (code, instruction). */
+#ifndef VT_PYSTACK_H
+#define VT_PYSTACK_H
+
+#include <stdint.h>
+
+#define VT_PYFRAME_TAG (1ull << 63)
+
+/* Find the interpreter's symbols with `lookup` (dlsym on RTLD_DEFAULT,
+ * done by the caller so that this file calls no dl function itself).
+ * Safe to call more than once; does nothing when disabled. */
+void vt_pystack_init(void *(*lookup)(const char *), int enabled);
+
+/* Splice this thread's Python frames into a native stack (innermost
+ * first): each native frame that runs the eval loop is replaced by the
+ * Python frames it runs. Writes at most `max` frames to out and returns
+ * how many; without Python frames it copies native unchanged. */
+int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
+
+static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }
+
+/* Names for a tagged frame: qualified function name, file, line. Returns
+ * 0, or -1 for a value that is not a known Python frame. */
+int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line);
+
+/* 0x030c01f0 for 3.12.1, or 0 when Python frames are off. */
+unsigned long vt_pystack_version(void);
+
+#endif
