@@ -20,12 +20,13 @@ BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
 LIBS    := -lunwind -ldw -ldl -lpthread
 
 LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
-           interpose/runtime.c interpose/init.c \
+           interpose/runtime.c interpose/init.c interpose/ondemand.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
-           report/dump.c report/postmortem.c report/output.c
+           report/dump.c report/postmortem.c report/output.c \
+           report/leaks.c report/growth.c
 LIB_S   := interpose/dlsym_x86_64.S
-CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/reporters.c report/model.c report/callsite.c \
+CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
            report/fmt_html.c report/fmt_torch.c tracker/options.c
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
@@ -101,7 +102,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so
 progs: sim $(PROGS)
@@ -155,7 +156,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c report/format.c report/holders.c \
-            report/dump.c report/symbolize.c report/callsite.c
+            report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
@@ -209,3 +210,7 @@ $(T)/t_phases: tests/progs/t_phases.c $(SIM)/libcudart_sim.so
 $(T)/libt_nativethread.so: tests/progs/t_nativethread.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -lpthread
+
+$(T)/t_leaks: tests/progs/t_leaks.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

@@ -11,6 +11,7 @@
 #include "../tracker/pystack.h"
 #include "../tracker/stack.h"
 #include "hook.h"
+#include "ondemand.h"
 #include "resolve.h"
 
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
@@ -110,7 +111,10 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         }
         vt_tracker_failed(oom, &o, frames, depth);
     }
-    if (first) vt_options_flush_warnings();
+    if (first) {
+        vt_options_flush_warnings();
+        vt_ondemand_start();
+    }
     if (oom) vt_output_oom();
 }
 

@@ -1,9 +1,13 @@
 /* init.c -- the library's start and end inside the host process. */
 #include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "../report/output.h"
 #include "../tracker/tracker.h"
+#include "../tracker/options.h"
 #include "hook.h"
+#include "ondemand.h"
 
 static void before_fork(void) { vt_tracker_lock_all(); }
 static void after_fork_parent(void) { vt_tracker_unlock_all(); }
@@ -13,6 +17,7 @@ static void after_fork_parent(void) { vt_tracker_unlock_all(); }
 static void after_fork_child(void) {
     vt_tracker_reset_child();
     vt_output_reset_child();
+    vt_ondemand_reset_child();
 }
 
 __attribute__((constructor)) static void vt_start(void) {
@@ -20,8 +25,13 @@ __attribute__((constructor)) static void vt_start(void) {
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
-/* At exit: the dump and a short summary, for a process that used a GPU.
+/* At exit: the dump and a short summary, for a process that used a GPU;
+ * with the leak check, the leak report and, when leaks remain, the exit
+ * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
  * No CUDA call happens here; the runtime may already be torn down. */
 __attribute__((destructor)) static void vt_stop(void) {
-    vt_output_exit();
+    if (vt_output_exit() && vt_opt.leak_check) {
+        fflush(NULL);
+        _exit(vt_opt.exitcode);
+    }
 }

@@ -25,6 +25,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"run", vt_cmd_run, "run a command with vramtrace preloaded"},
+    {"diff", vt_cmd_diff, "compare two dumps: live bytes per call site, largest growth first"},
     {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot"},
 };
 
@@ -33,6 +34,7 @@ void vt_usage(FILE *f) {
             "usage: vramtrace run [--out PATH] [--report DEST] [--depth N] -- CMD [ARG...]\n"
             "       vramtrace report DUMP... [--format text|json|folded|html|torch] [-o FILE]\n"
             "                        [--top N] [--at exit|peak|oom]\n"
+            "       vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n"
             "       vramtrace --help | --version\n\n"
             "vramtrace records every GPU memory allocation of a program (CUDA runtime and\n"
             "driver, stream-ordered pools, virtual-memory handles, managed and pinned\n"
@@ -45,7 +47,8 @@ void vt_usage(FILE *f) {
             "\nrun options (each sets the environment variable after it):\n"
             "  --out PATH      dump path pattern (VRAMTRACE_OUT)\n"
             "  --report DEST   stderr, off or a file (VRAMTRACE_REPORT)\n"
-            "  --depth N       native frames per stack (VRAMTRACE_DEPTH)\n\n"
+            "  --depth N       native frames per stack (VRAMTRACE_DEPTH)\n"
+            "  --leak-check    report leaks at exit and fail with status 23 (VRAMTRACE_LEAK_CHECK=1)\n\n"
             "The same works without this command: LD_PRELOAD=/path/to/libvramtrace.so CMD\n\n"
             "environment:\n");
     for (const struct vt_option_desc *d = vt_option_table; d->name; d++)

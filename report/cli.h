@@ -6,6 +6,7 @@
 
 int vt_cmd_run(int argc, char **argv);
 int vt_cmd_report(int argc, char **argv);
+int vt_cmd_diff(int argc, char **argv);
 
 /* The top-level help. */
 void vt_usage(FILE *f);

@@ -46,6 +46,7 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--out") == 0) var = "VRAMTRACE_OUT";
         else if (strcmp(a, "--report") == 0) var = "VRAMTRACE_REPORT";
         else if (strcmp(a, "--depth") == 0) var = "VRAMTRACE_DEPTH";
+        else if (strcmp(a, "--leak-check") == 0) { setenv("VRAMTRACE_LEAK_CHECK", "1", 1); continue; }
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
         else {
             fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", a);

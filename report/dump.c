@@ -165,10 +165,21 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     }
     fprintf(f, "],\"start_unix_ns\":" U64 ",\"time_ns\":" U64 ",\n", s->start_unix_ns,
             s->now_ns);
+    if (m->python_version)
+        fprintf(f, "\"python\":\"%lu.%lu.%lu\",\n", m->python_version >> 24, (m->python_version >> 16) & 0xff,
+                (m->python_version >> 8) & 0xff);
     write_devices(f, s);
     write_totals(f, s);
     write_ooms(f, s);
     write_holders(f, s);
+    fputs("\"growing\":[", f);
+    for (size_t i = 0; i < m->ngrowth; i++) {
+        const struct vt_growth *g = &m->growth[i];
+        fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
+                   ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"bytes_per_second\":%.0f}",
+                i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->slope);
+    }
+    fputs("],\n", f);
     write_live(f, s);
     write_events(f, s);
     write_stacks(f, s, sym);

@@ -11,15 +11,19 @@
 #include <stdio.h>
 
 #include "../tracker/tracker.h"
+#include "growth.h"
 #include "symbolize.h"
 
 struct vt_dump_meta {
-    const char *reason;   /* "oom", "exit" */
+    const char *reason;   /* "oom", "exit", "signal" */
     int pid;
     int argc;
     char **argv;
     const char *host;
     int rank;
+    const struct vt_growth *growth;   /* growing call sites, or NULL */
+    size_t ngrowth;
+    unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */
 };
 
 /* Write the dump of snapshot `s` (live allocations sorted largest first

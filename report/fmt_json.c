@@ -92,6 +92,15 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
     int missing;
     const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
     json_object_set_new(p, "holders", missing ? json_null() : holders(d, h, n));
+    json_t *grow = json_array();
+    for (size_t i = 0; i < d->ngrowing; i++) {
+        const struct vm_growth *g = &d->growing[i];
+        json_array_append_new(grow, json_pack("{s:o,s:I,s:I,s:I,s:f}", "site", site(d, g->stack), "first_bytes",
+                                              (json_int_t)g->first_bytes, "end_bytes", (json_int_t)g->end_bytes,
+                                              "allocations", (json_int_t)g->allocations, "bytes_per_second",
+                                              g->bytes_per_second));
+    }
+    json_object_set_new(p, "growing", grow);
     json_t *live = json_array();
     for (size_t i = 0; i < d->nlive; i++) {
         const struct vm_alloc *a = &d->live[i];

@@ -126,6 +126,14 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);
+    for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {
+        const struct vm_growth *g = &d->growing[i];
+        char where[1024];
+        if (i == 0) fputs("growing call sites (live bytes rose through the run; leak suspects):\n", f);
+        fprintf(f, "  %s: %s -> %s over %" PRIu64 " allocations (%s/s)\n", site_text(d, g->stack, where, sizeof where),
+                B(g->first_bytes, a), B(g->end_bytes, b), g->allocations,
+                B((uint64_t)(g->bytes_per_second > 0 ? g->bytes_per_second : 0), c));
+    }
     live(f, d, o->top);
 }
 

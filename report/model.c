@@ -318,6 +318,23 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
     load_live(c, root, d);
     load_events(c, root, d);
+    json_t *g = json_object_get(root, "growing");
+    if (g && json_is_array(g) && !c->failed) {
+        d->ngrowing = json_array_size(g);
+        d->growing = calloc(d->ngrowing ? d->ngrowing : 1, sizeof *d->growing);
+        if (!d->growing) fail(c, "out of memory");
+        for (size_t i = 0; d->growing && i < d->ngrowing && !c->failed; i++) {
+            json_t *o = json_array_get(g, i);
+            if (!json_is_object(o)) { fail(c, "growing[%zu] is not an object", i); break; }
+            struct vm_growth *v = &d->growing[i];
+            v->stack = stack_ref(c, o, "stack", d->nstacks, "growing");
+            v->first_bytes = u64(c, o, "first_bytes", "growing");
+            v->end_bytes = u64(c, o, "end_bytes", "growing");
+            v->allocations = u64(c, o, "allocations", "growing");
+            json_t *r = json_object_get(o, "bytes_per_second");
+            v->bytes_per_second = json_is_number(r) ? json_number_value(r) : 0;
+        }
+    }
     return c->failed ? -1 : 0;
 }
 
@@ -384,6 +401,7 @@ void vm_free(struct vm_dump *d) {
     free(d->peak_holders);
     free(d->live);
     free(d->events);
+    free(d->growing);
     free(d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);

@@ -58,6 +58,12 @@ struct vm_oom {
     int have_holders;
 };
 
+struct vm_growth {
+    size_t stack;
+    uint64_t first_bytes, end_bytes, allocations;
+    double bytes_per_second;
+};
+
 struct vm_device {
     int ordinal;
     const char *name, *uuid;
@@ -92,6 +98,8 @@ struct vm_dump {
     uint64_t events_dropped;
     struct vm_stack *stacks;
     size_t nstacks;
+    struct vm_growth *growing;   /* optional in the dump */
+    size_t ngrowing;
     void *json;              /* the parsed document, owned */
 };
 

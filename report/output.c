@@ -10,8 +10,11 @@
 
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
+#include "../tracker/pystack.h"
 #include "dump.h"
+#include "growth.h"
 #include "holders.h"
+#include "leaks.h"
 #include "output.h"
 #include "postmortem.h"
 #include "symbolize.h"
@@ -20,11 +23,13 @@
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int oom_written;
+static unsigned signal_seq;
+static int warned_sup;
 static uint64_t last_oom_ns;
 static int warned_dump, warned_report;
 
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
-                   const char *host, int rank) {
+                   const char *host, int rank, unsigned seq) {
     size_t k = 0;
     for (const char *p = pattern; *p; p++) {
         char tmp[300];
@@ -35,6 +40,7 @@ int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
             case 'p': snprintf(tmp, sizeof tmp, "%d", pid); break;
             case 'h': snprintf(tmp, sizeof tmp, "%s", host); break;
             case 'r': snprintf(tmp, sizeof tmp, "%d", rank); break;
+            case 'n': snprintf(tmp, sizeof tmp, "%u", seq); break;
             case '%': add = "%"; break;
             default: snprintf(tmp, sizeof tmp, "%%%c", *p); break;
             }
@@ -111,9 +117,22 @@ static FILE *open_report(const char *path, int *close_it) {
     return f;
 }
 
-static void write_outputs(const char *reason) {
+/* The dump path pattern for this write: on-demand dumps get a sequence
+ * number even when the pattern has no %n. */
+static void dump_pattern(const char *reason, char *out, size_t size) {
+    snprintf(out, size, "%s", vt_opt.out);
+    if (strcmp(reason, "signal") != 0 || strstr(vt_opt.out, "%n")) return;
+    size_t len = strlen(out);
+    if (len > 5 && strcmp(out + len - 5, ".json") == 0) snprintf(out + len - 5, size - (len - 5), ".%%n.json");
+    else snprintf(out + len, size - len, ".%%n");
+}
+
+/* Write the dump and the human report for `reason` ("oom", "exit",
+ * "signal"). Returns 1 when the exit leak check found leaks. */
+static int write_outputs(const char *reason, unsigned seq) {
+    int leaked = 0;
     struct vt_snapshot *s = vt_tracker_snapshot();
-    if (!s) return;
+    if (!s) return 0;
     vt_sort_live(s);
     struct vt_symbols *sym = vt_symbolize(s);
 
@@ -128,13 +147,18 @@ static void write_outputs(const char *reason) {
         .argv = argv,
         .host = host,
         .rank = rank_from_env(),
+        .python_version = vt_pystack_version(),
     };
+    struct vt_growth *growth = NULL;
+    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, &meta.ngrowth);
+    meta.growth = growth;
 
     char path[4096];
     const char *dump_path = NULL;
     if (strcmp(vt_opt.out, "off") != 0) {
-        char rel[4096];
-        if (vt_expand_path(vt_opt.out, rel, sizeof rel, meta.pid, host, meta.rank) == 0) {
+        char rel[4096], pattern[1100];
+        dump_pattern(reason, pattern, sizeof pattern);
+        if (vt_expand_path(pattern, rel, sizeof rel, meta.pid, host, meta.rank, seq) == 0) {
             char cwd[2048];
             if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
                 snprintf(path, sizeof path, "%s/%.*s", cwd, (int)(sizeof path - sizeof cwd - 2), rel);
@@ -146,19 +170,38 @@ static void write_outputs(const char *reason) {
     }
 
     char rpath[4096];
-    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank) != 0)
+    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0)
         snprintf(rpath, sizeof rpath, "%s", vt_opt.report);
     int close_it;
     FILE *f = open_report(rpath, &close_it);
-    if (f) {
+    if (strcmp(reason, "exit") == 0 && vt_opt.leak_check) {
+        char err[512];
+        struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
+        if (!sup && !warned_sup) {
+            warned_sup = 1;
+            fprintf(stderr, "vramtrace: warning: %s; checking without suppressions\n", err);
+        }
+        /* The leak report goes where LSan's would, even with the human
+         * report turned off: CI reads it. */
+        FILE *lf = f ? f : stderr;
+        struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid);
+        leaked = lr.count > 0;
+        vt_suppressions_free(sup);
+    } else if (f) {
         if (strcmp(reason, "oom") == 0)
             vt_postmortem_oom(f, s, sym, &meta, dump_path, vt_opt.top);
+        else if (strcmp(reason, "signal") == 0)
+            fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
+                    dump_path ? dump_path : "(not written)");
         else
             vt_postmortem_exit(f, s, sym, &meta, dump_path, vt_opt.top);
-        if (close_it) fclose(f);
+        fflush(f);
     }
+    if (f && close_it) fclose(f);
+    free(growth);
     vt_symbols_free(sym);
     vt_snapshot_free(s);
+    return leaked;
 }
 
 void vt_output_oom(void) {
@@ -167,15 +210,23 @@ void vt_output_oom(void) {
     if (!oom_written || now - last_oom_ns >= VT_OOM_INTERVAL_NS) {
         oom_written = 1;
         last_oom_ns = now;
-        write_outputs("oom");
+        write_outputs("oom", 0);
     }
     pthread_mutex_unlock(&out_lock);
 }
 
-void vt_output_exit(void) {
+int vt_output_exit(void) {
+    if (!vt_tracker_touched()) return 0;
+    pthread_mutex_lock(&out_lock);
+    int leaked = write_outputs("exit", 0);
+    pthread_mutex_unlock(&out_lock);
+    return leaked;
+}
+
+void vt_output_signal(void) {
     if (!vt_tracker_touched()) return;
     pthread_mutex_lock(&out_lock);
-    write_outputs("exit");
+    write_outputs("signal", ++signal_seq);
     pthread_mutex_unlock(&out_lock);
 }
 
@@ -183,4 +234,5 @@ void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
     oom_written = 0;
     last_oom_ns = 0;
+    signal_seq = 0;
 }

@@ -10,14 +10,21 @@
 #include <stddef.h>
 
 void vt_output_oom(void);
-void vt_output_exit(void);
+
+/* At exit. Returns 1 when the leak check (VRAMTRACE_LEAK_CHECK) found
+ * unsuppressed leaks, so the caller can set the exit status. */
+int vt_output_exit(void);
+
+/* An on-demand dump (the dump signal): written with the next sequence
+ * number (%n; ".N" before ".json" when the pattern has no %n). */
+void vt_output_signal(void);
 
 /* After fork, in the child: forget the parent's rate limit. */
 void vt_output_reset_child(void);
 
-/* Expand a VRAMTRACE_OUT pattern: %p pid, %h host, %r rank, %% percent.
- * Returns 0, or -1 when the result does not fit. */
+/* Expand a VRAMTRACE_OUT pattern: %p pid, %h host, %r rank, %n sequence
+ * number, %% percent. Returns 0, or -1 when the result does not fit. */
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
-                   const char *host, int rank);
+                   const char *host, int rank, unsigned seq);
 
 #endif

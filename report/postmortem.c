@@ -140,7 +140,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_dump_meta *m, const char *dump_path, int top) {
     const struct vt_totals *t = &s->totals;
-    char a[32], b[32];
+    char a[32], b[32], c[32];
     header(f, "exit", m);
     fprintf(f, "vramtrace:   live at exit: %s in %" PRIu64 " allocation%s; peak %s at %.3f s\n",
             B(t->live_bytes, a), t->live_count, t->live_count == 1 ? "" : "s",
@@ -161,6 +161,17 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         fputc('\n', f);
     }
     if (t->live_count) holders_table(f, s, sym, top);
+    if (m->ngrowth) {
+        fprintf(f, "vramtrace: growing call sites (live bytes rose through the run; leak suspects):\n");
+        for (size_t i = 0; i < m->ngrowth && i < (size_t)top; i++) {
+            const struct vt_growth *g = &m->growth[i];
+            char site[512];
+            site_text(sym, g->stack, site, sizeof site);
+            fprintf(f, "vramtrace:   %s: %s -> %s over %" PRIu64 " allocations (%s/s)\n", site,
+                    B(g->first_floor, a), B(g->end_bytes, b), g->allocs,
+                    vt_fmt_bytes((uint64_t)(g->slope > 0 ? g->slope : 0), c, sizeof c));
+        }
+    }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
 }

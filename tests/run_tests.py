@@ -490,6 +490,146 @@ def cli_run_help_version_install():
         shutil.rmtree(work, ignore_errors=True)
 
 
+# ------------------------------------------------------- leak check
+
+
+LEAK_LINES = [
+    "Leak of 1048576 byte(s) in 1 allocation(s) allocated from:",
+    "Leak of 524288 byte(s) in 8 allocation(s) allocated from:",
+    "Leak of 4096 byte(s) in 1 allocation(s) allocated from:",
+]
+
+
+@test
+def leak_check_lsan_report_and_status():
+    prog = os.path.join(T, "t_leaks")
+    a = run([prog], preload=False)
+    r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.out, a.out, "program output unchanged")
+    eq(r.rc, 23, "exit status with leaks")
+    err = r.err
+    ok(f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks" in err, "LSan header:\n" + err)
+    pos = [err.index(l) for l in LEAK_LINES]
+    eq(pos, sorted(pos), "largest leak first")
+    ok(re_frame("load_once", "t_leaks.c", 17, err), "frame lines in LSan form:\n" + err)
+    ok(err.rstrip().endswith("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."), "summary line")
+    eq(err.count("Leak of "), 3, "three leaking stacks (steady_step freed all it took)")
+    r = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.err), (0, ""), "no leaks: status 0 and silent")
+    r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_EXITCODE": "7", "VRAMTRACE_REPORT": "off"})
+    eq(r.rc, 7, "VRAMTRACE_EXITCODE")
+    ok("SUMMARY: vramtrace:" in r.err, "the leak report is printed even with the report off")
+    r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "0"})
+    eq(r.rc, 0, "no leak check: status unchanged")
+
+
+def re_frame(fn, file, line, text):
+    import re
+    return re.search(r"^    #\d+ 0x[0-9a-f]+ in %s \S*%s:%d$" % (re.escape(fn), re.escape(file), line), text,
+                     re.M) is not None
+
+
+@test
+def leak_check_suppressions():
+    prog = os.path.join(T, "t_leaks")
+    work = tempfile.mkdtemp(prefix="vt-sup-")
+    try:
+        sup = os.path.join(work, "sup.txt")
+        with open(sup, "w") as f:
+            f.write("# vendored code leaks on purpose\n\nleak:^third_party_init$\nleak:load_*\nleak:never_matches\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq(r.rc, 23, "still leaking")
+        err = r.err
+        eq(err.count("Leak of "), 1, "two stacks suppressed")
+        ok("Leak of 524288 byte(s) in 8 allocation(s)" in err, "leaky_step reported")
+        ok("Suppressions used:\n  count      bytes template\n"
+           "      1       4096 ^third_party_init$\n      1    1048576 load_*\n" in err, "suppressions table:\n" + err)
+        ok("never_matches" not in err, "unused suppressions not listed")
+        ok("SUMMARY: vramtrace: 524288 byte(s) leaked in 8 allocation(s)." in err, "summary")
+        with open(sup, "w") as f:
+            f.write("leak:t_leaks.c\n")  # a file name: every stack
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq(r.rc, 0, "all suppressed: status 0")
+        ok("     10    1576960 t_leaks.c" in r.err and "SUMMARY" not in r.err, "table only:\n" + r.err)
+        with open(sup, "w") as f:
+            f.write("leak:libcudart_sim.so$\n")  # a module, anchored at the end
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq(r.rc, 23, "module pattern that matches no frame (the runtime's frames are above the hook)")
+        with open(sup, "w") as f:
+            f.write("leak:^_start$\n")  # every stack ends in _start
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq(r.rc, 0, "anchored function pattern")
+        with open(sup, "w") as f:
+            f.write("interceptor_via_fun:x\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        ok("expected leak:PATTERN" in r.err and r.rc == 23, "bad line warned, leaks still reported")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def leak_check_fork_child_reports_only_its_own():
+    r = run([os.path.join(T, "t_fork")], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, "the parent leaks 1 MiB")
+    eq(r.err.count("detected GPU memory leaks"), 2, "parent and the allocating child; the quiet child says nothing")
+    ok("Leak of 1048576 byte(s) in 1 allocation(s)" in r.err and "Leak of 4096 byte(s) in 1 allocation(s)" in r.err,
+       "each its own")
+    ok("exited 0 23" in r.out, "the leaking child's status is 23, the quiet one's 0")
+
+
+@test
+def growth_detection():
+    r = run([os.path.join(T, "t_leaks")])
+    d = r.dump
+    g = d["growing"]
+    eq([site(d, x["stack"])["function"] for x in g], ["leaky_step"], "only the staircase grows")
+    eq((g[0]["end_bytes"], g[0]["allocations"]), (8 * 65536, 8), "its figures")
+    ok(g[0]["bytes_per_second"] > 0, "a slope")
+    ok("growing call sites" in r.err and "leaky_step tests/progs/t_leaks.c:23: 0 B -> 512.00 KiB over 8 allocations"
+       in r.err, "in the exit report:\n" + r.err)
+    r = run([os.path.join(T, "t_leaks"), "clean"])
+    eq(r.dump["growing"], [], "nothing grows when it is all given back")
+    r = run([os.path.join(T, "t_threads")], report="off")
+    eq(r.dump["growing"], [], "a steady alloc/free loop does not grow")
+
+
+@test
+def signal_dumps_and_diff():
+    work = tempfile.mkdtemp(prefix="vt-sig-")
+    try:
+        r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_OUT": os.path.join(work, "d.%p.json")})
+        eq((r.out, r.rc), ("done\n", 0), "the program runs on after the dump signal")
+        files = sorted(os.listdir(work))
+        pid = json.load(open(os.path.join(work, [f for f in files if f.count(".") == 2][0])))["pid"]
+        eq(files, [f"d.{pid}.1.json", f"d.{pid}.2.json", f"d.{pid}.json"], "sequence-numbered dumps")
+        one = json.load(open(os.path.join(work, f"d.{pid}.1.json")))
+        two = json.load(open(os.path.join(work, f"d.{pid}.2.json")))
+        eq((one["reason"], one["totals"]["live_count"]), ("signal", 5), "first on-demand dump")
+        eq((two["reason"], two["totals"]["live_count"]), ("signal", 8), "second on-demand dump")
+        ok(f"vramtrace: dump 1 of pid {pid} on request: " in r.err, "one line per on-demand dump")
+        p = subprocess.run([CLI, "diff", os.path.join(work, f"d.{pid}.1.json"), os.path.join(work, f"d.{pid}.2.json"),
+                            "--fail-over", "100K"], capture_output=True, text=True)
+        eq(p.returncode, 1, "growth over --fail-over")
+        lines = p.stdout.splitlines()
+        eq(lines[1], "live: 1.19 MiB -> 1.38 MiB (+192.00 KiB); allocations: 5 -> 8 (+3)", "totals line")
+        ok(lines[3].split() == ["+192.00", "KiB", "192.00", "KiB", "->", "384.00", "KiB", "+3", "(3", "->", "6)",
+                                "leaky_step", "tests/progs/t_leaks.c:23"], "growth row: " + lines[3])
+        eq(len(lines), 4, "unchanged sites are not listed")
+        p = subprocess.run([CLI, "diff", os.path.join(work, f"d.{pid}.1.json"), os.path.join(work, f"d.{pid}.2.json"),
+                            "--fail-over", "1M"], capture_output=True, text=True)
+        eq(p.returncode, 0, "growth under --fail-over")
+        p = subprocess.run([CLI, "diff", os.path.join(work, f"d.{pid}.1.json"), "/nonexistent.json"],
+                           capture_output=True, text=True)
+        eq((p.returncode, len(p.stderr.splitlines())), (1, 1), "bad dump: one line, status 1")
+        r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_SIGNAL": "0"})
+        eq(r.rc, -12, "signal disabled: USR2 keeps its default action")
+        r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_SIGNAL": "USR1",
+                "VRAMTRACE_OUT": os.path.join(work, "u.%p.%n.json")})
+        eq(r.rc, -12, "another signal configured: USR2 is left alone")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 # ------------------------------------------------------- Python frames
 
 

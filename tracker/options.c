@@ -1,5 +1,6 @@
 /* options.c -- VRAMTRACE_* environment variables. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,13 @@ const struct vt_option_desc vt_option_table[] = {
     {"VRAMTRACE_EVENTS", "1000000",
      "alloc/free/OOM events kept in the history ring (0 to 100000000; 0 keeps none)"},
     {"VRAMTRACE_TOP", "10", "rows in the report's holder and allocation tables (1 to 1000)"},
+    {"VRAMTRACE_LEAK_CHECK", "0",
+     "1 checks for leaks at exit: every live allocation not suppressed is reported LeakSanitizer-style "
+     "and the exit status becomes VRAMTRACE_EXITCODE"},
+    {"VRAMTRACE_EXITCODE", "23", "exit status when the leak check finds leaks (1 to 255)"},
+    {"VRAMTRACE_SUPPRESSIONS", "(none)", "file of leak:PATTERN lines that the leak check ignores"},
+    {"VRAMTRACE_SIGNAL", "USR2",
+     "signal that writes a dump of the running process (number or name such as USR1); 0 disables"},
     {"VRAMTRACE_PYTHON", "1", "1 records the Python frames of each allocation (CPython 3.10 to 3.13), 0 native frames only"},
     {NULL, NULL, NULL},
 };
@@ -70,7 +78,7 @@ static void load_long(const char *name, long lo, long hi, long def, long *out) {
 static void load_string(const char *name, const char *def, char *out, size_t size) {
     const char *v = getenv(name);
     if (v == NULL) v = def;
-    if (*v == '\0' || strlen(v) >= size) {
+    if ((*v == '\0' && *def != '\0') || strlen(v) >= size) {
         warn("vramtrace: warning: %s%s%s is empty or too long; keeping the default\n",
              name, "", "");
         v = def;
@@ -78,18 +86,70 @@ static void load_string(const char *name, const char *def, char *out, size_t siz
     snprintf(out, size, "%s", v);
 }
 
+int vt_parse_size(const char *s, uint64_t *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0) return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (mul > 1 && *end == 'i') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0' || v * mul > 1.8e19) return -1;
+    *out = (uint64_t)(v * mul);
+    return 0;
+}
+
+static const struct { const char *name; int num; } signals[] = {
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"PROF", SIGPROF},
+    {"WINCH", SIGWINCH}, {"URG", SIGURG}, {"PWR", SIGPWR},
+};
+
+/* A signal by number or name ("USR2", "SIGUSR2", "12"); -1 if neither. */
+static int parse_signal(const char *v) {
+    long n;
+    if (parse_long(v, 0, 64, &n) == 0) return (int)n;
+    if (strncmp(v, "SIG", 3) == 0) v += 3;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (strcmp(v, signals[i].name) == 0) return signals[i].num;
+    return -1;
+}
+
 void vt_options_load(void) {
-    long depth, events, top, python;
+    long depth, events, top, python, leak, code;
     load_string("VRAMTRACE_OUT", "vramtrace.%p.json", vt_opt.out, sizeof vt_opt.out);
     load_string("VRAMTRACE_REPORT", "stderr", vt_opt.report, sizeof vt_opt.report);
     load_long("VRAMTRACE_DEPTH", 1, 256, 64, &depth);
     load_long("VRAMTRACE_EVENTS", 0, 100000000, 1000000, &events);
     load_long("VRAMTRACE_TOP", 1, 1000, 10, &top);
     load_long("VRAMTRACE_PYTHON", 0, 1, 1, &python);
+    load_long("VRAMTRACE_LEAK_CHECK", 0, 1, 0, &leak);
+    load_long("VRAMTRACE_EXITCODE", 1, 255, 23, &code);
+    load_string("VRAMTRACE_SUPPRESSIONS", "", vt_opt.suppressions, sizeof vt_opt.suppressions);
+    const char *sig = getenv("VRAMTRACE_SIGNAL");
+    vt_opt.signal = SIGUSR2;
+    if (sig) {
+        int n = parse_signal(sig);
+        if (n < 0 || n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGFPE ||
+            n == SIGILL || n == SIGABRT)
+            warn("vramtrace: warning: VRAMTRACE_SIGNAL=%s is not a signal vramtrace can use%s%s; "
+                 "keeping USR2\n", sig, "", "");
+        else
+            vt_opt.signal = n;
+    }
     vt_opt.depth = (int)depth;
     vt_opt.events = events;
     vt_opt.top = (int)top;
     vt_opt.python = (int)python;
+    vt_opt.leak_check = (int)leak;
+    vt_opt.exitcode = (int)code;
 
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "VRAMTRACE_", 10) != 0) continue;

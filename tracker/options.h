@@ -8,6 +8,7 @@
 #define VT_OPTIONS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct vt_options {
     char out[1024];      /* dump path pattern, or "off" */
@@ -16,6 +17,10 @@ struct vt_options {
     long events;         /* capacity of the event ring */
     int top;             /* rows in the human report's tables */
     int python;          /* read Python frames */
+    int leak_check;      /* report leaks at exit, LSan style */
+    int exitcode;        /* exit status when leaks remain */
+    char suppressions[1024]; /* leak suppressions file, or "" */
+    int signal;          /* on-demand dump signal, 0 = none */
 };
 
 extern struct vt_options vt_opt;
@@ -28,6 +33,11 @@ struct vt_option_desc {
 
 /* The option table, ended by a NULL name. */
 extern const struct vt_option_desc vt_option_table[];
+
+/* A size: bytes, or a number with K, M, G or T (binary units, an optional
+ * trailing B or iB: 512M, 24G, 1.5GiB). Returns 0, or -1 when it is not a
+ * size. */
+int vt_parse_size(const char *s, uint64_t *out);
 
 /* Parse the environment into vt_opt. Warnings are held back until
  * vt_options_flush_warnings, which prints them once on stderr. */

@@ -1,0 +1,95 @@
+/* ondemand.c -- the dump signal and its watcher thread. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../report/output.h"
+#include "../tracker/options.h"
+#include "ondemand.h"
+
+static int pipefd[2] = {-1, -1};
+static int started;
+static int installed_signal;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_signal(int sig) {
+    (void)sig;
+    int saved = errno;
+    char c = 1;
+    ssize_t w = write(pipefd[1], &c, 1);
+    (void)w;
+    errno = saved;
+}
+
+static void *watcher(void *arg) {
+    (void)arg;
+    for (;;) {
+        char buf[64];
+        ssize_t n = read(pipefd[0], buf, sizeof buf);
+        if (n > 0) {
+            vt_output_signal();
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return NULL;
+        }
+    }
+}
+
+void vt_ondemand_start(void) {
+    if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) || vt_opt.signal <= 0) return;
+    pthread_mutex_lock(&start_lock);
+    if (started) goto out;
+    started = 1;
+    struct sigaction old;
+    if (sigaction(vt_opt.signal, NULL, &old) != 0) goto out;
+    if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {
+        fprintf(stderr, "vramtrace: warning: signal %d has a handler of the program's; "
+                        "on-demand dumps are off (set VRAMTRACE_SIGNAL to another signal)\n", vt_opt.signal);
+        goto out;
+    }
+    if (pipe2(pipefd, O_CLOEXEC) != 0) goto out;
+    fcntl(pipefd[1], F_SETFL, O_NONBLOCK);
+    /* The watcher takes no signals: they stay with the program's threads. */
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, watcher, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    if (rc != 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        pipefd[0] = pipefd[1] = -1;
+        goto out;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(vt_opt.signal, &sa, NULL) == 0) installed_signal = vt_opt.signal;
+out:
+    pthread_mutex_unlock(&start_lock);
+}
+
+void vt_ondemand_reset_child(void) {
+    pthread_mutex_init(&start_lock, NULL);
+    if (installed_signal) {
+        signal(installed_signal, SIG_DFL);
+        installed_signal = 0;
+    }
+    if (pipefd[0] >= 0) close(pipefd[0]);
+    if (pipefd[1] >= 0) close(pipefd[1]);
+    pipefd[0] = pipefd[1] = -1;
+    started = 0;
+}

@@ -1,0 +1,18 @@
+/* ondemand.h -- a dump of the running process on a signal.
+ *
+ * `kill -USR2 PID` (VRAMTRACE_SIGNAL) writes a dump without stopping the
+ * process. The handler only writes a byte to a pipe (async-signal-safe); a
+ * watcher thread reads it and writes the dump outside the handler. Both are
+ * set up when the process first uses a GPU, and only if the program left
+ * the signal at its default: a program's own handler is never replaced. */
+#ifndef VT_ONDEMAND_H
+#define VT_ONDEMAND_H
+
+/* Install the handler and start the watcher (once; later calls return). */
+void vt_ondemand_start(void);
+
+/* In a forked child: the watcher thread did not come along; give the signal
+ * back its default and let the child start its own when it uses a GPU. */
+void vt_ondemand_reset_child(void);
+
+#endif

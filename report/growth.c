@@ -1,0 +1,92 @@
+/* growth.c -- finding staircases in the event history. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "growth.h"
+
+#define WINDOWS 4
+
+struct site {
+    int64_t live;          /* replayed live bytes */
+    int64_t delta;         /* sum of the history's changes */
+    uint64_t t_first, allocs;
+    int seen, window;
+    int64_t floor[WINDOWS];
+};
+
+static int by_rise(const void *a, const void *b) {
+    const struct vt_growth *x = a, *y = b;
+    uint64_t rx = x->end_bytes - x->first_floor, ry = y->end_bytes - y->first_floor;
+    if (rx != ry) return rx < ry ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
+    *n = 0;
+    size_t ns = s->nstacks;
+    if (ns == 0 || s->nevents == 0) return NULL;
+    struct site *st = calloc(ns, sizeof *st);
+    int64_t *end = calloc(ns, sizeof *end);
+    if (!st || !end) { free(st); free(end); return NULL; }
+    for (size_t i = 0; i < s->nlive; i++)
+        if (s->live[i].kind != VT_KIND_HOST && s->live[i].stack < ns) end[s->live[i].stack] += (int64_t)s->live[i].bytes;
+    /* Pass 1: each site's first event and net change over the history, so
+     * that the replay can start from what the site held before it. */
+    for (size_t i = 0; i < s->nevents; i++) {
+        const struct vt_event *e = &s->events[i];
+        if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
+        struct site *x = &st[e->stack];
+        if (!x->seen) { x->seen = 1; x->t_first = e->time_ns; }
+        x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
+        if (e->type == VT_EV_ALLOC) x->allocs++;
+    }
+    for (size_t k = 0; k < ns; k++) {
+        st[k].live = end[k] - st[k].delta;
+        if (st[k].live < 0) st[k].live = 0;
+        for (int w = 0; w < WINDOWS; w++) st[k].floor[w] = -1;
+        st[k].window = 0;
+        st[k].floor[0] = st[k].live;
+    }
+    /* Pass 2: replay, keeping each window's floor. */
+    uint64_t t_end = s->now_ns;
+    for (size_t i = 0; i < s->nevents; i++) {
+        const struct vt_event *e = &s->events[i];
+        if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
+        struct site *x = &st[e->stack];
+        if (x->allocs < WINDOWS) continue;
+        uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
+        int w = (int)((e->time_ns - x->t_first) * WINDOWS / (span + 1));
+        if (w >= WINDOWS) w = WINDOWS - 1;
+        while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
+        x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
+        if (x->live < x->floor[w]) x->floor[w] = x->live;
+    }
+    struct vt_growth *out = malloc(ns * sizeof *out);
+    size_t k = 0;
+    for (size_t i = 0; out && i < ns; i++) {
+        struct site *x = &st[i];
+        if (x->allocs < WINDOWS || end[i] <= 0) continue;
+        while (x->window < WINDOWS - 1) { x->window++; x->floor[x->window] = x->live; }
+        int rising = 1;
+        for (int w = 1; w < WINDOWS; w++)
+            if (x->floor[w] <= x->floor[w - 1]) rising = 0;
+        if (!rising) continue;
+        uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
+        /* Window midpoints of the first and last windows are 3/4 of the
+         * span apart. */
+        double dt = (double)span * (WINDOWS - 1) / WINDOWS / 1e9;
+        out[k].stack = (uint32_t)i;
+        out[k].first_floor = (uint64_t)x->floor[0];
+        out[k].end_bytes = (uint64_t)end[i];
+        out[k].allocs = x->allocs;
+        out[k].t_first_ns = x->t_first;
+        out[k].slope = dt > 0 ? (double)(x->floor[WINDOWS - 1] - x->floor[0]) / dt : 0;
+        k++;
+    }
+    free(st);
+    free(end);
+    if (k == 0) { free(out); return NULL; }
+    qsort(out, k, sizeof *out, by_rise);
+    *n = k;
+    return out;
+}

@@ -1,0 +1,180 @@
+/* leaks.c -- leak report, suppressions. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leaks.h"
+
+struct rule {
+    char *pattern;
+    uint64_t count, bytes;   /* what it suppressed */
+};
+
+struct vt_suppressions {
+    struct rule *rules;
+    size_t n;
+};
+
+/* Match pattern[0..plen) against the start of text; `*` is a wildcard.
+ * With `end`, the match must also reach the end of text. */
+static int match_here(const char *p, size_t plen, const char *t, int end) {
+    if (plen == 0) return !end || *t == '\0';
+    if (*p == '*') {
+        for (const char *s = t;; s++) {
+            if (match_here(p + 1, plen - 1, s, end)) return 1;
+            if (*s == '\0') return 0;
+        }
+    }
+    if (*t == '\0' || *p != *t) return 0;
+    return match_here(p + 1, plen - 1, t + 1, end);
+}
+
+int vt_template_match(const char *pattern, const char *text) {
+    if (!pattern || !text) return 0;
+    size_t plen = strlen(pattern);
+    int start = plen > 0 && pattern[0] == '^';
+    if (start) { pattern++; plen--; }
+    int end = plen > 0 && pattern[plen - 1] == '$';
+    if (end) plen--;
+    if (start) return match_here(pattern, plen, text, end);
+    for (const char *t = text;; t++) {
+        if (match_here(pattern, plen, t, end)) return 1;
+        if (*t == '\0') return 0;
+    }
+}
+
+struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize) {
+    struct vt_suppressions *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (!path || !*path) return s;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errsize, "cannot read suppressions %s: %s", path, strerror(errno));
+        free(s);
+        return NULL;
+    }
+    char line[4096];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        char *e = p + strlen(p);
+        while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
+        if (*p == '\0' || *p == '#') continue;
+        if (strncmp(p, "leak:", 5) != 0 || p[5] == '\0') {
+            snprintf(err, errsize, "%s:%d: expected leak:PATTERN, got '%.100s'", path, lineno, p);
+            fclose(f);
+            vt_suppressions_free(s);
+            return NULL;
+        }
+        struct rule *r = realloc(s->rules, (s->n + 1) * sizeof *r);
+        if (!r) break;
+        s->rules = r;
+        s->rules[s->n] = (struct rule){strdup(p + 5), 0, 0};
+        if (s->rules[s->n].pattern) s->n++;
+    }
+    fclose(f);
+    return s;
+}
+
+void vt_suppressions_free(struct vt_suppressions *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n; i++) free(s->rules[i].pattern);
+    free(s->rules);
+    free(s);
+}
+
+/* The first rule that matches any frame of the stack, or -1. */
+static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symbols *sym, uint32_t stack) {
+    if (!sup || !sym || stack >= sym->nstacks || !sym->stacks[stack]) return -1;
+    for (size_t r = 0; r < sup->n; r++) {
+        const char *pat = sup->rules[r].pattern;
+        for (uint32_t j = 0; j < sym->depth[stack]; j++) {
+            const struct vt_frame *f = &sym->stacks[stack][j];
+            if (vt_template_match(pat, f->function) || vt_template_match(pat, f->file) ||
+                vt_template_match(pat, f->module))
+                return (int)r;
+        }
+    }
+    return -1;
+}
+
+struct group {
+    uint32_t stack;
+    uint64_t bytes, count;
+};
+
+static int by_bytes(const void *a, const void *b) {
+    const struct group *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
+    fprintf(f, "    #%zu 0x%" PRIxPTR " in %s", i, fr->address, fr->function ? fr->function : "??");
+    if (fr->file) fprintf(f, " %s:%d", fr->file, fr->line);
+    else if (fr->module) fprintf(f, " (%s+0x%" PRIxPTR ")", fr->module, fr->offset);
+    fputc('\n', f);
+}
+
+struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                                     struct vt_suppressions *sup, int pid) {
+    struct vt_leak_result res = {0, 0, 0, 0};
+    size_t ns = s->nstacks;
+    struct group *g = calloc(ns ? ns : 1, sizeof *g);
+    if (!g) return res;
+    for (size_t i = 0; i < ns; i++) g[i].stack = (uint32_t)i;
+    for (size_t i = 0; i < s->nlive; i++) {
+        const struct vt_alloc *a = &s->live[i];
+        if (a->stack >= ns) continue;
+        g[a->stack].bytes += a->bytes;
+        g[a->stack].count++;
+    }
+    size_t ng = 0;
+    for (size_t i = 0; i < ns; i++) {
+        if (g[i].count == 0) continue;
+        int r = suppressed_by(sup, sym, g[i].stack);
+        if (r >= 0) {
+            sup->rules[r].count += g[i].count;
+            sup->rules[r].bytes += g[i].bytes;
+            res.suppressed_bytes += g[i].bytes;
+            res.suppressed_count += g[i].count;
+            continue;
+        }
+        g[ng++] = g[i];
+        res.bytes += g[i].bytes;
+        res.count += g[i].count;
+    }
+    qsort(g, ng, sizeof *g, by_bytes);
+    if (ng > 0) {
+        fprintf(f, "\n=================================================================\n"
+                   "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);
+        for (size_t i = 0; i < ng; i++) {
+            fprintf(f, "\nLeak of %" PRIu64 " byte(s) in %" PRIu64 " allocation(s) allocated from:\n", g[i].bytes,
+                    g[i].count);
+            uint32_t st = g[i].stack;
+            size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;
+            for (size_t j = 0; j < depth; j++) frame_line(f, j, &sym->stacks[st][j]);
+            if (depth == 0) fputs("    <empty stack>\n", f);
+        }
+        fputc('\n', f);
+    }
+    if (sup && res.suppressed_count > 0) {
+        fputs("-----------------------------------------------------\nSuppressions used:\n"
+              "  count      bytes template\n", f);
+        for (size_t r = 0; r < sup->n; r++)
+            if (sup->rules[r].count)
+                fprintf(f, "%7" PRIu64 " %10" PRIu64 " %s\n", sup->rules[r].count, sup->rules[r].bytes,
+                        sup->rules[r].pattern);
+        fputs("-----------------------------------------------------\n\n", f);
+    }
+    if (ng > 0)
+        fprintf(f, "SUMMARY: vramtrace: %" PRIu64 " byte(s) leaked in %" PRIu64 " allocation(s).\n", res.bytes,
+                res.count);
+    fflush(f);
+    free(g);
+    return res;
+}

@@ -1,0 +1,47 @@
+/* leaks.h -- the leak check at exit, in LeakSanitizer's words.
+ *
+ * Every live allocation at exit that no suppression matches is a leak.
+ * Leaks are grouped by stack, largest first, and printed as LSan prints
+ * them, so that CI tooling that reads LSan reports reads these:
+ *
+ *   ==PID==ERROR: vramtrace: detected GPU memory leaks
+ *
+ *   Leak of 4096 byte(s) in 1 allocation(s) allocated from:
+ *       #0 0x55d0c2a1b1f3 in make_buffer src/buf.c:12
+ *
+ *   SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).
+ *
+ * Suppressions: a file of `leak:PATTERN` lines (`#` comments), PATTERN
+ * matched against every frame's function, file and module; `*` matches any
+ * run of characters, `^` and `$` anchor at the start and end, and an
+ * unanchored pattern matches anywhere (LSan's rules). */
+#ifndef VT_LEAKS_H
+#define VT_LEAKS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../tracker/tracker.h"
+#include "symbolize.h"
+
+struct vt_suppressions;
+
+/* Read a suppressions file. NULL path: none. On a bad file or line, err
+ * says why and NULL is returned. */
+struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize);
+void vt_suppressions_free(struct vt_suppressions *s);
+
+/* LSan's template match: `*` wildcards, `^`/`$` anchors, else substring. */
+int vt_template_match(const char *pattern, const char *text);
+
+struct vt_leak_result {
+    uint64_t bytes, count;          /* unsuppressed */
+    uint64_t suppressed_bytes, suppressed_count;
+};
+
+/* Print the leak report for the live allocations of s to f (nothing when
+ * there is no leak and no suppression was used) and return the figures. */
+struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                                     struct vt_suppressions *sup, int pid);
+
+#endif
