@@ -20,11 +20,11 @@ BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
 LIBS    := -lunwind -ldw -ldl -lpthread
 
 LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
-           interpose/runtime.c interpose/init.c interpose/ondemand.c \
+           interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c \
-           report/leaks.c report/growth.c
+           report/leaks.c report/growth.c report/findings.c
 LIB_S   := interpose/dlsym_x86_64.S
 CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
@@ -56,13 +56,17 @@ $(B)/vramtrace: $(CLI_C) $(HEADERS)
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
-sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a
+sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a $(SIM)/libnvidia-ml.so.1
 
 $(SIM)/libcuda.so.1: tests/simgpu/simcuda.c
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcuda.so.1 \
 	    -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(SIM)/libcuda.so
+
+$(SIM)/libnvidia-ml.so.1: tests/simgpu/simnvml.c
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 $(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c
 	@mkdir -p $(SIM)
@@ -102,7 +106,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so
 progs: sim $(PROGS)
@@ -156,7 +160,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c report/format.c report/holders.c \
-            report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c
+            report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c report/findings.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
@@ -212,5 +216,9 @@ $(T)/libt_nativethread.so: tests/progs/t_nativethread.c $(SIM)/libcuda.so.1
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -lpthread
 
 $(T)/t_leaks: tests/progs/t_leaks.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_triage: tests/progs/t_triage.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

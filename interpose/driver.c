@@ -50,6 +50,7 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 VT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
     REAL_OR_FAIL(cuMemAlloc_v2);
     if (vt_nested()) return real(dptr, bytes);
+    if (vt_budget_refuse("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, bytes);
     vt_hook_alloc("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
                   r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
@@ -59,6 +60,7 @@ VT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
     REAL_OR_FAIL(cuMemAlloc);
     if (vt_nested()) return real(dptr, bytes);
+    if (vt_budget_refuse("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, bytes);
     vt_hook_alloc("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
                   r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
@@ -90,6 +92,7 @@ VT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
                                       unsigned int elem) {
     REAL_OR_FAIL(cuMemAllocPitch_v2);
     if (vt_nested()) return real(dptr, pitch, width, height, elem);
+    if (vt_budget_refuse("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, pitch, width, height, elem);
     int ok = r == CUDA_SUCCESS;
     vt_hook_alloc("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
@@ -103,6 +106,7 @@ VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
                                    unsigned int elem) {
     REAL_OR_FAIL(cuMemAllocPitch);
     if (vt_nested()) return real(dptr, pitch, width, height, elem);
+    if (vt_budget_refuse("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, pitch, width, height, elem);
     int ok = r == CUDA_SUCCESS;
     vt_hook_alloc("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
@@ -117,6 +121,7 @@ VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
                                      unsigned int flags) {
     REAL_OR_FAIL(cuMemAllocManaged);
     if (vt_nested()) return real(dptr, bytes, flags);
+    if (vt_budget_refuse("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(dptr, bytes, flags);
     vt_hook_alloc("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT,
                   r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
@@ -128,6 +133,8 @@ VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
 #define ASYNC_ALLOC(sym, ...)                                                 \
     REAL_OR_FAIL(sym);                                                        \
     if (vt_nested()) return real(dptr, bytes, __VA_ARGS__);                   \
+    if (vt_budget_refuse(#sym, VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes))      \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                      \
     CUresult r = real(dptr, bytes, __VA_ARGS__);                              \
     vt_hook_alloc(#sym, VT_KIND_ASYNC, VT_DEVICE_CURRENT, r == CUDA_SUCCESS,  \
                   IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);           \
@@ -174,9 +181,10 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
                                unsigned long long flags) {
     REAL_OR_FAIL(cuMemCreate);
     if (vt_nested()) return real(handle, size, prop, flags);
-    CUresult r = real(handle, size, prop, flags);
     int device = VT_DEVICE_CURRENT;
     if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) device = prop->location.id;
+    if (vt_budget_refuse("cuMemCreate", VT_KIND_VMM, device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = real(handle, size, prop, flags);
     vt_hook_alloc("cuMemCreate", VT_KIND_VMM, device, r == CUDA_SUCCESS, IS_OOM(r),
                   r == CUDA_SUCCESS ? *handle : 0, size);
     return r;

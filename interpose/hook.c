@@ -11,6 +11,7 @@
 #include "../tracker/pystack.h"
 #include "../tracker/stack.h"
 #include "hook.h"
+#include "nvml.h"
 #include "ondemand.h"
 #include "resolve.h"
 
@@ -45,6 +46,8 @@ static int current_device(void) {
     return 0;
 }
 
+static char uuids[VT_MAX_DEVICES][48];
+
 /* Read a device's name, UUID and size once, when it is first used. */
 static void read_facts(int device) {
     static CUresult (*get_name)(char *, int, CUdevice);
@@ -67,7 +70,60 @@ static void read_facts(int device) {
                  b[10], b[11], b[12], b[13], b[14], b[15]);
     }
     if (get_total && get_total(&total, device) != CUDA_SUCCESS) total = 0;
+    snprintf(uuids[device], sizeof uuids[device], "%s", uuid);
     vt_tracker_set_facts(device, name, uuid, total);
+}
+
+/* This thread's stack, native frames with Python's spliced in. */
+static int capture(uintptr_t *frames) {
+    uintptr_t native[VT_STACK_MAX];
+    pthread_once(&python_once, init_python);
+    int depth = vt_stack_capture(native, vt_opt.depth);
+    return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
+}
+
+/* Record an out-of-memory failure (from the device, or from the budget
+ * when `budget` is set) and have the post-mortem written. */
+static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
+    uintptr_t frames[VT_MAX_FRAMES];
+    int depth = capture(frames);
+    struct vt_oom o;
+    memset(&o, 0, sizeof o);
+    o.requested = bytes;
+    o.api = api;
+    o.device = (int16_t)device;
+    o.kind = (uint8_t)kind;
+    o.budget = (uint8_t)budget;
+    if (budget) {
+        uint64_t live = vt_tracker_device_live(device);
+        o.total_bytes = vt_opt.limit;
+        o.free_bytes = live < vt_opt.limit ? vt_opt.limit - live : 0;
+        o.have_info = 1;
+    } else if (kind != VT_KIND_HOST) {
+        static CUresult (*get_info)(size_t *, size_t *);
+        if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
+        size_t f = 0, t = 0;
+        if (get_info && get_info(&f, &t) == CUDA_SUCCESS) {
+            o.free_bytes = f;
+            o.total_bytes = t;
+            o.have_info = 1;
+        }
+    }
+    struct vt_proc procs[VT_MAX_PROCS];
+    if (device >= 0 && device < VT_MAX_DEVICES && kind != VT_KIND_HOST) {
+        int n = vt_nvml_processes(uuids[device], procs, VT_MAX_PROCS);
+        if (n >= 0) {
+            o.procs = procs;
+            o.nprocs = (uint32_t)n;
+        }
+    }
+    vt_tracker_failed(1, &o, frames, depth);
+    vt_output_oom();
+}
+
+static void first_touch(void) {
+    vt_options_flush_warnings();
+    vt_ondemand_start();
 }
 
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
@@ -81,17 +137,12 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         device = current_device();
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
-
-    uintptr_t native[VT_STACK_MAX], frames[VT_MAX_FRAMES];
-    int depth = 0;
-    if (ok || oom) {
-        pthread_once(&python_once, init_python);
-        depth = vt_stack_capture(native, vt_opt.depth);
-        depth = vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
-    }
-
     if (ok) {
+        uintptr_t frames[VT_MAX_FRAMES];
+        int depth = capture(frames);
         vt_tracker_alloc(address, bytes, kind, device, api, frames, depth);
+    } else if (oom) {
+        record_oom(api, kind, device, bytes, 0);
     } else {
         struct vt_oom o;
         memset(&o, 0, sizeof o);
@@ -99,23 +150,21 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         o.api = api;
         o.device = (int16_t)device;
         o.kind = (uint8_t)kind;
-        if (oom && kind != VT_KIND_HOST) {
-            static CUresult (*get_info)(size_t *, size_t *);
-            if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
-            size_t f = 0, t = 0;
-            if (get_info && get_info(&f, &t) == CUDA_SUCCESS) {
-                o.free_bytes = f;
-                o.total_bytes = t;
-                o.have_info = 1;
-            }
-        }
-        vt_tracker_failed(oom, &o, frames, depth);
+        vt_tracker_failed(0, &o, NULL, 0);
     }
-    if (first) {
-        vt_options_flush_warnings();
-        vt_ondemand_start();
-    }
-    if (oom) vt_output_oom();
+    if (first && (ok || oom)) first_touch();
+}
+
+int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes) {
+    vt_init();
+    if (vt_opt.limit == 0 || kind == VT_KIND_HOST) return 0;
+    if (device == VT_DEVICE_CURRENT) device = current_device();
+    if (vt_tracker_device_live(device) + bytes <= vt_opt.limit) return 0;
+    int first = !vt_tracker_touched();
+    if (device >= 0 && vt_tracker_needs_facts(device)) read_facts(device);
+    record_oom(api, kind, device, bytes, 1);
+    if (first) first_touch();
+    return 1;
 }
 
 void vt_hook_free(struct vt_alloc *taken, int ok) {

@@ -26,6 +26,12 @@ static inline int vt_nested(void) { return vt_in_runtime > 0; }
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
                    uint64_t address, uint64_t bytes);
 
+/* VRAMTRACE_LIMIT: whether an allocation of `bytes` would take the
+ * device's live bytes past the budget. If so it is recorded as an OOM
+ * marked "budget" and the caller returns its API's out-of-memory code
+ * without calling the driver. */
+int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes);
+
 /* Record the free of a record taken with vt_tracker_take before the real
  * call (NULL when the pointer was unknown). */
 void vt_hook_free(struct vt_alloc *taken, int ok);

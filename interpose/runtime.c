@@ -34,6 +34,8 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 #define RT_ALLOC(sym, kind, bytes, ...)                                      \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_nested()) return real(__VA_ARGS__);                               \
+    if (vt_budget_refuse(#sym, kind, VT_DEVICE_CURRENT, bytes))              \
+        return cudaErrorMemoryAllocation;                                    \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r), \
@@ -87,6 +89,8 @@ VT_EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
 VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
     REAL_OR_FAIL(cudaMallocPitch);
     if (vt_nested()) return real(p, pitch, w, h);
+    if (vt_budget_refuse("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h))
+        return cudaErrorMemoryAllocation;
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;

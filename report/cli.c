@@ -31,7 +31,7 @@ static const struct {
 
 void vt_usage(FILE *f) {
     fprintf(f,
-            "usage: vramtrace run [--out PATH] [--report DEST] [--depth N] -- CMD [ARG...]\n"
+            "usage: vramtrace run [OPTIONS] -- CMD [ARG...]\n"
             "       vramtrace report DUMP... [--format text|json|folded|html|torch] [-o FILE]\n"
             "                        [--top N] [--at exit|peak|oom]\n"
             "       vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n"
@@ -44,11 +44,22 @@ void vt_usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
-            "\nrun options (each sets the environment variable after it):\n"
-            "  --out PATH      dump path pattern (VRAMTRACE_OUT)\n"
-            "  --report DEST   stderr, off or a file (VRAMTRACE_REPORT)\n"
-            "  --depth N       native frames per stack (VRAMTRACE_DEPTH)\n"
-            "  --leak-check    report leaks at exit and fail with status 23 (VRAMTRACE_LEAK_CHECK=1)\n\n"
+            "\nrun options (each sets the environment variable after it; see below):\n"
+            "  --out PATH          dump path pattern (VRAMTRACE_OUT)\n"
+            "  --report DEST       stderr, off or a file (VRAMTRACE_REPORT)\n"
+            "  --depth N           native frames per stack (VRAMTRACE_DEPTH)\n"
+            "  --events N          events kept in the history (VRAMTRACE_EVENTS)\n"
+            "  --top N             rows in the report's tables (VRAMTRACE_TOP)\n"
+            "  --python 0|1        Python frames (VRAMTRACE_PYTHON)\n"
+            "  --limit SIZE        a per-device budget, as if the GPU had SIZE (VRAMTRACE_LIMIT)\n"
+            "  --leak-check        report leaks at exit and fail with status 23 (VRAMTRACE_LEAK_CHECK=1)\n"
+            "  --suppressions FILE leak:PATTERN lines the leak check ignores (VRAMTRACE_SUPPRESSIONS)\n"
+            "  --exitcode N        exit status when leaks remain (VRAMTRACE_EXITCODE)\n"
+            "  --signal SIG        signal for on-demand dumps, 0 none (VRAMTRACE_SIGNAL)\n"
+            "  --tensors           PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch asks CUDA for every tensor,\n"
+            "                      so each live allocation is one tensor. Slower: every free becomes a\n"
+            "                      cudaFree, which synchronizes the device (steps can take several\n"
+            "                      times longer); use it to find which tensors hold the memory.\n\n"
             "The same works without this command: LD_PRELOAD=/path/to/libvramtrace.so CMD\n\n"
             "environment:\n");
     for (const struct vt_option_desc *d = vt_option_table; d->name; d++)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../tracker/options.h"
 #include "cli.h"
 
 #ifndef VT_LIBDIR
@@ -36,28 +37,47 @@ static int find_library(char *out, size_t size) {
     return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+/* Each flag sets one environment variable (see the option table). */
+static const struct {
+    const char *flag, *var, *fixed; /* fixed: the value for a flag without one */
+} flags[] = {
+    {"--out", "VRAMTRACE_OUT", NULL},
+    {"--report", "VRAMTRACE_REPORT", NULL},
+    {"--depth", "VRAMTRACE_DEPTH", NULL},
+    {"--events", "VRAMTRACE_EVENTS", NULL},
+    {"--top", "VRAMTRACE_TOP", NULL},
+    {"--python", "VRAMTRACE_PYTHON", NULL},
+    {"--limit", "VRAMTRACE_LIMIT", NULL},
+    {"--signal", "VRAMTRACE_SIGNAL", NULL},
+    {"--suppressions", "VRAMTRACE_SUPPRESSIONS", NULL},
+    {"--exitcode", "VRAMTRACE_EXITCODE", NULL},
+    {"--leak-check", "VRAMTRACE_LEAK_CHECK", "1"},
+    {"--tensors", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
+};
+
 int vt_cmd_run(int argc, char **argv) {
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
-        const char *var = NULL;
-        if (strcmp(a, "--out") == 0) var = "VRAMTRACE_OUT";
-        else if (strcmp(a, "--report") == 0) var = "VRAMTRACE_REPORT";
-        else if (strcmp(a, "--depth") == 0) var = "VRAMTRACE_DEPTH";
-        else if (strcmp(a, "--leak-check") == 0) { setenv("VRAMTRACE_LEAK_CHECK", "1", 1); continue; }
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
-        else {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
+        size_t k = 0, nflags = sizeof flags / sizeof flags[0];
+        while (k < nflags && strcmp(a, flags[k].flag) != 0) k++;
+        if (k == nflags) {
             fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", a);
             return 2;
+        }
+        if (flags[k].fixed) {
+            setenv(flags[k].var, flags[k].fixed, 1);
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "vramtrace run: %s needs a value\n", a);
             return 2;
         }
         const char *v = argv[++i];
-        if (strcmp(var, "VRAMTRACE_DEPTH") == 0) {
+        if (strcmp(flags[k].var, "VRAMTRACE_DEPTH") == 0) {
             char *end;
             long d = strtol(v, &end, 10);
             if (*v == '\0' || *end != '\0' || d < 1 || d > 256) {
@@ -65,7 +85,14 @@ int vt_cmd_run(int argc, char **argv) {
                 return 2;
             }
         }
-        setenv(var, v, 1);
+        if (strcmp(flags[k].var, "VRAMTRACE_LIMIT") == 0) {
+            uint64_t bytes;
+            if (vt_parse_size(v, &bytes) != 0 || bytes == 0) {
+                fprintf(stderr, "vramtrace run: --limit takes a size such as 24G or 512M, not '%s'\n", v);
+                return 2;
+            }
+        }
+        setenv(flags[k].var, v, 1);
     }
     if (i >= argc) {
         fprintf(stderr, "vramtrace run: no command given (vramtrace run -- CMD [ARG...])\n");

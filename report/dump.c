@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "dump.h"
+#include "findings.h"
 #include "format.h"
 #include "holders.h"
 
@@ -61,7 +62,23 @@ static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, cons
     fputc(']', f);
 }
 
-static void write_ooms(FILE *f, const struct vt_snapshot *s) {
+static void write_findings(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym) {
+    struct vt_finding fs[VT_MAX_FINDINGS];
+    int n = vt_findings(s, i, sym, fs);
+    fputs(",\"findings\":[", f);
+    for (int k = 0; k < n; k++) {
+        fputs(k ? ",{\"id\":" : "{\"id\":", f);
+        vt_json_string(f, fs[k].id);
+        fputs(",\"finding\":", f);
+        vt_json_string(f, fs[k].text);
+        fputs(",\"next\":", f);
+        vt_json_string(f, fs[k].next);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
         const struct vt_oom *o = &s->ooms[i];
@@ -78,6 +95,21 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s) {
                 o->time_ns);
         if (o->holders) write_holder_list(f, o->holders, o->nholders, "");
         else fputs("null", f);
+        fprintf(f, ",\"budget\":%s,\"other_processes\":", o->budget ? "true" : "false");
+        if (o->procs) {
+            fputc('[', f);
+            for (uint32_t k = 0; k < o->nprocs; k++) {
+                const struct vt_proc *p = &o->procs[k];
+                fprintf(f, "%s{\"pid\":%d,\"name\":", k ? "," : "", p->pid);
+                vt_json_string(f, p->name[0] ? p->name : NULL);
+                if (p->used_bytes == UINT64_MAX) fputs(",\"used_bytes\":null}", f);
+                else fprintf(f, ",\"used_bytes\":" U64 "}", p->used_bytes);
+            }
+            fputc(']', f);
+        } else {
+            fputs("null", f);
+        }
+        if (i < 64) write_findings(f, s, i, sym);
         fputc('}', f);
     }
     fputs("],\n", f);
@@ -156,7 +188,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                   const struct vt_dump_meta *m) {
     fputs("{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":", f);
     vt_json_string(f, m->reason);
-    fprintf(f, ",\"pid\":%d,\"rank\":%d,\"host\":", m->pid, m->rank);
+    fprintf(f, ",\"pid\":%d,\"rank\":%d,\"local_rank\":%d,\"host\":", m->pid, m->rank, m->local_rank);
     vt_json_string(f, m->host);
     fputs(",\"argv\":[", f);
     for (int i = 0; i < m->argc; i++) {
@@ -170,7 +202,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 (m->python_version >> 8) & 0xff);
     write_devices(f, s);
     write_totals(f, s);
-    write_ooms(f, s);
+    write_ooms(f, s, sym);
     write_holders(f, s);
     fputs("\"growing\":[", f);
     for (size_t i = 0; i < m->ngrowth; i++) {

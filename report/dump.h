@@ -20,7 +20,7 @@ struct vt_dump_meta {
     int argc;
     char **argv;
     const char *host;
-    int rank;
+    int rank, local_rank;
     const struct vt_growth *growth;   /* growing call sites, or NULL */
     size_t ngrowth;
     unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */

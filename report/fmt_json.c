@@ -50,6 +50,7 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
     json_object_set_new(p, "reason", json_string(d->reason));
     json_object_set_new(p, "pid", json_integer(d->pid));
     json_object_set_new(p, "rank", json_integer(d->rank));
+    json_object_set_new(p, "local_rank", json_integer(d->local_rank));
     json_object_set_new(p, "host", str_or_null(d->host));
     json_t *argv = json_array();
     for (size_t i = 0; i < d->argc; i++) json_array_append_new(argv, json_string(d->argv[i]));
@@ -83,6 +84,23 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
             (json_int_t)x->requested, "api", x->api, "kind", x->kind, "device", x->device, "thread",
             x->thread, "live_bytes", (json_int_t)x->live_bytes, "time_ns", (json_int_t)x->time_ns,
             "site", site(d, x->stack), "frames", frames(d, x->stack));
+        json_object_set_new(j, "budget", json_boolean(x->budget));
+        json_t *fs = json_array();
+        for (size_t k = 0; k < x->nfindings; k++)
+            json_array_append_new(fs, json_pack("{s:s,s:s,s:s}", "id", x->findings[k].id, "finding",
+                                                x->findings[k].finding, "next", x->findings[k].next));
+        json_object_set_new(j, "findings", fs);
+        if (x->procs) {
+            json_t *ps = json_array();
+            for (size_t k = 0; k < x->nprocs; k++)
+                json_array_append_new(ps, json_pack("{s:i,s:o,s:o}", "pid", x->procs[k].pid, "name",
+                                                    str_or_null(x->procs[k].name), "used_bytes",
+                                                    x->procs[k].used_known ? json_integer((json_int_t)x->procs[k].used_bytes)
+                                                                           : json_null()));
+            json_object_set_new(j, "other_processes", ps);
+        } else {
+            json_object_set_new(j, "other_processes", json_null());
+        }
         json_object_set_new(j, "free_bytes", x->have_info ? json_integer((json_int_t)x->free_bytes) : json_null());
         json_object_set_new(j, "total_bytes", x->have_info ? json_integer((json_int_t)x->total_bytes) : json_null());
         json_array_append_new(ooms, j);

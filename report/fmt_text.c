@@ -64,15 +64,26 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
     char a[32], b[32], c[32];
     for (size_t i = 0; i < d->nooms && i < (size_t)top; i++) {
         const struct vm_oom *o = &d->ooms[i];
-        fprintf(f, "out of memory #%zu at %.3f s: %s requested by %s on device %d", i + 1,
-                secs(o->time_ns), B(o->requested, a), o->api, o->device);
+        fprintf(f, "out of memory #%zu at %.3f s: %s requested by %s on device %d%s", i + 1,
+                secs(o->time_ns), B(o->requested, a), o->api, o->device,
+                o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
         if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
         fprintf(f, "; %s tracked live\n", B(o->live_bytes, a));
         if (o->have_info && o->total_bytes >= o->free_bytes + o->live_bytes &&
             o->total_bytes - o->free_bytes > o->live_bytes)
             fprintf(f, "  held outside tracked allocations: %s\n",
                     B(o->total_bytes - o->free_bytes - o->live_bytes, a));
+        if (o->procs) {
+            fputs("  other processes on the GPU:", f);
+            for (size_t k = 0; k < o->nprocs; k++)
+                fprintf(f, "%s pid %d%s%s%s %s", k ? "," : "", o->procs[k].pid, o->procs[k].name ? " (" : "",
+                        o->procs[k].name ? o->procs[k].name : "", o->procs[k].name ? ")" : "",
+                        o->procs[k].used_known ? B(o->procs[k].used_bytes, b) : "?");
+            fputs(o->nprocs ? "\n" : " none\n", f);
+        }
         stack_lines(f, d, o->stack, "    ");
+        for (size_t k = 0; k < o->nfindings; k++)
+            fprintf(f, "  %zu. %s\n     next: %s\n", k + 1, o->findings[k].finding, o->findings[k].next);
     }
     if (d->nooms > (size_t)top) fprintf(f, "(%zu more out-of-memory failures)\n", d->nooms - (size_t)top);
 }
@@ -113,8 +124,8 @@ static void live(FILE *f, const struct vm_dump *d, int top) {
 
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     char a[32], b[32], c[32];
-    fprintf(f, "== pid %d, rank %d, host %s: %s (dump written at %s)\n", d->pid, d->rank,
-            d->host ? d->host : "?", d->argc ? d->argv[0] : "?", d->reason);
+    fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
+            d->local_rank, d->host ? d->host : "?", d->argc ? d->argv[0] : "?", d->reason);
     devices(f, d);
     const struct vm_totals *t = &d->totals;
     fprintf(f, "totals: %s live in %" PRIu64 " allocations; peak %s at %.3f s; %" PRIu64
@@ -161,6 +172,17 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
                     d->host ? d->host : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
                     d->totals.oom_count, d->argc ? d->argv[0] : "?");
         }
+        size_t lo = 0, hi = 0;
+        for (size_t i = 1; i < in->n; i++) {
+            if (in->dumps[i].totals.peak_bytes < in->dumps[lo].totals.peak_bytes) lo = i;
+            if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
+        }
+        fprintf(f, "peaks: highest %s (rank %d), lowest %s (rank %d)", B(in->dumps[hi].totals.peak_bytes, a),
+                in->dumps[hi].rank, B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank);
+        if (in->dumps[lo].totals.peak_bytes)
+            fprintf(f, "; the highest is %.2fx the lowest", (double)in->dumps[hi].totals.peak_bytes /
+                                                           (double)in->dumps[lo].totals.peak_bytes);
+        fputc('\n', f);
         size_t w;
         if (first_oom_rank(in, &w))
             fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,

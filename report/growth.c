@@ -21,7 +21,7 @@ static int by_rise(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
+struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, size_t *n) {
     *n = 0;
     size_t ns = s->nstacks;
     if (ns == 0 || s->nevents == 0) return NULL;
@@ -36,8 +36,9 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
         const struct vt_event *e = &s->events[i];
         if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
         struct site *x = &st[e->stack];
-        if (!x->seen) { x->seen = 1; x->t_first = e->time_ns; }
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
+        if (e->time_ns > t_end) continue;
+        if (!x->seen) { x->seen = 1; x->t_first = e->time_ns; }
         if (e->type == VT_EV_ALLOC) x->allocs++;
     }
     for (size_t k = 0; k < ns; k++) {
@@ -47,10 +48,10 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
         st[k].window = 0;
         st[k].floor[0] = st[k].live;
     }
-    /* Pass 2: replay, keeping each window's floor. */
-    uint64_t t_end = s->now_ns;
+    /* Pass 2: replay up to t_end, keeping each window's floor. */
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
+        if (e->time_ns > t_end) break;
         if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
         struct site *x = &st[e->stack];
         if (x->allocs < WINDOWS) continue;
@@ -65,7 +66,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
     size_t k = 0;
     for (size_t i = 0; out && i < ns; i++) {
         struct site *x = &st[i];
-        if (x->allocs < WINDOWS || end[i] <= 0) continue;
+        if (x->allocs < WINDOWS || x->live <= 0) continue;
         while (x->window < WINDOWS - 1) { x->window++; x->floor[x->window] = x->live; }
         int rising = 1;
         for (int w = 1; w < WINDOWS; w++)
@@ -77,7 +78,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n) {
         double dt = (double)span * (WINDOWS - 1) / WINDOWS / 1e9;
         out[k].stack = (uint32_t)i;
         out[k].first_floor = (uint64_t)x->floor[0];
-        out[k].end_bytes = (uint64_t)end[i];
+        out[k].end_bytes = (uint64_t)x->live;
         out[k].allocs = x->allocs;
         out[k].t_first_ns = x->t_first;
         out[k].slope = dt > 0 ? (double)(x->floor[WINDOWS - 1] - x->floor[0]) / dt : 0;

@@ -24,8 +24,9 @@ struct vt_growth {
     double slope;              /* bytes per second */
 };
 
-/* Growing sites of snapshot s, largest rise first; NULL and *n = 0 when
- * none. Device memory only. */
-struct vt_growth *vt_find_growth(const struct vt_snapshot *s, size_t *n);
+/* Growing sites of snapshot s over the run up to t_end (s->now_ns for the
+ * whole run, an OOM's time for the run up to that failure), largest rise
+ * first; NULL and *n = 0 when none. Device memory only. */
+struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, size_t *n);
 
 #endif

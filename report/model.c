@@ -212,6 +212,38 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
         }
         v->live_bytes = u64(c, o, "live_bytes", "oom");
         v->time_ns = u64(c, o, "time_ns", "oom");
+        json_t *b = json_object_get(o, "budget");
+        v->budget = b && json_is_true(b);
+        json_t *fs = json_object_get(o, "findings");
+        if (fs && json_is_array(fs)) {
+            v->nfindings = json_array_size(fs);
+            v->findings = calloc(v->nfindings ? v->nfindings : 1, sizeof *v->findings);
+            if (!v->findings) { fail(c, "out of memory"); return; }
+            for (size_t k = 0; k < v->nfindings && !c->failed; k++) {
+                json_t *x = json_array_get(fs, k);
+                if (!json_is_object(x)) { fail(c, "ooms[%zu].findings[%zu] is not an object", i, k); return; }
+                v->findings[k].id = str(c, x, "id", 0, "finding");
+                v->findings[k].finding = str(c, x, "finding", 0, "finding");
+                v->findings[k].next = str(c, x, "next", 0, "finding");
+            }
+        }
+        json_t *ps = json_object_get(o, "other_processes");
+        if (ps && json_is_array(ps)) {
+            v->nprocs = json_array_size(ps);
+            v->procs = calloc(v->nprocs ? v->nprocs : 1, sizeof *v->procs);
+            if (!v->procs) { fail(c, "out of memory"); return; }
+            for (size_t k = 0; k < v->nprocs && !c->failed; k++) {
+                json_t *x = json_array_get(ps, k);
+                if (!json_is_object(x)) { fail(c, "ooms[%zu].other_processes[%zu] is not an object", i, k); return; }
+                v->procs[k].pid = int_in(c, x, "pid", 0, INT32_MAX, "other process");
+                v->procs[k].name = str(c, x, "name", 1, "other process");
+                json_t *u = json_object_get(x, "used_bytes");
+                if (u && json_is_integer(u)) {
+                    v->procs[k].used_known = 1;
+                    v->procs[k].used_bytes = u64(c, x, "used_bytes", "other process");
+                }
+            }
+        }
         json_t *h = json_object_get(o, "holders");
         if (h && json_is_array(h)) {
             v->have_holders = 1;
@@ -296,6 +328,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     d->host = str(c, root, "host", 1, "dump");
     d->pid = int_in(c, root, "pid", 0, INT32_MAX, "dump");
     d->rank = int_in(c, root, "rank", 0, INT32_MAX, "dump");
+    json_t *lr = json_object_get(root, "local_rank");
+    if (lr) d->local_rank = int_in(c, root, "local_rank", 0, INT32_MAX, "dump");
     d->start_unix_ns = u64(c, root, "start_unix_ns", "dump");
     d->time_ns = u64(c, root, "time_ns", "dump");
     json_t *argv = field(c, root, "argv", JSON_ARRAY, "dump");
@@ -394,7 +428,11 @@ void vm_free(struct vm_dump *d) {
     if (!d) return;
     for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
     free(d->stacks);
-    for (size_t i = 0; d->ooms && i < d->nooms; i++) free(d->ooms[i].holders);
+    for (size_t i = 0; d->ooms && i < d->nooms; i++) {
+        free(d->ooms[i].holders);
+        free(d->ooms[i].findings);
+        free(d->ooms[i].procs);
+    }
     free(d->ooms);
     free(d->devices);
     free(d->holders);

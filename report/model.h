@@ -47,7 +47,23 @@ struct vm_event {
     const char *kind;
 };
 
+struct vm_finding {
+    const char *id, *finding, *next;
+};
+
+struct vm_proc {
+    int pid;
+    const char *name;       /* NULL when unknown */
+    uint64_t used_bytes;
+    int used_known;
+};
+
 struct vm_oom {
+    struct vm_finding *findings;
+    size_t nfindings;
+    struct vm_proc *procs;   /* NULL: NVML did not say */
+    size_t nprocs;
+    int budget;
     uint64_t requested, free_bytes, total_bytes, live_bytes, time_ns;
     int have_info;
     const char *api, *kind;
@@ -80,7 +96,7 @@ struct vm_totals {
 struct vm_dump {
     const char *path;
     const char *reason, *host;
-    int pid, rank;
+    int pid, rank, local_rank;
     const char **argv;
     size_t argc;
     uint64_t start_unix_ns, time_ns;

@@ -76,10 +76,20 @@ static int read_argv(char *buf, size_t size, char **argv, int max) {
     return argc;
 }
 
-static int rank_from_env(void) {
-    const char *r = getenv("RANK");
-    return r ? atoi(r) : 0;
+/* The first of these set in the environment, as a number; else 0. */
+static int env_int(const char *const *names) {
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) return atoi(v);
+    }
+    return 0;
 }
+
+/* The launchers' names for the global and the node-local rank: torchrun,
+ * Open MPI, Slurm, MPICH/PMI. */
+static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", NULL};
+static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                              "MPI_LOCALRANKID", NULL};
 
 /* Write the dump to path through a temporary file; 0 on success. */
 static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
@@ -146,11 +156,12 @@ static int write_outputs(const char *reason, unsigned seq) {
         .argc = read_argv(argbuf, sizeof argbuf, argv, 64),
         .argv = argv,
         .host = host,
-        .rank = rank_from_env(),
+        .rank = env_int(rank_vars),
+        .local_rank = env_int(local_rank_vars),
         .python_version = vt_pystack_version(),
     };
     struct vt_growth *growth = NULL;
-    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, &meta.ngrowth);
+    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, s->now_ns, &meta.ngrowth);
     meta.growth = growth;
 
     char path[4096];

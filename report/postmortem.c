@@ -5,6 +5,7 @@
 
 #include "format.h"
 #include "holders.h"
+#include "findings.h"
 #include "postmortem.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
@@ -61,35 +62,14 @@ static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
     return d >= 0 && d < s->ndevices ? &s->devices[d] : NULL;
 }
 
-/* What the numbers at this failure suggest, most specific first. */
-static void next_steps(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                       const struct vt_oom *o) {
-    char a[32], b[32], site[512];
-    fputs("vramtrace: what to try next:\n", f);
-    if (o->have_info && o->requested > o->total_bytes) {
-        fprintf(f, "vramtrace:   - the request alone (%s) exceeds the device (%s): split it or "
-                   "shard it across devices\n", B(o->requested, a), B(o->total_bytes, b));
-        return;
-    }
-    if (o->have_info && o->total_bytes > o->free_bytes + o->live_bytes) {
-        uint64_t outside = o->total_bytes - o->free_bytes - o->live_bytes;
-        if (outside * 10 > o->total_bytes)
-            fprintf(f, "vramtrace:   - %s of the device is held outside this process's tracked "
-                       "allocations: check other processes with nvidia-smi\n", B(outside, a));
-    }
-    if (o->have_info && o->free_bytes >= o->requested)
-        fprintf(f, "vramtrace:   - %s was free yet %s failed: fragmentation or a pool limit\n",
-                B(o->free_bytes, a), B(o->requested, b));
-    size_t n = 0;
-    struct vt_holder *h = vt_holders(s, &n);
-    if (n > 0) {
-        site_text(sym, h[0].stack, site, sizeof site);
-        fprintf(f, "vramtrace:   - the largest holder is %s (%s in %" PRIu64 " allocation%s): "
-                   "free or shrink what it keeps\n", site, B(h[0].bytes, a), h[0].count,
-                h[0].count == 1 ? "" : "s");
-    }
-    free(h);
-    fputs("vramtrace:   - then a smaller batch at the failing call, or activation checkpointing\n", f);
+/* What the numbers at this failure say, most likely first. */
+static void findings(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
+    struct vt_finding fs[VT_MAX_FINDINGS];
+    int n = vt_findings(s, s->nooms - 1, sym, fs);
+    if (n == 0) return;
+    fputs("vramtrace: what the numbers say, most likely first:\n", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "vramtrace:   %d. %s\nvramtrace:      next: %s\n", i + 1, fs[i].text, fs[i].next);
 }
 
 static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
@@ -104,17 +84,17 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
     char a[32], b[32], c[32], site[512];
     header(f, "out of memory", m);
-    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " bytes) by %s", B(o->requested, a),
-            o->requested, o->api);
+    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " bytes) by %s%s", B(o->requested, a),
+            o->requested, o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     const struct vt_device *d = dev(s, o->device);
     if (o->kind == VT_KIND_HOST) fputs(" (pinned host memory)", f);
     else fprintf(f, " on device %d", o->device);
-    if (d && d->have_facts && d->name[0]) fprintf(f, " (%s)", d->name);
+    if (d && d->have_facts && d->name[0]) fprintf(f, " (%s%s%s)", d->name, d->uuid[0] ? ", " : "", d->uuid);
     fputc('\n', f);
     site_text(sym, o->stack, site, sizeof site);
     fprintf(f, "vramtrace:   failing call: %s\n", site);
     if (o->have_info) {
-        fprintf(f, "vramtrace:   device: %s free of %s\n", B(o->free_bytes, a),
+        fprintf(f, "vramtrace:   %s: %s free of %s\n", o->budget ? "budget" : "device", B(o->free_bytes, a),
                 B(o->total_bytes, b));
         uint64_t used = o->total_bytes - o->free_bytes;
         if (used > o->live_bytes)
@@ -128,11 +108,21 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                 o->device, B(o->live_bytes, a), d->live_count, d->live_count == 1 ? "" : "s",
                 B(d->peak_bytes, c), (double)d->peak_time_ns / 1e9);
     }
+    if (o->procs && o->nprocs > 0) {
+        fprintf(f, "vramtrace:   other processes on this GPU (NVML):");
+        for (uint32_t i = 0; i < o->nprocs; i++)
+            fprintf(f, "%s pid %d%s%s%s %s", i ? "," : "", o->procs[i].pid, o->procs[i].name[0] ? " (" : "",
+                    o->procs[i].name, o->procs[i].name[0] ? ")" : "",
+                    o->procs[i].used_bytes == UINT64_MAX ? "?" : B(o->procs[i].used_bytes, a));
+        fputc('\n', f);
+    } else if (o->procs) {
+        fputs("vramtrace:   other processes on this GPU (NVML): none\n", f);
+    }
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     holders_table(f, s, sym, top);
     live_table(f, s, sym, top);
-    next_steps(f, s, sym, o);
+    findings(f, s, sym);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
 }

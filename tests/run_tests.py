@@ -308,13 +308,15 @@ def oom_post_mortem():
     eq(d["totals"]["failed_count"], 1, "failed count")
     err = r.err
     for line in ["vramtrace: out of memory in pid",
-                 "request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated GPU)",
+                 "request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated GPU, "
+                 "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f)",
                  "failing call: big_request",
                  "device: 12.00 MiB free of 64.00 MiB",
                  "held outside this process's tracked allocations: 4.00 MiB",
                  "tracked on device 0: 48.00 MiB live in 3 allocations",
                  "48.00 MiB 100.0%      3 allocs  grow_cache",
-                 "what to try next:",
+                 "what the numbers say, most likely first:",
+                 "1. grow_cache tests/progs/t_oom.c:12 holds 100% of the tracked memory (48.00 MiB in 3 allocations)",
                  "vramtrace: dump: "]:
         ok(line in err, f"post-mortem has {line!r}:\n{err}")
     ok(err.index("out of memory in pid") < err.index("vramtrace: exit in pid"), "post-mortem before exit summary")
@@ -590,7 +592,12 @@ def growth_detection():
     r = run([os.path.join(T, "t_leaks"), "clean"])
     eq(r.dump["growing"], [], "nothing grows when it is all given back")
     r = run([os.path.join(T, "t_threads")], report="off")
-    eq(r.dump["growing"], [], "a steady alloc/free loop does not grow")
+    src = open(os.path.join(ROOT, "tests", "progs", "t_threads.c")).read().splitlines()
+    loop_line = 1 + next(i for i, l in enumerate(src) if "cudaMalloc(&p," in l)
+    keep_line = 1 + next(i for i, l in enumerate(src) if "cudaMalloc(&keep," in l)
+    lines = [site(r.dump, g["stack"])["line"] for g in r.dump["growing"]]
+    ok(loop_line not in lines, "the steady alloc/free loop does not grow")
+    eq(lines, [keep_line], "the eight kept buffers, one a thread, do")
 
 
 @test
@@ -626,6 +633,143 @@ def signal_dumps_and_diff():
         r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_SIGNAL": "USR1",
                 "VRAMTRACE_OUT": os.path.join(work, "u.%p.%n.json")})
         eq(r.rc, -12, "another signal configured: USR2 is left alone")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------- OOM triage
+
+
+def triage(steps, env, report="off"):
+    e = {"SIMGPU_CAPACITY": "64M"}
+    e.update(env)
+    r = run([os.path.join(T, "t_triage")] + steps.split(), env=e, report=report)
+    eq(r.rc, 0, f"t_triage {steps}")
+    return r, r.dump
+
+
+def finding_ids(d, i=0):
+    return [f["id"] for f in d["ooms"][i]["findings"]]
+
+
+@test
+def finding_request_exceeds_device():
+    r, d = triage("keep 8M fail 100M", {})
+    eq(finding_ids(d), ["request_exceeds_device"], "only that finding")
+    f = d["ooms"][0]["findings"][0]
+    ok("100.00 MiB" in f["finding"] and "64.00 MiB" in f["finding"], "with its numbers: " + f["finding"])
+    ok("failing_request" in f["next"], "names the call: " + f["next"])
+    r, d = triage("keep 8M fail 60M", {})
+    ok("request_exceeds_device" not in finding_ids(d), "absent when the request fits the device")
+
+
+@test
+def finding_other_processes_and_outside_tracked():
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        env = {"SIMGPU_CONTEXT": "40M", "SIMNVML_PROCS": f"{sleeper.pid}:40M,self:8M"}
+        r, d = triage("keep 8M fail 20M", env, report="stderr")
+        ids = finding_ids(d)
+        eq(ids[0], "other_processes", "other processes first")
+        ok("outside_tracked" not in ids, "NVML accounts for the memory outside: no outside finding")
+        procs = d["ooms"][0]["other_processes"]
+        eq(procs, [{"pid": sleeper.pid, "name": "sleep", "used_bytes": 40 << 20}], "NVML's view, without self")
+        ok(f"pid {sleeper.pid} (sleep) 40.00 MiB" in d["ooms"][0]["findings"][0]["finding"], "evidence")
+        ok(f"other processes on this GPU (NVML): pid {sleeper.pid} (sleep) 40.00 MiB" in r.err, "post-mortem")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    r, d = triage("keep 8M fail 20M", {"SIMGPU_CONTEXT": "40M"})
+    ids = finding_ids(d)
+    eq(d["ooms"][0]["other_processes"], None, "no NVML: unknown, silently")
+    ok("other_processes" not in ids and "outside_tracked" in ids, f"without NVML it is outside: {ids}")
+    f = d["ooms"][0]["findings"][ids.index("outside_tracked")]
+    ok("40.00 MiB (62% of the device)" in f["finding"], f["finding"])
+    r, d = triage("keep 8M fail 60M", {})
+    ids = finding_ids(d)
+    ok("outside_tracked" not in ids and "other_processes" not in ids, f"nothing outside: {ids}")
+
+
+@test
+def finding_one_site_dominates():
+    r, d = triage("big 40M keep 4M fail 30M", {})
+    ids = finding_ids(d)
+    ok("one_site_dominates" in ids, f"{ids}")
+    f = d["ooms"][0]["findings"][ids.index("one_site_dominates")]
+    ok(f["finding"].startswith("big_buffer ") and "holds 91% of the tracked memory (40.00 MiB in 1 allocation)"
+       in f["finding"], f["finding"])
+    r, d = triage("keep 10M big 10M other 10M fail 40M", {})
+    ok("one_site_dominates" not in finding_ids(d), "three equal sites: none dominates")
+
+
+@test
+def finding_growing_site():
+    r, d = triage("grow 8 1M keep 4M fail 8M", {"SIMGPU_CAPACITY": "16M"})
+    ids = finding_ids(d)
+    eq(ids[0], "growing_site", f"the staircase first: {ids}")
+    ok(d["ooms"][0]["findings"][0]["finding"].startswith("grow_step "), "names grow_step")
+    r, d = triage("temp 8 1M keep 4M keep 4M fail 12M", {"SIMGPU_CAPACITY": "16M"})
+    ok("growing_site" not in finding_ids(d), "alloc/free loops do not grow")
+
+
+@test
+def finding_fragmentation():
+    r, d = triage("keep 4M fail 20M", {"SIMGPU_MAX_BLOCK": "16M"})
+    ids = finding_ids(d)
+    ok("fragmentation" in ids, f"{ids}")
+    ok("60.00 MiB was free, more than the 20.00 MiB asked for" in
+       d["ooms"][0]["findings"][ids.index("fragmentation")]["finding"], "numbers")
+    r, d = triage("keep 50M fail 20M", {})
+    ok("fragmentation" not in finding_ids(d), "absent when less was free than asked")
+
+
+@test
+def finding_allocator_retry():
+    r, d = triage("big 30M cache 20M retry 40M", {})
+    eq(len(d["ooms"]), 2, "the first try and the retry")
+    ok("allocator_retry" not in finding_ids(d, 0), "the first failure is no retry")
+    ids = finding_ids(d, 1)
+    ok("allocator_retry" in ids, f"{ids}")
+    f = d["ooms"][1]["findings"][ids.index("allocator_retry")]
+    ok("freed 1 allocation (20.00 MiB)" in f["finding"], f["finding"])
+    r, d = triage("big 30M fail 40M fail 40M", {})
+    ok("allocator_retry" not in finding_ids(d, 1), "a repeat with nothing freed in between is no retry")
+
+
+@test
+def budget_limit():
+    r, d = triage("keep 4M keep 4M keep 2M keep 1", {"VRAMTRACE_LIMIT": "10M"})
+    eq(r.out, "keep -> 0\nkeep -> 0\nkeep -> 0\nkeep -> 2\n", "exactly at the budget fits; one byte more fails "
+       "with the runtime's own code")
+    o = d["ooms"][0]
+    eq((o["budget"], o["requested_bytes"], o["total_bytes"], o["free_bytes"]), (True, 1, 10 << 20, 0), "budget OOM")
+    eq(finding_ids(d)[0], "budget", "the budget finding first")
+    r = run([os.path.join(T, "t_driver")], report="off", env={"VRAMTRACE_LIMIT": "4M"})
+    eq((r.out, r.rc), ("cuMemAlloc(&p, n) failed: 2\n", 1), "the driver API's own code (2) at the 5th MiB")
+    eq(r.dump["totals"]["live_bytes"], 4 << 20, "the refused request never reached the driver")
+    r = run([os.path.join(T, "t_driver")], report="off", env={"VRAMTRACE_LIMIT": "12Q"})
+    eq((r.rc, r.err.count("VRAMTRACE_LIMIT=12Q")), (0, 1), "a bad limit warns and runs without a budget")
+    p = subprocess.run([CLI, "run", "--limit", "10M", "--report", "off", "--out", "off", "--",
+                        os.path.join(T, "t_triage"), "keep", "8M", "keep", "4M"],
+                       env=dict(os.environ, LD_LIBRARY_PATH=SIM, SIMGPU_CAPACITY="64M"), capture_output=True, text=True)
+    eq(p.stdout, "keep -> 0\nkeep -> 2\n", "vramtrace run --limit")
+
+
+@test
+def ranks_from_launchers():
+    work = tempfile.mkdtemp(prefix="vt-rank-")
+    try:
+        for env, rank, local in ((dict(RANK="2", LOCAL_RANK="1"), 2, 1),
+                                 (dict(OMPI_COMM_WORLD_RANK="3", OMPI_COMM_WORLD_LOCAL_RANK="0"), 3, 0),
+                                 (dict(SLURM_PROCID="5", SLURM_LOCALID="2"), 5, 2),
+                                 (dict(PMI_RANK="7", MPI_LOCALRANKID="3"), 7, 3)):
+            env = dict(env, VRAMTRACE_OUT=os.path.join(work, "r%r.json"))
+            run([os.path.join(T, "t_triage"), "keep", "1M"], env=env, report="off")
+            d = json.load(open(os.path.join(work, f"r{rank}.json")))
+            eq((d["rank"], d["local_rank"], d["host"]), (rank, local, os.uname().nodename), f"rank from {env}")
+        rc, out, _ = report([R0, R1])
+        ok("peaks: highest 12.00 MiB (rank 0), lowest 12.00 MiB (rank 0); the highest is 1.00x the lowest"
+           in out.decode(), "peaks compared across ranks:\n" + out.decode()[:600])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

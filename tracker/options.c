@@ -29,6 +29,9 @@ const struct vt_option_desc vt_option_table[] = {
     {"VRAMTRACE_SUPPRESSIONS", "(none)", "file of leak:PATTERN lines that the leak check ignores"},
     {"VRAMTRACE_SIGNAL", "USR2",
      "signal that writes a dump of the running process (number or name such as USR1); 0 disables"},
+    {"VRAMTRACE_LIMIT", "(none)",
+     "per-device budget (512M, 24G, bytes): allocations past it fail with the API's own out-of-memory "
+     "error, as on a GPU that small"},
     {"VRAMTRACE_PYTHON", "1", "1 records the Python frames of each allocation (CPython 3.10 to 3.13), 0 native frames only"},
     {NULL, NULL, NULL},
 };
@@ -133,6 +136,13 @@ void vt_options_load(void) {
     load_long("VRAMTRACE_LEAK_CHECK", 0, 1, 0, &leak);
     load_long("VRAMTRACE_EXITCODE", 1, 255, 23, &code);
     load_string("VRAMTRACE_SUPPRESSIONS", "", vt_opt.suppressions, sizeof vt_opt.suppressions);
+    const char *lim = getenv("VRAMTRACE_LIMIT");
+    vt_opt.limit = 0;
+    if (lim && (vt_parse_size(lim, &vt_opt.limit) != 0 || vt_opt.limit == 0)) {
+        warn("vramtrace: warning: VRAMTRACE_LIMIT=%s is not a size (512M, 24G, bytes)%s%s; "
+             "running without a budget\n", lim, "", "");
+        vt_opt.limit = 0;
+    }
     const char *sig = getenv("VRAMTRACE_SIGNAL");
     vt_opt.signal = SIGUSR2;
     if (sig) {

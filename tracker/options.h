@@ -21,6 +21,7 @@ struct vt_options {
     int exitcode;        /* exit status when leaks remain */
     char suppressions[1024]; /* leak suppressions file, or "" */
     int signal;          /* on-demand dump signal, 0 = none */
+    uint64_t limit;      /* per-device budget in bytes, 0 = none */
 };
 
 extern struct vt_options vt_opt;

@@ -238,7 +238,8 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
             peak_gen++;
         }
         if (d) {
-            d->live_bytes += a->bytes;
+            /* Atomic: the budget check reads it without the lock. */
+            __atomic_store_n(&d->live_bytes, d->live_bytes + a->bytes, __ATOMIC_RELAXED);
             d->live_count++;
             if (d->live_bytes > d->peak_bytes) {
                 d->peak_bytes = d->live_bytes;
@@ -249,7 +250,7 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
         totals.live_bytes -= a->bytes;
         totals.live_count--;
         if (d) {
-            d->live_bytes -= a->bytes;
+            __atomic_store_n(&d->live_bytes, d->live_bytes - a->bytes, __ATOMIC_RELAXED);
             d->live_count--;
         }
     }
@@ -368,6 +369,15 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         if (d) d->oom_count++;
         o->holders = NULL;
         o->nholders = 0;
+        if (o->procs) {
+            /* The caller's array lives on its stack: keep a copy (first 64
+             * OOMs), or none. */
+            struct vt_proc *copy = NULL;
+            if (nooms < VT_MAX_OOM_HOLDERS && (copy = malloc((o->nprocs ? o->nprocs : 1) * sizeof *copy)))
+                memcpy(copy, o->procs, o->nprocs * sizeof *copy);
+            o->procs = copy;
+            if (!copy) o->nprocs = 0;
+        }
         if (nooms < VT_MAX_OOM_HOLDERS) {
             uint32_t k;
             struct vt_holder *h = sites_now(&k, 0);
@@ -376,10 +386,18 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             o->nholders = h ? k : 0;
         }
         if (nooms < VT_MAX_OOMS) ooms[nooms++] = *o;
-        else free((void *)o->holders);
+        else {
+            free((void *)o->holders);
+            free((void *)o->procs);
+        }
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     pthread_mutex_unlock(&lock);
+}
+
+uint64_t vt_tracker_device_live(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    return __atomic_load_n(&devices[device].live_bytes, __ATOMIC_RELAXED);
 }
 
 int vt_tracker_needs_facts(int device) {
@@ -473,7 +491,10 @@ void vt_tracker_reset_child(void) {
     }
     nstacks = 0;
     peak_gen = 0;
-    for (size_t i = 0; i < nooms; i++) free((void *)ooms[i].holders);
+    for (size_t i = 0; i < nooms; i++) {
+        free((void *)ooms[i].holders);
+        free((void *)ooms[i].procs);
+    }
     memset(&totals, 0, sizeof totals);
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
         struct vt_device *d = &devices[i];

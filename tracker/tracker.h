@@ -66,7 +66,20 @@ struct vt_holder {
     uint64_t count;
 };
 
+/* Another process on the same GPU, as NVML saw it at an OOM. */
+struct vt_proc {
+    int32_t pid;
+    uint64_t used_bytes;     /* UINT64_MAX when NVML could not say */
+    char name[48];           /* from /proc; "" when not readable */
+};
+
+#define VT_MAX_PROCS 32
+
 struct vt_oom {
+    const struct vt_proc *procs;     /* other processes (first 64 OOMs),
+                                        owned by the tracker; NULL when NVML
+                                        was not available */
+    uint32_t nprocs;
     const struct vt_holder *holders; /* live device memory by stack at the
                                         failure, largest first (first 64
                                         OOMs only; owned by the tracker) */
@@ -82,6 +95,7 @@ struct vt_oom {
     int16_t device;
     uint8_t kind;
     uint8_t have_info;     /* free/total were read */
+    uint8_t budget;        /* refused by VRAMTRACE_LIMIT, not by the device */
 };
 
 struct vt_device {
@@ -169,9 +183,14 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
 
 /* A failed allocation. Out-of-memory failures also become OOM records;
  * `o` carries the request and the device state at that moment (its
- * live_bytes, stack and time are filled in here). */
+ * live_bytes, stack and time are filled in here; its procs array is
+ * copied). */
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
+
+
+/* Live bytes on a device now (a relaxed read, for the budget check). */
+uint64_t vt_tracker_device_live(int device);
 
 /* Device facts (read once by interpose/ when the device is first used). */
 int vt_tracker_needs_facts(int device);

@@ -11,6 +11,8 @@
  *   SIMGPU_DEVICES   number of devices (default 1, at most 8)
  *   SIMGPU_CAPACITY  bytes per device, suffixes K M G accepted (default 16G)
  *   SIMGPU_CONTEXT   bytes the "context" holds on each device (default 0)
+ *   SIMGPU_MAX_BLOCK largest single allocation that can succeed, as if free
+ *                    memory were fragmented (default: no limit)
  *
  * It is never installed: tests and the demo put its folder on
  * LD_LIBRARY_PATH. simgpu_calls(name) tells a test how often an exported
@@ -58,6 +60,7 @@ static struct sim_device sim_dev[SIM_MAX_DEVICES];
 static int sim_ndev = 1;
 static size_t sim_capacity = (size_t)16 << 30;
 static size_t sim_context;
+static size_t sim_max_block;
 static int sim_initialized;
 static uint64_t sim_next_handle = 0x1000;
 static uint64_t sim_next_low = 0x10000000; /* v1 API: 32-bit addresses */
@@ -107,6 +110,7 @@ static void sim_setup(void) {
     if (n && atoi(n) >= 1 && atoi(n) <= SIM_MAX_DEVICES) sim_ndev = atoi(n);
     sim_capacity = sim_parse_size(getenv("SIMGPU_CAPACITY"), sim_capacity);
     sim_context = sim_parse_size(getenv("SIMGPU_CONTEXT"), 0);
+    sim_max_block = sim_parse_size(getenv("SIMGPU_MAX_BLOCK"), 0);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
         sim_dev[d].next = 0x700000000000ull + ((uint64_t)d << 36);
         sim_dev[d].used = sim_context;
@@ -124,7 +128,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
     pthread_mutex_lock(&sim_lock);
     sim_setup();
     size_t counted = kind == SIM_HOST ? 0 : bytes;
-    if (counted > sim_capacity - sim_dev[device].used) {
+    if (counted > sim_capacity - sim_dev[device].used || (sim_max_block && counted > sim_max_block)) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }

@@ -1,0 +1,164 @@
+/* findings.c -- turning an OOM's numbers into findings and next steps. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "findings.h"
+#include "format.h"
+
+#define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
+#define PCT(a, b) ((b) ? 100.0 * (double)(a) / (double)(b) : 0.0)
+
+static void site_text(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
+    const struct vt_frame *fr = vt_call_site(sym, stack);
+    if (!fr) snprintf(buf, size, "(no stack)");
+    else if (fr->file) snprintf(buf, size, "%s %s:%d", fr->function ? fr->function : "??", fr->file, fr->line);
+    else snprintf(buf, size, "%s", fr->function ? fr->function : "??");
+}
+
+static int is_python(const struct vt_symbols *sym, uint32_t stack) {
+    const struct vt_frame *fr = vt_call_site(sym, stack);
+    return fr && fr->python;
+}
+
+static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
+    struct vt_finding *f = &out[(*n)++];
+    f->id = id;
+    f->text[0] = f->next[0] = '\0';
+    return f;
+}
+
+/* Whether OOM `index` repeats an earlier request of the same size after
+ * the process freed memory in between (what a caching allocator does when
+ * it empties its cache and retries). Sets the freed count and bytes. */
+static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, uint64_t *nfreed) {
+    if (index == 0) return 0;
+    const struct vt_oom *o = &s->ooms[index], *prev = &s->ooms[index - 1];
+    if (prev->requested != o->requested || prev->device != o->device || prev->thread != o->thread) return 0;
+    if (o->time_ns - prev->time_ns > 5000000000ull) return 0;
+    *freed = *nfreed = 0;
+    for (size_t i = 0; i < s->nevents; i++) {
+        const struct vt_event *e = &s->events[i];
+        if (e->type == VT_EV_FREE && e->time_ns >= prev->time_ns && e->time_ns <= o->time_ns &&
+            e->device == o->device) {
+            *freed += e->bytes;
+            (*nfreed)++;
+        }
+    }
+    return *nfreed > 0;
+}
+
+int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
+                struct vt_finding *out) {
+    int n = 0;
+    if (index >= s->nooms) return 0;
+    const struct vt_oom *o = &s->ooms[index];
+    char a[32], b[32], c[32], site[160];
+    uint64_t total = o->total_bytes, freeb = o->free_bytes, live = o->live_bytes;
+
+    if (o->budget) {
+        struct vt_finding *f = add(out, &n, "budget");
+        snprintf(f->text, sizeof f->text,
+                 "VRAMTRACE_LIMIT refused it: %s asked with %s live would pass the %s budget", B(o->requested, a),
+                 B(live, b), B(total, c));
+        snprintf(f->next, sizeof f->next,
+                 "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit",
+                 B(total, a), B(live + o->requested, b));
+    }
+    if (o->have_info && o->requested > total) {
+        struct vt_finding *f = add(out, &n, "request_exceeds_device");
+        site_text(sym, o->stack, site, sizeof site);
+        snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)", B(o->requested, a),
+                 B(total, b));
+        snprintf(f->next, sizeof f->next,
+                 "no allocator setting can fit it: make that tensor smaller at %s (batch or sequence length) "
+                 "or shard it across devices", site);
+        return n;
+    }
+    uint64_t others = 0;
+    int known_others = 0;
+    const struct vt_proc *big = NULL;
+    for (uint32_t i = 0; o->procs && i < o->nprocs; i++) {
+        if (o->procs[i].used_bytes == UINT64_MAX) continue;
+        others += o->procs[i].used_bytes;
+        known_others = 1;
+        if (!big || o->procs[i].used_bytes > big->used_bytes) big = &o->procs[i];
+    }
+    if (known_others && o->have_info && others * 20 >= total &&
+        (others + freeb >= o->requested || others * 4 >= total)) {
+        struct vt_finding *f = add(out, &n, "other_processes");
+        int k = snprintf(f->text, sizeof f->text, "other processes hold %s (%.0f%% of the device):", B(others, a),
+                         PCT(others, total));
+        for (uint32_t i = 0; i < o->nprocs && i < 4 && k > 0 && (size_t)k < sizeof f->text; i++) {
+            const struct vt_proc *p = &o->procs[i];
+            k += snprintf(f->text + k, sizeof f->text - (size_t)k, "%s pid %d%s%s%s %s", i ? "," : "", p->pid,
+                          p->name[0] ? " (" : "", p->name, p->name[0] ? ")" : "",
+                          p->used_bytes == UINT64_MAX ? "?" : B(p->used_bytes, b));
+        }
+        snprintf(f->next, sizeof f->next,
+                 "stop pid %d or run on a free GPU (CUDA_VISIBLE_DEVICES); without them %s would be free",
+                 big->pid, B(others + freeb, c));
+    }
+    size_t ngrowth = 0;
+    struct vt_growth *growth = vt_find_growth(s, o->time_ns, &ngrowth);
+    for (size_t i = 0; i < ngrowth; i++) {
+        struct vt_finding *f = add(out, &n, "growing_site");
+        site_text(sym, growth[i].stack, site, sizeof site);
+        snprintf(f->text, sizeof f->text, "%s grew through the run: from %s to %s over %" PRIu64
+                 " allocations (%s/s); a leak suspect", site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
+                 growth[i].allocs, B((uint64_t)(growth[i].slope > 0 ? growth[i].slope : 0), c));
+        snprintf(f->next, sizeof f->next,
+                 "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
+                 "their graph: keep loss.item() or .detach())", site);
+        break;
+    }
+    free(growth);
+    if (o->holders && o->nholders > 0 && live > 0 && o->holders[0].bytes * 2 >= live) {
+        const struct vt_holder *h = &o->holders[0];
+        struct vt_finding *f = add(out, &n, "one_site_dominates");
+        site_text(sym, h->stack, site, sizeof site);
+        snprintf(f->text, sizeof f->text, "%s holds %.0f%% of the tracked memory (%s in %" PRIu64 " allocation%s)",
+                 site, PCT(h->bytes, live), B(h->bytes, a), h->count, h->count == 1 ? "" : "s");
+        if (is_python(sym, h->stack))
+            snprintf(f->next, sizeof f->next,
+                     "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
+                     "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);
+        else
+            snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
+    }
+    if (o->have_info && !o->budget && total > freeb + live) {
+        uint64_t outside = total - freeb - live;
+        uint64_t unexplained = outside > others ? outside - others : 0;
+        if (unexplained * 10 >= total) {
+            struct vt_finding *f = add(out, &n, "outside_tracked");
+            snprintf(f->text, sizeof f->text,
+                     "%s (%.0f%% of the device) is held outside this process's tracked allocations%s",
+                     B(unexplained, a), PCT(unexplained, total),
+                     known_others ? " and other processes" : "");
+            snprintf(f->next, sizeof f->next,
+                     "look for memory outside the allocations shown: the CUDA context (CUDA_MODULE_LOADING=LAZY), "
+                     "library workspaces (cuBLAS, cuDNN, NCCL buffers)%s",
+                     known_others ? "" : ", or other processes (nvidia-smi)");
+        }
+    }
+    if (o->have_info && !o->budget && freeb >= o->requested) {
+        struct vt_finding *f = add(out, &n, "fragmentation");
+        snprintf(f->text, sizeof f->text, "%s was free, more than the %s asked for, yet it failed: free memory is "
+                 "fragmented or a pool limit applies", B(freeb, a), B(o->requested, b));
+        snprintf(f->next, sizeof f->next,
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check the pool's "
+                 "release threshold");
+    }
+    uint64_t freed, nfreed;
+    if (is_retry(s, index, &freed, &nfreed)) {
+        struct vt_finding *f = add(out, &n, "allocator_retry");
+        snprintf(f->text, sizeof f->text, "this is a retry: after the failure before it the process freed %" PRIu64
+                 " allocation%s (%s), as a caching allocator releasing its cache does, and the same %s still failed",
+                 nfreed, nfreed == 1 ? "" : "s", B(freed, a), B(o->requested, b));
+        snprintf(f->next, sizeof f->next,
+                 "the cache is not the problem: the memory is held by live allocations; act on the holders, "
+                 "not on allocator settings");
+    }
+    return n;
+}

@@ -1,0 +1,39 @@
+/* findings.h -- what an out-of-memory failure's numbers say, in order.
+ *
+ * The questions a good guide asks, each answered only when the numbers
+ * support it, most likely first, each with the numbers behind it and one
+ * concrete next step:
+ *
+ *   budget                  the failure is VRAMTRACE_LIMIT's, not the device's
+ *   request_exceeds_device  the request alone is larger than the device
+ *   other_processes         other processes hold a large share of the GPU
+ *   growing_site            a call site grew through the run (leak suspect)
+ *   one_site_dominates      one call site holds most of the tracked memory
+ *   outside_tracked         much is held outside tracked allocations
+ *   fragmentation           more was free than asked for, yet it failed
+ *   allocator_retry         the failing call is a caching allocator's retry
+ *                           after it released its cache
+ */
+#ifndef VT_FINDINGS_H
+#define VT_FINDINGS_H
+
+#include <stddef.h>
+
+#include "../tracker/tracker.h"
+#include "growth.h"
+#include "symbolize.h"
+
+#define VT_MAX_FINDINGS 8
+
+struct vt_finding {
+    const char *id;
+    char text[640];   /* the finding, with its numbers */
+    char next[640];   /* one concrete next step */
+};
+
+/* The findings for OOM number `index` of s. Returns how many were written
+ * to out. */
+int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
+                struct vt_finding *out);
+
+#endif
