@@ -704,7 +704,7 @@ def finding_one_site_dominates():
 
 @test
 def finding_growing_site():
-    r, d = triage("grow 8 1M keep 4M fail 8M", {"SIMGPU_CAPACITY": "16M"})
+    r, d = triage("grow 12 1M keep 2M fail 4M", {"SIMGPU_CAPACITY": "16M"})
     ids = finding_ids(d)
     eq(ids[0], "growing_site", f"the staircase first: {ids}")
     ok(d["ooms"][0]["findings"][0]["finding"].startswith("grow_step "), "names grow_step")
