@@ -222,3 +222,17 @@ $(T)/t_leaks: tests/progs/t_leaks.c $(SIM)/libcudart_sim.so
 $(T)/t_triage: tests/progs/t_triage.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+# ---------------------------------------------------------- benchmarks
+BENCH := $(B)/bench
+.PHONY: bench
+$(BENCH)/libcuda.so.1: bench/fastcuda.c
+	@mkdir -p $(BENCH)
+	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+	ln -sf libcuda.so.1 $(BENCH)/libcuda.so
+
+$(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
+	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
+
+bench: deps all $(BENCH)/bench_alloc
+	$(PYTHON) bench/bench.py

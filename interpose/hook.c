@@ -76,8 +76,9 @@ static void read_facts(int device) {
 
 /* This thread's stack, native frames with Python's spliced in. */
 static int capture(uintptr_t *frames) {
-    uintptr_t native[VT_STACK_MAX];
     pthread_once(&python_once, init_python);
+    if (!vt_pystack_version()) return vt_stack_capture(frames, vt_opt.depth);
+    uintptr_t native[VT_STACK_MAX];
     int depth = vt_stack_capture(native, vt_opt.depth);
     return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
 }

@@ -228,6 +228,8 @@ void vt_output_oom(void) {
 
 int vt_output_exit(void) {
     if (!vt_tracker_touched()) return 0;
+    /* Nothing to write: skip the snapshot and the symbols. */
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return 0;
     pthread_mutex_lock(&out_lock);
     int leaked = write_outputs("exit", 0);
     pthread_mutex_unlock(&out_lock);

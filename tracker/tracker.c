@@ -12,7 +12,40 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A word-at-a-time hash for the tables here (keys are frame arrays and
+ * 16-byte address keys, both whole words): far cheaper than uthash's
+ * default byte-wise Jenkins on 200-byte stacks, and computed before the
+ * lock is taken. */
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = vt_hash_words((keyptr), (keylen)))
+#include <stdint.h>
+static inline uint32_t vt_hash_words(const void *key, size_t len);
 #include <uthash.h>
+
+/* Four independent lanes, so that the multiplies overlap. */
+static inline uint32_t vt_hash_words(const void *key, size_t len) {
+    const unsigned char *p = key;
+    const uint64_t m = 0xff51afd7ed558ccdull;
+    uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ len, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
+                     0x27d4eb2f165667c5ull};
+    size_t i = 0;
+    for (; i + 32 <= len; i += 32) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * (size_t)k, 8);
+            h[k] = (h[k] ^ w) * m;
+        }
+    }
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h[0] = (h[0] ^ w) * m;
+    }
+    for (; i < len; i++) h[1] = (h[1] ^ p[i]) * 0x100000001b3ull;
+    uint64_t x = h[0] ^ (h[1] >> 7) ^ (h[2] << 3) ^ (h[3] >> 11) ^ (h[1] * m) ^ (h[3] * 0x9e3779b97f4a7c15ull);
+    x ^= x >> 29;
+    x *= m;
+    return (uint32_t)(x ^ (x >> 32));
+}
 
 #include "tracker.h"
 
@@ -50,8 +83,15 @@ struct vt_stack_node {
 
 #define VT_MAX_OOM_HOLDERS 64
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: the critical sections are short, so a waiter spins a little
+ * before it sleeps instead of paying for a futex round-trip. */
+static pthread_mutex_t lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static struct vt_rec *live_table;
+/* Always in live_table, under a key no allocation has, so that the table
+ * never empties: uthash frees its buckets when the last item goes and
+ * rebuilds them with the next, which an alloc/free loop would pay for at
+ * every step. Never counted, never listed. */
+static struct vt_rec sentinel = {.key = {0, UINT32_MAX, 0}};
 static struct vt_stack_node *stack_table;
 static const struct vt_stack **stack_list;
 static size_t nstacks, stack_cap;
@@ -69,6 +109,9 @@ static uint64_t start_mono_ns, start_unix_ns;
 static uint64_t peak_gen;
 
 static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
+/* The record of this thread's last free, kept for its next allocation: an
+ * alloc/free loop then calls malloc and free not at all. */
+static __thread struct vt_rec *spare __attribute__((tls_model("initial-exec")));
 
 static const char *kind_names[VT_KIND_COUNT] = {
     "device", "pitched", "managed", "async", "vmm", "host",
@@ -92,6 +135,46 @@ static uint64_t mono_ns(void) {
 
 uint64_t vt_now_ns(void) { return mono_ns() - start_mono_ns; }
 
+/* Time stamps in the hot path are ticks: the TSC where it is invariant
+ * (constant_tsc and nonstop_tsc: the same rate on every core, in every
+ * power state), which costs a few cycles, else nanoseconds from
+ * clock_gettime. A snapshot converts ticks to nanoseconds with the rate
+ * measured over the whole run. */
+static int use_tsc;
+static uint64_t tsc0;
+
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+    if (use_tsc) return __builtin_ia32_rdtsc() - tsc0;
+#endif
+    return mono_ns() - start_mono_ns;
+}
+
+static int tsc_is_invariant(void) {
+#if defined(__x86_64__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[4096];
+    int ok = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+        break;
+    }
+    fclose(f);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+/* Nanoseconds per tick over the run so far. */
+static double tick_scale(uint64_t now_ns) {
+    if (!use_tsc) return 1.0;
+    uint64_t t = ticks();
+    return t ? (double)now_ns / (double)t : 1.0;
+}
+
 static int32_t thread_id(void) {
     if (my_tid == 0) my_tid = (int32_t)syscall(SYS_gettid);
     return my_tid;
@@ -103,19 +186,24 @@ void vt_tracker_init(int depth, size_t event_capacity) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        use_tsc = tsc_is_invariant();
+#if defined(__x86_64__)
+        tsc0 = __builtin_ia32_rdtsc();
+#endif
         start_mono_ns = mono_ns();
     }
     (void)depth;
     if (ring == NULL) ring_cap = event_capacity;
+    if (live_table == NULL) HASH_ADD(hh, live_table, key, sizeof sentinel.key, &sentinel);
     pthread_mutex_unlock(&lock);
 }
 
-/* Return the id of this stack, adding it if it is new. Lock held. */
-static uint32_t intern_stack(const uintptr_t *frames, int depth) {
-    if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
+/* Return the id of this stack, adding it if it is new. Lock held; `hash`
+ * is stack_hash(frames, depth), computed before the lock. */
+static uint32_t intern_stack(const uintptr_t *frames, int depth, uint32_t hash) {
     size_t keylen = (size_t)depth * sizeof(uintptr_t);
     struct vt_stack_node *n;
-    HASH_FIND(hh, stack_table, frames, keylen, n);
+    HASH_FIND_BYHASHVALUE(hh, stack_table, frames, keylen, hash, n);
     if (n) return n->pub.id;
     if (nstacks == stack_cap) {
         size_t cap = stack_cap ? stack_cap * 2 : 256;
@@ -132,7 +220,7 @@ static uint32_t intern_stack(const uintptr_t *frames, int depth) {
     n->pub.id = (uint32_t)nstacks;
     n->pub.depth = (uint32_t)depth;
     n->pub.frames = n->frames;
-    HASH_ADD_KEYPTR(hh, stack_table, n->frames, keylen, n);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, stack_table, n->frames, keylen, hash, n);
     stack_list[nstacks++] = &n->pub;
     return n->pub.id;
 }
@@ -256,10 +344,18 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
     }
 }
 
+static uint32_t stack_hash(const uintptr_t *frames, int *depth) {
+    if (*depth > VT_MAX_FRAMES) *depth = VT_MAX_FRAMES;
+    if (*depth < 0) *depth = 0;
+    return vt_hash_words(frames, (size_t)*depth * sizeof(uintptr_t));
+}
+
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth) {
-    struct vt_rec *r = calloc(1, sizeof *r);
-    if (!r) return;
+    struct vt_rec *r = spare;
+    if (r) spare = NULL;
+    else if (!(r = malloc(sizeof *r))) return;
+    memset(r, 0, offsetof(struct vt_rec, hh));
     r->key.address = address;
     r->key.space = (uint32_t)vt_kind_space(kind);
     r->a.address = address;
@@ -268,14 +364,16 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device);
     r->a.api = api;
     r->a.thread = thread_id();
+    uint32_t shash = stack_hash(frames, &depth);
+    uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
+    uint64_t now = ticks();
+    r->a.time_ns = now;
 
     pthread_mutex_lock(&lock);
     touched = 1;
-    uint64_t now = vt_now_ns();
-    r->a.time_ns = now;
-    r->a.stack = intern_stack(frames, depth);
+    r->a.stack = intern_stack(frames, depth, shash);
     struct vt_rec *old;
-    HASH_FIND(hh, live_table, &r->key, sizeof r->key, old);
+    HASH_FIND_BYHASHVALUE(hh, live_table, &r->key, sizeof r->key, khash, old);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
@@ -283,7 +381,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
         account(&old->a, -1, now);
         free(old);
     }
-    HASH_ADD(hh, live_table, key, sizeof r->key, r);
+    HASH_ADD_BYHASHVALUE(hh, live_table, key, sizeof r->key, khash, r);
     account(&r->a, +1, now);
     totals.alloc_count++;
     if (kind != VT_KIND_HOST) {
@@ -294,14 +392,25 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     pthread_mutex_unlock(&lock);
 }
 
+/* The free is counted here, in one lock round-trip, as if it will work:
+ * a free that fails (rare: a bad pointer the driver rejects) is undone by
+ * vt_tracker_restore. */
 struct vt_alloc *vt_tracker_take(int space, uint64_t address) {
     struct vt_key k = {address, (uint32_t)space, 0};
+    uint32_t khash = vt_hash_words(&k, sizeof k);
+    uint64_t now = ticks();
     struct vt_rec *r;
     pthread_mutex_lock(&lock);
-    HASH_FIND(hh, live_table, &k, sizeof k, r);
+    HASH_FIND_BYHASHVALUE(hh, live_table, &k, sizeof k, khash, r);
     if (r) {
         HASH_DEL(live_table, r);
         account(&r->a, -1, 0);
+        totals.free_count++;
+        if (r->a.kind != VT_KIND_HOST) {
+            struct vt_device *d = device_slot(r->a.device);
+            if (d) d->free_count++;
+        }
+        add_event(now, VT_EV_FREE, r->a.address, r->a.bytes, r->a.stack, r->a.device, r->a.kind);
     } else {
         totals.unknown_frees++;
     }
@@ -315,27 +424,28 @@ static struct vt_rec *rec_of(struct vt_alloc *a) {
 
 void vt_tracker_commit_free(struct vt_alloc *a) {
     struct vt_rec *r = rec_of(a);
-    pthread_mutex_lock(&lock);
-    totals.free_count++;
-    if (a->kind != VT_KIND_HOST) {
-        struct vt_device *d = device_slot(a->device);
-        if (d) d->free_count++;
-    }
-    add_event(vt_now_ns(), VT_EV_FREE, a->address, a->bytes, a->stack, a->device, a->kind);
-    pthread_mutex_unlock(&lock);
-    free(r);
+    if (!spare) spare = r;
+    else free(r);
 }
 
 void vt_tracker_restore(struct vt_alloc *a) {
     struct vt_rec *r = rec_of(a);
     struct vt_rec *old;
+    uint64_t now = ticks();
     pthread_mutex_lock(&lock);
+    /* Undo the free that vt_tracker_take counted (its event stays in the
+     * history: the program did ask for it). */
+    totals.free_count--;
+    if (r->a.kind != VT_KIND_HOST) {
+        struct vt_device *d = device_slot(r->a.device);
+        if (d) d->free_count--;
+    }
     HASH_FIND(hh, live_table, &r->key, sizeof r->key, old);
     if (old) {
         free(r); /* Someone got the address meanwhile: theirs is current. */
     } else {
         HASH_ADD(hh, live_table, key, sizeof r->key, r);
-        account(&r->a, +1, vt_now_ns());
+        account(&r->a, +1, now);
     }
     pthread_mutex_unlock(&lock);
 }
@@ -352,7 +462,7 @@ void vt_tracker_map(uint64_t handle, uint64_t address) {
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     pthread_mutex_lock(&lock);
-    uint64_t now = vt_now_ns();
+    uint64_t now = ticks();
     totals.failed_count++;
     /* Other failures (no driver, bad arguments) are counted but do not make
      * the process one that used a GPU: without a driver, a program must
@@ -363,7 +473,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         touched = 1;
         o->time_ns = now;
         o->thread = thread_id();
-        o->stack = intern_stack(frames, depth);
+        o->stack = intern_stack(frames, depth, stack_hash(frames, &depth));
         o->live_bytes = d ? d->live_bytes : totals.host_live_bytes;
         totals.oom_count++;
         if (d) d->oom_count++;
@@ -432,22 +542,34 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
     s->ndevices = ndevices;
     s->start_unix_ns = start_unix_ns;
     s->now_ns = vt_now_ns();
+    double scale = tick_scale(s->now_ns);
+#define TO_NS(t) ((uint64_t)((double)(t) * scale))
+    s->totals.peak_time_ns = TO_NS(s->totals.peak_time_ns);
+    for (int i = 0; i < ndevices; i++) s->devices[i].peak_time_ns = TO_NS(s->devices[i].peak_time_ns);
     size_t n = HASH_COUNT(live_table);
     s->live = malloc((n ? n : 1) * sizeof *s->live);
     if (s->live) {
         struct vt_rec *r, *tmp;
-        HASH_ITER(hh, live_table, r, tmp) s->live[s->nlive++] = r->a;
+        HASH_ITER(hh, live_table, r, tmp) {
+            if (r == &sentinel) continue;
+            s->live[s->nlive] = r->a;
+            s->live[s->nlive++].time_ns = TO_NS(r->a.time_ns);
+        }
     }
     s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
     if (s->ooms) {
         memcpy(s->ooms, ooms, nooms * sizeof *ooms);
         s->nooms = nooms;
+        for (size_t i = 0; i < nooms; i++) s->ooms[i].time_ns = TO_NS(ooms[i].time_ns);
     }
     size_t ne = ring_written < ring_cap ? ring_written : ring_cap;
     s->events = ne ? malloc(ne * sizeof *s->events) : NULL;
     if (s->events) {
         size_t first = ring_written - ne;
-        for (size_t i = 0; i < ne; i++) s->events[i] = ring[(first + i) % ring_cap];
+        for (size_t i = 0; i < ne; i++) {
+            s->events[i] = ring[(first + i) % ring_cap];
+            s->events[i].time_ns = TO_NS(s->events[i].time_ns);
+        }
         s->nevents = ne;
         s->events_dropped = first;
     }
@@ -460,6 +582,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
         memcpy(s->stacks, stack_list, nstacks * sizeof *stack_list);
         s->nstacks = nstacks;
     }
+#undef TO_NS
     pthread_mutex_unlock(&lock);
     return s;
 }
@@ -478,12 +601,17 @@ void vt_tracker_lock_all(void) { pthread_mutex_lock(&lock); }
 void vt_tracker_unlock_all(void) { pthread_mutex_unlock(&lock); }
 
 void vt_tracker_reset_child(void) {
-    pthread_mutex_init(&lock, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     struct vt_rec *r, *tmp;
     HASH_ITER(hh, live_table, r, tmp) {
         HASH_DEL(live_table, r);
-        free(r);
+        if (r != &sentinel) free(r);
     }
+    HASH_ADD(hh, live_table, key, sizeof sentinel.key, &sentinel);
     struct vt_stack_node *n, *ntmp;
     HASH_ITER(hh, stack_table, n, ntmp) {
         HASH_DEL(stack_table, n);
@@ -514,4 +642,6 @@ void vt_tracker_reset_child(void) {
     ring_written = 0;
     touched = 0;
     my_tid = 0;
+    free(spare);
+    spare = NULL;
 }

@@ -170,10 +170,12 @@ uint64_t vt_now_ns(void);
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth);
 
-/* Remove the live record under (space, address) and keep it aside for the
- * caller, who passes it back with vt_tracker_commit_free (the free worked)
- * or vt_tracker_restore (it failed). Returns NULL when the pointer was never
- * seen; the caller then still calls the real free and reports nothing. */
+/* Remove the live record under (space, address), counting the free, and
+ * keep the record aside for the caller, who passes it back with
+ * vt_tracker_commit_free (the free worked) or vt_tracker_restore (it failed:
+ * the record comes back and the free is uncounted). Returns NULL when the
+ * pointer was never seen; the caller then still calls the real free and
+ * reports nothing. */
 struct vt_alloc *vt_tracker_take(int space, uint64_t address);
 void vt_tracker_commit_free(struct vt_alloc *a);
 void vt_tracker_restore(struct vt_alloc *a);

@@ -1,0 +1,24 @@
+/* fastcuda.c -- a driver stand-in for benchmarks: allocation is an atomic
+ * add, free does nothing, so what a benchmark measures is vramtrace. Never
+ * installed; bench/ puts its folder on LD_LIBRARY_PATH. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <stdio.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static unsigned long long next_addr = 0x700000000000ull;
+
+EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceGetName(char *n, int len, CUdevice d) { (void)d; snprintf(n, (size_t)len, "bench"); return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) { (void)d; for (int i = 0; i < 16; i++) u->bytes[i] = (char)i; return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 40; return CUDA_SUCCESS; }
+EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = *t = (size_t)1 << 40; return CUDA_SUCCESS; }
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    *p = __atomic_fetch_add(&next_addr, (n + 255) & ~(size_t)255, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { (void)p; return CUDA_SUCCESS; }
