@@ -1,7 +1,8 @@
 /* bench_alloc.c -- the loops the benchmarks time.
  *
- *   bench_alloc pairs cuda|malloc DEPTH N THREADS
- *       N allocate+free pairs per thread at stack depth DEPTH; prints
+ *   bench_alloc pairs cuda|malloc DEPTH N THREADS [cold]
+ *       N allocate+free pairs per thread at stack depth DEPTH, after an
+ *       untimed warm-up unless "cold"; prints
  *       "ns_per_pair X pairs_per_sec Y rss_kb Z"
  *   bench_alloc live N SITES
  *       N allocations kept, from SITES call sites; prints
@@ -84,7 +85,7 @@ int main(int argc, char **argv) {
         iterations = atol(argv[4]);
         int threads = atoi(argv[5]);
         pthread_t t[64];
-        warm_up();
+        if (!(argc > 6 && strcmp(argv[6], "cold") == 0)) warm_up();
         double t0 = now();
         for (int i = 0; i < threads && i < 64; i++) pthread_create(&t[i], NULL, thread_main, NULL);
         for (int i = 0; i < threads && i < 64; i++) pthread_join(t[i], NULL);

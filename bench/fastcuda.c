@@ -7,7 +7,10 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static unsigned long long next_addr = 0x700000000000ull;
+/* Each thread hands out addresses from its own range: the stand-in adds no
+ * shared cache line of its own to a threaded benchmark. */
+static unsigned long long next_range = 0x700000000000ull;
+static __thread unsigned long long next_addr;
 
 EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxGetDevice(CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
@@ -17,7 +20,9 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *b, CUdevice d) { (void)d; *b = (size
 EXPORT CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = *t = (size_t)1 << 40; return CUDA_SUCCESS; }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
-    *p = __atomic_fetch_add(&next_addr, (n + 255) & ~(size_t)255, __ATOMIC_RELAXED);
+    if (next_addr == 0) next_addr = __atomic_fetch_add(&next_range, 1ull << 36, __ATOMIC_RELAXED);
+    *p = next_addr;
+    next_addr += (n + 255) & ~(size_t)255;
     return CUDA_SUCCESS;
 }
 

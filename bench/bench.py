@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""vramtrace's benchmarks: prints the table that docs/performance.md quotes.
+
+Every figure is a median of repeated runs, taken side by side in one run of
+this script; ratios are what to compare across machines. Nothing here
+asserts a time: a person reads the table against the targets.
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+B = os.path.join(ROOT, "build")
+BENCH = os.path.join(B, "bench")
+PROG = os.path.join(BENCH, "bench_alloc")
+LIB = os.path.join(B, "libvramtrace.so")
+REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
+N = int(os.environ.get("BENCH_PAIRS", "300000"))
+
+
+def env(preload, **extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    e["LD_LIBRARY_PATH"] = BENCH
+    if preload:
+        e.update(LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
+    e.update(extra)
+    return e
+
+
+def run(argv, e, wrap=None):
+    p = subprocess.run((wrap or []) + argv, env=e, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(argv)} failed: {p.stderr[-500:]}")
+    return dict(re.findall(r"(\w+) ([0-9.]+)", p.stdout))
+
+
+def median(argv, e, key, wrap=None):
+    return statistics.median(float(run(argv, e, wrap)[key]) for _ in range(REPEAT))
+
+
+def heaptrack_wrap(tmp):
+    return ["heaptrack", "-o", os.path.join(tmp, "ht")] if shutil.which("heaptrack") else None
+
+
+def pairs_table(tmp):
+    rows = []
+    ht = heaptrack_wrap(tmp)
+    for mode in ("warm", "cold"):
+        for depth in (10, 20, 40):
+            args = [str(depth), str(N), "1"] + (["cold"] if mode == "cold" else [])
+            base = median([PROG, "pairs", "cuda"] + args, env(False), "ns_per_pair")
+            vt = median([PROG, "pairs", "cuda"] + args, env(True), "ns_per_pair")
+            mbase = median([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair")
+            mht = median([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair", ht) if ht else float("nan")
+            rows.append((mode, depth, base, vt, vt - base, mbase, mht, mht - mbase, (vt - base) / (mht - mbase)))
+    return rows
+
+
+def machine_scaling():
+    """What two threads of pure arithmetic get on this machine: the ceiling."""
+    src = os.path.join(BENCH, "spin.c")
+    exe = os.path.join(BENCH, "spin")
+    if not os.path.exists(exe):
+        with open(src, "w") as f:
+            f.write("#include <pthread.h>\n#include <stdio.h>\n#include <time.h>\n"
+                    "static double now(void){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);"
+                    "return t.tv_sec+t.tv_nsec/1e9;}\n"
+                    "static void *work(void *a){volatile unsigned long x=0;(void)a;"
+                    "for(long i=0;i<200000000;i++)x+=i;return 0;}\n"
+                    "int main(void){double t0=now();work(0);double one=now()-t0;pthread_t a,b;t0=now();"
+                    "pthread_create(&a,0,work,0);pthread_create(&b,0,work,0);pthread_join(a,0);"
+                    "pthread_join(b,0);printf(\"scaling %f\\n\",2*one/(now()-t0));return 0;}\n")
+        subprocess.run(["cc", "-O1", "-o", exe, src, "-lpthread"], check=True)
+    return statistics.median(float(run([exe], os.environ.copy())["scaling"]) for _ in range(3))
+
+
+def threads_row():
+    out = {}
+    for pre in (False, True):
+        for t in (1, 2):
+            out[(pre, t)] = median([PROG, "pairs", "cuda", "20", str(N), str(t)], env(pre), "pairs_per_sec")
+    return out
+
+
+def python_row():
+    py = os.environ.get("BENCH_PYTHON") or shutil.which("python3")
+    script = os.path.join(ROOT, "bench", "py_frames.py")
+    n = str(max(N // 3, 50000))
+    base = median([py, script, n], env(False), "ns_per_pair")
+    native = median([py, script, n], env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair")
+    withpy = median([py, script, n], env(True), "ns_per_pair")
+    ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                         text=True).stdout.strip()
+    return ver, base, native, withpy
+
+
+def live_row(tmp):
+    n = "1000000"
+    base = run([PROG, "live", n, "4"], env(False))
+    vt = run([PROG, "live", n, "4"], env(True, VRAMTRACE_EVENTS="0"))
+    per_alloc = (float(vt["rss_kb"]) - float(base["rss_kb"])) * 1024 / 1e6
+    dump = os.path.join(tmp, "live.json")
+    import time
+    t0 = time.monotonic()
+    r = run([PROG, "live", n, "4"], env(True, VRAMTRACE_OUT=dump))
+    total = time.monotonic() - t0
+    size = os.path.getsize(dump)
+    with open(dump) as f:
+        d = json.load(f)
+    assert d["totals"]["live_count"] == 1000000, d["totals"]
+    return per_alloc, float(r["alloc_s"]), total, size
+
+
+def events_row():
+    e0 = run([PROG, "churn", "1000000"], env(True, VRAMTRACE_EVENTS="0"))
+    e1 = run([PROG, "churn", "1000000"], env(True))
+    e5 = run([PROG, "churn", "5000000"], env(True))
+    per_event = (float(e1["rss_kb"]) - float(e0["rss_kb"])) * 1024 / 1e6
+    return per_event, float(e1["rss_kb"]), float(e5["rss_kb"])
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="vt-bench-")
+    try:
+        print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, median of {REPEAT} runs, "
+              f"{N} pairs a run")
+        print("\n1. added time per allocate+free pair (ns), vramtrace on cuMemAlloc/cuMemFree vs heaptrack on "
+              "malloc/free")
+        print(f"  {'run':5} {'depth':>5} {'cuda':>7} {'+vt':>8} {'added':>7} {'malloc':>7} {'+heaptrack':>11} "
+              f"{'added':>7} {'ratio':>6}")
+        for r in pairs_table(tmp):
+            print(f"  {r[0]:5} {r[1]:5d} {r[2]:7.1f} {r[3]:8.1f} {r[4]:7.1f} {r[5]:7.1f} {r[6]:11.1f} "
+                  f"{r[7]:7.1f} {r[8]:6.2f}")
+        print("  target: ratio <= 0.35 at depth 20")
+        ver, base, native, withpy = python_row()
+        print(f"\n2. Python {ver}, 30 Python frames, ctypes alloc+free pair (ns): without vramtrace {base:.0f}, "
+              f"native frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
+              f"{withpy - native:.0f} ns (target <= 1000)")
+        t = threads_row()
+        print(f"\n3. two threads at once, pairs/s: vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
+              f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x (target >= 1.6x); without vramtrace "
+              f"{t[(False, 2)] / t[(False, 1)]:.2f}x; this machine's ceiling (two threads of arithmetic "
+              f"that share nothing) {machine_scaling():.2f}x")
+        per_alloc, alloc_s, total, size = live_row(tmp)
+        print(f"\n4. one million live allocations from 4 call sites: {per_alloc:.0f} bytes of resident memory per "
+              f"live allocation (target <= 160); allocating {alloc_s:.2f} s; run plus dump {total:.2f} s "
+              f"(target <= 5); dump {size / 1e6:.0f} MB")
+        per_event, rss1, rss5 = events_row()
+        print(f"\n5. event history: {per_event:.1f} bytes per event; resident memory after 2 million events "
+              f"{rss1 / 1024:.1f} MiB, after 10 million {rss5 / 1024:.1f} MiB (ring of 1 million events)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+main()

@@ -1,0 +1,34 @@
+"""Allocate and free through ctypes at a depth of 30 Python frames.
+
+usage: py_frames.py N    prints "ns_per_pair X"
+"""
+import ctypes
+import sys
+import time
+
+cu = ctypes.CDLL("libcuda.so.1")
+alloc, free = cu.cuMemAlloc_v2, cu.cuMemFree_v2
+alloc.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+free.argtypes = [ctypes.c_uint64]
+
+
+def loop(n):
+    p = ctypes.c_uint64()
+    ref = ctypes.byref(p)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        alloc(ref, 256)
+        free(p.value)
+    return time.perf_counter() - t0
+
+
+def deep(d, n):
+    if d <= 1:
+        return loop(n)
+    return deep(d - 1, n)
+
+
+n = int(sys.argv[1])
+deep(30, n // 4)                      # warm-up
+dt = deep(30, n)                      # 30 frames: deep x 29 + loop ... + <module>
+print("ns_per_pair %.1f" % (dt * 1e9 / n))
