@@ -236,3 +236,25 @@ $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 
 bench: deps all $(BENCH)/bench_alloc
 	$(PYTHON) bench/bench.py
+
+# ---------------------------------------------------------- fuzzing
+# The dump reader and every report writer under libFuzzer (clang), with
+# ASan and UBSan. `make fuzz` runs a campaign of FUZZ_SECONDS from the seeds
+# (the golden dumps); `make test` replays the seeds and every input that
+# once crashed (tests/fuzz/regressions).
+FUZZ_SECONDS ?= 120
+FUZZ_SRC := tests/fuzz/fuzz_dump.c report/model.c report/reporters.c report/callsite.c report/format.c \
+            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c
+.PHONY: fuzz fuzz-replay
+$(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
+	@mkdir -p $(B)/fuzz
+	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -I$(CUDA_HOME)/include -o $@ $(FUZZ_SRC) -ljansson
+
+fuzz-replay: $(B)/fuzz/fuzz_dump
+	$(B)/fuzz/fuzz_dump -runs=0 tests/fuzz/seeds tests/fuzz/regressions
+
+fuzz: deps $(B)/fuzz/fuzz_dump
+	@mkdir -p $(B)/fuzz/corpus
+	$(B)/fuzz/fuzz_dump -max_total_time=$(FUZZ_SECONDS) -max_len=131072 -print_final_stats=1 \
+	    -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/corpus tests/fuzz/seeds

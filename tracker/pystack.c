@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,30 @@ unsigned long vt_pystack_version(void) {
 
 /* ---------------------------------------------------------- capture */
 
+/* Per thread, the frames seen at recent captures: a loop that allocates at
+ * the same depth finds its outer frames unchanged (same frame, same code,
+ * same instruction) and skips their look-ups. Direct-mapped by frame
+ * address; allocated on a thread's first capture. */
+#define FRAME_CACHE 256
+struct frame_memo {
+    uintptr_t frame, code, ip;
+    uintptr_t value;
+};
+
+static __thread struct frame_memo *memo __attribute__((tls_model("initial-exec")));
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+
+static void memo_key_make(void) { pthread_key_create(&memo_key, free); }
+
+static struct frame_memo *thread_memo(void) {
+    if (memo) return memo;
+    pthread_once(&memo_once, memo_key_make);
+    memo = calloc(FRAME_CACHE, sizeof *memo);
+    if (memo) pthread_setspecific(memo_key, memo);
+    return memo;
+}
+
 /* This thread's Python frames, innermost first, as tagged values; entry[i]
  * is set where frame i is the first one run by its native eval-loop call. */
 static int read_frames(uintptr_t *out, char *entry, int max) {
@@ -409,6 +434,7 @@ static int read_frames(uintptr_t *out, char *entry, int max) {
     } else {
         f = RD(void *, ts, L.ts_frame);
     }
+    struct frame_memo *cache = thread_memo();
     int n = 0;
     for (int guard = 0; f && n < max && guard < 4 * MAX_PY_FRAMES; guard++) {
         if (L.fr_owner >= 0 && L.owner_cstack >= 0 && RD(char, f, L.fr_owner) == L.owner_cstack) {
@@ -421,20 +447,28 @@ static int read_frames(uintptr_t *out, char *entry, int max) {
         void *code = RD(void *, f, L.fr_code);
         if (L.minor == 13) code = (void *)((uintptr_t)code & ~(uintptr_t)3);
         if (!code || (none_object && code == none_object)) { f = RD(void *, f, L.fr_previous); continue; }
-        if (RD(void *, code, L.ob_type) != code_type) break;
-        int off;
-        if (L.minor == 10) {
-            off = RD(int, f, L.fr_lasti) * 2;
+        uintptr_t ip = L.minor == 10 ? (uintptr_t)RD(int, f, L.fr_lasti) : RD(uintptr_t, f, L.fr_instr);
+        struct frame_memo *m = cache ? &cache[((uintptr_t)f >> 4) & (FRAME_CACHE - 1)] : NULL;
+        uintptr_t value;
+        if (m && m->frame == (uintptr_t)f && m->code == (uintptr_t)code && m->ip == ip) {
+            value = m->value;
         } else {
-            uintptr_t ip = RD(uintptr_t, f, L.fr_instr);
-            uintptr_t start = (uintptr_t)code + (uintptr_t)L.co_code_adaptive;
-            off = ip >= start && ip - start < (1u << 30) ? (int)(ip - start) : 0;
+            if (RD(void *, code, L.ob_type) != code_type) break;
+            int off;
+            if (L.minor == 10) {
+                off = (int)ip * 2;
+            } else {
+                uintptr_t start = (uintptr_t)code + (uintptr_t)L.co_code_adaptive;
+                off = ip >= start && ip - start < (1u << 30) ? (int)(ip - start) : 0;
+            }
+            int id = code_id(code);
+            if (id < 0) break;
+            int line = line_of(id, code, off);
+            value = VT_PYFRAME_TAG | ((uintptr_t)id << 24) | ((uintptr_t)line & 0xffffff);
+            if (m) *m = (struct frame_memo){(uintptr_t)f, (uintptr_t)code, ip, value};
         }
-        int id = code_id(code);
-        if (id < 0) break;
-        int line = line_of(id, code, off);
         entry[n] = L.minor == 10 || (L.fr_is_entry >= 0 && RD(char, f, L.fr_is_entry));
-        out[n++] = VT_PYFRAME_TAG | ((uintptr_t)id << 24) | ((uintptr_t)line & 0xffffff);
+        out[n++] = value;
         f = RD(void *, f, L.fr_previous);
     }
     if (n > 0) entry[n - 1] = 1;
