@@ -33,7 +33,7 @@ HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
 
-.PHONY: all deps demo test unit integration install clean sim progs
+.PHONY: all deps demo test unit integration install clean sim progs sanitized
 all: $(B)/libvramtrace.so $(B)/vramtrace
 
 deps:
@@ -106,7 +106,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so
 progs: sim $(PROGS)
@@ -181,10 +181,10 @@ unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
 
-integration: all progs
+integration: all progs sanitized $(B)/fuzz/fuzz_dump
 	$(PYTHON) tests/run_tests.py
 
-test: deps all progs unit integration
+test: deps all progs unit fuzz-replay integration
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
@@ -258,3 +258,33 @@ fuzz: deps $(B)/fuzz/fuzz_dump
 	@mkdir -p $(B)/fuzz/corpus
 	$(B)/fuzz/fuzz_dump -max_total_time=$(FUZZ_SECONDS) -max_len=131072 -print_final_stats=1 \
 	    -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/corpus tests/fuzz/seeds
+
+$(T)/t_exec: tests/progs/t_exec.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_spawn: tests/progs/t_spawn.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_dlclose: tests/progs/t_dlclose.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+# ------------------------------------------------- sanitized library
+# The preload library itself built with ASan+UBSan and with TSan, for the
+# integration tests to run programs under (the sanitizer's runtime is
+# preloaded first; see tests/run_tests.py).
+SAN_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SAN_TSAN := -fsanitize=thread -DVT_TSAN_BUILD
+$(B)/asan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
+	@mkdir -p $(B)/asan
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_ASAN) -shared -Wl,-soname,libvramtrace.so \
+	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
+
+$(B)/tsan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
+	@mkdir -p $(B)/tsan
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_TSAN) -shared -Wl,-soname,libvramtrace.so \
+	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
+
+sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so

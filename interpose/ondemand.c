@@ -44,8 +44,8 @@ static void *watcher(void *arg) {
 void vt_ondemand_start(void) {
     if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) || vt_opt.signal <= 0) return;
     pthread_mutex_lock(&start_lock);
-    if (started) goto out;
-    started = 1;
+    if (__atomic_load_n(&started, __ATOMIC_RELAXED)) goto out;
+    __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
     struct sigaction old;
     if (sigaction(vt_opt.signal, NULL, &old) != 0) goto out;
     if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {

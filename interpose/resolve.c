@@ -7,6 +7,10 @@
 #include "resolve.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
+/* The dlsym path runs before anything else in the process, a sanitizer's
+ * own start-up included (it looks up the functions it intercepts): in a
+ * sanitized build of vramtrace it must not be instrumented. */
+#define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread")))
 /* cuGetProcAddress flag asking for the per-thread default stream variant
  * (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM in cuda.h). */
 #define VT_PROC_PTDS 2ull
@@ -42,7 +46,7 @@ static void *driver_handle;
 typedef void *(*dlsym_fn)(void *, const char *);
 VT_HIDDEN dlsym_fn vt_real_dlsym;
 
-void vt_resolve_init(void) {
+VT_EARLY void vt_resolve_init(void) {
     if (__atomic_load_n(&vt_real_dlsym, __ATOMIC_ACQUIRE)) return;
     dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!f) f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
@@ -51,8 +55,30 @@ void vt_resolve_init(void) {
 
 static void *wrapper_of(int id) { return (void *)hooks[id].wrapper; }
 
+/* Keep the library that holds fn loaded: a program's dlclose must not
+ * unload code vramtrace will call (one extra reference, taken once per
+ * library). */
+static void pin_library(void *fn) {
+    static void *pinned[16];
+    Dl_info info;
+    if (!dladdr(fn, &info) || !info.dli_fname || !info.dli_fbase) return;
+    for (int i = 0; i < 16; i++) {
+        void *b = __atomic_load_n(&pinned[i], __ATOMIC_ACQUIRE);
+        if (b == info.dli_fbase) return;
+        if (b == NULL) {
+            void *expected = NULL;
+            if (!__atomic_compare_exchange_n(&pinned[i], &expected, info.dli_fbase, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;
+            (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+            return;
+        }
+    }
+}
+
 static void set_real(int id, void *fn) {
     if (fn == NULL || fn == wrapper_of(id)) return;
+    pin_library(fn);
     void *expected = NULL;
     __atomic_compare_exchange_n(&real[id], &expected, fn, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
@@ -107,7 +133,7 @@ void *vt_real(int id) {
     return __atomic_load_n(&real[id], __ATOMIC_ACQUIRE);
 }
 
-static int hook_by_name(const char *name) {
+VT_EARLY static int hook_by_name(const char *name) {
     if (name == NULL || name[0] != 'c' || name[1] != 'u') return -1;
     for (int i = 0; i < VT_ID_COUNT; i++)
         if (strcmp(hooks[i].name, name) == 0) return i;
@@ -119,7 +145,7 @@ static int hook_by_name(const char *name) {
  * the caller's return address intact, so that RTLD_NEXT and RTLD_DEFAULT
  * keep resolving relative to the caller's object. Only hooked names on an
  * explicit handle or RTLD_DEFAULT are answered here. */
-VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name) {
+VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name) {
     vt_resolve_init();
     int id = hook_by_name(name);
     if (id < 0 || handle == RTLD_NEXT || !vt_real_dlsym) return VT_DLSYM_PASS;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../tracker/options.h"
@@ -91,6 +92,43 @@ static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_P
 static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
                                               "MPI_LOCALRANKID", NULL};
 
+/* A dump name already taken by an earlier image of this process (the
+ * program exec'd: same pid, LD_PRELOAD kept) gets ".execN" before ".json",
+ * decided at this image's first dump and kept for its later ones. Only for
+ * patterns with %p: a fixed name is meant to be overwritten. */
+static char image_suffix[16];
+static int image_decided;
+
+static void image_path(const char *pattern, char *path, size_t size) {
+    if (!image_decided) {
+        image_decided = 1;
+        struct stat st;
+        if (strstr(pattern, "%p") && lstat(path, &st) == 0) {
+            for (int n = 1; n < 1000; n++) {
+                char cand[4200];
+                size_t len = strlen(path);
+                if (len > 5 && strcmp(path + len - 5, ".json") == 0)
+                    snprintf(cand, sizeof cand, "%.*s.exec%d.json", (int)(len - 5), path, n);
+                else
+                    snprintf(cand, sizeof cand, "%s.exec%d", path, n);
+                if (lstat(cand, &st) != 0) {
+                    snprintf(image_suffix, sizeof image_suffix, ".exec%d", n);
+                    break;
+                }
+            }
+        }
+    }
+    if (!image_suffix[0]) return;
+    size_t len = strlen(path);
+    char tail[8] = "";
+    if (len > 5 && strcmp(path + len - 5, ".json") == 0) {
+        memcpy(tail, ".json", 6);
+        path[len - 5] = '\0';
+    }
+    size_t n = strlen(path);
+    snprintf(path + n, size - n, "%s%s", image_suffix, tail);
+}
+
 /* Write the dump to path through a temporary file; 0 on success. */
 static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
                       const struct vt_dump_meta *meta) {
@@ -175,6 +213,7 @@ static int write_outputs(const char *reason, unsigned seq) {
                 snprintf(path, sizeof path, "%s/%.*s", cwd, (int)(sizeof path - sizeof cwd - 2), rel);
             else
                 snprintf(path, sizeof path, "%s", rel);
+            image_path(pattern, path, sizeof path);
             if (write_dump(path, s, sym, &meta) == 0) dump_path = path;
             else warn_once(&warned_dump, "the dump to", path);
         }
@@ -245,6 +284,8 @@ void vt_output_signal(void) {
 
 void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
+    image_decided = 0;
+    image_suffix[0] = '\0';
     oom_written = 0;
     last_oom_ns = 0;
     signal_seq = 0;

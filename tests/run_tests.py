@@ -56,15 +56,17 @@ class Run:
         return self.dumps[0]
 
 
-def run(argv, preload=True, sim=True, env=None, report="stderr", cwd=None):
-    """Run argv in a fresh folder; return its status, output and dumps."""
+def run(argv, preload=True, sim=True, env=None, report="stderr", cwd=None, lib=None, first=None):
+    """Run argv in a fresh folder; return its status, output and dumps. `lib`
+    replaces libvramtrace.so (a sanitized build), preloaded after `first`
+    (that sanitizer's runtime)."""
     work = tempfile.mkdtemp(prefix="vt-test-")
     e = {k: v for k, v in os.environ.items()
          if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
     if sim:
         e["LD_LIBRARY_PATH"] = SIM
     if preload:
-        e["LD_PRELOAD"] = LIB
+        e["LD_PRELOAD"] = " ".join(x for x in (first, lib or LIB) if x)
         e["VRAMTRACE_OUT"] = os.path.join(work, "dump.%p.json")
         e["VRAMTRACE_REPORT"] = report
     e.update(env or {})
@@ -90,6 +92,12 @@ def same_as_without(argv, **kw):
     eq(b.err, a.err, f"{os.path.basename(argv[0])} stderr under vramtrace")
     eq(b.rc, a.rc, f"{os.path.basename(argv[0])} exit status under vramtrace")
     return b
+
+
+def source_line(prog, text):
+    """The first line of tests/progs/PROG that contains text."""
+    with open(os.path.join(ROOT, "tests", "progs", prog)) as f:
+        return 1 + next(i for i, line in enumerate(f) if text in line)
 
 
 def frames(d, stack):
@@ -316,7 +324,8 @@ def oom_post_mortem():
                  "tracked on device 0: 48.00 MiB live in 3 allocations",
                  "48.00 MiB 100.0%      3 allocs  grow_cache",
                  "what the numbers say, most likely first:",
-                 "1. grow_cache tests/progs/t_oom.c:12 holds 100% of the tracked memory (48.00 MiB in 3 allocations)",
+                 f"1. grow_cache tests/progs/t_oom.c:{source_line('t_oom.c', 'cudaMalloc(&p, n);')} holds 100% "
+                 "of the tracked memory (48.00 MiB in 3 allocations)",
                  "vramtrace: dump: "]:
         ok(line in err, f"post-mortem has {line!r}:\n{err}")
     ok(err.index("out of memory in pid") < err.index("vramtrace: exit in pid"), "post-mortem before exit summary")
@@ -875,6 +884,151 @@ def python_off_and_unsupported_versions():
             ok(all(not f["python"] for s in r.dump["stacks"] for f in s["frames"]), "native frames only")
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+# ------------------------------------------------------- reliability
+
+SAN_PROGRAMS = [["t_driver"], ["t_dlsym"], ["t_runtime"], ["t_runtime_static"], ["t_entry"], ["t_cpp"],
+                ["t_fork"], ["t_exec"], ["t_spawn"], ["t_dlclose"], ["t_oom"], ["t_oom", "repeat"],
+                ["t_triage", "big", "30M", "cache", "20M", "retry", "40M"], ["t_leaks", "signal"]]
+
+
+def gcc_runtime(name):
+    p = subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
+    return p if os.path.isabs(p) and os.path.exists(p) else None
+
+
+def totals_of(r):
+    return sorted((d["totals"]["live_bytes"], d["totals"]["alloc_count"], d["totals"]["free_count"],
+                   d["totals"]["oom_count"]) for d in r.dumps)
+
+
+@test
+def asan_ubsan_build_of_the_library():
+    asan = gcc_runtime("libasan.so")
+    ok(asan, "libasan from gcc")
+    env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0", "UBSAN_OPTIONS": "print_stacktrace=1",
+           "SIMGPU_CAPACITY": "64M"}
+    for prog in SAN_PROGRAMS:
+        argv = [os.path.join(T, prog[0])] + prog[1:]
+        a = run(argv, env=env)
+        b = run(argv, env=env, lib=os.path.join(BUILD, "asan", "libvramtrace.so"), first=asan)
+        ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, f"{prog}: clean:\n{b.err[-2000:]}")
+        eq((b.out, b.rc), (a.out, a.rc), f"{prog}: same output and status under the ASan build")
+        eq(totals_of(b), totals_of(a), f"{prog}: same figures under the ASan build")
+    py = pythons()[-1]
+    out = tempfile.mkdtemp(prefix="vt-py-")
+    try:
+        b = run([py, os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out"), "4"], env=env,
+                lib=os.path.join(BUILD, "asan", "libvramtrace.so"), first=asan)
+        ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, "Python frames clean:\n" + b.err[-2000:])
+        eq((b.rc, b.out), (0, "allocations 20\n"), "Python under the ASan build")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@test
+def tsan_build_of_the_library():
+    tsan = gcc_runtime("libtsan.so")
+    ok(tsan, "libtsan from gcc")
+    lib = os.path.join(BUILD, "tsan", "libvramtrace.so")
+    env = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:die_after_fork=0", "SIMGPU_DEVICES": "2"}
+    for prog in (["t_threads"], ["t_leaks", "signal"], ["t_fork"]):
+        b = run([os.path.join(T, prog[0])] + prog[1:], env=env, lib=lib, first=tsan, report="off")
+        ok("ThreadSanitizer" not in b.err, f"{prog}: no data race:\n{b.err[-3000:]}")
+        ok(b.rc != 66, f"{prog}: TSan did not stop it")
+    b = run([os.path.join(T, "t_threads")], env=env, lib=lib, first=tsan, report="off")
+    eq((b.dump["totals"]["live_count"], b.dump["totals"]["alloc_count"], b.dump["totals"]["free_count"]),
+       (8, 8008, 8000), "exact totals from 8 threads under TSan")
+
+
+@test
+def exec_spawn_dlclose_abort():
+    r = run([os.path.join(T, "t_exec")], report="off")
+    eq((r.out, r.rc), ("first image\nsecond image\n", 0), "exec: the new image runs")
+    eq(len(r.dumps), 2, "the image before exec wrote its OOM dump, the new image its own")
+    names = sorted(os.path.basename(d["_path"]) for d in r.dumps)
+    pid = r.dumps[0]["pid"]
+    eq(names, [f"dump.{pid}.exec1.json", f"dump.{pid}.json"], "the new image gets a new dump name")
+    second = [d for d in r.dumps if d["_path"].endswith("exec1.json")][0]
+    eq((second["totals"]["live_bytes"], second["totals"]["oom_count"], second["reason"]), (4096, 0, "exit"),
+       "the new image's own records only")
+    first = [d for d in r.dumps if not d["_path"].endswith("exec1.json")][0]
+    eq((first["reason"], first["ooms"][0]["requested_bytes"]), ("oom", 1 << 40), "the first image's OOM dump")
+    same_as_without([os.path.join(T, "t_spawn")])
+    r = run([os.path.join(T, "t_spawn")], report="off")
+    eq(len(r.dumps), 1, "posix_spawn'd and vfork'd echo write nothing")
+    a = run([os.path.join(T, "t_dlclose")], preload=False)
+    r = run([os.path.join(T, "t_dlclose")], report="off")
+    eq((r.out, r.rc), (a.out, a.rc), "dlclose and a second dlopen of the driver")
+    eq(r.dump["totals"]["alloc_count"], 2, "both allocations recorded")
+    a = run([os.path.join(T, "t_oom"), "abort"], preload=False, env={"SIMGPU_CAPACITY": "64M"})
+    r = run([os.path.join(T, "t_oom"), "abort"], report="off", env={"SIMGPU_CAPACITY": "64M"})
+    eq((r.out, r.rc), (a.out, a.rc), "abort() after an OOM: same end")
+    eq((r.dump["reason"], r.dump["ooms"][0]["requested_bytes"]), ("oom", 32 << 20), "the OOM dump is whole")
+
+
+BAD_OPTIONS = {"VRAMTRACE_DEPTH": "banana", "VRAMTRACE_LIMIT": "12Q", "VRAMTRACE_EVENTS": "-1",
+               "VRAMTRACE_TOP": "0", "VRAMTRACE_PYTHON": "2", "VRAMTRACE_LEAK_CHECK": "yes",
+               "VRAMTRACE_EXITCODE": "300", "VRAMTRACE_SIGNAL": "FOO", "VRAMTRACE_OUT": "",
+               "VRAMTRACE_REPORT": "", "VRAMTRACE_COLOUR": "1"}
+
+
+@test
+def every_bad_option_warns_once_and_keeps_the_default():
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    a = run(prog, preload=False)
+    for name, value in BAD_OPTIONS.items():
+        r = run(prog, env={name: value})
+        eq((r.out, r.rc), (a.out, a.rc), f"{name}={value!r}: the program is unaffected")
+        lines = [l for l in r.err.splitlines() if "warning" in l]
+        eq(len(lines), 1, f"{name}={value!r}: one warning, got {lines}")
+        ok(name in lines[0], f"{name}: the warning names the variable: {lines[0]}")
+        ok("vramtrace: exit in pid" in r.err or name == "VRAMTRACE_REPORT", f"{name}: vramtrace still works")
+        eq(len(r.dumps), 1, f"{name}: the default dump is still written")
+
+
+@test
+def output_files_are_safe():
+    work = tempfile.mkdtemp(prefix="vt-safe-")
+    try:
+        victim = os.path.join(work, "victim")
+        with open(victim, "w") as f:
+            f.write("keep me")
+        link = os.path.join(work, "dump.json")
+        os.symlink(victim, link)
+        r = run([os.path.join(T, "t_triage"), "keep", "1M"], report="off", env={"VRAMTRACE_OUT": link})
+        eq(open(victim).read(), "keep me", "the symlink's target is untouched")
+        ok(os.path.isfile(link) and not os.path.islink(link), "the dump replaced the link")
+        eq(stat.S_IMODE(os.stat(link).st_mode), 0o600, "mode 0600")
+        rlink = os.path.join(work, "report.txt")
+        os.symlink(victim, rlink)
+        a = run([os.path.join(T, "t_triage"), "keep", "1M"], preload=False)
+        r = run([os.path.join(T, "t_triage"), "keep", "1M"], report=rlink)
+        eq(open(victim).read(), "keep me", "a report path that is a symlink is not followed")
+        eq((r.out, r.rc), (a.out, a.rc), "the program runs on")
+        eq(r.err.count("cannot write the report"), 1, "one warning: " + r.err)
+        r = run([os.path.join(T, "t_oom")], report="off", env={"VRAMTRACE_OUT": "/nonexistent/dir/d.json",
+                                                               "SIMGPU_CAPACITY": "64M"})
+        eq(r.rc, 1, "the program's own status")
+        eq(r.err.count("cannot write the dump"), 1, "one warning for the OOM and the exit dump together: " + r.err)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def valgrind_memcheck_on_the_cli():
+    vg = shutil.which("valgrind")
+    ok(vg, "valgrind (make deps installs it)")
+    cases = [[R0, "--format", fmt] for fmt in ("text", "json", "folded", "html", "torch")]
+    cases += [[R0, R1, "--at", "oom"], ["python.json", "--format", "html"], ["hostile.json"], ["missing.json"]]
+    for args in cases:
+        p = subprocess.run([vg, "-q", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=all",
+                            CLI, "report"] + args, cwd=GOLDEN, capture_output=True)
+        ok(p.returncode in (0, 1), f"report {args}: valgrind clean:\n{p.stderr.decode()[-2000:]}")
+    p = subprocess.run([vg, "-q", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=all",
+                        CLI, "diff", R0, R1], cwd=GOLDEN, capture_output=True)
+    ok(p.returncode == 0, "diff: valgrind clean:\n" + p.stderr.decode()[-2000:])
 
 
 # ------------------------------------------------------- reports (CLI)

@@ -3,6 +3,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <execinfo.h>
 #include <link.h>
 #include <string.h>
 
@@ -37,7 +38,14 @@ int vt_stack_capture(uintptr_t *out, int max) {
     void *buf[VT_STACK_MAX + 16];
     int want = max + 16;
     if (want > (int)(sizeof buf / sizeof buf[0])) want = (int)(sizeof buf / sizeof buf[0]);
+#ifdef VT_TSAN_BUILD
+    /* The TSan build checks vramtrace's own locking; libunwind's per-thread
+     * cache is freed by a thread-exit destructor that runs after TSan has
+     * let go of the thread, so it unwinds with glibc's backtrace instead. */
+    int n = backtrace(buf, want);
+#else
     int n = unw_backtrace(buf, want);
+#endif
     int i = 0;
     /* Our own frames are the innermost ones: the hook and its helpers. */
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;

@@ -370,7 +370,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.time_ns = now;
 
     pthread_mutex_lock(&lock);
-    touched = 1;
+    __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
     r->a.stack = intern_stack(frames, depth, shash);
     struct vt_rec *old;
     HASH_FIND_BYHASHVALUE(hh, live_table, &r->key, sizeof r->key, khash, old);
@@ -470,7 +470,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     struct vt_device *d = !is_oom || o->kind == VT_KIND_HOST ? NULL : device_slot(o->device);
     if (d) d->failed_count++;
     if (is_oom) {
-        touched = 1;
+        __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
         o->time_ns = now;
         o->thread = thread_id();
         o->stack = intern_stack(frames, depth, stack_hash(frames, &depth));

@@ -30,7 +30,7 @@ int main(void) {
     int st1, st2;
     waitpid(quiet, &st1, 0);
     waitpid(busy, &st2, 0);
-    printf("children %d %d exited %d %d\n", (int)quiet, (int)busy, WEXITSTATUS(st1), WEXITSTATUS(st2));
+    printf("children exited %d %d\n", WEXITSTATUS(st1), WEXITSTATUS(st2));
     printf("parent %p\n", p);
     return 0;
 }

@@ -1,9 +1,11 @@
 /* t_oom.c -- grows a cache until a request fails with out-of-memory.
  * Argument "exit" returns normally after the failure; "_exit" ends without
- * running exit handlers, as a killed job would; "repeat" fails three times
+ * running exit handlers, as a killed job would; "abort" calls abort();
+ * "repeat" fails three times
  * in a row, as a caching allocator's retries do. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -28,5 +30,6 @@ int main(int argc, char **argv) {
     printf("kept %p %p %p\n", keep[0], keep[1], keep[2]);
     fflush(stdout);
     if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(3);
+    if (argc > 1 && strcmp(argv[1], "abort") == 0) abort(); /* an OOM handler that gives up */
     return r == cudaSuccess ? 0 : 1;
 }
