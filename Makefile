@@ -288,3 +288,19 @@ $(B)/tsan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
+
+# --------------------------------------------------------- GPU bundle
+# vramtrace with the shared libraries it needs beside it (glibc's aside),
+# found through an $$ORIGIN rpath: for a machine with a GPU and no package
+# registry. Carry build/gpu-bundle and run tests/gpu/run.sh there.
+GB := $(B)/gpu-bundle
+.PHONY: gpu-bundle
+gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
+	@mkdir -p $(GB)/lib $(GB)/bin
+	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
+	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
+	$(CC) $(BASE) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) -ljansson
+	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
+	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
+	    *) cp -L $$f $(GB)/lib/ ;; esac; done
+	@du -sh $(GB)

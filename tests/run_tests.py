@@ -1031,6 +1031,21 @@ def valgrind_memcheck_on_the_cli():
     ok(p.returncode == 0, "diff: valgrind clean:\n" + p.stderr.decode()[-2000:])
 
 
+@test
+def gpu_script_runs_on_the_simulated_gpu():
+    out = tempfile.mkdtemp(prefix="vt-gpu-")
+    try:
+        e = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e["OUT"] = out
+        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim"], env=e,
+                           capture_output=True, text=True, timeout=300)
+        eq(p.returncode, 0, "tests/gpu/run.sh --sim:\n" + p.stdout[-2000:] + p.stderr[-1000:])
+        ok("gpu checks: 9 passed, 0 failed" in p.stdout, p.stdout[-1000:])
+        ok(os.path.exists(os.path.join(out, "gpu-results.txt")), "results file")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 # ------------------------------------------------------- reports (CLI)
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")

@@ -1,0 +1,46 @@
+"""Checks the dump of leak_oom against what the program printed.
+
+usage: check_c.py PROGRAM_OUTPUT DUMP   (exit status 1 when a check fails)
+"""
+import json
+import sys
+
+out = dict(line.split() for line in open(sys.argv[1]) if len(line.split()) == 2)
+d = json.load(open(sys.argv[2]))
+fails = 0
+
+
+def check(what, ok, detail=""):
+    global fails
+    print(("PASS " if ok else "FAIL ") + what + (f": {detail}" if detail else ""))
+    fails += not ok
+
+
+def site(stack):
+    for f in d["stacks"][stack]["frames"]:
+        fn = f["function"] or ""
+        mod = (f["module"] or "").rsplit("/", 1)[-1]
+        if mod.startswith("libcuda") or fn.startswith("cuda") or fn.startswith("__cudart") or \
+                (fn.startswith("cu") and fn[2:3].isupper()):
+            continue
+        return fn
+    return None
+
+
+live = d["live"]
+check("leaked bytes", d["totals"]["live_bytes"] == int(out["leaked"]), f"{d['totals']['live_bytes']} vs {out['leaked']}")
+check("leaked allocations", d["totals"]["live_count"] == 2, str(d["totals"]["live_count"]))
+check("callers of the leaks", sorted(site(a["stack"]) for a in live) == ["leaked_cache", "weights"],
+      str(sorted(site(a["stack"]) for a in live)))
+ooms = d["ooms"]
+check("one OOM", len(ooms) == 1, str(len(ooms)))
+if ooms:
+    o = ooms[0]
+    check("OOM request", o["requested_bytes"] == int(out["requested"]), f"{o['requested_bytes']} vs {out['requested']}")
+    check("OOM caller", site(o["stack"]) == "too_big", str(site(o["stack"])))
+    check("device total", o["total_bytes"] == int(out["total"]), f"{o['total_bytes']} vs {out['total']}")
+    diff = abs(o["free_bytes"] - int(out["free"]))
+    check("device free within 64 MiB of cudaMemGetInfo", diff <= 64 << 20, f"{o['free_bytes']} vs {out['free']}")
+    check("finding: request exceeds device", any(f["id"] == "request_exceeds_device" for f in o["findings"]))
+print(f"{'ok' if not fails else 'FAILED'}: {fails} failed")
+sys.exit(1 if fails else 0)

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# run.sh -- vramtrace on a real NVIDIA GPU, in one go (under 8 minutes on an
+# H200). Results go to $OUT/gpu-results.txt (OUT defaults to build/gpu-out)
+# with the dumps and plots; docs/gpu-validation.md is written from them.
+#
+#   tests/gpu/run.sh          on a machine with a GPU, nvcc and PyTorch
+#   tests/gpu/run.sh --sim    the parts that need no GPU, on the simulated GPU
+#
+# vramtrace comes from build/gpu-bundle when it is there (`make gpu-bundle`
+# here, then carry build/gpu-bundle: the GPU machine has no package
+# registry), else it is built with `make all`.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/build/gpu-out}
+mkdir -p "$OUT"
+LOG=$OUT/gpu-results.txt
+: > "$LOG"
+SIM=0
+[ "${1:-}" = "--sim" ] && SIM=1
+PY=${PYTHON:-python3}
+pass=0
+fail=0
+say() { echo "$*" | tee -a "$LOG"; }
+tally() {   # count the PASS/FAIL lines of a check's output
+    tee -a "$LOG" <"$1"
+    pass=$((pass + $(grep -c '^PASS' "$1")))
+    fail=$((fail + $(grep -c '^FAIL' "$1")))
+}
+
+# ----------------------------------------------------------------- build
+if [ -f build/gpu-bundle/lib/libvramtrace.so ]; then
+    LIB=$ROOT/build/gpu-bundle/lib/libvramtrace.so
+    CLI=$ROOT/build/gpu-bundle/bin/vramtrace
+else
+    make -s all >"$OUT/build.log" 2>&1 || { say "FAIL build: see build.log"; exit 1; }
+    LIB=$ROOT/build/libvramtrace.so
+    CLI=$ROOT/build/vramtrace
+fi
+say "vramtrace: $($CLI --version) ($LIB)"
+say "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+
+# --------------------------------------------------------------- machine
+if [ $SIM = 1 ]; then
+    make -s sim >/dev/null 2>&1
+    export LD_LIBRARY_PATH=$ROOT/build/sim
+    export SIMGPU_CAPACITY=8G SIMGPU_CONTEXT=300M
+    say "device: the simulated GPU (8 GiB)"
+else
+    say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
+    say "nvcc: $(nvcc --version 2>&1 | tail -1)"
+    say "torch: $($PY -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"
+fi
+
+run_traced() {   # DIR ENV... -- CMD...: run CMD under vramtrace, dumps into DIR
+    local dir=$1; shift
+    rm -rf "$dir"; mkdir -p "$dir"
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    env "${envs[@]}" LD_PRELOAD="$LIB" VRAMTRACE_OUT="$dir/d.%p.json" VRAMTRACE_REPORT="$dir/report.txt" "$@"
+}
+
+# ------------------------------- 1. a CUDA C program: leaks, then OOM
+if [ $SIM = 1 ]; then
+    cc -g -O0 -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$OUT/leak_oom" tests/gpu/leak_oom.c \
+        build/sim/libcudart_sim.so -Wl,-rpath,"$ROOT/build/sim"
+else
+    nvcc -g -O0 -o "$OUT/leak_oom" -x cu tests/gpu/leak_oom.c   # nvcc's default: the static runtime
+fi
+run_traced "$OUT/c" -- "$OUT/leak_oom" >"$OUT/c.out" 2>&1
+$PY tests/gpu/check_c.py "$OUT/c.out" "$(ls "$OUT"/c/d.*.json | head -1)" >"$OUT/c.check" 2>&1
+say "== 1. CUDA C program (static runtime): leaks and an OOM"
+tally "$OUT/c.check"
+
+if [ $SIM = 0 ]; then
+    # --------------------------------------------- 2-5. PyTorch
+    for mode in train expandable async nocache limit; do
+        envs=()
+        case $mode in
+        expandable) envs=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
+        async) envs=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+        nocache) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
+        limit) envs=(VRAMTRACE_LIMIT=6G VRAMTRACE_LIMIT_BYTES=$((6 << 30))) ;;
+        esac
+        say "== PyTorch: $mode ${envs[*]}"
+        t0=$(date +%s)
+        run_traced "$OUT/$mode" "${envs[@]}" X=1 -- timeout 240 $PY tests/gpu/torch_checks.py $mode \
+            "$OUT/$mode.facts" >"$OUT/$mode.out" 2>&1
+        $PY tests/gpu/torch_checks.py check $mode "$OUT/$mode.facts" "$OUT/$mode" >"$OUT/$mode.check" 2>&1
+        tally "$OUT/$mode.check"
+        say "   ($(( $(date +%s) - t0 )) s)"
+    done
+
+    # --------------------------------- 6. the torch export in memory_viz
+    say "== torch export read by torch.cuda._memory_viz"
+    d=$(ls -t "$OUT"/train/d.*.json | head -1)
+    $CLI report "$d" --format torch -o "$OUT/snapshot.pickle" &&
+        $PY -m torch.cuda._memory_viz trace_plot "$OUT/snapshot.pickle" -o "$OUT/trace.html" >"$OUT/viz.out" 2>&1 &&
+        $PY -m torch.cuda._memory_viz segment_plot "$OUT/snapshot.pickle" -o "$OUT/segments.html" >>"$OUT/viz.out" 2>&1
+    if [ -s "$OUT/trace.html" ] && [ -s "$OUT/segments.html" ]; then
+        echo "PASS viz: trace_plot and segment_plot written" >"$OUT/viz.check"
+    else
+        echo "FAIL viz: $(tail -3 "$OUT/viz.out")" >"$OUT/viz.check"
+    fi
+    tally "$OUT/viz.check"
+    $CLI report "$OUT"/train/d.*.json --format html -o "$OUT/report.html" >/dev/null 2>&1
+
+    # --------------------------------------------------- 7. overhead
+    say "== overhead: training steps per second of a small model"
+    for run in plain vramtrace history; do
+        case $run in
+        plain) env X=1 $PY tests/gpu/torch_checks.py overhead "$OUT/o-$run.facts" >/dev/null 2>&1 ;;
+        vramtrace) run_traced "$OUT/o" X=1 -- $PY tests/gpu/torch_checks.py overhead "$OUT/o-$run.facts" \
+            >/dev/null 2>&1 ;;
+        history) env RECORD_HISTORY=1 $PY tests/gpu/torch_checks.py overhead "$OUT/o-$run.facts" >/dev/null 2>&1 ;;
+        esac
+    done
+    $PY - "$OUT" <<'PYEOF' | tee -a "$LOG"
+import json, sys
+o = sys.argv[1]
+s = {r: json.load(open(f"{o}/o-{r}.facts"))["steps_per_s"] for r in ("plain", "vramtrace", "history")}
+print(f"steps/s: plain {s['plain']:.1f}, vramtrace {s['vramtrace']:.1f} ({s['vramtrace'] / s['plain']:.3f}x), "
+      f"_record_memory_history with Python stacks {s['history']:.1f} ({s['history'] / s['plain']:.3f}x)")
+PYEOF
+
+    # ------------------------------- 8. CuPy and the dlsym route
+    say "== CuPy (static runtime) and ctypes (dlsym on a handle)"
+    run_traced "$OUT/cupy" -- $PY -c "import cupy; a = cupy.zeros(64 << 20, dtype=cupy.uint8); print(a.nbytes)" \
+        >"$OUT/cupy.out" 2>&1
+    run_traced "$OUT/ctypes" -- $PY -c "
+import ctypes
+cu = ctypes.CDLL('libcuda.so.1'); cu.cuInit(0)
+dev = ctypes.c_int(); ctx = ctypes.c_void_p()
+cu.cuDeviceGet(ctypes.byref(dev), 0); cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev); cu.cuCtxSetCurrent(ctx)
+p = ctypes.c_uint64(); print(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(96 << 20)))" >"$OUT/ctypes.out" 2>&1
+    $PY - "$OUT" <<'PYEOF' >"$OUT/misc.check"
+import glob, json, sys
+o = sys.argv[1]
+for name, want in (("cupy", 64 << 20), ("ctypes", 96 << 20)):
+    ds = [json.load(open(p)) for p in glob.glob(f"{o}/{name}/d.*.json")]
+    got = [a["bytes"] for d in ds for a in d["live"]] + [e[3] for d in ds for e in d["events"] if e[1] == "alloc"]
+    print(("PASS" if any(b >= want for b in got) else "FAIL") + f" {name}: a {want}-byte allocation recorded")
+PYEOF
+    tally "$OUT/misc.check"
+fi
+
+say "gpu checks: $pass passed, $fail failed"
+[ $fail = 0 ]
