@@ -83,17 +83,23 @@ static int capture(uintptr_t *frames) {
     return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
 }
 
-/* Record an out-of-memory failure (from the device, or from the budget
- * when `budget` is set) and have the post-mortem written. */
-static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
-    uintptr_t frames[VT_MAX_FRAMES];
-    int depth = capture(frames);
+/* A failure record for a request, the rest of it zero. */
+static struct vt_oom failure(const char *api, int kind, int device, uint64_t bytes) {
     struct vt_oom o;
     memset(&o, 0, sizeof o);
     o.requested = bytes;
     o.api = api;
     o.device = (int16_t)device;
     o.kind = (uint8_t)kind;
+    return o;
+}
+
+/* Record an out-of-memory failure (from the device, or from the budget
+ * when `budget` is set) and have the post-mortem written. */
+static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
+    uintptr_t frames[VT_MAX_FRAMES];
+    int depth = capture(frames);
+    struct vt_oom o = failure(api, kind, device, bytes);
     o.budget = (uint8_t)budget;
     if (budget) {
         uint64_t live = vt_tracker_device_live(device);
@@ -145,12 +151,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     } else if (oom) {
         record_oom(api, kind, device, bytes, 0);
     } else {
-        struct vt_oom o;
-        memset(&o, 0, sizeof o);
-        o.requested = bytes;
-        o.api = api;
-        o.device = (int16_t)device;
-        o.kind = (uint8_t)kind;
+        struct vt_oom o = failure(api, kind, device, bytes);
         vt_tracker_failed(0, &o, NULL, 0);
     }
     if (first && (ok || oom)) first_touch();

@@ -11,13 +11,6 @@ struct group {
     UT_hash_handle hh;
 };
 
-static int by_bytes(const void *a, const void *b) {
-    const struct vt_holder *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    if (x->count != y->count) return x->count < y->count ? 1 : -1;
-    return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
     struct group *groups = NULL, *g, *tmp;
     *n = 0;
@@ -50,7 +43,7 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
 }
 
 void vt_sort_holders(struct vt_holder *h, size_t n) {
-    if (n > 1) qsort(h, n, sizeof *h, by_bytes);
+    if (n > 1) qsort(h, n, sizeof *h, vt_holder_order);
 }
 
 static int live_by_bytes(const void *a, const void *b) {

@@ -284,7 +284,7 @@ static struct vt_holder *sites_now(uint32_t *n_out, int at_peak) {
     return h;
 }
 
-static int holder_order(const void *a, const void *b) {
+int vt_holder_order(const void *a, const void *b) {
     const struct vt_holder *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
     if (x->count != y->count) return x->count < y->count ? 1 : -1;
@@ -491,7 +491,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         if (nooms < VT_MAX_OOM_HOLDERS) {
             uint32_t k;
             struct vt_holder *h = sites_now(&k, 0);
-            if (h) qsort(h, k, sizeof *h, holder_order);
+            if (h) qsort(h, k, sizeof *h, vt_holder_order);
             o->holders = h;
             o->nholders = h ? k : 0;
         }
@@ -576,7 +576,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
     uint32_t np = 0;
     s->peak_holders = sites_now(&np, 1);
     s->npeak_holders = np;
-    if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, holder_order);
+    if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, vt_holder_order);
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
     if (s->stacks) {
         memcpy(s->stacks, stack_list, nstacks * sizeof *stack_list);

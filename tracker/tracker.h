@@ -75,6 +75,10 @@ struct vt_proc {
 
 #define VT_MAX_PROCS 32
 
+/* qsort order for holders: largest first, then more allocations, then the
+ * lower stack id. */
+int vt_holder_order(const void *a, const void *b);
+
 struct vt_oom {
     const struct vt_proc *procs;     /* other processes (first 64 OOMs),
                                         owned by the tracker; NULL when NVML
