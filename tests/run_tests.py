@@ -807,7 +807,8 @@ def python_frames(d, stack):
 def python_frames_match_the_interpreter():
     script = os.path.join(ROOT, "tests", "py", "frames.py")
     found = pythons()
-    ok(len(found) >= 4, f"expected pyenv's 3.10-3.13 and Debian's 3.11, found {found}")
+    ok(len(found) >= 1, "no CPython 3.10+ on this machine")
+    print(f"     (Pythons: {', '.join(found)})")
     for py in found:
         out = tempfile.mkdtemp(prefix="vt-py-")
         try:
