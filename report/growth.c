@@ -38,7 +38,9 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
         struct site *x = &st[e->stack];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
-        if (!x->seen) { x->seen = 1; x->t_first = e->time_ns; }
+        /* The earliest event, not the first in the ring: a history written by
+         * several threads need not be in time order. */
+        if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; }
         if (e->type == VT_EV_ALLOC) x->allocs++;
     }
     for (size_t k = 0; k < ns; k++) {
@@ -51,13 +53,16 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
     /* Pass 2: replay up to t_end, keeping each window's floor. */
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
-        if (e->time_ns > t_end) break;
+        if (e->time_ns > t_end) continue;
         if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
         struct site *x = &st[e->stack];
         if (x->allocs < WINDOWS) continue;
         uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
-        int w = (int)((e->time_ns - x->t_first) * WINDOWS / (span + 1));
-        if (w >= WINDOWS) w = WINDOWS - 1;
+        uint64_t since = e->time_ns > x->t_first ? e->time_ns - x->t_first : 0;
+        uint64_t wi = since * WINDOWS / (span + 1);
+        int w = wi >= WINDOWS ? WINDOWS - 1 : (int)wi;
+        /* Never back to an earlier window (events slightly out of order). */
+        if (w < x->window) w = x->window;
         while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
         x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (x->live < x->floor[w]) x->floor[w] = x->live;

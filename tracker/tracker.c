@@ -370,10 +370,11 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.thread = thread_id();
     uint32_t shash = stack_hash(frames, &depth);
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
-    uint64_t now = ticks();
-    r->a.time_ns = now;
 
     pthread_mutex_lock(&lock);
+    /* Read under the lock, so that the event ring is in time order. */
+    uint64_t now = ticks();
+    r->a.time_ns = now;
     __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
     r->a.stack = intern_stack(frames, depth, shash);
     struct vt_rec *old;
@@ -402,9 +403,9 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
 struct vt_alloc *vt_tracker_take(int space, uint64_t address) {
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = vt_hash_words(&k, sizeof k);
-    uint64_t now = ticks();
     struct vt_rec *r;
     pthread_mutex_lock(&lock);
+    uint64_t now = ticks();
     HASH_FIND_BYHASHVALUE(hh, live_table, &k, sizeof k, khash, r);
     if (r) {
         HASH_DEL(live_table, r);

@@ -51,6 +51,9 @@ int main(void) {
     CHECK_EQ(s->devices[0].live_count + s->devices[1].live_count, THREADS * ROUNDS / 10);
     CHECK_EQ(s->nstacks, THREADS);
     CHECK_EQ(s->nevents, 1000);
+    size_t out_of_order = 0;
+    for (size_t i = 1; i < s->nevents; i++) out_of_order += s->events[i].time_ns < s->events[i - 1].time_ns;
+    CHECK_EQ(out_of_order, 0); /* time stamps are taken under the lock */
     vt_snapshot_free(s);
     return check_report("unit-threads");
 }

@@ -4,6 +4,7 @@
 
 #include "../../report/dump.h"
 #include "../../report/format.h"
+#include "../../report/growth.h"
 #include "../../report/holders.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -197,6 +198,40 @@ static void test_holders_at_peak_and_oom(void) {
     vt_tracker_reset_child();
 }
 
+static void test_growth_with_events_out_of_order(void) {
+    /* A history from several threads need not be in time order. */
+    struct vt_stack st = {0, 3, site_a};
+    const struct vt_stack *stacks[] = {&st};
+    struct vt_event ev[8];
+    struct vt_alloc live[8];
+    uint64_t times[8] = {500, 100, 900, 300, 1500, 1200, 2000, 1800};
+    for (int i = 0; i < 8; i++) {
+        ev[i] = (struct vt_event){times[i], 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+        live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 10, times[i], "x", 0, 1, 0, VT_KIND_DEVICE};
+    }
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.events = ev;
+    s.nevents = 8;
+    s.live = live;
+    s.nlive = 8;
+    s.stacks = stacks;
+    s.nstacks = 1;
+    s.now_ns = 2100;
+    size_t n = 0;
+    struct vt_growth *g = vt_find_growth(&s, s.now_ns, &n);
+    CHECK_EQ(n, 1);
+    if (n == 1) {
+        CHECK_EQ(g[0].t_first_ns, 100);
+        CHECK_EQ(g[0].end_bytes, 80);
+        CHECK_EQ(g[0].allocs, 8);
+    }
+    free(g);
+    g = vt_find_growth(&s, 50, &n); /* before any event */
+    CHECK_EQ(n, 0);
+    free(g);
+}
+
 static void test_format(void) {
     char b[32];
     CHECK_STR(vt_fmt_bytes(0, b, sizeof b), "0 B");
@@ -242,6 +277,7 @@ int main(void) {
     test_restore_and_reuse();
     test_failures();
     test_holders_at_peak_and_oom();
+    test_growth_with_events_out_of_order();
     test_format();
     test_dump_writes_every_section();
     return check_report("unit");
