@@ -78,7 +78,20 @@ static const char *script =
     "(n.c||[]).forEach(c=>{const cw=w*c.v/n.v;draw(c,cx,cw,k+1);cx+=cw})}"
     "draw(root,0,960,0)}"
     "document.querySelectorAll('.flame').forEach(el=>{const data=JSON.parse("
-    "document.getElementById(el.dataset.src).textContent);el._root=data;flame(el,data)});";
+    "document.getElementById(el.dataset.src).textContent);el._root=data;flame(el,data)});"
+    /* With #selftest in the URL the page clicks its own controls and says
+     * what happened: the tests open it in a real browser. */
+    "if(location.hash==='#selftest'){const r=[];const t=document.querySelector('table.sortable.live');"
+    "const col=()=>[...t.tBodies[0].rows].map(x=>Number(x.cells[0].dataset.v));const th=t.tHead.rows[0].cells[0];"
+    "th.click();let v=col();const up=v.every((x,i)=>!i||v[i-1]<=x);th.click();v=col();"
+    "const down=v.every((x,i)=>!i||v[i-1]>=x);r.push('sort '+(up&&down?'ok':'failed'));"
+    "const el=document.querySelector('.flame');"
+    "const leaf=[...el.querySelectorAll('.flame-node')].find(n=>parseFloat(n.style.width)<959);"
+    "if(leaf){const name=leaf.textContent;leaf.click();let top=el.querySelector('.flame-node');"
+    "r.push('zoom '+(top.textContent===name&&parseFloat(top.style.width)===960?'ok':'failed'));top.click();"
+    "top=el.querySelector('.flame-node');r.push('unzoom '+(top.textContent.startsWith('all')?'ok':'failed'))}"
+    "else r.push('zoom: nothing to zoom into');const p=document.createElement('pre');p.id='selftest';"
+    "p.textContent=r.join('; ');document.body.appendChild(p)}";
 
 struct node {
     char *name;

@@ -1154,7 +1154,7 @@ def report_torch_snapshot():
     ok(all(trace[i]["time_us"] <= trace[i + 1]["time_us"] for i in range(len(trace) - 1)), "time order")
 
 
-def chromium_dom(html_path):
+def chromium_dom(html_path, fragment=""):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
         raise Failure("chromium is not installed (make deps installs it)")
@@ -1163,7 +1163,8 @@ def chromium_dom(html_path):
         p = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                             "--no-first-run", "--disable-background-networking", "--disable-component-update",
                             "--disable-sync", f"--user-data-dir={prof}", "--virtual-time-budget=2000",
-                            "--dump-dom", "file://" + html_path], capture_output=True, text=True, timeout=120)
+                            "--dump-dom", "file://" + html_path + fragment], capture_output=True, text=True,
+                           timeout=120)
     finally:
         shutil.rmtree(prof, ignore_errors=True)
     eq(p.returncode, 0, "chromium status")
@@ -1186,6 +1187,12 @@ def report_html_in_chromium():
         eq(dom.count('class="oom-mark"'), 2, "OOMs marked on the timelines")
         eq(dom.count('class="peak"'), 2, "peaks marked")
         ok("warmup_buffer (12.00 MiB)" in dom, "flame graph at the peak")
+        page = os.path.join(work, "p.html")
+        rc, out, _ = report(["python.json", "--format", "html", "-o", page])
+        dom = chromium_dom(page, "#selftest")
+        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok</pre>' in dom,
+           "clicking a column sorts it both ways; clicking a frame zooms, clicking the root zooms out: " +
+           dom[dom.find('id="selftest"') - 10:][:200])
         page = os.path.join(work, "h.html")
         rc, out, _ = report(["hostile.json", "--format", "html", "-o", page])
         raw = open(page).read()
