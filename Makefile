@@ -106,7 +106,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so
 progs: sim $(PROGS)
@@ -304,3 +304,11 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done
 	@du -sh $(GB)
+
+$(T)/t_arrays: tests/progs/t_arrays.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_arrays_static: tests/progs/t_arrays.c $(SIM)/libcudart_sim_static.a
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread

@@ -245,3 +245,137 @@ VT_EXPORT CUresult cuMemFreeHost(void *p) {
     vt_hook_free(a, r == CUDA_SUCCESS);
     return r;
 }
+
+/* ------------------------------------------------------------- arrays */
+
+/* Bytes an array element channel takes, by format; 1 for the block and
+ * planar formats, whose size the memory requirements (when the driver has
+ * cuArrayGetMemoryRequirements) give instead. */
+static size_t format_bytes(CUarray_format f) {
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 1;
+    }
+}
+
+static uint64_t dim(size_t v) { return v ? v : 1; }
+
+/* The size of an array: the driver's memory requirements when it has the
+ * call, else what the descriptor says (levels summed for mipmaps). */
+static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size_t d, CUarray_format f,
+                            unsigned ch, unsigned levels) {
+    static CUresult (*req)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUarray, CUdevice);
+    static CUresult (*mreq)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUmipmappedArray, CUdevice);
+    static CUresult (*get_dev)(CUdevice *);
+    if (!get_dev) *(void **)&get_dev = vt_driver_fn("cuCtxGetDevice");
+    if (!req) *(void **)&req = vt_driver_fn("cuArrayGetMemoryRequirements");
+    if (!mreq) *(void **)&mreq = vt_driver_fn("cuMipmappedArrayGetMemoryRequirements");
+    CUDA_ARRAY_MEMORY_REQUIREMENTS r;
+    CUdevice dev = 0;
+    if (get_dev) get_dev(&dev);
+    if (!mipmapped && req && req(&r, (CUarray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
+    if (mipmapped && mreq && mreq(&r, (CUmipmappedArray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
+    uint64_t bytes = 0;
+    for (unsigned l = 0; l < (levels ? levels : 1); l++)
+        bytes += dim(w >> l) * dim(h >> l) * dim(d >> l) * (ch ? ch : 1) * format_bytes(f);
+    return bytes;
+}
+
+VT_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {
+    REAL_OR_FAIL(cuArrayCreate_v2);
+    if (vt_nested() || !d) return real(h, d);
+    uint64_t want = dim(d->Width) * dim(d->Height) * (d->NumChannels ? d->NumChannels : 1) * format_bytes(d->Format);
+    if (vt_budget_refuse("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = real(h, d);
+    int ok = r == CUDA_SUCCESS;
+    vt_hook_alloc("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r), ok ? (uint64_t)(uintptr_t)*h : 0,
+                  ok ? array_bytes(*h, 0, d->Width, d->Height, 0, d->Format, d->NumChannels, 1) : want);
+    return r;
+}
+
+VT_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+    REAL_OR_FAIL(cuArray3DCreate_v2);
+    if (vt_nested() || !d) return real(h, d);
+    uint64_t want = dim(d->Width) * dim(d->Height) * dim(d->Depth) * (d->NumChannels ? d->NumChannels : 1) *
+                    format_bytes(d->Format);
+    if (vt_budget_refuse("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want)) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = real(h, d);
+    int ok = r == CUDA_SUCCESS;
+    vt_hook_alloc("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r),
+                  ok ? (uint64_t)(uintptr_t)*h : 0,
+                  ok ? array_bytes(*h, 0, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1) : want);
+    return r;
+}
+
+VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                          unsigned int levels) {
+    REAL_OR_FAIL(cuMipmappedArrayCreate);
+    if (vt_nested() || !d) return real(h, d, levels);
+    uint64_t want = array_bytes(NULL, 2, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
+    if (vt_budget_refuse("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = real(h, d, levels);
+    int ok = r == CUDA_SUCCESS;
+    vt_hook_alloc("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r),
+                  ok ? (uint64_t)(uintptr_t)*h : 0,
+                  ok ? array_bytes(*h, 1, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : want);
+    return r;
+}
+
+VT_EXPORT CUresult cuArrayDestroy(CUarray h) {
+    REAL_OR_FAIL(cuArrayDestroy);
+    if (vt_nested()) return real(h);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
+    CUresult r = real(h);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}
+
+VT_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+    REAL_OR_FAIL(cuMipmappedArrayDestroy);
+    if (vt_nested()) return real(h);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
+    CUresult r = real(h);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}
+
+/* --------------------------------------------- memory of other processes */
+
+/* The size of an opened IPC mapping, from the driver. */
+static uint64_t mapping_bytes(CUdeviceptr p) {
+    static CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
+    if (!range) *(void **)&range = vt_driver_fn("cuMemGetAddressRange_v2");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (range && range(&base, &size, p) == CUDA_SUCCESS) return size;
+    return 0;
+}
+
+#define IPC_OPEN(sym)                                                                   \
+    REAL_OR_FAIL(sym);                                                                  \
+    if (vt_nested()) return real(p, h, flags);                                          \
+    CUresult r = real(p, h, flags);                                                     \
+    int ok = r == CUDA_SUCCESS;                                                         \
+    vt_hook_alloc(#sym, VT_KIND_IMPORTED, VT_DEVICE_CURRENT, ok, IS_OOM(r), ok ? *p : 0, \
+                  ok ? mapping_bytes(*p) : 0);                                          \
+    return r
+
+VT_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
+    IPC_OPEN(cuIpcOpenMemHandle_v2);
+}
+
+VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
+    IPC_OPEN(cuIpcOpenMemHandle);
+}
+
+VT_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+    REAL_OR_FAIL(cuIpcCloseMemHandle);
+    if (vt_nested()) return real(p);
+    struct vt_alloc *a = vt_tracker_take(VT_SPACE_IMPORTED, p);
+    CUresult r = real(p);
+    vt_hook_free(a, r == CUDA_SUCCESS);
+    return r;
+}

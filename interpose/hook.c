@@ -159,7 +159,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
 
 int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes) {
     vt_init();
-    if (vt_opt.limit == 0 || kind == VT_KIND_HOST) return 0;
+    if (vt_opt.limit == 0 || !vt_kind_owned_device(kind)) return 0;
     if (device == VT_DEVICE_CURRENT) device = current_device();
     if (vt_tracker_device_live(device) + bytes <= vt_opt.limit) return 0;
     int first = !vt_tracker_touched();

@@ -114,3 +114,69 @@ VT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
 VT_EXPORT cudaError_t cudaFreeHost(void *p) {
     RT_FREE(cudaFreeHost, VT_SPACE_HOST, p);
 }
+
+/* -------------------------------------------------------------- arrays */
+
+static uint64_t channel_bytes(const struct cudaChannelFormatDesc *c) {
+    int bits = (c->x > 0 ? c->x : 0) + (c->y > 0 ? c->y : 0) + (c->z > 0 ? c->z : 0) + (c->w > 0 ? c->w : 0);
+    return bits >= 8 ? (uint64_t)bits / 8 : 1;
+}
+
+static uint64_t dim(size_t v) { return v ? v : 1; }
+
+VT_EXPORT cudaError_t cudaMallocArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc, size_t w,
+                                      size_t h, unsigned int flags) {
+    RT_ALLOC(cudaMallocArray, VT_KIND_ARRAY, desc ? channel_bytes(desc) * dim(w) * dim(h) : 0, p, desc, w, h,
+             flags);
+}
+
+VT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc,
+                                        struct cudaExtent e, unsigned int flags) {
+    RT_ALLOC(cudaMalloc3DArray, VT_KIND_ARRAY,
+             desc ? channel_bytes(desc) * dim(e.width) * dim(e.height) * dim(e.depth) : 0, p, desc, e, flags);
+}
+
+static uint64_t mip_bytes(const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned levels) {
+    uint64_t b = 0;
+    for (unsigned l = 0; desc && l < (levels ? levels : 1); l++)
+        b += channel_bytes(desc) * dim(e.width >> l) * dim(e.height >> l) * dim(e.depth >> l);
+    return b;
+}
+
+VT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *p, const struct cudaChannelFormatDesc *desc,
+                                               struct cudaExtent e, unsigned int levels, unsigned int flags) {
+    RT_ALLOC(cudaMallocMipmappedArray, VT_KIND_ARRAY, mip_bytes(desc, e, levels), p, desc, e, levels, flags);
+}
+
+VT_EXPORT cudaError_t cudaFreeArray(cudaArray_t p) {
+    RT_FREE(cudaFreeArray, VT_SPACE_ARRAY, p);
+}
+
+VT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t p) {
+    RT_FREE(cudaFreeMipmappedArray, VT_SPACE_ARRAY, p);
+}
+
+/* --------------------------------------------- memory of other processes */
+
+VT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags) {
+    REAL_OR_FAIL(cudaIpcOpenMemHandle);
+    if (vt_nested()) return real(p, h, flags);
+    cudaError_t r;
+    CALL(p, h, flags);
+    uint64_t bytes = 0;
+    if (r == cudaSuccess && p) {
+        /* cuMemGetAddressRange_v2: CUresult (CUdeviceptr *, size_t *, CUdeviceptr). */
+        int (*range)(unsigned long long *, size_t *, unsigned long long) =
+            (int (*)(unsigned long long *, size_t *, unsigned long long))vt_driver_fn("cuMemGetAddressRange_v2");
+        unsigned long long base;
+        size_t size = 0;
+        if (range && range(&base, &size, (unsigned long long)(uintptr_t)*p) == 0) bytes = size;
+    }
+    vt_hook_alloc("cudaIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r),
+                  ptr_of(r, p), bytes);
+    return r;
+}
+
+VT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) {
+    RT_FREE(cudaIpcCloseMemHandle, VT_SPACE_IMPORTED, p);
+}

@@ -52,6 +52,8 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
+    fprintf(f, "\"imported_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64 "},\n",
+            t->imported_live_bytes, t->imported_live_count);
 }
 
 static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, const char *sep) {

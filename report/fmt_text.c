@@ -134,6 +134,9 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
             t->alloc_count, t->free_count, t->failed_count, t->oom_count);
     fprintf(f, "pinned host memory: %s live in %" PRIu64 " allocations; peak %s\n",
             B(t->host_live_bytes, a), t->host_live_count, B(t->host_peak_bytes, c));
+    if (t->imported_live_count)
+        fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " mappings\n",
+                B(t->imported_live_bytes, a), t->imported_live_count);
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);

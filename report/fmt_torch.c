@@ -199,7 +199,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     for (size_t i = 0; i < in->n; i++) {
         p.stack_memo = memos[i];
         for (size_t j = 0; j < in->dumps[i].nlive; j++)
-            if (in->dumps[i].live[j].device >= 0) segment(&p, &in->dumps[i], &in->dumps[i].live[j]);
+            if (in->dumps[i].live[j].device >= 0 && strcmp(in->dumps[i].live[j].kind, "imported") != 0)
+                segment(&p, &in->dumps[i], &in->dumps[i].live[j]);
     }
     list_end(&p);
     pk_str(&p, "device_traces");

@@ -29,12 +29,12 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
     int64_t *end = calloc(ns, sizeof *end);
     if (!st || !end) { free(st); free(end); return NULL; }
     for (size_t i = 0; i < s->nlive; i++)
-        if (s->live[i].kind != VT_KIND_HOST && s->live[i].stack < ns) end[s->live[i].stack] += (int64_t)s->live[i].bytes;
+        if (vt_kind_owned_device(s->live[i].kind) && s->live[i].stack < ns) end[s->live[i].stack] += (int64_t)s->live[i].bytes;
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
-        if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= ns) continue;
         struct site *x = &st[e->stack];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
@@ -54,7 +54,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
         if (e->time_ns > t_end) continue;
-        if (e->type == VT_EV_OOM || e->kind == VT_KIND_HOST || e->stack >= ns) continue;
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= ns) continue;
         struct site *x = &st[e->stack];
         if (x->allocs < WINDOWS) continue;
         uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;

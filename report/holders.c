@@ -16,7 +16,7 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
     *n = 0;
     for (size_t i = 0; i < s->nlive; i++) {
         const struct vt_alloc *a = &s->live[i];
-        if (a->kind == VT_KIND_HOST) continue;
+        if (!vt_kind_owned_device(a->kind)) continue;
         HASH_FIND(hh, groups, &a->stack, sizeof a->stack, g);
         if (!g) {
             g = calloc(1, sizeof *g);

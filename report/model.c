@@ -186,6 +186,11 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     v->host_live_bytes = u64(c, h, "live_bytes", "host_memory");
     v->host_live_count = u64(c, h, "live_count", "host_memory");
     v->host_peak_bytes = u64(c, h, "peak_bytes", "host_memory");
+    json_t *im = json_object_get(root, "imported_memory");
+    if (im && json_is_object(im)) {
+        v->imported_live_bytes = u64(c, im, "live_bytes", "imported_memory");
+        v->imported_live_count = u64(c, im, "live_count", "imported_memory");
+    }
 }
 
 static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {

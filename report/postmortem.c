@@ -47,7 +47,7 @@ static void live_table(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     size_t shown = 0;
     for (size_t i = 0; i < s->nlive && shown < (size_t)top; i++) {
         const struct vt_alloc *a = &s->live[i];
-        if (a->kind == VT_KIND_HOST) continue;
+        if (!vt_kind_owned_device(a->kind)) continue;
         if (shown == 0) fputs("vramtrace: largest live allocations:\n", f);
         char b[32], site[512];
         site_text(sym, a->stack, site, sizeof site);
@@ -142,6 +142,9 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         fprintf(f, "vramtrace:   pinned host memory: %s live in %" PRIu64 " allocation%s; peak %s\n",
                 B(t->host_live_bytes, a), t->host_live_count,
                 t->host_live_count == 1 ? "" : "s", B(t->host_peak_bytes, b));
+    if (t->imported_live_count)
+        fprintf(f, "vramtrace:   memory opened from other processes (IPC): %s in %" PRIu64 " mapping%s\n",
+                B(t->imported_live_bytes, a), t->imported_live_count, t->imported_live_count == 1 ? "" : "s");
     for (int i = 0; i < s->ndevices; i++) {
         const struct vt_device *d = &s->devices[i];
         if (!d->used) continue;

@@ -298,6 +298,28 @@ def stripped_binary_falls_back_to_module_offset():
     ok(f"?? (t_stripped+{f['offset']})" in r.err, "report names module+offset")
 
 
+@test
+def arrays_and_ipc_memory():
+    for prog, apis in (("t_arrays", {"cudaMallocArray": 65536, "cudaMallocMipmappedArray": 21504,
+                                     "cudaIpcOpenMemHandle": 1 << 20, "cudaMalloc": 1 << 20}),
+                       ("t_arrays_static", {"cuArrayCreate_v2": 65536, "cuMipmappedArrayCreate": 21504,
+                                            "cuIpcOpenMemHandle_v2": 1 << 20, "cuMemAlloc_v2": 1 << 20})):
+        r = same_as_without([os.path.join(T, prog)])
+        ok("bad array free -> 1" in r.out, "an unknown array's free error passes through")
+        d = r.dump
+        eq({a["api"]: a["bytes"] for a in d["live"]}, apis, f"{prog}: live allocations by API")
+        kinds = sorted(a["kind"] for a in d["live"])
+        eq(kinds, ["array", "array", "device", "imported"], f"{prog}: kinds")
+        eq((d["totals"]["live_bytes"], d["totals"]["live_count"]), (65536 + 21504 + (1 << 20), 3),
+           f"{prog}: arrays count as this process's memory, the IPC mapping does not")
+        eq(d["imported_memory"], {"live_bytes": 1 << 20, "live_count": 1}, f"{prog}: the IPC mapping apart")
+        eq((d["totals"]["alloc_count"], d["totals"]["free_count"]), (5, 1), f"{prog}: counts")
+        sites = sorted(site(d, a["stack"])["function"] for a in d["live"])
+        eq(sites, ["image_array", "main", "open_peer_buffer", "texture_pyramid"], f"{prog}: call sites")
+        holders = {site(d, h["stack"])["function"] for h in d["holders"]}
+        ok("open_peer_buffer" not in holders, "memory of another process is not a holder")
+
+
 # ------------------------------------------------------- out of memory
 
 
@@ -889,7 +911,7 @@ def python_off_and_unsupported_versions():
 
 # ------------------------------------------------------- reliability
 
-SAN_PROGRAMS = [["t_driver"], ["t_dlsym"], ["t_runtime"], ["t_runtime_static"], ["t_entry"], ["t_cpp"],
+SAN_PROGRAMS = [["t_driver"], ["t_dlsym"], ["t_runtime"], ["t_runtime_static"], ["t_entry"], ["t_cpp"], ["t_arrays"],
                 ["t_fork"], ["t_exec"], ["t_spawn"], ["t_dlclose"], ["t_oom"], ["t_oom", "repeat"],
                 ["t_triage", "big", "30M", "cache", "20M", "retry", "40M"], ["t_leaks", "signal"]]
 

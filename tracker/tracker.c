@@ -114,7 +114,7 @@ static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
 static __thread struct vt_rec *spare __attribute__((tls_model("initial-exec")));
 
 static const char *kind_names[VT_KIND_COUNT] = {
-    "device", "pitched", "managed", "async", "vmm", "host",
+    "device", "pitched", "managed", "async", "vmm", "host", "array", "imported",
 };
 
 const char *vt_kind_name(int kind) {
@@ -122,9 +122,13 @@ const char *vt_kind_name(int kind) {
 }
 
 int vt_kind_space(int kind) {
-    if (kind == VT_KIND_HOST) return VT_SPACE_HOST;
-    if (kind == VT_KIND_VMM) return VT_SPACE_HANDLE;
-    return VT_SPACE_DEVICE;
+    switch (kind) {
+    case VT_KIND_HOST: return VT_SPACE_HOST;
+    case VT_KIND_VMM: return VT_SPACE_HANDLE;
+    case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
+    case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;
+    default: return VT_SPACE_DEVICE;
+    }
 }
 
 static uint64_t mono_ns(void) {
@@ -297,6 +301,16 @@ int vt_holder_order(const void *a, const void *b) {
 
 /* Add or remove bytes from the live counters. Lock held. */
 static void account(const struct vt_alloc *a, int sign, uint64_t now) {
+    if (a->kind == VT_KIND_IMPORTED) {
+        if (sign > 0) {
+            totals.imported_live_bytes += a->bytes;
+            totals.imported_live_count++;
+        } else {
+            totals.imported_live_bytes -= a->bytes;
+            totals.imported_live_count--;
+        }
+        return;
+    }
     if (a->kind == VT_KIND_HOST) {
         if (sign > 0) {
             totals.host_live_bytes += a->bytes;
@@ -389,7 +403,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     HASH_ADD_BYHASHVALUE(hh, live_table, key, sizeof r->key, khash, r);
     account(&r->a, +1, now);
     totals.alloc_count++;
-    if (kind != VT_KIND_HOST) {
+    if (vt_kind_owned_device(kind)) {
         struct vt_device *d = device_slot(device);
         if (d) d->alloc_count++;
     }
@@ -411,7 +425,7 @@ struct vt_alloc *vt_tracker_take(int space, uint64_t address) {
         HASH_DEL(live_table, r);
         account(&r->a, -1, 0);
         totals.free_count++;
-        if (r->a.kind != VT_KIND_HOST) {
+        if (vt_kind_owned_device(r->a.kind)) {
             struct vt_device *d = device_slot(r->a.device);
             if (d) d->free_count++;
         }
@@ -441,7 +455,7 @@ void vt_tracker_restore(struct vt_alloc *a) {
     /* Undo the free that vt_tracker_take counted (its event stays in the
      * history: the program did ask for it). */
     totals.free_count--;
-    if (r->a.kind != VT_KIND_HOST) {
+    if (vt_kind_owned_device(r->a.kind)) {
         struct vt_device *d = device_slot(r->a.device);
         if (d) d->free_count--;
     }
@@ -472,7 +486,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     /* Other failures (no driver, bad arguments) are counted but do not make
      * the process one that used a GPU: without a driver, a program must
      * behave and print exactly as it does without vramtrace. */
-    struct vt_device *d = !is_oom || o->kind == VT_KIND_HOST ? NULL : device_slot(o->device);
+    struct vt_device *d = !is_oom || !vt_kind_owned_device(o->kind) ? NULL : device_slot(o->device);
     if (d) d->failed_count++;
     if (is_oom) {
         __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);

@@ -24,12 +24,20 @@ enum vt_kind {
     VT_KIND_ASYNC,    /* stream-ordered: cuMemAllocAsync, ...FromPoolAsync */
     VT_KIND_VMM,      /* physical handle from cuMemCreate */
     VT_KIND_HOST,     /* pinned host memory */
+    VT_KIND_ARRAY,    /* CUDA arrays, mipmapped arrays (by handle) */
+    VT_KIND_IMPORTED, /* another process's memory opened through IPC: not
+                         owned, counted apart */
     VT_KIND_COUNT
 };
 
 /* The name space an allocation's key lives in: device addresses (unique
  * across devices under unified addressing), host addresses, VMM handles. */
-enum vt_space { VT_SPACE_DEVICE, VT_SPACE_HOST, VT_SPACE_HANDLE };
+enum vt_space { VT_SPACE_DEVICE, VT_SPACE_HOST, VT_SPACE_HANDLE, VT_SPACE_ARRAY, VT_SPACE_IMPORTED };
+
+/* Whether memory of this kind is this process's own device memory (what
+ * live, peak, holders and budgets count): not pinned host memory, not
+ * memory imported from another process. */
+static inline int vt_kind_owned_device(int kind) { return kind != VT_KIND_HOST && kind != VT_KIND_IMPORTED; }
 
 enum vt_event_type { VT_EV_ALLOC, VT_EV_FREE, VT_EV_OOM };
 
@@ -130,6 +138,8 @@ struct vt_totals {
     uint64_t host_live_bytes;  /* pinned host memory */
     uint64_t host_live_count;
     uint64_t host_peak_bytes;
+    uint64_t imported_live_bytes; /* opened through IPC */
+    uint64_t imported_live_count;
     uint64_t unknown_frees;    /* frees of pointers never seen */
 };
 

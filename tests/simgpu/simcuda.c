@@ -38,7 +38,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                       CUmemoryPool pool, CUstream s);
 
-enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE };
+enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED };
 
 struct sim_alloc {
     uint64_t addr;   /* device address, host address or handle */
@@ -127,7 +127,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    size_t counted = kind == SIM_HOST ? 0 : bytes;
+    size_t counted = kind == SIM_HOST || kind == SIM_IMPORTED ? 0 : bytes;
     if (counted > sim_capacity - sim_dev[device].used || (sim_max_block && counted > sim_max_block)) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
@@ -137,8 +137,10 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         if (!sim_allocs[i].used) { slot = i; break; }
     if (slot < 0) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     uint64_t addr;
-    if (kind == SIM_HANDLE) {
+    if (kind == SIM_HANDLE || kind == SIM_ARRAY) {
         addr = sim_next_handle++;
+    } else if (kind == SIM_IMPORTED) {
+        addr = 0x7f0000000000ull + (sim_next_handle++ << 24);
     } else if (kind == SIM_HOST) {
         addr = *out;
     } else if (low) {
@@ -149,7 +151,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         sim_dev[device].next += (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN
                                 + SIM_ALIGN;
     }
-    sim_allocs[slot] = (struct sim_alloc){addr, counted, device, kind, 1};
+    sim_allocs[slot] = (struct sim_alloc){addr, kind == SIM_IMPORTED ? bytes : counted, device, kind, 1};
     sim_dev[device].used += counted;
     *out = addr;
 out:
@@ -164,7 +166,7 @@ static CUresult sim_give(uint64_t addr, int kind) {
     for (int i = 0; i < SIM_MAX_ALLOCS; i++) {
         struct sim_alloc *a = &sim_allocs[i];
         if (a->used && a->addr == addr && a->kind == kind) {
-            sim_dev[a->device].used -= a->bytes;
+            if (kind != SIM_IMPORTED) sim_dev[a->device].used -= a->bytes;
             a->used = 0;
             r = CUDA_SUCCESS;
             break;
@@ -401,6 +403,112 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p) {
     return r;
 }
 
+/* ------------------------------------------------------- arrays, IPC */
+
+static size_t sim_format_bytes(CUarray_format f) {
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    default: return 4;
+    }
+}
+
+static size_t dim(size_t v) { return v ? v : 1; }
+
+SIM_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {
+    sim_count("cuArrayCreate_v2");
+    if (!h || !d || d->Width == 0 || d->NumChannels == 0) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a;
+    CUresult r = sim_take(sim_device_now(), d->Width * dim(d->Height) * d->NumChannels * sim_format_bytes(d->Format),
+                          SIM_ARRAY, 0, &a);
+    if (r == CUDA_SUCCESS) *h = (CUarray)(uintptr_t)a;
+    return r;
+}
+
+SIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+    sim_count("cuArray3DCreate_v2");
+    if (!h || !d || d->Width == 0 || d->NumChannels == 0) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a;
+    CUresult r = sim_take(sim_device_now(),
+                          d->Width * dim(d->Height) * dim(d->Depth) * d->NumChannels * sim_format_bytes(d->Format),
+                          SIM_ARRAY, 0, &a);
+    if (r == CUDA_SUCCESS) *h = (CUarray)(uintptr_t)a;
+    return r;
+}
+
+SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                           unsigned int levels) {
+    sim_count("cuMipmappedArrayCreate");
+    if (!h || !d || d->Width == 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+    size_t bytes = 0;
+    for (unsigned l = 0; l < levels; l++)
+        bytes += dim(d->Width >> l) * dim(d->Height >> l) * dim(d->Depth >> l) * d->NumChannels *
+                 sim_format_bytes(d->Format);
+    uint64_t a;
+    CUresult r = sim_take(sim_device_now(), bytes, SIM_ARRAY, 0, &a);
+    if (r == CUDA_SUCCESS) *h = (CUmipmappedArray)(uintptr_t)a;
+    return r;
+}
+
+SIM_EXPORT CUresult cuArrayDestroy(CUarray h) {
+    sim_count("cuArrayDestroy");
+    return sim_give((uint64_t)(uintptr_t)h, SIM_ARRAY);
+}
+
+SIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
+    sim_count("cuMipmappedArrayDestroy");
+    return sim_give((uint64_t)(uintptr_t)h, SIM_ARRAY);
+}
+
+/* An IPC handle of the simulation carries the size of the memory it names;
+ * opening it maps "another process's" memory, which this device's capacity
+ * does not pay for. */
+SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
+    if (!h || !p) return CUDA_ERROR_INVALID_VALUE;
+    memset(h, 0, sizeof *h);
+    size_t bytes = 0;
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < SIM_MAX_ALLOCS; i++)
+        if (sim_allocs[i].used && sim_allocs[i].addr == p) bytes = sim_allocs[i].bytes;
+    pthread_mutex_unlock(&sim_lock);
+    memcpy(h->reserved, &bytes, sizeof bytes);
+    return bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
+    (void)flags;
+    sim_count("cuIpcOpenMemHandle_v2");
+    size_t bytes;
+    memcpy(&bytes, h.reserved, sizeof bytes);
+    if (!p || bytes == 0) return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t a;
+    CUresult r = sim_take(sim_device_now(), bytes, SIM_IMPORTED, 0, &a);
+    if (r == CUDA_SUCCESS) *p = a;
+    return r;
+}
+
+SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+    sim_count("cuIpcCloseMemHandle");
+    return sim_give(p, SIM_IMPORTED);
+}
+
+SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < SIM_MAX_ALLOCS; i++) {
+        struct sim_alloc *a = &sim_allocs[i];
+        if (a->used && (a->kind == SIM_DEVICE || a->kind == SIM_IMPORTED) && p >= a->addr &&
+            p < a->addr + (a->bytes ? a->bytes : 1)) {
+            if (base) *base = a->addr;
+            if (size) *size = a->bytes;
+            r = CUDA_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
 /* ---------------------------------------------------- virtual memory (VMM) */
 
 SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g,
@@ -518,6 +626,15 @@ static const struct {
     P(cuMemMap, 10020, 0, cuMemMap),
     P(cuMemUnmap, 10020, 0, cuMemUnmap),
     P(cuMemSetAccess, 10020, 0, cuMemSetAccess),
+    P(cuArrayCreate, 3020, 0, cuArrayCreate_v2),
+    P(cuArray3DCreate, 3020, 0, cuArray3DCreate_v2),
+    P(cuMipmappedArrayCreate, 5000, 0, cuMipmappedArrayCreate),
+    P(cuArrayDestroy, 2000, 0, cuArrayDestroy),
+    P(cuMipmappedArrayDestroy, 5000, 0, cuMipmappedArrayDestroy),
+    P(cuIpcGetMemHandle, 4010, 0, cuIpcGetMemHandle),
+    P(cuIpcOpenMemHandle, 11000, 0, cuIpcOpenMemHandle_v2),
+    P(cuIpcCloseMemHandle, 4010, 0, cuIpcCloseMemHandle),
+    P(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2),
     P(cuGetProcAddress, 11030, 0, cuGetProcAddress),
     P(cuGetProcAddress, 12000, 0, cuGetProcAddress_v2),
 #undef P

@@ -46,6 +46,14 @@ static struct {
     CUresult (*free_async)(CUdeviceptr, CUstream);
     CUresult (*free_async_ptsz)(CUdeviceptr, CUstream);
     CUresult (*mem_get_info)(size_t *, size_t *);
+    CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*array3d_create)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*mipmapped_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned int);
+    CUresult (*array_destroy)(CUarray);
+    CUresult (*mipmapped_destroy)(CUmipmappedArray);
+    CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+    CUresult (*ipc_close)(CUdeviceptr);
 } drv;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -86,6 +94,14 @@ static void rt_load(void) {
     *(void **)&drv.free_async = rt_get("cuMemFreeAsync", v, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
     *(void **)&drv.free_async_ptsz = rt_get("cuMemFreeAsync", v, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     *(void **)&drv.mem_get_info = rt_get("cuMemGetInfo", 3020, 0);
+    *(void **)&drv.array_create = rt_get("cuArrayCreate", 3020, 0);
+    *(void **)&drv.array3d_create = rt_get("cuArray3DCreate", 3020, 0);
+    *(void **)&drv.mipmapped_create = rt_get("cuMipmappedArrayCreate", 5000, 0);
+    *(void **)&drv.array_destroy = rt_get("cuArrayDestroy", 2000, 0);
+    *(void **)&drv.mipmapped_destroy = rt_get("cuMipmappedArrayDestroy", 5000, 0);
+    *(void **)&drv.ipc_get = rt_get("cuIpcGetMemHandle", 4010, 0);
+    *(void **)&drv.ipc_open = rt_get("cuIpcOpenMemHandle", 11000, 0);
+    *(void **)&drv.ipc_close = rt_get("cuIpcCloseMemHandle", 4010, 0);
     if (!drv.init || drv.init(0) != CUDA_SUCCESS) { drv.state = -1; return; }
     drv.state = 1;
 }
@@ -192,6 +208,71 @@ RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *f, size_t *t) {
     RT_BEGIN();
     return rt_err(drv.mem_get_info(f, t));
+}
+
+/* A channel description as the driver's array format (32-bit float, or
+ * unsigned ints of the description's width) and channel count. */
+static void rt_format(const struct cudaChannelFormatDesc *c, CUarray_format *f, unsigned *n) {
+    int bits = c->x > 0 ? c->x : 8;
+    *n = (unsigned)((c->x > 0) + (c->y > 0) + (c->z > 0) + (c->w > 0));
+    if (*n == 0) *n = 1;
+    if (c->f == cudaChannelFormatKindFloat) *f = bits == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+    else *f = bits == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT32;
+}
+
+RT_EXPORT cudaError_t cudaMallocArray(cudaArray_t *a, const struct cudaChannelFormatDesc *desc, size_t w,
+                                      size_t h, unsigned int flags) {
+    (void)flags;
+    RT_BEGIN();
+    if (!desc) return cudaErrorInvalidValue;
+    CUDA_ARRAY_DESCRIPTOR d = {w, h, CU_AD_FORMAT_FLOAT, 1};
+    rt_format(desc, &d.Format, &d.NumChannels);
+    return rt_err(drv.array_create((CUarray *)a, &d));
+}
+
+RT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *a, const struct cudaChannelFormatDesc *desc,
+                                        struct cudaExtent e, unsigned int flags) {
+    RT_BEGIN();
+    if (!desc) return cudaErrorInvalidValue;
+    CUDA_ARRAY3D_DESCRIPTOR d = {e.width, e.height, e.depth, CU_AD_FORMAT_FLOAT, 1, flags};
+    rt_format(desc, &d.Format, &d.NumChannels);
+    return rt_err(drv.array3d_create((CUarray *)a, &d));
+}
+
+RT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *a, const struct cudaChannelFormatDesc *desc,
+                                               struct cudaExtent e, unsigned int levels, unsigned int flags) {
+    RT_BEGIN();
+    if (!desc) return cudaErrorInvalidValue;
+    CUDA_ARRAY3D_DESCRIPTOR d = {e.width, e.height, e.depth, CU_AD_FORMAT_FLOAT, 1, flags};
+    rt_format(desc, &d.Format, &d.NumChannels);
+    return rt_err(drv.mipmapped_create((CUmipmappedArray *)a, &d, levels));
+}
+
+RT_EXPORT cudaError_t cudaFreeArray(cudaArray_t a) {
+    RT_BEGIN();
+    return rt_err(drv.array_destroy((CUarray)a));
+}
+
+RT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t a) {
+    RT_BEGIN();
+    return rt_err(drv.mipmapped_destroy((CUmipmappedArray)a));
+}
+
+RT_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p) {
+    RT_BEGIN();
+    return rt_err(drv.ipc_get((CUipcMemHandle *)h, (CUdeviceptr)p));
+}
+
+RT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags) {
+    RT_BEGIN();
+    CUipcMemHandle ch;
+    memcpy(&ch, &h, sizeof ch);
+    return rt_err(drv.ipc_open((CUdeviceptr *)p, ch, flags));
+}
+
+RT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) {
+    RT_BEGIN();
+    return rt_err(drv.ipc_close((CUdeviceptr)p));
 }
 
 RT_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
