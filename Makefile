@@ -176,10 +176,38 @@ $(T)/unit_threads_tsan: tests/unit/test_threads.c tests/unit/check.h $(UNIT_SRC)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_threads.c $(UNIT_SRC) $(UNIT_LIBS)
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan
+# The stack walker against libunwind: tracker/stack.c as a shared library
+# (its frames are the ones a capture drops), plain and ASan+UBSan.
+$(T)/stack/libvtstack.so: tracker/stack.c tracker/stack.h
+	@mkdir -p $(T)/stack
+	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ tracker/stack.c -lunwind -lpthread
+
+$(T)/stack/libstack_plugin.so: tests/unit/stack_plugin.c
+	@mkdir -p $(T)/stack
+	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $<
+
+$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so
+	$(CC) $(BASE) -O2 -g -o $@ $< -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+$(T)/stack_asan/libvtstack.so: tracker/stack.c tracker/stack.h
+	@mkdir -p $(T)/stack_asan
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fPIC -shared \
+	    -o $@ tracker/stack.c -lunwind -lpthread
+
+$(T)/stack_asan/libstack_plugin.so: $(T)/stack/libstack_plugin.so
+	@mkdir -p $(T)/stack_asan
+	cp $< $@
+
+$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< \
+	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
+	$(T)/stack/test_stack
+	$(T)/stack_asan/test_stack
 
 integration: all progs sanitized $(B)/fuzz/fuzz_dump
 	$(PYTHON) tests/run_tests.py

@@ -32,7 +32,9 @@ static void init_all(void) {
     vt_resolve_init();
     vt_options_load();
     vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
-    vt_stack_init();
+    vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
+                  : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
+                                                       : VT_STACK_WALKER);
 }
 
 void vt_init(void) { pthread_once(&init_once, init_all); }

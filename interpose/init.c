@@ -6,15 +6,24 @@
 #include "../report/output.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
+#include "../tracker/stack.h"
 #include "hook.h"
 #include "ondemand.h"
 
-static void before_fork(void) { vt_tracker_lock_all(); }
-static void after_fork_parent(void) { vt_tracker_unlock_all(); }
+static void before_fork(void) {
+    vt_stack_fork_prepare();
+    vt_tracker_lock_all();
+}
+
+static void after_fork_parent(void) {
+    vt_tracker_unlock_all();
+    vt_stack_fork_done();
+}
 
 /* A forked child starts with no records: what the parent held is the
  * parent's to report. The child writes a dump only if it allocates. */
 static void after_fork_child(void) {
+    vt_stack_fork_done();
     vt_tracker_reset_child();
     vt_output_reset_child();
     vt_ondemand_reset_child();
@@ -30,6 +39,10 @@ __attribute__((constructor)) static void vt_start(void) {
  * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
  * No CUDA call happens here; the runtime may already be torn down. */
 __attribute__((destructor)) static void vt_stop(void) {
+    uint64_t stacks, differ, fallbacks;
+    if (vt_stack_check(&stacks, &differ, &fallbacks))
+        fprintf(stderr, "vramtrace: unwind check: %llu stacks, %llu differ from libunwind, %llu handed to libunwind\n",
+                (unsigned long long)stacks, (unsigned long long)differ, (unsigned long long)fallbacks);
     if (vt_output_exit() && vt_opt.leak_check) {
         fflush(NULL);
         _exit(vt_opt.exitcode);

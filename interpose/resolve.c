@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../tracker/stack.h"
 #include "resolve.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -207,4 +208,15 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
     set_real(best, fn);
     /* Only swap when the wrapper will call exactly this function. */
     return __atomic_load_n(&real[best], __ATOMIC_ACQUIRE) == fn ? wrapper_of(best) : fn;
+}
+
+/* A library going away may take code whose unwind rules the stack walker
+ * has cached; a library loaded later could reuse its addresses. */
+__attribute__((visibility("default"))) int dlclose(void *handle) {
+    static int (*real_dlclose)(void *);
+    if (!real_dlclose && vt_real_dlsym) *(void **)&real_dlclose = vt_real_dlsym(RTLD_NEXT, "dlclose");
+    if (!real_dlclose) return -1;
+    int r = real_dlclose(handle);
+    vt_stack_forget();
+    return r;
 }

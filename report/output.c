@@ -96,7 +96,7 @@ static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOC
  * program exec'd: same pid, LD_PRELOAD kept) gets ".execN" before ".json",
  * decided at this image's first dump and kept for its later ones. Only for
  * patterns with %p: a fixed name is meant to be overwritten. */
-static char image_suffix[16];
+static char image_suffix[24]; /* ".exec" and a number below 1000 */
 static int image_decided;
 
 static void image_path(const char *pattern, char *path, size_t size) {

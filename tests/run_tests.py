@@ -888,6 +888,53 @@ def python_edges_are_safe():
         eq(site(d, by[4 << 20]["stack"])["function"], "native_worker", f"{py}: native call site")
 
 
+def stack_keys(d):
+    """Every live allocation and OOM as (bytes, api, frames), frames as
+    (module, offset) for native ones and (file, line, function) for Python's:
+    what does not move with address-space layout."""
+    def key(stack):
+        return tuple((f["file"], f["line"], f["function"]) if f.get("python")
+                     else (os.path.basename(f.get("module") or "?"), f.get("offset")) for f in frames(d, stack))
+    return sorted([(a["bytes"], a["api"], key(a["stack"])) for a in d["live"]] +
+                  [(o["requested"], o["api"], key(o["stack"])) for o in d["ooms"]])
+
+
+@test
+def stack_walker_agrees_with_libunwind():
+    """vramtrace walks stacks from cached CFI rules (tracker/stack.c); libunwind
+    is its reference: every stack of every allocation must be the same."""
+    lib = os.path.join(T, "libt_nativethread.so")
+    cases = [([os.path.join(T, "t_driver")], {}), ([os.path.join(T, "t_cpp")], {}),
+             ([os.path.join(T, "t_runtime")], {}), ([os.path.join(T, "t_oom")], {}),
+             ([os.path.join(T, "t_dlclose")], {}), ([os.path.join(T, "t_leaks")], {})]
+    for py in pythons():
+        cases.append(([py, os.path.join(ROOT, "tests", "py", "edges.py"), lib], {}))
+    compared = 0
+    for argv, env in cases:
+        a = run(argv, report="off", env=dict(env, VRAMTRACE_UNWIND="libunwind"))
+        b = run(argv, report="off", env=env)
+        eq(b.rc, a.rc, f"{os.path.basename(argv[-1])}: status")
+        ka, kb = stack_keys(a.dump), stack_keys(b.dump)
+        ok(len(ka) > 0, f"{argv}: allocations to compare")
+        eq(kb, ka, f"{' '.join(os.path.basename(x) for x in argv)}: stacks, walker vs libunwind")
+        compared += len(ka)
+    # Python's interpreter frames, 8 threads, every version here: the check
+    # mode takes both at each allocation and counts what differs.
+    for py in pythons():
+        out = tempfile.mkdtemp(prefix="vt-py-")
+        try:
+            r = run([py, os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out"), "8"],
+                    report="off", env={"VRAMTRACE_UNWIND": "check"})
+            eq(r.rc, 0, f"{py}: status")
+            eq([l for l in r.err.splitlines() if "unwind check" in l],
+               ["vramtrace: unwind check: 32 stacks, 0 differ from libunwind, 0 handed to libunwind"],
+               f"{py}: walker against libunwind at each of its 32 allocations")
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        compared += 32
+    print(f"     ({compared} stacks compared)")
+
+
 @test
 def python_off_and_unsupported_versions():
     py = pythons()[0]
@@ -994,7 +1041,7 @@ def exec_spawn_dlclose_abort():
 BAD_OPTIONS = {"VRAMTRACE_DEPTH": "banana", "VRAMTRACE_LIMIT": "12Q", "VRAMTRACE_EVENTS": "-1",
                "VRAMTRACE_TOP": "0", "VRAMTRACE_PYTHON": "2", "VRAMTRACE_LEAK_CHECK": "yes",
                "VRAMTRACE_EXITCODE": "300", "VRAMTRACE_SIGNAL": "FOO", "VRAMTRACE_OUT": "",
-               "VRAMTRACE_REPORT": "", "VRAMTRACE_COLOUR": "1"}
+               "VRAMTRACE_REPORT": "", "VRAMTRACE_UNWIND": "fast", "VRAMTRACE_COLOUR": "1"}
 
 
 @test

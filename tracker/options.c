@@ -33,6 +33,9 @@ const struct vt_option_desc vt_option_table[] = {
      "per-device budget (512M, 24G, bytes): allocations past it fail with the API's own out-of-memory "
      "error, as on a GPU that small"},
     {"VRAMTRACE_PYTHON", "1", "1 records the Python frames of each allocation (CPython 3.10 to 3.13), 0 native frames only"},
+    {"VRAMTRACE_UNWIND", "walker",
+     "how native stacks are read: 'walker' (vramtrace's, from cached CFI rules), 'libunwind', or 'check' "
+     "(both at every allocation, compared; the count of differences is printed at exit)"},
     {NULL, NULL, NULL},
 };
 
@@ -143,6 +146,13 @@ void vt_options_load(void) {
              "running without a budget\n", lim, "", "");
         vt_opt.limit = 0;
     }
+    const char *uw = getenv("VRAMTRACE_UNWIND");
+    vt_opt.unwind = VT_UNWIND_WALKER;
+    if (uw && strcmp(uw, "libunwind") == 0) vt_opt.unwind = VT_UNWIND_LIBUNWIND;
+    else if (uw && strcmp(uw, "check") == 0) vt_opt.unwind = VT_UNWIND_CHECK;
+    else if (uw && strcmp(uw, "walker") != 0)
+        warn("vramtrace: warning: VRAMTRACE_UNWIND=%s is not walker, libunwind or check%s%s; "
+             "using the walker\n", uw, "", "");
     const char *sig = getenv("VRAMTRACE_SIGNAL");
     vt_opt.signal = SIGUSR2;
     if (sig) {

@@ -22,7 +22,10 @@ struct vt_options {
     char suppressions[1024]; /* leak suppressions file, or "" */
     int signal;          /* on-demand dump signal, 0 = none */
     uint64_t limit;      /* per-device budget in bytes, 0 = none */
+    int unwind;          /* VT_UNWIND_* */
 };
+
+enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };
 
 extern struct vt_options vt_opt;
 

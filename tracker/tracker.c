@@ -21,27 +21,29 @@
 static inline uint32_t vt_hash_words(const void *key, size_t len);
 #include <uthash.h>
 
-/* Four independent lanes, so that the multiplies overlap. */
+/* Four independent lanes, so that the multiplies overlap; the lanes are
+ * locals so that they stay in registers. */
 static inline uint32_t vt_hash_words(const void *key, size_t len) {
     const unsigned char *p = key;
     const uint64_t m = 0xff51afd7ed558ccdull;
-    uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ len, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull,
-                     0x27d4eb2f165667c5ull};
+    uint64_t h0 = 0x9e3779b97f4a7c15ull ^ len, h1 = 0xc2b2ae3d27d4eb4full;
+    uint64_t h2 = 0x165667b19e3779f9ull, h3 = 0x27d4eb2f165667c5ull;
     size_t i = 0;
     for (; i + 32 <= len; i += 32) {
-        for (int k = 0; k < 4; k++) {
-            uint64_t w;
-            memcpy(&w, p + i + 8 * (size_t)k, 8);
-            h[k] = (h[k] ^ w) * m;
-        }
+        uint64_t w[4];
+        memcpy(w, p + i, 32);
+        h0 = (h0 ^ w[0]) * m;
+        h1 = (h1 ^ w[1]) * m;
+        h2 = (h2 ^ w[2]) * m;
+        h3 = (h3 ^ w[3]) * m;
     }
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        h[0] = (h[0] ^ w) * m;
+        h0 = (h0 ^ w) * m;
     }
-    for (; i < len; i++) h[1] = (h[1] ^ p[i]) * 0x100000001b3ull;
-    uint64_t x = h[0] ^ (h[1] >> 7) ^ (h[2] << 3) ^ (h[3] >> 11) ^ (h[1] * m) ^ (h[3] * 0x9e3779b97f4a7c15ull);
+    for (; i < len; i++) h1 = (h1 ^ p[i]) * 0x100000001b3ull;
+    uint64_t x = h0 ^ (h1 >> 7) ^ (h2 << 3) ^ (h3 >> 11) ^ (h1 * m) ^ (h3 * 0x9e3779b97f4a7c15ull);
     x ^= x >> 29;
     x *= m;
     return (uint32_t)(x ^ (x >> 32));
@@ -112,6 +114,25 @@ static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
 /* The record of this thread's last free, kept for its next allocation: an
  * alloc/free loop then calls malloc and free not at all. */
 static __thread struct vt_rec *spare __attribute__((tls_model("initial-exec")));
+
+/* The stack this thread interned last, and its id: a loop that allocates
+ * from one place finds its stack here, with a compare, and hashes nothing
+ * and looks up nothing under the lock. */
+struct last_stack {
+    uint32_t id;
+    int depth;
+    uintptr_t frames[VT_MAX_FRAMES];
+};
+static __thread struct last_stack *last_stack __attribute__((tls_model("initial-exec")));
+static pthread_key_t last_stack_key;
+static pthread_once_t last_stack_once = PTHREAD_ONCE_INIT;
+
+static void last_stack_free(void *p) {
+    free(p);
+    last_stack = NULL;
+}
+
+static void last_stack_key_make(void) { pthread_key_create(&last_stack_key, last_stack_free); }
 
 static const char *kind_names[VT_KIND_COUNT] = {
     "device", "pitched", "managed", "async", "vmm", "host", "array", "imported",
@@ -368,6 +389,19 @@ static uint32_t stack_hash(const uintptr_t *frames, int *depth) {
     return vt_hash_words(frames, (size_t)*depth * sizeof(uintptr_t));
 }
 
+static void remember_stack(const uintptr_t *frames, int depth, uint32_t id) {
+    struct last_stack *ls = last_stack;
+    if (!ls) {
+        pthread_once(&last_stack_once, last_stack_key_make);
+        if (!(ls = malloc(sizeof *ls))) return;
+        pthread_setspecific(last_stack_key, ls);
+        last_stack = ls;
+    }
+    memcpy(ls->frames, frames, (size_t)depth * sizeof *frames);
+    ls->depth = depth;
+    ls->id = id;
+}
+
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth) {
     struct vt_rec *r = spare;
@@ -382,7 +416,11 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device);
     r->a.api = api;
     r->a.thread = thread_id();
-    uint32_t shash = stack_hash(frames, &depth);
+    if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
+    if (depth < 0) depth = 0;
+    struct last_stack *ls = last_stack;
+    int same = ls && ls->depth == depth && memcmp(ls->frames, frames, (size_t)depth * sizeof *frames) == 0;
+    uint32_t shash = same ? 0 : stack_hash(frames, &depth);
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
 
     pthread_mutex_lock(&lock);
@@ -390,7 +428,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     uint64_t now = ticks();
     r->a.time_ns = now;
     __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
-    r->a.stack = intern_stack(frames, depth, shash);
+    r->a.stack = same ? ls->id : intern_stack(frames, depth, shash);
     struct vt_rec *old;
     HASH_FIND_BYHASHVALUE(hh, live_table, &r->key, sizeof r->key, khash, old);
     if (old) {
@@ -409,6 +447,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     }
     add_event(now, VT_EV_ALLOC, address, bytes, r->a.stack, r->a.device, kind);
     pthread_mutex_unlock(&lock);
+    if (!same && r->a.stack != UINT32_MAX) remember_stack(frames, depth, r->a.stack);
 }
 
 /* The free is counted here, in one lock round-trip, as if it will work:
@@ -663,4 +702,6 @@ void vt_tracker_reset_child(void) {
     my_tid = 0;
     free(spare);
     spare = NULL;
+    /* The only thread here: its remembered stack id is gone with the table. */
+    if (last_stack) last_stack->depth = -1;
 }

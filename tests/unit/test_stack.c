@@ -1,0 +1,323 @@
+/* test_stack.c -- the stack walker against libunwind, frame for frame.
+ *
+ * tracker/stack.c is linked in as a shared library (its own frames are the
+ * ones a capture drops), and every capture here is taken twice at the same
+ * place: by the walker (vt_stack_capture) and by libunwind
+ * (vt_stack_capture_libunwind). The two must agree exactly below the
+ * capturing function: same depth, same return addresses. */
+#define _GNU_SOURCE
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../tracker/stack.h"
+#include "check.h"
+
+#define MAXF 256
+
+/* Both captures, from one function: their innermost frames are two call
+ * sites in here; everything below must be equal. */
+__attribute__((noinline)) static int both(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    *na = vt_stack_capture(a, MAXF);
+    *nb = vt_stack_capture_libunwind(b, MAXF);
+    __asm__ volatile("" : : : "memory");
+    return 0;
+}
+
+static int max_frames = MAXF;
+__attribute__((noinline)) static int both_max(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    *na = vt_stack_capture(a, max_frames);
+    *nb = vt_stack_capture_libunwind(b, max_frames);
+    __asm__ volatile("" : : : "memory");
+    return 0;
+}
+
+static int agree(const uintptr_t *a, int na, const uintptr_t *b, int nb) {
+    if (na != nb || na < 2) {
+        fprintf(stderr, "  depth: walker %d, libunwind %d\n", na, nb);
+        return 0;
+    }
+    if ((a[0] < (uintptr_t)both || a[0] > (uintptr_t)both + 256) &&
+        (a[0] < (uintptr_t)both_max || a[0] > (uintptr_t)both_max + 256)) {
+        fprintf(stderr, "  frame 0 %#lx is not in the capturing function\n", (unsigned long)a[0]);
+        return 0;
+    }
+    for (int i = 1; i < na; i++)
+        if (a[i] != b[i]) {
+            fprintf(stderr, "  frame %d: walker %#lx, libunwind %#lx\n", i, (unsigned long)a[i], (unsigned long)b[i]);
+            return 0;
+        }
+    return 1;
+}
+
+typedef int (*capture_fn)(uintptr_t *, int *, uintptr_t *, int *);
+
+__attribute__((noinline)) static int deep(capture_fn f, int d, uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    if (d <= 0) return f(a, na, b, nb);
+    int r = deep(f, d - 1, a, na, b, nb);
+    __asm__ volatile("" : : : "memory");
+    return r + 1;
+}
+
+/* rbp-based frames: a variable-length alloca makes the compiler address
+ * the frame from rbp, whatever -fomit-frame-pointer says. */
+__attribute__((noinline)) static int with_alloca(int n, uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    volatile char *p = alloca((size_t)n * 16 + 8);
+    p[0] = 1;
+    if (n > 0) {
+        int r = with_alloca(n - 1, a, na, b, nb);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        return r + p[0];
+    }
+    return both(a, na, b, nb);
+}
+
+/* Two callers whose frames are alike (same size, same callee): the
+ * callee's frame sits at the same address under either, so only the
+ * return address into the caller tells them apart. */
+__attribute__((noinline)) static int callee(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    int r = both(a, na, b, nb);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+__attribute__((noinline)) static int caller_x(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    int r = callee(a, na, b, nb);
+    __asm__ volatile("" : : : "memory");
+    return r + 1;
+}
+__attribute__((noinline)) static int caller_y(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    int r = callee(a, na, b, nb);
+    __asm__ volatile("" : : : "memory");
+    return r + 2;
+}
+
+/* One call site for x and y: the callee is read from memory the compiler
+ * cannot see through, so it cannot split the call in two. */
+static capture_fn volatile callers[2] = {caller_x, caller_y};
+__attribute__((noinline)) static int dispatch(int which, uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    int r = callers[which & 1](a, na, b, nb);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+
+static struct vt_stack_counts since(struct vt_stack_counts c0) {
+    struct vt_stack_counts c = vt_stack_thread_counts();
+    c.walks -= c0.walks;
+    c.replays -= c0.replays;
+    c.fallbacks -= c0.fallbacks;
+    return c;
+}
+
+static void test_depths(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    for (int d = 0; d <= 60; d += 3) {
+        deep(both, d, a, &na, b, &nb);
+        CHECK(agree(a, na, b, nb));
+        CHECK(na >= d + 3);
+    }
+    /* All walked (21 depths, each a new start), none handed to libunwind. */
+    struct vt_stack_counts c = since(c0);
+    CHECK_EQ(c.walks, 21);
+    CHECK_EQ(c.replays, 0);
+    CHECK_EQ(c.fallbacks, 0);
+}
+
+/* The same place again and again (the replay), then places that differ in
+ * turn (each walk must notice). */
+static void test_repeat_and_alternate(void) {
+    uintptr_t a[MAXF], b[MAXF], first[MAXF];
+    int na, nb, nfirst = 0, ok = 1;
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    for (int i = 0; i < 2000; i++) {
+        deep(both, 20, a, &na, b, &nb);
+        if (i == 0) { memcpy(first, a, sizeof a); nfirst = na; }
+        ok &= agree(a, na, b, nb) && na == nfirst && memcmp(a + 1, first + 1, (size_t)(na - 1) * sizeof *a) == 0;
+    }
+    CHECK(ok);
+    /* One walk, then replays. */
+    struct vt_stack_counts c = since(c0);
+    CHECK_EQ(c.walks, 1);
+    CHECK_EQ(c.replays, 1999);
+    CHECK_EQ(c.fallbacks, 0);
+    ok = 1;
+    c0 = vt_stack_thread_counts();
+    uintptr_t ax[MAXF], ay[MAXF];
+    int nx = 0, ny = 0;
+    for (int i = 0; i < 1000; i++) {
+        dispatch(i, a, &na, b, &nb);
+        __asm__ volatile("" : : : "memory");
+        if (i == 0) { memcpy(ax, a, sizeof a); nx = na; }
+        if (i == 1) { memcpy(ay, a, sizeof a); ny = na; }
+        ok &= agree(a, na, b, nb);
+    }
+    CHECK(ok);
+    /* The two differ in exactly one frame: the return address into x or y. */
+    CHECK_EQ(nx, ny);
+    int differ = 0;
+    for (int i = 1; i < nx && i < ny; i++) differ += ax[i] != ay[i];
+    CHECK_EQ(differ, 1);
+    if (differ != 1) for (int i = 0; i < nx && i < 6; i++) fprintf(stderr, "  %d %lx %lx\n", i, (unsigned long)ax[i], (unsigned long)ay[i]);
+    /* Every switch between x and y is noticed: no replay. */
+    c = since(c0);
+    CHECK_EQ(c.walks, 1000);
+    CHECK_EQ(c.replays, 0);
+    ok = 1;
+    for (int i = 0; i < 300; i++) {
+        deep(both, i % 7, a, &na, b, &nb);
+        ok &= agree(a, na, b, nb);
+    }
+    CHECK(ok);
+}
+
+static void test_alloca(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb, ok = 1;
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    for (int n = 0; n < 12; n++) {
+        for (int rep = 0; rep < 2; rep++) { /* walked, then replayed */
+            with_alloca(n, a, &na, b, &nb);
+            ok &= agree(a, na, b, nb);
+        }
+    }
+    CHECK(ok);
+    struct vt_stack_counts c = since(c0);
+    CHECK_EQ(c.walks, 12);
+    CHECK_EQ(c.replays, 12);
+    CHECK_EQ(c.fallbacks, 0);
+}
+
+static void test_max(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    max_frames = 5;
+    deep(both_max, 30, a, &na, b, &nb);
+    CHECK_EQ(na, 5);
+    CHECK(agree(a, na, b, nb));
+    max_frames = MAXF;
+    /* Deeper than a stack is kept: both stop at the same frame. */
+    deep(both_max, 300, a, &na, b, &nb);
+    CHECK_EQ(na, MAXF);
+    CHECK(agree(a, na, b, nb));
+    deep(both_max, 300, a, &na, b, &nb);
+    CHECK(agree(a, na, b, nb));
+}
+
+static void *thread_main(void *arg) {
+    int d = (int)(intptr_t)arg;
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb, ok = 1;
+    for (int i = 0; i < 500; i++) {
+        deep(both, d + (i % 3), a, &na, b, &nb);
+        ok &= agree(a, na, b, nb);
+    }
+    return (void *)(intptr_t)ok;
+}
+
+static void test_threads(void) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)(5 * i));
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        CHECK_EQ((intptr_t)r, 1);
+    }
+}
+
+/* In a signal handler, on the thread's stack and on an alternate one: the
+ * signal frame is not the walker's to read; the capture must still be
+ * libunwind's, frame for frame. */
+static uintptr_t sa[MAXF], sb[MAXF];
+static int sna, snb;
+static void on_signal(int sig) { (void)sig; both(sa, &sna, sb, &snb); }
+
+static void test_signals(void) {
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_signal;
+    sigaction(SIGUSR1, &act, NULL);
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    raise(SIGUSR1);
+    CHECK(agree(sa, sna, sb, snb));
+    CHECK(sna > 3);
+    CHECK_EQ(since(c0).fallbacks, 1);
+
+    stack_t ss;
+    ss.ss_sp = malloc(1 << 16);
+    ss.ss_size = 1 << 16;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+    act.sa_flags = SA_ONSTACK;
+    sigaction(SIGUSR2, &act, NULL);
+    c0 = vt_stack_thread_counts();
+    raise(SIGUSR2);
+    CHECK(agree(sa, sna, sb, snb));
+    CHECK(sna > 3);
+    CHECK_EQ(since(c0).fallbacks, 1);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
+}
+
+/* Code loaded after the walker started, then unloaded and loaded again. */
+static void test_dlopen(const char *plugin) {
+    typedef int (*pcall)(capture_fn, uintptr_t *, int *, uintptr_t *, int *, int);
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    uint64_t fallbacks0 = vt_stack_thread_counts().fallbacks;
+    for (int round = 0; round < 3; round++) {
+        void *h = dlopen(plugin, RTLD_NOW);
+        CHECK(h != NULL);
+        if (!h) { fprintf(stderr, "  %s\n", dlerror()); return; }
+        pcall f = (pcall)dlsym(h, "plugin_call");
+        f(both, a, &na, b, &nb, 4 + round);
+        CHECK(agree(a, na, b, nb));
+        f(both, a, &na, b, &nb, 4 + round);
+        CHECK(agree(a, na, b, nb));
+        Dl_info info;
+        CHECK(dladdr((void *)a[1], &info) && strstr(info.dli_fname, "stack_plugin"));
+        CHECK_EQ(vt_stack_thread_counts().fallbacks, fallbacks0);
+        dlclose(h);
+        vt_stack_forget(); /* what vramtrace's dlclose does */
+    }
+}
+
+static void test_fork(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    vt_stack_fork_prepare();
+    pid_t p = fork();
+    if (p == 0) {
+        vt_stack_fork_done();
+        deep(both, 9, a, &na, b, &nb);
+        _exit(agree(a, na, b, nb) ? 0 : 1);
+    }
+    vt_stack_fork_done();
+    int st = 0;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    vt_stack_init(VT_STACK_WALKER);
+    test_depths();
+    test_repeat_and_alternate();
+    test_alloca();
+    test_max();
+    test_threads();
+    test_signals();
+    char plugin[4096];
+    snprintf(plugin, sizeof plugin, "%s", argv[0]);
+    char *slash = strrchr(plugin, '/');
+    snprintf(slash ? slash + 1 : plugin, sizeof plugin - (size_t)(slash ? slash + 1 - plugin : 0), "libstack_plugin.so");
+    test_dlopen(plugin);
+    test_fork();
+    return check_report("stack");
+}
