@@ -70,18 +70,18 @@ VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
 VT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
     REAL_OR_FAIL(cuMemFree_v2);
     if (vt_nested() || dptr == 0) return real(dptr);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);
     CUresult r = real(dptr);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
 VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     REAL_OR_FAIL(cuMemFree);
     if (vt_nested() || dptr == 0) return real(dptr);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);
     CUresult r = real(dptr);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
@@ -161,9 +161,9 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
 #define ASYNC_FREE(sym)                                                       \
     REAL_OR_FAIL(sym);                                                        \
     if (vt_nested() || dptr == 0) return real(dptr, s);                       \
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, dptr);              \
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);              \
     CUresult r = real(dptr, s);                                               \
-    vt_hook_free(a, r == CUDA_SUCCESS);                                       \
+    vt_hook_free(&a, r == CUDA_SUCCESS);                                       \
     return r
 
 VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
@@ -193,9 +193,9 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
     REAL_OR_FAIL(cuMemRelease);
     if (vt_nested()) return real(handle);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_HANDLE, handle);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_HANDLE, handle);
     CUresult r = real(handle);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
@@ -240,9 +240,9 @@ VT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
 VT_EXPORT CUresult cuMemFreeHost(void *p) {
     REAL_OR_FAIL(cuMemFreeHost);
     if (vt_nested() || p == NULL) return real(p);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_HOST, (uint64_t)(uintptr_t)p);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_HOST, (uint64_t)(uintptr_t)p);
     CUresult r = real(p);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
@@ -327,18 +327,18 @@ VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3
 VT_EXPORT CUresult cuArrayDestroy(CUarray h) {
     REAL_OR_FAIL(cuArrayDestroy);
     if (vt_nested()) return real(h);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
     CUresult r = real(h);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
 VT_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
     REAL_OR_FAIL(cuMipmappedArrayDestroy);
     if (vt_nested()) return real(h);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
     CUresult r = real(h);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }
 
@@ -374,8 +374,8 @@ VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned
 VT_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
     REAL_OR_FAIL(cuIpcCloseMemHandle);
     if (vt_nested()) return real(p);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_IMPORTED, p);
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_IMPORTED, p);
     CUresult r = real(p);
-    vt_hook_free(a, r == CUDA_SUCCESS);
+    vt_hook_free(&a, r == CUDA_SUCCESS);
     return r;
 }

@@ -171,8 +171,4 @@ int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes) {
     return 1;
 }
 
-void vt_hook_free(struct vt_alloc *taken, int ok) {
-    if (taken == NULL) return;
-    if (ok) vt_tracker_commit_free(taken);
-    else vt_tracker_restore(taken);
-}
+void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }

@@ -32,9 +32,9 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
  * without calling the driver. */
 int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes);
 
-/* Record the free of a record taken with vt_tracker_take before the real
- * call (NULL when the pointer was unknown). */
-void vt_hook_free(struct vt_alloc *taken, int ok);
+/* Record a free begun with vt_tracker_free_begin before the real call;
+ * `ok`: the driver freed it. */
+void vt_hook_free(const struct vt_free *f, int ok);
 
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */

@@ -45,11 +45,10 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 #define RT_FREE(sym, space, ...)                                             \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_nested()) return real(__VA_ARGS__);                               \
-    struct vt_alloc *a = NULL;                                               \
-    if (p != NULL) a = vt_tracker_take(space, (uint64_t)(uintptr_t)p);       \
+    struct vt_free a = vt_tracker_free_begin(space, (uint64_t)(uintptr_t)p); \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
-    vt_hook_free(a, r == cudaSuccess);                                       \
+    vt_hook_free(&a, p != NULL && r == cudaSuccess);                         \
     return r
 
 VT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {

@@ -1,7 +1,19 @@
 /* tracker.c -- the live table, interned stacks, totals, history and OOMs.
  *
- * One mutex guards everything here. Callers unwind before they come in, so
- * the lock covers only hashing and a few additions. */
+ * Every thread that allocates has a slot of its own: a table of the live
+ * allocations it made, and a log of what happened to them (allocated,
+ * freed, with a time stamp and everything the counts need). A hooked call
+ * works in its own slot, under the slot's lock, which no other thread
+ * takes unless it frees memory this thread allocated. The records go in
+ * and out of the table at once, in program order, so a free always finds
+ * the allocation it frees; the counts (live and peak bytes per device and
+ * per call site, the event history) sit under one global lock, and a
+ * hooked call does not take it. The logs are applied to the counts in
+ * time-stamp order, all slots' at once, when one of them is full or when
+ * anything reads the counts (a snapshot, an OOM record, the budget). So
+ * threads share no cache line in the hot path, the global lock is taken
+ * once for hundreds of operations, and peaks are computed in the order the
+ * operations happened, not the order threads won a lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -61,7 +73,7 @@ struct vt_key {
 
 struct vt_rec {
     struct vt_key key;
-    struct vt_alloc a;
+    struct vt_alloc a;  /* a.time_ns: ticks, as taken at the allocation */
     UT_hash_handle hh;
 };
 
@@ -88,12 +100,7 @@ struct vt_stack_node {
 /* Adaptive: the critical sections are short, so a waiter spins a little
  * before it sleeps instead of paying for a futex round-trip. */
 static pthread_mutex_t lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
-static struct vt_rec *live_table;
-/* Always in live_table, under a key no allocation has, so that the table
- * never empties: uthash frees its buckets when the last item goes and
- * rebuilds them with the next, which an alloc/free loop would pay for at
- * every step. Never counted, never listed. */
-static struct vt_rec sentinel = {.key = {0, UINT32_MAX, 0}};
+
 static struct vt_stack_node *stack_table;
 static const struct vt_stack **stack_list;
 static size_t nstacks, stack_cap;
@@ -111,9 +118,58 @@ static uint64_t start_mono_ns, start_unix_ns;
 static uint64_t peak_gen;
 
 static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
-/* The record of this thread's last free, kept for its next allocation: an
- * alloc/free loop then calls malloc and free not at all. */
-static __thread struct vt_rec *spare __attribute__((tls_model("initial-exec")));
+/* Records of freed allocations, kept by the thread that freed them for its
+ * next allocations: an alloc/free loop then calls malloc and free not at
+ * all. */
+#define REC_CACHE 64
+static __thread struct vt_rec *rec_cache __attribute__((tls_model("initial-exec")));
+static __thread int nrec_cache __attribute__((tls_model("initial-exec")));
+
+/* ---- the slots ---------------------------------------------------------- */
+
+enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN };
+
+/* What happened, with what the counts and the history need. */
+struct op {
+    uint64_t ts;        /* ticks: after the allocation returned, before the free was called */
+    uint64_t address;
+    uint64_t bytes;
+    uint32_t stack;
+    int16_t device;
+    uint8_t type;
+    uint8_t kind;
+};
+
+#define LOG_OPS 1024
+
+/* A thread's slot. Under `lock`: the table, and appending to the log
+ * (ops[head % LOG_OPS], then head); the owner takes it for every call,
+ * another thread only to free what the owner allocated. The applier,
+ * under the global lock, reads up to head and then writes tail. A slot
+ * outlives its thread (its allocations may still be live, its log not yet
+ * applied) and is taken over by the next thread that needs one. */
+struct slot {
+    pthread_mutex_t lock;
+    struct vt_rec *table;
+    /* Always in the table, under a key no allocation has, so that the
+     * table never empties: uthash frees its buckets when the last item goes
+     * and rebuilds them with the next, which an alloc/free loop would pay
+     * for at every step. Never counted, never listed. */
+    struct vt_rec sentinel;
+    uint64_t head;
+    int owned;          /* 1 while a live thread has it */
+    struct slot *next;  /* all slots, newest first; never unlinked */
+    char pad[64];
+    uint64_t tail;      /* the applier's */
+    char pad2[56];
+    struct op ops[LOG_OPS];
+} __attribute__((aligned(64)));
+
+static struct slot *slots;            /* every slot (pushed under the global lock) */
+static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static uint64_t last_applied;         /* ticks of the newest op applied; lock held */
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -219,7 +275,6 @@ void vt_tracker_init(int depth, size_t event_capacity) {
     }
     (void)depth;
     if (ring == NULL) ring_cap = event_capacity;
-    if (live_table == NULL) HASH_ADD(hh, live_table, key, sizeof sentinel.key, &sentinel);
     pthread_mutex_unlock(&lock);
 }
 
@@ -321,7 +376,7 @@ int vt_holder_order(const void *a, const void *b) {
 }
 
 /* Add or remove bytes from the live counters. Lock held. */
-static void account(const struct vt_alloc *a, int sign, uint64_t now) {
+static void account(const struct op *a, int sign, uint64_t now) {
     if (a->kind == VT_KIND_IMPORTED) {
         if (sign > 0) {
             totals.imported_live_bytes += a->bytes;
@@ -365,8 +420,7 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
             peak_gen++;
         }
         if (d) {
-            /* Atomic: the budget check reads it without the lock. */
-            __atomic_store_n(&d->live_bytes, d->live_bytes + a->bytes, __ATOMIC_RELAXED);
+            d->live_bytes += a->bytes;
             d->live_count++;
             if (d->live_bytes > d->peak_bytes) {
                 d->peak_bytes = d->live_bytes;
@@ -377,7 +431,7 @@ static void account(const struct vt_alloc *a, int sign, uint64_t now) {
         totals.live_bytes -= a->bytes;
         totals.live_count--;
         if (d) {
-            __atomic_store_n(&d->live_bytes, d->live_bytes - a->bytes, __ATOMIC_RELAXED);
+            d->live_bytes -= a->bytes;
             d->live_count--;
         }
     }
@@ -402,11 +456,199 @@ static void remember_stack(const uintptr_t *frames, int depth, uint32_t id) {
     ls->id = id;
 }
 
+static void rec_put(struct vt_rec *r) {
+    if (nrec_cache >= REC_CACHE) {
+        free(r);
+        return;
+    }
+    r->hh.next = rec_cache;
+    rec_cache = r;
+    nrec_cache++;
+}
+
+static struct vt_rec *rec_get(void) {
+    struct vt_rec *r = rec_cache;
+    if (!r) return malloc(sizeof *r);
+    rec_cache = (struct vt_rec *)r->hh.next;
+    nrec_cache--;
+    return r;
+}
+
+/* Count one op. Global lock held. `now` is its time stamp, made no older
+ * than what was applied before (an op logged late: a free's time stamp is
+ * taken before the real call, its entry made after). */
+static void apply(const struct op *o) {
+    uint64_t now = o->ts > last_applied ? o->ts : last_applied;
+    last_applied = now;
+    switch (o->type) {
+    case OP_ALLOC:
+        account(o, +1, now);
+        totals.alloc_count++;
+        if (vt_kind_owned_device(o->kind)) {
+            struct vt_device *d = device_slot(o->device);
+            if (d) d->alloc_count++;
+        }
+        add_event(now, VT_EV_ALLOC, o->address, o->bytes, o->stack, o->device, o->kind);
+        break;
+    case OP_FREE:
+        account(o, -1, now);
+        totals.free_count++;
+        if (vt_kind_owned_device(o->kind)) {
+            struct vt_device *d = device_slot(o->device);
+            if (d) d->free_count++;
+        }
+        add_event(now, VT_EV_FREE, o->address, o->bytes, o->stack, o->device, o->kind);
+        break;
+    case OP_REPLACED:
+        account(o, -1, now);
+        break;
+    default:
+        totals.unknown_frees++;
+        break;
+    }
+}
+
+/* Apply every op logged so far, all slots' merged by time stamp. Global
+ * lock held. Every op of an allocation is in the log of the slot whose
+ * table holds it, in order: its free never comes before it. */
+static void drain(void) {
+    struct src {
+        struct slot *l;
+        uint64_t t, h;
+    } one[8], *src = one;
+    size_t n = 0, cap = 8;
+    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+        uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
+        uint64_t t = l->tail;
+        if (t == h) continue;
+        if (n == cap) {
+            struct src *bigger = malloc(cap * 2 * sizeof *bigger);
+            if (!bigger) break; /* the rest waits for the next drain */
+            memcpy(bigger, src, n * sizeof *src);
+            if (src != one) free(src);
+            src = bigger;
+            cap *= 2;
+        }
+        src[n].l = l;
+        src[n].t = t;
+        src[n].h = h;
+        n++;
+    }
+    if (n == 1) {
+        for (uint64_t t = src[0].t; t < src[0].h; t++) apply(&src[0].l->ops[t % LOG_OPS]);
+        src[0].t = src[0].h;
+    } else if (n > 1) {
+        for (;;) {
+            struct src *best = NULL;
+            uint64_t best_ts = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (src[i].t == src[i].h) continue;
+                uint64_t ts = src[i].l->ops[src[i].t % LOG_OPS].ts;
+                if (!best || ts < best_ts) {
+                    best = &src[i];
+                    best_ts = ts;
+                }
+            }
+            if (!best) break;
+            apply(&best->l->ops[best->t % LOG_OPS]);
+            best->t++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) __atomic_store_n(&src[i].l->tail, src[i].t, __ATOMIC_RELEASE);
+    if (src != one) free(src);
+}
+
+static void drain_all(void) { drain(); }
+
+static void slot_release(void *p) {
+    struct slot *l = p;
+    my_slot = NULL;
+    while (rec_cache) {
+        struct vt_rec *r = rec_cache;
+        rec_cache = (struct vt_rec *)r->hh.next;
+        free(r);
+    }
+    nrec_cache = 0;
+    __atomic_store_n(&l->owned, 0, __ATOMIC_RELEASE);
+}
+
+static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
+
+/* This thread's slot: one no live thread has, else a new one. */
+static struct slot *slot_attach(void) {
+    pthread_once(&slot_once, slot_key_make);
+    struct slot *l;
+    pthread_mutex_lock(&lock);
+    for (l = slots; l; l = l->next) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
+    }
+    if (!l && (l = aligned_alloc(64, sizeof *l))) {
+        memset(l, 0, sizeof *l);
+        pthread_mutex_init(&l->lock, NULL);
+        l->sentinel.key.space = UINT32_MAX;
+        HASH_ADD(hh, l->table, key, sizeof l->sentinel.key, &l->sentinel);
+        l->owned = 1;
+        l->next = slots;
+        __atomic_store_n(&slots, l, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+    if (l) {
+        pthread_setspecific(slot_key, l);
+        my_slot = l;
+    }
+    return l;
+}
+
+/* Lock a slot with room for `need` ops in its log: a full log is applied
+ * first (without the slot's lock, which the applier's readers may take). */
+static void slot_lock(struct slot *l, int need) {
+    for (;;) {
+        pthread_mutex_lock(&l->lock);
+        if (l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS) return;
+        pthread_mutex_unlock(&l->lock);
+        pthread_mutex_lock(&lock);
+        drain();
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+/* Slot lock held. */
+static void log_op(struct slot *l, const struct op *o) {
+    l->ops[l->head % LOG_OPS] = *o;
+    __atomic_store_n(&l->head, l->head + 1, __ATOMIC_RELEASE);
+}
+
+static void op_of(struct op *o, const struct vt_alloc *a, uint64_t ts, int type) {
+    o->ts = ts;
+    o->address = a->address;
+    o->bytes = a->bytes;
+    o->stack = a->stack;
+    o->device = a->device;
+    o->type = (uint8_t)type;
+    o->kind = a->kind;
+}
+
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth) {
-    struct vt_rec *r = spare;
-    if (r) spare = NULL;
-    else if (!(r = malloc(sizeof *r))) return;
+    if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
+    if (depth < 0) depth = 0;
+    struct last_stack *ls = last_stack;
+    uint32_t id;
+    if (ls && ls->depth == depth && memcmp(ls->frames, frames, (size_t)depth * sizeof *frames) == 0) {
+        id = ls->id;
+    } else {
+        uint32_t shash = stack_hash(frames, &depth);
+        pthread_mutex_lock(&lock);
+        id = intern_stack(frames, depth, shash);
+        pthread_mutex_unlock(&lock);
+        if (id != UINT32_MAX) remember_stack(frames, depth, id);
+    }
+    if (!__atomic_load_n(&touched, __ATOMIC_RELAXED)) __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
+    struct slot *l = my_slot;
+    if (!l && !(l = slot_attach())) return;
+    struct vt_rec *r = rec_get();
+    if (!r) return;
     memset(r, 0, offsetof(struct vt_rec, hh));
     r->key.address = address;
     r->key.space = (uint32_t)vt_kind_space(kind);
@@ -416,111 +658,124 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device);
     r->a.api = api;
     r->a.thread = thread_id();
-    if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
-    if (depth < 0) depth = 0;
-    struct last_stack *ls = last_stack;
-    int same = ls && ls->depth == depth && memcmp(ls->frames, frames, (size_t)depth * sizeof *frames) == 0;
-    uint32_t shash = same ? 0 : stack_hash(frames, &depth);
+    r->a.stack = id;
+    uint64_t ts = ticks();
+    r->a.time_ns = ts;
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
-
-    pthread_mutex_lock(&lock);
-    /* Read under the lock, so that the event ring is in time order. */
-    uint64_t now = ticks();
-    r->a.time_ns = now;
-    __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
-    r->a.stack = same ? ls->id : intern_stack(frames, depth, shash);
     struct vt_rec *old;
-    HASH_FIND_BYHASHVALUE(hh, live_table, &r->key, sizeof r->key, khash, old);
+    struct op o;
+    slot_lock(l, 2);
+    HASH_FIND_BYHASHVALUE(hh, l->table, &r->key, sizeof r->key, khash, old);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
-        HASH_DEL(live_table, old);
-        account(&old->a, -1, now);
-        free(old);
+        HASH_DEL(l->table, old);
+        op_of(&o, &old->a, ts, OP_REPLACED);
+        log_op(l, &o);
     }
-    HASH_ADD_BYHASHVALUE(hh, live_table, key, sizeof r->key, khash, r);
-    account(&r->a, +1, now);
-    totals.alloc_count++;
-    if (vt_kind_owned_device(kind)) {
-        struct vt_device *d = device_slot(device);
-        if (d) d->alloc_count++;
-    }
-    add_event(now, VT_EV_ALLOC, address, bytes, r->a.stack, r->a.device, kind);
-    pthread_mutex_unlock(&lock);
-    if (!same && r->a.stack != UINT32_MAX) remember_stack(frames, depth, r->a.stack);
+    HASH_ADD_BYHASHVALUE(hh, l->table, key, sizeof r->key, khash, r);
+    op_of(&o, &r->a, ts, OP_ALLOC);
+    log_op(l, &o);
+    pthread_mutex_unlock(&l->lock);
+    if (old) rec_put(old);
 }
 
-/* The free is counted here, in one lock round-trip, as if it will work:
- * a free that fails (rare: a bad pointer the driver rejects) is undone by
- * vt_tracker_restore. */
-struct vt_alloc *vt_tracker_take(int space, uint64_t address) {
+/* The record leaves its table before the real free: once the driver has
+ * the address back it may hand it to another thread, whose allocation must
+ * not find ours. Looked for in this thread's table first, then in the
+ * others'. A free that fails puts it back. */
+struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
+    struct vt_free f = {address, ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = vt_hash_words(&k, sizeof k);
-    struct vt_rec *r;
-    pthread_mutex_lock(&lock);
-    uint64_t now = ticks();
-    HASH_FIND_BYHASHVALUE(hh, live_table, &k, sizeof k, khash, r);
-    if (r) {
-        HASH_DEL(live_table, r);
-        account(&r->a, -1, 0);
-        totals.free_count++;
-        if (vt_kind_owned_device(r->a.kind)) {
-            struct vt_device *d = device_slot(r->a.device);
-            if (d) d->free_count++;
+    struct slot *mine = my_slot;
+    struct vt_rec *r = NULL;
+    if (mine) {
+        pthread_mutex_lock(&mine->lock);
+        HASH_FIND_BYHASHVALUE(hh, mine->table, &k, sizeof k, khash, r);
+        if (r) HASH_DEL(mine->table, r);
+        pthread_mutex_unlock(&mine->lock);
+        if (r) {
+            f.rec = r;
+            f.slot = mine;
+            return f;
         }
-        add_event(now, VT_EV_FREE, r->a.address, r->a.bytes, r->a.stack, r->a.device, r->a.kind);
+    }
+    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+        if (l == mine) continue;
+        pthread_mutex_lock(&l->lock);
+        HASH_FIND_BYHASHVALUE(hh, l->table, &k, sizeof k, khash, r);
+        if (r) HASH_DEL(l->table, r);
+        pthread_mutex_unlock(&l->lock);
+        if (r) {
+            f.rec = r;
+            f.slot = l;
+            return f;
+        }
+    }
+    return f;
+}
+
+void vt_tracker_free_end(const struct vt_free *f, int ok) {
+    struct vt_rec *r = f->rec;
+    struct op o;
+    if (!r) {
+        /* A pointer never seen: counted through this thread's log. */
+        struct slot *l = my_slot;
+        if (!l && !(l = slot_attach())) return;
+        memset(&o, 0, sizeof o);
+        o.ts = f->ts;
+        o.type = OP_UNKNOWN;
+        slot_lock(l, 1);
+        log_op(l, &o);
+        pthread_mutex_unlock(&l->lock);
+        return;
+    }
+    struct slot *l = f->slot;
+    if (ok) {
+        op_of(&o, &r->a, f->ts, OP_FREE);
+        slot_lock(l, 1);
+        log_op(l, &o);
+        pthread_mutex_unlock(&l->lock);
+        rec_put(r);
+        return;
+    }
+    /* The driver refused it: back in the table, unless the address was
+     * handed out again meanwhile (then that allocation is current). */
+    uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
+    struct vt_rec *now;
+    slot_lock(l, 1);
+    HASH_FIND_BYHASHVALUE(hh, l->table, &r->key, sizeof r->key, khash, now);
+    if (!now) {
+        HASH_ADD_BYHASHVALUE(hh, l->table, key, sizeof r->key, khash, r);
     } else {
-        totals.unknown_frees++;
+        op_of(&o, &r->a, ticks(), OP_REPLACED);
+        log_op(l, &o);
     }
-    pthread_mutex_unlock(&lock);
-    return r ? &r->a : NULL;
-}
-
-static struct vt_rec *rec_of(struct vt_alloc *a) {
-    return (struct vt_rec *)((char *)a - offsetof(struct vt_rec, a));
-}
-
-void vt_tracker_commit_free(struct vt_alloc *a) {
-    struct vt_rec *r = rec_of(a);
-    if (!spare) spare = r;
-    else free(r);
-}
-
-void vt_tracker_restore(struct vt_alloc *a) {
-    struct vt_rec *r = rec_of(a);
-    struct vt_rec *old;
-    uint64_t now = ticks();
-    pthread_mutex_lock(&lock);
-    /* Undo the free that vt_tracker_take counted (its event stays in the
-     * history: the program did ask for it). */
-    totals.free_count--;
-    if (vt_kind_owned_device(r->a.kind)) {
-        struct vt_device *d = device_slot(r->a.device);
-        if (d) d->free_count--;
-    }
-    HASH_FIND(hh, live_table, &r->key, sizeof r->key, old);
-    if (old) {
-        free(r); /* Someone got the address meanwhile: theirs is current. */
-    } else {
-        HASH_ADD(hh, live_table, key, sizeof r->key, r);
-        account(&r->a, +1, now);
-    }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&l->lock);
+    if (now) rec_put(r);
 }
 
 void vt_tracker_map(uint64_t handle, uint64_t address) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
-    struct vt_rec *r;
-    pthread_mutex_lock(&lock);
-    HASH_FIND(hh, live_table, &k, sizeof k, r);
-    if (r) r->a.mapped = address;
-    pthread_mutex_unlock(&lock);
+    uint32_t khash = vt_hash_words(&k, sizeof k);
+    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+        struct vt_rec *r;
+        pthread_mutex_lock(&l->lock);
+        HASH_FIND_BYHASHVALUE(hh, l->table, &k, sizeof k, khash, r);
+        if (r) r->a.mapped = address;
+        pthread_mutex_unlock(&l->lock);
+        if (r) return;
+    }
 }
 
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     pthread_mutex_lock(&lock);
+    drain();
     uint64_t now = ticks();
+    if (now < last_applied) now = last_applied;
+    last_applied = now;
     totals.failed_count++;
     /* Other failures (no driver, bad arguments) are counted but do not make
      * the process one that used a GPU: without a driver, a program must
@@ -565,7 +820,11 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
 
 uint64_t vt_tracker_device_live(int device) {
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;
-    return __atomic_load_n(&devices[device].live_bytes, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&lock);
+    drain();
+    uint64_t live = devices[device].live_bytes;
+    pthread_mutex_unlock(&lock);
+    return live;
 }
 
 int vt_tracker_needs_facts(int device) {
@@ -591,10 +850,17 @@ int vt_tracker_touched(void) {
     return __atomic_load_n(&touched, __ATOMIC_RELAXED);
 }
 
+static int by_time(const void *a, const void *b) {
+    const struct vt_alloc *x = a, *y = b;
+    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns ? -1 : 1;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
 struct vt_snapshot *vt_tracker_snapshot(void) {
     struct vt_snapshot *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     pthread_mutex_lock(&lock);
+    drain_all();
     s->totals = totals;
     memcpy(s->devices, devices, sizeof devices);
     s->ndevices = ndevices;
@@ -604,16 +870,33 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
 #define TO_NS(t) ((uint64_t)((double)(t) * scale))
     s->totals.peak_time_ns = TO_NS(s->totals.peak_time_ns);
     for (int i = 0; i < ndevices; i++) s->devices[i].peak_time_ns = TO_NS(s->devices[i].peak_time_ns);
-    size_t n = HASH_COUNT(live_table);
-    s->live = malloc((n ? n : 1) * sizeof *s->live);
-    if (s->live) {
-        struct vt_rec *r, *tmp;
-        HASH_ITER(hh, live_table, r, tmp) {
-            if (r == &sentinel) continue;
-            s->live[s->nlive] = r->a;
-            s->live[s->nlive++].time_ns = TO_NS(r->a.time_ns);
+    /* One slot at a time: a thread allocating meanwhile waits for its own
+     * slot only. */
+    size_t cap = 0;
+    for (struct slot *l = slots; l; l = l->next) {
+        pthread_mutex_lock(&l->lock);
+        size_t n = HASH_COUNT(l->table);
+        if (s->nlive + n > cap) {
+            size_t want = cap ? cap : 64;
+            while (want < s->nlive + n) want *= 2;
+            struct vt_alloc *bigger = realloc(s->live, want * sizeof *bigger);
+            if (bigger) {
+                s->live = bigger;
+                cap = want;
+            }
         }
+        struct vt_rec *r, *tmp;
+        if (s->nlive + n <= cap)
+            HASH_ITER(hh, l->table, r, tmp) {
+                if (r == &l->sentinel) continue;
+                s->live[s->nlive] = r->a;
+                s->live[s->nlive++].time_ns = TO_NS(r->a.time_ns);
+            }
+        pthread_mutex_unlock(&l->lock);
     }
+    if (!s->live) s->live = malloc(sizeof *s->live);
+    /* In the order they were made, as the events have them. */
+    if (s->live) qsort(s->live, s->nlive, sizeof *s->live, by_time);
     s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
     if (s->ooms) {
         memcpy(s->ooms, ooms, nooms * sizeof *ooms);
@@ -655,8 +938,15 @@ void vt_snapshot_free(struct vt_snapshot *s) {
     free(s);
 }
 
-void vt_tracker_lock_all(void) { pthread_mutex_lock(&lock); }
-void vt_tracker_unlock_all(void) { pthread_mutex_unlock(&lock); }
+void vt_tracker_lock_all(void) {
+    pthread_mutex_lock(&lock);
+    for (struct slot *l = slots; l; l = l->next) pthread_mutex_lock(&l->lock);
+}
+
+void vt_tracker_unlock_all(void) {
+    for (struct slot *l = slots; l; l = l->next) pthread_mutex_unlock(&l->lock);
+    pthread_mutex_unlock(&lock);
+}
 
 void vt_tracker_reset_child(void) {
     pthread_mutexattr_t attr;
@@ -664,12 +954,19 @@ void vt_tracker_reset_child(void) {
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
     pthread_mutex_init(&lock, &attr);
     pthread_mutexattr_destroy(&attr);
-    struct vt_rec *r, *tmp;
-    HASH_ITER(hh, live_table, r, tmp) {
-        HASH_DEL(live_table, r);
-        if (r != &sentinel) free(r);
+    /* Other threads' slots came along with their memory, not their
+     * threads: emptied and free for the taking; this thread keeps its own. */
+    for (struct slot *l = slots; l; l = l->next) {
+        pthread_mutex_init(&l->lock, NULL);
+        struct vt_rec *r, *tmp;
+        HASH_ITER(hh, l->table, r, tmp) {
+            HASH_DEL(l->table, r);
+            if (r != &l->sentinel) free(r);
+        }
+        HASH_ADD(hh, l->table, key, sizeof l->sentinel.key, &l->sentinel);
+        l->tail = l->head;
+        if (l != my_slot) l->owned = 0;
     }
-    HASH_ADD(hh, live_table, key, sizeof sentinel.key, &sentinel);
     struct vt_stack_node *n, *ntmp;
     HASH_ITER(hh, stack_table, n, ntmp) {
         HASH_DEL(stack_table, n);
@@ -700,8 +997,7 @@ void vt_tracker_reset_child(void) {
     ring_written = 0;
     touched = 0;
     my_tid = 0;
-    free(spare);
-    spare = NULL;
+    last_applied = 0;
     /* The only thread here: its remembered stack id is gone with the table. */
     if (last_stack) last_stack->depth = -1;
 }

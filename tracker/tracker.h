@@ -4,7 +4,8 @@
  * of live allocations, interned stacks, per-device live and peak bytes, the
  * bounded history of events and the out-of-memory failures. It never calls
  * CUDA and never formats output: interpose/ feeds it, report/ reads a
- * snapshot of it. All functions are thread-safe. */
+ * snapshot of it. All functions are thread-safe. Allocations and frees are
+ * logged per thread and applied when something reads (see tracker.c). */
 #ifndef VT_TRACKER_H
 #define VT_TRACKER_H
 
@@ -184,15 +185,22 @@ uint64_t vt_now_ns(void);
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth);
 
-/* Remove the live record under (space, address), counting the free, and
- * keep the record aside for the caller, who passes it back with
- * vt_tracker_commit_free (the free worked) or vt_tracker_restore (it failed:
- * the record comes back and the free is uncounted). Returns NULL when the
- * pointer was never seen; the caller then still calls the real free and
- * reports nothing. */
-struct vt_alloc *vt_tracker_take(int space, uint64_t address);
-void vt_tracker_commit_free(struct vt_alloc *a);
-void vt_tracker_restore(struct vt_alloc *a);
+/* A free, in two steps around the real call: vt_tracker_free_begin takes
+ * the record out of the live table and its time stamp before the driver
+ * can hand the address out again, and vt_tracker_free_end counts the free
+ * if the driver took it (ok), else puts the record back. A free of an
+ * address never seen is counted as such. */
+struct vt_rec;
+struct slot;
+struct vt_free {
+    uint64_t address;
+    uint64_t ts;
+    int space;
+    struct vt_rec *rec; /* the record taken out of the live table, or NULL */
+    struct slot *slot;  /* whose table it was in */
+};
+struct vt_free vt_tracker_free_begin(int space, uint64_t address);
+void vt_tracker_free_end(const struct vt_free *f, int ok);
 
 /* A VMM handle was mapped at an address: remember it for the report. */
 void vt_tracker_map(uint64_t handle, uint64_t address);
@@ -205,7 +213,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
 
 
-/* Live bytes on a device now (a relaxed read, for the budget check). */
+/* Live bytes on a device now (for the budget check). */
 uint64_t vt_tracker_device_live(int device);
 
 /* Device facts (read once by interpose/ when the device is first used). */

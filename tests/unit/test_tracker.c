@@ -1,4 +1,5 @@
 /* test_tracker.c -- unit tests of tracker/ and the report helpers. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,13 +11,19 @@
 #include "check.h"
 
 static const uintptr_t site_a[] = {0x1000, 0x2000, 0x3000};
+
+/* A free as the hooks make it: time stamp, real call, outcome. */
+static void free_it(int space, uint64_t address, int ok) {
+    struct vt_free f = vt_tracker_free_begin(space, address);
+    vt_tracker_free_end(&f, ok);
+}
 static const uintptr_t site_b[] = {0x1100, 0x2000, 0x3000};
 
 static void test_ring_wraps(void) {
     /* The ring holds 4 events; 6 allocations and 4 frees leave the last 4. */
     for (int i = 0; i < 6; i++)
         vt_tracker_alloc(0x100 + (uint64_t)i, 10 + (uint64_t)i, VT_KIND_DEVICE, 0, "t", site_a, 3);
-    for (int i = 0; i < 4; i++) vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0x100 + (uint64_t)i));
+    for (int i = 0; i < 4; i++) free_it(VT_SPACE_DEVICE, 0x100 + (uint64_t)i, 1);
     struct vt_snapshot *s = vt_tracker_snapshot();
     CHECK_EQ(s->nevents, 4);
     CHECK_EQ(s->events_dropped, 6);
@@ -37,12 +44,10 @@ static void test_totals_peak_devices_host(void) {
     vt_tracker_alloc(0xb000, 3000, VT_KIND_ASYNC, 1, "cuMemAllocAsync", site_b, 3);
     vt_tracker_alloc(0xc000, 500, VT_KIND_HOST, 0, "cuMemAllocHost_v2", site_a, 3);
     CHECK(vt_tracker_touched());
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, 0xb000);
-    CHECK(a != NULL);
-    vt_tracker_commit_free(a);
-    CHECK(vt_tracker_take(VT_SPACE_DEVICE, 0xdead) == NULL);
+    free_it(VT_SPACE_DEVICE, 0xb000, 1);
+    free_it(VT_SPACE_DEVICE, 0xdead, 1);
     /* A host pointer is not found in the device space. */
-    CHECK(vt_tracker_take(VT_SPACE_DEVICE, 0xc000) == NULL);
+    free_it(VT_SPACE_DEVICE, 0xc000, 1);
     vt_tracker_alloc(0xd000, 200, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_b, 3);
 
     struct vt_snapshot *s = vt_tracker_snapshot();
@@ -97,8 +102,7 @@ static void test_interning_and_holders(void) {
 
 static void test_restore_and_reuse(void) {
     vt_tracker_alloc(0x10, 64, VT_KIND_DEVICE, 0, "x", site_a, 3);
-    struct vt_alloc *a = vt_tracker_take(VT_SPACE_DEVICE, 0x10);
-    vt_tracker_restore(a); /* the free failed: still live */
+    free_it(VT_SPACE_DEVICE, 0x10, 0); /* the free failed: still live */
     struct vt_snapshot *s = vt_tracker_snapshot();
     CHECK_EQ(s->totals.live_count, 1);
     CHECK_EQ(s->totals.free_count, 0);
@@ -117,6 +121,50 @@ static void test_restore_and_reuse(void) {
     CHECK_EQ(s->totals.live_count, 2);
     for (size_t i = 0; i < s->nlive; i++)
         if (s->live[i].kind == VT_KIND_VMM) CHECK_EQ(s->live[i].mapped, 0x7000);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+/* Frees and allocations of one address that reach the tables out of
+ * order: each is matched by its time stamp, not by its arrival. */
+static void *alloc_0x20(void *arg) {
+    (void)arg;
+    vt_tracker_alloc(0x20, 200, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    return NULL;
+}
+
+static void test_order_by_time_stamp(void) {
+    /* Thread 1 frees 0x20; before it records the free, the driver hands
+     * 0x20 to thread 2. The free comes out of the table first (thread 2's
+     * allocation does not find it), and the logs are applied by time
+     * stamp: the old 100 bytes go before the new 200 come, so the peak is
+     * 200, not 300. */
+    vt_tracker_alloc(0x20, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    struct vt_free late = vt_tracker_free_begin(VT_SPACE_DEVICE, 0x20);
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_0x20, NULL);
+    pthread_join(t, NULL);
+    vt_tracker_free_end(&late, 1);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_count, 1);
+    CHECK_EQ(s->totals.live_bytes, 200);
+    CHECK_EQ(s->totals.peak_bytes, 200);
+    CHECK_EQ(s->totals.free_count, 1);
+    CHECK_EQ(s->totals.unknown_frees, 0);
+    CHECK_EQ(s->nlive, 1);
+    if (s->nlive == 1) CHECK_EQ(s->live[0].bytes, 200);
+    vt_snapshot_free(s);
+    /* A free of an address not live is one of a pointer never seen, even
+     * when the driver refuses it; a later allocation there is live. */
+    free_it(VT_SPACE_DEVICE, 0x30, 1);
+    free_it(VT_SPACE_DEVICE, 0x31, 0);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.unknown_frees, 2);
+    vt_snapshot_free(s);
+    vt_tracker_alloc(0x30, 300, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_bytes, 500);
+    CHECK_EQ(s->nlive, 2);
     vt_snapshot_free(s);
     vt_tracker_reset_child();
 }
@@ -155,7 +203,7 @@ static void test_holders_at_peak_and_oom(void) {
     uint64_t c;
     vt_tracker_alloc(0xa1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3); /* stack 0 */
     vt_tracker_alloc(0xb1, 50, VT_KIND_DEVICE, 0, "x", site_b, 3);  /* stack 1; peak 150 */
-    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xa1));
+    free_it(VT_SPACE_DEVICE, 0xa1, 1);
     vt_tracker_alloc(0xb2, 30, VT_KIND_DEVICE, 0, "x", site_b, 3);
     vt_tracker_alloc(0xc1, 60, VT_KIND_DEVICE, 0, "x", site_c, 3);  /* 140: below the peak */
     vt_tracker_alloc(0xd1, 999, VT_KIND_HOST, 0, "x", site_c, 3);   /* host: not counted */
@@ -188,8 +236,8 @@ static void test_holders_at_peak_and_oom(void) {
     }
     vt_snapshot_free(s);
     /* Frees after the peak do not change what the peak held. */
-    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xa2));
-    vt_tracker_commit_free(vt_tracker_take(VT_SPACE_DEVICE, 0xb1));
+    free_it(VT_SPACE_DEVICE, 0xa2, 1);
+    free_it(VT_SPACE_DEVICE, 0xb1, 1);
     s = vt_tracker_snapshot();
     CHECK_EQ(peak_of(s, 0, &c), 200);
     CHECK_EQ(peak_of(s, 1, &c), 80);
@@ -275,6 +323,7 @@ int main(void) {
     test_totals_peak_devices_host();
     test_interning_and_holders();
     test_restore_and_reuse();
+    test_order_by_time_stamp();
     test_failures();
     test_holders_at_peak_and_oom();
     test_growth_with_events_out_of_order();
