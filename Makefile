@@ -186,8 +186,8 @@ $(T)/stack/libstack_plugin.so: tests/unit/stack_plugin.c
 	@mkdir -p $(T)/stack
 	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $<
 
-$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so
-	$(CC) $(BASE) -O2 -g -o $@ $< -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so
+	$(CC) $(BASE) -O2 -g -o $@ $< tests/unit/rbp_clobber.S -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(T)/stack_asan/libvtstack.so: tracker/stack.c tracker/stack.h
 	@mkdir -p $(T)/stack_asan
@@ -198,8 +198,8 @@ $(T)/stack_asan/libstack_plugin.so: $(T)/stack/libstack_plugin.so
 	@mkdir -p $(T)/stack_asan
 	cp $< $@
 
-$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so
-	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< \
+$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack

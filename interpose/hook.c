@@ -19,6 +19,8 @@ __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
+/* Set once each has run: the hooks test these and skip pthread_once. */
+static int init_done, python_done;
 
 /* Python's symbols, wherever the interpreter lives (the executable, a
  * libpython loaded globally). */
@@ -26,7 +28,10 @@ static void *python_symbol(const char *name) { return vt_global_symbol(name); }
 
 /* Looked for at the first allocation, not at start: an embedding program
  * may load libpython later. */
-static void init_python(void) { vt_pystack_init(python_symbol, vt_opt.python); }
+static void init_python(void) {
+    vt_pystack_init(python_symbol, vt_opt.python);
+    __atomic_store_n(&python_done, 1, __ATOMIC_RELEASE);
+}
 
 static void init_all(void) {
     vt_resolve_init();
@@ -37,7 +42,15 @@ static void init_all(void) {
                                                        : VT_STACK_WALKER);
 }
 
-void vt_init(void) { pthread_once(&init_once, init_all); }
+static void init_all_once(void) {
+    init_all();
+    __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
+}
+
+void vt_init(void) {
+    if (__builtin_expect(__atomic_load_n(&init_done, __ATOMIC_ACQUIRE), 1)) return;
+    pthread_once(&init_once, init_all_once);
+}
 
 /* The device of the calling thread's current context, or 0. */
 static int current_device(void) {
@@ -78,7 +91,7 @@ static void read_facts(int device) {
 
 /* This thread's stack, native frames with Python's spliced in. */
 static int capture(uintptr_t *frames) {
-    pthread_once(&python_once, init_python);
+    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
     if (!vt_pystack_version()) return vt_stack_capture(frames, vt_opt.depth);
     uintptr_t native[VT_STACK_MAX];
     int depth = vt_stack_capture(native, vt_opt.depth);

@@ -40,7 +40,7 @@ static const struct {
 #undef VT_RUNTIME
 };
 
-static void *real[VT_ID_COUNT];          /* what each wrapper calls */
+VT_HIDDEN void *vt_real_fn[VT_ID_COUNT]; /* what each wrapper calls */
 static void *driver_export[VT_ID_COUNT]; /* the driver's own export, or VT_ABSENT */
 static void *driver_handle;
 
@@ -81,7 +81,7 @@ static void set_real(int id, void *fn) {
     if (fn == NULL || fn == wrapper_of(id)) return;
     pin_library(fn);
     void *expected = NULL;
-    __atomic_compare_exchange_n(&real[id], &expected, fn, 0, __ATOMIC_ACQ_REL,
+    __atomic_compare_exchange_n(&vt_real_fn[id], &expected, fn, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
 }
 
@@ -120,8 +120,8 @@ void *vt_global_symbol(const char *name) {
     return vt_real_dlsym ? vt_real_dlsym(RTLD_DEFAULT, name) : NULL;
 }
 
-void *vt_real(int id) {
-    void *p = __atomic_load_n(&real[id], __ATOMIC_ACQUIRE);
+void *vt_real_slow(int id) {
+    void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
     if (p) return p;
     vt_resolve_init();
     if (!vt_real_dlsym) return NULL;
@@ -131,7 +131,7 @@ void *vt_real(int id) {
         if (h) p = vt_real_dlsym(h, hooks[id].name);
     }
     set_real(id, p);
-    return __atomic_load_n(&real[id], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
 }
 
 VT_EARLY static int hook_by_name(const char *name) {
@@ -207,7 +207,7 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
     if (best < 0) return fn;
     set_real(best, fn);
     /* Only swap when the wrapper will call exactly this function. */
-    return __atomic_load_n(&real[best], __ATOMIC_ACQUIRE) == fn ? wrapper_of(best) : fn;
+    return __atomic_load_n(&vt_real_fn[best], __ATOMIC_ACQUIRE) == fn ? wrapper_of(best) : fn;
 }
 
 /* A library going away may take code whose unwind rules the stack walker

@@ -22,7 +22,14 @@ void vt_resolve_init(void);
 
 /* The real function behind hook `id`, or NULL when it cannot be found
  * (the wrapper then fails with "not initialized"). */
-void *vt_real(int id);
+void *vt_real_slow(int id);
+extern void *vt_real_fn[] __attribute__((visibility("hidden")));
+
+/* The real function a wrapper calls: a load once resolved. */
+static inline void *vt_real(int id) {
+    void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
+    return __builtin_expect(p != NULL, 1) ? p : vt_real_slow(id);
+}
 
 /* A driver function vramtrace calls itself (cuCtxGetDevice, cuMemGetInfo_v2,
  * ...), looked up in the loaded driver; NULL when there is none. */

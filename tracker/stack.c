@@ -605,7 +605,11 @@ VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
     m->start_sp = sp;
     m->start_bp = bp;
     m->max = max;
-    int need_bp = 0, bp_is_start = 1, nr = 0;
+    /* A saved rbp the walk reads is a word the replay must check only if the
+     * walk then uses it (a CFA rbp-based): most code keeps other values in
+     * rbp (a loop counter, say), which would spoil every replay. So the
+     * last rbp read stays in the log only once it is used. */
+    int need_bp = 0, nr = 0, bp_read = -1, bp_used = 0;
     int n = 0, mine = 1;
     for (int i = 0; n < max && i < MEMO_FRAMES; i++) {
         /* Frames of this library are walked through, not kept. */
@@ -623,14 +627,22 @@ VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
             if (r.flags & R_END) break;
             return -1;
         }
-        if (r.flags & R_CFA_BP) need_bp |= bp_is_start;
+        if (r.flags & R_CFA_BP) {
+            if (bp_read < 0) need_bp = 1; /* the rbp the walk started with */
+            else bp_used = 1;
+        }
         uintptr_t cfa = ((r.flags & R_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa < sp + 8 || cfa > hi) return -1;
         if (r.flags & R_BP_SAVED) {
             uintptr_t at = cfa + (uintptr_t)(intptr_t)r.bp_off;
             if (at < sp || at + 8 > hi) return -1;
             bp = *(const uintptr_t *)at;
-            bp_is_start = 0;
+            if (bp_read >= 0 && !bp_used) { /* the one before was never used */
+                memmove(&m->read[bp_read], &m->read[bp_read + 1], (size_t)(nr - bp_read - 1) * sizeof m->read[0]);
+                nr--;
+            }
+            bp_read = nr;
+            bp_used = 0;
             m->read[nr].off = (uint32_t)(at - m->start_sp);
             m->read[nr++].val = bp;
         }
@@ -639,6 +651,10 @@ VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
         m->read[nr++].val = ip;
         sp = cfa;
         if (ip == 0) break;
+    }
+    if (bp_read >= 0 && !bp_used) {
+        memmove(&m->read[bp_read], &m->read[bp_read + 1], (size_t)(nr - bp_read - 1) * sizeof m->read[0]);
+        nr--;
     }
     m->need_bp = need_bp;
     m->nreads = nr;

@@ -194,6 +194,32 @@ static void test_alloca(void) {
     CHECK_EQ(c.fallbacks, 0);
 }
 
+/* Called with rbp holding whatever the caller put there. */
+long rbp_clobber(long (*f)(void), long v);
+static uintptr_t ca[MAXF], cb[MAXF];
+static int cna, cnb;
+__attribute__((noinline)) static long capture_here(void) {
+    both(ca, &cna, cb, &cnb);
+    return 0;
+}
+
+static void test_garbage_rbp(void) {
+    /* rbp differs at every call and is saved in capture_here's frame: the
+     * walk reads it but never uses it (no frame above is rbp-based), so the
+     * replay must not depend on it. */
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    int ok = 1;
+    for (long i = 0; i < 500; i++) {
+        rbp_clobber(capture_here, 0x1000 + i * 8);
+        ok &= agree(ca, cna, cb, cnb);
+    }
+    CHECK(ok);
+    struct vt_stack_counts c = since(c0);
+    CHECK_EQ(c.walks, 1);
+    CHECK_EQ(c.replays, 499);
+    CHECK_EQ(c.fallbacks, 0);
+}
+
 static void test_max(void) {
     uintptr_t a[MAXF], b[MAXF];
     int na, nb;
@@ -310,6 +336,7 @@ int main(int argc, char **argv) {
     test_depths();
     test_repeat_and_alternate();
     test_alloca();
+    test_garbage_rbp();
     test_max();
     test_threads();
     test_signals();
