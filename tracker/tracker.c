@@ -305,16 +305,6 @@ static uint32_t intern_stack(const uintptr_t *frames, int depth, uint32_t hash) 
     return n->pub.id;
 }
 
-_Static_assert(sizeof(struct vt_event) == 32, "an event is four words");
-
-/* Make streamed event stores visible to other threads (global lock held,
- * before it is released). */
-static void events_fence(void) {
-#if defined(__x86_64__)
-    __builtin_ia32_sfence();
-#endif
-}
-
 /* Append to the event ring, mapping it on first use. Lock held. */
 static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
                       uint32_t stack, int device, int kind) {
@@ -329,18 +319,8 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
         madvise(m, ring_cap * sizeof *ring, MADV_HUGEPAGE);
         ring = m;
     }
-    struct vt_event ev = {now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
     struct vt_event *e = &ring[ring_written % ring_cap];
-#if defined(__x86_64__)
-    /* Streaming stores: the ring is written once round and read only by a
-     * snapshot, so its lines need not be fetched into the cache first
-     * (events_fence() before anyone reads it). */
-    long long w[4];
-    memcpy(w, &ev, sizeof w);
-    for (int i = 0; i < 4; i++) __builtin_ia32_movnti64((long long *)e + i, w[i]);
-#else
-    *e = ev;
-#endif
+    *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
     ring_written++;
 }
 
@@ -570,7 +550,6 @@ static void drain(void) {
     }
     for (size_t i = 0; i < n; i++) __atomic_store_n(&src[i].l->tail, src[i].t, __ATOMIC_RELEASE);
     if (src != one) free(src);
-    events_fence();
 }
 
 static void drain_all(void) { drain(); }
@@ -829,7 +808,6 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             free((void *)o->procs);
         }
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
-        events_fence();
     }
     pthread_mutex_unlock(&lock);
 }
