@@ -127,7 +127,7 @@ static __thread int nrec_cache __attribute__((tls_model("initial-exec")));
 
 /* ---- the slots ---------------------------------------------------------- */
 
-enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN };
+enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN, OP_RESTORED };
 
 /* What happened, with what the counts and the history need. */
 struct op {
@@ -496,6 +496,16 @@ static void apply(const struct op *o) {
     case OP_REPLACED:
         account(o, -1, now);
         break;
+    case OP_RESTORED:
+        /* The driver refused a free counted already: the memory is live
+         * again (the free's event stays: the program did ask for it). */
+        account(o, +1, now);
+        totals.free_count--;
+        if (vt_kind_owned_device(o->kind)) {
+            struct vt_device *d = device_slot(o->device);
+            if (d) d->free_count--;
+        }
+        break;
     default:
         totals.unknown_frees++;
         break;
@@ -674,10 +684,25 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     if (old) rec_put(old);
 }
 
-/* The record leaves its table before the real free: once the driver has
- * the address back it may hand it to another thread, whose allocation must
- * not find ours. Looked for in this thread's table first, then in the
- * others'. A free that fails puts it back. */
+/* Take (space, address) out of a slot's table and log its free; the slot
+ * is locked with room for one entry. */
+static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
+    struct vt_rec *r;
+    HASH_FIND_BYHASHVALUE(hh, l->table, k, sizeof *k, khash, r);
+    if (r) {
+        HASH_DEL(l->table, r);
+        struct op o;
+        op_of(&o, &r->a, ts, OP_FREE);
+        log_op(l, &o);
+    }
+    return r;
+}
+
+/* The record leaves its table, and its free is logged, before the real
+ * free: once the driver has the address back it may hand it to another
+ * thread, whose allocation must not find ours. Looked for in this
+ * thread's table first, then in the others'. A free that fails puts the
+ * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
@@ -685,9 +710,8 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct slot *mine = my_slot;
     struct vt_rec *r = NULL;
     if (mine) {
-        pthread_mutex_lock(&mine->lock);
-        HASH_FIND_BYHASHVALUE(hh, mine->table, &k, sizeof k, khash, r);
-        if (r) HASH_DEL(mine->table, r);
+        slot_lock(mine, 1);
+        r = take(mine, &k, khash, f.ts);
         pthread_mutex_unlock(&mine->lock);
         if (r) {
             f.rec = r;
@@ -697,9 +721,8 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     }
     for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         if (l == mine) continue;
-        pthread_mutex_lock(&l->lock);
-        HASH_FIND_BYHASHVALUE(hh, l->table, &k, sizeof k, khash, r);
-        if (r) HASH_DEL(l->table, r);
+        slot_lock(l, 1);
+        r = take(l, &k, khash, f.ts);
         pthread_mutex_unlock(&l->lock);
         if (r) {
             f.rec = r;
@@ -707,43 +730,38 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
             return f;
         }
     }
+    /* A pointer never seen: counted through this thread's log. */
+    struct slot *l = mine;
+    if (!l && !(l = slot_attach())) return f;
+    struct op o;
+    memset(&o, 0, sizeof o);
+    o.ts = f.ts;
+    o.type = OP_UNKNOWN;
+    slot_lock(l, 1);
+    log_op(l, &o);
+    pthread_mutex_unlock(&l->lock);
     return f;
 }
 
 void vt_tracker_free_end(const struct vt_free *f, int ok) {
     struct vt_rec *r = f->rec;
-    struct op o;
-    if (!r) {
-        /* A pointer never seen: counted through this thread's log. */
-        struct slot *l = my_slot;
-        if (!l && !(l = slot_attach())) return;
-        memset(&o, 0, sizeof o);
-        o.ts = f->ts;
-        o.type = OP_UNKNOWN;
-        slot_lock(l, 1);
-        log_op(l, &o);
-        pthread_mutex_unlock(&l->lock);
-        return;
-    }
-    struct slot *l = f->slot;
+    if (!r) return;
     if (ok) {
-        op_of(&o, &r->a, f->ts, OP_FREE);
-        slot_lock(l, 1);
-        log_op(l, &o);
-        pthread_mutex_unlock(&l->lock);
         rec_put(r);
         return;
     }
-    /* The driver refused it: back in the table, unless the address was
-     * handed out again meanwhile (then that allocation is current). */
+    /* The driver refused it: back in the table and in the counts, unless
+     * the address was handed out again meanwhile (then that allocation is
+     * current). */
+    struct slot *l = f->slot;
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
     struct vt_rec *now;
     slot_lock(l, 1);
     HASH_FIND_BYHASHVALUE(hh, l->table, &r->key, sizeof r->key, khash, now);
     if (!now) {
         HASH_ADD_BYHASHVALUE(hh, l->table, key, sizeof r->key, khash, r);
-    } else {
-        op_of(&o, &r->a, ticks(), OP_REPLACED);
+        struct op o;
+        op_of(&o, &r->a, ticks(), OP_RESTORED);
         log_op(l, &o);
     }
     pthread_mutex_unlock(&l->lock);
