@@ -73,9 +73,81 @@ struct vt_key {
 
 struct vt_rec {
     struct vt_key key;
-    struct vt_alloc a;  /* a.time_ns: ticks, as taken at the allocation */
-    UT_hash_handle hh;
+    struct vt_alloc a;  /* a.time_ns: ticks, as taken at the allocation;
+                           a.mapped links a free record to the next */
 };
+
+/* A slot's live table: open addressing on the key's hash, linear probing,
+ * deletion by shifting back (no tombstones), at most half full. An entry
+ * keeps the address beside the record, so a probe reads the record only
+ * when the address matches. */
+struct entry {
+    uint64_t address;
+    struct vt_rec *rec;  /* NULL: empty */
+};
+
+struct table {
+    struct entry *e;
+    size_t cap;          /* a power of two, or 0 */
+    size_t count;
+};
+
+static struct vt_rec *table_find(const struct table *t, const struct vt_key *k, uint32_t h) {
+    if (!t->cap) return NULL;
+    size_t mask = t->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        struct vt_rec *r = t->e[i].rec;
+        if (!r) return NULL;
+        if (t->e[i].address == k->address && r->key.space == k->space) return r;
+    }
+}
+
+static int table_grow(struct table *t) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    struct entry *e = calloc(cap, sizeof *e);
+    if (!e) return 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        struct vt_rec *r = t->e[i].rec;
+        if (!r) continue;
+        size_t j = vt_hash_words(&r->key, sizeof r->key) & (cap - 1);
+        while (e[j].rec) j = (j + 1) & (cap - 1);
+        e[j] = t->e[i];
+    }
+    free(t->e);
+    t->e = e;
+    t->cap = cap;
+    return 1;
+}
+
+/* Add a record whose key is not in the table. */
+static int table_add(struct table *t, struct vt_rec *r, uint32_t h) {
+    if (2 * (t->count + 1) > t->cap && !table_grow(t)) return 0;
+    size_t mask = t->cap - 1, i = h & mask;
+    while (t->e[i].rec) i = (i + 1) & mask;
+    t->e[i].address = r->key.address;
+    t->e[i].rec = r;
+    t->count++;
+    return 1;
+}
+
+static void table_del(struct table *t, const struct vt_rec *r, uint32_t h) {
+    size_t mask = t->cap - 1, i = h & mask;
+    while (t->e[i].rec != r) i = (i + 1) & mask;
+    /* Shift later entries of the run back over the hole, unless they
+     * belong at or after it. */
+    for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+        struct vt_rec *x = t->e[j].rec;
+        if (!x) break;
+        size_t home = vt_hash_words(&x->key, sizeof x->key) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            t->e[i] = t->e[j];
+            i = j;
+        }
+    }
+    t->e[i].rec = NULL;
+    t->e[i].address = 0;
+    t->count--;
+}
 
 /* What one call site holds now, and what it held at the last peak of the
  * process's device bytes. The peak values are kept lazily (memray's
@@ -150,12 +222,7 @@ struct op {
  * applied) and is taken over by the next thread that needs one. */
 struct slot {
     pthread_mutex_t lock;
-    struct vt_rec *table;
-    /* Always in the table, under a key no allocation has, so that the
-     * table never empties: uthash frees its buckets when the last item goes
-     * and rebuilds them with the next, which an alloc/free loop would pay
-     * for at every step. Never counted, never listed. */
-    struct vt_rec sentinel;
+    struct table table;
     uint64_t head;
     int owned;          /* 1 while a live thread has it */
     struct slot *next;  /* all slots, newest first; never unlinked */
@@ -455,7 +522,7 @@ static void rec_put(struct vt_rec *r) {
         free(r);
         return;
     }
-    r->hh.next = rec_cache;
+    r->a.mapped = (uint64_t)(uintptr_t)rec_cache;
     rec_cache = r;
     nrec_cache++;
 }
@@ -463,7 +530,7 @@ static void rec_put(struct vt_rec *r) {
 static struct vt_rec *rec_get(void) {
     struct vt_rec *r = rec_cache;
     if (!r) return malloc(sizeof *r);
-    rec_cache = (struct vt_rec *)r->hh.next;
+    rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
     nrec_cache--;
     return r;
 }
@@ -569,7 +636,7 @@ static void slot_release(void *p) {
     my_slot = NULL;
     while (rec_cache) {
         struct vt_rec *r = rec_cache;
-        rec_cache = (struct vt_rec *)r->hh.next;
+        rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
         free(r);
     }
     nrec_cache = 0;
@@ -590,8 +657,6 @@ static struct slot *slot_attach(void) {
     if (!l && (l = aligned_alloc(64, sizeof *l))) {
         memset(l, 0, sizeof *l);
         pthread_mutex_init(&l->lock, NULL);
-        l->sentinel.key.space = UINT32_MAX;
-        HASH_ADD(hh, l->table, key, sizeof l->sentinel.key, &l->sentinel);
         l->owned = 1;
         l->next = slots;
         __atomic_store_n(&slots, l, __ATOMIC_RELEASE);
@@ -653,7 +718,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     if (!l && !(l = slot_attach())) return;
     struct vt_rec *r = rec_get();
     if (!r) return;
-    memset(r, 0, offsetof(struct vt_rec, hh));
+    memset(r, 0, sizeof *r);
     r->key.address = address;
     r->key.space = (uint32_t)vt_kind_space(kind);
     r->a.address = address;
@@ -669,15 +734,20 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     struct vt_rec *old;
     struct op o;
     slot_lock(l, 2);
-    HASH_FIND_BYHASHVALUE(hh, l->table, &r->key, sizeof r->key, khash, old);
+    old = table_find(&l->table, &r->key, khash);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
-        HASH_DEL(l->table, old);
+        table_del(&l->table, old, khash);
         op_of(&o, &old->a, ts, OP_REPLACED);
         log_op(l, &o);
     }
-    HASH_ADD_BYHASHVALUE(hh, l->table, key, sizeof r->key, khash, r);
+    if (!table_add(&l->table, r, khash)) {
+        pthread_mutex_unlock(&l->lock);
+        rec_put(r);
+        if (old) rec_put(old);
+        return;
+    }
     op_of(&o, &r->a, ts, OP_ALLOC);
     log_op(l, &o);
     pthread_mutex_unlock(&l->lock);
@@ -687,10 +757,9 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
 /* Take (space, address) out of a slot's table and log its free; the slot
  * is locked with room for one entry. */
 static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
-    struct vt_rec *r;
-    HASH_FIND_BYHASHVALUE(hh, l->table, k, sizeof *k, khash, r);
+    struct vt_rec *r = table_find(&l->table, k, khash);
     if (r) {
-        HASH_DEL(l->table, r);
+        table_del(&l->table, r, khash);
         struct op o;
         op_of(&o, &r->a, ts, OP_FREE);
         log_op(l, &o);
@@ -757,13 +826,13 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
     struct vt_rec *now;
     slot_lock(l, 1);
-    HASH_FIND_BYHASHVALUE(hh, l->table, &r->key, sizeof r->key, khash, now);
-    if (!now) {
-        HASH_ADD_BYHASHVALUE(hh, l->table, key, sizeof r->key, khash, r);
+    now = table_find(&l->table, &r->key, khash);
+    if (!now && table_add(&l->table, r, khash)) {
         struct op o;
         op_of(&o, &r->a, ticks(), OP_RESTORED);
         log_op(l, &o);
     }
+    else if (!now) now = r; /* no memory to put it back: dropped */
     pthread_mutex_unlock(&l->lock);
     if (now) rec_put(r);
 }
@@ -774,7 +843,7 @@ void vt_tracker_map(uint64_t handle, uint64_t address) {
     for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         struct vt_rec *r;
         pthread_mutex_lock(&l->lock);
-        HASH_FIND_BYHASHVALUE(hh, l->table, &k, sizeof k, khash, r);
+        r = table_find(&l->table, &k, khash);
         if (r) r->a.mapped = address;
         pthread_mutex_unlock(&l->lock);
         if (r) return;
@@ -887,7 +956,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
     size_t cap = 0;
     for (struct slot *l = slots; l; l = l->next) {
         pthread_mutex_lock(&l->lock);
-        size_t n = HASH_COUNT(l->table);
+        size_t n = l->table.count;
         if (s->nlive + n > cap) {
             size_t want = cap ? cap : 64;
             while (want < s->nlive + n) want *= 2;
@@ -897,10 +966,10 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
                 cap = want;
             }
         }
-        struct vt_rec *r, *tmp;
         if (s->nlive + n <= cap)
-            HASH_ITER(hh, l->table, r, tmp) {
-                if (r == &l->sentinel) continue;
+            for (size_t i = 0; i < l->table.cap; i++) {
+                struct vt_rec *r = l->table.e[i].rec;
+                if (!r) continue;
                 s->live[s->nlive] = r->a;
                 s->live[s->nlive++].time_ns = TO_NS(r->a.time_ns);
             }
@@ -970,12 +1039,9 @@ void vt_tracker_reset_child(void) {
      * threads: emptied and free for the taking; this thread keeps its own. */
     for (struct slot *l = slots; l; l = l->next) {
         pthread_mutex_init(&l->lock, NULL);
-        struct vt_rec *r, *tmp;
-        HASH_ITER(hh, l->table, r, tmp) {
-            HASH_DEL(l->table, r);
-            if (r != &l->sentinel) free(r);
-        }
-        HASH_ADD(hh, l->table, key, sizeof l->sentinel.key, &l->sentinel);
+        for (size_t i = 0; i < l->table.cap; i++) free(l->table.e[i].rec);
+        free(l->table.e);
+        memset(&l->table, 0, sizeof l->table);
         l->tail = l->head;
         if (l != my_slot) l->owned = 0;
     }
