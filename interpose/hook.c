@@ -98,6 +98,35 @@ static int capture(uintptr_t *frames) {
     return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
 }
 
+/* This thread's last stack id, and the capture it came from: a loop that
+ * allocates from one place is told by the walker that its stack has not
+ * changed, and neither copies nor compares it. Native stacks only (with
+ * Python frames the merged stack can change while the native one does
+ * not). */
+static __thread uint64_t id_serial __attribute__((tls_model("initial-exec")));
+static __thread uint64_t id_generation __attribute__((tls_model("initial-exec")));
+static __thread uint32_t id_cached __attribute__((tls_model("initial-exec")));
+static __thread int id_valid __attribute__((tls_model("initial-exec")));
+
+static uint32_t stack_id(void) {
+    uintptr_t frames[VT_MAX_FRAMES];
+    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
+    if (vt_pystack_version()) {
+        int depth = capture(frames);
+        return vt_tracker_stack_id(frames, depth);
+    }
+    uint64_t gen = vt_tracker_generation();
+    int cached = id_valid && id_generation == gen;
+    int depth = vt_stack_capture_since(frames, vt_opt.depth, cached ? id_serial : UINT64_MAX);
+    if (depth == VT_STACK_SAME) return id_cached;
+    uint32_t id = vt_tracker_stack_id(frames, depth);
+    id_serial = vt_stack_serial();
+    id_generation = gen;
+    id_cached = id;
+    id_valid = 1;
+    return id;
+}
+
 /* A failure record for a request, the rest of it zero. */
 static struct vt_oom failure(const char *api, int kind, int device, uint64_t bytes) {
     struct vt_oom o;
@@ -160,9 +189,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
     if (ok) {
-        uintptr_t frames[VT_MAX_FRAMES];
-        int depth = capture(frames);
-        vt_tracker_alloc(address, bytes, kind, device, api, frames, depth);
+        vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
     } else if (oom) {
         record_oom(api, kind, device, bytes, 0);
     } else {

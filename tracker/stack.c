@@ -20,6 +20,9 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
@@ -503,12 +506,22 @@ struct memo {
     uintptr_t start_ip, start_sp, start_bp;
     int need_bp, max, nout, nreads;
     struct { uint32_t off; uint32_t pad; uintptr_t val; } read[2 * MEMO_FRAMES]; /* off: from start_sp */
+    /* The same words for the replay: adjacent ones in pairs (a saved rbp
+     * and the return address above it, in code with frame pointers), the
+     * rest single. */
+    int npairs, nsingles;
+    uint32_t pair_off[MEMO_FRAMES];
+    uint32_t single_off[2 * MEMO_FRAMES];
+    uintptr_t single_val[2 * MEMO_FRAMES];
+    uintptr_t pair_val[MEMO_FRAMES][2] __attribute__((aligned(16)));
     uintptr_t out[VT_STACK_MAX];
 };
 static __thread struct memo *memo __attribute__((tls_model("initial-exec")));
 static __thread struct vt_stack_counts counts __attribute__((tls_model("initial-exec")));
 
 struct vt_stack_counts vt_stack_thread_counts(void) { return counts; }
+
+uint64_t vt_stack_serial(void) { return counts.walks + counts.fallbacks; }
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
@@ -563,9 +576,29 @@ static int capture_libunwind(uintptr_t *out, int max) {
     return keep(out, max, (const uintptr_t *)buf, n);
 }
 
+/* Whether any word the last walk read has changed: one 16-byte load and
+ * compare for a pair of adjacent words, one 8-byte for the others. */
+VT_NO_ASAN static uintptr_t replay_diff(const struct memo *m, const char *base) {
+    uintptr_t diff = 0;
+#if defined(__x86_64__)
+    __m128i acc = _mm_setzero_si128();
+    for (int k = 0; k < m->npairs; k++) {
+        __m128i w = _mm_loadu_si128((const __m128i *)(base + m->pair_off[k]));
+        acc = _mm_or_si128(acc, _mm_xor_si128(w, _mm_load_si128((const __m128i *)m->pair_val[k])));
+    }
+    diff = _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff;
+#else
+    for (int k = 0; k < m->npairs; k++)
+        diff |= (*(const uintptr_t *)(base + m->pair_off[k]) ^ m->pair_val[k][0]) |
+                (*(const uintptr_t *)(base + m->pair_off[k] + 8) ^ m->pair_val[k][1]);
+#endif
+    for (int k = 0; k < m->nsingles; k++) diff |= *(const uintptr_t *)(base + m->single_off[k]) ^ m->single_val[k];
+    return diff;
+}
+
 /* The walk. Returns the number of frames, or -1 when libunwind must do it.
  * Reads only this thread's stack, above the walker's own frame. */
-VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
+VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max, uint64_t since) {
     const struct slot *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (!t) return -1;
     struct memo *m = memo;
@@ -591,10 +624,10 @@ VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
         (!m->need_bp || bp == m->start_bp)) {
         uintptr_t diff = 0;
         const char *base = (const char *)sp;
-        for (int k = 0; k < m->nreads; k++)
-            diff |= *(const uintptr_t *)(base + m->read[k].off) ^ m->read[k].val;
+        diff = replay_diff(m, base);
         if (diff == 0) {
             counts.replays++;
+            if (since == counts.walks + counts.fallbacks) return VT_STACK_SAME;
             memcpy(out, m->out, (size_t)m->nout * sizeof *out);
             return m->nout;
         }
@@ -658,18 +691,33 @@ VT_NO_ASAN __attribute__((noinline)) static int walk(uintptr_t *out, int max) {
     }
     m->need_bp = need_bp;
     m->nreads = nr;
+    /* The log is in stack order: pair up adjacent words. */
+    m->npairs = m->nsingles = 0;
+    for (int k = 0; k < nr; k++) {
+        if (k + 1 < nr && m->read[k + 1].off == m->read[k].off + 8) {
+            m->pair_off[m->npairs] = m->read[k].off;
+            m->pair_val[m->npairs][0] = m->read[k].val;
+            m->pair_val[m->npairs++][1] = m->read[k + 1].val;
+            k++;
+        } else {
+            m->single_off[m->nsingles] = m->read[k].off;
+            m->single_val[m->nsingles++] = m->read[k].val;
+        }
+    }
     memcpy(m->out, out, (size_t)n * sizeof *out);
     m->nout = replayable ? n : -1;
     counts.walks++;
     return n;
 }
 
-int vt_stack_capture(uintptr_t *out, int max) {
+int vt_stack_capture(uintptr_t *out, int max) { return vt_stack_capture_since(out, max, UINT64_MAX); }
+
+int vt_stack_capture_since(uintptr_t *out, int max, uint64_t since) {
     if (max > VT_STACK_MAX) max = VT_STACK_MAX;
     if (max <= 0) return 0;
     if (__builtin_expect(walker_check, 0)) {
         uintptr_t ref[VT_STACK_MAX];
-        int n = walk(out, max);
+        int n = walk(out, max, UINT64_MAX);
         int m = capture_libunwind(ref, max);
         __atomic_add_fetch(&check_stacks, 1, __ATOMIC_RELAXED);
         if (n < 0) {
@@ -682,8 +730,8 @@ int vt_stack_capture(uintptr_t *out, int max) {
         return m;
     }
     if (!walker_off) {
-        int n = walk(out, max);
-        if (n >= 0) return n;
+        int n = walk(out, max, since);
+        if (n >= 0 || n == VT_STACK_SAME) return n;
     }
     counts.fallbacks++;
     return capture_libunwind(out, max);

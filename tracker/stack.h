@@ -22,6 +22,16 @@ void vt_stack_init(int mode);
  * address (to read that code's CFI). */
 int vt_stack_capture(uintptr_t *out, int max);
 
+/* The same, unless this thread's stack is the one it had at the capture
+ * whose vt_stack_serial was `since` (no other stack captured in between):
+ * then VT_STACK_SAME, and `out` is not written. A caller that keeps what it
+ * made of that capture (an interned id) needs nothing more. */
+#define VT_STACK_SAME (-2)
+int vt_stack_capture_since(uintptr_t *out, int max, uint64_t since);
+
+/* Changes whenever a capture of this thread may differ from the one before. */
+uint64_t vt_stack_serial(void);
+
 /* The same, always with libunwind (the walker's reference, for tests). */
 int vt_stack_capture_libunwind(uintptr_t *out, int max);
 

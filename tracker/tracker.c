@@ -237,6 +237,7 @@ static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static uint64_t last_applied;         /* ticks of the newest op applied; lock held */
+static uint64_t generation;           /* of stack ids: a forked child starts anew */
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -698,21 +699,29 @@ static void op_of(struct op *o, const struct vt_alloc *a, uint64_t ts, int type)
     o->kind = a->kind;
 }
 
-void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
-                      const char *api, const uintptr_t *frames, int depth) {
+uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
     if (depth < 0) depth = 0;
     struct last_stack *ls = last_stack;
-    uint32_t id;
-    if (ls && ls->depth == depth && memcmp(ls->frames, frames, (size_t)depth * sizeof *frames) == 0) {
-        id = ls->id;
-    } else {
-        uint32_t shash = stack_hash(frames, &depth);
-        pthread_mutex_lock(&lock);
-        id = intern_stack(frames, depth, shash);
-        pthread_mutex_unlock(&lock);
-        if (id != UINT32_MAX) remember_stack(frames, depth, id);
-    }
+    if (ls && ls->depth == depth && memcmp(ls->frames, frames, (size_t)depth * sizeof *frames) == 0)
+        return ls->id;
+    uint32_t shash = stack_hash(frames, &depth);
+    pthread_mutex_lock(&lock);
+    uint32_t id = intern_stack(frames, depth, shash);
+    pthread_mutex_unlock(&lock);
+    if (id != UINT32_MAX) remember_stack(frames, depth, id);
+    return id;
+}
+
+uint64_t vt_tracker_generation(void) { return __atomic_load_n(&generation, __ATOMIC_ACQUIRE); }
+
+void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
+                      const char *api, const uintptr_t *frames, int depth) {
+    vt_tracker_alloc_at(address, bytes, kind, device, api, vt_tracker_stack_id(frames, depth));
+}
+
+void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
+                         const char *api, uint32_t id) {
     if (!__atomic_load_n(&touched, __ATOMIC_RELAXED)) __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
     struct slot *l = my_slot;
     if (!l && !(l = slot_attach())) return;
@@ -1078,4 +1087,5 @@ void vt_tracker_reset_child(void) {
     last_applied = 0;
     /* The only thread here: its remembered stack id is gone with the table. */
     if (last_stack) last_stack->depth = -1;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }

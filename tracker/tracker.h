@@ -185,6 +185,14 @@ uint64_t vt_now_ns(void);
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth);
 
+/* The same in two steps: the id of a stack (interned), then the
+ * allocation at that stack. An id stays valid while vt_tracker_generation
+ * is unchanged (a forked child starts its own). */
+uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth);
+void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
+                         const char *api, uint32_t stack);
+uint64_t vt_tracker_generation(void);
+
 /* A free, in two steps around the real call: vt_tracker_free_begin takes
  * the record out of the live table and its time stamp before the driver
  * can hand the address out again, and vt_tracker_free_end counts the free

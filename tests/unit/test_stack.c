@@ -220,6 +220,42 @@ static void test_garbage_rbp(void) {
     CHECK_EQ(c.fallbacks, 0);
 }
 
+/* vt_stack_capture_since: VT_STACK_SAME only while the stack is the one
+ * of the capture it names, and never after another stack was captured. */
+static int since_rc;
+static uint64_t since_serial;
+__attribute__((noinline)) static int capture_since(uintptr_t *a, int *na, uintptr_t *b, int *nb) {
+    (void)b;
+    (void)nb;
+    since_rc = vt_stack_capture_since(a, MAXF, since_serial);
+    *na = since_rc;
+    __asm__ volatile("" : : : "memory");
+    return 0;
+}
+
+static void test_since(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    /* One call site for every capture; the depth says which stack. */
+    static const int depth[] = {6, 6, 6, 7, 6};
+    int rc[5];
+    uint64_t serial[5];
+    since_serial = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        deep(capture_since, depth[i], a, &na, b, &nb);
+        rc[i] = since_rc;
+        serial[i] = vt_stack_serial();
+        if (i == 0) since_serial = serial[0];
+    }
+    CHECK(rc[0] > 6);                 /* a walk: frames */
+    CHECK_EQ(rc[1], VT_STACK_SAME);   /* the same stack as capture 0 */
+    CHECK_EQ(rc[2], VT_STACK_SAME);
+    CHECK(rc[3] > 7);                 /* another stack */
+    CHECK(rc[4] > 6);                 /* back, but not "same": another was captured between */
+    CHECK_EQ(serial[2], serial[0]);
+    CHECK(serial[4] != serial[0]);
+}
+
 static void test_max(void) {
     uintptr_t a[MAXF], b[MAXF];
     int na, nb;
@@ -337,6 +373,7 @@ int main(int argc, char **argv) {
     test_repeat_and_alternate();
     test_alloca();
     test_garbage_rbp();
+    test_since();
     test_max();
     test_threads();
     test_signals();
