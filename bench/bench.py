@@ -43,6 +43,17 @@ def median(argv, e, key, wrap=None):
     return statistics.median(float(run(argv, e, wrap)[key]) for _ in range(REPEAT))
 
 
+def interleaved(cases):
+    """Run each case REPEAT times, round-robin (a round runs every case once),
+    so that the machine's slow and fast spells fall on all of them alike.
+    `cases`: name -> (argv, env, key, wrap). Returns name -> (median, min)."""
+    got = {name: [] for name in cases}
+    for _ in range(REPEAT):
+        for name, (argv, e, key, wrap) in cases.items():
+            got[name].append(float(run(argv, e, wrap)[key]))
+    return {name: (statistics.median(v), min(v)) for name, v in got.items()}
+
+
 def heaptrack_wrap(tmp):
     return ["heaptrack", "-o", os.path.join(tmp, "ht")] if shutil.which("heaptrack") else None
 
@@ -53,11 +64,19 @@ def pairs_table(tmp):
     for mode in ("warm", "cold"):
         for depth in (10, 20, 40):
             args = [str(depth), str(N), "1"] + (["cold"] if mode == "cold" else [])
-            base = median([PROG, "pairs", "cuda"] + args, env(False), "ns_per_pair")
-            vt = median([PROG, "pairs", "cuda"] + args, env(True), "ns_per_pair")
-            mbase = median([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair")
-            mht = median([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair", ht) if ht else float("nan")
-            rows.append((mode, depth, base, vt, vt - base, mbase, mht, mht - mbase, (vt - base) / (mht - mbase)))
+            cases = {
+                "base": ([PROG, "pairs", "cuda"] + args, env(False), "ns_per_pair", None),
+                "vt": ([PROG, "pairs", "cuda"] + args, env(True), "ns_per_pair", None),
+                "mbase": ([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair", None),
+            }
+            if ht:
+                cases["mht"] = ([PROG, "pairs", "malloc"] + args, env(False), "ns_per_pair", ht)
+            m = interleaved(cases)
+            base, vt, mbase = m["base"][0], m["vt"][0], m["mbase"][0]
+            mht = m["mht"][0] if ht else float("nan")
+            best = (m["vt"][1] - m["base"][1]) / (m["mht"][1] - m["mbase"][1]) if ht else float("nan")
+            rows.append((mode, depth, base, vt, vt - base, mbase, mht, mht - mbase, (vt - base) / (mht - mbase),
+                         best))
     return rows
 
 
@@ -80,20 +99,19 @@ def machine_scaling():
 
 
 def threads_row():
-    out = {}
-    for pre in (False, True):
-        for t in (1, 2):
-            out[(pre, t)] = median([PROG, "pairs", "cuda", "20", str(N), str(t)], env(pre), "pairs_per_sec")
-    return out
+    cases = {(pre, t): ([PROG, "pairs", "cuda", "20", str(N), str(t)], env(pre), "pairs_per_sec", None)
+             for pre in (False, True) for t in (1, 2)}
+    return {k: v[0] for k, v in interleaved(cases).items()}
 
 
 def python_row():
     py = os.environ.get("BENCH_PYTHON") or shutil.which("python3")
     script = os.path.join(ROOT, "bench", "py_frames.py")
     n = str(max(N // 3, 50000))
-    base = median([py, script, n], env(False), "ns_per_pair")
-    native = median([py, script, n], env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair")
-    withpy = median([py, script, n], env(True), "ns_per_pair")
+    m = interleaved({"base": ([py, script, n], env(False), "ns_per_pair", None),
+                     "native": ([py, script, n], env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair", None),
+                     "withpy": ([py, script, n], env(True), "ns_per_pair", None)})
+    base, native, withpy = m["base"][0], m["native"][0], m["withpy"][0]
     ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                          text=True).stdout.strip()
     return ver, base, native, withpy
@@ -127,15 +145,16 @@ def events_row():
 def main():
     tmp = tempfile.mkdtemp(prefix="vt-bench-")
     try:
-        print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, median of {REPEAT} runs, "
+        print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, {REPEAT} runs of each, "
               f"{N} pairs a run")
         print("\n1. added time per allocate+free pair (ns), vramtrace on cuMemAlloc/cuMemFree vs heaptrack on "
               "malloc/free")
+        print("   (runs interleaved; medians, and the ratio of the fastest runs, where the machine's noise is least)")
         print(f"  {'run':5} {'depth':>5} {'cuda':>7} {'+vt':>8} {'added':>7} {'malloc':>7} {'+heaptrack':>11} "
-              f"{'added':>7} {'ratio':>6}")
+              f"{'added':>7} {'ratio':>6} {'fastest':>8}")
         for r in pairs_table(tmp):
             print(f"  {r[0]:5} {r[1]:5d} {r[2]:7.1f} {r[3]:8.1f} {r[4]:7.1f} {r[5]:7.1f} {r[6]:11.1f} "
-                  f"{r[7]:7.1f} {r[8]:6.2f}")
+                  f"{r[7]:7.1f} {r[8]:6.2f} {r[9]:8.2f}")
         print("  target: ratio <= 0.35 at depth 20")
         ver, base, native, withpy = python_row()
         print(f"\n2. Python {ver}, 30 Python frames, ctypes alloc+free pair (ns): without vramtrace {base:.0f}, "

@@ -44,6 +44,7 @@ static void init_all(void) {
 
 static void init_all_once(void) {
     init_all();
+    if (vt_opt.limit == 0) __atomic_store_n(&vt_budget_off, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
 }
 
@@ -62,6 +63,8 @@ static int current_device(void) {
 }
 
 static char uuids[VT_MAX_DEVICES][48];
+/* Devices whose facts the tracker has: the hot path asks only this. */
+static unsigned char facts_read[VT_MAX_DEVICES];
 
 /* Read a device's name, UUID and size once, when it is first used. */
 static void read_facts(int device) {
@@ -187,7 +190,11 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();
     }
-    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
+    if (device >= 0 && (ok || oom) && device < VT_MAX_DEVICES && !__atomic_load_n(&facts_read[device], __ATOMIC_ACQUIRE) &&
+        vt_tracker_needs_facts(device)) {
+        read_facts(device);
+        __atomic_store_n(&facts_read[device], 1, __ATOMIC_RELEASE);
+    }
     if (ok) {
         vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
     } else if (oom) {
@@ -199,7 +206,10 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     if (first && (ok || oom)) first_touch();
 }
 
-int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes) {
+/* Set once options are read and no budget was asked for. */
+__attribute__((visibility("hidden"))) int vt_budget_off;
+
+int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes) {
     vt_init();
     if (vt_opt.limit == 0 || !vt_kind_owned_device(kind)) return 0;
     if (device == VT_DEVICE_CURRENT) device = current_device();

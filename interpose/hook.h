@@ -30,7 +30,14 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
  * device's live bytes past the budget. If so it is recorded as an OOM
  * marked "budget" and the caller returns its API's out-of-memory code
  * without calling the driver. */
-int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes);
+int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes);
+extern int vt_budget_off __attribute__((visibility("hidden")));
+
+/* Inline: with no budget (the usual case) this is one load. */
+static inline int vt_budget_refuse(const char *api, int kind, int device, uint64_t bytes) {
+    if (__builtin_expect(__atomic_load_n(&vt_budget_off, __ATOMIC_ACQUIRE), 1)) return 0;
+    return vt_budget_refuse_slow(api, kind, device, bytes);
+}
 
 /* Record a free begun with vt_tracker_free_begin before the real call;
  * `ok`: the driver freed it. */
