@@ -65,6 +65,19 @@ static inline uint32_t vt_hash_words(const void *key, size_t len) {
 
 #define VT_MAX_OOMS 4096
 
+struct slot;
+
+/* Read by every hooked call and written (almost) never: a cache line of
+ * their own, away from what the applier writes at every entry, so that a
+ * thread applying the logs does not take them from the others' caches. */
+static struct __attribute__((aligned(64))) {
+    uint64_t tsc0;
+    int use_tsc;
+    int touched;          /* something GPU-related was recorded */
+    uint64_t generation;  /* of stack ids: a forked child starts anew */
+    struct slot *slots;   /* every slot, newest first (pushed under the global lock) */
+} hot;
+
 struct vt_key {
     uint64_t address;
     uint32_t space;
@@ -185,7 +198,6 @@ static struct vt_event *ring;
 static size_t ring_cap = 1000000;
 static uint64_t ring_written;
 static int ring_failed;
-static int touched;
 static uint64_t start_mono_ns, start_unix_ns;
 static uint64_t peak_gen;
 
@@ -232,12 +244,10 @@ struct slot {
     struct op ops[LOG_OPS];
 } __attribute__((aligned(64)));
 
-static struct slot *slots;            /* every slot (pushed under the global lock) */
 static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static uint64_t last_applied;         /* ticks of the newest op applied; lock held */
-static uint64_t generation;           /* of stack ids: a forked child starts anew */
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -289,12 +299,10 @@ uint64_t vt_now_ns(void) { return mono_ns() - start_mono_ns; }
  * power state), which costs a few cycles, else nanoseconds from
  * clock_gettime. A snapshot converts ticks to nanoseconds with the rate
  * measured over the whole run. */
-static int use_tsc;
-static uint64_t tsc0;
 
 static inline uint64_t ticks(void) {
 #if defined(__x86_64__)
-    if (use_tsc) return __builtin_ia32_rdtsc() - tsc0;
+    if (hot.use_tsc) return __builtin_ia32_rdtsc() - hot.tsc0;
 #endif
     return mono_ns() - start_mono_ns;
 }
@@ -319,7 +327,7 @@ static int tsc_is_invariant(void) {
 
 /* Nanoseconds per tick over the run so far. */
 static double tick_scale(uint64_t now_ns) {
-    if (!use_tsc) return 1.0;
+    if (!hot.use_tsc) return 1.0;
     uint64_t t = ticks();
     return t ? (double)now_ns / (double)t : 1.0;
 }
@@ -335,9 +343,9 @@ void vt_tracker_init(int depth, size_t event_capacity) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-        use_tsc = tsc_is_invariant();
+        hot.use_tsc = tsc_is_invariant();
 #if defined(__x86_64__)
-        tsc0 = __builtin_ia32_rdtsc();
+        hot.tsc0 = __builtin_ia32_rdtsc();
 #endif
         start_mono_ns = mono_ns();
     }
@@ -589,7 +597,7 @@ static void drain(void) {
         uint64_t t, h;
     } one[8], *src = one;
     size_t n = 0, cap = 8;
-    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+    for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
         uint64_t t = l->tail;
         if (t == h) continue;
@@ -651,7 +659,7 @@ static struct slot *slot_attach(void) {
     pthread_once(&slot_once, slot_key_make);
     struct slot *l;
     pthread_mutex_lock(&lock);
-    for (l = slots; l; l = l->next) {
+    for (l = hot.slots; l; l = l->next) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
     }
@@ -659,8 +667,8 @@ static struct slot *slot_attach(void) {
         memset(l, 0, sizeof *l);
         pthread_mutex_init(&l->lock, NULL);
         l->owned = 1;
-        l->next = slots;
-        __atomic_store_n(&slots, l, __ATOMIC_RELEASE);
+        l->next = hot.slots;
+        __atomic_store_n(&hot.slots, l, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     if (l) {
@@ -713,7 +721,7 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     return id;
 }
 
-uint64_t vt_tracker_generation(void) { return __atomic_load_n(&generation, __ATOMIC_ACQUIRE); }
+uint64_t vt_tracker_generation(void) { return __atomic_load_n(&hot.generation, __ATOMIC_ACQUIRE); }
 
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth) {
@@ -722,7 +730,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
 
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t id) {
-    if (!__atomic_load_n(&touched, __ATOMIC_RELAXED)) __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&hot.touched, __ATOMIC_RELAXED)) __atomic_store_n(&hot.touched, 1, __ATOMIC_RELAXED);
     struct slot *l = my_slot;
     if (!l && !(l = slot_attach())) return;
     struct vt_rec *r = rec_get();
@@ -797,7 +805,7 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
             return f;
         }
     }
-    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+    for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         if (l == mine) continue;
         slot_lock(l, 1);
         r = take(l, &k, khash, f.ts);
@@ -849,7 +857,7 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
 void vt_tracker_map(uint64_t handle, uint64_t address) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
     uint32_t khash = vt_hash_words(&k, sizeof k);
-    for (struct slot *l = __atomic_load_n(&slots, __ATOMIC_ACQUIRE); l; l = l->next) {
+    for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         struct vt_rec *r;
         pthread_mutex_lock(&l->lock);
         r = table_find(&l->table, &k, khash);
@@ -873,7 +881,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     struct vt_device *d = !is_oom || !vt_kind_owned_device(o->kind) ? NULL : device_slot(o->device);
     if (d) d->failed_count++;
     if (is_oom) {
-        __atomic_store_n(&touched, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&hot.touched, 1, __ATOMIC_RELAXED);
         o->time_ns = now;
         o->thread = thread_id();
         o->stack = intern_stack(frames, depth, stack_hash(frames, &depth));
@@ -937,7 +945,7 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
 }
 
 int vt_tracker_touched(void) {
-    return __atomic_load_n(&touched, __ATOMIC_RELAXED);
+    return __atomic_load_n(&hot.touched, __ATOMIC_RELAXED);
 }
 
 static int by_time(const void *a, const void *b) {
@@ -963,7 +971,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
     /* One slot at a time: a thread allocating meanwhile waits for its own
      * slot only. */
     size_t cap = 0;
-    for (struct slot *l = slots; l; l = l->next) {
+    for (struct slot *l = hot.slots; l; l = l->next) {
         pthread_mutex_lock(&l->lock);
         size_t n = l->table.count;
         if (s->nlive + n > cap) {
@@ -1030,11 +1038,11 @@ void vt_snapshot_free(struct vt_snapshot *s) {
 
 void vt_tracker_lock_all(void) {
     pthread_mutex_lock(&lock);
-    for (struct slot *l = slots; l; l = l->next) pthread_mutex_lock(&l->lock);
+    for (struct slot *l = hot.slots; l; l = l->next) pthread_mutex_lock(&l->lock);
 }
 
 void vt_tracker_unlock_all(void) {
-    for (struct slot *l = slots; l; l = l->next) pthread_mutex_unlock(&l->lock);
+    for (struct slot *l = hot.slots; l; l = l->next) pthread_mutex_unlock(&l->lock);
     pthread_mutex_unlock(&lock);
 }
 
@@ -1046,7 +1054,7 @@ void vt_tracker_reset_child(void) {
     pthread_mutexattr_destroy(&attr);
     /* Other threads' slots came along with their memory, not their
      * threads: emptied and free for the taking; this thread keeps its own. */
-    for (struct slot *l = slots; l; l = l->next) {
+    for (struct slot *l = hot.slots; l; l = l->next) {
         pthread_mutex_init(&l->lock, NULL);
         for (size_t i = 0; i < l->table.cap; i++) free(l->table.e[i].rec);
         free(l->table.e);
@@ -1082,10 +1090,10 @@ void vt_tracker_reset_child(void) {
     ndevices = 0;
     nooms = 0;
     ring_written = 0;
-    touched = 0;
+    hot.touched = 0;
     my_tid = 0;
     last_applied = 0;
     /* The only thread here: its remembered stack id is gone with the table. */
     if (last_stack) last_stack->depth = -1;
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&hot.generation, 1, __ATOMIC_RELEASE);
 }
