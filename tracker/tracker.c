@@ -683,11 +683,23 @@ static struct slot *slot_attach(void) {
 static void slot_lock(struct slot *l, int need) {
     for (;;) {
         pthread_mutex_lock(&l->lock);
-        if (l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS) return;
+        uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+        if (l->head + (uint64_t)need - tail <= LOG_OPS) return;
         pthread_mutex_unlock(&l->lock);
-        pthread_mutex_lock(&lock);
-        drain();
-        pthread_mutex_unlock(&lock);
+        if (pthread_mutex_trylock(&lock) == 0) {
+            drain();
+            pthread_mutex_unlock(&lock);
+            continue;
+        }
+        /* Another thread is applying the logs, this one's among them if it
+         * was full when that began: wait for this log's tail to move
+         * rather than queue on the global lock (whose cache line the
+         * applier then has to win back to let go of it). */
+        for (int i = 0; i < 100000 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        }
     }
 }
 
