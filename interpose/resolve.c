@@ -213,10 +213,15 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
 /* A library going away may take code whose unwind rules the stack walker
  * has cached; a library loaded later could reuse its addresses. */
 __attribute__((visibility("default"))) int dlclose(void *handle) {
-    static int (*real_dlclose)(void *);
-    if (!real_dlclose && vt_real_dlsym) *(void **)&real_dlclose = vt_real_dlsym(RTLD_NEXT, "dlclose");
-    if (!real_dlclose) return -1;
-    int r = real_dlclose(handle);
+    static void *real_dlclose;
+    void *f = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+    if (!f) {
+        vt_resolve_init();
+        if (vt_real_dlsym) f = vt_real_dlsym(RTLD_NEXT, "dlclose");
+        if (!f) return -1;
+        __atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
+    }
+    int r = ((int (*)(void *))f)(handle);
     vt_stack_forget();
     return r;
 }
