@@ -108,8 +108,19 @@ SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
          $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
-         $(T)/libt_nativethread.so
+         $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so
 progs: sim $(PROGS)
+
+# Two plugins whose code differs only in its frame size: their allocating
+# call returns to the same offset with other unwind rules (t_replug loads
+# one, then the other in its place).
+$(T)/libt_plug%.so: tests/progs/t_plug%.S $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda
+
+$(T)/t_replug: tests/progs/t_replug.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda -ldl
 
 $(T)/t_driver: tests/progs/t_driver.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
@@ -186,7 +197,16 @@ $(T)/stack/libstack_plugin.so: tests/unit/stack_plugin.c
 	@mkdir -p $(T)/stack
 	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $<
 
-$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so
+$(T)/stack/libcbplug%.so: tests/unit/cbplug%.S
+	@mkdir -p $(T)/stack
+	$(CC) -shared -o $@ $<
+
+$(T)/stack_asan/libcbplug%.so: $(T)/stack/libcbplug%.so
+	@mkdir -p $(T)/stack_asan
+	cp $< $@
+
+$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so \
+                       $(T)/stack/libcbplug1.so $(T)/stack/libcbplug2.so
 	$(CC) $(BASE) -O2 -g -o $@ $< tests/unit/rbp_clobber.S -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 $(T)/stack_asan/libvtstack.so: tracker/stack.c tracker/stack.h
@@ -198,7 +218,8 @@ $(T)/stack_asan/libstack_plugin.so: $(T)/stack/libstack_plugin.so
 	@mkdir -p $(T)/stack_asan
 	cp $< $@
 
-$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so
+$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so \
+                            $(T)/stack_asan/libcbplug1.so $(T)/stack_asan/libcbplug2.so
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 

@@ -900,6 +900,24 @@ def stack_keys(d):
 
 
 @test
+def unloaded_code_leaves_no_unwind_rules():
+    """Plugin 1 allocates and is unloaded; plugin 2, whose allocating call
+    returns to the same offset with another frame size, is loaded in its
+    place and allocates. Every stack must walk plug_alloc -> run -> main: a
+    walker that kept plugin 1's rules would misread plugin 2's frame.
+    (libunwind 1.6's own fast-trace cache does keep them, and names a wrong
+    caller here; vramtrace's dlclose door drops its rules.)"""
+    p1, p2 = os.path.join(T, "libt_plug1.so"), os.path.join(T, "libt_plug2.so")
+    r = run([os.path.join(T, "t_replug"), p1, p2], report="off")
+    eq(r.rc, 0, "status")
+    ok("plugin 2: 0 (where plugin 1 was)" in r.out, f"plugin 2 reused plugin 1's addresses: {r.out!r}")
+    d = r.dump
+    got = sorted((a["bytes"], [f["function"] for f in frames(d, a["stack"])][:3]) for a in d["live"])
+    want = [(n, ["plug_alloc", "run", "main"]) for n in (1 << 20, (1 << 20) + 1, 2 << 20, (2 << 20) + 1)]
+    eq(got, want, "every stack: plug_alloc, run, main")
+
+
+@test
 def stack_walker_agrees_with_libunwind():
     """vramtrace walks stacks from cached CFI rules (tracker/stack.c); libunwind
     is its reference: every stack of every allocation must be the same."""

@@ -463,6 +463,9 @@ void vt_stack_forget(void) {
     }
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&rule_lock);
+    /* libunwind's own caches, for the stacks it takes (its per-thread
+     * fast-trace cache, in 1.6, it keeps whatever is said). */
+    unw_flush_cache(unw_local_addr_space, 0, 0);
 }
 
 void vt_stack_fork_prepare(void) { pthread_mutex_lock(&rule_lock); }
