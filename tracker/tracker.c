@@ -213,16 +213,10 @@ static __thread int nrec_cache __attribute__((tls_model("initial-exec")));
 
 enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN, OP_RESTORED };
 
-/* What happened, with what the counts and the history need. */
-struct op {
-    uint64_t ts;        /* ticks: after the allocation returned, before the free was called */
-    uint64_t address;
-    uint64_t bytes;
-    uint32_t stack;
-    int16_t device;
-    uint8_t type;
-    uint8_t kind;
-};
+/* A log entry is what happened, with what the counts and the history
+ * need: it has the shape of an event (struct vt_event), its time in ticks
+ * (after the allocation returned, before the free was called), its type an
+ * OP_*. */
 
 #define LOG_OPS 1024
 
@@ -241,7 +235,7 @@ struct slot {
     char pad[64];
     uint64_t tail;      /* the applier's */
     char pad2[56];
-    struct op ops[LOG_OPS];
+    struct vt_event ops[LOG_OPS];
 } __attribute__((aligned(64)));
 
 static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
@@ -446,7 +440,7 @@ int vt_holder_order(const void *a, const void *b) {
 }
 
 /* Add or remove bytes from the live counters. Lock held. */
-static void account(const struct op *a, int sign, uint64_t now) {
+static void account(const struct vt_event *a, int sign, uint64_t now) {
     if (a->kind == VT_KIND_IMPORTED) {
         if (sign > 0) {
             totals.imported_live_bytes += a->bytes;
@@ -547,26 +541,27 @@ static struct vt_rec *rec_get(void) {
 /* Count one op. Global lock held. `now` is its time stamp, made no older
  * than what was applied before (an op logged late: a free's time stamp is
  * taken before the real call, its entry made after). */
-static void apply(const struct op *o) {
-    uint64_t now = o->ts > last_applied ? o->ts : last_applied;
+/* The device whose counters an op of this process's own device memory
+ * moves, or NULL. */
+static struct vt_device *own_device(const struct vt_event *o) {
+    return vt_kind_owned_device(o->kind) ? device_slot(o->device) : NULL;
+}
+
+static void apply(const struct vt_event *o) {
+    uint64_t now = o->time_ns > last_applied ? o->time_ns : last_applied;
     last_applied = now;
+    struct vt_device *d;
     switch (o->type) {
     case OP_ALLOC:
         account(o, +1, now);
         totals.alloc_count++;
-        if (vt_kind_owned_device(o->kind)) {
-            struct vt_device *d = device_slot(o->device);
-            if (d) d->alloc_count++;
-        }
+        if ((d = own_device(o))) d->alloc_count++;
         add_event(now, VT_EV_ALLOC, o->address, o->bytes, o->stack, o->device, o->kind);
         break;
     case OP_FREE:
         account(o, -1, now);
         totals.free_count++;
-        if (vt_kind_owned_device(o->kind)) {
-            struct vt_device *d = device_slot(o->device);
-            if (d) d->free_count++;
-        }
+        if ((d = own_device(o))) d->free_count++;
         add_event(now, VT_EV_FREE, o->address, o->bytes, o->stack, o->device, o->kind);
         break;
     case OP_REPLACED:
@@ -577,10 +572,7 @@ static void apply(const struct op *o) {
          * again (the free's event stays: the program did ask for it). */
         account(o, +1, now);
         totals.free_count--;
-        if (vt_kind_owned_device(o->kind)) {
-            struct vt_device *d = device_slot(o->device);
-            if (d) d->free_count--;
-        }
+        if ((d = own_device(o))) d->free_count--;
         break;
     default:
         totals.unknown_frees++;
@@ -623,7 +615,7 @@ static void drain(void) {
             uint64_t best_ts = 0;
             for (size_t i = 0; i < n; i++) {
                 if (src[i].t == src[i].h) continue;
-                uint64_t ts = src[i].l->ops[src[i].t % LOG_OPS].ts;
+                uint64_t ts = src[i].l->ops[src[i].t % LOG_OPS].time_ns;
                 if (!best || ts < best_ts) {
                     best = &src[i];
                     best_ts = ts;
@@ -704,13 +696,13 @@ static void slot_lock(struct slot *l, int need) {
 }
 
 /* Slot lock held. */
-static void log_op(struct slot *l, const struct op *o) {
+static void log_op(struct slot *l, const struct vt_event *o) {
     l->ops[l->head % LOG_OPS] = *o;
     __atomic_store_n(&l->head, l->head + 1, __ATOMIC_RELEASE);
 }
 
-static void op_of(struct op *o, const struct vt_alloc *a, uint64_t ts, int type) {
-    o->ts = ts;
+static void op_of(struct vt_event *o, const struct vt_alloc *a, uint64_t ts, int type) {
+    o->time_ns = ts;
     o->address = a->address;
     o->bytes = a->bytes;
     o->stack = a->stack;
@@ -761,7 +753,7 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     r->a.time_ns = ts;
     uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
     struct vt_rec *old;
-    struct op o;
+    struct vt_event o;
     slot_lock(l, 2);
     old = table_find(&l->table, &r->key, khash);
     if (old) {
@@ -789,11 +781,22 @@ static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khas
     struct vt_rec *r = table_find(&l->table, k, khash);
     if (r) {
         table_del(&l->table, r, khash);
-        struct op o;
+        struct vt_event o;
         op_of(&o, &r->a, ts, OP_FREE);
         log_op(l, &o);
     }
     return r;
+}
+
+/* take() in slot l, under its lock; fills f on success. */
+static int take_from(struct slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
+    slot_lock(l, 1);
+    struct vt_rec *r = take(l, k, khash, f->ts);
+    pthread_mutex_unlock(&l->lock);
+    if (!r) return 0;
+    f->rec = r;
+    f->slot = l;
+    return 1;
 }
 
 /* The record leaves its table, and its free is logged, before the real
@@ -806,34 +809,15 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = vt_hash_words(&k, sizeof k);
     struct slot *mine = my_slot;
-    struct vt_rec *r = NULL;
-    if (mine) {
-        slot_lock(mine, 1);
-        r = take(mine, &k, khash, f.ts);
-        pthread_mutex_unlock(&mine->lock);
-        if (r) {
-            f.rec = r;
-            f.slot = mine;
-            return f;
-        }
-    }
-    for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
-        if (l == mine) continue;
-        slot_lock(l, 1);
-        r = take(l, &k, khash, f.ts);
-        pthread_mutex_unlock(&l->lock);
-        if (r) {
-            f.rec = r;
-            f.slot = l;
-            return f;
-        }
-    }
+    if (mine && take_from(mine, &k, khash, &f)) return f;
+    for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next)
+        if (l != mine && take_from(l, &k, khash, &f)) return f;
     /* A pointer never seen: counted through this thread's log. */
     struct slot *l = mine;
     if (!l && !(l = slot_attach())) return f;
-    struct op o;
+    struct vt_event o;
     memset(&o, 0, sizeof o);
-    o.ts = f.ts;
+    o.time_ns = f.ts;
     o.type = OP_UNKNOWN;
     slot_lock(l, 1);
     log_op(l, &o);
@@ -857,7 +841,7 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     slot_lock(l, 1);
     now = table_find(&l->table, &r->key, khash);
     if (!now && table_add(&l->table, r, khash)) {
-        struct op o;
+        struct vt_event o;
         op_of(&o, &r->a, ticks(), OP_RESTORED);
         log_op(l, &o);
     }
