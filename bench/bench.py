@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """vramtrace's benchmarks: prints the table that docs/performance.md quotes.
+`bench.py threads` runs only the two-thread row.
 
 Every figure is a median of repeated runs, taken side by side in one run of
 this script; ratios are what to compare across machines. Nothing here
@@ -142,7 +143,16 @@ def events_row():
     return per_event, float(e1["rss_kb"]), float(e5["rss_kb"])
 
 
+def threads_only():
+    t = threads_row()
+    print(f"two threads at once, pairs/s ({REPEAT} rounds): vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
+          f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x; without vramtrace "
+          f"{t[(False, 2)] / t[(False, 1)]:.2f}x; this machine's ceiling {machine_scaling():.2f}x")
+
+
 def main():
+    if sys.argv[1:] == ["threads"]:
+        return threads_only()
     tmp = tempfile.mkdtemp(prefix="vt-bench-")
     try:
         print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, {REPEAT} runs of each, "
