@@ -92,6 +92,18 @@ if [ $SIM = 0 ]; then
         say "   ($(( $(date +%s) - t0 )) s)"
     done
 
+    # ------------- 5b. the stack walker against libunwind, inside PyTorch
+    say "== stack walker against libunwind (VRAMTRACE_UNWIND=check) under PyTorch"
+    run_traced "$OUT/uw" VRAMTRACE_UNWIND=check X=1 -- timeout 240 $PY tests/gpu/torch_checks.py train \
+        "$OUT/uw.facts" >"$OUT/uw.out" 2>&1
+    line=$(grep -h "unwind check:" "$OUT/uw.out" | tail -1)
+    if echo "$line" | grep -Eq "check: [1-9][0-9]* stacks, 0 differ"; then
+        echo "PASS unwind: $line" >"$OUT/uw.check"
+    else
+        echo "FAIL unwind: ${line:-no check line} (see uw.out)" >"$OUT/uw.check"
+    fi
+    tally "$OUT/uw.check"
+
     # --------------------------------- 6. the torch export in memory_viz
     say "== torch export read by torch.cuda._memory_viz"
     d=$(ls -t "$OUT"/train/d.*.json | head -1)
