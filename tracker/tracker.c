@@ -197,6 +197,7 @@ static size_t nooms;
 static struct vt_event *ring;
 static size_t ring_cap = 1000000;
 static uint64_t ring_written;
+static size_t ring_next;      /* ring_written % ring_cap, kept without a division */
 static int ring_failed;
 static uint64_t start_mono_ns, start_unix_ns;
 static uint64_t peak_gen;
@@ -389,7 +390,8 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
         madvise(m, ring_cap * sizeof *ring, MADV_HUGEPAGE);
         ring = m;
     }
-    struct vt_event *e = &ring[ring_written % ring_cap];
+    struct vt_event *e = &ring[ring_next];
+    if (++ring_next == ring_cap) ring_next = 0;
     *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
     ring_written++;
 }
@@ -1086,6 +1088,7 @@ void vt_tracker_reset_child(void) {
     ndevices = 0;
     nooms = 0;
     ring_written = 0;
+    ring_next = 0;
     hot.touched = 0;
     my_tid = 0;
     last_applied = 0;
