@@ -398,9 +398,12 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
 
 static struct vt_device *device_slot(int device) {
     if (device < 0 || device >= VT_MAX_DEVICES) return NULL;
-    if (device >= ndevices) ndevices = device + 1;
-    devices[device].used = 1;
-    return &devices[device];
+    struct vt_device *d = &devices[device];
+    if (__builtin_expect(!d->used, 0)) {
+        if (device >= ndevices) ndevices = device + 1;
+        d->used = 1;
+    }
+    return d;
 }
 
 static struct vt_stack_node *node_of(uint32_t stack) {
