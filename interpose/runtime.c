@@ -44,11 +44,12 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 
 #define RT_FREE(sym, space, ...)                                             \
     REAL_OR_FAIL(sym);                                                       \
-    if (vt_nested()) return real(__VA_ARGS__);                               \
+    /* cudaFree(NULL) (a common way to create the context) frees nothing. */ \
+    if (vt_nested() || p == NULL) return real(__VA_ARGS__);                  \
     struct vt_free a = vt_tracker_free_begin(space, (uint64_t)(uintptr_t)p); \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
-    vt_hook_free(&a, p != NULL && r == cudaSuccess);                         \
+    vt_hook_free(&a, r == cudaSuccess);                                      \
     return r
 
 VT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {

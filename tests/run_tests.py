@@ -205,6 +205,7 @@ def runtime_case(prog, apis):
     eq(t["live_count"], 5, "one record per allocation, not one per layer")
     eq(t["alloc_count"], 8, "allocations")
     eq(t["free_count"], 2, "frees")
+    eq(t["unknown_frees"], 1, "frees of unknown pointers (the bad one; cudaFree(NULL) is not)")
     eq(t["peak_bytes"], 3 * MiB, "peak")
     eq(d["host_memory"]["live_bytes"], 4096, "pinned host live")
     got = sorted((a["api"], a["kind"], a["bytes"], site(d, a["stack"])["function"]) for a in d["live"])

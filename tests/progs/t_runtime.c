@@ -58,6 +58,7 @@ int main(void) {
            driver_calls("cuMemAllocAsync"), driver_calls("cuMemAllocAsync_ptsz"),
            driver_calls("cuMemAlloc_v2"));
     printf("bad free -> %d\n", (int)cudaFree((void *)0xdead000));
+    printf("null free -> %d\n", (int)cudaFree(NULL)); /* frees nothing: not an unknown pointer */
     printf("live %p %p %p %p %p %s\n", model, s1, s2, m, img, pinned ? "pinned" : "none");
     return 0;
 }
