@@ -26,6 +26,17 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
 
 #define IS_OOM(r) ((r) == CUDA_ERROR_OUT_OF_MEMORY)
 
+/* A free of one argument: the record leaves the table before the real call
+ * and the free counts if the driver took it. `nothing`: the argument frees
+ * nothing (a null pointer). */
+#define ONE_FREE(sym, space, arg, nothing)                                         \
+    REAL_OR_FAIL(sym);                                                             \
+    if (vt_nested() || (nothing)) return real(arg);                                \
+    struct vt_free a = vt_tracker_free_begin(space, (uint64_t)(uintptr_t)(arg));   \
+    CUresult r = real(arg);                                                        \
+    vt_hook_free(&a, r == CUDA_SUCCESS);                                           \
+    return r
+
 /* ---------------------------------------------------- cuGetProcAddress */
 
 VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
@@ -68,21 +79,11 @@ VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
 }
 
 VT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-    REAL_OR_FAIL(cuMemFree_v2);
-    if (vt_nested() || dptr == 0) return real(dptr);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);
-    CUresult r = real(dptr);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuMemFree_v2, VT_SPACE_DEVICE, dptr, dptr == 0);
 }
 
 VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
-    REAL_OR_FAIL(cuMemFree);
-    if (vt_nested() || dptr == 0) return real(dptr);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);
-    CUresult r = real(dptr);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuMemFree, VT_SPACE_DEVICE, dptr, dptr == 0);
 }
 
 /* ------------------------------------------------------------- pitched */
@@ -191,12 +192,7 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 }
 
 VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-    REAL_OR_FAIL(cuMemRelease);
-    if (vt_nested()) return real(handle);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_HANDLE, handle);
-    CUresult r = real(handle);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuMemRelease, VT_SPACE_HANDLE, handle, 0);
 }
 
 VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -238,12 +234,7 @@ VT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
 }
 
 VT_EXPORT CUresult cuMemFreeHost(void *p) {
-    REAL_OR_FAIL(cuMemFreeHost);
-    if (vt_nested() || p == NULL) return real(p);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_HOST, (uint64_t)(uintptr_t)p);
-    CUresult r = real(p);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuMemFreeHost, VT_SPACE_HOST, p, p == NULL);
 }
 
 /* ------------------------------------------------------------- arrays */
@@ -325,21 +316,11 @@ VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3
 }
 
 VT_EXPORT CUresult cuArrayDestroy(CUarray h) {
-    REAL_OR_FAIL(cuArrayDestroy);
-    if (vt_nested()) return real(h);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
-    CUresult r = real(h);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuArrayDestroy, VT_SPACE_ARRAY, h, 0);
 }
 
 VT_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
-    REAL_OR_FAIL(cuMipmappedArrayDestroy);
-    if (vt_nested()) return real(h);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_ARRAY, (uint64_t)(uintptr_t)h);
-    CUresult r = real(h);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuMipmappedArrayDestroy, VT_SPACE_ARRAY, h, 0);
 }
 
 /* --------------------------------------------- memory of other processes */
@@ -372,10 +353,5 @@ VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned
 }
 
 VT_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
-    REAL_OR_FAIL(cuIpcCloseMemHandle);
-    if (vt_nested()) return real(p);
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_IMPORTED, p);
-    CUresult r = real(p);
-    vt_hook_free(&a, r == CUDA_SUCCESS);
-    return r;
+    ONE_FREE(cuIpcCloseMemHandle, VT_SPACE_IMPORTED, p, 0);
 }

@@ -63,8 +63,6 @@ static int current_device(void) {
 }
 
 static char uuids[VT_MAX_DEVICES][48];
-/* Devices whose facts the tracker has: the hot path asks only this. */
-static unsigned char facts_read[VT_MAX_DEVICES];
 
 /* Read a device's name, UUID and size once, when it is first used. */
 static void read_facts(int device) {
@@ -92,9 +90,13 @@ static void read_facts(int device) {
     vt_tracker_set_facts(device, name, uuid, total);
 }
 
+static void ensure_python(void) {
+    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
+}
+
 /* This thread's stack, native frames with Python's spliced in. */
 static int capture(uintptr_t *frames) {
-    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
+    ensure_python();
     if (!vt_pystack_version()) return vt_stack_capture(frames, vt_opt.depth);
     uintptr_t native[VT_STACK_MAX];
     int depth = vt_stack_capture(native, vt_opt.depth);
@@ -113,7 +115,7 @@ static __thread int id_valid __attribute__((tls_model("initial-exec")));
 
 static uint32_t stack_id(void) {
     uintptr_t frames[VT_MAX_FRAMES];
-    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
+    ensure_python();
     if (vt_pystack_version()) {
         int depth = capture(frames);
         return vt_tracker_stack_id(frames, depth);
@@ -190,11 +192,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();
     }
-    if (device >= 0 && (ok || oom) && device < VT_MAX_DEVICES && !__atomic_load_n(&facts_read[device], __ATOMIC_ACQUIRE) &&
-        vt_tracker_needs_facts(device)) {
-        read_facts(device);
-        __atomic_store_n(&facts_read[device], 1, __ATOMIC_RELEASE);
-    }
+    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
     if (ok) {
         vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
     } else if (oom) {

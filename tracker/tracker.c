@@ -635,8 +635,6 @@ static void drain(void) {
     if (src != one) free(src);
 }
 
-static void drain_all(void) { drain(); }
-
 static void slot_release(void *p) {
     struct slot *l = p;
     my_slot = NULL;
@@ -959,7 +957,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
     struct vt_snapshot *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     pthread_mutex_lock(&lock);
-    drain_all();
+    drain();
     s->totals = totals;
     memcpy(s->devices, devices, sizeof devices);
     s->ndevices = ndevices;
