@@ -16,6 +16,7 @@
  * operations happened, not the order threads won a lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,15 @@ struct vt_key {
     uint32_t pad;
 };
 
+/* A key's hash: a multiply, its high half. From the two fields, not the
+ * struct's words: a key is hashed right after its fields are stored, and a
+ * 64-bit load of two 32-bit stores cannot be forwarded from them (a stall
+ * of a dozen cycles, twice per pair). */
+static inline uint32_t key_hash(const struct vt_key *k) {
+    uint64_t x = (k->address ^ ((uint64_t)k->space << 59)) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(x >> 32);
+}
+
 struct vt_rec {
     struct vt_key key;
     struct vt_alloc a;  /* a.time_ns: ticks, as taken at the allocation;
@@ -122,7 +132,7 @@ static int table_grow(struct table *t) {
     for (size_t i = 0; i < t->cap; i++) {
         struct vt_rec *r = t->e[i].rec;
         if (!r) continue;
-        size_t j = vt_hash_words(&r->key, sizeof r->key) & (cap - 1);
+        size_t j = key_hash(&r->key) & (cap - 1);
         while (e[j].rec) j = (j + 1) & (cap - 1);
         e[j] = t->e[i];
     }
@@ -151,7 +161,7 @@ static void table_del(struct table *t, const struct vt_rec *r, uint32_t h) {
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         struct vt_rec *x = t->e[j].rec;
         if (!x) break;
-        size_t home = vt_hash_words(&x->key, sizeof x->key) & mask;
+        size_t home = key_hash(&x->key) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             t->e[i] = t->e[j];
             i = j;
@@ -212,7 +222,8 @@ static __thread int nrec_cache __attribute__((tls_model("initial-exec")));
 
 /* ---- the slots ---------------------------------------------------------- */
 
-enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN, OP_RESTORED };
+/* An allocation's and a free's are the history's event types. */
+enum { OP_ALLOC = VT_EV_ALLOC, OP_FREE = VT_EV_FREE, OP_REPLACED = 8, OP_UNKNOWN, OP_RESTORED };
 
 /* A log entry is what happened, with what the counts and the history
  * need: it has the shape of an event (struct vt_event), its time in ticks
@@ -228,7 +239,7 @@ enum { OP_ALLOC, OP_FREE, OP_REPLACED, OP_UNKNOWN, OP_RESTORED };
  * outlives its thread (its allocations may still be live, its log not yet
  * applied) and is taken over by the next thread that needs one. */
 struct slot {
-    pthread_mutex_t lock;
+    int lock;           /* slot_take / slot_give */
     struct table table;
     uint64_t head;
     int owned;          /* 1 while a live thread has it */
@@ -241,8 +252,37 @@ struct slot {
 
 static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
 static pthread_key_t slot_key;
+
+/* A slot's lock. Its owner takes it at every call and all but never finds
+ * it held, so taking it is one exchange and giving it back a plain store
+ * (a pthread mutex pays a second locked instruction to give back, which
+ * costs more than the rest of the lock). The others hold it briefly (a
+ * free, a snapshot copying the table); a waiter spins, then yields. */
+static void slot_wait(struct slot *l) {
+    for (unsigned spins = 0;;) {
+        while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
+            if (spins++ < 200) {
+#if defined(__x86_64__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+        if (!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) return;
+    }
+}
+
+static inline void slot_take(struct slot *l) {
+    if (__builtin_expect(__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE), 0)) slot_wait(l);
+}
+
+static inline void slot_give(struct slot *l) { __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE); }
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static uint64_t last_applied;         /* ticks of the newest op applied; lock held */
+/* Set while a thread applies the logs (written under the global lock, read
+ * without it); a line of its own. */
+static int applying __attribute__((aligned(64)));
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -376,24 +416,34 @@ static uint32_t intern_stack(const uintptr_t *frames, int depth, uint32_t hash) 
     return n->pub.id;
 }
 
-/* Append to the event ring, mapping it on first use. Lock held. */
-static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
-                      uint32_t stack, int device, int kind) {
-    if (ring_cap == 0 || ring_failed) return;
-    if (ring == NULL) {
-        void *m = mmap(NULL, ring_cap * sizeof *ring, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) { ring_failed = 1; return; }
-        /* Huge pages where the kernel allows them: the ring is written in
-         * order, and 2 MiB pages turn thousands of first-touch faults into
-         * a handful. */
-        madvise(m, ring_cap * sizeof *ring, MADV_HUGEPAGE);
-        ring = m;
-    }
+/* Map the event ring; 0 when there is none (no history asked for, or no
+ * memory). Lock held. */
+static int ring_map(void) {
+    if (ring_cap == 0 || ring_failed) return 0;
+    void *m = mmap(NULL, ring_cap * sizeof *ring, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) { ring_failed = 1; return 0; }
+    /* Huge pages where the kernel allows them: the ring is written in
+     * order, and 2 MiB pages turn thousands of first-touch faults into a
+     * handful. */
+    madvise(m, ring_cap * sizeof *ring, MADV_HUGEPAGE);
+    ring = m;
+    return 1;
+}
+
+/* The ring's next entry, or NULL. Lock held. */
+static inline struct vt_event *ring_add(void) {
+    if (__builtin_expect(ring == NULL, 0) && !ring_map()) return NULL;
     struct vt_event *e = &ring[ring_next];
     if (++ring_next == ring_cap) ring_next = 0;
-    *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
     ring_written++;
+    return e;
+}
+
+static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
+                      uint32_t stack, int device, int kind) {
+    struct vt_event *e = ring_add();
+    if (e) *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
 }
 
 static struct vt_device *device_slot(int device) {
@@ -444,8 +494,10 @@ int vt_holder_order(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* Add or remove bytes from the live counters. Lock held. */
-static void account(const struct vt_event *a, int sign, uint64_t now) {
+/* Add or remove bytes from the live counters. Lock held. Returns the
+ * device whose counters moved, NULL for memory that is not the device's
+ * own (pinned host, imported). */
+static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
     if (a->kind == VT_KIND_IMPORTED) {
         if (sign > 0) {
             totals.imported_live_bytes += a->bytes;
@@ -454,7 +506,7 @@ static void account(const struct vt_event *a, int sign, uint64_t now) {
             totals.imported_live_bytes -= a->bytes;
             totals.imported_live_count--;
         }
-        return;
+        return NULL;
     }
     if (a->kind == VT_KIND_HOST) {
         if (sign > 0) {
@@ -466,7 +518,7 @@ static void account(const struct vt_event *a, int sign, uint64_t now) {
             totals.host_live_bytes -= a->bytes;
             totals.host_live_count--;
         }
-        return;
+        return NULL;
     }
     struct vt_device *d = device_slot(a->device);
     struct vt_stack_node *n = node_of(a->stack);
@@ -504,6 +556,7 @@ static void account(const struct vt_event *a, int sign, uint64_t now) {
             d->live_count--;
         }
     }
+    return d;
 }
 
 static uint32_t stack_hash(const uintptr_t *frames, int *depth) {
@@ -545,29 +598,25 @@ static struct vt_rec *rec_get(void) {
 
 /* Count one op. Global lock held. `now` is its time stamp, made no older
  * than what was applied before (an op logged late: a free's time stamp is
- * taken before the real call, its entry made after). */
-/* The device whose counters an op of this process's own device memory
- * moves, or NULL. */
-static struct vt_device *own_device(const struct vt_event *o) {
-    return vt_kind_owned_device(o->kind) ? device_slot(o->device) : NULL;
-}
-
+ * taken before the real call, its entry made after). An allocation's or a
+ * free's entry goes to the history as it is (its type is the event's). */
 static void apply(const struct vt_event *o) {
     uint64_t now = o->time_ns > last_applied ? o->time_ns : last_applied;
     last_applied = now;
     struct vt_device *d;
+    struct vt_event *e;
     switch (o->type) {
     case OP_ALLOC:
-        account(o, +1, now);
+        d = account(o, +1, now);
         totals.alloc_count++;
-        if ((d = own_device(o))) d->alloc_count++;
-        add_event(now, VT_EV_ALLOC, o->address, o->bytes, o->stack, o->device, o->kind);
+        if (d) d->alloc_count++;
+        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
         break;
     case OP_FREE:
-        account(o, -1, now);
+        d = account(o, -1, now);
         totals.free_count++;
-        if ((d = own_device(o))) d->free_count++;
-        add_event(now, VT_EV_FREE, o->address, o->bytes, o->stack, o->device, o->kind);
+        if (d) d->free_count++;
+        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
         break;
     case OP_REPLACED:
         account(o, -1, now);
@@ -575,9 +624,9 @@ static void apply(const struct vt_event *o) {
     case OP_RESTORED:
         /* The driver refused a free counted already: the memory is live
          * again (the free's event stays: the program did ask for it). */
-        account(o, +1, now);
+        d = account(o, +1, now);
         totals.free_count--;
-        if ((d = own_device(o))) d->free_count--;
+        if (d) d->free_count--;
         break;
     default:
         totals.unknown_frees++;
@@ -594,6 +643,7 @@ static void drain(void) {
         uint64_t t, h;
     } one[8], *src = one;
     size_t n = 0, cap = 8;
+    __atomic_store_n(&applying, 1, __ATOMIC_RELAXED);
     for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
         uint64_t t = l->tail;
@@ -633,6 +683,7 @@ static void drain(void) {
     }
     for (size_t i = 0; i < n; i++) __atomic_store_n(&src[i].l->tail, src[i].t, __ATOMIC_RELEASE);
     if (src != one) free(src);
+    __atomic_store_n(&applying, 0, __ATOMIC_RELAXED);
 }
 
 static void slot_release(void *p) {
@@ -660,7 +711,6 @@ static struct slot *slot_attach(void) {
     }
     if (!l && (l = aligned_alloc(64, sizeof *l))) {
         memset(l, 0, sizeof *l);
-        pthread_mutex_init(&l->lock, NULL);
         l->owned = 1;
         l->next = hot.slots;
         __atomic_store_n(&hot.slots, l, __ATOMIC_RELEASE);
@@ -673,23 +723,37 @@ static struct slot *slot_attach(void) {
     return l;
 }
 
-/* Lock a slot with room for `need` ops in its log: a full log is applied
- * first (without the slot's lock, which the applier's readers may take). */
+/* Lock a slot with room for `need` ops in its log. Past half full, the
+ * logs are applied, unless another thread is at it: then this one goes on
+ * into the second half, and waits only when its log is full. (Were the
+ * whole log the mark, two threads allocating at once would fill theirs in
+ * step, and each would wait out the other's applying, which empties
+ * both.) The slot's lock is not held while applying: the applier's
+ * readers may take it. */
 static void slot_lock(struct slot *l, int need) {
     for (;;) {
-        pthread_mutex_lock(&l->lock);
+        slot_take(l);
         uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
-        if (l->head + (uint64_t)need - tail <= LOG_OPS) return;
-        pthread_mutex_unlock(&l->lock);
+        uint64_t used = l->head + (uint64_t)need - tail;
+        if (__builtin_expect(used <= LOG_OPS / 2, 1)) return;
+        int room = used <= LOG_OPS;
+        if (room && __atomic_load_n(&applying, __ATOMIC_RELAXED)) return;
+        slot_give(l);
         if (pthread_mutex_trylock(&lock) == 0) {
             drain();
             pthread_mutex_unlock(&lock);
             continue;
         }
-        /* Another thread is applying the logs, this one's among them if it
-         * was full when that began: wait for this log's tail to move
-         * rather than queue on the global lock (whose cache line the
-         * applier then has to win back to let go of it). */
+        if (room) {
+            slot_take(l);
+            if (l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS) return;
+            slot_give(l);
+        }
+        /* Full, and another thread holds the global lock, applying the
+         * logs (this one's among them if it was full when that began):
+         * wait for this log's tail to move rather than queue on the lock
+         * (whose cache line the applier then has to win back to let go of
+         * it). */
         for (int i = 0; i < 100000 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
 #if defined(__x86_64__)
             __builtin_ia32_pause();
@@ -698,20 +762,13 @@ static void slot_lock(struct slot *l, int need) {
     }
 }
 
-/* Slot lock held. */
-static void log_op(struct slot *l, const struct vt_event *o) {
-    l->ops[l->head % LOG_OPS] = *o;
+/* Log an op on allocation `a` (NULL: a free of an unknown pointer),
+ * written in place. Slot lock held, with room. */
+static inline __attribute__((always_inline)) void log_op(struct slot *l, const struct vt_alloc *a, uint64_t ts, int type) {
+    struct vt_event *o = &l->ops[l->head % LOG_OPS];
+    if (a) *o = (struct vt_event){ts, a->address, a->bytes, a->stack, a->device, (uint8_t)type, a->kind};
+    else *o = (struct vt_event){.time_ns = ts, .type = (uint8_t)type};
     __atomic_store_n(&l->head, l->head + 1, __ATOMIC_RELEASE);
-}
-
-static void op_of(struct vt_event *o, const struct vt_alloc *a, uint64_t ts, int type) {
-    o->time_ns = ts;
-    o->address = a->address;
-    o->bytes = a->bytes;
-    o->stack = a->stack;
-    o->device = a->device;
-    o->type = (uint8_t)type;
-    o->kind = a->kind;
 }
 
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
@@ -742,39 +799,30 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     if (!l && !(l = slot_attach())) return;
     struct vt_rec *r = rec_get();
     if (!r) return;
-    memset(r, 0, sizeof *r);
-    r->key.address = address;
-    r->key.space = (uint32_t)vt_kind_space(kind);
-    r->a.address = address;
-    r->a.bytes = bytes;
-    r->a.kind = (uint8_t)kind;
-    r->a.device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device);
-    r->a.api = api;
-    r->a.thread = thread_id();
-    r->a.stack = id;
     uint64_t ts = ticks();
-    r->a.time_ns = ts;
-    uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
+    r->key = (struct vt_key){address, (uint32_t)vt_kind_space(kind), 0};
+    r->a = (struct vt_alloc){.address = address, .bytes = bytes, .time_ns = ts, .api = api,
+                             .stack = id, .thread = thread_id(),
+                             .device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device),
+                             .kind = (uint8_t)kind};
+    uint32_t khash = key_hash(&r->key);
     struct vt_rec *old;
-    struct vt_event o;
     slot_lock(l, 2);
     old = table_find(&l->table, &r->key, khash);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
         table_del(&l->table, old, khash);
-        op_of(&o, &old->a, ts, OP_REPLACED);
-        log_op(l, &o);
+        log_op(l, &old->a, ts, OP_REPLACED);
     }
     if (!table_add(&l->table, r, khash)) {
-        pthread_mutex_unlock(&l->lock);
+        slot_give(l);
         rec_put(r);
         if (old) rec_put(old);
         return;
     }
-    op_of(&o, &r->a, ts, OP_ALLOC);
-    log_op(l, &o);
-    pthread_mutex_unlock(&l->lock);
+    log_op(l, &r->a, ts, OP_ALLOC);
+    slot_give(l);
     if (old) rec_put(old);
 }
 
@@ -784,9 +832,7 @@ static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khas
     struct vt_rec *r = table_find(&l->table, k, khash);
     if (r) {
         table_del(&l->table, r, khash);
-        struct vt_event o;
-        op_of(&o, &r->a, ts, OP_FREE);
-        log_op(l, &o);
+        log_op(l, &r->a, ts, OP_FREE);
     }
     return r;
 }
@@ -795,7 +841,7 @@ static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khas
 static int take_from(struct slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
     slot_lock(l, 1);
     struct vt_rec *r = take(l, k, khash, f->ts);
-    pthread_mutex_unlock(&l->lock);
+    slot_give(l);
     if (!r) return 0;
     f->rec = r;
     f->slot = l;
@@ -810,7 +856,7 @@ static int take_from(struct slot *l, const struct vt_key *k, uint32_t khash, str
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
-    uint32_t khash = vt_hash_words(&k, sizeof k);
+    uint32_t khash = key_hash(&k);
     struct slot *mine = my_slot;
     if (mine && take_from(mine, &k, khash, &f)) return f;
     for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next)
@@ -818,13 +864,9 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     /* A pointer never seen: counted through this thread's log. */
     struct slot *l = mine;
     if (!l && !(l = slot_attach())) return f;
-    struct vt_event o;
-    memset(&o, 0, sizeof o);
-    o.time_ns = f.ts;
-    o.type = OP_UNKNOWN;
     slot_lock(l, 1);
-    log_op(l, &o);
-    pthread_mutex_unlock(&l->lock);
+    log_op(l, NULL, f.ts, OP_UNKNOWN);
+    slot_give(l);
     return f;
 }
 
@@ -839,29 +881,27 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
      * the address was handed out again meanwhile (then that allocation is
      * current). */
     struct slot *l = f->slot;
-    uint32_t khash = vt_hash_words(&r->key, sizeof r->key);
+    uint32_t khash = key_hash(&r->key);
     struct vt_rec *now;
     slot_lock(l, 1);
     now = table_find(&l->table, &r->key, khash);
     if (!now && table_add(&l->table, r, khash)) {
-        struct vt_event o;
-        op_of(&o, &r->a, ticks(), OP_RESTORED);
-        log_op(l, &o);
+        log_op(l, &r->a, ticks(), OP_RESTORED);
     }
     else if (!now) now = r; /* no memory to put it back: dropped */
-    pthread_mutex_unlock(&l->lock);
+    slot_give(l);
     if (now) rec_put(r);
 }
 
 void vt_tracker_map(uint64_t handle, uint64_t address) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
-    uint32_t khash = vt_hash_words(&k, sizeof k);
+    uint32_t khash = key_hash(&k);
     for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         struct vt_rec *r;
-        pthread_mutex_lock(&l->lock);
+        slot_take(l);
         r = table_find(&l->table, &k, khash);
         if (r) r->a.mapped = address;
-        pthread_mutex_unlock(&l->lock);
+        slot_give(l);
         if (r) return;
     }
 }
@@ -971,7 +1011,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
      * slot only. */
     size_t cap = 0;
     for (struct slot *l = hot.slots; l; l = l->next) {
-        pthread_mutex_lock(&l->lock);
+        slot_take(l);
         size_t n = l->table.count;
         if (s->nlive + n > cap) {
             size_t want = cap ? cap : 64;
@@ -989,7 +1029,7 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
                 s->live[s->nlive] = r->a;
                 s->live[s->nlive++].time_ns = TO_NS(r->a.time_ns);
             }
-        pthread_mutex_unlock(&l->lock);
+        slot_give(l);
     }
     if (!s->live) s->live = malloc(sizeof *s->live);
     /* In the order they were made, as the events have them. */
@@ -1037,11 +1077,11 @@ void vt_snapshot_free(struct vt_snapshot *s) {
 
 void vt_tracker_lock_all(void) {
     pthread_mutex_lock(&lock);
-    for (struct slot *l = hot.slots; l; l = l->next) pthread_mutex_lock(&l->lock);
+    for (struct slot *l = hot.slots; l; l = l->next) slot_take(l);
 }
 
 void vt_tracker_unlock_all(void) {
-    for (struct slot *l = hot.slots; l; l = l->next) pthread_mutex_unlock(&l->lock);
+    for (struct slot *l = hot.slots; l; l = l->next) slot_give(l);
     pthread_mutex_unlock(&lock);
 }
 
@@ -1054,7 +1094,7 @@ void vt_tracker_reset_child(void) {
     /* Other threads' slots came along with their memory, not their
      * threads: emptied and free for the taking; this thread keeps its own. */
     for (struct slot *l = hot.slots; l; l = l->next) {
-        pthread_mutex_init(&l->lock, NULL);
+        l->lock = 0;
         for (size_t i = 0; i < l->table.cap; i++) free(l->table.e[i].rec);
         free(l->table.e);
         memset(&l->table, 0, sizeof l->table);
