@@ -20,7 +20,8 @@ __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
 /* Set once each has run: the hooks test these and skip pthread_once. */
-static int init_done, python_done;
+static int init_done;
+static enum { PYTHON_UNKNOWN, PYTHON_OFF, PYTHON_ON } python_state;
 
 /* Python's symbols, wherever the interpreter lives (the executable, a
  * libpython loaded globally). */
@@ -30,7 +31,7 @@ static void *python_symbol(const char *name) { return vt_global_symbol(name); }
  * may load libpython later. */
 static void init_python(void) {
     vt_pystack_init(python_symbol, vt_opt.python);
-    __atomic_store_n(&python_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&python_state, vt_pystack_version() ? PYTHON_ON : PYTHON_OFF, __ATOMIC_RELEASE);
 }
 
 static void init_all(void) {
@@ -90,14 +91,19 @@ static void read_facts(int device) {
     vt_tracker_set_facts(device, name, uuid, total);
 }
 
-static void ensure_python(void) {
-    if (!__atomic_load_n(&python_done, __ATOMIC_ACQUIRE)) pthread_once(&python_once, init_python);
+/* Whether Python frames are taken (looked for at the first call). */
+static int python_on(void) {
+    int st = __atomic_load_n(&python_state, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(st == PYTHON_UNKNOWN, 0)) {
+        pthread_once(&python_once, init_python);
+        st = __atomic_load_n(&python_state, __ATOMIC_ACQUIRE);
+    }
+    return st == PYTHON_ON;
 }
 
 /* This thread's stack, native frames with Python's spliced in. */
 static int capture(uintptr_t *frames) {
-    ensure_python();
-    if (!vt_pystack_version()) return vt_stack_capture(frames, vt_opt.depth);
+    if (!python_on()) return vt_stack_capture(frames, vt_opt.depth);
     uintptr_t native[VT_STACK_MAX];
     int depth = vt_stack_capture(native, vt_opt.depth);
     return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
@@ -115,8 +121,7 @@ static __thread int id_valid __attribute__((tls_model("initial-exec")));
 
 static uint32_t stack_id(void) {
     uintptr_t frames[VT_MAX_FRAMES];
-    ensure_python();
-    if (vt_pystack_version()) {
+    if (python_on()) {
         int depth = capture(frames);
         return vt_tracker_stack_id(frames, depth);
     }

@@ -74,10 +74,10 @@ struct slot;
 static struct __attribute__((aligned(64))) {
     uint64_t tsc0;
     int use_tsc;
-    int touched;          /* something GPU-related was recorded */
-    uint64_t generation;  /* of stack ids: a forked child starts anew */
     struct slot *slots;   /* every slot, newest first (pushed under the global lock) */
 } hot;
+
+struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64)));
 
 struct vt_key {
     uint64_t address;
@@ -730,12 +730,22 @@ static struct slot *slot_attach(void) {
  * step, and each would wait out the other's applying, which empties
  * both.) The slot's lock is not held while applying: the applier's
  * readers may take it. */
-static void slot_lock(struct slot *l, int need) {
+static void slot_lock_slow(struct slot *l, int need);
+
+static inline void slot_lock(struct slot *l, int need) {
+    slot_take(l);
+    if (__builtin_expect(l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS / 2, 1))
+        return;
+    slot_give(l);
+    slot_lock_slow(l, need);
+}
+
+static void slot_lock_slow(struct slot *l, int need) {
     for (;;) {
         slot_take(l);
         uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
         uint64_t used = l->head + (uint64_t)need - tail;
-        if (__builtin_expect(used <= LOG_OPS / 2, 1)) return;
+        if (used <= LOG_OPS / 2) return;
         int room = used <= LOG_OPS;
         if (room && __atomic_load_n(&applying, __ATOMIC_RELAXED)) return;
         slot_give(l);
@@ -785,7 +795,6 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     return id;
 }
 
-uint64_t vt_tracker_generation(void) { return __atomic_load_n(&hot.generation, __ATOMIC_ACQUIRE); }
 
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
                       const char *api, const uintptr_t *frames, int depth) {
@@ -794,7 +803,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
 
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t id) {
-    if (!__atomic_load_n(&hot.touched, __ATOMIC_RELAXED)) __atomic_store_n(&hot.touched, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED)) __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
     struct slot *l = my_slot;
     if (!l && !(l = slot_attach())) return;
     struct vt_rec *r = rec_get();
@@ -828,7 +837,7 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
 
 /* Take (space, address) out of a slot's table and log its free; the slot
  * is locked with room for one entry. */
-static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
+static inline struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
     struct vt_rec *r = table_find(&l->table, k, khash);
     if (r) {
         table_del(&l->table, r, khash);
@@ -838,7 +847,7 @@ static struct vt_rec *take(struct slot *l, const struct vt_key *k, uint32_t khas
 }
 
 /* take() in slot l, under its lock; fills f on success. */
-static int take_from(struct slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
+static inline int take_from(struct slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
     slot_lock(l, 1);
     struct vt_rec *r = take(l, k, khash, f->ts);
     slot_give(l);
@@ -920,7 +929,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     struct vt_device *d = !is_oom || !vt_kind_owned_device(o->kind) ? NULL : device_slot(o->device);
     if (d) d->failed_count++;
     if (is_oom) {
-        __atomic_store_n(&hot.touched, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
         o->time_ns = now;
         o->thread = thread_id();
         o->stack = intern_stack(frames, depth, stack_hash(frames, &depth));
@@ -964,11 +973,6 @@ uint64_t vt_tracker_device_live(int device) {
     return live;
 }
 
-int vt_tracker_needs_facts(int device) {
-    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
-    return !__atomic_load_n(&devices[device].have_facts, __ATOMIC_ACQUIRE);
-}
-
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
@@ -979,12 +983,9 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
         snprintf(d->uuid, sizeof d->uuid, "%s", uuid ? uuid : "");
         d->total_bytes = total_bytes;
         __atomic_store_n(&d->have_facts, 1, __ATOMIC_RELEASE);
+        __atomic_or_fetch(&vt_tracker_flags.facts, 1ull << device, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
-}
-
-int vt_tracker_touched(void) {
-    return __atomic_load_n(&hot.touched, __ATOMIC_RELAXED);
 }
 
 static int by_time(const void *a, const void *b) {
@@ -1130,10 +1131,10 @@ void vt_tracker_reset_child(void) {
     nooms = 0;
     ring_written = 0;
     ring_next = 0;
-    hot.touched = 0;
+    vt_tracker_flags.touched = 0;
     my_tid = 0;
     last_applied = 0;
     /* The only thread here: its remembered stack id is gone with the table. */
     if (last_stack) last_stack->depth = -1;
-    __atomic_add_fetch(&hot.generation, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&vt_tracker_flags.generation, 1, __ATOMIC_RELEASE);
 }

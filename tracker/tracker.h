@@ -191,7 +191,19 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth);
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t stack);
-uint64_t vt_tracker_generation(void);
+
+/* What every hooked call asks the tracker, answered inline from a cache
+ * line that is written all but never. */
+struct vt_tracker_flags {
+    uint64_t generation;  /* of stack ids: a forked child starts anew */
+    uint64_t facts;       /* bit d: device d's facts are known */
+    int touched;          /* something GPU-related was recorded */
+};
+extern struct vt_tracker_flags vt_tracker_flags __attribute__((visibility("hidden")));
+
+static inline uint64_t vt_tracker_generation(void) {
+    return __atomic_load_n(&vt_tracker_flags.generation, __ATOMIC_ACQUIRE);
+}
 
 /* A free, in two steps around the real call: vt_tracker_free_begin takes
  * the record out of the live table and its time stamp before the driver
@@ -225,12 +237,17 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
 uint64_t vt_tracker_device_live(int device);
 
 /* Device facts (read once by interpose/ when the device is first used). */
-int vt_tracker_needs_facts(int device);
+static inline int vt_tracker_needs_facts(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    return !((__atomic_load_n(&vt_tracker_flags.facts, __ATOMIC_ACQUIRE) >> device) & 1);
+}
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes);
 
 /* Whether anything GPU-related was ever recorded in this process. */
-int vt_tracker_touched(void);
+static inline int vt_tracker_touched(void) {
+    return __atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED);
+}
 
 struct vt_snapshot *vt_tracker_snapshot(void);
 void vt_snapshot_free(struct vt_snapshot *s);
