@@ -244,10 +244,10 @@ struct slot {
     uint64_t head;
     int owned;          /* 1 while a live thread has it */
     struct slot *next;  /* all slots, newest first; never unlinked */
-    char pad[64];
-    uint64_t tail;      /* the applier's */
-    char pad2[56];
-    struct vt_event ops[LOG_OPS];
+    /* The applier's, on a line of its own. */
+    uint64_t tail __attribute__((aligned(64)));
+    /* Two entries a line, none across two. */
+    struct vt_event ops[LOG_OPS] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
 static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
@@ -281,8 +281,12 @@ static inline void slot_give(struct slot *l) { __atomic_store_n(&l->lock, 0, __A
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 static uint64_t last_applied;         /* ticks of the newest op applied; lock held */
 /* Set while a thread applies the logs (written under the global lock, read
- * without it); a line of its own. */
-static int applying __attribute__((aligned(64)));
+ * without it); a line of its own, away from what the applier writes at
+ * every entry. */
+static struct {
+    int on;
+    char pad[60];
+} applying __attribute__((aligned(64)));
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -640,10 +644,10 @@ static void apply(const struct vt_event *o) {
 static void drain(void) {
     struct src {
         struct slot *l;
-        uint64_t t, h;
+        uint64_t t, h, ts; /* ts: of entry t */
     } one[8], *src = one;
     size_t n = 0, cap = 8;
-    __atomic_store_n(&applying, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&applying.on, 1, __ATOMIC_RELAXED);
     for (struct slot *l = __atomic_load_n(&hot.slots, __ATOMIC_ACQUIRE); l; l = l->next) {
         uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
         uint64_t t = l->tail;
@@ -659,31 +663,39 @@ static void drain(void) {
         src[n].l = l;
         src[n].t = t;
         src[n].h = h;
+        src[n].ts = l->ops[t % LOG_OPS].time_ns;
         n++;
+    }
+    /* The merge: from the log with the oldest entry, every entry up to the
+     * next log's oldest; a log done is let go at once. */
+    while (n > 1) {
+        size_t b = 0;
+        uint64_t next = UINT64_MAX;
+        for (size_t i = 1; i < n; i++) {
+            if (src[i].ts < src[b].ts) {
+                next = src[b].ts;
+                b = i;
+            } else if (src[i].ts < next) {
+                next = src[i].ts;
+            }
+        }
+        struct src *x = &src[b];
+        do {
+            apply(&x->l->ops[x->t % LOG_OPS]);
+            if (++x->t == x->h) break;
+            x->ts = x->l->ops[x->t % LOG_OPS].time_ns;
+        } while (x->ts <= next);
+        if (x->t == x->h) {
+            __atomic_store_n(&x->l->tail, x->t, __ATOMIC_RELEASE);
+            *x = src[--n];
+        }
     }
     if (n == 1) {
         for (uint64_t t = src[0].t; t < src[0].h; t++) apply(&src[0].l->ops[t % LOG_OPS]);
-        src[0].t = src[0].h;
-    } else if (n > 1) {
-        for (;;) {
-            struct src *best = NULL;
-            uint64_t best_ts = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (src[i].t == src[i].h) continue;
-                uint64_t ts = src[i].l->ops[src[i].t % LOG_OPS].time_ns;
-                if (!best || ts < best_ts) {
-                    best = &src[i];
-                    best_ts = ts;
-                }
-            }
-            if (!best) break;
-            apply(&best->l->ops[best->t % LOG_OPS]);
-            best->t++;
-        }
+        __atomic_store_n(&src[0].l->tail, src[0].h, __ATOMIC_RELEASE);
     }
-    for (size_t i = 0; i < n; i++) __atomic_store_n(&src[i].l->tail, src[i].t, __ATOMIC_RELEASE);
     if (src != one) free(src);
-    __atomic_store_n(&applying, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&applying.on, 0, __ATOMIC_RELAXED);
 }
 
 static void slot_release(void *p) {
@@ -747,7 +759,7 @@ static void slot_lock_slow(struct slot *l, int need) {
         uint64_t used = l->head + (uint64_t)need - tail;
         if (used <= LOG_OPS / 2) return;
         int room = used <= LOG_OPS;
-        if (room && __atomic_load_n(&applying, __ATOMIC_RELAXED)) return;
+        if (room && __atomic_load_n(&applying.on, __ATOMIC_RELAXED)) return;
         slot_give(l);
         if (pthread_mutex_trylock(&lock) == 0) {
             drain();
