@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """vramtrace's benchmarks: prints the table that docs/performance.md quotes.
-`bench.py threads` runs only the two-thread row.
+`bench.py threads` runs only the two-thread row, `bench.py python` only the
+Python one.
 
 Every figure is a median of repeated runs, taken side by side in one run of
 this script; ratios are what to compare across machines. Nothing here
@@ -44,15 +45,16 @@ def median(argv, e, key, wrap=None):
     return statistics.median(float(run(argv, e, wrap)[key]) for _ in range(REPEAT))
 
 
-def interleaved(cases):
+def interleaved(cases, rounds=None):
     """Run each case REPEAT times, round-robin (a round runs every case once),
     so that the machine's slow and fast spells fall on all of them alike.
-    `cases`: name -> (argv, env, key, wrap). Returns name -> (median, min)."""
+    `cases`: name -> (argv, env, key, wrap). Returns name -> (median, min,
+    the values round by round)."""
     got = {name: [] for name in cases}
-    for _ in range(REPEAT):
+    for _ in range(rounds or REPEAT):
         for name, (argv, e, key, wrap) in cases.items():
             got[name].append(float(run(argv, e, wrap)[key]))
-    return {name: (statistics.median(v), min(v)) for name, v in got.items()}
+    return {name: (statistics.median(v), min(v), v) for name, v in got.items()}
 
 
 def heaptrack_wrap(tmp):
@@ -100,9 +102,16 @@ def machine_scaling():
 
 
 def threads_row():
+    """Medians of pairs/s, and for each of with and without vramtrace the
+    median over rounds of two threads' pairs/s over one thread's in the same
+    round (a round runs one case after the other, so the two fall in the
+    same spell of the machine). Three times the rounds of the other rows:
+    the runs are short and this figure moves most."""
     cases = {(pre, t): ([PROG, "pairs", "cuda", "20", str(N), str(t)], env(pre), "pairs_per_sec", None)
              for pre in (False, True) for t in (1, 2)}
-    return {k: v[0] for k, v in interleaved(cases).items()}
+    m = interleaved(cases, rounds=3 * REPEAT)
+    ratio = {pre: statistics.median(b / a for a, b in zip(m[(pre, 1)][2], m[(pre, 2)][2])) for pre in (False, True)}
+    return {k: v[0] for k, v in m.items()}, ratio
 
 
 def python_row():
@@ -113,9 +122,10 @@ def python_row():
                      "native": ([py, script, n], env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair", None),
                      "withpy": ([py, script, n], env(True), "ns_per_pair", None)})
     base, native, withpy = m["base"][0], m["native"][0], m["withpy"][0]
+    fastest = m["withpy"][1] - m["native"][1]
     ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                          text=True).stdout.strip()
-    return ver, base, native, withpy
+    return ver, base, native, withpy, fastest
 
 
 def live_row(tmp):
@@ -144,15 +154,21 @@ def events_row():
 
 
 def threads_only():
-    t = threads_row()
-    print(f"two threads at once, pairs/s ({REPEAT} rounds): vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
-          f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x; without vramtrace "
-          f"{t[(False, 2)] / t[(False, 1)]:.2f}x; this machine's ceiling {machine_scaling():.2f}x")
+    t, ratio = threads_row()
+    print(f"two threads at once, pairs/s ({3 * REPEAT} rounds): vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
+          f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x (median of rounds {ratio[True]:.2f}x); "
+          f"without vramtrace {t[(False, 2)] / t[(False, 1)]:.2f}x ({ratio[False]:.2f}x); this machine's ceiling "
+          f"{machine_scaling():.2f}x")
 
 
 def main():
     if sys.argv[1:] == ["threads"]:
         return threads_only()
+    if sys.argv[1:] == ["python"]:
+        ver, base, native, withpy, fastest = python_row()
+        return print(f"Python {ver}, 30 Python frames ({REPEAT} rounds): without vramtrace {base:.0f} ns, native "
+                     f"frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
+                     f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs")
     tmp = tempfile.mkdtemp(prefix="vt-bench-")
     try:
         print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, {REPEAT} runs of each, "
@@ -166,15 +182,16 @@ def main():
             print(f"  {r[0]:5} {r[1]:5d} {r[2]:7.1f} {r[3]:8.1f} {r[4]:7.1f} {r[5]:7.1f} {r[6]:11.1f} "
                   f"{r[7]:7.1f} {r[8]:6.2f} {r[9]:8.2f}")
         print("  target: ratio <= 0.35 at depth 20")
-        ver, base, native, withpy = python_row()
+        ver, base, native, withpy, fastest = python_row()
         print(f"\n2. Python {ver}, 30 Python frames, ctypes alloc+free pair (ns): without vramtrace {base:.0f}, "
               f"native frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
-              f"{withpy - native:.0f} ns (target <= 1000)")
-        t = threads_row()
+              f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs (target <= 1000)")
+        t, ratio = threads_row()
         print(f"\n3. two threads at once, pairs/s: vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
-              f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x (target >= 1.6x); without vramtrace "
-              f"{t[(False, 2)] / t[(False, 1)]:.2f}x; this machine's ceiling (two threads of arithmetic "
-              f"that share nothing) {machine_scaling():.2f}x")
+              f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x, median of the rounds' ratios "
+              f"{ratio[True]:.2f}x (target >= 1.6x); without vramtrace {t[(False, 2)] / t[(False, 1)]:.2f}x "
+              f"({ratio[False]:.2f}x); this machine's ceiling (two threads of arithmetic that share nothing) "
+              f"{machine_scaling():.2f}x")
         per_alloc, alloc_s, total, size = live_row(tmp)
         print(f"\n4. one million live allocations from 4 call sites: {per_alloc:.0f} bytes of resident memory per "
               f"live allocation (target <= 160); allocating {alloc_s:.2f} s; run plus dump {total:.2f} s "
