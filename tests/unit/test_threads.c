@@ -75,6 +75,76 @@ static void *reader(void *arg) {
     return NULL;
 }
 
+/* Three threads take turns in a fixed order, in runs of 1 to 4 ops, each
+ * into its own log; nothing is applied until the snapshot (no log reaches
+ * half full), which merges the three by time stamp. Every third op frees
+ * the op before it, whichever thread made it (then the entry goes to that
+ * thread's log). The history must come out in the order of the turns, and
+ * the peak be the one of that order. */
+#define TURN_OPS 60
+static const uintptr_t turn_site[] = {0x1000, 0x2000, 0x3000};
+static int turn_owner[TURN_OPS];
+static int turn;
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_cond = PTHREAD_COND_INITIALIZER;
+
+static int turn_is_free(int k) { return k % 3 == 2; }
+static uint64_t turn_address(int k) { return 0x5000 + (uint64_t)k * 0x100; }
+static uint64_t turn_bytes(int k) { return (uint64_t)(k + 1) * 10; }
+
+static void *take_turns(void *arg) {
+    int me = (int)(intptr_t)arg;
+    for (int k = 0; k < TURN_OPS; k++) {
+        if (turn_owner[k] != me) continue;
+        pthread_mutex_lock(&turn_lock);
+        while (turn != k) pthread_cond_wait(&turn_cond, &turn_lock);
+        pthread_mutex_unlock(&turn_lock);
+        if (turn_is_free(k)) {
+            struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, turn_address(k - 1));
+            vt_tracker_free_end(&f, 1);
+        }
+        else vt_tracker_alloc(turn_address(k), turn_bytes(k), VT_KIND_DEVICE, 0, "x", turn_site, 3);
+        pthread_mutex_lock(&turn_lock);
+        turn = k + 1;
+        pthread_cond_broadcast(&turn_cond);
+        pthread_mutex_unlock(&turn_lock);
+    }
+    return NULL;
+}
+
+static void test_merge_of_three_logs(void) {
+    unsigned x = 12345;
+    for (int k = 0; k < TURN_OPS;) {
+        x = x * 1103515245u + 12345u;
+        int owner = (int)((x >> 16) % 3), run = 1 + (int)((x >> 8) % 4);
+        for (int i = 0; i < run && k < TURN_OPS; i++) turn_owner[k++] = owner;
+    }
+    turn = 0;
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, take_turns, (void *)(intptr_t)i);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    uint64_t live = 0, peak = 0;
+    for (int k = 0; k < TURN_OPS; k++) {
+        if (turn_is_free(k)) live -= turn_bytes(k - 1);
+        else live += turn_bytes(k);
+        if (live > peak) peak = live;
+    }
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_bytes, live);
+    CHECK_EQ(s->totals.peak_bytes, peak);
+    CHECK_EQ(s->totals.alloc_count, 40);
+    CHECK_EQ(s->totals.free_count, 20);
+    CHECK_EQ(s->nevents, TURN_OPS);
+    int in_order = s->nevents == TURN_OPS;
+    for (size_t k = 0; in_order && k < TURN_OPS; k++) {
+        int f = turn_is_free((int)k);
+        in_order = s->events[k].type == (f ? VT_EV_FREE : VT_EV_ALLOC) &&
+                   s->events[k].address == turn_address(f ? (int)k - 1 : (int)k);
+    }
+    CHECK(in_order);
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     vt_tracker_init(64, 1000);
     pthread_t t[THREADS], r;
@@ -102,5 +172,9 @@ int main(void) {
     CHECK_EQ(out_of_order, 0); /* logs are merged by time stamp */
     CHECK_EQ(s->totals.unknown_frees, 0);
     vt_snapshot_free(s);
+    /* Every thread but this one is done: start again, as a forked child
+     * does, for a merge whose order is known. */
+    vt_tracker_reset_child();
+    test_merge_of_three_logs();
     return check_report("unit-threads");
 }
