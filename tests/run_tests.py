@@ -1328,6 +1328,7 @@ def report_bad_input_is_one_line_and_status_1():
 def main():
     only = [a for a in sys.argv[1:] if not a.startswith("--")]
     passed = failed = 0
+    failures = []
     for t in TESTS:
         if only and t.__name__ not in only:
             continue
@@ -1337,10 +1338,12 @@ def main():
             print(f"PASS {t.__name__}")
         except Exception as e:  # a failed check or a crash both fail the test
             failed += 1
+            failures.append(t.__name__)
             print(f"FAIL {t.__name__}: {e}")
             if not isinstance(e, Failure):
                 traceback.print_exc()
-    print(f"integration: {passed} passed, {failed} failed")
+    # The failures again, last: a log's tail then names them.
+    print(f"integration: {passed} passed, {failed} failed" + (f" ({', '.join(failures)})" if failures else ""))
     return 1 if failed else 0
 
 
