@@ -775,11 +775,17 @@ static void slot_lock_slow(struct slot *l, int need) {
          * logs (this one's among them if it was full when that began):
          * wait for this log's tail to move rather than queue on the lock
          * (whose cache line the applier then has to win back to let go of
-         * it). */
-        for (int i = 0; i < 100000 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
+         * it). Briefly spinning, then yielding: with more threads than
+         * cores the applier may be the one waiting for a core (16 threads
+         * on 2 cores spent half their time spinning here). */
+        for (int i = 0; i < 256 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
+            if (i < 128) {
 #if defined(__x86_64__)
-            __builtin_ia32_pause();
+                __builtin_ia32_pause();
 #endif
+            } else {
+                sched_yield();
+            }
         }
     }
 }
