@@ -114,6 +114,13 @@ def threads_row():
     return {k: v[0] for k, v in m.items()}, ratio
 
 
+def many_threads():
+    """Pairs/s with 16 threads allocating at once (the machine's cores shared
+    among them), median of REPEAT runs."""
+    return statistics.median(float(run([PROG, "pairs", "cuda", "20", str(N), "16"], env(True))["pairs_per_sec"])
+                             for _ in range(REPEAT))
+
+
 def python_row():
     py = os.environ.get("BENCH_PYTHON") or shutil.which("python3")
     script = os.path.join(ROOT, "bench", "py_frames.py")
@@ -158,7 +165,7 @@ def threads_only():
     print(f"two threads at once, pairs/s ({3 * REPEAT} rounds): vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
           f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x (median of rounds {ratio[True]:.2f}x); "
           f"without vramtrace {t[(False, 2)] / t[(False, 1)]:.2f}x ({ratio[False]:.2f}x); this machine's ceiling "
-          f"{machine_scaling():.2f}x")
+          f"{machine_scaling():.2f}x; 16 threads {many_threads():.0f} pairs/s on {os.cpu_count()} CPUs")
 
 
 def main():
@@ -191,7 +198,7 @@ def main():
               f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x, median of the rounds' ratios "
               f"{ratio[True]:.2f}x (target >= 1.6x); without vramtrace {t[(False, 2)] / t[(False, 1)]:.2f}x "
               f"({ratio[False]:.2f}x); this machine's ceiling (two threads of arithmetic that share nothing) "
-              f"{machine_scaling():.2f}x")
+              f"{machine_scaling():.2f}x; 16 threads at once {many_threads():.0f} pairs/s on {os.cpu_count()} CPUs")
         per_alloc, alloc_s, total, size = live_row(tmp)
         print(f"\n4. one million live allocations from 4 call sites: {per_alloc:.0f} bytes of resident memory per "
               f"live allocation (target <= 160); allocating {alloc_s:.2f} s; run plus dump {total:.2f} s "
