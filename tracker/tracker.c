@@ -9,7 +9,7 @@
  * the allocation it frees; the counts (live and peak bytes per device and
  * per call site, the event history) sit under one global lock, and a
  * hooked call does not take it. The logs are applied to the counts in
- * time-stamp order, all slots' at once, when one of them is full or when
+ * time-stamp order, all slots' at once, when one of them is half full or when
  * anything reads the counts (a snapshot, an OOM record, the budget). So
  * threads share no cache line in the hot path, the global lock is taken
  * once for hundreds of operations, and peaks are computed in the order the
