@@ -283,10 +283,9 @@ static uint64_t last_applied;         /* ticks of the newest op applied; lock he
 /* Set while a thread applies the logs (written under the global lock, read
  * without it); a line of its own, away from what the applier writes at
  * every entry. */
-static struct {
+static struct __attribute__((aligned(64))) {
     int on;
-    char pad[60];
-} applying __attribute__((aligned(64)));
+} applying;
 
 /* The stack this thread interned last, and its id: a loop that allocates
  * from one place finds its stack here, with a compare, and hashes nothing
@@ -744,10 +743,14 @@ static struct slot *slot_attach(void) {
  * readers may take it. */
 static void slot_lock_slow(struct slot *l, int need);
 
+/* Entries the log would hold with `need` more. Slot lock held. */
+static inline uint64_t log_used(const struct slot *l, int need) {
+    return l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+}
+
 static inline void slot_lock(struct slot *l, int need) {
     slot_take(l);
-    if (__builtin_expect(l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS / 2, 1))
-        return;
+    if (__builtin_expect(log_used(l, need) <= LOG_OPS / 2, 1)) return;
     slot_give(l);
     slot_lock_slow(l, need);
 }
@@ -768,7 +771,7 @@ static void slot_lock_slow(struct slot *l, int need) {
         }
         if (room) {
             slot_take(l);
-            if (l->head + (uint64_t)need - __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) <= LOG_OPS) return;
+            if (log_used(l, need) <= LOG_OPS) return;
             slot_give(l);
         }
         /* Full, and another thread holds the global lock, applying the
