@@ -109,6 +109,8 @@ PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
          $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so
+# Each area's further test programs: tests/progs/AREA.mk adds to PROGS.
+include $(wildcard tests/progs/*.mk)
 progs: sim $(PROGS)
 
 # Two plugins whose code differs only in its frame size: their allocating

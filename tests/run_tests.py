@@ -1325,7 +1325,20 @@ def report_bad_input_is_one_line_and_status_1():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def load_test_modules():
+    """Tests of one area live in tests/integration/test_AREA.py; each does
+    `from run_tests import *` and registers with @test after the ones here."""
+    import importlib.util
+    sys.modules.setdefault("run_tests", sys.modules[__name__])
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "integration", "test_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+
+
 def main():
+    load_test_modules()
     only = [a for a in sys.argv[1:] if not a.startswith("--")]
     passed = failed = 0
     failures = []
