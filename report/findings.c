@@ -56,9 +56,15 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text,
                  "VRAMTRACE_LIMIT refused it: %s asked with %s live would pass the %s budget", B(o->requested, a),
                  B(live, b), B(total, c));
+        /* When rounding hides the difference between the budget and the
+         * need (8.00 MiB and 8.00 MiB), both are given in bytes. */
+        uint64_t need = live + o->requested;
+        if (strcmp(B(total, a), B(need, b)) == 0) {
+            snprintf(a, sizeof a, "%" PRIu64 " bytes", total);
+            snprintf(b, sizeof b, "%" PRIu64 " bytes", need);
+        }
         snprintf(f->next, sizeof f->next,
-                 "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit",
-                 B(total, a), B(live + o->requested, b));
+                 "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit", a, b);
     }
     if (o->have_info && o->requested > total) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");

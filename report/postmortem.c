@@ -71,8 +71,8 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
     char a[32], b[32], c[32], site[512];
     header(f, "out of memory", m);
-    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " bytes) by %s%s", B(o->requested, a),
-            o->requested, o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
+    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " byte%s) by %s%s", B(o->requested, a),
+            o->requested, o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     const struct vt_device *d = dev(s, o->device);
     if (o->kind == VT_KIND_HOST) fputs(" (pinned host memory)", f);
     else fprintf(f, " on device %d", o->device);

@@ -177,3 +177,23 @@ def inproc_train_oom_builds_without_warnings():
         eq((c.returncode, c.stdout, c.stderr), (0, "", ""), "compiling examples/train_oom.c")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def inproc_one_is_singular():
+    # One byte asked, one allocation live, one call site: no "1 <plural>".
+    r = run([PROG, "other", "8", "failb", "1"], env={"VRAMTRACE_LIMIT": "8M"})
+    other_at = f"other_alloc {SRC}:{source_line('t_inproc.c', 'static void other_alloc') + 2}"
+    lines = r.err.splitlines()
+    want = [
+        "vramtrace:   request: 1 B (1 byte) by cudaMalloc (refused by VRAMTRACE_LIMIT) on device 0",
+        "vramtrace:   tracked on device 0: 8.00 MiB live in 1 allocation at the failure; peak 8.00 MiB",
+        "vramtrace: largest holders by call site (1 call site):",
+        f"vramtrace:     8.00 MiB 100.0%      1 alloc   {other_at}",
+        "vramtrace:   1. VRAMTRACE_LIMIT refused it: 1 B asked with 8.00 MiB live would pass the 8.00 MiB budget",
+        "vramtrace:      next: a GPU with 8388608 bytes would fail here too: this step needs at least 8388609 bytes;"
+        " shrink it or raise the limit",
+        "vramtrace:   live at exit: 8.00 MiB in 1 allocation; peak 8.00 MiB",
+    ]
+    eq([next((l[:len(w)] for l in lines if l.startswith(w)), None) for w in want], want, "the report's lines")
+    ok(not re.search(r"\b1 (bytes|allocations|call sites|allocs|failures)\b", r.err), "no '1 <plural>':\n" + r.err)

@@ -9,6 +9,7 @@
  *   grow N      grow_step keeps 4 MiB N times
  *   gap MS      later routes and grow steps sleep MS ms after each one
  *   fail MIB    failing_request asks for MIB MiB once
+ *   failb N     failing_request asks for N bytes once
  *
  * Prints "done"; always exits 0. */
 #include <cuda_runtime_api.h>
@@ -72,6 +73,8 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(argv[i], "fail") == 0) {
             failing_request((size_t)n * MiB);
+        } else if (strcmp(argv[i], "failb") == 0) {
+            failing_request((size_t)n);
         }
     }
     printf("done\n");
