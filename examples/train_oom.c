@@ -56,5 +56,7 @@ int main(void) {
         printf("step %d done\n", step);
         fflush(stdout);
     }
+    /* A device large enough for every step gets its memory back here. */
+    for (int step = 0; step < MAX_STEPS; step++) cudaFree(history[step]);
     return 0;
 }

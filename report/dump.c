@@ -209,9 +209,12 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     fputs("\"growing\":[", f);
     for (size_t i = 0; i < m->ngrowth; i++) {
         const struct vt_growth *g = &m->growth[i];
+        struct vt_growth_rate r = vt_growth_rate(g);
         fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
-                   ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"bytes_per_second\":%.0f}",
-                i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->slope);
+                   ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"last_ns\":" U64
+                   ",\"bytes_per_allocation\":" U64 ",\"bytes_per_second\":%.0f}",
+                i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->t_last_ns,
+                r.per_unit, r.bytes_per_second);
     }
     fputs("],\n", f);
     write_live(f, s);

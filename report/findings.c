@@ -6,16 +6,10 @@
 
 #include "findings.h"
 #include "format.h"
+#include "holders.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 #define PCT(a, b) ((b) ? 100.0 * (double)(a) / (double)(b) : 0.0)
-
-static void site_text(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
-    const struct vt_frame *fr = vt_call_site(sym, stack);
-    if (!fr) snprintf(buf, size, "(no stack)");
-    else if (fr->file) snprintf(buf, size, "%s %s:%d", fr->function ? fr->function : "??", fr->file, fr->line);
-    else snprintf(buf, size, "%s", fr->function ? fr->function : "??");
-}
 
 static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     const struct vt_frame *fr = vt_call_site(sym, stack);
@@ -62,13 +56,19 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text,
                  "VRAMTRACE_LIMIT refused it: %s asked with %s live would pass the %s budget", B(o->requested, a),
                  B(live, b), B(total, c));
+        /* When rounding hides the difference between the budget and the
+         * need (8.00 MiB and 8.00 MiB), both are given in bytes. */
+        uint64_t need = live + o->requested;
+        if (strcmp(B(total, a), B(need, b)) == 0) {
+            snprintf(a, sizeof a, "%" PRIu64 " bytes", total);
+            snprintf(b, sizeof b, "%" PRIu64 " bytes", need);
+        }
         snprintf(f->next, sizeof f->next,
-                 "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit",
-                 B(total, a), B(live + o->requested, b));
+                 "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit", a, b);
     }
     if (o->have_info && o->requested > total) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
-        site_text(sym, o->stack, site, sizeof site);
+        vt_site_label(sym, o->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)", B(o->requested, a),
                  B(total, b));
         snprintf(f->next, sizeof f->next,
@@ -101,23 +101,25 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  big->pid, B(others + freeb, c));
     }
     size_t ngrowth = 0;
-    struct vt_growth *growth = vt_find_growth(s, o->time_ns, &ngrowth);
+    struct vt_growth *growth = vt_find_growth(s, sym, o->time_ns, &ngrowth);
     for (size_t i = 0; i < ngrowth; i++) {
         struct vt_finding *f = add(out, &n, "growing_site");
-        site_text(sym, growth[i].stack, site, sizeof site);
-        snprintf(f->text, sizeof f->text, "%s grew through the run: from %s to %s over %" PRIu64
-                 " allocations (%s/s); a leak suspect", site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
-                 growth[i].allocs, B((uint64_t)(growth[i].slope > 0 ? growth[i].slope : 0), c));
+        vt_site_label(sym, growth[i].stack, site, sizeof site);
+        char rate[160];
+        snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
+                 B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
         snprintf(f->next, sizeof f->next,
                  "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
                  "their graph: keep loss.item() or .detach())", site);
         break;
     }
     free(growth);
-    if (o->holders && o->nholders > 0 && live > 0 && o->holders[0].bytes * 2 >= live) {
-        const struct vt_holder *h = &o->holders[0];
+    size_t nsites = 0;
+    struct vt_holder *sites = o->holders ? vt_holders_by_site(o->holders, o->nholders, sym, &nsites) : NULL;
+    if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
+        const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");
-        site_text(sym, h->stack, site, sizeof site);
+        vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %.0f%% of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), h->count, h->count == 1 ? "" : "s");
         if (is_python(sym, h->stack))
@@ -127,6 +129,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
     }
+    free(sites);
     if (o->have_info && !o->budget && total > freeb + live) {
         uint64_t outside = total - freeb - live;
         uint64_t unexplained = outside > others ? outside - others : 0;

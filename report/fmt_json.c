@@ -113,10 +113,16 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
     json_t *grow = json_array();
     for (size_t i = 0; i < d->ngrowing; i++) {
         const struct vm_growth *g = &d->growing[i];
-        json_array_append_new(grow, json_pack("{s:o,s:I,s:I,s:I,s:f}", "site", site(d, g->stack), "first_bytes",
-                                              (json_int_t)g->first_bytes, "end_bytes", (json_int_t)g->end_bytes,
-                                              "allocations", (json_int_t)g->allocations, "bytes_per_second",
-                                              g->bytes_per_second));
+        json_t *j = json_pack("{s:o,s:I,s:I,s:I,s:f}", "site", site(d, g->stack), "first_bytes",
+                              (json_int_t)g->first_bytes, "end_bytes", (json_int_t)g->end_bytes,
+                              "allocations", (json_int_t)g->allocations, "bytes_per_second",
+                              g->bytes_per_second);
+        if (j && g->have_rate) {
+            json_object_set_new(j, "since_ns", json_integer((json_int_t)g->since_ns));
+            json_object_set_new(j, "last_ns", json_integer((json_int_t)g->last_ns));
+            json_object_set_new(j, "bytes_per_allocation", json_integer((json_int_t)g->bytes_per_allocation));
+        }
+        json_array_append_new(grow, j);
     }
     json_object_set_new(p, "growing", grow);
     json_t *live = json_array();

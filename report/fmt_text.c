@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -144,9 +145,15 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         const struct vm_growth *g = &d->growing[i];
         char where[1024];
         if (i == 0) fputs("growing call sites (live bytes rose through the run; leak suspects):\n", f);
-        fprintf(f, "  %s: %s -> %s over %" PRIu64 " allocations (%s/s)\n", site_text(d, g->stack, where, sizeof where),
-                B(g->first_bytes, a), B(g->end_bytes, b), g->allocations,
-                B((uint64_t)(g->bytes_per_second > 0 ? g->bytes_per_second : 0), c));
+        char rate[160];
+        if (g->have_rate)
+            vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->allocations,
+                          "allocation", g->last_ns - g->since_ns, g->bytes_per_allocation, rate, sizeof rate);
+        else
+            snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
+                     g->allocations == 1 ? "" : "s");
+        fprintf(f, "  %s: %s -> %s, %s\n", site_text(d, g->stack, where, sizeof where), B(g->first_bytes, a),
+                B(g->end_bytes, b), rate);
     }
     live(f, d, o->top);
 }

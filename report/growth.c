@@ -2,14 +2,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "growth.h"
+#include "holders.h"
 
 #define WINDOWS 4
 
 struct site {
     int64_t live;          /* replayed live bytes */
     int64_t delta;         /* sum of the history's changes */
-    uint64_t t_first, allocs;
+    uint64_t t_first, t_last, allocs;
     int seen, window;
     int64_t floor[WINDOWS];
 };
@@ -21,27 +23,34 @@ static int by_rise(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, size_t *n) {
+struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
+                                 size_t *n) {
     *n = 0;
-    size_t ns = s->nstacks;
-    if (ns == 0 || s->nevents == 0) return NULL;
-    struct site *st = calloc(ns, sizeof *st);
-    int64_t *end = calloc(ns, sizeof *end);
-    if (!st || !end) { free(st); free(end); return NULL; }
+    if (s->nstacks == 0 || s->nevents == 0) return NULL;
+    size_t ns = 0;
+    uint32_t *lowest = NULL;
+    uint32_t *group = vt_site_groups(sym, s->nstacks, &ns, &lowest);
+    struct site *st = group ? calloc(ns, sizeof *st) : NULL;
+    int64_t *end = group ? calloc(ns, sizeof *end) : NULL;
+    if (!st || !end) { free(st); free(end); free(group); free(lowest); return NULL; }
     for (size_t i = 0; i < s->nlive; i++)
-        if (vt_kind_owned_device(s->live[i].kind) && s->live[i].stack < ns) end[s->live[i].stack] += (int64_t)s->live[i].bytes;
+        if (vt_kind_owned_device(s->live[i].kind) && s->live[i].stack < s->nstacks)
+            end[group[s->live[i].stack]] += (int64_t)s->live[i].bytes;
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
-        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= ns) continue;
-        struct site *x = &st[e->stack];
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
+        struct site *x = &st[group[e->stack]];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
         /* The earliest event, not the first in the ring: a history written by
          * several threads need not be in time order. */
         if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; }
-        if (e->type == VT_EV_ALLOC) x->allocs++;
+        if (e->type == VT_EV_ALLOC) {
+            x->allocs++;
+            if (e->time_ns > x->t_last) x->t_last = e->time_ns;
+        }
     }
     for (size_t k = 0; k < ns; k++) {
         st[k].live = end[k] - st[k].delta;
@@ -54,8 +63,8 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event *e = &s->events[i];
         if (e->time_ns > t_end) continue;
-        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= ns) continue;
-        struct site *x = &st[e->stack];
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
+        struct site *x = &st[group[e->stack]];
         if (x->allocs < WINDOWS) continue;
         uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
         uint64_t since = e->time_ns > x->t_first ? e->time_ns - x->t_first : 0;
@@ -77,22 +86,36 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, si
         for (int w = 1; w < WINDOWS; w++)
             if (x->floor[w] <= x->floor[w - 1]) rising = 0;
         if (!rising) continue;
-        uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
-        /* Window midpoints of the first and last windows are 3/4 of the
-         * span apart. */
-        double dt = (double)span * (WINDOWS - 1) / WINDOWS / 1e9;
-        out[k].stack = (uint32_t)i;
+        out[k].stack = lowest[i];
         out[k].first_floor = (uint64_t)x->floor[0];
         out[k].end_bytes = (uint64_t)x->live;
         out[k].allocs = x->allocs;
         out[k].t_first_ns = x->t_first;
-        out[k].slope = dt > 0 ? (double)(x->floor[WINDOWS - 1] - x->floor[0]) / dt : 0;
+        out[k].t_last_ns = x->t_last > x->t_first ? x->t_last : x->t_first;
         k++;
     }
     free(st);
     free(end);
+    free(group);
+    free(lowest);
     if (k == 0) { free(out); return NULL; }
     qsort(out, k, sizeof *out, by_rise);
     *n = k;
     return out;
+}
+
+struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
+    struct vt_growth_rate r;
+    r.rise = g->end_bytes > g->first_floor ? g->end_bytes - g->first_floor : 0;
+    r.units = g->allocs;
+    r.unit = "allocation";
+    r.per_unit = r.units ? r.rise / r.units : 0;
+    r.span_ns = g->t_last_ns > g->t_first_ns ? g->t_last_ns - g->t_first_ns : 0;
+    r.bytes_per_second = r.span_ns ? (double)r.rise / ((double)r.span_ns / 1e9) : 0;
+    return r;
+}
+
+const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size) {
+    struct vt_growth_rate r = vt_growth_rate(g);
+    return vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, buf, size);
 }

@@ -6,7 +6,13 @@
  * what it used for a moment) is taken. The site is growing when every floor
  * is above the one before and it still holds memory at the end: a
  * staircase, not one big allocation and not a loop that gives back what it
- * takes. The slope is the rise of the floor per second. */
+ * takes.
+ *
+ * What a report says of a growing site is vt_growth_rate's, and nothing
+ * else's: the rise (end minus first floor), over how many units of work,
+ * in how long (the site's first event to its last allocation, so that the
+ * figures at an out-of-memory failure and at exit agree when the site did
+ * not allocate in between), and the rise per unit. */
 #ifndef VT_GROWTH_H
 #define VT_GROWTH_H
 
@@ -14,6 +20,7 @@
 #include <stdint.h>
 
 #include "../tracker/tracker.h"
+#include "symbolize.h"
 
 struct vt_growth {
     uint32_t stack;
@@ -21,12 +28,37 @@ struct vt_growth {
     uint64_t end_bytes;        /* live at the end */
     uint64_t allocs;           /* allocation events seen */
     uint64_t t_first_ns;       /* the site's first event */
-    double slope;              /* bytes per second */
+    uint64_t t_last_ns;        /* its last allocation up to the end */
 };
 
-/* Growing sites of snapshot s over the run up to t_end (s->now_ns for the
- * whole run, an OOM's time for the run up to that failure), largest rise
- * first; NULL and *n = 0 when none. Device memory only. */
-struct vt_growth *vt_find_growth(const struct vt_snapshot *s, uint64_t t_end, size_t *n);
+/* The figures of one growing site, in the unit of work the run is known
+ * by. Today that unit is the allocation. When the tracker learns the
+ * program's own steps (optimizer steps), vt_growth_rate is the one place
+ * that counts them as the unit instead ("step", per step), and every
+ * output (post-mortem, exit summary, dump, CLI through the dump) follows. */
+struct vt_growth_rate {
+    uint64_t rise;             /* end_bytes - first_floor */
+    uint64_t units;            /* allocations */
+    const char *unit;          /* "allocation" */
+    uint64_t per_unit;         /* rise / units, rounded down */
+    uint64_t span_ns;          /* t_last_ns - t_first_ns */
+    double bytes_per_second;   /* rise / span; 0 when the span is 0 */
+};
+
+struct vt_growth_rate vt_growth_rate(const struct vt_growth *g);
+
+/* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation":
+ * vt_growth_rate's figures as every in-process report prints them (see
+ * vt_fmt_growth). Writes into buf and returns it. */
+const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
+
+/* Growing call sites of snapshot s over the run up to t_end (s->now_ns for
+ * the whole run, an OOM's time for the run up to that failure), largest
+ * rise first; NULL and *n = 0 when none. Device memory only. Stacks with
+ * the same call site (vt_site_groups of sym; sym NULL: each stack alone)
+ * are one site, whose `stack` is the lowest of them: a Python line reached
+ * through many native stacks grows as one. */
+struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
+                                 size_t *n);
 
 #endif

@@ -1,5 +1,7 @@
-/* holders.c -- grouping live allocations by call site. */
+/* holders.c -- grouping live allocations by stack and by call site. */
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <uthash.h>
 
@@ -39,6 +41,80 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
     if (!out) return NULL;
     vt_sort_holders(out, k);
     *n = k;
+    return out;
+}
+
+struct site_group {
+    char label[512];
+    uint32_t group;          /* the group's number */
+    UT_hash_handle hh;
+};
+
+uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
+    struct site_group *groups = NULL, *g, *tmp;
+    uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
+    uint32_t *low = malloc((nstacks ? nstacks : 1) * sizeof *low);
+    size_t k = 0;
+    for (size_t i = 0; out && low && i < nstacks; i++) {
+        if (!sym) { low[k] = (uint32_t)i; out[i] = (uint32_t)k++; continue; }
+        char label[sizeof g->label];
+        vt_site_label(sym, (uint32_t)i, label, sizeof label);
+        HASH_FIND_STR(groups, label, g);
+        if (!g) {
+            g = calloc(1, sizeof *g);
+            if (!g) { free(out); out = NULL; break; }
+            memcpy(g->label, label, sizeof label);
+            g->group = (uint32_t)k;
+            low[k++] = (uint32_t)i;
+            HASH_ADD_STR(groups, label, g);
+        }
+        out[i] = g->group;
+    }
+    HASH_ITER(hh, groups, g, tmp) {
+        HASH_DEL(groups, g);
+        free(g);
+    }
+    if (!out || !low) { free(out); free(low); return NULL; }
+    *ngroups = k;
+    if (lowest) *lowest = low;
+    else free(low);
+    return out;
+}
+
+struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
+                                     size_t *nout) {
+    *nout = 0;
+    size_t nstacks = sym ? sym->nstacks : 0, ngroups = 0;
+    uint32_t *group = sym ? vt_site_groups(sym, nstacks, &ngroups, NULL) : NULL;
+    size_t *row = group ? malloc((ngroups ? ngroups : 1) * sizeof *row) : NULL;
+    struct vt_holder *out = n ? malloc(n * sizeof *out) : NULL;
+    uint64_t *top = n ? malloc(n * sizeof *top) : NULL;   /* each row's largest holder */
+    if (!out || !top || (sym && !row)) { free(group); free(row); free(out); free(top); return NULL; }
+    for (size_t g = 0; g < ngroups; g++) row[g] = SIZE_MAX;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* Without symbols, or for a stack they do not cover, a holder is
+         * its own row. */
+        size_t *r = row && h[i].stack < nstacks ? &row[group[h[i].stack]] : NULL;
+        if (!r || *r == SIZE_MAX) {
+            if (r) *r = k;
+            top[k] = h[i].bytes;
+            out[k++] = h[i];
+            continue;
+        }
+        struct vt_holder *x = &out[*r];
+        if (h[i].bytes > top[*r] || (h[i].bytes == top[*r] && h[i].stack < x->stack)) {
+            x->stack = h[i].stack;
+            top[*r] = h[i].bytes;
+        }
+        x->bytes += h[i].bytes;
+        x->count += h[i].count;
+    }
+    free(group);
+    free(row);
+    free(top);
+    vt_sort_holders(out, k);
+    *nout = k;
     return out;
 }
 

@@ -6,11 +6,32 @@
 #include <stdint.h>
 
 #include "../tracker/tracker.h"
+#include "symbolize.h"
 
 /* Live device allocations (pinned host memory excluded) grouped by stack,
  * largest first (ties: more allocations first, then lower stack id).
  * Returns a malloc'd array and its length in *n; NULL when empty. */
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
+
+/* Holders h[0..n) (by stack) merged by call site: the stacks of one
+ * vt_site_groups group are one row, their bytes and counts summed, as a
+ * report's "by call site" table shows them (a Python line reached through
+ * many native stacks, a function called from many places). A row's stack
+ * is the stack of its largest holder (ties: the lower stack id); its label
+ * is the row's. Without symbols each holder is its own row. Sorted as
+ * vt_sort_holders sorts. Returns a malloc'd array and its length in *nout;
+ * NULL when n is 0 or memory ran out. */
+struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
+                                     size_t *nout);
+
+/* The call site of each of the nstacks stacks of sym, as a group number:
+ * out[stack] is the same for two stacks exactly when their vt_site_label
+ * is: the one rule by which holder tables and growth group stacks. Groups
+ * are numbered from 0 in the order of their lowest stack, and (lowest not
+ * NULL) (*lowest)[group] is that stack, a malloc'd array. Without symbols
+ * every stack is its own group. Returns a malloc'd array of nstacks
+ * numbers and the number of groups in *ngroups; NULL when memory ran out. */
+uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest);
 
 /* Sort holders largest first (ties: more allocations, then lower stack). */
 void vt_sort_holders(struct vt_holder *h, size_t n);

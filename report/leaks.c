@@ -113,8 +113,12 @@ static int by_bytes(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+/* One frame as LeakSanitizer prints it: "#N 0xADDR in function file:line"
+ * or "#N 0xADDR in function (module+0xoffset)". A Python frame has no
+ * address: "#N in function file.py:line". */
 static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
-    fprintf(f, "    #%zu 0x%" PRIxPTR " in %s", i, fr->address, fr->function ? fr->function : "??");
+    if (fr->python) fprintf(f, "    #%zu in %s", i, fr->function ? fr->function : "??");
+    else fprintf(f, "    #%zu 0x%" PRIxPTR " in %s", i, fr->address, fr->function ? fr->function : "??");
     if (fr->file) fprintf(f, " %s:%d", fr->file, fr->line);
     else if (fr->module) fprintf(f, " (%s+0x%" PRIxPTR ")", fr->module, fr->offset);
     fputc('\n', f);
@@ -153,7 +157,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
         fprintf(f, "\n=================================================================\n"
                    "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);
         for (size_t i = 0; i < ng; i++) {
-            fprintf(f, "\nLeak of %" PRIu64 " byte(s) in %" PRIu64 " allocation(s) allocated from:\n", g[i].bytes,
+            fprintf(f, "\nDirect leak of %" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", g[i].bytes,
                     g[i].count);
             uint32_t st = g[i].stack;
             size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;

@@ -2,12 +2,14 @@
  *
  * Every live allocation at exit that no suppression matches is a leak.
  * Leaks are grouped by stack, largest first, and printed as LSan prints
- * them, so that CI tooling that reads LSan reports reads these:
+ * them, so that CI tooling that reads LSan reports reads these (a Python
+ * frame, which has no address, without one):
  *
  *   ==PID==ERROR: vramtrace: detected GPU memory leaks
  *
- *   Leak of 4096 byte(s) in 1 allocation(s) allocated from:
+ *   Direct leak of 4096 byte(s) in 1 object(s) allocated from:
  *       #0 0x55d0c2a1b1f3 in make_buffer src/buf.c:12
+ *       #1 in train model.py:40
  *
  *   SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).
  *

@@ -372,6 +372,16 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
             v->allocations = u64(c, o, "allocations", "growing");
             json_t *r = json_object_get(o, "bytes_per_second");
             v->bytes_per_second = json_is_number(r) ? json_number_value(r) : 0;
+            json_t *since = json_object_get(o, "since_ns"), *last = json_object_get(o, "last_ns");
+            json_t *per = json_object_get(o, "bytes_per_allocation");
+            if (json_is_integer(since) && json_is_integer(last) && json_is_integer(per) &&
+                json_integer_value(since) >= 0 && json_integer_value(last) >= json_integer_value(since) &&
+                json_integer_value(per) >= 0) {
+                v->have_rate = 1;
+                v->since_ns = (uint64_t)json_integer_value(since);
+                v->last_ns = (uint64_t)json_integer_value(last);
+                v->bytes_per_allocation = (uint64_t)json_integer_value(per);
+            }
         }
     }
     return c->failed ? -1 : 0;

@@ -78,6 +78,10 @@ struct vm_growth {
     size_t stack;
     uint64_t first_bytes, end_bytes, allocations;
     double bytes_per_second;
+    /* since_ns, last_ns and bytes_per_allocation, read only together: dumps
+     * before them have have_rate 0 (and the three 0). */
+    int have_rate;
+    uint64_t since_ns, last_ns, bytes_per_allocation;
 };
 
 struct vm_device {

@@ -199,7 +199,7 @@ static int write_outputs(const char *reason, unsigned seq) {
         .python_version = vt_pystack_version(),
     };
     struct vt_growth *growth = NULL;
-    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, s->now_ns, &meta.ngrowth);
+    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, sym, s->now_ns, &meta.ngrowth);
     meta.growth = growth;
 
     char path[4096];

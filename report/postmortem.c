@@ -10,31 +10,18 @@
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 
-/* "function file:line", "function (module+0xoff)" or "0xaddr". */
-static void site_text(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
-    const struct vt_frame *fr = vt_call_site(sym, stack);
-    if (!fr) { snprintf(buf, size, "(no stack)"); return; }
-    const char *fn = fr->function ? fr->function : "??";
-    if (fr->file) {
-        snprintf(buf, size, "%s %s:%d", fn, fr->file, fr->line);
-    } else if (fr->module) {
-        const char *m = strrchr(fr->module, '/');
-        snprintf(buf, size, "%s (%s+0x%" PRIxPTR ")", fn, m ? m + 1 : fr->module, fr->offset);
-    } else {
-        snprintf(buf, size, "%s 0x%" PRIxPTR, fn, fr->address);
-    }
-}
-
 static void holders_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                           int top) {
-    size_t n = 0;
-    struct vt_holder *h = vt_holders(s, &n);
+    size_t nstacks = 0, n = 0;
+    struct vt_holder *by_stack = vt_holders(s, &nstacks);
+    struct vt_holder *h = vt_holders_by_site(by_stack, nstacks, sym, &n);
+    free(by_stack);
     if (n == 0) { fputs("vramtrace:   no device memory is live\n", f); return; }
     fprintf(f, "vramtrace: largest holders by call site (%zu call site%s):\n", n,
             n == 1 ? "" : "s");
     for (size_t i = 0; i < n && i < (size_t)top; i++) {
         char b[32], site[512];
-        site_text(sym, h[i].stack, site, sizeof site);
+        vt_site_label(sym, h[i].stack, site, sizeof site);
         double pct = s->totals.live_bytes ? 100.0 * (double)h[i].bytes / (double)s->totals.live_bytes : 0;
         fprintf(f, "vramtrace:   %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", B(h[i].bytes, b), pct,
                 h[i].count, h[i].count == 1 ? " " : "s", site);
@@ -50,7 +37,7 @@ static void live_table(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         if (!vt_kind_owned_device(a->kind)) continue;
         if (shown == 0) fputs("vramtrace: largest live allocations:\n", f);
         char b[32], site[512];
-        site_text(sym, a->stack, site, sizeof site);
+        vt_site_label(sym, a->stack, site, sizeof site);
         fprintf(f, "vramtrace:   %10s  %-7s %-22s dev %d  0x%" PRIx64 "  %s\n", B(a->bytes, b),
                 vt_kind_name(a->kind), a->api, a->device,
                 a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address, site);
@@ -84,14 +71,14 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
     char a[32], b[32], c[32], site[512];
     header(f, "out of memory", m);
-    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " bytes) by %s%s", B(o->requested, a),
-            o->requested, o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
+    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " byte%s) by %s%s", B(o->requested, a),
+            o->requested, o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     const struct vt_device *d = dev(s, o->device);
     if (o->kind == VT_KIND_HOST) fputs(" (pinned host memory)", f);
     else fprintf(f, " on device %d", o->device);
     if (d && d->have_facts && d->name[0]) fprintf(f, " (%s%s%s)", d->name, d->uuid[0] ? ", " : "", d->uuid);
     fputc('\n', f);
-    site_text(sym, o->stack, site, sizeof site);
+    vt_site_label(sym, o->stack, site, sizeof site);
     fprintf(f, "vramtrace:   failing call: %s\n", site);
     if (o->have_info) {
         fprintf(f, "vramtrace:   %s: %s free of %s\n", o->budget ? "budget" : "device", B(o->free_bytes, a),
@@ -130,7 +117,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_dump_meta *m, const char *dump_path, int top) {
     const struct vt_totals *t = &s->totals;
-    char a[32], b[32], c[32];
+    char a[32], b[32];
     header(f, "exit", m);
     fprintf(f, "vramtrace:   live at exit: %s in %" PRIu64 " allocation%s; peak %s at %.3f s\n",
             B(t->live_bytes, a), t->live_count, t->live_count == 1 ? "" : "s",
@@ -155,14 +142,15 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     }
     if (t->live_count) holders_table(f, s, sym, top);
     if (m->ngrowth) {
-        fprintf(f, "vramtrace: growing call sites (live bytes rose through the run; leak suspects):\n");
+        fprintf(f, "vramtrace: growing call site%s (live bytes rose through the run; %s):\n",
+                m->ngrowth == 1 ? "" : "s", m->ngrowth == 1 ? "a leak suspect" : "leak suspects");
         for (size_t i = 0; i < m->ngrowth && i < (size_t)top; i++) {
             const struct vt_growth *g = &m->growth[i];
             char site[512];
-            site_text(sym, g->stack, site, sizeof site);
-            fprintf(f, "vramtrace:   %s: %s -> %s over %" PRIu64 " allocations (%s/s)\n", site,
-                    B(g->first_floor, a), B(g->end_bytes, b), g->allocs,
-                    vt_fmt_bytes((uint64_t)(g->slope > 0 ? g->slope : 0), c, sizeof c));
+            vt_site_label(sym, g->stack, site, sizeof site);
+            char rate[160];
+            fprintf(f, "vramtrace:   %s: %s -> %s, %s\n", site, B(g->first_floor, a), B(g->end_bytes, b),
+                    vt_growth_text(g, rate, sizeof rate));
         }
     }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,6 +154,24 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
     if (!sym || stack >= sym->nstacks || sym->site[stack] < 0 || !sym->stacks[stack])
         return NULL;
     return &sym->stacks[stack][sym->site[stack]];
+}
+
+const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
+    const struct vt_frame *fr = vt_call_site(sym, stack);
+    const char *fn = fr && fr->function ? fr->function : "??";
+    if (!fr) {
+        snprintf(buf, size, "(no stack)");
+    } else if (fr->file) {
+        snprintf(buf, size, "%s %s:%d", fn, fr->file, fr->line);
+    } else if (fr->python) {
+        snprintf(buf, size, "%s (Python)", fn);
+    } else if (fr->module) {
+        const char *m = strrchr(fr->module, '/');
+        snprintf(buf, size, "%s (%s+0x%" PRIxPTR ")", fn, m ? m + 1 : fr->module, fr->offset);
+    } else {
+        snprintf(buf, size, "%s 0x%" PRIxPTR, fn, fr->address);
+    }
+    return buf;
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {

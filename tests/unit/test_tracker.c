@@ -267,7 +267,7 @@ static void test_growth_with_events_out_of_order(void) {
     s.nstacks = 1;
     s.now_ns = 2100;
     size_t n = 0;
-    struct vt_growth *g = vt_find_growth(&s, s.now_ns, &n);
+    struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
     CHECK_EQ(n, 1);
     if (n == 1) {
         CHECK_EQ(g[0].t_first_ns, 100);
@@ -275,7 +275,7 @@ static void test_growth_with_events_out_of_order(void) {
         CHECK_EQ(g[0].allocs, 8);
     }
     free(g);
-    g = vt_find_growth(&s, 50, &n); /* before any event */
+    g = vt_find_growth(&s, NULL, 50, &n); /* before any event */
     CHECK_EQ(n, 0);
     free(g);
 }

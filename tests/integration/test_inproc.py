@@ -1,0 +1,201 @@
+"""Integration tests of the text the library writes inside the process: the
+post-mortem, the exit summary, the leak report (exact lines and figures)."""
+import re
+
+from run_tests import *
+
+PROG = os.path.join(T, "t_inproc")
+SRC = "tests/progs/t_inproc.c"
+
+
+def inproc_line(text):
+    return source_line("t_inproc.c", text)
+
+
+def stderr_lines(r, prefix):
+    return [l for l in r.err.splitlines() if l.startswith(prefix)]
+
+
+def holder_rows(r):
+    """Every "largest holders by call site" table of the report, in order:
+    its heading, then its rows."""
+    tables, rows = [], None
+    for l in r.err.splitlines():
+        if l.startswith("vramtrace: largest holders by call site"):
+            rows = [l]
+            tables.append(rows)
+        elif rows is not None and re.match(r"^vramtrace: +[0-9.]+ (B|KiB|MiB|GiB|TiB) +[0-9.]+% ", l):
+            rows.append(l)
+        else:
+            rows = None
+    return tables
+
+
+@test
+def inproc_holders_group_by_call_site():
+    # 501 stacks, one call site: one row, in the post-mortem and at exit.
+    r = run([PROG, "routes", "501", "other", "8", "fail", "1000"], env={"SIMGPU_CAPACITY": "1G"})
+    eq((r.rc, r.out), (0, "done\n"), "t_inproc runs as without vramtrace")
+    d = r.dump
+    sites = [site(d, h["stack"])["function"] for h in d["holders"]]
+    eq(sites.count("site_alloc"), 501, "the dump keeps its holders by stack: 501 stacks reach site_alloc")
+    site_at = f"site_alloc {SRC}:{inproc_line('cudaMalloc(&p, n);')}"
+    other_at = f"other_alloc {SRC}:{source_line('t_inproc.c', 'static void other_alloc') + 2}"
+    table = [
+        "vramtrace: largest holders by call site (2 call sites):",
+        f"vramtrace:   501.00 MiB  98.4%    501 allocs  {site_at}",
+        f"vramtrace:     8.00 MiB   1.6%      1 alloc   {other_at}",
+    ]
+    eq(holder_rows(r), [table, table], "the post-mortem's and the exit summary's holder tables")
+    dominates = [f for f in d["ooms"][0]["findings"] if f["id"] == "one_site_dominates"]
+    eq([f["finding"] for f in dominates],
+       [f"{site_at} holds 98% of the tracked memory (501.00 MiB in 501 allocations)"],
+       "the finding counts the call site, not one of its stacks")
+
+
+@test
+def inproc_growth_groups_by_call_site():
+    # A staircase from one call site through 40 stacks grows as one site.
+    r = run([PROG, "gap", "5", "routes", "40", "other", "8"], env={"SIMGPU_CAPACITY": "1G"})
+    d = r.dump
+    g = d["growing"]
+    eq([(site(d, x["stack"])["function"], x["first_bytes"], x["end_bytes"], x["allocations"],
+         x["bytes_per_allocation"]) for x in g], [("site_alloc", 0, 40 * MiB, 40, MiB)], "the growing site")
+    secs = "%.3f" % ((g[0]["last_ns"] - g[0]["since_ns"]) / 1e9)
+    site_at = f"site_alloc {SRC}:{inproc_line('cudaMalloc(&p, n);')}"
+    eq(stderr_lines(r, "vramtrace: growing") + stderr_lines(r, f"vramtrace:   {site_at}:"),
+       ["vramtrace: growing call site (live bytes rose through the run; a leak suspect):",
+        f"vramtrace:   {site_at}: 0 B -> 40.00 MiB, +40.00 MiB over 40 allocations in {secs} s, "
+        "1.00 MiB per allocation"], "the exit summary's growth lines")
+
+
+@test
+def inproc_growth_figures_same_at_failure_and_exit():
+    # Steps 40 ms apart: the time the post-mortem takes after the failure
+    # stays well under the run's last half, so the site still grows at exit.
+    r = run([PROG, "gap", "40", "grow", "16", "fail", "1000"], env={"SIMGPU_CAPACITY": "1G"})
+    d = r.dump
+    eq(d["reason"], "exit", "the exit dump")
+    g = d["growing"]
+    eq(len(g), 1, "one growing site")
+    g = g[0]
+    span = g["last_ns"] - g["since_ns"]
+    eq((site(d, g["stack"])["function"], g["first_bytes"], g["end_bytes"], g["allocations"],
+        g["bytes_per_allocation"], g["bytes_per_second"]),
+       ("grow_step", 0, 64 * MiB, 16, 4 * MiB, round(64 * MiB / (span / 1e9))), "the dump's figures")
+    first_alloc = [e for e in d["events"] if e[1] == "alloc" and e[5] == g["stack"]]
+    eq((g["since_ns"], g["last_ns"]), (first_alloc[0][0], first_alloc[-1][0]),
+       "from the site's first to its last allocation")
+    ok(600e6 <= span < 10e9, f"fifteen gaps of 40 ms: {span} ns")
+    site_at = f"grow_step {SRC}:{inproc_line('static void grow_step') + 2}"
+    rate = "+64.00 MiB over 16 allocations in %.3f s, 4.00 MiB per allocation" % (span / 1e9)
+    at_failure = f"{site_at} grew through the run from 0 B to 64.00 MiB: {rate}; a leak suspect"
+    eq(d["ooms"][0]["findings"][0]["finding"], at_failure, "the failure's finding")
+    eq(stderr_lines(r, "vramtrace:   1. "), [f"vramtrace:   1. {at_failure}"], "the post-mortem's finding")
+    eq(stderr_lines(r, f"vramtrace:   {site_at}:"), [f"vramtrace:   {site_at}: 0 B -> 64.00 MiB, {rate}"],
+       "the exit summary's line")
+    ok("/s" not in r.err, "no rate per second:\n" + r.err)
+    # The CLI reads the same figures from the dump.
+    work = tempfile.mkdtemp(prefix="vt-inproc-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump({k: v for k, v in d.items() if k != "_path"}, f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+        eq(p.returncode, 0, "vramtrace report: " + p.stderr)
+        eq([l for l in p.stdout.splitlines() if l.startswith(f"  {site_at}:")],
+           [f"  {site_at}: 0 B -> 64.00 MiB, {rate}"], "the CLI's growth line")
+        p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
+        j = json.loads(p.stdout)
+        grow = (j["processes"][0] if "processes" in j else j)["growing"]
+        eq([(x["since_ns"], x["last_ns"], x["bytes_per_allocation"]) for x in grow],
+           [(g["since_ns"], g["last_ns"], 4 * MiB)], "the CLI's JSON growth figures")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def inproc_leak_report_in_lsan_words():
+    r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, "exit status with leaks")
+    eq([l for l in r.err.splitlines() if "leak" in l.lower() and not l.startswith("    #")],
+       [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        "Direct leak of 524288 byte(s) in 8 object(s) allocated from:",
+        "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "the leak report's lines")
+
+
+LEAKY_PY = '''import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+def leak_it(n):
+    p = ctypes.c_uint64()
+    assert cu.cuMemAlloc_v2(ctypes.byref(p), n) == 0
+    return p.value
+leak_it(3 << 20)
+'''
+
+
+@test
+def inproc_python_frames_have_no_address():
+    py = pythons()[0]
+    work = tempfile.mkdtemp(prefix="vt-inproc-")
+    try:
+        script = os.path.join(work, "leaky.py")
+        with open(script, "w") as f:
+            f.write(LEAKY_PY)
+        r = run([py, script], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    eq(r.rc, 23, "exit status with a leak")
+    heading = "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"
+    lines = r.err.splitlines()
+    ok(heading in lines, "the leak:\n" + r.err)
+    frames = []
+    for l in lines[lines.index(heading) + 1:]:
+        if not l.startswith("    #"):
+            break
+        frames.append(l)
+    eq([int(re.match(r"    #(\d+) ", l).group(1)) for l in frames], list(range(len(frames))), "frames numbered")
+    python = [l for l in frames if not re.match(r"^    #\d+ 0x[0-9a-f]+ in \S", l)]
+    eq([re.sub(r"^    #\d+ ", "    #N ", l) for l in python],
+       [f"    #N in leak_it {script}:7", f"    #N in <module> {script}:9"], "Python frames, LSan's form")
+    ok(not any(re.match(r"^    #\d+ 0x0+ in ", l) for l in frames), "no native frame at address 0:\n" + r.err)
+
+
+@test
+def inproc_train_oom_builds_without_warnings():
+    # The command make demo builds the example with, into a scratch file.
+    p = subprocess.run(["make", "-n", "-B", "build/examples/train_oom"], cwd=ROOT, capture_output=True, text=True)
+    cmd = [l for l in p.stdout.splitlines() if "examples/train_oom.c" in l]
+    eq(len(cmd), 1, "one compile command:\n" + p.stdout)
+    work = tempfile.mkdtemp(prefix="vt-inproc-")
+    try:
+        out = os.path.join(work, "train_oom")
+        c = subprocess.run(cmd[0].replace("-o build/examples/train_oom", "-o " + out), shell=True, cwd=ROOT,
+                           capture_output=True, text=True)
+        eq((c.returncode, c.stdout, c.stderr), (0, "", ""), "compiling examples/train_oom.c")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def inproc_one_is_singular():
+    # One byte asked, one allocation live, one call site: no "1 <plural>".
+    r = run([PROG, "other", "8", "failb", "1"], env={"VRAMTRACE_LIMIT": "8M"})
+    other_at = f"other_alloc {SRC}:{source_line('t_inproc.c', 'static void other_alloc') + 2}"
+    lines = r.err.splitlines()
+    want = [
+        "vramtrace:   request: 1 B (1 byte) by cudaMalloc (refused by VRAMTRACE_LIMIT) on device 0",
+        "vramtrace:   tracked on device 0: 8.00 MiB live in 1 allocation at the failure; peak 8.00 MiB",
+        "vramtrace: largest holders by call site (1 call site):",
+        f"vramtrace:     8.00 MiB 100.0%      1 alloc   {other_at}",
+        "vramtrace:   1. VRAMTRACE_LIMIT refused it: 1 B asked with 8.00 MiB live would pass the 8.00 MiB budget",
+        "vramtrace:      next: a GPU with 8388608 bytes would fail here too: this step needs at least 8388609 bytes;"
+        " shrink it or raise the limit",
+        "vramtrace:   live at exit: 8.00 MiB in 1 allocation; peak 8.00 MiB",
+    ]
+    eq([next((l[:len(w)] for l in lines if l.startswith(w)), None) for w in want], want, "the report's lines")
+    ok(not re.search(r"\b1 (bytes|allocations|call sites|allocs|failures)\b", r.err), "no '1 <plural>':\n" + r.err)
