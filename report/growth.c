@@ -12,6 +12,7 @@ struct site {
     int64_t live;          /* replayed live bytes */
     int64_t delta;         /* sum of the history's changes */
     uint64_t t_first, t_last, allocs;
+    uint64_t nev, ev;      /* the site's events up to the end; replayed so far */
     int seen, window;
     int64_t floor[WINDOWS];
 };
@@ -44,6 +45,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         struct site *x = &st[group[e->stack]];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
+        x->nev++;
         /* The earliest event, not the first in the ring: a history written by
          * several threads need not be in time order. */
         if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; }
@@ -66,12 +68,11 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
         struct site *x = &st[group[e->stack]];
         if (x->allocs < WINDOWS) continue;
-        uint64_t span = t_end > x->t_first ? t_end - x->t_first : 1;
-        uint64_t since = e->time_ns > x->t_first ? e->time_ns - x->t_first : 0;
-        uint64_t wi = since * WINDOWS / (span + 1);
+        /* Windows of the site's own events, in the history's order: the
+         * verdict depends on what the program did, not on how long the
+         * machine took to do it or to reach the report. */
+        uint64_t wi = x->ev++ * WINDOWS / x->nev;
         int w = wi >= WINDOWS ? WINDOWS - 1 : (int)wi;
-        /* Never back to an earlier window (events slightly out of order). */
-        if (w < x->window) w = x->window;
         while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
         x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (x->live < x->floor[w]) x->floor[w] = x->live;

@@ -1,8 +1,9 @@
 /* growth.h -- call sites whose live bytes keep rising through the run.
  *
  * From the event history: for each call site with at least four
- * allocations, the time from its first event to the end is cut into four
- * windows and the least the site held in each (its floor: what it kept, not
+ * allocations, the site's events up to the end are cut into four windows
+ * of equal counts, in the history's order (never by wall time, which a
+ * busy machine stretches), and the least the site held in each (its floor: what it kept, not
  * what it used for a moment) is taken. The site is growing when every floor
  * is above the one before and it still holds memory at the end: a
  * staircase, not one big allocation and not a loop that gives back what it

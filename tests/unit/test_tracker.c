@@ -280,6 +280,46 @@ static void test_growth_with_events_out_of_order(void) {
     free(g);
 }
 
+/* A site that grew in four steps early in a run and was reported much
+ * later (a slow exit, a busy machine) is growing all the same: the windows
+ * are the site's own events, not wall time up to the report. */
+static void test_growth_ignores_time_to_the_report(void) {
+    struct vt_stack st = {0, 3, site_a};
+    const struct vt_stack *stacks[] = {&st};
+    struct vt_event ev[8];
+    struct vt_alloc live[4];
+    /* Each step allocates 10 and frees the step's scratch of 5: 5 kept. */
+    for (int i = 0; i < 4; i++) {
+        ev[2 * i] = (struct vt_event){100 + 20 * (uint64_t)i, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC,
+                                      VT_KIND_DEVICE};
+        ev[2 * i + 1] = (struct vt_event){110 + 20 * (uint64_t)i, 0x200 + (uint64_t)i, 5, 0, 0, VT_EV_FREE,
+                                          VT_KIND_DEVICE};
+        live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 5, 100 + 20 * (uint64_t)i, "x", 0, 1, 0,
+                                    VT_KIND_DEVICE};
+    }
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.events = ev;
+    s.nevents = 8;
+    s.live = live;
+    s.nlive = 4;
+    s.stacks = stacks;
+    s.nstacks = 1;
+    for (int k = 0; k < 2; k++) {
+        s.now_ns = k ? 1000000000 : 200; /* right after the steps; a second later */
+        size_t n = 0;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
+        CHECK_EQ(n, 1);
+        if (n == 1) {
+            CHECK_EQ(g[0].first_floor, 0);
+            CHECK_EQ(g[0].end_bytes, 20);
+            CHECK_EQ(g[0].allocs, 4);
+            CHECK_EQ(g[0].t_last_ns, 160);
+        }
+        free(g);
+    }
+}
+
 static void test_format(void) {
     char b[32];
     CHECK_STR(vt_fmt_bytes(0, b, sizeof b), "0 B");
@@ -327,6 +367,7 @@ int main(void) {
     test_failures();
     test_holders_at_peak_and_oom();
     test_growth_with_events_out_of_order();
+    test_growth_ignores_time_to_the_report();
     test_format();
     test_dump_writes_every_section();
     return check_report("unit");
