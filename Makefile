@@ -28,7 +28,7 @@ LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
 LIB_S   := interpose/dlsym_x86_64.S
 CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
-           report/fmt_html.c report/fmt_torch.c tracker/options.c
+           report/fmt_html.c report/fmt_torch.c report/sha256.c tracker/options.c
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
@@ -297,7 +297,8 @@ bench: deps all $(BENCH)/bench_alloc
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c report/model.c report/reporters.c report/callsite.c report/format.c \
-            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c
+            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c \
+            report/sha256.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
 	@mkdir -p $(B)/fuzz
