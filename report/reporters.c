@@ -13,7 +13,7 @@ const struct vt_reporter vt_reporters[] = {
     {"json", "the dump normalized and symbolized, for jq and CI", vr_json},
     {"folded", "one line per stack, outermost first, for flamegraph.pl, inferno, speedscope", vr_folded},
     {"html", "one self-contained page: timeline, flame graph, sortable tables", vr_html},
-    {"torch", "a pickle in PyTorch's memory snapshot format, for pytorch.org/memory_viz", vr_torch},
+    {"torch", "a pickle in PyTorch's memory snapshot format (one dump), for pytorch.org/memory_viz", vr_torch},
     {NULL, NULL, NULL},
 };
 
