@@ -540,12 +540,27 @@ static const char *base(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* A label cut by snprintf ends at a whole UTF-8 character, so that it stays
+ * valid UTF-8 for the JSON, HTML and pickle writers (the model's strings
+ * are; a cut one might end inside a character). */
+static const char *whole_chars(char *buf, size_t size) {
+    size_t n = strlen(buf);
+    if (size == 0 || n + 1 < size) return buf;
+    size_t i = n;
+    while (i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80) i--;
+    if (i == 0) return buf;
+    unsigned char lead = (unsigned char)buf[i - 1];
+    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (n - (i - 1) < want) buf[i - 1] = '\0';
+    return buf;
+}
+
 const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
     if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
     else if (f->function) snprintf(buf, size, "%s", f->function);
     else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return buf;
+    return whole_chars(buf, size);
 }
 
 const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
@@ -553,7 +568,7 @@ const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
     if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
     else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, base(f->module), f->offset);
     else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
-    return buf;
+    return whole_chars(buf, size);
 }
 
 const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack) {

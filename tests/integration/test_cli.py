@@ -356,3 +356,24 @@ def cli_singular_plural_and_layout():
         eq(len({re.match(r"  \S+ +default \S+ +", l).end() for l in env}), 1, "the meaning column lines up")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ----------------------------------------- a label cut inside a character
+
+
+@test
+def cli_long_names_cut_at_a_character():
+    """A frame label is cut at 1024 bytes; cut inside 'é' it was not UTF-8:
+    the pickle could not be read and JSON lost the holder."""
+    path = seed("cli-long-name.json")
+    rc, out, err = cli(["report", path, "--format", "torch"])
+    eq((rc, err), (0, ""), "torch status")
+    names = [s["frames"][0]["name"] for s in pickle.loads(out)["segments"]]
+    eq(sorted(names), ["a" * 1022, "steady_state"], "the torch label cut before the character")
+    rc, out, err = cli(["report", path, "--format", "json"])
+    holders = json.loads(out)["processes"][0]["holders"]
+    eq(sorted(h["site"] for h in holders), ["a" * 1022, "steady_state tests/progs/t_phases.c:20"],
+       "both holders in JSON, the long site cut before the character")
+    rc, out, err = cli(["report", path, "--format", "html"])
+    ok(out.count(b'class="flame"') == 1 and b'"n": "aaaa' not in out and b'"n":"' + b"a" * 1022 + b'"' in out,
+       "the flame graph keeps the frame")
