@@ -46,8 +46,11 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
                 strerror(errno));
         return 1;
     }
-    struct stat st;
-    int regular = out && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    /* Only a regular file at that very name is removed on failure (not a
+     * device, not what a symbolic link points to). */
+    struct stat st, at;
+    int regular = out && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && lstat(out, &at) == 0 &&
+                  S_ISREG(at.st_mode) && at.st_ino == st.st_ino && at.st_dev == st.st_dev;
     err[0] = '\0';
     errno = 0;
     int failed = rep->write(f, in, o, err, sizeof err) != 0, werr = errno;
