@@ -140,7 +140,7 @@ static void live(FILE *f, const struct vm_dump *d, int top) {
 }
 
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
-    char a[32], b[32], c[32], host[256], cmd[1024], reason[256];
+    char a[32], b[32], c[32], host[256], cmd[4096], reason[256];
     fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
             d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
             S(d->reason, reason));
@@ -187,7 +187,7 @@ static int first_oom_rank(const struct vr_input *in, size_t *which) {
 
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
-    char a[32], b[32], host[256], cmd[1024], api[256];
+    char a[32], b[32], host[256], cmd[4096], api[256];
     if (in->n > 1) {
         fprintf(f, "%zu processes:\n  %-8s %-5s %-20s %11s %11s %5s  %s\n", in->n, "pid", "rank", "host",
                 "peak", "live", "ooms", "command");
