@@ -30,7 +30,7 @@ static const struct {
 };
 
 int vt_cli_count(const char *s, long lo, long hi, long *out) {
-    if (!s || !*s || (s[0] == '-' && lo >= 0) || s[0] == '+' || s[0] == ' ') return -1;
+    if (!s || !((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && lo < 0))) return -1;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);

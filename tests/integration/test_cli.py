@@ -267,7 +267,7 @@ def cli_numeric_flags_are_exact_or_refused():
         rc, out, err = cli(["diff", r0, r1, "--fail-over", limit])
         eq((rc, out), (2, b""), f"--fail-over {limit!r} refused")
         one_error_line(err, "vramtrace diff: --fail-over takes a size", f"--fail-over {limit!r}")
-    for top in ("0", "-1", "99999999999", "9223372036854775808", "5x", "", "100001"):
+    for top in ("0", "-1", "99999999999", "9223372036854775808", "5x", "", "100001", "\t5", "+5", " 5"):
         rc, out, err = cli(["diff", r0, r1, "--top", top])
         eq((rc, out), (2, b""), f"diff --top {top!r} refused")
         one_error_line(err, "vramtrace diff: --top takes a number", f"diff --top {top!r}")
