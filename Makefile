@@ -28,7 +28,9 @@ LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
 LIB_S   := interpose/dlsym_x86_64.S
 CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
-           report/fmt_html.c report/fmt_torch.c tracker/options.c
+           report/fmt_html.c report/fmt_torch.c report/sha256.c tracker/options.c
+# The CLI demangles C++ names with libstdc++'s __cxa_demangle.
+CLI_LIBS := -ljansson -lstdc++
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
@@ -52,7 +54,7 @@ $(B)/libvramtrace.so: $(LIB_O)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C) -ljansson
+	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
@@ -295,12 +297,13 @@ bench: deps all $(BENCH)/bench_alloc
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c report/model.c report/reporters.c report/callsite.c report/format.c \
-            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c
+            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c \
+            report/sha256.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
 	@mkdir -p $(B)/fuzz
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -I$(CUDA_HOME)/include -o $@ $(FUZZ_SRC) -ljansson
+	    -I$(CUDA_HOME)/include -o $@ $(FUZZ_SRC) $(CLI_LIBS)
 
 fuzz-replay: $(B)/fuzz/fuzz_dump
 	$(B)/fuzz/fuzz_dump -runs=0 tests/fuzz/seeds tests/fuzz/regressions
@@ -350,7 +353,7 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
 	@mkdir -p $(GB)/lib $(GB)/bin
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
-	$(CC) $(BASE) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) -ljansson
+	$(CC) $(BASE) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS)
 	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done

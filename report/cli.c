@@ -29,6 +29,50 @@ static const struct {
     {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot"},
 };
 
+int vt_cli_count(const char *s, long lo, long hi, long *out) {
+    if (!s || !((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && lo < 0))) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || end == s || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int vt_cli_size(const char *s, uint64_t *out) {
+    if (!s || (*s < '0' || *s > '9')) return -1;
+    unsigned __int128 whole = 0, frac = 0, scale = 1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        whole = whole * 10 + (unsigned)(*s - '0');
+        if (whole > UINT64_MAX) return -1;
+    }
+    if (*s == '.') {
+        s++;
+        if (*s < '0' || *s > '9') return -1;
+        for (int k = 0; *s >= '0' && *s <= '9'; s++, k++) {
+            if (k == 12) return -1; /* more digits than any unit needs */
+            frac = frac * 10 + (unsigned)(*s - '0');
+            scale *= 10;
+        }
+    }
+    unsigned __int128 mul = 1;
+    switch (*s) {
+    case 'k': case 'K': mul = 1ULL << 10; s++; break;
+    case 'm': case 'M': mul = 1ULL << 20; s++; break;
+    case 'g': case 'G': mul = 1ULL << 30; s++; break;
+    case 't': case 'T': mul = 1ULL << 40; s++; break;
+    default: break;
+    }
+    if (mul > 1 && *s == 'i') s++;
+    if (*s == 'B' || *s == 'b') s++;
+    if (*s != '\0') return -1;
+    /* whole * mul < 2^104 and frac * mul < 2^80: no overflow in 128 bits. */
+    unsigned __int128 bytes = whole * mul + frac * mul / scale;
+    if (bytes > UINT64_MAX) return -1;
+    *out = (uint64_t)bytes;
+    return 0;
+}
+
 void vt_usage(FILE *f) {
     fprintf(f,
             "usage: vramtrace run [OPTIONS] -- CMD [ARG...]\n"
@@ -62,8 +106,20 @@ void vt_usage(FILE *f) {
             "                      times longer); use it to find which tensors hold the memory.\n\n"
             "The same works without this command: LD_PRELOAD=/path/to/libvramtrace.so CMD\n\n"
             "environment:\n");
+    /* Columns as wide as their widest entry: names and defaults vary. */
+    int wname = 0, wdef = 0;
+    for (const struct vt_option_desc *d = vt_option_table; d->name; d++) {
+        if ((int)strlen(d->name) > wname) wname = (int)strlen(d->name);
+        if ((int)strlen(d->def) > wdef) wdef = (int)strlen(d->def);
+    }
     for (const struct vt_option_desc *d = vt_option_table; d->name; d++)
-        fprintf(f, "  %-18s default %-18s %s\n", d->name, d->def, d->meaning);
+        fprintf(f, "  %-*s  default %-*s  %s\n", wname, d->name, wdef, d->def, d->meaning);
+}
+
+int vt_cli_flush(const char *cmd) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "%s: writing to standard output failed: %s\n", cmd, strerror(errno ? errno : EIO));
+    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -71,11 +127,11 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         vt_usage(stdout);
-        return 0;
+        return vt_cli_flush("vramtrace");
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("vramtrace %s\n", VT_VERSION);
-        return 0;
+        return vt_cli_flush("vramtrace");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);

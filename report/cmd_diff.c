@@ -3,6 +3,7 @@
  * (two snapshots of one run, or two runs), largest growth first. With
  * --fail-over, exit status 1 when the net growth of live bytes exceeds
  * SIZE: a CI check that an iteration retains no more than it should. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,71 +16,113 @@
 #include "model.h"
 #include "reporters.h"
 
+/* One call site in both dumps: bytes and allocations from each dump's
+ * holders at exit (the report's holders table: this process's own device
+ * memory, without pinned host memory or memory opened from another
+ * process). */
 struct site {
     char *where;
-    int64_t bytes[2], count[2];
+    uint64_t bytes[2], count[2];
     UT_hash_handle hh;
 };
 
+/* a + b, held at UINT64_MAX: totals of a hostile dump stay defined. */
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+/* new - old as a sign and a magnitude: exact for any two counts. */
+struct change {
+    int sign;
+    uint64_t by;
+};
+
+static struct change change_of(uint64_t old, uint64_t new) {
+    struct change c = {new > old ? 1 : new < old ? -1 : 0, new > old ? new - old : old - new};
+    return c;
+}
+
 static int by_growth(const void *a, const void *b) {
     const struct site *x = *(struct site *const *)a, *y = *(struct site *const *)b;
-    int64_t dx = x->bytes[1] - x->bytes[0], dy = y->bytes[1] - y->bytes[0];
-    if (dx != dy) return dx < dy ? 1 : -1;
+    struct change cx = change_of(x->bytes[0], x->bytes[1]), cy = change_of(y->bytes[0], y->bytes[1]);
+    if (cx.sign != cy.sign) return cx.sign < cy.sign ? 1 : -1;
+    if (cx.by != cy.by) return (cx.by < cy.by) == (cx.sign >= 0) ? 1 : -1;
     return strcmp(x->where, y->where);
 }
 
-static void add(struct site **sites, const struct vm_dump *d, int which) {
-    for (size_t i = 0; i < d->nlive; i++) {
-        char where[1024];
-        const struct vm_frame *f = vm_site(d, d->live[i].stack);
-        if (f) vm_frame_where(f, where, sizeof where);
-        else snprintf(where, sizeof where, "(no stack)");
+static int add(struct site **sites, struct vm_dump *d, int which) {
+    struct vr_input in = {d, 1};
+    size_t n;
+    struct vr_combined *c = vr_combine(&in, VR_AT_EXIT, &n);
+    if (!c) return -1;
+    for (size_t i = 0; i < n; i++) {
         struct site *s;
-        HASH_FIND_STR(*sites, where, s);
+        HASH_FIND_STR(*sites, c[i].where, s);
         if (!s) {
             s = calloc(1, sizeof *s);
-            if (!s || !(s->where = strdup(where))) { free(s); continue; }
+            if (!s || !(s->where = strdup(c[i].where))) { free(s); vr_combined_free(c, n); return -1; }
             HASH_ADD_KEYPTR(hh, *sites, s->where, strlen(s->where), s);
         }
-        s->bytes[which] += (int64_t)d->live[i].bytes;
-        s->count[which]++;
+        s->bytes[which] = add_sat(s->bytes[which], c[i].bytes);
+        s->count[which] = add_sat(s->count[which], c[i].count);
     }
+    vr_combined_free(c, n);
+    return 0;
 }
 
-static const char *signed_bytes(int64_t v, char *buf, size_t size) {
+static const char *signed_bytes(struct change c, char *buf, size_t size) {
     char b[32];
-    vr_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof b);
-    snprintf(buf, size, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", b);
+    vr_bytes(c.by, b, sizeof b);
+    snprintf(buf, size, "%s%s", c.sign < 0 ? "-" : c.sign > 0 ? "+" : "", b);
     return buf;
+}
+
+static const char *signed_count(struct change c, char *buf, size_t size) {
+    snprintf(buf, size, "%s%" PRIu64, c.sign < 0 ? "-" : "+", c.by);
+    return buf;
+}
+
+static int load_error(const char *err) {
+    char safe[1024];
+    fprintf(stderr, "vramtrace diff: %s\n", vr_safe(err, safe, sizeof safe));
+    return 1;
 }
 
 int vt_cmd_diff(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL};
-    int np = 0, top = 20, have_limit = 0;
+    int np = 0, have_limit = 0;
+    long top = 20;
     uint64_t limit = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             printf("usage: vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n\n"
-                   "Change of live bytes and allocations per call site, largest growth first.\n"
+                   "Change of live device bytes and allocations per call site (the holders at\n"
+                   "exit of each dump), largest growth first.\n"
                    "  --fail-over SIZE  exit status 1 when live bytes grew by more than SIZE\n"
-                   "                    (bytes, or with K, M, G: 512M)\n"
-                   "  --top N           rows to show (default 20)\n");
-            return 0;
+                   "                    (bytes, or with K, M, G, T: 512M, 1.5G)\n"
+                   "  --top N           rows to show, 1 to 100000 (default 20)\n");
+            return vt_cli_flush("vramtrace diff");
         }
         if (strcmp(a, "--fail-over") == 0) {
-            if (i + 1 >= argc || vt_parse_size(argv[i + 1], &limit) != 0) {
-                fprintf(stderr, "vramtrace diff: --fail-over takes a size such as 512M, not '%s'\n",
-                        i + 1 < argc ? argv[i + 1] : "");
+            if (i + 1 >= argc || vt_cli_size(argv[i + 1], &limit) != 0) {
+                char safe[256];
+                fprintf(stderr, "vramtrace diff: --fail-over takes a size below 16 EiB such as 512M, not '%s'\n",
+                        i + 1 < argc ? vr_safe(argv[i + 1], safe, sizeof safe) : "");
                 return 2;
             }
             have_limit = 1;
             i++;
         } else if (strcmp(a, "--top") == 0) {
-            top = i + 1 < argc ? atoi(argv[++i]) : 0;
-            if (top < 1) { fprintf(stderr, "vramtrace diff: --top takes a positive number\n"); return 2; }
+            if (i + 1 >= argc || vt_cli_count(argv[i + 1], 1, 100000, &top) != 0) {
+                char safe[256];
+                fprintf(stderr, "vramtrace diff: --top takes a number from 1 to 100000, not '%s'\n",
+                        i + 1 < argc ? vr_safe(argv[i + 1], safe, sizeof safe) : "");
+                return 2;
+            }
+            i++;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "vramtrace diff: unknown option %s (see vramtrace diff --help)\n", a);
+            char safe[256];
+            fprintf(stderr, "vramtrace diff: unknown option %s (see vramtrace diff --help)\n",
+                    vr_safe(a, safe, sizeof safe));
             return 2;
         } else if (np < 2) {
             paths[np++] = a;
@@ -91,52 +134,72 @@ int vt_cmd_diff(int argc, char **argv) {
     if (np != 2) { fprintf(stderr, "vramtrace diff: give exactly two dumps: OLD.json NEW.json\n"); return 2; }
     struct vm_dump d[2];
     char err[1024];
-    if (vm_load(paths[0], &d[0], err, sizeof err) != 0) {
-        fprintf(stderr, "vramtrace diff: %s\n", err);
-        return 1;
-    }
+    if (vm_load(paths[0], &d[0], err, sizeof err) != 0) return load_error(err);
     if (vm_load(paths[1], &d[1], err, sizeof err) != 0) {
-        fprintf(stderr, "vramtrace diff: %s\n", err);
         vm_free(&d[0]);
-        return 1;
+        return load_error(err);
     }
     struct site *sites = NULL, *s, *tmp;
-    add(&sites, &d[0], 0);
-    add(&sites, &d[1], 1);
+    int rc = 0;
+    if (add(&sites, &d[0], 0) != 0 || add(&sites, &d[1], 1) != 0) {
+        fprintf(stderr, "vramtrace diff: out of memory\n");
+        rc = 1;
+    }
     size_t n = HASH_COUNT(sites), k = 0;
     struct site **list = calloc(n ? n : 1, sizeof *list);
-    int64_t total[2] = {0, 0}, count[2] = {0, 0};
+    uint64_t total[2] = {0, 0}, count[2] = {0, 0};
     HASH_ITER(hh, sites, s, tmp) {
         if (list) list[k++] = s;
-        total[0] += s->bytes[0]; total[1] += s->bytes[1];
-        count[0] += s->count[0]; count[1] += s->count[1];
+        for (int w = 0; w < 2; w++) {
+            total[w] = add_sat(total[w], s->bytes[w]);
+            count[w] = add_sat(count[w], s->count[w]);
+        }
+    }
+    if (!list && rc == 0) {
+        fprintf(stderr, "vramtrace diff: out of memory\n");
+        rc = 1;
     }
     if (list) qsort(list, k, sizeof *list, by_growth);
-    char a[32], b[32], c[48];
-    printf("vramtrace diff: %s -> %s\n", paths[0], paths[1]);
-    printf("live: %s -> %s (%s); allocations: %" PRId64 " -> %" PRId64 " (%+" PRId64 ")\n",
-           vr_bytes((uint64_t)total[0], a, sizeof a), vr_bytes((uint64_t)total[1], b, sizeof b),
-           signed_bytes(total[1] - total[0], c, sizeof c), count[0], count[1], count[1] - count[0]);
-    printf("  %12s  %-26s %-18s %s\n", "change", "bytes (old -> new)", "allocations", "call site");
-    int shown = 0;
-    for (size_t i = 0; i < k && shown < top; i++) {
-        s = list[i];
-        if (s->bytes[0] == s->bytes[1] && s->count[0] == s->count[1]) continue;
-        char range[64], cnt[48];
-        snprintf(range, sizeof range, "%s -> %s", vr_bytes((uint64_t)s->bytes[0], a, sizeof a),
-                 vr_bytes((uint64_t)s->bytes[1], b, sizeof b));
-        snprintf(cnt, sizeof cnt, "%+" PRId64 " (%" PRId64 " -> %" PRId64 ")", s->count[1] - s->count[0],
-                 s->count[0], s->count[1]);
-        printf("  %12s  %-26s %-18s %s\n", signed_bytes(s->bytes[1] - s->bytes[0], c, sizeof c), range, cnt,
-               s->where);
-        shown++;
-    }
-    if (shown == 0) printf("  (no change)\n");
-    int rc = 0;
-    if (have_limit && total[1] - total[0] > (int64_t)limit) {
-        fprintf(stderr, "vramtrace diff: live bytes grew by %s, more than --fail-over %s\n",
-                signed_bytes(total[1] - total[0], c, sizeof c), vr_bytes(limit, b, sizeof b));
-        rc = 1;
+    char a[32], b[32], c[48], e[48];
+    struct change grew = change_of(total[0], total[1]);
+    if (rc == 0) {
+        fputs("vramtrace diff: ", stdout);
+        vr_put_safe(stdout, paths[0]);
+        fputs(" -> ", stdout);
+        vr_put_safe(stdout, paths[1]);
+        printf("\nlive: %s -> %s (%s); allocations: %" PRIu64 " -> %" PRIu64 " (%s)\n",
+               vr_bytes(total[0], a, sizeof a), vr_bytes(total[1], b, sizeof b), signed_bytes(grew, c, sizeof c),
+               count[0], count[1], signed_count(change_of(count[0], count[1]), e, sizeof e));
+        const struct vm_totals *t0 = &d[0].totals, *t1 = &d[1].totals;
+        if (t0->host_live_bytes || t1->host_live_bytes)
+            printf("pinned host memory (not in the rows below): %s -> %s\n",
+                   vr_bytes(t0->host_live_bytes, a, sizeof a), vr_bytes(t1->host_live_bytes, b, sizeof b));
+        printf("  %12s  %-26s %-18s %s\n", "change", "bytes (old -> new)", "allocations", "call site");
+        long shown = 0;
+        for (size_t i = 0; i < k && shown < top; i++) {
+            s = list[i];
+            if (s->bytes[0] == s->bytes[1] && s->count[0] == s->count[1]) continue;
+            char range[64], cnt[96];
+            snprintf(range, sizeof range, "%s -> %s", vr_bytes(s->bytes[0], a, sizeof a),
+                     vr_bytes(s->bytes[1], b, sizeof b));
+            snprintf(cnt, sizeof cnt, "%s (%" PRIu64 " -> %" PRIu64 ")",
+                     signed_count(change_of(s->count[0], s->count[1]), e, sizeof e), s->count[0], s->count[1]);
+            printf("  %12s  %-26s %-18s ", signed_bytes(change_of(s->bytes[0], s->bytes[1]), c, sizeof c), range,
+                   cnt);
+            vr_put_safe(stdout, s->where);
+            putchar('\n');
+            shown++;
+        }
+        if (shown == 0) printf("  (no change)\n");
+        /* Output that did not reach its destination fails the command. */
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "vramtrace diff: writing failed: %s\n", strerror(errno ? errno : EIO));
+            rc = 1;
+        } else if (have_limit && grew.sign > 0 && grew.by > limit) {
+            fprintf(stderr, "vramtrace diff: live bytes grew by %s, more than --fail-over %s\n",
+                    signed_bytes(grew, c, sizeof c), vr_bytes(limit, b, sizeof b));
+            rc = 1;
+        }
     }
     HASH_ITER(hh, sites, s, tmp) {
         HASH_DEL(sites, s);

@@ -4,13 +4,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "reporters.h"
 
 static int usage_error(const char *fmt, const char *arg) {
+    char safe[256];
     fprintf(stderr, "vramtrace report: ");
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, vr_safe(arg, safe, sizeof safe));
     fprintf(stderr, " (see vramtrace report --help)\n");
     return 2;
 }
@@ -30,6 +33,38 @@ static void report_help(void) {
            "                     oom   at the first out-of-memory failure\n");
 }
 
+/* Write the report to out (standard output when NULL). Output that does not
+ * reach its destination (a full disk, a closed pipe, /dev/full) is one
+ * error line and status 1, and a regular file this command created or
+ * truncated is removed rather than left half written. */
+static int write_report(const struct vt_reporter *rep, const struct vr_input *in, const struct vr_opts *o,
+                        const char *out) {
+    char err[1024], safe[1024];
+    FILE *f = stdout;
+    if (out && !(f = fopen(out, "wb"))) {
+        fprintf(stderr, "vramtrace report: cannot write %s: %s\n", vr_safe(out, safe, sizeof safe),
+                strerror(errno));
+        return 1;
+    }
+    /* Only a regular file at that very name is removed on failure (not a
+     * device, not what a symbolic link points to). */
+    struct stat st, at;
+    int regular = out && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && lstat(out, &at) == 0 &&
+                  S_ISREG(at.st_mode) && at.st_ino == st.st_ino && at.st_dev == st.st_dev;
+    err[0] = '\0';
+    errno = 0;
+    int failed = rep->write(f, in, o, err, sizeof err) != 0, werr = errno;
+    if (fflush(f) != 0) { failed = 1; werr = errno; }
+    if (ferror(f)) failed = 1;
+    if (out && fclose(f) != 0 && !failed) { failed = 1; werr = errno; }
+    if (!failed) return 0;
+    if (err[0]) fprintf(stderr, "vramtrace report: %s\n", vr_safe(err, safe, sizeof safe));
+    else fprintf(stderr, "vramtrace report: writing %s failed: %s\n",
+                 out ? vr_safe(out, safe, sizeof safe) : "to standard output", strerror(werr ? werr : EIO));
+    if (regular) unlink(out);
+    return 1;
+}
+
 int vt_cmd_report(int argc, char **argv) {
     const char *format = "text", *out = NULL;
     struct vr_opts o = {VR_AT_EXIT, 10};
@@ -40,7 +75,11 @@ int vt_cmd_report(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { report_help(); rc = 0; goto done; }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            report_help();
+            rc = vt_cli_flush("vramtrace report");
+            goto done;
+        }
         if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (!v) { rc = usage_error("%s needs a value", a); goto done; }
             format = v; i++;
@@ -48,9 +87,8 @@ int vt_cmd_report(int argc, char **argv) {
             if (!v) { rc = usage_error("%s needs a value", a); goto done; }
             out = v; i++;
         } else if (strcmp(a, "--top") == 0) {
-            char *end;
-            long n = v ? strtol(v, &end, 10) : 0;
-            if (!v || *v == '\0' || *end != '\0' || n < 1 || n > 100000) {
+            long n;
+            if (vt_cli_count(v, 1, 100000, &n) != 0) {
                 rc = usage_error("--top takes a number from 1 to 100000, not '%s'", v ? v : "");
                 goto done;
             }
@@ -73,37 +111,28 @@ int vt_cmd_report(int argc, char **argv) {
         if (strcmp(r->name, format) == 0) rep = r;
     if (!rep) { rc = usage_error("unknown format '%s'", format); goto done; }
     if (npaths == 0) { rc = usage_error("no dump given%s", ""); goto done; }
+    /* A PyTorch snapshot is one process's allocator state: several dumps
+     * would put several address spaces on the same device numbers. */
+    if (strcmp(rep->name, "torch") == 0 && npaths > 1) {
+        fprintf(stderr, "vramtrace report: --format torch takes one dump (a snapshot is one process); "
+                        "run it once per dump\n");
+        rc = 1;
+        goto done;
+    }
 
     struct vr_input in = {calloc(npaths, sizeof(struct vm_dump)), 0};
     if (!in.dumps) { rc = 1; goto done; }
-    char err[1024];
+    char err[1024], safe[1024];
     rc = 0;
     for (size_t i = 0; i < npaths; i++) {
         if (vm_load(paths[i], &in.dumps[in.n], err, sizeof err) != 0) {
-            fprintf(stderr, "vramtrace report: %s\n", err);
+            fprintf(stderr, "vramtrace report: %s\n", vr_safe(err, safe, sizeof safe));
             rc = 1;
             break;
         }
         in.n++;
     }
-    if (rc == 0) {
-        FILE *f = stdout;
-        if (out && !(f = fopen(out, "wb"))) {
-            fprintf(stderr, "vramtrace report: cannot write %s: %s\n", out, strerror(errno));
-            rc = 1;
-        } else {
-            err[0] = '\0';
-            if (rep->write(f, &in, &o, err, sizeof err) != 0) {
-                fprintf(stderr, "vramtrace report: %s\n", err[0] ? err : "writing failed");
-                rc = 1;
-            }
-            if (fflush(f) != 0 || ferror(f)) {
-                if (rc == 0) fprintf(stderr, "vramtrace report: writing failed: %s\n", strerror(errno));
-                rc = 1;
-            }
-            if (out && fclose(f) != 0) rc = 1;
-        }
-    }
+    if (rc == 0) rc = write_report(rep, &in, &o, out);
     for (size_t i = 0; i < in.n; i++) vm_free(&in.dumps[i]);
     free(in.dumps);
 done:

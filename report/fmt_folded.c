@@ -18,22 +18,34 @@ struct line {
     UT_hash_handle hh;
 };
 
-/* Append text; a frame label (raw == 0) has the format's separators taken
- * out. */
+/* Append text; a frame label (raw == 0) has the format's separator taken
+ * out (';' becomes ':') and is written in its display form, so that no
+ * name can start a new frame or a new line, or reach a terminal as a
+ * control character. */
 static void put(char **buf, size_t *len, size_t *cap, const char *label, int raw) {
-    size_t n = strlen(label);
-    if (*len + n + 2 > *cap) {
-        size_t c = (*cap + n + 2) * 2;
-        char *b = realloc(*buf, c);
-        if (!b) return;
-        *buf = b;
-        *cap = c;
+    char ch[VR_CHAR_MAX + 1];
+    if (!*buf) {
+        if (!(*buf = malloc(64))) return;
+        *cap = 64;
+        *len = 0;
+        (*buf)[0] = '\0';
     }
-    for (size_t i = 0; i < n; i++) {
-        char ch = label[i];
-        (*buf)[(*len)++] = !raw && (ch == ';' || ch == '\n' || ch == '\r') ? ':' : ch;
+    for (size_t n; (n = raw ? (label[0] ? 1 : 0) : vr_display_char(label, ch)) > 0; label += n) {
+        const char *w = ch;
+        if (raw) { ch[0] = label[0]; ch[1] = '\0'; }
+        else if (ch[0] == ';') w = ":";
+        size_t wn = strlen(w);
+        if (*len + wn + 1 > *cap) {
+            size_t c = (*cap + wn + 1) * 2 + 64;
+            char *b = realloc(*buf, c);
+            if (!b) return;
+            *buf = b;
+            *cap = c;
+        }
+        memcpy(*buf + *len, w, wn);
+        *len += wn;
+        (*buf)[*len] = '\0';
     }
-    (*buf)[*len] = '\0';
 }
 
 static int by_order(const void *a, const void *b) {

@@ -5,7 +5,11 @@
  *
  * Everything taken from a dump is escaped: text through html(), data for
  * the script as JSON with <, > and & written as \u escapes, and the script
- * puts names into the page with textContent only. */
+ * puts names into the page with textContent only. Behind that, the page's
+ * content policy runs no script and applies no style but the page's own
+ * one block of each, named by their SHA-256 hashes: no inline event
+ * handler, no injected <script> or style attribute, no network, no form,
+ * no <base>. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +17,25 @@
 #include <jansson.h>
 
 #include "reporters.h"
+#include "sha256.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
 #define W 960
 #define H 220
 
+/* s as HTML text (or a quoted attribute value): markup characters as
+ * entities, control characters in their display form (as the text report
+ * shows them). */
 static void html(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
+    char ch[VR_CHAR_MAX + 1];
+    for (size_t n; s && (n = vr_display_char(s, ch)) > 0; s += n) {
+        switch (ch[0]) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '&': fputs("&amp;", f); break;
         case '"': fputs("&quot;", f); break;
         case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
+        default: fputs(ch, f);
         }
     }
 }
@@ -51,7 +60,7 @@ static const char *style =
     "td.n{text-align:right}.flame{position:relative;width:960px;font:11px monospace}"
     ".flame div{position:absolute;height:17px;overflow:hidden;white-space:nowrap;border:1px solid #fff;"
     "box-sizing:border-box;cursor:pointer;padding-left:2px}.oom{color:#b00;font-weight:600}"
-    "code{background:#f4f4f4;padding:1px 3px}";
+    "code{background:#f4f4f4;padding:1px 3px}svg{border:1px solid #ddd}";
 
 /* Sorting for every table with class "sortable"; the flame graph for every
  * div with class "flame", from the JSON in the script block its data-src
@@ -139,8 +148,8 @@ static json_t *flame_tree(const struct vm_dump *d, const struct vm_holder *h, si
         struct node *at = &top;
         top.value += h[i].bytes;
         for (size_t k = s->nframes; k-- > 0 && at;) {
-            char label[1024];
-            at = child_of(at, vm_frame_label(&s->frames[k], label, sizeof label));
+            char label[1024], safe[2048];
+            at = child_of(at, vr_safe(vm_frame_label(&s->frames[k], label, sizeof label), safe, sizeof safe));
             if (at) at->value += h[i].bytes;
         }
     }
@@ -158,7 +167,7 @@ static void timeline(FILE *f, const struct vm_dump *d) {
         if (d->devices[i].peak_bytes > ymax) ymax = d->devices[i].peak_bytes;
     char a[32], b[32];
     fprintf(f, "<svg id=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "xmlns=\"http://www.w3.org/2000/svg\" style=\"border:1px solid #ddd\">\n", W, H + 30, W, H + 30);
+               "xmlns=\"http://www.w3.org/2000/svg\">\n", W, H + 30, W, H + 30);
     fprintf(f, "<text x=\"4\" y=\"12\" font-size=\"11\">%s</text>"
                "<text x=\"4\" y=\"%d\" font-size=\"11\">0 s</text>"
                "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%.3f s</text>\n",
@@ -224,11 +233,16 @@ static void section(FILE *f, const struct vm_dump *d, size_t index, const struct
         html(f, d->argv[i]);
     }
     fputs("</code></h2>\n", f);
-    fprintf(f, "<p>dump written at %s; live %s in %" PRIu64 " allocations; peak %s at %.3f s; "
-               "%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64 " out-of-memory failures</p>\n",
-            d->reason, B(d->totals.live_bytes, a), d->totals.live_count, B(d->totals.peak_bytes, b),
-            (double)d->totals.peak_time_ns / 1e9, d->totals.alloc_count, d->totals.free_count,
-            d->totals.oom_count);
+    const struct vm_totals *t = &d->totals;
+    fputs("<p>dump written at ", f);
+    html(f, d->reason);
+    fprintf(f, "; live %s in %" PRIu64 " %s; peak %s at %.3f s; %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64
+               " out-of-memory %s</p>\n",
+            B(t->live_bytes, a), t->live_count, vr_plural(t->live_count, "allocation", "allocations"),
+            B(t->peak_bytes, b), (double)t->peak_time_ns / 1e9, t->alloc_count,
+            vr_plural(t->alloc_count, "allocation", "allocations"), t->free_count,
+            vr_plural(t->free_count, "free", "frees"), t->oom_count,
+            vr_plural(t->oom_count, "failure", "failures"));
     fputs("<table class=\"devices\"><tr><th>device</th><th>name</th><th>uuid</th><th>total</th><th>live</th>"
           "<th>peak</th><th>OOMs</th></tr>\n", f);
     for (size_t i = 0; i < d->ndevices; i++) {
@@ -295,16 +309,22 @@ static void section(FILE *f, const struct vm_dump *d, size_t index, const struct
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    if (d->nlive > 5000) fprintf(f, "<p>(%zu more live allocations in the dump)</p>\n", d->nlive - 5000);
+    if (d->nlive > 5000)
+        fprintf(f, "<p>(%zu more live %s in the dump)</p>\n", d->nlive - 5000,
+                vr_plural(d->nlive - 5000, "allocation", "allocations"));
 }
 
 int vr_html(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
-    char a[32];
+    char a[32], script_hash[45], style_hash[45];
+    vt_sha256_base64(script, script_hash);
+    vt_sha256_base64(style, style_hash);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-               "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>vramtrace report</title>\n"
-               "<style>%s</style></head><body>\n<h1>vramtrace: GPU memory report</h1>\n", style);
+               "script-src 'sha256-%s'; style-src 'sha256-%s'; base-uri 'none'; form-action 'none'\">\n"
+               "<title>vramtrace report</title>\n"
+               "<style>%s</style></head><body>\n<h1>vramtrace: GPU memory report</h1>\n",
+            script_hash, style_hash, style);
     if (in->n > 1) {
         fputs("<h2>processes</h2><table class=\"sortable processes\"><thead><tr><th>pid</th><th>rank</th>"
               "<th>host</th><th>peak</th><th>live</th><th>OOMs</th></tr></thead><tbody>\n", f);

@@ -8,36 +8,44 @@
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
+/* A string from the dump, in its display form (no control characters). */
+#define S(s, buf) vr_safe((s), (buf), sizeof(buf))
 
 static double secs(uint64_t ns) { return (double)ns / 1e9; }
 
+/* The frames of a stack, innermost first: "#N 0xADDRESS in WHERE", and a
+ * Python frame, which has no address, "#N in FUNCTION FILE:LINE". */
 static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const char *indent) {
     const struct vm_stack *s = &d->stacks[stack];
     for (size_t i = 0; i < s->nframes; i++) {
         char where[1024];
-        fprintf(f, "%s#%zu 0x%" PRIx64 " in %s\n", indent, i, s->frames[i].address,
-                vm_frame_where(&s->frames[i], where, sizeof where));
+        if (s->frames[i].python) fprintf(f, "%s#%zu in ", indent, i);
+        else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, s->frames[i].address);
+        vr_put_safe(f, vm_frame_where(&s->frames[i], where, sizeof where));
+        fputc('\n', f);
     }
     if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);
 }
 
+/* The call site of a stack in its display form. */
 static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
+    char where[1024];
     const struct vm_frame *fr = vm_site(d, stack);
     if (!fr) { snprintf(buf, size, "(no stack)"); return buf; }
-    return vm_frame_where(fr, buf, size);
+    return vr_safe(vm_frame_where(fr, where, sizeof where), buf, size);
 }
 
 static void devices(FILE *f, const struct vm_dump *d) {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], name[29], uuid[256]; /* name: its column is 28 wide */
     fprintf(f, "devices:\n  %-3s %-28s %11s %11s %11s %9s %8s %8s %6s %5s  %s\n", "#", "name", "total",
             "live", "peak", "peak at", "allocs", "frees", "failed", "ooms", "uuid");
     for (size_t i = 0; i < d->ndevices; i++) {
         const struct vm_device *v = &d->devices[i];
         fprintf(f, "  %-3d %-28.28s %11s %11s %11s %8.3fs %8" PRIu64 " %8" PRIu64 " %6" PRIu64
                    " %5" PRIu64 "  %s\n",
-                v->ordinal, v->name ? v->name : "?", v->total_bytes ? B(v->total_bytes, a) : "?",
+                v->ordinal, v->name ? S(v->name, name) : "?", v->total_bytes ? B(v->total_bytes, a) : "?",
                 B(v->live_bytes, b), B(v->peak_bytes, c), secs(v->peak_time_ns), v->alloc_count,
-                v->free_count, v->failed_count, v->oom_count, v->uuid ? v->uuid : "?");
+                v->free_count, v->failed_count, v->oom_count, v->uuid ? S(v->uuid, uuid) : "?");
     }
     if (d->ndevices == 0) fputs("  (none used)\n", f);
 }
@@ -52,9 +60,10 @@ static void timeline(FILE *f, const struct vm_dump *d) {
         else if (e->type == 'f') frees++;
         else if (ooms++ == 0) first_oom = e->time_ns;
     }
-    fprintf(f, "timeline: %zu events over %.3f s (%" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
-               " OOMs%s)", d->nevents, secs(d->time_ns), allocs, frees, ooms,
-            d->events_dropped ? ", older events dropped" : "");
+    fprintf(f, "timeline: %zu %s over %.3f s (%" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s)", d->nevents,
+            vr_plural(d->nevents, "event", "events"), secs(d->time_ns), allocs,
+            vr_plural(allocs, "allocation", "allocations"), frees, vr_plural(frees, "free", "frees"), ooms,
+            vr_plural(ooms, "OOM", "OOMs"), d->events_dropped ? ", older events dropped" : "");
     fprintf(f, "; device bytes peaked at %s at %.3f s and were %s at the end", B(d->totals.peak_bytes, a),
             secs(d->totals.peak_time_ns), B(d->totals.live_bytes, b));
     if (ooms) fprintf(f, "; first OOM at %.3f s", secs(first_oom));
@@ -62,11 +71,11 @@ static void timeline(FILE *f, const struct vm_dump *d) {
 }
 
 static void ooms(FILE *f, const struct vm_dump *d, int top) {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], api[256], name[256];
     for (size_t i = 0; i < d->nooms && i < (size_t)top; i++) {
         const struct vm_oom *o = &d->ooms[i];
         fprintf(f, "out of memory #%zu at %.3f s: %s requested by %s on device %d%s", i + 1,
-                secs(o->time_ns), B(o->requested, a), o->api, o->device,
+                secs(o->time_ns), B(o->requested, a), S(o->api, api), o->device,
                 o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
         if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
         fprintf(f, "; %s tracked live\n", B(o->live_bytes, a));
@@ -78,19 +87,27 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             fputs("  other processes on the GPU:", f);
             for (size_t k = 0; k < o->nprocs; k++)
                 fprintf(f, "%s pid %d%s%s%s %s", k ? "," : "", o->procs[k].pid, o->procs[k].name ? " (" : "",
-                        o->procs[k].name ? o->procs[k].name : "", o->procs[k].name ? ")" : "",
+                        o->procs[k].name ? S(o->procs[k].name, name) : "", o->procs[k].name ? ")" : "",
                         o->procs[k].used_known ? B(o->procs[k].used_bytes, b) : "?");
             fputs(o->nprocs ? "\n" : " none\n", f);
         }
+        fputs("  requested from:\n", f);
         stack_lines(f, d, o->stack, "    ");
-        for (size_t k = 0; k < o->nfindings; k++)
-            fprintf(f, "  %zu. %s\n     next: %s\n", k + 1, o->findings[k].finding, o->findings[k].next);
+        for (size_t k = 0; k < o->nfindings; k++) {
+            fprintf(f, "  %zu. ", k + 1);
+            vr_put_safe(f, o->findings[k].finding);
+            fputs("\n     next: ", f);
+            vr_put_safe(f, o->findings[k].next);
+            fputc('\n', f);
+        }
     }
-    if (d->nooms > (size_t)top) fprintf(f, "(%zu more out-of-memory failures)\n", d->nooms - (size_t)top);
+    if (d->nooms > (size_t)top)
+        fprintf(f, "(%zu more out-of-memory %s)\n", d->nooms - (size_t)top,
+                vr_plural(d->nooms - (size_t)top, "failure", "failures"));
 }
 
 static void holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
-    char a[32], where[1024];
+    char a[32], where[2048];
     size_t n;
     int missing;
     const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
@@ -113,31 +130,36 @@ static void holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
 }
 
 static void live(FILE *f, const struct vm_dump *d, int top) {
-    char a[32], where[1024];
+    char a[32], where[2048], kind[64], api[256];
     size_t shown = 0;
     fprintf(f, "largest live allocations (%zu live):\n", d->nlive);
     for (size_t i = 0; i < d->nlive && shown < (size_t)top; i++, shown++) {
         const struct vm_alloc *x = &d->live[i];
-        fprintf(f, "  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", B(x->bytes, a), x->kind,
-                x->api, x->device, x->address, secs(x->time_ns), site_text(d, x->stack, where, sizeof where));
+        fprintf(f, "  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", B(x->bytes, a), S(x->kind, kind),
+                S(x->api, api), x->device, x->address, secs(x->time_ns), site_text(d, x->stack, where, sizeof where));
     }
 }
 
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
-    char a[32], b[32], c[32];
+    char a[32], b[32], c[32], host[256], cmd[4096], reason[256];
     fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
-            d->local_rank, d->host ? d->host : "?", d->argc ? d->argv[0] : "?", d->reason);
+            d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
+            S(d->reason, reason));
     devices(f, d);
     const struct vm_totals *t = &d->totals;
-    fprintf(f, "totals: %s live in %" PRIu64 " allocations; peak %s at %.3f s; %" PRIu64
-               " allocations, %" PRIu64 " frees, %" PRIu64 " failed (%" PRIu64 " out of memory)\n",
-            B(t->live_bytes, a), t->live_count, B(t->peak_bytes, b), secs(t->peak_time_ns),
-            t->alloc_count, t->free_count, t->failed_count, t->oom_count);
-    fprintf(f, "pinned host memory: %s live in %" PRIu64 " allocations; peak %s\n",
-            B(t->host_live_bytes, a), t->host_live_count, B(t->host_peak_bytes, c));
+    fprintf(f, "totals: %s live in %" PRIu64 " %s; peak %s at %.3f s; %" PRIu64
+               " %s, %" PRIu64 " %s, %" PRIu64 " failed (%" PRIu64 " out of memory)\n",
+            B(t->live_bytes, a), t->live_count, vr_plural(t->live_count, "allocation", "allocations"),
+            B(t->peak_bytes, b), secs(t->peak_time_ns), t->alloc_count,
+            vr_plural(t->alloc_count, "allocation", "allocations"), t->free_count,
+            vr_plural(t->free_count, "free", "frees"), t->failed_count, t->oom_count);
+    fprintf(f, "pinned host memory: %s live in %" PRIu64 " %s; peak %s\n", B(t->host_live_bytes, a),
+            t->host_live_count, vr_plural(t->host_live_count, "allocation", "allocations"),
+            B(t->host_peak_bytes, c));
     if (t->imported_live_count)
-        fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " mappings\n",
-                B(t->imported_live_bytes, a), t->imported_live_count);
+        fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " %s\n",
+                B(t->imported_live_bytes, a), t->imported_live_count,
+                vr_plural(t->imported_live_count, "mapping", "mappings"));
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);
@@ -172,15 +194,15 @@ static int first_oom_rank(const struct vr_input *in, size_t *which) {
 
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
-    char a[32], b[32], where[1024];
+    char a[32], b[32], host[256], cmd[4096], api[256];
     if (in->n > 1) {
         fprintf(f, "%zu processes:\n  %-8s %-5s %-20s %11s %11s %5s  %s\n", in->n, "pid", "rank", "host",
                 "peak", "live", "ooms", "command");
         for (size_t i = 0; i < in->n; i++) {
             const struct vm_dump *d = &in->dumps[i];
             fprintf(f, "  %-8d %-5d %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, d->rank,
-                    d->host ? d->host : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
-                    d->totals.oom_count, d->argc ? d->argv[0] : "?");
+                    d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
+                    d->totals.oom_count, d->argc ? S(d->argv[0], cmd) : "?");
         }
         size_t lo = 0, hi = 0;
         for (size_t i = 1; i < in->n; i++) {
@@ -196,14 +218,17 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         size_t w;
         if (first_oom_rank(in, &w))
             fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,
-                    in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), in->dumps[w].ooms[0].api);
+                    in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), S(in->dumps[w].ooms[0].api, api));
         size_t n;
         struct vr_combined *c = vr_combine(in, o->at, &n);
         fprintf(f, "holders at %s combined across processes:\n", vr_moment_name(o->at));
-        for (size_t i = 0; i < n && i < (size_t)o->top; i++)
-            fprintf(f, "  %11s in %" PRIu64 " allocation%s in %zu process%s  %s\n", B(c[i].bytes, a),
+        for (size_t i = 0; i < n && i < (size_t)o->top; i++) {
+            fprintf(f, "  %11s in %" PRIu64 " allocation%s in %zu process%s  ", B(c[i].bytes, a),
                     c[i].count, c[i].count == 1 ? "" : "s", c[i].processes,
-                    c[i].processes == 1 ? "" : "es", c[i].where);
+                    c[i].processes == 1 ? "" : "es");
+            vr_put_safe(f, c[i].where);
+            fputc('\n', f);
+        }
         vr_combined_free(c, n);
         fputc('\n', f);
     }
@@ -211,6 +236,5 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         if (i) fputc('\n', f);
         one(f, &in->dumps[i], o);
     }
-    (void)where;
     return 0;
 }

@@ -6,6 +6,17 @@
  * the event history becomes device_traces (segment_alloc + alloc, then
  * free_requested + free_completed + segment_free, and oom).
  *
+ * Only memory with a device address of this process is exported, the same
+ * in segments and in traces: device, pitched, managed and stream-ordered
+ * allocations, and a VMM handle at the address it is mapped to (its trace
+ * entries are those of the handle's last allocation, when it is still
+ * mapped). CUDA arrays (known by handle), pinned host memory and memory
+ * opened from another process are left out. A viewer replays the trace
+ * backwards from the segments (the state at the end), so a trace entry is
+ * kept only where it agrees with that replay: every entry then lies in a
+ * segment of its own device. One snapshot is one process: the command
+ * refuses several dumps.
+ *
  * The writer emits pickle protocol 2 with a fixed set of opcodes that build
  * only dicts, lists, strings, integers, booleans and None: nothing a reader
  * could execute (no GLOBAL, REDUCE, BUILD or INST). A stack's frame list is
@@ -13,6 +24,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <uthash.h>
 
 #include "reporters.h"
 
@@ -145,76 +158,192 @@ static void trace_entry(struct pk *p, const struct vm_dump *d, const char *actio
     dict_end(p);
 }
 
-/* One process's events on one device, as trace entries (no list around
- * them: the caller appends them to the device's list). */
-static void trace_entries(struct pk *p, const struct vm_dump *d, int device) {
+/* Kinds whose address is a device address of this process. */
+static int addressed_kind(const char *kind) {
+    return strcmp(kind, "device") == 0 || strcmp(kind, "pitched") == 0 || strcmp(kind, "managed") == 0 ||
+           strcmp(kind, "async") == 0;
+}
+
+/* The device address a live allocation is exported at, or 0 for none. */
+static uint64_t live_address(const struct vm_alloc *a) {
+    if (a->device < 0 || a->address == 0) return 0;
+    if (addressed_kind(a->kind)) return a->address;
+    if (strcmp(a->kind, "vmm") == 0 && a->has_handle && a->address != a->handle) return a->address;
+    return 0;
+}
+
+struct key {
+    uint64_t address;
+    int64_t device;
+};
+
+struct seg {
+    struct key k;
+    UT_hash_handle hh;
+};
+
+static struct seg *seg_find(struct seg *set, int device, uint64_t address) {
+    struct key k = {address, device};
+    struct seg *s;
+    HASH_FIND(hh, set, &k, sizeof k, s);
+    return s;
+}
+
+static int seg_add(struct seg **set, int device, uint64_t address) {
+    struct seg *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->k.address = address;
+    s->k.device = device;
+    HASH_ADD(hh, *set, k, sizeof s->k, s);
+    return 0;
+}
+
+static void seg_clear(struct seg **set) {
+    struct seg *s, *tmp;
+    HASH_ITER(hh, *set, s, tmp) {
+        HASH_DEL(*set, s);
+        free(s);
+    }
+}
+
+/* What is exported of one dump: which live allocations become segments
+ * (seg_ok), and per event the address its trace entries carry, 0 for an
+ * event left out (an OOM keeps address 0 and is marked in ev_ok). */
+struct selection {
+    char *seg_ok;
+    uint64_t *ev_addr;
+    char *ev_ok;
+};
+
+static void selection_free(struct selection *x) {
+    free(x->seg_ok);
+    free(x->ev_addr);
+    free(x->ev_ok);
+}
+
+static int select_exported(const struct vm_dump *d, struct selection *x) {
+    struct seg *set = NULL, *vmm_freed = NULL;
+    x->seg_ok = calloc(d->nlive ? d->nlive : 1, 1);
+    x->ev_addr = calloc(d->nevents ? d->nevents : 1, sizeof *x->ev_addr);
+    x->ev_ok = calloc(d->nevents ? d->nevents : 1, 1);
+    if (!x->seg_ok || !x->ev_addr || !x->ev_ok) goto oom;
+    /* Segments: one per address and device (a corrupt dump may repeat one). */
+    for (size_t i = 0; i < d->nlive; i++) {
+        uint64_t a = live_address(&d->live[i]);
+        if (!a || seg_find(set, d->live[i].device, a)) continue;
+        if (seg_add(&set, d->live[i].device, a) != 0) goto oom;
+        x->seg_ok[i] = 1;
+    }
+    /* Each event's address, last to first: a VMM event is the handle's;
+     * only the handle's last allocation, with no free after it, has the
+     * mapped address of the live record. */
+    for (size_t i = d->nevents; i-- > 0;) {
+        const struct vm_event *e = &d->events[i];
+        if (e->device < 0) continue;
+        if (e->type == 'o') { x->ev_ok[i] = 1; continue; }
+        if (addressed_kind(e->kind)) {
+            x->ev_addr[i] = e->address;
+        } else if (strcmp(e->kind, "vmm") == 0) {
+            if (seg_find(vmm_freed, e->device, e->address)) continue;
+            if (e->type == 'f') {
+                if (seg_add(&vmm_freed, e->device, e->address) != 0) goto oom;
+                continue;
+            }
+            for (size_t j = 0; j < d->nlive; j++)
+                if (x->seg_ok[j] && strcmp(d->live[j].kind, "vmm") == 0 && d->live[j].handle == e->address &&
+                    d->live[j].device == e->device)
+                    x->ev_addr[i] = d->live[j].address;
+            if (seg_add(&vmm_freed, e->device, e->address) != 0) goto oom;
+        }
+    }
+    /* The replay, last to first from the segments: an allocation's
+     * segment exists after it, a free's does not. */
+    for (size_t i = d->nevents; i-- > 0;) {
+        const struct vm_event *e = &d->events[i];
+        if (e->type == 'o' || !x->ev_addr[i]) continue;
+        struct seg *s = seg_find(set, e->device, x->ev_addr[i]);
+        if (e->type == 'a' && s) {
+            HASH_DEL(set, s);
+            free(s);
+            x->ev_ok[i] = 1;
+        } else if (e->type == 'f' && !s) {
+            if (seg_add(&set, e->device, x->ev_addr[i]) != 0) goto oom;
+            x->ev_ok[i] = 1;
+        }
+    }
+    seg_clear(&set);
+    seg_clear(&vmm_freed);
+    return 0;
+oom:
+    seg_clear(&set);
+    seg_clear(&vmm_freed);
+    selection_free(x);
+    return -1;
+}
+
+/* One process's events on one device, as trace entries. */
+static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, int device) {
     size_t oom_index = 0;
     for (size_t i = 0; i < d->nevents; i++) {
         const struct vm_event *e = &d->events[i];
+        size_t k = e->type == 'o' ? oom_index++ : 0;
+        if (e->device != device || !x->ev_ok[i]) continue;
+        struct vm_event at = *e;
+        at.address = x->ev_addr[i];
         if (e->type == 'o') {
             /* The k-th OOM event is the k-th OOM record, when it was kept. */
-            size_t k = oom_index++;
-            if (e->device != device) continue;
             int64_t freeb = k < d->nooms && d->ooms[k].have_info ? (int64_t)d->ooms[k].free_bytes : 0;
-            trace_entry(p, d, "oom", e, freeb);
-        } else if (e->device != device) {
-            continue;
+            trace_entry(p, d, "oom", &at, freeb);
         } else if (e->type == 'a') {
-            trace_entry(p, d, "segment_alloc", e, -1);
-            trace_entry(p, d, "alloc", e, -1);
+            trace_entry(p, d, "segment_alloc", &at, -1);
+            trace_entry(p, d, "alloc", &at, -1);
         } else {
-            trace_entry(p, d, "free_requested", e, -1);
-            trace_entry(p, d, "free_completed", e, -1);
-            trace_entry(p, d, "segment_free", e, -1);
+            trace_entry(p, d, "free_requested", &at, -1);
+            trace_entry(p, d, "free_completed", &at, -1);
+            trace_entry(p, d, "segment_free", &at, -1);
         }
     }
 }
 
 int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)o;
-    struct pk p = {f, 0, NULL};
+    if (in->n != 1) {
+        snprintf(err, errsize, "--format torch takes one dump (a snapshot is one process)");
+        return -1;
+    }
+    const struct vm_dump *d = &in->dumps[0];
+    struct selection x;
+    if (select_exported(d, &x) != 0) { snprintf(err, errsize, "out of memory"); return -1; }
+    /* Frames are memoized: a stack's list is written once. */
+    int64_t *memo = malloc((d->nstacks ? d->nstacks : 1) * sizeof *memo);
+    if (!memo) {
+        selection_free(&x);
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+    for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
+    struct pk p = {f, 0, memo};
+    int ndev = 0;
+    for (size_t j = 0; j < d->ndevices; j++)
+        if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
+    for (size_t j = 0; j < d->nevents; j++)
+        if (x.ev_ok[j] && d->events[j].device + 1 > ndev) ndev = d->events[j].device + 1;
+    for (size_t j = 0; j < d->nlive; j++)
+        if (x.seg_ok[j] && d->live[j].device + 1 > ndev) ndev = d->live[j].device + 1;
     op(&p, 0x80); /* PROTO 2 */
     op(&p, 2);
     dict_begin(&p);
-    int ndev = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        const struct vm_dump *d = &in->dumps[i];
-        for (size_t j = 0; j < d->ndevices; j++)
-            if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
-        for (size_t j = 0; j < d->nevents; j++)
-            if (d->events[j].device + 1 > ndev) ndev = d->events[j].device + 1;
-    }
-    /* Frames are memoized per dump; the memo indices stay valid across the
-     * whole pickle, so keep one table per dump. */
-    int64_t **memos = calloc(in->n ? in->n : 1, sizeof *memos);
-    if (!memos) { snprintf(err, errsize, "out of memory"); return -1; }
-    for (size_t i = 0; i < in->n; i++) {
-        size_t ns = in->dumps[i].nstacks;
-        memos[i] = malloc((ns ? ns : 1) * sizeof **memos);
-        if (!memos[i]) { snprintf(err, errsize, "out of memory"); goto fail; }
-        for (size_t j = 0; j < ns; j++) memos[i][j] = -1;
-    }
     pk_str(&p, "segments");
     list_begin(&p);
-    for (size_t i = 0; i < in->n; i++) {
-        p.stack_memo = memos[i];
-        for (size_t j = 0; j < in->dumps[i].nlive; j++)
-            if (in->dumps[i].live[j].device >= 0 && strcmp(in->dumps[i].live[j].kind, "imported") != 0)
-                segment(&p, &in->dumps[i], &in->dumps[i].live[j]);
-    }
+    for (size_t j = 0; j < d->nlive; j++)
+        if (x.seg_ok[j]) segment(&p, d, &d->live[j]);
     list_end(&p);
     pk_str(&p, "device_traces");
     list_begin(&p);
     for (int dev = 0; dev < ndev; dev++) {
-        /* With several dumps, a device's trace holds every process's events
-         * for that ordinal, one process after another. */
-        op(&p, ']'); /* EMPTY_LIST, then one MARK ... APPENDS per process */
-        for (size_t i = 0; i < in->n; i++) {
-            p.stack_memo = memos[i];
-            op(&p, '(');
-            trace_entries(&p, &in->dumps[i], dev);
-            op(&p, 'e');
-        }
+        list_begin(&p);
+        trace_entries(&p, d, &x, dev);
+        list_end(&p);
     }
     list_end(&p);
     pk_str(&p, "allocator_settings");
@@ -223,11 +352,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     dict_end(&p);
     dict_end(&p);
     op(&p, '.'); /* STOP */
-    for (size_t i = 0; i < in->n; i++) free(memos[i]);
-    free(memos);
+    free(memo);
+    selection_free(&x);
     return ferror(f) ? -1 : 0;
-fail:
-    for (size_t i = 0; i < in->n; i++) free(memos[i]);
-    free(memos);
-    return -1;
 }

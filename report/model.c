@@ -90,6 +90,84 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
     return (size_t)s;
 }
 
+/* libstdc++'s demangler (extern "C" in <cxxabi.h>): the one the library
+ * itself asks in a process that has a C++ runtime, so a name reads the same
+ * whether the process or the CLI demangled it. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+#define DEMANGLE_MAX 16384 /* longer names are left as they are */
+
+/* The demangled form of a mangled C++ name (Itanium ABI, "_Z..."), in
+ * malloc'd memory, or NULL when name is not one. Only "_Z" names are tried:
+ * given a plain word the demangler reads it as a type ("i" is "int"). */
+static char *demangle(const char *name, size_t len) {
+    if (len < 3 || len > DEMANGLE_MAX || name[0] != '_' || name[1] != 'Z') return NULL;
+    char *tmp = strndup(name, len);
+    if (!tmp) return NULL;
+    int status = -1;
+    char *out = __cxa_demangle(tmp, NULL, NULL, &status);
+    free(tmp);
+    if (status != 0) { free(out); return NULL; }
+    return out;
+}
+
+/* Replace the string at key in object o by text, where text is valid UTF-8
+ * (the model's strings always are); returns the new value, owned by o, or
+ * NULL with nothing changed. */
+static const char *replace_string(json_t *o, const char *key, const char *text) {
+    json_t *v = json_string(text);
+    if (!v || json_object_set_new(o, key, v) != 0) return NULL;
+    return json_string_value(json_object_get(o, key));
+}
+
+static int ident_char(char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+           ch == '.' || ch == '$';
+}
+
+/* A text with every mangled C++ name in it demangled, as c++filt does with
+ * the words of a line: the findings quote call sites by name. NULL when
+ * nothing changed (or memory ran out: the text stays as it was). */
+static char *demangle_words(const char *s) {
+    char *out = NULL;
+    size_t len = 0, cap = 0;
+    int changed = 0;
+    for (const char *p = s; *p;) {
+        const char *w = p;
+        size_t n = 1;
+        char *dm = NULL;
+        if ((p == s || !ident_char(p[-1])) && p[0] == '_' && p[1] == 'Z') {
+            while (ident_char(p[n])) n++;
+            dm = demangle(p, n);
+        }
+        if (dm) { w = dm; changed = 1; }
+        size_t wn = dm ? strlen(dm) : n;
+        if (len + wn + 1 > cap) {
+            size_t nc = (cap + wn + 1) * 2;
+            char *b = realloc(out, nc);
+            if (!b) { free(dm); free(out); return NULL; }
+            out = b;
+            cap = nc;
+        }
+        memcpy(out + len, w, wn);
+        len += wn;
+        out[len] = '\0';
+        free(dm);
+        p += n;
+    }
+    if (!changed) { free(out); return NULL; }
+    return out;
+}
+
+/* Demangle the string at key in place, word by word. */
+static const char *demangled_field(json_t *o, const char *key, const char *s) {
+    if (!s || !strstr(s, "_Z")) return s;
+    char *dm = demangle_words(s);
+    const char *r = dm ? replace_string(o, key, dm) : NULL;
+    free(dm);
+    return r ? r : s;
+}
+
 static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
     if (!arr) return;
@@ -118,6 +196,13 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
             m->address = hexval(c, f, "address", "frame");
             json_t *py = json_object_get(f, "python");
             m->python = py && json_is_true(py);
+            /* A process without a C++ runtime leaves names mangled. */
+            if (!m->python && m->function) {
+                char *dm = demangle(m->function, strlen(m->function));
+                const char *r = dm ? replace_string(f, "function", dm) : NULL;
+                if (r) m->function = r;
+                free(dm);
+            }
         }
         /* The call site: the innermost Python frame, else the innermost
          * frame outside the CUDA driver and runtime. */
@@ -228,8 +313,8 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
                 json_t *x = json_array_get(fs, k);
                 if (!json_is_object(x)) { fail(c, "ooms[%zu].findings[%zu] is not an object", i, k); return; }
                 v->findings[k].id = str(c, x, "id", 0, "finding");
-                v->findings[k].finding = str(c, x, "finding", 0, "finding");
-                v->findings[k].next = str(c, x, "next", 0, "finding");
+                v->findings[k].finding = demangled_field(x, "finding", str(c, x, "finding", 0, "finding"));
+                v->findings[k].next = demangled_field(x, "next", str(c, x, "next", 0, "finding"));
             }
         }
         json_t *ps = json_object_get(o, "other_processes");
@@ -465,12 +550,27 @@ static const char *base(const char *path) {
     return s ? s + 1 : path;
 }
 
+/* A label cut by snprintf ends at a whole UTF-8 character, so that it stays
+ * valid UTF-8 for the JSON, HTML and pickle writers (the model's strings
+ * are; a cut one might end inside a character). */
+static const char *whole_chars(char *buf, size_t size) {
+    size_t n = strlen(buf);
+    if (size == 0 || n + 1 < size) return buf;
+    size_t i = n;
+    while (i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80) i--;
+    if (i == 0) return buf;
+    unsigned char lead = (unsigned char)buf[i - 1];
+    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (n - (i - 1) < want) buf[i - 1] = '\0';
+    return buf;
+}
+
 const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
     if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
     else if (f->function) snprintf(buf, size, "%s", f->function);
     else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return buf;
+    return whole_chars(buf, size);
 }
 
 const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
@@ -478,7 +578,7 @@ const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
     if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
     else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, base(f->module), f->offset);
     else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
-    return buf;
+    return whole_chars(buf, size);
 }
 
 const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack) {

@@ -1,0 +1,379 @@
+"""Offline CLI (`vramtrace report|diff`): hostile dumps, demangling, the torch
+export's consistency, numeric flags and write errors, wording.
+
+The hostile dumps are fuzz seeds too (tests/fuzz/seeds/cli-*.json): every
+string field of cli-markup.json holds markup and script, of cli-control.json
+terminal control sequences; cli-mangled.json has C++ names as a process
+without a C++ runtime leaves them; cli-kinds.json every kind of memory on
+two devices."""
+import base64
+import hashlib
+import json
+import pickle
+import re
+import resource
+import signal
+
+from run_tests import *
+
+SEEDS = os.path.join(ROOT, "tests", "fuzz", "seeds")
+
+
+def seed(name):
+    return os.path.join(SEEDS, name)
+
+
+def cli(args, stdout=subprocess.PIPE):
+    p = subprocess.run([CLI] + args, stdout=stdout, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def one_error_line(err, prefix, what):
+    eq(len(err.splitlines()), 1, f"{what}: one error line, got {err!r}")
+    ok(err.startswith(prefix), f"{what}: starts with {prefix!r}: {err!r}")
+
+
+# ---------------------------------------------------------------- 1. HTML
+
+
+@test
+def cli_html_markup_in_every_field_runs_nothing():
+    work = tempfile.mkdtemp(prefix="vt-cli-html-")
+    try:
+        page = os.path.join(work, "m.html")
+        rc, _, err = cli(["report", seed("cli-markup.json"), "--format", "html", "-o", page])
+        eq((rc, err), (0, ""), "status")
+        raw = open(page, encoding="utf-8").read()
+        for bad in ("<script>document", "<img", "<svg onload", "<b id", "</textarea>", "</style></title>"):
+            ok(bad not in raw, f"escaped in the page: {bad}")
+        csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', raw).group(1)
+        ok("unsafe-inline" not in csp and "unsafe-hashes" not in csp, "no unsafe-inline: " + csp)
+        ok(re.search(r"script-src 'sha256-[A-Za-z0-9+/]{43}='", csp), "the page's script named by its hash")
+        ok(not re.search(r"<[^>]*\son[a-z]+\s*=", raw), "no inline event handler in the page")
+        named = lambda block: "'sha256-" + base64.b64encode(hashlib.sha256(block.encode()).digest()).decode() + "'"
+        ok(named(re.search(r"<script>(.*?)</script>", raw, re.S).group(1)) in csp, "the script's hash")
+        ok(named(re.search(r"<style>(.*?)</style>", raw, re.S).group(1)) in csp, "the style's hash")
+        eq(raw.count("<script>"), 1, "one script block of the page's own")
+        dom = chromium_dom(page)
+        ok("<title>vramtrace report</title>" in dom, "no injected script changed the title")
+        ok("PWNED" not in re.sub(r"document\.title=&#39;PWNED&#39;|document\.title='PWNED'", "", dom),
+           "no marker written")
+        ok('<b id="pwned">' not in dom and "<img" not in dom and "<svg onload" not in dom, "no element injected into the DOM")
+        for field in ("reason", "host", "argv0", "device-name", "device-uuid", "oom-api", "live-api",
+                      "live-kind", "function", "file"):
+            esc = f"&lt;b id=\"pwned\"&gt;{field}&lt;/b&gt;"
+            ok(esc in dom, f"{field} shown as text: {esc}")
+        ok(dom.count('class="flame-node"') > 0, "the page's own script still ran")
+        # Behind the escaping, the policy: markup that got through anyway
+        # (an inline script, an event handler) must not run.
+        tampered = os.path.join(work, "t.html")
+        with open(tampered, "w", encoding="utf-8") as f:
+            f.write(raw.replace("<h1>", "<script>document.title='PWNED'</script>"
+                                "<img src=x onerror=\"document.title='PWNED'\"><h1>", 1))
+        dom2 = chromium_dom(tampered)
+        ok("<title>vramtrace report</title>" in dom2, "the policy blocks an inline script and handler")
+        eq(dom2.count('class="flame-node"'), dom.count('class="flame-node"'), "the page's script runs")
+        page = os.path.join(work, "p.html")
+        rc, _, _ = cli(["report", os.path.join(GOLDEN, "python.json"), "--format", "html", "-o", page])
+        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok</pre>' in chromium_dom(page, "#selftest"),
+           "the page's controls work under the policy")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------ 5. control characters
+
+CTRL_RAW = "\x1b[31m{}\x1b[0m\x1b]0;title\x07\r\n;x\u009b2J\u202eevil\t\x7f\x01end"
+CTRL_SHOWN = r"\x1b[31m{}\x1b[0m\x1b]0;title\x07\x0d\x0a;x\u009b2J\u202eevil\x09\x7f\x01end"
+
+
+def no_controls(text, what):
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f or
+           0x202a <= ord(c) <= 0x202e or 0x2066 <= ord(c) <= 0x2069]
+    eq(bad, [], f"{what}: control characters in the output")
+
+
+@test
+def cli_text_outputs_escape_control_characters():
+    path = seed("cli-control.json")
+    rc, out, err = cli(["report", path])
+    eq((rc, err), (0, ""), "text status")
+    text = out.decode()
+    no_controls(text, "text")
+    for field in ("reason", "host", "argv0", "device-uuid", "oom-api", "process-name", "finding",
+                  "finding-next", "live-api"):
+        ok(CTRL_SHOWN.format(field) in text, f"text shows {field} escaped")
+    ok("\n  0   \\x1b[31mdevice-name\\x1b[0m     16.00 MiB " in text,
+       "the device name cut to its column at a character boundary")
+    eq(len(text.splitlines()), 33, "no line broken by a dump string (r0's 30, other processes, a finding)")
+    rc, out, err = cli(["report", path, "--format", "folded"])
+    eq((rc, err), (0, ""), "folded status")
+    lines = out.decode().splitlines()
+    no_controls(out.decode(), "folded")
+    eq(len(lines), 1, "one folded line (both holders have the same frames)")
+    frame = CTRL_SHOWN.format("function").replace(";", ":")
+    eq(lines[0], ";".join([frame] * 5) + " 4194304", "folded frames: ';' and controls taken out")
+    rc, out, err = cli(["diff", os.path.join(GOLDEN, R0), path])
+    eq((rc, err), (0, ""), "diff status")
+    no_controls(out.decode(), "diff")
+    ok(CTRL_SHOWN.format("function") + " " + CTRL_SHOWN.format("file") + ":20" in out.decode(),
+       "diff shows the site escaped")
+    rc, out, err = cli(["report", path, "--format", "json"])
+    eq((rc, err), (0, ""), "json status")
+    j = json.loads(out)
+    eq(j["processes"][0]["reason"], CTRL_RAW.format("reason"), "JSON keeps the string, escaped as JSON")
+    eq(j["processes"][0]["holders"][0]["frames"][0]["function"], CTRL_RAW.format("function"), "JSON frame")
+    # A reader's error quotes the dump: it is escaped too.
+    work = tempfile.mkdtemp(prefix="vt-cli-ctrl-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, R0)))
+        d["events"][0][1] = "\x1b[2J\x1b]0;owned\x07\nsecond line"
+        bad = os.path.join(work, "bad.json")
+        json.dump(d, open(bad, "w"))
+        for cmd in (["report", bad], ["diff", bad, bad]):
+            rc, out, err = cli(cmd)
+            eq(rc, 1, f"{cmd[0]}: status")
+            one_error_line(err, f"vramtrace {cmd[0]}: ", cmd[0])
+            no_controls(err.rstrip("\n"), f"{cmd[0]} error")
+            ok(r'unknown type "\x1b[2J\x1b]0;owned\x07\x0asecond line"' in err, err)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------ 14. demangling
+
+TMPL = "unsigned long long tmpl_site<int>(unsigned long)"
+CLONE = "model::Buffer<float>::Buffer(unsigned long) [clone .cold]"
+
+
+@test
+def cli_demangles_what_the_dump_holds():
+    path = seed("cli-mangled.json")
+    rc, out, err = cli(["report", path])
+    eq((rc, err), (0, ""), "text status")
+    text = out.decode()
+    ok("_Z9tmpl" not in text and "_ZN5model" not in text, "no mangled name left in the text:\n" + text)
+    ok(f"  2.00 MiB   50.0%  in 1 allocation  {TMPL} tests/progs/t_phases.c:20\n" in text, "holders line")
+    ok(f"      #0 0x55abb53251d1 in {TMPL} tests/progs/t_phases.c:20\n" in text, "frame line")
+    ok(f"    #0 0x55abb532521f in {CLONE} tests/progs/t_phases.c:32\n" in text, "a clone's suffix")
+    ok(f"  1. {TMPL} holds 50% (x_Z3foov, foo())\n     next: free what "
+       "model::Buffer<float>::Buffer(unsigned long) keeps\n" in text, "findings demangled word by word")
+    ok("in i tests/progs/t_phases.c:20" in text and "#1 0x55abb5325285 in _Zbad " in text,
+       "a plain name and an invalid one stay as they are")
+    rc, out, _ = cli(["report", path, "--format", "folded"])
+    ok(f";main;{TMPL} 2097152\n" in out.decode(), "folded")
+    rc, out, _ = cli(["report", path, "--format", "html"])
+    ok("tmpl_site&lt;int&gt;(unsigned long)" in out.decode() and "_Z9" not in out.decode(), "html")
+    rc, out, _ = cli(["report", path, "--format", "json"])
+    j = json.loads(out)["processes"][0]
+    eq(j["holders"][0]["frames"][0]["function"], TMPL, "json frame")
+    eq(j["holders"][0]["site"], TMPL + " tests/progs/t_phases.c:20", "json site")
+    rc, out, _ = cli(["report", path, "--format", "torch"])
+    snap = pickle.loads(out)
+    ok(TMPL in [s["frames"][0]["name"] for s in snap["segments"]], "torch frames")
+    rc, out, _ = cli(["diff", os.path.join(GOLDEN, R0), path])
+    ok(f"     +2.00 MiB  0 B -> 2.00 MiB            +1 (0 -> 1)        {TMPL} tests/progs/t_phases.c:20\n"
+       in out.decode(), "diff:\n" + out.decode())
+
+
+# ------------------------------------------------------------ 15. torch export
+
+MiB = 1 << 20
+
+
+def replay(snap):
+    """Replay each device's trace backwards from the segments, as PyTorch's
+    memory_viz does: every entry must lie in a segment of its device."""
+    for dev, trace in enumerate(snap["device_traces"]):
+        segs = {s["address"]: s["total_size"] for s in snap["segments"] if s["device"] == dev}
+        for e in reversed(trace):
+            a, addr = e["action"], e["addr"]
+            if a == "oom":
+                continue
+            inside = any(s <= addr < s + n for s, n in segs.items())
+            if a == "segment_free":
+                ok(not inside, f"device {dev}: {hex(addr)} freed while still a segment")
+                segs[addr] = e["size"]
+            elif a in ("free_requested", "free_completed", "alloc"):
+                ok(inside, f"device {dev}: {a} at {hex(addr)} outside every segment")
+            elif a == "segment_alloc":
+                ok(addr in segs, f"device {dev}: segment_alloc {hex(addr)} has no segment")
+                del segs[addr]
+
+
+@test
+def cli_torch_export_only_real_addresses():
+    rc, out, err = cli(["report", seed("cli-kinds.json"), "--format", "torch"])
+    eq((rc, err), (0, ""), "status")
+    snap = pickle.loads(out)
+    eq(sorted((s["device"], s["address"], s["total_size"], s["is_expandable"]) for s in snap["segments"]),
+       [(0, 0x700000c00600, 2 * MiB, False), (0, 0x700000e00800, 2 * MiB, False),
+        (0, 0x700002000000, 2 * MiB, True), (0, 0x700003000000, 4096, False),
+        (1, 0x710000200000, 3 * MiB, False)],
+       "segments: device, managed and mapped VMM memory; no array, host, imported or unmapped handle")
+    by_dev = sorted(snap["segments"], key=lambda s: (s["device"], s["address"]))
+    for a, b in zip(by_dev, by_dev[1:]):
+        ok(a["device"] != b["device"] or a["address"] + a["total_size"] <= b["address"], "no overlap")
+    eq(len(snap["device_traces"]), 2, "one trace per device")
+    counts = [{} for _ in snap["device_traces"]]
+    for dev, trace in enumerate(snap["device_traces"]):
+        for e in trace:
+            counts[dev][e["action"]] = counts[dev].get(e["action"], 0) + 1
+    eq(counts, [{"segment_alloc": 7, "alloc": 7, "free_requested": 3, "free_completed": 3, "segment_free": 3,
+                 "oom": 1},
+                {"segment_alloc": 2, "alloc": 2, "free_requested": 1, "free_completed": 1, "segment_free": 1}],
+       "trace entries per device")
+    vmm = [e for e in snap["device_traces"][0] if e["addr"] == 0x700002000000]
+    eq([e["action"] for e in vmm], ["segment_alloc", "alloc"], "the mapped handle's last allocation, mapped")
+    replay(snap)
+    # The golden run's snapshot replays too.
+    rc, out, _ = cli(["report", os.path.join(GOLDEN, R0), "--format", "torch"])
+    replay(pickle.loads(out))
+    # One snapshot is one process.
+    rc, out, err = cli(["report", os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1), "--format", "torch"])
+    eq((rc, out), (1, b""), "several dumps refused")
+    one_error_line(err, "vramtrace report: --format torch takes one dump", "torch with two dumps")
+
+
+# ------------------------------------------ 19. diff, numbers and write errors
+
+
+@test
+def cli_diff_counts_what_the_holders_count():
+    rc, out, err = cli(["diff", os.path.join(GOLDEN, R0), seed("cli-kinds.json")])
+    eq((rc, err), (0, ""), "status")
+    lines = out.decode().splitlines()
+    # cli-kinds adds to r0: 2 MiB + 2 MiB of VMM handles, a 64 KiB array,
+    # 4 KiB managed, 3 MiB on device 1 (all this process's device memory),
+    # and 8 KiB pinned host and 1 MiB imported memory, which holders leave out.
+    eq(lines[1], "live: 4.00 MiB -> 11.07 MiB (+7.07 MiB); allocations: 2 -> 7 (+5)", "totals")
+    eq(lines[2], "pinned host memory (not in the rows below): 0 B -> 8.00 KiB", "host memory apart")
+    eq(lines[4:], ["     +7.07 MiB  4.00 MiB -> 11.07 MiB      +5 (2 -> 7)        steady_state "
+                   "tests/progs/t_phases.c:20"], "one row: every new allocation is steady_state's")
+    rc, out, _ = cli(["report", seed("cli-kinds.json"), "--format", "json"])
+    held = sum(h["bytes"] for h in json.loads(out)["processes"][0]["holders"])
+    eq(held, 4 * MiB + 4 * MiB + 65536 + 4096 + 3 * MiB, "the holders table counts the same")
+
+
+@test
+def cli_numeric_flags_are_exact_or_refused():
+    r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)    # r1 grew by exactly 1 MiB
+    for limit, want in (("9223372036854775808", 0), ("18446744073709551615", 0), ("1048575", 1),
+                        ("1048576", 0), ("1M", 0), ("0.5M", 1), ("1023.999K", 1), ("1024K", 0), ("0", 1),
+                        ("1MiB", 0), ("0.0009765625G", 0), ("0.0009765624G", 1)):
+        rc, _, err = cli(["diff", r0, r1, "--fail-over", limit])
+        eq(rc, want, f"--fail-over {limit}: {err}")
+    for limit in ("18446744073709551616", "16777216T", "-1", "nan", "1e3", "", "1.", "0x10", "5Q", " 5"):
+        rc, out, err = cli(["diff", r0, r1, "--fail-over", limit])
+        eq((rc, out), (2, b""), f"--fail-over {limit!r} refused")
+        one_error_line(err, "vramtrace diff: --fail-over takes a size", f"--fail-over {limit!r}")
+    for top in ("0", "-1", "99999999999", "9223372036854775808", "5x", "", "100001", "\t5", "+5", " 5"):
+        rc, out, err = cli(["diff", r0, r1, "--top", top])
+        eq((rc, out), (2, b""), f"diff --top {top!r} refused")
+        one_error_line(err, "vramtrace diff: --top takes a number", f"diff --top {top!r}")
+        rc, out, err = cli(["report", r0, "--top", top])
+        eq((rc, out), (2, b""), f"report --top {top!r} refused")
+        one_error_line(err, "vramtrace report: --top takes a number", f"report --top {top!r}")
+    rc, out, _ = cli(["diff", r0, r1, "--top", "100000"])
+    eq(rc, 0, "--top 100000")
+
+
+def limit_file_size(n):
+    def f():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+    return f
+
+
+@test
+def cli_write_errors_fail_with_one_line():
+    r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)
+    with open("/dev/full", "wb") as full:
+        rc, _, err = cli(["diff", r0, r1], stdout=full)
+        eq(rc, 1, "diff > /dev/full")
+        eq(err, "vramtrace diff: writing failed: No space left on device\n", "diff's error line")
+        for fmt in ("text", "json", "folded", "html", "torch"):
+            rc, _, err = cli(["report", r0, "--format", fmt], stdout=full)
+            eq(rc, 1, f"report --format {fmt} > /dev/full")
+            eq(err, "vramtrace report: writing to standard output failed: No space left on device\n", fmt)
+        for cmd in (["--help"], ["--version"], ["report", "--help"], ["diff", "--help"]):
+            rc, _, err = cli(cmd, stdout=full)
+            eq(rc, 1, f"{cmd} > /dev/full")
+            one_error_line(err, "vramtrace", f"{cmd} > /dev/full")
+    work = tempfile.mkdtemp(prefix="vt-cli-write-")
+    try:
+        for fmt in ("text", "json", "html", "torch"):
+            out = os.path.join(work, "r." + fmt)
+            p = subprocess.run([CLI, "report", r0, "--format", fmt, "-o", out], capture_output=True,
+                               preexec_fn=limit_file_size(1000))
+            eq(p.returncode, 1, f"-o {fmt} on a full disk")
+            eq(p.stderr.decode(), f"vramtrace report: writing {out} failed: File too large\n", "one line")
+            ok(not os.path.exists(out), f"no half-written {fmt} file left behind")
+        p = subprocess.run([CLI, "report", r0, "-o", out], capture_output=True, preexec_fn=limit_file_size(1 << 20))
+        eq((p.returncode, p.stderr), (0, b""), "the same within the limit")
+        ok(os.path.getsize(out) > 1000, "written")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------------------ 21. wording
+
+
+@test
+def cli_singular_plural_and_layout():
+    work = tempfile.mkdtemp(prefix="vt-cli-words-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, R0)))
+        d["events"] = [d["events"][0], d["events"][-1]]            # one allocation, one OOM
+        d["live"] = d["live"][:1]
+        d["totals"].update(live_count=1, alloc_count=1, free_count=1, oom_count=1)
+        d["ooms"].append(dict(d["ooms"][0]))
+        d["ooms"][0].update(total_bytes=16 * MiB, free_bytes=8 * MiB, live_bytes=4 * MiB,
+                            other_processes=[{"pid": 7, "name": "other", "used_bytes": 1 << 20}])
+        path = os.path.join(work, "one.json")
+        json.dump(d, open(path, "w"))
+        rc, out, _ = cli(["report", path, "--top", "1"])
+        text = out.decode()
+        ok("totals: 4.00 MiB live in 1 allocation; peak 12.00 MiB at 0.001 s; 1 allocation, 1 free, "
+           "1 failed (1 out of memory)\n" in text, text)
+        ok("timeline: 2 events over 0.071 s (1 allocation, 0 frees, 1 OOM);" in text, text)
+        ok("(1 more out-of-memory failure)\n" in text, text)
+        ok("; 4.00 MiB tracked live\n  held outside tracked allocations: 4.00 MiB\n"
+           "  other processes on the GPU: pid 7 (other) 1.00 MiB\n  requested from:\n"
+           "    #0 0x55abb532521f in huge_request tests/progs/t_phases.c:32\n" in text,
+           "the OOM's stack has its heading:\n" + text)
+        rc, out, _ = cli(["report", path, "--format", "html"])
+        ok("live 4.00 MiB in 1 allocation; peak 12.00 MiB at 0.001 s; 1 allocation, 1 free, "
+           "1 out-of-memory failure</p>" in out.decode(), "html totals")
+        rc, out, _ = cli(["report", os.path.join(GOLDEN, "python.json")])
+        text = out.decode()
+        ok("0x0 in" not in text, "no address on a Python frame")
+        ok("      #6 in alloc /src/vramtrace/tests/py/frames.py:34\n" in text, "a Python frame's line")
+        p = subprocess.run([CLI, "--help"], capture_output=True, text=True)
+        env = p.stdout.split("environment:\n", 1)[1].splitlines()
+        eq(len(env), 12, "one line per option")
+        eq(len({l.index(" default ") for l in env}), 1, "the default column lines up")
+        eq(len({re.match(r"  \S+ +default \S+ +", l).end() for l in env}), 1, "the meaning column lines up")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ----------------------------------------- a label cut inside a character
+
+
+@test
+def cli_long_names_cut_at_a_character():
+    """A frame label is cut at 1024 bytes; cut inside 'é' it was not UTF-8:
+    the pickle could not be read and JSON lost the holder."""
+    path = seed("cli-long-name.json")
+    rc, out, err = cli(["report", path, "--format", "torch"])
+    eq((rc, err), (0, ""), "torch status")
+    names = [s["frames"][0]["name"] for s in pickle.loads(out)["segments"]]
+    eq(sorted(names), ["a" * 1022, "steady_state"], "the torch label cut before the character")
+    rc, out, err = cli(["report", path, "--format", "json"])
+    holders = json.loads(out)["processes"][0]["holders"]
+    eq(sorted(h["site"] for h in holders), ["a" * 1022, "steady_state tests/progs/t_phases.c:20"],
+       "both holders in JSON, the long site cut before the character")
+    rc, out, err = cli(["report", path, "--format", "html"])
+    ok(out.count(b'class="flame"') == 1 and b'"n": "aaaa' not in out and b'"n":"' + b"a" * 1022 + b'"' in out,
+       "the flame graph keeps the frame")
