@@ -16,6 +16,7 @@
 #include "resolve.h"
 
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
+__thread int vt_busy __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
@@ -160,7 +161,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         o.total_bytes = vt_opt.limit;
         o.free_bytes = live < vt_opt.limit ? vt_opt.limit - live : 0;
         o.have_info = 1;
-    } else if (kind != VT_KIND_HOST) {
+    } else if (!vt_kind_is_host(kind)) {
         static CUresult (*get_info)(size_t *, size_t *);
         if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
         size_t f = 0, t = 0;
@@ -171,7 +172,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     struct vt_proc procs[VT_MAX_PROCS];
-    if (device >= 0 && device < VT_MAX_DEVICES && kind != VT_KIND_HOST) {
+    if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {
         int n = vt_nvml_processes(uuids[device], procs, VT_MAX_PROCS);
         if (n >= 0) {
             o.procs = procs;
@@ -192,7 +193,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     if (ok && address == 0) return; /* a zero-byte request: nothing held */
     vt_init();
     int first = !vt_tracker_touched();
-    if (kind == VT_KIND_HOST) {
+    if (vt_kind_is_host(kind)) {
         device = VT_HOST_DEVICE;
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();
