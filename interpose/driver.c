@@ -18,6 +18,9 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                       CUmemoryPool pool, CUstream s);
+/* CUDA 13.0's, declared here too for older headers. */
+CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
+CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 
 /* Declare `real` for this wrapper, or fail the way a missing driver would. */
 #define REAL_OR_FAIL(sym)                                      \
@@ -160,7 +163,11 @@ static void host_pool_add(CUmemoryPool pool) {
     static int lock;
     while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {}
     int n = nhost_pools, i = 0;
-    while (i < n && host_pools[i]) i++;
+    while (i < n && host_pools[i] != pool) i++;
+    if (i == n) {
+        i = 0;
+        while (i < n && host_pools[i]) i++;
+    }
     if (i < VT_MAX_HOST_POOLS) {
         __atomic_store_n(&host_pools[i], pool, __ATOMIC_RELAXED);
         if (i == n) __atomic_store_n(&nhost_pools, n + 1, __ATOMIC_RELEASE);
@@ -231,6 +238,30 @@ VT_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
     CUresult r;
     VT_REAL_CALL(r = real(pool, props));
     if (r == CUDA_SUCCESS && pool && props && location_is_host(&props->location)) host_pool_add(*pool);
+    VT_LEAVE;
+    return r;
+}
+
+/* A location's default or current pool (CUDA 13.0): one on the host is
+ * remembered the same way. */
+VT_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    REAL_OR_FAIL(cuMemGetDefaultMemPool);
+    if (vt_pass()) return real(pool, location, type);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(pool, location, type));
+    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    REAL_OR_FAIL(cuMemGetMemPool);
+    if (vt_pass()) return real(pool, location, type);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(pool, location, type));
+    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
     VT_LEAVE;
     return r;
 }

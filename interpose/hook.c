@@ -17,6 +17,7 @@
 
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 __thread int vt_busy __attribute__((tls_model("initial-exec")));
+__thread int vt_in_real __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;

@@ -31,6 +31,11 @@ static inline int vt_nested(void) { return vt_in_runtime > 0; }
  * code holds). Async-signal-safe. */
 extern __thread int vt_busy __attribute__((tls_model("initial-exec")));
 
+/* Set while the innermost busy vramtrace frame of the thread is in the
+ * real function's call (VT_REAL_CALL): vramtrace itself then holds no lock
+ * on this thread, and an exit from a signal handler may write its dump. */
+extern __thread int vt_in_real __attribute__((tls_model("initial-exec")));
+
 /* Whether a wrapper passes the call straight through: nested inside a
  * runtime call that records it itself, or re-entered from a signal
  * handler (then counted as missed). */
@@ -48,10 +53,11 @@ static inline int vt_pass(void) {
  * the caller had (VT_REAL_CALL), the caller gets back the errno the real
  * function left (or, when the real function was not called, the one it
  * had), whatever vramtrace's own work did to it. */
-struct vt_frame_state { int err; };
-#define VT_ENTER struct vt_frame_state vt_fs_ = {errno}; vt_busy++
-#define VT_REAL_CALL(stmt) do { errno = vt_fs_.err; stmt; vt_fs_.err = errno; } while (0)
-#define VT_LEAVE do { vt_busy--; errno = vt_fs_.err; } while (0)
+struct vt_frame_state { int *where; int err; };
+#define VT_ENTER struct vt_frame_state vt_fs_ = {&errno, 0}; vt_fs_.err = *vt_fs_.where; vt_busy++
+#define VT_REAL_CALL(stmt) do { int vt_prev_ = vt_in_real; vt_in_real = 1; *vt_fs_.where = vt_fs_.err; stmt; \
+    vt_fs_.err = *vt_fs_.where; vt_in_real = vt_prev_; } while (0)
+#define VT_LEAVE do { vt_busy--; *vt_fs_.where = vt_fs_.err; } while (0)
 
 /* The real function behind a hook, resolved (the first time) without
  * changing errno. */

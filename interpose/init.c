@@ -47,9 +47,18 @@ __attribute__((constructor)) static void vt_start(void) {
 /* At exit: the dump and a short summary, for a process that used a GPU;
  * with the leak check, the leak report and, when leaks remain, the exit
  * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
- * No CUDA call happens here; the runtime may already be torn down. */
+ * No CUDA call happens here; the runtime may already be torn down. An exit
+ * from a signal handler that interrupted vramtrace's own code on this
+ * thread (its locks, or malloc's, may be held) writes nothing but a line
+ * saying so; one that interrupted the real driver call of a hook writes as
+ * usual. */
 __attribute__((destructor)) static void vt_stop(void) {
     int e = errno;
+    if (vt_busy > 0 && !vt_in_real) {
+        vt_output_exit_skipped();
+        errno = e;
+        return;
+    }
     vt_busy++;
     uint64_t stacks, differ, fallbacks;
     if (vt_stack_check(&stacks, &differ, &fallbacks))
