@@ -281,6 +281,12 @@ void vt_output_oom(void) {
     pthread_mutex_unlock(&out_lock);
 }
 
+void vt_output_exit_skipped(void) {
+    if (!vt_tracker_touched()) return;
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return;
+    exit_skipped();
+}
+
 int vt_output_exit(void) {
     if (!vt_tracker_touched()) return 0;
     /* Nothing to write: skip the snapshot and the symbols. */
