@@ -134,6 +134,28 @@ def host_exit_from_signal_handler_inside_hook():
 
 
 @test
+def host_exit_from_signal_handler_inside_driver_call():
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    p = subprocess.Popen([HOST, "exit-in-driver"], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=host_env(work, {"VRAMTRACE_REPORT": "off", "SIMGPU_BLOCK": "cuMemAllocAsync"}))
+    try:
+        eq(p.stderr.readline().decode(), "simgpu: cuMemAllocAsync waits for a signal\n", "the driver call waits")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq((p.returncode, out.decode(), err.decode()), (3, "main: cuMemAlloc_v2 -> 0\n", ""),
+       "exit status, stdout and stderr")
+    with open(os.path.join(work, "dump.json")) as f:
+        d = json.load(f)
+    shutil.rmtree(work, ignore_errors=True)
+    eq(d["reason"], "exit", "the exit dump was written")
+    eq([(a["api"], a["bytes"]) for a in d["live"]], [("cuMemAlloc_v2", 1 << 20)], "live allocations")
+
+
+@test
 def host_allocation_in_signal_handler_inside_hook():
     s = StuckInOutput("alloc-in-hook")
     s.p.send_signal(signal.SIGUSR1)
@@ -191,10 +213,11 @@ def host_located_vmm_and_pools_are_host_memory():
     MiB = 1 << 20
     got = sorted((x["api"], x["kind"], x["bytes"], x["device"]) for x in d["live"])
     eq(got, [("cuMemAllocFromPoolAsync", "async", 512 << 10, 0),
+             ("cuMemAllocFromPoolAsync", "host_async", 1 * MiB, -1),
              ("cuMemAllocFromPoolAsync", "host_async", 16 * MiB, -1),
              ("cuMemCreate", "host_vmm", 2 * MiB, -1), ("cuMemCreate", "host_vmm", 8 * MiB, -1),
              ("cuMemCreate", "vmm", 2 * MiB, 0)], "live allocations: kind and device")
-    eq(d["host_memory"], {"live_bytes": 26 * MiB, "live_count": 3, "peak_bytes": 26 * MiB}, "host memory")
+    eq(d["host_memory"], {"live_bytes": 27 * MiB, "live_count": 4, "peak_bytes": 27 * MiB}, "host memory")
     eq((d["totals"]["live_bytes"], d["totals"]["live_count"]), (2 * MiB + (512 << 10), 2), "device memory")
     mapped = [x for x in d["live"] if x["kind"] == "host_vmm" and x["bytes"] == 8 * MiB][0]
     eq(mapped["address"], "0x7e0000000000", "the host handle's mapped address")

@@ -180,6 +180,17 @@ static int oom_then(const char *mode) {
     return 0;
 }
 
+/* SIMGPU_BLOCK=cuMemAllocAsync: the SIGTERM handler's exit() comes while
+ * the hook is inside the real driver call, where vramtrace holds nothing:
+ * the exit dump is written. */
+static int exit_in_driver(void) {
+    CUdeviceptr p, q;
+    handle(SIGTERM, on_term_exit);
+    say("main: cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, 1 << 20));
+    say("main: cuMemAllocAsync", (int)cuMemAllocAsync(&q, 4096, 0));
+    return 0;
+}
+
 /* SIMGPU_RAISE=10:cuMemAlloc_v2 raises SIGUSR1 inside the first
  * cuMemAlloc_v2; its handler allocates. Then the program raises SIGUSR1
  * itself, outside any CUDA call, and the handler allocates again. */
@@ -251,6 +262,11 @@ static int host_vmm(void) {
            (int)cuMemAllocFromPoolAsync(&dp, 512 << 10, dpool, 0));
     printf("cuMemAllocFromPoolAsync device pool 4M -> %d\n",
            (int)cuMemAllocFromPoolAsync(&dp, 4 << 20, dpool, 0));
+    CUmemLocation at_host = {CU_MEM_LOCATION_TYPE_HOST, 0};
+    CUmemoryPool dflt;
+    printf("cuMemGetDefaultMemPool HOST -> %d\n", (int)cuMemGetDefaultMemPool(&dflt, &at_host, CU_MEM_ALLOCATION_TYPE_PINNED));
+    printf("cuMemAllocFromPoolAsync host default pool 1M -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&hp, 1 << 20, dflt, 0));
     return 0;
 }
 
@@ -262,6 +278,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "errno") == 0) return errno_kept();
     if (strcmp(mode, "exit-in-hook") == 0 || strcmp(mode, "alloc-in-hook") == 0) return oom_then(mode);
     if (strcmp(mode, "signal-allocs") == 0) return signal_allocs();
+    if (strcmp(mode, "exit-in-driver") == 0) return exit_in_driver();
     if (strcmp(mode, "arrays-null") == 0) return arrays_null();
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     fprintf(stderr, "usage: t_host MODE\n");

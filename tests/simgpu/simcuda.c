@@ -17,10 +17,14 @@
  *                    signal number SIG on the calling thread before it does
  *                    anything else (a signal that arrives while the program
  *                    is inside that call, at a known point)
+ *   SIMGPU_BLOCK     NAME: the first call of entry point NAME writes
+ *                    "simgpu: NAME waits for a signal" to stderr and waits
+ *                    until a signal handler has run, then goes on
  *
  * Host memory: pinned host allocations, cuMemCreate with a host location
- * (HOST, HOST_NUMA, HOST_NUMA_CURRENT) and allocations from a pool that
- * cuMemPoolCreate made on the host do not count against a device.
+ * (HOST, HOST_NUMA, HOST_NUMA_CURRENT) and allocations from a pool on the
+ * host (from cuMemPoolCreate, or the host's default pool from
+ * cuMemGetDefaultMemPool / cuMemGetMemPool) do not count against a device.
  * cuArrayGetMemoryRequirements and cuMipmappedArrayGetMemoryRequirements
  * answer the size the array was made with; asked about a NULL handle, they
  * fail with CUDA_ERROR_INVALID_HANDLE and count the call under
@@ -89,6 +93,14 @@ static void sim_count(const char *name) {
     const char *colon = r ? strchr(r, ':') : NULL;
     if (colon && strcmp(colon + 1, name) == 0 && !__atomic_exchange_n(&raised, 1, __ATOMIC_ACQ_REL))
         raise(atoi(r));
+    static int blocked;
+    const char *b = getenv("SIMGPU_BLOCK");
+    if (b && strcmp(b, name) == 0 && !__atomic_exchange_n(&blocked, 1, __ATOMIC_ACQ_REL)) {
+        fprintf(stderr, "simgpu: %s waits for a signal\n", name);
+        sigset_t none;
+        sigemptyset(&none);
+        sigsuspend(&none);
+    }
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < SIM_MAX_COUNTERS; i++) {
         if (sim_counters[i].name == NULL) sim_counters[i].name = name;
@@ -317,6 +329,9 @@ static CUresult sim_free_device(const char *api, CUdeviceptr p) {
 /* Memory pools: the location each was made for. */
 #define SIM_MAX_POOLS 16
 static struct sim_pool { CUmemLocation location; int used; } sim_pools[SIM_MAX_POOLS];
+/* A location's default pool: one per device, one for the host; it is also
+ * the location's current pool. */
+static struct sim_pool sim_default_pools[SIM_MAX_DEVICES + 1];
 
 static int sim_location_is_host(const CUmemLocation *l) {
     return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
@@ -343,6 +358,23 @@ SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pr
     return r;
 }
 
+SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    sim_count("cuMemGetDefaultMemPool");
+    if (!pool || !location || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    int k;
+    if (sim_location_is_host(location)) k = SIM_MAX_DEVICES;
+    else if (location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id >= 0 && location->id < sim_ndev)
+        k = location->id;
+    else return CUDA_ERROR_INVALID_VALUE;
+    sim_default_pools[k] = (struct sim_pool){*location, 1};
+    *pool = (CUmemoryPool)&sim_default_pools[k];
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    return cuMemGetDefaultMemPool(pool, location, type);
+}
+
 SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     sim_count("cuMemPoolDestroy");
     struct sim_pool *p = (struct sim_pool *)pool;
@@ -355,7 +387,9 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
  * pool's device's. */
 static CUresult sim_alloc_pool(const char *api, CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool) {
     struct sim_pool *p = (struct sim_pool *)pool;
-    if (p < sim_pools || p >= sim_pools + SIM_MAX_POOLS || !p->used) return sim_alloc_device(api, dptr, bytes);
+    int known = (p >= sim_pools && p < sim_pools + SIM_MAX_POOLS) ||
+                (p >= sim_default_pools && p < sim_default_pools + SIM_MAX_DEVICES + 1);
+    if (!known || !p->used) return sim_alloc_device(api, dptr, bytes);
     sim_count(api);
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     int host = sim_location_is_host(&p->location);
@@ -721,6 +755,8 @@ static const struct {
     P(cuMemFreeAsync, 11020, 1, cuMemFreeAsync_ptsz),
     P(cuMemPoolCreate, 11020, 0, cuMemPoolCreate),
     P(cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy),
+    P(cuMemGetDefaultMemPool, 13000, 0, cuMemGetDefaultMemPool),
+    P(cuMemGetMemPool, 13000, 0, cuMemGetMemPool),
     P(cuMemAllocHost, 2000, 0, cuMemAllocHost),
     P(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2),
     P(cuMemHostAlloc, 2020, 0, cuMemHostAlloc),
