@@ -1,7 +1,9 @@
 /* hook.c -- recording the outcome of a hooked call. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -181,12 +183,39 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     vt_tracker_failed(1, &o, frames, depth);
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     vt_output_oom();
+    vt_sigpipe_release(&held);
 }
 
+void vt_sigpipe_hold(struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    h->pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
+}
+
+void vt_sigpipe_release(const struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (!h->pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec now = {0, 0};
+        sigtimedwait(&pipe_only, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
+}
+
+/* At the first GPU allocation: the options' warnings (they may go to a
+ * pipe nobody reads), then the dump signal. */
 static void first_touch(void) {
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     vt_options_flush_warnings();
     vt_ondemand_start();
+    vt_sigpipe_release(&held);
 }
 
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,

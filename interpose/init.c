@@ -55,11 +55,16 @@ __attribute__((constructor)) static void vt_start(void) {
 __attribute__((destructor)) static void vt_stop(void) {
     int e = errno;
     if (vt_busy > 0 && !vt_in_real) {
+        struct vt_sigpipe held;
+        vt_sigpipe_hold(&held);
         vt_output_exit_skipped();
+        vt_sigpipe_release(&held);
         errno = e;
         return;
     }
     vt_busy++;
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     uint64_t stacks, differ, fallbacks;
     if (vt_stack_check(&stacks, &differ, &fallbacks))
         fprintf(stderr, "vramtrace: unwind check: %llu stacks, %llu differ from libunwind, %llu handed to libunwind\n",
@@ -68,6 +73,7 @@ __attribute__((destructor)) static void vt_stop(void) {
         fflush(NULL);
         _exit(vt_opt.exitcode);
     }
+    vt_sigpipe_release(&held);
     vt_busy--;
     errno = e;
 }
