@@ -224,3 +224,33 @@ def host_located_vmm_and_pools_are_host_memory():
     eq(len(d["ooms"]), 1, "one OOM: the device pool's 4M")
     eq((d["ooms"][0]["budget"], d["ooms"][0]["kind"], d["ooms"][0]["requested_bytes"]), (True, "async", 4 * MiB),
        "the budget refused the device pool's 4M (and none of the host memory)")
+
+
+def run_with_closed_stderr(argv, preload, env=None):
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    r, w = os.pipe()
+    os.close(r)
+    e = host_env(work, dict({"VRAMTRACE_REPORT": "stderr", "SIMGPU_CAPACITY": "64M"}, **(env or {})))
+    if not preload:
+        del e["LD_PRELOAD"]
+    try:
+        p = subprocess.run(argv, cwd=work, stdout=subprocess.PIPE, stderr=w, env=e, timeout=120)
+    finally:
+        os.close(w)
+    reasons = []
+    if os.path.exists(os.path.join(work, "dump.json")):
+        with open(os.path.join(work, "dump.json")) as f:
+            reasons.append(json.load(f)["reason"])
+    shutil.rmtree(work, ignore_errors=True)
+    return p.returncode, p.stdout.decode(), reasons
+
+
+@test
+def host_report_to_closed_pipe_raises_no_sigpipe():
+    want = run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=False)
+    eq(want, (0, "cuMemAlloc_v2 -> 0\nhuge cuMemAlloc_v2 -> 2\n", []), "without vramtrace")
+    eq(run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=True), (0, want[1], ["exit"]),
+       "status and output when the post-mortem and the exit report meet a pipe nobody reads")
+    eq(run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=True,
+                              env={"VRAMTRACE_DEPTH": "bogus", "VRAMTRACE_REPORT": "off"}), (0, want[1], ["exit"]),
+       "status and output when a bad option's warning meets a pipe nobody reads")

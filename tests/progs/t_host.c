@@ -191,6 +191,15 @@ static int exit_in_driver(void) {
     return 0;
 }
 
+/* Run with stderr a pipe nobody reads: an out-of-memory failure, then the
+ * exit. The program itself never writes to stderr. */
+static int oom_closed_stderr(void) {
+    CUdeviceptr p, q;
+    printf("cuMemAlloc_v2 -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    printf("huge cuMemAlloc_v2 -> %d\n", (int)cuMemAlloc_v2(&q, HUGE_REQUEST));
+    return 0;
+}
+
 /* SIMGPU_RAISE=10:cuMemAlloc_v2 raises SIGUSR1 inside the first
  * cuMemAlloc_v2; its handler allocates. Then the program raises SIGUSR1
  * itself, outside any CUDA call, and the handler allocates again. */
@@ -279,6 +288,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "exit-in-hook") == 0 || strcmp(mode, "alloc-in-hook") == 0) return oom_then(mode);
     if (strcmp(mode, "signal-allocs") == 0) return signal_allocs();
     if (strcmp(mode, "exit-in-driver") == 0) return exit_in_driver();
+    if (strcmp(mode, "oom-closed-stderr") == 0) return oom_closed_stderr();
     if (strcmp(mode, "arrays-null") == 0) return arrays_null();
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     fprintf(stderr, "usage: t_host MODE\n");
