@@ -110,7 +110,7 @@ def host_no_cuda_process_has_no_extra_descriptors():
 def host_errno_kept_by_every_hook():
     r = same_as_without([HOST, "errno"], env={"SIMGPU_CAPACITY": "64M"})
     lines = r.out.splitlines()
-    eq(len(lines), 25, "every call shown")
+    eq(len(lines), 38, "every call shown")
     oom = [l for l in lines if "out of memory" in l]
     eq(len(oom), 3, "three out-of-memory calls")
     # Run with the post-mortem on, too: it writes files (and fails to, in a

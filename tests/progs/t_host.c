@@ -126,6 +126,28 @@ static int errno_kept(void) {
     SHOW("cudaFree (unknown)", cudaFree((void *)0x4321));
     SHOW("cudaMallocHost", cudaMallocHost(&rt, 4096));
     SHOW("cudaFreeHost", cudaFreeHost(rt));
+    SHOW("cudaHostAlloc", cudaHostAlloc(&rt, 4096, 0));
+    SHOW("cudaMallocManaged", cudaMallocManaged(&rt, 4096, cudaMemAttachGlobal));
+    SHOW("cudaMallocPitch", cudaMallocPitch(&rt, &pitch, 1000, 10));
+    SHOW("cudaMallocAsync", cudaMallocAsync(&rt, 4096, 0));
+    SHOW("cudaFreeAsync", cudaFreeAsync(rt, 0));
+    struct cudaChannelFormatDesc f = {32, 0, 0, 0, cudaChannelFormatKindFloat};
+    cudaArray_t ra;
+    SHOW("cudaMallocArray", cudaMallocArray(&ra, &f, 64, 64, 0));
+    SHOW("cudaFreeArray", cudaFreeArray(ra));
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CUmemoryPool pool;
+    SHOW("cuMemPoolCreate", cuMemPoolCreate(&pool, &pp));
+    SHOW("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync(&b, 4096, pool, 0));
+    SHOW("cuMemFreeAsync (pool)", cuMemFreeAsync(b, 0));
+    SHOW("cuMemPoolDestroy", cuMemPoolDestroy(pool));
+    CUipcMemHandle ih;
+    cuIpcGetMemHandle(&ih, a);
+    SHOW("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle(&b, ih, 0));
+    SHOW("cuIpcCloseMemHandle", cuIpcCloseMemHandle(b));
     return 0;
 }
 
