@@ -18,23 +18,47 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                       CUmemoryPool pool, CUstream s);
+/* CUDA 13.0's, declared here too for older headers. */
+CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
+CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 
 /* Declare `real` for this wrapper, or fail the way a missing driver would. */
 #define REAL_OR_FAIL(sym)                                      \
-    __typeof__(&sym) real = VT_REAL(sym);                      \
+    __typeof__(&sym) real = VT_REAL_QUIET(sym);                \
     if (!real) return CUDA_ERROR_NOT_INITIALIZED
 
 #define IS_OOM(r) ((r) == CUDA_ERROR_OUT_OF_MEMORY)
+
+/* An allocation: passed through when vt_pass says so; else the budget, the
+ * real call, the record. `want`: the bytes the budget checks; `addr` and
+ * `bytes`: what is recorded when the call succeeded (`bytes` also on
+ * failure). `device` may be VT_DEVICE_CURRENT. */
+#define ALLOC(api, kind, device, want, call, addr, bytes)                             \
+    if (vt_pass()) return call;                                                       \
+    VT_ENTER;                                                                         \
+    if (vt_budget_refuse(api, kind, device, want)) {                                  \
+        VT_LEAVE;                                                                     \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                              \
+    }                                                                                 \
+    CUresult r;                                                                       \
+    VT_REAL_CALL(r = call);                                                           \
+    int ok = r == CUDA_SUCCESS;                                                       \
+    vt_hook_alloc(api, kind, device, ok, IS_OOM(r), ok ? (uint64_t)(addr) : 0, bytes); \
+    VT_LEAVE;                                                                         \
+    return r
 
 /* A free of one argument: the record leaves the table before the real call
  * and the free counts if the driver took it. `nothing`: the argument frees
  * nothing (a null pointer). */
 #define ONE_FREE(sym, space, arg, nothing)                                         \
     REAL_OR_FAIL(sym);                                                             \
-    if (vt_nested() || (nothing)) return real(arg);                                \
+    if ((nothing) || vt_pass()) return real(arg);                                  \
+    VT_ENTER;                                                                      \
     struct vt_free a = vt_tracker_free_begin(space, (uint64_t)(uintptr_t)(arg));   \
-    CUresult r = real(arg);                                                        \
+    CUresult r;                                                                    \
+    VT_REAL_CALL(r = real(arg));                                                   \
     vt_hook_free(&a, r == CUDA_SUCCESS);                                           \
+    VT_LEAVE;                                                                      \
     return r
 
 /* ---------------------------------------------------- cuGetProcAddress */
@@ -44,7 +68,11 @@ VT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
                                        CUdriverProcAddressQueryResult *status) {
     REAL_OR_FAIL(cuGetProcAddress_v2);
     CUresult r = real(symbol, pfn, version, flags, status);
-    if (r == CUDA_SUCCESS && pfn) *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn) {
+        int e = errno;
+        *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+        errno = e;
+    }
     return r;
 }
 
@@ -52,7 +80,11 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
                                     cuuint64_t flags) {
     REAL_OR_FAIL(cuGetProcAddress);
     CUresult r = real(symbol, pfn, version, flags);
-    if (r == CUDA_SUCCESS && pfn) *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn) {
+        int e = errno;
+        *pfn = vt_swap_proc(symbol, *pfn, version, flags);
+        errno = e;
+    }
     return r;
 }
 
@@ -60,22 +92,12 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 
 VT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
     REAL_OR_FAIL(cuMemAlloc_v2);
-    if (vt_nested()) return real(dptr, bytes);
-    if (vt_budget_refuse("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(dptr, bytes);
-    vt_hook_alloc("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
-                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
-    return r;
+    ALLOC("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, real(dptr, bytes), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
     REAL_OR_FAIL(cuMemAlloc);
-    if (vt_nested()) return real(dptr, bytes);
-    if (vt_budget_refuse("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(dptr, bytes);
-    vt_hook_alloc("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT,
-                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
-    return r;
+    ALLOC("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, real(dptr, bytes), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
@@ -92,28 +114,18 @@ VT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
                                       size_t width, size_t height,
                                       unsigned int elem) {
     REAL_OR_FAIL(cuMemAllocPitch_v2);
-    if (vt_nested()) return real(dptr, pitch, width, height, elem);
-    if (vt_budget_refuse("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(dptr, pitch, width, height, elem);
-    int ok = r == CUDA_SUCCESS;
-    vt_hook_alloc("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
-                  IS_OOM(r), ok ? *dptr : 0, ok ? (uint64_t)*pitch * height
-                                                : (uint64_t)width * height);
-    return r;
+    ALLOC("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height,
+          real(dptr, pitch, width, height, elem), *dptr,
+          ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
 }
 
 VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
                                    unsigned int width, unsigned int height,
                                    unsigned int elem) {
     REAL_OR_FAIL(cuMemAllocPitch);
-    if (vt_nested()) return real(dptr, pitch, width, height, elem);
-    if (vt_budget_refuse("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(dptr, pitch, width, height, elem);
-    int ok = r == CUDA_SUCCESS;
-    vt_hook_alloc("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
-                  IS_OOM(r), ok ? *dptr : 0, ok ? (uint64_t)*pitch * height
-                                                : (uint64_t)width * height);
-    return r;
+    ALLOC("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height,
+          real(dptr, pitch, width, height, elem), *dptr,
+          ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
 }
 
 /* ------------------------------------------------------------- managed */
@@ -121,50 +133,92 @@ VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
 VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
                                      unsigned int flags) {
     REAL_OR_FAIL(cuMemAllocManaged);
-    if (vt_nested()) return real(dptr, bytes, flags);
-    if (vt_budget_refuse("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(dptr, bytes, flags);
-    vt_hook_alloc("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT,
-                  r == CUDA_SUCCESS, IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);
-    return r;
+    ALLOC("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, flags), *dptr,
+          bytes);
 }
 
 /* ------------------------------------------------------ stream-ordered */
 
-#define ASYNC_ALLOC(sym, ...)                                                 \
-    REAL_OR_FAIL(sym);                                                        \
-    if (vt_nested()) return real(dptr, bytes, __VA_ARGS__);                   \
-    if (vt_budget_refuse(#sym, VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes))      \
-        return CUDA_ERROR_OUT_OF_MEMORY;                                      \
-    CUresult r = real(dptr, bytes, __VA_ARGS__);                              \
-    vt_hook_alloc(#sym, VT_KIND_ASYNC, VT_DEVICE_CURRENT, r == CUDA_SUCCESS,  \
-                  IS_OOM(r), r == CUDA_SUCCESS ? *dptr : 0, bytes);           \
-    return r
+/* Memory pools whose location is the host (cuMemPoolCreate with a host
+ * location): what is allocated from them is host memory. A short list,
+ * written when such a pool is made or destroyed, read by every allocation
+ * from a pool without a lock. */
+#define VT_MAX_HOST_POOLS 64
+static CUmemoryPool host_pools[VT_MAX_HOST_POOLS];
+static int nhost_pools; /* slots ever used */
+
+static int location_is_host(const CUmemLocation *l) {
+    return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+static int pool_is_host(CUmemoryPool pool) {
+    int n = __atomic_load_n(&nhost_pools, __ATOMIC_ACQUIRE);
+    for (int i = 0; pool && i < n; i++)
+        if (__atomic_load_n(&host_pools[i], __ATOMIC_RELAXED) == pool) return 1;
+    return 0;
+}
+
+static void host_pool_add(CUmemoryPool pool) {
+    static int lock;
+    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {}
+    int n = nhost_pools, i = 0;
+    while (i < n && host_pools[i] != pool) i++;
+    if (i == n) {
+        i = 0;
+        while (i < n && host_pools[i]) i++;
+    }
+    if (i < VT_MAX_HOST_POOLS) {
+        __atomic_store_n(&host_pools[i], pool, __ATOMIC_RELAXED);
+        if (i == n) __atomic_store_n(&nhost_pools, n + 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+}
+
+static void host_pool_forget(CUmemoryPool pool) {
+    int n = __atomic_load_n(&nhost_pools, __ATOMIC_ACQUIRE);
+    for (int i = 0; pool && i < n; i++) {
+        CUmemoryPool want = pool;
+        __atomic_compare_exchange_n(&host_pools[i], &want, NULL, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+}
+
+int vt_pool_kind(void *pool) { return pool_is_host((CUmemoryPool)pool) ? VT_KIND_HOST_ASYNC : VT_KIND_ASYNC; }
+#define POOL_KIND(pool) vt_pool_kind(pool)
 
 VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    ASYNC_ALLOC(cuMemAllocAsync, s);
+    REAL_OR_FAIL(cuMemAllocAsync);
+    ALLOC("cuMemAllocAsync", VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, s), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    ASYNC_ALLOC(cuMemAllocAsync_ptsz, s);
+    REAL_OR_FAIL(cuMemAllocAsync_ptsz);
+    ALLOC("cuMemAllocAsync_ptsz", VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, s), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
                                            CUmemoryPool pool, CUstream s) {
-    ASYNC_ALLOC(cuMemAllocFromPoolAsync, pool, s);
+    REAL_OR_FAIL(cuMemAllocFromPoolAsync);
+    ALLOC("cuMemAllocFromPoolAsync", POOL_KIND(pool), VT_DEVICE_CURRENT, bytes, real(dptr, bytes, pool, s),
+          *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                                 CUmemoryPool pool, CUstream s) {
-    ASYNC_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, s);
+    REAL_OR_FAIL(cuMemAllocFromPoolAsync_ptsz);
+    ALLOC("cuMemAllocFromPoolAsync_ptsz", POOL_KIND(pool), VT_DEVICE_CURRENT, bytes,
+          real(dptr, bytes, pool, s), *dptr, bytes);
 }
 
 #define ASYNC_FREE(sym)                                                       \
     REAL_OR_FAIL(sym);                                                        \
-    if (vt_nested() || dptr == 0) return real(dptr, s);                       \
-    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);              \
-    CUresult r = real(dptr, s);                                               \
-    vt_hook_free(&a, r == CUDA_SUCCESS);                                       \
+    if (dptr == 0 || vt_pass()) return real(dptr, s);                         \
+    VT_ENTER;                                                                 \
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);          \
+    CUresult r;                                                               \
+    VT_REAL_CALL(r = real(dptr, s));                                          \
+    vt_hook_free(&a, r == CUDA_SUCCESS);                                      \
+    VT_LEAVE;                                                                 \
     return r
 
 VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
@@ -175,20 +229,65 @@ VT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
     ASYNC_FREE(cuMemFreeAsync_ptsz);
 }
 
+/* A pool made on the host is remembered, so that what is allocated from it
+ * counts as host memory. */
+VT_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+    REAL_OR_FAIL(cuMemPoolCreate);
+    if (vt_pass()) return real(pool, props);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(pool, props));
+    if (r == CUDA_SUCCESS && pool && props && location_is_host(&props->location)) host_pool_add(*pool);
+    VT_LEAVE;
+    return r;
+}
+
+/* A location's default or current pool (CUDA 13.0): one on the host is
+ * remembered the same way. */
+VT_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    REAL_OR_FAIL(cuMemGetDefaultMemPool);
+    if (vt_pass()) return real(pool, location, type);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(pool, location, type));
+    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    REAL_OR_FAIL(cuMemGetMemPool);
+    if (vt_pass()) return real(pool, location, type);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(pool, location, type));
+    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+    REAL_OR_FAIL(cuMemPoolDestroy);
+    CUresult r = real(pool);
+    if (r == CUDA_SUCCESS) host_pool_forget(pool);
+    return r;
+}
+
 /* ------------------------------------------------- virtual memory (VMM) */
 
+/* Physical memory on the host (a host or host NUMA location) is host
+ * memory: counted apart from device bytes, and no budget applies to it. */
 VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                const CUmemAllocationProp *prop,
                                unsigned long long flags) {
     REAL_OR_FAIL(cuMemCreate);
-    if (vt_nested()) return real(handle, size, prop, flags);
-    int device = VT_DEVICE_CURRENT;
+    int device = VT_DEVICE_CURRENT, kind = VT_KIND_VMM;
     if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) device = prop->location.id;
-    if (vt_budget_refuse("cuMemCreate", VT_KIND_VMM, device, size)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(handle, size, prop, flags);
-    vt_hook_alloc("cuMemCreate", VT_KIND_VMM, device, r == CUDA_SUCCESS, IS_OOM(r),
-                  r == CUDA_SUCCESS ? *handle : 0, size);
-    return r;
+    if (prop && location_is_host(&prop->location)) {
+        kind = VT_KIND_HOST_VMM;
+        device = VT_HOST_DEVICE;
+    }
+    ALLOC("cuMemCreate", kind, device, size, real(handle, size, prop, flags), *handle, size);
 }
 
 VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
@@ -199,8 +298,12 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                             CUmemGenericAllocationHandle handle,
                             unsigned long long flags) {
     REAL_OR_FAIL(cuMemMap);
-    CUresult r = real(ptr, size, offset, handle, flags);
-    if (r == CUDA_SUCCESS && !vt_nested()) vt_tracker_map(handle, ptr);
+    if (vt_pass()) return real(ptr, size, offset, handle, flags);
+    VT_ENTER;
+    CUresult r;
+    VT_REAL_CALL(r = real(ptr, size, offset, handle, flags));
+    if (r == CUDA_SUCCESS) vt_tracker_map(handle, ptr);
+    VT_LEAVE;
     return r;
 }
 
@@ -208,29 +311,18 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 
 VT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytes) {
     REAL_OR_FAIL(cuMemAllocHost_v2);
-    if (vt_nested()) return real(pp, bytes);
-    CUresult r = real(pp, bytes);
-    vt_hook_alloc("cuMemAllocHost_v2", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
-                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
-    return r;
+    ALLOC("cuMemAllocHost_v2", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes), (uintptr_t)*pp, bytes);
 }
 
 VT_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytes) {
     REAL_OR_FAIL(cuMemAllocHost);
-    if (vt_nested()) return real(pp, bytes);
-    CUresult r = real(pp, bytes);
-    vt_hook_alloc("cuMemAllocHost", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
-                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
-    return r;
+    ALLOC("cuMemAllocHost", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes), (uintptr_t)*pp, bytes);
 }
 
 VT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
     REAL_OR_FAIL(cuMemHostAlloc);
-    if (vt_nested()) return real(pp, bytes, flags);
-    CUresult r = real(pp, bytes, flags);
-    vt_hook_alloc("cuMemHostAlloc", VT_KIND_HOST, VT_HOST_DEVICE, r == CUDA_SUCCESS,
-                  IS_OOM(r), r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, bytes);
-    return r;
+    ALLOC("cuMemHostAlloc", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes, flags), (uintptr_t)*pp,
+          bytes);
 }
 
 VT_EXPORT CUresult cuMemFreeHost(void *p) {
@@ -253,8 +345,18 @@ static size_t format_bytes(CUarray_format f) {
 
 static uint64_t dim(size_t v) { return v ? v : 1; }
 
-/* The size of an array: the driver's memory requirements when it has the
- * call, else what the descriptor says (levels summed for mipmaps). */
+/* What a descriptor says an array takes, levels summed for mipmaps; asks
+ * the driver nothing (the budget's figure, before the array exists). */
+static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned levels) {
+    uint64_t bytes = 0;
+    for (unsigned l = 0; l < (levels ? levels : 1); l++)
+        bytes += dim(w >> l) * dim(h >> l) * dim(d >> l) * (ch ? ch : 1) * format_bytes(f);
+    return bytes;
+}
+
+/* The size of an array the driver made (`array` its handle, never NULL):
+ * the driver's memory requirements when it has the call, else what the
+ * descriptor says. */
 static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size_t d, CUarray_format f,
                             unsigned ch, unsigned levels) {
     static CUresult (*req)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUarray, CUdevice);
@@ -265,54 +367,36 @@ static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size
     if (!mreq) *(void **)&mreq = vt_driver_fn("cuMipmappedArrayGetMemoryRequirements");
     CUDA_ARRAY_MEMORY_REQUIREMENTS r;
     CUdevice dev = 0;
-    if (get_dev) get_dev(&dev);
-    if (!mipmapped && req && req(&r, (CUarray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
-    if (mipmapped && mreq && mreq(&r, (CUmipmappedArray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
-    uint64_t bytes = 0;
-    for (unsigned l = 0; l < (levels ? levels : 1); l++)
-        bytes += dim(w >> l) * dim(h >> l) * dim(d >> l) * (ch ? ch : 1) * format_bytes(f);
-    return bytes;
+    if (array && get_dev) get_dev(&dev);
+    if (array && !mipmapped && req && req(&r, (CUarray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
+    if (array && mipmapped && mreq && mreq(&r, (CUmipmappedArray)array, dev) == CUDA_SUCCESS && r.size)
+        return r.size;
+    return descriptor_bytes(w, h, d, f, ch, levels);
 }
 
 VT_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {
     REAL_OR_FAIL(cuArrayCreate_v2);
-    if (vt_nested() || !d) return real(h, d);
-    uint64_t want = dim(d->Width) * dim(d->Height) * (d->NumChannels ? d->NumChannels : 1) * format_bytes(d->Format);
-    if (vt_budget_refuse("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(h, d);
-    int ok = r == CUDA_SUCCESS;
-    vt_hook_alloc("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r), ok ? (uint64_t)(uintptr_t)*h : 0,
-                  ok ? array_bytes(*h, 0, d->Width, d->Height, 0, d->Format, d->NumChannels, 1) : want);
-    return r;
+    if (!d) return real(h, d);
+    uint64_t want = descriptor_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 1);
+    ALLOC("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d), (uintptr_t)*h,
+          ok ? array_bytes(*h, 0, d->Width, d->Height, 0, d->Format, d->NumChannels, 1) : want);
 }
 
 VT_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d) {
     REAL_OR_FAIL(cuArray3DCreate_v2);
-    if (vt_nested() || !d) return real(h, d);
-    uint64_t want = dim(d->Width) * dim(d->Height) * dim(d->Depth) * (d->NumChannels ? d->NumChannels : 1) *
-                    format_bytes(d->Format);
-    if (vt_budget_refuse("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want)) return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(h, d);
-    int ok = r == CUDA_SUCCESS;
-    vt_hook_alloc("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r),
-                  ok ? (uint64_t)(uintptr_t)*h : 0,
-                  ok ? array_bytes(*h, 0, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1) : want);
-    return r;
+    if (!d) return real(h, d);
+    uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
+    ALLOC("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d), (uintptr_t)*h,
+          ok ? array_bytes(*h, 0, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1) : want);
 }
 
 VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *d,
                                           unsigned int levels) {
     REAL_OR_FAIL(cuMipmappedArrayCreate);
-    if (vt_nested() || !d) return real(h, d, levels);
-    uint64_t want = array_bytes(NULL, 2, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
-    if (vt_budget_refuse("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real(h, d, levels);
-    int ok = r == CUDA_SUCCESS;
-    vt_hook_alloc("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, ok, IS_OOM(r),
-                  ok ? (uint64_t)(uintptr_t)*h : 0,
-                  ok ? array_bytes(*h, 1, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : want);
-    return r;
+    if (!d) return real(h, d, levels);
+    uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
+    ALLOC("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d, levels), (uintptr_t)*h,
+          ok ? array_bytes(*h, 1, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : want);
 }
 
 VT_EXPORT CUresult cuArrayDestroy(CUarray h) {
@@ -335,21 +419,16 @@ static uint64_t mapping_bytes(CUdeviceptr p) {
     return 0;
 }
 
-#define IPC_OPEN(sym)                                                                   \
-    REAL_OR_FAIL(sym);                                                                  \
-    if (vt_nested()) return real(p, h, flags);                                          \
-    CUresult r = real(p, h, flags);                                                     \
-    int ok = r == CUDA_SUCCESS;                                                         \
-    vt_hook_alloc(#sym, VT_KIND_IMPORTED, VT_DEVICE_CURRENT, ok, IS_OOM(r), ok ? *p : 0, \
-                  ok ? mapping_bytes(*p) : 0);                                          \
-    return r
-
 VT_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
-    IPC_OPEN(cuIpcOpenMemHandle_v2);
+    REAL_OR_FAIL(cuIpcOpenMemHandle_v2);
+    ALLOC("cuIpcOpenMemHandle_v2", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, real(p, h, flags), *p,
+          ok ? mapping_bytes(*p) : 0);
 }
 
 VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
-    IPC_OPEN(cuIpcOpenMemHandle);
+    REAL_OR_FAIL(cuIpcOpenMemHandle);
+    ALLOC("cuIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, real(p, h, flags), *p,
+          ok ? mapping_bytes(*p) : 0);
 }
 
 VT_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {

@@ -1,7 +1,9 @@
 /* hook.c -- recording the outcome of a hooked call. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -16,6 +18,8 @@
 #include "resolve.h"
 
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
+__thread int vt_busy __attribute__((tls_model("initial-exec")));
+__thread int vt_in_real __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
@@ -160,7 +164,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         o.total_bytes = vt_opt.limit;
         o.free_bytes = live < vt_opt.limit ? vt_opt.limit - live : 0;
         o.have_info = 1;
-    } else if (kind != VT_KIND_HOST) {
+    } else if (!vt_kind_is_host(kind)) {
         static CUresult (*get_info)(size_t *, size_t *);
         if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
         size_t f = 0, t = 0;
@@ -171,7 +175,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     struct vt_proc procs[VT_MAX_PROCS];
-    if (device >= 0 && device < VT_MAX_DEVICES && kind != VT_KIND_HOST) {
+    if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {
         int n = vt_nvml_processes(uuids[device], procs, VT_MAX_PROCS);
         if (n >= 0) {
             o.procs = procs;
@@ -179,12 +183,39 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     vt_tracker_failed(1, &o, frames, depth);
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     vt_output_oom();
+    vt_sigpipe_release(&held);
 }
 
+void vt_sigpipe_hold(struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    h->pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
+}
+
+void vt_sigpipe_release(const struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (!h->pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec now = {0, 0};
+        sigtimedwait(&pipe_only, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
+}
+
+/* At the first GPU allocation: the options' warnings (they may go to a
+ * pipe nobody reads), then the dump signal. */
 static void first_touch(void) {
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     vt_options_flush_warnings();
     vt_ondemand_start();
+    vt_sigpipe_release(&held);
 }
 
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
@@ -192,7 +223,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     if (ok && address == 0) return; /* a zero-byte request: nothing held */
     vt_init();
     int first = !vt_tracker_touched();
-    if (kind == VT_KIND_HOST) {
+    if (vt_kind_is_host(kind)) {
         device = VT_HOST_DEVICE;
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();

@@ -8,9 +8,12 @@
 #ifndef VT_HOOK_H
 #define VT_HOOK_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "../tracker/tracker.h"
+#include "resolve.h"
 
 #define VT_DEVICE_CURRENT (-2)
 
@@ -19,6 +22,55 @@
 extern __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 
 static inline int vt_nested(void) { return vt_in_runtime > 0; }
+
+/* Greater than zero while the calling thread runs vramtrace code that may
+ * hold one of its locks: a hook (from entry to return, the real call
+ * included), the exit path, the fork handlers, the start-up. A hooked call
+ * that finds it set was made by a signal handler that interrupted that
+ * code: it goes straight to the real function, unrecorded, and is counted
+ * as missed (recording it could wait forever on a lock the interrupted
+ * code holds). Async-signal-safe. */
+extern __thread int vt_busy __attribute__((tls_model("initial-exec")));
+
+/* Set while the innermost busy vramtrace frame of the thread is in the
+ * real function's call (VT_REAL_CALL): vramtrace itself then holds no lock
+ * on this thread, and an exit from a signal handler may write its dump. */
+extern __thread int vt_in_real __attribute__((tls_model("initial-exec")));
+
+/* Whether a wrapper passes the call straight through: nested inside a
+ * runtime call that records it itself, or re-entered from a signal
+ * handler (then counted as missed). */
+static inline int vt_pass(void) {
+    if (vt_in_runtime > 0) return 1;
+    if (__builtin_expect(vt_busy > 0, 0)) {
+        vt_tracker_missed();
+        return 1;
+    }
+    return 0;
+}
+
+/* A wrapper's frame between vt_pass and its return: the thread is busy,
+ * and the caller's errno is kept. The real function starts with the errno
+ * the caller had (VT_REAL_CALL), the caller gets back the errno the real
+ * function left (or, when the real function was not called, the one it
+ * had), whatever vramtrace's own work did to it. */
+struct vt_frame_state { int *where; int err; };
+#define VT_ENTER struct vt_frame_state vt_fs_ = {&errno, 0}; vt_fs_.err = *vt_fs_.where; vt_busy++
+#define VT_REAL_CALL(stmt) do { int vt_prev_ = vt_in_real; vt_in_real = 1; *vt_fs_.where = vt_fs_.err; stmt; \
+    vt_fs_.err = *vt_fs_.where; vt_in_real = vt_prev_; } while (0)
+#define VT_LEAVE do { vt_busy--; *vt_fs_.where = vt_fs_.err; } while (0)
+
+/* The real function behind a hook, resolved (the first time) without
+ * changing errno. */
+static inline void *vt_real_quiet(int id) {
+    void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
+    if (__builtin_expect(p != NULL, 1)) return p;
+    int e = errno;
+    p = vt_real_slow(id);
+    errno = e;
+    return p;
+}
+#define VT_REAL_QUIET(sym) ((__typeof__(&sym))vt_real_quiet(VT_ID_##sym))
 
 /* Record the outcome of an allocation call. `ok`: it succeeded and
  * `address` is the new allocation; `oom`: it failed for lack of memory;
@@ -42,6 +94,23 @@ static inline int vt_budget_refuse(const char *api, int kind, int device, uint64
 /* Record a free begun with vt_tracker_free_begin before the real call;
  * `ok`: the driver freed it. */
 void vt_hook_free(const struct vt_free *f, int ok);
+
+/* The kind of an allocation from memory pool `pool` (a CUmemoryPool, the
+ * same as a cudaMemPool_t): VT_KIND_HOST_ASYNC for a pool made on the host
+ * (see cuMemPoolCreate in driver.c), else VT_KIND_ASYNC. */
+int vt_pool_kind(void *pool);
+
+/* Around writing a report: a write to a pipe nobody reads (stderr piped to
+ * `head`, which has exited) must not raise a SIGPIPE the program would not
+ * have had without vramtrace. Held: SIGPIPE is blocked on this thread;
+ * released: one that the writing raised is taken off, unseen, and the
+ * thread's mask is put back. */
+struct vt_sigpipe {
+    sigset_t mask;
+    int pending_before;
+};
+void vt_sigpipe_hold(struct vt_sigpipe *h);
+void vt_sigpipe_release(const struct vt_sigpipe *h);
 
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */

@@ -1,4 +1,5 @@
 /* init.c -- the library's start and end inside the host process. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -10,7 +11,10 @@
 #include "hook.h"
 #include "ondemand.h"
 
+/* Between the fork handlers the forking thread holds every lock: it is
+ * busy (see vt_busy), so a signal handler's allocation passes through. */
 static void before_fork(void) {
+    vt_busy++;
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
 }
@@ -18,6 +22,7 @@ static void before_fork(void) {
 static void after_fork_parent(void) {
     vt_tracker_unlock_all();
     vt_stack_fork_done();
+    vt_busy--;
 }
 
 /* A forked child starts with no records: what the parent held is the
@@ -27,18 +32,39 @@ static void after_fork_child(void) {
     vt_tracker_reset_child();
     vt_output_reset_child();
     vt_ondemand_reset_child();
+    vt_busy--;
 }
 
 __attribute__((constructor)) static void vt_start(void) {
+    int e = errno;
+    vt_busy++;
     vt_init();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    vt_busy--;
+    errno = e;
 }
 
 /* At exit: the dump and a short summary, for a process that used a GPU;
  * with the leak check, the leak report and, when leaks remain, the exit
  * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
- * No CUDA call happens here; the runtime may already be torn down. */
+ * No CUDA call happens here; the runtime may already be torn down. An exit
+ * from a signal handler that interrupted vramtrace's own code on this
+ * thread (its locks, or malloc's, may be held) writes nothing but a line
+ * saying so; one that interrupted the real driver call of a hook writes as
+ * usual. */
 __attribute__((destructor)) static void vt_stop(void) {
+    int e = errno;
+    if (vt_busy > 0 && !vt_in_real) {
+        struct vt_sigpipe held;
+        vt_sigpipe_hold(&held);
+        vt_output_exit_skipped();
+        vt_sigpipe_release(&held);
+        errno = e;
+        return;
+    }
+    vt_busy++;
+    struct vt_sigpipe held;
+    vt_sigpipe_hold(&held);
     uint64_t stacks, differ, fallbacks;
     if (vt_stack_check(&stacks, &differ, &fallbacks))
         fprintf(stderr, "vramtrace: unwind check: %llu stacks, %llu differ from libunwind, %llu handed to libunwind\n",
@@ -47,4 +73,7 @@ __attribute__((destructor)) static void vt_stop(void) {
         fflush(NULL);
         _exit(vt_opt.exitcode);
     }
+    vt_sigpipe_release(&held);
+    vt_busy--;
+    errno = e;
 }

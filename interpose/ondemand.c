@@ -82,14 +82,31 @@ out:
     pthread_mutex_unlock(&start_lock);
 }
 
+/* Only what is still vramtrace's is undone: a handler the program put in
+ * place of on_signal after it was installed stays. The child starts its
+ * own watcher when it uses a GPU only where the parent's was working: where
+ * the program holds the signal (it had a handler first, or replaced ours)
+ * the child leaves it alone and does not warn again. */
 void vt_ondemand_reset_child(void) {
+    int saved = errno;
     pthread_mutex_init(&start_lock, NULL);
+    int restart = !started;
     if (installed_signal) {
-        signal(installed_signal, SIG_DFL);
+        struct sigaction cur;
+        if (sigaction(installed_signal, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_handler == on_signal) {
+            struct sigaction dfl;
+            memset(&dfl, 0, sizeof dfl);
+            dfl.sa_handler = SIG_DFL;
+            sigemptyset(&dfl.sa_mask);
+            sigaction(installed_signal, &dfl, NULL);
+            restart = 1;
+        }
         installed_signal = 0;
     }
     if (pipefd[0] >= 0) close(pipefd[0]);
     if (pipefd[1] >= 0) close(pipefd[1]);
     pipefd[0] = pipefd[1] = -1;
-    started = 0;
+    started = !restart;
+    errno = saved;
 }

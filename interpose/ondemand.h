@@ -12,7 +12,9 @@
 void vt_ondemand_start(void);
 
 /* In a forked child: the watcher thread did not come along; give the signal
- * back its default and let the child start its own when it uses a GPU. */
+ * back its default if vramtrace's handler is still the one installed (a
+ * handler the program put in its place stays) and let the child start its
+ * own when it uses a GPU. */
 void vt_ondemand_reset_child(void);
 
 #endif

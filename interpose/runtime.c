@@ -19,13 +19,14 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool,
                                          cudaStream_t s);
 
 #define REAL_OR_FAIL(sym)                                      \
-    __typeof__(&sym) real = VT_REAL(sym);                      \
+    __typeof__(&sym) real = VT_REAL_QUIET(sym);                \
     if (!real) return cudaErrorInitializationError
 
 #define IS_OOM(r) ((r) == cudaErrorMemoryAllocation)
 
-/* Call the real runtime function with driver-level recording paused. */
-#define CALL(...) do { vt_in_runtime++; r = real(__VA_ARGS__); vt_in_runtime--; } while (0)
+/* Call the real runtime function with driver-level recording paused, with
+ * the caller's errno (see VT_REAL_CALL). */
+#define CALL(...) VT_REAL_CALL(vt_in_runtime++; r = real(__VA_ARGS__); vt_in_runtime--)
 
 static uint64_t ptr_of(cudaError_t r, void **p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
@@ -33,23 +34,29 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 
 #define RT_ALLOC(sym, kind, bytes, ...)                                      \
     REAL_OR_FAIL(sym);                                                       \
-    if (vt_nested()) return real(__VA_ARGS__);                               \
-    if (vt_budget_refuse(#sym, kind, VT_DEVICE_CURRENT, bytes))              \
+    if (vt_pass()) return real(__VA_ARGS__);                                 \
+    VT_ENTER;                                                                \
+    if (vt_budget_refuse(#sym, kind, VT_DEVICE_CURRENT, bytes)) {            \
+        VT_LEAVE;                                                            \
         return cudaErrorMemoryAllocation;                                    \
+    }                                                                        \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r), \
                   ptr_of(r, (void **)p), bytes);                             \
+    VT_LEAVE;                                                                \
     return r
 
 #define RT_FREE(sym, space, ...)                                             \
     REAL_OR_FAIL(sym);                                                       \
     /* cudaFree(NULL) (a common way to create the context) frees nothing. */ \
-    if (vt_nested() || p == NULL) return real(__VA_ARGS__);                  \
+    if (p == NULL || vt_pass()) return real(__VA_ARGS__);                    \
+    VT_ENTER;                                                                \
     struct vt_free a = vt_tracker_free_begin(space, (uint64_t)(uintptr_t)p); \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_free(&a, r == cudaSuccess);                                      \
+    VT_LEAVE;                                                                \
     return r
 
 VT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
@@ -70,12 +77,12 @@ VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
                                               cudaStream_t s) {
-    RT_ALLOC(cudaMallocFromPoolAsync, VT_KIND_ASYNC, n, p, n, pool, s);
+    RT_ALLOC(cudaMallocFromPoolAsync, vt_pool_kind(pool), n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n,
                                                    cudaMemPool_t pool, cudaStream_t s) {
-    RT_ALLOC(cudaMallocFromPoolAsync_ptsz, VT_KIND_ASYNC, n, p, n, pool, s);
+    RT_ALLOC(cudaMallocFromPoolAsync_ptsz, vt_pool_kind(pool), n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {
@@ -88,14 +95,18 @@ VT_EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
 
 VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
     REAL_OR_FAIL(cudaMallocPitch);
-    if (vt_nested()) return real(p, pitch, w, h);
-    if (vt_budget_refuse("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h))
+    if (vt_pass()) return real(p, pitch, w, h);
+    VT_ENTER;
+    if (vt_budget_refuse("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h)) {
+        VT_LEAVE;
         return cudaErrorMemoryAllocation;
+    }
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
     vt_hook_alloc("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
                   IS_OOM(r), ptr_of(r, p), ok && pitch ? *pitch * h : w * h);
+    VT_LEAVE;
     return r;
 }
 
@@ -160,7 +171,8 @@ VT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t p) {
 
 VT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags) {
     REAL_OR_FAIL(cudaIpcOpenMemHandle);
-    if (vt_nested()) return real(p, h, flags);
+    if (vt_pass()) return real(p, h, flags);
+    VT_ENTER;
     cudaError_t r;
     CALL(p, h, flags);
     uint64_t bytes = 0;
@@ -174,6 +186,7 @@ VT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsig
     }
     vt_hook_alloc("cudaIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r),
                   ptr_of(r, p), bytes);
+    VT_LEAVE;
     return r;
 }
 

@@ -45,10 +45,10 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
     fprintf(f, "\"totals\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
                ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64
-               ",\"unknown_frees\":" U64 "},\n",
+               ",\"unknown_frees\":" U64 ",\"missed\":" U64 "},\n",
             t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
             t->alloc_count, t->free_count, t->failed_count, t->oom_count,
-            t->unknown_frees);
+            t->unknown_frees, t->missed);
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
@@ -133,8 +133,9 @@ static void write_live(FILE *f, const struct vt_snapshot *s) {
     for (size_t i = 0; i < s->nlive; i++) {
         const struct vt_alloc *a = &s->live[i];
         fprintf(f, "%s\n {\"address\":", i ? "," : "");
-        hex(f, a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address);
-        if (a->kind == VT_KIND_VMM) {
+        int by_handle = vt_kind_space(a->kind) == VT_SPACE_HANDLE;
+        hex(f, by_handle && a->mapped ? a->mapped : a->address);
+        if (by_handle) {
             fputs(",\"handle\":", f);
             hex(f, a->address);
         }

@@ -21,6 +21,9 @@
 #include "symbolize.h"
 
 #define VT_OOM_INTERVAL_NS 1000000000ull
+/* How long the exit path waits for each lock it needs before it gives up
+ * (see exit_skipped). */
+#define VT_EXIT_WAIT_NS 1000000000ull
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int oom_written;
@@ -175,12 +178,25 @@ static void dump_pattern(const char *reason, char *out, size_t size) {
     else snprintf(out + len, size - len, ".%%n");
 }
 
+/* The exit path found a lock held that is not let go (the process exits
+ * from a signal handler that interrupted a hooked call, or another thread
+ * is stuck inside one): one line instead of the dump and the report. */
+static void exit_skipped(void) {
+    fputs("vramtrace: no exit dump or report: a CUDA call vramtrace was recording did not finish "
+          "(exit from a signal handler?)\n", stderr);
+}
+
 /* Write the dump and the human report for `reason` ("oom", "exit",
- * "signal"). Returns 1 when the exit leak check found leaks. */
+ * "signal"). Returns 1 when the exit leak check found leaks. At exit it
+ * waits for the tracker's locks VT_EXIT_WAIT_NS at most. */
 static int write_outputs(const char *reason, unsigned seq) {
     int leaked = 0;
-    struct vt_snapshot *s = vt_tracker_snapshot();
-    if (!s) return 0;
+    int at_exit = strcmp(reason, "exit") == 0;
+    struct vt_snapshot *s = at_exit ? vt_tracker_snapshot_within(VT_EXIT_WAIT_NS) : vt_tracker_snapshot();
+    if (!s) {
+        if (at_exit) exit_skipped();
+        return 0;
+    }
     vt_sort_live(s);
     struct vt_symbols *sym = vt_symbolize(s);
 
@@ -265,11 +281,22 @@ void vt_output_oom(void) {
     pthread_mutex_unlock(&out_lock);
 }
 
+void vt_output_exit_skipped(void) {
+    if (!vt_tracker_touched()) return;
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return;
+    exit_skipped();
+}
+
 int vt_output_exit(void) {
     if (!vt_tracker_touched()) return 0;
     /* Nothing to write: skip the snapshot and the symbols. */
     if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return 0;
-    pthread_mutex_lock(&out_lock);
+    struct timespec until;
+    vt_deadline(&until, VT_EXIT_WAIT_NS);
+    if (pthread_mutex_timedlock(&out_lock, &until) != 0) {
+        exit_skipped();
+        return 0;
+    }
     int leaked = write_outputs("exit", 0);
     pthread_mutex_unlock(&out_lock);
     return leaked;

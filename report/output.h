@@ -15,6 +15,11 @@ void vt_output_oom(void);
  * unsuppressed leaks, so the caller can set the exit status. */
 int vt_output_exit(void);
 
+/* At exit, instead of vt_output_exit, where writing could wait forever:
+ * one line on stderr saying the exit dump was skipped (nothing when there
+ * would have been nothing to write). */
+void vt_output_exit_skipped(void);
+
 /* An on-demand dump (the dump signal): written with the next sequence
  * number (%n; ".N" before ".json" when the pattern has no %n). */
 void vt_output_signal(void);

@@ -471,8 +471,14 @@ void vt_stack_forget(void) {
 void vt_stack_fork_prepare(void) { pthread_mutex_lock(&rule_lock); }
 void vt_stack_fork_done(void) { pthread_mutex_unlock(&rule_lock); }
 
+/* libunwind is set up at its first use, not at start: its set-up opens a
+ * pipe (to validate the addresses it reads), two descriptors a process
+ * that never allocates GPU memory must not have. */
+static pthread_once_t unw_once = PTHREAD_ONCE_INIT;
+
+static void unw_setup(void) { unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD); }
+
 void vt_stack_init(int mode) {
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&vt_stack_init);
     walker_off = mode == VT_STACK_LIBUNWIND;
     walker_check = mode == VT_STACK_CHECK;
@@ -565,6 +571,7 @@ static int keep(uintptr_t *out, int max, const uintptr_t *ips, int n) {
 }
 
 static int capture_libunwind(uintptr_t *out, int max) {
+    pthread_once(&unw_once, unw_setup);
     void *buf[VT_STACK_MAX + 16];
     int want = max + 16;
     if (want > (int)(sizeof buf / sizeof buf[0])) want = (int)(sizeof buf / sizeof buf[0]);

@@ -211,6 +211,7 @@ static size_t ring_next;      /* ring_written % ring_cap, kept without a divisio
 static int ring_failed;
 static uint64_t start_mono_ns, start_unix_ns;
 static uint64_t peak_gen;
+static uint64_t missed;       /* atomic: vt_tracker_missed */
 
 static __thread int32_t my_tid __attribute__((tls_model("initial-exec")));
 /* Records of freed allocations, kept by the thread that freed them for its
@@ -307,7 +308,7 @@ static void last_stack_free(void *p) {
 static void last_stack_key_make(void) { pthread_key_create(&last_stack_key, last_stack_free); }
 
 static const char *kind_names[VT_KIND_COUNT] = {
-    "device", "pitched", "managed", "async", "vmm", "host", "array", "imported",
+    "device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async",
 };
 
 const char *vt_kind_name(int kind) {
@@ -317,7 +318,7 @@ const char *vt_kind_name(int kind) {
 int vt_kind_space(int kind) {
     switch (kind) {
     case VT_KIND_HOST: return VT_SPACE_HOST;
-    case VT_KIND_VMM: return VT_SPACE_HANDLE;
+    case VT_KIND_VMM: case VT_KIND_HOST_VMM: return VT_SPACE_HANDLE;
     case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
     case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;
     default: return VT_SPACE_DEVICE;
@@ -511,7 +512,7 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
         }
         return NULL;
     }
-    if (a->kind == VT_KIND_HOST) {
+    if (vt_kind_is_host(a->kind)) {
         if (sign > 0) {
             totals.host_live_bytes += a->bytes;
             totals.host_live_count++;
@@ -833,7 +834,7 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     r->key = (struct vt_key){address, (uint32_t)vt_kind_space(kind), 0};
     r->a = (struct vt_alloc){.address = address, .bytes = bytes, .time_ns = ts, .api = api,
                              .stack = id, .thread = thread_id(),
-                             .device = (int16_t)(kind == VT_KIND_HOST ? VT_HOST_DEVICE : device),
+                             .device = (int16_t)(vt_kind_is_host(kind) ? VT_HOST_DEVICE : device),
                              .kind = (uint8_t)kind};
     uint32_t khash = key_hash(&r->key);
     struct vt_rec *old;
@@ -922,6 +923,8 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     slot_give(l);
     if (now) rec_put(r);
 }
+
+void vt_tracker_missed(void) { __atomic_add_fetch(&missed, 1, __ATOMIC_RELAXED); }
 
 void vt_tracker_map(uint64_t handle, uint64_t address) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
@@ -1015,12 +1018,50 @@ static int by_time(const void *a, const void *b) {
     return x->address < y->address ? -1 : x->address > y->address;
 }
 
-struct vt_snapshot *vt_tracker_snapshot(void) {
+/* A slot's lock, taken before `until` (CLOCK_REALTIME), or not at all:
+ * 1 when taken. */
+static int slot_take_until(struct slot *l, const struct timespec *until) {
+    for (;;) {
+        if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE))
+            return 1;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec > until->tv_sec || (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec))
+            return 0;
+        sched_yield();
+    }
+}
+
+/* The snapshot; with `until`, NULL if a lock it needs is not free before
+ * then. */
+static struct vt_snapshot *snapshot(const struct timespec *until);
+
+struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL); }
+
+struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
+    struct timespec until;
+    vt_deadline(&until, ns);
+    return snapshot(&until);
+}
+
+void vt_deadline(struct timespec *until, uint64_t ns) {
+    clock_gettime(CLOCK_REALTIME, until);
+    uint64_t t = (uint64_t)until->tv_nsec + ns % 1000000000ull;
+    until->tv_sec += (time_t)(ns / 1000000000ull + t / 1000000000ull);
+    until->tv_nsec = (long)(t % 1000000000ull);
+}
+
+static struct vt_snapshot *snapshot(const struct timespec *until) {
     struct vt_snapshot *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    pthread_mutex_lock(&lock);
+    if (!until) pthread_mutex_lock(&lock);
+    else if (pthread_mutex_timedlock(&lock, until) != 0) {
+        free(s);
+        return NULL;
+    }
     drain();
     s->totals = totals;
+    s->totals.missed = __atomic_load_n(&missed, __ATOMIC_RELAXED);
     memcpy(s->devices, devices, sizeof devices);
     s->ndevices = ndevices;
     s->start_unix_ns = start_unix_ns;
@@ -1033,7 +1074,13 @@ struct vt_snapshot *vt_tracker_snapshot(void) {
      * slot only. */
     size_t cap = 0;
     for (struct slot *l = hot.slots; l; l = l->next) {
-        slot_take(l);
+        if (!until) slot_take(l);
+        else if (!slot_take_until(l, until)) {
+            pthread_mutex_unlock(&lock);
+            free(s->live);
+            free(s);
+            return NULL;
+        }
         size_t n = l->table.count;
         if (s->nlive + n > cap) {
             size_t want = cap ? cap : 64;
@@ -1135,6 +1182,7 @@ void vt_tracker_reset_child(void) {
         free((void *)ooms[i].procs);
     }
     memset(&totals, 0, sizeof totals);
+    missed = 0;
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
         struct vt_device *d = &devices[i];
         int have = d->have_facts;

@@ -28,6 +28,10 @@ enum vt_kind {
     VT_KIND_ARRAY,    /* CUDA arrays, mipmapped arrays (by handle) */
     VT_KIND_IMPORTED, /* another process's memory opened through IPC: not
                          owned, counted apart */
+    VT_KIND_HOST_VMM, /* physical host memory from cuMemCreate with a host
+                         location (by handle): host memory */
+    VT_KIND_HOST_ASYNC, /* stream-ordered, from a pool made on the host:
+                           host memory */
     VT_KIND_COUNT
 };
 
@@ -35,10 +39,15 @@ enum vt_kind {
  * across devices under unified addressing), host addresses, VMM handles. */
 enum vt_space { VT_SPACE_DEVICE, VT_SPACE_HOST, VT_SPACE_HANDLE, VT_SPACE_ARRAY, VT_SPACE_IMPORTED };
 
-/* Whether memory of this kind is this process's own device memory (what
+/* Whether memory of this kind is host memory (pinned, or from cuMemCreate
+ * or a memory pool on the host): counted in the host totals, on device -1.
+ * Whether memory of this kind is this process's own device memory (what
  * live, peak, holders and budgets count): not pinned host memory, not
  * memory imported from another process. */
-static inline int vt_kind_owned_device(int kind) { return kind != VT_KIND_HOST && kind != VT_KIND_IMPORTED; }
+static inline int vt_kind_is_host(int kind) {
+    return kind == VT_KIND_HOST || kind == VT_KIND_HOST_VMM || kind == VT_KIND_HOST_ASYNC;
+}
+static inline int vt_kind_owned_device(int kind) { return !vt_kind_is_host(kind) && kind != VT_KIND_IMPORTED; }
 
 enum vt_event_type { VT_EV_ALLOC, VT_EV_FREE, VT_EV_OOM };
 
@@ -142,6 +151,9 @@ struct vt_totals {
     uint64_t imported_live_bytes; /* opened through IPC */
     uint64_t imported_live_count;
     uint64_t unknown_frees;    /* frees of pointers never seen */
+    uint64_t missed;           /* hooked calls passed through unrecorded:
+                                  made from a signal handler that
+                                  interrupted vramtrace's own code */
 };
 
 struct vt_stack {
@@ -222,6 +234,10 @@ struct vt_free {
 struct vt_free vt_tracker_free_begin(int space, uint64_t address);
 void vt_tracker_free_end(const struct vt_free *f, int ok);
 
+/* Count a hooked call passed through unrecorded (totals.missed).
+ * Async-signal-safe: one atomic add, no lock. */
+void vt_tracker_missed(void);
+
 /* A VMM handle was mapped at an address: remember it for the report. */
 void vt_tracker_map(uint64_t handle, uint64_t address);
 
@@ -250,6 +266,16 @@ static inline int vt_tracker_touched(void) {
 }
 
 struct vt_snapshot *vt_tracker_snapshot(void);
+
+/* The same, for the exit path, which must not wait forever: NULL when the
+ * locks it needs are not all free within `ns` nanoseconds (a thread holds
+ * one and does not let go: the exit came from a signal handler that
+ * interrupted a hooked call on this very thread). */
+struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns);
+
+/* `until` = now + ns on CLOCK_REALTIME, for pthread_mutex_timedlock. */
+struct timespec;
+void vt_deadline(struct timespec *until, uint64_t ns);
 void vt_snapshot_free(struct vt_snapshot *s);
 
 /* Lock for fork: taken before fork, released in the parent; the child

@@ -13,6 +13,22 @@
  *   SIMGPU_CONTEXT   bytes the "context" holds on each device (default 0)
  *   SIMGPU_MAX_BLOCK largest single allocation that can succeed, as if free
  *                    memory were fragmented (default: no limit)
+ *   SIMGPU_RAISE     SIG:NAME: the first call of entry point NAME raises
+ *                    signal number SIG on the calling thread before it does
+ *                    anything else (a signal that arrives while the program
+ *                    is inside that call, at a known point)
+ *   SIMGPU_BLOCK     NAME: the first call of entry point NAME writes
+ *                    "simgpu: NAME waits for a signal" to stderr and waits
+ *                    until a signal handler has run, then goes on
+ *
+ * Host memory: pinned host allocations, cuMemCreate with a host location
+ * (HOST, HOST_NUMA, HOST_NUMA_CURRENT) and allocations from a pool on the
+ * host (from cuMemPoolCreate, or the host's default pool from
+ * cuMemGetDefaultMemPool / cuMemGetMemPool) do not count against a device.
+ * cuArrayGetMemoryRequirements and cuMipmappedArrayGetMemoryRequirements
+ * answer the size the array was made with; asked about a NULL handle, they
+ * fail with CUDA_ERROR_INVALID_HANDLE and count the call under
+ * "cuArrayGetMemoryRequirements(NULL)" (or the mipmapped name).
  *
  * It is never installed: tests and the demo put its folder on
  * LD_LIBRARY_PATH. simgpu_calls(name) tells a test how often an exported
@@ -21,6 +37,7 @@
 #include <cuda.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +55,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                       CUmemoryPool pool, CUstream s);
 
-enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED };
+enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED, SIM_HOST_HANDLE, SIM_HOST_POOL };
 
 struct sim_alloc {
     uint64_t addr;   /* device address, host address or handle */
@@ -67,10 +84,23 @@ static uint64_t sim_next_low = 0x10000000; /* v1 API: 32-bit addresses */
 static __thread int sim_current = -1;
 
 /* Call counters, by exported name. */
-#define SIM_MAX_COUNTERS 64
+#define SIM_MAX_COUNTERS 128
 static struct { const char *name; int count; } sim_counters[SIM_MAX_COUNTERS];
 
 static void sim_count(const char *name) {
+    static int raised;
+    const char *r = getenv("SIMGPU_RAISE");
+    const char *colon = r ? strchr(r, ':') : NULL;
+    if (colon && strcmp(colon + 1, name) == 0 && !__atomic_exchange_n(&raised, 1, __ATOMIC_ACQ_REL))
+        raise(atoi(r));
+    static int blocked;
+    const char *b = getenv("SIMGPU_BLOCK");
+    if (b && strcmp(b, name) == 0 && !__atomic_exchange_n(&blocked, 1, __ATOMIC_ACQ_REL)) {
+        fprintf(stderr, "simgpu: %s waits for a signal\n", name);
+        sigset_t none;
+        sigemptyset(&none);
+        sigsuspend(&none);
+    }
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < SIM_MAX_COUNTERS; i++) {
         if (sim_counters[i].name == NULL) sim_counters[i].name = name;
@@ -127,7 +157,8 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    size_t counted = kind == SIM_HOST || kind == SIM_IMPORTED ? 0 : bytes;
+    int on_host = kind == SIM_HOST || kind == SIM_HOST_HANDLE || kind == SIM_HOST_POOL;
+    size_t counted = on_host || kind == SIM_IMPORTED ? 0 : bytes;
     if (counted > sim_capacity - sim_dev[device].used || (sim_max_block && counted > sim_max_block)) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
@@ -137,7 +168,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         if (!sim_allocs[i].used) { slot = i; break; }
     if (slot < 0) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     uint64_t addr;
-    if (kind == SIM_HANDLE || kind == SIM_ARRAY) {
+    if (kind == SIM_HANDLE || kind == SIM_ARRAY || kind == SIM_HOST_HANDLE) {
         addr = sim_next_handle++;
     } else if (kind == SIM_IMPORTED) {
         addr = 0x7f0000000000ull + (sim_next_handle++ << 24);
@@ -151,7 +182,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         sim_dev[device].next += (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN
                                 + SIM_ALIGN;
     }
-    sim_allocs[slot] = (struct sim_alloc){addr, kind == SIM_IMPORTED ? bytes : counted, device, kind, 1};
+    sim_allocs[slot] = (struct sim_alloc){addr, kind == SIM_IMPORTED || on_host ? bytes : counted, device, kind, 1};
     sim_dev[device].used += counted;
     *out = addr;
 out:
@@ -166,7 +197,7 @@ static CUresult sim_give(uint64_t addr, int kind) {
     for (int i = 0; i < SIM_MAX_ALLOCS; i++) {
         struct sim_alloc *a = &sim_allocs[i];
         if (a->used && a->addr == addr && a->kind == kind) {
-            if (kind != SIM_IMPORTED) sim_dev[a->device].used -= a->bytes;
+            if (kind == SIM_DEVICE || kind == SIM_HANDLE || kind == SIM_ARRAY) sim_dev[a->device].used -= a->bytes;
             a->used = 0;
             r = CUDA_SUCCESS;
             break;
@@ -291,7 +322,81 @@ static CUresult sim_alloc_device(const char *api, CUdeviceptr *dptr, size_t byte
 static CUresult sim_free_device(const char *api, CUdeviceptr p) {
     sim_count(api);
     if (p == 0) return CUDA_SUCCESS;
-    return sim_give(p, SIM_DEVICE);
+    CUresult r = sim_give(p, SIM_DEVICE);
+    return r == CUDA_SUCCESS ? r : sim_give(p, SIM_HOST_POOL);
+}
+
+/* Memory pools: the location each was made for. */
+#define SIM_MAX_POOLS 16
+static struct sim_pool { CUmemLocation location; int used; } sim_pools[SIM_MAX_POOLS];
+/* A location's default pool: one per device, one for the host; it is also
+ * the location's current pool. */
+static struct sim_pool sim_default_pools[SIM_MAX_DEVICES + 1];
+
+static int sim_location_is_host(const CUmemLocation *l) {
+    return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+    sim_count("cuMemPoolCreate");
+    if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim_location_is_host(&props->location) &&
+        (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
+         props->location.id >= sim_ndev))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < SIM_MAX_POOLS; i++)
+        if (!sim_pools[i].used) {
+            sim_pools[i] = (struct sim_pool){props->location, 1};
+            *pool = (CUmemoryPool)&sim_pools[i];
+            r = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    sim_count("cuMemGetDefaultMemPool");
+    if (!pool || !location || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    int k;
+    if (sim_location_is_host(location)) k = SIM_MAX_DEVICES;
+    else if (location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id >= 0 && location->id < sim_ndev)
+        k = location->id;
+    else return CUDA_ERROR_INVALID_VALUE;
+    sim_default_pools[k] = (struct sim_pool){*location, 1};
+    *pool = (CUmemoryPool)&sim_default_pools[k];
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    return cuMemGetDefaultMemPool(pool, location, type);
+}
+
+SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+    sim_count("cuMemPoolDestroy");
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (p < sim_pools || p >= sim_pools + SIM_MAX_POOLS || !p->used) return CUDA_ERROR_INVALID_VALUE;
+    p->used = 0;
+    return CUDA_SUCCESS;
+}
+
+/* An allocation from a pool: host memory for a pool on the host, else the
+ * pool's device's. */
+static CUresult sim_alloc_pool(const char *api, CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool) {
+    struct sim_pool *p = (struct sim_pool *)pool;
+    int known = (p >= sim_pools && p < sim_pools + SIM_MAX_POOLS) ||
+                (p >= sim_default_pools && p < sim_default_pools + SIM_MAX_DEVICES + 1);
+    if (!known || !p->used) return sim_alloc_device(api, dptr, bytes);
+    sim_count(api);
+    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    int host = sim_location_is_host(&p->location);
+    uint64_t a;
+    CUresult r = sim_take(host ? 0 : p->location.id, bytes, host ? SIM_HOST_POOL : SIM_DEVICE, 0, &a);
+    if (r == CUDA_SUCCESS) *dptr = a;
+    return r;
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
@@ -351,14 +456,14 @@ SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstre
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
                                             CUmemoryPool pool, CUstream s) {
-    (void)pool; (void)s;
-    return sim_alloc_device("cuMemAllocFromPoolAsync", dptr, bytes);
+    (void)s;
+    return sim_alloc_pool("cuMemAllocFromPoolAsync", dptr, bytes, pool);
 }
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                                  CUmemoryPool pool, CUstream s) {
-    (void)pool; (void)s;
-    return sim_alloc_device("cuMemAllocFromPoolAsync_ptsz", dptr, bytes);
+    (void)s;
+    return sim_alloc_pool("cuMemAllocFromPoolAsync_ptsz", dptr, bytes, pool);
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
@@ -450,6 +555,38 @@ SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY
     return r;
 }
 
+/* The size an array was made with; a NULL handle is refused and counted. */
+static CUresult sim_requirements(const char *null_name, CUDA_ARRAY_MEMORY_REQUIREMENTS *req, uint64_t h) {
+    if (h == 0) {
+        sim_count(null_name);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (!req) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < SIM_MAX_ALLOCS; i++)
+        if (sim_allocs[i].used && sim_allocs[i].kind == SIM_ARRAY && sim_allocs[i].addr == h) {
+            memset(req, 0, sizeof *req);
+            req->size = sim_allocs[i].bytes;
+            req->alignment = SIM_ALIGN;
+            r = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray a, CUdevice d) {
+    (void)d;
+    return sim_requirements("cuArrayGetMemoryRequirements(NULL)", req, (uint64_t)(uintptr_t)a);
+}
+
+SIM_EXPORT CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req,
+                                                          CUmipmappedArray m, CUdevice d) {
+    (void)d;
+    return sim_requirements("cuMipmappedArrayGetMemoryRequirements(NULL)", req, (uint64_t)(uintptr_t)m);
+}
+
 SIM_EXPORT CUresult cuArrayDestroy(CUarray h) {
     sim_count("cuArrayDestroy");
     return sim_give((uint64_t)(uintptr_t)h, SIM_ARRAY);
@@ -526,17 +663,19 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
     sim_count("cuMemCreate");
     if (!h || !prop || size == 0 || size % ((size_t)2 << 20) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    int d = prop->location.id;
+    int host = sim_location_is_host(&prop->location);
+    int d = host ? 0 : prop->location.id;
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
     uint64_t a;
-    CUresult r = sim_take(d, size, SIM_HANDLE, 0, &a);
+    CUresult r = sim_take(d, size, host ? SIM_HOST_HANDLE : SIM_HANDLE, 0, &a);
     if (r == CUDA_SUCCESS) *h = a;
     return r;
 }
 
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     sim_count("cuMemRelease");
-    return sim_give(h, SIM_HANDLE);
+    CUresult r = sim_give(h, SIM_HANDLE);
+    return r == CUDA_SUCCESS ? r : sim_give(h, SIM_HOST_HANDLE);
 }
 
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
@@ -614,6 +753,10 @@ static const struct {
     P(cuMemAllocFromPoolAsync, 11020, 1, cuMemAllocFromPoolAsync_ptsz),
     P(cuMemFreeAsync, 11020, 0, cuMemFreeAsync),
     P(cuMemFreeAsync, 11020, 1, cuMemFreeAsync_ptsz),
+    P(cuMemPoolCreate, 11020, 0, cuMemPoolCreate),
+    P(cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy),
+    P(cuMemGetDefaultMemPool, 13000, 0, cuMemGetDefaultMemPool),
+    P(cuMemGetMemPool, 13000, 0, cuMemGetMemPool),
     P(cuMemAllocHost, 2000, 0, cuMemAllocHost),
     P(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2),
     P(cuMemHostAlloc, 2020, 0, cuMemHostAlloc),
@@ -631,6 +774,8 @@ static const struct {
     P(cuMipmappedArrayCreate, 5000, 0, cuMipmappedArrayCreate),
     P(cuArrayDestroy, 2000, 0, cuArrayDestroy),
     P(cuMipmappedArrayDestroy, 5000, 0, cuMipmappedArrayDestroy),
+    P(cuArrayGetMemoryRequirements, 11060, 0, cuArrayGetMemoryRequirements),
+    P(cuMipmappedArrayGetMemoryRequirements, 11060, 0, cuMipmappedArrayGetMemoryRequirements),
     P(cuIpcGetMemHandle, 4010, 0, cuIpcGetMemHandle),
     P(cuIpcOpenMemHandle, 11000, 0, cuIpcOpenMemHandle_v2),
     P(cuIpcCloseMemHandle, 4010, 0, cuIpcCloseMemHandle),

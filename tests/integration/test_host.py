@@ -1,0 +1,256 @@
+"""The traced program's own behaviour under vramtrace: signals, fork, errno,
+file descriptors, calls made from signal handlers (tests/progs/t_host.c)."""
+import signal
+import threading
+import time
+
+from run_tests import *
+
+HOST = os.path.join(T, "t_host")
+
+
+def host_env(work, extra=None):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e["LD_LIBRARY_PATH"] = SIM
+    e["LD_PRELOAD"] = LIB
+    e["VRAMTRACE_OUT"] = os.path.join(work, "dump.json")
+    e.update(extra or {})
+    return e
+
+
+def wait_for(cond, what, timeout=60):
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise Failure(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class StuckInOutput:
+    """t_host MODE with its post-mortem going to a FIFO nobody reads: the
+    out-of-memory hook stays inside vramtrace's output (its lock held)
+    until the FIFO is opened. The dump, written before the report, says
+    when the hook is there."""
+
+    def __init__(self, mode):
+        self.work = tempfile.mkdtemp(prefix="vt-host-")
+        self.fifo = os.path.join(self.work, "report.fifo")
+        os.mkfifo(self.fifo)
+        self.dump = os.path.join(self.work, "dump.json")
+        self.p = subprocess.Popen([HOST, mode], cwd=self.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=host_env(self.work, {"VRAMTRACE_REPORT": self.fifo,
+                                                           "SIMGPU_CAPACITY": "64M"}))
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        try:
+            wait_for(lambda: os.path.exists(self.dump) or self.p.poll() is not None, "the out-of-memory dump")
+            ok(self.p.poll() is None, "t_host is inside its out-of-memory hook")
+        except Failure:
+            self.p.kill()
+            self.p.wait()
+            raise
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.append(line.decode())
+
+    def open_fifo(self):
+        """Let the blocked report through: read the FIFO until the process ends."""
+        fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
+        data = b""
+        while True:
+            done = self.p.poll() is not None
+            try:
+                chunk = os.read(fd, 65536)
+                data += chunk
+                if not chunk and done:
+                    break
+            except BlockingIOError:
+                if done:
+                    break
+                time.sleep(0.02)
+        os.close(fd)
+        return data.decode()
+
+    def finish(self, timeout=60):
+        try:
+            self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise Failure(f"t_host hung (stdout so far: {self.lines})")
+        finally:
+            self.reader.join(timeout=10)
+        err = self.p.stderr.read().decode()
+        dumps = []
+        if os.path.exists(self.dump):
+            with open(self.dump) as f:
+                dumps.append(json.load(f))
+        shutil.rmtree(self.work, ignore_errors=True)
+        return self.p.returncode, "".join(self.lines), err, dumps
+
+
+@test
+def host_fork_child_keeps_programs_signal_handler():
+    r = same_as_without([HOST, "fork-usr2"])
+    eq(r.out, "alloc -> 0\nchild: handler ran 1 time(s)\nchild: exited 0\nparent: handler ran 1 time(s)\n",
+       "the child reached the program's SIGUSR2 handler")
+
+
+@test
+def host_no_cuda_process_has_no_extra_descriptors():
+    r = same_as_without([HOST, "no-cuda"])
+    ok(r.out.startswith("fds: 0 1 2"), "descriptors listed: " + r.out)
+    eq(r.dumps, [], "no dump from a process that never used CUDA")
+
+
+@test
+def host_errno_kept_by_every_hook():
+    r = same_as_without([HOST, "errno"], env={"SIMGPU_CAPACITY": "64M"})
+    lines = r.out.splitlines()
+    eq(len(lines), 38, "every call shown")
+    oom = [l for l in lines if "out of memory" in l]
+    eq(len(oom), 3, "three out-of-memory calls")
+    # Run with the post-mortem on, too: it writes files (and fails to, in a
+    # folder it cannot write) inside the failing call.
+    a = run([HOST, "errno"], preload=False, env={"SIMGPU_CAPACITY": "64M"})
+    b = run([HOST, "errno"], env={"SIMGPU_CAPACITY": "64M", "VRAMTRACE_OUT": "/proc/nonexistent/d.json"})
+    eq(b.out, a.out, "errno with the post-mortem written to stderr and a dump that cannot be written")
+    eq(b.rc, a.rc, "exit status")
+
+
+@test
+def host_exit_from_signal_handler_inside_hook():
+    s = StuckInOutput("exit-in-hook")
+    s.p.send_signal(signal.SIGTERM)
+    rc, out, err, dumps = s.finish()
+    eq(rc, 3, "exit status of exit(3) in the SIGTERM handler")
+    eq(out, "main: cuMemAlloc_v2 -> 0\n", "stdout")
+    eq(err.splitlines()[-1], "vramtrace: no exit dump or report: a CUDA call vramtrace was recording did not "
+       "finish (exit from a signal handler?)", "the exit path says in one line that it skipped the dump")
+    eq([d["reason"] for d in dumps], ["oom"], "the out-of-memory dump stays, no exit dump replaced it")
+
+
+@test
+def host_exit_from_signal_handler_inside_driver_call():
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    p = subprocess.Popen([HOST, "exit-in-driver"], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=host_env(work, {"VRAMTRACE_REPORT": "off", "SIMGPU_BLOCK": "cuMemAllocAsync"}))
+    try:
+        eq(p.stderr.readline().decode(), "simgpu: cuMemAllocAsync waits for a signal\n", "the driver call waits")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq((p.returncode, out.decode(), err.decode()), (3, "main: cuMemAlloc_v2 -> 0\n", ""),
+       "exit status, stdout and stderr")
+    with open(os.path.join(work, "dump.json")) as f:
+        d = json.load(f)
+    shutil.rmtree(work, ignore_errors=True)
+    eq(d["reason"], "exit", "the exit dump was written")
+    eq([(a["api"], a["bytes"]) for a in d["live"]], [("cuMemAlloc_v2", 1 << 20)], "live allocations")
+
+
+@test
+def host_allocation_in_signal_handler_inside_hook():
+    s = StuckInOutput("alloc-in-hook")
+    s.p.send_signal(signal.SIGUSR1)
+    try:
+        wait_for(lambda: any(l.startswith("handler:") for l in s.lines) or s.p.poll() is not None,
+                 "the signal handler's allocation to return")
+    except Failure:
+        s.finish(timeout=0)
+    report = s.open_fifo()
+    rc, out, err, dumps = s.finish()
+    eq(rc, 0, "exit status")
+    eq(out, "main: cuMemAlloc_v2 -> 0\nhandler: huge cuMemAlloc_v2 -> 2\nmain: huge cuMemAlloc_v2 -> 2\n",
+       "the handler's call returned the driver's answer, then the main thread's")
+    ok("out of memory" in report, "the post-mortem went through once the FIFO was read: " + report[:300])
+    d = dumps[0]
+    eq(d["reason"], "exit", "the exit dump")
+    eq(d["totals"]["missed"], 1, "the handler's call counted as missed")
+    eq(d["totals"]["oom_count"], 1, "only the main thread's OOM recorded")
+    eq(d["totals"]["live_bytes"], 1 << 20, "live bytes")
+
+
+@test
+def host_allocations_in_signal_handlers():
+    r = run([HOST, "signal-allocs"], env={"SIMGPU_RAISE": f"{int(signal.SIGUSR1)}:cuMemAlloc_v2"})
+    eq(r.rc, 0, "exit status")
+    eq(r.out, "handler (inside a hook): cuMemAlloc_v2 -> 0\nmain: cuMemAlloc_v2 -> 0\n"
+              "handler (no hook running): cuMemAlloc_v2 -> 0\n", "stdout")
+    d = r.dump
+    eq(d["totals"]["missed"], 1, "the allocation made inside the hook passed through, counted as missed")
+    got = sorted((a["bytes"], site(d, a["stack"])["function"]) for a in d["live"])
+    eq(got, [(8192, "on_usr1_small"), (1 << 20, "signal_allocs")],
+       "the main thread's allocation and the handler's made outside any hook are recorded")
+    eq((d["totals"]["alloc_count"], d["totals"]["live_bytes"]), (2, (1 << 20) + 8192), "totals")
+
+
+@test
+def host_mipmapped_array_budget_asks_driver_nothing():
+    r = same_as_without([HOST, "arrays-null"], env={"VRAMTRACE_LIMIT": "1G"})
+    eq(r.out.splitlines()[-1], "asked about a NULL array: 0, a NULL mipmapped array: 0",
+       "the driver was never asked about a NULL handle")
+    got = sorted((a["api"], a["bytes"]) for a in r.dump["live"])
+    eq(got, [("cuArray3DCreate_v2", 16 * 16 * 4 * 4), ("cuArrayCreate_v2", 64 * 64 * 4),
+             ("cuMipmappedArrayCreate", (64 * 64 + 32 * 32 + 16 * 16) * 4)],
+       "sizes from the driver's memory requirements")
+
+
+@test
+def host_located_vmm_and_pools_are_host_memory():
+    env = {"SIMGPU_CAPACITY": "4M", "VRAMTRACE_LIMIT": "3M"}
+    a = run([HOST, "host-vmm"], preload=False, env=env)
+    b = run([HOST, "host-vmm"], env=env, report="off")
+    eq(b.out, a.out, "every call's result as without vramtrace")
+    ok("cuMemAllocFromPoolAsync device pool 4M -> 2" in a.out, "the device pool's 4M does not fit: " + a.out)
+    d = b.dump
+    MiB = 1 << 20
+    got = sorted((x["api"], x["kind"], x["bytes"], x["device"]) for x in d["live"])
+    eq(got, [("cuMemAllocFromPoolAsync", "async", 512 << 10, 0),
+             ("cuMemAllocFromPoolAsync", "host_async", 1 * MiB, -1),
+             ("cuMemAllocFromPoolAsync", "host_async", 16 * MiB, -1),
+             ("cuMemCreate", "host_vmm", 2 * MiB, -1), ("cuMemCreate", "host_vmm", 8 * MiB, -1),
+             ("cuMemCreate", "vmm", 2 * MiB, 0)], "live allocations: kind and device")
+    eq(d["host_memory"], {"live_bytes": 27 * MiB, "live_count": 4, "peak_bytes": 27 * MiB}, "host memory")
+    eq((d["totals"]["live_bytes"], d["totals"]["live_count"]), (2 * MiB + (512 << 10), 2), "device memory")
+    mapped = [x for x in d["live"] if x["kind"] == "host_vmm" and x["bytes"] == 8 * MiB][0]
+    eq(mapped["address"], "0x7e0000000000", "the host handle's mapped address")
+    eq(len(d["ooms"]), 1, "one OOM: the device pool's 4M")
+    eq((d["ooms"][0]["budget"], d["ooms"][0]["kind"], d["ooms"][0]["requested_bytes"]), (True, "async", 4 * MiB),
+       "the budget refused the device pool's 4M (and none of the host memory)")
+
+
+def run_with_closed_stderr(argv, preload, env=None):
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    r, w = os.pipe()
+    os.close(r)
+    e = host_env(work, dict({"VRAMTRACE_REPORT": "stderr", "SIMGPU_CAPACITY": "64M"}, **(env or {})))
+    if not preload:
+        del e["LD_PRELOAD"]
+    try:
+        p = subprocess.run(argv, cwd=work, stdout=subprocess.PIPE, stderr=w, env=e, timeout=120)
+    finally:
+        os.close(w)
+    reasons = []
+    if os.path.exists(os.path.join(work, "dump.json")):
+        with open(os.path.join(work, "dump.json")) as f:
+            reasons.append(json.load(f)["reason"])
+    shutil.rmtree(work, ignore_errors=True)
+    return p.returncode, p.stdout.decode(), reasons
+
+
+@test
+def host_report_to_closed_pipe_raises_no_sigpipe():
+    want = run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=False)
+    eq(want, (0, "cuMemAlloc_v2 -> 0\nhuge cuMemAlloc_v2 -> 2\n", []), "without vramtrace")
+    eq(run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=True), (0, want[1], ["exit"]),
+       "status and output when the post-mortem and the exit report meet a pipe nobody reads")
+    eq(run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=True,
+                              env={"VRAMTRACE_DEPTH": "bogus", "VRAMTRACE_REPORT": "off"}), (0, want[1], ["exit"]),
+       "status and output when a bad option's warning meets a pipe nobody reads")

@@ -1,0 +1,318 @@
+/* t_host.c -- the traced program's own behaviour under vramtrace: signals,
+ * fork, errno, file descriptors, re-entry from signal handlers. One mode per
+ * run (argv[1]); tests/integration/test_host.py knows the answers. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The simulated driver's call counter (tests/simgpu/simcuda.c). */
+int simgpu_calls(const char *name);
+
+#define HUGE_REQUEST ((size_t)1 << 40)
+
+/* ------------------------------------------------------- fork-usr2 */
+
+static volatile sig_atomic_t usr2_seen;
+
+static void on_usr2(int sig) {
+    (void)sig;
+    usr2_seen++;
+}
+
+/* The program installs its own SIGUSR2 handler after its first GPU
+ * allocation (vramtrace's on-demand handler is in place by then); a forked
+ * child raises SIGUSR2 and must reach the program's handler. */
+static int fork_usr2(void) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 4096));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr2;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        raise(SIGUSR2);
+        printf("child: handler ran %d time(s)\n", (int)usr2_seen);
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(child, &st, 0);
+    if (WIFSIGNALED(st)) printf("child: killed by signal %d\n", WTERMSIG(st));
+    else printf("child: exited %d\n", WEXITSTATUS(st));
+    raise(SIGUSR2);
+    printf("parent: handler ran %d time(s)\n", (int)usr2_seen);
+    return 0;
+}
+
+/* ----------------------------------------------------------- no-cuda */
+
+/* Never touches CUDA: prints its open file descriptors. */
+static int no_cuda(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return 1;
+    int self = dirfd(d);
+    int fds[256], n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        if (e->d_name[0] == '.') continue;
+        int fd = atoi(e->d_name);
+        if (fd != self) fds[n++] = fd;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (fds[j] < fds[i]) { int t = fds[i]; fds[i] = fds[j]; fds[j] = t; }
+    printf("fds:");
+    for (int i = 0; i < n; i++) printf(" %d", fds[i]);
+    printf("\n");
+    return 0;
+}
+
+/* ------------------------------------------------------------- errno */
+
+#define KNOWN_ERRNO 4242
+#define SHOW(name, call) do { errno = KNOWN_ERRNO; int r_ = (int)(call); int e_ = errno; \
+    printf("%-34s -> %3d errno %d\n", name, r_, e_); } while (0)
+
+/* Every hooked call with errno set to a known value before it: what errno
+ * is after it must not depend on vramtrace. */
+static int errno_kept(void) {
+    CUdeviceptr a, b, pitched;
+    size_t pitch;
+    void *host, *rt;
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUDA_ARRAY_DESCRIPTOR ad = {64, 64, CU_AD_FORMAT_FLOAT, 1};
+    CUDA_ARRAY3D_DESCRIPTOR md = {64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+    CUarray arr;
+    CUmipmappedArray mip;
+    SHOW("cuMemAlloc_v2 (first)", cuMemAlloc_v2(&a, 1 << 20));
+    SHOW("cuMemAlloc_v2 (out of memory)", cuMemAlloc_v2(&b, HUGE_REQUEST));
+    SHOW("cuMemAlloc_v2 (zero bytes)", cuMemAlloc_v2(&b, 0));
+    SHOW("cuMemAllocPitch_v2", cuMemAllocPitch_v2(&pitched, &pitch, 1000, 10, 4));
+    SHOW("cuMemFree_v2", cuMemFree_v2(pitched));
+    SHOW("cuMemFree_v2 (unknown)", cuMemFree_v2(0x1234));
+    SHOW("cuMemAllocManaged", cuMemAllocManaged(&b, 4096, CU_MEM_ATTACH_GLOBAL));
+    SHOW("cuMemAllocAsync", cuMemAllocAsync(&b, 4096, 0));
+    SHOW("cuMemFreeAsync", cuMemFreeAsync(b, 0));
+    SHOW("cuMemAllocHost_v2", cuMemAllocHost_v2(&host, 4096));
+    SHOW("cuMemFreeHost", cuMemFreeHost(host));
+    SHOW("cuMemHostAlloc (out of memory)", cuMemHostAlloc(&host, HUGE_REQUEST << 10, 0));
+    SHOW("cuMemCreate", cuMemCreate(&h, 2 << 20, &prop, 0));
+    SHOW("cuMemMap", cuMemMap(0x7e0000000000ull, 2 << 20, 0, h, 0));
+    SHOW("cuMemRelease", cuMemRelease(h));
+    SHOW("cuMemRelease (unknown)", cuMemRelease(0x99999));
+    SHOW("cuArrayCreate_v2", cuArrayCreate_v2(&arr, &ad));
+    SHOW("cuArrayDestroy", cuArrayDestroy(arr));
+    SHOW("cuMipmappedArrayCreate", cuMipmappedArrayCreate(&mip, &md, 3));
+    SHOW("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy(mip));
+    SHOW("cudaMalloc", cudaMalloc(&rt, 4096));
+    SHOW("cudaMalloc (out of memory)", cudaMalloc(&rt, HUGE_REQUEST));
+    SHOW("cudaFree (unknown)", cudaFree((void *)0x4321));
+    SHOW("cudaMallocHost", cudaMallocHost(&rt, 4096));
+    SHOW("cudaFreeHost", cudaFreeHost(rt));
+    SHOW("cudaHostAlloc", cudaHostAlloc(&rt, 4096, 0));
+    SHOW("cudaMallocManaged", cudaMallocManaged(&rt, 4096, cudaMemAttachGlobal));
+    SHOW("cudaMallocPitch", cudaMallocPitch(&rt, &pitch, 1000, 10));
+    SHOW("cudaMallocAsync", cudaMallocAsync(&rt, 4096, 0));
+    SHOW("cudaFreeAsync", cudaFreeAsync(rt, 0));
+    struct cudaChannelFormatDesc f = {32, 0, 0, 0, cudaChannelFormatKindFloat};
+    cudaArray_t ra;
+    SHOW("cudaMallocArray", cudaMallocArray(&ra, &f, 64, 64, 0));
+    SHOW("cudaFreeArray", cudaFreeArray(ra));
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    CUmemoryPool pool;
+    SHOW("cuMemPoolCreate", cuMemPoolCreate(&pool, &pp));
+    SHOW("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync(&b, 4096, pool, 0));
+    SHOW("cuMemFreeAsync (pool)", cuMemFreeAsync(b, 0));
+    SHOW("cuMemPoolDestroy", cuMemPoolDestroy(pool));
+    CUipcMemHandle ih;
+    cuIpcGetMemHandle(&ih, a);
+    SHOW("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle(&b, ih, 0));
+    SHOW("cuIpcCloseMemHandle", cuIpcCloseMemHandle(b));
+    return 0;
+}
+
+/* ---------------------------------------------- signals inside hooks */
+
+static void say(const char *what, int rc) {
+    char buf[96];
+    int n = snprintf(buf, sizeof buf, "%s -> %d\n", what, rc);
+    ssize_t w = write(1, buf, (size_t)n);
+    (void)w;
+}
+
+static void on_term_exit(int sig) {
+    (void)sig;
+    exit(3);
+}
+
+static void on_usr1_huge(int sig) {
+    (void)sig;
+    CUdeviceptr p;
+    say("handler: huge cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, HUGE_REQUEST));
+}
+
+static CUdeviceptr handler_ptr[2];
+static int handler_calls;
+
+static void on_usr1_small(int sig) {
+    (void)sig;
+    int k = handler_calls++;
+    say(k ? "handler (no hook running): cuMemAlloc_v2" : "handler (inside a hook): cuMemAlloc_v2",
+        (int)cuMemAlloc_v2(&handler_ptr[k], 8192));
+}
+
+static void handle(int sig, void (*fn)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
+/* An allocation that fails for lack of memory: the post-mortem is written
+ * to VRAMTRACE_REPORT, which the test makes a FIFO nobody reads yet, so the
+ * hook stays inside its output (holding vramtrace's output lock) until the
+ * test sends its signal and then opens the FIFO. */
+static int oom_then(const char *mode) {
+    CUdeviceptr p, q;
+    if (strcmp(mode, "exit-in-hook") == 0) handle(SIGTERM, on_term_exit);
+    else handle(SIGUSR1, on_usr1_huge);
+    say("main: cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, 1 << 20));
+    say("main: huge cuMemAlloc_v2", (int)cuMemAlloc_v2(&q, HUGE_REQUEST));
+    return 0;
+}
+
+/* SIMGPU_BLOCK=cuMemAllocAsync: the SIGTERM handler's exit() comes while
+ * the hook is inside the real driver call, where vramtrace holds nothing:
+ * the exit dump is written. */
+static int exit_in_driver(void) {
+    CUdeviceptr p, q;
+    handle(SIGTERM, on_term_exit);
+    say("main: cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, 1 << 20));
+    say("main: cuMemAllocAsync", (int)cuMemAllocAsync(&q, 4096, 0));
+    return 0;
+}
+
+/* Run with stderr a pipe nobody reads: an out-of-memory failure, then the
+ * exit. The program itself never writes to stderr. */
+static int oom_closed_stderr(void) {
+    CUdeviceptr p, q;
+    printf("cuMemAlloc_v2 -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    printf("huge cuMemAlloc_v2 -> %d\n", (int)cuMemAlloc_v2(&q, HUGE_REQUEST));
+    return 0;
+}
+
+/* SIMGPU_RAISE=10:cuMemAlloc_v2 raises SIGUSR1 inside the first
+ * cuMemAlloc_v2; its handler allocates. Then the program raises SIGUSR1
+ * itself, outside any CUDA call, and the handler allocates again. */
+static int signal_allocs(void) {
+    CUdeviceptr p;
+    handle(SIGUSR1, on_usr1_small);
+    say("main: cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, 1 << 20));
+    raise(SIGUSR1);
+    return 0;
+}
+
+/* ------------------------------------------------------------ arrays */
+
+/* Arrays made through every driver entry point; then how often the driver
+ * was asked about a NULL array handle (never, with or without vramtrace). */
+static int arrays_null(void) {
+    CUDA_ARRAY_DESCRIPTOR ad = {64, 64, CU_AD_FORMAT_FLOAT, 1};
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {16, 16, 4, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0};
+    CUDA_ARRAY3D_DESCRIPTOR md = {64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+    CUarray a, b;
+    CUmipmappedArray m;
+    printf("cuArrayCreate_v2 -> %d\n", (int)cuArrayCreate_v2(&a, &ad));
+    printf("cuArray3DCreate_v2 -> %d\n", (int)cuArray3DCreate_v2(&b, &d3));
+    printf("cuMipmappedArrayCreate -> %d\n", (int)cuMipmappedArrayCreate(&m, &md, 3));
+    printf("asked about a NULL array: %d, a NULL mipmapped array: %d\n",
+           simgpu_calls("cuArrayGetMemoryRequirements(NULL)"),
+           simgpu_calls("cuMipmappedArrayGetMemoryRequirements(NULL)"));
+    return 0;
+}
+
+/* --------------------------------------------------------- host VMM */
+
+static CUresult create_at(CUmemGenericAllocationHandle *h, CUmemLocationType type, int id, size_t bytes) {
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = type;
+    prop.location.id = id;
+    return cuMemCreate(h, bytes, &prop, 0);
+}
+
+static CUresult pool_at(CUmemoryPool *pool, CUmemLocationType type, int id) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = type;
+    props.location.id = id;
+    return cuMemPoolCreate(pool, &props);
+}
+
+/* Physical memory and pools on the host, beside one of each on the device
+ * (run with a 4 MiB device and VRAMTRACE_LIMIT=3M: the host ones do not
+ * fit either, and succeed). */
+static int host_vmm(void) {
+    CUmemGenericAllocationHandle host, numa, current, dev;
+    CUmemoryPool hpool, dpool;
+    CUdeviceptr hp, dp;
+    printf("cuMemCreate HOST 8M -> %d\n", (int)create_at(&host, CU_MEM_LOCATION_TYPE_HOST, 0, 8 << 20));
+    printf("cuMemCreate HOST_NUMA 4M -> %d\n", (int)create_at(&numa, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0, 4 << 20));
+    printf("cuMemCreate HOST_NUMA_CURRENT 2M -> %d\n",
+           (int)create_at(&current, CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0, 2 << 20));
+    printf("cuMemCreate DEVICE 2M -> %d\n", (int)create_at(&dev, CU_MEM_LOCATION_TYPE_DEVICE, 0, 2 << 20));
+    printf("cuMemMap HOST -> %d\n", (int)cuMemMap(0x7e0000000000ull, 8 << 20, 0, host, 0));
+    printf("cuMemRelease HOST_NUMA -> %d\n", (int)cuMemRelease(numa));
+    printf("cuMemPoolCreate HOST -> %d\n", (int)pool_at(&hpool, CU_MEM_LOCATION_TYPE_HOST, 0));
+    printf("cuMemPoolCreate DEVICE -> %d\n", (int)pool_at(&dpool, CU_MEM_LOCATION_TYPE_DEVICE, 0));
+    printf("cuMemAllocFromPoolAsync host pool 16M -> %d\n", (int)cuMemAllocFromPoolAsync(&hp, 16 << 20, hpool, 0));
+    printf("cuMemAllocFromPoolAsync device pool 512K -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&dp, 512 << 10, dpool, 0));
+    printf("cuMemAllocFromPoolAsync device pool 4M -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&dp, 4 << 20, dpool, 0));
+    CUmemLocation at_host = {CU_MEM_LOCATION_TYPE_HOST, 0};
+    CUmemoryPool dflt;
+    printf("cuMemGetDefaultMemPool HOST -> %d\n", (int)cuMemGetDefaultMemPool(&dflt, &at_host, CU_MEM_ALLOCATION_TYPE_PINNED));
+    printf("cuMemAllocFromPoolAsync host default pool 1M -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&hp, 1 << 20, dflt, 0));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (strcmp(mode, "fork-usr2") == 0) return fork_usr2();
+    if (strcmp(mode, "no-cuda") == 0) return no_cuda();
+    if (strcmp(mode, "errno") == 0) return errno_kept();
+    if (strcmp(mode, "exit-in-hook") == 0 || strcmp(mode, "alloc-in-hook") == 0) return oom_then(mode);
+    if (strcmp(mode, "signal-allocs") == 0) return signal_allocs();
+    if (strcmp(mode, "exit-in-driver") == 0) return exit_in_driver();
+    if (strcmp(mode, "oom-closed-stderr") == 0) return oom_closed_stderr();
+    if (strcmp(mode, "arrays-null") == 0) return arrays_null();
+    if (strcmp(mode, "host-vmm") == 0) return host_vmm();
+    fprintf(stderr, "usage: t_host MODE\n");
+    return 2;
+}
