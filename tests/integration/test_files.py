@@ -391,3 +391,45 @@ def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
         ok(starts[0] != starts[1], "the second run's files replaced the first's")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------- vramtrace run, make install
+
+
+def install(prefix):
+    p = subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], capture_output=True, text=True)
+    eq(p.returncode, 0, "make install: " + p.stderr)
+
+
+def preloaded(cli, env):
+    """The libvramtrace.so mapped into a command run by `cli run`."""
+    p = subprocess.run([cli, "run", "--", "cat", "/proc/self/maps"], env=env, capture_output=True, text=True)
+    eq(p.returncode, 0, "vramtrace run cat: " + p.stderr)
+    return sorted({l.split(None, 5)[5] for l in p.stdout.splitlines() if l.endswith("/libvramtrace.so")})
+
+
+def run_env(tmpdir):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    e.update(LD_LIBRARY_PATH=SIM, TMPDIR=tmpdir)
+    return e
+
+
+@test
+def install_prefix_change_rebuilds_the_cli():
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        a, b = os.path.join(work, "a"), os.path.join(work, "b")
+        install(a)
+        install(b)
+        env = run_env(work)
+        want = [os.path.join(b, "lib", "libvramtrace.so")]
+        eq(preloaded(os.path.join(b, "bin", "vramtrace"), env), want, "the second install runs its own library")
+        # Away from its lib/ folder it goes by the prefix compiled in.
+        alone = os.path.join(work, "alone")
+        os.mkdir(alone)
+        shutil.copy(os.path.join(b, "bin", "vramtrace"), alone)
+        eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "the prefix compiled in is the second's")
+        shutil.rmtree(a)
+        eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "and it needs nothing of the first")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
