@@ -1,5 +1,6 @@
 /* options.c -- VRAMTRACE_* environment variables. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ const struct vt_option_desc vt_option_table[] = {
     {"VRAMTRACE_UNWIND", "walker",
      "how native stacks are read: 'walker' (vramtrace's, from cached CFI rules), 'libunwind', or 'check' "
      "(both at every allocation, compared; the count of differences is printed at exit)"},
+    {"VRAMTRACE_MARK", "(none)",
+     "a file the library creates when it starts in a process; vramtrace run sets it (with --leak-check "
+     "or --limit) to tell a traced command from one the preload never reached"},
     {NULL, NULL, NULL},
 };
 
@@ -135,7 +139,20 @@ static int parse_signal(const char *v) {
     return -1;
 }
 
+/* VRAMTRACE_MARK: created empty at start in every process the library
+ * reaches, so that `vramtrace run` can tell afterwards that the preload took
+ * (it points the variable into a private directory of its own). Never
+ * through a link, never blocking on a FIFO, never a controlling terminal;
+ * an existing file is left as it is. */
+static void mark_loaded(void) {
+    const char *path = getenv("VRAMTRACE_MARK");
+    if (!path || !*path) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+}
+
 void vt_options_load(void) {
+    mark_loaded();
     long depth, events, top, python, leak, code;
     load_string("VRAMTRACE_OUT", "vramtrace.%p.json", "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
     load_string("VRAMTRACE_REPORT", "stderr", "stderr", "reporting on stderr", vt_opt.report,

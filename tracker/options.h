@@ -45,8 +45,9 @@ extern const struct vt_option_desc vt_option_table[];
  * size. */
 int vt_parse_size(const char *s, uint64_t *out);
 
-/* Parse the environment into vt_opt. Warnings are held back until
- * vt_options_flush_warnings, which prints them once on stderr. */
+/* Parse the environment into vt_opt, and create VRAMTRACE_MARK's file
+ * when it is set. Warnings are held back until vt_options_flush_warnings,
+ * which prints them once on stderr. */
 void vt_options_load(void);
 void vt_options_flush_warnings(void);
 

@@ -415,6 +415,59 @@ def run_env(tmpdir):
 
 
 @test
+def run_installed_under_a_path_with_a_space():
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        prefix = os.path.join(work, "with space")
+        install(prefix)
+        cli = os.path.join(prefix, "bin", "vramtrace")
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = run_env(tmp)
+        eq(preloaded(cli, env), [os.path.join(prefix, "lib", "libvramtrace.so")], "the installed library is loaded")
+        leaks = os.path.join(T, "t_leaks")
+        for argv in ([leaks], ["sh", "-c", leaks]):
+            p = subprocess.run([cli, "run", "--leak-check", "--"] + argv, env=env, capture_output=True,
+                               text=True, cwd=work)
+            eq((p.returncode, p.stdout), (23, "done\n"), f"{argv}: the leaks found: {p.stderr}")
+            eq(p.stderr.count("Leak of "), 3, "three leaking stacks")
+            ok(p.stderr.rstrip().endswith("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."),
+               "the leak report")
+        p = subprocess.run([cli, "run", "--leak-check", "--", leaks, "clean"], env=env, capture_output=True,
+                           text=True, cwd=work)
+        eq((p.returncode, p.stderr), (0, ""), "no leaks: 0, silent")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+
+        # A command the library never reaches fails the check, with one line.
+        static = os.path.join(T, "t_static")
+        for flags, status, what in ((["--leak-check"], "0", "no leak check was made"),
+                                    (["--limit", "1G"], "0", "no budget applied"),
+                                    (["--leak-check"], "3", "no leak check was made")):
+            p = subprocess.run([cli, "run"] + flags + ["--", static, status], env=env, capture_output=True,
+                               text=True, cwd=work)
+            eq(p.returncode, 125 if status == "0" else 3, f"{flags} {status}: status")
+            eq(p.stderr, f"vramtrace run: {static} ran untraced (libvramtrace.so never loaded into it: a static "
+                         f"or set-user-ID program?); {what}\n", "one line")
+        # The child's end is the run's end: a signal it dies of, or one sent
+        # to vramtrace.
+        p = subprocess.run([cli, "run", "--leak-check", "--", "sh", "-c", "kill -TERM $$"], env=env,
+                           capture_output=True, text=True, cwd=work)
+        eq(p.returncode, -signal.SIGTERM, "the command's signal")
+        p = subprocess.Popen([cli, "run", "--leak-check", "--", "sleep", "30"], env=env, cwd=work)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(timeout=20), -signal.SIGTERM, "a TERM sent to vramtrace ends the command")
+        ok(time.monotonic() - t0 < 10, "at once")
+        p = subprocess.run([cli, "run", "--leak-check", "--", "/nonexistent"], env=env, capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (127, "vramtrace run: cannot run /nonexistent: No such file or directory\n"),
+           "a missing command")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
 def install_prefix_change_rebuilds_the_cli():
     work = tempfile.mkdtemp(prefix="vt-files-")
     try:
