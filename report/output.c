@@ -151,10 +151,11 @@ static void read_self_id(void) {
  * process (same pid, boot and start time), read from its first bytes,
  * where the dump writer puts those fields. */
 static int written_by_this_process(const char *path, int pid) {
-    if (!self_id.boot_id[0]) return 0;
+    struct stat st;
+    /* Only a regular file is opened: opening a device may do something. */
+    if (!self_id.boot_id[0] || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return 0;
-    struct stat st;
     char head[512];
     ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head - 1) : -1;
     close(fd);
