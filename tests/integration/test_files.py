@@ -4,8 +4,8 @@ devices, FIFOs, links and other users' files at the output paths, paths up
 to PATH_MAX, dump names of pid 1, an install prefix with a space in it.
 
 Several cases need root (mknod, chown, unshare), as `make test` runs here."""
+import select
 import signal
-import threading
 import time
 
 from run_tests import *
@@ -118,7 +118,6 @@ def dump_to_a_fifo_whose_reader_leaves_does_not_kill_the_program():
                              stderr=subprocess.PIPE, text=True)
         # The dump (about 800 KiB) fills the pipe; the reader takes the
         # first bytes and goes.
-        import select
         r, _, _ = select.select([rfd], [], [], 60)
         first = os.read(rfd, 100) if r else b""
         os.close(rfd)
@@ -453,12 +452,20 @@ def run_installed_under_a_path_with_a_space():
         p = subprocess.run([cli, "run", "--leak-check", "--", "sh", "-c", "kill -TERM $$"], env=env,
                            capture_output=True, text=True, cwd=work)
         eq(p.returncode, -signal.SIGTERM, "the command's signal")
-        p = subprocess.Popen([cli, "run", "--leak-check", "--", "sleep", "30"], env=env, cwd=work)
-        time.sleep(0.5)
+        p = subprocess.Popen([cli, "run", "--leak-check", "--", "sh", "-c", "echo $$; exec sleep 30"], env=env,
+                             cwd=work, stdout=subprocess.PIPE, text=True)
+        child = int(p.stdout.readline())
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
-        eq(p.wait(timeout=20), -signal.SIGTERM, "a TERM sent to vramtrace ends the command")
+        eq(p.wait(timeout=20), -signal.SIGTERM, "a TERM sent to vramtrace ends it as the command ends")
+        p.stdout.close()
         ok(time.monotonic() - t0 < 10, "at once")
+        try:
+            os.kill(child, 0)
+            gone = False
+        except ProcessLookupError:
+            gone = True
+        ok(gone, "the TERM was passed on to the command, which vramtrace waited for")
         p = subprocess.run([cli, "run", "--leak-check", "--", "/nonexistent"], env=env, capture_output=True, text=True)
         eq((p.returncode, p.stderr), (127, "vramtrace run: cannot run /nonexistent: No such file or directory\n"),
            "a missing command")
