@@ -16,7 +16,11 @@ B := build
 WARN    := -Wall -Wextra -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
-           -DVT_VERSION='"$(VERSION)"' -DVT_LIBDIR='"$(PREFIX)/lib"'
+           -DVT_VERSION='"$(VERSION)"'
+# The CLI looks for the library in the install prefix last: the prefix is
+# compiled in, and build/prefix.stamp (rewritten only when PREFIX changes)
+# makes `make install PREFIX=...` rebuild the CLI for a new prefix.
+LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 LIBS    := -lunwind -ldw -ldl -lpthread
 
 LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
@@ -52,9 +56,16 @@ $(B)/obj/%.o: %.S
 $(B)/libvramtrace.so: $(LIB_O)
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
 
-$(B)/vramtrace: $(CLI_C) $(HEADERS)
+$(B)/vramtrace: $(CLI_C) $(HEADERS) $(B)/prefix.stamp
 	@mkdir -p $(B)
-	$(CC) $(BASE) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
+
+$(B)/prefix.stamp: FORCE
+	@mkdir -p $(B)
+	@printf '%s\n' '$(PREFIX)' | cmp -s - $@ || printf '%s\n' '$(PREFIX)' > $@
+
+.PHONY: FORCE
+FORCE:
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
@@ -239,10 +250,11 @@ integration: all progs sanitized $(B)/fuzz/fuzz_dump
 
 test: deps all progs unit fuzz-replay integration
 
+# Quoted: a prefix may hold spaces (`vramtrace run` copes, see cmd_run.c).
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(B)/libvramtrace.so $(DESTDIR)$(PREFIX)/lib/libvramtrace.so
-	install -m 0755 $(B)/vramtrace $(DESTDIR)$(PREFIX)/bin/vramtrace
+	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
+	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
 
 clean:
 	rm -rf $(B)
@@ -353,7 +365,7 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
 	@mkdir -p $(GB)/lib $(GB)/bin
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
-	$(CC) $(BASE) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS)
 	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done

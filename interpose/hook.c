@@ -183,29 +183,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     vt_tracker_failed(1, &o, frames, depth);
-    struct vt_sigpipe held;
-    vt_sigpipe_hold(&held);
     vt_output_oom();
-    vt_sigpipe_release(&held);
-}
-
-void vt_sigpipe_hold(struct vt_sigpipe *h) {
-    sigset_t pipe_only, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    h->pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
-}
-
-void vt_sigpipe_release(const struct vt_sigpipe *h) {
-    sigset_t pipe_only, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    if (!h->pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec now = {0, 0};
-        sigtimedwait(&pipe_only, NULL, &now);
-    }
-    pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
 }
 
 /* At the first GPU allocation: the options' warnings (they may go to a

@@ -100,18 +100,6 @@ void vt_hook_free(const struct vt_free *f, int ok);
  * (see cuMemPoolCreate in driver.c), else VT_KIND_ASYNC. */
 int vt_pool_kind(void *pool);
 
-/* Around writing a report: a write to a pipe nobody reads (stderr piped to
- * `head`, which has exited) must not raise a SIGPIPE the program would not
- * have had without vramtrace. Held: SIGPIPE is blocked on this thread;
- * released: one that the writing raised is taken off, unseen, and the
- * thread's mask is put back. */
-struct vt_sigpipe {
-    sigset_t mask;
-    int pending_before;
-};
-void vt_sigpipe_hold(struct vt_sigpipe *h);
-void vt_sigpipe_release(const struct vt_sigpipe *h);
-
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */
 void vt_init(void);

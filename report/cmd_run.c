@@ -1,12 +1,28 @@
 /* cmd_run.c -- `vramtrace run [--out PATH] [--report DEST] [--depth N] --
- * CMD...`: set the environment, preload the library, exec the command (its
- * exit status is the command's own). */
+ * CMD...`: set the environment, preload the library, run the command (its
+ * exit status is the command's own).
+ *
+ * Plainly, vramtrace execs the command. It stays as the command's parent,
+ * passing on the signals sent to it and ending as the command ends, in two
+ * cases. When the library's path cannot go into LD_PRELOAD as it is (the
+ * loader splits that list at spaces and colons), the command preloads a
+ * link to the library made in a private directory, removed when the
+ * command ends. When the verdict depends on tracing (the leak check, a
+ * budget), a command the library never reached (a static or set-user-ID
+ * program) would pass unchecked: the library creates a mark in that
+ * directory when it starts (VRAMTRACE_MARK), and a run without it ends with
+ * one line and a non-zero status. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../tracker/options.h"
@@ -35,6 +51,173 @@ static int find_library(char *out, size_t size) {
     }
     snprintf(out, size, "%s/libvramtrace.so", VT_LIBDIR);
     return access(out, R_OK) == 0 ? 0 : -1;
+}
+
+/* Put lib first in LD_PRELOAD, before what the caller preloads. */
+static int set_preload(const char *lib) {
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *preload = malloc(len);
+    if (!preload) return -1;
+    snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+    int rc = setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    return rc;
+}
+
+struct run_plan {
+    int needs_link; /* the library's path holds a space or a colon */
+    int needs_mark; /* the leak check or a budget: tracing must be proven */
+    int leak_check;
+    char dir[PATH_MAX], link[PATH_MAX + 32], mark[PATH_MAX + 32];
+};
+
+/* The private directory: mode 0700 (mkdtemp), in TMPDIR when its path is
+ * one LD_PRELOAD can hold, else in /tmp. */
+static int make_private_dir(struct run_plan *p) {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/' || strpbrk(tmp, " :") || strlen(tmp) > 200) tmp = "/tmp";
+    snprintf(p->dir, sizeof p->dir, "%s/vramtrace-run.XXXXXX", tmp);
+    if (mkdtemp(p->dir)) return 0;
+    if (strcmp(tmp, "/tmp") == 0) return -1;
+    snprintf(p->dir, sizeof p->dir, "/tmp/vramtrace-run.XXXXXX");
+    return mkdtemp(p->dir) ? 0 : -1;
+}
+
+static void remove_private_dir(struct run_plan *p) {
+    if (p->link[0]) unlink(p->link);
+    if (p->mark[0]) unlink(p->mark);
+    rmdir(p->dir);
+}
+
+static volatile sig_atomic_t child_pid;
+
+/* A signal sent to vramtrace itself by another process (kill, a batch
+ * system's TERM, the dump signal) goes on to the command. One the kernel
+ * sent to the whole foreground process group (Ctrl-C, a hangup) has
+ * reached the command already and is not sent twice. */
+static void pass_on(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
+    if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid) kill(child_pid, sig);
+}
+
+static const int passed_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
+                                     SIGWINCH, SIGURG, SIGPWR, SIGPROF};
+
+/* End as the child ended: its exit status, or its signal (without a core
+ * of this process). */
+static int end_like(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        return 128 + sig;
+    }
+    return 125;
+}
+
+/* Run the command as a child (see the file's opening comment). Returns
+ * the command's exit status, 125 when vramtrace could not prepare the run
+ * or the command ran untraced and exited 0, 126/127 when it could not be
+ * run. */
+static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
+    if (make_private_dir(p) != 0) {
+        fprintf(stderr, "vramtrace run: cannot make a private folder %s: %s\n", p->dir, strerror(errno));
+        return 125;
+    }
+    p->link[0] = p->mark[0] = '\0';
+    const char *preload = lib;
+    if (p->needs_link) {
+        snprintf(p->link, sizeof p->link, "%s/libvramtrace.so", p->dir);
+        if (symlink(lib, p->link) != 0) {
+            fprintf(stderr, "vramtrace run: cannot link %s from %s: %s\n", lib, p->dir, strerror(errno));
+            p->link[0] = '\0';
+            remove_private_dir(p);
+            return 125;
+        }
+        preload = p->link;
+    }
+    if (p->needs_mark) {
+        snprintf(p->mark, sizeof p->mark, "%s/loaded", p->dir);
+        setenv("VRAMTRACE_MARK", p->mark, 1);
+    }
+    int ends[2];
+    if (set_preload(preload) != 0 || pipe2(ends, O_CLOEXEC) != 0) {
+        fprintf(stderr, "vramtrace run: %s\n", strerror(errno));
+        remove_private_dir(p);
+        return 125;
+    }
+    /* The signals wait until the handlers are in place; the child gets
+     * the mask and the dispositions vramtrace was started with. */
+    sigset_t all, old;
+    sigemptyset(&all);
+    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++) sigaddset(&all, passed_signals[k]);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    /* Children are waited for even when vramtrace was started with SIGCHLD
+     * ignored; the command gets the disposition it would have had. */
+    struct sigaction dfl, chld;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &dfl, &chld);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ends[0]);
+        sigaction(SIGCHLD, &chld, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        ssize_t w = write(ends[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    int fork_errno = errno;
+    close(ends[1]);
+    if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        close(ends[0]);
+        remove_private_dir(p);
+        fprintf(stderr, "vramtrace run: cannot start %s: %s\n", cmd[0], strerror(fork_errno));
+        return 125;
+    }
+    child_pid = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = pass_on;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++)
+        sigaction(passed_signals[k], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(ends[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+    }
+    close(ends[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    struct stat st;
+    int traced = p->needs_mark && lstat(p->mark, &st) == 0;
+    remove_private_dir(p);
+    if (got == (ssize_t)sizeof exec_errno) {
+        fprintf(stderr, "vramtrace run: cannot run %s: %s\n", cmd[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    if (p->needs_mark && !traced) {
+        fprintf(stderr, "vramtrace run: %s ran untraced (libvramtrace.so never loaded into it: a static or "
+                        "set-user-ID program?); %s\n",
+                cmd[0], p->leak_check ? "no leak check was made" : "no budget applied");
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 125;
+    }
+    return end_like(status);
 }
 
 /* Each flag sets one environment variable (see the option table). */
@@ -104,15 +287,17 @@ int vt_cmd_run(int argc, char **argv) {
                 VT_LIBDIR);
         return 127;
     }
-    const char *old = getenv("LD_PRELOAD");
-    size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
-    char *preload = malloc(len);
-    if (!preload) return 127;
-    snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-    setenv("LD_PRELOAD", preload, 1);
-    free(preload);
-    execvp(argv[i], argv + i);
-    fprintf(stderr, "vramtrace run: cannot run %s: %s\n", argv[i], strerror(errno));
-    return errno == ENOENT ? 127 : 126;
+    const char *leak = getenv("VRAMTRACE_LEAK_CHECK"), *limit = getenv("VRAMTRACE_LIMIT");
+    struct run_plan plan = {
+        .needs_link = strpbrk(lib, " :") != NULL,
+        .needs_mark = (leak && strcmp(leak, "1") == 0) || (limit && *limit),
+        .leak_check = leak && strcmp(leak, "1") == 0,
+    };
+    if (!plan.needs_link && !plan.needs_mark) {
+        if (set_preload(lib) != 0) return 127;
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "vramtrace run: cannot run %s: %s\n", argv[i], strerror(errno));
+        return errno == ENOENT ? 127 : 126;
+    }
+    return run_as_parent(&plan, lib, argv + i);
 }
-

@@ -24,6 +24,11 @@ struct vt_dump_meta {
     const struct vt_growth *growth;   /* growing call sites, or NULL */
     size_t ngrowth;
     unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */
+    /* What tells this process from another of the same pid (an earlier
+     * container's pid 1): the boot and the start time in clock ticks since
+     * boot; boot_id NULL when unknown (then both are left out). */
+    const char *boot_id;
+    unsigned long long process_start;
 };
 
 /* Write the dump of snapshot `s` (live allocations sorted largest first

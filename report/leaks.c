@@ -1,8 +1,11 @@
 /* leaks.c -- leak report, suppressions. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "leaks.h"
 
@@ -48,9 +51,19 @@ struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t
     struct vt_suppressions *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     if (!path || !*path) return s;
-    FILE *f = fopen(path, "r");
+    /* Opened without blocking and read only when it is a regular file: a
+     * FIFO with no writer there would hold the process at exit forever. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    const char *why = NULL;
+    if (fd < 0) why = strerror(errno);
+    else if (fstat(fd, &st) != 0) why = strerror(errno);
+    else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+    FILE *f = why ? NULL : fdopen(fd, "r");
     if (!f) {
-        snprintf(err, errsize, "cannot read suppressions %s: %s", path, strerror(errno));
+        if (!why) why = strerror(errno);
+        if (fd >= 0) close(fd);
+        snprintf(err, errsize, "cannot read suppressions %s: %s", path, why);
         free(s);
         return NULL;
     }

@@ -2,11 +2,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../tracker/options.h"
@@ -24,6 +27,31 @@
 /* How long the exit path waits for each lock it needs before it gives up
  * (see exit_skipped). */
 #define VT_EXIT_WAIT_NS 1000000000ull
+
+/* Paths are whole or refused: a dump or report path that does not fit in
+ * PATH_MAX is one warning, never a shorter name. */
+_Static_assert(PATH_MAX == 4096, "the warning below says 4095");
+#define TOO_LONG "the path is longer than 4095 characters"
+
+void vt_sigpipe_hold(struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    h->pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
+}
+
+void vt_sigpipe_release(const struct vt_sigpipe *h) {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (!h->pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
+}
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int oom_written;
@@ -61,10 +89,15 @@ int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
     return 0;
 }
 
-static void warn_once(int *flag, const char *what, const char *path) {
+/* One warning line for an output that was not written: `why` when the path
+ * was refused on purpose, else errno's message. Paths longer than a line
+ * reads well are cut in the warning only. */
+static void warn_once(int *flag, const char *what, const char *path, const char *why) {
     if (*flag) return;
     *flag = 1;
-    fprintf(stderr, "vramtrace: warning: cannot write %s %s: %s\n", what, path, strerror(errno));
+    size_t n = strlen(path);
+    fprintf(stderr, "vramtrace: warning: cannot write %s %.*s%s: %s\n", what, n > 200 ? 200 : (int)n, path,
+            n > 200 ? "..." : "", why ? why : strerror(errno));
 }
 
 /* argv of this process, from /proc/self/cmdline. */
@@ -95,73 +128,309 @@ static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_P
 static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
                                               "MPI_LOCALRANKID", NULL};
 
-/* A dump name already taken by an earlier image of this process (the
- * program exec'd: same pid, LD_PRELOAD kept) gets ".execN" before ".json",
- * decided at this image's first dump and kept for its later ones. Only for
- * patterns with %p: a fixed name is meant to be overwritten. */
+/* ------------------------------------------------------ the process */
+
+/* What tells this process from any other that had its pid: the boot and
+ * the process's start time in clock ticks (field 22 of /proc/self/stat,
+ * the same in every image of a process across exec). Read at the first
+ * dump, again after fork; boot_id is empty when /proc cannot say. */
+static struct {
+    int read;
+    char boot_id[40];
+    unsigned long long start;
+} self_id;
+
+static void read_self_id(void) {
+    if (self_id.read) return;
+    self_id.read = 1;
+    self_id.boot_id[0] = '\0';
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: fields count from
+     * the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p) return;
+    for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
+    if (!p) return;
+    char *end;
+    unsigned long long start = strtoull(p + 1, &end, 10);
+    if (end == p + 1) return;
+    fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    n = read(fd, self_id.boot_id, sizeof self_id.boot_id - 1);
+    close(fd);
+    if (n <= 0) n = 0;
+    self_id.boot_id[n] = '\0';
+    self_id.boot_id[strcspn(self_id.boot_id, "\n\"\\")] = '\0';
+    self_id.start = start;
+}
+
+/* 1 when the file at path is a dump written by an image of this very
+ * process (same pid, boot and start time), read from its first bytes,
+ * where the dump writer puts those fields. */
+static int written_by_this_process(const char *path, int pid) {
+    struct stat st;
+    /* Only a regular file is opened: opening a device may do something. */
+    if (!self_id.boot_id[0] || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char head[512];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head - 1) : -1;
+    close(fd);
+    if (n <= 0) return 0;
+    head[n] = '\0';
+    char want[160];
+    snprintf(want, sizeof want, "\"pid\":%d,\"boot_id\":\"%s\",\"process_start\":%llu,", pid, self_id.boot_id,
+             self_id.start);
+    return strncmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0 && strstr(head, want) != NULL;
+}
+
+/* -------------------------------------------------------- the paths */
+
+/* A dump name already taken by a dump of an earlier image of this process
+ * (the program exec'd: same pid, LD_PRELOAD kept) gets ".execN" before
+ * ".json", the first N whose name is free or holds a dump of another
+ * process; decided at this image's first dump and kept for its later ones.
+ * A dump left by another process of the same pid (an earlier container
+ * whose program was pid 1 too) is overwritten, as a fixed name is. Only for
+ * patterns with %p. Returns 0, or -1 when the name does not fit in size. */
 static char image_suffix[24]; /* ".exec" and a number below 1000 */
 static int image_decided;
 
-static void image_path(const char *pattern, char *path, size_t size) {
+static int with_suffix(const char *path, const char *suffix, char *out, size_t size) {
+    size_t len = strlen(path);
+    int json = len > 5 && strcmp(path + len - 5, ".json") == 0;
+    int n = snprintf(out, size, "%.*s%s%s", (int)(json ? len - 5 : len), path, suffix, json ? ".json" : "");
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static int image_path(const char *pattern, char *path, size_t size, int pid) {
     if (!image_decided) {
         image_decided = 1;
-        struct stat st;
-        if (strstr(pattern, "%p") && lstat(path, &st) == 0) {
+        if (strstr(pattern, "%p") && written_by_this_process(path, pid)) {
             for (int n = 1; n < 1000; n++) {
-                char cand[4200];
-                size_t len = strlen(path);
-                if (len > 5 && strcmp(path + len - 5, ".json") == 0)
-                    snprintf(cand, sizeof cand, "%.*s.exec%d.json", (int)(len - 5), path, n);
-                else
-                    snprintf(cand, sizeof cand, "%s.exec%d", path, n);
-                if (lstat(cand, &st) != 0) {
-                    snprintf(image_suffix, sizeof image_suffix, ".exec%d", n);
+                char cand[PATH_MAX], suffix[24];
+                snprintf(suffix, sizeof suffix, ".exec%d", n);
+                if (with_suffix(path, suffix, cand, sizeof cand) != 0) break;
+                if (!written_by_this_process(cand, pid)) {
+                    memcpy(image_suffix, suffix, sizeof suffix);
                     break;
                 }
             }
         }
     }
-    if (!image_suffix[0]) return;
-    size_t len = strlen(path);
-    char tail[8] = "";
-    if (len > 5 && strcmp(path + len - 5, ".json") == 0) {
-        memcpy(tail, ".json", 6);
-        path[len - 5] = '\0';
-    }
-    size_t n = strlen(path);
-    snprintf(path + n, size - n, "%s%s", image_suffix, tail);
+    if (!image_suffix[0]) return 0;
+    char out[PATH_MAX];
+    if (with_suffix(path, image_suffix, out, sizeof out) != 0 || strlen(out) >= size) return -1;
+    memcpy(path, out, strlen(out) + 1);
+    return 0;
 }
 
-/* Write the dump to path through a temporary file; 0 on success. */
-static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                      const struct vt_dump_meta *meta) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    if (!f) { close(fd); unlink(tmp); return -1; }
+/* The path as the report shows it: absolute when it fits, else as given
+ * (a relative path opens from the working directory either way). */
+static void shown_path(const char *path, char *out, size_t size) {
+    char cwd[PATH_MAX];
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        int n = snprintf(out, size, "%s/%s", cwd, path);
+        if (n >= 0 && (size_t)n < size) return;
+    }
+    snprintf(out, size, "%s", path);
+}
+
+/* ------------------------------------------------ opening the files */
+
+/* Every output file is opened here by these rules: the last component of
+ * the path is never followed when it is a symbolic link; a FIFO never
+ * blocks the process (no reader: the output is skipped); a regular file or
+ * a FIFO of another user is refused (they could read it, or planted it); a
+ * character device is written into (/dev/null; only root makes one);
+ * anything else is refused. A new file is created O_EXCL, mode 0600. */
+
+/* Why the node st may not be written, or NULL. */
+static const char *refusal(const struct stat *st) {
+    if (S_ISLNK(st->st_mode)) return "it is a symbolic link (not followed)";
+    if (S_ISCHR(st->st_mode)) return NULL;
+    if (S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode))
+        return st->st_uid == geteuid() ? NULL : "it belongs to another user";
+    return "it is not a regular file, a FIFO or a character device";
+}
+
+/* Open the directory holding path (O_PATH) and point *base at the last
+ * component. Returns the descriptor, or -1 with errno. */
+static int open_dir_of(const char *path, const char **base) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        *base = path;
+        return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    *base = slash + 1;
+    if (!**base) {
+        errno = EISDIR;
+        return -1;
+    }
+    char dir[PATH_MAX];
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int close_keep_errno(int fd) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* Open the existing node base (in dirfd) to write into it in place, with
+ * `flags` (O_APPEND or 0) added. Checked before the open (opening some
+ * devices does something) and after it (the same node). O_NONBLOCK is
+ * cleared once open, so that writes are whole. Returns the descriptor, or
+ * -1 with errno or *why. */
+static int open_existing(int dirfd, const char *base, int flags, const char **why) {
+    struct stat before, st;
+    if (fstatat(dirfd, base, &before, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    if ((*why = refusal(&before))) return -1;
+    int fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+    if (fd < 0) {
+        if (errno == ELOOP) *why = "it is a symbolic link (not followed)";
+        else if (errno == ENXIO && S_ISFIFO(before.st_mode)) *why = "it is a FIFO with no reader";
+        return -1;
+    }
+    if (fstat(fd, &st) != 0) return close_keep_errno(fd);
+    if (st.st_dev != before.st_dev || st.st_ino != before.st_ino) *why = "it was replaced while opened";
+    else *why = refusal(&st);
+    int fl = *why ? -1 : fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) return close_keep_errno(fd);
+    return fd;
+}
+
+/* The report file: appended to, created when new. */
+static int open_report_fd(const char *path, const char **why) {
+    const char *base;
+    int dirfd = open_dir_of(path, &base);
+    if (dirfd < 0) return -1;
+    int fd = -1;
+    for (int tries = 0; tries < 4; tries++) {
+        fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                    0600);
+        if (fd >= 0 || errno != EEXIST) break;
+        fd = open_existing(dirfd, base, O_APPEND, why);
+        if (fd >= 0 || *why || errno != ENOENT) break; /* ENOENT: removed between the two */
+    }
+    int e = errno;
+    close(dirfd);
+    errno = e;
+    return fd;
+}
+
+/* Put the written temporary file tmp at base, both in dirfd: over a
+ * regular file of this user, or where nothing is, without replacing what
+ * appears there meanwhile. Returns 0, or -1 with errno or *why. */
+static int place_dump(int dirfd, const char *tmp, const char *base, const char **why) {
+    for (int tries = 0; tries < 4; tries++) {
+        struct stat st;
+        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if ((*why = refusal(&st))) return -1;
+            if (!S_ISREG(st.st_mode)) {
+                *why = "it stopped being a regular file while the dump was written";
+                return -1;
+            }
+            return renameat(dirfd, tmp, dirfd, base);
+        }
+        if (errno != ENOENT) return -1;
+        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
+        if (errno == EEXIST) continue;
+        if (errno != EINVAL && errno != ENOSYS) return -1;
+        /* A file system without RENAME_NOREPLACE: a hard link does not
+         * replace either. */
+        if (linkat(dirfd, tmp, dirfd, base, 0) == 0) return unlinkat(dirfd, tmp, 0);
+        if (errno == EEXIST) continue;
+        if (errno != EPERM && errno != EOPNOTSUPP) return -1;
+        return renameat(dirfd, tmp, dirfd, base);
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int dump_to(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                   const struct vt_dump_meta *meta) {
     int rc = vt_dump_write(f, s, sym, meta);
     if (fclose(f) != 0) rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+    return rc;
+}
+
+/* The dump through a temporary file beside it, renamed into place. */
+static int replace_dump(int dirfd, const char *base, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_dump_meta *meta, const char **why) {
+    /* The temporary name: the dump's, cut to fit NAME_MAX, and the pid. */
+    char tmp[NAME_MAX + 1], suffix[32];
+    snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
+    size_t keep = strlen(base);
+    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
+    snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
+    unlinkat(dirfd, tmp, 0);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    int rc = f ? dump_to(f, s, sym, meta) : close_keep_errno(fd);
+    if (rc == 0) rc = place_dump(dirfd, tmp, base, why);
     if (rc != 0) {
         int e = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         errno = e;
     }
     return rc;
 }
 
+/* Write the dump to path (shorter than PATH_MAX): into a FIFO or a
+ * character device in place, else through a temporary file and a rename,
+ * so that the dump is whole or absent. Returns 0, or -1 with errno or
+ * *why. */
+static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                      const struct vt_dump_meta *meta, const char **why) {
+    const char *base;
+    int dirfd = open_dir_of(path, &base);
+    if (dirfd < 0) return -1;
+    int rc = -1;
+    struct stat st;
+    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if ((*why = refusal(&st))) {
+            rc = -1;
+        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            int fd = open_existing(dirfd, base, 0, why);
+            FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+            if (f) rc = dump_to(f, s, sym, meta);
+            else if (fd >= 0) close_keep_errno(fd);
+        } else {
+            rc = replace_dump(dirfd, base, s, sym, meta, why);
+        }
+    } else if (errno == ENOENT) {
+        rc = replace_dump(dirfd, base, s, sym, meta, why);
+    }
+    close_keep_errno(dirfd);
+    return rc;
+}
+
+/* The human report's stream: stderr, none ("off"), or the file at path
+ * (NULL when path is, after one warning; the caller warned for a path
+ * too long). */
 static FILE *open_report(const char *path, int *close_it) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (!path) return NULL;
+    const char *why = NULL;
+    int fd = open_report_fd(path, &why);
     FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!f) {
-        if (fd >= 0) close(fd);
-        warn_once(&warned_report, "the report to", path);
+        if (fd >= 0) close_keep_errno(fd);
+        warn_once(&warned_report, "the report to", path, why);
         return NULL;
     }
     *close_it = 1;
@@ -197,6 +466,9 @@ static int write_outputs(const char *reason, unsigned seq) {
         if (at_exit) exit_skipped();
         return 0;
     }
+    struct vt_sigpipe hold;
+    vt_sigpipe_hold(&hold);
+    read_self_id();
     vt_sort_live(s);
     struct vt_symbols *sym = vt_symbolize(s);
 
@@ -213,33 +485,38 @@ static int write_outputs(const char *reason, unsigned seq) {
         .rank = env_int(rank_vars),
         .local_rank = env_int(local_rank_vars),
         .python_version = vt_pystack_version(),
+        .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
+        .process_start = self_id.start,
     };
     struct vt_growth *growth = NULL;
     if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, sym, s->now_ns, &meta.ngrowth);
     meta.growth = growth;
 
-    char path[4096];
+    char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
     if (strcmp(vt_opt.out, "off") != 0) {
-        char rel[4096], pattern[1100];
+        char pattern[sizeof vt_opt.out + 16];
+        const char *why = NULL;
         dump_pattern(reason, pattern, sizeof pattern);
-        if (vt_expand_path(pattern, rel, sizeof rel, meta.pid, host, meta.rank, seq) == 0) {
-            char cwd[2048];
-            if (rel[0] != '/' && getcwd(cwd, sizeof cwd))
-                snprintf(path, sizeof path, "%s/%.*s", cwd, (int)(sizeof path - sizeof cwd - 2), rel);
-            else
-                snprintf(path, sizeof path, "%s", rel);
-            image_path(pattern, path, sizeof path);
-            if (write_dump(path, s, sym, &meta) == 0) dump_path = path;
-            else warn_once(&warned_dump, "the dump to", path);
+        if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
+            image_path(pattern, path, sizeof path, meta.pid) != 0) {
+            warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
+        } else {
+            shown_path(path, shown, sizeof shown);
+            if (write_dump(path, s, sym, &meta, &why) == 0) dump_path = shown;
+            else warn_once(&warned_dump, "the dump to", shown, why);
         }
     }
 
-    char rpath[4096];
-    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0)
-        snprintf(rpath, sizeof rpath, "%s", vt_opt.report);
+    char rpath[PATH_MAX];
+    const char *report_path = rpath;
+    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0) {
+        report_path = NULL;
+        if (strcmp(vt_opt.report, "off") != 0 && strcmp(vt_opt.report, "stderr") != 0)
+            warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
+    }
     int close_it;
-    FILE *f = open_report(rpath, &close_it);
+    FILE *f = open_report(report_path, &close_it);
     if (strcmp(reason, "exit") == 0 && vt_opt.leak_check) {
         char err[512];
         struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
@@ -267,6 +544,7 @@ static int write_outputs(const char *reason, unsigned seq) {
     free(growth);
     vt_symbols_free(sym);
     vt_snapshot_free(s);
+    vt_sigpipe_release(&hold);
     return leaked;
 }
 
@@ -313,6 +591,7 @@ void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
     image_decided = 0;
     image_suffix[0] = '\0';
+    self_id.read = 0;
     oom_written = 0;
     last_oom_ns = 0;
     signal_seq = 0;

@@ -7,7 +7,20 @@
 #ifndef VT_OUTPUT_H
 #define VT_OUTPUT_H
 
+#include <signal.h>
 #include <stddef.h>
+
+/* Around writing a report: a write to a pipe nobody reads (stderr piped to
+ * `head`, which has exited) must not raise a SIGPIPE the program would not
+ * have had without vramtrace. Held: SIGPIPE is blocked on this thread;
+ * released: one that the writing raised is taken off, unseen, and the
+ * thread's mask is put back. */
+struct vt_sigpipe {
+    sigset_t mask;
+    int pending_before;
+};
+void vt_sigpipe_hold(struct vt_sigpipe *h);
+void vt_sigpipe_release(const struct vt_sigpipe *h);
 
 void vt_output_oom(void);
 

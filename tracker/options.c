@@ -1,5 +1,6 @@
 /* options.c -- VRAMTRACE_* environment variables. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ const struct vt_option_desc vt_option_table[] = {
     {"VRAMTRACE_UNWIND", "walker",
      "how native stacks are read: 'walker' (vramtrace's, from cached CFI rules), 'libunwind', or 'check' "
      "(both at every allocation, compared; the count of differences is printed at exit)"},
+    {"VRAMTRACE_MARK", "(none)",
+     "a file the library creates when it starts in a process; vramtrace run sets it (with --leak-check "
+     "or --limit) to tell a traced command from one the preload never reached"},
     {NULL, NULL, NULL},
 };
 
@@ -81,13 +85,20 @@ static void load_long(const char *name, long lo, long hi, long def, long *out) {
     }
 }
 
-static void load_string(const char *name, const char *def, char *out, size_t size) {
+/* An empty value keeps the default; one too long for the buffer becomes
+ * `too_long` (an output never goes to a different file than asked). */
+static void load_string(const char *name, const char *def, const char *too_long, const char *instead,
+                        char *out, size_t size) {
     const char *v = getenv(name);
     if (v == NULL) v = def;
-    if ((*v == '\0' && *def != '\0') || strlen(v) >= size) {
-        warn("vramtrace: warning: %s%s%s is empty or too long; keeping the default\n",
-             name, "", "");
+    if (*v == '\0' && *def != '\0') {
+        warn("vramtrace: warning: %s%s%s is empty; keeping the default\n", name, "", "");
         v = def;
+    } else if (strlen(v) >= size) {
+        char most[24];
+        snprintf(most, sizeof most, "%zu", size - 1);
+        warn("vramtrace: warning: %s is longer than %s characters; %s\n", name, most, instead);
+        v = too_long;
     }
     snprintf(out, size, "%s", v);
 }
@@ -128,17 +139,32 @@ static int parse_signal(const char *v) {
     return -1;
 }
 
+/* VRAMTRACE_MARK: created empty at start in every process the library
+ * reaches, so that `vramtrace run` can tell afterwards that the preload took
+ * (it points the variable into a private directory of its own). Never
+ * through a link, never blocking on a FIFO, never a controlling terminal;
+ * an existing file is left as it is. */
+static void mark_loaded(void) {
+    const char *path = getenv("VRAMTRACE_MARK");
+    if (!path || !*path) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+}
+
 void vt_options_load(void) {
+    mark_loaded();
     long depth, events, top, python, leak, code;
-    load_string("VRAMTRACE_OUT", "vramtrace.%p.json", vt_opt.out, sizeof vt_opt.out);
-    load_string("VRAMTRACE_REPORT", "stderr", vt_opt.report, sizeof vt_opt.report);
+    load_string("VRAMTRACE_OUT", "vramtrace.%p.json", "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
+    load_string("VRAMTRACE_REPORT", "stderr", "stderr", "reporting on stderr", vt_opt.report,
+                sizeof vt_opt.report);
     load_long("VRAMTRACE_DEPTH", 1, 256, 64, &depth);
     load_long("VRAMTRACE_EVENTS", 0, 100000000, 1000000, &events);
     load_long("VRAMTRACE_TOP", 1, 1000, 10, &top);
     load_long("VRAMTRACE_PYTHON", 0, 1, 1, &python);
     load_long("VRAMTRACE_LEAK_CHECK", 0, 1, 0, &leak);
     load_long("VRAMTRACE_EXITCODE", 1, 255, 23, &code);
-    load_string("VRAMTRACE_SUPPRESSIONS", "", vt_opt.suppressions, sizeof vt_opt.suppressions);
+    load_string("VRAMTRACE_SUPPRESSIONS", "", "", "checking without suppressions", vt_opt.suppressions,
+                sizeof vt_opt.suppressions);
     const char *lim = getenv("VRAMTRACE_LIMIT");
     vt_opt.limit = 0;
     if (lim && (vt_parse_size(lim, &vt_opt.limit) != 0 || vt_opt.limit == 0)) {

@@ -11,15 +11,17 @@
 #include <stdint.h>
 
 struct vt_options {
-    char out[1024];      /* dump path pattern, or "off" */
-    char report[1024];   /* "stderr", "off" or a file path */
+    /* Patterns longer than PATH_MAX fit: "%%" shortens one, and the
+     * writer says when an expanded path does not fit. */
+    char out[8192];      /* dump path pattern, or "off" */
+    char report[8192];   /* "stderr", "off" or a file path pattern */
     int depth;           /* native frames kept per stack */
     long events;         /* capacity of the event ring */
     int top;             /* rows in the human report's tables */
     int python;          /* read Python frames */
     int leak_check;      /* report leaks at exit, LSan style */
     int exitcode;        /* exit status when leaks remain */
-    char suppressions[1024]; /* leak suppressions file, or "" */
+    char suppressions[4096]; /* leak suppressions file, or "" */
     int signal;          /* on-demand dump signal, 0 = none */
     uint64_t limit;      /* per-device budget in bytes, 0 = none */
     int unwind;          /* VT_UNWIND_* */
@@ -43,8 +45,9 @@ extern const struct vt_option_desc vt_option_table[];
  * size. */
 int vt_parse_size(const char *s, uint64_t *out);
 
-/* Parse the environment into vt_opt. Warnings are held back until
- * vt_options_flush_warnings, which prints them once on stderr. */
+/* Parse the environment into vt_opt, and create VRAMTRACE_MARK's file
+ * when it is set. Warnings are held back until vt_options_flush_warnings,
+ * which prints them once on stderr. */
 void vt_options_load(void);
 void vt_options_flush_warnings(void);
 

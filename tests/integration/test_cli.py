@@ -351,7 +351,9 @@ def cli_singular_plural_and_layout():
         ok("      #6 in alloc /src/vramtrace/tests/py/frames.py:34\n" in text, "a Python frame's line")
         p = subprocess.run([CLI, "--help"], capture_output=True, text=True)
         env = p.stdout.split("environment:\n", 1)[1].splitlines()
-        eq(len(env), 12, "one line per option")
+        with open(os.path.join(ROOT, "README.md")) as f:
+            options = re.findall(r"^\| `(VRAMTRACE_[A-Z_]+)` \|", f.read(), re.M)
+        eq(sorted(l.split()[0] for l in env), sorted(options), "one line per option, as in the README's table")
         eq(len({l.index(" default ") for l in env}), 1, "the default column lines up")
         eq(len({re.match(r"  \S+ +default \S+ +", l).end() for l in env}), 1, "the meaning column lines up")
     finally:

@@ -1,5 +1,6 @@
 """The traced program's own behaviour under vramtrace: signals, fork, errno,
 file descriptors, calls made from signal handlers (tests/progs/t_host.c)."""
+import fcntl
 import signal
 import threading
 import time
@@ -28,19 +29,26 @@ def wait_for(cond, what, timeout=60):
 
 
 class StuckInOutput:
-    """t_host MODE with its post-mortem going to a FIFO nobody reads: the
-    out-of-memory hook stays inside vramtrace's output (its lock held)
-    until the FIFO is opened. The dump, written before the report, says
-    when the hook is there."""
+    """t_host MODE with its stderr a pipe that is already full (shrunk to
+    one page and filled before the start): the out-of-memory hook stays
+    inside vramtrace's output, its lock held, blocked in the post-mortem's
+    first write, until the pipe is read. The dump, written before the
+    report, says when the hook is there."""
 
     def __init__(self, mode):
         self.work = tempfile.mkdtemp(prefix="vt-host-")
-        self.fifo = os.path.join(self.work, "report.fifo")
-        os.mkfifo(self.fifo)
         self.dump = os.path.join(self.work, "dump.json")
-        self.p = subprocess.Popen([HOST, mode], cwd=self.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  env=host_env(self.work, {"VRAMTRACE_REPORT": self.fifo,
+        r, w = os.pipe()
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 4096)
+        self.stuffing = fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
+        os.write(w, b"\0" * self.stuffing)
+        self.err_fd = r
+        self.err = b""
+        self.drainer = None
+        self.p = subprocess.Popen([HOST, mode], cwd=self.work, stdout=subprocess.PIPE, stderr=w,
+                                  env=host_env(self.work, {"VRAMTRACE_REPORT": "stderr",
                                                            "SIMGPU_CAPACITY": "64M"}))
+        os.close(w)
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -56,25 +64,27 @@ class StuckInOutput:
         for line in self.p.stdout:
             self.lines.append(line.decode())
 
-    def open_fifo(self):
-        """Let the blocked report through: read the FIFO until the process ends."""
-        fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-        data = b""
+    def _drain(self):
         while True:
-            done = self.p.poll() is not None
-            try:
-                chunk = os.read(fd, 65536)
-                data += chunk
-                if not chunk and done:
-                    break
-            except BlockingIOError:
-                if done:
-                    break
-                time.sleep(0.02)
-        os.close(fd)
-        return data.decode()
+            chunk = os.read(self.err_fd, 65536)
+            if not chunk:
+                break
+            self.err += chunk
+        os.close(self.err_fd)
+
+    def open_fifo(self):
+        """Let the blocked report through: read stderr until the process
+        ends; returns what vramtrace wrote there."""
+        if self.drainer is None:
+            self.drainer = threading.Thread(target=self._drain, daemon=True)
+            self.drainer.start()
+        self.drainer.join(timeout=60)
+        return self.err[self.stuffing:].decode()
 
     def finish(self, timeout=60):
+        if self.drainer is None:
+            self.drainer = threading.Thread(target=self._drain, daemon=True)
+            self.drainer.start()
         try:
             self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -83,7 +93,8 @@ class StuckInOutput:
             raise Failure(f"t_host hung (stdout so far: {self.lines})")
         finally:
             self.reader.join(timeout=10)
-        err = self.p.stderr.read().decode()
+            self.drainer.join(timeout=10)
+        err = self.err[self.stuffing:].decode()
         dumps = []
         if os.path.exists(self.dump):
             with open(self.dump) as f:
@@ -169,7 +180,7 @@ def host_allocation_in_signal_handler_inside_hook():
     eq(rc, 0, "exit status")
     eq(out, "main: cuMemAlloc_v2 -> 0\nhandler: huge cuMemAlloc_v2 -> 2\nmain: huge cuMemAlloc_v2 -> 2\n",
        "the handler's call returned the driver's answer, then the main thread's")
-    ok("out of memory" in report, "the post-mortem went through once the FIFO was read: " + report[:300])
+    ok("out of memory" in report, "the post-mortem went through once stderr was read: " + report[:300])
     d = dumps[0]
     eq(d["reason"], "exit", "the exit dump")
     eq(d["totals"]["missed"], 1, "the handler's call counted as missed")

@@ -1,0 +1,513 @@
+"""Integration tests of the files vramtrace writes from inside the traced
+process (the dump, the report) and of `vramtrace run` and `make install`:
+devices, FIFOs, links and other users' files at the output paths, paths up
+to PATH_MAX, dump names of pid 1, an install prefix with a space in it.
+
+Several cases need root (mknod, chown, unshare), as `make test` runs here."""
+import select
+import signal
+import time
+
+from run_tests import *
+
+TRIAGE = [os.path.join(T, "t_triage"), "keep", "1M"]
+NOBODY = 65534
+
+
+def lib_env(**extra):
+    """The environment of a traced run without run()'s folder: the simulated
+    GPU, the library, the report off unless given."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_REPORT="off", VRAMTRACE_OUT="off")
+    e.update(extra)
+    return e
+
+
+def timed(argv, env, timeout=30, cwd=None):
+    """Run argv; (status, stdout, stderr, seconds)."""
+    t0 = time.monotonic()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+def warnings(err):
+    return [l for l in err.splitlines() if l.startswith("vramtrace: warning:")]
+
+
+def without(argv, **kw):
+    return run(argv, preload=False, **kw)
+
+
+def read_all(fd):
+    """Everything a non-blocking FIFO reader holds now."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+# ------------------------------------------ devices, FIFOs, links: the dump
+
+
+@test
+def dump_goes_into_devices_and_fifos_never_over_them():
+    a = without(TRIAGE)
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        # A character device: written into, still the same device after.
+        dev = os.path.join(work, "null")
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=dev))
+        eq((rc, out, err), (a.rc, a.out, ""), "dump to a character device: the program as without, no warning")
+        st = os.lstat(dev)
+        eq((stat.S_ISCHR(st.st_mode), os.major(st.st_rdev), os.minor(st.st_rdev)), (True, 1, 3),
+           "the device node is still the device")
+        eq(sorted(os.listdir(work)), ["null"], "no temporary file left beside it")
+
+        # A symbolic link (to this process's stdout): refused, not followed.
+        link = os.path.join(work, "stdout")
+        os.symlink("/proc/self/fd/1", link)
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=link))
+        eq((rc, out), (a.rc, a.out), "dump to a link: the program's own output and status")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {link}: it is a symbolic link (not followed)"],
+           "one warning line")
+        eq(os.readlink(link), "/proc/self/fd/1", "the link is still the link")
+
+        # A FIFO without a reader: skipped at once, the FIFO kept.
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo, 0o600)
+        rc, out, err, secs = timed(TRIAGE, lib_env(VRAMTRACE_OUT=fifo), timeout=20)
+        eq((rc, out), (a.rc, a.out), "dump to a FIFO without a reader: the program's own output and status")
+        ok(secs < 10, f"no wait for a reader ({secs:.1f} s)")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {fifo}: it is a FIFO with no reader"],
+           "one warning line")
+        ok(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
+
+        # A FIFO with a reader: the reader gets the whole dump.
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=fifo))
+            d = json.loads(read_all(rfd))
+        finally:
+            os.close(rfd)
+        eq((rc, out, err), (a.rc, a.out, ""), "dump to a read FIFO: the program as without, no warning")
+        eq((d["format"], d["reason"], d["totals"]["live_bytes"]), ("vramtrace-dump", "exit", 1 * MiB),
+           "the reader got the dump")
+        ok(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
+        eq(sorted(os.listdir(work)), ["fifo", "null", "stdout"], "nothing else made")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def dump_to_a_fifo_whose_reader_leaves_does_not_kill_the_program():
+    prog = [os.path.join(T, "t_threads")]
+    a = without(prog)
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo, 0o600)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        p = subprocess.Popen(prog, env=lib_env(VRAMTRACE_OUT=fifo), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        # The dump (about 800 KiB) fills the pipe; the reader takes the
+        # first bytes and goes.
+        r, _, _ = select.select([rfd], [], [], 60)
+        first = os.read(rfd, 100) if r else b""
+        os.close(rfd)
+        out, err = p.communicate(timeout=60)
+        ok(first.startswith(b'{"format":"vramtrace-dump"'), f"the reader saw the dump start: {first!r}")
+        eq((p.returncode, out), (a.rc, a.out), "the program's own status (no SIGPIPE) and output")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {fifo}: Broken pipe"], "one warning line")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def dev_null_stays_a_device():
+    # /dev/null itself, in a mount namespace of its own (a private /dev):
+    # a regression must not take the machine's /dev/null with it.
+    a = without(TRIAGE)
+    script = ('mount -t tmpfs vt-dev /dev && mknod -m 666 /dev/null c 1 3 && "$@"; s=$?; '
+              'stat -c "%F %t:%T" /dev/null >&2; ls -A /dev >&2; exit $s')
+    p = subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh"] + TRIAGE,
+                       env=lib_env(VRAMTRACE_OUT="/dev/null"), capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stdout), (a.rc, a.out), "the program as without: " + p.stderr)
+    eq(p.stderr, "character special file 1:3\nnull\n", "/dev/null is still the null device, nothing beside it")
+
+
+# --------------------------------------- FIFOs, links, other users: the report
+
+
+@test
+def report_never_blocks_nor_goes_to_another_users_file():
+    a = without(TRIAGE)
+    oom = [os.path.join(T, "t_oom")]
+    a_oom = without(oom, env={"SIMGPU_CAPACITY": "64M"})
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo, 0o600)
+        want = [f"vramtrace: warning: cannot write the report to {fifo}: it is a FIFO with no reader"]
+        # No reader: at exit, and inside the failing call at an OOM.
+        for argv, base, extra in ((TRIAGE, a, {}), (oom, a_oom, {"SIMGPU_CAPACITY": "64M"})):
+            rc, out, err, secs = timed(argv, lib_env(VRAMTRACE_REPORT=fifo, **extra), timeout=20)
+            name = os.path.basename(argv[0])
+            eq((rc, out), (base.rc, base.out), f"{name}: its own status and output")
+            ok(secs < 10, f"{name}: no wait for a reader ({secs:.1f} s)")
+            eq(warnings(err), want, f"{name}: one warning line")
+        # A reader gets the report.
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=fifo))
+            text = read_all(rfd).decode()
+        finally:
+            os.close(rfd)
+        eq((rc, out, err), (a.rc, a.out, ""), "report to a read FIFO: no warning")
+        ok(text.startswith("vramtrace: exit in pid "), "the reader got the report: " + text[:200])
+
+        # A file another user made there: left alone, the report skipped.
+        theirs = os.path.join(work, "theirs.txt")
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chown(theirs, NOBODY, NOBODY)
+        os.chmod(theirs, 0o666)
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=theirs))
+        eq((rc, out), (a.rc, a.out), "the program's own status and output")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {theirs}: it belongs to another user"],
+           "one warning line")
+        eq(open(theirs).read(), "theirs\n", "their file is untouched")
+        # The leak report, which CI reads, goes to stderr instead.
+        rc, out, err, _ = timed([os.path.join(T, "t_leaks")], lib_env(VRAMTRACE_REPORT=theirs,
+                                                                   VRAMTRACE_LEAK_CHECK="1"))
+        eq(rc, 23, "the leak check's status")
+        ok(err.rstrip().endswith("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."),
+           "the leak report on stderr: " + err)
+        eq(open(theirs).read(), "theirs\n", "their file is untouched by the leak report")
+
+        # A dangling link: nothing is created where it points.
+        target = os.path.join(work, "target.txt")
+        link = os.path.join(work, "link.txt")
+        os.symlink(target, link)
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=link))
+        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {link}: it is a symbolic link (not followed)"],
+           "one warning line")
+        ok(not os.path.lexists(target), "no file made through the link")
+
+        # Our own file: appended to; a new one: mode 0600.
+        mine = os.path.join(work, "mine.txt")
+        with open(mine, "w") as f:
+            f.write("before\n")
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=mine))
+        text = open(mine).read()
+        eq((err, text.startswith("before\nvramtrace: exit in pid ")), ("", True), "our own file appended to")
+        new = os.path.join(work, "new.txt")
+        old_umask = os.umask(0)
+        try:
+            timed(TRIAGE, lib_env(VRAMTRACE_REPORT=new))
+        finally:
+            os.umask(old_umask)
+        eq(stat.S_IMODE(os.stat(new).st_mode), 0o600, "a new report is 0600 even with umask 0")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def dump_never_replaces_another_users_file():
+    a = without(TRIAGE)
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        theirs = os.path.join(work, "theirs.json")
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chown(theirs, NOBODY, NOBODY)
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=theirs))
+        eq((rc, out), (a.rc, a.out), "the program's own status and output")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {theirs}: it belongs to another user"],
+           "one warning line")
+        eq((open(theirs).read(), os.stat(theirs).st_uid), ("theirs\n", NOBODY), "their file is untouched")
+        eq(sorted(os.listdir(work)), ["theirs.json"], "no temporary file left")
+        # A FIFO of another user is refused too, reader or not.
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo, 0o666)
+        os.chown(fifo, NOBODY, NOBODY)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=fifo))
+            got = read_all(rfd)
+        finally:
+            os.close(rfd)
+        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {fifo}: it belongs to another user"],
+           "one warning line")
+        eq(got, b"", "nothing sent to their FIFO")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# -------------------------------------------------- long paths, pid 1
+
+
+def long_dir(root, total):
+    """A folder under root whose path is `total` characters long, made of
+    components that fit NAME_MAX."""
+    path = root
+    while len(path) < total:
+        left = total - len(path) - 1
+        part = "d" * min(200, left)
+        if left - len(part) in range(1, 3):  # leave no room too short for "/x"
+            part = part[:-3]
+        path = os.path.join(path, part)
+        os.mkdir(path)
+    eq(len(path), total, "long folder built")
+    return path
+
+
+def long_rel_dir(root, total):
+    """A folder `total` characters long below root, made relative to it (the
+    whole path may pass PATH_MAX); returns the relative path."""
+    parts = []
+    while sum(len(p) + 1 for p in parts) - 1 < total:
+        left = total - (sum(len(p) + 1 for p in parts) if parts else 0)
+        parts.append("r" * min(200, left))
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            os.mkdir(part, dir_fd=fd)
+            nfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    finally:
+        os.close(fd)
+    rel = "/".join(parts)
+    eq(len(rel), total, "long relative folder built")
+    return rel
+
+
+@test
+def dump_paths_up_to_path_max_are_exact():
+    a = without(TRIAGE)
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        # An absolute path of 4095 characters, the most PATH_MAX holds.
+        name = "x.json"
+        folder = long_dir(work, 4095 - len(name) - 1)
+        path = os.path.join(folder, name)
+        eq(len(path), 4095, "path length")
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=path), cwd=work)
+        eq((rc, out, err), (a.rc, a.out, ""), "a 4095-character dump path: no warning")
+        with open(path) as f:
+            eq(json.load(f)["totals"]["live_bytes"], 1 * MiB, "the dump is at exactly that path")
+        eq(sorted(os.listdir(folder)), [name], "and nothing beside it")
+        eq(sorted(os.listdir(work)), ["d" * 200], "and no dump elsewhere")
+        os.unlink(path)
+        # With the pid expanded into it.
+        parent = os.path.dirname(folder)
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=os.path.join(parent, "%p.json"),
+                                                VRAMTRACE_REPORT="stderr"), cwd=work)
+        files = [f for f in os.listdir(parent) if f.endswith(".json")]
+        eq(len(files), 1, "one dump")
+        ok(f"dump: {os.path.join(parent, files[0])}\n" in err, "the report names the whole path: " + err[-300:])
+
+        # Relative, 3000 characters, from a working folder 2000 deep: the
+        # whole path passes PATH_MAX, the one given does not.
+        cwd = long_dir(tempfile.mkdtemp(prefix="vt-files-cwd-", dir=work), 2000)
+        rel_dir = long_rel_dir(cwd, 2990)
+        rel = os.path.join(rel_dir, "rel.json")
+        ok(len(rel) > 2046 and len(cwd) + 1 + len(rel) > 4095, "lengths")
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=rel), cwd=cwd)
+        eq((rc, out, err), (a.rc, a.out, ""), "a relative 3000-character path: no warning")
+        dfd = os.open(cwd, os.O_RDONLY)
+        try:
+            eq(stat.S_ISREG(os.stat(rel, dir_fd=dfd).st_mode), True, "the dump is at that relative path")
+        finally:
+            os.close(dfd)
+
+        # 4096 characters: one warning, no dump anywhere.
+        long_path = os.path.join(folder, "xy.json")
+        eq(len(long_path), 4096, "path length")
+        for pattern in (long_path, path[:-len(name)] + "%p%p%p.json"):
+            rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=pattern), cwd=work)
+            eq((rc, out), (a.rc, a.out), "too long: the program's own status and output")
+            w = warnings(err)
+            eq(len(w), 1, f"one warning line: {w}")
+            ok(w[0].startswith("vramtrace: warning: cannot write the dump to " + pattern[:200] + "...: ")
+               and w[0].endswith(": the path is longer than 4095 characters"), w[0])
+            eq(os.listdir(folder), [], "no dump written")
+            eq(sorted(f for f in os.listdir(work) if not f.startswith("vt-files-cwd-")), ["d" * 200],
+               "none in the working folder")
+        # Past what the option holds: one warning, no dump.
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT="/" * 8192 + "x.json"), cwd=work)
+        eq(warnings(err), ["vramtrace: warning: VRAMTRACE_OUT is longer than 8191 characters; writing no dump"],
+           "one warning line")
+        eq(sorted(f for f in os.listdir(work) if not f.startswith("vt-files-cwd-")), ["d" * 200],
+           "no dump in the working folder")
+        # A report path too long: one warning, no report file.
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=long_path), cwd=work)
+        eq(warnings(err), ["vramtrace: warning: cannot write the report to " + long_path[:200] +
+                           "...: the path is longer than 4095 characters"], "one warning line")
+        eq(os.listdir(folder), [], "no report written")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def as_pid1(argv, env):
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc"] + argv, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@test
+def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        out = os.path.join(work, "d.%p.json")
+        for size in ("1M", "2M"):
+            p = as_pid1([os.path.join(T, "t_triage"), "keep", size], lib_env(VRAMTRACE_OUT=out))
+            eq((p.returncode, p.stderr), (0, ""), "t_triage as pid 1")
+        eq(sorted(os.listdir(work)), ["d.1.json"], "a second container run overwrites the first's dump")
+        with open(os.path.join(work, "d.1.json")) as f:
+            d = json.load(f)
+        eq((d["pid"], d["argv"][1:], d["totals"]["live_bytes"]), (1, ["keep", "2M"], 2 * MiB), "the second run's")
+        os.unlink(os.path.join(work, "d.1.json"))
+        starts = []
+        for _ in range(2):
+            p = as_pid1([os.path.join(T, "t_exec")], lib_env(VRAMTRACE_OUT=out))
+            eq((p.returncode, p.stdout), (0, "first image\nsecond image\n"), "t_exec as pid 1")
+            eq(sorted(os.listdir(work)), ["d.1.exec1.json", "d.1.json"], "the exec'd image gets .exec1")
+            with open(os.path.join(work, "d.1.json")) as f:
+                first = json.load(f)
+            with open(os.path.join(work, "d.1.exec1.json")) as f:
+                second = json.load(f)
+            eq((first["reason"], second["reason"], second["totals"]["live_bytes"]), ("oom", "exit", 4096),
+               "the first image's OOM dump and the second's exit dump")
+            eq(first["process_start"], second["process_start"], "one process, two images")
+            starts.append(first["process_start"])
+        ok(starts[0] != starts[1], "the second run's files replaced the first's")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------- vramtrace run, make install
+
+
+def install(prefix):
+    p = subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], capture_output=True, text=True)
+    eq(p.returncode, 0, "make install: " + p.stderr)
+
+
+def preloaded(cli, env):
+    """The libvramtrace.so mapped into a command run by `cli run`."""
+    p = subprocess.run([cli, "run", "--", "cat", "/proc/self/maps"], env=env, capture_output=True, text=True)
+    eq(p.returncode, 0, "vramtrace run cat: " + p.stderr)
+    return sorted({l.split(None, 5)[5] for l in p.stdout.splitlines() if l.endswith("/libvramtrace.so")})
+
+
+def run_env(tmpdir):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    e.update(LD_LIBRARY_PATH=SIM, TMPDIR=tmpdir)
+    return e
+
+
+@test
+def run_installed_under_a_path_with_a_space():
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        prefix = os.path.join(work, "with space")
+        install(prefix)
+        cli = os.path.join(prefix, "bin", "vramtrace")
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = run_env(tmp)
+        eq(preloaded(cli, env), [os.path.join(prefix, "lib", "libvramtrace.so")], "the installed library is loaded")
+        leaks = os.path.join(T, "t_leaks")
+        for argv in ([leaks], ["sh", "-c", leaks]):
+            p = subprocess.run([cli, "run", "--leak-check", "--"] + argv, env=env, capture_output=True,
+                               text=True, cwd=work)
+            eq((p.returncode, p.stdout), (23, "done\n"), f"{argv}: the leaks found: {p.stderr}")
+            eq(p.stderr.count("Direct leak of "), 3, "three leaking stacks")
+            ok(p.stderr.rstrip().endswith("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."),
+               "the leak report")
+        p = subprocess.run([cli, "run", "--leak-check", "--", leaks, "clean"], env=env, capture_output=True,
+                           text=True, cwd=work)
+        eq((p.returncode, p.stderr), (0, ""), "no leaks: 0, silent")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+
+        # A command the library never reaches fails the check, with one line.
+        static = os.path.join(T, "t_static")
+        for flags, status, what in ((["--leak-check"], "0", "no leak check was made"),
+                                    (["--limit", "1G"], "0", "no budget applied"),
+                                    (["--leak-check"], "3", "no leak check was made")):
+            p = subprocess.run([cli, "run"] + flags + ["--", static, status], env=env, capture_output=True,
+                               text=True, cwd=work)
+            eq(p.returncode, 125 if status == "0" else 3, f"{flags} {status}: status")
+            eq(p.stderr, f"vramtrace run: {static} ran untraced (libvramtrace.so never loaded into it: a static "
+                         f"or set-user-ID program?); {what}\n", "one line")
+        # The child's end is the run's end: a signal it dies of, or one sent
+        # to vramtrace.
+        p = subprocess.run([cli, "run", "--leak-check", "--", "sh", "-c", "kill -TERM $$"], env=env,
+                           capture_output=True, text=True, cwd=work)
+        eq(p.returncode, -signal.SIGTERM, "the command's signal")
+        p = subprocess.Popen([cli, "run", "--leak-check", "--", "sh", "-c", "echo $$; exec sleep 30"], env=env,
+                             cwd=work, stdout=subprocess.PIPE, text=True)
+        child = int(p.stdout.readline())
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        eq(p.wait(timeout=20), -signal.SIGTERM, "a TERM sent to vramtrace ends it as the command ends")
+        p.stdout.close()
+        ok(time.monotonic() - t0 < 10, "at once")
+        try:
+            os.kill(child, 0)
+            gone = False
+        except ProcessLookupError:
+            gone = True
+        ok(gone, "the TERM was passed on to the command, which vramtrace waited for")
+        p = subprocess.run([cli, "run", "--leak-check", "--", "/nonexistent"], env=env, capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (127, "vramtrace run: cannot run /nonexistent: No such file or directory\n"),
+           "a missing command")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def install_prefix_change_rebuilds_the_cli():
+    work = tempfile.mkdtemp(prefix="vt-files-")
+    try:
+        a, b = os.path.join(work, "a"), os.path.join(work, "b")
+        install(a)
+        install(b)
+        env = run_env(work)
+        want = [os.path.join(b, "lib", "libvramtrace.so")]
+        eq(preloaded(os.path.join(b, "bin", "vramtrace"), env), want, "the second install runs its own library")
+        # Away from its lib/ folder it goes by the prefix compiled in.
+        alone = os.path.join(work, "alone")
+        os.mkdir(alone)
+        shutil.copy(os.path.join(b, "bin", "vramtrace"), alone)
+        eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "the prefix compiled in is the second's")
+        shutil.rmtree(a)
+        eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "and it needs nothing of the first")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def suppressions_at_a_fifo_or_directory_never_block():
+    """VRAMTRACE_SUPPRESSIONS naming a FIFO nobody writes (or a folder): the
+    leak check says in one line that it cannot read it, reports the leaks
+    unsuppressed and exits at once with the leak check's status."""
+    work = tempfile.mkdtemp(prefix="vt-supfifo-")
+    try:
+        fifo = os.path.join(work, "sup.fifo")
+        os.mkfifo(fifo)
+        for path, why in ((fifo, "not a regular file"), (work, "not a regular file")):
+            r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": path})
+            eq(r.rc, 23, f"{path}: leaks reported, status 23")
+            eq(r.err.count(f"cannot read suppressions {path}: {why}"), 1, f"{path}: one line saying why:\n{r.err}")
+            eq(r.err.count("Direct leak of "), 3, f"{path}: every leaking stack, none suppressed")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
