@@ -21,15 +21,17 @@ BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
 # compiled in, and build/prefix.stamp (rewritten only when PREFIX changes)
 # makes `make install PREFIX=...` rebuild the CLI for a new prefix.
 LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
-LIBS    := -lunwind -ldw -ldl -lpthread
+# The library's calls to its own exports bind inside it (exports.c rewrites
+# their symbols).
+LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
-LIB_C   := interpose/resolve.c interpose/hook.c interpose/driver.c \
+LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c \
            report/leaks.c report/growth.c report/findings.c
-LIB_S   := interpose/dlsym_x86_64.S
+LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
            report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
            report/fmt_html.c report/fmt_torch.c report/sha256.c tracker/options.c

@@ -1,9 +1,16 @@
-/* dlsym_x86_64.S -- vramtrace's dlsym.
+/* dlsym_x86_64.S -- vramtrace's dlsym and dlopen.
  *
- * Asks vt_dlsym_filter whether it answers this look-up itself. If not, it
- * jumps to the real dlsym with the stack exactly as the caller left it, so
- * the real dlsym sees the caller's return address: RTLD_NEXT and RTLD_DEFAULT
- * then resolve relative to the caller's object, as without vramtrace. */
+ * dlsym asks vt_dlsym_filter(handle, name, caller) whether it answers this
+ * look-up itself; `caller` is the caller's return address, so that the
+ * filter can resolve RTLD_DEFAULT and RTLD_NEXT against the caller's object.
+ * If not, it jumps to the real dlsym with the stack exactly as the caller
+ * left it, so the real dlsym sees the caller's return address: RTLD_NEXT and
+ * RTLD_DEFAULT then resolve relative to the caller's object, as without
+ * vramtrace.
+ *
+ * dlopen calls vt_dlopen_before() (which also finds the real dlopen), then
+ * jumps to the real dlopen the same way: the caller's RPATH, RUNPATH and
+ * $ORIGIN still apply. */
     .text
     .globl  dlsym
     .type   dlsym, @function
@@ -15,6 +22,7 @@ dlsym:
     .cfi_adjust_cfa_offset 8
     subq    $8, %rsp
     .cfi_adjust_cfa_offset 8
+    movq    24(%rsp), %rdx
     call    vt_dlsym_filter
     addq    $8, %rsp
     .cfi_adjust_cfa_offset -8
@@ -29,5 +37,26 @@ dlsym:
     jmp     *vt_real_dlsym(%rip)
     .cfi_endproc
     .size   dlsym, .-dlsym
+
+    .globl  dlopen
+    .type   dlopen, @function
+dlopen:
+    .cfi_startproc
+    pushq   %rdi
+    .cfi_adjust_cfa_offset 8
+    pushq   %rsi
+    .cfi_adjust_cfa_offset 8
+    subq    $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call    vt_dlopen_before
+    addq    $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    popq    %rsi
+    .cfi_adjust_cfa_offset -8
+    popq    %rdi
+    .cfi_adjust_cfa_offset -8
+    jmp     *vt_real_dlopen(%rip)
+    .cfi_endproc
+    .size   dlopen, .-dlopen
 
     .section .note.GNU-stack,"",@progbits

@@ -1,10 +1,12 @@
 /* resolve.c -- real functions, the dlsym filter and cuGetProcAddress swaps. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "../tracker/stack.h"
+#include "exports.h"
 #include "resolve.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -44,15 +46,57 @@ VT_HIDDEN void *vt_real_fn[VT_ID_COUNT]; /* what each wrapper calls */
 static void *driver_export[VT_ID_COUNT]; /* the driver's own export, or VT_ABSENT */
 static void *driver_handle;
 
+/* A hook whose name more than one library defines (two drivers loaded
+ * RTLD_LOCAL, say) is shared: its vt_real_fn slot stays NULL, so that its
+ * wrapper always asks vt_real_slow, which takes the function a trampoline
+ * left in vt_redirect, else the primary one (the first found). */
+static void *primary[VT_ID_COUNT];
+static int shared[VT_ID_COUNT];
+VT_HIDDEN __thread void *vt_redirect __attribute__((tls_model("initial-exec")));
+
+/* Trampoline k (trampoline_x86_64.S, 32 bytes each) sets vt_redirect to
+ * vt_tramp_target[k] and jumps to the wrapper vt_tramp_wrapper[k]. */
+#define VT_TRAMPOLINES 64
+extern char vt_trampolines[] VT_HIDDEN;
+VT_HIDDEN void *vt_tramp_target[VT_TRAMPOLINES];
+VT_HIDDEN void *vt_tramp_wrapper[VT_TRAMPOLINES];
+static int tramp_id[VT_TRAMPOLINES];
+static int tramp_count;
+
+/* Guards the real-function slots, the shared marks and the trampolines
+ * (a spin lock: this runs before a sanitizer's interceptors are ready). */
+static char slot_lock;
+static void lock_slots(void) { while (__atomic_test_and_set(&slot_lock, __ATOMIC_ACQUIRE)) __builtin_ia32_pause(); }
+static void unlock_slots(void) { __atomic_clear(&slot_lock, __ATOMIC_RELEASE); }
+
 typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlopen_fn)(const char *, int);
 VT_HIDDEN dlsym_fn vt_real_dlsym;
+VT_HIDDEN dlopen_fn vt_real_dlopen;
 
 VT_EARLY void vt_resolve_init(void) {
     if (__atomic_load_n(&vt_real_dlsym, __ATOMIC_ACQUIRE)) return;
+    dlopen_fn o = (dlopen_fn)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
+    if (!o) o = (dlopen_fn)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.2.5");
+    __atomic_store_n(&vt_real_dlopen, o, __ATOMIC_RELEASE);
     dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!f) f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     __atomic_store_n(&vt_real_dlsym, f, __ATOMIC_RELEASE);
 }
+
+/* Called by the dlopen override before it jumps to the real dlopen. */
+VT_EARLY VT_HIDDEN void vt_dlopen_before(void) {
+    vt_resolve_init();
+    vt_exports_before_dlopen();
+}
+
+/* An already loaded library's handle, taken with the real dlopen (the
+ * override's work is for the program's own loads). */
+static void *loaded(const char *path) {
+    return vt_real_dlopen ? vt_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+}
+
+static int real_dlclose(void *handle);
 
 static void *wrapper_of(int id) { return (void *)hooks[id].wrapper; }
 
@@ -71,7 +115,7 @@ static void pin_library(void *fn) {
             if (!__atomic_compare_exchange_n(&pinned[i], &expected, info.dli_fbase, 0, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE))
                 continue;
-            (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+            (void)loaded(info.dli_fname);
             return;
         }
     }
@@ -80,17 +124,79 @@ static void pin_library(void *fn) {
 static void set_real(int id, void *fn) {
     if (fn == NULL || fn == wrapper_of(id)) return;
     pin_library(fn);
-    void *expected = NULL;
-    __atomic_compare_exchange_n(&vt_real_fn[id], &expected, fn, 0, __ATOMIC_ACQ_REL,
-                                __ATOMIC_ACQUIRE);
+    lock_slots();
+    if (!shared[id] && !vt_real_fn[id]) __atomic_store_n(&vt_real_fn[id], fn, __ATOMIC_RELEASE);
+    unlock_slots();
+}
+
+/* The function hook `id`'s wrapper calls when no trampoline sent it. */
+static void *current_real(int id) {
+    if (__atomic_load_n(&shared[id], __ATOMIC_ACQUIRE)) return __atomic_load_n(&primary[id], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
+}
+
+/* A trampoline to hook `id`'s wrapper calling `fn`; NULL when all are
+ * taken (the caller then hands out fn itself, untracked but right). */
+static void *trampoline_for(int id, void *fn) {
+    void *t = NULL;
+    lock_slots();
+    for (int k = 0; k < tramp_count && !t; k++)
+        if (tramp_id[k] == id && vt_tramp_target[k] == fn) t = vt_trampolines + 32 * k;
+    if (!t && tramp_count < VT_TRAMPOLINES) {
+        int k = tramp_count++;
+        tramp_id[k] = id;
+        vt_tramp_target[k] = fn;
+        vt_tramp_wrapper[k] = wrapper_of(id);
+        if (!shared[id]) {
+            __atomic_store_n(&primary[id], vt_real_fn[id], __ATOMIC_RELEASE);
+            __atomic_store_n(&shared[id], 1, __ATOMIC_RELEASE);
+            __atomic_store_n(&vt_real_fn[id], NULL, __ATOMIC_RELEASE);
+        }
+        t = vt_trampolines + 32 * k;
+    }
+    unlock_slots();
+    return t;
+}
+
+static void resolve_global(int id);
+
+/* What to hand out for `fn`, one library's definition of hook `id`: the
+ * wrapper when its real function is fn (or it has none yet), else a
+ * trampoline that makes the wrapper call fn. */
+static void *wrapper_for(int id, void *fn) {
+    if (!current_real(id)) resolve_global(id);
+    if (!current_real(id)) set_real(id, fn);
+    if (current_real(id) == fn) return wrapper_of(id);
+    pin_library(fn);
+    void *t = trampoline_for(id, fn);
+    return t ? t : fn;
 }
 
 /* The loaded driver library, found without loading anything. */
 static void *get_driver_handle(void) {
     void *h = __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
     if (h) return h;
-    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    h = loaded("libcuda.so.1");
     if (h) __atomic_store_n(&driver_handle, h, __ATOMIC_RELEASE);
+    return h;
+}
+
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *data) {
+    const char *base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libcudart", 9) != 0) return 0;
+    *(void **)data = loaded(info->dlpi_name);
+    return *(void **)data != NULL;
+}
+
+/* A loaded shared runtime (libcudart*), for a library that loaded it
+ * RTLD_LOCAL: its functions are in no global scope. */
+static void *get_runtime_handle(void) {
+    static void *runtime_handle;
+    void *h = __atomic_load_n(&runtime_handle, __ATOMIC_ACQUIRE);
+    if (h) return h;
+    dl_iterate_phdr(find_runtime, &h);
+    if (h) __atomic_store_n(&runtime_handle, h, __ATOMIC_RELEASE);
     return h;
 }
 
@@ -100,7 +206,7 @@ static void learn_driver(void *fn) {
     if (__atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE)) return;
     Dl_info info;
     if (!dladdr(fn, &info) || !info.dli_fname) return;
-    void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    void *h = loaded(info.dli_fname);
     if (h) __atomic_store_n(&driver_handle, h, __ATOMIC_RELEASE);
 }
 
@@ -120,18 +226,32 @@ void *vt_global_symbol(const char *name) {
     return vt_real_dlsym ? vt_real_dlsym(RTLD_DEFAULT, name) : NULL;
 }
 
-void *vt_real_slow(int id) {
-    void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
-    if (p) return p;
+/* The real function behind an exported wrapper: the next definition in the
+ * global scope, else the loaded driver's. */
+static void resolve_global(int id) {
     vt_resolve_init();
-    if (!vt_real_dlsym) return NULL;
-    p = vt_real_dlsym(RTLD_NEXT, hooks[id].name);
-    if (!p && hooks[id].base) {
-        void *h = get_driver_handle();
+    if (!vt_real_dlsym) return;
+    void *p = vt_real_dlsym(RTLD_NEXT, hooks[id].name);
+    if (!p) {
+        void *h = hooks[id].base ? get_driver_handle() : get_runtime_handle();
         if (h) p = vt_real_dlsym(h, hooks[id].name);
     }
     set_real(id, p);
-    return __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
+}
+
+void *vt_real_slow(int id) {
+    if (__atomic_load_n(&shared[id], __ATOMIC_ACQUIRE)) {
+        void *t = vt_redirect;
+        if (t) {
+            vt_redirect = NULL;
+            return t;
+        }
+        return __atomic_load_n(&primary[id], __ATOMIC_ACQUIRE);
+    }
+    void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
+    if (p) return p;
+    resolve_global(id);
+    return current_real(id);
 }
 
 VT_EARLY static int hook_by_name(const char *name) {
@@ -141,29 +261,59 @@ VT_EARLY static int hook_by_name(const char *name) {
     return -1;
 }
 
-/* Decide what dlsym(handle, name) returns. VT_DLSYM_PASS means "let the
- * real dlsym answer", which the assembly stub does by jumping to it with
- * the caller's return address intact, so that RTLD_NEXT and RTLD_DEFAULT
- * keep resolving relative to the caller's object. Only hooked names on an
- * explicit handle or RTLD_DEFAULT are answered here. */
-VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name) {
+/* The definition of `name` that the object holding `caller` sees in its
+ * own scope (itself and its dependencies, as dlopen loaded them), skipping
+ * the object itself when `after` (RTLD_NEXT). NULL for the executable,
+ * whose scope is the global one. */
+static void *in_caller(void *caller, const char *name, int after) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name || !map->l_name[0])
+        return NULL;
+    void *h = loaded(map->l_name);
+    if (!h) return NULL;
+    void *r = vt_real_dlsym(h, name);
+    real_dlclose(h);
+    Dl_info at;
+    if (r && after && dladdr(r, &at) && at.dli_fbase == info.dli_fbase) return NULL;
+    return r;
+}
+
+/* Decide what dlsym(handle, name) returns for the object holding
+ * `caller`. VT_DLSYM_PASS means "let the real dlsym answer", which the
+ * assembly stub does by jumping to it with the caller's return address
+ * intact, so that RTLD_NEXT and RTLD_DEFAULT keep resolving relative to the
+ * caller's object. Only hooked names are answered here: with the wrapper
+ * (or a trampoline to it) for the definition the caller would have found
+ * without vramtrace, in the global scope or in its own (a library loaded
+ * RTLD_LOCAL with its driver); when there is none, as without vramtrace. */
+VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *caller) {
     vt_resolve_init();
     int id = hook_by_name(name);
-    if (id < 0 || handle == RTLD_NEXT || !vt_real_dlsym) return VT_DLSYM_PASS;
+    if (id < 0 || !vt_real_dlsym) return VT_DLSYM_PASS;
+    /* While no CUDA library is loaded our exports are invisible and the
+     * real dlsym answers a name nobody else defines exactly (dlerror too). */
+    int hidden = vt_exports_hidden();
+    void *r;
     if (handle == RTLD_DEFAULT) {
-        /* Our export would be found first; answer with it only when the
-         * real function exists, as the lookup would without vramtrace. */
-        void *r = vt_real_dlsym(RTLD_NEXT, name);
-        if (!r) return NULL;
-        set_real(id, r);
-        return wrapper_of(id);
+        r = vt_real_dlsym(RTLD_NEXT, name); /* the global scope after vramtrace */
+        if (!r) r = in_caller(caller, name, 0);
+    } else if (handle == RTLD_NEXT) {
+        r = in_caller(caller, name, 1);
+    } else {
+        r = vt_real_dlsym(handle, name);
+        if (r == wrapper_of(id)) return r;
     }
-    void *r = vt_real_dlsym(handle, name);
-    if (!r) return VT_DLSYM_PASS; /* the real dlsym sets dlerror() */
-    if (r == wrapper_of(id)) return r;
+    if (!r || r == wrapper_of(id)) {
+        /* Our export would be found first: answer NULL, as the look-up
+         * would without vramtrace. */
+        if (handle == RTLD_DEFAULT && !hidden) return NULL;
+        return VT_DLSYM_PASS; /* the real dlsym sets dlerror() */
+    }
     if (hooks[id].base) learn_driver(r);
-    set_real(id, r);
-    return wrapper_of(id);
+    void *w = wrapper_for(id, r);
+    (void)dlerror(); /* a found symbol leaves no error, whatever our own look-ups left */
+    return w;
 }
 
 static void *export_of(int id) {
@@ -210,17 +360,27 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
     return __atomic_load_n(&vt_real_fn[best], __ATOMIC_ACQUIRE) == fn ? wrapper_of(best) : fn;
 }
 
-/* A library going away may take code whose unwind rules the stack walker
- * has cached; a library loaded later could reuse its addresses. */
-__attribute__((visibility("default"))) int dlclose(void *handle) {
-    static void *real_dlclose;
-    void *f = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+static void *real_dlclose_fn(void) {
+    static void *real;
+    void *f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
     if (!f) {
         vt_resolve_init();
         if (vt_real_dlsym) f = vt_real_dlsym(RTLD_NEXT, "dlclose");
-        if (!f) return -1;
-        __atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
+        if (f) __atomic_store_n(&real, f, __ATOMIC_RELEASE);
     }
+    return f;
+}
+
+static int real_dlclose(void *handle) {
+    void *f = real_dlclose_fn();
+    return f ? ((int (*)(void *))f)(handle) : -1;
+}
+
+/* A library going away may take code whose unwind rules the stack walker
+ * has cached; a library loaded later could reuse its addresses. */
+__attribute__((visibility("default"))) int dlclose(void *handle) {
+    void *f = real_dlclose_fn();
+    if (!f) return -1;
     int r = ((int (*)(void *))f)(handle);
     vt_stack_forget();
     return r;

@@ -3,7 +3,9 @@
  * vramtrace has three doors: its exported hook symbols, a dlsym override
  * (dlsym_x86_64.S + vt_dlsym_filter) and the cuGetProcAddress hooks. All
  * three hand out the same wrappers; this file remembers, per hook, the real
- * function the wrapper must call. */
+ * function the wrapper must call, and per further library defining it, a
+ * trampoline (trampoline_x86_64.S) that makes the wrapper call that one.
+ * Whether the exports can be seen at all is exports.c's. */
 #ifndef VT_RESOLVE_H
 #define VT_RESOLVE_H
 
@@ -21,11 +23,15 @@ enum vt_hook_id {
 void vt_resolve_init(void);
 
 /* The real function behind hook `id`, or NULL when it cannot be found
- * (the wrapper then fails with "not initialized"). */
+ * (the wrapper then fails with "not initialized"). For a hook that more
+ * than one loaded library defines, it is the function of the library whose
+ * pointer the caller was handed (a trampoline left it for this thread), else
+ * the first one found. Wrappers call it first, before anything else. */
 void *vt_real_slow(int id);
 extern void *vt_real_fn[] __attribute__((visibility("hidden")));
 
-/* The real function a wrapper calls: a load once resolved. */
+/* The real function a wrapper calls: a load once resolved (a hook defined
+ * by two libraries keeps its slot NULL and always asks vt_real_slow). */
 static inline void *vt_real(int id) {
     void *p = __atomic_load_n(&vt_real_fn[id], __ATOMIC_ACQUIRE);
     return __builtin_expect(p != NULL, 1) ? p : vt_real_slow(id);

@@ -1,0 +1,17 @@
+/* exports.h -- whether vramtrace's CUDA exports can be seen (exports.c).
+ *
+ * In a process without a CUDA library (libcuda.so*, libcudart*) the hooked
+ * names vramtrace exports are invisible, as if it did not define them. */
+#ifndef VT_EXPORTS_H
+#define VT_EXPORTS_H
+
+/* Called by the dlopen override before the real dlopen: the objects it
+ * loads bind the exports only if they bring a CUDA library. */
+void vt_exports_before_dlopen(void);
+
+/* Called by the dlsym override before it answers a hooked name: whether the
+ * exports are invisible now (no CUDA library is loaded), so that the real
+ * dlsym answers such a name as without vramtrace. */
+int vt_exports_hidden(void);
+
+#endif

@@ -1,0 +1,98 @@
+"""How the library's CUDA names are seen and resolved: invisible in a process
+without CUDA, resolved per caller and per defining library."""
+from run_tests import *
+
+NO_CUDA_OUT = "".join(
+    f"{when}: dlsym(self, cudaMalloc) NULL, dlerror ./t_dl_weak: undefined symbol: cudaMalloc\n"
+    f"{when}: dlsym(RTLD_DEFAULT, cuMemAlloc_v2) NULL, dlerror ./t_dl_weak: undefined symbol: cuMemAlloc_v2\n"
+    for when in ("start", "after libm"))
+
+
+def weak(args=(), env=None):
+    return same_as_without(["./t_dl_weak"] + list(args), cwd=T, env=env)
+
+
+@test
+def dl_cuda_names_invisible_without_cuda():
+    for env in (None, {"LD_BIND_NOW": "1"}):
+        r = weak(env=env)
+        eq(r.out, "cudaMalloc: CPU path\ncuMemAlloc_v2: CPU path\n" + NO_CUDA_OUT, f"weak references and dlsym ({env})")
+        eq((r.rc, r.dumps), (0, []), "status, no dump")
+    code = ("import ctypes\n"
+            "me = ctypes.CDLL(None)\n"
+            "print(hasattr(me, 'cudaMalloc'), hasattr(me, 'cuMemAlloc_v2'), hasattr(me, 'cuGetProcAddress_v2'))\n"
+            "try:\n"
+            "    me.cudaFree\n"
+            "except AttributeError as e:\n"
+            "    print(str(e).split(': ', 1)[-1])\n")
+    r = same_as_without([sys.executable, "-c", code])
+    eq(r.out, "False False False\nundefined symbol: cudaFree\n", "ctypes finds no CUDA name")
+
+
+@test
+def dl_runtime_loaded_later_is_tracked():
+    for env in (None, {"LD_BIND_NOW": "1"}):
+        r = weak([os.path.join(T, "libt_dl_rt.so")], env=env)
+        eq(r.out, "cudaMalloc: CPU path\ncuMemAlloc_v2: CPU path\n" + NO_CUDA_OUT + "rt_alloc(3 MiB) -> 0\n",
+           "no CUDA names before, the late runtime works")
+        b = run([os.path.join(T, "t_dl_weak"), os.path.join(T, "libt_dl_rt.so")], env=env)
+        eq([(a["api"], a["bytes"]) for a in b.dump["live"]], [("cudaMalloc", 3 * MiB)],
+           f"the late runtime's allocation ({env})")
+
+
+LOCAL_OUT = ("dlsym(RTLD_DEFAULT, cuMemAlloc_v2): found\ndlsym(RTLD_NEXT, cuMemAlloc_v2): found\n"
+             "dlsym(RTLD_DEFAULT, cuMemFree_v2): found\ndlsym(RTLD_NEXT, cuMemFree_v2): found\n"
+             "alloc by RTLD_DEFAULT -> 0\nalloc by RTLD_NEXT -> 0\nalloc by RTLD_NEXT -> 0\n"
+             "free by RTLD_DEFAULT -> 0\nfree by RTLD_NEXT of an unknown pointer -> 1\n")
+
+
+def check_local(r, what):
+    eq(r.out, LOCAL_OUT, f"{what}: look-ups and calls")
+    d = r.dump
+    eq(sorted((a["api"], a["bytes"]) for a in d["live"]), [("cuMemAlloc_v2", 1 * MiB), ("cuMemAlloc_v2", 2 * MiB)],
+       f"{what}: live allocations")
+    t = d["totals"]
+    eq((t["alloc_count"], t["free_count"], t["unknown_frees"], t["peak_bytes"]), (3, 1, 1, 3 * MiB + 4096),
+       f"{what}: counts")
+
+
+@test
+def dl_rtld_local_library_finds_its_driver():
+    for env in (None, {"LD_BIND_NOW": "1"}):
+        r = same_as_without([os.path.join(T, "t_dl_local"), T], env=env)
+        check_local(run([os.path.join(T, "t_dl_local"), T], env=env), f"C program ({env})")
+    code = ("import ctypes, sys\n"
+            "sys.exit(ctypes.CDLL(sys.argv[1]).cu_lookups())\n")
+    argv = [sys.executable, "-c", code, os.path.join(T, "libt_dl_cu.so")]
+    same_as_without(argv)
+    check_local(run(argv), "Python ctypes")
+
+
+TWO_OUT = ("A alloc -> 0 0xa0000000\nB alloc -> 0 0xb0000000\nB alloc -> 0 0xb0002000\n"
+           "B free -> 0\nA free of B's pointer -> 1\ncalls: A 2, B 3\n")
+
+
+@test
+def dl_two_drivers_each_reach_their_own():
+    for env in (None, {"LD_BIND_NOW": "1"}):
+        r = same_as_without([os.path.join(T, "t_dl_two"), T], env=env)
+        eq(r.out, TWO_OUT, f"each pointer reached its own library ({env})")
+        d = run([os.path.join(T, "t_dl_two"), T], env=env).dump
+        eq(sorted((a["api"], a["address"], a["bytes"]) for a in d["live"]),
+           [("cuMemAlloc_v2", "0xa0000000", 4096), ("cuMemAlloc_v2", "0xb0002000", 16384)], "live allocations")
+        t = d["totals"]
+        eq((t["alloc_count"], t["free_count"], t["unknown_frees"], t["peak_bytes"]), (3, 1, 0, 28672), "counts")
+
+
+@test
+def dl_asan_build():
+    asan = gcc_runtime("libasan.so")
+    ok(asan, "libasan from gcc")
+    env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"}
+    lib = os.path.join(BUILD, "asan", "libvramtrace.so")
+    for argv in (["t_dl_weak", os.path.join(T, "libt_dl_rt.so")], ["t_dl_local", T], ["t_dl_two", T]):
+        a = run(["./" + argv[0]] + argv[1:], env=env, cwd=T)
+        b = run(["./" + argv[0]] + argv[1:], env=env, cwd=T, lib=lib, first=asan)
+        ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, f"{argv}: clean:\n{b.err[-2000:]}")
+        eq((b.out, b.rc), (a.out, a.rc), f"{argv}: same output and status under the ASan build")
+        eq(totals_of(b), totals_of(a), f"{argv}: same figures under the ASan build")

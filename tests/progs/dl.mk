@@ -1,0 +1,32 @@
+# Test programs of the dl area: how the library's CUDA names are seen and
+# resolved (tests/integration/test_dl.py).
+PROGS += $(T)/t_dl_weak $(T)/libt_dl_rt.so $(T)/t_dl_local $(T)/libt_dl_cu.so \
+         $(T)/t_dl_two $(T)/libt_dl_drva.so $(T)/libt_dl_drvb.so
+
+$(T)/t_dl_weak: tests/progs/t_dl_weak.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(T)/libt_dl_rt.so: tests/progs/t_dl_rt.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_dl_local: tests/progs/t_dl_local.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(T)/libt_dl_cu.so: tests/progs/t_dl_cu.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -ldl
+
+$(T)/t_dl_two: tests/progs/t_dl_two.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(T)/libt_dl_drva.so: tests/progs/t_dl_drv.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -DDRV_BASE=0xa0000000ull -o $@ $<
+
+$(T)/libt_dl_drvb.so: tests/progs/t_dl_drv.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -DDRV_BASE=0xb0000000ull -o $@ $<
