@@ -3,7 +3,9 @@
 #   make          build/libvramtrace.so and build/vramtrace
 #   make demo     an out-of-memory post-mortem (simulated GPU, or the real one)
 #   make test     every test: unit (plain, ASan+UBSan, TSan) and integration
-#   make deps     install missing Debian build packages (as root)
+#   make deps     install missing Debian build packages (as root); with
+#                 VRAMTRACE_TORCH=1 or CI set, also `make torch-env`
+#   make torch-env  build/torch-venv: PyTorch for the tests on the simulated GPU
 #   make install  PREFIX=/usr/local
 
 CUDA_HOME ?= /usr/local/cuda
@@ -38,6 +40,28 @@ all: $(B)/libvramtrace.so $(B)/vramtrace
 
 deps:
 	@sh tests/deps.sh
+ifneq ($(filter 1,$(VRAMTRACE_TORCH))$(CI),)
+	@$(MAKE) --no-print-directory torch-env
+endif
+
+# ---------------------------------------------------------- PyTorch
+# build/torch-venv: a virtual environment with the pinned PyTorch (a CUDA
+# build; its runtime and cuBLAS are replaced by the stand-ins at run time,
+# see tests/simgpu/run). The stamp names the version: a new pin rebuilds it,
+# an existing one costs nothing. `make test` runs the PyTorch tests only
+# when it exists.
+TORCH_VERSION := 2.14.1
+TORCH_VENV    := $(B)/torch-venv
+TORCH_STAMP   := $(TORCH_VENV)/.vramtrace-torch-$(TORCH_VERSION)
+.PHONY: torch-env
+torch-env: $(TORCH_STAMP)
+$(TORCH_STAMP):
+	@echo "vramtrace: creating $(TORCH_VENV) with torch==$(TORCH_VERSION)"
+	rm -rf $(TORCH_VENV)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install -q --no-input torch==$(TORCH_VERSION)
+	$(TORCH_VENV)/bin/python -c 'import torch; assert torch.__version__.split("+")[0] == "$(TORCH_VERSION)", torch.__version__'
+	touch $@
 
 $(B)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
