@@ -119,10 +119,21 @@ $(B)/examples/train_oom: examples/train_oom.c $(DEMO_DEPS)
 	@mkdir -p $(B)/examples
 	$(CC) $(BASE) -O0 -g -o $@ $< $(DEMO_LINK)
 
+# With build/torch-venv the demo is a PyTorch script (examples/train_oom.py),
+# else the C program.
+ifneq ($(wildcard $(TORCH_STAMP)),)
+DEMO_TORCH_ON := $(if $(HAVE_GPU),PATH=$(CURDIR)/$(TORCH_VENV)/bin:$$PATH,SIMGPU_CAPACITY=8G SIMGPU_CONTEXT=300M $(CURDIR)/tests/simgpu/run --torch --)
+demo: deps all $(DEMO_DEPS)
+	@mkdir -p $(B)/examples
+	@echo "== running examples/train_oom.py (PyTorch $(TORCH_VERSION)) under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
+	@cd $(B)/examples && rm -f demo.*.json && { $(DEMO_TORCH_ON) ../vramtrace run --out demo.%p.json -- python3 $(CURDIR)/examples/train_oom.py; \
+	    echo "== train_oom.py exited with status $$? (as it does without vramtrace); dump: $$(ls $(CURDIR)/$(B)/examples/demo.*.json) =="; }
+else
 demo: deps all $(B)/examples/train_oom
 	@echo "== running examples/train_oom under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
 	@cd $(B)/examples && rm -f demo.*.json && { $(DEMO_ENV) ../vramtrace run --out demo.%p.json -- ./train_oom; \
 	    echo "== train_oom exited with status $$? (as it does without vramtrace); dump: $$(ls $(CURDIR)/$(B)/examples/demo.*.json) =="; }
+endif
 
 # --------------------------------------------------------------- tests
 T := $(B)/tests
@@ -260,6 +271,7 @@ integration: all progs sanitized $(B)/fuzz/fuzz_dump
 	$(PYTHON) tests/run_tests.py
 
 test: deps all progs unit fuzz-replay integration
+	@test -x $(TORCH_VENV)/bin/python3 || echo "vramtrace: the PyTorch tests were SKIPPED: no $(TORCH_VENV) (make torch-env creates it)"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
@@ -309,8 +321,9 @@ $(BENCH)/libcuda.so.1: bench/fastcuda.c
 $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
 
-bench: deps all $(BENCH)/bench_alloc
+bench: deps all $(BENCH)/bench_alloc sim
 	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/bench_torch.py
 
 # ---------------------------------------------------------- fuzzing
 # The dump reader and every report writer under libFuzzer (clang), with

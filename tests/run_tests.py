@@ -1126,7 +1126,7 @@ def gpu_script_runs_on_the_simulated_gpu():
     try:
         e = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e["OUT"] = out
-        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim"], env=e,
+        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim", "c"], env=e,
                            capture_output=True, text=True, timeout=300)
         eq(p.returncode, 0, "tests/gpu/run.sh --sim:\n" + p.stdout[-2000:] + p.stderr[-1000:])
         ok("gpu checks: 9 passed, 0 failed" in p.stdout, p.stdout[-1000:])

@@ -8,6 +8,8 @@ process (tests/gpu/torch_checks.py prints them as JSON), never from here.
 Each test is skipped, with its reason printed, when build/torch-venv is
 absent.
 """
+import atexit
+
 from run_tests import *  # noqa: F401,F403
 
 TORCH_VENV = os.path.join(BUILD, "torch-venv")
@@ -53,3 +55,96 @@ def torch_without_any_driver():
     eq((b.out, b.err, b.rc), (a.out, a.err, a.rc), "stdout, stderr and status under vramtrace")
     ok("vramtrace" not in b.err, "nothing of vramtrace's printed")
     eq(b.dumps, [], "no GPU memory was used: no dump")
+
+
+# ------------------------------------------- on the simulated GPU
+# tests/gpu/run.sh --sim torch runs every mode of tests/gpu/torch_checks.py
+# (the script a GPU runs) on the stand-ins, under vramtrace and without it,
+# once for all the tests below: each PyTorch import costs seconds.
+
+_SIM = {}
+GPU_CHECKS = {   # the checks torch_checks.py prints for each mode: none may go missing
+    "mlp": 6, "train": 16, "expandable": 12, "async": 13, "nocache": 13, "limit": 6, "uw": 1, "viz": 14,
+}
+
+
+def sim_torch():
+    if "run" not in _SIM:
+        out = tempfile.mkdtemp(prefix="vt-torch-")
+        atexit.register(shutil.rmtree, out, True)
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e["OUT"] = out
+        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim", "torch"], env=e,
+                           capture_output=True, text=True, timeout=900)
+        _SIM["run"] = (p, out)
+    return _SIM["run"]
+
+
+def sim_file(name):
+    p, out = sim_torch()
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        raise Failure(f"tests/gpu/run.sh --sim torch wrote no {name}:\n" + p.stdout[-3000:] + p.stderr[-1000:])
+    with open(path) as f:
+        return f.read()
+
+
+def all_pass(check_file, modes):
+    lines = sim_file(check_file).splitlines()
+    bad = [x for x in lines if not x.startswith("PASS ")]
+    eq(bad, [], f"{check_file}: checks that did not pass")
+    eq(len(lines), sum(GPU_CHECKS[m] for m in modes), f"{check_file}: number of checks")
+    return lines
+
+
+@torch_test
+def torch_transparency():
+    for mode in ("mlp", "train", "expandable", "async", "nocache"):
+        for part in ("out", "err", "rc"):
+            eq(sim_file(f"{mode}.{part}"), sim_file(f"{mode}.plain.{part}"), f"{mode}: {part} under vramtrace")
+        eq(sim_file(f"{mode}.rc"), "0\n", f"{mode}: status")
+    mlp = json.loads(sim_file("mlp.out"))
+    eq(mlp["cuda_available"], True, "torch.cuda.is_available() on the simulated GPU")
+    for mode in ("train", "expandable", "async", "nocache"):
+        msg = json.loads(sim_file(f"{mode}.out"))["message"]
+        ok(msg.startswith("CUDA out of memory. Tried to allocate "), f"{mode}: PyTorch's own error text: {msg!r}")
+
+
+@torch_test
+def torch_mlp_segments_and_lines():
+    all_pass("mlp.check", ["mlp"])
+
+
+@torch_test
+def torch_oom_retry():
+    all_pass("train.check", ["train"])
+
+
+@torch_test
+def torch_oom_expandable_async_nocache():
+    for mode in ("expandable", "async", "nocache"):
+        all_pass(f"{mode}.check", [mode])
+
+
+@torch_test
+def torch_budget_limit():
+    all_pass("limit.check", ["limit"])
+
+
+@torch_test
+def torch_unwind_check():
+    all_pass("uw.check", ["uw"])
+
+
+@torch_test
+def torch_export_in_memory_viz():
+    all_pass("viz.check", ["viz"])
+
+
+@torch_test
+def torch_gpu_script_on_the_simulated_gpu():
+    p, out = sim_torch()
+    n = sum(GPU_CHECKS.values())
+    eq(p.returncode, 0, "tests/gpu/run.sh --sim torch:\n" + p.stdout[-3000:] + p.stderr[-1000:])
+    ok(f"gpu checks: {n} passed, 0 failed" in p.stdout, p.stdout[-1000:])
