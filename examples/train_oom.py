@@ -1,9 +1,9 @@
 """A PyTorch training loop with a classic leak, for `make demo`.
 
-`running_loss += loss` (instead of `loss.item()`) keeps every step's
-autograd graph, and with it that step's activations, alive: memory grows
-each step until torch.OutOfMemoryError. Under `vramtrace run` the
-post-mortem names the lines that hold the memory.
+The evaluation pass forgets `torch.no_grad()` and keeps its outputs:
+each kept output holds its autograd graph, and with it every activation of
+its batch, so memory grows batch by batch until torch.OutOfMemoryError.
+Under `vramtrace run` the post-mortem shows who holds the memory.
 """
 import torch
 import torch.nn.functional as F
@@ -22,14 +22,23 @@ def batch(size=2048):
     return torch.randn(size, 4096, device=dev), torch.randint(0, 1000, (size,), device=dev)
 
 
-running_loss = 0.0
-for step in range(1000):
-    x, y = batch()
-    opt.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(x), y)
-    running_loss += loss          # the leak: keeps the graph; `loss.item()` would not
-    loss.backward(retain_graph=True)
-    opt.step()
-    if step % 10 == 0:
-        print(f"step {step}: {torch.cuda.memory_allocated() / 2**30:.2f} GiB allocated, "
-              f"{torch.cuda.memory_reserved() / 2**30:.2f} GiB reserved")
+def train(steps):
+    for _ in range(steps):
+        x, y = batch()
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+
+def evaluate(batches):
+    outputs = []
+    for i in range(batches):
+        x, _ = batch()
+        outputs.append(model(x))    # the leak: no torch.no_grad(), and the graph is kept
+        if i % 10 == 0:
+            print(f"eval batch {i}: {torch.cuda.memory_allocated() / 2**30:.2f} GiB allocated")
+    return torch.cat(outputs).argmax(1)
+
+
+train(3)
+evaluate(1000)
