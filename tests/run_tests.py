@@ -711,7 +711,7 @@ def finding_other_processes_and_outside_tracked():
     finally:
         sleeper.kill()
         sleeper.wait()
-    r, d = triage("keep 8M fail 20M", {"SIMGPU_CONTEXT": "40M"})
+    r, d = triage("keep 8M fail 20M", {"SIMGPU_CONTEXT": "40M", "SIMNVML_FAIL": "1"})
     ids = finding_ids(d)
     eq(d["ooms"][0]["other_processes"], None, "no NVML: unknown, silently")
     ok("other_processes" not in ids and "outside_tracked" in ids, f"without NVML it is outside: {ids}")
