@@ -102,6 +102,32 @@ $(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c
 	$(CC) $(BASE) -O1 -g -fvisibility=hidden -c $< -o $(SIM)/static/simcudart.o
 	ar rcs $@ $(SIM)/static/simcudart.o
 
+# PyTorch on the simulated GPU: the stand-in runtime again, as
+# libcudart.so.13 with the real one's symbol version, and stand-ins for
+# cuBLAS and cuBLASLt. Their headers come with PyTorch's nvidia-cublas wheel
+# (TORCH_VENV, or CUBLAS_INC). tests/simgpu/run --torch runs a command on them.
+TORCH_VENV ?= $(B)/torch-venv
+CUBLAS_INC ?= $(firstword $(wildcard $(TORCH_VENV)/lib/python3*/site-packages/nvidia/cu13/include))
+.PHONY: sim-torch
+sim-torch: sim $(SIM)/libcudart.so.13 $(SIM)/libcublas.so.13 $(SIM)/libcublasLt.so.13
+
+$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/libcudart.map
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcudart.map -o $@ $< -ldl -lpthread
+
+$(SIM)/libcublas.so.13: tests/simgpu/simcublas.c tests/simgpu/simcublas_stubs.c tests/simgpu/cublas_stubs.def tests/simgpu/libcublas.map
+	@test -n "$(CUBLAS_INC)" || { echo "sim-torch: cublas_api.h not found: make torch-env, or set CUBLAS_INC" >&2; exit 1; }
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -idirafter $(CUBLAS_INC) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcublas.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcublas.map -o $@ tests/simgpu/simcublas.c tests/simgpu/simcublas_stubs.c
+
+$(SIM)/libcublasLt.so.13: tests/simgpu/simcublaslt.c tests/simgpu/libcublasLt.map
+	@test -n "$(CUBLAS_INC)" || { echo "sim-torch: cublasLt.h not found: make torch-env, or set CUBLAS_INC" >&2; exit 1; }
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -idirafter $(CUBLAS_INC) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcublasLt.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcublasLt.map -o $@ $<
+
 # --------------------------------------------------------------- demo
 # With a GPU and driver present the demo links the real runtime.
 HAVE_GPU := $(shell test -e /dev/nvidiactl && ls /dev/nvidia[0-9]* >/dev/null 2>&1 && echo 1)
