@@ -148,6 +148,7 @@ if [ $TORCH = 1 ]; then
     else
         echo "FAIL unwind: ${line:-no check line} (see uw.out)" >"$OUT/uw.check"
     fi
+    $PY tests/gpu/torch_checks.py check mlp "$OUT/uw.facts" "$OUT/uw" >>"$OUT/uw.check" 2>&1
     tally "$OUT/uw.check"
 
     # ------------------------ the torch export in torch.cuda._memory_viz

@@ -281,6 +281,8 @@ def check(mode, facts_path, dump_dir, err_path=None):
                          f"{py_lines(d, x['stack'])[:2] if x else 'not live'}")
         c.say("every segment's stack holds the line that made PyTorch ask for it (or autograd's thread for backward)",
               not wrong, "; ".join(wrong) or f"{len(facts['segments'])} segments, {on_autograd} on autograd's thread")
+        c.say("backward asked for segments on autograd's thread (their stacks were walked too)", on_autograd >= 1,
+              f"{on_autograd}")
 
     elif mode in OOM_MODES:
         ooms = d["ooms"]
