@@ -65,6 +65,8 @@ def main():
     if not os.path.exists(py):
         print("bench_torch: skipped, no build/torch-venv (make torch-env creates it)")
         return 0
+    # The stand-ins once, before three workers start at the same time.
+    subprocess.run(["make", "-s", "-C", ROOT, "sim-torch"], check=True)
     tmp = tempfile.mkdtemp(prefix="vt-bench-torch-")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k != "LD_PRELOAD"}
     configs = {
