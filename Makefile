@@ -80,7 +80,7 @@ $(B)/vramtrace: $(CLI_C) $(HEADERS)
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
-sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a $(SIM)/libnvidia-ml.so.1
+sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a $(SIM)/libnvidia-ml.so.1 $(SIM)/libcudart.so.13
 
 $(SIM)/libcuda.so.1: tests/simgpu/simcuda.c
 	@mkdir -p $(SIM)
