@@ -356,7 +356,11 @@ def check(mode, facts_path, dump_dir, err_path=None):
 
 def viz(facts_path, dump_dir, pickle_path, out_dir):
     """Read vramtrace's torch export with PyTorch's own torch.cuda._memory_viz
-    and compare its numbers with the dump's."""
+    and compare its numbers with the dump's. The pages trace_plot and
+    segment_plot write are not rendered: they import MemoryViz.js from
+    cdn.jsdelivr.net (PyTorch's main branch; the wheel does not ship it),
+    which imports d3 7 from the network; Debian ships d3 3.5 (libjs-d3) and
+    5.16 (node-d3) and no MemoryViz.js."""
     import pickle
     from torch.cuda import _memory_viz as mv
     c = Checker("viz")
