@@ -75,8 +75,9 @@ def simgpu_runtime_sonames_and_versions():
 def simgpu_nvml_for_pytorch():
     """NVML answers without SIMNVML_PROCS, finds the device by the PCI bus id
     PyTorch prints from cudaGetDeviceProperties (domain 0, bus d + 1), fills
-    the original call's 16-byte process records, and fails init only when
-    SIMNVML_FAIL asks."""
+    the original call's 16-byte process records, reports no NVLink fabric
+    (PyTorch warns when the query fails on compute capability 9.0), and
+    fails init only when SIMNVML_FAIL asks."""
     code = r'''
 import ctypes, sys
 nv = ctypes.CDLL(sys.argv[1])
@@ -102,16 +103,24 @@ class M(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
 m = M()
 print(nv.nvmlDeviceGetMemoryInfo(dev, ctypes.byref(m)), m.total, m.free, m.used)
+class F(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("uuid", ctypes.c_ubyte * 16), ("status", ctypes.c_int),
+                ("clique", ctypes.c_uint), ("state", ctypes.c_ubyte), ("health", ctypes.c_uint),
+                ("summary", ctypes.c_ubyte)]
+f = F(version=0x3000028, state=9)
+print(nv.nvmlDeviceGetGpuFabricInfoV(dev, ctypes.byref(f)), f.version == 0x3000028, f.state, f.status)
+f = F(version=0x3000024)
+print(nv.nvmlDeviceGetGpuFabricInfoV(dev, ctypes.byref(f)))
 '''
     lib = os.path.join(SIM, "libnvidia-ml.so.1")
     env = {"SIMGPU_DEVICES": "2", "SIMGPU_CAPACITY": "1G"}
     r = run([sys.executable, "-c", code, lib], preload=False, env=env)
     eq(r.out.splitlines(), ["0", "0", "0 1", "6", "0 0", "0 0 0 0", "0 GPU-10111213-1415-1617-1819-1a1b1c1d1e1f",
-                            "0 True", f"0 {1 << 30} {1 << 30} 0"], "no processes")
+                            "0 True", f"0 {1 << 30} {1 << 30} 0", "0 True 0 0", "25"], "no processes")
     env["SIMNVML_PROCS"] = "123:40M,456:8M"
     r = run([sys.executable, "-c", code, lib], preload=False, env=env)
     eq(r.out.splitlines()[4:6], ["7 2", f"0 2 123 {8 << 20}"], "two processes, v1 records")
-    eq(r.out.splitlines()[-1], f"0 {1 << 30} {(1 << 30) - (48 << 20)} {48 << 20}", "memory NVML sees used")
+    eq(r.out.splitlines()[8], f"0 {1 << 30} {(1 << 30) - (48 << 20)} {48 << 20}", "memory NVML sees used")
     env["SIMNVML_FAIL"] = "1"
     r = run([sys.executable, "-c", code, lib], preload=False, env=env)
     eq(r.out.splitlines()[0], "9", "NVML_ERROR_DRIVER_NOT_LOADED")

@@ -10,9 +10,11 @@
  * none. SIMNVML_FAIL=1 makes nvmlInit fail with NVML_ERROR_DRIVER_NOT_LOADED,
  * as on a machine whose driver is unreachable. The memory it reports used is the sum of those sizes: NVML sees
  * other processes' memory, which this process's simulated driver does not.
- * NVLink and fabric queries answer NVML_ERROR_NOT_SUPPORTED. Return codes
- * are NVML's: 0 success, 2 invalid argument, 3 not supported, 6 not found,
- * 7 insufficient size, 9 driver not loaded. */
+ * NVLink and P2P queries answer NVML_ERROR_NOT_SUPPORTED; the device is on
+ * no NVLink fabric. Return codes are NVML's: 0 success, 2 invalid argument,
+ * 3 not supported, 6 not found, 7 insufficient size, 9 driver not loaded,
+ * 25 argument version mismatch. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #define NV_NOT_FOUND 6
 #define NV_INSUFFICIENT_SIZE 7
 #define NV_DRIVER_NOT_LOADED 9
+#define NV_ARGUMENT_VERSION_MISMATCH 25
 #define NV_MAX_DEVICES 8
 
 /* nvmlProcessInfo_t of the _v2/_v3 calls, and of the original call. */
@@ -226,7 +229,28 @@ EXPORT int nvmlDeviceGetP2PStatus(void *a, void *b, int index, int *status) {
     return nv_dev(a) && nv_dev(b) ? NV_NOT_SUPPORTED : NV_INVALID;
 }
 
-EXPORT int nvmlDeviceGetGpuFabricInfoV(void *dev, void *info) {
-    (void)info;
-    return nv_dev(dev) ? NV_NOT_SUPPORTED : NV_INVALID;
+/* nvmlGpuFabricInfo_v2_t and _v3_t of NVML's header: the version word holds
+ * the struct's size and, in its top byte, its version. */
+struct fabric {
+    unsigned version;
+    unsigned char cluster_uuid[16];
+    int status;
+    unsigned clique_id;
+    unsigned char state;
+    unsigned health_mask;
+    unsigned char health_summary; /* v3 */
+};
+
+/* The simulated device is on no NVLink fabric: the query succeeds with
+ * NVML_GPU_FABRIC_STATE_NOT_SUPPORTED (0), as on a PCIe board. */
+EXPORT int nvmlDeviceGetGpuFabricInfoV(void *dev, struct fabric *info) {
+    if (!nv_dev(dev) || !info) return NV_INVALID;
+    unsigned version = info->version >> 24, size = info->version & 0xffffff;
+    size_t v3 = sizeof *info, v2 = offsetof(struct fabric, health_summary);
+    if (!((version == 2 && size == v2) || (version == 3 && size == v3))) return NV_ARGUMENT_VERSION_MISMATCH;
+    unsigned keep = info->version;
+    memset(info, 0, size);
+    info->version = keep;
+    info->status = NV_SUCCESS;
+    return NV_SUCCESS;
 }
