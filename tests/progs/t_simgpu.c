@@ -88,6 +88,14 @@ static void pools(void) {
     size_t held = used() - before;
     cudaStreamSynchronize(0);
     printf("threshold 0: held %zu until the synchronization, then %zu\n", held, used() - before);
+    cudaMallocAsync(&p, 1 << 20, 0);
+    cudaError_t r = cudaFree(p);
+    unsigned long long in_use = pool_attr(pool, cudaMemPoolAttrUsedMemCurrent);
+    r = r ? r : cudaFree(p);
+    cudaGetLastError();
+    cudaDeviceSynchronize();
+    printf("cudaFree of pool memory: used %llu; again -> %d; device %zu after a synchronization\n", in_use, (int)r,
+           used() - before);
 }
 
 static void events(void) {

@@ -714,10 +714,15 @@ static CUresult sim_alloc_device(const char *api, CUdeviceptr *dptr, size_t byte
     return r;
 }
 
+static CUresult sim_pool_release(CUdeviceptr ptr);
+
+/* cuMemFree frees what cuMemAlloc made, and also what a pool handed out
+ * (after a synchronization, on a real device). */
 static CUresult sim_free_device(const char *api, CUdeviceptr p) {
     sim_count(api);
     if (p == 0) return CUDA_SUCCESS;
-    return sim_give(p, SIM_DEVICE);
+    CUresult r = sim_give(p, SIM_DEVICE);
+    return r == CUDA_SUCCESS ? r : sim_pool_release(p);
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
@@ -859,9 +864,8 @@ out:
     return r;
 }
 
-static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
-    sim_count(api);
-    if (ptr == 0) return CUDA_ERROR_INVALID_VALUE;
+/* Returns a pool allocation to its pool, which keeps the memory reserved. */
+static CUresult sim_pool_release(CUdeviceptr ptr) {
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_lookup(ptr, SIM_POOLED);
@@ -869,14 +873,17 @@ static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
         a->pool->used -= a->bytes;
         sim_drop(a);
         r = CUDA_SUCCESS;
-    } else if ((a = sim_lookup(ptr, SIM_DEVICE)) != NULL) {
-        /* cuMemFreeAsync also frees memory of cuMemAlloc. */
-        sim_dev[a->device].used -= a->bytes;
-        sim_drop(a);
-        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
+}
+
+/* cuMemFreeAsync frees pool memory, and also memory of cuMemAlloc. */
+static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
+    sim_count(api);
+    if (ptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_pool_release(ptr);
+    return r == CUDA_SUCCESS ? r : sim_give(ptr, SIM_DEVICE);
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
