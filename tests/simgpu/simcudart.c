@@ -968,6 +968,12 @@ static const struct { cudaError_t code; const char *name, *text; } rt_errors[] =
     E(cudaErrorNotPermitted, "operation not permitted"),
     E(cudaErrorNotSupported, "operation not supported"),
     E(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing"),
+    E(cudaErrorLaunchOutOfResources, "too many resources requested for launch"),
+    E(cudaErrorNoKernelImageForDevice, "no kernel image is available for execution on the device"),
+    E(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable"),
+    E(cudaErrorIllegalAddress, "an illegal memory access was encountered"),
+    E(cudaErrorLaunchFailure, "unspecified launch failure"),
+    E(cudaErrorContextIsDestroyed, "context is destroyed"),
     E(cudaErrorUnknown, "unknown error"),
 #undef E
 };
