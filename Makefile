@@ -43,6 +43,10 @@ deps:
 ifneq ($(filter 1,$(VRAMTRACE_TORCH))$(CI),)
 	@$(MAKE) --no-print-directory torch-env
 endif
+# VRAMTRACE_TORCH is make's switch, not a library option: the programs the
+# tests run under vramtrace must not see it (vramtrace warns of unknown
+# VRAMTRACE_* variables).
+unexport VRAMTRACE_TORCH
 
 # ---------------------------------------------------------- PyTorch
 # build/torch-venv: a virtual environment with the pinned PyTorch (a CUDA
