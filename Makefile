@@ -3,7 +3,9 @@
 #   make          build/libvramtrace.so and build/vramtrace
 #   make demo     an out-of-memory post-mortem (simulated GPU, or the real one)
 #   make test     every test: unit (plain, ASan+UBSan, TSan) and integration
-#   make deps     install missing Debian build packages (as root)
+#   make deps     install missing Debian build packages (as root); with
+#                 VRAMTRACE_TORCH=1 or CI set, also `make torch-env`
+#   make torch-env  build/torch-venv: PyTorch for the tests on the simulated GPU
 #   make install  PREFIX=/usr/local
 
 CUDA_HOME ?= /usr/local/cuda
@@ -46,6 +48,32 @@ all: $(B)/libvramtrace.so $(B)/vramtrace
 
 deps:
 	@sh tests/deps.sh
+ifneq ($(filter 1,$(VRAMTRACE_TORCH))$(CI),)
+	@$(MAKE) --no-print-directory torch-env
+endif
+# VRAMTRACE_TORCH is make's switch, not a library option: the programs the
+# tests run under vramtrace must not see it (vramtrace warns of unknown
+# VRAMTRACE_* variables).
+unexport VRAMTRACE_TORCH
+
+# ---------------------------------------------------------- PyTorch
+# build/torch-venv: a virtual environment with the pinned PyTorch (a CUDA
+# build; its runtime and cuBLAS are replaced by the stand-ins at run time,
+# see tests/simgpu/run). The stamp names the version: a new pin rebuilds it,
+# an existing one costs nothing. `make test` runs the PyTorch tests only
+# when it exists.
+TORCH_VERSION := 2.14.1
+TORCH_VENV    := $(B)/torch-venv
+TORCH_STAMP   := $(TORCH_VENV)/.vramtrace-torch-$(TORCH_VERSION)
+.PHONY: torch-env
+torch-env: $(TORCH_STAMP)
+$(TORCH_STAMP):
+	@echo "vramtrace: creating $(TORCH_VENV) with torch==$(TORCH_VERSION)"
+	rm -rf $(TORCH_VENV)
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install -q --no-input torch==$(TORCH_VERSION)
+	$(TORCH_VENV)/bin/python -c 'import torch; assert torch.__version__.split("+")[0] == "$(TORCH_VERSION)", torch.__version__'
+	touch $@
 
 $(B)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -71,7 +99,7 @@ FORCE:
 
 # ------------------------------------------------------- simulated GPU
 SIM := $(B)/sim
-sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a $(SIM)/libnvidia-ml.so.1
+sim: $(SIM)/libcuda.so.1 $(SIM)/libcudart_sim.so $(SIM)/libcudart_sim_static.a $(SIM)/libnvidia-ml.so.1 $(SIM)/libcudart.so.13
 
 $(SIM)/libcuda.so.1: tests/simgpu/simcuda.c
 	@mkdir -p $(SIM)
@@ -93,6 +121,32 @@ $(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c
 	$(CC) $(BASE) -O1 -g -fvisibility=hidden -c $< -o $(SIM)/static/simcudart.o
 	ar rcs $@ $(SIM)/static/simcudart.o
 
+# PyTorch on the simulated GPU: the stand-in runtime again, as
+# libcudart.so.13 with the real one's symbol version, and stand-ins for
+# cuBLAS and cuBLASLt. Their headers come with PyTorch's nvidia-cublas wheel
+# (TORCH_VENV, or CUBLAS_INC). tests/simgpu/run --torch runs a command on them.
+TORCH_VENV ?= $(B)/torch-venv
+CUBLAS_INC ?= $(firstword $(wildcard $(TORCH_VENV)/lib/python3*/site-packages/nvidia/cu13/include))
+.PHONY: sim-torch
+sim-torch: sim $(SIM)/libcudart.so.13 $(SIM)/libcublas.so.13 $(SIM)/libcublasLt.so.13
+
+$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/libcudart.map
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcudart.map -o $@ $< -ldl -lpthread
+
+$(SIM)/libcublas.so.13: tests/simgpu/simcublas.c tests/simgpu/simcublas_stubs.c tests/simgpu/cublas_stubs.def tests/simgpu/libcublas.map
+	@test -n "$(CUBLAS_INC)" || { echo "sim-torch: cublas_api.h not found: make torch-env, or set CUBLAS_INC" >&2; exit 1; }
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -idirafter $(CUBLAS_INC) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcublas.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcublas.map -o $@ tests/simgpu/simcublas.c tests/simgpu/simcublas_stubs.c
+
+$(SIM)/libcublasLt.so.13: tests/simgpu/simcublaslt.c tests/simgpu/libcublasLt.map
+	@test -n "$(CUBLAS_INC)" || { echo "sim-torch: cublasLt.h not found: make torch-env, or set CUBLAS_INC" >&2; exit 1; }
+	@mkdir -p $(SIM)
+	$(CC) $(BASE) -idirafter $(CUBLAS_INC) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcublasLt.so.13 \
+	    -Wl,--version-script=tests/simgpu/libcublasLt.map -o $@ $<
+
 # --------------------------------------------------------------- demo
 # With a GPU and driver present the demo links the real runtime.
 HAVE_GPU := $(shell test -e /dev/nvidiactl && ls /dev/nvidia[0-9]* >/dev/null 2>&1 && echo 1)
@@ -110,10 +164,21 @@ $(B)/examples/train_oom: examples/train_oom.c $(DEMO_DEPS)
 	@mkdir -p $(B)/examples
 	$(CC) $(BASE) -O0 -g -o $@ $< $(DEMO_LINK)
 
+# With build/torch-venv the demo is a PyTorch script (examples/train_oom.py),
+# else the C program.
+ifneq ($(wildcard $(TORCH_STAMP)),)
+DEMO_TORCH_ON := $(if $(HAVE_GPU),PATH=$(CURDIR)/$(TORCH_VENV)/bin:$$PATH,SIMGPU_CAPACITY=8G SIMGPU_CONTEXT=300M $(CURDIR)/tests/simgpu/run --torch --)
+demo: deps all $(DEMO_DEPS)
+	@mkdir -p $(B)/examples
+	@echo "== running examples/train_oom.py (PyTorch $(TORCH_VERSION)) under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
+	@cd $(B)/examples && rm -f demo.*.json && { $(DEMO_TORCH_ON) ../vramtrace run --out demo.%p.json -- python3 $(CURDIR)/examples/train_oom.py; \
+	    echo "== train_oom.py exited with status $$? (as it does without vramtrace); dump: $$(ls $(CURDIR)/$(B)/examples/demo.*.json) =="; }
+else
 demo: deps all $(B)/examples/train_oom
 	@echo "== running examples/train_oom under vramtrace$(if $(HAVE_GPU), on the real GPU, on the simulated GPU (8 GiB)) =="
 	@cd $(B)/examples && rm -f demo.*.json && { $(DEMO_ENV) ../vramtrace run --out demo.%p.json -- ./train_oom; \
 	    echo "== train_oom exited with status $$? (as it does without vramtrace); dump: $$(ls $(CURDIR)/$(B)/examples/demo.*.json) =="; }
+endif
 
 # --------------------------------------------------------------- tests
 T := $(B)/tests
@@ -251,6 +316,7 @@ integration: all progs sanitized $(B)/fuzz/fuzz_dump
 	$(PYTHON) tests/run_tests.py
 
 test: deps all progs unit fuzz-replay integration
+	@test -x $(TORCH_VENV)/bin/python3 || echo "vramtrace: the PyTorch tests were SKIPPED: no $(TORCH_VENV) (make torch-env creates it)"
 
 # Quoted: a prefix may hold spaces (`vramtrace run` copes, see cmd_run.c).
 install: all
@@ -301,8 +367,9 @@ $(BENCH)/libcuda.so.1: bench/fastcuda.c
 $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
 
-bench: deps all $(BENCH)/bench_alloc
+bench: deps all $(BENCH)/bench_alloc sim
 	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/bench_torch.py
 
 # ---------------------------------------------------------- fuzzing
 # The dump reader and every report writer under libFuzzer (clang), with

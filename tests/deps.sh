@@ -3,7 +3,17 @@
 # if any are missing. As root it runs apt-get; otherwise it prints the exact
 # command and fails.
 set -u
-PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 util-linux chromium valgrind clang libclang-rt-14-dev"
+# clang's runtime libraries (libFuzzer, its sanitizers) are packaged under
+# clang's version, which is Debian's: 14 on Debian 12, 19 on Debian 13;
+# elsewhere the version the "clang" package depends on.
+case "$(cat /etc/debian_version 2>/dev/null)" in
+12*|bookworm*) CLANG_V=14 ;;
+13*|trixie*) CLANG_V=19 ;;
+*) CLANG_V=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -1)
+   CLANG_V=${CLANG_V:-14} ;;
+esac
+# python3-venv: `make torch-env` creates a virtual environment.
+PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -711,7 +711,7 @@ def finding_other_processes_and_outside_tracked():
     finally:
         sleeper.kill()
         sleeper.wait()
-    r, d = triage("keep 8M fail 20M", {"SIMGPU_CONTEXT": "40M"})
+    r, d = triage("keep 8M fail 20M", {"SIMGPU_CONTEXT": "40M", "SIMNVML_FAIL": "1"})
     ids = finding_ids(d)
     eq(d["ooms"][0]["other_processes"], None, "no NVML: unknown, silently")
     ok("other_processes" not in ids and "outside_tracked" in ids, f"without NVML it is outside: {ids}")
@@ -1126,7 +1126,7 @@ def gpu_script_runs_on_the_simulated_gpu():
     try:
         e = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e["OUT"] = out
-        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim"], env=e,
+        p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim", "c"], env=e,
                            capture_output=True, text=True, timeout=300)
         eq(p.returncode, 0, "tests/gpu/run.sh --sim:\n" + p.stdout[-2000:] + p.stderr[-1000:])
         ok("gpu checks: 9 passed, 0 failed" in p.stdout, p.stdout[-1000:])

@@ -4,7 +4,9 @@
 # with the dumps and plots; docs/gpu-validation.md is written from them.
 #
 #   tests/gpu/run.sh          on a machine with a GPU, nvcc and PyTorch
-#   tests/gpu/run.sh --sim    the parts that need no GPU, on the simulated GPU
+#   tests/gpu/run.sh --sim    the same on the simulated GPU (PyTorch from
+#                             build/torch-venv, `make torch-env`)
+#   tests/gpu/run.sh [--sim] c|torch   one part only
 #
 # vramtrace comes from build/gpu-bundle when it is there (`make gpu-bundle`
 # here, then carry build/gpu-bundle: the GPU machine has no package
@@ -17,7 +19,8 @@ mkdir -p "$OUT"
 LOG=$OUT/gpu-results.txt
 : > "$LOG"
 SIM=0
-[ "${1:-}" = "--sim" ] && SIM=1
+[ "${1:-}" = "--sim" ] && { SIM=1; shift; }
+PARTS=${*:-c torch}   # which parts: c, torch (default both)
 PY=${PYTHON:-python3}
 pass=0
 fail=0
@@ -41,11 +44,25 @@ say "vramtrace: $($CLI --version) ($LIB)"
 say "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 # --------------------------------------------------------------- machine
+case " $PARTS " in *" torch "*) TORCH=1 ;; *) TORCH=0 ;; esac
+case " $PARTS " in *" c "*) C=1 ;; *) C=0 ;; esac
+TPY=$PY   # the Python with PyTorch
+ON=       # the prefix that puts a command on the device
 if [ $SIM = 1 ]; then
     make -s sim >/dev/null 2>&1
-    export LD_LIBRARY_PATH=$ROOT/build/sim
     export SIMGPU_CAPACITY=8G SIMGPU_CONTEXT=300M
     say "device: the simulated GPU (8 GiB)"
+    if [ $TORCH = 1 ]; then
+        if [ -x "$ROOT/build/torch-venv/bin/python3" ]; then
+            TPY=python3
+            ON="$ROOT/tests/simgpu/run --torch --"
+            say "torch: $($ON python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null | tail -1) (build/torch-venv)"
+        else
+            say "SKIP PyTorch: no build/torch-venv (make torch-env creates it)"
+            TORCH=0
+        fi
+    fi
+    export LD_LIBRARY_PATH=$ROOT/build/sim
 else
     say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
     say "nvcc: $(nvcc --version 2>&1 | tail -1)"
@@ -62,39 +79,68 @@ run_traced() {   # DIR ENV... -- CMD...: run CMD under vramtrace, dumps into DIR
 }
 
 # ------------------------------- 1. a CUDA C program: leaks, then OOM
-if [ $SIM = 1 ]; then
+if [ $C = 0 ]; then
+    :
+elif [ $SIM = 1 ]; then
     cc -g -O0 -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$OUT/leak_oom" tests/gpu/leak_oom.c \
         build/sim/libcudart_sim.so -Wl,-rpath,"$ROOT/build/sim"
 else
     nvcc -g -O0 -o "$OUT/leak_oom" -x cu tests/gpu/leak_oom.c   # nvcc's default: the static runtime
 fi
-run_traced "$OUT/c" -- "$OUT/leak_oom" >"$OUT/c.out" 2>&1
-$PY tests/gpu/check_c.py "$OUT/c.out" "$(ls "$OUT"/c/d.*.json | head -1)" >"$OUT/c.check" 2>&1
-say "== 1. CUDA C program (static runtime): leaks and an OOM"
-tally "$OUT/c.check"
+if [ $C = 1 ]; then
+    run_traced "$OUT/c" -- "$OUT/leak_oom" >"$OUT/c.out" 2>&1
+    $PY tests/gpu/check_c.py "$OUT/c.out" "$(ls "$OUT"/c/d.*.json | head -1)" >"$OUT/c.check" 2>&1
+    say "== 1. CUDA C program (static runtime): leaks and an OOM"
+    tally "$OUT/c.check"
+fi
 
-if [ $SIM = 0 ]; then
-    # --------------------------------------------- 2-5. PyTorch
-    for mode in train expandable async nocache limit; do
-        envs=()
+# ------------------------------------------------ 2-6. PyTorch
+# Each mode of torch_checks.py once under vramtrace and, for the modes whose
+# output vramtrace must not change, once without it: stdout, stderr and
+# status must be identical (PyTorch's OutOfMemoryError text included). On
+# the simulated GPU the PyTorch of build/torch-venv runs on the stand-ins
+# (tests/simgpu/run --torch).
+if [ $TORCH = 1 ]; then
+    run_mode() {   # MODE ENV...: the mode under vramtrace, its plain twin, the checks
+        local mode=$1; shift
+        say "== PyTorch: $mode $*"
+        local t0=$(date +%s)
+        run_traced "$OUT/$mode" "$@" -- $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode \
+            "$OUT/$mode.facts" >"$OUT/$mode.out" 2>"$OUT/$mode.err"
+        echo $? >"$OUT/$mode.rc"
+        $PY tests/gpu/torch_checks.py check $mode "$OUT/$mode.facts" "$OUT/$mode" "$OUT/$mode.err" \
+            >"$OUT/$mode.check" 2>&1
         case $mode in
-        expandable) envs=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
-        async) envs=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
-        nocache) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
-        limit) envs=(VRAMTRACE_LIMIT=6G VRAMTRACE_LIMIT_BYTES=$((6 << 30))) ;;
+        limit) ;;   # without vramtrace there is no budget
+        *)
+            env "$@" $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode "$OUT/$mode.plain.facts" \
+                >"$OUT/$mode.plain.out" 2>"$OUT/$mode.plain.err"
+            echo $? >"$OUT/$mode.plain.rc"
+            # PyTorch's warnings start with their time ("[W1201 08:04:57.440355900 "): not compared
+            for f in $mode.err $mode.plain.err; do
+                sed -E 's/^\[([WEI])[0-9]{4} [0-9:.]+ /[\1 /' "$OUT/$f" >"$OUT/$f.untimed"
+            done
+            if cmp -s "$OUT/$mode.out" "$OUT/$mode.plain.out" && cmp -s "$OUT/$mode.err.untimed" \
+                "$OUT/$mode.plain.err.untimed" && cmp -s "$OUT/$mode.rc" "$OUT/$mode.plain.rc"; then
+                echo "PASS $mode: stdout, stderr and status as without vramtrace" >>"$OUT/$mode.check"
+            else
+                echo "FAIL $mode: output differs without vramtrace (diff $OUT/$mode.out $OUT/$mode.plain.out," \
+                    "$mode.err, $mode.rc)" >>"$OUT/$mode.check"
+            fi ;;
         esac
-        say "== PyTorch: $mode ${envs[*]}"
-        t0=$(date +%s)
-        run_traced "$OUT/$mode" "${envs[@]}" X=1 -- timeout 240 $PY tests/gpu/torch_checks.py $mode \
-            "$OUT/$mode.facts" >"$OUT/$mode.out" 2>&1
-        $PY tests/gpu/torch_checks.py check $mode "$OUT/$mode.facts" "$OUT/$mode" >"$OUT/$mode.check" 2>&1
         tally "$OUT/$mode.check"
         say "   ($(( $(date +%s) - t0 )) s)"
-    done
+    }
+    run_mode mlp
+    run_mode train
+    run_mode expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    run_mode async PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+    run_mode nocache PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    run_mode limit VRAMTRACE_LIMIT=6G VRAMTRACE_LIMIT_BYTES=$((6 << 30))
 
-    # ------------- 5b. the stack walker against libunwind, inside PyTorch
+    # ---------- the stack walker against libunwind, inside PyTorch
     say "== stack walker against libunwind (VRAMTRACE_UNWIND=check) under PyTorch"
-    run_traced "$OUT/uw" VRAMTRACE_UNWIND=check X=1 -- timeout 240 $PY tests/gpu/torch_checks.py train \
+    run_traced "$OUT/uw" VRAMTRACE_UNWIND=check -- $ON timeout 240 $TPY tests/gpu/torch_checks.py mlp \
         "$OUT/uw.facts" >"$OUT/uw.out" 2>&1
     line=$(grep -h "unwind check:" "$OUT/uw.out" | tail -1)
     if echo "$line" | grep -Eq "check: [1-9][0-9]* stacks, 0 differ"; then
@@ -102,20 +148,26 @@ if [ $SIM = 0 ]; then
     else
         echo "FAIL unwind: ${line:-no check line} (see uw.out)" >"$OUT/uw.check"
     fi
+    $PY tests/gpu/torch_checks.py check mlp "$OUT/uw.facts" "$OUT/uw" >>"$OUT/uw.check" 2>&1
     tally "$OUT/uw.check"
 
-    # --------------------------------- 6. the torch export in memory_viz
+    # ------------------------ the torch export in torch.cuda._memory_viz
     say "== torch export read by torch.cuda._memory_viz"
-    d=$(ls -t "$OUT"/train/d.*.json | head -1)
-    $CLI report "$d" --format torch -o "$OUT/snapshot.pickle" &&
-        $PY -m torch.cuda._memory_viz trace_plot "$OUT/snapshot.pickle" -o "$OUT/trace.html" >"$OUT/viz.out" 2>&1 &&
-        $PY -m torch.cuda._memory_viz segment_plot "$OUT/snapshot.pickle" -o "$OUT/segments.html" >>"$OUT/viz.out" 2>&1
-    if [ -s "$OUT/trace.html" ] && [ -s "$OUT/segments.html" ]; then
-        echo "PASS viz: trace_plot and segment_plot written" >"$OUT/viz.check"
-    else
-        echo "FAIL viz: $(tail -3 "$OUT/viz.out")" >"$OUT/viz.check"
-    fi
+    : >"$OUT/viz.check"
+    for mode in mlp train; do
+        d=$(ls "$OUT"/$mode/*.json | head -1)
+        mkdir -p "$OUT/viz-$mode"
+        if $CLI report "$d" --format torch -o "$OUT/viz-$mode/snapshot.pickle" 2>"$OUT/viz-$mode/report.err"; then
+            $ON $TPY tests/gpu/torch_checks.py viz "$OUT/$mode.facts" "$OUT/$mode" "$OUT/viz-$mode/snapshot.pickle" \
+                "$OUT/viz-$mode" 2>"$OUT/viz-$mode/viz.err" | sed "s/^\(PASS\|FAIL\) viz:/\1 viz $mode:/" >>"$OUT/viz.check"
+        else
+            echo "FAIL viz $mode: vramtrace report --format torch: $(cat "$OUT/viz-$mode/report.err")" >>"$OUT/viz.check"
+        fi
+    done
     tally "$OUT/viz.check"
+fi
+
+if [ $SIM = 0 ]; then
     $CLI report "$OUT"/train/d.*.json --format html -o "$OUT/report.html" >/dev/null 2>&1
 
     # --------------------------------------------------- 7. overhead

@@ -1,61 +1,139 @@
-"""PyTorch checks for tests/gpu/run.sh, one mode per process.
+"""PyTorch checks, one mode per process: the same script on a GPU
+(tests/gpu/run.sh) and on the simulated GPU (run.sh --sim, and
+tests/integration/test_torch.py in `make test`).
 
-usage: torch_checks.py MODE FACTS.json [DUMP_DIR]
+usage: torch_checks.py MODE FACTS.json       run MODE, write PyTorch's facts
+       torch_checks.py check MODE FACTS.json DUMP_DIR [STDERR]
+       torch_checks.py viz FACTS.json DUMP_DIR PICKLE OUT_DIR
 
-Each mode runs a piece of PyTorch work (under vramtrace when run.sh says so)
-and writes what PyTorch itself reported to FACTS.json; `check MODE FACTS DUMP`
-then compares that with vramtrace's dump and prints PASS/FAIL lines.
+Each mode runs a piece of PyTorch work (under vramtrace when the caller says
+so) and writes what PyTorch itself reported to FACTS.json; on stdout it
+prints only what does not depend on addresses, so that the output with and
+without vramtrace can be compared byte for byte. `check` compares the facts
+with vramtrace's dumps and prints one PASS or FAIL line per check; `viz`
+reads vramtrace's torch export with PyTorch's own torch.cuda._memory_viz.
+No expected number is written here: every one comes from PyTorch (the
+caching allocator's segments from torch.cuda.memory._snapshot(),
+memory_reserved(), memory_allocated(), the text of OutOfMemoryError).
 
-modes: train (default caching allocator, grows until out of memory),
-       expandable (expandable_segments:True), async (backend:cudaMallocAsync),
-       nocache (PYTORCH_NO_CUDA_MEMORY_CACHING=1: live bytes vs
-       memory_allocated), limit (VRAMTRACE_LIMIT), overhead (steps/s)
+modes: mlp (a small MLP trained with Adam; the exit dump against PyTorch's
+       segments), train (one tensor kept per step until out of memory),
+       expandable (the same, expandable_segments:True), async (the same,
+       backend:cudaMallocAsync), nocache (the same,
+       PYTORCH_NO_CUDA_MEMORY_CACHING=1), limit (VRAMTRACE_LIMIT below what
+       the loop needs), overhead (steps/s)
 """
 import glob
 import json
 import os
-import signal
+import re
 import sys
 import time
 
 MiB = 1 << 20
 GiB = 1 << 30
-KEPT = 512 * MiB          # every kept activation is exactly this big
+KEPT = 500 * MiB + 12345   # bytes of each kept tensor: PyTorch rounds its segment up to 2 MiB
+SCRATCH = 64 * MiB         # a tensor made and dropped every step: cached, freed on the retry
+OOM_MODES = ("train", "expandable", "async", "nocache")
 
 
-def grow_until_oom(facts):
+def line_of(tag):
+    """The line of this file that carries the comment `# LINE:tag`."""
+    with open(__file__) as f:
+        for i, line in enumerate(f, 1):
+            if line.rstrip().endswith("# LINE:" + tag):
+                return i
+    raise KeyError(tag)
+
+
+def segments(torch):
+    """PyTorch's own view of its segments: {address: (total_size, all blocks inactive)}."""
+    return {s["address"]: (s["total_size"], all(b["state"] == "inactive" for b in s["blocks"]))
+            for s in torch.cuda.memory._snapshot()["segments"]}
+
+
+def mode_mlp(facts, public):
+    import torch
+    import torch.nn.functional as F
+    dev = torch.device("cuda")
+    public["cuda_available"] = torch.cuda.is_available()
+    torch.manual_seed(0)
+    made = {}     # segment address -> the tag of the line during which PyTorch asked CUDA for it
+
+    def note(tag):
+        for a, (n, _) in segments(torch).items():
+            made.setdefault(a, tag)
+
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                                torch.nn.Linear(4096, 10)).to(dev)  # LINE:model
+    note("model")
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(512, 1024, device=dev)  # LINE:data
+    note("data")
+    y = torch.randint(0, 10, (512,), device=dev)  # LINE:labels
+    note("labels")
+    for step in range(3):
+        opt.zero_grad(set_to_none=True)
+        out = model(x)  # LINE:forward
+        note("forward")
+        loss = F.cross_entropy(out, y)  # LINE:loss
+        note("loss")
+        loss.backward()  # LINE:backward
+        note("backward")
+        opt.step()  # LINE:step
+        note("step")
+    torch.cuda.synchronize()
+    segs = segments(torch)
+    public.update(reserved=torch.cuda.memory_reserved(), allocated=torch.cuda.memory_allocated(),
+                  segments=len(segs), steps=3)
+    facts["segments"] = [[a, n, made[a]] for a, (n, _) in sorted(segs.items())]
+
+
+HELD = []   # tensors that stay alive until the process exits (the exit dump sees them)
+
+
+def grow_until_oom(facts, public):
+    """Keep one KEPT tensor per step (and drop a SCRATCH one) until PyTorch
+    raises its out-of-memory error: OutOfMemoryError from the caching
+    allocator and cudaMallocAsync; without caching (nocache) its CUDA error
+    check raises AcceleratorError "CUDA error: out of memory"."""
     import torch
     dev = torch.device("cuda")
-    weights = torch.ones(64 * MiB // 4, device=dev)   # 64 MiB that stays
-    kept = []
+    mode = facts["mode"]
+    public["cuda_available"] = torch.cuda.is_available()
+    weights = torch.ones(64 * MiB // 4, device=dev)  # LINE:weights
+    kept, before = [], {}
+    HELD.extend([weights, kept])
+
+    def nbytes():
+        return weights.untyped_storage().nbytes() + sum(t.untyped_storage().nbytes() for t in kept)
+
     try:
         while True:
-            kept.append(torch.empty(KEPT // 4, device=dev))  # KEEP-LINE
-            kept[-1].fill_(1.0)
-    except torch.OutOfMemoryError as e:
+            before = dict(reserved=torch.cuda.memory_reserved(), allocated=torch.cuda.memory_allocated(),
+                          nbytes=nbytes())
+            if mode == "train":
+                before["cached"] = [[a, n] for a, (n, free) in sorted(segments(torch).items()) if free]
+            kept.append(torch.empty(KEPT, dtype=torch.uint8, device=dev))  # LINE:keep
+            if len(kept) == 1:
+                facts["kept_allocated"] = torch.cuda.memory_allocated() - before["allocated"]
+                facts["kept_nbytes"] = kept[0].untyped_storage().nbytes()
+                if mode == "train":
+                    facts["kept_segment"] = segments(torch)[kept[0].data_ptr()][0]
+            scratch = torch.empty(SCRATCH // 4, device=dev)  # LINE:scratch
+            scratch.fill_(1.0)
+            kept[-1].fill_(1)
+            del scratch
+    except (torch.OutOfMemoryError, torch.AcceleratorError) as e:
+        if not isinstance(e, torch.OutOfMemoryError) and "out of memory" not in str(e):
+            raise
         free, total = torch.cuda.mem_get_info()
-        facts.update(message=str(e).splitlines()[0], kept=len(kept), free_after=free, total=total,
-                     allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved())
-    del weights
+        public.update(message=str(e), error=type(e).__name__, kept=len(kept), reserved=torch.cuda.memory_reserved(),
+                      allocated=torch.cuda.memory_allocated())
+        facts.update(before=before, free_after=free, total=total, nbytes_end=nbytes())
 
 
-def keep_line():
-    with open(__file__) as f:
-        return 1 + next(i for i, line in enumerate(f) if "# KEEP-LINE" in line and "kept.append" in line)
-
-
-def mode_nocache(facts):
-    import torch
-    dev = torch.device("cuda")
-    ts = [torch.empty(n, device=dev) for n in (1 << 20, 3 << 20, 5 << 20, 777)]
-    torch.cuda.synchronize()
-    facts["allocated"] = torch.cuda.memory_allocated()
-    os.kill(os.getpid(), signal.SIGUSR2)       # vramtrace writes a dump now
-    time.sleep(2)
-    facts["tensors"] = len(ts)
-
-
-def mode_limit(facts):
+def mode_limit(facts, public):
     import torch
     dev = torch.device("cuda")
     limit = int(os.environ["VRAMTRACE_LIMIT_BYTES"])
@@ -64,15 +142,15 @@ def mode_limit(facts):
         if predicted is None and torch.cuda.memory_reserved() + GiB > limit:
             predicted = i
         try:
-            held.append(torch.empty(GiB // 4, device=dev))
+            held.append(torch.empty(GiB // 4, device=dev))  # LINE:limit
         except torch.OutOfMemoryError as e:
             failed = i
-            facts["message"] = str(e).splitlines()[0]
+            public["message"] = str(e)
             break
-    facts.update(predicted=predicted, failed=failed, limit=limit)
+    public.update(predicted=predicted, failed=failed, limit=limit, reserved=torch.cuda.memory_reserved())
 
 
-def mode_overhead(facts):
+def mode_overhead(facts, public):
     import torch
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -102,78 +180,252 @@ def mode_overhead(facts):
 
 # --------------------------------------------------------------- checks
 
-def check(mode, facts_path, dump_dir):
-    facts = json.load(open(facts_path))
-    dumps = sorted(glob.glob(os.path.join(dump_dir, "*.json")), key=os.path.getmtime)
-    fails = 0
+class Checker:
+    def __init__(self, mode):
+        self.mode, self.fails = mode, 0
 
-    def say(what, ok, detail=""):
-        nonlocal fails
-        print(f"{'PASS' if ok else 'FAIL'} {mode}: {what}" + (f" ({detail})" if detail else ""))
-        fails += not ok
+    def say(self, what, ok, detail=""):
+        print(f"{'PASS' if ok else 'FAIL'} {self.mode}: {what}" + (f" ({detail})" if detail else ""))
+        self.fails += not ok
 
-    if not dumps:
-        say("a dump was written", False)
-        return 1
-    exit_dumps = [p for p in dumps if json.load(open(p))["reason"] == "exit"]
-    d = json.load(open(exit_dumps[-1] if exit_dumps else dumps[-1]))
 
-    def site(stack):
-        for f in d["stacks"][stack]["frames"]:
-            if f.get("python"):
-                return f
+def load_dumps(dump_dir):
+    ds = []
+    for p in glob.glob(os.path.join(dump_dir, "*.json")):
+        with open(p) as f:
+            ds.append(json.load(f))
+    return sorted(ds, key=lambda d: d["time_ns"])
+
+
+def py_lines(d, stack):
+    """(file basename, line) of every Python frame of a stack, innermost first."""
+    return [(os.path.basename(f["file"] or ""), f["line"]) for f in d["stacks"][stack]["frames"] if f.get("python")]
+
+
+def via_caching_allocator(d, stack):
+    """Whether a stack runs through libc10_cuda.so (PyTorch's CUDA allocator)."""
+    return any(os.path.basename(f["module"] or "").startswith("libc10_cuda") for f in d["stacks"][stack]["frames"])
+
+
+def autograd_thread(d, stack):
+    """Whether a stack runs in torch::autograd::Engine::thread_main (backward's own thread)."""
+    return any("8autograd6Engine11thread_main" in (f["function"] or "") for f in d["stacks"][stack]["frames"])
+
+
+WARNING = re.compile(r"(?:memory allocation|memory mapping) failed with OOM on device (\d+) while trying to "
+                     r"(?:allocate|map) (\d+) bytes \(free: (\d+), total: (\d+)\)")
+
+
+def pytorch_oom_warnings(err_path):
+    """The (device, bytes, free, total) of each warning PyTorch's allocator
+    printed for a failed CUDA call."""
+    if not err_path or not os.path.exists(err_path):
         return None
+    with open(err_path) as f:
+        return [tuple(int(x) for x in m.groups()) for m in WARNING.finditer(f.read())]
 
-    if mode in ("train", "expandable", "async"):
+
+def device_live(d):
+    return [a for a in d["live"] if a["kind"] not in ("host", "imported")]
+
+
+def outside(d):
+    """Live device memory that did not come through PyTorch's allocator."""
+    return [a for a in device_live(d) if not via_caching_allocator(d, a["stack"])]
+
+
+def describe(d, allocs):
+    return ", ".join(f"{a['api']} {a['bytes']} at {py_lines(d, a['stack'])[:1] or 'native'}" for a in allocs)
+
+
+HERE = os.path.basename(__file__)
+
+
+def check(mode, facts_path, dump_dir, err_path=None):
+    facts = json.load(open(facts_path))
+    pub = facts["public"]
+    c = Checker(mode)
+    dumps = load_dumps(dump_dir)
+    exits = [d for d in dumps if d["reason"] == "exit"]
+    c.say("an exit dump was written", len(exits) == 1, f"{len(exits)} of {len(dumps)} dumps")
+    if not exits:
+        return 1
+    d = exits[0]
+    live = device_live(d)
+    c.say("the dump's live bytes are the sum of its live allocations",
+          d["totals"]["live_bytes"] == sum(a["bytes"] for a in live), f"{d['totals']['live_bytes']}")
+
+    if mode == "mlp":
+        out = outside(d)
+        mine = {int(a["address"], 16): a for a in live if via_caching_allocator(d, a["stack"])}
+        want = {a: n for a, n, _ in facts["segments"]}
+        c.say("the allocations through the caching allocator are PyTorch's segments",
+              {a: x["bytes"] for a, x in mine.items()} == want,
+              f"{len(mine)} allocations, {len(want)} segments in torch.cuda.memory._snapshot()")
+        c.say("live bytes = torch.cuda.memory_reserved() + what vramtrace saw outside it",
+              d["totals"]["live_bytes"] == pub["reserved"] + sum(a["bytes"] for a in out),
+              f"{d['totals']['live_bytes']} = {pub['reserved']} + {sum(a['bytes'] for a in out)}"
+              + (f": {describe(d, out)}" if out else ""))
+        # A segment made on the script's thread holds the line that ran;
+        # one made by backward on autograd's own thread (no Python frames
+        # there) holds that thread's engine instead.
+        wrong, on_autograd = [], 0
+        for a, n, tag in facts["segments"]:
+            x = mine.get(a)
+            if x is not None and (HERE, line_of(tag)) in py_lines(d, x["stack"]):
+                continue
+            if x is not None and tag == "backward" and not py_lines(d, x["stack"]) and autograd_thread(d, x["stack"]):
+                on_autograd += 1
+                continue
+            wrong.append(f"{n} bytes made at {tag} (line {line_of(tag)}): "
+                         f"{py_lines(d, x['stack'])[:2] if x else 'not live'}")
+        c.say("every segment's stack holds the line that made PyTorch ask for it (or autograd's thread for backward)",
+              not wrong, "; ".join(wrong) or f"{len(facts['segments'])} segments, {on_autograd} on autograd's thread")
+        c.say("backward asked for segments on autograd's thread (their stacks were walked too)", on_autograd >= 1,
+              f"{on_autograd}")
+
+    elif mode in OOM_MODES:
         ooms = d["ooms"]
-        say("OOMs recorded", len(ooms) >= 1, f"{len(ooms)}; PyTorch said: {facts.get('message', '?')}")
-        if ooms:
-            want_api = {"train": "cudaMalloc", "expandable": "cuMemCreate", "async": "cudaMallocAsync"}[mode]
-            say("the failing API", ooms[0]["api"] == want_api, ooms[0]["api"])
-            if mode != "expandable":
-                say("request = PyTorch's rounded request", ooms[0]["requested_bytes"] == KEPT,
-                    f"{ooms[0]['requested_bytes']} vs {KEPT}")
-            last = ooms[-1]
-            say("device total = torch.cuda.mem_get_info", last["total_bytes"] == facts["total"],
-                f"{last['total_bytes']} vs {facts['total']}")
-            diff = abs(last["free_bytes"] - facts["free_after"])
-            say("device free within 64 MiB of torch.cuda.mem_get_info after the error", diff <= 64 * MiB,
-                f"{last['free_bytes']} vs {facts['free_after']}")
-            f = site(ooms[0]["stack"])
-            say("the OOM names the script's line", f is not None and f["line"] == keep_line() and
-                f["file"].endswith("torch_checks.py"), str(f and (f["file"], f["line"])))
-            holders = [h for h in (ooms[0].get("holders") or [])]
-            top = site(holders[0]["stack"]) if holders else None
-            say("the largest holder is the script's line", top is not None and top["line"] == keep_line(),
-                str(top and (top["file"], top["line"])))
-            ids = [x["id"] for x in ooms[0]["findings"]]
-            say("findings name the growth or the dominant site",
-                "growing_site" in ids or "one_site_dominates" in ids, str(ids))
-    elif mode == "nocache":
-        sig = [json.load(open(p)) for p in dumps if json.load(open(p))["reason"] == "signal"]
-        say("an on-demand dump", len(sig) == 1, str(len(sig)))
-        if sig:
-            live = sum(a["bytes"] for a in sig[0]["live"] if a["kind"] != "host")
-            say("live bytes = torch.cuda.memory_allocated()", live == facts["allocated"],
-                f"{live} vs {facts['allocated']}")
+        want_error = "AcceleratorError" if mode == "nocache" else "OutOfMemoryError"
+        c.say(f"PyTorch raised {want_error}", pub.get("error") == want_error,
+              pub.get("message", "no error").splitlines()[0])
+        c.say("OOMs recorded", len(ooms) >= 1, f"{len(ooms)}")
+        if not ooms or "message" not in pub:
+            return 1
+        want_api = {"train": "cudaMalloc", "nocache": "cudaMalloc", "expandable": "cuMemCreate",
+                    "async": "cudaMallocAsync"}[mode]
+        c.say("the failing API", all(o["api"] == want_api for o in ooms), str([o["api"] for o in ooms]))
+        first = ooms[0]
+        if mode == "train":
+            c.say("the request is the segment PyTorch asked CUDA for", first["requested_bytes"] == facts["kept_segment"],
+                  f"{first['requested_bytes']} vs {facts['kept_segment']} in torch.cuda.memory._snapshot()")
+        elif mode in ("async", "nocache"):
+            c.say("the request is the tensor's storage nbytes", first["requested_bytes"] == facts["kept_nbytes"],
+                  f"{first['requested_bytes']} vs {facts['kept_nbytes']}")
+        b = facts["before"]
+        if mode != "expandable":   # expandable segments map part of the request before the failure
+            # Without caching PyTorch 2.14 keeps no statistics (memory_allocated() is 0):
+            # the tensors' own sizes are the figure.
+            key, name = {"train": ("reserved", "memory_reserved()"), "nocache": ("nbytes", "the tensors' storage nbytes"),
+                         "async": ("nbytes", "the tensors' storage nbytes")}[mode]
+            c.say(f"live bytes at the failure = {name} before the step", first["live_bytes"] == b[key],
+                  f"{first['live_bytes']} vs {b[key]}")
+        warned = pytorch_oom_warnings(err_path)
+        if warned is not None and mode in ("train", "expandable"):
+            got = [(o["device"], o["requested_bytes"], o["free_bytes"], o["total_bytes"]) for o in ooms]
+            c.say("each failed call's request, free and total as PyTorch's own warning prints them", got == warned,
+                  f"{got} vs {warned}")
+        last = ooms[-1]
+        c.say("device total = torch.cuda.mem_get_info", last["total_bytes"] == facts["total"],
+              f"{last['total_bytes']} vs {facts['total']}")
+        if mode == "train":
+            c.say("two failed calls: the first and PyTorch's retry", len(ooms) == 2, f"{len(ooms)}")
+            if len(ooms) >= 2:
+                t0, t1 = ooms[-2]["time_ns"], ooms[-1]["time_ns"]
+                freed = sorted([int(e[2], 16), e[3]] for e in d["events"] if e[1] == "free" and t0 < e[0] < t1)
+                c.say("the frees between the two failures are PyTorch's cached segments", freed == b["cached"],
+                      f"{freed} vs {b['cached']}")
+                ids = [x["id"] for x in last["findings"]]
+                c.say("the retry is stated (allocator_retry)", "allocator_retry" in ids, str(ids))
+                c.say("the first failure is not a retry", "allocator_retry" not in [x["id"] for x in first["findings"]])
+        where = py_lines(d, first["stack"])
+        c.say("the OOM names the script's line", where[:1] == [(HERE, line_of("keep"))], str(where[:2]))
+        holders = first.get("holders") or []
+        top = py_lines(d, holders[0]["stack"])[:1] if holders else None
+        c.say("the largest holder is the script's line", top == [(HERE, line_of("keep"))], str(top))
+        ids = [x["id"] for x in first["findings"]]
+        c.say("findings name the growth or the dominant site",
+              "growing_site" in ids or "one_site_dominates" in ids, str(ids))
+        key, name = {"train": ("reserved", "memory_reserved()"), "expandable": ("reserved", "memory_reserved()"),
+                     "nocache": (None, "the tensors' storage nbytes"), "async": (None, "the tensors' storage nbytes")}[mode]
+        want = pub[key] if key else facts["nbytes_end"]
+        c.say(f"live bytes at exit = {name} after the error", d["totals"]["live_bytes"] == want,
+              f"{d['totals']['live_bytes']} vs {want}; memory_allocated() {pub['allocated']}")
+
     elif mode == "limit":
-        say("PyTorch raised out of memory under the budget", facts["failed"] is not None, facts.get("message", ""))
-        say("where the budget says it should", facts["failed"] == facts["predicted"],
-            f"failed at tensor {facts['failed']}, predicted {facts['predicted']}")
-        say("the OOM is marked budget", any(o["budget"] for o in d["ooms"]))
-    return 1 if fails else 0
+        c.say("PyTorch raised out of memory under the budget", pub["failed"] is not None,
+              pub.get("message", "").split("\n")[0])
+        c.say("at the tensor its own reserved memory says", pub["failed"] == pub["predicted"],
+              f"failed at tensor {pub['failed']}, predicted {pub['predicted']}")
+        c.say("the OOMs are marked budget", bool(d["ooms"]) and all(o["budget"] for o in d["ooms"]),
+              str([o["budget"] for o in d["ooms"]]))
+        ids = [x["id"] for x in d["ooms"][0]["findings"]] if d["ooms"] else []
+        c.say("the budget finding first", ids[:1] == ["budget"], str(ids))
+    return 1 if c.fails else 0
+
+
+def viz(facts_path, dump_dir, pickle_path, out_dir):
+    """Read vramtrace's torch export with PyTorch's own torch.cuda._memory_viz
+    and compare its numbers with the dump's. The pages trace_plot and
+    segment_plot write are not rendered: they import MemoryViz.js from
+    cdn.jsdelivr.net (PyTorch's main branch; the wheel does not ship it),
+    which imports d3 7 from the network; Debian ships d3 3.5 (libjs-d3) and
+    5.16 (node-d3) and no MemoryViz.js."""
+    import pickle
+    from torch.cuda import _memory_viz as mv
+    c = Checker("viz")
+    d = [x for x in load_dumps(dump_dir) if x["reason"] == "exit"][-1]
+    snap = pickle.load(open(pickle_path, "rb"))
+    for name, fn in (("trace_plot", mv.trace_plot), ("segment_plot", mv.segment_plot)):
+        try:
+            html = fn(snap)
+            with open(os.path.join(out_dir, name + ".html"), "w") as f:
+                f.write(html)
+            c.say(f"{name} writes its page", "add_local_files" in html, f"{len(html)} bytes")
+        except Exception as e:  # the viewer's own failure is the finding
+            c.say(f"{name} writes its page", False, repr(e))
+    live = device_live(d)
+    segs = snap["segments"]
+    c.say("one segment per live allocation", len(segs) == len(live), f"{len(segs)} vs {len(live)}")
+    c.say("segment sizes are the live allocations'", sorted(s["total_size"] for s in segs) ==
+          sorted(a["bytes"] for a in live), f"{sum(s['total_size'] for s in segs)} vs {d['totals']['live_bytes']}")
+    c.say("blocks fill their segments", all(sum(b["size"] for b in s["blocks"]) == s["total_size"] for s in segs))
+    try:
+        text = mv.segsum(snap)
+        with open(os.path.join(out_dir, "segsum.txt"), "w") as f:
+            f.write(text)
+        want = [f"segments: {len(live)}", f"total_reserved: {mv.Bytes(d['totals']['live_bytes'])}"]
+        got = [x for x in text.splitlines() if x.startswith(("segments: ", "total_reserved: "))]
+        c.say("stats (segsum) totals are the dump's", got == want, f"{got} vs {want}")
+    except Exception as e:
+        c.say("stats (segsum) totals are the dump's", False, repr(e))
+    try:
+        text = mv.trace(snap)
+        with open(os.path.join(out_dir, "trace.txt"), "w") as f:
+            f.write(text)
+        ev = d["events"]
+        dev = [e for e in ev if e[6] not in ("host", "imported")] if ev and len(ev[0]) > 6 else ev
+        n_alloc = sum(1 for e in dev if e[1] == "alloc")
+        n_free = sum(1 for e in dev if e[1] == "free")
+        lines = text.splitlines()
+        got = (sum(" = cudaMalloc(" in x for x in lines), sum(x.startswith("cudaFree(") for x in lines))
+        c.say("trace: one cudaMalloc per allocation event, one cudaFree per free", got == (n_alloc, n_free),
+              f"{got} vs {(n_alloc, n_free)}")
+    except Exception as e:
+        c.say("trace: one cudaMalloc per allocation event, one cudaFree per free", False, repr(e))
+    return 1 if c.fails else 0
 
 
 def main():
     mode = sys.argv[1]
-    if mode == "check":
-        sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4]))
-    facts = {}
-    {"train": grow_until_oom, "expandable": grow_until_oom, "async": grow_until_oom,
-     "nocache": mode_nocache, "limit": mode_limit, "overhead": mode_overhead}[mode](facts)
+    if mode in ("check", "viz"):
+        what = sys.argv[2] if mode == "check" else "viz"
+        try:
+            sys.exit(check(*sys.argv[2:6]) if mode == "check" else viz(*sys.argv[2:6]))
+        except (OSError, KeyError, IndexError, ValueError, TypeError) as e:  # a missing file or field fails the checks
+            print(f"FAIL {what}: {type(e).__name__}: {e}")
+            sys.exit(1)
+    facts, public = {"mode": mode}, {}
+    fn = {"mlp": mode_mlp, "limit": mode_limit, "overhead": mode_overhead}.get(mode)
+    if fn is None and mode in OOM_MODES:
+        fn = grow_until_oom
+    fn(facts, public)
+    facts["public"] = public
     with open(sys.argv[2], "w") as f:
         json.dump(facts, f)
-    print(json.dumps(facts))
+    # Only what does not depend on addresses or timing: the same with and without vramtrace.
+    print(json.dumps(public, sort_keys=True))
 
 
-main()
+if __name__ == "__main__":
+    main()

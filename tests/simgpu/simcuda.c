@@ -1,11 +1,17 @@
 /* simcuda.c -- a stand-in libcuda.so.1 for tests: a simulated GPU.
  *
- * It implements the small part of the CUDA driver API that vramtrace hooks
- * and that the stand-in runtime needs, with a configurable capacity and the
+ * It implements the part of the CUDA driver API that vramtrace hooks, that
+ * the stand-in runtime needs and that PyTorch's caching allocator asks for
+ * (expandable segments, memory pools), with a configurable capacity and the
  * driver's own error codes: an allocation that does not fit fails with
  * CUDA_ERROR_OUT_OF_MEMORY, a free of an unknown pointer fails with
- * CUDA_ERROR_INVALID_VALUE. Device addresses are fake (never dereference
- * them); pinned host memory is real.
+ * CUDA_ERROR_INVALID_VALUE.
+ *
+ * Device memory is host memory: each device owns a large reserved range of
+ * the address space (mapped without swap reservation, so untouched pages
+ * cost nothing), device addresses lie in it, and copies and sets really copy
+ * and set. Kernels are not run: their results are whatever memory held.
+ * Every call is synchronous, so streams and events are always complete.
  *
  * Environment:
  *   SIMGPU_DEVICES   number of devices (default 1, at most 8)
@@ -33,58 +39,113 @@
  * It is never installed: tests and the demo put its folder on
  * LD_LIBRARY_PATH. simgpu_calls(name) tells a test how often an exported
  * entry point ran, so a test can check which exact variant was reached. */
+#define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
 #include <pthread.h>
+#include <search.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <uthash.h>
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 #define SIM_MAX_DEVICES 8
-#define SIM_MAX_ALLOCS 65536
 #define SIM_ALIGN 512
+#define SIM_GRANULE ((size_t)2 << 20)
+#define SIM_SPAN_MIN ((uint64_t)64 << 30)
+#define SIM_SPAN_MAX ((uint64_t)4 << 40)
+#define SIM_BASE 0x700000000000ull
 
-/* The _ptsz entry points are exported by the real driver but not declared
- * in cuda.h. */
+/* Entry points the real driver exports but cuda.h declares only under other
+ * names, or not at all. */
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                       CUmemoryPool pool, CUstream s);
+CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end);
+CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
+                        unsigned int flags, CUdevice dev);
 
-enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED, SIM_HOST_HANDLE, SIM_HOST_POOL };
+enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED,
+                SIM_POOLED, SIM_RESERVED, SIM_MAPPED, SIM_HOST_HANDLE };
 
+struct sim_key { uint64_t addr; int kind; int pad; };
+
+struct sim_pool;
+
+/* One live object: an allocation, a handle, a reservation. bytes is what
+ * counts against the device; span is the address range it occupies. */
 struct sim_alloc {
-    uint64_t addr;   /* device address, host address or handle */
-    size_t bytes;    /* what counts against the device */
+    struct sim_key key;
+    size_t bytes;
+    size_t span;
     int device;
-    int kind;
-    int used;
+    struct sim_pool *pool;
+    CUmemAllocationProp prop;   /* SIM_HANDLE: as created */
+    uint64_t handle;            /* SIM_MAPPED: the handle mapped there */
+    UT_hash_handle hh;
 };
+
+/* Freed address ranges of one exact span and alignment, ready for reuse. */
+struct sim_hole { struct sim_hole *next; uint64_t addr; };
+struct sim_holes {
+    struct { uint64_t span, align; int device, pad; } key;
+    struct sim_hole *first;
+    UT_hash_handle hh;
+};
+
+/* A stream-ordered memory pool: reserved bytes count against the device,
+ * used bytes are those handed out; freed memory stays reserved until a
+ * synchronization finds more than the release threshold cached, or until
+ * cuMemPoolTrimTo. */
+struct sim_pool {
+    int device;
+    int host;       /* made on the host: its bytes count against no device */
+    int reuse[3];
+    uint64_t threshold, reserved, used, reserved_high, used_high;
+};
+
+struct sim_ctx { int magic; int device; };
+#define SIM_CTX_MAGIC 0x5ec7
 
 struct sim_device {
-    uint64_t next;   /* bump pointer for fake addresses */
+    uint64_t base, next, end; /* this device's address space */
     size_t used;
-    int ctx_tag;     /* address of this is the CUcontext */
+    int retained;
+    struct sim_ctx primary;
+    struct sim_pool default_pool;
+    struct sim_pool *current_pool;
+    unsigned primary_flags;
 };
 
+struct sim_stream { int device; int priority; unsigned flags; };
+struct sim_event { unsigned flags; int recorded; struct timespec when; };
+
 static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sim_alloc sim_allocs[SIM_MAX_ALLOCS];
+static struct sim_alloc *sim_table;     /* by (address, kind) */
+static struct sim_holes *sim_free_va;   /* by (span, align, device) */
+static void *sim_ranges;                /* tsearch tree of device-visible ranges */
 static struct sim_device sim_dev[SIM_MAX_DEVICES];
 static int sim_ndev = 1;
 static size_t sim_capacity = (size_t)16 << 30;
 static size_t sim_context;
 static size_t sim_max_block;
+static uint64_t sim_span; /* address space of one device */
 static int sim_initialized;
 static uint64_t sim_next_handle = 0x1000;
 static uint64_t sim_next_low = 0x10000000; /* v1 API: 32-bit addresses */
-static __thread int sim_current = -1;
+static __thread struct sim_ctx *sim_current;
+static __thread struct sim_ctx *sim_stack[16];
+static __thread int sim_depth;
 
 /* Call counters, by exported name. */
-#define SIM_MAX_COUNTERS 128
+#define SIM_MAX_COUNTERS 256
 static struct { const char *name; int count; } sim_counters[SIM_MAX_COUNTERS];
 
 static void sim_count(const char *name) {
@@ -134,6 +195,16 @@ static size_t sim_parse_size(const char *s, size_t def) {
     return (size_t)v;
 }
 
+static uint64_t sim_round(uint64_t bytes, uint64_t to) { return (bytes + to - 1) / to * to; }
+
+static void sim_pool_init(struct sim_pool *p, int device) {
+    memset(p, 0, sizeof *p);
+    p->device = device;
+    p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+}
+
+/* Reads the settings and reserves each device's address space. Called with
+ * sim_lock held. */
 static void sim_setup(void) {
     if (sim_initialized) return;
     const char *n = getenv("SIMGPU_DEVICES");
@@ -141,14 +212,145 @@ static void sim_setup(void) {
     sim_capacity = sim_parse_size(getenv("SIMGPU_CAPACITY"), sim_capacity);
     sim_context = sim_parse_size(getenv("SIMGPU_CONTEXT"), 0);
     sim_max_block = sim_parse_size(getenv("SIMGPU_MAX_BLOCK"), 0);
+    /* Sixteen times the capacity leaves room for freed ranges of sizes that
+     * are never asked for again, and fits eight devices in the address
+     * space ThreadSanitizer leaves a program. */
+    sim_span = (uint64_t)sim_capacity * 16;
+    sim_span = sim_span < SIM_SPAN_MIN ? SIM_SPAN_MIN : sim_span > SIM_SPAN_MAX ? SIM_SPAN_MAX : sim_span;
+    sim_span = sim_round(sim_span, SIM_GRANULE);
     for (int d = 0; d < SIM_MAX_DEVICES; d++) {
-        sim_dev[d].next = 0x700000000000ull + ((uint64_t)d << 36);
-        sim_dev[d].used = sim_context;
+        struct sim_device *v = &sim_dev[d];
+        v->used = sim_context;
+        v->primary = (struct sim_ctx){SIM_CTX_MAGIC, d};
+        sim_pool_init(&v->default_pool, d);
+        v->current_pool = &v->default_pool;
+        if (d >= sim_ndev) continue;
+        int prot = PROT_READ | PROT_WRITE;
+        int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+        void *want = (void *)(uintptr_t)(SIM_BASE + (uint64_t)d * sim_span);
+        void *p = mmap(want, sim_span, prot, flags, -1, 0);
+        if (p == MAP_FAILED) p = mmap(NULL, sim_span, prot, flags, -1, 0);
+        if (p == MAP_FAILED) { v->base = v->next = v->end = 0; continue; }
+        v->base = (uint64_t)(uintptr_t)p;
+        v->next = v->base + SIM_ALIGN; /* address 0 of a device is never handed out */
+        v->end = v->base + sim_span;
     }
     sim_initialized = 1;
 }
 
-static int sim_device_now(void) { return sim_current < 0 ? 0 : sim_current; }
+static int sim_device_now(void) { return sim_current ? sim_current->device : 0; }
+
+/* ------------------------------------------------------ address ranges */
+
+struct sim_range { uint64_t base; uint64_t size; struct sim_alloc *a; };
+
+static int sim_range_cmp(const void *x, const void *y) {
+    const struct sim_range *a = x, *b = y;
+    if (a->base + a->size <= b->base) return -1;
+    if (b->base + b->size <= a->base) return 1;
+    return 0;
+}
+
+/* The range that holds addr, or NULL. sim_lock held. */
+static struct sim_range *sim_range_at(uint64_t addr) {
+    struct sim_range probe = {addr, 1, NULL};
+    void *hit = tfind(&probe, &sim_ranges, sim_range_cmp);
+    return hit ? *(struct sim_range **)hit : NULL;
+}
+
+static struct sim_alloc *sim_range_find(uint64_t addr) {
+    struct sim_range *r = sim_range_at(addr);
+    return r ? r->a : NULL;
+}
+
+static void sim_range_add(struct sim_alloc *a, uint64_t base, uint64_t size) {
+    struct sim_range *r = malloc(sizeof *r);
+    if (!r) return;
+    *r = (struct sim_range){base, size ? size : 1, a};
+    void *hit = tsearch(r, &sim_ranges, sim_range_cmp);
+    if (!hit || *(struct sim_range **)hit != r) free(r);
+}
+
+static void sim_range_del(uint64_t base) {
+    struct sim_range probe = {base, 1, NULL};
+    void *hit = tfind(&probe, &sim_ranges, sim_range_cmp);
+    if (!hit) return;
+    struct sim_range *r = *(struct sim_range **)hit;
+    tdelete(&probe, &sim_ranges, sim_range_cmp);
+    free(r);
+}
+
+/* Takes span bytes of device d's address space, aligned to align, reusing a
+ * freed range of the same span when there is one. Returns 0 when the space
+ * is exhausted. sim_lock held. */
+static uint64_t sim_va_take(int d, uint64_t span, uint64_t align) {
+    struct sim_holes probe, *h;
+    memset(&probe, 0, sizeof probe);
+    probe.key.span = span; probe.key.align = align; probe.key.device = d;
+    HASH_FIND(hh, sim_free_va, &probe.key, sizeof probe.key, h);
+    if (h && h->first) {
+        struct sim_hole *x = h->first;
+        h->first = x->next;
+        uint64_t a = x->addr;
+        free(x);
+        return a;
+    }
+    struct sim_device *v = &sim_dev[d];
+    uint64_t a = (v->next + align - 1) / align * align;
+    if (v->base == 0 || a + span > v->end) return 0;
+    v->next = a + span;
+    return a;
+}
+
+/* Gives a range back for reuse; the host pages behind a large one are
+ * returned to the system (their content is gone, as after a real free). */
+static void sim_va_give(int d, uint64_t addr, uint64_t span, uint64_t align) {
+    uint64_t page = 4096, lo = (addr + page - 1) / page * page, hi = (addr + span) / page * page;
+    if (span >= ((uint64_t)64 << 10) && hi > lo) madvise((void *)(uintptr_t)lo, hi - lo, MADV_DONTNEED);
+    struct sim_holes probe, *h;
+    memset(&probe, 0, sizeof probe);
+    probe.key.span = span; probe.key.align = align; probe.key.device = d;
+    HASH_FIND(hh, sim_free_va, &probe.key, sizeof probe.key, h);
+    if (!h) {
+        h = calloc(1, sizeof *h);
+        if (!h) return;
+        h->key = probe.key;
+        HASH_ADD(hh, sim_free_va, key, sizeof h->key, h);
+    }
+    struct sim_hole *x = malloc(sizeof *x);
+    if (!x) return;
+    *x = (struct sim_hole){h->first, addr};
+    h->first = x;
+}
+
+static struct sim_alloc *sim_lookup(uint64_t addr, int kind) {
+    struct sim_key k = {addr, kind, 0};
+    struct sim_alloc *a;
+    HASH_FIND(hh, sim_table, &k, sizeof k, a);
+    return a;
+}
+
+/* A cuMemCreate handle, made on a device or on the host. sim_lock held. */
+static struct sim_alloc *sim_handle(uint64_t h) {
+    struct sim_alloc *a = sim_lookup(h, SIM_HANDLE);
+    return a ? a : sim_lookup(h, SIM_HOST_HANDLE);
+}
+
+static struct sim_alloc *sim_record(uint64_t addr, int kind, size_t bytes, size_t span, int device) {
+    struct sim_alloc *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->key = (struct sim_key){addr, kind, 0};
+    a->bytes = bytes;
+    a->span = span;
+    a->device = device;
+    HASH_ADD(hh, sim_table, key, sizeof a->key, a);
+    return a;
+}
+
+static int sim_fits(int device, size_t counted) {
+    return counted <= sim_capacity - sim_dev[device].used &&
+           !(sim_max_block && counted > sim_max_block);
+}
 
 /* Reserve bytes on a device and hand out an id for them. Returns
  * CUDA_ERROR_OUT_OF_MEMORY when the device is full. */
@@ -157,32 +359,32 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    int on_host = kind == SIM_HOST || kind == SIM_HOST_HANDLE || kind == SIM_HOST_POOL;
-    size_t counted = on_host || kind == SIM_IMPORTED ? 0 : bytes;
-    if (counted > sim_capacity - sim_dev[device].used || (sim_max_block && counted > sim_max_block)) {
+    int uncounted = kind == SIM_HOST || kind == SIM_IMPORTED || kind == SIM_HOST_HANDLE;
+    size_t counted = uncounted ? 0 : bytes;
+    if (!sim_fits(device, counted)) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }
-    int slot = -1;
-    for (int i = 0; i < SIM_MAX_ALLOCS; i++)
-        if (!sim_allocs[i].used) { slot = i; break; }
-    if (slot < 0) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
-    uint64_t addr;
+    uint64_t addr, span = 0;
     if (kind == SIM_HANDLE || kind == SIM_ARRAY || kind == SIM_HOST_HANDLE) {
         addr = sim_next_handle++;
-    } else if (kind == SIM_IMPORTED) {
-        addr = 0x7f0000000000ull + (sim_next_handle++ << 24);
     } else if (kind == SIM_HOST) {
         addr = *out;
+        span = bytes;
     } else if (low) {
         addr = sim_next_low;
-        sim_next_low += (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+        sim_next_low += sim_round(bytes, SIM_ALIGN);
     } else {
-        addr = sim_dev[device].next;
-        sim_dev[device].next += (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN
-                                + SIM_ALIGN;
+        /* A gap after each allocation keeps neighbours apart. */
+        span = sim_round(bytes, SIM_ALIGN) + SIM_ALIGN;
+        addr = sim_va_take(device, span, SIM_ALIGN);
+        if (addr == 0) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     }
-    sim_allocs[slot] = (struct sim_alloc){addr, kind == SIM_IMPORTED || on_host ? bytes : counted, device, kind, 1};
+    struct sim_alloc *a = sim_record(addr, kind, kind == SIM_IMPORTED || kind == SIM_HOST_HANDLE ? bytes : counted,
+                                     span, device);
+    if (!a) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    if (kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_HOST)
+        sim_range_add(a, addr, low ? 0 : bytes);
     sim_dev[device].used += counted;
     *out = addr;
 out:
@@ -190,18 +392,26 @@ out:
     return r;
 }
 
+/* Forget a recorded object and give back its range. sim_lock held. */
+static void sim_drop(struct sim_alloc *a) {
+    int kind = a->key.kind;
+    if (kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_HOST || kind == SIM_POOLED)
+        sim_range_del(a->key.addr);
+    if ((kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_POOLED) && a->span)
+        sim_va_give(a->device, a->key.addr, a->span, SIM_ALIGN);
+    HASH_DEL(sim_table, a);
+    free(a);
+}
+
 /* Give back what sim_take handed out; unknown ids are the caller's error. */
 static CUresult sim_give(uint64_t addr, int kind) {
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < SIM_MAX_ALLOCS; i++) {
-        struct sim_alloc *a = &sim_allocs[i];
-        if (a->used && a->addr == addr && a->kind == kind) {
-            if (kind == SIM_DEVICE || kind == SIM_HANDLE || kind == SIM_ARRAY) sim_dev[a->device].used -= a->bytes;
-            a->used = 0;
-            r = CUDA_SUCCESS;
-            break;
-        }
+    struct sim_alloc *a = sim_lookup(addr, kind);
+    if (a) {
+        if (kind != SIM_IMPORTED && kind != SIM_HOST_HANDLE) sim_dev[a->device].used -= a->bytes;
+        sim_drop(a);
+        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
@@ -258,28 +468,228 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
     return CUDA_SUCCESS;
 }
 
+/* Attributes of an H200-like device (compute capability 9.0, 132 SMs);
+ * any attribute not listed reads 0. */
+static int sim_attribute(CUdevice_attribute a, int d) {
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return d + 1;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 3;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 6144;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return d;
+    case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: return 2;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: return 32505856;
+    case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: return 134213632;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: return 0;
+    default: return 0;
+    }
+}
+
+SIM_EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+    cuInit(0);
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    *v = sim_attribute(a, d);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
+    cuInit(0);
+    if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(id, (size_t)len, "0000:%02x:00.0", d + 1);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+    cuInit(0);
+    if (!can) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev || peer < 0 || peer >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *can = d != peer;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- contexts */
+
+static struct sim_ctx *sim_ctx_of(CUcontext c) {
+    struct sim_ctx *x = (struct sim_ctx *)c;
+    return x && x->magic == SIM_CTX_MAGIC ? x : NULL;
+}
+
 SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
     cuInit(0);
     if (!ctx || d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
-    *ctx = (CUcontext)&sim_dev[d].ctx_tag;
+    pthread_mutex_lock(&sim_lock);
+    sim_dev[d].retained++;
+    pthread_mutex_unlock(&sim_lock);
+    *ctx = (CUcontext)&sim_dev[d].primary;
     return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    if (sim_dev[d].retained > 0) sim_dev[d].retained--;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active) {
+    cuInit(0);
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    *flags = sim_dev[d].primary_flags;
+    *active = sim_dev[d].retained > 0;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags) {
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    sim_dev[d].primary_flags = flags;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
     return d < 0 || d >= sim_ndev ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
-    if (ctx == NULL) { sim_current = -1; return CUDA_SUCCESS; }
-    for (int d = 0; d < sim_ndev; d++)
-        if (ctx == (CUcontext)&sim_dev[d].ctx_tag) { sim_current = d; return CUDA_SUCCESS; }
-    return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx == NULL) { sim_current = NULL; return CUDA_SUCCESS; }
+    struct sim_ctx *c = sim_ctx_of(ctx);
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    sim_current = c;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx) {
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    *ctx = (CUcontext)sim_current;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    struct sim_ctx *c = sim_ctx_of(ctx);
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_depth >= (int)(sizeof sim_stack / sizeof sim_stack[0])) return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_stack[sim_depth++] = sim_current;
+    sim_current = c;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
+    if (!sim_current) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx) *ctx = (CUcontext)sim_current;
+    sim_current = sim_depth > 0 ? sim_stack[--sim_depth] : NULL;
+    return CUDA_SUCCESS;
+}
+
+/* A context made by cuCtxCreate: its own handle on a device, made current. */
+static CUresult sim_ctx_create(CUcontext *ctx, CUdevice d) {
+    cuInit(0);
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_ctx *c = malloc(sizeof *c);
+    if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+    *c = (struct sim_ctx){SIM_CTX_MAGIC, d};
+    *ctx = (CUcontext)c;
+    return cuCtxPushCurrent_v2(*ctx);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice d) {
+    (void)flags;
+    return sim_ctx_create(ctx, d);
+}
+
+SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
+                                   unsigned int flags, CUdevice d) {
+    (void)params; (void)flags;
+    return sim_ctx_create(ctx, d);
+}
+
+SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    struct sim_ctx *c = sim_ctx_of(ctx);
+    if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+    if (c == &sim_dev[c->device].primary) return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_current == c) sim_current = NULL;
+    c->magic = 0;
+    free(c);
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuCtxGetDevice(CUdevice *d) {
     if (!d) return CUDA_ERROR_INVALID_VALUE;
     *d = sim_device_now();
     return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+    if (least) *least = 0;
+    if (greatest) *greatest = -5;
+    return CUDA_SUCCESS;
+}
+
+static void sim_trim_pools(int d);
+
+SIM_EXPORT CUresult cuCtxSynchronize(void) {
+    pthread_mutex_lock(&sim_lock);
+    sim_trim_pools(sim_device_now());
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+    (void)flags;
+    return sim_ctx_of(peer) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
@@ -293,19 +703,43 @@ SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total) {
     return CUDA_SUCCESS;
 }
 
+/* The driver's documented names and descriptions of the codes it returns. */
+static const struct { CUresult code; const char *name, *text; } sim_errors[] = {
+#define E(c, s) {c, #c, s}
+    E(CUDA_SUCCESS, "no error"),
+    E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    E(CUDA_ERROR_NOT_READY, "device not ready"),
+    E(CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"),
+    E(CUDA_ERROR_NOT_MAPPED, "resource not mapped"),
+    E(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access is already enabled"),
+    E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    E(CUDA_ERROR_UNKNOWN, "unknown error"),
+#undef E
+};
+
 SIM_EXPORT CUresult cuGetErrorName(CUresult e, const char **s) {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
-    switch (e) {
-    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
-    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    default: *s = "CUDA_ERROR_UNKNOWN"; break;
-    }
-    return CUDA_SUCCESS;
+    for (size_t i = 0; i < sizeof sim_errors / sizeof sim_errors[0]; i++)
+        if (sim_errors[i].code == e) { *s = sim_errors[i].name; return CUDA_SUCCESS; }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }
 
 SIM_EXPORT CUresult cuGetErrorString(CUresult e, const char **s) {
-    return cuGetErrorName(e, s);
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof sim_errors / sizeof sim_errors[0]; i++)
+        if (sim_errors[i].code == e) { *s = sim_errors[i].text; return CUDA_SUCCESS; }
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ----------------------------------------------------------- allocation */
@@ -319,84 +753,15 @@ static CUresult sim_alloc_device(const char *api, CUdeviceptr *dptr, size_t byte
     return r;
 }
 
+static CUresult sim_pool_release(CUdeviceptr ptr);
+
+/* cuMemFree frees what cuMemAlloc made, and also what a pool handed out
+ * (after a synchronization, on a real device). */
 static CUresult sim_free_device(const char *api, CUdeviceptr p) {
     sim_count(api);
     if (p == 0) return CUDA_SUCCESS;
     CUresult r = sim_give(p, SIM_DEVICE);
-    return r == CUDA_SUCCESS ? r : sim_give(p, SIM_HOST_POOL);
-}
-
-/* Memory pools: the location each was made for. */
-#define SIM_MAX_POOLS 16
-static struct sim_pool { CUmemLocation location; int used; } sim_pools[SIM_MAX_POOLS];
-/* A location's default pool: one per device, one for the host; it is also
- * the location's current pool. */
-static struct sim_pool sim_default_pools[SIM_MAX_DEVICES + 1];
-
-static int sim_location_is_host(const CUmemLocation *l) {
-    return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
-           l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
-}
-
-SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
-    sim_count("cuMemPoolCreate");
-    if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
-    if (!sim_location_is_host(&props->location) &&
-        (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
-         props->location.id >= sim_ndev))
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < SIM_MAX_POOLS; i++)
-        if (!sim_pools[i].used) {
-            sim_pools[i] = (struct sim_pool){props->location, 1};
-            *pool = (CUmemoryPool)&sim_pools[i];
-            r = CUDA_SUCCESS;
-            break;
-        }
-    pthread_mutex_unlock(&sim_lock);
-    return r;
-}
-
-SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
-    sim_count("cuMemGetDefaultMemPool");
-    if (!pool || !location || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
-    int k;
-    if (sim_location_is_host(location)) k = SIM_MAX_DEVICES;
-    else if (location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id >= 0 && location->id < sim_ndev)
-        k = location->id;
-    else return CUDA_ERROR_INVALID_VALUE;
-    sim_default_pools[k] = (struct sim_pool){*location, 1};
-    *pool = (CUmemoryPool)&sim_default_pools[k];
-    return CUDA_SUCCESS;
-}
-
-SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
-    return cuMemGetDefaultMemPool(pool, location, type);
-}
-
-SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
-    sim_count("cuMemPoolDestroy");
-    struct sim_pool *p = (struct sim_pool *)pool;
-    if (p < sim_pools || p >= sim_pools + SIM_MAX_POOLS || !p->used) return CUDA_ERROR_INVALID_VALUE;
-    p->used = 0;
-    return CUDA_SUCCESS;
-}
-
-/* An allocation from a pool: host memory for a pool on the host, else the
- * pool's device's. */
-static CUresult sim_alloc_pool(const char *api, CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool) {
-    struct sim_pool *p = (struct sim_pool *)pool;
-    int known = (p >= sim_pools && p < sim_pools + SIM_MAX_POOLS) ||
-                (p >= sim_default_pools && p < sim_default_pools + SIM_MAX_DEVICES + 1);
-    if (!known || !p->used) return sim_alloc_device(api, dptr, bytes);
-    sim_count(api);
-    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    int host = sim_location_is_host(&p->location);
-    uint64_t a;
-    CUresult r = sim_take(host ? 0 : p->location.id, bytes, host ? SIM_HOST_POOL : SIM_DEVICE, 0, &a);
-    if (r == CUDA_SUCCESS) *dptr = a;
-    return r;
+    return r == CUDA_SUCCESS ? r : sim_pool_release(p);
 }
 
 SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
@@ -407,6 +772,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
     return sim_free_device("cuMemFree_v2", p);
 }
 
+/* The v1 API's 32-bit addresses are not backed by memory. */
 SIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
     sim_count("cuMemAlloc");
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -444,38 +810,6 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
     return sim_alloc_device("cuMemAllocManaged", dptr, bytes);
 }
 
-SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    (void)s;
-    return sim_alloc_device("cuMemAllocAsync", dptr, bytes);
-}
-
-SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    (void)s;
-    return sim_alloc_device("cuMemAllocAsync_ptsz", dptr, bytes);
-}
-
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
-                                            CUmemoryPool pool, CUstream s) {
-    (void)s;
-    return sim_alloc_pool("cuMemAllocFromPoolAsync", dptr, bytes, pool);
-}
-
-SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
-                                                 CUmemoryPool pool, CUstream s) {
-    (void)s;
-    return sim_alloc_pool("cuMemAllocFromPoolAsync_ptsz", dptr, bytes, pool);
-}
-
-SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-    (void)s;
-    return sim_free_device("cuMemFreeAsync", p);
-}
-
-SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-    (void)s;
-    return sim_free_device("cuMemFreeAsync_ptsz", p);
-}
-
 static CUresult sim_host_alloc(const char *api, void **pp, size_t bytes) {
     sim_count(api);
     if (!pp || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -506,6 +840,263 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p) {
     CUresult r = sim_give((uint64_t)(uintptr_t)p, SIM_HOST);
     if (r == CUDA_SUCCESS) free(p);
     return r;
+}
+
+/* Registered host memory is already usable by the simulated device. */
+SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
+    (void)flags;
+    return p && bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_EXPORT CUresult cuMemHostUnregister(void *p) {
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------- stream-ordered pools */
+
+/* Hands back what pool p caches beyond keep bytes to its device. sim_lock
+ * held. */
+static void sim_pool_trim(struct sim_pool *p, uint64_t keep) {
+    uint64_t floor = p->used > keep ? p->used : keep;
+    if (p->reserved <= floor) return;
+    if (!p->host) sim_dev[p->device].used -= p->reserved - floor;
+    p->reserved = floor;
+}
+
+/* At a synchronization, each pool of device d keeps at most its release
+ * threshold of unused memory. sim_lock held. */
+static void sim_trim_pools(int d) {
+    struct sim_pool *p = &sim_dev[d].default_pool;
+    sim_pool_trim(p, p->threshold);
+    if (sim_dev[d].current_pool != p)
+        sim_pool_trim(sim_dev[d].current_pool, sim_dev[d].current_pool->threshold);
+}
+
+static CUresult sim_pool_alloc(const char *api, CUdeviceptr *dptr, size_t bytes,
+                               struct sim_pool *p) {
+    sim_count(api);
+    if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    if (!p) p = sim_dev[sim_device_now()].current_pool;
+    uint64_t size = sim_round(bytes, SIM_ALIGN), cached = p->reserved - p->used;
+    uint64_t need = size > cached ? size - cached : 0;
+    if ((!p->host && !sim_fits(p->device, need)) || (sim_max_block && bytes > sim_max_block)) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    uint64_t span = size + SIM_ALIGN;
+    uint64_t addr = sim_va_take(p->device, span, SIM_ALIGN);
+    struct sim_alloc *a = addr ? sim_record(addr, SIM_POOLED, size, span, p->device) : NULL;
+    if (!a) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    a->pool = p;
+    sim_range_add(a, addr, bytes);
+    if (!p->host) sim_dev[p->device].used += need;
+    p->reserved += need;
+    p->used += size;
+    if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+    if (p->used > p->used_high) p->used_high = p->used;
+    *dptr = addr;
+out:
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* Returns a pool allocation to its pool, which keeps the memory reserved. */
+static CUresult sim_pool_release(CUdeviceptr ptr) {
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_lookup(ptr, SIM_POOLED);
+    if (a) {
+        a->pool->used -= a->bytes;
+        sim_drop(a);
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* cuMemFreeAsync frees pool memory, and also memory of cuMemAlloc. */
+static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
+    sim_count(api);
+    if (ptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_pool_release(ptr);
+    return r == CUDA_SUCCESS ? r : sim_give(ptr, SIM_DEVICE);
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    (void)s;
+    return sim_pool_alloc("cuMemAllocAsync", dptr, bytes, NULL);
+}
+
+SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
+    (void)s;
+    return sim_pool_alloc("cuMemAllocAsync_ptsz", dptr, bytes, NULL);
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
+                                            CUmemoryPool pool, CUstream s) {
+    (void)s;
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    return sim_pool_alloc("cuMemAllocFromPoolAsync", dptr, bytes, (struct sim_pool *)pool);
+}
+
+SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
+                                                 CUmemoryPool pool, CUstream s) {
+    (void)s;
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    return sim_pool_alloc("cuMemAllocFromPoolAsync_ptsz", dptr, bytes, (struct sim_pool *)pool);
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+    (void)s;
+    return sim_pool_free("cuMemFreeAsync", p);
+}
+
+SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+    (void)s;
+    return sim_pool_free("cuMemFreeAsync_ptsz", p);
+}
+
+SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d) {
+    cuInit(0);
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = (CUmemoryPool)&sim_dev[d].default_pool;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice d) {
+    cuInit(0);
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = (CUmemoryPool)sim_dev[d].current_pool;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceSetMemPool(CUdevice d, CUmemoryPool pool) {
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    sim_dev[d].current_pool = (struct sim_pool *)pool;
+    return CUDA_SUCCESS;
+}
+
+static int sim_location_is_host(const CUmemLocation *l) {
+    return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+/* The host's default pool (and current pool): its address space is device
+ * 0's, its bytes count against no device. */
+static struct sim_pool sim_host_pool = {0, 1, {1, 1, 1}, 0, 0, 0, 0, 0};
+
+SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
+    cuInit(0);
+    sim_count("cuMemPoolCreate");
+    if (!pool || !props) return CUDA_ERROR_INVALID_VALUE;
+    int host = sim_location_is_host(&props->location);
+    if (!host && props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (!host && (props->location.id < 0 || props->location.id >= sim_ndev)) return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_pool *p = malloc(sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_pool_init(p, host ? 0 : props->location.id);
+    p->host = host;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+/* CUDA 13: a location's default pool, and its current pool. */
+SIM_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    cuInit(0);
+    sim_count("cuMemGetDefaultMemPool");
+    if (!pool || !location || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    if (sim_location_is_host(location)) {
+        *pool = (CUmemoryPool)&sim_host_pool;
+        return CUDA_SUCCESS;
+    }
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    return cuDeviceGetDefaultMemPool(pool, location->id);
+}
+
+SIM_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+    cuInit(0);
+    if (!pool || !location || type != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+    if (sim_location_is_host(location)) {
+        *pool = (CUmemoryPool)&sim_host_pool;
+        return CUDA_SUCCESS;
+    }
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    return cuDeviceGetMemPool(pool, location->id);
+}
+
+SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+    struct sim_pool *p = (struct sim_pool *)pool;
+    sim_count("cuMemPoolDestroy");
+    if (!p || p == &sim_host_pool || p == &sim_dev[p->device].default_pool) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    sim_pool_trim(p, 0);
+    if (sim_dev[p->device].current_pool == p) sim_dev[p->device].current_pool = &sim_dev[p->device].default_pool;
+    pthread_mutex_unlock(&sim_lock);
+    if (p->used == 0) free(p); /* a pool with live allocations is kept for their frees */
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+    if (!pool) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    sim_pool_trim((struct sim_pool *)pool, keep);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: p->reuse[0] = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: p->reuse[1] = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: p->reuse[2] = *(int *)value; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->threshold = *(cuuint64_t *)value; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
+        else p->reserved_high = p->reserved;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
+        else p->used_high = p->used;
+        break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *(int *)value = p->reuse[0]; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *(int *)value = p->reuse[1]; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *(int *)value = p->reuse[2]; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+    (void)map; (void)count;
+    return pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ------------------------------------------------------- arrays, IPC */
@@ -564,14 +1155,13 @@ static CUresult sim_requirements(const char *null_name, CUDA_ARRAY_MEMORY_REQUIR
     if (!req) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < SIM_MAX_ALLOCS; i++)
-        if (sim_allocs[i].used && sim_allocs[i].kind == SIM_ARRAY && sim_allocs[i].addr == h) {
-            memset(req, 0, sizeof *req);
-            req->size = sim_allocs[i].bytes;
-            req->alignment = SIM_ALIGN;
-            r = CUDA_SUCCESS;
-            break;
-        }
+    struct sim_alloc *a = sim_lookup(h, SIM_ARRAY);
+    if (a) {
+        memset(req, 0, sizeof *req);
+        req->size = a->bytes;
+        req->alignment = SIM_ALIGN;
+        r = CUDA_SUCCESS;
+    }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -605,8 +1195,9 @@ SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
     memset(h, 0, sizeof *h);
     size_t bytes = 0;
     pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < SIM_MAX_ALLOCS; i++)
-        if (sim_allocs[i].used && sim_allocs[i].addr == p) bytes = sim_allocs[i].bytes;
+    struct sim_alloc *a = sim_lookup(p, SIM_DEVICE);
+    if (!a) a = sim_lookup(p, SIM_IMPORTED);
+    if (a) bytes = a->bytes;
     pthread_mutex_unlock(&sim_lock);
     memcpy(h->reserved, &bytes, sizeof bytes);
     return bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -629,21 +1220,53 @@ SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
     return sim_give(p, SIM_IMPORTED);
 }
 
+SIM_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e) {
+    (void)h; (void)e;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIM_EXPORT CUresult cuIpcOpenEventHandle(CUevent *e, CUipcEventHandle h) {
+    (void)e; (void)h;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
     CUresult r = CUDA_ERROR_NOT_FOUND;
     pthread_mutex_lock(&sim_lock);
-    for (int i = 0; i < SIM_MAX_ALLOCS; i++) {
-        struct sim_alloc *a = &sim_allocs[i];
-        if (a->used && (a->kind == SIM_DEVICE || a->kind == SIM_IMPORTED) && p >= a->addr &&
-            p < a->addr + (a->bytes ? a->bytes : 1)) {
-            if (base) *base = a->addr;
-            if (size) *size = a->bytes;
-            r = CUDA_SUCCESS;
-            break;
-        }
+    struct sim_range *x = sim_range_at(p);
+    if (x && x->a->key.kind != SIM_HOST) {
+        if (base) *base = x->base;
+        if (size) *size = x->size;
+        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
+}
+
+/* What the driver knows about an address: device memory of some device,
+ * pinned host memory, or nothing (CUDA_ERROR_INVALID_VALUE). */
+SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p) {
+    if (!data) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_range *x = sim_range_at(p), copy;
+    if (x) copy = *x;
+    int kind = x ? x->a->key.kind : 0, device = x ? x->a->device : 0;
+    pthread_mutex_unlock(&sim_lock);
+    if (!x) return CUDA_ERROR_INVALID_VALUE;
+    int host = kind == SIM_HOST;
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = (CUcontext)&sim_dev[device].primary; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = host ? (void *)(uintptr_t)p : NULL; break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = device; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = copy.base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = copy.size; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
 }
 
 /* ---------------------------------------------------- virtual memory (VMM) */
@@ -652,7 +1275,7 @@ SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g,
         const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags f) {
     (void)prop; (void)f;
     if (!g) return CUDA_ERROR_INVALID_VALUE;
-    *g = (size_t)2 << 20;
+    *g = SIM_GRANULE;
     return CUDA_SUCCESS;
 }
 
@@ -661,14 +1284,21 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
                                 unsigned long long flags) {
     (void)flags;
     sim_count("cuMemCreate");
-    if (!h || !prop || size == 0 || size % ((size_t)2 << 20) != 0)
+    if (!h || !prop || size == 0 || size % SIM_GRANULE != 0)
         return CUDA_ERROR_INVALID_VALUE;
     int host = sim_location_is_host(&prop->location);
     int d = host ? 0 : prop->location.id;
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    int kind = host ? SIM_HOST_HANDLE : SIM_HANDLE;
     uint64_t a;
-    CUresult r = sim_take(d, size, host ? SIM_HOST_HANDLE : SIM_HANDLE, 0, &a);
-    if (r == CUDA_SUCCESS) *h = a;
+    CUresult r = sim_take(d, size, kind, 0, &a);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&sim_lock);
+        struct sim_alloc *x = sim_lookup(a, kind);
+        if (x) x->prop = *prop;
+        pthread_mutex_unlock(&sim_lock);
+        *h = a;
+    }
     return r;
 }
 
@@ -678,35 +1308,112 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     return r == CUDA_SUCCESS ? r : sim_give(h, SIM_HOST_HANDLE);
 }
 
+SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                           CUmemGenericAllocationHandle h) {
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_handle(h);
+    if (a) { *prop = a->prop; r = CUDA_SUCCESS; }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr) {
+    if (!h) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_range_find((uint64_t)(uintptr_t)addr);
+    if (a && a->key.kind == SIM_MAPPED) { *h = a->handle; r = CUDA_SUCCESS; }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* Shareable handles (file descriptors, fabric handles) are not modelled. */
+SIM_EXPORT CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
+                                                 CUmemAllocationHandleType type, unsigned long long flags) {
+    (void)out; (void)h; (void)type; (void)flags;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h, void *in,
+                                                   CUmemAllocationHandleType type) {
+    (void)h; (void)in; (void)type;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* A reservation takes address space of the current device, aligned to the
+ * granularity (or to align when larger), and holds no memory. */
 SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
                                         size_t align, CUdeviceptr addr,
                                         unsigned long long flags) {
-    (void)align; (void)addr; (void)flags;
-    if (!ptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    (void)addr; (void)flags;
+    if (!ptr || size == 0 || size % SIM_GRANULE != 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    *ptr = sim_dev[0].next + ((uint64_t)1 << 35);
-    sim_dev[0].next += size;
+    int d = sim_device_now();
+    uint64_t al = align > SIM_GRANULE ? align : SIM_GRANULE;
+    uint64_t a = sim_va_take(d, size, al);
+    if (a == 0 || !sim_record(a, SIM_RESERVED, 0, size, d)) r = CUDA_ERROR_OUT_OF_MEMORY;
+    else *ptr = a;
     pthread_mutex_unlock(&sim_lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
-    (void)ptr; (void)size;
-    return CUDA_SUCCESS;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_lookup(ptr, SIM_RESERVED);
+    if (a && a->span == size) {
+        sim_va_give(a->device, a->key.addr, a->span, SIM_GRANULE);
+        HASH_DEL(sim_table, a);
+        free(a);
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
+/* Mapping a handle at an address makes that range device memory. Two
+ * mappings of one handle do not share their bytes. */
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                              CUmemGenericAllocationHandle h,
                              unsigned long long flags) {
-    (void)size; (void)offset; (void)flags;
+    (void)offset; (void)flags;
     sim_count("cuMemMap");
-    return ptr == 0 || h == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (ptr == 0 || h == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *handle = sim_handle(h);
+    if (!handle) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
+    if (sim_range_find(ptr) || sim_range_find(ptr + size - 1)) { r = CUDA_ERROR_ALREADY_MAPPED; goto out; }
+    struct sim_alloc *m = sim_record(ptr, SIM_MAPPED, 0, size, handle->device);
+    if (!m) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    m->handle = h;
+    sim_range_add(m, ptr, size);
+out:
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
-    (void)size;
-    return ptr == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (ptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    uint64_t at = ptr, end = ptr + size;
+    while (at < end) {
+        struct sim_alloc *m = sim_lookup(at, SIM_MAPPED);
+        if (!m) { r = at == ptr ? CUDA_ERROR_INVALID_VALUE : r; break; }
+        uint64_t next = at + m->span;
+        sim_range_del(at);
+        madvise((void *)(uintptr_t)at, m->span, MADV_DONTNEED);
+        HASH_DEL(sim_table, m);
+        free(m);
+        at = next;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
@@ -715,7 +1422,231 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
     return CUDA_SUCCESS;
 }
 
+/* -------------------------------------------- streams, events, copies */
+
+static struct sim_stream *sim_stream_of(CUstream s) {
+    uintptr_t v = (uintptr_t)s;
+    return v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD
+           ? NULL : (struct sim_stream *)s;
+}
+
+SIM_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *x = malloc(sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    *x = (struct sim_stream){sim_device_now(), 0, flags};
+    *s = (CUstream)x;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int priority) {
+    CUresult r = cuStreamCreate(s, flags);
+    if (r == CUDA_SUCCESS)
+        ((struct sim_stream *)*s)->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+    struct sim_stream *x = sim_stream_of(s);
+    if (!x) return CUDA_ERROR_INVALID_HANDLE;
+    free(x);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamGetPriority(CUstream s, int *priority) {
+    if (!priority) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *x = sim_stream_of(s);
+    *priority = x ? x->priority : 0;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned int *flags) {
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *x = sim_stream_of(s);
+    *flags = x ? x->flags : 0;
+    return CUDA_SUCCESS;
+}
+
+static int sim_stream_device(CUstream s) {
+    struct sim_stream *x = sim_stream_of(s);
+    return x ? x->device : sim_device_now();
+}
+
+SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    pthread_mutex_lock(&sim_lock);
+    sim_trim_pools(sim_stream_device(s));
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamQuery(CUstream s) { (void)s; return CUDA_SUCCESS; }
+
+SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+    (void)s; (void)flags;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+    (void)s;
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                              CUgraph *graph, const CUgraphNode **deps,
+                                              const CUgraphEdgeData **edges, size_t *ndeps) {
+    (void)s; (void)id; (void)graph; (void)deps; (void)edges; (void)ndeps;
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+    (void)s; (void)flags;
+    if (!addr || addr % 4) return CUDA_ERROR_INVALID_VALUE;
+    *(volatile cuuint32_t *)(uintptr_t)addr = value;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+    if (!e) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_event *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->flags = flags;
+    *e = (CUevent)x;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
+    (void)s; (void)flags;
+    struct sim_event *x = (struct sim_event *)e;
+    if (!x) return CUDA_ERROR_INVALID_HANDLE;
+    clock_gettime(CLOCK_MONOTONIC, &x->when);
+    x->recorded = 1;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return cuEventRecordWithFlags(e, s, 0); }
+
+SIM_EXPORT CUresult cuEventQuery(CUevent e) { return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+
+SIM_EXPORT CUresult cuEventSynchronize(CUevent e) {
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&sim_lock);
+    sim_trim_pools(sim_device_now());
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+/* Milliseconds between two recorded events; events made without timing, or
+ * not recorded yet, are refused as the driver refuses them. */
+SIM_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
+    struct sim_event *a = (struct sim_event *)start, *b = (struct sim_event *)end;
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    if (!a || !b || (a->flags & CU_EVENT_DISABLE_TIMING) || (b->flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    *ms = (float)((b->when.tv_sec - a->when.tv_sec) * 1e3 + (b->when.tv_nsec - a->when.tv_nsec) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+    return cuEventElapsedTime_v2(ms, start, end);
+}
+
+/* Copies and sets run at once, on the host memory behind both sides. */
+SIM_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    if (n == 0) return CUDA_SUCCESS;
+    if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    (void)s;
+    return cuMemcpy(dst, src, n);
+}
+
+SIM_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    return cuMemcpy(dst, (CUdeviceptr)(uintptr_t)src, n);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    return cuMemcpy((CUdeviceptr)(uintptr_t)dst, src, n);
+}
+
+SIM_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    return cuMemcpy(dst, src, n);
+}
+
+SIM_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                                      CUcontext sctx, size_t n, CUstream s) {
+    (void)dctx; (void)sctx; (void)s;
+    return cuMemcpy(dst, src, n);
+}
+
+static CUresult sim_copy2d(const CUDA_MEMCPY2D *c) {
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const char *s = c->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)c->srcHost
+                                                           : (const char *)(uintptr_t)c->srcDevice;
+    char *d = c->dstMemoryType == CU_MEMORYTYPE_HOST ? (char *)c->dstHost : (char *)(uintptr_t)c->dstDevice;
+    if (c->srcMemoryType == CU_MEMORYTYPE_UNIFIED) s = (const char *)(uintptr_t)c->srcDevice;
+    if (c->dstMemoryType == CU_MEMORYTYPE_UNIFIED) d = (char *)(uintptr_t)c->dstDevice;
+    if ((!s || !d) && c->WidthInBytes && c->Height) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t y = 0; y < c->Height; y++)
+        memmove(d + (c->dstY + y) * c->dstPitch + c->dstXInBytes,
+                s + (c->srcY + y) * c->srcPitch + c->srcXInBytes, c->WidthInBytes);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) { return sim_copy2d(c); }
+
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s) {
+    (void)s;
+    return sim_copy2d(c);
+}
+
+SIM_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+    if (n == 0) return CUDA_SUCCESS;
+    if (!dst) return CUDA_ERROR_INVALID_VALUE;
+    memset((void *)(uintptr_t)dst, v, n);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+    (void)s;
+    return cuMemsetD8_v2(dst, v, n);
+}
+
+SIM_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n) {
+    if (n == 0) return CUDA_SUCCESS;
+    if (!dst || dst % 4) return CUDA_ERROR_INVALID_VALUE;
+    unsigned int *p = (unsigned int *)(uintptr_t)dst;
+    for (size_t i = 0; i < n; i++) p[i] = v;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+    (void)s;
+    return cuMemsetD32_v2(dst, v, n);
+}
+
 /* ------------------------------------------------------ cuGetProcAddress */
+
+SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+                                        int version, cuuint64_t flags,
+                                        CUdriverProcAddressQueryResult *status);
+SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn,
+                                     int version, cuuint64_t flags);
 
 /* The driver's look-up table: base name, the first CUDA version that gets
  * this variant, whether it is the per-thread-default-stream variant. */
@@ -734,10 +1665,25 @@ static const struct {
     P(cuDeviceGetUuid, 9020, 0, cuDeviceGetUuid),
     P(cuDeviceGetUuid, 11040, 0, cuDeviceGetUuid_v2),
     P(cuDeviceTotalMem, 3020, 0, cuDeviceTotalMem_v2),
+    P(cuDeviceGetAttribute, 2000, 0, cuDeviceGetAttribute),
+    P(cuDeviceGetPCIBusId, 4010, 0, cuDeviceGetPCIBusId),
+    P(cuDeviceCanAccessPeer, 4000, 0, cuDeviceCanAccessPeer),
     P(cuDevicePrimaryCtxRetain, 7000, 0, cuDevicePrimaryCtxRetain),
     P(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2),
+    P(cuDevicePrimaryCtxGetState, 7000, 0, cuDevicePrimaryCtxGetState),
+    P(cuDevicePrimaryCtxSetFlags, 11000, 0, cuDevicePrimaryCtxSetFlags_v2),
+    P(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2),
+    P(cuCtxCreate, 3020, 0, cuCtxCreate_v2),
+    P(cuCtxCreate, 12050, 0, cuCtxCreate_v4),
+    P(cuCtxDestroy, 4000, 0, cuCtxDestroy_v2),
     P(cuCtxSetCurrent, 4000, 0, cuCtxSetCurrent),
+    P(cuCtxGetCurrent, 4000, 0, cuCtxGetCurrent),
+    P(cuCtxPushCurrent, 4000, 0, cuCtxPushCurrent_v2),
+    P(cuCtxPopCurrent, 4000, 0, cuCtxPopCurrent_v2),
     P(cuCtxGetDevice, 2000, 0, cuCtxGetDevice),
+    P(cuCtxSynchronize, 2000, 0, cuCtxSynchronize),
+    P(cuCtxGetStreamPriorityRange, 5050, 0, cuCtxGetStreamPriorityRange),
+    P(cuCtxEnablePeerAccess, 4000, 0, cuCtxEnablePeerAccess),
     P(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2),
     P(cuGetErrorName, 6000, 0, cuGetErrorName),
     P(cuGetErrorString, 6000, 0, cuGetErrorString),
@@ -753,14 +1699,23 @@ static const struct {
     P(cuMemAllocFromPoolAsync, 11020, 1, cuMemAllocFromPoolAsync_ptsz),
     P(cuMemFreeAsync, 11020, 0, cuMemFreeAsync),
     P(cuMemFreeAsync, 11020, 1, cuMemFreeAsync_ptsz),
+    P(cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool),
+    P(cuDeviceGetMemPool, 11020, 0, cuDeviceGetMemPool),
+    P(cuDeviceSetMemPool, 11020, 0, cuDeviceSetMemPool),
     P(cuMemPoolCreate, 11020, 0, cuMemPoolCreate),
     P(cuMemPoolDestroy, 11020, 0, cuMemPoolDestroy),
     P(cuMemGetDefaultMemPool, 13000, 0, cuMemGetDefaultMemPool),
     P(cuMemGetMemPool, 13000, 0, cuMemGetMemPool),
+    P(cuMemPoolTrimTo, 11020, 0, cuMemPoolTrimTo),
+    P(cuMemPoolSetAttribute, 11020, 0, cuMemPoolSetAttribute),
+    P(cuMemPoolGetAttribute, 11020, 0, cuMemPoolGetAttribute),
+    P(cuMemPoolSetAccess, 11020, 0, cuMemPoolSetAccess),
     P(cuMemAllocHost, 2000, 0, cuMemAllocHost),
     P(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2),
     P(cuMemHostAlloc, 2020, 0, cuMemHostAlloc),
     P(cuMemFreeHost, 2000, 0, cuMemFreeHost),
+    P(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2),
+    P(cuMemHostUnregister, 4000, 0, cuMemHostUnregister),
     P(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity),
     P(cuMemCreate, 10020, 0, cuMemCreate),
     P(cuMemRelease, 10020, 0, cuMemRelease),
@@ -769,6 +1724,10 @@ static const struct {
     P(cuMemMap, 10020, 0, cuMemMap),
     P(cuMemUnmap, 10020, 0, cuMemUnmap),
     P(cuMemSetAccess, 10020, 0, cuMemSetAccess),
+    P(cuMemGetAllocationPropertiesFromHandle, 10020, 0, cuMemGetAllocationPropertiesFromHandle),
+    P(cuMemRetainAllocationHandle, 11000, 0, cuMemRetainAllocationHandle),
+    P(cuMemExportToShareableHandle, 10020, 0, cuMemExportToShareableHandle),
+    P(cuMemImportFromShareableHandle, 10020, 0, cuMemImportFromShareableHandle),
     P(cuArrayCreate, 3020, 0, cuArrayCreate_v2),
     P(cuArray3DCreate, 3020, 0, cuArray3DCreate_v2),
     P(cuMipmappedArrayCreate, 5000, 0, cuMipmappedArrayCreate),
@@ -779,7 +1738,41 @@ static const struct {
     P(cuIpcGetMemHandle, 4010, 0, cuIpcGetMemHandle),
     P(cuIpcOpenMemHandle, 11000, 0, cuIpcOpenMemHandle_v2),
     P(cuIpcCloseMemHandle, 4010, 0, cuIpcCloseMemHandle),
+    P(cuIpcGetEventHandle, 4010, 0, cuIpcGetEventHandle),
+    P(cuIpcOpenEventHandle, 4010, 0, cuIpcOpenEventHandle),
     P(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2),
+    P(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute),
+    P(cuStreamCreate, 2000, 0, cuStreamCreate),
+    P(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority),
+    P(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2),
+    P(cuStreamGetPriority, 5050, 0, cuStreamGetPriority),
+    P(cuStreamGetFlags, 5050, 0, cuStreamGetFlags),
+    P(cuStreamSynchronize, 2000, 0, cuStreamSynchronize),
+    P(cuStreamQuery, 2000, 0, cuStreamQuery),
+    P(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent),
+    P(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing),
+    P(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3),
+    P(cuStreamWriteValue32, 12000, 0, cuStreamWriteValue32),
+    P(cuEventCreate, 2000, 0, cuEventCreate),
+    P(cuEventDestroy, 4000, 0, cuEventDestroy_v2),
+    P(cuEventRecord, 2000, 0, cuEventRecord),
+    P(cuEventRecordWithFlags, 11010, 0, cuEventRecordWithFlags),
+    P(cuEventQuery, 2000, 0, cuEventQuery),
+    P(cuEventSynchronize, 2000, 0, cuEventSynchronize),
+    P(cuEventElapsedTime, 2000, 0, cuEventElapsedTime),
+    P(cuEventElapsedTime, 12080, 0, cuEventElapsedTime_v2),
+    P(cuMemcpy, 4000, 0, cuMemcpy),
+    P(cuMemcpyAsync, 4000, 0, cuMemcpyAsync),
+    P(cuMemcpyHtoD, 3020, 0, cuMemcpyHtoD_v2),
+    P(cuMemcpyDtoH, 3020, 0, cuMemcpyDtoH_v2),
+    P(cuMemcpyDtoD, 3020, 0, cuMemcpyDtoD_v2),
+    P(cuMemcpyPeerAsync, 4000, 0, cuMemcpyPeerAsync),
+    P(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2),
+    P(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2),
+    P(cuMemsetD8, 3020, 0, cuMemsetD8_v2),
+    P(cuMemsetD8Async, 3020, 0, cuMemsetD8Async),
+    P(cuMemsetD32, 3020, 0, cuMemsetD32_v2),
+    P(cuMemsetD32Async, 3020, 0, cuMemsetD32Async),
     P(cuGetProcAddress, 11030, 0, cuGetProcAddress),
     P(cuGetProcAddress, 12000, 0, cuGetProcAddress_v2),
 #undef P
@@ -816,4 +1809,12 @@ SIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn,
                                      int version, cuuint64_t flags) {
     sim_count("cuGetProcAddress");
     return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+}
+
+/* cuGetExportTable hands out NVIDIA's private tables; the simulation has
+ * none. */
+SIM_EXPORT CUresult cuGetExportTable(const void **table, const CUuuid *id) {
+    (void)id;
+    if (table) *table = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
 }

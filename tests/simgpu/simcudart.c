@@ -3,61 +3,132 @@
  * It reaches the driver the way the real runtime does: dlopen("libcuda.so.1"),
  * dlsym(handle, "cuGetProcAddress_v2"), a self-look-up of "cuGetProcAddress"
  * at version 12000, then every driver function through that pointer. Built
- * twice: as a shared library (its cuda* names exported, like libcudart.so)
- * and as a static archive (like libcudart_static.a, where a program's calls
- * bind inside the executable and only the driver level can see them).
+ * three ways: as libcudart_sim.so (its cuda* names exported, like
+ * libcudart.so), as a static archive (like libcudart_static.a, where a
+ * program's calls bind inside the executable and only the driver level can
+ * see them), and as libcudart.so.13 with the real runtime's symbol version,
+ * which PyTorch's CUDA libraries load in place of NVIDIA's.
  *
- * Only the functions the tests and the demo use are here. Without a driver it
- * answers cudaErrorInsufficientDriver, as the real runtime does. */
+ * Kernels are registered and launched as no-ops that succeed; copies and
+ * sets are real (the simulated driver backs device memory with host
+ * memory); every call completes before it returns. A function a program may
+ * call but the simulation does not model (graphs, stream capture, loaded
+ * libraries) answers cudaErrorNotSupported. Without a driver it answers
+ * cudaErrorInsufficientDriver, as the real runtime does. */
 #include <cuda_runtime_api.h>
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RT_EXPORT __attribute__((visibility("default")))
+#define RT_MAX_DEVICES 8
 
 /* Exported by the real runtime, declared only in its internal headers. */
 RT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
 RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
+CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end);
+
+/* Called by the code nvcc generates (crt/host_runtime.h). */
+RT_EXPORT void **__cudaRegisterFatBinary(void *fatCubin);
+RT_EXPORT void __cudaRegisterFatBinaryEnd(void **handle);
+RT_EXPORT void __cudaUnregisterFatBinary(void **handle);
+RT_EXPORT void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName,
+                                 int ext, size_t size, int constant, int global);
+RT_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                                      int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+RT_EXPORT char __cudaInitModule(void **handle);
+RT_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream);
+RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream);
+RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fun);
+RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                         size_t sharedMem, cudaStream_t stream);
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
                            CUdriverProcAddressQueryResult *);
 
+/* Every driver function the runtime uses: member, the declaration whose
+ * type it has, the name and version it is looked up with, and the look-up
+ * flags (the legacy or the per-thread default stream). */
+#define RT_DRIVER(_) \
+    _(init, cuInit, "cuInit", 2000, 0) \
+    _(driver_version, cuDriverGetVersion, "cuDriverGetVersion", 2020, 0) \
+    _(device_get_count, cuDeviceGetCount, "cuDeviceGetCount", 2000, 0) \
+    _(device_attribute, cuDeviceGetAttribute, "cuDeviceGetAttribute", 2000, 0) \
+    _(device_name, cuDeviceGetName, "cuDeviceGetName", 2000, 0) \
+    _(device_uuid, cuDeviceGetUuid_v2, "cuDeviceGetUuid", 11040, 0) \
+    _(device_total_mem, cuDeviceTotalMem_v2, "cuDeviceTotalMem", 3020, 0) \
+    _(device_bus_id, cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 4010, 0) \
+    _(device_can_access_peer, cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, 0) \
+    _(primary_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, 0) \
+    _(ctx_set, cuCtxSetCurrent, "cuCtxSetCurrent", 4000, 0) \
+    _(ctx_get_device, cuCtxGetDevice, "cuCtxGetDevice", 2000, 0) \
+    _(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", 2000, 0) \
+    _(ctx_priority_range, cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 5050, 0) \
+    _(mem_alloc, cuMemAlloc_v2, "cuMemAlloc", 3020, 0) \
+    _(mem_free, cuMemFree_v2, "cuMemFree", 3020, 0) \
+    _(mem_alloc_pitch, cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0) \
+    _(mem_alloc_managed, cuMemAllocManaged, "cuMemAllocManaged", 6000, 0) \
+    _(mem_alloc_host, cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0) \
+    _(mem_host_alloc, cuMemHostAlloc, "cuMemHostAlloc", 2020, 0) \
+    _(mem_free_host, cuMemFreeHost, "cuMemFreeHost", 2000, 0) \
+    _(host_register, cuMemHostRegister_v2, "cuMemHostRegister", 6050, 0) \
+    _(host_unregister, cuMemHostUnregister, "cuMemHostUnregister", 4000, 0) \
+    _(alloc_async, cuMemAllocAsync, "cuMemAllocAsync", 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM) \
+    _(alloc_async_ptsz, cuMemAllocAsync, "cuMemAllocAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
+    _(free_async, cuMemFreeAsync, "cuMemFreeAsync", 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM) \
+    _(free_async_ptsz, cuMemFreeAsync, "cuMemFreeAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
+    _(mem_get_info, cuMemGetInfo_v2, "cuMemGetInfo", 3020, 0) \
+    _(default_pool, cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, 0) \
+    _(pool_trim, cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, 0) \
+    _(pool_set_attribute, cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, 0) \
+    _(pool_get_attribute, cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, 0) \
+    _(pool_set_access, cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020, 0) \
+    _(pointer_attribute, cuPointerGetAttribute, "cuPointerGetAttribute", 4000, 0) \
+    _(array_create, cuArrayCreate_v2, "cuArrayCreate", 3020, 0) \
+    _(array3d_create, cuArray3DCreate_v2, "cuArray3DCreate", 3020, 0) \
+    _(mipmapped_create, cuMipmappedArrayCreate, "cuMipmappedArrayCreate", 5000, 0) \
+    _(array_destroy, cuArrayDestroy, "cuArrayDestroy", 2000, 0) \
+    _(mipmapped_destroy, cuMipmappedArrayDestroy, "cuMipmappedArrayDestroy", 5000, 0) \
+    _(ipc_get, cuIpcGetMemHandle, "cuIpcGetMemHandle", 4010, 0) \
+    _(ipc_open, cuIpcOpenMemHandle_v2, "cuIpcOpenMemHandle", 11000, 0) \
+    _(ipc_close, cuIpcCloseMemHandle, "cuIpcCloseMemHandle", 4010, 0) \
+    _(stream_create, cuStreamCreateWithPriority, "cuStreamCreateWithPriority", 5050, 0) \
+    _(stream_destroy, cuStreamDestroy_v2, "cuStreamDestroy", 4000, 0) \
+    _(stream_priority, cuStreamGetPriority, "cuStreamGetPriority", 5050, 0) \
+    _(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize", 2000, 0) \
+    _(stream_query, cuStreamQuery, "cuStreamQuery", 2000, 0) \
+    _(stream_wait_event, cuStreamWaitEvent, "cuStreamWaitEvent", 3020, 0) \
+    _(event_create, cuEventCreate, "cuEventCreate", 2000, 0) \
+    _(event_destroy, cuEventDestroy_v2, "cuEventDestroy", 4000, 0) \
+    _(event_record, cuEventRecordWithFlags, "cuEventRecordWithFlags", 11010, 0) \
+    _(event_query, cuEventQuery, "cuEventQuery", 2000, 0) \
+    _(event_synchronize, cuEventSynchronize, "cuEventSynchronize", 2000, 0) \
+    _(event_elapsed, cuEventElapsedTime_v2, "cuEventElapsedTime", 12080, 0) \
+    _(memcpy, cuMemcpy, "cuMemcpy", 4000, 0) \
+    _(memcpy_async, cuMemcpyAsync, "cuMemcpyAsync", 4000, 0) \
+    _(memcpy_peer_async, cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0) \
+    _(memcpy2d_async, cuMemcpy2DAsync_v2, "cuMemcpy2DAsync", 3020, 0) \
+    _(memset8, cuMemsetD8_v2, "cuMemsetD8", 3020, 0) \
+    _(memset8_async, cuMemsetD8Async, "cuMemsetD8Async", 3020, 0)
+
 static struct {
     int state; /* 0 not tried, 1 ready, -1 no driver */
     gpa_fn gpa;
-    CUresult (*init)(unsigned int);
-    CUresult (*device_get_count)(int *);
-    CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*ctx_set)(CUcontext);
-    CUresult (*ctx_get_device)(CUdevice *);
-    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-    CUresult (*mem_free)(CUdeviceptr);
-    CUresult (*mem_alloc_pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
-    CUresult (*mem_alloc_managed)(CUdeviceptr *, size_t, unsigned int);
-    CUresult (*mem_alloc_host)(void **, size_t);
-    CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
-    CUresult (*mem_free_host)(void *);
-    CUresult (*alloc_async)(CUdeviceptr *, size_t, CUstream);
-    CUresult (*alloc_async_ptsz)(CUdeviceptr *, size_t, CUstream);
-    CUresult (*free_async)(CUdeviceptr, CUstream);
-    CUresult (*free_async_ptsz)(CUdeviceptr, CUstream);
-    CUresult (*mem_get_info)(size_t *, size_t *);
-    CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
-    CUresult (*array3d_create)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
-    CUresult (*mipmapped_create)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *, unsigned int);
-    CUresult (*array_destroy)(CUarray);
-    CUresult (*mipmapped_destroy)(CUmipmappedArray);
-    CUresult (*ipc_get)(CUipcMemHandle *, CUdeviceptr);
-    CUresult (*ipc_open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
-    CUresult (*ipc_close)(CUdeviceptr);
+#define RT_MEMBER(member, decl, name, version, flags) __typeof__(&decl) member;
+    RT_DRIVER(RT_MEMBER)
+#undef RT_MEMBER
 } drv;
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static __thread int rt_device = 0;
+static __thread cudaError_t rt_last = cudaSuccess;
+static __thread enum cudaStreamCaptureMode rt_capture_mode = cudaStreamCaptureModeGlobal;
+static pthread_mutex_t rt_peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char rt_peer[RT_MAX_DEVICES][RT_MAX_DEVICES];
 
 static void *rt_get(const char *name, int version, cuuint64_t flags) {
     void *p = NULL;
@@ -76,34 +147,18 @@ static void rt_load(void) {
         return;
     }
     drv.gpa = (gpa_fn)self;
-    const int v = 13000;
-    *(void **)&drv.init = rt_get("cuInit", 2000, 0);
-    *(void **)&drv.device_get_count = rt_get("cuDeviceGetCount", 2000, 0);
-    *(void **)&drv.primary_retain = rt_get("cuDevicePrimaryCtxRetain", 7000, 0);
-    *(void **)&drv.ctx_set = rt_get("cuCtxSetCurrent", 4000, 0);
-    *(void **)&drv.ctx_get_device = rt_get("cuCtxGetDevice", 2000, 0);
-    *(void **)&drv.mem_alloc = rt_get("cuMemAlloc", 3020, 0);
-    *(void **)&drv.mem_free = rt_get("cuMemFree", 3020, 0);
-    *(void **)&drv.mem_alloc_pitch = rt_get("cuMemAllocPitch", 3020, 0);
-    *(void **)&drv.mem_alloc_managed = rt_get("cuMemAllocManaged", 6000, 0);
-    *(void **)&drv.mem_alloc_host = rt_get("cuMemAllocHost", 3020, 0);
-    *(void **)&drv.mem_host_alloc = rt_get("cuMemHostAlloc", 2020, 0);
-    *(void **)&drv.mem_free_host = rt_get("cuMemFreeHost", 2000, 0);
-    *(void **)&drv.alloc_async = rt_get("cuMemAllocAsync", v, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-    *(void **)&drv.alloc_async_ptsz = rt_get("cuMemAllocAsync", v, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    *(void **)&drv.free_async = rt_get("cuMemFreeAsync", v, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-    *(void **)&drv.free_async_ptsz = rt_get("cuMemFreeAsync", v, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    *(void **)&drv.mem_get_info = rt_get("cuMemGetInfo", 3020, 0);
-    *(void **)&drv.array_create = rt_get("cuArrayCreate", 3020, 0);
-    *(void **)&drv.array3d_create = rt_get("cuArray3DCreate", 3020, 0);
-    *(void **)&drv.mipmapped_create = rt_get("cuMipmappedArrayCreate", 5000, 0);
-    *(void **)&drv.array_destroy = rt_get("cuArrayDestroy", 2000, 0);
-    *(void **)&drv.mipmapped_destroy = rt_get("cuMipmappedArrayDestroy", 5000, 0);
-    *(void **)&drv.ipc_get = rt_get("cuIpcGetMemHandle", 4010, 0);
-    *(void **)&drv.ipc_open = rt_get("cuIpcOpenMemHandle", 11000, 0);
-    *(void **)&drv.ipc_close = rt_get("cuIpcCloseMemHandle", 4010, 0);
+#define RT_LOOKUP(member, decl, name, version, flags) *(void **)&drv.member = rt_get(name, version, flags);
+    RT_DRIVER(RT_LOOKUP)
+#undef RT_LOOKUP
     if (!drv.init || drv.init(0) != CUDA_SUCCESS) { drv.state = -1; return; }
     drv.state = 1;
+}
+
+/* Every failing call leaves its error for cudaGetLastError, as the real
+ * runtime does. */
+static cudaError_t rt_ret(cudaError_t e) {
+    if (e != cudaSuccess) rt_last = e;
+    return e;
 }
 
 /* Make sure the driver is loaded and the calling thread has a context. */
@@ -116,20 +171,32 @@ static cudaError_t rt_ready(void) {
     return cudaSuccess;
 }
 
+/* The runtime's code for a driver result: the two enumerations share their
+ * numbers for the codes the simulated driver returns. */
 static cudaError_t rt_err(CUresult r) {
     switch (r) {
     case CUDA_SUCCESS: return cudaSuccess;
-    case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
-    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
-    case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
-    default: return cudaErrorUnknown;
+    case CUDA_ERROR_INVALID_VALUE: return rt_ret(cudaErrorInvalidValue);
+    case CUDA_ERROR_OUT_OF_MEMORY: return rt_ret(cudaErrorMemoryAllocation);
+    case CUDA_ERROR_INVALID_DEVICE: return rt_ret(cudaErrorInvalidDevice);
+    case CUDA_ERROR_INVALID_HANDLE: return rt_ret(cudaErrorInvalidResourceHandle);
+    case CUDA_ERROR_NOT_FOUND: return rt_ret(cudaErrorSymbolNotFound);
+    case CUDA_ERROR_NOT_READY: return rt_ret(cudaErrorNotReady);
+    case CUDA_ERROR_ALREADY_MAPPED: return rt_ret(cudaErrorAlreadyMapped);
+    case CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: return rt_ret(cudaErrorPeerAccessAlreadyEnabled);
+    case CUDA_ERROR_NOT_SUPPORTED: return rt_ret(cudaErrorNotSupported);
+    case CUDA_ERROR_INVALID_CONTEXT: return rt_ret(cudaErrorDeviceUninitialized);
+    default: return rt_ret(cudaErrorUnknown);
     }
 }
 
-#define RT_BEGIN() do { cudaError_t e_ = rt_ready(); if (e_) return e_; } while (0)
+#define RT_BEGIN() do { cudaError_t e_ = rt_ready(); if (e_) return rt_ret(e_); } while (0)
+
+/* ------------------------------------------------------------- devices */
 
 RT_EXPORT cudaError_t cudaGetDeviceCount(int *n) {
     RT_BEGIN();
+    if (!n) return rt_ret(cudaErrorInvalidValue);
     return rt_err(drv.device_get_count(n));
 }
 
@@ -137,20 +204,191 @@ RT_EXPORT cudaError_t cudaSetDevice(int d) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e) return e;
-    if (d < 0 || d >= n) return cudaErrorInvalidDevice;
+    if (d < 0 || d >= n) return rt_ret(cudaErrorInvalidDevice);
     rt_device = d;
-    return rt_ready();
+    return rt_ret(rt_ready());
 }
 
 RT_EXPORT cudaError_t cudaGetDevice(int *d) {
-    if (!d) return cudaErrorInvalidValue;
+    if (!d) return rt_ret(cudaErrorInvalidValue);
     *d = rt_device;
     return cudaSuccess;
 }
 
+RT_EXPORT cudaError_t cudaDriverGetVersion(int *v) {
+    if (!v) return rt_ret(cudaErrorInvalidValue);
+    pthread_once(&rt_once, rt_load);
+    *v = 0;
+    if (drv.state != 1) return cudaSuccess;
+    return rt_err(drv.driver_version(v));
+}
+
+RT_EXPORT cudaError_t cudaRuntimeGetVersion(int *v) {
+    if (!v) return rt_ret(cudaErrorInvalidValue);
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+/* The runtime's attribute numbers are the driver's. */
+RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
+    RT_BEGIN();
+    return rt_err(drv.device_attribute(v, (CUdevice_attribute)attr, d));
+}
+
+static int rt_attr(CUdevice_attribute a, int d) {
+    int v = 0;
+    drv.device_attribute(&v, a, d);
+    return v;
+}
+
+/* The properties the real runtime assembles from the driver's attributes;
+ * texture and surface limits are left 0. */
+RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
+    RT_BEGIN();
+    if (!p) return rt_ret(cudaErrorInvalidValue);
+    int n = 0;
+    drv.device_get_count(&n);
+    if (d < 0 || d >= n) return rt_ret(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof *p);
+    drv.device_name(p->name, sizeof p->name, d);
+    drv.device_uuid((CUuuid *)&p->uuid, d);
+    drv.device_total_mem(&p->totalGlobalMem, d);
+    p->sharedMemPerBlock = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d);
+    p->regsPerBlock = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, d);
+    p->warpSize = rt_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, d);
+    p->memPitch = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_PITCH, d);
+    p->maxThreadsPerBlock = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d);
+    p->maxThreadsDim[0] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, d);
+    p->maxThreadsDim[1] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, d);
+    p->maxThreadsDim[2] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, d);
+    p->maxGridSize[0] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, d);
+    p->maxGridSize[1] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, d);
+    p->maxGridSize[2] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, d);
+    p->totalConstMem = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, d);
+    p->major = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+    p->minor = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+    p->textureAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, d);
+    p->texturePitchAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, d);
+    p->multiProcessorCount = rt_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
+    p->integrated = rt_attr(CU_DEVICE_ATTRIBUTE_INTEGRATED, d);
+    p->canMapHostMemory = rt_attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, d);
+    p->surfaceAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT, d);
+    p->concurrentKernels = rt_attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, d);
+    p->ECCEnabled = rt_attr(CU_DEVICE_ATTRIBUTE_ECC_ENABLED, d);
+    p->pciBusID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+    p->pciDeviceID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+    p->pciDomainID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+    p->asyncEngineCount = rt_attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, d);
+    p->unifiedAddressing = rt_attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d);
+    p->memoryBusWidth = rt_attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, d);
+    p->l2CacheSize = rt_attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
+    p->persistingL2CacheMaxSize = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, d);
+    p->maxThreadsPerMultiProcessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d);
+    p->streamPrioritiesSupported = rt_attr(CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, d);
+    p->globalL1CacheSupported = rt_attr(CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, d);
+    p->localL1CacheSupported = rt_attr(CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, d);
+    p->sharedMemPerMultiprocessor = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d);
+    p->regsPerMultiprocessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, d);
+    p->managedMemory = rt_attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d);
+    p->isMultiGpuBoard = rt_attr(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD, d);
+    p->multiGpuBoardGroupID = rt_attr(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID, d);
+    p->hostNativeAtomicSupported = rt_attr(CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, d);
+    p->pageableMemoryAccess = rt_attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, d);
+    p->concurrentManagedAccess = rt_attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d);
+    p->computePreemptionSupported = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED, d);
+    p->canUseHostPointerForRegisteredMem = rt_attr(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, d);
+    p->cooperativeLaunch = rt_attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, d);
+    p->sharedMemPerBlockOptin = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d);
+    p->maxBlocksPerMultiProcessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, d);
+    p->accessPolicyMaxWindowSize = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, d);
+    p->reservedSharedMemPerBlock = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, d);
+    p->hostRegisterSupported = rt_attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, d);
+    p->hostRegisterReadOnlySupported = rt_attr(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, d);
+    p->memoryPoolsSupported = rt_attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d);
+    p->memoryPoolSupportedHandleTypes = (unsigned)rt_attr(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, d);
+    p->deferredMappingCudaArraySupported = rt_attr(CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, d);
+    p->ipcEventSupported = rt_attr(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, d);
+    p->clusterLaunch = rt_attr(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, d);
+    p->deviceNumaId = -1;
+    p->hostNumaId = -1;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d) {
+    RT_BEGIN();
+    return rt_err(drv.device_bus_id(id, len, d));
+}
+
+RT_EXPORT cudaError_t cudaDeviceSynchronize(void) {
+    RT_BEGIN();
+    return rt_err(drv.ctx_synchronize());
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+    RT_BEGIN();
+    return rt_err(drv.ctx_priority_range(least, greatest));
+}
+
+RT_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int d, int peer) {
+    RT_BEGIN();
+    return rt_err(drv.device_can_access_peer(can, d, peer));
+}
+
+/* Peer access is a per-device flag: enabling it twice is the documented
+ * cudaErrorPeerAccessAlreadyEnabled. */
+RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+    RT_BEGIN();
+    int can = 0;
+    if (flags != 0) return rt_ret(cudaErrorInvalidValue);
+    if (peer < 0 || peer >= RT_MAX_DEVICES || drv.device_can_access_peer(&can, rt_device, peer) != CUDA_SUCCESS)
+        return rt_ret(cudaErrorInvalidDevice);
+    if (!can) return rt_ret(cudaErrorInvalidDevice);
+    cudaError_t e = cudaSuccess;
+    pthread_mutex_lock(&rt_peer_lock);
+    if (rt_peer[rt_device][peer]) e = cudaErrorPeerAccessAlreadyEnabled;
+    rt_peer[rt_device][peer] = 1;
+    pthread_mutex_unlock(&rt_peer_lock);
+    return rt_ret(e);
+}
+
+RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int d) {
+    RT_BEGIN();
+    return rt_err(drv.default_pool((CUmemoryPool *)pool, d));
+}
+
+/* CUDA graphs are not modelled: they hold no memory here. */
+RT_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int d, enum cudaGraphMemAttributeType attr, void *value) {
+    (void)d; (void)attr;
+    RT_BEGIN();
+    if (!value) return rt_ret(cudaErrorInvalidValue);
+    *(unsigned long long *)value = 0;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int d, enum cudaGraphMemAttributeType attr, void *value) {
+    (void)d; (void)attr;
+    RT_BEGIN();
+    return value ? cudaSuccess : rt_ret(cudaErrorInvalidValue);
+}
+
+RT_EXPORT cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+RT_EXPORT cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+
+/* ------------------------------------------------------------- errors */
+
+RT_EXPORT cudaError_t cudaGetLastError(void) {
+    cudaError_t e = rt_last;
+    rt_last = cudaSuccess;
+    return e;
+}
+
+RT_EXPORT cudaError_t cudaPeekAtLastError(void) { return rt_last; }
+
+/* ------------------------------------------------------------- memory */
+
 RT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
     RT_BEGIN();
-    if (!p) return cudaErrorInvalidValue;
+    if (!p) return rt_ret(cudaErrorInvalidValue);
     if (n == 0) { *p = NULL; return cudaSuccess; }
     return rt_err(drv.mem_alloc((CUdeviceptr *)p, n));
 }
@@ -185,6 +423,16 @@ RT_EXPORT cudaError_t cudaFreeHost(void *p) {
     return rt_err(drv.mem_free_host(p));
 }
 
+RT_EXPORT cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags) {
+    RT_BEGIN();
+    return rt_err(drv.host_register(p, n, flags));
+}
+
+RT_EXPORT cudaError_t cudaHostUnregister(void *p) {
+    RT_BEGIN();
+    return rt_err(drv.host_unregister(p));
+}
+
 RT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
     RT_BEGIN();
     return rt_err(drv.alloc_async((CUdeviceptr *)p, n, (CUstream)s));
@@ -208,6 +456,123 @@ RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
 RT_EXPORT cudaError_t cudaMemGetInfo(size_t *f, size_t *t) {
     RT_BEGIN();
     return rt_err(drv.mem_get_info(f, t));
+}
+
+RT_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+    RT_BEGIN();
+    return rt_err(drv.pool_trim((CUmemoryPool)pool, keep));
+}
+
+/* The runtime's pool attribute numbers are the driver's. */
+RT_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
+    RT_BEGIN();
+    return rt_err(drv.pool_set_attribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value));
+}
+
+RT_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
+    RT_BEGIN();
+    return rt_err(drv.pool_get_attribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value));
+}
+
+RT_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct cudaMemAccessDesc *map, size_t n) {
+    RT_BEGIN();
+    return rt_err(drv.pool_set_access((CUmemoryPool)pool, (const CUmemAccessDesc *)map, n));
+}
+
+/* Device memory, pinned host memory, or memory CUDA does not know
+ * (cudaMemoryTypeUnregistered, a success since CUDA 11). */
+RT_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *ptr) {
+    RT_BEGIN();
+    if (!a) return rt_ret(cudaErrorInvalidValue);
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    unsigned type = 0;
+    int device = -2;
+    memset(a, 0, sizeof *a);
+    if (drv.pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS) {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)ptr;
+        return cudaSuccess;
+    }
+    drv.pointer_attribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    a->device = device;
+    a->devicePointer = (void *)ptr;
+    if (type == CU_MEMORYTYPE_HOST) {
+        a->type = cudaMemoryTypeHost;
+        a->hostPointer = (void *)ptr;
+    } else {
+        a->type = cudaMemoryTypeDevice;
+    }
+    return cudaSuccess;
+}
+
+static int rt_kind_ok(enum cudaMemcpyKind k) {
+    return k >= cudaMemcpyHostToHost && k <= cudaMemcpyDefault;
+}
+
+RT_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k) {
+    RT_BEGIN();
+    if (!rt_kind_ok(k)) return rt_ret(cudaErrorInvalidMemcpyDirection);
+    return rt_err(drv.memcpy((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
+}
+
+RT_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s) {
+    RT_BEGIN();
+    if (!rt_kind_ok(k)) return rt_ret(cudaErrorInvalidMemcpyDirection);
+    return rt_err(drv.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                        size_t width, size_t height, enum cudaMemcpyKind k, cudaStream_t s) {
+    RT_BEGIN();
+    if (!rt_kind_ok(k)) return rt_ret(cudaErrorInvalidMemcpyDirection);
+    if (width > dpitch || width > spitch) return rt_ret(cudaErrorInvalidPitchValue);
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    c.srcDevice = (CUdeviceptr)(uintptr_t)src;
+    c.srcPitch = spitch;
+    c.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    return rt_err(drv.memcpy2d_async(&c, (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t s) {
+    RT_BEGIN();
+    CUcontext dc, sc;
+    if (drv.primary_retain(&dc, dd) != CUDA_SUCCESS || drv.primary_retain(&sc, sd) != CUDA_SUCCESS)
+        return rt_ret(cudaErrorInvalidDevice);
+    return rt_err(drv.memcpy_peer_async((CUdeviceptr)(uintptr_t)dst, dc, (CUdeviceptr)(uintptr_t)src, sc, n,
+                                        (CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaMemset(void *p, int v, size_t n) {
+    RT_BEGIN();
+    return rt_err(drv.memset8((CUdeviceptr)(uintptr_t)p, (unsigned char)v, n));
+}
+
+RT_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+    RT_BEGIN();
+    return rt_err(drv.memset8_async((CUdeviceptr)(uintptr_t)p, (unsigned char)v, n, (CUstream)s));
+}
+
+/* A __device__ variable's storage is its host shadow, which nvcc's
+ * registration code names: the simulated device reads host memory. */
+RT_EXPORT cudaError_t cudaGetSymbolAddress(void **p, const void *symbol) {
+    RT_BEGIN();
+    if (!p || !symbol) return rt_ret(cudaErrorInvalidSymbol);
+    *p = (void *)symbol;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset,
+                                         enum cudaMemcpyKind k) {
+    RT_BEGIN();
+    if (!symbol) return rt_ret(cudaErrorInvalidSymbol);
+    if (!rt_kind_ok(k) || k == cudaMemcpyDeviceToHost) return rt_ret(cudaErrorInvalidMemcpyDirection);
+    return rt_err(drv.memcpy((CUdeviceptr)(uintptr_t)symbol + offset, (CUdeviceptr)(uintptr_t)src, n));
 }
 
 /* A channel description as the driver's array format (32-bit float, or
@@ -279,10 +644,13 @@ RT_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
         void **fn, unsigned int version, unsigned long long flags,
         enum cudaDriverEntryPointQueryResult *status) {
     RT_BEGIN();
-    CUdriverProcAddressQueryResult st;
+    if (!symbol || !fn) return rt_ret(cudaErrorInvalidValue);
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     CUresult r = drv.gpa(symbol, fn, (int)version, flags, &st);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_FOUND) return rt_err(r);
+    /* A name the driver lacks is a success whose status says so. */
     if (status) *status = (enum cudaDriverEntryPointQueryResult)st;
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorSymbolNotFound;
+    return cudaSuccess;
 }
 
 RT_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn,
@@ -290,12 +658,334 @@ RT_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn,
     return cudaGetDriverEntryPointByVersion(symbol, fn, 13000, flags, status);
 }
 
+/* ------------------------------------------------------------- streams */
+
+RT_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int priority) {
+    RT_BEGIN();
+    if (!s) return rt_ret(cudaErrorInvalidValue);
+    return rt_err(drv.stream_create((CUstream *)s, flags, priority));
+}
+
+RT_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
+    return cudaStreamCreateWithPriority(s, flags, 0);
+}
+
+RT_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s) {
+    return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0);
+}
+
+RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    RT_BEGIN();
+    return rt_err(drv.stream_destroy((CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority) {
+    RT_BEGIN();
+    return rt_err(drv.stream_priority((CUstream)s, priority));
+}
+
+RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    RT_BEGIN();
+    return rt_err(drv.stream_synchronize((CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t s) {
+    RT_BEGIN();
+    return rt_err(drv.stream_query((CUstream)s));
+}
+
+RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+    RT_BEGIN();
+    return rt_err(drv.stream_wait_event((CUstream)s, (CUevent)e, flags));
+}
+
+/* Work queued on a stream has always finished: a host callback runs at
+ * once, in the calling thread. */
+RT_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *data) {
+    (void)s;
+    RT_BEGIN();
+    if (!fn) return rt_ret(cudaErrorInvalidValue);
+    fn(data);
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *data, unsigned int flags) {
+    RT_BEGIN();
+    if (!cb || flags != 0) return rt_ret(cudaErrorInvalidValue);
+    cb(s, cudaSuccess, data);
+    return cudaSuccess;
+}
+
+/* No stream is ever capturing. */
+RT_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *status) {
+    (void)s;
+    RT_BEGIN();
+    if (!status) return rt_ret(cudaErrorInvalidValue);
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *status,
+                                               unsigned long long *id, cudaGraph_t *graph,
+                                               const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                               size_t *ndeps) {
+    (void)s;
+    RT_BEGIN();
+    if (!status) return rt_ret(cudaErrorInvalidValue);
+    *status = cudaStreamCaptureStatusNone;
+    if (id) *id = 0;
+    if (graph) *graph = NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+    if (!mode) return rt_ret(cudaErrorInvalidValue);
+    enum cudaStreamCaptureMode old = rt_capture_mode;
+    rt_capture_mode = *mode;
+    *mode = old;
+    return cudaSuccess;
+}
+
+/* -------------------------------------------------------------- events */
+
+RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
+    RT_BEGIN();
+    if (!e) return rt_ret(cudaErrorInvalidValue);
+    return rt_err(drv.event_create((CUevent *)e, flags)); /* the flags share the driver's values */
+}
+
+RT_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
+
+RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    RT_BEGIN();
+    return rt_err(drv.event_destroy((CUevent)e));
+}
+
+RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
+    RT_BEGIN();
+    return rt_err(drv.event_record((CUevent)e, (CUstream)s, flags));
+}
+
+RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaEventRecordWithFlags(e, s, 0); }
+
+RT_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e) {
+    RT_BEGIN();
+    return rt_err(drv.event_query((CUevent)e));
+}
+
+RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    RT_BEGIN();
+    return rt_err(drv.event_synchronize((CUevent)e));
+}
+
+RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    RT_BEGIN();
+    return rt_err(drv.event_elapsed(ms, (CUevent)a, (CUevent)b));
+}
+
+/* ------------------------------------------------------------- kernels */
+
+/* A fat binary's handle: registration keeps nothing, for no kernel runs. */
+static void *rt_module_tag;
+
+RT_EXPORT void **__cudaRegisterFatBinary(void *fatCubin) {
+    (void)fatCubin;
+    return &rt_module_tag;
+}
+
+RT_EXPORT void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
+RT_EXPORT void __cudaUnregisterFatBinary(void **handle) { (void)handle; }
+
+RT_EXPORT void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName,
+                                 int ext, size_t size, int constant, int global) {
+    (void)handle; (void)hostVar; (void)deviceAddress; (void)deviceName;
+    (void)ext; (void)size; (void)constant; (void)global;
+}
+
+RT_EXPORT void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                                      int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
+    (void)handle; (void)hostFun; (void)deviceFun; (void)deviceName;
+    (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
+}
+
+RT_EXPORT char __cudaInitModule(void **handle) {
+    (void)handle;
+    return 1;
+}
+
+/* The launch configuration a <<<...>>> pushes and the stub it calls pops. */
+static __thread struct { dim3 grid, block; size_t shared; void *stream; } rt_config;
+
+RT_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
+    rt_config.grid = gridDim;
+    rt_config.block = blockDim;
+    rt_config.shared = sharedMem;
+    rt_config.stream = stream;
+    return 0;
+}
+
+RT_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
+    if (gridDim) *gridDim = rt_config.grid;
+    if (blockDim) *blockDim = rt_config.block;
+    if (sharedMem) *sharedMem = rt_config.shared;
+    if (stream) *(void **)stream = rt_config.stream;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fun) {
+    if (!kernel) return rt_ret(cudaErrorInvalidValue);
+    *kernel = (cudaKernel_t)fun;
+    return cudaSuccess;
+}
+
+/* A launch checks that there is a device and does nothing: the memory a
+ * kernel would write keeps what it held. */
+static cudaError_t rt_launch(const void *fn, dim3 grid, dim3 block) {
+    RT_BEGIN();
+    if (!fn) return rt_ret(cudaErrorInvalidDeviceFunction);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+        (unsigned long long)block.x * block.y * block.z > 1024)
+        return rt_ret(cudaErrorInvalidConfiguration);
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                                         size_t sharedMem, cudaStream_t stream) {
+    (void)args; (void)sharedMem; (void)stream;
+    return rt_launch(kernel, gridDim, blockDim);
+}
+
+RT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                       size_t sharedMem, cudaStream_t stream) {
+    (void)args; (void)sharedMem; (void)stream;
+    return rt_launch(func, gridDim, blockDim);
+}
+
+RT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+    (void)args;
+    if (!config) return rt_ret(cudaErrorInvalidValue);
+    return rt_launch(func, config->gridDim, config->blockDim);
+}
+
+RT_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                                  size_t sharedMem, cudaStream_t stream) {
+    (void)args; (void)sharedMem; (void)stream;
+    return rt_launch(func, gridDim, blockDim);
+}
+
+RT_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+    RT_BEGIN();
+    if (!attr) return rt_ret(cudaErrorInvalidValue);
+    if (!func) return rt_ret(cudaErrorInvalidDeviceFunction);
+    memset(attr, 0, sizeof *attr);
+    attr->maxThreadsPerBlock = 1024;
+    attr->numRegs = 32;
+    attr->ptxVersion = 90;
+    attr->binaryVersion = 90;
+    attr->maxDynamicSharedSizeBytes = 49152;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+    (void)attr; (void)value;
+    RT_BEGIN();
+    return func ? cudaSuccess : rt_ret(cudaErrorInvalidDeviceFunction);
+}
+
+RT_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value,
+                                                      int device) {
+    (void)attr; (void)value; (void)device;
+    RT_BEGIN();
+    return kernel ? cudaSuccess : rt_ret(cudaErrorInvalidDeviceFunction);
+}
+
+/* Occupancy as threads per multiprocessor allow (2048), at most 32 blocks. */
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *func, int block,
+                                                                             size_t shared, unsigned int flags) {
+    (void)shared; (void)flags;
+    RT_BEGIN();
+    if (!n || block <= 0) return rt_ret(cudaErrorInvalidValue);
+    if (!func) return rt_ret(cudaErrorInvalidDeviceFunction);
+    *n = 2048 / block > 32 ? 32 : 2048 / block;
+    return cudaSuccess;
+}
+
+RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *func, int block, size_t shared) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block, shared, 0);
+}
+
+/* -------------------------------------------------- not modelled (801) */
+
+RT_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue , unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count , unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void** libraryOptionValues, unsigned int numLibraryOptions) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaLibraryUnload(cudaLibrary_t library) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) { return rt_ret(cudaErrorNotSupported); }
+RT_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) { return rt_ret(cudaErrorNotSupported); }
+
+/* ------------------------------------------------------- error strings */
+
+/* The runtime's documented names and descriptions of its error codes. */
+static const struct { cudaError_t code; const char *name, *text; } rt_errors[] = {
+#define E(c, s) {c, #c, s}
+    E(cudaSuccess, "no error"),
+    E(cudaErrorInvalidValue, "invalid argument"),
+    E(cudaErrorMemoryAllocation, "out of memory"),
+    E(cudaErrorInitializationError, "initialization error"),
+    E(cudaErrorCudartUnloading, "driver shutting down"),
+    E(cudaErrorInvalidConfiguration, "invalid configuration argument"),
+    E(cudaErrorInvalidPitchValue, "invalid pitch argument"),
+    E(cudaErrorInvalidSymbol, "invalid device symbol"),
+    E(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy"),
+    E(cudaErrorInsufficientDriver, "CUDA driver version is insufficient for CUDA runtime version"),
+    E(cudaErrorInvalidDeviceFunction, "invalid device function"),
+    E(cudaErrorNoDevice, "no CUDA-capable device is detected"),
+    E(cudaErrorInvalidDevice, "invalid device ordinal"),
+    E(cudaErrorDeviceUninitialized, "invalid device context"),
+    E(cudaErrorInvalidResourceHandle, "invalid resource handle"),
+    E(cudaErrorSymbolNotFound, "named symbol not found"),
+    E(cudaErrorNotReady, "device not ready"),
+    E(cudaErrorAlreadyMapped, "resource already mapped"),
+    E(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled"),
+    E(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled"),
+    E(cudaErrorNotPermitted, "operation not permitted"),
+    E(cudaErrorNotSupported, "operation not supported"),
+    E(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing"),
+    E(cudaErrorLaunchOutOfResources, "too many resources requested for launch"),
+    E(cudaErrorNoKernelImageForDevice, "no kernel image is available for execution on the device"),
+    E(cudaErrorDevicesUnavailable, "CUDA-capable device(s) is/are busy or unavailable"),
+    E(cudaErrorIllegalAddress, "an illegal memory access was encountered"),
+    E(cudaErrorLaunchFailure, "unspecified launch failure"),
+    E(cudaErrorContextIsDestroyed, "context is destroyed"),
+    E(cudaErrorUnknown, "unknown error"),
+#undef E
+};
+
+RT_EXPORT const char *cudaGetErrorName(cudaError_t e) {
+    for (size_t i = 0; i < sizeof rt_errors / sizeof rt_errors[0]; i++)
+        if (rt_errors[i].code == e) return rt_errors[i].name;
+    return "unrecognized error code";
+}
+
 RT_EXPORT const char *cudaGetErrorString(cudaError_t e) {
-    switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
-    default: return "unknown error";
-    }
+    for (size_t i = 0; i < sizeof rt_errors / sizeof rt_errors[0]; i++)
+        if (rt_errors[i].code == e) return rt_errors[i].text;
+    return "unrecognized error code";
 }

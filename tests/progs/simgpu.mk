@@ -1,0 +1,6 @@
+# The simulated GPU's own promises (tests/integration/test_simgpu.py).
+PROGS += $(T)/t_simgpu
+
+$(T)/t_simgpu: tests/progs/t_simgpu.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
