@@ -27,7 +27,8 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
-           tracker/tracker.c tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c \
            report/leaks.c report/growth.c report/findings.c
@@ -187,7 +188,8 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c report/format.c report/holders.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+            tracker/options.c tracker/pystack.c report/format.c report/holders.c \
             report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c report/findings.c
 UNIT_LIBS := -ldw -ldl -lpthread
 

@@ -5,7 +5,7 @@
  * bounded history of events and the out-of-memory failures. It never calls
  * CUDA and never formats output: interpose/ feeds it, report/ reads a
  * snapshot of it. All functions are thread-safe. Allocations and frees are
- * logged per thread and applied when something reads (see tracker.c). */
+ * logged per thread and applied when something reads (see tracker/log.h). */
 #ifndef VT_TRACKER_H
 #define VT_TRACKER_H
 
@@ -223,13 +223,13 @@ static inline uint64_t vt_tracker_generation(void) {
  * if the driver took it (ok), else puts the record back. A free of an
  * address never seen is counted as such. */
 struct vt_rec;
-struct slot;
+struct vt_slot;
 struct vt_free {
     uint64_t address;
     uint64_t ts;
     int space;
     struct vt_rec *rec; /* the record taken out of the live table, or NULL */
-    struct slot *slot;  /* whose table it was in */
+    struct vt_slot *slot; /* whose table it was in */
 };
 struct vt_free vt_tracker_free_begin(int space, uint64_t address);
 void vt_tracker_free_end(const struct vt_free *f, int ok);
