@@ -1,9 +1,10 @@
 /* intern.c -- interning stacks, and this thread's memo of the last one.
  *
  * See intern.h. The memo answers "is this the same stack as last time?"
- * for every caller: a loop that allocates from one place finds its stack
- * in it, with a compare, and hashes nothing and looks up nothing under the
- * lock. */
+ * for every caller, and is the only place vramtrace keeps that answer: a
+ * loop that allocates from one place finds its stack in it, told so by the
+ * walker (the capture's serial) or by a compare of the frames, and hashes
+ * nothing and looks up nothing under the lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 
 #include "account.h"
 #include "intern.h"
+#include "stack.h"
 
 struct vt_stack_node {
     UT_hash_handle hh;
@@ -28,8 +30,10 @@ _Static_assert(offsetof(struct vt_stack_node, pub) == offsetof(struct vt_stack_n
 
 struct vt_stacks vt_stacks;
 
-/* The stack this thread interned last, and its id. */
+/* The stack this thread interned last, its id, and the serial of the
+ * capture it came from (UINT64_MAX: not known). */
 struct last_stack {
+    uint64_t serial;
     uint32_t id;
     int depth;
     uintptr_t frames[VT_MAX_FRAMES];
@@ -87,6 +91,7 @@ static void remember_stack(const uintptr_t *frames, int depth, uint32_t id) {
     memcpy(ls->frames, frames, (size_t)depth * sizeof *frames);
     ls->depth = depth;
     ls->id = id;
+    ls->serial = UINT64_MAX;
 }
 
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
@@ -104,6 +109,18 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
 }
 
 
+uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void)) {
+    struct last_stack *ls = last_stack;
+    uintptr_t frames[VT_MAX_FRAMES];
+    if (max > VT_MAX_FRAMES) max = VT_MAX_FRAMES;
+    int depth = capture(frames, max, ls ? ls->serial : UINT64_MAX);
+    if (depth == VT_STACK_SAME) return ls->id;
+    uint32_t id = vt_tracker_stack_id(frames, depth);
+    /* The memo now holds these frames, unless interning failed. */
+    if (id != UINT32_MAX && (ls = last_stack)) ls->serial = serial();
+    return id;
+}
+
 void vt_intern_reset_child(void) {
     struct vt_stack_node *n, *ntmp;
     HASH_ITER(hh, vt_stacks.table, n, ntmp) {
@@ -112,5 +129,8 @@ void vt_intern_reset_child(void) {
     }
     vt_stacks.n = 0;
     /* The only thread here: its remembered stack id is gone with the table. */
-    if (last_stack) last_stack->depth = -1;
+    if (last_stack) {
+        last_stack->depth = -1;
+        last_stack->serial = UINT64_MAX;
+    }
 }

@@ -201,6 +201,17 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
  * allocation at that stack. An id stays valid while vt_tracker_generation
  * is unchanged (a forked child starts its own). */
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth);
+
+/* The id of the calling thread's stack as `capture` takes it (up to `max`
+ * frames): vt_stack_capture_since, or anything with its contract, and
+ * `serial` its vt_stack_serial. This and vt_tracker_stack_id share the one
+ * per-thread memo of "the same stack as last time": the last stack's
+ * frames, id and the serial of the capture it came from. `capture` is
+ * handed that serial, and when it answers VT_STACK_SAME (the stack has not
+ * changed since) the memo's id is returned with no frame copied or
+ * compared. */
+typedef int vt_capture_since_fn(uintptr_t *out, int max, uint64_t since);
+uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void));
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t stack);
 
