@@ -2,9 +2,8 @@
  *
  * vt_hash_words promises the same 32-bit value for the same bytes, reads
  * whole 8-byte words where it can (frame arrays are whole words), and is
- * cheap enough to compute before the tracker's lock is taken: far cheaper
- * than uthash's default byte-wise Jenkins on 200-byte stacks. Internal to
- * tracker/. */
+ * computed before the tracker's lock is taken (uthash's own byte-wise hash
+ * is replaced by it). Internal to tracker/. */
 #ifndef VT_HASH_H
 #define VT_HASH_H
 

@@ -20,8 +20,7 @@ int vt_history_map(void) {
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) { vt_history.failed = 1; return 0; }
     /* Huge pages where the kernel allows them: the ring is written in
-     * order, and 2 MiB pages turn thousands of first-touch faults into a
-     * handful. */
+     * order, so a large page's first-touch fault serves many events. */
     madvise(m, bytes, MADV_HUGEPAGE);
     vt_history.ring = m;
     return 1;

@@ -98,8 +98,7 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
          * wait for this log's tail to move rather than queue on the lock
          * (whose cache line the applier then has to win back to let go of
          * it). Briefly spinning, then yielding: with more threads than
-         * cores the applier may be the one waiting for a core (16 threads
-         * on 2 cores spent half their time spinning here). */
+         * cores the applier may be the one waiting for a core. */
         for (int i = 0; i < 256 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
             if (i < 128) {
 #if defined(__x86_64__)

@@ -24,8 +24,7 @@ struct vt_key {
 
 /* A key's hash: a multiply, its high half. From the two fields, not the
  * struct's words: a key is hashed right after its fields are stored, and a
- * 64-bit load of two 32-bit stores cannot be forwarded from them (a stall
- * of a dozen cycles, twice per pair). */
+ * 64-bit load of two 32-bit stores cannot be forwarded from them. */
 static inline uint32_t key_hash(const struct vt_key *k) {
     uint64_t x = (k->address ^ ((uint64_t)k->space << 59)) * 0x9e3779b97f4a7c15ull;
     return (uint32_t)(x >> 32);

@@ -199,8 +199,8 @@ static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
  * what it found there, and the frames it returned. The walk is a function
  * of its start and of the words it reads, so a walk that starts in the same
  * state and finds the same words at the same places would return the same
- * frames: checking that is a run of independent loads and compares, about
- * a cycle a word. A loop that allocates from one place pays that. */
+ * frames: checking that is a run of independent loads and compares. A
+ * loop that allocates from one place pays only that. */
 #define MEMO_FRAMES (VT_STACK_MAX + 32)
 struct memo {
     uint64_t generation;      /* of the rule table the rules came from */
@@ -261,8 +261,8 @@ VT_NO_ASAN static uintptr_t replay_diff(const struct memo *m, const char *base) 
 #define PAIR_DIFF(k)                                                            \
     _mm_xor_si128(_mm_loadu_si128((const __m128i *)(base + m->pair_off[k])),   \
                   _mm_load_si128((const __m128i *)m->pair_val[k]))
-    /* Four at a time into two accumulators: the loop's overhead and the
-     * chain of ORs were half its cost. */
+    /* Four at a time into two accumulators, so that the ORs do not form
+     * one chain. */
     __m128i acc = _mm_setzero_si128(), acc2 = _mm_setzero_si128();
     int k = 0;
     for (; k + 4 <= m->npairs; k += 4) {

@@ -1,7 +1,8 @@
 /* test_stack.c -- the stack walker against libunwind, frame for frame.
  *
- * tracker/stack.c is linked in as a shared library (its own frames are the
- * ones a capture drops), and every capture here is taken twice at the same
+ * tracker/stack.c, walker.c and cfi.c are linked in as a shared library
+ * (its own frames are the ones a capture drops), and every capture here is
+ * taken twice at the same
  * place: by the walker (vt_stack_capture) and by libunwind
  * (vt_stack_capture_libunwind). The two must agree exactly below the
  * capturing function: same depth, same return addresses. And the CFI
