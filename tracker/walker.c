@@ -63,7 +63,7 @@ static inline int lookup(const struct rule_entry *t, uintptr_t ip, struct vt_rul
         uintptr_t k = __atomic_load_n(&t[i].ip, __ATOMIC_ACQUIRE);
         if (k == ip) {
             uint64_t r = __atomic_load_n(&t[i].rule, __ATOMIC_ACQUIRE);
-            /* Still the same slot? (A dlclose may have emptied it, and a
+            /* Still the same entry? (A dlclose may have emptied it, and a
              * new rule taken it, between the two loads.) */
             if (__atomic_load_n(&t[i].ip, __ATOMIC_RELAXED) != ip) return 0;
             memcpy(out, &r, sizeof r);
@@ -146,8 +146,8 @@ void vt_walker_forget(void) {
     pthread_mutex_lock(&rule_lock);
     if (table && table_used) {
         /* Private anonymous pages read as zeros once dropped: an empty
-         * table, without a new mapping or a write to every slot. A reader
-         * that meets a slot as it goes sees the slot change and misses. */
+         * table, without a new mapping or a write to every entry. A reader
+         * that meets an entry as it goes sees the entry change and misses. */
         madvise(table, TABLE_SIZE * sizeof(struct rule_entry), MADV_DONTNEED);
         table_used = 0;
     }

@@ -2,9 +2,8 @@
  *
  * tracker/stack.c, walker.c and cfi.c are linked in as a shared library
  * (its own frames are the ones a capture drops), and every capture here is
- * taken twice at the same
- * place: by the walker (vt_stack_capture) and by libunwind
- * (vt_stack_capture_libunwind). The two must agree exactly below the
+ * taken twice at the same place: by the walker (vt_stack_capture) and by
+ * libunwind (vt_stack_capture_libunwind). The two must agree exactly below the
  * capturing function: same depth, same return addresses. And the CFI
  * decoder (tracker/cfi.c) on hand-made CIE/FDE bytes with known rules. */
 #define _GNU_SOURCE
