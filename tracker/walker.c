@@ -7,7 +7,7 @@
  * that threads read without a lock. A frame then costs a table probe and
  * one or two loads from the stack; a frame met at the same depth last time
  * costs no probe, and a stack walked the time before is checked, not
- * walked (see struct memo).
+ * walked (see struct walk_cache).
  *
  * The walker handles the rules compilers emit for ordinary x86-64 code:
  * the CFA is rsp or rbp plus a constant, the return address sits just
@@ -200,37 +200,39 @@ static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
  * of its start and of the words it reads, so a walk that starts in the same
  * state and finds the same words at the same places would return the same
  * frames: checking that is a run of independent loads and compares. A
- * loop that allocates from one place pays only that. */
-#define MEMO_FRAMES (VT_STACK_MAX + 32)
-struct memo {
+ * loop that allocates from one place pays only that. The replay says only
+ * that the frames are the same (VT_STACK_SAME, or a copy of them); which
+ * stack id they are is the tracker's memo (tracker/intern.c). */
+#define CACHE_FRAMES (VT_STACK_MAX + 32)
+struct walk_cache {
     uint64_t generation;      /* of the rule table the rules came from */
-    uintptr_t ip[MEMO_FRAMES];
-    struct vt_rule rule[MEMO_FRAMES];
+    uintptr_t ip[CACHE_FRAMES];
+    struct vt_rule rule[CACHE_FRAMES];
     /* the replay; valid when nout >= 0 */
     uintptr_t start_ip, start_sp, start_bp;
     int need_bp, max, nout, nreads;
-    struct { uint32_t off; uint32_t pad; uintptr_t val; } read[2 * MEMO_FRAMES]; /* off: from start_sp */
+    struct { uint32_t off; uint32_t pad; uintptr_t val; } read[2 * CACHE_FRAMES]; /* off: from start_sp */
     /* The same words for the replay: adjacent ones in pairs (a saved rbp
      * and the return address above it, in code with frame pointers), the
      * rest single. */
     int npairs, nsingles;
-    uint32_t pair_off[MEMO_FRAMES];
-    uint32_t single_off[2 * MEMO_FRAMES];
-    uintptr_t single_val[2 * MEMO_FRAMES];
-    uintptr_t pair_val[MEMO_FRAMES][2] __attribute__((aligned(16)));
+    uint32_t pair_off[CACHE_FRAMES];
+    uint32_t single_off[2 * CACHE_FRAMES];
+    uintptr_t single_val[2 * CACHE_FRAMES];
+    uintptr_t pair_val[CACHE_FRAMES][2] __attribute__((aligned(16)));
     uintptr_t out[VT_STACK_MAX];
 };
-static __thread struct memo *memo __attribute__((tls_model("initial-exec")));
+static __thread struct walk_cache *walk_cache __attribute__((tls_model("initial-exec")));
 __thread struct vt_stack_counts vt_walk_counts __attribute__((tls_model("initial-exec")));
 
-static pthread_key_t memo_key;
-static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-static void memo_free(void *m) { free(m); }
-static void memo_key_make(void) { pthread_key_create(&memo_key, memo_free); }
+static void cache_free(void *m) { free(m); }
+static void cache_key_make(void) { pthread_key_create(&cache_key, cache_free); }
 
-/* This thread's stack bounds and memo, on its first capture. */
-__attribute__((noinline)) static struct memo *thread_setup(void) {
+/* This thread's stack bounds and walk cache, on its first capture. */
+__attribute__((noinline)) static struct walk_cache *thread_setup(void) {
     if (!stack_hi) {
         pthread_attr_t a;
         void *addr = NULL;
@@ -242,20 +244,20 @@ __attribute__((noinline)) static struct memo *thread_setup(void) {
         stack_lo = (uintptr_t)addr;
         stack_hi = (uintptr_t)addr + size;
     }
-    if (!memo) {
-        pthread_once(&memo_once, memo_key_make);
-        struct memo *m = calloc(1, sizeof *m);
+    if (!walk_cache) {
+        pthread_once(&cache_once, cache_key_make);
+        struct walk_cache *m = calloc(1, sizeof *m);
         if (!m) return NULL;
         m->nout = -1;
-        pthread_setspecific(memo_key, m);
-        memo = m;
+        pthread_setspecific(cache_key, m);
+        walk_cache = m;
     }
-    return memo;
+    return walk_cache;
 }
 
 /* Whether any word the last walk read has changed: one 16-byte load and
  * compare for a pair of adjacent words, one 8-byte for the others. */
-VT_NO_ASAN static uintptr_t replay_diff(const struct memo *m, const char *base) {
+VT_NO_ASAN static uintptr_t replay_diff(const struct walk_cache *m, const char *base) {
     uintptr_t diff = 0;
 #if defined(__x86_64__)
 #define PAIR_DIFF(k)                                                            \
@@ -286,7 +288,7 @@ VT_NO_ASAN static uintptr_t replay_diff(const struct memo *m, const char *base) 
 VT_NO_ASAN __attribute__((noinline)) int vt_walk(uintptr_t *out, int max, uint64_t since) {
     const struct rule_entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (!t) return -1;
-    struct memo *m = memo;
+    struct walk_cache *m = walk_cache;
     if (!m && !(m = thread_setup())) return -1;
     uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
     if (m->generation != gen) {
@@ -329,7 +331,7 @@ VT_NO_ASAN __attribute__((noinline)) int vt_walk(uintptr_t *out, int max, uint64
      * last rbp read stays in the log only once it is used. */
     int need_bp = 0, nr = 0, bp_read = -1, bp_used = 0;
     int n = 0, mine = 1;
-    for (int i = 0; n < max && i < MEMO_FRAMES; i++) {
+    for (int i = 0; n < max && i < CACHE_FRAMES; i++) {
         /* Frames of this library are walked through, not kept. */
         if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
         if (!mine) out[n++] = ip;
