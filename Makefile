@@ -29,7 +29,8 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
-           tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
            report/symbolize.c report/callsite.c report/format.c report/holders.c \
            report/dump.c report/postmortem.c report/output.c \
            report/leaks.c report/growth.c report/findings.c
@@ -252,7 +253,8 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c report/format.c report/holders.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+            tracker/options.c tracker/pystack.c report/format.c report/holders.c \
             report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c report/findings.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -271,9 +273,10 @@ $(T)/unit_threads_tsan: tests/unit/test_threads.c tests/unit/check.h $(UNIT_SRC)
 
 # The stack walker against libunwind: tracker/stack.c as a shared library
 # (its frames are the ones a capture drops), plain and ASan+UBSan.
-$(T)/stack/libvtstack.so: tracker/stack.c tracker/stack.h
+VTSTACK_C := tracker/stack.c tracker/walker.c tracker/cfi.c
+$(T)/stack/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
 	@mkdir -p $(T)/stack
-	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ tracker/stack.c -lunwind -lpthread
+	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $(VTSTACK_C) -lunwind -lpthread
 
 $(T)/stack/libstack_plugin.so: tests/unit/stack_plugin.c
 	@mkdir -p $(T)/stack
@@ -291,10 +294,10 @@ $(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/un
                        $(T)/stack/libcbplug1.so $(T)/stack/libcbplug2.so
 	$(CC) $(BASE) -O2 -g -o $@ $< tests/unit/rbp_clobber.S -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-$(T)/stack_asan/libvtstack.so: tracker/stack.c tracker/stack.h
+$(T)/stack_asan/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
 	@mkdir -p $(T)/stack_asan
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fPIC -shared \
-	    -o $@ tracker/stack.c -lunwind -lpthread
+	    -o $@ $(VTSTACK_C) -lunwind -lpthread
 
 $(T)/stack_asan/libstack_plugin.so: $(T)/stack/libstack_plugin.so
 	@mkdir -p $(T)/stack_asan

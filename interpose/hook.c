@@ -113,32 +113,17 @@ static int capture(uintptr_t *frames) {
     return vt_pystack_merge(native, depth, frames, VT_MAX_FRAMES);
 }
 
-/* This thread's last stack id, and the capture it came from: a loop that
- * allocates from one place is told by the walker that its stack has not
- * changed, and neither copies nor compares it. Native stacks only (with
- * Python frames the merged stack can change while the native one does
- * not). */
-static __thread uint64_t id_serial __attribute__((tls_model("initial-exec")));
-static __thread uint64_t id_generation __attribute__((tls_model("initial-exec")));
-static __thread uint32_t id_cached __attribute__((tls_model("initial-exec")));
-static __thread int id_valid __attribute__((tls_model("initial-exec")));
-
+/* The id of this thread's stack. Native stacks go through the tracker's
+ * memo of the last stack, which the walker tells when the stack has not
+ * changed; with Python frames the merged stack can change while the native
+ * one does not, so it is captured whole. */
 static uint32_t stack_id(void) {
-    uintptr_t frames[VT_MAX_FRAMES];
     if (python_on()) {
+        uintptr_t frames[VT_MAX_FRAMES];
         int depth = capture(frames);
         return vt_tracker_stack_id(frames, depth);
     }
-    uint64_t gen = vt_tracker_generation();
-    int cached = id_valid && id_generation == gen;
-    int depth = vt_stack_capture_since(frames, vt_opt.depth, cached ? id_serial : UINT64_MAX);
-    if (depth == VT_STACK_SAME) return id_cached;
-    uint32_t id = vt_tracker_stack_id(frames, depth);
-    id_serial = vt_stack_serial();
-    id_generation = gen;
-    id_cached = id;
-    id_valid = 1;
-    return id;
+    return vt_tracker_stack_id_captured(vt_opt.depth, vt_stack_capture_since, vt_stack_serial);
 }
 
 /* A failure record for a request, the rest of it zero. */

@@ -5,7 +5,7 @@
  * bounded history of events and the out-of-memory failures. It never calls
  * CUDA and never formats output: interpose/ feeds it, report/ reads a
  * snapshot of it. All functions are thread-safe. Allocations and frees are
- * logged per thread and applied when something reads (see tracker.c). */
+ * logged per thread and applied when something reads (see tracker/log.h). */
 #ifndef VT_TRACKER_H
 #define VT_TRACKER_H
 
@@ -201,6 +201,17 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
  * allocation at that stack. An id stays valid while vt_tracker_generation
  * is unchanged (a forked child starts its own). */
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth);
+
+/* The id of the calling thread's stack as `capture` takes it (up to `max`
+ * frames): vt_stack_capture_since, or anything with its contract, and
+ * `serial` its vt_stack_serial. This and vt_tracker_stack_id share the one
+ * per-thread memo of "the same stack as last time": the last stack's
+ * frames, id and the serial of the capture it came from. `capture` is
+ * handed that serial, and when it answers VT_STACK_SAME (the stack has not
+ * changed since) the memo's id is returned with no frame copied or
+ * compared. */
+typedef int vt_capture_since_fn(uintptr_t *out, int max, uint64_t since);
+uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void));
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t stack);
 
@@ -223,13 +234,13 @@ static inline uint64_t vt_tracker_generation(void) {
  * if the driver took it (ok), else puts the record back. A free of an
  * address never seen is counted as such. */
 struct vt_rec;
-struct slot;
+struct vt_slot;
 struct vt_free {
     uint64_t address;
     uint64_t ts;
     int space;
     struct vt_rec *rec; /* the record taken out of the live table, or NULL */
-    struct slot *slot;  /* whose table it was in */
+    struct vt_slot *slot; /* whose table it was in */
 };
 struct vt_free vt_tracker_free_begin(int space, uint64_t address);
 void vt_tracker_free_end(const struct vt_free *f, int ok);

@@ -1,10 +1,11 @@
 /* test_stack.c -- the stack walker against libunwind, frame for frame.
  *
- * tracker/stack.c is linked in as a shared library (its own frames are the
- * ones a capture drops), and every capture here is taken twice at the same
- * place: by the walker (vt_stack_capture) and by libunwind
- * (vt_stack_capture_libunwind). The two must agree exactly below the
- * capturing function: same depth, same return addresses. */
+ * tracker/stack.c, walker.c and cfi.c are linked in as a shared library
+ * (its own frames are the ones a capture drops), and every capture here is
+ * taken twice at the same place: by the walker (vt_stack_capture) and by
+ * libunwind (vt_stack_capture_libunwind). The two must agree exactly below the
+ * capturing function: same depth, same return addresses. And the CFI
+ * decoder (tracker/cfi.c) on hand-made CIE/FDE bytes with known rules. */
 #define _GNU_SOURCE
 #include <alloca.h>
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../tracker/cfi.h"
 #include "../../tracker/stack.h"
 #include "check.h"
 
@@ -413,8 +415,156 @@ static void test_fork(void) {
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* ---- the CFI decoder, on hand-made .eh_frame bytes ----------------------
+ *
+ * A CIE (version 1, no augmentation, so FDE addresses are 8-byte absolute;
+ * code alignment 1, data alignment -8, return address column 16) whose
+ * program says what every x86-64 function starts with: CFA = rsp + 8, the
+ * return address at CFA - 8. Each FDE after it covers [PC0, PC0 + 0x40). */
+#define PC0 0x401000u
+
+struct cfi_buf {
+    uint8_t b[512];
+    size_t n;
+};
+
+static void put(struct cfi_buf *c, const uint8_t *bytes, size_t n) {
+    memcpy(c->b + c->n, bytes, n);
+    c->n += n;
+}
+
+static void put32(struct cfi_buf *c, uint32_t v) { put(c, (const uint8_t *)&v, 4); }
+static void put64(struct cfi_buf *c, uint64_t v) { put(c, (const uint8_t *)&v, 8); }
+
+/* The CIE at offset 0; returns the buffer ready for FDEs. */
+static void cfi_cie(struct cfi_buf *c) {
+    static const uint8_t body[] = {
+        0, 0, 0, 0,       /* CIE id */
+        1, 0,             /* version, augmentation "" */
+        1, 0x78, 16,      /* code align 1, data align -8, ra column 16 */
+        0x0c, 7, 8,       /* DW_CFA_def_cfa rsp, 8 */
+        0x90, 1,          /* DW_CFA_offset r16, 1 * -8 */
+        0, 0,             /* DW_CFA_nop, to a multiple of 4 */
+    };
+    c->n = 0;
+    put32(c, sizeof body);
+    put(c, body, sizeof body);
+}
+
+/* An FDE for [PC0, PC0 + 0x40) with program `insns`; returns its offset. */
+static size_t cfi_fde(struct cfi_buf *c, const uint8_t *insns, size_t n) {
+    size_t at = c->n;
+    put32(c, (uint32_t)(4 + 8 + 8 + n));
+    put32(c, (uint32_t)(c->n)); /* back from this field to the CIE at 0 */
+    put64(c, PC0);
+    put64(c, 0x40);
+    put(c, insns, n);
+    return at;
+}
+
+static void check_rule(struct vt_rule r, int flags, int cfa_off, int bp_off) {
+    CHECK_EQ(r.flags, flags);
+    CHECK_EQ(r.known, 1);
+    CHECK_EQ((int64_t)r.cfa_off, (int64_t)cfa_off);
+    CHECK_EQ((int64_t)r.bp_off, (int64_t)bp_off);
+}
+
+/* push rbp; mov rsp, rbp; ...: the rule row by row, and outside the range. */
+static void test_cfi_frame_pointer_prologue(void) {
+    static const uint8_t prog[] = {
+        0x41,       /* advance 1 */
+        0x0e, 16,   /* def_cfa_offset 16 */
+        0x86, 2,    /* offset r6, 2 * -8 */
+        0x43,       /* advance 3 */
+        0x0d, 6,    /* def_cfa_register rbp */
+    };
+    struct cfi_buf c;
+    cfi_cie(&c);
+    const uint8_t *fde = c.b + cfi_fde(&c, prog, sizeof prog);
+    check_rule(vt_cfi_rule(fde, PC0), 0, 8, 0);
+    check_rule(vt_cfi_rule(fde, PC0 + 1), VT_RULE_BP_SAVED, 16, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 3), VT_RULE_BP_SAVED, 16, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 4), VT_RULE_CFA_BP | VT_RULE_BP_SAVED, 16, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 0x3f), VT_RULE_CFA_BP | VT_RULE_BP_SAVED, 16, -16);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 + 0x40).flags, VT_RULE_OTHER);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 - 1).flags, VT_RULE_OTHER);
+}
+
+/* remember_state / restore_state bring the whole row back, the CFA too;
+ * restore (r6) goes back to the CIE's rule for rbp (unchanged). */
+static void test_cfi_remember_restore(void) {
+    static const uint8_t prog[] = {
+        0x41, 0x0e, 16, 0x86, 2, /* at +1: CFA rsp+16, rbp at -16 */
+        0x0a,                    /* remember_state */
+        0x42, 0x0e, 48,          /* at +3: CFA rsp+48 */
+        0x42, 0x0b,              /* at +5: restore_state */
+        0x42, 0xc6,              /* at +7: restore r6 */
+    };
+    struct cfi_buf c;
+    cfi_cie(&c);
+    const uint8_t *fde = c.b + cfi_fde(&c, prog, sizeof prog);
+    check_rule(vt_cfi_rule(fde, PC0 + 2), VT_RULE_BP_SAVED, 16, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 4), VT_RULE_BP_SAVED, 48, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 5), VT_RULE_BP_SAVED, 16, -16);
+    check_rule(vt_cfi_rule(fde, PC0 + 7), 0, 16, 0);
+}
+
+/* The outermost frame, a CFA expression, a register kept in another
+ * register, a truncated FDE. */
+static void test_cfi_end_and_other(void) {
+    struct cfi_buf c;
+    static const uint8_t undef_ra[] = {0x07, 16};
+    cfi_cie(&c);
+    const uint8_t *fde = c.b + cfi_fde(&c, undef_ra, sizeof undef_ra);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 + 8).flags, VT_RULE_END);
+
+    static const uint8_t cfa_expr[] = {0x41, 0x0f, 2, 0x77, 0x08}; /* def_cfa_expression: breg7 +8 */
+    cfi_cie(&c);
+    fde = c.b + cfi_fde(&c, cfa_expr, sizeof cfa_expr);
+    check_rule(vt_cfi_rule(fde, PC0), 0, 8, 0);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 + 1).flags, VT_RULE_OTHER);
+
+    static const uint8_t bp_in_reg[] = {0x09, 6, 3}; /* register r6 in r3 */
+    cfi_cie(&c);
+    fde = c.b + cfi_fde(&c, bp_in_reg, sizeof bp_in_reg);
+    CHECK_EQ(vt_cfi_rule(fde, PC0).flags, VT_RULE_OTHER);
+
+    static const uint8_t bad_op[] = {0x41, 0x3f}; /* an opcode no compiler emits */
+    cfi_cie(&c);
+    fde = c.b + cfi_fde(&c, bad_op, sizeof bad_op);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 + 1).flags, VT_RULE_OTHER);
+
+    static const uint8_t cut[] = {0x41, 0x0e}; /* an operand past the FDE's end */
+    cfi_cie(&c);
+    fde = c.b + cfi_fde(&c, cut, sizeof cut);
+    CHECK_EQ(vt_cfi_rule(fde, PC0 + 1).flags, VT_RULE_OTHER);
+}
+
+/* The .eh_frame_hdr search table: version 1, eh_frame_ptr pcrel sdata4,
+ * count udata4, table datarel sdata4 of (start, FDE) pairs, sorted. */
+static void test_cfi_find_fde(void) {
+    static uint8_t hdr[64] __attribute__((aligned(8)));
+    const uint8_t head[] = {1, 0x1b, 0x03, 0x3b};
+    memcpy(hdr, head, 4);
+    int32_t words[] = {0, 2, 0x100, 40, 0x200, 48};
+    memcpy(hdr + 4, words, sizeof words);
+    uintptr_t h = (uintptr_t)hdr;
+    CHECK(vt_cfi_find_fde(hdr, h + 0x150) == hdr + 40);
+    CHECK(vt_cfi_find_fde(hdr, h + 0x100) == hdr + 40);
+    CHECK(vt_cfi_find_fde(hdr, h + 0x1ff) == hdr + 40);
+    CHECK(vt_cfi_find_fde(hdr, h + 0x200) == hdr + 48);
+    CHECK(vt_cfi_find_fde(hdr, h + 0x9000) == hdr + 48);
+    CHECK(vt_cfi_find_fde(hdr, h + 0x50) == NULL);
+    hdr[3] = 0x1b; /* a table encoding linkers do not write */
+    CHECK(vt_cfi_find_fde(hdr, h + 0x150) == NULL);
+}
+
 int main(int argc, char **argv) {
     (void)argc;
+    test_cfi_frame_pointer_prologue();
+    test_cfi_remember_restore();
+    test_cfi_end_and_other();
+    test_cfi_find_fde();
     vt_stack_init(VT_STACK_WALKER);
     test_depths();
     test_repeat_and_alternate();

@@ -7,6 +7,7 @@
 #include "../../report/format.h"
 #include "../../report/growth.h"
 #include "../../report/holders.h"
+#include "../../tracker/stack.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -68,6 +69,61 @@ static void test_totals_peak_devices_host(void) {
     CHECK_EQ(s->devices[1].free_count, 1);
     CHECK_EQ(s->nstacks, 2);
     vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+/* A stand-in for vt_stack_capture_since: it answers VT_STACK_SAME when
+ * `same` is set and it is handed the serial of its last capture; else it
+ * captures `frames` and its serial moves on. */
+static struct {
+    const uintptr_t *frames;
+    int same, calls;
+    uint64_t serial, since;
+} fake;
+
+static int fake_capture(uintptr_t *out, int max, uint64_t since) {
+    fake.calls++;
+    fake.since = since;
+    if (fake.same && since == fake.serial) return VT_STACK_SAME;
+    fake.serial++;
+    memcpy(out, fake.frames, 3 * sizeof *out);
+    return max < 3 ? max : 3;
+}
+
+static uint64_t fake_serial(void) { return fake.serial; }
+
+/* The one memo of the last stack: a capture that says "same" gets the
+ * memo's id, one that does not is interned; an id taken from frames
+ * (vt_tracker_stack_id) leaves no serial a capture could match. */
+static void test_same_stack_memo(void) {
+    fake.frames = site_a;
+    fake.same = 1;
+    fake.serial = 100;
+    uint32_t a = vt_tracker_stack_id_captured(20, fake_capture, fake_serial);
+    CHECK_EQ(fake.since, UINT64_MAX);
+    CHECK_EQ(vt_tracker_stack_id_captured(20, fake_capture, fake_serial), a);
+    CHECK_EQ(fake.since, 101);
+    CHECK_EQ(fake.serial, 101); /* told "same": nothing captured */
+    fake.frames = site_b;
+    fake.same = 0;
+    uint32_t b = vt_tracker_stack_id_captured(20, fake_capture, fake_serial);
+    CHECK(b != a);
+    fake.same = 1;
+    CHECK_EQ(vt_tracker_stack_id_captured(20, fake_capture, fake_serial), b);
+    CHECK_EQ(fake.since, 102);
+    CHECK_EQ(vt_tracker_stack_id(site_a, 3), a);
+    CHECK_EQ(vt_tracker_stack_id_captured(20, fake_capture, fake_serial), b);
+    CHECK_EQ(fake.since, UINT64_MAX);
+    CHECK_EQ(fake.calls, 5);
+    vt_tracker_alloc_at(1, 10, VT_KIND_DEVICE, 0, "x", b);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->nstacks, 2);
+    if (s->nstacks == 2) CHECK_EQ(s->stacks[b]->frames[0], 0x1100);
+    vt_snapshot_free(s);
+    /* A forked child's memo is empty: its stack ids start anew. */
+    vt_tracker_reset_child();
+    CHECK_EQ(vt_tracker_stack_id_captured(20, fake_capture, fake_serial), 0);
+    CHECK_EQ(fake.since, UINT64_MAX);
     vt_tracker_reset_child();
 }
 
@@ -401,6 +457,7 @@ int main(void) {
     test_ring_wraps();
     test_totals_peak_devices_host();
     test_interning_and_holders();
+    test_same_stack_memo();
     test_restore_and_reuse();
     test_order_by_time_stamp();
     test_failures();

@@ -1,0 +1,122 @@
+/* account.c -- reading the counts: holders now and at the peak, a device's
+ * live bytes, the devices' facts, and what each kind of memory is counted
+ * as (account.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "clock.h"
+
+struct vt_counts vt_counts;
+
+static const char *kind_names[VT_KIND_COUNT] = {
+    "device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async",
+};
+
+const char *vt_kind_name(int kind) {
+    return kind >= 0 && kind < VT_KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int vt_kind_space(int kind) {
+    switch (kind) {
+    case VT_KIND_HOST: return VT_SPACE_HOST;
+    case VT_KIND_VMM: case VT_KIND_HOST_VMM: return VT_SPACE_HANDLE;
+    case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
+    case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;
+    default: return VT_SPACE_DEVICE;
+    }
+}
+
+
+/* What a site held at the last peak. Lock held. */
+static void site_at_peak(const struct vt_site *st, uint64_t *bytes, uint64_t *count) {
+    *bytes = st->hwm_gen == vt_counts.peak_gen ? st->hwm_bytes : st->bytes;
+    *count = st->hwm_gen == vt_counts.peak_gen ? st->hwm_count : st->count;
+}
+
+struct vt_holder *vt_account_holders(uint32_t *n_out, int at_peak) {
+    size_t k = 0, nstacks = vt_stacks.n;
+    struct vt_holder *h = malloc((nstacks ? nstacks : 1) * sizeof *h);
+    if (!h) { *n_out = 0; return NULL; }
+    for (size_t i = 0; i < nstacks; i++) {
+        const struct vt_site *st = vt_site_of((uint32_t)i);
+        uint64_t b = st->bytes, c = st->count;
+        if (at_peak) site_at_peak(st, &b, &c);
+        if (b == 0 && c == 0) continue;
+        h[k].stack = (uint32_t)i;
+        h[k].bytes = b;
+        h[k].count = c;
+        k++;
+    }
+    *n_out = (uint32_t)k;
+    return h;
+}
+
+int vt_holder_order(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void vt_tracker_missed(void) { __atomic_add_fetch(&vt_counts.missed, 1, __ATOMIC_RELAXED); }
+
+uint64_t vt_tracker_device_live(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&vt_tracker_lock);
+    vt_log_drain();
+    uint64_t live = vt_counts.devices[device].live_bytes;
+    pthread_mutex_unlock(&vt_tracker_lock);
+    return live;
+}
+
+void vt_tracker_set_facts(int device, const char *name, const char *uuid,
+                          uint64_t total_bytes) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return;
+    pthread_mutex_lock(&vt_tracker_lock);
+    struct vt_device *d = &vt_counts.devices[device];
+    if (!d->have_facts) {
+        snprintf(d->name, sizeof d->name, "%s", name ? name : "");
+        snprintf(d->uuid, sizeof d->uuid, "%s", uuid ? uuid : "");
+        d->total_bytes = total_bytes;
+        __atomic_store_n(&d->have_facts, 1, __ATOMIC_RELEASE);
+        __atomic_or_fetch(&vt_tracker_flags.facts, 1ull << device, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&vt_tracker_lock);
+}
+
+void vt_account_copy(struct vt_snapshot *s, double scale) {
+    s->totals = vt_counts.totals;
+    s->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
+    memcpy(s->devices, vt_counts.devices, sizeof vt_counts.devices);
+    s->ndevices = vt_counts.ndevices;
+    s->totals.peak_time_ns = vt_ticks_to_ns(s->totals.peak_time_ns, scale);
+    for (int i = 0; i < s->ndevices; i++) s->devices[i].peak_time_ns = vt_ticks_to_ns(s->devices[i].peak_time_ns, scale);
+    uint32_t np = 0;
+    s->peak_holders = vt_account_holders(&np, 1);
+    s->npeak_holders = np;
+    if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, vt_holder_order);
+}
+
+void vt_account_reset_child(void) {
+    vt_counts.peak_gen = 0;
+    memset(&vt_counts.totals, 0, sizeof vt_counts.totals);
+    vt_counts.missed = 0;
+    for (int i = 0; i < VT_MAX_DEVICES; i++) {
+        struct vt_device *d = &vt_counts.devices[i];
+        int have = d->have_facts;
+        char name[sizeof d->name], uuid[sizeof d->uuid];
+        memcpy(name, d->name, sizeof name);
+        memcpy(uuid, d->uuid, sizeof uuid);
+        uint64_t total = d->total_bytes;
+        memset(d, 0, sizeof *d);
+        d->have_facts = have;
+        memcpy(d->name, name, sizeof name);
+        memcpy(d->uuid, uuid, sizeof uuid);
+        d->total_bytes = total;
+    }
+    vt_counts.ndevices = 0;
+    vt_counts.last_applied = 0;
+}

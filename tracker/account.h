@@ -1,0 +1,154 @@
+/* account.h -- the counts: live and peak bytes per device, per kind of
+ * memory and per call site, with their high-water marks.
+ *
+ * Ops reach the counts only through the merge of the logs (log.c), one at
+ * a time in time-stamp order, under the global lock. A peak of the
+ * process's device bytes is marked by a new peak_gen, and every site keeps
+ * its values at the last peak lazily (struct vt_site): O(1) an op.
+ * Internal to tracker/. */
+#ifndef VT_ACCOUNT_H
+#define VT_ACCOUNT_H
+
+#include <stdint.h>
+
+#include "history.h"
+#include "intern.h"
+#include "internal.h"
+#include "log.h"
+
+/* Global lock held to read or write, except `missed` (atomic). */
+struct vt_counts {
+    struct vt_totals totals;
+    struct vt_device devices[VT_MAX_DEVICES];
+    int ndevices;
+    uint64_t peak_gen;
+    uint64_t last_applied; /* ticks of the newest op applied */
+    uint64_t missed;       /* atomic: vt_tracker_missed */
+};
+extern struct vt_counts vt_counts VT_HIDDEN;
+
+/* Device `device`'s counters, marked used; NULL for no device. */
+static inline struct vt_device *device_slot(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return NULL;
+    struct vt_device *d = &vt_counts.devices[device];
+    if (__builtin_expect(!d->used, 0)) {
+        if (device >= vt_counts.ndevices) vt_counts.ndevices = device + 1;
+        d->used = 1;
+    }
+    return d;
+}
+
+/* Add or remove bytes from the live counters. Lock held. Returns the
+ * device whose counters moved, NULL for memory that is not the device's
+ * own (pinned host, imported). */
+static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
+    if (a->kind == VT_KIND_IMPORTED) {
+        if (sign > 0) {
+            vt_counts.totals.imported_live_bytes += a->bytes;
+            vt_counts.totals.imported_live_count++;
+        } else {
+            vt_counts.totals.imported_live_bytes -= a->bytes;
+            vt_counts.totals.imported_live_count--;
+        }
+        return NULL;
+    }
+    if (vt_kind_is_host(a->kind)) {
+        if (sign > 0) {
+            vt_counts.totals.host_live_bytes += a->bytes;
+            vt_counts.totals.host_live_count++;
+            if (vt_counts.totals.host_live_bytes > vt_counts.totals.host_peak_bytes)
+                vt_counts.totals.host_peak_bytes = vt_counts.totals.host_live_bytes;
+        } else {
+            vt_counts.totals.host_live_bytes -= a->bytes;
+            vt_counts.totals.host_live_count--;
+        }
+        return NULL;
+    }
+    struct vt_device *d = device_slot(a->device);
+    struct vt_site *st = vt_site_of(a->stack);
+    if (st) {
+        if (st->hwm_gen != vt_counts.peak_gen) {
+            st->hwm_bytes = st->bytes;
+            st->hwm_count = st->count;
+            st->hwm_gen = vt_counts.peak_gen;
+        }
+        if (sign > 0) { st->bytes += a->bytes; st->count++; }
+        else { st->bytes -= a->bytes; st->count--; }
+    }
+    if (sign > 0) {
+        vt_counts.totals.live_bytes += a->bytes;
+        vt_counts.totals.live_count++;
+        if (vt_counts.totals.live_bytes > vt_counts.totals.peak_bytes) {
+            vt_counts.totals.peak_bytes = vt_counts.totals.live_bytes;
+            vt_counts.totals.peak_time_ns = now;
+            vt_counts.peak_gen++;
+        }
+        if (d) {
+            d->live_bytes += a->bytes;
+            d->live_count++;
+            if (d->live_bytes > d->peak_bytes) {
+                d->peak_bytes = d->live_bytes;
+                d->peak_time_ns = now;
+            }
+        }
+    } else {
+        vt_counts.totals.live_bytes -= a->bytes;
+        vt_counts.totals.live_count--;
+        if (d) {
+            d->live_bytes -= a->bytes;
+            d->live_count--;
+        }
+    }
+    return d;
+}
+
+/* Count one op. Global lock held. `now` is its time stamp, made no older
+ * than what was applied before (an op logged late: a free's time stamp is
+ * taken before the real call, its entry made after). An allocation's or a
+ * free's entry goes to the history as it is (its type is the event's). */
+static inline void vt_account_op(const struct vt_event *o) {
+    uint64_t now = o->time_ns > vt_counts.last_applied ? o->time_ns : vt_counts.last_applied;
+    vt_counts.last_applied = now;
+    struct vt_device *d;
+    struct vt_event *e;
+    switch (o->type) {
+    case OP_ALLOC:
+        d = account(o, +1, now);
+        vt_counts.totals.alloc_count++;
+        if (d) d->alloc_count++;
+        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
+        break;
+    case OP_FREE:
+        d = account(o, -1, now);
+        vt_counts.totals.free_count++;
+        if (d) d->free_count++;
+        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
+        break;
+    case OP_REPLACED:
+        account(o, -1, now);
+        break;
+    case OP_RESTORED:
+        /* The driver refused a free counted already: the memory is live
+         * again (the free's event stays: the program did ask for it). */
+        d = account(o, +1, now);
+        vt_counts.totals.free_count--;
+        if (d) d->free_count--;
+        break;
+    default:
+        vt_counts.totals.unknown_frees++;
+        break;
+    }
+}
+
+/* Device memory by call site, now or at the last peak (`at_peak`), as a
+ * malloc'd array in stack order (NULL when out of memory); *n_out its
+ * length. */
+struct vt_holder *vt_account_holders(uint32_t *n_out, int at_peak) VT_HIDDEN;
+
+/* Copy the counts into a snapshot, times converted with `scale`. */
+void vt_account_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
+
+/* In a forked child: every count zero, the devices' facts kept. */
+void vt_account_reset_child(void) VT_HIDDEN;
+
+#endif

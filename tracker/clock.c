@@ -1,0 +1,56 @@
+/* clock.c -- starting the tracker's clock and reading it as nanoseconds.
+ *
+ * See clock.h for what a tick is. vt_now_ns and vt_deadline are the
+ * tracker's public clock (tracker.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+
+struct vt_clock vt_clock;
+
+static int tsc_is_invariant(void) {
+#if defined(__x86_64__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[4096];
+    int ok = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+        break;
+    }
+    fclose(f);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+void vt_clock_start(void) {
+    if (vt_clock.start_mono_ns != 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    vt_clock.start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    vt_clock.use_tsc = tsc_is_invariant();
+#if defined(__x86_64__)
+    vt_clock.tsc0 = __builtin_ia32_rdtsc();
+#endif
+    vt_clock.start_mono_ns = vt_mono_ns();
+}
+
+uint64_t vt_now_ns(void) { return vt_mono_ns() - vt_clock.start_mono_ns; }
+
+double vt_tick_scale(uint64_t now_ns) {
+    if (!vt_clock.use_tsc) return 1.0;
+    uint64_t t = vt_ticks();
+    return t ? (double)now_ns / (double)t : 1.0;
+}
+
+void vt_deadline(struct timespec *until, uint64_t ns) {
+    clock_gettime(CLOCK_REALTIME, until);
+    uint64_t t = (uint64_t)until->tv_nsec + ns % 1000000000ull;
+    until->tv_sec += (time_t)(ns / 1000000000ull + t / 1000000000ull);
+    until->tv_nsec = (long)(t % 1000000000ull);
+}

@@ -1,0 +1,114 @@
+/* history.c -- the event ring and the OOM records (history.h). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "account.h"
+#include "clock.h"
+#include "history.h"
+
+struct vt_history vt_history = {.cap = 1000000};
+
+void vt_history_init(size_t event_capacity) {
+    if (vt_history.ring == NULL) vt_history.cap = event_capacity;
+}
+
+int vt_history_map(void) {
+    if (vt_history.cap == 0 || vt_history.failed) return 0;
+    size_t bytes = vt_history.cap * sizeof *vt_history.ring;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) { vt_history.failed = 1; return 0; }
+    /* Huge pages where the kernel allows them: the ring is written in
+     * order, so a large page's first-touch fault serves many events. */
+    madvise(m, bytes, MADV_HUGEPAGE);
+    vt_history.ring = m;
+    return 1;
+}
+
+static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
+                      uint32_t stack, int device, int kind) {
+    struct vt_event *e = ring_add();
+    if (e) *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
+}
+
+void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
+                       int depth) {
+    pthread_mutex_lock(&vt_tracker_lock);
+    vt_log_drain();
+    uint64_t now = vt_ticks();
+    if (now < vt_counts.last_applied) now = vt_counts.last_applied;
+    vt_counts.last_applied = now;
+    vt_counts.totals.failed_count++;
+    /* Other failures (no driver, bad arguments) are counted but do not make
+     * the process one that used a GPU: without a driver, a program must
+     * behave and print exactly as it does without vramtrace. */
+    struct vt_device *d = !is_oom || !vt_kind_owned_device(o->kind) ? NULL : device_slot(o->device);
+    if (d) d->failed_count++;
+    if (is_oom) {
+        __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
+        o->time_ns = now;
+        o->thread = vt_thread_id();
+        o->stack = vt_intern(frames, depth, vt_intern_hash(frames, &depth));
+        o->live_bytes = d ? d->live_bytes : vt_counts.totals.host_live_bytes;
+        vt_counts.totals.oom_count++;
+        if (d) d->oom_count++;
+        o->holders = NULL;
+        o->nholders = 0;
+        if (o->procs) {
+            /* The caller's array lives on its stack: keep a copy (first 64
+             * OOMs), or none. */
+            struct vt_proc *copy = NULL;
+            if (vt_history.nooms < VT_MAX_OOM_HOLDERS && (copy = malloc((o->nprocs ? o->nprocs : 1) * sizeof *copy)))
+                memcpy(copy, o->procs, o->nprocs * sizeof *copy);
+            o->procs = copy;
+            if (!copy) o->nprocs = 0;
+        }
+        if (vt_history.nooms < VT_MAX_OOM_HOLDERS) {
+            uint32_t k;
+            struct vt_holder *h = vt_account_holders(&k, 0);
+            if (h) qsort(h, k, sizeof *h, vt_holder_order);
+            o->holders = h;
+            o->nholders = h ? k : 0;
+        }
+        if (vt_history.nooms < VT_MAX_OOMS) vt_history.ooms[vt_history.nooms++] = *o;
+        else {
+            free((void *)o->holders);
+            free((void *)o->procs);
+        }
+        add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
+    }
+    pthread_mutex_unlock(&vt_tracker_lock);
+}
+
+void vt_history_copy(struct vt_snapshot *s, double scale) {
+    size_t nooms = vt_history.nooms;
+    s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
+    if (s->ooms) {
+        memcpy(s->ooms, vt_history.ooms, nooms * sizeof *s->ooms);
+        s->nooms = nooms;
+        for (size_t i = 0; i < nooms; i++) s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
+    }
+    size_t cap = vt_history.cap, written = vt_history.written;
+    size_t ne = written < cap ? written : cap;
+    s->events = ne ? malloc(ne * sizeof *s->events) : NULL;
+    if (s->events) {
+        size_t first = written - ne;
+        for (size_t i = 0; i < ne; i++) {
+            s->events[i] = vt_history.ring[(first + i) % cap];
+            s->events[i].time_ns = vt_ticks_to_ns(s->events[i].time_ns, scale);
+        }
+        s->nevents = ne;
+        s->events_dropped = first;
+    }
+}
+
+void vt_history_reset_child(void) {
+    for (size_t i = 0; i < vt_history.nooms; i++) {
+        free((void *)vt_history.ooms[i].holders);
+        free((void *)vt_history.ooms[i].procs);
+    }
+    vt_history.nooms = 0;
+    vt_history.written = 0;
+    vt_history.next = 0;
+}

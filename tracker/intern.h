@@ -1,0 +1,58 @@
+/* intern.h -- interned stacks: one id per distinct stack, for the process's
+ * life, and the one "same stack as last time?" memo.
+ *
+ * A stack (its frames, innermost first) is interned once under the global
+ * lock and gets the next id; ids are never reused and a stack's frames are
+ * never freed while the process runs (a forked child starts anew). Each
+ * stack carries the counters accounting keeps for its call site, so an op
+ * finds them from its stack id with one load. Internal to tracker/. */
+#ifndef VT_INTERN_H
+#define VT_INTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* What one call site holds now, and what it held at the last peak of the
+ * process's device bytes. The peak values are kept lazily (memray's
+ * high-water-mark scheme): `hwm_*` is valid only while `hwm_gen` equals
+ * the counts' peak_gen; otherwise the site has not changed since the last
+ * peak and its current values are the ones at the peak (account.h). */
+struct vt_site {
+    uint64_t bytes, count;
+    uint64_t hwm_bytes, hwm_count;
+    uint64_t hwm_gen;
+};
+
+struct vt_stack_node;
+
+/* Every interned stack, by id. Global lock held to read or write. */
+struct vt_stacks {
+    struct vt_stack_node *table;  /* by frames (uthash) */
+    const struct vt_stack **list; /* by id */
+    size_t n, cap;
+};
+extern struct vt_stacks vt_stacks VT_HIDDEN;
+
+/* The site of stack `id`, or NULL for an id never handed out. Global lock
+ * held. The node's public part (struct vt_stack) is what the list holds;
+ * the site sits just before it. */
+static inline struct vt_site *vt_site_of(uint32_t id) {
+    if (id >= vt_stacks.n) return NULL;
+    return (struct vt_site *)((char *)vt_stacks.list[id] - sizeof(struct vt_site));
+}
+
+/* The hash of a stack of `*depth` frames, the depth first clamped to
+ * 0..VT_MAX_FRAMES; computed before the lock is taken. */
+uint32_t vt_intern_hash(const uintptr_t *frames, int *depth) VT_HIDDEN;
+
+/* The id of this stack, added if it is new; UINT32_MAX when out of memory.
+ * Global lock held; `hash` from vt_intern_hash. */
+uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) VT_HIDDEN;
+
+/* In a forked child: every stack forgotten, and with them this thread's
+ * memo. */
+void vt_intern_reset_child(void) VT_HIDDEN;
+
+#endif

@@ -1,0 +1,112 @@
+/* log.c -- applying the slots' logs: the time-ordered merge, and waiting
+ * for room in a full log (log.h). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "log.h"
+
+/* Set while a thread applies the logs (written under the global lock, read
+ * without it); a line of its own, away from what the applier writes at
+ * every entry. */
+static struct __attribute__((aligned(64))) {
+    int on;
+} applying;
+
+void vt_log_drain(void) {
+    struct src {
+        struct vt_slot *l;
+        uint64_t t, h, ts; /* ts: of entry t */
+    } one[8], *src = one;
+    size_t n = 0, cap = 8;
+    __atomic_store_n(&applying.on, 1, __ATOMIC_RELAXED);
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
+        uint64_t t = l->tail;
+        if (t == h) continue;
+        if (n == cap) {
+            struct src *bigger = malloc(cap * 2 * sizeof *bigger);
+            if (!bigger) break; /* the rest waits for the next drain */
+            memcpy(bigger, src, n * sizeof *src);
+            if (src != one) free(src);
+            src = bigger;
+            cap *= 2;
+        }
+        src[n].l = l;
+        src[n].t = t;
+        src[n].h = h;
+        src[n].ts = l->ops[t % LOG_OPS].time_ns;
+        n++;
+    }
+    /* The merge: from the log with the oldest entry, every entry up to the
+     * next log's oldest; a log done is let go at once. */
+    while (n > 1) {
+        size_t b = 0;
+        uint64_t next = UINT64_MAX;
+        for (size_t i = 1; i < n; i++) {
+            if (src[i].ts < src[b].ts) {
+                next = src[b].ts;
+                b = i;
+            } else if (src[i].ts < next) {
+                next = src[i].ts;
+            }
+        }
+        struct src *x = &src[b];
+        do {
+            vt_account_op(&x->l->ops[x->t % LOG_OPS]);
+            if (++x->t == x->h) break;
+            x->ts = x->l->ops[x->t % LOG_OPS].time_ns;
+        } while (x->ts <= next);
+        if (x->t == x->h) {
+            __atomic_store_n(&x->l->tail, x->t, __ATOMIC_RELEASE);
+            *x = src[--n];
+        }
+    }
+    if (n == 1) {
+        for (uint64_t t = src[0].t; t < src[0].h; t++) vt_account_op(&src[0].l->ops[t % LOG_OPS]);
+        __atomic_store_n(&src[0].l->tail, src[0].h, __ATOMIC_RELEASE);
+    }
+    if (src != one) free(src);
+    __atomic_store_n(&applying.on, 0, __ATOMIC_RELAXED);
+}
+
+
+void vt_log_lock_slow(struct vt_slot *l, int need) {
+    for (;;) {
+        slot_take(l);
+        uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+        uint64_t used = l->head + (uint64_t)need - tail;
+        if (used <= LOG_OPS / 2) return;
+        int room = used <= LOG_OPS;
+        if (room && __atomic_load_n(&applying.on, __ATOMIC_RELAXED)) return;
+        slot_give(l);
+        if (pthread_mutex_trylock(&vt_tracker_lock) == 0) {
+            vt_log_drain();
+            pthread_mutex_unlock(&vt_tracker_lock);
+            continue;
+        }
+        if (room) {
+            slot_take(l);
+            if (log_used(l, need) <= LOG_OPS) return;
+            slot_give(l);
+        }
+        /* Full, and another thread holds the global lock, applying the
+         * logs (this one's among them if it was full when that began):
+         * wait for this log's tail to move rather than queue on the lock
+         * (whose cache line the applier then has to win back to let go of
+         * it). Briefly spinning, then yielding: with more threads than
+         * cores the applier may be the one waiting for a core. */
+        for (int i = 0; i < 256 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
+            if (i < 128) {
+#if defined(__x86_64__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+    }
+}

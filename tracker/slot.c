@@ -1,0 +1,96 @@
+/* slot.c -- making, taking over and letting go of per-thread slots, the
+ * slow side of their lock, and copying their live tables (slot.h). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "slot.h"
+
+struct vt_slot_list vt_slots;
+__thread struct vt_slot *vt_my_slot __attribute__((tls_model("initial-exec")));
+__thread struct vt_rec *vt_rec_cache __attribute__((tls_model("initial-exec")));
+__thread int vt_nrec_cache __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+
+/* The others hold a slot's lock briefly (a free, a snapshot copying the
+ * table): spin a little, then yield. */
+void vt_slot_wait(struct vt_slot *l) {
+    for (unsigned spins = 0;;) {
+        while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
+            if (spins++ < 200) {
+#if defined(__x86_64__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+        if (!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) return;
+    }
+}
+
+int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) {
+    for (;;) {
+        if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE))
+            return 1;
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (now.tv_sec > until->tv_sec || (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec))
+            return 0;
+        sched_yield();
+    }
+}
+
+/* At the thread's exit: its cached records freed, its slot free for the
+ * taking (its table and log stay, for whoever takes it over). */
+static void slot_release(void *p) {
+    struct vt_slot *l = p;
+    vt_my_slot = NULL;
+    while (vt_rec_cache) {
+        struct vt_rec *r = vt_rec_cache;
+        vt_rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
+        free(r);
+    }
+    vt_nrec_cache = 0;
+    __atomic_store_n(&l->owned, 0, __ATOMIC_RELEASE);
+}
+
+static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
+
+struct vt_slot *vt_slot_attach(void) {
+    pthread_once(&slot_once, slot_key_make);
+    struct vt_slot *l;
+    pthread_mutex_lock(&vt_tracker_lock);
+    for (l = vt_slots.first; l; l = l->next) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
+    }
+    if (!l && (l = aligned_alloc(64, sizeof *l))) {
+        memset(l, 0, sizeof *l);
+        l->owned = 1;
+        l->next = vt_slots.first;
+        __atomic_store_n(&vt_slots.first, l, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&vt_tracker_lock);
+    if (l) {
+        pthread_setspecific(slot_key, l);
+        vt_my_slot = l;
+    }
+    return l;
+}
+
+void vt_slots_reset_child(void) {
+    /* Other threads' slots came along with their memory, not their
+     * threads: emptied and free for the taking; this thread keeps its own. */
+    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+        l->lock = 0;
+        for (size_t i = 0; i < l->table.cap; i++) free(l->table.e[i].rec);
+        free(l->table.e);
+        memset(&l->table, 0, sizeof l->table);
+        l->tail = l->head;
+        if (l != vt_my_slot) l->owned = 0;
+    }
+}

@@ -1,0 +1,103 @@
+/* slot.h -- per-thread slots: a thread's own live table and log, under a
+ * lock of its own.
+ *
+ * Every thread that allocates has a slot: a table of the live allocations
+ * it made (table.h), and a log of what happened to them (log.h). A hooked
+ * call works in its own slot, under the slot's lock, which no other thread
+ * takes unless it frees memory this thread allocated (or copies the table
+ * for a snapshot). A slot outlives its thread (its allocations may still be
+ * live, its log not yet applied) and is taken over by the next thread that
+ * needs one; slots are never freed. Internal to tracker/. */
+#ifndef VT_SLOT_H
+#define VT_SLOT_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+#include "table.h"
+
+#define LOG_OPS 1024
+
+/* A thread's slot. Under `lock`: the table, and appending to the log
+ * (ops[head % LOG_OPS], then head); the owner takes it for every call,
+ * another thread only to free what the owner allocated. The applier,
+ * under the global lock, reads up to head and then writes tail. */
+struct vt_slot {
+    int lock;           /* slot_take / slot_give */
+    struct live_table table;
+    uint64_t head;
+    int owned;          /* 1 while a live thread has it */
+    struct vt_slot *next; /* all slots, newest first; never unlinked */
+    /* The applier's, on a line of its own. */
+    uint64_t tail __attribute__((aligned(64)));
+    /* Two entries a line, none across two. */
+    struct vt_event ops[LOG_OPS] __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
+/* Every slot, newest first (pushed under the global lock, read without
+ * it): a cache line of its own, read by every free that is not of the
+ * thread's own memory and written only when a slot is made. */
+struct vt_slot_list {
+    struct vt_slot *first;
+} __attribute__((aligned(64)));
+extern struct vt_slot_list vt_slots VT_HIDDEN;
+
+static inline struct vt_slot *vt_slots_first(void) { return __atomic_load_n(&vt_slots.first, __ATOMIC_ACQUIRE); }
+
+/* The calling thread's slot, or NULL before its first record. */
+extern __thread struct vt_slot *vt_my_slot __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* This thread's slot: one no live thread has, else a new one; NULL when
+ * out of memory. */
+struct vt_slot *vt_slot_attach(void) VT_HIDDEN;
+
+/* A slot's lock: taking it is one exchange and giving it back a plain
+ * store. Its owner all but never finds it held; a waiter spins, then
+ * yields (vt_slot_wait). */
+void vt_slot_wait(struct vt_slot *l) VT_HIDDEN;
+
+static inline void slot_take(struct vt_slot *l) {
+    if (__builtin_expect(__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE), 0)) vt_slot_wait(l);
+}
+
+static inline void slot_give(struct vt_slot *l) { __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE); }
+
+/* The slot's lock, taken before `until` (CLOCK_REALTIME), or not at all:
+ * 1 when taken. */
+int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDEN;
+
+/* Records of freed allocations, kept by the thread that freed them for its
+ * next allocations: an alloc/free loop then calls malloc and free not at
+ * all. At most REC_CACHE a thread; the rest are freed. */
+#define REC_CACHE 64
+extern __thread struct vt_rec *vt_rec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern __thread int vt_nrec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static inline void rec_put(struct vt_rec *r) {
+    if (vt_nrec_cache >= REC_CACHE) {
+        free(r);
+        return;
+    }
+    r->a.mapped = (uint64_t)(uintptr_t)vt_rec_cache;
+    vt_rec_cache = r;
+    vt_nrec_cache++;
+}
+
+/* A record to fill, from the cache or malloc; NULL when out of memory. */
+static inline struct vt_rec *rec_get(void) {
+    struct vt_rec *r = vt_rec_cache;
+    if (!r) return malloc(sizeof *r);
+    vt_rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
+    vt_nrec_cache--;
+    return r;
+}
+
+/* In a forked child (the only thread, every lock of the parent's held by
+ * it or by no one): every slot's table emptied and its log dropped, the
+ * slots of the parent's other threads free for the taking. */
+void vt_slots_reset_child(void) VT_HIDDEN;
+
+#endif

@@ -1,0 +1,135 @@
+/* snapshot.c -- a consistent copy of the tracker's state, and the tracker
+ * across fork.
+ *
+ * A snapshot applies every log, then copies the counts, the live tables
+ * (one slot at a time: a thread allocating meanwhile waits for its own
+ * slot only), the history and the stacks under the global lock. Around
+ * fork every lock is held, so that the child starts from a state no thread
+ * was changing; the child then forgets everything but the devices' facts. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "clock.h"
+#include "history.h"
+#include "intern.h"
+#include "log.h"
+#include "slot.h"
+
+static int by_time(const void *a, const void *b) {
+    const struct vt_alloc *x = a, *y = b;
+    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns ? -1 : 1;
+    return x->address < y->address ? -1 : x->address > y->address;
+}
+
+/* Every slot's live records into s->live, in the order they were made (as
+ * the events have them). 0 when a slot's lock was not free before `until`
+ * (then s->live is freed). */
+static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale) {
+    size_t cap = 0;
+    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+        if (!until) slot_take(l);
+        else if (!vt_slot_take_until(l, until)) {
+            free(s->live);
+            s->live = NULL;
+            return 0;
+        }
+        size_t n = l->table.count;
+        if (s->nlive + n > cap) {
+            size_t want = cap ? cap : 64;
+            while (want < s->nlive + n) want *= 2;
+            struct vt_alloc *bigger = realloc(s->live, want * sizeof *bigger);
+            if (bigger) {
+                s->live = bigger;
+                cap = want;
+            }
+        }
+        if (s->nlive + n <= cap)
+            for (size_t i = 0; i < l->table.cap; i++) {
+                struct vt_rec *r = l->table.e[i].rec;
+                if (!r) continue;
+                s->live[s->nlive] = r->a;
+                s->live[s->nlive++].time_ns = vt_ticks_to_ns(r->a.time_ns, scale);
+            }
+        slot_give(l);
+    }
+    if (!s->live) s->live = malloc(sizeof *s->live);
+    if (s->live) qsort(s->live, s->nlive, sizeof *s->live, by_time);
+    return 1;
+}
+
+/* The snapshot; with `until`, NULL if a lock it needs is not free before
+ * then. */
+static struct vt_snapshot *snapshot(const struct timespec *until) {
+    struct vt_snapshot *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (!until) pthread_mutex_lock(&vt_tracker_lock);
+    else if (pthread_mutex_timedlock(&vt_tracker_lock, until) != 0) {
+        free(s);
+        return NULL;
+    }
+    vt_log_drain();
+    s->start_unix_ns = vt_clock.start_unix_ns;
+    s->now_ns = vt_now_ns();
+    double scale = vt_tick_scale(s->now_ns);
+    if (!copy_live(s, until, scale)) {
+        pthread_mutex_unlock(&vt_tracker_lock);
+        free(s);
+        return NULL;
+    }
+    vt_account_copy(s, scale);
+    vt_history_copy(s, scale);
+    size_t nstacks = vt_stacks.n;
+    s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
+    if (s->stacks) {
+        memcpy(s->stacks, vt_stacks.list, nstacks * sizeof *vt_stacks.list);
+        s->nstacks = nstacks;
+    }
+    pthread_mutex_unlock(&vt_tracker_lock);
+    return s;
+}
+
+struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL); }
+
+struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
+    struct timespec until;
+    vt_deadline(&until, ns);
+    return snapshot(&until);
+}
+
+void vt_snapshot_free(struct vt_snapshot *s) {
+    if (!s) return;
+    free(s->live);
+    free(s->ooms);
+    free(s->events);
+    free(s->stacks);
+    free(s->peak_holders);
+    free(s);
+}
+
+void vt_tracker_lock_all(void) {
+    pthread_mutex_lock(&vt_tracker_lock);
+    for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_take(l);
+}
+
+void vt_tracker_unlock_all(void) {
+    for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_give(l);
+    pthread_mutex_unlock(&vt_tracker_lock);
+}
+
+void vt_tracker_reset_child(void) {
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&vt_tracker_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    vt_slots_reset_child();
+    vt_intern_reset_child();
+    vt_history_reset_child();
+    vt_account_reset_child();
+    vt_tracker_flags.touched = 0;
+    vt_my_tid = 0;
+    __atomic_add_fetch(&vt_tracker_flags.generation, 1, __ATOMIC_RELEASE);
+}
