@@ -67,10 +67,20 @@ static int current_device(void) {
     return 0;
 }
 
+/* Each device's UUID as NVML names it, written once by read_facts under
+ * facts_lock (two threads may use a new device at once) and read under it. */
 static char uuids[VT_MAX_DEVICES][48];
+static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vt_hook_reset_child(void) { pthread_mutex_init(&facts_lock, NULL); }
 
 /* Read a device's name, UUID and size once, when it is first used. */
 static void read_facts(int device) {
+    pthread_mutex_lock(&facts_lock);
+    if (!vt_tracker_needs_facts(device)) {
+        pthread_mutex_unlock(&facts_lock);
+        return;
+    }
     static CUresult (*get_name)(char *, int, CUdevice);
     static CUresult (*get_uuid)(CUuuid *, CUdevice);
     static CUresult (*get_total)(size_t *, CUdevice);
@@ -93,6 +103,7 @@ static void read_facts(int device) {
     if (get_total && get_total(&total, device) != CUDA_SUCCESS) total = 0;
     snprintf(uuids[device], sizeof uuids[device], "%s", uuid);
     vt_tracker_set_facts(device, name, uuid, total);
+    pthread_mutex_unlock(&facts_lock);
 }
 
 /* Whether Python frames are taken (looked for at the first call). */
@@ -161,7 +172,11 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
     }
     struct vt_proc procs[VT_MAX_PROCS];
     if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {
-        int n = vt_nvml_processes(uuids[device], procs, VT_MAX_PROCS);
+        char uuid[sizeof uuids[0]];
+        pthread_mutex_lock(&facts_lock);
+        memcpy(uuid, uuids[device], sizeof uuid);
+        pthread_mutex_unlock(&facts_lock);
+        int n = vt_nvml_processes(uuid, procs, VT_MAX_PROCS);
         if (n >= 0) {
             o.procs = procs;
             o.nprocs = (uint32_t)n;

@@ -100,6 +100,10 @@ void vt_hook_free(const struct vt_free *f, int ok);
  * (see cuMemPoolCreate in driver.c), else VT_KIND_ASYNC. */
 int vt_pool_kind(void *pool);
 
+/* After fork, in the child: the device-facts lock, which another thread of
+ * the parent may have held, is made anew. */
+void vt_hook_reset_child(void);
+
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */
 void vt_init(void);

@@ -30,6 +30,7 @@ static void after_fork_parent(void) {
 static void after_fork_child(void) {
     vt_stack_fork_done();
     vt_tracker_reset_child();
+    vt_hook_reset_child();
     vt_output_reset_child();
     vt_ondemand_reset_child();
     vt_busy--;
