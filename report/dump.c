@@ -4,7 +4,7 @@
 
 #include "dump.h"
 #include "findings.h"
-#include "format.h"
+#include "../common/format.h"
 #include "holders.h"
 
 #define U64 "%" PRIu64

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "findings.h"
-#include "format.h"
+#include "../common/format.h"
 #include "holders.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "../common/format.h"
 #include "holders.h"
 #include "findings.h"
 #include "postmortem.h"

@@ -11,7 +11,7 @@
 #include <uthash.h>
 
 #include "../tracker/pystack.h"
-#include "callsite.h"
+#include "../common/callsite.h"
 #include "symbolize.h"
 
 struct frame_entry {

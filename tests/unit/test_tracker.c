@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../../report/dump.h"
-#include "../../report/format.h"
+#include "../../common/format.h"
 #include "../../report/growth.h"
 #include "../../report/holders.h"
 #include "../../tracker/tracker.h"

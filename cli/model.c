@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "callsite.h"
+#include "../common/callsite.h"
 #include "model.h"
 
 /* Parsing state: the first error wins and stops the load. */

@@ -5,7 +5,7 @@
 
 #include <uthash.h>
 
-#include "format.h"
+#include "../common/format.h"
 #include "reporters.h"
 
 const struct vt_reporter vt_reporters[] = {
