@@ -33,7 +33,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            $(COMMON_C) \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c \
-           report/leaks.c report/growth.c report/findings.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
@@ -191,7 +191,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
-            report/dump.c report/symbolize.c report/leaks.c report/growth.c report/findings.c
+            report/dump.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)

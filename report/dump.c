@@ -2,10 +2,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "analysis.h"
 #include "dump.h"
-#include "findings.h"
 #include "../common/format.h"
-#include "holders.h"
 
 #define U64 "%" PRIu64
 
@@ -64,23 +63,21 @@ static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, cons
     fputc(']', f);
 }
 
-static void write_findings(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym) {
-    struct vt_finding fs[VT_MAX_FINDINGS];
-    int n = vt_findings(s, i, sym, fs);
+static void write_findings(FILE *f, const struct vt_oom_findings *fs) {
     fputs(",\"findings\":[", f);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < fs->n; k++) {
         fputs(k ? ",{\"id\":" : "{\"id\":", f);
-        vt_json_string(f, fs[k].id);
+        vt_json_string(f, fs->f[k].id);
         fputs(",\"finding\":", f);
-        vt_json_string(f, fs[k].text);
+        vt_json_string(f, fs->f[k].text);
         fputs(",\"next\":", f);
-        vt_json_string(f, fs[k].next);
+        vt_json_string(f, fs->f[k].next);
         fputc('}', f);
     }
     fputc(']', f);
 }
 
-static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
+static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
         const struct vt_oom *o = &s->ooms[i];
@@ -111,21 +108,18 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         } else {
             fputs("null", f);
         }
-        if (i < 64) write_findings(f, s, i, sym);
+        if (i < an->nfindings) write_findings(f, &an->findings[i]);
         fputc('}', f);
     }
     fputs("],\n", f);
 }
 
-static void write_holders(FILE *f, const struct vt_snapshot *s) {
-    size_t n = 0;
-    struct vt_holder *h = vt_holders(s, &n);
+static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     fputs("\"holders\":", f);
-    write_holder_list(f, h, n, "\n ");
+    write_holder_list(f, an->holders, an->nholders, "\n ");
     fputs(",\n\"peak_holders\":", f);
     write_holder_list(f, s->peak_holders, s->npeak_holders, "\n ");
     fputs(",\n", f);
-    free(h);
 }
 
 static void write_live(FILE *f, const struct vt_snapshot *s) {
@@ -188,7 +182,7 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
 }
 
 int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                  const struct vt_dump_meta *m) {
+                  const struct vt_analysis *an, const struct vt_dump_meta *m) {
     fputs("{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":", f);
     vt_json_string(f, m->reason);
     fprintf(f, ",\"pid\":%d,", m->pid);
@@ -209,11 +203,11 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 (m->python_version >> 8) & 0xff);
     write_devices(f, s);
     write_totals(f, s);
-    write_ooms(f, s, sym);
-    write_holders(f, s);
+    write_ooms(f, s, an);
+    write_holders(f, s, an);
     fputs("\"growing\":[", f);
-    for (size_t i = 0; i < m->ngrowth; i++) {
-        const struct vt_growth *g = &m->growth[i];
+    for (size_t i = 0; i < an->ngrowth; i++) {
+        const struct vt_growth *g = &an->growth[i];
         struct vt_growth_rate r = vt_growth_rate(g);
         fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
                    ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"last_ns\":" U64

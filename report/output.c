@@ -15,8 +15,8 @@
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
 #include "../tracker/pystack.h"
+#include "analysis.h"
 #include "dump.h"
-#include "growth.h"
 #include "holders.h"
 #include "leaks.h"
 #include "output.h"
@@ -358,16 +358,16 @@ static int place_dump(int dirfd, const char *tmp, const char *base, const char *
     return -1;
 }
 
-static int dump_to(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+static int dump_to(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_analysis *an,
                    const struct vt_dump_meta *meta) {
-    int rc = vt_dump_write(f, s, sym, meta);
+    int rc = vt_dump_write(f, s, sym, an, meta);
     if (fclose(f) != 0) rc = -1;
     return rc;
 }
 
 /* The dump through a temporary file beside it, renamed into place. */
 static int replace_dump(int dirfd, const char *base, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                        const struct vt_dump_meta *meta, const char **why) {
+                        const struct vt_analysis *an, const struct vt_dump_meta *meta, const char **why) {
     /* The temporary name: the dump's, cut to fit NAME_MAX, and the pid. */
     char tmp[NAME_MAX + 1], suffix[32];
     snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
@@ -378,7 +378,7 @@ static int replace_dump(int dirfd, const char *base, const struct vt_snapshot *s
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     FILE *f = fdopen(fd, "w");
-    int rc = f ? dump_to(f, s, sym, meta) : close_keep_errno(fd);
+    int rc = f ? dump_to(f, s, sym, an, meta) : close_keep_errno(fd);
     if (rc == 0) rc = place_dump(dirfd, tmp, base, why);
     if (rc != 0) {
         int e = errno;
@@ -393,7 +393,7 @@ static int replace_dump(int dirfd, const char *base, const struct vt_snapshot *s
  * so that the dump is whole or absent. Returns 0, or -1 with errno or
  * *why. */
 static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                      const struct vt_dump_meta *meta, const char **why) {
+                      const struct vt_analysis *an, const struct vt_dump_meta *meta, const char **why) {
     const char *base;
     int dirfd = open_dir_of(path, &base);
     if (dirfd < 0) return -1;
@@ -405,13 +405,13 @@ static int write_dump(const char *path, const struct vt_snapshot *s, const struc
         } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             int fd = open_existing(dirfd, base, 0, why);
             FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-            if (f) rc = dump_to(f, s, sym, meta);
+            if (f) rc = dump_to(f, s, sym, an, meta);
             else if (fd >= 0) close_keep_errno(fd);
         } else {
-            rc = replace_dump(dirfd, base, s, sym, meta, why);
+            rc = replace_dump(dirfd, base, s, sym, an, meta, why);
         }
     } else if (errno == ENOENT) {
-        rc = replace_dump(dirfd, base, s, sym, meta, why);
+        rc = replace_dump(dirfd, base, s, sym, an, meta, why);
     }
     close_keep_errno(dirfd);
     return rc;
@@ -488,9 +488,9 @@ static int write_outputs(const char *reason, unsigned seq) {
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
     };
-    struct vt_growth *growth = NULL;
-    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, sym, s->now_ns, &meta.ngrowth);
-    meta.growth = growth;
+    /* Growth over the whole run is for exit and on-demand dumps: at an
+     * out-of-memory failure each failure's findings speak of it. */
+    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0);
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
@@ -503,7 +503,7 @@ static int write_outputs(const char *reason, unsigned seq) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
         } else {
             shown_path(path, shown, sizeof shown);
-            if (write_dump(path, s, sym, &meta, &why) == 0) dump_path = shown;
+            if (write_dump(path, s, sym, an, &meta, &why) == 0) dump_path = shown;
             else warn_once(&warned_dump, "the dump to", shown, why);
         }
     }
@@ -532,16 +532,16 @@ static int write_outputs(const char *reason, unsigned seq) {
         vt_suppressions_free(sup);
     } else if (f) {
         if (strcmp(reason, "oom") == 0)
-            vt_postmortem_oom(f, s, sym, &meta, dump_path, vt_opt.top);
+            vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
         else if (strcmp(reason, "signal") == 0)
             fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
                     dump_path ? dump_path : "(not written)");
         else
-            vt_postmortem_exit(f, s, sym, &meta, dump_path, vt_opt.top);
+            vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top);
         fflush(f);
     }
     if (f && close_it) fclose(f);
-    free(growth);
+    vt_analysis_free(an);
     vt_symbols_free(sym);
     vt_snapshot_free(s);
     vt_sigpipe_release(&hold);
