@@ -21,7 +21,7 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
         char where[1024];
         if (s->frames[i].python) fprintf(f, "%s#%zu in ", indent, i);
         else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, s->frames[i].address);
-        vr_put_safe(f, vm_frame_where(&s->frames[i], where, sizeof where));
+        vr_put_safe(f, vt_frame_where(&s->frames[i], where, sizeof where));
         fputc('\n', f);
     }
     if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);
@@ -30,9 +30,9 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
 /* The call site of a stack in its display form. */
 static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
     char where[1024];
-    const struct vm_frame *fr = vm_site(d, stack);
+    const struct vt_frame *fr = vm_site(d, stack);
     if (!fr) { snprintf(buf, size, "(no stack)"); return buf; }
-    return vr_safe(vm_frame_where(fr, where, sizeof where), buf, size);
+    return vr_safe(vt_frame_where(fr, where, sizeof where), buf, size);
 }
 
 static void devices(FILE *f, const struct vm_dump *d) {

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "../common/callsite.h"
+#include "../common/format.h"
 #include "model.h"
 
 /* Parsing state: the first error wins and stops the load. */
@@ -187,7 +188,7 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
         for (size_t j = 0; j < st->nframes && !c->failed; j++) {
             json_t *f = json_array_get(fr, j);
             if (!json_is_object(f)) { fail(c, "stacks[%zu].frames[%zu] is not an object", i, j); return; }
-            struct vm_frame *m = &st->frames[j];
+            struct vt_frame *m = &st->frames[j];
             m->function = str(c, f, "function", 1, "frame");
             m->file = str(c, f, "file", 1, "frame");
             m->module = str(c, f, "module", 1, "frame");
@@ -204,13 +205,7 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
                 free(dm);
             }
         }
-        /* The call site: the innermost Python frame, else the innermost
-         * frame outside the CUDA driver and runtime. */
-        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
-            if (st->frames[j].python) st->site = (int)j;
-        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
-            if (!vt_cuda_frame(st->frames[j].module, st->frames[j].function)) st->site = (int)j;
-        if (st->site < 0 && st->nframes > 0) st->site = 0;
+        st->site = vt_site_index(st->frames, st->nframes);
     }
 }
 
@@ -550,38 +545,15 @@ static const char *base(const char *path) {
     return s ? s + 1 : path;
 }
 
-/* A label cut by snprintf ends at a whole UTF-8 character, so that it stays
- * valid UTF-8 for the JSON, HTML and pickle writers (the model's strings
- * are; a cut one might end inside a character). */
-static const char *whole_chars(char *buf, size_t size) {
-    size_t n = strlen(buf);
-    if (size == 0 || n + 1 < size) return buf;
-    size_t i = n;
-    while (i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80) i--;
-    if (i == 0) return buf;
-    unsigned char lead = (unsigned char)buf[i - 1];
-    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-    if (n - (i - 1) < want) buf[i - 1] = '\0';
-    return buf;
-}
-
-const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
+const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
     if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
     else if (f->function) snprintf(buf, size, "%s", f->function);
     else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return whole_chars(buf, size);
+    return vt_utf8_whole(buf, size);
 }
 
-const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
-    const char *fn = f->function ? f->function : "??";
-    if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
-    else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, base(f->module), f->offset);
-    else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
-    return whole_chars(buf, size);
-}
-
-const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack) {
+const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
     if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
     return &d->stacks[stack].frames[d->stacks[stack].site];
 }

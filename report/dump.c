@@ -168,7 +168,7 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
             vt_json_string(f, fr ? fr->function : NULL);
             fputs(",\"file\":", f);
             vt_json_string(f, fr ? fr->file : NULL);
-            fprintf(f, ",\"line\":%d,\"module\":", fr ? fr->line : 0);
+            fprintf(f, ",\"line\":%ld,\"module\":", fr ? fr->line : 0L);
             vt_json_string(f, fr ? fr->module : NULL);
             fputs(",\"offset\":", f);
             hex(f, fr ? fr->offset : 0);

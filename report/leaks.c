@@ -131,9 +131,9 @@ static int by_bytes(const void *a, const void *b) {
  * address: "#N in function file.py:line". */
 static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
     if (fr->python) fprintf(f, "    #%zu in %s", i, fr->function ? fr->function : "??");
-    else fprintf(f, "    #%zu 0x%" PRIxPTR " in %s", i, fr->address, fr->function ? fr->function : "??");
-    if (fr->file) fprintf(f, " %s:%d", fr->file, fr->line);
-    else if (fr->module) fprintf(f, " (%s+0x%" PRIxPTR ")", fr->module, fr->offset);
+    else fprintf(f, "    #%zu 0x%" PRIx64 " in %s", i, fr->address, fr->function ? fr->function : "??");
+    if (fr->file) fprintf(f, " %s:%ld", fr->file, fr->line);
+    else if (fr->module) fprintf(f, " (%s+0x%" PRIx64 ")", fr->module, fr->offset);
     fputc('\n', f);
 }
 

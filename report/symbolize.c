@@ -11,7 +11,6 @@
 #include <uthash.h>
 
 #include "../tracker/pystack.h"
-#include "../common/callsite.h"
 #include "symbolize.h"
 
 struct frame_entry {
@@ -142,14 +141,6 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
     return sym;
 }
 
-int vt_site_index(const struct vt_frame *frames, size_t n) {
-    for (size_t j = 0; j < n; j++)
-        if (frames[j].python) return (int)j;
-    for (size_t j = 0; j < n; j++)
-        if (!vt_cuda_frame(frames[j].module, frames[j].function)) return (int)j;
-    return n > 0 ? 0 : -1;
-}
-
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
     if (!sym || stack >= sym->nstacks || sym->site[stack] < 0 || !sym->stacks[stack])
         return NULL;
@@ -158,20 +149,11 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
     const struct vt_frame *fr = vt_call_site(sym, stack);
-    const char *fn = fr && fr->function ? fr->function : "??";
     if (!fr) {
         snprintf(buf, size, "(no stack)");
-    } else if (fr->file) {
-        snprintf(buf, size, "%s %s:%d", fn, fr->file, fr->line);
-    } else if (fr->python) {
-        snprintf(buf, size, "%s (Python)", fn);
-    } else if (fr->module) {
-        const char *m = strrchr(fr->module, '/');
-        snprintf(buf, size, "%s (%s+0x%" PRIxPTR ")", fn, m ? m + 1 : fr->module, fr->offset);
-    } else {
-        snprintf(buf, size, "%s 0x%" PRIxPTR, fn, fr->address);
+        return buf;
     }
-    return buf;
+    return vt_frame_where(fr, buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {
