@@ -25,9 +25,9 @@ LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 # their symbols).
 LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
-# common/ is what the library and the CLI both compile: the call-site rule
-# and the byte and JSON formatting.
-COMMON_C := common/callsite.c common/format.c
+# common/ is what the library and the CLI both compile: the call-site rule,
+# the byte and JSON formatting, the settings table.
+COMMON_C := common/callsite.c common/format.c common/options.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
@@ -37,7 +37,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
-           $(COMMON_C) tracker/options.c
+           $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
