@@ -26,8 +26,8 @@ LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
-# the byte and JSON formatting, the settings table.
-COMMON_C := common/callsite.c common/format.c common/options.c
+# the byte and JSON formatting, the settings table, the capped warning.
+COMMON_C := common/callsite.c common/format.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
@@ -198,6 +198,12 @@ $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
 
+# common/ (warnings, the call-site rule) with the dump that carries its count.
+$(T)/unit_common: tests/unit/test_common.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ tests/unit/test_common.c $(UNIT_SRC) $(UNIT_LIBS)
+
 $(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -243,8 +249,9 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
+	$(T)/unit_common
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
 	$(T)/stack/test_stack

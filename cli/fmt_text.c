@@ -160,6 +160,9 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " %s\n",
                 B(t->imported_live_bytes, a), t->imported_live_count,
                 vr_plural(t->imported_live_count, "mapping", "mappings"));
+    if (t->records_lost)
+        fprintf(f, "incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n",
+                t->records_lost, vr_plural(t->records_lost, "record", "records"));
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);

@@ -5,6 +5,7 @@
 #include "analysis.h"
 #include "dump.h"
 #include "../common/format.h"
+#include "../common/warn.h"
 
 #define U64 "%" PRIu64
 
@@ -44,10 +45,10 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
     fprintf(f, "\"totals\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
                ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64
-               ",\"unknown_frees\":" U64 ",\"missed\":" U64 "},\n",
+               ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 "},\n",
             t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
             t->alloc_count, t->free_count, t->failed_count, t->oom_count,
-            t->unknown_frees, t->missed);
+            t->unknown_frees, t->missed, vt_records_lost_count());
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);

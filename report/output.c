@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
 #include "../tracker/pystack.h"
@@ -96,8 +97,8 @@ static void warn_once(int *flag, const char *what, const char *path, const char 
     if (*flag) return;
     *flag = 1;
     size_t n = strlen(path);
-    fprintf(stderr, "vramtrace: warning: cannot write %s %.*s%s: %s\n", what, n > 200 ? 200 : (int)n, path,
-            n > 200 ? "..." : "", why ? why : strerror(errno));
+    vt_warn("cannot write %s %.*s%s: %s", what, n > 200 ? 200 : (int)n, path, n > 200 ? "..." : "",
+            why ? why : strerror(errno));
 }
 
 /* argv of this process, from /proc/self/cmdline. */
@@ -522,7 +523,7 @@ static int write_outputs(const char *reason, unsigned seq) {
         struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
         if (!sup && !warned_sup) {
             warned_sup = 1;
-            fprintf(stderr, "vramtrace: warning: %s; checking without suppressions\n", err);
+            vt_warn("%s; checking without suppressions", err);
         }
         /* The leak report goes where LSan's would, even with the human
          * report turned off: CI reads it. */
@@ -576,6 +577,7 @@ int vt_output_exit(void) {
         return 0;
     }
     int leaked = write_outputs("exit", 0);
+    vt_warn_summary();
     pthread_mutex_unlock(&out_lock);
     return leaked;
 }
@@ -589,6 +591,7 @@ void vt_output_signal(void) {
 
 void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
+    vt_warn_reset_child();
     image_decided = 0;
     image_suffix[0] = '\0';
     self_id.read = 0;

@@ -82,3 +82,27 @@ def layout_python_frame_without_script_named_as_in_the_post_mortem():
            f"holder row names {want!r}: {p.stdout[:3000]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def layout_report_says_what_the_process_dropped():
+    with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
+        d = json.load(f)
+    work = tempfile.mkdtemp(prefix="vt-layout-")
+    try:
+        path = os.path.join(work, "d.json")
+        for lost, line in ((3, "incomplete: 3 records dropped for lack of memory in the traced process\n"),
+                           (1, "incomplete: 1 record dropped for lack of memory in the traced process\n")):
+            d["totals"]["records_lost"] = lost
+            with open(path, "w") as f:
+                json.dump(d, f)
+            p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+            eq(p.returncode, 0, "report")
+            eq(p.stdout.count(line), 1, f"records_lost {lost}: {line!r}")
+        del d["totals"]["records_lost"]
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+        eq((p.returncode, "incomplete:" in p.stdout), (0, False), "an older dump: nothing dropped")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
