@@ -32,7 +32,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/stack.c tracker/options.c tracker/pystack.c \
            $(COMMON_C) \
-           report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c \
+           report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
