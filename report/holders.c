@@ -7,42 +7,30 @@
 
 #include "holders.h"
 
-struct group {
-    uint32_t stack;
-    struct vt_holder h;
-    UT_hash_handle hh;
-};
-
-struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
-    struct group *groups = NULL, *g, *tmp;
+struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
     *n = 0;
+    size_t ns = s->nstacks;
+    struct vt_holder *h = calloc(ns ? ns : 1, sizeof *h);
+    if (!h) return NULL;
     for (size_t i = 0; i < s->nlive; i++) {
         const struct vt_alloc *a = &s->live[i];
-        if (!vt_kind_owned_device(a->kind)) continue;
-        HASH_FIND(hh, groups, &a->stack, sizeof a->stack, g);
-        if (!g) {
-            g = calloc(1, sizeof *g);
-            if (!g) break;
-            g->stack = a->stack;
-            g->h.stack = a->stack;
-            HASH_ADD(hh, groups, stack, sizeof g->stack, g);
-        }
-        g->h.bytes += a->bytes;
-        g->h.count++;
+        if (a->stack >= ns || (device_only && !vt_kind_owned_device(a->kind))) continue;
+        h[a->stack].bytes += a->bytes;
+        h[a->stack].count++;
     }
-    size_t count = HASH_COUNT(groups);
-    struct vt_holder *out = count ? malloc(count * sizeof *out) : NULL;
     size_t k = 0;
-    HASH_ITER(hh, groups, g, tmp) {
-        if (out) out[k++] = g->h;
-        HASH_DEL(groups, g);
-        free(g);
+    for (size_t i = 0; i < ns; i++) {
+        if (h[i].count == 0) continue;
+        h[k] = h[i];
+        h[k++].stack = (uint32_t)i;
     }
-    if (!out) return NULL;
-    vt_sort_holders(out, k);
+    if (k == 0) { free(h); return NULL; }
+    vt_sort_holders(h, k);
     *n = k;
-    return out;
+    return h;
 }
+
+struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) { return vt_holders_of(s, 1, n); }
 
 struct site_group {
     char label[512];

@@ -13,6 +13,12 @@
  * Returns a malloc'd array and its length in *n; NULL when empty. */
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
 
+/* The same of every kind of memory (device_only 0: what the leak check
+ * counts) or of device memory only (1: vt_holders). An allocation whose
+ * stack is not among the snapshot's (it could not be kept) is in no
+ * group. */
+struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n);
+
 /* Holders h[0..n) (by stack) merged by call site: the stacks of one
  * vt_site_groups group are one row, their bytes and counts summed, as a
  * report's "by call site" table shows them (a Python line reached through
