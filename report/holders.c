@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "holders.h"
 
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
@@ -31,43 +29,6 @@ struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, si
 }
 
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) { return vt_holders_of(s, 1, n); }
-
-struct site_group {
-    char label[512];
-    uint32_t group;          /* the group's number */
-    UT_hash_handle hh;
-};
-
-uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
-    struct site_group *groups = NULL, *g, *tmp;
-    uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
-    uint32_t *low = malloc((nstacks ? nstacks : 1) * sizeof *low);
-    size_t k = 0;
-    for (size_t i = 0; out && low && i < nstacks; i++) {
-        if (!sym) { low[k] = (uint32_t)i; out[i] = (uint32_t)k++; continue; }
-        char label[sizeof g->label];
-        vt_site_label(sym, (uint32_t)i, label, sizeof label);
-        HASH_FIND_STR(groups, label, g);
-        if (!g) {
-            g = calloc(1, sizeof *g);
-            if (!g) { free(out); out = NULL; break; }
-            memcpy(g->label, label, sizeof label);
-            g->group = (uint32_t)k;
-            low[k++] = (uint32_t)i;
-            HASH_ADD_STR(groups, label, g);
-        }
-        out[i] = g->group;
-    }
-    HASH_ITER(hh, groups, g, tmp) {
-        HASH_DEL(groups, g);
-        free(g);
-    }
-    if (!out || !low) { free(out); free(low); return NULL; }
-    *ngroups = k;
-    if (lowest) *lowest = low;
-    else free(low);
-    return out;
-}
 
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout) {

@@ -19,6 +19,9 @@ struct vt_symbols {
     const struct vt_frame **stacks;
     uint32_t *depth;
     int *site;              /* per stack: the call-site frame, or -1 */
+    uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
+    uint32_t *group_lowest; /* per group: its lowest stack */
+    size_t ngroups;
     void *priv;
 };
 
@@ -36,5 +39,14 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
  * holder tables group by it. Writes at most size bytes into buf; returns
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);
+
+/* The call site of each of the nstacks stacks of sym, as a group number:
+ * out[stack] is the same for two stacks exactly when their vt_site_label
+ * is: the one rule by which holder tables and growth group stacks. Groups
+ * are numbered from 0 in the order of their lowest stack, and (lowest not
+ * NULL) (*lowest)[group] is that stack, a malloc'd array. Without symbols
+ * every stack is its own group. Returns a malloc'd array of nstacks
+ * numbers and the number of groups in *ngroups; NULL when memory ran out. */
+uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest);
 
 #endif
