@@ -3,8 +3,8 @@
  * Every in-process output of one snapshot (the dump, the post-mortem, the
  * exit summary) prints from one vt_analysis: the holders by stack and by
  * call site, the growing call sites, and the findings of each
- * out-of-memory failure are computed here, once per snapshot, and never
- * again by a writer. */
+ * out-of-memory failure are computed here, once per snapshot (an OOM's
+ * findings once per OOM), and never again by a writer. */
 #ifndef VT_ANALYSIS_H
 #define VT_ANALYSIS_H
 
@@ -41,8 +41,13 @@ struct vt_analysis {
  * whole run is worked out when `growth` is set (an exit or on-demand
  * dump; at an out-of-memory failure the findings speak of growth up to
  * each failure instead). Findings are worked out for every OOM of s, up to
- * VT_ANALYSED_OOMS, and for the latest. Never NULL: what memory did not allow is left empty. */
+ * VT_ANALYSED_OOMS, and for the latest; those of the first
+ * VT_ANALYSED_OOMS once in the process's life, at the first analysis
+ * after each (later ones reuse them). Never NULL: what memory did not allow is left empty. */
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth);
 void vt_analysis_free(struct vt_analysis *a);
+
+/* After fork, in the child: forget the parent's failures' findings. */
+void vt_analysis_reset_child(void);
 
 #endif

@@ -430,6 +430,7 @@ void vt_output_signal(void) {
 void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
     vt_warn_reset_child();
+    vt_analysis_reset_child();
     image_decided = 0;
     image_suffix[0] = '\0';
     self_id.read = 0;

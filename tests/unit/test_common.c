@@ -1,5 +1,6 @@
 /* test_common.c -- common/: the capped warning, the lost-records count and
- * its place in the dump, the call-site rule and label. */
+ * its place in the dump, the call-site rule and label; report/analysis.c's
+ * findings once per failure. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +108,57 @@ static void test_call_site_rule_and_label(void) {
     CHECK_STR(vt_frame_where(&bare, buf, sizeof buf), "?? 0xabc");
 }
 
+/* A caching allocator's retry: two failures of the same request with a
+ * free between them. */
+static int has_retry(const struct vt_oom_findings *f) {
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->f[i].id, "allocator_retry") == 0) return 1;
+    return 0;
+}
+
+static void test_findings_are_worked_out_once_per_oom(void) {
+    vt_analysis_reset_child();
+    struct vt_oom ooms[2];
+    memset(ooms, 0, sizeof ooms);
+    for (int i = 0; i < 2; i++) {
+        ooms[i].api = "cudaMalloc";
+        ooms[i].requested = 1 << 20;
+        ooms[i].time_ns = 1000 + 1000 * (uint64_t)i;
+    }
+    struct vt_event ev = {.time_ns = 1500, .address = 0x10, .bytes = 4096, .type = VT_EV_FREE,
+                          .kind = VT_KIND_DEVICE};
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.ooms = ooms;
+    s.nooms = 2;
+    s.events = &ev;
+    s.nevents = 1;
+    s.now_ns = 3000;
+    struct vt_analysis *a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(a->nfindings, 2);
+    CHECK_EQ(has_retry(&a->findings[0]), 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 1);
+    CHECK(a->latest == &a->findings[1]);
+    vt_analysis_free(a);
+    /* The free has left the history since: the findings stay those of
+     * the failure, not worked out again. */
+    s.nevents = 0;
+    a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 1);
+    vt_analysis_free(a);
+    /* Another failure at that index (a forked child's first) is its own. */
+    ooms[1].time_ns = 2500;
+    a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 0);
+    vt_analysis_free(a);
+    vt_analysis_reset_child();
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
     test_records_lost_are_counted_warned_and_dumped();
     test_call_site_rule_and_label();
+    test_findings_are_worked_out_once_per_oom();
     return check_report("unit_common");
 }
