@@ -92,12 +92,9 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                 B(d->peak_bytes, c), (double)d->peak_time_ns / 1e9);
     }
     if (o->procs && o->nprocs > 0) {
-        fprintf(f, "vramtrace:   other processes on this GPU (NVML):");
-        for (uint32_t i = 0; i < o->nprocs; i++)
-            fprintf(f, "%s pid %d%s%s%s %s", i ? "," : "", o->procs[i].pid, o->procs[i].name[0] ? " (" : "",
-                    o->procs[i].name, o->procs[i].name[0] ? ")" : "",
-                    o->procs[i].used_bytes == UINT64_MAX ? "?" : B(o->procs[i].used_bytes, a));
-        fputc('\n', f);
+        char procs[VT_MAX_PROCS * 96];
+        fprintf(f, "vramtrace:   other processes on this GPU (NVML):%s\n",
+                vt_procs_text(o->procs, o->nprocs, procs, sizeof procs));
     } else if (o->procs) {
         fputs("vramtrace:   other processes on this GPU (NVML): none\n", f);
     }
