@@ -30,9 +30,7 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
 /* The call site of a stack in its display form. */
 static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
     char where[1024];
-    const struct vt_frame *fr = vm_site(d, stack);
-    if (!fr) { snprintf(buf, size, "(no stack)"); return buf; }
-    return vr_safe(vt_frame_where(fr, where, sizeof where), buf, size);
+    return vr_safe(vm_site_label(d, stack, where, sizeof where), buf, size);
 }
 
 static void devices(FILE *f, const struct vm_dump *d) {

@@ -572,3 +572,7 @@ const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
     if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
     return &d->stacks[stack].frames[d->stacks[stack].site];
 }
+
+const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
+    return vt_site_name(vm_site(d, stack), buf, size);
+}

@@ -133,6 +133,9 @@ void vm_free(struct vm_dump *d);
  * "module+0xoffset", else "0xaddress". Writes into buf. */
 const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size);
 
+/* The name of a stack's call site (vt_site_name of vm_site), into buf. */
+const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size);
+
 /* The call-site frame of a stack, NULL for an empty one. */
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
 

@@ -37,3 +37,9 @@ const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size) {
     else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
     return vt_utf8_whole(buf, size);
 }
+
+const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size) {
+    if (site) return vt_frame_where(site, buf, size);
+    snprintf(buf, size, "(no stack)");
+    return buf;
+}

@@ -30,4 +30,9 @@ int vt_site_index(const struct vt_frame *frames, size_t n);
  * UTF-8 character. Writes into buf; returns buf. */
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size);
 
+/* The name of a stack's call site (vt_site_index's frame, NULL for an
+ * empty stack): its vt_frame_where, "(no stack)" for none. The one label
+ * every report gives a call site, in the library and the CLI. */
+const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size);
+
 #endif

@@ -201,12 +201,7 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
-    const struct vt_frame *fr = vt_call_site(sym, stack);
-    if (!fr) {
-        snprintf(buf, size, "(no stack)");
-        return buf;
-    }
-    return vt_frame_where(fr, buf, size);
+    return vt_site_name(vt_call_site(sym, stack), buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {

@@ -34,8 +34,7 @@ void vt_symbols_free(struct vt_symbols *sym);
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack);
 
 /* The name every in-process report gives a stack's call site: the
- * vt_frame_where of the frame vt_call_site picks, "(no stack)" for an
- * empty stack. Two stacks with the same label are the same call site: the
+ * vt_site_name of the frame vt_call_site picks. Two stacks with the same label are the same call site: the
  * holder tables group by it. Writes at most size bytes into buf; returns
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);

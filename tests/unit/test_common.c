@@ -106,6 +106,8 @@ static void test_call_site_rule_and_label(void) {
     CHECK_STR(vt_frame_where(&at, buf, 6), "f a/");   /* the cut never splits the é */
     struct vt_frame bare = {.address = 0xabc};
     CHECK_STR(vt_frame_where(&bare, buf, sizeof buf), "?? 0xabc");
+    CHECK_STR(vt_site_name(&st[1], buf, sizeof buf), "make (train+0x1f)");
+    CHECK_STR(vt_site_name(NULL, buf, sizeof buf), "(no stack)");
 }
 
 /* A caching allocator's retry: two failures of the same request with a
