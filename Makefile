@@ -27,20 +27,23 @@ LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 # their symbols).
 LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
+# common/ is what the library and the CLI both compile: the call-site rule,
+# the byte and JSON formatting, the settings table, the capped warning.
+COMMON_C := common/callsite.c common/format.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
-           report/symbolize.c report/callsite.c report/format.c report/holders.c \
-           report/dump.c report/postmortem.c report/output.c \
-           report/leaks.c report/growth.c report/findings.c
+           $(COMMON_C) \
+           report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
+           report/leaks.c report/growth.c report/findings.c report/analysis.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
-CLI_C   := report/cli.c report/cmd_run.c report/cmd_report.c report/cmd_diff.c report/reporters.c report/model.c report/callsite.c \
-           report/format.c report/fmt_text.c report/fmt_json.c report/fmt_folded.c \
-           report/fmt_html.c report/fmt_torch.c report/sha256.c tracker/options.c
+CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
+           cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
+           $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
-HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h)
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
 
@@ -254,13 +257,19 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-            tracker/options.c tracker/pystack.c report/format.c report/holders.c \
-            report/dump.c report/symbolize.c report/callsite.c report/leaks.c report/growth.c report/findings.c
+            tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
+            report/dump.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
+
+# common/ (warnings, the call-site rule) with the dump that carries its count.
+$(T)/unit_common: tests/unit/test_common.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ tests/unit/test_common.c $(UNIT_SRC) $(UNIT_LIBS)
 
 $(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
@@ -308,8 +317,9 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
+	$(T)/unit_common
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
 	$(T)/stack/test_stack
@@ -380,9 +390,9 @@ bench: deps all $(BENCH)/bench_alloc sim
 # (the golden dumps); `make test` replays the seeds and every input that
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
-FUZZ_SRC := tests/fuzz/fuzz_dump.c report/model.c report/reporters.c report/callsite.c report/format.c \
-            report/fmt_text.c report/fmt_json.c report/fmt_folded.c report/fmt_html.c report/fmt_torch.c \
-            report/sha256.c
+FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/reporters.c $(COMMON_C) \
+            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
+            cli/sha256.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
 	@mkdir -p $(B)/fuzz

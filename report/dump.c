@@ -2,10 +2,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "analysis.h"
 #include "dump.h"
-#include "findings.h"
-#include "format.h"
-#include "holders.h"
+#include "../common/format.h"
+#include "../common/warn.h"
 
 #define U64 "%" PRIu64
 
@@ -45,10 +45,10 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
     fprintf(f, "\"totals\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
                ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64
-               ",\"unknown_frees\":" U64 ",\"missed\":" U64 "},\n",
+               ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 "},\n",
             t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
             t->alloc_count, t->free_count, t->failed_count, t->oom_count,
-            t->unknown_frees, t->missed);
+            t->unknown_frees, t->missed, vt_records_lost_count());
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
@@ -64,23 +64,21 @@ static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, cons
     fputc(']', f);
 }
 
-static void write_findings(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym) {
-    struct vt_finding fs[VT_MAX_FINDINGS];
-    int n = vt_findings(s, i, sym, fs);
+static void write_findings(FILE *f, const struct vt_oom_findings *fs) {
     fputs(",\"findings\":[", f);
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < fs->n; k++) {
         fputs(k ? ",{\"id\":" : "{\"id\":", f);
-        vt_json_string(f, fs[k].id);
+        vt_json_string(f, fs->f[k].id);
         fputs(",\"finding\":", f);
-        vt_json_string(f, fs[k].text);
+        vt_json_string(f, fs->f[k].text);
         fputs(",\"next\":", f);
-        vt_json_string(f, fs[k].next);
+        vt_json_string(f, fs->f[k].next);
         fputc('}', f);
     }
     fputc(']', f);
 }
 
-static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
+static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
         const struct vt_oom *o = &s->ooms[i];
@@ -111,21 +109,18 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         } else {
             fputs("null", f);
         }
-        if (i < 64) write_findings(f, s, i, sym);
+        if (i < an->nfindings) write_findings(f, &an->findings[i]);
         fputc('}', f);
     }
     fputs("],\n", f);
 }
 
-static void write_holders(FILE *f, const struct vt_snapshot *s) {
-    size_t n = 0;
-    struct vt_holder *h = vt_holders(s, &n);
+static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     fputs("\"holders\":", f);
-    write_holder_list(f, h, n, "\n ");
+    write_holder_list(f, an->holders, an->nholders, "\n ");
     fputs(",\n\"peak_holders\":", f);
     write_holder_list(f, s->peak_holders, s->npeak_holders, "\n ");
     fputs(",\n", f);
-    free(h);
 }
 
 static void write_live(FILE *f, const struct vt_snapshot *s) {
@@ -174,7 +169,7 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
             vt_json_string(f, fr ? fr->function : NULL);
             fputs(",\"file\":", f);
             vt_json_string(f, fr ? fr->file : NULL);
-            fprintf(f, ",\"line\":%d,\"module\":", fr ? fr->line : 0);
+            fprintf(f, ",\"line\":%ld,\"module\":", fr ? fr->line : 0L);
             vt_json_string(f, fr ? fr->module : NULL);
             fputs(",\"offset\":", f);
             hex(f, fr ? fr->offset : 0);
@@ -188,7 +183,7 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
 }
 
 int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                  const struct vt_dump_meta *m) {
+                  const struct vt_analysis *an, const struct vt_dump_meta *m) {
     fputs("{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":", f);
     vt_json_string(f, m->reason);
     fprintf(f, ",\"pid\":%d,", m->pid);
@@ -209,11 +204,11 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 (m->python_version >> 8) & 0xff);
     write_devices(f, s);
     write_totals(f, s);
-    write_ooms(f, s, sym);
-    write_holders(f, s);
+    write_ooms(f, s, an);
+    write_holders(f, s, an);
     fputs("\"growing\":[", f);
-    for (size_t i = 0; i < m->ngrowth; i++) {
-        const struct vt_growth *g = &m->growth[i];
+    for (size_t i = 0; i < an->ngrowth; i++) {
+        const struct vt_growth *g = &an->growth[i];
         struct vt_growth_rate r = vt_growth_rate(g);
         fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
                    ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"last_ns\":" U64

@@ -21,8 +21,6 @@ struct vt_dump_meta {
     char **argv;
     const char *host;
     int rank, local_rank;
-    const struct vt_growth *growth;   /* growing call sites, or NULL */
-    size_t ngrowth;
     unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */
     /* What tells this process from another of the same pid (an earlier
      * container's pid 1): the boot and the start time in clock ticks since
@@ -31,9 +29,12 @@ struct vt_dump_meta {
     unsigned long long process_start;
 };
 
+struct vt_analysis;
+
 /* Write the dump of snapshot `s` (live allocations sorted largest first
- * by the caller) to f. Returns 0, or -1 when a write failed. */
+ * by the caller), with its symbols and its analysis (vt_analyse of the
+ * same s and sym), to f. Returns 0, or -1 when a write failed. */
 int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                  const struct vt_dump_meta *meta);
+                  const struct vt_analysis *an, const struct vt_dump_meta *meta);
 
 #endif

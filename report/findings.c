@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "findings.h"
-#include "format.h"
+#include "../common/format.h"
 #include "holders.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
@@ -41,6 +41,20 @@ static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, 
         }
     }
     return *nfreed > 0;
+}
+
+const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, size_t size) {
+    size_t k = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && k < size; i++) {
+        const struct vt_proc *p = &procs[i];
+        char b[32];
+        int w = snprintf(buf + k, size - k, "%s pid %d%s%s%s %s", i ? "," : "", p->pid, p->name[0] ? " (" : "",
+                         p->name, p->name[0] ? ")" : "", p->used_bytes == UINT64_MAX ? "?" : B(p->used_bytes, b));
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+    return buf;
 }
 
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
@@ -90,12 +104,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         struct vt_finding *f = add(out, &n, "other_processes");
         int k = snprintf(f->text, sizeof f->text, "other processes hold %s (%.0f%% of the device):", B(others, a),
                          PCT(others, total));
-        for (uint32_t i = 0; i < o->nprocs && i < 4 && k > 0 && (size_t)k < sizeof f->text; i++) {
-            const struct vt_proc *p = &o->procs[i];
-            k += snprintf(f->text + k, sizeof f->text - (size_t)k, "%s pid %d%s%s%s %s", i ? "," : "", p->pid,
-                          p->name[0] ? " (" : "", p->name, p->name[0] ? ")" : "",
-                          p->used_bytes == UINT64_MAX ? "?" : B(p->used_bytes, b));
-        }
+        if (k > 0 && (size_t)k < sizeof f->text)
+            vt_procs_text(o->procs, o->nprocs < 4 ? o->nprocs : 4, f->text + k, sizeof f->text - (size_t)k);
         snprintf(f->next, sizeof f->next,
                  "stop pid %d or run on a free GPU (CUDA_VISIBLE_DEVICES); without them %s would be free",
                  big->pid, B(others + freeb, c));

@@ -31,6 +31,11 @@ struct vt_finding {
     char next[640];   /* one concrete next step */
 };
 
+/* " pid 12 (python) 3.00 GiB, pid 40 ?": the other processes of an OOM as
+ * every in-process report lists them (n of them; "?" where NVML did not
+ * say). Writes into buf, cut to size; returns buf. */
+const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, size_t size);
+
 /* The findings for OOM number `index` of s. Returns how many were written
  * to out. */
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,

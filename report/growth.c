@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "../common/format.h"
 #include "growth.h"
 #include "holders.h"
 

@@ -3,83 +3,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "holders.h"
 
-struct group {
-    uint32_t stack;
-    struct vt_holder h;
-    UT_hash_handle hh;
-};
-
-struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) {
-    struct group *groups = NULL, *g, *tmp;
+struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
     *n = 0;
+    size_t ns = s->nstacks;
+    struct vt_holder *h = calloc(ns ? ns : 1, sizeof *h);
+    if (!h) return NULL;
     for (size_t i = 0; i < s->nlive; i++) {
         const struct vt_alloc *a = &s->live[i];
-        if (!vt_kind_owned_device(a->kind)) continue;
-        HASH_FIND(hh, groups, &a->stack, sizeof a->stack, g);
-        if (!g) {
-            g = calloc(1, sizeof *g);
-            if (!g) break;
-            g->stack = a->stack;
-            g->h.stack = a->stack;
-            HASH_ADD(hh, groups, stack, sizeof g->stack, g);
-        }
-        g->h.bytes += a->bytes;
-        g->h.count++;
+        if (a->stack >= ns || (device_only && !vt_kind_owned_device(a->kind))) continue;
+        h[a->stack].bytes += a->bytes;
+        h[a->stack].count++;
     }
-    size_t count = HASH_COUNT(groups);
-    struct vt_holder *out = count ? malloc(count * sizeof *out) : NULL;
     size_t k = 0;
-    HASH_ITER(hh, groups, g, tmp) {
-        if (out) out[k++] = g->h;
-        HASH_DEL(groups, g);
-        free(g);
+    for (size_t i = 0; i < ns; i++) {
+        if (h[i].count == 0) continue;
+        h[k] = h[i];
+        h[k++].stack = (uint32_t)i;
     }
-    if (!out) return NULL;
-    vt_sort_holders(out, k);
+    if (k == 0) { free(h); return NULL; }
+    vt_sort_holders(h, k);
     *n = k;
-    return out;
+    return h;
 }
 
-struct site_group {
-    char label[512];
-    uint32_t group;          /* the group's number */
-    UT_hash_handle hh;
-};
-
-uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
-    struct site_group *groups = NULL, *g, *tmp;
-    uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
-    uint32_t *low = malloc((nstacks ? nstacks : 1) * sizeof *low);
-    size_t k = 0;
-    for (size_t i = 0; out && low && i < nstacks; i++) {
-        if (!sym) { low[k] = (uint32_t)i; out[i] = (uint32_t)k++; continue; }
-        char label[sizeof g->label];
-        vt_site_label(sym, (uint32_t)i, label, sizeof label);
-        HASH_FIND_STR(groups, label, g);
-        if (!g) {
-            g = calloc(1, sizeof *g);
-            if (!g) { free(out); out = NULL; break; }
-            memcpy(g->label, label, sizeof label);
-            g->group = (uint32_t)k;
-            low[k++] = (uint32_t)i;
-            HASH_ADD_STR(groups, label, g);
-        }
-        out[i] = g->group;
-    }
-    HASH_ITER(hh, groups, g, tmp) {
-        HASH_DEL(groups, g);
-        free(g);
-    }
-    if (!out || !low) { free(out); free(low); return NULL; }
-    *ngroups = k;
-    if (lowest) *lowest = low;
-    else free(low);
-    return out;
-}
+struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) { return vt_holders_of(s, 1, n); }
 
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout) {

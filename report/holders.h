@@ -13,6 +13,12 @@
  * Returns a malloc'd array and its length in *n; NULL when empty. */
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
 
+/* The same of every kind of memory (device_only 0: what the leak check
+ * counts) or of device memory only (1: vt_holders). An allocation whose
+ * stack is not among the snapshot's (it could not be kept) is in no
+ * group. */
+struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n);
+
 /* Holders h[0..n) (by stack) merged by call site: the stacks of one
  * vt_site_groups group are one row, their bytes and counts summed, as a
  * report's "by call site" table shows them (a Python line reached through
@@ -23,15 +29,6 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
  * NULL when n is 0 or memory ran out. */
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout);
-
-/* The call site of each of the nstacks stacks of sym, as a group number:
- * out[stack] is the same for two stacks exactly when their vt_site_label
- * is: the one rule by which holder tables and growth group stacks. Groups
- * are numbered from 0 in the order of their lowest stack, and (lowest not
- * NULL) (*lowest)[group] is that stack, a malloc'd array. Without symbols
- * every stack is its own group. Returns a malloc'd array of nstacks
- * numbers and the number of groups in *ngroups; NULL when memory ran out. */
-uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest);
 
 /* Sort holders largest first (ties: more allocations, then lower stack). */
 void vt_sort_holders(struct vt_holder *h, size_t n);

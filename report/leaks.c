@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
+#include "holders.h"
 #include "leaks.h"
 
 struct rule {
@@ -114,45 +116,25 @@ static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symb
     return -1;
 }
 
-struct group {
-    uint32_t stack;
-    uint64_t bytes, count;
-};
-
-static int by_bytes(const void *a, const void *b) {
-    const struct group *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    if (x->count != y->count) return x->count < y->count ? 1 : -1;
-    return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 /* One frame as LeakSanitizer prints it: "#N 0xADDR in function file:line"
  * or "#N 0xADDR in function (module+0xoffset)". A Python frame has no
  * address: "#N in function file.py:line". */
 static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
     if (fr->python) fprintf(f, "    #%zu in %s", i, fr->function ? fr->function : "??");
-    else fprintf(f, "    #%zu 0x%" PRIxPTR " in %s", i, fr->address, fr->function ? fr->function : "??");
-    if (fr->file) fprintf(f, " %s:%d", fr->file, fr->line);
-    else if (fr->module) fprintf(f, " (%s+0x%" PRIxPTR ")", fr->module, fr->offset);
+    else fprintf(f, "    #%zu 0x%" PRIx64 " in %s", i, fr->address, fr->function ? fr->function : "??");
+    if (fr->file) fprintf(f, " %s:%ld", fr->file, fr->line);
+    else if (fr->module) fprintf(f, " (%s+0x%" PRIx64 ")", fr->module, fr->offset);
     fputc('\n', f);
 }
 
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                                      struct vt_suppressions *sup, int pid) {
     struct vt_leak_result res = {0, 0, 0, 0};
-    size_t ns = s->nstacks;
-    struct group *g = calloc(ns ? ns : 1, sizeof *g);
-    if (!g) return res;
-    for (size_t i = 0; i < ns; i++) g[i].stack = (uint32_t)i;
-    for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_alloc *a = &s->live[i];
-        if (a->stack >= ns) continue;
-        g[a->stack].bytes += a->bytes;
-        g[a->stack].count++;
-    }
+    size_t ns = 0;
+    struct vt_holder *g = vt_holders_of(s, 0, &ns);
+    if (!g && s->nlive) vt_records_lost("the leak report");
     size_t ng = 0;
     for (size_t i = 0; i < ns; i++) {
-        if (g[i].count == 0) continue;
         int r = suppressed_by(sup, sym, g[i].stack);
         if (r >= 0) {
             sup->rules[r].count += g[i].count;
@@ -165,7 +147,6 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
         res.bytes += g[i].bytes;
         res.count += g[i].count;
     }
-    qsort(g, ng, sizeof *g, by_bytes);
     if (ng > 0) {
         fprintf(f, "\n=================================================================\n"
                    "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);

@@ -12,13 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
 #include "../tracker/pystack.h"
+#include "analysis.h"
 #include "dump.h"
-#include "growth.h"
 #include "holders.h"
 #include "leaks.h"
+#include "outfile.h"
 #include "output.h"
 #include "postmortem.h"
 #include "symbolize.h"
@@ -96,8 +98,8 @@ static void warn_once(int *flag, const char *what, const char *path, const char 
     if (*flag) return;
     *flag = 1;
     size_t n = strlen(path);
-    fprintf(stderr, "vramtrace: warning: cannot write %s %.*s%s: %s\n", what, n > 200 ? 200 : (int)n, path,
-            n > 200 ? "..." : "", why ? why : strerror(errno));
+    vt_warn("cannot write %s %.*s%s: %s", what, n > 200 ? 200 : (int)n, path, n > 200 ? "..." : "",
+            why ? why : strerror(errno));
 }
 
 /* argv of this process, from /proc/self/cmdline. */
@@ -242,179 +244,17 @@ static void shown_path(const char *path, char *out, size_t size) {
     snprintf(out, size, "%s", path);
 }
 
-/* ------------------------------------------------ opening the files */
+/* What goes into the dump file (vt_file_write_whole's fill). */
+struct dump_parts {
+    const struct vt_snapshot *s;
+    const struct vt_symbols *sym;
+    const struct vt_analysis *an;
+    const struct vt_dump_meta *meta;
+};
 
-/* Every output file is opened here by these rules: the last component of
- * the path is never followed when it is a symbolic link; a FIFO never
- * blocks the process (no reader: the output is skipped); a regular file or
- * a FIFO of another user is refused (they could read it, or planted it); a
- * character device is written into (/dev/null; only root makes one);
- * anything else is refused. A new file is created O_EXCL, mode 0600. */
-
-/* Why the node st may not be written, or NULL. */
-static const char *refusal(const struct stat *st) {
-    if (S_ISLNK(st->st_mode)) return "it is a symbolic link (not followed)";
-    if (S_ISCHR(st->st_mode)) return NULL;
-    if (S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode))
-        return st->st_uid == geteuid() ? NULL : "it belongs to another user";
-    return "it is not a regular file, a FIFO or a character device";
-}
-
-/* Open the directory holding path (O_PATH) and point *base at the last
- * component. Returns the descriptor, or -1 with errno. */
-static int open_dir_of(const char *path, const char **base) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        *base = path;
-        return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    }
-    *base = slash + 1;
-    if (!**base) {
-        errno = EISDIR;
-        return -1;
-    }
-    char dir[PATH_MAX];
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
-static int close_keep_errno(int fd) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-}
-
-/* Open the existing node base (in dirfd) to write into it in place, with
- * `flags` (O_APPEND or 0) added. Checked before the open (opening some
- * devices does something) and after it (the same node). O_NONBLOCK is
- * cleared once open, so that writes are whole. Returns the descriptor, or
- * -1 with errno or *why. */
-static int open_existing(int dirfd, const char *base, int flags, const char **why) {
-    struct stat before, st;
-    if (fstatat(dirfd, base, &before, AT_SYMLINK_NOFOLLOW) != 0) return -1;
-    if ((*why = refusal(&before))) return -1;
-    int fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
-    if (fd < 0) {
-        if (errno == ELOOP) *why = "it is a symbolic link (not followed)";
-        else if (errno == ENXIO && S_ISFIFO(before.st_mode)) *why = "it is a FIFO with no reader";
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) return close_keep_errno(fd);
-    if (st.st_dev != before.st_dev || st.st_ino != before.st_ino) *why = "it was replaced while opened";
-    else *why = refusal(&st);
-    int fl = *why ? -1 : fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) return close_keep_errno(fd);
-    return fd;
-}
-
-/* The report file: appended to, created when new. */
-static int open_report_fd(const char *path, const char **why) {
-    const char *base;
-    int dirfd = open_dir_of(path, &base);
-    if (dirfd < 0) return -1;
-    int fd = -1;
-    for (int tries = 0; tries < 4; tries++) {
-        fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-                    0600);
-        if (fd >= 0 || errno != EEXIST) break;
-        fd = open_existing(dirfd, base, O_APPEND, why);
-        if (fd >= 0 || *why || errno != ENOENT) break; /* ENOENT: removed between the two */
-    }
-    int e = errno;
-    close(dirfd);
-    errno = e;
-    return fd;
-}
-
-/* Put the written temporary file tmp at base, both in dirfd: over a
- * regular file of this user, or where nothing is, without replacing what
- * appears there meanwhile. Returns 0, or -1 with errno or *why. */
-static int place_dump(int dirfd, const char *tmp, const char *base, const char **why) {
-    for (int tries = 0; tries < 4; tries++) {
-        struct stat st;
-        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-            if ((*why = refusal(&st))) return -1;
-            if (!S_ISREG(st.st_mode)) {
-                *why = "it stopped being a regular file while the dump was written";
-                return -1;
-            }
-            return renameat(dirfd, tmp, dirfd, base);
-        }
-        if (errno != ENOENT) return -1;
-        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
-        if (errno == EEXIST) continue;
-        if (errno != EINVAL && errno != ENOSYS) return -1;
-        /* A file system without RENAME_NOREPLACE: a hard link does not
-         * replace either. */
-        if (linkat(dirfd, tmp, dirfd, base, 0) == 0) return unlinkat(dirfd, tmp, 0);
-        if (errno == EEXIST) continue;
-        if (errno != EPERM && errno != EOPNOTSUPP) return -1;
-        return renameat(dirfd, tmp, dirfd, base);
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-static int dump_to(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                   const struct vt_dump_meta *meta) {
-    int rc = vt_dump_write(f, s, sym, meta);
-    if (fclose(f) != 0) rc = -1;
-    return rc;
-}
-
-/* The dump through a temporary file beside it, renamed into place. */
-static int replace_dump(int dirfd, const char *base, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                        const struct vt_dump_meta *meta, const char **why) {
-    /* The temporary name: the dump's, cut to fit NAME_MAX, and the pid. */
-    char tmp[NAME_MAX + 1], suffix[32];
-    snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
-    size_t keep = strlen(base);
-    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
-    snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
-    unlinkat(dirfd, tmp, 0);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    int rc = f ? dump_to(f, s, sym, meta) : close_keep_errno(fd);
-    if (rc == 0) rc = place_dump(dirfd, tmp, base, why);
-    if (rc != 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        errno = e;
-    }
-    return rc;
-}
-
-/* Write the dump to path (shorter than PATH_MAX): into a FIFO or a
- * character device in place, else through a temporary file and a rename,
- * so that the dump is whole or absent. Returns 0, or -1 with errno or
- * *why. */
-static int write_dump(const char *path, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                      const struct vt_dump_meta *meta, const char **why) {
-    const char *base;
-    int dirfd = open_dir_of(path, &base);
-    if (dirfd < 0) return -1;
-    int rc = -1;
-    struct stat st;
-    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if ((*why = refusal(&st))) {
-            rc = -1;
-        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-            int fd = open_existing(dirfd, base, 0, why);
-            FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-            if (f) rc = dump_to(f, s, sym, meta);
-            else if (fd >= 0) close_keep_errno(fd);
-        } else {
-            rc = replace_dump(dirfd, base, s, sym, meta, why);
-        }
-    } else if (errno == ENOENT) {
-        rc = replace_dump(dirfd, base, s, sym, meta, why);
-    }
-    close_keep_errno(dirfd);
-    return rc;
+static int fill_dump(FILE *f, void *arg) {
+    const struct dump_parts *d = arg;
+    return vt_dump_write(f, d->s, d->sym, d->an, d->meta);
 }
 
 /* The human report's stream: stderr, none ("off"), or the file at path
@@ -426,10 +266,8 @@ static FILE *open_report(const char *path, int *close_it) {
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
     if (!path) return NULL;
     const char *why = NULL;
-    int fd = open_report_fd(path, &why);
-    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    FILE *f = vt_file_open_report(path, &why);
     if (!f) {
-        if (fd >= 0) close_keep_errno(fd);
         warn_once(&warned_report, "the report to", path, why);
         return NULL;
     }
@@ -488,9 +326,9 @@ static int write_outputs(const char *reason, unsigned seq) {
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
     };
-    struct vt_growth *growth = NULL;
-    if (strcmp(reason, "oom") != 0) growth = vt_find_growth(s, sym, s->now_ns, &meta.ngrowth);
-    meta.growth = growth;
+    /* Growth over the whole run is for exit and on-demand dumps: at an
+     * out-of-memory failure each failure's findings speak of it. */
+    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0);
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
@@ -503,7 +341,8 @@ static int write_outputs(const char *reason, unsigned seq) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
         } else {
             shown_path(path, shown, sizeof shown);
-            if (write_dump(path, s, sym, &meta, &why) == 0) dump_path = shown;
+            struct dump_parts parts = {s, sym, an, &meta};
+            if (vt_file_write_whole(path, fill_dump, &parts, &why) == 0) dump_path = shown;
             else warn_once(&warned_dump, "the dump to", shown, why);
         }
     }
@@ -522,7 +361,7 @@ static int write_outputs(const char *reason, unsigned seq) {
         struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
         if (!sup && !warned_sup) {
             warned_sup = 1;
-            fprintf(stderr, "vramtrace: warning: %s; checking without suppressions\n", err);
+            vt_warn("%s; checking without suppressions", err);
         }
         /* The leak report goes where LSan's would, even with the human
          * report turned off: CI reads it. */
@@ -532,16 +371,16 @@ static int write_outputs(const char *reason, unsigned seq) {
         vt_suppressions_free(sup);
     } else if (f) {
         if (strcmp(reason, "oom") == 0)
-            vt_postmortem_oom(f, s, sym, &meta, dump_path, vt_opt.top);
+            vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
         else if (strcmp(reason, "signal") == 0)
             fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
                     dump_path ? dump_path : "(not written)");
         else
-            vt_postmortem_exit(f, s, sym, &meta, dump_path, vt_opt.top);
+            vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top);
         fflush(f);
     }
     if (f && close_it) fclose(f);
-    free(growth);
+    vt_analysis_free(an);
     vt_symbols_free(sym);
     vt_snapshot_free(s);
     vt_sigpipe_release(&hold);
@@ -576,6 +415,7 @@ int vt_output_exit(void) {
         return 0;
     }
     int leaked = write_outputs("exit", 0);
+    vt_warn_summary();
     pthread_mutex_unlock(&out_lock);
     return leaked;
 }
@@ -589,6 +429,8 @@ void vt_output_signal(void) {
 
 void vt_output_reset_child(void) {
     pthread_mutex_init(&out_lock, NULL);
+    vt_warn_reset_child();
+    vt_analysis_reset_child();
     image_decided = 0;
     image_suffix[0] = '\0';
     self_id.read = 0;

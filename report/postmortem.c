@@ -3,19 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "holders.h"
-#include "findings.h"
+#include "../common/format.h"
+#include "analysis.h"
 #include "postmortem.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 
 static void holders_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                          int top) {
-    size_t nstacks = 0, n = 0;
-    struct vt_holder *by_stack = vt_holders(s, &nstacks);
-    struct vt_holder *h = vt_holders_by_site(by_stack, nstacks, sym, &n);
-    free(by_stack);
+                          const struct vt_analysis *an, int top) {
+    size_t n = an->nby_site;
+    const struct vt_holder *h = an->by_site;
     if (n == 0) { fputs("vramtrace:   no device memory is live\n", f); return; }
     fprintf(f, "vramtrace: largest holders by call site (%zu call site%s):\n", n,
             n == 1 ? "" : "s");
@@ -26,7 +23,6 @@ static void holders_table(FILE *f, const struct vt_snapshot *s, const struct vt_
         fprintf(f, "vramtrace:   %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", B(h[i].bytes, b), pct,
                 h[i].count, h[i].count == 1 ? " " : "s", site);
     }
-    free(h);
 }
 
 static void live_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
@@ -50,13 +46,12 @@ static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
 }
 
 /* What the numbers at this failure say, most likely first. */
-static void findings(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
-    struct vt_finding fs[VT_MAX_FINDINGS];
-    int n = vt_findings(s, s->nooms - 1, sym, fs);
-    if (n == 0) return;
+static void findings(FILE *f, const struct vt_analysis *an) {
+    const struct vt_oom_findings *fs = an->latest;
+    if (!fs || fs->n == 0) return;
     fputs("vramtrace: what the numbers say, most likely first:\n", f);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "vramtrace:   %d. %s\nvramtrace:      next: %s\n", i + 1, fs[i].text, fs[i].next);
+    for (int i = 0; i < fs->n; i++)
+        fprintf(f, "vramtrace:   %d. %s\nvramtrace:      next: %s\n", i + 1, fs->f[i].text, fs->f[i].next);
 }
 
 static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
@@ -66,7 +61,8 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
 }
 
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                       const struct vt_dump_meta *m, const char *dump_path, int top) {
+                       const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
+                       int top) {
     if (s->nooms == 0) return;
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
     char a[32], b[32], c[32], site[512];
@@ -96,26 +92,24 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                 B(d->peak_bytes, c), (double)d->peak_time_ns / 1e9);
     }
     if (o->procs && o->nprocs > 0) {
-        fprintf(f, "vramtrace:   other processes on this GPU (NVML):");
-        for (uint32_t i = 0; i < o->nprocs; i++)
-            fprintf(f, "%s pid %d%s%s%s %s", i ? "," : "", o->procs[i].pid, o->procs[i].name[0] ? " (" : "",
-                    o->procs[i].name, o->procs[i].name[0] ? ")" : "",
-                    o->procs[i].used_bytes == UINT64_MAX ? "?" : B(o->procs[i].used_bytes, a));
-        fputc('\n', f);
+        char procs[VT_MAX_PROCS * 96];
+        fprintf(f, "vramtrace:   other processes on this GPU (NVML):%s\n",
+                vt_procs_text(o->procs, o->nprocs, procs, sizeof procs));
     } else if (o->procs) {
         fputs("vramtrace:   other processes on this GPU (NVML): none\n", f);
     }
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
-    holders_table(f, s, sym, top);
+    holders_table(f, s, sym, an, top);
     live_table(f, s, sym, top);
-    findings(f, s, sym);
+    findings(f, an);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
 }
 
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                        const struct vt_dump_meta *m, const char *dump_path, int top) {
+                        const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
+                        int top) {
     const struct vt_totals *t = &s->totals;
     char a[32], b[32];
     header(f, "exit", m);
@@ -140,12 +134,12 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         if (d->total_bytes) fprintf(f, " of %s", vt_fmt_bytes(d->total_bytes, a, sizeof a));
         fputc('\n', f);
     }
-    if (t->live_count) holders_table(f, s, sym, top);
-    if (m->ngrowth) {
+    if (t->live_count) holders_table(f, s, sym, an, top);
+    if (an->ngrowth) {
         fprintf(f, "vramtrace: growing call site%s (live bytes rose through the run; %s):\n",
-                m->ngrowth == 1 ? "" : "s", m->ngrowth == 1 ? "a leak suspect" : "leak suspects");
-        for (size_t i = 0; i < m->ngrowth && i < (size_t)top; i++) {
-            const struct vt_growth *g = &m->growth[i];
+                an->ngrowth == 1 ? "" : "s", an->ngrowth == 1 ? "a leak suspect" : "leak suspects");
+        for (size_t i = 0; i < an->ngrowth && i < (size_t)top; i++) {
+            const struct vt_growth *g = &an->growth[i];
             char site[512];
             vt_site_label(sym, g->stack, site, sizeof site);
             char rate[160];

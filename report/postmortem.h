@@ -6,18 +6,24 @@
 #include <stdio.h>
 
 #include "../tracker/tracker.h"
+#include "analysis.h"
 #include "dump.h"
 #include "symbolize.h"
 
-/* The post-mortem of the snapshot's latest OOM: the request, the device
+/* Both print from `an`, the analysis of s with sym (vt_analyse), and
+ * compute nothing of their own.
+ *
+ * The post-mortem of the snapshot's latest OOM: the request, the device
  * state, live and peak bytes, the largest holders by call site, the
  * largest live allocations, what to try next, and where the dump went
  * (dump_path may be NULL). Live allocations must be sorted largest first. */
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                       const struct vt_dump_meta *meta, const char *dump_path, int top);
+                       const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
+                       int top);
 
 /* The exit summary: what is still live, the peak, failures, the dump. */
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                        const struct vt_dump_meta *meta, const char *dump_path, int top);
+                        const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
+                        int top);
 
 #endif

@@ -11,7 +11,6 @@
 #include <uthash.h>
 
 #include "../tracker/pystack.h"
-#include "callsite.h"
 #include "symbolize.h"
 
 struct frame_entry {
@@ -92,6 +91,58 @@ static const Dwfl_Callbacks callbacks = {
     .find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
+struct site_group {
+    char label[512];
+    uint32_t group;          /* the group's number */
+    UT_hash_handle hh;
+};
+
+static uint32_t *site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
+    struct site_group *groups = NULL, *g, *tmp;
+    uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
+    uint32_t *low = malloc((nstacks ? nstacks : 1) * sizeof *low);
+    size_t k = 0;
+    for (size_t i = 0; out && low && i < nstacks; i++) {
+        if (!sym) { low[k] = (uint32_t)i; out[i] = (uint32_t)k++; continue; }
+        char label[sizeof g->label];
+        vt_site_label(sym, (uint32_t)i, label, sizeof label);
+        HASH_FIND_STR(groups, label, g);
+        if (!g) {
+            g = calloc(1, sizeof *g);
+            if (!g) { free(out); out = NULL; break; }
+            memcpy(g->label, label, sizeof label);
+            g->group = (uint32_t)k;
+            low[k++] = (uint32_t)i;
+            HASH_ADD_STR(groups, label, g);
+        }
+        out[i] = g->group;
+    }
+    HASH_ITER(hh, groups, g, tmp) {
+        HASH_DEL(groups, g);
+        free(g);
+    }
+    if (!out || !low) { free(out); free(low); return NULL; }
+    *ngroups = k;
+    if (lowest) *lowest = low;
+    else free(low);
+    return out;
+}
+
+uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
+    if (!sym || !sym->group || nstacks != sym->nstacks) return site_groups(sym, nstacks, ngroups, lowest);
+    size_t ng = sym->ngroups;
+    uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
+    uint32_t *low = lowest ? malloc((ng ? ng : 1) * sizeof *low) : NULL;
+    if (!out || (lowest && !low)) { free(out); free(low); return NULL; }
+    memcpy(out, sym->group, nstacks * sizeof *out);
+    if (lowest) {
+        memcpy(low, sym->group_lowest, ng * sizeof *low);
+        *lowest = low;
+    }
+    *ngroups = ng;
+    return out;
+}
+
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
     struct vt_symbols *sym = calloc(1, sizeof *sym);
     struct priv *p = calloc(1, sizeof *p);
@@ -139,15 +190,8 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
         }
         sym->site[i] = vt_site_index(frames, st->depth);
     }
+    sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
     return sym;
-}
-
-int vt_site_index(const struct vt_frame *frames, size_t n) {
-    for (size_t j = 0; j < n; j++)
-        if (frames[j].python) return (int)j;
-    for (size_t j = 0; j < n; j++)
-        if (!vt_cuda_frame(frames[j].module, frames[j].function)) return (int)j;
-    return n > 0 ? 0 : -1;
 }
 
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
@@ -157,25 +201,13 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
-    const struct vt_frame *fr = vt_call_site(sym, stack);
-    const char *fn = fr && fr->function ? fr->function : "??";
-    if (!fr) {
-        snprintf(buf, size, "(no stack)");
-    } else if (fr->file) {
-        snprintf(buf, size, "%s %s:%d", fn, fr->file, fr->line);
-    } else if (fr->python) {
-        snprintf(buf, size, "%s (Python)", fn);
-    } else if (fr->module) {
-        const char *m = strrchr(fr->module, '/');
-        snprintf(buf, size, "%s (%s+0x%" PRIxPTR ")", fn, m ? m + 1 : fr->module, fr->offset);
-    } else {
-        snprintf(buf, size, "%s 0x%" PRIxPTR, fn, fr->address);
-    }
-    return buf;
+    return vt_site_name(vt_call_site(sym, stack), buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {
     if (!sym) return;
+    free(sym->group);
+    free(sym->group_lowest);
     struct priv *p = sym->priv;
     for (size_t i = 0; i < sym->nstacks; i++) free((void *)sym->stacks[i]);
     free(sym->stacks);

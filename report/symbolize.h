@@ -10,17 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/callsite.h"
 #include "../tracker/tracker.h"
-
-struct vt_frame {
-    uintptr_t address;      /* the return address as captured */
-    const char *function;   /* NULL when unknown */
-    const char *file;       /* NULL when unknown */
-    int line;               /* 0 when unknown */
-    const char *module;     /* path of the object; NULL when unknown */
-    uintptr_t offset;       /* address relative to the module's load base */
-    int python;             /* a Python frame (function, file, line only) */
-};
 
 /* The symbolized stacks of a snapshot: stacks[i] has depth[i] frames. */
 struct vt_symbols {
@@ -28,6 +19,9 @@ struct vt_symbols {
     const struct vt_frame **stacks;
     uint32_t *depth;
     int *site;              /* per stack: the call-site frame, or -1 */
+    uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
+    uint32_t *group_lowest; /* per group: its lowest stack */
+    size_t ngroups;
     void *priv;
 };
 
@@ -39,16 +33,19 @@ void vt_symbols_free(struct vt_symbols *sym);
  * driver and runtime. NULL for an empty stack. */
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack);
 
-/* The name every in-process report gives a stack's call site (the frame
- * vt_call_site picks): "function file:line" (a Python frame's qualified
- * name, script and line), "function (module+0xoffset)" without line
- * information, "function 0xaddress" without a module, "(no stack)" for an
- * empty stack. Two stacks with the same label are the same call site: the
+/* The name every in-process report gives a stack's call site: the
+ * vt_site_name of the frame vt_call_site picks. Two stacks with the same label are the same call site: the
  * holder tables group by it. Writes at most size bytes into buf; returns
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);
 
-/* The index of that frame in frames[0..n), or -1 when n is 0. */
-int vt_site_index(const struct vt_frame *frames, size_t n);
+/* The call site of each of the nstacks stacks of sym, as a group number:
+ * out[stack] is the same for two stacks exactly when their vt_site_label
+ * is: the one rule by which holder tables and growth group stacks. Groups
+ * are numbered from 0 in the order of their lowest stack, and (lowest not
+ * NULL) (*lowest)[group] is that stack, a malloc'd array. Without symbols
+ * every stack is its own group. Returns a malloc'd array of nstacks
+ * numbers and the number of groups in *ngroups; NULL when memory ran out. */
+uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest);
 
 #endif

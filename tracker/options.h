@@ -1,14 +1,18 @@
-/* options.h -- every VRAMTRACE_* setting, in one table.
+/* options.h -- the library's settings, read from the environment.
  *
- * Read once from the environment at start. A bad value warns once on stderr
+ * The settings, their defaults and ranges are common/options.h's table;
+ * this is where the library keeps their values. Read once from the
+ * environment at start. A bad value warns once on stderr
  * (when the process first uses a GPU), naming the variable, and keeps the
  * default; an unknown VRAMTRACE_* name
- * warns too. The CLI prints the same table in its --help. */
+ * warns too. */
 #ifndef VT_OPTIONS_H
 #define VT_OPTIONS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "../common/options.h"
 
 struct vt_options {
     /* Patterns longer than PATH_MAX fit: "%%" shortens one, and the
@@ -30,20 +34,6 @@ struct vt_options {
 enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };
 
 extern struct vt_options vt_opt;
-
-struct vt_option_desc {
-    const char *name;
-    const char *def;
-    const char *meaning;
-};
-
-/* The option table, ended by a NULL name. */
-extern const struct vt_option_desc vt_option_table[];
-
-/* A size: bytes, or a number with K, M, G or T (binary units, an optional
- * trailing B or iB: 512M, 24G, 1.5GiB). Returns 0, or -1 when it is not a
- * size. */
-int vt_parse_size(const char *s, uint64_t *out);
 
 /* Parse the environment into vt_opt, and create VRAMTRACE_MARK's file
  * when it is set. Warnings are held back until vt_options_flush_warnings,

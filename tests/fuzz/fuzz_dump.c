@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../report/model.h"
-#include "../../report/reporters.h"
+#include "../../cli/model.h"
+#include "../../cli/reporters.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

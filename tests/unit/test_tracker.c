@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../report/analysis.h"
 #include "../../report/dump.h"
-#include "../../report/format.h"
+#include "../../common/format.h"
 #include "../../report/growth.h"
 #include "../../report/holders.h"
 #include "../../tracker/stack.h"
@@ -401,7 +402,9 @@ static void test_dump_writes_every_section(void) {
     FILE *f = open_memstream(&buf, &len);
     char *argv[] = {"prog", "--x=\"1\""};
     struct vt_dump_meta m = {.reason = "exit", .pid = 7, .argc = 2, .argv = argv, .host = "h", .rank = 2};
-    CHECK_EQ(vt_dump_write(f, s, NULL, &m), 0);
+    struct vt_analysis *an = vt_analyse(s, NULL, 0);
+    CHECK_EQ(vt_dump_write(f, s, NULL, an, &m), 0);
+    vt_analysis_free(an);
     fclose(f);
     CHECK(strstr(buf, "{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":\"exit\",\"pid\":7,\"rank\":2") == buf);
     CHECK(strstr(buf, "\"argv\":[\"prog\",\"--x=\\\"1\\\"\"]") != NULL);

@@ -20,4 +20,9 @@ const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint6
  * a binary yields valid JSON. */
 void vt_json_string(FILE *f, const char *s);
 
+/* A text that snprintf cut to fit size bytes ends at a whole UTF-8
+ * character: a character the cut split is taken off, so that the text
+ * stays valid UTF-8 for the JSON, HTML and pickle writers. Returns buf. */
+const char *vt_utf8_whole(char *buf, size_t size);
+
 #endif

@@ -8,7 +8,8 @@
 
 #include <jansson.h>
 
-#include "callsite.h"
+#include "../common/callsite.h"
+#include "../common/format.h"
 #include "model.h"
 
 /* Parsing state: the first error wins and stops the load. */
@@ -27,6 +28,30 @@ static void fail(struct ctx *c, const char *fmt, ...) {
     int n = snprintf(c->err, c->errsize, "%s: ", c->name);
     if (n >= 0 && (size_t)n < c->errsize) vsnprintf(c->err + n, c->errsize - (size_t)n, fmt, ap);
     va_end(ap);
+}
+
+/* calloc'd room for n elements of elem bytes (one at least), or NULL
+ * after failing with "out of memory". */
+static void *room(struct ctx *c, size_t n, size_t elem) {
+    void *p = calloc(n ? n : 1, elem);
+    if (!p) fail(c, "out of memory");
+    return p;
+}
+
+/* Element i of the array arr when it is an object; NULL after failing with
+ * "WHERE[i] is not an object". */
+static json_t *object_at(struct ctx *c, json_t *arr, size_t i, const char *where) {
+    json_t *o = json_array_get(arr, i);
+    if (!json_is_object(o)) fail(c, "%s[%zu] is not an object", where, i);
+    return json_is_object(o) ? o : NULL;
+}
+
+/* The same for OUTER[i].INNER[j]. */
+static json_t *object_at_in(struct ctx *c, json_t *arr, size_t j, const char *outer, size_t i,
+                            const char *inner) {
+    json_t *o = json_array_get(arr, j);
+    if (!json_is_object(o)) fail(c, "%s[%zu].%s[%zu] is not an object", outer, i, inner, j);
+    return json_is_object(o) ? o : NULL;
 }
 
 static json_t *field(struct ctx *c, json_t *o, const char *key, json_type type, const char *where) {
@@ -172,22 +197,20 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
     if (!arr) return;
     d->nstacks = json_array_size(arr);
-    d->stacks = calloc(d->nstacks ? d->nstacks : 1, sizeof *d->stacks);
-    if (!d->stacks) { fail(c, "out of memory"); return; }
+    if (!(d->stacks = room(c, d->nstacks, sizeof *d->stacks))) return;
     for (size_t i = 0; i < d->nstacks && !c->failed; i++) {
-        json_t *s = json_array_get(arr, i);
-        if (!json_is_object(s)) { fail(c, "stacks[%zu] is not an object", i); return; }
+        json_t *s = object_at(c, arr, i, "stacks");
+        if (!s) return;
         json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
         if (!fr) return;
         struct vm_stack *st = &d->stacks[i];
         st->nframes = json_array_size(fr);
-        st->frames = calloc(st->nframes ? st->nframes : 1, sizeof *st->frames);
         st->site = -1;
-        if (!st->frames) { fail(c, "out of memory"); return; }
+        if (!(st->frames = room(c, st->nframes, sizeof *st->frames))) return;
         for (size_t j = 0; j < st->nframes && !c->failed; j++) {
-            json_t *f = json_array_get(fr, j);
-            if (!json_is_object(f)) { fail(c, "stacks[%zu].frames[%zu] is not an object", i, j); return; }
-            struct vm_frame *m = &st->frames[j];
+            json_t *f = object_at_in(c, fr, j, "stacks", i, "frames");
+            if (!f) return;
+            struct vt_frame *m = &st->frames[j];
             m->function = str(c, f, "function", 1, "frame");
             m->file = str(c, f, "file", 1, "frame");
             m->module = str(c, f, "module", 1, "frame");
@@ -204,24 +227,18 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
                 free(dm);
             }
         }
-        /* The call site: the innermost Python frame, else the innermost
-         * frame outside the CUDA driver and runtime. */
-        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
-            if (st->frames[j].python) st->site = (int)j;
-        for (size_t j = 0; j < st->nframes && st->site < 0; j++)
-            if (!vt_cuda_frame(st->frames[j].module, st->frames[j].function)) st->site = (int)j;
-        if (st->site < 0 && st->nframes > 0) st->site = 0;
+        st->site = vt_site_index(st->frames, st->nframes);
     }
 }
 
 static struct vm_holder *load_holders(struct ctx *c, json_t *arr, size_t nstacks, size_t *n,
                                       const char *where) {
     *n = json_array_size(arr);
-    struct vm_holder *h = calloc(*n ? *n : 1, sizeof *h);
-    if (!h) { fail(c, "out of memory"); return NULL; }
+    struct vm_holder *h = room(c, *n, sizeof *h);
+    if (!h) return NULL;
     for (size_t i = 0; i < *n && !c->failed; i++) {
-        json_t *o = json_array_get(arr, i);
-        if (!json_is_object(o)) { fail(c, "%s[%zu] is not an object", where, i); break; }
+        json_t *o = object_at(c, arr, i, where);
+        if (!o) break;
         h[i].stack = stack_ref(c, o, "stack", nstacks, where);
         h[i].bytes = u64(c, o, "bytes", where);
         h[i].count = u64(c, o, "count", where);
@@ -233,11 +250,10 @@ static void load_devices(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *arr = field(c, root, "devices", JSON_ARRAY, "dump");
     if (!arr) return;
     d->ndevices = json_array_size(arr);
-    d->devices = calloc(d->ndevices ? d->ndevices : 1, sizeof *d->devices);
-    if (!d->devices) { fail(c, "out of memory"); return; }
+    if (!(d->devices = room(c, d->ndevices, sizeof *d->devices))) return;
     for (size_t i = 0; i < d->ndevices && !c->failed; i++) {
-        json_t *o = json_array_get(arr, i);
-        if (!json_is_object(o)) { fail(c, "devices[%zu] is not an object", i); return; }
+        json_t *o = object_at(c, arr, i, "devices");
+        if (!o) return;
         struct vm_device *v = &d->devices[i];
         v->ordinal = int_in(c, o, "ordinal", 0, 4095, "device");
         v->name = str(c, o, "name", 1, "device");
@@ -268,6 +284,7 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     v->failed_count = u64(c, t, "failed_count", "totals");
     v->oom_count = u64(c, t, "oom_count", "totals");
     v->unknown_frees = u64(c, t, "unknown_frees", "totals");
+    if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
     v->host_live_bytes = u64(c, h, "live_bytes", "host_memory");
     v->host_live_count = u64(c, h, "live_count", "host_memory");
     v->host_peak_bytes = u64(c, h, "peak_bytes", "host_memory");
@@ -282,11 +299,10 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *arr = field(c, root, "ooms", JSON_ARRAY, "dump");
     if (!arr) return;
     d->nooms = json_array_size(arr);
-    d->ooms = calloc(d->nooms ? d->nooms : 1, sizeof *d->ooms);
-    if (!d->ooms) { fail(c, "out of memory"); return; }
+    if (!(d->ooms = room(c, d->nooms, sizeof *d->ooms))) return;
     for (size_t i = 0; i < d->nooms && !c->failed; i++) {
-        json_t *o = json_array_get(arr, i);
-        if (!json_is_object(o)) { fail(c, "ooms[%zu] is not an object", i); return; }
+        json_t *o = object_at(c, arr, i, "ooms");
+        if (!o) return;
         struct vm_oom *v = &d->ooms[i];
         v->requested = u64(c, o, "requested_bytes", "oom");
         v->api = str(c, o, "api", 0, "oom");
@@ -307,11 +323,10 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
         json_t *fs = json_object_get(o, "findings");
         if (fs && json_is_array(fs)) {
             v->nfindings = json_array_size(fs);
-            v->findings = calloc(v->nfindings ? v->nfindings : 1, sizeof *v->findings);
-            if (!v->findings) { fail(c, "out of memory"); return; }
+            if (!(v->findings = room(c, v->nfindings, sizeof *v->findings))) return;
             for (size_t k = 0; k < v->nfindings && !c->failed; k++) {
-                json_t *x = json_array_get(fs, k);
-                if (!json_is_object(x)) { fail(c, "ooms[%zu].findings[%zu] is not an object", i, k); return; }
+                json_t *x = object_at_in(c, fs, k, "ooms", i, "findings");
+                if (!x) return;
                 v->findings[k].id = str(c, x, "id", 0, "finding");
                 v->findings[k].finding = demangled_field(x, "finding", str(c, x, "finding", 0, "finding"));
                 v->findings[k].next = demangled_field(x, "next", str(c, x, "next", 0, "finding"));
@@ -320,11 +335,10 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
         json_t *ps = json_object_get(o, "other_processes");
         if (ps && json_is_array(ps)) {
             v->nprocs = json_array_size(ps);
-            v->procs = calloc(v->nprocs ? v->nprocs : 1, sizeof *v->procs);
-            if (!v->procs) { fail(c, "out of memory"); return; }
+            if (!(v->procs = room(c, v->nprocs, sizeof *v->procs))) return;
             for (size_t k = 0; k < v->nprocs && !c->failed; k++) {
-                json_t *x = json_array_get(ps, k);
-                if (!json_is_object(x)) { fail(c, "ooms[%zu].other_processes[%zu] is not an object", i, k); return; }
+                json_t *x = object_at_in(c, ps, k, "ooms", i, "other_processes");
+                if (!x) return;
                 v->procs[k].pid = int_in(c, x, "pid", 0, INT32_MAX, "other process");
                 v->procs[k].name = str(c, x, "name", 1, "other process");
                 json_t *u = json_object_get(x, "used_bytes");
@@ -346,11 +360,10 @@ static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *arr = field(c, root, "live", JSON_ARRAY, "dump");
     if (!arr) return;
     d->nlive = json_array_size(arr);
-    d->live = calloc(d->nlive ? d->nlive : 1, sizeof *d->live);
-    if (!d->live) { fail(c, "out of memory"); return; }
+    if (!(d->live = room(c, d->nlive, sizeof *d->live))) return;
     for (size_t i = 0; i < d->nlive && !c->failed; i++) {
-        json_t *o = json_array_get(arr, i);
-        if (!json_is_object(o)) { fail(c, "live[%zu] is not an object", i); return; }
+        json_t *o = object_at(c, arr, i, "live");
+        if (!o) return;
         struct vm_alloc *a = &d->live[i];
         a->address = hexval(c, o, "address", "live");
         if (json_object_get(o, "handle")) {
@@ -372,8 +385,7 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (!arr) return;
     d->events_dropped = u64(c, root, "events_dropped", "dump");
     d->nevents = json_array_size(arr);
-    d->events = calloc(d->nevents ? d->nevents : 1, sizeof *d->events);
-    if (!d->events) { fail(c, "out of memory"); return; }
+    if (!(d->events = room(c, d->nevents, sizeof *d->events))) return;
     for (size_t i = 0; i < d->nevents && !c->failed; i++) {
         json_t *e = json_array_get(arr, i);
         json_t *t = json_array_get(e, 0), *ty = json_array_get(e, 1), *ad = json_array_get(e, 2),
@@ -425,8 +437,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *argv = field(c, root, "argv", JSON_ARRAY, "dump");
     if (argv) {
         d->argc = json_array_size(argv);
-        d->argv = calloc(d->argc ? d->argc : 1, sizeof *d->argv);
-        if (!d->argv) fail(c, "out of memory");
+        d->argv = room(c, d->argc, sizeof *d->argv);
         for (size_t i = 0; d->argv && i < d->argc; i++) {
             json_t *a = json_array_get(argv, i);
             d->argv[i] = json_is_string(a) ? json_string_value(a) : "?";
@@ -445,11 +456,10 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *g = json_object_get(root, "growing");
     if (g && json_is_array(g) && !c->failed) {
         d->ngrowing = json_array_size(g);
-        d->growing = calloc(d->ngrowing ? d->ngrowing : 1, sizeof *d->growing);
-        if (!d->growing) fail(c, "out of memory");
+        d->growing = room(c, d->ngrowing, sizeof *d->growing);
         for (size_t i = 0; d->growing && i < d->ngrowing && !c->failed; i++) {
-            json_t *o = json_array_get(g, i);
-            if (!json_is_object(o)) { fail(c, "growing[%zu] is not an object", i); break; }
+            json_t *o = object_at(c, g, i, "growing");
+            if (!o) break;
             struct vm_growth *v = &d->growing[i];
             v->stack = stack_ref(c, o, "stack", d->nstacks, "growing");
             v->first_bytes = u64(c, o, "first_bytes", "growing");
@@ -550,38 +560,19 @@ static const char *base(const char *path) {
     return s ? s + 1 : path;
 }
 
-/* A label cut by snprintf ends at a whole UTF-8 character, so that it stays
- * valid UTF-8 for the JSON, HTML and pickle writers (the model's strings
- * are; a cut one might end inside a character). */
-static const char *whole_chars(char *buf, size_t size) {
-    size_t n = strlen(buf);
-    if (size == 0 || n + 1 < size) return buf;
-    size_t i = n;
-    while (i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80) i--;
-    if (i == 0) return buf;
-    unsigned char lead = (unsigned char)buf[i - 1];
-    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-    if (n - (i - 1) < want) buf[i - 1] = '\0';
-    return buf;
-}
-
-const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size) {
+const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
     if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
     else if (f->function) snprintf(buf, size, "%s", f->function);
     else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return whole_chars(buf, size);
+    return vt_utf8_whole(buf, size);
 }
 
-const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size) {
-    const char *fn = f->function ? f->function : "??";
-    if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
-    else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, base(f->module), f->offset);
-    else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);
-    return whole_chars(buf, size);
-}
-
-const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack) {
+const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
     if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
     return &d->stacks[stack].frames[d->stacks[stack].site];
+}
+
+const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
+    return vt_site_name(vm_site(d, stack), buf, size);
 }

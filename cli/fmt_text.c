@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
+#include "../common/format.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -21,7 +21,7 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
         char where[1024];
         if (s->frames[i].python) fprintf(f, "%s#%zu in ", indent, i);
         else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, s->frames[i].address);
-        vr_put_safe(f, vm_frame_where(&s->frames[i], where, sizeof where));
+        vr_put_safe(f, vt_frame_where(&s->frames[i], where, sizeof where));
         fputc('\n', f);
     }
     if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);
@@ -30,9 +30,7 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
 /* The call site of a stack in its display form. */
 static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
     char where[1024];
-    const struct vm_frame *fr = vm_site(d, stack);
-    if (!fr) { snprintf(buf, size, "(no stack)"); return buf; }
-    return vr_safe(vm_frame_where(fr, where, sizeof where), buf, size);
+    return vr_safe(vm_site_label(d, stack, where, sizeof where), buf, size);
 }
 
 static void devices(FILE *f, const struct vm_dump *d) {
@@ -160,6 +158,9 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " %s\n",
                 B(t->imported_live_bytes, a), t->imported_live_count,
                 vr_plural(t->imported_live_count, "mapping", "mappings"));
+    if (t->records_lost)
+        fprintf(f, "incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n",
+                t->records_lost, vr_plural(t->records_lost, "record", "records"));
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);

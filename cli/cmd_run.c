@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tracker/options.h"
+#include "../common/options.h"
 #include "cli.h"
 
 #ifndef VT_LIBDIR
@@ -220,23 +220,17 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     return end_like(status);
 }
 
-/* Each flag sets one environment variable (see the option table). */
-static const struct {
-    const char *flag, *var, *fixed; /* fixed: the value for a flag without one */
-} flags[] = {
-    {"--out", "VRAMTRACE_OUT", NULL},
-    {"--report", "VRAMTRACE_REPORT", NULL},
-    {"--depth", "VRAMTRACE_DEPTH", NULL},
-    {"--events", "VRAMTRACE_EVENTS", NULL},
-    {"--top", "VRAMTRACE_TOP", NULL},
-    {"--python", "VRAMTRACE_PYTHON", NULL},
-    {"--limit", "VRAMTRACE_LIMIT", NULL},
-    {"--signal", "VRAMTRACE_SIGNAL", NULL},
-    {"--suppressions", "VRAMTRACE_SUPPRESSIONS", NULL},
-    {"--exitcode", "VRAMTRACE_EXITCODE", NULL},
-    {"--leak-check", "VRAMTRACE_LEAK_CHECK", "1"},
-    {"--tensors", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},
-};
+/* What a value of option d must look like, for the message that refuses
+ * another. */
+static const char *takes(const struct vt_option_desc *d, char *buf, size_t size) {
+    switch (d->type) {
+    case VT_OPT_NUMBER: snprintf(buf, size, "a number from %ld to %ld", d->lo, d->hi); break;
+    case VT_OPT_SIZE: snprintf(buf, size, "a size such as 24G or 512M"); break;
+    case VT_OPT_SIGNAL: snprintf(buf, size, "a signal vramtrace can use (a number or a name such as USR1)"); break;
+    default: snprintf(buf, size, "one of %s", d->choices ? d->choices : "its values"); break;
+    }
+    return buf;
+}
 
 int vt_cmd_run(int argc, char **argv) {
     int i = 1;
@@ -245,14 +239,16 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
-        size_t k = 0, nflags = sizeof flags / sizeof flags[0];
-        while (k < nflags && strcmp(a, flags[k].flag) != 0) k++;
-        if (k == nflags) {
+        /* Each flag sets one environment variable: the option table's. */
+        const struct vt_option_desc *d = NULL;
+        for (int k = 0; k < VT_O_COUNT && !d; k++)
+            if (vt_option_table[k].flag && strcmp(a, vt_option_table[k].flag) == 0) d = &vt_option_table[k];
+        if (!d) {
             fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", a);
             return 2;
         }
-        if (flags[k].fixed) {
-            setenv(flags[k].var, flags[k].fixed, 1);
+        if (!d->arg) {
+            setenv(d->name, "1", 1);
             continue;
         }
         if (i + 1 >= argc) {
@@ -260,22 +256,13 @@ int vt_cmd_run(int argc, char **argv) {
             return 2;
         }
         const char *v = argv[++i];
-        if (strcmp(flags[k].var, "VRAMTRACE_DEPTH") == 0) {
-            char *end;
-            long d = strtol(v, &end, 10);
-            if (*v == '\0' || *end != '\0' || d < 1 || d > 256) {
-                fprintf(stderr, "vramtrace run: --depth takes a number from 1 to 256, not '%s'\n", v);
-                return 2;
-            }
+        /* A value the library would warn about and ignore is refused here. */
+        if (!vt_option_valid(d, v)) {
+            char what[96];
+            fprintf(stderr, "vramtrace run: %s takes %s, not '%s'\n", a, takes(d, what, sizeof what), v);
+            return 2;
         }
-        if (strcmp(flags[k].var, "VRAMTRACE_LIMIT") == 0) {
-            uint64_t bytes;
-            if (vt_parse_size(v, &bytes) != 0 || bytes == 0) {
-                fprintf(stderr, "vramtrace run: --limit takes a size such as 24G or 512M, not '%s'\n", v);
-                return 2;
-            }
-        }
-        setenv(flags[k].var, v, 1);
+        setenv(d->name, v, 1);
     }
     if (i >= argc) {
         fprintf(stderr, "vramtrace run: no command given (vramtrace run -- CMD [ARG...])\n");

@@ -62,3 +62,15 @@ void vt_json_string(FILE *f, const char *s) {
     }
     fputc('"', f);
 }
+
+const char *vt_utf8_whole(char *buf, size_t size) {
+    size_t n = strlen(buf);
+    if (size == 0 || n + 1 < size) return buf;
+    size_t i = n;
+    while (i > 0 && ((unsigned char)buf[i - 1] & 0xc0) == 0x80) i--;
+    if (i == 0) return buf;
+    unsigned char lead = (unsigned char)buf[i - 1];
+    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    if (n - (i - 1) < want) buf[i - 1] = '\0';
+    return buf;
+}

@@ -11,7 +11,7 @@
 
 #include <uthash.h>
 
-#include "../tracker/options.h"
+#include "../common/options.h"
 #include "cli.h"
 #include "model.h"
 #include "reporters.h"

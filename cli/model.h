@@ -10,19 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct vm_frame {
-    const char *function;   /* NULL when unknown */
-    const char *file;       /* NULL when unknown */
-    const char *module;     /* NULL when unknown */
-    long line;
-    uint64_t offset;
-    uint64_t address;
-    int python;             /* a Python frame */
-};
+#include "../common/callsite.h"
 
 struct vm_stack {
     size_t nframes;
-    struct vm_frame *frames; /* innermost first */
+    struct vt_frame *frames; /* innermost first */
     int site;                /* the call-site frame, or -1 */
 };
 
@@ -96,6 +88,7 @@ struct vm_totals {
     uint64_t alloc_count, free_count, failed_count, oom_count, unknown_frees;
     uint64_t host_live_bytes, host_live_count, host_peak_bytes;
     uint64_t imported_live_bytes, imported_live_count;   /* 0 in older dumps */
+    uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
 };
 
 struct vm_dump {
@@ -138,13 +131,12 @@ void vm_free(struct vm_dump *d);
 /* A frame's label for people and flame graphs: "function (file.py:line)"
  * for a Python frame, "function", else
  * "module+0xoffset", else "0xaddress". Writes into buf. */
-const char *vm_frame_label(const struct vm_frame *f, char *buf, size_t size);
+const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size);
 
-/* "function file:line" (file shortened to its last two parts when short is
- * set), "function (module+0xoff)" or "0xaddress". */
-const char *vm_frame_where(const struct vm_frame *f, char *buf, size_t size);
+/* The name of a stack's call site (vt_site_name of vm_site), into buf. */
+const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size);
 
 /* The call-site frame of a stack, NULL for an empty one. */
-const struct vm_frame *vm_site(const struct vm_dump *d, size_t stack);
+const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tracker/options.h"
+#include "../common/options.h"
 #include "cli.h"
 
 #ifndef VT_VERSION
@@ -88,32 +88,38 @@ void vt_usage(FILE *f) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
-            "\nrun options (each sets the environment variable after it; see below):\n"
-            "  --out PATH          dump path pattern (VRAMTRACE_OUT)\n"
-            "  --report DEST       stderr, off or a file (VRAMTRACE_REPORT)\n"
-            "  --depth N           native frames per stack (VRAMTRACE_DEPTH)\n"
-            "  --events N          events kept in the history (VRAMTRACE_EVENTS)\n"
-            "  --top N             rows in the report's tables (VRAMTRACE_TOP)\n"
-            "  --python 0|1        Python frames (VRAMTRACE_PYTHON)\n"
-            "  --limit SIZE        a per-device budget, as if the GPU had SIZE (VRAMTRACE_LIMIT)\n"
-            "  --leak-check        report leaks at exit and fail with status 23 (VRAMTRACE_LEAK_CHECK=1)\n"
-            "  --suppressions FILE leak:PATTERN lines the leak check ignores (VRAMTRACE_SUPPRESSIONS)\n"
-            "  --exitcode N        exit status when leaks remain (VRAMTRACE_EXITCODE)\n"
-            "  --signal SIG        signal for on-demand dumps, 0 none (VRAMTRACE_SIGNAL)\n"
-            "  --tensors           PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch asks CUDA for every tensor,\n"
-            "                      so each live allocation is one tensor. Slower: every free becomes a\n"
-            "                      cudaFree, which synchronizes the device (steps can take several\n"
-            "                      times longer); use it to find which tensors hold the memory.\n\n"
-            "The same works without this command: LD_PRELOAD=/path/to/libvramtrace.so CMD\n\n"
-            "environment:\n");
+            "\nrun options (each sets the environment variable after it; see below):\n");
+    for (int i = 0; i < VT_O_COUNT; i++) {
+        const struct vt_option_desc *d = &vt_option_table[i];
+        if (!d->flag) continue;
+        char flag[64];
+        snprintf(flag, sizeof flag, "%s%s%s", d->flag, d->arg ? " " : "", d->arg ? d->arg : "");
+        if (d->type == VT_OPT_FOREIGN) {
+            fprintf(f, "  %-19s %s=1: ", flag, d->name);
+            for (const char *p = d->flag_help; *p; p++) {
+                fputc(*p, f);
+                if (*p == '\n') fprintf(f, "%22s", "");
+            }
+            fputc('\n', f);
+        } else {
+            fprintf(f, "  %-19s %s (%s%s)\n", flag, d->flag_help, d->name, d->arg ? "" : "=1");
+        }
+    }
+    fputs("\nThe same works without this command: LD_PRELOAD=/path/to/libvramtrace.so CMD\n\n"
+          "environment:\n", f);
     /* Columns as wide as their widest entry: names and defaults vary. */
     int wname = 0, wdef = 0;
-    for (const struct vt_option_desc *d = vt_option_table; d->name; d++) {
+    for (int i = 0; i < VT_O_COUNT; i++) {
+        const struct vt_option_desc *d = &vt_option_table[i];
+        if (d->type == VT_OPT_FOREIGN) continue;
         if ((int)strlen(d->name) > wname) wname = (int)strlen(d->name);
         if ((int)strlen(d->def) > wdef) wdef = (int)strlen(d->def);
     }
-    for (const struct vt_option_desc *d = vt_option_table; d->name; d++)
-        fprintf(f, "  %-*s  default %-*s  %s\n", wname, d->name, wdef, d->def, d->meaning);
+    for (int i = 0; i < VT_O_COUNT; i++) {
+        const struct vt_option_desc *d = &vt_option_table[i];
+        if (d->type != VT_OPT_FOREIGN)
+            fprintf(f, "  %-*s  default %-*s  %s\n", wname, d->name, wdef, d->def, d->meaning);
+    }
 }
 
 int vt_cli_flush(const char *cmd) {

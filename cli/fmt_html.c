@@ -217,9 +217,8 @@ static void timeline(FILE *f, const struct vm_dump *d) {
 
 static void site_cell(FILE *f, const struct vm_dump *d, size_t stack) {
     char where[1024];
-    const struct vm_frame *fr = vm_site(d, stack);
     fputs("<td>", f);
-    html(f, fr ? vm_frame_where(fr, where, sizeof where) : "(no stack)");
+    html(f, vm_site_label(d, stack, where, sizeof where));
     fputs("</td>", f);
 }
 
@@ -265,8 +264,7 @@ static void section(FILE *f, const struct vm_dump *d, size_t index, const struct
         if (x->have_info) fprintf(f, "; %s free of %s", B(x->free_bytes, b), B(x->total_bytes, c));
         fputs(" — at ", f);
         char where[1024];
-        const struct vm_frame *fr = vm_site(d, x->stack);
-        html(f, fr ? vm_frame_where(fr, where, sizeof where) : "(no stack)");
+        html(f, vm_site_label(d, x->stack, where, sizeof where));
         fputs("</p>\n", f);
     }
     size_t n;

@@ -5,7 +5,7 @@
 
 #include <uthash.h>
 
-#include "format.h"
+#include "../common/format.h"
 #include "reporters.h"
 
 const struct vt_reporter vt_reporters[] = {
@@ -132,9 +132,7 @@ struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, siz
         const struct vm_holder *h = vr_holders_at(d, at, &nh, &missing);
         for (size_t j = 0; j < nh; j++) {
             char where[1024];
-            const struct vm_frame *f = vm_site(d, h[j].stack);
-            if (f) vm_frame_where(f, where, sizeof where);
-            else snprintf(where, sizeof where, "(no stack)");
+            vm_site_label(d, h[j].stack, where, sizeof where);
             HASH_FIND_STR(groups, where, g);
             if (!g) {
                 g = calloc(1, sizeof *g);

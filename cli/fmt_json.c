@@ -20,7 +20,7 @@ static json_t *frames(const struct vm_dump *d, size_t stack) {
     json_t *a = json_array();
     const struct vm_stack *s = &d->stacks[stack];
     for (size_t i = 0; i < s->nframes; i++) {
-        const struct vm_frame *f = &s->frames[i];
+        const struct vt_frame *f = &s->frames[i];
         json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function",
                                            str_or_null(f->function), "file", str_or_null(f->file),
                                            "line", (json_int_t)f->line, "module", str_or_null(f->module),
@@ -31,8 +31,8 @@ static json_t *frames(const struct vm_dump *d, size_t stack) {
 
 static json_t *site(const struct vm_dump *d, size_t stack) {
     char where[1024];
-    const struct vm_frame *f = vm_site(d, stack);
-    return f ? json_string(vm_frame_where(f, where, sizeof where)) : json_null();
+    const struct vt_frame *f = vm_site(d, stack);
+    return f ? json_string(vt_frame_where(f, where, sizeof where)) : json_null();
 }
 
 static json_t *holders(const struct vm_dump *d, const struct vm_holder *h, size_t n) {

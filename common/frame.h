@@ -1,0 +1,22 @@
+/* frame.h -- one frame of a stack, as every report names it.
+ *
+ * The library fills frames from the running process (report/symbolize.c),
+ * the CLI from a dump (cli/model.c): both hold the same struct, so that the
+ * call-site rule and the call-site label (common/callsite.h) are one piece
+ * of code for both. */
+#ifndef VT_FRAME_H
+#define VT_FRAME_H
+
+#include <stdint.h>
+
+struct vt_frame {
+    uint64_t address;       /* the return address as captured; 0 for Python */
+    const char *function;   /* NULL when unknown */
+    const char *file;       /* NULL when unknown */
+    long line;              /* 0 when unknown */
+    const char *module;     /* path of the object; NULL when unknown */
+    uint64_t offset;        /* address relative to the module's load base */
+    int python;             /* a Python frame (function, file, line only) */
+};
+
+#endif

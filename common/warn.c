@@ -1,0 +1,40 @@
+/* warn.c -- the capped warning and the lost-records count. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "warn.h"
+
+static uint64_t warnings;   /* atomic: vt_warn calls */
+static uint64_t lost;       /* atomic: vt_records_lost calls */
+
+void vt_warn(const char *fmt, ...) {
+    if (__atomic_fetch_add(&warnings, 1, __ATOMIC_RELAXED) >= VT_WARN_MAX) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "vramtrace: warning: %s\n", line);
+}
+
+void vt_warn_summary(void) {
+    uint64_t n = __atomic_load_n(&warnings, __ATOMIC_RELAXED);
+    while (n > VT_WARN_MAX &&
+           !__atomic_compare_exchange_n(&warnings, &n, VT_WARN_MAX, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    if (n > VT_WARN_MAX)
+        fprintf(stderr, "vramtrace: %llu more warning%s not shown\n", (unsigned long long)(n - VT_WARN_MAX),
+                n - VT_WARN_MAX == 1 ? "" : "s");
+}
+
+void vt_records_lost(const char *what) {
+    __atomic_add_fetch(&lost, 1, __ATOMIC_RELAXED);
+    vt_warn("out of memory: %s dropped", what);
+}
+
+uint64_t vt_records_lost_count(void) { return __atomic_load_n(&lost, __ATOMIC_RELAXED); }
+
+void vt_warn_reset_child(void) {
+    __atomic_store_n(&warnings, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,81 @@
+/* analysis.c -- holders, growth and findings of a snapshot, once. */
+#include <stdlib.h>
+
+#include "../common/warn.h"
+#include "analysis.h"
+#include "holders.h"
+
+static struct vt_analysis empty;
+
+/* Findings already worked out, by OOM index. An OOM's findings speak of
+ * what happened up to it, so a later dump prints the ones worked out at
+ * the first write after it instead of replaying the history once more:
+ * findings are computed once per OOM. An entry counts only for the OOM of
+ * the same time, request, device and stack. Used under the output lock
+ * (report/output.c is the one caller outside tests). */
+struct memo {
+    uint64_t time_ns, requested;
+    uint32_t stack;
+    int device, valid;
+    struct vt_oom_findings f;
+};
+static struct memo *memo;   /* VT_ANALYSED_OOMS entries, made at the first OOM */
+
+static int same_oom(const struct memo *m, const struct vt_oom *o) {
+    return m->valid && m->time_ns == o->time_ns && m->requested == o->requested && m->stack == o->stack &&
+           m->device == o->device;
+}
+
+/* The findings of OOM i of s into *out, from the memo when it has them. */
+static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym,
+                        struct vt_oom_findings *out) {
+    const struct vt_oom *o = &s->ooms[i];
+    if (!memo) memo = calloc(VT_ANALYSED_OOMS, sizeof *memo);
+    if (memo && same_oom(&memo[i], o)) {
+        *out = memo[i].f;
+        return;
+    }
+    out->n = vt_findings(s, i, sym, out->f);
+    if (!memo) return;
+    memo[i] = (struct memo){o->time_ns, o->requested, o->stack, o->device, 1, *out};
+}
+
+struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth) {
+    struct vt_analysis *a = calloc(1, sizeof *a);
+    if (!a) {
+        vt_records_lost("the report's analysis");
+        return &empty;
+    }
+    a->holders = vt_holders(s, &a->nholders);
+    if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
+    if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
+    if (growth) a->growth = vt_find_growth(s, sym, s->now_ns, &a->ngrowth);
+    size_t n = s->nooms < VT_ANALYSED_OOMS ? s->nooms : VT_ANALYSED_OOMS;
+    a->findings = n ? calloc(n, sizeof *a->findings) : NULL;
+    if (n && !a->findings) vt_records_lost("the findings");
+    if (a->findings) {
+        a->nfindings = n;
+        for (size_t i = 0; i < n; i++) findings_of(s, i, sym, &a->findings[i]);
+    }
+    if (s->nooms > 0 && s->nooms - 1 < a->nfindings) {
+        a->latest = &a->findings[s->nooms - 1];
+    } else if (s->nooms > 0) {
+        a->latest_beyond.n = vt_findings(s, s->nooms - 1, sym, a->latest_beyond.f);
+        a->latest = &a->latest_beyond;
+    }
+    return a;
+}
+
+void vt_analysis_free(struct vt_analysis *a) {
+    if (!a || a == &empty) return;
+    free(a->holders);
+    free(a->by_site);
+    free(a->growth);
+    free(a->findings);
+    free(a);
+}
+
+void vt_analysis_reset_child(void) {
+    free(memo);
+    memo = NULL;
+}

@@ -1,0 +1,53 @@
+/* analysis.h -- what a snapshot's numbers say, worked out once.
+ *
+ * Every in-process output of one snapshot (the dump, the post-mortem, the
+ * exit summary) prints from one vt_analysis: the holders by stack and by
+ * call site, the growing call sites, and the findings of each
+ * out-of-memory failure are computed here, once per snapshot (an OOM's
+ * findings once per OOM), and never again by a writer. */
+#ifndef VT_ANALYSIS_H
+#define VT_ANALYSIS_H
+
+#include <stddef.h>
+
+#include "../tracker/tracker.h"
+#include "findings.h"
+#include "growth.h"
+#include "symbolize.h"
+
+/* The findings of the first VT_ANALYSED_OOMS failures are computed (the
+ * tracker keeps holders for as many). */
+#define VT_ANALYSED_OOMS 64
+
+struct vt_oom_findings {
+    struct vt_finding f[VT_MAX_FINDINGS];
+    int n;
+};
+
+struct vt_analysis {
+    struct vt_holder *holders;       /* live device memory by stack, largest first */
+    size_t nholders;
+    struct vt_holder *by_site;       /* the same merged by call site */
+    size_t nby_site;
+    struct vt_growth *growth;        /* growing sites over the whole run, or NULL */
+    size_t ngrowth;
+    struct vt_oom_findings *findings; /* findings[i] for OOM i < nfindings */
+    size_t nfindings;
+    const struct vt_oom_findings *latest; /* the latest OOM's (the post-mortem's), or NULL */
+    struct vt_oom_findings latest_beyond; /* where the latest is past the first VT_ANALYSED_OOMS */
+};
+
+/* Analyse snapshot s with its symbols (sym may be NULL). Growth over the
+ * whole run is worked out when `growth` is set (an exit or on-demand
+ * dump; at an out-of-memory failure the findings speak of growth up to
+ * each failure instead). Findings are worked out for every OOM of s, up to
+ * VT_ANALYSED_OOMS, and for the latest; those of the first
+ * VT_ANALYSED_OOMS once in the process's life, at the first analysis
+ * after each (later ones reuse them). Never NULL: what memory did not allow is left empty. */
+struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth);
+void vt_analysis_free(struct vt_analysis *a);
+
+/* After fork, in the child: forget the parent's failures' findings. */
+void vt_analysis_reset_child(void);
+
+#endif

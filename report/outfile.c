@@ -1,0 +1,177 @@
+/* outfile.c -- opening the files vramtrace writes, by rules that never
+ * hurt the host. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "outfile.h"
+
+/* Why the node st may not be written, or NULL. */
+static const char *refusal(const struct stat *st) {
+    if (S_ISLNK(st->st_mode)) return "it is a symbolic link (not followed)";
+    if (S_ISCHR(st->st_mode)) return NULL;
+    if (S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode))
+        return st->st_uid == geteuid() ? NULL : "it belongs to another user";
+    return "it is not a regular file, a FIFO or a character device";
+}
+
+/* Open the directory holding path (O_PATH) and point *base at the last
+ * component. Returns the descriptor, or -1 with errno. */
+static int open_dir_of(const char *path, const char **base) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        *base = path;
+        return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    *base = slash + 1;
+    if (!**base) {
+        errno = EISDIR;
+        return -1;
+    }
+    char dir[PATH_MAX];
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int close_keep_errno(int fd) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* Open the existing node base (in dirfd) to write into it in place, with
+ * `flags` (O_APPEND or 0) added. Checked before the open (opening some
+ * devices does something) and after it (the same node). O_NONBLOCK is
+ * cleared once open, so that writes are whole. Returns the descriptor, or
+ * -1 with errno or *why. */
+static int open_existing(int dirfd, const char *base, int flags, const char **why) {
+    struct stat before, st;
+    if (fstatat(dirfd, base, &before, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    if ((*why = refusal(&before))) return -1;
+    int fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+    if (fd < 0) {
+        if (errno == ELOOP) *why = "it is a symbolic link (not followed)";
+        else if (errno == ENXIO && S_ISFIFO(before.st_mode)) *why = "it is a FIFO with no reader";
+        return -1;
+    }
+    if (fstat(fd, &st) != 0) return close_keep_errno(fd);
+    if (st.st_dev != before.st_dev || st.st_ino != before.st_ino) *why = "it was replaced while opened";
+    else *why = refusal(&st);
+    int fl = *why ? -1 : fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) return close_keep_errno(fd);
+    return fd;
+}
+
+static int open_report_fd(const char *path, const char **why) {
+    const char *base;
+    int dirfd = open_dir_of(path, &base);
+    if (dirfd < 0) return -1;
+    int fd = -1;
+    for (int tries = 0; tries < 4; tries++) {
+        fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                    0600);
+        if (fd >= 0 || errno != EEXIST) break;
+        fd = open_existing(dirfd, base, O_APPEND, why);
+        if (fd >= 0 || *why || errno != ENOENT) break; /* ENOENT: removed between the two */
+    }
+    int e = errno;
+    close(dirfd);
+    errno = e;
+    return fd;
+}
+
+FILE *vt_file_open_report(const char *path, const char **why) {
+    int fd = open_report_fd(path, why);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f && fd >= 0) close_keep_errno(fd);
+    return f;
+}
+
+static int fill_and_close(FILE *f, int (*fill)(FILE *, void *), void *arg) {
+    int rc = fill(f, arg);
+    if (fclose(f) != 0) rc = -1;
+    return rc;
+}
+
+/* Put the written temporary file tmp at base, both in dirfd: over a
+ * regular file of this user, or where nothing is, without replacing what
+ * appears there meanwhile. Returns 0, or -1 with errno or *why. */
+static int place_dump(int dirfd, const char *tmp, const char *base, const char **why) {
+    for (int tries = 0; tries < 4; tries++) {
+        struct stat st;
+        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if ((*why = refusal(&st))) return -1;
+            if (!S_ISREG(st.st_mode)) {
+                *why = "it stopped being a regular file while the dump was written";
+                return -1;
+            }
+            return renameat(dirfd, tmp, dirfd, base);
+        }
+        if (errno != ENOENT) return -1;
+        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
+        if (errno == EEXIST) continue;
+        if (errno != EINVAL && errno != ENOSYS) return -1;
+        /* A file system without RENAME_NOREPLACE: a hard link does not
+         * replace either. */
+        if (linkat(dirfd, tmp, dirfd, base, 0) == 0) return unlinkat(dirfd, tmp, 0);
+        if (errno == EEXIST) continue;
+        if (errno != EPERM && errno != EOPNOTSUPP) return -1;
+        return renameat(dirfd, tmp, dirfd, base);
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* The file through a temporary file beside it, renamed into place. */
+static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why) {
+    /* The temporary name: the file's, cut to fit NAME_MAX, and the pid. */
+    char tmp[NAME_MAX + 1], suffix[32];
+    snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
+    size_t keep = strlen(base);
+    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
+    snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
+    unlinkat(dirfd, tmp, 0);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    FILE *f = fdopen(fd, "w");
+    int rc = f ? fill_and_close(f, fill, arg) : close_keep_errno(fd);
+    if (rc == 0) rc = place_dump(dirfd, tmp, base, why);
+    if (rc != 0) {
+        int e = errno;
+        unlinkat(dirfd, tmp, 0);
+        errno = e;
+    }
+    return rc;
+}
+
+int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why) {
+    const char *base;
+    int dirfd = open_dir_of(path, &base);
+    if (dirfd < 0) return -1;
+    int rc = -1;
+    struct stat st;
+    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if ((*why = refusal(&st))) {
+            rc = -1;
+        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            int fd = open_existing(dirfd, base, 0, why);
+            FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+            if (f) rc = fill_and_close(f, fill, arg);
+            else if (fd >= 0) close_keep_errno(fd);
+        } else {
+            rc = replace_whole(dirfd, base, fill, arg, why);
+        }
+    } else if (errno == ENOENT) {
+        rc = replace_whole(dirfd, base, fill, arg, why);
+    }
+    close_keep_errno(dirfd);
+    return rc;
+}

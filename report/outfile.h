@@ -1,0 +1,25 @@
+/* outfile.h -- opening the files vramtrace writes, by one set of rules.
+ *
+ * Every output file is opened here: the last component of the path is
+ * never followed when it is a symbolic link; a FIFO never blocks the
+ * process (no reader: the output is skipped); a regular file or a FIFO of
+ * another user is refused (they could read it, or planted it); a character
+ * device is written into (/dev/null; only root makes one); anything else
+ * is refused. A new file is created O_EXCL, mode 0600. Paths are shorter
+ * than PATH_MAX. On failure errno says why, or *why where the path was
+ * refused on purpose. */
+#ifndef VT_OUTFILE_H
+#define VT_OUTFILE_H
+
+#include <stdio.h>
+
+/* Write a file that is whole or absent: fill(f, arg) writes it (0, or -1
+ * when a write failed) into a temporary file beside path, renamed into
+ * place; into a FIFO or a character device in place. Returns 0, or -1. */
+int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why);
+
+/* The report file at path, appended to, created when new. NULL on
+ * failure. */
+FILE *vt_file_open_report(const char *path, const char **why);
+
+#endif

@@ -1,0 +1,108 @@
+"""One idea per room: the settings table behind the README, `--help` and
+`vramtrace run`'s flags; the call-site label shared by the library and the
+CLI."""
+import json
+import re
+import tempfile
+
+from run_tests import *
+
+
+def help_environment():
+    """The environment section of `vramtrace --help`: (name, default, meaning)."""
+    p = subprocess.run([CLI, "--help"], capture_output=True, text=True)
+    eq(p.returncode, 0, "--help")
+    rows = []
+    for line in p.stdout.split("\nenvironment:\n", 1)[1].splitlines():
+        m = re.match(r"  (\S+)\s+default (\S+)\s+(.*)", line)
+        if m:
+            rows.append(m.groups())
+    return rows
+
+
+def readme_options():
+    """The README's options table: (name, default, meaning), backticks off."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    table = text.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        m = re.match(r"\| `(VRAMTRACE_\w+)` \| (.*?) \| (.*) \|$", line)
+        if m:
+            rows.append((m.group(1), m.group(2).strip("`"), m.group(3)))
+    return rows
+
+
+@test
+def layout_readme_options_table_is_the_settings_table():
+    table = help_environment()
+    readme = readme_options()
+    eq([r[0] for r in readme], [r[0] for r in table], "README options: the table's names, in its order")
+    for (name, d_help, m_help), (_, d_readme, m_readme) in zip(table, readme):
+        eq(d_readme, "none" if d_help == "(none)" else d_help, f"README default of {name}")
+        for lo, hi in re.findall(r"(\d+) to (\d+)", m_help):
+            ok(f"{lo} to {hi}" in m_readme, f"README gives {name}'s range {lo} to {hi}")
+
+
+@test
+def layout_run_refuses_what_the_library_would_ignore():
+    for flag, value, words in (("--top", "0", "a number from 1 to 1000"),
+                               ("--events", "-1", "a number from 0 to 100000000"),
+                               ("--exitcode", "256", "a number from 1 to 255"),
+                               ("--python", "2", "a number from 0 to 1"),
+                               ("--depth", "x", "a number from 1 to 256"),
+                               ("--limit", "0", "a size such as 24G or 512M"),
+                               ("--signal", "KILL", "a signal vramtrace can use")):
+        p = subprocess.run([CLI, "run", flag, value, "--", "true"], capture_output=True, text=True)
+        eq((p.returncode, p.stdout), (2, ""), f"run {flag} {value} refused")
+        eq(p.stderr.startswith(f"vramtrace run: {flag} takes {words}"), True, f"run {flag} {value}: {p.stderr!r}")
+    p = subprocess.run([CLI, "run", "--top", "1000", "--signal", "USR1", "--report", "off", "--out", "off",
+                        "--", "true"], capture_output=True, text=True)
+    eq((p.returncode, p.stderr), (0, ""), "run with values the library takes")
+
+
+@test
+def layout_python_frame_without_script_named_as_in_the_post_mortem():
+    with open(os.path.join(GOLDEN, "python.json")) as f:
+        d = json.load(f)
+    stack = d["holders"][0]["stack"]
+    frames = d["stacks"][stack]["frames"]
+    py = [f for f in frames if f["python"]][0]
+    py["file"] = None
+    py["line"] = 0
+    work = tempfile.mkdtemp(prefix="vt-layout-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+        eq(p.returncode, 0, "report")
+        want = f"{py['function']} (Python)"
+        ok(f"allocations  {want}\n" in p.stdout or f"allocation  {want}\n" in p.stdout,
+           f"holder row names {want!r}: {p.stdout[:3000]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def layout_report_says_what_the_process_dropped():
+    with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
+        d = json.load(f)
+    work = tempfile.mkdtemp(prefix="vt-layout-")
+    try:
+        path = os.path.join(work, "d.json")
+        for lost, line in ((3, "incomplete: 3 records dropped for lack of memory in the traced process\n"),
+                           (1, "incomplete: 1 record dropped for lack of memory in the traced process\n")):
+            d["totals"]["records_lost"] = lost
+            with open(path, "w") as f:
+                json.dump(d, f)
+            p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+            eq(p.returncode, 0, "report")
+            eq(p.stdout.count(line), 1, f"records_lost {lost}: {line!r}")
+        del d["totals"]["records_lost"]
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+        eq((p.returncode, "incomplete:" in p.stdout), (0, False), "an older dump: nothing dropped")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,166 @@
+/* test_common.c -- common/: the capped warning, the lost-records count and
+ * its place in the dump, the call-site rule and label; report/analysis.c's
+ * findings once per failure. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/callsite.h"
+#include "../../common/warn.h"
+#include "../../report/analysis.h"
+#include "../../report/dump.h"
+#include "check.h"
+
+/* What fn wrote on stderr. */
+static char *stderr_of(void (*fn)(void)) {
+    fflush(stderr);
+    FILE *t = tmpfile();
+    int saved = dup(2);
+    dup2(fileno(t), 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    long n = ftell(t);
+    char *buf = calloc(1, (size_t)(n > 0 ? n : 0) + 1);
+    rewind(t);
+    if (n > 0 && fread(buf, 1, (size_t)n, t) != (size_t)n) buf[0] = '\0';
+    fclose(t);
+    return buf;
+}
+
+static void twelve_warnings(void) {
+    for (int i = 0; i < VT_WARN_MAX + 2; i++) vt_warn("number %d", i);
+    vt_warn_summary();
+    vt_warn_summary();
+}
+
+static void test_warnings_are_capped_then_counted(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(twelve_warnings);
+    CHECK_STR(out, "vramtrace: warning: number 0\nvramtrace: warning: number 1\nvramtrace: warning: number 2\n"
+                   "vramtrace: warning: number 3\nvramtrace: warning: number 4\nvramtrace: warning: number 5\n"
+                   "vramtrace: warning: number 6\nvramtrace: warning: number 7\nvramtrace: warning: number 8\n"
+                   "vramtrace: warning: number 9\nvramtrace: 2 more warnings not shown\n");
+    free(out);
+}
+
+static void few_warnings(void) {
+    vt_warn("one");
+    vt_warn_summary();
+    vt_warn("two");
+}
+
+static void test_a_summary_with_nothing_held_back_keeps_warning(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(few_warnings);
+    CHECK_STR(out, "vramtrace: warning: one\nvramtrace: warning: two\n");
+    free(out);
+}
+
+static void lose_two(void) {
+    vt_records_lost("a record");
+    vt_records_lost("the holder table");
+}
+
+static void test_records_lost_are_counted_warned_and_dumped(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(lose_two);
+    CHECK_STR(out, "vramtrace: warning: out of memory: a record dropped\n"
+                   "vramtrace: warning: out of memory: the holder table dropped\n");
+    free(out);
+    CHECK_EQ(vt_records_lost_count(), 2);
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct vt_dump_meta m = {.reason = "exit", .pid = 1, .host = "h"};
+    struct vt_analysis *an = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(vt_dump_write(f, &s, NULL, an, &m), 0);
+    vt_analysis_free(an);
+    fclose(f);
+    CHECK(strstr(buf, ",\"unknown_frees\":0,\"missed\":0,\"records_lost\":2},") != NULL);
+    free(buf);
+    vt_warn_reset_child();
+    CHECK_EQ(vt_records_lost_count(), 0);
+}
+
+static void test_call_site_rule_and_label(void) {
+    struct vt_frame st[3] = {
+        {.address = 0x10, .function = "cuMemAlloc_v2", .module = "/usr/lib/libcuda.so.1", .offset = 0x10},
+        {.address = 0x20, .function = "make", .module = "/opt/app/bin/train", .offset = 0x1f},
+        {.function = "step", .python = 1},
+    };
+    CHECK_EQ(vt_site_index(st, 2), 1);
+    CHECK_EQ(vt_site_index(st, 3), 2);
+    CHECK_EQ(vt_site_index(st, 1), 0);
+    CHECK_EQ(vt_site_index(st, 0), (uint64_t)-1);
+    char buf[64];
+    CHECK_STR(vt_frame_where(&st[1], buf, sizeof buf), "make (train+0x1f)");
+    CHECK_STR(vt_frame_where(&st[2], buf, sizeof buf), "step (Python)");
+    struct vt_frame at = {.function = "f", .file = "a/\xc3\xa9.c", .line = 7};
+    CHECK_STR(vt_frame_where(&at, buf, sizeof buf), "f a/\xc3\xa9.c:7");
+    CHECK_STR(vt_frame_where(&at, buf, 6), "f a/");   /* the cut never splits the é */
+    struct vt_frame bare = {.address = 0xabc};
+    CHECK_STR(vt_frame_where(&bare, buf, sizeof buf), "?? 0xabc");
+    CHECK_STR(vt_site_name(&st[1], buf, sizeof buf), "make (train+0x1f)");
+    CHECK_STR(vt_site_name(NULL, buf, sizeof buf), "(no stack)");
+}
+
+/* A caching allocator's retry: two failures of the same request with a
+ * free between them. */
+static int has_retry(const struct vt_oom_findings *f) {
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->f[i].id, "allocator_retry") == 0) return 1;
+    return 0;
+}
+
+static void test_findings_are_worked_out_once_per_oom(void) {
+    vt_analysis_reset_child();
+    struct vt_oom ooms[2];
+    memset(ooms, 0, sizeof ooms);
+    for (int i = 0; i < 2; i++) {
+        ooms[i].api = "cudaMalloc";
+        ooms[i].requested = 1 << 20;
+        ooms[i].time_ns = 1000 + 1000 * (uint64_t)i;
+    }
+    struct vt_event ev = {.time_ns = 1500, .address = 0x10, .bytes = 4096, .type = VT_EV_FREE,
+                          .kind = VT_KIND_DEVICE};
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.ooms = ooms;
+    s.nooms = 2;
+    s.events = &ev;
+    s.nevents = 1;
+    s.now_ns = 3000;
+    struct vt_analysis *a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(a->nfindings, 2);
+    CHECK_EQ(has_retry(&a->findings[0]), 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 1);
+    CHECK(a->latest == &a->findings[1]);
+    vt_analysis_free(a);
+    /* The free has left the history since: the findings stay those of
+     * the failure, not worked out again. */
+    s.nevents = 0;
+    a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 1);
+    vt_analysis_free(a);
+    /* Another failure at that index (a forked child's first) is its own. */
+    ooms[1].time_ns = 2500;
+    a = vt_analyse(&s, NULL, 0);
+    CHECK_EQ(has_retry(&a->findings[1]), 0);
+    vt_analysis_free(a);
+    vt_analysis_reset_child();
+}
+
+int main(void) {
+    test_warnings_are_capped_then_counted();
+    test_a_summary_with_nothing_held_back_keeps_warning();
+    test_records_lost_are_counted_warned_and_dumped();
+    test_call_site_rule_and_label();
+    test_findings_are_worked_out_once_per_oom();
+    return check_report("unit_common");
+}
