@@ -1,6 +1,7 @@
 /* options.c -- the settings table and the readers of its values. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,23 +73,49 @@ int vt_parse_number(const char *s, long lo, long hi, long *out) {
 }
 
 int vt_parse_size(const char *s, uint64_t *out) {
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0) return -1;
-    double mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    /* DIGITS[.DIGITS][K|M|G|T[i]][B]: the whole part exact, as bytes or
+     * times the unit; a fraction only with a unit (1.5G). Anything else
+     * (signs, hex, exponents, inf, nan, overflow) is not a size. */
+    if (!s || *s < '0' || *s > '9') return -1;
+    const char *p = s;
+    uint64_t whole = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (whole > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return -1;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    const char *frac = NULL;
+    size_t nfrac = 0;
+    if (*p == '.') {
+        frac = ++p;
+        while (*p >= '0' && *p <= '9') p++;
+        nfrac = (size_t)(p - frac);
+        if (nfrac == 0) return -1;
+    }
+    int shift = 0;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; p++; break;
+    case 'm': case 'M': shift = 20; p++; break;
+    case 'g': case 'G': shift = 30; p++; break;
+    case 't': case 'T': shift = 40; p++; break;
     default: break;
     }
-    if (mul > 1 && *end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0' || v * mul > 1.8e19) return -1;
-    *out = (uint64_t)(v * mul);
+    if (shift && *p == 'i') p++;
+    if (*p == 'B' || *p == 'b') p++;
+    if (*p != '\0' || (frac && shift == 0)) return -1;
+    if (shift && whole > (UINT64_MAX >> shift)) return -1;
+    uint64_t v = whole << shift;
+    if (frac) {
+        /* The fraction of one unit, rounded down to a byte. */
+        uint64_t unit = (uint64_t)1 << shift, part = 0, scale = 1;
+        for (size_t i = 0; i < nfrac && i < 12; i++) {
+            part = part * 10 + (uint64_t)(frac[i] - '0');
+            scale *= 10;
+        }
+        uint64_t add = (uint64_t)((unsigned __int128)part * unit / scale);
+        if (v > UINT64_MAX - add) return -1;
+        v += add;
+    }
+    *out = v;
     return 0;
 }
 

@@ -150,6 +150,14 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
     sym->priv = p;
     /* Not the public dlsym: vramtrace overrides it. */
     *(void **)&p->demangle = dlvsym(RTLD_DEFAULT, "__cxa_demangle", "CXXABI_1.3");
+    /* A C++ runtime that only libraries loaded RTLD_LOCAL brought in (a
+     * Python extension's libstdc++) is not in the global scope: ask it by
+     * name, without loading one that is not there. */
+    if (!p->demangle) {
+        void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        /* The reference is kept: the pointer stays valid. */
+        if (cxx) *(void **)&p->demangle = dlvsym(cxx, "__cxa_demangle", "CXXABI_1.3");
+    }
     p->dwfl = dwfl_begin(&callbacks);
     if (p->dwfl) {
         if (dwfl_linux_proc_report(p->dwfl, getpid()) != 0) {

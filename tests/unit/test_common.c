@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../../common/callsite.h"
+#include "../../common/options.h"
 #include "../../common/warn.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
@@ -156,11 +157,33 @@ static void test_findings_are_worked_out_once_per_oom(void) {
     vt_analysis_reset_child();
 }
 
+/* Sizes are exact or refused: nan, inf, hex, exponents, signs and
+ * overflow are not sizes (nan once reached an undefined cast). */
+static void test_sizes_are_exact_or_refused(void) {
+    static const struct { const char *s; int ok; uint64_t v; } cases[] = {
+        {"0", 1, 0}, {"4096", 1, 4096}, {"512M", 1, 512ull << 20}, {"24G", 1, 24ull << 30},
+        {"24GiB", 1, 24ull << 30}, {"1.5G", 1, 3ull << 29}, {"2t", 1, 2ull << 40}, {"100b", 1, 100},
+        {"18446744073709551615", 1, UINT64_MAX}, {"16777215T", 1, 16777215ull << 40},
+        {"9007199254740993", 1, 9007199254740993ull}, /* 2^53 + 1: a double would round it */
+        {"18446744073709551616", 0, 0}, {"16777216T", 0, 0}, {"nan", 0, 0}, {"NaN", 0, 0},
+        {"inf", 0, 0}, {"-1", 0, 0}, {"+5", 0, 0}, {"0x10", 0, 0}, {"1e3", 0, 0}, {"1.5", 0, 0},
+        {"1.", 0, 0}, {".5G", 0, 0}, {"5 G", 0, 0}, {"5GG", 0, 0}, {"", 0, 0}, {"G", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t v = 12345;
+        int ok = vt_parse_size(cases[i].s, &v) == 0;
+        CHECK_EQ(ok, cases[i].ok);
+        if (ok != cases[i].ok) fprintf(stderr, "  size '%s'\n", cases[i].s);
+        if (ok && cases[i].ok) CHECK_EQ(v, cases[i].v);
+    }
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
     test_records_lost_are_counted_warned_and_dumped();
     test_call_site_rule_and_label();
     test_findings_are_worked_out_once_per_oom();
+    test_sizes_are_exact_or_refused();
     return check_report("unit_common");
 }
