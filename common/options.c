@@ -9,7 +9,7 @@
 
 const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
     [VT_O_OUT] = {"VRAMTRACE_OUT", VT_OPT_TEXT, "vramtrace.%p.json", 0, 0, 0, NULL,
-                  "where the JSON dump goes: %p pid, %h host, %r rank (RANK, else 0), "
+                  "where the JSON dump goes: %p pid, %h host, %r rank (RANK, else 0), %n on-demand dump number, "
                   "%% a percent sign; 'off' writes none",
                   "--out", "PATH", "dump path pattern"},
     [VT_O_REPORT] = {"VRAMTRACE_REPORT", VT_OPT_TEXT, "stderr", 0, 0, 0, NULL,
