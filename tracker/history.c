@@ -32,6 +32,12 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
     if (e) *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
 }
 
+static void (*on_failure)(void);
+
+void vt_tracker_on_failure(void (*listener)(void)) {
+    __atomic_store_n(&on_failure, listener, __ATOMIC_RELEASE);
+}
+
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     pthread_mutex_lock(&vt_tracker_lock);
@@ -79,6 +85,8 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     pthread_mutex_unlock(&vt_tracker_lock);
+    void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
+    if (is_oom && listener) listener();
 }
 
 void vt_history_copy(struct vt_snapshot *s, double scale) {
