@@ -161,6 +161,8 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (t->records_lost)
         fprintf(f, "incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n",
                 t->records_lost, vr_plural(t->records_lost, "record", "records"));
+    char missed[160];
+    if (vt_fmt_missed(t->missed, missed, sizeof missed)) fprintf(f, "%s\n", missed);
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);

@@ -1,4 +1,5 @@
 /* format.c -- byte counts for people, strings for JSON. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "format.h"
@@ -72,5 +73,12 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     unsigned char lead = (unsigned char)buf[i - 1];
     size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
     if (n - (i - 1) < want) buf[i - 1] = '\0';
+    return buf;
+}
+
+const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {
+    if (missed == 0) return NULL;
+    snprintf(buf, size, "%" PRIu64 " call%s passed through unrecorded (made while vramtrace was busy on "
+             "that thread: a signal handler?)", missed, missed == 1 ? "" : "s");
     return buf;
 }

@@ -15,6 +15,11 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
                           uint64_t per_unit, char *buf, size_t size);
 
+/* "3 calls passed through unrecorded (...)": the one sentence for a dump's
+ * totals.missed, in the library's reports and the CLI's text alike. NULL
+ * when missed is 0 (nothing is said then). Writes into buf. */
+const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size);
+
 /* Write s as a JSON string literal (quotes included); NULL becomes null.
  * Control characters and non-UTF-8 bytes are escaped, so any name taken from
  * a binary yields valid JSON. */

@@ -8,6 +8,7 @@
 #include "../../common/format.h"
 #include "../../report/growth.h"
 #include "../../report/holders.h"
+#include "../../report/postmortem.h"
 #include "../../tracker/stack.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -454,6 +455,62 @@ static void test_bounded_snapshot_host_kinds_missed(void) {
     vt_snapshot_free(s);
 }
 
+/* The post-mortem names the kind of host memory a failed request asked
+ * for, and both it and the exit summary say how many calls passed through
+ * unrecorded. */
+static void test_postmortem_host_kinds_and_missed(void) {
+    static const struct { int kind; const char *said; } kinds[] = {
+        {VT_KIND_HOST, "by cuMemHostAlloc (pinned host memory)\n"},
+        {VT_KIND_HOST_VMM, "by cuMemHostAlloc (host memory from cuMemCreate)\n"},
+        {VT_KIND_HOST_ASYNC, "by cuMemHostAlloc (host memory from a pool on the host)\n"},
+        {VT_KIND_DEVICE, "by cuMemHostAlloc on device 0\n"},
+    };
+    vt_tracker_alloc(0x42, 4096, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    vt_tracker_missed();
+    vt_tracker_missed();
+    vt_tracker_missed();
+    struct vt_dump_meta m = {.reason = "oom", .pid = 7};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        struct vt_oom o = {.requested = 512, .api = "cuMemHostAlloc", .kind = (uint8_t)kinds[i].kind,
+                           .device = (int16_t)(vt_kind_is_host(kinds[i].kind) ? VT_HOST_DEVICE : 0)};
+        vt_tracker_failed(1, &o, site_b, 3);
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        struct vt_analysis *an = vt_analyse(s, NULL, 0);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5);
+        fclose(f);
+        CHECK(strstr(buf, kinds[i].said) != NULL);
+        if (!strstr(buf, kinds[i].said)) fprintf(stderr, "%s", buf);
+        CHECK(strstr(buf, "\nvramtrace:   3 calls passed through unrecorded (made while vramtrace was busy "
+                          "on that thread: a signal handler?)\n") != NULL);
+        free(buf);
+        if (i == 0) {
+            f = open_memstream(&buf, &len);
+            vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5);
+            fclose(f);
+            CHECK(strstr(buf, ")\nvramtrace:   3 calls passed through unrecorded (made while vramtrace was "
+                              "busy on that thread: a signal handler?)\n") != NULL);
+            free(buf);
+        }
+        vt_analysis_free(an);
+        vt_snapshot_free(s);
+    }
+    vt_tracker_reset_child();
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    struct vt_analysis *an = vt_analyse(s, NULL, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5);
+    fclose(f);
+    CHECK(strstr(buf, "unrecorded") == NULL); /* none missed: nothing said */
+    free(buf);
+    vt_analysis_free(an);
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     vt_tracker_init(64, 4);
     test_bounded_snapshot_host_kinds_missed();
@@ -469,5 +526,6 @@ int main(void) {
     test_growth_ignores_time_to_the_report();
     test_format();
     test_dump_writes_every_section();
+    test_postmortem_host_kinds_and_missed();
     return check_report("unit");
 }
