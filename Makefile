@@ -271,6 +271,12 @@ $(T)/unit_common: tests/unit/test_common.c tests/unit/check.h $(UNIT_SRC) $(HEAD
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	    -o $@ tests/unit/test_common.c $(UNIT_SRC) $(UNIT_LIBS)
 
+# What the tracker drops for lack of memory, counted: the test defines the
+# allocator itself, so no sanitizer build.
+$(T)/unit_nomem: tests/unit/test_nomem.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_nomem.c $(UNIT_SRC) $(UNIT_LIBS)
+
 $(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -317,9 +323,10 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
 	$(T)/unit_common
+	$(T)/unit_nomem
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
 	$(T)/stack/test_stack
