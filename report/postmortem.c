@@ -50,8 +50,7 @@ static void findings(FILE *f, const struct vt_analysis *an) {
     const struct vt_oom_findings *fs = an->latest;
     if (!fs || fs->n == 0) return;
     fputs("vramtrace: what the numbers say, most likely first:\n", f);
-    for (int i = 0; i < fs->n; i++)
-        fprintf(f, "vramtrace:   %d. %s\nvramtrace:      next: %s\n", i + 1, fs->f[i].text, fs->f[i].next);
+    for (int i = 0; i < fs->n; i++) vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, NULL);
 }
 
 /* What a failed request for host memory asked for, by kind, said after the
@@ -161,8 +160,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
             char site[512];
             vt_site_label(sym, g->stack, site, sizeof site);
             char rate[160];
-            fprintf(f, "vramtrace:   %s: %s -> %s, %s\n", site, B(g->first_floor, a), B(g->end_bytes, b),
-                    vt_growth_text(g, rate, sizeof rate));
+            vt_put_growth(f, "vramtrace: ", site, g->first_floor, g->end_bytes, vt_growth_text(g, rate, sizeof rate));
         }
     }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../../common/callsite.h"
+#include "../../common/format.h"
 #include "../../common/warn.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
@@ -156,11 +157,37 @@ static void test_findings_are_worked_out_once_per_oom(void) {
     vt_analysis_reset_child();
 }
 
+/* The lines both sides print: a finding, a growing site, a process. */
+static void upper(FILE *f, const char *s) {
+    for (; *s; s++) fputc(*s >= 'a' && *s <= 'z' ? *s - 32 : *s, f);
+}
+
+static void test_shared_lines(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_put_finding(f, "vramtrace: ", 2, "a leak", "free it", NULL);
+    vt_put_finding(f, "", 3, "a leak", "free it", upper);
+    vt_put_growth(f, "vramtrace: ", "step", 1024, 3 << 20, "over 2 allocations");
+    vt_put_growth(f, "", "step", 10, 10, "r");
+    fclose(f);
+    CHECK_STR(buf, "vramtrace:   2. a leak\nvramtrace:      next: free it\n"
+                   "  3. A LEAK\n     next: FREE IT\n"
+                   "vramtrace:   step: 1.00 KiB -> 3.00 MiB, over 2 allocations\n"
+                   "  step: 10 B -> 10 B, r\n");
+    free(buf);
+    char p[128];
+    CHECK_STR(vt_fmt_proc(1, 42, "python", 1, 2048, p, sizeof p), " pid 42 (python) 2.00 KiB");
+    CHECK_STR(vt_fmt_proc(0, 43, "", 0, 0, p, sizeof p), ", pid 43 ?");
+    CHECK_STR(vt_fmt_proc(0, 44, NULL, 1, 5, p, sizeof p), ", pid 44 5 B");
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
     test_records_lost_are_counted_warned_and_dumped();
     test_call_site_rule_and_label();
     test_findings_are_worked_out_once_per_oom();
+    test_shared_lines();
     return check_report("unit_common");
 }
