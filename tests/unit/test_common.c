@@ -9,6 +9,7 @@
 
 #include "../../common/callsite.h"
 #include "../../common/format.h"
+#include "../../common/labels.h"
 #include "../../common/warn.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
@@ -182,6 +183,28 @@ static void test_shared_lines(void) {
     CHECK_STR(vt_fmt_proc(0, 44, NULL, 1, 5, p, sizeof p), ", pid 44 5 B");
 }
 
+/* Equal labels, one group; groups numbered in the order first seen. */
+static void test_label_groups(void) {
+    struct vt_labels *l = vt_labels_new();
+    int added = -1;
+    CHECK_EQ(vt_label_group(l, "train step.py:3", &added), 0);
+    CHECK_EQ(added, 1);
+    CHECK_EQ(vt_label_group(l, "(no stack)", &added), 1);
+    CHECK_EQ(vt_label_group(l, "train step.py:3", &added), 0);
+    CHECK_EQ(added, 0);
+    CHECK_EQ(vt_label_group(l, "train step.py:30", NULL), 2);
+    for (int i = 0; i < 200; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "s%d", i);
+        vt_label_group(l, b, NULL);
+    }
+    CHECK_EQ(vt_labels_count(l), 203);
+    CHECK_STR(vt_label_of(l, 1), "(no stack)");
+    CHECK_STR(vt_label_of(l, 202), "s199");
+    CHECK(vt_label_of(l, 203) == NULL);
+    vt_labels_free(l);
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
@@ -189,5 +212,6 @@ int main(void) {
     test_call_site_rule_and_label();
     test_findings_are_worked_out_once_per_oom();
     test_shared_lines();
+    test_label_groups();
     return check_report("unit_common");
 }
