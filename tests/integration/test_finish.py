@@ -3,26 +3,27 @@ import json
 
 from run_tests import *
 
-MISSED = ("calls passed through unrecorded (made while vramtrace was busy on that thread: "
-          "a signal handler?)")
+SAID = "passed through unrecorded (made while vramtrace was busy on that thread: a signal handler?)"
+
+
+def text_report_lines(missed, word):
+    """`vramtrace report` of the golden phases dump with totals.missed set:
+    its lines that hold `word`."""
+    dump = json.load(open(os.path.join(GOLDEN, "phases.r0.json")))
+    dump["totals"]["missed"] = missed
+    work = tempfile.mkdtemp(prefix="vt-test-")
+    try:
+        path = os.path.join(work, "d.json")
+        json.dump(dump, open(path, "w"))
+        rc, out, err = report([path], cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    eq(rc, 0, f"missed={missed}: status ({err})")
+    return [l for l in out.decode().splitlines() if word in l]
 
 
 @test
 def report_says_calls_passed_through_unrecorded():
-    with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
-        dump = json.load(f)
-    work = tempfile.mkdtemp(prefix="vt-test-")
-    try:
-        for missed, want in ((0, []), (1, ["1 call passed through unrecorded (made while vramtrace was busy "
-                                           "on that thread: a signal handler?)"]),
-                             (3, ["3 " + MISSED])):
-            dump["totals"]["missed"] = missed
-            path = os.path.join(work, "d.json")
-            with open(path, "w") as f:
-                json.dump(dump, f)
-            rc, out, err = report([path], cwd=work)
-            eq(rc, 0, f"missed={missed}: status ({err})")
-            got = [l for l in out.decode().splitlines() if "unrecorded" in l]
-            eq(got, want, f"missed={missed}: the line")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    eq(text_report_lines(0, "unrecorded"), [], "none missed: no line")
+    eq(text_report_lines(1, "unrecorded"), ["1 call " + SAID], "one missed")
+    eq(text_report_lines(3, "unrecorded"), ["3 calls " + SAID], "three missed")
