@@ -22,7 +22,7 @@ __thread int vt_busy __attribute__((tls_model("initial-exec")));
 __thread int vt_in_real __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
-/* Set once it has run: the hooks test it and skip pthread_once. */
+/* Set once init_python has run: the hooks test it and skip pthread_once. */
 static enum { PYTHON_UNKNOWN, PYTHON_OFF, PYTHON_ON } python_state;
 
 /* Python's symbols, wherever the interpreter lives (the executable, a
