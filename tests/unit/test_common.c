@@ -11,6 +11,7 @@
 #include "../../common/format.h"
 #include "../../common/labels.h"
 #include "../../common/warn.h"
+#include "../../tracker/options.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
 #include "check.h"
@@ -205,6 +206,40 @@ static void test_label_groups(void) {
     vt_labels_free(l);
 }
 
+/* The options' warnings, held until the first GPU use, are capped warnings
+ * too: printed while the cap allows, counted after. */
+static void bad_options_after(int earlier) {
+    for (int i = 0; i < earlier; i++) vt_warn("earlier %d", i);
+    setenv("VRAMTRACE_DEPTH", "banana", 1);
+    setenv("VRAMTRACE_TOP", "0", 1);
+    vt_options_load();
+    unsetenv("VRAMTRACE_DEPTH");
+    unsetenv("VRAMTRACE_TOP");
+    vt_options_flush_warnings();
+    vt_options_flush_warnings(); /* once */
+    vt_warn_summary();
+}
+static void bad_options(void) { bad_options_after(0); }
+static void bad_options_late(void) { bad_options_after(VT_WARN_MAX - 1); }
+
+static void test_option_warnings_are_capped(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(bad_options);
+    CHECK_STR(out, "vramtrace: warning: VRAMTRACE_DEPTH=banana is not a whole number from 1 to 256; keeping the "
+                   "default\nvramtrace: warning: VRAMTRACE_TOP=0 is not a whole number from 1 to 1000; keeping "
+                   "the default\n");
+    free(out);
+    vt_warn_reset_child();
+    out = stderr_of(bad_options_late);
+    const char *last = strstr(out, "earlier 8\n");
+    CHECK(last != NULL);
+    if (last)
+        CHECK_STR(last, "earlier 8\nvramtrace: warning: VRAMTRACE_DEPTH=banana is not a whole number from 1 to "
+                        "256; keeping the default\nvramtrace: 1 more warning not shown\n");
+    free(out);
+    vt_warn_reset_child();
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
@@ -213,5 +248,6 @@ int main(void) {
     test_findings_are_worked_out_once_per_oom();
     test_shared_lines();
     test_label_groups();
+    test_option_warnings_are_capped();
     return check_report("unit_common");
 }
