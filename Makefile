@@ -29,7 +29,7 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/options.c common/warn.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
@@ -258,7 +258,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
             tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
-            report/dump.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
+            report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
@@ -270,6 +270,12 @@ $(T)/unit_common: tests/unit/test_common.c tests/unit/check.h $(UNIT_SRC) $(HEAD
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	    -o $@ tests/unit/test_common.c $(UNIT_SRC) $(UNIT_LIBS)
+
+# What the tracker drops for lack of memory, counted: the test defines the
+# allocator itself, so no sanitizer build.
+$(T)/unit_nomem: tests/unit/test_nomem.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_nomem.c $(UNIT_SRC) $(UNIT_LIBS)
 
 $(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
@@ -317,9 +323,10 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
 	$(T)/unit_common
+	$(T)/unit_nomem
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
 	$(T)/stack/test_stack

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
+#include "../common/labels.h"
 #include "../common/options.h"
 #include "cli.h"
 #include "model.h"
@@ -21,9 +20,16 @@
  * memory, without pinned host memory or memory opened from another
  * process). */
 struct site {
-    char *where;
+    const char *where; /* the group's label, owned by the grouping */
     uint64_t bytes[2], count[2];
-    UT_hash_handle hh;
+};
+
+/* The sites of both dumps: sites[g] is group g of `labels` (common/labels.h,
+ * the rule vr_combine groups by). */
+struct sites {
+    struct vt_labels *labels;
+    struct site *sites;
+    size_t cap;
 };
 
 /* a + b, held at UINT64_MAX: totals of a hostile dump stay defined. */
@@ -48,19 +54,24 @@ static int by_growth(const void *a, const void *b) {
     return strcmp(x->where, y->where);
 }
 
-static int add(struct site **sites, struct vm_dump *d, int which) {
+static int add(struct sites *all, struct vm_dump *d, int which) {
     struct vr_input in = {d, 1};
     size_t n;
     struct vr_combined *c = vr_combine(&in, VR_AT_EXIT, &n);
     if (!c) return -1;
     for (size_t i = 0; i < n; i++) {
-        struct site *s;
-        HASH_FIND_STR(*sites, c[i].where, s);
-        if (!s) {
-            s = calloc(1, sizeof *s);
-            if (!s || !(s->where = strdup(c[i].where))) { free(s); vr_combined_free(c, n); return -1; }
-            HASH_ADD_KEYPTR(hh, *sites, s->where, strlen(s->where), s);
+        int added;
+        uint32_t g = vt_label_group(all->labels, c[i].where, &added);
+        if (g == UINT32_MAX) { vr_combined_free(c, n); return -1; }
+        if (g >= all->cap) {
+            size_t more = all->cap ? all->cap * 2 : 64;
+            struct site *bigger = realloc(all->sites, more * sizeof *bigger);
+            if (!bigger) { vr_combined_free(c, n); return -1; }
+            all->sites = bigger;
+            all->cap = more;
         }
+        struct site *s = &all->sites[g];
+        if (added) *s = (struct site){.where = vt_label_of(all->labels, g)};
         s->bytes[which] = add_sat(s->bytes[which], c[i].bytes);
         s->count[which] = add_sat(s->count[which], c[i].count);
     }
@@ -139,16 +150,19 @@ int vt_cmd_diff(int argc, char **argv) {
         vm_free(&d[0]);
         return load_error(err);
     }
-    struct site *sites = NULL, *s, *tmp;
+    struct sites all = {vt_labels_new(), NULL, 0};
+    struct site *s;
     int rc = 0;
-    if (add(&sites, &d[0], 0) != 0 || add(&sites, &d[1], 1) != 0) {
+    if (!all.labels || add(&all, &d[0], 0) != 0 || add(&all, &d[1], 1) != 0) {
         fprintf(stderr, "vramtrace diff: out of memory\n");
         rc = 1;
     }
-    size_t n = HASH_COUNT(sites), k = 0;
+    size_t n = all.labels ? vt_labels_count(all.labels) : 0, k = 0;
+    if (n > all.cap) n = all.cap; /* the group whose room ran out */
     struct site **list = calloc(n ? n : 1, sizeof *list);
     uint64_t total[2] = {0, 0}, count[2] = {0, 0};
-    HASH_ITER(hh, sites, s, tmp) {
+    for (size_t g = 0; g < n; g++) {
+        s = &all.sites[g];
         if (list) list[k++] = s;
         for (int w = 0; w < 2; w++) {
             total[w] = add_sat(total[w], s->bytes[w]);
@@ -201,11 +215,8 @@ int vt_cmd_diff(int argc, char **argv) {
             rc = 1;
         }
     }
-    HASH_ITER(hh, sites, s, tmp) {
-        HASH_DEL(sites, s);
-        free(s->where);
-        free(s);
-    }
+    vt_labels_free(all.labels);
+    free(all.sites);
     free(list);
     vm_free(&d[0]);
     vm_free(&d[1]);

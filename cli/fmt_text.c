@@ -83,21 +83,17 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
                     B(o->total_bytes - o->free_bytes - o->live_bytes, a));
         if (o->procs) {
             fputs("  other processes on the GPU:", f);
-            for (size_t k = 0; k < o->nprocs; k++)
-                fprintf(f, "%s pid %d%s%s%s %s", k ? "," : "", o->procs[k].pid, o->procs[k].name ? " (" : "",
-                        o->procs[k].name ? S(o->procs[k].name, name) : "", o->procs[k].name ? ")" : "",
-                        o->procs[k].used_known ? B(o->procs[k].used_bytes, b) : "?");
+            for (size_t k = 0; k < o->nprocs; k++) {
+                char one[384];
+                fputs(vt_fmt_proc(k == 0, o->procs[k].pid, o->procs[k].name ? S(o->procs[k].name, name) : NULL,
+                                  o->procs[k].used_known, o->procs[k].used_bytes, one, sizeof one), f);
+            }
             fputs(o->nprocs ? "\n" : " none\n", f);
         }
         fputs("  requested from:\n", f);
         stack_lines(f, d, o->stack, "    ");
-        for (size_t k = 0; k < o->nfindings; k++) {
-            fprintf(f, "  %zu. ", k + 1);
-            vr_put_safe(f, o->findings[k].finding);
-            fputs("\n     next: ", f);
-            vr_put_safe(f, o->findings[k].next);
-            fputc('\n', f);
-        }
+        for (size_t k = 0; k < o->nfindings; k++)
+            vt_put_finding(f, "", (int)k + 1, o->findings[k].finding, o->findings[k].next, vr_put_safe);
     }
     if (d->nooms > (size_t)top)
         fprintf(f, "(%zu more out-of-memory %s)\n", d->nooms - (size_t)top,
@@ -161,6 +157,8 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (t->records_lost)
         fprintf(f, "incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n",
                 t->records_lost, vr_plural(t->records_lost, "record", "records"));
+    char missed[160];
+    if (vt_fmt_missed(t->missed, missed, sizeof missed)) fprintf(f, "%s\n", missed);
     timeline(f, d);
     ooms(f, d, o->top);
     holders(f, d, o);
@@ -175,8 +173,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         else
             snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
                      g->allocations == 1 ? "" : "s");
-        fprintf(f, "  %s: %s -> %s, %s\n", site_text(d, g->stack, where, sizeof where), B(g->first_bytes, a),
-                B(g->end_bytes, b), rate);
+        vt_put_growth(f, "", site_text(d, g->stack, where, sizeof where), g->first_bytes, g->end_bytes, rate);
     }
     live(f, d, o->top);
 }

@@ -284,6 +284,7 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     v->failed_count = u64(c, t, "failed_count", "totals");
     v->oom_count = u64(c, t, "oom_count", "totals");
     v->unknown_frees = u64(c, t, "unknown_frees", "totals");
+    if (json_object_get(t, "missed")) v->missed = u64(c, t, "missed", "totals");
     if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
     v->host_live_bytes = u64(c, h, "live_bytes", "host_memory");
     v->host_live_count = u64(c, h, "live_count", "host_memory");

@@ -89,6 +89,7 @@ struct vm_totals {
     uint64_t host_live_bytes, host_live_count, host_peak_bytes;
     uint64_t imported_live_bytes, imported_live_count;   /* 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
+    uint64_t missed;         /* hooked calls passed through unrecorded */
 };
 
 struct vm_dump {

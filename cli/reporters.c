@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "../common/format.h"
+#include "../common/labels.h"
 #include "reporters.h"
 
 const struct vt_reporter vt_reporters[] = {
@@ -109,13 +108,6 @@ const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at
     return d->ooms[0].holders;
 }
 
-struct group {
-    char *where;
-    struct vr_combined c;
-    const struct vm_dump *last;
-    UT_hash_handle hh;
-};
-
 static int by_bytes(const void *a, const void *b) {
     const struct vr_combined *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
@@ -123,8 +115,16 @@ static int by_bytes(const void *a, const void *b) {
     return strcmp(x->where, y->where);
 }
 
+/* Holders of every dump grouped by call-site label (common/labels.h, the
+ * library's rule): out[g] is group g, `last` the dump that added to it
+ * last, so that each dump counts once in `processes`. */
 struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n) {
-    struct group *groups = NULL, *g, *tmp;
+    struct vt_labels *groups = vt_labels_new();
+    struct vr_combined *out = NULL;
+    const struct vm_dump **last = NULL;
+    size_t cap = 0;
+    *n = 0;
+    if (!groups) return NULL;
     for (size_t i = 0; i < in->n; i++) {
         const struct vm_dump *d = &in->dumps[i];
         size_t nh;
@@ -132,35 +132,46 @@ struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, siz
         const struct vm_holder *h = vr_holders_at(d, at, &nh, &missing);
         for (size_t j = 0; j < nh; j++) {
             char where[1024];
-            vm_site_label(d, h[j].stack, where, sizeof where);
-            HASH_FIND_STR(groups, where, g);
-            if (!g) {
-                g = calloc(1, sizeof *g);
-                if (!g || !(g->where = strdup(where))) { free(g); continue; }
-                g->c.first = d;
-                g->c.stack = h[j].stack;
-                HASH_ADD_KEYPTR(hh, groups, g->where, strlen(g->where), g);
+            int added;
+            uint32_t g = vt_label_group(groups, vm_site_label(d, h[j].stack, where, sizeof where), &added);
+            if (g == UINT32_MAX) goto out_of_memory;
+            if (g >= cap) {
+                size_t more = cap ? cap * 2 : 64;
+                struct vr_combined *o = realloc(out, more * sizeof *o);
+                if (o) out = o;
+                const struct vm_dump **l = o ? realloc(last, more * sizeof *l) : NULL;
+                if (l) last = l;
+                if (!o || !l) goto out_of_memory;
+                cap = more;
             }
-            g->c.bytes += h[j].bytes;
-            g->c.count += h[j].count;
-            if (g->last != d) { g->c.processes++; g->last = d; }
+            struct vr_combined *c = &out[g];
+            if (added) {
+                *c = (struct vr_combined){.first = d, .stack = h[j].stack};
+                last[g] = NULL;
+            }
+            c->bytes += h[j].bytes;
+            c->count += h[j].count;
+            if (last[g] != d) { c->processes++; last[g] = d; }
         }
     }
-    size_t k = 0, count = HASH_COUNT(groups);
-    struct vr_combined *out = calloc(count ? count : 1, sizeof *out);
-    HASH_ITER(hh, groups, g, tmp) {
-        HASH_DEL(groups, g);
-        if (out) {
-            out[k] = g->c;
-            out[k++].where = g->where;
-        } else {
-            free(g->where);
+    size_t k = vt_labels_count(groups);
+    if (!out) out = calloc(1, sizeof *out);
+    for (size_t g = 0; out && g < k; g++)
+        if (!(out[g].where = strdup(vt_label_of(groups, (uint32_t)g)))) {
+            vr_combined_free(out, g);
+            out = NULL;
         }
-        free(g);
-    }
-    if (out) qsort(out, k, sizeof *out, by_bytes);
+    vt_labels_free(groups);
+    free(last);
+    if (!out) return NULL;
+    qsort(out, k, sizeof *out, by_bytes);
     *n = k;
     return out;
+out_of_memory:
+    vt_labels_free(groups);
+    free(last);
+    free(out);
+    return NULL;
 }
 
 void vr_combined_free(struct vr_combined *c, size_t n) {

@@ -1,4 +1,5 @@
 /* format.c -- byte counts for people, strings for JSON. */
+#include <inttypes.h>
 #include <string.h>
 
 #include "format.h"
@@ -72,5 +73,42 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     unsigned char lead = (unsigned char)buf[i - 1];
     size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
     if (n - (i - 1) < want) buf[i - 1] = '\0';
+    return buf;
+}
+
+const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {
+    if (missed == 0) return NULL;
+    snprintf(buf, size, "%" PRIu64 " call%s passed through unrecorded (made while vramtrace was busy on "
+             "that thread: a signal handler?)", missed, missed == 1 ? "" : "s");
+    return buf;
+}
+
+static void put_text(FILE *f, const char *s, void (*put)(FILE *, const char *)) {
+    if (put) put(f, s);
+    else fputs(s, f);
+}
+
+void vt_put_finding(FILE *f, const char *prefix, int number, const char *finding, const char *next,
+                    void (*put)(FILE *, const char *)) {
+    fprintf(f, "%s  %d. ", prefix, number);
+    put_text(f, finding, put);
+    fprintf(f, "\n%s     next: ", prefix);
+    put_text(f, next, put);
+    fputc('\n', f);
+}
+
+void vt_put_growth(FILE *f, const char *prefix, const char *site, uint64_t first_bytes, uint64_t end_bytes,
+                   const char *rate) {
+    char a[32], b[32];
+    fprintf(f, "%s  %s: %s -> %s, %s\n", prefix, site, vt_fmt_bytes(first_bytes, a, sizeof a),
+            vt_fmt_bytes(end_bytes, b, sizeof b), rate);
+}
+
+const char *vt_fmt_proc(int first, int pid, const char *name, int used_known, uint64_t used_bytes,
+                        char *buf, size_t size) {
+    char b[32];
+    int named = name && name[0];
+    snprintf(buf, size, "%s pid %d%s%s%s %s", first ? "" : ",", pid, named ? " (" : "", named ? name : "",
+             named ? ")" : "", used_known ? vt_fmt_bytes(used_bytes, b, sizeof b) : "?");
     return buf;
 }

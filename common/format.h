@@ -15,6 +15,33 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
                           uint64_t per_unit, char *buf, size_t size);
 
+/* "3 calls passed through unrecorded (...)": the one sentence for a dump's
+ * totals.missed, in the library's reports and the CLI's text alike. NULL
+ * when missed is 0 (nothing is said then). Writes into buf. */
+const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size);
+
+/* The lines the library's post-mortem and the CLI's text report share,
+ * each written by one function. `prefix` begins every line ("vramtrace: "
+ * in the library, "" in the CLI); `put` writes a text taken from a dump or
+ * a binary (the CLI passes one that makes control characters visible;
+ * NULL: as it is).
+ *
+ * A finding: "PREFIX  N. FINDING" and "PREFIX     next: NEXT". */
+void vt_put_finding(FILE *f, const char *prefix, int number, const char *finding, const char *next,
+                    void (*put)(FILE *, const char *));
+
+/* A growing call site: "PREFIX  SITE: FIRST -> END, RATE", the byte counts
+ * for people, the site and the rate (vt_fmt_growth's text, or "over N
+ * allocations" where there is no rate) as given. */
+void vt_put_growth(FILE *f, const char *prefix, const char *site, uint64_t first_bytes, uint64_t end_bytes,
+                   const char *rate);
+
+/* One process of the list of others on a GPU: " pid N (NAME) USED", with
+ * ", " before it unless it is the first, no "(NAME)" when name is NULL or
+ * "", "?" for the bytes when used_known is 0. Writes into buf. */
+const char *vt_fmt_proc(int first, int pid, const char *name, int used_known, uint64_t used_bytes,
+                        char *buf, size_t size);
+
 /* Write s as a JSON string literal (quotes included); NULL becomes null.
  * Control characters and non-UTF-8 bytes are escaped, so any name taken from
  * a binary yields valid JSON. */

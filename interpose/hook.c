@@ -21,10 +21,8 @@ __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
 __thread int vt_busy __attribute__((tls_model("initial-exec")));
 __thread int vt_in_real __attribute__((tls_model("initial-exec")));
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_once_t python_once = PTHREAD_ONCE_INIT;
-/* Set once each has run: the hooks test these and skip pthread_once. */
-static int init_done;
+/* Set once init_python has run: the hooks test it and skip pthread_once. */
 static enum { PYTHON_UNKNOWN, PYTHON_OFF, PYTHON_ON } python_state;
 
 /* Python's symbols, wherever the interpreter lives (the executable, a
@@ -36,26 +34,6 @@ static void *python_symbol(const char *name) { return vt_global_symbol(name); }
 static void init_python(void) {
     vt_pystack_init(python_symbol, vt_opt.python);
     __atomic_store_n(&python_state, vt_pystack_version() ? PYTHON_ON : PYTHON_OFF, __ATOMIC_RELEASE);
-}
-
-static void init_all(void) {
-    vt_resolve_init();
-    vt_options_load();
-    vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
-    vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
-                  : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
-                                                       : VT_STACK_WALKER);
-}
-
-static void init_all_once(void) {
-    init_all();
-    if (vt_opt.limit == 0) __atomic_store_n(&vt_budget_off, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
-}
-
-void vt_init(void) {
-    if (__builtin_expect(__atomic_load_n(&init_done, __ATOMIC_ACQUIRE), 1)) return;
-    pthread_once(&init_once, init_all_once);
 }
 
 /* The device of the calling thread's current context, or 0. */
@@ -149,7 +127,8 @@ static struct vt_oom failure(const char *api, int kind, int device, uint64_t byt
 }
 
 /* Record an out-of-memory failure (from the device, or from the budget
- * when `budget` is set) and have the post-mortem written. */
+ * when `budget` is set). The tracker then tells its failure listener (the
+ * post-mortem, registered by init.c) inside this call. */
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -183,7 +162,6 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     vt_tracker_failed(1, &o, frames, depth);
-    vt_output_oom();
 }
 
 /* At the first GPU allocation: the options' warnings (they may go to a

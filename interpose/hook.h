@@ -3,8 +3,8 @@
  * A wrapper is: find the real function, call it, report the result here,
  * return the result unchanged. These helpers capture the stack, find the
  * device, record into the tracker, and on out-of-memory read the device
- * state and have the post-mortem written. They never change what the
- * caller sees. */
+ * state into the failure record (the tracker's failure listener then has
+ * the post-mortem written). They never change what the caller sees. */
 #ifndef VT_HOOK_H
 #define VT_HOOK_H
 

@@ -10,6 +10,33 @@
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "ondemand.h"
+#include "resolve.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* Set once vt_init has run: the hooks test it and skip pthread_once. */
+static int init_done;
+
+/* Options, tracker and unwinder, and the one wire from the tracker to the
+ * writer: an out-of-memory failure the tracker records has the post-mortem
+ * written (vt_output_oom, with its rate limit) by the tracker's failure
+ * listener, inside the failing call, once the tracker's locks are free.
+ * No hook calls the writer for a failure itself. */
+static void init_all_once(void) {
+    vt_resolve_init();
+    vt_options_load();
+    vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
+    vt_tracker_on_failure(vt_output_oom);
+    vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
+                  : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
+                                                       : VT_STACK_WALKER);
+    if (vt_opt.limit == 0) __atomic_store_n(&vt_budget_off, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
+}
+
+void vt_init(void) {
+    if (__builtin_expect(__atomic_load_n(&init_done, __ATOMIC_ACQUIRE), 1)) return;
+    pthread_once(&init_once, init_all_once);
+}
 
 /* Between the fork handlers the forking thread holds every lock: it is
  * busy (see vt_busy), so a signal handler's allocation passes through. */

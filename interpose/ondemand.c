@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
 #include "ondemand.h"
@@ -49,8 +50,8 @@ void vt_ondemand_start(void) {
     struct sigaction old;
     if (sigaction(vt_opt.signal, NULL, &old) != 0) goto out;
     if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {
-        fprintf(stderr, "vramtrace: warning: signal %d has a handler of the program's; "
-                        "on-demand dumps are off (set VRAMTRACE_SIGNAL to another signal)\n", vt_opt.signal);
+        vt_warn("signal %d has a handler of the program's; on-demand dumps are off "
+                "(set VRAMTRACE_SIGNAL to another signal)", vt_opt.signal);
         goto out;
     }
     if (pipe2(pipefd, O_CLOEXEC) != 0) goto out;

@@ -48,9 +48,9 @@ const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, si
     buf[0] = '\0';
     for (uint32_t i = 0; i < n && k < size; i++) {
         const struct vt_proc *p = &procs[i];
-        char b[32];
-        int w = snprintf(buf + k, size - k, "%s pid %d%s%s%s %s", i ? "," : "", p->pid, p->name[0] ? " (" : "",
-                         p->name, p->name[0] ? ")" : "", p->used_bytes == UINT64_MAX ? "?" : B(p->used_bytes, b));
+        char one[128];
+        int w = snprintf(buf + k, size - k, "%s", vt_fmt_proc(i == 0, p->pid, p->name, p->used_bytes != UINT64_MAX,
+                                                              p->used_bytes, one, sizeof one));
         if (w < 0) break;
         k += (size_t)w;
     }

@@ -22,6 +22,10 @@ struct vt_sigpipe {
 void vt_sigpipe_hold(struct vt_sigpipe *h);
 void vt_sigpipe_release(const struct vt_sigpipe *h);
 
+/* After an out-of-memory record: the dump and the post-mortem, at most
+ * once a second. The tracker's failure listener (vt_tracker_on_failure,
+ * set by interpose/init.c), called on the failing thread with no tracker
+ * lock held. */
 void vt_output_oom(void);
 
 /* At exit. Returns 1 when the leak check (VRAMTRACE_LEAK_CHECK) found

@@ -50,8 +50,22 @@ static void findings(FILE *f, const struct vt_analysis *an) {
     const struct vt_oom_findings *fs = an->latest;
     if (!fs || fs->n == 0) return;
     fputs("vramtrace: what the numbers say, most likely first:\n", f);
-    for (int i = 0; i < fs->n; i++)
-        fprintf(f, "vramtrace:   %d. %s\nvramtrace:      next: %s\n", i + 1, fs->f[i].text, fs->f[i].next);
+    for (int i = 0; i < fs->n; i++) vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, NULL);
+}
+
+/* What a failed request for host memory asked for, by kind, said after the
+ * request; NULL for device memory. */
+static const char *host_label(int kind) {
+    if (!vt_kind_is_host(kind)) return NULL;
+    if (kind == VT_KIND_HOST_VMM) return "host memory from cuMemCreate";
+    if (kind == VT_KIND_HOST_ASYNC) return "host memory from a pool on the host";
+    return "pinned host memory";
+}
+
+/* Calls passed through unrecorded (totals.missed), one line when any. */
+static void missed_line(FILE *f, uint64_t missed) {
+    char line[160];
+    if (vt_fmt_missed(missed, line, sizeof line)) fprintf(f, "vramtrace:   %s\n", line);
 }
 
 static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
@@ -70,7 +84,8 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     fprintf(f, "vramtrace:   request: %s (%" PRIu64 " byte%s) by %s%s", B(o->requested, a),
             o->requested, o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     const struct vt_device *d = dev(s, o->device);
-    if (o->kind == VT_KIND_HOST) fputs(" (pinned host memory)", f);
+    const char *host = host_label(o->kind);
+    if (host) fprintf(f, " (%s)", host);
     else fprintf(f, " on device %d", o->device);
     if (d && d->have_facts && d->name[0]) fprintf(f, " (%s%s%s)", d->name, d->uuid[0] ? ", " : "", d->uuid);
     fputc('\n', f);
@@ -100,6 +115,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     }
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
+    missed_line(f, s->totals.missed);
     holders_table(f, s, sym, an, top);
     live_table(f, s, sym, top);
     findings(f, an);
@@ -119,6 +135,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     fprintf(f, "vramtrace:   allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64
                " (out of memory %" PRIu64 ")\n",
             t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    missed_line(f, t->missed);
     if (t->host_live_count || t->host_peak_bytes)
         fprintf(f, "vramtrace:   pinned host memory: %s live in %" PRIu64 " allocation%s; peak %s\n",
                 B(t->host_live_bytes, a), t->host_live_count,
@@ -143,8 +160,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
             char site[512];
             vt_site_label(sym, g->stack, site, sizeof site);
             char rate[160];
-            fprintf(f, "vramtrace:   %s: %s -> %s, %s\n", site, B(g->first_floor, a), B(g->end_bytes, b),
-                    vt_growth_text(g, rate, sizeof rate));
+            vt_put_growth(f, "vramtrace: ", site, g->first_floor, g->end_bytes, vt_growth_text(g, rate, sizeof rate));
         }
     }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);

@@ -10,6 +10,7 @@
 
 #include <uthash.h>
 
+#include "../common/labels.h"
 #include "../tracker/pystack.h"
 #include "symbolize.h"
 
@@ -91,36 +92,24 @@ static const Dwfl_Callbacks callbacks = {
     .find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
-struct site_group {
-    char label[512];
-    uint32_t group;          /* the group's number */
-    UT_hash_handle hh;
-};
-
+/* The stacks grouped by their call-site label (common/labels.h: the rule
+ * the CLI groups dumps' holders by). */
 static uint32_t *site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
-    struct site_group *groups = NULL, *g, *tmp;
+    struct vt_labels *groups = sym ? vt_labels_new() : NULL;
     uint32_t *out = malloc((nstacks ? nstacks : 1) * sizeof *out);
     uint32_t *low = malloc((nstacks ? nstacks : 1) * sizeof *low);
     size_t k = 0;
+    if (sym && !groups) { free(out); out = NULL; }
     for (size_t i = 0; out && low && i < nstacks; i++) {
         if (!sym) { low[k] = (uint32_t)i; out[i] = (uint32_t)k++; continue; }
-        char label[sizeof g->label];
-        vt_site_label(sym, (uint32_t)i, label, sizeof label);
-        HASH_FIND_STR(groups, label, g);
-        if (!g) {
-            g = calloc(1, sizeof *g);
-            if (!g) { free(out); out = NULL; break; }
-            memcpy(g->label, label, sizeof label);
-            g->group = (uint32_t)k;
-            low[k++] = (uint32_t)i;
-            HASH_ADD_STR(groups, label, g);
-        }
-        out[i] = g->group;
+        char label[512];
+        int added;
+        uint32_t g = vt_label_group(groups, vt_site_label(sym, (uint32_t)i, label, sizeof label), &added);
+        if (g == UINT32_MAX) { free(out); out = NULL; break; }
+        if (added) low[k++] = (uint32_t)i;
+        out[i] = g;
     }
-    HASH_ITER(hh, groups, g, tmp) {
-        HASH_DEL(groups, g);
-        free(g);
-    }
+    vt_labels_free(groups);
     if (!out || !low) { free(out); free(low); return NULL; }
     *ngroups = k;
     if (lowest) *lowest = low;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
 
@@ -98,6 +99,7 @@ void vt_account_copy(struct vt_snapshot *s, double scale) {
     s->peak_holders = vt_account_holders(&np, 1);
     s->npeak_holders = np;
     if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, vt_holder_order);
+    else vt_records_lost("the holder table at the peak");
 }
 
 void vt_account_reset_child(void) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
 #include "history.h"
@@ -30,6 +31,12 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
                       uint32_t stack, int device, int kind) {
     struct vt_event *e = ring_add();
     if (e) *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
+}
+
+static void (*on_failure)(void);
+
+void vt_tracker_on_failure(void (*listener)(void)) {
+    __atomic_store_n(&on_failure, listener, __ATOMIC_RELEASE);
 }
 
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
@@ -61,6 +68,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             struct vt_proc *copy = NULL;
             if (vt_history.nooms < VT_MAX_OOM_HOLDERS && (copy = malloc((o->nprocs ? o->nprocs : 1) * sizeof *copy)))
                 memcpy(copy, o->procs, o->nprocs * sizeof *copy);
+            if (!copy && vt_history.nooms < VT_MAX_OOM_HOLDERS) vt_records_lost("an OOM's list of other processes");
             o->procs = copy;
             if (!copy) o->nprocs = 0;
         }
@@ -68,6 +76,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             uint32_t k;
             struct vt_holder *h = vt_account_holders(&k, 0);
             if (h) qsort(h, k, sizeof *h, vt_holder_order);
+            else vt_records_lost("an OOM's holder table");
             o->holders = h;
             o->nholders = h ? k : 0;
         }
@@ -79,6 +88,8 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     pthread_mutex_unlock(&vt_tracker_lock);
+    void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
+    if (is_oom && listener) listener();
 }
 
 void vt_history_copy(struct vt_snapshot *s, double scale) {
@@ -88,6 +99,8 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
         memcpy(s->ooms, vt_history.ooms, nooms * sizeof *s->ooms);
         s->nooms = nooms;
         for (size_t i = 0; i < nooms; i++) s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
+    } else {
+        vt_records_lost("a snapshot's OOM records");
     }
     size_t cap = vt_history.cap, written = vt_history.written;
     size_t ne = written < cap ? written : cap;
@@ -100,6 +113,8 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
         }
         s->nevents = ne;
         s->events_dropped = first;
+    } else if (ne) {
+        vt_records_lost("a snapshot's event history");
     }
 }
 

@@ -15,6 +15,7 @@
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = vt_hash_words((keyptr), (keylen)))
 #include <uthash.h>
 
+#include "../common/warn.h"
 #include "account.h"
 #include "intern.h"
 #include "stack.h"
@@ -57,12 +58,12 @@ uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) {
     if (vt_stacks.n == vt_stacks.cap) {
         size_t cap = vt_stacks.cap ? vt_stacks.cap * 2 : 256;
         const struct vt_stack **l = realloc(vt_stacks.list, cap * sizeof *l);
-        if (!l) return UINT32_MAX;
+        if (!l) { vt_records_lost("a stack"); return UINT32_MAX; }
         vt_stacks.list = l;
         vt_stacks.cap = cap;
     }
     n = malloc(sizeof *n + keylen);
-    if (!n) return UINT32_MAX;
+    if (!n) { vt_records_lost("a stack"); return UINT32_MAX; }
     memcpy(n->frames, frames, keylen);
     memset(&n->site, 0, sizeof n->site);
     n->site.hwm_gen = vt_counts.peak_gen;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
 #include "options.h"
 
 struct vt_options vt_opt;
@@ -25,11 +26,19 @@ static void warn(const char *fmt, const char *a, const char *b, const char *c) {
     if (npending >= sizeof pending) npending = sizeof pending - 1;
 }
 
+/* Each held line goes out through the capped warning (common/warn.h),
+ * which writes the "vramtrace: warning: " the line begins with itself. */
 void vt_options_flush_warnings(void) {
+    static const char prefix[] = "vramtrace: warning: ";
     size_t n = __atomic_exchange_n(&npending, 0, __ATOMIC_ACQ_REL);
-    if (n > 0) {
-        ssize_t w = write(2, pending, n);
-        (void)w;
+    for (size_t at = 0; at < n;) {
+        const char *line = pending + at, *end = memchr(line, '\n', n - at);
+        size_t len = end ? (size_t)(end - line) : n - at;
+        if (len >= sizeof prefix - 1 && memcmp(line, prefix, sizeof prefix - 1) == 0)
+            vt_warn("%.*s", (int)(len - (sizeof prefix - 1)), line + sizeof prefix - 1);
+        else if (len)
+            vt_warn("%.*s", (int)len, line);
+        at += len + 1;
     }
 }
 

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/warn.h"
 #include "pystack.h"
 
 #define MAX_PY_FRAMES 256
@@ -104,14 +105,9 @@ static uintptr_t eval_lo, eval_hi;
 
 #define RD(T, base, off) (*(T *)((char *)(base) + (off)))
 
-static void warn_once(const char *why) {
-    char buf[256];
-    int n = snprintf(buf, sizeof buf, "vramtrace: warning: no Python frames: %s; stacks stay native\n", why);
-    if (n > 0) {
-        ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-        (void)w;
-    }
-}
+/* Python frames are off for the process: say why, through the capped
+ * warning. */
+static void warn_once(const char *why) { vt_warn("no Python frames: %s; stacks stay native", why); }
 
 /* ------------------------------------------------------- interning */
 

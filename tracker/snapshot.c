@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
 #include "history.h"
@@ -44,6 +45,8 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
             if (bigger) {
                 s->live = bigger;
                 cap = want;
+            } else {
+                vt_records_lost("a thread's live allocations in a snapshot");
             }
         }
         if (s->nlive + n <= cap)
@@ -64,7 +67,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
  * then. */
 static struct vt_snapshot *snapshot(const struct timespec *until) {
     struct vt_snapshot *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) { vt_records_lost("a snapshot"); return NULL; }
     if (!until) pthread_mutex_lock(&vt_tracker_lock);
     else if (pthread_mutex_timedlock(&vt_tracker_lock, until) != 0) {
         free(s);
@@ -86,6 +89,8 @@ static struct vt_snapshot *snapshot(const struct timespec *until) {
     if (s->stacks) {
         memcpy(s->stacks, vt_stacks.list, nstacks * sizeof *vt_stacks.list);
         s->nstacks = nstacks;
+    } else {
+        vt_records_lost("a snapshot's stacks");
     }
     pthread_mutex_unlock(&vt_tracker_lock);
     return s;

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 
+#include "../common/warn.h"
 #include "clock.h"
 #include "history.h"
 #include "intern.h"
@@ -40,9 +41,9 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t id) {
     if (!__atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED)) __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
     struct vt_slot *l = vt_my_slot;
-    if (!l && !(l = vt_slot_attach())) return;
+    if (!l && !(l = vt_slot_attach())) { vt_records_lost("an allocation's record (no thread slot)"); return; }
     struct vt_rec *r = rec_get();
-    if (!r) return;
+    if (!r) { vt_records_lost("an allocation's record"); return; }
     uint64_t ts = vt_ticks();
     r->key = (struct vt_key){address, (uint32_t)vt_kind_space(kind), 0};
     r->a = (struct vt_alloc){.address = address, .bytes = bytes, .time_ns = ts, .api = api,
@@ -63,6 +64,7 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
         slot_give(l);
         rec_put(r);
         if (old) rec_put(old);
+        vt_records_lost("an allocation's record (the live table could not grow)");
         return;
     }
     log_op(l, &r->a, ts, OP_ALLOC);
@@ -107,7 +109,7 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
         if (l != mine && take_from(l, &k, khash, &f)) return f;
     /* A pointer never seen: counted through this thread's log. */
     struct vt_slot *l = mine;
-    if (!l && !(l = vt_slot_attach())) return f;
+    if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
     slot_lock(l, 1);
     log_op(l, NULL, f.ts, OP_UNKNOWN);
     slot_give(l);
@@ -134,6 +136,8 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     }
     else if (!now) now = r; /* no memory to put it back: dropped */
     slot_give(l);
+    if (now == r) /* r was not in the table: only the dropped branch sets it */
+        vt_records_lost("a record a failed free gave back (the live table could not grow)");
     if (now) rec_put(r);
 }
 

@@ -259,6 +259,12 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
 
+/* The one listener told of each out-of-memory record, by vt_tracker_failed
+ * on the failing thread after it has released the tracker's locks (so the
+ * listener may take a snapshot). NULL (the default): nobody is told. Set
+ * once at start, before any hook records. */
+void vt_tracker_on_failure(void (*listener)(void));
+
 
 /* Live bytes on a device now (for the budget check). */
 uint64_t vt_tracker_device_live(int device);

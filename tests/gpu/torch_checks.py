@@ -209,7 +209,10 @@ def via_caching_allocator(d, stack):
 
 def autograd_thread(d, stack):
     """Whether a stack runs in torch::autograd::Engine::thread_main (backward's own thread)."""
-    return any("8autograd6Engine11thread_main" in (f["function"] or "") for f in d["stacks"][stack]["frames"])
+    # Demangled in the dump ("torch::autograd::Engine::thread_main(...)"),
+    # mangled where a report could not demangle.
+    return any(n in (f["function"] or "") for f in d["stacks"][stack]["frames"]
+               for n in ("autograd::Engine::thread_main", "8autograd6Engine11thread_main"))
 
 
 WARNING = re.compile(r"(?:memory allocation|memory mapping) failed with OOM on device (\d+) while trying to "

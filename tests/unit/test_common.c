@@ -9,7 +9,10 @@
 
 #include "../../common/callsite.h"
 #include "../../common/options.h"
+#include "../../common/format.h"
+#include "../../common/labels.h"
 #include "../../common/warn.h"
+#include "../../tracker/options.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
 #include "check.h"
@@ -178,6 +181,87 @@ static void test_sizes_are_exact_or_refused(void) {
     }
 }
 
+/* The lines both sides print: a finding, a growing site, a process. */
+static void upper(FILE *f, const char *s) {
+    for (; *s; s++) fputc(*s >= 'a' && *s <= 'z' ? *s - 32 : *s, f);
+}
+
+static void test_shared_lines(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_put_finding(f, "vramtrace: ", 2, "a leak", "free it", NULL);
+    vt_put_finding(f, "", 3, "a leak", "free it", upper);
+    vt_put_growth(f, "vramtrace: ", "step", 1024, 3 << 20, "over 2 allocations");
+    vt_put_growth(f, "", "step", 10, 10, "r");
+    fclose(f);
+    CHECK_STR(buf, "vramtrace:   2. a leak\nvramtrace:      next: free it\n"
+                   "  3. A LEAK\n     next: FREE IT\n"
+                   "vramtrace:   step: 1.00 KiB -> 3.00 MiB, over 2 allocations\n"
+                   "  step: 10 B -> 10 B, r\n");
+    free(buf);
+    char p[128];
+    CHECK_STR(vt_fmt_proc(1, 42, "python", 1, 2048, p, sizeof p), " pid 42 (python) 2.00 KiB");
+    CHECK_STR(vt_fmt_proc(0, 43, "", 0, 0, p, sizeof p), ", pid 43 ?");
+    CHECK_STR(vt_fmt_proc(0, 44, NULL, 1, 5, p, sizeof p), ", pid 44 5 B");
+}
+
+/* Equal labels, one group; groups numbered in the order first seen. */
+static void test_label_groups(void) {
+    struct vt_labels *l = vt_labels_new();
+    int added = -1;
+    CHECK_EQ(vt_label_group(l, "train step.py:3", &added), 0);
+    CHECK_EQ(added, 1);
+    CHECK_EQ(vt_label_group(l, "(no stack)", &added), 1);
+    CHECK_EQ(vt_label_group(l, "train step.py:3", &added), 0);
+    CHECK_EQ(added, 0);
+    CHECK_EQ(vt_label_group(l, "train step.py:30", NULL), 2);
+    for (int i = 0; i < 200; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "s%d", i);
+        vt_label_group(l, b, NULL);
+    }
+    CHECK_EQ(vt_labels_count(l), 203);
+    CHECK_STR(vt_label_of(l, 1), "(no stack)");
+    CHECK_STR(vt_label_of(l, 202), "s199");
+    CHECK(vt_label_of(l, 203) == NULL);
+    vt_labels_free(l);
+}
+
+/* The options' warnings, held until the first GPU use, are capped warnings
+ * too: printed while the cap allows, counted after. */
+static void bad_options_after(int earlier) {
+    for (int i = 0; i < earlier; i++) vt_warn("earlier %d", i);
+    setenv("VRAMTRACE_DEPTH", "banana", 1);
+    setenv("VRAMTRACE_TOP", "0", 1);
+    vt_options_load();
+    unsetenv("VRAMTRACE_DEPTH");
+    unsetenv("VRAMTRACE_TOP");
+    vt_options_flush_warnings();
+    vt_options_flush_warnings(); /* once */
+    vt_warn_summary();
+}
+static void bad_options(void) { bad_options_after(0); }
+static void bad_options_late(void) { bad_options_after(VT_WARN_MAX - 1); }
+
+static void test_option_warnings_are_capped(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(bad_options);
+    CHECK_STR(out, "vramtrace: warning: VRAMTRACE_DEPTH=banana is not a whole number from 1 to 256; keeping the "
+                   "default\nvramtrace: warning: VRAMTRACE_TOP=0 is not a whole number from 1 to 1000; keeping "
+                   "the default\n");
+    free(out);
+    vt_warn_reset_child();
+    out = stderr_of(bad_options_late);
+    const char *last = strstr(out, "earlier 8\n");
+    CHECK(last != NULL);
+    if (last)
+        CHECK_STR(last, "earlier 8\nvramtrace: warning: VRAMTRACE_DEPTH=banana is not a whole number from 1 to "
+                        "256; keeping the default\nvramtrace: 1 more warning not shown\n");
+    free(out);
+    vt_warn_reset_child();
+}
+
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
@@ -185,5 +269,8 @@ int main(void) {
     test_call_site_rule_and_label();
     test_findings_are_worked_out_once_per_oom();
     test_sizes_are_exact_or_refused();
+    test_shared_lines();
+    test_label_groups();
+    test_option_warnings_are_capped();
     return check_report("unit_common");
 }

@@ -8,6 +8,7 @@
 #include "../../common/format.h"
 #include "../../report/growth.h"
 #include "../../report/holders.h"
+#include "../../report/postmortem.h"
 #include "../../tracker/stack.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -454,6 +455,57 @@ static void test_bounded_snapshot_host_kinds_missed(void) {
     vt_snapshot_free(s);
 }
 
+/* The post-mortem (oom set) or the exit summary of a snapshot taken now,
+ * as a malloc'd string. */
+static char *postmortem_now(int oom) {
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    struct vt_analysis *an = vt_analyse(s, NULL, 0);
+    struct vt_dump_meta m = {.reason = oom ? "oom" : "exit", .pid = 7};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (oom) vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5);
+    else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5);
+    fclose(f);
+    vt_analysis_free(an);
+    vt_snapshot_free(s);
+    return buf;
+}
+
+/* The post-mortem names the kind of host memory a failed request asked
+ * for, and both it and the exit summary say how many calls passed through
+ * unrecorded. */
+static void test_postmortem_host_kinds_and_missed(void) {
+    static const struct { int kind; const char *said; } kinds[] = {
+        {VT_KIND_HOST, "by cuMemHostAlloc (pinned host memory)\n"},
+        {VT_KIND_HOST_VMM, "by cuMemHostAlloc (host memory from cuMemCreate)\n"},
+        {VT_KIND_HOST_ASYNC, "by cuMemHostAlloc (host memory from a pool on the host)\n"},
+        {VT_KIND_DEVICE, "by cuMemHostAlloc on device 0\n"},
+    };
+    static const char missed[] = "\nvramtrace:   3 calls passed through unrecorded (made while vramtrace was "
+                                 "busy on that thread: a signal handler?)\n";
+    vt_tracker_alloc(0x42, 4096, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    vt_tracker_missed();
+    vt_tracker_missed();
+    vt_tracker_missed();
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        struct vt_oom o = {.requested = 512, .api = "cuMemHostAlloc", .kind = (uint8_t)kinds[i].kind,
+                           .device = (int16_t)(vt_kind_is_host(kinds[i].kind) ? VT_HOST_DEVICE : 0)};
+        vt_tracker_failed(1, &o, site_b, 3);
+        char *text = postmortem_now(1);
+        CHECK(strstr(text, kinds[i].said) != NULL);
+        CHECK(strstr(text, missed) != NULL);
+        free(text);
+    }
+    char *text = postmortem_now(0);
+    CHECK(strstr(text, missed) != NULL);
+    free(text);
+    vt_tracker_reset_child();
+    text = postmortem_now(0);
+    CHECK(strstr(text, "unrecorded") == NULL); /* none missed: nothing said */
+    free(text);
+}
+
 int main(void) {
     vt_tracker_init(64, 4);
     test_bounded_snapshot_host_kinds_missed();
@@ -469,5 +521,6 @@ int main(void) {
     test_growth_ignores_time_to_the_report();
     test_format();
     test_dump_writes_every_section();
+    test_postmortem_host_kinds_and_missed();
     return check_report("unit");
 }
