@@ -244,27 +244,19 @@ VT_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *pro
 
 /* A location's default or current pool (CUDA 13.0): one on the host is
  * remembered the same way. */
-VT_EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
-    REAL_OR_FAIL(cuMemGetDefaultMemPool);
-    if (vt_pass()) return real(pool, location, type);
-    VT_ENTER;
-    CUresult r;
-    VT_REAL_CALL(r = real(pool, location, type));
-    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
-    VT_LEAVE;
-    return r;
-}
-
-VT_EXPORT CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
-    REAL_OR_FAIL(cuMemGetMemPool);
-    if (vt_pass()) return real(pool, location, type);
-    VT_ENTER;
-    CUresult r;
-    VT_REAL_CALL(r = real(pool, location, type));
-    if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool);
-    VT_LEAVE;
-    return r;
-}
+#define VT_POOL_OF_LOCATION(sym)                                                                      \
+    VT_EXPORT CUresult sym(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {   \
+        REAL_OR_FAIL(sym);                                                                            \
+        if (vt_pass()) return real(pool, location, type);                                             \
+        VT_ENTER;                                                                                     \
+        CUresult r;                                                                                   \
+        VT_REAL_CALL(r = real(pool, location, type));                                                 \
+        if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool); \
+        VT_LEAVE;                                                                                     \
+        return r;                                                                                     \
+    }
+VT_POOL_OF_LOCATION(cuMemGetDefaultMemPool)
+VT_POOL_OF_LOCATION(cuMemGetMemPool)
 
 VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     REAL_OR_FAIL(cuMemPoolDestroy);
