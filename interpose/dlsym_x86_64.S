@@ -11,25 +11,34 @@
  * dlopen calls vt_dlopen_before() (which also finds the real dlopen), then
  * jumps to the real dlopen the same way: the caller's RPATH, RUNPATH and
  * $ORIGIN still apply. */
-    .text
-    .globl  dlsym
-    .type   dlsym, @function
-dlsym:
-    .cfi_startproc
+
+/* The two arguments kept across the call into C, the stack aligned to 16. */
+    .macro SAVE_ARGS
     pushq   %rdi
     .cfi_adjust_cfa_offset 8
     pushq   %rsi
     .cfi_adjust_cfa_offset 8
     subq    $8, %rsp
     .cfi_adjust_cfa_offset 8
-    movq    24(%rsp), %rdx
-    call    vt_dlsym_filter
+    .endm
+    .macro RESTORE_ARGS
     addq    $8, %rsp
     .cfi_adjust_cfa_offset -8
     popq    %rsi
     .cfi_adjust_cfa_offset -8
     popq    %rdi
     .cfi_adjust_cfa_offset -8
+    .endm
+
+    .text
+    .globl  dlsym
+    .type   dlsym, @function
+dlsym:
+    .cfi_startproc
+    SAVE_ARGS
+    movq    24(%rsp), %rdx
+    call    vt_dlsym_filter
+    RESTORE_ARGS
     cmpq    $-1, %rax
     je      1f
     ret
@@ -42,19 +51,9 @@ dlsym:
     .type   dlopen, @function
 dlopen:
     .cfi_startproc
-    pushq   %rdi
-    .cfi_adjust_cfa_offset 8
-    pushq   %rsi
-    .cfi_adjust_cfa_offset 8
-    subq    $8, %rsp
-    .cfi_adjust_cfa_offset 8
+    SAVE_ARGS
     call    vt_dlopen_before
-    addq    $8, %rsp
-    .cfi_adjust_cfa_offset -8
-    popq    %rsi
-    .cfi_adjust_cfa_offset -8
-    popq    %rdi
-    .cfi_adjust_cfa_offset -8
+    RESTORE_ARGS
     jmp     *vt_real_dlopen(%rip)
     .cfi_endproc
     .size   dlopen, .-dlopen
