@@ -163,7 +163,8 @@ struct vt_stack {
 };
 
 /* A consistent copy of the tracker's state, taken under its lock and then
- * read without it. Stacks are shared, not copied: they are never freed
+ * read without it: the counts (totals, devices, holders) are those of the
+ * live list, to the allocation. Stacks are shared, not copied: they are never freed
  * while the process runs. Free with vt_snapshot_free. */
 struct vt_snapshot {
     struct vt_totals totals;
@@ -178,6 +179,12 @@ struct vt_snapshot {
     uint64_t events_dropped;   /* older events the ring overwrote */
     const struct vt_stack **stacks;
     size_t nstacks;
+    struct vt_holder *holders;      /* device memory by stack (as live has
+                                       it), largest first */
+    size_t nholders;
+    struct vt_holder *all_holders;  /* every kind of memory by stack (device,
+                                       pinned host, imported), the same */
+    size_t nall_holders;
     struct vt_holder *peak_holders; /* device memory by stack at the peak of
                                        totals.live_bytes, largest first */
     size_t npeak_holders;
