@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/freeall.h"
 #include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
@@ -121,15 +122,7 @@ struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
-    if (!s) return;
-    free(s->live);
-    free(s->ooms);
-    free(s->events);
-    free(s->stacks);
-    free(s->holders);
-    free(s->all_holders);
-    free(s->peak_holders);
-    free(s);
+    if (s) VT_FREE_ALL(s->live, s->ooms, s->events, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 
 void vt_tracker_lock_all(void) {

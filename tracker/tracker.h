@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/counters.h"
+
 #define VT_MAX_DEVICES 64
 #define VT_MAX_FRAMES 256   /* native and Python frames kept per stack */
 #define VT_HOST_DEVICE (-1)
@@ -126,25 +128,11 @@ struct vt_device {
     char name[128];
     char uuid[48];         /* "GPU-xxxxxxxx-xxxx-..." */
     uint64_t total_bytes;
-    uint64_t live_bytes;
-    uint64_t live_count;
-    uint64_t peak_bytes;
-    uint64_t peak_time_ns;
-    uint64_t alloc_count;
-    uint64_t free_count;
-    uint64_t failed_count;
-    uint64_t oom_count;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
 
 struct vt_totals {
-    uint64_t live_bytes;       /* device memory only */
-    uint64_t live_count;
-    uint64_t peak_bytes;
-    uint64_t peak_time_ns;
-    uint64_t alloc_count;
-    uint64_t free_count;
-    uint64_t failed_count;
-    uint64_t oom_count;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* the same of every device: device memory only */
     uint64_t host_live_bytes;  /* pinned host memory */
     uint64_t host_live_count;
     uint64_t host_peak_bytes;
