@@ -105,7 +105,7 @@ def cli_text_outputs_escape_control_characters():
         ok(CTRL_SHOWN.format(field) in text, f"text shows {field} escaped")
     ok("\n  0   \\x1b[31mdevice-name\\x1b[0m     16.00 MiB " in text,
        "the device name cut to its column at a character boundary")
-    eq(len(text.splitlines()), 33, "no line broken by a dump string (r0's 30, other processes, a finding)")
+    eq(len(text.splitlines()), 37, "no line broken by a dump string (r0's 34, other processes, a finding)")
     rc, out, err = cli(["report", path, "--format", "folded"])
     eq((rc, err), (0, ""), "folded status")
     lines = out.decode().splitlines()
@@ -338,8 +338,10 @@ def cli_singular_plural_and_layout():
            "1 failed (1 out of memory)\n" in text, text)
         ok("timeline: 2 events over 0.071 s (1 allocation, 0 frees, 1 OOM);" in text, text)
         ok("(1 more out-of-memory failure)\n" in text, text)
-        ok("; 4.00 MiB tracked live\n  held outside tracked allocations: 4.00 MiB\n"
-           "  other processes on the GPU: pid 7 (other) 1.00 MiB\n  requested from:\n"
+        ok("  device: 8.00 MiB free of 16.00 MiB\n"
+           "  held outside this process's tracked allocations: 4.00 MiB (CUDA context, other processes, "
+           "untracked APIs)\n  tracked on device 0: 4.00 MiB live at the failure\n"
+           "  other processes on this GPU (NVML): pid 7 (other) 1.00 MiB\n  requested from:\n"
            "    #0 0x55abb532521f in huge_request tests/progs/t_phases.c:32\n" in text,
            "the OOM's stack has its heading:\n" + text)
         rc, out, _ = cli(["report", path, "--format", "html"])
