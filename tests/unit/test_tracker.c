@@ -22,6 +22,25 @@ static void free_it(int space, uint64_t address, int ok) {
 }
 static const uintptr_t site_b[] = {0x1100, 0x2000, 0x3000};
 
+/* The totals' device figures of snapshot s, all six checked at once. */
+#define CHECK_TOTALS(s, live_count_, live_bytes_, peak_bytes_, alloc_count_, free_count_, unknown_frees_) \
+    do {                                                                                        \
+        CHECK_EQ((s)->totals.live_count, live_count_);                                          \
+        CHECK_EQ((s)->totals.live_bytes, live_bytes_);                                          \
+        CHECK_EQ((s)->totals.peak_bytes, peak_bytes_);                                          \
+        CHECK_EQ((s)->totals.alloc_count, alloc_count_);                                        \
+        CHECK_EQ((s)->totals.free_count, free_count_);                                          \
+        CHECK_EQ((s)->totals.unknown_frees, unknown_frees_);                                    \
+    } while (0)
+
+/* Its pinned host memory: live bytes, allocations and peak. */
+#define CHECK_HOST(s, bytes_, count_, peak_)                  \
+    do {                                                      \
+        CHECK_EQ((s)->totals.host_live_bytes, bytes_);        \
+        CHECK_EQ((s)->totals.host_live_count, count_);        \
+        CHECK_EQ((s)->totals.host_peak_bytes, peak_);         \
+    } while (0)
+
 static void test_ring_wraps(void) {
     /* The ring holds 4 events; 6 allocations and 4 frees leave the last 4. */
     for (int i = 0; i < 6; i++)
@@ -54,14 +73,8 @@ static void test_totals_peak_devices_host(void) {
     vt_tracker_alloc(0xd000, 200, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_b, 3);
 
     struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_bytes, 1200);
-    CHECK_EQ(s->totals.live_count, 2);
-    CHECK_EQ(s->totals.peak_bytes, 4000);
-    CHECK_EQ(s->totals.alloc_count, 4);
-    CHECK_EQ(s->totals.free_count, 1);
-    CHECK_EQ(s->totals.unknown_frees, 2);
-    CHECK_EQ(s->totals.host_live_bytes, 500);
-    CHECK_EQ(s->totals.host_live_count, 1);
+    CHECK_TOTALS(s, 2, 1200, 4000, 4, 1, 2);
+    CHECK_HOST(s, 500, 1, 500);
     CHECK_EQ(s->ndevices, 2);
     CHECK_EQ(s->devices[0].live_bytes, 1000);
     CHECK_EQ(s->devices[0].peak_bytes, 1000);
@@ -204,11 +217,7 @@ static void test_order_by_time_stamp(void) {
     pthread_join(t, NULL);
     vt_tracker_free_end(&late, 1);
     struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_count, 1);
-    CHECK_EQ(s->totals.live_bytes, 200);
-    CHECK_EQ(s->totals.peak_bytes, 200);
-    CHECK_EQ(s->totals.free_count, 1);
-    CHECK_EQ(s->totals.unknown_frees, 0);
+    CHECK_TOTALS(s, 1, 200, 200, 2, 1, 0);
     CHECK_EQ(s->nlive, 1);
     if (s->nlive == 1) CHECK_EQ(s->live[0].bytes, 200);
     vt_snapshot_free(s);
@@ -436,12 +445,8 @@ static void test_bounded_snapshot_host_kinds_missed(void) {
     CHECK(s != NULL);
     if (!s) return;
     CHECK_EQ(s->totals.missed, 2);
-    CHECK_EQ(s->totals.live_bytes, 100);
-    CHECK_EQ(s->totals.live_count, 1);
-    CHECK_EQ(s->totals.host_live_bytes, 4096);
-    CHECK_EQ(s->totals.host_live_count, 1);
-    CHECK_EQ(s->totals.host_peak_bytes, (2 << 20) + 4096);
-    CHECK_EQ(s->totals.unknown_frees, 0);
+    CHECK_TOTALS(s, 1, 100, 100, 3, 1, 0);
+    CHECK_HOST(s, 4096, 1, (2 << 20) + 4096);
     CHECK_EQ(s->nlive, 2);
     for (size_t i = 0; i < s->nlive; i++)
         if (s->live[i].kind == VT_KIND_HOST_ASYNC) CHECK_EQ((uint64_t)(int64_t)s->live[i].device, (uint64_t)(int64_t)-1);
