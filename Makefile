@@ -115,12 +115,12 @@ $(SIM)/libnvidia-ml.so.1: tests/simgpu/simnvml.c
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
-$(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c tests/simgpu/device_props.def
+$(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart_sim.so \
 	    -o $@ $< -ldl -lpthread
 
-$(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c tests/simgpu/device_props.def
+$(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def
 	@mkdir -p $(SIM)/static
 	$(CC) $(BASE) -O1 -g -fvisibility=hidden -c $< -o $(SIM)/static/simcudart.o
 	ar rcs $@ $(SIM)/static/simcudart.o
@@ -134,7 +134,7 @@ CUBLAS_INC ?= $(firstword $(wildcard $(TORCH_VENV)/lib/python3*/site-packages/nv
 .PHONY: sim-torch
 sim-torch: sim $(SIM)/libcudart.so.13 $(SIM)/libcublas.so.13 $(SIM)/libcublasLt.so.13
 
-$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/libcudart.map
+$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def tests/simgpu/libcudart.map
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.13 \
 	    -Wl,--version-script=tests/simgpu/libcudart.map -o $@ $< -ldl -lpthread

@@ -313,6 +313,26 @@ static void test_holders_at_peak_and_oom(void) {
     vt_tracker_reset_child();
 }
 
+/* A snapshot of nothing but a history, the live allocations and the
+ * stacks given (not owned: never vt_snapshot_free it). */
+static struct vt_snapshot history_of(struct vt_event *ev, size_t nev, struct vt_alloc *live, size_t nlive,
+                                     const struct vt_stack **stacks, size_t nstacks) {
+    return (struct vt_snapshot){.events = ev, .nevents = nev, .live = live, .nlive = nlive, .stacks = stacks,
+                                .nstacks = nstacks};
+}
+
+/* The one growing site of s up to `until` (checked to be one; all zero
+ * when it is not). */
+static struct vt_growth the_growth(const struct vt_snapshot *s, uint64_t until) {
+    size_t n = 0;
+    struct vt_growth *g = vt_find_growth(s, NULL, until, &n), one;
+    CHECK_EQ(n, 1);
+    memset(&one, 0, sizeof one);
+    if (n == 1) one = g[0];
+    free(g);
+    return one;
+}
+
 static void test_growth_with_events_out_of_order(void) {
     /* A history from several threads need not be in time order. */
     struct vt_stack st = {0, 3, site_a};
@@ -324,25 +344,14 @@ static void test_growth_with_events_out_of_order(void) {
         ev[i] = (struct vt_event){times[i], 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
         live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 10, times[i], "x", 0, 1, 0, VT_KIND_DEVICE};
     }
-    struct vt_snapshot s;
-    memset(&s, 0, sizeof s);
-    s.events = ev;
-    s.nevents = 8;
-    s.live = live;
-    s.nlive = 8;
-    s.stacks = stacks;
-    s.nstacks = 1;
+    struct vt_snapshot s = history_of(ev, 8, live, 8, stacks, 1);
     s.now_ns = 2100;
+    struct vt_growth g1 = the_growth(&s, s.now_ns);
+    CHECK_EQ(g1.t_first_ns, 100);
+    CHECK_EQ(g1.end_bytes, 80);
+    CHECK_EQ(g1.allocs, 8);
     size_t n = 0;
-    struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
-    CHECK_EQ(n, 1);
-    if (n == 1) {
-        CHECK_EQ(g[0].t_first_ns, 100);
-        CHECK_EQ(g[0].end_bytes, 80);
-        CHECK_EQ(g[0].allocs, 8);
-    }
-    free(g);
-    g = vt_find_growth(&s, NULL, 50, &n); /* before any event */
+    struct vt_growth *g = vt_find_growth(&s, NULL, 50, &n); /* before any event */
     CHECK_EQ(n, 0);
     free(g);
 }
@@ -364,26 +373,14 @@ static void test_growth_ignores_time_to_the_report(void) {
         live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 5, 100 + 20 * (uint64_t)i, "x", 0, 1, 0,
                                     VT_KIND_DEVICE};
     }
-    struct vt_snapshot s;
-    memset(&s, 0, sizeof s);
-    s.events = ev;
-    s.nevents = 8;
-    s.live = live;
-    s.nlive = 4;
-    s.stacks = stacks;
-    s.nstacks = 1;
+    struct vt_snapshot s = history_of(ev, 8, live, 4, stacks, 1);
     for (int k = 0; k < 2; k++) {
         s.now_ns = k ? 1000000000 : 200; /* right after the steps; a second later */
-        size_t n = 0;
-        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
-        CHECK_EQ(n, 1);
-        if (n == 1) {
-            CHECK_EQ(g[0].first_floor, 0);
-            CHECK_EQ(g[0].end_bytes, 20);
-            CHECK_EQ(g[0].allocs, 4);
-            CHECK_EQ(g[0].t_last_ns, 160);
-        }
-        free(g);
+        struct vt_growth g = the_growth(&s, s.now_ns);
+        CHECK_EQ(g.first_floor, 0);
+        CHECK_EQ(g.end_bytes, 20);
+        CHECK_EQ(g.allocs, 4);
+        CHECK_EQ(g.t_last_ns, 160);
     }
 }
 
