@@ -29,7 +29,7 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
@@ -38,12 +38,12 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
-CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
+CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
-HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h common/*.def)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
 
@@ -115,12 +115,12 @@ $(SIM)/libnvidia-ml.so.1: tests/simgpu/simnvml.c
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
-$(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c
+$(SIM)/libcudart_sim.so: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart_sim.so \
 	    -o $@ $< -ldl -lpthread
 
-$(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c
+$(SIM)/libcudart_sim_static.a: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def
 	@mkdir -p $(SIM)/static
 	$(CC) $(BASE) -O1 -g -fvisibility=hidden -c $< -o $(SIM)/static/simcudart.o
 	ar rcs $@ $(SIM)/static/simcudart.o
@@ -134,7 +134,7 @@ CUBLAS_INC ?= $(firstword $(wildcard $(TORCH_VENV)/lib/python3*/site-packages/nv
 .PHONY: sim-torch
 sim-torch: sim $(SIM)/libcudart.so.13 $(SIM)/libcublas.so.13 $(SIM)/libcublasLt.so.13
 
-$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/libcudart.map
+$(SIM)/libcudart.so.13: tests/simgpu/simcudart.c tests/simgpu/device_props.def tests/simgpu/rt_forward.def tests/simgpu/libcudart.map
 	@mkdir -p $(SIM)
 	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.13 \
 	    -Wl,--version-script=tests/simgpu/libcudart.map -o $@ $< -ldl -lpthread
@@ -197,44 +197,42 @@ PROGS := $(T)/t_driver $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
 include $(wildcard tests/progs/*.mk)
 progs: sim $(PROGS)
 
+# A test program is tests/progs/NAME.c linked one of four ways: with the
+# simulated runtime (SIMRT_PROGS), the simulated driver (DRIVER_PROGS),
+# libdl alone (DL_PROGS), or the static simulated runtime (NAME_static,
+# from NAME.c). Extra libraries: LDLIBS_NAME.
+SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_triage t_exec t_spawn t_arrays
+DRIVER_PROGS := t_driver t_replug
+DL_PROGS := t_dlsym t_dlclose t_rtld_local
+STATIC_PROGS := t_runtime_static t_arrays_static
+LDLIBS_t_threads := -lpthread
+LDLIBS_t_replug := -ldl
+
+$(SIMRT_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMRT) $(LDLIBS_$*)
+
+$(DRIVER_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda $(LDLIBS_$*)
+
+$(DL_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(STATIC_PROGS:%=$(T)/%): $(T)/%_static: tests/progs/%.c $(SIM)/libcudart_sim_static.a
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread
+
+$(T)/t_rtld_local: $(T)/libt_local.so
+
 # Two plugins whose code differs only in its frame size: their allocating
 # call returns to the same offset with other unwind rules (t_replug loads
 # one, then the other in its place).
 $(T)/libt_plug%.so: tests/progs/t_plug%.S $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda
-
-$(T)/t_replug: tests/progs/t_replug.c $(SIM)/libcuda.so.1
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda -ldl
-
-$(T)/t_driver: tests/progs/t_driver.c $(SIM)/libcuda.so.1
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
-
-$(T)/t_dlsym: tests/progs/t_dlsym.c
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
-
-$(T)/t_runtime: tests/progs/t_runtime.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_runtime_static: tests/progs/t_runtime.c $(SIM)/libcudart_sim_static.a
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread
-
-$(T)/t_entry: tests/progs/t_entry.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_fork: tests/progs/t_fork.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_threads: tests/progs/t_threads.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread
 
 $(T)/t_real_cudart: tests/progs/t_real_cudart.c
 	@mkdir -p $(T)
@@ -251,8 +249,6 @@ $(T)/libt_dep.so: tests/progs/t_dep.c
 $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -L$(T) -lt_dep -Wl,-rpath,'$$ORIGIN' -ldl
 
-$(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
-	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
@@ -261,67 +257,53 @@ UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c track
             report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
-$(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+# Each unit test is a tests/unit/test_*.c with the sources above, built
+# once plain (unit, unit_nomem: it defines the allocator itself), with
+# ASan+UBSan (unit_asan: test_tracker.c again; unit_common: warnings and the
+# call-site rule, with the dump that carries their count) or with TSan
+# (unit_threads_tsan).
+SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan
+$(T)/unit $(T)/unit_asan: tests/unit/test_tracker.c
+$(T)/unit_common: tests/unit/test_common.c
+$(T)/unit_nomem: tests/unit/test_nomem.c
+$(T)/unit_threads_tsan: tests/unit/test_threads.c
+$(T)/unit_asan $(T)/unit_common: UNIT_SAN := $(SAN_UNIT_ASAN)
+$(T)/unit_threads_tsan: UNIT_SAN := -fsanitize=thread
+$(UNIT_BINS): tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
-
-# common/ (warnings, the call-site rule) with the dump that carries its count.
-$(T)/unit_common: tests/unit/test_common.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
-	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ tests/unit/test_common.c $(UNIT_SRC) $(UNIT_LIBS)
-
-# What the tracker drops for lack of memory, counted: the test defines the
-# allocator itself, so no sanitizer build.
-$(T)/unit_nomem: tests/unit/test_nomem.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
-	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_nomem.c $(UNIT_SRC) $(UNIT_LIBS)
-
-$(T)/unit_asan: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
-	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    -o $@ tests/unit/test_tracker.c $(UNIT_SRC) $(UNIT_LIBS)
-
-$(T)/unit_threads_tsan: tests/unit/test_threads.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
-	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_threads.c $(UNIT_SRC) $(UNIT_LIBS)
+	$(CC) $(BASE) -O1 -g $(UNIT_SAN) -o $@ $(filter tests/unit/test_%.c,$^) $(UNIT_SRC) $(UNIT_LIBS)
 
 # The stack walker against libunwind: tracker/stack.c as a shared library
-# (its frames are the ones a capture drops), plain and ASan+UBSan.
+# (its frames are the ones a capture drops), in two variants each in its
+# own folder with its plugins beside it: stack (plain, -O2) and stack_asan
+# (ASan+UBSan, -O1).
 VTSTACK_C := tracker/stack.c tracker/walker.c tracker/cfi.c
-$(T)/stack/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
-	@mkdir -p $(T)/stack
-	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $(VTSTACK_C) -lunwind -lpthread
+STACK_FLAGS_stack := -O2 -g
+STACK_FLAGS_stack_asan := -O1 -g $(SAN_UNIT_ASAN)
+STACK_FLAGS = $(STACK_FLAGS_$(notdir $(@D)))
+STACK_VARIANTS := stack stack_asan
+$(STACK_VARIANTS:%=$(T)/%/libvtstack.so): $(T)/%/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(STACK_FLAGS) -fPIC -shared -o $@ $(VTSTACK_C) -lunwind -lpthread
 
 $(T)/stack/libstack_plugin.so: tests/unit/stack_plugin.c
-	@mkdir -p $(T)/stack
+	@mkdir -p $(@D)
 	$(CC) $(BASE) -O2 -g -fPIC -shared -o $@ $<
 
-$(T)/stack/libcbplug%.so: tests/unit/cbplug%.S
-	@mkdir -p $(T)/stack
+$(T)/stack/libcbplug1.so $(T)/stack/libcbplug2.so: $(T)/stack/libcbplug%.so: tests/unit/cbplug%.S
+	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $<
 
-$(T)/stack_asan/libcbplug%.so: $(T)/stack/libcbplug%.so
-	@mkdir -p $(T)/stack_asan
+# The plugins are the same files in both variants (no sanitizer).
+STACK_PLUGINS := libstack_plugin.so libcbplug1.so libcbplug2.so
+$(STACK_PLUGINS:%=$(T)/stack_asan/%): $(T)/stack_asan/%: $(T)/stack/%
+	@mkdir -p $(@D)
 	cp $< $@
 
-$(T)/stack/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack/libvtstack.so $(T)/stack/libstack_plugin.so \
-                       $(T)/stack/libcbplug1.so $(T)/stack/libcbplug2.so
-	$(CC) $(BASE) -O2 -g -o $@ $< tests/unit/rbp_clobber.S -L$(T)/stack -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
-
-$(T)/stack_asan/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
-	@mkdir -p $(T)/stack_asan
-	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fPIC -shared \
-	    -o $@ $(VTSTACK_C) -lunwind -lpthread
-
-$(T)/stack_asan/libstack_plugin.so: $(T)/stack/libstack_plugin.so
-	@mkdir -p $(T)/stack_asan
-	cp $< $@
-
-$(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/stack_asan/libvtstack.so $(T)/stack_asan/libstack_plugin.so \
-                            $(T)/stack_asan/libcbplug1.so $(T)/stack_asan/libcbplug2.so
-	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
-	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+$(STACK_VARIANTS:%=$(T)/%/test_stack): $(T)/%/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tests/unit/check.h $(T)/%/libvtstack.so \
+                   $(T)/%/libstack_plugin.so $(T)/%/libcbplug1.so $(T)/%/libcbplug2.so
+	$(CC) $(BASE) $(STACK_FLAGS) -o $@ $< tests/unit/rbp_clobber.S -L$(@D) -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
@@ -347,10 +329,6 @@ install: all
 clean:
 	rm -rf $(B)
 
-$(T)/t_oom: tests/progs/t_oom.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
 $(T)/t_cpp: tests/progs/t_cpp.cc $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CXX) -O0 -g -fno-inline -I$(CUDA_HOME)/include -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
@@ -360,21 +338,9 @@ $(T)/t_cpp: tests/progs/t_cpp.cc $(SIM)/libcudart_sim.so
 $(T)/t_stripped: $(T)/t_driver
 	strip -s -o $@ $<
 
-$(T)/t_phases: tests/progs/t_phases.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
 $(T)/libt_nativethread.so: tests/progs/t_nativethread.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -lpthread
-
-$(T)/t_leaks: tests/progs/t_leaks.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_triage: tests/progs/t_triage.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 
 # ---------------------------------------------------------- benchmarks
 BENCH := $(B)/bench
@@ -397,7 +363,7 @@ bench: deps all $(BENCH)/bench_alloc sim
 # (the golden dumps); `make test` replays the seeds and every input that
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
-FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/reporters.c $(COMMON_C) \
+FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
             cli/sha256.c
 .PHONY: fuzz fuzz-replay
@@ -413,18 +379,6 @@ fuzz: deps $(B)/fuzz/fuzz_dump
 	@mkdir -p $(B)/fuzz/corpus
 	$(B)/fuzz/fuzz_dump -max_total_time=$(FUZZ_SECONDS) -max_len=131072 -print_final_stats=1 \
 	    -artifact_prefix=$(B)/fuzz/ $(B)/fuzz/corpus tests/fuzz/seeds
-
-$(T)/t_exec: tests/progs/t_exec.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_spawn: tests/progs/t_spawn.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_dlclose: tests/progs/t_dlclose.c
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
 
 # ------------------------------------------------- sanitized library
 # The preload library itself built with ASan+UBSan and with TSan, for the
@@ -459,11 +413,3 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done
 	@du -sh $(GB)
-
-$(T)/t_arrays: tests/progs/t_arrays.c $(SIM)/libcudart_sim.so
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-
-$(T)/t_arrays_static: tests/progs/t_arrays.c $(SIM)/libcudart_sim_static.a
-	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/format.h"
+#include "../common/oomtext.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -68,28 +69,47 @@ static void timeline(FILE *f, const struct vm_dump *d) {
     fputc('\n', f);
 }
 
+static const struct vm_device *device_of(const struct vm_dump *d, int ordinal) {
+    for (size_t i = 0; i < d->ndevices; i++)
+        if (d->devices[i].ordinal == ordinal) return &d->devices[i];
+    return NULL;
+}
+
+/* Each failure's lines as the library's post-mortem prints them
+ * (vt_put_oom), from the dump's texts made safe to print; then its stack
+ * and findings. */
 static void ooms(FILE *f, const struct vm_dump *d, int top) {
-    char a[32], b[32], c[32], api[256], name[256];
+    char api[256], name[256], uuid[256], site[2048], procs[4096];
     for (size_t i = 0; i < d->nooms && i < (size_t)top; i++) {
         const struct vm_oom *o = &d->ooms[i];
-        fprintf(f, "out of memory #%zu at %.3f s: %s requested by %s on device %d%s", i + 1,
-                secs(o->time_ns), B(o->requested, a), S(o->api, api), o->device,
-                o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
-        if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
-        fprintf(f, "; %s tracked live\n", B(o->live_bytes, a));
-        if (o->have_info && o->total_bytes >= o->free_bytes + o->live_bytes &&
-            o->total_bytes - o->free_bytes > o->live_bytes)
-            fprintf(f, "  held outside tracked allocations: %s\n",
-                    B(o->total_bytes - o->free_bytes - o->live_bytes, a));
-        if (o->procs) {
-            fputs("  other processes on the GPU:", f);
-            for (size_t k = 0; k < o->nprocs; k++) {
-                char one[384];
-                fputs(vt_fmt_proc(k == 0, o->procs[k].pid, o->procs[k].name ? S(o->procs[k].name, name) : NULL,
-                                  o->procs[k].used_known, o->procs[k].used_bytes, one, sizeof one), f);
-            }
-            fputs(o->nprocs ? "\n" : " none\n", f);
+        const struct vm_device *v = device_of(d, o->device);
+        size_t k = 0;
+        procs[0] = '\0';
+        for (size_t p = 0; p < o->nprocs && k < sizeof procs; p++) {
+            char one[384];
+            const char *pn = o->procs[p].name ? S(o->procs[p].name, name) : NULL;
+            int w = snprintf(procs + k, sizeof procs - k, "%s",
+                             vt_fmt_proc(p == 0, o->procs[p].pid, pn, o->procs[p].used_known, o->procs[p].used_bytes,
+                                         one, sizeof one));
+            if (w < 0) break;
+            k += (size_t)w;
         }
+        vt_utf8_whole(procs, sizeof procs);
+        /* The device's counts are those at this failure only in a dump
+         * written at it (the latest failure of an "oom" dump). */
+        int at_it = v && i + 1 == d->nooms && strcmp(d->reason, "oom") == 0;
+        int tracked = o->device < 0 ? VT_TRACKED_NONE : at_it ? VT_TRACKED_COUNTS : VT_TRACKED_BYTES;
+        struct vt_oom_text t = {
+            .requested = o->requested, .api = S(o->api, api), .host = vt_host_memory_label(o->kind),
+            .device = o->device, .budget = o->budget, .device_name = v && v->name ? S(v->name, name) : NULL,
+            .device_uuid = v && v->uuid ? S(v->uuid, uuid) : NULL, .site = site_text(d, o->stack, site, sizeof site),
+            .have_info = o->have_info, .free_bytes = o->free_bytes, .total_bytes = o->total_bytes,
+            .live_bytes = o->live_bytes, .tracked = tracked, .device_live_count = at_it ? v->live_count : 0,
+            .device_peak_bytes = at_it ? v->peak_bytes : 0, .device_peak_time_ns = at_it ? v->peak_time_ns : 0,
+            .procs = o->procs ? procs : NULL, .nprocs = o->nprocs,
+        };
+        fprintf(f, "out of memory #%zu at %.3f s:\n", i + 1, secs(o->time_ns));
+        vt_put_oom(f, "  ", &t);
         fputs("  requested from:\n", f);
         stack_lines(f, d, o->stack, "    ");
         for (size_t k = 0; k < o->nfindings; k++)

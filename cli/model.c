@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 
 #include "../common/callsite.h"
 #include "../common/format.h"
+#include "../common/freeall.h"
+#include "demangle.h"
 #include "model.h"
 
 /* Parsing state: the first error wins and stops the load. */
@@ -36,22 +39,6 @@ static void *room(struct ctx *c, size_t n, size_t elem) {
     void *p = calloc(n ? n : 1, elem);
     if (!p) fail(c, "out of memory");
     return p;
-}
-
-/* Element i of the array arr when it is an object; NULL after failing with
- * "WHERE[i] is not an object". */
-static json_t *object_at(struct ctx *c, json_t *arr, size_t i, const char *where) {
-    json_t *o = json_array_get(arr, i);
-    if (!json_is_object(o)) fail(c, "%s[%zu] is not an object", where, i);
-    return json_is_object(o) ? o : NULL;
-}
-
-/* The same for OUTER[i].INNER[j]. */
-static json_t *object_at_in(struct ctx *c, json_t *arr, size_t j, const char *outer, size_t i,
-                            const char *inner) {
-    json_t *o = json_array_get(arr, j);
-    if (!json_is_object(o)) fail(c, "%s[%zu].%s[%zu] is not an object", outer, i, inner, j);
-    return json_is_object(o) ? o : NULL;
 }
 
 static json_t *field(struct ctx *c, json_t *o, const char *key, json_type type, const char *where) {
@@ -115,25 +102,124 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
     return (size_t)s;
 }
 
-/* libstdc++'s demangler (extern "C" in <cxxabi.h>): the one the library
- * itself asks in a process that has a C++ runtime, so a name reads the same
- * whether the process or the CLI demangled it. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* How a field of an object is read into a struct: its key, its type and
+ * checks (F_INT in lo..hi, F_STACK below the dump's number of stacks), and
+ * where it goes. Fields are read in table order, so the first field
+ * missing or wrong is the one an error names. */
+enum { F_U64, F_INT, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
+struct spec {
+    const char *key;
+    int type;
+    long lo, hi;
+    size_t off;
+};
+#define U64(T, f) {#f, F_U64, 0, 0, offsetof(T, f)}
+#define U64_AS(key, T, f) {key, F_U64, 0, 0, offsetof(T, f)}
+#define INT(T, f, lo, hi) {#f, F_INT, lo, hi, offsetof(T, f)}
+#define STR(T, f) {#f, F_STR, 0, 0, offsetof(T, f)}
+#define NULLSTR(T, f) {#f, F_NULLSTR, 0, 0, offsetof(T, f)}
+#define HEX(T, f) {#f, F_HEX, 0, 0, offsetof(T, f)}
+#define STACK(T, f) {#f, F_STACK, 0, 0, offsetof(T, f)}
+#define NSPECS(a) (sizeof(a) / sizeof *(a))
 
-#define DEMANGLE_MAX 16384 /* longer names are left as they are */
+/* Read the n fields of sp from object o into the struct at out. */
+static void read_fields(struct ctx *c, json_t *o, const struct spec *sp, size_t n, void *out, size_t nstacks,
+                        const char *where) {
+    for (size_t i = 0; i < n && !c->failed; i++) {
+        char *at = (char *)out + sp[i].off;
+        switch (sp[i].type) {
+        case F_U64: *(uint64_t *)at = u64(c, o, sp[i].key, where); break;
+        case F_INT: *(int *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
+        case F_LONG: *(long *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
+        case F_STR: *(const char **)at = str(c, o, sp[i].key, 0, where); break;
+        case F_NULLSTR: *(const char **)at = str(c, o, sp[i].key, 1, where); break;
+        case F_HEX: *(uint64_t *)at = hexval(c, o, sp[i].key, where); break;
+        case F_STACK: *(size_t *)at = stack_ref(c, o, sp[i].key, nstacks, where); break;
+        }
+    }
+}
 
-/* The demangled form of a mangled C++ name (Itanium ABI, "_Z..."), in
- * malloc'd memory, or NULL when name is not one. Only "_Z" names are tried:
- * given a plain word the demangler reads it as a type ("i" is "int"). */
-static char *demangle(const char *name, size_t len) {
-    if (len < 3 || len > DEMANGLE_MAX || name[0] != '_' || name[1] != 'Z') return NULL;
-    char *tmp = strndup(name, len);
-    if (!tmp) return NULL;
-    int status = -1;
-    char *out = __cxa_demangle(tmp, NULL, NULL, &status);
-    free(tmp);
-    if (status != 0) { free(out); return NULL; }
-    return out;
+/* The counters of common/counters.h, read from fields of their names. */
+#define DEVICE_COUNTER(name) U64(struct vm_device, name),
+#define TOTALS_COUNTER(name) U64(struct vm_totals, name),
+
+static const struct spec frame_fields[] = {
+    NULLSTR(struct vt_frame, function), NULLSTR(struct vt_frame, file), NULLSTR(struct vt_frame, module),
+    {"line", F_LONG, 0, 100000000, offsetof(struct vt_frame, line)},
+    HEX(struct vt_frame, offset), HEX(struct vt_frame, address),
+};
+static const struct spec holder_fields[] = {
+    STACK(struct vm_holder, stack), U64(struct vm_holder, bytes), U64(struct vm_holder, count),
+};
+static const struct spec device_fields[] = {
+    INT(struct vm_device, ordinal, 0, 4095), NULLSTR(struct vm_device, name), NULLSTR(struct vm_device, uuid),
+    U64(struct vm_device, total_bytes), VT_COUNTERS(DEVICE_COUNTER)
+};
+static const struct spec totals_fields[] = {VT_COUNTERS(TOTALS_COUNTER) U64(struct vm_totals, unknown_frees)};
+static const struct spec host_fields[] = {
+    U64_AS("live_bytes", struct vm_totals, host_live_bytes), U64_AS("live_count", struct vm_totals, host_live_count),
+    U64_AS("peak_bytes", struct vm_totals, host_peak_bytes),
+};
+static const struct spec imported_fields[] = {
+    U64_AS("live_bytes", struct vm_totals, imported_live_bytes),
+    U64_AS("live_count", struct vm_totals, imported_live_count),
+};
+static const struct spec oom_fields[] = {
+    U64_AS("requested_bytes", struct vm_oom, requested), STR(struct vm_oom, api), STR(struct vm_oom, kind),
+    INT(struct vm_oom, device, -1, 4095), INT(struct vm_oom, thread, 0, INT32_MAX), STACK(struct vm_oom, stack),
+};
+static const struct spec oom_info_fields[] = {U64(struct vm_oom, free_bytes), U64(struct vm_oom, total_bytes)};
+static const struct spec oom_end_fields[] = {U64(struct vm_oom, live_bytes), U64(struct vm_oom, time_ns)};
+static const struct spec finding_fields[] = {
+    STR(struct vm_finding, id), STR(struct vm_finding, finding), STR(struct vm_finding, next),
+};
+static const struct spec proc_fields[] = {INT(struct vm_proc, pid, 0, INT32_MAX), NULLSTR(struct vm_proc, name)};
+static const struct spec live_fields[] = {
+    U64(struct vm_alloc, bytes), STR(struct vm_alloc, kind), STR(struct vm_alloc, api),
+    INT(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
+    U64(struct vm_alloc, time_ns),
+};
+static const struct spec growth_fields[] = {
+    STACK(struct vm_growth, stack), U64(struct vm_growth, first_bytes), U64(struct vm_growth, end_bytes),
+    U64(struct vm_growth, allocations),
+};
+
+/* How the objects of an array are read: each one's fields (sp, in the
+ * struct of each element), then `each` when the element needs more;
+ * `where` names the fields in errors, `nstacks` bounds its stack fields,
+ * `d` is the dump for `each`. */
+struct walk;
+typedef void each_fn(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w);
+struct walk {
+    const struct spec *sp;
+    size_t nsp;
+    const char *where;
+    each_fn *each;
+    struct vm_dump *d;
+    size_t nstacks;
+};
+
+/* Every element of array arr, which must be an object ("ARRAY[i] is not an
+ * object" else, ARRAY being `array`), read as w says into *n calloc'd
+ * elements of elem bytes. Returns them; NULL when memory ran out. The walk
+ * stops at the first failure. */
+static void *objects(struct ctx *c, json_t *arr, size_t elem, size_t *n, const char *array, const struct walk *w) {
+    *n = json_array_size(arr);
+    char *v = room(c, *n, elem);
+    if (!v) return NULL;
+    for (size_t i = 0; i < *n && !c->failed; i++) {
+        json_t *o = json_array_get(arr, i);
+        if (!json_is_object(o)) { fail(c, "%s[%zu] is not an object", array, i); break; }
+        read_fields(c, o, w->sp, w->nsp, v + i * elem, w->nstacks, w->where);
+        if (w->each && !c->failed) w->each(c, o, v + i * elem, i, w);
+    }
+    return v;
+}
+
+/* The name of array `inner` of element i of array `outer` in errors. */
+static const char *inner_name(char *buf, size_t size, const char *outer, size_t i, const char *inner) {
+    snprintf(buf, size, "%s[%zu].%s", outer, i, inner);
+    return buf;
 }
 
 /* Replace the string at key in object o by text, where text is valid UTF-8
@@ -145,129 +231,57 @@ static const char *replace_string(json_t *o, const char *key, const char *text) 
     return json_string_value(json_object_get(o, key));
 }
 
-static int ident_char(char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-           ch == '.' || ch == '$';
-}
-
-/* A text with every mangled C++ name in it demangled, as c++filt does with
- * the words of a line: the findings quote call sites by name. NULL when
- * nothing changed (or memory ran out: the text stays as it was). */
-static char *demangle_words(const char *s) {
-    char *out = NULL;
-    size_t len = 0, cap = 0;
-    int changed = 0;
-    for (const char *p = s; *p;) {
-        const char *w = p;
-        size_t n = 1;
-        char *dm = NULL;
-        if ((p == s || !ident_char(p[-1])) && p[0] == '_' && p[1] == 'Z') {
-            while (ident_char(p[n])) n++;
-            dm = demangle(p, n);
-        }
-        if (dm) { w = dm; changed = 1; }
-        size_t wn = dm ? strlen(dm) : n;
-        if (len + wn + 1 > cap) {
-            size_t nc = (cap + wn + 1) * 2;
-            char *b = realloc(out, nc);
-            if (!b) { free(dm); free(out); return NULL; }
-            out = b;
-            cap = nc;
-        }
-        memcpy(out + len, w, wn);
-        len += wn;
-        out[len] = '\0';
-        free(dm);
-        p += n;
-    }
-    if (!changed) { free(out); return NULL; }
-    return out;
-}
-
 /* Demangle the string at key in place, word by word. */
 static const char *demangled_field(json_t *o, const char *key, const char *s) {
     if (!s || !strstr(s, "_Z")) return s;
-    char *dm = demangle_words(s);
+    char *dm = vm_demangle_words(s);
     const char *r = dm ? replace_string(o, key, dm) : NULL;
     free(dm);
     return r ? r : s;
 }
 
-static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
-    json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
-    if (!arr) return;
-    d->nstacks = json_array_size(arr);
-    if (!(d->stacks = room(c, d->nstacks, sizeof *d->stacks))) return;
-    for (size_t i = 0; i < d->nstacks && !c->failed; i++) {
-        json_t *s = object_at(c, arr, i, "stacks");
-        if (!s) return;
-        json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
-        if (!fr) return;
-        struct vm_stack *st = &d->stacks[i];
-        st->nframes = json_array_size(fr);
-        st->site = -1;
-        if (!(st->frames = room(c, st->nframes, sizeof *st->frames))) return;
-        for (size_t j = 0; j < st->nframes && !c->failed; j++) {
-            json_t *f = object_at_in(c, fr, j, "stacks", i, "frames");
-            if (!f) return;
-            struct vt_frame *m = &st->frames[j];
-            m->function = str(c, f, "function", 1, "frame");
-            m->file = str(c, f, "file", 1, "frame");
-            m->module = str(c, f, "module", 1, "frame");
-            m->line = int_in(c, f, "line", 0, 100000000, "frame");
-            m->offset = hexval(c, f, "offset", "frame");
-            m->address = hexval(c, f, "address", "frame");
-            json_t *py = json_object_get(f, "python");
-            m->python = py && json_is_true(py);
-            /* A process without a C++ runtime leaves names mangled. */
-            if (!m->python && m->function) {
-                char *dm = demangle(m->function, strlen(m->function));
-                const char *r = dm ? replace_string(f, "function", dm) : NULL;
-                if (r) m->function = r;
-                free(dm);
-            }
-        }
-        st->site = vt_site_index(st->frames, st->nframes);
+/* A frame's python flag, and its function demangled. */
+static void frame_rest(struct ctx *c, json_t *f, void *elem, size_t j, const struct walk *w) {
+    struct vt_frame *m = elem;
+    json_t *py = json_object_get(f, "python");
+    m->python = py && json_is_true(py);
+    /* A process without a C++ runtime leaves names mangled. */
+    if (!m->python && m->function) {
+        char *dm = vm_demangle(m->function, strlen(m->function));
+        const char *r = dm ? replace_string(f, "function", dm) : NULL;
+        if (r) m->function = r;
+        free(dm);
     }
+}
+
+static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struct walk *w) {
+    static const struct walk frames = {frame_fields, NSPECS(frame_fields), "frame", frame_rest, NULL, 0};
+    struct vm_stack *st = elem;
+    st->site = -1;
+    json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
+    char name[64];
+    if (!fr) return;
+    st->frames = objects(c, fr, sizeof *st->frames, &st->nframes, inner_name(name, sizeof name, "stacks", i, "frames"),
+                         &frames);
+    if (st->frames) st->site = vt_site_index(st->frames, st->nframes);
+}
+
+static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
+    static const struct walk stacks = {NULL, 0, "stack", stack_of, NULL, 0};
+    json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
+    if (arr) d->stacks = objects(c, arr, sizeof *d->stacks, &d->nstacks, "stacks", &stacks);
 }
 
 static struct vm_holder *load_holders(struct ctx *c, json_t *arr, size_t nstacks, size_t *n,
                                       const char *where) {
-    *n = json_array_size(arr);
-    struct vm_holder *h = room(c, *n, sizeof *h);
-    if (!h) return NULL;
-    for (size_t i = 0; i < *n && !c->failed; i++) {
-        json_t *o = object_at(c, arr, i, where);
-        if (!o) break;
-        h[i].stack = stack_ref(c, o, "stack", nstacks, where);
-        h[i].bytes = u64(c, o, "bytes", where);
-        h[i].count = u64(c, o, "count", where);
-    }
-    return h;
+    struct walk w = {holder_fields, NSPECS(holder_fields), where, NULL, NULL, nstacks};
+    return objects(c, arr, sizeof(struct vm_holder), n, where, &w);
 }
 
 static void load_devices(struct ctx *c, json_t *root, struct vm_dump *d) {
+    static const struct walk devices = {device_fields, NSPECS(device_fields), "device", NULL, NULL, 0};
     json_t *arr = field(c, root, "devices", JSON_ARRAY, "dump");
-    if (!arr) return;
-    d->ndevices = json_array_size(arr);
-    if (!(d->devices = room(c, d->ndevices, sizeof *d->devices))) return;
-    for (size_t i = 0; i < d->ndevices && !c->failed; i++) {
-        json_t *o = object_at(c, arr, i, "devices");
-        if (!o) return;
-        struct vm_device *v = &d->devices[i];
-        v->ordinal = int_in(c, o, "ordinal", 0, 4095, "device");
-        v->name = str(c, o, "name", 1, "device");
-        v->uuid = str(c, o, "uuid", 1, "device");
-        v->total_bytes = u64(c, o, "total_bytes", "device");
-        v->live_bytes = u64(c, o, "live_bytes", "device");
-        v->live_count = u64(c, o, "live_count", "device");
-        v->peak_bytes = u64(c, o, "peak_bytes", "device");
-        v->peak_time_ns = u64(c, o, "peak_time_ns", "device");
-        v->alloc_count = u64(c, o, "alloc_count", "device");
-        v->free_count = u64(c, o, "free_count", "device");
-        v->failed_count = u64(c, o, "failed_count", "device");
-        v->oom_count = u64(c, o, "oom_count", "device");
-    }
+    if (arr) d->devices = objects(c, arr, sizeof *d->devices, &d->ndevices, "devices", &devices);
 }
 
 static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
@@ -275,110 +289,77 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     json_t *h = field(c, root, "host_memory", JSON_OBJECT, "dump");
     if (!t || !h) return;
     struct vm_totals *v = &d->totals;
-    v->live_bytes = u64(c, t, "live_bytes", "totals");
-    v->live_count = u64(c, t, "live_count", "totals");
-    v->peak_bytes = u64(c, t, "peak_bytes", "totals");
-    v->peak_time_ns = u64(c, t, "peak_time_ns", "totals");
-    v->alloc_count = u64(c, t, "alloc_count", "totals");
-    v->free_count = u64(c, t, "free_count", "totals");
-    v->failed_count = u64(c, t, "failed_count", "totals");
-    v->oom_count = u64(c, t, "oom_count", "totals");
-    v->unknown_frees = u64(c, t, "unknown_frees", "totals");
+    read_fields(c, t, totals_fields, NSPECS(totals_fields), v, 0, "totals");
     if (json_object_get(t, "missed")) v->missed = u64(c, t, "missed", "totals");
     if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
-    v->host_live_bytes = u64(c, h, "live_bytes", "host_memory");
-    v->host_live_count = u64(c, h, "live_count", "host_memory");
-    v->host_peak_bytes = u64(c, h, "peak_bytes", "host_memory");
+    read_fields(c, h, host_fields, NSPECS(host_fields), v, 0, "host_memory");
     json_t *im = json_object_get(root, "imported_memory");
-    if (im && json_is_object(im)) {
-        v->imported_live_bytes = u64(c, im, "live_bytes", "imported_memory");
-        v->imported_live_count = u64(c, im, "live_count", "imported_memory");
+    if (im && json_is_object(im)) read_fields(c, im, imported_fields, NSPECS(imported_fields), v, 0, "imported_memory");
+}
+
+static void finding_rest(struct ctx *c, json_t *x, void *elem, size_t k, const struct walk *w) {
+    struct vm_finding *fi = elem;
+    fi->finding = demangled_field(x, "finding", fi->finding);
+    fi->next = demangled_field(x, "next", fi->next);
+}
+
+static void proc_rest(struct ctx *c, json_t *x, void *elem, size_t k, const struct walk *w) {
+    struct vm_proc *p = elem;
+    json_t *u = json_object_get(x, "used_bytes");
+    if (u && json_is_integer(u)) {
+        p->used_known = 1;
+        p->used_bytes = u64(c, x, "used_bytes", "other process");
+    }
+}
+
+static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w) {
+    static const struct walk findings = {finding_fields, NSPECS(finding_fields), "finding", finding_rest, NULL, 0};
+    static const struct walk procs = {proc_fields, NSPECS(proc_fields), "other process", proc_rest, NULL, 0};
+    struct vm_oom *v = elem;
+    char name[64];
+    json_t *fb = json_object_get(o, "free_bytes");
+    v->have_info = fb && json_is_integer(fb);
+    if (v->have_info) read_fields(c, o, oom_info_fields, NSPECS(oom_info_fields), v, 0, "oom");
+    read_fields(c, o, oom_end_fields, NSPECS(oom_end_fields), v, 0, "oom");
+    json_t *b = json_object_get(o, "budget");
+    v->budget = b && json_is_true(b);
+    json_t *fs = json_object_get(o, "findings");
+    if (fs && json_is_array(fs) && !c->failed)
+        v->findings = objects(c, fs, sizeof *v->findings, &v->nfindings, inner_name(name, sizeof name, "ooms", i, "findings"),
+                              &findings);
+    json_t *ps = json_object_get(o, "other_processes");
+    if (ps && json_is_array(ps) && !c->failed)
+        v->procs = objects(c, ps, sizeof *v->procs, &v->nprocs, inner_name(name, sizeof name, "ooms", i, "other_processes"),
+                           &procs);
+    json_t *h = json_object_get(o, "holders");
+    if (h && json_is_array(h) && !c->failed) {
+        v->have_holders = 1;
+        v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
     }
 }
 
 static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
+    struct walk ooms = {oom_fields, NSPECS(oom_fields), "oom", oom_rest, d, d->nstacks};
     json_t *arr = field(c, root, "ooms", JSON_ARRAY, "dump");
-    if (!arr) return;
-    d->nooms = json_array_size(arr);
-    if (!(d->ooms = room(c, d->nooms, sizeof *d->ooms))) return;
-    for (size_t i = 0; i < d->nooms && !c->failed; i++) {
-        json_t *o = object_at(c, arr, i, "ooms");
-        if (!o) return;
-        struct vm_oom *v = &d->ooms[i];
-        v->requested = u64(c, o, "requested_bytes", "oom");
-        v->api = str(c, o, "api", 0, "oom");
-        v->kind = str(c, o, "kind", 0, "oom");
-        v->device = int_in(c, o, "device", -1, 4095, "oom");
-        v->thread = int_in(c, o, "thread", 0, INT32_MAX, "oom");
-        v->stack = stack_ref(c, o, "stack", d->nstacks, "oom");
-        json_t *fb = json_object_get(o, "free_bytes");
-        v->have_info = fb && json_is_integer(fb);
-        if (v->have_info) {
-            v->free_bytes = u64(c, o, "free_bytes", "oom");
-            v->total_bytes = u64(c, o, "total_bytes", "oom");
-        }
-        v->live_bytes = u64(c, o, "live_bytes", "oom");
-        v->time_ns = u64(c, o, "time_ns", "oom");
-        json_t *b = json_object_get(o, "budget");
-        v->budget = b && json_is_true(b);
-        json_t *fs = json_object_get(o, "findings");
-        if (fs && json_is_array(fs)) {
-            v->nfindings = json_array_size(fs);
-            if (!(v->findings = room(c, v->nfindings, sizeof *v->findings))) return;
-            for (size_t k = 0; k < v->nfindings && !c->failed; k++) {
-                json_t *x = object_at_in(c, fs, k, "ooms", i, "findings");
-                if (!x) return;
-                v->findings[k].id = str(c, x, "id", 0, "finding");
-                v->findings[k].finding = demangled_field(x, "finding", str(c, x, "finding", 0, "finding"));
-                v->findings[k].next = demangled_field(x, "next", str(c, x, "next", 0, "finding"));
-            }
-        }
-        json_t *ps = json_object_get(o, "other_processes");
-        if (ps && json_is_array(ps)) {
-            v->nprocs = json_array_size(ps);
-            if (!(v->procs = room(c, v->nprocs, sizeof *v->procs))) return;
-            for (size_t k = 0; k < v->nprocs && !c->failed; k++) {
-                json_t *x = object_at_in(c, ps, k, "ooms", i, "other_processes");
-                if (!x) return;
-                v->procs[k].pid = int_in(c, x, "pid", 0, INT32_MAX, "other process");
-                v->procs[k].name = str(c, x, "name", 1, "other process");
-                json_t *u = json_object_get(x, "used_bytes");
-                if (u && json_is_integer(u)) {
-                    v->procs[k].used_known = 1;
-                    v->procs[k].used_bytes = u64(c, x, "used_bytes", "other process");
-                }
-            }
-        }
-        json_t *h = json_object_get(o, "holders");
-        if (h && json_is_array(h)) {
-            v->have_holders = 1;
-            v->holders = load_holders(c, h, d->nstacks, &v->nholders, "oom holders");
-        }
+    if (arr) d->ooms = objects(c, arr, sizeof *d->ooms, &d->nooms, "ooms", &ooms);
+}
+
+/* The address, and the handle where the allocation has one, before the
+ * rest (the order the fields are checked in). */
+static const struct spec address_field[] = {HEX(struct vm_alloc, address)};
+static void live_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w) {
+    struct vm_alloc *a = elem;
+    if (json_object_get(o, "handle")) {
+        a->has_handle = 1;
+        a->handle = hexval(c, o, "handle", "live");
     }
+    read_fields(c, o, live_fields, NSPECS(live_fields), a, w->nstacks, "live");
 }
 
 static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
+    struct walk live = {address_field, 1, "live", live_rest, d, d->nstacks};
     json_t *arr = field(c, root, "live", JSON_ARRAY, "dump");
-    if (!arr) return;
-    d->nlive = json_array_size(arr);
-    if (!(d->live = room(c, d->nlive, sizeof *d->live))) return;
-    for (size_t i = 0; i < d->nlive && !c->failed; i++) {
-        json_t *o = object_at(c, arr, i, "live");
-        if (!o) return;
-        struct vm_alloc *a = &d->live[i];
-        a->address = hexval(c, o, "address", "live");
-        if (json_object_get(o, "handle")) {
-            a->has_handle = 1;
-            a->handle = hexval(c, o, "handle", "live");
-        }
-        a->bytes = u64(c, o, "bytes", "live");
-        a->kind = str(c, o, "kind", 0, "live");
-        a->api = str(c, o, "api", 0, "live");
-        a->device = int_in(c, o, "device", -1, 4095, "live");
-        a->stack = stack_ref(c, o, "stack", d->nstacks, "live");
-        a->thread = int_in(c, o, "thread", 0, INT32_MAX, "live");
-        a->time_ns = u64(c, o, "time_ns", "live");
-    }
+    if (arr) d->live = objects(c, arr, sizeof *d->live, &d->nlive, "live", &live);
 }
 
 static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
@@ -412,6 +393,23 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         v->device = (int)json_integer_value(dv);
         v->stack = (size_t)json_integer_value(st);
         v->kind = json_string_value(ki);
+    }
+}
+
+/* A growing site's rate, where the dump has it. */
+static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w) {
+    struct vm_growth *v = elem;
+    json_t *r = json_object_get(o, "bytes_per_second");
+    v->bytes_per_second = json_is_number(r) ? json_number_value(r) : 0;
+    json_t *since = json_object_get(o, "since_ns"), *last = json_object_get(o, "last_ns");
+    json_t *per = json_object_get(o, "bytes_per_allocation");
+    if (json_is_integer(since) && json_is_integer(last) && json_is_integer(per) &&
+        json_integer_value(since) >= 0 && json_integer_value(last) >= json_integer_value(since) &&
+        json_integer_value(per) >= 0) {
+        v->have_rate = 1;
+        v->since_ns = (uint64_t)json_integer_value(since);
+        v->last_ns = (uint64_t)json_integer_value(last);
+        v->bytes_per_allocation = (uint64_t)json_integer_value(per);
     }
 }
 
@@ -455,31 +453,9 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     load_live(c, root, d);
     load_events(c, root, d);
     json_t *g = json_object_get(root, "growing");
-    if (g && json_is_array(g) && !c->failed) {
-        d->ngrowing = json_array_size(g);
-        d->growing = room(c, d->ngrowing, sizeof *d->growing);
-        for (size_t i = 0; d->growing && i < d->ngrowing && !c->failed; i++) {
-            json_t *o = object_at(c, g, i, "growing");
-            if (!o) break;
-            struct vm_growth *v = &d->growing[i];
-            v->stack = stack_ref(c, o, "stack", d->nstacks, "growing");
-            v->first_bytes = u64(c, o, "first_bytes", "growing");
-            v->end_bytes = u64(c, o, "end_bytes", "growing");
-            v->allocations = u64(c, o, "allocations", "growing");
-            json_t *r = json_object_get(o, "bytes_per_second");
-            v->bytes_per_second = json_is_number(r) ? json_number_value(r) : 0;
-            json_t *since = json_object_get(o, "since_ns"), *last = json_object_get(o, "last_ns");
-            json_t *per = json_object_get(o, "bytes_per_allocation");
-            if (json_is_integer(since) && json_is_integer(last) && json_is_integer(per) &&
-                json_integer_value(since) >= 0 && json_integer_value(last) >= json_integer_value(since) &&
-                json_integer_value(per) >= 0) {
-                v->have_rate = 1;
-                v->since_ns = (uint64_t)json_integer_value(since);
-                v->last_ns = (uint64_t)json_integer_value(last);
-                v->bytes_per_allocation = (uint64_t)json_integer_value(per);
-            }
-        }
-    }
+    struct walk growing = {growth_fields, NSPECS(growth_fields), "growing", growth_rest, d, d->nstacks};
+    if (g && json_is_array(g) && !c->failed)
+        d->growing = objects(c, g, sizeof *d->growing, &d->ngrowing, "growing", &growing);
     return c->failed ? -1 : 0;
 }
 
@@ -539,19 +515,9 @@ void vm_free(struct vm_dump *d) {
     if (!d) return;
     for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
     free(d->stacks);
-    for (size_t i = 0; d->ooms && i < d->nooms; i++) {
-        free(d->ooms[i].holders);
-        free(d->ooms[i].findings);
-        free(d->ooms[i].procs);
-    }
-    free(d->ooms);
-    free(d->devices);
-    free(d->holders);
-    free(d->peak_holders);
-    free(d->live);
-    free(d->events);
-    free(d->growing);
-    free(d->argv);
+    for (size_t i = 0; d->ooms && i < d->nooms; i++)
+        VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
+    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->growing, d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../common/callsite.h"
+#include "../common/counters.h"
 
 struct vm_stack {
     size_t nframes;
@@ -79,13 +80,13 @@ struct vm_growth {
 struct vm_device {
     int ordinal;
     const char *name, *uuid;
-    uint64_t total_bytes, live_bytes, live_count, peak_bytes, peak_time_ns;
-    uint64_t alloc_count, free_count, failed_count, oom_count;
+    uint64_t total_bytes;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
 
 struct vm_totals {
-    uint64_t live_bytes, live_count, peak_bytes, peak_time_ns;
-    uint64_t alloc_count, free_count, failed_count, oom_count, unknown_frees;
+    VT_COUNTERS(VT_COUNTER_FIELD)
+    uint64_t unknown_frees;
     uint64_t host_live_bytes, host_live_count, host_peak_bytes;
     uint64_t imported_live_bytes, imported_live_count;   /* 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */

@@ -7,61 +7,13 @@
 
 #include "options.h"
 
+/* Every entry of options.def, at the index of its id. */
+#define VT_OPTION(id, name, type, def, number, lo, hi, choices, meaning, flag, arg, flag_help) \
+    [VT_O_##id] = {name, VT_OPT_##type, def, number, lo, hi, choices, meaning, flag, arg, flag_help},
 const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
-    [VT_O_OUT] = {"VRAMTRACE_OUT", VT_OPT_TEXT, "vramtrace.%p.json", 0, 0, 0, NULL,
-                  "where the JSON dump goes: %p pid, %h host, %r rank (RANK, else 0), %n on-demand dump number, "
-                  "%% a percent sign; 'off' writes none",
-                  "--out", "PATH", "dump path pattern"},
-    [VT_O_REPORT] = {"VRAMTRACE_REPORT", VT_OPT_TEXT, "stderr", 0, 0, 0, NULL,
-                     "where the human post-mortem and exit summary go: 'stderr', 'off' or a file",
-                     "--report", "DEST", "stderr, off or a file"},
-    [VT_O_DEPTH] = {"VRAMTRACE_DEPTH", VT_OPT_NUMBER, "64", 64, 1, 256, NULL,
-                    "native frames kept per stack (1 to 256)",
-                    "--depth", "N", "native frames per stack"},
-    [VT_O_EVENTS] = {"VRAMTRACE_EVENTS", VT_OPT_NUMBER, "1000000", 1000000, 0, 100000000, NULL,
-                     "alloc/free/OOM events kept in the history ring (0 to 100000000; 0 keeps none)",
-                     "--events", "N", "events kept in the history"},
-    [VT_O_TOP] = {"VRAMTRACE_TOP", VT_OPT_NUMBER, "10", 10, 1, 1000, NULL,
-                  "rows in the report's holder and allocation tables (1 to 1000)",
-                  "--top", "N", "rows in the report's tables"},
-    [VT_O_LIMIT] = {"VRAMTRACE_LIMIT", VT_OPT_SIZE, "(none)", 0, 0, 0, NULL,
-                    "per-device budget (512M, 24G, bytes): allocations past it fail with the API's own "
-                    "out-of-memory error, as on a GPU that small",
-                    "--limit", "SIZE", "a per-device budget, as if the GPU had SIZE"},
-    [VT_O_PYTHON] = {"VRAMTRACE_PYTHON", VT_OPT_NUMBER, "1", 1, 0, 1, NULL,
-                     "1 records the Python frames of each allocation (CPython 3.10 to 3.13), 0 native "
-                     "frames only",
-                     "--python", "0|1", "Python frames"},
-    [VT_O_UNWIND] = {"VRAMTRACE_UNWIND", VT_OPT_CHOICE, "walker", 0, 0, 0, "walker,libunwind,check",
-                     "how native stacks are read: 'walker' (vramtrace's, from cached CFI rules), "
-                     "'libunwind', or 'check' (both at every allocation, compared; the count of "
-                     "differences is printed at exit)",
-                     NULL, NULL, NULL},
-    [VT_O_LEAK_CHECK] = {"VRAMTRACE_LEAK_CHECK", VT_OPT_NUMBER, "0", 0, 0, 1, NULL,
-                         "1 checks for leaks at exit: every live allocation not suppressed is reported "
-                         "LeakSanitizer-style and the exit status becomes VRAMTRACE_EXITCODE",
-                         "--leak-check", NULL, "report leaks at exit and fail with status 23"},
-    [VT_O_EXITCODE] = {"VRAMTRACE_EXITCODE", VT_OPT_NUMBER, "23", 23, 1, 255, NULL,
-                       "exit status when the leak check finds leaks (1 to 255)",
-                       "--exitcode", "N", "exit status when leaks remain"},
-    [VT_O_SUPPRESSIONS] = {"VRAMTRACE_SUPPRESSIONS", VT_OPT_TEXT, "(none)", 0, 0, 0, NULL,
-                           "file of leak:PATTERN lines that the leak check ignores",
-                           "--suppressions", "FILE", "leak:PATTERN lines the leak check ignores"},
-    [VT_O_SIGNAL] = {"VRAMTRACE_SIGNAL", VT_OPT_SIGNAL, "USR2", 0, 0, 0, NULL,
-                     "signal that writes a dump of the running process (number or name such as USR1); "
-                     "0 disables",
-                     "--signal", "SIG", "signal for on-demand dumps, 0 none"},
-    [VT_O_MARK] = {"VRAMTRACE_MARK", VT_OPT_TEXT, "(none)", 0, 0, 0, NULL,
-                   "a file the library creates when it starts in a process; vramtrace run sets it (with "
-                   "--leak-check or --limit) to tell a traced command from one the preload never reached",
-                   NULL, NULL, NULL},
-    [VT_O_TENSORS] = {"PYTORCH_NO_CUDA_MEMORY_CACHING", VT_OPT_FOREIGN, "(unset)", 0, 0, 0, NULL, NULL,
-                      "--tensors", NULL,
-                      "PyTorch asks CUDA for every tensor,\n"
-                      "so each live allocation is one tensor. Slower: every free becomes a\n"
-                      "cudaFree, which synchronizes the device (steps can take several\n"
-                      "times longer); use it to find which tensors hold the memory."},
+#include "options.def"
 };
+#undef VT_OPTION
 
 int vt_parse_number(const char *s, long lo, long hi, long *out) {
     char *end;

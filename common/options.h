@@ -5,7 +5,8 @@
  * flag that sets it. The library's loader (tracker/options.c), the CLI's
  * `vramtrace --help` and `vramtrace run`'s flags are all read from this
  * table, and a test checks the README's options table against it. A new
- * option is one row here, and one line in the loader where it is stored. */
+ * option is one entry in options.def, and one line in the loader where it
+ * is stored. */
 #ifndef VT_COMMON_OPTIONS_H
 #define VT_COMMON_OPTIONS_H
 
@@ -20,10 +21,11 @@ enum vt_option_type {
     VT_OPT_FOREIGN,   /* another program's variable that a run flag sets to 1 */
 };
 
-/* Rows in table order; VT_O_COUNT is their number. */
+/* Rows in table order (options.def); VT_O_COUNT is their number. */
 enum vt_option_id {
-    VT_O_OUT, VT_O_REPORT, VT_O_DEPTH, VT_O_EVENTS, VT_O_TOP, VT_O_LIMIT, VT_O_PYTHON, VT_O_UNWIND,
-    VT_O_LEAK_CHECK, VT_O_EXITCODE, VT_O_SUPPRESSIONS, VT_O_SIGNAL, VT_O_MARK, VT_O_TENSORS,
+#define VT_OPTION(id, ...) VT_O_##id,
+#include "options.def"
+#undef VT_OPTION
     VT_O_COUNT
 };
 

@@ -1,6 +1,7 @@
 /* analysis.c -- holders, growth and findings of a snapshot, once. */
 #include <stdlib.h>
 
+#include "../common/freeall.h"
 #include "../common/warn.h"
 #include "analysis.h"
 #include "holders.h"
@@ -67,12 +68,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
 }
 
 void vt_analysis_free(struct vt_analysis *a) {
-    if (!a || a == &empty) return;
-    free(a->holders);
-    free(a->by_site);
-    free(a->growth);
-    free(a->findings);
-    free(a);
+    if (a && a != &empty) VT_FREE_ALL(a->holders, a->by_site, a->growth, a->findings, a);
 }
 
 void vt_analysis_reset_child(void) {

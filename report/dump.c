@@ -19,6 +19,14 @@ static const char *event_name(int type) {
     }
 }
 
+/* The counters of common/counters.h of `c` (a device or the totals), each
+ * as ,"NAME":VALUE, the first without the comma when sep is "". */
+#define WRITE_COUNTER(name)                                         \
+    do {                                                            \
+        fprintf(f, "%s\"" #name "\":" U64, sep, c->name);           \
+        sep = ",";                                                  \
+    } while (0);
+
 static void write_devices(FILE *f, const struct vt_snapshot *s) {
     fputs("\"devices\":[", f);
     int first = 1;
@@ -29,12 +37,11 @@ static void write_devices(FILE *f, const struct vt_snapshot *s) {
         vt_json_string(f, d->have_facts ? d->name : NULL);
         fputs(",\"uuid\":", f);
         vt_json_string(f, d->have_facts && d->uuid[0] ? d->uuid : NULL);
-        fprintf(f, ",\"total_bytes\":" U64 ",\"live_bytes\":" U64 ",\"live_count\":" U64
-                   ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
-                   ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64 "}",
-                d->total_bytes, d->live_bytes, d->live_count, d->peak_bytes,
-                d->peak_time_ns, d->alloc_count, d->free_count, d->failed_count,
-                d->oom_count);
+        fprintf(f, ",\"total_bytes\":" U64, d->total_bytes);
+        const struct vt_device *c = d;
+        const char *sep = ",";
+        VT_COUNTERS(WRITE_COUNTER)
+        fputc('}', f);
         first = 0;
     }
     fputs("],\n", f);
@@ -42,13 +49,12 @@ static void write_devices(FILE *f, const struct vt_snapshot *s) {
 
 static void write_totals(FILE *f, const struct vt_snapshot *s) {
     const struct vt_totals *t = &s->totals;
-    fprintf(f, "\"totals\":{\"live_bytes\":" U64 ",\"live_count\":" U64
-               ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64 ",\"alloc_count\":" U64
-               ",\"free_count\":" U64 ",\"failed_count\":" U64 ",\"oom_count\":" U64
-               ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 "},\n",
-            t->live_bytes, t->live_count, t->peak_bytes, t->peak_time_ns,
-            t->alloc_count, t->free_count, t->failed_count, t->oom_count,
-            t->unknown_frees, t->missed, vt_records_lost_count());
+    const struct vt_totals *c = t;
+    const char *sep = "";
+    fputs("\"totals\":{", f);
+    VT_COUNTERS(WRITE_COUNTER)
+    fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 "},\n", t->unknown_frees,
+            t->missed, vt_records_lost_count());
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);

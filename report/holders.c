@@ -1,4 +1,5 @@
-/* holders.c -- grouping live allocations by stack and by call site. */
+/* holders.c -- who holds the memory: the tracker's holders by stack, and
+ * those merged by call site. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,24 +7,12 @@
 #include "holders.h"
 
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
+    const struct vt_holder *from = device_only ? s->holders : s->all_holders;
+    size_t k = device_only ? s->nholders : s->nall_holders;
     *n = 0;
-    size_t ns = s->nstacks;
-    struct vt_holder *h = calloc(ns ? ns : 1, sizeof *h);
+    struct vt_holder *h = from && k ? malloc(k * sizeof *h) : NULL;
     if (!h) return NULL;
-    for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_alloc *a = &s->live[i];
-        if (a->stack >= ns || (device_only && !vt_kind_owned_device(a->kind))) continue;
-        h[a->stack].bytes += a->bytes;
-        h[a->stack].count++;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < ns; i++) {
-        if (h[i].count == 0) continue;
-        h[k] = h[i];
-        h[k++].stack = (uint32_t)i;
-    }
-    if (k == 0) { free(h); return NULL; }
-    vt_sort_holders(h, k);
+    memcpy(h, from, k * sizeof *h);
     *n = k;
     return h;
 }

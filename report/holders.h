@@ -1,4 +1,5 @@
-/* holders.h -- who holds the memory: live bytes grouped by call site. */
+/* holders.h -- who holds the memory: the tracker's per-site counters as a
+ * snapshot carries them, by stack and merged by call site. */
 #ifndef VT_HOLDERS_H
 #define VT_HOLDERS_H
 
@@ -9,14 +10,16 @@
 #include "symbolize.h"
 
 /* Live device allocations (pinned host memory excluded) grouped by stack,
- * largest first (ties: more allocations first, then lower stack id).
- * Returns a malloc'd array and its length in *n; NULL when empty. */
+ * largest first (ties: more allocations first, then lower stack id): a
+ * copy of the snapshot's holders, which the tracker's counters made at the
+ * point its live list was copied (they sum to that list exactly). Returns
+ * a malloc'd array and its length in *n; NULL when empty. */
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
 
 /* The same of every kind of memory (device_only 0: what the leak check
- * counts) or of device memory only (1: vt_holders). An allocation whose
- * stack is not among the snapshot's (it could not be kept) is in no
- * group. */
+ * counts; the snapshot's all_holders) or of device memory only (1:
+ * vt_holders). An allocation whose stack is not among the snapshot's (it
+ * could not be kept) is in no group. */
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n);
 
 /* Holders h[0..n) (by stack) merged by call site: the stacks of one

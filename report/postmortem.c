@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../common/format.h"
+#include "../common/oomtext.h"
 #include "analysis.h"
 #include "postmortem.h"
 
@@ -53,15 +54,6 @@ static void findings(FILE *f, const struct vt_analysis *an) {
     for (int i = 0; i < fs->n; i++) vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, NULL);
 }
 
-/* What a failed request for host memory asked for, by kind, said after the
- * request; NULL for device memory. */
-static const char *host_label(int kind) {
-    if (!vt_kind_is_host(kind)) return NULL;
-    if (kind == VT_KIND_HOST_VMM) return "host memory from cuMemCreate";
-    if (kind == VT_KIND_HOST_ASYNC) return "host memory from a pool on the host";
-    return "pinned host memory";
-}
-
 /* Calls passed through unrecorded (totals.missed), one line when any. */
 static void missed_line(FILE *f, uint64_t missed) {
     char line[160];
@@ -79,40 +71,21 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                        int top) {
     if (s->nooms == 0) return;
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
-    char a[32], b[32], c[32], site[512];
-    header(f, "out of memory", m);
-    fprintf(f, "vramtrace:   request: %s (%" PRIu64 " byte%s) by %s%s", B(o->requested, a),
-            o->requested, o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     const struct vt_device *d = dev(s, o->device);
-    const char *host = host_label(o->kind);
-    if (host) fprintf(f, " (%s)", host);
-    else fprintf(f, " on device %d", o->device);
-    if (d && d->have_facts && d->name[0]) fprintf(f, " (%s%s%s)", d->name, d->uuid[0] ? ", " : "", d->uuid);
-    fputc('\n', f);
+    char site[512], procs[VT_MAX_PROCS * 96];
     vt_site_label(sym, o->stack, site, sizeof site);
-    fprintf(f, "vramtrace:   failing call: %s\n", site);
-    if (o->have_info) {
-        fprintf(f, "vramtrace:   %s: %s free of %s\n", o->budget ? "budget" : "device", B(o->free_bytes, a),
-                B(o->total_bytes, b));
-        uint64_t used = o->total_bytes - o->free_bytes;
-        if (used > o->live_bytes)
-            fprintf(f, "vramtrace:   held outside this process's tracked allocations: %s "
-                       "(CUDA context, other processes, untracked APIs)\n",
-                    B(used - o->live_bytes, a));
-    }
-    if (d) {
-        fprintf(f, "vramtrace:   tracked on device %d: %s live in %" PRIu64
-                   " allocation%s at the failure; peak %s at %.3f s\n",
-                o->device, B(o->live_bytes, a), d->live_count, d->live_count == 1 ? "" : "s",
-                B(d->peak_bytes, c), (double)d->peak_time_ns / 1e9);
-    }
-    if (o->procs && o->nprocs > 0) {
-        char procs[VT_MAX_PROCS * 96];
-        fprintf(f, "vramtrace:   other processes on this GPU (NVML):%s\n",
-                vt_procs_text(o->procs, o->nprocs, procs, sizeof procs));
-    } else if (o->procs) {
-        fputs("vramtrace:   other processes on this GPU (NVML): none\n", f);
-    }
+    int facts = d && d->have_facts;
+    struct vt_oom_text t = {
+        .requested = o->requested, .api = o->api, .host = vt_host_memory_label(vt_kind_name(o->kind)),
+        .device = o->device, .budget = o->budget, .device_name = facts ? d->name : NULL,
+        .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
+        .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
+        .tracked = d ? VT_TRACKED_COUNTS : VT_TRACKED_NONE, .device_live_count = d ? d->live_count : 0,
+        .device_peak_bytes = d ? d->peak_bytes : 0, .device_peak_time_ns = d ? d->peak_time_ns : 0,
+        .procs = o->procs ? vt_procs_text(o->procs, o->nprocs, procs, sizeof procs) : NULL, .nprocs = o->nprocs,
+    };
+    header(f, "out of memory", m);
+    vt_put_oom(f, "vramtrace:   ", &t);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     missed_line(f, s->totals.missed);

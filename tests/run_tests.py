@@ -6,6 +6,7 @@ CUDA runtime without a driver), with and without the library, and checks the
 dump and the output with exact numbers. Run by `make test`; the last line
 reads "N passed, N failed".
 """
+import contextlib
 import glob
 import json
 import os
@@ -54,6 +55,17 @@ class Run:
     def dump(self):
         eq(len(self.dumps), 1, "number of dumps")
         return self.dumps[0]
+
+
+@contextlib.contextmanager
+def workdir(prefix):
+    """A fresh folder for a test (its name starts with prefix), removed with
+    all it holds when the test is done, passed or failed."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(argv, preload=True, sim=True, env=None, report="stderr", cwd=None, lib=None, first=None):
@@ -212,26 +224,25 @@ def runtime_case(prog, apis):
     eq(got, sorted(apis), "live allocations")
 
 
+# What t_runtime leaves live: (runtime API, the driver API the static
+# runtime reaches through cuGetProcAddress, kind, bytes, function).
+RUNTIME_LIVE = [
+    ("cudaMalloc", "cuMemAlloc_v2", "device", 2 * MiB, "load_model"),
+    ("cudaMallocAsync", "cuMemAllocAsync", "async", 4096, "stream_buffer"),
+    ("cudaMallocAsync_ptsz", "cuMemAllocAsync_ptsz", "async", 8192, "stream_buffer"),
+    ("cudaMallocManaged", "cuMemAllocManaged", "managed", 16384, "main"),
+    ("cudaMallocPitch", "cuMemAllocPitch_v2", "pitched", 2048, "main"),
+    ("cudaMallocHost", "cuMemAllocHost_v2", "host", 4096, "main")]
+
+
 @test
 def runtime_shared_library():
-    runtime_case("t_runtime", [
-        ("cudaMalloc", "device", 2 * MiB, "load_model"),
-        ("cudaMallocAsync", "async", 4096, "stream_buffer"),
-        ("cudaMallocAsync_ptsz", "async", 8192, "stream_buffer"),
-        ("cudaMallocManaged", "managed", 16384, "main"),
-        ("cudaMallocPitch", "pitched", 2048, "main"),
-        ("cudaMallocHost", "host", 4096, "main")])
+    runtime_case("t_runtime", [(rt, kind, n, fn) for rt, _, kind, n, fn in RUNTIME_LIVE])
 
 
 @test
 def runtime_static_through_cuGetProcAddress():
-    runtime_case("t_runtime_static", [
-        ("cuMemAlloc_v2", "device", 2 * MiB, "load_model"),
-        ("cuMemAllocAsync", "async", 4096, "stream_buffer"),
-        ("cuMemAllocAsync_ptsz", "async", 8192, "stream_buffer"),
-        ("cuMemAllocManaged", "managed", 16384, "main"),
-        ("cuMemAllocPitch_v2", "pitched", 2048, "main"),
-        ("cuMemAllocHost_v2", "host", 4096, "main")])
+    runtime_case("t_runtime_static", [(drv, kind, n, fn) for _, drv, kind, n, fn in RUNTIME_LIVE])
 
 
 @test
@@ -255,16 +266,7 @@ def driver_entry_points_and_vmm():
 
 @test
 def python_ctypes_dlsym_route():
-    code = ("import ctypes\n"
-            "cu = ctypes.CDLL('libcuda.so.1')\n"
-            "cu.cuInit(0)\n"
-            "def alloc(n):\n"
-            "    p = ctypes.c_uint64()\n"
-            "    return cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)), p.value\n"
-            "r, a = alloc(5 << 20)\n"
-            "r2, b = alloc(1 << 20)\n"
-            "print(r, r2, cu.cuMemFree_v2(ctypes.c_uint64(b)))\n")
-    r = same_as_without([sys.executable, "-c", code])
+    r = same_as_without([sys.executable, os.path.join(ROOT, "tests", "py", "ctypes_driver.py")])
     eq(r.out, "0 0 0\n", "ctypes results")
     d = r.dump
     eq([(a["api"], a["bytes"]) for a in d["live"]], [("cuMemAlloc_v2", 5 * MiB)], "ctypes allocation")
@@ -466,8 +468,7 @@ def depth_limits_frames():
 
 @test
 def output_paths_modes_and_off():
-    work = tempfile.mkdtemp(prefix="vt-out-")
-    try:
+    with workdir("vt-out-") as work:
         rep = os.path.join(work, "report.%p.txt")
         r = run([os.path.join(T, "t_oom")], report=rep,
                 env={"SIMGPU_CAPACITY": "64M", "RANK": "3",
@@ -488,8 +489,6 @@ def output_paths_modes_and_off():
         ok("out of memory in pid" in text and "exit in pid" in text, "report file has both reports")
         r = run([os.path.join(T, "t_driver")], env={"VRAMTRACE_OUT": "off"})
         ok("exit in pid" in r.err and "dump:" not in r.err, "off: summary without a dump")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -500,8 +499,7 @@ def cli_run_help_version_install():
     ok(p.returncode == 0 and "VRAMTRACE_OUT" in p.stdout and "run" in p.stdout, "--help")
     p = subprocess.run([CLI, "run", "--depth", "x", "--", "true"], capture_output=True, text=True)
     eq(p.returncode, 2, "bad --depth refused")
-    work = tempfile.mkdtemp(prefix="vt-cli-")
-    try:
+    with workdir("vt-cli-") as work:
         prefix = os.path.join(work, "prefix")
         subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], check=True,
                        capture_output=True)
@@ -520,8 +518,6 @@ def cli_run_help_version_install():
         p = subprocess.run([os.path.join(prefix, "bin", "vramtrace"), "run", "--", "/nonexistent"],
                            env=env, capture_output=True, text=True)
         eq(p.returncode, 127, "missing command")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------- leak check
@@ -566,8 +562,7 @@ def re_frame(fn, file, line, text):
 @test
 def leak_check_suppressions():
     prog = os.path.join(T, "t_leaks")
-    work = tempfile.mkdtemp(prefix="vt-sup-")
-    try:
+    with workdir("vt-sup-") as work:
         sup = os.path.join(work, "sup.txt")
         with open(sup, "w") as f:
             f.write("# vendored code leaks on purpose\n\nleak:^third_party_init$\nleak:load_*\nleak:never_matches\n")
@@ -597,8 +592,6 @@ def leak_check_suppressions():
             f.write("interceptor_via_fun:x\n")
         r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
         ok("expected leak:PATTERN" in r.err and r.rc == 23, "bad line warned, leaks still reported")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -634,8 +627,7 @@ def growth_detection():
 
 @test
 def signal_dumps_and_diff():
-    work = tempfile.mkdtemp(prefix="vt-sig-")
-    try:
+    with workdir("vt-sig-") as work:
         r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_OUT": os.path.join(work, "d.%p.json")})
         eq((r.out, r.rc), ("done\n", 0), "the program runs on after the dump signal")
         files = sorted(os.listdir(work))
@@ -665,8 +657,6 @@ def signal_dumps_and_diff():
         r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_SIGNAL": "USR1",
                 "VRAMTRACE_OUT": os.path.join(work, "u.%p.%n.json")})
         eq(r.rc, -12, "another signal configured: USR2 is left alone")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------- OOM triage
@@ -789,8 +779,7 @@ def budget_limit():
 
 @test
 def ranks_from_launchers():
-    work = tempfile.mkdtemp(prefix="vt-rank-")
-    try:
+    with workdir("vt-rank-") as work:
         for env, rank, local in ((dict(RANK="2", LOCAL_RANK="1"), 2, 1),
                                  (dict(OMPI_COMM_WORLD_RANK="3", OMPI_COMM_WORLD_LOCAL_RANK="0"), 3, 0),
                                  (dict(SLURM_PROCID="5", SLURM_LOCALID="2"), 5, 2),
@@ -802,8 +791,6 @@ def ranks_from_launchers():
         rc, out, _ = report([R0, R1])
         ok("peaks: highest 12.00 MiB (rank 0), lowest 12.00 MiB (rank 0); the highest is 1.00x the lowest"
            in out.decode(), "peaks compared across ranks:\n" + out.decode()[:600])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------- Python frames
@@ -1079,8 +1066,7 @@ def every_bad_option_warns_once_and_keeps_the_default():
 
 @test
 def output_files_are_safe():
-    work = tempfile.mkdtemp(prefix="vt-safe-")
-    try:
+    with workdir("vt-safe-") as work:
         victim = os.path.join(work, "victim")
         with open(victim, "w") as f:
             f.write("keep me")
@@ -1101,8 +1087,6 @@ def output_files_are_safe():
                                                                "SIMGPU_CAPACITY": "64M"})
         eq(r.rc, 1, "the program's own status")
         eq(r.err.count("cannot write the dump"), 1, "one warning for the OOM and the exit dump together: " + r.err)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -1261,8 +1245,7 @@ def chromium_dom(html_path, fragment=""):
 
 @test
 def report_html_in_chromium():
-    work = tempfile.mkdtemp(prefix="vt-html-")
-    try:
+    with workdir("vt-html-") as work:
         page = os.path.join(work, "r.html")
         rc, out, _ = report([R0, R1, "--format", "html", "-o", page, "--at", "peak"])
         eq(rc, 0, "status")
@@ -1289,14 +1272,11 @@ def report_html_in_chromium():
         dom = chromium_dom(page)
         ok("<img" not in dom and "<b>" not in dom, "nothing injected into the DOM")
         ok("evil&lt;script&gt;alert(1)&lt;/script&gt;" in dom, "hostile name shown as text")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
 def report_bad_input_is_one_line_and_status_1():
-    work = tempfile.mkdtemp(prefix="vt-bad-")
-    try:
+    with workdir("vt-bad-") as work:
         good = open(os.path.join(GOLDEN, R0), "rb").read()
         d = json.loads(good)
         cases = {
@@ -1321,8 +1301,6 @@ def report_bad_input_is_one_line_and_status_1():
                 eq(len(err.splitlines()), 1, f"{name}: one error line, got {err!r}")
                 ok(err.startswith("vramtrace report: ") and name in err, f"{name}: names the file: {err!r}")
                 eq(out, b"", f"{name}: nothing on stdout")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def load_test_modules():

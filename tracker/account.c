@@ -37,14 +37,15 @@ static void site_at_peak(const struct vt_site *st, uint64_t *bytes, uint64_t *co
     *count = st->hwm_gen == vt_counts.peak_gen ? st->hwm_count : st->count;
 }
 
-struct vt_holder *vt_account_holders(uint32_t *n_out, int at_peak) {
+struct vt_holder *vt_account_holders(uint32_t *n_out, int which) {
     size_t k = 0, nstacks = vt_stacks.n;
     struct vt_holder *h = malloc((nstacks ? nstacks : 1) * sizeof *h);
     if (!h) { *n_out = 0; return NULL; }
     for (size_t i = 0; i < nstacks; i++) {
         const struct vt_site *st = vt_site_of((uint32_t)i);
         uint64_t b = st->bytes, c = st->count;
-        if (at_peak) site_at_peak(st, &b, &c);
+        if (which == VT_HELD_AT_PEAK) site_at_peak(st, &b, &c);
+        if (which == VT_HELD_ALL_KINDS) { b += st->other_bytes; c += st->other_count; }
         if (b == 0 && c == 0) continue;
         h[k].stack = (uint32_t)i;
         h[k].bytes = b;
@@ -88,6 +89,16 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
     pthread_mutex_unlock(&vt_tracker_lock);
 }
 
+/* vt_account_holders(which), largest first; *n its length. */
+static struct vt_holder *sorted_holders(int which, size_t *n, const char *what) {
+    uint32_t k = 0;
+    struct vt_holder *h = vt_account_holders(&k, which);
+    if (h) qsort(h, k, sizeof *h, vt_holder_order);
+    else vt_records_lost(what);
+    *n = k;
+    return h;
+}
+
 void vt_account_copy(struct vt_snapshot *s, double scale) {
     s->totals = vt_counts.totals;
     s->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
@@ -95,11 +106,9 @@ void vt_account_copy(struct vt_snapshot *s, double scale) {
     s->ndevices = vt_counts.ndevices;
     s->totals.peak_time_ns = vt_ticks_to_ns(s->totals.peak_time_ns, scale);
     for (int i = 0; i < s->ndevices; i++) s->devices[i].peak_time_ns = vt_ticks_to_ns(s->devices[i].peak_time_ns, scale);
-    uint32_t np = 0;
-    s->peak_holders = vt_account_holders(&np, 1);
-    s->npeak_holders = np;
-    if (s->peak_holders) qsort(s->peak_holders, np, sizeof *s->peak_holders, vt_holder_order);
-    else vt_records_lost("the holder table at the peak");
+    s->holders = sorted_holders(VT_HELD_NOW, &s->nholders, "the holder table");
+    s->all_holders = sorted_holders(VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
+    s->peak_holders = sorted_holders(VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
 }
 
 void vt_account_reset_child(void) {

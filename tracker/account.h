@@ -42,6 +42,11 @@ static inline struct vt_device *device_slot(int device) {
  * device whose counters moved, NULL for memory that is not the device's
  * own (pinned host, imported). */
 static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
+    struct vt_site *st = vt_site_of(a->stack);
+    if (!vt_kind_owned_device(a->kind) && st) {
+        if (sign > 0) { st->other_bytes += a->bytes; st->other_count++; }
+        else { st->other_bytes -= a->bytes; st->other_count--; }
+    }
     if (a->kind == VT_KIND_IMPORTED) {
         if (sign > 0) {
             vt_counts.totals.imported_live_bytes += a->bytes;
@@ -65,7 +70,6 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
         return NULL;
     }
     struct vt_device *d = device_slot(a->device);
-    struct vt_site *st = vt_site_of(a->stack);
     if (st) {
         if (st->hwm_gen != vt_counts.peak_gen) {
             st->hwm_bytes = st->bytes;
@@ -140,12 +144,18 @@ static inline void vt_account_op(const struct vt_event *o) {
     }
 }
 
-/* Device memory by call site, now or at the last peak (`at_peak`), as a
- * malloc'd array in stack order (NULL when out of memory); *n_out its
- * length. */
-struct vt_holder *vt_account_holders(uint32_t *n_out, int at_peak) VT_HIDDEN;
+/* What vt_account_holders counts: device memory now, device memory at the
+ * last peak, or every kind of memory now (device, pinned host, imported). */
+enum { VT_HELD_NOW, VT_HELD_AT_PEAK, VT_HELD_ALL_KINDS };
 
-/* Copy the counts into a snapshot, times converted with `scale`. */
+/* Memory by call site (`which`: a VT_HELD_*), as a malloc'd array in stack
+ * order (NULL when out of memory); *n_out its length. Lock held. */
+struct vt_holder *vt_account_holders(uint32_t *n_out, int which) VT_HIDDEN;
+
+/* Copy the counts into a snapshot, times converted with `scale`: totals,
+ * devices, and the holders now (of device memory and of every kind) and at
+ * the peak, largest first. Lock held, every log applied: the snapshot's
+ * live list must have been copied at the same point (snapshot.c). */
 void vt_account_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
 
 /* In a forked child: every count zero, the devices' facts kept. */

@@ -74,7 +74,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         }
         if (vt_history.nooms < VT_MAX_OOM_HOLDERS) {
             uint32_t k;
-            struct vt_holder *h = vt_account_holders(&k, 0);
+            struct vt_holder *h = vt_account_holders(&k, VT_HELD_NOW);
             if (h) qsort(h, k, sizeof *h, vt_holder_order);
             else vt_records_lost("an OOM's holder table");
             o->holders = h;

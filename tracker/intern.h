@@ -15,12 +15,15 @@
 #include "internal.h"
 
 /* What one call site holds now, and what it held at the last peak of the
- * process's device bytes. The peak values are kept lazily (memray's
+ * process's device bytes. `bytes` and `count` are the process's own device
+ * memory; `other_*` the rest (pinned host, imported), which the leak
+ * report groups with it. The peak values are kept lazily (memray's
  * high-water-mark scheme): `hwm_*` is valid only while `hwm_gen` equals
  * the counts' peak_gen; otherwise the site has not changed since the last
  * peak and its current values are the ones at the peak (account.h). */
 struct vt_site {
     uint64_t bytes, count;
+    uint64_t other_bytes, other_count;
     uint64_t hwm_bytes, hwm_count;
     uint64_t hwm_gen;
 };

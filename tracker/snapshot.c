@@ -1,9 +1,12 @@
 /* snapshot.c -- a consistent copy of the tracker's state, and the tracker
  * across fork.
  *
- * A snapshot applies every log, then copies the counts, the live tables
- * (one slot at a time: a thread allocating meanwhile waits for its own
- * slot only), the history and the stacks under the global lock. Around
+ * A snapshot applies every log, then copies the live tables (one slot at a
+ * time: a thread allocating meanwhile waits for its own slot only), then
+ * the counts, the history and the stacks, all under the global lock. A
+ * thread goes on allocating while other slots are copied, so each slot's
+ * ops logged since the merge are applied as its table is copied, under its
+ * lock: the counts then hold exactly what the copied tables hold. Around
  * fork every lock is held, so that the child starts from a state no thread
  * was changing; the child then forgets everything but the devices' facts. */
 #define _GNU_SOURCE
@@ -11,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/freeall.h"
 #include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
@@ -25,9 +29,21 @@ static int by_time(const void *a, const void *b) {
     return x->address < y->address ? -1 : x->address > y->address;
 }
 
+/* Apply the ops slot l logged since the last merge, so that the counts
+ * hold what its table holds. Global and slot lock held. Every op of an
+ * allocation is in the log of the slot whose table holds it (log.h), so
+ * the table equals the counts' view of the slot after this. The ops are
+ * applied ahead of other slots' later ones (no merge): a time stamp older
+ * than what was applied is made no older, as for any op logged late. */
+static void apply_own_log(struct vt_slot *l) {
+    uint64_t h = l->head;
+    for (uint64_t t = l->tail; t < h; t++) vt_account_op(&l->ops[t % LOG_OPS]);
+    __atomic_store_n(&l->tail, h, __ATOMIC_RELEASE);
+}
+
 /* Every slot's live records into s->live, in the order they were made (as
- * the events have them). 0 when a slot's lock was not free before `until`
- * (then s->live is freed). */
+ * the events have them), each slot's log applied as it is copied. 0 when a
+ * slot's lock was not free before `until` (then s->live is freed). */
 static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale) {
     size_t cap = 0;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
@@ -37,6 +53,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
             s->live = NULL;
             return 0;
         }
+        apply_own_log(l);
         size_t n = l->table.count;
         if (s->nlive + n > cap) {
             size_t want = cap ? cap : 64;
@@ -82,7 +99,7 @@ static struct vt_snapshot *snapshot(const struct timespec *until) {
         free(s);
         return NULL;
     }
-    vt_account_copy(s, scale);
+    vt_account_copy(s, scale); /* after copy_live: the counts of the same point */
     vt_history_copy(s, scale);
     size_t nstacks = vt_stacks.n;
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
@@ -105,13 +122,7 @@ struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
-    if (!s) return;
-    free(s->live);
-    free(s->ooms);
-    free(s->events);
-    free(s->stacks);
-    free(s->peak_holders);
-    free(s);
+    if (s) VT_FREE_ALL(s->live, s->ooms, s->events, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 
 void vt_tracker_lock_all(void) {

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/counters.h"
+
 #define VT_MAX_DEVICES 64
 #define VT_MAX_FRAMES 256   /* native and Python frames kept per stack */
 #define VT_HOST_DEVICE (-1)
@@ -126,25 +128,11 @@ struct vt_device {
     char name[128];
     char uuid[48];         /* "GPU-xxxxxxxx-xxxx-..." */
     uint64_t total_bytes;
-    uint64_t live_bytes;
-    uint64_t live_count;
-    uint64_t peak_bytes;
-    uint64_t peak_time_ns;
-    uint64_t alloc_count;
-    uint64_t free_count;
-    uint64_t failed_count;
-    uint64_t oom_count;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
 
 struct vt_totals {
-    uint64_t live_bytes;       /* device memory only */
-    uint64_t live_count;
-    uint64_t peak_bytes;
-    uint64_t peak_time_ns;
-    uint64_t alloc_count;
-    uint64_t free_count;
-    uint64_t failed_count;
-    uint64_t oom_count;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* the same of every device: device memory only */
     uint64_t host_live_bytes;  /* pinned host memory */
     uint64_t host_live_count;
     uint64_t host_peak_bytes;
@@ -163,7 +151,8 @@ struct vt_stack {
 };
 
 /* A consistent copy of the tracker's state, taken under its lock and then
- * read without it. Stacks are shared, not copied: they are never freed
+ * read without it: the counts (totals, devices, holders) are those of the
+ * live list, to the allocation. Stacks are shared, not copied: they are never freed
  * while the process runs. Free with vt_snapshot_free. */
 struct vt_snapshot {
     struct vt_totals totals;
@@ -178,6 +167,12 @@ struct vt_snapshot {
     uint64_t events_dropped;   /* older events the ring overwrote */
     const struct vt_stack **stacks;
     size_t nstacks;
+    struct vt_holder *holders;      /* device memory by stack (as live has
+                                       it), largest first */
+    size_t nholders;
+    struct vt_holder *all_holders;  /* every kind of memory by stack (device,
+                                       pinned host, imported), the same */
+    size_t nall_holders;
     struct vt_holder *peak_holders; /* device memory by stack at the peak of
                                        totals.live_bytes, largest first */
     size_t npeak_holders;

@@ -38,8 +38,7 @@ def one_error_line(err, prefix, what):
 
 @test
 def cli_html_markup_in_every_field_runs_nothing():
-    work = tempfile.mkdtemp(prefix="vt-cli-html-")
-    try:
+    with workdir("vt-cli-html-") as work:
         page = os.path.join(work, "m.html")
         rc, _, err = cli(["report", seed("cli-markup.json"), "--format", "html", "-o", page])
         eq((rc, err), (0, ""), "status")
@@ -77,8 +76,6 @@ def cli_html_markup_in_every_field_runs_nothing():
         rc, _, _ = cli(["report", os.path.join(GOLDEN, "python.json"), "--format", "html", "-o", page])
         ok('<pre id="selftest">sort ok; zoom ok; unzoom ok</pre>' in chromium_dom(page, "#selftest"),
            "the page's controls work under the policy")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------ 5. control characters
@@ -93,19 +90,24 @@ def no_controls(text, what):
     eq(bad, [], f"{what}: control characters in the output")
 
 
-@test
-def cli_text_outputs_escape_control_characters():
-    path = seed("cli-control.json")
+def text_of(name):
+    """The fuzz seed `name`'s path and its text report, the status checked."""
+    path = seed(name)
     rc, out, err = cli(["report", path])
     eq((rc, err), (0, ""), "text status")
-    text = out.decode()
+    return path, out.decode()
+
+
+@test
+def cli_text_outputs_escape_control_characters():
+    path, text = text_of("cli-control.json")
     no_controls(text, "text")
     for field in ("reason", "host", "argv0", "device-uuid", "oom-api", "process-name", "finding",
                   "finding-next", "live-api"):
         ok(CTRL_SHOWN.format(field) in text, f"text shows {field} escaped")
     ok("\n  0   \\x1b[31mdevice-name\\x1b[0m     16.00 MiB " in text,
        "the device name cut to its column at a character boundary")
-    eq(len(text.splitlines()), 33, "no line broken by a dump string (r0's 30, other processes, a finding)")
+    eq(len(text.splitlines()), 37, "no line broken by a dump string (r0's 34, other processes, a finding)")
     rc, out, err = cli(["report", path, "--format", "folded"])
     eq((rc, err), (0, ""), "folded status")
     lines = out.decode().splitlines()
@@ -124,8 +126,7 @@ def cli_text_outputs_escape_control_characters():
     eq(j["processes"][0]["reason"], CTRL_RAW.format("reason"), "JSON keeps the string, escaped as JSON")
     eq(j["processes"][0]["holders"][0]["frames"][0]["function"], CTRL_RAW.format("function"), "JSON frame")
     # A reader's error quotes the dump: it is escaped too.
-    work = tempfile.mkdtemp(prefix="vt-cli-ctrl-")
-    try:
+    with workdir("vt-cli-ctrl-") as work:
         d = json.load(open(os.path.join(GOLDEN, R0)))
         d["events"][0][1] = "\x1b[2J\x1b]0;owned\x07\nsecond line"
         bad = os.path.join(work, "bad.json")
@@ -136,8 +137,6 @@ def cli_text_outputs_escape_control_characters():
             one_error_line(err, f"vramtrace {cmd[0]}: ", cmd[0])
             no_controls(err.rstrip("\n"), f"{cmd[0]} error")
             ok(r'unknown type "\x1b[2J\x1b]0;owned\x07\x0asecond line"' in err, err)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------------ 14. demangling
@@ -148,10 +147,7 @@ CLONE = "model::Buffer<float>::Buffer(unsigned long) [clone .cold]"
 
 @test
 def cli_demangles_what_the_dump_holds():
-    path = seed("cli-mangled.json")
-    rc, out, err = cli(["report", path])
-    eq((rc, err), (0, ""), "text status")
-    text = out.decode()
+    path, text = text_of("cli-mangled.json")
     ok("_Z9tmpl" not in text and "_ZN5model" not in text, "no mangled name left in the text:\n" + text)
     ok(f"  2.00 MiB   50.0%  in 1 allocation  {TMPL} tests/progs/t_phases.c:20\n" in text, "holders line")
     ok(f"      #0 0x55abb53251d1 in {TMPL} tests/progs/t_phases.c:20\n" in text, "frame line")
@@ -300,8 +296,7 @@ def cli_write_errors_fail_with_one_line():
             rc, _, err = cli(cmd, stdout=full)
             eq(rc, 1, f"{cmd} > /dev/full")
             one_error_line(err, "vramtrace", f"{cmd} > /dev/full")
-    work = tempfile.mkdtemp(prefix="vt-cli-write-")
-    try:
+    with workdir("vt-cli-write-") as work:
         for fmt in ("text", "json", "html", "torch"):
             out = os.path.join(work, "r." + fmt)
             p = subprocess.run([CLI, "report", r0, "--format", fmt, "-o", out], capture_output=True,
@@ -312,8 +307,6 @@ def cli_write_errors_fail_with_one_line():
         p = subprocess.run([CLI, "report", r0, "-o", out], capture_output=True, preexec_fn=limit_file_size(1 << 20))
         eq((p.returncode, p.stderr), (0, b""), "the same within the limit")
         ok(os.path.getsize(out) > 1000, "written")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------------------------ 21. wording
@@ -321,8 +314,7 @@ def cli_write_errors_fail_with_one_line():
 
 @test
 def cli_singular_plural_and_layout():
-    work = tempfile.mkdtemp(prefix="vt-cli-words-")
-    try:
+    with workdir("vt-cli-words-") as work:
         d = json.load(open(os.path.join(GOLDEN, R0)))
         d["events"] = [d["events"][0], d["events"][-1]]            # one allocation, one OOM
         d["live"] = d["live"][:1]
@@ -338,8 +330,10 @@ def cli_singular_plural_and_layout():
            "1 failed (1 out of memory)\n" in text, text)
         ok("timeline: 2 events over 0.071 s (1 allocation, 0 frees, 1 OOM);" in text, text)
         ok("(1 more out-of-memory failure)\n" in text, text)
-        ok("; 4.00 MiB tracked live\n  held outside tracked allocations: 4.00 MiB\n"
-           "  other processes on the GPU: pid 7 (other) 1.00 MiB\n  requested from:\n"
+        ok("  device: 8.00 MiB free of 16.00 MiB\n"
+           "  held outside this process's tracked allocations: 4.00 MiB (CUDA context, other processes, "
+           "untracked APIs)\n  tracked on device 0: 4.00 MiB live at the failure\n"
+           "  other processes on this GPU (NVML): pid 7 (other) 1.00 MiB\n  requested from:\n"
            "    #0 0x55abb532521f in huge_request tests/progs/t_phases.c:32\n" in text,
            "the OOM's stack has its heading:\n" + text)
         rc, out, _ = cli(["report", path, "--format", "html"])
@@ -356,8 +350,6 @@ def cli_singular_plural_and_layout():
         eq(sorted(l.split()[0] for l in env), sorted(options), "one line per option, as in the README's table")
         eq(len({l.index(" default ") for l in env}), 1, "the default column lines up")
         eq(len({re.match(r"  \S+ +default \S+ +", l).end() for l in env}), 1, "the meaning column lines up")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ----------------------------------------- a label cut inside a character

@@ -58,8 +58,7 @@ def read_all(fd):
 @test
 def dump_goes_into_devices_and_fifos_never_over_them():
     a = without(TRIAGE)
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         # A character device: written into, still the same device after.
         dev = os.path.join(work, "null")
         os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
@@ -101,16 +100,13 @@ def dump_goes_into_devices_and_fifos_never_over_them():
            "the reader got the dump")
         ok(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
         eq(sorted(os.listdir(work)), ["fifo", "null", "stdout"], "nothing else made")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
 def dump_to_a_fifo_whose_reader_leaves_does_not_kill_the_program():
     prog = [os.path.join(T, "t_threads")]
     a = without(prog)
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         fifo = os.path.join(work, "fifo")
         os.mkfifo(fifo, 0o600)
         rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -125,8 +121,6 @@ def dump_to_a_fifo_whose_reader_leaves_does_not_kill_the_program():
         ok(first.startswith(b'{"format":"vramtrace-dump"'), f"the reader saw the dump start: {first!r}")
         eq((p.returncode, out), (a.rc, a.out), "the program's own status (no SIGPIPE) and output")
         eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {fifo}: Broken pipe"], "one warning line")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -150,8 +144,7 @@ def report_never_blocks_nor_goes_to_another_users_file():
     a = without(TRIAGE)
     oom = [os.path.join(T, "t_oom")]
     a_oom = without(oom, env={"SIMGPU_CAPACITY": "64M"})
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         fifo = os.path.join(work, "fifo")
         os.mkfifo(fifo, 0o600)
         want = [f"vramtrace: warning: cannot write the report to {fifo}: it is a FIFO with no reader"]
@@ -214,15 +207,12 @@ def report_never_blocks_nor_goes_to_another_users_file():
         finally:
             os.umask(old_umask)
         eq(stat.S_IMODE(os.stat(new).st_mode), 0o600, "a new report is 0600 even with umask 0")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
 def dump_never_replaces_another_users_file():
     a = without(TRIAGE)
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         theirs = os.path.join(work, "theirs.json")
         with open(theirs, "w") as f:
             f.write("theirs\n")
@@ -246,8 +236,6 @@ def dump_never_replaces_another_users_file():
         eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {fifo}: it belongs to another user"],
            "one warning line")
         eq(got, b"", "nothing sent to their FIFO")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # -------------------------------------------------- long paths, pid 1
@@ -292,8 +280,7 @@ def long_rel_dir(root, total):
 @test
 def dump_paths_up_to_path_max_are_exact():
     a = without(TRIAGE)
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         # An absolute path of 4095 characters, the most PATH_MAX holds.
         name = "x.json"
         folder = long_dir(work, 4095 - len(name) - 1)
@@ -352,8 +339,6 @@ def dump_paths_up_to_path_max_are_exact():
         eq(warnings(err), ["vramtrace: warning: cannot write the report to " + long_path[:200] +
                            "...: the path is longer than 4095 characters"], "one warning line")
         eq(os.listdir(folder), [], "no report written")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def as_pid1(argv, env):
@@ -363,8 +348,7 @@ def as_pid1(argv, env):
 
 @test
 def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         out = os.path.join(work, "d.%p.json")
         for size in ("1M", "2M"):
             p = as_pid1([os.path.join(T, "t_triage"), "keep", size], lib_env(VRAMTRACE_OUT=out))
@@ -388,8 +372,6 @@ def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
             eq(first["process_start"], second["process_start"], "one process, two images")
             starts.append(first["process_start"])
         ok(starts[0] != starts[1], "the second run's files replaced the first's")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ------------------------------------------- vramtrace run, make install
@@ -415,8 +397,7 @@ def run_env(tmpdir):
 
 @test
 def run_installed_under_a_path_with_a_space():
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         prefix = os.path.join(work, "with space")
         install(prefix)
         cli = os.path.join(prefix, "bin", "vramtrace")
@@ -470,14 +451,11 @@ def run_installed_under_a_path_with_a_space():
         eq((p.returncode, p.stderr), (127, "vramtrace run: cannot run /nonexistent: No such file or directory\n"),
            "a missing command")
         eq(os.listdir(tmp), [], "the private folders are gone")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
 def install_prefix_change_rebuilds_the_cli():
-    work = tempfile.mkdtemp(prefix="vt-files-")
-    try:
+    with workdir("vt-files-") as work:
         a, b = os.path.join(work, "a"), os.path.join(work, "b")
         install(a)
         install(b)
@@ -491,8 +469,6 @@ def install_prefix_change_rebuilds_the_cli():
         eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "the prefix compiled in is the second's")
         shutil.rmtree(a)
         eq(preloaded(os.path.join(alone, "vramtrace"), env), want, "and it needs nothing of the first")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -500,8 +476,7 @@ def suppressions_at_a_fifo_or_directory_never_block():
     """VRAMTRACE_SUPPRESSIONS naming a FIFO nobody writes (or a folder): the
     leak check says in one line that it cannot read it, reports the leaks
     unsuppressed and exits at once with the leak check's status."""
-    work = tempfile.mkdtemp(prefix="vt-supfifo-")
-    try:
+    with workdir("vt-supfifo-") as work:
         fifo = os.path.join(work, "sup.fifo")
         os.mkfifo(fifo)
         for path, why in ((fifo, "not a regular file"), (work, "not a regular file")):
@@ -509,5 +484,3 @@ def suppressions_at_a_fifo_or_directory_never_block():
             eq(r.rc, 23, f"{path}: leaks reported, status 23")
             eq(r.err.count(f"cannot read suppressions {path}: {why}"), 1, f"{path}: one line saying why:\n{r.err}")
             eq(r.err.count("Direct leak of "), 3, f"{path}: every leaking stack, none suppressed")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)

@@ -96,8 +96,7 @@ def inproc_growth_figures_same_at_failure_and_exit():
        "the exit summary's line")
     ok("/s" not in r.err, "no rate per second:\n" + r.err)
     # The CLI reads the same figures from the dump.
-    work = tempfile.mkdtemp(prefix="vt-inproc-")
-    try:
+    with workdir("vt-inproc-") as work:
         path = os.path.join(work, "d.json")
         with open(path, "w") as f:
             json.dump({k: v for k, v in d.items() if k != "_path"}, f)
@@ -110,8 +109,6 @@ def inproc_growth_figures_same_at_failure_and_exit():
         grow = (j["processes"][0] if "processes" in j else j)["growing"]
         eq([(x["since_ns"], x["last_ns"], x["bytes_per_allocation"]) for x in grow],
            [(g["since_ns"], g["last_ns"], 4 * MiB)], "the CLI's JSON growth figures")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
@@ -141,14 +138,11 @@ leak_it(3 << 20)
 @test
 def inproc_python_frames_have_no_address():
     py = pythons()[0]
-    work = tempfile.mkdtemp(prefix="vt-inproc-")
-    try:
+    with workdir("vt-inproc-") as work:
         script = os.path.join(work, "leaky.py")
         with open(script, "w") as f:
             f.write(LEAKY_PY)
         r = run([py, script], env={"VRAMTRACE_LEAK_CHECK": "1"})
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     eq(r.rc, 23, "exit status with a leak")
     heading = "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"
     lines = r.err.splitlines()
@@ -171,14 +165,11 @@ def inproc_train_oom_builds_without_warnings():
     p = subprocess.run(["make", "-n", "-B", "build/examples/train_oom"], cwd=ROOT, capture_output=True, text=True)
     cmd = [l for l in p.stdout.splitlines() if "examples/train_oom.c" in l]
     eq(len(cmd), 1, "one compile command:\n" + p.stdout)
-    work = tempfile.mkdtemp(prefix="vt-inproc-")
-    try:
+    with workdir("vt-inproc-") as work:
         out = os.path.join(work, "train_oom")
         c = subprocess.run(cmd[0].replace("-o build/examples/train_oom", "-o " + out), shell=True, cwd=ROOT,
                            capture_output=True, text=True)
         eq((c.returncode, c.stdout, c.stderr), (0, "", ""), "compiling examples/train_oom.c")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test

@@ -70,8 +70,7 @@ def layout_python_frame_without_script_named_as_in_the_post_mortem():
     py = [f for f in frames if f["python"]][0]
     py["file"] = None
     py["line"] = 0
-    work = tempfile.mkdtemp(prefix="vt-layout-")
-    try:
+    with workdir("vt-layout-") as work:
         path = os.path.join(work, "d.json")
         with open(path, "w") as f:
             json.dump(d, f)
@@ -80,16 +79,13 @@ def layout_python_frame_without_script_named_as_in_the_post_mortem():
         want = f"{py['function']} (Python)"
         ok(f"allocations  {want}\n" in p.stdout or f"allocation  {want}\n" in p.stdout,
            f"holder row names {want!r}: {p.stdout[:3000]}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 @test
 def layout_report_says_what_the_process_dropped():
     with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
         d = json.load(f)
-    work = tempfile.mkdtemp(prefix="vt-layout-")
-    try:
+    with workdir("vt-layout-") as work:
         path = os.path.join(work, "d.json")
         for lost, line in ((3, "incomplete: 3 records dropped for lack of memory in the traced process\n"),
                            (1, "incomplete: 1 record dropped for lack of memory in the traced process\n")):
@@ -104,5 +100,45 @@ def layout_report_says_what_the_process_dropped():
             json.dump(d, f)
         p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
         eq((p.returncode, "incomplete:" in p.stdout), (0, False), "an older dump: nothing dropped")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def failure_lines(text, start, stop, prefix):
+    """The lines of `text` after the first line starting with `start`, up to
+    the first starting with `stop`, each without `prefix`."""
+    lines = text.split("\n")
+    i = next(k for k, l in enumerate(lines) if l.startswith(start)) + 1
+    out = []
+    while not lines[i].startswith(stop):
+        ok(lines[i].startswith(prefix), f"{lines[i]!r} starts with {prefix!r}")
+        out.append(lines[i][len(prefix):])
+        i += 1
+    return out
+
+
+@test
+def layout_report_tells_a_failure_as_the_post_mortem_does():
+    """`vramtrace report` says what an out-of-memory failure asked for, where
+    from and what the device held in the post-mortem's own lines (one
+    printer); the device's counts at the failure only from a dump written at
+    it."""
+    r = run([os.path.join(T, "t_oom")], env={"SIMGPU_CAPACITY": "64M", "SIMGPU_CONTEXT": "4M"})
+    library = failure_lines(r.err, "vramtrace: out of memory in pid", "vramtrace: largest holders", "vramtrace:   ")
+    eq(library[0], "request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated GPU, "
+                   "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f)", "the post-mortem's request")
+    eq(len(library), 6, "request, failing call, device, held outside, tracked, other processes")
+    with workdir("vt-layout-") as work:
+        d = r.dump
+        for reason in ("oom", "exit"):
+            # Nothing changes in t_oom after its failure: the exit dump's
+            # counts are those at it.
+            d["reason"] = reason
+            path = os.path.join(work, f"{reason}.json")
+            with open(path, "w") as f:
+                json.dump(d, f)
+            p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+            eq(p.returncode, 0, "vramtrace report")
+            cli_lines = failure_lines(p.stdout, "out of memory #1 at ", "  requested from:", "  ")
+            want = list(library)
+            if reason == "exit":
+                want[4] = "tracked on device 0: 48.00 MiB live at the failure"
+            eq(cli_lines, want, f"the failure's lines in vramtrace report of an {reason} dump")

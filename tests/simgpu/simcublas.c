@@ -28,11 +28,9 @@ struct cublasContext {
 BLAS_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
     if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
     struct cublasContext *h = calloc(1, sizeof *h);
-    if (!h) return CUBLAS_STATUS_ALLOC_FAILED;
-    h->math = CUBLAS_DEFAULT_MATH;
-    h->pointer = CUBLAS_POINTER_MODE_HOST;
+    if (h) *h = (struct cublasContext){.math = CUBLAS_DEFAULT_MATH, .pointer = CUBLAS_POINTER_MODE_HOST};
     *handle = h;
-    return CUBLAS_STATUS_SUCCESS;
+    return h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 BLAS_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
@@ -41,64 +39,41 @@ BLAS_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
     return CUBLAS_STATUS_SUCCESS;
 }
 
-BLAS_EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    handle->stream = stream;
-    return CUBLAS_STATUS_SUCCESS;
-}
+/* A setting of the handle: cublasSetNAME stores a value that `valid`
+ * accepts (CUBLAS_STATUS_INVALID_VALUE else), cublasGetNAME hands it back.
+ * A NULL handle is CUBLAS_STATUS_NOT_INITIALIZED. */
+#define ANY(v) 1
+#define HANDLE_SET(fn, type, field, valid)                                   \
+    BLAS_EXPORT cublasStatus_t fn(cublasHandle_t handle, type value) {       \
+        if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;                   \
+        if (!valid(value)) return CUBLAS_STATUS_INVALID_VALUE;               \
+        handle->field = value;                                               \
+        return CUBLAS_STATUS_SUCCESS;                                        \
+    }
+#define HANDLE_GET(fn, type, field)                                          \
+    BLAS_EXPORT cublasStatus_t fn(cublasHandle_t handle, type *value) {      \
+        if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;                   \
+        if (!value) return CUBLAS_STATUS_INVALID_VALUE;                      \
+        *value = handle->field;                                              \
+        return CUBLAS_STATUS_SUCCESS;                                        \
+    }
+#define POINTER_MODE_OK(m) ((m) == CUBLAS_POINTER_MODE_HOST || (m) == CUBLAS_POINTER_MODE_DEVICE)
+#define NOT_NEGATIVE(v) ((v) >= 0)
 
-BLAS_EXPORT cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *stream) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!stream) return CUBLAS_STATUS_INVALID_VALUE;
-    *stream = handle->stream;
-    return CUBLAS_STATUS_SUCCESS;
-}
+HANDLE_SET(cublasSetStream_v2, cudaStream_t, stream, ANY)
+HANDLE_GET(cublasGetStream_v2, cudaStream_t, stream)
+HANDLE_SET(cublasSetMathMode, cublasMath_t, math, ANY)
+HANDLE_GET(cublasGetMathMode, cublasMath_t, math)
+HANDLE_SET(cublasSetPointerMode_v2, cublasPointerMode_t, pointer, POINTER_MODE_OK)
+HANDLE_GET(cublasGetPointerMode_v2, cublasPointerMode_t, pointer)
+HANDLE_SET(cublasSetAtomicsMode, cublasAtomicsMode_t, atomics, ANY)
+HANDLE_SET(cublasSetSmCountTarget, int, sm_target, NOT_NEGATIVE)
 
 BLAS_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t bytes) {
     if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
     if (bytes && !workspace) return CUBLAS_STATUS_INVALID_VALUE;
     handle->workspace = workspace;
     handle->workspace_bytes = bytes;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    handle->math = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->math;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;
-    handle->pointer = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t *mode) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!mode) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->pointer;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t mode) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    handle->atomics = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_EXPORT cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int target) {
-    if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (target < 0) return CUBLAS_STATUS_INVALID_VALUE;
-    handle->sm_target = target;
     return CUBLAS_STATUS_SUCCESS;
 }
 

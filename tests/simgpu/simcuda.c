@@ -1050,48 +1050,55 @@ SIM_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
     return CUDA_SUCCESS;
 }
 
-SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+/* One attribute of a pool, read (set 0) or written (set 1) through value. */
+static CUresult pool_int(int *field, void *value, int set) {
+    if (set) *field = *(int *)value;
+    else *(int *)value = *field;
+    return CUDA_SUCCESS;
+}
+
+static CUresult pool_u64(uint64_t *field, void *value, int set) {
+    if (set) *field = *(cuuint64_t *)value;
+    else *(cuuint64_t *)value = *field;
+    return CUDA_SUCCESS;
+}
+
+/* A high-water mark: written only as 0, which resets it to `now`. */
+static CUresult pool_high(uint64_t *high, uint64_t now, void *value, int set) {
+    if (!set) return pool_u64(high, value, 0);
+    if (*(cuuint64_t *)value != 0) return CUDA_ERROR_INVALID_VALUE;
+    *high = now;
+    return CUDA_SUCCESS;
+}
+
+/* cuMemPoolGetAttribute and cuMemPoolSetAttribute: the current amounts are
+ * read only. */
+static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value, int set) {
     struct sim_pool *p = (struct sim_pool *)pool;
     if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     switch (attr) {
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: p->reuse[0] = *(int *)value; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: p->reuse[1] = *(int *)value; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: p->reuse[2] = *(int *)value; break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->threshold = *(cuuint64_t *)value; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-        if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
-        else p->reserved_high = p->reserved;
-        break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-        if (*(cuuint64_t *)value != 0) r = CUDA_ERROR_INVALID_VALUE;
-        else p->used_high = p->used;
-        break;
-    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: r = pool_int(&p->reuse[0], value, set); break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: r = pool_int(&p->reuse[1], value, set); break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: r = pool_int(&p->reuse[2], value, set); break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: r = pool_u64(&p->threshold, value, set); break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: if (!set) r = pool_u64(&p->reserved, value, 0); break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: r = pool_high(&p->reserved_high, p->reserved, value, set); break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: if (!set) r = pool_u64(&p->used, value, 0); break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: r = pool_high(&p->used_high, p->used, value, set); break;
+    default: break;
     }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
 
+SIM_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+    return pool_attribute(pool, attr, value, 1);
+}
+
 SIM_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
-    struct sim_pool *p = (struct sim_pool *)pool;
-    if (!p || !value) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&sim_lock);
-    switch (attr) {
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *(int *)value = p->reuse[0]; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *(int *)value = p->reuse[1]; break;
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *(int *)value = p->reuse[2]; break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->threshold; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
-    default: r = CUDA_ERROR_INVALID_VALUE; break;
-    }
-    pthread_mutex_unlock(&sim_lock);
-    return r;
+    return pool_attribute(pool, attr, value, 0);
 }
 
 SIM_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {

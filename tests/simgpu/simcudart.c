@@ -229,11 +229,16 @@ RT_EXPORT cudaError_t cudaRuntimeGetVersion(int *v) {
     return cudaSuccess;
 }
 
-/* The runtime's attribute numbers are the driver's. */
-RT_EXPORT cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
-    RT_BEGIN();
-    return rt_err(drv.device_attribute(v, (CUdevice_attribute)attr, d));
-}
+/* The calls that only pass their arguments on to the driver (one line
+ * each in rt_forward.def): RT_FORWARD(NAME, (PARAMS), CALL) is
+ * cudaError_t NAME(PARAMS) returning rt_err(drv.CALL). */
+#define RT_FORWARD(name, params, call) \
+    RT_EXPORT cudaError_t name params {  \
+        RT_BEGIN();                      \
+        return rt_err(drv.call);         \
+    }
+#include "rt_forward.def"
+#undef RT_FORWARD
 
 static int rt_attr(CUdevice_attribute a, int d) {
     int v = 0;
@@ -253,85 +258,12 @@ RT_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
     drv.device_name(p->name, sizeof p->name, d);
     drv.device_uuid((CUuuid *)&p->uuid, d);
     drv.device_total_mem(&p->totalGlobalMem, d);
-    p->sharedMemPerBlock = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d);
-    p->regsPerBlock = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, d);
-    p->warpSize = rt_attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, d);
-    p->memPitch = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_PITCH, d);
-    p->maxThreadsPerBlock = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d);
-    p->maxThreadsDim[0] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, d);
-    p->maxThreadsDim[1] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, d);
-    p->maxThreadsDim[2] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, d);
-    p->maxGridSize[0] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, d);
-    p->maxGridSize[1] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, d);
-    p->maxGridSize[2] = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, d);
-    p->totalConstMem = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, d);
-    p->major = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
-    p->minor = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
-    p->textureAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, d);
-    p->texturePitchAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, d);
-    p->multiProcessorCount = rt_attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
-    p->integrated = rt_attr(CU_DEVICE_ATTRIBUTE_INTEGRATED, d);
-    p->canMapHostMemory = rt_attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, d);
-    p->surfaceAlignment = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT, d);
-    p->concurrentKernels = rt_attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, d);
-    p->ECCEnabled = rt_attr(CU_DEVICE_ATTRIBUTE_ECC_ENABLED, d);
-    p->pciBusID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
-    p->pciDeviceID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
-    p->pciDomainID = rt_attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
-    p->asyncEngineCount = rt_attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, d);
-    p->unifiedAddressing = rt_attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d);
-    p->memoryBusWidth = rt_attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, d);
-    p->l2CacheSize = rt_attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d);
-    p->persistingL2CacheMaxSize = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, d);
-    p->maxThreadsPerMultiProcessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d);
-    p->streamPrioritiesSupported = rt_attr(CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, d);
-    p->globalL1CacheSupported = rt_attr(CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, d);
-    p->localL1CacheSupported = rt_attr(CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, d);
-    p->sharedMemPerMultiprocessor = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d);
-    p->regsPerMultiprocessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, d);
-    p->managedMemory = rt_attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d);
-    p->isMultiGpuBoard = rt_attr(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD, d);
-    p->multiGpuBoardGroupID = rt_attr(CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID, d);
-    p->hostNativeAtomicSupported = rt_attr(CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, d);
-    p->pageableMemoryAccess = rt_attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, d);
-    p->concurrentManagedAccess = rt_attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d);
-    p->computePreemptionSupported = rt_attr(CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED, d);
-    p->canUseHostPointerForRegisteredMem = rt_attr(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, d);
-    p->cooperativeLaunch = rt_attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, d);
-    p->sharedMemPerBlockOptin = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d);
-    p->maxBlocksPerMultiProcessor = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, d);
-    p->accessPolicyMaxWindowSize = rt_attr(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, d);
-    p->reservedSharedMemPerBlock = (size_t)rt_attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, d);
-    p->hostRegisterSupported = rt_attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, d);
-    p->hostRegisterReadOnlySupported = rt_attr(CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, d);
-    p->memoryPoolsSupported = rt_attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d);
-    p->memoryPoolSupportedHandleTypes = (unsigned)rt_attr(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, d);
-    p->deferredMappingCudaArraySupported = rt_attr(CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, d);
-    p->ipcEventSupported = rt_attr(CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, d);
-    p->clusterLaunch = rt_attr(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, d);
+#define PROP(field, attr) p->field = (__typeof__(p->field))rt_attr(CU_DEVICE_ATTRIBUTE_##attr, d);
+#include "device_props.def"
+#undef PROP
     p->deviceNumaId = -1;
     p->hostNumaId = -1;
     return cudaSuccess;
-}
-
-RT_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int d) {
-    RT_BEGIN();
-    return rt_err(drv.device_bus_id(id, len, d));
-}
-
-RT_EXPORT cudaError_t cudaDeviceSynchronize(void) {
-    RT_BEGIN();
-    return rt_err(drv.ctx_synchronize());
-}
-
-RT_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
-    RT_BEGIN();
-    return rt_err(drv.ctx_priority_range(least, greatest));
-}
-
-RT_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int d, int peer) {
-    RT_BEGIN();
-    return rt_err(drv.device_can_access_peer(can, d, peer));
 }
 
 /* Peer access is a per-device flag: enabling it twice is the documented
@@ -349,11 +281,6 @@ RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
     rt_peer[rt_device][peer] = 1;
     pthread_mutex_unlock(&rt_peer_lock);
     return rt_ret(e);
-}
-
-RT_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int d) {
-    RT_BEGIN();
-    return rt_err(drv.default_pool((CUmemoryPool *)pool, d));
 }
 
 /* CUDA graphs are not modelled: they hold no memory here. */
@@ -391,92 +318,6 @@ RT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
     if (!p) return rt_ret(cudaErrorInvalidValue);
     if (n == 0) { *p = NULL; return cudaSuccess; }
     return rt_err(drv.mem_alloc((CUdeviceptr *)p, n));
-}
-
-RT_EXPORT cudaError_t cudaFree(void *p) {
-    RT_BEGIN();
-    return rt_err(drv.mem_free((CUdeviceptr)p));
-}
-
-RT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h) {
-    RT_BEGIN();
-    return rt_err(drv.mem_alloc_pitch((CUdeviceptr *)p, pitch, w, h, 4));
-}
-
-RT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) {
-    RT_BEGIN();
-    return rt_err(drv.mem_alloc_managed((CUdeviceptr *)p, n, flags));
-}
-
-RT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {
-    RT_BEGIN();
-    return rt_err(drv.mem_alloc_host(p, n));
-}
-
-RT_EXPORT cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
-    RT_BEGIN();
-    return rt_err(drv.mem_host_alloc(p, n, flags));
-}
-
-RT_EXPORT cudaError_t cudaFreeHost(void *p) {
-    RT_BEGIN();
-    return rt_err(drv.mem_free_host(p));
-}
-
-RT_EXPORT cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags) {
-    RT_BEGIN();
-    return rt_err(drv.host_register(p, n, flags));
-}
-
-RT_EXPORT cudaError_t cudaHostUnregister(void *p) {
-    RT_BEGIN();
-    return rt_err(drv.host_unregister(p));
-}
-
-RT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.alloc_async((CUdeviceptr *)p, n, (CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.alloc_async_ptsz((CUdeviceptr *)p, n, (CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.free_async((CUdeviceptr)p, (CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.free_async_ptsz((CUdeviceptr)p, (CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaMemGetInfo(size_t *f, size_t *t) {
-    RT_BEGIN();
-    return rt_err(drv.mem_get_info(f, t));
-}
-
-RT_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
-    RT_BEGIN();
-    return rt_err(drv.pool_trim((CUmemoryPool)pool, keep));
-}
-
-/* The runtime's pool attribute numbers are the driver's. */
-RT_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
-    RT_BEGIN();
-    return rt_err(drv.pool_set_attribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value));
-}
-
-RT_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value) {
-    RT_BEGIN();
-    return rt_err(drv.pool_get_attribute((CUmemoryPool)pool, (CUmemPool_attribute)attr, value));
-}
-
-RT_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct cudaMemAccessDesc *map, size_t n) {
-    RT_BEGIN();
-    return rt_err(drv.pool_set_access((CUmemoryPool)pool, (const CUmemAccessDesc *)map, n));
 }
 
 /* Device memory, pinned host memory, or memory CUDA does not know
@@ -548,16 +389,6 @@ RT_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, in
                                         (CUstream)s));
 }
 
-RT_EXPORT cudaError_t cudaMemset(void *p, int v, size_t n) {
-    RT_BEGIN();
-    return rt_err(drv.memset8((CUdeviceptr)(uintptr_t)p, (unsigned char)v, n));
-}
-
-RT_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.memset8_async((CUdeviceptr)(uintptr_t)p, (unsigned char)v, n, (CUstream)s));
-}
-
 /* A __device__ variable's storage is its host shadow, which nvcc's
  * registration code names: the simulated device reads host memory. */
 RT_EXPORT cudaError_t cudaGetSymbolAddress(void **p, const void *symbol) {
@@ -613,31 +444,11 @@ RT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *a, const st
     return rt_err(drv.mipmapped_create((CUmipmappedArray *)a, &d, levels));
 }
 
-RT_EXPORT cudaError_t cudaFreeArray(cudaArray_t a) {
-    RT_BEGIN();
-    return rt_err(drv.array_destroy((CUarray)a));
-}
-
-RT_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t a) {
-    RT_BEGIN();
-    return rt_err(drv.mipmapped_destroy((CUmipmappedArray)a));
-}
-
-RT_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p) {
-    RT_BEGIN();
-    return rt_err(drv.ipc_get((CUipcMemHandle *)h, (CUdeviceptr)p));
-}
-
 RT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags) {
     RT_BEGIN();
     CUipcMemHandle ch;
     memcpy(&ch, &h, sizeof ch);
     return rt_err(drv.ipc_open((CUdeviceptr *)p, ch, flags));
-}
-
-RT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) {
-    RT_BEGIN();
-    return rt_err(drv.ipc_close((CUdeviceptr)p));
 }
 
 RT_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
@@ -672,31 +483,6 @@ RT_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int fl
 
 RT_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s) {
     return cudaStreamCreateWithPriority(s, cudaStreamDefault, 0);
-}
-
-RT_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.stream_destroy((CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority) {
-    RT_BEGIN();
-    return rt_err(drv.stream_priority((CUstream)s, priority));
-}
-
-RT_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.stream_synchronize((CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaStreamQuery(cudaStream_t s) {
-    RT_BEGIN();
-    return rt_err(drv.stream_query((CUstream)s));
-}
-
-RT_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
-    RT_BEGIN();
-    return rt_err(drv.stream_wait_event((CUstream)s, (CUevent)e, flags));
 }
 
 /* Work queued on a stream has always finished: a host callback runs at
@@ -759,32 +545,7 @@ RT_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flag
 
 RT_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
 
-RT_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    RT_BEGIN();
-    return rt_err(drv.event_destroy((CUevent)e));
-}
-
-RT_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
-    RT_BEGIN();
-    return rt_err(drv.event_record((CUevent)e, (CUstream)s, flags));
-}
-
 RT_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaEventRecordWithFlags(e, s, 0); }
-
-RT_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e) {
-    RT_BEGIN();
-    return rt_err(drv.event_query((CUevent)e));
-}
-
-RT_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-    RT_BEGIN();
-    return rt_err(drv.event_synchronize((CUevent)e));
-}
-
-RT_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
-    RT_BEGIN();
-    return rt_err(drv.event_elapsed(ms, (CUevent)a, (CUevent)b));
-}
 
 /* ------------------------------------------------------------- kernels */
 

@@ -173,15 +173,26 @@ static unsigned nv_procs(struct proc *out, unsigned cap) {
     return n;
 }
 
-EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned *count, struct proc *out) {
+/* The checks of every nvmlDeviceGetComputeRunningProcesses version: the
+ * processes in all[0..*n) (at most 64 of them) and NV_SUCCESS when they
+ * fit in out's *count entries (*count then says how many there are), else
+ * the status to return. */
+static int nv_proc_list(void *dev, unsigned *count, const void *out, struct proc *all, unsigned *n) {
     if (!nv_dev(dev) || !count) return NV_INVALID;
-    struct proc all[64];
-    unsigned n = nv_procs(all, 64);
-    if (n > *count) { *count = n; return NV_INSUFFICIENT_SIZE; }
-    if (n && !out) return NV_INVALID;
-    for (unsigned i = 0; i < n && i < 64; i++) out[i] = all[i];
-    *count = n;
+    *n = nv_procs(all, 64);
+    if (*n > *count) { *count = *n; return NV_INSUFFICIENT_SIZE; }
+    if (*n && !out) return NV_INVALID;
+    *count = *n;
+    if (*n > 64) *n = 64;
     return NV_SUCCESS;
+}
+
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned *count, struct proc *out) {
+    struct proc all[64];
+    unsigned n;
+    int r = nv_proc_list(dev, count, out, all, &n);
+    for (unsigned i = 0; r == NV_SUCCESS && i < n; i++) out[i] = all[i];
+    return r;
 }
 
 EXPORT int nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned *count, struct proc *out) {
@@ -190,14 +201,11 @@ EXPORT int nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned *count, s
 
 /* The original call fills the smaller nvmlProcessInfo_v1_t. */
 EXPORT int nvmlDeviceGetComputeRunningProcesses(void *dev, unsigned *count, struct proc_v1 *out) {
-    if (!nv_dev(dev) || !count) return NV_INVALID;
     struct proc all[64];
-    unsigned n = nv_procs(all, 64);
-    if (n > *count) { *count = n; return NV_INSUFFICIENT_SIZE; }
-    if (n && !out) return NV_INVALID;
-    for (unsigned i = 0; i < n && i < 64; i++) out[i] = (struct proc_v1){all[i].pid, all[i].used};
-    *count = n;
-    return NV_SUCCESS;
+    unsigned n;
+    int r = nv_proc_list(dev, count, out, all, &n);
+    for (unsigned i = 0; r == NV_SUCCESS && i < n; i++) out[i] = (struct proc_v1){all[i].pid, all[i].used};
+    return r;
 }
 
 EXPORT int nvmlDeviceGetMemoryInfo(void *dev, struct memory *m) {

@@ -116,6 +116,15 @@ static struct vt_stack_counts since(struct vt_stack_counts c0) {
     return c;
 }
 
+/* The walks, replays and fallbacks of this thread since c0, checked. */
+#define CHECK_SINCE(c0, walks_, replays_, fallbacks_) \
+    do {                                            \
+        struct vt_stack_counts c_ = since(c0);      \
+        CHECK_EQ(c_.walks, walks_);                 \
+        CHECK_EQ(c_.replays, replays_);             \
+        CHECK_EQ(c_.fallbacks, fallbacks_);         \
+    } while (0)
+
 static void test_depths(void) {
     uintptr_t a[MAXF], b[MAXF];
     int na, nb;
@@ -126,10 +135,7 @@ static void test_depths(void) {
         CHECK(na >= d + 3);
     }
     /* All walked (21 depths, each a new start), none handed to libunwind. */
-    struct vt_stack_counts c = since(c0);
-    CHECK_EQ(c.walks, 21);
-    CHECK_EQ(c.replays, 0);
-    CHECK_EQ(c.fallbacks, 0);
+    CHECK_SINCE(c0, 21, 0, 0);
 }
 
 /* The same place again and again (the replay), then places that differ in
@@ -145,10 +151,7 @@ static void test_repeat_and_alternate(void) {
     }
     CHECK(ok);
     /* One walk, then replays. */
-    struct vt_stack_counts c = since(c0);
-    CHECK_EQ(c.walks, 1);
-    CHECK_EQ(c.replays, 1999);
-    CHECK_EQ(c.fallbacks, 0);
+    CHECK_SINCE(c0, 1, 1999, 0);
     ok = 1;
     c0 = vt_stack_thread_counts();
     uintptr_t ax[MAXF], ay[MAXF];
@@ -168,9 +171,7 @@ static void test_repeat_and_alternate(void) {
     CHECK_EQ(differ, 1);
     if (differ != 1) for (int i = 0; i < nx && i < 6; i++) fprintf(stderr, "  %d %lx %lx\n", i, (unsigned long)ax[i], (unsigned long)ay[i]);
     /* Every switch between x and y is noticed: no replay. */
-    c = since(c0);
-    CHECK_EQ(c.walks, 1000);
-    CHECK_EQ(c.replays, 0);
+    CHECK_SINCE(c0, 1000, 0, 0);
     ok = 1;
     for (int i = 0; i < 300; i++) {
         deep(both, i % 7, a, &na, b, &nb);
@@ -190,10 +191,7 @@ static void test_alloca(void) {
         }
     }
     CHECK(ok);
-    struct vt_stack_counts c = since(c0);
-    CHECK_EQ(c.walks, 12);
-    CHECK_EQ(c.replays, 12);
-    CHECK_EQ(c.fallbacks, 0);
+    CHECK_SINCE(c0, 12, 12, 0);
 }
 
 /* Called with rbp holding whatever the caller put there. */
@@ -216,10 +214,7 @@ static void test_garbage_rbp(void) {
         ok &= agree(ca, cna, cb, cnb);
     }
     CHECK(ok);
-    struct vt_stack_counts c = since(c0);
-    CHECK_EQ(c.walks, 1);
-    CHECK_EQ(c.replays, 499);
-    CHECK_EQ(c.fallbacks, 0);
+    CHECK_SINCE(c0, 1, 499, 0);
 }
 
 /* vt_stack_capture_since: VT_STACK_SAME only while the stack is the one

@@ -145,6 +145,85 @@ static void test_merge_of_three_logs(void) {
     vt_snapshot_free(s);
 }
 
+/* Threads allocate and free device, pinned host and imported memory at
+ * four call sites while snapshots are taken: in every snapshot the
+ * counters (totals, devices, holders of device memory and of every kind)
+ * agree exactly with its live list. */
+#define MIXED_THREADS 4
+#define MIXED_ROUNDS 20000
+static const int mixed_kinds[] = {VT_KIND_DEVICE, VT_KIND_HOST, VT_KIND_IMPORTED, VT_KIND_MANAGED};
+static int mixed_done;
+
+static void *mixed_worker(void *arg) {
+    uintptr_t id = (uintptr_t)arg;
+    for (int i = 0; i < MIXED_ROUNDS; i++) {
+        int kind = mixed_kinds[(i + (int)id) % 4];
+        uintptr_t frames[3] = {0xa000 + (uintptr_t)(i % 4), 0xb000, 0xc000};
+        uint64_t addr = (0x55ull << 40) | (id << 32) | (uint64_t)i;
+        vt_tracker_alloc(addr, 16 + (uint64_t)(i % 7), kind, (int)(id % 2), "x", frames, 3);
+        if (i % 3 != 0) {
+            struct vt_free f = vt_tracker_free_begin(vt_kind_space(kind), addr);
+            vt_tracker_free_end(&f, 1);
+        }
+    }
+    __atomic_add_fetch(&mixed_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Where the counters of s disagree with its live list: 0 when they agree. */
+static int disagreements(const struct vt_snapshot *s) {
+    uint64_t *dev = calloc(s->nstacks + 1, 2 * sizeof *dev), *all = calloc(s->nstacks + 1, 2 * sizeof *all);
+    uint64_t live[3][2] = {{0}}, per_dev[2] = {0};
+    for (size_t i = 0; i < s->nlive; i++) {
+        const struct vt_alloc *a = &s->live[i];
+        int c = vt_kind_is_host(a->kind) ? 1 : a->kind == VT_KIND_IMPORTED ? 2 : 0;
+        live[c][0] += a->bytes;
+        live[c][1]++;
+        if (c == 0 && a->device >= 0 && a->device < 2) per_dev[a->device] += a->bytes;
+        if (a->stack >= s->nstacks) continue;
+        all[2 * a->stack] += a->bytes;
+        all[2 * a->stack + 1]++;
+        if (c == 0) { dev[2 * a->stack] += a->bytes; dev[2 * a->stack + 1]++; }
+    }
+    int bad = live[0][0] != s->totals.live_bytes || live[0][1] != s->totals.live_count ||
+              live[1][0] != s->totals.host_live_bytes || live[1][1] != s->totals.host_live_count ||
+              live[2][0] != s->totals.imported_live_bytes || live[2][1] != s->totals.imported_live_count ||
+              per_dev[0] != s->devices[0].live_bytes || per_dev[1] != s->devices[1].live_bytes;
+    for (int device_only = 0; device_only < 2; device_only++) {
+        uint64_t *want = device_only ? dev : all;
+        size_t n = 0, nonzero = 0;
+        struct vt_holder *h = vt_holders_of(s, device_only, &n);
+        for (size_t i = 0; i < n; i++)
+            bad |= h[i].stack >= s->nstacks || h[i].bytes != want[2 * h[i].stack] ||
+                   h[i].count != want[2 * h[i].stack + 1];
+        for (size_t k = 0; k < s->nstacks; k++) nonzero += want[2 * k + 1] != 0;
+        bad |= n != nonzero;
+        free(h);
+    }
+    free(dev);
+    free(all);
+    return bad;
+}
+
+static void test_counters_agree_with_the_live_list(void) {
+    pthread_t t[MIXED_THREADS];
+    for (uintptr_t i = 0; i < MIXED_THREADS; i++) pthread_create(&t[i], NULL, mixed_worker, (void *)i);
+    int snapshots = 0, bad = 0;
+    while (__atomic_load_n(&mixed_done, __ATOMIC_ACQUIRE) < MIXED_THREADS || snapshots < 20) {
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        bad += disagreements(s);
+        snapshots++;
+        vt_snapshot_free(s);
+    }
+    for (int i = 0; i < MIXED_THREADS; i++) pthread_join(t[i], NULL);
+    CHECK_EQ(bad, 0);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(disagreements(s), 0);
+    CHECK_EQ(s->totals.live_count + s->totals.host_live_count + s->totals.imported_live_count,
+             MIXED_THREADS * (MIXED_ROUNDS / 3 + 1));
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     vt_tracker_init(64, 1000);
     pthread_t t[THREADS], r;
@@ -176,5 +255,7 @@ int main(void) {
      * does, for a merge whose order is known. */
     vt_tracker_reset_child();
     test_merge_of_three_logs();
+    vt_tracker_reset_child();
+    test_counters_agree_with_the_live_list();
     return check_report("unit-threads");
 }

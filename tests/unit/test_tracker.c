@@ -22,6 +22,25 @@ static void free_it(int space, uint64_t address, int ok) {
 }
 static const uintptr_t site_b[] = {0x1100, 0x2000, 0x3000};
 
+/* The totals' device figures of snapshot s, all six checked at once. */
+#define CHECK_TOTALS(s, live_count_, live_bytes_, peak_bytes_, alloc_count_, free_count_, unknown_frees_) \
+    do {                                                                                        \
+        CHECK_EQ((s)->totals.live_count, live_count_);                                          \
+        CHECK_EQ((s)->totals.live_bytes, live_bytes_);                                          \
+        CHECK_EQ((s)->totals.peak_bytes, peak_bytes_);                                          \
+        CHECK_EQ((s)->totals.alloc_count, alloc_count_);                                        \
+        CHECK_EQ((s)->totals.free_count, free_count_);                                          \
+        CHECK_EQ((s)->totals.unknown_frees, unknown_frees_);                                    \
+    } while (0)
+
+/* Its pinned host memory: live bytes, allocations and peak. */
+#define CHECK_HOST(s, bytes_, count_, peak_)                  \
+    do {                                                      \
+        CHECK_EQ((s)->totals.host_live_bytes, bytes_);        \
+        CHECK_EQ((s)->totals.host_live_count, count_);        \
+        CHECK_EQ((s)->totals.host_peak_bytes, peak_);         \
+    } while (0)
+
 static void test_ring_wraps(void) {
     /* The ring holds 4 events; 6 allocations and 4 frees leave the last 4. */
     for (int i = 0; i < 6; i++)
@@ -54,14 +73,8 @@ static void test_totals_peak_devices_host(void) {
     vt_tracker_alloc(0xd000, 200, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_b, 3);
 
     struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_bytes, 1200);
-    CHECK_EQ(s->totals.live_count, 2);
-    CHECK_EQ(s->totals.peak_bytes, 4000);
-    CHECK_EQ(s->totals.alloc_count, 4);
-    CHECK_EQ(s->totals.free_count, 1);
-    CHECK_EQ(s->totals.unknown_frees, 2);
-    CHECK_EQ(s->totals.host_live_bytes, 500);
-    CHECK_EQ(s->totals.host_live_count, 1);
+    CHECK_TOTALS(s, 2, 1200, 4000, 4, 1, 2);
+    CHECK_HOST(s, 500, 1, 500);
     CHECK_EQ(s->ndevices, 2);
     CHECK_EQ(s->devices[0].live_bytes, 1000);
     CHECK_EQ(s->devices[0].peak_bytes, 1000);
@@ -204,11 +217,7 @@ static void test_order_by_time_stamp(void) {
     pthread_join(t, NULL);
     vt_tracker_free_end(&late, 1);
     struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_count, 1);
-    CHECK_EQ(s->totals.live_bytes, 200);
-    CHECK_EQ(s->totals.peak_bytes, 200);
-    CHECK_EQ(s->totals.free_count, 1);
-    CHECK_EQ(s->totals.unknown_frees, 0);
+    CHECK_TOTALS(s, 1, 200, 200, 2, 1, 0);
     CHECK_EQ(s->nlive, 1);
     if (s->nlive == 1) CHECK_EQ(s->live[0].bytes, 200);
     vt_snapshot_free(s);
@@ -304,6 +313,26 @@ static void test_holders_at_peak_and_oom(void) {
     vt_tracker_reset_child();
 }
 
+/* A snapshot of nothing but a history, the live allocations and the
+ * stacks given (not owned: never vt_snapshot_free it). */
+static struct vt_snapshot history_of(struct vt_event *ev, size_t nev, struct vt_alloc *live, size_t nlive,
+                                     const struct vt_stack **stacks, size_t nstacks) {
+    return (struct vt_snapshot){.events = ev, .nevents = nev, .live = live, .nlive = nlive, .stacks = stacks,
+                                .nstacks = nstacks};
+}
+
+/* The one growing site of s up to `until` (checked to be one; all zero
+ * when it is not). */
+static struct vt_growth the_growth(const struct vt_snapshot *s, uint64_t until) {
+    size_t n = 0;
+    struct vt_growth *g = vt_find_growth(s, NULL, until, &n), one;
+    CHECK_EQ(n, 1);
+    memset(&one, 0, sizeof one);
+    if (n == 1) one = g[0];
+    free(g);
+    return one;
+}
+
 static void test_growth_with_events_out_of_order(void) {
     /* A history from several threads need not be in time order. */
     struct vt_stack st = {0, 3, site_a};
@@ -315,25 +344,14 @@ static void test_growth_with_events_out_of_order(void) {
         ev[i] = (struct vt_event){times[i], 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
         live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 10, times[i], "x", 0, 1, 0, VT_KIND_DEVICE};
     }
-    struct vt_snapshot s;
-    memset(&s, 0, sizeof s);
-    s.events = ev;
-    s.nevents = 8;
-    s.live = live;
-    s.nlive = 8;
-    s.stacks = stacks;
-    s.nstacks = 1;
+    struct vt_snapshot s = history_of(ev, 8, live, 8, stacks, 1);
     s.now_ns = 2100;
+    struct vt_growth g1 = the_growth(&s, s.now_ns);
+    CHECK_EQ(g1.t_first_ns, 100);
+    CHECK_EQ(g1.end_bytes, 80);
+    CHECK_EQ(g1.allocs, 8);
     size_t n = 0;
-    struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
-    CHECK_EQ(n, 1);
-    if (n == 1) {
-        CHECK_EQ(g[0].t_first_ns, 100);
-        CHECK_EQ(g[0].end_bytes, 80);
-        CHECK_EQ(g[0].allocs, 8);
-    }
-    free(g);
-    g = vt_find_growth(&s, NULL, 50, &n); /* before any event */
+    struct vt_growth *g = vt_find_growth(&s, NULL, 50, &n); /* before any event */
     CHECK_EQ(n, 0);
     free(g);
 }
@@ -355,26 +373,14 @@ static void test_growth_ignores_time_to_the_report(void) {
         live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 5, 100 + 20 * (uint64_t)i, "x", 0, 1, 0,
                                     VT_KIND_DEVICE};
     }
-    struct vt_snapshot s;
-    memset(&s, 0, sizeof s);
-    s.events = ev;
-    s.nevents = 8;
-    s.live = live;
-    s.nlive = 4;
-    s.stacks = stacks;
-    s.nstacks = 1;
+    struct vt_snapshot s = history_of(ev, 8, live, 4, stacks, 1);
     for (int k = 0; k < 2; k++) {
         s.now_ns = k ? 1000000000 : 200; /* right after the steps; a second later */
-        size_t n = 0;
-        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
-        CHECK_EQ(n, 1);
-        if (n == 1) {
-            CHECK_EQ(g[0].first_floor, 0);
-            CHECK_EQ(g[0].end_bytes, 20);
-            CHECK_EQ(g[0].allocs, 4);
-            CHECK_EQ(g[0].t_last_ns, 160);
-        }
-        free(g);
+        struct vt_growth g = the_growth(&s, s.now_ns);
+        CHECK_EQ(g.first_floor, 0);
+        CHECK_EQ(g.end_bytes, 20);
+        CHECK_EQ(g.allocs, 4);
+        CHECK_EQ(g.t_last_ns, 160);
     }
 }
 
@@ -436,12 +442,8 @@ static void test_bounded_snapshot_host_kinds_missed(void) {
     CHECK(s != NULL);
     if (!s) return;
     CHECK_EQ(s->totals.missed, 2);
-    CHECK_EQ(s->totals.live_bytes, 100);
-    CHECK_EQ(s->totals.live_count, 1);
-    CHECK_EQ(s->totals.host_live_bytes, 4096);
-    CHECK_EQ(s->totals.host_live_count, 1);
-    CHECK_EQ(s->totals.host_peak_bytes, (2 << 20) + 4096);
-    CHECK_EQ(s->totals.unknown_frees, 0);
+    CHECK_TOTALS(s, 1, 100, 100, 3, 1, 0);
+    CHECK_HOST(s, 4096, 1, (2 << 20) + 4096);
     CHECK_EQ(s->nlive, 2);
     for (size_t i = 0; i < s->nlive; i++)
         if (s->live[i].kind == VT_KIND_HOST_ASYNC) CHECK_EQ((uint64_t)(int64_t)s->live[i].device, (uint64_t)(int64_t)-1);

@@ -1,0 +1,52 @@
+/* oomtext.h -- an out-of-memory failure as the post-mortem tells it, one
+ * shape and one printer for the library and the CLI.
+ *
+ * The library's post-mortem (report/postmortem.c) fills a vt_oom_text from
+ * its snapshot and analysis, the CLI's text report (cli/fmt_text.c) from a
+ * dump's model, and both print it with vt_put_oom: the lines that say what
+ * was asked, where from, and what the device held are the same code. */
+#ifndef VT_COMMON_OOMTEXT_H
+#define VT_COMMON_OOMTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What the "tracked on device" line says: nothing (host memory, or a
+ * device not in the record), the live bytes, or those with the device's
+ * live allocations and peak as they were at the failure (known where the
+ * record was taken right after it: the library's post-mortem, a dump
+ * written at its latest failure). */
+enum { VT_TRACKED_NONE, VT_TRACKED_BYTES, VT_TRACKED_COUNTS };
+
+/* Every text is in display form already (the CLI's made safe to print). */
+struct vt_oom_text {
+    uint64_t requested;
+    const char *api;
+    const char *host;          /* vt_host_memory_label of the kind; NULL: device memory */
+    int device;
+    int budget;                /* refused by VRAMTRACE_LIMIT */
+    const char *device_name;   /* NULL or "" when unknown */
+    const char *device_uuid;   /* the same */
+    const char *site;          /* the failing call's label */
+    int have_info;             /* free_bytes and total_bytes were read */
+    uint64_t free_bytes, total_bytes;
+    uint64_t live_bytes;       /* tracked live on that device at the failure */
+    int tracked;               /* what is said of it: VT_TRACKED_* */
+    uint64_t device_live_count, device_peak_bytes, device_peak_time_ns; /* VT_TRACKED_COUNTS */
+    const char *procs;         /* other processes, vt_fmt_proc's joined; NULL: NVML did not say */
+    size_t nprocs;
+};
+
+/* What a failed request for host memory asked for, by kind name
+ * ("host", "host_vmm", "host_async"), said after the request; NULL for
+ * any other kind (device memory). */
+const char *vt_host_memory_label(const char *kind);
+
+/* The failure's lines, each beginning with `prefix`: the request, the
+ * failing call, the device's (or budget's) free bytes, what is held
+ * outside the tracked allocations, what was tracked on the device, and
+ * the other processes on it. */
+void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o);
+
+#endif
