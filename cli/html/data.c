@@ -17,6 +17,9 @@
 #include "html.h"
 
 #define MAXLABEL 1024
+/* The digits of a series number; vh_data's callers ask for at most 24
+ * series, plus "other" and "before the history". */
+static const char SERIES_DIGITS[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 void vh_text(FILE *f, const char *s) {
     char ch[VR_CHAR_MAX + 1];
@@ -142,12 +145,10 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         const struct vm_stack *s = &d->stacks[i];
         uint32_t at = UINT32_MAX;
         for (size_t k = s->nframes; k-- > 0 && ok;) {
-            /* In display form, so that no name holds the separator. */
-            char raw[MAXLABEL], label[MAXLABEL], where[MAXLABEL], key[2 * MAXLABEL + 2];
-            vr_safe(vm_frame_label(&s->frames[k], raw, sizeof raw), label, sizeof label);
+            char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
             vr_safe(vt_frame_where(&s->frames[k], raw, sizeof raw), where, sizeof where);
             int l = frame_is_library(&s->frames[k]), added = 0;
-            snprintf(key, sizeof key, "%c%s\x1f%s", l ? '1' : '0', label, where);
+            snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
             uint32_t fr = vt_label_group(frames, key, &added);
             if (fr == UINT32_MAX) { ok = 0; break; }
             if (added) lib[nframes++] = (uint8_t)l;
@@ -159,24 +160,20 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         if ((*site_of)[i] == UINT32_MAX) ok = 0;
     }
     if (ok) {
-        /* Each frame's key is "L" + label + US + where: split it back. */
-        fputs(",\"fl\":[", f);
-        for (size_t i = 0; i < nframes; i++) {
-            char label[MAXLABEL];
-            const char *key = vt_label_of(frames, (uint32_t)i) + 1, *us = strchr(key, '\x1f');
-            snprintf(label, sizeof label, "%.*s", (int)(us - key), key);
-            if (i) fputc(',', f);
-            vh_json_string(f, label);
-        }
-        fputs("],\"fw\":[", f);
+        /* Each frame's key is its library flag and its name. */
+        fputs(",\"fw\":[", f);
         for (size_t i = 0; i < nframes; i++) {
             if (i) fputc(',', f);
-            vh_json_string(f, strchr(vt_label_of(frames, (uint32_t)i), '\x1f') + 1);
+            vh_json_string(f, vt_label_of(frames, (uint32_t)i) + 1);
         }
         fputs("],\"lib\":[", f);
         for (size_t i = 0; i < nframes; i++) fprintf(f, i ? ",%d" : "%d", lib[i]);
         fputc(']', f);
-        put_u32s(f, "np", t.parent, t.n);
+        /* A node's parent as the distance back to it (0: none), mostly 1. */
+        fputs(",\"np\":[", f);
+        for (size_t i = 0; i < t.n; i++)
+            fprintf(f, i ? ",%zu" : "%zu", t.parent[i] == UINT32_MAX ? 0 : i - t.parent[i]);
+        fputc(']', f);
         put_u32s(f, "nf", t.frame, t.n);
         put_u32s(f, "sn", node_of, d->nstacks);
         put_u32s(f, "so", *site_of, d->nstacks);
@@ -270,16 +267,17 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
             if (e->device != v->ordinal || e->type == 'o') continue;
             fprintf(f, "%s%s%" PRIu64, k++ ? "," : "", e->type == 'f' ? "-" : "", e->bytes / unit);
         }
-        fputs("],\"s\":[", f);
-        k = 0;
+        /* The series, one character an event: 0-9, a-z, A-Z. */
+        fputs("],\"s\":\"", f);
         for (size_t i = 0; i < d->nevents; i++) {
             const struct vm_event *e = &d->events[i];
             if (e->device != v->ordinal || e->type == 'o') continue;
             uint32_t s = e->stack < d->nstacks ? series_of[site_of[e->stack]] : other;
-            fprintf(f, k++ ? ",%u" : "%u", s);
+            fputc(SERIES_DIGITS[s], f);
         }
+        fputc('"', f);
         /* OOMs: the failure's place among this device's events, and time. */
-        fputs("],\"oom_at\":[", f);
+        fputs(",\"oom_at\":[", f);
         k = 0;
         size_t seen = 0;
         for (size_t i = 0; i < d->nevents; i++) {
@@ -303,7 +301,7 @@ static void holders(FILE *f, const char *name, const struct vm_holder *h, size_t
 }
 
 static void live(FILE *f, const struct vm_dump *d) {
-    struct vt_labels *kinds = vt_labels_new(), *apis = vt_labels_new();
+    struct vt_labels *kinds = vt_labels_new(), *apis = vt_labels_new(), *threads = vt_labels_new();
     fputs(",\"live\":{\"b\":[", f);
     for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, d->live[i].bytes);
     fputs("],\"k\":[", f);
@@ -319,15 +317,21 @@ static void live(FILE *f, const struct vm_dump *d) {
     fputs("],\"t\":[", f);
     for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, d->live[i].time_ns);
     fputs("],\"th\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%d" : "%d", d->live[i].thread);
+    for (size_t i = 0; i < d->nlive; i++) {
+        char th[24];
+        snprintf(th, sizeof th, "%d", d->live[i].thread);
+        fprintf(f, i ? ",%d" : "%d", (int)vt_label_group(threads, th, NULL));
+    }
     fputs("],\"s\":[", f);
     for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%zu" : "%zu", d->live[i].stack);
     fputc(']', f);
     put_labels(f, "kinds", kinds);
     put_labels(f, "apis", apis);
+    put_labels(f, "threads", threads);
     fputc('}', f);
     vt_labels_free(kinds);
     vt_labels_free(apis);
+    vt_labels_free(threads);
 }
 
 void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opts *o, int want) {

@@ -53,7 +53,7 @@ class Flame {
     return i < 0 ? 0 : i;
   }
 
-  label(f) { return f < 0 ? 'all' : this.d.fl[f]; }
+  label(f) { return f < 0 ? 'all' : this.d.fw[f]; }
 
   /* The tree of the chosen moment's holders from the outermost frame in,
    * library frames left out when folded. */

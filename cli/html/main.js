@@ -4,7 +4,7 @@
 class Dump {
   constructor(box) {
     this.box = box;
-    this.d = JSON.parse(box.querySelector('script[type="application/json"]').textContent);
+    this.d = readData(box.querySelector('script[type="application/json"]').textContent);
     this.ready = false;
   }
 

@@ -37,7 +37,7 @@ const TABLES = [
         {h: 'device', num: true, v: i => L.d[i], text: i => String(L.d[i])},
         {h: 'address', v: i => L.x[i].padStart(16, '0'), text: i => '0x' + L.x[i]},
         {h: 'time (s)', num: true, v: i => L.t[i], text: i => (L.t[i] / 1e9).toFixed(6)},
-        {h: 'thread', num: true, v: i => L.th[i], text: i => String(L.th[i])},
+        {h: 'thread', num: true, v: i => Number(L.threads[L.th[i]]), text: i => L.threads[L.th[i]]},
         {h: 'call site', v: i => siteOf(d, L.s[i]), text: i => siteOf(d, L.s[i])},
       ],
       stack: i => L.s[i], time: i => L.t[i], device: i => L.d[i],

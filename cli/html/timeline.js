@@ -13,7 +13,7 @@ class Timeline {
     const n = this.n = dev.n || 0, unit = dev.unit || 1;
     this.t = new Float64Array(n); this.b = new Float64Array(n); this.s = new Uint16Array(n);
     let t = 0;
-    for (let i = 0; i < n; i++) { t += dev.dt[i]; this.t[i] = t; this.b[i] = dev.b[i] * unit; this.s[i] = dev.s[i]; }
+    for (let i = 0; i < n; i++) { t += dev.dt[i]; this.t[i] = t; this.b[i] = dev.b[i] * unit; this.s[i] = SERIES_VALUE[dev.s.charCodeAt(i)]; }
     this.ns = names.length;
     this.before = this.ns - 1;   /* the last series: bytes live before the history */
     this.checks = [];
@@ -34,10 +34,12 @@ class Timeline {
     this.box = el('div', 'tl');
     this.box.appendChild(el('div', 'tl-title', 'device ' + dev.ordinal + ' (' + dev.name + '): ' + n +
       ' events, peak ' + fmtBytes(peak) + ' in the history, ' + fmtBytes(dev.live) + ' live at the end'));
+    const plot = el('div', 'plot');
     this.canvas = el('canvas');
     this.canvas.dataset.device = dev.ordinal;
     this.tip = el('div', 'tip hidden');
-    this.box.appendChild(this.canvas); this.box.appendChild(this.tip);
+    plot.appendChild(this.canvas); plot.appendChild(this.tip);
+    this.box.appendChild(plot);
     this.legend = el('div', 'legend');
     this.box.appendChild(this.legend);
     parent.appendChild(this.box);
@@ -228,7 +230,7 @@ class Timeline {
     this.tip.textContent = lines.join('\n');
     this.tip.classList.remove('hidden');
     this.tip.style.left = Math.min(cx + 14, this.canvas.width - 260) + 'px';
-    this.tip.style.top = (this.canvas.offsetTop + cy + 12) + 'px';
+    this.tip.style.top = (cy + 12) + 'px';
     this.hoverMs = performance.now() - t0;
     return {band, bytes: band >= 0 ? st[band] : total, total, index: i};
   }

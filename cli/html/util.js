@@ -69,11 +69,23 @@ function lastAtOrBefore(a, v) {
   return r;
 }
 
+/* The data block as the script reads it: node parents from distances back
+ * (data.c), and the series digits as numbers. */
+function readData(text) {
+  const d = JSON.parse(text), np = d.np || [];
+  d.par = new Int32Array(np.length);
+  for (let i = 0; i < np.length; i++) d.par[i] = np[i] ? i - np[i] : -1;
+  return d;
+}
+const SERIES_DIGITS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+const SERIES_VALUE = new Uint8Array(128);
+for (let k = 0; k < SERIES_DIGITS.length; k++) SERIES_VALUE[SERIES_DIGITS.charCodeAt(k)] = k;
+
 /* The frames of stack `s` of dump data `d`, innermost first, as frame
  * indices (empty for no stack). */
 function stackFrames(d, s) {
   const out = [];
   if (!d.sn || s < 0 || s >= d.sn.length) return out;
-  for (let n = d.sn[s]; n >= 0; n = d.np[n]) out.push(d.nf[n]);
+  for (let n = d.sn[s]; n >= 0; n = d.par[n]) out.push(d.nf[n]);
   return out;
 }
