@@ -82,6 +82,11 @@ document.querySelectorAll('.peak-row .bar').forEach(b => { b.style.width = (Numb
 const RANK_SELECT = document.getElementById('rank-select');
 if (RANK_SELECT) RANK_SELECT.addEventListener('change', () => showDump(Number(RANK_SELECT.value)));
 window.addEventListener('hashchange', showView);
+let resizing = 0;
+window.addEventListener('resize', () => {
+  clearTimeout(resizing);
+  resizing = setTimeout(() => { for (const x of DUMPS) if (x.ready) { x.timelines.forEach(t => t.draw()); x.flame.draw(); } }, 150);
+});
 showView();
 showDump(RANK_SELECT ? Number(RANK_SELECT.value) : 0);
 const VT_OPEN_MS = performance.now();

@@ -35,8 +35,13 @@ function vtSelftest() {
     const cv = tl.canvas;
     vtMouse(cv, 'mousemove', PAD_L + tl.w / 2, PAD_T + tl.h - 2);
     const h = tl.hover(PAD_L + tl.w / 2, PAD_T + tl.h - 2);
-    say('hover', !tl.tip.classList.contains('hidden') && / B|iB/.test(tl.tip.textContent) && h && h.total >= 0 &&
-      tl.tip.textContent.includes(h.band >= 0 ? tl.names[h.band] : 'live'));
+    /* The hovered figures against a sum from the first event. */
+    const st = new Float64Array(tl.ns);
+    st[tl.before] = tl.dev.base || 0;
+    for (let k = 0; h && k <= h.index; k++) st[tl.s[k]] += tl.b[k];
+    const sum = st.reduce((a, b) => a + b, 0), exact = h && h.total === sum && (h.band < 0 || h.bytes === st[h.band]);
+    say('hover', !tl.tip.classList.contains('hidden') && exact && tl.tip.textContent.includes(h.bytes + ' bytes') &&
+      tl.tip.textContent.includes(h.band >= 0 ? tl.names[h.band] : 'live'), exact ? '' : 'not the sum of the events');
     const span = tl.hi - tl.lo;
     vtMouse(cv, 'mousedown', PAD_L + tl.w * 0.25, 40); vtMouse(cv, 'mousemove', PAD_L + tl.w * 0.5, 40);
     vtMouse(cv, 'mouseup', PAD_L + tl.w * 0.75, 40);

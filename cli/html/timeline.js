@@ -107,19 +107,21 @@ class Timeline {
     const st = this.stateAt(i), span = this.hi - this.lo;
     let total = 0;
     for (let k = 0; k < ns; k++) total += st[k];
+    /* One pass, locals only (this loop is the page's hot path). */
+    const xs = this.axis === 'event' ? null : this.t, ser = this.s, by = this.b, n = this.n, lo = this.lo, hi = this.hi;
+    const scale = W / span;
     let col = 0, colMax = total;
-    const flush = upto => {
-      for (; col < upto && col <= W; col++) { cols.set(st, col * ns); top[col] = colMax; colMax = total; }
-    };
-    for (; i < this.n; i++) {
-      const v = this.x(i);
-      if (v > this.hi) break;
-      const c = Math.floor((v - this.lo) / span * W);
-      if (c > col) flush(c);
-      st[this.s[i]] += this.b[i]; total += this.b[i];
+    for (; i < n; i++) {
+      const v = xs === null ? i : xs[i];
+      if (v > hi) break;
+      const c = Math.floor((v - lo) * scale);
+      if (c > col) {
+        for (; col < c && col <= W; col++) { cols.set(st, col * ns); top[col] = colMax; colMax = total; }
+      }
+      st[ser[i]] += by[i]; total += by[i];
       if (total > colMax) colMax = total;
     }
-    flush(W + 1);
+    for (; col <= W; col++) { cols.set(st, col * ns); top[col] = colMax; colMax = total; }
     const sy = H / this.ymax;
     const base = new Float64Array(W + 1);
     for (let k = 0; k < ns; k++) {
