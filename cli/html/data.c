@@ -7,8 +7,8 @@
  * of frames (a stack is the node of its innermost frame), and each
  * device's events as three arrays: time since the previous event, signed
  * bytes (in units of `unit`, the greatest common divisor of the sizes) and
- * the timeline series. The field names are the script's contract; they are
- * listed in docs/dump-format.md's HTML paragraph. */
+ * the timeline series. The field names are the contract between this file
+ * and the script; nothing else reads them. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
