@@ -40,10 +40,15 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
-           $(COMMON_C)
+           cli/html/data.c cli/html/assets.S $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
-HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h common/*.def)
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h cli/html/*.h common/*.h common/*.def)
+# The HTML page's style and script, readable files in cli/html/, embedded by
+# cli/html/assets.S from build/html/ (the script's parts in this order).
+HTML_JS := cli/html/util.js cli/html/timeline.js cli/html/flame.js cli/html/tables.js cli/html/main.js \
+           cli/html/selftest.js
+HTML_ASSETS := $(B)/html/page.js $(B)/html/page.css
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
 
@@ -90,9 +95,17 @@ $(B)/obj/%.o: %.S
 $(B)/libvramtrace.so: $(LIB_O)
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
 
-$(B)/vramtrace: $(CLI_C) $(HEADERS) $(B)/prefix.stamp
+$(B)/vramtrace: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(B)
 	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
+
+$(B)/html/page.js: $(HTML_JS)
+	@mkdir -p $(B)/html
+	cat $(HTML_JS) > $@
+
+$(B)/html/page.css: cli/html/page.css
+	@mkdir -p $(B)/html
+	cp $< $@
 
 $(B)/prefix.stamp: FORCE
 	@mkdir -p $(B)
@@ -356,6 +369,7 @@ $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 bench: deps all $(BENCH)/bench_alloc sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_torch.py
+	$(PYTHON) bench/bench_html.py
 
 # ---------------------------------------------------------- fuzzing
 # The dump reader and every report writer under libFuzzer (clang), with
@@ -365,9 +379,9 @@ bench: deps all $(BENCH)/bench_alloc sim
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
-            cli/sha256.c
+            cli/sha256.c cli/html/data.c cli/html/assets.S
 .PHONY: fuzz fuzz-replay
-$(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
+$(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(B)/fuzz
 	clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -I$(CUDA_HOME)/include -o $@ $(FUZZ_SRC) $(CLI_LIBS)
@@ -404,7 +418,7 @@ sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
 # registry. Carry build/gpu-bundle and run tests/gpu/run.sh there.
 GB := $(B)/gpu-bundle
 .PHONY: gpu-bundle
-gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
+gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(GB)/lib $(GB)/bin
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)

@@ -1,0 +1,122 @@
+/* selftest.js -- with "selftest" in the URL's fragment the page works each
+ * of its controls as a user would (synthetic mouse and input events) and
+ * says what happened in <pre id="selftest">; with "bench" it times the
+ * opening, hovers and zooms into <pre id="bench">. The tests open the page
+ * in headless Chromium and read these. */
+function vtMouse(target, type, x, y) {
+  const r = target.getBoundingClientRect();
+  target.dispatchEvent(new MouseEvent(type, {bubbles: true, clientX: r.left + x, clientY: r.top + y}));
+}
+
+function vtSelftest() {
+  const r = [], say = (name, good, why) => r.push(name + (good ? ' ok' : ' failed' + (why ? ' (' + why + ')' : '')));
+  const dump = DUMPS.find(x => x.ready), box = dump.box;
+  const live = dump.tables.find(t => t.def.name === 'live');
+  if (live && live.def.n > 1) {
+    const th = live.table.tHead.rows[0].cells[0], col = () => [...live.body.rows].map(x => Number(x.cells[0].dataset.v));
+    th.click(); let v = col(); const up = v.every((x, i) => !i || v[i - 1] <= x);
+    th.click(); v = col(); const down = v.every((x, i) => !i || v[i - 1] >= x);
+    live.filter.value = live.body.rows[0].cells[7].textContent; live.filter.dispatchEvent(new Event('input'));
+    const kept = live.rows.length; live.filter.value = ''; live.filter.dispatchEvent(new Event('input'));
+    say('sort', up && down && kept >= 1 && kept <= live.def.n);
+  } else r.push('sort: fewer than two live allocations');
+  const fl = dump.flame, inner = fl.nodes.find(e => e._node !== fl.root && parseFloat(e.style.width) < fl.box.clientWidth - 1);
+  if (inner) {
+    const node = inner._node;
+    inner.click();
+    const top = fl.nodes.find(e => e._node === node);
+    say('zoom', top && Math.abs(parseFloat(top.style.width) - Math.max(fl.box.clientWidth, 480)) < 1 &&
+      fl.crumbs.querySelectorAll('a').length === node.depth + 1);
+    fl.crumbs.querySelector('a').click();
+    say('unzoom', fl.zoom === fl.root);
+  } else r.push('zoom: nothing to zoom into');
+  const tl = dump.timelines[0];
+  if (tl && tl.n) {
+    const cv = tl.canvas;
+    vtMouse(cv, 'mousemove', PAD_L + tl.w / 2, PAD_T + tl.h - 2);
+    const h = tl.hover(PAD_L + tl.w / 2, PAD_T + tl.h - 2);
+    /* The hovered figures against a sum from the first event. */
+    const st = new Float64Array(tl.ns);
+    st[tl.before] = tl.dev.base || 0;
+    for (let k = 0; h && k <= h.index; k++) st[tl.s[k]] += tl.b[k];
+    const sum = st.reduce((a, b) => a + b, 0), exact = h && h.total === sum && (h.band < 0 || h.bytes === st[h.band]);
+    say('hover', !tl.tip.classList.contains('hidden') && exact && tl.tip.textContent.includes(h.bytes + ' bytes') &&
+      tl.tip.textContent.includes(h.band >= 0 ? tl.names[h.band] : 'live'), exact ? '' : 'not the sum of the events');
+    const span = tl.hi - tl.lo;
+    vtMouse(cv, 'mousedown', PAD_L + tl.w * 0.25, 40); vtMouse(cv, 'mousemove', PAD_L + tl.w * 0.5, 40);
+    vtMouse(cv, 'mouseup', PAD_L + tl.w * 0.75, 40);
+    const zoomed = tl.hi - tl.lo < span * 0.6 && tl.zoomed();
+    box.querySelector('.unzoom').click();
+    say('timeline zoom', zoomed && !tl.zoomed());
+    const axis = box.querySelector('.axis');
+    axis.value = 'time'; axis.dispatchEvent(new Event('change'));
+    const timed = tl.axis === 'time' && tl.xlabel.startsWith('time since start (');
+    axis.value = 'event'; axis.dispatchEvent(new Event('change'));
+    say('axis', timed && tl.axis === 'event' && tl.xlabel === 'event number');
+  } else r.push('timeline: no events');
+  const leaf = fl.nodes.filter(e => e._node.f >= 0 && !e._node.kids.size)[0];
+  if (leaf) {
+    fl.search.value = fl.label(leaf._node.f); fl.search.dispatchEvent(new Event('input'));
+    const marked = fl.box.querySelectorAll('.flame-node.match').length;
+    say('search', marked >= 1 && fl.matched >= 1 && /\(\d+\.\d%\)$/.test(fl.shareEl.textContent));
+    fl.search.value = ''; fl.search.dispatchEvent(new Event('input'));
+  } else r.push('search: no frames');
+  const libBefore = fl.box.querySelectorAll('.flame-node.lib').length;
+  fl.collapse.checked = true; fl.collapse.dispatchEvent(new Event('change'));
+  const libAfter = [...fl.box.querySelectorAll('.flame-node.lib')].filter(e => e._node.kids.size).length;
+  fl.collapse.checked = false; fl.collapse.dispatchEvent(new Event('change'));
+  if (libBefore) say('collapse', libAfter === 0 && fl.box.querySelectorAll('.flame-node.lib').length === libBefore);
+  else r.push('collapse: no library frames');
+  const holders = dump.tables.find(t => t.def.name === 'holders');
+  const row = holders && holders.body.rows[0];
+  if (row) {
+    row.click();
+    const items = dump.stackList.querySelectorAll('li:not(.sep)').length;
+    const frames = stackFrames(dump.d, holders.def.stack(Number(row.dataset.row))).length;
+    say('row', items === Math.max(frames, 1) && (!tl || tl.hl === dump.selected.series) &&
+      (dump.selected.user === 0 || dump.stackList.querySelector('li').className === 'user'));
+  } else r.push('row: no holders');
+  if (RANK_SELECT && DUMPS.length > 1) {
+    const was = Number(RANK_SELECT.value), other = (was + 1) % DUMPS.length;
+    RANK_SELECT.value = String(other); RANK_SELECT.dispatchEvent(new Event('change'));
+    const shown = !DUMPS[other].box.classList.contains('hidden') && DUMPS[was].box.classList.contains('hidden') &&
+      DUMPS[other].ready && DUMPS[other].box.querySelectorAll('canvas').length === (DUMPS[other].d.devices || []).length;
+    RANK_SELECT.value = String(was); RANK_SELECT.dispatchEvent(new Event('change'));
+    say('rank', shown);
+  } else r.push('rank: one dump');
+  r.push('errors ' + (VT_ERRORS.length ? VT_ERRORS.join(' | ') : 'none'));
+  const p = el('pre', '', r.join('; '));
+  p.id = 'selftest';
+  document.body.appendChild(p);
+}
+
+function vtBench() {
+  const dump = DUMPS.find(x => x.ready), tl = dump.timelines[0], hov = [], zoom = [];
+  /* The page's first layout belongs to its opening, not to the first hover. */
+  document.body.getBoundingClientRect();
+  const opened = performance.now();
+  for (let k = 0; k < 50; k++) {
+    const t0 = performance.now();
+    vtMouse(tl.canvas, 'mousemove', PAD_L + tl.w * (k + 0.5) / 50, PAD_T + tl.h * (0.3 + (k % 5) / 8));
+    hov.push(performance.now() - t0);
+  }
+  for (let k = 0; k < 5; k++) {
+    const t0 = performance.now();
+    tl.zoomPx(PAD_L + tl.w * 0.1, PAD_L + tl.w * 0.7);
+    zoom.push(performance.now() - t0);
+  }
+  tl.reset();
+  const t0 = performance.now();
+  tl.setAxis('time');
+  const axis = performance.now() - t0;
+  const med = a => a.slice().sort((x, y) => x - y)[a.length >> 1], max = a => Math.max(...a);
+  const p = el('pre', '', 'open_ms ' + opened.toFixed(0) + ' script_done_ms ' + VT_OPEN_MS.toFixed(0) + ' draw_ms ' + dump.openMs.toFixed(0) +
+    ' hover_median_ms ' + med(hov).toFixed(1) + ' hover_max_ms ' + max(hov).toFixed(1) + ' zoom_median_ms ' +
+    med(zoom).toFixed(1) + ' zoom_max_ms ' + max(zoom).toFixed(1) + ' axis_ms ' + axis.toFixed(1) +
+    ' events ' + tl.n + ' flame_nodes ' + dump.flame.nodes.length);
+  p.id = 'bench';
+  document.body.appendChild(p);
+}
+
+if (/selftest/.test(location.hash)) vtSelftest();
+if (/bench/.test(location.hash)) vtBench();

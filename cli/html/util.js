@@ -1,0 +1,91 @@
+/* util.js -- what the page's parts share: formatting, elements, colours,
+ * axis ticks. The page's script is this file and timeline.js, flame.js,
+ * tables.js, main.js and selftest.js, concatenated in that order by the
+ * build. Every name from a dump reaches the page through textContent (el's
+ * text argument) or the title property, never through markup. */
+'use strict';
+const VT_ERRORS = [];
+window.addEventListener('error', e => VT_ERRORS.push(String(e.message)));
+
+/* Bytes for people, in binary units: "1.50 GiB". */
+function fmtBytes(b) {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let i = 0, v = Math.abs(b);
+  while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+  return (b < 0 ? '-' : '') + (i ? v.toFixed(2) : String(v)) + ' ' + u[i];
+}
+
+/* Seconds for people, in the unit that suits `span` (the axis's width). */
+function timeUnit(span) {
+  if (span >= 1e9) return [1e9, 's'];
+  if (span >= 1e6) return [1e6, 'ms'];
+  if (span >= 1e3) return [1e3, '\u00b5s'];
+  return [1, 'ns'];
+}
+
+/* An element with a class and text (text set as textContent only). */
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+  '#bcbd22', '#393b79', '#637939', '#8c6d31', '#843c39', '#7b4173', '#3182bd', '#e6550d', '#31a354',
+  '#756bb1', '#636363', '#9c9ede', '#cedb9c', '#e7ba52', '#e7969c', '#de9ed6'];
+const OTHER_COLOR = '#b8b8b8', BEFORE_COLOR = '#dddddd';
+
+/* A warm colour for a user frame, a cool grey-blue for a library frame,
+ * fixed by the name so that a frame keeps its colour across views. */
+function frameColor(name, lib) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return lib ? 'hsl(' + (200 + h % 30) + ',25%,' + (72 + h % 14) + '%)'
+    : 'hsl(' + (10 + h % 45) + ',80%,' + (58 + h % 20) + '%)';
+}
+
+/* Round ticks over [lo, hi]: about `count` values of 1, 2 or 5 times a
+ * power of `base` (10 for counts and times, 1024 for bytes). */
+function ticks(lo, hi, count, base) {
+  const span = hi - lo;
+  if (!(span > 0)) return [lo];
+  let unit = 1;
+  if (base === 1024) while (span / (unit * 1024) >= 1) unit *= 1024;
+  const raw = span / unit / count, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const m = raw / p, step = (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p * unit;
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+  return out;
+}
+
+/* The last index i with a[i] <= v in the sorted array a, or -1. */
+function lastAtOrBefore(a, v) {
+  let lo = 0, hi = a.length - 1, r = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (a[mid] <= v) { r = mid; lo = mid + 1; } else hi = mid - 1;
+  }
+  return r;
+}
+
+/* The data block as the script reads it: node parents from distances back
+ * (data.c), and the series digits as numbers. */
+function readData(text) {
+  const d = JSON.parse(text), np = d.np || [];
+  d.par = new Int32Array(np.length);
+  for (let i = 0; i < np.length; i++) d.par[i] = np[i] ? i - np[i] : -1;
+  return d;
+}
+const SERIES_DIGITS = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+const SERIES_VALUE = new Uint8Array(128);
+for (let k = 0; k < SERIES_DIGITS.length; k++) SERIES_VALUE[SERIES_DIGITS.charCodeAt(k)] = k;
+
+/* The frames of stack `s` of dump data `d`, innermost first, as frame
+ * indices (empty for no stack). */
+function stackFrames(d, s) {
+  const out = [];
+  if (!d.sn || s < 0 || s >= d.sn.length) return out;
+  for (let n = d.sn[s]; n >= 0; n = d.par[n]) out.push(d.nf[n]);
+  return out;
+}

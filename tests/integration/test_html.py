@@ -1,0 +1,281 @@
+"""The HTML report: its controls clicked in headless Chromium (the page's
+own #selftest), one screenshot per view checked for content, the figures
+the page states, the data block it draws from, and hostile names."""
+import copy
+import re
+import struct
+import zlib
+
+from run_tests import *
+
+SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; "
+                "rank: one dump; errors none")
+SELFTEST_MULTI = SELFTEST_ONE.replace("rank: one dump", "rank ok")
+
+
+def chromium_run(page, fragment="", shot=None, size="1100,800"):
+    """Chromium's DOM (or, with shot, a screenshot) of the page, and the
+    console lines it logged."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        raise Failure("chromium is not installed (make deps installs it)")
+    prof = tempfile.mkdtemp(prefix="vt-html-chromium-")
+    try:
+        args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--hide-scrollbars", f"--user-data-dir={prof}", f"--window-size={size}", "--enable-logging=stderr",
+                "--v=0"]
+        args += [f"--screenshot={shot}"] if shot else ["--virtual-time-budget=3000", "--dump-dom"]
+        p = subprocess.run(args + ["file://" + page + fragment], capture_output=True, text=True, timeout=180)
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    eq(p.returncode, 0, "chromium status")
+    console = [l for l in p.stderr.splitlines() if "CONSOLE" in l or "Content Security Policy" in l]
+    return p.stdout, console
+
+
+def page_of(work, name, args):
+    path = os.path.join(work, name)
+    rc, _, err = report(args + ["--format", "html", "-o", path])
+    eq((rc, err), (0, ""), f"report {args}")
+    return path
+
+
+def selftest_of(dom):
+    m = re.search(r'<pre id="selftest">([^<]*)</pre>', dom)
+    ok(m, "the page ran its self-test")
+    return m.group(1)
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB tuples) of an 8-bit RGB or RGBA PNG."""
+    data = open(path, "rb").read()
+    eq(data[:8], b"\x89PNG\r\n\x1a\n", "a PNG")
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            eq((depth, ctype in (2, 6)), (8, True), "8-bit RGB(A)")
+            bpp = 4 if ctype == 6 else 3
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, prev, rows = zlib.decompress(idat), w * bpp, bytearray(w * bpp), []
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if f == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif f == 2:
+            line = bytearray((a + b) & 255 for a, b in zip(line, prev))
+        elif f == 3:
+            for i in range(stride):
+                line[i] = (line[i] + ((line[i - bpp] if i >= bpp else 0) + prev[i]) // 2) & 255
+        elif f == 4:
+            for i in range(stride):
+                a, b, c = (line[i - bpp] if i >= bpp else 0), prev[i], (prev[i - bpp] if i >= bpp else 0)
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[i:i + 3]) for i in range(0, stride, bpp)])
+        prev = line
+    return w, h, rows
+
+
+@test
+def html_selftest_clicks_every_control():
+    """Sort and filter, flame zoom and unzoom, timeline hover (its bytes
+    checked against a sum of the events), drag-zoom and reset, axis switch,
+    search, folding library frames, a row's stack, the rank selector: each
+    worked in Chromium, and nothing went to the console."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        for args, want in ((["python.json"], SELFTEST_ONE), ([R0, R1], SELFTEST_MULTI),
+                           ([R0, R1, "--at", "oom"], SELFTEST_MULTI)):
+            dom, console = chromium_run(page_of(work, "p.html", args), "#selftest")
+            eq(selftest_of(dom), want, f"self-test of {args}")
+            eq(console, [], f"console of {args}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_selftest_at_checkpoint_scale():
+    """A generated dump of 30,000 events, past the timeline's checkpoints
+    (every 8192 events): the hovered bytes still equal the sum of the
+    events, and every control works."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import bench_html
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "big.json")
+        with open(path, "w") as f:
+            json.dump(bench_html.dump(30000, 3000, 3000), f)
+        dom, console = chromium_run(page_of(work, "big.html", [path]), "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE, "self-test")
+        eq(console, [], "console")
+        ok('class="legend-item oom-key"' in dom and dom.count("<canvas") == 2, "two devices, the OOM in the legend")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+VIEWS = {  # view: (least distinct colours, least share of pixels not white)
+    "summary": (20, 0.03), "timeline": (12, 0.10), "flame": (12, 0.04), "tables": (12, 0.02), "ranks": (12, 0.03),
+}
+
+
+@test
+def html_screenshot_of_each_view_has_content():
+    """One screenshot per view (#view=NAME shows it alone): each has text
+    and colour, and the timeline its series' own colours, the flame graph
+    its frames' (not a blank canvas)."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        page = page_of(work, "m.html", [R0, R1])
+        for view, (colours, share) in VIEWS.items():
+            shot = os.path.join(work, view + ".png")
+            _, console = chromium_run(page, "#view=" + view, shot=shot)
+            eq(console, [], f"{view}: console")
+            w, h, rows = png_pixels(shot)
+            eq((w, h), (1100, 800), f"{view}: screenshot size")
+            counts = {}
+            for row in rows:
+                for px in row:
+                    counts[px] = counts.get(px, 0) + 1
+            inked = 1 - counts.get((255, 255, 255), 0) / (w * h)
+            ok(len(counts) >= colours and inked >= share,
+               f"{view}: {len(counts)} colours, {inked:.3f} of the pixels not white")
+            if view == "timeline":
+                # warmup_buffer's and steady_state's bands: 12 MiB tall,
+                # 4 MiB wide over 3 events, in the first two colours.
+                ok(counts.get((0x1f, 0x77, 0xb4), 0) > 20000, f"the first series drawn: {counts.get((0x1f, 0x77, 0xb4))}")
+                ok(counts.get((0xff, 0x7f, 0x0e), 0) > 5000, f"the second series drawn: {counts.get((0xff, 0x7f, 0x0e))}")
+            if view == "flame":
+                ok(counts.get((0xdd, 0xdd, 0xdd), 0) > 10000, "the root frame drawn across the width")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_top_says_what_happened():
+    """The page opens with the post-mortem's words and figures: the OOM,
+    what was held outside tracked allocations and free, the findings; the
+    several-dump part names the first to fail and compares holders."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, R0)))
+        d["ooms"][0].update(free_bytes=8 << 20, total_bytes=16 << 20, live_bytes=4 << 20)
+        d["ooms"][0]["findings"] = [{"id": "fragmentation", "finding": "4.00 MiB is held outside tracked allocations",
+                                     "next": "look for another allocator"}]
+        path = os.path.join(work, "d.json")
+        json.dump(d, open(path, "w"))
+        raw = open(page_of(work, "d.html", [path])).read()
+        ok('<p class="oom-line">out of memory #1 at 0.005 s: 14.00 MiB requested by cudaMalloc on device 0; '
+           '8.00 MiB free of 16.00 MiB; 4.00 MiB tracked live</p>' in raw, "the OOM line")
+        ok("<li>held outside tracked allocations: 4.00 MiB</li>" in raw, "outside tracked")
+        ok('<li><span class="finding">4.00 MiB is held outside tracked allocations</span><br><span class="next">'
+           'next: look for another allocator</span></li>' in raw, "the finding and its next step")
+        ok("<td class=n>16.00 MiB</td><td class=n>4.00 MiB</td><td class=n>4.00 MiB (at OOM)</td>"
+           "<td class=n>8.00 MiB (at OOM)</td><td class=n>12.00 MiB at 0.001 s</td><td class=n>1</td>" in raw,
+           "the device: total, allocated, outside tracked, free, peak, OOMs")
+        ok(raw.index('class="oom-line"') < raw.index('data-view="timeline"'), "the OOM above the timeline")
+        raw = open(page_of(work, "m.html", [R0, R1])).read()
+        ok('<p class="first-to-fail">first to fail: rank 0 (pid 8447), 14.00 MiB requested by cudaMalloc on '
+           'device 0 at 0.005 s</p>' in raw, "the first to fail")
+        ok('<tr><td>rank_extra tests/progs/t_phases.c:26</td><td class=n data-v="1048576">1.00 MiB</td>'
+           '<td class=n data-v="0">0 B</td><td class=n data-v="1048576">1.00 MiB</td></tr>' in raw,
+           "holders compared across ranks")
+        eq(raw.count('<div class="peak-row">'), 2, "the peaks side by side")
+        ok('<option value="0" selected>rank 0 (pid 8447)</option><option value="1">rank 1 (pid 8448)</option>' in raw,
+           "the rank selector starts at the first to fail")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def data_block(raw, k=0):
+    m = re.search(r'<script type="application/json" id="vt-data-%d">(.*?)</script>' % k, raw, re.S)
+    ok(m, "the data block")
+    return json.loads(m.group(1))
+
+
+@test
+def html_data_block_holds_the_dump():
+    """The data the script draws: each device's events (time deltas, signed
+    bytes in units, one series character each) add up to the dump's; the
+    stack tree gives back every stack; library frames are flagged."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        dump = json.load(open(os.path.join(GOLDEN, R0)))
+        d = data_block(open(page_of(work, "r.html", [R0])).read())
+        dev = d["devices"][0]
+        evs = [e for e in dump["events"] if e[1] != "oom"]
+        eq(dev["n"], len(evs), "events")
+        eq([sum(dev["dt"][:i + 1]) for i in range(len(evs))], [e[0] for e in evs], "times")
+        eq([b * dev["unit"] for b in dev["b"]], [e[3] if e[1] == "alloc" else -e[3] for e in evs], "bytes")
+        eq(dev["base"] + sum(dev["b"]) * dev["unit"], dump["devices"][0]["live_bytes"], "ends at the live bytes")
+        eq([d["sites"][d["series"][int(c, 36)]] if int(c, 36) < len(d["series"]) else "other" for c in dev["s"]],
+           ["warmup_buffer tests/progs/t_phases.c:14"] * 6 + ["steady_state tests/progs/t_phases.c:20"] * 2, "series")
+        eq(dev["oom_at"], [8, dump["ooms"][0]["time_ns"], 14 << 20], "the OOM after the 8th event")
+        py = json.load(open(os.path.join(GOLDEN, "python.json")))
+        d = data_block(open(page_of(work, "p.html", ["python.json"])).read())
+        par = [i - p if p else -1 for i, p in enumerate(d["np"])]
+        for s, stack in enumerate(py["stacks"]):
+            got, n = [], d["sn"][s]
+            while n >= 0:
+                got.append(d["fw"][d["nf"][n]]); n = par[n]
+            eq(len(got), len(stack["frames"]), f"stack {s}: its frames")
+        lib = {w: l for w, l in zip(d["fw"], d["lib"])}
+        eq(lib["alloc /src/vramtrace/tests/py/frames.py:34"], 0, "the user's Python")
+        eq(lib["PyEval_EvalCode ./Include/internal/pycore_ceval.h:89"], 1, "the interpreter")
+        eq(lib["ffi_call (libffi.so.8.1.2+0x6b0d)"], 1, "a system library")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+HOSTILE = ['<script>alert(1)</script>', '<img src=x onerror=alert(2)>', '</script><script>alert(3)</script>',
+           '"quoted\' & <b>bold</b>', 'esc\x1b[31mred\u202eevil\x07']
+
+
+@test
+def html_hostile_names_render_as_text():
+    """Markup, script and control characters in every name a dump holds
+    reach the page as text: nothing is injected, the data block stays one
+    block, the controls still work, and a row's stack shows the names as
+    they read in the text report (control characters as escapes)."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, R0)))
+        for k, st in enumerate(d["stacks"]):
+            for i, f in enumerate(st["frames"]):
+                f["function"] = HOSTILE[(k + i) % len(HOSTILE)] + f"_{k}_{i}"
+                f["file"] = HOSTILE[(k + i + 1) % len(HOSTILE)] + ".c"
+        d["host"], d["reason"], d["argv"] = HOSTILE[0], HOSTILE[1], [HOSTILE[2]]
+        d["devices"][0]["name"] = HOSTILE[3]
+        for x in d["live"]:
+            x["api"], x["kind"] = HOSTILE[4], HOSTILE[0]
+        d["ooms"][0]["api"] = HOSTILE[1]
+        path = os.path.join(work, "h.json")
+        json.dump(d, open(path, "w"))
+        page = page_of(work, "h.html", [path])
+        raw = open(page, encoding="utf-8").read()
+        for bad in ("<script>alert", "<img", "<b>bold", "</script><script>alert", "\x1b", "\u202e", "\x07"):
+            ok(bad not in raw, f"not in the page: {bad!r}")
+        eq(raw.count("<script"), 2, "the data block and the page's script, nothing more")
+        data = data_block(raw)
+        ok("<script>alert(1)</script>_0_0 <img src=x onerror=alert(2)>.c:14" in data["fw"] and
+           r"esc\x1b[31mred\u202eevil\x07_0_4 <script>alert(1)</script>.c:0" in data["fw"],
+           "frames in their display form in the data")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE, "the controls work")
+        eq(console, [], "console")
+        ok("<img" not in dom and "<b>bold" not in dom and "alert(1)</script>" not in dom.split("<script")[0],
+           "nothing injected into the DOM")
+        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 &lt;img src=x onerror=alert(2)&gt;.c:0</li>'
+           in dom, "a row's stack as text, the user's frames first")
+        ok(r'<li class="lib">esc\x1b[31mred\u202eevil\x07_1_3 &lt;script&gt;alert(1)&lt;/script&gt;.c:360</li></ol>'
+           in dom, "control characters as escapes, library frames last")
+        ok("<title>vramtrace report</title>" in dom, "the title unchanged")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
