@@ -31,19 +31,19 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 # the byte and JSON formatting, the settings table, the capped warning.
 COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
-           interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
+           interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
+           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/mark.c \
            $(COMMON_C) \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
-HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h include/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
 
@@ -257,7 +257,7 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-            tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
+            tracker/options.c tracker/pystack.c tracker/mark.c $(COMMON_C) report/holders.c report/since.c \
             report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -340,9 +340,10 @@ test: deps all progs unit fuzz-replay integration
 
 # Quoted: a prefix may hold spaces (`vramtrace run` copes, see cmd_run.c).
 install: all
-	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin"
+	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/include"
 	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
 	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
+	install -m 0644 include/vramtrace.h "$(DESTDIR)$(PREFIX)/include/vramtrace.h"
 
 clean:
 	rm -rf $(B)
