@@ -105,3 +105,12 @@ def c_api_without_vramtrace_is_inactive():
              "freed: -1 live 0 in 0 peak 0", "leaks after free -1"]
     eq(r.out.splitlines(), want, "t_api's output without vramtrace")
     eq((r.err, r.dumps), ("", []), "nothing else")
+
+
+@test
+def c_api_threads():
+    """Marks opened, read and closed while threads allocate and free, with
+    TSan (tests/unit/test_marks.c: exact figures since a mark)."""
+    p = subprocess.run(["setarch", os.uname().machine, "-R", os.path.join(T, "unit_marks_tsan")],
+                       capture_output=True, text=True, timeout=300)
+    eq((p.returncode, p.stdout, p.stderr), (0, "marks: 19 passed, 0 failed\n", ""), "unit_marks_tsan")

@@ -4,3 +4,9 @@ PROGS += $(T)/t_api
 $(T)/t_api: tests/progs/t_api.c include/vramtrace.h $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+
+# Marks under threads, with TSan (run by test_pytest.py's c_api_threads).
+PROGS += $(T)/unit_marks_tsan
+$(T)/unit_marks_tsan: tests/unit/test_marks.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_marks.c $(UNIT_SRC) $(UNIT_LIBS)
