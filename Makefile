@@ -53,7 +53,7 @@ all: $(B)/libvramtrace.so $(B)/vramtrace
 deps:
 	@sh tests/deps.sh
 ifneq ($(filter 1,$(VRAMTRACE_TORCH))$(CI),)
-	@$(MAKE) --no-print-directory torch-env
+	@$(MAKE) --no-print-directory torch-env pytest-env
 endif
 # VRAMTRACE_TORCH is make's switch, not a library option: the programs the
 # tests run under vramtrace must not see it (vramtrace warns of unknown
@@ -77,6 +77,24 @@ $(TORCH_STAMP):
 	$(PYTHON) -m venv $(TORCH_VENV)
 	$(TORCH_VENV)/bin/pip install -q --no-input torch==$(TORCH_VERSION)
 	$(TORCH_VENV)/bin/python -c 'import torch; assert torch.__version__.split("+")[0] == "$(TORCH_VERSION)", torch.__version__'
+	touch $@
+
+# pytest and pytest-xdist, pinned, and pytest-vramtrace (python/, editable)
+# in PYTEST_VENV (build/torch-venv unless given: another venv that can
+# import torch does too), for tests/integration/test_pytest.py, which
+# skips the plugin's tests without them. Added to the venv, never
+# recreating it; the stamp names the versions.
+PYTEST_VERSION := 8.4.2
+XDIST_VERSION  := 3.8.0
+PYTEST_VENV    ?= $(TORCH_VENV)
+export PYTEST_VENV
+PYTEST_STAMP   := $(PYTEST_VENV)/.vramtrace-pytest-$(PYTEST_VERSION)-xdist-$(XDIST_VERSION)
+.PHONY: pytest-env
+pytest-env: $(PYTEST_STAMP)
+$(PYTEST_STAMP): $(if $(filter $(TORCH_VENV),$(PYTEST_VENV)),$(TORCH_STAMP)) python/pyproject.toml
+	@test -x $(PYTEST_VENV)/bin/pip || { echo "pytest-env: no virtual environment $(PYTEST_VENV) (make torch-env creates $(TORCH_VENV))" >&2; exit 1; }
+	$(PYTEST_VENV)/bin/pip install -q --no-input pytest==$(PYTEST_VERSION) pytest-xdist==$(XDIST_VERSION)
+	$(PYTEST_VENV)/bin/pip install -q --no-input -e ./python
 	touch $@
 
 $(B)/obj/%.o: %.c $(HEADERS)

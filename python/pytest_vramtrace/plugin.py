@@ -138,6 +138,7 @@ def pytest_runtest_call(item):
             limit = parse_bytes(given)
         except ValueError as e:
             pytest.fail(f"gpu_limit: {e}", pytrace=False)
+    gc.collect()  # what earlier tests left to the collector goes before the count
     t = _torch()
     if t:
         t.cuda.empty_cache()  # the test's tensors in memory of its own

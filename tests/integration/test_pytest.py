@@ -114,3 +114,218 @@ def c_api_threads():
     p = subprocess.run(["setarch", os.uname().machine, "-R", os.path.join(T, "unit_marks_tsan")],
                        capture_output=True, text=True, timeout=300)
     eq((p.returncode, p.stdout, p.stderr), (0, "marks: 19 passed, 0 failed\n", ""), "unit_marks_tsan")
+
+
+# ------------------------------------------------------- the pytest plugin
+
+def _venv():
+    v = os.environ.get("PYTEST_VENV") or os.path.join(BUILD, "torch-venv")
+    return v if os.path.isabs(v) else os.path.join(ROOT, v)
+
+
+PYTEST_PY = os.path.join(_venv(), "bin", "python3")
+SUITES = os.path.join(ROOT, "tests", "pysuite")
+
+
+def _has(mods):
+    if not os.path.exists(PYTEST_PY):
+        return False
+    code = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
+    return subprocess.run([PYTEST_PY, "-c", code, *mods], capture_output=True).returncode == 0
+
+
+HAVE_PYTEST = _has(["pytest", "xdist", "pytest_vramtrace"])
+HAVE_TORCH = HAVE_PYTEST and _has(["torch"])
+
+
+def pytest_test(fn, need_torch=False):
+    if HAVE_PYTEST and (HAVE_TORCH or not need_torch):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no pytest, pytest-xdist{', torch' if need_torch else ''} and pytest-vramtrace "
+          f"in {_venv()} (`make pytest-env`, PYTEST_VENV=...)")
+    return fn
+
+
+def torch_pytest_test(fn):
+    return pytest_test(fn, need_torch=True)
+
+
+def suite(name, *args, torch=False, vramtrace=True):
+    """Run pytest on tests/pysuite/NAME from that folder (not preloaded:
+    --vramtrace re-executes it), vramtrace's CLI first on PATH; the dumps
+    go to a fresh folder."""
+    argv = [PYTEST_PY, "-m", "pytest", "-p", "no:cacheprovider", "-v",
+            *(["--vramtrace"] if vramtrace else []), *args, name]
+    if torch:
+        argv = [os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--"] + argv
+    out = tempfile.mkdtemp(prefix="vt-pytest-")
+    try:
+        r = run(argv, preload=False, cwd=SUITES, env={
+            "PYTHONDONTWRITEBYTECODE": "1", "PATH": BUILD + os.pathsep + os.environ.get("PATH", ""),
+            "VRAMTRACE_OUT": os.path.join(out, "vramtrace.%p.json")})
+        for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+            with open(path) as f:
+                r.dumps.append(dict(json.load(f), _path=path))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return r
+
+
+def outcomes(out):
+    got = {m[1]: m[2] for m in re.finditer(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED)", out, re.M)}
+    got.update({m[2]: m[1] for m in re.finditer(r"^\[gw\d+\] \[ *\d+%\] (PASSED|FAILED|ERROR|SKIPPED) (\S+::\S+)",
+                                               out, re.M)})
+    return got
+
+
+def sections(out, suite_file):
+    """Each failure's text, by test name: frame lines kept only in the suite
+    file (the native and pytest frames around them vary), as
+    "    # in FUNCTION FILE:LINE"; the pid as PID."""
+    secs, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^_{3,} (\S+) _{3,}$", line)
+        if m:
+            cur = secs.setdefault(m[1], [])
+            continue
+        if re.match(r"^(={5,}|-{5,}) ", line):
+            cur = None
+        if cur is None or line.startswith("[gw"):
+            continue
+        if re.match(r"^    #\d+ ", line):
+            f = re.search(r" in (\S+) (?:\S*/)?(" + re.escape(suite_file) + r":\d+)$", line)
+            if f:
+                cur.append(f"    # in {f[1]} {f[2]}")
+            continue
+        cur.append(re.sub(r"==\d+==", "==PID==", line))
+    return secs
+
+
+def peaks(out):
+    i = out.find(" vramtrace: the ")
+    ok(i >= 0, "the peaks summary is there:\n" + out)
+    lines = out[i:].splitlines()
+    return [lines[0].strip("- ")] + [x for x in lines[1:] if re.match(r"^ *[0-9.]+ (B|KiB|MiB|GiB)  ", x)]
+
+
+def suite_line(name, text):
+    with open(os.path.join(SUITES, name)) as f:
+        return 1 + next(i for i, line in enumerate(f) if text in line)
+
+
+C_SUITE = "test_c_suite.py"
+C_OUTCOMES = {f"{C_SUITE}::test_{n}": o for n, o in (
+    ("clean", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"), ("over_limit", "FAILED"),
+    ("raises", "FAILED"), ("unmarked_leak", "PASSED"), ("frees_what_came_before", "PASSED"))}
+
+
+def c_frames(test, call):
+    return [f"    # in alloc {C_SUITE}:{suite_line(C_SUITE, 'assert cu.cuMemAlloc_v2')}",
+            f"    # in {test} {C_SUITE}:{suite_line(C_SUITE, call)}"]
+
+
+def check_c_suite(r):
+    eq(r.rc, 1, "pytest's status: tests failed")
+    eq(outcomes(r.out), C_OUTCOMES, "outcomes")
+    s = sections(r.out, C_SUITE)
+    eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
+    eq(s["test_leaks"], ["gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated in "
+                         "1 allocation(s):", "",
+                         "=================================================================",
+                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+                         "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"]
+       + c_frames("test_leaks", "kept.append(alloc(3 << 20))")
+       + ["", "SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
+    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 5.00 MiB (5242880 bytes), over its "
+                              "limit of 4.00 MiB (4194304 bytes); held at the peak:",
+                              "==PID==vramtrace: peak of GPU memory since the mark: 5242880 byte(s) in "
+                              "2 allocation(s), held by:", "",
+                              "3145728 byte(s) in 1 object(s) allocated from:"]
+       + c_frames("test_over_limit", "    a = alloc(3 << 20)")
+       + ["", "2097152 byte(s) in 1 object(s) allocated from:"] + c_frames("test_over_limit", "    b = alloc(2 << 20)")
+       + ["", "SUMMARY: vramtrace: peak of 5242880 byte(s) in 2 allocation(s) since the mark.", ""],
+       "test_over_limit's report")
+    raised = s["test_raises"]
+    eq([x for x in raised if x.startswith("E ")], ["E       RuntimeError: the test's own error"], "test_raises' error")
+    ok(not any("gpu_no_leaks: " in x for x in raised), "a test that raised is not checked for leaks")
+    eq(peaks(r.out), ["vramtrace: the 5 test(s) with the highest GPU peaks",
+                      f"  6.00 MiB  {C_SUITE}::test_unmarked_leak", f"  5.00 MiB  {C_SUITE}::test_over_limit",
+                      f"  4.00 MiB  {C_SUITE}::test_leaks", f"  4.00 MiB  {C_SUITE}::test_under_limit",
+                      f"  1.00 MiB  {C_SUITE}::test_clean"], "the tests with the highest peaks")
+
+
+@pytest_test
+def pytest_plugin_c_suite():
+    r = suite(C_SUITE)
+    ok(re.search(r"^plugins: .*vramtrace-0\.1\.0", r.out, re.M), "the plugin came through its entry point:\n" + r.out)
+    check_c_suite(r)
+    eq(len(r.dumps), 1, "one dump: pytest re-executed itself (same pid) under vramtrace")
+    d = r.dump
+    eq(os.path.basename(d["_path"]), f"vramtrace.{d['pid']}.json", "the dump's name")
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"]), (9, 9), "the suite's allocations and frees")
+
+
+@pytest_test
+def pytest_plugin_xdist_workers():
+    r = suite(C_SUITE, "-n", "2")
+    check_c_suite(r)
+    eq(len(r.dumps), 2, "each worker its own process and dump")
+    eq(len({d["pid"] for d in r.dumps}), 2, "two processes")
+    eq(sum(d["totals"]["alloc_count"] for d in r.dumps), 9, "the suite's allocations, between the workers")
+
+
+@pytest_test
+def pytest_plugin_without_vramtrace():
+    r = suite(C_SUITE, vramtrace=False)
+    want = dict(C_OUTCOMES)
+    want.update({f"{C_SUITE}::test_leaks": "PASSED", f"{C_SUITE}::test_over_limit": "PASSED"})
+    eq(outcomes(r.out), want, "outcomes: the markers check nothing")
+    ok("\nvramtrace: not active: 5 test(s) marked gpu_no_leaks or gpu_limit ran unchecked (run pytest --vramtrace)\n"
+       in r.out, "says the markers were not checked:\n" + r.out)
+    ok(" vramtrace: the " not in r.out, "no peaks")
+    eq((r.err, r.dumps), ("", []), "vramtrace never loaded")
+
+
+TORCH_SUITE = "test_torch_suite.py"
+
+
+def torch_frames(test, call, through_mib=True):
+    out = [f"    # in mib {TORCH_SUITE}:{suite_line(TORCH_SUITE, 'return torch.empty')}"] if through_mib else []
+    return out + [f"    # in {test} {TORCH_SUITE}:{suite_line(TORCH_SUITE, call)}"]
+
+
+@torch_pytest_test
+def pytest_plugin_torch_suite():
+    r = suite(TORCH_SUITE, "--vramtrace-lib", LIB, torch=True)
+    eq(r.rc, 1, "pytest's status: tests failed")
+    eq(outcomes(r.out), {f"{TORCH_SUITE}::test_{n}": o for n, o in (
+        ("clean", "PASSED"), ("cache_is_not_a_leak", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"),
+        ("over_limit", "FAILED"), ("raises", "FAILED"))}, "outcomes")
+    s = sections(r.out, TORCH_SUITE)
+    eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
+    # The leaked tensor (1 MiB) lies in a 2 MiB segment of PyTorch's small pool.
+    eq(s["test_leaks"], ["gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated "
+                         "(torch.cuda.memory_allocated); the GPU memory allocated since it began and still held:", "",
+                         "=================================================================",
+                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+                         "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"]
+       + torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False)
+       + ["", "SUMMARY: vramtrace: 2097152 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
+    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 128.00 MiB (134217728 bytes), over its "
+                              "limit of 100.00 MiB (104857600 bytes); held at the peak:",
+                              "==PID==vramtrace: peak of GPU memory since the mark: 134217728 byte(s) in "
+                              "2 allocation(s), held by:", "",
+                              "100663296 byte(s) in 1 object(s) allocated from:"]
+       + torch_frames("test_over_limit", "a = mib(96)")
+       + ["", "33554432 byte(s) in 1 object(s) allocated from:"] + torch_frames("test_over_limit", "b = mib(32)")
+       + ["", "SUMMARY: vramtrace: peak of 134217728 byte(s) in 2 allocation(s) since the mark.", ""],
+       "test_over_limit's report")
+    eq([x for x in s["test_raises"] if x.startswith("E ")], ["E       RuntimeError: the test's own error"],
+       "test_raises' error")
+    # PyTorch's segments: a 2 MiB one of the small pool for up to 1 MiB, a
+    # 20 MiB one for 1 to 10 MiB, the request rounded to 2 MiB above that.
+    eq(peaks(r.out), ["vramtrace: the 5 test(s) with the highest GPU peaks",
+                      f"128.00 MiB  {TORCH_SUITE}::test_over_limit", f" 64.00 MiB  {TORCH_SUITE}::test_cache_is_not_a_leak",
+                      f" 64.00 MiB  {TORCH_SUITE}::test_under_limit", f" 20.00 MiB  {TORCH_SUITE}::test_raises",
+                      f"  2.00 MiB  {TORCH_SUITE}::test_clean"], "the tests with the highest peaks")
+    eq(len(r.dumps), 1, "one dump")
