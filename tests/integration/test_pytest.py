@@ -296,7 +296,7 @@ def torch_frames(test, call, through_mib=True):
 
 @torch_pytest_test
 def pytest_plugin_torch_suite():
-    r = suite(TORCH_SUITE, "--vramtrace-lib", LIB, torch=True)
+    r = suite(TORCH_SUITE, "--vramtrace-lib=" + LIB, torch=True)
     eq(r.rc, 1, "pytest's status: tests failed")
     eq(outcomes(r.out), {f"{TORCH_SUITE}::test_{n}": o for n, o in (
         ("clean", "PASSED"), ("cache_is_not_a_leak", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"),
