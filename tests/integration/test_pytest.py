@@ -329,3 +329,47 @@ def pytest_plugin_torch_suite():
                       f" 64.00 MiB  {TORCH_SUITE}::test_under_limit", f" 20.00 MiB  {TORCH_SUITE}::test_raises",
                       f"  2.00 MiB  {TORCH_SUITE}::test_clean"], "the tests with the highest peaks")
     eq(len(r.dumps), 1, "one dump")
+
+
+# ------------------------------------------------ the GoogleTest listener
+
+GTEST = os.path.join(T, "t_gtest_vramtrace")
+
+
+def gtest_test(fn):
+    if os.path.exists(GTEST):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no {GTEST} (libgtest-dev: tests/deps.sh installs it)")
+    return fn
+
+
+def example_line(text):
+    with open(os.path.join(ROOT, "examples", "gtest_vramtrace.cc")) as f:
+        return 1 + next(i for i, line in enumerate(f) if text in line)
+
+
+@gtest_test
+def gtest_listener_example():
+    r = run([GTEST], report="off")
+    eq(r.rc, 1, "googletest's status: a test failed")
+    lines = normalized(r.out)
+    i = lines.index("Direct leak of 4096 byte(s) in 1 object(s) allocated from:")
+    eq(lines[i - 7:i + 3], [
+        f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
+        "the test left 4096 byte(s) of GPU memory allocated in 1 allocation(s):", "",
+        "=================================================================",
+        "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+        "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        f"    #0 X in gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
+        "    #1 X in Demo_LeavesABufferBehind_Test::TestBody() examples/gtest_vramtrace.cc:"
+        f"{example_line('static void *cache = gpu_buffer(4096);')}"], "the leaking test's failure")
+    for line in ("[ vramtrace] Demo.FreesWhatItTakes: peak 1048576 byte(s) of GPU memory",
+                 "[ vramtrace] Demo.LeavesABufferBehind: peak 4096 byte(s) of GPU memory",
+                 "SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).",
+                 "[  PASSED  ] 1 test.", "[  FAILED  ] Demo.LeavesABufferBehind"):
+        ok(line in lines, f"{line!r} in googletest's output:\n{r.out}")
+    ok(not any(x.startswith("[  FAILED  ] Demo.FreesWhatItTakes") for x in lines), "the clean test passed")
+    # Without vramtrace the listener does nothing.
+    a = run([GTEST], preload=False)
+    eq(a.rc, 0, "status without vramtrace")
+    ok("[  PASSED  ] 2 tests." in a.out and "vramtrace" not in a.out, "both tests pass, nothing said:\n" + a.out)
