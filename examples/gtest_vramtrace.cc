@@ -5,7 +5,7 @@
 // Build it into a test binary (no link against vramtrace: the listener
 // finds it with dlsym, and does nothing without it):
 //
-//   c++ -I/usr/local/include my_tests.cc gtest_vramtrace.cc -lgtest -lcudart -ldl
+//   c++ -I/usr/local/include -DGTEST_VRAMTRACE_NO_MAIN my_tests.cc gtest_vramtrace.cc -lgtest -lcudart -ldl
 //   LD_PRELOAD=/usr/local/lib/libvramtrace.so ./my_tests      # or: vramtrace run -- ./my_tests
 //
 // The failure is reported as the test's own (as googletest's sample10 leak
