@@ -231,9 +231,9 @@ int vt_mark_begin(void) {
         if (m->id) continue;
         /* Ids go up, each slot's in steps of VT_MAX_MARKS: an id that was
          * closed does not name the mark opened after it. */
-        serial = serial >= (0x7fffffff / VT_MAX_MARKS) - 1 ? 0 : serial + 1;
         clear(m);
         m->id = id = serial * VT_MAX_MARKS + i + 1;
+        serial = serial >= (0x7fffffff / VT_MAX_MARKS) - 1 ? 0 : serial + 1;
         /* Every op logged before this was applied just now, with an
          * earlier time stamp; every later allocation has this or a later
          * one. */

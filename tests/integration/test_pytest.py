@@ -116,6 +116,19 @@ def c_api_threads():
     eq((p.returncode, p.stdout, p.stderr), (0, "marks: 19 passed, 0 failed\n", ""), "unit_marks_tsan")
 
 
+@test
+def c_api_found_without_cuda():
+    """The API's names are exported where no CUDA library is loaded (the
+    CUDA names are not: exports.c hides those)."""
+    code = ("import ctypes\n"
+            "g = ctypes.CDLL(None)\n"
+            "print(g.vramtrace_active(), g.vramtrace_mark(), hasattr(g, 'cudaMalloc'), hasattr(g, 'cuMemAlloc_v2'))\n")
+    eq(run([sys.executable, "-c", code], sim=False).out, "1 1 False False\n", "under vramtrace")
+    r = run([sys.executable, "-c", "import ctypes; print(hasattr(ctypes.CDLL(None), 'vramtrace_active'))"],
+            preload=False, sim=False)
+    eq(r.out, "False\n", "without vramtrace")
+
+
 # ------------------------------------------------------- the pytest plugin
 
 def _venv():
@@ -150,11 +163,13 @@ def torch_pytest_test(fn):
     return pytest_test(fn, need_torch=True)
 
 
-def suite(name, *args, torch=False, vramtrace=True):
-    """Run pytest on tests/pysuite/NAME from that folder (not preloaded:
+def suite(name, *args, torch=False, vramtrace=True, script=False):
+    """Run pytest (python -m pytest, or with `script` the venv's pytest
+    script) on tests/pysuite/NAME from that folder (not preloaded:
     --vramtrace re-executes it), vramtrace's CLI first on PATH; the dumps
     go to a fresh folder."""
-    argv = [PYTEST_PY, "-m", "pytest", "-p", "no:cacheprovider", "-v",
+    py = [os.path.join(_venv(), "bin", "pytest")] if script else [PYTEST_PY, "-m", "pytest"]
+    argv = py + ["-p", "no:cacheprovider", "-v",
             *(["--vramtrace"] if vramtrace else []), *args, name]
     if torch:
         argv = [os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--"] + argv
@@ -267,7 +282,7 @@ def pytest_plugin_c_suite():
 
 @pytest_test
 def pytest_plugin_xdist_workers():
-    r = suite(C_SUITE, "-n", "2")
+    r = suite(C_SUITE, "-n", "2", script=True)
     check_c_suite(r)
     eq(len(r.dumps), 2, "each worker its own process and dump")
     eq(len({d["pid"] for d in r.dumps}), 2, "two processes")
