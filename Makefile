@@ -362,6 +362,7 @@ install: all
 	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
 	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
 	install -m 0644 include/vramtrace.h "$(DESTDIR)$(PREFIX)/include/vramtrace.h"
+	@echo "vramtrace: the pytest plugin (pytest --vramtrace): pip install $(CURDIR)/python"
 
 clean:
 	rm -rf $(B)

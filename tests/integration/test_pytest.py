@@ -50,7 +50,19 @@ def held(n, fn, call):
 
 @test
 def c_api_marks_usage_and_reports():
-    r = run([os.path.join(T, "t_api")], report="off")
+    check_t_api(run([os.path.join(T, "t_api")], report="off"))
+
+
+@test
+def c_api_under_asan_ubsan():
+    asan = gcc_runtime("libasan.so")
+    ok(asan, "libasan from gcc")
+    check_t_api(run([os.path.join(T, "t_api")], report="off", lib=os.path.join(BUILD, "asan", "libvramtrace.so"),
+                    first=asan, env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
+                                     "UBSAN_OPTIONS": "print_stacktrace=1"}))
+
+
+def check_t_api(r):
     eq(r.rc, 0, "status")
     # Each report's length as returned, and as strlen saw it in the buffer,
     # is the length of the text printed after it.
@@ -388,3 +400,27 @@ def gtest_listener_example():
     a = run([GTEST], preload=False)
     eq(a.rc, 0, "status without vramtrace")
     ok("[  PASSED  ] 2 tests." in a.out and "vramtrace" not in a.out, "both tests pass, nothing said:\n" + a.out)
+
+
+@test
+def c_api_header_installed():
+    work = tempfile.mkdtemp(prefix="vt-api-")
+    try:
+        prefix = os.path.join(work, "with space")
+        p = subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], capture_output=True, text=True)
+        eq(p.returncode, 0, "make install: " + p.stderr)
+        with open(os.path.join(prefix, "include", "vramtrace.h")) as a, open(os.path.join(ROOT, "include", "vramtrace.h")) as b:
+            eq(a.read(), b.read(), "the installed vramtrace.h")
+        ok(f"pip install {ROOT}/python" in p.stdout, "make install says how to install the pytest plugin: " + p.stdout)
+        # A C++ program compiles against the installed header alone.
+        src = os.path.join(work, "use.cc")
+        with open(src, "w") as f:
+            f.write("#include <vramtrace.h>\n#include <cstdio>\nint main() { struct vramtrace_api vt; "
+                    "int on = vramtrace_load(&vt); int m = vt.mark(); std::printf(\"%d %d\\n\", on, m); }\n")
+        p = subprocess.run(["c++", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(prefix, "include"), "-o",
+                            os.path.join(work, "use"), src, "-ldl"], capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (0, ""), "compiled with the installed header")
+        eq(run([os.path.join(work, "use")], sim=False).out, "1 1\n", "under vramtrace")
+        eq(run([os.path.join(work, "use")], preload=False, sim=False).out, "0 -1\n", "without it")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
