@@ -31,19 +31,19 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 # the byte and JSON formatting, the settings table, the capped warning.
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
-           interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
+           interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
+           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/mark.c \
            $(COMMON_C) \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            cli/html/data.c cli/html/assets.S $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
-HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h cli/html/*.h common/*.h common/*.def)
+HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h cli/html/*.h common/*.h common/*.def include/*.h)
 # The HTML page's style and script, readable files in cli/html/, embedded by
 # cli/html/assets.S from build/html/ (the script's parts in this order).
 HTML_JS := cli/html/util.js cli/html/timeline.js cli/html/flame.js cli/html/tables.js cli/html/main.js \
@@ -58,7 +58,7 @@ all: $(B)/libvramtrace.so $(B)/vramtrace
 deps:
 	@sh tests/deps.sh
 ifneq ($(filter 1,$(VRAMTRACE_TORCH))$(CI),)
-	@$(MAKE) --no-print-directory torch-env
+	@$(MAKE) --no-print-directory torch-env pytest-env
 endif
 # VRAMTRACE_TORCH is make's switch, not a library option: the programs the
 # tests run under vramtrace must not see it (vramtrace warns of unknown
@@ -82,6 +82,24 @@ $(TORCH_STAMP):
 	$(PYTHON) -m venv $(TORCH_VENV)
 	$(TORCH_VENV)/bin/pip install -q --no-input torch==$(TORCH_VERSION)
 	$(TORCH_VENV)/bin/python -c 'import torch; assert torch.__version__.split("+")[0] == "$(TORCH_VERSION)", torch.__version__'
+	touch $@
+
+# pytest and pytest-xdist, pinned, and pytest-vramtrace (python/, editable)
+# in PYTEST_VENV (build/torch-venv unless given: another venv that can
+# import torch does too), for tests/integration/test_pytest.py, which
+# skips the plugin's tests without them. Added to the venv, never
+# recreating it; the stamp names the versions.
+PYTEST_VERSION := 8.4.2
+XDIST_VERSION  := 3.8.0
+PYTEST_VENV    ?= $(TORCH_VENV)
+export PYTEST_VENV
+PYTEST_STAMP   := $(PYTEST_VENV)/.vramtrace-pytest-$(PYTEST_VERSION)-xdist-$(XDIST_VERSION)
+.PHONY: pytest-env
+pytest-env: $(PYTEST_STAMP)
+$(PYTEST_STAMP): $(if $(filter $(TORCH_VENV),$(PYTEST_VENV)),$(TORCH_STAMP)) python/pyproject.toml
+	@test -x $(PYTEST_VENV)/bin/pip || { echo "pytest-env: no virtual environment $(PYTEST_VENV) (make torch-env creates $(TORCH_VENV))" >&2; exit 1; }
+	$(PYTEST_VENV)/bin/pip install -q --no-input pytest==$(PYTEST_VERSION) pytest-xdist==$(XDIST_VERSION)
+	$(PYTEST_VENV)/bin/pip install -q --no-input -e ./python
 	touch $@
 
 $(B)/obj/%.o: %.c $(HEADERS)
@@ -266,7 +284,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-            tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
+            tracker/options.c tracker/pystack.c tracker/mark.c $(COMMON_C) report/holders.c report/since.c \
             report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -335,9 +353,11 @@ test: deps all progs unit fuzz-replay integration
 
 # Quoted: a prefix may hold spaces (`vramtrace run` copes, see cmd_run.c).
 install: all
-	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin"
+	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/include"
 	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
 	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
+	install -m 0644 include/vramtrace.h "$(DESTDIR)$(PREFIX)/include/vramtrace.h"
+	@echo "vramtrace: the pytest plugin (pytest --vramtrace): pip install $(CURDIR)/python"
 
 clean:
 	rm -rf $(B)

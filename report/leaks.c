@@ -127,6 +127,17 @@ static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
     fputc('\n', f);
 }
 
+void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
+                     const char *lead) {
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, h[i].count);
+        uint32_t st = h[i].stack;
+        size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;
+        for (size_t j = 0; j < depth; j++) frame_line(f, j, &sym->stacks[st][j]);
+        if (depth == 0) fputs("    <empty stack>\n", f);
+    }
+}
+
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                                      struct vt_suppressions *sup, int pid) {
     struct vt_leak_result res = {0, 0, 0, 0};
@@ -150,14 +161,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
     if (ng > 0) {
         fprintf(f, "\n=================================================================\n"
                    "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);
-        for (size_t i = 0; i < ng; i++) {
-            fprintf(f, "\nDirect leak of %" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", g[i].bytes,
-                    g[i].count);
-            uint32_t st = g[i].stack;
-            size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;
-            for (size_t j = 0; j < depth; j++) frame_line(f, j, &sym->stacks[st][j]);
-            if (depth == 0) fputs("    <empty stack>\n", f);
-        }
+        vt_leak_holders(f, g, ng, sym, "Direct leak of ");
         fputc('\n', f);
     }
     if (sup && res.suppressed_count > 0) {

@@ -41,6 +41,12 @@ struct vt_leak_result {
     uint64_t suppressed_bytes, suppressed_count;
 };
 
+/* Each holder as a leak report prints it: a line "LEADN byte(s) in M
+ * object(s) allocated from:" (LEAD "Direct leak of " in the leak report)
+ * after an empty line, then its frames as LSan prints them. */
+void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
+                     const char *lead);
+
 /* Print the leak report for the live allocations of s to f (nothing when
  * there is no leak and no suppression was used) and return the figures. */
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,

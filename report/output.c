@@ -277,8 +277,18 @@ static FILE *open_report(const char *path, int *close_it) {
 
 /* The dump path pattern for this write: on-demand dumps get a sequence
  * number even when the pattern has no %n. */
+static const char *dump_name; /* vt_output_named's name, under out_lock */
+
 static void dump_pattern(const char *reason, char *out, size_t size) {
     snprintf(out, size, "%s", vt_opt.out);
+    if (strcmp(reason, "named") == 0) {
+        size_t len = strlen(out);
+        int json = len > 5 && strcmp(out + len - 5, ".json") == 0;
+        char tail[8];
+        snprintf(tail, sizeof tail, "%s", json ? ".json" : "");
+        snprintf(out + (json ? len - 5 : len), size - (json ? len - 5 : len), ".%s%s", dump_name, tail);
+        return;
+    }
     if (strcmp(reason, "signal") != 0 || strstr(vt_opt.out, "%n")) return;
     size_t len = strlen(out);
     if (len > 5 && strcmp(out + len - 5, ".json") == 0) snprintf(out + len - 5, size - (len - 5), ".%%n.json");
@@ -293,8 +303,10 @@ static void exit_skipped(void) {
           "(exit from a signal handler?)\n", stderr);
 }
 
+static char named_path[PATH_MAX]; /* the last named dump written */
+
 /* Write the dump and the human report for `reason` ("oom", "exit",
- * "signal"). Returns 1 when the exit leak check found leaks. At exit it
+ * "signal", "named"). Returns 1 when the exit leak check found leaks. At exit it
  * waits for the tracker's locks VT_EXIT_WAIT_NS at most. */
 static int write_outputs(const char *reason, unsigned seq) {
     int leaked = 0;
@@ -333,7 +345,7 @@ static int write_outputs(const char *reason, unsigned seq) {
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
     if (strcmp(vt_opt.out, "off") != 0) {
-        char pattern[sizeof vt_opt.out + 16];
+        char pattern[sizeof vt_opt.out + 128]; /* room for a name (vt_output_named) */
         const char *why = NULL;
         dump_pattern(reason, pattern, sizeof pattern);
         if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
@@ -344,6 +356,7 @@ static int write_outputs(const char *reason, unsigned seq) {
             struct dump_parts parts = {s, sym, an, &meta};
             if (vt_file_write_whole(path, fill_dump, &parts, &why) == 0) dump_path = shown;
             else warn_once(&warned_dump, "the dump to", shown, why);
+            if (dump_path && strcmp(reason, "named") == 0) snprintf(named_path, sizeof named_path, "%s", shown);
         }
     }
 
@@ -372,6 +385,8 @@ static int write_outputs(const char *reason, unsigned seq) {
     } else if (f) {
         if (strcmp(reason, "oom") == 0)
             vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
+        else if (strcmp(reason, "named") == 0)
+            ; /* the caller has the path */
         else if (strcmp(reason, "signal") == 0)
             fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
                     dump_path ? dump_path : "(not written)");
@@ -425,6 +440,28 @@ void vt_output_signal(void) {
     pthread_mutex_lock(&out_lock);
     write_outputs("signal", ++signal_seq);
     pthread_mutex_unlock(&out_lock);
+}
+
+int vt_output_named(const char *name, char *path, size_t size) {
+    char clean[101];
+    size_t n = 0;
+    for (; name && name[n] && n < sizeof clean - 1; n++) {
+        char c = name[n];
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                   c == '_';
+        clean[n] = keep && !(n == 0 && c == '.') ? c : '_';
+    }
+    clean[n] = '\0';
+    if (n == 0 || strcmp(vt_opt.out, "off") == 0) return -1;
+    pthread_mutex_lock(&out_lock);
+    dump_name = clean;
+    named_path[0] = '\0';
+    write_outputs("named", 0);
+    int ok = named_path[0] != '\0';
+    if (ok && path && size) snprintf(path, size, "%s", named_path);
+    dump_name = NULL;
+    pthread_mutex_unlock(&out_lock);
+    return ok ? 0 : -1;
 }
 
 void vt_output_reset_child(void) {

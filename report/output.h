@@ -41,6 +41,14 @@ void vt_output_exit_skipped(void);
  * number (%n; ".N" before ".json" when the pattern has no %n). */
 void vt_output_signal(void);
 
+/* A dump on request, named: written where VRAMTRACE_OUT says with
+ * ".NAME" before ".json" (NAME: `name` with every character but letters,
+ * digits, '.', '-' and '_' made '_', at most 100), its reason "named"; no
+ * report. Returns 0 and the dump's path in path (when size > 0), or -1
+ * when it was not written (dumps off, an empty name, or a warning said
+ * why). */
+int vt_output_named(const char *name, char *path, size_t size);
+
 /* After fork, in the child: forget the parent's rate limit. */
 void vt_output_reset_child(void);
 

@@ -13,7 +13,8 @@ case "$(cat /etc/debian_version 2>/dev/null)" in
    CLANG_V=${CLANG_V:-14} ;;
 esac
 # python3-venv: `make torch-env` creates a virtual environment.
-PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev"
+# libgtest-dev: examples/gtest_vramtrace.cc, built and run by the tests.
+PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev libgtest-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -15,6 +15,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "mark.h"
 
 /* Global lock held to read or write, except `missed` (atomic). */
 struct vt_counts {
@@ -142,6 +143,7 @@ static inline void vt_account_op(const struct vt_event *o) {
         vt_counts.totals.unknown_frees++;
         break;
     }
+    if (__builtin_expect(vt_marks_open, 0)) vt_mark_op(o);
 }
 
 /* What vt_account_holders counts: device memory now, device memory at the

@@ -21,6 +21,7 @@
 #include "history.h"
 #include "intern.h"
 #include "log.h"
+#include "mark.h"
 #include "slot.h"
 
 static int by_time(const void *a, const void *b) {
@@ -42,9 +43,10 @@ static void apply_own_log(struct vt_slot *l) {
 }
 
 /* Every slot's live records into s->live, in the order they were made (as
- * the events have them), each slot's log applied as it is copied. 0 when a
+ * the events have them), each slot's log applied as it is copied; with
+ * `since`, only the device memory made at or after that tick. 0 when a
  * slot's lock was not free before `until` (then s->live is freed). */
-static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale) {
+static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale, const uint64_t *since) {
     size_t cap = 0;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
         if (!until) slot_take(l);
@@ -70,6 +72,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
             for (size_t i = 0; i < l->table.cap; i++) {
                 struct vt_rec *r = l->table.e[i].rec;
                 if (!r) continue;
+                if (since && (r->a.time_ns < *since || !vt_kind_owned_device(r->a.kind))) continue;
                 s->live[s->nlive] = r->a;
                 s->live[s->nlive++].time_ns = vt_ticks_to_ns(r->a.time_ns, scale);
             }
@@ -81,8 +84,8 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
 }
 
 /* The snapshot; with `until`, NULL if a lock it needs is not free before
- * then. */
-static struct vt_snapshot *snapshot(const struct timespec *until) {
+ * then; with `since`, its live allocations copy_live's. */
+static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t *since) {
     struct vt_snapshot *s = calloc(1, sizeof *s);
     if (!s) { vt_records_lost("a snapshot"); return NULL; }
     if (!until) pthread_mutex_lock(&vt_tracker_lock);
@@ -94,7 +97,7 @@ static struct vt_snapshot *snapshot(const struct timespec *until) {
     s->start_unix_ns = vt_clock.start_unix_ns;
     s->now_ns = vt_now_ns();
     double scale = vt_tick_scale(s->now_ns);
-    if (!copy_live(s, until, scale)) {
+    if (!copy_live(s, until, scale, since)) {
         pthread_mutex_unlock(&vt_tracker_lock);
         free(s);
         return NULL;
@@ -113,12 +116,14 @@ static struct vt_snapshot *snapshot(const struct timespec *until) {
     return s;
 }
 
-struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL); }
+struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL, NULL); }
+
+struct vt_snapshot *vt_snapshot_since(uint64_t since) { return snapshot(NULL, &since); }
 
 struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
     struct timespec until;
     vt_deadline(&until, ns);
-    return snapshot(&until);
+    return snapshot(&until, NULL);
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
@@ -145,6 +150,7 @@ void vt_tracker_reset_child(void) {
     vt_intern_reset_child();
     vt_history_reset_child();
     vt_account_reset_child();
+    vt_marks_reset_child();
     vt_tracker_flags.touched = 0;
     vt_my_tid = 0;
     __atomic_add_fetch(&vt_tracker_flags.generation, 1, __ATOMIC_RELEASE);

@@ -1,0 +1,97 @@
+/* api.c -- the door a program opens itself: the functions of
+ * include/vramtrace.h.
+ *
+ * The only names besides the hooked CUDA and dl names that the library
+ * exports, all with the vramtrace_ prefix; exports.c rewrites only the
+ * CUDA names, so these are found by dlsym whether or not a CUDA library is
+ * loaded. Each call keeps the caller's errno, marks the thread busy like a
+ * hook (a CUDA call a signal handler makes meanwhile passes through), and
+ * hands the work down: marks to the tracker (tracker/mark.h), reports and
+ * dumps to the writer (report/since.h, report/output.h). One made from a
+ * signal handler that interrupted vramtrace's own code returns
+ * VRAMTRACE_FAILED rather than wait for a lock that code holds. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/vramtrace.h"
+#include "../report/output.h"
+#include "../report/since.h"
+#include "../tracker/mark.h"
+#include "hook.h"
+
+#define VT_API __attribute__((visibility("default")))
+
+#define API_ENTER                                                              \
+    if (__builtin_expect(vt_busy > 0, 0)) return VRAMTRACE_FAILED;             \
+    int api_errno_ = errno;                                                    \
+    vt_busy++;                                                                 \
+    vt_init()
+#define API_LEAVE(v)                                                           \
+    do {                                                                       \
+        vt_busy--;                                                             \
+        errno = api_errno_;                                                    \
+        return (v);                                                            \
+    } while (0)
+
+VT_API int vramtrace_active(void) { return 1; }
+
+VT_API int vramtrace_mark(void) {
+    API_ENTER;
+    int id = vt_mark_begin();
+    API_LEAVE(id > 0 ? id : VRAMTRACE_NO_ROOM);
+}
+
+VT_API int vramtrace_mark_end(int mark) {
+    API_ENTER;
+    int r = vt_mark_end(mark);
+    API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_BAD_MARK);
+}
+
+VT_API int vramtrace_usage(int mark, int device, struct vramtrace_usage *out) {
+    API_ENTER;
+    struct vt_mark_usage u;
+    int r = out ? vt_mark_usage(mark, device, &u) : -1;
+    if (r == 0) *out = (struct vramtrace_usage){u.live_bytes, u.live_count, u.peak_bytes};
+    API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_BAD_MARK);
+}
+
+/* A report written by `write` for mark into buf, snprintf's way. */
+static long to_buffer(int mark, char *buf, size_t size, int peak) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return VRAMTRACE_FAILED;
+    struct vt_leak_result res;
+    int r = peak ? vt_since_peak(f, mark) : vt_since_leaks(f, mark, &res);
+    int bad = fclose(f) != 0;
+    if (r == 0 && !bad && buf && size) {
+        size_t n = len < size - 1 ? len : size - 1;
+        memcpy(buf, text, n);
+        buf[n] = '\0';
+    }
+    free(text);
+    if (r != 0) return VRAMTRACE_BAD_MARK;
+    return bad ? VRAMTRACE_FAILED : (long)len;
+}
+
+VT_API long vramtrace_leaks(int mark, char *buf, size_t size) {
+    API_ENTER;
+    long r = to_buffer(mark, buf, size, 0);
+    API_LEAVE(r);
+}
+
+VT_API long vramtrace_peak(int mark, char *buf, size_t size) {
+    API_ENTER;
+    long r = to_buffer(mark, buf, size, 1);
+    API_LEAVE(r);
+}
+
+VT_API int vramtrace_dump(const char *name, char *path, size_t size) {
+    API_ENTER;
+    if (path && size) path[0] = '\0';
+    int r = vt_output_named(name, path, size);
+    API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_FAILED);
+}

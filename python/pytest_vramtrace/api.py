@@ -1,0 +1,118 @@
+"""The C API of libvramtrace.so (include/vramtrace.h) through ctypes.
+
+The functions are looked up in the process's global scope, where a
+preloaded libvramtrace.so puts them: without vramtrace, Api().active is
+False and every call returns what vramtrace's header says an inactive
+vramtrace returns (VRAMTRACE_INACTIVE, empty reports).
+"""
+import ctypes
+import re
+
+INACTIVE, BAD_MARK, NO_ROOM, FAILED = -1, -2, -3, -4
+
+
+class Usage(ctypes.Structure):
+    """Device memory since a mark: struct vramtrace_usage."""
+    _fields_ = [("live_bytes", ctypes.c_uint64), ("live_count", ctypes.c_uint64), ("peak_bytes", ctypes.c_uint64)]
+
+
+class Api:
+    """vramtrace's functions in this process, or none."""
+
+    def __init__(self):
+        self._f = {}
+        try:
+            scope = ctypes.CDLL(None)
+            active = scope.vramtrace_active
+        except (OSError, AttributeError):
+            self.active = False
+            return
+        sigs = {
+            "vramtrace_active": (ctypes.c_int, []),
+            "vramtrace_mark": (ctypes.c_int, []),
+            "vramtrace_mark_end": (ctypes.c_int, [ctypes.c_int]),
+            "vramtrace_usage": (ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.POINTER(Usage)]),
+            "vramtrace_leaks": (ctypes.c_long, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+            "vramtrace_peak": (ctypes.c_long, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+            "vramtrace_dump": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+        }
+        for name, (res, args) in sigs.items():
+            f = getattr(scope, name)
+            f.restype, f.argtypes = res, args
+            self._f[name] = f
+        self.active = active() == 1
+
+    def mark(self):
+        """A new mark's id (> 0), or a code below zero."""
+        return self._f["vramtrace_mark"]() if self.active else INACTIVE
+
+    def mark_end(self, mark):
+        return self._f["vramtrace_mark_end"](mark) if self.active else INACTIVE
+
+    def usage(self, mark, device=-1):
+        """(live_bytes, live_count, peak_bytes) since mark on device (-1: all)."""
+        u = Usage()
+        if not self.active or self._f["vramtrace_usage"](mark, device, ctypes.byref(u)) != 0:
+            return None
+        return u.live_bytes, u.live_count, u.peak_bytes
+
+    def _report(self, name, mark):
+        if not self.active:
+            return ""
+        size = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._f[name](mark, buf, size)
+            if n < 0:
+                return ""
+            if n < size:
+                return buf.value.decode("utf-8", "replace")
+            size = n + 1
+
+    def leaks(self, mark):
+        """The leak report of the allocations since mark still live ("" when none)."""
+        return self._report("vramtrace_leaks", mark)
+
+    def peak(self, mark):
+        """The holders at the mark's peak, in the leak report's words."""
+        return self._report("vramtrace_peak", mark)
+
+    def dump(self, name):
+        """Write a named dump of the process; its path, or None."""
+        if not self.active:
+            return None
+        buf = ctypes.create_string_buffer(4096)
+        if self._f["vramtrace_dump"](name.encode(), buf, 4096) != 0:
+            return None
+        return buf.value.decode()
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3,
+          "t": 1000 ** 4, "tb": 1000 ** 4, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def parse_bytes(v):
+    """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5 GB"
+    (KB, MB, GB: powers of 1000; KiB, MiB, GiB: of 1024)."""
+    if isinstance(v, bool):
+        raise ValueError(f"not a byte count: {v!r}")
+    if isinstance(v, int):
+        if v < 0:
+            raise ValueError(f"not a byte count: {v!r}")
+        return v
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(v))
+    if not m or m[2].lower() not in _UNITS:
+        raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512 MB\" or 1048576)")
+    return int(float(m[1]) * _UNITS[m[2].lower()])
+
+
+def format_bytes(n):
+    """n as vramtrace's reports print byte counts: "512 B", "2.00 GiB"."""
+    if n < 1024:
+        return f"{n} B"
+    v, units = float(n), ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    u = 0
+    while v >= 1024.0 and u < 5:
+        v /= 1024.0
+        u += 1
+    return f"{v:.2f} {units[u]}"

@@ -1,0 +1,211 @@
+"""pytest-vramtrace: per-test GPU memory checks under libvramtrace.so.
+
+- `pytest --vramtrace` runs the session under vramtrace: when the library
+  is not preloaded yet, pytest re-executes itself once with it first on
+  LD_PRELOAD (found with --vramtrace-lib, else beside the `vramtrace` on
+  PATH or in its ../lib).
+- `@pytest.mark.gpu_no_leaks`: the test fails when device memory it
+  allocated is still allocated when it returns, with the leak report of
+  those allocations. With PyTorch the test's tensors are what counts
+  (torch.cuda.memory_allocated() before and after), not what the caching
+  allocator keeps reserved; the cache is emptied before and, for the
+  report, after the test, so that the report shows the test's own
+  allocations.
+- `@pytest.mark.gpu_limit("2 GiB")`: the test fails when its peak of
+  device memory (allocated since it began) is over the limit, with what
+  held the memory at that peak.
+- At the end, the tests with the highest GPU peaks (--vramtrace-top N).
+
+Each check is of the test's call (its body), as pytest-memray's markers
+are: what fixtures set up and tear down is theirs. A test that raises
+fails with its own error and is not checked for leaks (its traceback
+holds its locals). Under pytest-xdist each worker is a process of its own
+under vramtrace, with its own dump; the peaks reach the summary through
+the test reports (user property vramtrace_peak_bytes, which JUnit XML
+also carries).
+"""
+import gc
+import os
+import shutil
+import sys
+
+import pytest
+
+from .api import Api, format_bytes, parse_bytes
+
+REEXEC = "PYTEST_VRAMTRACE_REEXEC"  # set in the re-executed process: never twice
+PEAK = "vramtrace_peak_bytes"
+_state = pytest.StashKey()
+_peaks = []  # (peak bytes, nodeid) of every test's call, this session's
+
+
+class _State:
+    def __init__(self, api, top):
+        self.api, self.top = api, top
+        self.unchecked = 0     # marked tests run without vramtrace
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("vramtrace", "GPU memory checks (vramtrace)")
+    g.addoption("--vramtrace", action="store_true", default=False,
+                help="run the session under vramtrace's libvramtrace.so (re-executing pytest preloaded), "
+                     "checking the gpu_no_leaks and gpu_limit markers")
+    g.addoption("--vramtrace-lib", default=None, metavar="PATH",
+                help="libvramtrace.so to preload (default: beside `vramtrace` on PATH, or in its ../lib)")
+    g.addoption("--vramtrace-top", type=int, default=5, metavar="N",
+                help="list the N tests with the highest GPU peaks (default 5, 0: none)")
+
+
+def _find_lib(given):
+    if given:
+        return os.path.abspath(given) if os.path.exists(given) else None
+    exe = shutil.which("vramtrace")
+    if not exe:
+        return None
+    d = os.path.dirname(os.path.realpath(exe))
+    for cand in (os.path.join(d, "libvramtrace.so"), os.path.join(d, "..", "lib", "libvramtrace.so")):
+        if os.path.exists(cand):
+            return os.path.realpath(cand)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """With --vramtrace in a process without the library: exec pytest again,
+    the same arguments in the same folder, with it preloaded."""
+    if not config.getoption("vramtrace") or Api().active:
+        return None
+    if os.environ.get(REEXEC):
+        raise pytest.UsageError("pytest --vramtrace: re-executed with libvramtrace.so on LD_PRELOAD, but vramtrace "
+                                f"is not active in this process (LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r})")
+    args = list(config.invocation_params.args)
+    if args != sys.argv[1:]:
+        raise pytest.UsageError("pytest --vramtrace: pytest was not started from its command line (pytest.main?), "
+                                "so it cannot re-execute itself: preload libvramtrace.so yourself "
+                                "(LD_PRELOAD=/path/to/libvramtrace.so, or `vramtrace run -- pytest ...`)")
+    lib = _find_lib(config.getoption("vramtrace_lib"))
+    if not lib:
+        raise pytest.UsageError("pytest --vramtrace: cannot find libvramtrace.so: put `vramtrace` on PATH "
+                                "(make install) or pass --vramtrace-lib /path/to/libvramtrace.so")
+    env = dict(os.environ)
+    env[REEXEC] = "1"
+    # First: vramtrace must see the CUDA runtime's calls.
+    env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    if os.path.basename(sys.argv[0]) in ("pytest", "py.test"):
+        argv = [sys.executable, sys.argv[0]] + args
+    else:
+        argv = [sys.executable, "-m", "pytest"] + args
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.chdir(str(config.invocation_params.dir))
+    os.execve(sys.executable, argv, env)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu_no_leaks: fail when the test leaves GPU memory allocated (vramtrace)")
+    config.addinivalue_line("markers", "gpu_limit(limit): fail when the test's GPU memory peak is over limit, "
+                                       "e.g. \"2 GiB\" (vramtrace)")
+    config.stash[_state] = _State(Api(), config.getoption("vramtrace_top"))
+    _peaks.clear()
+
+
+def _torch():
+    """PyTorch, when this process has initialized its CUDA side."""
+    t = sys.modules.get("torch")
+    try:
+        return t if t is not None and t.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def _tensor_bytes(t):
+    return sum(t.cuda.memory_allocated(d) for d in range(t.cuda.device_count()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    st = item.config.stash.get(_state, None)
+    leaks_marker = item.get_closest_marker("gpu_no_leaks")
+    limit_marker = item.get_closest_marker("gpu_limit")
+    if st is None or not st.api.active:
+        if st is not None and (leaks_marker or limit_marker):
+            st.unchecked += 1
+        return (yield)
+    limit = None
+    if limit_marker:
+        given = limit_marker.args[0] if limit_marker.args else limit_marker.kwargs.get("limit")
+        try:
+            limit = parse_bytes(given)
+        except ValueError as e:
+            pytest.fail(f"gpu_limit: {e}", pytrace=False)
+    gc.collect()  # what earlier tests left to the collector goes before the count
+    t = _torch()
+    if t:
+        t.cuda.empty_cache()  # the test's tensors in memory of its own
+    before = _tensor_bytes(t) if t else 0
+    mark = st.api.mark()
+    if mark <= 0:
+        return (yield)
+    try:
+        try:
+            res = yield
+        except BaseException:
+            u = st.api.usage(mark)
+            item.user_properties.append((PEAK, u[2] if u else 0))
+            raise
+        gc.collect()
+        live, count, peak = st.api.usage(mark)
+        item.user_properties.append((PEAK, peak))
+        failures = []
+        if limit is not None and peak > limit:
+            failures.append(f"gpu_limit: the test's GPU memory peaked at {format_bytes(peak)} ({peak} bytes), "
+                            f"over its limit of {format_bytes(limit)} ({limit} bytes); held at the peak:\n"
+                            + st.api.peak(mark))
+        if leaks_marker:
+            t = _torch()  # the test may have been the first to use CUDA
+            if t:
+                left = _tensor_bytes(t) - before
+                if left > 0:
+                    t.cuda.empty_cache()
+                    report = st.api.leaks(mark)
+                    failures.append(f"gpu_no_leaks: the test left {format_bytes(left)} ({left} bytes) of tensors "
+                                    "allocated (torch.cuda.memory_allocated); "
+                                    + ("the GPU memory allocated since it began and still held:\n" + report
+                                       if report else "they lie in memory PyTorch's cache held before the test, "
+                                       "so vramtrace has no allocation of the test's own to show\n"))
+            elif live > 0:
+                failures.append(f"gpu_no_leaks: the test left {format_bytes(live)} ({live} bytes) of GPU memory "
+                                f"allocated in {count} allocation(s):\n" + st.api.leaks(mark))
+        if failures:
+            pytest.fail("\n".join(failures), pytrace=False)
+        return res
+    finally:
+        st.api.mark_end(mark)
+
+
+def pytest_runtest_logreport(report):
+    """Every test's peak, from this process or from an xdist worker's report."""
+    if report.when != "call":
+        return
+    for k, v in report.user_properties:
+        if k == PEAK:
+            _peaks.append((v, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    st = config.stash.get(_state, None)
+    if st is None:
+        return
+    tr = terminalreporter
+    if st.unchecked:
+        tr.write_line(f"vramtrace: not active: {st.unchecked} test(s) marked gpu_no_leaks or gpu_limit ran "
+                      "unchecked (run pytest --vramtrace)")
+    if st.top <= 0 or not _peaks:
+        return
+    top = sorted((p for p in _peaks if p[0] > 0), key=lambda p: (-p[0], p[1]))[:st.top]
+    if not top:
+        tr.write_line("vramtrace: no test allocated GPU memory")
+        return
+    tr.write_sep("-", f"vramtrace: the {len(top)} test(s) with the highest GPU peaks")
+    for peak, nodeid in top:
+        tr.write_line(f"{format_bytes(peak):>10}  {nodeid}")

@@ -1,0 +1,426 @@
+"""Per-test GPU memory checks: the C API (include/vramtrace.h) and the
+pytest plugin (python/pytest_vramtrace) on the simulated GPU.
+
+The C API's figures are checked to the byte against tests/progs/t_api.c,
+whose allocations are known. The plugin runs a small suite of tests
+(clean, leaking, over the limit, raising) under pytest from PyPI, in
+plain C through ctypes and in real PyTorch; outcomes and reports are
+checked exactly. The plugin's tests need a Python with pytest and
+pytest-xdist (`make pytest-env`; PYTEST_VENV names that environment, by
+default build/torch-venv) and are skipped, with the reason printed,
+without one.
+"""
+import re
+
+from run_tests import *  # noqa: F401,F403
+
+
+def normalized(text):
+    """Frame addresses and the pid as X, frames below main dropped (the C
+    library's start-up frames differ from one libc to the next)."""
+    out, below_main = [], False
+    for line in text.splitlines():
+        line = re.sub(r"==\d+==", "==PID==", line)
+        line = re.sub(r"#(\d+) 0x[0-9a-f]+ in ", r"#\1 X in ", line)
+        if re.match(r"    #\d+ ", line):
+            if below_main:
+                continue
+            below_main = " in main " in line
+        else:
+            below_main = False
+        out.append(line)
+    return out
+
+
+def api_line(text):
+    return source_line("t_api.c", text)
+
+
+def leak(n, fn, call):
+    return [f"Direct leak of {n} byte(s) in 1 object(s) allocated from:",
+            f"    #0 X in {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
+            f"    #1 X in main tests/progs/t_api.c:{api_line(call)}", ""]
+
+
+def held(n, fn, call):
+    return [f"{n} byte(s) in 1 object(s) allocated from:",
+            f"    #0 X in {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
+            f"    #1 X in main tests/progs/t_api.c:{api_line(call)}", ""]
+
+
+@test
+def c_api_marks_usage_and_reports():
+    check_t_api(run([os.path.join(T, "t_api")], report="off"))
+
+
+@test
+def c_api_under_asan_ubsan():
+    asan = gcc_runtime("libasan.so")
+    ok(asan, "libasan from gcc")
+    check_t_api(run([os.path.join(T, "t_api")], report="off", lib=os.path.join(BUILD, "asan", "libvramtrace.so"),
+                    first=asan, env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0",
+                                     "UBSAN_OPTIONS": "print_stacktrace=1"}))
+
+
+def check_t_api(r):
+    eq(r.rc, 0, "status")
+    # Each report's length as returned, and as strlen saw it in the buffer,
+    # is the length of the text printed after it.
+    m = re.search(r"\nleaks (\d+) (\d+)\n(.*)peak (\d+) (\d+)\n(.*)cut (\d+) (\d+)\n", r.out, re.S)
+    ok(m, "t_api printed its reports:\n" + r.out)
+    eq((int(m[1]), int(m[2]), int(m[4]), int(m[5]), int(m[7]), int(m[8])),
+       (len(m[3]), len(m[3]), len(m[6]), len(m[6]), len(m[3]), 9), "report lengths (and a report cut to 10 bytes)")
+    got = normalized(re.sub(r"^(leaks|peak|cut) \d+ \d+$", r"\1 N", r.out, flags=re.M))
+    want = ["active 1", "mark ok",
+            "empty: 0 live 0 in 0 peak 0",
+            "empty peak report 0",
+            "all: 0 live 70144 in 3 peak 77824",
+            "device 0: 0 live 70144 in 3 peak 77824",
+            "device 1: 0 live 0 in 0 peak 0",
+            "second: 0 live 512 in 1 peak 512",
+            "bad device: -2 live 1 in 1 peak 1",
+            "leaks N", "",
+            "=================================================================",
+            "==PID==ERROR: vramtrace: detected GPU memory leaks", ""]
+    want += leak(65536, "keep_big", "void *d = keep_big();")
+    want += leak(4096, "keep_small", "void *b = keep_small();")
+    want += leak(512, "late", "void *e = late();")
+    want += ["SUMMARY: vramtrace: 70144 byte(s) leaked in 3 allocation(s).",
+             "peak N",
+             "==PID==vramtrace: peak of GPU memory since the mark: 77824 byte(s) in 3 allocation(s), held by:", ""]
+    want += held(65536, "keep_big", "void *d = keep_big();")
+    want += held(8192, "scratch", "void *c = scratch();")
+    want += held(4096, "keep_small", "void *b = keep_small();")
+    want += ["SUMMARY: vramtrace: peak of 77824 byte(s) in 3 allocation(s) since the mark.",
+             "cut N",
+             "end 0 -2 -2",
+             "ended: -2 live 1 in 1 peak 1",
+             f"dump 0 dump.{r.dumps[0]['pid']}.after_keep_big.json",
+             "freed: 0 live 0 in 0 peak 77824",
+             "leaks after free 0"]
+    eq(got, want, "t_api's output")
+    eq(r.err, "", "nothing on stderr")
+    eq([os.path.basename(d["_path"]) for d in r.dumps],
+       [f"dump.{r.dumps[0]['pid']}.after_keep_big.json", f"dump.{r.dumps[0]['pid']}.json"], "the named dump and the exit dump")
+    named = r.dumps[0]
+    eq(named["reason"], "named", "the named dump's reason")
+    eq(sorted(a["bytes"] for a in named["live"]), [512, 4096, 65536], "live at the named dump")
+
+
+@test
+def c_api_without_vramtrace_is_inactive():
+    r = run([os.path.join(T, "t_api")], preload=False)
+    eq(r.rc, 0, "status")
+    want = ["active 0", "mark inactive", "empty: -1 live 0 in 0 peak 0", "empty peak report -1"]
+    want += [f"{w}: -1 live 0 in 0 peak 0" for w in ("all", "device 0", "device 1", "second", "bad device")]
+    want += ["leaks -1 0", "peak -1 0", "cut -1 0", "end -1 -1 -1", "ended: -1 live 0 in 0 peak 0", "dump -1 ",
+             "freed: -1 live 0 in 0 peak 0", "leaks after free -1"]
+    eq(r.out.splitlines(), want, "t_api's output without vramtrace")
+    eq((r.err, r.dumps), ("", []), "nothing else")
+
+
+@test
+def c_api_threads():
+    """Marks opened, read and closed while threads allocate and free, with
+    TSan (tests/unit/test_marks.c: exact figures since a mark)."""
+    p = subprocess.run(["setarch", os.uname().machine, "-R", os.path.join(T, "unit_marks_tsan")],
+                       capture_output=True, text=True, timeout=300)
+    eq((p.returncode, p.stdout, p.stderr), (0, "marks: 19 passed, 0 failed\n", ""), "unit_marks_tsan")
+
+
+@test
+def c_api_found_without_cuda():
+    """The API's names are exported where no CUDA library is loaded (the
+    CUDA names are not: exports.c hides those)."""
+    code = ("import ctypes\n"
+            "g = ctypes.CDLL(None)\n"
+            "print(g.vramtrace_active(), g.vramtrace_mark(), hasattr(g, 'cudaMalloc'), hasattr(g, 'cuMemAlloc_v2'))\n")
+    eq(run([sys.executable, "-c", code], sim=False).out, "1 1 False False\n", "under vramtrace")
+    r = run([sys.executable, "-c", "import ctypes; print(hasattr(ctypes.CDLL(None), 'vramtrace_active'))"],
+            preload=False, sim=False)
+    eq(r.out, "False\n", "without vramtrace")
+
+
+# ------------------------------------------------------- the pytest plugin
+
+def _venv():
+    v = os.environ.get("PYTEST_VENV") or os.path.join(BUILD, "torch-venv")
+    return v if os.path.isabs(v) else os.path.join(ROOT, v)
+
+
+PYTEST_PY = os.path.join(_venv(), "bin", "python3")
+SUITES = os.path.join(ROOT, "tests", "pysuite")
+
+
+def _has(mods):
+    if not os.path.exists(PYTEST_PY):
+        return False
+    code = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
+    return subprocess.run([PYTEST_PY, "-c", code, *mods], capture_output=True).returncode == 0
+
+
+HAVE_PYTEST = _has(["pytest", "xdist", "pytest_vramtrace"])
+HAVE_TORCH = HAVE_PYTEST and _has(["torch"])
+
+
+def pytest_test(fn, need_torch=False):
+    if HAVE_PYTEST and (HAVE_TORCH or not need_torch):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no pytest, pytest-xdist{', torch' if need_torch else ''} and pytest-vramtrace "
+          f"in {_venv()} (`make pytest-env`, PYTEST_VENV=...)")
+    return fn
+
+
+def torch_pytest_test(fn):
+    return pytest_test(fn, need_torch=True)
+
+
+def suite(name, *args, torch=False, vramtrace=True, script=False):
+    """Run pytest (python -m pytest, or with `script` the venv's pytest
+    script) on tests/pysuite/NAME from that folder (not preloaded:
+    --vramtrace re-executes it), vramtrace's CLI first on PATH; the dumps
+    go to a fresh folder."""
+    py = [os.path.join(_venv(), "bin", "pytest")] if script else [PYTEST_PY, "-m", "pytest"]
+    argv = py + ["-p", "no:cacheprovider", "-v",
+            *(["--vramtrace"] if vramtrace else []), *args, name]
+    if torch:
+        argv = [os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--"] + argv
+    out = tempfile.mkdtemp(prefix="vt-pytest-")
+    try:
+        r = run(argv, preload=False, cwd=SUITES, env={
+            "PYTHONDONTWRITEBYTECODE": "1", "PATH": BUILD + os.pathsep + os.environ.get("PATH", ""),
+            "VRAMTRACE_OUT": os.path.join(out, "vramtrace.%p.json")})
+        for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+            with open(path) as f:
+                r.dumps.append(dict(json.load(f), _path=path))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return r
+
+
+def outcomes(out):
+    got = {m[1]: m[2] for m in re.finditer(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED)", out, re.M)}
+    got.update({m[2]: m[1] for m in re.finditer(r"^\[gw\d+\] \[ *\d+%\] (PASSED|FAILED|ERROR|SKIPPED) (\S+::\S+)",
+                                               out, re.M)})
+    return got
+
+
+def sections(out, suite_file):
+    """Each failure's text, by test name: frame lines kept only in the suite
+    file (the native and pytest frames around them vary), as
+    "    # in FUNCTION FILE:LINE"; the pid as PID."""
+    secs, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^_{3,} (\S+) _{3,}$", line)
+        if m:
+            cur = secs.setdefault(m[1], [])
+            continue
+        if re.match(r"^(={5,}|-{5,}) ", line):
+            cur = None
+        if cur is None or line.startswith("[gw"):
+            continue
+        if re.match(r"^    #\d+ ", line):
+            f = re.search(r" in (\S+) (?:\S*/)?(" + re.escape(suite_file) + r":\d+)$", line)
+            if f:
+                cur.append(f"    # in {f[1]} {f[2]}")
+            continue
+        cur.append(re.sub(r"==\d+==", "==PID==", line))
+    return secs
+
+
+def peaks(out):
+    i = out.find(" vramtrace: the ")
+    ok(i >= 0, "the peaks summary is there:\n" + out)
+    lines = out[i:].splitlines()
+    return [lines[0].strip("- ")] + [x for x in lines[1:] if re.match(r"^ *[0-9.]+ (B|KiB|MiB|GiB)  ", x)]
+
+
+def suite_line(name, text):
+    with open(os.path.join(SUITES, name)) as f:
+        return 1 + next(i for i, line in enumerate(f) if text in line)
+
+
+C_SUITE = "test_c_suite.py"
+C_OUTCOMES = {f"{C_SUITE}::test_{n}": o for n, o in (
+    ("clean", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"), ("over_limit", "FAILED"),
+    ("raises", "FAILED"), ("unmarked_leak", "PASSED"), ("frees_what_came_before", "PASSED"))}
+
+
+def c_frames(test, call):
+    return [f"    # in alloc {C_SUITE}:{suite_line(C_SUITE, 'assert cu.cuMemAlloc_v2')}",
+            f"    # in {test} {C_SUITE}:{suite_line(C_SUITE, call)}"]
+
+
+def check_c_suite(r):
+    eq(r.rc, 1, "pytest's status: tests failed")
+    eq(outcomes(r.out), C_OUTCOMES, "outcomes")
+    s = sections(r.out, C_SUITE)
+    eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
+    eq(s["test_leaks"], ["gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated in "
+                         "1 allocation(s):", "",
+                         "=================================================================",
+                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+                         "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"]
+       + c_frames("test_leaks", "kept.append(alloc(3 << 20))")
+       + ["", "SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
+    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 5.00 MiB (5242880 bytes), over its "
+                              "limit of 4.00 MiB (4194304 bytes); held at the peak:",
+                              "==PID==vramtrace: peak of GPU memory since the mark: 5242880 byte(s) in "
+                              "2 allocation(s), held by:", "",
+                              "3145728 byte(s) in 1 object(s) allocated from:"]
+       + c_frames("test_over_limit", "    a = alloc(3 << 20)")
+       + ["", "2097152 byte(s) in 1 object(s) allocated from:"] + c_frames("test_over_limit", "    b = alloc(2 << 20)")
+       + ["", "SUMMARY: vramtrace: peak of 5242880 byte(s) in 2 allocation(s) since the mark.", ""],
+       "test_over_limit's report")
+    raised = s["test_raises"]
+    eq([x for x in raised if x.startswith("E ")], ["E       RuntimeError: the test's own error"], "test_raises' error")
+    ok(not any("gpu_no_leaks: " in x for x in raised), "a test that raised is not checked for leaks")
+    eq(peaks(r.out), ["vramtrace: the 5 test(s) with the highest GPU peaks",
+                      f"  6.00 MiB  {C_SUITE}::test_unmarked_leak", f"  5.00 MiB  {C_SUITE}::test_over_limit",
+                      f"  4.00 MiB  {C_SUITE}::test_leaks", f"  4.00 MiB  {C_SUITE}::test_under_limit",
+                      f"  1.00 MiB  {C_SUITE}::test_clean"], "the tests with the highest peaks")
+
+
+@pytest_test
+def pytest_plugin_c_suite():
+    r = suite(C_SUITE)
+    ok(re.search(r"^plugins: .*vramtrace-0\.1\.0", r.out, re.M), "the plugin came through its entry point:\n" + r.out)
+    check_c_suite(r)
+    eq(len(r.dumps), 1, "one dump: pytest re-executed itself (same pid) under vramtrace")
+    d = r.dump
+    eq(os.path.basename(d["_path"]), f"vramtrace.{d['pid']}.json", "the dump's name")
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"]), (9, 9), "the suite's allocations and frees")
+
+
+@pytest_test
+def pytest_plugin_xdist_workers():
+    r = suite(C_SUITE, "-n", "2", script=True)
+    check_c_suite(r)
+    eq(len(r.dumps), 2, "each worker its own process and dump")
+    eq(len({d["pid"] for d in r.dumps}), 2, "two processes")
+    eq(sum(d["totals"]["alloc_count"] for d in r.dumps), 9, "the suite's allocations, between the workers")
+
+
+@pytest_test
+def pytest_plugin_without_vramtrace():
+    r = suite(C_SUITE, vramtrace=False)
+    want = dict(C_OUTCOMES)
+    want.update({f"{C_SUITE}::test_leaks": "PASSED", f"{C_SUITE}::test_over_limit": "PASSED"})
+    eq(outcomes(r.out), want, "outcomes: the markers check nothing")
+    ok("\nvramtrace: not active: 5 test(s) marked gpu_no_leaks or gpu_limit ran unchecked (run pytest --vramtrace)\n"
+       in r.out, "says the markers were not checked:\n" + r.out)
+    ok(" vramtrace: the " not in r.out, "no peaks")
+    eq((r.err, r.dumps), ("", []), "vramtrace never loaded")
+
+
+TORCH_SUITE = "test_torch_suite.py"
+
+
+def torch_frames(test, call, through_mib=True):
+    out = [f"    # in mib {TORCH_SUITE}:{suite_line(TORCH_SUITE, 'return torch.empty')}"] if through_mib else []
+    return out + [f"    # in {test} {TORCH_SUITE}:{suite_line(TORCH_SUITE, call)}"]
+
+
+@torch_pytest_test
+def pytest_plugin_torch_suite():
+    r = suite(TORCH_SUITE, "--vramtrace-lib=" + LIB, torch=True)
+    eq(r.rc, 1, "pytest's status: tests failed")
+    eq(outcomes(r.out), {f"{TORCH_SUITE}::test_{n}": o for n, o in (
+        ("clean", "PASSED"), ("cache_is_not_a_leak", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"),
+        ("over_limit", "FAILED"), ("raises", "FAILED"))}, "outcomes")
+    s = sections(r.out, TORCH_SUITE)
+    eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
+    # The leaked tensor (1 MiB) lies in a 2 MiB segment of PyTorch's small pool.
+    eq(s["test_leaks"], ["gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated "
+                         "(torch.cuda.memory_allocated); the GPU memory allocated since it began and still held:", "",
+                         "=================================================================",
+                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+                         "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"]
+       + torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False)
+       + ["", "SUMMARY: vramtrace: 2097152 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
+    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 128.00 MiB (134217728 bytes), over its "
+                              "limit of 100.00 MiB (104857600 bytes); held at the peak:",
+                              "==PID==vramtrace: peak of GPU memory since the mark: 134217728 byte(s) in "
+                              "2 allocation(s), held by:", "",
+                              "100663296 byte(s) in 1 object(s) allocated from:"]
+       + torch_frames("test_over_limit", "a = mib(96)")
+       + ["", "33554432 byte(s) in 1 object(s) allocated from:"] + torch_frames("test_over_limit", "b = mib(32)")
+       + ["", "SUMMARY: vramtrace: peak of 134217728 byte(s) in 2 allocation(s) since the mark.", ""],
+       "test_over_limit's report")
+    eq([x for x in s["test_raises"] if x.startswith("E ")], ["E       RuntimeError: the test's own error"],
+       "test_raises' error")
+    # PyTorch's segments: a 2 MiB one of the small pool for up to 1 MiB, a
+    # 20 MiB one for 1 to 10 MiB, the request rounded to 2 MiB above that.
+    eq(peaks(r.out), ["vramtrace: the 5 test(s) with the highest GPU peaks",
+                      f"128.00 MiB  {TORCH_SUITE}::test_over_limit", f" 64.00 MiB  {TORCH_SUITE}::test_cache_is_not_a_leak",
+                      f" 64.00 MiB  {TORCH_SUITE}::test_under_limit", f" 20.00 MiB  {TORCH_SUITE}::test_raises",
+                      f"  2.00 MiB  {TORCH_SUITE}::test_clean"], "the tests with the highest peaks")
+    eq(len(r.dumps), 1, "one dump")
+
+
+# ------------------------------------------------ the GoogleTest listener
+
+GTEST = os.path.join(T, "t_gtest_vramtrace")
+
+
+def gtest_test(fn):
+    if os.path.exists(GTEST):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no {GTEST} (libgtest-dev: tests/deps.sh installs it)")
+    return fn
+
+
+def example_line(text):
+    with open(os.path.join(ROOT, "examples", "gtest_vramtrace.cc")) as f:
+        return 1 + next(i for i, line in enumerate(f) if text in line)
+
+
+@gtest_test
+def gtest_listener_example():
+    r = run([GTEST], report="off")
+    eq(r.rc, 1, "googletest's status: a test failed")
+    lines = normalized(r.out)
+    i = lines.index("Direct leak of 4096 byte(s) in 1 object(s) allocated from:")
+    eq(lines[i - 7:i + 3], [
+        f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
+        "the test left 4096 byte(s) of GPU memory allocated in 1 allocation(s):", "",
+        "=================================================================",
+        "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+        "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        f"    #0 X in gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
+        "    #1 X in Demo_LeavesABufferBehind_Test::TestBody() examples/gtest_vramtrace.cc:"
+        f"{example_line('static void *cache = gpu_buffer(4096);')}"], "the leaking test's failure")
+    for line in ("[ vramtrace] Demo.FreesWhatItTakes: peak 1048576 byte(s) of GPU memory",
+                 "[ vramtrace] Demo.LeavesABufferBehind: peak 4096 byte(s) of GPU memory",
+                 "SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).",
+                 "[  PASSED  ] 1 test.", "[  FAILED  ] Demo.LeavesABufferBehind"):
+        ok(line in lines, f"{line!r} in googletest's output:\n{r.out}")
+    ok(not any(x.startswith("[  FAILED  ] Demo.FreesWhatItTakes") for x in lines), "the clean test passed")
+    # Without vramtrace the listener does nothing.
+    a = run([GTEST], preload=False)
+    eq(a.rc, 0, "status without vramtrace")
+    ok("[  PASSED  ] 2 tests." in a.out and "vramtrace" not in a.out, "both tests pass, nothing said:\n" + a.out)
+
+
+@test
+def c_api_header_installed():
+    work = tempfile.mkdtemp(prefix="vt-api-")
+    try:
+        prefix = os.path.join(work, "with space")
+        p = subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], capture_output=True, text=True)
+        eq(p.returncode, 0, "make install: " + p.stderr)
+        with open(os.path.join(prefix, "include", "vramtrace.h")) as a, open(os.path.join(ROOT, "include", "vramtrace.h")) as b:
+            eq(a.read(), b.read(), "the installed vramtrace.h")
+        ok(f"pip install {ROOT}/python" in p.stdout, "make install says how to install the pytest plugin: " + p.stdout)
+        # A C++ program compiles against the installed header alone.
+        src = os.path.join(work, "use.cc")
+        with open(src, "w") as f:
+            f.write("#include <vramtrace.h>\n#include <cstdio>\nint main() { struct vramtrace_api vt; "
+                    "int on = vramtrace_load(&vt); int m = vt.mark(); std::printf(\"%d %d\\n\", on, m); }\n")
+        p = subprocess.run(["c++", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(prefix, "include"), "-o",
+                            os.path.join(work, "use"), src, "-ldl"], capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (0, ""), "compiled with the installed header")
+        eq(run([os.path.join(work, "use")], sim=False).out, "1 1\n", "under vramtrace")
+        eq(run([os.path.join(work, "use")], preload=False, sim=False).out, "0 -1\n", "without it")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

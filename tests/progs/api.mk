@@ -1,0 +1,22 @@
+# Test programs of the C API (tests/integration/test_pytest.py).
+PROGS += $(T)/t_api
+
+$(T)/t_api: tests/progs/t_api.c include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+
+# Marks under threads, with TSan (run by test_pytest.py's c_api_threads).
+PROGS += $(T)/unit_marks_tsan
+$(T)/unit_marks_tsan: tests/unit/test_marks.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_marks.c $(UNIT_SRC) $(UNIT_LIBS)
+
+# The GoogleTest listener example, where libgtest-dev is installed
+# (tests/deps.sh installs it); test_pytest.py skips it elsewhere.
+ifneq ($(wildcard /usr/include/gtest/gtest.h),)
+PROGS += $(T)/t_gtest_vramtrace
+$(T)/t_gtest_vramtrace: examples/gtest_vramtrace.cc include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CXX) -std=c++17 -O0 -g -Wall -Wextra -I$(CUDA_HOME)/include -Iinclude -o $@ $< -lgtest -lpthread \
+	    $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+endif
