@@ -1,7 +1,8 @@
 /* t_api.c -- the C API (include/vramtrace.h) with known answers, found
  * through vramtrace_load as a program would, with and without vramtrace.
  *
- *   before_mark  1 MiB, allocated before the mark, freed after it
+ *   before_mark  1 MiB, allocated before the mark, twice: one freed after
+ *                it, one kept to the end (never in a mark's report)
  *   keep_small   4096 bytes, since the mark, kept
  *   scratch      8192 bytes, since the mark, freed after keep_big
  *   keep_big     65536 bytes, since the mark, kept
@@ -34,6 +35,7 @@ int main(void) {
     int active = vramtrace_load(&vt);
     printf("active %d\n", active);
     void *a = before_mark();
+    void *kept = before_mark(); /* live at every report: never the mark's */
     int m = vt.mark();
     printf("mark %s\n", m > 0 ? "ok" : m == VRAMTRACE_INACTIVE ? "inactive" : "failed");
     usage("empty", m, -1);
@@ -66,6 +68,7 @@ int main(void) {
     cudaFree(b);
     cudaFree(d);
     cudaFree(e);
+    cudaFree(kept);
     usage("freed", m, -1);
     printf("leaks after free %ld\n", vt.leaks(m, report, sizeof report));
     vt.mark_end(m);
