@@ -323,8 +323,12 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack \
+      $(UNIT_HOTPATH)
 	$(T)/unit
+	$(T)/unit_hotpath
+	$(T)/unit_hotpath_asan
+	setarch $$(uname -m) -R $(T)/unit_hotpath_tsan
 	$(T)/unit_common
 	$(T)/unit_nomem
 	$(T)/unit_asan
@@ -387,7 +391,14 @@ $(BENCH)/libcuda.so.1: bench/fastcuda.c
 $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
 
-bench: deps all $(BENCH)/bench_alloc sim
+$(BENCH)/libcudart.so.12: bench/fastcudart.c $(BENCH)/libcuda.so.1
+	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.12 -o $@ $< -ldl -lpthread
+	ln -sf libcudart.so.12 $(BENCH)/libcudart.so
+
+$(BENCH)/bench_shapes: bench/bench_shapes.c $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
+	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lcudart -lpthread
+
+bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_torch.py
 
