@@ -73,6 +73,20 @@ void vt_table_move(struct live_table *t) {
     }
 }
 
+void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) {
+    size_t mask = t->cap - 1, i = h & mask;
+    for (; t->e[i].rec && t->e[i].rec != r; i = (i + 1) & mask) continue;
+    if (t->e[i].rec) {
+        table_del_at(t, i);
+    } else { /* not in the new array: a tombstone in the old */
+        size_t j = old_first(t, h);
+        while (t->old[j].rec != r) j = old_next(t, j);
+        t->old[j].rec = TABLE_TOMB;
+        t->count--;
+    }
+    vt_table_move(t);
+}
+
 void vt_table_free(struct live_table *t) {
     if (t->e) array_free(t->e, t->cap);
     if (t->old) array_free(t->old, t->old_cap);

@@ -128,26 +128,10 @@ static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) 
     return 1;
 }
 
-/* Take out a record the table holds (`h` its key_hash). */
-static inline void table_del(struct live_table *t, const struct vt_rec *r, uint32_t h) {
-    size_t mask = t->cap - 1, i = h & mask;
-    if (__builtin_expect(t->old != NULL, 0)) {
-        for (;; i = (i + 1) & mask) {
-            if (!t->e[i].rec) { /* not in the new array: a tombstone in the old */
-                size_t j = old_first(t, h);
-                while (t->old[j].rec != r) j = old_next(t, j);
-                t->old[j].rec = TABLE_TOMB;
-                t->count--;
-                vt_table_move(t);
-                return;
-            }
-            if (t->e[i].rec == r) break;
-        }
-    } else {
-        while (t->e[i].rec != r) i = (i + 1) & mask;
-    }
-    /* Shift later entries of the run back over the hole, unless they
-     * belong at or after it. */
+/* Take out the entry at index `i` of the current array: later entries of
+ * its run shift back over the hole, unless they belong at or after it. */
+static inline void table_del_at(struct live_table *t, size_t i) {
+    size_t mask = t->cap - 1;
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         struct vt_rec *x = t->e[j].rec;
         if (!x) break;
@@ -160,7 +144,20 @@ static inline void table_del(struct live_table *t, const struct vt_rec *r, uint3
     t->e[i].rec = NULL;
     t->e[i].address = 0;
     t->count--;
-    if (__builtin_expect(t->old != NULL, 0)) vt_table_move(t);
+}
+
+/* table_del while the table grows: the record may be in either array. */
+void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) VT_HIDDEN;
+
+/* Take out a record the table holds (`h` its key_hash). */
+static inline void table_del(struct live_table *t, const struct vt_rec *r, uint32_t h) {
+    if (__builtin_expect(t->old != NULL, 0)) {
+        vt_table_del_growing(t, r, h);
+        return;
+    }
+    size_t mask = t->cap - 1, i = h & mask;
+    while (t->e[i].rec != r) i = (i + 1) & mask;
+    table_del_at(t, i);
 }
 
 /* Call `fn` on every record (both arrays while growing). */
