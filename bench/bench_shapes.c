@@ -9,9 +9,9 @@
  *       N allocations kept, each call timed; prints "max_call_us X at N
  *       over_1ms K total_s T rss_kb R"
  *   bench_shapes xfree same|cross THREADS N
- *       THREADS threads each allocate N in batches of 32; each batch is
- *       freed by the next thread round (cross) or by the thread itself
- *       through the same queue (same); prints "pairs_per_sec X"
+ *       THREADS threads each allocate N in batches of 1024 and pass a batch
+ *       to the next thread round; each batch is freed by the next thread
+ *       (cross) or by the thread itself (same); prints "pairs_per_sec X"
  *
  * The distinct stacks: ten levels of calls, each made from one of four
  * functions (a digit of the stack's number picks which), below ten levels of
@@ -123,7 +123,7 @@ static int maxcall_main(char **argv) {
 
 /* ---- frees across threads ---------------------------------------------- */
 
-#define BATCH 32
+#define BATCH 1024
 #define QCAP 4
 struct queue {
     CUdeviceptr b[QCAP][BATCH];
@@ -138,20 +138,24 @@ static void wait_a_little(int *spins) {
     else __asm__ volatile("pause");
 }
 
+/* Both ways pass a batch to the next thread round and wait for one from
+ * the one before, so that they wait alike: "cross" frees the batch it
+ * got, "same" frees its own and passes an empty token. */
 static void *xfree_thread(void *arg) {
     int i = (int)(long)arg;
-    struct queue *out = &queues[cross ? (i + 1) % nthreads : i], *in = &queues[i];
+    struct queue *out = &queues[(i + 1) % nthreads], *in = &queues[i];
+    CUdeviceptr own[BATCH];
     for (long done = 0; done < per_thread; done += BATCH) {
         int spins = 0;
         while (__atomic_load_n(&out->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&out->tail, __ATOMIC_ACQUIRE) >= QCAP)
             wait_a_little(&spins);
-        CUdeviceptr *b = out->b[out->head % QCAP];
+        CUdeviceptr *b = cross ? out->b[out->head % QCAP] : own;
         for (int k = 0; k < BATCH; k++) cuMemAlloc(&b[k], 256);
         __atomic_store_n(&out->head, out->head + 1, __ATOMIC_RELEASE);
         spins = 0;
         while (__atomic_load_n(&in->head, __ATOMIC_ACQUIRE) == __atomic_load_n(&in->tail, __ATOMIC_RELAXED))
             wait_a_little(&spins);
-        CUdeviceptr *f = in->b[in->tail % QCAP];
+        CUdeviceptr *f = cross ? in->b[in->tail % QCAP] : own;
         for (int k = 0; k < BATCH; k++) cuMemFree(f[k]);
         __atomic_store_n(&in->tail, in->tail + 1, __ATOMIC_RELEASE);
     }

@@ -94,19 +94,29 @@ static inline int take_from(struct vt_slot *l, const struct vt_key *k, uint32_t 
     return 1;
 }
 
+/* The other thread's slot in which this thread's last free of another
+ * thread's memory found its record: a thread that frees what another
+ * allocated mostly frees what that same thread allocated (a producer and
+ * its consumer), so that slot is looked in first, before all the others. */
+static __thread struct vt_slot *free_hint __attribute__((tls_model("initial-exec")));
+
 /* The record leaves its table, and its free is logged, before the real
  * free: once the driver has the address back it may hand it to another
  * thread, whose allocation must not find ours. Looked for in this
- * thread's table first, then in the others'. A free that fails puts the
+ * thread's table first, then in the hinted one, then in the others'. A free that fails puts the
  * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
-    struct vt_slot *mine = vt_my_slot;
+    struct vt_slot *mine = vt_my_slot, *hint = free_hint;
     if (mine && take_from(mine, &k, khash, &f)) return f;
+    if (hint && hint != mine && take_from(hint, &k, khash, &f)) return f;
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next)
-        if (l != mine && take_from(l, &k, khash, &f)) return f;
+        if (l != mine && l != hint && take_from(l, &k, khash, &f)) {
+            free_hint = l;
+            return f;
+        }
     /* A pointer never seen: counted through this thread's log. */
     struct vt_slot *l = mine;
     if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
