@@ -24,8 +24,9 @@ BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
 # makes `make install PREFIX=...` rebuild the CLI for a new prefix.
 LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 # The library's calls to its own exports bind inside it (exports.c rewrites
-# their symbols).
-LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
+# their symbols). libunwind and libdw are loaded at their first use
+# (tracker/lazy_unwind.c, report/lazy_dw.c), not linked.
+LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
@@ -33,8 +34,8 @@ COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
-           $(COMMON_C) \
+           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/lazy_unwind.c \
+           $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
