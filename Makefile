@@ -24,8 +24,9 @@ BASE    := -std=gnu11 $(WARN) -fno-omit-frame-pointer -I$(CUDA_HOME)/include \
 # makes `make install PREFIX=...` rebuild the CLI for a new prefix.
 LIBDIR_DEF := -DVT_LIBDIR='"$(PREFIX)/lib"'
 # The library's calls to its own exports bind inside it (exports.c rewrites
-# their symbols).
-LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
+# their symbols). libunwind and libdw are loaded at their first use
+# (tracker/lazy_unwind.c, report/lazy_dw.c), not linked.
+LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
@@ -34,7 +35,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/mark.c \
-           $(COMMON_C) \
+           tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
@@ -292,9 +293,14 @@ UNIT_LIBS := -ldw -ldl -lpthread
 # once plain (unit, unit_nomem: it defines the allocator itself), with
 # ASan+UBSan (unit_asan: test_tracker.c again; unit_common: warnings and the
 # call-site rule, with the dump that carries their count) or with TSan
-# (unit_threads_tsan).
+# (unit_threads_tsan); the hot path's structures (test_hotpath.c) all
+# three ways.
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
-UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan
+UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
+UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH)
+$(UNIT_HOTPATH): tests/unit/test_hotpath.c
+$(T)/unit_hotpath_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
+$(T)/unit_hotpath_tsan: UNIT_SAN := -fsanitize=thread
 $(T)/unit $(T)/unit_asan: tests/unit/test_tracker.c
 $(T)/unit_common: tests/unit/test_common.c
 $(T)/unit_nomem: tests/unit/test_nomem.c
@@ -336,8 +342,11 @@ $(STACK_VARIANTS:%=$(T)/%/test_stack): $(T)/%/test_stack: tests/unit/test_stack.
                    $(T)/%/libstack_plugin.so $(T)/%/libcbplug1.so $(T)/%/libcbplug2.so
 	$(CC) $(BASE) $(STACK_FLAGS) -o $@ $< tests/unit/rbp_clobber.S -L$(@D) -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
+	$(T)/unit_hotpath
+	$(T)/unit_hotpath_asan
+	setarch $$(uname -m) -R $(T)/unit_hotpath_tsan
 	$(T)/unit_common
 	$(T)/unit_nomem
 	$(T)/unit_asan
@@ -386,7 +395,14 @@ $(BENCH)/libcuda.so.1: bench/fastcuda.c
 $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
 
-bench: deps all $(BENCH)/bench_alloc sim
+$(BENCH)/libcudart.so.12: bench/fastcudart.c $(BENCH)/libcuda.so.1
+	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.12 -o $@ $< -ldl -lpthread
+	ln -sf libcudart.so.12 $(BENCH)/libcudart.so
+
+$(BENCH)/bench_shapes: bench/bench_shapes.c $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
+	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lcudart -lpthread
+
+bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_torch.py
 	$(PYTHON) bench/bench_html.py

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """vramtrace's benchmarks: prints the table that docs/performance.md quotes.
 `bench.py threads` runs only the two-thread row, `bench.py python` only the
-Python one.
+Python one, `bench.py shapes` only the rows of bench_shapes (distinct stacks,
+instructions, the slowest call, frees across threads, start-up).
 
 Every figure is a median of repeated runs, taken side by side in one run of
 this script; ratios are what to compare across machines. Nothing here
@@ -20,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B = os.path.join(ROOT, "build")
 BENCH = os.path.join(B, "bench")
 PROG = os.path.join(BENCH, "bench_alloc")
-LIB = os.path.join(B, "libvramtrace.so")
+SHAPES = os.path.join(BENCH, "bench_shapes")
+LIB = os.environ.get("BENCH_LIB") or os.path.join(B, "libvramtrace.so")  # BENCH_LIB: another build, to compare
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 N = int(os.environ.get("BENCH_PAIRS", "300000"))
 
@@ -168,9 +170,121 @@ def threads_only():
           f"{machine_scaling():.2f}x; 16 threads {many_threads():.0f} pairs/s on {os.cpu_count()} CPUs")
 
 
+STACK_SHAPES = (1, 10, 1000, 100000, 1000000)
+
+
+def shapes_table(tmp):
+    """Added time a pair at depth 20 over 1 to a million distinct stacks
+    drawn at random, vramtrace vs heaptrack, interleaved as pairs_table."""
+    rows = []
+    ht = heaptrack_wrap(tmp)
+    for nst in STACK_SHAPES:
+        args = [str(nst), str(N)]
+        cases = {"base": ([SHAPES, "stacks", "cuda"] + args, env(False), "ns_per_pair", None),
+                 "vt": ([SHAPES, "stacks", "cuda"] + args, env(True), "ns_per_pair", None),
+                 "mbase": ([SHAPES, "stacks", "malloc"] + args, env(False), "ns_per_pair", None)}
+        if ht:
+            cases["mht"] = ([SHAPES, "stacks", "malloc"] + args, env(False), "ns_per_pair", ht)
+        m = interleaved(cases)
+        vt = m["vt"][0] - m["base"][0]
+        hta = m["mht"][0] - m["mbase"][0] if ht else float("nan")
+        best = (m["vt"][1] - m["base"][1]) / (m["mht"][1] - m["mbase"][1]) if ht else float("nan")
+        rows.append((nst, m["base"][0], m["vt"][0], vt, m["mbase"][0], m["mht"][0] if ht else float("nan"), hta,
+                     vt / hta if ht else float("nan"), best))
+    return rows
+
+
+def callgrind_pairs(api, nst, preload):
+    """Instructions a pair (callgrind): the run of 2n pairs minus the run of
+    n, over n pairs (the warm-up's pass over every stack cancels)."""
+    def one(n):
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", SHAPES, "stacks", api,
+                            str(nst), str(n)], env=env(preload), capture_output=True, text=True, timeout=1200)
+        return int(re.search(r"Collected : (\d+)", p.stderr).group(1))
+    n = 50000
+    return (one(2 * n) - one(n)) / (2 * n)
+
+
+def instructions_rows():
+    if not shutil.which("valgrind"):
+        return None
+    rows = []
+    for api, nst in (("cuda", 1), ("cuda", 10), ("cuda", 1000), ("cudart", 1)):
+        rows.append((api, nst, callgrind_pairs(api, nst, True) - callgrind_pairs(api, nst, False)))
+    return rows
+
+
+def maxcall_row():
+    n = os.environ.get("BENCH_LIVE", "10000000")
+    vt = run([SHAPES, "maxcall", n], env(True))
+    base = run([SHAPES, "maxcall", n], env(False))
+    return n, vt, base
+
+
+def xfree_row():
+    """Pairs/s with 16 threads passing batches round, each freed by the next
+    thread (cross) or by its own (same); the median over rounds of each
+    round's cross over same."""
+    cases = {(pre, way): ([SHAPES, "xfree", way, "16", str(max(N // 1024, 50) * 1024)], env(pre), "pairs_per_sec",
+                          None) for pre in (False, True) for way in ("same", "cross")}
+    m = interleaved(cases)
+    return {pre: (m[(pre, "same")][0], m[(pre, "cross")][0],
+                  statistics.median(c / s for s, c in zip(m[(pre, "same")][2], m[(pre, "cross")][2])))
+            for pre in (False, True)}
+
+
+def startup_row(runs=300):
+    """Median wall time of /bin/true, bare and with vramtrace preloaded, in
+    turns; and the libraries the preload maps beside vramtrace."""
+    import time
+    got = {False: [], True: []}
+    for _ in range(runs):
+        for pre in (False, True):
+            e = env(pre)
+            t0 = time.perf_counter()
+            subprocess.run(["/bin/true"], env=e)
+            got[pre].append(time.perf_counter() - t0)
+    maps = subprocess.run(["/bin/cat", "/proc/self/maps"], env=env(True), capture_output=True, text=True).stdout
+    libs = sorted({os.path.basename(l.split()[-1]) for l in maps.splitlines() if ".so" in l.split()[-1]})
+    return statistics.median(got[False]) * 1e6, statistics.median(got[True]) * 1e6, libs
+
+
+def shapes_main(number=6):
+    print(f"\n{number}. distinct stacks at depth 20, drawn at random: added time per allocate+free pair (ns), "
+          "vramtrace vs heaptrack")
+    print(f"  {'stacks':>8} {'cuda':>7} {'+vt':>8} {'added':>7} {'malloc':>7} {'+heaptrack':>11} {'added':>7} "
+          f"{'ratio':>6} {'fastest':>8}")
+    for r in shapes_table(tempfile.mkdtemp(prefix="vt-bench-")):
+        print(f"  {r[0]:8d} {r[1]:7.1f} {r[2]:8.1f} {r[3]:7.1f} {r[4]:7.1f} {r[5]:11.1f} {r[6]:7.1f} {r[7]:6.2f} "
+              f"{r[8]:8.2f}")
+    print("  target: ratio <= 0.25 at 1,000 stacks")
+    rows = instructions_rows()
+    if rows is None:
+        print(f"\n{number + 1}. instructions: valgrind not found")
+    else:
+        print(f"\n{number + 1}. instructions added per pair (callgrind, bench_shapes stacks): " + ", ".join(
+            f"{api} {nst} stack{'s' if nst > 1 else ''} {ins:.0f}" for api, nst, ins in rows) +
+              f"; the runtime over the driver {rows[3][2] / rows[0][2]:.2f}x the driver (target <= 1.10)")
+    n, vt, base = maxcall_row()
+    print(f"\n{number + 2}. {int(n):,} allocations kept, the slowest single call: {vt['max_cpu_us']} us of its "
+          f"thread's CPU time with vramtrace (at the {int(vt['at_cpu']):,}th; calls over 1 ms: {vt['over_1ms_cpu']}), "
+          f"{base['max_cpu_us']} us without (target <= 1000 us); by the wall clock (the machine's scheduler "
+          f"included) {vt['max_call_us']} us ({vt['over_1ms']} over 1 ms), without {base['max_call_us']} us")
+    x = xfree_row()
+    print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
+          f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "
+          f"without vramtrace {x[False][2]:.2f}x")
+    bare, pre, libs = startup_row()
+    print(f"\n{number + 4}. start of /bin/true (a process that never touches the GPU): {bare:.0f} us bare, {pre:.0f} us "
+          f"with vramtrace, {pre - bare:.0f} us added (target <= 100; includes loading any preload); libraries "
+          f"mapped: {' '.join(libs)}")
+
+
 def main():
     if sys.argv[1:] == ["threads"]:
         return threads_only()
+    if sys.argv[1:] == ["shapes"]:
+        return shapes_main()
     if sys.argv[1:] == ["python"]:
         ver, base, native, withpy, fastest = python_row()
         return print(f"Python {ver}, 30 Python frames ({REPEAT} rounds): without vramtrace {base:.0f} ns, native "
@@ -206,6 +320,7 @@ def main():
         per_event, rss1, rss5 = events_row()
         print(f"\n5. event history: {per_event:.1f} bytes per event; resident memory after 2 million events "
               f"{rss1 / 1024:.1f} MiB, after 10 million {rss5 / 1024:.1f} MiB (ring of 1 million events)")
+        shapes_main(6)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -125,9 +125,15 @@ VT_EARLY static long sys_mprotect(uintptr_t addr, size_t len, long prot) {
 static uintptr_t page_lo, page_hi;
 static long page_prot;
 
-/* Find the dynamic symbols of the exports (GNU hash table: the highest
- * symbol index is at the end of the longest chain). Returns 0 when the
- * table is not as expected; the exports then stay plain. */
+/* The GNU hash of a symbol name (the dynamic linker's dl_new_hash). */
+VT_EARLY static uint32_t gnu_hash(const char *name) {
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = h * 33 + *p;
+    return h;
+}
+
+/* Find the dynamic symbols of the exports in the GNU hash table. Returns 0
+ * when the table is not as expected; the exports then stay plain. */
 VT_EARLY static int find_symbols(void) {
     uintptr_t base = (uintptr_t)&__ehdr_start;
     ElfW(Sym) *symtab = NULL;
@@ -142,25 +148,30 @@ VT_EARLY static int find_symbols(void) {
     uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
     const uint32_t *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
     const uint32_t *chain = buckets + nbuckets;
-    uint32_t nsyms = symoffset;
-    for (uint32_t b = 0; b < nbuckets; b++) {
-        uint32_t i = buckets[b];
-        if (i < symoffset) continue;
-        while (!(chain[i - symoffset] & 1)) i++;
-        if (i + 1 > nsyms) nsyms = i + 1;
-    }
+    if (nbuckets == 0) return 0;
+    /* Each export looked up by its GNU hash, as the dynamic linker does (a
+     * scan of every symbol against every name cost some 100,000
+     * instructions at every process start): the first defined function of
+     * that name in its bucket's chain, the lowest index, as a scan finds. */
     int found = 0;
-    for (uint32_t i = 1; i < nsyms; i++) {
-        ElfW(Sym) *s = &symtab[i];
-        if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) continue;
-        for (int id = 0; id < VT_ID_COUNT; id++)
-            if (!sym_of[id] && same(strtab + s->st_name, exports[id].name)) {
+    for (int id = 0; id < VT_ID_COUNT; id++) {
+        uint32_t h = gnu_hash(exports[id].name);
+        uint32_t i = buckets[h % nbuckets];
+        if (i < symoffset) continue;
+        for (;; i++) {
+            uint32_t c = chain[i - symoffset];
+            ElfW(Sym) *s = &symtab[i];
+            if ((c | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_FUNC &&
+                same(strtab + s->st_name, exports[id].name)) {
                 sym_of[id] = s;
                 found++;
                 uintptr_t a = (uintptr_t)s, e = a + sizeof *s;
                 if (!page_lo || a < page_lo) page_lo = a;
                 if (e > page_hi) page_hi = e;
+                break;
             }
+            if (c & 1) break;
+        }
     }
     if (found != VT_ID_COUNT) return 0;
     page_lo &= ~(uintptr_t)4095;

@@ -87,9 +87,8 @@ void vt_slots_reset_child(void) {
      * threads: emptied and free for the taking; this thread keeps its own. */
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
         l->lock = 0;
-        for (size_t i = 0; i < l->table.cap; i++) free(l->table.e[i].rec);
-        free(l->table.e);
-        memset(&l->table, 0, sizeof l->table);
+        TABLE_EACH(&l->table, r, free(r));
+        vt_table_free(&l->table);
         l->tail = l->head;
         if (l != vt_my_slot) l->owned = 0;
     }

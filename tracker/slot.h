@@ -71,13 +71,15 @@ int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDE
 
 /* Records of freed allocations, kept by the thread that freed them for its
  * next allocations: an alloc/free loop then calls malloc and free not at
- * all. At most REC_CACHE a thread; the rest are freed. */
+ * all. At most REC_CACHE a thread, and only a thread that has a slot
+ * (whose exit frees them); the rest are freed. */
 #define REC_CACHE 64
 extern __thread struct vt_rec *vt_rec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern __thread int vt_nrec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 static inline void rec_put(struct vt_rec *r) {
-    if (vt_nrec_cache >= REC_CACHE) {
+    /* Only a thread with a slot frees its cache at its exit. */
+    if (vt_nrec_cache >= REC_CACHE || !vt_my_slot) {
         free(r);
         return;
     }

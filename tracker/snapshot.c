@@ -69,13 +69,11 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
             }
         }
         if (s->nlive + n <= cap)
-            for (size_t i = 0; i < l->table.cap; i++) {
-                struct vt_rec *r = l->table.e[i].rec;
-                if (!r) continue;
+            TABLE_EACH(&l->table, r, {
                 if (since && (r->a.time_ns < *since || !vt_kind_owned_device(r->a.kind))) continue;
                 s->live[s->nlive] = r->a;
                 s->live[s->nlive++].time_ns = vt_ticks_to_ns(r->a.time_ns, scale);
-            }
+            });
         slot_give(l);
     }
     if (!s->live) s->live = malloc(sizeof *s->live);
@@ -107,7 +105,7 @@ static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t
     size_t nstacks = vt_stacks.n;
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
     if (s->stacks) {
-        memcpy(s->stacks, vt_stacks.list, nstacks * sizeof *vt_stacks.list);
+        if (nstacks) memcpy(s->stacks, vt_stacks.list, nstacks * sizeof *vt_stacks.list);
         s->nstacks = nstacks;
     } else {
         vt_records_lost("a snapshot's stacks");

@@ -1,22 +1,95 @@
-/* table.c -- growing a live table (table.h): the one step of it that is
- * not in the hot path. */
+/* table.c -- growing a live table step by step, and letting it go
+ * (table.h): the steps that are not in the hot path.
+ *
+ * Arrays of a megabyte or more are mapped, not malloc'd: a new one is then
+ * zero pages, touched a page at a time as entries land in it, and the old
+ * one's pages are given back as the move passes them, so neither making
+ * the new array nor dropping the old one costs a call more than a few
+ * pages' work. */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "table.h"
 
+#define MAP_MIN ((size_t)1 << 20)
+#define CHUNK ((size_t)256 << 10) /* given back 64 pages at a time */
+
+static struct live_entry *array_new(size_t cap) {
+    size_t bytes = cap * sizeof(struct live_entry);
+    if (bytes < MAP_MIN) return calloc(cap, sizeof(struct live_entry));
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void array_free(struct live_entry *e, size_t cap) {
+    size_t bytes = cap * sizeof(struct live_entry);
+    if (bytes < MAP_MIN) free(e);
+    else munmap(e, bytes);
+}
+
+/* Move every remaining old entry now (out of memory for a new array: the
+ * table then stays as it is, fully moved). */
+static void move_all(struct live_table *t) {
+    while (t->old) vt_table_move(t);
+}
+
 int vt_table_grow(struct live_table *t) {
+    if (t->old) move_all(t);
     size_t cap = t->cap ? t->cap * 2 : 64;
-    struct live_entry *e = calloc(cap, sizeof *e);
+    struct live_entry *e = array_new(cap);
     if (!e) return 0;
-    for (size_t i = 0; i < t->cap; i++) {
-        struct vt_rec *r = t->e[i].rec;
-        if (!r) continue;
-        size_t j = key_hash(&r->key) & (cap - 1);
-        while (e[j].rec) j = (j + 1) & (cap - 1);
-        e[j] = t->e[i];
+    if (t->count == 0) {
+        if (t->e) array_free(t->e, t->cap);
+    } else {
+        t->old = t->e;
+        t->old_cap = t->cap;
+        t->moved = 0;
     }
-    free(t->e);
     t->e = e;
     t->cap = cap;
     return 1;
+}
+
+void vt_table_move(struct live_table *t) {
+    size_t end = t->moved + GROW_STEP;
+    if (end > t->old_cap) end = t->old_cap;
+    size_t i = t->moved;
+    for (; i < end; i++) {
+        struct vt_rec *r = t->old[i].rec;
+        if (r && r != TABLE_TOMB) table_put(t, r, key_hash(&r->key));
+    }
+    /* The chunks of pages the move has passed are given back (they read as zeros
+     * after, and nothing reads below `moved`). */
+    size_t bytes = t->old_cap * sizeof(struct live_entry);
+    if (bytes >= MAP_MIN) {
+        size_t from = t->moved * sizeof(struct live_entry) / CHUNK, to = i * sizeof(struct live_entry) / CHUNK;
+        if (to > from) madvise((char *)t->old + from * CHUNK, (to - from) * CHUNK, MADV_DONTNEED);
+    }
+    t->moved = i;
+    if (i == t->old_cap) {
+        array_free(t->old, t->old_cap);
+        t->old = NULL;
+        t->old_cap = t->moved = 0;
+    }
+}
+
+void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) {
+    size_t mask = t->cap - 1, i = h & mask;
+    for (; t->e[i].rec && t->e[i].rec != r; i = (i + 1) & mask) continue;
+    if (t->e[i].rec) {
+        table_del_at(t, i);
+    } else { /* not in the new array: a tombstone in the old */
+        size_t j = old_first(t, h);
+        while (t->old[j].rec != r) j = old_next(t, j);
+        t->old[j].rec = TABLE_TOMB;
+        t->count--;
+    }
+    vt_table_move(t);
+}
+
+void vt_table_free(struct live_table *t) {
+    if (t->e) array_free(t->e, t->cap);
+    if (t->old) array_free(t->old, t->old_cap);
+    t->e = t->old = NULL;
+    t->cap = t->old_cap = t->moved = t->count = 0;
 }

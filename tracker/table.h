@@ -4,8 +4,16 @@
  * back (no tombstones), at most half full. An entry keeps the address
  * beside the record, so a probe reads the record only when the address
  * matches. The table does not own its records: whoever adds one takes it
- * out again. Not thread-safe: the slot's lock guards it. Internal to
- * tracker/. */
+ * out again. Not thread-safe: the slot's lock guards it.
+ *
+ * Growing is incremental, so that no call waits for a whole table to be
+ * copied (32 ms at a million live, seconds at ten million): a table past
+ * half full gets an array twice the size, and the old one is moved over
+ * GROW_STEP entries at every later add and delete. Meanwhile a key is in
+ * exactly one of the two arrays; lookups look in the new one, then in the
+ * old. In the old array a deletion leaves a tombstone (the move scans it in
+ * index order, and a shift could carry an entry back over the scan), and
+ * the indexes already scanned hold nothing. Internal to tracker/. */
 #ifndef VT_TABLE_H
 #define VT_TABLE_H
 
@@ -41,14 +49,46 @@ struct vt_rec {
  * record only when the address matches. */
 struct live_entry {
     uint64_t address;
-    struct vt_rec *rec;  /* NULL: empty */
+    struct vt_rec *rec;  /* NULL: empty; TABLE_TOMB: deleted (old array) */
 };
+
+#define TABLE_TOMB ((struct vt_rec *)(uintptr_t)1)
+/* Old entries moved at each add and delete while a table grows: the old
+ * array is gone before the new one is half full again. */
+#define GROW_STEP 8
 
 struct live_table {
     struct live_entry *e;
     size_t cap;          /* a power of two, or 0 */
-    size_t count;
+    size_t count;        /* records in both arrays */
+    /* While growing: the array being moved from, its size, and how far
+     * the move has come (entries below `moved` are all gone); NULL when
+     * not growing. */
+    struct live_entry *old;
+    size_t old_cap, moved;
 };
+
+/* Probing the old array: from a key's home, over the indexes not yet
+ * scanned by the move (those below `moved` held only entries moved
+ * since, so a run crossing them goes on after them). */
+static inline size_t old_first(const struct live_table *t, uint32_t h) {
+    size_t i = h & (t->old_cap - 1);
+    return i < t->moved ? t->moved : i;
+}
+static inline size_t old_next(const struct live_table *t, size_t i) {
+    i = (i + 1) & (t->old_cap - 1);
+    return i < t->moved ? t->moved : i;
+}
+
+/* The record with key `k` in the old array, or NULL. */
+static inline struct vt_rec *table_find_old(const struct live_table *t, const struct vt_key *k, uint32_t h) {
+    for (size_t i = old_first(t, h), n = 0; n < t->old_cap; i = old_next(t, i), n++) {
+        struct vt_rec *r = t->old[i].rec;
+        if (!r) return NULL;
+        if (r != TABLE_TOMB && t->old[i].address == k->address && r->key.space == k->space) return r;
+    }
+    return NULL;
+}
 
 /* The record with key `k` (whose key_hash is `h`), or NULL. */
 static inline struct vt_rec *table_find(const struct live_table *t, const struct vt_key *k, uint32_t h) {
@@ -56,32 +96,42 @@ static inline struct vt_rec *table_find(const struct live_table *t, const struct
     size_t mask = t->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
         struct vt_rec *r = t->e[i].rec;
-        if (!r) return NULL;
+        if (!r) break;
         if (t->e[i].address == k->address && r->key.space == k->space) return r;
     }
+    return __builtin_expect(t->old != NULL, 0) ? table_find_old(t, k, h) : NULL;
 }
 
-/* Double the table (to 64 entries the first time); 0 when out of memory,
- * the table then unchanged. */
+/* Start growing: a new array of twice the size (64 entries the first
+ * time), the current one to be moved over. 0 when out of memory, the
+ * table then unchanged. */
 int vt_table_grow(struct live_table *t) VT_HIDDEN;
 
-/* Add a record whose key is not in the table. */
-static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) {
-    if (2 * (t->count + 1) > t->cap && !vt_table_grow(t)) return 0;
+/* Move up to GROW_STEP old entries to the new array; the old array is
+ * let go once empty. */
+void vt_table_move(struct live_table *t) VT_HIDDEN;
+
+/* Put a record into the current array (it has room). */
+static inline void table_put(struct live_table *t, struct vt_rec *r, uint32_t h) {
     size_t mask = t->cap - 1, i = h & mask;
     while (t->e[i].rec) i = (i + 1) & mask;
     t->e[i].address = r->key.address;
     t->e[i].rec = r;
+}
+
+/* Add a record whose key is not in the table. */
+static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) {
+    if (__builtin_expect(t->old != NULL, 0)) vt_table_move(t);
+    else if (2 * (t->count + 1) > t->cap && !vt_table_grow(t)) return 0;
+    table_put(t, r, h);
     t->count++;
     return 1;
 }
 
-/* Take out a record the table holds (`h` its key_hash). */
-static inline void table_del(struct live_table *t, const struct vt_rec *r, uint32_t h) {
-    size_t mask = t->cap - 1, i = h & mask;
-    while (t->e[i].rec != r) i = (i + 1) & mask;
-    /* Shift later entries of the run back over the hole, unless they
-     * belong at or after it. */
+/* Take out the entry at index `i` of the current array: later entries of
+ * its run shift back over the hole, unless they belong at or after it. */
+static inline void table_del_at(struct live_table *t, size_t i) {
+    size_t mask = t->cap - 1;
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         struct vt_rec *x = t->e[j].rec;
         if (!x) break;
@@ -95,5 +145,35 @@ static inline void table_del(struct live_table *t, const struct vt_rec *r, uint3
     t->e[i].address = 0;
     t->count--;
 }
+
+/* table_del while the table grows: the record may be in either array. */
+void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) VT_HIDDEN;
+
+/* Take out a record the table holds (`h` its key_hash). */
+static inline void table_del(struct live_table *t, const struct vt_rec *r, uint32_t h) {
+    if (__builtin_expect(t->old != NULL, 0)) {
+        vt_table_del_growing(t, r, h);
+        return;
+    }
+    size_t mask = t->cap - 1, i = h & mask;
+    while (t->e[i].rec != r) i = (i + 1) & mask;
+    table_del_at(t, i);
+}
+
+/* Call `fn` on every record (both arrays while growing). */
+#define TABLE_EACH(t, r, body)                                                  \
+    do {                                                                        \
+        for (size_t vt_i_ = 0; vt_i_ < (t)->cap; vt_i_++) {                     \
+            struct vt_rec *r = (t)->e[vt_i_].rec;                               \
+            if (r) { body; }                                                    \
+        }                                                                       \
+        for (size_t vt_i_ = (t)->moved; (t)->old && vt_i_ < (t)->old_cap; vt_i_++) { \
+            struct vt_rec *r = (t)->old[vt_i_].rec;                             \
+            if (r && r != TABLE_TOMB) { body; }                                 \
+        }                                                                       \
+    } while (0)
+
+/* Let go of the arrays (not the records). */
+void vt_table_free(struct live_table *t) VT_HIDDEN;
 
 #endif

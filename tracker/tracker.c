@@ -74,7 +74,7 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
 
 /* Take (space, address) out of a slot's table and log its free; the slot
  * is locked with room for one entry. */
-static inline struct vt_rec *take(struct vt_slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
+static inline __attribute__((always_inline)) struct vt_rec *take(struct vt_slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
     struct vt_rec *r = table_find(&l->table, k, khash);
     if (r) {
         table_del(&l->table, r, khash);
@@ -84,7 +84,7 @@ static inline struct vt_rec *take(struct vt_slot *l, const struct vt_key *k, uin
 }
 
 /* take() in slot l, under its lock; fills f on success. */
-static inline int take_from(struct vt_slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
+static inline __attribute__((always_inline)) int take_from(struct vt_slot *l, const struct vt_key *k, uint32_t khash, struct vt_free *f) {
     slot_lock(l, 1);
     struct vt_rec *r = take(l, k, khash, f->ts);
     slot_give(l);
@@ -94,10 +94,30 @@ static inline int take_from(struct vt_slot *l, const struct vt_key *k, uint32_t 
     return 1;
 }
 
+/* The other thread's slot in which this thread's last free of another
+ * thread's memory found its record: a thread that frees what another
+ * allocated mostly frees what that same thread allocated (a producer and
+ * its consumer), so that slot is looked in first, before all the others. */
+static __thread struct vt_slot *free_hint __attribute__((tls_model("initial-exec")));
+
+/* take_from in the other threads' slots: the hinted one first. Out of
+ * line, so that the free of the thread's own memory stays short. */
+__attribute__((noinline)) static int take_elsewhere(struct vt_slot *mine, const struct vt_key *k, uint32_t khash,
+                                                    struct vt_free *f) {
+    struct vt_slot *hint = free_hint;
+    if (hint && hint != mine && take_from(hint, k, khash, f)) return 1;
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next)
+        if (l != mine && l != hint && take_from(l, k, khash, f)) {
+            free_hint = l;
+            return 1;
+        }
+    return 0;
+}
+
 /* The record leaves its table, and its free is logged, before the real
  * free: once the driver has the address back it may hand it to another
  * thread, whose allocation must not find ours. Looked for in this
- * thread's table first, then in the others'. A free that fails puts the
+ * thread's table first, then in the hinted one, then in the others'. A free that fails puts the
  * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
@@ -105,8 +125,7 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     uint32_t khash = key_hash(&k);
     struct vt_slot *mine = vt_my_slot;
     if (mine && take_from(mine, &k, khash, &f)) return f;
-    for (struct vt_slot *l = vt_slots_first(); l; l = l->next)
-        if (l != mine && take_from(l, &k, khash, &f)) return f;
+    if (take_elsewhere(mine, &k, khash, &f)) return f;
     /* A pointer never seen: counted through this thread's log. */
     struct vt_slot *l = mine;
     if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }

@@ -1,0 +1,199 @@
+/* bench_shapes.c -- the loops of the benchmarks' other shapes: many distinct
+ * stacks, millions live, frees across threads, the runtime over the driver.
+ *
+ *   bench_shapes stacks cuda|cudart|malloc NSTACKS N [cold]
+ *       N allocate+free pairs at depth 20, each from one of NSTACKS distinct
+ *       stacks drawn at random (after an untimed pass over every stack once,
+ *       and as many pairs again, unless "cold"); prints "ns_per_pair X"
+ *   bench_shapes maxcall N
+ *       N allocations kept, each call timed (wall and thread CPU time);
+ *       prints "max_call_us X at N over_1ms K max_cpu_us ..."
+ *   bench_shapes xfree same|cross THREADS N
+ *       THREADS threads each allocate N in batches of 1024 and pass a batch
+ *       to the next thread round; each batch is freed by the next thread
+ *       (cross) or by the thread itself (same); prints "pairs_per_sec X"
+ *
+ * The distinct stacks: ten levels of calls, each made from one of four
+ * functions (a digit of the stack's number picks which), below ten levels of
+ * plain recursion, so stacks share their callers as real programs' do. */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb;
+}
+
+enum { CUDA, CUDART, MALLOC };
+static int api;
+
+__attribute__((noinline)) static long pair(void) {
+    if (api == MALLOC) {
+        void *p = malloc(256);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        free(p);
+        return (long)((unsigned long)p & 1);
+    }
+    if (api == CUDART) {
+        void *p;
+        cudaMalloc(&p, 256);
+        cudaFree(p);
+        return (long)((unsigned long)p & 1);
+    }
+    CUdeviceptr p;
+    cuMemAlloc(&p, 256);
+    cuMemFree(p);
+    return (long)(p & 1);
+}
+
+/* Level functions: each calls the next level through its own call site. */
+typedef long level_fn(int, unsigned);
+static level_fn *levels[4];
+static long level(int d, unsigned idx) { return d ? levels[idx & 3](d - 1, idx >> 2) : pair(); }
+#define LEVEL(k) __attribute__((noinline)) static long level##k(int d, unsigned idx) { \
+        long r = level(d, idx); __asm__ volatile("" : : : "memory"); return r + k; }
+LEVEL(0) LEVEL(1) LEVEL(2) LEVEL(3)
+static level_fn *levels[4] = {level0, level1, level2, level3};
+
+__attribute__((noinline)) static long deep(int d, unsigned idx) {
+    if (d <= 0) return level(10, idx);
+    long r = deep(d - 1, idx);
+    __asm__ volatile("" : : : "memory");
+    return r + 1;
+}
+
+static unsigned long long rng = 88172645463325252ull;
+static unsigned next_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng >> 11);
+}
+
+static int stacks_main(int argc, char **argv) {
+    api = strcmp(argv[2], "malloc") == 0 ? MALLOC : strcmp(argv[2], "cudart") == 0 ? CUDART : CUDA;
+    unsigned nstacks = (unsigned)atol(argv[3]);
+    long n = atol(argv[4]);
+    if (nstacks < 1) nstacks = 1;
+    long sum = 0;
+    if (!(argc > 5 && strcmp(argv[5], "cold") == 0)) {
+        for (unsigned i = 0; i < nstacks; i++) sum += deep(10, i);
+        for (long i = 0; i < n; i++) sum += deep(10, next_rand() % nstacks);
+    }
+    double t0 = now();
+    for (long i = 0; i < n; i++) sum += deep(10, next_rand() % nstacks);
+    double dt = now() - t0;
+    printf("ns_per_pair %.1f rss_kb %ld sum %ld\n", dt * 1e9 / (double)n, rss_kb(), sum & 1);
+    return 0;
+}
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Each call timed by the wall clock and by this thread's CPU time: on a
+ * shared machine the wall clock's slowest call is the scheduler's, the CPU
+ * time's is the call's own work (page faults included). */
+static int maxcall_main(char **argv) {
+    long n = atol(argv[2]);
+    double worst = 0, worst_cpu = 0, t0 = now();
+    long at = 0, at_cpu = 0, over = 0, over_cpu = 0;
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p;
+        double c = cpu_now(), a = now();
+        cuMemAlloc(&p, 256);
+        double d = now() - a, dc = cpu_now() - c;
+        if (d > worst) { worst = d; at = i; }
+        if (dc > worst_cpu) { worst_cpu = dc; at_cpu = i; }
+        if (d > 1e-3) over++;
+        if (dc > 1e-3) over_cpu++;
+    }
+    printf("max_call_us %.1f at %ld over_1ms %ld max_cpu_us %.1f at_cpu %ld over_1ms_cpu %ld total_s %.3f rss_kb %ld\n",
+           worst * 1e6, at, over, worst_cpu * 1e6, at_cpu, over_cpu, now() - t0, rss_kb());
+    return 0;
+}
+
+/* ---- frees across threads ---------------------------------------------- */
+
+#define BATCH 1024
+#define QCAP 4
+struct queue {
+    CUdeviceptr b[QCAP][BATCH];
+    unsigned long head, tail; /* head: pushed, tail: popped */
+} __attribute__((aligned(64)));
+static struct queue *queues;
+static int nthreads, cross;
+static long per_thread;
+
+static void wait_a_little(int *spins) {
+    if (++*spins > 64) sched_yield();
+    else __asm__ volatile("pause");
+}
+
+/* Both ways pass a batch to the next thread round and wait for one from
+ * the one before, so that they wait alike: "cross" frees the batch it
+ * got, "same" frees its own and passes an empty token. */
+static void *xfree_thread(void *arg) {
+    int i = (int)(long)arg;
+    struct queue *out = &queues[(i + 1) % nthreads], *in = &queues[i];
+    CUdeviceptr own[BATCH];
+    for (long done = 0; done < per_thread; done += BATCH) {
+        int spins = 0;
+        while (__atomic_load_n(&out->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&out->tail, __ATOMIC_ACQUIRE) >= QCAP)
+            wait_a_little(&spins);
+        CUdeviceptr *b = cross ? out->b[out->head % QCAP] : own;
+        for (int k = 0; k < BATCH; k++) cuMemAlloc(&b[k], 256);
+        __atomic_store_n(&out->head, out->head + 1, __ATOMIC_RELEASE);
+        spins = 0;
+        while (__atomic_load_n(&in->head, __ATOMIC_ACQUIRE) == __atomic_load_n(&in->tail, __ATOMIC_RELAXED))
+            wait_a_little(&spins);
+        CUdeviceptr *f = cross ? in->b[in->tail % QCAP] : own;
+        for (int k = 0; k < BATCH; k++) cuMemFree(f[k]);
+        __atomic_store_n(&in->tail, in->tail + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int xfree_main(char **argv) {
+    cross = strcmp(argv[2], "cross") == 0;
+    nthreads = atoi(argv[3]);
+    per_thread = atol(argv[4]);
+    if (nthreads < 1 || nthreads > 64) nthreads = 1;
+    queues = aligned_alloc(64, sizeof *queues * (size_t)nthreads);
+    memset(queues, 0, sizeof *queues * (size_t)nthreads);
+    pthread_t t[64];
+    double t0 = now();
+    for (int i = 0; i < nthreads; i++) pthread_create(&t[i], NULL, xfree_thread, (void *)(long)i);
+    for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
+    double dt = now() - t0;
+    printf("pairs_per_sec %.0f\n", (double)per_thread * nthreads / dt);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    cuInit(0);
+    if (argc >= 5 && strcmp(argv[1], "stacks") == 0) return stacks_main(argc, argv);
+    if (argc >= 3 && strcmp(argv[1], "maxcall") == 0) return maxcall_main(argv);
+    if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);
+    fprintf(stderr, "usage: see bench_shapes.c\n");
+    return 2;
+}

@@ -1,0 +1,64 @@
+/* lazy_dw.c -- libdw (elfutils' libdwfl), loaded at its first use.
+ *
+ * The library is not linked against libdw: it and the four libraries it
+ * brings (libelf, libz, libbz2, liblzma) cost every process LD_PRELOAD
+ * reaches a load at start, and only writing a report needs them. These are
+ * the libdwfl functions symbolize.c calls, under their own names and hidden
+ * (they stand in only for vramtrace's own calls, never for a program's
+ * libdw): the first one called loads libdw.so.1 and finds the real ones.
+ * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
+ * and addresses only), and the others are never reached. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <pthread.h>
+
+#define VT_HIDDEN __attribute__((visibility("hidden")))
+
+#define DW_FUNCS(_)                                                                               \
+    _(Dwfl *, dwfl_begin, (const Dwfl_Callbacks *c), (c), NULL)                                      \
+    _(int, dwfl_linux_proc_report, (Dwfl *d, pid_t pid), (d, pid), -1)                               \
+    _(int, dwfl_report_end, (Dwfl *d, int (*rm)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *), \
+      void *arg), (d, rm, arg), -1)                                                                  \
+    _(Dwfl_Module *, dwfl_addrmodule, (Dwfl *d, Dwarf_Addr a), (d, a), NULL)                          \
+    _(const char *, dwfl_module_info, (Dwfl_Module *m, void ***u, Dwarf_Addr *s, Dwarf_Addr *e,        \
+      Dwarf_Addr *dw, Dwarf_Addr *sy, const char **mf, const char **df), (m, u, s, e, dw, sy, mf, df), NULL) \
+    _(const char *, dwfl_module_addrname, (Dwfl_Module *m, GElf_Addr a), (m, a), NULL)               \
+    _(Dwfl_Line *, dwfl_module_getsrc, (Dwfl_Module *m, Dwarf_Addr a), (m, a), NULL)                  \
+    _(const char *, dwfl_lineinfo, (Dwfl_Line *l, Dwarf_Addr *a, int *ln, int *col, Dwarf_Word *mt,  \
+      Dwarf_Word *len), (l, a, ln, col, mt, len), NULL)                                              \
+    _(int, dwfl_linux_proc_find_elf, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b, char **f, \
+      Elf **e), (m, u, n, b, f, e), -1)                                                              \
+    _(int, dwfl_standard_find_debuginfo, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b,      \
+      const char *f, const char *df, GElf_Word crc, char **dfn), (m, u, n, b, f, df, crc, dfn), -1)
+
+static struct {
+#define FIELD(ret, name, params, args, fail) ret (*name) params;
+    DW_FUNCS(FIELD)
+#undef FIELD
+    void (*dwfl_end)(Dwfl *);
+} real;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load(void) {
+    void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!h) return;
+#define FIND(ret, name, params, args, fail) *(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122");
+    DW_FUNCS(FIND)
+#undef FIND
+    *(void **)&real.dwfl_end = dlvsym(h, "dwfl_end", "ELFUTILS_0.122");
+}
+
+#define STAND_IN(ret, name, params, args, fail)                 \
+    VT_HIDDEN ret name params {                                 \
+        pthread_once(&load_once, load);                         \
+        if (!real.name) return fail;                            \
+        return real.name args;                                  \
+    }
+DW_FUNCS(STAND_IN)
+#undef STAND_IN
+
+VT_HIDDEN void dwfl_end(Dwfl *d) {
+    pthread_once(&load_once, load);
+    if (real.dwfl_end) real.dwfl_end(d);
+}
