@@ -29,20 +29,23 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c common/live.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
-           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
            $(COMMON_C) \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c report/live.c report/forecast.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
+           cli/livefile.c cli/cmd_top.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
+# vramtrace top draws with ncurses.
+CLI_TOP_LIBS := -lncurses
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
 
 LIB_O   := $(LIB_C:%.c=$(B)/obj/%.o) $(LIB_S:%.S=$(B)/obj/%.o)
@@ -92,7 +95,7 @@ $(B)/libvramtrace.so: $(LIB_O)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS) $(B)/prefix.stamp
 	@mkdir -p $(B)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 
 $(B)/prefix.stamp: FORCE
 	@mkdir -p $(B)
@@ -454,7 +457,7 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS)
 	@mkdir -p $(GB)/lib $(GB)/bin
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done

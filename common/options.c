@@ -55,6 +55,15 @@ const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
                    "a file the library creates when it starts in a process; vramtrace run sets it (with "
                    "--leak-check or --limit) to tell a traced command from one the preload never reached",
                    NULL, NULL, NULL},
+    [VT_O_LIVE] = {"VRAMTRACE_LIVE", VT_OPT_NUMBER, "1", 1, 0, 1, NULL,
+                   "1 publishes the process's live counters in a shared-memory file of its own (mode 0600, "
+                   "in $XDG_RUNTIME_DIR or /dev/shm, removed at exit) for vramtrace top and vramtrace "
+                   "metrics, at most 4 times a second; 0 none",
+                   "--live", "0|1", "publish live counters for top and metrics"},
+    [VT_O_FORECAST] = {"VRAMTRACE_FORECAST", VT_OPT_NUMBER, "1800", 1800, 0, 604800, NULL,
+                       "seconds ahead (0 to 604800; 0 none) in which sustained growth projected to fill a "
+                       "device (or VRAMTRACE_LIMIT) warns once on stderr and shows in top, metrics and the dump",
+                       "--forecast", "SECONDS", "warn when growth fills a device this soon"},
     [VT_O_TENSORS] = {"PYTORCH_NO_CUDA_MEMORY_CACHING", VT_OPT_FOREIGN, "(unset)", 0, 0, 0, NULL, NULL,
                       "--tensors", NULL,
                       "PyTorch asks CUDA for every tensor,\n"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../report/live.h"
 #include "../report/output.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
@@ -59,6 +60,7 @@ static void after_fork_child(void) {
     vt_tracker_reset_child();
     vt_hook_reset_child();
     vt_output_reset_child();
+    vt_live_reset_child();
     vt_ondemand_reset_child();
     vt_busy--;
 }
@@ -82,6 +84,7 @@ __attribute__((constructor)) static void vt_start(void) {
  * usual. */
 __attribute__((destructor)) static void vt_stop(void) {
     int e = errno;
+    vt_live_stop();
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);

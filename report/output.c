@@ -172,6 +172,22 @@ static void read_self_id(void) {
     self_id.start = start;
 }
 
+void vt_process_facts(struct vt_process_facts *f) {
+    memset(f, 0, sizeof *f);
+    read_self_id();
+    f->pid = (int)getpid();
+    f->rank = env_int(rank_vars);
+    f->local_rank = env_int(local_rank_vars);
+    f->start = self_id.start;
+    snprintf(f->boot_id, sizeof f->boot_id, "%s", self_id.boot_id);
+    gethostname(f->host, sizeof f->host - 1);
+    char buf[4096], *argv[64];
+    int argc = read_argv(buf, sizeof buf, argv, 64);
+    size_t k = 0;
+    for (int i = 0; i < argc && k + 1 < sizeof f->command; i++)
+        k += (size_t)snprintf(f->command + k, sizeof f->command - k, "%s%s", i ? " " : "", argv[i]);
+}
+
 /* 1 when the file at path is a dump written by an image of this very
  * process (same pid, boot and start time), read from its first bytes,
  * where the dump writer puts those fields. */

@@ -12,8 +12,10 @@ case "$(cat /etc/debian_version 2>/dev/null)" in
 *) CLANG_V=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -1)
    CLANG_V=${CLANG_V:-14} ;;
 esac
-# python3-venv: `make torch-env` creates a virtual environment.
-PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev"
+# python3-venv: `make torch-env` creates a virtual environment. libncurses-dev:
+# `vramtrace top`; tmux drives it in the tests; prometheus (promtool and the
+# server) checks `vramtrace metrics`.
+PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev libncurses-dev tmux prometheus"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
