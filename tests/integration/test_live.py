@@ -185,3 +185,73 @@ def live_segment_reads_are_consistent():
     ok(seen <= {1048576, 1048576 + 3145728}, f"live bytes only ever 1 or 4 MiB: {seen}")
     eq(t.p.stdout.readline(), "ok\n", "the loop ends")
     eq(t.quit(), (0, ""), "exit")
+
+
+class Tmux:
+    """A tmux server of its own, one window running cmd."""
+
+    def __init__(self, cmd, env, width=160, height=30):
+        self.sock = f"vt-live-{os.getpid()}-{time.monotonic_ns()}"
+        extra = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
+        subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", "new-session", "-d", "-x", str(width),
+                        "-y", str(height), *extra, *cmd], check=True, timeout=30)
+
+    def screen(self):
+        p = subprocess.run(["tmux", "-L", self.sock, "capture-pane", "-p"], capture_output=True, text=True,
+                           timeout=30)
+        return p.stdout
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "-L", self.sock, "send-keys", *keys], check=True, timeout=30)
+
+    def alive(self):
+        return subprocess.run(["tmux", "-L", self.sock, "has-session"], capture_output=True,
+                              timeout=30).returncode == 0
+
+    def kill(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)
+
+
+def screen_rows(screen):
+    """[(pid, live, peak)] of the process rows on a top screen, in order."""
+    return [(int(m[0]), m[1], m[2]) for m in
+            re.findall(r"^ *(\d+) +\d+ +\d+ +([\d.]+ \w+) +([\d.]+ \w+) ", screen, re.M)]
+
+
+@test
+def top_screen_follows_processes():
+    """vramtrace top on a terminal (tmux): two traced programs appear with
+    their exact live and peak bytes, largest first; 'n' sorts by pid, 'j'
+    selects the next process (its call sites are shown); a program that
+    exits loses its row; 'q' quits."""
+    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    tm = Tmux([CLI, "top", "--interval", "0.2"], {"XDG_RUNTIME_DIR": rundir, "TERM": "screen"})
+    try:
+        wait_for("top's empty screen", lambda: "(no traced process of this user is running)" in tm.screen())
+        a = Live(rundir)
+        b = Live(rundir)
+        a.say("a 52428800")
+        b.say("a 104857600")
+        b.say("f")
+        b.say("a 73400320")
+        want = sorted([(b.pid, "70.00 MiB", "100.00 MiB"), (a.pid, "50.00 MiB", "50.00 MiB")],
+                      key=lambda r: r[1], reverse=True)
+        wait_for("both rows, largest first", lambda: screen_rows(tm.screen()) == want)
+        ok(re.search(rf"^call sites of pid {b.pid} ", tm.screen(), re.M), "the first process is selected")
+        tm.keys("n")
+        by_pid = sorted(want)
+        wait_for("sorted by pid", lambda: screen_rows(tm.screen()) == by_pid and "sort: pid" in tm.screen())
+        tm.keys("k")
+        wait_for("the first process selected",
+                 lambda: re.search(rf"^call sites of pid {by_pid[0][0]} ", tm.screen(), re.M))
+        tm.keys("j")
+        second = by_pid[1][0]
+        wait_for("the second process selected",
+                 lambda: re.search(rf"^call sites of pid {second} ", tm.screen(), re.M))
+        eq(a.quit(), (0, ""), "a exits")
+        wait_for("a's row gone", lambda: [r[0] for r in screen_rows(tm.screen())] == [b.pid])
+        tm.keys("q")
+        wait_for("top quits", lambda: not tm.alive())
+        eq(b.quit(), (0, ""), "b exits")
+    finally:
+        tm.kill()
