@@ -3,7 +3,9 @@
 its programs with a private XDG_RUNTIME_DIR, so that it sees its own
 processes only."""
 import os
+import atexit
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -13,13 +15,24 @@ import time
 from run_tests import *
 
 T_LIVE = os.path.join(T, "t_live")
+_dirs = []
+
+
+def tempdir(prefix):
+    """A folder of this test run's, removed when it ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _dirs.append(d)
+    return d
+
+
+atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _dirs])
 
 
 class Live:
     """t_live under vramtrace, driven line by line (tests/progs/t_live.c)."""
 
     def __init__(self, rundir, env=None, argv=None):
-        self.work = tempfile.mkdtemp(prefix="vt-live-")
+        self.work = tempdir("vt-live-")
         e = {k: v for k, v in os.environ.items()
              if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "XDG_RUNTIME_DIR": rundir,
@@ -92,7 +105,7 @@ def live_segment_published_and_removed():
     """A process that allocates 100 MiB and then 1 MiB shows them in its
     segment (mode 0600, in XDG_RUNTIME_DIR) within half a second of the
     allocation, with its call site, and the segment goes when it exits."""
-    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    rundir = tempdir("vt-rundir-")
     t = Live(rundir)
     t.say("a 104857600")
     t.say("a 1048576")
@@ -126,7 +139,7 @@ def live_segment_stale_ones_cleaned():
     """A segment left by a killed process (its pid gone), and one whose pid
     runs but started at another time, are removed by the next reader; a
     live one stays."""
-    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    rundir = tempdir("vt-rundir-")
     a = Live(rundir)
     a.say("a 4096")
     b = Live(rundir)
@@ -155,7 +168,7 @@ def live_segment_stale_ones_cleaned():
 def live_segment_off_switch():
     """VRAMTRACE_LIVE=0 publishes nothing and starts no thread (with the
     dump signal's watcher off too)."""
-    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    rundir = tempdir("vt-rundir-")
     t = Live(rundir, env={"VRAMTRACE_LIVE": "0", "VRAMTRACE_SIGNAL": "0"})
     t.say("a 4096")
     time.sleep(0.6)
@@ -169,7 +182,7 @@ def live_segment_reads_are_consistent():
     """While the program allocates and frees 3 MiB thousands of times, every
     frame read shows the process's live bytes equal to what its call sites
     hold (both 0 or both 3 MiB): no torn copy."""
-    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    rundir = tempdir("vt-rundir-")
     t = Live(rundir)
     t.say("a 1048576")
     wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
@@ -224,7 +237,7 @@ def top_screen_follows_processes():
     their exact live and peak bytes, largest first; 'n' sorts by pid, 'j'
     selects the next process (its call sites are shown); a program that
     exits loses its row; 'q' quits."""
-    rundir = tempfile.mkdtemp(prefix="vt-rundir-")
+    rundir = tempdir("vt-rundir-")
     tm = Tmux([CLI, "top", "--interval", "0.2"], {"XDG_RUNTIME_DIR": rundir, "TERM": "screen"})
     try:
         wait_for("top's empty screen", lambda: "(no traced process of this user is running)" in tm.screen())
@@ -255,3 +268,119 @@ def top_screen_follows_processes():
         eq(b.quit(), (0, ""), "b exits")
     finally:
         tm.kill()
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def metrics(rundir, *args):
+    p = subprocess.run([CLI, "metrics", *args], env=live_env(rundir), capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stderr), (0, ""), f"vramtrace metrics {' '.join(args)}")
+    return p.stdout
+
+
+def series(text, name):
+    """{labels text: value} of one metric's samples."""
+    return {m[0]: m[1] for m in re.findall(rf"^{name}\{{(.*)\}} (\S+)$", text, re.M)}
+
+
+@test
+def metrics_exposition_and_promtool():
+    """vramtrace metrics over two traced programs: exact bytes and counts
+    per process and device, labelled pid, rank, host, command, gpu and the
+    UUID as DCGM spells it; the call sites capped by --top; promtool check
+    metrics finds nothing to say; --textfile writes the same whole."""
+    rundir = tempdir("vt-rundir-")
+    a = Live(rundir, env={"RANK": "3"})
+    b = Live(rundir)
+    a.say("a 52428800")
+    a.say("a 1048576")
+    a.say("f")
+    a.say("o")
+    b.say("a 4096")
+    wait_for("both published", lambda: len(series(metrics(rundir), "vramtrace_live_bytes")) == 2
+             and "52428800" in series(metrics(rundir), "vramtrace_live_bytes").values()
+             and "1" in series(metrics(rundir), "vramtrace_ooms_total").values())
+    text = metrics(rundir)
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    la = f'pid="{a.pid}",rank="3",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"'
+    lb = f'pid="{b.pid}",rank="0",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"'
+    eq(series(text, "vramtrace_live_bytes"), {la: "52428800", lb: "4096"}, "live bytes")
+    eq(series(text, "vramtrace_peak_bytes"), {la: "53477376", lb: "4096"}, "peak bytes")
+    eq(series(text, "vramtrace_allocations_total"), {la: "2", lb: "1"}, "allocations")
+    eq(series(text, "vramtrace_frees_total"), {la: "1", lb: "0"}, "frees")
+    eq(series(text, "vramtrace_ooms_total"), {la: "1", lb: "0"}, "out-of-memory failures")
+    eq(series(text, "vramtrace_device_memory_bytes"), {la: "1073741824", lb: "1073741824"}, "device memory")
+    line = source_line("t_live.c", "cudaMalloc(&p, bytes) == cudaSuccess")
+    site = f"keep tests/progs/t_live.c:{line}"
+    pa = f'pid="{a.pid}",rank="3",host="{host}",command="{T_LIVE}"'
+    pb = f'pid="{b.pid}",rank="0",host="{host}",command="{T_LIVE}"'
+    eq(series(text, "vramtrace_site_live_bytes"), {f'{pa},site="{site}"': "52428800", f'{pb},site="{site}"': "4096"},
+       "call sites")
+    eq(series(metrics(rundir, "--top", "0"), "vramtrace_site_live_bytes"), {}, "--top 0: no call sites")
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stdout, p.stderr), (0, "", ""), "promtool check metrics")
+    om = metrics(rundir, "--openmetrics")
+    ok(om.endswith("# EOF\n") and "# TYPE vramtrace_allocations counter\n" in om
+       and "# UNIT vramtrace_live_bytes bytes\n" in om, "OpenMetrics: counter family, units, EOF")
+    eq(series(om, "vramtrace_live_bytes"), series(text, "vramtrace_live_bytes"), "the same series in OpenMetrics")
+    out = tempdir("vt-textfile-")
+    eq(metrics(rundir, "--textfile", out, "--once"), "", "textfile: nothing on stdout")
+    eq(os.listdir(out), ["vramtrace.prom"], "one file, no temporary left")
+    with open(os.path.join(out, "vramtrace.prom")) as f:
+        eq(series(f.read(), "vramtrace_live_bytes"), {la: "52428800", lb: "4096"}, "textfile's live bytes")
+    eq(a.quit(), (0, ""), "a exits")
+    eq(b.quit(), (0, ""), "b exits")
+    eq(series(metrics(rundir), "vramtrace_live_bytes"), {}, "no series once they exit")
+
+
+@test
+def metrics_scraped_by_prometheus():
+    """A Prometheus server started on loopback scrapes vramtrace metrics
+    --listen while a traced program holds 96 MiB: the HTTP API answers a
+    PromQL query with the exact live bytes and the program's pid."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-prom-")
+    t = Live(rundir)
+    t.say("a 100663296")
+    wait_for("published", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    mport, pport = free_port(), free_port()
+    exporter = subprocess.Popen([CLI, "metrics", "--listen", f"127.0.0.1:{mport}"], env=live_env(rundir),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(os.path.join(work, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
+                f"  - job_name: vramtrace\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n")
+    prom = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
+                             f"--storage.tsdb.path={work}/data", f"--web.listen-address=127.0.0.1:{pport}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import json
+    import urllib.parse
+    import urllib.request
+
+    def query():
+        q = urllib.parse.quote(f'vramtrace_live_bytes{{pid="{t.pid}"}}')
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{pport}/api/v1/query?query={q}", timeout=5) as r:
+                res = json.load(r)["data"]["result"]
+        except OSError:
+            return None
+        return [(x["metric"]["pid"], x["metric"]["UUID"], x["value"][1]) for x in res] or None
+
+    try:
+        start = time.monotonic()
+        got = wait_for("Prometheus answers", query, timeout=60)
+        eq(got, [(str(t.pid), "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", "100663296")], "PromQL result")
+        print(f"  (Prometheus answered {time.monotonic() - start:.1f} s after it started)")
+    finally:
+        prom.terminate()
+        prom.wait(timeout=60)
+        exporter.terminate()
+        eq(exporter.wait(timeout=60), 0, "the exporter stops on SIGTERM")
+    eq(t.quit(), (0, ""), "exit")
