@@ -326,8 +326,15 @@ $(T)/stack_asan/test_stack: tests/unit/test_stack.c tests/unit/rbp_clobber.S tes
 	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ $< tests/unit/rbp_clobber.S \
 	    -L$(T)/stack_asan -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
-unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack
+# The live view's tracker side and the forecast, with ASan+UBSan.
+$(T)/unit_live: tests/unit/test_live.c tests/unit/check.h $(UNIT_SRC) tracker/view.c report/forecast.c $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $@ tests/unit/test_live.c $(UNIT_SRC) tracker/view.c report/forecast.c $(UNIT_LIBS)
+
+unit: $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_live
 	$(T)/unit
+	$(T)/unit_live
 	$(T)/unit_common
 	$(T)/unit_nomem
 	$(T)/unit_asan

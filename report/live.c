@@ -135,9 +135,11 @@ static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint6
     vt_fmt_bytes((uint64_t)f->growth_per_min, rate, sizeof rate);
     vt_fmt_bytes(capacity, cap, sizeof cap);
     const char *site = growing_site();
-    double min = (double)f->full_in_ns / 60e9;
-    snprintf(line, sizeof line, "at +%s a minute, device %d is full (%s%s) in %.1f minutes%s%s", rate, d, cap,
-             vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", min, site ? "; it grows at " : "", site ? site : "");
+    char when[32];
+    if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
+    else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);
+    snprintf(line, sizeof line, "at +%s a minute, device %d is full (%s%s) in %s%s%s", rate, d, cap,
+             vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "", site ? site : "");
     (void)live;
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);

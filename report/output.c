@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "holders.h"
 #include "leaks.h"
+#include "live.h"
 #include "outfile.h"
 #include "output.h"
 #include "postmortem.h"
@@ -326,7 +327,7 @@ static int write_outputs(const char *reason, unsigned seq) {
     vt_sort_live(s);
     struct vt_symbols *sym = vt_symbolize(s);
 
-    char argbuf[8192];
+    char argbuf[8192], forecast[256];
     char *argv[64];
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -341,6 +342,7 @@ static int write_outputs(const char *reason, unsigned seq) {
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
+        .forecast = vt_live_forecast(forecast, sizeof forecast),
     };
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */

@@ -4,6 +4,7 @@ its programs with a private XDG_RUNTIME_DIR, so that it sees its own
 processes only."""
 import os
 import atexit
+import json
 import re
 import shutil
 import signal
@@ -384,3 +385,56 @@ def metrics_scraped_by_prometheus():
         exporter.terminate()
         eq(exporter.wait(timeout=60), 0, "the exporter stops on SIGTERM")
     eq(t.quit(), (0, ""), "exit")
+
+
+FORECAST = re.compile(r"^vramtrace: forecast: at \+([\d.]+) (MiB|GiB) a minute, device 0 is full \(1\.00 GiB, "
+                      r"VRAMTRACE_LIMIT\) in (\d+) seconds; it grows at (.*)$")
+
+
+@test
+def forecast_leak_warns_steady_and_loading_do_not():
+    """Three programs at once on a 1 GiB budget with a 30 s horizon (1 s
+    windows): one keeps 8 MiB every 100 ms (a leak: one warning line, at
+    about 4800 MiB a minute, naming its call site, shown by top, the metrics
+    and the exit dump); one allocates and frees 64 MiB in a loop over 100
+    MiB it keeps (steady: no warning, no growth); one loads 500 MiB in a
+    second, then loops steadily (a loading phase: no warning)."""
+    rundir = tempdir("vt-rundir-")
+    env = {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"}
+    leak, steady, loading = Live(rundir, env), Live(rundir, env), Live(rundir, env)
+    steady.say("a 104857600")
+    for t, cmd in ((leak, "leak 85 8388608 100"), (steady, "loop 400 67108864 20"),
+                   (loading, "leak 20 26214400 50")):
+        t.p.stdin.write(cmd + "\n")
+        t.p.stdin.flush()
+    eq(loading.p.stdout.readline(), "ok\n", "loading done")
+    loading.p.stdin.write("loop 400 67108864 20\n")
+    loading.p.stdin.flush()
+    frame = wait_for("the leak's forecast on top", lambda: (lambda out: out if re.search(
+        rf"^ *{leak.pid} +0 +0 .* +\d+ s  ", out, re.M) else None)(top_once(rundir).stdout), timeout=30)
+    m = series(metrics(rundir), "vramtrace_forecast_full_seconds")
+    eq([k.split(",")[0] for k in m], [f'pid="{leak.pid}"'], "only the leak has a forecast in the metrics")
+    growth = {k.split(",")[0]: float(v) for k, v in series(metrics(rundir), "vramtrace_growth_bytes_per_second").items()}
+    eq(growth[f'pid="{steady.pid}"'], 0.0, "the steady loop does not grow")
+    for t in (leak, steady, loading):
+        eq(t.p.stdout.readline(), "ok\n", "the program's loop ends")
+    dumps = {}
+    for t in (leak, steady, loading):
+        rc, err = t.quit()
+        eq(rc, 0, "status")
+        with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+            dumps[t] = (err, json.load(f))
+    err, d = dumps[leak]
+    lines = err.splitlines()
+    eq(len(lines), 1, f"one warning line: {err!r}")
+    m = FORECAST.match(lines[0])
+    ok(m, f"the forecast's line: {lines[0]!r}")
+    rate = float(m.group(1)) * (1024 if m.group(2) == "GiB" else 1)
+    ok(4000 <= rate <= 5600, f"about 4800 MiB a minute: {rate}")
+    line = source_line("t_live.c", "cudaMalloc(&p, bytes) == cudaSuccess")
+    ok(0 < int(m.group(3)) < 30, f"full within the horizon: {m.group(3)} s")
+    eq(m.group(4), f"keep tests/progs/t_live.c:{line}", "the growing call site")
+    ok(d.get("forecast", "").startswith("at +") and d["forecast"].endswith(f"t_live.c:{line}"), "in the dump")
+    for t in (steady, loading):
+        eq(dumps[t][0], "", "no warning")
+        ok("forecast" not in dumps[t][1], "no forecast in the dump")
