@@ -40,7 +40,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
-           cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c \
+           cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
@@ -407,7 +407,7 @@ bench: deps all $(BENCH)/bench_alloc sim
 # (the golden dumps); `make test` replays the seeds and every input that
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
-FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/reporters.c $(COMMON_C) \
+FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/reporters.c cli/fleet.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
             cli/sha256.c
 .PHONY: fuzz fuzz-replay

@@ -4,6 +4,7 @@ its programs with a private XDG_RUNTIME_DIR, so that it sees its own
 processes only."""
 import os
 import atexit
+import copy
 import json
 import re
 import shutil
@@ -438,3 +439,96 @@ def forecast_leak_warns_steady_and_loading_do_not():
     for t in (steady, loading):
         eq(dumps[t][0], "", "no warning")
         ok("forecast" not in dumps[t][1], "no forecast in the dump")
+
+
+def rank_dumps(tmpl, folder, world, missing, fail, events):
+    """Dumps of the ranks 0..world-1 of one simulated job, but `missing`,
+    made from the dump `tmpl` (a real one): rank r peaks at 1 GiB + r MiB
+    (rank `fail` at 3 GiB), holds 512 MiB at one call site and, from rank
+    256 on, 64 MiB more at another; rank `fail` fails first, ranks 0 and 1
+    fail later; `events` events each. Returns the paths written."""
+    MiBi = 1 << 20
+    base = copy.deepcopy(tmpl)
+    keep = base["stacks"][base["holders"][0]["stack"]]
+    extra = copy.deepcopy(keep)
+    extra["frames"][0].update(function="cache_batch", line=99)
+    base["stacks"] = [keep, extra]
+    ev = tmpl["events"][0]
+    events_text = json.dumps([[i * 1000, "alloc", ev[2], ev[3], 0, 0, "device"] for i in range(events)])
+    paths = []
+    for r in range(world):
+        if r in missing:
+            continue
+        d = dict(base)
+        d.update(pid=100000 + r, rank=r, local_rank=r % 8, reason="oom" if r in (fail, 0, 1) else "exit")
+        peak = (3 << 30) if r == fail else (1 << 30) + r * MiBi
+        holders = [{"stack": 0, "bytes": 512 * MiBi, "count": 8}]
+        if r >= 256:
+            holders.append({"stack": 1, "bytes": 64 * MiBi, "count": 1})
+        live_bytes = sum(h["bytes"] for h in holders)
+        d["holders"] = holders
+        d["peak_holders"] = holders
+        d["totals"] = dict(tmpl["totals"], live_bytes=live_bytes, peak_bytes=peak,
+                           oom_count=1 if d["reason"] == "oom" else 0)
+        d["devices"] = [dict(tmpl["devices"][0], live_bytes=live_bytes, peak_bytes=peak,
+                             oom_count=d["totals"]["oom_count"])]
+        d["live"] = [dict(tmpl["live"][0], stack=h["stack"], bytes=h["bytes"], address=hex(0x700000000000 + (i << 24)))
+                     for i, h in enumerate(holders)]
+        d["ooms"] = []
+        if d["reason"] == "oom":
+            o = dict(tmpl["ooms"][0], requested_bytes=(2 << 30) if r == fail else 1 << 30, stack=0,
+                     time_ns=1000 if r == fail else 5000000 + r, holders=holders)
+            d["ooms"] = [o]
+        d["growing"] = []
+        d["events"] = "EVENTS"
+        path = os.path.join(folder, f"dump.r{r}.json")
+        with open(path, "w") as f:
+            f.write(json.dumps(d).replace('"EVENTS"', events_text))
+        paths.append(path)
+    return paths
+
+
+@test
+def report_over_512_ranks():
+    """vramtrace report over 512 dumps of one simulated job (ranks 0 to 513,
+    17 and 400 missing, 5000 events each, 157 MB of JSON): the first rank
+    to fail, the missing ranks, the peaks' imbalance over the median, and
+    the call site held on half the ranks only, in under 30 s of CPU and
+    1 GB of memory."""
+    import resource
+    work = tempdir("vt-ranks-")
+    t = Live(work)
+    t.say("a 4194304")
+    t.say("o")
+    eq(t.quit(), (0, ""), "template run")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        tmpl = json.load(f)
+    paths = rank_dumps(tmpl, work, 514, missing={17, 400}, fail=300, events=5000)
+    eq(len(paths), 512, "dumps made")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", CLI, "report", *paths], capture_output=True, text=True,
+                       timeout=600)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rss_kib = int(p.stderr.split()[-1])
+    eq(p.returncode, 0, "status")
+    print(f"  (512 dumps: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss_kib // 1024} MiB resident)")
+    ok(cpu < 30, f"under 30 s of CPU: {cpu:.1f}")
+    ok(rss_kib < 1 << 20, f"under 1 GB: {rss_kib} KiB")
+    MiBi = 1 << 20
+    peaks = sorted((3 << 30) if r == 300 else (1 << 30) + r * MiBi for r in range(514) if r not in (17, 400))
+    median = (peaks[255] + peaks[256]) // 2
+    head = p.stdout.split("\n== pid", 1)[0]
+    want = [
+        "first to fail: rank 300 (pid 100300), 2.00 GiB requested by cudaMalloc",
+        "ranks: 512 dumps of 512 ranks from 0 to 513; missing 2 of 0 to 513: 17, 400",
+        f"peak imbalance: highest 3.00 GiB (rank 300) over the median {median / (1 << 30):.2f} GiB = "
+        f"{(3 << 30) / median:.2f}x",
+        "call sites that differ across ranks (at exit): 1",
+        f"  cache_batch tests/progs/t_live.c:99: 64.00 MiB on 257 of 512 ranks (256-399, 401-513)",
+    ]
+    lines = head.splitlines()
+    at = lines.index(want[0])
+    eq(lines[at:at + len(want)], want, "the job's summary")
