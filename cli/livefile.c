@@ -30,6 +30,28 @@ static unsigned long long start_of(int pid) {
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* A consistent copy of a mapped segment, 1, or 0 when the writer was busy
+ * each of `tries` times. The reader's half of the sequence lock: the count before (even), the
+ * copy, a fence so that the copy's loads are done, the count after. */
+static int read_copy(const volatile struct vt_live_segment *seg, struct vt_live_segment *out, int tries) {
+    for (int i = 0; i < tries; i++) {
+        uint64_t before = __atomic_load_n(&seg->seq, __ATOMIC_ACQUIRE);
+        if (before & 1) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        memcpy(out, (const void *)seg, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&seg->seq, __ATOMIC_RELAXED) == before) {
+            out->seq = before;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Remove a stale segment, if the name still holds the file found stale
  * (a new process of that pid may have put its own there since). */
 static void remove_stale(const char *path, const struct stat *seen) {
@@ -51,7 +73,7 @@ static int read_one(const char *path, int want_pid, struct vt_live_segment *out)
     if (m == MAP_FAILED) goto done;
     /* A writer descheduled in the middle of a publication holds the lock
      * for a time slice: a few tries a millisecond apart, up to 50 ms. */
-    for (int i = 0; i < 50 && !(got = vt_live_read_copy(m, out, 100)); i++) {
+    for (int i = 0; i < 50 && !(got = read_copy(m, out, 100)); i++) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }

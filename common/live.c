@@ -1,5 +1,4 @@
-/* live.c -- where live segments lie, and reading one under its sequence
- * lock (live.h). */
+/* live.c -- where live segments lie (live.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +12,4 @@ const char *vt_live_dir(char *out, size_t size) {
     if (x && x[0] == '/' && stat(x, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(out, size, "%s", x);
     else snprintf(out, size, "/dev/shm");
     return out;
-}
-
-/* The reader's half of the sequence lock: the count before (even), the
- * copy, a fence so that the copy's loads are done, the count after. */
-int vt_live_read_copy(const volatile struct vt_live_segment *seg, struct vt_live_segment *out, int tries) {
-    for (int i = 0; i < tries; i++) {
-        uint64_t before = __atomic_load_n(&seg->seq, __ATOMIC_ACQUIRE);
-        if (before & 1) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-            continue;
-        }
-        memcpy(out, (const void *)seg, sizeof *out);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&seg->seq, __ATOMIC_RELAXED) == before) {
-            out->seq = before;
-            return 1;
-        }
-    }
-    return 0;
 }

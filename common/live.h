@@ -9,7 +9,7 @@
  * a crash or an exec), removes it at exit, and fills it under a sequence
  * lock: `seq` is odd while it writes. A reader copies the whole segment
  * and keeps the copy only when `seq` was even and the same before and
- * after (vt_live_read_copy); it never makes the writer wait. A segment
+ * after (cli/livefile.c); it never makes the writer wait. A segment
  * whose pid is gone, whose process started at another time, or whose lock
  * nobody holds is stale: its reader removes it.
  *
@@ -84,8 +84,5 @@ struct vt_live_segment {
  * /dev/shm. Writes at most size bytes; returns out. */
 const char *vt_live_dir(char *out, size_t size);
 
-/* Copy a mapped segment under its sequence lock: 1 with a consistent copy
- * in out, 0 when the writer was busy every time it looked (tries times). */
-int vt_live_read_copy(const volatile struct vt_live_segment *seg, struct vt_live_segment *out, int tries);
 
 #endif

@@ -182,8 +182,9 @@ static void publish(void) {
         o->ordinal = d;
         if (src->have_facts) {
             o->flags |= VT_LIVE_DEV_FACTS;
-            snprintf(o->name, sizeof o->name, "%s", src->name);
-            snprintf(o->uuid, sizeof o->uuid, "%s", src->uuid);
+            memcpy(o->name, src->name, sizeof o->name - 1); /* both end in a NUL */
+            memcpy(o->uuid, src->uuid, sizeof o->uuid);
+            vt_utf8_whole(o->name, sizeof o->name);
             o->total_bytes = src->total_bytes;
         }
         o->capacity_bytes = capacity;
@@ -240,10 +241,9 @@ static void publish(void) {
     n->updated_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
     n->publications++;
     vt_live_forecast(n->forecast, sizeof n->forecast);
-    /* The writer's half of the sequence lock: odd, the body, even. */
-    uint64_t seq = L.seg->seq;
-    __atomic_store_n(&L.seg->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    /* The writer's half of the sequence lock: odd (an acquiring add, which
+     * keeps the body's stores after it), the body, even (released). */
+    uint64_t seq = __atomic_fetch_add(&L.seg->seq, 1, __ATOMIC_ACQUIRE);
     memcpy((void *)((char *)L.seg + offsetof(struct vt_live_segment, pid)), (char *)n + offsetof(struct vt_live_segment, pid),
            sizeof *n - offsetof(struct vt_live_segment, pid));
     __atomic_store_n(&L.seg->magic, VT_LIVE_MAGIC, __ATOMIC_RELAXED);
@@ -291,6 +291,7 @@ void vt_live_start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int rc = pthread_create(&t, &attr, publisher, NULL);
     pthread_attr_destroy(&attr);
+    if (rc == 0) pthread_setname_np(t, "vramtrace-live");
     pthread_sigmask(SIG_SETMASK, &prev, NULL);
     if (rc != 0) vt_warn("cannot start the live publisher: %s; vramtrace top and metrics will not see this process",
                          strerror(rc));
