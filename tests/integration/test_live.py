@@ -167,6 +167,30 @@ def live_segment_stale_ones_cleaned():
 
 
 @test
+def live_segment_of_a_forked_child():
+    """A forked child that allocates publishes a segment of its own with its
+    own bytes only; the parent's stays as it was, and the child's goes when
+    the child exits."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("a 2097152")
+    wait_for("the parent", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    t.p.stdin.write("fork 8192 3000\n")
+    t.p.stdin.flush()
+    m = re.match(r"child (\d+)\n", t.p.stdout.readline())
+    ok(m, "the child's pid")
+    child = int(m.group(1))
+    rows = wait_for("the child's row", lambda: (lambda r: r if child in r else None)(
+        process_rows(top_once(rundir, "--bytes").stdout)))
+    eq((rows[t.pid][3], rows[child][3], rows[child][4]), ("2097152", "8192", "8192"),
+       "parent's live, child's live and peak")
+    eq(t.p.stdout.readline(), "ok\n", "the child exited")
+    eq(sorted(process_rows(top_once(rundir, "--bytes").stdout)), [t.pid], "only the parent is left")
+    eq(sorted(os.listdir(rundir)), [f"vramtrace-live.{t.pid}.shm"], "the child's segment removed")
+    eq(t.quit(), (0, ""), "exit")
+
+
+@test
 def live_segment_off_switch():
     """VRAMTRACE_LIVE=0 publishes nothing and starts no thread (with the
     dump signal's watcher off too)."""

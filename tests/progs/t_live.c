@@ -5,12 +5,16 @@
  *   o                 a request the device refuses (cudaMalloc of 1 PiB)
  *   leak N BYTES MS   N times: BYTES kept, then MS milliseconds
  *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
+ *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
+ *                     "child PID" first, "ok" once it has exited
  *   q                 exit (what is kept stays live) */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static void *kept[100000];
 static int nkept;
@@ -50,6 +54,16 @@ int main(void) {
                 cudaFree(p);
                 sleep_ms(ms);
             }
+        } else if (sscanf(line, "fork %llu %ld", &bytes, &ms) == 2) {
+            pid_t c = fork();
+            if (c == 0) {
+                keep(bytes);
+                sleep_ms(ms);
+                exit(0);
+            }
+            printf("child %d\n", (int)c);
+            int st;
+            waitpid(c, &st, 0);
         } else if (strcmp(line, "q\n") == 0) {
             break;
         }
