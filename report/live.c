@@ -44,6 +44,10 @@ static struct {
     int npasts;
 } L = {.fd = -1};
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the publisher for each round: the exit waits for it (boundedly),
+ * so that no round runs while the process tears down. */
+static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+#define VT_LIVE_EXIT_WAIT_NS 1000000000ull
 static char forecast_line[256];
 
 /* Create the segment under a temporary name, locked (the lock is what
@@ -153,11 +157,18 @@ static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint6
     }
 }
 
-/* The segment cannot be made: one warning, and the thread ends. */
+/* The segment cannot be made: one warning, and the thread ends. Where
+ * there is no live directory (a container without /dev/shm) nothing is
+ * said: there is nowhere to publish. */
 static void unusable(void) {
+    int e = errno;
+    __atomic_store_n(&L.started, 2, __ATOMIC_RELEASE);
+    char dir[4096];
+    struct stat st;
+    if (stat(vt_live_dir(dir, sizeof dir), &st) != 0) return;
+    errno = e;
     vt_warn("cannot create the live segment %s: %s; vramtrace top and metrics will not see this process",
             L.path[0] ? L.path : "in the live directory", strerror(errno));
-    __atomic_store_n(&L.started, 2, __ATOMIC_RELEASE);
 }
 
 /* One round: the view, the forecast's samples, and the segment when
@@ -271,7 +282,9 @@ static void *publisher(void *arg) {
     n->start_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec - vt_now_ns();
     for (int d = 0; d < VT_MAX_DEVICES; d++) vt_forecast_init(&L.fc[d], vt_opt.forecast);
     while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) {
-        publish();
+        pthread_mutex_lock(&round_lock);
+        if (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) publish();
+        pthread_mutex_unlock(&round_lock);
         struct timespec ts = {0, (long)VT_LIVE_INTERVAL_NS};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
@@ -297,9 +310,15 @@ void vt_live_start(void) {
                          strerror(rc));
 }
 
-/* The thread may be publishing: the mapping stays, only the name goes. */
+/* No round starts after this; one under way is waited for up to
+ * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). */
 void vt_live_stop(void) {
+    __atomic_store_n(&L.started, 3, __ATOMIC_RELEASE);
+    struct timespec until;
+    vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);
+    int held = pthread_mutex_timedlock(&round_lock, &until) == 0;
     if (__atomic_load_n(&L.placed, __ATOMIC_ACQUIRE)) unlink(L.path);
+    if (held) pthread_mutex_unlock(&round_lock);
 }
 
 void vt_live_reset_child(void) {
@@ -310,6 +329,7 @@ void vt_live_reset_child(void) {
     memset(&L, 0, sizeof L);
     L.fd = -1;
     pthread_mutex_init(&forecast_lock, NULL);
+    pthread_mutex_init(&round_lock, NULL);
     forecast_line[0] = '\0';
 }
 
