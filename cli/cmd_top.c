@@ -146,9 +146,11 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
     char cmd[256];
     vr_safe(s->command, cmd, sizeof cmd);
     add_line(L, "%s", "");
-    add_line(L, "call sites of pid %d (%s): %d allocations, %d frees, %d failed%s%s", s->pid, cmd,
-             (int)s->alloc_count, (int)s->free_count, (int)s->failed_count, s->forecast[0] ? "; forecast: " : "",
-             s->forecast[0] ? s->forecast : "");
+    char fc[sizeof s->forecast * 4];
+    vr_safe(s->forecast, fc, sizeof fc);
+    add_line(L, "call sites of pid %d (%s): %llu allocations, %llu frees, %llu failed%s%s", s->pid, cmd,
+             (unsigned long long)s->alloc_count, (unsigned long long)s->free_count,
+             (unsigned long long)s->failed_count, fc[0] ? "; forecast: " : "", fc);
     add_line(L, "%12s %8s  %s", "BYTES", "COUNT", "SITE");
     for (int i = 0; i < s->nsites && i < o->sites; i++) {
         char b[32], label[VT_LIVE_LABEL * 4];
@@ -201,7 +203,7 @@ static int top_screen(struct top_opts *o) {
         for (size_t i = 0; i < n; i++)
             if (segs[i].pid == sel_pid) sel = i;
         if (n) sel_pid = segs[sel].pid;
-        o->sites = LINES > 12 ? LINES - 8 - (int)n : 4;
+        o->sites = LINES - 6 - (int)n > 4 ? LINES - 6 - (int)n : 4;
         struct lines L = {0};
         frame(o, segs, n, sel, &L);
         erase();

@@ -43,6 +43,7 @@ void vt_init(void) {
  * busy (see vt_busy), so a signal handler's allocation passes through. */
 static void before_fork(void) {
     vt_busy++;
+    vt_live_fork_prepare();
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
 }
@@ -50,6 +51,7 @@ static void before_fork(void) {
 static void after_fork_parent(void) {
     vt_tracker_unlock_all();
     vt_stack_fork_done();
+    vt_live_fork_parent();
     vt_busy--;
 }
 

@@ -321,6 +321,9 @@ void vt_live_stop(void) {
     if (held) pthread_mutex_unlock(&round_lock);
 }
 
+void vt_live_fork_prepare(void) { pthread_mutex_lock(&round_lock); }
+void vt_live_fork_parent(void) { pthread_mutex_unlock(&round_lock); }
+
 void vt_live_reset_child(void) {
     if (L.seg) munmap((void *)L.seg, sizeof(struct vt_live_segment));
     if (L.fd >= 0) close(L.fd);

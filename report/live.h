@@ -22,6 +22,12 @@ void vt_live_start(void);
 /* At exit: the segment is removed. */
 void vt_live_stop(void);
 
+/* Around fork: no publication is under way while the process forks (one
+ * under way is waited for), so that the child finds no lock the publisher
+ * held (the loader's, the symbolizer's, an allocator's). */
+void vt_live_fork_prepare(void);
+void vt_live_fork_parent(void);
+
 /* After fork, in the child: the parent's segment let go (never written
  * from the child), the publisher startable again. */
 void vt_live_reset_child(void);
