@@ -30,20 +30,23 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c common/live.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
-           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/forecast.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
-           cli/html/data.c cli/html/assets.S $(COMMON_C)
+           cli/html/data.c cli/html/assets.S cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c \
+           $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
+# vramtrace top draws with ncurses.
+CLI_TOP_LIBS := -lncurses
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h cli/html/*.h common/*.h common/*.def include/*.h)
 # The HTML page's style and script, readable files in cli/html/, embedded by
 # cli/html/assets.S from build/html/ (the script's parts in this order).
@@ -116,7 +119,7 @@ $(B)/libvramtrace.so: $(LIB_O)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(B)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 
 $(B)/html/page.js: $(HTML_JS)
 	@mkdir -p $(B)/html
@@ -285,7 +288,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
-            tracker/options.c tracker/pystack.c tracker/mark.c $(COMMON_C) report/holders.c report/since.c \
+            tracker/options.c tracker/pystack.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -294,10 +297,12 @@ UNIT_LIBS := -ldw -ldl -lpthread
 # ASan+UBSan (unit_asan: test_tracker.c again; unit_common: warnings and the
 # call-site rule, with the dump that carries their count) or with TSan
 # (unit_threads_tsan); the hot path's structures (test_hotpath.c) all
-# three ways.
+# three ways; the live view's tracker side and the forecast (unit_live).
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
-UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH)
+UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH) \
+             $(T)/unit_live
+$(T)/unit_live: tests/unit/test_live.c
 $(UNIT_HOTPATH): tests/unit/test_hotpath.c
 $(T)/unit_hotpath_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_hotpath_tsan: UNIT_SAN := -fsanitize=thread
@@ -305,7 +310,7 @@ $(T)/unit $(T)/unit_asan: tests/unit/test_tracker.c
 $(T)/unit_common: tests/unit/test_common.c
 $(T)/unit_nomem: tests/unit/test_nomem.c
 $(T)/unit_threads_tsan: tests/unit/test_threads.c
-$(T)/unit_asan $(T)/unit_common: UNIT_SAN := $(SAN_UNIT_ASAN)
+$(T)/unit_asan $(T)/unit_common $(T)/unit_live: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_threads_tsan: UNIT_SAN := -fsanitize=thread
 $(UNIT_BINS): tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
@@ -344,6 +349,7 @@ $(STACK_VARIANTS:%=$(T)/%/test_stack): $(T)/%/test_stack: tests/unit/test_stack.
 
 unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
+	$(T)/unit_live
 	$(T)/unit_hotpath
 	$(T)/unit_hotpath_asan
 	setarch $$(uname -m) -R $(T)/unit_hotpath_tsan
@@ -413,7 +419,7 @@ bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 # (the golden dumps); `make test` replays the seeds and every input that
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
-FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c $(COMMON_C) \
+FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c cli/fleet.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
             cli/sha256.c cli/html/data.c cli/html/assets.S
 .PHONY: fuzz fuzz-replay
@@ -458,7 +464,7 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(GB)/lib $(GB)/bin
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done

@@ -27,6 +27,8 @@ static const struct {
     {"run", vt_cmd_run, "run a command with vramtrace preloaded"},
     {"diff", vt_cmd_diff, "compare two dumps: live bytes per call site, largest growth first"},
     {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot"},
+    {"metrics", vt_cmd_metrics, "the traced processes' live counters for Prometheus (text, file or HTTP)"},
+    {"top", vt_cmd_top, "the traced processes running now: live and peak bytes, growth, call sites"},
 };
 
 int vt_cli_count(const char *s, long lo, long hi, long *out) {
@@ -79,6 +81,8 @@ void vt_usage(FILE *f) {
             "       vramtrace report DUMP... [--format text|json|folded|html|torch] [-o FILE]\n"
             "                        [--top N] [--at exit|peak|oom]\n"
             "       vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n"
+            "       vramtrace top [PID] [--once] [--bytes] [--interval S] [--sort KEY]\n"
+            "       vramtrace metrics [--textfile DIR | --listen [HOST:]PORT] [--top N]\n"
             "       vramtrace --help | --version\n\n"
             "vramtrace records every GPU memory allocation of a program (CUDA runtime and\n"
             "driver, stream-ordered pools, virtual-memory handles, managed and pinned\n"

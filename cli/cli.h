@@ -8,6 +8,8 @@
 int vt_cmd_run(int argc, char **argv);
 int vt_cmd_report(int argc, char **argv);
 int vt_cmd_diff(int argc, char **argv);
+int vt_cmd_top(int argc, char **argv);
+int vt_cmd_metrics(int argc, char **argv);
 
 /* A whole number from lo to hi written in decimal, nothing else (no sign
  * unless lo < 0, no spaces, no suffix). Returns 0, or -1 with *out

@@ -6,6 +6,7 @@
 
 #include "../common/format.h"
 #include "../common/oomtext.h"
+#include "fleet.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -237,6 +238,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         if (first_oom_rank(in, &w))
             fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,
                     in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), S(in->dumps[w].ooms[0].api, api));
+        vr_fleet_text(f, in, o);
         size_t n;
         struct vr_combined *c = vr_combine(in, o->at, &n);
         fprintf(f, "holders at %s combined across processes:\n", vr_moment_name(o->at));

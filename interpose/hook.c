@@ -8,6 +8,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include "../report/live.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
 #include "../tracker/pystack.h"
@@ -171,6 +172,7 @@ static void first_touch(void) {
     vt_sigpipe_hold(&held);
     vt_options_flush_warnings();
     vt_ondemand_start();
+    vt_live_start();
     vt_sigpipe_release(&held);
 }
 

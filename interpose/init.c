@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../report/live.h"
 #include "../report/output.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
@@ -42,6 +43,7 @@ void vt_init(void) {
  * busy (see vt_busy), so a signal handler's allocation passes through. */
 static void before_fork(void) {
     vt_busy++;
+    vt_live_fork_prepare();
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
 }
@@ -49,6 +51,7 @@ static void before_fork(void) {
 static void after_fork_parent(void) {
     vt_tracker_unlock_all();
     vt_stack_fork_done();
+    vt_live_fork_parent();
     vt_busy--;
 }
 
@@ -59,6 +62,7 @@ static void after_fork_child(void) {
     vt_tracker_reset_child();
     vt_hook_reset_child();
     vt_output_reset_child();
+    vt_live_reset_child();
     vt_ondemand_reset_child();
     vt_busy--;
 }
@@ -82,6 +86,7 @@ __attribute__((constructor)) static void vt_start(void) {
  * usual. */
 __attribute__((destructor)) static void vt_stop(void) {
     int e = errno;
+    vt_live_stop();
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);

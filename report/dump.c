@@ -208,6 +208,11 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     if (m->python_version)
         fprintf(f, "\"python\":\"%lu.%lu.%lu\",\n", m->python_version >> 24, (m->python_version >> 16) & 0xff,
                 (m->python_version >> 8) & 0xff);
+    if (m->forecast && m->forecast[0]) {
+        fputs("\"forecast\":", f);
+        vt_json_string(f, m->forecast);
+        fputs(",\n", f);
+    }
     write_devices(f, s);
     write_totals(f, s);
     write_ooms(f, s, an);

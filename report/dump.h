@@ -27,6 +27,9 @@ struct vt_dump_meta {
      * boot; boot_id NULL when unknown (then both are left out). */
     const char *boot_id;
     unsigned long long process_start;
+    /* The forecast's line (report/live.c), NULL or "" for none: then the
+     * dump has no "forecast". */
+    const char *forecast;
 };
 
 struct vt_analysis;

@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "holders.h"
 #include "leaks.h"
+#include "live.h"
 #include "outfile.h"
 #include "output.h"
 #include "postmortem.h"
@@ -172,6 +173,22 @@ static void read_self_id(void) {
     self_id.start = start;
 }
 
+void vt_process_facts(struct vt_process_facts *f) {
+    memset(f, 0, sizeof *f);
+    read_self_id();
+    f->pid = (int)getpid();
+    f->rank = env_int(rank_vars);
+    f->local_rank = env_int(local_rank_vars);
+    f->start = self_id.start;
+    snprintf(f->boot_id, sizeof f->boot_id, "%s", self_id.boot_id);
+    gethostname(f->host, sizeof f->host - 1);
+    char buf[4096], *argv[64];
+    int argc = read_argv(buf, sizeof buf, argv, 64);
+    size_t k = 0;
+    for (int i = 0; i < argc && k + 1 < sizeof f->command; i++)
+        k += (size_t)snprintf(f->command + k, sizeof f->command - k, "%s%s", i ? " " : "", argv[i]);
+}
+
 /* 1 when the file at path is a dump written by an image of this very
  * process (same pid, boot and start time), read from its first bytes,
  * where the dump writer puts those fields. */
@@ -322,7 +339,7 @@ static int write_outputs(const char *reason, unsigned seq) {
     vt_sort_live(s);
     struct vt_symbols *sym = vt_symbolize(s);
 
-    char argbuf[8192];
+    char argbuf[8192], forecast[256];
     char *argv[64];
     char host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -337,6 +354,7 @@ static int write_outputs(const char *reason, unsigned seq) {
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
+        .forecast = vt_live_forecast(forecast, sizeof forecast),
     };
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */

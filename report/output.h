@@ -57,4 +57,16 @@ void vt_output_reset_child(void);
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
                    const char *host, int rank, unsigned seq);
 
+/* Who this process is, as its dump and its live segment name it: pid,
+ * rank and local rank (the launchers' variables), start time and boot,
+ * host, and argv joined by spaces (cut to fit). */
+struct vt_process_facts {
+    int pid, rank, local_rank;
+    unsigned long long start;
+    char boot_id[40];
+    char host[64];
+    char command[128];
+};
+void vt_process_facts(struct vt_process_facts *f);
+
 #endif

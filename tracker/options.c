@@ -104,6 +104,8 @@ void vt_options_load(void) {
     vt_opt.python = (int)load_number(VT_O_PYTHON);
     vt_opt.leak_check = (int)load_number(VT_O_LEAK_CHECK);
     vt_opt.exitcode = (int)load_number(VT_O_EXITCODE);
+    vt_opt.live = (int)load_number(VT_O_LIVE);
+    vt_opt.forecast = load_number(VT_O_FORECAST);
     load_string("VRAMTRACE_SUPPRESSIONS", text_default(VT_O_SUPPRESSIONS), "", "checking without suppressions",
                 vt_opt.suppressions, sizeof vt_opt.suppressions);
     const char *lim = getenv("VRAMTRACE_LIMIT");

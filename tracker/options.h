@@ -29,6 +29,8 @@ struct vt_options {
     int signal;          /* on-demand dump signal, 0 = none */
     uint64_t limit;      /* per-device budget in bytes, 0 = none */
     int unwind;          /* VT_UNWIND_* */
+    int live;            /* publish the live segment */
+    long forecast;       /* the forecast's horizon in seconds, 0 = none */
 };
 
 enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };

@@ -279,6 +279,25 @@ static inline int vt_tracker_touched(void) {
 
 struct vt_snapshot *vt_tracker_snapshot(void);
 
+/* The counts as a live view shows them (report/live.c, a few times a
+ * second): totals, every device, and the VT_VIEW_SITES call sites (stacks)
+ * holding the most device memory now, largest first, with their stacks
+ * (never freed while the process runs). vt_tracker_view applies the logs
+ * and fills v under the global lock, unless nothing was applied since
+ * v->stamp (then it returns 0 and v is as it was). */
+#define VT_VIEW_SITES 32
+struct vt_view {
+    uint64_t stamp;            /* changes whenever an op or failure is applied */
+    uint64_t now_ns;
+    struct vt_totals totals;
+    struct vt_device devices[VT_MAX_DEVICES];
+    int ndevices;
+    struct vt_holder sites[VT_VIEW_SITES];
+    const struct vt_stack *stacks[VT_VIEW_SITES];
+    uint32_t nsites;
+};
+int vt_tracker_view(struct vt_view *v);
+
 /* The same, for the exit path, which must not wait forever: NULL when the
  * locks it needs are not all free within `ns` nanoseconds (a thread holds
  * one and does not let go: the exit came from a signal handler that

@@ -1,0 +1,289 @@
+/* cmd_top.c -- `vramtrace top [PID] [--once] [--bytes] [--interval S]
+ * [--sort KEY]`: every traced process of this user on this host, from
+ * their live segments (livefile.h), refreshed like top.
+ *
+ * One frame is a list of lines (frame()), drawn by ncurses or, with
+ * --once, printed as plain text: a header, a row per process and device,
+ * and the call sites of the selected process. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <locale.h>
+#include <ncurses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/format.h"
+#include "cli.h"
+#include "livefile.h"
+#include "reporters.h"
+
+enum sort_key { SORT_LIVE, SORT_PEAK, SORT_GROWTH, SORT_PID };
+static const char *const sort_names[] = {"live", "peak", "growth", "pid"};
+
+struct top_opts {
+    int pid;           /* 0: every process */
+    int once, bytes;
+    long interval_ms;
+    enum sort_key sort;
+    int sites;         /* rows of call sites */
+};
+
+/* A byte count as a column shows it: exact with --bytes, else for people. */
+static const char *bytes_cell(const struct top_opts *o, uint64_t b, char *buf, size_t size) {
+    if (o->bytes) snprintf(buf, size, "%llu", (unsigned long long)b);
+    else vt_fmt_bytes(b, buf, size);
+    return buf;
+}
+
+static uint64_t seg_growth(const struct vt_live_segment *s) {
+    int64_t g = 0;
+    for (int i = 0; i < s->ndevices; i++) g += s->devices[i].growth_per_min;
+    return g > 0 ? (uint64_t)g : 0;
+}
+
+static enum sort_key sort_by;
+static int seg_order(const void *a, const void *b) {
+    const struct vt_live_segment *x = a, *y = b;
+    uint64_t kx = 0, ky = 0;
+    switch (sort_by) {
+    case SORT_LIVE: kx = x->live_bytes; ky = y->live_bytes; break;
+    case SORT_PEAK: kx = x->peak_bytes; ky = y->peak_bytes; break;
+    case SORT_GROWTH: kx = seg_growth(x); ky = seg_growth(y); break;
+    case SORT_PID: break;
+    }
+    if (kx != ky) return kx < ky ? 1 : -1;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The lines of one frame. */
+struct lines {
+    char **v;
+    size_t n, cap;
+    size_t selected_line; /* the selected process's first row, or SIZE_MAX */
+};
+
+static void add_line(struct lines *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_line(struct lines *L, const char *fmt, ...) {
+    if (L->n == L->cap) {
+        size_t want = L->cap ? L->cap * 2 : 64;
+        char **bigger = realloc(L->v, want * sizeof *bigger);
+        if (!bigger) return;
+        L->v = bigger;
+        L->cap = want;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0) L->v[L->n++] = s;
+    va_end(ap);
+}
+
+static void free_lines(struct lines *L) {
+    for (size_t i = 0; i < L->n; i++) free(L->v[i]);
+    free(L->v);
+    memset(L, 0, sizeof *L);
+}
+
+/* The time left before a forecast fills its device, for people. */
+static const char *forecast_cell(const struct vt_live_device *d, char *buf, size_t size) {
+    if (!(d->flags & VT_LIVE_DEV_FORECAST)) snprintf(buf, size, "-");
+    else if (d->forecast_ns < 60000000000ull) snprintf(buf, size, "%.0f s", (double)d->forecast_ns / 1e9);
+    else snprintf(buf, size, "%.1f min", (double)d->forecast_ns / 60e9);
+    return buf;
+}
+
+/* The frame for segs[0..n) (sorted), `sel` the selected process. */
+static void frame(const struct top_opts *o, const struct vt_live_segment *segs, size_t n, size_t sel,
+                  struct lines *L) {
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    char when[32];
+    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+    add_line(L, "vramtrace top - %s - %s - %zu traced process%s - sort: %s", when, host, n, n == 1 ? "" : "es",
+             sort_names[o->sort]);
+    add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s  %s", "PID", "RANK", "DEV", "LIVE", "PEAK", "RESERVED",
+             "GROWTH/MIN", "FULL IN", "COMMAND");
+    L->selected_line = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const struct vt_live_segment *s = &segs[i];
+        char cmd[256];
+        vr_safe(s->command, cmd, sizeof cmd);
+        if (i == sel) L->selected_line = L->n;
+        int rows = s->ndevices > 0 ? s->ndevices : 1;
+        for (int r = 0; r < rows; r++) {
+            char live[32], peak[32], res[32], grow[40], full[32], dev[16];
+            const struct vt_live_device *d = s->ndevices > 0 ? &s->devices[r] : NULL;
+            snprintf(dev, sizeof dev, "%d", d ? d->ordinal : 0);
+            bytes_cell(o, d ? d->live_bytes : 0, live, sizeof live);
+            bytes_cell(o, d ? d->peak_bytes : 0, peak, sizeof peak);
+            if (d && (d->flags & VT_LIVE_DEV_TORCH)) bytes_cell(o, d->torch_reserved_bytes, res, sizeof res);
+            else snprintf(res, sizeof res, "-");
+            if (d && d->growth_per_min > 0) {
+                char b[32];
+                snprintf(grow, sizeof grow, "+%s", bytes_cell(o, (uint64_t)d->growth_per_min, b, sizeof b));
+            } else {
+                snprintf(grow, sizeof grow, "0");
+            }
+            if (d) forecast_cell(d, full, sizeof full);
+            else snprintf(full, sizeof full, "-");
+            if (r == 0)
+                add_line(L, "%7d %4d %3s %12s %12s %12s %12s %9s  %s", s->pid, s->rank, dev, live, peak, res, grow,
+                         full, cmd);
+            else
+                add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s", "", "", dev, live, peak, res, grow, full);
+        }
+    }
+    if (n == 0) {
+        add_line(L, "(no traced process of this user is running)");
+        return;
+    }
+    const struct vt_live_segment *s = &segs[sel];
+    char cmd[256];
+    vr_safe(s->command, cmd, sizeof cmd);
+    add_line(L, "%s", "");
+    char fc[sizeof s->forecast * 4];
+    vr_safe(s->forecast, fc, sizeof fc);
+    add_line(L, "call sites of pid %d (%s): %llu allocations, %llu frees, %llu failed%s%s", s->pid, cmd,
+             (unsigned long long)s->alloc_count, (unsigned long long)s->free_count,
+             (unsigned long long)s->failed_count, fc[0] ? "; forecast: " : "", fc);
+    add_line(L, "%12s %8s  %s", "BYTES", "COUNT", "SITE");
+    for (int i = 0; i < s->nsites && i < o->sites; i++) {
+        char b[32], label[VT_LIVE_LABEL * 4];
+        vr_safe(s->sites[i].label, label, sizeof label);
+        add_line(L, "%12s %8llu  %s", bytes_cell(o, s->sites[i].bytes, b, sizeof b),
+                 (unsigned long long)s->sites[i].count, label);
+    }
+    if (s->nsites == 0) add_line(L, "%12s %8s  %s", "0", "0", "(nothing live)");
+}
+
+static struct vt_live_segment *scan_sorted(const struct top_opts *o, size_t *n) {
+    struct vt_live_segment *segs = vt_live_scan(o->pid, n);
+    sort_by = o->sort;
+    if (segs) qsort(segs, *n, sizeof *segs, seg_order);
+    return segs;
+}
+
+static int top_once(const struct top_opts *o) {
+    size_t n;
+    struct vt_live_segment *segs = scan_sorted(o, &n);
+    struct lines L = {0};
+    frame(o, segs, n, 0, &L);
+    for (size_t i = 0; i < L.n; i++) printf("%s\n", L.v[i]);
+    free_lines(&L);
+    free(segs);
+    if (o->pid > 0 && n == 0) {
+        fprintf(stderr, "vramtrace top: pid %d is not a traced process of this user\n", o->pid);
+        return 1;
+    }
+    return vt_cli_flush("vramtrace top");
+}
+
+/* The screen, refreshed every interval or at a key: up/down (or k/j)
+ * select a process, l/p/g/n sort by live, peak, growth, pid, q quits. */
+static int top_screen(struct top_opts *o) {
+    setlocale(LC_ALL, "");
+    if (!initscr()) {
+        fprintf(stderr, "vramtrace top: cannot draw on this terminal (try --once)\n");
+        return 1;
+    }
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    int sel_pid = 0;
+    for (;;) {
+        size_t n;
+        struct vt_live_segment *segs = scan_sorted(o, &n);
+        size_t sel = 0;
+        for (size_t i = 0; i < n; i++)
+            if (segs[i].pid == sel_pid) sel = i;
+        if (n) sel_pid = segs[sel].pid;
+        o->sites = LINES - 6 - (int)n > 4 ? LINES - 6 - (int)n : 4;
+        struct lines L = {0};
+        frame(o, segs, n, sel, &L);
+        erase();
+        for (size_t i = 0; i < L.n && (int)i < LINES; i++) {
+            int hi = i == 1 || i == L.selected_line;
+            if (hi) attron(A_REVERSE);
+            mvaddnstr((int)i, 0, L.v[i], COLS);
+            if (hi) attroff(A_REVERSE);
+        }
+        refresh();
+        free_lines(&L);
+        timeout((int)o->interval_ms);
+        int c = getch();
+        if (c == 'q' || c == 'Q') { free(segs); break; }
+        if ((c == KEY_DOWN || c == 'j') && sel + 1 < n) sel_pid = segs[sel + 1].pid;
+        if ((c == KEY_UP || c == 'k') && sel > 0) sel_pid = segs[sel - 1].pid;
+        if (c == 'l') o->sort = SORT_LIVE;
+        if (c == 'p') o->sort = SORT_PEAK;
+        if (c == 'g') o->sort = SORT_GROWTH;
+        if (c == 'n') o->sort = SORT_PID;
+        free(segs);
+    }
+    endwin();
+    return 0;
+}
+
+static void top_help(void) {
+    printf("usage: vramtrace top [PID] [--once] [--bytes] [--interval SECONDS] [--sort KEY]\n\n"
+           "Every process of this user traced by vramtrace on this host, from the live\n"
+           "counters each publishes (VRAMTRACE_LIVE): per device live, peak and PyTorch's\n"
+           "reserved bytes, sustained growth a minute, the time until a forecast fills\n"
+           "the device, and the call sites of the selected process.\n\n"
+           "  PID               that process only\n"
+           "  --once            print one frame as plain text and exit\n"
+           "  --bytes           exact byte counts instead of KiB, MiB, GiB\n"
+           "  --interval S      seconds between refreshes (default 1; 0.1 to 3600)\n"
+           "  --sort KEY        live (default), peak, growth or pid\n\n"
+           "keys: up/down or k/j select a process; l, p, g, n sort by live, peak, growth,\n"
+           "pid; q quits.\n");
+}
+
+int vt_cmd_top(int argc, char **argv) {
+    struct top_opts o = {.interval_ms = 1000, .sort = SORT_LIVE, .sites = 10};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        long v;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            top_help();
+            return vt_cli_flush("vramtrace top");
+        } else if (strcmp(a, "--once") == 0) {
+            o.once = 1;
+        } else if (strcmp(a, "--bytes") == 0) {
+            o.bytes = 1;
+        } else if (strcmp(a, "--interval") == 0 && i + 1 < argc) {
+            char *end;
+            double s = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(s >= 0.1 && s <= 3600)) {
+                fprintf(stderr, "vramtrace top: --interval takes seconds from 0.1 to 3600\n");
+                return 2;
+            }
+            o.interval_ms = (long)(s * 1000);
+        } else if (strcmp(a, "--sort") == 0 && i + 1 < argc) {
+            const char *k = argv[++i];
+            int found = -1;
+            for (int s = 0; s < 4; s++)
+                if (strcmp(k, sort_names[s]) == 0) found = s;
+            if (found < 0) {
+                fprintf(stderr, "vramtrace top: --sort takes live, peak, growth or pid\n");
+                return 2;
+            }
+            o.sort = (enum sort_key)found;
+        } else if (vt_cli_count(a, 1, 0x7fffffff, &v) == 0 && !o.pid) {
+            o.pid = (int)v;
+        } else {
+            char safe[128];
+            fprintf(stderr, "vramtrace top: unknown argument '%s' (see vramtrace top --help)\n",
+                    vr_safe(a, safe, sizeof safe));
+            return 2;
+        }
+    }
+    if (o.once) return top_once(&o);
+    return top_screen(&o);
+}

@@ -1,0 +1,170 @@
+/* fleet.c -- many ranks at once (fleet.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/labels.h"
+#include "fleet.h"
+
+static int by_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* A sorted list of ranks as ranges: "0-255, 300". At most `most` ranges
+ * are written, then ", ..." */
+static void put_ranges(FILE *f, const int *r, size_t n, int most) {
+    int shown = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+        if (shown++ == most) { fputs(", ...", f); return; }
+        if (j == i) fprintf(f, "%s%d", i ? ", " : "", r[i]);
+        else fprintf(f, "%s%d-%d", i ? ", " : "", r[i], r[j]);
+        i = j + 1;
+    }
+}
+
+/* One call site across the ranks: the bytes it holds on each rank that
+ * holds some, and which ranks those are. */
+struct site {
+    uint64_t min, max, sum;
+    int *ranks;
+    size_t nranks, cap;
+    uint64_t cur;          /* in the dump being read */
+    size_t cur_dump;       /* that dump's index + 1, 0 for none */
+};
+
+static int add_rank(struct site *s, int rank, uint64_t bytes) {
+    if (s->nranks == s->cap) {
+        size_t want = s->cap ? s->cap * 2 : 8;
+        int *r = realloc(s->ranks, want * sizeof *r);
+        if (!r) return -1;
+        s->ranks = r;
+        s->cap = want;
+    }
+    s->ranks[s->nranks++] = rank;
+    if (s->nranks == 1 || bytes < s->min) s->min = bytes;
+    if (bytes > s->max) s->max = bytes;
+    s->sum += bytes;
+    return 0;
+}
+
+struct order { size_t g; uint64_t spread; };
+static int by_spread(const void *a, const void *b) {
+    const struct order *x = a, *y = b;
+    if (x->spread != y->spread) return x->spread < y->spread ? 1 : -1;
+    return (x->g > y->g) - (x->g < y->g);
+}
+
+/* The call sites whose bytes differ across the ranks (held on some ranks
+ * only, or in other amounts). */
+static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks) {
+    struct vt_labels *labels = vt_labels_new();
+    struct site *sites = NULL;
+    size_t cap = 0;
+    if (!labels) return;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        size_t nh;
+        int missing;
+        const struct vm_holder *h = vr_holders_at(d, o->at, &nh, &missing);
+        for (size_t j = 0; j < nh; j++) {
+            char where[1024];
+            uint32_t g = vt_label_group(labels, vm_site_label(d, h[j].stack, where, sizeof where), NULL);
+            if (g == UINT32_MAX) goto done;
+            if (g >= cap) {
+                size_t want = cap ? cap * 2 : 64;
+                while (want <= g) want *= 2;
+                struct site *more = realloc(sites, want * sizeof *more);
+                if (!more) goto done;
+                memset(more + cap, 0, (want - cap) * sizeof *more);
+                sites = more;
+                cap = want;
+            }
+            struct site *s = &sites[g];
+            if (s->cur_dump != i + 1) { s->cur_dump = i + 1; s->cur = 0; }
+            s->cur += h[j].bytes;
+        }
+        /* The dump's sums go in as one rank each. */
+        for (size_t g = 0; g < vt_labels_count(labels); g++)
+            if (sites[g].cur_dump == i + 1 && add_rank(&sites[g], d->rank, sites[g].cur) != 0) goto done;
+    }
+    size_t ng = vt_labels_count(labels), nd = 0;
+    struct order *ord = calloc(ng ? ng : 1, sizeof *ord);
+    if (!ord) goto done;
+    for (size_t g = 0; g < ng; g++) {
+        const struct site *s = &sites[g];
+        if (s->nranks == in->n && s->min == s->max) continue;
+        ord[nd++] = (struct order){g, s->nranks == in->n ? s->max - s->min : s->max};
+    }
+    qsort(ord, nd, sizeof *ord, by_spread);
+    char a[32], b[32];
+    fprintf(f, "call sites that differ across ranks (at %s): %zu\n", vr_moment_name(o->at), nd);
+    for (size_t k = 0; k < nd && k < (size_t)o->top; k++) {
+        struct site *s = &sites[ord[k].g];
+        fputs("  ", f);
+        vr_put_safe(f, vt_label_of(labels, (uint32_t)ord[k].g));
+        if (s->min == s->max) fprintf(f, ": %s", vr_bytes(s->max, a, sizeof a));
+        else fprintf(f, ": %s to %s", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b));
+        qsort(s->ranks, s->nranks, sizeof *s->ranks, by_int);
+        fprintf(f, " on %zu of %zu ranks (", s->nranks, nranks);
+        put_ranges(f, s->ranks, s->nranks, 8);
+        fputs(")\n", f);
+    }
+    free(ord);
+done:
+    for (size_t g = 0; g < cap; g++) free(sites[g].ranks);
+    free(sites);
+    vt_labels_free(labels);
+}
+
+void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
+    if (in->n < 2) return;
+    int *ranks = malloc(in->n * sizeof *ranks);
+    uint64_t *peaks = malloc(in->n * sizeof *peaks);
+    if (!ranks || !peaks) { free(ranks); free(peaks); return; }
+    for (size_t i = 0; i < in->n; i++) {
+        ranks[i] = in->dumps[i].rank;
+        peaks[i] = in->dumps[i].totals.peak_bytes;
+    }
+    qsort(ranks, in->n, sizeof *ranks, by_int);
+    size_t distinct = 0;
+    for (size_t i = 0; i < in->n; i++)
+        if (!distinct || ranks[i] != ranks[distinct - 1]) ranks[distinct++] = ranks[i];
+    /* Missing: the ranks from 0 to the highest that no dump has. */
+    int top = ranks[distinct - 1];
+    size_t nmissing = 0;
+    int *missing = top >= 0 ? malloc(((size_t)top + 1) * sizeof *missing) : NULL;
+    for (int r = 0, k = 0; missing && r <= top; r++) {
+        while ((size_t)k < distinct && ranks[k] < r) k++;
+        if ((size_t)k == distinct || ranks[k] != r) missing[nmissing++] = r;
+    }
+    fprintf(f, "ranks: %zu dumps of %zu ranks from %d to %d", in->n, distinct, ranks[0], top);
+    if (distinct != in->n) fprintf(f, " (%zu ranks have more than one dump)", in->n - distinct);
+    if (nmissing) {
+        fprintf(f, "; missing %zu of 0 to %d: ", nmissing, top);
+        put_ranges(f, missing, nmissing, 16);
+    }
+    fputc('\n', f);
+    size_t hi = 0;
+    for (size_t i = 1; i < in->n; i++)
+        if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
+    qsort(peaks, in->n, sizeof *peaks, by_u64);
+    uint64_t median = in->n % 2 ? peaks[in->n / 2] : peaks[in->n / 2 - 1] / 2 + peaks[in->n / 2] / 2 +
+                                                         (peaks[in->n / 2 - 1] % 2 + peaks[in->n / 2] % 2) / 2;
+    char a[32], b[32];
+    fprintf(f, "peak imbalance: highest %s (rank %d) over the median %s", vr_bytes(peaks[in->n - 1], a, sizeof a),
+            in->dumps[hi].rank, vr_bytes(median, b, sizeof b));
+    if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
+    fputc('\n', f);
+    differing(f, in, o, distinct);
+    free(missing);
+    free(ranks);
+    free(peaks);
+}

@@ -1,0 +1,139 @@
+/* livefile.c -- finding, checking and copying live segments (livefile.h). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "livefile.h"
+
+/* Field 22 of /proc/PID/stat (the start time in clock ticks), 0 when the
+ * process is not there. */
+static unsigned long long start_of(int pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A consistent copy of a mapped segment, 1, or 0 when the writer was busy
+ * each of `tries` times. The reader's half of the sequence lock: the count before (even), the
+ * copy, a fence so that the copy's loads are done, the count after. */
+static int read_copy(const volatile struct vt_live_segment *seg, struct vt_live_segment *out, int tries) {
+    for (int i = 0; i < tries; i++) {
+        uint64_t before = __atomic_load_n(&seg->seq, __ATOMIC_ACQUIRE);
+        if (before & 1) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        memcpy(out, (const void *)seg, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&seg->seq, __ATOMIC_RELAXED) == before) {
+            out->seq = before;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Remove a stale segment, if the name still holds the file found stale
+ * (a new process of that pid may have put its own there since). */
+static void remove_stale(const char *path, const struct stat *seen) {
+    struct stat now;
+    if (lstat(path, &now) == 0 && now.st_ino == seen->st_ino && now.st_dev == seen->st_dev) unlink(path);
+}
+
+/* One segment: 1 with a consistent copy in out, 0 when it is not one of
+ * this user's live processes (stale ones removed). */
+static int read_one(const char *path, int want_pid, struct vt_live_segment *out) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    int got = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) ||
+        (size_t)st.st_size != sizeof *out)
+        goto done;
+    void *m = mmap(NULL, sizeof *out, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) goto done;
+    /* A writer descheduled in the middle of a publication holds the lock
+     * for a time slice: a few tries a millisecond apart, up to 50 ms. */
+    for (int i = 0; i < 50 && !(got = read_copy(m, out, 100)); i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    munmap(m, sizeof *out);
+    if (!got || out->magic != VT_LIVE_MAGIC || out->version != VT_LIVE_VERSION || out->size != sizeof *out) {
+        got = 0;
+        goto done;
+    }
+    if (want_pid > 0 && out->pid != want_pid) {
+        got = 0;
+        goto done;
+    }
+    /* Alive: its pid runs, started when the segment says, and the writer
+     * still holds the lock (an exec'd or crashed writer does not). */
+    if (start_of(out->pid) != out->process_start || flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        remove_stale(path, &st);
+        got = 0;
+    }
+done:
+    close(fd);
+    return got;
+}
+
+static int by_pid(const void *a, const void *b) {
+    const struct vt_live_segment *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+struct vt_live_segment *vt_live_scan(int pid, size_t *n) {
+    char dir[4096];
+    vt_live_dir(dir, sizeof dir);
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    struct vt_live_segment *segs = NULL;
+    size_t cap = 0;
+    struct dirent *e;
+    size_t plen = strlen(VT_LIVE_PREFIX), slen = strlen(VT_LIVE_SUFFIX);
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len <= plen + slen || strncmp(e->d_name, VT_LIVE_PREFIX, plen) != 0 ||
+            strcmp(e->d_name + len - slen, VT_LIVE_SUFFIX) != 0)
+            continue;
+        if (pid > 0 && atoi(e->d_name + plen) != pid) continue;
+        if (*n == cap) {
+            size_t want = cap ? cap * 2 : 16;
+            struct vt_live_segment *bigger = realloc(segs, want * sizeof *bigger);
+            if (!bigger) break;
+            segs = bigger;
+            cap = want;
+        }
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (read_one(path, pid, &segs[*n])) (*n)++;
+    }
+    closedir(d);
+    if (*n == 0) {
+        free(segs);
+        return NULL;
+    }
+    qsort(segs, *n, sizeof *segs, by_pid);
+    return segs;
+}

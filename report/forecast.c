@@ -1,0 +1,53 @@
+/* forecast.c -- sustained growth and the time to fill a device
+ * (forecast.h). */
+#include <string.h>
+
+#include "forecast.h"
+
+void vt_forecast_init(struct vt_forecast *f, long horizon_s) {
+    memset(f, 0, sizeof *f);
+    f->horizon_ns = (uint64_t)horizon_s * 1000000000ull;
+    f->window_ns = f->horizon_ns / 30;
+    if (f->window_ns < 1000000000ull) f->window_ns = 1000000000ull;
+}
+
+/* The rate over the completed windows, when the floor rose in each. */
+static int64_t sustained(const struct vt_forecast *f) {
+    if (f->nfloors < VT_FORECAST_RISES + 1) return 0;
+    for (int i = 1; i <= VT_FORECAST_RISES; i++)
+        if (f->floors[i] <= f->floors[i - 1]) return 0;
+    uint64_t rise = f->floors[VT_FORECAST_RISES] - f->floors[0];
+    double per_ns = (double)rise / ((double)VT_FORECAST_RISES * (double)f->window_ns);
+    return (int64_t)(per_ns * 60e9);
+}
+
+int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, uint64_t capacity) {
+    int done = 0;
+    if (!f->in_window) {
+        f->in_window = 1;
+        f->win_start = now_ns;
+        f->win_floor = live;
+    } else if (now_ns - f->win_start >= f->window_ns) {
+        if (f->nfloors == VT_FORECAST_RISES + 1) {
+            memmove(f->floors, f->floors + 1, VT_FORECAST_RISES * sizeof *f->floors);
+            f->nfloors--;
+        }
+        f->floors[f->nfloors++] = f->win_floor;
+        f->growth_per_min = sustained(f);
+        f->win_start = now_ns;
+        f->win_floor = live;
+        done = 1;
+    } else if (live < f->win_floor) {
+        f->win_floor = live;
+    }
+    f->full = 0;
+    f->full_in_ns = 0;
+    if (f->growth_per_min > 0 && capacity > 0 && f->horizon_ns > 0) {
+        double ns = live >= capacity ? 0 : (double)(capacity - live) / (double)f->growth_per_min * 60e9;
+        if (ns <= (double)f->horizon_ns) {
+            f->full = 1;
+            f->full_in_ns = (uint64_t)ns;
+        }
+    }
+    return done;
+}

@@ -1,0 +1,40 @@
+/* forecast.h -- sustained growth of a device's live bytes, and when it
+ * fills the device at that rate.
+ *
+ * Time is cut into windows of horizon/30 (at least a second); a window's
+ * figure is its floor, the least live bytes sampled in it. Growth is
+ * sustained when the floor rose in each of the last VT_FORECAST_RISES
+ * windows: a loop that allocates and frees the same bytes never rises
+ * (its floor stays), and a loading phase that stops before that many
+ * windows is not growth. The rate is the floor's rise over those windows;
+ * the forecast is the time until live bytes reach the capacity at that
+ * rate, kept when it is within the horizon. One state per device, fed
+ * from the live publisher (report/live.c), a few samples a second. */
+#ifndef VT_FORECAST_H
+#define VT_FORECAST_H
+
+#include <stdint.h>
+
+#define VT_FORECAST_RISES 5
+
+struct vt_forecast {
+    uint64_t horizon_ns, window_ns;
+    uint64_t win_start, win_floor;   /* the window being sampled */
+    int in_window;
+    uint64_t floors[VT_FORECAST_RISES + 1]; /* completed windows, oldest first */
+    int nfloors;
+    int64_t growth_per_min;  /* bytes a minute while sustained, else 0 */
+    int full;                /* a forecast is held */
+    uint64_t full_in_ns;     /* from the last sample */
+};
+
+/* A state for a horizon of `horizon_s` seconds (0: growth is measured,
+ * nothing is forecast). */
+void vt_forecast_init(struct vt_forecast *f, long horizon_s);
+
+/* One sample at now_ns (monotonic): live bytes, and the capacity they
+ * fill (0 when unknown: no forecast). Returns 1 when this sample
+ * completed a window (growth_per_min may have changed). */
+int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, uint64_t capacity);
+
+#endif

@@ -1,0 +1,344 @@
+/* live.c -- the publisher of the live segment (live.h, common/live.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/callsite.h"
+#include "../common/format.h"
+#include "../common/live.h"
+#include "../common/warn.h"
+#include "../tracker/options.h"
+#include "../tracker/tracker.h"
+#include "forecast.h"
+#include "live.h"
+#include "output.h"
+#include "symbolize.h"
+
+/* The publisher's state: its thread's alone, but for `path` and `lock`
+ * (the exit path reads them) and the forecast line (the dump's). */
+static struct {
+    int started;
+    volatile struct vt_live_segment *seg;
+    int fd;
+    char path[4096];
+    struct vt_view view;
+    struct vt_live_segment next;
+    char **labels;           /* by stack id, once named */
+    size_t nlabels;
+    struct vt_forecast fc[VT_MAX_DEVICES];
+    int warned;
+    int placed;              /* renamed into place: the exit removes it */
+    /* The sites at each closed growth window, for the one that grew. */
+    struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
+    uint32_t npast[VT_FORECAST_RISES + 1];
+    int npasts;
+} L = {.fd = -1};
+static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the publisher for each round: the exit waits for it (boundedly),
+ * so that no round runs while the process tears down. */
+static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+#define VT_LIVE_EXIT_WAIT_NS 1000000000ull
+static char forecast_line[256];
+
+/* Create the segment under a temporary name, locked (the lock is what
+ * tells a reader that its writer lives); publish() renames it into place
+ * once it is filled, so that a reader never meets one unlocked or empty. */
+static char tmp_path[4096];
+static int create_segment(void) {
+    char dir[3900];
+    vt_live_dir(dir, sizeof dir);
+    snprintf(L.path, sizeof L.path, "%s/" VT_LIVE_PREFIX "%d" VT_LIVE_SUFFIX, dir, (int)getpid());
+    snprintf(tmp_path, sizeof tmp_path, "%s/." VT_LIVE_PREFIX "%d.tmp", dir, (int)getpid());
+    int fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) { /* left by a process that had this pid */
+        unlink(tmp_path);
+        fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
+    if (fd < 0) return -1;
+    void *m = MAP_FAILED;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(struct vt_live_segment)) != 0 ||
+        flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+        (m = mmap(NULL, sizeof(struct vt_live_segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        unlink(tmp_path);
+        errno = e;
+        return -1;
+    }
+    L.fd = fd;
+    L.seg = m;
+    return 0;
+}
+
+/* The filled segment under its own name; from then on the exit removes it. */
+static int place_segment(void) {
+    if (rename(tmp_path, L.path) != 0) {
+        int e = errno;
+        unlink(tmp_path);
+        errno = e;
+        return -1;
+    }
+    __atomic_store_n(&L.placed, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A stack's call-site name, symbolized the first time it is asked. */
+static const char *label_of(uint32_t id, const struct vt_stack *st) {
+    if (id < L.nlabels && L.labels[id]) return L.labels[id];
+    if (id >= L.nlabels) {
+        size_t n = L.nlabels ? L.nlabels : 64;
+        while (n <= id) n *= 2;
+        char **bigger = realloc(L.labels, n * sizeof *bigger);
+        if (!bigger) return "(no stack)";
+        memset(bigger + L.nlabels, 0, (n - L.nlabels) * sizeof *bigger);
+        L.labels = bigger;
+        L.nlabels = n;
+    }
+    const struct vt_stack *one[1] = {st};
+    struct vt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.stacks = one;
+    s.nstacks = 1;
+    struct vt_symbols *sym = vt_symbolize(&s);
+    char buf[VT_LIVE_LABEL];
+    vt_site_name(sym ? vt_call_site(sym, 0) : NULL, buf, sizeof buf);
+    vt_symbols_free(sym);
+    L.labels[id] = strdup(buf);
+    return L.labels[id] ? L.labels[id] : "(no stack)";
+}
+
+/* The site that grew the most since the oldest closed window. */
+static const char *growing_site(void) {
+    const struct vt_view *v = &L.view;
+    int64_t best = 0;
+    uint32_t at = UINT32_MAX;
+    for (uint32_t i = 0; i < v->nsites; i++) {
+        uint64_t then = 0;
+        for (uint32_t j = 0; j < L.npast[0]; j++)
+            if (L.past[0][j].stack == v->sites[i].stack) then = L.past[0][j].bytes;
+        int64_t rise = (int64_t)(v->sites[i].bytes - then);
+        if (rise > best) { best = rise; at = i; }
+    }
+    return at == UINT32_MAX ? NULL : label_of(v->sites[at].stack, v->stacks[at]);
+}
+
+/* The forecast of device d, once: its line for the segment and the dump,
+ * and the warning. */
+static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint64_t capacity) {
+    char rate[32], cap[32], line[256];
+    vt_fmt_bytes((uint64_t)f->growth_per_min, rate, sizeof rate);
+    vt_fmt_bytes(capacity, cap, sizeof cap);
+    const char *site = growing_site();
+    char when[32];
+    if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
+    else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);
+    snprintf(line, sizeof line, "at +%s a minute, device %d is full (%s%s) in %s%s%s", rate, d, cap,
+             vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "", site ? site : "");
+    (void)live;
+    pthread_mutex_lock(&forecast_lock);
+    snprintf(forecast_line, sizeof forecast_line, "%s", line);
+    pthread_mutex_unlock(&forecast_lock);
+    if (!L.warned) {
+        L.warned = 1;
+        struct vt_sigpipe held;
+        vt_sigpipe_hold(&held);
+        fprintf(stderr, "vramtrace: forecast: %s\n", line);
+        vt_sigpipe_release(&held);
+    }
+}
+
+/* The segment cannot be made: one warning, and the thread ends. Where
+ * there is no live directory (a container without /dev/shm) nothing is
+ * said: there is nowhere to publish. */
+static void unusable(void) {
+    int e = errno;
+    __atomic_store_n(&L.started, 2, __ATOMIC_RELEASE);
+    char dir[4096];
+    struct stat st;
+    if (stat(vt_live_dir(dir, sizeof dir), &st) != 0) return;
+    errno = e;
+    vt_warn("cannot create the live segment %s: %s; vramtrace top and metrics will not see this process",
+            L.path[0] ? L.path : "in the live directory", strerror(errno));
+}
+
+/* One round: the view, the forecast's samples, and the segment when
+ * anything changed. */
+static void publish(void) {
+    int changed = vt_tracker_view(&L.view);
+    const struct vt_view *v = &L.view;
+    if (!v->stamp) return;
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    uint64_t now = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
+    struct vt_live_segment *n = &L.next;
+    int ndev = 0, closed = 0;
+    for (int d = 0; d < v->ndevices && d < VT_LIVE_DEVICES; d++) {
+        const struct vt_device *src = &v->devices[d];
+        if (!src->used) continue;
+        uint64_t capacity = vt_opt.limit ? vt_opt.limit : src->have_facts ? src->total_bytes : 0;
+        struct vt_forecast *f = &L.fc[d];
+        closed |= vt_forecast_sample(f, now, src->live_bytes, capacity);
+        struct vt_live_device *o = &n->devices[ndev++];
+        memset(o, 0, sizeof *o);
+        o->ordinal = d;
+        if (src->have_facts) {
+            o->flags |= VT_LIVE_DEV_FACTS;
+            memcpy(o->name, src->name, sizeof o->name - 1); /* both end in a NUL */
+            memcpy(o->uuid, src->uuid, sizeof o->uuid);
+            vt_utf8_whole(o->name, sizeof o->name);
+            o->total_bytes = src->total_bytes;
+        }
+        o->capacity_bytes = capacity;
+        o->live_bytes = src->live_bytes;
+        o->live_count = src->live_count;
+        o->peak_bytes = src->peak_bytes;
+        o->alloc_count = src->alloc_count;
+        o->free_count = src->free_count;
+        o->failed_count = src->failed_count;
+        o->oom_count = src->oom_count;
+        o->growth_per_min = f->growth_per_min;
+        if (f->full) {
+            o->flags |= VT_LIVE_DEV_FORECAST;
+            o->forecast_ns = f->full_in_ns;
+            forecast_of(d, f, src->live_bytes, capacity);
+        }
+    }
+    if (closed) { /* the sites at this window's close, oldest first */
+        if (L.npasts == VT_FORECAST_RISES + 1) {
+            memmove(L.past, L.past + 1, VT_FORECAST_RISES * sizeof L.past[0]);
+            memmove(L.npast, L.npast + 1, VT_FORECAST_RISES * sizeof L.npast[0]);
+            L.npasts--;
+        }
+        memcpy(L.past[L.npasts], v->sites, v->nsites * sizeof *v->sites);
+        L.npast[L.npasts++] = v->nsites;
+    }
+    if (!changed && !closed && L.seg) return;
+    if (!L.seg && create_segment() != 0) {
+        unusable();
+        return;
+    }
+    n->ndevices = ndev;
+    n->nsites = (int32_t)v->nsites;
+    for (uint32_t i = 0; i < v->nsites; i++) {
+        struct vt_live_site *s = &n->sites[i];
+        s->bytes = v->sites[i].bytes;
+        s->count = v->sites[i].count;
+        s->stack = v->sites[i].stack;
+        snprintf(s->label, sizeof s->label, "%s", label_of(v->sites[i].stack, v->stacks[i]));
+        vt_utf8_whole(s->label, sizeof s->label);
+    }
+    n->live_bytes = v->totals.live_bytes;
+    n->peak_bytes = v->totals.peak_bytes;
+    n->host_live_bytes = v->totals.host_live_bytes;
+    n->imported_live_bytes = v->totals.imported_live_bytes;
+    n->alloc_count = v->totals.alloc_count;
+    n->free_count = v->totals.free_count;
+    n->failed_count = v->totals.failed_count;
+    n->oom_count = v->totals.oom_count;
+    n->unknown_frees = v->totals.unknown_frees;
+    n->missed = v->totals.missed;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    n->updated_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+    n->publications++;
+    vt_live_forecast(n->forecast, sizeof n->forecast);
+    /* The writer's half of the sequence lock: odd (an acquiring add, which
+     * keeps the body's stores after it), the body, even (released). */
+    uint64_t seq = __atomic_fetch_add(&L.seg->seq, 1, __ATOMIC_ACQUIRE);
+    memcpy((void *)((char *)L.seg + offsetof(struct vt_live_segment, pid)), (char *)n + offsetof(struct vt_live_segment, pid),
+           sizeof *n - offsetof(struct vt_live_segment, pid));
+    __atomic_store_n(&L.seg->magic, VT_LIVE_MAGIC, __ATOMIC_RELAXED);
+    L.seg->version = VT_LIVE_VERSION;
+    L.seg->size = sizeof *n;
+    __atomic_store_n(&L.seg->seq, seq + 2, __ATOMIC_RELEASE);
+    if (!L.placed && place_segment() != 0) unusable();
+}
+
+static void *publisher(void *arg) {
+    (void)arg;
+    struct vt_process_facts pf;
+    vt_process_facts(&pf);
+    struct vt_live_segment *n = &L.next;
+    n->pid = pf.pid;
+    n->rank = pf.rank;
+    n->local_rank = pf.local_rank;
+    n->process_start = pf.start;
+    memcpy(n->boot_id, pf.boot_id, sizeof n->boot_id);
+    memcpy(n->host, pf.host, sizeof n->host);
+    memcpy(n->command, pf.command, sizeof n->command);
+    vt_utf8_whole(n->command, sizeof n->command);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    n->start_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec - vt_now_ns();
+    for (int d = 0; d < VT_MAX_DEVICES; d++) vt_forecast_init(&L.fc[d], vt_opt.forecast);
+    while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) {
+        pthread_mutex_lock(&round_lock);
+        if (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) publish();
+        pthread_mutex_unlock(&round_lock);
+        struct timespec ts = {0, (long)VT_LIVE_INTERVAL_NS};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
+    return NULL;
+}
+
+void vt_live_start(void) {
+    if (!vt_opt.live || __atomic_exchange_n(&L.started, 1, __ATOMIC_ACQ_REL)) return;
+    /* The publisher takes no signals: they stay with the program's threads. */
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &prev);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, publisher, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc == 0) pthread_setname_np(t, "vramtrace-live");
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    if (rc != 0) vt_warn("cannot start the live publisher: %s; vramtrace top and metrics will not see this process",
+                         strerror(rc));
+}
+
+/* No round starts after this; one under way is waited for up to
+ * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). */
+void vt_live_stop(void) {
+    __atomic_store_n(&L.started, 3, __ATOMIC_RELEASE);
+    struct timespec until;
+    vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);
+    int held = pthread_mutex_timedlock(&round_lock, &until) == 0;
+    if (__atomic_load_n(&L.placed, __ATOMIC_ACQUIRE)) unlink(L.path);
+    if (held) pthread_mutex_unlock(&round_lock);
+}
+
+void vt_live_fork_prepare(void) { pthread_mutex_lock(&round_lock); }
+void vt_live_fork_parent(void) { pthread_mutex_unlock(&round_lock); }
+
+void vt_live_reset_child(void) {
+    if (L.seg) munmap((void *)L.seg, sizeof(struct vt_live_segment));
+    if (L.fd >= 0) close(L.fd);
+    for (size_t i = 0; i < L.nlabels; i++) free(L.labels[i]);
+    free(L.labels);
+    memset(&L, 0, sizeof L);
+    L.fd = -1;
+    pthread_mutex_init(&forecast_lock, NULL);
+    pthread_mutex_init(&round_lock, NULL);
+    forecast_line[0] = '\0';
+}
+
+const char *vt_live_forecast(char *buf, size_t size) {
+    pthread_mutex_lock(&forecast_lock);
+    snprintf(buf, size, "%s", forecast_line);
+    pthread_mutex_unlock(&forecast_lock);
+    return buf;
+}

@@ -1,0 +1,39 @@
+/* live.h -- the traced process's live segment (common/live.h), written
+ * from a publisher thread of its own.
+ *
+ * Started at the process's first GPU record (interpose/hook.c), when
+ * VRAMTRACE_LIVE is 1: every VT_LIVE_INTERVAL_NS the thread asks the
+ * tracker for its view (vt_tracker_view, which applies the logs), and when
+ * anything was applied since the last time, or a growth window closed,
+ * publishes it under the segment's sequence lock, the call sites named
+ * (symbolized once per stack). It samples the forecast (forecast.h) and
+ * prints its one warning. A hooked call never waits for it beyond the
+ * tracker's own lock, held for one bounded copy. */
+#ifndef VT_LIVE_H
+#define VT_LIVE_H
+
+#include <stddef.h>
+
+#define VT_LIVE_INTERVAL_NS 250000000ull
+
+/* Start the publisher (once; later calls do nothing). */
+void vt_live_start(void);
+
+/* At exit: the segment is removed. */
+void vt_live_stop(void);
+
+/* Around fork: no publication is under way while the process forks (one
+ * under way is waited for), so that the child finds no lock the publisher
+ * held (the loader's, the symbolizer's, an allocator's). */
+void vt_live_fork_prepare(void);
+void vt_live_fork_parent(void);
+
+/* After fork, in the child: the parent's segment let go (never written
+ * from the child), the publisher startable again. */
+void vt_live_reset_child(void);
+
+/* The forecast's line for the dump, "" when there is none: copied into
+ * buf. */
+const char *vt_live_forecast(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,559 @@
+"""The live view: each traced process's live segment, `vramtrace top`,
+`vramtrace metrics` and the forecast, on the simulated GPU. Each test runs
+its programs with a private XDG_RUNTIME_DIR, so that it sees its own
+processes only."""
+import os
+import atexit
+import copy
+import json
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+
+from run_tests import *
+
+T_LIVE = os.path.join(T, "t_live")
+_dirs = []
+
+
+def tempdir(prefix):
+    """A folder of this test run's, removed when it ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _dirs.append(d)
+    return d
+
+
+atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _dirs])
+
+
+class Live:
+    """t_live under vramtrace, driven line by line (tests/progs/t_live.c)."""
+
+    def __init__(self, rundir, env=None, argv=None):
+        self.work = tempdir("vt-live-")
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "XDG_RUNTIME_DIR": rundir,
+                  "VRAMTRACE_OUT": os.path.join(self.work, "dump.%p.json"), "VRAMTRACE_REPORT": "off",
+                  "SIMGPU_CAPACITY": "1G"})
+        e.update(env or {})
+        self.p = subprocess.Popen(argv or [T_LIVE], env=e, cwd=self.work, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self.p.pid
+
+    def say(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        eq(self.p.stdout.readline(), "ok\n", f"t_live answers {line!r}")
+
+    def quit(self):
+        self.p.stdin.write("q\n")
+        self.p.stdin.flush()
+        out, err = self.p.communicate(timeout=60)
+        return self.p.returncode, err
+
+
+def live_env(rundir):
+    e = dict(os.environ)
+    e["XDG_RUNTIME_DIR"] = rundir
+    return e
+
+
+def top_once(rundir, *args):
+    p = subprocess.run([CLI, "top", "--once", *args], env=live_env(rundir), capture_output=True, text=True,
+                       timeout=60)
+    return p
+
+
+def wait_for(what, fn, timeout=10.0):
+    """fn() until it returns something true; its last value."""
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > end:
+            ok(v, f"{what} within {timeout} s")
+            return v
+        time.sleep(0.05)
+
+
+def process_rows(text):
+    """{pid: row fields} of a --once frame."""
+    rows = {}
+    for line in text.splitlines()[2:]:
+        if not line.strip():
+            break
+        f = line.split()
+        if f[0].isdigit() and len(f) >= 9:
+            rows[int(f[0])] = f
+    return rows
+
+
+def site_rows(text):
+    """(bytes, count, site) of a --once frame's call-site table."""
+    table = text.split("  SITE\n", 1)[1] if "  SITE\n" in text else ""
+    return re.findall(r"^ +(\S+(?: [KMGT]?i?B)?) +(\d+)  (.*)$", table, re.M)
+
+
+def segment_path(rundir, pid):
+    return os.path.join(rundir, f"vramtrace-live.{pid}.shm")
+
+
+@test
+def live_segment_published_and_removed():
+    """A process that allocates 100 MiB and then 1 MiB shows them in its
+    segment (mode 0600, in XDG_RUNTIME_DIR) within half a second of the
+    allocation, with its call site, and the segment goes when it exits."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("a 104857600")
+    t.say("a 1048576")
+    want = 104857600 + 1048576
+    start = time.monotonic()
+    rows = wait_for("the live bytes", lambda: (lambda r: r if r.get(t.pid, [0] * 9)[3] == str(want) else None)(
+        process_rows(top_once(rundir, "--bytes").stdout)))
+    ok(time.monotonic() - start < 1.5, "published within a few refreshes")
+    f = rows[t.pid]
+    eq(f[1:8], ["0", "0", str(want), str(want), "-", "0", "-"], "rank, device, live, peak, reserved, growth, forecast")
+    eq(f[8], T_LIVE, "command")
+    st = os.stat(segment_path(rundir, t.pid))
+    eq(stat.S_IMODE(st.st_mode), 0o600, "segment mode")
+    eq(os.listdir(rundir), [f"vramtrace-live.{t.pid}.shm"], "one segment, no temporary file")
+    out = top_once(rundir, str(t.pid)).stdout
+    line = source_line("t_live.c", "cudaMalloc(&p, bytes) == cudaSuccess")
+    eq(site_rows(out),
+       [("101.00 MiB", "2", f"keep tests/progs/t_live.c:{line}")], "the call sites of the process")
+    t.say("f")
+    wait_for("a free", lambda: process_rows(top_once(rundir, "--bytes").stdout).get(t.pid, [0] * 9)[3] == str(104857600))
+    rc, err = t.quit()
+    eq((rc, err), (0, ""), "status and stderr")
+    eq(os.listdir(rundir), [], "segment removed at exit")
+    p = top_once(rundir, str(t.pid))
+    eq((p.returncode, p.stderr), (1, f"vramtrace top: pid {t.pid} is not a traced process of this user\n"),
+       "top PID of a process gone")
+
+
+@test
+def live_segment_stale_ones_cleaned():
+    """A segment left by a killed process (its pid gone), and one whose pid
+    runs but started at another time, are removed by the next reader; a
+    live one stays."""
+    rundir = tempdir("vt-rundir-")
+    a = Live(rundir)
+    a.say("a 4096")
+    b = Live(rundir)
+    b.say("a 8192")
+    wait_for("two segments", lambda: len(process_rows(top_once(rundir, "--bytes").stdout)) == 2)
+    os.kill(a.pid, signal.SIGKILL)
+    a.p.wait()
+    ok(os.path.exists(segment_path(rundir, a.pid)), "a killed process leaves its segment")
+    # b's segment copied under the pid of this test's own process: the pid
+    # runs, its start time is not the segment's.
+    fake = segment_path(rundir, os.getpid())
+    with open(segment_path(rundir, b.pid), "rb") as f:
+        data = bytearray(f.read())
+    data[24:28] = os.getpid().to_bytes(4, "little")
+    with open(fake, "wb") as f:
+        f.write(data)
+    os.chmod(fake, 0o600)
+    rows = process_rows(top_once(rundir, "--bytes").stdout)
+    eq(sorted(rows), [b.pid], "only the live process is listed")
+    eq(rows[b.pid][3], "8192", "its live bytes")
+    eq(sorted(os.listdir(rundir)), [f"vramtrace-live.{b.pid}.shm"], "stale segments removed")
+    eq(b.quit(), (0, ""), "b exits as usual")
+
+
+@test
+def live_segment_of_a_forked_child():
+    """A forked child that allocates publishes a segment of its own with its
+    own bytes only; the parent's stays as it was, and the child's goes when
+    the child exits."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("a 2097152")
+    wait_for("the parent", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    t.p.stdin.write("fork 8192 3000\n")
+    t.p.stdin.flush()
+    m = re.match(r"child (\d+)\n", t.p.stdout.readline())
+    ok(m, "the child's pid")
+    child = int(m.group(1))
+    rows = wait_for("the child's row", lambda: (lambda r: r if child in r else None)(
+        process_rows(top_once(rundir, "--bytes").stdout)))
+    eq((rows[t.pid][3], rows[child][3], rows[child][4]), ("2097152", "8192", "8192"),
+       "parent's live, child's live and peak")
+    eq(t.p.stdout.readline(), "ok\n", "the child exited")
+    eq(sorted(process_rows(top_once(rundir, "--bytes").stdout)), [t.pid], "only the parent is left")
+    eq(sorted(os.listdir(rundir)), [f"vramtrace-live.{t.pid}.shm"], "the child's segment removed")
+    eq(t.quit(), (0, ""), "exit")
+
+
+@test
+def live_segment_off_switch():
+    """VRAMTRACE_LIVE=0 publishes nothing and starts no thread (with the
+    dump signal's watcher off too)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, env={"VRAMTRACE_LIVE": "0", "VRAMTRACE_SIGNAL": "0"})
+    t.say("a 4096")
+    time.sleep(0.6)
+    eq(os.listdir(rundir), [], "no segment")
+    eq(sorted(os.listdir(f"/proc/{t.pid}/task")), [str(t.pid)], "one thread")
+    eq(t.quit(), (0, ""), "exit")
+
+
+@test
+def live_segment_reads_are_consistent():
+    """While the program allocates and frees 3 MiB thousands of times, every
+    frame read shows the process's live bytes equal to what its call sites
+    hold (both 0 or both 3 MiB): no torn copy."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("a 1048576")
+    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    t.p.stdin.write("loop 20000 3145728 0\n")
+    t.p.stdin.flush()
+    seen = set()
+    for _ in range(40):
+        out = top_once(rundir, "--bytes", str(t.pid)).stdout
+        live = int(process_rows(out)[t.pid][3])
+        sites = sum(int(b) for b, _c, _s in site_rows(out))
+        eq(sites, live, "call sites sum to the live bytes")
+        seen.add(live)
+    ok(seen <= {1048576, 1048576 + 3145728}, f"live bytes only ever 1 or 4 MiB: {seen}")
+    eq(t.p.stdout.readline(), "ok\n", "the loop ends")
+    eq(t.quit(), (0, ""), "exit")
+
+
+class Tmux:
+    """A tmux server of its own, one window running cmd."""
+
+    def __init__(self, cmd, env, width=160, height=30):
+        self.sock = f"vt-live-{os.getpid()}-{time.monotonic_ns()}"
+        extra = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
+        subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", "new-session", "-d", "-x", str(width),
+                        "-y", str(height), *extra, *cmd], check=True, timeout=30)
+
+    def screen(self):
+        p = subprocess.run(["tmux", "-L", self.sock, "capture-pane", "-p"], capture_output=True, text=True,
+                           timeout=30)
+        return p.stdout
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "-L", self.sock, "send-keys", *keys], check=True, timeout=30)
+
+    def alive(self):
+        return subprocess.run(["tmux", "-L", self.sock, "has-session"], capture_output=True,
+                              timeout=30).returncode == 0
+
+    def kill(self):
+        subprocess.run(["tmux", "-L", self.sock, "kill-server"], capture_output=True, timeout=30)
+
+
+def screen_rows(screen):
+    """[(pid, live, peak)] of the process rows on a top screen, in order."""
+    return [(int(m[0]), m[1], m[2]) for m in
+            re.findall(r"^ *(\d+) +\d+ +\d+ +([\d.]+ \w+) +([\d.]+ \w+) ", screen, re.M)]
+
+
+@test
+def top_screen_follows_processes():
+    """vramtrace top on a terminal (tmux): two traced programs appear with
+    their exact live and peak bytes, largest first; 'n' sorts by pid, 'j'
+    selects the next process (its call sites are shown); a program that
+    exits loses its row; 'q' quits."""
+    rundir = tempdir("vt-rundir-")
+    tm = Tmux([CLI, "top", "--interval", "0.2"], {"XDG_RUNTIME_DIR": rundir, "TERM": "screen"})
+    try:
+        wait_for("top's empty screen", lambda: "(no traced process of this user is running)" in tm.screen())
+        a = Live(rundir)
+        b = Live(rundir)
+        a.say("a 52428800")
+        b.say("a 104857600")
+        b.say("f")
+        b.say("a 73400320")
+        want = sorted([(b.pid, "70.00 MiB", "100.00 MiB"), (a.pid, "50.00 MiB", "50.00 MiB")],
+                      key=lambda r: r[1], reverse=True)
+        wait_for("both rows, largest first", lambda: screen_rows(tm.screen()) == want)
+        # The selection follows the process first seen, wherever it moves.
+        ok(re.search(rf"^call sites of pid ({a.pid}|{b.pid}) ", tm.screen(), re.M), "a process is selected")
+        tm.keys("n")
+        by_pid = sorted(want)
+        wait_for("sorted by pid", lambda: screen_rows(tm.screen()) == by_pid and "sort: pid" in tm.screen())
+        tm.keys("k")
+        wait_for("the first process selected",
+                 lambda: re.search(rf"^call sites of pid {by_pid[0][0]} ", tm.screen(), re.M))
+        tm.keys("j")
+        second = by_pid[1][0]
+        wait_for("the second process selected",
+                 lambda: re.search(rf"^call sites of pid {second} ", tm.screen(), re.M))
+        eq(a.quit(), (0, ""), "a exits")
+        wait_for("a's row gone", lambda: [r[0] for r in screen_rows(tm.screen())] == [b.pid])
+        tm.keys("q")
+        wait_for("top quits", lambda: not tm.alive())
+        eq(b.quit(), (0, ""), "b exits")
+    finally:
+        tm.kill()
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def metrics(rundir, *args):
+    p = subprocess.run([CLI, "metrics", *args], env=live_env(rundir), capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stderr), (0, ""), f"vramtrace metrics {' '.join(args)}")
+    return p.stdout
+
+
+def series(text, name):
+    """{labels text: value} of one metric's samples."""
+    return {m[0]: m[1] for m in re.findall(rf"^{name}\{{(.*)\}} (\S+)$", text, re.M)}
+
+
+@test
+def metrics_exposition_and_promtool():
+    """vramtrace metrics over two traced programs: exact bytes and counts
+    per process and device, labelled pid, rank, host, command, gpu and the
+    UUID as DCGM spells it; the call sites capped by --top; promtool check
+    metrics finds nothing to say; --textfile writes the same whole."""
+    rundir = tempdir("vt-rundir-")
+    a = Live(rundir, env={"RANK": "3"})
+    b = Live(rundir)
+    a.say("a 52428800")
+    a.say("a 1048576")
+    a.say("f")
+    a.say("o")
+    b.say("a 4096")
+    wait_for("both published", lambda: len(series(metrics(rundir), "vramtrace_live_bytes")) == 2
+             and "52428800" in series(metrics(rundir), "vramtrace_live_bytes").values()
+             and "1" in series(metrics(rundir), "vramtrace_ooms_total").values())
+    text = metrics(rundir)
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    la = f'pid="{a.pid}",rank="3",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"'
+    lb = f'pid="{b.pid}",rank="0",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"'
+    eq(series(text, "vramtrace_live_bytes"), {la: "52428800", lb: "4096"}, "live bytes")
+    eq(series(text, "vramtrace_peak_bytes"), {la: "53477376", lb: "4096"}, "peak bytes")
+    eq(series(text, "vramtrace_allocations_total"), {la: "2", lb: "1"}, "allocations")
+    eq(series(text, "vramtrace_frees_total"), {la: "1", lb: "0"}, "frees")
+    eq(series(text, "vramtrace_ooms_total"), {la: "1", lb: "0"}, "out-of-memory failures")
+    eq(series(text, "vramtrace_device_memory_bytes"), {la: "1073741824", lb: "1073741824"}, "device memory")
+    line = source_line("t_live.c", "cudaMalloc(&p, bytes) == cudaSuccess")
+    site = f"keep tests/progs/t_live.c:{line}"
+    pa = f'pid="{a.pid}",rank="3",host="{host}",command="{T_LIVE}"'
+    pb = f'pid="{b.pid}",rank="0",host="{host}",command="{T_LIVE}"'
+    eq(series(text, "vramtrace_site_live_bytes"), {f'{pa},site="{site}"': "52428800", f'{pb},site="{site}"': "4096"},
+       "call sites")
+    eq(series(metrics(rundir, "--top", "0"), "vramtrace_site_live_bytes"), {}, "--top 0: no call sites")
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stdout, p.stderr), (0, "", ""), "promtool check metrics")
+    om = metrics(rundir, "--openmetrics")
+    ok(om.endswith("# EOF\n") and "# TYPE vramtrace_allocations counter\n" in om
+       and "# UNIT vramtrace_live_bytes bytes\n" in om, "OpenMetrics: counter family, units, EOF")
+    eq(series(om, "vramtrace_live_bytes"), series(text, "vramtrace_live_bytes"), "the same series in OpenMetrics")
+    out = tempdir("vt-textfile-")
+    eq(metrics(rundir, "--textfile", out, "--once"), "", "textfile: nothing on stdout")
+    eq(os.listdir(out), ["vramtrace.prom"], "one file, no temporary left")
+    with open(os.path.join(out, "vramtrace.prom")) as f:
+        eq(series(f.read(), "vramtrace_live_bytes"), {la: "52428800", lb: "4096"}, "textfile's live bytes")
+    eq(a.quit(), (0, ""), "a exits")
+    eq(b.quit(), (0, ""), "b exits")
+    eq(series(metrics(rundir), "vramtrace_live_bytes"), {}, "no series once they exit")
+
+
+@test
+def metrics_scraped_by_prometheus():
+    """A Prometheus server started on loopback scrapes vramtrace metrics
+    --listen while a traced program holds 96 MiB: the HTTP API answers a
+    PromQL query with the exact live bytes and the program's pid."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-prom-")
+    t = Live(rundir)
+    t.say("a 100663296")
+    wait_for("published", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    mport, pport = free_port(), free_port()
+    exporter = subprocess.Popen([CLI, "metrics", "--listen", f"127.0.0.1:{mport}"], env=live_env(rundir),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(os.path.join(work, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
+                f"  - job_name: vramtrace\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n")
+    prom = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
+                             f"--storage.tsdb.path={work}/data", f"--web.listen-address=127.0.0.1:{pport}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import json
+    import urllib.parse
+    import urllib.request
+
+    def query():
+        q = urllib.parse.quote(f'vramtrace_live_bytes{{pid="{t.pid}"}}')
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{pport}/api/v1/query?query={q}", timeout=5) as r:
+                res = json.load(r)["data"]["result"]
+        except OSError:
+            return None
+        return [(x["metric"]["pid"], x["metric"]["UUID"], x["value"][1]) for x in res] or None
+
+    try:
+        start = time.monotonic()
+        got = wait_for("Prometheus answers", query, timeout=60)
+        eq(got, [(str(t.pid), "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", "100663296")], "PromQL result")
+        print(f"  (Prometheus answered {time.monotonic() - start:.1f} s after it started)")
+    finally:
+        prom.terminate()
+        prom.wait(timeout=60)
+        exporter.terminate()
+        eq(exporter.wait(timeout=60), 0, "the exporter stops on SIGTERM")
+    eq(t.quit(), (0, ""), "exit")
+
+
+FORECAST = re.compile(r"^vramtrace: forecast: at \+([\d.]+) (MiB|GiB) a minute, device 0 is full \(1\.00 GiB, "
+                      r"VRAMTRACE_LIMIT\) in (\d+) seconds; it grows at (.*)$")
+
+
+@test
+def forecast_leak_warns_steady_and_loading_do_not():
+    """Three programs at once on a 1 GiB budget with a 30 s horizon (1 s
+    windows): one keeps 8 MiB every 100 ms (a leak: one warning line, at
+    about 4800 MiB a minute, naming its call site, shown by top, the metrics
+    and the exit dump); one allocates and frees 64 MiB in a loop over 100
+    MiB it keeps (steady: no warning, no growth); one loads 500 MiB in a
+    second, then loops steadily (a loading phase: no warning)."""
+    rundir = tempdir("vt-rundir-")
+    env = {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"}
+    leak, steady, loading = Live(rundir, env), Live(rundir, env), Live(rundir, env)
+    steady.say("a 104857600")
+    for t, cmd in ((leak, "leak 85 8388608 100"), (steady, "loop 400 67108864 20"),
+                   (loading, "leak 20 26214400 50")):
+        t.p.stdin.write(cmd + "\n")
+        t.p.stdin.flush()
+    eq(loading.p.stdout.readline(), "ok\n", "loading done")
+    loading.p.stdin.write("loop 400 67108864 20\n")
+    loading.p.stdin.flush()
+    frame = wait_for("the leak's forecast on top", lambda: (lambda out: out if re.search(
+        rf"^ *{leak.pid} +0 +0 .* +\d+ s  ", out, re.M) else None)(top_once(rundir).stdout), timeout=30)
+    m = series(metrics(rundir), "vramtrace_forecast_full_seconds")
+    eq([k.split(",")[0] for k in m], [f'pid="{leak.pid}"'], "only the leak has a forecast in the metrics")
+    growth = {k.split(",")[0]: float(v) for k, v in series(metrics(rundir), "vramtrace_growth_bytes_per_second").items()}
+    eq(growth[f'pid="{steady.pid}"'], 0.0, "the steady loop does not grow")
+    for t in (leak, steady, loading):
+        eq(t.p.stdout.readline(), "ok\n", "the program's loop ends")
+    dumps = {}
+    for t in (leak, steady, loading):
+        rc, err = t.quit()
+        eq(rc, 0, "status")
+        with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+            dumps[t] = (err, json.load(f))
+    err, d = dumps[leak]
+    lines = err.splitlines()
+    eq(len(lines), 1, f"one warning line: {err!r}")
+    m = FORECAST.match(lines[0])
+    ok(m, f"the forecast's line: {lines[0]!r}")
+    rate = float(m.group(1)) * (1024 if m.group(2) == "GiB" else 1)
+    ok(4000 <= rate <= 5600, f"about 4800 MiB a minute: {rate}")
+    line = source_line("t_live.c", "cudaMalloc(&p, bytes) == cudaSuccess")
+    ok(0 < int(m.group(3)) < 30, f"full within the horizon: {m.group(3)} s")
+    eq(m.group(4), f"keep tests/progs/t_live.c:{line}", "the growing call site")
+    ok(d.get("forecast", "").startswith("at +") and d["forecast"].endswith(f"t_live.c:{line}"), "in the dump")
+    for t in (steady, loading):
+        eq(dumps[t][0], "", "no warning")
+        ok("forecast" not in dumps[t][1], "no forecast in the dump")
+
+
+def rank_dumps(tmpl, folder, world, missing, fail, events):
+    """Dumps of the ranks 0..world-1 of one simulated job, but `missing`,
+    made from the dump `tmpl` (a real one): rank r peaks at 1 GiB + r MiB
+    (rank `fail` at 3 GiB), holds 512 MiB at one call site and, from rank
+    256 on, 64 MiB more at another; rank `fail` fails first, ranks 0 and 1
+    fail later; `events` events each. Returns the paths written."""
+    MiBi = 1 << 20
+    base = copy.deepcopy(tmpl)
+    keep = base["stacks"][base["holders"][0]["stack"]]
+    extra = copy.deepcopy(keep)
+    extra["frames"][0].update(function="cache_batch", line=99)
+    base["stacks"] = [keep, extra]
+    ev = tmpl["events"][0]
+    events_text = json.dumps([[i * 1000, "alloc", ev[2], ev[3], 0, 0, "device"] for i in range(events)])
+    paths = []
+    for r in range(world):
+        if r in missing:
+            continue
+        d = dict(base)
+        d.update(pid=100000 + r, rank=r, local_rank=r % 8, reason="oom" if r in (fail, 0, 1) else "exit")
+        peak = (3 << 30) if r == fail else (1 << 30) + r * MiBi
+        holders = [{"stack": 0, "bytes": 512 * MiBi, "count": 8}]
+        if r >= 256:
+            holders.append({"stack": 1, "bytes": 64 * MiBi, "count": 1})
+        live_bytes = sum(h["bytes"] for h in holders)
+        d["holders"] = holders
+        d["peak_holders"] = holders
+        d["totals"] = dict(tmpl["totals"], live_bytes=live_bytes, peak_bytes=peak,
+                           oom_count=1 if d["reason"] == "oom" else 0)
+        d["devices"] = [dict(tmpl["devices"][0], live_bytes=live_bytes, peak_bytes=peak,
+                             oom_count=d["totals"]["oom_count"])]
+        d["live"] = [dict(tmpl["live"][0], stack=h["stack"], bytes=h["bytes"], address=hex(0x700000000000 + (i << 24)))
+                     for i, h in enumerate(holders)]
+        d["ooms"] = []
+        if d["reason"] == "oom":
+            o = dict(tmpl["ooms"][0], requested_bytes=(2 << 30) if r == fail else 1 << 30, stack=0,
+                     time_ns=1000 if r == fail else 5000000 + r, holders=holders)
+            d["ooms"] = [o]
+        d["growing"] = []
+        d["events"] = "EVENTS"
+        path = os.path.join(folder, f"dump.r{r}.json")
+        with open(path, "w") as f:
+            f.write(json.dumps(d).replace('"EVENTS"', events_text))
+        paths.append(path)
+    return paths
+
+
+@test
+def report_over_512_ranks():
+    """vramtrace report over 512 dumps of one simulated job (ranks 0 to 513,
+    17 and 400 missing, 5000 events each, 157 MB of JSON): the first rank
+    to fail, the missing ranks, the peaks' imbalance over the median, and
+    the call site held on half the ranks only, in under 30 s of CPU and
+    1 GB of memory."""
+    import resource
+    work = tempdir("vt-ranks-")
+    t = Live(work)
+    t.say("a 4194304")
+    t.say("o")
+    eq(t.quit(), (0, ""), "template run")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        tmpl = json.load(f)
+    paths = rank_dumps(tmpl, work, 514, missing={17, 400}, fail=300, events=5000)
+    eq(len(paths), 512, "dumps made")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M", CLI, "report", *paths], capture_output=True, text=True,
+                       timeout=600)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rss_kib = int(p.stderr.split()[-1])
+    eq(p.returncode, 0, "status")
+    print(f"  (512 dumps: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss_kib // 1024} MiB resident)")
+    ok(cpu < 30, f"under 30 s of CPU: {cpu:.1f}")
+    ok(rss_kib < 1 << 20, f"under 1 GB: {rss_kib} KiB")
+    MiBi = 1 << 20
+    peaks = sorted((3 << 30) if r == 300 else (1 << 30) + r * MiBi for r in range(514) if r not in (17, 400))
+    median = (peaks[255] + peaks[256]) // 2
+    head = p.stdout.split("\n== pid", 1)[0]
+    want = [
+        "first to fail: rank 300 (pid 100300), 2.00 GiB requested by cudaMalloc",
+        "ranks: 512 dumps of 512 ranks from 0 to 513; missing 2 of 0 to 513: 17, 400",
+        f"peak imbalance: highest 3.00 GiB (rank 300) over the median {median / (1 << 30):.2f} GiB = "
+        f"{(3 << 30) / median:.2f}x",
+        "call sites that differ across ranks (at exit): 1",
+        f"  cache_batch tests/progs/t_live.c:99: 64.00 MiB on 257 of 512 ranks (256-399, 401-513)",
+    ]
+    lines = head.splitlines()
+    at = lines.index(want[0])
+    eq(lines[at:at + len(want)], want, "the job's summary")

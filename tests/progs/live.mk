@@ -1,0 +1,6 @@
+# The live view, top, metrics and the forecast (tests/integration/test_live.py).
+PROGS += $(T)/t_live
+
+$(T)/t_live: tests/progs/t_live.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

@@ -1,0 +1,73 @@
+/* t_live.c -- a program that allocates on command, for the live view's
+ * tests: reads lines from stdin and answers each with "ok" on stdout.
+ *   a BYTES           cudaMalloc BYTES (kept)
+ *   f                 cudaFree the last one kept
+ *   o                 a request the device refuses (cudaMalloc of 1 PiB)
+ *   leak N BYTES MS   N times: BYTES kept, then MS milliseconds
+ *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
+ *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
+ *                     "child PID" first, "ok" once it has exited
+ *   q                 exit (what is kept stays live) */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *kept[100000];
+static int nkept;
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void keep(unsigned long long bytes) {
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
+}
+
+int main(void) {
+    char line[256];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    while (fgets(line, sizeof line, stdin)) {
+        unsigned long long bytes = 0;
+        long n = 0, ms = 0;
+        if (sscanf(line, "a %llu", &bytes) == 1) {
+            keep(bytes);
+        } else if (strcmp(line, "f\n") == 0 && nkept > 0) {
+            cudaFree(kept[--nkept]);
+        } else if (strcmp(line, "o\n") == 0) {
+            void *p;
+            cudaMalloc(&p, 1ull << 50);
+        } else if (sscanf(line, "leak %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                keep(bytes);
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "loop %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                void *p = NULL;
+                cudaMalloc(&p, bytes);
+                cudaFree(p);
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "fork %llu %ld", &bytes, &ms) == 2) {
+            pid_t c = fork();
+            if (c == 0) {
+                keep(bytes);
+                sleep_ms(ms);
+                exit(0);
+            }
+            printf("child %d\n", (int)c);
+            int st;
+            waitpid(c, &st, 0);
+        } else if (strcmp(line, "q\n") == 0) {
+            break;
+        }
+        printf("ok\n");
+    }
+    return 0;
+}

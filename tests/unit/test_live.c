@@ -1,0 +1,88 @@
+/* test_live.c -- the live view's parts that need no process around them:
+ * the tracker's view (vt_tracker_view) and the forecast (report/forecast.c)
+ * fed samples at exact times. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../report/forecast.h"
+#include "../../tracker/tracker.h"
+#include "check.h"
+
+#define MiB (1ull << 20)
+#define S 1000000000ull
+
+/* Samples every 250 ms from t0 for `seconds`, live from fn. */
+static void feed(struct vt_forecast *f, uint64_t t0, int seconds, uint64_t (*fn)(int), uint64_t cap) {
+    for (int i = 0; i < seconds * 4; i++) vt_forecast_sample(f, t0 + (uint64_t)i * S / 4, fn(i), cap);
+}
+static uint64_t leak(int i) { return (uint64_t)i * MiB; }          /* 4 MiB a second */
+static uint64_t steady(int i) { return (i % 2 ? 20 : 10) * MiB; }  /* a loop over 10 MiB */
+static uint64_t loading(int i) { return (i < 12 ? (uint64_t)i : 12) * 10 * MiB; } /* 3 s, then flat */
+
+static void forecast_tests(void) {
+    struct vt_forecast f;
+    vt_forecast_init(&f, 30); /* windows of 1 s */
+    CHECK_EQ(f.window_ns, S);
+    feed(&f, 0, 5, leak, 100 * MiB);
+    CHECK_EQ(f.growth_per_min, 0); /* five windows: not yet five rises */
+    vt_forecast_sample(&f, 5 * S, 20 * MiB, 100 * MiB);
+    vt_forecast_sample(&f, 6 * S, 24 * MiB, 100 * MiB);
+    CHECK_EQ(f.growth_per_min, 240 * MiB); /* 20 MiB over the last 5 windows */
+    CHECK_EQ(f.full, 1);
+    CHECK_EQ(f.full_in_ns / 1000000, 19000); /* 76 MiB at 4 MiB a second */
+    vt_forecast_sample(&f, 6 * S + 1, 24 * MiB, 1000 * MiB);
+    CHECK_EQ(f.full, 0); /* 244 s: beyond the horizon */
+
+    vt_forecast_init(&f, 30);
+    feed(&f, 0, 20, steady, 15 * MiB);
+    CHECK_EQ(f.growth_per_min, 0);
+    CHECK_EQ(f.full, 0);
+
+    vt_forecast_init(&f, 30);
+    feed(&f, 0, 20, loading, 130 * MiB);
+    CHECK_EQ(f.growth_per_min, 0);
+    CHECK_EQ(f.full, 0);
+
+    vt_forecast_init(&f, 0); /* no horizon: growth, no forecast */
+    feed(&f, 0, 8, leak, 40 * MiB);
+    CHECK(f.growth_per_min > 0);
+    CHECK_EQ(f.full, 0);
+
+    vt_forecast_init(&f, 3000); /* windows of horizon/30 */
+    CHECK_EQ(f.window_ns, 100 * S);
+}
+
+static void view_tests(void) {
+    vt_tracker_init(8, 1000);
+    struct vt_view *v = calloc(1, sizeof *v);
+    CHECK_EQ(vt_tracker_view(v), 1);
+    CHECK_EQ(v->nsites, 0);
+    CHECK_EQ(vt_tracker_view(v), 0); /* nothing applied since */
+    for (int i = 0; i < 40; i++) {
+        uintptr_t frames[2] = {0x1000 + (uintptr_t)i, 0x2000};
+        vt_tracker_alloc(0x10000 + (uint64_t)i * 0x1000, (uint64_t)(i + 1) * 4096, VT_KIND_DEVICE, 0, "t", frames, 2);
+    }
+    CHECK_EQ(vt_tracker_view(v), 1);
+    CHECK_EQ(v->nsites, VT_VIEW_SITES);
+    CHECK_EQ(v->sites[0].bytes, 40 * 4096);
+    CHECK_EQ(v->sites[VT_VIEW_SITES - 1].bytes, (40 - VT_VIEW_SITES + 1) * 4096);
+    int sorted = 1;
+    for (uint32_t i = 1; i < v->nsites; i++) sorted &= v->sites[i].bytes < v->sites[i - 1].bytes;
+    CHECK(sorted);
+    CHECK(v->stacks[0] != NULL && v->stacks[0]->depth == 2 && v->stacks[0]->frames[0] == 0x1000 + 39);
+    CHECK_EQ(v->totals.live_bytes, 4096ull * 40 * 41 / 2);
+    CHECK_EQ(v->devices[0].live_bytes, 4096ull * 40 * 41 / 2);
+    CHECK_EQ(vt_tracker_view(v), 0);
+    struct vt_free fr = vt_tracker_free_begin(VT_SPACE_DEVICE, 0x10000 + 39 * 0x1000);
+    vt_tracker_free_end(&fr, 1);
+    CHECK_EQ(vt_tracker_view(v), 1);
+    CHECK_EQ(v->sites[0].bytes, 39 * 4096);
+    CHECK_EQ(v->devices[0].free_count, 1);
+    free(v);
+}
+
+int main(void) {
+    forecast_tests();
+    view_tests();
+    return check_report("unit_live");
+}
