@@ -219,6 +219,8 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
             m->address = hexval(c, f, "address", "frame");
             json_t *py = json_object_get(f, "python");
             m->python = py && json_is_true(py);
+            json_t *borrowed = json_object_get(f, "borrowed");
+            m->borrowed = m->python && borrowed && json_is_true(borrowed);
             /* A process without a C++ runtime leaves names mangled. */
             if (!m->python && m->function) {
                 char *dm = demangle(m->function, strlen(m->function));

@@ -175,7 +175,8 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
             hex(f, fr ? fr->offset : 0);
             fputs(",\"address\":", f);
             hex(f, fr && fr->python ? 0 : st->frames[j]);
-            fputs(fr && fr->python ? ",\"python\":true}" : ",\"python\":false}", f);
+            fputs(fr && fr->python ? ",\"python\":true" : ",\"python\":false", f);
+            fputs(fr && fr->borrowed ? ",\"borrowed\":true}" : "}", f);
         }
         fputs("]}", f);
     }

@@ -56,6 +56,7 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
         const char *fn, *file;
         int line;
         f->python = 1;
+        f->borrowed = vt_pyframe_borrowed(address);
         f->address = 0;
         if (vt_pyframe_resolve(address, &fn, &file, &line) == 0) {
             f->function = strdup(fn);
