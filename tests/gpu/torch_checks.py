@@ -215,6 +215,12 @@ def autograd_thread(d, stack):
                for n in ("autograd::Engine::thread_main", "8autograd6Engine11thread_main"))
 
 
+def borrowed_only(d, stack):
+    """Whether a stack's Python frames are all marked borrowed (another thread's)."""
+    py = [f for f in d["stacks"][stack]["frames"] if f.get("python")]
+    return bool(py) and all(f.get("borrowed") for f in py)
+
+
 WARNING = re.compile(r"(?:memory allocation|memory mapping) failed with OOM on device (\d+) while trying to "
                      r"(?:allocate|map) (\d+) bytes \(free: (\d+), total: (\d+)\)")
 
@@ -269,23 +275,23 @@ def check(mode, facts_path, dump_dir, err_path=None):
               d["totals"]["live_bytes"] == pub["reserved"] + sum(a["bytes"] for a in out),
               f"{d['totals']['live_bytes']} = {pub['reserved']} + {sum(a['bytes'] for a in out)}"
               + (f": {describe(d, out)}" if out else ""))
-        # A segment made on the script's thread holds the line that ran;
-        # one made by backward on autograd's own thread (no Python frames
-        # there) holds that thread's engine instead.
+        # Every segment holds the line that ran, those made by backward on
+        # autograd's own thread (no Python frames there) too: that thread
+        # borrows the frames of the Python thread waiting in backward(),
+        # marked "borrowed" in the dump.
         wrong, on_autograd = [], 0
         for a, n, tag in facts["segments"]:
             x = mine.get(a)
             if x is not None and (HERE, line_of(tag)) in py_lines(d, x["stack"]):
-                continue
-            if x is not None and tag == "backward" and not py_lines(d, x["stack"]) and autograd_thread(d, x["stack"]):
-                on_autograd += 1
+                if autograd_thread(d, x["stack"]):
+                    on_autograd += tag == "backward" and borrowed_only(d, x["stack"])
                 continue
             wrong.append(f"{n} bytes made at {tag} (line {line_of(tag)}): "
                          f"{py_lines(d, x['stack'])[:2] if x else 'not live'}")
-        c.say("every segment's stack holds the line that made PyTorch ask for it (or autograd's thread for backward)",
+        c.say("every segment's stack holds the line that made PyTorch ask for it",
               not wrong, "; ".join(wrong) or f"{len(facts['segments'])} segments, {on_autograd} on autograd's thread")
-        c.say("backward asked for segments on autograd's thread (their stacks were walked too)", on_autograd >= 1,
-              f"{on_autograd}")
+        c.say("backward asked for segments on autograd's thread, whose Python frames are all borrowed",
+              on_autograd >= 1, f"{on_autograd}")
 
     elif mode in OOM_MODES:
         ooms = d["ooms"]
