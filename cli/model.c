@@ -205,7 +205,7 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
         if (!fr) return;
         struct vm_stack *st = &d->stacks[i];
         st->nframes = json_array_size(fr);
-        st->site = -1;
+        st->site = st->through = -1;
         if (!(st->frames = room(c, st->nframes, sizeof *st->frames))) return;
         for (size_t j = 0; j < st->nframes && !c->failed; j++) {
             json_t *f = object_at_in(c, fr, j, "stacks", i, "frames");
@@ -229,7 +229,18 @@ static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
                 free(dm);
             }
         }
+        /* The traced process's choice when the dump has it (its own
+         * VRAMTRACE_APP and VRAMTRACE_LIBRARY), else the rule's. */
         st->site = vt_site_index(st->frames, st->nframes);
+        st->through = vt_site_through(st->frames, st->nframes, st->site);
+        json_t *site = json_object_get(s, "site"), *through = json_object_get(s, "through");
+        if (json_is_integer(site) && json_integer_value(site) >= 0 && (size_t)json_integer_value(site) < st->nframes) {
+            st->site = (int)json_integer_value(site);
+            st->through = -1;
+            if (json_is_integer(through) && json_integer_value(through) >= 0 &&
+                json_integer_value(through) < json_integer_value(site))
+                st->through = (int)json_integer_value(through);
+        }
     }
 }
 
@@ -577,5 +588,7 @@ const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
 }
 
 const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
-    return vt_site_name(vm_site(d, stack), buf, size);
+    const struct vt_frame *site = vm_site(d, stack);
+    int t = site ? d->stacks[stack].through : -1;
+    return vt_site_label_of(site, t >= 0 ? &d->stacks[stack].frames[t] : NULL, buf, size);
 }
