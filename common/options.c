@@ -61,6 +61,15 @@ const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
                       "so each live allocation is one tensor. Slower: every free becomes a\n"
                       "cudaFree, which synchronizes the device (steps can take several\n"
                       "times longer); use it to find which tensors hold the memory."},
+    [VT_O_APP] = {"VRAMTRACE_APP", VT_OPT_TEXT, "(none)", 0, 0, 0, NULL,
+                  "paths or globs (':'-separated) that are your code: a call site is the innermost frame "
+                  "that matches one; unset, every frame outside the standard library, installed "
+                  "packages, PyTorch and the CUDA libraries",
+                  "--app", "PATHS", "paths or globs of your code, for call sites"},
+    [VT_O_LIBRARY] = {"VRAMTRACE_LIBRARY", VT_OPT_TEXT, "(none)", 0, 0, 0, NULL,
+                      "more paths or globs (':'-separated) whose frames are library frames, never a "
+                      "call site",
+                      "--library", "PATHS", "more library paths or globs, never call sites"},
 };
 
 int vt_parse_number(const char *s, long lo, long hi, long *out) {

@@ -29,6 +29,8 @@ struct vt_options {
     int signal;          /* on-demand dump signal, 0 = none */
     uint64_t limit;      /* per-device budget in bytes, 0 = none */
     int unwind;          /* VT_UNWIND_* */
+    char app[4096];      /* VRAMTRACE_APP's patterns, or "" */
+    char library[4096];  /* VRAMTRACE_LIBRARY's patterns, or "" */
 };
 
 enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };
