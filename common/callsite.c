@@ -163,6 +163,24 @@ static const char *short_file(const char *file) {
     return best;
 }
 
+/* A C++ function's name without its parameter list (and what follows
+ * it, " const"): the name up to the '(' that matches its last ')'. */
+static const char *without_arguments(const char *name, char *buf, size_t size) {
+    const char *close = strrchr(name, ')');
+    if (!close) return name;
+    int depth = 0;
+    for (const char *p = close; p > name; p--) {
+        if (*p == ')') depth++;
+        else if (*p == '(' && --depth == 0) {
+            if ((size_t)(p - name) >= size) return name;
+            memcpy(buf, name, (size_t)(p - name));
+            buf[p - name] = '\0';
+            return buf;
+        }
+    }
+    return name;
+}
+
 const char *vt_site_label_of(const struct vt_frame *site, const struct vt_frame *through, char *buf,
                              size_t size) {
     vt_site_name(site, buf, size);
@@ -170,6 +188,8 @@ const char *vt_site_label_of(const struct vt_frame *site, const struct vt_frame 
     size_t k = strlen(buf);
     struct vt_frame t = *through;
     if (t.python && t.file) t.file = short_file(t.file);
+    char fn[512];
+    if (!t.python && t.function) t.function = without_arguments(t.function, fn, sizeof fn);
     char where[1024];
     snprintf(buf + k, size - k, " -> %s", vt_frame_where(&t, where, sizeof where));
     return vt_utf8_whole(buf, size);

@@ -77,8 +77,9 @@ const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size);
 
 /* The one label every report gives a call site, in the library and the
  * CLI: vt_site_name(site), followed, when `through` is not NULL, by " -> "
- * and the through frame's vt_frame_where, its file shortened to what
- * follows site-packages/, dist-packages/ or lib/pythonX.Y/. */
+ * and the through frame's vt_frame_where, shortened: a Python file to what
+ * follows site-packages/, dist-packages/ or lib/pythonX.Y/, a C++ function
+ * to its name without the parameter list. */
 const char *vt_site_label_of(const struct vt_frame *site, const struct vt_frame *through, char *buf,
                              size_t size);
 

@@ -215,6 +215,39 @@ def autograd_thread(d, stack):
                for n in ("autograd::Engine::thread_main", "8autograd6Engine11thread_main"))
 
 
+def script_lines():
+    """The lines of this file that carry a `# LINE:` tag."""
+    with open(__file__) as f:
+        return {i for i, line in enumerate(f, 1) if "# LINE:" in line and not line.lstrip().startswith("#")}
+
+
+def site_frames(d, stack):
+    """The call site's frame and the library frame it went through, as the dump records them."""
+    s = d["stacks"][stack]
+    fr = s["frames"]
+    return (fr[s["site"]] if s.get("site", -1) >= 0 else None,
+            fr[s["through"]] if s.get("through", -1) >= 0 else None)
+
+
+def torch_frame(f):
+    """Whether a frame is PyTorch's: a file under torch/, or libtorch*/libc10*."""
+    return bool(f) and ("/torch/" in (f["file"] or "") or
+                        os.path.basename(f["module"] or "").startswith(("libtorch", "libc10")))
+
+
+def holders_at_script_lines(c, d, holders):
+    """Every holder's call site is a line of this script, with a PyTorch frame beside it."""
+    lines, wrong = script_lines(), []
+    for h in holders:
+        site, through = site_frames(d, h["stack"])
+        if not (site and site.get("python") and os.path.basename(site["file"] or "") == HERE and
+                site["line"] in lines and torch_frame(through)):
+            wrong.append(f"{h['bytes']} bytes: {site and (site['function'], site['file'], site['line'])} -> "
+                         f"{through and (through['function'], through['file'] or through['module'])}")
+    c.say("every holder's call site is a line of this script, with the PyTorch frame it went through",
+          bool(holders) and not wrong, "; ".join(wrong) or f"{len(holders)} holders")
+
+
 def borrowed_only(d, stack):
     """Whether a stack's Python frames are all marked borrowed (another thread's)."""
     py = [f for f in d["stacks"][stack]["frames"] if f.get("python")]
@@ -292,6 +325,7 @@ def check(mode, facts_path, dump_dir, err_path=None):
               not wrong, "; ".join(wrong) or f"{len(facts['segments'])} segments, {on_autograd} on autograd's thread")
         c.say("backward asked for segments on autograd's thread, whose Python frames are all borrowed",
               on_autograd >= 1, f"{on_autograd}")
+        holders_at_script_lines(c, d, d["holders"])
 
     elif mode in OOM_MODES:
         ooms = d["ooms"]
@@ -340,6 +374,7 @@ def check(mode, facts_path, dump_dir, err_path=None):
         where = py_lines(d, first["stack"])
         c.say("the OOM names the script's line", where[:1] == [(HERE, line_of("keep"))], str(where[:2]))
         holders = first.get("holders") or []
+        holders_at_script_lines(c, d, holders)
         top = py_lines(d, holders[0]["stack"])[:1] if holders else None
         c.say("the largest holder is the script's line", top == [(HERE, line_of("keep"))], str(top))
         ids = [x["id"] for x in first["findings"]]

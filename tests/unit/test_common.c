@@ -176,6 +176,10 @@ static void test_user_line_rule(void) {
     CHECK_EQ(vt_site_index(cb, 3), 2);
     CHECK_EQ(vt_site_through(cb, 3, 2), 1);
     CHECK_STR(vt_site_label_of(&cb[2], &cb[1], buf, sizeof buf), "main main.c:9 -> cublasCreate_v2 (libcublas.so.13+0x99)");
+    struct vt_frame cxx = {.function = "c10::(anonymous namespace)::Alloc::malloc(std::pair<int, int> const&, bool) const",
+                           .module = "/v/libc10_cuda.so", .offset = 0x10};
+    CHECK_STR(vt_site_label_of(&cb[2], &cxx, buf, sizeof buf),
+              "main main.c:9 -> c10::(anonymous namespace)::Alloc::malloc (libc10_cuda.so+0x10)");
 
     /* VRAMTRACE_APP: only what it matches is the user's. */
     vt_callsite_configure("*/torch/nn/modules/module.py", NULL);
