@@ -16,13 +16,11 @@
 #define MAX_WALK 1024       /* frames stepped over, shims included */
 
 static void *(*interp_main)(void);
-static void *(*thread_head)(void *);
 static void *(*this_thread)(void);
 static char *runtime;       /* _PyRuntime (3.10/3.11: holds the GIL's state) */
 
 void vt_pyborrow_init(void *(*lookup)(const char *), void *(*this_tstate)(void)) {
     *(void **)&interp_main = lookup("PyInterpreterState_Main");
-    *(void **)&thread_head = lookup("PyInterpreterState_ThreadHead");
     runtime = lookup("_PyRuntime");
     this_thread = this_tstate;
 }
@@ -129,16 +127,17 @@ static uintptr_t gil_state(uintptr_t interp) {
 }
 
 int vt_pyborrow_frames(uintptr_t *out, int max) {
-    if (!interp_main || !thread_head || !this_thread || L.ts_next < 0) return 0;
+    if (!interp_main || !this_thread || L.ts_next < 0) return 0;
     void *interp = interp_main();
-    if (!interp) return 0;
+    if (!plausible((uintptr_t)interp)) return 0;
     uintptr_t self = (uintptr_t)this_thread(), gil = gil_state((uintptr_t)interp), holder = 0;
     int locked = 0;
     if (gil && (vt_py_peek((const void *)(gil + (uintptr_t)L.gil_locked), &locked, sizeof locked) != 0 ||
                 peek_ptr(gil, L.gil_holder, &holder) != 0))
         locked = 0, holder = 0;
-    uintptr_t ts = (uintptr_t)thread_head(interp), found = 0;
+    uintptr_t ts = 0, found = 0;
     int count = 0;
+    if (peek_ptr((uintptr_t)interp, L.interp_threads, &ts) != 0) return 0;
     for (int i = 0; ts && i < MAX_THREADS && count < 2; i++) {
         if (!plausible(ts)) break;
         if (ts != self && !(locked && holder == ts) && waits_in_autograd(ts)) {

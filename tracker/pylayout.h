@@ -17,6 +17,7 @@ struct vt_pylayout {
     int ts_cframe;       /* 3.11/3.12: tstate->cframe */
     int cf_current;      /* 3.11/3.12: cframe->current_frame */
     int ts_next;         /* tstate->next: the interpreter's list of threads */
+    int interp_threads;  /* interp->threads.head (3.10: interp->tstate_head) */
     int gil_runtime;     /* 3.10/3.11: the GIL's state inside _PyRuntime */
     int gil_interp;      /* 3.12: interp->ceval.gil, a pointer to it */
     int gil_embedded;    /* 3.13: interp->_gil, the main interpreter's own */

@@ -51,7 +51,7 @@ struct py313_debug_offsets {
 #define GIL_FIELDS .gil_holder = 8, .gil_locked = 16
 
 static const struct vt_pylayout py310 = {
-    .minor = 10, .gil_runtime = 352, .gil_interp = -1, .gil_embedded = -1, .ts_frame = 24, .ts_cframe = -1, .cf_current = -1,
+    .minor = 10, .interp_threads = 8, .gil_runtime = 352, .gil_interp = -1, .gil_embedded = -1, .ts_frame = 24, .ts_cframe = -1, .cf_current = -1,
     .fr_code = 32, .fr_previous = 24, .fr_instr = -1, .fr_owner = -1, .fr_is_entry = -1,
     .fr_lasti = 96, .owner_cstack = -1,
     .co_filename = 104, .co_name = 112, .co_qualname = -1, .co_firstlineno = 40,
@@ -62,7 +62,7 @@ static const struct vt_pylayout py310 = {
 };
 
 static const struct vt_pylayout py311 = {
-    .minor = 11, .gil_runtime = 360, .gil_interp = -1, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 8,
+    .minor = 11, .interp_threads = 16, .gil_runtime = 360, .gil_interp = -1, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 8,
     .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
     .fr_lasti = -1, .owner_cstack = -1,
     .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
@@ -73,7 +73,7 @@ static const struct vt_pylayout py311 = {
 };
 
 static const struct vt_pylayout py312 = {
-    .minor = 12, .gil_runtime = -1, .gil_interp = 384, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 0,
+    .minor = 12, .interp_threads = 72, .gil_runtime = -1, .gil_interp = 384, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 0,
     .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = -1,
     .fr_lasti = -1, .owner_cstack = 3,
     .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
@@ -424,7 +424,8 @@ static int layout_313(void *(*lookup)(const char *)) {
         .bytes_size = (int)o->bytes_object.ob_size, .bytes_sval = (int)o->bytes_object.ob_sval,
         .ob_type = (int)o->pyobject.ob_type,
         /* 3.13's GIL offsets are the interpreter's: its own _gil's fields. */
-        .ts_next = (int)o->thread_state.next, .gil_runtime = -1, .gil_interp = -1,
+        .ts_next = (int)o->thread_state.next, .interp_threads = (int)o->interpreter_state.threads_head,
+        .gil_runtime = -1, .gil_interp = -1,
         .gil_embedded = (int)o->interpreter_state.gil_runtime_state,
         .gil_holder = (int)(o->interpreter_state.gil_runtime_state_holder - o->interpreter_state.gil_runtime_state),
         .gil_locked = (int)(o->interpreter_state.gil_runtime_state_locked - o->interpreter_state.gil_runtime_state),
@@ -518,8 +519,10 @@ static struct frame_memo *thread_memo(void) {
 
 /* This thread's Python frames, innermost first, as tagged values; entry[i]
  * is set where frame i is the first one run by its native eval-loop call. */
+static int python_running(void) { return is_initialized() && !(is_finalizing && is_finalizing()); }
+
 static int read_frames(uintptr_t *out, char *entry, int max) {
-    if (!is_initialized() || (is_finalizing && is_finalizing())) return 0;
+    if (!python_running()) return 0;
     void *ts = get_tstate();
     if (!ts) return 0;
     void *f;
@@ -567,7 +570,7 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
     if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
         memset(entry, 0, sizeof entry);
         np = read_frames(py, entry, MAX_PY_FRAMES);
-        if (np == 0) borrowed = np = vt_pyborrow_frames(py, MAX_PY_FRAMES);
+        if (np == 0 && python_running()) borrowed = np = vt_pyborrow_frames(py, MAX_PY_FRAMES);
     }
     int k = 0, next = 0;
     for (int i = 0; i < n && k < max; i++) {

@@ -230,9 +230,10 @@ def site_frames(d, stack):
 
 
 def torch_frame(f):
-    """Whether a frame is PyTorch's: a file under torch/, or libtorch*/libc10*."""
-    return bool(f) and ("/torch/" in (f["file"] or "") or
-                        os.path.basename(f["module"] or "").startswith(("libtorch", "libc10")))
+    """Whether a frame is PyTorch's (a file under torch/, libtorch*, libc10*) or,
+    on a GPU, one of the CUDA libraries PyTorch calls (cuBLAS, cuDNN, NCCL)."""
+    return bool(f) and ("/torch/" in (f["file"] or "") or os.path.basename(f["module"] or "").startswith(
+        ("libtorch", "libc10", "libcublas", "libcudnn", "libnccl")))
 
 
 def holders_at_script_lines(c, d, holders):

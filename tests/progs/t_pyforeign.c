@@ -16,19 +16,17 @@
 /* 3.11 offsets (tracker/pystack.c's py311). */
 enum { TS_NEXT = 8, TS_CFRAME = 56, CF_CURRENT = 8, FR_CODE = 32, FR_PREVIOUS = 48, FR_INSTR = 56,
        CO_FILENAME = 112, CO_QUALNAME = 128, CO_NAME = 120, CO_FIRSTLINE = 72, CO_LINETABLE = 136,
-       CO_CODE = 184, OB_TYPE = 8, GIL = 360 };
+       CO_CODE = 184, OB_TYPE = 8, GIL = 360, INTERP_THREADS = 16 };
 
 static char fake_code_type[64];
 static unsigned long version = 0x030b07f0;
 static char runtime[1024];
 static void *tstate_self;
-static void *thread_list;
-static char interp[64];
+static _Alignas(8) char interp[64];
 
 static void *this_tstate(void) { return tstate_self; }
 static int initialized(void) { return 1; }
 static void *interp_main(void) { return interp; }
-static void *thread_head(void *i) { return thread_list; }
 
 static void *lookup(const char *name) {
     if (!strcmp(name, "PyGILState_GetThisThreadState")) return (void *)this_tstate;
@@ -37,7 +35,6 @@ static void *lookup(const char *name) {
     if (!strcmp(name, "Py_Version")) return &version;
     if (!strcmp(name, "_PyRuntime")) return runtime;
     if (!strcmp(name, "PyInterpreterState_Main")) return (void *)interp_main;
-    if (!strcmp(name, "PyInterpreterState_ThreadHead")) return (void *)thread_head;
     return NULL;
 }
 
@@ -53,7 +50,7 @@ static void *make_str(char *mem, const char *s) {
 }
 
 /* A code object whose 8 first code units are at line `line`. */
-struct code { char obj[256], file[128], name[128], table[64]; };
+struct code { _Alignas(16) char obj[256], file[128], name[128], table[64]; };
 static void *make_code(struct code *c, const char *file, const char *name, int line) {
     memset(c, 0, sizeof *c);
     PUT(void *, c->obj, OB_TYPE, fake_code_type);
@@ -68,7 +65,7 @@ static void *make_code(struct code *c, const char *file, const char *name, int l
     return c->obj;
 }
 
-struct frame { char f[128]; };
+struct frame { _Alignas(16) char f[128]; };
 static void *make_frame(struct frame *f, void *code, void *previous) {
     memset(f, 0, sizeof *f);
     PUT(void *, f->f, FR_CODE, code);
@@ -77,7 +74,7 @@ static void *make_frame(struct frame *f, void *code, void *previous) {
     return f->f;
 }
 
-struct tstate { char ts[128], cframe[32]; };
+struct tstate { _Alignas(16) char ts[128]; _Alignas(16) char cframe[32]; };
 static void *make_tstate(struct tstate *t, void *frame, void *next) {
     memset(t, 0, sizeof *t);
     PUT(void *, t->cframe, CF_CURRENT, frame);
@@ -148,7 +145,7 @@ int main(void) {
      * GIL lends its frames. b runs the script elsewhere. */
     void *tb = make_tstate(&b, fs, NULL);
     PUT(void *, a.ts, TS_NEXT, tb);
-    thread_list = ta;
+    PUT(void *, interp, INTERP_THREADS, ta);
     uintptr_t native[3] = {0x1000, 0x2000, 0x3000}, merged[16];
     CHECK_EQ(vt_pystack_merge(native, 3, merged, 16), 5);
     CHECK(merged[0] == 0x1000 && merged[1] == 0x2000 && merged[2] == 0x3000);   /* native first */
@@ -175,7 +172,7 @@ int main(void) {
     CHECK_EQ(vt_pystack_merge(native, 3, merged, 16), 3);
     /* No thread waits there: nothing. */
     tstate_self = NULL;
-    thread_list = tb;
+    PUT(void *, interp, INTERP_THREADS, tb);
     CHECK_EQ(vt_pystack_merge(native, 3, merged, 16), 3);
     return check_report("pyforeign");
 }
