@@ -31,8 +31,7 @@ static json_t *frames(const struct vm_dump *d, size_t stack) {
 
 static json_t *site(const struct vm_dump *d, size_t stack) {
     char where[1024];
-    const struct vt_frame *f = vm_site(d, stack);
-    return f ? json_string(vt_frame_where(f, where, sizeof where)) : json_null();
+    return vm_site(d, stack) ? json_string(vm_site_label(d, stack, where, sizeof where)) : json_null();
 }
 
 static json_t *holders(const struct vm_dump *d, const struct vm_holder *h, size_t n) {

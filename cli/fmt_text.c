@@ -24,6 +24,7 @@ static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const ch
         if (s->frames[i].python) fprintf(f, "%s#%zu in ", indent, i);
         else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, s->frames[i].address);
         vr_put_safe(f, vt_frame_where(&s->frames[i], where, sizeof where));
+        if (s->frames[i].borrowed) fputs(" " VT_BORROWED_NOTE, f);
         fputc('\n', f);
     }
     if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);

@@ -245,6 +245,8 @@ static void frame_rest(struct ctx *c, json_t *f, void *elem, size_t j, const str
     struct vt_frame *m = elem;
     json_t *py = json_object_get(f, "python");
     m->python = py && json_is_true(py);
+    json_t *borrowed = json_object_get(f, "borrowed");
+    m->borrowed = m->python && borrowed && json_is_true(borrowed);
     /* A process without a C++ runtime leaves names mangled. */
     if (!m->python && m->function) {
         char *dm = vm_demangle(m->function, strlen(m->function));
@@ -257,13 +259,25 @@ static void frame_rest(struct ctx *c, json_t *f, void *elem, size_t j, const str
 static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struct walk *w) {
     static const struct walk frames = {frame_fields, NSPECS(frame_fields), "frame", frame_rest, NULL, 0};
     struct vm_stack *st = elem;
-    st->site = -1;
+    st->site = st->through = -1;
     json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
     char name[64];
     if (!fr) return;
     st->frames = objects(c, fr, sizeof *st->frames, &st->nframes, inner_name(name, sizeof name, "stacks", i, "frames"),
                          &frames);
-    if (st->frames) st->site = vt_site_index(st->frames, st->nframes);
+    if (!st->frames) return;
+    /* The traced process's choice when the dump has it (its own
+     * VRAMTRACE_APP and VRAMTRACE_LIBRARY), else the rule's. */
+    st->site = vt_site_index(st->frames, st->nframes);
+    st->through = vt_site_through(st->frames, st->nframes, st->site);
+    json_t *site = json_object_get(s, "site"), *through = json_object_get(s, "through");
+    if (json_is_integer(site) && json_integer_value(site) >= 0 && (size_t)json_integer_value(site) < st->nframes) {
+        st->site = (int)json_integer_value(site);
+        st->through = -1;
+        if (json_is_integer(through) && json_integer_value(through) >= 0 &&
+            json_integer_value(through) < json_integer_value(site))
+            st->through = (int)json_integer_value(through);
+    }
 }
 
 static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
@@ -559,5 +573,7 @@ const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
 }
 
 const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
-    return vt_site_name(vm_site(d, stack), buf, size);
+    const struct vt_frame *site = vm_site(d, stack);
+    int t = site ? d->stacks[stack].through : -1;
+    return vt_site_label_of(site, t >= 0 ? &d->stacks[stack].frames[t] : NULL, buf, size);
 }

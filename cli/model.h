@@ -17,6 +17,7 @@ struct vm_stack {
     size_t nframes;
     struct vt_frame *frames; /* innermost first */
     int site;                /* the call-site frame, or -1 */
+    int through;             /* the library frame it went through, or -1 */
 };
 
 struct vm_holder {
@@ -135,7 +136,8 @@ void vm_free(struct vm_dump *d);
  * "module+0xoffset", else "0xaddress". Writes into buf. */
 const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size);
 
-/* The name of a stack's call site (vt_site_name of vm_site), into buf. */
+/* The name of a stack's call site (vt_site_label_of its site and through
+ * frames), into buf. */
 const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size);
 
 /* The call-site frame of a stack, NULL for an empty one. */

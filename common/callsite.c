@@ -1,15 +1,95 @@
 /* callsite.c -- the call-site rule and the call site's name. */
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "callsite.h"
 #include "format.h"
 
+static char *app_patterns, *library_patterns;
+
+void vt_callsite_configure(const char *app, const char *library) {
+    free(app_patterns);
+    free(library_patterns);
+    app_patterns = app && *app ? strdup(app) : NULL;
+    library_patterns = library && *library ? strdup(library) : NULL;
+}
+
+static const char *last_part(const char *path) {
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* Whether one pattern (len bytes of pat) matches path. */
+static int match_one(const char *pat, size_t len, const char *path) {
+    char p[4096];
+    if (len == 0 || len >= sizeof p) return 0;
+    memcpy(p, pat, len);
+    p[len] = '\0';
+    if (fnmatch(p, path, 0) == 0) return 1;
+    while (len > 1 && p[len - 1] == '/') p[--len] = '\0';
+    if (strncmp(path, p, len) == 0 && path[len] == '/') return 1;   /* a folder it is under */
+    return !strchr(p, '/') && fnmatch(p, last_part(path), 0) == 0;
+}
+
+/* Whether any of the ':'-separated patterns matches path. */
+static int match_list(const char *list, const char *path) {
+    if (!list || !path) return 0;
+    for (const char *s = list; *s;) {
+        size_t len = strcspn(s, ":");
+        if (match_one(s, len, path)) return 1;
+        s += len;
+        if (*s == ':') s++;
+    }
+    return 0;
+}
+
+/* A Python file of the standard library (.../lib/pythonX.Y/...), installed
+ * packages, frozen modules, or PyTorch. */
+static int python_library_path(const char *file) {
+    if (strncmp(file, "<frozen ", 8) == 0) return 1;
+    if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")) return 1;
+    if (strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/")) return 1;
+    for (const char *s = strstr(file, "lib"); s; s = strstr(s + 1, "lib")) {
+        if (s != file && s[-1] != '/') continue;
+        const char *p = s + 3;
+        if (strncmp(p, "64", 2) == 0) p += 2;
+        if (strncmp(p, "/python", 7) != 0) continue;
+        p += 7;
+        if (*p < '0' || *p > '9') continue;
+        while ((*p >= '0' && *p <= '9') || *p == '.') p++;
+        if (*p == '/') return 1;
+    }
+    return 0;
+}
+
+static const char *const native_libraries[] = {
+    "libtorch", "libc10", "libcuda.", "libcudart", "libcublas", "libcudnn", "libnccl", "libcufft",
+    "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink", "libnvToolsExt", "libcupti",
+    "libnvidia-ml",
+    /* The interpreter and the C and C++ runtimes: the frames around every
+     * program's own (from _start to PyEval_EvalCode), never its code. */
+    "libpython", "python3", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libffi",
+};
+
+int vt_frame_is_library(const char *file, const char *function, const char *module) {
+    if (app_patterns) return !(match_list(app_patterns, file) || match_list(app_patterns, module));
+    if (match_list(library_patterns, file) || match_list(library_patterns, module)) return 1;
+    if (!module && file && python_library_path(file)) return 1;
+    if (module) {
+        const char *b = last_part(module);
+        for (size_t i = 0; i < sizeof native_libraries / sizeof native_libraries[0]; i++)
+            if (strncmp(b, native_libraries[i], strlen(native_libraries[i])) == 0) return 1;
+        if (file && strstr(file, "/torch/")) return 1;
+    }
+    return vt_cuda_frame(module, function);
+}
+
 int vt_cuda_frame(const char *module, const char *function) {
     if (module) {
-        const char *b = strrchr(module, '/');
-        b = b ? b + 1 : module;
+        const char *b = last_part(module);
         if (strncmp(b, "libcuda.", 8) == 0 || strncmp(b, "libcudart", 9) == 0) return 1;
     }
     const char *fn = function;
@@ -20,12 +100,37 @@ int vt_cuda_frame(const char *module, const char *function) {
     return 0;
 }
 
-int vt_site_index(const struct vt_frame *frames, size_t n) {
+static int is_library(const struct vt_frame *f) {
+    return vt_frame_is_library(f->file, f->function, f->python ? NULL : f->module);
+}
+
+/* The innermost frame, as the rule was before user frames: the innermost
+ * Python frame, else the innermost frame outside the CUDA driver and
+ * runtime, else frame 0. */
+static int innermost_index(const struct vt_frame *frames, size_t n) {
     for (size_t j = 0; j < n; j++)
         if (frames[j].python) return (int)j;
     for (size_t j = 0; j < n; j++)
         if (!vt_cuda_frame(frames[j].module, frames[j].function)) return (int)j;
     return n > 0 ? 0 : -1;
+}
+
+int vt_site_index(const struct vt_frame *frames, size_t n) {
+    int python = 0;
+    for (size_t j = 0; j < n && !python; j++) python = frames[j].python;
+    for (size_t j = 0; j < n; j++)
+        if (frames[j].python == python && !is_library(&frames[j])) return (int)j;
+    return innermost_index(frames, n);
+}
+
+int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
+    if (site <= 0 || (size_t)site > n || is_library(&frames[site])) return -1;
+    for (int j = 0; j < site; j++)
+        if (frames[j].python && is_library(&frames[j])) return j;
+    for (int j = 0; j < site; j++)
+        if (!frames[j].python && is_library(&frames[j]) && !vt_cuda_frame(frames[j].module, frames[j].function))
+            return j;
+    return -1;
 }
 
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size) {
@@ -42,4 +147,53 @@ const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size) {
     if (site) return vt_frame_where(site, buf, size);
     snprintf(buf, size, "(no stack)");
     return buf;
+}
+
+/* A Python library file without its installation's folders. */
+static const char *short_file(const char *file) {
+    const char *best = file;
+    const char *cut[] = {"/site-packages/", "/dist-packages/"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *s = strstr(file, cut[i]);
+        if (s) return s + strlen(cut[i]);
+    }
+    for (const char *s = strstr(file, "/python"); s; s = strstr(s + 1, "/python")) {
+        const char *p = s + 7;
+        if (*p < '0' || *p > '9') continue;
+        while ((*p >= '0' && *p <= '9') || *p == '.') p++;
+        if (*p == '/') best = p + 1;
+    }
+    return best;
+}
+
+/* A C++ function's name without its parameter list (and what follows
+ * it, " const"): the name up to the '(' that matches its last ')'. */
+static const char *without_arguments(const char *name, char *buf, size_t size) {
+    const char *close = strrchr(name, ')');
+    if (!close) return name;
+    int depth = 0;
+    for (const char *p = close; p > name; p--) {
+        if (*p == ')') depth++;
+        else if (*p == '(' && --depth == 0) {
+            if ((size_t)(p - name) >= size) return name;
+            memcpy(buf, name, (size_t)(p - name));
+            buf[p - name] = '\0';
+            return buf;
+        }
+    }
+    return name;
+}
+
+const char *vt_site_label_of(const struct vt_frame *site, const struct vt_frame *through, char *buf,
+                             size_t size) {
+    vt_site_name(site, buf, size);
+    if (!site || !through || size == 0) return buf;
+    size_t k = strlen(buf);
+    struct vt_frame t = *through;
+    if (t.python && t.file) t.file = short_file(t.file);
+    char fn[512];
+    if (!t.python && t.function) t.function = without_arguments(t.function, fn, sizeof fn);
+    char where[1024];
+    snprintf(buf + k, size - k, " -> %s", vt_frame_where(&t, where, sizeof where));
+    return vt_utf8_whole(buf, size);
 }

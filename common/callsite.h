@@ -1,18 +1,55 @@
-/* callsite.h -- which frame of a stack a report names as its call site,
- * and the name it gives it.
+/* callsite.h -- which frames of a stack a report names as its call site,
+ * and the name it gives them.
  *
- * The call site is the innermost Python frame when there is one, else the
- * innermost frame outside the CUDA driver and runtime: frames in libcuda.*
- * and libcudart*, and frames of a statically linked runtime (functions
- * named cuda[A-Z]..., cu[A-Z]... or __cudart...), are skipped. The library
- * and the CLI both ask these functions, so that a site is the same site in
- * the post-mortem, the dump and every CLI format. */
+ * The call site is the innermost frame in the user's code: the innermost
+ * Python frame that is not a library frame when the stack has Python
+ * frames, else the innermost native frame that is not one. Library frames
+ * (vt_frame_is_library): Python files in the standard library
+ * (.../lib/pythonX.Y/), in site-packages or dist-packages, `<frozen ...>`
+ * modules and PyTorch (a path with a torch/ folder); native frames of
+ * libtorch*, libc10*, the CUDA driver and runtime (libcuda.*, libcudart*,
+ * and a statically linked runtime's functions: cuda[A-Z]..., cu[A-Z]...,
+ * __cudart...) and NVIDIA's libraries (libcublas*, libcudnn*, libnccl*,
+ * libcufft*, libcurand*, libcusparse*, libcusolver*, libnvrtc*,
+ * libnvJitLink*, libnvToolsExt*, libcupti*, libnvidia-ml*). With no user
+ * frame the call site is the innermost frame as before: the innermost
+ * Python frame, else the innermost one outside the CUDA driver and runtime.
+ *
+ * Beside the user's frame, a report names the library frame the call went
+ * through (vt_site_through): the innermost library Python frame inside it,
+ * else the innermost library native frame inside it outside the CUDA
+ * driver and runtime, else none. The label reads
+ * "train_step train.py:47 -> Linear.forward torch/nn/modules/linear.py:125".
+ *
+ * VRAMTRACE_APP (paths or globs, ':'-separated) names the user's code: when
+ * it is set, a frame is the user's exactly when its file (or, native, its
+ * module or source file) matches one; everything else is library.
+ * VRAMTRACE_LIBRARY adds library paths to the rule above. A pattern matches
+ * a path when it is a glob of the whole path (`*` crosses '/'), a folder
+ * the path is under, or, without a '/', a glob of the path's last part.
+ *
+ * The library and the CLI both ask these functions, so that a site is the
+ * same site in the post-mortem, the dump and every CLI format; the library
+ * sets the options (vt_callsite_configure) and records each stack's two
+ * frames in the dump ("site", "through"), which the CLI reads rather than
+ * choose again (a dump without them: the rule with no options). */
 #ifndef VT_CALLSITE_H
 #define VT_CALLSITE_H
 
 #include <stddef.h>
 
 #include "frame.h"
+
+/* Set VRAMTRACE_APP's and VRAMTRACE_LIBRARY's patterns (':'-separated;
+ * NULL or "" for none), copied. Not thread-safe: called once at start,
+ * before any stack is named. */
+void vt_callsite_configure(const char *app, const char *library);
+
+/* Whether a frame belongs to a library rather than the user's code, by the
+ * rule above and the configured options. A Python frame passes its file
+ * and function (module NULL); a native frame its module path, function and
+ * source file, any of them NULL when unknown. */
+int vt_frame_is_library(const char *file, const char *function, const char *module);
 
 /* Whether a frame (module path and function name, either may be NULL)
  * belongs to the CUDA driver or runtime. */
@@ -21,6 +58,10 @@ int vt_cuda_frame(const char *module, const char *function);
 /* The index of the call-site frame in frames[0..n) (innermost first), or
  * -1 when n is 0. */
 int vt_site_index(const struct vt_frame *frames, size_t n);
+
+/* The index of the library frame the call site `site` (vt_site_index's)
+ * went through, or -1 when there is none to name. */
+int vt_site_through(const struct vt_frame *frames, size_t n, int site);
 
 /* A frame's name where it is a call site: "function file:line" (a Python
  * frame's qualified name, script and line), "function (Python)" for a
@@ -31,8 +72,15 @@ int vt_site_index(const struct vt_frame *frames, size_t n);
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size);
 
 /* The name of a stack's call site (vt_site_index's frame, NULL for an
- * empty stack): its vt_frame_where, "(no stack)" for none. The one label
- * every report gives a call site, in the library and the CLI. */
+ * empty stack): its vt_frame_where, "(no stack)" for none. */
 const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size);
+
+/* The one label every report gives a call site, in the library and the
+ * CLI: vt_site_name(site), followed, when `through` is not NULL, by " -> "
+ * and the through frame's vt_frame_where, shortened: a Python file to what
+ * follows site-packages/, dist-packages/ or lib/pythonX.Y/, a C++ function
+ * to its name without the parameter list. */
+const char *vt_site_label_of(const struct vt_frame *site, const struct vt_frame *through, char *buf,
+                             size_t size);
 
 #endif

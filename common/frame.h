@@ -9,6 +9,9 @@
 
 #include <stdint.h>
 
+/* What a stack listing says after a borrowed frame. */
+#define VT_BORROWED_NOTE "(borrowed: the Python thread waiting for this one)"
+
 struct vt_frame {
     uint64_t address;       /* the return address as captured; 0 for Python */
     const char *function;   /* NULL when unknown */
@@ -17,6 +20,8 @@ struct vt_frame {
     const char *module;     /* path of the object; NULL when unknown */
     uint64_t offset;        /* address relative to the module's load base */
     int python;             /* a Python frame (function, file, line only) */
+    int borrowed;           /* a Python frame of another thread: the one this
+                               thread worked for (tracker/pystack.h) */
 };
 
 #endif

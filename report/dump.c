@@ -181,9 +181,13 @@ static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
             hex(f, fr ? fr->offset : 0);
             fputs(",\"address\":", f);
             hex(f, fr && fr->python ? 0 : st->frames[j]);
-            fputs(fr && fr->python ? ",\"python\":true}" : ",\"python\":false}", f);
+            fputs(fr && fr->python ? ",\"python\":true" : ",\"python\":false", f);
+            fputs(fr && fr->borrowed ? ",\"borrowed\":true}" : "}", f);
         }
-        fputs("]}", f);
+        /* The call site's frames as this process chose them
+         * (common/callsite.h: its VRAMTRACE_APP and VRAMTRACE_LIBRARY). */
+        int site = sym && i < sym->nstacks && sym->stacks[i] ? sym->site[i] : -1;
+        fprintf(f, "],\"site\":%d,\"through\":%d}", site, site >= 0 ? sym->through[i] : -1);
     }
     fputs("]\n", f);
 }

@@ -118,12 +118,14 @@ static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symb
 
 /* One frame as LeakSanitizer prints it: "#N 0xADDR in function file:line"
  * or "#N 0xADDR in function (module+0xoffset)". A Python frame has no
- * address: "#N in function file.py:line". */
+ * address: "#N in function file.py:line", and one borrowed from the
+ * waiting Python thread says so (VT_BORROWED_NOTE). */
 static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
     if (fr->python) fprintf(f, "    #%zu in %s", i, fr->function ? fr->function : "??");
     else fprintf(f, "    #%zu 0x%" PRIx64 " in %s", i, fr->address, fr->function ? fr->function : "??");
     if (fr->file) fprintf(f, " %s:%ld", fr->file, fr->line);
     else if (fr->module) fprintf(f, " (%s+0x%" PRIx64 ")", fr->module, fr->offset);
+    if (fr->borrowed) fputs(" " VT_BORROWED_NOTE, f);
     fputc('\n', f);
 }
 

@@ -56,6 +56,7 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
         const char *fn, *file;
         int line;
         f->python = 1;
+        f->borrowed = vt_pyframe_borrowed(address);
         f->address = 0;
         if (vt_pyframe_resolve(address, &fn, &file, &line) == 0) {
             f->function = strdup(fn);
@@ -161,7 +162,8 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
     sym->stacks = calloc(n ? n : 1, sizeof *sym->stacks);
     sym->depth = calloc(n ? n : 1, sizeof *sym->depth);
     sym->site = calloc(n ? n : 1, sizeof *sym->site);
-    if (!sym->stacks || !sym->depth || !sym->site) {
+    sym->through = calloc(n ? n : 1, sizeof *sym->through);
+    if (!sym->stacks || !sym->depth || !sym->site || !sym->through) {
         vt_symbols_free(sym);
         return NULL;
     }
@@ -171,7 +173,7 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
         if (!frames) continue;
         sym->stacks[i] = frames;
         sym->depth[i] = st->depth;
-        sym->site[i] = -1;
+        sym->site[i] = sym->through[i] = -1;
         for (uint32_t j = 0; j < st->depth; j++) {
             uintptr_t a = st->frames[j];
             struct frame_entry *e;
@@ -186,6 +188,7 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
             frames[j] = e->f;
         }
         sym->site[i] = vt_site_index(frames, st->depth);
+        sym->through[i] = vt_site_through(frames, st->depth, sym->site[i]);
     }
     sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
     return sym;
@@ -198,7 +201,9 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
-    return vt_site_name(vt_call_site(sym, stack), buf, size);
+    const struct vt_frame *site = vt_call_site(sym, stack);
+    int t = site ? sym->through[stack] : -1;
+    return vt_site_label_of(site, t >= 0 ? &sym->stacks[stack][t] : NULL, buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {
@@ -210,6 +215,7 @@ void vt_symbols_free(struct vt_symbols *sym) {
     free(sym->stacks);
     free(sym->depth);
     free(sym->site);
+    free(sym->through);
     if (p) {
         struct frame_entry *e, *tmp;
         HASH_ITER(hh, p->cache, e, tmp) {

@@ -19,6 +19,7 @@ struct vt_symbols {
     const struct vt_frame **stacks;
     uint32_t *depth;
     int *site;              /* per stack: the call-site frame, or -1 */
+    int *through;           /* per stack: the library frame it went through, or -1 */
     uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
     uint32_t *group_lowest; /* per group: its lowest stack */
     size_t ngroups;
@@ -28,13 +29,12 @@ struct vt_symbols {
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
 
-/* The frame a report names as the call site of a stack: the innermost
- * Python frame when there is one, else the innermost frame outside the CUDA
- * driver and runtime. NULL for an empty stack. */
+/* The frame a report names as the call site of a stack: common/callsite.h's
+ * rule (the innermost frame in the user's code). NULL for an empty stack. */
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack);
 
 /* The name every in-process report gives a stack's call site: the
- * vt_site_name of the frame vt_call_site picks. Two stacks with the same label are the same call site: the
+ * vt_site_label_of the frames vt_call_site and sym->through pick. Two stacks with the same label are the same call site: the
  * holder tables group by it. Writes at most size bytes into buf; returns
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/callsite.h"
 #include "../common/warn.h"
 #include "options.h"
 
@@ -108,6 +109,11 @@ void vt_options_load(void) {
     vt_opt.forecast = load_number(VT_O_FORECAST);
     load_string("VRAMTRACE_SUPPRESSIONS", text_default(VT_O_SUPPRESSIONS), "", "checking without suppressions",
                 vt_opt.suppressions, sizeof vt_opt.suppressions);
+    load_string("VRAMTRACE_APP", text_default(VT_O_APP), "", "using the default rule for call sites", vt_opt.app,
+                sizeof vt_opt.app);
+    load_string("VRAMTRACE_LIBRARY", text_default(VT_O_LIBRARY), "", "using the default library paths",
+                vt_opt.library, sizeof vt_opt.library);
+    vt_callsite_configure(vt_opt.app, vt_opt.library);
     const char *lim = getenv("VRAMTRACE_LIMIT");
     vt_opt.limit = 0;
     if (lim && !vt_option_valid(&vt_option_table[VT_O_LIMIT], lim)) {

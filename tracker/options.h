@@ -31,6 +31,8 @@ struct vt_options {
     int unwind;          /* VT_UNWIND_* */
     int live;            /* publish the live segment */
     long forecast;       /* the forecast's horizon in seconds, 0 = none */
+    char app[4096];      /* VRAMTRACE_APP's patterns, or "" */
+    char library[4096];  /* VRAMTRACE_LIBRARY's patterns, or "" */
 };
 
 enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };

@@ -10,24 +10,11 @@
 #include <unistd.h>
 
 #include "../common/warn.h"
+#include "pylayout.h"
 #include "pystack.h"
 
 #define MAX_PY_FRAMES 256
 #define NAME_MAX_BYTES 512
-
-/* Where the fields are, for the running version. -1: not in this version. */
-struct layout {
-    int minor;
-    int ts_frame;        /* 3.10: tstate->frame; 3.13: tstate->current_frame */
-    int ts_cframe;       /* 3.11/3.12: tstate->cframe */
-    int cf_current;      /* 3.11/3.12: cframe->current_frame */
-    int fr_code, fr_previous, fr_instr, fr_owner, fr_is_entry, fr_lasti;
-    int owner_cstack;    /* owner value of C-stack shim frames, or -1 */
-    int co_filename, co_name, co_qualname, co_firstlineno, co_linetable, co_code_adaptive;
-    int str_state, str_length, str_ascii_size, str_compact_size;
-    int bytes_size, bytes_sval;
-    int ob_type;
-};
 
 /* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
 struct py313_debug_offsets {
@@ -60,37 +47,44 @@ struct py313_debug_offsets {
     struct { uint64_t size, collecting; } gc;
 };
 
-static const struct layout py310 = {
-    .minor = 10, .ts_frame = 24, .ts_cframe = -1, .cf_current = -1,
+/* struct _gil_runtime_state, the same from 3.10 to 3.12. */
+#define GIL_FIELDS .gil_holder = 8, .gil_locked = 16
+
+static const struct vt_pylayout py310 = {
+    .minor = 10, .interp_threads = 8, .gil_runtime = 352, .gil_interp = -1, .gil_embedded = -1, .ts_frame = 24, .ts_cframe = -1, .cf_current = -1,
     .fr_code = 32, .fr_previous = 24, .fr_instr = -1, .fr_owner = -1, .fr_is_entry = -1,
     .fr_lasti = 96, .owner_cstack = -1,
     .co_filename = 104, .co_name = 112, .co_qualname = -1, .co_firstlineno = 40,
     .co_linetable = 120, .co_code_adaptive = -1,
     .str_state = 32, .str_length = 16, .str_ascii_size = 48, .str_compact_size = 72,
     .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+    .ts_next = 8, GIL_FIELDS
 };
 
-static const struct layout py311 = {
-    .minor = 11, .ts_frame = -1, .ts_cframe = 56, .cf_current = 8,
+static const struct vt_pylayout py311 = {
+    .minor = 11, .interp_threads = 16, .gil_runtime = 360, .gil_interp = -1, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 8,
     .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69, .fr_is_entry = 68,
     .fr_lasti = -1, .owner_cstack = -1,
     .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72,
     .co_linetable = 136, .co_code_adaptive = 184,
     .str_state = 32, .str_length = 16, .str_ascii_size = 48, .str_compact_size = 72,
     .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+    .ts_next = 8, GIL_FIELDS
 };
 
-static const struct layout py312 = {
-    .minor = 12, .ts_frame = -1, .ts_cframe = 56, .cf_current = 0,
+static const struct vt_pylayout py312 = {
+    .minor = 12, .interp_threads = 72, .gil_runtime = -1, .gil_interp = 384, .gil_embedded = -1, .ts_frame = -1, .ts_cframe = 56, .cf_current = 0,
     .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70, .fr_is_entry = -1,
     .fr_lasti = -1, .owner_cstack = 3,
     .co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68,
     .co_linetable = 136, .co_code_adaptive = 192,
     .str_state = 32, .str_length = 16, .str_ascii_size = 40, .str_compact_size = 56,
     .bytes_size = 16, .bytes_sval = 32, .ob_type = 8,
+    .ts_next = 8, GIL_FIELDS
 };
 
-static struct layout L;
+struct vt_pylayout vt_pyl;
+#define L vt_pyl
 static int enabled;            /* 1 once the layout and symbols are checked */
 static int tried;
 static unsigned long version_hex;
@@ -99,8 +93,10 @@ static void *(*get_tstate)(void);
 static int (*is_initialized)(void);
 static int (*is_finalizing)(void);
 static int (*addr2line)(void *, int);
-static void *code_type;
-static void *none_object;
+void *vt_py_code_type;
+void *vt_py_none;
+#define code_type vt_py_code_type
+#define none_object vt_py_none
 static uintptr_t eval_lo, eval_hi;
 
 #define RD(T, base, off) (*(T *)((char *)(base) + (off)))
@@ -165,25 +161,51 @@ static void utf8_put(char *out, size_t *k, size_t cap, uint32_t c) {
     *k += n;
 }
 
-/* Copy a str object as UTF-8 into the arena. Compact strings only (all
- * code-object names are); anything else reads "?". */
-static const char *copy_str(const void *s) {
-    char tmp[NAME_MAX_BYTES];
+/* A str object as UTF-8 into out (cap bytes; returns the length, 0 when
+ * it is not a compact string: all code-object names are). With `safe` the
+ * header and the characters are read through vt_py_peek, else directly. */
+static size_t str_utf8(const void *s, char *out, size_t cap, int safe) {
     size_t k = 0;
-    if (s) {
-        uint32_t state = RD(uint32_t, s, L.str_state);
-        int64_t len = RD(int64_t, s, L.str_length);
-        int kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-        if (compact && len >= 0) {
-            const char *data = (const char *)s + (ascii ? L.str_ascii_size : L.str_compact_size);
-            for (int64_t i = 0; i < len && k + 4 < sizeof tmp; i++) {
-                uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
-                           : kind == 2 ? ((const uint16_t *)data)[i]
-                           : kind == 4 ? ((const uint32_t *)data)[i] : '?';
-                utf8_put(tmp, &k, sizeof tmp, c);
-            }
-        }
+    if (!s || cap < 5) return 0;
+    char hdr[128];
+    const char *h = s;
+    if (safe) {
+        if ((size_t)L.str_compact_size > sizeof hdr) return 0;
+        if (vt_py_peek(s, hdr, (size_t)L.str_ascii_size) != 0) return 0;
+        h = hdr;
     }
+    uint32_t state = RD(uint32_t, h, L.str_state);
+    int64_t len = RD(int64_t, h, L.str_length);
+    int kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    if (!compact || len < 0 || (kind != 1 && kind != 2 && kind != 4)) return 0;
+    const char *data = (const char *)s + (ascii ? L.str_ascii_size : L.str_compact_size);
+    uint8_t copy[NAME_MAX_BYTES * 4];
+    if (safe) {
+        int64_t n = len < NAME_MAX_BYTES ? len : NAME_MAX_BYTES;
+        if (vt_py_peek(data, copy, (size_t)(n * kind)) != 0) return 0;
+        data = (const char *)copy;
+        len = n;
+    }
+    for (int64_t i = 0; i < len && k + 5 < cap; i++) {
+        uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
+                   : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
+        utf8_put(out, &k, cap, c);
+    }
+    return k;
+}
+
+int vt_py_str_peek(const void *s, char *buf, size_t size) {
+    if (size == 0) return -1;
+    size_t k = str_utf8(s, buf, size, 1);
+    buf[k < size ? k : size - 1] = '\0';
+    return k ? (int)k : -1;
+}
+
+/* Copy a str object as UTF-8 into the arena; anything unreadable reads
+ * "?". */
+static const char *copy_str(const void *s, int safe) {
+    char tmp[NAME_MAX_BYTES];
+    size_t k = str_utf8(s, tmp, sizeof tmp, safe);
     if (k == 0) tmp[k++] = '?';
     char *out = arena_take(k + 1);
     if (!out) return "?";
@@ -197,14 +219,16 @@ static uint32_t hash_ptr(uintptr_t p) {
     return (uint32_t)(x >> 40);
 }
 
-/* The id of a code object, interning it (names copied once) when new. A
- * freed code object whose address comes back for another function is told
- * apart by its filename, name and first line. Returns -1 when full. */
-static int code_id(const void *code) {
+/* The id of code object `code`, whose fields are read from `hdr` (the
+ * object itself, or a copy of its first bytes), interning it (names copied
+ * once) when new. A freed code object whose address comes back for another
+ * function is told apart by its filename, name and first line. Returns -1
+ * when full. */
+static int code_id(const void *code, const void *hdr, int safe) {
     uintptr_t c = (uintptr_t)code;
-    uintptr_t fobj = RD(uintptr_t, code, L.co_filename);
-    uintptr_t nobj = RD(uintptr_t, code, L.co_qualname >= 0 ? L.co_qualname : L.co_name);
-    int first = RD(int, code, L.co_firstlineno);
+    uintptr_t fobj = RD(uintptr_t, hdr, L.co_filename);
+    uintptr_t nobj = RD(uintptr_t, hdr, L.co_qualname >= 0 ? L.co_qualname : L.co_name);
+    int first = RD(int, hdr, L.co_firstlineno);
     uint32_t h = hash_ptr(c);
     for (uint32_t i = 0; i < 64; i++) {
         uint32_t at = (h + i) & (CODE_SLOTS - 1);
@@ -222,8 +246,8 @@ static int code_id(const void *code) {
         s->filename_obj = fobj;
         s->name_obj = nobj;
         s->firstlineno = first;
-        s->qualname = copy_str((const void *)nobj);
-        s->filename = copy_str((const void *)fobj);
+        s->qualname = copy_str((const void *)nobj, safe);
+        s->filename = copy_str((const void *)fobj, safe);
         __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
         return (int)at;
     }
@@ -247,14 +271,11 @@ static int read_svarint(const uint8_t **p, const uint8_t *end) {
     return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
 }
 
-/* The line of code unit `unit` from a 3.11+ location table (PEP 626/657
- * format, the same in 3.11, 3.12 and 3.13); a pure read of the table. */
-static int line_from_table(const void *code, int unit) {
-    const void *tab = RD(const void *, code, L.co_linetable);
-    if (!tab) return 0;
-    int64_t size = RD(int64_t, tab, L.bytes_size);
-    const uint8_t *p = (const uint8_t *)tab + L.bytes_sval, *end = p + (size > 0 ? size : 0);
-    int line = RD(int, code, L.co_firstlineno), addr = 0;
+/* The line of code unit `unit` from a 3.11+ location table p[0..size)
+ * (PEP 626/657 format, the same in 3.11, 3.12 and 3.13). */
+static int line_from_table(const uint8_t *p, int64_t size, int line, int unit) {
+    const uint8_t *end = p + (size > 0 ? size : 0);
+    int addr = 0;
     while (p < end) {
         uint8_t first = *p++;
         if (!(first & 0x80)) return line; /* lost sync: best effort */
@@ -278,8 +299,49 @@ static int line_from_table(const void *code, int unit) {
     return 0;
 }
 
+/* The line of byte offset `off` from a 3.10 line table p[0..size) (pairs
+ * of byte delta and signed line delta, -128 for none), as
+ * PyCode_Addr2Line reads it. */
+static int line_from_310(const uint8_t *p, int64_t size, int line, int off) {
+    int start, end = 0;
+    for (int64_t i = 0; i + 1 < size; i += 2) {
+        start = end;
+        end += p[i];
+        int delta = (signed char)p[i + 1], cur = -1;
+        if (delta != -128) cur = (line += delta);
+        if (off >= start && off < end) return cur < 0 ? 0 : cur;
+    }
+    return 0;
+}
+
+/* Line tables larger than this are read in part from another thread (a
+ * line beyond it reads 0). */
+#define SAFE_TABLE_BYTES 16384
+
+/* The line of a code object (fields read from hdr) at byte offset off,
+ * decoded from its table; with `safe`, the table is read through
+ * vt_py_peek. */
+static int line_decode(const void *code, const void *hdr, int off, int safe) {
+    if (L.minor == 10 && !safe) return addr2line((void *)code, off);
+    const void *tab = RD(const void *, hdr, L.co_linetable);
+    if (!tab) return 0;
+    int64_t size;
+    const uint8_t *data = (const uint8_t *)tab + L.bytes_sval;
+    uint8_t copy[SAFE_TABLE_BYTES];
+    if (safe) {
+        if (vt_py_peek((const char *)tab + L.bytes_size, &size, sizeof size) != 0 || size <= 0) return 0;
+        if (size > SAFE_TABLE_BYTES) size = SAFE_TABLE_BYTES;
+        if (vt_py_peek(data, copy, (size_t)size) != 0) return 0;
+        data = copy;
+    } else {
+        size = RD(int64_t, tab, L.bytes_size);
+    }
+    int first = RD(int, hdr, L.co_firstlineno);
+    return L.minor == 10 ? line_from_310(data, size, first, off) : line_from_table(data, size, first, off / 2);
+}
+
 /* The line of a frame at byte offset `off`, through the line cache. */
-static int line_of(int id, const void *code, int off) {
+static int line_of(int id, const void *code, const void *hdr, int off, int safe) {
     unsigned unit = (unsigned)off / 2;
     uint64_t key = 0;
     uint32_t h = 0;
@@ -292,7 +354,7 @@ static int line_of(int id, const void *code, int off) {
             if ((v & ~0xffffffull) == key) return (int)(v & 0xffffff);
         }
     }
-    int line = L.minor == 10 ? addr2line((void *)code, off) : line_from_table(code, (int)unit);
+    int line = line_decode(code, hdr, off, safe);
     if (line < 0) line = 0;
     if (key && line < (1 << 24)) {
         for (uint32_t i = 0; i < 8; i++) {
@@ -306,6 +368,37 @@ static int line_of(int id, const void *code, int off) {
     return line;
 }
 
+/* The bytes of a code object vt_py_code_value reads: every field above. */
+static size_t code_header_bytes(void) {
+    int m = L.ob_type;
+    int f[] = {L.co_filename, L.co_name, L.co_qualname, L.co_firstlineno, L.co_linetable};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i] > m) m = f[i];
+    return (size_t)m + 8;
+}
+
+uintptr_t vt_py_code_value(const void *code, uintptr_t ip, int safe) {
+    char copy[512];
+    const void *hdr = code;
+    if (safe) {
+        size_t n = code_header_bytes();
+        if (n > sizeof copy || vt_py_peek(code, copy, n) != 0) return 0;
+        hdr = copy;
+    }
+    if (RD(void *, hdr, L.ob_type) != code_type) return 0;
+    int off;
+    if (L.minor == 10) {
+        off = (int)ip * 2;
+    } else {
+        uintptr_t start = (uintptr_t)code + (uintptr_t)L.co_code_adaptive;
+        off = ip >= start && ip - start < (1u << 30) ? (int)(ip - start) : 0;
+    }
+    int id = code_id(code, hdr, safe);
+    if (id < 0) return 0;
+    int line = line_of(id, code, hdr, off, safe);
+    return VT_PYFRAME_TAG | ((uintptr_t)id << 24) | ((uintptr_t)line & 0xffffff);
+}
+
 /* ---------------------------------------------------------- set up */
 
 static int layout_313(void *(*lookup)(const char *)) {
@@ -317,7 +410,7 @@ static int layout_313(void *(*lookup)(const char *)) {
         o->interpreter_frame.owner >= o->interpreter_frame.size ||
         o->code_object.co_code_adaptive >= o->code_object.size)
         return -1;
-    L = (struct layout){
+    L = (struct vt_pylayout){
         .minor = 13, .ts_frame = (int)o->thread_state.current_frame, .ts_cframe = -1, .cf_current = -1,
         .fr_code = (int)o->interpreter_frame.executable, .fr_previous = (int)o->interpreter_frame.previous,
         .fr_instr = (int)o->interpreter_frame.instr_ptr, .fr_owner = (int)o->interpreter_frame.owner,
@@ -330,6 +423,12 @@ static int layout_313(void *(*lookup)(const char *)) {
         .str_compact_size = (int)o->unicode_object.asciiobject_size + 16,
         .bytes_size = (int)o->bytes_object.ob_size, .bytes_sval = (int)o->bytes_object.ob_sval,
         .ob_type = (int)o->pyobject.ob_type,
+        /* 3.13's GIL offsets are the interpreter's: its own _gil's fields. */
+        .ts_next = (int)o->thread_state.next, .interp_threads = (int)o->interpreter_state.threads_head,
+        .gil_runtime = -1, .gil_interp = -1,
+        .gil_embedded = (int)o->interpreter_state.gil_runtime_state,
+        .gil_holder = (int)(o->interpreter_state.gil_runtime_state_holder - o->interpreter_state.gil_runtime_state),
+        .gil_locked = (int)(o->interpreter_state.gil_runtime_state_locked - o->interpreter_state.gil_runtime_state),
     };
     return 0;
 }
@@ -384,6 +483,7 @@ void vt_pystack_init(void *(*lookup)(const char *), int want) {
         eval_hi = eval_lo + sym->st_size;
     }
     if (map_tables() != 0) return;
+    vt_pyborrow_init(lookup, get_tstate);
     __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
 }
 
@@ -419,8 +519,10 @@ static struct frame_memo *thread_memo(void) {
 
 /* This thread's Python frames, innermost first, as tagged values; entry[i]
  * is set where frame i is the first one run by its native eval-loop call. */
+static int python_running(void) { return is_initialized() && !(is_finalizing && is_finalizing()); }
+
 static int read_frames(uintptr_t *out, char *entry, int max) {
-    if (!is_initialized() || (is_finalizing && is_finalizing())) return 0;
+    if (!python_running()) return 0;
     void *ts = get_tstate();
     if (!ts) return 0;
     void *f;
@@ -449,18 +551,8 @@ static int read_frames(uintptr_t *out, char *entry, int max) {
         if (m && m->frame == (uintptr_t)f && m->code == (uintptr_t)code && m->ip == ip) {
             value = m->value;
         } else {
-            if (RD(void *, code, L.ob_type) != code_type) break;
-            int off;
-            if (L.minor == 10) {
-                off = (int)ip * 2;
-            } else {
-                uintptr_t start = (uintptr_t)code + (uintptr_t)L.co_code_adaptive;
-                off = ip >= start && ip - start < (1u << 30) ? (int)(ip - start) : 0;
-            }
-            int id = code_id(code);
-            if (id < 0) break;
-            int line = line_of(id, code, off);
-            value = VT_PYFRAME_TAG | ((uintptr_t)id << 24) | ((uintptr_t)line & 0xffffff);
+            value = vt_py_code_value(code, ip, 0);
+            if (!value) break;
             if (m) *m = (struct frame_memo){(uintptr_t)f, (uintptr_t)code, ip, value};
         }
         entry[n] = L.minor == 10 || (L.fr_is_entry >= 0 && RD(char, f, L.fr_is_entry));
@@ -474,14 +566,15 @@ static int read_frames(uintptr_t *out, char *entry, int max) {
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
     uintptr_t py[MAX_PY_FRAMES];
     char entry[MAX_PY_FRAMES];
-    int np = 0;
+    int np = 0, borrowed = 0;
     if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
         memset(entry, 0, sizeof entry);
         np = read_frames(py, entry, MAX_PY_FRAMES);
+        if (np == 0 && python_running()) borrowed = np = vt_pyborrow_frames(py, MAX_PY_FRAMES);
     }
     int k = 0, next = 0;
     for (int i = 0; i < n && k < max; i++) {
-        if (next < np && native[i] > eval_lo && native[i] <= eval_hi) {
+        if (!borrowed && next < np && native[i] > eval_lo && native[i] <= eval_hi) {
             /* This eval-loop call runs the next group of Python frames. */
             do out[k++] = py[next]; while (k < max && !entry[next++] && next < np);
             continue;
@@ -489,14 +582,15 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
         out[k++] = native[i];
     }
     /* Frames left over (the native walk was cut short, or the eval loop's
-     * extent is unknown) go outermost, so the script's frames still show. */
+     * extent is unknown) go outermost, so the script's frames still show;
+     * so do borrowed frames, which no native frame of this thread runs. */
     while (next < np && k < max) out[k++] = py[next++];
     return k;
 }
 
 int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line) {
     if (!vt_pyframe_is(v) || !codes) return -1;
-    uint32_t id = (uint32_t)((v & ~VT_PYFRAME_TAG) >> 24);
+    uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
     if (id >= CODE_SLOTS || !__atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE)) return -1;
     *function = codes[id].qualname;
     *file = codes[id].filename;

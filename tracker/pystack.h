@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #define VT_PYFRAME_TAG (1ull << 63)
+/* Set, with the tag, on a frame borrowed from another thread (below). */
+#define VT_PYFRAME_BORROWED (1ull << 62)
 
 /* Find the interpreter's symbols with `lookup` (dlsym on RTLD_DEFAULT,
  * done by the caller so that this file calls no dl function itself).
@@ -28,10 +30,33 @@ void vt_pystack_init(void *(*lookup)(const char *), int enabled);
 /* Splice this thread's Python frames into a native stack (innermost
  * first): each native frame that runs the eval loop is replaced by the
  * Python frames it runs. Writes at most `max` frames to out and returns
- * how many; without Python frames it copies native unchanged. */
+ * how many; without Python frames it copies native unchanged.
+ *
+ * A thread with no Python frames of its own (PyTorch's autograd threads,
+ * which run backward() for a Python thread that waits) borrows the frames
+ * of the Python thread it works for, appended outermost and marked
+ * VT_PYFRAME_BORROWED: of the main interpreter's threads, those whose
+ * innermost Python frame is in a torch/autograd/ file (PyTorch's
+ * _engine_run_backward, which torch.autograd.backward and
+ * Tensor.backward() call and which waits with the GIL released) and which
+ * do not hold the GIL. When exactly one thread qualifies its frames are
+ * borrowed; when none, or more than one (two backward passes at once:
+ * which one this work is for is unknown), nothing is. Another thread's
+ * chain may change or be freed while it is read: every byte of it is read
+ * through process_vm_readv on this process, which fails instead of
+ * faulting, every pointer is checked, and the walk is bounded. */
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
 
 static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }
+static inline int vt_pyframe_borrowed(uintptr_t v) {
+    return (v & (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) == (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED);
+}
+
+/* The Python frames of thread state `tstate` (any thread's), innermost
+ * first, as borrowed tagged values; read only through process_vm_readv, so
+ * that a chain into unmapped or freed memory ends the walk instead of the
+ * process. Returns how many (at most max); 0 when Python frames are off. */
+int vt_pystack_foreign(const void *tstate, uintptr_t *out, int max);
 
 /* Names for a tagged frame: qualified function name, file, line. Returns
  * 0, or -1 for a value that is not a known Python frame. */

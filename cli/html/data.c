@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/callsite.h"
 #include "../../common/labels.h"
 #include "html.h"
 
@@ -53,39 +54,12 @@ void vh_json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static int has(const char *s, const char *part) { return s && strstr(s, part) != NULL; }
-
-static int starts(const char *s, const char *prefix) { return s && strncmp(s, prefix, strlen(prefix)) == 0; }
-
-static const char *base(const char *path) {
-    const char *b = path ? strrchr(path, '/') : NULL;
-    return b ? b + 1 : path ? path : "";
-}
-
-/* Whether a frame is a library's rather than the user's own code: Python's
- * standard library, site-packages and dist-packages, <frozen ...> modules
- * and torch; native frames of the interpreter, libc and the system's
- * shared libraries, libtorch, libc10 and the CUDA libraries. The page
- * folds these away on request. This is the user-code rule of
- * common/callsite.h's call-site work, kept here until that header exports
- * it: at merge this function is to be replaced by common/callsite.h's
- * vt_frame_is_library. */
+/* Whether a frame is a library's rather than the user's own code, by the
+ * call-site rule (common/callsite.h; the CLI applies it without the traced
+ * process's VRAMTRACE_APP and VRAMTRACE_LIBRARY). The page folds these
+ * away on request. */
 static int frame_is_library(const struct vt_frame *fr) {
-    if (fr->python) {
-        const char *p = fr->file;
-        return !p || starts(p, "<frozen") || has(p, "/site-packages/") || has(p, "/dist-packages/") ||
-               has(p, "/lib/python3") || has(p, "/torch/");
-    }
-    const char *m = fr->module, *b = base(m);
-    if (vt_cuda_frame(m, fr->function)) return 1;
-    if (!m) return 0;
-    static const char *const libs[] = {"libtorch", "libc10", "libcu", "libnv", "libnccl", "libpython",
-                                       "python", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s",
-                                       "libpthread", "libdl", "libffi", "libm.so", NULL};
-    for (int i = 0; libs[i]; i++)
-        if (starts(b, libs[i])) return 1;
-    return starts(m, "/lib/") || starts(m, "/lib64/") || starts(m, "/usr/lib/") || starts(m, "/usr/lib64/") ||
-           has(m, "/site-packages/") || has(m, "/dist-packages/") || has(m, "/lib/python3");
+    return vt_frame_is_library(fr->file, fr->function, fr->python ? NULL : fr->module);
 }
 
 /* The tree of stacks: node (parent, frame) -> node id, by open addressing. */

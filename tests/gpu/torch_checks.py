@@ -215,6 +215,46 @@ def autograd_thread(d, stack):
                for n in ("autograd::Engine::thread_main", "8autograd6Engine11thread_main"))
 
 
+def script_lines():
+    """The lines of this file that carry a `# LINE:` tag."""
+    with open(__file__) as f:
+        return {i for i, line in enumerate(f, 1) if "# LINE:" in line and not line.lstrip().startswith("#")}
+
+
+def site_frames(d, stack):
+    """The call site's frame and the library frame it went through, as the dump records them."""
+    s = d["stacks"][stack]
+    fr = s["frames"]
+    return (fr[s["site"]] if s.get("site", -1) >= 0 else None,
+            fr[s["through"]] if s.get("through", -1) >= 0 else None)
+
+
+def torch_frame(f):
+    """Whether a frame is PyTorch's (a file under torch/, libtorch*, libc10*) or,
+    on a GPU, one of the CUDA libraries PyTorch calls (cuBLAS, cuDNN, NCCL)."""
+    return bool(f) and ("/torch/" in (f["file"] or "") or os.path.basename(f["module"] or "").startswith(
+        ("libtorch", "libc10", "libcublas", "libcudnn", "libnccl")))
+
+
+def holders_at_script_lines(c, d, holders):
+    """Every holder's call site is a line of this script, with a PyTorch frame beside it."""
+    lines, wrong = script_lines(), []
+    for h in holders:
+        site, through = site_frames(d, h["stack"])
+        if not (site and site.get("python") and os.path.basename(site["file"] or "") == HERE and
+                site["line"] in lines and torch_frame(through)):
+            wrong.append(f"{h['bytes']} bytes: {site and (site['function'], site['file'], site['line'])} -> "
+                         f"{through and (through['function'], through['file'] or through['module'])}")
+    c.say("every holder's call site is a line of this script, with the PyTorch frame it went through",
+          bool(holders) and not wrong, "; ".join(wrong) or f"{len(holders)} holders")
+
+
+def borrowed_only(d, stack):
+    """Whether a stack's Python frames are all marked borrowed (another thread's)."""
+    py = [f for f in d["stacks"][stack]["frames"] if f.get("python")]
+    return bool(py) and all(f.get("borrowed") for f in py)
+
+
 WARNING = re.compile(r"(?:memory allocation|memory mapping) failed with OOM on device (\d+) while trying to "
                      r"(?:allocate|map) (\d+) bytes \(free: (\d+), total: (\d+)\)")
 
@@ -269,23 +309,24 @@ def check(mode, facts_path, dump_dir, err_path=None):
               d["totals"]["live_bytes"] == pub["reserved"] + sum(a["bytes"] for a in out),
               f"{d['totals']['live_bytes']} = {pub['reserved']} + {sum(a['bytes'] for a in out)}"
               + (f": {describe(d, out)}" if out else ""))
-        # A segment made on the script's thread holds the line that ran;
-        # one made by backward on autograd's own thread (no Python frames
-        # there) holds that thread's engine instead.
+        # Every segment holds the line that ran, those made by backward on
+        # autograd's own thread (no Python frames there) too: that thread
+        # borrows the frames of the Python thread waiting in backward(),
+        # marked "borrowed" in the dump.
         wrong, on_autograd = [], 0
         for a, n, tag in facts["segments"]:
             x = mine.get(a)
             if x is not None and (HERE, line_of(tag)) in py_lines(d, x["stack"]):
-                continue
-            if x is not None and tag == "backward" and not py_lines(d, x["stack"]) and autograd_thread(d, x["stack"]):
-                on_autograd += 1
+                if autograd_thread(d, x["stack"]):
+                    on_autograd += tag == "backward" and borrowed_only(d, x["stack"])
                 continue
             wrong.append(f"{n} bytes made at {tag} (line {line_of(tag)}): "
                          f"{py_lines(d, x['stack'])[:2] if x else 'not live'}")
-        c.say("every segment's stack holds the line that made PyTorch ask for it (or autograd's thread for backward)",
+        c.say("every segment's stack holds the line that made PyTorch ask for it",
               not wrong, "; ".join(wrong) or f"{len(facts['segments'])} segments, {on_autograd} on autograd's thread")
-        c.say("backward asked for segments on autograd's thread (their stacks were walked too)", on_autograd >= 1,
-              f"{on_autograd}")
+        c.say("backward asked for segments on autograd's thread, whose Python frames are all borrowed",
+              on_autograd >= 1, f"{on_autograd}")
+        holders_at_script_lines(c, d, d["holders"])
 
     elif mode in OOM_MODES:
         ooms = d["ooms"]
@@ -334,6 +375,7 @@ def check(mode, facts_path, dump_dir, err_path=None):
         where = py_lines(d, first["stack"])
         c.say("the OOM names the script's line", where[:1] == [(HERE, line_of("keep"))], str(where[:2]))
         holders = first.get("holders") or []
+        holders_at_script_lines(c, d, holders)
         top = py_lines(d, holders[0]["stack"])[:1] if holders else None
         c.say("the largest holder is the script's line", top == [(HERE, line_of("keep"))], str(top))
         ids = [x["id"] for x in first["findings"]]

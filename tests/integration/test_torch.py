@@ -9,6 +9,7 @@ Each test is skipped, with its reason printed, when build/torch-venv is
 absent.
 """
 import atexit
+import re
 
 from run_tests import *  # noqa: F401,F403
 
@@ -64,7 +65,7 @@ def torch_without_any_driver():
 
 _SIM = {}
 GPU_CHECKS = {   # the checks torch_checks.py prints for each mode: none may go missing
-    "mlp": 7, "train": 18, "expandable": 12, "async": 13, "nocache": 13, "limit": 6, "uw": 7, "viz": 14,
+    "mlp": 8, "train": 19, "expandable": 13, "async": 14, "nocache": 14, "limit": 6, "uw": 8, "viz": 14,
 }
 
 
@@ -154,3 +155,101 @@ def torch_gpu_script_on_the_simulated_gpu():
     n = sum(GPU_CHECKS.values())
     eq(p.returncode, 0, "tests/gpu/run.sh --sim torch:\n" + p.stdout[-3000:] + p.stderr[-1000:])
     ok(f"gpu checks: {n} passed, 0 failed" in p.stdout, p.stdout[-1000:])
+
+
+# ------------------------------------------- the user's own line
+CHECKS = os.path.join(ROOT, "tests", "gpu", "torch_checks.py")
+
+
+def tagged_lines():
+    """{line: tag} of torch_checks.py's `# LINE:tag` comments."""
+    with open(CHECKS) as f:
+        return {i: x.rstrip().rsplit("# LINE:", 1)[1] for i, x in enumerate(f, 1)
+                if "# LINE:" in x and not x.lstrip().startswith("#")}
+
+
+HOLDER_ROW = re.compile(r"^vramtrace: +[\d.]+ \S+ +[\d.]+% +\d+ allocs? +(.*)$")
+
+
+def summary_sites(report):
+    """The call sites of the exit summary's holder rows."""
+    rows = report.split("largest holders by call site", 1)[1].split("\nvramtrace: dump:", 1)[0]
+    return [m.group(1) for m in map(HOLDER_ROW.match, rows.splitlines()[1:]) if m]
+
+
+# What each line of the MLP asks PyTorch for, as the installed PyTorch 2.14.1
+# runs it: the library frame the call went through.
+MLP_THROUGH = {"model": "Module.to.<locals>.convert torch/nn/modules/module.py:",
+               "data": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block (libc10_cuda.so+0x",
+               "forward": "Linear.forward torch/nn/modules/linear.py:",
+               "backward": "_engine_run_backward torch/autograd/graph.py:",
+               "step": "Adam."}
+
+
+@torch_test
+def torch_call_sites_are_the_scripts_lines():
+    tags = tagged_lines()
+    for mode, fn in (("mlp", "mode_mlp"), ("train", "grow_until_oom")):
+        sites = summary_sites(sim_file(f"{mode}/report.txt"))
+        ok(len(sites) >= 3, f"{mode}: holder rows in the exit summary: {sites}")
+        for label in sites:
+            m = re.match(rf"^{fn} (\S*/torch_checks\.py):(\d+) -> (.*)$", label)
+            ok(m is not None, f"{mode}: the script's line first, then the library's: {label!r}")
+            tag = tags.get(int(m.group(2)))
+            ok(tag is not None, f"{mode}: {label!r} names a tagged line of the script")
+            want = MLP_THROUGH.get(tag, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block"
+                                   " (libc10_cuda.so+0x")
+            ok(m.group(3).startswith(want) or (tag == "step" and m.group(3).startswith("_multi_tensor_adam ")),
+               f"{mode}: {label!r} went through {want!r}")
+    # The CLI reads the same choice from the dump: the same labels.
+    d = [p for p in os.listdir(os.path.join(_SIM["run"][1], "mlp")) if p.endswith(".json")]
+    eq(len(d), 1, "the MLP's dump")
+    p = subprocess.run([CLI, "report", "--format", "json", os.path.join(_SIM["run"][1], "mlp", d[0])],
+                       capture_output=True, text=True)
+    cli_sites = [h["site"] for h in json.loads(p.stdout)["combined_holders"]]
+    eq(sorted(cli_sites), sorted(summary_sites(sim_file("mlp/report.txt"))), "vramtrace report's call sites")
+
+
+def traced_mlp(env):
+    """The MLP mode under vramtrace with env; its exit dump as `vramtrace report --format json` reads it."""
+    out = tempfile.mkdtemp(prefix="vt-torch-app-")
+    try:
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e.update(env, SIMGPU_CAPACITY="8G", SIMGPU_CONTEXT="300M", LD_PRELOAD=LIB,
+                 VRAMTRACE_OUT=os.path.join(out, "d.json"), VRAMTRACE_REPORT="off")
+        p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", "python3", CHECKS, "mlp",
+                            os.path.join(out, "facts")], env=e, capture_output=True, text=True, timeout=240)
+        eq(p.returncode, 0, "the MLP: " + p.stderr[-2000:])
+        q = subprocess.run([CLI, "report", "--format", "json", os.path.join(out, "d.json")],
+                           capture_output=True, text=True)
+        with open(os.path.join(out, "d.json")) as f:
+            return json.load(f), json.loads(q.stdout)["combined_holders"]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@torch_test
+def torch_app_option_moves_the_call_site():
+    lines = {t: n for n, t in tagged_lines().items()}
+    # Pointing elsewhere: no frame is the user's, so the innermost frame, as without the rule.
+    d, holders = traced_mlp({"VRAMTRACE_APP": "/nowhere/*"})
+    for h in d["holders"]:
+        st = d["stacks"][h["stack"]]
+        innermost = next(i for i, f in enumerate(st["frames"]) if f["python"])
+        eq((st["site"], st["through"]), (innermost, -1), "VRAMTRACE_APP elsewhere: the innermost Python frame alone")
+    ok(all(" -> " not in h["site"] for h in holders), f"VRAMTRACE_APP elsewhere: {[h['site'] for h in holders]}")
+    ok(any(h["site"].startswith("Linear.forward ") for h in holders), "forward's segment named inside torch")
+    # Pointing into PyTorch: its module.py frames are the user's.
+    d, holders = traced_mlp({"VRAMTRACE_APP": "*/torch/nn/modules/module.py"})
+    sites = [h["site"] for h in holders]
+    ok(any(re.match(r"^Module\._call_impl \S+/torch/nn/modules/module\.py:\d+ -> Linear\.forward "
+                    r"torch/nn/modules/linear\.py:\d+$", x) for x in sites), f"the forward segment: {sites}")
+    ok(any(re.match(r"^Module\.to\.<locals>\.convert \S+/module\.py:\d+ -> c10::\S+ \(libc10_cuda\.so\+0x", x)
+           for x in sites), f"the model's parameters: module.py, with the native frame inside it: {sites}")
+    ok(not any(x.startswith("mode_mlp ") and " -> " in x for x in sites),
+       f"the script is no longer the user's code (its line only where no frame is): {sites}")
+    # VRAMTRACE_LIBRARY takes the script itself out: no user frame is left.
+    d, holders = traced_mlp({"VRAMTRACE_LIBRARY": "*/torch_checks.py"})
+    ok(all(" -> " not in h["site"] and "torch_checks.py:" + str(lines["forward"]) not in h["site"]
+           for h in holders), f"VRAMTRACE_LIBRARY: {[h['site'] for h in holders]}")

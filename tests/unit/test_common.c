@@ -114,6 +114,94 @@ static void test_call_site_rule_and_label(void) {
     CHECK_STR(vt_site_name(NULL, buf, sizeof buf), "(no stack)");
 }
 
+/* The user's line: library frames, the user frame, the frame it went
+ * through, and VRAMTRACE_APP / VRAMTRACE_LIBRARY. */
+static void test_user_line_rule(void) {
+    CHECK_EQ(vt_frame_is_library("/usr/lib/python3.11/threading.py", "run", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/root/.pyenv/versions/3.13.0/lib/python3.13/json/__init__.py", "f", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/v/lib/python3.11/site-packages/torch/nn/modules/linear.py", "forward", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/usr/lib/python3/dist-packages/numpy/core.py", "f", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("<frozen importlib._bootstrap>", "_load", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/src/pytorch/torch/autograd/graph.py", "_engine_run_backward", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("train.py", "train_step", NULL), 0);
+    CHECK_EQ(vt_frame_is_library("/home/me/lib/pythonic/train.py", "f", NULL), 0);
+    CHECK_EQ(vt_frame_is_library("<string>", "f", NULL), 0);
+    CHECK_EQ(vt_frame_is_library(NULL, "c10::cuda::malloc", "/v/torch/lib/libc10_cuda.so"), 1);
+    CHECK_EQ(vt_frame_is_library(NULL, "at::empty", "/v/torch/lib/libtorch_cuda.so"), 1);
+    CHECK_EQ(vt_frame_is_library(NULL, "cublasCreate_v2", "/v/nvidia/lib/libcublas.so.13"), 1);
+    CHECK_EQ(vt_frame_is_library(NULL, "x", "/v/nvidia/lib/libcudnn_ops.so.9"), 1);
+    CHECK_EQ(vt_frame_is_library(NULL, "x", "/v/nvidia/lib/libnccl.so.2"), 1);
+    CHECK_EQ(vt_frame_is_library(NULL, "cudaMalloc", "/opt/app/bin/train"), 1);   /* a static runtime */
+    CHECK_EQ(vt_frame_is_library("/opt/app/main.c", "main", "/opt/app/bin/train"), 0);
+
+    struct vt_frame py[] = {
+        {.function = "cuMemAlloc_v2", .module = "/usr/lib/libcuda.so.1"},
+        {.function = "c10::cuda::malloc", .module = "/v/torch/lib/libc10_cuda.so", .offset = 0x40},
+        {.function = "_PyObject_Call", .module = "/usr/lib/libpython3.11.so.1.0"},
+        {.function = "Linear.forward", .file = "/v/lib/python3.11/site-packages/torch/nn/modules/linear.py",
+         .line = 125, .python = 1},
+        {.function = "Module._call_impl", .file = "/v/lib/python3.11/site-packages/torch/nn/modules/module.py",
+         .line = 1794, .python = 1},
+        {.function = "train_step", .file = "train.py", .line = 47, .python = 1},
+        {.function = "<module>", .file = "train.py", .line = 60, .python = 1},
+    };
+    char buf[256];
+    int site = vt_site_index(py, 7);
+    CHECK_EQ(site, 5);
+    CHECK_EQ(vt_site_through(py, 7, site), 3);
+    CHECK_STR(vt_site_label_of(&py[site], &py[3], buf, sizeof buf),
+              "train_step train.py:47 -> Linear.forward torch/nn/modules/linear.py:125");
+    CHECK_STR(vt_site_label_of(&py[site], NULL, buf, sizeof buf), "train_step train.py:47");
+    CHECK_STR(vt_site_label_of(NULL, &py[3], buf, sizeof buf), "(no stack)");
+    /* The script calls into PyTorch's C++ directly: the native library frame. */
+    CHECK_EQ(vt_site_index(py + 5, 2), 0);
+    struct vt_frame direct[] = {py[0], py[1], py[2], py[5], py[6]};
+    CHECK_EQ(vt_site_index(direct, 5), 3);
+    CHECK_EQ(vt_site_through(direct, 5, 3), 1);
+    /* No user frame: the innermost frame, as before, and nothing beside it. */
+    CHECK_EQ(vt_site_index(py, 5), 3);
+    CHECK_EQ(vt_site_through(py, 5, 3), -1);
+    /* A C program: the same labels as before. */
+    struct vt_frame c[] = {
+        {.function = "cudaMalloc", .module = "/opt/app/libcudart.so.13"},
+        {.function = "main", .file = "main.c", .line = 9, .module = "/opt/app/bin/train"},
+    };
+    CHECK_EQ(vt_site_index(c, 2), 1);
+    CHECK_EQ(vt_site_through(c, 2, 1), -1);
+    struct vt_frame cb[] = {
+        {.function = "cuMemAlloc_v2", .module = "/usr/lib/libcuda.so.1"},
+        {.function = "cublasCreate_v2", .module = "/v/libcublas.so.13", .offset = 0x99},
+        {.function = "main", .file = "main.c", .line = 9, .module = "/opt/app/bin/train"},
+    };
+    CHECK_EQ(vt_site_index(cb, 3), 2);
+    CHECK_EQ(vt_site_through(cb, 3, 2), 1);
+    CHECK_STR(vt_site_label_of(&cb[2], &cb[1], buf, sizeof buf), "main main.c:9 -> cublasCreate_v2 (libcublas.so.13+0x99)");
+    struct vt_frame cxx = {.function = "c10::(anonymous namespace)::Alloc::malloc(std::pair<int, int> const&, bool) const",
+                           .module = "/v/libc10_cuda.so", .offset = 0x10};
+    CHECK_STR(vt_site_label_of(&cb[2], &cxx, buf, sizeof buf),
+              "main main.c:9 -> c10::(anonymous namespace)::Alloc::malloc (libc10_cuda.so+0x10)");
+
+    /* VRAMTRACE_APP: only what it matches is the user's. */
+    vt_callsite_configure("*/torch/nn/modules/module.py", NULL);
+    CHECK_EQ(vt_site_index(py, 7), 4);
+    CHECK_EQ(vt_site_through(py, 7, 4), 3);
+    CHECK_EQ(vt_frame_is_library("train.py", "train_step", NULL), 1);
+    vt_callsite_configure("/elsewhere:nothing.py", NULL);
+    CHECK_EQ(vt_site_index(py, 7), 3);    /* no user frame: the innermost */
+    CHECK_EQ(vt_site_through(py, 7, 3), -1);
+    vt_callsite_configure("/home/me/proj/", NULL);   /* a folder */
+    CHECK_EQ(vt_frame_is_library("/home/me/proj/src/a.py", "f", NULL), 0);
+    CHECK_EQ(vt_frame_is_library("/home/me/project/a.py", "f", NULL), 1);
+    vt_callsite_configure("train.py", NULL);         /* a file's name */
+    CHECK_EQ(vt_site_index(py, 7), 5);
+    /* VRAMTRACE_LIBRARY: more library frames. */
+    vt_callsite_configure(NULL, "train.py:/opt/*");
+    CHECK_EQ(vt_site_index(py, 7), 3);
+    CHECK_EQ(vt_frame_is_library("/opt/app/main.c", "main", "/opt/app/bin/train"), 1);
+    vt_callsite_configure(NULL, NULL);
+    CHECK_EQ(vt_site_index(py, 7), 5);
+}
+
 /* A caching allocator's retry: two failures of the same request with a
  * free between them. */
 static int has_retry(const struct vt_oom_findings *f) {
@@ -267,6 +355,7 @@ int main(void) {
     test_a_summary_with_nothing_held_back_keeps_warning();
     test_records_lost_are_counted_warned_and_dumped();
     test_call_site_rule_and_label();
+    test_user_line_rule();
     test_findings_are_worked_out_once_per_oom();
     test_sizes_are_exact_or_refused();
     test_shared_lines();

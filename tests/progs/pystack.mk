@@ -1,0 +1,13 @@
+# Test programs of the Python-frames area (tests/integration/test_pystack.py):
+# a library whose native thread allocates while Python waits, and the
+# fault-safe reader of another thread's frames against fake CPython objects.
+PROGS += $(T)/libt_pyborrow.so $(T)/t_pyforeign
+
+$(T)/libt_pyborrow.so: tests/progs/t_pyborrow_lib.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda -lpthread
+
+$(T)/t_pyforeign: tests/progs/t_pyforeign.c tracker/pystack.c tracker/pyborrow.c common/warn.c $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -o $@ \
+	    tests/progs/t_pyforeign.c tracker/pystack.c tracker/pyborrow.c common/warn.c -ldl -lpthread
