@@ -69,10 +69,21 @@ static const char *const native_libraries[] = {
     "libtorch", "libc10", "libcuda.", "libcudart", "libcublas", "libcudnn", "libnccl", "libcufft",
     "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink", "libnvToolsExt", "libcupti",
     "libnvidia-ml",
-    /* The interpreter and the C and C++ runtimes: the frames around every
-     * program's own (from _start to PyEval_EvalCode), never its code. */
+};
+
+/* The interpreter and the C and C++ runtimes: the frames around every
+ * program's own code (from _start to PyEval_EvalCode, ctypes' libffi). */
+static const char *const runtime_libraries[] = {
     "libpython", "python3", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libffi",
 };
+
+int vt_frame_is_runtime(const char *module) {
+    if (!module) return 0;
+    const char *b = last_part(module);
+    for (size_t i = 0; i < sizeof runtime_libraries / sizeof runtime_libraries[0]; i++)
+        if (strncmp(b, runtime_libraries[i], strlen(runtime_libraries[i])) == 0) return 1;
+    return 0;
+}
 
 int vt_frame_is_library(const char *file, const char *function, const char *module) {
     if (app_patterns) return !(match_list(app_patterns, file) || match_list(app_patterns, module));

@@ -51,6 +51,13 @@ void vt_callsite_configure(const char *app, const char *library);
  * source file, any of them NULL when unknown. */
 int vt_frame_is_library(const char *file, const char *function, const char *module);
 
+/* Whether a native frame's module is the interpreter or the C or C++
+ * runtime (libpython, python3, libc, ld-linux, libstdc++, libgcc_s,
+ * libffi): never the user's code, yet no library a call went through, so
+ * neither a call site nor the library beside it; a view may fold it away
+ * with the library frames. */
+int vt_frame_is_runtime(const char *module);
+
 /* Whether a frame (module path and function name, either may be NULL)
  * belongs to the CUDA driver or runtime. */
 int vt_cuda_frame(const char *module, const char *function);

@@ -54,12 +54,13 @@ void vh_json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* Whether a frame is a library's rather than the user's own code, by the
- * call-site rule (common/callsite.h; the CLI applies it without the traced
- * process's VRAMTRACE_APP and VRAMTRACE_LIBRARY). The page folds these
- * away on request. */
+/* Whether a frame is a library's or the runtime's rather than the user's
+ * own code, by the call-site rule (common/callsite.h; the CLI applies it
+ * without the traced process's VRAMTRACE_APP and VRAMTRACE_LIBRARY). The
+ * page folds these away on request. */
 static int frame_is_library(const struct vt_frame *fr) {
-    return vt_frame_is_library(fr->file, fr->function, fr->python ? NULL : fr->module);
+    if (fr->python) return vt_frame_is_library(fr->file, fr->function, NULL);
+    return vt_frame_is_library(fr->file, fr->function, fr->module) || vt_frame_is_runtime(fr->module);
 }
 
 /* The tree of stacks: node (parent, frame) -> node id, by open addressing. */
