@@ -30,7 +30,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c common/live.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c common/live.c common/thread.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c tracker/view.c \
@@ -398,14 +398,14 @@ $(BENCH)/libcuda.so.1: bench/fastcuda.c
 	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcuda.so.1 -o $@ $<
 	ln -sf libcuda.so.1 $(BENCH)/libcuda.so
 
-$(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
+$(BENCH)/bench_alloc: bench/bench_alloc.c bench/bench_util.h $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lpthread
 
 $(BENCH)/libcudart.so.12: bench/fastcudart.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.12 -o $@ $< -ldl -lpthread
 	ln -sf libcudart.so.12 $(BENCH)/libcudart.so
 
-$(BENCH)/bench_shapes: bench/bench_shapes.c $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
+$(BENCH)/bench_shapes: bench/bench_shapes.c bench/bench_util.h $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lcudart -lpthread
 
 bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim

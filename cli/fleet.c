@@ -168,3 +168,15 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     free(ranks);
     free(peaks);
 }
+
+int vr_first_to_fail(const struct vr_input *in, size_t *which) {
+    int found = 0;
+    uint64_t best = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        if (d->nooms == 0) continue;
+        uint64_t t = d->start_unix_ns + d->ooms[0].time_ns;
+        if (!found || t < best) { best = t; *which = i; found = 1; }
+    }
+    return found;
+}

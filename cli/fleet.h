@@ -13,4 +13,9 @@
  * most o->top, largest spread first), in the text report's style. */
 void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o);
 
+/* The dump whose first out-of-memory failure came first in wall time, in
+ * *which; 0 when no dump has one. The text and HTML reports' "first to
+ * fail". */
+int vr_first_to_fail(const struct vr_input *in, size_t *which);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "../common/format.h"
 #include "../common/labels.h"
+#include "fleet.h"
 #include "html/html.h"
 #include "reporters.h"
 #include "sha256.h"
@@ -176,18 +177,6 @@ static void views(FILE *f, size_t index) {
           "</p><ol class=\"stack\"></ol></div></section>\n", f);
 }
 
-static int first_to_fail(const struct vr_input *in, size_t *which) {
-    int found = 0;
-    uint64_t best = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        const struct vm_dump *d = &in->dumps[i];
-        if (d->nooms == 0) continue;
-        uint64_t t = d->start_unix_ns + d->ooms[0].time_ns;
-        if (!found || t < best) { best = t; *which = i; found = 1; }
-    }
-    return found;
-}
-
 /* Holders by call site compared across ranks: one row a site (largest
  * combined first), one column a dump. */
 static void compared(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
@@ -231,7 +220,7 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
     char a[32], b[32];
     fprintf(f, "<section class=\"view\" data-view=\"ranks\" id=\"ranks\"><h2>%zu processes</h2>\n", in->n);
     size_t w;
-    if (first_to_fail(in, &w)) {
+    if (vr_first_to_fail(in, &w)) {
         const struct vm_dump *d = &in->dumps[w];
         fprintf(f, "<p class=\"first-to-fail\">first to fail: rank %d (pid %d), %s requested by ", d->rank, d->pid,
                 B(d->ooms[0].requested, a));
@@ -287,7 +276,7 @@ int vr_html(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             script_hash, style_hash, vt_html_style, in->n > 1 ? "<a href=\"#view=ranks\">ranks</a>" : "");
     size_t shown = 0;
     if (in->n > 1) {
-        if (!first_to_fail(in, &shown)) shown = 0;
+        if (!vr_first_to_fail(in, &shown)) shown = 0;
         ranks(f, in, o, shown);
     }
     int series = o->top < 1 ? 1 : o->top > 24 ? 24 : o->top;

@@ -200,18 +200,6 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     live(f, d, o->top);
 }
 
-static int first_oom_rank(const struct vr_input *in, size_t *which) {
-    int found = 0;
-    uint64_t best = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        const struct vm_dump *d = &in->dumps[i];
-        if (d->nooms == 0) continue;
-        uint64_t t = d->start_unix_ns + d->ooms[0].time_ns;
-        if (!found || t < best) { best = t; *which = i; found = 1; }
-    }
-    return found;
-}
-
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
     char a[32], b[32], host[256], cmd[4096], api[256];
@@ -236,7 +224,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
                                                            (double)in->dumps[lo].totals.peak_bytes);
         fputc('\n', f);
         size_t w;
-        if (first_oom_rank(in, &w))
+        if (vr_first_to_fail(in, &w))
             fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,
                     in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), S(in->dumps[w].ooms[0].api, api));
         vr_fleet_text(f, in, o);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/thread.h"
 #include "../common/warn.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
@@ -56,18 +57,7 @@ void vt_ondemand_start(void) {
     }
     if (pipe2(pipefd, O_CLOEXEC) != 0) goto out;
     fcntl(pipefd[1], F_SETFL, O_NONBLOCK);
-    /* The watcher takes no signals: they stay with the program's threads. */
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &prev);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, watcher, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, NULL);
-    if (rc != 0) {
+    if (vt_thread_start_quiet(watcher, NULL) != 0) {
         close(pipefd[0]);
         close(pipefd[1]);
         pipefd[0] = pipefd[1] = -1;

@@ -16,6 +16,7 @@
 #include "../common/callsite.h"
 #include "../common/format.h"
 #include "../common/live.h"
+#include "../common/thread.h"
 #include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
@@ -294,18 +295,7 @@ static void *publisher(void *arg) {
 
 void vt_live_start(void) {
     if (!vt_opt.live || __atomic_exchange_n(&L.started, 1, __ATOMIC_ACQ_REL)) return;
-    /* The publisher takes no signals: they stay with the program's threads. */
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &prev);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, publisher, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc == 0) pthread_setname_np(t, "vramtrace-live");
-    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    int rc = vt_thread_start_quiet(publisher, "vramtrace-live");
     if (rc != 0) vt_warn("cannot start the live publisher: %s; vramtrace top and metrics will not see this process",
                          strerror(rc));
 }
