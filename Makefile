@@ -29,14 +29,15 @@ LIBS    := -lunwind -ldw -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/options.c common/warn.c common/torchfmt.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c \
            $(COMMON_C) \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c
+           report/leaks.c report/growth.c report/findings.c report/analysis.c \
+           report/torch.c report/torch_dump.c report/torch_print.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
@@ -258,7 +259,8 @@ $(T)/t_rtld_local: tests/progs/t_rtld_local.c $(T)/libt_local.so
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
             tracker/options.c tracker/pystack.c $(COMMON_C) report/holders.c \
-            report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c
+            report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
+            report/torch.c report/torch_dump.c report/torch_print.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 $(T)/unit: tests/unit/test_tracker.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)

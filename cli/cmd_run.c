@@ -53,6 +53,45 @@ static int find_library(char *out, size_t size) {
     return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+/* The folder of the PyTorch companion's boot shim (a sitecustomize.py),
+ * beside this executable: installed (PREFIX/share/vramtrace/python) or in
+ * the source tree (build/../python). 0, or -1 when there is none. */
+static int find_python_boot(char *out, size_t size) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    const char *cands[] = {"%s/../share/vramtrace/python/vramtrace_torch/_boot",
+                           "%s/../python/vramtrace_torch/_boot"};
+    for (size_t i = 0; i < 2; i++) {
+        char p[PATH_MAX + 64], file[PATH_MAX + 32];
+        snprintf(p, sizeof p, cands[i], exe);
+        if (!realpath(p, out) || strlen(out) + 20 > size) continue;
+        snprintf(file, sizeof file, "%s/sitecustomize.py", out);
+        if (access(file, R_OK) == 0) return 0;
+    }
+    return -1;
+}
+
+/* Put the companion's boot folder first on PYTHONPATH (a Python program
+ * then loads the companion once it imports torch; see
+ * python/vramtrace_torch/_boot/sitecustomize.py). Nothing when there is no
+ * such folder. */
+static void set_pythonpath(void) {
+    char boot[PATH_MAX];
+    if (find_python_boot(boot, sizeof boot) != 0 || strchr(boot, ':')) return;
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(boot) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(len);
+    if (!v) return;
+    snprintf(v, len, "%s%s%s", boot, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", v, 1);
+    free(v);
+}
+
 /* Put lib first in LD_PRELOAD, before what the caller preloads. */
 static int set_preload(const char *lib) {
     const char *old = getenv("LD_PRELOAD");
@@ -274,6 +313,7 @@ int vt_cmd_run(int argc, char **argv) {
                 VT_LIBDIR);
         return 127;
     }
+    set_pythonpath();
     const char *leak = getenv("VRAMTRACE_LEAK_CHECK"), *limit = getenv("VRAMTRACE_LIMIT");
     struct run_plan plan = {
         .needs_link = strpbrk(lib, " :") != NULL,
