@@ -8,7 +8,7 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
                          uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
                          const char *const *cat_names, const uint64_t *cat_bytes, int ncat) {
     char a[32], r[32], l[32], q[32], o[32];
-    fprintf(f, "%sPyTorch on device %d: %s allocated by tensors, %s reserved but unallocated (largest free block %s",
+    fprintf(f, "%sPyTorch on device %d: %s allocated by PyTorch, %s reserved but unallocated (largest free block %s",
             prefix, device, vt_fmt_bytes(allocated, a, sizeof a),
             vt_fmt_bytes(reserved > allocated ? reserved - allocated : 0, r, sizeof r),
             vt_fmt_bytes(largest_free, l, sizeof l));

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 /* The device's figures, given as values (a pointer NULL: not known).
- * "PREFIXPyTorch on device D: A allocated by tensors, R reserved but
+ * "PREFIXPyTorch on device D: A allocated by PyTorch, R reserved but
  * unallocated (largest free block L[, the failed request Q does not fit
  * in it]), O outside PyTorch[; N steps]", then "PREFIX  by category: ..."
  * with each of the ncat names and bytes. */

@@ -7,9 +7,9 @@ device's free and total bytes, the allocator settings, and the live tensors
 found through the garbage collector, each storage counted once, in the first
 category that claims it: parameter, buffer (with the module path), gradient
 (of which parameter), optimizer_state (of which parameter, through the live
-torch.optim.Optimizer objects), activation (saved for backward, reached
-through the autograd graph of live tensors), other (with the container that
-holds it). The largest tensors are listed with their block and segment.
+torch.optim.Optimizer objects), other (any other tensor Python holds, with
+the container that holds it), activation (saved for backward, reached
+through the autograd graph of live tensors, held by nothing in Python). The largest tensors are listed with their block and segment.
 """
 import bisect
 import gc
@@ -27,14 +27,18 @@ def _clean(s):
 
 class _Walk:
     """One pass over gc.get_objects(): tensors, modules, optimizers and
-    containers by type (each type's kind decided once)."""
+    containers by type (each type's kind decided once). Its lists are made
+    after gc.get_objects(), so that none is among the containers (a list
+    holding itself would be a cycle keeping every tensor alive until the
+    next garbage collection); `clear` lets go of them."""
 
     def __init__(self, torch):
-        self.torch = torch
-        self.tensors, self.modules, self.optims, self.containers = [], [], [], []
         kinds = {}
         Tensor, Module, Optimizer = torch.Tensor, torch.nn.Module, torch.optim.Optimizer
-        for o in gc.get_objects():
+        objs = gc.get_objects()
+        # Made after the call, so that they are not among the objects.
+        tensors, modules, optims, containers = [], [], [], []
+        for o in objs:
             t = type(o)
             k = kinds.get(t)
             if k is None:
@@ -42,13 +46,19 @@ class _Walk:
                      3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else 0)
                 kinds[t] = k
             if k == 1:
-                self.tensors.append(o)
+                tensors.append(o)
             elif k == 2:
-                self.modules.append(o)
+                modules.append(o)
             elif k == 3:
-                self.optims.append(o)
-            elif k == 4:
-                self.containers.append(o)
+                optims.append(o)
+            elif k == 4 and o is not kinds:
+                containers.append(o)
+        del objs
+        self.torch = torch
+        self.tensors, self.modules, self.optims, self.containers = tensors, modules, optims, containers
+
+    def clear(self):
+        self.tensors = self.modules = self.optims = self.containers = None
 
 
 def _names():
@@ -126,6 +136,13 @@ def tensors(torch):
     comment): a list of [device, bytes, data_ptr, dtype, category, shape,
     name, holder]."""
     w = _Walk(torch)
+    try:
+        return _claim_all(torch, w)
+    finally:
+        w.clear()
+
+
+def _claim_all(torch, w):
     names = _names()
     c = _Claims()
     Module = torch.nn.Module
@@ -206,7 +223,19 @@ def tensors(torch):
             return own or f"a {type(box).__name__}[{i}]", ""
         return own or f"{label}[{i}]", label
 
-    # Activations: what the graphs of live tensors saved for backward.
+    # Tensors a variable or a container of the program holds are its own
+    # (other), even when a graph saved them too.
+    unheld = []
+    for t in w.tensors:
+        if type(t) is torch.nn.Parameter:
+            continue
+        name, hold = held(t)
+        if name or hold:
+            c.claim(t, "other", name, hold)
+        else:
+            unheld.append(t)
+    # Activations: what the graphs of live tensors saved for backward and
+    # nothing in Python holds.
     seen, keep, attr_cache, graph_of = set(), [], {}, []
     for t in w.tensors:
         try:
@@ -231,11 +260,10 @@ def tensors(torch):
                 stack.extend(n for n, _ in node.next_functions)
             except Exception:
                 pass
-    for t in w.tensors:
-        if type(t) is torch.nn.Parameter:
-            continue
-        name, hold = held(t)
-        c.claim(t, "other", name, hold)
+    # What no variable, container or graph holds (a tensor only C++ or an
+    # object's attribute keeps).
+    for t in unheld:
+        c.claim(t, "other", "", "")
     return list(c.by_key.values())
 
 
