@@ -1,0 +1,193 @@
+"""The PyTorch companion (python/vramtrace_torch/) with real PyTorch on the
+simulated GPU: what PyTorch itself says (tests/gpu/torch_checks.py's truth
+and frag modes write it) against the "torch" records of vramtrace's dumps,
+run through `vramtrace run` (its sitecustomize); and processes the companion
+must leave alone byte for byte. Skipped without build/torch-venv.
+"""
+import re
+
+from run_tests import *  # noqa: F401,F403
+
+TORCH_VENV = os.path.join(BUILD, "torch-venv")
+TORCH_PY = os.path.join(TORCH_VENV, "bin", "python3")
+SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
+CHECKS = os.path.join(ROOT, "tests", "gpu", "torch_checks.py")
+BOOT = os.path.join(ROOT, "python", "vramtrace_torch", "_boot")
+
+
+def torch_truth_test(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+def clean_env(**extra):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+    e.update(extra)
+    return e
+
+
+def in_dir(argv, work, env, timeout=300):
+    return subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
+
+
+def checked_mode(mode, n):
+    """Run torch_checks.py MODE under `vramtrace run` on an 8 GiB simulated
+    GPU and its check; every one of its n checks must pass."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    os.mkdir(os.path.join(work, "d"))
+    try:
+        env = clean_env(SIMGPU_CAPACITY="8G", SIMGPU_CONTEXT="300M")
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", "--out", os.path.join(work, "d", "d.%p.json"),
+                    "--report", os.path.join(work, "d", "report.txt"), "--",
+                    "python3", CHECKS, mode, os.path.join(work, "facts.json")], work, env)
+        eq(p.returncode, 0, f"{mode} under vramtrace run: {p.stderr[-2000:]}")
+        c = in_dir([sys.executable, CHECKS, "check", mode, os.path.join(work, "facts.json"),
+                    os.path.join(work, "d")], work, clean_env())
+        lines = c.stdout.splitlines()
+        eq([x for x in lines if not x.startswith("PASS ")], [], f"{mode}: checks that did not pass")
+        eq(len(lines), n, f"{mode}: number of checks")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@torch_truth_test
+def torch_truth_categories_at_oom():
+    checked_mode("truth", 14)
+
+
+@torch_truth_test
+def torch_truth_fragmentation_measured():
+    checked_mode("frag", 8)
+
+
+def untimed(err):
+    """stderr without the times PyTorch's warnings start with ("[W1201 08:04:57.440355900 ")."""
+    return re.sub(r"(?m)^\[([WEI])[0-9]{4} [0-9:.]+ ", r"[\1 ", err)
+
+
+def same_under_vramtrace_run(argv, sim, extra_env=None, want_dumps=0):
+    """Run argv plainly and under `vramtrace run`: stdout, stderr and status
+    must be the same; return the plain result."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        env = clean_env(**(extra_env or {}))
+        pre = [SIMRUN, "--torch", "--"] if sim else []
+        if not sim:
+            env["PATH"] = os.path.join(TORCH_VENV, "bin") + ":" + env.get("PATH", "")
+        a = in_dir(pre + argv, work, env)
+        b = in_dir(pre + [CLI, "run", "--out", os.path.join(work, "d.%p.json"), "--report", "off", "--"] + argv,
+                   work, env)
+        eq((b.stdout, untimed(b.stderr), b.returncode), (a.stdout, untimed(a.stderr), a.returncode),
+           f"{argv[:2]} under vramtrace run")
+        eq(len(glob.glob(os.path.join(work, "d.*.json"))), want_dumps, "dumps written")
+        return a
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+NO_TORCH = r"""
+import sys, json
+print(json.dumps([p for p in sys.path if "vramtrace" in p]), "vramtrace_torch" in sys.modules,
+      "importlib.util" in sys.modules)
+"""
+
+
+@torch_truth_test
+def torch_truth_process_without_torch_untouched():
+    a = same_under_vramtrace_run(["python3", "-c", NO_TORCH], sim=False)
+    eq(a.stdout, "[] False False\n", "no companion, nothing of its folder on sys.path")
+
+
+NO_CUDA = r"""
+import sys, torch
+m = torch.nn.Linear(8, 4)
+opt = torch.optim.Adam(m.parameters())
+for _ in range(3):
+    opt.zero_grad(); m(torch.ones(2, 8)).sum().backward(); opt.step()
+print("cuda", torch.cuda.is_available(), "initialized", torch.cuda.is_initialized())
+sys.exit(3)
+"""
+
+
+@torch_truth_test
+def torch_truth_torch_without_cuda_untouched():
+    # No driver at all: PyTorch's CUDA build runs on the CPU.
+    a = same_under_vramtrace_run(["python3", "-c", NO_CUDA], sim=False)
+    eq((a.stdout, a.returncode), ("cuda False initialized False\n", 3), "the CPU run")
+
+
+USERS_SITE = "import sys\nMARK = 'users'\nprint('user sitecustomize ran', file=sys.stderr)\n"
+SEES_SITE = "import sitecustomize, torch\nprint(sitecustomize.MARK, torch.ones(2, device='cuda').shape[0])\n"
+
+
+@torch_truth_test
+def torch_truth_users_sitecustomize_still_runs():
+    site = tempfile.mkdtemp(prefix="vt-site-")
+    try:
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write(USERS_SITE)
+        a = same_under_vramtrace_run(["python3", "-c", SEES_SITE], sim=True, extra_env={"PYTHONPATH": site},
+                                     want_dumps=1)
+        eq(a.stdout, "users 2\n", "the program's own sitecustomize is the one it imports")
+        ok(a.stderr.startswith("user sitecustomize ran\n"), a.stderr[:300])
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+FAILING_SNAPSHOT = r"""
+import torch
+def broken(*a, **k):
+    raise RuntimeError("snapshot broke")
+torch.cuda.memory._snapshot = broken
+try:
+    torch.empty(1 << 40, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(type(e).__name__, str(e).splitlines()[0][:49])
+"""
+
+
+@torch_truth_test
+def torch_truth_companion_failure_stays_inside():
+    # The companion's collection raises inside PyTorch's OOM observer and at
+    # exit: the program sees PyTorch's error only, as without vramtrace.
+    a = same_under_vramtrace_run(["python3", "-c", FAILING_SNAPSHOT], sim=True, want_dumps=1)
+    eq(a.stdout, "OutOfMemoryError CUDA out of memory. Tried to allocate 1024.00 GiB\n", "PyTorch's own error")
+
+
+SUBMIT = r"""
+import ctypes, random, sys
+lib = ctypes.CDLL(None)
+f = lib.vt_torch_submit
+f.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+good = (b"vramtrace-torch\t1\texit\t-1\t0\t2\n"
+        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\tconf\n"
+        b"T\t0\t512\t1\t1\tfloat32\tparameter\t[128]\tm.weight\t\n")
+bad = [b"", b"\n", good[:-1], good.replace(b"exit", b"oops"), good.replace(b"\t1\t2\t3", b"\t1\t-2\t3"),
+       good.replace(b"1024", b"99999999999999999999999"), good.replace(b"parameter", b"weights"),
+       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t\n",
+       good.replace(b"m.weight", b"m.w\0eight"), good.replace(b"m.weight", b"x" * 201),
+       good + b"".join(b"T\t0\t1\t1\t1\tf\tother\t[]\tn\t\n" for _ in range(64)),
+       good.replace(b"exit\t-1", b"oom\t-1"), good.replace(b"exit\t-1", b"exit\t0"), good + b"X\n",
+       good.replace(b"\tconf\n", b"\n")]
+print([f(x, len(x)) for x in bad].count(-1), len(bad), f(good, len(good)))
+rng = random.Random(7)
+for _ in range(3000):
+    b = bytearray(good)
+    for _ in range(rng.randint(1, 6)):
+        b[rng.randrange(len(b))] = rng.randrange(256)
+    b = bytes(b[:rng.randint(0, len(b))])
+    f(b, len(b))
+print("survived")
+"""
+
+
+@test
+def torch_truth_records_refused_whole():
+    # Any text but the grammar of report/torch.h is refused (-1), one
+    # warning, no crash; a good record is kept.
+    r = run([sys.executable, "-c", SUBMIT], sim=False)
+    eq(r.out, "16 16 0\nsurvived\n", "malformed records refused, the good one kept")
+    eq(r.err.count("vramtrace: warning:"), 1, "one warning: " + r.err[-500:])
