@@ -41,7 +41,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
-           $(COMMON_C)
+           cli/model_torch.c cli/torch_text.c $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
 HEADERS := $(wildcard interpose/*.h interpose/*.def tracker/*.h report/*.h cli/*.h common/*.h)
@@ -401,7 +401,7 @@ bench: deps all $(BENCH)/bench_alloc sim
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/reporters.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
-            cli/sha256.c
+            cli/sha256.c cli/model_torch.c cli/torch_text.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS)
 	@mkdir -p $(B)/fuzz

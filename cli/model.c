@@ -11,6 +11,7 @@
 #include "../common/callsite.h"
 #include "../common/format.h"
 #include "model.h"
+#include "model_torch.h"
 
 /* Parsing state: the first error wins and stops the load. */
 struct ctx {
@@ -354,6 +355,8 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
             v->have_holders = 1;
             v->holders = load_holders(c, h, d->nstacks, &v->nholders, "oom holders");
         }
+        char terr[256];
+        if (vm_torch_load(o, d->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
     }
 }
 
@@ -454,6 +457,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
     load_live(c, root, d);
     load_events(c, root, d);
+    char terr[256];
+    if (!c->failed && vm_torch_load(root, d->nstacks, &d->torch, terr, sizeof terr) != 0) fail(c, "%s", terr);
     json_t *g = json_object_get(root, "growing");
     if (g && json_is_array(g) && !c->failed) {
         d->ngrowing = json_array_size(g);
@@ -543,7 +548,9 @@ void vm_free(struct vm_dump *d) {
         free(d->ooms[i].holders);
         free(d->ooms[i].findings);
         free(d->ooms[i].procs);
+        vm_torch_free(d->ooms[i].torch);
     }
+    vm_torch_free(d->torch);
     free(d->ooms);
     free(d->devices);
     free(d->holders);

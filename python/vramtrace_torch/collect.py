@@ -13,6 +13,7 @@ through the autograd graph of live tensors, held by nothing in Python). The larg
 """
 import bisect
 import gc
+import re
 import sys
 
 CATEGORIES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "other")
@@ -267,6 +268,11 @@ def _claim_all(torch, w):
     return list(c.by_key.values())
 
 
+def _natural(name):
+    """history[2] before history[10]."""
+    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", name)]
+
+
 def _blocks(snap):
     """device -> (sorted block starts, [(start, size, segment address)])."""
     out = {}
@@ -321,7 +327,7 @@ def record(torch, reason, oom, steps):
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
             largest, "-" if free is None else free, "-" if total is None else total,
             *(cat[k] for k in CATEGORIES), settings)))
-        mine.sort(key=lambda e: (-e[1], e[6]))
+        mine.sort(key=lambda e: (-e[1], _natural(e[6])))
         starts, bl = blocks.get(d, ([], []))
         for e in mine[:TOP]:
             i = bisect.bisect_right(starts, e[2]) - 1

@@ -49,6 +49,18 @@ def checked_mode(mode, n):
         lines = c.stdout.splitlines()
         eq([x for x in lines if not x.startswith("PASS ")], [], f"{mode}: checks that did not pass")
         eq(len(lines), n, f"{mode}: number of checks")
+        # Computed once, printed twice: the CLI's lines for the OOM are the
+        # post-mortem's, from the same record.
+        with open(os.path.join(work, "d", "report.txt")) as f:
+            lib = [x[len("vramtrace: "):] for x in f.read().splitlines()]
+        lib = lib[lib.index("inside PyTorch at this out-of-memory error:") + 1:]
+        lib = lib[:next(i for i, x in enumerate(lib) if not x.startswith(("PyTorch on", "  ")))]
+        dump = glob.glob(os.path.join(work, "d", "d.*.json"))
+        r = in_dir([CLI, "report"] + dump, work, clean_env())
+        cli = [x[2:] for x in r.stdout.splitlines() if x.startswith("  ")]
+        start = cli.index(lib[0])
+        eq(cli[start:start + len(lib)], lib, f"{mode}: vramtrace report's breakdown is the post-mortem's")
+        ok(len(lib) >= 3, f"{mode}: {lib}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
