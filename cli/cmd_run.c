@@ -259,6 +259,34 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     return end_like(status);
 }
 
+/* `--tensors`: backend:cudaMallocAsync in var (PYTORCH_CUDA_ALLOC_CONF or
+ * PYTORCH_ALLOC_CONF), in place of any backend the program set, its other
+ * settings kept in their order; taken from `other` (the other name) when
+ * var is unset, since PyTorch reads only one of them. */
+static int set_async_backend(const char *var, const char *other) {
+    const char *old = getenv(var);
+    if (!old) old = getenv(other);
+    size_t len = (old ? strlen(old) : 0) + 32;
+    char *v = malloc(len), *copy = strdup(old ? old : "");
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return -1;
+    }
+    snprintf(v, len, "backend:cudaMallocAsync");
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *k = tok + strspn(tok, " ");
+        if (!*k || strncmp(k, "backend", 7) == 0) continue;
+        strcat(v, ",");
+        strcat(v, tok);
+    }
+    int rc = setenv(var, v, 1);
+    free(v);
+    free(copy);
+    return rc;
+}
+
 /* What a value of option d must look like, for the message that refuses
  * another. */
 static const char *takes(const struct vt_option_desc *d, char *buf, size_t size) {
@@ -278,6 +306,20 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
+        if (strcmp(a, "--tensors") == 0) {
+            /* Both from the environment as it was: the second reads the first's old value. */
+            char *cuda = getenv("PYTORCH_CUDA_ALLOC_CONF") ? strdup(getenv("PYTORCH_CUDA_ALLOC_CONF")) : NULL;
+            int rc = set_async_backend("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF");
+            if (cuda) setenv("PYTORCH_CUDA_ALLOC_CONF", cuda, 1);
+            free(cuda);
+            if (rc != 0 || set_async_backend("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") != 0)
+                return 127;
+            continue;
+        }
+        if (strcmp(a, "--tensors=nocache") == 0) {
+            setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+            continue;
+        }
         /* Each flag sets one environment variable: the option table's. */
         const struct vt_option_desc *d = NULL;
         for (int k = 0; k < VT_O_COUNT && !d; k++)

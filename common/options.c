@@ -55,12 +55,18 @@ const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
                    "a file the library creates when it starts in a process; vramtrace run sets it (with "
                    "--leak-check or --limit) to tell a traced command from one the preload never reached",
                    NULL, NULL, NULL},
-    [VT_O_TENSORS] = {"PYTORCH_NO_CUDA_MEMORY_CACHING", VT_OPT_FOREIGN, "(unset)", 0, 0, 0, NULL, NULL,
-                      "--tensors", NULL,
-                      "PyTorch asks CUDA for every tensor,\n"
-                      "so each live allocation is one tensor. Slower: every free becomes a\n"
-                      "cudaFree, which synchronizes the device (steps can take several\n"
-                      "times longer); use it to find which tensors hold the memory."},
+    /* Set by cmd_run.c itself (two variables, the program's settings kept). */
+    [VT_O_TENSORS] = {"PYTORCH_CUDA_ALLOC_CONF", VT_OPT_FOREIGN, "(unset)", 0, 0, 0, NULL, NULL,
+                      "--tensors[=nocache]", NULL,
+                      "each PyTorch tensor becomes one live allocation\n"
+                      "with vramtrace's own stack. --tensors adds backend:cudaMallocAsync to\n"
+                      "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF (other settings kept):\n"
+                      "one cudaMallocAsync per tensor; a free returns it to CUDA's pool\n"
+                      "without synchronizing the device; the pool, not PyTorch, caches what\n"
+                      "is freed (empty_cache() trims it) and there is no free-and-retry at\n"
+                      "an OOM. --tensors=nocache sets PYTORCH_NO_CUDA_MEMORY_CACHING=1\n"
+                      "instead: one cudaMalloc per tensor and every free a cudaFree, which\n"
+                      "synchronizes the device (steps can take several times longer)."},
 };
 
 int vt_parse_number(const char *s, long lo, long hi, long *out) {

@@ -203,3 +203,33 @@ def torch_truth_records_refused_whole():
     r = run([sys.executable, "-c", SUBMIT], sim=False)
     eq(r.out, "16 16 0\nsurvived\n", "malformed records refused, the good one kept")
     eq(r.err.count("vramtrace: warning:"), 1, "one warning: " + r.err[-500:])
+
+
+BACKEND = r"""
+import os, torch
+x = torch.empty(1000, device="cuda")  # LINE:x
+print(torch.cuda.get_allocator_backend(), os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+      os.environ.get("PYTORCH_ALLOC_CONF"), os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"))
+"""
+
+
+@torch_truth_test
+def torch_truth_tensors_flag_switches_backend():
+    # --tensors: cudaMallocAsync, the program's other settings kept, one
+    # allocation for the tensor; --tensors=nocache: the old way.
+    for flag, want, api in (("--tensors", "cudaMallocAsync backend:cudaMallocAsync,max_split_size_mb:128 "
+                             "backend:cudaMallocAsync,max_split_size_mb:128 None\n", "cudaMallocAsync"),
+                            ("--tensors=nocache", "native max_split_size_mb:128 None 1\n", "cudaMalloc")):
+        work = tempfile.mkdtemp(prefix="vt-truth-")
+        try:
+            p = in_dir([SIMRUN, "--torch", "--", CLI, "run", flag, "--out", os.path.join(work, "d.%p.json"),
+                        "--report", "off", "--", "python3", "-c", BACKEND], work,
+                       clean_env(PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:128"))
+            eq(p.stdout, want, f"{flag}: PyTorch's backend and settings ({p.stderr[-500:]})")
+            d = [json.load(open(x)) for x in glob.glob(os.path.join(work, "d.*.json"))]
+            eq(len(d), 1, f"{flag}: one dump")
+            x = [a for a in d[0]["live"] if any(f.get("python") and f["line"] == 3 for f in frames(d[0], a["stack"]))]
+            eq([(a["api"], a["bytes"]) for a in x], [(api, 4000)],
+               f"{flag}: the tensor is its own allocation")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
