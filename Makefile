@@ -345,6 +345,11 @@ install: all
 	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
 	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
+	install -d "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/_boot"
+	install -m 0644 python/vramtrace_torch/__init__.py python/vramtrace_torch/collect.py \
+	    "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/"
+	install -m 0644 python/vramtrace_torch/_boot/sitecustomize.py \
+	    "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/_boot/"
 
 clean:
 	rm -rf $(B)
