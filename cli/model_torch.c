@@ -88,6 +88,8 @@ static void load_device(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->has_outside = topt(c, o, "outside_bytes", i, &d->outside);
     d->has_request = topt(c, o, "request_bytes", i, &d->request);
     topt(c, o, "steps", i, &d->steps);
+    topt(c, o, "growth_per_step_bytes", i, &d->per_step);
+    topt(c, o, "growth_steps", i, &d->growth_steps);
     json_t *s = json_object_get(o, "settings");
     d->settings = json_is_string(s) ? json_string_value(s) : NULL;
     json_t *cat = json_object_get(o, "categories");

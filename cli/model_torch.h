@@ -25,6 +25,7 @@ struct vm_torch_device {
     int device, has_outside, has_request;
     uint64_t allocated, reserved, largest_free, outside, request, steps;
     uint64_t cat[VM_TORCH_NCAT];   /* in vm_torch_categories' order; 0 when absent */
+    uint64_t per_step, growth_steps;   /* 0 when absent */
     const char *settings;          /* NULL when absent */
     struct vm_torch_tensor *tensors;
     size_t ntensors;

@@ -17,6 +17,11 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
                          uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
                          const char *const *cat_names, const uint64_t *cat_bytes, int ncat);
 
+/* "PREFIX  growth: +B per optimizer step over the last N steps[, most of it
+ * held by HOLDER]"; nothing when steps is 0. */
+void vt_put_torch_growth(FILE *f, const char *prefix, uint64_t per_step, uint64_t steps, const char *holder,
+                         void (*put)(FILE *, const char *));
+
 /* One tensor: "PREFIX    BYTES  DTYPE SHAPE  CATEGORY  NAME[ (held by HOLDER)][  SITE]". */
 void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char *dtype, const char *shape,
                          const char *category, const char *name, const char *holder, const char *site,

@@ -124,6 +124,8 @@ static int parse_device(struct line *l, struct vt_torch_record *r) {
     d.total = num_or_dash(l, &known);
     d.have_mem = known;
     for (int k = 0; k < VT_TORCH_NCAT; k++) d.cat[k] = num(l);
+    d.per_step = num(l);
+    d.growth_steps = num(l);
     field_text(l, d.settings, sizeof d.settings);
     if (!ended(l) || device_of(r, d.device)) return -1;
     if (!(d.tensors = calloc(VT_TORCH_TENSORS, sizeof *d.tensors))) return -1;

@@ -8,12 +8,14 @@
  *
  *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS
  *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
- *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER SETTINGS
+ *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER
+ *     PER_STEP GROWTH_STEPS SETTINGS
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
  *
  * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
- * vt_torch_categories; each T line belongs to the D line of its device,
+ * vt_torch_categories; PER_STEP is the rise of allocated bytes per optimizer
+ * step over the last GROWTH_STEPS steps (0 0 when none); each T line belongs to the D line of its device,
  * which comes before it. A record that breaks any of this, or any limit
  * below, is refused whole: nothing of it is kept, and the library never
  * reads past `len` bytes.
@@ -54,6 +56,7 @@ struct vt_torch_device {
     int device, have_mem;
     uint64_t allocated, reserved, largest_free, free, total;
     uint64_t cat[VT_TORCH_NCAT];
+    uint64_t per_step, growth_steps;
     char settings[VT_TORCH_TEXT + 1];
     struct vt_torch_tensor *tensors;
     size_t ntensors;

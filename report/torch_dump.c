@@ -39,7 +39,8 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
         if (d->have_mem) fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, d->free, d->total);
         else fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
         if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, r->request);
-        fprintf(f, ",\"steps\":" U64 ",\"settings\":", r->steps);
+        fprintf(f, ",\"steps\":" U64 ",\"growth_per_step_bytes\":" U64 ",\"growth_steps\":" U64 ",\"settings\":",
+                r->steps, d->per_step, d->growth_steps);
         vt_json_string(f, d->settings);
         fputs(",\"categories\":{", f);
         for (int k = 0; k < VT_TORCH_NCAT; k++)

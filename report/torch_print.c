@@ -6,6 +6,20 @@
 
 #define TOP_SHOWN 10
 
+/* The holder of the most bytes among the listed tensors ("" for none). */
+static const char *top_holder(const struct vt_torch_tensor *t, size_t n) {
+    const char *best = "";
+    uint64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i].holder[0]) continue;
+        uint64_t sum = 0;
+        for (size_t j = 0; j < n; j++)
+            if (strcmp(t[j].holder, t[i].holder) == 0) sum += t[j].bytes;
+        if (sum > most) { most = sum; best = t[i].holder; }
+    }
+    return best;
+}
+
 static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                          const struct vt_torch_record *r) {
     for (size_t i = 0; i < r->ndevices; i++) {
@@ -16,6 +30,8 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
         vt_put_torch_device(f, "vramtrace: ", d->device, d->allocated, d->reserved, d->largest_free,
                             at_oom ? &r->request : NULL, has_out ? &out : NULL, r->steps,
                             vt_torch_categories, d->cat, VT_TORCH_NCAT);
+        vt_put_torch_growth(f, "vramtrace: ", d->per_step, d->growth_steps, top_holder(d->tensors, d->ntensors),
+                            NULL);
         if (d->ntensors) fputs("vramtrace:   largest tensors:\n", f);
         for (size_t j = 0; j < d->ntensors && j < TOP_SHOWN; j++) {
             const struct vt_torch_tensor *t = &d->tensors[j];

@@ -17,7 +17,8 @@ point here swallows its own exceptions: the program never sees one.
 """
 import sys
 
-_state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None}
+_state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
+WINDOW = 16   # the last steps whose allocated bytes give the growth per step
 
 
 def _library():
@@ -47,7 +48,7 @@ def _submit(reason, oom=None):
         if not torch.cuda.is_initialized():
             return
         from . import collect
-        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0))
+        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0), st["per_step"])
         data = text.encode("utf-8", "replace")
         st["lib"][1](data, len(data))
     except Exception:
@@ -81,6 +82,12 @@ def _on_step(optimizer, args, kwargs):
     try:
         steps = _state["steps"]
         steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        torch = _state["torch"]
+        if torch.cuda.is_initialized():
+            d = torch.cuda.current_device()
+            seen = _state["per_step"].setdefault(d, [])
+            seen.append(torch.cuda.memory_allocated(d))
+            del seen[:-WINDOW]
     except Exception:
         pass
 

@@ -292,9 +292,18 @@ def _settings(snap):
     return _clean(conf if conf else ",".join(f"{k}:{v}" for k, v in s.items() if not isinstance(v, dict)))
 
 
-def record(torch, reason, oom, steps):
+def growth(seen):
+    """(bytes per step, steps) from the allocated bytes at the last steps'
+    ends: the rise over the window when it rose, else (0, 0)."""
+    if not seen or len(seen) < 2 or seen[-1] <= seen[0]:
+        return 0, 0
+    return (seen[-1] - seen[0]) // (len(seen) - 1), len(seen) - 1
+
+
+def record(torch, reason, oom, steps, per_step):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
-    the observer's (device, request, total, free))."""
+    the observer's (device, request, total, free); per_step the allocated
+    bytes at the last steps' ends by device)."""
     snap = torch.cuda.memory._snapshot()
     devices = set(s["device"] for s in snap.get("segments", []))
     if oom:
@@ -326,7 +335,7 @@ def record(torch, reason, oom, steps):
         lines.append("\t".join(str(x) for x in (
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
             largest, "-" if free is None else free, "-" if total is None else total,
-            *(cat[k] for k in CATEGORIES), settings)))
+            *(cat[k] for k in CATEGORIES), *growth(per_step.get(d)), settings)))
         mine.sort(key=lambda e: (-e[1], _natural(e[6])))
         starts, bl = blocks.get(d, ([], []))
         for e in mine[:TOP]:

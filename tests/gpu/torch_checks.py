@@ -222,7 +222,7 @@ def mode_truth(facts, public):
         state = [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_cuda]
         facts.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
                      free=free, total=total, request=requests[-1] if requests else None, steps=steps,
-                     history=len(history), categories={
+                     history=len(history), kept_per_step=storage_bytes(history[:1]), categories={
                          "parameter": storage_bytes(params), "buffer": 0,
                          "gradient": storage_bytes([p.grad for p in params]),
                          "optimizer_state": storage_bytes(state),
@@ -475,6 +475,9 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
     c.say("categories are PyTorch's tensors' bytes", t["categories"] == facts["categories"],
           f"{t['categories']} vs {facts['categories']}")
     c.say("steps are the optimizer's", t["steps"] == facts["steps"], f"{t['steps']} vs {facts['steps']}")
+    c.say("growth per step is what `history` keeps per step", (t["growth_per_step_bytes"], t["growth_steps"]) ==
+          (facts["kept_per_step"], 15), f"{t['growth_per_step_bytes']} over {t['growth_steps']} steps vs "
+          f"{facts['kept_per_step']} over 15")
     hist = [x for x in t["tensors"] if x["holder"] == "history"]
     c.say("every tensor of `history` is named as held by it",
           sorted(x["name"] for x in hist) == sorted(f"history[{i}]" for i in range(facts["history"])),

@@ -67,7 +67,7 @@ def checked_mode(mode, n):
 
 @torch_truth_test
 def torch_truth_categories_at_oom():
-    checked_mode("truth", 14)
+    checked_mode("truth", 15)
 
 
 @torch_truth_test
@@ -175,11 +175,11 @@ lib = ctypes.CDLL(None)
 f = lib.vt_torch_submit
 f.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 good = (b"vramtrace-torch\t1\texit\t-1\t0\t2\n"
-        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\tconf\n"
+        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\t0\t0\tconf\n"
         b"T\t0\t512\t1\t1\tfloat32\tparameter\t[128]\tm.weight\t\n")
 bad = [b"", b"\n", good[:-1], good.replace(b"exit", b"oops"), good.replace(b"\t1\t2\t3", b"\t1\t-2\t3"),
        good.replace(b"1024", b"99999999999999999999999"), good.replace(b"parameter", b"weights"),
-       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t\n",
+       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t0\t0\t\n",
        good.replace(b"m.weight", b"m.w\0eight"), good.replace(b"m.weight", b"x" * 201),
        good + b"".join(b"T\t0\t1\t1\t1\tf\tother\t[]\tn\t\n" for _ in range(64)),
        good.replace(b"exit\t-1", b"oom\t-1"), good.replace(b"exit\t-1", b"exit\t0"), good + b"X\n",
