@@ -397,6 +397,7 @@ $(BENCH)/bench_alloc: bench/bench_alloc.c $(BENCH)/libcuda.so.1
 bench: deps all $(BENCH)/bench_alloc sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_torch.py
+	$(PYTHON) bench/bench_companion.py
 
 # ---------------------------------------------------------- fuzzing
 # The dump reader and every report writer under libFuzzer (clang), with

@@ -16,9 +16,11 @@ library's vt_torch_submit. Optimizer step hooks count steps. Every entry
 point here swallows its own exceptions: the program never sees one.
 """
 import sys
+import time
 
 _state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
-WINDOW = 16   # the last steps whose allocated bytes give the growth per step
+WINDOW = 16       # samples of allocated bytes kept per device
+SAMPLE_S = 0.05   # at most one sample per 50 ms: a sample costs tens of microseconds
 
 
 def _library():
@@ -83,11 +85,18 @@ def _on_step(optimizer, args, kwargs):
         steps = _state["steps"]
         steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
         torch = _state["torch"]
-        if torch.cuda.is_initialized():
-            d = torch.cuda.current_device()
-            seen = _state["per_step"].setdefault(d, [])
-            seen.append(torch.cuda.memory_allocated(d))
-            del seen[:-WINDOW]
+        now = time.monotonic()
+        if now - _state.get("sampled", 0.0) < SAMPLE_S or not torch.cuda.is_initialized():
+            return
+        _state["sampled"] = now
+        d = torch.cuda.current_device()
+        try:
+            allocated = torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["current"]
+        except Exception:
+            allocated = torch.cuda.memory_allocated(d)
+        seen = _state["per_step"].setdefault(d, [])
+        seen.append((steps[id(optimizer)], allocated))
+        del seen[:-WINDOW]
     except Exception:
         pass
 

@@ -13,6 +13,7 @@ through the autograd graph of live tensors, held by nothing in Python). The larg
 """
 import bisect
 import gc
+import heapq
 import re
 import sys
 
@@ -39,21 +40,19 @@ class _Walk:
         objs = gc.get_objects()
         # Made after the call, so that they are not among the objects.
         tensors, modules, optims, containers = [], [], [], []
+        lists = (None, tensors, modules, optims, containers)
+        get = kinds.get
         for o in objs:
-            t = type(o)
-            k = kinds.get(t)
+            k = get(type(o))
             if k is None:
+                t = type(o)
                 k = (1 if issubclass(t, Tensor) else 2 if issubclass(t, Module) else
                      3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else 0)
                 kinds[t] = k
-            if k == 1:
-                tensors.append(o)
-            elif k == 2:
-                modules.append(o)
-            elif k == 3:
-                optims.append(o)
-            elif k == 4 and o is not kinds:
-                containers.append(o)
+            if k:
+                lists[k].append(o)
+        if kinds in containers:
+            containers.remove(kinds)
         del objs
         self.torch = torch
         self.tensors, self.modules, self.optims, self.containers = tensors, modules, optims, containers
@@ -102,11 +101,11 @@ class _Claims:
             ptr = st.data_ptr()
             if not ptr:
                 return None
-            key = (t.device.index, ptr)
+            key = (t.get_device(), ptr)
             if key in self.by_key:
                 return None
-            e = [t.device.index, st.nbytes(), ptr, str(t.dtype).replace("torch.", ""), category,
-                 "[" + ", ".join(str(x) for x in t.shape) + "]", name, holder]
+            # dtype and shape as objects: made text for the listed ones only
+            e = [key[0], st.nbytes(), ptr, t.dtype, category, t.shape, name, holder]
             self.by_key[key] = e
             return e
         except Exception:
@@ -195,17 +194,23 @@ def _claim_all(torch, w):
             pass
     # Holders of the rest: the containers, those the program names first.
     holder = {}
-    want = {id(t) for t in w.tensors}
+    want = {id(t) for t in w.tensors if type(t) is not torch.nn.Parameter}
     for named in (True, False):
         for box in w.containers:
+            if not want:
+                break
             label = names.get(id(box))
             if (label is not None) != named:
                 continue
             try:
-                items = box.values() if type(box) is dict else box
+                items = list(box.values()) if type(box) is dict else box
+                hits = want.intersection(map(id, items))
+                if not hits:
+                    continue
                 for i, x in enumerate(items):
-                    if id(x) in want and id(x) not in holder:
+                    if id(x) in hits:
                         holder[id(x)] = (label, i, box)
+                want -= hits
             except Exception:
                 pass
 
@@ -217,12 +222,10 @@ def _claim_all(torch, w):
         if h is None:
             return own or "", ""
         label, i, box = h
-        if type(box) is dict:
-            i = next((k for k, v in box.items() if v is t), i)
-            i = repr(i)
-        if label is None:
-            return own or f"a {type(box).__name__}[{i}]", ""
-        return own or f"{label}[{i}]", label
+        if own:
+            return own, label or ""
+        # The element's name is made for the listed tensors only (_name).
+        return (t, label, i, box), label or ""
 
     # Tensors a variable or a container of the program holds are its own
     # (other), even when a graph saved them too.
@@ -273,6 +276,16 @@ def _natural(name):
     return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", name)]
 
 
+def _name(n):
+    """A name held as (tensor, container label, index, container): text."""
+    if isinstance(n, str):
+        return n
+    t, label, i, box = n
+    if type(box) is dict:
+        i = repr(next((k for k, v in box.items() if v is t), i))
+    return f"{label}[{i}]" if label is not None else f"a {type(box).__name__}[{i}]"
+
+
 def _blocks(snap):
     """device -> (sorted block starts, [(start, size, segment address)])."""
     out = {}
@@ -293,11 +306,12 @@ def _settings(snap):
 
 
 def growth(seen):
-    """(bytes per step, steps) from the allocated bytes at the last steps'
-    ends: the rise over the window when it rose, else (0, 0)."""
-    if not seen or len(seen) < 2 or seen[-1] <= seen[0]:
+    """(bytes per step, steps) from (step, allocated bytes) samples taken at
+    steps' ends: the rise over the samples kept when it rose, else (0, 0)."""
+    if not seen or len(seen) < 2 or seen[-1][1] <= seen[0][1] or seen[-1][0] <= seen[0][0]:
         return 0, 0
-    return (seen[-1] - seen[0]) // (len(seen) - 1), len(seen) - 1
+    steps = seen[-1][0] - seen[0][0]
+    return (seen[-1][1] - seen[0][1]) // steps, steps
 
 
 def record(torch, reason, oom, steps, per_step):
@@ -336,9 +350,14 @@ def record(torch, reason, oom, steps, per_step):
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
             largest, "-" if free is None else free, "-" if total is None else total,
             *(cat[k] for k in CATEGORIES), *growth(per_step.get(d)), settings)))
-        mine.sort(key=lambda e: (-e[1], _natural(e[6])))
+        top = heapq.nlargest(TOP, mine, key=lambda e: e[1])
+        for e in top:
+            e[6] = _name(e[6])
+        top.sort(key=lambda e: (-e[1], _natural(e[6])))
         starts, bl = blocks.get(d, ([], []))
-        for e in mine[:TOP]:
+        for e in top:
+            e[3] = str(e[3]).replace("torch.", "")
+            e[5] = "[" + ", ".join(str(x) for x in e[5]) + "]"
             i = bisect.bisect_right(starts, e[2]) - 1
             block = seg = 0
             if i >= 0 and bl[i][0] <= e[2] < bl[i][0] + bl[i][1]:

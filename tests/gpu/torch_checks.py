@@ -475,9 +475,9 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
     c.say("categories are PyTorch's tensors' bytes", t["categories"] == facts["categories"],
           f"{t['categories']} vs {facts['categories']}")
     c.say("steps are the optimizer's", t["steps"] == facts["steps"], f"{t['steps']} vs {facts['steps']}")
-    c.say("growth per step is what `history` keeps per step", (t["growth_per_step_bytes"], t["growth_steps"]) ==
-          (facts["kept_per_step"], 15), f"{t['growth_per_step_bytes']} over {t['growth_steps']} steps vs "
-          f"{facts['kept_per_step']} over 15")
+    c.say("growth per step is what `history` keeps per step", t["growth_per_step_bytes"] == facts["kept_per_step"]
+          and 1 <= t["growth_steps"] < facts["steps"], f"{t['growth_per_step_bytes']} over {t['growth_steps']} "
+          f"steps vs {facts['kept_per_step']}")
     hist = [x for x in t["tensors"] if x["holder"] == "history"]
     c.say("every tensor of `history` is named as held by it",
           sorted(x["name"] for x in hist) == sorted(f"history[{i}]" for i in range(facts["history"])),
