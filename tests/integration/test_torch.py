@@ -65,7 +65,7 @@ def torch_without_any_driver():
 _SIM = {}
 GPU_CHECKS = {   # the checks torch_checks.py prints for each mode: none may go missing
     "mlp": 7, "train": 18, "expandable": 12, "async": 13, "nocache": 13, "limit": 6, "uw": 7, "viz": 14,
-    "truth": 15, "frag": 8,
+    "truth": 16, "frag": 9,
 }
 
 

@@ -233,3 +233,32 @@ def torch_truth_tensors_flag_switches_backend():
                f"{flag}: the tensor is its own allocation")
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+
+ON_SIGNAL = r"""
+import os, signal, time, torch
+w = torch.empty(1 << 20, device="cuda")
+kept = [torch.empty(1 << 18, device="cuda") for _ in range(3)]
+os.kill(os.getpid(), signal.SIGUSR2)
+time.sleep(3)   # the dump is written by vramtrace's watcher thread
+print(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+"""
+
+
+@torch_truth_test
+def torch_truth_on_demand_dump_has_torch():
+    # The dump signal asks the companion first: the on-demand dump's
+    # top-level record is PyTorch's state then.
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", "--out", os.path.join(work, "d.%p.json"),
+                    "--report", "off", "--", "python3", "-c", ON_SIGNAL], work, clean_env())
+        allocated, reserved = (int(x) for x in p.stdout.split())
+        ds = {json.load(open(x))["reason"]: json.load(open(x)) for x in glob.glob(os.path.join(work, "d.*.json"))}
+        eq(sorted(ds), ["exit", "signal"], "an on-demand dump and the exit dump")
+        t = ds["signal"]["torch"][0]
+        eq((t["allocated_bytes"], t["reserved_bytes"]), (allocated, reserved), "memory_allocated(), memory_reserved()")
+        eq(sorted(x["name"] for x in t["tensors"]), ["kept[0]", "kept[1]", "kept[2]", "w"], "the tensors by name")
+        eq(t["categories"]["other"], (1 << 22) + 3 * (1 << 20), "their bytes")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
