@@ -262,3 +262,30 @@ def torch_truth_on_demand_dump_has_torch():
         eq(t["categories"]["other"], (1 << 22) + 3 * (1 << 20), "their bytes")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def torch_truth_report_prints_the_breakdown():
+    # vramtrace report on a dump with torch records (a fuzz seed): the
+    # breakdown at the OOM and at exit, exact; a control character in a
+    # name is shown, not sent.
+    p = subprocess.run([CLI, "report", os.path.join(ROOT, "tests", "fuzz", "seeds", "torch.json")],
+                       capture_output=True, text=True)
+    eq(p.returncode, 0, p.stderr)
+    block = ["PyTorch on device 0: 3.00 MiB allocated by PyTorch, 1.00 MiB reserved but unallocated (largest free "
+             "block 512.00 KiB{}), 300.00 MiB outside PyTorch; 7 optimizer steps",
+             "  by category: parameter 1.00 MiB, buffer 0 B, gradient 1.00 MiB, optimizer_state 0 B, activation 512 B, "
+             "other 512.00 KiB",
+             "  growth: +1.00 MiB per optimizer step over the last 6 steps, the largest holder history",
+             "  largest tensors:",
+             "      1.00 MiB  float32 [512, 512]  parameter  model.0.weight  warmup_buffer tests/progs/t_phases.c:14",
+             "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)"]
+    lines = p.stdout.splitlines()
+    oom = ["  " + x for x in block]
+    oom[0] = oom[0].format("; the failed request of 14.00 MiB does not fit in it")
+    i = lines.index(oom[0])
+    eq(lines[i:i + len(oom)], oom, "the OOM's breakdown")
+    top = list(block)
+    top[0] = top[0].format("")
+    i = lines.index(top[0])
+    eq(lines[i:i + len(top)], top, "the exit breakdown")
