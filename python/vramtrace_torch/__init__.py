@@ -20,7 +20,7 @@ import time
 
 _state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
 WINDOW = 16       # samples of allocated bytes kept per device
-SAMPLE_S = 0.05   # at most one sample per 50 ms: a sample costs tens of microseconds
+SAMPLE_S = 0.05   # then at most one sample per 50 ms: a sample costs tens of microseconds
 
 
 def _library():
@@ -86,9 +86,11 @@ def _on_step(optimizer, args, kwargs):
         steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
         torch = _state["torch"]
         now = time.monotonic()
-        if now - _state.get("sampled", 0.0) < SAMPLE_S or not torch.cuda.is_initialized():
+        # Each of the first WINDOW steps, then at most one every SAMPLE_S.
+        taken = _state.get("taken", 0)
+        if (taken >= WINDOW and now - _state.get("sampled", 0.0) < SAMPLE_S) or not torch.cuda.is_initialized():
             return
-        _state["sampled"] = now
+        _state["sampled"], _state["taken"] = now, taken + 1
         d = torch.cuda.current_device()
         try:
             allocated = torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["current"]
