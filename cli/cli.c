@@ -99,7 +99,7 @@ void vt_usage(FILE *f) {
         char flag[64];
         snprintf(flag, sizeof flag, "%s%s%s", d->flag, d->arg ? " " : "", d->arg ? d->arg : "");
         if (d->type == VT_OPT_FOREIGN) {
-            fprintf(f, "  %-19s %s=1: ", flag, d->name);
+            fprintf(f, "  %-19s ", flag);
             for (const char *p = d->flag_help; *p; p++) {
                 fputc(*p, f);
                 if (*p == '\n') fprintf(f, "%22s", "");

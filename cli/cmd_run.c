@@ -53,6 +53,45 @@ static int find_library(char *out, size_t size) {
     return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+/* The folder of the PyTorch companion's boot shim (a sitecustomize.py),
+ * beside this executable: installed (PREFIX/share/vramtrace/python) or in
+ * the source tree (build/../python). 0, or -1 when there is none. */
+static int find_python_boot(char *out, size_t size) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return -1;
+    *slash = '\0';
+    const char *cands[] = {"%s/../share/vramtrace/python/vramtrace_torch/_boot",
+                           "%s/../python/vramtrace_torch/_boot"};
+    for (size_t i = 0; i < 2; i++) {
+        char p[PATH_MAX + 64], file[PATH_MAX + 32];
+        snprintf(p, sizeof p, cands[i], exe);
+        if (!realpath(p, out) || strlen(out) + 20 > size) continue;
+        snprintf(file, sizeof file, "%s/sitecustomize.py", out);
+        if (access(file, R_OK) == 0) return 0;
+    }
+    return -1;
+}
+
+/* Put the companion's boot folder first on PYTHONPATH (a Python program
+ * then loads the companion once it imports torch; see
+ * python/vramtrace_torch/_boot/sitecustomize.py). Nothing when there is no
+ * such folder. */
+static void set_pythonpath(void) {
+    char boot[PATH_MAX];
+    if (find_python_boot(boot, sizeof boot) != 0 || strchr(boot, ':')) return;
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(boot) + (old ? strlen(old) + 1 : 0) + 1;
+    char *v = malloc(len);
+    if (!v) return;
+    snprintf(v, len, "%s%s%s", boot, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", v, 1);
+    free(v);
+}
+
 /* Put lib first in LD_PRELOAD, before what the caller preloads. */
 static int set_preload(const char *lib) {
     const char *old = getenv("LD_PRELOAD");
@@ -220,6 +259,34 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     return end_like(status);
 }
 
+/* `--tensors`: backend:cudaMallocAsync in var (PYTORCH_CUDA_ALLOC_CONF or
+ * PYTORCH_ALLOC_CONF), in place of any backend the program set, its other
+ * settings kept in their order; taken from `other` (the other name) when
+ * var is unset, since PyTorch reads only one of them. */
+static int set_async_backend(const char *var, const char *other) {
+    const char *old = getenv(var);
+    if (!old) old = getenv(other);
+    size_t len = (old ? strlen(old) : 0) + 32;
+    char *v = malloc(len), *copy = strdup(old ? old : "");
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return -1;
+    }
+    snprintf(v, len, "backend:cudaMallocAsync");
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *k = tok + strspn(tok, " ");
+        if (!*k || strncmp(k, "backend", 7) == 0) continue;
+        strcat(v, ",");
+        strcat(v, tok);
+    }
+    int rc = setenv(var, v, 1);
+    free(v);
+    free(copy);
+    return rc;
+}
+
 /* What a value of option d must look like, for the message that refuses
  * another. */
 static const char *takes(const struct vt_option_desc *d, char *buf, size_t size) {
@@ -239,6 +306,20 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
+        if (strcmp(a, "--tensors") == 0) {
+            /* Both from the environment as it was: the second reads the first's old value. */
+            char *cuda = getenv("PYTORCH_CUDA_ALLOC_CONF") ? strdup(getenv("PYTORCH_CUDA_ALLOC_CONF")) : NULL;
+            int rc = set_async_backend("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF");
+            if (cuda) setenv("PYTORCH_CUDA_ALLOC_CONF", cuda, 1);
+            free(cuda);
+            if (rc != 0 || set_async_backend("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") != 0)
+                return 127;
+            continue;
+        }
+        if (strcmp(a, "--tensors=nocache") == 0) {
+            setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+            continue;
+        }
         /* Each flag sets one environment variable: the option table's. */
         const struct vt_option_desc *d = NULL;
         for (int k = 0; k < VT_O_COUNT && !d; k++)
@@ -274,6 +355,7 @@ int vt_cmd_run(int argc, char **argv) {
                 VT_LIBDIR);
         return 127;
     }
+    set_pythonpath();
     const char *leak = getenv("VRAMTRACE_LEAK_CHECK"), *limit = getenv("VRAMTRACE_LIMIT");
     struct run_plan plan = {
         .needs_link = strpbrk(lib, " :") != NULL,

@@ -116,6 +116,7 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
         stack_lines(f, d, o->stack, "    ");
         for (size_t k = 0; k < o->nfindings; k++)
             vt_put_finding(f, "", (int)k + 1, o->findings[k].finding, o->findings[k].next, vr_put_safe);
+        vr_text_torch(f, d, o->torch, "  ");
     }
     if (d->nooms > (size_t)top)
         fprintf(f, "(%zu more out-of-memory %s)\n", d->nooms - (size_t)top,
@@ -183,6 +184,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (vt_fmt_missed(t->missed, missed, sizeof missed)) fprintf(f, "%s\n", missed);
     timeline(f, d);
     ooms(f, d, o->top);
+    vr_text_torch(f, d, d->torch, "");
     holders(f, d, o);
     for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {
         const struct vm_growth *g = &d->growing[i];

@@ -14,6 +14,7 @@
 #include "../common/freeall.h"
 #include "demangle.h"
 #include "model.h"
+#include "model_torch.h"
 
 /* Parsing state: the first error wins and stops the load. */
 struct ctx {
@@ -350,6 +351,8 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
         v->have_holders = 1;
         v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
     }
+    char terr[256];
+    if (!c->failed && vm_torch_load(o, w->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
 }
 
 static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
@@ -484,6 +487,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
     load_live(c, root, d);
     load_events(c, root, d);
+    char terr[256];
+    if (!c->failed && vm_torch_load(root, d->nstacks, &d->torch, terr, sizeof terr) != 0) fail(c, "%s", terr);
     json_t *g = json_object_get(root, "growing");
     struct walk growing = {growth_fields, NSPECS(growth_fields), "growing", growth_rest, d, d->nstacks};
     if (g && json_is_array(g) && !c->failed)
@@ -547,8 +552,11 @@ void vm_free(struct vm_dump *d) {
     if (!d) return;
     for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
     free(d->stacks);
-    for (size_t i = 0; d->ooms && i < d->nooms; i++)
+    for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
+        vm_torch_free(d->ooms[i].torch);
+    }
+    vm_torch_free(d->torch);
     VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->growing, d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);

@@ -13,6 +13,8 @@
 #include "../common/callsite.h"
 #include "../common/counters.h"
 
+struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
+
 struct vm_stack {
     size_t nframes;
     struct vt_frame *frames; /* innermost first */
@@ -66,6 +68,7 @@ struct vm_oom {
     struct vm_holder *holders;
     size_t nholders;
     int have_holders;
+    struct vm_torch *torch;
 };
 
 struct vm_growth {
@@ -117,6 +120,7 @@ struct vm_dump {
     size_t nstacks;
     struct vm_growth *growing;   /* optional in the dump */
     size_t ngrowing;
+    struct vm_torch *torch;
     void *json;              /* the parsed document, owned */
 };
 

@@ -32,6 +32,10 @@ struct vt_reporter {
 extern const struct vt_reporter vt_reporters[]; /* ended by a NULL name */
 
 int vr_text(FILE *, const struct vr_input *, const struct vr_opts *, char *, size_t);
+/* PyTorch's breakdown (cli/torch_text.c), each line after indent; nothing
+ * when t is NULL. */
+struct vm_torch;
+void vr_text_torch(FILE *f, const struct vm_dump *d, const struct vm_torch *t, const char *indent);
 int vr_json(FILE *, const struct vr_input *, const struct vr_opts *, char *, size_t);
 int vr_folded(FILE *, const struct vr_input *, const struct vr_opts *, char *, size_t);
 int vr_html(FILE *, const struct vr_input *, const struct vr_opts *, char *, size_t);

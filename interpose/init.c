@@ -6,6 +6,7 @@
 
 #include "../report/live.h"
 #include "../report/output.h"
+#include "../report/torch.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
@@ -27,6 +28,7 @@ static void init_all_once(void) {
     vt_options_load();
     vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
     vt_tracker_on_failure(vt_output_oom);
+    vt_torch_on_oom(vt_output_torch_oom);
     vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
                   : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
                                                        : VT_STACK_WALKER);

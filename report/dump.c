@@ -4,6 +4,7 @@
 
 #include "analysis.h"
 #include "dump.h"
+#include "torch.h"
 #include "../common/format.h"
 #include "../common/warn.h"
 
@@ -116,6 +117,7 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
             fputs("null", f);
         }
         if (i < an->nfindings) write_findings(f, &an->findings[i]);
+        vt_torch_write_oom(f, s, i);
         fputc('}', f);
     }
     fputs("],\n", f);
@@ -235,6 +237,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     write_live(f, s);
     write_events(f, s);
     write_stacks(f, s, sym);
+    vt_torch_write_top(f, s, m->reason);
     fputs("}\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -25,6 +25,7 @@
 #include "output.h"
 #include "postmortem.h"
 #include "symbolize.h"
+#include "torch.h"
 
 #define VT_OOM_INTERVAL_NS 1000000000ull
 /* How long the exit path waits for each lock it needs before it gives up
@@ -61,6 +62,8 @@ static int oom_written;
 static unsigned signal_seq;
 static int warned_sup;
 static uint64_t last_oom_ns;
+static int torch_oom_written;
+static uint64_t last_torch_oom_ns;
 static int warned_dump, warned_report;
 
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
@@ -324,8 +327,10 @@ static char named_path[PATH_MAX]; /* the last named dump written */
 
 /* Write the dump and the human report for `reason` ("oom", "exit",
  * "signal", "named"). Returns 1 when the exit leak check found leaks. At exit it
- * waits for the tracker's locks VT_EXIT_WAIT_NS at most. */
-static int write_outputs(const char *reason, unsigned seq) {
+ * waits for the tracker's locks VT_EXIT_WAIT_NS at most. With torch_only
+ * (an "oom" dump again once PyTorch's record of it came) the report gets
+ * PyTorch's breakdown alone. */
+static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     int leaked = 0;
     int at_exit = strcmp(reason, "exit") == 0;
     struct vt_snapshot *s = at_exit ? vt_tracker_snapshot_within(VT_EXIT_WAIT_NS) : vt_tracker_snapshot();
@@ -401,7 +406,9 @@ static int write_outputs(const char *reason, unsigned seq) {
         leaked = lr.count > 0;
         vt_suppressions_free(sup);
     } else if (f) {
-        if (strcmp(reason, "oom") == 0)
+        if (torch_only)
+            vt_torch_print_oom(f, s, sym);
+        else if (strcmp(reason, "oom") == 0)
             vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
         else if (strcmp(reason, "named") == 0)
             ; /* the caller has the path */
@@ -410,6 +417,7 @@ static int write_outputs(const char *reason, unsigned seq) {
                     dump_path ? dump_path : "(not written)");
         else
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top);
+        if (!torch_only) vt_torch_print_top(f, s, sym, reason);
         fflush(f);
     }
     if (f && close_it) fclose(f);
@@ -426,7 +434,7 @@ void vt_output_oom(void) {
     if (!oom_written || now - last_oom_ns >= VT_OOM_INTERVAL_NS) {
         oom_written = 1;
         last_oom_ns = now;
-        write_outputs("oom", 0);
+        write_outputs("oom", 0, 0);
     }
     pthread_mutex_unlock(&out_lock);
 }
@@ -447,16 +455,28 @@ int vt_output_exit(void) {
         exit_skipped();
         return 0;
     }
-    int leaked = write_outputs("exit", 0);
+    int leaked = write_outputs("exit", 0, 0);
     vt_warn_summary();
     pthread_mutex_unlock(&out_lock);
     return leaked;
 }
 
+void vt_output_torch_oom(void) {
+    pthread_mutex_lock(&out_lock);
+    uint64_t now = vt_now_ns();
+    if (!torch_oom_written || now - last_torch_oom_ns >= VT_OOM_INTERVAL_NS) {
+        torch_oom_written = 1;
+        last_torch_oom_ns = now;
+        write_outputs("oom", 0, 1);
+    }
+    pthread_mutex_unlock(&out_lock);
+}
+
 void vt_output_signal(void) {
     if (!vt_tracker_touched()) return;
+    vt_torch_refresh();
     pthread_mutex_lock(&out_lock);
-    write_outputs("signal", ++signal_seq);
+    write_outputs("signal", ++signal_seq, 0);
     pthread_mutex_unlock(&out_lock);
 }
 
@@ -474,7 +494,7 @@ int vt_output_named(const char *name, char *path, size_t size) {
     pthread_mutex_lock(&out_lock);
     dump_name = clean;
     named_path[0] = '\0';
-    write_outputs("named", 0);
+    write_outputs("named", 0, 0);
     int ok = named_path[0] != '\0';
     if (ok && path && size) snprintf(path, size, "%s", named_path);
     dump_name = NULL;
@@ -491,5 +511,8 @@ void vt_output_reset_child(void) {
     self_id.read = 0;
     oom_written = 0;
     last_oom_ns = 0;
+    torch_oom_written = 0;
+    last_torch_oom_ns = 0;
+    vt_torch_reset_child();
     signal_seq = 0;
 }

@@ -28,6 +28,11 @@ void vt_sigpipe_release(const struct vt_sigpipe *h);
  * lock held. */
 void vt_output_oom(void);
 
+/* PyTorch's record of an out-of-memory error came (report/torch.c): the
+ * OOM dump again, with it, and its breakdown on the report, at most once a
+ * second. */
+void vt_output_torch_oom(void);
+
 /* At exit. Returns 1 when the leak check (VRAMTRACE_LEAK_CHECK) found
  * unsuppressed leaks, so the caller can set the exit status. */
 int vt_output_exit(void);

@@ -137,6 +137,9 @@ if [ $TORCH = 1 ]; then
     run_mode async PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
     run_mode nocache PYTORCH_NO_CUDA_MEMORY_CACHING=1
     run_mode limit VRAMTRACE_LIMIT=6G VRAMTRACE_LIMIT_BYTES=$((6 << 30))
+    # The PyTorch companion as a plain LD_PRELOAD gets it: its boot folder on PYTHONPATH.
+    run_mode truth PYTHONPATH=$ROOT/python/vramtrace_torch/_boot
+    run_mode frag PYTHONPATH=$ROOT/python/vramtrace_torch/_boot
 
     # ---------- the stack walker against libunwind, inside PyTorch
     say "== stack walker against libunwind (VRAMTRACE_UNWIND=check) under PyTorch"

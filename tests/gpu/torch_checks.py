@@ -21,7 +21,11 @@ modes: mlp (a small MLP trained with Adam; the exit dump against PyTorch's
        expandable (the same, expandable_segments:True), async (the same,
        backend:cudaMallocAsync), nocache (the same,
        PYTORCH_NO_CUDA_MEMORY_CACHING=1), limit (VRAMTRACE_LIMIT below what
-       the loop needs), overhead (steps/s)
+       the loop needs), overhead (steps/s), truth (a model with Adam, a
+       `history` list kept per step, an OOM: the companion's categories
+       against PyTorch's own tensors), frag (free blocks smaller than the
+       request in reserved segments). truth and frag need the companion
+       (python/vramtrace_torch/_boot on PYTHONPATH).
 """
 import glob
 import json
@@ -176,6 +180,85 @@ def mode_overhead(facts, public):
         step()
     torch.cuda.synchronize()
     facts["steps_per_s"] = n / (time.perf_counter() - t0)
+
+
+def storage_bytes(tensors):
+    """Bytes of the distinct storages of tensors (a view counts once)."""
+    seen = {}
+    for t in tensors:
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
+def mode_truth(facts, public):
+    """Train a small MLP with Adam, keep one HISTORY_BYTES tensor per step in
+    `history` until PyTorch raises out of memory; one graph (`graph`) stays
+    alive with what it saved for backward."""
+    import torch
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 1024, device=dev)
+    graph = model(x).sum()      # keeps the ReLU's output for backward
+    history = []
+    requests = []
+    keep = torch.cuda.mem_get_info()[1] // 40 // MiB * MiB   # about 40 steps to the OOM on any device
+    torch._C._cuda_attach_out_of_memory_observer(lambda d, a, t, f: requests.append(a))
+    steps = 0
+    try:
+        while True:
+            opt.zero_grad(set_to_none=False)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            steps += 1
+            del loss
+            history.append(torch.empty(keep, dtype=torch.uint8, device=dev))  # LINE:history
+    except torch.OutOfMemoryError as e:
+        free, total = torch.cuda.mem_get_info()
+        params = list(model.parameters())
+        state = [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.is_cuda]
+        facts.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+                     free=free, total=total, request=requests[-1] if requests else None, steps=steps,
+                     history=len(history), kept_per_step=storage_bytes(history[:1]), categories={
+                         "parameter": storage_bytes(params), "buffer": 0,
+                         "gradient": storage_bytes([p.grad for p in params]),
+                         "optimizer_state": storage_bytes(state),
+                         "activation": storage_bytes([model[1](model[0](x[:1]))]) * x.shape[0],
+                         "other": storage_bytes(history + [x, graph])})
+        public.update(error=type(e).__name__, steps=steps)
+    HELD.extend([model, opt, x, graph, history])
+
+
+def mode_frag(facts, public):
+    """Fill the device with 6 MiB tensors (three to each 20 MiB segment of
+    PyTorch's large pool), free the middle one of each three, then ask for
+    8 MiB: reserved but unallocated memory is more than the request, and
+    no free block is as large."""
+    import torch
+    dev = torch.device("cuda")
+    requests, kept = [], []
+    torch._C._cuda_attach_out_of_memory_observer(lambda d, a, t, f: requests.append(a))
+    try:
+        while True:
+            kept.append(torch.empty(6 * MiB, dtype=torch.uint8, device=dev))  # LINE:fill
+    except torch.OutOfMemoryError:
+        pass
+    for i in range(1, len(kept), 3):
+        kept[i] = None
+    try:
+        big = torch.empty(8 * MiB, dtype=torch.uint8, device=dev)  # LINE:frag
+        public["error"] = None
+        del big
+    except torch.OutOfMemoryError as e:
+        snap = torch.cuda.memory._snapshot()
+        facts.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+                     request=requests[-1], largest_free=max(b["size"] for s in snap["segments"]
+                                                            for b in s["blocks"] if b["state"] == "inactive"))
+        public["error"] = type(e).__name__
+    HELD.append(kept)
 
 
 # --------------------------------------------------------------- checks
@@ -387,6 +470,9 @@ def check(mode, facts_path, dump_dir, err_path=None):
         c.say(f"live bytes at exit = {name} after the error", d["totals"]["live_bytes"] == want,
               f"{d['totals']['live_bytes']} vs {want}; memory_allocated() {pub['allocated']}")
 
+    elif mode in ("truth", "frag"):
+        check_torch_truth(c, mode, facts, d, dump_dir)
+
     elif mode == "limit":
         c.say("PyTorch raised out of memory under the budget", pub["failed"] is not None,
               pub.get("message", "").split("\n")[0])
@@ -397,6 +483,60 @@ def check(mode, facts_path, dump_dir, err_path=None):
         ids = [x["id"] for x in d["ooms"][0]["findings"]] if d["ooms"] else []
         c.say("the budget finding first", ids[:1] == ["budget"], str(ids))
     return 1 if c.fails else 0
+
+
+def torch_entry(entries, device=0):
+    return next((t for t in entries or [] if t["device"] == device), None)
+
+
+def check_torch_truth(c, mode, facts, d, dump_dir):
+    """The companion's records in the dump against PyTorch's own figures."""
+    ooms = [o for o in d["ooms"] if o.get("torch")]
+    c.say("the last OOM carries PyTorch's record", bool(ooms) and ooms[-1] is d["ooms"][-1],
+          f"{len(ooms)} of {len(d['ooms'])} OOMs")
+    t = torch_entry(ooms[-1]["torch"]) if ooms else None
+    if t is None:
+        return
+    c.say("allocated = torch.cuda.memory_allocated() at the OOM", t["allocated_bytes"] == facts["allocated"],
+          f"{t['allocated_bytes']} vs {facts['allocated']}")
+    c.say("reserved = torch.cuda.memory_reserved() at the OOM", t["reserved_bytes"] == facts["reserved"],
+          f"{t['reserved_bytes']} vs {facts['reserved']}")
+    c.say("the failed request is the one PyTorch's observer saw", t.get("request_bytes") == facts["request"],
+          f"{t.get('request_bytes')} vs {facts['request']}")
+    if mode == "frag":
+        c.say("the largest free block is _snapshot()'s largest inactive block",
+              t["largest_free_block_bytes"] == facts["largest_free"],
+              f"{t['largest_free_block_bytes']} vs {facts['largest_free']}")
+        c.say("fragmentation: reserved but unallocated holds the request, no free block does",
+              t["reserved_bytes"] - t["allocated_bytes"] >= t["request_bytes"] > t["largest_free_block_bytes"],
+              f"{t['reserved_bytes'] - t['allocated_bytes']} unallocated, request {t['request_bytes']}, "
+              f"largest free {t['largest_free_block_bytes']}")
+        return
+    c.say("outside PyTorch = total - free - reserved", t["outside_bytes"] == facts["total"] - facts["free"] -
+          facts["reserved"], f"{t['outside_bytes']} vs {facts['total'] - facts['free'] - facts['reserved']}")
+    c.say("categories are PyTorch's tensors' bytes", t["categories"] == facts["categories"],
+          f"{t['categories']} vs {facts['categories']}")
+    c.say("steps are the optimizer's", t["steps"] == facts["steps"], f"{t['steps']} vs {facts['steps']}")
+    c.say("growth per step is what `history` keeps per step", t["growth_per_step_bytes"] == facts["kept_per_step"]
+          and 1 <= t["growth_steps"] < facts["steps"], f"{t['growth_per_step_bytes']} over {t['growth_steps']} "
+          f"steps vs {facts['kept_per_step']}")
+    hist = [x for x in t["tensors"] if x["holder"] == "history"]
+    c.say("every tensor of `history` is named as held by it",
+          sorted(x["name"] for x in hist) == sorted(f"history[{i}]" for i in range(facts["history"])),
+          f"{len(hist)} of {facts['history']}")
+    wrong = [x["name"] for x in hist if x["stack"] is None or
+             py_lines(d, x["stack"])[:1] != [(HERE, line_of("history"))]]
+    c.say("each tensor of `history` has the line that made its segment", not wrong and bool(hist), str(wrong[:5]))
+    live = {a["stack"] for a in device_live(d)}
+    c.say("each listed tensor's stack is that of a live segment", all(x["stack"] in live for x in t["tensors"]),
+          str([x["name"] for x in t["tensors"] if x["stack"] not in live][:5]))
+    top = torch_entry(d.get("torch"))
+    c.say("the exit dump carries PyTorch's record", top is not None and top["categories"] == facts["categories"],
+          str(top and top["categories"]))
+    report = os.path.join(dump_dir, "report.txt")
+    text = open(report).read() if os.path.exists(report) else ""
+    c.say("the report states the breakdown", "vramtrace: PyTorch on device 0: " in text and
+          "vramtrace:   by category: parameter " in text, report)
 
 
 def viz(facts_path, dump_dir, pickle_path, out_dir):
@@ -461,7 +601,8 @@ def main():
             print(f"FAIL {what}: {type(e).__name__}: {e}")
             sys.exit(1)
     facts, public = {"mode": mode}, {}
-    fn = {"mlp": mode_mlp, "limit": mode_limit, "overhead": mode_overhead}.get(mode)
+    fn = {"mlp": mode_mlp, "limit": mode_limit, "overhead": mode_overhead, "truth": mode_truth,
+          "frag": mode_frag}.get(mode)
     if fn is None and mode in OOM_MODES:
         fn = grow_until_oom
     fn(facts, public)

@@ -1,0 +1,45 @@
+/* model_torch.h -- the dump's "torch" arrays (PyTorch's own view of its
+ * memory, written by the library from the companion's records) read back
+ * and checked, for the report writers. Optional: dumps without them read
+ * as before. Strings point into the parsed JSON. */
+#ifndef VT_MODEL_TORCH_H
+#define VT_MODEL_TORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define VM_TORCH_NCAT 6
+extern const char *const vm_torch_categories[VM_TORCH_NCAT];
+
+struct vm_torch_tensor {
+    uint64_t bytes, block, segment;
+    const char *shape, *dtype, *category, *name, *holder;
+    int has_stack;
+    size_t stack;
+};
+
+struct vm_torch_device {
+    int device, has_outside, has_request;
+    uint64_t allocated, reserved, largest_free, outside, request, steps;
+    uint64_t cat[VM_TORCH_NCAT];   /* in vm_torch_categories' order; 0 when absent */
+    uint64_t per_step, growth_steps;   /* 0 when absent */
+    const char *settings;          /* NULL when absent */
+    struct vm_torch_tensor *tensors;
+    size_t ntensors;
+};
+
+struct vm_torch {
+    struct vm_torch_device *devices;
+    size_t ndevices;
+};
+
+/* The "torch" field of object o (the dump or one of its ooms): *out NULL
+ * when o has none; else a checked, malloc'd vm_torch (vm_torch_free).
+ * Returns 0, or -1 with a one-line reason in err. */
+int vm_torch_load(json_t *o, size_t nstacks, struct vm_torch **out, char *err, size_t errsize);
+void vm_torch_free(struct vm_torch *t);
+
+#endif

@@ -1,0 +1,63 @@
+/* torchfmt.c -- what PyTorch holds, in words (see torchfmt.h). */
+#include <inttypes.h>
+
+#include "format.h"
+#include "torchfmt.h"
+
+void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t allocated, uint64_t reserved,
+                         uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
+                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat) {
+    char a[32], r[32], l[32], q[32], o[32];
+    fprintf(f, "%sPyTorch on device %d: %s allocated by PyTorch, %s reserved but unallocated (largest free block %s",
+            prefix, device, vt_fmt_bytes(allocated, a, sizeof a),
+            vt_fmt_bytes(reserved > allocated ? reserved - allocated : 0, r, sizeof r),
+            vt_fmt_bytes(largest_free, l, sizeof l));
+    if (request)
+        fprintf(f, "; the failed request of %s %s", vt_fmt_bytes(*request, q, sizeof q),
+                *request > largest_free ? "does not fit in it" : "fits in it");
+    fputc(')', f);
+    if (outside) fprintf(f, ", %s outside PyTorch", vt_fmt_bytes(*outside, o, sizeof o));
+    if (steps) fprintf(f, "; %" PRIu64 " optimizer step%s", steps, steps == 1 ? "" : "s");
+    fprintf(f, "\n%s  by category:", prefix);
+    for (int k = 0; k < ncat; k++) fprintf(f, "%s %s %s", k ? "," : "", cat_names[k], vt_fmt_bytes(cat_bytes[k], a, sizeof a));
+    fputc('\n', f);
+}
+
+static void put_plain(FILE *f, const char *s) { fputs(s, f); }
+
+void vt_put_torch_growth(FILE *f, const char *prefix, uint64_t per_step, uint64_t steps, const char *holder,
+                         void (*put)(FILE *, const char *)) {
+    char b[32];
+    if (!steps) return;
+    if (!put) put = put_plain;
+    fprintf(f, "%s  growth: +%s per optimizer step over the last %" PRIu64 " step%s", prefix,
+            vt_fmt_bytes(per_step, b, sizeof b), steps, steps == 1 ? "" : "s");
+    if (holder && *holder) {
+        fputs(", the largest holder ", f);
+        put(f, holder);
+    }
+    fputc('\n', f);
+}
+
+void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char *dtype, const char *shape,
+                         const char *category, const char *name, const char *holder, const char *site,
+                         void (*put)(FILE *, const char *)) {
+    char b[32];
+    if (!put) put = put_plain;
+    fprintf(f, "%s    %10s  ", prefix, vt_fmt_bytes(bytes, b, sizeof b));
+    put(f, dtype);
+    fputc(' ', f);
+    put(f, shape);
+    fprintf(f, "  %s  ", category);
+    put(f, name && *name ? name : "(unnamed)");
+    if (holder && *holder) {
+        fputs(" (held by ", f);
+        put(f, holder);
+        fputc(')', f);
+    }
+    if (site && *site) {
+        fputs("  ", f);
+        put(f, site);
+    }
+    fputc('\n', f);
+}

@@ -1,0 +1,30 @@
+/* torchfmt.h -- the lines that say what PyTorch holds on a device, the same
+ * in the library's post-mortem and exit summary and in `vramtrace report`.
+ * `prefix` begins every line ("vramtrace: " in the library, "" in the
+ * CLI); `put` writes a text taken from the program (NULL: as it is). */
+#ifndef VT_TORCHFMT_H
+#define VT_TORCHFMT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* The device's figures, given as values (a pointer NULL: not known).
+ * "PREFIXPyTorch on device D: A allocated by PyTorch, R reserved but
+ * unallocated (largest free block L[, the failed request Q does not fit
+ * in it]), O outside PyTorch[; N steps]", then "PREFIX  by category: ..."
+ * with each of the ncat names and bytes. */
+void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t allocated, uint64_t reserved,
+                         uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
+                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat);
+
+/* "PREFIX  growth: +B per optimizer step over the last N steps[, most of it
+ * held by HOLDER]"; nothing when steps is 0. */
+void vt_put_torch_growth(FILE *f, const char *prefix, uint64_t per_step, uint64_t steps, const char *holder,
+                         void (*put)(FILE *, const char *));
+
+/* One tensor: "PREFIX    BYTES  DTYPE SHAPE  CATEGORY  NAME[ (held by HOLDER)][  SITE]". */
+void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char *dtype, const char *shape,
+                         const char *category, const char *name, const char *holder, const char *site,
+                         void (*put)(FILE *, const char *));
+
+#endif

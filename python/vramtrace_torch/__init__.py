@@ -1,0 +1,136 @@
+"""vramtrace's PyTorch companion: PyTorch's own view of GPU memory, handed
+to libvramtrace.so for its dumps, with nothing to change in the program.
+
+Loaded by the boot shim (_boot/sitecustomize.py) once the program has
+imported torch; `attach` does nothing at all unless libvramtrace.so is in the
+process and torch is a CUDA build. Then, and only once CUDA is in use:
+
+- at each out-of-memory error PyTorch's caching allocator raises (its OOM
+  observer, called before OutOfMemoryError, with the allocator unlocked),
+- at exit (an atexit handler, run before the library writes its exit dump),
+- on vramtrace's dump signal (the library calls back before its dump),
+
+it takes torch.cuda.memory._snapshot(), memory_stats() and the allocator
+settings, walks the live tensors (collect.py), and hands the text to the
+library's vt_torch_submit. Optimizer step hooks count steps. Every entry
+point here swallows its own exceptions: the program never sees one.
+"""
+import sys
+import time
+
+_state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
+WINDOW = 16       # samples of allocated bytes kept per device
+SAMPLE_S = 0.05   # then at most one sample per 50 ms: a sample costs tens of microseconds
+
+
+def _library():
+    """libvramtrace.so's entry points, or None when it is not in this process."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL(None)
+        submit = lib.vt_torch_submit
+        refresh = lib.vt_torch_set_refresh
+    except (OSError, AttributeError, ImportError):
+        return None
+    submit.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    submit.restype = ctypes.c_int
+    refresh.restype = None
+    return ctypes, submit, refresh
+
+
+def _submit(reason, oom=None):
+    """Collect and hand over one record; never raises. Not reentrant: an
+    OOM inside the collection itself is not collected again."""
+    st = _state
+    if st["busy"] or st["lib"] is None:
+        return
+    st["busy"] = True
+    try:
+        torch = st["torch"]
+        if not torch.cuda.is_initialized():
+            return
+        from . import collect
+        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0), st["per_step"])
+        data = text.encode("utf-8", "replace")
+        st["lib"][1](data, len(data))
+    except Exception:
+        pass
+    finally:
+        st["busy"] = False
+
+
+def _on_oom(device, alloc, device_total, device_free):
+    _submit("oom", (device, alloc, device_total, device_free))
+
+
+def _at_exit():
+    _submit("exit")
+    try:   # no call back from the library once Python is finishing
+        st = _state
+        st["lib"][2](None)
+        st["refresh"] = None
+    except Exception:
+        pass
+
+
+def _on_signal():
+    try:
+        _submit("signal")
+    except BaseException:
+        pass
+
+
+def _on_step(optimizer, args, kwargs):
+    try:
+        steps = _state["steps"]
+        steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        torch = _state["torch"]
+        now = time.monotonic()
+        # Each of the first WINDOW steps, then at most one every SAMPLE_S.
+        taken = _state.get("taken", 0)
+        if (taken >= WINDOW and now - _state.get("sampled", 0.0) < SAMPLE_S) or not torch.cuda.is_initialized():
+            return
+        _state["sampled"], _state["taken"] = now, taken + 1
+        d = torch.cuda.current_device()
+        try:
+            allocated = torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["current"]
+        except Exception:
+            allocated = torch.cuda.memory_allocated(d)
+        seen = _state["per_step"].setdefault(d, [])
+        seen.append((steps[id(optimizer)], allocated))
+        del seen[:-WINDOW]
+    except Exception:
+        pass
+
+
+def attach(torch):
+    """Attach to an imported torch (see the module's comment). Returns
+    whether it attached."""
+    try:
+        if _state["lib"] is not None or not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
+            return False
+        lib = _library()
+        if lib is None:
+            return False
+        _state["lib"], _state["torch"] = lib, torch
+        try:
+            # cudaMallocAsync has no observer (it raises here): its OOMs get
+            # the exit and on-demand records only.
+            torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+        except Exception:
+            pass
+        try:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+            register_optimizer_step_post_hook(_on_step)
+        except Exception:
+            pass
+        import atexit
+        atexit.register(_at_exit)
+        ctypes = lib[0]
+        cb = ctypes.CFUNCTYPE(None)(_on_signal)
+        _state["refresh"] = cb   # kept alive while the library may call it
+        lib[2].argtypes = [ctypes.c_void_p]
+        lib[2](ctypes.cast(cb, ctypes.c_void_p))
+        return True
+    except Exception:
+        return False

@@ -1,0 +1,264 @@
+/* torch.c -- the records of PyTorch's own view of its memory: reading the
+ * companion's text (the grammar is in torch.h) and keeping it. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/warn.h"
+#include "torch.h"
+
+const char *const vt_torch_categories[VT_TORCH_NCAT] = {"parameter", "buffer", "gradient",
+                                                        "optimizer_state", "activation", "other"};
+
+/* ------------------------------------------------------- the parser */
+
+/* A cursor over one line's fields; never reads at or past `end`. */
+struct line {
+    const char *p, *end;
+    int bad;
+};
+
+/* The next field: [*s, *s + *n). Sets bad when the line has no more. */
+static void next_field(struct line *l, const char **s, size_t *n) {
+    if (l->bad || !l->p) {
+        l->bad = 1;
+        *s = "";
+        *n = 0;
+        return;
+    }
+    const char *q = l->p;
+    while (q < l->end && *q != '\t') q++;
+    *s = l->p;
+    *n = (size_t)(q - l->p);
+    l->p = q < l->end ? q + 1 : NULL;
+}
+
+static uint64_t num(struct line *l) {
+    const char *s;
+    size_t n;
+    next_field(l, &s, &n);
+    if (n == 0 || n > 20) { l->bad = 1; return 0; }
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') { l->bad = 1; return 0; }
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) { l->bad = 1; return 0; }
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+/* A number or "-" (*known 0). */
+static uint64_t num_or_dash(struct line *l, int *known) {
+    if (l->p && l->p < l->end && *l->p == '-' && (l->p + 1 == l->end || l->p[1] == '\t')) {
+        const char *s;
+        size_t n;
+        next_field(l, &s, &n);
+        *known = 0;
+        return 0;
+    }
+    return num(l);
+}
+
+/* A device ordinal, or -1 when minus_one is allowed. */
+static int ordinal(struct line *l, int minus_one) {
+    if (minus_one && l->p && l->end - l->p >= 2 && l->p[0] == '-' && l->p[1] == '1' &&
+        (l->p + 2 == l->end || l->p[2] == '\t')) {
+        const char *s;
+        size_t n;
+        next_field(l, &s, &n);
+        return -1;
+    }
+    uint64_t v = num(l);
+    if (v >= 1024) l->bad = 1;
+    return (int)v;
+}
+
+/* A text field into out (size bytes): refused when longer than size - 1
+ * or holding a NUL (a tab or newline cannot be in a field). */
+static void field_text(struct line *l, char *out, size_t size) {
+    const char *s;
+    size_t n;
+    next_field(l, &s, &n);
+    if (n >= size || memchr(s, '\0', n)) { l->bad = 1; n = 0; }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+static int is(const char *s, size_t n, const char *word) { return n == strlen(word) && memcmp(s, word, n) == 0; }
+
+static int ended(struct line *l) { return !l->bad && l->p == NULL; }
+
+static struct vt_torch_device *device_of(struct vt_torch_record *r, int dev) {
+    for (size_t i = 0; i < r->ndevices; i++)
+        if (r->devices[i].device == dev) return &r->devices[i];
+    return NULL;
+}
+
+static int parse_head(struct line *l, struct vt_torch_record *r) {
+    const char *s;
+    size_t n;
+    next_field(l, &s, &n);
+    if (!is(s, n, "vramtrace-torch")) return -1;
+    next_field(l, &s, &n);
+    if (!is(s, n, "1")) return -1;
+    next_field(l, &s, &n);
+    r->reason = is(s, n, "oom") ? VT_TORCH_OOM : is(s, n, "exit") ? VT_TORCH_EXIT : is(s, n, "signal") ? VT_TORCH_SIGNAL : -1;
+    r->oom_device = ordinal(l, 1);
+    r->request = num(l);
+    r->steps = num(l);
+    if (r->reason < 0 || !ended(l) || (r->reason == VT_TORCH_OOM) != (r->oom_device >= 0)) return -1;
+    return 0;
+}
+
+static int parse_device(struct line *l, struct vt_torch_record *r) {
+    if (r->ndevices >= VT_TORCH_DEVICES) return -1;
+    struct vt_torch_device d;
+    memset(&d, 0, sizeof d);
+    d.device = ordinal(l, 0);
+    d.allocated = num(l);
+    d.reserved = num(l);
+    d.largest_free = num(l);
+    int known = 1;
+    d.free = num_or_dash(l, &known);
+    d.total = num_or_dash(l, &known);
+    d.have_mem = known;
+    for (int k = 0; k < VT_TORCH_NCAT; k++) d.cat[k] = num(l);
+    d.per_step = num(l);
+    d.growth_steps = num(l);
+    field_text(l, d.settings, sizeof d.settings);
+    if (!ended(l) || device_of(r, d.device)) return -1;
+    if (!(d.tensors = calloc(VT_TORCH_TENSORS, sizeof *d.tensors))) return -1;
+    r->devices[r->ndevices++] = d;
+    return 0;
+}
+
+static int parse_tensor(struct line *l, struct vt_torch_record *r) {
+    struct vt_torch_tensor t;
+    memset(&t, 0, sizeof t);
+    t.device = ordinal(l, 0);
+    t.bytes = num(l);
+    t.block = num(l);
+    t.segment = num(l);
+    field_text(l, t.dtype, sizeof t.dtype);
+    char cat[32];
+    field_text(l, cat, sizeof cat);
+    t.category = -1;
+    for (int k = 0; k < VT_TORCH_NCAT; k++)
+        if (strcmp(cat, vt_torch_categories[k]) == 0) t.category = k;
+    field_text(l, t.shape, sizeof t.shape);
+    field_text(l, t.name, sizeof t.name);
+    field_text(l, t.holder, sizeof t.holder);
+    struct vt_torch_device *d = device_of(r, t.device);
+    if (!ended(l) || t.category < 0 || !d || d->ntensors >= VT_TORCH_TENSORS) return -1;
+    d->tensors[d->ntensors++] = t;
+    return 0;
+}
+
+void vt_torch_record_free(struct vt_torch_record *r) {
+    for (size_t i = 0; r->devices && i < r->ndevices; i++) free(r->devices[i].tensors);
+    free(r->devices);
+    memset(r, 0, sizeof *r);
+}
+
+int vt_torch_parse(const char *text, size_t len, struct vt_torch_record *r) {
+    memset(r, 0, sizeof *r);
+    if (!text || len == 0 || len > VT_TORCH_MAX_LEN || text[len - 1] != '\n') return -1;
+    if (!(r->devices = calloc(VT_TORCH_DEVICES, sizeof *r->devices))) return -1;
+    const char *p = text, *end = text + len;
+    int lineno = 0, rc = 0;
+    while (p < end && rc == 0) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));   /* one exists: text ends with '\n' */
+        struct line l = {p, nl, 0};
+        if (lineno == 0) {
+            rc = parse_head(&l, r);
+        } else {
+            const char *s;
+            size_t n;
+            next_field(&l, &s, &n);
+            rc = is(s, n, "D") ? parse_device(&l, r) : is(s, n, "T") ? parse_tensor(&l, r) : -1;
+        }
+        lineno++;
+        p = nl + 1;
+    }
+    if (rc != 0) vt_torch_record_free(r);
+    return rc;
+}
+
+/* ------------------------------------------------------ the records */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vt_torch_record ooms[VT_TORCH_OOMS];   /* a ring, by arrival */
+static size_t nooms_seen;
+static struct vt_torch_record top[2];                /* exit, signal */
+static void (*refresh_fn)(void);
+static void (*oom_listener)(void);
+static int warned_refused;
+
+int vt_torch_submit(const char *text, size_t len) {
+    struct vt_torch_record r;
+    if (vt_torch_parse(text, len, &r) != 0) {
+        pthread_mutex_lock(&lock);
+        int warn = !warned_refused;
+        warned_refused = 1;
+        pthread_mutex_unlock(&lock);
+        if (warn) vt_warn("a record of PyTorch's memory was malformed and is left out of the dumps");
+        return -1;
+    }
+    r.time_ns = vt_now_ns();
+    int at_oom = r.reason == VT_TORCH_OOM;
+    pthread_mutex_lock(&lock);
+    struct vt_torch_record *slot = at_oom ? &ooms[nooms_seen++ % VT_TORCH_OOMS] : &top[r.reason - 1];
+    vt_torch_record_free(slot);
+    *slot = r;
+    void (*listener)(void) = oom_listener;
+    pthread_mutex_unlock(&lock);
+    if (at_oom && listener) listener();
+    return 0;
+}
+
+void vt_torch_on_oom(void (*listener)(void)) { oom_listener = listener; }
+
+void vt_torch_set_refresh(void (*fn)(void)) {
+    pthread_mutex_lock(&lock);
+    refresh_fn = fn;
+    pthread_mutex_unlock(&lock);
+}
+
+void vt_torch_refresh(void) {
+    pthread_mutex_lock(&lock);
+    void (*fn)(void) = refresh_fn;
+    pthread_mutex_unlock(&lock);
+    if (fn) fn();
+}
+
+void vt_torch_lock(void) { pthread_mutex_lock(&lock); }
+void vt_torch_unlock(void) { pthread_mutex_unlock(&lock); }
+
+const struct vt_torch_record *vt_torch_top(const char *reason) {
+    if (strcmp(reason, "exit") == 0) return top[0].devices ? &top[0] : NULL;
+    if (strcmp(reason, "signal") == 0) return top[1].devices ? &top[1] : NULL;
+    return NULL;
+}
+
+/* Whether OOM record i of s is the latest on r's device at or before r
+ * arrived. */
+static int belongs(const struct vt_snapshot *s, size_t i, const struct vt_torch_record *r) {
+    const struct vt_oom *o = &s->ooms[i];
+    if (o->device != r->oom_device || o->time_ns > r->time_ns) return 0;
+    for (size_t k = i + 1; k < s->nooms; k++)
+        if (s->ooms[k].device == r->oom_device) return s->ooms[k].time_ns > r->time_ns;
+    return 1;
+}
+
+const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size_t i) {
+    const struct vt_torch_record *best = NULL;
+    size_t n = nooms_seen < VT_TORCH_OOMS ? nooms_seen : VT_TORCH_OOMS;
+    for (size_t k = 0; k < n; k++)
+        if (belongs(s, i, &ooms[k]) && (!best || ooms[k].time_ns >= best->time_ns)) best = &ooms[k];
+    return best;
+}
+
+void vt_torch_reset_child(void) {
+    pthread_mutex_init(&lock, NULL);
+}

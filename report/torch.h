@@ -1,0 +1,126 @@
+/* torch.h -- PyTorch's own view of its memory, handed in by the Python
+ * companion (python/vramtrace_torch/), kept for the dumps and reports.
+ *
+ * The companion calls vt_torch_submit (exported, through ctypes) with one
+ * record of text: lines ended by '\n', fields separated by '\t', numbers
+ * in decimal (u64), a text field at most VT_TORCH_TEXT bytes and holding no
+ * tab or newline:
+ *
+ *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS
+ *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
+ *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER
+ *     PER_STEP GROWTH_STEPS SETTINGS
+ *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
+ *
+ * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
+ * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
+ * vt_torch_categories; PER_STEP is the rise of allocated bytes per optimizer
+ * step over the last GROWTH_STEPS steps (0 0 when none); each T line belongs to the D line of its device,
+ * which comes before it. A record that breaks any of this, or any limit
+ * below, is refused whole: nothing of it is kept, and the library never
+ * reads past `len` bytes.
+ *
+ * An "oom" record belongs to the latest out-of-memory failure the tracker
+ * recorded at or before its arrival on its device (PyTorch's observer runs
+ * after the failed CUDA calls); the last of up to VT_TORCH_OOMS such records
+ * are kept. An "exit" or "signal" record is the top-level PyTorch state of
+ * the next dump of that reason. */
+#ifndef VT_TORCH_H
+#define VT_TORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../tracker/tracker.h"
+#include "symbolize.h"
+
+#define VT_TORCH_TEXT 200
+#define VT_TORCH_DEVICES 64
+#define VT_TORCH_TENSORS 64      /* per device */
+#define VT_TORCH_OOMS 64
+#define VT_TORCH_MAX_LEN (4u << 20)
+#define VT_TORCH_NCAT 6
+
+enum { VT_TORCH_OOM, VT_TORCH_EXIT, VT_TORCH_SIGNAL };
+
+extern const char *const vt_torch_categories[VT_TORCH_NCAT];
+
+struct vt_torch_tensor {
+    int device, category;
+    uint64_t bytes, block, segment;
+    char dtype[32], shape[VT_TORCH_TEXT + 1], name[VT_TORCH_TEXT + 1], holder[VT_TORCH_TEXT + 1];
+};
+
+struct vt_torch_device {
+    int device, have_mem;
+    uint64_t allocated, reserved, largest_free, free, total;
+    uint64_t cat[VT_TORCH_NCAT];
+    uint64_t per_step, growth_steps;
+    char settings[VT_TORCH_TEXT + 1];
+    struct vt_torch_tensor *tensors;
+    size_t ntensors;
+};
+
+struct vt_torch_record {
+    int reason, oom_device;
+    uint64_t request, steps, time_ns;
+    struct vt_torch_device *devices;
+    size_t ndevices;
+};
+
+/* The companion's entry point (see above). Returns 0 when the record was
+ * kept, -1 when it was refused. After an "oom" record the listener set by
+ * vt_torch_on_oom runs (the OOM dump again, with the record). */
+int vt_torch_submit(const char *text, size_t len) __attribute__((visibility("default")));
+
+/* What vt_torch_submit calls after an "oom" record, with no lock held:
+ * set at start (interpose/init.c) to vt_output_torch_oom. */
+void vt_torch_on_oom(void (*listener)(void));
+
+/* The companion's function that submits a "signal" record, called by
+ * vt_torch_refresh; NULL takes it away (the companion does at exit). */
+void vt_torch_set_refresh(void (*fn)(void)) __attribute__((visibility("default")));
+
+/* Before an on-demand dump: ask the companion, if there is one, for the
+ * current state. Called with no lock of vramtrace's held. */
+void vt_torch_refresh(void);
+
+/* Parse one record into r (owned by the caller: vt_torch_record_free).
+ * Returns 0, or -1 (r then holds nothing). */
+int vt_torch_parse(const char *text, size_t len, struct vt_torch_record *r);
+void vt_torch_record_free(struct vt_torch_record *r);
+
+/* The dump's "torch" arrays: the top-level one for a dump of `reason`
+ * ("exit", "signal"; nothing for "oom"), written as ,"torch":[...] after
+ * the caller's last field, and the one of s->ooms[i]. Stacks are those of
+ * s's live allocation at each tensor's segment. */
+void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason);
+void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i);
+
+/* The report's lines: the breakdown of the latest OOM's record, and of the
+ * top-level record for `reason`. Nothing when there is none. */
+void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym);
+void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason);
+
+/* The kept records, for torch_dump.c and torch_print.c, between
+ * vt_torch_lock and vt_torch_unlock: the top-level record of a dump of
+ * `reason` ("exit", "signal"; NULL for "oom" or when none came), and the
+ * record of s->ooms[i] (NULL when none came). */
+void vt_torch_lock(void);
+void vt_torch_unlock(void);
+const struct vt_torch_record *vt_torch_top(const char *reason);
+const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size_t i);
+
+/* The stack of s's live device allocation holding address on device, or
+ * -1 when none does. */
+int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address);
+
+/* What PyTorch does not hold on a device: total - free - reserved, when
+ * known (returns 0 when free and total are unknown or do not add up). */
+int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes);
+
+/* After fork, in the child: forget the parent's records. */
+void vt_torch_reset_child(void);
+
+#endif

@@ -1,0 +1,84 @@
+/* torch_dump.c -- the dump's "torch" arrays (docs/dump-format.md). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "../common/format.h"
+#include "torch.h"
+
+#define U64 "%" PRIu64
+
+int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address) {
+    if (!address) return -1;
+    for (size_t i = 0; i < s->nlive; i++) {
+        const struct vt_alloc *a = &s->live[i];
+        if (!vt_kind_owned_device(a->kind) || a->device != device) continue;
+        uint64_t start = vt_kind_space(a->kind) == VT_SPACE_HANDLE ? a->mapped : a->address;
+        if (start && address >= start && address - start < a->bytes) return a->stack;
+    }
+    return -1;
+}
+
+int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes) {
+    if (!d->have_mem || d->free > d->total || d->total - d->free < d->reserved) return 0;
+    *bytes = d->total - d->free - d->reserved;
+    return 1;
+}
+
+static void hex(FILE *f, uint64_t v) { fprintf(f, "\"0x%" PRIx64 "\"", v); }
+
+static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r) {
+    fputs(",\"torch\":[", f);
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const struct vt_torch_device *d = &r->devices[i];
+        fprintf(f, "%s{\"device\":%d,\"allocated_bytes\":" U64 ",\"reserved_bytes\":" U64
+                   ",\"largest_free_block_bytes\":" U64 ",\"outside_bytes\":",
+                i ? ",\n  " : "\n  ", d->device, d->allocated, d->reserved, d->largest_free);
+        uint64_t out;
+        if (vt_torch_outside(d, &out)) fprintf(f, U64, out);
+        else fputs("null", f);
+        if (d->have_mem) fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, d->free, d->total);
+        else fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
+        if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, r->request);
+        fprintf(f, ",\"steps\":" U64 ",\"growth_per_step_bytes\":" U64 ",\"growth_steps\":" U64 ",\"settings\":",
+                r->steps, d->per_step, d->growth_steps);
+        vt_json_string(f, d->settings);
+        fputs(",\"categories\":{", f);
+        for (int k = 0; k < VT_TORCH_NCAT; k++)
+            fprintf(f, "%s\"%s\":" U64, k ? "," : "", vt_torch_categories[k], d->cat[k]);
+        fputs("},\"tensors\":[", f);
+        for (size_t j = 0; j < d->ntensors; j++) {
+            const struct vt_torch_tensor *t = &d->tensors[j];
+            fprintf(f, "%s{\"bytes\":" U64 ",\"shape\":", j ? ",\n   " : "\n   ", t->bytes);
+            vt_json_string(f, t->shape);
+            fputs(",\"dtype\":", f);
+            vt_json_string(f, t->dtype);
+            fprintf(f, ",\"category\":\"%s\",\"name\":", vt_torch_categories[t->category]);
+            vt_json_string(f, t->name);
+            fputs(",\"holder\":", f);
+            vt_json_string(f, t->holder);
+            fputs(",\"block_address\":", f);
+            hex(f, t->block);
+            fputs(",\"segment_address\":", f);
+            hex(f, t->segment);
+            int64_t st = vt_torch_stack_at(s, d->device, t->block ? t->block : t->segment);
+            if (st >= 0) fprintf(f, ",\"stack\":%" PRId64 "}", st);
+            else fputs(",\"stack\":null}", f);
+        }
+        fputs("]}", f);
+    }
+    fputc(']', f);
+}
+
+void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason) {
+    vt_torch_lock();
+    const struct vt_torch_record *r = vt_torch_top(reason);
+    if (r) write_record(f, s, r);
+    vt_torch_unlock();
+}
+
+void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i) {
+    vt_torch_lock();
+    const struct vt_torch_record *r = vt_torch_for_oom(s, i);
+    if (r) write_record(f, s, r);
+    vt_torch_unlock();
+}

@@ -1,0 +1,290 @@
+"""The PyTorch companion (python/vramtrace_torch/) with real PyTorch on the
+simulated GPU: what PyTorch itself says (tests/gpu/torch_checks.py's truth
+and frag modes write it) against the "torch" records of vramtrace's dumps,
+run through `vramtrace run` (its sitecustomize); and processes the companion
+must leave alone byte for byte. Skipped without build/torch-venv.
+"""
+import re
+
+from run_tests import *  # noqa: F401,F403
+
+TORCH_VENV = os.path.join(BUILD, "torch-venv")
+TORCH_PY = os.path.join(TORCH_VENV, "bin", "python3")
+SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
+CHECKS = os.path.join(ROOT, "tests", "gpu", "torch_checks.py")
+BOOT = os.path.join(ROOT, "python", "vramtrace_torch", "_boot")
+
+
+def torch_truth_test(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+def clean_env(**extra):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+    e.update(extra)
+    return e
+
+
+def in_dir(argv, work, env, timeout=300):
+    return subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
+
+
+def checked_mode(mode, n):
+    """Run torch_checks.py MODE under `vramtrace run` on an 8 GiB simulated
+    GPU and its check; every one of its n checks must pass."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    os.mkdir(os.path.join(work, "d"))
+    try:
+        env = clean_env(SIMGPU_CAPACITY="8G", SIMGPU_CONTEXT="300M")
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", "--out", os.path.join(work, "d", "d.%p.json"),
+                    "--report", os.path.join(work, "d", "report.txt"), "--",
+                    "python3", CHECKS, mode, os.path.join(work, "facts.json")], work, env)
+        eq(p.returncode, 0, f"{mode} under vramtrace run: {p.stderr[-2000:]}")
+        c = in_dir([sys.executable, CHECKS, "check", mode, os.path.join(work, "facts.json"),
+                    os.path.join(work, "d")], work, clean_env())
+        lines = c.stdout.splitlines()
+        eq([x for x in lines if not x.startswith("PASS ")], [], f"{mode}: checks that did not pass")
+        eq(len(lines), n, f"{mode}: number of checks")
+        # Computed once, printed twice: the CLI's lines for the OOM are the
+        # post-mortem's, from the same record.
+        with open(os.path.join(work, "d", "report.txt")) as f:
+            lib = [x[len("vramtrace: "):] for x in f.read().splitlines()]
+        lib = lib[lib.index("inside PyTorch at this out-of-memory error:") + 1:]
+        lib = lib[:next(i for i, x in enumerate(lib) if not x.startswith(("PyTorch on", "  ")))]
+        dump = glob.glob(os.path.join(work, "d", "d.*.json"))
+        r = in_dir([CLI, "report"] + dump, work, clean_env())
+        cli = [x[2:] for x in r.stdout.splitlines() if x.startswith("  ")]
+        start = cli.index(lib[0])
+        eq(cli[start:start + len(lib)], lib, f"{mode}: vramtrace report's breakdown is the post-mortem's")
+        ok(len(lib) >= 3, f"{mode}: {lib}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@torch_truth_test
+def torch_truth_categories_at_oom():
+    checked_mode("truth", 15)
+
+
+@torch_truth_test
+def torch_truth_fragmentation_measured():
+    checked_mode("frag", 8)
+
+
+def untimed(err):
+    """stderr without the times PyTorch's warnings start with ("[W1201 08:04:57.440355900 ")."""
+    return re.sub(r"(?m)^\[([WEI])[0-9]{4} [0-9:.]+ ", r"[\1 ", err)
+
+
+def same_under_vramtrace_run(argv, sim, extra_env=None, want_dumps=0):
+    """Run argv plainly and under `vramtrace run`: stdout, stderr and status
+    must be the same; return the plain result."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        env = clean_env(**(extra_env or {}))
+        pre = [SIMRUN, "--torch", "--"] if sim else []
+        if not sim:
+            env["PATH"] = os.path.join(TORCH_VENV, "bin") + ":" + env.get("PATH", "")
+        a = in_dir(pre + argv, work, env)
+        b = in_dir(pre + [CLI, "run", "--out", os.path.join(work, "d.%p.json"), "--report", "off", "--"] + argv,
+                   work, env)
+        eq((b.stdout, untimed(b.stderr), b.returncode), (a.stdout, untimed(a.stderr), a.returncode),
+           f"{argv[:2]} under vramtrace run")
+        eq(len(glob.glob(os.path.join(work, "d.*.json"))), want_dumps, "dumps written")
+        return a
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+NO_TORCH = r"""
+import sys, json
+print(json.dumps([p for p in sys.path if "vramtrace" in p]), "vramtrace_torch" in sys.modules)
+"""
+
+
+@torch_truth_test
+def torch_truth_process_without_torch_untouched():
+    a = same_under_vramtrace_run(["python3", "-c", NO_TORCH], sim=False)
+    eq(a.stdout, "[] False\n", "no companion, nothing of its folder on sys.path")
+
+
+NO_CUDA = r"""
+import sys, torch
+m = torch.nn.Linear(8, 4)
+opt = torch.optim.Adam(m.parameters())
+for _ in range(3):
+    opt.zero_grad(); m(torch.ones(2, 8)).sum().backward(); opt.step()
+print("cuda", torch.cuda.is_available(), "initialized", torch.cuda.is_initialized())
+sys.exit(3)
+"""
+
+
+@torch_truth_test
+def torch_truth_torch_without_cuda_untouched():
+    # No driver at all: PyTorch's CUDA build runs on the CPU.
+    a = same_under_vramtrace_run(["python3", "-c", NO_CUDA], sim=False)
+    eq((a.stdout, a.returncode), ("cuda False initialized False\n", 3), "the CPU run")
+
+
+USERS_SITE = "import sys\nMARK = 'users'\nprint('user sitecustomize ran', file=sys.stderr)\n"
+SEES_SITE = "import sitecustomize, torch\nprint(sitecustomize.MARK, torch.ones(2, device='cuda').shape[0])\n"
+
+
+@torch_truth_test
+def torch_truth_users_sitecustomize_still_runs():
+    site = tempfile.mkdtemp(prefix="vt-site-")
+    try:
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write(USERS_SITE)
+        a = same_under_vramtrace_run(["python3", "-c", SEES_SITE], sim=True, extra_env={"PYTHONPATH": site},
+                                     want_dumps=1)
+        eq(a.stdout, "users 2\n", "the program's own sitecustomize is the one it imports")
+        ok(a.stderr.startswith("user sitecustomize ran\n"), a.stderr[:300])
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+FAILING_SNAPSHOT = r"""
+import torch
+def broken(*a, **k):
+    raise RuntimeError("snapshot broke")
+torch.cuda.memory._snapshot = broken
+try:
+    torch.empty(1 << 40, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(type(e).__name__, str(e).splitlines()[0][:49])
+"""
+
+
+@torch_truth_test
+def torch_truth_companion_failure_stays_inside():
+    # The companion's collection raises inside PyTorch's OOM observer and at
+    # exit: the program sees PyTorch's error only, as without vramtrace.
+    a = same_under_vramtrace_run(["python3", "-c", FAILING_SNAPSHOT], sim=True, want_dumps=1)
+    eq(a.stdout, "OutOfMemoryError CUDA out of memory. Tried to allocate 1024.00 GiB\n", "PyTorch's own error")
+
+
+SUBMIT = r"""
+import ctypes, random, sys
+lib = ctypes.CDLL(None)
+f = lib.vt_torch_submit
+f.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+good = (b"vramtrace-torch\t1\texit\t-1\t0\t2\n"
+        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\t0\t0\tconf\n"
+        b"T\t0\t512\t1\t1\tfloat32\tparameter\t[128]\tm.weight\t\n")
+bad = [b"", b"\n", good[:-1], good.replace(b"exit", b"oops"), good.replace(b"\t1\t2\t3", b"\t1\t-2\t3"),
+       good.replace(b"1024", b"99999999999999999999999"), good.replace(b"parameter", b"weights"),
+       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t0\t0\t\n",
+       good.replace(b"m.weight", b"m.w\0eight"), good.replace(b"m.weight", b"x" * 201),
+       good + b"".join(b"T\t0\t1\t1\t1\tf\tother\t[]\tn\t\n" for _ in range(64)),
+       good.replace(b"exit\t-1", b"oom\t-1"), good.replace(b"exit\t-1", b"exit\t0"), good + b"X\n",
+       good.replace(b"\tconf\n", b"\n")]
+print([f(x, len(x)) for x in bad].count(-1), len(bad), f(good, len(good)))
+rng = random.Random(7)
+for _ in range(3000):
+    b = bytearray(good)
+    for _ in range(rng.randint(1, 6)):
+        b[rng.randrange(len(b))] = rng.randrange(256)
+    b = bytes(b[:rng.randint(0, len(b))])
+    f(b, len(b))
+print("survived")
+"""
+
+
+@test
+def torch_truth_records_refused_whole():
+    # Any text but the grammar of report/torch.h is refused (-1), one
+    # warning, no crash; a good record is kept.
+    r = run([sys.executable, "-c", SUBMIT], sim=False)
+    eq(r.out, "16 16 0\nsurvived\n", "malformed records refused, the good one kept")
+    eq(r.err.count("vramtrace: warning:"), 1, "one warning: " + r.err[-500:])
+
+
+BACKEND = r"""
+import os, torch
+x = torch.empty(1000, device="cuda")  # LINE:x
+print(torch.cuda.get_allocator_backend(), os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+      os.environ.get("PYTORCH_ALLOC_CONF"), os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"))
+"""
+
+
+@torch_truth_test
+def torch_truth_tensors_flag_switches_backend():
+    # --tensors: cudaMallocAsync, the program's other settings kept, one
+    # allocation for the tensor; --tensors=nocache: the old way.
+    for flag, want, api in (("--tensors", "cudaMallocAsync backend:cudaMallocAsync,max_split_size_mb:128 "
+                             "backend:cudaMallocAsync,max_split_size_mb:128 None\n", "cudaMallocAsync"),
+                            ("--tensors=nocache", "native max_split_size_mb:128 None 1\n", "cudaMalloc")):
+        work = tempfile.mkdtemp(prefix="vt-truth-")
+        try:
+            p = in_dir([SIMRUN, "--torch", "--", CLI, "run", flag, "--out", os.path.join(work, "d.%p.json"),
+                        "--report", "off", "--", "python3", "-c", BACKEND], work,
+                       clean_env(PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:128"))
+            eq(p.stdout, want, f"{flag}: PyTorch's backend and settings ({p.stderr[-500:]})")
+            d = [json.load(open(x)) for x in glob.glob(os.path.join(work, "d.*.json"))]
+            eq(len(d), 1, f"{flag}: one dump")
+            x = [a for a in d[0]["live"] if any(f.get("python") and f["line"] == 3 for f in frames(d[0], a["stack"]))]
+            eq([(a["api"], a["bytes"]) for a in x], [(api, 4000)],
+               f"{flag}: the tensor is its own allocation")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+ON_SIGNAL = r"""
+import os, signal, time, torch
+w = torch.empty(1 << 20, device="cuda")
+kept = [torch.empty(1 << 18, device="cuda") for _ in range(3)]
+os.kill(os.getpid(), signal.SIGUSR2)
+time.sleep(3)   # the dump is written by vramtrace's watcher thread
+print(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
+"""
+
+
+@torch_truth_test
+def torch_truth_on_demand_dump_has_torch():
+    # The dump signal asks the companion first: the on-demand dump's
+    # top-level record is PyTorch's state then.
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", "--out", os.path.join(work, "d.%p.json"),
+                    "--report", "off", "--", "python3", "-c", ON_SIGNAL], work, clean_env())
+        allocated, reserved = (int(x) for x in p.stdout.split())
+        ds = {json.load(open(x))["reason"]: json.load(open(x)) for x in glob.glob(os.path.join(work, "d.*.json"))}
+        eq(sorted(ds), ["exit", "signal"], "an on-demand dump and the exit dump")
+        t = ds["signal"]["torch"][0]
+        eq((t["allocated_bytes"], t["reserved_bytes"]), (allocated, reserved), "memory_allocated(), memory_reserved()")
+        eq(sorted(x["name"] for x in t["tensors"]), ["kept[0]", "kept[1]", "kept[2]", "w"], "the tensors by name")
+        eq(t["categories"]["other"], (1 << 22) + 3 * (1 << 20), "their bytes")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def torch_truth_report_prints_the_breakdown():
+    # vramtrace report on a dump with torch records (a fuzz seed): the
+    # breakdown at the OOM and at exit, exact; a control character in a
+    # name is shown, not sent.
+    p = subprocess.run([CLI, "report", os.path.join(ROOT, "tests", "fuzz", "seeds", "torch.json")],
+                       capture_output=True, text=True)
+    eq(p.returncode, 0, p.stderr)
+    block = ["PyTorch on device 0: 3.00 MiB allocated by PyTorch, 1.00 MiB reserved but unallocated (largest free "
+             "block 512.00 KiB{}), 300.00 MiB outside PyTorch; 7 optimizer steps",
+             "  by category: parameter 1.00 MiB, buffer 0 B, gradient 1.00 MiB, optimizer_state 0 B, activation 512 B, "
+             "other 512.00 KiB",
+             "  growth: +1.00 MiB per optimizer step over the last 6 steps, the largest holder history",
+             "  largest tensors:",
+             "      1.00 MiB  float32 [512, 512]  parameter  model.0.weight  warmup_buffer tests/progs/t_phases.c:14",
+             "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)"]
+    lines = p.stdout.splitlines()
+    oom = ["  " + x for x in block]
+    oom[0] = oom[0].format("; the failed request of 14.00 MiB does not fit in it")
+    i = lines.index(oom[0])
+    eq(lines[i:i + len(oom)], oom, "the OOM's breakdown")
+    top = list(block)
+    top[0] = top[0].format("")
+    i = lines.index(top[0])
+    eq(lines[i:i + len(top)], top, "the exit breakdown")
