@@ -29,7 +29,7 @@
       Dwarf_Word *len), (l, a, ln, col, mt, len), NULL)                                              \
     _(int, dwfl_linux_proc_find_elf, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b, char **f, \
       Elf **e), (m, u, n, b, f, e), -1)                                                              \
-    _(int, dwfl_standard_find_debuginfo, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b,      \
+    _(int, dwfl_build_id_find_debuginfo, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b,      \
       const char *f, const char *df, GElf_Word crc, char **dfn), (m, u, n, b, f, df, crc, dfn), -1)
 
 static struct {
@@ -43,7 +43,10 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void load(void) {
     void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h) return;
-#define FIND(ret, name, params, args, fail) *(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122");
+/* Each at the version it first came in (all 0.122 but the build-id lookup, 0.130). */
+#define FIND(ret, name, params, args, fail)                                  \
+    if (!(*(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122")))        \
+        *(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.130");
     DW_FUNCS(FIND)
 #undef FIND
     *(void **)&real.dwfl_end = dlvsym(h, "dwfl_end", "ELFUTILS_0.122");

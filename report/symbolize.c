@@ -90,7 +90,11 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
 
 static const Dwfl_Callbacks callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    /* Local separate debug files by build ID only: never debuginfod, whose
+     * client starts libcurl and OpenSSL (their atexit handlers race a
+     * program's exit, and a lookup may go to the network) inside the
+     * program, at an OOM or in the live publisher. */
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
 };
 
 /* The stacks grouped by their call-site label (common/labels.h: the rule
