@@ -102,7 +102,7 @@ def same_under_vramtrace_run(argv, sim, extra_env=None, want_dumps=0):
 
 NO_TORCH = r"""
 import sys, json
-print(json.dumps([p for p in sys.path if "vramtrace" in p]), "vramtrace_torch" in sys.modules)
+print(json.dumps([p for p in sys.path if "vramtrace_torch" in p]), "vramtrace_torch" in sys.modules)
 """
 
 
