@@ -39,7 +39,7 @@ class Live:
              if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "XDG_RUNTIME_DIR": rundir,
                   "VRAMTRACE_OUT": os.path.join(self.work, "dump.%p.json"), "VRAMTRACE_REPORT": "off",
-                  "SIMGPU_CAPACITY": "1G"})
+                  "SIMGPU_CAPACITY": "1G", "VRAMTRACE_LIVE": "1"})
         e.update(env or {})
         self.p = subprocess.Popen(argv or [T_LIVE], env=e, cwd=self.work, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
