@@ -30,7 +30,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c tracker/view.c \
@@ -43,7 +43,7 @@ LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            cli/html/data.c cli/html/assets.S cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c \
-           cli/model_torch.c cli/torch_text.c \
+           cli/model_torch.c cli/torch_text.c cli/summary_view.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
@@ -430,7 +430,7 @@ bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c cli/fleet.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
-            cli/sha256.c cli/html/data.c cli/html/assets.S cli/model_torch.c cli/torch_text.c
+            cli/sha256.c cli/html/data.c cli/html/assets.S cli/model_torch.c cli/torch_text.c cli/summary_view.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(B)/fuzz

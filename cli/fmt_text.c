@@ -7,6 +7,7 @@
 #include "../common/format.h"
 #include "../common/oomtext.h"
 #include "fleet.h"
+#include "summary_view.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -14,21 +15,6 @@
 #define S(s, buf) vr_safe((s), (buf), sizeof(buf))
 
 static double secs(uint64_t ns) { return (double)ns / 1e9; }
-
-/* The frames of a stack, innermost first: "#N 0xADDRESS in WHERE", and a
- * Python frame, which has no address, "#N in FUNCTION FILE:LINE". */
-static void stack_lines(FILE *f, const struct vm_dump *d, size_t stack, const char *indent) {
-    const struct vm_stack *s = &d->stacks[stack];
-    for (size_t i = 0; i < s->nframes; i++) {
-        char where[1024];
-        if (s->frames[i].python) fprintf(f, "%s#%zu in ", indent, i);
-        else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, s->frames[i].address);
-        vr_put_safe(f, vt_frame_where(&s->frames[i], where, sizeof where));
-        if (s->frames[i].borrowed) fputs(" " VT_BORROWED_NOTE, f);
-        fputc('\n', f);
-    }
-    if (s->nframes == 0) fprintf(f, "%s(no stack)\n", indent);
-}
 
 /* The call site of a stack in its display form. */
 static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
@@ -113,7 +99,7 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
         fprintf(f, "out of memory #%zu at %.3f s:\n", i + 1, secs(o->time_ns));
         vt_put_oom(f, "  ", &t);
         fputs("  requested from:\n", f);
-        stack_lines(f, d, o->stack, "    ");
+        vr_put_stack(f, d, o->stack, "    ");
         for (size_t k = 0; k < o->nfindings; k++)
             vt_put_finding(f, "", (int)k + 1, o->findings[k].finding, o->findings[k].next, vr_put_safe);
         vr_text_torch(f, d, o->torch, "  ");
@@ -123,83 +109,20 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
                 vr_plural(d->nooms - (size_t)top, "failure", "failures"));
 }
 
-static void holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
-    char a[32], where[2048];
-    size_t n;
-    int missing;
-    const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
-    if (missing) {
-        fprintf(f, "largest holders at %s: this dump has none (%s)\n", vr_moment_name(o->at),
-                o->at == VR_AT_OOM ? "no out-of-memory failure" : "written by an older vramtrace");
-        return;
-    }
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) total += h[i].bytes;
-    fprintf(f, "largest holders at %s by call site (%zu call site%s, %s):\n", vr_moment_name(o->at), n,
-            n == 1 ? "" : "s", B(total, a));
-    for (size_t i = 0; i < n && i < (size_t)o->top; i++) {
-        fprintf(f, "  %s  %5.1f%%  in %" PRIu64 " allocation%s  %s\n", B(h[i].bytes, a),
-                total ? 100.0 * (double)h[i].bytes / (double)total : 0.0, h[i].count,
-                h[i].count == 1 ? "" : "s", site_text(d, h[i].stack, where, sizeof where));
-        stack_lines(f, d, h[i].stack, "      ");
-    }
-    if (n == 0) fputs("  (no device memory)\n", f);
-}
-
-static void live(FILE *f, const struct vm_dump *d, int top) {
-    char a[32], where[2048], kind[64], api[256];
-    size_t shown = 0;
-    fprintf(f, "largest live allocations (%zu live):\n", d->nlive);
-    for (size_t i = 0; i < d->nlive && shown < (size_t)top; i++, shown++) {
-        const struct vm_alloc *x = &d->live[i];
-        fprintf(f, "  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", B(x->bytes, a), S(x->kind, kind),
-                S(x->api, api), x->device, x->address, secs(x->time_ns), site_text(d, x->stack, where, sizeof where));
-    }
-}
-
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
-    char a[32], b[32], c[32], host[256], cmd[4096], reason[256];
+    char host[256], cmd[4096], reason[256];
     fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
             d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
             S(d->reason, reason));
     devices(f, d);
-    const struct vm_totals *t = &d->totals;
-    fprintf(f, "totals: %s live in %" PRIu64 " %s; peak %s at %.3f s; %" PRIu64
-               " %s, %" PRIu64 " %s, %" PRIu64 " failed (%" PRIu64 " out of memory)\n",
-            B(t->live_bytes, a), t->live_count, vr_plural(t->live_count, "allocation", "allocations"),
-            B(t->peak_bytes, b), secs(t->peak_time_ns), t->alloc_count,
-            vr_plural(t->alloc_count, "allocation", "allocations"), t->free_count,
-            vr_plural(t->free_count, "free", "frees"), t->failed_count, t->oom_count);
-    fprintf(f, "pinned host memory: %s live in %" PRIu64 " %s; peak %s\n", B(t->host_live_bytes, a),
-            t->host_live_count, vr_plural(t->host_live_count, "allocation", "allocations"),
-            B(t->host_peak_bytes, c));
-    if (t->imported_live_count)
-        fprintf(f, "memory opened from other processes (IPC): %s in %" PRIu64 " %s\n",
-                B(t->imported_live_bytes, a), t->imported_live_count,
-                vr_plural(t->imported_live_count, "mapping", "mappings"));
-    if (t->records_lost)
-        fprintf(f, "incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n",
-                t->records_lost, vr_plural(t->records_lost, "record", "records"));
-    char missed[160];
-    if (vt_fmt_missed(t->missed, missed, sizeof missed)) fprintf(f, "%s\n", missed);
+    fputs("totals:\n", f);
+    vr_put_totals(f, d);
     timeline(f, d);
     ooms(f, d, o->top);
     vr_text_torch(f, d, d->torch, "");
-    holders(f, d, o);
-    for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {
-        const struct vm_growth *g = &d->growing[i];
-        char where[1024];
-        if (i == 0) fputs("growing call sites (live bytes rose through the run; leak suspects):\n", f);
-        char rate[160];
-        if (g->have_rate)
-            vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->allocations,
-                          "allocation", g->last_ns - g->since_ns, g->bytes_per_allocation, rate, sizeof rate);
-        else
-            snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
-                     g->allocations == 1 ? "" : "s");
-        vt_put_growth(f, "", site_text(d, g->stack, where, sizeof where), g->first_bytes, g->end_bytes, rate);
-    }
-    live(f, d, o->top);
+    vr_put_holders(f, d, o);
+    vr_put_growing(f, d, o->top);
+    vr_put_live(f, d, o->top);
 }
 
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/summary.h"
 #include "../common/warn.h"
 #include "holders.h"
 #include "leaks.h"
@@ -116,27 +117,13 @@ static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symb
     return -1;
 }
 
-/* One frame as LeakSanitizer prints it: "#N 0xADDR in function file:line"
- * or "#N 0xADDR in function (module+0xoffset)". A Python frame has no
- * address: "#N in function file.py:line", and one borrowed from the
- * waiting Python thread says so (VT_BORROWED_NOTE). */
-static void frame_line(FILE *f, size_t i, const struct vt_frame *fr) {
-    if (fr->python) fprintf(f, "    #%zu in %s", i, fr->function ? fr->function : "??");
-    else fprintf(f, "    #%zu 0x%" PRIx64 " in %s", i, fr->address, fr->function ? fr->function : "??");
-    if (fr->file) fprintf(f, " %s:%ld", fr->file, fr->line);
-    else if (fr->module) fprintf(f, " (%s+0x%" PRIx64 ")", fr->module, fr->offset);
-    if (fr->borrowed) fputs(" " VT_BORROWED_NOTE, f);
-    fputc('\n', f);
-}
-
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead) {
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, h[i].count);
         uint32_t st = h[i].stack;
         size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;
-        for (size_t j = 0; j < depth; j++) frame_line(f, j, &sym->stacks[st][j]);
-        if (depth == 0) fputs("    <empty stack>\n", f);
+        vt_put_frames(f, "    ", depth ? sym->stacks[st] : NULL, depth, NULL);
     }
 }
 

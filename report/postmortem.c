@@ -5,41 +5,60 @@
 
 #include "../common/format.h"
 #include "../common/oomtext.h"
+#include "../common/summary.h"
+#include "../common/warn.h"
 #include "analysis.h"
 #include "postmortem.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 
-static void holders_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                          const struct vt_analysis *an, int top) {
-    size_t n = an->nby_site;
-    const struct vt_holder *h = an->by_site;
-    if (n == 0) { fputs("vramtrace:   no device memory is live\n", f); return; }
-    fprintf(f, "vramtrace: largest holders by call site (%zu call site%s):\n", n,
-            n == 1 ? "" : "s");
-    for (size_t i = 0; i < n && i < (size_t)top; i++) {
-        char b[32], site[512];
-        vt_site_label(sym, h[i].stack, site, sizeof site);
-        double pct = s->totals.live_bytes ? 100.0 * (double)h[i].bytes / (double)s->totals.live_bytes : 0;
-        fprintf(f, "vramtrace:   %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", B(h[i].bytes, b), pct,
-                h[i].count, h[i].count == 1 ? " " : "s", site);
-    }
+/* The shapes of common/summary.h filled from the snapshot, its symbols and
+ * its analysis: one context for the row functions. */
+struct view {
+    const struct vt_snapshot *s;
+    const struct vt_symbols *sym;
+    const struct vt_analysis *an;
+};
+
+static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
+    const struct view *v = ctx;
+    const struct vt_holder *h = &v->an->by_site[i];
+    r->bytes = h->bytes;
+    r->count = h->count;
+    vt_site_label(v->sym, h->stack, r->site, sizeof r->site);
 }
 
-static void live_table(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                       int top) {
-    size_t shown = 0;
-    for (size_t i = 0; i < s->nlive && shown < (size_t)top; i++) {
-        const struct vt_alloc *a = &s->live[i];
-        if (!vt_kind_owned_device(a->kind)) continue;
-        if (shown == 0) fputs("vramtrace: largest live allocations:\n", f);
-        char b[32], site[512];
-        vt_site_label(sym, a->stack, site, sizeof site);
-        fprintf(f, "vramtrace:   %10s  %-7s %-22s dev %d  0x%" PRIx64 "  %s\n", B(a->bytes, b),
-                vt_kind_name(a->kind), a->api, a->device,
-                a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address, site);
-        shown++;
-    }
+static void holders_table(FILE *f, const struct view *v, int top) {
+    struct vt_holders_text h = {.n = v->an->nby_site, .total = v->s->totals.live_bytes, .row = holder_row, .ctx = v};
+    vt_put_holders(f, "vramtrace: ", &h, (size_t)top, NULL);
+}
+
+static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
+    const struct view *v = ctx;
+    const struct vt_alloc *a = &v->s->live[i];
+    if (!vt_kind_owned_device(a->kind)) return 0;
+    r->bytes = a->bytes;
+    r->address = a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address;
+    r->time_ns = a->time_ns;
+    r->device = a->device;
+    snprintf(r->kind, sizeof r->kind, "%s", vt_kind_name(a->kind));
+    snprintf(r->api, sizeof r->api, "%s", a->api);
+    vt_site_label(v->sym, a->stack, r->site, sizeof r->site);
+    return 1;
+}
+
+static void live_table(FILE *f, const struct view *v, int top) {
+    struct vt_live_text l = {.n = v->s->nlive, .live = v->s->totals.live_count, .row = live_row, .ctx = v};
+    vt_put_live(f, "vramtrace: ", &l, (size_t)top);
+}
+
+static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
+    const struct view *v = ctx;
+    const struct vt_growth *g = &v->an->growth[i];
+    vt_site_label(v->sym, g->stack, r->site, sizeof r->site);
+    r->first_bytes = g->first_floor;
+    r->end_bytes = g->end_bytes;
+    vt_growth_text(g, r->rate, sizeof r->rate);
 }
 
 static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
@@ -89,8 +108,9 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     missed_line(f, s->totals.missed);
-    holders_table(f, s, sym, an, top);
-    live_table(f, s, sym, top);
+    struct view v = {s, sym, an};
+    holders_table(f, &v, top);
+    live_table(f, &v, top);
     findings(f, an);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
@@ -101,21 +121,16 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
                         int top) {
     const struct vt_totals *t = &s->totals;
     char a[32], b[32];
+    struct vt_totals_text tt = {
+        .moment = "exit", .live_bytes = t->live_bytes, .live_count = t->live_count, .peak_bytes = t->peak_bytes,
+        .peak_time_ns = t->peak_time_ns, .alloc_count = t->alloc_count, .free_count = t->free_count,
+        .failed_count = t->failed_count, .oom_count = t->oom_count, .missed = t->missed,
+        .host_live_bytes = t->host_live_bytes, .host_live_count = t->host_live_count,
+        .host_peak_bytes = t->host_peak_bytes, .imported_live_bytes = t->imported_live_bytes,
+        .imported_live_count = t->imported_live_count, .records_lost = vt_records_lost_count(),
+    };
     header(f, "exit", m);
-    fprintf(f, "vramtrace:   live at exit: %s in %" PRIu64 " allocation%s; peak %s at %.3f s\n",
-            B(t->live_bytes, a), t->live_count, t->live_count == 1 ? "" : "s",
-            B(t->peak_bytes, b), (double)t->peak_time_ns / 1e9);
-    fprintf(f, "vramtrace:   allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64
-               " (out of memory %" PRIu64 ")\n",
-            t->alloc_count, t->free_count, t->failed_count, t->oom_count);
-    missed_line(f, t->missed);
-    if (t->host_live_count || t->host_peak_bytes)
-        fprintf(f, "vramtrace:   pinned host memory: %s live in %" PRIu64 " allocation%s; peak %s\n",
-                B(t->host_live_bytes, a), t->host_live_count,
-                t->host_live_count == 1 ? "" : "s", B(t->host_peak_bytes, b));
-    if (t->imported_live_count)
-        fprintf(f, "vramtrace:   memory opened from other processes (IPC): %s in %" PRIu64 " mapping%s\n",
-                B(t->imported_live_bytes, a), t->imported_live_count, t->imported_live_count == 1 ? "" : "s");
+    vt_put_totals(f, "vramtrace: ", &tt);
     for (int i = 0; i < s->ndevices; i++) {
         const struct vt_device *d = &s->devices[i];
         if (!d->used) continue;
@@ -124,18 +139,10 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         if (d->total_bytes) fprintf(f, " of %s", vt_fmt_bytes(d->total_bytes, a, sizeof a));
         fputc('\n', f);
     }
-    if (t->live_count) holders_table(f, s, sym, an, top);
-    if (an->ngrowth) {
-        fprintf(f, "vramtrace: growing call site%s (live bytes rose through the run; %s):\n",
-                an->ngrowth == 1 ? "" : "s", an->ngrowth == 1 ? "a leak suspect" : "leak suspects");
-        for (size_t i = 0; i < an->ngrowth && i < (size_t)top; i++) {
-            const struct vt_growth *g = &an->growth[i];
-            char site[512];
-            vt_site_label(sym, g->stack, site, sizeof site);
-            char rate[160];
-            vt_put_growth(f, "vramtrace: ", site, g->first_floor, g->end_bytes, vt_growth_text(g, rate, sizeof rate));
-        }
-    }
+    struct view v = {s, sym, an};
+    if (t->live_count) holders_table(f, &v, top);
+    struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
+    vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
 }

@@ -25,5 +25,5 @@ def text_report_lines(missed, word):
 @test
 def report_says_calls_passed_through_unrecorded():
     eq(text_report_lines(0, "unrecorded"), [], "none missed: no line")
-    eq(text_report_lines(1, "unrecorded"), ["1 call " + SAID], "one missed")
-    eq(text_report_lines(3, "unrecorded"), ["3 calls " + SAID], "three missed")
+    eq(text_report_lines(1, "unrecorded"), ["  1 call " + SAID], "one missed (under totals, as in the exit summary)")
+    eq(text_report_lines(3, "unrecorded"), ["  3 calls " + SAID], "three missed")

@@ -77,7 +77,7 @@ def layout_python_frame_without_script_named_as_in_the_post_mortem():
         p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
         eq(p.returncode, 0, "report")
         want = f"{py['function']} (Python)"
-        ok(f"allocations  {want}\n" in p.stdout or f"allocation  {want}\n" in p.stdout,
+        ok(f" allocs  {want}\n" in p.stdout or f" alloc   {want}\n" in p.stdout,
            f"holder row names {want!r}: {p.stdout[:3000]}")
 
 

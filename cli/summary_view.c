@@ -1,0 +1,105 @@
+/* summary_view.c -- a dump's model in common/summary.h's shapes
+ * (summary_view.h). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/format.h"
+#include "../common/summary.h"
+#include "summary_view.h"
+
+void vr_put_totals(FILE *f, const struct vm_dump *d) {
+    const struct vm_totals *t = &d->totals;
+    struct vt_totals_text tt = {
+        .moment = strcmp(d->reason, "exit") == 0 ? "exit" : "the dump", .live_bytes = t->live_bytes,
+        .live_count = t->live_count, .peak_bytes = t->peak_bytes, .peak_time_ns = t->peak_time_ns,
+        .alloc_count = t->alloc_count, .free_count = t->free_count, .failed_count = t->failed_count,
+        .oom_count = t->oom_count, .missed = t->missed, .host_live_bytes = t->host_live_bytes,
+        .host_live_count = t->host_live_count, .host_peak_bytes = t->host_peak_bytes,
+        .imported_live_bytes = t->imported_live_bytes, .imported_live_count = t->imported_live_count,
+        .records_lost = t->records_lost,
+    };
+    vt_put_totals(f, "", &tt);
+}
+
+struct holders_ctx {
+    const struct vm_dump *d;
+    const struct vr_combined *c;
+};
+
+static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
+    const struct holders_ctx *h = ctx;
+    const struct vm_stack *s = &h->d->stacks[h->c[i].stack];
+    r->bytes = h->c[i].bytes;
+    r->count = h->c[i].count;
+    vr_safe(h->c[i].where, r->site, sizeof r->site);
+    r->frames = s->frames;
+    r->nframes = s->nframes;
+}
+
+void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
+    size_t n;
+    int missing;
+    vr_holders_at(d, o->at, &n, &missing);
+    if (missing) {
+        fprintf(f, "largest holders at %s: this dump has none (%s)\n", vr_moment_name(o->at),
+                o->at == VR_AT_OOM ? "no out-of-memory failure" : "written by an older vramtrace");
+        return;
+    }
+    struct vm_dump *one = (struct vm_dump *)d; /* vr_combine only reads it */
+    struct vr_input in = {one, 1};
+    struct vr_combined *c = vr_combine(&in, o->at, &n);
+    if (!c) { fputs("largest holders: out of memory\n", f); return; }
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += c[i].bytes;
+    struct holders_ctx ctx = {d, c};
+    struct vt_holders_text h = {.moment = o->at == VR_AT_EXIT ? NULL : vr_moment_name(o->at), .n = n,
+                                .total = total, .stacks = 1, .row = holder_row, .ctx = &ctx};
+    vt_put_holders(f, "", &h, (size_t)o->top, vr_put_safe);
+    vr_combined_free(c, n);
+}
+
+static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
+    const struct vm_dump *d = ctx;
+    const struct vm_alloc *x = &d->live[i];
+    if (!vt_kind_name_owned_device(x->kind)) return 0;
+    char where[1024];
+    r->bytes = x->bytes;
+    r->address = x->address;
+    r->time_ns = x->time_ns;
+    r->device = x->device;
+    vr_safe(x->kind, r->kind, sizeof r->kind);
+    vr_safe(x->api, r->api, sizeof r->api);
+    vr_safe(vm_site_label(d, x->stack, where, sizeof where), r->site, sizeof r->site);
+    return 1;
+}
+
+void vr_put_live(FILE *f, const struct vm_dump *d, int top) {
+    struct vt_live_text l = {.n = d->nlive, .live = d->totals.live_count, .row = live_row, .ctx = d};
+    vt_put_live(f, "", &l, (size_t)top);
+}
+
+static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
+    const struct vm_dump *d = ctx;
+    const struct vm_growth *g = &d->growing[i];
+    char where[1024];
+    vr_safe(vm_site_label(d, g->stack, where, sizeof where), r->site, sizeof r->site);
+    r->first_bytes = g->first_bytes;
+    r->end_bytes = g->end_bytes;
+    if (g->have_rate)
+        vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->allocations,
+                      "allocation", g->last_ns - g->since_ns, g->bytes_per_allocation, r->rate, sizeof r->rate);
+    else
+        snprintf(r->rate, sizeof r->rate, "over %" PRIu64 " allocation%s", g->allocations,
+                 g->allocations == 1 ? "" : "s");
+}
+
+void vr_put_growing(FILE *f, const struct vm_dump *d, int top) {
+    struct vt_growing_text g = {.n = d->ngrowing, .row = growth_row, .ctx = d};
+    vt_put_growing(f, "", &g, (size_t)top);
+}
+
+void vr_put_stack(FILE *f, const struct vm_dump *d, size_t stack, const char *indent) {
+    const struct vm_stack *s = &d->stacks[stack];
+    vt_put_frames(f, indent, s->frames, s->nframes, vr_put_safe);
+}

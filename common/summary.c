@@ -1,0 +1,103 @@
+/* summary.c -- the totals, holders, live allocations, growing call sites
+ * and stack frames as both sides print them (summary.h). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "format.h"
+#include "oomtext.h"
+#include "summary.h"
+
+#define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
+
+static const char *plural(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
+
+static void put_text(FILE *f, const char *s, vt_put_fn put) {
+    if (put) put(f, s);
+    else fputs(s, f);
+}
+
+void vt_put_frames(FILE *f, const char *indent, const struct vt_frame *frames, size_t n, vt_put_fn put) {
+    for (size_t i = 0; i < n; i++) {
+        const struct vt_frame *fr = &frames[i];
+        if (fr->python) fprintf(f, "%s#%zu in ", indent, i);
+        else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, fr->address);
+        put_text(f, fr->function ? fr->function : "??", put);
+        if (fr->file) {
+            fputc(' ', f);
+            put_text(f, fr->file, put);
+            fprintf(f, ":%ld", fr->line);
+        } else if (fr->module) {
+            fputs(" (", f);
+            put_text(f, fr->module, put);
+            fprintf(f, "+0x%" PRIx64 ")", fr->offset);
+        }
+        if (fr->borrowed) fputs(" " VT_BORROWED_NOTE, f);
+        fputc('\n', f);
+    }
+    if (n == 0) fprintf(f, "%s(no stack)\n", indent);
+}
+
+void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) {
+    char a[32], b[32], line[160];
+    fprintf(f, "%s  live at %s: %s in %" PRIu64 " %s; peak %s at %.3f s\n", prefix, t->moment, B(t->live_bytes, a),
+            t->live_count, plural(t->live_count, "allocation", "allocations"), B(t->peak_bytes, b),
+            (double)t->peak_time_ns / 1e9);
+    fprintf(f, "%s  allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64 " (out of memory %" PRIu64 ")\n",
+            prefix, t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    if (vt_fmt_missed(t->missed, line, sizeof line)) fprintf(f, "%s  %s\n", prefix, line);
+    if (t->host_live_count || t->host_peak_bytes)
+        fprintf(f, "%s  pinned host memory: %s live in %" PRIu64 " %s; peak %s\n", prefix, B(t->host_live_bytes, a),
+                t->host_live_count, plural(t->host_live_count, "allocation", "allocations"),
+                B(t->host_peak_bytes, b));
+    if (t->imported_live_count)
+        fprintf(f, "%s  memory opened from other processes (IPC): %s in %" PRIu64 " %s\n", prefix,
+                B(t->imported_live_bytes, a), t->imported_live_count,
+                plural(t->imported_live_count, "mapping", "mappings"));
+    if (t->records_lost)
+        fprintf(f, "%s  incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n", prefix,
+                t->records_lost, plural(t->records_lost, "record", "records"));
+}
+
+void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h, size_t top, vt_put_fn put) {
+    if (h->n == 0) { fprintf(f, "%s  no device memory is live\n", prefix); return; }
+    fprintf(f, "%slargest holders%s%s by call site (%zu call site%s):\n", prefix, h->moment ? " at " : "",
+            h->moment ? h->moment : "", h->n, h->n == 1 ? "" : "s");
+    char indent[64];
+    snprintf(indent, sizeof indent, "%s      ", prefix);
+    for (size_t i = 0; i < h->n && i < top; i++) {
+        struct vt_holder_row r = {0};
+        char b[32];
+        h->row(h->ctx, i, &r);
+        double pct = h->total ? 100.0 * (double)r.bytes / (double)h->total : 0;
+        fprintf(f, "%s  %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", prefix, B(r.bytes, b), pct, r.count,
+                r.count == 1 ? " " : "s", r.site);
+        if (h->stacks) vt_put_frames(f, indent, r.frames, r.nframes, put);
+    }
+}
+
+void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size_t top) {
+    size_t shown = 0;
+    for (size_t i = 0; i < l->n && shown < top; i++) {
+        struct vt_live_row r = {0};
+        char b[32];
+        if (!l->row(l->ctx, i, &r)) continue;
+        if (shown++ == 0) fprintf(f, "%slargest live allocations (%" PRIu64 " live):\n", prefix, l->live);
+        fprintf(f, "%s  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", prefix, B(r.bytes, b), r.kind,
+                r.api, r.device, r.address, (double)r.time_ns / 1e9, r.site);
+    }
+}
+
+void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g, size_t top) {
+    if (g->n == 0) return;
+    fprintf(f, "%sgrowing call site%s (live bytes rose through the run; %s):\n", prefix, g->n == 1 ? "" : "s",
+            g->n == 1 ? "a leak suspect" : "leak suspects");
+    for (size_t i = 0; i < g->n && i < top; i++) {
+        struct vt_growth_row r = {0};
+        g->row(g->ctx, i, &r);
+        vt_put_growth(f, prefix, r.site, r.first_bytes, r.end_bytes, r.rate);
+    }
+}
+
+int vt_kind_name_owned_device(const char *kind) {
+    return kind && !vt_host_memory_label(kind) && strcmp(kind, "imported") != 0;
+}

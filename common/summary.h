@@ -1,0 +1,128 @@
+/* summary.h -- what a report says of the memory still held: the totals,
+ * the largest holders by call site, the largest live allocations, the
+ * growing call sites and a stack's frames; one shape and one printer each
+ * for the library and the CLI.
+ *
+ * The library's post-mortem and exit summary (report/postmortem.c) and its
+ * leak report (report/leaks.c) fill these shapes from a snapshot and its
+ * analysis, the CLI's text report (cli/fmt_text.c, through
+ * cli/summary_view.c) from a dump's model, and both print them with the
+ * functions below: a section that both sides print is the same code, so
+ * `vramtrace report` of a dump says what the library said when it wrote it.
+ *
+ * Every text in a shape is in display form already (the CLI's made safe to
+ * print); `put`, where a printer takes one, writes a frame's text taken
+ * from a binary or a dump (the CLI passes one that makes control
+ * characters visible; NULL: as it is). `prefix` begins every line
+ * ("vramtrace: " in the library, "" in the CLI). */
+#ifndef VT_COMMON_SUMMARY_H
+#define VT_COMMON_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "frame.h"
+
+typedef void (*vt_put_fn)(FILE *, const char *);
+
+/* A stack's frames, innermost first, one line each as LeakSanitizer prints
+ * them: "INDENT#N 0xADDRESS in FUNCTION FILE:LINE", "... in FUNCTION
+ * (MODULE+0xOFFSET)" without line information; a Python frame, which has
+ * no address, "INDENT#N in FUNCTION FILE:LINE"; a borrowed frame followed
+ * by VT_BORROWED_NOTE. An empty stack is "INDENT(no stack)". */
+void vt_put_frames(FILE *f, const char *indent, const struct vt_frame *frames, size_t n, vt_put_fn put);
+
+/* The counts of the run as the exit summary gives them. `moment` names
+ * when the live figures were taken ("exit", "the dump"). */
+struct vt_totals_text {
+    const char *moment;
+    uint64_t live_bytes, live_count, peak_bytes, peak_time_ns;
+    uint64_t alloc_count, free_count, failed_count, oom_count;
+    uint64_t missed;                       /* hooked calls passed through unrecorded */
+    uint64_t host_live_bytes, host_live_count, host_peak_bytes;
+    uint64_t imported_live_bytes, imported_live_count;
+    uint64_t records_lost;                 /* dropped for lack of memory */
+};
+
+/* "PREFIX  live at MOMENT: ...; peak ...", "PREFIX  allocations N, frees N,
+ * failed N (out of memory N)", then, each only when it has something to
+ * say, the missed calls, pinned host memory, memory opened from other
+ * processes, and the records lost. */
+void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t);
+
+/* One row of a holders table: a call site's live bytes and allocations,
+ * its label, and (where the table shows stacks) the frames of its largest
+ * stack. */
+struct vt_holder_row {
+    uint64_t bytes, count;
+    char site[2048];
+    const struct vt_frame *frames;
+    size_t nframes;
+};
+
+/* A holders table: n rows (call sites), largest first, row(ctx, i, r)
+ * filling row i; percentages of `total`. `moment` is NULL for the holders
+ * of the report's own moment, else the moment shown ("peak", "oom"). With
+ * `stacks`, each row is followed by its frames. */
+struct vt_holders_text {
+    const char *moment;
+    size_t n;
+    uint64_t total;
+    int stacks;
+    void (*row)(const void *ctx, size_t i, struct vt_holder_row *r);
+    const void *ctx;
+};
+
+/* "PREFIXlargest holders[ at MOMENT] by call site (N call sites):" and the
+ * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE"; "PREFIX  no
+ * device memory is live" when there are none. */
+void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h, size_t top, vt_put_fn put);
+
+/* One live allocation of the largest-first list. */
+struct vt_live_row {
+    uint64_t bytes, address, time_ns;
+    int device;
+    char kind[64], api[256], site[2048];
+};
+
+/* The largest live allocations of device memory: candidates 0..n, largest
+ * first, row(ctx, i, r) filling candidate i and returning 0 for one that
+ * is not device memory this process owns (skipped); `live` is how many
+ * allocations of device memory are live. */
+struct vt_live_text {
+    size_t n;
+    uint64_t live;
+    int (*row)(const void *ctx, size_t i, struct vt_live_row *r);
+    const void *ctx;
+};
+
+/* "PREFIXlargest live allocations (N live):" and up to `top` rows, nothing
+ * when no candidate is a row. */
+void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size_t top);
+
+/* One growing call site: its label, its live bytes at the first window's
+ * floor and at the end, and the rate (vt_fmt_growth's text). */
+struct vt_growth_row {
+    char site[2048];
+    uint64_t first_bytes, end_bytes;
+    char rate[160];
+};
+
+struct vt_growing_text {
+    size_t n;
+    void (*row)(const void *ctx, size_t i, struct vt_growth_row *r);
+    const void *ctx;
+};
+
+/* "PREFIXgrowing call site(s) (live bytes rose through the run; a leak
+ * suspect / leak suspects):" and up to `top` vt_put_growth lines, nothing
+ * when n is 0. */
+void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g, size_t top);
+
+/* Whether a kind name ("device", "host", ...) is device memory this
+ * process owns: not host memory, not memory opened from another process
+ * ("imported"). The rule of the holders and the live tables. */
+int vt_kind_name_owned_device(const char *kind);
+
+#endif

@@ -1,0 +1,83 @@
+"""The library's post-mortem and exit summary and `vramtrace report` of the
+dump the library wrote print the totals, the holders, the largest live
+allocations and the growing call sites with one printer each
+(common/summary.c): the same dump, the same lines."""
+import re
+
+from run_tests import *
+
+PROG = os.path.join(T, "t_inproc")
+LIB_PREFIX = "vramtrace: "
+
+
+def section(lines, heading):
+    """The lines of the section whose heading starts with `heading`: the
+    heading and the lines after it that are indented by two spaces."""
+    i = next((k for k, l in enumerate(lines) if l.startswith(heading)), None)
+    ok(i is not None, f"a section {heading!r} in:\n" + "\n".join(lines))
+    out = [lines[i]]
+    for l in lines[i + 1:]:
+        if not l.startswith("  "):
+            break
+        out.append(l)
+    return out
+
+
+def library_part(err, start, stop):
+    """The library's lines from the one starting with `start` up to the one
+    starting with `stop`, without the library's "vramtrace: " prefix."""
+    lines = err.split("\n")
+    i = next(k for k, l in enumerate(lines) if l.startswith(start))
+    j = next(k for k in range(i + 1, len(lines)) if lines[k].startswith(stop))
+    for l in lines[i:j]:
+        ok(l.startswith(LIB_PREFIX), f"{l!r} is the library's")
+    return [l[len(LIB_PREFIX):] for l in lines[i:j]]
+
+
+def without_stacks(lines):
+    """A holders table of vramtrace report without the frames it shows
+    under each row (the library's post-mortem names the call site only)."""
+    return [l for l in lines if not re.match(r"^      (#\d+ |\(no stack\))", l)]
+
+
+@test
+def printonce_report_of_a_dump_prints_the_library_sections():
+    # Three call sites of distinct sizes, two of them growing, and a
+    # failure at the end, after which nothing changes: the post-mortem's
+    # holders and live allocations are those of the exit dump.
+    r = run([PROG, "gap", "5", "routes", "20", "grow", "3", "other", "8", "fail", "1000"],
+            env={"SIMGPU_CAPACITY": "1G", "VRAMTRACE_TOP": "6"})
+    eq((r.rc, r.out), (0, "done\n"), "t_inproc runs as without vramtrace")
+    d = r.dump
+    eq(d["reason"], "exit", "the exit dump")
+    oom = library_part(r.err, "vramtrace: out of memory in pid", "vramtrace: what the numbers say")
+    exit_ = library_part(r.err, "vramtrace: exit in pid", "vramtrace: dump: ")
+    with workdir("vt-printonce-") as work:
+        path = os.path.join(work, "exit.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path, "--top", "6"], capture_output=True, text=True)
+    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
+    cli = p.stdout.split("\n")
+
+    holders = section(oom, "largest holders by call site")
+    eq(len(holders), 4, "the post-mortem's heading and three call sites")
+    eq(holders[0], "largest holders by call site (3 call sites):", "the post-mortem's heading")
+    eq(without_stacks(section(cli, "largest holders by call site")), holders,
+       "the holders table: the post-mortem's and vramtrace report's")
+    eq(section(exit_, "largest holders by call site"), holders, "the exit summary's holders table")
+    ok(len(section(cli, "largest holders by call site")) > len(holders), "vramtrace report shows the stacks")
+
+    live = section(oom, "largest live allocations")
+    eq(live[0], "largest live allocations (24 live):", "the post-mortem's live table")
+    eq(len(live), 7, "the heading and VRAMTRACE_TOP rows")
+    eq(section(cli, "largest live allocations"), live, "the live table: the post-mortem's and vramtrace report's")
+
+    totals = exit_[1:3]
+    ok(totals[0].startswith("  live at exit: 40.00 MiB in 24 allocations; peak 40.00 MiB at "), totals[0])
+    eq(totals[1], "  allocations 24, frees 0, failed 1 (out of memory 1)", "the exit summary's counts")
+    eq(section(cli, "totals:")[1:], totals, "the totals: the exit summary's and vramtrace report's")
+
+    growing = section(exit_, "growing call site")
+    eq(len(growing), 2, "the heading and one growing call site")
+    eq(section(cli, "growing call site"), growing, "the growing sites: the exit summary's and vramtrace report's")
