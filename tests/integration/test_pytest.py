@@ -82,15 +82,15 @@ def check_t_api(r):
             "leaks N", "",
             "=================================================================",
             "==PID==ERROR: vramtrace: detected GPU memory leaks", ""]
-    want += leak(65536, "keep_big", "void *d = keep_big();")
-    want += leak(4096, "keep_small", "void *b = keep_small();")
-    want += leak(512, "late", "void *e = late();")
+    for held_bytes, fn, call in ((65536, "keep_big", "void *d = keep_big();"),
+                                 (4096, "keep_small", "void *b = keep_small();"), (512, "late", "void *e = late();")):
+        want += leak(held_bytes, fn, call)
     want += ["SUMMARY: vramtrace: 70144 byte(s) leaked in 3 allocation(s).",
              "peak N",
              "==PID==vramtrace: peak of GPU memory since the mark: 77824 byte(s) in 3 allocation(s), held by:", ""]
-    want += held(65536, "keep_big", "void *d = keep_big();")
-    want += held(8192, "scratch", "void *c = scratch();")
-    want += held(4096, "keep_small", "void *b = keep_small();")
+    for held_bytes, fn, call in ((65536, "keep_big", "void *d = keep_big();"), (8192, "scratch", "void *c = scratch();"),
+                                 (4096, "keep_small", "void *b = keep_small();")):
+        want += held(held_bytes, fn, call)
     want += ["SUMMARY: vramtrace: peak of 77824 byte(s) in 3 allocation(s) since the mark.",
              "cut N",
              "end 0 -2 -2",
@@ -240,6 +240,26 @@ def suite_line(name, text):
         return 1 + next(i for i, line in enumerate(f) if text in line)
 
 
+def leak_report(first, leaked, frames):
+    """A gpu_no_leaks failure's lines: `first`, then the leak report of one
+    allocation of `leaked` bytes from `frames`."""
+    return ([first, "", "=================================================================",
+             "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+             f"Direct leak of {leaked} byte(s) in 1 object(s) allocated from:"] + frames
+            + ["", f"SUMMARY: vramtrace: {leaked} byte(s) leaked in 1 allocation(s).", ""])
+
+
+def peak_report(first, peak, holders):
+    """A gpu_limit failure's lines: `first`, then the peak of `peak` bytes
+    since the mark, held by `holders` (bytes and frames of one allocation
+    each)."""
+    n = len(holders)
+    out = [first, f"==PID==vramtrace: peak of GPU memory since the mark: {peak} byte(s) in {n} allocation(s), held by:"]
+    for held, frames in holders:
+        out += ["", f"{held} byte(s) in 1 object(s) allocated from:"] + frames
+    return out + ["", f"SUMMARY: vramtrace: peak of {peak} byte(s) in {n} allocation(s) since the mark.", ""]
+
+
 C_SUITE = "test_c_suite.py"
 C_OUTCOMES = {f"{C_SUITE}::test_{n}": o for n, o in (
     ("clean", "PASSED"), ("leaks", "FAILED"), ("under_limit", "PASSED"), ("over_limit", "FAILED"),
@@ -256,21 +276,13 @@ def check_c_suite(r):
     eq(outcomes(r.out), C_OUTCOMES, "outcomes")
     s = sections(r.out, C_SUITE)
     eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
-    eq(s["test_leaks"], ["gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated in "
-                         "1 allocation(s):", "",
-                         "=================================================================",
-                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
-                         "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"]
-       + c_frames("test_leaks", "kept.append(alloc(3 << 20))")
-       + ["", "SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
-    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 5.00 MiB (5242880 bytes), over its "
-                              "limit of 4.00 MiB (4194304 bytes); held at the peak:",
-                              "==PID==vramtrace: peak of GPU memory since the mark: 5242880 byte(s) in "
-                              "2 allocation(s), held by:", "",
-                              "3145728 byte(s) in 1 object(s) allocated from:"]
-       + c_frames("test_over_limit", "    a = alloc(3 << 20)")
-       + ["", "2097152 byte(s) in 1 object(s) allocated from:"] + c_frames("test_over_limit", "    b = alloc(2 << 20)")
-       + ["", "SUMMARY: vramtrace: peak of 5242880 byte(s) in 2 allocation(s) since the mark.", ""],
+    eq(s["test_leaks"], leak_report("gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated "
+                                     "in 1 allocation(s):", 3145728,
+                                     c_frames("test_leaks", "kept.append(alloc(3 << 20))")), "test_leaks' report")
+    eq(s["test_over_limit"], peak_report("gpu_limit: the test's GPU memory peaked at 5.00 MiB (5242880 bytes), over "
+                                         "its limit of 4.00 MiB (4194304 bytes); held at the peak:", 5242880,
+                                         [(3145728, c_frames("test_over_limit", "    a = alloc(3 << 20)")),
+                                          (2097152, c_frames("test_over_limit", "    b = alloc(2 << 20)"))]),
        "test_over_limit's report")
     raised = s["test_raises"]
     eq([x for x in raised if x.startswith("E ")], ["E       RuntimeError: the test's own error"], "test_raises' error")
@@ -331,21 +343,15 @@ def pytest_plugin_torch_suite():
     s = sections(r.out, TORCH_SUITE)
     eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
     # The leaked tensor (1 MiB) lies in a 2 MiB segment of PyTorch's small pool.
-    eq(s["test_leaks"], ["gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated "
-                         "(torch.cuda.memory_allocated); the GPU memory allocated since it began and still held:", "",
-                         "=================================================================",
-                         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
-                         "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"]
-       + torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False)
-       + ["", "SUMMARY: vramtrace: 2097152 byte(s) leaked in 1 allocation(s).", ""], "test_leaks' report")
-    eq(s["test_over_limit"], ["gpu_limit: the test's GPU memory peaked at 128.00 MiB (134217728 bytes), over its "
-                              "limit of 100.00 MiB (104857600 bytes); held at the peak:",
-                              "==PID==vramtrace: peak of GPU memory since the mark: 134217728 byte(s) in "
-                              "2 allocation(s), held by:", "",
-                              "100663296 byte(s) in 1 object(s) allocated from:"]
-       + torch_frames("test_over_limit", "a = mib(96)")
-       + ["", "33554432 byte(s) in 1 object(s) allocated from:"] + torch_frames("test_over_limit", "b = mib(32)")
-       + ["", "SUMMARY: vramtrace: peak of 134217728 byte(s) in 2 allocation(s) since the mark.", ""],
+    eq(s["test_leaks"], leak_report("gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated "
+                                     "(torch.cuda.memory_allocated); the GPU memory allocated since it began and "
+                                     "still held:", 2097152,
+                                     torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False)),
+       "test_leaks' report")
+    eq(s["test_over_limit"], peak_report("gpu_limit: the test's GPU memory peaked at 128.00 MiB (134217728 bytes), "
+                                         "over its limit of 100.00 MiB (104857600 bytes); held at the peak:",
+                                         134217728, [(100663296, torch_frames("test_over_limit", "a = mib(96)")),
+                                                     (33554432, torch_frames("test_over_limit", "b = mib(32)"))]),
        "test_over_limit's report")
     eq([x for x in s["test_raises"] if x.startswith("E ")], ["E       RuntimeError: the test's own error"],
        "test_raises' error")

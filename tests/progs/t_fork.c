@@ -5,16 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The parent's 1 MiB and the child's 4 KiB, each its own call site;
+ * NULL where the allocation failed. */
 static void *parent_buffer(void) {
     void *p = NULL;
-    cudaMalloc(&p, 1 << 20);
-    return p;
+    return cudaMalloc(&p, 1 << 20) == cudaSuccess ? p : NULL;
 }
 
 static void *child_buffer(void) {
     void *p = NULL;
-    cudaMalloc(&p, 4096);
-    return p;
+    return cudaMalloc(&p, 4096) == cudaSuccess ? p : NULL;
 }
 
 int main(void) {
