@@ -299,6 +299,46 @@ static const char *takes(const struct vt_option_desc *d, char *buf, size_t size)
     return buf;
 }
 
+/* The table's option whose `run` flag `a` is, or NULL. A flag the table
+ * writes "--NAME[=CHOICE]" is "--NAME" (*value NULL) or "--NAME=CHOICE"
+ * (*value CHOICE); any other flag is itself (*value NULL). */
+static const struct vt_option_desc *flag_of(const char *a, const char **value) {
+    *value = NULL;
+    for (int k = 0; k < VT_O_COUNT; k++) {
+        const char *flag = vt_option_table[k].flag, *opt = flag ? strstr(flag, "[=") : NULL;
+        if (!flag) continue;
+        if (!opt) {
+            if (strcmp(a, flag) == 0) return &vt_option_table[k];
+            continue;
+        }
+        size_t n = (size_t)(opt - flag), cn = strcspn(opt + 2, "]");
+        if (strncmp(a, flag, n) != 0) continue;
+        if (a[n] == '\0') return &vt_option_table[k];
+        if (a[n] == '=' && strlen(a + n + 1) == cn && strncmp(a + n + 1, opt + 2, cn) == 0) {
+            *value = a + n + 1;
+            return &vt_option_table[k];
+        }
+    }
+    return NULL;
+}
+
+/* --tensors: PyTorch's allocator in both of its settings variables becomes
+ * backend:cudaMallocAsync, each tensor one live allocation; --tensors=nocache
+ * turns PyTorch's caching off instead. 0, or -1 after a message. */
+static int tensors(const char *value) {
+    if (value) { /* "nocache", the one choice flag_of lets through */
+        setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+        return 0;
+    }
+    /* Both from the environment as it was: the second reads the first's old value. */
+    char *cuda = getenv("PYTORCH_CUDA_ALLOC_CONF") ? strdup(getenv("PYTORCH_CUDA_ALLOC_CONF")) : NULL;
+    int rc = set_async_backend("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF");
+    if (cuda) setenv("PYTORCH_CUDA_ALLOC_CONF", cuda, 1);
+    free(cuda);
+    if (rc != 0 || set_async_backend("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") != 0) return -1;
+    return 0;
+}
+
 int vt_cmd_run(int argc, char **argv) {
     int i = 1;
     for (; i < argc; i++) {
@@ -306,27 +346,15 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
-        if (strcmp(a, "--tensors") == 0) {
-            /* Both from the environment as it was: the second reads the first's old value. */
-            char *cuda = getenv("PYTORCH_CUDA_ALLOC_CONF") ? strdup(getenv("PYTORCH_CUDA_ALLOC_CONF")) : NULL;
-            int rc = set_async_backend("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF");
-            if (cuda) setenv("PYTORCH_CUDA_ALLOC_CONF", cuda, 1);
-            free(cuda);
-            if (rc != 0 || set_async_backend("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF") != 0)
-                return 127;
-            continue;
-        }
-        if (strcmp(a, "--tensors=nocache") == 0) {
-            setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
-            continue;
-        }
-        /* Each flag sets one environment variable: the option table's. */
-        const struct vt_option_desc *d = NULL;
-        for (int k = 0; k < VT_O_COUNT && !d; k++)
-            if (vt_option_table[k].flag && strcmp(a, vt_option_table[k].flag) == 0) d = &vt_option_table[k];
+        const char *value;
+        const struct vt_option_desc *d = flag_of(a, &value);
         if (!d) {
             fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", a);
             return 2;
+        }
+        if (d == &vt_option_table[VT_O_TENSORS]) {
+            if (tensors(value) != 0) return 127;
+            continue;
         }
         if (!d->arg) {
             setenv(d->name, "1", 1);
