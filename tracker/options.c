@@ -1,7 +1,6 @@
 /* options.c -- reading the settings table's VRAMTRACE_* variables into vt_opt. */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,10 +57,17 @@ static long load_number(enum vt_option_id id) {
     return out;
 }
 
-/* An empty value keeps the default; one too long for the buffer becomes
- * `too_long` (an output never goes to a different file than asked). */
-static void load_string(const char *name, const char *def, const char *too_long, const char *instead,
-                        char *out, size_t size) {
+/* The default of a VT_OPT_TEXT option ("" where the table says none). */
+static const char *text_default(enum vt_option_id id) {
+    const char *d = vt_option_table[id].def;
+    return d[0] == '(' ? "" : d;
+}
+
+/* A VT_OPT_TEXT option into out. An empty value keeps the default; one too
+ * long for the buffer becomes `too_long` (an output never goes to a
+ * different file than asked). */
+static void load_string(enum vt_option_id id, const char *too_long, const char *instead, char *out, size_t size) {
+    const char *name = vt_option_table[id].name, *def = text_default(id);
     const char *v = getenv(name);
     if (v == NULL) v = def;
     if (*v == '\0' && *def != '\0') {
@@ -76,6 +82,34 @@ static void load_string(const char *name, const char *def, const char *too_long,
     snprintf(out, size, "%s", v);
 }
 
+/* The place of v among a VT_OPT_CHOICE option's words (0 for the first),
+ * or -1. */
+static int choice_index(const struct vt_option_desc *d, const char *v) {
+    int k = 0;
+    for (const char *w = d->choices; w && *w; k++) {
+        size_t n = strcspn(w, ",");
+        if (strlen(v) == n && strncmp(v, w, n) == 0) return k;
+        w += n + (w[n] == ',');
+    }
+    return -1;
+}
+
+/* A VT_OPT_CHOICE option's words as a sentence lists them: "a, b or c". */
+static const char *choice_list(const struct vt_option_desc *d, char *buf, size_t size) {
+    size_t k = 0, words = 1;
+    for (const char *c = d->choices; *c; c++) words += *c == ',';
+    buf[0] = '\0';
+    size_t i = 0;
+    for (const char *w = d->choices; *w && k < size; i++) {
+        size_t n = strcspn(w, ",");
+        int m = snprintf(buf + k, size - k, "%s%.*s", i == 0 ? "" : i + 1 == words ? " or " : ", ", (int)n, w);
+        if (m < 0) break;
+        k += (size_t)m;
+        w += n + (w[n] == ',');
+    }
+    return buf;
+}
+
 /* VRAMTRACE_MARK: created empty at start in every process the library
  * reaches, so that `vramtrace run` can tell afterwards that the preload took
  * (it points the variable into a private directory of its own). Never
@@ -88,17 +122,10 @@ static void mark_loaded(void) {
     if (fd >= 0) close(fd);
 }
 
-/* The default of a VT_OPT_TEXT option ("" where the table says none). */
-static const char *text_default(enum vt_option_id id) {
-    const char *d = vt_option_table[id].def;
-    return d[0] == '(' ? "" : d;
-}
-
 void vt_options_load(void) {
     mark_loaded();
-    load_string("VRAMTRACE_OUT", text_default(VT_O_OUT), "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
-    load_string("VRAMTRACE_REPORT", text_default(VT_O_REPORT), "stderr", "reporting on stderr", vt_opt.report,
-                sizeof vt_opt.report);
+    load_string(VT_O_OUT, "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
+    load_string(VT_O_REPORT, "stderr", "reporting on stderr", vt_opt.report, sizeof vt_opt.report);
     vt_opt.depth = (int)load_number(VT_O_DEPTH);
     vt_opt.events = load_number(VT_O_EVENTS);
     vt_opt.top = (int)load_number(VT_O_TOP);
@@ -107,35 +134,39 @@ void vt_options_load(void) {
     vt_opt.exitcode = (int)load_number(VT_O_EXITCODE);
     vt_opt.live = (int)load_number(VT_O_LIVE);
     vt_opt.forecast = load_number(VT_O_FORECAST);
-    load_string("VRAMTRACE_SUPPRESSIONS", text_default(VT_O_SUPPRESSIONS), "", "checking without suppressions",
-                vt_opt.suppressions, sizeof vt_opt.suppressions);
-    load_string("VRAMTRACE_APP", text_default(VT_O_APP), "", "using the default rule for call sites", vt_opt.app,
-                sizeof vt_opt.app);
-    load_string("VRAMTRACE_LIBRARY", text_default(VT_O_LIBRARY), "", "using the default library paths",
-                vt_opt.library, sizeof vt_opt.library);
+    load_string(VT_O_SUPPRESSIONS, "", "checking without suppressions", vt_opt.suppressions,
+                sizeof vt_opt.suppressions);
+    load_string(VT_O_APP, "", "using the default rule for call sites", vt_opt.app, sizeof vt_opt.app);
+    load_string(VT_O_LIBRARY, "", "using the default library paths", vt_opt.library, sizeof vt_opt.library);
     vt_callsite_configure(vt_opt.app, vt_opt.library);
-    const char *lim = getenv("VRAMTRACE_LIMIT");
+    const struct vt_option_desc *lo = &vt_option_table[VT_O_LIMIT];
+    const char *lim = getenv(lo->name);
     vt_opt.limit = 0;
-    if (lim && !vt_option_valid(&vt_option_table[VT_O_LIMIT], lim)) {
-        warn("vramtrace: warning: VRAMTRACE_LIMIT=%s is not a size (512M, 24G, bytes)%s%s; "
-             "running without a budget\n", lim, "", "");
+    if (lim && !vt_option_valid(lo, lim)) {
+        warn("vramtrace: warning: %s=%s is not a size (512M, 24G, bytes)%s; running without a budget\n", lo->name,
+             lim, "");
     } else if (lim) {
         vt_parse_size(lim, &vt_opt.limit);
     }
-    const char *uw = getenv("VRAMTRACE_UNWIND");
-    vt_opt.unwind = VT_UNWIND_WALKER;
-    if (uw && strcmp(uw, "libunwind") == 0) vt_opt.unwind = VT_UNWIND_LIBUNWIND;
-    else if (uw && strcmp(uw, "check") == 0) vt_opt.unwind = VT_UNWIND_CHECK;
-    else if (uw && strcmp(uw, "walker") != 0)
-        warn("vramtrace: warning: VRAMTRACE_UNWIND=%s is not walker, libunwind or check%s%s; "
-             "using the walker\n", uw, "", "");
-    const char *sig = getenv("VRAMTRACE_SIGNAL");
-    vt_opt.signal = SIGUSR2;
+    /* VT_UNWIND_* are the table's choices in their order. */
+    const struct vt_option_desc *uo = &vt_option_table[VT_O_UNWIND];
+    const char *uw = getenv(uo->name);
+    vt_opt.unwind = choice_index(uo, uo->def);
+    if (uw && choice_index(uo, uw) >= 0) {
+        vt_opt.unwind = choice_index(uo, uw);
+    } else if (uw) {
+        char words[96], line[512];
+        snprintf(line, sizeof line, "vramtrace: warning: %s=%.300s is not %s; using the %s\n", uo->name, uw,
+                 choice_list(uo, words, sizeof words), uo->def);
+        warn("%s%s%s", line, "", "");
+    }
+    const struct vt_option_desc *so = &vt_option_table[VT_O_SIGNAL];
+    const char *sig = getenv(so->name);
+    vt_opt.signal = vt_parse_signal(so->def);
     if (sig) {
         int n = vt_parse_signal(sig);
         if (n < 0)
-            warn("vramtrace: warning: VRAMTRACE_SIGNAL=%s is not a signal vramtrace can use%s%s; "
-                 "keeping USR2\n", sig, "", "");
+            warn("vramtrace: warning: %s=%s is not a signal vramtrace can use; keeping %s\n", so->name, sig, so->def);
         else
             vt_opt.signal = n;
     }
