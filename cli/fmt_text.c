@@ -22,21 +22,6 @@ static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, s
     return vr_safe(vm_site_label(d, stack, where, sizeof where), buf, size);
 }
 
-static void devices(FILE *f, const struct vm_dump *d) {
-    char a[32], b[32], c[32], name[29], uuid[256]; /* name: its column is 28 wide */
-    fprintf(f, "devices:\n  %-3s %-28s %11s %11s %11s %9s %8s %8s %6s %5s  %s\n", "#", "name", "total",
-            "live", "peak", "peak at", "allocs", "frees", "failed", "ooms", "uuid");
-    for (size_t i = 0; i < d->ndevices; i++) {
-        const struct vm_device *v = &d->devices[i];
-        fprintf(f, "  %-3d %-28.28s %11s %11s %11s %8.3fs %8" PRIu64 " %8" PRIu64 " %6" PRIu64
-                   " %5" PRIu64 "  %s\n",
-                v->ordinal, v->name ? S(v->name, name) : "?", v->total_bytes ? B(v->total_bytes, a) : "?",
-                B(v->live_bytes, b), B(v->peak_bytes, c), secs(v->peak_time_ns), v->alloc_count,
-                v->free_count, v->failed_count, v->oom_count, v->uuid ? S(v->uuid, uuid) : "?");
-    }
-    if (d->ndevices == 0) fputs("  (none used)\n", f);
-}
-
 /* One line that says how the run went, from the event history. */
 static void timeline(FILE *f, const struct vm_dump *d) {
     char a[32], b[32];
@@ -114,7 +99,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
             d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
             S(d->reason, reason));
-    devices(f, d);
+    vr_put_devices(f, d);
     fputs("totals:\n", f);
     vr_put_totals(f, d);
     timeline(f, d);

@@ -22,6 +22,27 @@ void vr_put_totals(FILE *f, const struct vm_dump *d) {
     vt_put_totals(f, "", &tt);
 }
 
+static int device_row(const void *ctx, size_t i, struct vt_device_row *r) {
+    const struct vm_device *v = &((const struct vm_dump *)ctx)->devices[i];
+    r->ordinal = v->ordinal;
+    vr_safe(v->name ? v->name : "?", r->name, sizeof r->name);
+    vr_safe(v->uuid ? v->uuid : "?", r->uuid, sizeof r->uuid);
+    r->total_bytes = v->total_bytes;
+    r->live_bytes = v->live_bytes;
+    r->peak_bytes = v->peak_bytes;
+    r->peak_time_ns = v->peak_time_ns;
+    r->alloc_count = v->alloc_count;
+    r->free_count = v->free_count;
+    r->failed_count = v->failed_count;
+    r->oom_count = v->oom_count;
+    return 1;
+}
+
+void vr_put_devices(FILE *f, const struct vm_dump *d) {
+    struct vt_devices_text dt = {.n = d->ndevices, .row = device_row, .ctx = d};
+    vt_put_devices(f, "", &dt);
+}
+
 struct holders_ctx {
     const struct vm_dump *d;
     const struct vr_combined *c;

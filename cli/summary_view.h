@@ -8,6 +8,9 @@
 
 #include "reporters.h"
 
+/* The devices of d, as the library's exit summary lists them. */
+void vr_put_devices(FILE *f, const struct vm_dump *d);
+
 /* The totals of d as the library's exit summary gives them: live "at exit"
  * in an exit dump, "at the dump" in any other. */
 void vr_put_totals(FILE *f, const struct vm_dump *d);

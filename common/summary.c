@@ -58,6 +58,23 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
                 t->records_lost, plural(t->records_lost, "record", "records"));
 }
 
+void vt_put_devices(FILE *f, const char *prefix, const struct vt_devices_text *d) {
+    char a[32], b[32], c[32];
+    size_t shown = 0;
+    fprintf(f, "%sdevices:\n%s  %-3s %-28s %11s %11s %11s %9s %8s %8s %6s %5s  %s\n", prefix, prefix, "#", "name",
+            "total", "live", "peak", "peak at", "allocs", "frees", "failed", "ooms", "uuid");
+    for (size_t i = 0; i < d->n; i++) {
+        struct vt_device_row r = {0};
+        if (!d->row(d->ctx, i, &r)) continue;
+        fprintf(f, "%s  %-3d %-28.28s %11s %11s %11s %8.3fs %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %5" PRIu64 "  %s\n",
+                prefix, r.ordinal, r.name, r.total_bytes ? B(r.total_bytes, a) : "?", B(r.live_bytes, b),
+                B(r.peak_bytes, c), (double)r.peak_time_ns / 1e9, r.alloc_count, r.free_count, r.failed_count,
+                r.oom_count, r.uuid);
+        shown++;
+    }
+    if (shown == 0) fprintf(f, "%s  (none used)\n", prefix);
+}
+
 void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h, size_t top, vt_put_fn put) {
     if (h->n == 0) { fprintf(f, "%s  no device memory is live\n", prefix); return; }
     fprintf(f, "%slargest holders%s%s by call site (%zu call site%s):\n", prefix, h->moment ? " at " : "",

@@ -51,6 +51,29 @@ struct vt_totals_text {
  * processes, and the records lost. */
 void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t);
 
+/* One device of the devices table: texts in display form, the name cut
+ * to its 28-character column ("?" when unknown, as the uuid), total_bytes
+ * 0 when unknown. */
+struct vt_device_row {
+    int ordinal;
+    char name[29], uuid[256];
+    uint64_t total_bytes;
+    uint64_t live_bytes, peak_bytes, peak_time_ns, alloc_count, free_count, failed_count, oom_count;
+};
+
+/* The devices used: candidates 0..n, row(ctx, i, r) filling candidate i
+ * and returning 0 for one that was not used (skipped). */
+struct vt_devices_text {
+    size_t n;
+    int (*row)(const void *ctx, size_t i, struct vt_device_row *r);
+    const void *ctx;
+};
+
+/* "PREFIXdevices:", a heading line and one line per device used (total,
+ * live, peak and when, allocations, frees, failures, OOMs, uuid);
+ * "PREFIX  (none used)" when none was. */
+void vt_put_devices(FILE *f, const char *prefix, const struct vt_devices_text *d);
+
 /* One row of a holders table: a call site's live bytes and allocations,
  * its label, and (where the table shows stacks) the frames of its largest
  * stack. */

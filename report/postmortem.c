@@ -61,6 +61,27 @@ static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     vt_growth_text(g, r->rate, sizeof r->rate);
 }
 
+/* A device as the dump names it: its name and uuid only where they were
+ * read (have_facts). */
+static int device_row(const void *ctx, size_t i, struct vt_device_row *r) {
+    const struct view *v = ctx;
+    const struct vt_device *d = &v->s->devices[i];
+    if (!d->used) return 0;
+    r->ordinal = (int)i;
+    snprintf(r->name, sizeof r->name, "%s", d->have_facts ? d->name : "?");
+    vt_utf8_whole(r->name, sizeof r->name);
+    snprintf(r->uuid, sizeof r->uuid, "%s", d->have_facts && d->uuid[0] ? d->uuid : "?");
+    r->total_bytes = d->total_bytes;
+    r->live_bytes = d->live_bytes;
+    r->peak_bytes = d->peak_bytes;
+    r->peak_time_ns = d->peak_time_ns;
+    r->alloc_count = d->alloc_count;
+    r->free_count = d->free_count;
+    r->failed_count = d->failed_count;
+    r->oom_count = d->oom_count;
+    return 1;
+}
+
 static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
     return d >= 0 && d < s->ndevices ? &s->devices[d] : NULL;
 }
@@ -120,7 +141,6 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
                         const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
                         int top) {
     const struct vt_totals *t = &s->totals;
-    char a[32], b[32];
     struct vt_totals_text tt = {
         .moment = "exit", .live_bytes = t->live_bytes, .live_count = t->live_count, .peak_bytes = t->peak_bytes,
         .peak_time_ns = t->peak_time_ns, .alloc_count = t->alloc_count, .free_count = t->free_count,
@@ -131,15 +151,9 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     };
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
-    for (int i = 0; i < s->ndevices; i++) {
-        const struct vt_device *d = &s->devices[i];
-        if (!d->used) continue;
-        fprintf(f, "vramtrace:   device %d%s%s%s: %s live, peak %s", i, d->name[0] ? " (" : "",
-                d->name, d->name[0] ? ")" : "", B(d->live_bytes, a), B(d->peak_bytes, b));
-        if (d->total_bytes) fprintf(f, " of %s", vt_fmt_bytes(d->total_bytes, a, sizeof a));
-        fputc('\n', f);
-    }
     struct view v = {s, sym, an};
+    struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
+    vt_put_devices(f, "vramtrace: ", &dt);
     if (t->live_count) holders_table(f, &v, top);
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);

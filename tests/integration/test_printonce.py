@@ -78,6 +78,11 @@ def printonce_report_of_a_dump_prints_the_library_sections():
     eq(totals[1], "  allocations 24, frees 0, failed 1 (out of memory 1)", "the exit summary's counts")
     eq(section(cli, "totals:")[1:], totals, "the totals: the exit summary's and vramtrace report's")
 
+    devices = section(exit_, "devices:")
+    eq(len(devices), 3, "the heading, the columns' line and device 0")
+    ok(devices[2].startswith("  0   vramtrace simulated GPU         1.00 GiB   40.00 MiB   40.00 MiB "), devices[2])
+    eq(section(cli, "devices:"), devices, "the devices: the exit summary's and vramtrace report's")
+
     growing = section(exit_, "growing call site")
     eq(len(growing), 2, "the heading and one growing call site")
     eq(section(cli, "growing call site"), growing, "the growing sites: the exit summary's and vramtrace report's")
