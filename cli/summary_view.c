@@ -28,13 +28,7 @@ static int device_row(const void *ctx, size_t i, struct vt_device_row *r) {
     vr_safe(v->name ? v->name : "?", r->name, sizeof r->name);
     vr_safe(v->uuid ? v->uuid : "?", r->uuid, sizeof r->uuid);
     r->total_bytes = v->total_bytes;
-    r->live_bytes = v->live_bytes;
-    r->peak_bytes = v->peak_bytes;
-    r->peak_time_ns = v->peak_time_ns;
-    r->alloc_count = v->alloc_count;
-    r->free_count = v->free_count;
-    r->failed_count = v->failed_count;
-    r->oom_count = v->oom_count;
+    VT_COPY_COUNTERS(r, v);
     return 1;
 }
 

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "counters.h"
 #include "frame.h"
 
 typedef void (*vt_put_fn)(FILE *, const char *);
@@ -58,8 +59,18 @@ struct vt_device_row {
     int ordinal;
     char name[29], uuid[256];
     uint64_t total_bytes;
-    uint64_t live_bytes, peak_bytes, peak_time_ns, alloc_count, free_count, failed_count, oom_count;
+    VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
+
+/* Copy each counter of common/counters.h from *src (the tracker's device,
+ * or the model's) to *dst (a row). */
+#define VT_COPY_COUNTER(name) vt_dst_->name = vt_src_->name;
+#define VT_COPY_COUNTERS(dst, src)                                   \
+    do {                                                             \
+        __typeof__(dst) vt_dst_ = (dst);                             \
+        __typeof__(src) vt_src_ = (src);                             \
+        VT_COUNTERS(VT_COPY_COUNTER)                                 \
+    } while (0)
 
 /* The devices used: candidates 0..n, row(ctx, i, r) filling candidate i
  * and returning 0 for one that was not used (skipped). */

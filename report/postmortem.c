@@ -72,13 +72,7 @@ static int device_row(const void *ctx, size_t i, struct vt_device_row *r) {
     vt_utf8_whole(r->name, sizeof r->name);
     snprintf(r->uuid, sizeof r->uuid, "%s", d->have_facts && d->uuid[0] ? d->uuid : "?");
     r->total_bytes = d->total_bytes;
-    r->live_bytes = d->live_bytes;
-    r->peak_bytes = d->peak_bytes;
-    r->peak_time_ns = d->peak_time_ns;
-    r->alloc_count = d->alloc_count;
-    r->free_count = d->free_count;
-    r->failed_count = d->failed_count;
-    r->oom_count = d->oom_count;
+    VT_COPY_COUNTERS(r, d);
     return 1;
 }
 
