@@ -446,6 +446,7 @@ static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const st
         v->last_ns = (uint64_t)json_integer_value(last);
         v->bytes_per_allocation = (uint64_t)json_integer_value(per);
     }
+    vm_growth_unit(o, v);
 }
 
 static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {

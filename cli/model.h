@@ -80,6 +80,10 @@ struct vm_growth {
      * before them have have_rate 0 (and the three 0). */
     int have_rate;
     uint64_t since_ns, last_ns, bytes_per_allocation;
+    /* The unit the rate is said in ("step" or "allocation", static), how
+     * many, and the rise per unit: the dump's, else allocations. */
+    const char *unit;
+    uint64_t units, bytes_per_unit;
 };
 
 struct vm_device {

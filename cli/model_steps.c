@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
+#include "model.h"
 #include "model_steps.h"
 
 /* The integer at key of o within lo..hi into *out; 0 when it is not. */
@@ -51,4 +54,20 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
     *n = k;
     *total = (uint64_t)all;
     return 0;
+}
+
+void vm_growth_unit(json_t *o, struct vm_growth *g) {
+    json_t *u = json_object_get(o, "unit");
+    json_int_t units, per;
+    g->unit = "allocation";
+    g->units = g->allocations;
+    g->bytes_per_unit = g->bytes_per_allocation;
+    if (json_is_string(u) && in_range(o, "units", 1, INT64_MAX, &units) && in_range(o, "bytes_per_unit", 0, INT64_MAX, &per)) {
+        const char *name = strcmp(json_string_value(u), "step") == 0 ? "step"
+                           : strcmp(json_string_value(u), "allocation") == 0 ? "allocation" : NULL;
+        if (!name) return;
+        g->unit = name;
+        g->units = (uint64_t)units;
+        g->bytes_per_unit = (uint64_t)per;
+    }
 }

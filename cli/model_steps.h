@@ -23,4 +23,10 @@ struct vm_step {
 int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *n, uint64_t *total, char *err,
                   size_t errsize);
 
+/* A growing site's unit of work (struct vm_growth in model.h): the dump's
+ * "unit" ("step" or "allocation"), "units" and "bytes_per_unit" when all
+ * three are there and sound, else allocations and bytes_per_allocation. */
+struct vm_growth;
+void vm_growth_unit(json_t *o, struct vm_growth *g);
+
 #endif
