@@ -259,6 +259,10 @@ const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size
     return best;
 }
 
+uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i) {
+    return r->request ? r->request : s->ooms[i].requested;
+}
+
 void vt_torch_reset_child(void) {
     pthread_mutex_init(&lock, NULL);
 }

@@ -391,3 +391,37 @@ def torch_truth_growth_said_per_step():
            "vramtrace report says what the post-mortem said")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+ASYNC_OOM = r"""
+import sys, torch
+import vramtrace_torch as companion
+sent = []   # the reasons of the records the companion sends
+lib = companion._state["lib"]
+submit = lib[1]
+companion._state["lib"] = (lib[0], lambda text, n: (sent.append(text.split(b"\t")[2].decode()), submit(text, n))[1]) + lib[2:]
+keep = [torch.empty(1 << 28, dtype=torch.uint8, device="cuda") for _ in range(3)]
+try:
+    torch.empty(7 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(torch.cuda.get_allocator_backend(), torch.cuda.memory_allocated(), torch.cuda.memory_reserved(), sent)
+"""
+
+
+@torch_truth_test
+def torch_truth_oom_record_under_cudamallocasync():
+    # --tensors (cudaMallocAsync, no OOM observer): the record is taken as
+    # PyTorch makes its OutOfMemoryError, once, and belongs to the failed
+    # cudaMallocAsync; under the caching allocator the observer's record is
+    # the only one.
+    for flags, backend, api in ((["--tensors"], "cudaMallocAsync", "cudaMallocAsync"), ([], "native", "cudaMalloc")):
+        out, dumps, report = traced(ASYNC_OOM, flags=flags)
+        b, allocated, reserved, sent = out.split(" ", 3)
+        eq((b, sent), (backend, "['oom']\n"), f"{flags}: one record at the OOM")
+        d = dumps["exit"]
+        o = d["ooms"][-1]
+        eq((o["api"], o["requested_bytes"]), (api, 7 << 30), f"{flags}: the failed call")
+        t = o["torch"][0]
+        eq((t["allocated_bytes"], t["reserved_bytes"], t["request_bytes"]), (int(allocated), int(reserved), 7 << 30),
+           f"{flags}: PyTorch's state at the failure")
+        ok("vramtrace: inside PyTorch at this out-of-memory error:\n" in report, f"{flags}: the post-mortem has it")
