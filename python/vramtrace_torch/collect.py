@@ -317,7 +317,21 @@ def growth(seen):
 def record(torch, reason, oom, steps, per_step):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
     the observer's (device, request, total, free); per_step the allocated
-    bytes at the last steps' ends by device)."""
+    bytes at the last steps' ends by device). Python's garbage collector is
+    held off meanwhile (and then left as it was): the walk makes hundreds of
+    thousands of small objects, and each collection they set off would
+    traverse every live object, the walk's own lists of them included: it
+    was most of the walk's time (bench/bench_companion.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _record(torch, reason, oom, steps, per_step)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _record(torch, reason, oom, steps, per_step):
     try:
         snap = torch.cuda.memory._snapshot()
         tracked = True
