@@ -24,14 +24,15 @@ import sys
 import tempfile
 import time
 
+import bench_torch   # its worker, model and interleaved rounds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 B = os.path.join(ROOT, "build")
 LIB = os.path.join(B, "libvramtrace.so")
 SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
 BOOT = os.path.join(ROOT, "python", "vramtrace_torch", "_boot")
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-STEPS = int(os.environ.get("BENCH_STEPS", "200"))
+ROUNDS, STEPS = bench_torch.ROUNDS, bench_torch.STEPS
 
 
 def oom_worker():
@@ -65,11 +66,8 @@ def oom_worker():
 
 
 def main():
-    py = os.path.join(B, "torch-venv", "bin", "python3")
-    if not os.path.exists(py):
-        print("bench_companion: skipped, no build/torch-venv (make torch-env creates it)")
+    if not bench_torch.ready("bench_companion"):
         return 0
-    subprocess.run(["make", "-s", "-C", ROOT, "sim-torch"], check=True)
     tmp = tempfile.mkdtemp(prefix="vt-bench-companion-")
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
@@ -83,30 +81,8 @@ def main():
         "--tensors=nocache, companion": dict(traced, PYTHONPATH=BOOT, PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
         "_record_memory_history(stacks=python)": {"BENCH_HISTORY": "1"},
     }
-    worker = os.path.join(HERE, "bench_torch.py")
-    procs = {}
-    for name, extra in configs.items():
-        procs[name] = subprocess.Popen([SIMRUN, "--torch", "--", "python3", worker, "--worker"],
-                                       env=dict(base, **extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, text=True)
-    for name, p in procs.items():
-        if p.stdout.readline().strip() != "ready":
-            sys.exit(f"bench_companion: the worker '{name}' did not start (status {p.wait()})")
-    best = {name: float("inf") for name in procs}
-    for _ in range(ROUNDS):
-        for name, p in procs.items():
-            p.stdin.write(f"{STEPS}\n")
-            p.stdin.flush()
-            best[name] = min(best[name], float(p.stdout.readline()))
-    for p in procs.values():
-        p.stdin.close()
-        p.wait()
-    first = STEPS / best["vramtrace, no companion"]
-    print(f"PyTorch MLP training steps on the simulated GPU ({ROUNDS} interleaved rounds of {STEPS} steps, "
-          f"fastest of each):")
-    for name in procs:
-        rate = STEPS / best[name]
-        print(f"  {name:42s} {rate:8.1f} steps/s  {rate / first:.3f}x")
+    best = bench_torch.interleaved(configs, base, "bench_companion")
+    bench_torch.print_rates(best, "vramtrace, no companion")
 
     env = dict(base, **traced, PYTHONPATH=BOOT + ":" + os.path.join(ROOT, "python"), SIMGPU_CAPACITY="16G")
     p = subprocess.run([SIMRUN, "--torch", "--", "python3", os.path.abspath(__file__), "--oom"], env=env,
