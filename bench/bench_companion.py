@@ -24,14 +24,15 @@ import sys
 import tempfile
 import time
 
+import bench_torch   # its worker, model and interleaved rounds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 B = os.path.join(ROOT, "build")
 LIB = os.path.join(B, "libvramtrace.so")
 SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
 BOOT = os.path.join(ROOT, "python", "vramtrace_torch", "_boot")
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
-STEPS = int(os.environ.get("BENCH_STEPS", "200"))
+ROUNDS, STEPS = bench_torch.ROUNDS, bench_torch.STEPS
 
 
 def oom_worker():
@@ -47,9 +48,9 @@ def oom_worker():
     # Time and resident set first; Python's memory in a second run under
     # tracemalloc (which slows every allocation it traces).
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     vramtrace_torch._submit("signal")
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     tracemalloc.start()
     vramtrace_torch._submit("signal")
@@ -61,15 +62,12 @@ def oom_worker():
     except torch.OutOfMemoryError:
         pass
     whole = time.perf_counter() - t0
-    print(nparams, len(live), took, peak, (rss1 - rss0) * 1024, whole)
+    print(nparams, len(live), took, cpu, peak, (rss1 - rss0) * 1024, whole)
 
 
 def main():
-    py = os.path.join(B, "torch-venv", "bin", "python3")
-    if not os.path.exists(py):
-        print("bench_companion: skipped, no build/torch-venv (make torch-env creates it)")
+    if not bench_torch.ready("bench_companion"):
         return 0
-    subprocess.run(["make", "-s", "-C", ROOT, "sim-torch"], check=True)
     tmp = tempfile.mkdtemp(prefix="vt-bench-companion-")
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
@@ -83,30 +81,8 @@ def main():
         "--tensors=nocache, companion": dict(traced, PYTHONPATH=BOOT, PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
         "_record_memory_history(stacks=python)": {"BENCH_HISTORY": "1"},
     }
-    worker = os.path.join(HERE, "bench_torch.py")
-    procs = {}
-    for name, extra in configs.items():
-        procs[name] = subprocess.Popen([SIMRUN, "--torch", "--", "python3", worker, "--worker"],
-                                       env=dict(base, **extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, text=True)
-    for name, p in procs.items():
-        if p.stdout.readline().strip() != "ready":
-            sys.exit(f"bench_companion: the worker '{name}' did not start (status {p.wait()})")
-    best = {name: float("inf") for name in procs}
-    for _ in range(ROUNDS):
-        for name, p in procs.items():
-            p.stdin.write(f"{STEPS}\n")
-            p.stdin.flush()
-            best[name] = min(best[name], float(p.stdout.readline()))
-    for p in procs.values():
-        p.stdin.close()
-        p.wait()
-    first = STEPS / best["vramtrace, no companion"]
-    print(f"PyTorch MLP training steps on the simulated GPU ({ROUNDS} interleaved rounds of {STEPS} steps, "
-          f"fastest of each):")
-    for name in procs:
-        rate = STEPS / best[name]
-        print(f"  {name:42s} {rate:8.1f} steps/s  {rate / first:.3f}x")
+    best = bench_torch.interleaved(configs, base, "bench_companion")
+    bench_torch.print_rates(best, "vramtrace, no companion")
 
     env = dict(base, **traced, PYTHONPATH=BOOT + ":" + os.path.join(ROOT, "python"), SIMGPU_CAPACITY="16G")
     p = subprocess.run([SIMRUN, "--torch", "--", "python3", os.path.abspath(__file__), "--oom"], env=env,
@@ -116,9 +92,10 @@ def main():
     os.rmdir(tmp)
     if p.returncode != 0 or not p.stdout.strip():
         sys.exit("bench_companion: the out-of-memory worker failed:\n" + p.stderr[-2000:])
-    nparams, nlive, took, peak, rss, whole = p.stdout.split()
+    nparams, nlive, took, cpu, peak, rss, whole = p.stdout.split()
     print(f"The work at an out-of-memory error, {nparams} parameter tensors and {nlive} other live tensors:")
-    print(f"  the companion (snapshot, garbage-collector walk, hand-over): {float(took):.3f} s, "
+    print(f"  the companion (snapshot, garbage-collector walk, hand-over): {float(took):.3f} s "
+          f"({float(cpu):.3f} s of CPU: on a busy machine the one to read), "
           f"Python memory at its peak {int(peak) / 2**20:.1f} MiB, resident set grew {int(rss) / 2**20:.1f} MiB "
           f"(targets: 2 s, 200 MB)")
     print(f"  the whole failing call (post-mortem, the companion, the OOM dump again): {float(whole):.3f} s")

@@ -60,21 +60,10 @@ def worker():
         print(time.perf_counter() - t0, flush=True)
 
 
-def main():
-    py = os.path.join(B, "torch-venv", "bin", "python3")
-    if not os.path.exists(py):
-        print("bench_torch: skipped, no build/torch-venv (make torch-env creates it)")
-        return 0
-    # The stand-ins once, before three workers start at the same time.
-    subprocess.run(["make", "-s", "-C", ROOT, "sim-torch"], check=True)
-    tmp = tempfile.mkdtemp(prefix="vt-bench-torch-")
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k != "LD_PRELOAD"}
-    configs = {
-        "without vramtrace": {},
-        "vramtrace (default options)": {"LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(tmp, "d.%p.json"),
-                                        "VRAMTRACE_REPORT": "off"},
-        "_record_memory_history (Python stacks)": {"BENCH_HISTORY": "1"},
-    }
+def interleaved(configs, base, who):
+    """One worker per configuration (name -> environment over base), each
+    asked in turn for STEPS steps, ROUNDS rounds: name -> its fastest
+    stretch in seconds. `who` names the benchmark in errors."""
     procs = {}
     for name, extra in configs.items():
         procs[name] = subprocess.Popen([SIMRUN, "--torch", "--", "python3", os.path.abspath(__file__), "--worker"],
@@ -82,7 +71,7 @@ def main():
                                        stderr=subprocess.DEVNULL, text=True)
     for name, p in procs.items():
         if p.stdout.readline().strip() != "ready":
-            sys.exit(f"bench_torch: the worker '{name}' did not start (status {p.wait()})")
+            sys.exit(f"{who}: the worker '{name}' did not start (status {p.wait()})")
     best = {name: float("inf") for name in procs}
     for _ in range(ROUNDS):
         for name, p in procs.items():
@@ -92,16 +81,49 @@ def main():
     for p in procs.values():
         p.stdin.close()
         p.wait()
+    return best
+
+
+def ready(who):
+    """Whether build/torch-venv is there (else `who` says it is skipped);
+    then the simulated GPU's stand-ins are built, once, before workers start
+    at the same time."""
+    if not os.path.exists(os.path.join(B, "torch-venv", "bin", "python3")):
+        print(f"{who}: skipped, no build/torch-venv (make torch-env creates it)")
+        return False
+    subprocess.run(["make", "-s", "-C", ROOT, "sim-torch"], check=True)
+    return True
+
+
+def main():
+    if not ready("bench_torch"):
+        return 0
+    tmp = tempfile.mkdtemp(prefix="vt-bench-torch-")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k != "LD_PRELOAD"}
+    configs = {
+        "without vramtrace": {},
+        "vramtrace (default options)": {"LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(tmp, "d.%p.json"),
+                                        "VRAMTRACE_REPORT": "off"},
+        "_record_memory_history (Python stacks)": {"BENCH_HISTORY": "1"},
+    }
+    best = interleaved(configs, base, "bench_torch")
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     os.rmdir(tmp)
-    plain = STEPS / best["without vramtrace"]
-    print(f"PyTorch MLP training steps on the simulated GPU ({ROUNDS} interleaved rounds of {STEPS} steps, "
-          f"fastest of each; no GPU work, so the worst case for vramtrace's hooks):")
-    for name in procs:
-        rate = STEPS / best[name]
-        print(f"  {name:40s} {rate:8.1f} steps/s  {rate / plain:.3f}x")
+    print_rates(best, "without vramtrace", "; no GPU work, so the worst case for vramtrace's hooks")
     return 0
+
+
+def print_rates(best, against, note=""):
+    """interleaved's figures as steps per second, each also as a ratio to
+    the configuration `against`."""
+    base = STEPS / best[against]
+    width = max(len(name) for name in best)
+    print(f"PyTorch MLP training steps on the simulated GPU ({ROUNDS} interleaved rounds of {STEPS} steps, "
+          f"fastest of each{note}):")
+    for name in best:
+        rate = STEPS / best[name]
+        print(f"  {name:{width}s} {rate:8.1f} steps/s  {rate / base:.3f}x")
 
 
 if __name__ == "__main__":

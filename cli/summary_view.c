@@ -102,8 +102,8 @@ static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     r->first_bytes = g->first_bytes;
     r->end_bytes = g->end_bytes;
     if (g->have_rate)
-        vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->allocations,
-                      "allocation", g->last_ns - g->since_ns, g->bytes_per_allocation, r->rate, sizeof r->rate);
+        vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->units, g->unit,
+                      g->last_ns - g->since_ns, g->bytes_per_unit, r->rate, sizeof r->rate);
     else
         snprintf(r->rate, sizeof r->rate, "over %" PRIu64 " allocation%s", g->allocations,
                  g->allocations == 1 ? "" : "s");

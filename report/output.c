@@ -58,12 +58,16 @@ void vt_sigpipe_release(const struct vt_sigpipe *h) {
 }
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static int oom_written;
 static unsigned signal_seq;
 static int warned_sup;
-static uint64_t last_oom_ns;
-static int torch_oom_written;
-static uint64_t last_torch_oom_ns;
+/* The OOM dumps' pace: the first at once, then at most one a
+ * VT_OOM_INTERVAL_NS, one pace for the tracker's records and one for
+ * PyTorch's (out_lock held). */
+struct pace {
+    int written;
+    uint64_t last_ns;
+};
+static struct pace oom_pace, torch_oom_pace;
 static int warned_dump, warned_report;
 
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
@@ -428,16 +432,20 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     return leaked;
 }
 
-void vt_output_oom(void) {
+/* The "oom" outputs (torch_only: PyTorch's record), unless p says it is
+ * too soon. */
+static void paced_oom(struct pace *p, int torch_only) {
     pthread_mutex_lock(&out_lock);
     uint64_t now = vt_now_ns();
-    if (!oom_written || now - last_oom_ns >= VT_OOM_INTERVAL_NS) {
-        oom_written = 1;
-        last_oom_ns = now;
-        write_outputs("oom", 0, 0);
+    if (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS) {
+        p->written = 1;
+        p->last_ns = now;
+        write_outputs("oom", 0, torch_only);
     }
     pthread_mutex_unlock(&out_lock);
 }
+
+void vt_output_oom(void) { paced_oom(&oom_pace, 0); }
 
 void vt_output_exit_skipped(void) {
     if (!vt_tracker_touched()) return;
@@ -461,16 +469,7 @@ int vt_output_exit(void) {
     return leaked;
 }
 
-void vt_output_torch_oom(void) {
-    pthread_mutex_lock(&out_lock);
-    uint64_t now = vt_now_ns();
-    if (!torch_oom_written || now - last_torch_oom_ns >= VT_OOM_INTERVAL_NS) {
-        torch_oom_written = 1;
-        last_torch_oom_ns = now;
-        write_outputs("oom", 0, 1);
-    }
-    pthread_mutex_unlock(&out_lock);
-}
+void vt_output_torch_oom(void) { paced_oom(&torch_oom_pace, 1); }
 
 void vt_output_signal(void) {
     if (!vt_tracker_touched()) return;
@@ -509,10 +508,7 @@ void vt_output_reset_child(void) {
     image_decided = 0;
     image_suffix[0] = '\0';
     self_id.read = 0;
-    oom_written = 0;
-    last_oom_ns = 0;
-    torch_oom_written = 0;
-    last_torch_oom_ns = 0;
+    oom_pace = torch_oom_pace = (struct pace){0, 0};
     vt_torch_reset_child();
     signal_seq = 0;
 }

@@ -1,6 +1,7 @@
 /* torch.c -- the records of PyTorch's own view of its memory: reading the
  * companion's text (the grammar is in torch.h) and keeping it. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,22 +112,59 @@ static int parse_head(struct line *l, struct vt_torch_record *r) {
     return 0;
 }
 
+/* How the fields of a D or a T line are read, in order, into its struct:
+ * a device ordinal, a number, a number or "-" (the device's memory not
+ * known), a text of at most size - 1 bytes, or a category's name (its
+ * index in vt_torch_categories, -1 for another). */
+enum { F_ORDINAL, F_NUM, F_NUM_OR_DASH, F_TEXT, F_CATEGORY };
+struct field {
+    int type;
+    size_t off, size;
+};
+#define FIELD(type, T, member) {type, offsetof(T, member), sizeof(((T *)0)->member)}
+#define DEV(type, member) FIELD(type, struct vt_torch_device, member)
+#define TEN(type, member) FIELD(type, struct vt_torch_tensor, member)
+
+static const struct field device_fields[] = {
+    DEV(F_ORDINAL, device), DEV(F_NUM, allocated), DEV(F_NUM, reserved), DEV(F_NUM, largest_free),
+    DEV(F_NUM_OR_DASH, free), DEV(F_NUM_OR_DASH, total),
+    DEV(F_NUM, cat[0]), DEV(F_NUM, cat[1]), DEV(F_NUM, cat[2]), DEV(F_NUM, cat[3]), DEV(F_NUM, cat[4]),
+    DEV(F_NUM, cat[5]), DEV(F_NUM, per_step), DEV(F_NUM, growth_steps), DEV(F_TEXT, settings),
+};
+_Static_assert(VT_TORCH_NCAT == 6, "device_fields reads six categories");
+static const struct field tensor_fields[] = {
+    TEN(F_ORDINAL, device), TEN(F_NUM, bytes), TEN(F_NUM, block), TEN(F_NUM, segment), TEN(F_TEXT, dtype),
+    TEN(F_CATEGORY, category), TEN(F_TEXT, shape), TEN(F_TEXT, name), TEN(F_TEXT, holder),
+};
+
+/* The rest of line l read into out as the n fields f say; 0 when one was
+ * "-" in *known (which is left alone otherwise). Whether the line then
+ * ended well is the caller's ended(l). */
+static void read_fields(struct line *l, const struct field *f, size_t n, void *out, int *known) {
+    for (size_t i = 0; i < n; i++) {
+        char *at = (char *)out + f[i].off;
+        char cat[32];
+        switch (f[i].type) {
+        case F_ORDINAL: *(int *)at = ordinal(l, 0); break;
+        case F_NUM: *(uint64_t *)at = num(l); break;
+        case F_NUM_OR_DASH: *(uint64_t *)at = num_or_dash(l, known); break;
+        case F_TEXT: field_text(l, at, f[i].size); break;
+        case F_CATEGORY:
+            field_text(l, cat, sizeof cat);
+            *(int *)at = -1;
+            for (int k = 0; k < VT_TORCH_NCAT; k++)
+                if (strcmp(cat, vt_torch_categories[k]) == 0) *(int *)at = k;
+            break;
+        }
+    }
+}
+
 static int parse_device(struct line *l, struct vt_torch_record *r) {
     if (r->ndevices >= VT_TORCH_DEVICES) return -1;
     struct vt_torch_device d;
     memset(&d, 0, sizeof d);
-    d.device = ordinal(l, 0);
-    d.allocated = num(l);
-    d.reserved = num(l);
-    d.largest_free = num(l);
-    int known = 1;
-    d.free = num_or_dash(l, &known);
-    d.total = num_or_dash(l, &known);
-    d.have_mem = known;
-    for (int k = 0; k < VT_TORCH_NCAT; k++) d.cat[k] = num(l);
-    d.per_step = num(l);
-    d.growth_steps = num(l);
-    field_text(l, d.settings, sizeof d.settings);
+    d.have_mem = 1;
+    read_fields(l, device_fields, sizeof device_fields / sizeof *device_fields, &d, &d.have_mem);
     if (!ended(l) || device_of(r, d.device)) return -1;
     if (!(d.tensors = calloc(VT_TORCH_TENSORS, sizeof *d.tensors))) return -1;
     r->devices[r->ndevices++] = d;
@@ -136,19 +174,7 @@ static int parse_device(struct line *l, struct vt_torch_record *r) {
 static int parse_tensor(struct line *l, struct vt_torch_record *r) {
     struct vt_torch_tensor t;
     memset(&t, 0, sizeof t);
-    t.device = ordinal(l, 0);
-    t.bytes = num(l);
-    t.block = num(l);
-    t.segment = num(l);
-    field_text(l, t.dtype, sizeof t.dtype);
-    char cat[32];
-    field_text(l, cat, sizeof cat);
-    t.category = -1;
-    for (int k = 0; k < VT_TORCH_NCAT; k++)
-        if (strcmp(cat, vt_torch_categories[k]) == 0) t.category = k;
-    field_text(l, t.shape, sizeof t.shape);
-    field_text(l, t.name, sizeof t.name);
-    field_text(l, t.holder, sizeof t.holder);
+    read_fields(l, tensor_fields, sizeof tensor_fields / sizeof *tensor_fields, &t, NULL);
     struct vt_torch_device *d = device_of(r, t.device);
     if (!ended(l) || t.category < 0 || !d || d->ntensors >= VT_TORCH_TENSORS) return -1;
     d->tensors[d->ntensors++] = t;
@@ -257,6 +283,10 @@ const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size
     for (size_t k = 0; k < n; k++)
         if (belongs(s, i, &ooms[k]) && (!best || ooms[k].time_ns >= best->time_ns)) best = &ooms[k];
     return best;
+}
+
+uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i) {
+    return r->request ? r->request : s->ooms[i].requested;
 }
 
 void vt_torch_reset_child(void) {

@@ -13,6 +13,7 @@
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
  *
  * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
+ * REQUEST 0 is the request of the OOM record the record belongs to;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
  * vt_torch_categories; PER_STEP is the rise of allocated bytes per optimizer
  * step over the last GROWTH_STEPS steps (0 0 when none); each T line belongs to the D line of its device,
@@ -111,6 +112,11 @@ void vt_torch_lock(void);
 void vt_torch_unlock(void);
 const struct vt_torch_record *vt_torch_top(const char *reason);
 const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size_t i);
+
+/* The request of "oom" record r, which belongs to s->ooms[i]: its own, or
+ * when it says 0 (the companion learnt of the failure from the exception
+ * alone, under cudaMallocAsync) that of s->ooms[i]. */
+uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i);
 
 /* The stack of s's live device allocation holding address on device, or
  * -1 when none does. */

@@ -26,7 +26,8 @@ int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes) {
 
 static void hex(FILE *f, uint64_t v) { fprintf(f, "\"0x%" PRIx64 "\"", v); }
 
-static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r) {
+/* Record r; an "oom" record's request is `request`. */
+static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r, uint64_t request) {
     fputs(",\"torch\":[", f);
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
@@ -38,7 +39,7 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
         else fputs("null", f);
         if (d->have_mem) fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, d->free, d->total);
         else fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
-        if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, r->request);
+        if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, request);
         fprintf(f, ",\"steps\":" U64 ",\"growth_per_step_bytes\":" U64 ",\"growth_steps\":" U64 ",\"settings\":",
                 r->steps, d->per_step, d->growth_steps);
         vt_json_string(f, d->settings);
@@ -72,13 +73,13 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
 void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_top(reason);
-    if (r) write_record(f, s, r);
+    if (r) write_record(f, s, r, r->request);
     vt_torch_unlock();
 }
 
 void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_for_oom(s, i);
-    if (r) write_record(f, s, r);
+    if (r) write_record(f, s, r, vt_torch_request(r, s, i));
     vt_torch_unlock();
 }

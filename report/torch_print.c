@@ -21,14 +21,14 @@ static const char *top_holder(const struct vt_torch_tensor *t, size_t n) {
 }
 
 static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                         const struct vt_torch_record *r) {
+                         const struct vt_torch_record *r, uint64_t request) {
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
         uint64_t out;
         int has_out = vt_torch_outside(d, &out);
         int at_oom = r->reason == VT_TORCH_OOM && r->oom_device == d->device;
         vt_put_torch_device(f, "vramtrace: ", d->device, d->allocated, d->reserved, d->largest_free,
-                            at_oom ? &r->request : NULL, has_out ? &out : NULL, r->steps,
+                            at_oom ? &request : NULL, has_out ? &out : NULL, r->steps,
                             vt_torch_categories, d->cat, VT_TORCH_NCAT);
         vt_put_torch_growth(f, "vramtrace: ", d->per_step, d->growth_steps, top_holder(d->tensors, d->ntensors),
                             NULL);
@@ -50,7 +50,7 @@ void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     const struct vt_torch_record *r = vt_torch_for_oom(s, s->nooms - 1);
     if (r) {
         fputs("vramtrace: inside PyTorch at this out-of-memory error:\n", f);
-        print_record(f, s, sym, r);
+        print_record(f, s, sym, r, vt_torch_request(r, s, s->nooms - 1));
     }
     vt_torch_unlock();
 }
@@ -58,6 +58,6 @@ void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sy
 void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_top(reason);
-    if (r) print_record(f, s, sym, r);
+    if (r) print_record(f, s, sym, r, r->request);
     vt_torch_unlock();
 }

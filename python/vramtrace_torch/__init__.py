@@ -7,18 +7,21 @@ process and torch is a CUDA build. Then, and only once CUDA is in use:
 
 - at each out-of-memory error PyTorch's caching allocator raises (its OOM
   observer, called before OutOfMemoryError, with the allocator unlocked),
+  and under cudaMallocAsync, which has no observer, as the OutOfMemoryError
+  is made (its __init__, wrapped),
 - at exit (an atexit handler, run before the library writes its exit dump),
 - on vramtrace's dump signal (the library calls back before its dump),
 
 it takes torch.cuda.memory._snapshot(), memory_stats() and the allocator
 settings, walks the live tensors (collect.py), and hands the text to the
-library's vt_torch_submit. Optimizer step hooks count steps. Every entry
+library's vt_torch_submit. Optimizer step hooks count steps and mark each
+as a step boundary in the library (vramtrace_step). Every entry
 point here swallows its own exceptions: the program never sees one.
 """
 import sys
 import time
 
-_state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
+_state = {"lib": None, "torch": None, "steps": {}, "marked": 0, "observer": False, "busy": False, "refresh": None, "per_step": {}}
 WINDOW = 16       # samples of allocated bytes kept per device
 SAMPLE_S = 0.05   # then at most one sample per 50 ms: a sample costs tens of microseconds
 
@@ -30,12 +33,15 @@ def _library():
         lib = ctypes.CDLL(None)
         submit = lib.vt_torch_submit
         refresh = lib.vt_torch_set_refresh
+        step = lib.vramtrace_step
     except (OSError, AttributeError, ImportError):
         return None
     submit.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     submit.restype = ctypes.c_int
     refresh.restype = None
-    return ctypes, submit, refresh
+    step.argtypes = []
+    step.restype = ctypes.c_int
+    return ctypes, submit, refresh, step
 
 
 def _submit(reason, oom=None):
@@ -63,6 +69,44 @@ def _on_oom(device, alloc, device_total, device_free):
     _submit("oom", (device, alloc, device_total, device_free))
 
 
+def _on_oom_error(args):
+    """An OutOfMemoryError is being made. Under cudaMallocAsync, which has
+    no observer, this is where the companion learns of an OOM: PyTorch
+    makes the exception while turning the C++ error into Python's, after
+    the allocator has let go of its lock and with the GIL held. Under the
+    caching allocator its observer has sent the record already (it runs
+    first): nothing more, so that one OOM has one record. The request is
+    left to the library (0: that of the failed CUDA call)."""
+    st = _state
+    if st["observer"] or st["busy"]:
+        return
+    text = str(args[0]) if args else ""
+    if "out of memory" not in text:
+        return
+    torch = st["torch"]
+    import re
+    m = re.search(r"on device (\d+)", text)
+    d = int(m.group(1)) if m else torch.cuda.current_device()
+    free, total = torch.cuda.mem_get_info(d)
+    _submit("oom", (d, 0, total, free))
+
+
+def _hook_oom_error(torch):
+    """Wrap OutOfMemoryError's __init__ (a heap type: PyErr_NewException's):
+    the original runs first and as before; what follows never raises."""
+    error = torch.OutOfMemoryError
+    original = error.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        try:
+            _on_oom_error(args)
+        except BaseException:
+            pass
+
+    error.__init__ = __init__
+
+
 def _at_exit():
     _submit("exit")
     try:   # no call back from the library once Python is finishing
@@ -83,7 +127,12 @@ def _on_signal():
 def _on_step(optimizer, args, kwargs):
     try:
         steps = _state["steps"]
-        steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        n = steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        # A step of the run is a step of its busiest optimizer (two that
+        # step together, as in a GAN, make one): the library's boundary.
+        if n > _state["marked"]:
+            _state["marked"] = n
+            _state["lib"][3]()
         torch = _state["torch"]
         now = time.monotonic()
         # Each of the first WINDOW steps, then at most one every SAMPLE_S.
@@ -114,9 +163,14 @@ def attach(torch):
             return False
         _state["lib"], _state["torch"] = lib, torch
         try:
-            # cudaMallocAsync has no observer (it raises here): its OOMs get
-            # the exit and on-demand records only.
+            # cudaMallocAsync has no observer (it raises here): its OOMs are
+            # seen as their exception is made (_on_oom_error).
             torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+            _state["observer"] = True
+        except Exception:
+            pass
+        try:
+            _hook_oom_error(torch)
         except Exception:
             pass
         try:

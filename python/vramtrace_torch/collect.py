@@ -317,9 +317,34 @@ def growth(seen):
 def record(torch, reason, oom, steps, per_step):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
     the observer's (device, request, total, free); per_step the allocated
-    bytes at the last steps' ends by device)."""
-    snap = torch.cuda.memory._snapshot()
+    bytes at the last steps' ends by device). Python's garbage collector is
+    held off meanwhile (and then left as it was): the walk makes hundreds of
+    thousands of small objects, and each collection they set off would
+    traverse every live object, the walk's own lists of them included: it
+    was most of the walk's time (bench/bench_companion.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _record(torch, reason, oom, steps, per_step)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _record(torch, reason, oom, steps, per_step):
+    try:
+        snap = torch.cuda.memory._snapshot()
+        tracked = True
+    except RuntimeError:
+        # cudaMallocAsync tracks no blocks: no snapshot, each tensor its own
+        # allocation; the devices are those with memory reserved.
+        import os
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        snap = {"segments": [], "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": conf}}
+        tracked = False
     devices = set(s["device"] for s in snap.get("segments", []))
+    if not tracked:
+        devices.update(d for d in range(torch.cuda.device_count()) if torch.cuda.memory_reserved(d))
     if oom:
         devices.add(int(oom[0]))
     lines = ["vramtrace-torch\t1\t%s\t%d\t%d\t%d" % (reason, int(oom[0]) if oom else -1,
@@ -359,7 +384,7 @@ def record(torch, reason, oom, steps, per_step):
             e[3] = str(e[3]).replace("torch.", "")
             e[5] = "[" + ", ".join(str(x) for x in e[5]) + "]"
             i = bisect.bisect_right(starts, e[2]) - 1
-            block = seg = 0
+            block = seg = 0 if tracked else e[2]
             if i >= 0 and bl[i][0] <= e[2] < bl[i][0] + bl[i][1]:
                 block, seg = bl[i][0], bl[i][2]
             lines.append("\t".join(str(x) for x in (

@@ -119,35 +119,21 @@ def torch_transparency():
         ok(msg.startswith(start), f"{mode}: PyTorch's own error text: {msg!r}")
 
 
-@torch_test
-def torch_mlp_segments_and_lines():
-    all_pass("mlp.check", ["mlp"])
+def checks_test(name, *modes):
+    """A test that every check of torch_checks.py's modes passed (each mode's
+    MODE.check), registered as `name`."""
+    def run_checks():
+        for mode in modes:
+            all_pass(f"{mode}.check", [mode])
+    run_checks.__name__ = name
+    return torch_test(run_checks)
 
 
-@torch_test
-def torch_oom_retry():
-    all_pass("train.check", ["train"])
-
-
-@torch_test
-def torch_oom_expandable_async_nocache():
-    for mode in ("expandable", "async", "nocache"):
-        all_pass(f"{mode}.check", [mode])
-
-
-@torch_test
-def torch_budget_limit():
-    all_pass("limit.check", ["limit"])
-
-
-@torch_test
-def torch_unwind_check():
-    all_pass("uw.check", ["uw"])
-
-
-@torch_test
-def torch_export_in_memory_viz():
-    all_pass("viz.check", ["viz"])
+for _name, _modes in (("torch_mlp_segments_and_lines", ("mlp",)), ("torch_oom_retry", ("train",)),
+                      ("torch_oom_expandable_async_nocache", ("expandable", "async", "nocache")),
+                      ("torch_budget_limit", ("limit",)), ("torch_unwind_check", ("uw",)),
+                      ("torch_export_in_memory_viz", ("viz",))):
+    checks_test(_name, *_modes)
 
 
 @torch_test
