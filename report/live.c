@@ -48,6 +48,8 @@ static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held by the publisher for each round: the exit waits for it (boundedly),
  * so that no round runs while the process tears down. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Where a publisher that cannot publish waits for the exit. */
+static pthread_cond_t parked = PTHREAD_COND_INITIALIZER;
 #define VT_LIVE_EXIT_WAIT_NS 1000000000ull
 static char forecast_line[256];
 
@@ -265,8 +267,14 @@ static void publish(void) {
     if (!L.placed && place_segment() != 0) unusable();
 }
 
+/* The publisher holds round_lock whenever it is not asleep, from its first
+ * line on (the facts it reads allocate), so that the fork handler, which
+ * takes the lock, never forks it mid-allocation. Where the segment cannot
+ * be made it waits, holding nothing, until the exit: a thread that ended
+ * would free its own memory at a moment nobody chose. */
 static void *publisher(void *arg) {
     (void)arg;
+    pthread_mutex_lock(&round_lock);
     struct vt_process_facts pf;
     vt_process_facts(&pf);
     struct vt_live_segment *n = &L.next;
@@ -283,13 +291,15 @@ static void *publisher(void *arg) {
     n->start_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec - vt_now_ns();
     for (int d = 0; d < VT_MAX_DEVICES; d++) vt_forecast_init(&L.fc[d], vt_opt.forecast);
     while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) {
-        pthread_mutex_lock(&round_lock);
-        if (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) publish();
+        publish();
         pthread_mutex_unlock(&round_lock);
         struct timespec ts = {0, (long)VT_LIVE_INTERVAL_NS};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
+        pthread_mutex_lock(&round_lock);
     }
+    while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 2) pthread_cond_wait(&parked, &round_lock);
+    pthread_mutex_unlock(&round_lock);
     return NULL;
 }
 
@@ -308,7 +318,10 @@ void vt_live_stop(void) {
     vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);
     int held = pthread_mutex_timedlock(&round_lock, &until) == 0;
     if (__atomic_load_n(&L.placed, __ATOMIC_ACQUIRE)) unlink(L.path);
-    if (held) pthread_mutex_unlock(&round_lock);
+    if (held) {
+        pthread_cond_broadcast(&parked);
+        pthread_mutex_unlock(&round_lock);
+    }
 }
 
 void vt_live_fork_prepare(void) { pthread_mutex_lock(&round_lock); }
@@ -323,6 +336,7 @@ void vt_live_reset_child(void) {
     L.fd = -1;
     pthread_mutex_init(&forecast_lock, NULL);
     pthread_mutex_init(&round_lock, NULL);
+    pthread_cond_init(&parked, NULL);
     forecast_line[0] = '\0';
 }
 

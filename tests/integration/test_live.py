@@ -39,7 +39,7 @@ class Live:
              if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "XDG_RUNTIME_DIR": rundir,
                   "VRAMTRACE_OUT": os.path.join(self.work, "dump.%p.json"), "VRAMTRACE_REPORT": "off",
-                  "SIMGPU_CAPACITY": "1G", "VRAMTRACE_LIVE": "1"})
+                  "SIMGPU_CAPACITY": "1G"})
         e.update(env or {})
         self.p = subprocess.Popen(argv or [T_LIVE], env=e, cwd=self.work, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -188,6 +188,27 @@ def live_segment_of_a_forked_child():
     eq(sorted(process_rows(top_once(rundir, "--bytes").stdout)), [t.pid], "only the parent is left")
     eq(sorted(os.listdir(rundir)), [f"vramtrace-live.{t.pid}.shm"], "the child's segment removed")
     eq(t.quit(), (0, ""), "exit")
+
+
+@test
+def fork_as_helper_threads_start_never_hangs():
+    """Forks at the moment vramtrace's helper threads (the publisher, the dump
+    signal's watcher) start, in the ASan and TSan builds with the publisher
+    on: no child inherits a lock held (a thread in its start-up holds the
+    sanitizer allocator's), every family exits, no sanitizer report, and
+    every process's segment is gone at the end (tests/progs/t_forkstorm.c)."""
+    storm = os.path.join(T, "t_forkstorm")
+    for build, runtime, env, rounds in (
+            ("asan", "libasan.so", {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0", "SIMGPU_CAPACITY": "64M"}, 40),
+            ("tsan", "libtsan.so", {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:die_after_fork=0"}, 10)):
+        first = gcc_runtime(runtime)
+        ok(first, f"{runtime} from gcc")
+        rundir = tempdir("vt-rundir-")
+        r = run([storm, str(rounds)], env=dict(env, VRAMTRACE_LIVE="1", XDG_RUNTIME_DIR=rundir), report="off",
+                lib=os.path.join(BUILD, build, "libvramtrace.so"), first=first)
+        ok("Sanitizer" not in r.err and "runtime error" not in r.err, f"{build}: clean:\n{r.err[-3000:]}")
+        eq((r.out, r.rc), (f"rounds {rounds} hung 0 failed 0\n", 0), f"{build}: every family exited")
+        eq(os.listdir(rundir), [], f"{build}: every segment removed")
 
 
 @test
