@@ -136,6 +136,43 @@ static void sample_value(FILE *f, double v) {
     else fprintf(f, " %.17g\n", v);
 }
 
+/* Live and peak bytes by kind of memory (device, managed, pinned host,
+ * imported, pool...): a device's kinds with its gpu and UUID, the host's
+ * (pinned host memory) with gpu "host" and no UUID; only the kinds a
+ * process ever held, so that the series stay few. */
+static void write_kinds(FILE *f, const struct vt_live_segment *segs, size_t n, int om) {
+    static const char *const names[] = {VT_LIVE_KIND_NAMES};
+    for (int peak = 0; peak < 2; peak++) {
+        const char *name = peak ? "vramtrace_kind_peak_bytes" : "vramtrace_kind_live_bytes";
+        int header = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ndev = segs[i].ndevices < VT_LIVE_DEVICES ? segs[i].ndevices : VT_LIVE_DEVICES;
+            for (int k = 0; k <= ndev; k++) {
+                const struct vt_live_device *d = k < ndev ? &segs[i].devices[k] : NULL;
+                const uint64_t *live = d ? d->kind_live_bytes : segs[i].host_kind_live_bytes;
+                const uint64_t *most = d ? d->kind_peak_bytes : segs[i].host_kind_peak_bytes;
+                for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
+                    if (!most[m]) continue;
+                    if (!header++)
+                        family(f, om, name, GAUGE, "bytes",
+                               peak ? "Most memory of one kind the process held at once, by device."
+                                    : "Memory of one kind the process holds now, by device.");
+                    fprintf(f, "%s{", name);
+                    if (d) {
+                        device_labels(f, &segs[i], d);
+                    } else {
+                        process_labels(f, &segs[i]);
+                        put_label(f, "gpu", "host", 0);
+                        put_label(f, "UUID", "", 0);
+                    }
+                    put_label(f, "kind", names[m], 0);
+                    fprintf(f, "} %llu\n", (unsigned long long)(peak ? most[m] : live[m]));
+                }
+            }
+        }
+    }
+}
+
 /* Every family over segs[0..n). */
 static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n, const struct vt_metrics_opts *o) {
     for (size_t m = 0; m < sizeof dev_metrics / sizeof dev_metrics[0]; m++) {
@@ -159,6 +196,7 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
         process_labels(f, &segs[i]);
         fprintf(f, "} %llu\n", (unsigned long long)segs[i].host_live_bytes);
     }
+    write_kinds(f, segs, n, o->om);
     for (int which = 0; which < 2; which++) {
         int header = 0;
         for (size_t i = 0; i < n; i++) {

@@ -23,12 +23,17 @@
 #include <stdint.h>
 
 #define VT_LIVE_MAGIC 0x31564c5254565456ull /* "VTVTRLV1" */
-#define VT_LIVE_VERSION 1
+#define VT_LIVE_VERSION 2
 #define VT_LIVE_PREFIX "vramtrace-live."
 #define VT_LIVE_SUFFIX ".shm"
 #define VT_LIVE_DEVICES 64
 #define VT_LIVE_SITES 32
 #define VT_LIVE_LABEL 160
+/* Kinds of memory, in the tracker's order (enum vt_kind, whose names
+ * these are: tests/unit/test_live.c checks both). */
+#define VT_LIVE_KINDS 16
+#define VT_LIVE_KIND_NAMES \
+    "device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async"
 
 enum {
     VT_LIVE_DEV_FACTS = 1,    /* name, uuid and total_bytes were read */
@@ -49,6 +54,7 @@ struct vt_live_device {
     int64_t growth_per_min;    /* sustained growth, bytes a minute (report/forecast.c) */
     uint64_t forecast_ns;      /* with VT_LIVE_DEV_FORECAST: full this long from updated_unix_ns */
     uint64_t torch_reserved_bytes, torch_allocated_bytes; /* with VT_LIVE_DEV_TORCH */
+    uint64_t kind_live_bytes[VT_LIVE_KINDS], kind_peak_bytes[VT_LIVE_KINDS]; /* by kind */
 };
 
 struct vt_live_site {
@@ -78,6 +84,8 @@ struct vt_live_segment {
     struct vt_live_device devices[VT_LIVE_DEVICES]; /* ndevices of them, used ones */
     struct vt_live_site sites[VT_LIVE_SITES];       /* largest first */
     char forecast[256];        /* the forecast's line, "" for none */
+    /* Pinned host memory (and memory of no device) by kind. */
+    uint64_t host_kind_live_bytes[VT_LIVE_KINDS], host_kind_peak_bytes[VT_LIVE_KINDS];
 };
 
 /* The live directory: $XDG_RUNTIME_DIR when it names a directory, else

@@ -44,6 +44,7 @@ static struct {
     uint32_t npast[VT_FORECAST_RISES + 1];
     int npasts;
 } L = {.fd = -1};
+_Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held by the publisher for each round: the exit waits for it (boundedly),
  * so that no round runs while the process tears down. */
@@ -210,6 +211,8 @@ static void publish(void) {
         o->failed_count = src->failed_count;
         o->oom_count = src->oom_count;
         o->growth_per_min = f->growth_per_min;
+        memcpy(o->kind_live_bytes, v->kinds[d + 1].live_bytes, sizeof v->kinds[d + 1].live_bytes);
+        memcpy(o->kind_peak_bytes, v->kinds[d + 1].peak_bytes, sizeof v->kinds[d + 1].peak_bytes);
         if (f->full) {
             o->flags |= VT_LIVE_DEV_FORECAST;
             o->forecast_ns = f->full_in_ns;
@@ -249,6 +252,8 @@ static void publish(void) {
     n->failed_count = v->totals.failed_count;
     n->oom_count = v->totals.oom_count;
     n->unknown_frees = v->totals.unknown_frees;
+    memcpy(n->host_kind_live_bytes, v->kinds[VT_KINDS_HOST].live_bytes, sizeof v->kinds[VT_KINDS_HOST].live_bytes);
+    memcpy(n->host_kind_peak_bytes, v->kinds[VT_KINDS_HOST].peak_bytes, sizeof v->kinds[VT_KINDS_HOST].peak_bytes);
     n->missed = v->totals.missed;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);

@@ -286,6 +286,13 @@ struct vt_snapshot *vt_tracker_snapshot(void);
  * and fills v under the global lock, unless nothing was applied since
  * v->stamp (then it returns 0 and v is as it was). */
 #define VT_VIEW_SITES 32
+/* Live and peak bytes of each kind of memory (enum vt_kind) in one place:
+ * a device, or the host (pinned host memory, and memory of no device). */
+struct vt_kind_counts {
+    uint64_t live_bytes[VT_KIND_COUNT];
+    uint64_t peak_bytes[VT_KIND_COUNT];
+};
+#define VT_KINDS_HOST 0 /* kinds[VT_KINDS_HOST]; device d is kinds[d + 1] */
 struct vt_view {
     uint64_t stamp;            /* changes whenever an op or failure is applied */
     uint64_t now_ns;
@@ -295,6 +302,7 @@ struct vt_view {
     struct vt_holder sites[VT_VIEW_SITES];
     const struct vt_stack *stacks[VT_VIEW_SITES];
     uint32_t nsites;
+    struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* the host, then ndevices devices */
 };
 int vt_tracker_view(struct vt_view *v);
 

@@ -40,6 +40,7 @@ int vt_tracker_view(struct vt_view *v) {
     v->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
     v->ndevices = vt_counts.ndevices;
     memcpy(v->devices, vt_counts.devices, (size_t)v->ndevices * sizeof *v->devices);
+    memcpy(v->kinds, vt_counts.kinds, (size_t)(v->ndevices + 1) * sizeof *v->kinds);
     uint32_t n = 0;
     struct vt_holder *h = vt_account_holders(&n, 0);
     v->nsites = h ? keep_largest(h, n, v->sites) : 0;

@@ -390,6 +390,40 @@ def metrics_exposition_and_promtool():
 
 
 @test
+def metrics_by_kind_of_memory():
+    """Live and peak bytes per device and kind of memory, exact: device
+    memory, managed memory (one block freed: its peak stays) and pinned host
+    memory (gpu "host"); the kinds never held have no series; the live
+    segment's device totals are their sum; promtool still passes."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    for line in ("a 1048576", "m 2097152", "f", "m 65536", "h 4096", "h 8192", "fh"):
+        t.say(line)
+    wait_for("published", lambda: len(series(metrics(rundir), "vramtrace_kind_live_bytes")) == 3)
+    text = metrics(rundir)
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    proc = f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}"'
+    dev = f'{proc},gpu="0",UUID="{uuid}"'
+    pin = f'{proc},gpu="host",UUID=""'
+    eq(series(text, "vramtrace_kind_live_bytes"),
+       {f'{dev},kind="device"': "1048576", f'{dev},kind="managed"': "65536", f'{pin},kind="host"': "4096"},
+       "live bytes by kind")
+    eq(series(text, "vramtrace_kind_peak_bytes"),
+       {f'{dev},kind="device"': "1048576", f'{dev},kind="managed"': "2097152", f'{pin},kind="host"': "12288"},
+       "peak bytes by kind")
+    eq((series(text, "vramtrace_live_bytes"), series(text, "vramtrace_peak_bytes")),
+       ({dev: "1114112"}, {dev: "3145728"}), "the device's totals")
+    eq(series(text, "vramtrace_host_live_bytes"), {proc: "4096"}, "pinned host memory")
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stdout, p.stderr), (0, "", ""), "promtool check metrics")
+    om = metrics(rundir, "--openmetrics")
+    ok("# UNIT vramtrace_kind_peak_bytes bytes\n" in om, "OpenMetrics: the unit")
+    eq(series(om, "vramtrace_kind_peak_bytes"), series(text, "vramtrace_kind_peak_bytes"), "the same in OpenMetrics")
+    eq(t.quit(), (0, ""), "exit")
+
+
+@test
 def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
     --listen while a traced program holds 96 MiB: the HTTP API answers a

@@ -1,7 +1,10 @@
 /* t_live.c -- a program that allocates on command, for the live view's
  * tests: reads lines from stdin and answers each with "ok" on stdout.
  *   a BYTES           cudaMalloc BYTES (kept)
+ *   m BYTES           cudaMallocManaged BYTES (kept, like a)
+ *   h BYTES           cudaMallocHost BYTES (kept apart)
  *   f                 cudaFree the last one kept
+ *   fh                cudaFreeHost the last host block kept
  *   o                 a request the device refuses (cudaMalloc of 1 PiB)
  *   leak N BYTES MS   N times: BYTES kept, then MS milliseconds
  *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
@@ -16,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static void *kept[100000];
-static int nkept;
+static void *kept[100000], *hosts[64];
+static int nkept, nhosts;
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -37,6 +40,14 @@ int main(void) {
         long n = 0, ms = 0;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
+        } else if (sscanf(line, "m %llu", &bytes) == 1) {
+            void *p = NULL;
+            if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
+        } else if (sscanf(line, "h %llu", &bytes) == 1) {
+            void *p = NULL;
+            if (cudaMallocHost(&p, bytes) == cudaSuccess && nhosts < 64) hosts[nhosts++] = p;
+        } else if (strcmp(line, "fh\n") == 0 && nhosts > 0) {
+            cudaFreeHost(hosts[--nhosts]);
         } else if (strcmp(line, "f\n") == 0 && nkept > 0) {
             cudaFree(kept[--nkept]);
         } else if (strcmp(line, "o\n") == 0) {

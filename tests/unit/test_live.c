@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/live.h"
 #include "../../report/forecast.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -78,11 +79,33 @@ static void view_tests(void) {
     CHECK_EQ(vt_tracker_view(v), 1);
     CHECK_EQ(v->sites[0].bytes, 39 * 4096);
     CHECK_EQ(v->devices[0].free_count, 1);
+    uintptr_t frames[1] = {0x3000};
+    vt_tracker_alloc(0x900000, 5 * MiB, VT_KIND_MANAGED, 1, "t", frames, 1);
+    vt_tracker_alloc(0xa00000, 3 * MiB, VT_KIND_MANAGED, 1, "t", frames, 1);
+    vt_tracker_alloc(0x7000, 4096, VT_KIND_HOST, VT_HOST_DEVICE, "t", frames, 1);
+    fr = vt_tracker_free_begin(VT_SPACE_DEVICE, 0x900000);
+    vt_tracker_free_end(&fr, 1);
+    CHECK_EQ(vt_tracker_view(v), 1);
+    CHECK_EQ(v->kinds[1].live_bytes[VT_KIND_DEVICE], 4096ull * 39 * 40 / 2);
+    CHECK_EQ(v->kinds[1].peak_bytes[VT_KIND_DEVICE], 4096ull * 40 * 41 / 2);
+    CHECK_EQ(v->kinds[2].live_bytes[VT_KIND_MANAGED], 3 * MiB);
+    CHECK_EQ(v->kinds[2].peak_bytes[VT_KIND_MANAGED], 8 * MiB);
+    CHECK_EQ(v->kinds[2].peak_bytes[VT_KIND_DEVICE], 0);
+    CHECK_EQ(v->kinds[VT_KINDS_HOST].live_bytes[VT_KIND_HOST], 4096);
+    CHECK_EQ(v->devices[1].live_bytes, 3 * MiB);
     free(v);
+}
+
+/* The segment's kind names are the tracker's, in its order. */
+static void kind_name_tests(void) {
+    static const char *const names[] = {VT_LIVE_KIND_NAMES};
+    CHECK_EQ(sizeof names / sizeof *names, VT_KIND_COUNT);
+    for (int k = 0; k < VT_KIND_COUNT; k++) CHECK(strcmp(names[k], vt_kind_name(k)) == 0);
 }
 
 int main(void) {
     forecast_tests();
     view_tests();
+    kind_name_tests();
     return check_report("unit_live");
 }
