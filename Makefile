@@ -37,7 +37,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/forecast.c \
+           report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
            report/torch.c report/torch_dump.c report/torch_print.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \

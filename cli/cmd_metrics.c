@@ -197,6 +197,14 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
         fprintf(f, "} %llu\n", (unsigned long long)segs[i].host_live_bytes);
     }
     write_kinds(f, segs, n, o->om);
+    int steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(segs[i].flags & VT_LIVE_STEPS)) continue;
+        if (!steps++) family(f, o->om, "vramtrace_steps", COUNTER, NULL, "Optimizer steps PyTorch made (its companion counts them).");
+        fputs("vramtrace_steps_total{", f);
+        process_labels(f, &segs[i]);
+        fprintf(f, "} %llu\n", (unsigned long long)segs[i].steps);
+    }
     for (int which = 0; which < 2; which++) {
         int header = 0;
         for (size_t i = 0; i < n; i++) {

@@ -228,12 +228,13 @@ static void publish(void) {
         memcpy(L.past[L.npasts], v->sites, v->nsites * sizeof *v->sites);
         L.npast[L.npasts++] = v->nsites;
     }
+    n->ndevices = ndev;
+    changed |= vt_live_torch_fill(n);
     if (!changed && !closed && L.seg) return;
     if (!L.seg && create_segment() != 0) {
         unusable();
         return;
     }
-    n->ndevices = ndev;
     n->nsites = (int32_t)v->nsites;
     for (uint32_t i = 0; i < v->nsites; i++) {
         struct vt_live_site *s = &n->sites[i];
@@ -343,6 +344,7 @@ void vt_live_reset_child(void) {
     pthread_mutex_init(&round_lock, NULL);
     pthread_cond_init(&parked, NULL);
     forecast_line[0] = '\0';
+    vt_live_torch_reset_child();
 }
 
 const char *vt_live_forecast(char *buf, size_t size) {

@@ -423,6 +423,62 @@ def metrics_by_kind_of_memory():
     eq(t.quit(), (0, ""), "exit")
 
 
+TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
+TORCH_STEPS = """
+import sys, torch
+m = torch.nn.Linear(512, 512).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+for i in range(5):
+    loss = m(torch.randn(64, 512, device="cuda")).sum()
+    loss.backward()
+    opt.step()
+print(torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0), flush=True)
+sys.stdin.readline()
+"""
+
+
+def torch_test(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+@torch_test
+def live_segment_has_pytorchs_own_figures():
+    """Real PyTorch on the simulated GPU under vramtrace run: after five
+    optimizer steps the live segment holds PyTorch's allocated and reserved
+    bytes of device 0, exactly torch.cuda.memory_allocated() and
+    memory_reserved() at the last step, and the 5 steps; top shows the
+    reserved bytes; the metrics have them."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-torchlive-")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+    env.update(XDG_RUNTIME_DIR=rundir, SIMGPU_CAPACITY="8G", VRAMTRACE_REPORT="off")
+    p = subprocess.Popen([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", CLI, "run", "--out",
+                          os.path.join(work, "d.%p.json"), "--", "python3", "-c", TORCH_STEPS], env=env, cwd=work,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        allocated, reserved = p.stdout.readline().split()
+        text = wait_for("PyTorch's figures", lambda: (lambda t: t if series(t, "vramtrace_steps_total") else None)(
+            metrics(rundir)), timeout=30)
+        procs = series(text, "vramtrace_steps_total")
+        eq(list(procs.values()), ["5"], "the optimizer steps")
+        proc = list(procs)[0]
+        pid = int(re.match(r'pid="(\d+)"', proc).group(1))
+        dev = f'{proc},gpu="0",UUID="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"'
+        eq((series(text, "vramtrace_torch_allocated_bytes"), series(text, "vramtrace_torch_reserved_bytes")),
+           ({dev: allocated}, {dev: reserved}), "PyTorch's allocated and reserved bytes, exact")
+        row = process_rows(top_once(rundir, "--bytes").stdout)[pid]
+        eq(row[5], reserved, "top's RESERVED")
+    finally:
+        p.stdin.write("\n")
+        p.stdin.close()
+        p.wait(timeout=120)
+    eq(p.returncode, 0, f"the program exits: {p.stderr.read()[-2000:]}")
+
+
 @test
 def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
