@@ -7,6 +7,7 @@
 #include "../common/format.h"
 #include "../common/oomtext.h"
 #include "fleet.h"
+#include "forecast_text.h"
 #include "reporters.h"
 
 #define B(v, buf) vr_bytes((v), (buf), sizeof(buf))
@@ -184,6 +185,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (vt_fmt_missed(t->missed, missed, sizeof missed)) fprintf(f, "%s\n", missed);
     timeline(f, d);
     ooms(f, d, o->top);
+    vr_text_forecast(f, d);
     vr_text_torch(f, d, d->torch, "");
     holders(f, d, o);
     for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {

@@ -572,9 +572,41 @@ def forecast_leak_warns_steady_and_loading_do_not():
     ok(0 < int(m.group(3)) < 30, f"full within the horizon: {m.group(3)} s")
     eq(m.group(4), f"keep tests/progs/t_live.c:{line}", "the growing call site")
     ok(d.get("forecast", "").startswith("at +") and d["forecast"].endswith(f"t_live.c:{line}"), "in the dump")
+    rep = subprocess.run([CLI, "report", os.path.join(leak.work, f"dump.{leak.pid}.json")], capture_output=True,
+                         text=True, timeout=60)
+    eq([x for x in rep.stdout.splitlines() if x.startswith("forecast")], ["forecast: " + d["forecast"]],
+       "vramtrace report's forecast line")
     for t in (steady, loading):
         eq(dumps[t][0], "", "no warning")
         ok("forecast" not in dumps[t][1], "no forecast in the dump")
+
+
+@test
+def report_prints_the_dumps_forecast():
+    """vramtrace report prints the dump's forecast line, as the library wrote
+    it (a control character made printable), after the out-of-memory
+    failures; a dump without one prints no such line."""
+    r = run([os.path.join(T, "t_oom")], report="off")
+    eq(len(r.dumps), 1, "one dump")
+    d = r.dumps[0]
+    del d["_path"]
+    work = tempdir("vt-forecast-")
+    plain = os.path.join(work, "plain.json")
+    with open(plain, "w") as f:
+        json.dump(d, f)
+    d["forecast"] = "at +8.00 MiB a minute, device 0 is full (64.0 MiB) in 7.5 minutes; it grows at keep t.c:9\x07"
+    fc = os.path.join(work, "forecast.json")
+    with open(fc, "w") as f:
+        json.dump(d, f)
+    p = subprocess.run([CLI, "report", fc], capture_output=True, text=True, timeout=60)
+    q = subprocess.run([CLI, "report", plain], capture_output=True, text=True, timeout=60)
+    eq((p.returncode, q.returncode, p.stderr, q.stderr), (0, 0, "", ""), "both reports")
+    lines = p.stdout.splitlines()
+    want = "forecast: at +8.00 MiB a minute, device 0 is full (64.0 MiB) in 7.5 minutes; it grows at keep t.c:9\\x07"
+    eq([x for x in lines if x.startswith("forecast")], [want], "the forecast's line")
+    eq([x for x in q.stdout.splitlines() if x.startswith("forecast")], [], "no forecast, no line")
+    at = lines.index(want)
+    eq(lines[:at] + lines[at + 1:], q.stdout.splitlines(), "the rest of the report as without it")
 
 
 def rank_dumps(tmpl, folder, world, missing, fail, events):
