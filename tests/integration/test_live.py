@@ -45,14 +45,17 @@ class Live:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.pid = self.p.pid
 
-    def say(self, line):
+    def send(self, line):
+        """A command, its answer left to be read."""
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
+
+    def say(self, line):
+        self.send(line)
         eq(self.p.stdout.readline(), "ok\n", f"t_live answers {line!r}")
 
     def quit(self):
-        self.p.stdin.write("q\n")
-        self.p.stdin.flush()
+        self.send("q")
         out, err = self.p.communicate(timeout=60)
         return self.p.returncode, err
 
@@ -90,6 +93,16 @@ def process_rows(text):
         if f[0].isdigit() and len(f) >= 9:
             rows[int(f[0])] = f
     return rows
+
+
+def published(nbytes):
+    """A t_live of its own run directory that holds nbytes, once top shows
+    it: (rundir, the Live)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say(f"a {nbytes}")
+    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    return rundir, t
 
 
 def site_rows(text):
@@ -171,12 +184,8 @@ def live_segment_of_a_forked_child():
     """A forked child that allocates publishes a segment of its own with its
     own bytes only; the parent's stays as it was, and the child's goes when
     the child exits."""
-    rundir = tempdir("vt-rundir-")
-    t = Live(rundir)
-    t.say("a 2097152")
-    wait_for("the parent", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
-    t.p.stdin.write("fork 8192 3000\n")
-    t.p.stdin.flush()
+    rundir, t = published(2097152)
+    t.send("fork 8192 3000")
     m = re.match(r"child (\d+)\n", t.p.stdout.readline())
     ok(m, "the child's pid")
     child = int(m.group(1))
@@ -229,12 +238,8 @@ def live_segment_reads_are_consistent():
     """While the program allocates and frees 3 MiB thousands of times, every
     frame read shows the process's live bytes equal to what its call sites
     hold (both 0 or both 3 MiB): no torn copy."""
-    rundir = tempdir("vt-rundir-")
-    t = Live(rundir)
-    t.say("a 1048576")
-    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
-    t.p.stdin.write("loop 20000 3145728 0\n")
-    t.p.stdin.flush()
+    rundir, t = published(1048576)
+    t.send("loop 20000 3145728 0")
     seen = set()
     for _ in range(40):
         out = top_once(rundir, "--bytes", str(t.pid)).stdout
@@ -484,11 +489,8 @@ def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
     --listen while a traced program holds 96 MiB: the HTTP API answers a
     PromQL query with the exact live bytes and the program's pid."""
-    rundir = tempdir("vt-rundir-")
+    rundir, t = published(100663296)
     work = tempdir("vt-prom-")
-    t = Live(rundir)
-    t.say("a 100663296")
-    wait_for("published", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
     mport, pport = free_port(), free_port()
     exporter = subprocess.Popen([CLI, "metrics", "--listen", f"127.0.0.1:{mport}"], env=live_env(rundir),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -542,11 +544,9 @@ def forecast_leak_warns_steady_and_loading_do_not():
     steady.say("a 104857600")
     for t, cmd in ((leak, "leak 85 8388608 100"), (steady, "loop 400 67108864 20"),
                    (loading, "leak 20 26214400 50")):
-        t.p.stdin.write(cmd + "\n")
-        t.p.stdin.flush()
+        t.send(cmd)
     eq(loading.p.stdout.readline(), "ok\n", "loading done")
-    loading.p.stdin.write("loop 400 67108864 20\n")
-    loading.p.stdin.flush()
+    loading.send("loop 400 67108864 20")
     frame = wait_for("the leak's forecast on top", lambda: (lambda out: out if re.search(
         rf"^ *{leak.pid} +0 +0 .* +\d+ s  ", out, re.M) else None)(top_once(rundir).stdout), timeout=30)
     m = series(metrics(rundir), "vramtrace_forecast_full_seconds")
