@@ -3,6 +3,7 @@
  * chosen moment, and call sites combined across processes. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -123,6 +124,10 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
             json_object_set_new(j, "since_ns", json_integer((json_int_t)g->since_ns));
             json_object_set_new(j, "last_ns", json_integer((json_int_t)g->last_ns));
             json_object_set_new(j, "bytes_per_allocation", json_integer((json_int_t)g->bytes_per_allocation));
+        }
+        if (j && strcmp(g->unit, "step") == 0) {   /* the program marked steps */
+            json_object_set_new(j, "steps", json_integer((json_int_t)g->units));
+            json_object_set_new(j, "bytes_per_step", json_integer((json_int_t)g->bytes_per_unit));
         }
         json_array_append_new(grow, j);
     }

@@ -194,8 +194,8 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         if (i == 0) fputs("growing call sites (live bytes rose through the run; leak suspects):\n", f);
         char rate[160];
         if (g->have_rate)
-            vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->allocations,
-                          "allocation", g->last_ns - g->since_ns, g->bytes_per_allocation, rate, sizeof rate);
+            vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->units, g->unit,
+                          g->last_ns - g->since_ns, g->bytes_per_unit, rate, sizeof rate);
         else
             snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
                      g->allocations == 1 ? "" : "s");

@@ -12,6 +12,7 @@
 
 #include "../common/callsite.h"
 #include "../common/counters.h"
+#include "model_steps.h"
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
 
@@ -79,6 +80,10 @@ struct vm_growth {
      * before them have have_rate 0 (and the three 0). */
     int have_rate;
     uint64_t since_ns, last_ns, bytes_per_allocation;
+    /* The unit the rate is said in ("step" or "allocation", static), how
+     * many, and the rise per unit: the dump's, else allocations. */
+    const char *unit;
+    uint64_t units, bytes_per_unit;
 };
 
 struct vm_device {
@@ -116,6 +121,9 @@ struct vm_dump {
     struct vm_event *events;
     size_t nevents;
     uint64_t events_dropped;
+    struct vm_step *steps;       /* step boundaries, oldest first (model_steps.h) */
+    size_t nsteps;
+    uint64_t steps_total;
     struct vm_stack *stacks;
     size_t nstacks;
     struct vm_growth *growing;   /* optional in the dump */

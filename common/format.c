@@ -20,9 +20,13 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size) {
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
                           uint64_t per_unit, char *buf, size_t size) {
     char a[32], b[32];
-    snprintf(buf, size, "+%s over %llu %s%s in %.3f s, %s per %s", vt_fmt_bytes(rise, a, sizeof a),
-             (unsigned long long)units, unit, units == 1 ? "" : "s", (double)span_ns / 1e9,
-             vt_fmt_bytes(per_unit, b, sizeof b), unit);
+    if (strcmp(unit, "step") == 0)
+        snprintf(buf, size, "+%s per step over the last %llu step%s (+%s in %.3f s)", vt_fmt_bytes(per_unit, b, sizeof b),
+                 (unsigned long long)units, units == 1 ? "" : "s", vt_fmt_bytes(rise, a, sizeof a), (double)span_ns / 1e9);
+    else
+        snprintf(buf, size, "+%s over %llu %s%s in %.3f s, %s per %s", vt_fmt_bytes(rise, a, sizeof a),
+                 (unsigned long long)units, unit, units == 1 ? "" : "s", (double)span_ns / 1e9,
+                 vt_fmt_bytes(per_unit, b, sizeof b), unit);
     return buf;
 }
 

@@ -12,6 +12,7 @@ struct site {
     int64_t live;          /* replayed live bytes */
     int64_t delta;         /* sum of the history's changes */
     uint64_t t_first, t_last, allocs;
+    size_t i_first, i_last;  /* indexes in the events of those two */
     uint64_t nev, ev;      /* the site's events up to the end; replayed so far */
     int seen, window;
     int64_t floor[WINDOWS];
@@ -22,6 +23,19 @@ static int by_rise(const void *a, const void *b) {
     uint64_t rx = x->end_bytes - x->first_floor, ry = y->end_bytes - y->first_floor;
     if (rx != ry) return rx < ry ? 1 : -1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The step event i of s falls in: one past the number of the last kept
+ * boundary at or before it; before every kept boundary, the first kept
+ * one's number (the step it falls in, when no boundary was dropped). */
+static uint64_t step_of(const struct vt_snapshot *s, size_t i) {
+    size_t lo = 0, hi = s->nsteps; /* boundaries [0, lo) are at or before i */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (vt_step_event(s, &s->steps[mid]) <= (int64_t)i) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo ? s->steps[lo - 1].step + 1 : s->steps[0].step;
 }
 
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
@@ -48,10 +62,10 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         x->nev++;
         /* The earliest event, not the first in the ring: a history written by
          * several threads need not be in time order. */
-        if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; }
+        if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; x->i_first = i; }
         if (e->type == VT_EV_ALLOC) {
             x->allocs++;
-            if (e->time_ns > x->t_last) x->t_last = e->time_ns;
+            if (e->time_ns > x->t_last || x->allocs == 1) { x->t_last = e->time_ns; x->i_last = i; }
         }
     }
     for (size_t k = 0; k < ns; k++) {
@@ -79,6 +93,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     }
     struct vt_growth *out = malloc(ns * sizeof *out);
     size_t k = 0;
+    int marked = s->nsteps && s->steps[0].time_ns <= t_end;
     for (size_t i = 0; out && i < ns; i++) {
         struct site *x = &st[i];
         if (x->allocs < WINDOWS || x->live <= 0) continue;
@@ -93,6 +108,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         out[k].allocs = x->allocs;
         out[k].t_first_ns = x->t_first;
         out[k].t_last_ns = x->t_last > x->t_first ? x->t_last : x->t_first;
+        out[k].steps = marked ? step_of(s, x->i_last) - step_of(s, x->i_first) + 1 : 0;
         k++;
     }
     free(st);
@@ -108,8 +124,8 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
 struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
     struct vt_growth_rate r;
     r.rise = g->end_bytes > g->first_floor ? g->end_bytes - g->first_floor : 0;
-    r.units = g->allocs;
-    r.unit = "allocation";
+    r.units = g->steps ? g->steps : g->allocs;
+    r.unit = g->steps ? "step" : "allocation";
     r.per_unit = r.units ? r.rise / r.units : 0;
     r.span_ns = g->t_last_ns > g->t_first_ns ? g->t_last_ns - g->t_first_ns : 0;
     r.bytes_per_second = r.span_ns ? (double)r.rise / ((double)r.span_ns / 1e9) : 0;

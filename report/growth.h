@@ -30,17 +30,22 @@ struct vt_growth {
     uint64_t allocs;           /* allocation events seen */
     uint64_t t_first_ns;       /* the site's first event */
     uint64_t t_last_ns;        /* its last allocation up to the end */
+    uint64_t steps;            /* the program's steps (tracker/steps.h) the
+                                  site's events span up to the end: from the
+                                  step of its first event to that of its last
+                                  allocation, both counted; 0 when the run
+                                  marked no step boundary up to the end */
 };
 
 /* The figures of one growing site, in the unit of work the run is known
- * by. Today that unit is the allocation. When the tracker learns the
- * program's own steps (optimizer steps), vt_growth_rate is the one place
- * that counts them as the unit instead ("step", per step), and every
- * output (post-mortem, exit summary, dump, CLI through the dump) follows. */
+ * by: the program's own step ("step", per step) when it marked any
+ * (g->steps), else the allocation. vt_growth_rate is the one place that
+ * chooses, and every output (post-mortem, exit summary, dump, CLI through
+ * the dump) follows. */
 struct vt_growth_rate {
     uint64_t rise;             /* end_bytes - first_floor */
-    uint64_t units;            /* allocations */
-    const char *unit;          /* "allocation" */
+    uint64_t units;            /* steps, or allocations */
+    const char *unit;          /* "step" or "allocation" */
     uint64_t per_unit;         /* rise / units, rounded down */
     uint64_t span_ns;          /* t_last_ns - t_first_ns */
     double bytes_per_second;   /* rise / span; 0 when the span is 0 */
@@ -48,7 +53,9 @@ struct vt_growth_rate {
 
 struct vt_growth_rate vt_growth_rate(const struct vt_growth *g);
 
-/* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation":
+/* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation",
+ * or with steps "+512.00 MiB per step over the last 6 steps (+3.00 GiB in
+ * 0.100 s)":
  * vt_growth_rate's figures as every in-process report prints them (see
  * vt_fmt_growth). Writes into buf and returns it. */
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);

@@ -288,3 +288,106 @@ def torch_truth_report_prints_the_breakdown():
     top[0] = top[0].format("")
     i = lines.index(top[0])
     eq(lines[i:i + len(top)], top, "the exit breakdown")
+
+
+def traced(script, *args, flags=(), env=None, capacity="8G"):
+    """Run the Python script (text) under `vramtrace run` on a simulated GPU
+    of `capacity`; return (its stdout, its dumps by reason, the report)."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(script)
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", *flags, "--out", os.path.join(work, "d.%p.json"),
+                    "--report", os.path.join(work, "report.txt"), "--", "python3", "train.py", *args], work,
+                   clean_env(SIMGPU_CAPACITY=capacity, SIMGPU_CONTEXT="300M", **(env or {})))
+        eq(p.returncode, 0, f"train.py under vramtrace run: {p.stderr[-2000:]}")
+        dumps = {}
+        for x in glob.glob(os.path.join(work, "d.*.json")):
+            d = json.load(open(x))
+            dumps[d["reason"]] = d
+        report = open(os.path.join(work, "report.txt")).read() if os.path.exists(os.path.join(work, "report.txt")) else ""
+        return p.stdout, dumps, report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+MLP_STEPS = r"""
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16)).cuda()
+opt = torch.optim.Adam(model.parameters())
+other = torch.optim.SGD(model.parameters(), lr=0.0)   # steps with opt: one step of the run, not two
+x, y = torch.randn(64, 256, device="cuda"), torch.randn(64, 16, device="cuda")
+for _ in range(int(sys.argv[1])):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+    other.step()
+print("done")
+"""
+
+
+@torch_truth_test
+def torch_truth_optimizer_steps_are_step_boundaries():
+    out, dumps, _ = traced(MLP_STEPS, "7")
+    eq((out, sorted(dumps)), ("done\n", ["exit"]), "the run")
+    d = dumps["exit"]
+    eq((d["steps_total"], [s["step"] for s in d["steps"]]), (7, list(range(1, 8))), "one boundary per step")
+    ev = [s["event"] for s in d["steps"]]
+    ok(ev == sorted(ev) and 0 < ev[0] and ev[-1] <= len(d["events"]), f"each boundary's first event: {ev}")
+    eq(d["torch"][0]["steps"], 7, "the companion's own count")
+
+
+HISTORY = r"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16)).cuda()
+opt = torch.optim.Adam(model.parameters())
+x, y = torch.randn(64, 256, device="cuda"), torch.randn(64, 16, device="cuda")
+history = []
+try:
+    for step in range(1000):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        history.append(torch.full((64 << 20,), float(step), device="cuda"))  # LINE:append
+except torch.OutOfMemoryError:
+    print(len(history), history[0].nbytes)
+"""
+
+
+@torch_truth_test
+def torch_truth_growth_said_per_step():
+    # A tensor kept per optimizer step, until the device is full: the
+    # growing site's rise per step and its steps, in the finding at the
+    # OOM, the exit summary, the dump and vramtrace report.
+    out, dumps, report = traced(HISTORY)
+    kept, each = (int(v) for v in out.split())
+    eq((kept, each), (30, 256 << 20), "what the script kept")
+    line = 1 + HISTORY.splitlines().index(next(x for x in HISTORY.splitlines() if "LINE:append" in x))
+    site = f"<module> train.py:{line} -> "
+    rate = f"+256.00 MiB per step over the last {kept} steps (+7.50 GiB in "
+    d = dumps["exit"]
+    g = [(x["unit"], x["units"], x["bytes_per_unit"], x["allocations"]) for x in d["growing"]]
+    eq(g, [("step", kept, each, kept)], "the dump's growing site")
+    oom = [f["finding"] for f in d["ooms"][0]["findings"] if f["id"] == "growing_site"]
+    eq(len(oom), 1, "one growing-site finding")
+    short = lambda s: re.sub(r"/\S*/train\.py", "train.py", s)
+    want = f"grew through the run from 0 B to 7.50 GiB: {rate}"
+    ok(short(oom[0]).startswith(site) and want in oom[0], f"the finding: {oom[0]}")
+    # (PyTorch retries once after emptying its cache: two failed calls, a
+    # post-mortem for each when they are a second apart.)
+    pm = list(dict.fromkeys(short(x) for x in report.splitlines() if "grew through the run" in x or rate in x))
+    eq(len(pm), 2, f"the post-mortem's finding and the exit's growing site: {pm}")
+    ok(want in pm[0] and pm[1].startswith("vramtrace:   " + site) and f": 0 B -> 7.50 GiB, {rate}" in pm[1], str(pm))
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        r = in_dir([CLI, "report", path], work, clean_env())
+        cli = list(dict.fromkeys(short(x) for x in r.stdout.splitlines() if "grew through the run" in x or rate in x))
+        eq([x[x.index("<module>"):] for x in cli], [x[x.index("<module>"):] for x in pm],
+           "vramtrace report says what the post-mortem said")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
