@@ -38,7 +38,7 @@ static struct {
     size_t nlabels;
     struct vt_forecast fc[VT_MAX_DEVICES];
     int warned;
-    int placed;              /* renamed into place: the exit removes it */
+    int created, placed;     /* under place_lock: made, renamed into place */
     /* The sites at each closed growth window, for the one that grew. */
     struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
     uint32_t npast[VT_FORECAST_RISES + 1];
@@ -46,6 +46,9 @@ static struct {
 } L = {.fd = -1};
 _Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held around the segment file's making, naming and removal, never long:
+ * the exit removes what exists and after it nothing is made. */
+static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held by the publisher for each round: the exit waits for it (boundedly),
  * so that no round runs while the process tears down. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,6 +84,7 @@ static int create_segment(void) {
     }
     L.fd = fd;
     L.seg = m;
+    L.created = 1;
     return 0;
 }
 
@@ -92,7 +96,7 @@ static int place_segment(void) {
         errno = e;
         return -1;
     }
-    __atomic_store_n(&L.placed, 1, __ATOMIC_RELEASE);
+    L.placed = 1;
     return 0;
 }
 
@@ -161,12 +165,15 @@ static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint6
     }
 }
 
-/* The segment cannot be made: one warning, and the thread ends. Where
- * there is no live directory (a container without /dev/shm) nothing is
- * said: there is nowhere to publish. */
+static int stopping(void) { return __atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 3; }
+
+/* The segment cannot be made: one warning, and the thread waits for the
+ * exit (publisher). Where there is no live directory (a container without
+ * /dev/shm) nothing is said: there is nowhere to publish. */
 static void unusable(void) {
     int e = errno;
-    __atomic_store_n(&L.started, 2, __ATOMIC_RELEASE);
+    int running = 1;
+    if (!__atomic_compare_exchange_n(&L.started, &running, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
     char dir[4096];
     struct stat st;
     if (stat(vt_live_dir(dir, sizeof dir), &st) != 0) return;
@@ -231,9 +238,14 @@ static void publish(void) {
     n->ndevices = ndev;
     changed |= vt_live_torch_fill(n);
     if (!changed && !closed && L.seg) return;
-    if (!L.seg && create_segment() != 0) {
-        unusable();
-        return;
+    if (!L.seg) {
+        pthread_mutex_lock(&place_lock);
+        int rc = stopping() ? 1 : create_segment();
+        pthread_mutex_unlock(&place_lock);
+        if (rc != 0) {
+            if (rc < 0) unusable();
+            return;
+        }
     }
     n->nsites = (int32_t)v->nsites;
     for (uint32_t i = 0; i < v->nsites; i++) {
@@ -270,7 +282,12 @@ static void publish(void) {
     L.seg->version = VT_LIVE_VERSION;
     L.seg->size = sizeof *n;
     __atomic_store_n(&L.seg->seq, seq + 2, __ATOMIC_RELEASE);
-    if (!L.placed && place_segment() != 0) unusable();
+    if (!L.placed) {
+        pthread_mutex_lock(&place_lock);
+        int rc = stopping() ? 1 : place_segment();
+        pthread_mutex_unlock(&place_lock);
+        if (rc < 0) unusable();
+    }
 }
 
 /* The publisher holds round_lock whenever it is not asleep, from its first
@@ -317,13 +334,19 @@ void vt_live_start(void) {
 }
 
 /* No round starts after this; one under way is waited for up to
- * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). */
+ * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). The
+ * segment's file goes either way, under its name or its temporary one:
+ * the publisher makes and names it only under place_lock, and not once
+ * the exit has begun. */
 void vt_live_stop(void) {
     __atomic_store_n(&L.started, 3, __ATOMIC_RELEASE);
     struct timespec until;
     vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);
     int held = pthread_mutex_timedlock(&round_lock, &until) == 0;
-    if (__atomic_load_n(&L.placed, __ATOMIC_ACQUIRE)) unlink(L.path);
+    pthread_mutex_lock(&place_lock);
+    if (L.placed) unlink(L.path);
+    else if (L.created) unlink(tmp_path);
+    pthread_mutex_unlock(&place_lock);
     if (held) {
         pthread_cond_broadcast(&parked);
         pthread_mutex_unlock(&round_lock);
@@ -342,6 +365,7 @@ void vt_live_reset_child(void) {
     L.fd = -1;
     pthread_mutex_init(&forecast_lock, NULL);
     pthread_mutex_init(&round_lock, NULL);
+    pthread_mutex_init(&place_lock, NULL);
     pthread_cond_init(&parked, NULL);
     forecast_line[0] = '\0';
     vt_live_torch_reset_child();
