@@ -89,6 +89,8 @@ static int v_cap(const struct vt_live_device *d, double *v) { *v = (double)d->ca
 static int v_total(const struct vt_live_device *d, double *v) { *v = (double)d->total_bytes; return 1; }
 static int v_growth(const struct vt_live_device *d, double *v) { *v = (double)d->growth_per_min / 60.0; return 1; }
 static int v_full(const struct vt_live_device *d, double *v) { *v = (double)d->forecast_ns / 1e9; return 1; }
+static int v_step(const struct vt_live_device *d, double *v) { *v = (double)d->growth_per_step; return 1; }
+DEV_U64(v_full_steps, forecast_steps)
 
 static const struct dev_metric dev_metrics[] = {
     {"vramtrace_live_bytes", GAUGE, "bytes", "Device memory the process holds now (tracked allocations).", 0, v_live},
@@ -100,6 +102,8 @@ static const struct dev_metric dev_metrics[] = {
     {"vramtrace_torch_allocated_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory in tensors.", VT_LIVE_DEV_TORCH, v_alloc},
     {"vramtrace_growth_bytes_per_second", GAUGE, NULL, "Sustained growth of the live bytes (0 when there is none).", 0, v_growth},
     {"vramtrace_forecast_full_seconds", GAUGE, "seconds", "Time until the live bytes fill the capacity at the sustained growth.", VT_LIVE_DEV_FORECAST, v_full},
+    {"vramtrace_growth_bytes_per_step", GAUGE, NULL, "Sustained growth of the live bytes a step, where the program has steps (0 when there is none).", VT_LIVE_DEV_PER_STEP, v_step},
+    {"vramtrace_forecast_full_steps", GAUGE, NULL, "Steps until the live bytes fill the capacity at the sustained growth a step.", VT_LIVE_DEV_PER_STEP | VT_LIVE_DEV_FORECAST, v_full_steps},
     {"vramtrace_allocations", COUNTER, NULL, "Device allocations made.", 0, v_allocs},
     {"vramtrace_frees", COUNTER, NULL, "Device frees made.", 0, v_frees},
     {"vramtrace_failures", COUNTER, NULL, "Failed device allocations.", 0, v_failed},

@@ -38,6 +38,7 @@ static struct {
     size_t nlabels;
     struct vt_forecast fc[VT_MAX_DEVICES];
     int warned;
+    char last_site[VT_LIVE_LABEL]; /* the forecast's growing site, once named */
     int created, placed;     /* under place_lock: made, renamed into place */
     /* The sites at each closed growth window, for the one that grew. */
     struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
@@ -140,19 +141,25 @@ static const char *growing_site(void) {
     return at == UINT32_MAX ? NULL : label_of(v->sites[at].stack, v->stacks[at]);
 }
 
-/* The forecast of device d, once: its line for the segment and the dump,
- * and the warning. */
-static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint64_t capacity) {
-    char rate[32], cap[32], line[256];
-    vt_fmt_bytes((uint64_t)f->growth_per_min, rate, sizeof rate);
+/* The forecast of device d, per step when sf is given, else per minute:
+ * its line for the segment and the dump, and the one warning. */
+static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity) {
+    char rate[32], cap[32], line[256], when[48];
+    vt_fmt_bytes(sf ? (uint64_t)sf->growth_per_step : (uint64_t)f->growth_per_min, rate, sizeof rate);
     vt_fmt_bytes(capacity, cap, sizeof cap);
+    /* The site that grew the most lately; where nothing grew since (a
+     * program idle after its last step), the one named last. */
     const char *site = growing_site();
-    char when[32];
-    if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
+    if (site) snprintf(L.last_site, sizeof L.last_site, "%s", site);
+    else if (L.last_site[0]) site = L.last_site;
+    if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
+    else if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
     else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);
-    snprintf(line, sizeof line, "at +%s a minute, device %d is full (%s%s) in %s%s%s", rate, d, cap,
-             vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "", site ? site : "");
-    (void)live;
+    /* A site's name too long for the line is cut with it. */
+    if (snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s%s", rate, sf ? "per step" : "a minute",
+                 d, cap, vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "",
+                 site ? site : "") >= (int)sizeof line)
+        vt_utf8_whole(line, sizeof line);
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
@@ -163,6 +170,19 @@ static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint6
         fprintf(stderr, "vramtrace: forecast: %s\n", line);
         vt_sigpipe_release(&held);
     }
+}
+
+/* Device d's growth per step and forecast from the view's newest step
+ * boundaries (sf zero when the process has fewer than two). */
+static void step_forecast(const struct vt_view *v, int d, uint64_t live, uint64_t capacity, uint64_t horizon_ns,
+                          struct vt_step_forecast *sf) {
+    uint64_t step[VT_VIEW_STEPS], at[VT_VIEW_STEPS], bytes[VT_VIEW_STEPS];
+    for (uint32_t i = 0; i < v->nsteps; i++) {
+        step[i] = v->steps[i].step;
+        at[i] = v->steps[i].time_ns;
+        bytes[i] = d < v->steps[i].ndevices ? v->steps[i].live_bytes[d] : 0;
+    }
+    vt_forecast_steps(sf, step, at, bytes, (int)v->nsteps, live, capacity, horizon_ns);
 }
 
 static int stopping(void) { return __atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 3; }
@@ -218,12 +238,20 @@ static void publish(void) {
         o->failed_count = src->failed_count;
         o->oom_count = src->oom_count;
         o->growth_per_min = f->growth_per_min;
+        struct vt_step_forecast sf;
+        int per_step = v->nsteps >= 2;
+        if (per_step) {
+            step_forecast(v, d, src->live_bytes, capacity, f->horizon_ns, &sf);
+            o->flags |= VT_LIVE_DEV_PER_STEP;
+            o->growth_per_step = sf.growth_per_step;
+        }
         memcpy(o->kind_live_bytes, v->kinds[d + 1].live_bytes, sizeof v->kinds[d + 1].live_bytes);
         memcpy(o->kind_peak_bytes, v->kinds[d + 1].peak_bytes, sizeof v->kinds[d + 1].peak_bytes);
-        if (f->full) {
+        if (per_step ? sf.full : f->full) {
             o->flags |= VT_LIVE_DEV_FORECAST;
-            o->forecast_ns = f->full_in_ns;
-            forecast_of(d, f, src->live_bytes, capacity);
+            o->forecast_ns = per_step ? sf.full_in_ns : f->full_in_ns;
+            o->forecast_steps = per_step ? sf.full_in_steps : 0;
+            forecast_of(d, f, per_step ? &sf : NULL, capacity);
         }
     }
     if (closed) { /* the sites at this window's close, oldest first */
@@ -237,6 +265,10 @@ static void publish(void) {
     }
     n->ndevices = ndev;
     changed |= vt_live_torch_fill(n);
+    if (v->steps_total) { /* the tracker's count: vramtrace_step and the companion's steps */
+        n->flags |= VT_LIVE_STEPS;
+        n->steps = v->steps_total;
+    }
     if (!changed && !closed && L.seg) return;
     if (!L.seg) {
         pthread_mutex_lock(&place_lock);

@@ -316,6 +316,7 @@ struct vt_kind_counts {
     uint64_t live_bytes[VT_KIND_COUNT];
     uint64_t peak_bytes[VT_KIND_COUNT];
 };
+#define VT_VIEW_STEPS 8
 #define VT_KINDS_HOST 0 /* kinds[VT_KINDS_HOST]; device d is kinds[d + 1] */
 struct vt_view {
     uint64_t stamp;            /* changes whenever an op or failure is applied */
@@ -327,6 +328,9 @@ struct vt_view {
     const struct vt_stack *stacks[VT_VIEW_SITES];
     uint32_t nsites;
     struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* the host, then ndevices devices */
+    uint64_t steps_total;      /* step boundaries ever counted (tracker/steps.h) */
+    struct vt_step steps[VT_VIEW_STEPS]; /* the newest of them, oldest first */
+    uint32_t nsteps;
 };
 int vt_tracker_view(struct vt_view *v);
 

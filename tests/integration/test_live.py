@@ -582,6 +582,44 @@ def forecast_leak_warns_steady_and_loading_do_not():
 
 
 @test
+def forecast_per_step_where_the_program_has_steps():
+    """Two programs that mark steps (vramtrace_step) on a 1 GiB budget: one
+    keeps 8 MiB a step for 20 steps (growth +8 MiB a step; full in 108 steps
+    at its last, in top, the metrics and, exact, the dump; one warning line
+    per step), one allocates 64 MiB, steps and frees it again over 100 MiB it
+    keeps (its steps end where they began: no growth, no forecast)."""
+    rundir = tempdir("vt-rundir-")
+    env = {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"}
+    leak, steady = Live(rundir, env), Live(rundir, env)
+    steady.say("a 104857600")
+    leak.say("steps 20 8388608 50")
+    steady.say("steady 20 67108864 50")
+    text = wait_for("both programs' 20 steps published", lambda: (lambda t: t if sorted(
+        series(t, "vramtrace_steps_total").values()) == ["20", "20"] else None)(metrics(rundir)))
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    dl, ds = (f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"' for t in (leak, steady))
+    pl, ps = (f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}"' for t in (leak, steady))
+    eq(series(text, "vramtrace_forecast_full_steps"), {dl: "108"}, "only the leak is full, in 108 steps")
+    eq(series(text, "vramtrace_growth_bytes_per_step"), {dl: "8388608", ds: "0"}, "growth a step")
+    eq(series(text, "vramtrace_steps_total"), {pl: "20", ps: "20"}, "the steps")
+    rows = process_rows(top_once(rundir, "--bytes").stdout)
+    eq((rows[leak.pid][6:9], rows[steady.pid][6:8]), (["+8388608/step", "108", "steps"], ["0", "-"]),
+       "top's growth and forecast")
+    (rc, err), (src, serr) = leak.quit(), steady.quit()
+    eq((rc, src, serr), (0, 0, ""), "both exit; the steady one says nothing")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+    with open(os.path.join(leak.work, f"dump.{leak.pid}.json")) as f:
+        d = json.load(f)
+    eq(d.get("forecast"), f"at +8.00 MiB per step, device 0 is full (1.00 GiB, VRAMTRACE_LIMIT) in 108 steps; "
+                          f"it grows at {site}", "the dump's forecast")
+    with open(os.path.join(steady.work, f"dump.{steady.pid}.json")) as f:
+        ok("forecast" not in json.load(f), "no forecast for the steady one")
+
+
+@test
 def report_prints_the_dumps_forecast():
     """vramtrace report prints the dump's forecast line, as the library wrote
     it (a control character made printable), after the out-of-memory

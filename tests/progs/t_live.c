@@ -8,6 +8,8 @@
  *   o                 a request the device refuses (cudaMalloc of 1 PiB)
  *   leak N BYTES MS   N times: BYTES kept, then MS milliseconds
  *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
+ *   steps N BYTES MS  N times: BYTES kept, a step (vramtrace_step), MS ms
+ *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
  *                     "child PID" first, "ok" once it has exited
  *   q                 exit (what is kept stays live) */
@@ -18,6 +20,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../include/vramtrace.h"
 
 static void *kept[100000], *hosts[64];
 static int nkept, nhosts;
@@ -34,6 +38,8 @@ static void keep(unsigned long long bytes) {
 
 int main(void) {
     char line[256];
+    struct vramtrace_api vt;
+    vramtrace_load(&vt);
     setvbuf(stdout, NULL, _IOLBF, 0);
     while (fgets(line, sizeof line, stdin)) {
         unsigned long long bytes = 0;
@@ -56,6 +62,20 @@ int main(void) {
         } else if (sscanf(line, "leak %ld %llu %ld", &n, &bytes, &ms) == 3) {
             for (long i = 0; i < n; i++) {
                 keep(bytes);
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "steps %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                keep(bytes);
+                vt.step();
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "steady %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                void *p = NULL;
+                cudaMalloc(&p, bytes);
+                vt.step();
+                cudaFree(p);
                 sleep_ms(ms);
             }
         } else if (sscanf(line, "loop %ld %llu %ld", &n, &bytes, &ms) == 3) {

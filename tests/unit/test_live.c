@@ -53,6 +53,34 @@ static void forecast_tests(void) {
     CHECK_EQ(f.window_ns, 100 * S);
 }
 
+/* Growth per step from step boundaries: 8 boundaries 100 ms apart. */
+static void step_forecast_tests(void) {
+    uint64_t step[8], at[8], leak[8], flat[8], load[8];
+    for (int i = 0; i < 8; i++) {
+        step[i] = 11 + (uint64_t)i;
+        at[i] = (uint64_t)i * S / 10;
+        leak[i] = 100 * MiB + (uint64_t)i * 8 * MiB;
+        flat[i] = 100 * MiB;
+        load[i] = (i < 4 ? (uint64_t)i : 4) * 50 * MiB; /* rises, then stays */
+    }
+    struct vt_step_forecast sf;
+    vt_forecast_steps(&sf, step, at, leak, 8, 156 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 8 * MiB);
+    CHECK_EQ(sf.full, 1);
+    CHECK_EQ(sf.full_in_steps, 109);          /* (1024 - 156) / 8 = 108.5: 109 steps */
+    CHECK_EQ(sf.full_in_ns / 1000000, 10900); /* at 100 ms a step */
+    vt_forecast_steps(&sf, step, at, leak, 8, 156 * MiB, 1024 * MiB, 10 * S);
+    CHECK_EQ(sf.full, 0);                     /* 10.9 s: beyond the horizon */
+    CHECK_EQ(sf.growth_per_step, 8 * MiB);
+    vt_forecast_steps(&sf, step, at, flat, 8, 100 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
+    CHECK_EQ(sf.full, 0);
+    vt_forecast_steps(&sf, step, at, load, 8, 200 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
+    vt_forecast_steps(&sf, step, at, leak, 5, 156 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);          /* fewer than six boundaries */
+}
+
 static void view_tests(void) {
     vt_tracker_init(8, 1000);
     struct vt_view *v = calloc(1, sizeof *v);
@@ -105,6 +133,7 @@ static void kind_name_tests(void) {
 
 int main(void) {
     forecast_tests();
+    step_forecast_tests();
     view_tests();
     kind_name_tests();
     return check_report("unit_live");
