@@ -163,7 +163,11 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
-    if (!L.warned) {
+    /* The warning goes to stderr, unless the reports go to a file: a
+     * program whose reports are sent away keeps its stderr its own (the
+     * forecast is in the dump, top and the metrics either way). */
+    int to_file = strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0;
+    if (!L.warned && !to_file) {
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
