@@ -89,6 +89,8 @@ static int v_cap(const struct vt_live_device *d, double *v) { *v = (double)d->ca
 static int v_total(const struct vt_live_device *d, double *v) { *v = (double)d->total_bytes; return 1; }
 static int v_growth(const struct vt_live_device *d, double *v) { *v = (double)d->growth_per_min / 60.0; return 1; }
 static int v_full(const struct vt_live_device *d, double *v) { *v = (double)d->forecast_ns / 1e9; return 1; }
+static int v_step(const struct vt_live_device *d, double *v) { *v = (double)d->growth_per_step; return 1; }
+DEV_U64(v_full_steps, forecast_steps)
 
 static const struct dev_metric dev_metrics[] = {
     {"vramtrace_live_bytes", GAUGE, "bytes", "Device memory the process holds now (tracked allocations).", 0, v_live},
@@ -100,6 +102,8 @@ static const struct dev_metric dev_metrics[] = {
     {"vramtrace_torch_allocated_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory in tensors.", VT_LIVE_DEV_TORCH, v_alloc},
     {"vramtrace_growth_bytes_per_second", GAUGE, NULL, "Sustained growth of the live bytes (0 when there is none).", 0, v_growth},
     {"vramtrace_forecast_full_seconds", GAUGE, "seconds", "Time until the live bytes fill the capacity at the sustained growth.", VT_LIVE_DEV_FORECAST, v_full},
+    {"vramtrace_growth_bytes_per_step", GAUGE, NULL, "Sustained growth of the live bytes a step, where the program has steps (0 when there is none).", VT_LIVE_DEV_PER_STEP, v_step},
+    {"vramtrace_forecast_full_steps", GAUGE, NULL, "Steps until the live bytes fill the capacity at the sustained growth a step.", VT_LIVE_DEV_PER_STEP | VT_LIVE_DEV_FORECAST, v_full_steps},
     {"vramtrace_allocations", COUNTER, NULL, "Device allocations made.", 0, v_allocs},
     {"vramtrace_frees", COUNTER, NULL, "Device frees made.", 0, v_frees},
     {"vramtrace_failures", COUNTER, NULL, "Failed device allocations.", 0, v_failed},
@@ -136,6 +140,43 @@ static void sample_value(FILE *f, double v) {
     else fprintf(f, " %.17g\n", v);
 }
 
+/* Live and peak bytes by kind of memory (device, managed, pinned host,
+ * imported, pool...): a device's kinds with its gpu and UUID, the host's
+ * (pinned host memory) with gpu "host" and no UUID; only the kinds a
+ * process ever held, so that the series stay few. */
+static void write_kinds(FILE *f, const struct vt_live_segment *segs, size_t n, int om) {
+    static const char *const names[] = {VT_LIVE_KIND_NAMES};
+    for (int peak = 0; peak < 2; peak++) {
+        const char *name = peak ? "vramtrace_kind_peak_bytes" : "vramtrace_kind_live_bytes";
+        int header = 0;
+        for (size_t i = 0; i < n; i++) {
+            int ndev = segs[i].ndevices < VT_LIVE_DEVICES ? segs[i].ndevices : VT_LIVE_DEVICES;
+            for (int k = 0; k <= ndev; k++) {
+                const struct vt_live_device *d = k < ndev ? &segs[i].devices[k] : NULL;
+                const uint64_t *live = d ? d->kind_live_bytes : segs[i].host_kind_live_bytes;
+                const uint64_t *most = d ? d->kind_peak_bytes : segs[i].host_kind_peak_bytes;
+                for (size_t m = 0; m < sizeof names / sizeof *names; m++) {
+                    if (!most[m]) continue;
+                    if (!header++)
+                        family(f, om, name, GAUGE, "bytes",
+                               peak ? "Most memory of one kind the process held at once, by device."
+                                    : "Memory of one kind the process holds now, by device.");
+                    fprintf(f, "%s{", name);
+                    if (d) {
+                        device_labels(f, &segs[i], d);
+                    } else {
+                        process_labels(f, &segs[i]);
+                        put_label(f, "gpu", "host", 0);
+                        put_label(f, "UUID", "", 0);
+                    }
+                    put_label(f, "kind", names[m], 0);
+                    fprintf(f, "} %llu\n", (unsigned long long)(peak ? most[m] : live[m]));
+                }
+            }
+        }
+    }
+}
+
 /* Every family over segs[0..n). */
 static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n, const struct vt_metrics_opts *o) {
     for (size_t m = 0; m < sizeof dev_metrics / sizeof dev_metrics[0]; m++) {
@@ -158,6 +199,15 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
         fputs("vramtrace_host_live_bytes{", f);
         process_labels(f, &segs[i]);
         fprintf(f, "} %llu\n", (unsigned long long)segs[i].host_live_bytes);
+    }
+    write_kinds(f, segs, n, o->om);
+    int steps = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(segs[i].flags & VT_LIVE_STEPS)) continue;
+        if (!steps++) family(f, o->om, "vramtrace_steps", COUNTER, NULL, "Optimizer steps PyTorch made (its companion counts them).");
+        fputs("vramtrace_steps_total{", f);
+        process_labels(f, &segs[i]);
+        fprintf(f, "} %llu\n", (unsigned long long)segs[i].steps);
     }
     for (int which = 0; which < 2; which++) {
         int header = 0;

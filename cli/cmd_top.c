@@ -87,9 +87,11 @@ static void free_lines(struct lines *L) {
     memset(L, 0, sizeof *L);
 }
 
-/* The time left before a forecast fills its device, for people. */
+/* The time (or, where the process has steps, the steps) left before a
+ * forecast fills its device, for people. */
 static const char *forecast_cell(const struct vt_live_device *d, char *buf, size_t size) {
     if (!(d->flags & VT_LIVE_DEV_FORECAST)) snprintf(buf, size, "-");
+    else if (d->flags & VT_LIVE_DEV_PER_STEP) snprintf(buf, size, "%llu steps", (unsigned long long)d->forecast_steps);
     else if (d->forecast_ns < 60000000000ull) snprintf(buf, size, "%.0f s", (double)d->forecast_ns / 1e9);
     else snprintf(buf, size, "%.1f min", (double)d->forecast_ns / 60e9);
     return buf;
@@ -107,7 +109,7 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
     add_line(L, "vramtrace top - %s - %s - %zu traced process%s - sort: %s", when, host, n, n == 1 ? "" : "es",
              sort_names[o->sort]);
     add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s  %s", "PID", "RANK", "DEV", "LIVE", "PEAK", "RESERVED",
-             "GROWTH/MIN", "FULL IN", "COMMAND");
+             "GROWTH", "FULL IN", "COMMAND");
     L->selected_line = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct vt_live_segment *s = &segs[i];
@@ -123,9 +125,11 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
             bytes_cell(o, d ? d->peak_bytes : 0, peak, sizeof peak);
             if (d && (d->flags & VT_LIVE_DEV_TORCH)) bytes_cell(o, d->torch_reserved_bytes, res, sizeof res);
             else snprintf(res, sizeof res, "-");
-            if (d && d->growth_per_min > 0) {
+            int per_step = d && (d->flags & VT_LIVE_DEV_PER_STEP);
+            int64_t g = !d ? 0 : per_step ? d->growth_per_step : d->growth_per_min;
+            if (g > 0) {
                 char b[32];
-                snprintf(grow, sizeof grow, "+%s", bytes_cell(o, (uint64_t)d->growth_per_min, b, sizeof b));
+                snprintf(grow, sizeof grow, "+%s/%s", bytes_cell(o, (uint64_t)g, b, sizeof b), per_step ? "step" : "min");
             } else {
                 snprintf(grow, sizeof grow, "0");
             }

@@ -7,6 +7,7 @@
 #include "../common/format.h"
 #include "../common/oomtext.h"
 #include "fleet.h"
+#include "forecast_text.h"
 #include "summary_view.h"
 #include "reporters.h"
 
@@ -104,6 +105,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_put_totals(f, d);
     timeline(f, d);
     ooms(f, d, o->top);
+    vr_text_forecast(f, d);
     vr_text_torch(f, d, d->torch, "");
     vr_put_holders(f, d, o);
     vr_put_growing(f, d, o->top);

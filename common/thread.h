@@ -9,4 +9,15 @@
  * pthread_create's error number (then no thread runs). */
 int vt_thread_start_quiet(void *(*fn)(void *), const char *name);
 
+/* Before fork: waits (up to 2 seconds) until every helper thread started
+ * has reached its start routine, so that no thread is inside its start-up
+ * (the C library's and a sanitizer's, which allocate) while the process
+ * forks; a child would inherit the allocator's lock held. From its start
+ * routine on, a helper itself keeps what it does apart from fork (the
+ * publisher's round lock, report/live.c). */
+void vt_thread_fork_prepare(void);
+
+/* After fork, in the child: no helper thread is starting there. */
+void vt_thread_reset_child(void);
+
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../common/thread.h"
 #include "../report/live.h"
 #include "../report/output.h"
 #include "../report/torch.h"
@@ -42,9 +43,11 @@ void vt_init(void) {
 }
 
 /* Between the fork handlers the forking thread holds every lock: it is
- * busy (see vt_busy), so a signal handler's allocation passes through. */
+ * busy (see vt_busy), so a signal handler's allocation passes through.
+ * No helper thread is in its start-up, nor the publisher in a round. */
 static void before_fork(void) {
     vt_busy++;
+    vt_thread_fork_prepare();
     vt_live_fork_prepare();
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
@@ -58,9 +61,14 @@ static void after_fork_parent(void) {
 }
 
 /* A forked child starts with no records: what the parent held is the
- * parent's to report. The child writes a dump only if it allocates. */
+ * parent's to report. The child writes a dump only if it allocates. The
+ * locks before_fork took are this thread's, the child's only one: they are
+ * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
+    vt_thread_reset_child();
+    vt_tracker_unlock_all();
     vt_stack_fork_done();
+    vt_live_fork_parent();
     vt_tracker_reset_child();
     vt_hook_reset_child();
     vt_output_reset_child();

@@ -51,3 +51,24 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
     }
     return done;
 }
+
+void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
+                       const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns) {
+    memset(out, 0, sizeof *out);
+    if (n < VT_FORECAST_RISES + 1) return;
+    int first = n - 1 - VT_FORECAST_RISES;
+    for (int i = first + 1; i < n; i++)
+        if (live_at[i] <= live_at[i - 1]) return;
+    uint64_t steps = step[n - 1] - step[first];
+    if (steps == 0) return;
+    out->growth_per_step = (int64_t)((live_at[n - 1] - live_at[first]) / steps);
+    if (out->growth_per_step <= 0 || capacity == 0 || horizon_ns == 0) return;
+    uint64_t g = (uint64_t)out->growth_per_step;
+    uint64_t left = live >= capacity ? 0 : (capacity - live + g - 1) / g;
+    double per_step = (double)(time_ns[n - 1] - time_ns[first]) / (double)steps;
+    double ns = (double)left * per_step;
+    if (ns > (double)horizon_ns) return;
+    out->full = 1;
+    out->full_in_steps = left;
+    out->full_in_ns = (uint64_t)ns;
+}

@@ -37,4 +37,22 @@ void vt_forecast_init(struct vt_forecast *f, long horizon_s);
  * completed a window (growth_per_min may have changed). */
 int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, uint64_t capacity);
 
+/* Growth per step, where the program has steps (tracker/steps.h): from
+ * the newest n step boundaries, oldest first (step numbers, times in
+ * nanoseconds, a device's live bytes at each). Sustained when the live
+ * bytes rose at each of the last VT_FORECAST_RISES boundaries: the rise
+ * over those steps per step (a loop whose steps end where they began
+ * never rises; a model that loads before its first step is not growth).
+ * The forecast: the steps until `live` (now) reaches the capacity at that
+ * rate, kept when those steps, at the boundaries' time per step, fall
+ * within the horizon. */
+struct vt_step_forecast {
+    int64_t growth_per_step;  /* bytes a step while sustained, else 0 */
+    int full;                 /* a forecast is held */
+    uint64_t full_in_steps;   /* steps from the newest boundary */
+    uint64_t full_in_ns;      /* the same at the time per step */
+};
+void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
+                       const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns);
+
 #endif

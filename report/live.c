@@ -38,16 +38,23 @@ static struct {
     size_t nlabels;
     struct vt_forecast fc[VT_MAX_DEVICES];
     int warned;
-    int placed;              /* renamed into place: the exit removes it */
+    char last_site[VT_LIVE_LABEL]; /* the forecast's growing site, once named */
+    int created, placed;     /* under place_lock: made, renamed into place */
     /* The sites at each closed growth window, for the one that grew. */
     struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
     uint32_t npast[VT_FORECAST_RISES + 1];
     int npasts;
 } L = {.fd = -1};
+_Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held around the segment file's making, naming and removal, never long:
+ * the exit removes what exists and after it nothing is made. */
+static pthread_mutex_t place_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held by the publisher for each round: the exit waits for it (boundedly),
  * so that no round runs while the process tears down. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Where a publisher that cannot publish waits for the exit. */
+static pthread_cond_t parked = PTHREAD_COND_INITIALIZER;
 #define VT_LIVE_EXIT_WAIT_NS 1000000000ull
 static char forecast_line[256];
 
@@ -78,6 +85,7 @@ static int create_segment(void) {
     }
     L.fd = fd;
     L.seg = m;
+    L.created = 1;
     return 0;
 }
 
@@ -89,7 +97,7 @@ static int place_segment(void) {
         errno = e;
         return -1;
     }
-    __atomic_store_n(&L.placed, 1, __ATOMIC_RELEASE);
+    L.placed = 1;
     return 0;
 }
 
@@ -133,23 +141,33 @@ static const char *growing_site(void) {
     return at == UINT32_MAX ? NULL : label_of(v->sites[at].stack, v->stacks[at]);
 }
 
-/* The forecast of device d, once: its line for the segment and the dump,
- * and the warning. */
-static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint64_t capacity) {
-    char rate[32], cap[32], line[256];
-    vt_fmt_bytes((uint64_t)f->growth_per_min, rate, sizeof rate);
+/* The forecast of device d, per step when sf is given, else per minute:
+ * its line for the segment and the dump, and the one warning. */
+static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity) {
+    char rate[32], cap[32], line[256], when[48];
+    vt_fmt_bytes(sf ? (uint64_t)sf->growth_per_step : (uint64_t)f->growth_per_min, rate, sizeof rate);
     vt_fmt_bytes(capacity, cap, sizeof cap);
+    /* The site that grew the most lately; where nothing grew since (a
+     * program idle after its last step), the one named last. */
     const char *site = growing_site();
-    char when[32];
-    if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
+    if (site) snprintf(L.last_site, sizeof L.last_site, "%s", site);
+    else if (L.last_site[0]) site = L.last_site;
+    if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
+    else if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
     else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);
-    snprintf(line, sizeof line, "at +%s a minute, device %d is full (%s%s) in %s%s%s", rate, d, cap,
-             vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "", site ? site : "");
-    (void)live;
+    /* A site's name too long for the line is cut with it. */
+    if (snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s%s", rate, sf ? "per step" : "a minute",
+                 d, cap, vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "",
+                 site ? site : "") >= (int)sizeof line)
+        vt_utf8_whole(line, sizeof line);
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
-    if (!L.warned) {
+    /* The warning goes to stderr, unless the reports go to a file: a
+     * program whose reports are sent away keeps its stderr its own (the
+     * forecast is in the dump, top and the metrics either way). */
+    int to_file = strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0;
+    if (!L.warned && !to_file) {
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
@@ -158,12 +176,28 @@ static void forecast_of(int d, const struct vt_forecast *f, uint64_t live, uint6
     }
 }
 
-/* The segment cannot be made: one warning, and the thread ends. Where
- * there is no live directory (a container without /dev/shm) nothing is
- * said: there is nowhere to publish. */
+/* Device d's growth per step and forecast from the view's newest step
+ * boundaries (sf zero when the process has fewer than two). */
+static void step_forecast(const struct vt_view *v, int d, uint64_t live, uint64_t capacity, uint64_t horizon_ns,
+                          struct vt_step_forecast *sf) {
+    uint64_t step[VT_VIEW_STEPS], at[VT_VIEW_STEPS], bytes[VT_VIEW_STEPS];
+    for (uint32_t i = 0; i < v->nsteps; i++) {
+        step[i] = v->steps[i].step;
+        at[i] = v->steps[i].time_ns;
+        bytes[i] = d < v->steps[i].ndevices ? v->steps[i].live_bytes[d] : 0;
+    }
+    vt_forecast_steps(sf, step, at, bytes, (int)v->nsteps, live, capacity, horizon_ns);
+}
+
+static int stopping(void) { return __atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 3; }
+
+/* The segment cannot be made: one warning, and the thread waits for the
+ * exit (publisher). Where there is no live directory (a container without
+ * /dev/shm) nothing is said: there is nowhere to publish. */
 static void unusable(void) {
     int e = errno;
-    __atomic_store_n(&L.started, 2, __ATOMIC_RELEASE);
+    int running = 1;
+    if (!__atomic_compare_exchange_n(&L.started, &running, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
     char dir[4096];
     struct stat st;
     if (stat(vt_live_dir(dir, sizeof dir), &st) != 0) return;
@@ -208,10 +242,20 @@ static void publish(void) {
         o->failed_count = src->failed_count;
         o->oom_count = src->oom_count;
         o->growth_per_min = f->growth_per_min;
-        if (f->full) {
+        struct vt_step_forecast sf;
+        int per_step = v->nsteps >= 2;
+        if (per_step) {
+            step_forecast(v, d, src->live_bytes, capacity, f->horizon_ns, &sf);
+            o->flags |= VT_LIVE_DEV_PER_STEP;
+            o->growth_per_step = sf.growth_per_step;
+        }
+        memcpy(o->kind_live_bytes, v->kinds[d + 1].live_bytes, sizeof v->kinds[d + 1].live_bytes);
+        memcpy(o->kind_peak_bytes, v->kinds[d + 1].peak_bytes, sizeof v->kinds[d + 1].peak_bytes);
+        if (per_step ? sf.full : f->full) {
             o->flags |= VT_LIVE_DEV_FORECAST;
-            o->forecast_ns = f->full_in_ns;
-            forecast_of(d, f, src->live_bytes, capacity);
+            o->forecast_ns = per_step ? sf.full_in_ns : f->full_in_ns;
+            o->forecast_steps = per_step ? sf.full_in_steps : 0;
+            forecast_of(d, f, per_step ? &sf : NULL, capacity);
         }
     }
     if (closed) { /* the sites at this window's close, oldest first */
@@ -223,12 +267,22 @@ static void publish(void) {
         memcpy(L.past[L.npasts], v->sites, v->nsites * sizeof *v->sites);
         L.npast[L.npasts++] = v->nsites;
     }
-    if (!changed && !closed && L.seg) return;
-    if (!L.seg && create_segment() != 0) {
-        unusable();
-        return;
-    }
     n->ndevices = ndev;
+    changed |= vt_live_torch_fill(n);
+    if (v->steps_total) { /* the tracker's count: vramtrace_step and the companion's steps */
+        n->flags |= VT_LIVE_STEPS;
+        n->steps = v->steps_total;
+    }
+    if (!changed && !closed && L.seg) return;
+    if (!L.seg) {
+        pthread_mutex_lock(&place_lock);
+        int rc = stopping() ? 1 : create_segment();
+        pthread_mutex_unlock(&place_lock);
+        if (rc != 0) {
+            if (rc < 0) unusable();
+            return;
+        }
+    }
     n->nsites = (int32_t)v->nsites;
     for (uint32_t i = 0; i < v->nsites; i++) {
         struct vt_live_site *s = &n->sites[i];
@@ -247,6 +301,8 @@ static void publish(void) {
     n->failed_count = v->totals.failed_count;
     n->oom_count = v->totals.oom_count;
     n->unknown_frees = v->totals.unknown_frees;
+    memcpy(n->host_kind_live_bytes, v->kinds[VT_KINDS_HOST].live_bytes, sizeof v->kinds[VT_KINDS_HOST].live_bytes);
+    memcpy(n->host_kind_peak_bytes, v->kinds[VT_KINDS_HOST].peak_bytes, sizeof v->kinds[VT_KINDS_HOST].peak_bytes);
     n->missed = v->totals.missed;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -262,11 +318,22 @@ static void publish(void) {
     L.seg->version = VT_LIVE_VERSION;
     L.seg->size = sizeof *n;
     __atomic_store_n(&L.seg->seq, seq + 2, __ATOMIC_RELEASE);
-    if (!L.placed && place_segment() != 0) unusable();
+    if (!L.placed) {
+        pthread_mutex_lock(&place_lock);
+        int rc = stopping() ? 1 : place_segment();
+        pthread_mutex_unlock(&place_lock);
+        if (rc < 0) unusable();
+    }
 }
 
+/* The publisher holds round_lock whenever it is not asleep, from its first
+ * line on (the facts it reads allocate), so that the fork handler, which
+ * takes the lock, never forks it mid-allocation. Where the segment cannot
+ * be made it waits, holding nothing, until the exit: a thread that ended
+ * would free its own memory at a moment nobody chose. */
 static void *publisher(void *arg) {
     (void)arg;
+    pthread_mutex_lock(&round_lock);
     struct vt_process_facts pf;
     vt_process_facts(&pf);
     struct vt_live_segment *n = &L.next;
@@ -283,13 +350,15 @@ static void *publisher(void *arg) {
     n->start_unix_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec - vt_now_ns();
     for (int d = 0; d < VT_MAX_DEVICES; d++) vt_forecast_init(&L.fc[d], vt_opt.forecast);
     while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) {
-        pthread_mutex_lock(&round_lock);
-        if (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 1) publish();
+        publish();
         pthread_mutex_unlock(&round_lock);
         struct timespec ts = {0, (long)VT_LIVE_INTERVAL_NS};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
+        pthread_mutex_lock(&round_lock);
     }
+    while (__atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 2) pthread_cond_wait(&parked, &round_lock);
+    pthread_mutex_unlock(&round_lock);
     return NULL;
 }
 
@@ -301,14 +370,23 @@ void vt_live_start(void) {
 }
 
 /* No round starts after this; one under way is waited for up to
- * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). */
+ * VT_LIVE_EXIT_WAIT_NS (then the mapping stays, only the name goes). The
+ * segment's file goes either way, under its name or its temporary one:
+ * the publisher makes and names it only under place_lock, and not once
+ * the exit has begun. */
 void vt_live_stop(void) {
     __atomic_store_n(&L.started, 3, __ATOMIC_RELEASE);
     struct timespec until;
     vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);
     int held = pthread_mutex_timedlock(&round_lock, &until) == 0;
-    if (__atomic_load_n(&L.placed, __ATOMIC_ACQUIRE)) unlink(L.path);
-    if (held) pthread_mutex_unlock(&round_lock);
+    pthread_mutex_lock(&place_lock);
+    if (L.placed) unlink(L.path);
+    else if (L.created) unlink(tmp_path);
+    pthread_mutex_unlock(&place_lock);
+    if (held) {
+        pthread_cond_broadcast(&parked);
+        pthread_mutex_unlock(&round_lock);
+    }
 }
 
 void vt_live_fork_prepare(void) { pthread_mutex_lock(&round_lock); }
@@ -323,7 +401,10 @@ void vt_live_reset_child(void) {
     L.fd = -1;
     pthread_mutex_init(&forecast_lock, NULL);
     pthread_mutex_init(&round_lock, NULL);
+    pthread_mutex_init(&place_lock, NULL);
+    pthread_cond_init(&parked, NULL);
     forecast_line[0] = '\0';
+    vt_live_torch_reset_child();
 }
 
 const char *vt_live_forecast(char *buf, size_t size) {

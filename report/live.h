@@ -13,6 +13,9 @@
 #define VT_LIVE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct vt_live_segment;
 
 #define VT_LIVE_INTERVAL_NS 250000000ull
 
@@ -31,6 +34,22 @@ void vt_live_fork_parent(void);
 /* After fork, in the child: the parent's segment let go (never written
  * from the child), the publisher startable again. */
 void vt_live_reset_child(void);
+
+/* PyTorch's caching allocator as the PyTorch companion sees it at an
+ * optimizer step (python/vramtrace_torch): bytes in tensors and reserved
+ * on `device`, and the optimizer steps so far. Exported (ctypes calls it);
+ * kept until the next call and published with the next round
+ * (VT_LIVE_DEV_TORCH, VT_LIVE_STEPS). Never blocks beyond a copy. */
+void vt_torch_live(int device, uint64_t allocated, uint64_t reserved, uint64_t steps)
+    __attribute__((visibility("default")));
+
+/* The publisher's half (live_torch.c): PyTorch's figures put into the
+ * devices of n that have them, and n's steps; 1 when the companion gave
+ * anything since the last call. */
+int vt_live_torch_fill(struct vt_live_segment *n);
+
+/* After fork, in the child: PyTorch's figures are the parent's; gone. */
+void vt_live_torch_reset_child(void);
 
 /* The forecast's line for the dump, "" when there is none: copied into
  * buf. */

@@ -114,6 +114,7 @@ void vt_account_copy(struct vt_snapshot *s, double scale) {
 void vt_account_reset_child(void) {
     vt_counts.peak_gen = 0;
     memset(&vt_counts.totals, 0, sizeof vt_counts.totals);
+    memset(vt_counts.kinds, 0, sizeof vt_counts.kinds);
     vt_counts.missed = 0;
     for (int i = 0; i < VT_MAX_DEVICES; i++) {
         struct vt_device *d = &vt_counts.devices[i];

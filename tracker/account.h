@@ -25,6 +25,7 @@ struct vt_counts {
     uint64_t peak_gen;
     uint64_t last_applied; /* ticks of the newest op applied */
     uint64_t missed;       /* atomic: vt_tracker_missed */
+    struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* VT_KINDS_HOST, then device d at d + 1 */
 };
 extern struct vt_counts vt_counts VT_HIDDEN;
 
@@ -43,6 +44,13 @@ static inline struct vt_device *device_slot(int device) {
  * device whose counters moved, NULL for memory that is not the device's
  * own (pinned host, imported). */
 static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
+    if (a->kind < VT_KIND_COUNT) {
+        struct vt_kind_counts *kc =
+            &vt_counts.kinds[a->device >= 0 && a->device < VT_MAX_DEVICES ? a->device + 1 : VT_KINDS_HOST];
+        if (sign < 0) kc->live_bytes[a->kind] -= a->bytes;
+        else if ((kc->live_bytes[a->kind] += a->bytes) > kc->peak_bytes[a->kind])
+            kc->peak_bytes[a->kind] = kc->live_bytes[a->kind];
+    }
     struct vt_site *st = vt_site_of(a->stack);
     if (!vt_kind_owned_device(a->kind) && st) {
         if (sign > 0) { st->other_bytes += a->bytes; st->other_count++; }

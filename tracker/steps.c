@@ -72,4 +72,16 @@ void vt_steps_copy(struct vt_snapshot *s, double scale) {
     s->nsteps = (size_t)kept;
 }
 
+uint32_t vt_steps_newest(struct vt_step *out, uint32_t max, uint64_t *total, double scale) {
+    *total = steps.total;
+    uint64_t kept = steps.total < VT_MAX_STEPS ? steps.total : VT_MAX_STEPS;
+    if (!steps.ring) return 0;
+    if (kept > max) kept = max;
+    for (uint64_t i = 0; i < kept; i++) {
+        out[i] = steps.ring[(steps.total - kept + i) % VT_MAX_STEPS];
+        out[i].time_ns = vt_ticks_to_ns(out[i].time_ns, scale);
+    }
+    return (uint32_t)kept;
+}
+
 void vt_steps_reset_child(void) { steps.total = 0; }

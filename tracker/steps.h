@@ -29,4 +29,10 @@ uint64_t vt_tracker_step(void);
 void vt_steps_copy(struct vt_snapshot *s, double scale) __attribute__((visibility("hidden")));
 void vt_steps_reset_child(void) __attribute__((visibility("hidden")));
 
+/* Internal to tracker/ (the live view): the newest `max` boundaries into
+ * out, oldest first, times in nanoseconds with `scale`; *total the count
+ * ever made. Global lock held. Returns how many. */
+uint32_t vt_steps_newest(struct vt_step *out, uint32_t max, uint64_t *total, double scale)
+    __attribute__((visibility("hidden")));
+
 #endif

@@ -310,6 +310,14 @@ static inline int64_t vt_step_event(const struct vt_snapshot *s, const struct vt
  * and fills v under the global lock, unless nothing was applied since
  * v->stamp (then it returns 0 and v is as it was). */
 #define VT_VIEW_SITES 32
+/* Live and peak bytes of each kind of memory (enum vt_kind) in one place:
+ * a device, or the host (pinned host memory, and memory of no device). */
+struct vt_kind_counts {
+    uint64_t live_bytes[VT_KIND_COUNT];
+    uint64_t peak_bytes[VT_KIND_COUNT];
+};
+#define VT_VIEW_STEPS 8
+#define VT_KINDS_HOST 0 /* kinds[VT_KINDS_HOST]; device d is kinds[d + 1] */
 struct vt_view {
     uint64_t stamp;            /* changes whenever an op or failure is applied */
     uint64_t now_ns;
@@ -319,6 +327,10 @@ struct vt_view {
     struct vt_holder sites[VT_VIEW_SITES];
     const struct vt_stack *stacks[VT_VIEW_SITES];
     uint32_t nsites;
+    struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* the host, then ndevices devices */
+    uint64_t steps_total;      /* step boundaries ever counted (tracker/steps.h) */
+    struct vt_step steps[VT_VIEW_STEPS]; /* the newest of them, oldest first */
+    uint32_t nsteps;
 };
 int vt_tracker_view(struct vt_view *v);
 

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "intern.h"
 #include "log.h"
+#include "steps.h"
 
 /* Keep the VT_VIEW_SITES largest of n holders in top[], largest first (an
  * insertion into a short sorted array: n is large, the top is small). */
@@ -30,7 +31,10 @@ int vt_tracker_view(struct vt_view *v) {
     pthread_mutex_lock(&vt_tracker_lock);
     vt_log_drain();
     uint64_t stamp = vt_counts.last_applied + (vt_counts.totals.failed_count << 40) + 1;
-    if (stamp == v->stamp) {
+    uint64_t steps_total = 0;
+    struct vt_step none;
+    vt_steps_newest(&none, 0, &steps_total, 0);
+    if (stamp == v->stamp && steps_total == v->steps_total) {
         pthread_mutex_unlock(&vt_tracker_lock);
         return 0;
     }
@@ -40,6 +44,8 @@ int vt_tracker_view(struct vt_view *v) {
     v->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
     v->ndevices = vt_counts.ndevices;
     memcpy(v->devices, vt_counts.devices, (size_t)v->ndevices * sizeof *v->devices);
+    memcpy(v->kinds, vt_counts.kinds, (size_t)(v->ndevices + 1) * sizeof *v->kinds);
+    v->nsteps = vt_steps_newest(v->steps, VT_VIEW_STEPS, &v->steps_total, vt_tick_scale(v->now_ns));
     uint32_t n = 0;
     struct vt_holder *h = vt_account_holders(&n, 0);
     v->nsites = h ? keep_largest(h, n, v->sites) : 0;

@@ -148,6 +148,7 @@ def _on_step(optimizer, args, kwargs):
         seen = _state["per_step"].setdefault(d, [])
         seen.append((steps[id(optimizer)], allocated))
         del seen[:-WINDOW]
+        c = _state["lib"][0]; c.CDLL(None).vt_torch_live(d, c.c_uint64(allocated), c.c_uint64(torch.cuda.memory_reserved(d)), c.c_uint64(steps[id(optimizer)]))  # the live segment (report/live.h)
     except Exception:
         pass
 

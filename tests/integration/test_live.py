@@ -39,20 +39,23 @@ class Live:
              if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "XDG_RUNTIME_DIR": rundir,
                   "VRAMTRACE_OUT": os.path.join(self.work, "dump.%p.json"), "VRAMTRACE_REPORT": "off",
-                  "SIMGPU_CAPACITY": "1G", "VRAMTRACE_LIVE": "1"})
+                  "SIMGPU_CAPACITY": "1G"})
         e.update(env or {})
         self.p = subprocess.Popen(argv or [T_LIVE], env=e, cwd=self.work, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.pid = self.p.pid
 
-    def say(self, line):
+    def send(self, line):
+        """A command, its answer left to be read."""
         self.p.stdin.write(line + "\n")
         self.p.stdin.flush()
+
+    def say(self, line):
+        self.send(line)
         eq(self.p.stdout.readline(), "ok\n", f"t_live answers {line!r}")
 
     def quit(self):
-        self.p.stdin.write("q\n")
-        self.p.stdin.flush()
+        self.send("q")
         out, err = self.p.communicate(timeout=60)
         return self.p.returncode, err
 
@@ -90,6 +93,16 @@ def process_rows(text):
         if f[0].isdigit() and len(f) >= 9:
             rows[int(f[0])] = f
     return rows
+
+
+def published(nbytes):
+    """A t_live of its own run directory that holds nbytes, once top shows
+    it: (rundir, the Live)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say(f"a {nbytes}")
+    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
+    return rundir, t
 
 
 def site_rows(text):
@@ -171,12 +184,8 @@ def live_segment_of_a_forked_child():
     """A forked child that allocates publishes a segment of its own with its
     own bytes only; the parent's stays as it was, and the child's goes when
     the child exits."""
-    rundir = tempdir("vt-rundir-")
-    t = Live(rundir)
-    t.say("a 2097152")
-    wait_for("the parent", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
-    t.p.stdin.write("fork 8192 3000\n")
-    t.p.stdin.flush()
+    rundir, t = published(2097152)
+    t.send("fork 8192 3000")
     m = re.match(r"child (\d+)\n", t.p.stdout.readline())
     ok(m, "the child's pid")
     child = int(m.group(1))
@@ -188,6 +197,27 @@ def live_segment_of_a_forked_child():
     eq(sorted(process_rows(top_once(rundir, "--bytes").stdout)), [t.pid], "only the parent is left")
     eq(sorted(os.listdir(rundir)), [f"vramtrace-live.{t.pid}.shm"], "the child's segment removed")
     eq(t.quit(), (0, ""), "exit")
+
+
+@test
+def fork_as_helper_threads_start_never_hangs():
+    """Forks at the moment vramtrace's helper threads (the publisher, the dump
+    signal's watcher) start, in the ASan and TSan builds with the publisher
+    on: no child inherits a lock held (a thread in its start-up holds the
+    sanitizer allocator's), every family exits, no sanitizer report, and
+    every process's segment is gone at the end (tests/progs/t_forkstorm.c)."""
+    storm = os.path.join(T, "t_forkstorm")
+    for build, runtime, env, rounds in (
+            ("asan", "libasan.so", {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0", "SIMGPU_CAPACITY": "64M"}, 40),
+            ("tsan", "libtsan.so", {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:die_after_fork=0"}, 10)):
+        first = gcc_runtime(runtime)
+        ok(first, f"{runtime} from gcc")
+        rundir = tempdir("vt-rundir-")
+        r = run([storm, str(rounds)], env=dict(env, VRAMTRACE_LIVE="1", XDG_RUNTIME_DIR=rundir), report="off",
+                lib=os.path.join(BUILD, build, "libvramtrace.so"), first=first)
+        ok("Sanitizer" not in r.err and "runtime error" not in r.err, f"{build}: clean:\n{r.err[-3000:]}")
+        eq((r.out, r.rc), (f"rounds {rounds} hung 0 failed 0\n", 0), f"{build}: every family exited")
+        eq(os.listdir(rundir), [], f"{build}: every segment removed")
 
 
 @test
@@ -208,12 +238,8 @@ def live_segment_reads_are_consistent():
     """While the program allocates and frees 3 MiB thousands of times, every
     frame read shows the process's live bytes equal to what its call sites
     hold (both 0 or both 3 MiB): no torn copy."""
-    rundir = tempdir("vt-rundir-")
-    t = Live(rundir)
-    t.say("a 1048576")
-    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
-    t.p.stdin.write("loop 20000 3145728 0\n")
-    t.p.stdin.flush()
+    rundir, t = published(1048576)
+    t.send("loop 20000 3145728 0")
     seen = set()
     for _ in range(40):
         out = top_once(rundir, "--bytes", str(t.pid)).stdout
@@ -369,15 +395,102 @@ def metrics_exposition_and_promtool():
 
 
 @test
+def metrics_by_kind_of_memory():
+    """Live and peak bytes per device and kind of memory, exact: device
+    memory, managed memory (one block freed: its peak stays) and pinned host
+    memory (gpu "host"); the kinds never held have no series; the live
+    segment's device totals are their sum; promtool still passes."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    for line in ("a 1048576", "m 2097152", "f", "m 65536", "h 4096", "h 8192", "fh"):
+        t.say(line)
+    wait_for("published", lambda: len(series(metrics(rundir), "vramtrace_kind_live_bytes")) == 3)
+    text = metrics(rundir)
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    proc = f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}"'
+    dev = f'{proc},gpu="0",UUID="{uuid}"'
+    pin = f'{proc},gpu="host",UUID=""'
+    eq(series(text, "vramtrace_kind_live_bytes"),
+       {f'{dev},kind="device"': "1048576", f'{dev},kind="managed"': "65536", f'{pin},kind="host"': "4096"},
+       "live bytes by kind")
+    eq(series(text, "vramtrace_kind_peak_bytes"),
+       {f'{dev},kind="device"': "1048576", f'{dev},kind="managed"': "2097152", f'{pin},kind="host"': "12288"},
+       "peak bytes by kind")
+    eq((series(text, "vramtrace_live_bytes"), series(text, "vramtrace_peak_bytes")),
+       ({dev: "1114112"}, {dev: "3145728"}), "the device's totals")
+    eq(series(text, "vramtrace_host_live_bytes"), {proc: "4096"}, "pinned host memory")
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    eq((p.returncode, p.stdout, p.stderr), (0, "", ""), "promtool check metrics")
+    om = metrics(rundir, "--openmetrics")
+    ok("# UNIT vramtrace_kind_peak_bytes bytes\n" in om, "OpenMetrics: the unit")
+    eq(series(om, "vramtrace_kind_peak_bytes"), series(text, "vramtrace_kind_peak_bytes"), "the same in OpenMetrics")
+    eq(t.quit(), (0, ""), "exit")
+
+
+TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
+TORCH_STEPS = """
+import sys, torch
+m = torch.nn.Linear(512, 512).cuda()
+opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+for i in range(5):
+    loss = m(torch.randn(64, 512, device="cuda")).sum()
+    loss.backward()
+    opt.step()
+print(torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0), flush=True)
+sys.stdin.readline()
+"""
+
+
+def torch_test(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+@torch_test
+def live_segment_has_pytorchs_own_figures():
+    """Real PyTorch on the simulated GPU under vramtrace run: after five
+    optimizer steps the live segment holds PyTorch's allocated and reserved
+    bytes of device 0, exactly torch.cuda.memory_allocated() and
+    memory_reserved() at the last step, and the 5 steps; top shows the
+    reserved bytes; the metrics have them."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-torchlive-")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+    env.update(XDG_RUNTIME_DIR=rundir, SIMGPU_CAPACITY="8G", VRAMTRACE_REPORT="off")
+    p = subprocess.Popen([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", CLI, "run", "--out",
+                          os.path.join(work, "d.%p.json"), "--", "python3", "-c", TORCH_STEPS], env=env, cwd=work,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        allocated, reserved = p.stdout.readline().split()
+        text = wait_for("PyTorch's figures", lambda: (lambda t: t if series(t, "vramtrace_steps_total") else None)(
+            metrics(rundir)), timeout=30)
+        procs = series(text, "vramtrace_steps_total")
+        eq(list(procs.values()), ["5"], "the optimizer steps")
+        proc = list(procs)[0]
+        pid = int(re.match(r'pid="(\d+)"', proc).group(1))
+        dev = f'{proc},gpu="0",UUID="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"'
+        eq((series(text, "vramtrace_torch_allocated_bytes"), series(text, "vramtrace_torch_reserved_bytes")),
+           ({dev: allocated}, {dev: reserved}), "PyTorch's allocated and reserved bytes, exact")
+        row = process_rows(top_once(rundir, "--bytes").stdout)[pid]
+        eq(row[5], reserved, "top's RESERVED")
+    finally:
+        p.stdin.write("\n")
+        p.stdin.close()
+        p.wait(timeout=120)
+    eq(p.returncode, 0, f"the program exits: {p.stderr.read()[-2000:]}")
+
+
+@test
 def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
     --listen while a traced program holds 96 MiB: the HTTP API answers a
     PromQL query with the exact live bytes and the program's pid."""
-    rundir = tempdir("vt-rundir-")
+    rundir, t = published(100663296)
     work = tempdir("vt-prom-")
-    t = Live(rundir)
-    t.say("a 100663296")
-    wait_for("published", lambda: t.pid in process_rows(top_once(rundir, "--bytes").stdout))
     mport, pport = free_port(), free_port()
     exporter = subprocess.Popen([CLI, "metrics", "--listen", f"127.0.0.1:{mport}"], env=live_env(rundir),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -431,11 +544,9 @@ def forecast_leak_warns_steady_and_loading_do_not():
     steady.say("a 104857600")
     for t, cmd in ((leak, "leak 85 8388608 100"), (steady, "loop 400 67108864 20"),
                    (loading, "leak 20 26214400 50")):
-        t.p.stdin.write(cmd + "\n")
-        t.p.stdin.flush()
+        t.send(cmd)
     eq(loading.p.stdout.readline(), "ok\n", "loading done")
-    loading.p.stdin.write("loop 400 67108864 20\n")
-    loading.p.stdin.flush()
+    loading.send("loop 400 67108864 20")
     frame = wait_for("the leak's forecast on top", lambda: (lambda out: out if re.search(
         rf"^ *{leak.pid} +0 +0 .* +\d+ s  ", out, re.M) else None)(top_once(rundir).stdout), timeout=30)
     m = series(metrics(rundir), "vramtrace_forecast_full_seconds")
@@ -461,9 +572,79 @@ def forecast_leak_warns_steady_and_loading_do_not():
     ok(0 < int(m.group(3)) < 30, f"full within the horizon: {m.group(3)} s")
     eq(m.group(4), f"keep tests/progs/t_live.c:{line}", "the growing call site")
     ok(d.get("forecast", "").startswith("at +") and d["forecast"].endswith(f"t_live.c:{line}"), "in the dump")
+    rep = subprocess.run([CLI, "report", os.path.join(leak.work, f"dump.{leak.pid}.json")], capture_output=True,
+                         text=True, timeout=60)
+    eq([x for x in rep.stdout.splitlines() if x.startswith("forecast")], ["forecast: " + d["forecast"]],
+       "vramtrace report's forecast line")
     for t in (steady, loading):
         eq(dumps[t][0], "", "no warning")
         ok("forecast" not in dumps[t][1], "no forecast in the dump")
+
+
+@test
+def forecast_per_step_where_the_program_has_steps():
+    """Two programs that mark steps (vramtrace_step) on a 1 GiB budget: one
+    keeps 8 MiB a step for 20 steps (growth +8 MiB a step; full in 108 steps
+    at its last, in top, the metrics and, exact, the dump; one warning line
+    per step), one allocates 64 MiB, steps and frees it again over 100 MiB it
+    keeps (its steps end where they began: no growth, no forecast)."""
+    rundir = tempdir("vt-rundir-")
+    env = {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"}
+    leak, steady = Live(rundir, env), Live(rundir, env)
+    steady.say("a 104857600")
+    leak.say("steps 20 8388608 50")
+    steady.say("steady 20 67108864 50")
+    text = wait_for("both programs' 20 steps published", lambda: (lambda t: t if sorted(
+        series(t, "vramtrace_steps_total").values()) == ["20", "20"] else None)(metrics(rundir)))
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    dl, ds = (f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"' for t in (leak, steady))
+    pl, ps = (f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}"' for t in (leak, steady))
+    eq(series(text, "vramtrace_forecast_full_steps"), {dl: "108"}, "only the leak is full, in 108 steps")
+    eq(series(text, "vramtrace_growth_bytes_per_step"), {dl: "8388608", ds: "0"}, "growth a step")
+    eq(series(text, "vramtrace_steps_total"), {pl: "20", ps: "20"}, "the steps")
+    rows = process_rows(top_once(rundir, "--bytes").stdout)
+    eq((rows[leak.pid][6:9], rows[steady.pid][6:8]), (["+8388608/step", "108", "steps"], ["0", "-"]),
+       "top's growth and forecast")
+    (rc, err), (src, serr) = leak.quit(), steady.quit()
+    eq((rc, src, serr), (0, 0, ""), "both exit; the steady one says nothing")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+    with open(os.path.join(leak.work, f"dump.{leak.pid}.json")) as f:
+        d = json.load(f)
+    eq(d.get("forecast"), f"at +8.00 MiB per step, device 0 is full (1.00 GiB, VRAMTRACE_LIMIT) in 108 steps; "
+                          f"it grows at {site}", "the dump's forecast")
+    with open(os.path.join(steady.work, f"dump.{steady.pid}.json")) as f:
+        ok("forecast" not in json.load(f), "no forecast for the steady one")
+
+
+@test
+def report_prints_the_dumps_forecast():
+    """vramtrace report prints the dump's forecast line, as the library wrote
+    it (a control character made printable), after the out-of-memory
+    failures; a dump without one prints no such line."""
+    r = run([os.path.join(T, "t_oom")], report="off")
+    eq(len(r.dumps), 1, "one dump")
+    d = r.dumps[0]
+    del d["_path"]
+    work = tempdir("vt-forecast-")
+    plain = os.path.join(work, "plain.json")
+    with open(plain, "w") as f:
+        json.dump(d, f)
+    d["forecast"] = "at +8.00 MiB a minute, device 0 is full (64.0 MiB) in 7.5 minutes; it grows at keep t.c:9\x07"
+    fc = os.path.join(work, "forecast.json")
+    with open(fc, "w") as f:
+        json.dump(d, f)
+    p = subprocess.run([CLI, "report", fc], capture_output=True, text=True, timeout=60)
+    q = subprocess.run([CLI, "report", plain], capture_output=True, text=True, timeout=60)
+    eq((p.returncode, q.returncode, p.stderr, q.stderr), (0, 0, "", ""), "both reports")
+    lines = p.stdout.splitlines()
+    want = "forecast: at +8.00 MiB a minute, device 0 is full (64.0 MiB) in 7.5 minutes; it grows at keep t.c:9\\x07"
+    eq([x for x in lines if x.startswith("forecast")], [want], "the forecast's line")
+    eq([x for x in q.stdout.splitlines() if x.startswith("forecast")], [], "no forecast, no line")
+    at = lines.index(want)
+    eq(lines[:at] + lines[at + 1:], q.stdout.splitlines(), "the rest of the report as without it")
 
 
 def rank_dumps(tmpl, folder, world, missing, fail, events):

@@ -1,10 +1,15 @@
 /* t_live.c -- a program that allocates on command, for the live view's
  * tests: reads lines from stdin and answers each with "ok" on stdout.
  *   a BYTES           cudaMalloc BYTES (kept)
+ *   m BYTES           cudaMallocManaged BYTES (kept, like a)
+ *   h BYTES           cudaMallocHost BYTES (kept apart)
  *   f                 cudaFree the last one kept
+ *   fh                cudaFreeHost the last host block kept
  *   o                 a request the device refuses (cudaMalloc of 1 PiB)
  *   leak N BYTES MS   N times: BYTES kept, then MS milliseconds
  *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
+ *   steps N BYTES MS  N times: BYTES kept, a step (vramtrace_step), MS ms
+ *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
  *                     "child PID" first, "ok" once it has exited
  *   q                 exit (what is kept stays live) */
@@ -16,8 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static void *kept[100000];
-static int nkept;
+#include "../../include/vramtrace.h"
+
+static void *kept[100000], *hosts[64];
+static int nkept, nhosts;
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -31,12 +38,22 @@ static void keep(unsigned long long bytes) {
 
 int main(void) {
     char line[256];
+    struct vramtrace_api vt;
+    vramtrace_load(&vt);
     setvbuf(stdout, NULL, _IOLBF, 0);
     while (fgets(line, sizeof line, stdin)) {
         unsigned long long bytes = 0;
         long n = 0, ms = 0;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
+        } else if (sscanf(line, "m %llu", &bytes) == 1) {
+            void *p = NULL;
+            if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
+        } else if (sscanf(line, "h %llu", &bytes) == 1) {
+            void *p = NULL;
+            if (cudaMallocHost(&p, bytes) == cudaSuccess && nhosts < 64) hosts[nhosts++] = p;
+        } else if (strcmp(line, "fh\n") == 0 && nhosts > 0) {
+            cudaFreeHost(hosts[--nhosts]);
         } else if (strcmp(line, "f\n") == 0 && nkept > 0) {
             cudaFree(kept[--nkept]);
         } else if (strcmp(line, "o\n") == 0) {
@@ -45,6 +62,20 @@ int main(void) {
         } else if (sscanf(line, "leak %ld %llu %ld", &n, &bytes, &ms) == 3) {
             for (long i = 0; i < n; i++) {
                 keep(bytes);
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "steps %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                keep(bytes);
+                vt.step();
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "steady %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n; i++) {
+                void *p = NULL;
+                cudaMalloc(&p, bytes);
+                vt.step();
+                cudaFree(p);
                 sleep_ms(ms);
             }
         } else if (sscanf(line, "loop %ld %llu %ld", &n, &bytes, &ms) == 3) {

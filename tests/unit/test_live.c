@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/live.h"
 #include "../../report/forecast.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -52,6 +53,34 @@ static void forecast_tests(void) {
     CHECK_EQ(f.window_ns, 100 * S);
 }
 
+/* Growth per step from step boundaries: 8 boundaries 100 ms apart. */
+static void step_forecast_tests(void) {
+    uint64_t step[8], at[8], leak[8], flat[8], load[8];
+    for (int i = 0; i < 8; i++) {
+        step[i] = 11 + (uint64_t)i;
+        at[i] = (uint64_t)i * S / 10;
+        leak[i] = 100 * MiB + (uint64_t)i * 8 * MiB;
+        flat[i] = 100 * MiB;
+        load[i] = (i < 4 ? (uint64_t)i : 4) * 50 * MiB; /* rises, then stays */
+    }
+    struct vt_step_forecast sf;
+    vt_forecast_steps(&sf, step, at, leak, 8, 156 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 8 * MiB);
+    CHECK_EQ(sf.full, 1);
+    CHECK_EQ(sf.full_in_steps, 109);          /* (1024 - 156) / 8 = 108.5: 109 steps */
+    CHECK_EQ(sf.full_in_ns / 1000000, 10900); /* at 100 ms a step */
+    vt_forecast_steps(&sf, step, at, leak, 8, 156 * MiB, 1024 * MiB, 10 * S);
+    CHECK_EQ(sf.full, 0);                     /* 10.9 s: beyond the horizon */
+    CHECK_EQ(sf.growth_per_step, 8 * MiB);
+    vt_forecast_steps(&sf, step, at, flat, 8, 100 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
+    CHECK_EQ(sf.full, 0);
+    vt_forecast_steps(&sf, step, at, load, 8, 200 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
+    vt_forecast_steps(&sf, step, at, leak, 5, 156 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);          /* fewer than six boundaries */
+}
+
 static void view_tests(void) {
     vt_tracker_init(8, 1000);
     struct vt_view *v = calloc(1, sizeof *v);
@@ -78,11 +107,34 @@ static void view_tests(void) {
     CHECK_EQ(vt_tracker_view(v), 1);
     CHECK_EQ(v->sites[0].bytes, 39 * 4096);
     CHECK_EQ(v->devices[0].free_count, 1);
+    uintptr_t frames[1] = {0x3000};
+    vt_tracker_alloc(0x900000, 5 * MiB, VT_KIND_MANAGED, 1, "t", frames, 1);
+    vt_tracker_alloc(0xa00000, 3 * MiB, VT_KIND_MANAGED, 1, "t", frames, 1);
+    vt_tracker_alloc(0x7000, 4096, VT_KIND_HOST, VT_HOST_DEVICE, "t", frames, 1);
+    fr = vt_tracker_free_begin(VT_SPACE_DEVICE, 0x900000);
+    vt_tracker_free_end(&fr, 1);
+    CHECK_EQ(vt_tracker_view(v), 1);
+    CHECK_EQ(v->kinds[1].live_bytes[VT_KIND_DEVICE], 4096ull * 39 * 40 / 2);
+    CHECK_EQ(v->kinds[1].peak_bytes[VT_KIND_DEVICE], 4096ull * 40 * 41 / 2);
+    CHECK_EQ(v->kinds[2].live_bytes[VT_KIND_MANAGED], 3 * MiB);
+    CHECK_EQ(v->kinds[2].peak_bytes[VT_KIND_MANAGED], 8 * MiB);
+    CHECK_EQ(v->kinds[2].peak_bytes[VT_KIND_DEVICE], 0);
+    CHECK_EQ(v->kinds[VT_KINDS_HOST].live_bytes[VT_KIND_HOST], 4096);
+    CHECK_EQ(v->devices[1].live_bytes, 3 * MiB);
     free(v);
+}
+
+/* The segment's kind names are the tracker's, in its order. */
+static void kind_name_tests(void) {
+    static const char *const names[] = {VT_LIVE_KIND_NAMES};
+    CHECK_EQ(sizeof names / sizeof *names, VT_KIND_COUNT);
+    for (int k = 0; k < VT_KIND_COUNT; k++) CHECK(strcmp(names[k], vt_kind_name(k)) == 0);
 }
 
 int main(void) {
     forecast_tests();
+    step_forecast_tests();
     view_tests();
+    kind_name_tests();
     return check_report("unit_live");
 }
