@@ -15,6 +15,7 @@
 
 #include "../../common/callsite.h"
 #include "../../common/labels.h"
+#include "../model_torch.h"
 #include "html.h"
 
 #define MAXLABEL 1024
@@ -317,18 +318,30 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     struct vt_labels *sites = NULL;
     if (stacks(f, d, &site_of, &sites) == 0 && series(f, d, site_of, sites, want, &series_of, &other) == 0)
         devices(f, d, site_of, series_of, other);
+    /* Each moment's holders over all devices, then split by device. */
+    int *dev = vh_stack_devices(d);
+    int have_peak = d->npeak_holders > 0 || d->totals.peak_bytes == 0;
     holders(f, "exit", d->holders, d->nholders, 1);
-    holders(f, "peak", d->peak_holders, d->npeak_holders, d->npeak_holders > 0 || d->totals.peak_bytes == 0);
+    vh_holders_by_device(f, "exit_dev", d, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    holders(f, "peak", d->peak_holders, d->npeak_holders, have_peak);
+    vh_holders_by_device(f, "peak_dev", d, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
     fputs(",\"ooms\":[", f);
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
         fprintf(f, "%s{\"device\":%d,\"t\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"stack\":%zu", i ? "," : "",
                 x->device, x->time_ns, x->requested, x->stack);
         holders(f, "holders", x->holders, x->nholders, x->have_holders);
+        vh_holders_by_device(f, "holders_dev", d, dev, x->holders, x->nholders, x->have_holders, vh_events_before_oom(d, i));
+        vh_torch_data(f, "torch", x->torch);
         fputc('}', f);
     }
     fputc(']', f);
+    free(dev);
     live(f, d);
+    fputs(",\"tcats\":[", f);
+    for (int k = 0; k < VM_TORCH_NCAT; k++) fprintf(f, k ? ",\"%s\"" : "\"%s\"", vm_torch_categories[k]);
+    fputc(']', f);
+    vh_torch_data(f, "torch", d->torch);
     fputs("}</script>\n", f);
     free(site_of);
     free(series_of);

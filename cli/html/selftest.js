@@ -67,6 +67,10 @@ function vtSelftest() {
   fl.collapse.checked = false; fl.collapse.dispatchEvent(new Event('change'));
   if (libBefore) say('collapse', libAfter === 0 && fl.box.querySelectorAll('.flame-node.lib').length === libBefore);
   else r.push('collapse: no library frames');
+  say('flame device', vtFlameDevices(fl));
+  const tens = dump.tables.filter(t => t.def.name.startsWith('tensors'));
+  if (tens.length) say('tensors', tens.every(t => vtTensors(dump, t)));
+  else r.push('tensors: none');
   const holders = dump.tables.find(t => t.def.name === 'holders');
   const row = holders && holders.body.rows[0];
   if (row) {
@@ -88,6 +92,51 @@ function vtSelftest() {
   const p = el('pre', '', r.join('; '));
   p.id = 'selftest';
   document.body.appendChild(p);
+}
+
+/* Every moment on every device of the flame graph's selectors: the root
+ * holds the bytes the data block puts there, and the devices' bytes with
+ * those not split by device add up to all devices'. */
+function vtFlameDevices(fl) {
+  let good = fl.device.options.length >= 1;
+  const was = fl.device.value;
+  const sum = (a, step, keep) => { let b = 0; for (let i = 0; i + step - 1 < a.length; i += step) if (keep(i)) b += a[i + 1]; return b; };
+  fl.moments.forEach((m, mi) => {
+    fl.select.value = String(mi); fl.select.dispatchEvent(new Event('change'));
+    good = good && (m.device === undefined || fl.device.options.length === 1 || fl.device.value === String(m.device));
+    let devices = 0;
+    for (const o of fl.device.options) {
+      fl.device.value = o.value; fl.device.dispatchEvent(new Event('change'));
+      const want = o.value === 'all' ? sum(m.h, 3, () => true) : sum(m.hd, 4, i => m.hd[i + 3] === Number(o.value));
+      if (o.value !== 'all') devices += want;
+      good = good && fl.root.v === want;
+    }
+    const unknown = sum(m.hd, 4, i => m.hd[i + 3] < 0);
+    good = good && devices + unknown === sum(m.h, 3, () => true);
+  });
+  fl.select.value = String(fl.pick()); fl.select.dispatchEvent(new Event('change'));
+  fl.device.value = was; fl.device.dispatchEvent(new Event('change'));
+  return good;
+}
+
+/* A tensors table: sorted by bytes both ways, filtered by a row's name,
+ * and a row's click shows its stack (or that none was found). */
+function vtTensors(dump, t) {
+  if (!t.def.n) return t.more.textContent === 'none';
+  const th = t.table.tHead.rows[0].cells[0], col = () => [...t.body.rows].map(x => Number(x.cells[0].dataset.v));
+  th.click(); let v = col(); const up = v.every((x, i) => !i || v[i - 1] <= x);
+  th.click(); v = col(); const down = v.every((x, i) => !i || v[i - 1] >= x);
+  const q = t.body.rows[0].cells[5].textContent.toLowerCase();
+  t.filter.value = q; t.filter.dispatchEvent(new Event('input'));
+  const kept = [...t.body.rows].every(x => [...x.cells].some(c => c.textContent.toLowerCase().includes(q)));
+  const n = t.rows.length;
+  t.filter.value = ''; t.filter.dispatchEvent(new Event('input'));
+  const row = t.body.rows[0];
+  row.click();
+  const frames = stackFrames(dump.d, t.def.stack(Number(row.dataset.row))).length;
+  const items = dump.stackList.querySelectorAll('li:not(.sep)').length;
+  return up && down && v.length === Math.min(t.def.n, SHOWN) && kept && n >= 1 && items === Math.max(frames, 1) &&
+    dump.stackTitle.textContent.startsWith(t.def.name + ' row: bytes ');
 }
 
 function vtBench() {

@@ -8,7 +8,8 @@ import zlib
 
 from run_tests import *
 
-SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; "
+SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; flame device ok; "
+                "tensors: none; row ok; "
                 "rank: one dump; errors none")
 SELFTEST_MULTI = SELFTEST_ONE.replace("rank: one dump", "rank ok")
 
@@ -251,6 +252,11 @@ def html_hostile_names_render_as_text():
             for i, f in enumerate(st["frames"]):
                 f["function"] = HOSTILE[(k + i) % len(HOSTILE)] + f"_{k}_{i}"
                 f["file"] = HOSTILE[(k + i + 1) % len(HOSTILE)] + ".c"
+            # The outermost frame named by its module's path.
+            st["frames"][-1].update(file=None, module="/src/vramtrace/build/tests/" + HOSTILE[1] + "\x1b[0m")
+        d["torch"] = [torch_device(0, [tensor(1 << 20, HOSTILE[k], HOSTILE[k + 1], 1, HOSTILE[k + 2], HOSTILE[k + 3],
+                                              HOSTILE[(k + 4) % len(HOSTILE)]) for k in range(2)])]
+        d["ooms"][0]["torch"] = [torch_device(0, [tensor(2 << 20, HOSTILE[4], HOSTILE[3], None)], request_bytes=1)]
         d["host"], d["reason"], d["argv"] = HOSTILE[0], HOSTILE[1], [HOSTILE[2]]
         d["devices"][0]["name"] = HOSTILE[3]
         for x in d["live"]:
@@ -265,17 +271,159 @@ def html_hostile_names_render_as_text():
         eq(raw.count("<script"), 2, "the data block and the page's script, nothing more")
         data = data_block(raw)
         ok("<script>alert(1)</script>_0_0 <img src=x onerror=alert(2)>.c:14" in data["fw"] and
-           r"esc\x1b[31mred\u202eevil\x07_0_4 <script>alert(1)</script>.c:0" in data["fw"],
+           r"esc\x1b[31mred\u202eevil\x07_0_4 (<img src=x onerror=alert(2)>\x1b[0m+0x10c1)" in data["fw"],
            "frames in their display form in the data")
         dom, console = chromium_run(page, "#selftest")
-        eq(selftest_of(dom), SELFTEST_ONE, "the controls work")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "the controls work")
         eq(console, [], "console")
         ok("<img" not in dom and "<b>bold" not in dom and "alert(1)</script>" not in dom.split("<script")[0],
            "nothing injected into the DOM")
-        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 &lt;img src=x onerror=alert(2)&gt;.c:0</li>'
-           in dom, "a row's stack as text, the user's frames first")
+        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 (&lt;img src=x onerror=alert(2)&gt;\\x1b[0m+0x10c1)'
+           '</li><li class="sep">' in dom, "a row's stack as text, the user's frames first, a module's path")
+        ok('<td data-v="&lt;script&gt;alert(1)&lt;/script&gt;">&lt;script&gt;alert(1)&lt;/script&gt;</td><td data-v="'
+           '&lt;img src=x onerror=alert(2)&gt;">&lt;img src=x onerror=alert(2)&gt;</td>' in dom and
+           r'<td data-v="esc\x1b[31mred\u202eevil\x07">esc\x1b[31mred\u202eevil\x07</td>' in dom,
+           "a tensor's name, holder and dtype as text")
         ok(r'<li class="lib">esc\x1b[31mred\u202eevil\x07_1_3 &lt;script&gt;alert(1)&lt;/script&gt;.c:360</li></ol>'
            in dom, "control characters as escapes, library frames last")
         ok("<title>vramtrace report</title>" in dom, "the title unchanged")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def two_device_dump(dropped=0):
+    """R0 on two devices: the second warm-up buffer (stack 0) and the second
+    steady-state buffer (stack 2) on device 1, so that stack 0 is used on
+    both devices and stack 2 on device 1 only."""
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    dev1 = dict(d["devices"][0], ordinal=1, uuid="GPU-1", live_bytes=2 << 20, live_count=1, peak_bytes=6 << 20,
+                oom_count=0, failed_count=0)
+    d["devices"][0].update(live_bytes=2 << 20, live_count=1, peak_bytes=8 << 20)
+    d["devices"].append(dev1)
+    for e in d["events"]:
+        if e[2] in ("0x700000400200", "0x700000e00800"):
+            e[4] = 1
+    for x in d["live"]:
+        if x["address"] == "0x700000e00800":
+            x["device"] = 1
+    d["events_dropped"] = dropped
+    return d
+
+
+@test
+def html_flame_per_device_at_peak_and_oom():
+    """The holders at exit, at the peak and at the OOM, kept by stack over
+    all devices, split by device: a stack seen on one device is there, one
+    seen on two is split by replaying the history (exact bytes and counts),
+    or, when the history was overwritten, left unsplit and said so; the
+    flame graph's device selector shows each in Chromium."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "two.json")
+        json.dump(two_device_dump(), open(path, "w"))
+        page = page_of(work, "two.html", [path])
+        d = data_block(open(page).read())
+        MiB = 1 << 20
+        eq(d["exit_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "exit: stack 1 on device 0, stack 2 on device 1")
+        eq(d["peak_dev"], [0, 8 * MiB, 2, 0, 0, 4 * MiB, 1, 1], "peak: stack 0 split by the history")
+        eq(d["ooms"][0]["holders_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "OOM: split by device")
+        # Device 0 holds one stack at exit: a chain with nothing to zoom into.
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into"), "self-test")
+        eq(console, [], "console")
+        ok('<select class="fdevice"><option value="0">device 0</option><option value="1">device 1</option>'
+           '<option value="all">all devices</option></select>' in dom, "the device selector")
+        path = os.path.join(work, "dropped.json")
+        json.dump(two_device_dump(dropped=1), open(path, "w"))
+        page = page_of(work, "dropped.html", [path, "--at", "peak"])
+        d = data_block(open(page).read())
+        eq(d["peak_dev"], [0, 12 * MiB, 3, -1], "peak: no history to split stack 0 by")
+        eq(d["exit_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "exit: single-device stacks still placed")
+        dom, console = chromium_run(page, "#selftest")
+        # Device 0 holds nothing it can be sure of at the peak: an empty graph.
+        eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into").replace(
+            "search ok; collapse ok", "search: no frames; collapse: no library frames"), "self-test, history overwritten")
+        ok('<p class="flame-note">12.00 MiB held on stacks used on several devices could not be split by device '
+           '(the history does not go back far enough): "all devices" counts them</p>' in dom, "the note")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def torch_device(dev, tensors, **extra):
+    MiB = 1 << 20
+    r = {"device": dev, "allocated_bytes": 3 * MiB, "reserved_bytes": 4 * MiB, "largest_free_block_bytes": MiB // 2,
+         "outside_bytes": 300 * MiB, "free_bytes": 1024 * MiB, "total_bytes": 2048 * MiB, "steps": 7,
+         "growth_per_step_bytes": MiB, "growth_steps": 6, "settings": "expandable_segments:False",
+         "categories": {"parameter": MiB, "buffer": 0, "gradient": MiB, "optimizer_state": 0, "activation": 512,
+                        "other": MiB // 2},
+         "tensors": tensors}
+    r.update(extra)
+    return r
+
+
+def tensor(nbytes, name, holder, stack, category="parameter", shape="[512, 512]", dtype="float32"):
+    return {"bytes": nbytes, "shape": shape, "dtype": dtype, "category": category, "name": name, "holder": holder,
+            "block_address": "0x7000", "segment_address": "0x7000", "stack": stack}
+
+
+def torch_dump(names=("model.0.weight", "history[0]"), holders=("", "history")):
+    """R0 with PyTorch's records: at exit (two tensors, the second without
+    a stack) and in the OOM (one tensor and the failed request)."""
+    MiB = 1 << 20
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    d["torch"] = [torch_device(0, [tensor(MiB, names[0], holders[0], 1),
+                                   tensor(MiB // 2, names[1], holders[1], None, "other", "[1024]", "uint8")])]
+    d["ooms"][0]["torch"] = [torch_device(0, [tensor(2 * MiB, names[0], holders[0], 2)], request_bytes=14 * MiB,
+                                          allocated_bytes=2 * MiB, free_bytes=12 * MiB, total_bytes=16 * MiB)]
+    return d
+
+
+@test
+def html_torch_view_and_tensors():
+    """PyTorch's own figures per device at the top (allocated, reserved,
+    outside PyTorch, free, the largest free block, the failed request at
+    the OOM, steps, growth, categories), exact; and its tensors as tables,
+    sorted, filtered and clicked to their stacks in Chromium."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "torch.json")
+        json.dump(torch_dump(), open(path, "w"))
+        page = page_of(work, "torch.html", [path])
+        raw = open(page).read()
+        cats = ("<th>device</th><th>parameter</th><th>buffer</th><th>gradient</th><th>optimizer_state</th>"
+                "<th>activation</th><th>other</th><th>in no category</th></tr></thead><tbody>\n<tr><td class=n>0</td>"
+                "<td class=n>1.00 MiB</td><td class=n>0 B</td><td class=n>1.00 MiB</td><td class=n>0 B</td>"
+                "<td class=n>512 B</td><td class=n>512.00 KiB</td>")
+        ok('<h4 class="torch-title">inside PyTorch at this out-of-memory error</h4>\n<table class="torch">' in raw and
+           "<tr><td class=n>0</td><td class=n>2.00 MiB</td><td class=n>4.00 MiB</td><td class=n>300.00 MiB</td>"
+           "<td class=n>12.00 MiB</td><td class=n>512.00 KiB</td><td class=n>14.00 MiB (does not fit)</td>"
+           "<td class=n>7</td><td class=n>+1.00 MiB over 6 steps</td></tr>" in raw, "the OOM's own record")
+        ok(cats + "<td class=n>0 B</td></tr>" in raw, "the OOM's categories (2 MiB allocated, all in some category)")
+        ok("<h4 class=\"torch-title\">PyTorch&#39;s view when the dump was written (exit)</h4>" in raw and
+           "<tr><td class=n>0</td><td class=n>3.00 MiB</td><td class=n>4.00 MiB</td><td class=n>300.00 MiB</td>"
+           "<td class=n>1.00 GiB</td><td class=n>512.00 KiB</td><td class=n>-</td><td class=n>7</td>"
+           "<td class=n>+1.00 MiB over 6 steps</td></tr>" in raw, "the record at exit")
+        ok(cats + "<td class=n>511.50 KiB</td></tr>" in raw, "the categories at exit and what is in none")
+        ok(raw.index('class="torch"') < raw.index('class="devices"'), "above the devices table")
+        d = data_block(raw)
+        t = d["torch"][0]
+        eq((t["b"], t["name"], t["holder"], t["s"], t["shape"], t["dtype"], t["category"]),
+           ([1 << 20, 1 << 19], ["model.0.weight", "history[0]"], ["", "history"], [1, -1], ["[512, 512]", "[1024]"],
+            ["float32", "uint8"], ["parameter", "other"]), "the tensors in the data block")
+        eq(d["ooms"][0]["torch"][0]["s"], [2], "the OOM's tensor")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "self-test")
+        eq(console, [], "console")
+        ok('<h3>PyTorch\'s largest tensors when the dump was written (2, 1.50 MiB)<input type="search" '
+           'placeholder="filter" class="filter"></h3><p class="table-note">device 0: 3.00 MiB allocated by PyTorch, '
+           '4.00 MiB reserved; by category: parameter 1.00 MiB (33.3%), buffer 0 B (0.0%), gradient 1.00 MiB (33.3%), '
+           'optimizer_state 0 B (0.0%), activation 512 B (0.0%), other 512.00 KiB (16.7%); in no category 511.50 KiB'
+           '</p>' in dom, "the tensors table's title and category breakdown")
+        ok('<h3>PyTorch\'s largest tensors at OOM #1 (1, 2.00 MiB)' in dom, "the OOM's tensors table")
+        ok('<tr class="row sel" data-row="0"><td class="n" data-v="1048576">1.00 MiB</td><td class="n" data-v="0">0</td>'
+           '<td data-v="[512, 512]">[512, 512]</td><td data-v="float32">float32</td><td data-v="parameter">parameter'
+           '</td><td data-v="model.0.weight">model.0.weight</td><td data-v=""></td><td data-v="steady_state '
+           'tests/progs/t_phases.c:20">steady_state tests/progs/t_phases.c:20</td></tr>' in dom, "a tensor's row")
+        ok('<td data-v="">(no allocation found)</td>' in dom, "the tensor without a stack")
     finally:
         shutil.rmtree(work, ignore_errors=True)
