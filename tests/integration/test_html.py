@@ -427,3 +427,18 @@ def html_torch_view_and_tensors():
         ok('<td data-v="">(no allocation found)</td>' in dom, "the tensor without a stack")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_golden_skeleton_stored_once():
+    """The golden pages keep the markup the CLI writes around every dump
+    (its views, the header, the script's place) in one file, checked once,
+    and each page's own parts apart (run_tests.py's html_parts)."""
+    views = '<section class="view" data-view="timeline">'
+    held = {}
+    for name in sorted(os.listdir(EXPECTED)):
+        with open(os.path.join(EXPECTED, name), encoding="utf-8", errors="replace") as f:
+            n = f.read().count(views)
+        if n:
+            held[name] = n
+    eq(held, {"html.skeleton.html": 1}, "the golden files holding a dump's views")
