@@ -442,3 +442,41 @@ def html_golden_skeleton_stored_once():
         if n:
             held[name] = n
     eq(held, {"html.skeleton.html": 1}, "the golden files holding a dump's views")
+
+
+def inked_rows(page, fragment, work, size="1100,1400"):
+    """How many pixel rows of the page's screenshot hold anything not white,
+    with the console lines it logged."""
+    shot = os.path.join(work, "shot.png")
+    _, console = chromium_run(page, fragment, shot=shot, size=size)
+    w, h, rows = png_pixels(shot)
+    eq((w, h), tuple(int(x) for x in size.split(",")), "screenshot size")
+    return sum(1 for row in rows if any(px != (255, 255, 255) for px in row)), rows, console
+
+
+@test
+def html_screenshots_of_torch_and_device_views():
+    """Screenshots of the new parts: PyTorch's tables in the summary and
+    its tensors tables take room the same dump without torch records
+    leaves white (at least 150 rows of pixels more in each view); the
+    flame graph of one device of two is drawn, its root across the width
+    and its six frames deep."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        with_torch, plain = os.path.join(work, "t.json"), os.path.join(work, "n.json")
+        json.dump(torch_dump(), open(with_torch, "w"))
+        json.dump(json.load(open(os.path.join(GOLDEN, R0))), open(plain, "w"))
+        pages = page_of(work, "t.html", [with_torch]), page_of(work, "n.html", [plain])
+        for view in ("tables", "summary"):
+            (a, _, ca), (b, _, cb) = (inked_rows(p, "#view=" + view, work) for p in pages)
+            eq((ca, cb), ([], []), f"{view}: console")
+            ok(a - b >= 150, f"{view}: {a} rows of pixels inked with PyTorch's records, {b} without")
+        path = os.path.join(work, "two.json")
+        json.dump(two_device_dump(), open(path, "w"))
+        n, rows, console = inked_rows(page_of(work, "two.html", [path]), "#view=flame", work, "1100,800")
+        eq(console, [], "flame: console")
+        grey = [sum(1 for px in row if px == (0xdd, 0xdd, 0xdd)) for row in rows]
+        ok(max(grey) > 1000, f"the root frame across the width: {max(grey)} pixels")
+        ok(n >= 6 * 18 + 60, f"six frames and the controls: {n} rows of pixels inked")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
