@@ -480,3 +480,58 @@ def html_screenshots_of_torch_and_device_views():
         ok(n >= 6 * 18 + 60, f"six frames and the controls: {n} rows of pixels inked")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
+
+
+def fmt_bytes(n):
+    """vramtrace's byte figures: "512 B", "16.00 MiB"."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    k, v = 0, float(n)
+    while v >= 1024 and k < len(units) - 1:
+        v, k = v / 1024, k + 1
+    return f"{n} B" if k == 0 else f"{v:.2f} {units[k]}"
+
+
+def html_of_a_pytorch_run(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+@html_of_a_pytorch_run
+def html_page_of_a_pytorch_run():
+    """A small MLP trained with Adam by real PyTorch on the simulated GPU
+    under `vramtrace run` (tests/gpu/torch_checks.py mlp): the page's top
+    says what PyTorch itself reported (memory_allocated, memory_reserved),
+    its tensors table holds the dump's tensors, and every control works in
+    Chromium, the tensors table's included."""
+    work = tempfile.mkdtemp(prefix="vt-html-torch-")
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+        env.update(SIMGPU_CAPACITY="8G", SIMGPU_CONTEXT="300M")
+        facts, dump = os.path.join(work, "facts.json"), os.path.join(work, "d.json")
+        p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", CLI, "run", "--out", dump,
+                            "--", "python3", os.path.join(ROOT, "tests", "gpu", "torch_checks.py"), "mlp", facts],
+                           env=env, cwd=work, capture_output=True, text=True, timeout=300)
+        eq(p.returncode, 0, f"mlp under vramtrace run: {p.stderr[-2000:]}")
+        public = json.load(open(facts))["public"]
+        page = page_of(work, "t.html", [dump])
+        raw = open(page).read()
+        ok(f"<tr><td class=n>0</td><td class=n>{fmt_bytes(public['allocated'])}</td><td class=n>"
+           f"{fmt_bytes(public['reserved'])}</td>" in raw.split("PyTorch&#39;s view when the dump was written")[1],
+           "PyTorch's own allocated and reserved at the top")
+        want = json.load(open(dump))["torch"][0]["tensors"]
+        got = data_block(raw)["torch"][0]
+        eq(list(zip(got["b"], got["name"], got["dtype"], got["shape"], got["category"], got["holder"], got["s"])),
+           [(t["bytes"], t["name"], t["dtype"], t["shape"], t["category"], t["holder"],
+             -1 if t["stack"] is None else t["stack"]) for t in want], "the dump's tensors")
+        ok(len(want) >= 8, f"{len(want)} tensors")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "self-test")
+        eq(console, [], "console")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
