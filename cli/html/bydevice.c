@@ -83,38 +83,39 @@ static int replay(const struct vm_dump *d, const struct vm_holder *h, size_t n, 
 
 void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, const int *dev,
                           const struct vm_holder *h, size_t n, int have, size_t upto) {
-    fprintf(f, ",\"%s\":", name);
-    if (!have || !dev) { fputs("null", f); return; }
+    fprintf(f, ",\"%s_dev\":", name);
+    if (!have || !dev) { fprintf(f, "null,\"%s_split\":null", name); return; }
     size_t nd = d->ndevices;
     int64_t *bytes = upto != SIZE_MAX ? calloc(n * nd + 1, sizeof *bytes) : NULL;
     int64_t *counts = bytes ? calloc(n * nd + 1, sizeof *counts) : NULL;
     int replayed = counts && replay(d, h, n, dev, upto, bytes, counts);
+    char *split = calloc(n + 1, 1);
     fputc('[', f);
-    int first = 1;
     for (size_t j = 0; j < n; j++) {
         int where = h[j].stack < d->nstacks ? dev[h[j].stack] : NONE;
-        if (where == SEVERAL && replayed) {
+        if (where == SEVERAL && replayed && split) {
             int64_t sum = 0, count = 0, bad = 0;
             for (size_t k = 0; k < nd; k++) {
                 sum += bytes[j * nd + k];
                 count += counts[j * nd + k];
                 bad |= bytes[j * nd + k] < 0 || counts[j * nd + k] < 0;
             }
-            if (!bad && sum == (int64_t)h[j].bytes && count == (int64_t)h[j].count) {
-                for (size_t k = 0; k < nd; k++) {
-                    if (!bytes[j * nd + k] && !counts[j * nd + k]) continue;
-                    fprintf(f, "%s%zu,%" PRId64 ",%" PRId64 ",%d", first ? "" : ",", h[j].stack, bytes[j * nd + k],
-                            counts[j * nd + k], d->devices[k].ordinal);
-                    first = 0;
-                }
-                continue;
-            }
+            split[j] = !bad && sum == (int64_t)h[j].bytes && count == (int64_t)h[j].count;
         }
-        fprintf(f, "%s%zu,%" PRIu64 ",%" PRIu64 ",%d", first ? "" : ",", h[j].stack, h[j].bytes, h[j].count,
-                where >= 0 ? where : -1);
-        first = 0;
+        fprintf(f, j ? ",%d" : "%d", split && split[j] ? -2 : where >= 0 ? where : -1);
+    }
+    fprintf(f, "],\"%s_split\":[", name);
+    int first = 1;
+    for (size_t j = 0; split && j < n; j++) {
+        for (size_t k = 0; split[j] && k < nd; k++) {
+            if (!bytes[j * nd + k] && !counts[j * nd + k]) continue;
+            fprintf(f, "%s%zu,%d,%" PRId64 ",%" PRId64, first ? "" : ",", j, d->devices[k].ordinal, bytes[j * nd + k],
+                    counts[j * nd + k]);
+            first = 0;
+        }
     }
     fputc(']', f);
+    free(split);
     free(bytes);
     free(counts);
 }

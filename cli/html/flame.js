@@ -36,17 +36,18 @@ class Flame {
   }
 
   /* The moments there are holders for: exit, the peak, each OOM; each
-   * with its holders over all devices (h: stack, bytes, count) and split
-   * by device (hd: stack, bytes, count, device; data.c, bydevice.c). */
+   * with its holders over all devices (h: stack, bytes, count), each
+   * holder's device (hd: -1 not known, -2 split) and the splits (hs:
+   * holder, device, bytes, count; data.c, bydevice.c). */
   listMoments() {
     const d = this.d, out = [];
-    if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, key: 'exit'});
-    if (d.peak) out.push({name: 'peak', h: d.peak, hd: d.peak_dev, key: 'peak'});
+    if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, hs: d.exit_split, key: 'exit'});
+    if (d.peak) out.push({name: 'peak', h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
     (d.ooms || []).forEach((o, i) => {
       if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
-        h: o.holders, hd: o.holders_dev, key: 'oom', device: o.device});
+        h: o.holders, hd: o.holders_dev, hs: o.holders_split, key: 'oom', device: o.device});
     });
-    if (!out.length) out.push({name: 'exit', h: [], hd: [], key: 'exit'});
+    if (!out.length) out.push({name: 'exit', h: [], hd: [], hs: [], key: 'exit'});
     return out;
   }
 
@@ -68,10 +69,11 @@ class Flame {
     if (dev === 'all' || !m.hd) return {h: m.h, unknown: 0};
     const h = [], want = Number(dev);
     let unknown = 0;
-    for (let i = 0; i + 3 < m.hd.length; i += 4) {
-      if (m.hd[i + 3] === want) h.push(m.hd[i], m.hd[i + 1], m.hd[i + 2]);
-      else if (m.hd[i + 3] < 0) unknown += m.hd[i + 1];
+    for (let j = 0; j < m.hd.length; j++) {
+      if (m.hd[j] === want) h.push(m.h[3 * j], m.h[3 * j + 1], m.h[3 * j + 2]);
+      else if (m.hd[j] === -1) unknown += m.h[3 * j + 1];
     }
+    for (let i = 0; i + 3 < m.hs.length; i += 4) if (m.hs[i + 1] === want) h.push(m.h[3 * m.hs[i]], m.hs[i + 2], m.hs[i + 3]);
     return {h, unknown};
   }
 

@@ -55,10 +55,12 @@ int *vh_stack_devices(const struct vm_dump *d);
 size_t vh_events_before_oom(const struct vm_dump *d, size_t k);
 size_t vh_events_before_peak(const struct vm_dump *d);
 
-/* ",\"NAME\":" and holders h as quads (stack, bytes, count, device): a
- * holder of a stack on one device (dev, from vh_stack_devices) there, a
- * stack on several split by replaying the first `upto` events where that
- * gives back its bytes and count exactly, else device -1. null when !have. */
+/* Holders h split by device, as ",\"NAME_dev\":[...],\"NAME_split\":[...]":
+ * per holder its device (dev from vh_stack_devices: a stack seen on one
+ * device), -2 for a stack on several split by replaying the first `upto`
+ * events where that gives back its bytes and count exactly, else -1 (not
+ * known); then per split holder and device (holder index, device, bytes,
+ * count). Both null when !have. */
 void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, const int *dev,
                           const struct vm_holder *h, size_t n, int have, size_t upto);
 

@@ -100,19 +100,24 @@ function vtSelftest() {
 function vtFlameDevices(fl) {
   let good = fl.device.options.length >= 1;
   const was = fl.device.value;
-  const sum = (a, step, keep) => { let b = 0; for (let i = 0; i + step - 1 < a.length; i += step) if (keep(i)) b += a[i + 1]; return b; };
   fl.moments.forEach((m, mi) => {
     fl.select.value = String(mi); fl.select.dispatchEvent(new Event('change'));
     good = good && (m.device === undefined || fl.device.options.length === 1 || fl.device.value === String(m.device));
-    let devices = 0;
+    let all = 0, devices = 0, unknown = 0;
+    for (let j = 0; j < m.h.length / 3; j++) { all += m.h[3 * j + 1]; if (m.hd[j] === -1) unknown += m.h[3 * j + 1]; }
     for (const o of fl.device.options) {
       fl.device.value = o.value; fl.device.dispatchEvent(new Event('change'));
-      const want = o.value === 'all' ? sum(m.h, 3, () => true) : sum(m.hd, 4, i => m.hd[i + 3] === Number(o.value));
-      if (o.value !== 'all') devices += want;
+      let want = 0;
+      if (o.value === 'all') want = all;
+      else {
+        const v = Number(o.value);
+        m.hd.forEach((x, j) => { if (x === v) want += m.h[3 * j + 1]; });
+        for (let i = 0; i + 3 < m.hs.length; i += 4) if (m.hs[i + 1] === v) want += m.hs[i + 2];
+        devices += want;
+      }
       good = good && fl.root.v === want;
     }
-    const unknown = sum(m.hd, 4, i => m.hd[i + 3] < 0);
-    good = good && devices + unknown === sum(m.h, 3, () => true);
+    good = good && devices + unknown === all;
   });
   fl.select.value = String(fl.pick()); fl.select.dispatchEvent(new Event('change'));
   fl.device.value = was; fl.device.dispatchEvent(new Event('change'));

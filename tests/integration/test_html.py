@@ -324,9 +324,11 @@ def html_flame_per_device_at_peak_and_oom():
         page = page_of(work, "two.html", [path])
         d = data_block(open(page).read())
         MiB = 1 << 20
-        eq(d["exit_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "exit: stack 1 on device 0, stack 2 on device 1")
-        eq(d["peak_dev"], [0, 8 * MiB, 2, 0, 0, 4 * MiB, 1, 1], "peak: stack 0 split by the history")
-        eq(d["ooms"][0]["holders_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "OOM: split by device")
+        eq((d["exit"], d["exit_dev"], d["exit_split"]), ([1, 2 * MiB, 1, 2, 2 * MiB, 1], [0, 1], []),
+           "exit: stack 1 on device 0, stack 2 on device 1")
+        eq((d["peak"], d["peak_dev"], d["peak_split"]), ([0, 12 * MiB, 3], [-2], [0, 0, 8 * MiB, 2, 0, 1, 4 * MiB, 1]),
+           "peak: stack 0 split by the history")
+        eq((d["ooms"][0]["holders_dev"], d["ooms"][0]["holders_split"]), ([0, 1], []), "OOM: by device")
         # Device 0 holds one stack at exit: a chain with nothing to zoom into.
         dom, console = chromium_run(page, "#selftest")
         eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into"), "self-test")
@@ -337,8 +339,8 @@ def html_flame_per_device_at_peak_and_oom():
         json.dump(two_device_dump(dropped=1), open(path, "w"))
         page = page_of(work, "dropped.html", [path, "--at", "peak"])
         d = data_block(open(page).read())
-        eq(d["peak_dev"], [0, 12 * MiB, 3, -1], "peak: no history to split stack 0 by")
-        eq(d["exit_dev"], [1, 2 * MiB, 1, 0, 2, 2 * MiB, 1, 1], "exit: single-device stacks still placed")
+        eq((d["peak_dev"], d["peak_split"]), ([-1], []), "peak: no history to split stack 0 by")
+        eq((d["exit_dev"], d["exit_split"]), ([0, 1], []), "exit: single-device stacks still placed")
         dom, console = chromium_run(page, "#selftest")
         # Device 0 holds nothing it can be sure of at the peak: an empty graph.
         eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into").replace(
