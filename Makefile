@@ -33,7 +33,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
-           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c tracker/view.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
@@ -43,7 +43,7 @@ LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c \
-           cli/model_torch.c cli/torch_text.c \
+           cli/model_torch.c cli/model_steps.c cli/torch_text.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
@@ -289,7 +289,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/clock.c tracker/snapshot.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c \
             tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c
@@ -430,7 +430,7 @@ bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c cli/fleet.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
-            cli/sha256.c cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/model_torch.c cli/torch_text.c
+            cli/sha256.c cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/model_torch.c cli/model_steps.c cli/torch_text.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(B)/fuzz

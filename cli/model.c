@@ -488,6 +488,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     load_live(c, root, d);
     load_events(c, root, d);
     char terr[256];
+    if (!c->failed && vm_steps_load(root, d->nevents, &d->steps, &d->nsteps, &d->steps_total, terr, sizeof terr))
+        fail(c, "%s", terr);
     if (!c->failed && vm_torch_load(root, d->nstacks, &d->torch, terr, sizeof terr) != 0) fail(c, "%s", terr);
     json_t *g = json_object_get(root, "growing");
     struct walk growing = {growth_fields, NSPECS(growth_fields), "growing", growth_rest, d, d->nstacks};
@@ -557,7 +559,7 @@ void vm_free(struct vm_dump *d) {
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);
-    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->growing, d->argv);
+    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->steps, d->growing, d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);
 }

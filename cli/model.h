@@ -12,6 +12,7 @@
 
 #include "../common/callsite.h"
 #include "../common/counters.h"
+#include "model_steps.h"
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
 
@@ -116,6 +117,9 @@ struct vm_dump {
     struct vm_event *events;
     size_t nevents;
     uint64_t events_dropped;
+    struct vm_step *steps;       /* step boundaries, oldest first (model_steps.h) */
+    size_t nsteps;
+    uint64_t steps_total;
     struct vm_stack *stacks;
     size_t nstacks;
     struct vm_growth *growing;   /* optional in the dump */

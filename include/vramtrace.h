@@ -11,7 +11,10 @@
  *   - the allocations made since a mark and still live, with their stacks,
  *     in LeakSanitizer's words (the exit leak check's report, suppressions
  *     included), and the holders at the mark's peak in the same words;
- *   - a named dump of the whole process, for `vramtrace report`.
+ *   - a named dump of the whole process, for `vramtrace report`;
+ *   - a step boundary: the program's own unit of work (a training step),
+ *     which growth is then said per (PyTorch's optimizer steps are marked
+ *     without a call, by vramtrace's companion).
  *
  * Do not link against the library: find it at run time, so that the same
  * binary runs with and without vramtrace. vramtrace_load() does that with
@@ -43,7 +46,7 @@
 extern "C" {
 #endif
 
-#define VRAMTRACE_API_VERSION 1
+#define VRAMTRACE_API_VERSION 2
 
 /* What the functions return besides their figures. */
 #define VRAMTRACE_OK 0
@@ -92,6 +95,12 @@ long vramtrace_peak(int mark, char *buf, size_t size);
  * or VRAMTRACE_FAILED (dumps off, an empty name, a file not written). */
 int vramtrace_dump(const char *name, char *path, size_t size);
 
+/* Mark a step boundary now: everything allocated or freed before the call
+ * belongs to the steps before it. Returns the step's number (1 for the
+ * first call, counted over the whole run; INT_MAX past it), or
+ * VRAMTRACE_INACTIVE. */
+int vramtrace_step(void);
+
 /* ---------------------------------------------------------- the loader */
 
 struct vramtrace_api {
@@ -102,6 +111,7 @@ struct vramtrace_api {
     long (*leaks)(int mark, char *buf, size_t size);
     long (*peak)(int mark, char *buf, size_t size);
     int (*dump)(const char *name, char *path, size_t size);
+    int (*step)(void);  /* since VRAMTRACE_API_VERSION 2 */
 };
 
 static inline int vramtrace_off_active_(void) { return 0; }
@@ -123,6 +133,8 @@ static inline int vramtrace_off_dump_(const char *name, char *path, size_t size)
     return VRAMTRACE_INACTIVE;
 }
 
+static inline int vramtrace_off_step_(void) { return VRAMTRACE_INACTIVE; }
+
 /* Fill api with vramtrace's functions when it is loaded in this process,
  * else with ones that do nothing and return VRAMTRACE_INACTIVE. Returns 1
  * when vramtrace is active. Cheap enough to call once per test. */
@@ -142,6 +154,7 @@ static inline int vramtrace_load(struct vramtrace_api *api) {
     VRAMTRACE_FIND_(leaks, "vramtrace_leaks", vramtrace_off_report_);
     VRAMTRACE_FIND_(peak, "vramtrace_peak", vramtrace_off_report_);
     VRAMTRACE_FIND_(dump, "vramtrace_dump", vramtrace_off_dump_);
+    VRAMTRACE_FIND_(step, "vramtrace_step", vramtrace_off_step_);
 #undef VRAMTRACE_FIND_
     return api->active();
 }

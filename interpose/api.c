@@ -6,7 +6,8 @@
  * CUDA names, so these are found by dlsym whether or not a CUDA library is
  * loaded. Each call keeps the caller's errno, marks the thread busy like a
  * hook (a CUDA call a signal handler makes meanwhile passes through), and
- * hands the work down: marks to the tracker (tracker/mark.h), reports and
+ * hands the work down: marks and steps to the tracker (tracker/mark.h,
+ * tracker/steps.h), reports and
  * dumps to the writer (report/since.h, report/output.h). One made from a
  * signal handler that interrupted vramtrace's own code returns
  * VRAMTRACE_FAILED rather than wait for a lock that code holds. */
@@ -20,6 +21,7 @@
 #include "../report/output.h"
 #include "../report/since.h"
 #include "../tracker/mark.h"
+#include "../tracker/steps.h"
 #include "hook.h"
 
 #define VT_API __attribute__((visibility("default")))
@@ -94,4 +96,10 @@ VT_API int vramtrace_dump(const char *name, char *path, size_t size) {
     if (path && size) path[0] = '\0';
     int r = vt_output_named(name, path, size);
     API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_FAILED);
+}
+
+VT_API int vramtrace_step(void) {
+    API_ENTER;
+    uint64_t n = vt_tracker_step();
+    API_LEAVE(n > 0x7fffffff ? 0x7fffffff : (int)n);
 }

@@ -165,6 +165,16 @@ static void write_events(FILE *f, const struct vt_snapshot *s) {
     fputs("],\n", f);
 }
 
+/* The step boundaries, oldest first, each with the index in "events" of
+ * the first event after it (vt_step_event). */
+static void write_steps(FILE *f, const struct vt_snapshot *s) {
+    fprintf(f, "\"steps_total\":" U64 ",\n\"steps\":[", s->steps_total);
+    for (size_t i = 0; i < s->nsteps; i++)
+        fprintf(f, "%s\n {\"step\":" U64 ",\"time_ns\":" U64 ",\"event\":%" PRId64 "}", i ? "," : "",
+                s->steps[i].step, s->steps[i].time_ns, vt_step_event(s, &s->steps[i]));
+    fputs("],\n", f);
+}
+
 static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
     fputs("\"stacks\":[", f);
     for (size_t i = 0; i < s->nstacks; i++) {
@@ -236,6 +246,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     fputs("],\n", f);
     write_live(f, s);
     write_events(f, s);
+    write_steps(f, s);
     write_stacks(f, s, sym);
     vt_torch_write_top(f, s, m->reason);
     fputs("}\n", f);

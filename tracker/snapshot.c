@@ -23,6 +23,7 @@
 #include "log.h"
 #include "mark.h"
 #include "slot.h"
+#include "steps.h"
 
 static int by_time(const void *a, const void *b) {
     const struct vt_alloc *x = a, *y = b;
@@ -102,6 +103,7 @@ static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t
     }
     vt_account_copy(s, scale); /* after copy_live: the counts of the same point */
     vt_history_copy(s, scale);
+    vt_steps_copy(s, scale);
     size_t nstacks = vt_stacks.n;
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
     if (s->stacks) {
@@ -125,7 +127,7 @@ struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
-    if (s) VT_FREE_ALL(s->live, s->ooms, s->events, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
+    if (s) VT_FREE_ALL(s->live, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 
 void vt_tracker_lock_all(void) {
@@ -147,6 +149,7 @@ void vt_tracker_reset_child(void) {
     vt_slots_reset_child();
     vt_intern_reset_child();
     vt_history_reset_child();
+    vt_steps_reset_child();
     vt_account_reset_child();
     vt_marks_reset_child();
     vt_tracker_flags.touched = 0;

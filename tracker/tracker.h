@@ -150,6 +150,18 @@ struct vt_stack {
     const uintptr_t *frames;   /* return addresses, innermost first */
 };
 
+/* A step boundary (tracker/steps.h, counted by vramtrace_step): its
+ * number (1 and up), its time, the event ring's write count then (the
+ * index, in the whole history of events, of the first event after it) and
+ * each device's live device bytes then (devices 0 .. ndevices-1). */
+struct vt_step {
+    uint64_t step;
+    uint64_t time_ns;
+    uint64_t event;
+    int ndevices;
+    uint64_t live_bytes[VT_MAX_DEVICES];
+};
+
 /* A consistent copy of the tracker's state, taken under its lock and then
  * read without it: the counts (totals, devices, holders) are those of the
  * live list, to the allocation. Stacks are shared, not copied: they are never freed
@@ -165,6 +177,9 @@ struct vt_snapshot {
     struct vt_event *events;   /* oldest first */
     size_t nevents;
     uint64_t events_dropped;   /* older events the ring overwrote */
+    struct vt_step *steps;     /* the newest step boundaries, oldest first */
+    size_t nsteps;
+    uint64_t steps_total;      /* step boundaries ever counted */
     const struct vt_stack **stacks;
     size_t nstacks;
     struct vt_holder *holders;      /* device memory by stack (as live has
@@ -278,6 +293,15 @@ static inline int vt_tracker_touched(void) {
 }
 
 struct vt_snapshot *vt_tracker_snapshot(void);
+
+/* Where step boundary x of snapshot s falls in s->events: the index of
+ * the first event after it, s->nevents when there is none yet, -1 when the
+ * ring overwrote that event. */
+static inline int64_t vt_step_event(const struct vt_snapshot *s, const struct vt_step *x) {
+    if (x->event < s->events_dropped) return -1;
+    uint64_t i = x->event - s->events_dropped;
+    return i >= s->nevents ? (int64_t)s->nevents : (int64_t)i;
+}
 
 /* The counts as a live view shows them (report/live.c, a few times a
  * second): totals, every device, and the VT_VIEW_SITES call sites (stacks)

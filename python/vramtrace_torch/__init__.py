@@ -12,13 +12,14 @@ process and torch is a CUDA build. Then, and only once CUDA is in use:
 
 it takes torch.cuda.memory._snapshot(), memory_stats() and the allocator
 settings, walks the live tensors (collect.py), and hands the text to the
-library's vt_torch_submit. Optimizer step hooks count steps. Every entry
+library's vt_torch_submit. Optimizer step hooks count steps and mark each
+as a step boundary in the library (vramtrace_step). Every entry
 point here swallows its own exceptions: the program never sees one.
 """
 import sys
 import time
 
-_state = {"lib": None, "torch": None, "steps": {}, "busy": False, "refresh": None, "per_step": {}}
+_state = {"lib": None, "torch": None, "steps": {}, "marked": 0, "busy": False, "refresh": None, "per_step": {}}
 WINDOW = 16       # samples of allocated bytes kept per device
 SAMPLE_S = 0.05   # then at most one sample per 50 ms: a sample costs tens of microseconds
 
@@ -30,12 +31,15 @@ def _library():
         lib = ctypes.CDLL(None)
         submit = lib.vt_torch_submit
         refresh = lib.vt_torch_set_refresh
+        step = lib.vramtrace_step
     except (OSError, AttributeError, ImportError):
         return None
     submit.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
     submit.restype = ctypes.c_int
     refresh.restype = None
-    return ctypes, submit, refresh
+    step.argtypes = []
+    step.restype = ctypes.c_int
+    return ctypes, submit, refresh, step
 
 
 def _submit(reason, oom=None):
@@ -83,7 +87,12 @@ def _on_signal():
 def _on_step(optimizer, args, kwargs):
     try:
         steps = _state["steps"]
-        steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        n = steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
+        # A step of the run is a step of its busiest optimizer (two that
+        # step together, as in a GAN, make one): the library's boundary.
+        if n > _state["marked"]:
+            _state["marked"] = n
+            _state["lib"][3]()
         torch = _state["torch"]
         now = time.monotonic()
         # Each of the first WINDOW steps, then at most one every SAMPLE_S.

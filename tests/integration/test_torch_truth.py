@@ -288,3 +288,51 @@ def torch_truth_report_prints_the_breakdown():
     top[0] = top[0].format("")
     i = lines.index(top[0])
     eq(lines[i:i + len(top)], top, "the exit breakdown")
+
+
+def traced(script, *args, flags=(), env=None, capacity="8G"):
+    """Run the Python script (text) under `vramtrace run` on a simulated GPU
+    of `capacity`; return (its stdout, its dumps by reason, the report)."""
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(script)
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", *flags, "--out", os.path.join(work, "d.%p.json"),
+                    "--report", os.path.join(work, "report.txt"), "--", "python3", "train.py", *args], work,
+                   clean_env(SIMGPU_CAPACITY=capacity, SIMGPU_CONTEXT="300M", **(env or {})))
+        eq(p.returncode, 0, f"train.py under vramtrace run: {p.stderr[-2000:]}")
+        dumps = {}
+        for x in glob.glob(os.path.join(work, "d.*.json")):
+            d = json.load(open(x))
+            dumps[d["reason"]] = d
+        report = open(os.path.join(work, "report.txt")).read() if os.path.exists(os.path.join(work, "report.txt")) else ""
+        return p.stdout, dumps, report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+MLP_STEPS = r"""
+import sys, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 16)).cuda()
+opt = torch.optim.Adam(model.parameters())
+other = torch.optim.SGD(model.parameters(), lr=0.0)   # steps with opt: one step of the run, not two
+x, y = torch.randn(64, 256, device="cuda"), torch.randn(64, 16, device="cuda")
+for _ in range(int(sys.argv[1])):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    opt.step()
+    other.step()
+print("done")
+"""
+
+
+@torch_truth_test
+def torch_truth_optimizer_steps_are_step_boundaries():
+    out, dumps, _ = traced(MLP_STEPS, "7")
+    eq((out, sorted(dumps)), ("done\n", ["exit"]), "the run")
+    d = dumps["exit"]
+    eq((d["steps_total"], [s["step"] for s in d["steps"]]), (7, list(range(1, 8))), "one boundary per step")
+    ev = [s["event"] for s in d["steps"]]
+    ok(ev == sorted(ev) and 0 < ev[0] and ev[-1] <= len(d["events"]), f"each boundary's first event: {ev}")
+    eq(d["torch"][0]["steps"], 7, "the companion's own count")

@@ -1,0 +1,54 @@
+/* model_steps.c -- reading and checking the dump's step boundaries. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model_steps.h"
+
+/* The integer at key of o within lo..hi into *out; 0 when it is not. */
+static int in_range(json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out) {
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v)) return 0;
+    *out = json_integer_value(v);
+    return *out >= lo && *out <= hi;
+}
+
+int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *n, uint64_t *total, char *err,
+                  size_t errsize) {
+    *steps = NULL;
+    *n = 0;
+    *total = 0;
+    json_t *arr = json_object_get(root, "steps");
+    if (!arr) return 0;
+    json_int_t all;
+    if (!json_is_array(arr) || !in_range(root, "steps_total", 0, INT64_MAX, &all)) {
+        snprintf(err, errsize, "\"steps\" is not an array, or \"steps_total\" is missing or negative");
+        return -1;
+    }
+    size_t k = json_array_size(arr);
+    if ((uint64_t)all < k) {
+        snprintf(err, errsize, "\"steps_total\" (%" PRId64 ") is below the %zu steps kept", (int64_t)all, k);
+        return -1;
+    }
+    struct vm_step *v = calloc(k ? k : 1, sizeof *v);
+    if (!v) { snprintf(err, errsize, "out of memory"); return -1; }
+    /* Numbers rise by one up to steps_total; an event index never goes
+     * back (-1, overwritten, comes first). */
+    for (size_t i = 0; i < k; i++) {
+        json_t *o = json_array_get(arr, i);
+        json_int_t step, t, ev;
+        uint64_t want = (uint64_t)all - k + i + 1;
+        if (!json_is_object(o) || !in_range(o, "step", 1, all, &step) || (uint64_t)step != want ||
+            !in_range(o, "time_ns", 0, INT64_MAX, &t) || !in_range(o, "event", -1, (json_int_t)nevents, &ev) ||
+            (i && (ev < v[i - 1].event || (uint64_t)t < v[i - 1].time_ns))) {
+            snprintf(err, errsize, "steps[%zu] is malformed", i);
+            free(v);
+            return -1;
+        }
+        v[i] = (struct vm_step){(uint64_t)step, (uint64_t)t, (int64_t)ev};
+    }
+    *steps = v;
+    *n = k;
+    *total = (uint64_t)all;
+    return 0;
+}

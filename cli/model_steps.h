@@ -1,0 +1,26 @@
+/* model_steps.h -- the dump's step boundaries ("steps", "steps_total")
+ * read back and checked. Optional: a dump without them has none. */
+#ifndef VT_MODEL_STEPS_H
+#define VT_MODEL_STEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct vm_step {
+    uint64_t step;      /* 1 and up, increasing */
+    uint64_t time_ns;
+    int64_t event;      /* index in the dump's events of the first event
+                           after the boundary; nevents when none yet, -1
+                           when the ring overwrote it */
+};
+
+/* The "steps" array of dump root (whose events number nevents) into
+ * *steps (malloc'd, *n of them; NULL and 0 when the dump has none) and
+ * "steps_total" into *total. Returns 0, or -1 with a one-line reason in
+ * err and nothing to free. */
+int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *n, uint64_t *total, char *err,
+                  size_t errsize);
+
+#endif
