@@ -7,8 +7,9 @@
  * of frames (a stack is the node of its innermost frame), and each
  * device's events as three arrays: time since the previous event, signed
  * bytes (in units of `unit`, the greatest common divisor of the sizes) and
- * the timeline series. The field names are the contract between this file
- * and the script; nothing else reads them. */
+ * the timeline series, with the step boundaries' places among them. The
+ * field names are the contract between this file and the script; nothing
+ * else reads them. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,21 @@ static int series(FILE *f, const struct vm_dump *d, const uint32_t *site_of, con
     return 0;
 }
 
+/* ",\"steps_at\":[...]": each step boundary's place among this device's
+ * events (how many of them came before it), -1 where the ring overwrote
+ * it. The boundaries' event indices never go back (cli/model_steps.h). */
+static void steps_at(FILE *f, const struct vm_dump *d, int device) {
+    fputs(",\"steps_at\":[", f);
+    size_t i = 0, seen = 0;
+    for (size_t k = 0; k < d->nsteps; k++) {
+        int64_t at = d->steps[k].event;
+        for (; at >= 0 && i < (size_t)at && i < d->nevents; i++)
+            if (d->events[i].device == device && d->events[i].type != 'o') seen++;
+        fprintf(f, k ? ",%lld" : "%lld", at < 0 ? -1LL : (long long)seen);
+    }
+    fputc(']', f);
+}
+
 /* Each device's facts and its events, with the bytes live before the
  * recorded history began (the ring may have dropped older events) as
  * `base`, so that the history ends at the device's live bytes. */
@@ -262,7 +278,9 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
             if (e->type != 'o') seen++;
             else fprintf(f, k++ ? ",%zu,%" PRIu64 ",%" PRIu64 : "%zu,%" PRIu64 ",%" PRIu64, seen, e->time_ns, e->bytes);
         }
-        fputs("]}", f);
+        fputc(']', f);
+        steps_at(f, d, v->ordinal);
+        fputc('}', f);
     }
     fputc(']', f);
 }
@@ -342,7 +360,11 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     for (int k = 0; k < VM_TORCH_NCAT; k++) fprintf(f, k ? ",\"%s\"" : "\"%s\"", vm_torch_categories[k]);
     fputc(']', f);
     vh_torch_data(f, "torch", d->torch);
-    fputs("}</script>\n", f);
+    fprintf(f, ",\"steps_total\":%" PRIu64 ",\"steps\":[", d->steps_total);
+    for (size_t k = 0; k < d->nsteps; k++) fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, d->steps[k].step);
+    fputs("],\"steps_t\":[", f);
+    for (size_t k = 0; k < d->nsteps; k++) fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, d->steps[k].time_ns);
+    fputs("]}</script>\n", f);
     free(site_of);
     free(series_of);
     vt_labels_free(sites);

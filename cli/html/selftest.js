@@ -54,6 +54,9 @@ function vtSelftest() {
     axis.value = 'event'; axis.dispatchEvent(new Event('change'));
     say('axis', timed && tl.axis === 'event' && tl.xlabel === 'event number');
   } else r.push('timeline: no events');
+  const stepped = dump.timelines.find(t => t.stepN.length && t.n);
+  if (stepped) { const why = vtSteps(stepped, box.querySelector('.axis')); say('steps', !why, why); }
+  else r.push('steps: none');
   const leaf = fl.nodes.filter(e => e._node.f >= 0 && !e._node.kids.size)[0];
   if (leaf) {
     fl.search.value = fl.label(leaf._node.f); fl.search.dispatchEvent(new Event('input'));
@@ -92,6 +95,30 @@ function vtSelftest() {
   const p = el('pre', '', r.join('; '));
   p.id = 'selftest';
   document.body.appendChild(p);
+}
+
+/* Step boundaries on both axes: each one in view drawn, and the hover on
+ * its line names it (or one drawn within 2 pixels of it), with its time and
+ * the event it comes before. Returns what went wrong, or ''. */
+function vtSteps(tl, axis) {
+  let why = '';
+  for (const a of ['event', 'time']) {
+    axis.value = a; axis.dispatchEvent(new Event('change'));
+    const want = [];
+    tl.stepN.forEach((_, k) => { const v = tl.stepPos(k); if (v >= 0 && v >= tl.lo && v <= tl.hi) want.push(k); });
+    if (!want.length || tl.stepsDrawn.join() !== want.join()) why = why || a + ': drew ' + tl.stepsDrawn.length + ' of ' + want.length;
+    for (const k of want) {
+      const x = tl.px(tl.stepPos(k)), here = want.filter(j => Math.abs(tl.px(tl.stepPos(j)) - x) < 2);
+      vtMouse(tl.canvas, 'mousemove', x, PAD_T + 30);
+      const names = here.map(j => 'boundary of step ' + tl.stepN[j] + ' (' + (tl.stepT[j] / 1e9).toFixed(6) + ' s' +
+        (tl.stepAt[j] >= 0 ? ', before event #' + tl.stepAt[j] : '') + ')');
+      const said = tl.tip.textContent.split('\n').pop();
+      if (!names.includes(said)) why = why || a + ': the hover says ' + said;
+    }
+  }
+  axis.value = 'event'; axis.dispatchEvent(new Event('change'));
+  tl.tip.classList.add('hidden');
+  return why;
 }
 
 /* Every moment on every device of the flame graph's selectors: the root

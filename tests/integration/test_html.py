@@ -8,9 +8,8 @@ import zlib
 
 from run_tests import *
 
-SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; flame device ok; "
-                "tensors: none; row ok; "
-                "rank: one dump; errors none")
+SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; "
+                "flame device ok; tensors: none; row ok; rank: one dump; errors none")
 SELFTEST_MULTI = SELFTEST_ONE.replace("rank: one dump", "rank ok")
 
 
@@ -535,5 +534,47 @@ def html_page_of_a_pytorch_run():
         dom, console = chromium_run(page, "#selftest")
         eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "self-test")
         eq(console, [], "console")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+T_STEPS = os.path.join(T, "t_steps")
+
+
+@test
+def html_step_boundaries_on_both_axes():
+    """tests/progs/t_steps.c's step boundaries (steps 1, 2 and 3 before its
+    events 1, 3 and 3): their places among the device's events and their
+    times in the data block, exact; both axes draw each, and a hover on a
+    boundary names its step (the page's self-test). With the event ring
+    overwritten and more boundaries than kept, the legend says how many of
+    all, and an overwritten boundary has no place on the event axis."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        r = run([T_STEPS], report="off")
+        eq(len(r.dumps), 1, "one dump")
+        path = os.path.join(work, "s.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        page = page_of(work, "s.html", [path])
+        d = data_block(open(page).read())
+        eq((d["steps"], d["steps_t"], d["steps_total"], d["devices"][0]["steps_at"]),
+           ([1, 2, 3], [s["time_ns"] for s in r.dumps[0]["steps"]], 3, [1, 3, 3]), "the steps in the data block")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), "sort: fewer than two live allocations; zoom: nothing to zoom into; hover ok; timeline "
+           "zoom ok; axis ok; steps ok; search: no frames; collapse: no library frames; flame device ok; tensors: "
+           "none; row: no holders; rank: one dump; errors none", "self-test")
+        eq(console, [], "console")
+        ok('<span class="legend-item step-key">\u2506 step boundaries: 3</span>' in dom, "the legend")
+        r = run([T_STEPS, "5000"], report="off", env={"VRAMTRACE_EVENTS": "3"})
+        path = os.path.join(work, "o.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        page = page_of(work, "o.html", [path])
+        d = data_block(open(page).read())
+        want = [s["event"] for s in r.dumps[0]["steps"]]
+        eq((len(d["steps"]), d["steps"][0], d["steps_total"]), (4096, 908, 5003), "the newest 4096 of 5003")
+        eq(d["devices"][0]["steps_at"], want, "places among the device's events: the dump's own (one device)")
+        dom, console = chromium_run(page, "#selftest")
+        ok("; steps ok;" in selftest_of(dom), selftest_of(dom))
+        ok('<span class="legend-item step-key">\u2506 step boundaries: 4096 newest of 5003</span>' in dom, "the legend")
     finally:
         shutil.rmtree(work, ignore_errors=True)
