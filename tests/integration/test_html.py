@@ -578,3 +578,28 @@ def html_step_boundaries_on_both_axes():
         ok('<span class="legend-item step-key">\u2506 step boundaries: 4096 newest of 5003</span>' in dom, "the legend")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_screenshot_of_step_boundaries():
+    """The timeline's screenshot of tests/progs/t_steps.c's run shows its
+    step boundaries: two dashed grey lines (steps 2 and 3 share a place),
+    each at least 60 pixels of the line's colour (dashes 2 of every 5)."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        r = run([T_STEPS], report="off")
+        path = os.path.join(work, "s.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        shot = os.path.join(work, "s.png")
+        _, console = chromium_run(page_of(work, "s.html", [path]), "#view=timeline", shot=shot)
+        eq(console, [], "console")
+        w, h, rows = png_pixels(shot)
+        cols = {}
+        for row in rows:
+            for x, px in enumerate(row):
+                if px == (0x8a, 0x8a, 0x8a):
+                    cols[x] = cols.get(x, 0) + 1
+        lines = sorted(x for x, n in cols.items() if n >= 60)
+        eq(len(lines), 2, f"columns of the boundaries' colour: {sorted(cols.items())[:12]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
