@@ -507,8 +507,9 @@ def html_page_of_a_pytorch_run():
     """A small MLP trained with Adam by real PyTorch on the simulated GPU
     under `vramtrace run` (tests/gpu/torch_checks.py mlp): the page's top
     says what PyTorch itself reported (memory_allocated, memory_reserved),
-    its tensors table holds the dump's tensors, and every control works in
-    Chromium, the tensors table's included."""
+    its tensors table holds the dump's tensors, its timeline the optimizer's
+    steps, and every control works in Chromium, the tensors table's and the
+    step boundaries' included."""
     work = tempfile.mkdtemp(prefix="vt-html-torch-")
     try:
         env = {k: v for k, v in os.environ.items()
@@ -531,8 +532,12 @@ def html_page_of_a_pytorch_run():
            [(t["bytes"], t["name"], t["dtype"], t["shape"], t["category"], t["holder"],
              -1 if t["stack"] is None else t["stack"]) for t in want], "the dump's tensors")
         ok(len(want) >= 8, f"{len(want)} tensors")
+        steps = json.load(open(dump))["steps"]
+        eq((data_block(raw)["steps"], len(steps)), ([s["step"] for s in steps], public["steps"]),
+           "the optimizer's steps as step boundaries")
         dom, console = chromium_run(page, "#selftest")
-        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "self-test")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok").replace("steps: none", "steps ok"),
+           "self-test")
         eq(console, [], "console")
     finally:
         shutil.rmtree(work, ignore_errors=True)
