@@ -1345,7 +1345,7 @@ def report_html_in_chromium():
         page = os.path.join(work, "p.html")
         rc, out, _ = report(["python.json", "--format", "html", "-o", page])
         dom = chromium_dom(page, "#selftest")
-        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; rank: one dump; errors none</pre>' in dom,
+        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; flame device ok; tensors: none; row ok; rank: one dump; errors none</pre>' in dom,
            "clicking a column sorts it both ways; clicking a frame zooms, clicking the root zooms out: " +
            dom[dom.find('id="selftest"') - 10:][:200])
         page = os.path.join(work, "h.html")
