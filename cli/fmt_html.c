@@ -69,7 +69,9 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
         vh_text(f, o->findings[k].next);
         fputs("</span></li>", f);
     }
-    fputs(o->nfindings ? "</ol></div>\n" : "</div>\n", f);
+    if (o->nfindings) fputs("</ol>", f);
+    vh_torch_table(f, o->torch, "inside PyTorch at this out-of-memory error");
+    fputs("</div>\n", f);
 }
 
 /* Per device: total, allocated (tracked live), and at the device's last
@@ -139,6 +141,11 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (d->events_dropped)
         fprintf(f, "<p class=\"warn\">the timeline starts late: %" PRIu64 " older %s were overwritten "
                    "(VRAMTRACE_EVENTS)</p>\n", d->events_dropped, vr_plural(d->events_dropped, "event", "events"));
+    if (d->torch) {
+        char title[160];
+        snprintf(title, sizeof title, "PyTorch's view when the dump was written (%s)", d->reason ? d->reason : "?");
+        vh_torch_table(f, d->torch, title);
+    }
     for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {
         const struct vm_growth *g = &d->growing[i];
         char rate[160];
@@ -168,7 +175,7 @@ static void views(FILE *f, size_t index) {
                "type=\"button\">reset zoom</button> <span class=\"hint\">drag across a timeline to zoom"
                "</span></div>\n<div class=\"timelines\" data-dump=\"%zu\"></div></section>\n", index);
     fputs("<section class=\"view\" data-view=\"flame\"><h3>flame graph of the holders</h3>\n"
-          "<div class=\"controls\"><label>at <select class=\"moment\"></select></label> <label><input "
+          "<div class=\"controls\"><label>at <select class=\"moment\"></select></label> <label>on <select class=\"fdevice\"></select></label> <label><input "
           "type=\"checkbox\" class=\"collapse\"> hide library frames</label> <label>search <input type=\"search\" "
           "class=\"search\" placeholder=\"frame name\"></label> <span class=\"share\"></span></div>\n"
           "<div class=\"crumbs\"></div><div class=\"flame\"></div><p class=\"flame-note\"></p></section>\n", f);

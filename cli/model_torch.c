@@ -87,6 +87,7 @@ static void load_device(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->largest_free = tu64(c, o, "largest_free_block_bytes", i);
     d->has_outside = topt(c, o, "outside_bytes", i, &d->outside);
     d->has_request = topt(c, o, "request_bytes", i, &d->request);
+    d->has_free = topt(c, o, "free_bytes", i, &d->free_bytes) & topt(c, o, "total_bytes", i, &d->total_bytes);
     topt(c, o, "steps", i, &d->steps);
     topt(c, o, "growth_per_step_bytes", i, &d->per_step);
     topt(c, o, "growth_steps", i, &d->growth_steps);

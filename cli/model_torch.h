@@ -22,8 +22,9 @@ struct vm_torch_tensor {
 };
 
 struct vm_torch_device {
-    int device, has_outside, has_request;
+    int device, has_outside, has_request, has_free;
     uint64_t allocated, reserved, largest_free, outside, request, steps;
+    uint64_t free_bytes, total_bytes;   /* read only together: has_free */
     uint64_t cat[VM_TORCH_NCAT];   /* in vm_torch_categories' order; 0 when absent */
     uint64_t per_step, growth_steps;   /* 0 when absent */
     const char *settings;          /* NULL when absent */

@@ -10,6 +10,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -1133,9 +1134,9 @@ GOLDEN_CASES = [
     ("folded.exit.r0.txt", [R0, "--format", "folded"]),
     ("folded.peak.r0.txt", [R0, "--format", "folded", "--at", "peak"]),
     ("folded.oom.multi.txt", [R0, R1, "--format", "folded", "--at", "oom"]),
-    ("html.multi.html", [R0, R1, "--format", "html"]),
+    ("html.multi.parts.json", [R0, R1, "--format", "html"]),
     ("torch.r0.pickle", [R0, "--format", "torch"]),
-    ("hostile.html", ["hostile.json", "--format", "html"]),
+    ("hostile.parts.json", ["hostile.json", "--format", "html"]),
     ("hostile.folded.txt", ["hostile.json", "--format", "folded"]),
     ("hostile.text.txt", ["hostile.json"]),
     ("python.text.txt", ["python.json", "--top", "4"]),
@@ -1161,23 +1162,91 @@ def without_page_assets(page):
     return page
 
 
+HTML_SKELETON = "html.skeleton.html"
+HTML_DUMP = re.compile(r'<div class="dump( hidden)?" id="dump-(\d+)" data-index="\2">\n'
+                       r'(<section class="view" data-view="summary">.*?</section>\n)(.*?)'
+                       r'<script type="application/json" id="vt-data-\2">(.*?)</script>\n</div>\n', re.S)
+HTML_RANKS = re.compile(r'<section class="view" data-view="ranks" id="ranks">.*?</section>\n', re.S)
+RANKS_LINK = '<a href="#view=ranks">ranks</a>'
+
+
+def html_parts(page):
+    """A page (without its assets) as its skeleton, the markup the CLI
+    writes the same around every page and dump, and its parts, what it
+    writes from the dumps: the ranks section (or None), and per dump
+    whether it starts hidden, its summary's lines and its data block. The
+    skeleton holds one dump, between {each-dump} and {end-dump}, with
+    {index}, {hidden}, {summary} and {data} where a dump's own parts
+    stand, and {ranks-link} and {ranks} where the several-dump parts do.
+    Every dump's markup around its parts must be the same."""
+    page = whole = page.decode("utf-8")
+    m = HTML_RANKS.search(page)
+    ranks = m.group(0) if m else None
+    eq(page.count(RANKS_LINK), 1 if ranks else 0, "the ranks link iff the ranks section")
+    nav = '<a href="#view=all">all</a>' + (RANKS_LINK if ranks else "") + '<a href="#view=summary">'
+    eq(page.count(nav), 1, "the ranks link after the first")
+    page = page.replace(nav, nav.replace(RANKS_LINK, "").replace("</a><a", "</a>{ranks-link}<a"))
+    dumps, views, spans = [], set(), []
+    for k, m in enumerate(HTML_DUMP.finditer(page)):
+        eq(int(m.group(2)), k, "the dumps in order")
+        dumps.append({"hidden": bool(m.group(1)), "summary": m.group(3)[:-1].split("\n"), "data": m.group(5)})
+        views.add(m.group(4).replace(f'data-dump="{k}"', 'data-dump="{index}"'))
+        spans.append(m.span())
+    ok(dumps, "the page holds a dump")
+    eq(len(views), 1, "every dump's views the same")
+    eq([a for a, _ in spans[1:]], [b for _, b in spans[:-1]], "the dumps one after the other")
+    head = page[:spans[0][0]]
+    if ranks:
+        ok(head.endswith(ranks), "the ranks section just before the dumps")
+        head = head[:-len(ranks)]
+    one = ('{ranks}{each-dump}<div class="dump{hidden}" id="dump-{index}" data-index="{index}">\n{summary}' +
+           views.pop() + '<script type="application/json" id="vt-data-{index}">{data}</script>\n</div>\n{end-dump}')
+    skeleton, parts = head + one + page[spans[-1][1]:], {"ranks": ranks, "dumps": dumps}
+    eq(html_page(skeleton, parts), whole, "the page from its skeleton and parts")
+    return skeleton, parts
+
+
+def html_page(skeleton, parts):
+    """The page (without its assets) that html_parts split."""
+    head, rest = skeleton.split("{each-dump}")
+    one, tail = rest.split("{end-dump}")
+    head = head.replace("{ranks-link}", RANKS_LINK if parts["ranks"] else "").replace("{ranks}", parts["ranks"] or "")
+    dumps = "".join(one.replace("{hidden}", " hidden" if d["hidden"] else "").replace("{index}", str(k))
+                    .replace("{summary}", "\n".join(d["summary"]) + "\n").replace("{data}", d["data"])
+                    for k, d in enumerate(parts["dumps"]))
+    return head + dumps + tail
+
+
+def golden_compare(name, out):
+    """out against the golden file `name` (written first with --update-golden)."""
+    path = os.path.join(EXPECTED, name)
+    if UPDATE_GOLDEN:
+        with open(path, "wb") as f:
+            f.write(out)
+    with open(path, "rb") as f:
+        want = f.read()
+    if out != want:
+        raise Failure(f"{name} differs from the golden file (run tests/run_tests.py "
+                      f"--update-golden after checking the change)")
+
+
 @test
 def report_golden_files():
+    """Each format's output against its golden file. An HTML page is kept
+    as its parts (html_parts), one JSON file a page, and its skeleton is
+    checked once against html.skeleton.html, the same for every page."""
     os.makedirs(EXPECTED, exist_ok=True)
+    skeletons = set()
     for name, args in GOLDEN_CASES:
         rc, out, err = report(args)
         eq((rc, err), (0, ""), f"report {args}")
-        if name.endswith(".html"):
-            out = without_page_assets(out)
-        path = os.path.join(EXPECTED, name)
-        if UPDATE_GOLDEN:
-            with open(path, "wb") as f:
-                f.write(out)
-        with open(path, "rb") as f:
-            want = f.read()
-        if out != want:
-            raise Failure(f"{name} differs from the golden file (run tests/run_tests.py "
-                          f"--update-golden after checking the change)")
+        if "html" in args:
+            skeleton, parts = html_parts(without_page_assets(out))
+            skeletons.add(skeleton)
+            out = (json.dumps(parts, indent=1, ensure_ascii=False) + "\n").encode()
+        golden_compare(name, out)
+    eq(len(skeletons), 1, "one skeleton for every page")
+    golden_compare(HTML_SKELETON, skeletons.pop().encode())
 
 
 @test
@@ -1276,7 +1345,7 @@ def report_html_in_chromium():
         page = os.path.join(work, "p.html")
         rc, out, _ = report(["python.json", "--format", "html", "-o", page])
         dom = chromium_dom(page, "#selftest")
-        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; rank: one dump; errors none</pre>' in dom,
+        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; flame device ok; tensors: none; row ok; rank: one dump; errors none</pre>' in dom,
            "clicking a column sorts it both ways; clicking a frame zooms, clicking the root zooms out: " +
            dom[dom.find('id="selftest"') - 10:][:200])
         page = os.path.join(work, "h.html")

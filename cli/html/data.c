@@ -7,14 +7,16 @@
  * of frames (a stack is the node of its innermost frame), and each
  * device's events as three arrays: time since the previous event, signed
  * bytes (in units of `unit`, the greatest common divisor of the sizes) and
- * the timeline series. The field names are the contract between this file
- * and the script; nothing else reads them. */
+ * the timeline series, with the step boundaries' places among them. The
+ * field names are the contract between this file and the script; nothing
+ * else reads them. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../common/callsite.h"
 #include "../../common/labels.h"
+#include "../model_torch.h"
 #include "html.h"
 
 #define MAXLABEL 1024
@@ -202,6 +204,21 @@ static int series(FILE *f, const struct vm_dump *d, const uint32_t *site_of, con
     return 0;
 }
 
+/* ",\"steps_at\":[...]": each step boundary's place among this device's
+ * events (how many of them came before it), -1 where the ring overwrote
+ * it. The boundaries' event indices never go back (cli/model_steps.h). */
+static void steps_at(FILE *f, const struct vm_dump *d, int device) {
+    fputs(",\"steps_at\":[", f);
+    size_t i = 0, seen = 0;
+    for (size_t k = 0; k < d->nsteps; k++) {
+        int64_t at = d->steps[k].event;
+        for (; at >= 0 && i < (size_t)at && i < d->nevents; i++)
+            if (d->events[i].device == device && d->events[i].type != 'o') seen++;
+        fprintf(f, k ? ",%lld" : "%lld", at < 0 ? -1LL : (long long)seen);
+    }
+    fputc(']', f);
+}
+
 /* Each device's facts and its events, with the bytes live before the
  * recorded history began (the ring may have dropped older events) as
  * `base`, so that the history ends at the device's live bytes. */
@@ -261,7 +278,9 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
             if (e->type != 'o') seen++;
             else fprintf(f, k++ ? ",%zu,%" PRIu64 ",%" PRIu64 : "%zu,%" PRIu64 ",%" PRIu64, seen, e->time_ns, e->bytes);
         }
-        fputs("]}", f);
+        fputc(']', f);
+        steps_at(f, d, v->ordinal);
+        fputc('}', f);
     }
     fputc(']', f);
 }
@@ -317,19 +336,35 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     struct vt_labels *sites = NULL;
     if (stacks(f, d, &site_of, &sites) == 0 && series(f, d, site_of, sites, want, &series_of, &other) == 0)
         devices(f, d, site_of, series_of, other);
+    /* Each moment's holders over all devices, then split by device. */
+    int *dev = vh_stack_devices(d);
+    int have_peak = d->npeak_holders > 0 || d->totals.peak_bytes == 0;
     holders(f, "exit", d->holders, d->nholders, 1);
-    holders(f, "peak", d->peak_holders, d->npeak_holders, d->npeak_holders > 0 || d->totals.peak_bytes == 0);
+    vh_holders_by_device(f, "exit", d, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    holders(f, "peak", d->peak_holders, d->npeak_holders, have_peak);
+    vh_holders_by_device(f, "peak", d, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
     fputs(",\"ooms\":[", f);
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
         fprintf(f, "%s{\"device\":%d,\"t\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"stack\":%zu", i ? "," : "",
                 x->device, x->time_ns, x->requested, x->stack);
         holders(f, "holders", x->holders, x->nholders, x->have_holders);
+        vh_holders_by_device(f, "holders", d, dev, x->holders, x->nholders, x->have_holders, vh_events_before_oom(d, i));
+        vh_torch_data(f, "torch", x->torch);
         fputc('}', f);
     }
     fputc(']', f);
+    free(dev);
     live(f, d);
-    fputs("}</script>\n", f);
+    fputs(",\"tcats\":[", f);
+    for (int k = 0; k < VM_TORCH_NCAT; k++) fprintf(f, k ? ",\"%s\"" : "\"%s\"", vm_torch_categories[k]);
+    fputc(']', f);
+    vh_torch_data(f, "torch", d->torch);
+    fprintf(f, ",\"steps_total\":%" PRIu64 ",\"steps\":[", d->steps_total);
+    for (size_t k = 0; k < d->nsteps; k++) fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, d->steps[k].step);
+    fputs("],\"steps_t\":[", f);
+    for (size_t k = 0; k < d->nsteps; k++) fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, d->steps[k].time_ns);
+    fputs("]}</script>\n", f);
     free(site_of);
     free(series_of);
     vt_labels_free(sites);

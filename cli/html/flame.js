@@ -1,5 +1,6 @@
 /* flame.js -- the flame graph (an icicle: the outermost frame on top) of
- * the holders at one moment, full width. A click on a frame zooms into it,
+ * the holders at one moment (exit, the peak, each OOM) on one device or
+ * all of them, full width. A click on a frame zooms into it,
  * its ancestors stay drawn above it and named in the breadcrumb; library
  * frames (data.lib) can be folded away; a search highlights the frames
  * whose name holds the text and says what share of the bytes they hold. */
@@ -13,38 +14,40 @@ class Flame {
     this.shareEl = section.querySelector('.share');
     this.note = section.querySelector('.flame-note');
     this.select = section.querySelector('.moment');
+    this.device = section.querySelector('.fdevice');
     this.collapse = section.querySelector('.collapse');
     this.search = section.querySelector('.search');
     this.moments = this.listMoments();
     this.select.textContent = '';
     this.moments.forEach((m, i) => { const o = el('option', '', m.name); o.value = i; this.select.appendChild(o); });
     this.select.value = String(this.pick());
-    this.select.addEventListener('change', () => this.build());
+    this.device.textContent = '';
+    const devs = (data.devices || []).map(x => x.ordinal);
+    for (const v of devs.length === 1 ? devs : devs.concat(['all'])) {
+      const o = el('option', '', v === 'all' ? 'all devices' : 'device ' + v);
+      o.value = String(v); this.device.appendChild(o);
+    }
+    this.followMoment();
+    this.select.addEventListener('change', () => { this.followMoment(); this.build(); });
+    this.device.addEventListener('change', () => this.build());
     this.collapse.addEventListener('change', () => this.build());
     this.search.addEventListener('input', () => this.find());
     this.build();
   }
 
-  /* The moments there are holders for: at exit per device (from the live
-   * allocations, which know their device), at exit, at the peak and at
-   * each OOM (which the dump keeps by stack over all devices). */
+  /* The moments there are holders for: exit, the peak, each OOM; each
+   * with its holders over all devices (h: stack, bytes, count), each
+   * holder's device (hd: -1 not known, -2 split) and the splits (hs:
+   * holder, device, bytes, count; data.c, bydevice.c). */
   listMoments() {
-    const d = this.d, out = [], live = d.live || {b: [], d: [], s: []};
-    for (const dev of d.devices || []) {
-      const by = new Map();
-      for (let i = 0; i < live.b.length; i++)
-        if (live.d[i] === dev.ordinal) by.set(live.s[i], (by.get(live.s[i]) || 0) + live.b[i]);
-      const h = [];
-      for (const [s, b] of by) h.push(s, b, 1);
-      out.push({name: 'exit, device ' + dev.ordinal, h, key: 'exit'});
-    }
-    if (d.exit) out.push({name: 'exit, all devices', h: d.exit, key: 'exit'});
-    if (d.peak) out.push({name: 'peak, all devices', h: d.peak, key: 'peak'});
+    const d = this.d, out = [];
+    if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, hs: d.exit_split, key: 'exit'});
+    if (d.peak) out.push({name: 'peak', h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
     (d.ooms || []).forEach((o, i) => {
-      if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s), all devices',
-        h: o.holders, key: 'oom'});
+      if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
+        h: o.holders, hd: o.holders_dev, hs: o.holders_split, key: 'oom', device: o.device});
     });
-    if (!out.length) out.push({name: 'exit', h: [], key: 'exit'});
+    if (!out.length) out.push({name: 'exit', h: [], hd: [], hs: [], key: 'exit'});
     return out;
   }
 
@@ -53,12 +56,33 @@ class Flame {
     return i < 0 ? 0 : i;
   }
 
+  /* An OOM's flame graph opens on the OOM's device. */
+  followMoment() {
+    const m = this.moments[Number(this.select.value) || 0];
+    if (m.device !== undefined && [...this.device.options].some(o => o.value === String(m.device))) this.device.value = String(m.device);
+  }
+
+  /* The chosen moment's holders on the chosen device (all: every device),
+   * and the bytes held on stacks that could not be put on one device. */
+  holders() {
+    const m = this.moments[Number(this.select.value) || 0], dev = this.device.value;
+    if (dev === 'all' || !m.hd) return {h: m.h, unknown: 0};
+    const h = [], want = Number(dev);
+    let unknown = 0;
+    for (let j = 0; j < m.hd.length; j++) {
+      if (m.hd[j] === want) h.push(m.h[3 * j], m.h[3 * j + 1], m.h[3 * j + 2]);
+      else if (m.hd[j] === -1) unknown += m.h[3 * j + 1];
+    }
+    for (let i = 0; i + 3 < m.hs.length; i += 4) if (m.hs[i + 1] === want) h.push(m.h[3 * m.hs[i]], m.hs[i + 2], m.hs[i + 3]);
+    return {h, unknown};
+  }
+
   label(f) { return f < 0 ? 'all' : this.d.fw[f]; }
 
   /* The tree of the chosen moment's holders from the outermost frame in,
    * library frames left out when folded. */
   build() {
-    const m = this.moments[Number(this.select.value) || 0], d = this.d, h = m.h, fold = this.collapse.checked;
+    const d = this.d, {h, unknown} = this.holders(), fold = this.collapse.checked;
     const root = {f: -1, v: 0, kids: new Map(), up: null, depth: 0};
     let depth = 0;
     this.libShown = 0;
@@ -78,8 +102,8 @@ class Flame {
       }
     }
     this.root = root; this.zoom = root; this.depth = depth;
-    this.note.textContent = m.name.endsWith('all devices') && (d.devices || []).length > 1
-      ? 'the dump keeps these holders by stack over all devices' : '';
+    this.note.textContent = unknown ? fmtBytes(unknown) + ' held on stacks used on several devices could not be split ' +
+      'by device (the history does not go back far enough): "all devices" counts them' : '';
     this.draw();
   }
 

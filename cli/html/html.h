@@ -34,4 +34,34 @@ void vh_json_string(FILE *f, const char *s);
  * timeline draws apart (the rest is one "other" series). */
 void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opts *o, int series);
 
+struct vm_torch;
+
+/* PyTorch's figures per device of one "torch" record (the dump's or an
+ * OOM's) as a table under an <h4> saying `title`; nothing when t is NULL
+ * (cli/html/torch.c). */
+void vh_torch_table(FILE *f, const struct vm_torch *t, const char *title);
+
+/* ",\"NAME\":" and record t as the data block holds it: per device its
+ * figures, categories and tensors; null when t is NULL. */
+void vh_torch_data(FILE *f, const char *name, const struct vm_torch *t);
+
+/* Per stack the one device the history and the live allocations show it
+ * on, -1 for several, -2 for none; malloc'd (cli/html/bydevice.c). */
+int *vh_stack_devices(const struct vm_dump *d);
+
+/* How many events came before OOM k, or before the peak (the events up to
+ * totals.peak_time_ns); SIZE_MAX when the history cannot tell (some event
+ * was overwritten, or OOM k has no event of the same time). */
+size_t vh_events_before_oom(const struct vm_dump *d, size_t k);
+size_t vh_events_before_peak(const struct vm_dump *d);
+
+/* Holders h split by device, as ",\"NAME_dev\":[...],\"NAME_split\":[...]":
+ * per holder its device (dev from vh_stack_devices: a stack seen on one
+ * device), -2 for a stack on several split by replaying the first `upto`
+ * events where that gives back its bytes and count exactly, else -1 (not
+ * known); then per split holder and device (holder index, device, bytes,
+ * count). Both null when !have. */
+void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, const int *dev,
+                          const struct vm_holder *h, size_t n, int have, size_t upto);
+
 #endif

@@ -24,7 +24,7 @@ class Dump {
     this.box.querySelector('.unzoom').addEventListener('click', () => this.timelines.forEach(t => t.reset()));
     this.flame = new Flame(this.box.querySelector('[data-view="flame"]'), d);
     const tables = this.box.querySelector('.tables');
-    this.tables = TABLES.map(make => new Table(tables, make(d), (def, i) => this.row(def, i)));
+    this.tables = TABLES.flatMap(make => [].concat(make(d) || [])).map(def => new Table(tables, def, (t, i) => this.row(t, i)));
     this.stackTitle = this.box.querySelector('.stack-title');
     this.stackList = this.box.querySelector('.stack');
     this.openMs = performance.now() - t0;

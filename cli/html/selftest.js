@@ -54,6 +54,9 @@ function vtSelftest() {
     axis.value = 'event'; axis.dispatchEvent(new Event('change'));
     say('axis', timed && tl.axis === 'event' && tl.xlabel === 'event number');
   } else r.push('timeline: no events');
+  const stepped = dump.timelines.find(t => t.stepN.length && t.n);
+  if (stepped) { const why = vtSteps(stepped, box.querySelector('.axis')); say('steps', !why, why); }
+  else r.push('steps: none');
   const leaf = fl.nodes.filter(e => e._node.f >= 0 && !e._node.kids.size)[0];
   if (leaf) {
     fl.search.value = fl.label(leaf._node.f); fl.search.dispatchEvent(new Event('input'));
@@ -67,6 +70,10 @@ function vtSelftest() {
   fl.collapse.checked = false; fl.collapse.dispatchEvent(new Event('change'));
   if (libBefore) say('collapse', libAfter === 0 && fl.box.querySelectorAll('.flame-node.lib').length === libBefore);
   else r.push('collapse: no library frames');
+  say('flame device', vtFlameDevices(fl));
+  const tens = dump.tables.filter(t => t.def.name.startsWith('tensors'));
+  if (tens.length) say('tensors', tens.every(t => vtTensors(dump, t)));
+  else r.push('tensors: none');
   const holders = dump.tables.find(t => t.def.name === 'holders');
   const row = holders && holders.body.rows[0];
   if (row) {
@@ -88,6 +95,80 @@ function vtSelftest() {
   const p = el('pre', '', r.join('; '));
   p.id = 'selftest';
   document.body.appendChild(p);
+}
+
+/* Step boundaries on both axes: each one in view drawn, and the hover on
+ * its line names it (or one drawn within 2 pixels of it), with its time and
+ * the event it comes before. Returns what went wrong, or ''. */
+function vtSteps(tl, axis) {
+  let why = '';
+  for (const a of ['event', 'time']) {
+    axis.value = a; axis.dispatchEvent(new Event('change'));
+    const want = [];
+    tl.stepN.forEach((_, k) => { const v = tl.stepPos(k); if (v >= 0 && v >= tl.lo && v <= tl.hi) want.push(k); });
+    if (!want.length || tl.stepsDrawn.join() !== want.join()) why = why || a + ': drew ' + tl.stepsDrawn.length + ' of ' + want.length;
+    for (const k of want) {
+      const x = tl.px(tl.stepPos(k)), here = want.filter(j => Math.abs(tl.px(tl.stepPos(j)) - x) < 2);
+      vtMouse(tl.canvas, 'mousemove', x, PAD_T + 30);
+      const names = here.map(j => 'boundary of step ' + tl.stepN[j] + ' (' + (tl.stepT[j] / 1e9).toFixed(6) + ' s' +
+        (tl.stepAt[j] >= 0 ? ', before event #' + tl.stepAt[j] : '') + ')');
+      const said = tl.tip.textContent.split('\n').pop();
+      if (!names.includes(said)) why = why || a + ': the hover says ' + said;
+    }
+  }
+  axis.value = 'event'; axis.dispatchEvent(new Event('change'));
+  tl.tip.classList.add('hidden');
+  return why;
+}
+
+/* Every moment on every device of the flame graph's selectors: the root
+ * holds the bytes the data block puts there, and the devices' bytes with
+ * those not split by device add up to all devices'. */
+function vtFlameDevices(fl) {
+  let good = fl.device.options.length >= 1;
+  const was = fl.device.value;
+  fl.moments.forEach((m, mi) => {
+    fl.select.value = String(mi); fl.select.dispatchEvent(new Event('change'));
+    good = good && (m.device === undefined || fl.device.options.length === 1 || fl.device.value === String(m.device));
+    let all = 0, devices = 0, unknown = 0;
+    for (let j = 0; j < m.h.length / 3; j++) { all += m.h[3 * j + 1]; if (m.hd[j] === -1) unknown += m.h[3 * j + 1]; }
+    for (const o of fl.device.options) {
+      fl.device.value = o.value; fl.device.dispatchEvent(new Event('change'));
+      let want = 0;
+      if (o.value === 'all') want = all;
+      else {
+        const v = Number(o.value);
+        m.hd.forEach((x, j) => { if (x === v) want += m.h[3 * j + 1]; });
+        for (let i = 0; i + 3 < m.hs.length; i += 4) if (m.hs[i + 1] === v) want += m.hs[i + 2];
+        devices += want;
+      }
+      good = good && fl.root.v === want;
+    }
+    good = good && devices + unknown === all;
+  });
+  fl.select.value = String(fl.pick()); fl.select.dispatchEvent(new Event('change'));
+  fl.device.value = was; fl.device.dispatchEvent(new Event('change'));
+  return good;
+}
+
+/* A tensors table: sorted by bytes both ways, filtered by a row's name,
+ * and a row's click shows its stack (or that none was found). */
+function vtTensors(dump, t) {
+  if (!t.def.n) return t.more.textContent === 'none';
+  const th = t.table.tHead.rows[0].cells[0], col = () => [...t.body.rows].map(x => Number(x.cells[0].dataset.v));
+  th.click(); let v = col(); const up = v.every((x, i) => !i || v[i - 1] <= x);
+  th.click(); v = col(); const down = v.every((x, i) => !i || v[i - 1] >= x);
+  const q = t.body.rows[0].cells[5].textContent.toLowerCase();
+  t.filter.value = q; t.filter.dispatchEvent(new Event('input'));
+  const kept = [...t.body.rows].every(x => [...x.cells].some(c => c.textContent.toLowerCase().includes(q)));
+  const n = t.rows.length;
+  t.filter.value = ''; t.filter.dispatchEvent(new Event('input'));
+  const row = t.body.rows[0];
+  row.click();
+  const frames = stackFrames(dump.d, t.def.stack(Number(row.dataset.row))).length;
+  const items = dump.stackList.querySelectorAll('li:not(.sep)').length;
+  return up && down && v.length === Math.min(t.def.n, SHOWN) && kept && n >= 1 && items === Math.max(frames, 1) &&
+    dump.stackTitle.textContent.startsWith(t.def.name + ' row: bytes ');
 }
 
 function vtBench() {

@@ -1,8 +1,8 @@
 /* tables.js -- sortable, filterable tables drawn from a dump's data. A
  * table is one definition: its title, its row count, its columns (a
  * heading, a sort value and a text per row) and, per row, the stack and
- * the moment to show when the row is clicked. TABLES lists them; a table
- * of the dump's tensors, once the model reads them, is one more entry.
+ * the moment to show when the row is clicked, and optional notes under the
+ * title. TABLES lists them (an entry may make several tables, or none).
  * Only the first SHOWN rows of the sorted, filtered order are drawn. */
 const SHOWN = 200;
 
@@ -43,7 +43,45 @@ const TABLES = [
       stack: i => L.s[i], time: i => L.t[i], device: i => L.d[i],
     };
   },
+  d => {
+    const out = [];
+    if (d.torch) out.push(tensorTable(d, d.torch, 'tensors', 'when the dump was written'));
+    (d.ooms || []).forEach((o, k) => { if (o.torch) out.push(tensorTable(d, o.torch, 'tensors-oom' + (k + 1), 'at OOM #' + (k + 1))); });
+    return out;
+  },
 ];
+
+/* PyTorch's largest live tensors of one torch record (data.c's "torch"),
+ * every device's in one table, with each device's bytes by category. */
+function tensorTable(d, rec, name, when) {
+  const dev = [], j = [];
+  rec.forEach((x, k) => x.b.forEach((_, i) => { dev.push(k); j.push(i); }));
+  const X = r => rec[dev[r]], cats = d.tcats || [];
+  let total = 0;
+  for (let r = 0; r < j.length; r++) total += X(r).b[j[r]];
+  const notes = rec.map(x => {
+    let known = 0;
+    const parts = cats.map((c, k) => { known += x.cat[k]; return c + ' ' + fmtBytes(x.cat[k]) + ' (' + share(x.cat[k], x.allocated) + ')'; });
+    return 'device ' + x.device + ': ' + fmtBytes(x.allocated) + ' allocated by PyTorch, ' + fmtBytes(x.reserved) +
+      ' reserved; by category: ' + parts.join(', ') + '; in no category ' + fmtBytes(Math.max(x.allocated - known, 0));
+  });
+  const col = (h, f) => ({h, v: r => f(X(r), j[r]), text: r => f(X(r), j[r])});
+  return {
+    name, notes, n: j.length,
+    title: 'PyTorch\'s largest tensors ' + when + ' (' + j.length + ', ' + fmtBytes(total) + ')',
+    cols: [
+      {h: 'bytes', num: true, v: r => X(r).b[j[r]], text: r => fmtBytes(X(r).b[j[r]])},
+      {h: 'device', num: true, v: r => X(r).device, text: r => String(X(r).device)},
+      col('shape', (x, i) => x.shape[i]), col('dtype', (x, i) => x.dtype[i]), col('category', (x, i) => x.category[i]),
+      col('name', (x, i) => x.name[i] || '(unnamed)'), col('holder', (x, i) => x.holder[i]),
+      {h: 'call site', v: r => X(r).s[j[r]] < 0 ? '' : siteOf(d, X(r).s[j[r]]),
+        text: r => X(r).s[j[r]] < 0 ? '(no allocation found)' : siteOf(d, X(r).s[j[r]])},
+    ],
+    stack: r => X(r).s[j[r]], time: () => null, device: r => X(r).device,
+  };
+}
+
+function share(part, whole) { return (whole ? 100 * part / whole : 0).toFixed(1) + '%'; }
 
 class Table {
   constructor(parent, def, onRow) {
@@ -55,6 +93,7 @@ class Table {
     this.filter.className = 'filter';
     head.appendChild(this.filter);
     this.wrap.appendChild(head);
+    for (const note of def.notes || []) this.wrap.appendChild(el('p', 'table-note', note));
     this.table = el('table', 'vt-table ' + def.name);
     const tr = el('tr');
     def.cols.forEach((c, k) => {

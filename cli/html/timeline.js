@@ -4,7 +4,8 @@
  * column's last event and the highest total inside the column (drawn as a
  * line, so that a spike narrower than a pixel still shows). What is
  * hovered is exact: the series' bytes after the event under the pointer,
- * from a checkpoint every CHECK events. */
+ * from a checkpoint every CHECK events. Step boundaries (the dump's
+ * steps) are dashed lines on either axis, named in the hover. */
 const CHECK = 8192, PAD_L = 74, PAD_R = 12, PAD_T = 14, PAD_B = 34, TL_H = 250;
 
 class Timeline {
@@ -30,6 +31,7 @@ class Timeline {
     this.ooms = [];
     const oa = dev.oom_at || [];
     for (let i = 0; i + 2 < oa.length; i += 3) this.ooms.push({at: oa[i], t: oa[i + 1], bytes: oa[i + 2]});
+    this.stepN = data.steps || []; this.stepT = data.steps_t || []; this.stepAt = dev.steps_at || [];
     this.axis = 'event'; this.hl = -1; this.mark = null;
     this.box = el('div', 'tl');
     this.box.appendChild(el('div', 'tl-title', 'device ' + dev.ordinal + ' (' + dev.name + '): ' + n +
@@ -86,6 +88,32 @@ class Timeline {
     }
     for (const m of this.ooms) this.legend.appendChild(el('span', 'legend-item oom-key', '\u2506 OOM: ' + fmtBytes(m.bytes) + ' requested'));
     this.legend.appendChild(el('span', 'legend-item peak-key', '\u25cf peak ' + fmtBytes(this.peak)));
+    if (this.stepN.length) {
+      const total = this.d.steps_total || this.stepN.length;
+      this.legend.appendChild(el('span', 'legend-item step-key', '\u2506 step boundaries: ' + this.stepN.length +
+        (total > this.stepN.length ? ' newest of ' + total : '')));
+    }
+  }
+
+  /* Step boundary k on the current axis: before the stepAt[k]-th event of
+   * this device, or at its time; -1 where the ring overwrote its events. */
+  stepPos(k) { return this.axis === 'event' ? this.stepAt[k] : this.stepT[k]; }
+
+  /* What the hover says of the steps at axis value v: the boundary within
+   * 4 pixels of the pointer (the nearest, the first of those at the same
+   * place), else the last boundary before it. */
+  stepText(v) {
+    let last = -1, near = -1, gap = 4 * (this.hi - this.lo) / this.w;
+    for (let k = 0; k < this.stepN.length; k++) {
+      const p = this.stepPos(k);
+      if (p < 0) continue;
+      if (Math.abs(p - v) < gap) { near = k; gap = Math.abs(p - v); }
+      if (p <= v) last = k;
+    }
+    const at = k => (this.stepT[k] / 1e9).toFixed(6) + ' s' + (this.stepAt[k] >= 0 ? ', before event #' + this.stepAt[k] : '');
+    if (near >= 0) return 'boundary of step ' + this.stepN[near] + ' (' + at(near) + ')';
+    if (last >= 0) return 'after step ' + this.stepN[last] + ' (' + at(last) + ')';
+    return this.stepN.length ? 'before step ' + this.stepN[0] + "'s boundary" : '';
   }
 
   highlight(series, mark) {
@@ -180,13 +208,17 @@ class Timeline {
       g.textAlign = x > PAD_L + this.w - 40 ? 'right' : 'left';
       g.fillText('OOM', x + (g.textAlign === 'right' ? -3 : 3), PAD_T + 2);
     }
-    g.strokeStyle = '#777';
-    for (const s of this.d.steps || []) {
-      if (s.device !== undefined && s.device !== this.dev.ordinal) continue;
-      const v = this.axis === 'event' ? this.indexAt(s.t) : s.t;
-      if (!inView(v)) continue;
+    /* Step boundaries: a grey dashed line each, named where there is room. */
+    g.strokeStyle = '#8a8a8a'; g.fillStyle = '#666'; g.setLineDash([2, 3]); g.textAlign = 'left';
+    this.stepsDrawn = [];
+    let named = -Infinity;
+    for (let k = 0; k < this.stepN.length; k++) {
+      const v = this.stepPos(k);
+      if (v < 0 || !inView(v)) continue;
       const x = Math.round(this.px(v)) + 0.5;
-      g.beginPath(); g.moveTo(x, PAD_T); g.lineTo(x, PAD_T + H); g.stroke();
+      g.beginPath(); g.moveTo(x, PAD_T + 12); g.lineTo(x, PAD_T + H); g.stroke();
+      if (x - named > 48) { g.fillText('step ' + this.stepN[k], x + 2, PAD_T + 12); named = x; }
+      this.stepsDrawn.push(k);
     }
     g.setLineDash([]);
     if (this.mark !== null) {
@@ -229,6 +261,8 @@ class Timeline {
       lines.push('after event #' + i + ' at ' + (this.t[i] / 1e9).toFixed(6) + ' s: ' + (b >= 0 ? 'alloc ' : 'free ') +
         fmtBytes(Math.abs(b)) + ' from ' + this.names[this.s[i]]);
     } else lines.push('before the first event');
+    const step = this.stepText(v);
+    if (step) lines.push(step);
     this.tip.textContent = lines.join('\n');
     this.tip.classList.remove('hidden');
     this.tip.style.left = Math.min(cx + 14, this.canvas.width - 260) + 'px';

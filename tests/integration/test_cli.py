@@ -74,7 +74,7 @@ def cli_html_markup_in_every_field_runs_nothing():
         eq(dom2.count('class="flame-node"'), dom.count('class="flame-node"'), "the page's script runs")
         page = os.path.join(work, "p.html")
         rc, _, _ = cli(["report", os.path.join(GOLDEN, "python.json"), "--format", "html", "-o", page])
-        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; rank: one dump; errors none</pre>' in chromium_dom(page, "#selftest"),
+        ok('<pre id="selftest">sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; flame device ok; tensors: none; row ok; rank: one dump; errors none</pre>' in chromium_dom(page, "#selftest"),
            "the page's controls work under the policy")
 
 

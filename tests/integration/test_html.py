@@ -8,8 +8,8 @@ import zlib
 
 from run_tests import *
 
-SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; search ok; collapse ok; row ok; "
-                "rank: one dump; errors none")
+SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; "
+                "flame device ok; tensors: none; row ok; rank: one dump; errors none")
 SELFTEST_MULTI = SELFTEST_ONE.replace("rank: one dump", "rank ok")
 
 
@@ -251,6 +251,11 @@ def html_hostile_names_render_as_text():
             for i, f in enumerate(st["frames"]):
                 f["function"] = HOSTILE[(k + i) % len(HOSTILE)] + f"_{k}_{i}"
                 f["file"] = HOSTILE[(k + i + 1) % len(HOSTILE)] + ".c"
+            # The outermost frame named by its module's path.
+            st["frames"][-1].update(file=None, module="/src/vramtrace/build/tests/" + HOSTILE[1] + "\x1b[0m")
+        d["torch"] = [torch_device(0, [tensor(1 << 20, HOSTILE[k], HOSTILE[k + 1], 1, HOSTILE[k + 2], HOSTILE[k + 3],
+                                              HOSTILE[(k + 4) % len(HOSTILE)]) for k in range(2)])]
+        d["ooms"][0]["torch"] = [torch_device(0, [tensor(2 << 20, HOSTILE[4], HOSTILE[3], None)], request_bytes=1)]
         d["host"], d["reason"], d["argv"] = HOSTILE[0], HOSTILE[1], [HOSTILE[2]]
         d["devices"][0]["name"] = HOSTILE[3]
         for x in d["live"]:
@@ -265,17 +270,341 @@ def html_hostile_names_render_as_text():
         eq(raw.count("<script"), 2, "the data block and the page's script, nothing more")
         data = data_block(raw)
         ok("<script>alert(1)</script>_0_0 <img src=x onerror=alert(2)>.c:14" in data["fw"] and
-           r"esc\x1b[31mred\u202eevil\x07_0_4 <script>alert(1)</script>.c:0" in data["fw"],
+           r"esc\x1b[31mred\u202eevil\x07_0_4 (<img src=x onerror=alert(2)>\x1b[0m+0x10c1)" in data["fw"],
            "frames in their display form in the data")
         dom, console = chromium_run(page, "#selftest")
-        eq(selftest_of(dom), SELFTEST_ONE, "the controls work")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "the controls work")
         eq(console, [], "console")
         ok("<img" not in dom and "<b>bold" not in dom and "alert(1)</script>" not in dom.split("<script")[0],
            "nothing injected into the DOM")
-        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 &lt;img src=x onerror=alert(2)&gt;.c:0</li>'
-           in dom, "a row's stack as text, the user's frames first")
+        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 (&lt;img src=x onerror=alert(2)&gt;\\x1b[0m+0x10c1)'
+           '</li><li class="sep">' in dom, "a row's stack as text, the user's frames first, a module's path")
+        ok('<td data-v="&lt;script&gt;alert(1)&lt;/script&gt;">&lt;script&gt;alert(1)&lt;/script&gt;</td><td data-v="'
+           '&lt;img src=x onerror=alert(2)&gt;">&lt;img src=x onerror=alert(2)&gt;</td>' in dom and
+           r'<td data-v="esc\x1b[31mred\u202eevil\x07">esc\x1b[31mred\u202eevil\x07</td>' in dom,
+           "a tensor's name, holder and dtype as text")
         ok(r'<li class="lib">esc\x1b[31mred\u202eevil\x07_1_3 &lt;script&gt;alert(1)&lt;/script&gt;.c:360</li></ol>'
            in dom, "control characters as escapes, library frames last")
         ok("<title>vramtrace report</title>" in dom, "the title unchanged")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def two_device_dump(dropped=0):
+    """R0 on two devices: the second warm-up buffer (stack 0) and the second
+    steady-state buffer (stack 2) on device 1, so that stack 0 is used on
+    both devices and stack 2 on device 1 only."""
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    dev1 = dict(d["devices"][0], ordinal=1, uuid="GPU-1", live_bytes=2 << 20, live_count=1, peak_bytes=6 << 20,
+                oom_count=0, failed_count=0)
+    d["devices"][0].update(live_bytes=2 << 20, live_count=1, peak_bytes=8 << 20)
+    d["devices"].append(dev1)
+    for e in d["events"]:
+        if e[2] in ("0x700000400200", "0x700000e00800"):
+            e[4] = 1
+    for x in d["live"]:
+        if x["address"] == "0x700000e00800":
+            x["device"] = 1
+    d["events_dropped"] = dropped
+    return d
+
+
+@test
+def html_flame_per_device_at_peak_and_oom():
+    """The holders at exit, at the peak and at the OOM, kept by stack over
+    all devices, split by device: a stack seen on one device is there, one
+    seen on two is split by replaying the history (exact bytes and counts),
+    or, when the history was overwritten, left unsplit and said so; the
+    flame graph's device selector shows each in Chromium."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "two.json")
+        json.dump(two_device_dump(), open(path, "w"))
+        page = page_of(work, "two.html", [path])
+        d = data_block(open(page).read())
+        MiB = 1 << 20
+        eq((d["exit"], d["exit_dev"], d["exit_split"]), ([1, 2 * MiB, 1, 2, 2 * MiB, 1], [0, 1], []),
+           "exit: stack 1 on device 0, stack 2 on device 1")
+        eq((d["peak"], d["peak_dev"], d["peak_split"]), ([0, 12 * MiB, 3], [-2], [0, 0, 8 * MiB, 2, 0, 1, 4 * MiB, 1]),
+           "peak: stack 0 split by the history")
+        eq((d["ooms"][0]["holders_dev"], d["ooms"][0]["holders_split"]), ([0, 1], []), "OOM: by device")
+        # Device 0 holds one stack at exit: a chain with nothing to zoom into.
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into"), "self-test")
+        eq(console, [], "console")
+        ok('<select class="fdevice"><option value="0">device 0</option><option value="1">device 1</option>'
+           '<option value="all">all devices</option></select>' in dom, "the device selector")
+        path = os.path.join(work, "dropped.json")
+        json.dump(two_device_dump(dropped=1), open(path, "w"))
+        page = page_of(work, "dropped.html", [path, "--at", "peak"])
+        d = data_block(open(page).read())
+        eq((d["peak_dev"], d["peak_split"]), ([-1], []), "peak: no history to split stack 0 by")
+        eq((d["exit_dev"], d["exit_split"]), ([0, 1], []), "exit: single-device stacks still placed")
+        dom, console = chromium_run(page, "#selftest")
+        # Device 0 holds nothing it can be sure of at the peak: an empty graph.
+        eq(selftest_of(dom), SELFTEST_ONE.replace("zoom ok; unzoom ok", "zoom: nothing to zoom into").replace(
+            "search ok; collapse ok", "search: no frames; collapse: no library frames"), "self-test, history overwritten")
+        ok('<p class="flame-note">12.00 MiB held on stacks used on several devices could not be split by device '
+           '(the history does not go back far enough): "all devices" counts them</p>' in dom, "the note")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def torch_device(dev, tensors, **extra):
+    MiB = 1 << 20
+    r = {"device": dev, "allocated_bytes": 3 * MiB, "reserved_bytes": 4 * MiB, "largest_free_block_bytes": MiB // 2,
+         "outside_bytes": 300 * MiB, "free_bytes": 1024 * MiB, "total_bytes": 2048 * MiB, "steps": 7,
+         "growth_per_step_bytes": MiB, "growth_steps": 6, "settings": "expandable_segments:False",
+         "categories": {"parameter": MiB, "buffer": 0, "gradient": MiB, "optimizer_state": 0, "activation": 512,
+                        "other": MiB // 2},
+         "tensors": tensors}
+    r.update(extra)
+    return r
+
+
+def tensor(nbytes, name, holder, stack, category="parameter", shape="[512, 512]", dtype="float32"):
+    return {"bytes": nbytes, "shape": shape, "dtype": dtype, "category": category, "name": name, "holder": holder,
+            "block_address": "0x7000", "segment_address": "0x7000", "stack": stack}
+
+
+def torch_dump(names=("model.0.weight", "history[0]"), holders=("", "history")):
+    """R0 with PyTorch's records: at exit (two tensors, the second without
+    a stack) and in the OOM (one tensor and the failed request)."""
+    MiB = 1 << 20
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    d["torch"] = [torch_device(0, [tensor(MiB, names[0], holders[0], 1),
+                                   tensor(MiB // 2, names[1], holders[1], None, "other", "[1024]", "uint8")])]
+    d["ooms"][0]["torch"] = [torch_device(0, [tensor(2 * MiB, names[0], holders[0], 2)], request_bytes=14 * MiB,
+                                          allocated_bytes=2 * MiB, free_bytes=12 * MiB, total_bytes=16 * MiB)]
+    return d
+
+
+@test
+def html_torch_view_and_tensors():
+    """PyTorch's own figures per device at the top (allocated, reserved,
+    outside PyTorch, free, the largest free block, the failed request at
+    the OOM, steps, growth, categories), exact; and its tensors as tables,
+    sorted, filtered and clicked to their stacks in Chromium."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "torch.json")
+        json.dump(torch_dump(), open(path, "w"))
+        page = page_of(work, "torch.html", [path])
+        raw = open(page).read()
+        cats = ("<th>device</th><th>parameter</th><th>buffer</th><th>gradient</th><th>optimizer_state</th>"
+                "<th>activation</th><th>other</th><th>in no category</th></tr></thead><tbody>\n<tr><td class=n>0</td>"
+                "<td class=n>1.00 MiB</td><td class=n>0 B</td><td class=n>1.00 MiB</td><td class=n>0 B</td>"
+                "<td class=n>512 B</td><td class=n>512.00 KiB</td>")
+        ok('<h4 class="torch-title">inside PyTorch at this out-of-memory error</h4>\n<table class="torch">' in raw and
+           "<tr><td class=n>0</td><td class=n>2.00 MiB</td><td class=n>4.00 MiB</td><td class=n>300.00 MiB</td>"
+           "<td class=n>12.00 MiB</td><td class=n>512.00 KiB</td><td class=n>14.00 MiB (does not fit)</td>"
+           "<td class=n>7</td><td class=n>+1.00 MiB over 6 steps</td></tr>" in raw, "the OOM's own record")
+        ok(cats + "<td class=n>0 B</td></tr>" in raw, "the OOM's categories (2 MiB allocated, all in some category)")
+        ok("<h4 class=\"torch-title\">PyTorch&#39;s view when the dump was written (exit)</h4>" in raw and
+           "<tr><td class=n>0</td><td class=n>3.00 MiB</td><td class=n>4.00 MiB</td><td class=n>300.00 MiB</td>"
+           "<td class=n>1.00 GiB</td><td class=n>512.00 KiB</td><td class=n>-</td><td class=n>7</td>"
+           "<td class=n>+1.00 MiB over 6 steps</td></tr>" in raw, "the record at exit")
+        ok(cats + "<td class=n>511.50 KiB</td></tr>" in raw, "the categories at exit and what is in none")
+        ok(raw.index('class="torch"') < raw.index('class="devices"'), "above the devices table")
+        d = data_block(raw)
+        t = d["torch"][0]
+        eq((t["b"], t["name"], t["holder"], t["s"], t["shape"], t["dtype"], t["category"]),
+           ([1 << 20, 1 << 19], ["model.0.weight", "history[0]"], ["", "history"], [1, -1], ["[512, 512]", "[1024]"],
+            ["float32", "uint8"], ["parameter", "other"]), "the tensors in the data block")
+        eq(d["ooms"][0]["torch"][0]["s"], [2], "the OOM's tensor")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok"), "self-test")
+        eq(console, [], "console")
+        ok('<h3>PyTorch\'s largest tensors when the dump was written (2, 1.50 MiB)<input type="search" '
+           'placeholder="filter" class="filter"></h3><p class="table-note">device 0: 3.00 MiB allocated by PyTorch, '
+           '4.00 MiB reserved; by category: parameter 1.00 MiB (33.3%), buffer 0 B (0.0%), gradient 1.00 MiB (33.3%), '
+           'optimizer_state 0 B (0.0%), activation 512 B (0.0%), other 512.00 KiB (16.7%); in no category 511.50 KiB'
+           '</p>' in dom, "the tensors table's title and category breakdown")
+        ok('<h3>PyTorch\'s largest tensors at OOM #1 (1, 2.00 MiB)' in dom, "the OOM's tensors table")
+        ok('<tr class="row sel" data-row="0"><td class="n" data-v="1048576">1.00 MiB</td><td class="n" data-v="0">0</td>'
+           '<td data-v="[512, 512]">[512, 512]</td><td data-v="float32">float32</td><td data-v="parameter">parameter'
+           '</td><td data-v="model.0.weight">model.0.weight</td><td data-v=""></td><td data-v="steady_state '
+           'tests/progs/t_phases.c:20">steady_state tests/progs/t_phases.c:20</td></tr>' in dom, "a tensor's row")
+        ok('<td data-v="">(no allocation found)</td>' in dom, "the tensor without a stack")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_golden_skeleton_stored_once():
+    """The golden pages keep the markup the CLI writes around every dump
+    (its views, the header, the script's place) in one file, checked once,
+    and each page's own parts apart (run_tests.py's html_parts)."""
+    views = '<section class="view" data-view="timeline">'
+    held = {}
+    for name in sorted(os.listdir(EXPECTED)):
+        with open(os.path.join(EXPECTED, name), encoding="utf-8", errors="replace") as f:
+            n = f.read().count(views)
+        if n:
+            held[name] = n
+    eq(held, {"html.skeleton.html": 1}, "the golden files holding a dump's views")
+
+
+def inked_rows(page, fragment, work, size="1100,1400"):
+    """How many pixel rows of the page's screenshot hold anything not white,
+    with the console lines it logged."""
+    shot = os.path.join(work, "shot.png")
+    _, console = chromium_run(page, fragment, shot=shot, size=size)
+    w, h, rows = png_pixels(shot)
+    eq((w, h), tuple(int(x) for x in size.split(",")), "screenshot size")
+    return sum(1 for row in rows if any(px != (255, 255, 255) for px in row)), rows, console
+
+
+@test
+def html_screenshots_of_torch_and_device_views():
+    """Screenshots of the new parts: PyTorch's tables in the summary and
+    its tensors tables take room the same dump without torch records
+    leaves white (at least 150 rows of pixels more in each view); the
+    flame graph of one device of two is drawn, its root across the width
+    and its six frames deep."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        with_torch, plain = os.path.join(work, "t.json"), os.path.join(work, "n.json")
+        json.dump(torch_dump(), open(with_torch, "w"))
+        json.dump(json.load(open(os.path.join(GOLDEN, R0))), open(plain, "w"))
+        pages = page_of(work, "t.html", [with_torch]), page_of(work, "n.html", [plain])
+        for view in ("tables", "summary"):
+            (a, _, ca), (b, _, cb) = (inked_rows(p, "#view=" + view, work) for p in pages)
+            eq((ca, cb), ([], []), f"{view}: console")
+            ok(a - b >= 150, f"{view}: {a} rows of pixels inked with PyTorch's records, {b} without")
+        path = os.path.join(work, "two.json")
+        json.dump(two_device_dump(), open(path, "w"))
+        n, rows, console = inked_rows(page_of(work, "two.html", [path]), "#view=flame", work, "1100,800")
+        eq(console, [], "flame: console")
+        grey = [sum(1 for px in row if px == (0xdd, 0xdd, 0xdd)) for row in rows]
+        ok(max(grey) > 1000, f"the root frame across the width: {max(grey)} pixels")
+        ok(n >= 6 * 18 + 60, f"six frames and the controls: {n} rows of pixels inked")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
+
+
+def fmt_bytes(n):
+    """vramtrace's byte figures: "512 B", "16.00 MiB"."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    k, v = 0, float(n)
+    while v >= 1024 and k < len(units) - 1:
+        v, k = v / 1024, k + 1
+    return f"{n} B" if k == 0 else f"{v:.2f} {units[k]}"
+
+
+def html_of_a_pytorch_run(fn):
+    if os.path.exists(TORCH_PY):
+        return test(fn)
+    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
+    return fn
+
+
+@html_of_a_pytorch_run
+def html_page_of_a_pytorch_run():
+    """A small MLP trained with Adam by real PyTorch on the simulated GPU
+    under `vramtrace run` (tests/gpu/torch_checks.py mlp): the page's top
+    says what PyTorch itself reported (memory_allocated, memory_reserved),
+    its tensors table holds the dump's tensors, its timeline the optimizer's
+    steps, and every control works in Chromium, the tensors table's and the
+    step boundaries' included."""
+    work = tempfile.mkdtemp(prefix="vt-html-torch-")
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+        env.update(SIMGPU_CAPACITY="8G", SIMGPU_CONTEXT="300M")
+        facts, dump = os.path.join(work, "facts.json"), os.path.join(work, "d.json")
+        p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", CLI, "run", "--out", dump,
+                            "--", "python3", os.path.join(ROOT, "tests", "gpu", "torch_checks.py"), "mlp", facts],
+                           env=env, cwd=work, capture_output=True, text=True, timeout=300)
+        eq(p.returncode, 0, f"mlp under vramtrace run: {p.stderr[-2000:]}")
+        public = json.load(open(facts))["public"]
+        page = page_of(work, "t.html", [dump])
+        raw = open(page).read()
+        ok(f"<tr><td class=n>0</td><td class=n>{fmt_bytes(public['allocated'])}</td><td class=n>"
+           f"{fmt_bytes(public['reserved'])}</td>" in raw.split("PyTorch&#39;s view when the dump was written")[1],
+           "PyTorch's own allocated and reserved at the top")
+        want = json.load(open(dump))["torch"][0]["tensors"]
+        got = data_block(raw)["torch"][0]
+        eq(list(zip(got["b"], got["name"], got["dtype"], got["shape"], got["category"], got["holder"], got["s"])),
+           [(t["bytes"], t["name"], t["dtype"], t["shape"], t["category"], t["holder"],
+             -1 if t["stack"] is None else t["stack"]) for t in want], "the dump's tensors")
+        ok(len(want) >= 8, f"{len(want)} tensors")
+        steps = json.load(open(dump))["steps"]
+        eq((data_block(raw)["steps"], len(steps)), ([s["step"] for s in steps], public["steps"]),
+           "the optimizer's steps as step boundaries")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), SELFTEST_ONE.replace("tensors: none", "tensors ok").replace("steps: none", "steps ok"),
+           "self-test")
+        eq(console, [], "console")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+T_STEPS = os.path.join(T, "t_steps")
+
+
+@test
+def html_step_boundaries_on_both_axes():
+    """tests/progs/t_steps.c's step boundaries (steps 1, 2 and 3 before its
+    events 1, 3 and 3): their places among the device's events and their
+    times in the data block, exact; both axes draw each, and a hover on a
+    boundary names its step (the page's self-test). With the event ring
+    overwritten and more boundaries than kept, the legend says how many of
+    all, and an overwritten boundary has no place on the event axis."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        r = run([T_STEPS], report="off")
+        eq(len(r.dumps), 1, "one dump")
+        path = os.path.join(work, "s.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        page = page_of(work, "s.html", [path])
+        d = data_block(open(page).read())
+        eq((d["steps"], d["steps_t"], d["steps_total"], d["devices"][0]["steps_at"]),
+           ([1, 2, 3], [s["time_ns"] for s in r.dumps[0]["steps"]], 3, [1, 3, 3]), "the steps in the data block")
+        dom, console = chromium_run(page, "#selftest")
+        eq(selftest_of(dom), "sort: fewer than two live allocations; zoom: nothing to zoom into; hover ok; timeline "
+           "zoom ok; axis ok; steps ok; search: no frames; collapse: no library frames; flame device ok; tensors: "
+           "none; row: no holders; rank: one dump; errors none", "self-test")
+        eq(console, [], "console")
+        ok('<span class="legend-item step-key">\u2506 step boundaries: 3</span>' in dom, "the legend")
+        r = run([T_STEPS, "5000"], report="off", env={"VRAMTRACE_EVENTS": "3"})
+        path = os.path.join(work, "o.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        page = page_of(work, "o.html", [path])
+        d = data_block(open(page).read())
+        want = [s["event"] for s in r.dumps[0]["steps"]]
+        eq((len(d["steps"]), d["steps"][0], d["steps_total"]), (4096, 908, 5003), "the newest 4096 of 5003")
+        eq(d["devices"][0]["steps_at"], want, "places among the device's events: the dump's own (one device)")
+        dom, console = chromium_run(page, "#selftest")
+        ok("; steps ok;" in selftest_of(dom), selftest_of(dom))
+        ok('<span class="legend-item step-key">\u2506 step boundaries: 4096 newest of 5003</span>' in dom, "the legend")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_screenshot_of_step_boundaries():
+    """The timeline's screenshot of tests/progs/t_steps.c's run shows its
+    step boundaries: two dashed grey lines (steps 2 and 3 share a place),
+    each at least 60 pixels of the line's colour (dashes 2 of every 5)."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        r = run([T_STEPS], report="off")
+        path = os.path.join(work, "s.json")
+        json.dump(r.dumps[0], open(path, "w"))
+        shot = os.path.join(work, "s.png")
+        _, console = chromium_run(page_of(work, "s.html", [path]), "#view=timeline", shot=shot)
+        eq(console, [], "console")
+        w, h, rows = png_pixels(shot)
+        cols = {}
+        for row in rows:
+            for x, px in enumerate(row):
+                if px == (0x8a, 0x8a, 0x8a):
+                    cols[x] = cols.get(x, 0) + 1
+        lines = sorted(x for x, n in cols.items() if n >= 60)
+        eq(len(lines), 2, f"columns of the boundaries' colour: {sorted(cols.items())[:12]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
