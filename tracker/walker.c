@@ -144,6 +144,9 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
         if (!m) return NULL;
         m->cur = &m->sh[0];
         m->next = &m->sh[1];
+        /* A step's return address always counts: the mask's second word is
+         * set once, here, and never written again. */
+        for (int k = 0; k < CACHE_FRAMES; k++) m->sh[0].mask[k][1] = m->sh[1].mask[k][1] = ~(uintptr_t)0;
         pthread_setspecific(cache_key, m);
         walk_cache = m;
     }
@@ -351,7 +354,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         bp = refresh_bp(o, f, start_bp);
         vt_walk_counts.resumes++;
     }
-    int j = f; /* the last walk's frames below the new walk's rsp are passed */
+    int j = f, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
     for (;;) {
         struct sframe *F = &s->f[i];
         F->ip = ip;
@@ -418,23 +421,23 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa < sp + 8 || cfa > hi) return -1;
         s->win[i] = cfa - 16;
-        s->val[i][0] = 0;
         s->mask[i][0] = 0;
-        s->mask[i][1] = ~(uintptr_t)0;
-        F->save_at = NULL;
+        uintptr_t low = 0;
+        const uintptr_t *at = NULL;
         if (r.flags & VT_RULE_BP_SAVED) {
-            uintptr_t at = cfa + (uintptr_t)(intptr_t)r.bp_off;
-            if (at < sp || at + 8 > hi) return -1;
-            bp = *(const uintptr_t *)at;
-            F->save_at = (const uintptr_t *)at;
+            at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
+            if ((uintptr_t)at < sp || (uintptr_t)at + 8 > hi) return -1;
+            bp = *at;
             F->save_val = bp;
-            if (at == cfa - 16) s->val[i][0] = bp;
+            if ((uintptr_t)at == cfa - 16) low = bp;
             bp_from = i;
         }
+        F->save_at = at;
         ip = ((const uintptr_t *)cfa)[-1];
+        s->val[i][0] = low;
         s->val[i][1] = ip;
         sp = cfa;
-        vt_walk_counts.steps++;
+        steps++;
         i++;
         if (ip == 0) {
             drop_odd(o, from, o->nf);
@@ -444,6 +447,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             break;
         }
     }
+    vt_walk_counts.steps += (uint64_t)steps;
     o->n = n;
     o->max = max;
     o->need0 = uses_start_bp(o);
