@@ -82,19 +82,24 @@ struct sframe {
     uint8_t odd;              /* the saved rbp is used and checked apart (not just below the return address) */
 };
 
-/* A walk: nf frames entered, ns of them stepped from (the step of frame k
- * read the 16 bytes at win[k], of which mask[k] says which words count:
- * the return address always, the saved rbp just below it only once a
- * later frame's CFA used it; code without frame pointers keeps anything in
- * rbp, a loop counter say, which must not spoil every check). `ended`: the
- * stack's end was reached; otherwise f[nf] is the state where the caps
- * (max frames returned, CACHE_FRAMES walked) stopped the walk. */
+/* What one frame's step read: the 16 bytes below its CFA, of which the
+ * mask says which words count: the return address always, the saved rbp
+ * just below it only once a later frame's CFA used it (code without frame
+ * pointers keeps anything in rbp, a loop counter say, which must not spoil
+ * every check). */
+struct step {
+    uintptr_t val[2] __attribute__((aligned(16))); /* the saved rbp (or 0), the return address */
+    uintptr_t mask[2];
+    uintptr_t win; /* where they were read: CFA - 16 */
+};
+
+/* A walk: nf frames entered, ns of them stepped from. `ended`: the stack's
+ * end was reached; otherwise f[nf] is the state where the caps (max frames
+ * returned, CACHE_FRAMES walked) stopped the walk. */
 struct shadow {
     int valid, max, n, nf, ns, ended, nodd, need0;
     uint64_t serial; /* vt_stack_serial after this walk */
-    uintptr_t win[CACHE_FRAMES];
-    uintptr_t val[CACHE_FRAMES][2] __attribute__((aligned(16)));
-    uintptr_t mask[CACHE_FRAMES][2] __attribute__((aligned(16)));
+    struct step st[CACHE_FRAMES];
     struct sframe f[CACHE_FRAMES + 1];
     uintptr_t out[VT_STACK_MAX];
 };
@@ -146,7 +151,7 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
         m->next = &m->sh[1];
         /* A step's return address always counts: the mask's second word is
          * set once, here, and never written again. */
-        for (int k = 0; k < CACHE_FRAMES; k++) m->sh[0].mask[k][1] = m->sh[1].mask[k][1] = ~(uintptr_t)0;
+        for (int k = 0; k < CACHE_FRAMES; k++) m->sh[0].st[k].mask[1] = m->sh[1].st[k].mask[1] = ~(uintptr_t)0;
         pthread_setspecific(cache_key, m);
         walk_cache = m;
     }
@@ -155,8 +160,8 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
 
 /* Whether the words step k read (and the walk used) have changed. */
 VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) {
-    const uintptr_t *w = (const uintptr_t *)s->win[k];
-    uintptr_t d = ((w[0] ^ s->val[k][0]) & s->mask[k][0]) | (w[1] ^ s->val[k][1]);
+    const uintptr_t *w = (const uintptr_t *)s->st[k].win;
+    uintptr_t d = ((w[0] ^ s->st[k].val[0]) & s->st[k].mask[0]) | (w[1] ^ s->st[k].val[1]);
     if (s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
     return d;
 }
@@ -166,9 +171,9 @@ VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) {
  * (the shadow has no odd frame). */
 VT_NO_ASAN static inline int four_differ(const struct shadow *s, int k) {
 #define STEP_DIFF(k)                                                                               \
-    _mm_and_si128(_mm_xor_si128(_mm_loadu_si128((const __m128i *)s->win[k]),                      \
-                                _mm_load_si128((const __m128i *)s->val[k])),                       \
-                  _mm_load_si128((const __m128i *)s->mask[k]))
+    _mm_and_si128(_mm_xor_si128(_mm_loadu_si128((const __m128i *)s->st[k].win),                      \
+                                _mm_load_si128((const __m128i *)s->st[k].val)),                       \
+                  _mm_load_si128((const __m128i *)s->st[k].mask))
     __m128i a = _mm_or_si128(STEP_DIFF(k), STEP_DIFF(k + 1));
     __m128i b = _mm_or_si128(STEP_DIFF(k + 2), STEP_DIFF(k + 3));
 #undef STEP_DIFF
@@ -224,9 +229,9 @@ static int uses_start_bp(const struct shadow *s) {
  * step k checks that word too. Returns 1 when frame k became odd (its
  * saved rbp is not just below its return address, and is checked apart). */
 static inline int mark_used(struct shadow *s, int k) {
-    if (s->mask[k][0] || s->f[k].odd) return 0;
-    if (s->f[k].save_at == (const uintptr_t *)s->win[k]) {
-        s->mask[k][0] = ~(uintptr_t)0;
+    if (s->st[k].mask[0] || s->f[k].odd) return 0;
+    if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) {
+        s->st[k].mask[0] = ~(uintptr_t)0;
         return 0;
     }
     s->f[k].odd = 1;
@@ -242,7 +247,7 @@ VT_NO_ASAN static uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_
     if (k >= 0) {
         bp = *s->f[k].save_at;
         s->f[k].save_val = bp;
-        if (s->f[k].save_at == (const uintptr_t *)s->win[k]) s->val[k][0] = bp;
+        if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) s->st[k].val[0] = bp;
     }
     for (int j = k + 1; j <= i; j++) s->f[j].bp = bp;
     return bp;
@@ -255,9 +260,7 @@ static void put_scratch(struct shadow *o, const struct shadow *s, int from, int 
     if (to <= from) return;
     memcpy(&o->f[from], &s->f[from], (size_t)(to - from) * sizeof o->f[0]);
     if (steps > from) {
-        memcpy(&o->win[from], &s->win[from], (size_t)(steps - from) * sizeof o->win[0]);
-        memcpy(&o->val[from], &s->val[from], (size_t)(steps - from) * sizeof o->val[0]);
-        memcpy(&o->mask[from], &s->mask[from], (size_t)(steps - from) * sizeof o->mask[0]);
+        memcpy(&o->st[from], &s->st[from], (size_t)(steps - from) * sizeof o->st[0]);
     }
     if (odd)
         for (int k = from; k < to; k++) o->nodd += o->f[k].odd;
@@ -290,9 +293,7 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
     drop_odd(o, end, o->nf);
     if (di) {
         memmove(&o->f[i], &o->f[j], (size_t)(cnt + 1) * sizeof o->f[0]);
-        memmove(&o->win[i], &o->win[j], (size_t)steps * sizeof o->win[0]);
-        memmove(&o->val[i], &o->val[j], (size_t)steps * sizeof o->val[0]);
-        memmove(&o->mask[i], &o->mask[j], (size_t)steps * sizeof o->mask[0]);
+        memmove(&o->st[i], &o->st[j], (size_t)steps * sizeof o->st[0]);
     }
     put_scratch(o, s, from, i, i, odd);
     /* The frames up to the first that saved rbp enter with this walk's rbp;
@@ -325,7 +326,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                            uint64_t since, uintptr_t ip, uintptr_t sp, uintptr_t bp) {
     const uintptr_t hi = stack_hi, start_bp = bp;
     struct shadow *o = m->cur, *s = m->next;
-    int f = 0, c = -1;
+    int f = 0, c;
     if (!o->valid) {
         o->nf = o->ns = o->n = o->nodd = 0;
         o->ended = 1;
@@ -354,7 +355,11 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         bp = refresh_bp(o, f, start_bp);
         vt_walk_counts.resumes++;
     }
-    int j = f, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
+    /* Only the last walk's frames from c on, whose steps read words that
+     * have not changed, can be met again: those at rsp csp and above. */
+    c = onf ? clean_from(o, f - 1) : 0;
+    uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
+    int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
     for (;;) {
         struct sframe *F = &s->f[i];
         F->ip = ip;
@@ -370,10 +375,10 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             break;
         }
         if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
-        while (j < onf && o->f[j].sp < sp) j++;
-        if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && o->f[j].mine == mine) {
-            if (c < 0) c = clean_from(o, f - 1);
-            if (j >= c && (!needs_bp(o, j) || bp == o->f[j].bp)) {
+        if (sp >= csp) {
+            while (j < onf && o->f[j].sp < sp) j++;
+            if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && o->f[j].mine == mine &&
+                (!needs_bp(o, j) || bp == o->f[j].bp)) {
                 /* The last walk from frame j on is this walk's. */
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
@@ -390,6 +395,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 from = i;
                 odd = 0;
                 j = onf = 0;
+                csp = UINTPTR_MAX;
                 continue;
             }
         }
@@ -414,14 +420,18 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             o->ended = 1;
             break;
         }
+        /* The rbp this CFA uses is now a word the checks count (mark_used;
+         * written out for the common case, a frame pointer this walk just
+         * read below a return address). */
         if ((r.flags & VT_RULE_CFA_BP) && bp_from >= 0) {
             if (bp_from < from) o->nodd += mark_used(o, bp_from);
+            else if (s->f[bp_from].save_at == (const uintptr_t *)s->st[bp_from].win) s->st[bp_from].mask[0] = ~(uintptr_t)0;
             else odd |= mark_used(s, bp_from);
         }
         uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa < sp + 8 || cfa > hi) return -1;
-        s->win[i] = cfa - 16;
-        s->mask[i][0] = 0;
+        s->st[i].win = cfa - 16;
+        s->st[i].mask[0] = 0;
         uintptr_t low = 0;
         const uintptr_t *at = NULL;
         if (r.flags & VT_RULE_BP_SAVED) {
@@ -434,8 +444,8 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         }
         F->save_at = at;
         ip = ((const uintptr_t *)cfa)[-1];
-        s->val[i][0] = low;
-        s->val[i][1] = ip;
+        s->st[i].val[0] = low;
+        s->st[i].val[1] = ip;
         sp = cfa;
         steps++;
         i++;
