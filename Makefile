@@ -34,7 +34,7 @@ COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/view.c \
-           tracker/stack.c tracker/walker.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c \
+           tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
@@ -323,12 +323,12 @@ $(UNIT_BINS): tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 # (its frames are the ones a capture drops), in two variants each in its
 # own folder with its plugins beside it: stack (plain, -O2) and stack_asan
 # (ASan+UBSan, -O1).
-VTSTACK_C := tracker/stack.c tracker/walker.c tracker/cfi.c
+VTSTACK_C := tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c
 STACK_FLAGS_stack := -O2 -g
 STACK_FLAGS_stack_asan := -O1 -g $(SAN_UNIT_ASAN)
 STACK_FLAGS = $(STACK_FLAGS_$(notdir $(@D)))
 STACK_VARIANTS := stack stack_asan
-$(STACK_VARIANTS:%=$(T)/%/libvtstack.so): $(T)/%/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/cfi.h
+$(STACK_VARIANTS:%=$(T)/%/libvtstack.so): $(T)/%/libvtstack.so: $(VTSTACK_C) tracker/stack.h tracker/walker.h tracker/rules.h tracker/cfi.h
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(STACK_FLAGS) -fPIC -shared -o $@ $(VTSTACK_C) -lunwind -lpthread
 

@@ -39,6 +39,7 @@ int vt_stack_capture_libunwind(uintptr_t *out, int max);
  * frames, checked still valid), or handed to libunwind. */
 struct vt_stack_counts {
     uint64_t walks, replays, fallbacks;
+    uint64_t resumes, rejoins, steps; /* walks resumed past their first frame, walks that rejoined the last one, frames stepped */
 };
 struct vt_stack_counts vt_stack_thread_counts(void);
 

@@ -1,21 +1,28 @@
-/* walker.c -- the frame walker: cached CFI rules, and the replay of the last walk.
+/* walker.c -- the frame walker: a shadow of the last walk, checked, resumed
+ * where the stack changed and rejoined where it is the same again.
  *
- * An allocation's stack is walked from the call frame information
- * (.eh_frame) of each return address, as libunwind's fast path does, but
- * with what each address needs boiled down to one 8-byte rule (cfi.c),
- * computed once from the .eh_frame the loader mapped and kept in a table
- * that threads read without a lock. A frame then costs a table probe and
- * one or two loads from the stack; a frame met at the same depth last time
- * costs no probe, and a stack walked the time before is checked, not
- * walked (see struct walk_cache).
+ * An allocation's stack is walked from the call frame information of each
+ * return address, boiled down to one 8-byte rule per address (cfi.c, kept
+ * in the table of rules.c). A walk is a function of where it starts (pc,
+ * rsp, rbp) and of the stack words it reads, so each thread keeps a shadow
+ * of its last walk: for every frame, the walk's state entering it (pc, rsp,
+ * rbp and where that rbp was read), its rule, and the words its step read.
+ * A new capture from the same start checks those words, innermost first:
  *
- * The walker handles the rules compilers emit for ordinary x86-64 code:
- * the CFA is rsp or rbp plus a constant, the return address sits just
- * below the CFA, rbp is either unchanged or saved at a constant offset. A
- * frame it cannot walk that way (a signal frame, a CFA expression, code
- * with no CFI, a stack other than the thread's own) makes it return -1,
- * and stack.c hands the whole capture to libunwind; so the walker is never
- * the only judge of a stack it does not understand. */
+ *   - all the same: the same frames (a loop that allocates from one place
+ *     pays only this check);
+ *   - the first step whose words changed is frame f: frames 0..f-1 are the
+ *     same, and the walk resumes at f from the state the shadow recorded;
+ *   - wherever the new walk enters a frame at the same rsp and pc (and rbp,
+ *     if the rest of the last walk used it) as a frame j of the last walk,
+ *     and no word that last walk read from frame j on has changed, the rest
+ *     is the last walk's from j: it is copied, not walked.
+ *
+ * So a stack that differs from the last one in a few frames costs those
+ * frames. A frame the walker cannot follow (a signal frame, a CFA
+ * expression, code with no CFI, a stack other than the thread's own) makes
+ * it return -1, and stack.c hands the whole capture to libunwind; so the
+ * walker is never the only judge of a stack it does not understand. */
 #define _GNU_SOURCE
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -24,139 +31,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#include "cfi.h"
+#include "rules.h"
 #include "walker.h"
 
 #define VT_NO_ASAN __attribute__((no_sanitize("address")))
 
 uintptr_t vt_self_lo, vt_self_hi;
-
-/* ---- the rule table ----------------------------------------------------- */
-
-/* One entry of the rule table: a code address and its rule. */
-struct rule_entry {
-    uintptr_t ip; /* 0: empty; written last, with release order */
-    uint64_t rule;
-};
-
-#define TABLE_BITS 16
-#define TABLE_SIZE (1u << TABLE_BITS)
-#define PROBES 32
-
-/* The table, mapped once. A dlclose empties it (a library loaded later
- * could reuse the addresses) by dropping its pages, and bumps `generation`
- * so that threads drop what they remember too. */
-static struct rule_entry *table;
-static size_t table_used;
-static uint64_t generation;
-static pthread_mutex_t rule_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline uint32_t entry_of(uintptr_t ip) {
-    return (uint32_t)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS));
-}
-
-static inline int lookup(const struct rule_entry *t, uintptr_t ip, struct vt_rule *out) {
-    uint32_t i = entry_of(ip);
-    for (int p = 0; p < PROBES; p++, i = (i + 1) & (TABLE_SIZE - 1)) {
-        uintptr_t k = __atomic_load_n(&t[i].ip, __ATOMIC_ACQUIRE);
-        if (k == ip) {
-            uint64_t r = __atomic_load_n(&t[i].rule, __ATOMIC_ACQUIRE);
-            /* Still the same entry? (A dlclose may have emptied it, and a
-             * new rule taken it, between the two loads.) */
-            if (__atomic_load_n(&t[i].ip, __ATOMIC_RELAXED) != ip) return 0;
-            memcpy(out, &r, sizeof r);
-            return 1;
-        }
-        if (k == 0) return 0;
-    }
-    return 0;
-}
-
-/* Rule lock held. A full probe run leaves the rule uncached. */
-static void store(struct rule_entry *t, uintptr_t ip, struct vt_rule r) {
-    uint64_t v;
-    memcpy(&v, &r, sizeof v);
-    uint32_t i = entry_of(ip);
-    for (int p = 0; p < PROBES; p++, i = (i + 1) & (TABLE_SIZE - 1)) {
-        if (t[i].ip == 0) {
-            __atomic_store_n(&t[i].rule, v, __ATOMIC_RELAXED);
-            __atomic_store_n(&t[i].ip, ip, __ATOMIC_RELEASE);
-            table_used++;
-            return;
-        }
-        if (t[i].ip == ip) return;
-    }
-}
-
-/* ---- finding a rule ------------------------------------------------------
- *
- * Read inside dl_iterate_phdr, which keeps the object from being unloaded
- * meanwhile: PT_GNU_EH_FRAME gives the .eh_frame_hdr where the loader
- * mapped it. */
-
-struct find {
-    uintptr_t pc;
-    struct vt_rule r;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    struct find *f = data;
-    const ElfW(Phdr) *eh = NULL;
-    int inside = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_GNU_EH_FRAME) eh = ph;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-            if (f->pc >= lo && f->pc - lo < ph->p_memsz) inside = 1;
-        }
-    }
-    if (!inside) return 0;
-    if (eh) {
-        const uint8_t *fde = vt_cfi_find_fde((const uint8_t *)(info->dlpi_addr + eh->p_vaddr), f->pc);
-        if (fde) f->r = vt_cfi_rule(fde, f->pc);
-    }
-    return 1;
-}
-
-/* The rule for code address `pc` (a return address minus one). Rule lock
- * held. */
-static struct vt_rule compute(uintptr_t pc) {
-    struct find f = {pc, {0, 0, VT_RULE_OTHER, 1}};
-    dl_iterate_phdr(find_object, &f);
-    return f.r;
-}
-
-__attribute__((noinline)) static struct vt_rule slow_rule(uintptr_t pc) {
-    struct vt_rule r = {0, 0, VT_RULE_OTHER, 1};
-    pthread_mutex_lock(&rule_lock);
-    struct rule_entry *t = table;
-    if (t && !lookup(t, pc, &r)) {
-        r = compute(pc);
-        store(t, pc, r);
-    }
-    pthread_mutex_unlock(&rule_lock);
-    return r;
-}
-
-void vt_walker_forget(void) {
-    pthread_mutex_lock(&rule_lock);
-    if (table && table_used) {
-        /* Private anonymous pages read as zeros once dropped: an empty
-         * table, without a new mapping or a write to every entry. A reader
-         * that meets an entry as it goes sees the entry change and misses. */
-        madvise(table, TABLE_SIZE * sizeof(struct rule_entry), MADV_DONTNEED);
-        table_used = 0;
-    }
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&rule_lock);
-}
-
-void vt_walker_fork_prepare(void) { pthread_mutex_lock(&rule_lock); }
-void vt_walker_fork_done(void) { pthread_mutex_unlock(&rule_lock); }
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
@@ -177,51 +58,69 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
 
 void vt_walker_init(int walk) {
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&vt_walker_init);
-    pthread_mutex_lock(&rule_lock);
-    if (!table && walk) {
-        void *m = mmap(NULL, TABLE_SIZE * sizeof(struct rule_entry), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m != MAP_FAILED) __atomic_store_n(&table, (struct rule_entry *)m, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&rule_lock);
+    if (walk) vt_rules_init();
 }
 
-/* ---- capture ----------------------------------------------------------- */
+void vt_walker_forget(void) { vt_rules_forget(); }
+void vt_walker_fork_prepare(void) { vt_rules_fork_prepare(); }
+void vt_walker_fork_done(void) { vt_rules_fork_done(); }
+
+/* ---- the shadow ---------------------------------------------------------- */
+
+#define CACHE_FRAMES (VT_STACK_MAX + 32)
+
+/* One frame of a walk: the state entering it, and what its step (to the
+ * caller) read. */
+struct sframe {
+    uintptr_t ip, sp, bp;     /* the walk's pc, rsp and rbp entering the frame */
+    const uintptr_t *save_at; /* where the step read the caller's rbp; NULL: rbp unchanged */
+    uintptr_t save_val;       /* what it read there */
+    struct vt_rule rule;
+    int32_t bp_from;          /* the frame whose step read `bp`; -1: the rbp the walk started with */
+    uint16_t nout;            /* frames returned before this one */
+    uint8_t mine;             /* a frame of this library (walked through, not returned) */
+    uint8_t odd;              /* the saved rbp is used and checked apart (not just below the return address) */
+};
+
+/* What one frame's step read: the 16 bytes below its CFA, of which the
+ * mask says which words count: the return address always, the saved rbp
+ * just below it only once a later frame's CFA used it (code without frame
+ * pointers keeps anything in rbp, a loop counter say, which must not spoil
+ * every check). */
+struct step {
+    uintptr_t val[2] __attribute__((aligned(16))); /* the saved rbp (or 0), the return address */
+    uintptr_t mask[2];
+    uintptr_t win; /* where they were read: CFA - 16 */
+};
+
+/* A walk: nf frames entered, ns of them stepped from. `ended`: the stack's
+ * end was reached; otherwise f[nf] is the state where the caps (max frames
+ * returned, CACHE_FRAMES walked) stopped the walk. */
+struct shadow {
+    int valid, max, n, nf, ns, ended, nodd, need0;
+    uint64_t serial; /* vt_stack_serial after this walk */
+    struct step st[CACHE_FRAMES];
+    struct sframe f[CACHE_FRAMES + 1];
+    uintptr_t out[VT_STACK_MAX];
+};
+
+/* What this thread's walks remember: by depth, the return address last
+ * seen there and its rule (so that a frame seen before needs no table
+ * probe); the last walk's shadow, and a second one the next walk is built
+ * in. `busy` is set while a walk runs: a signal handler's capture inside
+ * it must not touch the shadows. */
+struct walk_cache {
+    uint64_t generation; /* of the rule table the rules came from */
+    uintptr_t ip[CACHE_FRAMES];
+    struct vt_rule rule[CACHE_FRAMES];
+    struct shadow *cur, *next;
+    volatile int busy;
+    struct shadow sh[2];
+};
 
 /* This thread's stack, learnt once: the walker reads only inside it. */
 static __thread uintptr_t stack_lo __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t stack_hi __attribute__((tls_model("initial-exec")));
-
-/* What this thread's walks remember. By depth: the return address last
- * seen there and its rule, so that a frame seen before needs no table
- * probe. And the last walk as a replay: where it started (pc, stack
- * pointer and, if the walk used it, rbp), every stack word it read and
- * what it found there, and the frames it returned. The walk is a function
- * of its start and of the words it reads, so a walk that starts in the same
- * state and finds the same words at the same places would return the same
- * frames: checking that is a run of independent loads and compares. A
- * loop that allocates from one place pays only that. The replay says only
- * that the frames are the same (VT_STACK_SAME, or a copy of them); which
- * stack id they are is the tracker's memo (tracker/intern.c). */
-#define CACHE_FRAMES (VT_STACK_MAX + 32)
-struct walk_cache {
-    uint64_t generation;      /* of the rule table the rules came from */
-    uintptr_t ip[CACHE_FRAMES];
-    struct vt_rule rule[CACHE_FRAMES];
-    /* the replay; valid when nout >= 0 */
-    uintptr_t start_ip, start_sp, start_bp;
-    int need_bp, max, nout, nreads;
-    struct { uint32_t off; uint32_t pad; uintptr_t val; } read[2 * CACHE_FRAMES]; /* off: from start_sp */
-    /* The same words for the replay: adjacent ones in pairs (a saved rbp
-     * and the return address above it, in code with frame pointers), the
-     * rest single. */
-    int npairs, nsingles;
-    uint32_t pair_off[CACHE_FRAMES];
-    uint32_t single_off[2 * CACHE_FRAMES];
-    uintptr_t single_val[2 * CACHE_FRAMES];
-    uintptr_t pair_val[CACHE_FRAMES][2] __attribute__((aligned(16)));
-    uintptr_t out[VT_STACK_MAX];
-};
 static __thread struct walk_cache *walk_cache __attribute__((tls_model("initial-exec")));
 __thread struct vt_stack_counts vt_walk_counts __attribute__((tls_model("initial-exec")));
 
@@ -248,151 +147,352 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
         pthread_once(&cache_once, cache_key_make);
         struct walk_cache *m = calloc(1, sizeof *m);
         if (!m) return NULL;
-        m->nout = -1;
+        m->cur = &m->sh[0];
+        m->next = &m->sh[1];
+        /* A step's return address always counts: the mask's second word is
+         * set once, here, and never written again. */
+        for (int k = 0; k < CACHE_FRAMES; k++) m->sh[0].st[k].mask[1] = m->sh[1].st[k].mask[1] = ~(uintptr_t)0;
         pthread_setspecific(cache_key, m);
         walk_cache = m;
     }
     return walk_cache;
 }
 
-/* Whether any word the last walk read has changed: one 16-byte load and
- * compare for a pair of adjacent words, one 8-byte for the others. */
-VT_NO_ASAN static uintptr_t replay_diff(const struct walk_cache *m, const char *base) {
-    uintptr_t diff = 0;
+/* Whether the words step k read (and the walk used) have changed. */
+VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) {
+    const uintptr_t *w = (const uintptr_t *)s->st[k].win;
+    uintptr_t d = ((w[0] ^ s->st[k].val[0]) & s->st[k].mask[0]) | (w[1] ^ s->st[k].val[1]);
+    if (s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
+    return d;
+}
+
 #if defined(__x86_64__)
-#define PAIR_DIFF(k)                                                            \
-    _mm_xor_si128(_mm_loadu_si128((const __m128i *)(base + m->pair_off[k])),   \
-                  _mm_load_si128((const __m128i *)m->pair_val[k]))
-    /* Four at a time into two accumulators, so that the ORs do not form
-     * one chain. */
-    __m128i acc = _mm_setzero_si128(), acc2 = _mm_setzero_si128();
-    int k = 0;
-    for (; k + 4 <= m->npairs; k += 4) {
-        acc = _mm_or_si128(acc, _mm_or_si128(PAIR_DIFF(k), PAIR_DIFF(k + 1)));
-        acc2 = _mm_or_si128(acc2, _mm_or_si128(PAIR_DIFF(k + 2), PAIR_DIFF(k + 3)));
-    }
-    for (; k < m->npairs; k++) acc = _mm_or_si128(acc, PAIR_DIFF(k));
-#undef PAIR_DIFF
-    acc = _mm_or_si128(acc, acc2);
-    diff = _mm_movemask_epi8(_mm_cmpeq_epi8(acc, _mm_setzero_si128())) != 0xffff;
-#else
-    for (int k = 0; k < m->npairs; k++)
-        diff |= (*(const uintptr_t *)(base + m->pair_off[k]) ^ m->pair_val[k][0]) |
-                (*(const uintptr_t *)(base + m->pair_off[k] + 8) ^ m->pair_val[k][1]);
+/* Whether any of steps k..k+3 changed: one 16-byte load and compare each
+ * (the shadow has no odd frame). */
+VT_NO_ASAN static inline int four_differ(const struct shadow *s, int k) {
+#define STEP_DIFF(k)                                                                               \
+    _mm_and_si128(_mm_xor_si128(_mm_loadu_si128((const __m128i *)s->st[k].win),                      \
+                                _mm_load_si128((const __m128i *)s->st[k].val)),                       \
+                  _mm_load_si128((const __m128i *)s->st[k].mask))
+    __m128i a = _mm_or_si128(STEP_DIFF(k), STEP_DIFF(k + 1));
+    __m128i b = _mm_or_si128(STEP_DIFF(k + 2), STEP_DIFF(k + 3));
+#undef STEP_DIFF
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(a, b), _mm_setzero_si128())) != 0xffff;
+}
 #endif
-    for (int k = 0; k < m->nsingles; k++) diff |= *(const uintptr_t *)(base + m->single_off[k]) ^ m->single_val[k];
-    return diff;
+
+/* The first step whose words changed; s->ns when none did. Four steps at a
+ * time, then one by one. */
+VT_NO_ASAN static int first_diff(const struct shadow *s) {
+    int k = 0;
+#if defined(__x86_64__)
+    if (!s->nodd)
+        while (k + 4 <= s->ns && !four_differ(s, k)) k += 4;
+#endif
+    for (; k < s->ns; k++)
+        if (step_diff(s, k)) return k;
+    return s->ns;
+}
+
+/* The first step after `after` from which on no step's words changed,
+ * looked for from the outermost in. */
+VT_NO_ASAN static int clean_from(const struct shadow *s, int after) {
+    int k = s->ns;
+#if defined(__x86_64__)
+    if (!s->nodd)
+        while (k - 4 > after && !four_differ(s, k - 4)) k -= 4;
+#endif
+    while (k - 1 > after && !step_diff(s, k - 1)) k--;
+    return k;
+}
+
+/* Whether the walk from frame j on used the rbp it entered frame j with. */
+static int needs_bp(const struct shadow *s, int j) {
+    for (; j < s->nf; j++) {
+        if (s->f[j].rule.flags & VT_RULE_CFA_BP) return 1;
+        if (s->f[j].rule.flags & VT_RULE_BP_SAVED) return 0;
+    }
+    return !s->ended; /* a walk cut by the caps: what follows is not known */
+}
+
+/* Whether the walk used the rbp it started with: a frame up to the first
+ * that saved rbp took its CFA from rbp. */
+static int uses_start_bp(const struct shadow *s) {
+    for (int k = 0; k < s->nf; k++) {
+        if (s->f[k].rule.flags & VT_RULE_CFA_BP) return 1;
+        if (s->f[k].rule.flags & VT_RULE_BP_SAVED) return 0;
+    }
+    return 0;
+}
+
+/* A later frame's CFA used the rbp step k read: from now on a check of
+ * step k checks that word too. Returns 1 when frame k became odd (its
+ * saved rbp is not just below its return address, and is checked apart). */
+static inline int mark_used(struct shadow *s, int k) {
+    if (s->st[k].mask[0] || s->f[k].odd) return 0;
+    if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) {
+        s->st[k].mask[0] = ~(uintptr_t)0;
+        return 0;
+    }
+    s->f[k].odd = 1;
+    return 1;
+}
+
+/* The rbp frame i enters with, read again from where the walk read it (an
+ * rbp the walk had not used is not checked, so it may have changed), and
+ * written into the frames that carry it. */
+VT_NO_ASAN static uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_bp) {
+    int k = s->f[i].bp_from;
+    uintptr_t bp = start_bp;
+    if (k >= 0) {
+        bp = *s->f[k].save_at;
+        s->f[k].save_val = bp;
+        if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) s->st[k].val[0] = bp;
+    }
+    for (int j = k + 1; j <= i; j++) s->f[j].bp = bp;
+    return bp;
+}
+
+/* Frames from..to-1 (and their steps up to `steps`) of the walk being
+ * made, from the scratch shadow `s` into the shadow `o`; `odd`: whether
+ * any of them was made odd. */
+static void put_scratch(struct shadow *o, const struct shadow *s, int from, int to, int steps, int odd) {
+    if (to <= from) return;
+    memcpy(&o->f[from], &s->f[from], (size_t)(to - from) * sizeof o->f[0]);
+    if (steps > from) {
+        memcpy(&o->st[from], &s->st[from], (size_t)(steps - from) * sizeof o->st[0]);
+    }
+    if (odd)
+        for (int k = from; k < to; k++) o->nodd += o->f[k].odd;
+}
+
+/* The odd frames among o's frames from..to-1 are dropped. */
+static void drop_odd(struct shadow *o, int from, int to) {
+    if (o->nodd)
+        for (int k = from; k < to; k++) o->nodd -= o->f[k].odd;
+}
+
+/* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned,
+ * its frames from `from` on in the scratch shadow `s`), has met the last
+ * walk `o` at o's frame j: o becomes the new walk, its frames 0..from-1,
+ * the scratch frames from..i-1, and its own frames from j on moved to i,
+ * as far as this walk's caps allow. Returns the index of the first frame
+ * not taken, and in *stopped whether the caps stopped the taking. */
+VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from, int i, int j, uintptr_t *out,
+                             int *n, int max, int bp_from, uintptr_t bp, int odd, int *stopped) {
+    int dn = *n - o->f[j].nout, di = i - j, end = o->nf;
+    if (max != o->max || dn > 0 || di > 0)
+        for (end = j; end < o->nf; end++)
+            if (o->f[end].nout + dn >= max || end + di >= CACHE_FRAMES) break;
+    *stopped = end < o->nf;
+    int cnt = end - j, steps = (end < o->ns ? end : o->ns) - j;
+    int nend = (end < o->nf ? o->f[end].nout : o->n) + dn;
+    memcpy(out + *n, o->out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+    *n = nend;
+    drop_odd(o, from, j);
+    drop_odd(o, end, o->nf);
+    if (di) {
+        memmove(&o->f[i], &o->f[j], (size_t)(cnt + 1) * sizeof o->f[0]);
+        memmove(&o->st[i], &o->st[j], (size_t)steps * sizeof o->st[0]);
+    }
+    put_scratch(o, s, from, i, i, odd);
+    /* The frames up to the first that saved rbp enter with this walk's rbp;
+     * those after, with an rbp read from the frames taken. */
+    int k = i;
+    for (; k <= i + cnt && o->f[k].bp_from < j; k++) {
+        o->f[k].bp_from = bp_from;
+        o->f[k].bp = bp;
+        if (k < i + cnt && (o->f[k].rule.flags & VT_RULE_CFA_BP) && bp_from >= 0) o->nodd += mark_used(o, bp_from);
+    }
+    if (di)
+        for (; k <= i + cnt; k++) o->f[k].bp_from += di;
+    if (dn)
+        for (k = i; k <= i + cnt; k++) o->f[k].nout = (uint16_t)(o->f[k].nout + dn);
+    if (!*stopped && o->ended) {
+        o->ns = i + (o->ns - j);
+    } else {
+        o->ns = i + cnt;
+        o->ended = 0;
+    }
+    o->nf = i + cnt;
+    return i + cnt;
+}
+
+/* The walk proper (see the top of the file); `ip`, `sp`, `bp`: the
+ * caller's state. The last walk's shadow `o` becomes this walk's: frames
+ * taken from it stay in place, and the frames walked are made in the
+ * scratch shadow and copied in. */
+VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *out, int max,
+                           uint64_t since, uintptr_t ip, uintptr_t sp, uintptr_t bp) {
+    const uintptr_t hi = stack_hi, start_bp = bp;
+    struct shadow *o = m->cur, *s = m->next;
+    int f = 0, c;
+    if (!o->valid) {
+        o->nf = o->ns = o->n = o->nodd = 0;
+        o->ended = 1;
+    } else if (ip == o->f[0].ip && sp == o->f[0].sp && (!o->need0 || bp == o->f[0].bp)) {
+        f = first_diff(o);
+        if (f == o->ns && max == o->max) {
+            vt_walk_counts.replays++;
+            if (since == o->serial) return VT_STACK_SAME;
+            memcpy(out, o->out, (size_t)o->n * sizeof *out);
+            return o->n;
+        }
+    }
+    int onf = o->valid ? o->nf : 0;
+    int n = 0, mine = 1, bp_from = -1, i = 0, from = 0, odd = 0;
+    /* Frames 0..f-1 are the last walk's (and this walk would not stop
+     * before f): resume at f. */
+    if (f >= o->ns || o->f[f].nout >= max) f = 0;
+    if (f > 0) {
+        i = from = f;
+        n = o->f[f].nout;
+        memcpy(out, o->out, (size_t)n * sizeof *out);
+        ip = o->f[f].ip;
+        sp = o->f[f].sp;
+        bp_from = o->f[f].bp_from;
+        mine = o->f[f - 1].mine;
+        bp = refresh_bp(o, f, start_bp);
+        vt_walk_counts.resumes++;
+    }
+    /* Only the last walk's frames from c on, whose steps read words that
+     * have not changed, can be met again: those at rsp csp and above. */
+    c = onf ? clean_from(o, f - 1) : 0;
+    uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
+    int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
+    for (;;) {
+        struct sframe *F = &s->f[i];
+        F->ip = ip;
+        F->sp = sp;
+        F->bp = bp;
+        F->bp_from = bp_from;
+        F->nout = (uint16_t)n;
+        if (n >= max || i >= CACHE_FRAMES) {
+            drop_odd(o, from, o->nf);
+            put_scratch(o, s, from, i + 1, i, odd);
+            o->nf = o->ns = i;
+            o->ended = 0;
+            break;
+        }
+        if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
+        if (sp >= csp) {
+            while (j < onf && o->f[j].sp < sp) j++;
+            if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && o->f[j].mine == mine &&
+                (!needs_bp(o, j) || bp == o->f[j].bp)) {
+                /* The last walk from frame j on is this walk's. */
+                vt_walk_counts.rejoins++;
+                int stopped, was_ended = o->ended;
+                i = splice(o, s, from, i, j, out, &n, max, bp_from, bp, odd, &stopped);
+                if (!stopped && was_ended) break;
+                /* Stopped by the caps, here or in the last walk: go on from
+                 * the state the last walk had there (the loop's top stops
+                 * at once if this walk's caps say so). */
+                ip = o->f[i].ip;
+                sp = o->f[i].sp;
+                bp_from = o->f[i].bp_from;
+                bp = refresh_bp(o, i, start_bp);
+                mine = o->f[i - 1].mine;
+                from = i;
+                odd = 0;
+                j = onf = 0;
+                csp = UINTPTR_MAX;
+                continue;
+            }
+        }
+        F->mine = (uint8_t)mine;
+        if (!mine) out[n++] = ip;
+        struct vt_rule r;
+        if (__builtin_expect(ip == m->ip[i], 1)) {
+            r = m->rule[i];
+        } else {
+            if (!vt_rules_lookup(t, ip - 1, &r)) r = vt_rules_compute(ip - 1);
+            m->ip[i] = ip;
+            m->rule[i] = r;
+        }
+        F->rule = r;
+        F->odd = 0;
+        if (r.flags & (VT_RULE_END | VT_RULE_OTHER)) {
+            if (!(r.flags & VT_RULE_END)) return -1;
+            drop_odd(o, from, o->nf);
+            put_scratch(o, s, from, i + 1, i, odd);
+            o->nf = i + 1;
+            o->ns = i;
+            o->ended = 1;
+            break;
+        }
+        /* The rbp this CFA uses is now a word the checks count (mark_used;
+         * written out for the common case, a frame pointer this walk just
+         * read below a return address). */
+        if ((r.flags & VT_RULE_CFA_BP) && bp_from >= 0) {
+            if (bp_from < from) o->nodd += mark_used(o, bp_from);
+            else if (s->f[bp_from].save_at == (const uintptr_t *)s->st[bp_from].win) s->st[bp_from].mask[0] = ~(uintptr_t)0;
+            else odd |= mark_used(s, bp_from);
+        }
+        uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+        if (cfa < sp + 8 || cfa > hi) return -1;
+        s->st[i].win = cfa - 16;
+        s->st[i].mask[0] = 0;
+        uintptr_t low = 0;
+        const uintptr_t *at = NULL;
+        if (r.flags & VT_RULE_BP_SAVED) {
+            at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
+            if ((uintptr_t)at < sp || (uintptr_t)at + 8 > hi) return -1;
+            bp = *at;
+            F->save_val = bp;
+            if ((uintptr_t)at == cfa - 16) low = bp;
+            bp_from = i;
+        }
+        F->save_at = at;
+        ip = ((const uintptr_t *)cfa)[-1];
+        s->st[i].val[0] = low;
+        s->st[i].val[1] = ip;
+        sp = cfa;
+        steps++;
+        i++;
+        if (ip == 0) {
+            drop_odd(o, from, o->nf);
+            put_scratch(o, s, from, i, i, odd);
+            o->nf = o->ns = i;
+            o->ended = 1;
+            break;
+        }
+    }
+    vt_walk_counts.steps += (uint64_t)steps;
+    o->n = n;
+    o->max = max;
+    o->need0 = uses_start_bp(o);
+    memcpy(o->out, out, (size_t)n * sizeof *out);
+    vt_walk_counts.walks++;
+    o->serial = vt_walk_counts.walks + vt_walk_counts.fallbacks;
+    o->valid = 1;
+    return n;
 }
 
 /* The walk (walker.h). */
 VT_NO_ASAN __attribute__((noinline)) int vt_walk(uintptr_t *out, int max, uint64_t since) {
-    const struct rule_entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    const struct vt_rule_entry *t = __atomic_load_n(&vt_rules, __ATOMIC_ACQUIRE);
     if (!t) return -1;
     struct walk_cache *m = walk_cache;
     if (!m && !(m = thread_setup())) return -1;
-    uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    if (m->busy) return -1;
+    uint64_t gen = __atomic_load_n(&vt_rules_generation, __ATOMIC_ACQUIRE);
     if (m->generation != gen) {
         memset(m->ip, 0, sizeof m->ip);
-        m->nout = -1;
+        m->cur->valid = 0;
         m->generation = gen;
     }
     /* This function's frame (it keeps rbp as its frame pointer, since it
      * asks for its frame address): the caller's pc, rsp and rbp. */
     const uintptr_t *fp = __builtin_frame_address(0);
     uintptr_t sp = (uintptr_t)(fp + 2);
-    uintptr_t bp = fp[0];
-    uintptr_t ip = (uintptr_t)__builtin_return_address(0);
-    const uintptr_t hi = stack_hi;
-    if (sp <= stack_lo || sp >= hi) return -1; /* on another stack (a signal stack, a coroutine) */
-
-    /* Replay offsets are 32 bits: a stack of 4 GiB or more is not replayed. */
-    int replayable = hi - sp < UINT32_MAX;
-    if (m->nout >= 0 && ip == m->start_ip && sp == m->start_sp && max == m->max &&
-        (!m->need_bp || bp == m->start_bp)) {
-        uintptr_t diff = 0;
-        const char *base = (const char *)sp;
-        diff = replay_diff(m, base);
-        if (diff == 0) {
-            vt_walk_counts.replays++;
-            if (since == vt_walk_counts.walks + vt_walk_counts.fallbacks) return VT_STACK_SAME;
-            memcpy(out, m->out, (size_t)m->nout * sizeof *out);
-            return m->nout;
-        }
-    }
-
-    m->nout = -1;
-    m->start_ip = ip;
-    m->start_sp = sp;
-    m->start_bp = bp;
-    m->max = max;
-    /* A saved rbp the walk reads is a word the replay must check only if the
-     * walk then uses it (a CFA rbp-based): most code keeps other values in
-     * rbp (a loop counter, say), which would spoil every replay. So the
-     * last rbp read stays in the log only once it is used. */
-    int need_bp = 0, nr = 0, bp_read = -1, bp_used = 0;
-    int n = 0, mine = 1;
-    for (int i = 0; n < max && i < CACHE_FRAMES; i++) {
-        /* Frames of this library are walked through, not kept. */
-        if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
-        if (!mine) out[n++] = ip;
-        struct vt_rule r;
-        if (__builtin_expect(ip == m->ip[i], 1)) {
-            r = m->rule[i];
-        } else {
-            if (!lookup(t, ip - 1, &r)) r = slow_rule(ip - 1);
-            m->ip[i] = ip;
-            m->rule[i] = r;
-        }
-        if (r.flags & (VT_RULE_END | VT_RULE_OTHER)) {
-            if (r.flags & VT_RULE_END) break;
-            return -1;
-        }
-        if (r.flags & VT_RULE_CFA_BP) {
-            if (bp_read < 0) need_bp = 1; /* the rbp the walk started with */
-            else bp_used = 1;
-        }
-        uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
-        if (cfa < sp + 8 || cfa > hi) return -1;
-        if (r.flags & VT_RULE_BP_SAVED) {
-            uintptr_t at = cfa + (uintptr_t)(intptr_t)r.bp_off;
-            if (at < sp || at + 8 > hi) return -1;
-            bp = *(const uintptr_t *)at;
-            if (bp_read >= 0 && !bp_used) { /* the one before was never used */
-                memmove(&m->read[bp_read], &m->read[bp_read + 1], (size_t)(nr - bp_read - 1) * sizeof m->read[0]);
-                nr--;
-            }
-            bp_read = nr;
-            bp_used = 0;
-            m->read[nr].off = (uint32_t)(at - m->start_sp);
-            m->read[nr++].val = bp;
-        }
-        ip = ((const uintptr_t *)cfa)[-1];
-        m->read[nr].off = (uint32_t)(cfa - 8 - m->start_sp);
-        m->read[nr++].val = ip;
-        sp = cfa;
-        if (ip == 0) break;
-    }
-    if (bp_read >= 0 && !bp_used) {
-        memmove(&m->read[bp_read], &m->read[bp_read + 1], (size_t)(nr - bp_read - 1) * sizeof m->read[0]);
-        nr--;
-    }
-    m->need_bp = need_bp;
-    m->nreads = nr;
-    /* The log is in stack order: pair up adjacent words. */
-    m->npairs = m->nsingles = 0;
-    for (int k = 0; k < nr; k++) {
-        if (k + 1 < nr && m->read[k + 1].off == m->read[k].off + 8) {
-            m->pair_off[m->npairs] = m->read[k].off;
-            m->pair_val[m->npairs][0] = m->read[k].val;
-            m->pair_val[m->npairs++][1] = m->read[k + 1].val;
-            k++;
-        } else {
-            m->single_off[m->nsingles] = m->read[k].off;
-            m->single_val[m->nsingles++] = m->read[k].val;
-        }
-    }
-    memcpy(m->out, out, (size_t)n * sizeof *out);
-    m->nout = replayable ? n : -1;
-    vt_walk_counts.walks++;
+    if (sp <= stack_lo || sp >= stack_hi) return -1; /* on another stack (a signal stack, a coroutine) */
+    m->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int n = walk(m, t, out, max, since, (uintptr_t)__builtin_return_address(0), sp, fp[0]);
+    /* A walk that failed leaves no shadow: the capture goes to libunwind,
+     * and the next one must not replay a walk from before it. */
+    if (n == -1) m->cur->valid = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    m->busy = 0;
     return n;
 }

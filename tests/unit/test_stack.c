@@ -113,6 +113,9 @@ static struct vt_stack_counts since(struct vt_stack_counts c0) {
     c.walks -= c0.walks;
     c.replays -= c0.replays;
     c.fallbacks -= c0.fallbacks;
+    c.resumes -= c0.resumes;
+    c.rejoins -= c0.rejoins;
+    c.steps -= c0.steps;
     return c;
 }
 
@@ -172,6 +175,25 @@ static void test_repeat_and_alternate(void) {
     if (differ != 1) for (int i = 0; i < nx && i < 6; i++) fprintf(stderr, "  %d %lx %lx\n", i, (unsigned long)ax[i], (unsigned long)ay[i]);
     /* Every switch between x and y is noticed: no replay. */
     CHECK_SINCE(c0, 1000, 0, 0);
+    /* And costs two frames: the walk resumes at callee's frame, whose
+     * return address changed, steps from it and from caller_x or caller_y,
+     * and meets the last walk again at dispatch's frame (same rsp, same
+     * return address). Resuming one frame early would step three; one
+     * frame late would return the last stack's caller. */
+    /* (The counts are taken at every turn, from one call site: a capture
+     * on the first turn differs from the last one of the loop above in its
+     * caller, and a branch on the turn would let the compiler give the
+     * first turns call sites of their own.) */
+    static struct vt_stack_counts at[1001];
+    for (int i = 0; i < 1001; i++) {
+        at[i] = vt_stack_thread_counts();
+        dispatch(i, a, &na, b, &nb);
+        ok &= agree(a, na, b, nb);
+    }
+    CHECK(ok);
+    CHECK_EQ(since(at[1]).steps, 2 * 1000);
+    CHECK_EQ(since(at[1]).resumes, 1000);
+    CHECK_EQ(since(at[1]).rejoins, 1000);
     ok = 1;
     for (int i = 0; i < 300; i++) {
         deep(both, i % 7, a, &na, b, &nb);
@@ -251,6 +273,173 @@ static void test_since(void) {
     CHECK(rc[4] > 6);                 /* back, but not "same": another was captured between */
     CHECK_EQ(serial[2], serial[0]);
     CHECK(serial[4] != serial[0]);
+}
+
+/* Many distinct stacks drawn at random, one after another, each compared
+ * with libunwind's. A stack is a path of up to 300 frames, each made by one
+ * of six kinds of function: two alike plain frame-pointer ones (frames of
+ * one size, so that swapping one for the other changes a return address
+ * and moves no frame), a larger frame, an alloca of a size the path
+ * chooses (so that the frames below move), code without a frame pointer,
+ * and a call through rbp_clobber (rbp holding a value that changes at
+ * every call, read by the walk but never used). Paths are one trunk with a
+ * few levels changed, or cut short, or drawn afresh; some are deeper than a
+ * stack is kept, and some captures keep only a few frames. */
+#define PATH_MAX_DEPTH 300
+#define NSHAPES 6
+typedef long shape_fn(const unsigned char *p, int d);
+static shape_fn *volatile shapes[NSHAPES];
+static uintptr_t pa[MAXF], pb[MAXF];
+static int pna, pnb;
+static long clobber_value = 0x5000;
+
+static long shape_next(const unsigned char *p, int d) {
+    if (d == 0) return both_max(pa, &pna, pb, &pnb);
+    return shapes[p[d - 1] % NSHAPES](p, d - 1);
+}
+__attribute__((noinline)) static long shape_plain(const unsigned char *p, int d) {
+    long r = shape_next(p, d);
+    __asm__ volatile("" : : : "memory");
+    return r + 1;
+}
+__attribute__((noinline)) static long shape_plain2(const unsigned char *p, int d) {
+    long r = shape_next(p, d);
+    __asm__ volatile("" : : : "memory");
+    return r + 2;
+}
+__attribute__((noinline)) static long shape_big(const unsigned char *p, int d) {
+    volatile char buf[200];
+    buf[0] = (char)d;
+    long r = shape_next(p, d);
+    __asm__ volatile("" : : : "memory");
+    return r + buf[0];
+}
+__attribute__((noinline)) static long shape_alloca(const unsigned char *p, int d) {
+    volatile char *m = alloca((size_t)(p[d] / NSHAPES % 4) * 32 + 16);
+    m[0] = 1;
+    long r = shape_next(p, d);
+    __asm__ volatile("" : : "r"(m) : "memory");
+    return r + m[0];
+}
+__attribute__((noinline, optimize("omit-frame-pointer"))) static long shape_nofp(const unsigned char *p, int d) {
+    volatile long x = d;
+    long r = shape_next(p, d);
+    __asm__ volatile("" : : : "memory");
+    return r + x;
+}
+static const unsigned char *clobber_p;
+static int clobber_d;
+__attribute__((noinline)) static long shape_clobbered(void) { return shape_next(clobber_p, clobber_d); }
+__attribute__((noinline)) static long shape_clobber(const unsigned char *p, int d) {
+    clobber_p = p;
+    clobber_d = d;
+    long r = rbp_clobber(shape_clobbered, clobber_value += 8);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+static shape_fn *volatile shapes[NSHAPES] = {shape_plain, shape_plain2, shape_big, shape_alloca, shape_nofp,
+                                             shape_clobber};
+
+static uint64_t test_rng = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n) {
+    test_rng ^= test_rng << 13;
+    test_rng ^= test_rng >> 7;
+    test_rng ^= test_rng << 17;
+    return (unsigned)(test_rng >> 11) % n;
+}
+
+static void test_random_stacks(void) {
+    enum { NPATHS = 48, CAPTURES = 6000 };
+    static unsigned char trunk[PATH_MAX_DEPTH], path[NPATHS][PATH_MAX_DEPTH];
+    static int depth[NPATHS];
+    static const int depths[] = {9, 24, 270};
+    for (int i = 0; i < PATH_MAX_DEPTH; i++) trunk[i] = (unsigned char)rnd(256);
+    for (int k = 0; k < NPATHS; k++) {
+        int d = depth[k] = rnd(4) ? depths[rnd(3)] : (int)rnd(PATH_MAX_DEPTH);
+        /* The outermost frame is the path's last digit. */
+        int fresh = !rnd(8);
+        for (int t = 0; t < d; t++) path[k][d - 1 - t] = fresh ? (unsigned char)rnd(256) : trunk[t];
+        /* A few levels changed: mostly one plain kind for the other (no
+         * frame moves), sometimes any kind for any. */
+        for (int m = 1 + (int)rnd(3); m > 0 && d > 0; m--) {
+            int at = (int)rnd((unsigned)d), kind = path[k][at] % NSHAPES;
+            int to = rnd(4) ? (kind < 2 ? 1 - kind : kind) : (int)rnd(NSHAPES);
+            path[k][at] = (unsigned char)(path[k][at] / NSHAPES * NSHAPES + to);
+        }
+    }
+    static const int maxes[] = {MAXF, MAXF, MAXF, MAXF, 6, 13, 40};
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    int bad = 0, frames = 0;
+    for (int n = 0; n < CAPTURES; n++) {
+        int k = (int)rnd(NPATHS);
+        max_frames = maxes[rnd(7)];
+        shape_next(path[k], depth[k]);
+        frames += pna;
+        if (!agree(pa, pna, pb, pnb) && bad++ < 5)
+            fprintf(stderr, "  capture %d: path %d of depth %d, max %d\n", n, k, depth[k], max_frames);
+    }
+    max_frames = MAXF;
+    CHECK_EQ(bad, 0);
+    struct vt_stack_counts c = since(c0);
+    CHECK_EQ(c.fallbacks, 0);
+    CHECK_EQ(c.walks + c.replays, CAPTURES);
+    /* The captures went through every way: replayed, resumed, rejoined
+     * (most walks here are of stacks that moved, and step every frame). */
+    CHECK(c.replays > 50);
+    CHECK(c.resumes > 100);
+    CHECK(c.rejoins > 1000);
+    CHECK(c.steps < (uint64_t)frames);
+}
+
+/* A capture libunwind took (on a signal's alternate stack) between two
+ * walks of the same stack: the second is not "the same as the last", since
+ * the last capture was the signal's. */
+static uint64_t sig_serial;
+static void on_signal_since(int sig) {
+    (void)sig;
+    uintptr_t a[MAXF];
+    vt_stack_capture(a, MAXF);
+    sig_serial = vt_stack_serial();
+}
+
+static uint64_t sig_fallbacks;
+static void no_signal(void) {}
+static void signal_between(void) {
+    struct vt_stack_counts c0 = vt_stack_thread_counts();
+    raise(SIGUSR2);
+    sig_fallbacks = since(c0).fallbacks;
+    since_serial = sig_serial;
+}
+static void (*volatile before_capture[3])(void) = {no_signal, no_signal, signal_between};
+
+static void test_since_after_fallback(void) {
+    uintptr_t a[MAXF], b[MAXF];
+    int na, nb;
+    static char altstack[1 << 16] __attribute__((aligned(16)));
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = on_signal_since;
+    act.sa_flags = SA_ONSTACK;
+    sigaction(SIGUSR2, &act, NULL);
+    /* One call site for the three captures (a branch on the turn would let
+     * the compiler give turns call sites of their own); each is passed the
+     * serial of the capture before it, as the tracker's memo does. */
+    int rc[3];
+    since_serial = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        before_capture[i]();
+        deep(capture_since, 6, a, &na, b, &nb);
+        rc[i] = since_rc;
+        since_serial = vt_stack_serial();
+    }
+    CHECK(rc[0] > 6);
+    CHECK_EQ(rc[1], VT_STACK_SAME);
+    CHECK_EQ(sig_fallbacks, 1);
+    CHECK(rc[2] > 6);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, NULL);
 }
 
 static void test_max(void) {
@@ -566,6 +755,8 @@ int main(int argc, char **argv) {
     test_alloca();
     test_garbage_rbp();
     test_since();
+    test_since_after_fallback();
+    test_random_stacks();
     test_max();
     test_threads();
     test_signals();
