@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -15,6 +17,7 @@
 #include "demangle.h"
 #include "model.h"
 #include "model_torch.h"
+#include "model_v2.h"
 
 /* Parsing state: the first error wins and stops the load. */
 struct ctx {
@@ -349,7 +352,13 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     json_t *h = json_object_get(o, "holders");
     if (h && json_is_array(h) && !c->failed) {
         v->have_holders = 1;
-        v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
+        if (!w->d->v2) {
+            v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
+        } else {
+            char herr[128];
+            v->holders = vm_v2_holders(NULL, 0, h, w->nstacks, &v->nholders, herr, sizeof herr);
+            if (!v->holders) fail(c, "ooms[%zu].holders%s", i, herr);
+        }
     }
     char terr[256];
     if (!c->failed && vm_torch_load(o, w->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
@@ -448,7 +457,7 @@ static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const st
     }
 }
 
-static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
+static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struct vm_v2_spans *v2) {
     if (!json_is_object(root)) { fail(c, "not a vramtrace dump (not a JSON object)"); return -1; }
     json_t *fmt = json_object_get(root, "format");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vramtrace-dump") != 0) {
@@ -456,8 +465,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
         return -1;
     }
     json_t *ver = json_object_get(root, "version");
-    if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
-        fail(c, "unsupported dump version (this vramtrace reads version 1)");
+    if (!json_is_integer(ver) || json_integer_value(ver) != (v2 ? 2 : 1)) {
+        fail(c, "unsupported dump version (this vramtrace reads versions 1 and 2)");
         return -1;
     }
     d->reason = str(c, root, "reason", 0, "dump");
@@ -477,16 +486,33 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
             d->argv[i] = json_is_string(a) ? json_string_value(a) : "?";
         }
     }
-    load_stacks(c, root, d);
+    char verr[256];
+    if (!v2) load_stacks(c, root, d);
+    else if (!c->failed && vm_v2_load_stacks(v2, d, verr, sizeof verr) != 0) fail(c, "%s", verr);
     load_devices(c, root, d);
     load_totals(c, root, d);
     load_ooms(c, root, d);
-    json_t *h = field(c, root, "holders", JSON_ARRAY, "dump");
-    if (h) d->holders = load_holders(c, h, d->nstacks, &d->nholders, "holders");
-    h = json_object_get(root, "peak_holders");
-    if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
-    load_live(c, root, d);
-    load_events(c, root, d);
+    if (!v2) {
+        json_t *h = field(c, root, "holders", JSON_ARRAY, "dump");
+        if (h) d->holders = load_holders(c, h, d->nstacks, &d->nholders, "holders");
+        h = json_object_get(root, "peak_holders");
+        if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
+    } else if (!c->failed) {
+        if (!v2->at[V2_HOLDERS]) fail(c, "dump: field \"holders\" is missing or not an array");
+        else if (!(d->holders = vm_v2_holders(v2->at[V2_HOLDERS], v2->len[V2_HOLDERS], NULL, d->nstacks, &d->nholders,
+                                              verr, sizeof verr)))
+            fail(c, "holders%s", verr);
+        if (!c->failed && v2->at[V2_PEAK_HOLDERS] &&
+            !(d->peak_holders = vm_v2_holders(v2->at[V2_PEAK_HOLDERS], v2->len[V2_PEAK_HOLDERS], NULL, d->nstacks,
+                                              &d->npeak_holders, verr, sizeof verr)))
+            fail(c, "peak_holders%s", verr);
+    }
+    if (!v2) {
+        load_live(c, root, d);
+        load_events(c, root, d);
+    } else if (!c->failed && vm_v2_load_live_events(v2, root, d, verr, sizeof verr) != 0) {
+        fail(c, "%s", verr);
+    }
     char terr[256];
     if (!c->failed && vm_torch_load(root, d->nstacks, &d->torch, terr, sizeof terr) != 0) fail(c, "%s", terr);
     json_t *g = json_object_get(root, "growing");
@@ -496,12 +522,23 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     return c->failed ? -1 : 0;
 }
 
-int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d,
-                   char *err, size_t errsize) {
+/* vm_load_buffer, where `mapped` says buf is a read-only file mapping
+ * whose pages may be given back once read. */
+static int load_buffer(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
+                       size_t errsize) {
     struct ctx c = {err, errsize, 0, name};
     memset(d, 0, sizeof *d);
+    /* A version 2 dump's big arrays are read from the text; jansson
+     * parses the rest. */
+    struct vm_v2_spans spans;
+    char *small = NULL;
+    size_t nsmall = 0;
+    int v2 = vm_v2_split(buf, len, mapped, &spans, &small, &nsmall);
+    if (v2 < 0) { fail(&c, "out of memory"); return -1; }
     json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = v2 ? json_loadb(small, nsmall, JSON_REJECT_DUPLICATES, &je)
+                      : json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    free(small);
     if (!root) {
         fail(&c, "not valid JSON (line %d, column %d: %s)%s", je.line, je.column, je.text,
              len == 0 ? "; the file is empty" : "");
@@ -509,11 +546,15 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
     }
     d->json = root;
     d->path = name;
-    if (load_root(&c, root, d) != 0) {
+    if (load_root(&c, root, d, v2 ? &spans : NULL) != 0) {
         vm_free(d);
         return -1;
     }
     return 0;
+}
+
+int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d, char *err, size_t errsize) {
+    return load_buffer(buf, len, 0, name, d, err, errsize);
 }
 
 int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
@@ -522,6 +563,20 @@ int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
     if (!f) {
         snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
         return -1;
+    }
+    /* A regular file is mapped, not copied: the model keeps no pointer
+     * into it, and its pages are given back as they are read (a dump is
+     * renamed into place whole, never rewritten where it lies). */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        if (m != MAP_FAILED) {
+            fclose(f);
+            madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+            int rc = load_buffer(m, (size_t)sb.st_size, 1, path, d, err, errsize);
+            munmap(m, (size_t)sb.st_size);
+            return rc;
+        }
     }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
@@ -550,7 +605,8 @@ int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
 
 void vm_free(struct vm_dump *d) {
     if (!d) return;
-    for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    vm_v2_free(d->v2);
     free(d->stacks);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
