@@ -83,3 +83,85 @@ def load_dump(path):
     """The dump at path, in version 1's shape (v1_view)."""
     with open(path) as f:
         return v1_view(json.load(f))
+
+
+def _pack_events(events):
+    """Version 1's event arrays packed as a version 2 dump's "events"."""
+    out, t, a, b = bytearray(), 0, 0, 0
+    types = ["alloc", "free", "oom"]
+    kinds = ["device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async"]
+
+    def var(v):
+        while v >= 0x80:
+            out.append((v & 0x7f) | 0x80)
+            v >>= 7
+        out.append(v)
+
+    def zigzag(now, before):
+        d = (now - before) % (1 << 64)
+        d = d - (1 << 64) if d >= 1 << 63 else d
+        var(((d << 1) ^ (d >> 63)) % (1 << 64))
+
+    for time_ns, ty, address, size, device, stack, kind in events:
+        address = int(address, 16)
+        zigzag(time_ns, t)
+        dev = device + 1
+        out.append(types.index(ty) | kinds.index(kind) << 2 | (dev if dev < 3 else 3) << 6)
+        if dev >= 3:
+            var(dev)
+        zigzag(address, a)
+        zigzag(size, b)
+        var(stack)
+        t, a, b = time_ns, address, size
+    return base64.b64encode(bytes(out)).decode(), types, kinds
+
+
+def v2_of(d):
+    """A version 1 dump written as version 2 (what the library writes now):
+    each string, frame and stack prefix once."""
+    d = dict(d)
+    strs, index = [], {}
+
+    def s(x):
+        if x is None:
+            return -1
+        if x not in index:
+            index[x] = len(strs)
+            strs.append(x)
+        return index[x]
+
+    frame_of, frames, node_of, nodes, flat = {}, [], {}, [], []
+    for st in d.pop("stacks"):
+        parent = -1
+        for f in reversed(st["frames"]):
+            key = (f["function"], f["file"], f["line"], f["module"], f["offset"], f["address"], f.get("python", False),
+                   bool(f.get("borrowed")))
+            if key not in frame_of:
+                frame_of[key] = len(frames)
+                frames.append([s(f["function"]), s(f["file"]), f["line"], s(f["module"]), int(f["offset"], 16),
+                               f["address"], int(bool(f.get("python"))) | (2 if f.get("python") and f.get("borrowed") else 0)])
+            k = (parent, frame_of[key])
+            if k not in node_of:
+                node_of[k] = len(nodes) // 2
+                nodes += [parent, frame_of[key]]
+            parent = node_of[k]
+        flat += [parent, st.get("site", -1), st.get("through", -1)]
+
+    def holders(h):
+        return None if h is None else [x for e in h for x in (e["stack"], e["bytes"], e["count"])]
+    d["holders"] = holders(d["holders"])
+    if "peak_holders" in d:
+        d["peak_holders"] = holders(d["peak_holders"])
+    d["ooms"] = [dict(o, holders=holders(o["holders"])) if "holders" in o else o for o in d["ooms"]]
+    live = []
+    for a in d.pop("live"):
+        e = [a["address"], a["bytes"], s(a["kind"]), s(a["api"]), a["device"], a["stack"], a["thread"], a["time_ns"]]
+        live.append(e + [a["handle"]] if "handle" in a else e)
+    nevents = len(d["events"])
+    events, types, kinds = _pack_events(d.pop("events"))
+    d.pop("event_fields", None)
+    d.update(version=2, live_fields=["address", "bytes", "kind", "api", "device", "stack", "thread", "time_ns",
+                                     "handle"], live=live, event_types=types, event_kinds=kinds,
+             nevents=nevents, events=events, nodes=nodes, stacks=flat,
+             frames=frames, strings=strs)
+    return d
