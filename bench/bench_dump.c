@@ -1,11 +1,13 @@
 /* bench_dump.c -- the shape of a big dump, for bench/bench_dump.py.
  *
  *   bench_dump N NSTACKS
- *       N allocations of 256 bytes kept live, the i-th from distinct stack
- *       i % NSTACKS (ten levels of calls each made from one of four
+ *       max(N, NSTACKS) allocations of 256 bytes, the i-th from distinct
+ *       stack i % NSTACKS, of which the first N are kept live and the rest
+ *       freed (ten levels of calls each made from one of four
  *       functions, below ten levels of plain recursion, as bench_shapes.c's
  *       stacks), then one named dump (vramtrace_dump), timed; prints
- *       "dump_s X rss_kb A hwm_added_kb B path P": the dump's wall time,
+ *       "dump_s X cpu_s C rss_kb A hwm_added_kb B path P": the dump's wall
+ *       and CPU time,
  *       the resident memory before it and how much the dump raised the
  *       peak (VmHWM, reset just before through /proc/self/clear_refs).
  *
@@ -62,10 +64,12 @@ int main(int argc, char **argv) {
     long n = atol(argv[1]);
     unsigned nstacks = (unsigned)atol(argv[2]);
     if (nstacks < 1) nstacks = 1;
-    kept = malloc((size_t)(n ? n : 1) * sizeof *kept);
+    long total = n > (long)nstacks ? n : (long)nstacks;
+    kept = malloc((size_t)(total ? total : 1) * sizeof *kept);
     cuInit(0);
     long sum = 0;
-    for (long i = 0; i < n; i++) sum += deep(10, (unsigned)(i % nstacks));
+    for (long i = 0; i < total; i++) sum += deep(10, (unsigned)(i % nstacks));
+    for (long i = n; i < total; i++) cuMemFree(kept[i]);
     struct vramtrace_api vt;
     vramtrace_load(&vt);
     long rss = status_kb("VmRSS:");
@@ -73,13 +77,16 @@ int main(int argc, char **argv) {
     if (c) { fputs("5", c); fclose(c); }
     long hwm0 = status_kb("VmHWM:");
     char path[4096];
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     int rc = vt.dump("bench", path, sizeof path);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long hwm1 = status_kb("VmHWM:");
-    printf("dump_s %.3f rss_kb %ld hwm_added_kb %ld path %s rc %d sum %ld\n",
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, rss, hwm1 - hwm0, path, rc,
+    printf("dump_s %.3f cpu_s %.3f rss_kb %ld hwm_added_kb %ld path %s rc %d sum %ld\n",
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+           (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9, rss, hwm1 - hwm0, path, rc,
            sum & 1);
     return 0;
 }
