@@ -4,6 +4,7 @@
 
 #include "analysis.h"
 #include "dump.h"
+#include "dump_put.h"
 #include "dump_tables.h"
 #include "torch.h"
 #include "../common/format.h"
@@ -58,9 +59,17 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
 /* Holders as a flat array of (stack, bytes, count), eight to a line. */
 static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, const char *sep) {
     fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%s%" PRIu32 "," U64 "," U64, i ? "," : "", i % 8 ? "" : sep, h[i].stack, h[i].bytes,
-                h[i].count);
+    for (size_t i = 0; i < n; i++) {
+        char b[128], *o = b;
+        if (i) *o++ = ',';
+        if (i % 8 == 0) o = vt_put_str(o, sep);
+        o = vt_put_u64(o, h[i].stack);
+        *o++ = ',';
+        o = vt_put_u64(o, h[i].bytes);
+        *o++ = ',';
+        o = vt_put_u64(o, h[i].count);
+        fwrite(b, 1, (size_t)(o - b), f);
+    }
     fputc(']', f);
 }
 
@@ -135,11 +144,29 @@ static int write_live(FILE *f, const struct vt_snapshot *s, struct vt_strtab *st
         int by_handle = vt_kind_space(a->kind) == VT_SPACE_HANDLE;
         int64_t kind = vt_strtab_index(strs, vt_kind_name(a->kind)), api = vt_strtab_index(strs, a->api);
         if (kind < -1 || api < -1) return -1;
-        fprintf(f, "%s[\"0x%" PRIx64 "\"," U64 ",%" PRId64 ",%" PRId64 ",%d,%" PRIu32 ",%d," U64, i ? ",\n" : "\n",
-                by_handle && a->mapped ? a->mapped : a->address, a->bytes, kind, api, a->device, a->stack, a->thread,
-                a->time_ns);
-        if (by_handle) fprintf(f, ",\"0x%" PRIx64 "\"", a->address);
-        fputc(']', f);
+        char line[256], *o = line;
+        o = vt_put_str(o, i ? ",\n[" : "\n[");
+        o = vt_put_hex(o, by_handle && a->mapped ? a->mapped : a->address);
+        *o++ = ',';
+        o = vt_put_u64(o, a->bytes);
+        *o++ = ',';
+        o = vt_put_i64(o, kind);
+        *o++ = ',';
+        o = vt_put_i64(o, api);
+        *o++ = ',';
+        o = vt_put_i64(o, a->device);
+        *o++ = ',';
+        o = vt_put_u64(o, a->stack);
+        *o++ = ',';
+        o = vt_put_i64(o, a->thread);
+        *o++ = ',';
+        o = vt_put_u64(o, a->time_ns);
+        if (by_handle) {
+            *o++ = ',';
+            o = vt_put_hex(o, a->address);
+        }
+        *o++ = ']';
+        fwrite(line, 1, (size_t)(o - line), f);
     }
     fputc(']', f);
     return 0;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump_put.h"
 #include "dump_tables.h"
 #include "../common/format.h"
 
@@ -168,32 +169,63 @@ static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_frame 
 }
 
 /* Write ,"nodes":[parent,frame,...] while finding each stack's innermost
- * node (-1 for an empty stack) into node_of_stack. */
+ * node (-1 for an empty stack) into node_of_stack. The stack before's
+ * return addresses and nodes, outermost first, answer the callers two
+ * stacks share without a lookup. */
 static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, const struct vt_symbols *sym,
                        int32_t *node_of_stack) {
     fputs(",\n\"nodes\":[", f);
-    for (size_t i = 0; i < s->nstacks; i++) {
+    uint64_t *prev_addr = NULL;
+    uint32_t *prev_node = NULL, prev_depth = 0, cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->nstacks && rc == 0; i++) {
         const struct vt_stack *st = s->stacks[i];
         const struct vt_frame *frs = sym && i < sym->nstacks ? sym->stacks[i] : NULL;
+        if (st->depth > cap) {
+            uint64_t *a = realloc(prev_addr, st->depth * sizeof *a);
+            uint32_t *n = a ? realloc(prev_node, st->depth * sizeof *n) : NULL;
+            if (a) prev_addr = a;
+            if (!a || !n) { rc = -1; break; }
+            prev_node = n;
+            cap = st->depth;
+        }
         int64_t parent = -1;
+        uint32_t k = 0;
         /* Outermost first: a node's caller is always written before it. */
-        for (uint32_t j = st->depth; j-- > 0;) {
-            uint32_t fi = frame_index(t, st->frames[j], frs ? &frs[j] : NULL);
-            if (fi == UINT32_MAX) return -1;
+        for (uint32_t j = st->depth; j-- > 0; k++) {
+            uint64_t a = st->frames[j];
+            if (k < prev_depth && prev_addr[k] == a && (k == 0 || prev_node[k - 1] == parent)) {
+                parent = prev_node[k];
+                continue;
+            }
+            prev_depth = k;   /* what follows differs from the stack before */
+            uint32_t fi = frame_index(t, a, frs ? &frs[j] : NULL);
+            if (fi == UINT32_MAX) { rc = -1; break; }
             int added;
             uint64_t key = ((uint64_t)(parent + 1) << 32) | fi;
             uint32_t node = map_get_or_add(&t->node_of, key, t->nnodes, &added);
-            if (node == UINT32_MAX) return -1;
+            if (node == UINT32_MAX) { rc = -1; break; }
             if (added) {
-                fprintf(f, "%s%" PRId64 ",%" PRIu32, t->nnodes ? (t->nnodes % 16 ? "," : ",\n") : "", parent, fi);
+                char b[48], *o = b;
+                if (t->nnodes) *o++ = ',';
+                if (t->nnodes && t->nnodes % 16 == 0) *o++ = '\n';
+                o = vt_put_i64(o, parent);
+                *o++ = ',';
+                o = vt_put_u64(o, fi);
+                fwrite(b, 1, (size_t)(o - b), f);
                 t->nnodes++;
             }
+            prev_addr[k] = a;
+            prev_node[k] = node;
             parent = node;
         }
+        prev_depth = st->depth;
         node_of_stack[i] = (int32_t)parent;
     }
-    fputc(']', f);
-    return 0;
+    free(prev_addr);
+    free(prev_node);
+    if (rc == 0) fputc(']', f);
+    return rc;
 }
 
 static int write_frames(FILE *f, const struct tables *t, struct vt_strtab *strs) {
@@ -223,8 +255,15 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
         fputs(",\n\"stacks\":[", f);
         for (size_t i = 0; i < s->nstacks; i++) {
             int site = sym && i < sym->nstacks && sym->stacks[i] ? sym->site[i] : -1;
-            fprintf(f, "%s%" PRId32 ",%d,%d", i ? (i % 16 ? "," : ",\n") : "", node_of_stack[i], site,
-                    site >= 0 ? sym->through[i] : -1);
+            char b[48], *o = b;
+            if (i) *o++ = ',';
+            if (i && i % 16 == 0) *o++ = '\n';
+            o = vt_put_i64(o, node_of_stack[i]);
+            *o++ = ',';
+            o = vt_put_i64(o, site);
+            *o++ = ',';
+            o = vt_put_i64(o, site >= 0 ? sym->through[i] : -1);
+            fwrite(b, 1, (size_t)(o - b), f);
         }
         fputc(']', f);
         rc = write_frames(f, &t, strs);
