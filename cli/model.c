@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -522,10 +520,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     return c->failed ? -1 : 0;
 }
 
-/* vm_load_buffer, where `mapped` says buf is a read-only file mapping
- * whose pages may be given back once read. */
-static int load_buffer(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
-                       size_t errsize) {
+int vm_load_text(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
+                 size_t errsize) {
     struct ctx c = {err, errsize, 0, name};
     memset(d, 0, sizeof *d);
     /* A version 2 dump's big arrays are read from the text; jansson
@@ -554,53 +550,7 @@ static int load_buffer(const char *buf, size_t len, int mapped, const char *name
 }
 
 int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d, char *err, size_t errsize) {
-    return load_buffer(buf, len, 0, name, d, err, errsize);
-}
-
-int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
-    memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    /* A regular file is mapped, not copied: the model keeps no pointer
-     * into it, and its pages are given back as they are read (a dump is
-     * renamed into place whole, never rewritten where it lies). */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
-        if (m != MAP_FAILED) {
-            fclose(f);
-            madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-            int rc = load_buffer(m, (size_t)sb.st_size, 1, path, d, err, errsize);
-            munmap(m, (size_t)sb.st_size);
-            return rc;
-        }
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
-        if (len == cap) {
-            char *b = realloc(buf, cap * 2);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf || rerr) {
-        snprintf(err, errsize, "%s: cannot read%s", path, buf ? "" : ": out of memory");
-        free(buf);
-        return -1;
-    }
-    int rc = vm_load_buffer(buf, len, path, d, err, errsize);
-    free(buf);
-    return rc;
+    return vm_load_text(buf, len, 0, name, d, err, errsize);
 }
 
 void vm_free(struct vm_dump *d) {
@@ -616,28 +566,4 @@ void vm_free(struct vm_dump *d) {
     VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->growing, d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);
-}
-
-static const char *base(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
-    if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
-    else if (f->function) snprintf(buf, size, "%s", f->function);
-    else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
-    else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return vt_utf8_whole(buf, size);
-}
-
-const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
-    if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
-    return &d->stacks[stack].frames[d->stacks[stack].site];
-}
-
-const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
-    const struct vt_frame *site = vm_site(d, stack);
-    int t = site ? d->stacks[stack].through : -1;
-    return vt_site_label_of(site, t >= 0 ? &d->stacks[stack].frames[t] : NULL, buf, size);
 }
