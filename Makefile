@@ -36,14 +36,14 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
-           report/symbolize.c report/holders.c report/dump.c report/postmortem.c report/output.c report/outfile.c \
+           report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
            report/torch.c report/torch_dump.c report/torch_print.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
            cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c cli/forecast_text.c \
-           cli/model_torch.c cli/model_steps.c cli/torch_text.c cli/summary_view.c \
+           cli/model_torch.c cli/model_v2.c cli/model_scan.c cli/model_file.c cli/model_label.c cli/model_steps.c cli/torch_text.c cli/summary_view.c \
            $(COMMON_C)
 # The CLI demangles C++ names with libstdc++'s __cxa_demangle.
 CLI_LIBS := -ljansson -lstdc++
@@ -291,7 +291,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c \
             tracker/options.c tracker/pystack.c tracker/pyborrow.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
-            report/dump.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
+            report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -416,8 +416,12 @@ $(BENCH)/libcudart.so.12: bench/fastcudart.c $(BENCH)/libcuda.so.1
 $(BENCH)/bench_shapes: bench/bench_shapes.c bench/bench_util.h $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lcudart -lpthread
 
-bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
+$(BENCH)/bench_dump: bench/bench_dump.c include/vramtrace.h $(BENCH)/libcuda.so.1
+	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -ldl
+
+bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump sim
 	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/bench_dump.py
 	$(PYTHON) bench/bench_torch.py
 	$(PYTHON) bench/bench_html.py
 	$(PYTHON) bench/bench_companion.py
@@ -430,7 +434,7 @@ bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes sim
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c cli/fleet.c cli/forecast_text.c $(COMMON_C) \
             cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c \
-            cli/sha256.c cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/model_torch.c cli/model_steps.c cli/torch_text.c cli/summary_view.c
+            cli/sha256.c cli/html/data.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/model_torch.c cli/model_v2.c cli/model_scan.c cli/model_file.c cli/model_label.c cli/model_steps.c cli/torch_text.c cli/summary_view.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(B)/fuzz

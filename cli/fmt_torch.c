@@ -19,8 +19,9 @@
  *
  * The writer emits pickle protocol 2 with a fixed set of opcodes that build
  * only dicts, lists, strings, integers, booleans and None: nothing a reader
- * could execute (no GLOBAL, REDUCE, BUILD or INST). A stack's frame list is
- * written once and referenced through the pickle memo afterwards. */
+ * could execute (no GLOBAL, REDUCE, BUILD or INST). A stack's frame list,
+ * and each key and repeated name, is written once and referenced through
+ * the pickle memo afterwards. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,16 @@
 
 #include "reporters.h"
 
+/* The strings written once and then fetched from the memo: the dicts'
+ * keys and the few values that repeat (a segment's type, an action). */
+#define PK_NAMES 64
 struct pk {
     FILE *f;
     uint32_t memo_next;
     int64_t *stack_memo;     /* per stack of the current dump: memo index or -1 */
+    const char *names[PK_NAMES];
+    uint32_t name_memo[PK_NAMES];
+    int nnames;
 };
 
 static void op(struct pk *p, unsigned char c) { fputc(c, p->f); }
@@ -48,6 +55,39 @@ static void pk_str(struct pk *p, const char *s) {
     op(p, 'X'); /* BINUNICODE */
     u32le(p, (uint32_t)n);
     fwrite(s, 1, n, p->f);
+}
+
+static void memo_get(struct pk *p, uint32_t i) {
+    if (i < 256) {
+        op(p, 'h'); /* BINGET */
+        op(p, (unsigned char)i);
+    } else {
+        op(p, 'j'); /* LONG_BINGET */
+        u32le(p, i);
+    }
+}
+
+static void memo_put(struct pk *p) {
+    if (p->memo_next < 256) {
+        op(p, 'q'); /* BINPUT */
+        op(p, (unsigned char)p->memo_next++);
+    } else {
+        op(p, 'r'); /* LONG_BINPUT */
+        u32le(p, p->memo_next++);
+    }
+}
+
+/* A string of the writer's own (a literal: a key, a type, an action),
+ * written the first time and fetched from the memo after. */
+static void pk_name(struct pk *p, const char *s) {
+    for (int i = 0; i < p->nnames; i++)
+        if (p->names[i] == s || strcmp(p->names[i], s) == 0) { memo_get(p, p->name_memo[i]); return; }
+    pk_str(p, s);
+    if (p->nnames < PK_NAMES) {
+        p->names[p->nnames] = s;
+        p->name_memo[p->nnames++] = p->memo_next;
+        memo_put(p);
+    }
 }
 
 static void pk_int(struct pk *p, int64_t v) {
@@ -84,20 +124,15 @@ static void dict_end(struct pk *p) { op(p, 'u'); }                /* SETITEMS */
 static void list_begin(struct pk *p) { op(p, ']'); op(p, '('); }  /* EMPTY_LIST MARK */
 static void list_end(struct pk *p) { op(p, 'e'); }                /* APPENDS */
 
-static void kv_str(struct pk *p, const char *k, const char *v) { pk_str(p, k); pk_str(p, v); }
-static void kv_int(struct pk *p, const char *k, int64_t v) { pk_str(p, k); pk_int(p, v); }
-static void kv_uint(struct pk *p, const char *k, uint64_t v) { pk_str(p, k); pk_uint(p, v); }
-
-static void memo_put(struct pk *p) {
-    op(p, 'r'); /* LONG_BINPUT */
-    u32le(p, p->memo_next++);
-}
+static void kv_str(struct pk *p, const char *k, const char *v) { pk_name(p, k); pk_str(p, v); }
+static void kv_name(struct pk *p, const char *k, const char *v) { pk_name(p, k); pk_name(p, v); }
+static void kv_int(struct pk *p, const char *k, int64_t v) { pk_name(p, k); pk_int(p, v); }
+static void kv_uint(struct pk *p, const char *k, uint64_t v) { pk_name(p, k); pk_uint(p, v); }
 
 /* The frames of a stack as [{filename, line, name}], innermost first. */
 static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     if (p->stack_memo[stack] >= 0) {
-        op(p, 'j'); /* LONG_BINGET */
-        u32le(p, (uint32_t)p->stack_memo[stack]);
+        memo_get(p, (uint32_t)p->stack_memo[stack]);
         return;
     }
     const struct vm_stack *s = &d->stacks[stack];
@@ -125,19 +160,19 @@ static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc
     kv_uint(p, "active_size", a->bytes);
     kv_uint(p, "requested_size", a->bytes);
     kv_int(p, "stream", 0);
-    kv_str(p, "segment_type", a->bytes <= (1u << 20) ? "small" : "large");
-    pk_str(p, "is_expandable");
+    kv_name(p, "segment_type", a->bytes <= (1u << 20) ? "small" : "large");
+    pk_name(p, "is_expandable");
     pk_bool(p, strcmp(a->kind, "vmm") == 0);
-    pk_str(p, "frames");
+    pk_name(p, "frames");
     frames(p, d, a->stack);
-    pk_str(p, "blocks");
+    pk_name(p, "blocks");
     list_begin(p);
     dict_begin(p);
     kv_uint(p, "address", a->address);
     kv_uint(p, "size", a->bytes);
     kv_uint(p, "requested_size", a->bytes);
-    kv_str(p, "state", "active_allocated");
-    pk_str(p, "frames");
+    kv_name(p, "state", "active_allocated");
+    pk_name(p, "frames");
     frames(p, d, a->stack);
     dict_end(p);
     list_end(p);
@@ -147,13 +182,13 @@ static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc
 static void trace_entry(struct pk *p, const struct vm_dump *d, const char *action,
                         const struct vm_event *e, int64_t device_free) {
     dict_begin(p);
-    kv_str(p, "action", action);
+    kv_name(p, "action", action);
     kv_uint(p, "addr", e->address);
     kv_uint(p, "size", e->bytes);
     kv_int(p, "stream", 0);
     kv_uint(p, "time_us", (d->start_unix_ns + e->time_ns) / 1000);
     if (device_free >= 0) kv_int(p, "device_free", device_free);
-    pk_str(p, "frames");
+    pk_name(p, "frames");
     frames(p, d, e->stack);
     dict_end(p);
 }
@@ -322,7 +357,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         return -1;
     }
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
-    struct pk p = {f, 0, memo};
+    struct pk p = {f, 0, memo, {0}, {0}, 0};
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;

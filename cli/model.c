@@ -15,6 +15,7 @@
 #include "demangle.h"
 #include "model.h"
 #include "model_torch.h"
+#include "model_v2.h"
 
 /* Parsing state: the first error wins and stops the load. */
 struct ctx {
@@ -349,7 +350,13 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     json_t *h = json_object_get(o, "holders");
     if (h && json_is_array(h) && !c->failed) {
         v->have_holders = 1;
-        v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
+        if (!w->d->v2) {
+            v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
+        } else {
+            char herr[128];
+            v->holders = vm_v2_holders(NULL, 0, h, w->nstacks, &v->nholders, herr, sizeof herr);
+            if (!v->holders) fail(c, "ooms[%zu].holders%s", i, herr);
+        }
     }
     char terr[256];
     if (!c->failed && vm_torch_load(o, w->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
@@ -449,7 +456,7 @@ static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const st
     vm_growth_unit(o, v);
 }
 
-static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
+static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struct vm_v2_spans *v2) {
     if (!json_is_object(root)) { fail(c, "not a vramtrace dump (not a JSON object)"); return -1; }
     json_t *fmt = json_object_get(root, "format");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vramtrace-dump") != 0) {
@@ -457,8 +464,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
         return -1;
     }
     json_t *ver = json_object_get(root, "version");
-    if (!json_is_integer(ver) || json_integer_value(ver) != 1) {
-        fail(c, "unsupported dump version (this vramtrace reads version 1)");
+    if (!json_is_integer(ver) || json_integer_value(ver) != (v2 ? 2 : 1)) {
+        fail(c, "unsupported dump version (this vramtrace reads versions 1 and 2)");
         return -1;
     }
     d->reason = str(c, root, "reason", 0, "dump");
@@ -478,16 +485,33 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
             d->argv[i] = json_is_string(a) ? json_string_value(a) : "?";
         }
     }
-    load_stacks(c, root, d);
+    char verr[256];
+    if (!v2) load_stacks(c, root, d);
+    else if (!c->failed && vm_v2_load_stacks(v2, d, verr, sizeof verr) != 0) fail(c, "%s", verr);
     load_devices(c, root, d);
     load_totals(c, root, d);
     load_ooms(c, root, d);
-    json_t *h = field(c, root, "holders", JSON_ARRAY, "dump");
-    if (h) d->holders = load_holders(c, h, d->nstacks, &d->nholders, "holders");
-    h = json_object_get(root, "peak_holders");
-    if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
-    load_live(c, root, d);
-    load_events(c, root, d);
+    if (!v2) {
+        json_t *h = field(c, root, "holders", JSON_ARRAY, "dump");
+        if (h) d->holders = load_holders(c, h, d->nstacks, &d->nholders, "holders");
+        h = json_object_get(root, "peak_holders");
+        if (h && json_is_array(h)) d->peak_holders = load_holders(c, h, d->nstacks, &d->npeak_holders, "peak_holders");
+    } else if (!c->failed) {
+        if (!v2->at[V2_HOLDERS]) fail(c, "dump: field \"holders\" is missing or not an array");
+        else if (!(d->holders = vm_v2_holders(v2->at[V2_HOLDERS], v2->len[V2_HOLDERS], NULL, d->nstacks, &d->nholders,
+                                              verr, sizeof verr)))
+            fail(c, "holders%s", verr);
+        if (!c->failed && v2->at[V2_PEAK_HOLDERS] &&
+            !(d->peak_holders = vm_v2_holders(v2->at[V2_PEAK_HOLDERS], v2->len[V2_PEAK_HOLDERS], NULL, d->nstacks,
+                                              &d->npeak_holders, verr, sizeof verr)))
+            fail(c, "peak_holders%s", verr);
+    }
+    if (!v2) {
+        load_live(c, root, d);
+        load_events(c, root, d);
+    } else if (!c->failed && vm_v2_load_live_events(v2, root, d, verr, sizeof verr) != 0) {
+        fail(c, "%s", verr);
+    }
     char terr[256];
     if (!c->failed && vm_steps_load(root, d->nevents, &d->steps, &d->nsteps, &d->steps_total, terr, sizeof terr))
         fail(c, "%s", terr);
@@ -499,12 +523,21 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d) {
     return c->failed ? -1 : 0;
 }
 
-int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d,
-                   char *err, size_t errsize) {
+int vm_load_text(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
+                 size_t errsize) {
     struct ctx c = {err, errsize, 0, name};
     memset(d, 0, sizeof *d);
+    /* A version 2 dump's big arrays are read from the text; jansson
+     * parses the rest. */
+    struct vm_v2_spans spans;
+    char *small = NULL;
+    size_t nsmall = 0;
+    int v2 = vm_v2_split(buf, len, mapped, &spans, &small, &nsmall);
+    if (v2 < 0) { fail(&c, "out of memory"); return -1; }
     json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = v2 ? json_loadb(small, nsmall, JSON_REJECT_DUPLICATES, &je)
+                      : json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    free(small);
     if (!root) {
         fail(&c, "not valid JSON (line %d, column %d: %s)%s", je.line, je.column, je.text,
              len == 0 ? "; the file is empty" : "");
@@ -512,48 +545,21 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
     }
     d->json = root;
     d->path = name;
-    if (load_root(&c, root, d) != 0) {
+    if (load_root(&c, root, d, v2 ? &spans : NULL) != 0) {
         vm_free(d);
         return -1;
     }
     return 0;
 }
 
-int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
-    memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
-        if (len == cap) {
-            char *b = realloc(buf, cap * 2);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b;
-            cap *= 2;
-        }
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf || rerr) {
-        snprintf(err, errsize, "%s: cannot read%s", path, buf ? "" : ": out of memory");
-        free(buf);
-        return -1;
-    }
-    int rc = vm_load_buffer(buf, len, path, d, err, errsize);
-    free(buf);
-    return rc;
+int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d, char *err, size_t errsize) {
+    return vm_load_text(buf, len, 0, name, d, err, errsize);
 }
 
 void vm_free(struct vm_dump *d) {
     if (!d) return;
-    for (size_t i = 0; d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    vm_v2_free(d->v2);
     free(d->stacks);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
@@ -563,28 +569,4 @@ void vm_free(struct vm_dump *d) {
     VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->steps, d->growing, d->argv);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);
-}
-
-static const char *base(const char *path) {
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
-    if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
-    else if (f->function) snprintf(buf, size, "%s", f->function);
-    else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
-    else snprintf(buf, size, "0x%" PRIx64, f->address);
-    return vt_utf8_whole(buf, size);
-}
-
-const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
-    if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
-    return &d->stacks[stack].frames[d->stacks[stack].site];
-}
-
-const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
-    const struct vt_frame *site = vm_site(d, stack);
-    int t = site ? d->stacks[stack].through : -1;
-    return vt_site_label_of(site, t >= 0 ? &d->stacks[stack].frames[t] : NULL, buf, size);
 }

@@ -1,9 +1,10 @@
 /* model.h -- a dump read back from JSON, checked, for the report writers.
  *
- * vm_load parses a dump with jansson and checks every field the writers use
+ * vm_load parses a dump (version 1 with jansson; version 2's big arrays
+ * with model_v2.c, the rest with jansson) and checks every field the writers use
  * (types, ranges, stack indices), so that a writer never meets a surprise:
  * a missing, truncated or corrupt file is one clear error, never a crash.
- * Strings point into the parsed JSON, which the model owns. */
+ * Strings point into the parsed JSON or the tables, which the model owns. */
 #ifndef VT_MODEL_H
 #define VT_MODEL_H
 
@@ -130,6 +131,7 @@ struct vm_dump {
     size_t ngrowing;
     struct vm_torch *torch;
     void *json;              /* the parsed document, owned */
+    void *v2;                /* a version 2 dump's tables (model_v2.c), owned */
 };
 
 /* Read and check the dump at path. Returns 0, or -1 with a one-line reason

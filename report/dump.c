@@ -4,21 +4,14 @@
 
 #include "analysis.h"
 #include "dump.h"
+#include "dump_put.h"
+#include "dump_tables.h"
 #include "torch.h"
 #include "../common/format.h"
 #include "../common/warn.h"
 
 #define U64 "%" PRIu64
 
-static void hex(FILE *f, uint64_t v) { fprintf(f, "\"0x%" PRIx64 "\"", v); }
-
-static const char *event_name(int type) {
-    switch (type) {
-    case VT_EV_ALLOC: return "alloc";
-    case VT_EV_FREE: return "free";
-    default: return "oom";
-    }
-}
 
 /* The counters of common/counters.h of `c` (a device or the totals), each
  * as ,"NAME":VALUE, the first without the comma when sep is "". */
@@ -63,11 +56,20 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
             t->imported_live_bytes, t->imported_live_count);
 }
 
+/* Holders as a flat array of (stack, bytes, count), eight to a line. */
 static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, const char *sep) {
     fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%s{\"stack\":%" PRIu32 ",\"bytes\":" U64 ",\"count\":" U64 "}",
-                i ? "," : "", sep, h[i].stack, h[i].bytes, h[i].count);
+    for (size_t i = 0; i < n; i++) {
+        char b[128], *o = b;
+        if (i) *o++ = ',';
+        if (i % 8 == 0) o = vt_put_str(o, sep);
+        o = vt_put_u64(o, h[i].stack);
+        *o++ = ',';
+        o = vt_put_u64(o, h[i].bytes);
+        *o++ = ',';
+        o = vt_put_u64(o, h[i].count);
+        fwrite(b, 1, (size_t)(o - b), f);
+    }
     fputc(']', f);
 }
 
@@ -131,82 +133,58 @@ static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_
     fputs(",\n", f);
 }
 
-static void write_live(FILE *f, const struct vt_snapshot *s) {
-    fputs("\"live\":[", f);
+/* Every live allocation as [address, bytes, kind, api, device, stack,
+ * thread, time_ns] and, for one known by handle, the handle last; kind and
+ * api are indexes into "strings". */
+static int write_live(FILE *f, const struct vt_snapshot *s, struct vt_strtab *strs) {
+    fputs("\"live_fields\":[\"address\",\"bytes\",\"kind\",\"api\",\"device\",\"stack\",\"thread\","
+          "\"time_ns\",\"handle\"],\n\"live\":[", f);
     for (size_t i = 0; i < s->nlive; i++) {
         const struct vt_alloc *a = &s->live[i];
-        fprintf(f, "%s\n {\"address\":", i ? "," : "");
         int by_handle = vt_kind_space(a->kind) == VT_SPACE_HANDLE;
-        hex(f, by_handle && a->mapped ? a->mapped : a->address);
+        int64_t kind = vt_strtab_index(strs, vt_kind_name(a->kind)), api = vt_strtab_index(strs, a->api);
+        if (kind < -1 || api < -1) return -1;
+        char line[256], *o = line;
+        o = vt_put_str(o, i ? ",\n[" : "\n[");
+        o = vt_put_hex(o, by_handle && a->mapped ? a->mapped : a->address);
+        *o++ = ',';
+        o = vt_put_u64(o, a->bytes);
+        *o++ = ',';
+        o = vt_put_i64(o, kind);
+        *o++ = ',';
+        o = vt_put_i64(o, api);
+        *o++ = ',';
+        o = vt_put_i64(o, a->device);
+        *o++ = ',';
+        o = vt_put_u64(o, a->stack);
+        *o++ = ',';
+        o = vt_put_i64(o, a->thread);
+        *o++ = ',';
+        o = vt_put_u64(o, a->time_ns);
         if (by_handle) {
-            fputs(",\"handle\":", f);
-            hex(f, a->address);
+            *o++ = ',';
+            o = vt_put_hex(o, a->address);
         }
-        fprintf(f, ",\"bytes\":" U64 ",\"kind\":\"%s\",\"api\":", a->bytes,
-                vt_kind_name(a->kind));
-        vt_json_string(f, a->api);
-        fprintf(f, ",\"device\":%d,\"stack\":%" PRIu32 ",\"thread\":%d,\"time_ns\":" U64 "}",
-                a->device, a->stack, a->thread, a->time_ns);
+        *o++ = ']';
+        fwrite(line, 1, (size_t)(o - line), f);
     }
-    fputs("],\n", f);
-}
-
-static void write_events(FILE *f, const struct vt_snapshot *s) {
-    fprintf(f, "\"events_dropped\":" U64 ",\n", s->events_dropped);
-    fputs("\"event_fields\":[\"time_ns\",\"type\",\"address\",\"bytes\",\"device\",\"stack\",\"kind\"],\n", f);
-    fputs("\"events\":[", f);
-    for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
-        fprintf(f, "%s\n[" U64 ",\"%s\",", i ? "," : "", e->time_ns, event_name(e->type));
-        hex(f, e->address);
-        fprintf(f, "," U64 ",%d,%" PRIu32 ",\"%s\"]", e->bytes, e->device, e->stack,
-                vt_kind_name(e->kind));
-    }
-    fputs("],\n", f);
+    fputc(']', f);
+    return 0;
 }
 
 /* The step boundaries, oldest first, each with the index in "events" of
  * the first event after it (vt_step_event). */
 static void write_steps(FILE *f, const struct vt_snapshot *s) {
-    fprintf(f, "\"steps_total\":" U64 ",\n\"steps\":[", s->steps_total);
+    fprintf(f, ",\n\"steps_total\":" U64 ",\n\"steps\":[", s->steps_total);
     for (size_t i = 0; i < s->nsteps; i++)
         fprintf(f, "%s\n {\"step\":" U64 ",\"time_ns\":" U64 ",\"event\":%" PRId64 "}", i ? "," : "",
                 s->steps[i].step, s->steps[i].time_ns, vt_step_event(s, &s->steps[i]));
-    fputs("],\n", f);
-}
-
-static void write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
-    fputs("\"stacks\":[", f);
-    for (size_t i = 0; i < s->nstacks; i++) {
-        const struct vt_stack *st = s->stacks[i];
-        fprintf(f, "%s\n {\"frames\":[", i ? "," : "");
-        for (uint32_t j = 0; j < st->depth; j++) {
-            const struct vt_frame *fr = sym && i < sym->nstacks && sym->stacks[i]
-                                            ? &sym->stacks[i][j] : NULL;
-            fputs(j ? ",{\"function\":" : "{\"function\":", f);
-            vt_json_string(f, fr ? fr->function : NULL);
-            fputs(",\"file\":", f);
-            vt_json_string(f, fr ? fr->file : NULL);
-            fprintf(f, ",\"line\":%ld,\"module\":", fr ? fr->line : 0L);
-            vt_json_string(f, fr ? fr->module : NULL);
-            fputs(",\"offset\":", f);
-            hex(f, fr ? fr->offset : 0);
-            fputs(",\"address\":", f);
-            hex(f, fr && fr->python ? 0 : st->frames[j]);
-            fputs(fr && fr->python ? ",\"python\":true" : ",\"python\":false", f);
-            fputs(fr && fr->borrowed ? ",\"borrowed\":true}" : "}", f);
-        }
-        /* The call site's frames as this process chose them
-         * (common/callsite.h: its VRAMTRACE_APP and VRAMTRACE_LIBRARY). */
-        int site = sym && i < sym->nstacks && sym->stacks[i] ? sym->site[i] : -1;
-        fprintf(f, "],\"site\":%d,\"through\":%d}", site, site >= 0 ? sym->through[i] : -1);
-    }
-    fputs("]\n", f);
+    fputc(']', f);
 }
 
 int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                   const struct vt_analysis *an, const struct vt_dump_meta *m) {
-    fputs("{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":", f);
+    fputs("{\"format\":\"vramtrace-dump\",\"version\":2,\"reason\":", f);
     vt_json_string(f, m->reason);
     fprintf(f, ",\"pid\":%d,", m->pid);
     /* Right after the pid, in the first bytes: output.c reads them back to
@@ -245,11 +223,15 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 g->allocs ? r.rise / g->allocs : 0, r.bytes_per_second, r.unit, r.units, r.per_unit);
     }
     fputs("],\n", f);
-    write_live(f, s);
-    write_events(f, s);
-    write_steps(f, s);
-    write_stacks(f, s, sym);
+    struct vt_strtab *strs = vt_strtab_new();
+    int rc = strs ? write_live(f, s, strs) : -1;
+    if (rc == 0) vt_dump_write_events(f, s);
+    if (rc == 0) write_steps(f, s);
+    if (rc == 0) rc = vt_dump_write_stacks(f, s, sym, strs);
+    if (rc == 0) vt_strtab_write(f, strs);
+    vt_strtab_free(strs);
+    if (rc != 0) return -1;
     vt_torch_write_top(f, s, m->reason);
-    fputs("}\n", f);
+    fputs("\n}\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -1,4 +1,4 @@
-/* dump.h -- the JSON dump ("vramtrace-dump", version 1).
+/* dump.h -- the JSON dump ("vramtrace-dump", version 2).
  *
  * The dump is the contract between the library and everything that reads
  * its output (the CLI, CI scripts, tests). Fields are documented in

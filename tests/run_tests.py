@@ -18,6 +18,9 @@ import sys
 import tempfile
 import traceback
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dumpview import load_dump, v1_view  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 LIB = os.path.join(BUILD, "libvramtrace.so")
@@ -86,8 +89,7 @@ def run(argv, preload=True, sim=True, env=None, report="stderr", cwd=None, lib=N
     p = subprocess.run(argv, env=e, cwd=cwd or work, capture_output=True, text=True, timeout=120)
     dumps = []
     for path in sorted(glob.glob(os.path.join(work, "**", "*.json"), recursive=True)):
-        with open(path) as f:
-            d = json.load(f)
+        d = load_dump(path)
         d["_path"] = path
         dumps.append(d)
     leftovers = glob.glob(os.path.join(work, "*.tmp.*"))
@@ -513,7 +515,7 @@ def cli_run_help_version_install():
         eq(p.returncode, 1, "vramtrace run keeps the command's exit status")
         eq(p.stderr, "", "--report off")
         with open(out) as f:
-            d = json.load(f)
+            d = v1_view(json.load(f))
         eq(d["ooms"][0]["requested_bytes"], 32 * MiB, "installed CLI found the library")
         ok(all(len(s["frames"]) <= 8 for s in d["stacks"]), "--depth applied")
         p = subprocess.run([os.path.join(prefix, "bin", "vramtrace"), "run", "--", "/nonexistent"],
@@ -1287,7 +1289,7 @@ def report_torch_snapshot():
     rc, out, _ = report([R0, "--format", "torch"])
     eq(rc, 0, "status")
     allowed = {"PROTO", "EMPTY_DICT", "EMPTY_LIST", "MARK", "SETITEMS", "APPENDS", "BINUNICODE", "BININT",
-               "LONG1", "NEWTRUE", "NEWFALSE", "LONG_BINPUT", "LONG_BINGET", "STOP"}
+               "LONG1", "NEWTRUE", "NEWFALSE", "BINPUT", "BINGET", "LONG_BINPUT", "LONG_BINGET", "STOP"}
     ops = {op.name for op, _, _ in pickletools.genops(out)}
     ok(ops <= allowed, f"only plain-data opcodes: {ops - allowed}")
     eq(out[1], 2, "protocol 2")

@@ -2,11 +2,14 @@
 
 usage: check_c.py PROGRAM_OUTPUT DUMP   (exit status 1 when a check fails)
 """
-import json
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from dumpview import load_dump  # noqa: E402
+
 out = dict(line.split() for line in open(sys.argv[1]) if len(line.split()) == 2)
-d = json.load(open(sys.argv[2]))
+d = load_dump(sys.argv[2])
 fails = 0
 
 

@@ -34,6 +34,9 @@ import re
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from dumpview import load_dump  # noqa: E402
+
 MiB = 1 << 20
 GiB = 1 << 30
 KEPT = 500 * MiB + 12345   # bytes of each kept tensor: PyTorch rounds its segment up to 2 MiB
@@ -275,8 +278,7 @@ class Checker:
 def load_dumps(dump_dir):
     ds = []
     for p in glob.glob(os.path.join(dump_dir, "*.json")):
-        with open(p) as f:
-            ds.append(json.load(f))
+        ds.append(load_dump(p))
     return sorted(ds, key=lambda d: d["time_ns"])
 
 

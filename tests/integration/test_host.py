@@ -163,8 +163,7 @@ def host_exit_from_signal_handler_inside_driver_call():
             p.wait()
     eq((p.returncode, out.decode(), err.decode()), (3, "main: cuMemAlloc_v2 -> 0\n", ""),
        "exit status, stdout and stderr")
-    with open(os.path.join(work, "dump.json")) as f:
-        d = json.load(f)
+    d = load_dump(os.path.join(work, "dump.json"))
     shutil.rmtree(work, ignore_errors=True)
     eq(d["reason"], "exit", "the exit dump was written")
     eq([(a["api"], a["bytes"]) for a in d["live"]], [("cuMemAlloc_v2", 1 << 20)], "live allocations")

@@ -707,8 +707,7 @@ def report_over_512_ranks():
     t.say("a 4194304")
     t.say("o")
     eq(t.quit(), (0, ""), "template run")
-    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
-        tmpl = json.load(f)
+    tmpl = load_dump(os.path.join(t.work, f"dump.{t.pid}.json"))
     paths = rank_dumps(tmpl, work, 514, missing={17, 400}, fail=300, events=5000)
     eq(len(paths), 512, "dumps made")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -191,8 +191,7 @@ def suite(name, *args, torch=False, vramtrace=True, script=False):
             "PYTHONDONTWRITEBYTECODE": "1", "PATH": BUILD + os.pathsep + os.environ.get("PATH", ""),
             "VRAMTRACE_OUT": os.path.join(out, "vramtrace.%p.json")})
         for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-            with open(path) as f:
-                r.dumps.append(dict(json.load(f), _path=path))
+            r.dumps.append(dict(load_dump(path), _path=path))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return r

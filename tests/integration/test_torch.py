@@ -210,8 +210,7 @@ def traced_mlp(env):
         eq(p.returncode, 0, "the MLP: " + p.stderr[-2000:])
         q = subprocess.run([CLI, "report", "--format", "json", os.path.join(out, "d.json")],
                            capture_output=True, text=True)
-        with open(os.path.join(out, "d.json")) as f:
-            return json.load(f), json.loads(q.stdout)["combined_holders"]
+        return load_dump(os.path.join(out, "d.json")), json.loads(q.stdout)["combined_holders"]
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

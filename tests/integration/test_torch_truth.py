@@ -225,7 +225,7 @@ def torch_truth_tensors_flag_switches_backend():
                         "--report", "off", "--", "python3", "-c", BACKEND], work,
                        clean_env(PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:128"))
             eq(p.stdout, want, f"{flag}: PyTorch's backend and settings ({p.stderr[-500:]})")
-            d = [json.load(open(x)) for x in glob.glob(os.path.join(work, "d.*.json"))]
+            d = [load_dump(x) for x in glob.glob(os.path.join(work, "d.*.json"))]
             eq(len(d), 1, f"{flag}: one dump")
             x = [a for a in d[0]["live"] if any(f.get("python") and f["line"] == 3 for f in frames(d[0], a["stack"]))]
             eq([(a["api"], a["bytes"]) for a in x], [(api, 4000)],

@@ -413,11 +413,16 @@ static void test_dump_writes_every_section(void) {
     CHECK_EQ(vt_dump_write(f, s, NULL, an, &m), 0);
     vt_analysis_free(an);
     fclose(f);
-    CHECK(strstr(buf, "{\"format\":\"vramtrace-dump\",\"version\":1,\"reason\":\"exit\",\"pid\":7,\"rank\":2") == buf);
+    CHECK(strstr(buf, "{\"format\":\"vramtrace-dump\",\"version\":2,\"reason\":\"exit\",\"pid\":7,\"rank\":2") == buf);
     CHECK(strstr(buf, "\"argv\":[\"prog\",\"--x=\\\"1\\\"\"]") != NULL);
-    CHECK(strstr(buf, "\"holders\":[\n {\"stack\":0,\"bytes\":4096,\"count\":1}]") != NULL);
-    CHECK(strstr(buf, "\"address\":\"0x42\",\"bytes\":4096,\"kind\":\"device\",\"api\":\"cudaMalloc\"") != NULL);
-    CHECK(strstr(buf, "\"address\":\"0x1000\"") != NULL);
+    CHECK(strstr(buf, "\"holders\":[\n 0,4096,1],\n\"peak_holders\":[\n 0,4096,1],") != NULL);
+    /* kind and api are strings 0 and 1; the stack is node 2 of the tree of
+     * its three frames, written outermost first. */
+    CHECK(strstr(buf, "\"live\":[\n[\"0x42\",4096,0,1,0,0,") != NULL);
+    CHECK(strstr(buf, "\"nevents\":1,\n\"events\":\"") != NULL);
+    CHECK(strstr(buf, "\"nodes\":[-1,0,0,1,1,2],\n\"stacks\":[2,-1,-1],\n"
+                      "\"frames\":[[-1,-1,0,-1,0,\"0x3000\",0],\n[-1,-1,0,-1,0,\"0x2000\",0],\n"
+                      "[-1,-1,0,-1,0,\"0x1000\",0]],\n\"strings\":[\"device\",\"cudaMalloc\"]\n}\n") != NULL);
     free(buf);
     vt_snapshot_free(s);
     vt_tracker_reset_child();

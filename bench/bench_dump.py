@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Big dumps (`make bench`, or `python3 bench/bench_dump.py [LIVE NSTACKS]...`):
+for each shape, bench/bench_dump.c keeps LIVE allocations live over NSTACKS
+distinct stacks of depth 26 and writes one named dump; then prints the
+dump's bytes per live allocation, per distinct frame and per event (each
+section's own bytes, and the whole against the budget 120 x live + 40 x
+frames + 16 x events), the write's time and the resident memory it added,
+`vramtrace report`'s peak resident memory over the dump's size and its
+speed in MB of dump a second (text format), and the torch export's size
+over the dump's.
+
+BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
+format version 1 is measured by its own sections where it has them)."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIB = os.environ.get("BENCH_LIB", os.path.join(ROOT, "build", "libvramtrace.so"))
+CLI = os.environ.get("BENCH_CLI", os.path.join(ROOT, "build", "vramtrace"))
+PROG = os.path.join(ROOT, "build", "bench", "bench_dump")
+SHAPES = [(1000000, 100000), (10000, 100000)]
+
+
+def section(text, key):
+    """The bytes of the top-level value of `key` in the dump's text."""
+    m = re.search(r'(?:^|[,{\n])\s*"%s"\s*:' % key, text)
+    if not m:
+        return 0
+    d = json.JSONDecoder()
+    _, end = d.raw_decode(text, m.end())
+    return end - m.end()
+
+
+def timed(argv, **kw):
+    p = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M"] + argv, capture_output=True, text=True, **kw)
+    wall, user, sys_, rss = p.stderr.strip().splitlines()[-1].split()
+    return p, float(wall), float(user) + float(sys_), int(rss) * 1024
+
+
+def shape(live, nstacks, work):
+    out = os.path.join(work, "d.json")
+    env = dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off")
+    p = subprocess.run([PROG, str(live), str(nstacks)], env=env, capture_output=True, text=True, check=True)
+    f = dict(zip(p.stdout.split()[::2], p.stdout.split()[1::2]))
+    path = f["path"]
+    size = os.path.getsize(path)
+    with open(path) as fh:
+        text = fh.read()
+    d = json.loads(text)
+    v2 = d["version"] == 2
+    nlive = len(d["live"])
+    nevents = d["nevents"] if v2 else len(d["events"])
+    if v2:
+        nframes, nnodes = len(d["frames"]), len(d["nodes"]) // 2
+        frame_bytes = section(text, "frames") + section(text, "strings")
+        node_bytes = section(text, "nodes") + section(text, "stacks")
+    else:
+        nframes = len({fr["address"] for s in d["stacks"] for fr in s["frames"]})
+        nnodes = sum(len(s["frames"]) for s in d["stacks"])
+        frame_bytes = node_bytes = section(text, "stacks")
+    live_bytes, event_bytes = section(text, "live"), section(text, "events")
+    budget = 120 * nlive + 40 * nframes + 16 * nevents
+    del d, text
+    _, rwall, rcpu, rrss = timed([CLI, "report", path, "-o", os.devnull])
+    torch = os.path.join(work, "t.pickle")
+    tp, _, _, _ = timed([CLI, "report", path, "--format", "torch", "-o", torch])
+    tsize = os.path.getsize(torch) if tp.returncode == 0 else 0
+    mb = size / 1e6
+    print(f"  {live:>9,} live over {nstacks:>7,} stacks: dump {mb:8.1f} MB (format {2 if v2 else 1}), "
+          f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {nframes:,} + 16 x {nevents:,}")
+    print(f"      bytes: {live_bytes / max(nlive, 1):.1f} per live allocation, "
+          f"{frame_bytes / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
+          f"{node_bytes / max(nnodes, 1):.1f} per {'tree node' if v2 else 'frame in a stack'} ({nnodes:,}), "
+          f"{event_bytes / max(nevents, 1):.1f} per event")
+    print(f"      write: {float(f['dump_s']):.2f} s ({float(f['cpu_s']):.2f} s CPU), "
+          f"{int(f['hwm_added_kb']) / 1024:.0f} MiB resident added (resident before: {int(f['rss_kb']) / 1024:.0f} MiB)")
+    print(f"      report (text): {rrss / size:.2f}x the dump's size resident ({rrss / 2**20:.0f} MiB), "
+          f"{mb / rwall:.0f} MB/s ({rwall:.2f} s; {mb / max(rcpu, 1e-3):.0f} MB/s of CPU time)")
+    print(f"      torch export: {tsize / size:.2f}x the dump ({tsize / 1e6:.1f} MB)")
+    os.unlink(path)
+    if tsize:
+        os.unlink(torch)
+
+
+def main():
+    args = [int(a) for a in sys.argv[1:]]
+    shapes = list(zip(args[::2], args[1::2])) or SHAPES
+    print(f"dumps: {os.path.relpath(LIB, ROOT) if LIB.startswith(ROOT) else LIB}, "
+          f"{os.path.relpath(CLI, ROOT) if CLI.startswith(ROOT) else CLI}")
+    with tempfile.TemporaryDirectory(prefix="vt-bench-dump-") as work:
+        for live, nstacks in shapes:
+            shape(live, nstacks, work)
+    print("  targets: dump <= 1.00x the budget; write < 1 s and <= 64 MiB added; "
+          "report <= 2x the dump resident and >= 100 MB/s; torch export <= the dump plus its frames")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+/* model_label.c -- the names of a dump's frames and call sites (model.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/callsite.h"
+#include "../common/format.h"
+#include "model.h"
+
+static const char *base(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
+    if (f->python && f->function && f->file) snprintf(buf, size, "%s (%s:%ld)", f->function, base(f->file), f->line);
+    else if (f->function) snprintf(buf, size, "%s", f->function);
+    else if (f->module) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
+    else snprintf(buf, size, "0x%" PRIx64, f->address);
+    return vt_utf8_whole(buf, size);
+}
+
+const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
+    if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
+    return &d->stacks[stack].frames[d->stacks[stack].site];
+}
+
+const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
+    const struct vt_frame *site = vm_site(d, stack);
+    int t = site ? d->stacks[stack].through : -1;
+    return vt_site_label_of(site, t >= 0 ? &d->stacks[stack].frames[t] : NULL, buf, size);
+}

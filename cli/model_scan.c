@@ -1,0 +1,197 @@
+/* model_scan.c -- the JSON scanner of model_scan.h. */
+#include <string.h>
+
+#include "model_scan.h"
+
+static void ws(struct vm_scan *p) {
+    while (p->s < p->e && (*p->s == ' ' || *p->s == '\n' || *p->s == '\r' || *p->s == '\t')) p->s++;
+}
+
+static int refuse(struct vm_scan *p, const char *why) {
+    if (!p->err) p->err = why;
+    return 0;
+}
+
+int vm_scan_lit(struct vm_scan *p, char c) {
+    ws(p);
+    if (p->s < p->e && *p->s == c) {
+        p->s++;
+        return 1;
+    }
+    return 0;
+}
+
+int vm_scan_int(struct vm_scan *p, int64_t *v) {
+    ws(p);
+    const char *s = p->s;
+    int neg = s < p->e && *s == '-';
+    if (neg) s++;
+    if (s >= p->e || *s < '0' || *s > '9') return refuse(p, "not an integer");
+    if (*s == '0' && s + 1 < p->e && s[1] >= '0' && s[1] <= '9') return refuse(p, "not an integer");
+    uint64_t u = 0;
+    for (; s < p->e && *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (u > (UINT64_C(9223372036854775808) - d) / 10) return refuse(p, "an integer too big");
+        u = u * 10 + d;
+    }
+    if (s < p->e && (*s == '.' || *s == 'e' || *s == 'E')) return refuse(p, "not an integer");
+    if (!neg && u > (uint64_t)INT64_MAX) return refuse(p, "an integer too big");
+    *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+    p->s = s;
+    return 1;
+}
+
+int vm_scan_hex(struct vm_scan *p, uint64_t *v) {
+    ws(p);
+    const char *s = p->s;
+    if (p->e - s < 4 || s[0] != '"' || s[1] != '0' || s[2] != 'x') return refuse(p, "not a hex address");
+    s += 3;
+    uint64_t u = 0;
+    int n = 0;
+    for (; s < p->e && *s != '"'; s++, n++) {
+        char c = *s;
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
+        if (d == 16 || n == 16) return refuse(p, "not a hex address");
+        u = u << 4 | d;
+    }
+    if (s >= p->e || n == 0) return refuse(p, "not a hex address");
+    *v = u;
+    p->s = s + 1;
+    return 1;
+}
+
+static int hex4(const char *s, unsigned *v) {
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
+        if (d == 16) return 0;
+        *v = *v << 4 | d;
+    }
+    return 1;
+}
+
+static char *put_utf8(char *o, unsigned c) {
+    if (c < 0x80) *o++ = (char)c;
+    else if (c < 0x800) { *o++ = (char)(0xc0 | c >> 6); *o++ = (char)(0x80 | (c & 0x3f)); }
+    else if (c < 0x10000) {
+        *o++ = (char)(0xe0 | c >> 12); *o++ = (char)(0x80 | ((c >> 6) & 0x3f)); *o++ = (char)(0x80 | (c & 0x3f));
+    } else {
+        *o++ = (char)(0xf0 | c >> 18); *o++ = (char)(0x80 | ((c >> 12) & 0x3f));
+        *o++ = (char)(0x80 | ((c >> 6) & 0x3f)); *o++ = (char)(0x80 | (c & 0x3f));
+    }
+    return o;
+}
+
+/* The length of the valid UTF-8 character at s (before e), or 0. */
+static int utf8_len(const unsigned char *s, const unsigned char *e) {
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n == 0 || e - s < n) return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return 0;
+    if (n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
+int vm_scan_string(struct vm_scan *p, char **out, const char **start) {
+    ws(p);
+    if (p->s >= p->e || *p->s != '"') return refuse(p, "not a string");
+    const unsigned char *s = (const unsigned char *)p->s + 1, *e = (const unsigned char *)p->e;
+    char *o = *out;
+    *start = o;
+    while (s < e && *s != '"') {
+        if (*s == '\\') {
+            if (e - s < 2) break;
+            char c = (char)s[1];
+            const char *simple = strchr("\"\\/bfnrt", c);
+            if (c && simple) {
+                *o++ = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+                s += 2;
+                continue;
+            }
+            unsigned u, lo;
+            if (c != 'u' || e - s < 6 || !hex4((const char *)s + 2, &u)) return refuse(p, "a bad escape in a string");
+            s += 6;
+            if (u >= 0xd800 && u <= 0xdbff) {
+                if (e - s < 6 || s[0] != '\\' || s[1] != 'u' || !hex4((const char *)s + 2, &lo) || lo < 0xdc00 ||
+                    lo > 0xdfff)
+                    return refuse(p, "a bad escape in a string");
+                u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+                s += 6;
+            } else if ((u >= 0xdc00 && u <= 0xdfff) || u == 0) {
+                return refuse(p, "a bad escape in a string");
+            }
+            o = put_utf8(o, u);
+            continue;
+        }
+        if (*s < 0x20) return refuse(p, "a control character in a string");
+        int n = utf8_len(s, e);
+        if (!n) return refuse(p, "invalid UTF-8 in a string");
+        memcpy(o, s, (size_t)n);
+        o += n;
+        s += n;
+    }
+    if (s >= e) return refuse(p, "an unterminated string");
+    *o++ = '\0';
+    *out = o;
+    p->s = (const char *)s + 1;
+    return 1;
+}
+
+int vm_scan_raw_string(struct vm_scan *p, const char **at, size_t *len) {
+    ws(p);
+    if (p->s >= p->e || *p->s != '"') return refuse(p, "not a string");
+    const char *q = memchr(p->s + 1, '"', (size_t)(p->e - p->s - 1));
+    if (!q) return refuse(p, "an unterminated string");
+    *at = p->s + 1;
+    *len = (size_t)(q - p->s - 1);
+    p->s = q + 1;
+    return 1;
+}
+
+int vm_scan_skip(struct vm_scan *p) {
+    ws(p);
+    /* Characters that matter inside a value: quotes and brackets. */
+    static unsigned char special[256];
+    if (!special['"']) special['"'] = special['['] = special[']'] = special['{'] = special['}'] = 1;
+    if (p->s < p->e && *p->s != '"' && *p->s != '[' && *p->s != '{') {
+        /* A scalar runs to the next delimiter. */
+        const char *s = p->s;
+        while (s < p->e && !strchr(",]} \n\r\t:", *s)) s++;
+        if (s == p->s) return refuse(p, "a value is missing");
+        p->s = s;
+        return 1;
+    }
+    size_t depth = 0;
+    const unsigned char *s = (const unsigned char *)p->s, *e = (const unsigned char *)p->e;
+    while (s < e) {
+        while (s < e && !special[*s]) s++;
+        if (s >= e) break;
+        unsigned char c = *s++;
+        if (c == '"') {
+            while (s < e && *s != '"') s += *s == '\\' ? 2 : 1;
+            if (s >= e) break;
+            s++;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if (depth-- == 0) {
+            return refuse(p, "an unbalanced bracket");
+        }
+        if (depth == 0) {
+            p->s = (const char *)s;
+            return 1;
+        }
+    }
+    return refuse(p, "the text ends inside a value");
+}
+
+int vm_scan_next(struct vm_scan *p) {
+    if (vm_scan_lit(p, ',')) return 1;
+    if (vm_scan_lit(p, ']')) return 0;
+    refuse(p, "neither ',' nor ']' after an element");
+    return -1;
+}

@@ -1,0 +1,521 @@
+/* model_v2.c -- the big arrays of a version 2 dump (model_v2.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../common/callsite.h"
+#include "demangle.h"
+#include "model_scan.h"
+#include "model_v2.h"
+
+/* What the tables of one dump own: the decoded strings, the frame table,
+ * demangled names, and one block holding every stack's frames. */
+struct tables {
+    char *arena;
+    const char **strs;
+    size_t nstrs;
+    struct vt_frame *frames;
+    size_t nframes;
+    char **names;
+    size_t nnames;
+    struct vt_frame *stack_frames;
+    int64_t *nodes;          /* parent, frame; per node */
+    size_t nnodes;
+};
+
+static const char *const array_keys[V2_NARRAYS] = {"strings", "frames", "nodes",  "stacks",
+                                                   "live",    "events", "holders", "peak_holders"};
+
+void vm_v2_release(const struct vm_v2_spans *sp, const char *from, const char *to) {
+    if (!sp->mapped || to <= from) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)from + page - 1) & ~(page - 1), b = (uintptr_t)to & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall) {
+    memset(sp, 0, sizeof *sp);
+    sp->mapped = mapped;
+    struct vm_scan p = {buf, buf + len, NULL};
+    const char *released = buf;
+    if (!vm_scan_lit(&p, '{')) return 0;
+    char *out = malloc(len + 2 < 4096 ? len + 2 : 4096);
+    size_t cap = len + 2 < 4096 ? len + 2 : 4096, n = 0;
+    if (!out) return -1;
+    out[n++] = '{';
+    int version2 = 0, first = 1;
+    if (vm_scan_lit(&p, '}')) goto not_v2;
+    for (;;) {
+        const char *key = p.s;
+        const char *kat;
+        size_t klen;
+        if (!vm_scan_raw_string(&p, &kat, &klen) || !vm_scan_lit(&p, ':')) goto not_v2;
+        size_t keyend = (size_t)(p.s - key);
+        const char *val = p.s;
+        if (!vm_scan_skip(&p)) goto not_v2;
+        size_t vlen = (size_t)(p.s - val);
+        if (p.s - released > (32 << 20)) {
+            vm_v2_release(sp, released, p.s - 4096);
+            released = p.s - 4096;
+        }
+        int big = -1;
+        for (int k = 0; k < V2_NARRAYS; k++)
+            if (klen == strlen(array_keys[k]) && memcmp(kat, array_keys[k], klen) == 0) big = k;
+        if (klen == 7 && memcmp(kat, "version", 7) == 0) {
+            struct vm_scan v = {val, val + vlen, NULL};
+            int64_t ver;
+            version2 = vm_scan_int(&v, &ver) && ver == 2;
+        }
+        if (big >= 0 && !sp->at[big]) {
+            sp->at[big] = val;
+            sp->len[big] = vlen;
+        } else {
+            if (n + keyend + vlen + 4 > cap) {
+                size_t c2 = (n + keyend + vlen + 4) * 2;
+                char *o2 = realloc(out, c2);
+                if (!o2) { free(out); return -1; }
+                out = o2;
+                cap = c2;
+            }
+            if (!first) out[n++] = ',';
+            memcpy(out + n, key, keyend);
+            n += keyend;
+            memcpy(out + n, val, vlen);
+            n += vlen;
+            first = 0;
+        }
+        int more = vm_scan_next(&p);
+        if (more == 1) continue;
+        /* The object ends with '}' (vm_scan_next looked for ']'). */
+        if (more == -1 && p.s < p.e && *p.s == '}') break;
+        goto not_v2;
+    }
+    if (!version2) goto not_v2;
+    out[n++] = '}';
+    *small = out;
+    *nsmall = n;
+    return 1;
+not_v2:
+    free(out);
+    memset(sp, 0, sizeof *sp);
+    sp->mapped = mapped;
+    return 0;
+}
+
+static int bad(char *err, size_t errsize, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsize, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* An integer element in lo..hi, then ',' or ']' (*more: another follows). */
+static int elem(struct vm_scan *p, int64_t *v, int64_t lo, int64_t hi) {
+    return vm_scan_int(p, v) && *v >= lo && *v <= hi;
+}
+
+static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+    struct vm_scan p = {sp->at[V2_STRINGS], sp->at[V2_STRINGS] + sp->len[V2_STRINGS], NULL};
+    if (!(t->arena = malloc(sp->len[V2_STRINGS] + 1))) return bad(err, errsize, "out of memory");
+    size_t cap = 0;
+    char *o = t->arena;
+    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"strings\" is not an array");
+    if (vm_scan_lit(&p, ']')) return 0;
+    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (t->nstrs == cap) {
+            cap = cap ? cap * 2 : 256;
+            const char **s2 = realloc(t->strs, cap * sizeof *s2);
+            if (!s2) return bad(err, errsize, "out of memory");
+            t->strs = s2;
+        }
+        if (!vm_scan_string(&p, &o, &t->strs[t->nstrs]))
+            return bad(err, errsize, "strings[%zu]: %s", t->nstrs, p.err);
+        t->nstrs++;
+    }
+    return p.err ? bad(err, errsize, "strings: %s", p.err) : 0;
+}
+
+/* A string index in the dump: NULL for -1. */
+static int strref(const struct tables *t, struct vm_scan *p, const char **out) {
+    int64_t i;
+    if (!elem(p, &i, -1, (int64_t)t->nstrs - 1)) return 0;
+    *out = i < 0 ? NULL : t->strs[i];
+    return 1;
+}
+
+static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+    struct vm_scan p = {sp->at[V2_FRAMES], sp->at[V2_FRAMES] + sp->len[V2_FRAMES], NULL};
+    size_t cap = 0;
+    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"frames\" is not an array");
+    if (vm_scan_lit(&p, ']')) return 0;
+    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (t->nframes == cap) {
+            cap = cap ? cap * 2 : 1024;
+            struct vt_frame *f2 = realloc(t->frames, cap * sizeof *f2);
+            if (!f2) return bad(err, errsize, "out of memory");
+            t->frames = f2;
+        }
+        struct vt_frame *f = &t->frames[t->nframes];
+        memset(f, 0, sizeof *f);
+        int64_t line, offset, flags;
+        if (!vm_scan_lit(&p, '[') || !strref(t, &p, &f->function) || !vm_scan_lit(&p, ',') ||
+            !strref(t, &p, &f->file) || !vm_scan_lit(&p, ',') || !elem(&p, &line, 0, 100000000) ||
+            !vm_scan_lit(&p, ',') || !strref(t, &p, &f->module) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &offset, 0, INT64_MAX) || !vm_scan_lit(&p, ',') || !vm_scan_hex(&p, &f->address) ||
+            !vm_scan_lit(&p, ',') || !elem(&p, &flags, 0, 3) || !vm_scan_lit(&p, ']'))
+            return bad(err, errsize, "frames[%zu] is malformed", t->nframes);
+        f->line = (long)line;
+        f->offset = (uint64_t)offset;
+        f->python = (int)(flags & 1);
+        f->borrowed = f->python && (flags & 2);
+        t->nframes++;
+    }
+    if (p.err) return bad(err, errsize, "frames: %s", p.err);
+    /* A process without a C++ runtime leaves names mangled: demangle each
+     * distinct frame once. */
+    if (!(t->names = calloc(t->nframes ? t->nframes : 1, sizeof *t->names))) return bad(err, errsize, "out of memory");
+    for (size_t i = 0; i < t->nframes; i++) {
+        struct vt_frame *f = &t->frames[i];
+        if (f->python || !f->function) continue;
+        char *dm = vm_demangle(f->function, strlen(f->function));
+        if (dm) f->function = t->names[t->nnames++] = dm;
+    }
+    return 0;
+}
+
+static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+    struct vm_scan p = {sp->at[V2_NODES], sp->at[V2_NODES] + sp->len[V2_NODES], NULL};
+    size_t cap = 0;
+    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"nodes\" is not an array");
+    if (vm_scan_lit(&p, ']')) return 0;
+    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (t->nnodes == cap) {
+            cap = cap ? cap * 2 : 1024;
+            int64_t *n2 = realloc(t->nodes, cap * 2 * sizeof *n2);
+            if (!n2) return bad(err, errsize, "out of memory");
+            t->nodes = n2;
+        }
+        /* A node's caller comes before it: the tree has no cycle. */
+        int64_t *n = &t->nodes[2 * t->nnodes];
+        if (!elem(&p, &n[0], -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &n[1], 0, (int64_t)t->nframes - 1))
+            return bad(err, errsize, "nodes[%zu] is malformed", t->nnodes);
+        t->nnodes++;
+    }
+    return p.err ? bad(err, errsize, "nodes: %s", p.err) : 0;
+}
+
+/* Each stack's frames, innermost first, from its node up to the root. */
+static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
+                           size_t errsize) {
+    struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL};
+    uint32_t *depth = calloc(t->nnodes ? t->nnodes : 1, sizeof *depth);
+    size_t cap = 0, total = 0;
+    int rc = -1;
+    if (!depth) return bad(err, errsize, "out of memory");
+    for (size_t i = 0; i < t->nnodes; i++) depth[i] = t->nodes[2 * i] < 0 ? 1 : depth[t->nodes[2 * i]] + 1;
+    if (!vm_scan_lit(&p, '[')) { bad(err, errsize, "\"stacks\" is not an array"); goto out; }
+    int more = vm_scan_lit(&p, ']') ? 0 : 1;
+    for (; more == 1; more = vm_scan_next(&p)) {
+        if (d->nstacks == cap) {
+            cap = cap ? cap * 2 : 1024;
+            struct vm_stack *s2 = realloc(d->stacks, cap * sizeof *s2);
+            if (!s2) { bad(err, errsize, "out of memory"); goto out; }
+            d->stacks = s2;
+        }
+        struct vm_stack *st = &d->stacks[d->nstacks];
+        memset(st, 0, sizeof *st);
+        int64_t node, site, through;
+        if (!elem(&p, &node, -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &site, INT64_MIN, INT64_MAX) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &through, INT64_MIN, INT64_MAX)) {
+            bad(err, errsize, "stacks[%zu] is malformed", d->nstacks);
+            goto out;
+        }
+        st->nframes = node < 0 ? 0 : depth[node];
+        /* site and through for now; the frames' pointer once all are read. */
+        st->site = site >= 0 && (size_t)site < st->nframes ? (int)site : -1;
+        st->through = st->site >= 0 && through >= 0 && through < site ? (int)through : -1;
+        st->frames = (struct vt_frame *)(intptr_t)(node + 1);
+        total += st->nframes;
+        /* Bound what a hostile dump can make us build: a real stack costs
+         * at least a few bytes of the dump per frame it adds. */
+        if (total > 16 * (sp->len[V2_NODES] + sp->len[V2_STACKS]) + 65536) {
+            bad(err, errsize, "stacks: more frames than the dump's nodes can hold");
+            goto out;
+        }
+        d->nstacks++;
+    }
+    if (p.err) { bad(err, errsize, "stacks: %s", p.err); goto out; }
+    if (!(t->stack_frames = malloc((total ? total : 1) * sizeof *t->stack_frames))) {
+        bad(err, errsize, "out of memory");
+        goto out;
+    }
+    struct vt_frame *at = t->stack_frames;
+    for (size_t i = 0; i < d->nstacks; i++) {
+        struct vm_stack *st = &d->stacks[i];
+        int64_t node = (int64_t)(intptr_t)st->frames - 1;
+        st->frames = at;
+        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = t->frames[t->nodes[2 * node + 1]];
+        at += st->nframes;
+        /* The traced process's choice when the dump has one, else the rule's. */
+        if (st->site < 0) {
+            st->site = vt_site_index(st->frames, st->nframes);
+            st->through = vt_site_through(st->frames, st->nframes, st->site);
+        }
+    }
+    rc = 0;
+out:
+    if (rc != 0) {
+        for (size_t i = 0; i < d->nstacks; i++) d->stacks[i].frames = NULL;
+    }
+    free(depth);
+    return rc;
+}
+
+int vm_v2_load_stacks(const struct vm_v2_spans *sp, struct vm_dump *d, char *err, size_t errsize) {
+    for (int k = V2_STRINGS; k <= V2_STACKS; k++)
+        if (!sp->at[k]) return bad(err, errsize, "dump: field \"%s\" is missing", array_keys[k]);
+    struct tables *t = calloc(1, sizeof *t);
+    if (!t) return bad(err, errsize, "out of memory");
+    d->v2 = t;
+    if (load_strings(t, sp, err, errsize) || load_frames(t, sp, err, errsize) || load_nodes(t, sp, err, errsize) ||
+        load_stack_list(t, sp, d, err, errsize))
+        return -1;
+    free(t->nodes);
+    t->nodes = NULL;
+    for (int k = V2_STRINGS; k <= V2_STACKS; k++) vm_v2_release(sp, sp->at[k], sp->at[k] + sp->len[k]);
+    return 0;
+}
+
+static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
+                     size_t errsize) {
+    if (!sp->at[V2_LIVE]) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
+    struct vm_scan p = {sp->at[V2_LIVE], sp->at[V2_LIVE] + sp->len[V2_LIVE], NULL};
+    size_t cap = 0;
+    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
+    if (vm_scan_lit(&p, ']')) return 0;
+    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (d->nlive == cap) {
+            cap = cap ? cap * 2 : 4096;
+            struct vm_alloc *l2 = realloc(d->live, cap * sizeof *l2);
+            if (!l2) return bad(err, errsize, "out of memory");
+            d->live = l2;
+        }
+        struct vm_alloc *a = &d->live[d->nlive];
+        memset(a, 0, sizeof *a);
+        int64_t bytes, kind, api, device, stack, thread, time_ns;
+        int nstr = (int)t->nstrs;
+        if (!vm_scan_lit(&p, '[') || !vm_scan_hex(&p, &a->address) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &bytes, 0, INT64_MAX) || !vm_scan_lit(&p, ',') || !elem(&p, &kind, 0, nstr - 1) ||
+            !vm_scan_lit(&p, ',') || !elem(&p, &api, 0, nstr - 1) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &device, -1, 4095) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &stack, 0, (int64_t)d->nstacks - 1) || !vm_scan_lit(&p, ',') ||
+            !elem(&p, &thread, 0, INT32_MAX) || !vm_scan_lit(&p, ',') || !elem(&p, &time_ns, 0, INT64_MAX))
+            return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+        if (vm_scan_lit(&p, ',')) {
+            if (!vm_scan_hex(&p, &a->handle)) return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+            a->has_handle = 1;
+        }
+        if (!vm_scan_lit(&p, ']')) return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+        a->bytes = (uint64_t)bytes;
+        a->kind = t->strs[kind];
+        a->api = t->strs[api];
+        a->device = (int)device;
+        a->stack = (size_t)stack;
+        a->thread = (int)thread;
+        a->time_ns = (uint64_t)time_ns;
+        d->nlive++;
+    }
+    vm_v2_release(sp, sp->at[V2_LIVE], p.s);
+    return p.err ? bad(err, errsize, "live: %s", p.err) : 0;
+}
+
+/* The bytes of base64 text in[0..n) into out (room for n * 3 / 4); the
+ * number written, or -1 when it is not base64. */
+static long unbase64(const char *in, size_t n, unsigned char *out) {
+    static signed char val[256];
+    if (!val['B']) {
+        memset(val, -1, sizeof val);
+        const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for (int i = 0; i < 64; i++) val[(unsigned char)a[i]] = (signed char)i;
+    }
+    if (n % 4) return -1;
+    long o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int pad = 0;
+        uint32_t v = 0;
+        for (int k = 0; k < 4; k++) {
+            unsigned char c = (unsigned char)in[i + k];
+            if (c == '=' && i + 4 == n && k >= 2 && (k == 3 || in[i + 3] == '=')) { pad++; v <<= 6; continue; }
+            if (val[c] < 0 || pad) return -1;
+            v = v << 6 | (uint32_t)val[c];
+        }
+        out[o++] = (unsigned char)(v >> 16);
+        if (pad < 2) out[o++] = (unsigned char)(v >> 8);
+        if (pad < 1) out[o++] = (unsigned char)v;
+    }
+    return o;
+}
+
+static int varint(const unsigned char **s, const unsigned char *e, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; *s < e && shift < 64; shift += 7) {
+        unsigned char c = *(*s)++;
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) return 1;
+    }
+    return 0;
+}
+
+static int zigzag(const unsigned char **s, const unsigned char *e, uint64_t *v) {
+    uint64_t z;
+    if (!varint(s, e, &z)) return 0;
+    *v += (z >> 1) ^ (0 - (z & 1));
+    return 1;
+}
+
+/* An event's kind as a static name when it is one of the library's, so
+ * that the event keeps no pointer it need not; the dump's own name else. */
+static const char *kind_name(const char *k) {
+    static const char *const names[] = {"device", "pitched", "managed", "async", "vmm",
+                                        "host", "array", "imported", "host_vmm", "host_async"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(k, names[i]) == 0) return names[i];
+    return k;
+}
+
+static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dump *d, char *err, size_t errsize) {
+    json_t *types = json_object_get(root, "event_types"), *kinds = json_object_get(root, "event_kinds");
+    json_t *count = json_object_get(root, "nevents"), *dropped = json_object_get(root, "events_dropped");
+    if (!sp->at[V2_EVENTS] || !json_is_array(types) || !json_is_array(kinds) || !json_is_integer(count) ||
+        json_integer_value(count) < 0 || !json_is_integer(dropped) || json_integer_value(dropped) < 0)
+        return bad(err, errsize, "dump: the events' fields are missing or malformed");
+    char type_of[16];
+    const char *kind[16];
+    size_t ntypes = json_array_size(types), nkinds = json_array_size(kinds);
+    if (ntypes > 4 || nkinds > 16) return bad(err, errsize, "dump: too many event types or kinds");
+    for (size_t i = 0; i < ntypes; i++) {
+        const char *n = json_string_value(json_array_get(types, i));
+        type_of[i] = !n ? 0 : !strcmp(n, "alloc") ? 'a' : !strcmp(n, "free") ? 'f' : !strcmp(n, "oom") ? 'o' : 0;
+        if (!type_of[i]) return bad(err, errsize, "event_types[%zu] is unknown", i);
+    }
+    for (size_t i = 0; i < nkinds; i++)
+        if (!(kind[i] = json_string_value(json_array_get(kinds, i))))
+            return bad(err, errsize, "event_kinds[%zu] is not a string", i);
+        else kind[i] = kind_name(kind[i]);
+    d->events_dropped = (uint64_t)json_integer_value(dropped);
+    struct vm_scan p = {sp->at[V2_EVENTS], sp->at[V2_EVENTS] + sp->len[V2_EVENTS], NULL};
+    const char *text;
+    size_t len;
+    if (!vm_scan_raw_string(&p, &text, &len)) return bad(err, errsize, "dump: \"events\" is not a string");
+    /* Each event takes 5 bytes at least. */
+    uint64_t n = (uint64_t)json_integer_value(count);
+    if (n > len / 4 * 3 / 5 + 1) return bad(err, errsize, "events: fewer than \"nevents\"");
+    unsigned char *raw = malloc(len / 4 * 3 + 1);
+    d->nevents = (size_t)n;
+    d->events = calloc(n ? n : 1, sizeof *d->events);
+    long nraw = raw ? unbase64(text, len, raw) : -1;
+    if (!raw || !d->events) { free(raw); return bad(err, errsize, "out of memory"); }
+    if (nraw < 0) { free(raw); return bad(err, errsize, "events: not base64"); }
+    const unsigned char *s = raw, *e = raw + nraw;
+    uint64_t t = 0, address = 0, bytes = 0;
+    for (size_t i = 0; i < d->nevents; i++) {
+        struct vm_event *v = &d->events[i];
+        uint64_t dev, stack;
+        if (!zigzag(&s, e, &t) || s >= e) goto malformed;
+        unsigned c = *s++;
+        dev = c >> 6;
+        if (dev == 3 && !varint(&s, e, &dev)) goto malformed;
+        if (!zigzag(&s, e, &address) || !zigzag(&s, e, &bytes) || !varint(&s, e, &stack)) goto malformed;
+        if ((c & 3) >= ntypes || ((c >> 2) & 15) >= nkinds || dev > 4096 || stack >= d->nstacks ||
+            t > (uint64_t)INT64_MAX || bytes > (uint64_t)INT64_MAX)
+            goto malformed;
+        v->time_ns = t;
+        v->type = type_of[c & 3];
+        v->kind = kind[(c >> 2) & 15];
+        v->device = (int)dev - 1;
+        v->address = address;
+        v->bytes = bytes;
+        v->stack = (size_t)stack;
+        continue;
+    malformed:
+        free(raw);
+        return bad(err, errsize, "events[%zu] is malformed", i);
+    }
+    free(raw);
+    vm_v2_release(sp, text, text + len);
+    if (s != e) return bad(err, errsize, "events: more than \"nevents\"");
+    return 0;
+}
+
+int vm_v2_load_live_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dump *d, char *err,
+                           size_t errsize) {
+    if (load_live(d->v2, sp, d, err, errsize)) return -1;
+    return load_events(sp, root, d, err, errsize);
+}
+
+struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t nstacks, size_t *n, char *err,
+                                size_t errsize) {
+    struct vm_holder *h = NULL;
+    size_t cap = 0;
+    *n = 0;
+    if (json) {
+        size_t k = json_array_size(json);
+        if (k % 3) { bad(err, errsize, " is not a list of (stack, bytes, count)"); return NULL; }
+        if (!(h = calloc(k / 3 ? k / 3 : 1, sizeof *h))) { bad(err, errsize, "out of memory"); return NULL; }
+        for (size_t i = 0; i < k; i += 3) {
+            json_t *s = json_array_get(json, i), *b = json_array_get(json, i + 1), *c = json_array_get(json, i + 2);
+            if (!json_is_integer(s) || !json_is_integer(b) || !json_is_integer(c) || json_integer_value(s) < 0 ||
+                (uint64_t)json_integer_value(s) >= nstacks || json_integer_value(b) < 0 || json_integer_value(c) < 0) {
+                free(h);
+                bad(err, errsize, "[%zu] is malformed", i / 3);
+                return NULL;
+            }
+            h[i / 3] = (struct vm_holder){(size_t)json_integer_value(s), (uint64_t)json_integer_value(b),
+                                          (uint64_t)json_integer_value(c)};
+        }
+        *n = k / 3;
+        return h;
+    }
+    struct vm_scan p = {at, at + len, NULL};
+    if (!vm_scan_lit(&p, '[')) { bad(err, errsize, " is not an array"); return NULL; }
+    int more = vm_scan_lit(&p, ']') ? 0 : 1;
+    for (; more == 1; more = vm_scan_next(&p)) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            struct vm_holder *h2 = realloc(h, cap * sizeof *h2);
+            if (!h2) { free(h); bad(err, errsize, "out of memory"); return NULL; }
+            h = h2;
+        }
+        int64_t s, b, c;
+        if (!elem(&p, &s, 0, (int64_t)nstacks - 1) || !vm_scan_lit(&p, ',') || !elem(&p, &b, 0, INT64_MAX) ||
+            !vm_scan_lit(&p, ',') || !elem(&p, &c, 0, INT64_MAX)) {
+            free(h);
+            bad(err, errsize, "[%zu] is malformed", *n);
+            return NULL;
+        }
+        h[(*n)++] = (struct vm_holder){(size_t)s, (uint64_t)b, (uint64_t)c};
+    }
+    if (p.err) { free(h); bad(err, errsize, ": %s", p.err); return NULL; }
+    if (!h && !(h = calloc(1, sizeof *h))) bad(err, errsize, "out of memory");
+    return h;
+}
+
+void vm_v2_free(void *tables) {
+    struct tables *t = tables;
+    if (!t) return;
+    for (size_t i = 0; i < t->nnames; i++) free(t->names[i]);
+    free(t->names);
+    free(t->arena);
+    free(t->strs);
+    free(t->frames);
+    free(t->nodes);
+    free(t->stack_frames);
+    free(t);
+}

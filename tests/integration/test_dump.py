@@ -1,0 +1,159 @@
+"""The dump's format version 2 (docs/dump-format.md): each string, frame
+and stack prefix stored once; vramtrace report reads versions 1 and 2 to
+the same model, so every format prints the same from either."""
+import json
+
+from run_tests import *  # noqa: F401,F403
+from dumpview import v2_of
+
+FORMATS = ("text", "json", "folded", "html", "torch")
+
+
+def write_json(path, d):
+    with open(path, "w") as f:
+        json.dump(d, f)
+
+
+def same_reports(v1, v2, what, names=("d.json",), args=()):
+    """Every format from the dumps v1 and v2 (lists of dicts or one dict,
+    written under the same names in two folders) is byte for byte the same."""
+    v1, v2 = (v1 if isinstance(v1, list) else [v1]), (v2 if isinstance(v2, list) else [v2])
+    with workdir("vt-dump-") as work:
+        for sub, ds in (("v1", v1), ("v2", v2)):
+            os.makedirs(os.path.join(work, sub))
+            for name, d in zip(names, ds):
+                write_json(os.path.join(work, sub, name), d)
+        for fmt in FORMATS:
+            if fmt == "torch" and len(names) > 1:
+                continue
+            a = report(list(names) + ["--format", fmt] + list(args), cwd=os.path.join(work, "v1"))
+            b = report(list(names) + ["--format", fmt] + list(args), cwd=os.path.join(work, "v2"))
+            eq(a[0], 0, f"{what}: --format {fmt} from version 1: {a[2]}")
+            eq(b, a, f"{what}: --format {fmt} from version 2 as from version 1")
+
+
+@test
+def dump_golden_outputs_from_version_2():
+    """The golden dumps (version 1 fixtures) written as version 2 give the
+    golden outputs byte for byte."""
+    with workdir("vt-dump-gold-") as work:
+        for name in ("phases.r0.json", "phases.r1.json", "python.json", "hostile.json"):
+            with open(os.path.join(GOLDEN, name)) as f:
+                d = v2_of(json.load(f))
+            eq(d["version"], 2, name)
+            write_json(os.path.join(work, name), d)
+        for expected, args in GOLDEN_CASES:
+            rc, out, err = report(args, cwd=work)
+            eq((rc, err), (0, ""), f"report {args} from version 2")
+            if expected.endswith(".html"):
+                out = without_page_assets(out)
+            with open(os.path.join(EXPECTED, expected), "rb") as f:
+                eq(out, f.read(), f"{expected} from version 2 dumps")
+
+
+def traced_dump(argv, env=None):
+    """The version 2 dump a run of argv wrote, as the raw JSON dict."""
+    with workdir("vt-dump-run-") as work:
+        path = os.path.join(work, "d.json")
+        r = run(argv, env=dict(env or {}, VRAMTRACE_OUT=path), report="off")
+        ok(os.path.exists(path), f"{argv[0]} wrote its dump: {r.err[-500:]}")
+        with open(path) as f:
+            return r, json.load(f)
+
+
+@test
+def dump_version_2_reads_as_its_version_1_view():
+    """Dumps the library writes (version 2) and the same dumps in version
+    1's shape (tests/dumpview.py) give the same report in every format."""
+    cases = [([os.path.join(T, "t_phases")], {}), ([os.path.join(T, "t_driver")], {}),
+             ([os.path.join(T, "t_arrays")], {}), ([os.path.join(T, "t_host"), "host-vmm"], {}),
+             ([os.path.join(T, "t_threads")], {"SIMGPU_DEVICES": "4"})]
+    for argv, env in cases:
+        r, d = traced_dump(argv, env)
+        eq(d["version"], 2, f"{argv[0]}: the library writes version 2")
+        same_reports(v1_view(d), d, os.path.basename(argv[0]))
+        same_reports(v1_view(d), d, os.path.basename(argv[0]) + " --at peak", args=("--at", "peak"))
+
+
+@test
+def dump_version_2_python_frames():
+    py = pythons()[-1]
+    with workdir("vt-dump-py-") as out:
+        r, d = traced_dump([py, os.path.join(ROOT, "tests", "py", "frames.py"), os.path.join(out, "e.out"), "4"])
+    eq(r.rc, 0, "frames.py")
+    flags = {f[6] for f in d["frames"]}
+    ok(1 in flags and 0 in flags, f"Python and native frames: {flags}")
+    same_reports(v1_view(d), d, "Python frames")
+
+
+@test
+def dump_version_2_stores_each_string_frame_and_prefix_once():
+    r, d = traced_dump([os.path.join(T, "t_phases")])
+    strings, frames, nodes = d["strings"], d["frames"], d["nodes"]
+    eq(len(set(strings)), len(strings), "each string once")
+    eq(len({f[5] for f in frames}), len(frames), "each return address once")
+    pairs = [(nodes[k], nodes[k + 1]) for k in range(0, len(nodes), 2)]
+    eq(len(set(pairs)), len(pairs), "each (caller, frame) node once")
+    ok(all(p < k for k, (p, _) in enumerate(pairs)), "a node's caller comes before it")
+    v1 = v1_view(d)
+    prefixes = {tuple(f["address"] for f in reversed(s["frames"][i:])) for s in v1["stacks"]
+                for i in range(len(s["frames"]))}
+    eq(len(pairs), len(prefixes), "one node per distinct stack prefix")
+    # t_phases: 4 stacks (the warm-up, two steady states from two lines of
+    # main, the huge request), each of 5 frames: 3 of the C start-up that all
+    # share, main at 4 return addresses, 3 leaf functions.
+    eq((len(v1["stacks"]), len(pairs), len(frames)), (4, 3 + 4 + 4, 3 + 4 + 3), "stacks, nodes, frames of t_phases")
+    eq(sum(len(s["frames"]) for s in v1["stacks"]), 20, "frames of all stacks, had each stack its own")
+
+
+@test
+def dump_version_2_size_per_allocation_frame_and_event():
+    """20,000 live allocations over 2,000 stacks of depth 26 (bench/bench_dump.c):
+    within 120 bytes a live allocation + 40 a frame + 16 an event."""
+    with workdir("vt-dump-size-") as work:
+        out = os.path.join(work, "d.json")
+        p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), "20000", "2000"], capture_output=True,
+                           text=True, env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off"),
+                           timeout=300)
+        eq(p.returncode, 0, p.stderr)
+        path = os.path.join(work, "d.bench.json")
+        size = os.path.getsize(path)
+        with open(path) as f:
+            d = json.load(f)
+    nlive, nframes, nevents = len(d["live"]), len(d["frames"]), d["nevents"]
+    eq((nlive, nevents, len(d["stacks"]) // 3), (20000, 20000, 2000), "live, events, stacks")
+    ok(size <= 120 * nlive + 40 * nframes + 16 * nevents,
+       f"{size} bytes <= 120 x {nlive} + 40 x {nframes} + 16 x {nevents}")
+    # Each event of the allocation loop packs into 11 bytes or fewer: at most 16 of base64 text.
+    ok(len(d["events"]) <= 16 * nevents, f"events: {len(d['events'])} bytes for {nevents}")
+
+
+@test
+def dump_version_2_hostile_tables_are_one_error_line():
+    with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
+        d = v2_of(json.load(f))
+    good = json.dumps(d)
+    cases = {
+        "node-forward.json": (dict(d, nodes=[5] + d["nodes"][1:]), "nodes[0] is malformed"),
+        "node-frame.json": (dict(d, nodes=d["nodes"][:1] + [999] + d["nodes"][2:]), "nodes[0] is malformed"),
+        "stack-node.json": (dict(d, stacks=[999] + d["stacks"][1:]), "stacks[0] is malformed"),
+        "stack-short.json": (dict(d, stacks=d["stacks"][:-1]), "stacks[3] is malformed"),
+        "live-stack.json": (dict(d, live=[d["live"][0][:5] + [99] + d["live"][0][6:]]), "live[0] is malformed"),
+        "live-kind.json": (dict(d, live=[d["live"][0][:2] + [-1] + d["live"][0][3:]]), "live[0] is malformed"),
+        "frame-string.json": (dict(d, frames=[[999] + d["frames"][0][1:]] + d["frames"][1:]), "frames[0] is malformed"),
+        "events-base64.json": (dict(d, events="!" + d["events"][1:]), "events: not base64"),
+        "events-count.json": (dict(d, nevents=d["nevents"] - 1), "events: more than \"nevents\""),
+        "holders.json": (dict(d, holders=[0, 1]), "holders[0] is malformed"),
+        "version.json": (dict(d, version=3), "unsupported dump version (this vramtrace reads versions 1 and 2)"),
+    }
+    with workdir("vt-dump-bad-") as work:
+        for name, (bad, want) in cases.items():
+            write_json(os.path.join(work, name), bad)
+        with open(os.path.join(work, "utf8.json"), "wb") as f:
+            f.write(good.replace('"strings": ["', '"strings": ["\xff', 1).encode("latin-1"))
+        cases["utf8.json"] = (None, "strings[0]: invalid UTF-8 in a string")
+        for name, (_, want) in cases.items():
+            rc, out, err = report([name], cwd=work)
+            eq((rc, out, err), (1, b"", f"vramtrace report: {name}: {want}\n"), name)
+        write_json(os.path.join(work, "good.json"), d)
+        eq(report(["good.json"], cwd=work)[0], 0, "the untouched version 2 dump reads")
