@@ -1238,17 +1238,24 @@ def report_golden_files():
     as its parts (html_parts), one JSON file a page, and its skeleton is
     checked once against html.skeleton.html, the same for every page."""
     os.makedirs(EXPECTED, exist_ok=True)
+    golden_cases(lambda args: report(args), golden_compare)
+
+
+def golden_cases(report_of, compare):
+    """Each of GOLDEN_CASES's reports (report_of(args) -> rc, out, err) in
+    its golden form, handed to compare(name, bytes): an HTML page as its
+    parts (html_parts), and the one skeleton of every page last."""
     skeletons = set()
     for name, args in GOLDEN_CASES:
-        rc, out, err = report(args)
+        rc, out, err = report_of(args)
         eq((rc, err), (0, ""), f"report {args}")
         if "html" in args:
             skeleton, parts = html_parts(without_page_assets(out))
             skeletons.add(skeleton)
             out = (json.dumps(parts, indent=1, ensure_ascii=False) + "\n").encode()
-        golden_compare(name, out)
+        compare(name, out)
     eq(len(skeletons), 1, "one skeleton for every page")
-    golden_compare(HTML_SKELETON, skeletons.pop().encode())
+    compare(HTML_SKELETON, skeletons.pop().encode())
 
 
 @test
