@@ -544,7 +544,7 @@ def leak_check_lsan_report_and_status():
     ok(f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks" in err, "LSan header:\n" + err)
     pos = [err.index(l) for l in LEAK_LINES]
     eq(pos, sorted(pos), "largest leak first")
-    ok(re_frame("load_once", "t_leaks.c", 17, err), "frame lines in LSan form:\n" + err)
+    ok(re_frame("load_once", "t_leaks.c", 20, err), "frame lines in LSan form:\n" + err)
     ok(err.rstrip().endswith("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."), "summary line")
     eq(err.count("Direct leak of "), 3, "three leaking stacks (steady_step freed all it took)")
     r = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
@@ -615,7 +615,7 @@ def growth_detection():
     eq([site(d, x["stack"])["function"] for x in g], ["leaky_step"], "only the staircase grows")
     eq((g[0]["end_bytes"], g[0]["allocations"]), (8 * 65536, 8), "its figures")
     ok(g[0]["bytes_per_second"] > 0, "a slope")
-    ok("growing call site (" in r.err and "leaky_step tests/progs/t_leaks.c:23: 0 B -> 512.00 KiB, +512.00 KiB over "
+    ok("growing call site (" in r.err and "leaky_step tests/progs/t_leaks.c:26: 0 B -> 512.00 KiB, +512.00 KiB over "
        "8 allocations" in r.err, "in the exit report:\n" + r.err)
     r = run([os.path.join(T, "t_leaks"), "clean"])
     eq(r.dump["growing"], [], "nothing grows when it is all given back")
@@ -647,7 +647,7 @@ def signal_dumps_and_diff():
         lines = p.stdout.splitlines()
         eq(lines[1], "live: 1.19 MiB -> 1.38 MiB (+192.00 KiB); allocations: 5 -> 8 (+3)", "totals line")
         ok(lines[3].split() == ["+192.00", "KiB", "192.00", "KiB", "->", "384.00", "KiB", "+3", "(3", "->", "6)",
-                                "leaky_step", "tests/progs/t_leaks.c:23"], "growth row: " + lines[3])
+                                "leaky_step", "tests/progs/t_leaks.c:26"], "growth row: " + lines[3])
         eq(len(lines), 4, "unchanged sites are not listed")
         p = subprocess.run([CLI, "diff", os.path.join(work, f"d.{pid}.1.json"), os.path.join(work, f"d.{pid}.2.json"),
                             "--fail-over", "1M"], capture_output=True, text=True)

@@ -5,10 +5,13 @@
  *                    staircase), third_party_init 4 KiB; steady_step frees
  *                    what it takes
  *   t_leaks clean    frees everything
- *   t_leaks signal   also raises the dump signal twice mid-run */
+ *   t_leaks signal   also raises the dump signal twice mid-run, each time
+ *                    waiting for the watcher to write its dump */
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +39,36 @@ static void *third_party_init(void) {
     return p;
 }
 
+/* Dumps written in the folder of VRAMTRACE_OUT (finished ones: named
+ * *.json, not a temporary *.tmp.*). */
+static int dumps_written(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        n += len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 && !strstr(e->d_name, ".tmp.");
+    }
+    closedir(d);
+    return n;
+}
+
+/* Wait until the watcher has written the n-th on-demand dump (another
+ * thread writes it, in its own time), at most 30 s; with no folder to look
+ * in, 200 ms. */
+static void wait_for_dump(int n) {
+    const char *out = getenv("VRAMTRACE_OUT");
+    const char *slash = out ? strrchr(out, '/') : NULL;
+    char dir[4096];
+    if (!slash || (size_t)(slash - out) >= sizeof dir) {
+        usleep(200000);
+        return;
+    }
+    memcpy(dir, out, (size_t)(slash - out));
+    dir[slash - out] = 0;
+    for (int i = 0; i < 3000 && dumps_written(dir) < n; i++) usleep(10000);
+}
+
 int main(int argc, char **argv) {
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     int sig = argc > 1 && strcmp(argv[1], "signal") == 0;
@@ -48,7 +81,7 @@ int main(int argc, char **argv) {
         usleep(5000);
         if (sig && (i == 2 || i == 5)) {
             raise(SIGUSR2);
-            usleep(200000); /* let the watcher write the dump */
+            wait_for_dump(i == 2 ? 1 : 2);
         }
     }
     if (clean) {
