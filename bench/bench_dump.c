@@ -30,20 +30,8 @@ __attribute__((noinline)) static long alloc_one(void) {
     return (long)(kept[nkept++] & 1);
 }
 
-typedef long level_fn(int, unsigned);
-static level_fn *levels[4];
-static long level(int d, unsigned idx) { return d ? levels[idx & 3](d - 1, idx >> 2) : alloc_one(); }
-#define LEVEL(k) __attribute__((noinline)) static long level##k(int d, unsigned idx) { \
-        long r = level(d, idx); __asm__ volatile("" : : : "memory"); return r + k; }
-LEVEL(0) LEVEL(1) LEVEL(2) LEVEL(3)
-static level_fn *levels[4] = {level0, level1, level2, level3};
-
-__attribute__((noinline)) static long deep(int d, unsigned idx) {
-    if (d <= 0) return level(10, idx);
-    long r = deep(d - 1, idx);
-    __asm__ volatile("" : : : "memory");
-    return r + 1;
-}
+#define STACKS_LEAF() alloc_one()
+#include "stacks.h"
 
 /* A field of /proc/self/status in kB. */
 static long status_kb(const char *key) {

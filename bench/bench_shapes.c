@@ -49,21 +49,8 @@ __attribute__((noinline)) static long pair(void) {
     return (long)(p & 1);
 }
 
-/* Level functions: each calls the next level through its own call site. */
-typedef long level_fn(int, unsigned);
-static level_fn *levels[4];
-static long level(int d, unsigned idx) { return d ? levels[idx & 3](d - 1, idx >> 2) : pair(); }
-#define LEVEL(k) __attribute__((noinline)) static long level##k(int d, unsigned idx) { \
-        long r = level(d, idx); __asm__ volatile("" : : : "memory"); return r + k; }
-LEVEL(0) LEVEL(1) LEVEL(2) LEVEL(3)
-static level_fn *levels[4] = {level0, level1, level2, level3};
-
-__attribute__((noinline)) static long deep(int d, unsigned idx) {
-    if (d <= 0) return level(10, idx);
-    long r = deep(d - 1, idx);
-    __asm__ volatile("" : : : "memory");
-    return r + 1;
-}
+#define STACKS_LEAF() pair()
+#include "stacks.h"
 
 static unsigned long long rng = 88172645463325252ull;
 static unsigned next_rand(void) {
