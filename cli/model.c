@@ -386,9 +386,7 @@ static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (arr) d->live = objects(c, arr, sizeof *d->live, &d->nlive, "live", &live);
 }
 
-/* An event's kind as a static name when it is one of the library's, so
- * that the event keeps no pointer into the parsed document; NULL else. */
-static const char *known_kind(const char *k) {
+const char *vm_known_kind(const char *k) {
     static const char *const names[] = {"device", "pitched", "managed", "async", "vmm",
                                         "host", "array", "imported", "host_vmm", "host_async"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -429,7 +427,7 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         v->bytes = (uint64_t)json_integer_value(by);
         v->device = (int)json_integer_value(dv);
         v->stack = (size_t)json_integer_value(st);
-        v->kind = known_kind(json_string_value(ki));
+        v->kind = vm_known_kind(json_string_value(ki));
         if (!v->kind) {
             v->kind = json_string_value(ki);
             all_known = 0;

@@ -154,6 +154,11 @@ const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size);
  * frames), into buf. */
 const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size);
 
+/* A kind of memory as the library's own static name ("device", "host",
+ * ...) when k is one of them, so that what the model keeps holds no
+ * pointer into the parsed document; NULL else. */
+const char *vm_known_kind(const char *k);
+
 /* The call-site frame of a stack, NULL for an empty one. */
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
 

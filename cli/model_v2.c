@@ -119,6 +119,21 @@ static int elem(struct vm_scan *p, int64_t *v, int64_t lo, int64_t hi) {
     return vm_scan_int(p, v) && *v >= lo && *v <= hi;
 }
 
+/* Room for one more element in the array *(T **)arrayp of *n used and
+ * *cap allocated, each `each` bytes: doubled when full, `first` at the
+ * start. 0 when memory ran out (the array is kept as it was). */
+static int room(void *arrayp, size_t n, size_t *cap, size_t each, size_t first) {
+    if (n < *cap) return 1;
+    void *old;
+    memcpy(&old, arrayp, sizeof old);
+    size_t c = *cap ? *cap * 2 : first;
+    void *grown = realloc(old, c * each);
+    if (!grown) return 0;
+    memcpy(arrayp, &grown, sizeof grown);
+    *cap = c;
+    return 1;
+}
+
 static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
     struct vm_scan p = {sp->at[V2_STRINGS], sp->at[V2_STRINGS] + sp->len[V2_STRINGS], NULL};
     if (!(t->arena = malloc(sp->len[V2_STRINGS] + 1))) return bad(err, errsize, "out of memory");
@@ -127,12 +142,7 @@ static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *er
     if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"strings\" is not an array");
     if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (t->nstrs == cap) {
-            cap = cap ? cap * 2 : 256;
-            const char **s2 = realloc(t->strs, cap * sizeof *s2);
-            if (!s2) return bad(err, errsize, "out of memory");
-            t->strs = s2;
-        }
+        if (!room(&t->strs, t->nstrs, &cap, sizeof *t->strs, 256)) return bad(err, errsize, "out of memory");
         if (!vm_scan_string(&p, &o, &t->strs[t->nstrs]))
             return bad(err, errsize, "strings[%zu]: %s", t->nstrs, p.err);
         t->nstrs++;
@@ -154,12 +164,7 @@ static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err
     if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"frames\" is not an array");
     if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (t->nframes == cap) {
-            cap = cap ? cap * 2 : 1024;
-            struct vt_frame *f2 = realloc(t->frames, cap * sizeof *f2);
-            if (!f2) return bad(err, errsize, "out of memory");
-            t->frames = f2;
-        }
+        if (!room(&t->frames, t->nframes, &cap, sizeof *t->frames, 1024)) return bad(err, errsize, "out of memory");
         struct vt_frame *f = &t->frames[t->nframes];
         memset(f, 0, sizeof *f);
         int64_t line, offset, flags;
@@ -194,12 +199,7 @@ static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err,
     if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"nodes\" is not an array");
     if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (t->nnodes == cap) {
-            cap = cap ? cap * 2 : 1024;
-            int64_t *n2 = realloc(t->nodes, cap * 2 * sizeof *n2);
-            if (!n2) return bad(err, errsize, "out of memory");
-            t->nodes = n2;
-        }
+        if (!room(&t->nodes, t->nnodes, &cap, 2 * sizeof *t->nodes, 1024)) return bad(err, errsize, "out of memory");
         /* A node's caller comes before it: the tree has no cycle. */
         int64_t *n = &t->nodes[2 * t->nnodes];
         if (!elem(&p, &n[0], -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
@@ -222,11 +222,9 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
     if (!vm_scan_lit(&p, '[')) { bad(err, errsize, "\"stacks\" is not an array"); goto out; }
     int more = vm_scan_lit(&p, ']') ? 0 : 1;
     for (; more == 1; more = vm_scan_next(&p)) {
-        if (d->nstacks == cap) {
-            cap = cap ? cap * 2 : 1024;
-            struct vm_stack *s2 = realloc(d->stacks, cap * sizeof *s2);
-            if (!s2) { bad(err, errsize, "out of memory"); goto out; }
-            d->stacks = s2;
+        if (!room(&d->stacks, d->nstacks, &cap, sizeof *d->stacks, 1024)) {
+            bad(err, errsize, "out of memory");
+            goto out;
         }
         struct vm_stack *st = &d->stacks[d->nstacks];
         memset(st, 0, sizeof *st);
@@ -301,12 +299,7 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
     if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
     if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (d->nlive == cap) {
-            cap = cap ? cap * 2 : 4096;
-            struct vm_alloc *l2 = realloc(d->live, cap * sizeof *l2);
-            if (!l2) return bad(err, errsize, "out of memory");
-            d->live = l2;
-        }
+        if (!room(&d->live, d->nlive, &cap, sizeof *d->live, 4096)) return bad(err, errsize, "out of memory");
         struct vm_alloc *a = &d->live[d->nlive];
         memset(a, 0, sizeof *a);
         int64_t bytes, kind, api, device, stack, thread, time_ns;
@@ -380,14 +373,12 @@ static int zigzag(const unsigned char **s, const unsigned char *e, uint64_t *v) 
     return 1;
 }
 
-/* An event's kind as a static name when it is one of the library's, so
- * that the event keeps no pointer it need not; the dump's own name else. */
+/* An event's kind as a static name when it is one of the library's
+ * (vm_known_kind), so that the event keeps no pointer it need not; the
+ * dump's own name else. */
 static const char *kind_name(const char *k) {
-    static const char *const names[] = {"device", "pitched", "managed", "async", "vmm",
-                                        "host", "array", "imported", "host_vmm", "host_async"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(k, names[i]) == 0) return names[i];
-    return k;
+    const char *known = vm_known_kind(k);
+    return known ? known : k;
 }
 
 static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dump *d, char *err, size_t errsize) {
@@ -487,11 +478,10 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
     if (!vm_scan_lit(&p, '[')) { bad(err, errsize, " is not an array"); return NULL; }
     int more = vm_scan_lit(&p, ']') ? 0 : 1;
     for (; more == 1; more = vm_scan_next(&p)) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            struct vm_holder *h2 = realloc(h, cap * sizeof *h2);
-            if (!h2) { free(h); bad(err, errsize, "out of memory"); return NULL; }
-            h = h2;
+        if (!room(&h, *n, &cap, sizeof *h, 1024)) {
+            free(h);
+            bad(err, errsize, "out of memory");
+            return NULL;
         }
         int64_t s, b, c;
         if (!elem(&p, &s, 0, (int64_t)nstacks - 1) || !vm_scan_lit(&p, ',') || !elem(&p, &b, 0, INT64_MAX) ||
