@@ -134,6 +134,16 @@ static int room(void *arrayp, size_t n, size_t *cap, size_t each, size_t first) 
     return 1;
 }
 
+/* The scanner *p over the dump's array `which`, past its '[': 1 when it has
+ * elements, 0 when it is empty, -1 with `notarray` in err when it is no
+ * array. */
+static int array_of(const struct vm_v2_spans *sp, int which, const char *notarray, struct vm_scan *p, char *err,
+                    size_t errsize) {
+    *p = (struct vm_scan){sp->at[which], sp->at[which] + sp->len[which], NULL};
+    if (!vm_scan_lit(p, '[')) return bad(err, errsize, "%s", notarray);
+    return vm_scan_lit(p, ']') ? 0 : 1;
+}
+
 static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
     struct vm_scan p = {sp->at[V2_STRINGS], sp->at[V2_STRINGS] + sp->len[V2_STRINGS], NULL};
     if (!(t->arena = malloc(sp->len[V2_STRINGS] + 1))) return bad(err, errsize, "out of memory");
@@ -159,10 +169,10 @@ static int strref(const struct tables *t, struct vm_scan *p, const char **out) {
 }
 
 static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    struct vm_scan p = {sp->at[V2_FRAMES], sp->at[V2_FRAMES] + sp->len[V2_FRAMES], NULL};
+    struct vm_scan p;
+    int has = array_of(sp, V2_FRAMES, "\"frames\" is not an array", &p, err, errsize);
+    if (has <= 0) return has;
     size_t cap = 0;
-    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"frames\" is not an array");
-    if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
         if (!room(&t->frames, t->nframes, &cap, sizeof *t->frames, 1024)) return bad(err, errsize, "out of memory");
         struct vt_frame *f = &t->frames[t->nframes];
@@ -194,10 +204,10 @@ static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err
 }
 
 static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    struct vm_scan p = {sp->at[V2_NODES], sp->at[V2_NODES] + sp->len[V2_NODES], NULL};
+    struct vm_scan p;
+    int has = array_of(sp, V2_NODES, "\"nodes\" is not an array", &p, err, errsize);
+    if (has <= 0) return has;
     size_t cap = 0;
-    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "\"nodes\" is not an array");
-    if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
         if (!room(&t->nodes, t->nnodes, &cap, 2 * sizeof *t->nodes, 1024)) return bad(err, errsize, "out of memory");
         /* A node's caller comes before it: the tree has no cycle. */
@@ -294,10 +304,10 @@ int vm_v2_load_stacks(const struct vm_v2_spans *sp, struct vm_dump *d, char *err
 static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
                      size_t errsize) {
     if (!sp->at[V2_LIVE]) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
-    struct vm_scan p = {sp->at[V2_LIVE], sp->at[V2_LIVE] + sp->len[V2_LIVE], NULL};
+    struct vm_scan p;
+    int has = array_of(sp, V2_LIVE, "dump: field \"live\" is missing or not an array", &p, err, errsize);
+    if (has <= 0) return has;
     size_t cap = 0;
-    if (!vm_scan_lit(&p, '[')) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
-    if (vm_scan_lit(&p, ']')) return 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
         if (!room(&d->live, d->nlive, &cap, sizeof *d->live, 4096)) return bad(err, errsize, "out of memory");
         struct vm_alloc *a = &d->live[d->nlive];

@@ -37,6 +37,26 @@ def test(fn):
     return fn
 
 
+# The real PyTorch's virtual environment (`make torch-env`), for the tests
+# that run it on the simulated GPU.
+TORCH_VENV = os.path.join(BUILD, "torch-venv")
+TORCH_PY = os.path.join(TORCH_VENV, "bin", "python3")
+
+
+def test_if(path, why):
+    """A decorator that registers a test when `path` exists and otherwise
+    says it is skipped, and why."""
+    def register(fn):
+        if os.path.exists(path):
+            return test(fn)
+        print(f"SKIP {fn.__name__}: {why}")
+        return fn
+    return register
+
+
+torch_test = test_if(TORCH_PY, "no build/torch-venv (`make torch-env` creates it)")
+
+
 class Failure(Exception):
     pass
 

@@ -483,7 +483,6 @@ def html_screenshots_of_torch_and_device_views():
         shutil.rmtree(work, ignore_errors=True)
 
 
-TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
 
 
 def fmt_bytes(n):
@@ -495,14 +494,7 @@ def fmt_bytes(n):
     return f"{n} B" if k == 0 else f"{v:.2f} {units[k]}"
 
 
-def html_of_a_pytorch_run(fn):
-    if os.path.exists(TORCH_PY):
-        return test(fn)
-    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
-    return fn
-
-
-@html_of_a_pytorch_run
+@torch_test
 def html_page_of_a_pytorch_run():
     """A small MLP trained with Adam by real PyTorch on the simulated GPU
     under `vramtrace run` (tests/gpu/torch_checks.py mlp): the page's top

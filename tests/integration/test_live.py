@@ -428,7 +428,6 @@ def metrics_by_kind_of_memory():
     eq(t.quit(), (0, ""), "exit")
 
 
-TORCH_PY = os.path.join(BUILD, "torch-venv", "bin", "python3")
 TORCH_STEPS = """
 import sys, torch
 m = torch.nn.Linear(512, 512).cuda()
@@ -440,13 +439,6 @@ for i in range(5):
 print(torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0), flush=True)
 sys.stdin.readline()
 """
-
-
-def torch_test(fn):
-    if os.path.exists(TORCH_PY):
-        return test(fn)
-    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
-    return fn
 
 
 @torch_test

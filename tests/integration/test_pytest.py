@@ -368,11 +368,7 @@ def pytest_plugin_torch_suite():
 GTEST = os.path.join(T, "t_gtest_vramtrace")
 
 
-def gtest_test(fn):
-    if os.path.exists(GTEST):
-        return test(fn)
-    print(f"SKIP {fn.__name__}: no {GTEST} (libgtest-dev: tests/deps.sh installs it)")
-    return fn
+gtest_test = test_if(GTEST, f"no {GTEST} (libgtest-dev: tests/deps.sh installs it)")
 
 
 def example_line(text):

@@ -13,17 +13,7 @@ import re
 
 from run_tests import *  # noqa: F401,F403
 
-TORCH_VENV = os.path.join(BUILD, "torch-venv")
-TORCH_PY = os.path.join(TORCH_VENV, "bin", "python3")
 HAVE_TORCH = os.path.exists(TORCH_PY)
-
-
-def torch_test(fn):
-    """Register fn when build/torch-venv exists; otherwise say it is skipped."""
-    if HAVE_TORCH:
-        return test(fn)
-    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
-    return fn
 
 
 # A CPU training step: what a script does on a machine without a GPU.

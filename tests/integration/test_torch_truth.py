@@ -8,18 +8,9 @@ import re
 
 from run_tests import *  # noqa: F401,F403
 
-TORCH_VENV = os.path.join(BUILD, "torch-venv")
-TORCH_PY = os.path.join(TORCH_VENV, "bin", "python3")
 SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
 CHECKS = os.path.join(ROOT, "tests", "gpu", "torch_checks.py")
 BOOT = os.path.join(ROOT, "python", "vramtrace_torch", "_boot")
-
-
-def torch_truth_test(fn):
-    if os.path.exists(TORCH_PY):
-        return test(fn)
-    print(f"SKIP {fn.__name__}: no build/torch-venv (`make torch-env` creates it)")
-    return fn
 
 
 def clean_env(**extra):
@@ -65,12 +56,12 @@ def checked_mode(mode, n):
         shutil.rmtree(work, ignore_errors=True)
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_categories_at_oom():
     checked_mode("truth", 15)
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_fragmentation_measured():
     checked_mode("frag", 8)
 
@@ -106,7 +97,7 @@ print(json.dumps([p for p in sys.path if "vramtrace_torch" in p]), "vramtrace_to
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_process_without_torch_untouched():
     a = same_under_vramtrace_run(["python3", "-c", NO_TORCH], sim=False)
     eq(a.stdout, "[] False\n", "no companion, nothing of its folder on sys.path")
@@ -123,7 +114,7 @@ sys.exit(3)
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_torch_without_cuda_untouched():
     # No driver at all: PyTorch's CUDA build runs on the CPU.
     a = same_under_vramtrace_run(["python3", "-c", NO_CUDA], sim=False)
@@ -134,7 +125,7 @@ USERS_SITE = "import sys\nMARK = 'users'\nprint('user sitecustomize ran', file=s
 SEES_SITE = "import sitecustomize, torch\nprint(sitecustomize.MARK, torch.ones(2, device='cuda').shape[0])\n"
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_users_sitecustomize_still_runs():
     site = tempfile.mkdtemp(prefix="vt-site-")
     try:
@@ -160,7 +151,7 @@ except torch.OutOfMemoryError as e:
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_companion_failure_stays_inside():
     # The companion's collection raises inside PyTorch's OOM observer and at
     # exit: the program sees PyTorch's error only, as without vramtrace.
@@ -212,7 +203,7 @@ print(torch.cuda.get_allocator_backend(), os.environ.get("PYTORCH_CUDA_ALLOC_CON
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_tensors_flag_switches_backend():
     # --tensors: cudaMallocAsync, the program's other settings kept, one
     # allocation for the tensor; --tensors=nocache: the old way.
@@ -244,7 +235,7 @@ print(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_on_demand_dump_has_torch():
     # The dump signal asks the companion first: the on-demand dump's
     # top-level record is PyTorch's state then.
@@ -327,7 +318,7 @@ print("done")
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_optimizer_steps_are_step_boundaries():
     out, dumps, _ = traced(MLP_STEPS, "7")
     eq((out, sorted(dumps)), ("done\n", ["exit"]), "the run")
@@ -356,7 +347,7 @@ except torch.OutOfMemoryError:
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_growth_said_per_step():
     # A tensor kept per optimizer step, until the device is full: the
     # growing site's rise per step and its steps, in the finding at the
@@ -408,7 +399,7 @@ except torch.OutOfMemoryError as e:
 """
 
 
-@torch_truth_test
+@torch_test
 def torch_truth_oom_record_under_cudamallocasync():
     # --tensors (cudaMallocAsync, no OOM observer): the record is taken as
     # PyTorch makes its OutOfMemoryError, once, and belongs to the failed
