@@ -519,6 +519,15 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
     c.say("categories are PyTorch's tensors' bytes", t["categories"] == facts["categories"],
           f"{t['categories']} vs {facts['categories']}")
     c.say("steps are the optimizer's", t["steps"] == facts["steps"], f"{t['steps']} vs {facts['steps']}")
+    c.say("the library's step boundaries are the optimizer's steps", d.get("steps_total") == facts["steps"],
+          f"{d.get('steps_total')} vs {facts['steps']}")
+    # Each step's `history` tensor is a segment of its own, its size rounded
+    # up to PyTorch's 2 MiB for large blocks.
+    seg = -(-facts["kept_per_step"] // (2 * MiB)) * 2 * MiB
+    g = d.get("growing") or [{}]
+    c.say("the growing site is said per step, at a `history` segment a step",
+          (g[0].get("unit"), g[0].get("bytes_per_unit")) == ("step", seg),
+          f"{g[0].get('unit')} {g[0].get('bytes_per_unit')} over {g[0].get('units')} vs {seg}")
     c.say("growth per step is what `history` keeps per step", t["growth_per_step_bytes"] == facts["kept_per_step"]
           and 1 <= t["growth_steps"] < facts["steps"], f"{t['growth_per_step_bytes']} over {t['growth_steps']} "
           f"steps vs {facts['kept_per_step']}")
