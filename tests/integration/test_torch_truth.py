@@ -58,7 +58,7 @@ def checked_mode(mode, n):
 
 @torch_test
 def torch_truth_categories_at_oom():
-    checked_mode("truth", 15)
+    checked_mode("truth", 17)
 
 
 @torch_test
