@@ -304,8 +304,11 @@ UNIT_LIBS := -ldw -ldl -lpthread
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
 UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH) \
-             $(T)/unit_live
+             $(T)/unit_live $(T)/unit_xfree $(T)/unit_xfree_tsan $(T)/unit_pages
+$(T)/unit_pages: tests/unit/test_pages.c
 $(T)/unit_live: tests/unit/test_live.c
+$(T)/unit_xfree $(T)/unit_xfree_tsan: tests/unit/test_xfree.c
+$(T)/unit_xfree_tsan: UNIT_SAN := -fsanitize=thread
 $(UNIT_HOTPATH): tests/unit/test_hotpath.c
 $(T)/unit_hotpath_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_hotpath_tsan: UNIT_SAN := -fsanitize=thread
@@ -360,6 +363,9 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit_nomem
 	$(T)/unit_asan
 	setarch $$(uname -m) -R $(T)/unit_threads_tsan
+	$(T)/unit_xfree
+	setarch $$(uname -m) -R $(T)/unit_xfree_tsan
+	$(T)/unit_pages
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 

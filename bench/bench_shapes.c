@@ -7,7 +7,8 @@
  *       and as many pairs again, unless "cold"); prints "ns_per_pair X"
  *   bench_shapes maxcall N
  *       N allocations kept, each call timed (wall and thread CPU time);
- *       prints "max_call_us X at N over_1ms K max_cpu_us ..."
+ *       prints "max_call_us X at N over_1ms K max_cpu_us ...", and the
+ *       process's context switches (waits of its own, preemptions)
  *   bench_shapes xfree same|cross THREADS N
  *       THREADS threads each allocate N in batches of 1024 and pass a batch
  *       to the next thread round; each batch is freed by the next thread
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench_util.h"
@@ -100,8 +102,11 @@ static int maxcall_main(char **argv) {
         if (d > 1e-3) over++;
         if (dc > 1e-3) over_cpu++;
     }
-    printf("max_call_us %.1f at %ld over_1ms %ld max_cpu_us %.1f at_cpu %ld over_1ms_cpu %ld total_s %.3f rss_kb %ld\n",
-           worst * 1e6, at, over, worst_cpu * 1e6, at_cpu, over_cpu, now() - t0, rss_kb());
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("max_call_us %.1f at %ld over_1ms %ld max_cpu_us %.1f at_cpu %ld over_1ms_cpu %ld total_s %.3f rss_kb %ld "
+           "switches_waited %ld switches_preempted %ld\n",
+           worst * 1e6, at, over, worst_cpu * 1e6, at_cpu, over_cpu, now() - t0, rss_kb(), ru.ru_nvcsw, ru.ru_nivcsw);
     return 0;
 }
 

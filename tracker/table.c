@@ -5,7 +5,7 @@
  * zero pages, touched a page at a time as entries land in it, and the old
  * one's pages are given back as the move passes them, so neither making
  * the new array nor dropping the old one costs a call more than a few
- * pages' work. */
+ * pages' work (small pages: see array_new). */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -18,7 +18,11 @@ static struct live_entry *array_new(size_t cap) {
     size_t bytes = cap * sizeof(struct live_entry);
     if (bytes < MAP_MIN) return calloc(cap, sizeof(struct live_entry));
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return m == MAP_FAILED ? NULL : m;
+    if (m == MAP_FAILED) return NULL;
+    /* Small pages, where the kernel would give huge ones to every mapping:
+     * a huge page's first touch clears 2 MiB inside one hooked call. */
+    madvise(m, bytes, MADV_NOHUGEPAGE);
+    return m;
 }
 
 static void array_free(struct live_entry *e, size_t cap) {
