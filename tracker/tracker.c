@@ -97,35 +97,66 @@ static inline __attribute__((always_inline)) int take_from(struct vt_slot *l, co
 /* The other thread's slot in which this thread's last free of another
  * thread's memory found its record: a thread that frees what another
  * allocated mostly frees what that same thread allocated (a producer and
- * its consumer), so that slot is looked in first, before all the others. */
+ * its consumer), so that slot is looked in before all the others. While
+ * `hint_first` is set (the last free found its record there), it is
+ * looked in before this thread's own slot too: a consumer's own table
+ * then costs it no probe (a cache miss at every free) for an address it
+ * never holds. A free found in this thread's own slot clears it. */
 static __thread struct vt_slot *free_hint __attribute__((tls_model("initial-exec")));
+static __thread int hint_first __attribute__((tls_model("initial-exec")));
 
-/* take_from in the other threads' slots: the hinted one first. Out of
- * line, so that the free of the thread's own memory stays short. */
-__attribute__((noinline)) static int take_elsewhere(struct vt_slot *mine, const struct vt_key *k, uint32_t khash,
-                                                    struct vt_free *f) {
+/* take_from in the other threads' slots but `skip` (looked in already):
+ * the hinted one first, unless skipped too. Out of line, so that the free
+ * of the thread's own memory stays short. */
+__attribute__((noinline)) static int take_elsewhere(struct vt_slot *mine, struct vt_slot *skip, const struct vt_key *k,
+                                                    uint32_t khash, struct vt_free *f) {
     struct vt_slot *hint = free_hint;
-    if (hint && hint != mine && take_from(hint, k, khash, f)) return 1;
+    if (hint && hint != mine && hint != skip && take_from(hint, k, khash, f)) {
+        if (!hint_first) hint_first = 1;
+        return 1;
+    }
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next)
         if (l != mine && l != hint && take_from(l, k, khash, f)) {
             free_hint = l;
+            if (!hint_first) hint_first = 1;
             return 1;
         }
     return 0;
 }
 
+/* A consumer's free: the hinted slot first, then this thread's own, then
+ * the others. Out of line, as take_elsewhere. */
+__attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, const struct vt_key *k, uint32_t khash,
+                                                       struct vt_free *f) {
+    struct vt_slot *hint = free_hint;
+    if (hint != mine && take_from(hint, k, khash, f)) return 1;
+    if (mine && take_from(mine, k, khash, f)) {
+        hint_first = 0;
+        return 1;
+    }
+    return take_elsewhere(mine, hint, k, khash, f);
+}
+
 /* The record leaves its table, and its free is logged, before the real
  * free: once the driver has the address back it may hand it to another
  * thread, whose allocation must not find ours. Looked for in this
- * thread's table first, then in the hinted one, then in the others'. A free that fails puts the
- * record back and undoes the count (vt_tracker_free_end). */
+ * thread's table first (or, for a consumer, in the hinted one first; see
+ * free_hint), then in the hinted one, then in the others'. An address is
+ * live in one table at most (a record leaves its table before the driver
+ * can hand its address out again), so the order changes only the cost. A
+ * free that fails puts the record back and undoes the count
+ * (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
     struct vt_slot *mine = vt_my_slot;
-    if (mine && take_from(mine, &k, khash, &f)) return f;
-    if (take_elsewhere(mine, &k, khash, &f)) return f;
+    if (__builtin_expect(hint_first, 0)) {
+        if (take_hinted_first(mine, &k, khash, &f)) return f;
+    } else {
+        if (mine && take_from(mine, &k, khash, &f)) return f;
+        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    }
     /* A pointer never seen: counted through this thread's log. */
     struct vt_slot *l = mine;
     if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
