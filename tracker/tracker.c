@@ -143,9 +143,11 @@ __attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, con
  * thread's table first (or, for a consumer, in the hinted one first; see
  * free_hint), then in the hinted one, then in the others'. An address is
  * live in one table at most (a record leaves its table before the driver
- * can hand its address out again), so the order changes only the cost. A
- * free that fails puts the record back and undoes the count
- * (vt_tracker_free_end). */
+ * can hand its address out again), so the order changes only the cost;
+ * only after a free vramtrace did not see can a stale record in one table
+ * share its address with a live one in another, and then the order picks
+ * which goes, as the walk's order did before. A free that fails puts the
+ * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
