@@ -198,8 +198,8 @@ def html_top_says_what_happened():
 @test
 def html_timeline_axes_ticks_and_legend():
     """The timeline's axes with ticks in their units (bytes in binary units,
-    the event number; the time axis's label is the self-test's), the
-    legend naming each call site's band, the other sites, the OOM and the
+    the event number, or with "axis=time" in the fragment the time in the
+    unit its span suits), the legend naming each call site's band, the other sites, the OOM and the
     peak; and the page self-contained: no address to fetch, no inline
     event handler, no style attribute in its markup."""
     work = tempfile.mkdtemp(prefix="vt-html-")
@@ -218,6 +218,10 @@ def html_timeline_axes_ticks_and_legend():
            [("warmup_buffer tests/progs/t_phases.c:14", ""), ("steady_state tests/progs/t_phases.c:20", ""),
             ("other call sites", ""), ("", "\u2506 OOM: 14.00 MiB requested"), ("", "\u25cf peak 12.00 MiB")],
            "the legend")
+        dom, console = chromium_run(page, "#view=timeline&axis=time")
+        eq(console, [], "console")
+        ok('data-xticks="time since start (ms): 0 | 10 | 20 | 30 | 40 | 50 | 60 | 70"' in dom,
+           "the time axis's ticks: " + dom[dom.find("data-xticks"):][:90])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
