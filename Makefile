@@ -422,6 +422,7 @@ $(BENCH)/bench_dump: bench/bench_dump.c bench/stacks.h include/vramtrace.h $(BEN
 bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_dump.py
+	$(PYTHON) bench/bench_torch_export.py
 	$(PYTHON) bench/bench_torch.py
 	$(PYTHON) bench/bench_html.py
 	$(PYTHON) bench/bench_companion.py

@@ -13,8 +13,12 @@ class Timeline {
     this.d = data; this.dev = dev; this.names = names; this.colors = colors;
     const n = this.n = dev.n || 0, unit = dev.unit || 1;
     this.t = new Float64Array(n); this.b = new Float64Array(n); this.s = new Uint16Array(n);
+    unpackTo(dev.dt, this.t);
+    unpackTo(dev.b, this.b);
     let t = 0;
-    for (let i = 0; i < n; i++) { t += dev.dt[i]; this.t[i] = t; this.b[i] = dev.b[i] * unit; this.s[i] = SERIES_VALUE[dev.s.charCodeAt(i)]; }
+    for (let i = 0; i < n; i++) { t += this.t[i]; this.t[i] = t; this.b[i] *= unit; this.s[i] = SERIES_VALUE[dev.s.charCodeAt(i)]; }
+    /* The packed events are not needed again. */
+    dev.dt = dev.b = dev.s = null;
     this.ns = names.length;
     this.before = this.ns - 1;   /* the last series: bytes live before the history */
     this.checks = [];

@@ -69,12 +69,13 @@ function lastAtOrBefore(a, v) {
   return r;
 }
 
-/* A packed array (cli/html/pack.c) back as numbers (a Float64Array): its kind letter ('u'
+/* A packed array (cli/html/pack.c) back as numbers: its kind letter ('u'
  * unsigned, 's' signed, 'd' signed differences), then base64 of varints.
- * Anything else (null, an array) is returned as it is. */
-function unpack(s) {
-  if (typeof s !== 'string') return s;
-  const bin = atob(s.slice(1)), kind = s[0], out = new Float64Array(bin.length);
+ * unpackTo writes them into `out` (an array or typed array; those past its
+ * length are left out) and says how many there were; unpack returns them
+ * as an array, and anything else (null, an array) as it is. */
+function unpackTo(s, out) {
+  const bin = atob(s.slice(1)), kind = s[0], grow = Array.isArray(out);
   let v = 0, mul = 1, sum = 0, n = 0;
   for (let i = 0; i < bin.length; i++) {
     const c = bin.charCodeAt(i);
@@ -82,10 +83,18 @@ function unpack(s) {
     if (c & 128) { mul *= 128; continue; }
     if (kind !== 'u') v = v % 2 ? -(v + 1) / 2 : v / 2;
     if (kind === 'd') v = sum += v;
-    out[n++] = v;
+    if (grow) out.push(v); else if (n < out.length) out[n] = v;
+    n++;
     v = 0; mul = 1;
   }
-  return out.slice(0, n);
+  return n;
+}
+
+function unpack(s) {
+  if (typeof s !== 'string') return s;
+  const out = [];
+  unpackTo(s, out);
+  return out;
 }
 
 /* The names table's entry k as text (data.c, pack.c). */
@@ -94,14 +103,15 @@ function nameOf(d, k) {
   return d.strs[a] + (b ? ' ' + d.strs[b - 1] : '') + (line ? ':' + line : '');
 }
 
-/* The data block as the script reads it: the packed arrays unpacked, the
+/* The data block as the script reads it: the packed arrays unpacked (each
+ * device's events are unpacked by its Timeline, straight into its own
+ * arrays), the
  * frames' and call sites' names from the names table, node parents from
  * distances back (data.c), and the series digits as numbers. */
 function readData(text) {
   const d = JSON.parse(text);
   for (const k of ['np', 'nf', 'sn', 'so', 'sp', 'names', 'exit', 'exit_dev', 'exit_split', 'peak', 'peak_dev',
     'peak_split']) d[k] = unpack(d[k]);
-  for (const dev of d.devices || []) { dev.dt = unpack(dev.dt); dev.b = unpack(dev.b); }
   for (const o of d.ooms || []) for (const k of ['holders', 'holders_dev', 'holders_split']) o[k] = unpack(o[k]);
   if (d.live) for (const k of ['b', 'k', 'a', 'd', 'x', 't', 'th', 's']) d.live[k] = unpack(d.live[k]);
   const lib = d.lib || '', np = d.np || [], sp = d.sp || [];
