@@ -5,7 +5,9 @@
 the page's own timing mode (#bench). Prints the page's size, the time to
 write it, the time to open it with the timelines drawn (from navigation
 start, as the page measures it, and Chromium's whole run), and how long a
-hover and a zoom take. Targets: page <= 25 MB,
+hover and a zoom take, then the page's bytes part by part (each device's
+events, the stack tree, the names, the live table, the holders per moment,
+the script). Targets: page <= 25 MB,
 open < 3 s, hover and zoom < 100 ms. Nothing here asserts: a person reads
 the figures.
 
@@ -122,6 +124,47 @@ def chromium(page, fragment, shot=None):
         shutil.rmtree(prof, ignore_errors=True)
 
 
+def part_sizes(page):
+    """The page's bytes by part: its script, style and markup, and in each
+    data block (cli/html/data.c) the events, the stack tree, the names,
+    the live table and the holders per moment, as written in the page."""
+    raw = open(page, "rb").read()
+    parts = {"script": 0, "style": 0}
+    for m in re.finditer(rb"<script>(.*?)</script>", raw, re.S):
+        parts["script"] += len(m.group(1))
+    for m in re.finditer(rb"<style>(.*?)</style>", raw, re.S):
+        parts["style"] += len(m.group(1))
+    blocks = [m.group(1) for m in re.finditer(rb'<script type="application/json" id="vt-data-\d+">(.*?)</script>', raw, re.S)]
+    parts["markup"] = len(raw) - parts["script"] - parts["style"] - sum(len(b) for b in blocks)
+    group = {"np": "stack tree", "nf": "stack tree", "sn": "stack tree", "so": "stack tree",
+             "strs": "names: strings", "names": "names: entries", "lib": "names: library flags",
+             "sp": "names: call sites"}
+    size = lambda v: len(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode())
+    for b in blocks:
+        d = json.loads(b)
+        for k, v in d.items():
+            if k == "devices":
+                for dev in v:
+                    for kk in ("dt", "b", "s"):
+                        name = f"events, device {dev['ordinal']}: {kk}"
+                        parts[name] = parts.get(name, 0) + size(dev.pop(kk, ""))
+                    parts["devices"] = parts.get("devices", 0) + size(dev)
+            elif k == "live":
+                for kk, vv in v.items():
+                    name = f"live: {kk}"
+                    parts[name] = parts.get(name, 0) + size(vv)
+            elif k == "ooms":
+                for i, o in enumerate(v):
+                    for kk in [x for x in o if x.startswith("holders")]:
+                        name = f"holders at OOM #{i + 1}{kk[7:].replace('_', ' ')}"
+                        parts[name] = parts.get(name, 0) + size(o.pop(kk))
+                    parts["ooms"] = parts.get("ooms", 0) + size(o)
+            else:
+                name = group.get(k, "holders at " + k.replace("_", " ") if k.split("_")[0] in ("exit", "peak") else k)
+                parts[name] = parts.get(name, 0) + size(v)
+    return parts, len(raw)
+
+
 def main():
     nevents, nlive, nstacks = (int(x) for x in (sys.argv[1:4] if len(sys.argv) >= 4 else (1000000, 100000, 100000)))
     os.makedirs(OUT, exist_ok=True)
@@ -157,6 +200,13 @@ def main():
     print(f"  axis switch          {figures.get('axis_ms', '?'):>8} ms")
     if not m:
         print("  (the page did not report its figures)")
+    parts, total = part_sizes(page)
+    print("  page by part (bytes as written):")
+    for name, n in sorted(parts.items(), key=lambda x: -x[1]):
+        if n >= 1000:
+            print(f"    {name:32} {n / 1e6:8.3f} MB")
+    print(f"    {'(parts under 1 kB)':32} {sum(n for n in parts.values() if n < 1000) / 1e6:8.3f} MB")
+    print(f"    {'total':32} {total / 1e6:8.3f} MB")
 
 
 if __name__ == "__main__":

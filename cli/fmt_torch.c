@@ -19,9 +19,15 @@
  *
  * The writer emits pickle protocol 2 with a fixed set of opcodes that build
  * only dicts, lists, strings, integers, booleans and None: nothing a reader
- * could execute (no GLOBAL, REDUCE, BUILD or INST). A stack's frame list,
- * and each key and repeated name, is written once and referenced through
- * the pickle memo afterwards. */
+ * could execute (no GLOBAL, REDUCE, BUILD or INST). Through the pickle
+ * memo, each key and repeated name, each distinct frame dict ({filename,
+ * line, name}) and each stack's frame list is written once and referenced
+ * after, so that every block and trace entry of a stack holds the same
+ * list object. PyTorch's viewers only read frames (memory_viz.js adds
+ * fields to trace entries and blocks, which therefore are never shared).
+ * A number repeated within one segment or one event's entries (its size,
+ * address and time) is written once into a scratch memo slot and fetched
+ * from it: an integer is the same value whichever object holds it. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +36,21 @@
 
 #include "reporters.h"
 
+/* Scratch memo slots, rewritten for each segment or event: its size,
+ * address and time. The memo's other entries are numbered after them. */
+enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
+
 /* The strings written once and then fetched from the memo: the dicts'
  * keys and the few values that repeat (a segment's type, an action). */
 #define PK_NAMES 64
+
+/* A frame dict or a frame's string, by its content: its memo index. */
+struct memo_entry {
+    uint32_t memo;
+    UT_hash_handle hh;
+    char key[];
+};
+
 struct pk {
     FILE *f;
     uint32_t memo_next;
@@ -40,6 +58,8 @@ struct pk {
     const char *names[PK_NAMES];
     uint32_t name_memo[PK_NAMES];
     int nnames;
+    struct memo_entry *frames, *strings;
+    int failed;              /* out of memory: frames are written in full */
 };
 
 static void op(struct pk *p, unsigned char c) { fputc(c, p->f); }
@@ -67,13 +87,38 @@ static void memo_get(struct pk *p, uint32_t i) {
     }
 }
 
-static void memo_put(struct pk *p) {
-    if (p->memo_next < 256) {
+static void memo_put_at(struct pk *p, uint32_t i) {
+    if (i < 256) {
         op(p, 'q'); /* BINPUT */
-        op(p, (unsigned char)p->memo_next++);
+        op(p, (unsigned char)i);
     } else {
         op(p, 'r'); /* LONG_BINPUT */
-        u32le(p, p->memo_next++);
+        u32le(p, i);
+    }
+}
+
+static void memo_put(struct pk *p) { memo_put_at(p, p->memo_next++); }
+
+/* The memo index of `key` in *set, or -1; with add, a new entry takes the
+ * next index (the caller then writes the object and memo_put). */
+static int64_t memo_find(struct pk *p, struct memo_entry **set, const char *key, size_t len, int add) {
+    struct memo_entry *e;
+    HASH_FIND(hh, *set, key, len, e);
+    if (e) return e->memo;
+    if (!add || p->failed) return -1;
+    e = malloc(sizeof *e + len);
+    if (!e) { p->failed = 1; return -1; }
+    memcpy(e->key, key, len);
+    e->memo = p->memo_next;
+    HASH_ADD(hh, *set, key, len, e);
+    return -2;
+}
+
+static void memo_clear(struct memo_entry **set) {
+    struct memo_entry *e, *tmp;
+    HASH_ITER(hh, *set, e, tmp) {
+        HASH_DEL(*set, e);
+        free(e);
     }
 }
 
@@ -91,6 +136,17 @@ static void pk_name(struct pk *p, const char *s) {
 }
 
 static void pk_int(struct pk *p, int64_t v) {
+    if (v >= 0 && v < 256) {
+        op(p, 'K'); /* BININT1 */
+        op(p, (unsigned char)v);
+        return;
+    }
+    if (v >= 0 && v < 65536) {
+        op(p, 'M'); /* BININT2 */
+        op(p, (unsigned char)v);
+        op(p, (unsigned char)(v >> 8));
+        return;
+    }
     if (v >= INT32_MIN && v <= INT32_MAX) {
         op(p, 'J'); /* BININT */
         u32le(p, (uint32_t)(int32_t)v);
@@ -127,7 +183,49 @@ static void list_end(struct pk *p) { op(p, 'e'); }                /* APPENDS */
 static void kv_str(struct pk *p, const char *k, const char *v) { pk_name(p, k); pk_str(p, v); }
 static void kv_name(struct pk *p, const char *k, const char *v) { pk_name(p, k); pk_name(p, v); }
 static void kv_int(struct pk *p, const char *k, int64_t v) { pk_name(p, k); pk_int(p, v); }
-static void kv_uint(struct pk *p, const char *k, uint64_t v) { pk_name(p, k); pk_uint(p, v); }
+
+/* v under key k, kept in scratch slot `slot` for kv_slot. */
+static void kv_keep(struct pk *p, const char *k, uint64_t v, uint32_t slot) {
+    pk_name(p, k);
+    pk_uint(p, v);
+    memo_put_at(p, slot);
+}
+
+/* The value last kept in `slot`, under key k. */
+static void kv_slot(struct pk *p, const char *k, uint32_t slot) {
+    pk_name(p, k);
+    memo_get(p, slot);
+}
+
+/* A frame's string, memoized by content: a file or function shared by
+ * many frames is written once. */
+static void pk_text(struct pk *p, const char *s) {
+    size_t n = strlen(s);
+    int64_t m = memo_find(p, &p->strings, s, n, 1);
+    if (m >= 0) { memo_get(p, (uint32_t)m); return; }
+    pk_str(p, s);
+    if (m == -2) memo_put(p);
+}
+
+/* One frame as {filename, line, name}, each distinct one written once. */
+static void frame(struct pk *p, const struct vt_frame *f) {
+    char label[1024], key[2600];
+    const char *file = f->file ? f->file : f->module ? f->module : "??";
+    vm_frame_label(f, label, sizeof label);
+    int n = snprintf(key, sizeof key, "%s%c%ld%c%s", file, 0, (long)f->line, 0, label);
+    uint32_t at = p->memo_next;
+    int64_t m = n > 0 && (size_t)n < sizeof key ? memo_find(p, &p->frames, key, (size_t)n, 1) : -1;
+    if (m >= 0) { memo_get(p, (uint32_t)m); return; }
+    if (m == -2) p->memo_next++;   /* the dict's index, taken before its contents' */
+    dict_begin(p);
+    pk_name(p, "filename");
+    pk_text(p, file);
+    kv_int(p, "line", f->line);
+    pk_name(p, "name");
+    pk_text(p, label);
+    dict_end(p);
+    if (m == -2) memo_put_at(p, at);
+}
 
 /* The frames of a stack as [{filename, line, name}], innermost first. */
 static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
@@ -137,15 +235,7 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     }
     const struct vm_stack *s = &d->stacks[stack];
     list_begin(p);
-    for (size_t i = 0; i < s->nframes; i++) {
-        const struct vt_frame *f = &s->frames[i];
-        char label[1024];
-        dict_begin(p);
-        kv_str(p, "filename", f->file ? f->file : f->module ? f->module : "??");
-        kv_int(p, "line", f->line);
-        kv_str(p, "name", vm_frame_label(f, label, sizeof label));
-        dict_end(p);
-    }
+    for (size_t i = 0; i < s->nframes; i++) frame(p, &s->frames[i]);
     list_end(p);
     p->stack_memo[stack] = p->memo_next;
     memo_put(p);
@@ -154,11 +244,11 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
 static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc *a) {
     dict_begin(p);
     kv_int(p, "device", a->device);
-    kv_uint(p, "address", a->address);
-    kv_uint(p, "total_size", a->bytes);
-    kv_uint(p, "allocated_size", a->bytes);
-    kv_uint(p, "active_size", a->bytes);
-    kv_uint(p, "requested_size", a->bytes);
+    kv_keep(p, "address", a->address, SLOT_ADDR);
+    kv_keep(p, "total_size", a->bytes, SLOT_SIZE);
+    kv_slot(p, "allocated_size", SLOT_SIZE);
+    kv_slot(p, "active_size", SLOT_SIZE);
+    kv_slot(p, "requested_size", SLOT_SIZE);
     kv_int(p, "stream", 0);
     kv_name(p, "segment_type", a->bytes <= (1u << 20) ? "small" : "large");
     pk_name(p, "is_expandable");
@@ -166,27 +256,35 @@ static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc
     pk_name(p, "frames");
     frames(p, d, a->stack);
     pk_name(p, "blocks");
-    list_begin(p);
+    op(p, ']');  /* EMPTY_LIST, its one block APPENDed */
     dict_begin(p);
-    kv_uint(p, "address", a->address);
-    kv_uint(p, "size", a->bytes);
-    kv_uint(p, "requested_size", a->bytes);
+    kv_slot(p, "address", SLOT_ADDR);
+    kv_slot(p, "size", SLOT_SIZE);
+    kv_slot(p, "requested_size", SLOT_SIZE);
     kv_name(p, "state", "active_allocated");
     pk_name(p, "frames");
     frames(p, d, a->stack);
     dict_end(p);
-    list_end(p);
+    op(p, 'a');  /* APPEND */
     dict_end(p);
 }
 
+/* One trace entry; `first` writes the event's address, size and time into
+ * their scratch slots, the event's later entries fetch them. */
 static void trace_entry(struct pk *p, const struct vm_dump *d, const char *action,
-                        const struct vm_event *e, int64_t device_free) {
+                        const struct vm_event *e, int64_t device_free, int first) {
     dict_begin(p);
     kv_name(p, "action", action);
-    kv_uint(p, "addr", e->address);
-    kv_uint(p, "size", e->bytes);
+    if (first) {
+        kv_keep(p, "addr", e->address, SLOT_ADDR);
+        kv_keep(p, "size", e->bytes, SLOT_SIZE);
+    } else {
+        kv_slot(p, "addr", SLOT_ADDR);
+        kv_slot(p, "size", SLOT_SIZE);
+    }
     kv_int(p, "stream", 0);
-    kv_uint(p, "time_us", (d->start_unix_ns + e->time_ns) / 1000);
+    if (first) kv_keep(p, "time_us", (d->start_unix_ns + e->time_ns) / 1000, SLOT_TIME);
+    else kv_slot(p, "time_us", SLOT_TIME);
     if (device_free >= 0) kv_int(p, "device_free", device_free);
     pk_name(p, "frames");
     frames(p, d, e->stack);
@@ -328,14 +426,14 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
         if (e->type == 'o') {
             /* The k-th OOM event is the k-th OOM record, when it was kept. */
             int64_t freeb = k < d->nooms && d->ooms[k].have_info ? (int64_t)d->ooms[k].free_bytes : 0;
-            trace_entry(p, d, "oom", &at, freeb);
+            trace_entry(p, d, "oom", &at, freeb, 1);
         } else if (e->type == 'a') {
-            trace_entry(p, d, "segment_alloc", &at, -1);
-            trace_entry(p, d, "alloc", &at, -1);
+            trace_entry(p, d, "segment_alloc", &at, -1, 1);
+            trace_entry(p, d, "alloc", &at, -1, 0);
         } else {
-            trace_entry(p, d, "free_requested", &at, -1);
-            trace_entry(p, d, "free_completed", &at, -1);
-            trace_entry(p, d, "segment_free", &at, -1);
+            trace_entry(p, d, "free_requested", &at, -1, 1);
+            trace_entry(p, d, "free_completed", &at, -1, 0);
+            trace_entry(p, d, "segment_free", &at, -1, 0);
         }
     }
 }
@@ -357,7 +455,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         return -1;
     }
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
-    struct pk p = {f, 0, memo, {0}, {0}, 0};
+    struct pk p = {.f = f, .memo_next = NSLOTS, .stack_memo = memo};
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
@@ -387,6 +485,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     dict_end(&p);
     dict_end(&p);
     op(&p, '.'); /* STOP */
+    memo_clear(&p.frames);
+    memo_clear(&p.strings);
     free(memo);
     selection_free(&x);
     return ferror(f) ? -1 : 0;

@@ -1315,8 +1315,9 @@ def report_torch_snapshot():
     import pickletools
     rc, out, _ = report([R0, "--format", "torch"])
     eq(rc, 0, "status")
-    allowed = {"PROTO", "EMPTY_DICT", "EMPTY_LIST", "MARK", "SETITEMS", "APPENDS", "BINUNICODE", "BININT",
-               "LONG1", "NEWTRUE", "NEWFALSE", "BINPUT", "BINGET", "LONG_BINPUT", "LONG_BINGET", "STOP"}
+    allowed = {"PROTO", "EMPTY_DICT", "EMPTY_LIST", "MARK", "SETITEMS", "APPENDS", "APPEND", "BINUNICODE",
+               "BININT", "BININT1", "BININT2", "LONG1", "NEWTRUE", "NEWFALSE", "BINPUT", "BINGET", "LONG_BINPUT",
+               "LONG_BINGET", "STOP"}
     ops = {op.name for op, _, _ in pickletools.genops(out)}
     ok(ops <= allowed, f"only plain-data opcodes: {ops - allowed}")
     eq(out[1], 2, "protocol 2")

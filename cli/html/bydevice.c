@@ -90,7 +90,8 @@ void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, co
     int64_t *counts = bytes ? calloc(n * nd + 1, sizeof *counts) : NULL;
     int replayed = counts && replay(d, h, n, dev, upto, bytes, counts);
     char *split = calloc(n + 1, 1);
-    fputc('[', f);
+    struct vh_pack p;
+    vh_pack_init(&p, 's');
     for (size_t j = 0; j < n; j++) {
         int where = h[j].stack < d->nstacks ? dev[h[j].stack] : NONE;
         if (where == SEVERAL && replayed && split) {
@@ -102,19 +103,20 @@ void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, co
             }
             split[j] = !bad && sum == (int64_t)h[j].bytes && count == (int64_t)h[j].count;
         }
-        fprintf(f, j ? ",%d" : "%d", split && split[j] ? -2 : where >= 0 ? where : -1);
+        vh_pack(&p, split && split[j] ? -2 : where >= 0 ? where : -1);
     }
-    fprintf(f, "],\"%s_split\":[", name);
-    int first = 1;
+    vh_pack_write(f, NULL, &p);
+    fprintf(f, ",\"%s_split\":", name);
     for (size_t j = 0; split && j < n; j++) {
         for (size_t k = 0; split[j] && k < nd; k++) {
             if (!bytes[j * nd + k] && !counts[j * nd + k]) continue;
-            fprintf(f, "%s%zu,%d,%" PRId64 ",%" PRId64, first ? "" : ",", j, d->devices[k].ordinal, bytes[j * nd + k],
-                    counts[j * nd + k]);
-            first = 0;
+            vh_pack(&p, (int64_t)j);
+            vh_pack(&p, d->devices[k].ordinal);
+            vh_pack(&p, bytes[j * nd + k]);
+            vh_pack(&p, counts[j * nd + k]);
         }
     }
-    fputc(']', f);
+    vh_pack_write(f, NULL, &p);
     free(split);
     free(bytes);
     free(counts);

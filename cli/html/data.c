@@ -85,10 +85,12 @@ static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame) {
     return (uint32_t)t->n++;
 }
 
-static void put_u32s(FILE *f, const char *name, const uint32_t *v, size_t n) {
-    fprintf(f, ",\"%s\":[", name);
-    for (size_t i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", v[i] == UINT32_MAX ? -1 : (int)v[i]);
-    fputc(']', f);
+/* ",\"NAME\":" and v packed as `kind` (pack.c); UINT32_MAX as -1. */
+static void put_u32s(FILE *f, const char *name, const uint32_t *v, size_t n, char kind) {
+    struct vh_pack p;
+    vh_pack_init(&p, kind);
+    for (size_t i = 0; i < n; i++) vh_pack(&p, v[i] == UINT32_MAX ? -1 : (int64_t)v[i]);
+    vh_pack_write(f, name, &p);
 }
 
 static void put_labels(FILE *f, const char *name, const struct vt_labels *l) {
@@ -100,12 +102,44 @@ static void put_labels(FILE *f, const char *name, const struct vt_labels *l) {
     fputc(']', f);
 }
 
+/* ",\"sp\":PACKED": per call site, how many parts its label has (split
+ * at " -> ") and their entries in the names table. */
+static int put_sites(FILE *f, const struct vt_labels *sites, struct vh_names *names) {
+    struct vh_pack p;
+    vh_pack_init(&p, 'u');
+    int ok = 1;
+    for (size_t i = 0; ok && i < vt_labels_count(sites); i++) {
+        const char *label = vt_label_of(sites, (uint32_t)i);
+        size_t len = strlen(label), nparts = 1;
+        for (const char *q = label; (q = strstr(q, " -> ")); q += 4) nparts++;
+        vh_pack(&p, (int64_t)nparts);
+        char *part = malloc(len + 1);
+        if (!part) { ok = 0; break; }
+        for (const char *q = label;;) {
+            const char *end = strstr(q, " -> ");
+            size_t k = end ? (size_t)(end - q) : strlen(q);
+            memcpy(part, q, k);
+            part[k] = 0;
+            long e = vh_names_add(names, part, 0);
+            if (e < 0) { ok = 0; break; }
+            vh_pack(&p, e);
+            if (!end) break;
+            q = end + 4;
+        }
+        free(part);
+    }
+    if (ok) vh_pack_write(f, "sp", &p);
+    else free(p.bytes);
+    return ok ? 0 : -1;
+}
+
 /* Frames, the stack tree and each stack's call site. Returns each stack's
  * call-site group in *site_of (nstacks entries) and the groups in *sites. */
 static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct vt_labels **sites) {
     size_t total = 0;
     for (size_t i = 0; i < d->nstacks; i++) total += d->stacks[i].nframes;
     struct vt_labels *frames = vt_labels_new();
+    struct vh_names names = {0};
     struct tree t = {0};
     for (t.cap = 16; t.cap < 2 * total + 2; t.cap *= 2) {}
     t.keys = calloc(t.cap, sizeof *t.keys);
@@ -128,7 +162,10 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
             snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
             uint32_t fr = vt_label_group(frames, key, &added);
             if (fr == UINT32_MAX) { ok = 0; break; }
-            if (added) lib[nframes++] = (uint8_t)l;
+            if (added) {
+                lib[nframes++] = (uint8_t)l;
+                if (vh_names_add(&names, where, 1) < 0) { ok = 0; break; }
+            }
             at = tree_node(&t, at, fr);
         }
         node_of[i] = at;
@@ -137,26 +174,24 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         if ((*site_of)[i] == UINT32_MAX) ok = 0;
     }
     if (ok) {
-        /* Each frame's key is its library flag and its name. */
-        fputs(",\"fw\":[", f);
-        for (size_t i = 0; i < nframes; i++) {
-            if (i) fputc(',', f);
-            vh_json_string(f, vt_label_of(frames, (uint32_t)i) + 1);
-        }
-        fputs("],\"lib\":[", f);
-        for (size_t i = 0; i < nframes; i++) fprintf(f, i ? ",%d" : "%d", lib[i]);
-        fputc(']', f);
-        /* A node's parent as the distance back to it (0: none), mostly 1. */
-        fputs(",\"np\":[", f);
-        for (size_t i = 0; i < t.n; i++)
-            fprintf(f, i ? ",%zu" : "%zu", t.parent[i] == UINT32_MAX ? 0 : i - t.parent[i]);
-        fputc(']', f);
-        put_u32s(f, "nf", t.frame, t.n);
-        put_u32s(f, "sn", node_of, d->nstacks);
-        put_u32s(f, "so", *site_of, d->nstacks);
-        put_labels(f, "sites", *sites);
+        /* The names table's first entries are the frames, in order; then
+         * the parts of call-site labels that are no frame's name. */
+        struct vh_pack np;
+        vh_pack_init(&np, 'u');
+        for (size_t i = 0; i < t.n; i++) vh_pack(&np, t.parent[i] == UINT32_MAX ? 0 : (int64_t)(i - t.parent[i]));
+        vh_pack_write(f, "np", &np);
+        put_u32s(f, "nf", t.frame, t.n, 'u');
+        put_u32s(f, "sn", node_of, d->nstacks, 's');
+        put_u32s(f, "so", *site_of, d->nstacks, 'u');
+        ok = put_sites(f, *sites, &names) == 0;
+        /* Each frame's library flag, one character a frame. */
+        fputs(",\"lib\":\"", f);
+        for (size_t i = 0; i < nframes; i++) fputc('0' + lib[i], f);
+        fputc('"', f);
+        vh_names_write(f, &names);
     }
     vt_labels_free(frames);
+    vh_names_free(&names);
     free(t.keys); free(t.ids); free(t.parent); free(t.frame); free(node_of); free(lib);
     return ok ? 0 : -1;
 }
@@ -242,25 +277,24 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         fprintf(f, "%s{\"ordinal\":%d,\"name\":", di ? "," : "", v->ordinal);
         vh_json_string(f, v->name ? v->name : "?");
         fprintf(f, ",\"total\":%" PRIu64 ",\"live\":%" PRIu64 ",\"peak\":%" PRIu64 ",\"peak_t\":%" PRIu64
-                   ",\"base\":%" PRId64 ",\"unit\":%" PRIu64 ",\"n\":%zu,\"dt\":[",
+                   ",\"base\":%" PRId64 ",\"unit\":%" PRIu64 ",\"n\":%zu",
                 v->total_bytes, v->live_bytes, v->peak_bytes, v->peak_time_ns, before > 0 ? before : 0, unit, n);
+        struct vh_pack dt, b;
+        vh_pack_init(&dt, 'u');
+        vh_pack_init(&b, 's');
         uint64_t last = 0;
-        size_t k = 0;
         for (size_t i = 0; i < d->nevents; i++) {
             const struct vm_event *e = &d->events[i];
             if (e->device != v->ordinal || e->type == 'o') continue;
-            fprintf(f, k++ ? ",%" PRIu64 : "%" PRIu64, e->time_ns >= last ? e->time_ns - last : 0);
+            vh_pack(&dt, (int64_t)(e->time_ns >= last ? e->time_ns - last : 0));
             if (e->time_ns > last) last = e->time_ns;
+            vh_pack(&b, e->type == 'f' ? -(int64_t)(e->bytes / unit) : (int64_t)(e->bytes / unit));
         }
-        fputs("],\"b\":[", f);
-        k = 0;
-        for (size_t i = 0; i < d->nevents; i++) {
-            const struct vm_event *e = &d->events[i];
-            if (e->device != v->ordinal || e->type == 'o') continue;
-            fprintf(f, "%s%s%" PRIu64, k++ ? "," : "", e->type == 'f' ? "-" : "", e->bytes / unit);
-        }
+        vh_pack_write(f, "dt", &dt);
+        vh_pack_write(f, "b", &b);
+        size_t k;
         /* The series, one character an event: 0-9, a-z, A-Z. */
-        fputs("],\"s\":\"", f);
+        fputs(",\"s\":\"", f);
         for (size_t i = 0; i < d->nevents; i++) {
             const struct vm_event *e = &d->events[i];
             if (e->device != v->ordinal || e->type == 'o') continue;
@@ -288,37 +322,50 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
 static void holders(FILE *f, const char *name, const struct vm_holder *h, size_t n, int have) {
     fprintf(f, ",\"%s\":", name);
     if (!have) { fputs("null", f); return; }
-    fputc('[', f);
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s%zu,%" PRIu64 ",%" PRIu64, i ? "," : "", h[i].stack, h[i].bytes, h[i].count);
-    fputc(']', f);
+    struct vh_pack p;
+    vh_pack_init(&p, 'u');
+    for (size_t i = 0; i < n; i++) {
+        vh_pack(&p, (int64_t)h[i].stack);
+        vh_pack(&p, (int64_t)h[i].bytes);
+        vh_pack(&p, (int64_t)h[i].count);
+    }
+    vh_pack_write(f, NULL, &p);
 }
 
 static void live(FILE *f, const struct vm_dump *d) {
     struct vt_labels *kinds = vt_labels_new(), *apis = vt_labels_new(), *threads = vt_labels_new();
-    fputs(",\"live\":{\"b\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, d->live[i].bytes);
-    fputs("],\"k\":[", f);
+    struct vh_pack p;
+    /* The first member written without its comma, then the others. */
+    fputs(",\"live\":{\"b\":", f);
+    vh_pack_init(&p, 'u');
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, (int64_t)d->live[i].bytes);
+    vh_pack_write(f, NULL, &p);
     for (size_t i = 0; i < d->nlive; i++)
-        fprintf(f, i ? ",%d" : "%d", (int)vt_label_group(kinds, d->live[i].kind ? d->live[i].kind : "?", NULL));
-    fputs("],\"a\":[", f);
+        vh_pack(&p, vt_label_group(kinds, d->live[i].kind ? d->live[i].kind : "?", NULL));
+    vh_pack_write(f, "k", &p);
     for (size_t i = 0; i < d->nlive; i++)
-        fprintf(f, i ? ",%d" : "%d", (int)vt_label_group(apis, d->live[i].api ? d->live[i].api : "?", NULL));
-    fputs("],\"d\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%d" : "%d", d->live[i].device);
-    fputs("],\"x\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",\"%" PRIx64 "\"" : "\"%" PRIx64 "\"", d->live[i].address);
-    fputs("],\"t\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%" PRIu64 : "%" PRIu64, d->live[i].time_ns);
-    fputs("],\"th\":[", f);
+        vh_pack(&p, vt_label_group(apis, d->live[i].api ? d->live[i].api : "?", NULL));
+    vh_pack_write(f, "a", &p);
+    vh_pack_init(&p, 's');
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, d->live[i].device);
+    vh_pack_write(f, "d", &p);
+    /* Addresses as differences: the script adds them up in doubles, exact
+     * below 2^53 (every x86-64 and GPU virtual address). */
+    vh_pack_init(&p, 'd');
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, (int64_t)d->live[i].address);
+    vh_pack_write(f, "x", &p);
+    vh_pack_init(&p, 'u');
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, (int64_t)d->live[i].time_ns);
+    vh_pack_write(f, "t", &p);
     for (size_t i = 0; i < d->nlive; i++) {
         char th[24];
         snprintf(th, sizeof th, "%d", d->live[i].thread);
-        fprintf(f, i ? ",%d" : "%d", (int)vt_label_group(threads, th, NULL));
+        vh_pack(&p, vt_label_group(threads, th, NULL));
     }
-    fputs("],\"s\":[", f);
-    for (size_t i = 0; i < d->nlive; i++) fprintf(f, i ? ",%zu" : "%zu", d->live[i].stack);
-    fputc(']', f);
+    vh_pack_write(f, "th", &p);
+    vh_pack_init(&p, 's');
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, d->live[i].stack == SIZE_MAX ? -1 : (int64_t)d->live[i].stack);
+    vh_pack_write(f, "s", &p);
     put_labels(f, "kinds", kinds);
     put_labels(f, "apis", apis);
     put_labels(f, "threads", threads);

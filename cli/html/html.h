@@ -10,6 +10,7 @@
 #ifndef VT_HTML_H
 #define VT_HTML_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../reporters.h"
@@ -33,6 +34,49 @@ void vh_json_string(FILE *f, const char *s);
  * at each OOM, and live allocations. `series` is how many call sites the
  * timeline draws apart (the rest is one "other" series). */
 void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opts *o, int series);
+
+/* An array of integers being packed (cli/html/pack.c): kind 'u' unsigned,
+ * 's' signed, 'd' signed differences from the previous value. */
+struct vh_pack {
+    uint8_t *bytes;
+    size_t n, cap;
+    int64_t last;
+    char kind;
+    int failed;
+};
+
+void vh_pack_init(struct vh_pack *p, char kind);
+void vh_pack(struct vh_pack *p, int64_t v);
+
+/* ",\"NAME\":" (nothing when name is NULL) and the packed array as one
+ * JSON string: its kind letter and the base64 of its varints; empty (and
+ * 'u') when memory ran out while packing. Frees the buffer and starts p
+ * again, of the same kind. */
+void vh_pack_write(FILE *f, const char *name, struct vh_pack *p);
+
+struct vt_labels;
+
+/* The names of one data block (frames, call sites' parts) as entries of a
+ * table: each entry is (head, rest, line) over one table of strings, read
+ * head + (rest ? " " + rest : "") + (line ? ":" + line : ""), so that a
+ * file or function shared by many frames is written once. */
+struct vh_names {
+    struct vt_labels *strings, *whole;
+    uint32_t *entry_of;
+    size_t nentry_of;
+    uint64_t *triples;
+    size_t n, cap;
+};
+
+/* The entry of name: a new one when `fresh` (entries 0..n-1 stay the
+ * frames even where two frames read alike), else the first entry that
+ * reads the same, or a new one; -1 when memory ran out. */
+long vh_names_add(struct vh_names *t, const char *name, int fresh);
+
+/* ",\"strs\":[...],\"names\":PACKED": the strings and each entry's three
+ * numbers (head, rest + 1 or 0, line or 0). */
+void vh_names_write(FILE *f, struct vh_names *t);
+void vh_names_free(struct vh_names *t);
 
 struct vm_torch;
 

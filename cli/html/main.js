@@ -21,6 +21,8 @@ class Dump {
     if (!this.timelines.length) tl.appendChild(el('p', '', 'no device memory was used'));
     this.axis = this.box.querySelector('.axis');
     this.axis.addEventListener('change', () => this.timelines.forEach(t => t.setAxis(this.axis.value)));
+    /* "axis=time" in the URL's fragment opens on the time axis. */
+    if (/axis=time/.test(location.hash)) { this.axis.value = 'time'; this.timelines.forEach(t => t.setAxis('time')); }
     this.box.querySelector('.unzoom').addEventListener('click', () => this.timelines.forEach(t => t.reset()));
     this.flame = new Flame(this.box.querySelector('[data-view="flame"]'), d);
     const tables = this.box.querySelector('.tables');

@@ -35,7 +35,7 @@ const TABLES = [
         {h: 'kind', v: i => L.kinds[L.k[i]], text: i => L.kinds[L.k[i]]},
         {h: 'api', v: i => L.apis[L.a[i]], text: i => L.apis[L.a[i]]},
         {h: 'device', num: true, v: i => L.d[i], text: i => String(L.d[i])},
-        {h: 'address', v: i => L.x[i].padStart(16, '0'), text: i => '0x' + L.x[i]},
+        {h: 'address', num: true, v: i => L.x[i], text: i => '0x' + L.x[i].toString(16)},
         {h: 'time (s)', num: true, v: i => L.t[i], text: i => (L.t[i] / 1e9).toFixed(6)},
         {h: 'thread', num: true, v: i => Number(L.threads[L.th[i]]), text: i => L.threads[L.th[i]]},
         {h: 'call site', v: i => siteOf(d, L.s[i]), text: i => siteOf(d, L.s[i])},

@@ -13,8 +13,12 @@ class Timeline {
     this.d = data; this.dev = dev; this.names = names; this.colors = colors;
     const n = this.n = dev.n || 0, unit = dev.unit || 1;
     this.t = new Float64Array(n); this.b = new Float64Array(n); this.s = new Uint16Array(n);
+    unpackTo(dev.dt, this.t);
+    unpackTo(dev.b, this.b);
     let t = 0;
-    for (let i = 0; i < n; i++) { t += dev.dt[i]; this.t[i] = t; this.b[i] = dev.b[i] * unit; this.s[i] = SERIES_VALUE[dev.s.charCodeAt(i)]; }
+    for (let i = 0; i < n; i++) { t += this.t[i]; this.t[i] = t; this.b[i] *= unit; this.s[i] = SERIES_VALUE[dev.s.charCodeAt(i)]; }
+    /* The packed events are not needed again. */
+    dev.dt = dev.b = dev.s = null;
     this.ns = names.length;
     this.before = this.ns - 1;   /* the last series: bytes live before the history */
     this.checks = [];
@@ -180,10 +184,12 @@ class Timeline {
     g.strokeStyle = '#999'; g.fillStyle = '#333'; g.font = '11px system-ui,sans-serif';
     g.strokeRect(PAD_L + 0.5, PAD_T + 0.5, W, H);
     g.textAlign = 'right'; g.textBaseline = 'middle';
+    const yl = [], xl = [];
     for (const v of ticks(0, this.ymax, 5, 1024)) {
       const y = PAD_T + H - v / this.ymax * H;
       g.fillRect(PAD_L - 4, Math.round(y), 4, 1);
       g.fillText(fmtBytes(v), PAD_L - 6, y);
+      yl.push(fmtBytes(v));
     }
     g.textAlign = 'center'; g.textBaseline = 'top';
     let unit = 1, name = 'event';
@@ -192,9 +198,13 @@ class Timeline {
       const x = this.px(v * unit);
       g.fillRect(Math.round(x), PAD_T + H, 1, 4);
       g.fillText(String(+v.toPrecision(6)), x, PAD_T + H + 6);
+      xl.push(String(+v.toPrecision(6)));
     }
     this.xlabel = this.axis === 'event' ? 'event number' : 'time since start (' + name + ')';
     g.fillText(this.xlabel, PAD_L + W / 2, PAD_T + H + 20);
+    /* The labels drawn, readable from the page's DOM (the tests read them). */
+    this.canvas.dataset.yticks = yl.join(' | ');
+    this.canvas.dataset.xticks = this.xlabel + ': ' + xl.join(' | ');
   }
 
   marks(g, H) {

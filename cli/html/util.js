@@ -69,10 +69,61 @@ function lastAtOrBefore(a, v) {
   return r;
 }
 
-/* The data block as the script reads it: node parents from distances back
- * (data.c), and the series digits as numbers. */
+/* A packed array (cli/html/pack.c) back as numbers: its kind letter ('u'
+ * unsigned, 's' signed, 'd' signed differences), then base64 of varints.
+ * unpackTo writes them into `out` (an array or typed array; those past its
+ * length are left out) and says how many there were; unpack returns them
+ * as an array, and anything else (null, an array) as it is. */
+function unpackTo(s, out) {
+  const bin = atob(s.slice(1)), kind = s[0], grow = Array.isArray(out);
+  let v = 0, mul = 1, sum = 0, n = 0;
+  for (let i = 0; i < bin.length; i++) {
+    const c = bin.charCodeAt(i);
+    v += (c & 127) * mul;
+    if (c & 128) { mul *= 128; continue; }
+    if (kind !== 'u') v = v % 2 ? -(v + 1) / 2 : v / 2;
+    if (kind === 'd') v = sum += v;
+    if (grow) out.push(v); else if (n < out.length) out[n] = v;
+    n++;
+    v = 0; mul = 1;
+  }
+  return n;
+}
+
+function unpack(s) {
+  if (typeof s !== 'string') return s;
+  const out = [];
+  unpackTo(s, out);
+  return out;
+}
+
+/* The names table's entry k as text (data.c, pack.c). */
+function nameOf(d, k) {
+  const a = d.names[3 * k], b = d.names[3 * k + 1], line = d.names[3 * k + 2];
+  return d.strs[a] + (b ? ' ' + d.strs[b - 1] : '') + (line ? ':' + line : '');
+}
+
+/* The data block as the script reads it: the packed arrays unpacked (each
+ * device's events are unpacked by its Timeline, straight into its own
+ * arrays), the
+ * frames' and call sites' names from the names table, node parents from
+ * distances back (data.c), and the series digits as numbers. */
 function readData(text) {
-  const d = JSON.parse(text), np = d.np || [];
+  const d = JSON.parse(text);
+  for (const k of ['np', 'nf', 'sn', 'so', 'sp', 'names', 'exit', 'exit_dev', 'exit_split', 'peak', 'peak_dev',
+    'peak_split']) d[k] = unpack(d[k]);
+  for (const o of d.ooms || []) for (const k of ['holders', 'holders_dev', 'holders_split']) o[k] = unpack(o[k]);
+  if (d.live) for (const k of ['b', 'k', 'a', 'd', 'x', 't', 'th', 's']) d.live[k] = unpack(d.live[k]);
+  const lib = d.lib || '', np = d.np || [], sp = d.sp || [];
+  d.lib = new Uint8Array(lib.length);
+  d.fw = new Array(lib.length);
+  for (let i = 0; i < lib.length; i++) { d.lib[i] = lib.charCodeAt(i) - 48; d.fw[i] = nameOf(d, i); }
+  d.sites = [];
+  for (let i = 0; i < sp.length; i += sp[i] + 1) {
+    const parts = [];
+    for (let j = 1; j <= sp[i]; j++) parts.push(nameOf(d, sp[i + j]));
+    d.sites.push(parts.join(' -> '));
+  }
   d.par = new Int32Array(np.length);
   for (let i = 0; i < np.length; i++) d.par[i] = np[i] ? i - np[i] : -1;
   return d;

@@ -1,6 +1,7 @@
 """The HTML report: its controls clicked in headless Chromium (the page's
 own #selftest), one screenshot per view checked for content, the figures
 the page states, the data block it draws from, and hostile names."""
+import base64
 import copy
 import re
 import struct
@@ -194,10 +195,85 @@ def html_top_says_what_happened():
         shutil.rmtree(work, ignore_errors=True)
 
 
+@test
+def html_timeline_axes_ticks_and_legend():
+    """The timeline's axes with ticks in their units (bytes in binary units,
+    the event number, or with "axis=time" in the fragment the time in the
+    unit its span suits), the legend naming each call site's band, the other sites, the OOM and the
+    peak; and the page self-contained: no address to fetch, no inline
+    event handler, no style attribute in its markup."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        page = page_of(work, "r.html", [R0])
+        raw = open(page, encoding="utf-8").read()
+        for bad in ("http:", "https:", "//cdn", "src=", "<link", "<iframe", " style="):
+            ok(bad not in raw, f"not in the page: {bad!r}")
+        ok(not re.search(r"<[^>]*\son[a-z]+\s*=", raw), "no inline event handler")
+        dom, console = chromium_run(page, "#view=timeline")
+        eq(console, [], "console")
+        ok('data-yticks="0 B | 2.00 MiB | 4.00 MiB | 6.00 MiB | 8.00 MiB | 10.00 MiB | 12.00 MiB" '
+           'data-xticks="event number: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8"' in dom, "the axes' ticks")
+        legend = re.search(r'<div class="legend">(.*?)</div>', dom).group(1)
+        eq(re.findall(r"<span>([^<]*)</span>|<span class=\"legend-item [a-z]+-key\">([^<]*)</span>", legend),
+           [("warmup_buffer tests/progs/t_phases.c:14", ""), ("steady_state tests/progs/t_phases.c:20", ""),
+            ("other call sites", ""), ("", "\u2506 OOM: 14.00 MiB requested"), ("", "\u25cf peak 12.00 MiB")],
+           "the legend")
+        dom, console = chromium_run(page, "#view=timeline&axis=time")
+        eq(console, [], "console")
+        ok('data-xticks="time since start (ms): 0 | 10 | 20 | 30 | 40 | 50 | 60 | 70"' in dom,
+           "the time axis's ticks: " + dom[dom.find("data-xticks"):][:90])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def unpack(s):
+    """A packed array of the data block (cli/html/pack.c) as numbers, as the
+    page's unpack reads it; anything else as it is."""
+    if not isinstance(s, str):
+        return s
+    out, v, shift, total = [], 0, 0, 0
+    for c in base64.b64decode(s[1:]):
+        v |= (c & 127) << shift
+        shift += 7
+        if c & 128:
+            continue
+        if s[0] != "u":
+            v = -(v + 1) // 2 if v & 1 else v // 2
+        if s[0] == "d":
+            total += v
+            v = total
+        out.append(v)
+        v, shift = 0, 0
+    return out
+
+
 def data_block(raw, k=0):
+    """The data block of dump k as the page's readData sees it: packed
+    arrays unpacked, frame and call-site names from the names table."""
     m = re.search(r'<script type="application/json" id="vt-data-%d">(.*?)</script>' % k, raw, re.S)
     ok(m, "the data block")
-    return json.loads(m.group(1))
+    d = json.loads(m.group(1))
+    for key in ("np", "nf", "sn", "so", "sp", "names", "exit", "exit_dev", "exit_split", "peak", "peak_dev",
+                "peak_split"):
+        d[key] = unpack(d.get(key))
+    for dev in d["devices"]:
+        dev["dt"], dev["b"] = unpack(dev["dt"]), unpack(dev["b"])
+    for o in d["ooms"]:
+        for key in ("holders", "holders_dev", "holders_split"):
+            o[key] = unpack(o[key])
+    for key in ("b", "k", "a", "d", "x", "t", "th", "s"):
+        d["live"][key] = unpack(d["live"][key])
+
+    def name(e):
+        a, b, line = d["names"][3 * e:3 * e + 3]
+        return d["strs"][a] + (" " + d["strs"][b - 1] if b else "") + (f":{line}" if line else "")
+    d["lib"] = [int(c) for c in d["lib"]]
+    d["fw"] = [name(e) for e in range(len(d["lib"]))]
+    d["sites"], i = [], 0
+    while i < len(d["sp"]):
+        d["sites"].append(" -> ".join(name(e) for e in d["sp"][i + 1:i + 1 + d["sp"][i]]))
+        i += d["sp"][i] + 1
+    return d
 
 
 @test
@@ -230,6 +306,61 @@ def html_data_block_holds_the_dump():
         eq(lib["alloc /src/vramtrace/tests/py/frames.py:34"], 0, "the user's Python")
         eq(lib["PyEval_EvalCode ./Include/internal/pycore_ceval.h:89"], 1, "the interpreter")
         eq(lib["ffi_call (libffi.so.8.1.2+0x6b0d)"], 1, "a system library")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_data_block_packed():
+    """The data block's arrays as packed varints (cli/html/pack.c) and its
+    names as pieces of one string table: for a generated dump of 30,000
+    events, 3,000 live allocations and 3,000 stacks, the events take under
+    6 bytes each and the whole block under 450,000 bytes (it was 9.9 bytes
+    an event and 960,000 bytes as decimal JSON); every value comes back
+    exact, addresses above 2^32 and time deltas included, and every
+    frame's and call site's name reads as the text report has it."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import bench_html
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        dump = bench_html.dump(30000, 3000, 3000)
+        # An allocation at an address and with a size past 2^32, and a
+        # time step past 2^32 ns.
+        dump["live"][0].update(address="0x7fffffffe000", bytes=5 << 40)
+        dump["events"][-2][0] += 1 << 33
+        dump["events"][-1][0] += 1 << 33
+        path = os.path.join(work, "gen.json")
+        with open(path, "w") as f:
+            json.dump(dump, f)
+        raw = open(page_of(work, "gen.html", [path]), encoding="utf-8").read()
+        block = re.search(r'<script type="application/json" id="vt-data-0">(.*?)</script>', raw, re.S).group(1)
+        plain = json.loads(block)
+        events = sum(len(json.dumps(dev[k])) for dev in plain["devices"] for k in ("dt", "b", "s"))
+        ok(events < 6 * 30000 and len(block) < 450000, f"{events} bytes of events, {len(block)} of the block")
+        d = data_block(raw)
+        for dev in d["devices"]:
+            evs = [e for e in dump["events"] if e[1] != "oom" and e[4] == dev["ordinal"]]
+            t = 0
+            times = [t := t + x for x in dev["dt"]]
+            eq(times, [e[0] for e in evs], f"device {dev['ordinal']}: times")
+            eq([b * dev["unit"] for b in dev["b"]], [e[3] if e[1] == "alloc" else -e[3] for e in evs], "bytes")
+        L = d["live"]
+        eq([(hex(x), b, dv, s, tt) for x, b, dv, s, tt in zip(L["x"], L["b"], L["d"], L["s"], L["t"])],
+           [(a["address"], a["bytes"], a["device"], a["stack"], a["time_ns"]) for a in dump["live"]], "live")
+        eq(d["exit"][:6], [dump["holders"][0]["stack"], dump["holders"][0]["bytes"], dump["holders"][0]["count"],
+                           dump["holders"][1]["stack"], dump["holders"][1]["bytes"], dump["holders"][1]["count"]],
+           "holders")
+        par = [i - p if p else -1 for i, p in enumerate(d["np"])]
+        for s in (0, 1, 2999):
+            got, n = [], d["sn"][s]
+            while n >= 0:
+                got.append(d["fw"][d["nf"][n]]); n = par[n]
+            eq(got[:4], ["cudaMalloc (libcudart.so.13+0x5000)",
+                         "c10::cuda::CUDACachingAllocator::malloc (libc10_cuda.so+0x9000)",
+                         f"forward_{s % 7} /venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:{110 + s % 13}",
+                         f"layer_{s % 100} model/block_{s % 20}.py:{10 + s // 100}"], f"stack {s}")
+            eq(d["sites"][d["so"][s]], f"layer_{s % 100} model/block_{s % 20}.py:{10 + s // 100} -> forward_{s % 7} "
+               f"torch/nn/modules/linear.py:{110 + s % 13}", f"stack {s}: its call site")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
