@@ -307,6 +307,7 @@ UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit
              $(T)/unit_live $(T)/unit_intern $(T)/unit_intern_tsan
 $(T)/unit_live: tests/unit/test_live.c
 $(T)/unit_intern $(T)/unit_intern_tsan: tests/unit/test_intern.c
+$(T)/unit_intern: UNIT_SAN := -DVT_INTERN_COLLIDE
 $(T)/unit_intern_tsan: UNIT_SAN := -fsanitize=thread
 $(UNIT_HOTPATH): tests/unit/test_hotpath.c
 $(T)/unit_hotpath_asan: UNIT_SAN := $(SAN_UNIT_ASAN)

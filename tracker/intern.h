@@ -44,21 +44,12 @@ static inline struct vt_site *vt_site_of(uint32_t id) {
 }
 
 /* The depth clamped to 0..VT_MAX_FRAMES, before the lock is taken.
- * Returns 0: the tree needs no hash of the whole stack (the value is
- * vt_intern's `hash`, which it ignores). */
+ * Returns 0: vt_intern hashes the frames itself and ignores its `hash`. */
 uint32_t vt_intern_hash(const uintptr_t *frames, int *depth) VT_HIDDEN;
 
 /* The id of this stack, added if it is new; UINT32_MAX when out of memory
  * (counted as a stack lost). Global lock held. */
 uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) VT_HIDDEN;
-
-/* The tree, for tests; no lock needed. The child node of `parent` by
- * return address `ip`, 0 if there is none (node 0 is the root, the empty
- * stack); the node of a stack, UINT32_MAX if it is not in the tree; how
- * many nodes the tree has, the root included. */
-uint32_t vt_intern_child(uint32_t parent, uintptr_t ip) VT_HIDDEN;
-uint32_t vt_intern_node_of(const uintptr_t *frames, int depth) VT_HIDDEN;
-size_t vt_intern_nodes(void) VT_HIDDEN;
 
 /* In a forked child: every stack forgotten, and with them this thread's
  * memo. */
