@@ -304,11 +304,14 @@ UNIT_LIBS := -ldw -ldl -lpthread
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
 UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH) \
-             $(T)/unit_live $(T)/unit_xfree $(T)/unit_xfree_tsan $(T)/unit_pages
+             $(T)/unit_live $(T)/unit_xfree $(T)/unit_xfree_tsan $(T)/unit_pages $(T)/unit_intern $(T)/unit_intern_tsan
 $(T)/unit_pages: tests/unit/test_pages.c
 $(T)/unit_live: tests/unit/test_live.c
 $(T)/unit_xfree $(T)/unit_xfree_tsan: tests/unit/test_xfree.c
 $(T)/unit_xfree_tsan: UNIT_SAN := -fsanitize=thread
+$(T)/unit_intern $(T)/unit_intern_tsan: tests/unit/test_intern.c
+$(T)/unit_intern: UNIT_SAN := -DVT_INTERN_COLLIDE
+$(T)/unit_intern_tsan: UNIT_SAN := -fsanitize=thread
 $(UNIT_HOTPATH): tests/unit/test_hotpath.c
 $(T)/unit_hotpath_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_hotpath_tsan: UNIT_SAN := -fsanitize=thread
@@ -356,6 +359,8 @@ $(STACK_VARIANTS:%=$(T)/%/test_stack): $(T)/%/test_stack: tests/unit/test_stack.
 unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit
 	$(T)/unit_live
+	$(T)/unit_intern
+	setarch $$(uname -m) -R $(T)/unit_intern_tsan
 	$(T)/unit_hotpath
 	$(T)/unit_hotpath_asan
 	setarch $$(uname -m) -R $(T)/unit_hotpath_tsan

@@ -28,11 +28,8 @@ struct vt_site {
     uint64_t hwm_gen;
 };
 
-struct vt_stack_node;
-
 /* Every interned stack, by id. Global lock held to read or write. */
 struct vt_stacks {
-    struct vt_stack_node *table;  /* by frames (uthash) */
     const struct vt_stack **list; /* by id */
     size_t n, cap;
 };
@@ -46,12 +43,12 @@ static inline struct vt_site *vt_site_of(uint32_t id) {
     return (struct vt_site *)((char *)vt_stacks.list[id] - sizeof(struct vt_site));
 }
 
-/* The hash of a stack of `*depth` frames, the depth first clamped to
- * 0..VT_MAX_FRAMES; computed before the lock is taken. */
+/* The depth clamped to 0..VT_MAX_FRAMES, before the lock is taken.
+ * Returns 0: vt_intern hashes the frames itself and ignores its `hash`. */
 uint32_t vt_intern_hash(const uintptr_t *frames, int *depth) VT_HIDDEN;
 
-/* The id of this stack, added if it is new; UINT32_MAX when out of memory.
- * Global lock held; `hash` from vt_intern_hash. */
+/* The id of this stack, added if it is new; UINT32_MAX when out of memory
+ * (counted as a stack lost). Global lock held. */
 uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) VT_HIDDEN;
 
 /* In a forked child: every stack forgotten, and with them this thread's

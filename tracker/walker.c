@@ -255,13 +255,13 @@ VT_NO_ASAN static uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_
 
 /* Frames from..to-1 (and their steps up to `steps`) of the walk being
  * made, from the scratch shadow `s` into the shadow `o`; `odd`: whether
- * any of them was made odd. */
+ * any of them was made odd. A few frames, copied record by record (a
+ * library memcpy of a few hundred bytes costs more than the copy). */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
 static void put_scratch(struct shadow *o, const struct shadow *s, int from, int to, int steps, int odd) {
     if (to <= from) return;
-    memcpy(&o->f[from], &s->f[from], (size_t)(to - from) * sizeof o->f[0]);
-    if (steps > from) {
-        memcpy(&o->st[from], &s->st[from], (size_t)(steps - from) * sizeof o->st[0]);
-    }
+    for (int k = from; k < to; k++) o->f[k] = s->f[k];
+    for (int k = from; k < steps; k++) o->st[k] = s->st[k];
     if (odd)
         for (int k = from; k < to; k++) o->nodd += o->f[k].odd;
 }
