@@ -47,6 +47,16 @@ int vt_py_peek(const void *src, void *dst, size_t n);
  * not a code object or the interning tables are full. */
 uintptr_t vt_py_code_value(const void *code, uintptr_t ip, int safe);
 
+/* The line of code unit `unit` from a 3.11+ location table p[0..size)
+ * (PEP 626/657's format, the same in 3.11, 3.12 and 3.13), the code's first
+ * line `line`; 0 for none (pyline.c). */
+int vt_py_line_from_table(const uint8_t *p, int64_t size, int line, int unit);
+
+/* The line of byte offset `off` from a 3.10 line table p[0..size) (pairs
+ * of byte delta and signed line delta, -128 for none), as
+ * PyCode_Addr2Line reads it; 0 for none (pyline.c). */
+int vt_py_line_from_310(const uint8_t *p, int64_t size, int line, int off);
+
 /* The str object at s as UTF-8 in buf (size bytes, NUL-terminated),
  * read through vt_py_peek. Returns the length, or -1 when it could not be
  * read (buf is then ""). */
