@@ -30,6 +30,37 @@ struct vt_pylayout {
     int ob_type;
 };
 
+/* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
+struct py313_debug_offsets {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+    struct {
+        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+            gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked,
+            gil_runtime_state_holder;
+    } interpreter_state;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+            datastack_chunk, status;
+    } thread_state;
+    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+            localsplusnames, localspluskinds, co_code_adaptive;
+    } code_object;
+    struct { uint64_t size, ob_type; } pyobject;
+    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+    struct { uint64_t size, ob_item, ob_size; } tuple_object;
+    struct { uint64_t size, ob_item, ob_size; } list_object;
+    struct { uint64_t size, ma_keys, ma_values; } dict_object;
+    struct { uint64_t size, ob_fval; } float_object;
+    struct { uint64_t size, lv_tag, ob_digit; } long_object;
+    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+    struct { uint64_t size, collecting; } gc;
+};
+
 extern struct vt_pylayout vt_pyl;
 extern void *vt_py_code_type;   /* &PyCode_Type */
 extern void *vt_py_none;        /* &_Py_NoneStruct, or NULL */

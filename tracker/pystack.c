@@ -16,37 +16,6 @@
 #define MAX_PY_FRAMES 256
 #define NAME_MAX_BYTES 512
 
-/* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
-struct py313_debug_offsets {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-    struct {
-        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
-            gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked,
-            gil_runtime_state_holder;
-    } interpreter_state;
-    struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-            datastack_chunk, status;
-    } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-    struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-            localsplusnames, localspluskinds, co_code_adaptive;
-    } code_object;
-    struct { uint64_t size, ob_type; } pyobject;
-    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-    struct { uint64_t size, ob_item, ob_size; } tuple_object;
-    struct { uint64_t size, ob_item, ob_size; } list_object;
-    struct { uint64_t size, ma_keys, ma_values; } dict_object;
-    struct { uint64_t size, ob_fval; } float_object;
-    struct { uint64_t size, lv_tag, ob_digit; } long_object;
-    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-    struct { uint64_t size, collecting; } gc;
-};
-
 /* struct _gil_runtime_state, the same from 3.10 to 3.12. */
 #define GIL_FIELDS .gil_holder = 8, .gil_locked = 16
 
@@ -557,6 +526,24 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
     int k = 0, next = 0, g = 0;
     /* An address inside the eval loop: lo < ip <= hi, as one compare. */
     uintptr_t lo = eval_lo + 1, span = eval_hi - eval_lo;
+    if (!borrowed && n + np <= max) {
+        /* Room for every frame (the usual case): no bound to check. */
+        int i = 0;
+        for (; i < n && g < ng; i++) {
+            if (native[i] - lo < span) {
+                int end = ends[g++] + 1;
+                memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
+                k += end - next;
+                next = end;
+                continue;
+            }
+            out[k++] = native[i];
+        }
+        memcpy(out + k, native + i, (size_t)(n - i) * sizeof *out);
+        k += n - i;
+        memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
+        return k + np - next;
+    }
     for (int i = 0; i < n && k < max; i++) {
         if (!borrowed && g < ng && native[i] - lo < span) {
             /* This eval-loop call runs the next group of Python frames. */
