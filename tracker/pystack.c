@@ -531,8 +531,11 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
         int i = 0;
         for (; i < n && g < ng; i++) {
             if (native[i] - lo < span) {
+                /* One frame a group is 3.10's shape (each Python call its
+                 * own eval-loop call): a store, not a call to memcpy. */
                 int end = ends[g++] + 1;
-                memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
+                if (end - next == 1) out[k] = py[next];
+                else memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
                 k += end - next;
                 next = end;
                 continue;
