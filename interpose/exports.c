@@ -8,7 +8,9 @@
  * the executable, relocated by then), a local indirect function's resolver
  * looks for a CUDA library in the link map. When one is there nothing
  * changes. Otherwise each CUDA export's dynamic symbol is rewritten in
- * place, in one of two states:
+ * place (at once when an object relocated after this library names a "cu"
+ * symbol, else at the first dlsym or dlopen, before the real one runs), in
+ * one of two states:
  *   - hidden: typed STT_SECTION, which no symbol lookup accepts, so the
  *     executable's relocations and every dlsym answer as without vramtrace
  *     (dlerror() included);

@@ -44,7 +44,7 @@ enum { STAGE_NONE, STAGE_INIT, STAGE_STOPPED };
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Options, tracker and unwinder. This runs at the first call that needs
- * them (a hook, the API, a dlsym of a hooked name), not at start: a
+ * them (a hook, the API), not at start: a
  * process that never touches a GPU, most of those an LD_PRELOAD reaches,
  * pays only for vt_start. The options are those the process started with
  * (vt_options_keep). */
