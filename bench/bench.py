@@ -123,6 +123,9 @@ def many_threads():
                              for _ in range(REPEAT))
 
 
+PY_FRAMES = 33  # Python frames of each timed capture of bench/py_frames.py
+
+
 def python_row():
     py = os.environ.get("BENCH_PYTHON") or shutil.which("python3")
     script = os.path.join(ROOT, "bench", "py_frames.py")
@@ -132,6 +135,8 @@ def python_row():
                      "withpy": ([py, script, n], env(True), "ns_per_pair", None)})
     base, native, withpy = m["base"][0], m["native"][0], m["withpy"][0]
     fastest = m["withpy"][1] - m["native"][1]
+    # bench/py_frames.py's stack: deep() x 30, loop, the generator
+    # expression and the module (32 in its warm-up).
     ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                          text=True).stdout.strip()
     return ver, base, native, withpy, fastest
@@ -240,19 +245,16 @@ def xfree_row():
 
 
 def startup_row(runs=300):
-    """Median wall time of /bin/true, bare and with vramtrace preloaded, in
-    turns; and the libraries the preload maps beside vramtrace."""
-    import time
-    got = {False: [], True: []}
-    for _ in range(runs):
-        for pre in (False, True):
-            e = env(pre)
-            t0 = time.perf_counter()
-            subprocess.run(["/bin/true"], env=e)
-            got[pre].append(time.perf_counter() - t0)
+    """/bin/true bare, with an empty preloaded library (the floor any
+    LD_PRELOAD costs) and with vramtrace preloaded, in turns (median wall
+    us, bench_start.py's rows); and the libraries the preload maps beside
+    vramtrace."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import bench_start
+    rows = {name: (med, ins) for name, med, _fast, ins in bench_start.start_rows(LIB, runs)}
     maps = subprocess.run(["/bin/cat", "/proc/self/maps"], env=env(True), capture_output=True, text=True).stdout
     libs = sorted({os.path.basename(l.split()[-1]) for l in maps.splitlines() if ".so" in l.split()[-1]})
-    return statistics.median(got[False]) * 1e6, statistics.median(got[True]) * 1e6, libs
+    return rows["bare"], rows["empty preload"], rows["vramtrace"], libs
 
 
 def shapes_main(number=6):
@@ -292,10 +294,13 @@ def shapes_main(number=6):
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "
           f"without vramtrace {x[False][2]:.2f}x")
-    bare, pre, libs = startup_row()
-    print(f"\n{number + 4}. start of /bin/true (a process that never touches the GPU): {bare:.0f} us bare, {pre:.0f} us "
-          f"with vramtrace, {pre - bare:.0f} us added (target <= 100; includes loading any preload); libraries "
-          f"mapped: {' '.join(libs)}")
+    bare, empty, pre, libs = startup_row()
+    ins = "" if pre[1] is None else (f"; user instructions of the whole process {bare[1]:,} bare, {empty[1]:,} "
+                                     f"with the empty preload, {pre[1]:,} with vramtrace")
+    print(f"\n{number + 4}. start of /bin/true (a process that never touches the GPU): {bare[0]:.0f} us bare, "
+          f"{empty[0]:.0f} us with an empty preloaded library (the floor), {pre[0]:.0f} us with vramtrace: "
+          f"{pre[0] - bare[0]:.0f} us added (target <= 100), {pre[0] - empty[0]:.0f} over the floor{ins}; "
+          f"libraries mapped: {' '.join(libs)}")
 
 
 def main():
@@ -305,9 +310,10 @@ def main():
         return shapes_main()
     if sys.argv[1:] == ["python"]:
         ver, base, native, withpy, fastest = python_row()
-        return print(f"Python {ver}, 30 Python frames ({REPEAT} rounds): without vramtrace {base:.0f} ns, native "
+        return print(f"Python {ver}, 33 Python frames ({REPEAT} rounds): without vramtrace {base:.0f} ns, native "
                      f"frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
-                     f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs")
+                     f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs: "
+                     f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6)")
     tmp = tempfile.mkdtemp(prefix="vt-bench-")
     try:
         print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, {REPEAT} runs of each, "
@@ -322,9 +328,11 @@ def main():
                   f"{r[7]:7.1f} {r[8]:6.2f} {r[9]:8.2f}")
         print("  target: ratio <= 0.35 at depth 20")
         ver, base, native, withpy, fastest = python_row()
-        print(f"\n2. Python {ver}, 30 Python frames, ctypes alloc+free pair (ns): without vramtrace {base:.0f}, "
+        print(f"\n2. Python {ver}, 33 Python frames, ctypes alloc+free pair (ns): without vramtrace {base:.0f}, "
               f"native frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
-              f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs (target <= 1000)")
+              f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs (target <= 1000): "
+              f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6; "
+              "bench_pyframes.py counts instructions)")
         t, ratio = threads_row()
         print(f"\n3. two threads at once, pairs/s: vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
               f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x, median of the rounds' ratios "

@@ -8,7 +8,9 @@
  * the executable, relocated by then), a local indirect function's resolver
  * looks for a CUDA library in the link map. When one is there nothing
  * changes. Otherwise each CUDA export's dynamic symbol is rewritten in
- * place, in one of two states:
+ * place (at once when an object relocated after this library names a "cu"
+ * symbol, else at the first dlsym or dlopen, before the real one runs), in
+ * one of two states:
  *   - hidden: typed STT_SECTION, which no symbol lookup accepts, so the
  *     executable's relocations and every dlsym answer as without vramtrace
  *     (dlerror() included);
@@ -45,7 +47,7 @@
 #define VT_HIDDEN __attribute__((visibility("hidden")))
 /* Code that runs while the dynamic linker relocates this library: it may
  * call nothing (the PLT is not ready) and must not be instrumented. */
-#define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread"), noinline))
+#define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread"), noinline, section(".text.startup")))
 
 extern const ElfW(Ehdr) __ehdr_start VT_HIDDEN;
 extern ElfW(Dyn) _DYNAMIC[] VT_HIDDEN;
@@ -64,9 +66,10 @@ static void *vt_exports_pick(void *wrapper);
 static const struct {
     const char *name;
     void *(*pick)(void);
+    void (*wrapper)(void);
 } exports[VT_ID_COUNT] = {
-#define VT_DRIVER(sym, base, ver, ptsz) {#sym, vt_pick_##sym},
-#define VT_RUNTIME(sym) {#sym, vt_pick_##sym},
+#define VT_DRIVER(sym, base, ver, ptsz) {#sym, vt_pick_##sym, vt_e_##sym},
+#define VT_RUNTIME(sym) {#sym, vt_pick_##sym, vt_e_##sym},
 #include "hooks.def"
 #undef VT_DRIVER
 #undef VT_RUNTIME
@@ -94,19 +97,26 @@ VT_EARLY static int starts(const char *s, const char *prefix) {
 
 /* Whether libcuda.so* or libcudart* is in the link map. The list is read
  * without a lock: objects are linked in before they are relocated and a
- * CUDA library, once seen, is remembered. */
-VT_EARLY static int cuda_loaded(void) {
-    if (__atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE)) return 1;
+ * CUDA library, once seen, is remembered. The names are built on the stack,
+ * not read from constant data: at load, each page read is a page fault. */
+VT_EARLY static int cuda_mapped(void) {
+    const char driver[] = {'l', 'i', 'b', 'c', 'u', 'd', 'a', '.', 's', 'o', 0};
+    const char runtime[] = {'l', 'i', 'b', 'c', 'u', 'd', 'a', 'r', 't', 0};
     for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-        const char *base = l->l_name ? l->l_name : "";
+        const char *base = l->l_name;
+        if (!base) continue;
         for (const char *p = base; *p; p++)
             if (*p == '/') base = p + 1;
-        if (starts(base, "libcuda.so") || starts(base, "libcudart")) {
+        if (starts(base, driver) || starts(base, runtime)) {
             __atomic_store_n(&cuda_seen, 1, __ATOMIC_RELEASE);
             return 1;
         }
     }
     return 0;
+}
+
+VT_EARLY static int cuda_loaded(void) {
+    return __atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE) || cuda_mapped();
 }
 
 VT_EARLY static void *vt_exports_pick(void *wrapper) { return cuda_loaded() ? wrapper : NULL; }
@@ -125,15 +135,34 @@ VT_EARLY static long sys_mprotect(uintptr_t addr, size_t len, long prot) {
 static uintptr_t page_lo, page_hi;
 static long page_prot;
 
-/* The GNU hash of a symbol name (the dynamic linker's dl_new_hash). */
-VT_EARLY static uint32_t gnu_hash(const char *name) {
-    uint32_t h = 5381;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = h * 33 + *p;
-    return h;
+/* The number of dynamic symbols: one past the last chain's end in the GNU
+ * hash table (the dynamic linker keeps no count). */
+VT_EARLY static uint32_t gnu_symbols(const uint32_t *buckets, uint32_t nbuckets, const uint32_t *chain,
+                                      uint32_t symoffset) {
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < nbuckets; b++)
+        if (buckets[b] > last) last = buckets[b];
+    if (last < symoffset) return symoffset;
+    while (!(chain[last - symoffset] & 1)) last++;
+    return last + 1;
 }
 
-/* Find the dynamic symbols of the exports in the GNU hash table. Returns 0
- * when the table is not as expected; the exports then stay plain. */
+/* A slot of `by_value` for a symbol value (a wrapper's offset in the
+ * library): 256 slots for VT_ID_COUNT wrappers. */
+#define VT_VALUE_SLOTS 256
+_Static_assert(VT_ID_COUNT < VT_VALUE_SLOTS / 2 && VT_ID_COUNT < 255, "the value table must stay sparse");
+VT_EARLY static unsigned value_slot(uintptr_t v) {
+    return (unsigned)(((uint64_t)v * 0x9E3779B97F4A7C15ull) >> 56);
+}
+
+/* Find the dynamic symbols of the exports. Returns 0 when the table is not
+ * as expected; the exports then stay plain. Each export is the defined
+ * function whose value is its wrapper's address: the defined symbols are
+ * scanned once and each value looked up in a small table of the wrappers'
+ * offsets (hashing and comparing every export's name cost some 16,000
+ * instructions at every process start, a scan of every symbol against every
+ * name some 100,000). The export's own symbol has its wrapper's value by
+ * definition; another of the same value (an alias) is told apart by name. */
 VT_EARLY static int find_symbols(void) {
     uintptr_t base = (uintptr_t)&__ehdr_start;
     ElfW(Sym) *symtab = NULL;
@@ -149,31 +178,34 @@ VT_EARLY static int find_symbols(void) {
     const uint32_t *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
     const uint32_t *chain = buckets + nbuckets;
     if (nbuckets == 0) return 0;
-    /* Each export looked up by its GNU hash, as the dynamic linker does (a
-     * scan of every symbol against every name cost some 100,000
-     * instructions at every process start): the first defined function of
-     * that name in its bucket's chain, the lowest index, as a scan finds. */
-    int found = 0;
+    /* Static, so that no loop here becomes a call to memset: this runs once,
+     * before anything else can run in the process. */
+    static uint8_t by_value[VT_VALUE_SLOTS]; /* export id + 1, 0 for none */
     for (int id = 0; id < VT_ID_COUNT; id++) {
-        uint32_t h = gnu_hash(exports[id].name);
-        uint32_t i = buckets[h % nbuckets];
-        if (i < symoffset) continue;
-        for (;; i++) {
-            uint32_t c = chain[i - symoffset];
-            ElfW(Sym) *s = &symtab[i];
-            if ((c | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_FUNC &&
-                same(strtab + s->st_name, exports[id].name)) {
+        unsigned k = value_slot((uintptr_t)exports[id].wrapper - base);
+        while (by_value[k]) k = (k + 1) % VT_VALUE_SLOTS;
+        by_value[k] = (uint8_t)(id + 1);
+    }
+    uint32_t nsyms = gnu_symbols(buckets, nbuckets, chain, symoffset);
+    for (uint32_t i = symoffset; i < nsyms; i++) {
+        ElfW(Sym) *s = &symtab[i];
+        if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) continue;
+        for (unsigned k = value_slot(s->st_value); by_value[k]; k = (k + 1) % VT_VALUE_SLOTS) {
+            int id = by_value[k] - 1;
+            if ((uintptr_t)exports[id].wrapper - base != s->st_value) continue;
+            /* An alias of the wrapper: keep the one of the export's name. */
+            if (!sym_of[id] || (!same(strtab + sym_of[id]->st_name, exports[id].name) &&
+                                same(strtab + s->st_name, exports[id].name)))
                 sym_of[id] = s;
-                found++;
-                uintptr_t a = (uintptr_t)s, e = a + sizeof *s;
-                if (!page_lo || a < page_lo) page_lo = a;
-                if (e > page_hi) page_hi = e;
-                break;
-            }
-            if (c & 1) break;
+            break;
         }
     }
-    if (found != VT_ID_COUNT) return 0;
+    for (int id = 0; id < VT_ID_COUNT; id++) {
+        if (!sym_of[id]) return 0;
+        uintptr_t a = (uintptr_t)sym_of[id], e = a + sizeof *sym_of[id];
+        if (!page_lo || a < page_lo) page_lo = a;
+        if (e > page_hi) page_hi = e;
+    }
     page_lo &= ~(uintptr_t)4095;
     page_hi = (page_hi + 4095) & ~(uintptr_t)4095;
     const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + __ehdr_start.e_phoff);
@@ -189,12 +221,63 @@ VT_EARLY static int find_symbols(void) {
     return 0;
 }
 
+/* Whether the exports' symbols were found, looking for them the first time
+ * (under the lock, or while this library is relocated). */
+static int symbols_state; /* 0: not looked for; 1: found; -1: not as expected */
+VT_EARLY static int have_symbols(void) {
+    if (symbols_state == 0) symbols_state = find_symbols() ? 1 : -1;
+    return symbols_state > 0;
+}
+
+/* Whether object l has an undefined symbol beginning "cu" (every hooked
+ * name does), or may have: any doubt answers yes. */
+VT_EARLY static int names_cuda(const struct link_map *l) {
+    uintptr_t base = l->l_addr;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
+    }
+    if (!symtab || !strtab || (!gnu && !sysv)) return 1;
+    uint32_t n;
+    if (sysv) {
+        n = sysv[1]; /* nchain: the number of symbols */
+    } else {
+        if (gnu[0] == 0) return 1;
+        const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
+        n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
+    }
+    /* Undefined symbols are not all first: an executable's import whose
+     * address it takes is hashed with its definitions. */
+    for (uint32_t i = 1; i < n; i++) {
+        if (symtab[i].st_shndx != SHN_UNDEF) continue;
+        const char *name = strtab + symtab[i].st_name;
+        if (name[0] == 'c' && name[1] == 'u') return 1;
+    }
+    return 0;
+}
+
+/* Whether an object relocated after this library names a hooked name: the
+ * objects before it in the link map (the executable, earlier preloads),
+ * whose relocations are made right after this library's. */
+VT_EARLY static int named_after_us(void) {
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+        if (l->l_ld == _DYNAMIC) return 0;
+        if (names_cuda(l)) return 1;
+    }
+    return 1;
+}
+
 /* Rewrite every export's symbol for `to`. Symbol types are single bytes,
  * written one at a time, and an indirect symbol's value (its resolver) is
  * set while it is still hidden: a concurrent lookup sees one state or the
  * other for each symbol, never a mix. */
 VT_EARLY static void set_state(int to) {
-    if (state == to || !page_lo) return;
+    if (state == to || !have_symbols()) return;
     if (sys_mprotect(page_lo, page_hi - page_lo, page_prot | PROT_WRITE) != 0) return;
     uintptr_t base = (uintptr_t)&__ehdr_start;
     for (int id = 0; id < VT_ID_COUNT; id++) {
@@ -211,10 +294,16 @@ VT_EARLY static void set_state(int to) {
     state = to;
 }
 
-/* Runs once, while the dynamic linker relocates this library. */
+/* Runs once, while the dynamic linker relocates this library. The exports
+ * are hidden now only when an object relocated after it (the executable,
+ * mostly) has an undefined "cu" name: rewriting the symbols costs two
+ * mprotect calls and a copied page, some 15 us, at the start of every
+ * process an LD_PRELOAD reaches. Otherwise they stay plain, which no
+ * look-up can tell apart until the first dlsym or dlopen, and those switch
+ * the state before the real ones run. */
 VT_EARLY static void at_load_done(void) {}
 VT_EARLY static void (*at_load(void))(void) {
-    if (!cuda_loaded() && find_symbols()) set_state(EXPORTS_HIDDEN);
+    if (!cuda_mapped() && named_after_us()) set_state(EXPORTS_HIDDEN);
     return at_load_done;
 }
 static void at_load_hook(void) __attribute__((ifunc("at_load")));

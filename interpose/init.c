@@ -8,6 +8,7 @@
 #include "../report/live.h"
 #include "../report/output.h"
 #include "../report/torch.h"
+#include "../tracker/clock.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
@@ -16,25 +17,54 @@
 #include "resolve.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-/* Set once vt_init has run: the hooks test it and skip pthread_once. */
-static int init_done;
 
-/* Options, tracker and unwinder, and the one wire from the tracker to the
- * writer: an out-of-memory failure the tracker records has the post-mortem
- * written (vt_output_oom, with its rate limit) by the tracker's failure
- * listener, inside the failing call, once the tracker's locks are free.
- * No hook calls the writer for a failure itself. */
+/* What pthread_atfork is (glibc's libc_nonshared.a links it into the
+ * library, far from the start-up code: a page fault of its own); the
+ * handlers go when this library is unloaded. */
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle __attribute__((visibility("hidden")));
+
+/* What the start writes, together: the pages a process start touches are
+ * page faults (2 to 3 us each on a virtual machine), so it touches this and
+ * no other variable of the library's. init_done is set once vt_init has
+ * run: the hooks test it and skip pthread_once. */
+static struct {
+    struct vt_clock clock;      /* the start's readings, adopted by the tracker's clock */
+    int init_done;
+    int stage;                  /* STAGE_* */
+    struct vt_options_env env;  /* the VRAMTRACE_* variables as the process started */
+} start;
+/* STAGE_STOPPED: the exit came first; vt_init may still run after it (a
+ * thread allocating while the process exits) but starts no live view,
+ * which no one would take down. */
+enum { STAGE_NONE, STAGE_INIT, STAGE_STOPPED };
+#define init_done start.init_done
+/* Held while vt_init runs and across a fork (before_fork to the after_fork
+ * handlers), so that a child never starts with half an initialisation. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Options, tracker and unwinder. This runs at the first call that needs
+ * them (a hook, the API), not at start: a
+ * process that never touches a GPU, most of those an LD_PRELOAD reaches,
+ * pays only for vt_start. The options are those the process started with
+ * (vt_options_keep). */
 static void init_all_once(void) {
+    pthread_mutex_lock(&init_lock);
     vt_resolve_init();
-    vt_options_load();
-    vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
+    vt_options_load(&start.env);
+    int none = STAGE_NONE;
+    if (!__atomic_compare_exchange_n(&start.stage, &none, STAGE_INIT, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        vt_opt.live = 0;
     vt_tracker_on_failure(vt_output_oom);
     vt_torch_on_oom(vt_output_torch_oom);
+    vt_clock_adopt(&start.clock);
+    vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
     vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
                   : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
                                                        : VT_STACK_WALKER);
     if (vt_opt.limit == 0) __atomic_store_n(&vt_budget_off, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&init_lock);
 }
 
 void vt_init(void) {
@@ -47,6 +77,7 @@ void vt_init(void) {
  * No helper thread is in its start-up, nor the publisher in a round. */
 static void before_fork(void) {
     vt_busy++;
+    pthread_mutex_lock(&init_lock);
     vt_thread_fork_prepare();
     vt_live_fork_prepare();
     vt_stack_fork_prepare();
@@ -57,6 +88,7 @@ static void after_fork_parent(void) {
     vt_tracker_unlock_all();
     vt_stack_fork_done();
     vt_live_fork_parent();
+    pthread_mutex_unlock(&init_lock);
     vt_busy--;
 }
 
@@ -74,14 +106,26 @@ static void after_fork_child(void) {
     vt_output_reset_child();
     vt_live_reset_child();
     vt_ondemand_reset_child();
+    pthread_mutex_unlock(&init_lock);
     vt_busy--;
 }
 
+/* At start: the clock's zero, the VRAMTRACE_* variables kept and the fork
+ * handlers. Nothing else: no file read, no memory mapped, no library
+ * loaded, no page touched but `start`'s and this code's. Variables too
+ * many to keep have the options read now, as they are. The wire from the
+ * tracker to the writer is laid by vt_init (an out-of-memory failure the
+ * tracker records has the post-mortem written, vt_output_oom with its rate
+ * limit, by the tracker's failure listener, inside the failing call, once
+ * the tracker's locks are free; no hook calls the writer for a failure
+ * itself), before anything can be tracked: the companion's out-of-memory
+ * record follows the failed allocation's hook. */
 __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
-    vt_init();
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    vt_clock_mark(&start.clock);
+    if (!vt_options_keep(&start.env)) vt_init();
+    __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
     vt_busy--;
     errno = e;
 }
@@ -94,8 +138,21 @@ __attribute__((constructor)) static void vt_start(void) {
  * thread (its locks, or malloc's, may be held) writes nothing but a line
  * saying so; one that interrupted the real driver call of a hook writes as
  * usual. */
-__attribute__((destructor)) static void vt_stop(void) {
+__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) {
     int e = errno;
+    /* Nothing initialised, so nothing tracked nor started: the one line
+     * still owed is VRAMTRACE_UNWIND=check's count. */
+    int none = STAGE_NONE;
+    if (__atomic_compare_exchange_n(&start.stage, &none, STAGE_STOPPED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        char unwind[] = {'U', 'N', 'W', 'I', 'N', 'D', 0}; /* on the stack: no constant data's page */
+        if (!vt_options_set(&start.env, unwind)) {
+            errno = e;
+            return;
+        }
+        vt_busy++;
+        vt_init();
+        vt_busy--;
+    }
     vt_live_stop();
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;

@@ -375,6 +375,10 @@ void vt_live_start(void) {
  * the publisher makes and names it only under place_lock, and not once
  * the exit has begun. */
 void vt_live_stop(void) {
+    /* Never started (most processes): nothing to take down, and no start
+     * after this one begins. */
+    int never = 0;
+    if (__atomic_compare_exchange_n(&L.started, &never, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
     __atomic_store_n(&L.started, 3, __ATOMIC_RELEASE);
     struct timespec until;
     vt_deadline(&until, VT_LIVE_EXIT_WAIT_NS);

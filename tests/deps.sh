@@ -16,7 +16,7 @@ esac
 # libgtest-dev: examples/gtest_vramtrace.cc, built and run by the tests.
 # libncurses-dev: `vramtrace top`; tmux drives it in the tests; prometheus
 # (promtool and the server) checks `vramtrace metrics`.
-PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev libgtest-dev libncurses-dev tmux prometheus"
+PKGS="gcc g++ make libc6-dev uthash-dev libunwind-dev libdw-dev libjansson-dev libasan8 libubsan1 libtsan2 python3 python3-venv util-linux chromium valgrind clang libclang-rt-$CLANG_V-dev libgtest-dev libncurses-dev tmux prometheus strace"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -14,6 +14,84 @@ struct vt_options vt_opt;
 
 extern char **environ;
 
+/* What the loader reads: the kept variables, or the environment itself. */
+static const struct vt_options_env *kept_env;
+
+/* Start-up code (vt_options_keep and what it calls) sits in .text.startup
+ * beside the library's other start-up code, and reads no constant data:
+ * each page it touches is a page fault at every process start. */
+#define VT_AT_START __attribute__((section(".text.startup")))
+
+/* Whether e begins with the prefix p. */
+VT_AT_START static int begins(const char *e, const char *p) {
+    for (; *p; e++, p++)
+        if (*e != *p) return 0;
+    return 1;
+}
+
+/* The value of `name` among n kept variables, or NULL. */
+VT_AT_START static const char *kept_value(const char *const *vars, int n, const char *name) {
+    for (int i = 0; i < n; i++) {
+        const char *v = vars[i];
+        if (!begins(v, name)) continue;
+        v += __builtin_strlen(name);
+        if (*v == '=') return v + 1;
+    }
+    return NULL;
+}
+
+/* getenv, over the kept variables once they are kept. */
+static const char *env_get(const char *name) {
+    if (!kept_env || !kept_env->kept) return getenv(name);
+    return kept_value(kept_env->vars, kept_env->count, name);
+}
+
+/* VRAMTRACE_MARK: created empty at start in every process the library
+ * reaches, so that `vramtrace run` can tell afterwards that the preload took
+ * (it points the variable into a private directory of its own). Never
+ * through a link, never blocking on a FIFO, never a controlling terminal;
+ * an existing file is left as it is. */
+VT_AT_START static void mark_loaded(const char *path) {
+    if (!path || !*path) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+}
+
+VT_AT_START int vt_options_keep(struct vt_options_env *e) {
+    char ours[] = {'V', 'R', 'A', 'M', 'T', 'R', 'A', 'C', 'E', '_', 0};
+    size_t used = 0;
+    int n = 0;
+    for (char **v = environ; v && *v; v++) {
+        if (!begins(*v, ours)) continue;
+        size_t len = __builtin_strlen(*v) + 1;
+        if (n == (int)(sizeof e->vars / sizeof *e->vars) || len > sizeof e->text - used) return 0;
+        __builtin_memcpy(e->text + used, *v, len);
+        e->vars[n++] = e->text + used;
+        used += len;
+    }
+    e->count = n;
+    e->kept = 1;
+    if (n) {
+        char mark[] = {'V', 'R', 'A', 'M', 'T', 'R', 'A', 'C', 'E', '_', 'M', 'A', 'R', 'K', 0};
+        mark_loaded(kept_value(e->vars, n, mark));
+    }
+    return 1;
+}
+
+VT_AT_START int vt_options_set(const struct vt_options_env *e, const char *suffix) {
+    if (!e->kept) {
+        char name[64];
+        snprintf(name, sizeof name, "VRAMTRACE_%s", suffix);
+        return getenv(name) != NULL;
+    }
+    /* Every kept name begins "VRAMTRACE_" (10 characters). */
+    for (int i = 0; i < e->count; i++) {
+        const char *v = e->vars[i] + 10;
+        if (begins(v, suffix) && v[__builtin_strlen(suffix)] == '=') return 1;
+    }
+    return 0;
+}
+
 /* Warnings wait here until the process first touches a GPU, so that the
  * many processes an LD_PRELOAD reaches without using CUDA print nothing. */
 static char pending[2048];
@@ -45,7 +123,7 @@ void vt_options_flush_warnings(void) {
 /* A VT_OPT_NUMBER option: its value, or its default after a warning. */
 static long load_number(enum vt_option_id id) {
     const struct vt_option_desc *d = &vt_option_table[id];
-    const char *v = getenv(d->name);
+    const char *v = env_get(d->name);
     long out = d->number;
     if (v == NULL) return out;
     if (vt_parse_number(v, d->lo, d->hi, &out) != 0) {
@@ -68,7 +146,7 @@ static const char *text_default(enum vt_option_id id) {
  * different file than asked). */
 static void load_string(enum vt_option_id id, const char *too_long, const char *instead, char *out, size_t size) {
     const char *name = vt_option_table[id].name, *def = text_default(id);
-    const char *v = getenv(name);
+    const char *v = env_get(name);
     if (v == NULL) v = def;
     if (*v == '\0' && *def != '\0') {
         warn("vramtrace: warning: %s%s%s is empty; keeping the default\n", name, "", "");
@@ -110,20 +188,9 @@ static const char *choice_list(const struct vt_option_desc *d, char *buf, size_t
     return buf;
 }
 
-/* VRAMTRACE_MARK: created empty at start in every process the library
- * reaches, so that `vramtrace run` can tell afterwards that the preload took
- * (it points the variable into a private directory of its own). Never
- * through a link, never blocking on a FIFO, never a controlling terminal;
- * an existing file is left as it is. */
-static void mark_loaded(void) {
-    const char *path = getenv("VRAMTRACE_MARK");
-    if (!path || !*path) return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
-    if (fd >= 0) close(fd);
-}
-
-void vt_options_load(void) {
-    mark_loaded();
+void vt_options_load(const struct vt_options_env *e) {
+    kept_env = e;
+    if (!e || !e->kept) mark_loaded(getenv("VRAMTRACE_MARK"));
     load_string(VT_O_OUT, "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
     load_string(VT_O_REPORT, "stderr", "reporting on stderr", vt_opt.report, sizeof vt_opt.report);
     vt_opt.depth = (int)load_number(VT_O_DEPTH);
@@ -140,7 +207,7 @@ void vt_options_load(void) {
     load_string(VT_O_LIBRARY, "", "using the default library paths", vt_opt.library, sizeof vt_opt.library);
     vt_callsite_configure(vt_opt.app, vt_opt.library);
     const struct vt_option_desc *lo = &vt_option_table[VT_O_LIMIT];
-    const char *lim = getenv(lo->name);
+    const char *lim = env_get(lo->name);
     vt_opt.limit = 0;
     if (lim && !vt_option_valid(lo, lim)) {
         warn("vramtrace: warning: %s=%s is not a size (512M, 24G, bytes)%s; running without a budget\n", lo->name,
@@ -150,7 +217,7 @@ void vt_options_load(void) {
     }
     /* VT_UNWIND_* are the table's choices in their order. */
     const struct vt_option_desc *uo = &vt_option_table[VT_O_UNWIND];
-    const char *uw = getenv(uo->name);
+    const char *uw = env_get(uo->name);
     vt_opt.unwind = choice_index(uo, uo->def);
     if (uw && choice_index(uo, uw) >= 0) {
         vt_opt.unwind = choice_index(uo, uw);
@@ -161,7 +228,7 @@ void vt_options_load(void) {
         warn("%s%s%s", line, "", "");
     }
     const struct vt_option_desc *so = &vt_option_table[VT_O_SIGNAL];
-    const char *sig = getenv(so->name);
+    const char *sig = env_get(so->name);
     vt_opt.signal = vt_parse_signal(so->def);
     if (sig) {
         int n = vt_parse_signal(sig);
@@ -171,17 +238,20 @@ void vt_options_load(void) {
             vt_opt.signal = n;
     }
 
-    for (char **e = environ; e && *e; e++) {
-        if (strncmp(*e, "VRAMTRACE_", 10) != 0) continue;
-        size_t len = strcspn(*e, "=");
+    int kept = e && e->kept;
+    char **vars = kept ? (char **)e->vars : environ;
+    for (int i = 0; vars && (!kept || i < e->count) && vars[i]; i++) {
+        const char *v = vars[i];
+        if (strncmp(v, "VRAMTRACE_", 10) != 0) continue;
+        size_t len = strcspn(v, "=");
         int known = 0;
-        for (int i = 0; i < VT_O_COUNT; i++) {
-            const char *name = vt_option_table[i].name;
-            if (strlen(name) == len && strncmp(name, *e, len) == 0) known = 1;
+        for (int k = 0; k < VT_O_COUNT; k++) {
+            const char *name = vt_option_table[k].name;
+            if (strlen(name) == len && strncmp(name, v, len) == 0) known = 1;
         }
         if (!known) {
             char name[128];
-            snprintf(name, sizeof name, "%.*s", (int)(len < 100 ? len : 100), *e);
+            snprintf(name, sizeof name, "%.*s", (int)(len < 100 ? len : 100), v);
             warn("vramtrace: warning: %s is not a vramtrace option; ignoring it%s%s\n",
                  name, "", "");
         }

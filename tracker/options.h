@@ -39,10 +39,32 @@ enum { VT_UNWIND_WALKER, VT_UNWIND_LIBUNWIND, VT_UNWIND_CHECK };
 
 extern struct vt_options vt_opt;
 
-/* Parse the environment into vt_opt, and create VRAMTRACE_MARK's file
- * when it is set. Warnings are held back until vt_options_flush_warnings,
- * which prints them once on stderr. */
-void vt_options_load(void);
+/* The VRAMTRACE_* variables as the process started with them, kept by
+ * vt_options_keep at start so that the options read later, at the first
+ * GPU call, are the ones it started with, whatever it did to its
+ * environment since (setenv, clearenv, a title written over the
+ * environment's strings). The caller owns the memory: at start the library
+ * touches only its own start-up pages. */
+struct vt_options_env {
+    int kept;              /* 1 once kept */
+    int count;             /* variables in vars */
+    const char *vars[64];  /* "NAME=value", in text */
+    char text[16384 - 64 * sizeof(const char *) - 2 * sizeof(int)];
+};
+
+/* Keep the variables in e, and create VRAMTRACE_MARK's file when it is
+ * set. Returns 0 when they do not fit (64 variables, 16 KiB in all): the
+ * caller then loads the options at once, from the environment. */
+int vt_options_keep(struct vt_options_env *e);
+
+/* Parse e's variables (the environment when e is NULL or not kept) into
+ * vt_opt, and create VRAMTRACE_MARK's file when they were not kept.
+ * Warnings are held back until vt_options_flush_warnings, which prints
+ * them once on stderr. */
+void vt_options_load(const struct vt_options_env *e);
+
+/* Whether the variable VRAMTRACE_`suffix` is set: among e's, once kept. */
+int vt_options_set(const struct vt_options_env *e, const char *suffix);
 void vt_options_flush_warnings(void);
 
 #endif

@@ -30,6 +30,37 @@ struct vt_pylayout {
     int ob_type;
 };
 
+/* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
+struct py313_debug_offsets {
+    char cookie[8];
+    uint64_t version, free_threaded;
+    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+    struct {
+        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
+            gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked,
+            gil_runtime_state_holder;
+    } interpreter_state;
+    struct {
+        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+            datastack_chunk, status;
+    } thread_state;
+    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+    struct {
+        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+            localsplusnames, localspluskinds, co_code_adaptive;
+    } code_object;
+    struct { uint64_t size, ob_type; } pyobject;
+    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+    struct { uint64_t size, ob_item, ob_size; } tuple_object;
+    struct { uint64_t size, ob_item, ob_size; } list_object;
+    struct { uint64_t size, ma_keys, ma_values; } dict_object;
+    struct { uint64_t size, ob_fval; } float_object;
+    struct { uint64_t size, lv_tag, ob_digit; } long_object;
+    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+    struct { uint64_t size, collecting; } gc;
+};
+
 extern struct vt_pylayout vt_pyl;
 extern void *vt_py_code_type;   /* &PyCode_Type */
 extern void *vt_py_none;        /* &_Py_NoneStruct, or NULL */
@@ -46,6 +77,16 @@ int vt_py_peek(const void *src, void *dst, size_t n);
  * otherwise directly (the calling thread's own frames). 0 when `code` is
  * not a code object or the interning tables are full. */
 uintptr_t vt_py_code_value(const void *code, uintptr_t ip, int safe);
+
+/* The line of code unit `unit` from a 3.11+ location table p[0..size)
+ * (PEP 626/657's format, the same in 3.11, 3.12 and 3.13), the code's first
+ * line `line`; 0 for none (pyline.c). */
+int vt_py_line_from_table(const uint8_t *p, int64_t size, int line, int unit);
+
+/* The line of byte offset `off` from a 3.10 line table p[0..size) (pairs
+ * of byte delta and signed line delta, -128 for none), as
+ * PyCode_Addr2Line reads it; 0 for none (pyline.c). */
+int vt_py_line_from_310(const uint8_t *p, int64_t size, int line, int off);
 
 /* The str object at s as UTF-8 in buf (size bytes, NUL-terminated),
  * read through vt_py_peek. Returns the length, or -1 when it could not be

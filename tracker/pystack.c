@@ -16,37 +16,6 @@
 #define MAX_PY_FRAMES 256
 #define NAME_MAX_BYTES 512
 
-/* 3.13's _Py_DebugOffsets, as its pycore_runtime.h declares it. */
-struct py313_debug_offsets {
-    char cookie[8];
-    uint64_t version, free_threaded;
-    struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-    struct {
-        uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil,
-            gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked,
-            gil_runtime_state_holder;
-    } interpreter_state;
-    struct {
-        uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-            datastack_chunk, status;
-    } thread_state;
-    struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-    struct {
-        uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-            localsplusnames, localspluskinds, co_code_adaptive;
-    } code_object;
-    struct { uint64_t size, ob_type; } pyobject;
-    struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-    struct { uint64_t size, ob_item, ob_size; } tuple_object;
-    struct { uint64_t size, ob_item, ob_size; } list_object;
-    struct { uint64_t size, ma_keys, ma_values; } dict_object;
-    struct { uint64_t size, ob_fval; } float_object;
-    struct { uint64_t size, lv_tag, ob_digit; } long_object;
-    struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-    struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-    struct { uint64_t size, collecting; } gc;
-};
-
 /* struct _gil_runtime_state, the same from 3.10 to 3.12. */
 #define GIL_FIELDS .gil_holder = 8, .gil_locked = 16
 
@@ -254,66 +223,6 @@ static int code_id(const void *code, const void *hdr, int safe) {
     return -1;
 }
 
-/* Read a varint (6 bits a byte, bit 6 = more) from a 3.11+ location table. */
-static unsigned read_varint(const uint8_t **p, const uint8_t *end) {
-    unsigned v = 0, shift = 0;
-    while (*p < end) {
-        uint8_t b = *(*p)++;
-        v |= (unsigned)(b & 63) << shift;
-        shift += 6;
-        if (!(b & 64) || shift > 28) break;
-    }
-    return v;
-}
-
-static int read_svarint(const uint8_t **p, const uint8_t *end) {
-    unsigned v = read_varint(p, end);
-    return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
-}
-
-/* The line of code unit `unit` from a 3.11+ location table p[0..size)
- * (PEP 626/657 format, the same in 3.11, 3.12 and 3.13). */
-static int line_from_table(const uint8_t *p, int64_t size, int line, int unit) {
-    const uint8_t *end = p + (size > 0 ? size : 0);
-    int addr = 0;
-    while (p < end) {
-        uint8_t first = *p++;
-        if (!(first & 0x80)) return line; /* lost sync: best effort */
-        int code_kind = (first >> 3) & 15, len = (first & 7) + 1;
-        int this_line = line;
-        switch (code_kind) {
-        case 15: this_line = -1; break;                        /* no location */
-        case 14:                                               /* long form */
-            line += read_svarint(&p, end); this_line = line;
-            read_varint(&p, end); read_varint(&p, end); read_varint(&p, end);
-            break;
-        case 13: line += read_svarint(&p, end); this_line = line; break; /* no column */
-        case 10: case 11: case 12:                             /* one-line forms */
-            line += code_kind - 10; this_line = line; p += 2;
-            break;
-        default: p += 1; break;                                /* short forms */
-        }
-        if (unit < addr + len) return this_line < 0 ? 0 : this_line;
-        addr += len;
-    }
-    return 0;
-}
-
-/* The line of byte offset `off` from a 3.10 line table p[0..size) (pairs
- * of byte delta and signed line delta, -128 for none), as
- * PyCode_Addr2Line reads it. */
-static int line_from_310(const uint8_t *p, int64_t size, int line, int off) {
-    int start, end = 0;
-    for (int64_t i = 0; i + 1 < size; i += 2) {
-        start = end;
-        end += p[i];
-        int delta = (signed char)p[i + 1], cur = -1;
-        if (delta != -128) cur = (line += delta);
-        if (off >= start && off < end) return cur < 0 ? 0 : cur;
-    }
-    return 0;
-}
-
 /* Line tables larger than this are read in part from another thread (a
  * line beyond it reads 0). */
 #define SAFE_TABLE_BYTES 16384
@@ -337,7 +246,7 @@ static int line_decode(const void *code, const void *hdr, int off, int safe) {
         size = RD(int64_t, tab, L.bytes_size);
     }
     int first = RD(int, hdr, L.co_firstlineno);
-    return L.minor == 10 ? line_from_310(data, size, first, off) : line_from_table(data, size, first, off / 2);
+    return L.minor == 10 ? vt_py_line_from_310(data, size, first, off) : vt_py_line_from_table(data, size, first, off / 2);
 }
 
 /* The line of a frame at byte offset `off`, through the line cache. */
@@ -517,11 +426,71 @@ static struct frame_memo *thread_memo(void) {
     return memo;
 }
 
-/* This thread's Python frames, innermost first, as tagged values; entry[i]
- * is set where frame i is the first one run by its native eval-loop call. */
+/* This thread's Python frames, innermost first, as tagged values, cut
+ * into groups: each group the frames one native eval-loop call runs, and
+ * ends[g] the index of group g's last (outermost) frame; the last group
+ * ends at the last frame. */
 static int python_running(void) { return is_initialized() && !(is_finalizing && is_finalizing()); }
 
-static int read_frames(uintptr_t *out, char *entry, int max) {
+/* Close the group at frame `at` unless it is closed there already. */
+#define END_GROUP(at)                                                          \
+    do {                                                                       \
+        if (*ng == 0 || ends[*ng - 1] != (at)) ends[(*ng)++] = (int16_t)(at); \
+    } while (0)
+
+/* The walk for one version, `minor` a constant at each call: 3.10 to 3.12's
+ * offsets are the constants of their tables, folded in; 3.13's, read from
+ * the interpreter, are copied to locals once (the stores through out and
+ * ends may alias vt_pyl, which the compiler would otherwise read again at
+ * every frame). A frame the thread's memo saw at its last captures (same
+ * frame, code and instruction) costs its loads and one compare. `guard`
+ * bounds the frames skipped (shims, frames without code), `max` those
+ * returned: a cycle in a torn chain ends either way. */
+static inline __attribute__((always_inline)) int walk(const int minor, const struct vt_pylayout *lay, void *f,
+                                                      uintptr_t *out, int16_t *ends, int *ng, int max,
+                                                      struct frame_memo *cache) {
+    const int fr_owner = lay->fr_owner, owner_cstack = lay->owner_cstack, fr_code = lay->fr_code;
+    const int fr_previous = lay->fr_previous, fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti;
+    const int fr_is_entry = lay->fr_is_entry;
+    const uintptr_t none = (uintptr_t)none_object;
+    int n = 0, guard = 4 * MAX_PY_FRAMES;
+    *ng = 0;
+    while (f && n < max) {
+        if (minor >= 12 && RD(char, f, fr_owner) == owner_cstack) {
+            /* A shim pushed where C entered the eval loop: the frame before
+             * it (inner) was the first one of that native call. */
+            if (n > 0) END_GROUP(n - 1);
+            f = RD(void *, f, fr_previous);
+            if (--guard < 0) break;
+            continue;
+        }
+        uintptr_t code = RD(uintptr_t, f, fr_code);
+        if (minor == 13) code &= ~(uintptr_t)3;
+        if (__builtin_expect(!code || code == none, 0)) {
+            f = RD(void *, f, fr_previous);
+            if (--guard < 0) break;
+            continue;
+        }
+        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
+        struct frame_memo *m = &cache[((uintptr_t)f >> 4) & (FRAME_CACHE - 1)];
+        uintptr_t value;
+        if (__builtin_expect(m->frame == (uintptr_t)f && m->ip == ip && m->code == code, 1)) {
+            value = m->value;
+        } else {
+            value = vt_py_code_value((const void *)code, ip, 0);
+            if (!value) break;
+            *m = (struct frame_memo){(uintptr_t)f, code, ip, value};
+        }
+        if (minor == 10 || (minor == 11 && RD(char, f, fr_is_entry))) ends[(*ng)++] = (int16_t)n;
+        out[n++] = value;
+        f = RD(void *, f, fr_previous);
+    }
+    if (n > 0) END_GROUP(n - 1);
+    return n;
+}
+
+static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max) {
+    *ng = 0;
     if (!python_running()) return 0;
     void *ts = get_tstate();
     if (!ts) return 0;
@@ -532,51 +501,59 @@ static int read_frames(uintptr_t *out, char *entry, int max) {
     } else {
         f = RD(void *, ts, L.ts_frame);
     }
-    struct frame_memo *cache = thread_memo();
-    int n = 0;
-    for (int guard = 0; f && n < max && guard < 4 * MAX_PY_FRAMES; guard++) {
-        if (L.fr_owner >= 0 && L.owner_cstack >= 0 && RD(char, f, L.fr_owner) == L.owner_cstack) {
-            /* A shim pushed where C entered the eval loop: the frame before
-             * it (inner) was the first one of that native call. */
-            if (n > 0) entry[n - 1] = 1;
-            f = RD(void *, f, L.fr_previous);
-            continue;
-        }
-        void *code = RD(void *, f, L.fr_code);
-        if (L.minor == 13) code = (void *)((uintptr_t)code & ~(uintptr_t)3);
-        if (!code || (none_object && code == none_object)) { f = RD(void *, f, L.fr_previous); continue; }
-        uintptr_t ip = L.minor == 10 ? (uintptr_t)RD(int, f, L.fr_lasti) : RD(uintptr_t, f, L.fr_instr);
-        struct frame_memo *m = cache ? &cache[((uintptr_t)f >> 4) & (FRAME_CACHE - 1)] : NULL;
-        uintptr_t value;
-        if (m && m->frame == (uintptr_t)f && m->code == (uintptr_t)code && m->ip == ip) {
-            value = m->value;
-        } else {
-            value = vt_py_code_value(code, ip, 0);
-            if (!value) break;
-            if (m) *m = (struct frame_memo){(uintptr_t)f, (uintptr_t)code, ip, value};
-        }
-        entry[n] = L.minor == 10 || (L.fr_is_entry >= 0 && RD(char, f, L.fr_is_entry));
-        out[n++] = value;
-        f = RD(void *, f, L.fr_previous);
+    struct frame_memo *cache = thread_memo(), spare[FRAME_CACHE];
+    if (!cache) {
+        /* No memory for this thread's memo: one for this capture alone. */
+        memset(spare, 0, sizeof spare);
+        cache = spare;
     }
-    if (n > 0) entry[n - 1] = 1;
-    return n;
+    switch (L.minor) {
+    case 10: return walk(10, &py310, f, out, ends, ng, max, cache);
+    case 11: return walk(11, &py311, f, out, ends, ng, max, cache);
+    case 12: return walk(12, &py312, f, out, ends, ng, max, cache);
+    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache);
+    }
 }
 
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
     uintptr_t py[MAX_PY_FRAMES];
-    char entry[MAX_PY_FRAMES];
-    int np = 0, borrowed = 0;
+    int16_t ends[MAX_PY_FRAMES];
+    int np = 0, ng = 0, borrowed = 0;
     if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
-        memset(entry, 0, sizeof entry);
-        np = read_frames(py, entry, MAX_PY_FRAMES);
+        np = read_frames(py, ends, &ng, MAX_PY_FRAMES);
         if (np == 0 && python_running()) borrowed = np = vt_pyborrow_frames(py, MAX_PY_FRAMES);
     }
-    int k = 0, next = 0;
+    int k = 0, next = 0, g = 0;
+    /* An address inside the eval loop: lo < ip <= hi, as one compare. */
+    uintptr_t lo = eval_lo + 1, span = eval_hi - eval_lo;
+    if (!borrowed && n + np <= max) {
+        /* Room for every frame (the usual case): no bound to check. */
+        int i = 0;
+        for (; i < n && g < ng; i++) {
+            if (native[i] - lo < span) {
+                /* One frame a group is 3.10's shape (each Python call its
+                 * own eval-loop call): a store, not a call to memcpy. */
+                int end = ends[g++] + 1;
+                if (end - next == 1) out[k] = py[next];
+                else memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
+                k += end - next;
+                next = end;
+                continue;
+            }
+            out[k++] = native[i];
+        }
+        memcpy(out + k, native + i, (size_t)(n - i) * sizeof *out);
+        k += n - i;
+        memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
+        return k + np - next;
+    }
     for (int i = 0; i < n && k < max; i++) {
-        if (!borrowed && next < np && native[i] > eval_lo && native[i] <= eval_hi) {
+        if (!borrowed && g < ng && native[i] - lo < span) {
             /* This eval-loop call runs the next group of Python frames. */
-            do out[k++] = py[next]; while (k < max && !entry[next++] && next < np);
+            int end = ends[g++] + 1, c = end - next < max - k ? end - next : max - k;
+            memcpy(out + k, py + next, (size_t)c * sizeof *out);
+            k += c;
+            next = end;
             continue;
         }
         out[k++] = native[i];

@@ -322,7 +322,7 @@ static void bad_options_after(int earlier) {
     for (int i = 0; i < earlier; i++) vt_warn("earlier %d", i);
     setenv("VRAMTRACE_DEPTH", "banana", 1);
     setenv("VRAMTRACE_TOP", "0", 1);
-    vt_options_load();
+    vt_options_load(NULL);
     unsetenv("VRAMTRACE_DEPTH");
     unsetenv("VRAMTRACE_TOP");
     vt_options_flush_warnings();

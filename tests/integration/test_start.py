@@ -1,0 +1,51 @@
+"""What a process pays for the preload before its first GPU call: no system
+call of the library's own, options as the process started, CUDA names as
+without vramtrace in a program that names none."""
+from run_tests import *
+
+STRACE = shutil.which("strace") or "/usr/bin/strace"
+
+
+def syscalls(lib, env=None):
+    """The system calls /bin/true makes after its exec with `lib` preloaded,
+    by name, in order."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    e.update(env or {})
+    p = subprocess.run([STRACE, "-f", "-qq", "-o", "/dev/stdout", "/usr/bin/env", f"LD_PRELOAD={lib}", "/bin/true"],
+                       env=e, capture_output=True, text=True, timeout=60)
+    lines = p.stdout.splitlines()
+    at = max(i for i, l in enumerate(lines) if 'execve("/bin/true"' in l)
+    return [re.match(r"(?:\d+\s+)?(\w+)\(", l).group(1) for l in lines[at + 1:] if re.match(r"(?:\d+\s+)?\w+\(", l)]
+
+
+@test_if(STRACE, "no strace (tests/deps.sh installs it)")
+def start_makes_no_system_call_of_its_own():
+    # The floor: an empty library the loader maps the same way (four
+    # segments and a zeroed area). vramtrace adds nothing to it: no
+    # mprotect of its symbols, no mapping, no lock, no signal mask, no file.
+    empty = os.path.join(T, "libt_start_empty.so")
+    for env in (None, {"VRAMTRACE_OUT": "off", "VRAMTRACE_REPORT": "off"}, {"LD_BIND_NOW": "1"}):
+        eq(syscalls(LIB, env), syscalls(empty, env), f"system calls of /bin/true under vramtrace ({env})")
+
+
+@test
+def start_options_are_those_the_process_started_with():
+    with workdir("vt-start-") as d:
+        other = os.path.join(d, "other.json")
+        r = run([os.path.join(T, "t_start_env"), other], report="stderr", env={"VRAMTRACE_DEPTH": "3"})
+        eq((r.rc, r.out), (0, "allocated\n"), "status and output")
+        eq(os.path.exists(other), False, "no dump where the program pointed VRAMTRACE_OUT later")
+        eq([a["bytes"] for a in r.dump["live"]], [1 * MiB], "the dump where it started pointing")
+        eq(len(frames(r.dump, r.dump["live"][0]["stack"])), 3, "VRAMTRACE_DEPTH as at start, though unset since")
+        ok("live at exit: 1.00 MiB in 1 allocation" in r.err, f"the summary on stderr as at start:\n{r.err[-600:]}")
+
+
+@test
+def start_cuda_names_invisible_in_a_program_that_names_none():
+    weak = os.path.join(T, "libt_start_weak.so")
+    for env in (None, {"LD_BIND_NOW": "1"}):
+        r = same_as_without(["./t_start_quiet", weak], cwd=T, env=env)
+        eq(r.out, "dlsym(RTLD_DEFAULT, cuMemAlloc_v2) NULL, dlerror ./t_start_quiet: undefined symbol: cuMemAlloc_v2\n"
+                  "dlsym(self, cudaMalloc) NULL, dlerror ./t_start_quiet: undefined symbol: cudaMalloc\n"
+                  "cudaMalloc: CPU path, cuMemAlloc_v2: CPU path\n", f"look-ups and weak references ({env})")
+        eq((r.rc, r.dumps), (0, []), "status, no dump")

@@ -1,0 +1,206 @@
+/* t_pywalk.c -- the calling thread's Python frames (tracker/pystack.c's
+ * walk and merge) on fake CPython objects laid out as one version's table
+ * says, the version the first argument names (10, 11, 12 or 13; 3.13's
+ * offsets are read from a fake _PyRuntime's debug offsets, here chosen
+ * apart from 3.12's). Checks the frames' names and lines, where each group
+ * of frames goes among the native frames (3.10: one group a frame; 3.11:
+ * frames marked as entries; 3.12 and 3.13: a C-stack shim ends a group), a
+ * moved instruction read anew past the thread's memo, and a tagged 3.13
+ * executable. Built with ASan+UBSan and -rdynamic (the eval loop's extent
+ * is its symbol's). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../tracker/pylayout.h"
+#include "../../tracker/pystack.h"
+#include "../unit/check.h"
+
+#define PUT(T, base, off, v) (*(T *)((char *)(base) + (off)) = (v))
+#define GET(T, base, off) (*(T *)((char *)(base) + (off)))
+
+/* Where each version keeps what the walk reads. */
+struct lay {
+    int ts_frame, ts_cframe, cf_current;
+    int fr_code, fr_previous, fr_instr, fr_lasti, fr_owner, fr_is_entry;
+    int co_filename, co_name, co_qualname, co_firstlineno, co_linetable, co_code;
+    int str_ascii;
+};
+static const struct lay lays[] = {
+    [10] = {24, -1, -1, 32, 24, -1, 96, -1, -1, 104, 112, -1, 40, 120, -1, 48},
+    [11] = {-1, 56, 8, 32, 48, 56, -1, 69, 68, 112, 120, 128, 72, 136, 184, 48},
+    [12] = {-1, 56, 0, 0, 8, 56, -1, 70, -1, 112, 120, 128, 68, 136, 192, 40},
+    /* 3.13 as the fake debug offsets below say. */
+    [13] = {40, -1, -1, 16, 8, 24, -1, 44, -1, 96, 104, 112, 88, 120, 160, 40},
+};
+static struct lay Y;
+static int minor;
+
+static char fake_code_type[64];
+static unsigned long version;
+static _Alignas(16) struct py313_debug_offsets runtime;
+static void *tstate_self;
+
+__attribute__((noinline, used)) void _PyEval_EvalFrameDefault(void) { __asm__ volatile("" ::: "memory"); }
+static void *this_tstate(void) { return tstate_self; }
+static int initialized(void) { return 1; }
+/* 3.10's PyCode_Addr2Line, for the fake code: its first line plus the
+ * code unit. */
+static int addr2line(void *code, int off) { return GET(int, code, Y.co_firstlineno) + off / 2; }
+
+static void *lookup(const char *name) {
+    if (!strcmp(name, "PyGILState_GetThisThreadState")) return (void *)this_tstate;
+    if (!strcmp(name, "PyCode_Type")) return fake_code_type;
+    if (!strcmp(name, "Py_IsInitialized")) return (void *)initialized;
+    if (!strcmp(name, "Py_Version")) return &version;
+    if (!strcmp(name, "_PyRuntime")) return minor == 13 ? &runtime : NULL;
+    if (!strcmp(name, "PyCode_Addr2Line")) return (void *)addr2line;
+    if (!strcmp(name, "_PyEval_EvalFrameDefault")) return (void *)_PyEval_EvalFrameDefault;
+    return NULL;
+}
+
+/* A compact ASCII str object. */
+static void *make_str(char *mem, const char *s) {
+    memset(mem, 0, 64);
+    PUT(int64_t, mem, 16, (int64_t)strlen(s));
+    PUT(uint32_t, mem, 32, (1u << 2) | (1u << 5) | (1u << 6));
+    strcpy(mem + Y.str_ascii, s);
+    return mem;
+}
+
+/* A code object at line `line` for code units 0 to 7 and line + 1 for 8
+ * to 15 (3.11+'s location table: two entries of 8 units, no column). */
+struct code { _Alignas(16) char obj[512], file[128], name[128], table[64]; };
+static void *make_code(struct code *c, const char *file, const char *name, int line) {
+    memset(c, 0, sizeof *c);
+    PUT(void *, c->obj, 8, fake_code_type);
+    PUT(void *, c->obj, Y.co_filename, make_str(c->file, file));
+    PUT(void *, c->obj, Y.co_name, make_str(c->name, name));
+    if (Y.co_qualname >= 0) PUT(void *, c->obj, Y.co_qualname, c->name);
+    PUT(int, c->obj, Y.co_firstlineno, line);
+    PUT(int64_t, c->table, 16, 4);
+    c->table[32] = (char)(0x80 | (13 << 3) | 7);
+    c->table[33] = 0;   /* line delta 0 */
+    c->table[34] = (char)(0x80 | (13 << 3) | 7);
+    c->table[35] = 2;   /* line delta +1 */
+    PUT(void *, c->obj, Y.co_linetable, c->table);
+    return c->obj;
+}
+
+/* A frame running `code` at code unit `unit`. */
+struct frame { _Alignas(16) char f[128]; };
+static void set_unit(void *f, void *code, int unit) {
+    if (minor == 10) PUT(int, f, Y.fr_lasti, unit);
+    else PUT(uintptr_t, f, Y.fr_instr, (uintptr_t)code + (uintptr_t)Y.co_code + 2u * (unsigned)unit);
+}
+static void *make_frame(struct frame *fr, void *code, int unit, void *previous) {
+    memset(fr, 0, sizeof *fr);
+    PUT(uintptr_t, fr->f, Y.fr_code, minor == 13 ? (uintptr_t)code | 1 : (uintptr_t)code); /* 3.13 tags it */
+    PUT(void *, fr->f, Y.fr_previous, previous);
+    set_unit(fr->f, code, unit);
+    return fr->f;
+}
+/* 3.12 and 3.13's frame that C pushes where it enters the eval loop. */
+static void *make_shim(struct frame *fr, void *previous) {
+    memset(fr, 0, sizeof *fr);
+    PUT(void *, fr->f, Y.fr_previous, previous);
+    PUT(char, fr->f, Y.fr_owner, 3);
+    return fr->f;
+}
+
+static const char *name_of(uintptr_t v, int *line) {
+    const char *fn, *file;
+    if (!vt_pyframe_is(v) || vt_pyframe_resolve(v, &fn, &file, line) != 0) return "(native)";
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s %s", fn, file);
+    return buf;
+}
+
+/* 3.13's debug offsets, as the fake _PyRuntime gives them. */
+static void fill_313(void) {
+    memcpy(runtime.cookie, "xdebugpy", 8);
+    runtime.version = 0x030d00f0;
+    runtime.thread_state.size = 256;
+    runtime.thread_state.current_frame = (uint64_t)Y.ts_frame;
+    runtime.thread_state.next = 8;
+    runtime.interpreter_frame.size = 96;
+    runtime.interpreter_frame.previous = (uint64_t)Y.fr_previous;
+    runtime.interpreter_frame.executable = (uint64_t)Y.fr_code;
+    runtime.interpreter_frame.instr_ptr = (uint64_t)Y.fr_instr;
+    runtime.interpreter_frame.owner = (uint64_t)Y.fr_owner;
+    runtime.code_object.size = 400;
+    runtime.code_object.filename = (uint64_t)Y.co_filename;
+    runtime.code_object.name = (uint64_t)Y.co_name;
+    runtime.code_object.qualname = (uint64_t)Y.co_qualname;
+    runtime.code_object.linetable = (uint64_t)Y.co_linetable;
+    runtime.code_object.firstlineno = (uint64_t)Y.co_firstlineno;
+    runtime.code_object.co_code_adaptive = (uint64_t)Y.co_code;
+    runtime.pyobject.ob_type = 8;
+    runtime.bytes_object.ob_size = 16;
+    runtime.bytes_object.ob_sval = 32;
+    runtime.unicode_object.state = 32;
+    runtime.unicode_object.length = 16;
+    runtime.unicode_object.asciiobject_size = (uint64_t)Y.str_ascii;
+}
+
+int main(int argc, char **argv) {
+    minor = argc > 1 ? atoi(argv[1]) : 0;
+    if (minor < 10 || minor > 13) return 2;
+    Y = lays[minor];
+    version = 0x03000000ul | ((unsigned long)minor << 16) | 0xf0;
+    if (minor == 13) fill_313();
+    vt_pystack_init(lookup, 1);
+    CHECK_EQ(vt_pystack_version(), version);
+
+    /* Innermost first: a (line 10) and b (20) run by one eval-loop call,
+     * c (30) by the next; 3.12+ mark the boundary with a shim, 3.11 marks b
+     * as the first frame of its call; 3.10 runs each frame in its own. */
+    static struct code ca, cb, cc;
+    static struct frame fa, fb, fshim, fc;
+    void *ka = make_code(&ca, "a.py", "fa", 10), *kb = make_code(&cb, "b.py", "fb", 20);
+    void *kc = make_code(&cc, "c.py", "fc", 30);
+    void *c = make_frame(&fc, kc, 3, NULL);
+    void *below_b = minor >= 12 ? make_shim(&fshim, c) : c;
+    void *b = make_frame(&fb, kb, 3, below_b);
+    void *a = make_frame(&fa, ka, 3, b);
+    if (minor == 11) PUT(char, b, Y.fr_is_entry, 1);
+    static _Alignas(16) char ts[256], cframe[64];
+    if (Y.ts_cframe >= 0) {
+        PUT(void *, cframe, Y.cf_current, a);
+        PUT(void *, ts, Y.ts_cframe, cframe);
+    } else {
+        PUT(void *, ts, Y.ts_frame, a);
+    }
+    tstate_self = ts;
+
+    uintptr_t eval = (uintptr_t)_PyEval_EvalFrameDefault + 1;
+    uintptr_t native[5] = {0x1000, eval, 0x2000, eval, 0x3000}, out[16];
+    int line = 0;
+    const char *want10[] = {"(native)", "fa a.py", "(native)", "fb b.py", "(native)", "fc c.py"};
+    const char *want[] = {"(native)", "fa a.py", "fb b.py", "(native)", "fc c.py", "(native)"};
+    const char **w = minor == 10 ? want10 : want;
+    int lines10[] = {0, 10 + 3, 0, 20 + 3, 0, 30 + 3}, lines[] = {0, 10, 20, 0, 30, 0};
+    const int *wl = minor == 10 ? lines10 : lines;
+    for (int round = 0; round < 2; round++) {   /* the second from the thread's memo */
+        CHECK_EQ(vt_pystack_merge(native, 5, out, 16), 6);
+        for (int i = 0; i < 6; i++) {
+            CHECK_STR(name_of(out[i], &line), w[i]);
+            if (vt_pyframe_is(out[i])) CHECK_EQ(line, wl[i]);
+        }
+        CHECK(out[0] == 0x1000 && out[minor == 10 ? 2 : 3] == 0x2000);
+    }
+    /* a moves on (code unit 9: line 11 from the table; 3.10: 10 + 9): the
+     * memo must not answer for it. */
+    set_unit(a, ka, 9);
+    CHECK_EQ(vt_pystack_merge(native, 5, out, 16), 6);
+    CHECK_STR(name_of(out[1], &line), "fa a.py");
+    CHECK_EQ(line, minor == 10 ? 19 : 11);
+    /* Room for fewer frames than there are: the first ones, in order. */
+    CHECK_EQ(vt_pystack_merge(native, 5, out, 3), 3);
+    CHECK_STR(name_of(out[1], &line), "fa a.py");
+    CHECK_STR(name_of(out[2], &line), minor == 10 ? "(native)" : "fb b.py");
+    char what[32];
+    snprintf(what, sizeof what, "pywalk 3.%d", minor);
+    return check_report(what);
+}
