@@ -305,19 +305,9 @@ def _settings(snap):
     return _clean(conf if conf else ",".join(f"{k}:{v}" for k, v in s.items() if not isinstance(v, dict)))
 
 
-def growth(seen):
-    """(bytes per step, steps) from (step, allocated bytes) samples taken at
-    steps' ends: the rise over the samples kept when it rose, else (0, 0)."""
-    if not seen or len(seen) < 2 or seen[-1][1] <= seen[0][1] or seen[-1][0] <= seen[0][0]:
-        return 0, 0
-    steps = seen[-1][0] - seen[0][0]
-    return (seen[-1][1] - seen[0][1]) // steps, steps
-
-
-def record(torch, reason, oom, steps, per_step):
+def record(torch, reason, oom, steps):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
-    the observer's (device, request, total, free); per_step the allocated
-    bytes at the last steps' ends by device). Python's garbage collector is
+    the observer's (device, request, total, free)). Python's garbage collector is
     held off meanwhile (and then left as it was): the walk makes hundreds of
     thousands of small objects, and each collection they set off would
     traverse every live object, the walk's own lists of them included: it
@@ -325,13 +315,13 @@ def record(torch, reason, oom, steps, per_step):
     was = gc.isenabled()
     gc.disable()
     try:
-        return _record(torch, reason, oom, steps, per_step)
+        return _record(torch, reason, oom, steps)
     finally:
         if was:
             gc.enable()
 
 
-def _record(torch, reason, oom, steps, per_step):
+def _record(torch, reason, oom, steps):
     try:
         snap = torch.cuda.memory._snapshot()
         tracked = True
@@ -374,7 +364,7 @@ def _record(torch, reason, oom, steps, per_step):
         lines.append("\t".join(str(x) for x in (
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
             largest, "-" if free is None else free, "-" if total is None else total,
-            *(cat[k] for k in CATEGORIES), *growth(per_step.get(d)), settings)))
+            *(cat[k] for k in CATEGORIES), settings)))
         top = heapq.nlargest(TOP, mine, key=lambda e: e[1])
         for e in top:
             e[6] = _name(e[6])
