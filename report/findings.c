@@ -167,6 +167,17 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check the pool's "
                  "release threshold");
     }
+    struct vt_torch_cache tc;
+    if (vt_torch_oom_cache(s, index, &tc) && tc.reserved >= tc.allocated &&
+        tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
+        struct vt_finding *f = add(out, &n, "fragmented_cache");
+        snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "
+                 "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
+                 B(tc.request, b), B(tc.largest_free, c));
+        snprintf(f->next, sizeof f->next,
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of splitting), or "
+                 "torch.cuda.empty_cache() before this allocation");
+    }
     uint64_t freed, nfreed;
     if (is_retry(s, index, &freed, &nfreed)) {
         struct vt_finding *f = add(out, &n, "allocator_retry");

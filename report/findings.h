@@ -11,6 +11,8 @@
  *   one_site_dominates      one call site holds most of the tracked memory
  *   outside_tracked         much is held outside tracked allocations
  *   fragmentation           more was free than asked for, yet it failed
+ *   fragmented_cache        PyTorch's record: its cache holds more than the
+ *                           request unallocated, in no block as large
  *   allocator_retry         the failing call is a caching allocator's retry
  *                           after it released its cache
  */

@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "../tracker/tracker.h"
+#include "findings.h"
 #include "growth.h"
 #include "symbolize.h"
 
@@ -106,6 +107,11 @@ void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i, const st
  * "growth" says. Nothing when there is none. */
 void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_growth *g, size_t n);
+
+/* After the record's breakdown at an OOM: the findings of fs that come
+ * from the record (fragmented_cache), which the post-mortem, written
+ * before the record came, could not say. */
+void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n);
 void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason,
                         const struct vt_growth *g, size_t n);
 
@@ -122,6 +128,13 @@ void vt_torch_name_growth_oom(const struct vt_snapshot *s, const struct vt_symbo
                               struct vt_growth *g, size_t n);
 void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbols *sym, struct vt_growth *g,
                               size_t n);
+
+/* PyTorch's cache on the failing device, as the record of s->ooms[i]
+ * measured it: 1 with *out set, 0 when no record of it came. */
+struct vt_torch_cache {
+    uint64_t allocated, reserved, largest_free, request;
+};
+int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
 
 /* When the record of s->ooms[i] came (0: none has). */
 uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i);

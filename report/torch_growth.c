@@ -84,3 +84,17 @@ const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, 
         if (g[k].allocs && g[k].holder[0] && g[k].holder_device == device) return &g[k];
     return NULL;
 }
+
+int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out) {
+    int found = 0;
+    vt_torch_lock();
+    const struct vt_torch_record *r = vt_torch_for_oom(s, i);
+    for (size_t k = 0; r && k < r->ndevices; k++) {
+        const struct vt_torch_device *d = &r->devices[k];
+        if (d->device != r->oom_device) continue;
+        *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i)};
+        found = 1;
+    }
+    vt_torch_unlock();
+    return found;
+}

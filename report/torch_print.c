@@ -1,4 +1,7 @@
 /* torch_print.c -- PyTorch's breakdown in the library's reports. */
+#include <string.h>
+
+#include "../common/format.h"
 #include "../common/torchfmt.h"
 #include "torch.h"
 
@@ -51,4 +54,13 @@ void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     const struct vt_torch_record *r = vt_torch_top(reason);
     if (r) print_record(f, s, sym, r, r->request, g, n);
     vt_torch_unlock();
+}
+
+void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(fs[i].id, "fragmented_cache") != 0) continue;
+        if (!k++) fputs("vramtrace: what PyTorch's record adds to the findings:\n", f);
+        vt_put_finding(f, "vramtrace: ", k, fs[i].text, fs[i].next, NULL);
+    }
 }

@@ -569,6 +569,12 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
               t["reserved_bytes"] - t["allocated_bytes"] >= t["request_bytes"] > t["largest_free_block_bytes"],
               f"{t['reserved_bytes'] - t['allocated_bytes']} unallocated, request {t['request_bytes']}, "
               f"largest free {t['largest_free_block_bytes']}")
+        want = (f"PyTorch's cache holds {fmt_bytes(facts['reserved'] - facts['allocated'])} reserved but unallocated, "
+                f"more than the {fmt_bytes(facts['request'])} asked for, yet its largest free block is "
+                f"{fmt_bytes(facts['largest_free'])}: the cache is fragmented")
+        said = [f["finding"] for f in d["ooms"][-1]["findings"] if f["id"] == "fragmented_cache"]
+        c.say("the fragmented_cache finding gives the largest free block and the request as _snapshot() shows them",
+              said == [want], f"{said} vs {want!r}")
         return
     c.say("outside PyTorch = total - free - reserved", t["outside_bytes"] == facts["total"] - facts["free"] -
           facts["reserved"], f"{t['outside_bytes']} vs {facts['total'] - facts['free'] - facts['reserved']}")
