@@ -453,6 +453,11 @@ def torch_truth_user_line_first_everywhere():
         ok(got and all(site.match(x[len(start):]) for x in got), f"{start!r}: {got[:2]}")
     rows = [x for x in lines if re.match(r"^vramtrace: +7\.50 GiB +\d+\.\d% +30 allocs ", x)]
     ok(rows and all(site.search(x) for x in rows), f"the holders of 7.50 GiB: {rows}")
+    # Every holder of the run: a line of the script, then the library's.
+    holders = [m.group(1) for m in (re.match(r"^vramtrace: +[\d.]+ \S+ +[\d.]+% +\d+ allocs? +(.*)$", x)
+                                    for x in lines) if m]
+    ok(len(holders) >= 4 and all(re.match(r"<module> \S*/train\.py:\d+ -> \S", x) for x in holders),
+       f"every holder row: {holders}")
     work = tempfile.mkdtemp(prefix="vt-truth-")
     try:
         path = os.path.join(work, "d.json")
@@ -470,3 +475,32 @@ def torch_truth_user_line_first_everywhere():
         ok(site.search(page), "the HTML page's labels")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+MULTI_GPU = r"""
+import torch
+a = [torch.empty(1 << 20, device="cuda:0") for _ in range(2)]
+b = [torch.empty(1 << 20, device="cuda:1") for _ in range(3)]
+try:
+    torch.empty(1 << 40, dtype=torch.uint8, device="cuda:1")
+except torch.OutOfMemoryError:
+    pass
+print(*(torch.cuda.memory_allocated(d) for d in (0, 1)), *(torch.cuda.memory_reserved(d) for d in (0, 1)))
+"""
+
+
+@torch_test
+def torch_truth_per_device():
+    # Two GPUs: one "torch" entry per device, each with its own figures
+    # and tensors; the OOM on device 1 gets that device's record.
+    out, dumps, _ = traced(MULTI_GPU, env={"SIMGPU_DEVICES": "2"})
+    a0, a1, r0, r1 = (int(x) for x in out.split())
+    d = dumps["exit"]
+    eq([(t["device"], t["allocated_bytes"], t["reserved_bytes"]) for t in d["torch"]], [(0, a0, r0), (1, a1, r1)],
+       "memory_allocated() and memory_reserved() per device at exit")
+    eq([sorted(x["name"] for x in t["tensors"]) for t in d["torch"]],
+       [["a[0]", "a[1]"], ["b[0]", "b[1]", "b[2]"]], "each device's tensors")
+    o = d["ooms"][-1]
+    t = [x for x in o["torch"] if x.get("request_bytes") is not None]
+    eq((o["device"], [(x["device"], x["request_bytes"], x["allocated_bytes"]) for x in t]),
+       (1, [(1, 1 << 40, a1)]), "the OOM on device 1: its record")
