@@ -38,7 +38,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
            report/leaks.c report/growth.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
-           report/torch.c report/torch_dump.c report/torch_print.c
+           report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
@@ -292,7 +292,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
-            report/torch.c report/torch_dump.c report/torch_print.c
+            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 # Each unit test is a tests/unit/test_*.c with the sources above, built

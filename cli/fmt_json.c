@@ -129,6 +129,7 @@ static json_t *process(const struct vm_dump *d, const struct vr_opts *o) {
             json_object_set_new(j, "steps", json_integer((json_int_t)g->units));
             json_object_set_new(j, "bytes_per_step", json_integer((json_int_t)g->bytes_per_unit));
         }
+        if (j && g->holder) json_object_set_new(j, "holder", json_string(g->holder));
         json_array_append_new(grow, j);
     }
     json_object_set_new(p, "growing", grow);

@@ -85,6 +85,7 @@ struct vm_growth {
      * many, and the rise per unit: the dump's, else allocations. */
     const char *unit;
     uint64_t units, bytes_per_unit;
+    const char *holder;      /* what holds it, as PyTorch's record named it; NULL when absent */
 };
 
 struct vm_device {

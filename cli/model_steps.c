@@ -57,8 +57,9 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
 }
 
 void vm_growth_unit(json_t *o, struct vm_growth *g) {
-    json_t *u = json_object_get(o, "unit");
+    json_t *u = json_object_get(o, "unit"), *h = json_object_get(o, "holder");
     json_int_t units, per;
+    g->holder = json_is_string(h) && *json_string_value(h) ? json_string_value(h) : NULL;
     g->unit = "allocation";
     g->units = g->allocations;
     g->bytes_per_unit = g->bytes_per_allocation;

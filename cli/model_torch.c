@@ -74,6 +74,32 @@ static void load_tensor(struct tctx *c, json_t *x, size_t nstacks, struct vm_tor
     }
 }
 
+/* The device's "growth" (null or absent: none); dumps before it said the
+ * growth per step in "growth_per_step_bytes" and "growth_steps". */
+static void load_growth(struct tctx *c, json_t *o, size_t nstacks, struct vm_torch_device *d, size_t i) {
+    topt(c, o, "growth_per_step_bytes", i, &d->per_step);
+    topt(c, o, "growth_steps", i, &d->growth_steps);
+    json_t *g = json_object_get(o, "growth");
+    if (!g || json_is_null(g)) return;
+    if (!json_is_object(g)) { tfail(c, "not an object:", i, "growth"); return; }
+    uint64_t st = tu64(c, g, "stack", i);
+    const char *unit = tstr(c, g, "unit", i);
+    d->growth_units = tu64(c, g, "units", i);
+    d->growth_per_unit = tu64(c, g, "bytes_per_unit", i);
+    d->growth_rise = tu64(c, g, "rise_bytes", i);
+    d->growth_span_ns = tu64(c, g, "span_ns", i);
+    d->growth_holder = tstr(c, g, "holder", i);
+    if (c->failed) return;
+    if (st >= nstacks) { tfail(c, "a growth's stack is out of range:", i, "stack"); return; }
+    if (strcmp(unit, "step") != 0 && strcmp(unit, "allocation") != 0) { tfail(c, "not a unit:", i, "unit"); return; }
+    d->growth_unit = strcmp(unit, "step") == 0 ? "step" : "allocation";
+    d->growth_stack = (size_t)st;
+    d->has_growth = 1;
+    int steps = d->growth_unit[0] == 's';
+    d->per_step = steps ? d->growth_per_unit : 0;
+    d->growth_steps = steps ? d->growth_units : 0;
+}
+
 static void load_device(struct tctx *c, json_t *o, size_t nstacks, struct vm_torch_device *d, size_t i) {
     if (!json_is_object(o)) { tfail(c, "not an object:", i, "torch"); return; }
     json_t *dev = json_object_get(o, "device");
@@ -89,8 +115,7 @@ static void load_device(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->has_request = topt(c, o, "request_bytes", i, &d->request);
     d->has_free = topt(c, o, "free_bytes", i, &d->free_bytes) & topt(c, o, "total_bytes", i, &d->total_bytes);
     topt(c, o, "steps", i, &d->steps);
-    topt(c, o, "growth_per_step_bytes", i, &d->per_step);
-    topt(c, o, "growth_steps", i, &d->growth_steps);
+    load_growth(c, o, nstacks, d, i);
     json_t *s = json_object_get(o, "settings");
     d->settings = json_is_string(s) ? json_string_value(s) : NULL;
     json_t *cat = json_object_get(o, "categories");

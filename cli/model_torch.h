@@ -26,7 +26,14 @@ struct vm_torch_device {
     uint64_t allocated, reserved, largest_free, outside, request, steps;
     uint64_t free_bytes, total_bytes;   /* read only together: has_free */
     uint64_t cat[VM_TORCH_NCAT];   /* in vm_torch_categories' order; 0 when absent */
-    uint64_t per_step, growth_steps;   /* 0 when absent */
+    uint64_t per_step, growth_steps;   /* the growth per step and its steps; 0 when absent */
+    /* The library's growing site whose holder these tensors are ("growth";
+     * has_growth 0 when null or absent): its stack, unit ("step" or
+     * "allocation", static), units, rise per unit, rise, span and holder. */
+    int has_growth;
+    size_t growth_stack;
+    const char *growth_unit, *growth_holder;
+    uint64_t growth_units, growth_per_unit, growth_rise, growth_span_ns;
     const char *settings;          /* NULL when absent */
     struct vm_torch_tensor *tensors;
     size_t ntensors;

@@ -30,6 +30,12 @@ const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint6
     return buf;
 }
 
+char *vt_fmt_held(const char *holder, char *buf, size_t size) {
+    size_t n = strlen(buf);
+    if (holder && *holder && n < size) snprintf(buf + n, size - n, ", held by `%s`", holder);
+    return buf;
+}
+
 /* Length of a valid UTF-8 sequence starting at s, or 0. */
 static int utf8_len(const unsigned char *s) {
     int n;

@@ -17,6 +17,11 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
                           uint64_t per_unit, char *buf, size_t size);
 
+/* Appends ", held by `HOLDER`" to the text in buf (cut to size) when
+ * holder is neither NULL nor "": what holds a growing site's memory, said
+ * after its rate in every report. Returns buf. */
+char *vt_fmt_held(const char *holder, char *buf, size_t size);
+
 /* "3 calls passed through unrecorded (...)": the one sentence for a dump's
  * totals.missed, in the library's reports and the CLI's text alike. NULL
  * when missed is 0 (nothing is said then). Writes into buf. */

@@ -140,7 +140,7 @@ void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size
 struct vt_growth_row {
     char site[2048];
     uint64_t first_bytes, end_bytes;
-    char rate[160];
+    char rate[400];
 };
 
 struct vt_growing_text {

@@ -25,16 +25,14 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
 
 static void put_plain(FILE *f, const char *s) { fputs(s, f); }
 
-void vt_put_torch_growth(FILE *f, const char *prefix, uint64_t per_step, uint64_t steps, const char *holder,
+void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site,
                          void (*put)(FILE *, const char *)) {
-    char b[32];
-    if (!steps) return;
     if (!put) put = put_plain;
-    fprintf(f, "%s  growth: +%s per optimizer step over the last %" PRIu64 " step%s", prefix,
-            vt_fmt_bytes(per_step, b, sizeof b), steps, steps == 1 ? "" : "s");
-    if (holder && *holder) {
-        fputs(", the largest holder ", f);
-        put(f, holder);
+    fprintf(f, "%s  growth: ", prefix);
+    put(f, rate);
+    if (site && *site) {
+        fputs(" in ", f);
+        put(f, site);
     }
     fputc('\n', f);
 }

@@ -17,9 +17,12 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
                          uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
                          const char *const *cat_names, const uint64_t *cat_bytes, int ncat);
 
-/* "PREFIX  growth: +B per optimizer step over the last N steps[, most of it
- * held by HOLDER]"; nothing when steps is 0. */
-void vt_put_torch_growth(FILE *f, const char *prefix, uint64_t per_step, uint64_t steps, const char *holder,
+/* "PREFIX  growth: RATE in SITE": the growing site whose memory the
+ * device's tensors hold, RATE its growth and holder as every report says
+ * them ("+256.00 MiB per step over the last 30 steps (+7.50 GiB in 1.2 s),
+ * held by `history`"), SITE its call site ("" leaves " in SITE" out); both
+ * written as given. */
+void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site,
                          void (*put)(FILE *, const char *));
 
 /* One tensor: "PREFIX    BYTES  DTYPE SHAPE  CATEGORY  NAME[ (held by HOLDER)][  SITE]". */

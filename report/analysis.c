@@ -5,6 +5,7 @@
 #include "../common/warn.h"
 #include "analysis.h"
 #include "holders.h"
+#include "torch.h"
 
 static struct vt_analysis empty;
 
@@ -12,33 +13,37 @@ static struct vt_analysis empty;
  * what happened up to it, so a later dump prints the ones worked out at
  * the first write after it instead of replaying the history once more:
  * findings are computed once per OOM. An entry counts only for the OOM of
- * the same time, request, device and stack. Used under the output lock
+ * the same time, request, device and stack, and the same PyTorch record of
+ * it (the record comes after the failure's first post-mortem and names
+ * the growing site's holder: the findings are worked out again then, and
+ * once more only if another record comes). Used under the output lock
  * (report/output.c is the one caller outside tests). */
 struct memo {
-    uint64_t time_ns, requested;
+    uint64_t time_ns, requested, torch_ns;
     uint32_t stack;
     int device, valid;
     struct vt_oom_findings f;
 };
 static struct memo *memo;   /* VT_ANALYSED_OOMS entries, made at the first OOM */
 
-static int same_oom(const struct memo *m, const struct vt_oom *o) {
+static int same_oom(const struct memo *m, const struct vt_oom *o, uint64_t torch_ns) {
     return m->valid && m->time_ns == o->time_ns && m->requested == o->requested && m->stack == o->stack &&
-           m->device == o->device;
+           m->device == o->device && m->torch_ns == torch_ns;
 }
 
 /* The findings of OOM i of s into *out, from the memo when it has them. */
 static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym,
                         struct vt_oom_findings *out) {
     const struct vt_oom *o = &s->ooms[i];
+    uint64_t torch_ns = vt_torch_oom_time(s, i);
     if (!memo) memo = calloc(VT_ANALYSED_OOMS, sizeof *memo);
-    if (memo && same_oom(&memo[i], o)) {
+    if (memo && same_oom(&memo[i], o, torch_ns)) {
         *out = memo[i].f;
         return;
     }
-    out->n = vt_findings(s, i, sym, out->f);
+    out->n = vt_findings(s, i, sym, out->f, &out->growth);
     if (!memo) return;
-    memo[i] = (struct memo){o->time_ns, o->requested, o->stack, o->device, 1, *out};
+    memo[i] = (struct memo){o->time_ns, o->requested, torch_ns, o->stack, o->device, 1, *out};
 }
 
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth) {
@@ -51,6 +56,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
     if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
     if (growth) a->growth = vt_find_growth(s, sym, s->now_ns, &a->ngrowth);
+    if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
     size_t n = s->nooms < VT_ANALYSED_OOMS ? s->nooms : VT_ANALYSED_OOMS;
     a->findings = n ? calloc(n, sizeof *a->findings) : NULL;
     if (n && !a->findings) vt_records_lost("the findings");
@@ -61,7 +67,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     if (s->nooms > 0 && s->nooms - 1 < a->nfindings) {
         a->latest = &a->findings[s->nooms - 1];
     } else if (s->nooms > 0) {
-        a->latest_beyond.n = vt_findings(s, s->nooms - 1, sym, a->latest_beyond.f);
+        a->latest_beyond.n = vt_findings(s, s->nooms - 1, sym, a->latest_beyond.f, &a->latest_beyond.growth);
         a->latest = &a->latest_beyond;
     }
     return a;

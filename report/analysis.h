@@ -22,6 +22,7 @@
 struct vt_oom_findings {
     struct vt_finding f[VT_MAX_FINDINGS];
     int n;
+    struct vt_growth growth;   /* the growing_site finding's site (allocs 0: none) */
 };
 
 struct vt_analysis {

@@ -119,7 +119,8 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
             fputs("null", f);
         }
         if (i < an->nfindings) write_findings(f, &an->findings[i]);
-        vt_torch_write_oom(f, s, i);
+        if (i < an->nfindings) vt_torch_write_oom(f, s, i, &an->findings[i].growth, 1);
+        else vt_torch_write_oom(f, s, i, NULL, 0);
         fputc('}', f);
     }
     fputs("],\n", f);
@@ -218,9 +219,14 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
                    ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"last_ns\":" U64
                    ",\"bytes_per_allocation\":" U64 ",\"bytes_per_second\":%.0f,\"unit\":\"%s\",\"units\":" U64
-                   ",\"bytes_per_unit\":" U64 "}",
+                   ",\"bytes_per_unit\":" U64,
                 i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->t_last_ns,
                 g->allocs ? r.rise / g->allocs : 0, r.bytes_per_second, r.unit, r.units, r.per_unit);
+        if (g->holder[0]) {   /* what holds it, as PyTorch's record names it */
+            fputs(",\"holder\":", f);
+            vt_json_string(f, g->holder);
+        }
+        fputc('}', f);
     }
     fputs("],\n", f);
     struct vt_strtab *strs = vt_strtab_new();
@@ -231,7 +237,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     if (rc == 0) vt_strtab_write(f, strs);
     vt_strtab_free(strs);
     if (rc != 0) return -1;
-    vt_torch_write_top(f, s, m->reason);
+    vt_torch_write_top(f, s, m->reason, an->growth, an->ngrowth);
     fputs("\n}\n", f);
     return ferror(f) ? -1 : 0;
 }

@@ -7,6 +7,7 @@
 #include "findings.h"
 #include "../common/format.h"
 #include "holders.h"
+#include "torch.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 #define PCT(a, b) ((b) ? 100.0 * (double)(a) / (double)(b) : 0.0)
@@ -58,8 +59,9 @@ const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, si
 }
 
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
-                struct vt_finding *out) {
+                struct vt_finding *out, struct vt_growth *grew) {
     int n = 0;
+    memset(grew, 0, sizeof *grew);
     if (index >= s->nooms) return 0;
     const struct vt_oom *o = &s->ooms[index];
     char a[32], b[32], c[32], site[160];
@@ -112,10 +114,12 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     size_t ngrowth = 0;
     struct vt_growth *growth = vt_find_growth(s, sym, o->time_ns, &ngrowth);
+    if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
     for (size_t i = 0; i < ngrowth; i++) {
+        *grew = growth[i];
         struct vt_finding *f = add(out, &n, "growing_site");
         vt_site_label(sym, growth[i].stack, site, sizeof site);
-        char rate[160];
+        char rate[400];
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
         snprintf(f->next, sizeof f->next,
@@ -162,6 +166,17 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next,
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check the pool's "
                  "release threshold");
+    }
+    struct vt_torch_cache tc;
+    if (vt_torch_oom_cache(s, index, &tc) && tc.reserved >= tc.allocated &&
+        tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
+        struct vt_finding *f = add(out, &n, "fragmented_cache");
+        snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "
+                 "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
+                 B(tc.request, b), B(tc.largest_free, c));
+        snprintf(f->next, sizeof f->next,
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of splitting), or "
+                 "torch.cuda.empty_cache() before this allocation");
     }
     uint64_t freed, nfreed;
     if (is_retry(s, index, &freed, &nfreed)) {

@@ -11,6 +11,8 @@
  *   one_site_dominates      one call site holds most of the tracked memory
  *   outside_tracked         much is held outside tracked allocations
  *   fragmentation           more was free than asked for, yet it failed
+ *   fragmented_cache        PyTorch's record: its cache holds more than the
+ *                           request unallocated, in no block as large
  *   allocator_retry         the failing call is a caching allocator's retry
  *                           after it released its cache
  */
@@ -37,8 +39,10 @@ struct vt_finding {
 const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, size_t size);
 
 /* The findings for OOM number `index` of s. Returns how many were written
- * to out. */
+ * to out. The growing site the growing_site finding speaks of, its holder
+ * named from PyTorch's record of that failure when one came, goes to
+ * *grew (allocs 0 when there is none). */
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
-                struct vt_finding *out);
+                struct vt_finding *out, struct vt_growth *grew);
 
 #endif

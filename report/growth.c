@@ -109,6 +109,9 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         out[k].t_first_ns = x->t_first;
         out[k].t_last_ns = x->t_last > x->t_first ? x->t_last : x->t_first;
         out[k].steps = marked ? step_of(s, x->i_last) - step_of(s, x->i_first) + 1 : 0;
+        out[k].holder[0] = '\0';
+        out[k].holder_bytes = 0;
+        out[k].holder_device = -1;
         k++;
     }
     free(st);
@@ -134,5 +137,6 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
 
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size) {
     struct vt_growth_rate r = vt_growth_rate(g);
-    return vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, buf, size);
+    vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, buf, size);
+    return vt_fmt_held(g->holder, buf, size);
 }

@@ -23,6 +23,8 @@
 #include "../tracker/tracker.h"
 #include "symbolize.h"
 
+#define VT_GROWTH_HOLDER 201   /* a holder's text (VT_TORCH_TEXT) and its NUL */
+
 struct vt_growth {
     uint32_t stack;
     uint64_t first_floor;      /* bytes kept in the first window */
@@ -35,6 +37,12 @@ struct vt_growth {
                                   step of its first event to that of its last
                                   allocation, both counted; 0 when the run
                                   marked no step boundary up to the end */
+    char holder[VT_GROWTH_HOLDER];  /* the Python object holding most of
+                                  the site's listed tensors in PyTorch's
+                                  record (report/torch_growth.c), "" when
+                                  no record names one */
+    uint64_t holder_bytes;     /* and their bytes, 0 for none */
+    int holder_device;         /* their device, -1 for none */
 };
 
 /* The figures of one growing site, in the unit of work the run is known
@@ -55,14 +63,14 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g);
 
 /* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation",
  * or with steps "+512.00 MiB per step over the last 6 steps (+3.00 GiB in
- * 0.100 s)":
+ * 0.100 s)", then ", held by `history`" where g names its holder:
  * vt_growth_rate's figures as every in-process report prints them (see
  * vt_fmt_growth). Writes into buf and returns it. */
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
 
 /* Growing call sites of snapshot s over the run up to t_end (s->now_ns for
  * the whole run, an OOM's time for the run up to that failure), largest
- * rise first; NULL and *n = 0 when none. Device memory only. Stacks with
+ * rise first, no holder named; NULL and *n = 0 when none. Device memory only. Stacks with
  * the same call site (vt_site_groups of sym; sym NULL: each stack alone)
  * are one site, whose `stack` is the lowest of them: a Python line reached
  * through many native stacks grows as one. */

@@ -411,7 +411,10 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
         vt_suppressions_free(sup);
     } else if (f) {
         if (torch_only)
-            vt_torch_print_oom(f, s, sym);
+        {
+            vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);
+            if (an->latest) vt_torch_print_oom_findings(f, an->latest->f, an->latest->n);
+        }
         else if (strcmp(reason, "oom") == 0)
             vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
         else if (strcmp(reason, "named") == 0)
@@ -421,7 +424,7 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
                     dump_path ? dump_path : "(not written)");
         else
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top);
-        if (!torch_only) vt_torch_print_top(f, s, sym, reason);
+        if (!torch_only) vt_torch_print_top(f, s, sym, reason, an->growth, an->ngrowth);
         fflush(f);
     }
     if (f && close_it) fclose(f);

@@ -129,7 +129,7 @@ static const struct field device_fields[] = {
     DEV(F_ORDINAL, device), DEV(F_NUM, allocated), DEV(F_NUM, reserved), DEV(F_NUM, largest_free),
     DEV(F_NUM_OR_DASH, free), DEV(F_NUM_OR_DASH, total),
     DEV(F_NUM, cat[0]), DEV(F_NUM, cat[1]), DEV(F_NUM, cat[2]), DEV(F_NUM, cat[3]), DEV(F_NUM, cat[4]),
-    DEV(F_NUM, cat[5]), DEV(F_NUM, per_step), DEV(F_NUM, growth_steps), DEV(F_TEXT, settings),
+    DEV(F_NUM, cat[5]), DEV(F_TEXT, settings),
 };
 _Static_assert(VT_TORCH_NCAT == 6, "device_fields reads six categories");
 static const struct field tensor_fields[] = {

@@ -8,15 +8,13 @@
  *
  *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS
  *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
- *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER
- *     PER_STEP GROWTH_STEPS SETTINGS
+ *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER SETTINGS
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
  *
  * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
  * REQUEST 0 is the request of the OOM record the record belongs to;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
- * vt_torch_categories; PER_STEP is the rise of allocated bytes per optimizer
- * step over the last GROWTH_STEPS steps (0 0 when none); each T line belongs to the D line of its device,
+ * vt_torch_categories; each T line belongs to the D line of its device,
  * which comes before it. A record that breaks any of this, or any limit
  * below, is refused whole: nothing of it is kept, and the library never
  * reads past `len` bytes.
@@ -34,6 +32,8 @@
 #include <stdio.h>
 
 #include "../tracker/tracker.h"
+#include "findings.h"
+#include "growth.h"
 #include "symbolize.h"
 
 #define VT_TORCH_TEXT 200
@@ -57,7 +57,6 @@ struct vt_torch_device {
     int device, have_mem;
     uint64_t allocated, reserved, largest_free, free, total;
     uint64_t cat[VT_TORCH_NCAT];
-    uint64_t per_step, growth_steps;
     char settings[VT_TORCH_TEXT + 1];
     struct vt_torch_tensor *tensors;
     size_t ntensors;
@@ -95,14 +94,53 @@ void vt_torch_record_free(struct vt_torch_record *r);
 /* The dump's "torch" arrays: the top-level one for a dump of `reason`
  * ("exit", "signal"; nothing for "oom"), written as ,"torch":[...] after
  * the caller's last field, and the one of s->ooms[i]. Stacks are those of
- * s's live allocation at each tensor's segment. */
-void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason);
-void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i);
+ * s's live allocation at each tensor's segment. A device's "growth" is the
+ * first of the n growing sites g (those of the whole run, or the one of
+ * the failure's growing_site finding) whose holder is on that device
+ * (vt_torch_name_growth), else null. */
+void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason, const struct vt_growth *g,
+                        size_t n);
+void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_growth *g, size_t n);
 
 /* The report's lines: the breakdown of the latest OOM's record, and of the
- * top-level record for `reason`. Nothing when there is none. */
-void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym);
-void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason);
+ * top-level record for `reason`, with the growing site of g as the dump's
+ * "growth" says. Nothing when there is none. */
+void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_growth *g, size_t n);
+
+/* After the record's breakdown at an OOM: the findings of fs that come
+ * from the record (fragmented_cache), which the post-mortem, written
+ * before the record came, could not say. */
+void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n);
+void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason,
+                        const struct vt_growth *g, size_t n);
+
+/* Name the holder of each of the n growing sites g (torch_growth.c): of
+ * the tensors record r lists whose block lies in a live allocation of the
+ * site (its segment, as the tracker recorded it), the Python object that
+ * holds the most bytes ("history", a list of the program's), with its
+ * bytes and device; "" where none does or r is NULL. The _oom form takes
+ * the record of s->ooms[i], the _top form the newest exit or on-demand
+ * record; both take the records' lock. */
+void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
+                          struct vt_growth *g, size_t n);
+void vt_torch_name_growth_oom(const struct vt_snapshot *s, const struct vt_symbols *sym, size_t i,
+                              struct vt_growth *g, size_t n);
+void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbols *sym, struct vt_growth *g,
+                              size_t n);
+
+/* PyTorch's cache on the failing device, as the record of s->ooms[i]
+ * measured it: 1 with *out set, 0 when no record of it came. */
+struct vt_torch_cache {
+    uint64_t allocated, reserved, largest_free, request;
+};
+int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
+
+/* When the record of s->ooms[i] came (0: none has). */
+uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i);
+
+/* The first of the n growing sites g whose holder is on device, or NULL. */
+const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, int device);
 
 /* The kept records, for torch_dump.c and torch_print.c, between
  * vt_torch_lock and vt_torch_unlock: the top-level record of a dump of

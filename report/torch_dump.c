@@ -26,8 +26,22 @@ int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes) {
 
 static void hex(FILE *f, uint64_t v) { fprintf(f, "\"0x%" PRIx64 "\"", v); }
 
-/* Record r; an "oom" record's request is `request`. */
-static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r, uint64_t request) {
+/* The library's growing site g, whose holder this device's tensors name:
+ * its rate (vt_growth_rate's), its stack and its holder. */
+static void write_growth(FILE *f, const struct vt_growth *g) {
+    if (!g) { fputs(",\"growth\":null", f); return; }
+    struct vt_growth_rate r = vt_growth_rate(g);
+    fprintf(f, ",\"growth\":{\"stack\":%" PRIu32 ",\"unit\":\"%s\",\"units\":" U64 ",\"bytes_per_unit\":" U64
+               ",\"rise_bytes\":" U64 ",\"span_ns\":" U64 ",\"holder_bytes\":" U64 ",\"holder\":",
+            g->stack, r.unit, r.units, r.per_unit, r.rise, r.span_ns, g->holder_bytes);
+    vt_json_string(f, g->holder);
+    fputc('}', f);
+}
+
+/* Record r; an "oom" record's request is `request`; g[0..n) the growing
+ * sites its devices' "growth" is taken from. */
+static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r, uint64_t request,
+                         const struct vt_growth *g, size_t n) {
     fputs(",\"torch\":[", f);
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
@@ -40,8 +54,9 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
         if (d->have_mem) fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, d->free, d->total);
         else fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
         if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, request);
-        fprintf(f, ",\"steps\":" U64 ",\"growth_per_step_bytes\":" U64 ",\"growth_steps\":" U64 ",\"settings\":",
-                r->steps, d->per_step, d->growth_steps);
+        fprintf(f, ",\"steps\":" U64, r->steps);
+        write_growth(f, vt_torch_growth_on(g, n, d->device));
+        fputs(",\"settings\":", f);
         vt_json_string(f, d->settings);
         fputs(",\"categories\":{", f);
         for (int k = 0; k < VT_TORCH_NCAT; k++)
@@ -70,16 +85,17 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
     fputc(']', f);
 }
 
-void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason) {
+void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason, const struct vt_growth *g,
+                        size_t n) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_top(reason);
-    if (r) write_record(f, s, r, r->request);
+    if (r) write_record(f, s, r, r->request, g, n);
     vt_torch_unlock();
 }
 
-void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i) {
+void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_growth *g, size_t n) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_for_oom(s, i);
-    if (r) write_record(f, s, r, vt_torch_request(r, s, i));
+    if (r) write_record(f, s, r, vt_torch_request(r, s, i), g, n);
     vt_torch_unlock();
 }

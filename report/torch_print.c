@@ -1,27 +1,14 @@
 /* torch_print.c -- PyTorch's breakdown in the library's reports. */
 #include <string.h>
 
+#include "../common/format.h"
 #include "../common/torchfmt.h"
 #include "torch.h"
 
 #define TOP_SHOWN 10
 
-/* The holder of the most bytes among the listed tensors ("" for none). */
-static const char *top_holder(const struct vt_torch_tensor *t, size_t n) {
-    const char *best = "";
-    uint64_t most = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!t[i].holder[0]) continue;
-        uint64_t sum = 0;
-        for (size_t j = 0; j < n; j++)
-            if (strcmp(t[j].holder, t[i].holder) == 0) sum += t[j].bytes;
-        if (sum > most) { most = sum; best = t[i].holder; }
-    }
-    return best;
-}
-
 static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                         const struct vt_torch_record *r, uint64_t request) {
+                         const struct vt_torch_record *r, uint64_t request, const struct vt_growth *g, size_t n) {
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
         uint64_t out;
@@ -30,8 +17,13 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
         vt_put_torch_device(f, "vramtrace: ", d->device, d->allocated, d->reserved, d->largest_free,
                             at_oom ? &request : NULL, has_out ? &out : NULL, r->steps,
                             vt_torch_categories, d->cat, VT_TORCH_NCAT);
-        vt_put_torch_growth(f, "vramtrace: ", d->per_step, d->growth_steps, top_holder(d->tensors, d->ntensors),
-                            NULL);
+        const struct vt_growth *grew = vt_torch_growth_on(g, n, d->device);
+        if (grew) {
+            char rate[512], site[512] = "";
+            vt_growth_text(grew, rate, sizeof rate);
+            if (sym) vt_site_label(sym, grew->stack, site, sizeof site);
+            vt_put_torch_growth(f, "vramtrace: ", rate, site, NULL);
+        }
         if (d->ntensors) fputs("vramtrace:   largest tensors:\n", f);
         for (size_t j = 0; j < d->ntensors && j < TOP_SHOWN; j++) {
             const struct vt_torch_tensor *t = &d->tensors[j];
@@ -44,20 +36,31 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
     }
 }
 
-void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym) {
+void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_growth *g, size_t n) {
     if (!s->nooms) return;
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_for_oom(s, s->nooms - 1);
     if (r) {
         fputs("vramtrace: inside PyTorch at this out-of-memory error:\n", f);
-        print_record(f, s, sym, r, vt_torch_request(r, s, s->nooms - 1));
+        print_record(f, s, sym, r, vt_torch_request(r, s, s->nooms - 1), g, n);
     }
     vt_torch_unlock();
 }
 
-void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason) {
+void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason,
+                        const struct vt_growth *g, size_t n) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_top(reason);
-    if (r) print_record(f, s, sym, r, r->request);
+    if (r) print_record(f, s, sym, r, r->request, g, n);
     vt_torch_unlock();
+}
+
+void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(fs[i].id, "fragmented_cache") != 0) continue;
+        if (!k++) fputs("vramtrace: what PyTorch's record adds to the findings:\n", f);
+        vt_put_finding(f, "vramtrace: ", k, fs[i].text, fs[i].next, NULL);
+    }
 }

@@ -21,8 +21,8 @@ point here swallows its own exceptions: the program never sees one.
 import sys
 import time
 
-_state = {"lib": None, "torch": None, "steps": {}, "marked": 0, "observer": False, "busy": False, "refresh": None, "per_step": {}}
-WINDOW = 16       # samples of allocated bytes kept per device
+_state = {"lib": None, "torch": None, "steps": {}, "marked": 0, "observer": False, "busy": False, "refresh": None}
+WINDOW = 16       # the first steps, each sampled
 SAMPLE_S = 0.05   # then at most one sample per 50 ms: a sample costs tens of microseconds
 
 
@@ -56,7 +56,7 @@ def _submit(reason, oom=None):
         if not torch.cuda.is_initialized():
             return
         from . import collect
-        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0), st["per_step"])
+        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0))
         data = text.encode("utf-8", "replace")
         st["lib"][1](data, len(data))
     except Exception:
@@ -145,9 +145,6 @@ def _on_step(optimizer, args, kwargs):
             allocated = torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["current"]
         except Exception:
             allocated = torch.cuda.memory_allocated(d)
-        seen = _state["per_step"].setdefault(d, [])
-        seen.append((steps[id(optimizer)], allocated))
-        del seen[:-WINDOW]
         c = _state["lib"][0]; c.CDLL(None).vt_torch_live(d, c.c_uint64(allocated), c.c_uint64(torch.cuda.memory_reserved(d)), c.c_uint64(steps[id(optimizer)]))  # the live segment (report/live.h)
     except Exception:
         pass

@@ -14,6 +14,7 @@ through the autograd graph of live tensors, held by nothing in Python). The larg
 import bisect
 import gc
 import heapq
+import operator
 import re
 import sys
 
@@ -28,11 +29,12 @@ def _clean(s):
 
 
 class _Walk:
-    """One pass over gc.get_objects(): tensors, modules, optimizers and
-    containers by type (each type's kind decided once). Its lists are made
-    after gc.get_objects(), so that none is among the containers (a list
-    holding itself would be a cycle keeping every tensor alive until the
-    next garbage collection); `clear` lets go of them."""
+    """One pass over gc.get_objects(): tensors, modules, optimizers and the
+    containers that hold anything, by type (each type's kind decided
+    once). Its lists are made after gc.get_objects(), so that none is
+    among the containers (a list holding itself would be a cycle keeping
+    every tensor alive until the next garbage collection); `clear` lets go
+    of them."""
 
     def __init__(self, torch):
         kinds = {}
@@ -49,7 +51,7 @@ class _Walk:
                 k = (1 if issubclass(t, Tensor) else 2 if issubclass(t, Module) else
                      3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else 0)
                 kinds[t] = k
-            if k:
+            if k and (k != 4 or o):
                 lists[k].append(o)
         if kinds in containers:
             containers.remove(kinds)
@@ -62,10 +64,10 @@ class _Walk:
 
 
 def _names():
-    """id -> a name the program's code gives the object: the globals of
-    __main__, then the locals and globals of every thread's frames
-    (innermost wins for locals)."""
-    names = {}
+    """(id -> a name the program's code gives the object, the containers
+    so named): the globals of __main__, then the locals and globals of
+    every thread's frames (innermost wins for locals)."""
+    names, boxes = {}, []
     main = sys.modules.get("__main__")
     scopes = [getattr(main, "__dict__", {})]
     try:
@@ -80,36 +82,35 @@ def _names():
     for scope in scopes:
         try:
             for k, v in list(scope.items()):
-                if isinstance(k, str) and not k.startswith("__"):
-                    names.setdefault(id(v), k)
+                if isinstance(k, str) and not k.startswith("__") and id(v) not in names:
+                    names[id(v)] = k
+                    if type(v) in (list, tuple, dict) and v:
+                        boxes.append(v)
         except Exception:
             pass
-    return names
+    return names, boxes
 
 
 class _Claims:
-    """Storages claimed so far: (device, data_ptr) -> entry."""
+    """Storages claimed so far: data_ptr -> entry [device, bytes, data_ptr,
+    tensor, category, name, holder]. A storage's address is its key alone:
+    CUDA's unified addressing gives every device's memory addresses of its
+    own. Dtype and shape are read for the listed tensors only."""
 
     def __init__(self):
         self.by_key = {}
 
     def claim(self, t, category, name, holder=""):
         try:
-            if not t.is_cuda:
-                return None
+            d = t.get_device()   # -1: not on a GPU
+            if d < 0:
+                return
             st = t.untyped_storage()
             ptr = st.data_ptr()
-            if not ptr:
-                return None
-            key = (t.get_device(), ptr)
-            if key in self.by_key:
-                return None
-            # dtype and shape as objects: made text for the listed ones only
-            e = [key[0], st.nbytes(), ptr, t.dtype, category, t.shape, name, holder]
-            self.by_key[key] = e
-            return e
+            if ptr and ptr not in self.by_key:
+                self.by_key[ptr] = [d, st.nbytes(), ptr, t, category, name, holder]
         except Exception:
-            return None
+            pass
 
 
 def _saved_tensors(node, attr_cache, Tensor):
@@ -133,8 +134,7 @@ def _saved_tensors(node, attr_cache, Tensor):
 
 def tensors(torch):
     """Every live CUDA tensor storage claimed by category (see the module's
-    comment): a list of [device, bytes, data_ptr, dtype, category, shape,
-    name, holder]."""
+    comment): a list of _Claims' entries."""
     w = _Walk(torch)
     try:
         return _claim_all(torch, w)
@@ -142,71 +142,87 @@ def tensors(torch):
         w.clear()
 
 
+def _modules_named(roots, names):
+    """(parameters, buffers): [(name, tensor)] of the root modules, in
+    named_parameters()'s order (each module before its children, each
+    tensor under its first name), read from the modules' own dicts."""
+    params, buffers, seen = [], [], set()
+    for m in roots:
+        stack = [(names.get(id(m), type(m).__name__), m)]
+        while stack:
+            prefix, mod = stack.pop()
+            if id(mod) in seen:
+                continue
+            seen.add(id(mod))
+            for n, p in mod._parameters.items():
+                if p is not None:
+                    params.append((prefix + "." + n, p))
+            for n, b in mod._buffers.items():
+                if b is not None:
+                    buffers.append((prefix + "." + n, b))
+            kids = [(prefix + "." + n, ch) for n, ch in mod._modules.items() if ch is not None]
+            stack.extend(reversed(kids))
+    return params, buffers
+
+
 def _claim_all(torch, w):
-    names = _names()
+    names, named = _names()
     c = _Claims()
-    Module = torch.nn.Module
+    claim = c.claim
     # Modules that are no other live module's child are roots; their names
     # come from the program's variables, else their class.
     children = set()
     for m in w.modules:
         try:
-            for ch in m.children():
-                children.add(id(ch))
+            children.update(map(id, m._modules.values()))
         except Exception:
             pass
+    try:
+        params, buffers = _modules_named([m for m in w.modules if id(m) not in children], names)
+    except Exception:
+        params, buffers = [], []
     param_name = {}
-    for m in w.modules:
-        if id(m) in children:
-            continue
-        root = names.get(id(m), type(m).__name__)
-        try:
-            for n, p in m.named_parameters(remove_duplicate=True):
-                param_name.setdefault(id(p), root + "." + n)
-                c.claim(p, "parameter", root + "." + n)
-            for n, b in m.named_buffers(remove_duplicate=True):
-                c.claim(b, "buffer", root + "." + n)
-        except Exception:
-            pass
-    for m in w.modules:   # gradients of every parameter a live module has
-        try:
-            for p in m.parameters(recurse=False):
-                g = p.grad
-                if g is not None:
-                    c.claim(g, "gradient", param_name.get(id(p), "?") + ".grad",
-                            "gradient of " + param_name.get(id(p), "a parameter"))
-        except Exception:
-            pass
+    for n, p in params:
+        if id(p) not in param_name:
+            param_name[id(p)] = n
+            claim(p, "parameter", n)
+    for n, b in buffers:
+        claim(b, "buffer", n)
+    for n, p in params:   # gradients of every parameter a live module has
+        g = p.grad
+        if g is not None:
+            n = param_name[id(p)]
+            claim(g, "gradient", n + ".grad", "gradient of " + n)
     for o in w.optims:
         oname = names.get(id(o), type(o).__name__)
         try:
             for group in o.param_groups:
                 for p in group["params"]:
                     if p.grad is not None:
-                        c.claim(p.grad, "gradient", param_name.get(id(p), "?") + ".grad",
-                                "gradient of " + param_name.get(id(p), "a parameter"))
+                        claim(p.grad, "gradient", param_name.get(id(p), "?") + ".grad",
+                              "gradient of " + param_name.get(id(p), "a parameter"))
             for p, state in o.state.items():
                 for k, v in state.items():
                     if isinstance(v, torch.Tensor):
-                        c.claim(v, "optimizer_state", param_name.get(id(p), "?") + "." + str(k),
-                                oname + ".state")
+                        claim(v, "optimizer_state", param_name.get(id(p), "?") + "." + str(k), oname + ".state")
         except Exception:
             pass
     # Holders of the rest: the containers, those the program names first.
+    Parameter = torch.nn.Parameter
+    others = [t for t in w.tensors if type(t) is not Parameter]
     holder = {}
-    want = {id(t) for t in w.tensors if type(t) is not torch.nn.Parameter}
-    for named in (True, False):
-        for box in w.containers:
+    want = set(map(id, others))
+    for boxes in (named, w.containers):   # the named ones first
+        for box in boxes:
             if not want:
                 break
-            label = names.get(id(box))
-            if (label is not None) != named:
-                continue
             try:
-                items = list(box.values()) if type(box) is dict else box
-                hits = want.intersection(map(id, items))
-                if not hits:
+                items = box.values() if type(box) is dict else box
+                if want.isdisjoint(map(id, items)):
                     continue
+                items = list(items)
+                hits = want.intersection(map(id, items))
+                label = names.get(id(box))
                 for i, x in enumerate(items):
                     if id(x) in hits:
                         holder[id(x)] = (label, i, box)
@@ -216,31 +232,38 @@ def _claim_all(torch, w):
 
     def held(t):
         """(name, holder): the program's variable or the container's
-        element; the holder is the named container holding it."""
+        element (label, index, container: made text for the listed
+        tensors only, _name); the holder is the named container holding it."""
         own = names.get(id(t))
         h = holder.get(id(t))
         if h is None:
             return own or "", ""
-        label, i, box = h
-        if own:
-            return own, label or ""
-        # The element's name is made for the listed tensors only (_name).
-        return (t, label, i, box), label or ""
+        return own or h, h[0] or ""
 
     # Tensors a variable or a container of the program holds are its own
     # (other), even when a graph saved them too.
     unheld = []
-    for t in w.tensors:
-        if type(t) is torch.nn.Parameter:
-            continue
-        name, hold = held(t)
-        if name or hold:
-            c.claim(t, "other", name, hold)
-        else:
+    names_get, holder_get, by_key = names.get, holder.get, c.by_key
+    for t in others:
+        i = id(t)
+        own, h = names_get(i), holder_get(i)
+        if h is None and not own:
             unheld.append(t)
+            continue
+        try:   # claim(), inline: this loop sees most of the tensors
+            d = t.get_device()
+            if d < 0:
+                continue
+            st = t.untyped_storage()
+            ptr = st.data_ptr()
+            if ptr and ptr not in by_key:
+                by_key[ptr] = [d, st.nbytes(), ptr, t, "other", own or h, "" if h is None else h[0] or ""]
+        except Exception:
+            pass
     # Activations: what the graphs of live tensors saved for backward and
     # nothing in Python holds.
-    seen, keep, attr_cache, graph_of = set(), [], {}, []
+    seen, keep, attr_cache = set(), [], {}
+    graph_of = []
     for t in w.tensors:
         try:
             fn = t.grad_fn
@@ -251,7 +274,7 @@ def _claim_all(torch, w):
     for fn, root in graph_of:
         stack = [fn]
         rname, rholder = held(root)
-        where = "graph of " + (rholder or rname or "a tensor")
+        where = "graph of " + (rholder or (rname if isinstance(rname, str) else "") or "a tensor")
         while stack:
             node = stack.pop()
             if node is None or id(node) in seen:
@@ -259,7 +282,7 @@ def _claim_all(torch, w):
             seen.add(id(node))
             keep.append(node)   # alive while `seen` holds its id
             for name, x in _saved_tensors(node, attr_cache, torch.Tensor):
-                c.claim(x, "activation", name, where)
+                claim(x, "activation", name, where)
             try:
                 stack.extend(n for n, _ in node.next_functions)
             except Exception:
@@ -267,8 +290,8 @@ def _claim_all(torch, w):
     # What no variable, container or graph holds (a tensor only C++ or an
     # object's attribute keeps).
     for t in unheld:
-        c.claim(t, "other", "", "")
-    return list(c.by_key.values())
+        claim(t, "other", "", "")
+    return list(by_key.values())
 
 
 def _natural(name):
@@ -276,27 +299,52 @@ def _natural(name):
     return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"(\d+)", name)]
 
 
-def _name(n):
-    """A name held as (tensor, container label, index, container): text."""
+def _name(n, t):
+    """A name held as (container label, index, container) of tensor t: text."""
     if isinstance(n, str):
         return n
-    t, label, i, box = n
+    label, i, box = n
     if type(box) is dict:
         i = repr(next((k for k, v in box.items() if v is t), i))
     return f"{label}[{i}]" if label is not None else f"a {type(box).__name__}[{i}]"
 
 
-def _blocks(snap):
-    """device -> (sorted block starts, [(start, size, segment address)])."""
-    out = {}
-    for s in snap.get("segments", []):
-        for b in s.get("blocks", []):
-            out.setdefault(s["device"], []).append((b["address"], b["size"], s["address"]))
-    res = {}
-    for d, bl in out.items():
-        bl.sort()
-        res[d] = ([b[0] for b in bl], bl)
-    return res
+class _Segments:
+    """The snapshot's segments by device, for the largest free block of
+    each device and the block and segment of a listed tensor (its blocks
+    are looked at only in the segments that hold one)."""
+
+    def __init__(self, snap):
+        self.by_device, self.largest = {}, {}
+        for seg in snap.get("segments", []):
+            d = seg["device"]
+            self.by_device.setdefault(d, []).append((seg["address"], seg["total_size"], seg))
+            free = max((b["size"] for b in seg.get("blocks", ()) if b["state"] == "inactive"), default=0)
+            if free > self.largest.get(d, 0):
+                self.largest[d] = free
+        self.starts = {}
+        for d, segs in self.by_device.items():
+            segs.sort(key=lambda x: x[0])
+            self.starts[d] = [x[0] for x in segs]
+        self.blocks = {}   # id(segment) -> (block starts, blocks), made on need
+
+    def find(self, d, ptr):
+        """(block, segment) addresses of the block holding ptr, or None."""
+        segs = self.by_device.get(d)
+        if not segs:
+            return None
+        i = bisect.bisect_right(self.starts[d], ptr) - 1
+        if i < 0 or not segs[i][0] <= ptr < segs[i][0] + segs[i][1]:
+            return None
+        seg = segs[i][2]
+        bl = self.blocks.get(id(seg))
+        if bl is None:
+            bs = sorted((b["address"], b["size"]) for b in seg.get("blocks", ()))
+            bl = self.blocks[id(seg)] = ([b[0] for b in bs], bs)
+        j = bisect.bisect_right(bl[0], ptr) - 1
+        if j >= 0 and bl[1][j][0] <= ptr < bl[1][j][0] + bl[1][j][1]:
+            return bl[1][j][0], seg["address"]
+        return None
 
 
 def _settings(snap):
@@ -305,19 +353,9 @@ def _settings(snap):
     return _clean(conf if conf else ",".join(f"{k}:{v}" for k, v in s.items() if not isinstance(v, dict)))
 
 
-def growth(seen):
-    """(bytes per step, steps) from (step, allocated bytes) samples taken at
-    steps' ends: the rise over the samples kept when it rose, else (0, 0)."""
-    if not seen or len(seen) < 2 or seen[-1][1] <= seen[0][1] or seen[-1][0] <= seen[0][0]:
-        return 0, 0
-    steps = seen[-1][0] - seen[0][0]
-    return (seen[-1][1] - seen[0][1]) // steps, steps
-
-
-def record(torch, reason, oom, steps, per_step):
+def record(torch, reason, oom, steps):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
-    the observer's (device, request, total, free); per_step the allocated
-    bytes at the last steps' ends by device). Python's garbage collector is
+    the observer's (device, request, total, free)). Python's garbage collector is
     held off meanwhile (and then left as it was): the walk makes hundreds of
     thousands of small objects, and each collection they set off would
     traverse every live object, the walk's own lists of them included: it
@@ -325,13 +363,13 @@ def record(torch, reason, oom, steps, per_step):
     was = gc.isenabled()
     gc.disable()
     try:
-        return _record(torch, reason, oom, steps, per_step)
+        return _record(torch, reason, oom, steps)
     finally:
         if was:
             gc.enable()
 
 
-def _record(torch, reason, oom, steps, per_step):
+def _record(torch, reason, oom, steps):
     try:
         snap = torch.cuda.memory._snapshot()
         tracked = True
@@ -350,16 +388,16 @@ def _record(torch, reason, oom, steps, per_step):
     lines = ["vramtrace-torch\t1\t%s\t%d\t%d\t%d" % (reason, int(oom[0]) if oom else -1,
                                                        int(oom[1]) if oom else 0, steps)]
     found = tensors(torch)
-    blocks = _blocks(snap)
+    segments = _Segments(snap)
     settings = _settings(snap)
+    mine = {d: [] for d in devices}
+    cats = {d: dict.fromkeys(CATEGORIES, 0) for d in devices}
+    for e in found:
+        if e[0] in mine:
+            mine[e[0]].append(e)
+            cats[e[0]][e[4]] += e[1]
     for d in sorted(devices):
         stats = torch.cuda.memory_stats(d)
-        largest = 0
-        for s in snap.get("segments", []):
-            if s["device"] == d:
-                for b in s.get("blocks", []):
-                    if b["state"] == "inactive" and b["size"] > largest:
-                        largest = b["size"]
         if oom and int(oom[0]) == d:
             free, total = int(oom[3]), int(oom[2])
         else:
@@ -367,26 +405,20 @@ def _record(torch, reason, oom, steps, per_step):
                 free, total = torch.cuda.mem_get_info(d)
             except Exception:
                 free = total = None
-        mine = [e for e in found if e[0] == d]
-        cat = {k: 0 for k in CATEGORIES}
-        for e in mine:
-            cat[e[4]] += e[1]
+        cat = cats[d]
         lines.append("\t".join(str(x) for x in (
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
-            largest, "-" if free is None else free, "-" if total is None else total,
-            *(cat[k] for k in CATEGORIES), *growth(per_step.get(d)), settings)))
-        top = heapq.nlargest(TOP, mine, key=lambda e: e[1])
+            segments.largest.get(d, 0), "-" if free is None else free, "-" if total is None else total,
+            *(cat[k] for k in CATEGORIES), settings)))
+        top = heapq.nlargest(TOP, mine[d], key=operator.itemgetter(1))
         for e in top:
-            e[6] = _name(e[6])
-        top.sort(key=lambda e: (-e[1], _natural(e[6])))
-        starts, bl = blocks.get(d, ([], []))
+            e[5] = _name(e[5], e[3])
+        top.sort(key=lambda e: (-e[1], _natural(e[5])))
         for e in top:
-            e[3] = str(e[3]).replace("torch.", "")
-            e[5] = "[" + ", ".join(str(x) for x in e[5]) + "]"
-            i = bisect.bisect_right(starts, e[2]) - 1
-            block = seg = 0 if tracked else e[2]
-            if i >= 0 and bl[i][0] <= e[2] < bl[i][0] + bl[i][1]:
-                block, seg = bl[i][0], bl[i][2]
+            t = e[3]
+            where = segments.find(d, e[2]) if tracked else (e[2], e[2])
+            block, seg = where or (0, 0)
             lines.append("\t".join(str(x) for x in (
-                "T", d, e[1], block, seg, e[3], e[4], e[5], _clean(e[6]), _clean(e[7]))))
+                "T", d, e[1], block, seg, str(t.dtype).replace("torch.", ""),
+                e[4], "[" + ", ".join(str(x) for x in t.shape) + "]", _clean(e[5]), _clean(e[6]))))
     return "\n".join(lines) + "\n"

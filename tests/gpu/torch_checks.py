@@ -24,7 +24,9 @@ modes: mlp (a small MLP trained with Adam; the exit dump against PyTorch's
        the loop needs), overhead (steps/s), truth (a model with Adam, a
        `history` list kept per step, an OOM: the companion's categories
        against PyTorch's own tensors), frag (free blocks smaller than the
-       request in reserved segments). truth and frag need the companion
+       request in reserved segments), asynctruth (an OOM under
+       backend:cudaMallocAsync, as --tensors sets it: PyTorch's record of
+       it). truth, frag and asynctruth need the companion
        (python/vramtrace_torch/_boot on PYTHONPATH).
 """
 import glob
@@ -264,6 +266,24 @@ def mode_frag(facts, public):
     HELD.append(kept)
 
 
+def mode_asynctruth(facts, public):
+    """Under backend:cudaMallocAsync (what --tensors sets; it has no OOM
+    observer): keep three 256 MiB tensors, then ask for more than the
+    device holds. PyTorch's allocated and reserved bytes at the failure
+    and the request are the facts."""
+    import torch
+    dev = torch.device("cuda")
+    keep = [torch.empty(256 * MiB, dtype=torch.uint8, device=dev) for _ in range(3)]
+    request = (torch.cuda.mem_get_info()[1] // GiB + 1) * GiB
+    try:
+        torch.empty(request, dtype=torch.uint8, device=dev)  # LINE:asynctoo
+        public["error"] = None
+    except torch.OutOfMemoryError as e:
+        facts.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(), request=request)
+        public.update(error=type(e).__name__, backend=torch.cuda.get_allocator_backend())
+    HELD.append(keep)
+
+
 # --------------------------------------------------------------- checks
 
 class Checker:
@@ -475,6 +495,9 @@ def check(mode, facts_path, dump_dir, err_path=None):
     elif mode in ("truth", "frag"):
         check_torch_truth(c, mode, facts, d, dump_dir)
 
+    elif mode == "asynctruth":
+        check_async_record(c, facts, d)
+
     elif mode == "limit":
         c.say("PyTorch raised out of memory under the budget", pub["failed"] is not None,
               pub.get("message", "").split("\n")[0])
@@ -489,6 +512,39 @@ def check(mode, facts_path, dump_dir, err_path=None):
 
 def torch_entry(entries, device=0):
     return next((t for t in entries or [] if t["device"] == device), None)
+
+
+def check_async_record(c, facts, d):
+    """PyTorch's record of an OOM under cudaMallocAsync, which has no
+    observer: taken once, as PyTorch made its OutOfMemoryError, for the
+    failed cudaMallocAsync call (PyTorch may retry it: the last one)."""
+    pub = facts["public"]
+    c.say("PyTorch raised OutOfMemoryError under cudaMallocAsync",
+          (pub.get("error"), pub.get("backend")) == ("OutOfMemoryError", "cudaMallocAsync"), str(pub))
+    ooms = d["ooms"]
+    last = ooms[-1] if ooms else {}
+    c.say("the failed call is cudaMallocAsync of the request, at this script's line",
+          (last.get("api"), last.get("requested_bytes")) == ("cudaMallocAsync", facts.get("request")) and
+          py_lines(d, last["stack"])[:1] == [(HERE, line_of("asynctoo"))],
+          f"{last.get('api')} {last.get('requested_bytes')} vs {facts.get('request')}")
+    recorded = [i for i, o in enumerate(ooms) if o.get("torch")]
+    c.say("one record of PyTorch's, on the last failed call", recorded == [len(ooms) - 1],
+          f"{recorded} of {len(ooms)} OOMs")
+    t = torch_entry(last.get("torch")) or {}
+    got = (t.get("allocated_bytes"), t.get("reserved_bytes"), t.get("request_bytes"))
+    c.say("allocated, reserved and the request are PyTorch's at the failure",
+          got == (facts.get("allocated"), facts.get("reserved"), facts.get("request")),
+          f"{got} vs {(facts.get('allocated'), facts.get('reserved'), facts.get('request'))}")
+
+
+def fmt_bytes(n):
+    """Bytes as every report of vramtrace's says them (common/format.c)."""
+    if n < 1024:
+        return f"{n} B"
+    v, u = float(n), 0
+    while v >= 1024.0 and u < 5:
+        v, u = v / 1024.0, u + 1
+    return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"
 
 
 def check_torch_truth(c, mode, facts, d, dump_dir):
@@ -513,6 +569,12 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
               t["reserved_bytes"] - t["allocated_bytes"] >= t["request_bytes"] > t["largest_free_block_bytes"],
               f"{t['reserved_bytes'] - t['allocated_bytes']} unallocated, request {t['request_bytes']}, "
               f"largest free {t['largest_free_block_bytes']}")
+        want = (f"PyTorch's cache holds {fmt_bytes(facts['reserved'] - facts['allocated'])} reserved but unallocated, "
+                f"more than the {fmt_bytes(facts['request'])} asked for, yet its largest free block is "
+                f"{fmt_bytes(facts['largest_free'])}: the cache is fragmented")
+        said = [f["finding"] for f in d["ooms"][-1]["findings"] if f["id"] == "fragmented_cache"]
+        c.say("the fragmented_cache finding gives the largest free block and the request as _snapshot() shows them",
+              said == [want], f"{said} vs {want!r}")
         return
     c.say("outside PyTorch = total - free - reserved", t["outside_bytes"] == facts["total"] - facts["free"] -
           facts["reserved"], f"{t['outside_bytes']} vs {facts['total'] - facts['free'] - facts['reserved']}")
@@ -528,9 +590,23 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
     c.say("the growing site is said per step, at a `history` segment a step",
           (g[0].get("unit"), g[0].get("bytes_per_unit")) == ("step", seg),
           f"{g[0].get('unit')} {g[0].get('bytes_per_unit')} over {g[0].get('units')} vs {seg}")
-    c.say("growth per step is what `history` keeps per step", t["growth_per_step_bytes"] == facts["kept_per_step"]
-          and 1 <= t["growth_steps"] < facts["steps"], f"{t['growth_per_step_bytes']} over {t['growth_steps']} "
-          f"steps vs {facts['kept_per_step']}")
+    # The library's one figure of growth, and what holds it, named from
+    # PyTorch's record of the OOM (at exit `history` is no name of the
+    # program's any more: HELD keeps it).
+    g0 = d["growing"][0] if d.get("growing") else {}
+    span = (g0.get("last_ns", 0) - g0.get("since_ns", 0)) / 1e9
+    rate = (f"+{fmt_bytes(g0.get('bytes_per_unit', 0))} per step over the last {g0.get('units')} steps "
+            f"(+{fmt_bytes(g0.get('end_bytes', 0) - g0.get('first_bytes', 0))} in {span:.3f} s), held by `history`")
+    found = [f["finding"] for f in d["ooms"][-1]["findings"] if f["id"] == "growing_site"]
+    c.say("the growing-site finding at the OOM names `history` as the holder, at this script's line",
+          len(found) == 1 and found[0].endswith(f": {rate}; a leak suspect") and
+          py_lines(d, g0["stack"])[:1] == [(HERE, line_of("history"))], str(found)[:300])
+    text = open(os.path.join(dump_dir, "report.txt")).read() if os.path.exists(os.path.join(dump_dir, "report.txt")) else ""
+    grew = [x for x in text.splitlines() if f"growth: {rate} in " in x]
+    g = t.get("growth") or {}
+    c.say("PyTorch's record at the OOM says it with its holder, and so does the post-mortem",
+          len(grew) == 1 and (g.get("holder"), g.get("bytes_per_unit"), g.get("units"), g.get("stack")) ==
+          ("history", g0.get("bytes_per_unit"), g0.get("units"), g0.get("stack")), f"{grew}; {g}")
     hist = [x for x in t["tensors"] if x["holder"] == "history"]
     c.say("every tensor of `history` is named as held by it",
           sorted(x["name"] for x in hist) == sorted(f"history[{i}]" for i in range(facts["history"])),
@@ -613,7 +689,7 @@ def main():
             sys.exit(1)
     facts, public = {"mode": mode}, {}
     fn = {"mlp": mode_mlp, "limit": mode_limit, "overhead": mode_overhead, "truth": mode_truth,
-          "frag": mode_frag}.get(mode)
+          "frag": mode_frag, "asynctruth": mode_asynctruth}.get(mode)
     if fn is None and mode in OOM_MODES:
         fn = grow_until_oom
     fn(facts, public)

@@ -56,7 +56,7 @@ def torch_without_any_driver():
 _SIM = {}
 GPU_CHECKS = {   # the checks torch_checks.py prints for each mode: none may go missing
     "mlp": 8, "train": 19, "expandable": 13, "async": 14, "nocache": 14, "limit": 6, "uw": 8, "viz": 14,
-    "truth": 18, "frag": 9,
+    "truth": 19, "frag": 10, "asynctruth": 7,
 }
 
 
@@ -122,7 +122,8 @@ def checks_test(name, *modes):
 for _name, _modes in (("torch_mlp_segments_and_lines", ("mlp",)), ("torch_oom_retry", ("train",)),
                       ("torch_oom_expandable_async_nocache", ("expandable", "async", "nocache")),
                       ("torch_budget_limit", ("limit",)), ("torch_unwind_check", ("uw",)),
-                      ("torch_export_in_memory_viz", ("viz",))):
+                      ("torch_export_in_memory_viz", ("viz",)),
+                      ("torch_oom_record_under_cudamallocasync_gpu_script", ("asynctruth",))):
     checks_test(_name, *_modes)
 
 

@@ -4,6 +4,7 @@ and frag modes write it) against the "torch" records of vramtrace's dumps,
 run through `vramtrace run` (its sitecustomize); and processes the companion
 must leave alone byte for byte. Skipped without build/torch-venv.
 """
+import html
 import re
 
 from run_tests import *  # noqa: F401,F403
@@ -58,12 +59,12 @@ def checked_mode(mode, n):
 
 @torch_test
 def torch_truth_categories_at_oom():
-    checked_mode("truth", 17)
+    checked_mode("truth", 18)
 
 
 @torch_test
 def torch_truth_fragmentation_measured():
-    checked_mode("frag", 8)
+    checked_mode("frag", 9)
 
 
 def untimed(err):
@@ -165,11 +166,11 @@ lib = ctypes.CDLL(None)
 f = lib.vt_torch_submit
 f.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 good = (b"vramtrace-torch\t1\texit\t-1\t0\t2\n"
-        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\t0\t0\tconf\n"
+        b"D\t0\t1024\t2048\t512\t100\t4096\t1\t2\t3\t4\t5\t6\tconf\n"
         b"T\t0\t512\t1\t1\tfloat32\tparameter\t[128]\tm.weight\t\n")
 bad = [b"", b"\n", good[:-1], good.replace(b"exit", b"oops"), good.replace(b"\t1\t2\t3", b"\t1\t-2\t3"),
        good.replace(b"1024", b"99999999999999999999999"), good.replace(b"parameter", b"weights"),
-       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t0\t0\t\n",
+       good.replace(b"T\t0", b"T\t1"), good + b"D\t0\t1\t1\t1\t-\t-\t0\t0\t0\t0\t0\t0\t\n",
        good.replace(b"m.weight", b"m.w\0eight"), good.replace(b"m.weight", b"x" * 201),
        good + b"".join(b"T\t0\t1\t1\t1\tf\tother\t[]\tn\t\n" for _ in range(64)),
        good.replace(b"exit\t-1", b"oom\t-1"), good.replace(b"exit\t-1", b"exit\t0"), good + b"X\n",
@@ -266,7 +267,8 @@ def torch_truth_report_prints_the_breakdown():
              "block 512.00 KiB{}), 300.00 MiB outside PyTorch; 7 optimizer steps",
              "  by category: parameter 1.00 MiB, buffer 0 B, gradient 1.00 MiB, optimizer_state 0 B, activation 512 B, "
              "other 512.00 KiB",
-             "  growth: +1.00 MiB per optimizer step over the last 6 steps, the largest holder history",
+             "  growth: +1.00 MiB per step over the last 6 steps (+6.00 MiB in 0.600 s), held by `history\\x1b[31m` in "
+             "steady_state tests/progs/t_phases.c:20",
              "  largest tensors:",
              "      1.00 MiB  float32 [512, 512]  parameter  model.0.weight  warmup_buffer tests/progs/t_phases.c:14",
              "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)"]
@@ -350,36 +352,52 @@ except torch.OutOfMemoryError:
 @torch_test
 def torch_truth_growth_said_per_step():
     # A tensor kept per optimizer step, until the device is full: the
-    # growing site's rise per step and its steps, in the finding at the
-    # OOM, the exit summary, the dump and vramtrace report.
+    # growing site's rise per step and its steps (the library's one
+    # figure), and what holds it (the `history` list, from PyTorch's record
+    # of the failure), in one line of the same words in the post-mortem,
+    # the exit summary, the dump's finding and vramtrace report's text and
+    # JSON.
     out, dumps, report = traced(HISTORY)
     kept, each = (int(v) for v in out.split())
     eq((kept, each), (30, 256 << 20), "what the script kept")
     line = 1 + HISTORY.splitlines().index(next(x for x in HISTORY.splitlines() if "LINE:append" in x))
-    site = f"<module> train.py:{line} -> "
-    rate = f"+256.00 MiB per step over the last {kept} steps (+7.50 GiB in "
     d = dumps["exit"]
-    g = [(x["unit"], x["units"], x["bytes_per_unit"], x["allocations"]) for x in d["growing"]]
-    eq(g, [("step", kept, each, kept)], "the dump's growing site")
-    oom = [f["finding"] for f in d["ooms"][0]["findings"] if f["id"] == "growing_site"]
-    eq(len(oom), 1, "one growing-site finding")
+    g = [(x["unit"], x["units"], x["bytes_per_unit"], x["allocations"], x.get("holder")) for x in d["growing"]]
+    eq(g, [("step", kept, each, kept, "history")], "the dump's growing site")
+    span = (d["growing"][0]["last_ns"] - d["growing"][0]["since_ns"]) / 1e9
+    rate = f"+256.00 MiB per step over the last {kept} steps (+7.50 GiB in {span:.3f} s), held by `history`"
     short = lambda s: re.sub(r"/\S*/train\.py", "train.py", s)
-    want = f"grew through the run from 0 B to 7.50 GiB: {rate}"
-    ok(short(oom[0]).startswith(site) and want in oom[0], f"the finding: {oom[0]}")
-    # (PyTorch retries once after emptying its cache: two failed calls, a
-    # post-mortem for each when they are a second apart.)
-    pm = list(dict.fromkeys(short(x) for x in report.splitlines() if "grew through the run" in x or rate in x))
-    eq(len(pm), 2, f"the post-mortem's finding and the exit's growing site: {pm}")
-    ok(want in pm[0] and pm[1].startswith("vramtrace:   " + site) and f": 0 B -> 7.50 GiB, {rate}" in pm[1], str(pm))
+    lines = [short(x) for x in report.splitlines()]
+    # The site: the script's line, then the library line it went through.
+    summary = [x for x in lines if x.startswith(f"vramtrace:   <module> train.py:{line} -> ")]
+    eq(len(summary), 1, f"the exit summary's growing site: {summary}")
+    site = summary[0][len("vramtrace:   "):summary[0].index(": 0 B -> ")]
+    eq(summary[0], f"vramtrace:   {site}: 0 B -> 7.50 GiB, {rate}", "the exit summary's growing site")
+    finding = f"{site} grew through the run from 0 B to 7.50 GiB: {rate}; a leak suspect"
+    # The failure PyTorch's record belongs to (its retry, the last) says
+    # it with the holder; the post-mortem written before the record came
+    # says the same figure, and the record's breakdown the holder.
+    oom = [short(f["finding"]) for f in d["ooms"][-1]["findings"] if f["id"] == "growing_site"]
+    eq(oom, [finding], "the dump's finding")
+    torch_line = f"growth: {rate} in {site}"
+    eq([x for x in lines if "held by `" in x],
+       [f"vramtrace:   {torch_line}", summary[0], f"vramtrace:   {torch_line}"],
+       "the post-mortem's (at the OOM) and the exit's lines that name the holder")
+    eq(d["ooms"][-1]["torch"][0]["growth"]["holder"], "history", "the OOM record's growth")
     work = tempfile.mkdtemp(prefix="vt-truth-")
     try:
         path = os.path.join(work, "d.json")
         with open(path, "w") as f:
             json.dump(d, f)
         r = in_dir([CLI, "report", path], work, clean_env())
-        cli = list(dict.fromkeys(short(x) for x in r.stdout.splitlines() if "grew through the run" in x or rate in x))
-        eq([x[x.index("<module>"):] for x in cli], [x[x.index("<module>"):] for x in pm],
-           "vramtrace report says what the post-mortem said")
+        cli = [short(x) for x in r.stdout.splitlines() if "held by `" in x]
+        eq(cli, [f"  1. {finding}", f"    {torch_line}", f"  {torch_line}", f"  {site}: 0 B -> 7.50 GiB, {rate}"],
+           "vramtrace report says what the library said")
+        j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)["processes"][0]
+        eq([(short(x["site"]), x["steps"], x["bytes_per_step"], x["holder"]) for x in j["growing"]],
+           [(site, kept, each, "history")], "vramtrace report's JSON")
+        eq([short(f["finding"]) for f in j["ooms"][-1]["findings"] if f["id"] == "growing_site"], [finding],
+           "vramtrace report's JSON finding")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -416,3 +434,73 @@ def torch_truth_oom_record_under_cudamallocasync():
         eq((t["allocated_bytes"], t["reserved_bytes"], t["request_bytes"]), (int(allocated), int(reserved), 7 << 30),
            f"{flags}: PyTorch's state at the failure")
         ok("vramtrace: inside PyTorch at this out-of-memory error:\n" in report, f"{flags}: the post-mortem has it")
+
+
+@torch_test
+def torch_truth_user_line_first_everywhere():
+    # Every call-site label of the run is the script's line, then the
+    # library line it went through: the post-mortem's failing call, its
+    # holders and findings, the exit summary's holders, and vramtrace
+    # report's text, JSON and HTML page. (The leak report, the folded
+    # stacks and the torch export print whole stacks, not labels.)
+    _, dumps, report = traced(HISTORY)
+    line = 1 + HISTORY.splitlines().index(next(x for x in HISTORY.splitlines() if "LINE:append" in x))
+    site = re.compile(rf"<module> \S*/train\.py:{line} -> c10::cuda::CUDACachingAllocator::Native::"
+                      r"DeviceCachingAllocator::alloc_block \(libc10_cuda\.so\+0x[0-9a-f]+\)")
+    lines = report.splitlines()
+    for start in ("vramtrace:   failing call: ", "vramtrace:   1. ", "vramtrace:      next: free what "):
+        got = [x for x in lines if x.startswith(start)]
+        ok(got and all(site.match(x[len(start):]) for x in got), f"{start!r}: {got[:2]}")
+    rows = [x for x in lines if re.match(r"^vramtrace: +7\.50 GiB +\d+\.\d% +30 allocs ", x)]
+    ok(rows and all(site.search(x) for x in rows), f"the holders of 7.50 GiB: {rows}")
+    # Every holder of the run: a line of the script, then the library's.
+    holders = [m.group(1) for m in (re.match(r"^vramtrace: +[\d.]+ \S+ +[\d.]+% +\d+ allocs? +(.*)$", x)
+                                    for x in lines) if m]
+    ok(len(holders) >= 4 and all(re.match(r"<module> \S*/train\.py:\d+ -> \S", x) for x in holders),
+       f"every holder row: {holders}")
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(dumps["exit"], f)
+        text = in_dir([CLI, "report", path], work, clean_env()).stdout.splitlines()
+        ok(any(x.startswith("  failing call: ") and site.match(x[len("  failing call: "):]) for x in text),
+           "vramtrace report's failing call")
+        j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)
+        top = j["processes"][0]["growing"][0]["site"]
+        ok(site.fullmatch(top), f"the JSON's growing site: {top}")
+        ok(site.fullmatch(j["combined_holders"][0]["site"]), f"the JSON's first holder: {j['combined_holders'][0]}")
+        in_dir([CLI, "report", "--format", "html", "-o", os.path.join(work, "p.html"), path], work, clean_env())
+        page = html.unescape(open(os.path.join(work, "p.html")).read())
+        ok(site.search(page), "the HTML page's labels")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+MULTI_GPU = r"""
+import torch
+a = [torch.empty(1 << 20, device="cuda:0") for _ in range(2)]
+b = [torch.empty(1 << 20, device="cuda:1") for _ in range(3)]
+try:
+    torch.empty(1 << 40, dtype=torch.uint8, device="cuda:1")
+except torch.OutOfMemoryError:
+    pass
+print(*(torch.cuda.memory_allocated(d) for d in (0, 1)), *(torch.cuda.memory_reserved(d) for d in (0, 1)))
+"""
+
+
+@torch_test
+def torch_truth_per_device():
+    # Two GPUs: one "torch" entry per device, each with its own figures
+    # and tensors; the OOM on device 1 gets that device's record.
+    out, dumps, _ = traced(MULTI_GPU, env={"SIMGPU_DEVICES": "2"})
+    a0, a1, r0, r1 = (int(x) for x in out.split())
+    d = dumps["exit"]
+    eq([(t["device"], t["allocated_bytes"], t["reserved_bytes"]) for t in d["torch"]], [(0, a0, r0), (1, a1, r1)],
+       "memory_allocated() and memory_reserved() per device at exit")
+    eq([sorted(x["name"] for x in t["tensors"]) for t in d["torch"]],
+       [["a[0]", "a[1]"], ["b[0]", "b[1]", "b[2]"]], "each device's tensors")
+    o = d["ooms"][-1]
+    t = [x for x in o["torch"] if x.get("request_bytes") is not None]
+    eq((o["device"], [(x["device"], x["request_bytes"], x["allocated_bytes"]) for x in t]),
+       (1, [(1, 1 << 40, a1)]), "the OOM on device 1: its record")

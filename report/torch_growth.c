@@ -1,0 +1,100 @@
+/* torch_growth.c -- naming what holds a growing call site's memory, from
+ * PyTorch's record: the one figure of growth is the library's
+ * (vt_growth_rate); the record gives it its holder. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "torch.h"
+
+_Static_assert(VT_GROWTH_HOLDER == VT_TORCH_TEXT + 1, "a growth's holder holds a tensor's holder");
+
+/* The newest top-level record (exit or on-demand), or NULL. */
+static const struct vt_torch_record *newest_top(void) {
+    const struct vt_torch_record *e = vt_torch_top("exit"), *s = vt_torch_top("signal");
+    if (!e || (s && s->time_ns > e->time_ns)) return s;
+    return e;
+}
+
+void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
+                          struct vt_growth *g, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        g[k].holder[0] = '\0';
+        g[k].holder_bytes = 0;
+        g[k].holder_device = -1;
+    }
+    if (!r || !n || !s->nstacks) return;
+    size_t ngroups;
+    uint32_t *group = vt_site_groups(sym, s->nstacks, &ngroups, NULL);
+    if (!group) return;
+    for (size_t i = 0; i < r->ndevices; i++) {
+        const struct vt_torch_device *d = &r->devices[i];
+        /* Each listed tensor's site group, through its block's segment and
+         * the stack the tracker recorded for it (UINT32_MAX: none). */
+        uint32_t site[VT_TORCH_TENSORS];
+        for (size_t j = 0; j < d->ntensors; j++) {
+            const struct vt_torch_tensor *t = &d->tensors[j];
+            int64_t st = vt_torch_stack_at(s, d->device, t->block ? t->block : t->segment);
+            site[j] = st >= 0 && (size_t)st < s->nstacks ? group[st] : UINT32_MAX;
+        }
+        for (size_t k = 0; k < n; k++) {
+            uint32_t want = g[k].stack < s->nstacks ? group[g[k].stack] : UINT32_MAX - 1;
+            /* The holder of the most bytes of the site's tensors; the
+             * first listed (the largest) on a tie. */
+            for (size_t j = 0; j < d->ntensors; j++) {
+                const struct vt_torch_tensor *t = &d->tensors[j];
+                if (site[j] != want || !t->holder[0]) continue;
+                uint64_t sum = 0;
+                for (size_t m = 0; m < d->ntensors; m++)
+                    if (site[m] == want && strcmp(d->tensors[m].holder, t->holder) == 0) sum += d->tensors[m].bytes;
+                if (sum > g[k].holder_bytes) {
+                    g[k].holder_bytes = sum;
+                    g[k].holder_device = d->device;
+                    memcpy(g[k].holder, t->holder, sizeof g[k].holder);
+                }
+            }
+        }
+    }
+    free(group);
+}
+
+void vt_torch_name_growth_oom(const struct vt_snapshot *s, const struct vt_symbols *sym, size_t i,
+                              struct vt_growth *g, size_t n) {
+    vt_torch_lock();
+    vt_torch_name_growth(s, sym, vt_torch_for_oom(s, i), g, n);
+    vt_torch_unlock();
+}
+
+void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbols *sym, struct vt_growth *g,
+                              size_t n) {
+    vt_torch_lock();
+    vt_torch_name_growth(s, sym, newest_top(), g, n);
+    vt_torch_unlock();
+}
+
+uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i) {
+    vt_torch_lock();
+    const struct vt_torch_record *r = vt_torch_for_oom(s, i);
+    uint64_t t = r ? r->time_ns : 0;
+    vt_torch_unlock();
+    return t;
+}
+
+const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, int device) {
+    for (size_t k = 0; g && k < n; k++)
+        if (g[k].allocs && g[k].holder[0] && g[k].holder_device == device) return &g[k];
+    return NULL;
+}
+
+int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out) {
+    int found = 0;
+    vt_torch_lock();
+    const struct vt_torch_record *r = vt_torch_for_oom(s, i);
+    for (size_t k = 0; r && k < r->ndevices; k++) {
+        const struct vt_torch_device *d = &r->devices[k];
+        if (d->device != r->oom_device) continue;
+        *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i)};
+        found = 1;
+    }
+    vt_torch_unlock();
+    return found;
+}
