@@ -151,9 +151,9 @@ struct tables {
     uint32_t nnodes;
 };
 
-/* The index of the frame at return address a (symbols fr), added when new;
- * UINT32_MAX when memory ran out. */
-static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_frame *fr) {
+/* The index of the frame at return address a, added with its symbols in
+ * sym when new; UINT32_MAX when memory ran out. */
+static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_symbols *sym) {
     int added;
     uint32_t i = map_get_or_add(&t->frame_of, a, (uint32_t)t->nframes, &added);
     if (i == UINT32_MAX || !added) return i;
@@ -164,7 +164,7 @@ static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_frame 
         t->frames = v;
         t->cap = cap;
     }
-    t->frames[t->nframes++] = (struct frame_ref){a, fr};
+    t->frames[t->nframes++] = (struct frame_ref){a, vt_symbols_frame(sym, (uintptr_t)a)};
     return i;
 }
 
@@ -180,7 +180,6 @@ static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, c
     int rc = 0;
     for (size_t i = 0; i < s->nstacks && rc == 0; i++) {
         const struct vt_stack *st = s->stacks[i];
-        const struct vt_frame *frs = sym && i < sym->nstacks ? sym->stacks[i] : NULL;
         if (st->depth > cap) {
             uint64_t *a = realloc(prev_addr, st->depth * sizeof *a);
             uint32_t *n = a ? realloc(prev_node, st->depth * sizeof *n) : NULL;
@@ -199,7 +198,7 @@ static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, c
                 continue;
             }
             prev_depth = k;   /* what follows differs from the stack before */
-            uint32_t fi = frame_index(t, a, frs ? &frs[j] : NULL);
+            uint32_t fi = frame_index(t, a, sym);
             if (fi == UINT32_MAX) { rc = -1; break; }
             int added;
             uint64_t key = ((uint64_t)(parent + 1) << 32) | fi;
@@ -254,7 +253,7 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
          * (common/callsite.h: its VRAMTRACE_APP and VRAMTRACE_LIBRARY). */
         fputs(",\n\"stacks\":[", f);
         for (size_t i = 0; i < s->nstacks; i++) {
-            int site = sym && i < sym->nstacks && sym->stacks[i] ? sym->site[i] : -1;
+            int site = sym && i < sym->nstacks ? sym->site[i] : -1;
             char b[48], *o = b;
             if (i) *o++ = ',';
             if (i && i % 16 == 0) *o++ = '\n';
