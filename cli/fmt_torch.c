@@ -138,7 +138,7 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     const struct vm_stack *s = &d->stacks[stack];
     list_begin(p);
     for (size_t i = 0; i < s->nframes; i++) {
-        const struct vt_frame *f = &s->frames[i];
+        const struct vt_frame *f = s->frames[i];
         char label[1024];
         dict_begin(p);
         kv_str(p, "filename", f->file ? f->file : f->module ? f->module : "??");

@@ -265,13 +265,25 @@ static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struc
     json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
     char name[64];
     if (!fr) return;
-    st->frames = objects(c, fr, sizeof *st->frames, &st->nframes, inner_name(name, sizeof name, "stacks", i, "frames"),
-                         &frames);
-    if (!st->frames) return;
+    struct vt_frame *own = objects(c, fr, sizeof *own, &st->nframes,
+                                   inner_name(name, sizeof name, "stacks", i, "frames"), &frames);
+    if (!own) return;
     /* The traced process's choice when the dump has it (its own
      * VRAMTRACE_APP and VRAMTRACE_LIBRARY), else the rule's. */
-    st->site = vt_site_index(st->frames, st->nframes);
-    st->through = vt_site_through(st->frames, st->nframes, st->site);
+    st->site = vt_site_index(own, st->nframes);
+    st->through = vt_site_through(own, st->nframes, st->site);
+    /* The frames' pointers and the frames in one block, freed as one. */
+    const struct vt_frame **ptrs = malloc(st->nframes * (sizeof *ptrs + sizeof *own) + 1);
+    if (ptrs) {
+        struct vt_frame *copy = (struct vt_frame *)(ptrs + st->nframes);
+        memcpy(copy, own, st->nframes * sizeof *own);
+        for (size_t j = 0; j < st->nframes; j++) ptrs[j] = &copy[j];
+    } else {
+        st->nframes = 0;
+        fail(c, "out of memory");
+    }
+    free(own);
+    st->frames = ptrs;
     json_t *site = json_object_get(s, "site"), *through = json_object_get(s, "through");
     if (json_is_integer(site) && json_integer_value(site) >= 0 && (size_t)json_integer_value(site) < st->nframes) {
         st->site = (int)json_integer_value(site);
@@ -556,7 +568,7 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
 
 void vm_free(struct vm_dump *d) {
     if (!d) return;
-    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free((void *)d->stacks[i].frames);
     vm_v2_free(d->v2);
     free(d->stacks);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {

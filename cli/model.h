@@ -17,9 +17,12 @@
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
 
+/* A stack: its frames, innermost first, each a pointer into the dump's
+ * one frame table (a frame is stored once however many stacks go
+ * through it). */
 struct vm_stack {
     size_t nframes;
-    struct vt_frame *frames; /* innermost first */
+    const struct vt_frame *const *frames;
     int site;                /* the call-site frame, or -1 */
     int through;             /* the library frame it went through, or -1 */
 };
@@ -161,5 +164,15 @@ const char *vm_known_kind(const char *k);
 
 /* The call-site frame of a stack, NULL for an empty one. */
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
+
+/* The frames of a stack as one array (for what prints a stack whole),
+ * innermost first: a copy valid until the next call; NULL for an empty
+ * stack or when memory ran out. */
+const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack);
+
+/* n frame pointers (a stack's frames) copied into one array; *buf, of
+ * *cap frames, grows as needed. NULL when memory ran out. */
+struct vt_frame *vm_frames_flat(const struct vt_frame *const *frames, size_t n, struct vt_frame **buf,
+                                size_t *cap);
 
 #endif

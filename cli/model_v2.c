@@ -13,7 +13,8 @@
 #include "model_v2.h"
 
 /* What the tables of one dump own: the decoded strings, the frame table,
- * demangled names, and one block holding every stack's frames. */
+ * demangled names, and one block holding every stack's frame pointers
+ * (into the frame table). */
 struct tables {
     char *arena;
     const char **strs;
@@ -22,7 +23,7 @@ struct tables {
     size_t nframes;
     char **names;
     size_t nnames;
-    struct vt_frame *stack_frames;
+    const struct vt_frame **stack_frames;
     int64_t *nodes;          /* parent, frame; per node */
     size_t nnodes;
 };
@@ -225,7 +226,8 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
                            size_t errsize) {
     struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL};
     uint32_t *depth = calloc(t->nnodes ? t->nnodes : 1, sizeof *depth);
-    size_t cap = 0, total = 0;
+    struct vt_frame *flat = NULL;
+    size_t cap = 0, total = 0, nflat = 0;
     int rc = -1;
     if (!depth) return bad(err, errsize, "out of memory");
     for (size_t i = 0; i < t->nnodes; i++) depth[i] = t->nodes[2 * i] < 0 ? 1 : depth[t->nodes[2 * i]] + 1;
@@ -249,7 +251,7 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
         /* site and through for now; the frames' pointer once all are read. */
         st->site = site >= 0 && (size_t)site < st->nframes ? (int)site : -1;
         st->through = st->site >= 0 && through >= 0 && through < site ? (int)through : -1;
-        st->frames = (struct vt_frame *)(intptr_t)(node + 1);
+        st->frames = (const struct vt_frame *const *)(intptr_t)(node + 1);
         total += st->nframes;
         /* Bound what a hostile dump can make us build: a real stack costs
          * at least a few bytes of the dump per frame it adds. */
@@ -264,21 +266,24 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
         bad(err, errsize, "out of memory");
         goto out;
     }
-    struct vt_frame *at = t->stack_frames;
+    const struct vt_frame **at = t->stack_frames;
     for (size_t i = 0; i < d->nstacks; i++) {
         struct vm_stack *st = &d->stacks[i];
         int64_t node = (int64_t)(intptr_t)st->frames - 1;
         st->frames = at;
-        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = t->frames[t->nodes[2 * node + 1]];
+        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = &t->frames[t->nodes[2 * node + 1]];
         at += st->nframes;
         /* The traced process's choice when the dump has one, else the rule's. */
-        if (st->site < 0) {
-            st->site = vt_site_index(st->frames, st->nframes);
-            st->through = vt_site_through(st->frames, st->nframes, st->site);
+        if (st->site < 0 && st->nframes) {
+            const struct vt_frame *fr = vm_frames_flat(st->frames, st->nframes, &flat, &nflat);
+            if (!fr) { bad(err, errsize, "out of memory"); goto out; }
+            st->site = vt_site_index(fr, st->nframes);
+            st->through = vt_site_through(fr, st->nframes, st->site);
         }
     }
     rc = 0;
 out:
+    free(flat);
     if (rc != 0) {
         for (size_t i = 0; i < d->nstacks; i++) d->stacks[i].frames = NULL;
     }
