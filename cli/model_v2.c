@@ -169,29 +169,51 @@ static int strref(const struct tables *t, struct vm_scan *p, const char **out) {
     return 1;
 }
 
-static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+/* One element of a table (a frame, a node) read from p into out; 0 when
+ * it is malformed. */
+typedef int table_elem_fn(const struct tables *t, struct vm_scan *p, void *out);
+
+/* Each element of the dump's array `which` read by `one` into the array
+ * *(T **)arrayp (each `each` bytes), *n counting them. Returns 0, or -1
+ * with the reason in err. */
+static int load_table(struct tables *t, const struct vm_v2_spans *sp, int which, void *arrayp, size_t *n,
+                      size_t each, table_elem_fn *one, char *err, size_t errsize) {
     struct vm_scan p;
-    int has = array_of(sp, V2_FRAMES, "\"frames\" is not an array", &p, err, errsize);
+    char notarray[48];
+    snprintf(notarray, sizeof notarray, "\"%s\" is not an array", array_keys[which]);
+    int has = array_of(sp, which, notarray, &p, err, errsize);
     if (has <= 0) return has;
     size_t cap = 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (!room(&t->frames, t->nframes, &cap, sizeof *t->frames, 1024)) return bad(err, errsize, "out of memory");
-        struct vt_frame *f = &t->frames[t->nframes];
-        memset(f, 0, sizeof *f);
-        int64_t line, offset, flags;
-        if (!vm_scan_lit(&p, '[') || !strref(t, &p, &f->function) || !vm_scan_lit(&p, ',') ||
-            !strref(t, &p, &f->file) || !vm_scan_lit(&p, ',') || !elem(&p, &line, 0, 100000000) ||
-            !vm_scan_lit(&p, ',') || !strref(t, &p, &f->module) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &offset, 0, INT64_MAX) || !vm_scan_lit(&p, ',') || !vm_scan_hex(&p, &f->address) ||
-            !vm_scan_lit(&p, ',') || !elem(&p, &flags, 0, 3) || !vm_scan_lit(&p, ']'))
-            return bad(err, errsize, "frames[%zu] is malformed", t->nframes);
-        f->line = (long)line;
-        f->offset = (uint64_t)offset;
-        f->python = (int)(flags & 1);
-        f->borrowed = f->python && (flags & 2);
-        t->nframes++;
+        if (!room(arrayp, *n, &cap, each, 1024)) return bad(err, errsize, "out of memory");
+        char *base;
+        memcpy(&base, arrayp, sizeof base);
+        if (!one(t, &p, base + *n * each)) return bad(err, errsize, "%s[%zu] is malformed", array_keys[which], *n);
+        (*n)++;
     }
-    if (p.err) return bad(err, errsize, "frames: %s", p.err);
+    return p.err ? bad(err, errsize, "%s: %s", array_keys[which], p.err) : 0;
+}
+
+static int one_frame(const struct tables *t, struct vm_scan *p, void *out) {
+    struct vt_frame *f = out;
+    memset(f, 0, sizeof *f);
+    int64_t line, offset, flags;
+    if (!vm_scan_lit(p, '[') || !strref(t, p, &f->function) || !vm_scan_lit(p, ',') || !strref(t, p, &f->file) ||
+        !vm_scan_lit(p, ',') || !elem(p, &line, 0, 100000000) || !vm_scan_lit(p, ',') ||
+        !strref(t, p, &f->module) || !vm_scan_lit(p, ',') || !elem(p, &offset, 0, INT64_MAX) ||
+        !vm_scan_lit(p, ',') || !vm_scan_hex(p, &f->address) || !vm_scan_lit(p, ',') || !elem(p, &flags, 0, 3) ||
+        !vm_scan_lit(p, ']'))
+        return 0;
+    f->line = (long)line;
+    f->offset = (uint64_t)offset;
+    f->python = (int)(flags & 1);
+    f->borrowed = f->python && (flags & 2);
+    return 1;
+}
+
+static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+    if (load_table(t, sp, V2_FRAMES, &t->frames, &t->nframes, sizeof *t->frames, one_frame, err, errsize))
+        return -1;
     /* A process without a C++ runtime leaves names mangled: demangle each
      * distinct frame once. */
     if (!(t->names = calloc(t->nframes ? t->nframes : 1, sizeof *t->names))) return bad(err, errsize, "out of memory");
@@ -204,21 +226,16 @@ static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err
     return 0;
 }
 
+/* A node: its caller's node (before it: the tree has no cycle) and its
+ * frame. */
+static int one_node(const struct tables *t, struct vm_scan *p, void *out) {
+    int64_t *n = out;
+    return elem(p, &n[0], -1, (int64_t)t->nnodes - 1) && vm_scan_lit(p, ',') &&
+           elem(p, &n[1], 0, (int64_t)t->nframes - 1);
+}
+
 static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    struct vm_scan p;
-    int has = array_of(sp, V2_NODES, "\"nodes\" is not an array", &p, err, errsize);
-    if (has <= 0) return has;
-    size_t cap = 0;
-    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (!room(&t->nodes, t->nnodes, &cap, 2 * sizeof *t->nodes, 1024)) return bad(err, errsize, "out of memory");
-        /* A node's caller comes before it: the tree has no cycle. */
-        int64_t *n = &t->nodes[2 * t->nnodes];
-        if (!elem(&p, &n[0], -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &n[1], 0, (int64_t)t->nframes - 1))
-            return bad(err, errsize, "nodes[%zu] is malformed", t->nnodes);
-        t->nnodes++;
-    }
-    return p.err ? bad(err, errsize, "nodes: %s", p.err) : 0;
+    return load_table(t, sp, V2_NODES, &t->nodes, &t->nnodes, 2 * sizeof *t->nodes, one_node, err, errsize);
 }
 
 /* Each stack's frames, innermost first, from its node up to the root. */

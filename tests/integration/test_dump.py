@@ -103,17 +103,23 @@ def dump_version_2_stores_each_string_frame_and_prefix_once():
     eq(sum(len(s["frames"]) for s in v1["stacks"]), 20, "frames of all stacks, had each stack its own")
 
 
+def bench_dump(work, live, nstacks):
+    """The path of the dump bench/bench_dump.c writes in work: `live`
+    allocations kept over `nstacks` stacks of depth 26."""
+    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)], capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                VRAMTRACE_REPORT="off"))
+    eq(p.returncode, 0, p.stderr)
+    return os.path.join(work, "d.bench.json")
+
+
 @test
 def dump_version_2_size_per_allocation_frame_and_event():
     """20,000 live allocations over 2,000 stacks of depth 26 (bench/bench_dump.c):
     within 120 bytes a live allocation + 40 a frame + 16 an event."""
     with workdir("vt-dump-size-") as work:
-        out = os.path.join(work, "d.json")
-        p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), "20000", "2000"], capture_output=True,
-                           text=True, env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off"),
-                           timeout=300)
-        eq(p.returncode, 0, p.stderr)
-        path = os.path.join(work, "d.bench.json")
+        path = bench_dump(work, 20000, 2000)
         size = os.path.getsize(path)
         with open(path) as f:
             d = json.load(f)
@@ -164,12 +170,7 @@ def dump_shrinking_while_read_is_one_error_line():
     pages past the new end are gone (SIGBUS where it is not caught), inside
     a page the rest of it reads as zero bytes."""
     with workdir("vt-dump-shrink-") as work:
-        out = os.path.join(work, "d.json")
-        p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), "20000", "2000"], capture_output=True,
-                           text=True, env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off"),
-                           timeout=300)
-        eq(p.returncode, 0, p.stderr)
-        with open(os.path.join(work, "d.bench.json"), "rb") as f:
+        with open(bench_dump(work, 20000, 2000), "rb") as f:
             good = f.read()
         size = len(good)
         ok(size > 64 * 4096, f"the dump spans many pages ({size} bytes)")
