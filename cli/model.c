@@ -108,7 +108,7 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
  * checks (F_INT in lo..hi, F_STACK below the dump's number of stacks), and
  * where it goes. Fields are read in table order, so the first field
  * missing or wrong is the one an error names. */
-enum { F_U64, F_INT, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
+enum { F_U64, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
 struct spec {
     const char *key;
     int type;
@@ -118,6 +118,7 @@ struct spec {
 #define U64(T, f) {#f, F_U64, 0, 0, offsetof(T, f)}
 #define U64_AS(key, T, f) {key, F_U64, 0, 0, offsetof(T, f)}
 #define INT(T, f, lo, hi) {#f, F_INT, lo, hi, offsetof(T, f)}
+#define I16(T, f, lo, hi) {#f, F_I16, lo, hi, offsetof(T, f)}
 #define STR(T, f) {#f, F_STR, 0, 0, offsetof(T, f)}
 #define NULLSTR(T, f) {#f, F_NULLSTR, 0, 0, offsetof(T, f)}
 #define HEX(T, f) {#f, F_HEX, 0, 0, offsetof(T, f)}
@@ -132,6 +133,7 @@ static void read_fields(struct ctx *c, json_t *o, const struct spec *sp, size_t 
         switch (sp[i].type) {
         case F_U64: *(uint64_t *)at = u64(c, o, sp[i].key, where); break;
         case F_INT: *(int *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
+        case F_I16: *(int16_t *)at = (int16_t)int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_LONG: *(long *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_STR: *(const char **)at = str(c, o, sp[i].key, 0, where); break;
         case F_NULLSTR: *(const char **)at = str(c, o, sp[i].key, 1, where); break;
@@ -178,7 +180,7 @@ static const struct spec finding_fields[] = {
 static const struct spec proc_fields[] = {INT(struct vm_proc, pid, 0, INT32_MAX), NULLSTR(struct vm_proc, name)};
 static const struct spec live_fields[] = {
     U64(struct vm_alloc, bytes), STR(struct vm_alloc, kind), STR(struct vm_alloc, api),
-    INT(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
+    I16(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
     U64(struct vm_alloc, time_ns),
 };
 static const struct spec growth_fields[] = {
@@ -437,8 +439,8 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         v->time_ns = (uint64_t)json_integer_value(t);
         v->address = strtoull(json_string_value(ad), NULL, 16);
         v->bytes = (uint64_t)json_integer_value(by);
-        v->device = (int)json_integer_value(dv);
-        v->stack = (size_t)json_integer_value(st);
+        v->device = (int16_t)json_integer_value(dv);
+        v->stack = (uint32_t)json_integer_value(st);
         v->kind = vm_known_kind(json_string_value(ki));
         if (!v->kind) {
             v->kind = json_string_value(ki);

@@ -33,19 +33,23 @@ struct vm_holder {
     uint64_t count;
 };
 
+/* A live allocation and an event, each in as few bytes as its fields
+ * allow (a dump holds millions): 64 and 40. */
 struct vm_alloc {
     uint64_t address, handle, bytes, time_ns;
     const char *kind, *api;
-    int device, thread, has_handle;
     size_t stack;
+    int thread;
+    int16_t device;          /* -1 .. 4095 */
+    char has_handle;
 };
 
 struct vm_event {
     uint64_t time_ns, address, bytes;
-    char type;               /* 'a' alloc, 'f' free, 'o' oom */
-    int device;
-    size_t stack;
     const char *kind;
+    uint32_t stack;
+    int16_t device;          /* -1 .. 4095 */
+    char type;               /* 'a' alloc, 'f' free, 'o' oom */
 };
 
 struct vm_finding {

@@ -1,5 +1,6 @@
 /* model_file.c -- reading a dump from its file (vm_load of model.h). */
 #include <errno.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +51,12 @@ static int load_mapped(const char *path, const char *m, size_t len, struct vm_du
 
 int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
     memset(d, 0, sizeof *d);
+    /* A model's big arrays (the live allocations, the events, the node
+     * table read and freed on the way) are each made once: with malloc's
+     * threshold for its own mapping kept at its default rather than raised
+     * by the first such free, each stays a mapping, and what is freed goes
+     * back to the system instead of staying resident in the heap. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
