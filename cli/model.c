@@ -561,6 +561,14 @@ int vm_load_text(const char *buf, size_t len, int mapped, const char *name, stru
         vm_free(d);
         return -1;
     }
+    size_t deepest = 0;
+    for (size_t i = 0; i < d->nstacks; i++)
+        if (d->stacks[i].nframes > deepest) deepest = d->stacks[i].nframes;
+    if (!(d->flat = malloc((deepest ? deepest : 1) * sizeof *d->flat))) {
+        fail(&c, "out of memory");
+        vm_free(d);
+        return -1;
+    }
     return 0;
 }
 
@@ -573,6 +581,7 @@ void vm_free(struct vm_dump *d) {
     for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free((void *)d->stacks[i].frames);
     vm_v2_free(d->v2);
     free(d->stacks);
+    free(d->flat);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
         vm_torch_free(d->ooms[i].torch);

@@ -139,6 +139,8 @@ struct vm_dump {
     struct vm_torch *torch;
     void *json;              /* the parsed document, owned */
     void *v2;                /* a version 2 dump's tables (model_v2.c), owned */
+    struct vt_frame *flat;   /* room for the deepest stack's frames: the
+                                copy vm_stack_flat hands out, owned */
 };
 
 /* Read and check the dump at path. Returns 0, or -1 with a one-line reason
@@ -170,8 +172,8 @@ const char *vm_known_kind(const char *k);
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
 
 /* The frames of a stack as one array (for what prints a stack whole),
- * innermost first: a copy valid until the next call; NULL for an empty
- * stack or when memory ran out. */
+ * innermost first: a copy in d->flat, valid until the next call on d;
+ * NULL for an empty stack. */
 const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack);
 
 /* n frame pointers (a stack's frames) copied into one array; *buf, of

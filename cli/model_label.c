@@ -45,8 +45,8 @@ struct vt_frame *vm_frames_flat(const struct vt_frame *const *frames, size_t n, 
 }
 
 const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack) {
-    static struct vt_frame *buf;
-    static size_t cap;
-    if (stack >= d->nstacks || d->stacks[stack].nframes == 0) return NULL;
-    return vm_frames_flat(d->stacks[stack].frames, d->stacks[stack].nframes, &buf, &cap);
+    if (stack >= d->nstacks || d->stacks[stack].nframes == 0 || !d->flat) return NULL;
+    const struct vm_stack *s = &d->stacks[stack];
+    for (size_t i = 0; i < s->nframes; i++) d->flat[i] = *s->frames[i];
+    return d->flat;
 }
