@@ -10,7 +10,9 @@ speed in MB of dump a second (text format), and the torch export's size
 over the dump's.
 
 BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
-format version 1 is measured by its own sections where it has them)."""
+format version 1 is measured by its own sections where it has them);
+BENCH_BEFORE=DIR, a built checkout of an earlier commit, measures it too,
+each shape's "before:" figures printed above this build's "after:"."""
 import json
 import os
 import re
@@ -22,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.environ.get("BENCH_LIB", os.path.join(ROOT, "build", "libvramtrace.so"))
 CLI = os.environ.get("BENCH_CLI", os.path.join(ROOT, "build", "vramtrace"))
 PROG = os.path.join(ROOT, "build", "bench", "bench_dump")
+BEFORE = os.environ.get("BENCH_BEFORE")
 SHAPES = [(1000000, 100000), (10000, 100000)]
 
 
@@ -41,49 +44,70 @@ def timed(argv, **kw):
     return p, float(wall), float(user) + float(sys_), int(rss) * 1024
 
 
-def shape(live, nstacks, work):
+def measure(lib, cli, prog, live, nstacks, work):
+    """One build's figures for one shape: the dump's sizes, the write's
+    time and memory, and `report`'s of the dump."""
     out = os.path.join(work, "d.json")
-    env = dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off")
-    p = subprocess.run([PROG, str(live), str(nstacks)], env=env, capture_output=True, text=True, check=True)
+    env = dict(os.environ, LD_PRELOAD=lib, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off")
+    p = subprocess.run([prog, str(live), str(nstacks)], env=env, capture_output=True, text=True, check=True)
     f = dict(zip(p.stdout.split()[::2], p.stdout.split()[1::2]))
     path = f["path"]
     size = os.path.getsize(path)
     with open(path) as fh:
         text = fh.read()
     d = json.loads(text)
-    v2 = d["version"] == 2
-    nlive = len(d["live"])
-    nevents = d["nevents"] if v2 else len(d["events"])
-    if v2:
-        nframes, nnodes = len(d["frames"]), len(d["nodes"]) // 2
-        frame_bytes = section(text, "frames") + section(text, "strings")
-        node_bytes = section(text, "nodes") + section(text, "stacks")
+    m = {"size": size, "v2": d["version"] == 2, "nlive": len(d["live"])}
+    m["nevents"] = d["nevents"] if m["v2"] else len(d["events"])
+    if m["v2"]:
+        m["nframes"], m["nnodes"] = len(d["frames"]), len(d["nodes"]) // 2
+        m["frame_bytes"] = section(text, "frames") + section(text, "strings")
+        m["node_bytes"] = section(text, "nodes") + section(text, "stacks")
     else:
-        nframes = len({fr["address"] for s in d["stacks"] for fr in s["frames"]})
-        nnodes = sum(len(s["frames"]) for s in d["stacks"])
-        frame_bytes = node_bytes = section(text, "stacks")
-    live_bytes, event_bytes = section(text, "live"), section(text, "events")
-    budget = 120 * nlive + 40 * nframes + 16 * nevents
+        m["nframes"] = len({fr["address"] for s in d["stacks"] for fr in s["frames"]})
+        m["nnodes"] = sum(len(s["frames"]) for s in d["stacks"])
+        m["frame_bytes"] = m["node_bytes"] = section(text, "stacks")
+    m["live_bytes"], m["event_bytes"] = section(text, "live"), section(text, "events")
     del d, text
-    _, rwall, rcpu, rrss = timed([CLI, "report", path, "-o", os.devnull])
+    m["write_s"], m["write_cpu"] = float(f["dump_s"]), float(f["cpu_s"])
+    m["write_added"], m["rss_before"] = int(f["hwm_added_kb"]) * 1024, int(f["rss_kb"]) * 1024
+    _, m["rwall"], m["rcpu"], m["rrss"] = timed([cli, "report", path, "-o", os.devnull])
     torch = os.path.join(work, "t.pickle")
-    tp, _, _, _ = timed([CLI, "report", path, "--format", "torch", "-o", torch])
-    tsize = os.path.getsize(torch) if tp.returncode == 0 else 0
-    mb = size / 1e6
-    print(f"  {live:>9,} live over {nstacks:>7,} stacks: dump {mb:8.1f} MB (format {2 if v2 else 1}), "
-          f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {nframes:,} + 16 x {nevents:,}")
-    print(f"      bytes: {live_bytes / max(nlive, 1):.1f} per live allocation, "
-          f"{frame_bytes / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
-          f"{node_bytes / max(nnodes, 1):.1f} per {'tree node' if v2 else 'frame in a stack'} ({nnodes:,}), "
-          f"{event_bytes / max(nevents, 1):.1f} per event")
-    print(f"      write: {float(f['dump_s']):.2f} s ({float(f['cpu_s']):.2f} s CPU), "
-          f"{int(f['hwm_added_kb']) / 1024:.0f} MiB resident added (resident before: {int(f['rss_kb']) / 1024:.0f} MiB)")
-    print(f"      report (text): {rrss / size:.2f}x the dump's size resident ({rrss / 2**20:.0f} MiB), "
-          f"{mb / rwall:.0f} MB/s ({rwall:.2f} s; {mb / max(rcpu, 1e-3):.0f} MB/s of CPU time)")
-    print(f"      torch export: {tsize / size:.2f}x the dump ({tsize / 1e6:.1f} MB)")
+    tp, _, _, _ = timed([cli, "report", path, "--format", "torch", "-o", torch])
+    m["tsize"] = os.path.getsize(torch) if tp.returncode == 0 else 0
     os.unlink(path)
-    if tsize:
+    if m["tsize"]:
         os.unlink(torch)
+    return m
+
+
+def show(m, live, nstacks, label):
+    size, mb = m["size"], m["size"] / 1e6
+    nlive, nframes, nevents, nnodes = m["nlive"], m["nframes"], m["nevents"], m["nnodes"]
+    budget = 120 * nlive + 40 * nframes + 16 * nevents
+    print(f"  {label}{live:>9,} live over {nstacks:>7,} stacks: dump {mb:8.1f} MB (format {2 if m['v2'] else 1}), "
+          f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {nframes:,} + 16 x {nevents:,}")
+    print(f"      bytes: {m['live_bytes'] / max(nlive, 1):.1f} per live allocation, "
+          f"{m['frame_bytes'] / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
+          f"{m['node_bytes'] / max(nnodes, 1):.1f} per {'tree node' if m['v2'] else 'frame in a stack'} ({nnodes:,}), "
+          f"{m['event_bytes'] / max(nevents, 1):.1f} per event")
+    print(f"      write: {m['write_s']:.2f} s ({m['write_cpu']:.2f} s CPU), "
+          f"{m['write_added'] / 2**20:.0f} MiB resident added (resident before: {m['rss_before'] / 2**20:.0f} MiB)")
+    print(f"      report (text): {m['rrss'] / size:.2f}x the dump's size resident ({m['rrss'] / 2**20:.0f} MiB), "
+          f"{mb / m['rwall']:.0f} MB/s ({m['rwall']:.2f} s; {mb / max(m['rcpu'], 1e-3):.0f} MB/s of CPU time)")
+    print(f"      torch export: {m['tsize'] / size:.2f}x the dump ({m['tsize'] / 1e6:.1f} MB)")
+
+
+def shape(live, nstacks, work):
+    """The shape with this build, and with BENCH_BEFORE's build first where
+    it is set (a built checkout of an earlier commit: its library, CLI and
+    bench/bench_dump)."""
+    runs = []
+    if BEFORE:
+        runs.append(("before: ", os.path.join(BEFORE, "build", "libvramtrace.so"),
+                     os.path.join(BEFORE, "build", "vramtrace"), os.path.join(BEFORE, "build", "bench", "bench_dump")))
+    runs.append(("after:  " if BEFORE else "", LIB, CLI, PROG))
+    for label, lib, cli, prog in runs:
+        show(measure(lib, cli, prog, live, nstacks, work), live, nstacks, label)
 
 
 def main():

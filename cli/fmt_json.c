@@ -21,7 +21,7 @@ static json_t *frames(const struct vm_dump *d, size_t stack) {
     json_t *a = json_array();
     const struct vm_stack *s = &d->stacks[stack];
     for (size_t i = 0; i < s->nframes; i++) {
-        const struct vt_frame *f = &s->frames[i];
+        const struct vt_frame *f = s->frames[i];
         json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function",
                                            str_or_null(f->function), "file", str_or_null(f->file),
                                            "line", (json_int_t)f->line, "module", str_or_null(f->module),

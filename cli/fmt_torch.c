@@ -235,7 +235,7 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     }
     const struct vm_stack *s = &d->stacks[stack];
     list_begin(p);
-    for (size_t i = 0; i < s->nframes; i++) frame(p, &s->frames[i]);
+    for (size_t i = 0; i < s->nframes; i++) frame(p, s->frames[i]);
     list_end(p);
     p->stack_memo[stack] = p->memo_next;
     memo_put(p);

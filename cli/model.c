@@ -108,7 +108,7 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
  * checks (F_INT in lo..hi, F_STACK below the dump's number of stacks), and
  * where it goes. Fields are read in table order, so the first field
  * missing or wrong is the one an error names. */
-enum { F_U64, F_INT, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
+enum { F_U64, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
 struct spec {
     const char *key;
     int type;
@@ -118,6 +118,7 @@ struct spec {
 #define U64(T, f) {#f, F_U64, 0, 0, offsetof(T, f)}
 #define U64_AS(key, T, f) {key, F_U64, 0, 0, offsetof(T, f)}
 #define INT(T, f, lo, hi) {#f, F_INT, lo, hi, offsetof(T, f)}
+#define I16(T, f, lo, hi) {#f, F_I16, lo, hi, offsetof(T, f)}
 #define STR(T, f) {#f, F_STR, 0, 0, offsetof(T, f)}
 #define NULLSTR(T, f) {#f, F_NULLSTR, 0, 0, offsetof(T, f)}
 #define HEX(T, f) {#f, F_HEX, 0, 0, offsetof(T, f)}
@@ -132,6 +133,7 @@ static void read_fields(struct ctx *c, json_t *o, const struct spec *sp, size_t 
         switch (sp[i].type) {
         case F_U64: *(uint64_t *)at = u64(c, o, sp[i].key, where); break;
         case F_INT: *(int *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
+        case F_I16: *(int16_t *)at = (int16_t)int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_LONG: *(long *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_STR: *(const char **)at = str(c, o, sp[i].key, 0, where); break;
         case F_NULLSTR: *(const char **)at = str(c, o, sp[i].key, 1, where); break;
@@ -178,7 +180,7 @@ static const struct spec finding_fields[] = {
 static const struct spec proc_fields[] = {INT(struct vm_proc, pid, 0, INT32_MAX), NULLSTR(struct vm_proc, name)};
 static const struct spec live_fields[] = {
     U64(struct vm_alloc, bytes), STR(struct vm_alloc, kind), STR(struct vm_alloc, api),
-    INT(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
+    I16(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
     U64(struct vm_alloc, time_ns),
 };
 static const struct spec growth_fields[] = {
@@ -265,13 +267,25 @@ static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struc
     json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
     char name[64];
     if (!fr) return;
-    st->frames = objects(c, fr, sizeof *st->frames, &st->nframes, inner_name(name, sizeof name, "stacks", i, "frames"),
-                         &frames);
-    if (!st->frames) return;
+    struct vt_frame *own = objects(c, fr, sizeof *own, &st->nframes,
+                                   inner_name(name, sizeof name, "stacks", i, "frames"), &frames);
+    if (!own) return;
     /* The traced process's choice when the dump has it (its own
      * VRAMTRACE_APP and VRAMTRACE_LIBRARY), else the rule's. */
-    st->site = vt_site_index(st->frames, st->nframes);
-    st->through = vt_site_through(st->frames, st->nframes, st->site);
+    st->site = vt_site_index(own, st->nframes);
+    st->through = vt_site_through(own, st->nframes, st->site);
+    /* The frames' pointers and the frames in one block, freed as one. */
+    const struct vt_frame **ptrs = malloc(st->nframes * (sizeof *ptrs + sizeof *own) + 1);
+    if (ptrs) {
+        struct vt_frame *copy = (struct vt_frame *)(ptrs + st->nframes);
+        memcpy(copy, own, st->nframes * sizeof *own);
+        for (size_t j = 0; j < st->nframes; j++) ptrs[j] = &copy[j];
+    } else {
+        st->nframes = 0;
+        fail(c, "out of memory");
+    }
+    free(own);
+    st->frames = ptrs;
     json_t *site = json_object_get(s, "site"), *through = json_object_get(s, "through");
     if (json_is_integer(site) && json_integer_value(site) >= 0 && (size_t)json_integer_value(site) < st->nframes) {
         st->site = (int)json_integer_value(site);
@@ -425,8 +439,8 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         v->time_ns = (uint64_t)json_integer_value(t);
         v->address = strtoull(json_string_value(ad), NULL, 16);
         v->bytes = (uint64_t)json_integer_value(by);
-        v->device = (int)json_integer_value(dv);
-        v->stack = (size_t)json_integer_value(st);
+        v->device = (int16_t)json_integer_value(dv);
+        v->stack = (uint32_t)json_integer_value(st);
         v->kind = vm_known_kind(json_string_value(ki));
         if (!v->kind) {
             v->kind = json_string_value(ki);
@@ -547,6 +561,14 @@ int vm_load_text(const char *buf, size_t len, int mapped, const char *name, stru
         vm_free(d);
         return -1;
     }
+    size_t deepest = 0;
+    for (size_t i = 0; i < d->nstacks; i++)
+        if (d->stacks[i].nframes > deepest) deepest = d->stacks[i].nframes;
+    if (!(d->flat = malloc((deepest ? deepest : 1) * sizeof *d->flat))) {
+        fail(&c, "out of memory");
+        vm_free(d);
+        return -1;
+    }
     return 0;
 }
 
@@ -556,9 +578,10 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
 
 void vm_free(struct vm_dump *d) {
     if (!d) return;
-    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free(d->stacks[i].frames);
+    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free((void *)d->stacks[i].frames);
     vm_v2_free(d->v2);
     free(d->stacks);
+    free(d->flat);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
         vm_torch_free(d->ooms[i].torch);

@@ -17,9 +17,12 @@
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
 
+/* A stack: its frames, innermost first, each a pointer into the dump's
+ * one frame table (a frame is stored once however many stacks go
+ * through it). */
 struct vm_stack {
     size_t nframes;
-    struct vt_frame *frames; /* innermost first */
+    const struct vt_frame *const *frames;
     int site;                /* the call-site frame, or -1 */
     int through;             /* the library frame it went through, or -1 */
 };
@@ -30,19 +33,23 @@ struct vm_holder {
     uint64_t count;
 };
 
+/* A live allocation and an event, each in as few bytes as its fields
+ * allow (a dump holds millions): 64 and 40. */
 struct vm_alloc {
     uint64_t address, handle, bytes, time_ns;
     const char *kind, *api;
-    int device, thread, has_handle;
     size_t stack;
+    int thread;
+    int16_t device;          /* -1 .. 4095 */
+    char has_handle;
 };
 
 struct vm_event {
     uint64_t time_ns, address, bytes;
-    char type;               /* 'a' alloc, 'f' free, 'o' oom */
-    int device;
-    size_t stack;
     const char *kind;
+    uint32_t stack;
+    int16_t device;          /* -1 .. 4095 */
+    char type;               /* 'a' alloc, 'f' free, 'o' oom */
 };
 
 struct vm_finding {
@@ -133,6 +140,8 @@ struct vm_dump {
     struct vm_torch *torch;
     void *json;              /* the parsed document, owned */
     void *v2;                /* a version 2 dump's tables (model_v2.c), owned */
+    struct vt_frame *flat;   /* room for the deepest stack's frames: the
+                                copy vm_stack_flat hands out, owned */
 };
 
 /* Read and check the dump at path. Returns 0, or -1 with a one-line reason
@@ -162,5 +171,15 @@ const char *vm_known_kind(const char *k);
 
 /* The call-site frame of a stack, NULL for an empty one. */
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
+
+/* The frames of a stack as one array (for what prints a stack whole),
+ * innermost first: a copy in d->flat, valid until the next call on d;
+ * NULL for an empty stack. */
+const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack);
+
+/* n frame pointers (a stack's frames) copied into one array; *buf, of
+ * *cap frames, grows as needed. NULL when memory ran out. */
+struct vt_frame *vm_frames_flat(const struct vt_frame *const *frames, size_t n, struct vt_frame **buf,
+                                size_t *cap);
 
 #endif

@@ -1,5 +1,8 @@
 /* model_file.c -- reading a dump from its file (vm_load of model.h). */
 #include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +12,51 @@
 #include "model.h"
 #include "model_v2.h"
 
+static sigjmp_buf *bus_jump;
+
+static void on_bus(int sig) {
+    (void)sig;
+    siglongjmp(*bus_jump, 1);
+}
+
+/* vm_load_text over the file at path mapped at m (len bytes). A file that
+ * shrinks while it is read (truncated by another process) raises SIGBUS on
+ * the pages past its new end: that is caught here and said as one error
+ * (what was built of d is freed), never a crash. The CLI reads on one
+ * thread. */
+static int load_mapped(const char *path, const char *m, size_t len, struct vm_dump *d, char *err, size_t errsize) {
+    sigjmp_buf jump;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_bus;
+    sigemptyset(&sa.sa_mask);
+    int rc = -1;
+    if (sigaction(SIGBUS, &sa, &old) != 0) return vm_load_text(m, len, 1, path, d, err, errsize);
+    if (sigsetjmp(jump, 1) == 0) {
+        bus_jump = &jump;
+        rc = vm_load_text(m, len, 1, path, d, err, errsize);
+    } else {
+        struct stat sb;
+        vm_free(d);
+        if (stat(path, &sb) == 0 && (size_t)sb.st_size < len)
+            snprintf(err, errsize, "%s: the file shrank to %lld bytes while it was read (it had %zu)", path,
+                     (long long)sb.st_size, len);
+        else
+            snprintf(err, errsize, "%s: cannot read: the file's pages could not be read", path);
+    }
+    bus_jump = NULL;
+    sigaction(SIGBUS, &old, NULL);
+    return rc;
+}
+
 int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
     memset(d, 0, sizeof *d);
+    /* A model's big arrays (the live allocations, the events, the node
+     * table read and freed on the way) are each made once: with malloc's
+     * threshold for its own mapping kept at its default rather than raised
+     * by the first such free, each stays a mapping, and what is freed goes
+     * back to the system instead of staying resident in the heap. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
@@ -25,7 +71,7 @@ int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
         if (m != MAP_FAILED) {
             fclose(f);
             madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-            int rc = vm_load_text(m, (size_t)sb.st_size, 1, path, d, err, errsize);
+            int rc = load_mapped(path, m, (size_t)sb.st_size, d, err, errsize);
             munmap(m, (size_t)sb.st_size);
             return rc;
         }

@@ -13,7 +13,8 @@
 #include "model_v2.h"
 
 /* What the tables of one dump own: the decoded strings, the frame table,
- * demangled names, and one block holding every stack's frames. */
+ * demangled names, and one block holding every stack's frame pointers
+ * (into the frame table). */
 struct tables {
     char *arena;
     const char **strs;
@@ -22,10 +23,13 @@ struct tables {
     size_t nframes;
     char **names;
     size_t nnames;
-    struct vt_frame *stack_frames;
+    const struct vt_frame **stack_frames;
     int64_t *nodes;          /* parent, frame; per node */
     size_t nnodes;
 };
+
+/* How much of a big array's text is read between two vm_v2_release. */
+#define RELEASE_EVERY (1 << 20)
 
 static const char *const array_keys[V2_NARRAYS] = {"strings", "frames", "nodes",  "stacks",
                                                    "live",    "events", "holders", "peak_holders"};
@@ -168,29 +172,51 @@ static int strref(const struct tables *t, struct vm_scan *p, const char **out) {
     return 1;
 }
 
-static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+/* One element of a table (a frame, a node) read from p into out; 0 when
+ * it is malformed. */
+typedef int table_elem_fn(const struct tables *t, struct vm_scan *p, void *out);
+
+/* Each element of the dump's array `which` read by `one` into the array
+ * *(T **)arrayp (each `each` bytes), *n counting them. Returns 0, or -1
+ * with the reason in err. */
+static int load_table(struct tables *t, const struct vm_v2_spans *sp, int which, void *arrayp, size_t *n,
+                      size_t each, table_elem_fn *one, char *err, size_t errsize) {
     struct vm_scan p;
-    int has = array_of(sp, V2_FRAMES, "\"frames\" is not an array", &p, err, errsize);
+    char notarray[48];
+    snprintf(notarray, sizeof notarray, "\"%s\" is not an array", array_keys[which]);
+    int has = array_of(sp, which, notarray, &p, err, errsize);
     if (has <= 0) return has;
     size_t cap = 0;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (!room(&t->frames, t->nframes, &cap, sizeof *t->frames, 1024)) return bad(err, errsize, "out of memory");
-        struct vt_frame *f = &t->frames[t->nframes];
-        memset(f, 0, sizeof *f);
-        int64_t line, offset, flags;
-        if (!vm_scan_lit(&p, '[') || !strref(t, &p, &f->function) || !vm_scan_lit(&p, ',') ||
-            !strref(t, &p, &f->file) || !vm_scan_lit(&p, ',') || !elem(&p, &line, 0, 100000000) ||
-            !vm_scan_lit(&p, ',') || !strref(t, &p, &f->module) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &offset, 0, INT64_MAX) || !vm_scan_lit(&p, ',') || !vm_scan_hex(&p, &f->address) ||
-            !vm_scan_lit(&p, ',') || !elem(&p, &flags, 0, 3) || !vm_scan_lit(&p, ']'))
-            return bad(err, errsize, "frames[%zu] is malformed", t->nframes);
-        f->line = (long)line;
-        f->offset = (uint64_t)offset;
-        f->python = (int)(flags & 1);
-        f->borrowed = f->python && (flags & 2);
-        t->nframes++;
+        if (!room(arrayp, *n, &cap, each, 1024)) return bad(err, errsize, "out of memory");
+        char *base;
+        memcpy(&base, arrayp, sizeof base);
+        if (!one(t, &p, base + *n * each)) return bad(err, errsize, "%s[%zu] is malformed", array_keys[which], *n);
+        (*n)++;
     }
-    if (p.err) return bad(err, errsize, "frames: %s", p.err);
+    return p.err ? bad(err, errsize, "%s: %s", array_keys[which], p.err) : 0;
+}
+
+static int one_frame(const struct tables *t, struct vm_scan *p, void *out) {
+    struct vt_frame *f = out;
+    memset(f, 0, sizeof *f);
+    int64_t line, offset, flags;
+    if (!vm_scan_lit(p, '[') || !strref(t, p, &f->function) || !vm_scan_lit(p, ',') || !strref(t, p, &f->file) ||
+        !vm_scan_lit(p, ',') || !elem(p, &line, 0, 100000000) || !vm_scan_lit(p, ',') ||
+        !strref(t, p, &f->module) || !vm_scan_lit(p, ',') || !elem(p, &offset, 0, INT64_MAX) ||
+        !vm_scan_lit(p, ',') || !vm_scan_hex(p, &f->address) || !vm_scan_lit(p, ',') || !elem(p, &flags, 0, 3) ||
+        !vm_scan_lit(p, ']'))
+        return 0;
+    f->line = (long)line;
+    f->offset = (uint64_t)offset;
+    f->python = (int)(flags & 1);
+    f->borrowed = f->python && (flags & 2);
+    return 1;
+}
+
+static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
+    if (load_table(t, sp, V2_FRAMES, &t->frames, &t->nframes, sizeof *t->frames, one_frame, err, errsize))
+        return -1;
     /* A process without a C++ runtime leaves names mangled: demangle each
      * distinct frame once. */
     if (!(t->names = calloc(t->nframes ? t->nframes : 1, sizeof *t->names))) return bad(err, errsize, "out of memory");
@@ -203,21 +229,16 @@ static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err
     return 0;
 }
 
+/* A node: its caller's node (before it: the tree has no cycle) and its
+ * frame. */
+static int one_node(const struct tables *t, struct vm_scan *p, void *out) {
+    int64_t *n = out;
+    return elem(p, &n[0], -1, (int64_t)t->nnodes - 1) && vm_scan_lit(p, ',') &&
+           elem(p, &n[1], 0, (int64_t)t->nframes - 1);
+}
+
 static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    struct vm_scan p;
-    int has = array_of(sp, V2_NODES, "\"nodes\" is not an array", &p, err, errsize);
-    if (has <= 0) return has;
-    size_t cap = 0;
-    for (int more = 1; more == 1; more = vm_scan_next(&p)) {
-        if (!room(&t->nodes, t->nnodes, &cap, 2 * sizeof *t->nodes, 1024)) return bad(err, errsize, "out of memory");
-        /* A node's caller comes before it: the tree has no cycle. */
-        int64_t *n = &t->nodes[2 * t->nnodes];
-        if (!elem(&p, &n[0], -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &n[1], 0, (int64_t)t->nframes - 1))
-            return bad(err, errsize, "nodes[%zu] is malformed", t->nnodes);
-        t->nnodes++;
-    }
-    return p.err ? bad(err, errsize, "nodes: %s", p.err) : 0;
+    return load_table(t, sp, V2_NODES, &t->nodes, &t->nnodes, 2 * sizeof *t->nodes, one_node, err, errsize);
 }
 
 /* Each stack's frames, innermost first, from its node up to the root. */
@@ -225,7 +246,8 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
                            size_t errsize) {
     struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL};
     uint32_t *depth = calloc(t->nnodes ? t->nnodes : 1, sizeof *depth);
-    size_t cap = 0, total = 0;
+    struct vt_frame *flat = NULL;
+    size_t cap = 0, total = 0, nflat = 0;
     int rc = -1;
     if (!depth) return bad(err, errsize, "out of memory");
     for (size_t i = 0; i < t->nnodes; i++) depth[i] = t->nodes[2 * i] < 0 ? 1 : depth[t->nodes[2 * i]] + 1;
@@ -249,7 +271,7 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
         /* site and through for now; the frames' pointer once all are read. */
         st->site = site >= 0 && (size_t)site < st->nframes ? (int)site : -1;
         st->through = st->site >= 0 && through >= 0 && through < site ? (int)through : -1;
-        st->frames = (struct vt_frame *)(intptr_t)(node + 1);
+        st->frames = (const struct vt_frame *const *)(intptr_t)(node + 1);
         total += st->nframes;
         /* Bound what a hostile dump can make us build: a real stack costs
          * at least a few bytes of the dump per frame it adds. */
@@ -264,21 +286,24 @@ static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struc
         bad(err, errsize, "out of memory");
         goto out;
     }
-    struct vt_frame *at = t->stack_frames;
+    const struct vt_frame **at = t->stack_frames;
     for (size_t i = 0; i < d->nstacks; i++) {
         struct vm_stack *st = &d->stacks[i];
         int64_t node = (int64_t)(intptr_t)st->frames - 1;
         st->frames = at;
-        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = t->frames[t->nodes[2 * node + 1]];
+        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = &t->frames[t->nodes[2 * node + 1]];
         at += st->nframes;
         /* The traced process's choice when the dump has one, else the rule's. */
-        if (st->site < 0) {
-            st->site = vt_site_index(st->frames, st->nframes);
-            st->through = vt_site_through(st->frames, st->nframes, st->site);
+        if (st->site < 0 && st->nframes) {
+            const struct vt_frame *fr = vm_frames_flat(st->frames, st->nframes, &flat, &nflat);
+            if (!fr) { bad(err, errsize, "out of memory"); goto out; }
+            st->site = vt_site_index(fr, st->nframes);
+            st->through = vt_site_through(fr, st->nframes, st->site);
         }
     }
     rc = 0;
 out:
+    free(flat);
     if (rc != 0) {
         for (size_t i = 0; i < d->nstacks; i++) d->stacks[i].frames = NULL;
     }
@@ -308,7 +333,12 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
     int has = array_of(sp, V2_LIVE, "dump: field \"live\" is missing or not an array", &p, err, errsize);
     if (has <= 0) return has;
     size_t cap = 0;
+    const char *released = sp->at[V2_LIVE];
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (p.s - released > RELEASE_EVERY) {
+            vm_v2_release(sp, released, p.s);
+            released = p.s;
+        }
         if (!room(&d->live, d->nlive, &cap, sizeof *d->live, 4096)) return bad(err, errsize, "out of memory");
         struct vm_alloc *a = &d->live[d->nlive];
         memset(a, 0, sizeof *a);
@@ -329,56 +359,85 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
         a->bytes = (uint64_t)bytes;
         a->kind = t->strs[kind];
         a->api = t->strs[api];
-        a->device = (int)device;
+        a->device = (int16_t)device;
         a->stack = (size_t)stack;
         a->thread = (int)thread;
         a->time_ns = (uint64_t)time_ns;
         d->nlive++;
     }
-    vm_v2_release(sp, sp->at[V2_LIVE], p.s);
+    vm_v2_release(sp, released, p.s);
     return p.err ? bad(err, errsize, "live: %s", p.err) : 0;
 }
 
-/* The bytes of base64 text in[0..n) into out (room for n * 3 / 4); the
- * number written, or -1 when it is not base64. */
-static long unbase64(const char *in, size_t n, unsigned char *out) {
-    static signed char val[256];
-    if (!val['B']) {
-        memset(val, -1, sizeof val);
+/* The bytes of a base64 text, decoded as they are read: what is read of
+ * the text is given back every RELEASE_EVERY bytes (vm_v2_release), so that
+ * neither the text nor its bytes are held whole. */
+struct b64in {
+    const struct vm_v2_spans *sp;
+    const char *s, *e, *released;
+    unsigned char out[3];
+    int n, i, bad;
+};
+
+static signed char b64_val[256];
+
+static void b64_init(struct b64in *b, const struct vm_v2_spans *sp, const char *text, size_t len) {
+    if (!b64_val['B']) {
+        memset(b64_val, -1, sizeof b64_val);
         const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        for (int i = 0; i < 64; i++) val[(unsigned char)a[i]] = (signed char)i;
+        for (int k = 0; k < 64; k++) b64_val[(unsigned char)a[k]] = (signed char)k;
     }
-    if (n % 4) return -1;
-    long o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int pad = 0;
-        uint32_t v = 0;
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)in[i + k];
-            if (c == '=' && i + 4 == n && k >= 2 && (k == 3 || in[i + 3] == '=')) { pad++; v <<= 6; continue; }
-            if (val[c] < 0 || pad) return -1;
-            v = v << 6 | (uint32_t)val[c];
-        }
-        out[o++] = (unsigned char)(v >> 16);
-        if (pad < 2) out[o++] = (unsigned char)(v >> 8);
-        if (pad < 1) out[o++] = (unsigned char)v;
-    }
-    return o;
+    *b = (struct b64in){.sp = sp, .s = text, .e = text + len, .released = text, .bad = len % 4 != 0};
 }
 
-static int varint(const unsigned char **s, const unsigned char *e, uint64_t *v) {
+/* The next group of 4 characters as up to 3 bytes; 0 at the end or when it
+ * is not base64 (b->bad). */
+static int b64_group(struct b64in *b) {
+    if (b->bad || b->s >= b->e) return 0;
+    int pad = 0;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char c = (unsigned char)b->s[k];
+        if (c == '=' && b->s + 4 == b->e && k >= 2 && (k == 3 || b->s[3] == '=')) { pad++; v <<= 6; continue; }
+        if (b64_val[c] < 0 || pad) { b->bad = 1; return 0; }
+        v = v << 6 | (uint32_t)b64_val[c];
+    }
+    b->s += 4;
+    if (b->s - b->released > RELEASE_EVERY) {
+        vm_v2_release(b->sp, b->released, b->s);
+        b->released = b->s;
+    }
+    b->out[0] = (unsigned char)(v >> 16);
+    b->out[1] = (unsigned char)(v >> 8);
+    b->out[2] = (unsigned char)v;
+    b->n = 3 - pad;
+    b->i = 0;
+    return 1;
+}
+
+/* The next byte into *c; 0 at the end or when the text is not base64. */
+static inline int b64_byte(struct b64in *b, unsigned char *c) {
+    if (b->i == b->n && !b64_group(b)) return 0;
+    *c = b->out[b->i++];
+    return 1;
+}
+
+/* Whether every byte is read (and the text was base64). */
+static int b64_done(struct b64in *b) { return b->i == b->n && !b64_group(b) && !b->bad; }
+
+static int varint(struct b64in *b, uint64_t *v) {
     *v = 0;
-    for (int shift = 0; *s < e && shift < 64; shift += 7) {
-        unsigned char c = *(*s)++;
+    unsigned char c;
+    for (int shift = 0; shift < 64 && b64_byte(b, &c); shift += 7) {
         *v |= (uint64_t)(c & 0x7f) << shift;
         if (!(c & 0x80)) return 1;
     }
     return 0;
 }
 
-static int zigzag(const unsigned char **s, const unsigned char *e, uint64_t *v) {
+static int zigzag(struct b64in *b, uint64_t *v) {
     uint64_t z;
-    if (!varint(s, e, &z)) return 0;
+    if (!varint(b, &z)) return 0;
     *v += (z >> 1) ^ (0 - (z & 1));
     return 1;
 }
@@ -418,40 +477,38 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
     /* Each event takes 5 bytes at least. */
     uint64_t n = (uint64_t)json_integer_value(count);
     if (n > len / 4 * 3 / 5 + 1) return bad(err, errsize, "events: fewer than \"nevents\"");
-    unsigned char *raw = malloc(len / 4 * 3 + 1);
     d->nevents = (size_t)n;
     d->events = calloc(n ? n : 1, sizeof *d->events);
-    long nraw = raw ? unbase64(text, len, raw) : -1;
-    if (!raw || !d->events) { free(raw); return bad(err, errsize, "out of memory"); }
-    if (nraw < 0) { free(raw); return bad(err, errsize, "events: not base64"); }
-    const unsigned char *s = raw, *e = raw + nraw;
+    if (!d->events) return bad(err, errsize, "out of memory");
+    struct b64in b;
+    b64_init(&b, sp, text, len);
     uint64_t t = 0, address = 0, bytes = 0;
     for (size_t i = 0; i < d->nevents; i++) {
         struct vm_event *v = &d->events[i];
         uint64_t dev, stack;
-        if (!zigzag(&s, e, &t) || s >= e) goto malformed;
-        unsigned c = *s++;
+        unsigned char c;
+        if (!zigzag(&b, &t) || !b64_byte(&b, &c)) goto malformed;
         dev = c >> 6;
-        if (dev == 3 && !varint(&s, e, &dev)) goto malformed;
-        if (!zigzag(&s, e, &address) || !zigzag(&s, e, &bytes) || !varint(&s, e, &stack)) goto malformed;
+        if (dev == 3 && !varint(&b, &dev)) goto malformed;
+        if (!zigzag(&b, &address) || !zigzag(&b, &bytes) || !varint(&b, &stack)) goto malformed;
         if ((c & 3) >= ntypes || ((c >> 2) & 15) >= nkinds || dev > 4096 || stack >= d->nstacks ||
             t > (uint64_t)INT64_MAX || bytes > (uint64_t)INT64_MAX)
             goto malformed;
         v->time_ns = t;
         v->type = type_of[c & 3];
         v->kind = kind[(c >> 2) & 15];
-        v->device = (int)dev - 1;
+        v->device = (int16_t)((int)dev - 1);
         v->address = address;
         v->bytes = bytes;
-        v->stack = (size_t)stack;
+        v->stack = (uint32_t)stack;
         continue;
     malformed:
-        free(raw);
-        return bad(err, errsize, "events[%zu] is malformed", i);
+        return bad(err, errsize, b.bad ? "events: not base64" : "events[%zu] is malformed", i);
     }
-    free(raw);
-    vm_v2_release(sp, text, text + len);
-    if (s != e) return bad(err, errsize, "events: more than \"nevents\"");
+    int done = b64_done(&b);
+    vm_v2_release(sp, b.released, text + len);
+    if (b.bad) return bad(err, errsize, "events: not base64");
+    if (!done) return bad(err, errsize, "events: more than \"nevents\"");
     return 0;
 }
 

@@ -48,8 +48,8 @@ static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     r->bytes = h->c[i].bytes;
     r->count = h->c[i].count;
     vr_safe(h->c[i].where, r->site, sizeof r->site);
-    r->frames = s->frames;
-    r->nframes = s->nframes;
+    r->frames = vm_stack_flat(h->d, h->c[i].stack);
+    r->nframes = r->frames ? s->nframes : 0;
 }
 
 void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
@@ -118,5 +118,6 @@ void vr_put_growing(FILE *f, const struct vm_dump *d, int top) {
 
 void vr_put_stack(FILE *f, const struct vm_dump *d, size_t stack, const char *indent) {
     const struct vm_stack *s = &d->stacks[stack];
-    vt_put_frames(f, indent, s->frames, s->nframes, vr_put_safe);
+    const struct vt_frame *fr = vm_stack_flat(d, stack);
+    vt_put_frames(f, indent, fr, fr ? s->nframes : 0, vr_put_safe);
 }

@@ -145,15 +145,15 @@ struct frame_ref {
 };
 
 struct tables {
-    struct u64map frame_of, node_of;
+    struct u64map frame_of;
     struct frame_ref *frames;
     size_t nframes, cap;
     uint32_t nnodes;
 };
 
-/* The index of the frame at return address a (symbols fr), added when new;
- * UINT32_MAX when memory ran out. */
-static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_frame *fr) {
+/* The index of the frame at return address a, added with its symbols in
+ * sym when new; UINT32_MAX when memory ran out. */
+static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_symbols *sym) {
     int added;
     uint32_t i = map_get_or_add(&t->frame_of, a, (uint32_t)t->nframes, &added);
     if (i == UINT32_MAX || !added) return i;
@@ -164,23 +164,49 @@ static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_frame 
         t->frames = v;
         t->cap = cap;
     }
-    t->frames[t->nframes++] = (struct frame_ref){a, fr};
+    t->frames[t->nframes++] = (struct frame_ref){a, vt_symbols_frame(sym, (uintptr_t)a)};
     return i;
 }
 
+/* A stack to sort: its frames' end (one past the outermost) and depth,
+ * kept side by side so that a comparison reads the frames alone. */
+struct sort_key {
+    const uintptr_t *end;
+    uint32_t depth, stack;
+};
+
+/* Two stacks in the order of their frames outermost first, a stack before
+ * those it is the callers of. */
+static int by_callers(const void *a, const void *b) {
+    const struct sort_key *x = a, *y = b;
+    uint32_t n = x->depth < y->depth ? x->depth : y->depth;
+    const uintptr_t *p = x->end, *q = y->end;
+    for (uint32_t i = 0; i < n; i++) {
+        --p, --q;
+        if (*p != *q) return *p < *q ? -1 : 1;
+    }
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
 /* Write ,"nodes":[parent,frame,...] while finding each stack's innermost
- * node (-1 for an empty stack) into node_of_stack. The stack before's
- * return addresses and nodes, outermost first, answer the callers two
- * stacks share without a lookup. */
+ * node (-1 for an empty stack) into node_of_stack. The stacks are walked
+ * sorted by their frames outermost first, so that the callers a stack
+ * shares with any other it shares with the one walked before it: a node
+ * is new exactly where a stack leaves the one before, and no table of
+ * nodes is kept (what is kept is 8 bytes a stack and the path walked). */
 static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, const struct vt_symbols *sym,
                        int32_t *node_of_stack) {
+    struct sort_key *order = malloc((s->nstacks ? s->nstacks : 1) * sizeof *order);
+    if (!order) return -1;
+    for (size_t i = 0; i < s->nstacks; i++)
+        order[i] = (struct sort_key){s->stacks[i]->frames + s->stacks[i]->depth, s->stacks[i]->depth, (uint32_t)i};
+    qsort(order, s->nstacks, sizeof *order, by_callers);
     fputs(",\n\"nodes\":[", f);
     uint64_t *prev_addr = NULL;
     uint32_t *prev_node = NULL, prev_depth = 0, cap = 0;
     int rc = 0;
-    for (size_t i = 0; i < s->nstacks && rc == 0; i++) {
-        const struct vt_stack *st = s->stacks[i];
-        const struct vt_frame *frs = sym && i < sym->nstacks ? sym->stacks[i] : NULL;
+    for (size_t o = 0; o < s->nstacks && rc == 0; o++) {
+        const struct vt_stack *st = s->stacks[order[o].stack];
         if (st->depth > cap) {
             uint64_t *a = realloc(prev_addr, st->depth * sizeof *a);
             uint32_t *n = a ? realloc(prev_node, st->depth * sizeof *n) : NULL;
@@ -194,34 +220,28 @@ static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, c
         /* Outermost first: a node's caller is always written before it. */
         for (uint32_t j = st->depth; j-- > 0; k++) {
             uint64_t a = st->frames[j];
-            if (k < prev_depth && prev_addr[k] == a && (k == 0 || prev_node[k - 1] == parent)) {
+            if (k < prev_depth && prev_addr[k] == a) {
                 parent = prev_node[k];
                 continue;
             }
-            prev_depth = k;   /* what follows differs from the stack before */
-            uint32_t fi = frame_index(t, a, frs ? &frs[j] : NULL);
+            prev_depth = 0;   /* what follows differs from the stack before */
+            uint32_t fi = frame_index(t, a, sym);
             if (fi == UINT32_MAX) { rc = -1; break; }
-            int added;
-            uint64_t key = ((uint64_t)(parent + 1) << 32) | fi;
-            uint32_t node = map_get_or_add(&t->node_of, key, t->nnodes, &added);
-            if (node == UINT32_MAX) { rc = -1; break; }
-            if (added) {
-                char b[48], *o = b;
-                if (t->nnodes) *o++ = ',';
-                if (t->nnodes && t->nnodes % 16 == 0) *o++ = '\n';
-                o = vt_put_i64(o, parent);
-                *o++ = ',';
-                o = vt_put_u64(o, fi);
-                fwrite(b, 1, (size_t)(o - b), f);
-                t->nnodes++;
-            }
+            char b[48], *w = b;
+            if (t->nnodes) *w++ = ',';
+            if (t->nnodes && t->nnodes % 16 == 0) *w++ = '\n';
+            w = vt_put_i64(w, parent);
+            *w++ = ',';
+            w = vt_put_u64(w, fi);
+            fwrite(b, 1, (size_t)(w - b), f);
             prev_addr[k] = a;
-            prev_node[k] = node;
-            parent = node;
+            prev_node[k] = t->nnodes;
+            parent = t->nnodes++;
         }
         prev_depth = st->depth;
-        node_of_stack[i] = (int32_t)parent;
+        node_of_stack[order[o].stack] = (int32_t)parent;
     }
+    free(order);
     free(prev_addr);
     free(prev_node);
     if (rc == 0) fputc(']', f);
@@ -254,7 +274,7 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
          * (common/callsite.h: its VRAMTRACE_APP and VRAMTRACE_LIBRARY). */
         fputs(",\n\"stacks\":[", f);
         for (size_t i = 0; i < s->nstacks; i++) {
-            int site = sym && i < sym->nstacks && sym->stacks[i] ? sym->site[i] : -1;
+            int site = sym && i < sym->nstacks ? sym->site[i] : -1;
             char b[48], *o = b;
             if (i) *o++ = ',';
             if (i && i % 16 == 0) *o++ = '\n';
@@ -271,6 +291,5 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
     free(node_of_stack);
     free(t.frames);
     map_free(&t.frame_of);
-    map_free(&t.node_of);
     return rc;
 }

@@ -104,11 +104,12 @@ void vt_suppressions_free(struct vt_suppressions *s) {
 
 /* The first rule that matches any frame of the stack, or -1. */
 static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symbols *sym, uint32_t stack) {
-    if (!sup || !sym || stack >= sym->nstacks || !sym->stacks[stack]) return -1;
-    for (size_t r = 0; r < sup->n; r++) {
+    struct vt_frame frames[VT_MAX_FRAMES];
+    size_t depth = sup ? vt_stack_frames(sym, stack, frames) : 0;
+    for (size_t r = 0; depth && r < sup->n; r++) {
         const char *pat = sup->rules[r].pattern;
-        for (uint32_t j = 0; j < sym->depth[stack]; j++) {
-            const struct vt_frame *f = &sym->stacks[stack][j];
+        for (size_t j = 0; j < depth; j++) {
+            const struct vt_frame *f = &frames[j];
             if (vt_template_match(pat, f->function) || vt_template_match(pat, f->file) ||
                 vt_template_match(pat, f->module))
                 return (int)r;
@@ -122,8 +123,9 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, h[i].count);
         uint32_t st = h[i].stack;
-        size_t depth = sym && st < sym->nstacks && sym->stacks[st] ? sym->depth[st] : 0;
-        vt_put_frames(f, "    ", depth ? sym->stacks[st] : NULL, depth, NULL);
+        struct vt_frame frames[VT_MAX_FRAMES];
+        size_t depth = vt_stack_frames(sym, st, frames);
+        vt_put_frames(f, "    ", depth ? frames : NULL, depth, NULL);
     }
 }
 

@@ -8,23 +8,63 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <uthash.h>
-
 #include "../common/labels.h"
 #include "../tracker/pystack.h"
 #include "symbolize.h"
 
-struct frame_entry {
-    uintptr_t address;
-    struct vt_frame f;
-    UT_hash_handle hh;
-};
-
+/* The frame table: each distinct return address symbolized once, found
+ * through an open-addressing index (address -> frame + 1, 0 empty) that
+ * doubles past half full. A stack's frames are never copied: they are its
+ * return addresses (the snapshot's, shared with the tracker) looked up
+ * here. */
 struct priv {
-    struct frame_entry *cache;
+    struct vt_frame *frames;
+    uintptr_t *keys;       /* each frame's return address as captured */
+    uint32_t nframes, cap;
+    uint32_t *slot;
+    size_t nslots;
     Dwfl *dwfl;
     char *(*demangle)(const char *, char *, size_t *, int *);
 };
+
+static size_t slot_of(uint64_t a, size_t nslots) {
+    a ^= a >> 29;
+    a *= 0xbf58476d1ce4e5b9ULL;
+    return (size_t)(a ^ (a >> 32)) & (nslots - 1);
+}
+
+static const struct vt_frame *frame_find(const struct priv *p, uintptr_t a) {
+    if (!p->nslots) return NULL;
+    for (size_t h = slot_of(a, p->nslots); p->slot[h]; h = (h + 1) & (p->nslots - 1))
+        if (p->keys[p->slot[h] - 1] == a) return &p->frames[p->slot[h] - 1];
+    return NULL;
+}
+
+static int frames_grow(struct priv *p) {
+    if (p->nframes == p->cap) {
+        uint32_t cap = p->cap ? p->cap * 2 : 256;
+        struct vt_frame *v = realloc(p->frames, cap * sizeof *v);
+        if (v) p->frames = v;
+        uintptr_t *k = v ? realloc(p->keys, cap * sizeof *k) : NULL;
+        if (!k) return -1;
+        p->keys = k;
+        p->cap = cap;
+    }
+    if ((p->nframes + 1) * (size_t)2 > p->nslots) {
+        size_t ns = p->nslots ? p->nslots * 2 : 512;
+        uint32_t *slot = calloc(ns, sizeof *slot);
+        if (!slot) return -1;
+        for (uint32_t i = 0; i < p->nframes; i++) {
+            size_t h = slot_of(p->keys[i], ns);
+            while (slot[h]) h = (h + 1) & (ns - 1);
+            slot[h] = i + 1;
+        }
+        free(p->slot);
+        p->slot = slot;
+        p->nslots = ns;
+    }
+    return 0;
+}
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
@@ -86,6 +126,20 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
             f->line = lineno;
         }
     }
+}
+
+/* The frame at return address a, symbolized and added to the table when
+ * new; NULL when memory ran out. Valid until the next frame is added. */
+static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
+    const struct vt_frame *known = frame_find(p, a);
+    if (known || frames_grow(p) != 0) return known;
+    struct vt_frame *f = &p->frames[p->nframes];
+    resolve(p, a, f);
+    p->keys[p->nframes++] = a;
+    size_t h = slot_of(a, p->nslots);
+    while (p->slot[h]) h = (h + 1) & (p->nslots - 1);
+    p->slot[h] = p->nframes;
+    return f;
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -163,51 +217,66 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
     }
     size_t n = s->nstacks;
     sym->nstacks = n;
-    sym->stacks = calloc(n ? n : 1, sizeof *sym->stacks);
-    sym->depth = calloc(n ? n : 1, sizeof *sym->depth);
+    sym->stack = s->stacks;
     sym->site = calloc(n ? n : 1, sizeof *sym->site);
     sym->through = calloc(n ? n : 1, sizeof *sym->through);
-    if (!sym->stacks || !sym->depth || !sym->site || !sym->through) {
+    struct vt_frame *buf = malloc(VT_MAX_FRAMES * sizeof *buf);
+    if (!sym->site || !sym->through || !buf) {
+        free(buf);
         vt_symbols_free(sym);
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
         const struct vt_stack *st = s->stacks[i];
-        struct vt_frame *frames = calloc(st->depth ? st->depth : 1, sizeof *frames);
-        if (!frames) continue;
-        sym->stacks[i] = frames;
-        sym->depth[i] = st->depth;
-        sym->site[i] = sym->through[i] = -1;
-        for (uint32_t j = 0; j < st->depth; j++) {
-            uintptr_t a = st->frames[j];
-            struct frame_entry *e;
-            HASH_FIND(hh, p->cache, &a, sizeof a, e);
-            if (!e) {
-                e = calloc(1, sizeof *e);
-                if (!e) continue;
-                e->address = a;
-                resolve(p, a, &e->f);
-                HASH_ADD(hh, p->cache, address, sizeof e->address, e);
-            }
-            frames[j] = e->f;
+        uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES, got = 0;
+        for (; got < depth; got++) {
+            const struct vt_frame *fr = frame_of(p, st->frames[got]);
+            if (!fr) break;
+            buf[got] = *fr;
         }
-        sym->site[i] = vt_site_index(frames, st->depth);
-        sym->through[i] = vt_site_through(frames, st->depth, sym->site[i]);
+        sym->site[i] = sym->through[i] = -1;
+        if (got < depth) continue;  /* out of memory: the stack goes unnamed */
+        sym->site[i] = vt_site_index(buf, depth);
+        sym->through[i] = vt_site_through(buf, depth, sym->site[i]);
     }
+    free(buf);
+    /* Every frame is symbolized: what libdwfl read (decompressed debug
+     * sections among it) is given back before the report is written. */
+    if (p->dwfl) dwfl_end(p->dwfl);
+    p->dwfl = NULL;
     sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
     return sym;
 }
 
+const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address) {
+    return sym ? frame_find(sym->priv, address) : NULL;
+}
+
+size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_frame *out) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    const struct vt_stack *st = sym->stack[stack];
+    uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
+    for (uint32_t j = 0; j < depth; j++) {
+        const struct vt_frame *fr = frame_find(sym->priv, st->frames[j]);
+        if (!fr) return 0;
+        out[j] = *fr;
+    }
+    return depth;
+}
+
+/* The symbols of frame k of stack `stack`, or NULL (k < 0: none). */
+static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t stack, int k) {
+    if (!sym || stack >= sym->nstacks || k < 0 || (uint32_t)k >= sym->stack[stack]->depth) return NULL;
+    return frame_find(sym->priv, sym->stack[stack]->frames[k]);
+}
+
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
-    if (!sym || stack >= sym->nstacks || sym->site[stack] < 0 || !sym->stacks[stack])
-        return NULL;
-    return &sym->stacks[stack][sym->site[stack]];
+    return sym && stack < sym->nstacks ? frame_at(sym, stack, sym->site[stack]) : NULL;
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
     const struct vt_frame *site = vt_call_site(sym, stack);
-    int t = site ? sym->through[stack] : -1;
-    return vt_site_label_of(site, t >= 0 ? &sym->stacks[stack][t] : NULL, buf, size);
+    return vt_site_label_of(site, site ? frame_at(sym, stack, sym->through[stack]) : NULL, buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {
@@ -215,20 +284,17 @@ void vt_symbols_free(struct vt_symbols *sym) {
     free(sym->group);
     free(sym->group_lowest);
     struct priv *p = sym->priv;
-    for (size_t i = 0; i < sym->nstacks; i++) free((void *)sym->stacks[i]);
-    free(sym->stacks);
-    free(sym->depth);
     free(sym->site);
     free(sym->through);
     if (p) {
-        struct frame_entry *e, *tmp;
-        HASH_ITER(hh, p->cache, e, tmp) {
-            HASH_DEL(p->cache, e);
-            free((void *)e->f.function);
-            free((void *)e->f.file);
-            free((void *)e->f.module);
-            free(e);
+        for (uint32_t i = 0; i < p->nframes; i++) {
+            free((void *)p->frames[i].function);
+            free((void *)p->frames[i].file);
+            free((void *)p->frames[i].module);
         }
+        free(p->frames);
+        free(p->keys);
+        free(p->slot);
         if (p->dwfl) dwfl_end(p->dwfl);
         free(p);
     }

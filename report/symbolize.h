@@ -13,11 +13,13 @@
 #include "../common/callsite.h"
 #include "../tracker/tracker.h"
 
-/* The symbolized stacks of a snapshot: stacks[i] has depth[i] frames. */
+/* The symbols of a snapshot's stacks: each distinct return address
+ * symbolized once (a frame table), a stack's frames found through its
+ * return addresses (stack[i], the snapshot's, which must outlive this), so
+ * that no stack's frames are copied. */
 struct vt_symbols {
     size_t nstacks;
-    const struct vt_frame **stacks;
-    uint32_t *depth;
+    const struct vt_stack *const *stack;
     int *site;              /* per stack: the call-site frame, or -1 */
     int *through;           /* per stack: the library frame it went through, or -1 */
     uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
@@ -28,6 +30,14 @@ struct vt_symbols {
 
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
+
+/* The symbols of the frame at return address `address` (as captured), or
+ * NULL when no stack of sym has it. */
+const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address);
+
+/* The frames of stack `stack`, innermost first, copied into out (room for
+ * VT_MAX_FRAMES); returns how many, 0 for none (no symbols, no stack). */
+size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_frame *out);
 
 /* The frame a report names as the call site of a stack: common/callsite.h's
  * rule (the innermost frame in the user's code). NULL for an empty stack. */

@@ -103,17 +103,23 @@ def dump_version_2_stores_each_string_frame_and_prefix_once():
     eq(sum(len(s["frames"]) for s in v1["stacks"]), 20, "frames of all stacks, had each stack its own")
 
 
+def bench_dump(work, live, nstacks):
+    """The path of the dump bench/bench_dump.c writes in work: `live`
+    allocations kept over `nstacks` stacks of depth 26."""
+    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)], capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                VRAMTRACE_REPORT="off"))
+    eq(p.returncode, 0, p.stderr)
+    return os.path.join(work, "d.bench.json")
+
+
 @test
 def dump_version_2_size_per_allocation_frame_and_event():
     """20,000 live allocations over 2,000 stacks of depth 26 (bench/bench_dump.c):
     within 120 bytes a live allocation + 40 a frame + 16 an event."""
     with workdir("vt-dump-size-") as work:
-        out = os.path.join(work, "d.json")
-        p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), "20000", "2000"], capture_output=True,
-                           text=True, env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off"),
-                           timeout=300)
-        eq(p.returncode, 0, p.stderr)
-        path = os.path.join(work, "d.bench.json")
+        path = bench_dump(work, 20000, 2000)
         size = os.path.getsize(path)
         with open(path) as f:
             d = json.load(f)
@@ -154,3 +160,35 @@ def dump_version_2_hostile_tables_are_one_error_line():
             eq((rc, out, err), (1, b"", f"vramtrace report: {name}: {want}\n"), name)
         write_json(os.path.join(work, "good.json"), d)
         eq(report(["good.json"], cwd=work)[0], 0, "the untouched version 2 dump reads")
+
+
+@test
+def dump_shrinking_while_read_is_one_error_line():
+    """A dump truncated while `vramtrace report` reads it (here right after
+    the CLI maps it, by tests/progs/t_shrink.c) gives status 1 and one
+    error line at every offset, never a signal: at a page boundary the
+    pages past the new end are gone (SIGBUS where it is not caught), inside
+    a page the rest of it reads as zero bytes."""
+    with workdir("vt-dump-shrink-") as work:
+        with open(bench_dump(work, 20000, 2000), "rb") as f:
+            good = f.read()
+        size = len(good)
+        ok(size > 64 * 4096, f"the dump spans many pages ({size} bytes)")
+        shim = os.path.join(T, "libt_shrink.so")
+        aligned = [0, 4096, size // 2 // 4096 * 4096, (size - 8192) // 4096 * 4096]
+        inside = [1, size // 3, size - 9]
+        for at in aligned + inside:
+            with open(os.path.join(work, "a.json"), "wb") as f:
+                f.write(good)
+            r = subprocess.run([CLI, "report", "a.json", "-o", os.devnull], cwd=work, capture_output=True,
+                               env=dict(os.environ, LD_PRELOAD=shim, T_SHRINK_TO=str(at)), timeout=120)
+            eq(os.path.getsize(os.path.join(work, "a.json")), at, f"the shim shrank the dump to {at}")
+            err = r.stderr.decode()
+            eq((r.returncode, r.stdout, err.count("\n")), (1, b"", 1), f"shrunk to {at}: {err[-300:]}")
+            ok(err.startswith("vramtrace report: a.json: "), f"shrunk to {at}: {err}")
+            if at in aligned:
+                eq(err, f"vramtrace report: a.json: the file shrank to {at} bytes while it was read (it had {size})\n",
+                   f"shrunk to {at}")
+        with open(os.path.join(work, "a.json"), "wb") as f:
+            f.write(good)
+        eq(report(["a.json", "-o", os.devnull], cwd=work)[:2], (0, b""), "the whole dump reads")

@@ -1,2 +1,8 @@
 # The big-dump shape of bench/bench_dump.c, which tests/integration/test_dump.py also runs small.
 PROGS += $(B)/bench/bench_dump
+
+# A dump that shrinks while it is read (test_dump.py's truncated-while-read test).
+PROGS += $(T)/libt_shrink.so
+$(T)/libt_shrink.so: tests/progs/t_shrink.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
