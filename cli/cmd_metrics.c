@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/labels.h"
 #include "cli.h"
 #include "livefile.h"
 #include "metrics.h"
@@ -118,8 +119,7 @@ struct site_sum {
 
 static int site_order(const void *a, const void *b) {
     const struct site_sum *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return strcmp(x->label, y->label);
+    return vt_rank_order(x->bytes, x->label, 0, y->bytes, y->label, 0);
 }
 
 static size_t sites_of(const struct vt_live_segment *s, struct site_sum *out) {

@@ -148,7 +148,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     struct view v = {s, sym, an};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
-    if (t->live_count) holders_table(f, &v, top);
+    holders_table(f, &v, top);
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
