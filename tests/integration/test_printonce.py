@@ -40,6 +40,26 @@ def without_stacks(lines):
     return [l for l in lines if not re.match(r"^      (#\d+ |\(no stack\))", l)]
 
 
+def cuda_line(func):
+    """`func`'s cudaMalloc line in tests/progs/t_inproc.c: its call site's
+    label is "FUNC tests/progs/t_inproc.c:LINE"."""
+    with open(os.path.join(ROOT, "tests", "progs", "t_inproc.c")) as f:
+        lines = f.read().split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"static void {func}("))
+    return 1 + next(i for i in range(start, len(lines)) if "cudaMalloc(" in lines[i])
+
+
+def report_lines(d, *args):
+    """`vramtrace report` of dump d, its lines."""
+    with workdir("vt-printonce-") as work:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path, *args], capture_output=True, text=True)
+    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
+    return p.stdout.split("\n")
+
+
 @test
 def printonce_report_of_a_dump_prints_the_library_sections():
     # Three call sites of distinct sizes, two of them growing, and a
@@ -52,13 +72,7 @@ def printonce_report_of_a_dump_prints_the_library_sections():
     eq(d["reason"], "exit", "the exit dump")
     oom = library_part(r.err, "vramtrace: out of memory in pid", "vramtrace: what the numbers say")
     exit_ = library_part(r.err, "vramtrace: exit in pid", "vramtrace: dump: ")
-    with workdir("vt-printonce-") as work:
-        path = os.path.join(work, "exit.json")
-        with open(path, "w") as f:
-            json.dump(d, f)
-        p = subprocess.run([CLI, "report", path, "--top", "6"], capture_output=True, text=True)
-    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
-    cli = p.stdout.split("\n")
+    cli = report_lines(d, "--top", "6")
 
     holders = section(oom, "largest holders by call site")
     eq(len(holders), 4, "the post-mortem's heading and three call sites")
@@ -86,26 +100,6 @@ def printonce_report_of_a_dump_prints_the_library_sections():
     growing = section(exit_, "growing call site")
     eq(len(growing), 2, "the heading and one growing call site")
     eq(section(cli, "growing call site"), growing, "the growing sites: the exit summary's and vramtrace report's")
-
-
-def cuda_line(func):
-    """`func`'s cudaMalloc line in tests/progs/t_inproc.c: its call site's
-    label is "FUNC tests/progs/t_inproc.c:LINE"."""
-    with open(os.path.join(ROOT, "tests", "progs", "t_inproc.c")) as f:
-        lines = f.read().split("\n")
-    start = next(i for i, l in enumerate(lines) if l.startswith(f"static void {func}("))
-    return 1 + next(i for i in range(start, len(lines)) if "cudaMalloc(" in lines[i])
-
-
-def report_lines(d, *args):
-    """`vramtrace report` of dump d, its lines."""
-    with workdir("vt-printonce-") as work:
-        path = os.path.join(work, "d.json")
-        with open(path, "w") as f:
-            json.dump(d, f)
-        p = subprocess.run([CLI, "report", path, *args], capture_output=True, text=True)
-    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
-    return p.stdout.split("\n")
 
 
 @test
