@@ -28,8 +28,12 @@ static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     vt_site_label(v->sym, h->stack, r->site, sizeof r->site);
 }
 
+/* Percentages of what the rows hold together, as `vramtrace report` takes
+ * them from the dump's holders. */
 static void holders_table(FILE *f, const struct view *v, int top) {
-    struct vt_holders_text h = {.n = v->an->nby_site, .total = v->s->totals.live_bytes, .row = holder_row, .ctx = v};
+    uint64_t total = 0;
+    for (size_t i = 0; i < v->an->nby_site; i++) total += v->an->by_site[i].bytes;
+    struct vt_holders_text h = {.n = v->an->nby_site, .total = total, .row = holder_row, .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, NULL);
 }
 
