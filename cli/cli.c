@@ -139,6 +139,10 @@ int main(int argc, char **argv) {
         vt_usage(stdout);
         return vt_cli_flush("vramtrace");
     }
+    if (strcmp(argv[1], "--options-markdown") == 0) {
+        vt_options_markdown(stdout);
+        return vt_cli_flush("vramtrace");
+    }
     if (strcmp(argv[1], "--version") == 0) {
         printf("vramtrace %s\n", VT_VERSION);
         return vt_cli_flush("vramtrace");

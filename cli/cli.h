@@ -29,4 +29,8 @@ int vt_cli_flush(const char *cmd);
 /* The top-level help. */
 void vt_usage(FILE *f);
 
+/* The README's options table in markdown (`vramtrace --options-markdown`,
+ * cli/options_md.c). */
+void vt_options_markdown(FILE *f);
+
 #endif

@@ -9,28 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/labels.h"
 #include "../common/options.h"
 #include "cli.h"
 #include "model.h"
 #include "reporters.h"
-
-/* One call site in both dumps: bytes and allocations from each dump's
- * holders at exit (the report's holders table: this process's own device
- * memory, without pinned host memory or memory opened from another
- * process). */
-struct site {
-    const char *where; /* the group's label, owned by the grouping */
-    uint64_t bytes[2], count[2];
-};
-
-/* The sites of both dumps: sites[g] is group g of `labels` (common/labels.h,
- * the rule vr_combine groups by). */
-struct sites {
-    struct vt_labels *labels;
-    struct site *sites;
-    size_t cap;
-};
 
 /* a + b, held at UINT64_MAX: totals of a hostile dump stay defined. */
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
@@ -46,37 +28,14 @@ static struct change change_of(uint64_t old, uint64_t new) {
     return c;
 }
 
+/* Call sites by growth of their bytes, largest first; equal growth in the
+ * holders' order. */
 static int by_growth(const void *a, const void *b) {
-    const struct site *x = *(struct site *const *)a, *y = *(struct site *const *)b;
-    struct change cx = change_of(x->bytes[0], x->bytes[1]), cy = change_of(y->bytes[0], y->bytes[1]);
+    const struct vr_combined *x = a, *y = b;
+    struct change cx = change_of(x->bytes_in[0], x->bytes_in[1]), cy = change_of(y->bytes_in[0], y->bytes_in[1]);
     if (cx.sign != cy.sign) return cx.sign < cy.sign ? 1 : -1;
     if (cx.by != cy.by) return (cx.by < cy.by) == (cx.sign >= 0) ? 1 : -1;
     return strcmp(x->where, y->where);
-}
-
-static int add(struct sites *all, struct vm_dump *d, int which) {
-    struct vr_input in = {d, 1};
-    size_t n;
-    struct vr_combined *c = vr_combine(&in, VR_AT_EXIT, &n);
-    if (!c) return -1;
-    for (size_t i = 0; i < n; i++) {
-        int added;
-        uint32_t g = vt_label_group(all->labels, c[i].where, &added);
-        if (g == UINT32_MAX) { vr_combined_free(c, n); return -1; }
-        if (g >= all->cap) {
-            size_t more = all->cap ? all->cap * 2 : 64;
-            struct site *bigger = realloc(all->sites, more * sizeof *bigger);
-            if (!bigger) { vr_combined_free(c, n); return -1; }
-            all->sites = bigger;
-            all->cap = more;
-        }
-        struct site *s = &all->sites[g];
-        if (added) *s = (struct site){.where = vt_label_of(all->labels, g)};
-        s->bytes[which] = add_sat(s->bytes[which], c[i].bytes);
-        s->count[which] = add_sat(s->count[which], c[i].count);
-    }
-    vr_combined_free(c, n);
-    return 0;
 }
 
 static const char *signed_bytes(struct change c, char *buf, size_t size) {
@@ -150,29 +109,23 @@ int vt_cmd_diff(int argc, char **argv) {
         vm_free(&d[0]);
         return load_error(err);
     }
-    struct sites all = {vt_labels_new(), NULL, 0};
-    struct site *s;
+    /* Each dump's holders at exit (the report's holders table: this
+     * process's own device memory), joined by call site as the report
+     * groups them (vr_combine_each). */
+    struct vr_input in = {d, 2};
+    size_t k = 0;
     int rc = 0;
-    if (!all.labels || add(&all, &d[0], 0) != 0 || add(&all, &d[1], 1) != 0) {
+    struct vr_combined *list = vr_combine_each(&in, VR_AT_EXIT, &k);
+    if (!list) {
         fprintf(stderr, "vramtrace diff: out of memory\n");
         rc = 1;
     }
-    size_t n = all.labels ? vt_labels_count(all.labels) : 0, k = 0;
-    if (n > all.cap) n = all.cap; /* the group whose room ran out */
-    struct site **list = calloc(n ? n : 1, sizeof *list);
     uint64_t total[2] = {0, 0}, count[2] = {0, 0};
-    for (size_t g = 0; g < n; g++) {
-        s = &all.sites[g];
-        if (list) list[k++] = s;
+    for (size_t g = 0; g < k; g++)
         for (int w = 0; w < 2; w++) {
-            total[w] = add_sat(total[w], s->bytes[w]);
-            count[w] = add_sat(count[w], s->count[w]);
+            total[w] = add_sat(total[w], list[g].bytes_in[w]);
+            count[w] = add_sat(count[w], list[g].count_in[w]);
         }
-    }
-    if (!list && rc == 0) {
-        fprintf(stderr, "vramtrace diff: out of memory\n");
-        rc = 1;
-    }
     if (list) qsort(list, k, sizeof *list, by_growth);
     char a[32], b[32], c[48], e[48];
     struct change grew = change_of(total[0], total[1]);
@@ -191,15 +144,14 @@ int vt_cmd_diff(int argc, char **argv) {
         printf("  %12s  %-26s %-18s %s\n", "change", "bytes (old -> new)", "allocations", "call site");
         long shown = 0;
         for (size_t i = 0; i < k && shown < top; i++) {
-            s = list[i];
-            if (s->bytes[0] == s->bytes[1] && s->count[0] == s->count[1]) continue;
+            const struct vr_combined *s = &list[i];
+            const uint64_t *sb = s->bytes_in, *sc = s->count_in;
+            if (sb[0] == sb[1] && sc[0] == sc[1]) continue;
             char range[64], cnt[96];
-            snprintf(range, sizeof range, "%s -> %s", vr_bytes(s->bytes[0], a, sizeof a),
-                     vr_bytes(s->bytes[1], b, sizeof b));
+            snprintf(range, sizeof range, "%s -> %s", vr_bytes(sb[0], a, sizeof a), vr_bytes(sb[1], b, sizeof b));
             snprintf(cnt, sizeof cnt, "%s (%" PRIu64 " -> %" PRIu64 ")",
-                     signed_count(change_of(s->count[0], s->count[1]), e, sizeof e), s->count[0], s->count[1]);
-            printf("  %12s  %-26s %-18s ", signed_bytes(change_of(s->bytes[0], s->bytes[1]), c, sizeof c), range,
-                   cnt);
+                     signed_count(change_of(sc[0], sc[1]), e, sizeof e), sc[0], sc[1]);
+            printf("  %12s  %-26s %-18s ", signed_bytes(change_of(sb[0], sb[1]), c, sizeof c), range, cnt);
             vr_put_safe(stdout, s->where);
             putchar('\n');
             shown++;
@@ -215,9 +167,7 @@ int vt_cmd_diff(int argc, char **argv) {
             rc = 1;
         }
     }
-    vt_labels_free(all.labels);
-    free(all.sites);
-    free(list);
+    vr_combined_free(list, k);
     vm_free(&d[0]);
     vm_free(&d[1]);
     return rc;

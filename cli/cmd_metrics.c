@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/labels.h"
 #include "cli.h"
 #include "livefile.h"
 #include "metrics.h"
@@ -118,19 +119,23 @@ struct site_sum {
 
 static int site_order(const void *a, const void *b) {
     const struct site_sum *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return strcmp(x->label, y->label);
+    return vt_rank_order(x->bytes, x->label, 0, y->bytes, y->label, 0);
 }
 
+/* The segment's sites (by stack) grouped by label, common/labels.h's rule
+ * (the reports'); where memory runs out, the sites grouped so far. */
 static size_t sites_of(const struct vt_live_segment *s, struct site_sum *out) {
+    struct vt_labels *groups = vt_labels_new();
     size_t n = 0;
-    for (int i = 0; i < s->nsites && i < VT_LIVE_SITES; i++) {
-        size_t j = 0;
-        while (j < n && strcmp(out[j].label, s->sites[i].label) != 0) j++;
-        if (j == n) out[n++] = (struct site_sum){s->sites[i].label, 0, 0};
-        out[j].bytes += s->sites[i].bytes;
-        out[j].count += s->sites[i].count;
+    for (int i = 0; groups && i < s->nsites && i < VT_LIVE_SITES; i++) {
+        int added;
+        uint32_t g = vt_label_group(groups, s->sites[i].label, &added);
+        if (g == UINT32_MAX) break;
+        if (added) out[n++] = (struct site_sum){s->sites[i].label, 0, 0};
+        out[g].bytes += s->sites[i].bytes;
+        out[g].count += s->sites[i].count;
     }
+    vt_labels_free(groups);
     qsort(out, n, sizeof *out, site_order);
     return n;
 }

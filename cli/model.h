@@ -13,6 +13,7 @@
 
 #include "../common/callsite.h"
 #include "../common/counters.h"
+#include "../common/records.h"
 #include "model_steps.h"
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
@@ -29,15 +30,15 @@ struct vm_stack {
 
 struct vm_holder {
     size_t stack;
-    uint64_t bytes;
-    uint64_t count;
+    VT_HOLDER_FIELDS(VT_RECORD_FIELD) /* bytes, count (common/records.h) */
 };
 
 /* A live allocation and an event, each in as few bytes as its fields
  * allow (a dump holds millions): 64 and 40. */
 struct vm_alloc {
-    uint64_t address, handle, bytes, time_ns;
-    const char *kind, *api;
+    uint64_t address, handle;
+    VT_ALLOC_FIELDS(VT_RECORD_FIELD) /* bytes, time_ns, api (common/records.h) */
+    const char *kind;
     size_t stack;
     int thread;
     int16_t device;          /* -1 .. 4095 */
@@ -45,7 +46,7 @@ struct vm_alloc {
 };
 
 struct vm_event {
-    uint64_t time_ns, address, bytes;
+    VT_EVENT_FIELDS(VT_RECORD_FIELD) /* time_ns, address, bytes (common/records.h) */
     const char *kind;
     uint32_t stack;
     int16_t device;          /* -1 .. 4095 */
@@ -57,7 +58,7 @@ struct vm_finding {
 };
 
 struct vm_proc {
-    int pid;
+    VT_PROC_FIELDS(VT_RECORD_FIELD) /* pid (common/records.h) */
     const char *name;       /* NULL when unknown */
     uint64_t used_bytes;
     int used_known;
@@ -69,9 +70,10 @@ struct vm_oom {
     struct vm_proc *procs;   /* NULL: NVML did not say */
     size_t nprocs;
     int budget;
-    uint64_t requested, free_bytes, total_bytes, live_bytes, time_ns;
+    VT_OOM_FIELDS(VT_RECORD_FIELD) /* time_ns, requested, free_bytes, total_bytes,
+                                      live_bytes, api (common/records.h) */
     int have_info;
-    const char *api, *kind;
+    const char *kind;
     int device, thread;
     size_t stack;
     struct vm_holder *holders;
@@ -104,11 +106,9 @@ struct vm_device {
 
 struct vm_totals {
     VT_COUNTERS(VT_COUNTER_FIELD)
-    uint64_t unknown_frees;
-    uint64_t host_live_bytes, host_live_count, host_peak_bytes;
-    uint64_t imported_live_bytes, imported_live_count;   /* 0 in older dumps */
+    VT_TOTALS_COUNTERS(VT_COUNTER_FIELD) /* host_live_bytes ... missed (common/records.h);
+                                            imported_* are 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
-    uint64_t missed;         /* hooked calls passed through unrecorded */
 };
 
 struct vm_dump {

@@ -1,4 +1,5 @@
 /* reporters.c -- the format table and what the writers share. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,21 +109,23 @@ const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at
     return d->ooms[0].holders;
 }
 
-static int by_bytes(const void *a, const void *b) {
+static int by_rank(const void *a, const void *b) {
     const struct vr_combined *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    if (x->count != y->count) return x->count < y->count ? 1 : -1;
-    return strcmp(x->where, y->where);
+    return vt_rank_order(x->bytes, x->where, x->stack, y->bytes, y->where, y->stack);
 }
+
+/* a + b, held at UINT64_MAX: the sums of a hostile dump stay defined. */
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* Holders of every dump grouped by call-site label (common/labels.h, the
  * library's rule): out[g] is group g, `last` the dump that added to it
- * last, so that each dump counts once in `processes`. */
-struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n) {
+ * last, so that each dump counts once in `processes`; with `each`, a row's
+ * bytes and count per dump as well. */
+static struct vr_combined *combine(const struct vr_input *in, enum vr_moment at, int each, size_t *n) {
     struct vt_labels *groups = vt_labels_new();
     struct vr_combined *out = NULL;
     const struct vm_dump **last = NULL;
-    size_t cap = 0;
+    size_t cap = 0, k = 0;
     *n = 0;
     if (!groups) return NULL;
     for (size_t i = 0; i < in->n; i++) {
@@ -148,33 +151,48 @@ struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, siz
             if (added) {
                 *c = (struct vr_combined){.first = d, .stack = h[j].stack};
                 last[g] = NULL;
+                k = g + 1;
+                if (each && (!(c->bytes_in = calloc(in->n, sizeof *c->bytes_in)) ||
+                             !(c->count_in = calloc(in->n, sizeof *c->count_in))))
+                    goto out_of_memory;
             }
-            c->bytes += h[j].bytes;
-            c->count += h[j].count;
+            c->bytes = add_sat(c->bytes, h[j].bytes);
+            c->count = add_sat(c->count, h[j].count);
+            if (each) {
+                c->bytes_in[i] = add_sat(c->bytes_in[i], h[j].bytes);
+                c->count_in[i] = add_sat(c->count_in[i], h[j].count);
+            }
             if (last[g] != d) { c->processes++; last[g] = d; }
         }
     }
-    size_t k = vt_labels_count(groups);
-    if (!out) out = calloc(1, sizeof *out);
-    for (size_t g = 0; out && g < k; g++)
-        if (!(out[g].where = strdup(vt_label_of(groups, (uint32_t)g)))) {
-            vr_combined_free(out, g);
-            out = NULL;
-        }
+    if (!out && !(out = calloc(1, sizeof *out))) goto out_of_memory;
+    for (size_t g = 0; g < k; g++)
+        if (!(out[g].where = strdup(vt_label_of(groups, (uint32_t)g)))) goto out_of_memory;
     vt_labels_free(groups);
     free(last);
-    if (!out) return NULL;
-    qsort(out, k, sizeof *out, by_bytes);
+    qsort(out, k, sizeof *out, by_rank);
     *n = k;
     return out;
 out_of_memory:
     vt_labels_free(groups);
     free(last);
-    free(out);
+    vr_combined_free(out, k);
     return NULL;
 }
 
+struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n) {
+    return combine(in, at, 0, n);
+}
+
+struct vr_combined *vr_combine_each(const struct vr_input *in, enum vr_moment at, size_t *n) {
+    return combine(in, at, 1, n);
+}
+
 void vr_combined_free(struct vr_combined *c, size_t n) {
-    for (size_t i = 0; c && i < n; i++) free(c[i].where);
+    for (size_t i = 0; c && i < n; i++) {
+        free(c[i].where);
+        free(c[i].bytes_in);
+        free(c[i].count_in);
+    }
     free(c);
 }

@@ -50,17 +50,24 @@ const char *vr_moment_name(enum vr_moment at);
 const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at, size_t *n,
                                       int *missing);
 
-/* Call sites combined across dumps, by their "function file:line" text,
- * largest first: for several ranks or processes at once. */
+/* Call sites combined across dumps, by their call-site label
+ * (common/labels.h: the library's grouping), in common/labels.h's one
+ * order (vt_rank_order): for one dump's holders table, several ranks or
+ * processes at once, and the two sides of a diff. Sums hold at
+ * UINT64_MAX. */
 struct vr_combined {
     char *where;
     uint64_t bytes, count;
     size_t processes;           /* how many dumps hold memory there */
     const struct vm_dump *first; /* a dump and stack to show the stack from */
     size_t stack;
+    uint64_t *bytes_in, *count_in; /* vr_combine_each: per dump of the input; else NULL */
 };
 
 struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n);
+/* The same, with each row's bytes and count in each dump (bytes_in[i],
+ * count_in[i] for in->dumps[i]). */
+struct vr_combined *vr_combine_each(const struct vr_input *in, enum vr_moment at, size_t *n);
 void vr_combined_free(struct vr_combined *c, size_t n);
 
 /* "1.50 GiB" */

@@ -57,3 +57,11 @@ void vt_labels_free(struct vt_labels *l) {
     free(l->list);
     free(l);
 }
+
+int vt_rank_order(uint64_t bytes_a, const char *label_a, uint64_t id_a, uint64_t bytes_b, const char *label_b,
+                  uint64_t id_b) {
+    if (bytes_a != bytes_b) return bytes_a < bytes_b ? 1 : -1;
+    int c = strcmp(label_a ? label_a : "", label_b ? label_b : "");
+    if (c) return c < 0 ? -1 : 1;
+    return id_a < id_b ? -1 : id_a > id_b;
+}

@@ -1,4 +1,5 @@
-/* labels.h -- grouping by label: the same text, the same group.
+/* labels.h -- grouping by label: the same text, the same group; and the
+ * one order of the rows so grouped.
  *
  * Holders are grouped by call site in the library (stacks by their
  * vt_site_name) and in the CLI (holders of several dumps, the two sides of
@@ -27,5 +28,13 @@ size_t vt_labels_count(const struct vt_labels *l);
 const char *vt_label_of(const struct vt_labels *l, uint32_t g);
 
 void vt_labels_free(struct vt_labels *l);
+
+/* The one order of the rows of a holders table, the library's and the
+ * CLI's: more bytes first; on equal bytes, the labels in strcmp order;
+ * then the lower id (a stack id). Negative when row a comes first, as
+ * qsort's comparators. A label is read only on equal bytes, so a caller
+ * may pass NULL for both where the bytes differ (NULL reads as ""). */
+int vt_rank_order(uint64_t bytes_a, const char *label_a, uint64_t id_a, uint64_t bytes_b, const char *label_b,
+                  uint64_t id_b);
 
 #endif

@@ -3,10 +3,11 @@
  * Each VRAMTRACE_* variable is one row: its name, the kind of value, the
  * default, the range of a number, what it means, and the `vramtrace run`
  * flag that sets it. The library's loader (tracker/options.c), the CLI's
- * `vramtrace --help` and `vramtrace run`'s flags are all read from this
- * table, and a test checks the README's options table against it. A new
- * option is one entry in options.def, and one line in the loader where it
- * is stored. */
+ * `vramtrace --help`, `vramtrace run`'s flags and the README's options
+ * table (`vramtrace --options-markdown`, checked by a test) are all read
+ * from this table. A new option is one entry in options.def, plus, for the
+ * library to keep it, its field in struct vt_options and the row naming
+ * that field in tracker/options.c's `fields`. */
 #ifndef VT_COMMON_OPTIONS_H
 #define VT_COMMON_OPTIONS_H
 

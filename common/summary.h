@@ -109,8 +109,12 @@ struct vt_holders_text {
 };
 
 /* "PREFIXlargest holders[ at MOMENT] by call site (N call sites):" and the
- * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE"; "PREFIX  no
- * device memory is live" when there are none. */
+ * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE"; when there
+ * are none, the one line "PREFIXlargest holders[ at MOMENT] by call site:
+ * none (no device memory is live)" ("was live then" at a MOMENT). Both
+ * sides print the table at their moments whatever it holds: this function
+ * alone decides what an empty one says. The rows come in vt_rank_order
+ * (common/labels.h). */
 void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h, size_t top, vt_put_fn put);
 
 /* One live allocation of the largest-first list. */

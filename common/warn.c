@@ -7,14 +7,25 @@
 static uint64_t warnings;   /* atomic: vt_warn calls */
 static uint64_t lost;       /* atomic: vt_records_lost calls */
 
-void vt_warn(const char *fmt, ...) {
+static void say(const char *kind, const char *fmt, va_list ap) {
     if (__atomic_fetch_add(&warnings, 1, __ATOMIC_RELAXED) >= VT_WARN_MAX) return;
     char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "vramtrace: %s: %s\n", kind, line);
+}
+
+void vt_warn_as(const char *kind, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    say(kind, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "vramtrace: warning: %s\n", line);
+}
+
+void vt_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    say("warning", fmt, ap);
+    va_end(ap);
 }
 
 void vt_warn_summary(void) {

@@ -2,7 +2,8 @@
  *
  * Never take the host down: where a part of vramtrace fails it says so in
  * one line and that part stops. vt_warn prints the first VT_WARN_MAX
- * warnings of a process on stderr and counts the rest; vt_warn_summary
+ * warnings of a process on stderr (with vt_warn_as's other lines) and
+ * counts the rest; vt_warn_summary
  * says how many were held back. vt_records_lost counts what vramtrace
  * dropped for lack of memory (a record, an analysis); the dump carries the
  * count as totals.records_lost. Thread-safe. */
@@ -13,9 +14,14 @@
 
 #define VT_WARN_MAX 10
 
-/* One warning line: "vramtrace: warning: " and the formatted text (which
- * ends without a newline). Printed for the first VT_WARN_MAX calls,
- * counted after. */
+/* One line of vramtrace's own on stderr (its reports aside): "vramtrace:
+ * KIND: " and the formatted text (which ends without a newline). Every
+ * such line of the library goes through here, the warnings ("warning")
+ * and the forecast ("forecast"), and together they are capped: printed for
+ * the first VT_WARN_MAX calls, counted after. */
+void vt_warn_as(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* vt_warn_as("warning", ...). */
 void vt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* "vramtrace: N more warnings not shown" once, when any were held back;

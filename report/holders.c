@@ -1,9 +1,11 @@
 /* holders.c -- who holds the memory: the tracker's holders by stack, and
  * those merged by call site. */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/labels.h"
 #include "holders.h"
 
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
@@ -18,6 +20,17 @@ struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, si
 }
 
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) { return vt_holders_of(s, 1, n); }
+
+/* Rows by common/labels.h's one order; a row's label is made only where
+ * two rows hold equal bytes. */
+static int by_rank(const void *a, const void *b, void *ctx) {
+    const struct vt_holder *x = a, *y = b;
+    const struct vt_symbols *sym = ctx;
+    char la[512], lb[512];
+    int tie = x->bytes == y->bytes;
+    return vt_rank_order(x->bytes, tie ? vt_site_label(sym, x->stack, la, sizeof la) : NULL, x->stack, y->bytes,
+                         tie ? vt_site_label(sym, y->stack, lb, sizeof lb) : NULL, y->stack);
+}
 
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout) {
@@ -51,13 +64,9 @@ struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const 
     free(group);
     free(row);
     free(top);
-    vt_sort_holders(out, k);
+    if (k > 1) qsort_r(out, k, sizeof *out, by_rank, (void *)sym);
     *nout = k;
     return out;
-}
-
-void vt_sort_holders(struct vt_holder *h, size_t n) {
-    if (n > 1) qsort(h, n, sizeof *h, vt_holder_order);
 }
 
 static int live_by_bytes(const void *a, const void *b) {

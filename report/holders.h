@@ -27,14 +27,11 @@ struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, si
  * report's "by call site" table shows them (a Python line reached through
  * many native stacks, a function called from many places). A row's stack
  * is the stack of its largest holder (ties: the lower stack id); its label
- * is the row's. Without symbols each holder is its own row. Sorted as
- * vt_sort_holders sorts. Returns a malloc'd array and its length in *nout;
+ * is the row's. Without symbols each holder is its own row. Sorted by
+ * common/labels.h's vt_rank_order, as the CLI sorts its rows. Returns a malloc'd array and its length in *nout;
  * NULL when n is 0 or memory ran out. */
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout);
-
-/* Sort holders largest first (ties: more allocations, then lower stack). */
-void vt_sort_holders(struct vt_holder *h, size_t n);
 
 /* Sort the snapshot's live allocations largest first, in place (ties: older
  * first). */

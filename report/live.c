@@ -163,7 +163,8 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
-    /* The warning goes to stderr, unless the reports go to a file: a
+    /* Once per process, the forecast's line goes to stderr through the
+     * capped warning (vt_warn_as), unless the reports go to a file: a
      * program whose reports are sent away keeps its stderr its own (the
      * forecast is in the dump, top and the metrics either way). */
     int to_file = strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0;
@@ -171,7 +172,7 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        fprintf(stderr, "vramtrace: forecast: %s\n", line);
+        vt_warn_as("forecast", "%s", line);
         vt_sigpipe_release(&held);
     }
 }

@@ -28,8 +28,12 @@ static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     vt_site_label(v->sym, h->stack, r->site, sizeof r->site);
 }
 
+/* Percentages of what the rows hold together, as `vramtrace report` takes
+ * them from the dump's holders. */
 static void holders_table(FILE *f, const struct view *v, int top) {
-    struct vt_holders_text h = {.n = v->an->nby_site, .total = v->s->totals.live_bytes, .row = holder_row, .ctx = v};
+    uint64_t total = 0;
+    for (size_t i = 0; i < v->an->nby_site; i++) total += v->an->by_site[i].bytes;
+    struct vt_holders_text h = {.n = v->an->nby_site, .total = total, .row = holder_row, .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, NULL);
 }
 
@@ -148,7 +152,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     struct view v = {s, sym, an};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
-    if (t->live_count) holders_table(f, &v, top);
+    holders_table(f, &v, top);
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);

@@ -1,6 +1,7 @@
 /* options.c -- reading the settings table's VRAMTRACE_* variables into vt_opt. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,55 +189,100 @@ static const char *choice_list(const struct vt_option_desc *d, char *buf, size_t
     return buf;
 }
 
+/* Where the loader keeps each option of the table in vt_opt: the field's
+ * offset and size (a VT_OPT_NUMBER goes into an int or a long as the size
+ * says), and for a VT_OPT_TEXT option the value that stands in for one too
+ * long for its field, with the words that say what that does. An option
+ * without a field here (size 0) is read elsewhere: VRAMTRACE_MARK by
+ * mark_loaded, PYTORCH_CUDA_ALLOC_CONF by vramtrace run alone. */
+struct field {
+    size_t at, size;
+    const char *too_long, *instead;
+};
+#define VT_FIELD(member) offsetof(struct vt_options, member), sizeof vt_opt.member
+static const struct field fields[VT_O_COUNT] = {
+    [VT_O_OUT] = {VT_FIELD(out), "off", "writing no dump"},
+    [VT_O_REPORT] = {VT_FIELD(report), "stderr", "reporting on stderr"},
+    [VT_O_DEPTH] = {VT_FIELD(depth), NULL, NULL},
+    [VT_O_EVENTS] = {VT_FIELD(events), NULL, NULL},
+    [VT_O_TOP] = {VT_FIELD(top), NULL, NULL},
+    [VT_O_LIMIT] = {VT_FIELD(limit), NULL, NULL},
+    [VT_O_PYTHON] = {VT_FIELD(python), NULL, NULL},
+    [VT_O_UNWIND] = {VT_FIELD(unwind), NULL, NULL},
+    [VT_O_LEAK_CHECK] = {VT_FIELD(leak_check), NULL, NULL},
+    [VT_O_EXITCODE] = {VT_FIELD(exitcode), NULL, NULL},
+    [VT_O_SUPPRESSIONS] = {VT_FIELD(suppressions), "", "checking without suppressions"},
+    [VT_O_SIGNAL] = {VT_FIELD(signal), NULL, NULL},
+    [VT_O_LIVE] = {VT_FIELD(live), NULL, NULL},
+    [VT_O_FORECAST] = {VT_FIELD(forecast), NULL, NULL},
+    [VT_O_APP] = {VT_FIELD(app), "", "using the default rule for call sites"},
+    [VT_O_LIBRARY] = {VT_FIELD(library), "", "using the default library paths"},
+};
+#undef VT_FIELD
+
+/* A VT_OPT_SIZE option: its bytes, or 0 (none) after a warning. */
+static uint64_t load_size(enum vt_option_id id) {
+    const struct vt_option_desc *d = &vt_option_table[id];
+    const char *v = env_get(d->name);
+    uint64_t out = 0;
+    if (v && !vt_option_valid(d, v))
+        warn("vramtrace: warning: %s=%s is not a size (512M, 24G, bytes)%s; running without a budget\n", d->name,
+             v, "");
+    else if (v)
+        vt_parse_size(v, &out);
+    return out;
+}
+
+/* A VT_OPT_CHOICE option: the place of its value among the table's words
+ * (VT_UNWIND_* are VRAMTRACE_UNWIND's in their order), or of the default
+ * after a warning. */
+static int load_choice(enum vt_option_id id) {
+    const struct vt_option_desc *d = &vt_option_table[id];
+    const char *v = env_get(d->name);
+    if (v && choice_index(d, v) >= 0) return choice_index(d, v);
+    if (v) {
+        char words[96], line[512];
+        snprintf(line, sizeof line, "vramtrace: warning: %s=%.300s is not %s; using the %s\n", d->name, v,
+                 choice_list(d, words, sizeof words), d->def);
+        warn("%s%s%s", line, "", "");
+    }
+    return choice_index(d, d->def);
+}
+
+/* A VT_OPT_SIGNAL option: its signal, or the default's after a warning. */
+static int load_signal(enum vt_option_id id) {
+    const struct vt_option_desc *d = &vt_option_table[id];
+    const char *v = env_get(d->name);
+    int n = v ? vt_parse_signal(v) : -1;
+    if (v && n < 0)
+        warn("vramtrace: warning: %s=%s is not a signal vramtrace can use; keeping %s\n", d->name, v, d->def);
+    return n >= 0 ? n : vt_parse_signal(d->def);
+}
+
+/* Every option of the table with a field, in the table's order, by its
+ * type's reader. */
 void vt_options_load(const struct vt_options_env *e) {
     kept_env = e;
     if (!e || !e->kept) mark_loaded(getenv("VRAMTRACE_MARK"));
-    load_string(VT_O_OUT, "off", "writing no dump", vt_opt.out, sizeof vt_opt.out);
-    load_string(VT_O_REPORT, "stderr", "reporting on stderr", vt_opt.report, sizeof vt_opt.report);
-    vt_opt.depth = (int)load_number(VT_O_DEPTH);
-    vt_opt.events = load_number(VT_O_EVENTS);
-    vt_opt.top = (int)load_number(VT_O_TOP);
-    vt_opt.python = (int)load_number(VT_O_PYTHON);
-    vt_opt.leak_check = (int)load_number(VT_O_LEAK_CHECK);
-    vt_opt.exitcode = (int)load_number(VT_O_EXITCODE);
-    vt_opt.live = (int)load_number(VT_O_LIVE);
-    vt_opt.forecast = load_number(VT_O_FORECAST);
-    load_string(VT_O_SUPPRESSIONS, "", "checking without suppressions", vt_opt.suppressions,
-                sizeof vt_opt.suppressions);
-    load_string(VT_O_APP, "", "using the default rule for call sites", vt_opt.app, sizeof vt_opt.app);
-    load_string(VT_O_LIBRARY, "", "using the default library paths", vt_opt.library, sizeof vt_opt.library);
+    for (int i = 0; i < VT_O_COUNT; i++) {
+        const struct field *fl = &fields[i];
+        char *at = (char *)&vt_opt + fl->at;
+        if (fl->size == 0) continue;
+        switch (vt_option_table[i].type) {
+        case VT_OPT_TEXT: load_string(i, fl->too_long, fl->instead, at, fl->size); break;
+        case VT_OPT_NUMBER: {
+            long n = load_number(i);
+            if (fl->size == sizeof(int)) *(int *)(void *)at = (int)n;
+            else *(long *)(void *)at = n;
+            break;
+        }
+        case VT_OPT_SIZE: *(uint64_t *)(void *)at = load_size(i); break;
+        case VT_OPT_CHOICE: *(int *)(void *)at = load_choice(i); break;
+        case VT_OPT_SIGNAL: *(int *)(void *)at = load_signal(i); break;
+        case VT_OPT_FOREIGN: break;
+        }
+    }
     vt_callsite_configure(vt_opt.app, vt_opt.library);
-    const struct vt_option_desc *lo = &vt_option_table[VT_O_LIMIT];
-    const char *lim = env_get(lo->name);
-    vt_opt.limit = 0;
-    if (lim && !vt_option_valid(lo, lim)) {
-        warn("vramtrace: warning: %s=%s is not a size (512M, 24G, bytes)%s; running without a budget\n", lo->name,
-             lim, "");
-    } else if (lim) {
-        vt_parse_size(lim, &vt_opt.limit);
-    }
-    /* VT_UNWIND_* are the table's choices in their order. */
-    const struct vt_option_desc *uo = &vt_option_table[VT_O_UNWIND];
-    const char *uw = env_get(uo->name);
-    vt_opt.unwind = choice_index(uo, uo->def);
-    if (uw && choice_index(uo, uw) >= 0) {
-        vt_opt.unwind = choice_index(uo, uw);
-    } else if (uw) {
-        char words[96], line[512];
-        snprintf(line, sizeof line, "vramtrace: warning: %s=%.300s is not %s; using the %s\n", uo->name, uw,
-                 choice_list(uo, words, sizeof words), uo->def);
-        warn("%s%s%s", line, "", "");
-    }
-    const struct vt_option_desc *so = &vt_option_table[VT_O_SIGNAL];
-    const char *sig = env_get(so->name);
-    vt_opt.signal = vt_parse_signal(so->def);
-    if (sig) {
-        int n = vt_parse_signal(sig);
-        if (n < 0)
-            warn("vramtrace: warning: %s=%s is not a signal vramtrace can use; keeping %s\n", so->name, sig, so->def);
-        else
-            vt_opt.signal = n;
-    }
 
     int kept = e && e->kept;
     char **vars = kept ? (char **)e->vars : environ;

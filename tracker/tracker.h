@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../common/counters.h"
+#include "../common/records.h"
 
 #define VT_MAX_DEVICES 64
 #define VT_MAX_FRAMES 256   /* native and Python frames kept per stack */
@@ -60,9 +61,7 @@ int vt_kind_space(int kind);
 struct vt_alloc {
     uint64_t address;   /* device/host address, or the VMM handle */
     uint64_t mapped;    /* VMM: the address last mapped to the handle, or 0 */
-    uint64_t bytes;
-    uint64_t time_ns;
-    const char *api;
+    VT_ALLOC_FIELDS(VT_RECORD_FIELD) /* bytes, time_ns, api (common/records.h) */
     uint32_t stack;
     int32_t thread;
     int16_t device;
@@ -70,9 +69,7 @@ struct vt_alloc {
 };
 
 struct vt_event {
-    uint64_t time_ns;
-    uint64_t address;
-    uint64_t bytes;
+    VT_EVENT_FIELDS(VT_RECORD_FIELD) /* time_ns, address, bytes (common/records.h) */
     uint32_t stack;
     int16_t device;
     uint8_t type;
@@ -82,13 +79,12 @@ struct vt_event {
 /* Bytes and allocations one call site (stack) holds. */
 struct vt_holder {
     uint32_t stack;
-    uint64_t bytes;
-    uint64_t count;
+    VT_HOLDER_FIELDS(VT_RECORD_FIELD) /* bytes, count (common/records.h) */
 };
 
 /* Another process on the same GPU, as NVML saw it at an OOM. */
 struct vt_proc {
-    int32_t pid;
+    VT_PROC_FIELDS(VT_RECORD_FIELD) /* pid (common/records.h) */
     uint64_t used_bytes;     /* UINT64_MAX when NVML could not say */
     char name[48];           /* from /proc; "" when not readable */
 };
@@ -108,12 +104,8 @@ struct vt_oom {
                                         failure, largest first (first 64
                                         OOMs only; owned by the tracker) */
     uint32_t nholders;
-    uint64_t time_ns;
-    uint64_t requested;
-    uint64_t free_bytes;   /* cuMemGetInfo at the failure; 0 if unknown */
-    uint64_t total_bytes;
-    uint64_t live_bytes;   /* tracked live bytes on that device then */
-    const char *api;
+    VT_OOM_FIELDS(VT_RECORD_FIELD) /* time_ns, requested, free_bytes, total_bytes,
+                                      live_bytes, api (common/records.h) */
     uint32_t stack;
     int32_t thread;
     int16_t device;
@@ -133,15 +125,7 @@ struct vt_device {
 
 struct vt_totals {
     VT_COUNTERS(VT_COUNTER_FIELD)  /* the same of every device: device memory only */
-    uint64_t host_live_bytes;  /* pinned host memory */
-    uint64_t host_live_count;
-    uint64_t host_peak_bytes;
-    uint64_t imported_live_bytes; /* opened through IPC */
-    uint64_t imported_live_count;
-    uint64_t unknown_frees;    /* frees of pointers never seen */
-    uint64_t missed;           /* hooked calls passed through unrecorded:
-                                  made from a signal handler that
-                                  interrupted vramtrace's own code */
+    VT_TOTALS_COUNTERS(VT_COUNTER_FIELD) /* host_live_bytes ... missed (common/records.h) */
 };
 
 struct vt_stack {

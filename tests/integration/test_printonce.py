@@ -40,6 +40,26 @@ def without_stacks(lines):
     return [l for l in lines if not re.match(r"^      (#\d+ |\(no stack\))", l)]
 
 
+def cuda_line(func):
+    """`func`'s cudaMalloc line in tests/progs/t_inproc.c: its call site's
+    label is "FUNC tests/progs/t_inproc.c:LINE"."""
+    with open(os.path.join(ROOT, "tests", "progs", "t_inproc.c")) as f:
+        lines = f.read().split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith(f"static void {func}("))
+    return 1 + next(i for i in range(start, len(lines)) if "cudaMalloc(" in lines[i])
+
+
+def report_lines(d, *args):
+    """`vramtrace report` of dump d, its lines."""
+    with workdir("vt-printonce-") as work:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        p = subprocess.run([CLI, "report", path, *args], capture_output=True, text=True)
+    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
+    return p.stdout.split("\n")
+
+
 @test
 def printonce_report_of_a_dump_prints_the_library_sections():
     # Three call sites of distinct sizes, two of them growing, and a
@@ -52,13 +72,7 @@ def printonce_report_of_a_dump_prints_the_library_sections():
     eq(d["reason"], "exit", "the exit dump")
     oom = library_part(r.err, "vramtrace: out of memory in pid", "vramtrace: what the numbers say")
     exit_ = library_part(r.err, "vramtrace: exit in pid", "vramtrace: dump: ")
-    with workdir("vt-printonce-") as work:
-        path = os.path.join(work, "exit.json")
-        with open(path, "w") as f:
-            json.dump(d, f)
-        p = subprocess.run([CLI, "report", path, "--top", "6"], capture_output=True, text=True)
-    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
-    cli = p.stdout.split("\n")
+    cli = report_lines(d, "--top", "6")
 
     holders = section(oom, "largest holders by call site")
     eq(len(holders), 4, "the post-mortem's heading and three call sites")
@@ -86,3 +100,43 @@ def printonce_report_of_a_dump_prints_the_library_sections():
     growing = section(exit_, "growing call site")
     eq(len(growing), 2, "the heading and one growing call site")
     eq(section(cli, "growing call site"), growing, "the growing sites: the exit summary's and vramtrace report's")
+
+
+@test
+def printonce_equal_bytes_in_one_order():
+    # Three call sites of 4 MiB each: other_alloc first (the lowest stack),
+    # grow_step with one allocation as other_alloc, site_alloc with four.
+    # Both sides order equal bytes by the label, whatever the stacks' ids
+    # or the counts.
+    r = run([PROG, "other", "4", "grow", "1", "routes", "4", "fail", "100000"], env={"VRAMTRACE_TOP": "6"})
+    eq((r.rc, r.out), (0, "done\n"), "t_inproc runs as without vramtrace")
+    src = "tests/progs/t_inproc.c"
+    want = ["largest holders by call site (3 call sites):",
+            f"    4.00 MiB  33.3%      1 alloc   grow_step {src}:{cuda_line('grow_step')}",
+            f"    4.00 MiB  33.3%      1 alloc   other_alloc {src}:{cuda_line('other_alloc')}",
+            f"    4.00 MiB  33.3%      4 allocs  site_alloc {src}:{cuda_line('site_alloc')}"]
+    oom = library_part(r.err, "vramtrace: out of memory in pid", "vramtrace: what the numbers say")
+    exit_ = library_part(r.err, "vramtrace: exit in pid", "vramtrace: dump: ")
+    eq(section(oom, "largest holders by call site"), want, "the post-mortem's holders, in the one order")
+    eq(section(exit_, "largest holders by call site"), want, "the exit summary's holders, in the one order")
+    cli = report_lines(r.dump, "--top", "6")
+    eq(without_stacks(section(cli, "largest holders by call site")), want, "vramtrace report's holders")
+
+
+@test
+def printonce_nothing_live_says_so_on_both_sides():
+    # One failed request and nothing else: no device memory is live at the
+    # failure or at exit, and each table says so in the same line.
+    r = run([PROG, "fail", "100000"])
+    eq((r.rc, r.out), (0, "done\n"), "t_inproc runs as without vramtrace")
+    want = ["largest holders by call site: none (no device memory is live)"]
+    oom = library_part(r.err, "vramtrace: out of memory in pid", "vramtrace: what the numbers say")
+    exit_ = library_part(r.err, "vramtrace: exit in pid", "vramtrace: dump: ")
+    eq([l for l in oom if l.startswith("largest holders")], want, "the post-mortem's holders")
+    eq([l for l in exit_ if l.startswith("largest holders")], want, "the exit summary's holders")
+    cli = report_lines(r.dump)
+    eq([l for l in cli if "holders" in l or "no device memory" in l], want, "vramtrace report's holders")
+    peak = report_lines(r.dump, "--at", "peak")
+    eq([l for l in peak if "holders" in l or "no device memory" in l],
+       ["largest holders at peak by call site: none (no device memory was live then)"],
+       "vramtrace report --at peak")

@@ -64,6 +64,34 @@ static void test_a_summary_with_nothing_held_back_keeps_warning(void) {
     free(out);
 }
 
+static void a_forecast_among_warnings(void) {
+    vt_warn_as("forecast", "at +%d MiB a minute", 8);
+    for (int i = 0; i < VT_WARN_MAX - 1; i++) vt_warn("number %d", i);
+    vt_warn_as("forecast", "held back");
+    vt_warn_summary();
+}
+
+/* The forecast's line is one of the capped lines, with its own word. */
+static void test_a_forecast_is_a_capped_line_of_its_kind(void) {
+    vt_warn_reset_child();
+    char *out = stderr_of(a_forecast_among_warnings);
+    CHECK_STR(out, "vramtrace: forecast: at +8 MiB a minute\nvramtrace: warning: number 0\n"
+                   "vramtrace: warning: number 1\nvramtrace: warning: number 2\nvramtrace: warning: number 3\n"
+                   "vramtrace: warning: number 4\nvramtrace: warning: number 5\nvramtrace: warning: number 6\n"
+                   "vramtrace: warning: number 7\nvramtrace: warning: number 8\nvramtrace: 1 more warning not shown\n");
+    free(out);
+}
+
+/* The one order of holder rows: bytes, then label, then id. */
+static void test_rank_order(void) {
+    CHECK(vt_rank_order(2, "b", 9, 1, "a", 0) < 0);
+    CHECK(vt_rank_order(1, NULL, 0, 2, NULL, 0) > 0);
+    CHECK(vt_rank_order(2, "a", 9, 2, "b", 0) < 0);
+    CHECK(vt_rank_order(2, "b", 0, 2, "a", 9) > 0);
+    CHECK(vt_rank_order(2, "a", 1, 2, "a", 2) < 0);
+    CHECK_EQ(vt_rank_order(2, "a", 1, 2, "a", 1), 0);
+}
+
 static void lose_two(void) {
     vt_records_lost("a record");
     vt_records_lost("the holder table");
@@ -353,6 +381,8 @@ static void test_option_warnings_are_capped(void) {
 int main(void) {
     test_warnings_are_capped_then_counted();
     test_a_summary_with_nothing_held_back_keeps_warning();
+    test_a_forecast_is_a_capped_line_of_its_kind();
+    test_rank_order();
     test_records_lost_are_counted_warned_and_dumped();
     test_call_site_rule_and_label();
     test_user_line_rule();

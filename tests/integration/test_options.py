@@ -1,0 +1,41 @@
+"""The options table's loader: a value out of an option's range is refused
+as the table says, one option of each type, with the exact warning and
+the default (or the documented stand-in) in force."""
+from run_tests import *
+
+
+def warnings_of(r):
+    return [l for l in r.err.splitlines() if "warning" in l]
+
+
+@test
+def options_out_of_range_each_type_warns_and_keeps_the_default():
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    a = run(prog, preload=False)
+    # A number past its range (1 to 255) keeps the default: the leak check's
+    # status is 23.
+    r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_EXITCODE": "256"})
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_EXITCODE=256 is not a whole number from 1 to 255; "
+                        "keeping the default"], "number")
+    eq((r.out, r.rc), (a.out, 23), "number: the default exit status")
+    # A size must be above 0: none, so nothing is refused.
+    r = run(prog, report="off", env={"VRAMTRACE_LIMIT": "0"})
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_LIMIT=0 is not a size (512M, 24G, bytes); "
+                        "running without a budget"], "size")
+    eq((r.out, r.rc, r.dump["totals"]["failed_count"]), (a.out, a.rc, 0), "size: no budget")
+    # A signal vramtrace cannot take keeps USR2.
+    r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": "KILL"})
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_SIGNAL=KILL is not a signal vramtrace can use; "
+                        "keeping USR2"], "signal")
+    eq((r.out, r.rc), (a.out, a.rc), "signal: the program is unaffected")
+    # A word not among the choices (they are case-sensitive) keeps the walker.
+    r = run(prog, report="off", env={"VRAMTRACE_UNWIND": "Walker"})
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_UNWIND=Walker is not walker, libunwind or check; "
+                        "using the walker"], "choice")
+    eq((r.out, r.rc), (a.out, a.rc), "choice: the program is unaffected")
+    # A path longer than its field (8191 characters) writes no dump rather
+    # than one at another path.
+    r = run(prog, report="off", env={"VRAMTRACE_OUT": "d" * 8192})
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_OUT is longer than 8191 characters; writing no dump"],
+       "text")
+    eq((r.out, r.rc, len(r.dumps)), (a.out, a.rc, 0), "text: no dump")
