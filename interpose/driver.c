@@ -351,12 +351,13 @@ static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f,
  * descriptor says. */
 static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size_t d, CUarray_format f,
                             unsigned ch, unsigned levels) {
-    static CUresult (*req)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUarray, CUdevice);
-    static CUresult (*mreq)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUmipmappedArray, CUdevice);
-    static CUresult (*get_dev)(CUdevice *);
-    if (!get_dev) *(void **)&get_dev = vt_driver_fn("cuCtxGetDevice");
-    if (!req) *(void **)&req = vt_driver_fn("cuArrayGetMemoryRequirements");
-    if (!mreq) *(void **)&mreq = vt_driver_fn("cuMipmappedArrayGetMemoryRequirements");
+    static void *kept[3];
+    CUresult (*req)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUarray, CUdevice);
+    CUresult (*mreq)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUmipmappedArray, CUdevice);
+    CUresult (*get_dev)(CUdevice *);
+    *(void **)&get_dev = vt_driver_fn_kept(&kept[0], "cuCtxGetDevice");
+    *(void **)&req = vt_driver_fn_kept(&kept[1], "cuArrayGetMemoryRequirements");
+    *(void **)&mreq = vt_driver_fn_kept(&kept[2], "cuMipmappedArrayGetMemoryRequirements");
     CUDA_ARRAY_MEMORY_REQUIREMENTS r;
     CUdevice dev = 0;
     if (array && get_dev) get_dev(&dev);
@@ -403,8 +404,9 @@ VT_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
 
 /* The size of an opened IPC mapping, from the driver. */
 static uint64_t mapping_bytes(CUdeviceptr p) {
-    static CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
-    if (!range) *(void **)&range = vt_driver_fn("cuMemGetAddressRange_v2");
+    static void *kept;
+    CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr);
+    *(void **)&range = vt_driver_fn_kept(&kept, "cuMemGetAddressRange_v2");
     CUdeviceptr base = 0;
     size_t size = 0;
     if (range && range(&base, &size, p) == CUDA_SUCCESS) return size;

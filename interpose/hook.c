@@ -39,8 +39,9 @@ static void init_python(void) {
 
 /* The device of the calling thread's current context, or 0. */
 static int current_device(void) {
-    static CUresult (*get)(CUdevice *);
-    if (!get) *(void **)&get = vt_driver_fn("cuCtxGetDevice");
+    static void *kept;
+    CUresult (*get)(CUdevice *);
+    *(void **)&get = vt_driver_fn_kept(&kept, "cuCtxGetDevice");
     CUdevice d = 0;
     if (get && get(&d) == CUDA_SUCCESS && d >= 0 && d < VT_MAX_DEVICES) return d;
     return 0;
@@ -141,8 +142,9 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         o.free_bytes = live < vt_opt.limit ? vt_opt.limit - live : 0;
         o.have_info = 1;
     } else if (!vt_kind_is_host(kind)) {
-        static CUresult (*get_info)(size_t *, size_t *);
-        if (!get_info) *(void **)&get_info = vt_driver_fn("cuMemGetInfo_v2");
+        static void *kept;
+        CUresult (*get_info)(size_t *, size_t *);
+        *(void **)&get_info = vt_driver_fn_kept(&kept, "cuMemGetInfo_v2");
         size_t f = 0, t = 0;
         if (get_info && get_info(&f, &t) == CUDA_SUCCESS) {
             o.free_bytes = f;

@@ -41,6 +41,17 @@ static inline void *vt_real(int id) {
  * ...), looked up in the loaded driver; NULL when there is none. */
 void *vt_driver_fn(const char *name);
 
+/* vt_driver_fn(name) kept in *slot: the first caller resolves it, every
+ * thread after reads it (any thread may be first). */
+static inline void *vt_driver_fn_kept(void **slot, const char *name) {
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = vt_driver_fn(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
 /* A symbol from the process's global scope (dlsym on RTLD_DEFAULT through
  * the real dlsym), for the interpreter's symbols. */
 void *vt_global_symbol(const char *name);
