@@ -189,35 +189,22 @@ static void views(FILE *f, size_t index) {
 static void compared(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
     char a[32];
     size_t n;
-    struct vr_combined *c = vr_combine(in, o->at, &n);
-    struct vt_labels *l = vt_labels_new();
-    uint64_t *bytes = calloc(n * in->n + 1, sizeof *bytes);
-    for (size_t i = 0; l && i < n; i++) vt_label_group(l, c[i].where, NULL);
-    for (size_t k = 0; l && bytes && k < in->n; k++) {
-        size_t nh;
-        int missing;
-        const struct vm_holder *h = vr_holders_at(&in->dumps[k], o->at, &nh, &missing);
-        for (size_t j = 0; j < nh; j++) {
-            char where[1024];
-            uint32_t g = vt_label_group(l, vm_site_label(&in->dumps[k], h[j].stack, where, sizeof where), NULL);
-            if (g < n) bytes[g * in->n + k] += h[j].bytes;
-        }
-    }
+    struct vr_combined *c = vr_combine_each(in, o->at, &n);
     fprintf(f, "<h3>holders at %s compared across ranks</h3>\n<table class=\"sortable compared\"><thead><tr>"
                "<th>call site</th><th>all</th>", vr_moment_name(o->at));
     for (size_t k = 0; k < in->n; k++) fprintf(f, "<th>rank %d</th>", in->dumps[k].rank);
     fputs("</tr></thead><tbody>\n", f);
-    for (size_t i = 0; bytes && i < n; i++) {
+    for (size_t i = 0; c && i < n; i++) {
         fputs("<tr><td>", f);
         vh_text(f, c[i].where);
         fprintf(f, "</td><td class=n data-v=\"%" PRIu64 "\">%s</td>", c[i].bytes, B(c[i].bytes, a));
-        for (size_t k = 0; k < in->n; k++)
-            fprintf(f, "<td class=n data-v=\"%" PRIu64 "\">%s</td>", bytes[i * in->n + k], B(bytes[i * in->n + k], a));
+        for (size_t k = 0; k < in->n; k++) {
+            uint64_t b = c[i].bytes_in ? c[i].bytes_in[k] : 0;
+            fprintf(f, "<td class=n data-v=\"%" PRIu64 "\">%s</td>", b, B(b, a));
+        }
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    free(bytes);
-    vt_labels_free(l);
     vr_combined_free(c, n);
 }
 

@@ -77,25 +77,20 @@ static void pk_str(struct pk *p, const char *s) {
     fwrite(s, 1, n, p->f);
 }
 
-static void memo_get(struct pk *p, uint32_t i) {
+/* A memo opcode on slot i: the one-byte form below 256, else the long one
+ * (BINGET/LONG_BINGET, BINPUT/LONG_BINPUT). */
+static void memo_op(struct pk *p, unsigned char short_op, unsigned char long_op, uint32_t i) {
     if (i < 256) {
-        op(p, 'h'); /* BINGET */
+        op(p, short_op);
         op(p, (unsigned char)i);
     } else {
-        op(p, 'j'); /* LONG_BINGET */
+        op(p, long_op);
         u32le(p, i);
     }
 }
 
-static void memo_put_at(struct pk *p, uint32_t i) {
-    if (i < 256) {
-        op(p, 'q'); /* BINPUT */
-        op(p, (unsigned char)i);
-    } else {
-        op(p, 'r'); /* LONG_BINPUT */
-        u32le(p, i);
-    }
-}
+static void memo_get(struct pk *p, uint32_t i) { memo_op(p, 'h', 'j', i); }
+static void memo_put_at(struct pk *p, uint32_t i) { memo_op(p, 'q', 'r', i); }
 
 static void memo_put(struct pk *p) { memo_put_at(p, p->memo_next++); }
 
