@@ -919,8 +919,13 @@ def unloaded_code_leaves_no_unwind_rules():
     (libunwind 1.6's own fast-trace cache does keep them, and names a wrong
     caller here; vramtrace's dlclose door drops its rules.)"""
     p1, p2 = os.path.join(T, "libt_plug1.so"), os.path.join(T, "libt_plug2.so")
-    r = run([os.path.join(T, "t_replug"), p1, p2], report="off")
-    eq(r.rc, 0, "status")
+    # The kernel puts plugin 2 in plugin 1's hole unless another mapping
+    # took it first (a helper thread's malloc arena): no live publisher, and
+    # a few tries for the placement the check needs.
+    for _ in range(5):
+        r = run([os.path.join(T, "t_replug"), p1, p2], report="off", env={"VRAMTRACE_LIVE": "0"})
+        eq(r.rc, 0, "status")
+        if "plugin 2: 0 (where plugin 1 was)" in r.out: break
     ok("plugin 2: 0 (where plugin 1 was)" in r.out, f"plugin 2 reused plugin 1's addresses: {r.out!r}")
     d = r.dump
     got = sorted((a["bytes"], [f["function"] for f in frames(d, a["stack"])][:3]) for a in d["live"])
