@@ -1,4 +1,5 @@
 /* demangle.c -- C++ names in a dump read as people write them (demangle.h). */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,8 +7,23 @@
 
 /* libstdc++'s demangler (extern "C" in <cxxabi.h>): the one the library
  * itself asks in a process that has a C++ runtime, so a name reads the same
- * whether the process or the CLI demangled it. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+ * whether the process or the CLI demangled it. libstdc++ is loaded at the
+ * first mangled name, not linked: most dumps have none, and the runtime
+ * (with libm and libgcc_s) would add over a megabyte to every report's
+ * resident memory. NULL when it cannot be loaded: names stay mangled. */
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
+
+static demangle_fn *demangler(void) {
+    static demangle_fn *fn;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        void *sym = h ? dlsym(h, "__cxa_demangle") : NULL;
+        memcpy(&fn, &sym, sizeof fn);
+    }
+    return fn;
+}
 
 #define DEMANGLE_MAX 16384 /* longer names are left as they are */
 
@@ -15,11 +31,11 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
  * malloc'd memory, or NULL when name is not one. Only "_Z" names are tried:
  * given a plain word the demangler reads it as a type ("i" is "int"). */
 char *vm_demangle(const char *name, size_t len) {
-    if (len < 3 || len > DEMANGLE_MAX || name[0] != '_' || name[1] != 'Z') return NULL;
+    if (len < 3 || len > DEMANGLE_MAX || name[0] != '_' || name[1] != 'Z' || !demangler()) return NULL;
     char *tmp = strndup(name, len);
     if (!tmp) return NULL;
     int status = -1;
-    char *out = __cxa_demangle(tmp, NULL, NULL, &status);
+    char *out = demangler()(tmp, NULL, NULL, &status);
     free(tmp);
     if (status != 0) { free(out); return NULL; }
     return out;

@@ -76,8 +76,9 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
                 put(&buf, &len, &cap, label, 0);
                 put(&buf, &len, &cap, ";", 1);
             }
+            const struct vt_frame *const *fr = vm_stack_frames(d, h[j].stack);
             for (size_t k = s->nframes; k-- > 0;) {
-                put(&buf, &len, &cap, vm_frame_label(s->frames[k], label, sizeof label), 0);
+                put(&buf, &len, &cap, vm_frame_label(fr[k], label, sizeof label), 0);
                 if (k) put(&buf, &len, &cap, ";", 1);
             }
             if (s->nframes == 0) put(&buf, &len, &cap, "(no stack)", 0);

@@ -20,8 +20,9 @@ static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_nul
 static json_t *frames(const struct vm_dump *d, size_t stack) {
     json_t *a = json_array();
     const struct vm_stack *s = &d->stacks[stack];
+    const struct vt_frame *const *fr = vm_stack_frames(d, stack);
     for (size_t i = 0; i < s->nframes; i++) {
-        const struct vt_frame *f = s->frames[i];
+        const struct vt_frame *f = fr[i];
         json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function",
                                            str_or_null(f->function), "file", str_or_null(f->file),
                                            "line", (json_int_t)f->line, "module", str_or_null(f->module),

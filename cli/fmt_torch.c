@@ -230,7 +230,8 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     }
     const struct vm_stack *s = &d->stacks[stack];
     list_begin(p);
-    for (size_t i = 0; i < s->nframes; i++) frame(p, s->frames[i]);
+    const struct vt_frame *const *fr = vm_stack_frames(d, stack);
+    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i]);
     list_end(p);
     p->stack_memo[stack] = p->memo_next;
     memo_put(p);
@@ -369,9 +370,9 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         const struct vm_event *e = &d->events[i];
         if (e->device < 0) continue;
         if (e->type == 'o') { x->ev_ok[i] = 1; continue; }
-        if (addressed_kind(e->kind)) {
+        if (addressed_kind(vm_event_kind(d, e))) {
             x->ev_addr[i] = e->address;
-        } else if (strcmp(e->kind, "vmm") == 0) {
+        } else if (strcmp(vm_event_kind(d, e), "vmm") == 0) {
             if (seg_find(vmm_freed, e->device, e->address)) continue;
             if (e->type == 'f') {
                 if (seg_add(&vmm_freed, e->device, e->address) != 0) goto oom;

@@ -267,25 +267,16 @@ static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struc
     json_t *fr = field(c, s, "frames", JSON_ARRAY, "stack");
     char name[64];
     if (!fr) return;
-    struct vt_frame *own = objects(c, fr, sizeof *own, &st->nframes,
-                                   inner_name(name, sizeof name, "stacks", i, "frames"), &frames);
+    size_t n;
+    struct vt_frame *own = objects(c, fr, sizeof *own, &n, inner_name(name, sizeof name, "stacks", i, "frames"),
+                                   &frames);
     if (!own) return;
     /* The traced process's choice when the dump has it (its own
      * VRAMTRACE_APP and VRAMTRACE_LIBRARY), else the rule's. */
-    st->site = vt_site_index(own, st->nframes);
-    st->through = vt_site_through(own, st->nframes, st->site);
-    /* The frames' pointers and the frames in one block, freed as one. */
-    const struct vt_frame **ptrs = malloc(st->nframes * (sizeof *ptrs + sizeof *own) + 1);
-    if (ptrs) {
-        struct vt_frame *copy = (struct vt_frame *)(ptrs + st->nframes);
-        memcpy(copy, own, st->nframes * sizeof *own);
-        for (size_t j = 0; j < st->nframes; j++) ptrs[j] = &copy[j];
-    } else {
-        st->nframes = 0;
-        fail(c, "out of memory");
-    }
+    st->site = vt_site_index(own, n);
+    st->through = vt_site_through(own, n, st->site);
+    if (!c->failed && vm_tree_add(w->d, st, own, n) != 0) fail(c, "out of memory");
     free(own);
-    st->frames = ptrs;
     json_t *site = json_object_get(s, "site"), *through = json_object_get(s, "through");
     if (json_is_integer(site) && json_integer_value(site) >= 0 && (size_t)json_integer_value(site) < st->nframes) {
         st->site = (int)json_integer_value(site);
@@ -297,7 +288,7 @@ static void stack_of(struct ctx *c, json_t *s, void *elem, size_t i, const struc
 }
 
 static void load_stacks(struct ctx *c, json_t *root, struct vm_dump *d) {
-    static const struct walk stacks = {NULL, 0, "stack", stack_of, NULL, 0};
+    const struct walk stacks = {NULL, 0, "stack", stack_of, d, 0};
     json_t *arr = field(c, root, "stacks", JSON_ARRAY, "dump");
     if (arr) d->stacks = objects(c, arr, sizeof *d->stacks, &d->nstacks, "stacks", &stacks);
 }
@@ -441,11 +432,14 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         v->bytes = (uint64_t)json_integer_value(by);
         v->device = (int16_t)json_integer_value(dv);
         v->stack = (uint32_t)json_integer_value(st);
-        v->kind = vm_known_kind(json_string_value(ki));
-        if (!v->kind) {
-            v->kind = json_string_value(ki);
+        const char *kind = vm_known_kind(json_string_value(ki));
+        if (!kind) {
+            kind = json_string_value(ki);
             all_known = 0;
         }
+        int k = vm_event_kind_index(d, kind);
+        if (k < 0) { fail(c, "events[%zu]: more than %d kinds of memory", i, VM_EVENT_KINDS); return; }
+        v->kind = (uint8_t)k;
     }
     if (all_known && !c->failed) json_array_clear(arr);
 }
@@ -561,10 +555,7 @@ int vm_load_text(const char *buf, size_t len, int mapped, const char *name, stru
         vm_free(d);
         return -1;
     }
-    size_t deepest = 0;
-    for (size_t i = 0; i < d->nstacks; i++)
-        if (d->stacks[i].nframes > deepest) deepest = d->stacks[i].nframes;
-    if (!(d->flat = malloc((deepest ? deepest : 1) * sizeof *d->flat))) {
+    if (vm_tree_ready(d) != 0) {
         fail(&c, "out of memory");
         vm_free(d);
         return -1;
@@ -578,10 +569,8 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
 
 void vm_free(struct vm_dump *d) {
     if (!d) return;
-    for (size_t i = 0; !d->v2 && d->stacks && i < d->nstacks; i++) free((void *)d->stacks[i].frames);
     vm_v2_free(d->v2);
-    free(d->stacks);
-    free(d->flat);
+    VT_FREE_ALL(d->stacks, d->frames, d->nodes, d->flat, d->scratch);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
         VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
         vm_torch_free(d->ooms[i].torch);

@@ -18,15 +18,25 @@
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
 
-/* A stack: its frames, innermost first, each a pointer into the dump's
- * one frame table (a frame is stored once however many stacks go
- * through it). */
+/* A stack: the node of its innermost frame in the dump's prefix tree of
+ * frames (d->nodes), how many frames it has, and its call site. A frame is
+ * stored once however many stacks go through it, and a node once however
+ * many stacks share it: the frames themselves are read on demand with
+ * vm_stack_frame or vm_stack_frames. */
 struct vm_stack {
-    size_t nframes;
-    const struct vt_frame *const *frames;
-    int site;                /* the call-site frame, or -1 */
+    uint32_t node;           /* VM_NO_NODE for an empty stack */
+    uint32_t nframes;
+    int site;                /* the call-site frame's index, or -1 */
     int through;             /* the library frame it went through, or -1 */
 };
+
+/* A node of the prefix tree: its caller's node (VM_NO_NODE for an
+ * outermost frame) and its frame, an index into d->frames. */
+struct vm_node {
+    uint32_t parent, frame;
+};
+
+#define VM_NO_NODE UINT32_MAX
 
 struct vm_holder {
     size_t stack;
@@ -34,7 +44,7 @@ struct vm_holder {
 };
 
 /* A live allocation and an event, each in as few bytes as its fields
- * allow (a dump holds millions): 64 and 40. */
+ * allow (a dump holds millions): 64 and 32. */
 struct vm_alloc {
     uint64_t address, handle;
     VT_ALLOC_FIELDS(VT_RECORD_FIELD) /* bytes, time_ns, api (common/records.h) */
@@ -47,11 +57,14 @@ struct vm_alloc {
 
 struct vm_event {
     VT_EVENT_FIELDS(VT_RECORD_FIELD) /* time_ns, address, bytes (common/records.h) */
-    const char *kind;
     uint32_t stack;
     int16_t device;          /* -1 .. 4095 */
     char type;               /* 'a' alloc, 'f' free, 'o' oom */
+    uint8_t kind;            /* its kind of memory, named by vm_event_kind */
 };
+
+/* How many kinds of memory the events of one dump may name. */
+#define VM_EVENT_KINDS 256
 
 struct vm_finding {
     const char *id, *finding, *next;
@@ -130,6 +143,8 @@ struct vm_dump {
     struct vm_event *events;
     size_t nevents;
     uint64_t events_dropped;
+    const char *event_kinds[VM_EVENT_KINDS]; /* the events' kinds by index */
+    size_t nevent_kinds;
     struct vm_step *steps;       /* step boundaries, oldest first (model_steps.h) */
     size_t nsteps;
     uint64_t steps_total;
@@ -140,8 +155,14 @@ struct vm_dump {
     struct vm_torch *torch;
     void *json;              /* the parsed document, owned */
     void *v2;                /* a version 2 dump's tables (model_v2.c), owned */
+    struct vt_frame *frames; /* the frame table, owned */
+    size_t nframes;
+    struct vm_node *nodes;   /* the stacks' prefix tree, owned */
+    size_t nnodes;
     struct vt_frame *flat;   /* room for the deepest stack's frames: the
                                 copy vm_stack_flat hands out, owned */
+    const struct vt_frame **scratch; /* the same as pointers, for
+                                        vm_stack_frames, owned */
 };
 
 /* Read and check the dump at path. Returns 0, or -1 with a one-line reason
@@ -169,17 +190,40 @@ const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size
  * pointer into the parsed document; NULL else. */
 const char *vm_known_kind(const char *k);
 
+/* The kind of memory of an event ("device", ...). */
+static inline const char *vm_event_kind(const struct vm_dump *d, const struct vm_event *e) {
+    return d->event_kinds[e->kind];
+}
+
+/* The index of kind k among d's event kinds, added when it is new (k is
+ * kept: a static name or one the model owns). -1 when there are already
+ * VM_EVENT_KINDS of them. */
+int vm_event_kind_index(struct vm_dump *d, const char *k);
+
 /* The call-site frame of a stack, NULL for an empty one. */
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack);
 
-/* The frames of a stack as one array (for what prints a stack whole),
- * innermost first: a copy in d->flat, valid until the next call on d;
+/* Frame i of a stack (0 is the innermost), found by walking i nodes up
+ * the tree; NULL past the stack's end. */
+const struct vt_frame *vm_stack_frame(const struct vm_dump *d, size_t stack, size_t i);
+
+/* A stack's frames, innermost first, as d->stacks[stack].nframes pointers
+ * into the frame table: an array in d->scratch, valid until the next
+ * vm_stack_frames on d; NULL for an empty stack. */
+const struct vt_frame *const *vm_stack_frames(const struct vm_dump *d, size_t stack);
+
+/* The frames of a stack as one array of copies (for what prints a stack
+ * whole), innermost first: in d->flat, valid until the next call on d;
  * NULL for an empty stack. */
 const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack);
 
-/* n frame pointers (a stack's frames) copied into one array; *buf, of
- * *cap frames, grows as needed. NULL when memory ran out. */
-struct vt_frame *vm_frames_flat(const struct vt_frame *const *frames, size_t n, struct vt_frame **buf,
-                                size_t *cap);
+/* A version 1 stack's frames (n, innermost first, copied) added to the
+ * frame table and the tree as the nodes of *st. Returns 0, or -1 when
+ * memory ran out or the tree would outgrow its 32-bit indices. */
+int vm_tree_add(struct vm_dump *d, struct vm_stack *st, const struct vt_frame *frames, size_t n);
+
+/* Once every stack is read: room in d->flat and d->scratch for the
+ * deepest stack. Returns 0, or -1 when memory ran out. */
+int vm_tree_ready(struct vm_dump *d);
 
 #endif

@@ -21,32 +21,21 @@ const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
     return vt_utf8_whole(buf, size);
 }
 
+int vm_event_kind_index(struct vm_dump *d, const char *k) {
+    for (size_t i = 0; i < d->nevent_kinds; i++)
+        if (d->event_kinds[i] == k || strcmp(d->event_kinds[i], k) == 0) return (int)i;
+    if (d->nevent_kinds == VM_EVENT_KINDS) return -1;
+    d->event_kinds[d->nevent_kinds] = k;
+    return (int)d->nevent_kinds++;
+}
+
 const struct vt_frame *vm_site(const struct vm_dump *d, size_t stack) {
     if (stack >= d->nstacks || d->stacks[stack].site < 0) return NULL;
-    return d->stacks[stack].frames[d->stacks[stack].site];
+    return vm_stack_frame(d, stack, (size_t)d->stacks[stack].site);
 }
 
 const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size_t size) {
     const struct vt_frame *site = vm_site(d, stack);
     int t = site ? d->stacks[stack].through : -1;
-    return vt_site_label_of(site, t >= 0 ? d->stacks[stack].frames[t] : NULL, buf, size);
-}
-
-struct vt_frame *vm_frames_flat(const struct vt_frame *const *frames, size_t n, struct vt_frame **buf,
-                                size_t *cap) {
-    if (n > *cap) {
-        struct vt_frame *b = realloc(*buf, n * sizeof *b);
-        if (!b) return NULL;
-        *buf = b;
-        *cap = n;
-    }
-    for (size_t i = 0; i < n; i++) (*buf)[i] = *frames[i];
-    return *buf;
-}
-
-const struct vt_frame *vm_stack_flat(const struct vm_dump *d, size_t stack) {
-    if (stack >= d->nstacks || d->stacks[stack].nframes == 0 || !d->flat) return NULL;
-    const struct vm_stack *s = &d->stacks[stack];
-    for (size_t i = 0; i < s->nframes; i++) d->flat[i] = *s->frames[i];
-    return d->flat;
+    return vt_site_label_of(site, t >= 0 ? vm_stack_frame(d, stack, (size_t)t) : NULL, buf, size);
 }

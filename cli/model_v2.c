@@ -12,24 +12,20 @@
 #include "model_scan.h"
 #include "model_v2.h"
 
-/* What the tables of one dump own: the decoded strings, the frame table,
- * demangled names, and one block holding every stack's frame pointers
- * (into the frame table). */
+/* What the tables of one dump own: the decoded strings and the demangled
+ * names (the frame table and the tree, d->frames and d->nodes, are the
+ * model's). */
 struct tables {
     char *arena;
     const char **strs;
     size_t nstrs;
-    struct vt_frame *frames;
-    size_t nframes;
     char **names;
     size_t nnames;
-    const struct vt_frame **stack_frames;
-    int64_t *nodes;          /* parent, frame; per node */
-    size_t nnodes;
+    struct vm_dump *d;       /* the model being read */
 };
 
 /* How much of a big array's text is read between two vm_v2_release. */
-#define RELEASE_EVERY (1 << 20)
+#define RELEASE_EVERY (256 << 10)
 
 static const char *const array_keys[V2_NARRAYS] = {"strings", "frames", "nodes",  "stacks",
                                                    "live",    "events", "holders", "peak_holders"};
@@ -62,7 +58,7 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         const char *val = p.s;
         if (!vm_scan_skip(&p)) goto not_v2;
         size_t vlen = (size_t)(p.s - val);
-        if (p.s - released > (32 << 20)) {
+        if (p.s - released > RELEASE_EVERY) {
             vm_v2_release(sp, released, p.s - 4096);
             released = p.s - 4096;
         }
@@ -187,7 +183,12 @@ static int load_table(struct tables *t, const struct vm_v2_spans *sp, int which,
     int has = array_of(sp, which, notarray, &p, err, errsize);
     if (has <= 0) return has;
     size_t cap = 0;
+    const char *released = p.s;
     for (int more = 1; more == 1; more = vm_scan_next(&p)) {
+        if (p.s - released > RELEASE_EVERY) {
+            vm_v2_release(sp, released, p.s);
+            released = p.s;
+        }
         if (!room(arrayp, *n, &cap, each, 1024)) return bad(err, errsize, "out of memory");
         char *base;
         memcpy(&base, arrayp, sizeof base);
@@ -215,13 +216,15 @@ static int one_frame(const struct tables *t, struct vm_scan *p, void *out) {
 }
 
 static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    if (load_table(t, sp, V2_FRAMES, &t->frames, &t->nframes, sizeof *t->frames, one_frame, err, errsize))
+    struct vm_dump *d = t->d;
+    if (load_table(t, sp, V2_FRAMES, &d->frames, &d->nframes, sizeof *d->frames, one_frame, err, errsize))
         return -1;
+    if (d->nframes >= VM_NO_NODE) return bad(err, errsize, "frames: more than 2^32 - 1");
     /* A process without a C++ runtime leaves names mangled: demangle each
      * distinct frame once. */
-    if (!(t->names = calloc(t->nframes ? t->nframes : 1, sizeof *t->names))) return bad(err, errsize, "out of memory");
-    for (size_t i = 0; i < t->nframes; i++) {
-        struct vt_frame *f = &t->frames[i];
+    if (!(t->names = calloc(d->nframes ? d->nframes : 1, sizeof *t->names))) return bad(err, errsize, "out of memory");
+    for (size_t i = 0; i < d->nframes; i++) {
+        struct vt_frame *f = &d->frames[i];
         if (f->python || !f->function) continue;
         char *dm = vm_demangle(f->function, strlen(f->function));
         if (dm) f->function = t->names[t->nnames++] = dm;
@@ -230,83 +233,78 @@ static int load_frames(struct tables *t, const struct vm_v2_spans *sp, char *err
 }
 
 /* A node: its caller's node (before it: the tree has no cycle) and its
- * frame. */
+ * frame; at most 2^32 - 1 of them. */
 static int one_node(const struct tables *t, struct vm_scan *p, void *out) {
-    int64_t *n = out;
-    return elem(p, &n[0], -1, (int64_t)t->nnodes - 1) && vm_scan_lit(p, ',') &&
-           elem(p, &n[1], 0, (int64_t)t->nframes - 1);
+    struct vm_node *n = out;
+    int64_t parent, frame;
+    if (t->d->nnodes >= VM_NO_NODE || !elem(p, &parent, -1, (int64_t)t->d->nnodes - 1) || !vm_scan_lit(p, ',') ||
+        !elem(p, &frame, 0, (int64_t)t->d->nframes - 1))
+        return 0;
+    *n = (struct vm_node){parent < 0 ? VM_NO_NODE : (uint32_t)parent, (uint32_t)frame};
+    return 1;
 }
 
 static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    return load_table(t, sp, V2_NODES, &t->nodes, &t->nnodes, 2 * sizeof *t->nodes, one_node, err, errsize);
+    return load_table(t, sp, V2_NODES, &t->d->nodes, &t->d->nnodes, sizeof *t->d->nodes, one_node, err, errsize);
 }
 
-/* Each stack's frames, innermost first, from its node up to the root. */
+/* Each stack: its node, its depth (its node's, counted up to the root)
+ * and its call site. */
 static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
                            size_t errsize) {
     struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL};
-    uint32_t *depth = calloc(t->nnodes ? t->nnodes : 1, sizeof *depth);
-    struct vt_frame *flat = NULL;
-    size_t cap = 0, total = 0, nflat = 0;
+    uint32_t *depth = malloc((d->nnodes ? d->nnodes : 1) * sizeof *depth);
+    size_t cap = 0, total = 0;
     int rc = -1;
     if (!depth) return bad(err, errsize, "out of memory");
-    for (size_t i = 0; i < t->nnodes; i++) depth[i] = t->nodes[2 * i] < 0 ? 1 : depth[t->nodes[2 * i]] + 1;
+    for (size_t i = 0; i < d->nnodes; i++)
+        depth[i] = d->nodes[i].parent == VM_NO_NODE ? 1 : depth[d->nodes[i].parent] + 1;
     if (!vm_scan_lit(&p, '[')) { bad(err, errsize, "\"stacks\" is not an array"); goto out; }
     int more = vm_scan_lit(&p, ']') ? 0 : 1;
+    const char *released = p.s;
     for (; more == 1; more = vm_scan_next(&p)) {
+        if (p.s - released > RELEASE_EVERY) {
+            vm_v2_release(sp, released, p.s);
+            released = p.s;
+        }
         if (!room(&d->stacks, d->nstacks, &cap, sizeof *d->stacks, 1024)) {
             bad(err, errsize, "out of memory");
             goto out;
         }
         struct vm_stack *st = &d->stacks[d->nstacks];
-        memset(st, 0, sizeof *st);
         int64_t node, site, through;
-        if (!elem(&p, &node, -1, (int64_t)t->nnodes - 1) || !vm_scan_lit(&p, ',') ||
+        if (!elem(&p, &node, -1, (int64_t)d->nnodes - 1) || !vm_scan_lit(&p, ',') ||
             !elem(&p, &site, INT64_MIN, INT64_MAX) || !vm_scan_lit(&p, ',') ||
             !elem(&p, &through, INT64_MIN, INT64_MAX)) {
             bad(err, errsize, "stacks[%zu] is malformed", d->nstacks);
             goto out;
         }
+        st->node = node < 0 ? VM_NO_NODE : (uint32_t)node;
         st->nframes = node < 0 ? 0 : depth[node];
-        /* site and through for now; the frames' pointer once all are read. */
         st->site = site >= 0 && (size_t)site < st->nframes ? (int)site : -1;
         st->through = st->site >= 0 && through >= 0 && through < site ? (int)through : -1;
-        st->frames = (const struct vt_frame *const *)(intptr_t)(node + 1);
-        total += st->nframes;
-        /* Bound what a hostile dump can make us build: a real stack costs
-         * at least a few bytes of the dump per frame it adds. */
-        if (total > 16 * (sp->len[V2_NODES] + sp->len[V2_STACKS]) + 65536) {
+        /* Bound what a hostile dump can make the writers walk: a real
+         * stack costs at least a few bytes of the dump per frame it adds. */
+        if ((total += st->nframes) > 16 * (sp->len[V2_NODES] + sp->len[V2_STACKS]) + 65536) {
             bad(err, errsize, "stacks: more frames than the dump's nodes can hold");
             goto out;
         }
         d->nstacks++;
     }
     if (p.err) { bad(err, errsize, "stacks: %s", p.err); goto out; }
-    if (!(t->stack_frames = malloc((total ? total : 1) * sizeof *t->stack_frames))) {
-        bad(err, errsize, "out of memory");
-        goto out;
-    }
-    const struct vt_frame **at = t->stack_frames;
+    free(depth);
+    depth = NULL;
+    if (vm_tree_ready(d) != 0) { bad(err, errsize, "out of memory"); goto out; }
+    /* The traced process's choice when the dump has one, else the rule's. */
     for (size_t i = 0; i < d->nstacks; i++) {
         struct vm_stack *st = &d->stacks[i];
-        int64_t node = (int64_t)(intptr_t)st->frames - 1;
-        st->frames = at;
-        for (size_t j = 0; j < st->nframes; j++, node = t->nodes[2 * node]) at[j] = &t->frames[t->nodes[2 * node + 1]];
-        at += st->nframes;
-        /* The traced process's choice when the dump has one, else the rule's. */
-        if (st->site < 0 && st->nframes) {
-            const struct vt_frame *fr = vm_frames_flat(st->frames, st->nframes, &flat, &nflat);
-            if (!fr) { bad(err, errsize, "out of memory"); goto out; }
-            st->site = vt_site_index(fr, st->nframes);
-            st->through = vt_site_through(fr, st->nframes, st->site);
-        }
+        if (st->site >= 0 || !st->nframes) continue;
+        const struct vt_frame *fr = vm_stack_flat(d, i);
+        st->site = vt_site_index(fr, st->nframes);
+        st->through = vt_site_through(fr, st->nframes, st->site);
     }
     rc = 0;
 out:
-    free(flat);
-    if (rc != 0) {
-        for (size_t i = 0; i < d->nstacks; i++) d->stacks[i].frames = NULL;
-    }
     free(depth);
     return rc;
 }
@@ -317,11 +315,10 @@ int vm_v2_load_stacks(const struct vm_v2_spans *sp, struct vm_dump *d, char *err
     struct tables *t = calloc(1, sizeof *t);
     if (!t) return bad(err, errsize, "out of memory");
     d->v2 = t;
+    t->d = d;
     if (load_strings(t, sp, err, errsize) || load_frames(t, sp, err, errsize) || load_nodes(t, sp, err, errsize) ||
         load_stack_list(t, sp, d, err, errsize))
         return -1;
-    free(t->nodes);
-    t->nodes = NULL;
     for (int k = V2_STRINGS; k <= V2_STACKS; k++) vm_v2_release(sp, sp->at[k], sp->at[k] + sp->len[k]);
     return 0;
 }
@@ -457,7 +454,6 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         json_integer_value(count) < 0 || !json_is_integer(dropped) || json_integer_value(dropped) < 0)
         return bad(err, errsize, "dump: the events' fields are missing or malformed");
     char type_of[16];
-    const char *kind[16];
     size_t ntypes = json_array_size(types), nkinds = json_array_size(kinds);
     if (ntypes > 4 || nkinds > 16) return bad(err, errsize, "dump: too many event types or kinds");
     for (size_t i = 0; i < ntypes; i++) {
@@ -465,10 +461,12 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         type_of[i] = !n ? 0 : !strcmp(n, "alloc") ? 'a' : !strcmp(n, "free") ? 'f' : !strcmp(n, "oom") ? 'o' : 0;
         if (!type_of[i]) return bad(err, errsize, "event_types[%zu] is unknown", i);
     }
-    for (size_t i = 0; i < nkinds; i++)
-        if (!(kind[i] = json_string_value(json_array_get(kinds, i))))
-            return bad(err, errsize, "event_kinds[%zu] is not a string", i);
-        else kind[i] = kind_name(kind[i]);
+    for (size_t i = 0; i < nkinds; i++) {
+        const char *k = json_string_value(json_array_get(kinds, i));
+        if (!k) return bad(err, errsize, "event_kinds[%zu] is not a string", i);
+        d->event_kinds[i] = kind_name(k);
+    }
+    d->nevent_kinds = nkinds;
     d->events_dropped = (uint64_t)json_integer_value(dropped);
     struct vm_scan p = {sp->at[V2_EVENTS], sp->at[V2_EVENTS] + sp->len[V2_EVENTS], NULL};
     const char *text;
@@ -496,7 +494,7 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
             goto malformed;
         v->time_ns = t;
         v->type = type_of[c & 3];
-        v->kind = kind[(c >> 2) & 15];
+        v->kind = (uint8_t)((c >> 2) & 15);
         v->device = (int16_t)((int)dev - 1);
         v->address = address;
         v->bytes = bytes;
@@ -514,6 +512,10 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
 
 int vm_v2_load_live_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dump *d, char *err,
                            size_t errsize) {
+    /* The holders are read by now (model.c): their text is given back
+     * before the biggest arrays are made. */
+    for (int k = V2_HOLDERS; k <= V2_PEAK_HOLDERS; k++)
+        if (sp->at[k]) vm_v2_release(sp, sp->at[k], sp->at[k] + sp->len[k]);
     if (load_live(d->v2, sp, d, err, errsize)) return -1;
     return load_events(sp, root, d, err, errsize);
 }
@@ -571,8 +573,5 @@ void vm_v2_free(void *tables) {
     free(t->names);
     free(t->arena);
     free(t->strs);
-    free(t->frames);
-    free(t->nodes);
-    free(t->stack_frames);
     free(t);
 }
