@@ -138,6 +138,8 @@ static int put_sites(FILE *f, const struct vt_labels *sites, struct vh_names *na
 static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct vt_labels **sites) {
     size_t total = 0;
     for (size_t i = 0; i < d->nstacks; i++) total += d->stacks[i].nframes;
+    /* Each node of the page's tree ends the path of one of the dump's own nodes at least. */
+    if (total > d->nnodes) total = d->nnodes;
     struct vt_labels *frames = vt_labels_new();
     struct vh_names names = {0};
     struct tree t = {0};

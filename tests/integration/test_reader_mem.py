@@ -1,0 +1,101 @@
+"""The report's model keeps a stack as its node in the dump's prefix tree of
+frames (cli/model_tree.c): the frames it hands out on demand are the ones the
+version 1 listing of the same stack names, and reading a dump of many stacks
+takes at most twice the dump's size in resident memory."""
+import json
+
+from run_tests import *  # noqa: F401,F403
+
+MODEL_FRAMES = os.path.join(T, "t_model_frames")
+
+
+def model_frames(path):
+    """tests/progs/t_model_frames's listing of the dump at path."""
+    p = subprocess.run([MODEL_FRAMES, path], capture_output=True, text=True, timeout=120)
+    eq((p.returncode, p.stderr), (0, ""), f"t_model_frames {os.path.basename(path)}")
+    return p.stdout
+
+
+def listing(v1):
+    """What t_model_frames prints of a version 1 dump, from its own JSON."""
+    out = []
+    for k, s in enumerate(v1["stacks"]):
+        fr = s["frames"]
+        out.append(f"stack {k} frames {len(fr)} site {s['site']} through {s['through']}")
+        for f in fr:
+            out.append("|".join([f["function"] or "-", f["file"] or "-", str(f["line"]), f["module"] or "-",
+                                 "0x%x" % int(f["offset"], 16), "0x%x" % int(f["address"], 16),
+                                 str(int(f.get("python", False)))]))
+    return "".join(line + "\n" for line in out)
+
+
+def dump_of(argv, work, env=None):
+    """The version 2 dump a run of argv writes, as a dict."""
+    path = os.path.join(work, "run.json")
+    r = run(argv, env=dict(env or {}, VRAMTRACE_OUT=path), report="off")
+    ok(os.path.exists(path), f"{argv[0]} wrote its dump: {r.err[-500:]}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def bench_dump(work, live, nstacks):
+    """The path of the dump bench/bench_dump.c writes in work: `live`
+    allocations kept over `nstacks` stacks of depth 26."""
+    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)], capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                VRAMTRACE_REPORT="off"))
+    eq(p.returncode, 0, p.stderr)
+    return os.path.join(work, "d.bench.json")
+
+
+@test
+def reader_frames_from_the_tree_equal_the_version_1_listing():
+    """Each stack's frames from vm_stack_frame, vm_stack_frames and
+    vm_stack_flat, and its site, are those its version 1 listing names,
+    frame by frame, read from version 2 (the tree) and from version 1."""
+    with workdir("vt-reader-") as work:
+        cases = [("t_phases", dump_of([os.path.join(T, "t_phases")], work)),
+                 ("frames.py", dump_of([pythons()[-1], os.path.join(ROOT, "tests", "py", "frames.py"),
+                                        os.path.join(work, "e.out"), "4"], work))]
+        with open(bench_dump(work, 300, 400)) as f:
+            cases.append(("bench_dump 300 400", json.load(f)))
+        for name, d in cases:
+            eq(d["version"], 2, f"{name}: the library writes version 2")
+            v1 = v1_view(d)
+            nframes = sum(len(s["frames"]) for s in v1["stacks"])
+            ok(len(d["nodes"]) // 2 < nframes, f"{name}: stacks share nodes ({len(d['nodes']) // 2} nodes, "
+                                               f"{nframes} frames)")
+            p1, p2 = os.path.join(work, "v1.json"), os.path.join(work, "v2.json")
+            for p, x in ((p1, v1), (p2, d)):
+                with open(p, "w") as f:
+                    json.dump(x, f)
+            want = listing(v1)
+            eq(model_frames(p2), want, f"{name}: version 2's stacks from the tree as the version 1 listing")
+            eq(model_frames(p1), want, f"{name}: version 1's stacks as its listing")
+        eq(len(cases[2][1]["stacks"]) // 3, 400, "bench_dump's stacks")
+
+
+def peak_rss(argv):
+    """The peak resident memory of the command argv, in bytes, measured by
+    tests/progs/t_peak_rss (Linux carries a parent's peak into a child it
+    starts, so Python cannot measure it itself)."""
+    p = subprocess.run([os.path.join(T, "t_peak_rss")] + argv, capture_output=True, text=True, timeout=120)
+    m = re.fullmatch(r"rc (\d+) maxrss_kb (\d+)\n", p.stdout)
+    ok(m is not None, f"t_peak_rss: {p.stdout!r} {p.stderr!r}")
+    eq(m.group(1), "0", f"{argv}: {p.stderr}")
+    return int(m.group(2)) * 1024
+
+
+@test
+def reader_many_stacks_few_live_within_twice_the_dump():
+    """10,000 live allocations over 100,000 stacks of depth 26 (the
+    benchmark's second shape): `vramtrace report` (text) peaks at no more than
+    twice the dump's size resident. It measured 1.87x; a model holding each
+    stack's frames as an array of pointers took 5x."""
+    with workdir("vt-reader-rss-") as work:
+        path = bench_dump(work, 10000, 100000)
+        size = os.path.getsize(path)
+        rss = peak_rss([CLI, "report", path, "-o", os.devnull])
+        ok(rss <= 2 * size, f"report's peak resident memory {rss / 2**20:.1f} MiB is "
+                            f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
