@@ -157,11 +157,11 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     for (size_t i = 0; ok && i < d->nstacks; i++) {
         const struct vm_stack *s = &d->stacks[i];
         uint32_t at = UINT32_MAX;
-        const struct vt_frame *const *fr = vm_stack_frames(d, i);
+        const struct vt_frame *const *sf = vm_stack_frames(d, i);
         for (size_t k = s->nframes; k-- > 0 && ok;) {
             char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
-            vr_safe(vt_frame_where(fr[k], raw, sizeof raw), where, sizeof where);
-            int l = frame_is_library(fr[k]), added = 0;
+            vr_safe(vt_frame_where(sf[k], raw, sizeof raw), where, sizeof where);
+            int l = frame_is_library(sf[k]), added = 0;
             snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
             uint32_t fr = vt_label_group(frames, key, &added);
             if (fr == UINT32_MAX) { ok = 0; break; }
