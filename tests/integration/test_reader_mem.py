@@ -91,7 +91,7 @@ def peak_rss(argv):
 def reader_many_stacks_few_live_within_twice_the_dump():
     """10,000 live allocations over 100,000 stacks of depth 26 (the
     benchmark's second shape): `vramtrace report` (text) peaks at no more than
-    twice the dump's size resident. It measured 1.87x; a model holding each
+    twice the dump's size resident. It measured 1.91x; a model holding each
     stack's frames as an array of pointers took 5x."""
     with workdir("vt-reader-rss-") as work:
         path = bench_dump(work, 10000, 100000)
