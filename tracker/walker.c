@@ -104,15 +104,29 @@ struct shadow {
     uintptr_t out[VT_STACK_MAX];
 };
 
-/* What this thread's walks remember: by depth, the return address last
- * seen there and its rule (so that a frame seen before needs no table
- * probe); the last walk's shadow, and a second one the next walk is built
- * in. `busy` is set while a walk runs: a signal handler's capture inside
- * it must not touch the shadows. */
+/* This thread's rules by return address: a small direct-mapped cache in
+ * front of the shared table (a hit is one compare, where the table's probe
+ * is a hash, two atomic loads of the key and one of the rule). Emptied when
+ * the table's generation moves on (code was unloaded), like the shared
+ * table itself, so a rule never outlives the code it was read from. */
+#define RULE_CACHE_BITS 9
+#define RULE_CACHE_SIZE (1u << RULE_CACHE_BITS)
+
+struct rule_slot {
+    uintptr_t ip; /* 0: empty */
+    struct vt_rule rule;
+};
+
+static inline uint32_t rule_slot_of(uintptr_t ip) { return (uint32_t)(ip ^ (ip >> RULE_CACHE_BITS)) & (RULE_CACHE_SIZE - 1); }
+
+/* What this thread's walks remember: the rules of the return addresses
+ * seen (so that a frame seen before needs no table probe); the last walk's
+ * shadow, and a second one the next walk is built in. `busy` is set while
+ * a walk runs: a signal handler's capture inside it must not touch the
+ * shadows. */
 struct walk_cache {
     uint64_t generation; /* of the rule table the rules came from */
-    uintptr_t ip[CACHE_FRAMES];
-    struct vt_rule rule[CACHE_FRAMES];
+    struct rule_slot rules[RULE_CACHE_SIZE];
     struct shadow *cur, *next;
     volatile int busy;
     struct shadow sh[2];
@@ -272,9 +286,10 @@ static void drop_odd(struct shadow *o, int from, int to) {
         for (int k = from; k < to; k++) o->nodd -= o->f[k].odd;
 }
 
-/* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned,
- * its frames from `from` on in the scratch shadow `s`), has met the last
- * walk `o` at o's frame j: o becomes the new walk, its frames 0..from-1,
+/* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned
+ * into `out`, which is o->out, its frames from `from` on in the scratch
+ * shadow `s`), has met the last walk `o` at o's frame j: o becomes the new
+ * walk, its frames 0..from-1,
  * the scratch frames from..i-1, and its own frames from j on moved to i,
  * as far as this walk's caps allow. Returns the index of the first frame
  * not taken, and in *stopped whether the caps stopped the taking. */
@@ -287,7 +302,17 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
     *stopped = end < o->nf;
     int cnt = end - j, steps = (end < o->ns ? end : o->ns) - j;
     int nend = (end < o->nf ? o->f[end].nout : o->n) + dn;
-    memcpy(out + *n, o->out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+    /* The frames taken return what they returned, dn places on; the new
+     * walk wrote its frames over o->out below *n, so when it returned more
+     * frames than the last (dn > 0) the ones it wrote over are read again
+     * from the frames' pcs (a frame past this library's returns its pc). */
+    if (dn < 0) {
+        memmove(out + *n, out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+    } else if (dn > 0) {
+        int at = *n;
+        for (int k = j; k < end; k++)
+            if (!o->f[k].mine) out[at++] = o->f[k].ip;
+    }
     *n = nend;
     drop_odd(o, from, j);
     drop_odd(o, end, o->nf);
@@ -322,10 +347,14 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
  * caller's state. The last walk's shadow `o` becomes this walk's: frames
  * taken from it stay in place, and the frames walked are made in the
  * scratch shadow and copied in. */
-VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *out, int max,
+VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *dst, int max,
                            uint64_t since, uintptr_t ip, uintptr_t sp, uintptr_t bp) {
     const uintptr_t hi = stack_hi, start_bp = bp;
     struct shadow *o = m->cur, *s = m->next;
+    /* The frames are written into the shadow's own list, where the last
+     * walk's frames kept (its prefix, a rejoined rest) already are, and
+     * copied out once at the end. */
+    uintptr_t *out = o->out;
     int f = 0, c;
     if (!o->valid) {
         o->nf = o->ns = o->n = o->nodd = 0;
@@ -335,7 +364,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         if (f == o->ns && max == o->max) {
             vt_walk_counts.replays++;
             if (since == o->serial) return VT_STACK_SAME;
-            memcpy(out, o->out, (size_t)o->n * sizeof *out);
+            memcpy(dst, o->out, (size_t)o->n * sizeof *dst);
             return o->n;
         }
     }
@@ -347,7 +376,6 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     if (f > 0) {
         i = from = f;
         n = o->f[f].nout;
-        memcpy(out, o->out, (size_t)n * sizeof *out);
         ip = o->f[f].ip;
         sp = o->f[f].sp;
         bp_from = o->f[f].bp_from;
@@ -402,12 +430,13 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         F->mine = (uint8_t)mine;
         if (!mine) out[n++] = ip;
         struct vt_rule r;
-        if (__builtin_expect(ip == m->ip[i], 1)) {
-            r = m->rule[i];
+        struct rule_slot *rs = &m->rules[rule_slot_of(ip)];
+        if (__builtin_expect(ip == rs->ip, 1)) {
+            r = rs->rule;
         } else {
             if (!vt_rules_lookup(t, ip - 1, &r)) r = vt_rules_compute(ip - 1);
-            m->ip[i] = ip;
-            m->rule[i] = r;
+            rs->ip = ip;
+            rs->rule = r;
         }
         F->rule = r;
         F->odd = 0;
@@ -461,7 +490,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     o->n = n;
     o->max = max;
     o->need0 = uses_start_bp(o);
-    memcpy(o->out, out, (size_t)n * sizeof *out);
+    memcpy(dst, out, (size_t)n * sizeof *dst);
     vt_walk_counts.walks++;
     o->serial = vt_walk_counts.walks + vt_walk_counts.fallbacks;
     o->valid = 1;
@@ -477,7 +506,7 @@ VT_NO_ASAN __attribute__((noinline)) int vt_walk(uintptr_t *out, int max, uint64
     if (m->busy) return -1;
     uint64_t gen = __atomic_load_n(&vt_rules_generation, __ATOMIC_ACQUIRE);
     if (m->generation != gen) {
-        memset(m->ip, 0, sizeof m->ip);
+        memset(m->rules, 0, sizeof m->rules);
         m->cur->valid = 0;
         m->generation = gen;
     }
