@@ -388,8 +388,14 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     c = onf ? clean_from(o, f - 1) : 0;
     uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
     int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
+    /* F and S: frame i of the scratch shadow and its step. bp_mask: the
+     * rbp word's mask in the step of this stretch that read rbp just below
+     * its return address (what a frame-pointer CFA then uses); NULL when
+     * rbp came from elsewhere. */
+    struct sframe *F = &s->f[i];
+    struct step *S = &s->st[i];
+    uintptr_t *bp_mask = NULL;
     for (;;) {
-        struct sframe *F = &s->f[i];
         F->ip = ip;
         F->sp = sp;
         F->bp = bp;
@@ -400,6 +406,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             put_scratch(o, s, from, i + 1, i, odd);
             o->nf = o->ns = i;
             o->ended = 0;
+            steps += i - from;
             break;
         }
         if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
@@ -410,6 +417,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 /* The last walk from frame j on is this walk's. */
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
+                steps += i - from;
                 i = splice(o, s, from, i, j, out, &n, max, bp_from, bp, odd, &stopped);
                 if (!stopped && was_ended) break;
                 /* Stopped by the caps, here or in the last walk: go on from
@@ -424,10 +432,14 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 odd = 0;
                 j = onf = 0;
                 csp = UINTPTR_MAX;
+                F = &s->f[i];
+                S = &s->st[i];
+                bp_mask = NULL;
                 continue;
             }
         }
         F->mine = (uint8_t)mine;
+        F->odd = 0;
         if (!mine) out[n++] = ip;
         struct vt_rule r;
         struct rule_slot *rs = &m->rules[rule_slot_of(ip)];
@@ -439,7 +451,6 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             rs->rule = r;
         }
         F->rule = r;
-        F->odd = 0;
         if (r.flags & (VT_RULE_END | VT_RULE_OTHER)) {
             if (!(r.flags & VT_RULE_END)) return -1;
             drop_odd(o, from, o->nf);
@@ -447,42 +458,54 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             o->nf = i + 1;
             o->ns = i;
             o->ended = 1;
+            steps += i - from;
             break;
         }
-        /* The rbp this CFA uses is now a word the checks count (mark_used;
-         * written out for the common case, a frame pointer this walk just
-         * read below a return address). */
-        if ((r.flags & VT_RULE_CFA_BP) && bp_from >= 0) {
-            if (bp_from < from) o->nodd += mark_used(o, bp_from);
-            else if (s->f[bp_from].save_at == (const uintptr_t *)s->st[bp_from].win) s->st[bp_from].mask[0] = ~(uintptr_t)0;
-            else odd |= mark_used(s, bp_from);
+        uintptr_t cfa = sp;
+        if (r.flags & VT_RULE_CFA_BP) {
+            /* The rbp this CFA uses is now a word the checks count
+             * (mark_used; written out for the common case, a frame
+             * pointer this stretch just read below a return address). */
+            if (bp_mask) *bp_mask = ~(uintptr_t)0;
+            else if (bp_from >= 0) {
+                if (bp_from < from) o->nodd += mark_used(o, bp_from);
+                else odd |= mark_used(s, bp_from);
+            }
+            cfa = bp;
         }
-        uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+        cfa += (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa < sp + 8 || cfa > hi) return -1;
-        s->st[i].win = cfa - 16;
-        s->st[i].mask[0] = 0;
+        S->win = cfa - 16;
+        S->mask[0] = 0;
         uintptr_t low = 0;
         const uintptr_t *at = NULL;
         if (r.flags & VT_RULE_BP_SAVED) {
+            /* cfi.c keeps bp_off at -8 or below: the word lies below the CFA. */
             at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
-            if ((uintptr_t)at < sp || (uintptr_t)at + 8 > hi) return -1;
+            if ((uintptr_t)at < sp) return -1;
             bp = *at;
             F->save_val = bp;
-            if ((uintptr_t)at == cfa - 16) low = bp;
+            bp_mask = NULL;
+            if ((uintptr_t)at == cfa - 16) {
+                low = bp;
+                bp_mask = &S->mask[0];
+            }
             bp_from = i;
         }
         F->save_at = at;
         ip = ((const uintptr_t *)cfa)[-1];
-        s->st[i].val[0] = low;
-        s->st[i].val[1] = ip;
+        S->val[0] = low;
+        S->val[1] = ip;
         sp = cfa;
-        steps++;
         i++;
+        F++;
+        S++;
         if (ip == 0) {
             drop_odd(o, from, o->nf);
             put_scratch(o, s, from, i, i, odd);
             o->nf = o->ns = i;
             o->ended = 1;
+            steps += i - from;
             break;
         }
     }
