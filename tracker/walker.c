@@ -287,10 +287,10 @@ static void drop_odd(struct shadow *o, int from, int to) {
 }
 
 /* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned
- * into `out`, which is o->out, its frames from `from` on in the scratch
- * shadow `s`), has met the last walk `o` at o's frame j: o becomes the new
- * walk, its frames 0..from-1,
- * the scratch frames from..i-1, and its own frames from j on moved to i,
+ * into `out`, which is o->out, its frames below `from` already in o, those
+ * from `from` on in the scratch shadow `s`), has met the last walk `o` at
+ * o's frame j: o becomes the new walk, its frames 0..from-1, the scratch
+ * frames from..i-1, and its own frames from j on moved to i,
  * as far as this walk's caps allow. Returns the index of the first frame
  * not taken, and in *stopped whether the caps stopped the taking. */
 VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from, int i, int j, uintptr_t *out,
@@ -387,13 +387,23 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
      * have not changed, can be met again: those at rsp csp and above. */
     c = onf ? clean_from(o, f - 1) : 0;
     uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
+    /* Frames below c are never met again, so the new frames up to c are
+     * written straight into o (the last walk's odd frames among them
+     * counted out first); from c on (from `from`, if later) they are made
+     * in the scratch shadow, since a frame met later may sit where a new
+     * one goes, and copied in when the walk is done or rejoins. */
+    int sf = onf ? c : CACHE_FRAMES + 1;
+    if (sf < from) sf = from;
+    if (o->nodd)
+        for (int k = from; k < sf && k < onf; k++) o->nodd -= o->f[k].odd;
     int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
     /* F and S: frame i of the scratch shadow and its step. bp_mask: the
      * rbp word's mask in the step of this stretch that read rbp just below
      * its return address (what a frame-pointer CFA then uses); NULL when
      * rbp came from elsewhere. */
-    struct sframe *F = &s->f[i];
-    struct step *S = &s->st[i];
+    struct shadow *w = i < sf ? o : s;
+    struct sframe *F = &w->f[i];
+    struct step *S = &w->st[i];
     uintptr_t *bp_mask = NULL;
     for (;;) {
         F->ip = ip;
@@ -402,8 +412,8 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         F->bp_from = bp_from;
         F->nout = (uint16_t)n;
         if (n >= max || i >= CACHE_FRAMES) {
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i + 1, i, odd);
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = o->ns = i;
             o->ended = 0;
             steps += i - from;
@@ -418,7 +428,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
                 steps += i - from;
-                i = splice(o, s, from, i, j, out, &n, max, bp_from, bp, odd, &stopped);
+                i = splice(o, s, sf, i, j, out, &n, max, bp_from, bp, odd, &stopped);
                 if (!stopped && was_ended) break;
                 /* Stopped by the caps, here or in the last walk: go on from
                  * the state the last walk had there (the loop's top stops
@@ -428,7 +438,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 bp_from = o->f[i].bp_from;
                 bp = refresh_bp(o, i, start_bp);
                 mine = o->f[i - 1].mine;
-                from = i;
+                from = sf = i;
                 odd = 0;
                 j = onf = 0;
                 csp = UINTPTR_MAX;
@@ -453,8 +463,8 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         F->rule = r;
         if (r.flags & (VT_RULE_END | VT_RULE_OTHER)) {
             if (!(r.flags & VT_RULE_END)) return -1;
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i + 1, i, odd);
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = i + 1;
             o->ns = i;
             o->ended = 1;
@@ -468,7 +478,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
              * pointer this stretch just read below a return address). */
             if (bp_mask) *bp_mask = ~(uintptr_t)0;
             else if (bp_from >= 0) {
-                if (bp_from < from) o->nodd += mark_used(o, bp_from);
+                if (bp_from < sf) o->nodd += mark_used(o, bp_from);
                 else odd |= mark_used(s, bp_from);
             }
             cfa = bp;
@@ -500,9 +510,13 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         i++;
         F++;
         S++;
+        if (__builtin_expect(i == sf, 0)) {
+            F = &s->f[i];
+            S = &s->st[i];
+        }
         if (ip == 0) {
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i, i, odd);
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i, i, odd);
             o->nf = o->ns = i;
             o->ended = 1;
             steps += i - from;
