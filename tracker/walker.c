@@ -387,31 +387,32 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
      * have not changed, can be met again: those at rsp csp and above. */
     c = onf ? clean_from(o, f - 1) : 0;
     uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
-    /* Frames below c are never met again, so the new frames up to c are
-     * written straight into o (the last walk's odd frames among them
-     * counted out first); from c on (from `from`, if later) they are made
-     * in the scratch shadow, since a frame met later may sit where a new
-     * one goes, and copied in when the walk is done or rejoins. */
-    int sf = onf ? c : CACHE_FRAMES + 1;
+    /* The new frames below sf are written straight into o: a frame of the
+     * last walk that can no longer be met (below c, or passed by the rsp
+     * of the new walk) is written over, its odd mark counted out first.
+     * From the first new frame whose place in o holds a frame that may
+     * still be met on, they are made in the scratch shadow and copied in
+     * when the walk is done or rejoins (`scratch` set; sf stays there). */
+    int sf = onf ? c : CACHE_FRAMES + 1, scratch = 0;
     if (sf < from) sf = from;
     if (o->nodd)
         for (int k = from; k < sf && k < onf; k++) o->nodd -= o->f[k].odd;
     int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
-    /* F and S: frame i of the scratch shadow and its step. bp_mask: the
-     * rbp word's mask in the step of this stretch that read rbp just below
-     * its return address (what a frame-pointer CFA then uses); NULL when
-     * rbp came from elsewhere. */
-    struct shadow *w = i < sf ? o : s;
-    struct sframe *F = &w->f[i];
-    struct step *S = &w->st[i];
+    /* F and S: frame i and its step, in o below sf, in s from sf on.
+     * bp_mask: the rbp word's mask in the step of this stretch that read
+     * rbp just below its return address (what a frame-pointer CFA then
+     * uses); NULL when rbp came from elsewhere. */
+    struct sframe *F = &o->f[i];
+    struct step *S = &o->st[i];
     uintptr_t *bp_mask = NULL;
     for (;;) {
-        F->ip = ip;
-        F->sp = sp;
-        F->bp = bp;
-        F->bp_from = bp_from;
-        F->nout = (uint16_t)n;
         if (n >= max || i >= CACHE_FRAMES) {
+            if (i >= sf) F = &s->f[i];
+            F->ip = ip;
+            F->sp = sp;
+            F->bp = bp;
+            F->bp_from = bp_from;
+            F->nout = (uint16_t)n;
             drop_odd(o, sf, o->nf);
             put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = o->ns = i;
@@ -430,6 +431,11 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 steps += i - from;
                 i = splice(o, s, sf, i, j, out, &n, max, bp_from, bp, odd, &stopped);
                 if (!stopped && was_ended) break;
+                /* This walk's frame limit reached where the frames taken
+                 * end: o->f[i] holds the state there, as the last walk
+                 * left it (its rbp is read again by a walk that goes on
+                 * from it). */
+                if (n >= max) break;
                 /* Stopped by the caps, here or in the last walk: go on from
                  * the state the last walk had there (the loop's top stops
                  * at once if this walk's caps say so). */
@@ -439,6 +445,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 bp = refresh_bp(o, i, start_bp);
                 mine = o->f[i - 1].mine;
                 from = sf = i;
+                scratch = 1;
                 odd = 0;
                 j = onf = 0;
                 csp = UINTPTR_MAX;
@@ -448,6 +455,21 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 continue;
             }
         }
+        if (__builtin_expect(i == sf, 0) && !scratch) {
+            if (i < j || i >= onf || o->f[i].sp <= sp) {
+                if (o->nodd && i < onf) o->nodd -= o->f[i].odd;
+                sf++;
+            } else {
+                scratch = 1;
+                F = &s->f[i];
+                S = &s->st[i];
+            }
+        }
+        F->ip = ip;
+        F->sp = sp;
+        F->bp = bp;
+        F->bp_from = bp_from;
+        F->nout = (uint16_t)n;
         F->mine = (uint8_t)mine;
         F->odd = 0;
         if (!mine) out[n++] = ip;
@@ -510,10 +532,6 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         i++;
         F++;
         S++;
-        if (__builtin_expect(i == sf, 0)) {
-            F = &s->f[i];
-            S = &s->st[i];
-        }
         if (ip == 0) {
             drop_odd(o, sf, o->nf);
             put_scratch(o, s, sf, i, i, odd);
