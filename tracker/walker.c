@@ -172,13 +172,16 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
     return walk_cache;
 }
 
-/* Whether the words step k read (and the walk used) have changed. */
-VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) {
+/* Whether the words step k read (and the walk used) have changed; `plain`:
+ * the shadow has no odd frame. */
+VT_NO_ASAN static inline uintptr_t step_diff_as(const struct shadow *s, int k, int plain) {
     const uintptr_t *w = (const uintptr_t *)s->st[k].win;
     uintptr_t d = ((w[0] ^ s->st[k].val[0]) & s->st[k].mask[0]) | (w[1] ^ s->st[k].val[1]);
-    if (s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
+    if (!plain && s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
     return d;
 }
+
+VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) { return step_diff_as(s, k, 0); }
 
 #if defined(__x86_64__)
 /* Whether any of steps k..k+3 changed: one 16-byte load and compare each
@@ -199,10 +202,14 @@ VT_NO_ASAN static inline int four_differ(const struct shadow *s, int k) {
  * time, then one by one. */
 VT_NO_ASAN static int first_diff(const struct shadow *s) {
     int k = 0;
+    if (!s->nodd) {
 #if defined(__x86_64__)
-    if (!s->nodd)
         while (k + 4 <= s->ns && !four_differ(s, k)) k += 4;
 #endif
+        for (; k < s->ns; k++)
+            if (step_diff_as(s, k, 1)) return k;
+        return s->ns;
+    }
     for (; k < s->ns; k++)
         if (step_diff(s, k)) return k;
     return s->ns;
@@ -212,10 +219,13 @@ VT_NO_ASAN static int first_diff(const struct shadow *s) {
  * looked for from the outermost in. */
 VT_NO_ASAN static int clean_from(const struct shadow *s, int after) {
     int k = s->ns;
+    if (!s->nodd) {
 #if defined(__x86_64__)
-    if (!s->nodd)
         while (k - 4 > after && !four_differ(s, k - 4)) k -= 4;
 #endif
+        while (k - 1 > after && !step_diff_as(s, k - 1, 1)) k--;
+        return k;
+    }
     while (k - 1 > after && !step_diff(s, k - 1)) k--;
     return k;
 }
