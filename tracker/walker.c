@@ -105,8 +105,9 @@ struct shadow {
 };
 
 /* This thread's rules by return address: a small direct-mapped cache in
- * front of the shared table (a hit is one compare, where the table's probe
- * is a hash, two atomic loads of the key and one of the rule). Emptied when
+ * front of the shared table, indexed by the address's low bits (a hit is
+ * one mask and one compare, where the table's probe is a hash, two atomic
+ * loads of the key and one of the rule). Emptied when
  * the table's generation moves on (code was unloaded), like the shared
  * table itself, so a rule never outlives the code it was read from. */
 #define RULE_CACHE_BITS 9
@@ -117,7 +118,7 @@ struct rule_slot {
     struct vt_rule rule;
 };
 
-static inline uint32_t rule_slot_of(uintptr_t ip) { return (uint32_t)(ip ^ (ip >> RULE_CACHE_BITS)) & (RULE_CACHE_SIZE - 1); }
+static inline uint32_t rule_slot_of(uintptr_t ip) { return (uint32_t)ip & (RULE_CACHE_SIZE - 1); }
 
 /* What this thread's walks remember: the rules of the return addresses
  * seen (so that a frame seen before needs no table probe); the last walk's
