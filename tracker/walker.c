@@ -356,8 +356,9 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
 
 /* The walk proper (see the top of the file); `ip`, `sp`, `bp`: the
  * caller's state. The last walk's shadow `o` becomes this walk's: frames
- * taken from it stay in place, and the frames walked are made in the
- * scratch shadow and copied in. */
+ * taken from it stay in place, and the frames walked are written over its
+ * frames that cannot be met again, or else made in the scratch shadow and
+ * copied in. */
 VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *dst, int max,
                            uint64_t since, uintptr_t ip, uintptr_t sp, uintptr_t bp) {
     const uintptr_t hi = stack_hi, start_bp = bp;
