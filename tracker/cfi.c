@@ -269,7 +269,7 @@ struct vt_rule vt_cfi_rule(const uint8_t *fde, uintptr_t pc) {
     if (row.cfa_off < -65536 || row.cfa_off > (1 << 30)) return r;
     if (row.bp.how == REG_OTHER) return r;
     int saved = row.bp.how == REG_OFFSET;
-    if (saved && (row.bp.off >= 0 || row.bp.off < -32768)) return r;
+    if (saved && (row.bp.off > -8 || row.bp.off < -32768)) return r;
     r.cfa_off = (int32_t)row.cfa_off;
     r.bp_off = saved ? (int16_t)row.bp.off : 0;
     r.flags = (uint8_t)((row.cfa_reg == 6 ? VT_RULE_CFA_BP : 0) | (saved ? VT_RULE_BP_SAVED : 0));

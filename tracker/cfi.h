@@ -35,7 +35,7 @@ const uint8_t *vt_cfi_find_fde(const uint8_t *hdr, uintptr_t pc);
  * VT_RULE_OTHER for anything malformed, for a pc outside the FDE's range,
  * and for any rule the walker cannot follow (a CFA expression, a return
  * address not just below the CFA, rbp kept other than unchanged or at a
- * constant offset, a signal frame). */
+ * constant offset at least 8 bytes below the CFA, a signal frame). */
 struct vt_rule vt_cfi_rule(const uint8_t *fde, uintptr_t pc);
 
 #endif

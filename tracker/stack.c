@@ -73,10 +73,14 @@ static int capture_libunwind(uintptr_t *out, int max) {
 
 int vt_stack_capture(uintptr_t *out, int max) { return vt_stack_capture_since(out, max, UINT64_MAX); }
 
-int vt_stack_capture_since(uintptr_t *out, int max, uint64_t since) {
+/* What a capture does away from the walker: VRAMTRACE_UNWIND=check or
+ * libunwind, a frame limit out of range, and a walk the walker gave up
+ * on. Kept out of the hot path (its buffers and calls would give every
+ * capture a big frame to set up). */
+__attribute__((noinline, cold)) static int capture_other(uintptr_t *out, int max, uint64_t since, int walked) {
     if (max > VT_STACK_MAX) max = VT_STACK_MAX;
     if (max <= 0) return 0;
-    if (__builtin_expect(walker_check, 0)) {
+    if (walker_check) {
         uintptr_t ref[VT_STACK_MAX];
         int n = vt_walk(out, max, UINT64_MAX);
         int m = capture_libunwind(ref, max);
@@ -90,12 +94,20 @@ int vt_stack_capture_since(uintptr_t *out, int max, uint64_t since) {
         memcpy(out, ref, (size_t)m * sizeof *out);
         return m;
     }
-    if (!walker_off) {
+    if (!walker_off && !walked) {
         int n = vt_walk(out, max, since);
         if (n >= 0 || n == VT_STACK_SAME) return n;
     }
     vt_walk_counts.fallbacks++;
     return capture_libunwind(out, max);
+}
+
+int vt_stack_capture_since(uintptr_t *out, int max, uint64_t since) {
+    if (__builtin_expect((walker_check | walker_off) != 0 || max > VT_STACK_MAX || max <= 0, 0))
+        return capture_other(out, max, since, 0);
+    int n = vt_walk(out, max, since);
+    if (__builtin_expect(n >= 0 || n == VT_STACK_SAME, 1)) return n;
+    return capture_other(out, max, since, 1);
 }
 
 int vt_stack_check(uint64_t *stacks, uint64_t *differ, uint64_t *fallbacks) {

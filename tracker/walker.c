@@ -104,15 +104,30 @@ struct shadow {
     uintptr_t out[VT_STACK_MAX];
 };
 
-/* What this thread's walks remember: by depth, the return address last
- * seen there and its rule (so that a frame seen before needs no table
- * probe); the last walk's shadow, and a second one the next walk is built
- * in. `busy` is set while a walk runs: a signal handler's capture inside
- * it must not touch the shadows. */
+/* This thread's rules by return address: a small direct-mapped cache in
+ * front of the shared table, indexed by the address's low bits (a hit is
+ * one mask and one compare, where the table's probe is a hash, two atomic
+ * loads of the key and one of the rule). Emptied when
+ * the table's generation moves on (code was unloaded), like the shared
+ * table itself, so a rule never outlives the code it was read from. */
+#define RULE_CACHE_BITS 9
+#define RULE_CACHE_SIZE (1u << RULE_CACHE_BITS)
+
+struct rule_slot {
+    uintptr_t ip; /* 0: empty */
+    struct vt_rule rule;
+};
+
+static inline uint32_t rule_slot_of(uintptr_t ip) { return (uint32_t)ip & (RULE_CACHE_SIZE - 1); }
+
+/* What this thread's walks remember: the rules of the return addresses
+ * seen (so that a frame seen before needs no table probe); the last walk's
+ * shadow, and a second one the next walk is built in. `busy` is set while
+ * a walk runs: a signal handler's capture inside it must not touch the
+ * shadows. */
 struct walk_cache {
     uint64_t generation; /* of the rule table the rules came from */
-    uintptr_t ip[CACHE_FRAMES];
-    struct vt_rule rule[CACHE_FRAMES];
+    struct rule_slot rules[RULE_CACHE_SIZE];
     struct shadow *cur, *next;
     volatile int busy;
     struct shadow sh[2];
@@ -158,13 +173,16 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
     return walk_cache;
 }
 
-/* Whether the words step k read (and the walk used) have changed. */
-VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) {
+/* Whether the words step k read (and the walk used) have changed; `plain`:
+ * the shadow has no odd frame. */
+VT_NO_ASAN static inline uintptr_t step_diff_as(const struct shadow *s, int k, int plain) {
     const uintptr_t *w = (const uintptr_t *)s->st[k].win;
     uintptr_t d = ((w[0] ^ s->st[k].val[0]) & s->st[k].mask[0]) | (w[1] ^ s->st[k].val[1]);
-    if (s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
+    if (!plain && s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
     return d;
 }
+
+VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) { return step_diff_as(s, k, 0); }
 
 #if defined(__x86_64__)
 /* Whether any of steps k..k+3 changed: one 16-byte load and compare each
@@ -185,10 +203,14 @@ VT_NO_ASAN static inline int four_differ(const struct shadow *s, int k) {
  * time, then one by one. */
 VT_NO_ASAN static int first_diff(const struct shadow *s) {
     int k = 0;
+    if (!s->nodd) {
 #if defined(__x86_64__)
-    if (!s->nodd)
         while (k + 4 <= s->ns && !four_differ(s, k)) k += 4;
 #endif
+        for (; k < s->ns; k++)
+            if (step_diff_as(s, k, 1)) return k;
+        return s->ns;
+    }
     for (; k < s->ns; k++)
         if (step_diff(s, k)) return k;
     return s->ns;
@@ -198,10 +220,13 @@ VT_NO_ASAN static int first_diff(const struct shadow *s) {
  * looked for from the outermost in. */
 VT_NO_ASAN static int clean_from(const struct shadow *s, int after) {
     int k = s->ns;
+    if (!s->nodd) {
 #if defined(__x86_64__)
-    if (!s->nodd)
         while (k - 4 > after && !four_differ(s, k - 4)) k -= 4;
 #endif
+        while (k - 1 > after && !step_diff_as(s, k - 1, 1)) k--;
+        return k;
+    }
     while (k - 1 > after && !step_diff(s, k - 1)) k--;
     return k;
 }
@@ -272,10 +297,11 @@ static void drop_odd(struct shadow *o, int from, int to) {
         for (int k = from; k < to; k++) o->nodd -= o->f[k].odd;
 }
 
-/* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned,
- * its frames from `from` on in the scratch shadow `s`), has met the last
- * walk `o` at o's frame j: o becomes the new walk, its frames 0..from-1,
- * the scratch frames from..i-1, and its own frames from j on moved to i,
+/* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned
+ * into `out`, which is o->out, its frames below `from` already in o, those
+ * from `from` on in the scratch shadow `s`), has met the last walk `o` at
+ * o's frame j: o becomes the new walk, its frames 0..from-1, the scratch
+ * frames from..i-1, and its own frames from j on moved to i,
  * as far as this walk's caps allow. Returns the index of the first frame
  * not taken, and in *stopped whether the caps stopped the taking. */
 VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from, int i, int j, uintptr_t *out,
@@ -287,7 +313,17 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
     *stopped = end < o->nf;
     int cnt = end - j, steps = (end < o->ns ? end : o->ns) - j;
     int nend = (end < o->nf ? o->f[end].nout : o->n) + dn;
-    memcpy(out + *n, o->out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+    /* The frames taken return what they returned, dn places on; the new
+     * walk wrote its frames over o->out below *n, so when it returned more
+     * frames than the last (dn > 0) the ones it wrote over are read again
+     * from the frames' pcs (a frame past this library's returns its pc). */
+    if (dn < 0) {
+        memmove(out + *n, out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+    } else if (dn > 0) {
+        int at = *n;
+        for (int k = j; k < end; k++)
+            if (!o->f[k].mine) out[at++] = o->f[k].ip;
+    }
     *n = nend;
     drop_odd(o, from, j);
     drop_odd(o, end, o->nf);
@@ -320,12 +356,17 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
 
 /* The walk proper (see the top of the file); `ip`, `sp`, `bp`: the
  * caller's state. The last walk's shadow `o` becomes this walk's: frames
- * taken from it stay in place, and the frames walked are made in the
- * scratch shadow and copied in. */
-VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *out, int max,
+ * taken from it stay in place, and the frames walked are written over its
+ * frames that cannot be met again, or else made in the scratch shadow and
+ * copied in. */
+VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, uintptr_t *dst, int max,
                            uint64_t since, uintptr_t ip, uintptr_t sp, uintptr_t bp) {
     const uintptr_t hi = stack_hi, start_bp = bp;
     struct shadow *o = m->cur, *s = m->next;
+    /* The frames are written into the shadow's own list, where the last
+     * walk's frames kept (its prefix, a rejoined rest) already are, and
+     * copied out once at the end. */
+    uintptr_t *out = o->out;
     int f = 0, c;
     if (!o->valid) {
         o->nf = o->ns = o->n = o->nodd = 0;
@@ -335,7 +376,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         if (f == o->ns && max == o->max) {
             vt_walk_counts.replays++;
             if (since == o->serial) return VT_STACK_SAME;
-            memcpy(out, o->out, (size_t)o->n * sizeof *out);
+            memcpy(dst, o->out, (size_t)o->n * sizeof *dst);
             return o->n;
         }
     }
@@ -347,7 +388,6 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     if (f > 0) {
         i = from = f;
         n = o->f[f].nout;
-        memcpy(out, o->out, (size_t)n * sizeof *out);
         ip = o->f[f].ip;
         sp = o->f[f].sp;
         bp_from = o->f[f].bp_from;
@@ -359,19 +399,37 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
      * have not changed, can be met again: those at rsp csp and above. */
     c = onf ? clean_from(o, f - 1) : 0;
     uintptr_t csp = c < onf ? o->f[c].sp : UINTPTR_MAX;
+    /* The new frames below sf are written straight into o: a frame of the
+     * last walk that can no longer be met (below c, or passed by the rsp
+     * of the new walk) is written over, its odd mark counted out first.
+     * From the first new frame whose place in o holds a frame that may
+     * still be met on, they are made in the scratch shadow and copied in
+     * when the walk is done or rejoins (`scratch` set; sf stays there). */
+    int sf = onf ? c : CACHE_FRAMES + 1, scratch = 0;
+    if (sf < from) sf = from;
+    if (o->nodd)
+        for (int k = from; k < sf && k < onf; k++) o->nodd -= o->f[k].odd;
     int j = c, steps = 0; /* the last walk's frames below the new walk's rsp are passed */
+    /* F and S: frame i and its step, in o below sf, in s from sf on.
+     * bp_mask: the rbp word's mask in the step of this stretch that read
+     * rbp just below its return address (what a frame-pointer CFA then
+     * uses); NULL when rbp came from elsewhere. */
+    struct sframe *F = &o->f[i];
+    struct step *S = &o->st[i];
+    uintptr_t *bp_mask = NULL;
     for (;;) {
-        struct sframe *F = &s->f[i];
-        F->ip = ip;
-        F->sp = sp;
-        F->bp = bp;
-        F->bp_from = bp_from;
-        F->nout = (uint16_t)n;
         if (n >= max || i >= CACHE_FRAMES) {
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i + 1, i, odd);
+            if (i >= sf) F = &s->f[i];
+            F->ip = ip;
+            F->sp = sp;
+            F->bp = bp;
+            F->bp_from = bp_from;
+            F->nout = (uint16_t)n;
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = o->ns = i;
             o->ended = 0;
+            steps += i - from;
             break;
         }
         if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
@@ -382,8 +440,14 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 /* The last walk from frame j on is this walk's. */
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
-                i = splice(o, s, from, i, j, out, &n, max, bp_from, bp, odd, &stopped);
+                steps += i - from;
+                i = splice(o, s, sf, i, j, out, &n, max, bp_from, bp, odd, &stopped);
                 if (!stopped && was_ended) break;
+                /* This walk's frame limit reached where the frames taken
+                 * end: o->f[i] holds the state there, as the last walk
+                 * left it (its rbp is read again by a walk that goes on
+                 * from it). */
+                if (n >= max) break;
                 /* Stopped by the caps, here or in the last walk: go on from
                  * the state the last walk had there (the loop's top stops
                  * at once if this walk's caps say so). */
@@ -392,68 +456,100 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 bp_from = o->f[i].bp_from;
                 bp = refresh_bp(o, i, start_bp);
                 mine = o->f[i - 1].mine;
-                from = i;
+                from = sf = i;
+                scratch = 1;
                 odd = 0;
                 j = onf = 0;
                 csp = UINTPTR_MAX;
+                F = &s->f[i];
+                S = &s->st[i];
+                bp_mask = NULL;
                 continue;
             }
         }
+        if (__builtin_expect(i == sf, 0) && !scratch) {
+            if (i < j || i >= onf || o->f[i].sp <= sp) {
+                if (o->nodd && i < onf) o->nodd -= o->f[i].odd;
+                sf++;
+            } else {
+                scratch = 1;
+                F = &s->f[i];
+                S = &s->st[i];
+            }
+        }
+        F->ip = ip;
+        F->sp = sp;
+        F->bp = bp;
+        F->bp_from = bp_from;
+        F->nout = (uint16_t)n;
         F->mine = (uint8_t)mine;
+        F->odd = 0;
         if (!mine) out[n++] = ip;
         struct vt_rule r;
-        if (__builtin_expect(ip == m->ip[i], 1)) {
-            r = m->rule[i];
+        struct rule_slot *rs = &m->rules[rule_slot_of(ip)];
+        if (__builtin_expect(ip == rs->ip, 1)) {
+            r = rs->rule;
         } else {
             if (!vt_rules_lookup(t, ip - 1, &r)) r = vt_rules_compute(ip - 1);
-            m->ip[i] = ip;
-            m->rule[i] = r;
+            rs->ip = ip;
+            rs->rule = r;
         }
         F->rule = r;
-        F->odd = 0;
         if (r.flags & (VT_RULE_END | VT_RULE_OTHER)) {
             if (!(r.flags & VT_RULE_END)) return -1;
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i + 1, i, odd);
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = i + 1;
             o->ns = i;
             o->ended = 1;
+            steps += i - from;
             break;
         }
-        /* The rbp this CFA uses is now a word the checks count (mark_used;
-         * written out for the common case, a frame pointer this walk just
-         * read below a return address). */
-        if ((r.flags & VT_RULE_CFA_BP) && bp_from >= 0) {
-            if (bp_from < from) o->nodd += mark_used(o, bp_from);
-            else if (s->f[bp_from].save_at == (const uintptr_t *)s->st[bp_from].win) s->st[bp_from].mask[0] = ~(uintptr_t)0;
-            else odd |= mark_used(s, bp_from);
+        uintptr_t cfa = sp;
+        if (r.flags & VT_RULE_CFA_BP) {
+            /* The rbp this CFA uses is now a word the checks count
+             * (mark_used; written out for the common case, a frame
+             * pointer this stretch just read below a return address). */
+            if (bp_mask) *bp_mask = ~(uintptr_t)0;
+            else if (bp_from >= 0) {
+                if (bp_from < sf) o->nodd += mark_used(o, bp_from);
+                else odd |= mark_used(s, bp_from);
+            }
+            cfa = bp;
         }
-        uintptr_t cfa = ((r.flags & VT_RULE_CFA_BP) ? bp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+        cfa += (uintptr_t)(intptr_t)r.cfa_off;
         if (cfa < sp + 8 || cfa > hi) return -1;
-        s->st[i].win = cfa - 16;
-        s->st[i].mask[0] = 0;
+        S->win = cfa - 16;
+        S->mask[0] = 0;
         uintptr_t low = 0;
         const uintptr_t *at = NULL;
         if (r.flags & VT_RULE_BP_SAVED) {
+            /* cfi.c keeps bp_off at -8 or below: the word lies below the CFA. */
             at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
-            if ((uintptr_t)at < sp || (uintptr_t)at + 8 > hi) return -1;
+            if ((uintptr_t)at < sp) return -1;
             bp = *at;
             F->save_val = bp;
-            if ((uintptr_t)at == cfa - 16) low = bp;
+            bp_mask = NULL;
+            if ((uintptr_t)at == cfa - 16) {
+                low = bp;
+                bp_mask = &S->mask[0];
+            }
             bp_from = i;
         }
         F->save_at = at;
         ip = ((const uintptr_t *)cfa)[-1];
-        s->st[i].val[0] = low;
-        s->st[i].val[1] = ip;
+        S->val[0] = low;
+        S->val[1] = ip;
         sp = cfa;
-        steps++;
         i++;
+        F++;
+        S++;
         if (ip == 0) {
-            drop_odd(o, from, o->nf);
-            put_scratch(o, s, from, i, i, odd);
+            drop_odd(o, sf, o->nf);
+            put_scratch(o, s, sf, i, i, odd);
             o->nf = o->ns = i;
             o->ended = 1;
+            steps += i - from;
             break;
         }
     }
@@ -461,7 +557,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     o->n = n;
     o->max = max;
     o->need0 = uses_start_bp(o);
-    memcpy(o->out, out, (size_t)n * sizeof *out);
+    memcpy(dst, out, (size_t)n * sizeof *dst);
     vt_walk_counts.walks++;
     o->serial = vt_walk_counts.walks + vt_walk_counts.fallbacks;
     o->valid = 1;
@@ -477,7 +573,7 @@ VT_NO_ASAN __attribute__((noinline)) int vt_walk(uintptr_t *out, int max, uint64
     if (m->busy) return -1;
     uint64_t gen = __atomic_load_n(&vt_rules_generation, __ATOMIC_ACQUIRE);
     if (m->generation != gen) {
-        memset(m->ip, 0, sizeof m->ip);
+        memset(m->rules, 0, sizeof m->rules);
         m->cur->valid = 0;
         m->generation = gen;
     }

@@ -583,6 +583,68 @@ static void test_reload_other_code(const char *dir) {
     }
 }
 
+/* The same reload seen by a thread that walked cbplug1's frames before the
+ * unload and did not unload it itself: the rules that thread keeps (its
+ * cache by return address) must go with the code too. The helper walks
+ * through the plugin when told to (1), the main thread swaps the plugin
+ * meanwhile, and the helper walks again (2). */
+static void (*volatile other_pc)(void (*)(void));
+static int other_step, other_done, other_bad;
+static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t other_cond = PTHREAD_COND_INITIALIZER;
+
+static void *reload_other_thread(void *arg) {
+    (void)arg;
+    for (int want = 1; want <= 2; want++) {
+        pthread_mutex_lock(&other_lock);
+        while (other_step < want) pthread_cond_wait(&other_cond, &other_lock);
+        pthread_mutex_unlock(&other_lock);
+        uint64_t fb0 = vt_stack_thread_counts().fallbacks;
+        for (int i = 0; i < 3; i++) call_plugin(other_pc);
+        if (vt_stack_thread_counts().fallbacks != fb0) other_bad |= want;
+        if (!(nrf > 3 && rf[1] > (uintptr_t)other_pc && rf[1] < (uintptr_t)other_pc + 32 &&
+              rf[2] > (uintptr_t)call_plugin && rf[2] < (uintptr_t)call_plugin + 64))
+            other_bad |= 4 * want;
+        pthread_mutex_lock(&other_lock);
+        other_done = want;
+        pthread_cond_broadcast(&other_cond);
+        pthread_mutex_unlock(&other_lock);
+    }
+    return NULL;
+}
+
+static void other_go(int step) {
+    pthread_mutex_lock(&other_lock);
+    other_step = step;
+    pthread_cond_broadcast(&other_cond);
+    while (other_done < step) pthread_cond_wait(&other_cond, &other_lock);
+    pthread_mutex_unlock(&other_lock);
+}
+
+static void test_reload_other_code_other_thread(const char *dir) {
+    char p1[4200], p2[4200];
+    snprintf(p1, sizeof p1, "%s/libcbplug1.so", dir);
+    snprintf(p2, sizeof p2, "%s/libcbplug2.so", dir);
+    pthread_t t;
+    pthread_create(&t, NULL, reload_other_thread, NULL);
+    void *base = NULL;
+    for (int round = 0; round < 2; round++) {
+        void *h = dlopen(round ? p2 : p1, RTLD_NOW | RTLD_LOCAL);
+        CHECK(h != NULL);
+        if (!h) break;
+        other_pc = (void (*)(void (*)(void)))dlsym(h, "plug_call");
+        Dl_info info;
+        dladdr((void *)other_pc, &info);
+        if (round == 0) base = info.dli_fbase;
+        else if (info.dli_fbase != base) printf("  (cbplug2 loaded elsewhere: a weaker test)\n");
+        other_go(round + 1);
+        dlclose(h);
+        vt_stack_forget();
+    }
+    pthread_join(t, NULL);
+    CHECK_EQ(other_bad, 0);
+}
+
 static void test_fork(void) {
     uintptr_t a[MAXF], b[MAXF];
     int na, nb;
@@ -767,6 +829,7 @@ int main(int argc, char **argv) {
     test_dlopen(plugin);
     *(slash ? slash + 1 : plugin) = '\0';
     test_reload_other_code(slash ? plugin : ".");
+    test_reload_other_code_other_thread(slash ? plugin : ".");
     test_fork();
     return check_report("stack");
 }
