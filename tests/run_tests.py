@@ -1332,7 +1332,8 @@ def report_torch_snapshot():
        [(2 * MiB, "active_allocated")] * 2, "one segment per live allocation")
     for s in segs:
         eq(sum(b["size"] for b in s["blocks"]), s["total_size"], "blocks fill their segment")
-        eq(s["frames"][0]["name"], "steady_state", "segment frames, innermost first")
+        eq([f["name"] for f in s["frames"][:2]], ["steady_state (call site)", "steady_state"],
+           "segment frames: the call site, then the stack innermost first")
         eq(s["blocks"][0]["frames"][0]["filename"], "tests/progs/t_phases.c", "frame filename")
     trace = snap["device_traces"][0]
     counts = {}

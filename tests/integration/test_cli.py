@@ -114,7 +114,8 @@ def cli_text_outputs_escape_control_characters():
     no_controls(out.decode(), "folded")
     eq(len(lines), 1, "one folded line (both holders have the same frames)")
     frame = CTRL_SHOWN.format("function").replace(";", ":")
-    eq(lines[0], ";".join([frame] * 5) + " 4194304", "folded frames: ';' and controls taken out")
+    label = frame + " " + CTRL_SHOWN.format("file").replace(";", ":") + ":20"
+    eq(lines[0], ";".join([label] + [frame] * 5) + " 4194304", "folded label and frames: ';' and controls taken out")
     rc, out, err = cli(["diff", os.path.join(GOLDEN, R0), path])
     eq((rc, err), (0, ""), "diff status")
     no_controls(out.decode(), "diff")
