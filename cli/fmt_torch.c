@@ -233,18 +233,25 @@ static void frame(struct pk *p, const struct vt_frame *f) {
  * the library line it went through and "(call site)", the rest of the
  * stack's call-site label: "evaluate -> relu torch/nn/functional.py:1777
  * (call site)". A viewer shows a stack innermost first, so this is the
- * first frame it shows. Nothing for a stack without a call site. */
+ * first frame it shows. Nothing for a stack without a call site. The name
+ * fits in a frame label's 1024 bytes with its " (call site)" kept: the
+ * library line is cut to 400 bytes, the function to what is left, each at
+ * a whole character. */
 static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
+    static const char suffix[] = " (call site)";
     const struct vt_frame *site = vm_site(d, stack);
     if (!site) return;
-    char label[2048], where[2048], name[2600];
+    char label[2048], where[2048], through[400], fn[1024], name[1024];
     vm_site_label(d, stack, label, sizeof label);
     vt_site_name(site, where, sizeof where);
     size_t k = strlen(where);
-    const char *through = strncmp(label, where, k) == 0 ? label + k : "";
-    snprintf(name, sizeof name, "%s%s (call site)", site->function ? site->function : "??", through);
-    struct vt_frame f = {.function = vt_utf8_whole(name, sizeof name), .file = site->file, .module = site->module,
-                         .line = site->line};
+    snprintf(through, sizeof through, "%s", strncmp(label, where, k) == 0 ? label + k : "");
+    vt_utf8_whole(through, sizeof through);
+    size_t room = sizeof name - strlen(through) - (sizeof suffix - 1);
+    snprintf(fn, room, "%s", site->function ? site->function : "??");
+    vt_utf8_whole(fn, room);
+    snprintf(name, sizeof name, "%s%s%s", fn, through, suffix);
+    struct vt_frame f = {.function = name, .file = site->file, .module = site->module, .line = site->line};
     frame(p, &f);
 }
 
