@@ -226,8 +226,9 @@ def torch_app_option_moves_the_call_site():
     sites = [h["site"] for h in holders]
     ok(any(re.match(r"^Module\._call_impl \S+/torch/nn/modules/module\.py:\d+ -> Linear\.forward "
                     r"torch/nn/modules/linear\.py:\d+$", x) for x in sites), f"the forward segment: {sites}")
-    ok(any(re.match(r"^Module\.to\.<locals>\.convert \S+/module\.py:\d+ -> c10::\S+ \(libc10_cuda\.so\+0x", x)
-           for x in sites), f"the model's parameters: module.py, with the native frame inside it: {sites}")
+    ok(any(re.match(r"^Module\.to\.<locals>\.convert \S+/module\.py:\d+ -> torch::autograd::THPVariable_to "
+                    r"\(libtorch_python\.so\+0x", x)
+           for x in sites), f"the model's parameters: module.py, with the native entry point inside it: {sites}")
     ok(not any(x.startswith("mode_mlp ") and " -> " in x for x in sites),
        f"the script is no longer the user's code (its line only where no frame is): {sites}")
     # VRAMTRACE_LIBRARY takes the script itself out: no user frame is left.
