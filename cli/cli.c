@@ -79,7 +79,7 @@ void vt_usage(FILE *f) {
     fprintf(f,
             "usage: vramtrace run [OPTIONS] -- CMD [ARG...]\n"
             "       vramtrace report DUMP... [--format text|json|folded|html|torch] [-o FILE]\n"
-            "                        [--top N] [--at exit|peak|oom]\n"
+            "                        [--top N] [--at exit|peak|oom] [--folded-root site|none]\n"
             "       vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n"
             "       vramtrace top [PID] [--once] [--bytes] [--interval S] [--sort KEY]\n"
             "       vramtrace metrics [--textfile DIR | --listen [HOST:]PORT] [--top N]\n"

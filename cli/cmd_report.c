@@ -1,5 +1,5 @@
 /* cmd_report.c -- `vramtrace report DUMP... [--format F] [-o FILE] [--top N]
- * [--at exit|peak|oom]`. */
+ * [--at exit|peak|oom] [--folded-root site|none]`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,8 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 static void report_help(void) {
-    printf("usage: vramtrace report DUMP... [--format FORMAT] [-o FILE] [--top N] [--at MOMENT]\n\n"
+    printf("usage: vramtrace report DUMP... [--format FORMAT] [-o FILE] [--top N] [--at MOMENT]\n"
+           "                        [--folded-root site|none]\n\n"
            "Turns one or more dumps (one per rank or process) into a report.\n\n"
            "  --format FORMAT  one of:\n");
     for (const struct vt_reporter *r = vt_reporters; r->name; r++)
@@ -30,7 +31,13 @@ static void report_help(void) {
            "  --at MOMENT      which holders weigh in the holders table and flame graph:\n"
            "                     exit  live when the dump was written (default)\n"
            "                     peak  at the peak of the process's device bytes\n"
-           "                     oom   at the first out-of-memory failure\n");
+           "                     oom   at the first out-of-memory failure\n"
+           "  --folded-root ROOT\n"
+           "                   the root frame of each folded stack:\n"
+           "                     site  its call-site label (the user's line -> the library\n"
+           "                           line), so that a flame graph's first level is the\n"
+           "                           holders table by call site (default)\n"
+           "                     none  no root: the whole stack alone\n");
 }
 
 /* Write the report to out (standard output when NULL). Output that does not
@@ -67,7 +74,7 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
 
 int vt_cmd_report(int argc, char **argv) {
     const char *format = "text", *out = NULL;
-    struct vr_opts o = {VR_AT_EXIT, 10};
+    struct vr_opts o = {VR_AT_EXIT, 10, VR_ROOT_SITE};
     const char **paths = calloc((size_t)argc, sizeof *paths);
     size_t npaths = 0;
     if (!paths) return 1;
@@ -98,6 +105,11 @@ int vt_cmd_report(int argc, char **argv) {
             else if (v && strcmp(v, "peak") == 0) o.at = VR_AT_PEAK;
             else if (v && strcmp(v, "oom") == 0) o.at = VR_AT_OOM;
             else { rc = usage_error("--at takes exit, peak or oom, not '%s'", v ? v : ""); goto done; }
+            i++;
+        } else if (strcmp(a, "--folded-root") == 0) {
+            if (v && strcmp(v, "site") == 0) o.folded_root = VR_ROOT_SITE;
+            else if (v && strcmp(v, "none") == 0) o.folded_root = VR_ROOT_NONE;
+            else { rc = usage_error("--folded-root takes site or none, not '%s'", v ? v : ""); goto done; }
             i++;
         } else if (a[0] == '-' && a[1] != '\0') {
             rc = usage_error("unknown option %s", a);

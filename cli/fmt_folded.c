@@ -1,8 +1,12 @@
 /* fmt_folded.c -- folded stacks ("frame;frame;... BYTES", outermost first),
  * the input of flamegraph.pl, inferno and speedscope. Weight: bytes held at
- * the chosen moment (--at). Stacks that read the same (they differ only in
- * addresses) are written as one line; with several dumps each line starts
- * with "rank R pid P". */
+ * the chosen moment (--at). Each line's root is its stack's call-site label
+ * (vm_site_label: the user's line, then the library line it went through),
+ * so that a flame graph's first level is the holders table by call site,
+ * the same bytes per label; with several dumps "rank R pid P" follows it.
+ * --folded-root none writes the whole stacks alone, as before labels: then
+ * with several dumps each line starts with "rank R pid P". Stacks that read
+ * the same (they differ only in addresses) are written as one line. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +73,12 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
         }
         for (size_t j = 0; j < n; j++) {
             const struct vm_stack *s = &d->stacks[h[j].stack];
-            char *buf = NULL, label[1024];
+            char *buf = NULL, label[2048];
             size_t len = 0, cap = 0;
+            if (o->folded_root == VR_ROOT_SITE) {
+                put(&buf, &len, &cap, vm_site_label(d, h[j].stack, label, sizeof label), 0);
+                put(&buf, &len, &cap, ";", 1);
+            }
             if (in->n > 1) {
                 snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
                 put(&buf, &len, &cap, label, 0);

@@ -19,7 +19,12 @@
  *
  * The writer emits pickle protocol 2 with a fixed set of opcodes that build
  * only dicts, lists, strings, integers, booleans and None: nothing a reader
- * could execute (no GLOBAL, REDUCE, BUILD or INST). Through the pickle
+ * could execute (no GLOBAL, REDUCE, BUILD or INST).
+ *
+ * Each frames list (innermost first, as PyTorch writes them) starts with
+ * one frame of vramtrace's own, the stack's call site (site_frame): the
+ * user's file and line, named for the call site and the library line it
+ * went through; the real frames follow, unchanged. Through the pickle
  * memo, each key and repeated name, each distinct frame dict ({filename,
  * line, name}) and each stack's frame list is written once and referenced
  * after, so that every block and trace entry of a stack holds the same
@@ -34,6 +39,7 @@
 
 #include <uthash.h>
 
+#include "../common/format.h"
 #include "reporters.h"
 
 /* Scratch memo slots, rewritten for each segment or event: its size,
@@ -222,7 +228,35 @@ static void frame(struct pk *p, const struct vt_frame *f) {
     if (m == -2) memo_put_at(p, at);
 }
 
-/* The frames of a stack as [{filename, line, name}], innermost first. */
+/* The call-site frame of a stack (vm_site), written before its real
+ * frames: the user's file and line, and as its name the site's function,
+ * the library line it went through and "(call site)", the rest of the
+ * stack's call-site label: "evaluate -> relu torch/nn/functional.py:1777
+ * (call site)". A viewer shows a stack innermost first, so this is the
+ * first frame it shows. Nothing for a stack without a call site. The name
+ * fits in a frame label's 1024 bytes with its " (call site)" kept: the
+ * library line is cut to 400 bytes, the function to what is left, each at
+ * a whole character. */
+static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
+    static const char suffix[] = " (call site)";
+    const struct vt_frame *site = vm_site(d, stack);
+    if (!site) return;
+    char label[2048], where[2048], through[400], fn[1024], name[1024];
+    vm_site_label(d, stack, label, sizeof label);
+    vt_site_name(site, where, sizeof where);
+    size_t k = strlen(where);
+    snprintf(through, sizeof through, "%s", strncmp(label, where, k) == 0 ? label + k : "");
+    vt_utf8_whole(through, sizeof through);
+    size_t room = sizeof name - strlen(through) - (sizeof suffix - 1);
+    snprintf(fn, room, "%s", site->function ? site->function : "??");
+    vt_utf8_whole(fn, room);
+    snprintf(name, sizeof name, "%s%s%s", fn, through, suffix);
+    struct vt_frame f = {.function = name, .file = site->file, .module = site->module, .line = site->line};
+    frame(p, &f);
+}
+
+/* The frames of a stack as [{filename, line, name}], innermost first,
+ * after its call-site frame. */
 static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     if (p->stack_memo[stack] >= 0) {
         memo_get(p, (uint32_t)p->stack_memo[stack]);
@@ -230,6 +264,7 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     }
     const struct vm_stack *s = &d->stacks[stack];
     list_begin(p);
+    site_frame(p, d, stack);   /* before the frames: its label may use the model's frame buffer */
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
     for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i]);
     list_end(p);

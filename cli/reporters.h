@@ -11,9 +11,14 @@
 
 enum vr_moment { VR_AT_EXIT, VR_AT_PEAK, VR_AT_OOM };
 
+/* The root of each folded line (--folded-root): the call-site label
+ * (default) or none, the whole stack alone. */
+enum vr_folded_root { VR_ROOT_SITE, VR_ROOT_NONE };
+
 struct vr_opts {
     enum vr_moment at;
     int top;
+    enum vr_folded_root folded_root;
 };
 
 struct vr_input {

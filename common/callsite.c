@@ -138,8 +138,9 @@ int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
     if (site <= 0 || (size_t)site > n || is_library(&frames[site])) return -1;
     for (int j = 0; j < site; j++)
         if (frames[j].python && is_library(&frames[j])) return j;
-    for (int j = 0; j < site; j++)
-        if (!frames[j].python && is_library(&frames[j]) && !vt_cuda_frame(frames[j].module, frames[j].function))
+    for (int j = site; j-- > 0;)
+        if (!frames[j].python && is_library(&frames[j]) && !vt_frame_is_runtime(frames[j].module) &&
+            !vt_cuda_frame(frames[j].module, frames[j].function))
             return j;
     return -1;
 }

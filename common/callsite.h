@@ -17,8 +17,11 @@
  *
  * Beside the user's frame, a report names the library frame the call went
  * through (vt_site_through): the innermost library Python frame inside it,
- * else the innermost library native frame inside it outside the CUDA
- * driver and runtime, else none. The label reads
+ * else the outermost library native frame inside it that is neither a
+ * runtime frame (vt_frame_is_runtime) nor the CUDA driver or runtime: the
+ * library's entry point the user's line called (`THPVariable_randn` in
+ * libtorch_python, `cublasCreate_v2`), not the allocator deep inside it
+ * that every call shares; else none. The label reads
  * "train_step train.py:47 -> Linear.forward torch/nn/modules/linear.py:125".
  *
  * VRAMTRACE_APP (paths or globs, ':'-separated) names the user's code: when

@@ -11,6 +11,7 @@
 #include "../common/warn.h"
 #include "holders.h"
 #include "leaks.h"
+#include "symbolize.h"
 
 struct rule {
     char *pattern;
@@ -123,6 +124,8 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, h[i].count);
         uint32_t st = h[i].stack;
+        char site[2048];   /* as long as the holders table's */
+        fprintf(f, "    call site: %s\n", vt_site_label(sym, st, site, sizeof site));
         struct vt_frame frames[VT_MAX_FRAMES];
         size_t depth = vt_stack_frames(sym, st, frames);
         vt_put_frames(f, "    ", depth ? frames : NULL, depth, NULL);

@@ -8,10 +8,16 @@
  *   ==PID==ERROR: vramtrace: detected GPU memory leaks
  *
  *   Direct leak of 4096 byte(s) in 1 object(s) allocated from:
+ *       call site: train model.py:40 -> make_buffer src/buf.c:12
  *       #0 0x55d0c2a1b1f3 in make_buffer src/buf.c:12
  *       #1 in train model.py:40
  *
  *   SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).
+ *
+ * The one line of vramtrace's own, "call site:", is the stack's call-site
+ * label (vt_site_label), the holders table's: the user's line, then the
+ * library line it went through. It starts with neither "#" nor a leak
+ * header, so a reader of LSan's lines passes over it.
  *
  * Suppressions: a file of `leak:PATTERN` lines (`#` comments), PATTERN
  * matched against every frame's function, file and module; `*` matches any
@@ -43,7 +49,8 @@ struct vt_leak_result {
 
 /* Each holder as a leak report prints it: a line "LEADN byte(s) in M
  * object(s) allocated from:" (LEAD "Direct leak of " in the leak report)
- * after an empty line, then its frames as LSan prints them. */
+ * after an empty line, its "    call site: LABEL" line, then its frames as
+ * LSan prints them. */
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead);
 

@@ -9,6 +9,7 @@
  *   ==PID==vramtrace: peak of GPU memory since the mark: 4096 byte(s) in 1 allocation(s), held by:
  *
  *   4096 byte(s) in 1 object(s) allocated from:
+ *       call site: make_buffer src/buf.c:12
  *       #0 0x55d0c2a1b1f3 in make_buffer src/buf.c:12
  *
  *   SUMMARY: vramtrace: peak of 4096 byte(s) in 1 allocation(s) since the mark.

@@ -1286,17 +1286,18 @@ def golden_cases(report_of, compare):
 @test
 def report_moments_and_ranks():
     rc, out, _ = report([R0, "--format", "folded"])
-    eq(out.decode().splitlines(), ["_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304"],
-       "folded at exit")
-    rc, out, _ = report([R0, "--format", "folded", "--at", "peak"])
+    eq(out.decode().splitlines(), ["steady_state tests/progs/t_phases.c:20;"
+                                   "_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304"],
+       "folded at exit, rooted at the call site")
+    rc, out, _ = report([R0, "--format", "folded", "--at", "peak", "--folded-root", "none"])
     eq(out.decode().splitlines(), ["_start;__libc_start_main;__libc_start_call_main;main;warmup_buffer 12582912"],
        "folded at the peak: the freed warm-up buffers")
-    rc, out, _ = report([R0, R1, "--format", "folded", "--at", "oom"])
+    rc, out, _ = report([R0, R1, "--format", "folded", "--at", "oom", "--folded-root", "none"])
     lines = sorted(out.decode().splitlines())
     eq([l.rsplit(" ", 1)[1] for l in lines], ["4194304", "1048576", "4194304"],
        "per-rank stacks at the OOM (two steady_state calls merged into one line)")
     eq(lines[0], "rank 0 pid 8447;_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304",
-       "rank prefix is the root frame")
+       "rank prefix is the root frame (without the call site's)")
     rc, out, _ = report([R0, R1, "--at", "oom"])
     text = out.decode()
     ok("first to fail: rank 0" in text, "which rank failed first")
@@ -1332,7 +1333,8 @@ def report_torch_snapshot():
        [(2 * MiB, "active_allocated")] * 2, "one segment per live allocation")
     for s in segs:
         eq(sum(b["size"] for b in s["blocks"]), s["total_size"], "blocks fill their segment")
-        eq(s["frames"][0]["name"], "steady_state", "segment frames, innermost first")
+        eq([f["name"] for f in s["frames"][:2]], ["steady_state (call site)", "steady_state"],
+           "segment frames: the call site, then the stack innermost first")
         eq(s["blocks"][0]["frames"][0]["filename"], "tests/progs/t_phases.c", "frame filename")
     trace = snap["device_traces"][0]
     counts = {}

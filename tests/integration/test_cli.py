@@ -114,7 +114,8 @@ def cli_text_outputs_escape_control_characters():
     no_controls(out.decode(), "folded")
     eq(len(lines), 1, "one folded line (both holders have the same frames)")
     frame = CTRL_SHOWN.format("function").replace(";", ":")
-    eq(lines[0], ";".join([frame] * 5) + " 4194304", "folded frames: ';' and controls taken out")
+    label = frame + " " + CTRL_SHOWN.format("file").replace(";", ":") + ":20"
+    eq(lines[0], ";".join([label] + [frame] * 5) + " 4194304", "folded label and frames: ';' and controls taken out")
     rc, out, err = cli(["diff", os.path.join(GOLDEN, R0), path])
     eq((rc, err), (0, ""), "diff status")
     no_controls(out.decode(), "diff")
@@ -166,7 +167,8 @@ def cli_demangles_what_the_dump_holds():
     eq(j["holders"][0]["site"], TMPL + " tests/progs/t_phases.c:20", "json site")
     rc, out, _ = cli(["report", path, "--format", "torch"])
     snap = pickle.loads(out)
-    ok(TMPL in [s["frames"][0]["name"] for s in snap["segments"]], "torch frames")
+    ok((TMPL + " (call site)", TMPL) in [(s["frames"][0]["name"], s["frames"][1]["name"]) for s in snap["segments"]],
+       "torch frames: the call site's, then the real ones")
     rc, out, _ = cli(["diff", os.path.join(GOLDEN, R0), path])
     ok(f"     +2.00 MiB  0 B -> 2.00 MiB            +1 (0 -> 1)        {TMPL} tests/progs/t_phases.c:20\n"
        in out.decode(), "diff:\n" + out.decode())
@@ -362,8 +364,11 @@ def cli_long_names_cut_at_a_character():
     path = seed("cli-long-name.json")
     rc, out, err = cli(["report", path, "--format", "torch"])
     eq((rc, err), (0, ""), "torch status")
-    names = [s["frames"][0]["name"] for s in pickle.loads(out)["segments"]]
+    names = [s["frames"][1]["name"] for s in pickle.loads(out)["segments"]]
     eq(sorted(names), ["a" * 1022, "steady_state"], "the torch label cut before the character")
+    sites = [s["frames"][0]["name"] for s in pickle.loads(out)["segments"]]
+    eq(sorted(sites), ["a" * (1023 - len(" (call site)")) + " (call site)", "steady_state (call site)"],
+       "the call site's name cut before the character too, its ' (call site)' kept")
     rc, out, err = cli(["report", path, "--format", "json"])
     holders = json.loads(out)["processes"][0]["holders"]
     eq(sorted(h["site"] for h in holders), ["a" * 1022, "steady_state tests/progs/t_phases.c:20"],

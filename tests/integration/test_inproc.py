@@ -115,11 +115,14 @@ def inproc_growth_figures_same_at_failure_and_exit():
 def inproc_leak_report_in_lsan_words():
     r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq(r.rc, 23, "exit status with leaks")
-    eq([l for l in r.err.splitlines() if "leak" in l.lower() and not l.startswith("    #")],
+    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l) and not l.startswith("    #")],
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
         "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: load_once tests/progs/t_leaks.c:{source_line('t_leaks.c', 'cudaMalloc(&p, 1 << 20)')}",
         "Direct leak of 524288 byte(s) in 8 object(s) allocated from:",
+        f"    call site: leaky_step tests/progs/t_leaks.c:{source_line('t_leaks.c', 'cudaMalloc(&p, 64 << 10)')}",
         "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        f"    call site: third_party_init tests/progs/t_leaks.c:{source_line('t_leaks.c', 'cudaMalloc(&p, 4096)')}",
         "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "the leak report's lines")
 
 
@@ -147,8 +150,9 @@ def inproc_python_frames_have_no_address():
     heading = "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"
     lines = r.err.splitlines()
     ok(heading in lines, "the leak:\n" + r.err)
+    eq(lines[lines.index(heading) + 1], f"    call site: leak_it {script}:7", "the call site, then the frames")
     frames = []
-    for l in lines[lines.index(heading) + 1:]:
+    for l in lines[lines.index(heading) + 2:]:
         if not l.startswith("    #"):
             break
         frames.append(l)

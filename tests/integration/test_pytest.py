@@ -38,12 +38,14 @@ def api_line(text):
 
 def leak(n, fn, call):
     return [f"Direct leak of {n} byte(s) in 1 object(s) allocated from:",
+            f"    call site: {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
             f"    #0 X in {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
             f"    #1 X in main tests/progs/t_api.c:{api_line(call)}", ""]
 
 
 def held(n, fn, call):
     return [f"{n} byte(s) in 1 object(s) allocated from:",
+            f"    call site: {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
             f"    #0 X in {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
             f"    #1 X in main tests/progs/t_api.c:{api_line(call)}", ""]
 
@@ -207,7 +209,8 @@ def outcomes(out):
 def sections(out, suite_file):
     """Each failure's text, by test name: frame lines kept only in the suite
     file (the native and pytest frames around them vary), as
-    "    # in FUNCTION FILE:LINE"; the pid as PID."""
+    "    # in FUNCTION FILE:LINE"; the call-site line with the suite file's
+    name alone and a native library frame's offset as 0xX; the pid as PID."""
     secs, cur = {}, None
     for line in out.splitlines():
         m = re.match(r"^_{3,} (\S+) _{3,}$", line)
@@ -223,6 +226,9 @@ def sections(out, suite_file):
             if f:
                 cur.append(f"    # in {f[1]} {f[2]}")
             continue
+        if line.startswith("    call site: "):
+            line = re.sub(r"\S*/(" + re.escape(suite_file) + r":\d+)", r"\1", line)
+            line = re.sub(r"\+0x[0-9a-f]+\)", "+0xX)", line)
         cur.append(re.sub(r"==\d+==", "==PID==", line))
     return secs
 
@@ -266,7 +272,8 @@ C_OUTCOMES = {f"{C_SUITE}::test_{n}": o for n, o in (
 
 
 def c_frames(test, call):
-    return [f"    # in alloc {C_SUITE}:{suite_line(C_SUITE, 'assert cu.cuMemAlloc_v2')}",
+    return [f"    call site: alloc {C_SUITE}:{suite_line(C_SUITE, 'assert cu.cuMemAlloc_v2')}",
+            f"    # in alloc {C_SUITE}:{suite_line(C_SUITE, 'assert cu.cuMemAlloc_v2')}",
             f"    # in {test} {C_SUITE}:{suite_line(C_SUITE, call)}"]
 
 
@@ -328,8 +335,13 @@ TORCH_SUITE = "test_torch_suite.py"
 
 
 def torch_frames(test, call, through_mib=True):
+    """The call site (mib's torch.empty, or the test's own torch.ones) and the suite's frames."""
+    site = (f"mib {TORCH_SUITE}:{suite_line(TORCH_SUITE, 'return torch.empty')} -> "
+            "torch::autograd::THPVariable_empty (libtorch_python.so+0xX)" if through_mib else
+            f"{test} {TORCH_SUITE}:{suite_line(TORCH_SUITE, call)} -> torch::autograd::THPVariable_ones "
+            "(libtorch_python.so+0xX)")
     out = [f"    # in mib {TORCH_SUITE}:{suite_line(TORCH_SUITE, 'return torch.empty')}"] if through_mib else []
-    return out + [f"    # in {test} {TORCH_SUITE}:{suite_line(TORCH_SUITE, call)}"]
+    return [f"    call site: {site}"] + out + [f"    # in {test} {TORCH_SUITE}:{suite_line(TORCH_SUITE, call)}"]
 
 
 @torch_pytest_test
@@ -382,12 +394,13 @@ def gtest_listener_example():
     eq(r.rc, 1, "googletest's status: a test failed")
     lines = normalized(r.out)
     i = lines.index("Direct leak of 4096 byte(s) in 1 object(s) allocated from:")
-    eq(lines[i - 7:i + 3], [
+    eq(lines[i - 7:i + 4], [
         f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
         "the test left 4096 byte(s) of GPU memory allocated in 1 allocation(s):", "",
         "=================================================================",
         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
         "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        f"    call site: gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
         f"    #0 X in gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
         "    #1 X in Demo_LeavesABufferBehind_Test::TestBody() examples/gtest_vramtrace.cc:"
         f"{example_line('static void *cache = gpu_buffer(4096);')}"], "the leaking test's failure")

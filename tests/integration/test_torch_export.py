@@ -60,8 +60,10 @@ def torch_export_writes_each_frame_once():
            "as many lists as stacks used")
         entries = [e for t in snap["device_traces"] for e in t] + [b for s in snap["segments"] for b in s["blocks"]]
         eq(len({id(e) for e in entries}), len(entries), "trace entries and blocks never shared")
-        eq(len(contents), len({(f["file"] or f["module"], f["line"], f["function"])
-                               for s in dump["stacks"] for f in s["frames"]}), "distinct frames")
+        sites = {(f["filename"], f["line"], f["name"]) for l in lists for f in l[:1]}
+        ok(all(x[2].endswith(" (call site)") for x in sites), "each list starts at its call site")
+        eq(len(contents - sites), len({(f["file"] or f["module"], f["line"], f["function"])
+                                       for s in dump["stacks"] for f in s["frames"]}), "distinct frames")
         # Each trace entry of an allocation fetches its address, size and
         # time from the first entry's scratch slots: the values, not a copy.
         for t in snap["device_traces"]:

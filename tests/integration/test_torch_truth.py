@@ -441,12 +441,13 @@ def torch_truth_user_line_first_everywhere():
     # Every call-site label of the run is the script's line, then the
     # library line it went through: the post-mortem's failing call, its
     # holders and findings, the exit summary's holders, and vramtrace
-    # report's text, JSON and HTML page. (The leak report, the folded
-    # stacks and the torch export print whole stacks, not labels.)
+    # report's text, JSON and HTML page (the leak report, the folded
+    # stacks and the torch export: tests/integration/test_sitefirst.py).
+    # torch.full goes through libtorch_python's entry point.
     _, dumps, report = traced(HISTORY)
     line = 1 + HISTORY.splitlines().index(next(x for x in HISTORY.splitlines() if "LINE:append" in x))
-    site = re.compile(rf"<module> \S*/train\.py:{line} -> c10::cuda::CUDACachingAllocator::Native::"
-                      r"DeviceCachingAllocator::alloc_block \(libc10_cuda\.so\+0x[0-9a-f]+\)")
+    site = re.compile(rf"<module> \S*/train\.py:{line} -> torch::autograd::THPVariable_full "
+                      r"\(libtorch_python\.so\+0x[0-9a-f]+\)")
     lines = report.splitlines()
     for start in ("vramtrace:   failing call: ", "vramtrace:   1. ", "vramtrace:      next: free what "):
         got = [x for x in lines if x.startswith(start)]

@@ -186,6 +186,17 @@ static void test_user_line_rule(void) {
     struct vt_frame direct[] = {py[0], py[1], py[2], py[5], py[6]};
     CHECK_EQ(vt_site_index(direct, 5), 3);
     CHECK_EQ(vt_site_through(direct, 5, 3), 1);
+    /* Through PyTorch's C++: the entry point the line called (the
+     * outermost library frame inside it, the interpreter's frames aside),
+     * not the allocator every call shares. */
+    struct vt_frame entry = {.function = "torch::autograd::THPVariable_randn", .module = "/v/torch/lib/libtorch_python.so"};
+    struct vt_frame chain[] = {py[0], py[1], {.function = "at::empty", .module = "/v/torch/lib/libtorch_cuda.so"},
+                               entry, py[2], py[5], py[6]};
+    CHECK_EQ(vt_site_index(chain, 7), 5);
+    CHECK_EQ(vt_site_through(chain, 7, 5), 3);
+    vt_callsite_configure("train.py", NULL);   /* the interpreter is library now, and still never named */
+    CHECK_EQ(vt_site_through(chain, 7, 5), 3);
+    vt_callsite_configure(NULL, NULL);
     /* No user frame: the innermost frame, as before, and nothing beside it. */
     CHECK_EQ(vt_site_index(py, 5), 3);
     CHECK_EQ(vt_site_through(py, 5, 3), -1);
