@@ -439,6 +439,7 @@ $(BENCH)/bench_intern: bench/bench_intern.c bench/bench_util.h $(UNIT_SRC) $(HEA
 bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $(BENCH)/bench_intern sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_dump.py
+	$(BENCH)/bench_intern 4000000
 	$(PYTHON) bench/bench_torch_export.py
 	$(PYTHON) bench/bench_torch.py
 	$(PYTHON) bench/bench_html.py

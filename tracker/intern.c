@@ -31,6 +31,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "../common/warn.h"
 #include "account.h"
 #include "intern.h"
@@ -257,14 +261,21 @@ static struct table *grow(void) {
  * stacks). Everyone reads the list under the lock, so it may move. */
 static int list_grow(void) {
     size_t cap = vt_stacks.cap ? vt_stacks.cap * 2 : 512, bytes = cap * sizeof *vt_stacks.list;
+    size_t old_bytes = vt_stacks.cap * sizeof *vt_stacks.list;
     void *m;
     if (vt_stacks.list) {
-        m = mremap((void *)vt_stacks.list, vt_stacks.cap * sizeof *vt_stacks.list, bytes, MREMAP_MAYMOVE);
+        m = mremap((void *)vt_stacks.list, old_bytes, bytes, MREMAP_MAYMOVE);
     } else {
         m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m != MAP_FAILED) madvise(m, bytes, MADV_NOHUGEPAGE);
     }
     if (m == MAP_FAILED) return 0;
+#ifdef __SANITIZE_ADDRESS__
+    /* LeakSanitizer does not look inside a mapping of vramtrace's own: the
+     * list, which holds every stack, is a root of its search. */
+    if (vt_stacks.list) __lsan_unregister_root_region(vt_stacks.list, old_bytes);
+    __lsan_register_root_region(m, bytes);
+#endif
     vt_stacks.list = m;
     vt_stacks.cap = cap;
     return 1;
