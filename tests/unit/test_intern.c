@@ -4,7 +4,11 @@
  * of others, each get their own id, in the order first seen; and random
  * stacks (random depths over a few return addresses, so that many share
  * callers and the table grows twice) are checked against a plain list of
- * the stacks seen, by one thread and by four at once. Built twice: with
+ * the stacks seen, by one thread and by four at once. The table's growth
+ * through several doublings: no call moves more than VT_INTERN_STEP
+ * stacks, and every stack keeps its id and frames and is found without
+ * the lock during and after each move, by one thread and by eight
+ * interning and looking up at once. Built twice: with
  * the real hash under TSan, and with one that makes every stack collide
  * with a quarter of the others (VT_INTERN_COLLIDE). */
 #include <pthread.h>
