@@ -7,9 +7,21 @@
  * docs/performance.md for the measurement). The table maps that hash to
  * the stack, whose frames are compared in full before its id is taken, so
  * two stacks never share an id. Look-ups read the table without a lock (an
- * entry, once written, never changes; a table outgrown stays readable
- * until the process ends or forks); only a new stack takes the global lock
- * to add itself. The memo answers "is this the same stack as last time?"
+ * entry, once written, never changes); only a new stack takes the global
+ * lock to add itself.
+ *
+ * The table grows without a stall (one call rehashing every stack took 54
+ * ms at a million stacks): a table half full gets an array twice the size,
+ * published at once, and each later new stack moves the entries of the
+ * next VT_INTERN_STEP indexes of the old array into it (tracker/table.c
+ * grows the live tables the same way). Meanwhile look-ups search the new
+ * array, then the old, which stays whole until the move has passed its
+ * last index. Then its pages are given back, 64 at a time at the calls
+ * after; its mapping stays, so a reader still inside it reads zeros, never
+ * unmapped memory, and sees the table changed before it takes a miss for
+ * an answer (see lookup).
+ * What outgrown arrays keep is their address space (less than the current
+ * array's), until a forked child lets them go. The memo answers "is this the same stack as last time?"
  * for the walker's captures (the capture's serial), which then hash and
  * look up nothing. */
 #define _GNU_SOURCE
@@ -17,6 +29,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "../common/warn.h"
 #include "account.h"
@@ -39,24 +56,35 @@ struct vt_stacks vt_stacks;
 /* ---- the table ----------------------------------------------------------- */
 
 /* One entry: a stack and its hash. `node` is NULL while the entry is
- * empty, and is written last, with release order, once `hash` is in place. */
+ * empty, and is written last, with release order, once `hash` is in place;
+ * an entry, once written, never changes (until its array's pages are given
+ * back, when it reads as empty). */
 struct entry {
     uint64_t hash;
     const struct vt_stack_node *node;
 };
 
-/* A table, at most half full. `older`: the table it outgrew (kept, since a
- * thread may still be reading it). */
+/* A table, at most half full (`used` counts the stacks of the array being
+ * moved from too). While it grows, `older` is the table it outgrew, whose
+ * entries below index `moved` have been put into this one; NULL when not
+ * growing. `older` is read without the lock (acquire), the rest of the
+ * growth's state only under it. `prev`: every table outgrown before this
+ * one, newest first (their arrays stay mapped: see give_back). */
 struct table {
     struct entry *e;
     size_t cap, used;
     int shift; /* 64 - log2(cap) */
     struct table *older;
+    size_t moved;
+    struct table *prev;
+    size_t given_back; /* bytes of the array given back so far, once outgrown */
 };
 
 /* The current table, read with acquire order and without a lock; replaced
- * under the global lock. */
-static struct table *table;
+ * under the global lock. `giving_back`: the outgrown table whose pages are
+ * being given back, NULL when none (lock held). */
+static struct table *table, *giving_back;
+static struct vt_intern_stats stats;
 
 /* The hash of a path, from the outermost frame in: an add and a multiply
  * a frame (a polynomial in the frames, so that a stack's value depends on
@@ -85,7 +113,8 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, int depth)
     return memcmp(a, b, (size_t)depth * sizeof *a) == 0;
 }
 
-/* The stack with these frames in table T, or NULL. No lock needed. */
+/* The stack with these frames in table T's array, or NULL. No lock
+ * needed. */
 static inline const struct vt_stack_node *find(const struct table *T, uint64_t h, const uintptr_t *frames,
                                                int depth) {
     size_t mask = T->cap - 1;
@@ -96,49 +125,187 @@ static inline const struct vt_stack_node *find(const struct table *T, uint64_t h
     }
 }
 
+/* The same in the table being moved from, out of the hot path. */
+static __attribute__((noinline)) const struct vt_stack_node *find_older(const struct table *O, uint64_t h,
+                                                                        const uintptr_t *frames, int depth) {
+    return find(O, h, frames, depth);
+}
+
+/* The stack with these frames, or NULL; without the lock. `older` is read
+ * before the current array is searched: when it reads NULL, every stack
+ * the move put into the current array is visible (the move's end is
+ * stored with release order after its last put), and when it does not,
+ * the older array holds every stack it held for as long as `older` still
+ * names it (its pages are given back only after the move's end). So a
+ * miss is checked against the table and its `older` read again: if
+ * neither changed during the search, the stack was not there when the
+ * look-up began; if one did (a growth, or a move's end, while this thread
+ * searched, perhaps in an array given back since), the look-up starts
+ * again. Hits and misses with nothing changed, the hot path's cases, read
+ * each pointer once. */
+static inline const struct vt_stack_node *lookup(uint64_t h, const uintptr_t *frames, int depth) {
+    for (;;) {
+        const struct table *T = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+        if (!T) return NULL;
+        const struct table *O = __atomic_load_n(&T->older, __ATOMIC_ACQUIRE);
+        const struct vt_stack_node *n = find(T, h, frames, depth);
+        if (__builtin_expect(n != NULL, 1)) return n;
+        if (O && (n = find_older(O, h, frames, depth))) return n;
+        if (__atomic_load_n(&table, __ATOMIC_ACQUIRE) == T && __atomic_load_n(&T->older, __ATOMIC_ACQUIRE) == O)
+            return NULL;
+    }
+}
+
+uint32_t vt_intern_lookup(const uintptr_t *frames, int depth) {
+    const struct vt_stack_node *n = lookup(path_hash(frames, depth), frames, depth);
+    return n ? n->pub.id : NONE;
+}
+
 /* Global lock held for the rest of the table's functions. */
+
+/* Arrays are mapped, with small pages: a new one is zero pages, touched a
+ * page at a time as entries land in it (a huge page's first touch would
+ * clear 2 MiB inside one hooked call), and an outgrown one's pages can be
+ * given back while its mapping stays readable. */
+static struct entry *array_new(size_t cap) {
+    size_t bytes = cap * sizeof(struct entry);
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    madvise(m, bytes, MADV_NOHUGEPAGE);
+    return m;
+}
 
 static void put(struct table *T, const struct vt_stack_node *n) {
     size_t mask = T->cap - 1, i = (size_t)(n->hash >> T->shift);
     while (T->e[i].node) i = (i + 1) & mask;
     T->e[i].hash = n->hash;
     __atomic_store_n(&T->e[i].node, n, __ATOMIC_RELEASE);
-    T->used++;
 }
 
-/* A table twice the size (1,024 entries the first time), every stack in
- * it, published; NULL when out of memory. */
+/* Hands back the pages of the outgrown table being given back, at most
+ * GIVE_BACK_CHUNK bytes a call (a madvise of 64 pages), or all of them
+ * when `all`. Its mapping stays: a reader still inside it reads zeros,
+ * which end its probe as a miss. The mapping is let go only in a forked
+ * child (vt_intern_reset_child). */
+#define GIVE_BACK_CHUNK ((size_t)256 << 10)
+static void give_back(int all) {
+    struct table *O = giving_back;
+    if (!O) return;
+    size_t bytes = O->cap * sizeof(struct entry);
+    size_t n = all ? bytes - O->given_back : GIVE_BACK_CHUNK;
+    if (n > bytes - O->given_back) n = bytes - O->given_back;
+    madvise((char *)O->e + O->given_back, n, MADV_DONTNEED);
+    O->given_back += n;
+    if (O->given_back == bytes) giving_back = NULL;
+}
+
+/* Moves the entries at the next VT_INTERN_STEP indexes of T's older array
+ * into T (so at most that many); once the last index is passed, the move's
+ * end is published and the older array is queued to be given back, from
+ * the next call on. Returns the entries moved. */
+static size_t move_step(struct table *T) {
+    struct table *O = T->older;
+    size_t end = T->moved + VT_INTERN_STEP, moved = 0;
+    if (end > O->cap) end = O->cap;
+    for (size_t i = T->moved; i < end; i++) {
+        const struct vt_stack_node *n = O->e[i].node;
+        if (n) {
+            put(T, n);
+            moved++;
+        }
+    }
+    T->moved = end;
+    if (end == O->cap) {
+        __atomic_store_n(&T->older, NULL, __ATOMIC_RELEASE);
+        give_back(1); /* the one before, if not done yet (never, by the sizes: see grow) */
+        giving_back = O;
+    }
+    return moved;
+}
+
+/* A table twice the size (1,024 entries the first time), published empty,
+ * the current one to be moved into it VT_INTERN_STEP indexes a new stack;
+ * NULL when out of memory. A table grows when half full: the move of its
+ * C indexes then ends after C / VT_INTERN_STEP new stacks, well before the
+ * new table (2C entries, C / 2 used) is half full again after C / 2, so a
+ * growth never finds a move still under way (if it did, it would end it
+ * here, and the stats would show the call's moves). */
 static struct table *grow(void) {
     struct table *old = table, *T = malloc(sizeof *T);
     size_t cap = old ? old->cap * 2 : 1024;
-    if (!T || !(T->e = calloc(cap, sizeof *T->e))) {
+    if (!T || !(T->e = array_new(cap))) {
         free(T);
         return NULL;
     }
+    if (old && old->older) {
+        size_t moved = 0;
+        while (old->older) moved += move_step(old);
+        stats.moved_last += moved;
+    }
     T->cap = cap;
-    T->used = 0;
+    T->used = old ? old->used : 0;
     T->shift = 64 - __builtin_ctzll(cap);
-    T->older = old;
-    for (size_t i = 0; i < vt_stacks.n; i++)
-        put(T, (const struct vt_stack_node *)((const char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub)));
+    T->moved = 0;
+    T->prev = old;
+    T->given_back = 0;
+    T->older = old && old->used ? old : NULL;
     __atomic_store_n(&table, T, __ATOMIC_RELEASE);
+    stats.growths++;
     return T;
+}
+
+/* The list of stacks by id twice the size (512 the first time); 0 when
+ * out of memory. It is mapped and grown by mremap, which moves its pages
+ * without copying them: a realloc would copy it whenever malloc's mapping
+ * threshold had risen above its size (milliseconds at millions of
+ * stacks). Everyone reads the list under the lock, so it may move. */
+static int list_grow(void) {
+    size_t cap = vt_stacks.cap ? vt_stacks.cap * 2 : 512, bytes = cap * sizeof *vt_stacks.list;
+    size_t old_bytes = vt_stacks.cap * sizeof *vt_stacks.list;
+    void *m;
+    if (vt_stacks.list) {
+        m = mremap((void *)vt_stacks.list, old_bytes, bytes, MREMAP_MAYMOVE);
+    } else {
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) madvise(m, bytes, MADV_NOHUGEPAGE);
+    }
+    if (m == MAP_FAILED) return 0;
+#ifdef __SANITIZE_ADDRESS__
+    /* LeakSanitizer does not look inside a mapping of vramtrace's own: the
+     * list, which holds every stack, is a root of its search. */
+    if (vt_stacks.list) __lsan_unregister_root_region(vt_stacks.list, old_bytes);
+    __lsan_register_root_region(m, bytes);
+#endif
+    vt_stacks.list = m;
+    vt_stacks.cap = cap;
+    return 1;
+}
+
+/* The stack with these frames, or NULL; lock held, so exact: the older
+ * array is whole while the move goes on, and its stacks that were moved
+ * are in the current one too. */
+static const struct vt_stack_node *find_locked(const struct table *T, uint64_t h, const uintptr_t *frames,
+                                               int depth) {
+    const struct vt_stack_node *n = find(T, h, frames, depth);
+    return n || !T->older ? n : find(T->older, h, frames, depth);
 }
 
 uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) {
     (void)hash;
     uint64_t h = path_hash(frames, depth);
     struct table *T = table;
-    const struct vt_stack_node *found = T ? find(T, h, frames, depth) : NULL;
+    const struct vt_stack_node *found = T ? find_locked(T, h, frames, depth) : NULL;
     if (found) return found->pub.id;
-    if (vt_stacks.n == vt_stacks.cap) {
-        size_t cap = vt_stacks.cap ? vt_stacks.cap * 2 : 256;
-        const struct vt_stack **l = realloc(vt_stacks.list, cap * sizeof *l);
-        if (!l) { vt_records_lost("a stack"); return NONE; }
-        vt_stacks.list = l;
-        vt_stacks.cap = cap;
+    stats.moved_last = 0;
+    if (vt_stacks.n == vt_stacks.cap && !list_grow()) { vt_records_lost("a stack"); return NONE; }
+    if (!T || 2 * (T->used + 1) > T->cap) {
+        if (!(T = grow())) { vt_records_lost("a stack"); return NONE; }
+    } else if (T->older) {
+        stats.moved_last = move_step(T);
+    } else if (giving_back) {
+        give_back(0);
     }
-    if ((!T || 2 * (T->used + 1) > T->cap) && !(T = grow())) { vt_records_lost("a stack"); return NONE; }
+    if (stats.moved_last > stats.moved_most) stats.moved_most = stats.moved_last;
     size_t keylen = (size_t)depth * sizeof(uintptr_t);
     struct vt_stack_node *n = malloc(sizeof *n + keylen);
     if (!n) { vt_records_lost("a stack"); return NONE; }
@@ -151,7 +318,15 @@ uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) {
     n->hash = h;
     vt_stacks.list[vt_stacks.n++] = &n->pub;
     put(T, n);
+    T->used++;
     return n->pub.id;
+}
+
+void vt_intern_stats(struct vt_intern_stats *out) {
+    *out = stats;
+    out->moving = table && table->older;
+    out->cap = table ? table->cap : 0;
+    out->giving_back = giving_back != NULL;
 }
 
 uint32_t vt_intern_hash(const uintptr_t *frames, int *depth) {
@@ -174,9 +349,7 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
     if (depth < 0) depth = 0;
     memo.serial = UINT64_MAX;
-    uint64_t h = path_hash(frames, depth);
-    const struct table *T = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
-    const struct vt_stack_node *n = T ? find(T, h, frames, depth) : NULL;
+    const struct vt_stack_node *n = lookup(path_hash(frames, depth), frames, depth);
     uint32_t id;
     if (n) {
         id = n->pub.id;
@@ -204,12 +377,13 @@ void vt_intern_reset_child(void) {
     for (size_t i = 0; i < vt_stacks.n; i++)
         free((char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub));
     vt_stacks.n = 0;
-    for (struct table *T = table, *older; T; T = older) {
-        older = T->older;
-        free(T->e);
+    for (struct table *T = table, *prev; T; T = prev) {
+        prev = T->prev;
+        munmap(T->e, T->cap * sizeof *T->e);
         free(T);
     }
-    table = NULL;
+    table = giving_back = NULL;
+    memset(&stats, 0, sizeof stats);
     /* The only thread here: its remembered stack is gone with the table. */
     memo.serial = UINT64_MAX;
 }

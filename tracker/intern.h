@@ -51,6 +51,27 @@ uint32_t vt_intern_hash(const uintptr_t *frames, int *depth) VT_HIDDEN;
  * (counted as a stack lost). Global lock held. */
 uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) VT_HIDDEN;
 
+/* The id of this stack if it is interned, else UINT32_MAX; without the
+ * lock (the look-up vt_tracker_stack_id makes first). */
+uint32_t vt_intern_lookup(const uintptr_t *frames, int depth) VT_HIDDEN;
+
+/* The most indexes of an outgrown table's array that one vt_intern call
+ * moves into the new table (so the most stacks it moves). */
+#define VT_INTERN_STEP 8
+
+/* How the table's growth has gone since the start (or the last fork).
+ * `moved_last`: the stacks the last vt_intern that added a stack moved;
+ * `moved_most`: the most any one call moved; `growths`: tables made;
+ * `moving`: a move under way now; `cap`: the current table's entries;
+ * `giving_back`: an outgrown array's pages still being given back. */
+struct vt_intern_stats {
+    size_t moved_last, moved_most, growths, cap;
+    int moving, giving_back;
+};
+
+/* The figures above, for tests and benchmarks. Global lock held. */
+void vt_intern_stats(struct vt_intern_stats *out) VT_HIDDEN;
+
 /* In a forked child: every stack forgotten, and with them this thread's
  * memo. */
 void vt_intern_reset_child(void) VT_HIDDEN;

@@ -4,7 +4,11 @@
  * of others, each get their own id, in the order first seen; and random
  * stacks (random depths over a few return addresses, so that many share
  * callers and the table grows twice) are checked against a plain list of
- * the stacks seen, by one thread and by four at once. Built twice: with
+ * the stacks seen, by one thread and by four at once. The table's growth
+ * through several doublings: no call moves more than VT_INTERN_STEP
+ * stacks, and every stack keeps its id and frames and is found without
+ * the lock during and after each move, by one thread and by eight
+ * interning and looking up at once. Built twice: with
  * the real hash under TSan, and with one that makes every stack collide
  * with a quarter of the others (VT_INTERN_COLLIDE). */
 #include <pthread.h>
@@ -164,10 +168,227 @@ static void test_random_stacks_threads(void) {
     vt_tracker_reset_child();
 }
 
+/* ---- growth through several doublings ----------------------------------- */
+
+/* Stack `i` of the growth tests, innermost first: its own innermost frame
+ * (so stacks of distinct numbers differ), then up to 11 callers shared by
+ * many. Its depth: 1 to 12. */
+static int growth_stack(uintptr_t *f, unsigned i) {
+    int depth = 1 + (int)(i % 12);
+    f[0] = 0x10000000 + (uintptr_t)i;
+    for (int k = 1; k < depth; k++) f[k] = 0x3000 + 0x10 * (uintptr_t)k + ((i >> k) & 1);
+    return depth;
+}
+
+static struct vt_intern_stats stats_now(void) {
+    struct vt_intern_stats st;
+    pthread_mutex_lock(&vt_tracker_lock);
+    vt_intern_stats(&st);
+    pthread_mutex_unlock(&vt_tracker_lock);
+    return st;
+}
+
+/* Every stack 0..n-1 (stack i was given id ids[i]) found without the lock
+ * with its id, and its frames in the tracker's list; the count of wrong. */
+static int check_all(const uint32_t *ids, unsigned n) {
+    int wrong = 0;
+    uintptr_t f[12];
+    for (unsigned i = 0; i < n; i++) {
+        int depth = growth_stack(f, i);
+        wrong += vt_intern_lookup(f, depth) != ids[i];
+        wrong += !frames_are(ids[i], f, depth);
+    }
+    return wrong;
+}
+
+#ifdef VT_INTERN_COLLIDE
+#define GROW_STACKS 3000 /* every probe walks a quarter of the stacks */
+#define GROW_BASE 2
+#else
+#define GROW_STACKS 140000
+#define GROW_BASE 64
+#endif
+
+/* One thread interns GROW_STACKS new stacks, through growths at 512, 1,024,
+ * ... entries used. No call moves more than VT_INTERN_STEP stacks, and
+ * every stack is found with its id and frames, without the lock, right
+ * after each growth, twice in the middle of each move (the old array
+ * searched then for the stacks not yet moved) and right after its end. A
+ * fork's reset in the middle of a move starts an empty table that grows
+ * again. */
+static void test_growth_single(void) {
+    static uint32_t ids[GROW_STACKS];
+    uintptr_t f[12];
+    size_t growths = 0, moving_checks = 0, calls_moving = 0, over_bound = 0, most = 0;
+    int wrong = 0, was_moving = 0;
+    for (unsigned i = 0; i < GROW_STACKS; i++) {
+        int depth = growth_stack(f, i);
+        ids[i] = vt_tracker_stack_id(f, depth);
+        wrong += ids[i] != i;
+        struct vt_intern_stats st = stats_now();
+        over_bound += st.moved_last > VT_INTERN_STEP;
+        if (st.moved_last > most) most = st.moved_last;
+        calls_moving = st.moving ? calls_moving + 1 : 0;
+        /* A move of C / 2 stacks (C the old table's entries) lasts C / 8
+         * calls: look at 1/3 and 2/3 of it. */
+        size_t third = st.cap / 2 / VT_INTERN_STEP / 3;
+        int check = st.growths != growths || (was_moving && !st.moving) ||
+                    (st.moving && (calls_moving == third || calls_moving == 2 * third));
+        if (st.moving && check) moving_checks++;
+        if (check) wrong += check_all(ids, i + 1);
+        growths = st.growths;
+        was_moving = st.moving;
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(over_bound, 0);
+    CHECK(most > 0); /* the moves were spread over calls, not skipped */
+    struct vt_intern_stats st = stats_now();
+    CHECK_EQ(st.moved_most, most);
+    /* 1,024 entries, then a doubling at each power of two from 512 used. */
+    size_t want_growths = 1;
+    for (size_t used = 512; used < GROW_STACKS; used *= 2) want_growths++;
+    CHECK_EQ(st.growths, want_growths);
+    CHECK(moving_checks >= 2 * (want_growths - 1));
+    /* A fork in the middle of a move: intern until one is under way. */
+    for (unsigned i = GROW_STACKS; !stats_now().moving; i++) {
+        int depth = growth_stack(f, i);
+        vt_tracker_stack_id(f, depth);
+    }
+    vt_tracker_reset_child();
+    st = stats_now();
+    CHECK_EQ(st.growths, 0);
+    CHECK_EQ(st.moving, 0);
+    wrong = 0;
+    for (unsigned i = 0; i < 3000; i++) {
+        int depth = growth_stack(f, 5 * i + 1);
+        wrong += vt_tracker_stack_id(f, depth) != i;
+    }
+    for (unsigned i = 0; i < 3000; i++) {
+        int depth = growth_stack(f, 5 * i + 1);
+        wrong += vt_intern_lookup(f, depth) != i || !frames_are(i, f, depth);
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(stats_now().growths, 4); /* 1,024 entries, then at 512, 1,024 and 2,048 used */
+    vt_tracker_reset_child();
+}
+
+/* Eight threads intern and look up at once, in eight phases whose sizes
+ * double, so that each phase has a growth or two in it: each thread its
+ * own new stacks (numbers t, t + 8, ...) and, in its own order, the
+ * phase's shared stacks that every thread interns. After each of its own
+ * stacks a thread looks up, without the lock, one of its earlier stacks
+ * and one shared stack it has seen, and checks the ids. Between phases
+ * the main thread checks every stack: one id per stack whichever thread
+ * interned it, found without the lock, its frames, the count of stacks,
+ * and the bound on a call's moves. */
+#define GT 8
+#define GPHASES 8
+#define GOWN (GROW_BASE * ((1u << GPHASES) - 1)) /* a thread's own stacks in all */
+#define GSHARED (GROW_BASE * ((1u << GPHASES) - 1))
+#define GSHARED_FIRST 0x8000000u /* shared stacks' numbers start here */
+static uint32_t own_ids[GT][GOWN], shared_ids[GT][GSHARED];
+static pthread_barrier_t phase_start, phase_end;
+static int thread_wrong[GT];
+
+static unsigned phase_first(int p) { return GROW_BASE * ((1u << p) - 1); }
+
+/* The growths while the count of stacks went from `lo` to `hi`: a table is
+ * made for the first stack, and doubles when the 513th, 1,025th, ... comes. */
+static size_t growths_between(size_t lo, size_t hi) {
+    size_t n = lo < 1 && hi >= 1;
+    for (size_t k = 513; k <= hi; k = 2 * k - 1) n += k > lo;
+    return n;
+}
+
+static void *growth_thread(void *arg) {
+    int t = (int)(long)arg;
+    unsigned long long rnd = 0x1234567 + (unsigned long long)t * 7919;
+    uintptr_t f[12];
+    for (int p = 0; p < GPHASES; p++) {
+        pthread_barrier_wait(&phase_start);
+        unsigned from = phase_first(p), to = phase_first(p + 1), n = to - from;
+        unsigned stride = 2 * (unsigned)t + 1; /* odd: a permutation of the shared slice (n a power of 2 times base) */
+        for (unsigned k = 0; k < n; k++) {
+            unsigned own = from + k, sh = from + (k * stride + (unsigned)t * 13) % n;
+            int depth = growth_stack(f, own * GT + (unsigned)t);
+            own_ids[t][own] = vt_tracker_stack_id(f, depth);
+            depth = growth_stack(f, GSHARED_FIRST + sh);
+            shared_ids[t][sh] = vt_tracker_stack_id(f, depth);
+            unsigned back = (unsigned)(next(&rnd) % (own + 1));
+            depth = growth_stack(f, back * GT + (unsigned)t);
+            thread_wrong[t] += vt_intern_lookup(f, depth) != own_ids[t][back];
+            /* A shared stack of an earlier phase, which this thread has interned. */
+            if (from) {
+                unsigned old = (unsigned)(next(&rnd) % from);
+                depth = growth_stack(f, GSHARED_FIRST + old);
+                thread_wrong[t] += vt_intern_lookup(f, depth) != shared_ids[t][old];
+            }
+        }
+        pthread_barrier_wait(&phase_end);
+    }
+    return NULL;
+}
+
+static void test_growth_threads(void) {
+    pthread_t th[GT];
+    pthread_barrier_init(&phase_start, NULL, GT + 1);
+    pthread_barrier_init(&phase_end, NULL, GT + 1);
+    for (long t = 0; t < GT; t++) pthread_create(&th[t], NULL, growth_thread, (void *)t);
+    size_t growths = 0, phases_grown = 0;
+    int wrong = 0;
+    uintptr_t f[12];
+    for (int p = 0; p < GPHASES; p++) {
+        pthread_barrier_wait(&phase_start);
+        pthread_barrier_wait(&phase_end);
+        unsigned to = phase_first(p + 1);
+        /* Every thread's ids, exact: ids are taken in order, so they are all
+         * distinct and below the count; each found again without the lock. */
+        static unsigned char seen[GT * GOWN + GSHARED];
+        memset(seen, 0, sizeof seen);
+        for (int t = 0; t < GT; t++)
+            for (unsigned i = 0; i < to; i++) {
+                int depth = growth_stack(f, i * GT + (unsigned)t);
+                uint32_t id = own_ids[t][i];
+                wrong += id >= GT * to + to || seen[id]++ != 0;
+                wrong += vt_intern_lookup(f, depth) != id || !frames_are(id, f, depth);
+            }
+        for (unsigned i = 0; i < to; i++) {
+            int depth = growth_stack(f, GSHARED_FIRST + i);
+            uint32_t id = shared_ids[0][i];
+            for (int t = 1; t < GT; t++) wrong += shared_ids[t][i] != id;
+            wrong += id >= GT * to + to || seen[id]++ != 0;
+            wrong += vt_intern_lookup(f, depth) != id || !frames_are(id, f, depth);
+        }
+        struct vt_intern_stats st = stats_now();
+        pthread_mutex_lock(&vt_tracker_lock);
+        wrong += vt_stacks.n != (size_t)GT * to + to;
+        pthread_mutex_unlock(&vt_tracker_lock);
+        wrong += st.moved_most > VT_INTERN_STEP;
+        size_t before = (size_t)(GT + 1) * phase_first(p), after = (size_t)(GT + 1) * to;
+        wrong += st.growths - growths != growths_between(before, after);
+        phases_grown += st.growths > growths;
+        growths = st.growths;
+    }
+    for (int t = 0; t < GT; t++) pthread_join(th[t], NULL);
+    int wrong_while_interning = 0;
+    for (int t = 0; t < GT; t++) wrong_while_interning += thread_wrong[t];
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(wrong_while_interning, 0);
+    /* Most phases grow the table (all eight of them without the collide
+     * build's smaller sizes). */
+    CHECK(phases_grown >= GPHASES - 3);
+    CHECK_EQ(growths, growths_between(0, (size_t)(GT + 1) * phase_first(GPHASES)));
+    pthread_barrier_destroy(&phase_start);
+    pthread_barrier_destroy(&phase_end);
+    vt_tracker_reset_child();
+}
+
 int main(void) {
     vt_tracker_init(64, 16);
     test_known_paths();
     test_random_stacks_single();
     test_random_stacks_threads();
+    test_growth_single();
+    test_growth_threads();
     return check_report("unit-intern");
 }
