@@ -6,8 +6,9 @@
  *       freed (ten levels of calls each made from one of four
  *       functions, below ten levels of plain recursion, as bench_shapes.c's
  *       stacks), then one named dump (vramtrace_dump), timed; prints
- *       "dump_s X cpu_s C rss_kb A hwm_added_kb B path P": the dump's wall
- *       and CPU time,
+ *       "dump_s X cpu_s C thread_cpu_s W rss_kb A hwm_added_kb B path P": the
+ *       dump's wall and CPU time (the process's, and the dumping thread's
+ *       alone: the live publisher's thread runs beside it),
  *       the resident memory before it and how much the dump raised the
  *       peak (VmHWM, reset just before through /proc/self/clear_refs).
  *
@@ -65,16 +66,19 @@ int main(int argc, char **argv) {
     if (c) { fputs("5", c); fclose(c); }
     long hwm0 = status_kb("VmHWM:");
     char path[4096];
-    struct timespec t0, t1, c0, c1;
+    struct timespec t0, t1, c0, c1, h0, h1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &h0);
     int rc = vt.dump("bench", path, sizeof path);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &h1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long hwm1 = status_kb("VmHWM:");
-    printf("dump_s %.3f cpu_s %.3f rss_kb %ld hwm_added_kb %ld path %s rc %d sum %ld\n",
+    printf("dump_s %.3f cpu_s %.3f thread_cpu_s %.3f rss_kb %ld hwm_added_kb %ld path %s rc %d sum %ld\n",
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-           (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9, rss, hwm1 - hwm0, path, rc,
+           (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9,
+           (double)(h1.tv_sec - h0.tv_sec) + (double)(h1.tv_nsec - h0.tv_nsec) / 1e9, rss, hwm1 - hwm0, path, rc,
            sum & 1);
     return 0;
 }

@@ -11,8 +11,11 @@ over the dump's.
 
 BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
 format version 1 is measured by its own sections where it has them);
-BENCH_BEFORE=DIR, a built checkout of an earlier commit, measures it too,
-each shape's "before:" figures printed above this build's "after:"."""
+BENCH_BEFORE=DIR, a built checkout of an earlier commit, measures its
+library and CLI too (with this build's bench/bench_dump, the same shape),
+each shape's "before:" figures printed above this build's "after:".
+The write's CPU time is the process's (the live publisher's thread runs
+beside the dump) and the dumping thread's own."""
 import json
 import os
 import re
@@ -69,6 +72,7 @@ def measure(lib, cli, prog, live, nstacks, work):
     m["live_bytes"], m["event_bytes"] = section(text, "live"), section(text, "events")
     del d, text
     m["write_s"], m["write_cpu"] = float(f["dump_s"]), float(f["cpu_s"])
+    m["write_thread_cpu"] = float(f["thread_cpu_s"]) if "thread_cpu_s" in f else None
     m["write_added"], m["rss_before"] = int(f["hwm_added_kb"]) * 1024, int(f["rss_kb"]) * 1024
     _, m["rwall"], m["rcpu"], m["rrss"] = timed([cli, "report", path, "-o", os.devnull])
     torch = os.path.join(work, "t.pickle")
@@ -90,7 +94,8 @@ def show(m, live, nstacks, label):
           f"{m['frame_bytes'] / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
           f"{m['node_bytes'] / max(nnodes, 1):.1f} per {'tree node' if m['v2'] else 'frame in a stack'} ({nnodes:,}), "
           f"{m['event_bytes'] / max(nevents, 1):.1f} per event")
-    print(f"      write: {m['write_s']:.2f} s ({m['write_cpu']:.2f} s CPU), "
+    thread = f", {m['write_thread_cpu']:.2f} s of it the dumping thread's" if m["write_thread_cpu"] is not None else ""
+    print(f"      write: {m['write_s']:.2f} s ({m['write_cpu']:.2f} s CPU{thread}), "
           f"{m['write_added'] / 2**20:.0f} MiB resident added (resident before: {m['rss_before'] / 2**20:.0f} MiB)")
     print(f"      report (text): {m['rrss'] / size:.2f}x the dump's size resident ({m['rrss'] / 2**20:.0f} MiB), "
           f"{mb / m['rwall']:.0f} MB/s ({m['rwall']:.2f} s; {mb / max(m['rcpu'], 1e-3):.0f} MB/s of CPU time)")
@@ -99,12 +104,11 @@ def show(m, live, nstacks, label):
 
 def shape(live, nstacks, work):
     """The shape with this build, and with BENCH_BEFORE's build first where
-    it is set (a built checkout of an earlier commit: its library, CLI and
-    bench/bench_dump)."""
+    it is set (a built checkout of an earlier commit: its library and CLI)."""
     runs = []
     if BEFORE:
         runs.append(("before: ", os.path.join(BEFORE, "build", "libvramtrace.so"),
-                     os.path.join(BEFORE, "build", "vramtrace"), os.path.join(BEFORE, "build", "bench", "bench_dump")))
+                     os.path.join(BEFORE, "build", "vramtrace"), PROG))
     runs.append(("after:  " if BEFORE else "", LIB, CLI, PROG))
     for label, lib, cli, prog in runs:
         show(measure(lib, cli, prog, live, nstacks, work), live, nstacks, label)

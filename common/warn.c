@@ -43,6 +43,11 @@ void vt_records_lost(const char *what) {
     vt_warn("out of memory: %s dropped", what);
 }
 
+void vt_records_lost_n(uint64_t n, const char *what) {
+    __atomic_add_fetch(&lost, n, __ATOMIC_RELAXED);
+    vt_warn("%llu %s dropped", (unsigned long long)n, what);
+}
+
 uint64_t vt_records_lost_count(void) { return __atomic_load_n(&lost, __ATOMIC_RELAXED); }
 
 void vt_warn_reset_child(void) {

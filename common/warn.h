@@ -32,6 +32,10 @@ void vt_warn_summary(void);
  * what it was. */
 void vt_records_lost(const char *what);
 
+/* Count n things of one kind dropped (not for lack of memory alone: kept
+ * back past a bound), and warn once (capped) naming them. */
+void vt_records_lost_n(uint64_t n, const char *what);
+
 /* How many things were dropped for lack of memory so far. */
 uint64_t vt_records_lost_count(void);
 

@@ -141,13 +141,14 @@ static int write_live(FILE *f, const struct vt_snapshot *s, struct vt_strtab *st
     fputs("\"live_fields\":[\"address\",\"bytes\",\"kind\",\"api\",\"device\",\"stack\",\"thread\","
           "\"time_ns\",\"handle\"],\n\"live\":[", f);
     for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_alloc *a = &s->live[i];
+        const struct vt_live *a = &s->live[i];
         int by_handle = vt_kind_space(a->kind) == VT_SPACE_HANDLE;
-        int64_t kind = vt_strtab_index(strs, vt_kind_name(a->kind)), api = vt_strtab_index(strs, a->api);
+        uint64_t mapped = by_handle ? vt_live_mapped(s, a) : 0;
+        int64_t kind = vt_strtab_index(strs, vt_kind_name(a->kind)), api = vt_strtab_index(strs, vt_live_api(s, a));
         if (kind < -1 || api < -1) return -1;
         char line[256], *o = line;
         o = vt_put_str(o, i ? ",\n[" : "\n[");
-        o = vt_put_hex(o, by_handle && a->mapped ? a->mapped : a->address);
+        o = vt_put_hex(o, by_handle && mapped ? mapped : a->address);
         *o++ = ',';
         o = vt_put_u64(o, a->bytes);
         *o++ = ',';

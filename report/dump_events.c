@@ -72,7 +72,7 @@ void vt_dump_write_events(FILE *f, const struct vt_snapshot *s) {
     struct b64 b = {.f = f};
     uint64_t t = 0, address = 0, bytes = 0;
     for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
+        const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         zigzag(&b, e->time_ns, t);
         int dev = e->device + 1;
         b64_byte(&b, (unsigned char)((e->type & 3) | (e->kind & 15) << 2 | (dev >= 0 && dev < 3 ? dev : 3) << 6));

@@ -34,7 +34,7 @@ static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, 
     if (o->time_ns - prev->time_ns > 5000000000ull) return 0;
     *freed = *nfreed = 0;
     for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
+        const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->type == VT_EV_FREE && e->time_ns >= prev->time_ns && e->time_ns <= o->time_ns &&
             e->device == o->device) {
             *freed += e->bytes;

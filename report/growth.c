@@ -54,7 +54,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
     for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
+        const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
         struct site *x = &st[group[e->stack]];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
@@ -77,7 +77,7 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     }
     /* Pass 2: replay up to t_end, keeping each window's floor. */
     for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
+        const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->time_ns > t_end) continue;
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
         struct site *x = &st[group[e->stack]];

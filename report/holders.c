@@ -69,13 +69,4 @@ struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const 
     return out;
 }
 
-static int live_by_bytes(const void *a, const void *b) {
-    const struct vt_alloc *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns ? -1 : 1;
-    return x->address < y->address ? -1 : x->address > y->address;
-}
-
-void vt_sort_live(struct vt_snapshot *s) {
-    if (s->nlive > 1) qsort(s->live, s->nlive, sizeof *s->live, live_by_bytes);
-}
+void vt_sort_live(struct vt_snapshot *s) { vt_snapshot_sort_live(s); }

@@ -337,8 +337,12 @@ static char named_path[PATH_MAX]; /* the last named dump written */
 static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     int leaked = 0;
     int at_exit = strcmp(reason, "exit") == 0;
+    /* The frames first: libdwfl's memory is gone before the live list is
+     * copied (symbolize.h). */
+    struct vt_symbols_ahead *ahead = vt_symbolize_ahead(at_exit ? VT_EXIT_WAIT_NS : 0);
     struct vt_snapshot *s = at_exit ? vt_tracker_snapshot_within(VT_EXIT_WAIT_NS) : vt_tracker_snapshot();
     if (!s) {
+        vt_symbols_ahead_free(ahead);
         if (at_exit) exit_skipped();
         return 0;
     }
@@ -346,7 +350,7 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     vt_sigpipe_hold(&hold);
     read_self_id();
     vt_sort_live(s);
-    struct vt_symbols *sym = vt_symbolize(s);
+    struct vt_symbols *sym = vt_symbolize_with(s, ahead);
 
     char argbuf[8192], forecast[256];
     char *argv[64];

@@ -39,14 +39,15 @@ static void holders_table(FILE *f, const struct view *v, int top) {
 
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct view *v = ctx;
-    const struct vt_alloc *a = &v->s->live[i];
+    const struct vt_live *a = &v->s->live[i];
     if (!vt_kind_owned_device(a->kind)) return 0;
     r->bytes = a->bytes;
-    r->address = a->kind == VT_KIND_VMM && a->mapped ? a->mapped : a->address;
+    uint64_t mapped = vt_live_mapped(v->s, a);
+    r->address = a->kind == VT_KIND_VMM && mapped ? mapped : a->address;
     r->time_ns = a->time_ns;
     r->device = a->device;
     snprintf(r->kind, sizeof r->kind, "%s", vt_kind_name(a->kind));
-    snprintf(r->api, sizeof r->api, "%s", a->api);
+    snprintf(r->api, sizeof r->api, "%s", vt_live_api(v->s, a));
     vt_site_label(v->sym, a->stack, r->site, sizeof r->site);
     return 1;
 }

@@ -23,7 +23,8 @@ struct priv {
     uint32_t nframes, cap;
     uint32_t *slot;
     size_t nslots;
-    Dwfl *dwfl;
+    Dwfl *dwfl;             /* opened at the first frame not in the table */
+    int dwfl_tried;
     char *(*demangle)(const char *, char *, size_t *, int *);
 };
 
@@ -128,11 +129,14 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
     }
 }
 
+static void open_dwfl(struct priv *p);
+
 /* The frame at return address a, symbolized and added to the table when
  * new; NULL when memory ran out. Valid until the next frame is added. */
 static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
     const struct vt_frame *known = frame_find(p, a);
     if (known || frames_grow(p) != 0) return known;
+    if (!p->dwfl_tried) open_dwfl(p);
     struct vt_frame *f = &p->frames[p->nframes];
     resolve(p, a, f);
     p->keys[p->nframes++] = a;
@@ -191,11 +195,10 @@ uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *n
     return out;
 }
 
-struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
-    struct vt_symbols *sym = calloc(1, sizeof *sym);
+/* An empty frame table, with the process's demangler. */
+static struct priv *priv_new(void) {
     struct priv *p = calloc(1, sizeof *p);
-    if (!sym || !p) { free(sym); free(p); return NULL; }
-    sym->priv = p;
+    if (!p) return NULL;
     /* Not the public dlsym: vramtrace overrides it. */
     *(void **)&p->demangle = dlvsym(RTLD_DEFAULT, "__cxa_demangle", "CXXABI_1.3");
     /* A C++ runtime that only libraries loaded RTLD_LOCAL brought in (a
@@ -206,6 +209,13 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
         /* The reference is kept: the pointer stays valid. */
         if (cxx) *(void **)&p->demangle = dlvsym(cxx, "__cxa_demangle", "CXXABI_1.3");
     }
+    return p;
+}
+
+/* libdwfl on this process, once: what the first frame not yet in the
+ * table needs. */
+static void open_dwfl(struct priv *p) {
+    p->dwfl_tried = 1;
     p->dwfl = dwfl_begin(&callbacks);
     if (p->dwfl) {
         if (dwfl_linux_proc_report(p->dwfl, getpid()) != 0) {
@@ -215,6 +225,65 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
             dwfl_report_end(p->dwfl, NULL, NULL);
         }
     }
+}
+
+/* What libdwfl read (decompressed debug sections among it, tens of MB
+ * with a C library's separate debug file) given back: every frame asked
+ * for is in the table. */
+static void close_dwfl(struct priv *p) {
+    if (p->dwfl) dwfl_end(p->dwfl);
+    p->dwfl = NULL;
+    p->dwfl_tried = 0;
+}
+
+static void priv_free(struct priv *p) {
+    if (!p) return;
+    for (uint32_t i = 0; i < p->nframes; i++) {
+        free((void *)p->frames[i].function);
+        free((void *)p->frames[i].file);
+        free((void *)p->frames[i].module);
+    }
+    free(p->frames);
+    free(p->keys);
+    free(p->slot);
+    close_dwfl(p);
+    free(p);
+}
+
+struct vt_symbols_ahead {
+    struct priv *p;
+};
+
+struct vt_symbols_ahead *vt_symbolize_ahead(uint64_t within_ns) {
+    size_t n = 0;
+    const struct vt_stack **stacks = vt_tracker_stacks(&n, within_ns);
+    struct vt_symbols_ahead *a = stacks ? calloc(1, sizeof *a) : NULL;
+    if (a) a->p = priv_new();
+    if (a && a->p) {
+        for (size_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < stacks[i]->depth && j < VT_MAX_FRAMES; j++)
+                if (!frame_of(a->p, stacks[i]->frames[j])) break;
+        close_dwfl(a->p);
+    }
+    free(stacks);
+    return a;
+}
+
+void vt_symbols_ahead_free(struct vt_symbols_ahead *a) {
+    if (!a) return;
+    priv_free(a->p);
+    free(a);
+}
+
+struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symbols_ahead *ahead) {
+    struct vt_symbols *sym = calloc(1, sizeof *sym);
+    struct priv *p = ahead && ahead->p ? ahead->p : priv_new();
+    if (ahead) {
+        ahead->p = NULL;
+        vt_symbols_ahead_free(ahead);
+    }
+    if (!sym || !p) { free(sym); priv_free(p); return NULL; }
+    sym->priv = p;
     size_t n = s->nstacks;
     sym->nstacks = n;
     sym->stack = s->stacks;
@@ -240,13 +309,14 @@ struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) {
         sym->through[i] = vt_site_through(buf, depth, sym->site[i]);
     }
     free(buf);
-    /* Every frame is symbolized: what libdwfl read (decompressed debug
-     * sections among it) is given back before the report is written. */
-    if (p->dwfl) dwfl_end(p->dwfl);
-    p->dwfl = NULL;
+    /* Every frame is symbolized: libdwfl's memory is given back before the
+     * report is written. */
+    close_dwfl(p);
     sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
     return sym;
 }
+
+struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) { return vt_symbolize_with(s, NULL); }
 
 const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address) {
     return sym ? frame_find(sym->priv, address) : NULL;
@@ -283,20 +353,8 @@ void vt_symbols_free(struct vt_symbols *sym) {
     if (!sym) return;
     free(sym->group);
     free(sym->group_lowest);
-    struct priv *p = sym->priv;
     free(sym->site);
     free(sym->through);
-    if (p) {
-        for (uint32_t i = 0; i < p->nframes; i++) {
-            free((void *)p->frames[i].function);
-            free((void *)p->frames[i].file);
-            free((void *)p->frames[i].module);
-        }
-        free(p->frames);
-        free(p->keys);
-        free(p->slot);
-        if (p->dwfl) dwfl_end(p->dwfl);
-        free(p);
-    }
+    priv_free(sym->priv);
     free(sym);
 }

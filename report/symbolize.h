@@ -31,6 +31,18 @@ struct vt_symbols {
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
 
+/* Every frame of the stacks known now symbolized ahead of a snapshot, and
+ * libdwfl's memory (tens of MB where a C library has a separate debug
+ * file) given back before the snapshot's copy of the live allocations is
+ * made: the two are never resident at once. NULL when the tracker's lock
+ * was not free within within_ns (0: waits) or memory ran out. The same
+ * frames as vt_symbolize's: vt_symbolize_with then symbolizes only what
+ * the snapshot has that this does not, and takes `ahead` (NULL: none) over. */
+struct vt_symbols_ahead;
+struct vt_symbols_ahead *vt_symbolize_ahead(uint64_t within_ns);
+struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symbols_ahead *ahead);
+void vt_symbols_ahead_free(struct vt_symbols_ahead *a);
+
 /* The symbols of the frame at return address `address` (as captured), or
  * NULL when no stack of sym has it. */
 const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address);

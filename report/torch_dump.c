@@ -10,9 +10,9 @@
 int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address) {
     if (!address) return -1;
     for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_alloc *a = &s->live[i];
+        const struct vt_live *a = &s->live[i];
         if (!vt_kind_owned_device(a->kind) || a->device != device) continue;
-        uint64_t start = vt_kind_space(a->kind) == VT_SPACE_HANDLE ? a->mapped : a->address;
+        uint64_t start = vt_kind_space(a->kind) == VT_SPACE_HANDLE ? vt_live_mapped(s, a) : a->address;
         if (start && address >= start && address - start < a->bytes) return a->stack;
     }
     return -1;

@@ -95,6 +95,31 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     if (is_oom && listener) listener();
 }
 
+/* The event of index i (in the whole history) as the history has it now:
+ * in the ring, or held back while the ring is lent. Global lock held; i
+ * one of the newest cap events written. */
+static const struct vt_event *event_now(uint64_t i) {
+    if (vt_history.lent && i >= vt_history.lent_first + vt_history.cap)
+        return &vt_history.spill[i - vt_history.lent_first - vt_history.cap];
+    return &vt_history.ring[i % vt_history.cap];
+}
+
+struct vt_event *vt_history_spill(void) {
+    if (vt_history.nspill == vt_history.spill_cap) {
+        size_t cap = vt_history.spill_cap ? vt_history.spill_cap * 2 : 1024;
+        struct vt_event *bigger = cap <= VT_SPILL_MAX ? realloc(vt_history.spill, cap * sizeof *bigger) : NULL;
+        if (!bigger) {
+            vt_history.spill_lost++;
+            return NULL;
+        }
+        vt_history.spill = bigger;
+        vt_history.spill_cap = cap;
+    }
+    if (++vt_history.next == vt_history.cap) vt_history.next = 0;
+    vt_history.written++;
+    return &vt_history.spill[vt_history.nspill++];
+}
+
 void vt_history_copy(struct vt_snapshot *s, double scale) {
     size_t nooms = vt_history.nooms;
     s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
@@ -105,20 +130,48 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
     } else {
         vt_records_lost("a snapshot's OOM records");
     }
-    size_t cap = vt_history.cap, written = vt_history.written;
+    size_t cap = vt_history.cap;
+    uint64_t written = vt_history.written;
     size_t ne = written < cap ? written : cap;
-    s->events = ne ? malloc(ne * sizeof *s->events) : NULL;
-    if (s->events) {
-        size_t first = written - ne;
-        for (size_t i = 0; i < ne; i++) {
-            s->events[i] = vt_history.ring[(first + i) % cap];
-            s->events[i].time_ns = vt_ticks_to_ns(s->events[i].time_ns, scale);
-        }
+    uint64_t first = written - ne;
+    s->events_dropped = first;
+    s->tick_scale = scale;
+    if (!ne) return;
+    if (!vt_history.lent) {
+        /* Lent in place: the ring's events of this window stay put until
+         * the snapshot gives it back (ring_add). */
+        vt_history.lent = 1;
+        vt_history.lent_first = first;
+        s->ring = vt_history.ring;
+        s->ring_cap = cap;
         s->nevents = ne;
-        s->events_dropped = first;
-    } else if (ne) {
-        vt_records_lost("a snapshot's event history");
+        return;
     }
+    s->events = malloc(ne * sizeof *s->events);
+    if (!s->events) {
+        vt_records_lost("a snapshot's event history");
+        return;
+    }
+    for (size_t i = 0; i < ne; i++) {
+        s->events[i] = *event_now(first + i);
+        s->events[i].time_ns = vt_ticks_to_ns(s->events[i].time_ns, scale);
+    }
+    s->nevents = ne;
+}
+
+void vt_history_give_back(struct vt_snapshot *s) {
+    if (!s->ring) return;
+    s->ring = NULL;
+    if (!vt_history.lent) return;  /* a forked child's history started anew */
+    uint64_t base = vt_history.lent_first + vt_history.cap;
+    for (size_t k = 0; k < vt_history.nspill; k++) vt_history.ring[(base + k) % vt_history.cap] = vt_history.spill[k];
+    uint64_t lost = vt_history.spill_lost;
+    free(vt_history.spill);
+    vt_history.spill = NULL;
+    vt_history.nspill = vt_history.spill_cap = 0;
+    vt_history.spill_lost = 0;
+    vt_history.lent = 0;
+    if (lost) vt_records_lost_n(lost, "events while a snapshot read the event history");
 }
 
 void vt_history_reset_child(void) {
@@ -129,4 +182,9 @@ void vt_history_reset_child(void) {
     vt_history.nooms = 0;
     vt_history.written = 0;
     vt_history.next = 0;
+    free(vt_history.spill);
+    vt_history.spill = NULL;
+    vt_history.nspill = vt_history.spill_cap = 0;
+    vt_history.spill_lost = 0;
+    vt_history.lent = 0;
 }

@@ -17,12 +17,26 @@
 #define VT_MAX_OOMS 4096
 #define VT_MAX_OOM_HOLDERS 64
 
+/* At most this many events are held back while the ring is lent. */
+#define VT_SPILL_MAX 131072
+
 struct vt_history {
     struct vt_event *ring;
     size_t cap;       /* entries */
     uint64_t written; /* ever */
     size_t next;      /* written % cap, kept without a division */
     int failed;       /* mapping failed: no history */
+    /* While the ring is lent to a snapshot (vt_history_lend), the events
+     * of index lent_first .. lent_first + cap - 1 stay where they are: an
+     * event that would overwrite one goes to `spill` instead (index
+     * lent_first + cap + k in spill[k]), and moves into the ring when the
+     * snapshot gives it back. Past VT_SPILL_MAX held back, an event is not
+     * kept at all (not counted in `written`): `spill_lost` counts them. */
+    int lent;
+    uint64_t lent_first;
+    struct vt_event *spill;
+    size_t nspill, spill_cap;
+    uint64_t spill_lost;
     struct vt_oom ooms[VT_MAX_OOMS];
     size_t nooms;
 };
@@ -31,9 +45,15 @@ extern struct vt_history vt_history VT_HIDDEN;
 /* Map the ring; 0 when there is none. */
 int vt_history_map(void) VT_HIDDEN;
 
+/* The entry for an event that would overwrite one the ring's borrower
+ * reads: one held back, or NULL (the event is not kept). */
+struct vt_event *vt_history_spill(void) VT_HIDDEN;
+
 /* The ring's next entry, or NULL. */
 static inline struct vt_event *ring_add(void) {
     if (__builtin_expect(vt_history.ring == NULL, 0) && !vt_history_map()) return NULL;
+    if (__builtin_expect(vt_history.lent, 0) && vt_history.written >= vt_history.lent_first + vt_history.cap)
+        return vt_history_spill();
     struct vt_event *e = &vt_history.ring[vt_history.next];
     if (++vt_history.next == vt_history.cap) vt_history.next = 0;
     vt_history.written++;
@@ -43,9 +63,15 @@ static inline struct vt_event *ring_add(void) {
 /* The ring's size, from VRAMTRACE_EVENTS; kept once the ring is mapped. */
 void vt_history_init(size_t event_capacity) VT_HIDDEN;
 
-/* Copy the history into a snapshot (its events oldest first, its OOMs),
- * times converted to nanoseconds with `scale`. */
+/* The history into a snapshot: its OOMs copied, times converted to
+ * nanoseconds with `scale`, and its events lent in place (s->ring: read
+ * through vt_event_at, never copied) when the ring is not lent already,
+ * else copied into s->events (oldest first, times converted). */
 void vt_history_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
+
+/* Give back the ring a snapshot borrowed: the events held back meanwhile
+ * move into it. Global lock held. */
+void vt_history_give_back(struct vt_snapshot *s) VT_HIDDEN;
 
 /* In a forked child: no events, no OOM records. */
 void vt_history_reset_child(void) VT_HIDDEN;

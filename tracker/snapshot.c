@@ -25,12 +25,6 @@
 #include "slot.h"
 #include "steps.h"
 
-static int by_time(const void *a, const void *b) {
-    const struct vt_alloc *x = a, *y = b;
-    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns ? -1 : 1;
-    return x->address < y->address ? -1 : x->address > y->address;
-}
-
 /* Apply the ops slot l logged since the last merge, so that the counts
  * hold what its table holds. Global and slot lock held. Every op of an
  * allocation is in the log of the slot whose table holds it (log.h), so
@@ -43,12 +37,53 @@ static void apply_own_log(struct vt_slot *l) {
     __atomic_store_n(&l->tail, h, __ATOMIC_RELEASE);
 }
 
-/* Every slot's live records into s->live, in the order they were made (as
- * the events have them), each slot's log applied as it is copied; with
+/* The index of API name `api` in s->apis, added when new; VT_LIVE_NO_API
+ * for none, or past VT_LIVE_NO_API names (never seen: the names are the
+ * hooks' own, a few dozen). */
+static uint8_t api_index(struct vt_snapshot *s, const char *api) {
+    if (!api) return VT_LIVE_NO_API;
+    for (unsigned i = 0; i < s->napis; i++)
+        if (s->apis[i] == api || strcmp(s->apis[i], api) == 0) return (uint8_t)i;
+    if (s->napis == VT_LIVE_NO_API) {
+        vt_records_lost("a live allocation's API name");
+        return VT_LIVE_NO_API;
+    }
+    s->apis[s->napis] = api;
+    return (uint8_t)s->napis++;
+}
+
+/* 1 + the index in s->mapped of address m (0 for none). */
+static uint32_t mapped_index(struct vt_snapshot *s, uint64_t m, size_t *cap) {
+    if (!m) return 0;
+    if (s->nmapped == *cap) {
+        size_t want = *cap ? *cap * 2 : 64;
+        uint64_t *bigger = want < UINT32_MAX ? realloc(s->mapped, want * sizeof *bigger) : NULL;
+        if (!bigger) {
+            vt_records_lost("a VMM handle's mapped address in a snapshot");
+            return 0;
+        }
+        s->mapped = bigger;
+        *cap = want;
+    }
+    s->mapped[s->nmapped++] = m;
+    return (uint32_t)s->nmapped;
+}
+
+/* Record a, its API at index api, as the next of s->live (room made). */
+static inline void keep(struct vt_snapshot *s, const struct vt_alloc *a, double scale, uint8_t api,
+                        size_t *mapped_cap) {
+    s->live[s->nlive++] = (struct vt_live){a->address, a->bytes, vt_ticks_to_ns(a->time_ns, scale), a->stack,
+                                           a->thread, a->device, a->kind, api, mapped_index(s, a->mapped, mapped_cap)};
+}
+
+/* Every slot's live records into s->live (compact: struct vt_live), in no
+ * particular order, each slot's log applied as it is copied; with
  * `since`, only the device memory made at or after that tick. 0 when a
  * slot's lock was not free before `until` (then s->live is freed). */
 static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale, const uint64_t *since) {
-    size_t cap = 0;
+    size_t cap = 0, mapped_cap = 0;
+    const char *last_api = NULL;
+    uint8_t last_index = VT_LIVE_NO_API;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
         if (!until) slot_take(l);
         else if (!vt_slot_take_until(l, until)) {
@@ -61,7 +96,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
         if (s->nlive + n > cap) {
             size_t want = cap ? cap : 64;
             while (want < s->nlive + n) want *= 2;
-            struct vt_alloc *bigger = realloc(s->live, want * sizeof *bigger);
+            struct vt_live *bigger = realloc(s->live, want * sizeof *bigger);
             if (bigger) {
                 s->live = bigger;
                 cap = want;
@@ -71,14 +106,17 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
         }
         if (s->nlive + n <= cap)
             TABLE_EACH(&l->table, r, {
-                if (since && (r->a.time_ns < *since || !vt_kind_owned_device(r->a.kind))) continue;
-                s->live[s->nlive] = r->a;
-                s->live[s->nlive++].time_ns = vt_ticks_to_ns(r->a.time_ns, scale);
+                const struct vt_alloc *a = &r->a;
+                if (since && (a->time_ns < *since || !vt_kind_owned_device(a->kind))) continue;
+                if (a->api != last_api || !last_api) {
+                    last_api = a->api;
+                    last_index = api_index(s, a->api);
+                }
+                keep(s, a, scale, last_index, &mapped_cap);
             });
         slot_give(l);
     }
     if (!s->live) s->live = malloc(sizeof *s->live);
-    if (s->live) qsort(s->live, s->nlive, sizeof *s->live, by_time);
     return 1;
 }
 
@@ -118,16 +156,46 @@ static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t
 
 struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL, NULL); }
 
+const struct vt_stack **vt_tracker_stacks(size_t *n, uint64_t within_ns) {
+    *n = 0;
+    struct timespec until;
+    if (within_ns) vt_deadline(&until, within_ns);
+    if (!within_ns) pthread_mutex_lock(&vt_tracker_lock);
+    else if (pthread_mutex_timedlock(&vt_tracker_lock, &until) != 0) return NULL;
+    size_t k = vt_stacks.n;
+    const struct vt_stack **out = malloc((k ? k : 1) * sizeof *out);
+    if (out) {
+        if (k) memcpy(out, vt_stacks.list, k * sizeof *out);
+        *n = k;
+    }
+    pthread_mutex_unlock(&vt_tracker_lock);
+    return out;
+}
+
 struct vt_snapshot *vt_snapshot_since(uint64_t since) { return snapshot(NULL, &since); }
 
 struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
     struct timespec until;
     vt_deadline(&until, ns);
-    return snapshot(&until, NULL);
+    struct vt_snapshot *s = snapshot(&until, NULL);
+    if (s) s->give_back_ns = ns;
+    return s;
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
-    if (s) VT_FREE_ALL(s->live, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
+    if (s && s->ring) {
+        /* The exit path waits no longer than it did for the snapshot: a
+         * lock never let go leaves the ring lent (its newest events held
+         * back, then not kept), which at exit no one reads again. */
+        struct timespec until;
+        if (s->give_back_ns) vt_deadline(&until, s->give_back_ns);
+        if (!s->give_back_ns) pthread_mutex_lock(&vt_tracker_lock);
+        if (!s->give_back_ns || pthread_mutex_timedlock(&vt_tracker_lock, &until) == 0) {
+            vt_history_give_back(s);
+            pthread_mutex_unlock(&vt_tracker_lock);
+        }
+    }
+    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 
 void vt_tracker_lock_all(void) {

@@ -76,6 +76,24 @@ struct vt_event {
     uint8_t kind;
 };
 
+/* One live allocation as a snapshot keeps it, in 40 bytes (a million of
+ * them make 40 MB): the fields of vt_alloc, but its API an index into the
+ * snapshot's `apis` (VT_LIVE_NO_API: none) and the address a VMM handle
+ * is mapped at 1 + an index into the snapshot's `mapped` (0: none). Read
+ * those two through vt_live_api and vt_live_mapped. */
+struct vt_live {
+    uint64_t address;   /* device/host address, or the VMM handle */
+    uint64_t bytes;
+    uint64_t time_ns;
+    uint32_t stack;
+    int32_t thread;
+    int16_t device;
+    uint8_t kind;
+    uint8_t api;
+    uint32_t mapped;
+};
+#define VT_LIVE_NO_API 255
+
 /* Bytes and allocations one call site (stack) holds. */
 struct vt_holder {
     uint32_t stack;
@@ -154,11 +172,25 @@ struct vt_snapshot {
     struct vt_totals totals;
     struct vt_device devices[VT_MAX_DEVICES];
     int ndevices;              /* highest used ordinal + 1 */
-    struct vt_alloc *live;
+    struct vt_live *live;      /* in no particular order (vt_snapshot_sort_live) */
     size_t nlive;
+    const char *apis[VT_LIVE_NO_API]; /* the live allocations' API names */
+    unsigned napis;
+    uint64_t *mapped;          /* the VMM handles' mapped addresses */
+    size_t nmapped;
     struct vt_oom *ooms;
     size_t nooms;
-    struct vt_event *events;   /* oldest first */
+    /* The events, oldest first: read them with vt_event_at. Either the
+     * tracker's ring, lent in place until vt_snapshot_free (ring: its
+     * nevents events from index events_dropped on, times in ticks), or a
+     * copy (events, times in nanoseconds); the other is NULL. */
+    struct vt_event *events;
+    const struct vt_event *ring;
+    size_t ring_cap;
+    double tick_scale;         /* ticks to nanoseconds (the ring's times) */
+    uint64_t give_back_ns;     /* vt_snapshot_free waits this long at most for
+                                  the lock to give the ring back (0: as long
+                                  as it takes) */
     size_t nevents;
     uint64_t events_dropped;   /* older events the ring overwrote */
     struct vt_step *steps;     /* the newest step boundaries, oldest first */
@@ -278,6 +310,31 @@ static inline int vt_tracker_touched(void) {
 
 struct vt_snapshot *vt_tracker_snapshot(void);
 
+/* A copy of the list of every stack interned so far (the stacks
+ * themselves are shared: never freed while the process runs), its length
+ * in *n; NULL when the tracker's lock was not free within within_ns (0:
+ * waits as long as it takes) or memory ran out. */
+const struct vt_stack **vt_tracker_stacks(size_t *n, uint64_t within_ns);
+
+/* The API that made live allocation a of snapshot s (NULL: unknown), and
+ * the address its VMM handle is mapped at (0: none or not mapped). */
+static inline const char *vt_live_api(const struct vt_snapshot *s, const struct vt_live *a) {
+    return a->api < s->napis ? s->apis[a->api] : NULL;
+}
+static inline uint64_t vt_live_mapped(const struct vt_snapshot *s, const struct vt_live *a) {
+    return a->mapped ? s->mapped[a->mapped - 1] : 0;
+}
+
+/* Event i (0 .. s->nevents - 1, oldest first) of snapshot s, its time in
+ * nanoseconds. */
+static inline struct vt_event vt_event_at(const struct vt_snapshot *s, size_t i) {
+    if (!s->ring) return s->events[i];
+    size_t k = (size_t)((s->events_dropped + i) % s->ring_cap);
+    struct vt_event e = s->ring[k];
+    e.time_ns = (uint64_t)((double)e.time_ns * s->tick_scale);
+    return e;
+}
+
 /* Where step boundary x of snapshot s falls in s->events: the index of
  * the first event after it, s->nevents when there is none yet, -1 when the
  * ring overwrote that event. */
@@ -328,6 +385,11 @@ struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns);
 struct timespec;
 void vt_deadline(struct timespec *until, uint64_t ns);
 void vt_snapshot_free(struct vt_snapshot *s);
+
+/* Sort s->live in place, with no memory beside it: the largest first,
+ * then the older, then by address (then every other field, so that the
+ * order is one whatever order the records came in). */
+void vt_snapshot_sort_live(struct vt_snapshot *s);
 
 /* Lock for fork: taken before fork, released in the parent; the child
  * starts afresh with vt_tracker_reset_child. */

@@ -135,7 +135,7 @@ static void *freer(void *arg) {
 }
 
 static int by_address(const void *a, const void *b) {
-    const struct vt_alloc *x = a, *y = b;
+    const struct vt_live *x = a, *y = b;
     return x->address < y->address ? -1 : x->address > y->address;
 }
 

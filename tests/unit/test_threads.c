@@ -138,8 +138,8 @@ static void test_merge_of_three_logs(void) {
     int in_order = s->nevents == TURN_OPS;
     for (size_t k = 0; in_order && k < TURN_OPS; k++) {
         int f = turn_is_free((int)k);
-        in_order = s->events[k].type == (f ? VT_EV_FREE : VT_EV_ALLOC) &&
-                   s->events[k].address == turn_address(f ? (int)k - 1 : (int)k);
+        in_order = vt_event_at(s, k).type == (f ? VT_EV_FREE : VT_EV_ALLOC) &&
+                   vt_event_at(s, k).address == turn_address(f ? (int)k - 1 : (int)k);
     }
     CHECK(in_order);
     vt_snapshot_free(s);
@@ -175,7 +175,7 @@ static int disagreements(const struct vt_snapshot *s) {
     uint64_t *dev = calloc(s->nstacks + 1, 2 * sizeof *dev), *all = calloc(s->nstacks + 1, 2 * sizeof *all);
     uint64_t live[3][2] = {{0}}, per_dev[2] = {0};
     for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_alloc *a = &s->live[i];
+        const struct vt_live *a = &s->live[i];
         int c = vt_kind_is_host(a->kind) ? 1 : a->kind == VT_KIND_IMPORTED ? 2 : 0;
         live[c][0] += a->bytes;
         live[c][1]++;
@@ -247,7 +247,7 @@ int main(void) {
     CHECK_EQ(s->nstacks, THREADS + 2);
     CHECK_EQ(s->nevents, 1000);
     size_t out_of_order = 0;
-    for (size_t i = 1; i < s->nevents; i++) out_of_order += s->events[i].time_ns < s->events[i - 1].time_ns;
+    for (size_t i = 1; i < s->nevents; i++) out_of_order += vt_event_at(s, i).time_ns < vt_event_at(s, i - 1).time_ns;
     CHECK_EQ(out_of_order, 0); /* logs are merged by time stamp */
     CHECK_EQ(s->totals.unknown_frees, 0);
     vt_snapshot_free(s);

@@ -50,9 +50,9 @@ static void test_ring_wraps(void) {
     CHECK_EQ(s->nevents, 4);
     CHECK_EQ(s->events_dropped, 6);
     for (size_t i = 0; i < s->nevents; i++) {
-        CHECK_EQ(s->events[i].type, VT_EV_FREE);
-        CHECK_EQ(s->events[i].address, 0x100 + i);
-        if (i) CHECK(s->events[i].time_ns >= s->events[i - 1].time_ns);
+        CHECK_EQ(vt_event_at(s, i).type, VT_EV_FREE);
+        CHECK_EQ(vt_event_at(s, i).address, 0x100 + i);
+        if (i) CHECK(vt_event_at(s, i).time_ns >= vt_event_at(s, i - 1).time_ns);
     }
     CHECK_EQ(s->totals.live_count, 2);
     CHECK_EQ(s->totals.live_bytes, 14 + 15);
@@ -191,7 +191,7 @@ static void test_restore_and_reuse(void) {
     s = vt_tracker_snapshot();
     CHECK_EQ(s->totals.live_count, 2);
     for (size_t i = 0; i < s->nlive; i++)
-        if (s->live[i].kind == VT_KIND_VMM) CHECK_EQ(s->live[i].mapped, 0x7000);
+        if (s->live[i].kind == VT_KIND_VMM) CHECK_EQ(vt_live_mapped(s, &s->live[i]), 0x7000);
     vt_snapshot_free(s);
     vt_tracker_reset_child();
 }
@@ -315,7 +315,7 @@ static void test_holders_at_peak_and_oom(void) {
 
 /* A snapshot of nothing but a history, the live allocations and the
  * stacks given (not owned: never vt_snapshot_free it). */
-static struct vt_snapshot history_of(struct vt_event *ev, size_t nev, struct vt_alloc *live, size_t nlive,
+static struct vt_snapshot history_of(struct vt_event *ev, size_t nev, struct vt_live *live, size_t nlive,
                                      const struct vt_stack **stacks, size_t nstacks) {
     return (struct vt_snapshot){.events = ev, .nevents = nev, .live = live, .nlive = nlive, .stacks = stacks,
                                 .nstacks = nstacks};
@@ -338,11 +338,11 @@ static void test_growth_with_events_out_of_order(void) {
     struct vt_stack st = {0, 3, site_a};
     const struct vt_stack *stacks[] = {&st};
     struct vt_event ev[8];
-    struct vt_alloc live[8];
+    struct vt_live live[8];
     uint64_t times[8] = {500, 100, 900, 300, 1500, 1200, 2000, 1800};
     for (int i = 0; i < 8; i++) {
         ev[i] = (struct vt_event){times[i], 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
-        live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 10, times[i], "x", 0, 1, 0, VT_KIND_DEVICE};
+        live[i] = (struct vt_live){0x100 + (uint64_t)i, 10, times[i], 0, 1, 0, VT_KIND_DEVICE, VT_LIVE_NO_API, 0};
     }
     struct vt_snapshot s = history_of(ev, 8, live, 8, stacks, 1);
     s.now_ns = 2100;
@@ -363,15 +363,15 @@ static void test_growth_ignores_time_to_the_report(void) {
     struct vt_stack st = {0, 3, site_a};
     const struct vt_stack *stacks[] = {&st};
     struct vt_event ev[8];
-    struct vt_alloc live[4];
+    struct vt_live live[4];
     /* Each step allocates 10 and frees the step's scratch of 5: 5 kept. */
     for (int i = 0; i < 4; i++) {
         ev[2 * i] = (struct vt_event){100 + 20 * (uint64_t)i, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC,
                                       VT_KIND_DEVICE};
         ev[2 * i + 1] = (struct vt_event){110 + 20 * (uint64_t)i, 0x200 + (uint64_t)i, 5, 0, 0, VT_EV_FREE,
                                           VT_KIND_DEVICE};
-        live[i] = (struct vt_alloc){0x100 + (uint64_t)i, 0, 5, 100 + 20 * (uint64_t)i, "x", 0, 1, 0,
-                                    VT_KIND_DEVICE};
+        live[i] = (struct vt_live){0x100 + (uint64_t)i, 5, 100 + 20 * (uint64_t)i, 0, 1, 0, VT_KIND_DEVICE,
+                                   VT_LIVE_NO_API, 0};
     }
     struct vt_snapshot s = history_of(ev, 8, live, 4, stacks, 1);
     for (int k = 0; k < 2; k++) {

@@ -237,8 +237,8 @@ int main(void) {
     struct ev { uint64_t address; size_t i; int type; uint64_t bytes; } *ev = malloc((s->nevents + 1) * sizeof *ev);
     size_t out_of_order = 0, misplaced = 0;
     for (size_t i = 0; i < s->nevents; i++) {
-        const struct vt_event *e = &s->events[i];
-        if (i && e->time_ns < s->events[i - 1].time_ns) out_of_order++;
+        const struct vt_event ev_i = vt_event_at(s, i), *e = &ev_i;
+        if (i && e->time_ns < vt_event_at(s, i - 1).time_ns) out_of_order++;
         ev[i] = (struct ev){e->address, i, e->type, e->bytes};
     }
     qsort(ev, s->nevents, sizeof *ev, by_address); /* by address, its first field */

@@ -1,0 +1,6 @@
+# Dumps written while another thread records (tests/integration/test_dumpmem.py).
+PROGS += $(T)/t_dumpring
+
+$(T)/t_dumpring: tests/progs/t_dumpring.c include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl -lpthread

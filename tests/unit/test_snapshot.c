@@ -1,0 +1,197 @@
+/* test_snapshot.c -- a snapshot reads the event ring in place (lent, not
+ * copied) and sorts its live list in place: what it holds stays exact
+ * while the process goes on recording. Built plain and with TSan by
+ * `make unit`.
+ *
+ * Every event here is known by its index in the whole history: the j-th
+ * is an allocation of address BASE + (j / 2) * 256 of 100 + j / 2 bytes
+ * for even j, the free of that address for odd j. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/warn.h"
+#include "../../tracker/history.h"
+#include "../../tracker/tracker.h"
+#include "check.h"
+
+#define CAP 1000
+#define BASE 0x5000000000ull
+
+static const uintptr_t frames[] = {0x1000, 0x2000, 0x3000};
+static uint64_t pairs; /* allocation and free pairs made so far */
+static uint64_t shift; /* pair events not kept (lost) less other events, mod 2^64 */
+
+/* The next n pairs of the sequence. */
+static void pairs_go_on(uint64_t n) {
+    for (uint64_t k = 0; k < n; k++, pairs++) {
+        vt_tracker_alloc(BASE + pairs * 256, 100 + pairs, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, BASE + pairs * 256);
+        vt_tracker_free_end(&f, 1);
+    }
+}
+
+/* How many of s's events from index `from` on (in the whole history) are
+ * not the sequence's events of their index (events_dropped + i), or come
+ * out of time order. */
+static uint64_t wrong_events_from(const struct vt_snapshot *s, uint64_t from) {
+    uint64_t wrong = 0, t = 0;
+    for (size_t i = 0; i < s->nevents; i++) {
+        struct vt_event e = vt_event_at(s, i);
+        if (s->events_dropped + i < from) continue;
+        uint64_t j = s->events_dropped + i + shift, k = j / 2;
+        wrong += e.type != (j % 2 ? VT_EV_FREE : VT_EV_ALLOC) || e.address != BASE + k * 256 || e.bytes != 100 + k ||
+                 e.time_ns < t;
+        t = e.time_ns;
+    }
+    return wrong;
+}
+
+static uint64_t wrong_events(const struct vt_snapshot *s) { return wrong_events_from(s, 0); }
+
+/* A snapshot's events stay those of its moment while twice the ring's
+ * worth of events are recorded; a snapshot taken meanwhile (the ring is
+ * lent already: it copies) and one taken after the ring is given back both
+ * hold the newest CAP events, those held back among them. */
+static void test_lent_ring_holds_while_events_go_on(void) {
+    pairs_go_on(750); /* 1,500 events: the ring holds the newest 1,000 */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK(s->ring != NULL);
+    CHECK(s->events == NULL);
+    CHECK_EQ(s->nevents, CAP);
+    CHECK_EQ(s->events_dropped, 500);
+    CHECK_EQ(wrong_events(s), 0);
+    pairs_go_on(1000);
+    struct vt_snapshot *during = vt_tracker_snapshot();
+    CHECK_EQ(wrong_events(s), 0); /* the ring's 1,000 stayed where they were */
+    CHECK_EQ(s->events_dropped, 500);
+    CHECK(during->ring == NULL && during->events != NULL);
+    CHECK_EQ(during->nevents, CAP);
+    CHECK_EQ(during->events_dropped, 3500 - CAP);
+    CHECK_EQ(wrong_events(during), 0);
+    vt_snapshot_free(during);
+    vt_snapshot_free(s);
+    struct vt_snapshot *after = vt_tracker_snapshot();
+    CHECK(after->ring != NULL);
+    CHECK_EQ(after->nevents, CAP);
+    CHECK_EQ(after->events_dropped, 3500 - CAP);
+    CHECK_EQ(wrong_events(after), 0);
+    pairs_go_on(10); /* the ring is lent again: these are held back */
+    vt_snapshot_free(after);
+    struct vt_snapshot *last = vt_tracker_snapshot();
+    CHECK_EQ(last->events_dropped, 3520 - CAP);
+    CHECK_EQ(wrong_events(last), 0);
+    vt_snapshot_free(last);
+}
+
+/* Past VT_SPILL_MAX events held back, the newest are not kept: they are
+ * counted as lost (records_lost), never written over the lent ones, and
+ * the history goes on after them without a gap in its indexes. */
+static void test_held_back_past_the_bound_are_counted_lost(void) {
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    uint64_t first = s->events_dropped, lost0 = vt_records_lost_count();
+    uint64_t before = pairs;
+    pairs_go_on(VT_SPILL_MAX / 2 + 250); /* 500 events past the bound */
+    vt_snapshot_free(vt_tracker_snapshot()); /* every thread's log applied */
+    CHECK_EQ(wrong_events(s), 0);
+    CHECK_EQ(s->events_dropped, first);
+    vt_snapshot_free(s);
+    CHECK_EQ(vt_records_lost_count() - lost0, 500);
+    struct vt_snapshot *t = vt_tracker_snapshot();
+    /* The history as kept: the first VT_SPILL_MAX events after s, so its
+     * newest CAP end at the last pair the bound let in. */
+    CHECK_EQ(t->events_dropped + t->nevents, 2 * before + VT_SPILL_MAX);
+    uint64_t bad = 0;
+    for (size_t i = 0; i < t->nevents; i++) {
+        struct vt_event e = vt_event_at(t, i);
+        uint64_t j = t->events_dropped + i, k = j / 2;
+        bad += e.address != BASE + k * 256 || e.type != (j % 2 ? VT_EV_FREE : VT_EV_ALLOC);
+    }
+    CHECK_EQ(bad, 0);
+    vt_snapshot_free(t);
+    /* Kept again from here on: the next pair is the next index. */
+    uint64_t at = 2 * before + VT_SPILL_MAX;
+    uint64_t skipped = 2 * pairs - at; /* the lost events' pairs */
+    pairs_go_on(1);
+    struct vt_snapshot *u = vt_tracker_snapshot();
+    struct vt_event e = vt_event_at(u, u->nevents - 1);
+    CHECK_EQ(u->events_dropped + u->nevents, at + 2);
+    CHECK_EQ(e.address, BASE + (pairs - 1) * 256);
+    CHECK_EQ(e.type, VT_EV_FREE);
+    CHECK_EQ(skipped, 500);
+    vt_snapshot_free(u);
+    shift = skipped;
+}
+
+/* Sorted in place: largest first, then the older, then by address; the
+ * API names and VMM mapped addresses read back through their tables. */
+static void test_live_sorted_in_place(void) {
+    static const uint64_t sizes[] = {300, 7, 9999, 300, 42, 300, 7, 1 << 20};
+    uint64_t base = 0x6000000000ull;
+    for (int i = 0; i < 8; i++)
+        vt_tracker_alloc(base + (uint64_t)i * 0x1000, sizes[i], VT_KIND_DEVICE, 1, i % 2 ? "cuMemAlloc" : "cudaMalloc",
+                         frames, 3);
+    vt_tracker_alloc(0x77, 4096, VT_KIND_VMM, 1, "cuMemCreate", frames, 3);
+    vt_tracker_map(0x77, 0x7000000000ull);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    vt_snapshot_sort_live(s);
+    CHECK_EQ(s->nlive, 9);
+    static const uint64_t want_bytes[] = {1 << 20, 9999, 4096, 300, 300, 300, 42, 7, 7};
+    static const int want_item[] = {7, 2, -1, 0, 3, 5, 4, 1, 6};
+    for (size_t i = 0; i < s->nlive && i < 9; i++) {
+        const struct vt_live *a = &s->live[i];
+        CHECK_EQ(a->bytes, want_bytes[i]);
+        if (want_item[i] < 0) {
+            CHECK_EQ(a->address, 0x77);
+            CHECK_EQ(vt_live_mapped(s, a), 0x7000000000ull);
+            CHECK_STR(vt_live_api(s, a), "cuMemCreate");
+            continue;
+        }
+        CHECK_EQ(a->address, base + (uint64_t)want_item[i] * 0x1000);
+        CHECK_EQ(vt_live_mapped(s, a), 0);
+        CHECK_STR(vt_live_api(s, a), want_item[i] % 2 ? "cuMemAlloc" : "cudaMalloc");
+        CHECK_EQ(a->device, 1);
+        if (i) CHECK(a->bytes < s->live[i - 1].bytes || a->time_ns >= s->live[i - 1].time_ns);
+    }
+    CHECK_EQ(s->napis, 3);
+    vt_snapshot_free(s);
+}
+
+/* A thread records the sequence without pause while snapshots are taken,
+ * read through and freed: each holds exactly the sequence's events of its
+ * indexes. */
+static volatile int stop;
+static void *recorder(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && pairs < 2000000) pairs_go_on(64);
+    return NULL;
+}
+
+static void test_snapshots_while_recording(void) {
+    struct vt_snapshot *z = vt_tracker_snapshot();
+    uint64_t from = z->events_dropped + z->nevents; /* the recorder's first event */
+    shift = 2 * pairs - from;
+    vt_snapshot_free(z);
+    pthread_t t;
+    pthread_create(&t, NULL, recorder, NULL);
+    uint64_t wrong = 0, nonempty = 0;
+    for (int k = 0; k < 200; k++) {
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        wrong += wrong_events_from(s, from);
+        nonempty += s->nevents == CAP;
+        vt_snapshot_free(s);
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(nonempty, 200);
+}
+
+int main(void) {
+    vt_tracker_init(64, CAP);
+    test_lent_ring_holds_while_events_go_on();
+    test_held_back_past_the_bound_are_counted_lost();
+    test_live_sorted_in_place();
+    test_snapshots_while_recording();
+    return check_report("unit-snapshot");
+}

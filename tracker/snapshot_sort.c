@@ -1,0 +1,97 @@
+/* snapshot_sort.c -- a snapshot's live list sorted by size, in place.
+ *
+ * The live list of a million allocations is most of a dump's memory: it is
+ * sorted where it lies (an introsort: quicksort, insertion sort for short
+ * runs, heapsort past a depth bound), with no buffer beside it, where qsort
+ * would take one as large as an eighth to the whole of it. */
+#include "tracker.h"
+
+/* The one order: largest first, then the older, then by address, and the
+ * remaining fields after, so that no two different records compare equal
+ * (the order does not depend on the order they were copied in). */
+static int before(const struct vt_live *x, const struct vt_live *y) {
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns;
+    if (x->address != y->address) return x->address < y->address;
+    if (x->kind != y->kind) return x->kind < y->kind;
+    if (x->mapped != y->mapped) return x->mapped < y->mapped;
+    if (x->stack != y->stack) return x->stack < y->stack;
+    if (x->thread != y->thread) return x->thread < y->thread;
+    if (x->device != y->device) return x->device < y->device;
+    return x->api < y->api;
+}
+
+static inline void swap(struct vt_live *a, struct vt_live *b) {
+    struct vt_live t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void insertion(struct vt_live *v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        struct vt_live x = v[i];
+        size_t j = i;
+        for (; j > 0 && before(&x, &v[j - 1]); j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+static void sift(struct vt_live *v, size_t root, size_t n) {
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n) return;
+        if (c + 1 < n && before(&v[c], &v[c + 1])) c++;
+        if (!before(&v[root], &v[c])) return;
+        swap(&v[root], &v[c]);
+        root = c;
+    }
+}
+
+static void heapsort(struct vt_live *v, size_t n) {
+    for (size_t i = n / 2; i-- > 0;) sift(v, i, n);
+    for (size_t end = n; end-- > 1;) {
+        swap(&v[0], &v[end]);
+        sift(v, 0, end);
+    }
+}
+
+static void introsort(struct vt_live *v, size_t n, int depth) {
+    while (n > 16) {
+        if (depth-- == 0) {
+            heapsort(v, n);
+            return;
+        }
+        /* The median of the first, middle and last as the pivot, kept at
+         * v[0] while the rest is split around it. */
+        size_t m = n / 2;
+        if (before(&v[m], &v[0])) swap(&v[m], &v[0]);
+        if (before(&v[n - 1], &v[0])) swap(&v[n - 1], &v[0]);
+        if (before(&v[n - 1], &v[m])) swap(&v[n - 1], &v[m]);
+        swap(&v[0], &v[m]);
+        size_t i = 1, j = n - 1;
+        for (;;) {
+            while (before(&v[i], &v[0])) i++;
+            while (before(&v[0], &v[j])) j--;
+            if (i >= j) break;
+            swap(&v[i++], &v[j--]);
+        }
+        swap(&v[0], &v[j]);
+        /* The shorter side first, the longer in this loop: the stack stays
+         * within log2(n) frames. */
+        if (j < n - j - 1) {
+            introsort(v, j, depth);
+            v += j + 1;
+            n -= j + 1;
+        } else {
+            introsort(v + j + 1, n - j - 1, depth);
+            n = j;
+        }
+    }
+    insertion(v, n);
+}
+
+void vt_snapshot_sort_live(struct vt_snapshot *s) {
+    int depth = 0;
+    for (size_t n = s->nlive; n > 1; n >>= 1) depth += 2;
+    if (s->nlive > 1) introsort(s->live, s->nlive, depth);
+}
