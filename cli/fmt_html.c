@@ -151,8 +151,7 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         char rate[160];
         if (i == 0) fputs("<h3>growing call sites (live bytes rose through the run; leak suspects)</h3><ul class=\"growing\">", f);
         if (g->have_rate)
-            vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->units, g->unit,
-                          g->last_ns - g->since_ns, g->bytes_per_unit, rate, sizeof rate);
+            vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, rate, sizeof rate);
         else
             snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations, g->allocations == 1 ? "" : "s");
         fputs("<li><code>", f);

@@ -103,10 +103,12 @@ struct vm_growth {
      * before them have have_rate 0 (and the three 0). */
     int have_rate;
     uint64_t since_ns, last_ns, bytes_per_allocation;
-    /* The unit the rate is said in ("step" or "allocation", static), how
-     * many, and the rise per unit: the dump's, else allocations. */
+    /* The unit the rate is said in ("step", "second" or "allocation",
+     * static), how many, the rise per unit, and the rise and the time it
+     * took that the rate is of: the dump's, else allocations over the
+     * whole growth. */
     const char *unit;
-    uint64_t units, bytes_per_unit;
+    uint64_t units, bytes_per_unit, rise_bytes, span_ns;
     const char *holder;      /* what holds it, as PyTorch's record named it; NULL when absent */
 };
 

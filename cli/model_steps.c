@@ -60,15 +60,24 @@ void vm_growth_unit(json_t *o, struct vm_growth *g) {
     json_t *u = json_object_get(o, "unit"), *h = json_object_get(o, "holder");
     json_int_t units, per;
     g->holder = json_is_string(h) && *json_string_value(h) ? json_string_value(h) : NULL;
+    json_int_t rise, span;
     g->unit = "allocation";
     g->units = g->allocations;
     g->bytes_per_unit = g->bytes_per_allocation;
+    g->rise_bytes = g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0;
+    g->span_ns = g->last_ns - g->since_ns;
     if (json_is_string(u) && in_range(o, "units", 1, INT64_MAX, &units) && in_range(o, "bytes_per_unit", 0, INT64_MAX, &per)) {
-        const char *name = strcmp(json_string_value(u), "step") == 0 ? "step"
-                           : strcmp(json_string_value(u), "allocation") == 0 ? "allocation" : NULL;
+        const char *v = json_string_value(u);
+        const char *name = strcmp(v, "step") == 0 ? "step" : strcmp(v, "second") == 0 ? "second"
+                           : strcmp(v, "allocation") == 0 ? "allocation" : NULL;
         if (!name) return;
         g->unit = name;
         g->units = (uint64_t)units;
         g->bytes_per_unit = (uint64_t)per;
+        /* Dumps of earlier vramtrace: the whole growth. */
+        if (in_range(o, "rise_bytes", 0, INT64_MAX, &rise) && in_range(o, "span_ns", 0, INT64_MAX, &span)) {
+            g->rise_bytes = (uint64_t)rise;
+            g->span_ns = (uint64_t)span;
+        }
     }
 }

@@ -24,8 +24,10 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
                   size_t errsize);
 
 /* A growing site's unit of work (struct vm_growth in model.h): the dump's
- * "unit" ("step" or "allocation"), "units" and "bytes_per_unit" when all
- * three are there and sound, else allocations and bytes_per_allocation;
+ * "unit" ("step", "second" or "allocation"), "units" and "bytes_per_unit"
+ * when all three are there and sound, with "rise_bytes" and "span_ns" when
+ * those are too (else the whole growth: end_bytes - first_bytes, last_ns -
+ * since_ns), else allocations and bytes_per_allocation;
  * and its "holder" (NULL when absent or ""). */
 struct vm_growth;
 void vm_growth_unit(json_t *o, struct vm_growth *g);

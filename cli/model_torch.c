@@ -91,11 +91,14 @@ static void load_growth(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->growth_holder = tstr(c, g, "holder", i);
     if (c->failed) return;
     if (st >= nstacks) { tfail(c, "a growth's stack is out of range:", i, "stack"); return; }
-    if (strcmp(unit, "step") != 0 && strcmp(unit, "allocation") != 0) { tfail(c, "not a unit:", i, "unit"); return; }
-    d->growth_unit = strcmp(unit, "step") == 0 ? "step" : "allocation";
+    if (strcmp(unit, "step") != 0 && strcmp(unit, "second") != 0 && strcmp(unit, "allocation") != 0) {
+        tfail(c, "not a unit:", i, "unit");
+        return;
+    }
+    d->growth_unit = strcmp(unit, "step") == 0 ? "step" : strcmp(unit, "second") == 0 ? "second" : "allocation";
     d->growth_stack = (size_t)st;
     d->has_growth = 1;
-    int steps = d->growth_unit[0] == 's';
+    int steps = strcmp(d->growth_unit, "step") == 0;
     d->per_step = steps ? d->growth_per_unit : 0;
     d->growth_steps = steps ? d->growth_units : 0;
 }

@@ -103,8 +103,7 @@ static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     r->end_bytes = g->end_bytes;
     if (g->have_rate) {
         char holder[256];
-        vt_fmt_growth(g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0, g->units, g->unit,
-                      g->last_ns - g->since_ns, g->bytes_per_unit, r->rate, sizeof r->rate);
+        vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, r->rate, sizeof r->rate);
         vt_fmt_held(g->holder ? vr_safe(g->holder, holder, sizeof holder) : NULL, r->rate, sizeof r->rate);
     } else
         snprintf(r->rate, sizeof r->rate, "over %" PRIu64 " allocation%s", g->allocations,

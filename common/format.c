@@ -25,8 +25,8 @@ const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint6
                  (unsigned long long)units, units == 1 ? "" : "s", vt_fmt_bytes(rise, a, sizeof a), (double)span_ns / 1e9);
     else
         snprintf(buf, size, "+%s over %llu %s%s in %.3f s, %s per %s", vt_fmt_bytes(rise, a, sizeof a),
-                 (unsigned long long)units, unit, units == 1 ? "" : "s", (double)span_ns / 1e9,
-                 vt_fmt_bytes(per_unit, b, sizeof b), unit);
+                 (unsigned long long)units, strcmp(unit, "second") == 0 ? "allocation" : unit, units == 1 ? "" : "s",
+                 (double)span_ns / 1e9, vt_fmt_bytes(per_unit, b, sizeof b), unit);
     return buf;
 }
 

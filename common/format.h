@@ -13,7 +13,9 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
  * the CLI's alike (unit is singular: "allocation"; units == 1 reads "over
  * 1 allocation"). In the program's own steps (unit "step") the rate comes
  * first: "+512.00 MiB per step over the last 6 steps (+3.00 GiB in 0.100
- * s)". Writes into buf and returns it. */
+ * s)". Per second (unit "second", units the allocations, per_unit bytes a
+ * second): "+3.00 GiB over 6 allocations in 0.100 s, 30.00 GiB per
+ * second". Writes into buf and returns it. */
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
                           uint64_t per_unit, char *buf, size_t size);
 

@@ -220,9 +220,10 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         fprintf(f, "%s\n {\"stack\":%" PRIu32 ",\"first_bytes\":" U64 ",\"end_bytes\":" U64
                    ",\"allocations\":" U64 ",\"since_ns\":" U64 ",\"last_ns\":" U64
                    ",\"bytes_per_allocation\":" U64 ",\"bytes_per_second\":%.0f,\"unit\":\"%s\",\"units\":" U64
-                   ",\"bytes_per_unit\":" U64,
+                   ",\"bytes_per_unit\":" U64 ",\"rise_bytes\":" U64 ",\"span_ns\":" U64,
                 i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->t_last_ns,
-                g->allocs ? r.rise / g->allocs : 0, r.bytes_per_second, r.unit, r.units, r.per_unit);
+                g->allocs ? (g->end_bytes - g->first_floor) / g->allocs : 0,
+                r.bytes_per_second, r.unit, r.units, r.per_unit, r.rise, r.span_ns);
         if (g->holder[0]) {   /* what holds it, as PyTorch's record names it */
             fputs(",\"holder\":", f);
             vt_json_string(f, g->holder);

@@ -14,6 +14,10 @@ struct site {
     uint64_t t_first, t_last, allocs;
     size_t i_first, i_last;  /* indexes in the events of those two */
     uint64_t nev, ev;      /* the site's events up to the end; replayed so far */
+    uint64_t steps;        /* the complete steps its growth is counted over */
+    size_t cut;            /* the first event after the last of them */
+    int64_t live_cut;      /* live bytes then */
+    uint64_t t_cut;        /* its last allocation before the cut */
     int seen, window;
     int64_t floor[WINDOWS];
 };
@@ -36,6 +40,35 @@ static uint64_t step_of(const struct vt_snapshot *s, size_t i) {
         else hi = mid;
     }
     return lo ? s->steps[lo - 1].step + 1 : s->steps[0].step;
+}
+
+/* The newest kept boundary at or before t_end, or -1 (none). */
+static ptrdiff_t last_boundary(const struct vt_snapshot *s, uint64_t t_end) {
+    ptrdiff_t j = (ptrdiff_t)s->nsteps - 1;
+    while (j >= 0 && s->steps[j].time_ns > t_end) j--;
+    return j;
+}
+
+/* The complete steps x's growth is counted over (growth.h): from the step
+ * of its first event to the last step closed, at or before t_end, by the
+ * step of its last allocation, both counted; x->cut is then the first
+ * event after that step's closing boundary. 0 when none is complete. */
+static uint64_t complete_steps(const struct vt_snapshot *s, ptrdiff_t last, struct site *x) {
+    if (last < 0) return 0;
+    uint64_t a = step_of(s, x->i_first), z = step_of(s, x->i_last);
+    uint64_t b = z < s->steps[last].step ? z : s->steps[last].step;
+    if (b < a) return 0;
+    size_t lo = 0, hi = (size_t)last + 1;   /* the kept boundary numbered b */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->steps[mid].step < b) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo > (size_t)last || s->steps[lo].step != b) return 0;
+    int64_t cut = vt_step_event(s, &s->steps[lo]);
+    if (cut < 0) return 0;
+    x->cut = (size_t)cut;
+    return b - a + 1;
 }
 
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
@@ -68,9 +101,13 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
             if (e->time_ns > x->t_last || x->allocs == 1) { x->t_last = e->time_ns; x->i_last = i; }
         }
     }
+    int marked = s->nsteps && s->steps[0].time_ns <= t_end;
+    ptrdiff_t last = marked ? last_boundary(s, t_end) : -1;
     for (size_t k = 0; k < ns; k++) {
         st[k].live = end[k] - st[k].delta;
         if (st[k].live < 0) st[k].live = 0;
+        st[k].live_cut = st[k].live;
+        st[k].steps = st[k].seen ? complete_steps(s, last, &st[k]) : 0;
         for (int w = 0; w < WINDOWS; w++) st[k].floor[w] = -1;
         st[k].window = 0;
         st[k].floor[0] = st[k].live;
@@ -90,10 +127,13 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
         x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (x->live < x->floor[w]) x->floor[w] = x->live;
+        if (x->steps && i < x->cut) {
+            x->live_cut = x->live;
+            if (e->type == VT_EV_ALLOC && e->time_ns > x->t_cut) x->t_cut = e->time_ns;
+        }
     }
     struct vt_growth *out = malloc(ns * sizeof *out);
     size_t k = 0;
-    int marked = s->nsteps && s->steps[0].time_ns <= t_end;
     for (size_t i = 0; out && i < ns; i++) {
         struct site *x = &st[i];
         if (x->allocs < WINDOWS || x->live <= 0) continue;
@@ -108,7 +148,15 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         out[k].allocs = x->allocs;
         out[k].t_first_ns = x->t_first;
         out[k].t_last_ns = x->t_last > x->t_first ? x->t_last : x->t_first;
-        out[k].steps = marked ? step_of(s, x->i_last) - step_of(s, x->i_first) + 1 : 0;
+        /* Per step only over enough complete steps holding most of the
+         * rise (growth.h); else per second, over the whole growth. */
+        uint64_t rise = (uint64_t)(x->live - x->floor[0]);
+        uint64_t counted = x->live_cut > x->floor[0] ? (uint64_t)(x->live_cut - x->floor[0]) : 0;
+        int per_step = x->steps >= VT_GROWTH_MIN_STEPS && counted > rise / 2 && counted > 0;
+        out[k].marked = marked;
+        out[k].steps = per_step ? x->steps : 0;
+        out[k].step_rise = per_step ? counted : 0;
+        out[k].t_step_last_ns = per_step && x->t_cut > x->t_first ? x->t_cut : x->t_first;
         out[k].holder[0] = '\0';
         out[k].holder_bytes = 0;
         out[k].holder_device = -1;
@@ -127,11 +175,23 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
 struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
     struct vt_growth_rate r;
     r.rise = g->end_bytes > g->first_floor ? g->end_bytes - g->first_floor : 0;
-    r.units = g->steps ? g->steps : g->allocs;
-    r.unit = g->steps ? "step" : "allocation";
-    r.per_unit = r.units ? r.rise / r.units : 0;
     r.span_ns = g->t_last_ns > g->t_first_ns ? g->t_last_ns - g->t_first_ns : 0;
     r.bytes_per_second = r.span_ns ? (double)r.rise / ((double)r.span_ns / 1e9) : 0;
+    if (g->steps) {
+        r.rise = g->step_rise;
+        r.span_ns = g->t_step_last_ns > g->t_first_ns ? g->t_step_last_ns - g->t_first_ns : 0;
+        r.units = g->steps;
+        r.unit = "step";
+        r.per_unit = r.rise / r.units;
+    } else if (g->marked && r.span_ns) {
+        r.units = g->allocs;
+        r.unit = "second";
+        r.per_unit = (uint64_t)r.bytes_per_second;
+    } else {
+        r.units = g->allocs;
+        r.unit = "allocation";
+        r.per_unit = r.units ? r.rise / r.units : 0;
+    }
     return r;
 }
 

@@ -13,7 +13,23 @@
  * else's: the rise (end minus first floor), over how many units of work,
  * in how long (the site's first event to its last allocation, so that the
  * figures at an out-of-memory failure and at exit agree when the site did
- * not allocate in between), and the rise per unit. */
+ * not allocate in between), and the rise per unit.
+ *
+ * Per step, only when the steps show it. The program's steps (tracker/steps.h)
+ * count for a site when they are complete (closed by a boundary at or
+ * before the end): its growth is counted over the complete steps from the
+ * step of its first event to the step of its last allocation, both
+ * counted (a step still under way at the end is not one). The growth is
+ * said per step when those are at least VT_GROWTH_MIN_STEPS and the site
+ * gained most of its rise in them (its live bytes at the boundary closing
+ * the last of them, less its first floor, are more than half the rise);
+ * the figures are then theirs: that gain, per step, from the site's first
+ * event to its last allocation before that boundary. Otherwise, in a run
+ * with steps, it is said per second over the whole growth (the site's
+ * first event to its last allocation), and in a run without any, per
+ * allocation. A run that steps a few times and then grows without a step
+ * (an evaluation loop that keeps its outputs) is per second: its growth
+ * happened in no step. */
 #ifndef VT_GROWTH_H
 #define VT_GROWTH_H
 
@@ -32,11 +48,12 @@ struct vt_growth {
     uint64_t allocs;           /* allocation events seen */
     uint64_t t_first_ns;       /* the site's first event */
     uint64_t t_last_ns;        /* its last allocation up to the end */
-    uint64_t steps;            /* the program's steps (tracker/steps.h) the
-                                  site's events span up to the end: from the
-                                  step of its first event to that of its last
-                                  allocation, both counted; 0 when the run
-                                  marked no step boundary up to the end */
+    uint64_t steps;            /* the complete steps its growth is said
+                                  per (see above), 0 when it is not said
+                                  per step */
+    uint64_t step_rise;        /* with steps: what it gained over them */
+    uint64_t t_step_last_ns;   /* with steps: its last allocation in them */
+    int marked;                /* the run marked a step boundary up to the end */
     char holder[VT_GROWTH_HOLDER];  /* the Python object holding most of
                                   the site's listed tensors in PyTorch's
                                   record (report/torch_growth.c), "" when
@@ -45,25 +62,29 @@ struct vt_growth {
     int holder_device;         /* their device, -1 for none */
 };
 
-/* The figures of one growing site, in the unit of work the run is known
- * by: the program's own step ("step", per step) when it marked any
- * (g->steps), else the allocation. vt_growth_rate is the one place that
- * chooses, and every output (post-mortem, exit summary, dump, CLI through
- * the dump) follows. */
+/* The figures of one growing site, in the unit of work the rule above
+ * picks: the program's own step ("step": g->steps), else the second in a
+ * run with steps ("second": the whole growth took time), else the
+ * allocation. vt_growth_rate is the one place that chooses, and every
+ * output (post-mortem, exit summary, PyTorch's breakdown, dump, CLI
+ * through the dump) follows. */
+#define VT_GROWTH_MIN_STEPS 3
+
 struct vt_growth_rate {
-    uint64_t rise;             /* end_bytes - first_floor */
-    uint64_t units;            /* steps, or allocations */
-    const char *unit;          /* "step" or "allocation" */
-    uint64_t per_unit;         /* rise / units, rounded down */
-    uint64_t span_ns;          /* t_last_ns - t_first_ns */
-    double bytes_per_second;   /* rise / span; 0 when the span is 0 */
+    uint64_t rise;             /* per step: step_rise; else end_bytes - first_floor */
+    uint64_t units;            /* steps, or allocations ("second" and "allocation") */
+    const char *unit;          /* "step", "second" or "allocation" */
+    uint64_t per_unit;         /* rise / steps, bytes a second, or rise / allocations; rounded down */
+    uint64_t span_ns;          /* the time the rise took: its first event to its last allocation counted */
+    double bytes_per_second;   /* end_bytes - first_floor over t_last_ns - t_first_ns; 0 when that is 0 */
 };
 
 struct vt_growth_rate vt_growth_rate(const struct vt_growth *g);
 
 /* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation",
- * or with steps "+512.00 MiB per step over the last 6 steps (+3.00 GiB in
- * 0.100 s)", then ", held by `history`" where g names its holder:
+ * per second "+3.00 GiB over 6 allocations in 0.100 s, 30.00 GiB per
+ * second", or per step "+512.00 MiB per step over the last 6 steps (+3.00
+ * GiB in 0.100 s)", then ", held by `history`" where g names its holder:
  * vt_growth_rate's figures as every in-process report prints them (see
  * vt_fmt_growth). Writes into buf and returns it. */
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);

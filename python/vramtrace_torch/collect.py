@@ -65,8 +65,11 @@ class _Walk:
 
 def _names():
     """(id -> a name the program's code gives the object, the containers
-    so named): the globals of __main__, then the locals and globals of
-    every thread's frames (innermost wins for locals)."""
+    so named): the globals of __main__, then the locals of every thread's
+    frames (innermost wins), then those of the frames of the exception
+    ending the program, if one is (at exit, after an uncaught
+    OutOfMemoryError, its traceback still keeps them: the list the
+    failing function filled is named at exit as at the failure)."""
     names, boxes = {}, []
     main = sys.modules.get("__main__")
     scopes = [getattr(main, "__dict__", {})]
@@ -77,6 +80,16 @@ def _names():
                 if f.f_code.co_filename != __file__:
                     scopes.append(f.f_locals)
                 f = f.f_back
+    except Exception:
+        pass
+    try:
+        exc = getattr(sys, "last_exc", None)
+        tb = exc.__traceback__ if exc is not None else getattr(sys, "last_traceback", None)
+        frames = []
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        scopes.extend(f.f_locals for f in reversed(frames))
     except Exception:
         pass
     for scope in scopes:
@@ -230,16 +243,6 @@ def _claim_all(torch, w):
             except Exception:
                 pass
 
-    def held(t):
-        """(name, holder): the program's variable or the container's
-        element (label, index, container: made text for the listed
-        tensors only, _name); the holder is the named container holding it."""
-        own = names.get(id(t))
-        h = holder.get(id(t))
-        if h is None:
-            return own or "", ""
-        return own or h, h[0] or ""
-
     # Tensors a variable or a container of the program holds are its own
     # (other), even when a graph saved them too.
     unheld = []
@@ -262,19 +265,34 @@ def _claim_all(torch, w):
             pass
     # Activations: what the graphs of live tensors saved for backward and
     # nothing in Python holds.
+    # A node's saved tensors belong to the first root that reaches it, and
+    # the roots are walked in the order of what holds them: a container
+    # the program names (the graph of `outputs`), a variable it names, an
+    # unnamed container, nothing (an intermediate tensor that only a graph
+    # keeps alive, as PyTorch keeps the Python object of a tensor C++
+    # still holds). So the graphs of the tensors a program keeps are named
+    # for the list or variable that keeps them, not for one of their own
+    # intermediate results that the garbage collector happened to list
+    # first.
     seen, keep, attr_cache = set(), [], {}
-    graph_of = []
+    graph_of = ([], [], [], [])
     for t in w.tensors:
         try:
             fn = t.grad_fn
         except Exception:
             continue
         if fn is not None:
-            graph_of.append((fn, t))
-    for fn, root in graph_of:
+            own, h = names_get(id(t)), holder_get(id(t))
+            if h is not None and h[0]:
+                graph_of[0].append((fn, "graph of " + h[0]))
+            elif own:
+                graph_of[1].append((fn, "graph of " + own))
+            elif h is not None:
+                graph_of[2].append((fn, "graph of a " + type(h[2]).__name__))
+            else:
+                graph_of[3].append((fn, "graph of a tensor"))
+    for fn, where in (x for rank in graph_of for x in rank):
         stack = [fn]
-        rname, rholder = held(root)
-        where = "graph of " + (rholder or (rname if isinstance(rname, str) else "") or "a tensor")
         while stack:
             node = stack.pop()
             if node is None or id(node) in seen:

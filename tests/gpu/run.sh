@@ -140,6 +140,7 @@ if [ $TORCH = 1 ]; then
     # The PyTorch companion as a plain LD_PRELOAD gets it: its boot folder on PYTHONPATH.
     run_mode truth PYTHONPATH=$ROOT/python/vramtrace_torch/_boot
     run_mode frag PYTHONPATH=$ROOT/python/vramtrace_torch/_boot
+    run_mode evalgraph PYTHONPATH=$ROOT/python/vramtrace_torch/_boot
     # --tensors' backend: no OOM observer, the record taken as the error is made
     run_mode asynctruth PYTHONPATH=$ROOT/python/vramtrace_torch/_boot PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
 

@@ -26,7 +26,10 @@ modes: mlp (a small MLP trained with Adam; the exit dump against PyTorch's
        against PyTorch's own tensors), frag (free blocks smaller than the
        request in reserved segments), asynctruth (an OOM under
        backend:cudaMallocAsync, as --tensors sets it: PyTorch's record of
-       it). truth, frag and asynctruth need the companion
+       it), evalgraph (three steps, then an evaluation keeping its
+       outputs with their graphs, then an OOM: growth per second, held
+       by the graph of the list). truth, frag, asynctruth and evalgraph
+       need the companion
        (python/vramtrace_torch/_boot on PYTHONPATH).
 """
 import glob
@@ -235,6 +238,74 @@ def mode_truth(facts, public):
                          "other": storage_bytes(history + [x, graph])})
         public.update(error=type(e).__name__, steps=steps)
     HELD.extend([model, opt, x, graph, history])
+
+
+def mode_evalgraph(facts, public):
+    """Three optimizer steps, then an evaluation that keeps its outputs
+    (and so their graphs) in the local list `outputs`, then an
+    out-of-memory error with nothing in flight; `KEPT` holds the list at
+    exit."""
+    import torch
+    global KEPT
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                                torch.nn.ReLU(), torch.nn.Linear(1024, 16)).to(dev)
+    opt = torch.optim.Adam(model.parameters())
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(4096, 1024, device=dev)).sum().backward()
+        opt.step()
+
+    def evaluate(batches):
+        outputs = []
+        before = torch.cuda.memory_allocated()
+        for _ in range(batches):
+            outputs.append(model(torch.randn(4096, 1024, device=dev)))  # LINE:evaluate
+        # What the graphs saved: all evaluate() added but the outputs themselves.
+        facts["activation"] = torch.cuda.memory_allocated() - before - storage_bytes(outputs)
+        free, total = torch.cuda.mem_get_info()
+        try:
+            torch.empty(total - 64 * MiB, dtype=torch.uint8, device=dev)
+        except torch.OutOfMemoryError as e:
+            public.update(error=type(e).__name__, batches=len(outputs))
+        return outputs
+
+    KEPT = evaluate(20)
+    facts["batches"] = len(KEPT)
+
+
+def check_eval_graph(c, facts, d):
+    """The evaluation's growth is said per second, after the last step,
+    held by the graph of `outputs` at the OOM and of `KEPT` at exit."""
+    g = (d.get("growing") or [{}])[0]
+    span = g.get("last_ns", 0) - g.get("since_ns", 0)
+    rise = g.get("end_bytes", 0) - g.get("first_bytes", 0)
+    c.say("the growing site is the evaluation's line, said per second over its whole growth",
+          (HERE, line_of("evaluate")) in py_lines(d, g.get("stack", 0)) and
+          (g.get("unit"), g.get("units"), g.get("rise_bytes"), g.get("span_ns"), g.get("bytes_per_unit")) ==
+          ("second", g.get("allocations"), rise, span, int(rise / (span / 1e9)) if span else None),
+          str({k: g.get(k) for k in ("unit", "units", "rise_bytes", "span_ns", "bytes_per_unit")}))
+    steps = d.get("steps") or [{}]
+    c.say("it grew after the last of the 3 steps", d.get("steps_total") == 3 and
+          g.get("since_ns", 0) > steps[-1].get("time_ns", 1 << 62), f"{d.get('steps_total')} steps")
+    o = d["ooms"][-1]
+    for where, rec, name in (("the OOM", torch_entry(o.get("torch")), "outputs"), ("exit", torch_entry(d.get("torch")), "KEPT")):
+        acts = [x for x in (rec or {}).get("tensors", []) if x["category"] == "activation"]
+        c.say(f"{where}: the activations are held by the graph of `{name}`, with PyTorch's bytes",
+              (sorted({x["holder"] for x in acts}), (rec or {}).get("categories", {}).get("activation")) ==
+              ([f"graph of {name}"], facts["activation"]),
+              f"{sorted({x['holder'] for x in acts})}, {(rec or {}).get('categories', {}).get('activation')} vs "
+              f"{facts['activation']}")
+        c.say(f"{where}: the growth is held by the graph of `{name}`, with the dump's figures",
+              rec is not None and (rec.get("growth") or {}).get("holder") == f"graph of {name}" and
+              {k: (rec.get("growth") or {}).get(k) for k in ("stack", "unit", "units", "rise_bytes", "span_ns")} ==
+              {k: g.get(k) for k in ("stack", "unit", "units", "rise_bytes", "span_ns")}, str(rec and rec.get("growth")))
+    rate = (f"+{fmt_bytes(rise)} over {g.get('allocations')} allocations in {span / 1e9:.3f} s, "
+            f"{fmt_bytes(g.get('bytes_per_unit') or 0)} per second, held by `graph of outputs`")
+    found = [f["finding"] for f in o["findings"] if f["id"] == "growing_site"]
+    c.say("the growing-site finding at the OOM says it per second, held by the graph of `outputs`",
+          len(found) == 1 and found[0].endswith(f": {rate}; a leak suspect"), str(found)[:300])
 
 
 def mode_frag(facts, public):
@@ -495,6 +566,8 @@ def check(mode, facts_path, dump_dir, err_path=None):
     elif mode in ("truth", "frag"):
         check_torch_truth(c, mode, facts, d, dump_dir)
 
+    elif mode == "evalgraph":
+        check_eval_graph(c, facts, d)
     elif mode == "asynctruth":
         check_async_record(c, facts, d)
 
@@ -594,9 +667,15 @@ def check_torch_truth(c, mode, facts, d, dump_dir):
     # PyTorch's record of the OOM (at exit `history` is no name of the
     # program's any more: HELD keeps it).
     g0 = d["growing"][0] if d.get("growing") else {}
-    span = (g0.get("last_ns", 0) - g0.get("since_ns", 0)) / 1e9
+    # The rise and span the rate is of (per step: the steps' own), which a
+    # steady staircase gains over its whole growth.
+    span = g0.get("span_ns", 0) / 1e9
+    c.say("the rate per step is of the whole growth",
+          (g0.get("rise_bytes"), g0.get("span_ns")) ==
+          (g0.get("end_bytes", 0) - g0.get("first_bytes", 0), g0.get("last_ns", 0) - g0.get("since_ns", 0)),
+          f"{g0.get('rise_bytes')} in {g0.get('span_ns')} ns")
     rate = (f"+{fmt_bytes(g0.get('bytes_per_unit', 0))} per step over the last {g0.get('units')} steps "
-            f"(+{fmt_bytes(g0.get('end_bytes', 0) - g0.get('first_bytes', 0))} in {span:.3f} s), held by `history`")
+            f"(+{fmt_bytes(g0.get('rise_bytes', 0))} in {span:.3f} s), held by `history`")
     found = [f["finding"] for f in d["ooms"][-1]["findings"] if f["id"] == "growing_site"]
     c.say("the growing-site finding at the OOM names `history` as the holder, at this script's line",
           len(found) == 1 and found[0].endswith(f": {rate}; a leak suspect") and
@@ -689,7 +768,7 @@ def main():
             sys.exit(1)
     facts, public = {"mode": mode}, {}
     fn = {"mlp": mode_mlp, "limit": mode_limit, "overhead": mode_overhead, "truth": mode_truth,
-          "frag": mode_frag, "asynctruth": mode_asynctruth}.get(mode)
+          "frag": mode_frag, "asynctruth": mode_asynctruth, "evalgraph": mode_evalgraph}.get(mode)
     if fn is None and mode in OOM_MODES:
         fn = grow_until_oom
     fn(facts, public)

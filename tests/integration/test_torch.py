@@ -56,7 +56,7 @@ def torch_without_any_driver():
 _SIM = {}
 GPU_CHECKS = {   # the checks torch_checks.py prints for each mode: none may go missing
     "mlp": 8, "train": 19, "expandable": 13, "async": 14, "nocache": 14, "limit": 6, "uw": 8, "viz": 14,
-    "truth": 19, "frag": 10, "asynctruth": 7,
+    "truth": 20, "frag": 10, "asynctruth": 7, "evalgraph": 10,
 }
 
 
@@ -123,7 +123,8 @@ for _name, _modes in (("torch_mlp_segments_and_lines", ("mlp",)), ("torch_oom_re
                       ("torch_oom_expandable_async_nocache", ("expandable", "async", "nocache")),
                       ("torch_budget_limit", ("limit",)), ("torch_unwind_check", ("uw",)),
                       ("torch_export_in_memory_viz", ("viz",)),
-                      ("torch_oom_record_under_cudamallocasync_gpu_script", ("asynctruth",))):
+                      ("torch_oom_record_under_cudamallocasync_gpu_script", ("asynctruth",)),
+                      ("torch_evaluation_graph_gpu_script", ("evalgraph",))):
     checks_test(_name, *_modes)
 
 

@@ -59,7 +59,13 @@ def checked_mode(mode, n):
 
 @torch_test
 def torch_truth_categories_at_oom():
-    checked_mode("truth", 18)
+    checked_mode("truth", 19)
+
+
+@torch_test
+def torch_truth_evaluation_graph_checks():
+    # tests/gpu/torch_checks.py's evalgraph mode, as the GPU runs it.
+    checked_mode("evalgraph", 9)
 
 
 @torch_test
@@ -505,3 +511,171 @@ def torch_truth_per_device():
     t = [x for x in o["torch"] if x.get("request_bytes") is not None]
     eq((o["device"], [(x["device"], x["request_bytes"], x["allocated_bytes"]) for x in t]),
        (1, [(1, 1 << 40, a1)]), "the OOM on device 1: its record")
+
+
+def fmt_bytes(n):
+    """Bytes as vramtrace says them (common/format.c)."""
+    if n < 1024:
+        return f"{n} B"
+    v, u = float(n), 0
+    while v >= 1024.0 and u < 5:
+        v, u = v / 1024.0, u + 1
+    return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"
+
+
+def rate_said(g):
+    """A dump's growing site's rate as every report says it, from its
+    figures: per step, else per second (the whole growth)."""
+    span = g.get("span_ns") / 1e9
+    if g["unit"] == "step":
+        return (f"+{fmt_bytes(g['bytes_per_unit'])} per step over the last {g['units']} steps "
+                f"(+{fmt_bytes(g.get('rise_bytes'))} in {span:.3f} s)")
+    return (f"+{fmt_bytes(g.get('rise_bytes'))} over {g['units']} allocations in {span:.3f} s, "
+            f"{fmt_bytes(g['bytes_per_unit'])} per {g['unit']}")
+
+
+EVALUATE = r"""
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                            torch.nn.ReLU(), torch.nn.Linear(1024, 16)).cuda()
+opt = torch.optim.Adam(model.parameters())
+
+
+def train(steps):
+    for _ in range(steps):
+        opt.zero_grad()
+        model(torch.randn(4096, 1024, device="cuda")).sum().backward()
+        opt.step()
+
+
+def evaluate(batches):
+    outputs = []
+    for _ in range(batches):
+        outputs.append(model(torch.randn(4096, 1024, device="cuda")))  # LINE:keep
+    try:   # the out-of-memory error, with nothing in flight
+        torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError:
+        print(len(outputs))
+    return outputs
+
+
+train(3)
+kept = evaluate(20)
+"""
+_evaluated = []
+
+
+def evaluated():
+    """EVALUATE under vramtrace run on a 2 GiB simulated GPU, run once for
+    the tests that read it: (stdout, dumps, report)."""
+    if not _evaluated:
+        _evaluated.append(traced(EVALUATE, capacity="2G"))
+    return _evaluated[0]
+
+
+@torch_test
+def torch_truth_growth_after_steps_said_per_second():
+    # Three optimizer steps, then an evaluation loop that keeps its outputs
+    # (and their graphs), then an out-of-memory error: the growth happened in
+    # no step, so it is said per second over its own span (its first event
+    # to its last allocation, all after the last step boundary), the same
+    # in the finding, the post-mortem's and exit's PyTorch lines, the exit
+    # summary and vramtrace report's text and JSON.
+    out, dumps, report = evaluated()
+    d = dumps["exit"]
+    eq((out, d["steps_total"]), ("20\n", 3), "three steps, then the evaluation")
+    g = d["growing"][0]
+    line = 1 + EVALUATE.splitlines().index(next(x for x in EVALUATE.splitlines() if "LINE:keep" in x))
+    short = lambda s: re.sub(r"/\S*/train\.py", "train.py", s)
+    grew = [short(f["finding"]) for f in d["ooms"][-1]["findings"] if f["id"] == "growing_site"]
+    site = grew[0][:grew[0].index(" grew through the run")] if grew else None
+    ok(site and site.startswith(f"evaluate train.py:{line} -> relu torch/nn/functional.py:"), f"the finding: {grew}")
+    span = g["last_ns"] - g["since_ns"]
+    eq((g["unit"], g["units"], g.get("rise_bytes"), g.get("span_ns"), g["bytes_per_unit"], g["holder"]),
+       ("second", g["allocations"], g["end_bytes"] - g["first_bytes"], span,
+        int((g["end_bytes"] - g["first_bytes"]) / (span / 1e9)), "graph of kept"),
+       "the dump's growing site: per second over its whole growth")
+    ok(g["since_ns"] > d["steps"][-1]["time_ns"], f"it grew after the last step: {g['since_ns']} vs {d['steps']}")
+    rate = rate_said(g)
+    o = d["ooms"][-1]
+    t = o["torch"][0]["growth"]
+    eq((t["stack"], t["unit"], t["units"], t.get("rise_bytes"), t.get("span_ns"), t["bytes_per_unit"], t["holder"]),
+       (g["stack"], "second", g["units"], g.get("rise_bytes"), g.get("span_ns"), g["bytes_per_unit"], "graph of outputs"),
+       "the OOM record's growth: the same figures, held by the list evaluate() fills")
+    finding = (f"{site} grew through the run from 0 B to {fmt_bytes(g['end_bytes'])}: {rate}, "
+               "held by `graph of outputs`; a leak suspect")
+    eq([short(f["finding"]) for f in o["findings"] if f["id"] == "growing_site"], [finding], "the dump's finding")
+    lines = [short(x) for x in report.splitlines()]
+    at_oom = f"growth: {rate}, held by `graph of outputs` in {site}"
+    at_exit = f"growth: {rate}, held by `graph of kept` in {site}"
+    row = f"{site}: 0 B -> {fmt_bytes(g['end_bytes'])}, {rate}, held by `graph of kept`"
+    eq([x for x in lines if f" {site}" in x and ("held by `" in x or " grew through the run " in x)],
+       [f"vramtrace:   1. {finding[:finding.index(', held by')]}; a leak suspect"] * 2 + [
+        f"vramtrace:   {at_oom}", f"vramtrace:   {row}", f"vramtrace:   {at_exit}"],
+       "the post-mortems' findings (written before PyTorch's record came: no holder), the PyTorch line at the OOM, "
+       "the exit summary's row and the exit's PyTorch line")
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        cli = [x for x in map(short, in_dir([CLI, "report", path], work, clean_env()).stdout.splitlines())
+               if "held by `" in x and f" {site}" in x]
+        eq(cli, [f"  1. {finding}", f"    {at_oom}", f"  {at_exit}", f"  {row}"], "vramtrace report's text")
+        j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)["processes"][0]
+        eq([(short(x["site"]), x.get("steps"), x["holder"]) for x in j["growing"][:1]], [(site, None, "graph of kept")],
+           "vramtrace report's JSON: no steps")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@torch_test
+def torch_truth_graph_held_by_the_list():
+    # What evaluate()'s kept outputs saved for backward is held by the
+    # graph of `outputs`, the function's local list, at the OOM (not by
+    # one of the graph's own intermediate tensors, which PyTorch keeps
+    # alive with it); at exit, after evaluate() returned it, by the graph
+    # of `kept`, the global it went to.
+    out, dumps, _ = evaluated()
+    n = int(out)
+    d = dumps["exit"]
+    for where, rec, name in (("the OOM", d["ooms"][-1]["torch"][0], "outputs"), ("exit", d["torch"][0], "kept")):
+        acts = [x for x in rec["tensors"] if x["category"] == "activation"]
+        eq((sorted({x["holder"] for x in acts}), rec["categories"]["activation"]),
+           ([f"graph of {name}"], 3 * n * (16 << 20)),
+           f"{where}: what holds the activations listed; every batch's input and two ReLU outputs")
+        eq(rec["growth"]["holder"], f"graph of {name}", f"{where}: the growth's holder")
+
+
+KEPT_PER_STEP = r"""
+import sys, torch
+model = torch.nn.Linear(256, 256).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+history = []
+for step in range(int(sys.argv[1])):
+    opt.zero_grad()
+    model(torch.randn(64, 256, device="cuda")).sum().backward()
+    for _ in range(4):
+        history.append(torch.empty(64 << 20, dtype=torch.uint8, device="cuda"))
+    opt.step()
+print(len(history))
+"""
+
+
+@torch_test
+def torch_truth_growth_per_step_needs_three_steps():
+    # Four 64 MiB tensors kept in each step: over 2 steps that is no rate
+    # per step (per second instead); over 3 it is, +256 MiB per step.
+    for steps, unit, units in ((2, "second", 8), (3, "step", 3)):
+        out, dumps, report = traced(KEPT_PER_STEP, str(steps))
+        d = dumps["exit"]
+        eq((out, d["steps_total"]), (f"{4 * steps}\n", steps), f"{steps} steps: the run")
+        g = d["growing"][0]
+        want = (unit, units, 4 * steps * (64 << 20), g["last_ns"] - g["since_ns"],
+                256 << 20 if unit == "step" else int(4 * steps * (64 << 20) / ((g["last_ns"] - g["since_ns"]) / 1e9)))
+        eq((g["unit"], g["units"], g.get("rise_bytes"), g.get("span_ns"), g["bytes_per_unit"]), want,
+           f"{steps} steps: the dump's growing site")
+        rows = [x for x in report.splitlines() if x.startswith("vramtrace:   <module> ") and ": 0 B -> " in x]
+        eq([x[x.index(": 0 B -> "):] for x in rows][:1], [f": 0 B -> {fmt_bytes(4 * steps * (64 << 20))}, {rate_said(g)}, held by `history`"],
+           f"{steps} steps: the exit summary")
