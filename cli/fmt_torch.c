@@ -250,7 +250,8 @@ static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
     size_t room = sizeof name - strlen(through) - (sizeof suffix - 1);
     snprintf(fn, room, "%s", site->function ? site->function : "??");
     vt_utf8_whole(fn, room);
-    snprintf(name, sizeof name, "%s%s%s", fn, through, suffix);
+    /* fn was cut to leave room for through and suffix: nothing is cut here. */
+    if (snprintf(name, sizeof name, "%s%s%s", fn, through, suffix) >= (int)sizeof name) name[sizeof name - 1] = '\0';
     struct vt_frame f = {.function = name, .file = site->file, .module = site->module, .line = site->line};
     frame(p, &f);
 }
