@@ -1426,13 +1426,16 @@ def report_bad_input_is_one_line_and_status_1():
 
 def load_test_modules():
     """Tests of one area live in tests/integration/test_AREA.py; each does
-    `from run_tests import *` and registers with @test after the ones here."""
+    `from run_tests import *` and registers with @test after the ones here.
+    They are loaded in name order, each as a module of its own name, so a
+    file may import a helper from one whose name sorts before its own."""
     import importlib.util
     sys.modules.setdefault("run_tests", sys.modules[__name__])
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "integration", "test_*.py"))):
         name = os.path.splitext(os.path.basename(path))[0]
         spec = importlib.util.spec_from_file_location(name, path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod   # a later file may import an earlier one's helpers
         spec.loader.exec_module(mod)
 
 

@@ -5,6 +5,7 @@ takes at most twice the dump's size in resident memory."""
 import json
 
 from run_tests import *  # noqa: F401,F403
+from test_dump import bench_dump  # loaded before this file (name order)
 
 MODEL_FRAMES = os.path.join(T, "t_model_frames")
 
@@ -36,17 +37,6 @@ def dump_of(argv, work, env=None):
     ok(os.path.exists(path), f"{argv[0]} wrote its dump: {r.err[-500:]}")
     with open(path) as f:
         return json.load(f)
-
-
-def bench_dump(work, live, nstacks):
-    """The path of the dump bench/bench_dump.c writes in work: `live`
-    allocations kept over `nstacks` stacks of depth 26."""
-    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)], capture_output=True,
-                       text=True, timeout=300,
-                       env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
-                                VRAMTRACE_REPORT="off"))
-    eq(p.returncode, 0, p.stderr)
-    return os.path.join(work, "d.bench.json")
 
 
 @test
