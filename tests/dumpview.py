@@ -165,3 +165,14 @@ def v2_of(d):
              nevents=nevents, events=events, nodes=nodes, stacks=flat,
              frames=frames, strings=strs)
     return d
+
+
+def fmt_bytes(n):
+    """Bytes as every report of vramtrace's says them (common/format.c):
+    "512 B", "16.00 MiB"."""
+    if n < 1024:
+        return f"{n} B"
+    v, u = float(n), 0
+    while v >= 1024.0 and u < 5:
+        v, u = v / 1024.0, u + 1
+    return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"

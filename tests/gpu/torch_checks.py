@@ -40,7 +40,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from dumpview import load_dump  # noqa: E402
+from dumpview import fmt_bytes, load_dump  # noqa: E402
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -608,16 +608,6 @@ def check_async_record(c, facts, d):
     c.say("allocated, reserved and the request are PyTorch's at the failure",
           got == (facts.get("allocated"), facts.get("reserved"), facts.get("request")),
           f"{got} vs {(facts.get('allocated'), facts.get('reserved'), facts.get('request'))}")
-
-
-def fmt_bytes(n):
-    """Bytes as every report of vramtrace's says them (common/format.c)."""
-    if n < 1024:
-        return f"{n} B"
-    v, u = float(n), 0
-    while v >= 1024.0 and u < 5:
-        v, u = v / 1024.0, u + 1
-    return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"
 
 
 def check_torch_truth(c, mode, facts, d, dump_dir):

@@ -8,6 +8,7 @@ import struct
 import zlib
 
 from run_tests import *
+from dumpview import fmt_bytes
 
 SELFTEST_ONE = ("sort ok; zoom ok; unzoom ok; hover ok; timeline zoom ok; axis ok; steps: none; search ok; collapse ok; "
                 "flame device ok; tensors: none; row ok; rank: one dump; errors none")
@@ -614,15 +615,6 @@ def html_screenshots_of_torch_and_device_views():
         shutil.rmtree(work, ignore_errors=True)
 
 
-
-
-def fmt_bytes(n):
-    """vramtrace's byte figures: "512 B", "16.00 MiB"."""
-    units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    k, v = 0, float(n)
-    while v >= 1024 and k < len(units) - 1:
-        v, k = v / 1024, k + 1
-    return f"{n} B" if k == 0 else f"{v:.2f} {units[k]}"
 
 
 @torch_test

@@ -8,6 +8,7 @@ import html
 import re
 
 from run_tests import *  # noqa: F401,F403
+from dumpview import fmt_bytes
 
 SIMRUN = os.path.join(ROOT, "tests", "simgpu", "run")
 CHECKS = os.path.join(ROOT, "tests", "gpu", "torch_checks.py")
@@ -511,16 +512,6 @@ def torch_truth_per_device():
     t = [x for x in o["torch"] if x.get("request_bytes") is not None]
     eq((o["device"], [(x["device"], x["request_bytes"], x["allocated_bytes"]) for x in t]),
        (1, [(1, 1 << 40, a1)]), "the OOM on device 1: its record")
-
-
-def fmt_bytes(n):
-    """Bytes as vramtrace says them (common/format.c)."""
-    if n < 1024:
-        return f"{n} B"
-    v, u = float(n), 0
-    while v >= 1024.0 and u < 5:
-        v, u = v / 1024.0, u + 1
-    return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"
 
 
 def rate_said(g):
