@@ -12,6 +12,7 @@
 #include "../report/output.h"
 #include "../tracker/options.h"
 #include "../tracker/pystack.h"
+#include "../tracker/pystack_id.h"
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "nvml.h"
@@ -107,13 +108,9 @@ static int capture(uintptr_t *frames) {
 /* The id of this thread's stack. Native stacks go through the tracker's
  * memo of the last stack, which the walker tells when the stack has not
  * changed; with Python frames the merged stack can change while the native
- * one does not, so it is captured whole. */
+ * one does not, so pystack_id.c keeps the Python frames beside it. */
 static uint32_t stack_id(void) {
-    if (python_on()) {
-        uintptr_t frames[VT_MAX_FRAMES];
-        int depth = capture(frames);
-        return vt_tracker_stack_id(frames, depth);
-    }
+    if (python_on()) return vt_pystack_id(vt_opt.depth);
     return vt_tracker_stack_id_captured(vt_opt.depth, vt_stack_capture_since, vt_stack_serial);
 }
 

@@ -13,7 +13,7 @@
 #include "pylayout.h"
 #include "pystack.h"
 
-#define MAX_PY_FRAMES 256
+#define MAX_PY_FRAMES VT_PY_MAX_FRAMES
 #define NAME_MAX_BYTES 512
 
 /* struct _gil_runtime_state, the same from 3.10 to 3.12. */
@@ -445,18 +445,28 @@ static int python_running(void) { return is_initialized() && !(is_finalizing && 
  * every frame). A frame the thread's memo saw at its last captures (same
  * frame, code and instruction) costs its loads and one compare. `guard`
  * bounds the frames skipped (shims, frames without code), `max` those
- * returned: a cycle in a torn chain ends either way. */
+ * returned: a cycle in a torn chain ends either way. With `trail`, every
+ * frame met is kept there as vt_pystack_same compares it. */
 static inline __attribute__((always_inline)) int walk(const int minor, const struct vt_pylayout *lay, void *f,
                                                       uintptr_t *out, int16_t *ends, int *ng, int max,
-                                                      struct frame_memo *cache) {
+                                                      struct frame_memo *cache, struct vt_pytrail *trail) {
     const int fr_owner = lay->fr_owner, owner_cstack = lay->owner_cstack, fr_code = lay->fr_code;
     const int fr_previous = lay->fr_previous, fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti;
     const int fr_is_entry = lay->fr_is_entry;
     const uintptr_t none = (uintptr_t)none_object;
-    int n = 0, guard = 4 * MAX_PY_FRAMES;
+    const int tmax = (int)(sizeof trail->f / sizeof trail->f[0]);
+    int n = 0, guard = 4 * MAX_PY_FRAMES, t = 0;
     *ng = 0;
     while (f && n < max) {
-        if (minor >= 12 && RD(char, f, fr_owner) == owner_cstack) {
+        char mark = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0;
+        uintptr_t code = RD(uintptr_t, f, fr_code);
+        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
+        if (trail) {
+            if (t < tmax) trail->f[t].frame = (uintptr_t)f, trail->f[t].code = code, trail->f[t].ip = ip,
+                          trail->f[t].mark = (uintptr_t)(unsigned char)mark;
+            t++;
+        }
+        if (minor >= 12 && mark == owner_cstack) {
             /* A shim pushed where C entered the eval loop: the frame before
              * it (inner) was the first one of that native call. */
             if (n > 0) END_GROUP(n - 1);
@@ -464,43 +474,75 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
             if (--guard < 0) break;
             continue;
         }
-        uintptr_t code = RD(uintptr_t, f, fr_code);
         if (minor == 13) code &= ~(uintptr_t)3;
         if (__builtin_expect(!code || code == none, 0)) {
             f = RD(void *, f, fr_previous);
             if (--guard < 0) break;
             continue;
         }
-        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
         struct frame_memo *m = &cache[((uintptr_t)f >> 4) & (FRAME_CACHE - 1)];
         uintptr_t value;
         if (__builtin_expect(m->frame == (uintptr_t)f && m->ip == ip && m->code == code, 1)) {
             value = m->value;
         } else {
             value = vt_py_code_value((const void *)code, ip, 0);
-            if (!value) break;
+            if (!value) {
+                /* Not a code object after all: nothing to compare later. */
+                t = tmax + 1;
+                break;
+            }
             *m = (struct frame_memo){(uintptr_t)f, code, ip, value};
         }
-        if (minor == 10 || (minor == 11 && RD(char, f, fr_is_entry))) ends[(*ng)++] = (int16_t)n;
+        if (minor == 10 || (minor == 11 && mark)) ends[(*ng)++] = (int16_t)n;
         out[n++] = value;
         f = RD(void *, f, fr_previous);
     }
     if (n > 0) END_GROUP(n - 1);
+    if (trail) {
+        trail->n = t <= tmax && n > 0 ? t : -1;
+        trail->next = (uintptr_t)f;
+    }
     return n;
 }
 
-static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max) {
-    *ng = 0;
-    if (!python_running()) return 0;
+/* Whether the walk from f meets trail's frames (vt_pystack_same), for one
+ * version as walk() is. */
+static inline __attribute__((always_inline)) int walk_same(const int minor, const struct vt_pylayout *lay, void *f,
+                                                           const struct vt_pytrail *trail) {
+    const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
+    const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
+    const int n = trail->n;
+    for (int t = 0; t < n; t++) {
+        if ((uintptr_t)f != trail->f[t].frame || !f) return 0;
+        uintptr_t code = RD(uintptr_t, f, fr_code);
+        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
+        if (code != trail->f[t].code || ip != trail->f[t].ip) return 0;
+        if (minor >= 11) {
+            char mark = minor == 11 ? RD(char, f, fr_is_entry) : RD(char, f, fr_owner);
+            if ((uintptr_t)(unsigned char)mark != trail->f[t].mark) return 0;
+        }
+        f = RD(void *, f, fr_previous);
+    }
+    return (uintptr_t)f == trail->next;
+}
+
+/* The innermost frame of this thread's Python, or NULL. */
+static void *first_frame(void) {
+    if (!python_running()) return NULL;
     void *ts = get_tstate();
-    if (!ts) return 0;
-    void *f;
+    if (!ts) return NULL;
     if (L.ts_cframe >= 0) {
         void *cf = RD(void *, ts, L.ts_cframe);
-        f = cf ? RD(void *, cf, L.cf_current) : NULL;
-    } else {
-        f = RD(void *, ts, L.ts_frame);
+        return cf ? RD(void *, cf, L.cf_current) : NULL;
     }
+    return RD(void *, ts, L.ts_frame);
+}
+
+static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct vt_pytrail *trail) {
+    *ng = 0;
+    if (trail) trail->n = -1;
+    void *f = first_frame();
+    if (!f) return 0;
     struct frame_memo *cache = thread_memo(), spare[FRAME_CACHE];
     if (!cache) {
         /* No memory for this thread's memo: one for this capture alone. */
@@ -508,21 +550,42 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max) {
         cache = spare;
     }
     switch (L.minor) {
-    case 10: return walk(10, &py310, f, out, ends, ng, max, cache);
-    case 11: return walk(11, &py311, f, out, ends, ng, max, cache);
-    case 12: return walk(12, &py312, f, out, ends, ng, max, cache);
-    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache);
+    case 10: return walk(10, &py310, f, out, ends, ng, max, cache, trail);
+    case 11: return walk(11, &py311, f, out, ends, ng, max, cache, trail);
+    case 12: return walk(12, &py312, f, out, ends, ng, max, cache, trail);
+    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, trail);
     }
 }
 
-int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
-    uintptr_t py[MAX_PY_FRAMES];
-    int16_t ends[MAX_PY_FRAMES];
-    int np = 0, ng = 0, borrowed = 0;
-    if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
-        np = read_frames(py, ends, &ng, MAX_PY_FRAMES);
-        if (np == 0 && python_running()) borrowed = np = vt_pyborrow_frames(py, MAX_PY_FRAMES);
+int vt_pystack_same(const struct vt_pytrail *trail) {
+    if (trail->n <= 0 || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return 0;
+    void *f = first_frame();
+    if (!f) return 0;
+    switch (L.minor) {
+    case 10: return walk_same(10, &py310, f, trail);
+    case 11: return walk_same(11, &py311, f, trail);
+    case 12: return walk_same(12, &py312, f, trail);
+    default: return walk_same(13, &vt_pyl, f, trail);
     }
+}
+
+int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
+    pf->n = pf->ngroups = pf->borrowed = 0;
+    if (trail) trail->n = -1;
+    if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
+        pf->n = read_frames(pf->frames, pf->ends, &pf->ngroups, MAX_PY_FRAMES, trail);
+        if (pf->n == 0 && python_running()) {
+            pf->borrowed = pf->n = vt_pyborrow_frames(pf->frames, MAX_PY_FRAMES);
+            if (trail) trail->n = -1;
+        }
+    }
+    return pf->n;
+}
+
+int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max) {
+    const uintptr_t *py = pf->frames;
+    const int16_t *ends = pf->ends;
+    int np = pf->n, ng = pf->ngroups, borrowed = pf->borrowed;
     int k = 0, next = 0, g = 0;
     /* An address inside the eval loop: lo < ip <= hi, as one compare. */
     uintptr_t lo = eval_lo + 1, span = eval_hi - eval_lo;
@@ -563,6 +626,12 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
      * so do borrowed frames, which no native frame of this thread runs. */
     while (next < np && k < max) out[k++] = py[next++];
     return k;
+}
+
+int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
+    struct vt_pyframes pf;
+    vt_pystack_read(&pf, NULL);
+    return vt_pystack_splice(native, n, &pf, out, max);
 }
 
 int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line) {

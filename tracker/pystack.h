@@ -47,6 +47,40 @@ void vt_pystack_init(void *(*lookup)(const char *), int enabled);
  * faulting, every pointer is checked, and the walk is bounded. */
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
 
+/* vt_pystack_merge in its two steps, for a caller that keeps what it read
+ * (pystack_id.c's memo): this thread's Python frames as read at one
+ * capture, innermost first, cut into groups (ends[g]: the index of group
+ * g's outermost frame; each group the frames one native eval-loop call
+ * runs), or borrowed from another thread; then the splice into a native
+ * stack. vt_pystack_read returns pf->n; with `trail`, it also keeps
+ * there what vt_pystack_same compares. */
+#define VT_PY_MAX_FRAMES 256
+/* Every frame a read walked (shims and frames without code too), as the
+ * walk saw it: what vt_pystack_same compares. */
+struct vt_pytrail {
+    int n;            /* -1: more frames than fit, or nothing to compare */
+    uintptr_t next;   /* the frame the walk stopped at (0: the chain's end) */
+    struct {
+        uintptr_t frame, code, ip, mark;
+    } f[2 * VT_PY_MAX_FRAMES];
+};
+struct vt_pyframes {
+    int n, ngroups, borrowed;
+    uintptr_t frames[VT_PY_MAX_FRAMES];
+    int16_t ends[VT_PY_MAX_FRAMES];
+};
+int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail);
+int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max);
+
+/* Whether this thread's Python frames are still those a read left in
+ * `trail`: the walk meets the same frames, in order, each with the same
+ * code, instruction and entry mark (3.11's entry flag, 3.12+'s owner),
+ * as the read did. Then a read now would give what that read gave,
+ * without a look-up of any frame. Never for a trail of no frames or of
+ * borrowed ones (the thread lent from may have moved), nor one the read
+ * could not keep whole (n < 0). */
+int vt_pystack_same(const struct vt_pytrail *trail);
+
 static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }
 static inline int vt_pyframe_borrowed(uintptr_t v) {
     return (v & (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) == (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED);

@@ -200,6 +200,48 @@ int main(int argc, char **argv) {
     CHECK_EQ(vt_pystack_merge(native, 5, out, 3), 3);
     CHECK_STR(name_of(out[1], &line), "fa a.py");
     CHECK_STR(name_of(out[2], &line), minor == 10 ? "(native)" : "fb b.py");
+
+    /* The trail of a read (every frame met, the shim too) and what
+     * vt_pystack_same makes of it: the same until any frame's code,
+     * instruction, entry mark or place in the chain changes. */
+    static struct vt_pyframes pf;
+    static struct vt_pytrail trail;
+    CHECK_EQ(vt_pystack_read(&pf, &trail), 3);
+    CHECK_EQ(trail.n, minor >= 12 ? 4 : 3);
+    CHECK(vt_pystack_same(&trail));
+    set_unit(c, kc, 9);                        /* the outermost frame moves on */
+    CHECK(!vt_pystack_same(&trail));
+    set_unit(c, kc, 3);
+    CHECK(vt_pystack_same(&trail));
+    uintptr_t code_b = GET(uintptr_t, b, Y.fr_code);
+    PUT(uintptr_t, b, Y.fr_code, GET(uintptr_t, c, Y.fr_code));   /* other code, same frame */
+    CHECK(!vt_pystack_same(&trail));
+    PUT(uintptr_t, b, Y.fr_code, code_b);
+    CHECK(vt_pystack_same(&trail));
+    if (minor >= 11) {
+        /* 3.11: b entered from C or not; 3.12+: a's owner. */
+        void *m = minor == 11 ? b : a;
+        int off = minor == 11 ? Y.fr_is_entry : Y.fr_owner;
+        char was = GET(char, m, off);
+        PUT(char, m, off, (char)(was ^ 1));
+        CHECK(!vt_pystack_same(&trail));
+        PUT(char, m, off, was);
+        CHECK(vt_pystack_same(&trail));
+    }
+    void *top = Y.ts_cframe >= 0 ? (void *)cframe : (void *)ts;
+    int top_off = Y.ts_cframe >= 0 ? Y.cf_current : Y.ts_frame;
+    PUT(void *, top, top_off, b);              /* a returned */
+    CHECK(!vt_pystack_same(&trail));
+    static struct frame fd;
+    PUT(void *, top, top_off, make_frame(&fd, ka, 3, a));   /* a called another */
+    CHECK(!vt_pystack_same(&trail));
+    PUT(void *, fc.f, Y.fr_previous, &fd);     /* the chain goes on past its old end */
+    PUT(void *, top, top_off, a);
+    CHECK(!vt_pystack_same(&trail));
+    PUT(void *, fc.f, Y.fr_previous, NULL);
+    CHECK(vt_pystack_same(&trail));
+    trail.n = -1;                              /* a read that kept nothing */
+    CHECK(!vt_pystack_same(&trail));
     char what[32];
     snprintf(what, sizeof what, "pywalk 3.%d", minor);
     return check_report(what);
