@@ -9,6 +9,9 @@ callgrind with vramtrace preloaded, with Python frames on and off
 differences over the pairs between them, divided by the Python frames of a
 capture, is the instructions one Python frame adds to an allocation (its
 read, its merge into the native stack, and the longer stack's interning).
+Each interpreter is measured twice: one line allocating over and over (the
+thread's remembered stack answers), and two lines in turn (it never does:
+every capture is read, spliced and interned).
 The live view is off (VRAMTRACE_LIVE=0): its publisher thread would add its
 own symbolizing. Instruction counts do not move with the machine's load;
 bench.py's Python row gives the time.
@@ -38,25 +41,25 @@ def captures_frames(py):
     return 33
 
 
-def instructions(py, n, python_on):
+def instructions(py, n, python_on, mode):
     e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
     e.update(LD_LIBRARY_PATH=BENCH, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off", VRAMTRACE_LIVE="0",
              VRAMTRACE_PYTHON="1" if python_on else "0", PYTHONHASHSEED="0")
     with tempfile.TemporaryDirectory() as d:
         p = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
                             f"--callgrind-out-file={d}/cg.%p", "/usr/bin/env", f"LD_PRELOAD={LIB}", py, SCRIPT,
-                            str(n)], env=e, capture_output=True, text=True)
+                            str(n)] + mode, env=e, capture_output=True, text=True)
     refs = re.findall(r"I\s+refs:\s+([\d,]+)", p.stderr)
     if p.returncode != 0 or not refs:
         sys.exit(f"bench_pyframes: {py} failed: {p.stderr[-800:]}")
     return int(refs[-1].replace(",", ""))
 
 
-def per_frame(py):
+def per_frame(py, mode):
     """(version, instructions per pair with frames off, added per Python frame)."""
     ver = subprocess.run([py, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                          text=True).stdout.strip()
-    got = {(on, n): instructions(py, n, on) for on in (False, True) for n in (SMALL, LARGE)}
+    got = {(on, n): instructions(py, n, on, mode) for on in (False, True) for n in (SMALL, LARGE)}
     between = pairs(LARGE) - pairs(SMALL)
     off = (got[(False, LARGE)] - got[(False, SMALL)]) / between
     on = (got[(True, LARGE)] - got[(True, SMALL)]) / between
@@ -67,9 +70,12 @@ def main():
     if not shutil.which("valgrind"):
         sys.exit("bench_pyframes: valgrind not found")
     for py in sys.argv[1:] or ["python3"]:
-        ver, off, frame = per_frame(py)
+        ver, off, frame = per_frame(py, [])
         print(f"Python {ver}: {off:,.0f} instructions a pair with Python frames off; each Python frame adds "
               f"{frame:.1f}")
+        ver, off, frame = per_frame(py, ["alternate"])
+        print(f"Python {ver}, two lines in turn (no stack the last one): {off:,.0f} instructions a pair with "
+              f"Python frames off; each Python frame adds {frame:.1f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """Allocate and free through ctypes at a depth of 30 Python frames.
 
-usage: py_frames.py N    prints "ns_per_pair X" (the fastest fifth of N pairs)
+usage: py_frames.py N [alternate]
+    prints "ns_per_pair X" (the fastest fifth of N pairs); with `alternate`
+    the loop allocates from two lines in turn, so that no stack is the one
+    before it (the remembered stack never answers).
 """
 import ctypes
 import sys
@@ -22,13 +25,27 @@ def loop(n):
     return time.perf_counter() - t0
 
 
+def loop_alternate(n):
+    p = ctypes.c_uint64()
+    ref = ctypes.byref(p)
+    t0 = time.perf_counter()
+    for i in range(n):
+        if i & 1:
+            alloc(ref, 256)
+        else:
+            alloc(ref, 256)
+        free(p.value)
+    return time.perf_counter() - t0
+
+
 def deep(d, n):
     if d <= 1:
-        return loop(n)
+        return loop_alternate(n) if ALTERNATE else loop(n)
     return deep(d - 1, n)
 
 
 n = int(sys.argv[1])
+ALTERNATE = sys.argv[2:] == ["alternate"]
 deep(30, n // 4)                      # warm-up
 # 30 frames: deep x 29 + loop ... + <module>. The fastest of five timed
 # stretches: a Python pair is 1 to 3 us, and the machine's slow spells would

@@ -454,17 +454,20 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
     const int fr_previous = lay->fr_previous, fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti;
     const int fr_is_entry = lay->fr_is_entry;
     const uintptr_t none = (uintptr_t)none_object;
-    const int tmax = (int)(sizeof trail->f / sizeof trail->f[0]);
-    int n = 0, guard = 4 * MAX_PY_FRAMES, t = 0;
+    int n = 0, guard = 4 * MAX_PY_FRAMES, whole = 1;
+    uintptr_t *tw = trail ? trail->f : NULL;
+    /* A walk meets at most max frames it keeps and guard + 1 it skips. */
+    _Static_assert(sizeof trail->f / sizeof trail->f[0] >= 2 * (MAX_PY_FRAMES + 4 * MAX_PY_FRAMES + 1), "trail");
     *ng = 0;
     while (f && n < max) {
         char mark = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0;
         uintptr_t code = RD(uintptr_t, f, fr_code);
         uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
         if (trail) {
-            if (t < tmax) trail->f[t].frame = (uintptr_t)f, trail->f[t].code = code, trail->f[t].ip = ip,
-                          trail->f[t].mark = (uintptr_t)(unsigned char)mark;
-            t++;
+            /* Room for every frame: max frames and guard skipped ones. */
+            tw[0] = code;
+            tw[1] = ip ^ (uintptr_t)(unsigned char)mark << 56;
+            tw += 2;
         }
         if (minor >= 12 && mark == owner_cstack) {
             /* A shim pushed where C entered the eval loop: the frame before
@@ -488,7 +491,7 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
             value = vt_py_code_value((const void *)code, ip, 0);
             if (!value) {
                 /* Not a code object after all: nothing to compare later. */
-                t = tmax + 1;
+                whole = 0;
                 break;
             }
             *m = (struct frame_memo){(uintptr_t)f, code, ip, value};
@@ -498,10 +501,8 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
         f = RD(void *, f, fr_previous);
     }
     if (n > 0) END_GROUP(n - 1);
-    if (trail) {
-        trail->n = t <= tmax && n > 0 ? t : -1;
-        trail->next = (uintptr_t)f;
-    }
+    /* Only a walk that reached the chain's end can be compared whole. */
+    if (trail) trail->n = whole && !f && n > 0 ? (int)(tw - trail->f) / 2 : -1;
     return n;
 }
 
@@ -511,19 +512,16 @@ static inline __attribute__((always_inline)) int walk_same(const int minor, cons
                                                            const struct vt_pytrail *trail) {
     const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
     const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
-    const int n = trail->n;
-    for (int t = 0; t < n; t++) {
-        if ((uintptr_t)f != trail->f[t].frame || !f) return 0;
+    const uintptr_t *w = trail->f, *end = w + 2 * trail->n;
+    for (; w < end; w += 2) {
+        if (!f) return 0;
+        char mark = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0;
         uintptr_t code = RD(uintptr_t, f, fr_code);
         uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
-        if (code != trail->f[t].code || ip != trail->f[t].ip) return 0;
-        if (minor >= 11) {
-            char mark = minor == 11 ? RD(char, f, fr_is_entry) : RD(char, f, fr_owner);
-            if ((uintptr_t)(unsigned char)mark != trail->f[t].mark) return 0;
-        }
+        if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) return 0;
         f = RD(void *, f, fr_previous);
     }
-    return (uintptr_t)f == trail->next;
+    return !f;
 }
 
 /* The innermost frame of this thread's Python, or NULL. */
@@ -549,11 +547,21 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
         memset(spare, 0, sizeof spare);
         cache = spare;
     }
+    /* Each version's walk twice, with a trail and without: the test of
+     * `trail` at every frame folds away. */
+    if (trail) {
+        switch (L.minor) {
+        case 10: return walk(10, &py310, f, out, ends, ng, max, cache, trail);
+        case 11: return walk(11, &py311, f, out, ends, ng, max, cache, trail);
+        case 12: return walk(12, &py312, f, out, ends, ng, max, cache, trail);
+        default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, trail);
+        }
+    }
     switch (L.minor) {
-    case 10: return walk(10, &py310, f, out, ends, ng, max, cache, trail);
-    case 11: return walk(11, &py311, f, out, ends, ng, max, cache, trail);
-    case 12: return walk(12, &py312, f, out, ends, ng, max, cache, trail);
-    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, trail);
+    case 10: return walk(10, &py310, f, out, ends, ng, max, cache, NULL);
+    case 11: return walk(11, &py311, f, out, ends, ng, max, cache, NULL);
+    case 12: return walk(12, &py312, f, out, ends, ng, max, cache, NULL);
+    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, NULL);
     }
 }
 

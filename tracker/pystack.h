@@ -56,13 +56,12 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
  * there what vt_pystack_same compares. */
 #define VT_PY_MAX_FRAMES 256
 /* Every frame a read walked (shims and frames without code too), as the
- * walk saw it: what vt_pystack_same compares. */
+ * walk saw it: its code and its instruction with its entry mark in the
+ * top byte, two words a frame, room for every frame a walk can meet (its
+ * frames and the shims and empty frames it may skip). */
 struct vt_pytrail {
-    int n;            /* -1: more frames than fit, or nothing to compare */
-    uintptr_t next;   /* the frame the walk stopped at (0: the chain's end) */
-    struct {
-        uintptr_t frame, code, ip, mark;
-    } f[2 * VT_PY_MAX_FRAMES];
+    int n; /* frames kept; -1: nothing to compare (see vt_pystack_same) */
+    uintptr_t f[2 * (5 * VT_PY_MAX_FRAMES + 1)];
 };
 struct vt_pyframes {
     int n, ngroups, borrowed;
@@ -73,12 +72,14 @@ int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail);
 int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max);
 
 /* Whether this thread's Python frames are still those a read left in
- * `trail`: the walk meets the same frames, in order, each with the same
- * code, instruction and entry mark (3.11's entry flag, 3.12+'s owner),
- * as the read did. Then a read now would give what that read gave,
- * without a look-up of any frame. Never for a trail of no frames or of
- * borrowed ones (the thread lent from may have moved), nor one the read
- * could not keep whole (n < 0). */
+ * `trail`: the walk from the innermost frame meets as many frames as the
+ * read did, each with the same code, instruction and entry mark (3.11's
+ * entry flag, 3.12+'s owner), and then the chain's end. What a read makes
+ * of a frame (its name and line, where its group ends) depends on those
+ * alone, so a read now would give what that read gave, without a look-up
+ * of any frame. Never for a trail of no frames or of borrowed ones (the
+ * thread lent from may have moved), nor for a read that stopped before the
+ * chain's end (n < 0). */
 int vt_pystack_same(const struct vt_pytrail *trail);
 
 static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }

@@ -15,6 +15,7 @@
 struct last_stack {
     uint64_t serial, generation;
     uint32_t id;
+    uint32_t misses; /* captures in a row the memo did not answer */
     int nnative;
     uintptr_t native[VT_STACK_MAX];
     struct vt_pytrail trail;
@@ -39,6 +40,7 @@ static struct last_stack *thread_last(void) {
     struct last_stack *l = malloc(sizeof *l);
     if (!l) return NULL;
     l->serial = UINT64_MAX;
+    l->misses = 0;
     l->trail.n = -1;
     if (pthread_setspecific(last_key, l) != 0) {
         free(l);
@@ -66,14 +68,26 @@ uint32_t vt_pystack_id(int max) {
     if (l->generation != gen) l->serial = UINT64_MAX;
     int n = vt_stack_capture_since(l->native, max, l->serial);
     if (n == VT_STACK_SAME) {
-        if (vt_pystack_same(&l->trail)) return l->id;
+        if (vt_pystack_same(&l->trail)) {
+            l->misses = 0;
+            return l->id;
+        }
         n = l->nnative;
     } else {
         l->nnative = n;
         l->serial = vt_stack_serial();
         l->generation = gen;
     }
-    vt_pystack_read(&py, &l->trail);
+    /* Keeping the trail costs a few instructions a frame. A thread whose
+     * stack keeps changing (allocations from line after line) keeps it at
+     * one capture in 8 only, to find out when a run of one stack begins. */
+    uint32_t misses = l->misses++;
+    if (misses < 4 || misses % 8 == 0) {
+        vt_pystack_read(&py, &l->trail);
+    } else {
+        vt_pystack_read(&py, NULL);
+        l->trail.n = -1;
+    }
     uint32_t id = l->id = merged_id(l->native, n, &py);
     /* A failed interning (intern.c's UINT32_MAX) is not remembered: the
      * next call tries again. */
