@@ -1027,6 +1027,12 @@ def asan_ubsan_build_of_the_library():
                 lib=os.path.join(BUILD, "asan", "libvramtrace.so"), first=asan)
         ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, "Python frames clean:\n" + b.err[-2000:])
         eq((b.rc, b.out), (0, "allocations 20\n"), "Python under the ASan build")
+        # The thread's remembered stack (pystack_id.c): runs of one line,
+        # lines in turn, threads and a fork.
+        b = run([py, "-W", "ignore::DeprecationWarning", os.path.join(ROOT, "tests", "py", "memo.py"),
+                 os.path.join(out, "m.out")], env=env, lib=os.path.join(BUILD, "asan", "libvramtrace.so"), first=asan)
+        ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, "memo.py clean:\n" + b.err[-2000:])
+        eq((b.rc, b.out), (0, "allocations 365 child status 0\n"), "memo.py under the ASan build")
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
