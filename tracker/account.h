@@ -40,56 +40,72 @@ static inline struct vt_device *device_slot(int device) {
     return d;
 }
 
+/* The kinds counted as the process's own device memory, as bits: the
+ * kinds vt_kind_owned_device accepts that have per-kind counters. */
+#define VT_OWNED_KINDS                                                                                  \
+    ((1u << VT_KIND_DEVICE) | (1u << VT_KIND_PITCHED) | (1u << VT_KIND_MANAGED) | (1u << VT_KIND_ASYNC) | \
+     (1u << VT_KIND_VMM) | (1u << VT_KIND_ARRAY))
+_Static_assert(VT_KIND_COUNT <= 32, "a kind is a bit of VT_OWNED_KINDS");
+
 /* Add or remove bytes from the live counters. Lock held. Returns the
  * device whose counters moved, NULL for memory that is not the device's
- * own (pinned host, imported). */
+ * own (pinned host, imported). The op's fields are read once, into
+ * locals: the counters are stored through pointers the compiler cannot
+ * tell apart from the op's, and would otherwise be read again after each
+ * store. */
 static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
-    if (a->kind < VT_KIND_COUNT) {
-        struct vt_kind_counts *kc =
-            &vt_counts.kinds[a->device >= 0 && a->device < VT_MAX_DEVICES ? a->device + 1 : VT_KINDS_HOST];
-        if (sign < 0) kc->live_bytes[a->kind] -= a->bytes;
-        else if ((kc->live_bytes[a->kind] += a->bytes) > kc->peak_bytes[a->kind])
-            kc->peak_bytes[a->kind] = kc->live_bytes[a->kind];
-    }
+    const unsigned kind = a->kind;
+    const int device = a->device;
+    const uint64_t bytes = a->bytes;
+    const int on_device = device >= 0 && device < VT_MAX_DEVICES;
     struct vt_site *st = vt_site_of(a->stack);
-    if (!vt_kind_owned_device(a->kind) && st) {
-        if (sign > 0) { st->other_bytes += a->bytes; st->other_count++; }
-        else { st->other_bytes -= a->bytes; st->other_count--; }
-    }
-    if (a->kind == VT_KIND_IMPORTED) {
-        if (sign > 0) {
-            vt_counts.totals.imported_live_bytes += a->bytes;
-            vt_counts.totals.imported_live_count++;
-        } else {
-            vt_counts.totals.imported_live_bytes -= a->bytes;
-            vt_counts.totals.imported_live_count--;
+    if (kind < VT_KIND_COUNT) {
+        struct vt_kind_counts *kc = &vt_counts.kinds[on_device ? device + 1 : VT_KINDS_HOST];
+        if (sign < 0) kc->live_bytes[kind] -= bytes;
+        else if ((kc->live_bytes[kind] += bytes) > kc->peak_bytes[kind])
+            kc->peak_bytes[kind] = kc->live_bytes[kind];
+        if (__builtin_expect(!((VT_OWNED_KINDS >> kind) & 1), 0)) {
+            if (st) {
+                if (sign > 0) { st->other_bytes += bytes; st->other_count++; }
+                else { st->other_bytes -= bytes; st->other_count--; }
+            }
+            if (kind == VT_KIND_IMPORTED) {
+                if (sign > 0) {
+                    vt_counts.totals.imported_live_bytes += bytes;
+                    vt_counts.totals.imported_live_count++;
+                } else {
+                    vt_counts.totals.imported_live_bytes -= bytes;
+                    vt_counts.totals.imported_live_count--;
+                }
+                return NULL;
+            }
+            /* The host's kinds. */
+            if (sign > 0) {
+                vt_counts.totals.host_live_bytes += bytes;
+                vt_counts.totals.host_live_count++;
+                if (vt_counts.totals.host_live_bytes > vt_counts.totals.host_peak_bytes)
+                    vt_counts.totals.host_peak_bytes = vt_counts.totals.host_live_bytes;
+            } else {
+                vt_counts.totals.host_live_bytes -= bytes;
+                vt_counts.totals.host_live_count--;
+            }
+            return NULL;
         }
-        return NULL;
     }
-    if (vt_kind_is_host(a->kind)) {
-        if (sign > 0) {
-            vt_counts.totals.host_live_bytes += a->bytes;
-            vt_counts.totals.host_live_count++;
-            if (vt_counts.totals.host_live_bytes > vt_counts.totals.host_peak_bytes)
-                vt_counts.totals.host_peak_bytes = vt_counts.totals.host_live_bytes;
-        } else {
-            vt_counts.totals.host_live_bytes -= a->bytes;
-            vt_counts.totals.host_live_count--;
-        }
-        return NULL;
-    }
-    struct vt_device *d = device_slot(a->device);
+    /* The process's own device memory (a kind past VT_KIND_COUNT too, as
+     * vt_kind_owned_device counts it). */
+    struct vt_device *d = on_device ? device_slot(device) : NULL;
     if (st) {
         if (st->hwm_gen != vt_counts.peak_gen) {
             st->hwm_bytes = st->bytes;
             st->hwm_count = st->count;
             st->hwm_gen = vt_counts.peak_gen;
         }
-        if (sign > 0) { st->bytes += a->bytes; st->count++; }
-        else { st->bytes -= a->bytes; st->count--; }
+        if (sign > 0) { st->bytes += bytes; st->count++; }
+        else { st->bytes -= bytes; st->count--; }
     }
     if (sign > 0) {
-        vt_counts.totals.live_bytes += a->bytes;
+        vt_counts.totals.live_bytes += bytes;
         vt_counts.totals.live_count++;
         if (vt_counts.totals.live_bytes > vt_counts.totals.peak_bytes) {
             vt_counts.totals.peak_bytes = vt_counts.totals.live_bytes;
@@ -97,7 +113,7 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
             vt_counts.peak_gen++;
         }
         if (d) {
-            d->live_bytes += a->bytes;
+            d->live_bytes += bytes;
             d->live_count++;
             if (d->live_bytes > d->peak_bytes) {
                 d->peak_bytes = d->live_bytes;
@@ -105,10 +121,10 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
             }
         }
     } else {
-        vt_counts.totals.live_bytes -= a->bytes;
+        vt_counts.totals.live_bytes -= bytes;
         vt_counts.totals.live_count--;
         if (d) {
-            d->live_bytes -= a->bytes;
+            d->live_bytes -= bytes;
             d->live_count--;
         }
     }
@@ -119,7 +135,7 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
  * than what was applied before (an op logged late: a free's time stamp is
  * taken before the real call, its entry made after). An allocation's or a
  * free's entry goes to the history as it is (its type is the event's). */
-static inline void vt_account_op(const struct vt_event *o) {
+static inline __attribute__((always_inline)) void vt_account_op(const struct vt_event *o) {
     uint64_t now = o->time_ns > vt_counts.last_applied ? o->time_ns : vt_counts.last_applied;
     vt_counts.last_applied = now;
     struct vt_device *d;
