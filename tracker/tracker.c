@@ -53,14 +53,15 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     uint32_t khash = key_hash(&r->key);
     struct vt_rec *old;
     slot_lock(l, 2);
-    old = table_find(&l->table, &r->key, khash);
+    size_t at;
+    old = table_find_at(&l->table, &r->key, khash, &at);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
-        table_del(&l->table, old, khash);
+        table_del_found(&l->table, old, khash, at);
         log_op(l, &old->a, ts, OP_REPLACED);
     }
-    if (!table_add(&l->table, r, khash)) {
+    if (!(old ? table_add(&l->table, r, khash) : table_add_at(&l->table, r, khash, at))) {
         slot_give(l);
         rec_put(r);
         if (old) rec_put(old);
@@ -75,9 +76,10 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
 /* Take (space, address) out of a slot's table and log its free; the slot
  * is locked with room for one entry. */
 static inline __attribute__((always_inline)) struct vt_rec *take(struct vt_slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
-    struct vt_rec *r = table_find(&l->table, k, khash);
+    size_t at;
+    struct vt_rec *r = table_find_at(&l->table, k, khash, &at);
     if (r) {
-        table_del(&l->table, r, khash);
+        table_del_found(&l->table, r, khash, at);
         log_op(l, &r->a, ts, OP_FREE);
     }
     return r;
