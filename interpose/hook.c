@@ -214,5 +214,3 @@ int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes)
     if (first) first_touch();
     return 1;
 }
-
-void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }

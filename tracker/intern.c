@@ -345,7 +345,9 @@ static __thread struct {
     uint32_t id;
 } memo __attribute__((tls_model("initial-exec"))) = {UINT64_MAX, 0};
 
-uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
+/* vt_tracker_stack_id, inlined into both of its callers (the walker's
+ * captures change stack at every call at many stacks). */
+static inline __attribute__((always_inline)) uint32_t stack_id(const uintptr_t *frames, int depth) {
     if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
     if (depth < 0) depth = 0;
     memo.serial = UINT64_MAX;
@@ -362,12 +364,14 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     return id;
 }
 
+uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) { return stack_id(frames, depth); }
+
 uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void)) {
     uintptr_t frames[VT_MAX_FRAMES];
     if (max > VT_MAX_FRAMES) max = VT_MAX_FRAMES;
     int depth = capture(frames, max, memo.serial);
     if (depth == VT_STACK_SAME) return memo.id;
-    uint32_t id = vt_tracker_stack_id(frames, depth);
+    uint32_t id = stack_id(frames, depth);
     /* The memo now holds this capture's stack, unless interning failed. */
     if (id != NONE) memo.serial = serial();
     return id;
