@@ -37,8 +37,9 @@ static void init_python(void) {
     __atomic_store_n(&python_state, vt_pystack_version() ? PYTHON_ON : PYTHON_OFF, __ATOMIC_RELEASE);
 }
 
-/* The device of the calling thread's current context, or 0. */
-static int current_device(void) {
+/* The device of the calling thread's current context, or 0. Inlined, as
+ * stack_id is: every allocation asks both. */
+static inline __attribute__((always_inline)) int current_device(void) {
     static void *kept;
     CUresult (*get)(CUdevice *);
     *(void **)&get = vt_driver_fn_kept(&kept, "cuCtxGetDevice");
@@ -108,7 +109,7 @@ static int capture(uintptr_t *frames) {
  * memo of the last stack, which the walker tells when the stack has not
  * changed; with Python frames the merged stack can change while the native
  * one does not, so it is captured whole. */
-static uint32_t stack_id(void) {
+static inline __attribute__((always_inline)) uint32_t stack_id(void) {
     if (python_on()) {
         uintptr_t frames[VT_MAX_FRAMES];
         int depth = capture(frames);
