@@ -170,16 +170,12 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     return f;
 }
 
-void vt_tracker_free_end(const struct vt_free *f, int ok) {
+/* A free the driver refused: the record back in the table and in the
+ * counts, unless the address was handed out again meanwhile (then that
+ * allocation is current). Out of line, so that the free that succeeded
+ * sets up no frame for it. */
+__attribute__((noinline, cold)) static void put_back(const struct vt_free *f) {
     struct vt_rec *r = f->rec;
-    if (!r) return;
-    if (ok) {
-        rec_put(r);
-        return;
-    }
-    /* The driver refused it: back in the table and in the counts, unless
-     * the address was handed out again meanwhile (then that allocation is
-     * current). */
     struct vt_slot *l = f->slot;
     uint32_t khash = key_hash(&r->key);
     struct vt_rec *now;
@@ -193,6 +189,13 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     if (now == r) /* r was not in the table: only the dropped branch sets it */
         vt_records_lost("a record a failed free gave back (the live table could not grow)");
     if (now) rec_put(r);
+}
+
+void vt_tracker_free_end(const struct vt_free *f, int ok) {
+    struct vt_rec *r = f->rec;
+    if (!r) return;
+    if (__builtin_expect(ok, 1)) rec_put(r);
+    else put_back(f);
 }
 
 void vt_tracker_map(uint64_t handle, uint64_t address) {
