@@ -139,6 +139,29 @@ __attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, con
     return take_elsewhere(mine, hint, k, khash, f);
 }
 
+/* The free of a record not in this thread's own table (or of a consumer,
+ * see free_hint; or of a thread without a slot): vt_tracker_free_begin's
+ * slow half, which has looked in this thread's table already unless
+ * `hint_first` is set or the thread has no slot. Out of line, so that the
+ * usual free keeps its key and answer in registers. */
+__attribute__((noinline)) static struct vt_free free_elsewhere(int space, uint64_t address, uint64_t ts,
+                                                               struct vt_slot *mine, uint32_t khash) {
+    struct vt_free f = {address, ts, space, NULL, NULL};
+    struct vt_key k = {address, (uint32_t)space, 0};
+    if (hint_first) {
+        if (take_hinted_first(mine, &k, khash, &f)) return f;
+    } else {
+        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    }
+    /* A pointer never seen: counted through this thread's log. */
+    struct vt_slot *l = mine;
+    if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
+    slot_lock(l, 1);
+    log_op(l, NULL, f.ts, OP_UNKNOWN);
+    slot_give(l);
+    return f;
+}
+
 /* The record leaves its table, and its free is logged, before the real
  * free: once the driver has the address back it may hand it to another
  * thread, whose allocation must not find ours. Looked for in this
@@ -151,23 +174,17 @@ __attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, con
  * which goes, as the walk's order did before. A free that fails puts the
  * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
-    struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
+    uint64_t ts = vt_ticks();
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
     struct vt_slot *mine = vt_my_slot;
-    if (__builtin_expect(hint_first, 0)) {
-        if (take_hinted_first(mine, &k, khash, &f)) return f;
-    } else {
-        if (mine && take_from(mine, &k, khash, &f)) return f;
-        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    if (__builtin_expect(!hint_first && mine != NULL, 1)) {
+        slot_lock(mine, 1);
+        struct vt_rec *r = take(mine, &k, khash, ts);
+        slot_give(mine);
+        if (r) return (struct vt_free){address, ts, space, r, mine};
     }
-    /* A pointer never seen: counted through this thread's log. */
-    struct vt_slot *l = mine;
-    if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
-    slot_lock(l, 1);
-    log_op(l, NULL, f.ts, OP_UNKNOWN);
-    slot_give(l);
-    return f;
+    return free_elsewhere(space, address, ts, mine, khash);
 }
 
 /* A free the driver refused: the record back in the table and in the
