@@ -93,8 +93,11 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
         }
     }
     /* The process's own device memory (a kind past VT_KIND_COUNT too, as
-     * vt_kind_owned_device counts it). */
-    struct vt_device *d = on_device ? device_slot(device) : NULL;
+     * vt_kind_owned_device counts it). Only an op that adds bytes marks
+     * the device used: one that takes them away follows, in the same log,
+     * the allocation that added them (a forked child keeps no record of
+     * its parent's). */
+    struct vt_device *d = !on_device ? NULL : sign > 0 ? device_slot(device) : &vt_counts.devices[device];
     if (st) {
         if (st->hwm_gen != vt_counts.peak_gen) {
             st->hwm_bytes = st->bytes;
