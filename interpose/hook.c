@@ -38,8 +38,9 @@ static void init_python(void) {
     __atomic_store_n(&python_state, vt_pystack_version() ? PYTHON_ON : PYTHON_OFF, __ATOMIC_RELEASE);
 }
 
-/* The device of the calling thread's current context, or 0. */
-static int current_device(void) {
+/* The device of the calling thread's current context, or 0. Inlined, as
+ * stack_id is: every allocation asks both. */
+static inline __attribute__((always_inline)) int current_device(void) {
     static void *kept;
     CUresult (*get)(CUdevice *);
     *(void **)&get = vt_driver_fn_kept(&kept, "cuCtxGetDevice");
@@ -109,7 +110,7 @@ static int capture(uintptr_t *frames) {
  * memo of the last stack, which the walker tells when the stack has not
  * changed; with Python frames the merged stack can change while the native
  * one does not, so pystack_id.c keeps the Python frames beside it. */
-static uint32_t stack_id(void) {
+static inline __attribute__((always_inline)) uint32_t stack_id(void) {
     if (python_on()) return vt_pystack_id(vt_opt.depth);
     return vt_tracker_stack_id_captured(vt_opt.depth, vt_stack_capture_since, vt_stack_serial);
 }
@@ -211,5 +212,3 @@ int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes)
     if (first) first_touch();
     return 1;
 }
-
-void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }

@@ -93,7 +93,7 @@ static inline int vt_budget_refuse(const char *api, int kind, int device, uint64
 
 /* Record a free begun with vt_tracker_free_begin before the real call;
  * `ok`: the driver freed it. */
-void vt_hook_free(const struct vt_free *f, int ok);
+static inline void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }
 
 /* The kind of an allocation from memory pool `pool` (a CUmemoryPool, the
  * same as a cudaMemPool_t): VT_KIND_HOST_ASYNC for a pool made on the host

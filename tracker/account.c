@@ -20,15 +20,6 @@ const char *vt_kind_name(int kind) {
     return kind >= 0 && kind < VT_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
-int vt_kind_space(int kind) {
-    switch (kind) {
-    case VT_KIND_HOST: return VT_SPACE_HOST;
-    case VT_KIND_VMM: case VT_KIND_HOST_VMM: return VT_SPACE_HANDLE;
-    case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
-    case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;
-    default: return VT_SPACE_DEVICE;
-    }
-}
 
 
 /* What a site held at the last peak. Lock held. */

@@ -40,56 +40,75 @@ static inline struct vt_device *device_slot(int device) {
     return d;
 }
 
+/* The kinds counted as the process's own device memory, as bits: the
+ * kinds vt_kind_owned_device accepts that have per-kind counters. */
+#define VT_OWNED_KINDS                                                                                  \
+    ((1u << VT_KIND_DEVICE) | (1u << VT_KIND_PITCHED) | (1u << VT_KIND_MANAGED) | (1u << VT_KIND_ASYNC) | \
+     (1u << VT_KIND_VMM) | (1u << VT_KIND_ARRAY))
+_Static_assert(VT_KIND_COUNT <= 32, "a kind is a bit of VT_OWNED_KINDS");
+
 /* Add or remove bytes from the live counters. Lock held. Returns the
  * device whose counters moved, NULL for memory that is not the device's
- * own (pinned host, imported). */
+ * own (pinned host, imported). The op's fields are read once, into
+ * locals: the counters are stored through pointers the compiler cannot
+ * tell apart from the op's, and would otherwise be read again after each
+ * store. */
 static inline __attribute__((always_inline)) struct vt_device *account(const struct vt_event *a, int sign, uint64_t now) {
-    if (a->kind < VT_KIND_COUNT) {
-        struct vt_kind_counts *kc =
-            &vt_counts.kinds[a->device >= 0 && a->device < VT_MAX_DEVICES ? a->device + 1 : VT_KINDS_HOST];
-        if (sign < 0) kc->live_bytes[a->kind] -= a->bytes;
-        else if ((kc->live_bytes[a->kind] += a->bytes) > kc->peak_bytes[a->kind])
-            kc->peak_bytes[a->kind] = kc->live_bytes[a->kind];
-    }
+    const unsigned kind = a->kind;
+    const int device = a->device;
+    const uint64_t bytes = a->bytes;
+    const int on_device = device >= 0 && device < VT_MAX_DEVICES;
     struct vt_site *st = vt_site_of(a->stack);
-    if (!vt_kind_owned_device(a->kind) && st) {
-        if (sign > 0) { st->other_bytes += a->bytes; st->other_count++; }
-        else { st->other_bytes -= a->bytes; st->other_count--; }
-    }
-    if (a->kind == VT_KIND_IMPORTED) {
-        if (sign > 0) {
-            vt_counts.totals.imported_live_bytes += a->bytes;
-            vt_counts.totals.imported_live_count++;
-        } else {
-            vt_counts.totals.imported_live_bytes -= a->bytes;
-            vt_counts.totals.imported_live_count--;
+    if (kind < VT_KIND_COUNT) {
+        struct vt_kind_counts *kc = &vt_counts.kinds[on_device ? device + 1 : VT_KINDS_HOST];
+        if (sign < 0) kc->live_bytes[kind] -= bytes;
+        else if ((kc->live_bytes[kind] += bytes) > kc->peak_bytes[kind])
+            kc->peak_bytes[kind] = kc->live_bytes[kind];
+        if (__builtin_expect(!((VT_OWNED_KINDS >> kind) & 1), 0)) {
+            if (st) {
+                if (sign > 0) { st->other_bytes += bytes; st->other_count++; }
+                else { st->other_bytes -= bytes; st->other_count--; }
+            }
+            if (kind == VT_KIND_IMPORTED) {
+                if (sign > 0) {
+                    vt_counts.totals.imported_live_bytes += bytes;
+                    vt_counts.totals.imported_live_count++;
+                } else {
+                    vt_counts.totals.imported_live_bytes -= bytes;
+                    vt_counts.totals.imported_live_count--;
+                }
+                return NULL;
+            }
+            /* The host's kinds. */
+            if (sign > 0) {
+                vt_counts.totals.host_live_bytes += bytes;
+                vt_counts.totals.host_live_count++;
+                if (vt_counts.totals.host_live_bytes > vt_counts.totals.host_peak_bytes)
+                    vt_counts.totals.host_peak_bytes = vt_counts.totals.host_live_bytes;
+            } else {
+                vt_counts.totals.host_live_bytes -= bytes;
+                vt_counts.totals.host_live_count--;
+            }
+            return NULL;
         }
-        return NULL;
     }
-    if (vt_kind_is_host(a->kind)) {
-        if (sign > 0) {
-            vt_counts.totals.host_live_bytes += a->bytes;
-            vt_counts.totals.host_live_count++;
-            if (vt_counts.totals.host_live_bytes > vt_counts.totals.host_peak_bytes)
-                vt_counts.totals.host_peak_bytes = vt_counts.totals.host_live_bytes;
-        } else {
-            vt_counts.totals.host_live_bytes -= a->bytes;
-            vt_counts.totals.host_live_count--;
-        }
-        return NULL;
-    }
-    struct vt_device *d = device_slot(a->device);
+    /* The process's own device memory (a kind past VT_KIND_COUNT too, as
+     * vt_kind_owned_device counts it). Only an op that adds bytes marks
+     * the device used: one that takes them away follows, in the same log,
+     * the allocation that added them (a forked child keeps no record of
+     * its parent's). */
+    struct vt_device *d = !on_device ? NULL : sign > 0 ? device_slot(device) : &vt_counts.devices[device];
     if (st) {
         if (st->hwm_gen != vt_counts.peak_gen) {
             st->hwm_bytes = st->bytes;
             st->hwm_count = st->count;
             st->hwm_gen = vt_counts.peak_gen;
         }
-        if (sign > 0) { st->bytes += a->bytes; st->count++; }
-        else { st->bytes -= a->bytes; st->count--; }
+        if (sign > 0) { st->bytes += bytes; st->count++; }
+        else { st->bytes -= bytes; st->count--; }
     }
     if (sign > 0) {
-        vt_counts.totals.live_bytes += a->bytes;
+        vt_counts.totals.live_bytes += bytes;
         vt_counts.totals.live_count++;
         if (vt_counts.totals.live_bytes > vt_counts.totals.peak_bytes) {
             vt_counts.totals.peak_bytes = vt_counts.totals.live_bytes;
@@ -97,7 +116,7 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
             vt_counts.peak_gen++;
         }
         if (d) {
-            d->live_bytes += a->bytes;
+            d->live_bytes += bytes;
             d->live_count++;
             if (d->live_bytes > d->peak_bytes) {
                 d->peak_bytes = d->live_bytes;
@@ -105,53 +124,92 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
             }
         }
     } else {
-        vt_counts.totals.live_bytes -= a->bytes;
+        vt_counts.totals.live_bytes -= bytes;
         vt_counts.totals.live_count--;
         if (d) {
-            d->live_bytes -= a->bytes;
+            d->live_bytes -= bytes;
             d->live_count--;
         }
     }
     return d;
 }
 
-/* Count one op. Global lock held. `now` is its time stamp, made no older
- * than what was applied before (an op logged late: a free's time stamp is
- * taken before the real call, its entry made after). An allocation's or a
- * free's entry goes to the history as it is (its type is the event's). */
-static inline void vt_account_op(const struct vt_event *o) {
-    uint64_t now = o->time_ns > vt_counts.last_applied ? o->time_ns : vt_counts.last_applied;
-    vt_counts.last_applied = now;
+/* Count one op at time `now` (its time stamp, made no older than what was
+ * applied before): 1 when its event goes to the history as it is (an
+ * allocation's or a free's: its type is the event's), else 0. Global lock
+ * held. */
+static inline __attribute__((always_inline)) int count_op(const struct vt_event *o, uint64_t now) {
     struct vt_device *d;
-    struct vt_event *e;
-    switch (o->type) {
-    case OP_ALLOC:
+    /* Tested in turn, allocations and frees first (a switch's jump table
+     * costs its bound check and an indirect jump at every op). */
+    if (__builtin_expect(o->type == OP_ALLOC, 1)) {
         d = account(o, +1, now);
         vt_counts.totals.alloc_count++;
         if (d) d->alloc_count++;
-        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
-        break;
-    case OP_FREE:
+        return 1;
+    }
+    if (__builtin_expect(o->type == OP_FREE, 1)) {
         d = account(o, -1, now);
         vt_counts.totals.free_count++;
         if (d) d->free_count++;
-        if ((e = ring_add())) { *e = *o; e->time_ns = now; }
-        break;
-    case OP_REPLACED:
+        return 1;
+    }
+    if (o->type == OP_REPLACED) {
         account(o, -1, now);
-        break;
-    case OP_RESTORED:
+    } else if (o->type == OP_RESTORED) {
         /* The driver refused a free counted already: the memory is live
          * again (the free's event stays: the program did ask for it). */
         d = account(o, +1, now);
         vt_counts.totals.free_count--;
         if (d) d->free_count--;
-        break;
-    default:
+    } else {
         vt_counts.totals.unknown_frees++;
-        break;
     }
+    return 0;
+}
+
+/* Count one op. Global lock held. Its time stamp is made no older than
+ * what was applied before (an op logged late: a free's time stamp is
+ * taken before the real call, its entry made after). An allocation's or a
+ * free's entry goes to the history as it is. */
+static inline __attribute__((always_inline)) void vt_account_op(const struct vt_event *o) {
+    uint64_t now = o->time_ns > vt_counts.last_applied ? o->time_ns : vt_counts.last_applied;
+    vt_counts.last_applied = now;
+    struct vt_event *e;
+    if (count_op(o, now) && (e = ring_add())) { *e = *o; e->time_ns = now; }
     if (__builtin_expect(vt_marks_open, 0)) vt_mark_op(o);
+}
+
+/* Count the ops o[0] .. o[n-1], in order: the same as vt_account_op on
+ * each. Global lock held. When the ring is mapped, not lent, and has room
+ * for n events before its end, and no mark is open (the usual case), the
+ * newest time stamp and the ring's cursor are kept in locals for the run,
+ * and the events written without ring_add's checks: the counters are
+ * stored through pointers the compiler cannot tell apart from the
+ * history's, which it would otherwise read again at every op. */
+static inline void vt_account_ops(const struct vt_event *o, size_t n) {
+    if (__builtin_expect(!vt_history.ring || vt_history.lent || vt_marks_open || vt_history.cap - vt_history.next < n,
+                         0)) {
+        for (size_t i = 0; i < n; i++) vt_account_op(&o[i]);
+        return;
+    }
+    struct vt_event *const first = &vt_history.ring[vt_history.next];
+    struct vt_event *e = first;
+    uint64_t last = vt_counts.last_applied;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t now = o[i].time_ns > last ? o[i].time_ns : last;
+        last = now;
+        if (count_op(&o[i], now)) {
+            *e = o[i];
+            e->time_ns = now;
+            e++;
+        }
+    }
+    vt_counts.last_applied = last;
+    size_t k = (size_t)(e - first);
+    vt_history.next += k;
+    if (vt_history.next == vt_history.cap) vt_history.next = 0;
+    vt_history.written += k;
 }
 
 /* What vt_account_holders counts: device memory now, device memory at the

@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
@@ -86,19 +89,67 @@ struct table {
 static struct table *table, *giving_back;
 static struct vt_intern_stats stats;
 
-/* The hash of a path, from the outermost frame in: an add and a multiply
- * a frame (a polynomial in the frames, so that a stack's value depends on
- * every frame and its place), four frames a round; the table slot is
- * taken from the top bits, which every frame reaches. */
-static inline uint64_t path_hash(const uintptr_t *frames, int depth) {
+#if defined(__x86_64__)
+/* 1 when the CPU has SSE4.2's crc32 instruction, 0 when not, -1 before it
+ * is asked (at the first hash; every thread finds the same answer, so the
+ * race to store it is harmless). Every hash of the process is then made
+ * the same way. */
+static int crc_ok = -1;
+
+static __attribute__((noinline, cold)) int crc_ask(void) {
+    unsigned a, b, c, d;
+    int ok = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
+    __atomic_store_n(&crc_ok, ok, __ATOMIC_RELAXED);
+    return ok;
+}
+
+static inline int have_crc(void) {
+    int ok = __atomic_load_n(&crc_ok, __ATOMIC_RELAXED);
+    return __builtin_expect(ok >= 0, 1) ? ok : crc_ask();
+}
+
+/* One step of CRC-32C: written as an instruction, so that it inlines into
+ * code built without -msse4.2 (run only where have_crc said so). */
+static inline uint64_t crc_step(uint64_t c, uint64_t x) {
+    __asm__("crc32q %1, %0" : "+r"(c) : "rm"(x));
+    return c;
+}
+#endif
+
+/* The hash of a path, from the outermost frame in, so that a stack's value
+ * depends on every frame and its place; the table slot is taken from the
+ * top bits, which every frame reaches. Where the CPU has it: CRC-32C in
+ * two lanes (the frames alternately, one instruction a frame), the lanes
+ * then joined and mixed by a multiply. Else an add and a multiply a frame
+ * (a polynomial in the frames), four frames a round. */
+static inline __attribute__((always_inline)) uint64_t path_hash(const uintptr_t *frames, int depth) {
 #ifdef VT_INTERN_COLLIDE
     /* A test build: stacks collide in four hashes, so that look-ups and
      * growth lean on the compare of frames. */
     return (uint64_t)(depth & 3) << 62;
 #endif
+    int i = depth;
+#if defined(__x86_64__)
+    if (__builtin_expect(have_crc(), 1)) {
+        uint64_t a = (uint64_t)depth, b = ~(uint64_t)depth;
+        const uintptr_t *p = frames + depth, *const four = frames + 4;
+        for (; p >= four; p -= 4) {
+            a = crc_step(a, p[-1]);
+            b = crc_step(b, p[-2]);
+            a = crc_step(a, p[-3]);
+            b = crc_step(b, p[-4]);
+        }
+        for (; p >= frames + 2; p -= 2) {
+            a = crc_step(a, p[-1]);
+            b = crc_step(b, p[-2]);
+        }
+        if (p > frames) a = crc_step(a, frames[0]);
+        uint64_t h = ((a << 32) | (uint32_t)b) * 0x9e3779b97f4a7c15ull;
+        return h ^ (h >> 29);
+    }
+#endif
     const uint64_t m = 0xff51afd7ed558ccdull;
     uint64_t h = 0x9e3779b97f4a7c15ull + (uint64_t)depth;
-    int i = depth;
     for (; i >= 4; i -= 4) {
         h = (h + frames[i - 1]) * m;
         h = (h + frames[i - 2]) * m;
@@ -345,7 +396,9 @@ static __thread struct {
     uint32_t id;
 } memo __attribute__((tls_model("initial-exec"))) = {UINT64_MAX, 0};
 
-uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
+/* vt_tracker_stack_id, inlined into both of its callers (the walker's
+ * captures change stack at every call at many stacks). */
+static inline __attribute__((always_inline)) uint32_t stack_id(const uintptr_t *frames, int depth) {
     if (depth > VT_MAX_FRAMES) depth = VT_MAX_FRAMES;
     if (depth < 0) depth = 0;
     memo.serial = UINT64_MAX;
@@ -362,12 +415,14 @@ uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) {
     return id;
 }
 
+uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) { return stack_id(frames, depth); }
+
 uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void)) {
     uintptr_t frames[VT_MAX_FRAMES];
     if (max > VT_MAX_FRAMES) max = VT_MAX_FRAMES;
     int depth = capture(frames, max, memo.serial);
     if (depth == VT_STACK_SAME) return memo.id;
-    uint32_t id = vt_tracker_stack_id(frames, depth);
+    uint32_t id = stack_id(frames, depth);
     /* The memo now holds this capture's stack, unless interning failed. */
     if (id != NONE) memo.serial = serial();
     return id;

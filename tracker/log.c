@@ -16,6 +16,14 @@ static struct __attribute__((aligned(64))) {
     int on;
 } applying;
 
+/* Count slot l's entries from .. to - 1 (to - from at most LOG_OPS), in
+ * order: at most two runs of the log's array, either side of its end. */
+static void apply(struct vt_slot *l, uint64_t from, uint64_t to) {
+    size_t i = from % LOG_OPS, n = (size_t)(to - from), first = LOG_OPS - i < n ? LOG_OPS - i : n;
+    vt_account_ops(&l->ops[i], first);
+    if (n > first) vt_account_ops(&l->ops[0], n - first);
+}
+
 void vt_log_drain(void) {
     struct src {
         struct vt_slot *l;
@@ -55,18 +63,21 @@ void vt_log_drain(void) {
             }
         }
         struct src *x = &src[b];
+        uint64_t end = x->t;
         do {
-            vt_account_op(&x->l->ops[x->t % LOG_OPS]);
-            if (++x->t == x->h) break;
-            x->ts = x->l->ops[x->t % LOG_OPS].time_ns;
-        } while (x->ts <= next);
+            if (++end == x->h) break;
+        } while (x->l->ops[end % LOG_OPS].time_ns <= next);
+        apply(x->l, x->t, end);
+        x->t = end;
         if (x->t == x->h) {
             __atomic_store_n(&x->l->tail, x->t, __ATOMIC_RELEASE);
             *x = src[--n];
+        } else {
+            x->ts = x->l->ops[x->t % LOG_OPS].time_ns;
         }
     }
     if (n == 1) {
-        for (uint64_t t = src[0].t; t < src[0].h; t++) vt_account_op(&src[0].l->ops[t % LOG_OPS]);
+        apply(src[0].l, src[0].t, src[0].h);
         __atomic_store_n(&src[0].l->tail, src[0].h, __ATOMIC_RELEASE);
     }
     if (src != one) free(src);

@@ -90,16 +90,31 @@ static inline struct vt_rec *table_find_old(const struct live_table *t, const st
     return NULL;
 }
 
-/* The record with key `k` (whose key_hash is `h`), or NULL. */
-static inline struct vt_rec *table_find(const struct live_table *t, const struct vt_key *k, uint32_t h) {
+/* The record with key `k` (whose key_hash is `h`), or NULL. *at is set to
+ * where the probe of the current array stopped: the record's index there,
+ * else the empty index that ends its run (where table_add_at may put a new
+ * record); SIZE_MAX when the table has no array. While the table grows,
+ * *at is not used (table_add_at and table_del_found probe again). */
+static inline struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
+    *at = SIZE_MAX;
     if (!t->cap) return NULL;
-    size_t mask = t->cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
+    size_t mask = t->cap - 1, i = h & mask;
+    for (;; i = (i + 1) & mask) {
         struct vt_rec *r = t->e[i].rec;
         if (!r) break;
-        if (t->e[i].address == k->address && r->key.space == k->space) return r;
+        if (t->e[i].address == k->address && r->key.space == k->space) {
+            *at = i;
+            return r;
+        }
     }
+    *at = i;
     return __builtin_expect(t->old != NULL, 0) ? table_find_old(t, k, h) : NULL;
+}
+
+/* The record with key `k` (whose key_hash is `h`), or NULL. */
+static inline struct vt_rec *table_find(const struct live_table *t, const struct vt_key *k, uint32_t h) {
+    size_t at;
+    return table_find_at(t, k, h, &at);
 }
 
 /* Start growing: a new array of twice the size (64 entries the first
@@ -124,6 +139,18 @@ static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) 
     if (__builtin_expect(t->old != NULL, 0)) vt_table_move(t);
     else if (2 * (t->count + 1) > t->cap && !vt_table_grow(t)) return 0;
     table_put(t, r, h);
+    t->count++;
+    return 1;
+}
+
+/* table_add, `at` being where table_find_at's miss of the record's key
+ * stopped, with nothing added or taken out since: the record goes there,
+ * unless the table must grow or is growing (then it is probed for again). */
+static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t h, size_t at) {
+    if (__builtin_expect(t->old != NULL || at == SIZE_MAX || 2 * (t->count + 1) > t->cap, 0))
+        return table_add(t, r, h);
+    t->e[at].address = r->key.address;
+    t->e[at].rec = r;
     t->count++;
     return 1;
 }
@@ -158,6 +185,16 @@ static inline void table_del(struct live_table *t, const struct vt_rec *r, uint3
     size_t mask = t->cap - 1, i = h & mask;
     while (t->e[i].rec != r) i = (i + 1) & mask;
     table_del_at(t, i);
+}
+
+/* table_del of a record table_find_at just found at `at`, with nothing
+ * added or taken out since: no second probe, unless the table is growing. */
+static inline void table_del_found(struct live_table *t, const struct vt_rec *r, uint32_t h, size_t at) {
+    if (__builtin_expect(t->old != NULL, 0)) {
+        vt_table_del_growing(t, r, h);
+        return;
+    }
+    table_del_at(t, at);
 }
 
 /* Call `fn` on every record (both arrays while growing). */

@@ -53,14 +53,15 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     uint32_t khash = key_hash(&r->key);
     struct vt_rec *old;
     slot_lock(l, 2);
-    old = table_find(&l->table, &r->key, khash);
+    size_t at;
+    old = table_find_at(&l->table, &r->key, khash, &at);
     if (old) {
         /* The driver handed out an address we still think is live: a free
          * we did not see. The new allocation replaces the old record. */
-        table_del(&l->table, old, khash);
+        table_del_found(&l->table, old, khash, at);
         log_op(l, &old->a, ts, OP_REPLACED);
     }
-    if (!table_add(&l->table, r, khash)) {
+    if (!(old ? table_add(&l->table, r, khash) : table_add_at(&l->table, r, khash, at))) {
         slot_give(l);
         rec_put(r);
         if (old) rec_put(old);
@@ -75,9 +76,10 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
 /* Take (space, address) out of a slot's table and log its free; the slot
  * is locked with room for one entry. */
 static inline __attribute__((always_inline)) struct vt_rec *take(struct vt_slot *l, const struct vt_key *k, uint32_t khash, uint64_t ts) {
-    struct vt_rec *r = table_find(&l->table, k, khash);
+    size_t at;
+    struct vt_rec *r = table_find_at(&l->table, k, khash, &at);
     if (r) {
-        table_del(&l->table, r, khash);
+        table_del_found(&l->table, r, khash, at);
         log_op(l, &r->a, ts, OP_FREE);
     }
     return r;
@@ -137,6 +139,29 @@ __attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, con
     return take_elsewhere(mine, hint, k, khash, f);
 }
 
+/* The free of a record not in this thread's own table (or of a consumer,
+ * see free_hint; or of a thread without a slot): vt_tracker_free_begin's
+ * slow half, which has looked in this thread's table already unless
+ * `hint_first` is set or the thread has no slot. Out of line, so that the
+ * usual free keeps its key and answer in registers. */
+__attribute__((noinline)) static struct vt_free free_elsewhere(int space, uint64_t address, uint64_t ts,
+                                                               struct vt_slot *mine, uint32_t khash) {
+    struct vt_free f = {address, ts, space, NULL, NULL};
+    struct vt_key k = {address, (uint32_t)space, 0};
+    if (hint_first) {
+        if (take_hinted_first(mine, &k, khash, &f)) return f;
+    } else {
+        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    }
+    /* A pointer never seen: counted through this thread's log. */
+    struct vt_slot *l = mine;
+    if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
+    slot_lock(l, 1);
+    log_op(l, NULL, f.ts, OP_UNKNOWN);
+    slot_give(l);
+    return f;
+}
+
 /* The record leaves its table, and its free is logged, before the real
  * free: once the driver has the address back it may hand it to another
  * thread, whose allocation must not find ours. Looked for in this
@@ -149,35 +174,25 @@ __attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, con
  * which goes, as the walk's order did before. A free that fails puts the
  * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
-    struct vt_free f = {address, vt_ticks(), space, NULL, NULL};
+    uint64_t ts = vt_ticks();
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
     struct vt_slot *mine = vt_my_slot;
-    if (__builtin_expect(hint_first, 0)) {
-        if (take_hinted_first(mine, &k, khash, &f)) return f;
-    } else {
-        if (mine && take_from(mine, &k, khash, &f)) return f;
-        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    if (__builtin_expect(!hint_first && mine != NULL, 1)) {
+        slot_lock(mine, 1);
+        struct vt_rec *r = take(mine, &k, khash, ts);
+        slot_give(mine);
+        if (r) return (struct vt_free){address, ts, space, r, mine};
     }
-    /* A pointer never seen: counted through this thread's log. */
-    struct vt_slot *l = mine;
-    if (!l && !(l = vt_slot_attach())) { vt_records_lost("a free's record (no thread slot)"); return f; }
-    slot_lock(l, 1);
-    log_op(l, NULL, f.ts, OP_UNKNOWN);
-    slot_give(l);
-    return f;
+    return free_elsewhere(space, address, ts, mine, khash);
 }
 
-void vt_tracker_free_end(const struct vt_free *f, int ok) {
+/* A free the driver refused: the record back in the table and in the
+ * counts, unless the address was handed out again meanwhile (then that
+ * allocation is current). Out of line, so that the free that succeeded
+ * sets up no frame for it. */
+__attribute__((noinline, cold)) static void put_back(const struct vt_free *f) {
     struct vt_rec *r = f->rec;
-    if (!r) return;
-    if (ok) {
-        rec_put(r);
-        return;
-    }
-    /* The driver refused it: back in the table and in the counts, unless
-     * the address was handed out again meanwhile (then that allocation is
-     * current). */
     struct vt_slot *l = f->slot;
     uint32_t khash = key_hash(&r->key);
     struct vt_rec *now;
@@ -191,6 +206,13 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     if (now == r) /* r was not in the table: only the dropped branch sets it */
         vt_records_lost("a record a failed free gave back (the live table could not grow)");
     if (now) rec_put(r);
+}
+
+void vt_tracker_free_end(const struct vt_free *f, int ok) {
+    struct vt_rec *r = f->rec;
+    if (!r) return;
+    if (__builtin_expect(ok, 1)) rec_put(r);
+    else put_back(f);
 }
 
 void vt_tracker_map(uint64_t handle, uint64_t address) {

@@ -55,7 +55,18 @@ static inline int vt_kind_owned_device(int kind) { return !vt_kind_is_host(kind)
 enum vt_event_type { VT_EV_ALLOC, VT_EV_FREE, VT_EV_OOM };
 
 const char *vt_kind_name(int kind);
-int vt_kind_space(int kind);
+
+/* The name space an allocation of this kind is known in (enum vt_space).
+ * Inline: every allocation asks it. */
+static inline int vt_kind_space(int kind) {
+    switch (kind) {
+    case VT_KIND_HOST: return VT_SPACE_HOST;
+    case VT_KIND_VMM: case VT_KIND_HOST_VMM: return VT_SPACE_HANDLE;
+    case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
+    case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;
+    default: return VT_SPACE_DEVICE;
+    }
+}
 
 /* One live allocation. `api` points at a string with static lifetime. */
 struct vt_alloc {
