@@ -3,13 +3,15 @@
  * The live list of a million allocations is most of a dump's memory: it is
  * sorted where it lies (an introsort: quicksort, insertion sort for short
  * runs, heapsort past a depth bound), with no buffer beside it, where qsort
- * would take one as large as an eighth to the whole of it. */
-#include "tracker.h"
+ * would take one as large as an eighth to the whole of it. A list longer
+ * than VRAMTRACE_SPILL's bytes is sorted the same way one run at a time
+ * (tracker/live_spill.c). */
+#include "live_spill.h"
 
 /* The one order: largest first, then the older, then by address, and the
  * remaining fields after, so that no two different records compare equal
  * (the order does not depend on the order they were copied in). */
-static int before(const struct vt_live *x, const struct vt_live *y) {
+static inline int before(const struct vt_live *x, const struct vt_live *y) {
     if (x->bytes != y->bytes) return x->bytes > y->bytes;
     if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns;
     if (x->address != y->address) return x->address < y->address;
@@ -90,8 +92,15 @@ static void introsort(struct vt_live *v, size_t n, int depth) {
     insertion(v, n);
 }
 
-void vt_snapshot_sort_live(struct vt_snapshot *s) {
+int vt_live_before(const struct vt_live *x, const struct vt_live *y) { return before(x, y); }
+
+void vt_live_sort(struct vt_live *v, size_t n) {
     int depth = 0;
-    for (size_t n = s->nlive; n > 1; n >>= 1) depth += 2;
-    if (s->nlive > 1) introsort(s->live, s->nlive, depth);
+    for (size_t k = n; k > 1; k >>= 1) depth += 2;
+    if (n > 1) introsort(v, n, depth);
+}
+
+void vt_snapshot_sort_live(struct vt_snapshot *s) {
+    if (s->spill) vt_live_spill_sort(s);
+    else vt_live_sort(s->live, s->nlive);
 }

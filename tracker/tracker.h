@@ -172,8 +172,13 @@ struct vt_snapshot {
     struct vt_totals totals;
     struct vt_device devices[VT_MAX_DEVICES];
     int ndevices;              /* highest used ordinal + 1 */
-    struct vt_live *live;      /* in no particular order (vt_snapshot_sort_live) */
-    size_t nlive;
+    struct vt_live *live;      /* in no particular order (vt_snapshot_sort_live);
+                                  with `spill`, the first run only, and NULL
+                                  once sorted: read through vt_live_read */
+    size_t nlive;              /* all of them, in memory or spilled */
+    struct vt_live_spill *spill; /* past VRAMTRACE_SPILL's bytes, the list on
+                                    a temporary file (tracker/live_spill.c);
+                                    NULL: all in `live` */
     const char *apis[VT_LIVE_NO_API]; /* the live allocations' API names */
     unsigned napis;
     uint64_t *mapped;          /* the VMM handles' mapped addresses */
@@ -388,8 +393,34 @@ void vt_snapshot_free(struct vt_snapshot *s);
 
 /* Sort s->live in place, with no memory beside it: the largest first,
  * then the older, then by address (then every other field, so that the
- * order is one whatever order the records came in). */
+ * order is one whatever order the records came in). A spilled list is
+ * sorted as runs, each in the memory its first run had, which is then let
+ * go; vt_live_read merges them. */
 void vt_snapshot_sort_live(struct vt_snapshot *s);
+
+/* Whether live allocation x comes before y in that one order (no two
+ * different records are equal in it), and n records sorted in it in
+ * place. */
+int vt_live_before(const struct vt_live *x, const struct vt_live *y);
+void vt_live_sort(struct vt_live *v, size_t n);
+
+/* Reading a snapshot's live list, wherever it lies (in memory, or spilled
+ * to a file as sorted runs): with in_order, in the one order once
+ * vt_snapshot_sort_live sorted it; without, in whatever order is cheapest
+ * (for sums). vt_live_next gives the next record (valid until the next
+ * call) or NULL at the end; a list that could not be read whole ends early
+ * (warned once). NULL when memory ran out (counted lost): read nothing. */
+struct vt_live_reader;
+struct vt_live_reader *vt_live_read(const struct vt_snapshot *s, int in_order);
+const struct vt_live *vt_live_next(struct vt_live_reader *r);
+void vt_live_read_end(struct vt_live_reader *r);
+
+/* A snapshot keeps at most `bytes` of live allocations in memory; past
+ * that it writes them to an unlinked temporary file in `dir` (NULL or
+ * empty: /tmp) and sorts them as runs of `bytes` (VRAMTRACE_SPILL's MiB,
+ * TMPDIR; 16 MiB and /tmp until called). Called at start, before any
+ * snapshot. */
+void vt_tracker_spill(size_t bytes, const char *dir);
 
 /* Lock for fork: taken before fork, released in the parent; the child
  * starts afresh with vt_tracker_reset_child. */
