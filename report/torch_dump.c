@@ -14,7 +14,7 @@
 int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address) {
     if (!address) return -1;
     struct vt_live_reader *rd = vt_live_read(s, 0);
-    struct vt_live best;
+    struct vt_live best = {0};
     int found = 0;
     for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
         if (!vt_kind_owned_device(a->kind) || a->device != device) continue;

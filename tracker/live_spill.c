@@ -117,6 +117,11 @@ static void write_stage(struct vt_live_spill *sp, size_t *n) {
     sp->nstage = 0;
 }
 
+void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
+    if (n <= sp->reserved) return;
+    if (ftruncate(sp->fd, (off_t)(n * sizeof(struct vt_live))) == 0) sp->reserved = n;
+}
+
 void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) {
     if (sp->broken) {
         sp->lost++;

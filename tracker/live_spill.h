@@ -18,6 +18,7 @@ struct vt_live_spill {
     size_t inmem;            /* records 0 .. inmem - 1 are in s->live */
     struct vt_live *stage;   /* records waiting to be written (while copied) */
     size_t nstage, stage_at; /* how many, and the index of the first */
+    size_t reserved;         /* records the file's size holds */
     uint64_t lost;           /* records dropped: a write failed */
     int broken;              /* a write failed: every later record is dropped */
 };
@@ -32,6 +33,13 @@ size_t vt_live_spill_run(void) VT_HIDDEN;
  * once: the list then stays in memory, as it did before spilling). Called
  * under the tracker's lock: a few system calls. */
 struct vt_live_spill *vt_live_spill_open(size_t run) VT_HIDDEN;
+
+/* Make the file hold n records (a sparse size, no blocks), ahead of the
+ * writes: a write that extends a file updates its size each time, which
+ * costs several times the copy (measured: 0.62 to 0.83 s of CPU for 400 MB
+ * written 256 KiB at a time, 0.11 to 0.12 s into a file made that long
+ * first). A failure here only loses that gain. */
+void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) VT_HIDDEN;
 
 /* Add record a as record *n of the list and count it in *n. Records are
  * written a stage (256 KiB) at a time; a stage that cannot be written is

@@ -103,6 +103,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
         apply_own_log(l);
         size_t n = l->table.count, need = s->nlive + n;
         if (need > run && !s->spill && !in_memory && !(s->spill = vt_live_spill_open(run))) in_memory = 1;
+        if (s->spill) vt_live_spill_reserve(s->spill, need);
         if (s->spill) need = need < run ? need : run;
         if (need > cap) {
             size_t want = cap ? cap : 64;

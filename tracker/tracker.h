@@ -398,10 +398,23 @@ void vt_snapshot_free(struct vt_snapshot *s);
  * go; vt_live_read merges them. */
 void vt_snapshot_sort_live(struct vt_snapshot *s);
 
-/* Whether live allocation x comes before y in that one order (no two
- * different records are equal in it), and n records sorted in it in
- * place. */
-int vt_live_before(const struct vt_live *x, const struct vt_live *y);
+/* The one order of live allocations: largest first, then the older, then
+ * by address, and the remaining fields after, so that no two different
+ * records compare equal (the order does not depend on the order they were
+ * copied in). Whether x comes before y. */
+static inline int vt_live_before(const struct vt_live *x, const struct vt_live *y) {
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns;
+    if (x->address != y->address) return x->address < y->address;
+    if (x->kind != y->kind) return x->kind < y->kind;
+    if (x->mapped != y->mapped) return x->mapped < y->mapped;
+    if (x->stack != y->stack) return x->stack < y->stack;
+    if (x->thread != y->thread) return x->thread < y->thread;
+    if (x->device != y->device) return x->device < y->device;
+    return x->api < y->api;
+}
+
+/* n records sorted in that order, in place. */
 void vt_live_sort(struct vt_live *v, size_t n);
 
 /* Reading a snapshot's live list, wherever it lies (in memory, or spilled
