@@ -300,14 +300,16 @@ UNIT_LIBS := -ldw -ldl -lpthread
 # once plain (unit, unit_nomem: it defines the allocator itself), with
 # ASan+UBSan (unit_asan: test_tracker.c again; unit_common: warnings and the
 # call-site rule, with the dump that carries their count) or with TSan
-# (unit_threads_tsan); the hot path's structures (test_hotpath.c) all
-# three ways; the live view's tracker side and the forecast (unit_live).
+# (unit_threads_tsan); the hot path's structures (test_hotpath.c) and the
+# snapshot with its spilled live list (test_snapshot.c) all three ways;
+# the live view's tracker side and the forecast (unit_live).
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
 UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH) \
              $(T)/unit_live $(T)/unit_xfree $(T)/unit_xfree_tsan $(T)/unit_pages $(T)/unit_intern $(T)/unit_intern_tsan \
-             $(T)/unit_snapshot $(T)/unit_snapshot_tsan
-$(T)/unit_snapshot $(T)/unit_snapshot_tsan: tests/unit/test_snapshot.c
+             $(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan
+$(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan: tests/unit/test_snapshot.c
+$(T)/unit_snapshot_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_snapshot_tsan: UNIT_SAN := -fsanitize=thread
 $(T)/unit_pages: tests/unit/test_pages.c
 $(T)/unit_live: tests/unit/test_live.c
@@ -376,6 +378,7 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	setarch $$(uname -m) -R $(T)/unit_xfree_tsan
 	$(T)/unit_pages
 	$(T)/unit_snapshot
+	$(T)/unit_snapshot_asan
 	setarch $$(uname -m) -R $(T)/unit_snapshot_tsan
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack

@@ -34,7 +34,7 @@ static int warned_open, warned_io;
 
 void vt_tracker_spill(size_t bytes, const char *dir) {
     spill_bytes = bytes;
-    if (dir && *dir && strlen(dir) < sizeof spill_dir) snprintf(spill_dir, sizeof spill_dir, "%s", dir);
+    snprintf(spill_dir, sizeof spill_dir, "%s", dir && *dir && strlen(dir) < sizeof spill_dir ? dir : "/tmp");
 }
 
 size_t vt_live_spill_run(void) {
