@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "../common/thread.h"
@@ -59,6 +60,7 @@ static void init_all_once(void) {
     vt_torch_on_oom(vt_output_torch_oom);
     vt_clock_adopt(&start.clock);
     vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
+    vt_tracker_spill((size_t)vt_opt.spill << 20, getenv("TMPDIR"));
     vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND
                   : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
                                                        : VT_STACK_WALKER);

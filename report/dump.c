@@ -135,17 +135,22 @@ static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_
 }
 
 /* Every live allocation as [address, bytes, kind, api, device, stack,
- * thread, time_ns] and, for one known by handle, the handle last; kind and
- * api are indexes into "strings". */
+ * thread, time_ns] and, for one known by handle, the handle last, in the
+ * snapshot's order (largest first), read through vt_live_read wherever
+ * the list lies; kind and api are indexes into "strings". */
 static int write_live(FILE *f, const struct vt_snapshot *s, struct vt_strtab *strs) {
     fputs("\"live_fields\":[\"address\",\"bytes\",\"kind\",\"api\",\"device\",\"stack\",\"thread\","
           "\"time_ns\",\"handle\"],\n\"live\":[", f);
-    for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_live *a = &s->live[i];
+    struct vt_live_reader *rd = vt_live_read(s, 1);
+    const struct vt_live *a;
+    for (size_t i = 0; rd && (a = vt_live_next(rd)); i++) {
         int by_handle = vt_kind_space(a->kind) == VT_SPACE_HANDLE;
         uint64_t mapped = by_handle ? vt_live_mapped(s, a) : 0;
         int64_t kind = vt_strtab_index(strs, vt_kind_name(a->kind)), api = vt_strtab_index(strs, vt_live_api(s, a));
-        if (kind < -1 || api < -1) return -1;
+        if (kind < -1 || api < -1) {
+            vt_live_read_end(rd);
+            return -1;
+        }
         char line[256], *o = line;
         o = vt_put_str(o, i ? ",\n[" : "\n[");
         o = vt_put_hex(o, by_handle && mapped ? mapped : a->address);
@@ -170,6 +175,7 @@ static int write_live(FILE *f, const struct vt_snapshot *s, struct vt_strtab *st
         *o++ = ']';
         fwrite(line, 1, (size_t)(o - line), f);
     }
+    vt_live_read_end(rd);
     fputc(']', f);
     return 0;
 }

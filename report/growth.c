@@ -81,9 +81,10 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     struct site *st = group ? calloc(ns, sizeof *st) : NULL;
     int64_t *end = group ? calloc(ns, sizeof *end) : NULL;
     if (!st || !end) { free(st); free(end); free(group); free(lowest); return NULL; }
-    for (size_t i = 0; i < s->nlive; i++)
-        if (vt_kind_owned_device(s->live[i].kind) && s->live[i].stack < s->nstacks)
-            end[group[s->live[i].stack]] += (int64_t)s->live[i].bytes;
+    struct vt_live_reader *rd = vt_live_read(s, 0);
+    for (const struct vt_live *a; rd && (a = vt_live_next(rd));)
+        if (vt_kind_owned_device(a->kind) && a->stack < s->nstacks) end[group[a->stack]] += (int64_t)a->bytes;
+    vt_live_read_end(rd);
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
     for (size_t i = 0; i < s->nevents; i++) {

@@ -18,6 +18,7 @@ struct view {
     const struct vt_snapshot *s;
     const struct vt_symbols *sym;
     const struct vt_analysis *an;
+    struct vt_live_reader *live; /* the live list, for live_row */
 };
 
 static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
@@ -37,10 +38,12 @@ static void holders_table(FILE *f, const struct view *v, int top) {
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, NULL);
 }
 
+/* Row i of the live table: vt_put_live asks for the rows in turn, from
+ * 0, so row i is the reader's next record. */
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct view *v = ctx;
-    const struct vt_live *a = &v->s->live[i];
-    if (!vt_kind_owned_device(a->kind)) return 0;
+    const struct vt_live *a = vt_live_next(v->live);
+    if (!a || !vt_kind_owned_device(a->kind)) return 0;
     r->bytes = a->bytes;
     uint64_t mapped = vt_live_mapped(v->s, a);
     r->address = a->kind == VT_KIND_VMM && mapped ? mapped : a->address;
@@ -53,8 +56,12 @@ static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
 }
 
 static void live_table(FILE *f, const struct view *v, int top) {
-    struct vt_live_text l = {.n = v->s->nlive, .live = v->s->totals.live_count, .row = live_row, .ctx = v};
+    struct view w = *v;
+    w.live = vt_live_read(v->s, 1);
+    struct vt_live_text l = {.n = w.live ? v->s->nlive : 0, .live = v->s->totals.live_count, .row = live_row,
+                             .ctx = &w};
     vt_put_live(f, "vramtrace: ", &l, (size_t)top);
+    vt_live_read_end(w.live);
 }
 
 static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
@@ -128,7 +135,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     missed_line(f, s->totals.missed);
-    struct view v = {s, sym, an};
+    struct view v = {s, sym, an, NULL};
     holders_table(f, &v, top);
     live_table(f, &v, top);
     findings(f, an);
@@ -150,7 +157,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     };
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
-    struct view v = {s, sym, an};
+    struct view v = {s, sym, an, NULL};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
     holders_table(f, &v, top);

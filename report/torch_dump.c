@@ -7,15 +7,26 @@
 
 #define U64 "%" PRIu64
 
+/* The first in the snapshot's order of the live allocations that hold
+ * the address: a spilled list is read in file order, each holder kept
+ * when it comes before the one kept (vt_live_before); one in memory is in
+ * that order already. */
 int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address) {
     if (!address) return -1;
-    for (size_t i = 0; i < s->nlive; i++) {
-        const struct vt_live *a = &s->live[i];
+    struct vt_live_reader *rd = vt_live_read(s, 0);
+    struct vt_live best = {0};
+    int found = 0;
+    for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
         if (!vt_kind_owned_device(a->kind) || a->device != device) continue;
         uint64_t start = vt_kind_space(a->kind) == VT_SPACE_HANDLE ? vt_live_mapped(s, a) : a->address;
-        if (start && address >= start && address - start < a->bytes) return a->stack;
+        if (!start || address < start || address - start >= a->bytes || (found && !vt_live_before(a, &best)))
+            continue;
+        best = *a;
+        found = 1;
+        if (!s->spill) break;
     }
-    return -1;
+    vt_live_read_end(rd);
+    return found ? (int64_t)best.stack : -1;
 }
 
 int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes) {

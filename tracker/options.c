@@ -215,6 +215,7 @@ static const struct field fields[VT_O_COUNT] = {
     [VT_O_SIGNAL] = {VT_FIELD(signal), NULL, NULL},
     [VT_O_LIVE] = {VT_FIELD(live), NULL, NULL},
     [VT_O_FORECAST] = {VT_FIELD(forecast), NULL, NULL},
+    [VT_O_SPILL] = {VT_FIELD(spill), NULL, NULL},
     [VT_O_APP] = {VT_FIELD(app), "", "using the default rule for call sites"},
     [VT_O_LIBRARY] = {VT_FIELD(library), "", "using the default library paths"},
 };

@@ -31,6 +31,7 @@ struct vt_options {
     int unwind;          /* VT_UNWIND_* */
     int live;            /* publish the live segment */
     long forecast;       /* the forecast's horizon in seconds, 0 = none */
+    long spill;          /* MiB of live allocations a dump holds in memory */
     char app[4096];      /* VRAMTRACE_APP's patterns, or "" */
     char library[4096];  /* VRAMTRACE_LIBRARY's patterns, or "" */
 };

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "history.h"
 #include "intern.h"
+#include "live_spill.h"
 #include "log.h"
 #include "mark.h"
 #include "slot.h"
@@ -69,19 +70,25 @@ static uint32_t mapped_index(struct vt_snapshot *s, uint64_t m, size_t *cap) {
     return (uint32_t)s->nmapped;
 }
 
-/* Record a, its API at index api, as the next of s->live (room made). */
+/* Record a, its API at index api, as the next of s->live (room made), or
+ * past the first run of a spilled list, of its file. */
 static inline void keep(struct vt_snapshot *s, const struct vt_alloc *a, double scale, uint8_t api,
                         size_t *mapped_cap) {
-    s->live[s->nlive++] = (struct vt_live){a->address, a->bytes, vt_ticks_to_ns(a->time_ns, scale), a->stack,
-                                           a->thread, a->device, a->kind, api, mapped_index(s, a->mapped, mapped_cap)};
+    struct vt_live x = {a->address, a->bytes, vt_ticks_to_ns(a->time_ns, scale), a->stack,
+                        a->thread, a->device, a->kind, api, mapped_index(s, a->mapped, mapped_cap)};
+    if (!s->spill || s->nlive < s->spill->run) s->live[s->nlive++] = x;
+    else vt_live_spill_put(s->spill, &s->nlive, &x);
 }
 
 /* Every slot's live records into s->live (compact: struct vt_live), in no
  * particular order, each slot's log applied as it is copied; with
- * `since`, only the device memory made at or after that tick. 0 when a
- * slot's lock was not free before `until` (then s->live is freed). */
+ * `since`, only the device memory made at or after that tick. Past the
+ * run's records (VRAMTRACE_SPILL) the rest go to a temporary file
+ * (s->spill), or stay in memory where none can be made. 0 when a slot's
+ * lock was not free before `until` (then s->live is freed). */
 static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale, const uint64_t *since) {
-    size_t cap = 0, mapped_cap = 0;
+    size_t cap = 0, mapped_cap = 0, run = vt_live_spill_run();
+    int in_memory = 0; /* no file could be made: every record in memory */
     const char *last_api = NULL;
     uint8_t last_index = VT_LIVE_NO_API;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
@@ -89,13 +96,19 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
         else if (!vt_slot_take_until(l, until)) {
             free(s->live);
             s->live = NULL;
+            vt_live_spill_close(s->spill);
+            s->spill = NULL;
             return 0;
         }
         apply_own_log(l);
-        size_t n = l->table.count;
-        if (s->nlive + n > cap) {
+        size_t n = l->table.count, need = s->nlive + n;
+        if (need > run && !s->spill && !in_memory && !(s->spill = vt_live_spill_open(run))) in_memory = 1;
+        if (s->spill) vt_live_spill_reserve(s->spill, need);
+        if (s->spill) need = need < run ? need : run;
+        if (need > cap) {
             size_t want = cap ? cap : 64;
-            while (want < s->nlive + n) want *= 2;
+            while (want < need) want *= 2;
+            if (s->spill && want > run) want = run;
             struct vt_live *bigger = realloc(s->live, want * sizeof *bigger);
             if (bigger) {
                 s->live = bigger;
@@ -104,7 +117,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
                 vt_records_lost("a thread's live allocations in a snapshot");
             }
         }
-        if (s->nlive + n <= cap)
+        if (need <= cap)
             TABLE_EACH(&l->table, r, {
                 const struct vt_alloc *a = &r->a;
                 if (since && (a->time_ns < *since || !vt_kind_owned_device(a->kind))) continue;
@@ -115,6 +128,11 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
                 keep(s, a, scale, last_index, &mapped_cap);
             });
         slot_give(l);
+    }
+    if (s->spill) vt_live_spill_flush(s->spill, &s->nlive);
+    if (s->spill && s->nlive <= run) { /* fewer kept than counted (since) */
+        vt_live_spill_close(s->spill);
+        s->spill = NULL;
     }
     if (!s->live) s->live = malloc(sizeof *s->live);
     return 1;
@@ -195,6 +213,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
             pthread_mutex_unlock(&vt_tracker_lock);
         }
     }
+    if (s) vt_live_spill_close(s->spill);
     if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 

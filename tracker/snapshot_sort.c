@@ -3,23 +3,10 @@
  * The live list of a million allocations is most of a dump's memory: it is
  * sorted where it lies (an introsort: quicksort, insertion sort for short
  * runs, heapsort past a depth bound), with no buffer beside it, where qsort
- * would take one as large as an eighth to the whole of it. */
-#include "tracker.h"
-
-/* The one order: largest first, then the older, then by address, and the
- * remaining fields after, so that no two different records compare equal
- * (the order does not depend on the order they were copied in). */
-static int before(const struct vt_live *x, const struct vt_live *y) {
-    if (x->bytes != y->bytes) return x->bytes > y->bytes;
-    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns;
-    if (x->address != y->address) return x->address < y->address;
-    if (x->kind != y->kind) return x->kind < y->kind;
-    if (x->mapped != y->mapped) return x->mapped < y->mapped;
-    if (x->stack != y->stack) return x->stack < y->stack;
-    if (x->thread != y->thread) return x->thread < y->thread;
-    if (x->device != y->device) return x->device < y->device;
-    return x->api < y->api;
-}
+ * would take one as large as an eighth to the whole of it. A list longer
+ * than VRAMTRACE_SPILL's bytes is sorted the same way one run at a time
+ * (tracker/live_spill.c). */
+#include "live_spill.h"
 
 static inline void swap(struct vt_live *a, struct vt_live *b) {
     struct vt_live t = *a;
@@ -31,7 +18,7 @@ static void insertion(struct vt_live *v, size_t n) {
     for (size_t i = 1; i < n; i++) {
         struct vt_live x = v[i];
         size_t j = i;
-        for (; j > 0 && before(&x, &v[j - 1]); j--) v[j] = v[j - 1];
+        for (; j > 0 && vt_live_before(&x, &v[j - 1]); j--) v[j] = v[j - 1];
         v[j] = x;
     }
 }
@@ -40,8 +27,8 @@ static void sift(struct vt_live *v, size_t root, size_t n) {
     for (;;) {
         size_t c = 2 * root + 1;
         if (c >= n) return;
-        if (c + 1 < n && before(&v[c], &v[c + 1])) c++;
-        if (!before(&v[root], &v[c])) return;
+        if (c + 1 < n && vt_live_before(&v[c], &v[c + 1])) c++;
+        if (!vt_live_before(&v[root], &v[c])) return;
         swap(&v[root], &v[c]);
         root = c;
     }
@@ -64,14 +51,14 @@ static void introsort(struct vt_live *v, size_t n, int depth) {
         /* The median of the first, middle and last as the pivot, kept at
          * v[0] while the rest is split around it. */
         size_t m = n / 2;
-        if (before(&v[m], &v[0])) swap(&v[m], &v[0]);
-        if (before(&v[n - 1], &v[0])) swap(&v[n - 1], &v[0]);
-        if (before(&v[n - 1], &v[m])) swap(&v[n - 1], &v[m]);
+        if (vt_live_before(&v[m], &v[0])) swap(&v[m], &v[0]);
+        if (vt_live_before(&v[n - 1], &v[0])) swap(&v[n - 1], &v[0]);
+        if (vt_live_before(&v[n - 1], &v[m])) swap(&v[n - 1], &v[m]);
         swap(&v[0], &v[m]);
         size_t i = 1, j = n - 1;
         for (;;) {
-            while (before(&v[i], &v[0])) i++;
-            while (before(&v[0], &v[j])) j--;
+            while (vt_live_before(&v[i], &v[0])) i++;
+            while (vt_live_before(&v[0], &v[j])) j--;
             if (i >= j) break;
             swap(&v[i++], &v[j--]);
         }
@@ -90,8 +77,15 @@ static void introsort(struct vt_live *v, size_t n, int depth) {
     insertion(v, n);
 }
 
-void vt_snapshot_sort_live(struct vt_snapshot *s) {
+int vt_live_vt_live_before(const struct vt_live *x, const struct vt_live *y) { return vt_live_before(x, y); }
+
+void vt_live_sort(struct vt_live *v, size_t n) {
     int depth = 0;
-    for (size_t n = s->nlive; n > 1; n >>= 1) depth += 2;
-    if (s->nlive > 1) introsort(s->live, s->nlive, depth);
+    for (size_t k = n; k > 1; k >>= 1) depth += 2;
+    if (n > 1) introsort(v, n, depth);
+}
+
+void vt_snapshot_sort_live(struct vt_snapshot *s) {
+    if (s->spill) vt_live_spill_sort(s);
+    else vt_live_sort(s->live, s->nlive);
 }

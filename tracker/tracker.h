@@ -183,8 +183,13 @@ struct vt_snapshot {
     struct vt_totals totals;
     struct vt_device devices[VT_MAX_DEVICES];
     int ndevices;              /* highest used ordinal + 1 */
-    struct vt_live *live;      /* in no particular order (vt_snapshot_sort_live) */
-    size_t nlive;
+    struct vt_live *live;      /* in no particular order (vt_snapshot_sort_live);
+                                  with `spill`, the first run only, and NULL
+                                  once sorted: read through vt_live_read */
+    size_t nlive;              /* all of them, in memory or spilled */
+    struct vt_live_spill *spill; /* past VRAMTRACE_SPILL's bytes, the list on
+                                    a temporary file (tracker/live_spill.c);
+                                    NULL: all in `live` */
     const char *apis[VT_LIVE_NO_API]; /* the live allocations' API names */
     unsigned napis;
     uint64_t *mapped;          /* the VMM handles' mapped addresses */
@@ -399,8 +404,47 @@ void vt_snapshot_free(struct vt_snapshot *s);
 
 /* Sort s->live in place, with no memory beside it: the largest first,
  * then the older, then by address (then every other field, so that the
- * order is one whatever order the records came in). */
+ * order is one whatever order the records came in). A spilled list is
+ * sorted as runs, each in the memory its first run had, which is then let
+ * go; vt_live_read merges them. */
 void vt_snapshot_sort_live(struct vt_snapshot *s);
+
+/* The one order of live allocations: largest first, then the older, then
+ * by address, and the remaining fields after, so that no two different
+ * records compare equal (the order does not depend on the order they were
+ * copied in). Whether x comes before y. */
+static inline int vt_live_before(const struct vt_live *x, const struct vt_live *y) {
+    if (x->bytes != y->bytes) return x->bytes > y->bytes;
+    if (x->time_ns != y->time_ns) return x->time_ns < y->time_ns;
+    if (x->address != y->address) return x->address < y->address;
+    if (x->kind != y->kind) return x->kind < y->kind;
+    if (x->mapped != y->mapped) return x->mapped < y->mapped;
+    if (x->stack != y->stack) return x->stack < y->stack;
+    if (x->thread != y->thread) return x->thread < y->thread;
+    if (x->device != y->device) return x->device < y->device;
+    return x->api < y->api;
+}
+
+/* n records sorted in that order, in place. */
+void vt_live_sort(struct vt_live *v, size_t n);
+
+/* Reading a snapshot's live list, wherever it lies (in memory, or spilled
+ * to a file as sorted runs): with in_order, in the one order once
+ * vt_snapshot_sort_live sorted it; without, in whatever order is cheapest
+ * (for sums). vt_live_next gives the next record (valid until the next
+ * call) or NULL at the end; a list that could not be read whole ends early
+ * (warned once). NULL when memory ran out (counted lost): read nothing. */
+struct vt_live_reader;
+struct vt_live_reader *vt_live_read(const struct vt_snapshot *s, int in_order);
+const struct vt_live *vt_live_next(struct vt_live_reader *r);
+void vt_live_read_end(struct vt_live_reader *r);
+
+/* A snapshot keeps at most `bytes` of live allocations in memory; past
+ * that it writes them to an unlinked temporary file in `dir` (NULL or
+ * empty: /tmp) and sorts them as runs of `bytes` (VRAMTRACE_SPILL's MiB,
+ * TMPDIR; 16 MiB and /tmp until called). Called at start, before any
+ * snapshot. */
+void vt_tracker_spill(size_t bytes, const char *dir);
 
 /* Lock for fork: taken before fork, released in the parent; the child
  * starts afresh with vt_tracker_reset_child. */

@@ -4,3 +4,10 @@ PROGS += $(T)/t_dumpring
 $(T)/t_dumpring: tests/progs/t_dumpring.c include/vramtrace.h $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl -lpthread
+
+# A live list long enough to spill to a temporary file (VRAMTRACE_SPILL).
+PROGS += $(T)/t_spill
+
+$(T)/t_spill: tests/progs/t_spill.c include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl -lpthread

@@ -6,12 +6,17 @@
  * Every event here is known by its index in the whole history: the j-th
  * is an allocation of address BASE + (j / 2) * 256 of 100 + j / 2 bytes
  * for even j, the free of that address for odd j. */
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../common/warn.h"
 #include "../../tracker/history.h"
+#include "../../tracker/live_spill.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -187,11 +192,166 @@ static void test_snapshots_while_recording(void) {
     CHECK_EQ(nonempty, 200);
 }
 
+/* A record of few distinct values, so that many compare equal in their
+ * first fields and some are the same record altogether. */
+static struct vt_live tied(unsigned i) {
+    unsigned h = i * 2654435761u;
+    return (struct vt_live){.address = (h >> 3) % 5, .bytes = (h >> 7) % 3, .time_ns = (h >> 11) % 4,
+                            .stack = (h >> 13) % 2, .thread = (int32_t)((h >> 17) % 2), .device = (int16_t)((h >> 19) % 2),
+                            .kind = (uint8_t)((h >> 23) % 2), .api = (uint8_t)((h >> 25) % 2), .mapped = (h >> 29) % 2};
+}
+
+/* A spilled list of n tied records in runs of `run`, sorted: read in order
+ * it is the list sorted in memory, record for record; read in file order,
+ * each record once. */
+static void spilled_list_is_the_sorted_list(size_t n, size_t run) {
+    struct vt_live *want = malloc((n ? n : 1) * sizeof *want);
+    struct vt_snapshot s = {.live = malloc(run * sizeof *s.live)};
+    s.spill = vt_live_spill_open(run);
+    CHECK(s.spill != NULL);
+    if (!s.spill || !want || !s.live) return;
+    for (unsigned i = 0; i < n; i++) {
+        want[i] = tied(i);
+        if (s.nlive < run) s.live[s.nlive++] = want[i];
+        else vt_live_spill_put(s.spill, &s.nlive, &want[i]);
+    }
+    vt_live_spill_flush(s.spill, &s.nlive);
+    CHECK_EQ(s.nlive, n);
+    vt_snapshot_sort_live(&s);
+    CHECK(s.live == NULL);
+    vt_live_sort(want, n);
+    struct vt_live_reader *r = vt_live_read(&s, 1);
+    size_t got = 0, wrong = 0;
+    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) wrong += got >= n || memcmp(a, &want[got], sizeof *a);
+    vt_live_read_end(r);
+    CHECK_EQ(got, n);
+    CHECK_EQ(wrong, 0);
+    uint64_t sum = 0, want_sum = 0;
+    r = vt_live_read(&s, 0);
+    got = 0;
+    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) sum += a->address * 7 + a->bytes * 3 + a->time_ns;
+    vt_live_read_end(r);
+    for (size_t i = 0; i < n; i++) want_sum += want[i].address * 7 + want[i].bytes * 3 + want[i].time_ns;
+    CHECK_EQ(got, n);
+    CHECK_EQ(sum, want_sum);
+    vt_live_spill_close(s.spill);
+    free(s.live);
+    free(want);
+}
+
+static void test_spilled_runs_merge_to_the_one_order(void) {
+    spilled_list_is_the_sorted_list(10000, 102); /* 99 runs, the last short */
+    spilled_list_is_the_sorted_list(204, 102);   /* two whole runs */
+    spilled_list_is_the_sorted_list(103, 102);   /* a run of one */
+    spilled_list_is_the_sorted_list(5000, 4096); /* the first run short of full */
+}
+
+/* How many of the process's descriptors are open. */
+static int open_fds(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n;
+}
+
+/* The list of a snapshot taken past the bound (VRAMTRACE_SPILL 0: runs of
+ * a page's worth) reads as the same snapshot's in memory, record for
+ * record (times aside: each snapshot converts them with its own scale, in
+ * the same order); its file goes when the snapshot does, and it leaves no
+ * name in the directory. */
+static void test_spilled_snapshot_is_the_snapshot_in_memory(void) {
+    char dir[] = "/tmp/vt-unit-spill-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (unsigned i = 0; i < 3000; i++)
+        vt_tracker_alloc(0x9000000000ull + i * 0x100, 1000 + (i * 7919u) % 13, i % 3 ? VT_KIND_DEVICE : VT_KIND_MANAGED,
+                         (int)(i % 2), i % 2 ? "cuMemAlloc" : "cudaMalloc", frames, 1 + (int)(i % 3));
+    vt_tracker_spill(16u << 20, dir);
+    struct vt_snapshot *m = vt_tracker_snapshot();
+    vt_snapshot_sort_live(m);
+    CHECK(m->spill == NULL);
+    int fds = open_fds();
+    vt_tracker_spill(0, dir);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK(s->spill != NULL);
+    CHECK_EQ(open_fds(), fds + 1);
+    vt_snapshot_sort_live(s);
+    CHECK(s->live == NULL);
+    CHECK_EQ(s->nlive, m->nlive);
+    struct vt_live_reader *r = vt_live_read(s, 1);
+    size_t got = 0, wrong = 0;
+    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) {
+        struct vt_live x = *a, y = got < m->nlive ? m->live[got] : x;
+        wrong += (got && x.time_ns < m->live[got - 1].time_ns && x.bytes == m->live[got - 1].bytes);
+        x.time_ns = y.time_ns = 0;
+        wrong += memcmp(&x, &y, sizeof x) != 0 || strcmp(vt_live_api(s, a), vt_live_api(m, &m->live[got])) != 0;
+    }
+    vt_live_read_end(r);
+    CHECK_EQ(got, m->nlive);
+    CHECK_EQ(wrong, 0);
+    DIR *d = opendir(dir);
+    int names = 0;
+    for (struct dirent *e; d && (e = readdir(d));) names += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    CHECK_EQ(names, 0);
+    vt_snapshot_free(s);
+    vt_snapshot_free(m);
+    CHECK_EQ(open_fds(), fds);
+    rmdir(dir);
+    vt_tracker_spill(16u << 20, NULL);
+}
+
+/* A file that cannot take the records (a file size limit of 8 KiB: the
+ * first stage of 256 KiB fails, the first run of 102 records fits) drops
+ * what it could not write, counted lost, and the list is the first run,
+ * sorted: no crash, no record read twice. */
+static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
+    struct rlimit was, small = {8192, 8192};
+    getrlimit(RLIMIT_FSIZE, &was);
+    small.rlim_max = was.rlim_max;
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    size_t run = 102, n = 1000;
+    struct vt_live *want = malloc(n * sizeof *want);
+    struct vt_snapshot s = {.live = malloc(run * sizeof *s.live)};
+    s.spill = vt_live_spill_open(run);
+    CHECK(s.spill != NULL);
+    uint64_t lost = vt_records_lost_count();
+    if (s.spill && want && s.live) {
+        for (unsigned i = 0; i < n; i++) {
+            want[i] = tied(i);
+            if (s.nlive < run) s.live[s.nlive++] = want[i];
+            else vt_live_spill_put(s.spill, &s.nlive, &want[i]);
+        }
+        vt_live_spill_flush(s.spill, &s.nlive);
+        CHECK_EQ(s.nlive, run);
+        CHECK_EQ(s.spill->lost, n - run);
+        CHECK_EQ(vt_records_lost_count() - lost, n - run);
+        vt_snapshot_sort_live(&s);
+        vt_live_sort(want, run);
+        struct vt_live_reader *r = vt_live_read(&s, 1);
+        size_t got = 0, wrong = 0;
+        for (const struct vt_live *a; r && (a = vt_live_next(r)); got++)
+            wrong += got >= run || memcmp(a, &want[got], sizeof *a);
+        vt_live_read_end(r);
+        CHECK_EQ(got, run);
+        CHECK_EQ(wrong, 0);
+    }
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, old);
+    vt_live_spill_close(s.spill);
+    free(s.live);
+    free(want);
+}
+
 int main(void) {
     vt_tracker_init(64, CAP);
     test_lent_ring_holds_while_events_go_on();
     test_held_back_past_the_bound_are_counted_lost();
     test_live_sorted_in_place();
     test_snapshots_while_recording();
+    test_spilled_runs_merge_to_the_one_order();
+    test_spilled_snapshot_is_the_snapshot_in_memory();
+    test_spill_that_cannot_be_written_keeps_the_first_run();
     return check_report("unit-snapshot");
 }

@@ -1,0 +1,195 @@
+/* live_spill.c -- a snapshot's live list past a bound, on an unlinked
+ * temporary file, so that writing a dump adds a bounded amount of resident
+ * memory at any number of live allocations.
+ *
+ * The snapshot copies the first VRAMTRACE_SPILL bytes of records into
+ * memory as it always did; past them it opens a file that has no name
+ * (O_TMPFILE, else mkstemp and unlink at once) in $TMPDIR (else /tmp) and
+ * writes the rest there a stage of 256 KiB at a time, under the tracker's
+ * lock. After the lock the list is sorted as runs of that many records,
+ * each read into the memory of the first, sorted in place and written back
+ * (tracker/live_read.c merges them on the way out). The file is read and
+ * written with pread and pwrite, never mapped, so that what the process
+ * holds of it is exactly its buffers: the page cache keeps the rest, and
+ * may write it out. Where no file can be made the list stays in memory
+ * (one warning); a write that fails drops the records it held, counted
+ * in records_lost. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/warn.h"
+#include "live_spill.h"
+
+#define STAGE (256 * 1024 / sizeof(struct vt_live))
+
+static size_t spill_bytes = 16u << 20;
+static char spill_dir[PATH_MAX] = "/tmp";
+static int warned_open, warned_io;
+
+void vt_tracker_spill(size_t bytes, const char *dir) {
+    spill_bytes = bytes;
+    snprintf(spill_dir, sizeof spill_dir, "%s", dir && *dir && strlen(dir) < sizeof spill_dir ? dir : "/tmp");
+}
+
+size_t vt_live_spill_run(void) {
+    size_t page = 4096 / sizeof(struct vt_live);
+    size_t n = spill_bytes / sizeof(struct vt_live);
+    return n > page ? n : page;
+}
+
+/* An unlinked file of mode 0600 in dir, or -1 (errno set). */
+static int nameless_file(const char *dir) {
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/.vramtrace-live-XXXXXX", dir) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0) unlink(path);
+    return fd;
+}
+
+struct vt_live_spill *vt_live_spill_open(size_t run) {
+    struct vt_live_spill *sp = calloc(1, sizeof *sp);
+    struct vt_live *stage = malloc(STAGE * sizeof *stage);
+    int fd = sp && stage ? nameless_file(spill_dir) : -1;
+    if (fd < 0) {
+        if (!__atomic_exchange_n(&warned_open, 1, __ATOMIC_RELAXED))
+            vt_warn("no temporary file for a dump's live list in %s (%s); keeping it in memory", spill_dir,
+                    sp && stage ? strerror(errno) : "out of memory");
+        free(sp);
+        free(stage);
+        return NULL;
+    }
+    *sp = (struct vt_live_spill){.fd = fd, .run = run, .inmem = run, .stage = stage};
+    return sp;
+}
+
+/* Write all n bytes of p at offset at, or fail (errno set). */
+static int write_all(int fd, const void *p, size_t n, off_t at) {
+    for (const char *c = p; n;) {
+        ssize_t k = pwrite(fd, c, n, at);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = EIO;
+            return -1;
+        }
+        c += k, n -= (size_t)k, at += k;
+    }
+    return 0;
+}
+
+/* Read n bytes at offset at into p; how many were read before the end of
+ * the file or an error. */
+static size_t read_all(int fd, void *p, size_t n, off_t at) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, (char *)p + got, n - got, at + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+static void io_failed(const char *what) {
+    if (!__atomic_exchange_n(&warned_io, 1, __ATOMIC_RELAXED))
+        vt_warn("a dump's live list: the temporary file could not be %s (%s)", what, strerror(errno));
+}
+
+/* Write the stage; when it cannot be written, drop it and all after. */
+static void write_stage(struct vt_live_spill *sp, size_t *n) {
+    if (!sp->nstage) return;
+    if (write_all(sp->fd, sp->stage, sp->nstage * sizeof *sp->stage, (off_t)(sp->stage_at * sizeof *sp->stage))) {
+        io_failed("written");
+        sp->broken = 1;
+        sp->lost += sp->nstage;
+        *n = sp->stage_at;
+    }
+    sp->nstage = 0;
+}
+
+void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
+    if (n <= sp->reserved) return;
+    if (ftruncate(sp->fd, (off_t)(n * sizeof(struct vt_live))) == 0) sp->reserved = n;
+}
+
+void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) {
+    if (sp->broken) {
+        sp->lost++;
+        return;
+    }
+    if (!sp->nstage) sp->stage_at = *n;
+    sp->stage[sp->nstage++] = *a;
+    (*n)++;
+    if (sp->nstage == STAGE) write_stage(sp, n);
+}
+
+void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) {
+    write_stage(sp, n);
+    free(sp->stage);
+    sp->stage = NULL;
+    if (sp->lost) vt_records_lost_n(sp->lost, "live allocations a dump could not write to its temporary file");
+}
+
+void vt_live_spill_sort(struct vt_snapshot *s) {
+    struct vt_live_spill *sp = s->spill;
+    struct vt_live *buf = s->live;
+    size_t n = s->nlive, run = sp->run, size = sizeof *buf;
+    vt_live_sort(buf, n < run ? n : run);
+    int ok = write_all(sp->fd, buf, (n < run ? n : run) * size, 0) == 0, first_in_buf = 1;
+    if (!ok) io_failed("written");
+    for (size_t from = run; ok && from < n; from += run) {
+        size_t len = n - from < run ? n - from : run;
+        first_in_buf = 0;
+        ok = read_all(sp->fd, buf, len * size, (off_t)(from * size)) == len * size;
+        if (!ok) io_failed("read");
+        if (!ok) break;
+        vt_live_sort(buf, len);
+        ok = write_all(sp->fd, buf, len * size, (off_t)(from * size)) == 0;
+        if (!ok) io_failed("written");
+    }
+    if (ok) {
+        free(buf);
+        s->live = NULL;
+        sp->inmem = 0;
+        return;
+    }
+    /* The first run, sorted, is what is sure to be whole: in memory, or
+     * read back from where it was written. */
+    size_t keep = n < run ? n : run;
+    if (!first_in_buf && read_all(sp->fd, buf, keep * size, 0) != keep * size) keep = 0;
+    vt_records_lost_n(n - keep, "live allocations a dump could not sort in its temporary file");
+    s->nlive = keep;
+    vt_live_spill_close(sp);
+    s->spill = NULL;
+}
+
+size_t vt_live_spill_read(const struct vt_snapshot *s, size_t from, size_t n, struct vt_live *out) {
+    const struct vt_live_spill *sp = s->spill;
+    size_t got = 0;
+    if (from < sp->inmem) {
+        got = sp->inmem - from < n ? sp->inmem - from : n;
+        memcpy(out, s->live + from, got * sizeof *out);
+    }
+    if (got == n) return n;
+    size_t want = (n - got) * sizeof *out;
+    size_t k = read_all(sp->fd, out + got, want, (off_t)((from + got) * sizeof *out));
+    if (k < want) io_failed("read");
+    return got + k / sizeof *out;
+}
+
+void vt_live_spill_close(struct vt_live_spill *sp) {
+    if (!sp) return;
+    if (sp->fd >= 0) close(sp->fd);
+    free(sp->stage);
+    free(sp);
+}
