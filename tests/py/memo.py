@@ -3,7 +3,7 @@ frames differ by one line, one function or one process, and runs of the
 same line: what tracker/pystack_id.c's memo of the last stack must tell
 apart and must not split. Run under vramtrace by
 tests/integration/test_pymemo.py, which compares every allocation's
-Python frames in the dump with the ones written here.
+Python frames in the dump with traceback.extract_stack()'s.
 
 usage: memo.py OUT.json      (a forked child writes OUT.json.child)
 """
@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import traceback
 
 cu = ctypes.CDLL("libcuda.so.1")
 cu.cuInit(0)
@@ -21,24 +22,17 @@ LOCK = threading.Lock()
 SIZE = [4096]
 
 
-def frames_here():
-    """The caller's frames, innermost first: (file, line, qualified name)."""
-    f = sys._getframe(1)
-    out = []
-    while f is not None:
-        co = f.f_code
-        out.append([co.co_filename, f.f_lineno, getattr(co, "co_qualname", co.co_name)])
-        f = f.f_back
-    return out
-
-
 def alloc(group):
     with LOCK:
         n = SIZE[0]
         SIZE[0] += 256
     p = ctypes.c_uint64()
-    mine, r = frames_here(), cu.cuMemAlloc_v2(ctypes.byref(p), n)
+    # The frames as Python gives them, innermost first, taken on the line of
+    # the call (every function here is at module level: its name is its
+    # qualified name).
+    here, r = traceback.extract_stack(), cu.cuMemAlloc_v2(ctypes.byref(p), n)
     assert r == 0, r
+    mine = [[fs.filename, fs.lineno, fs.name] for fs in reversed(here)]
     with LOCK:
         RECORDS.append({"address": "0x%x" % p.value, "bytes": n, "frames": mine, "group": group})
 
