@@ -156,9 +156,13 @@ const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size
  * alone, under cudaMallocAsync) that of s->ooms[i]. */
 uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i);
 
-/* The stack of s's live device allocation holding address on device, or
- * -1 when none does. */
-int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address);
+/* The stack of s's live device allocation holding each of d's tensors
+ * (its block's address, else its segment's) into stack[j], or -1 when none
+ * does: the first such allocation in the snapshot's order. One pass over
+ * the live list for all of the device's tensors (a spilled list is read
+ * from its file once, not once a tensor). */
+void vt_torch_tensor_stacks(const struct vt_snapshot *s, const struct vt_torch_device *d,
+                            int64_t stack[VT_TORCH_TENSORS]);
 
 /* What PyTorch does not hold on a device: total - free - reserved, when
  * known (returns 0 when free and total are unknown or do not add up). */

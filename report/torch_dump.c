@@ -1,5 +1,6 @@
 /* torch_dump.c -- the dump's "torch" arrays (docs/dump-format.md). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/format.h"
@@ -7,26 +8,57 @@
 
 #define U64 "%" PRIu64
 
-/* The first in the snapshot's order of the live allocations that hold
- * the address: a spilled list is read in file order, each holder kept
- * when it comes before the one kept (vt_live_before); one in memory is in
- * that order already. */
-int64_t vt_torch_stack_at(const struct vt_snapshot *s, int device, uint64_t address) {
-    if (!address) return -1;
+/* Where a tensor's address falls, for the pass below: the tensors sorted
+ * by address. */
+struct wanted {
+    uint64_t address;
+    size_t tensor;
+};
+
+static int by_address(const void *x, const void *y) {
+    uint64_t a = ((const struct wanted *)x)->address, b = ((const struct wanted *)y)->address;
+    return a < b ? -1 : a > b;
+}
+
+/* The tensors' addresses are sorted once; each live allocation of the
+ * device finds the ones it holds by a binary search. A spilled list is
+ * read in file order, each holder kept when it comes before the one kept
+ * (vt_live_before); one in memory is in that order already, so the pass
+ * ends when every tensor has its holder. */
+void vt_torch_tensor_stacks(const struct vt_snapshot *s, const struct vt_torch_device *d,
+                            int64_t stack[VT_TORCH_TENSORS]) {
+    struct wanted w[VT_TORCH_TENSORS];
+    struct vt_live best[VT_TORCH_TENSORS];
+    size_t n = 0, left = 0;
+    for (size_t j = 0; j < d->ntensors && j < VT_TORCH_TENSORS; j++) {
+        stack[j] = -1;
+        uint64_t at = d->tensors[j].block ? d->tensors[j].block : d->tensors[j].segment;
+        if (at) w[n++] = (struct wanted){at, j};
+    }
+    if (!n) return;
+    qsort(w, n, sizeof w[0], by_address);
+    left = n;
     struct vt_live_reader *rd = vt_live_read(s, 0);
-    struct vt_live best = {0};
-    int found = 0;
     for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
-        if (!vt_kind_owned_device(a->kind) || a->device != device) continue;
+        if (!vt_kind_owned_device(a->kind) || a->device != d->device) continue;
         uint64_t start = vt_kind_space(a->kind) == VT_SPACE_HANDLE ? vt_live_mapped(s, a) : a->address;
-        if (!start || address < start || address - start >= a->bytes || (found && !vt_live_before(a, &best)))
-            continue;
-        best = *a;
-        found = 1;
-        if (!s->spill) break;
+        if (!start) continue;
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (w[mid].address < start) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t i = lo; i < n && w[i].address - start < a->bytes; i++) {
+            size_t j = w[i].tensor;
+            if (stack[j] >= 0 && !vt_live_before(a, &best[j])) continue;
+            if (stack[j] < 0) left--;
+            best[j] = *a;
+            stack[j] = a->stack;
+        }
+        if (!left && !s->spill) break;
     }
     vt_live_read_end(rd);
-    return found ? (int64_t)best.stack : -1;
 }
 
 int vt_torch_outside(const struct vt_torch_device *d, uint64_t *bytes) {
@@ -73,6 +105,8 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
         for (int k = 0; k < VT_TORCH_NCAT; k++)
             fprintf(f, "%s\"%s\":" U64, k ? "," : "", vt_torch_categories[k], d->cat[k]);
         fputs("},\"tensors\":[", f);
+        int64_t stacks[VT_TORCH_TENSORS];
+        vt_torch_tensor_stacks(s, d, stacks);
         for (size_t j = 0; j < d->ntensors; j++) {
             const struct vt_torch_tensor *t = &d->tensors[j];
             fprintf(f, "%s{\"bytes\":" U64 ",\"shape\":", j ? ",\n   " : "\n   ", t->bytes);
@@ -87,7 +121,7 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
             hex(f, t->block);
             fputs(",\"segment_address\":", f);
             hex(f, t->segment);
-            int64_t st = vt_torch_stack_at(s, d->device, t->block ? t->block : t->segment);
+            int64_t st = j < VT_TORCH_TENSORS ? stacks[j] : -1;
             if (st >= 0) fprintf(f, ",\"stack\":%" PRId64 "}", st);
             else fputs(",\"stack\":null}", f);
         }

@@ -31,9 +31,10 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
         /* Each listed tensor's site group, through its block's segment and
          * the stack the tracker recorded for it (UINT32_MAX: none). */
         uint32_t site[VT_TORCH_TENSORS];
-        for (size_t j = 0; j < d->ntensors; j++) {
-            const struct vt_torch_tensor *t = &d->tensors[j];
-            int64_t st = vt_torch_stack_at(s, d->device, t->block ? t->block : t->segment);
+        int64_t stacks[VT_TORCH_TENSORS];
+        vt_torch_tensor_stacks(s, d, stacks);
+        for (size_t j = 0; j < d->ntensors && j < VT_TORCH_TENSORS; j++) {
+            int64_t st = stacks[j];
             site[j] = st >= 0 && (size_t)st < s->nstacks ? group[st] : UINT32_MAX;
         }
         for (size_t k = 0; k < n; k++) {

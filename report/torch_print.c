@@ -25,9 +25,11 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
             vt_put_torch_growth(f, "vramtrace: ", rate, site, NULL);
         }
         if (d->ntensors) fputs("vramtrace:   largest tensors:\n", f);
+        int64_t stacks[VT_TORCH_TENSORS];
+        if (d->ntensors) vt_torch_tensor_stacks(s, d, stacks);
         for (size_t j = 0; j < d->ntensors && j < TOP_SHOWN; j++) {
             const struct vt_torch_tensor *t = &d->tensors[j];
-            int64_t st = vt_torch_stack_at(s, d->device, t->block ? t->block : t->segment);
+            int64_t st = stacks[j];
             char site[512] = "";
             if (st >= 0 && sym) vt_site_label(sym, (uint32_t)st, site, sizeof site);
             vt_put_torch_tensor(f, "vramtrace: ", t->bytes, t->dtype, t->shape, vt_torch_categories[t->category],

@@ -243,6 +243,45 @@ print(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
 """
 
 
+TENSOR_LINES = r"""
+import os, signal, time, torch
+a = torch.empty(1 << 20, device="cuda")
+b = torch.empty(1 << 19, device="cuda")
+c = torch.empty(3 << 18, device="cuda")
+os.kill(os.getpid(), signal.SIGUSR2)
+time.sleep(3)
+"""
+
+
+@torch_test
+def torch_truth_tensor_stacks_are_their_holders():
+    # Each listed tensor's stack is that of the live allocation holding its
+    # block, found for all of a device's tensors in one pass over the live
+    # list: the same whether the list is in memory or spilled to a file
+    # (VRAMTRACE_SPILL=0), and it names the tensor's own line (--tensors:
+    # one allocation a tensor).
+    for spill in ("16", "0"):
+        work = tempfile.mkdtemp(prefix="vt-truth-")
+        try:
+            in_dir([SIMRUN, "--torch", "--", CLI, "run", "--tensors", "--out", os.path.join(work, "d.%p.json"),
+                    "--report", "off", "--", "python3", "-c", TENSOR_LINES], work, clean_env(VRAMTRACE_SPILL=spill))
+            d = next(y for y in (load_dump(x) for x in glob.glob(os.path.join(work, "d.*.json")))
+                     if y["reason"] == "signal")
+            t = d["torch"][0]
+            lines = {}
+            for x in t["tensors"]:
+                at = int(x["block_address"], 16)
+                holders = [a for a in d["live"] if a["device"] == 0 and
+                           int(a["address"], 16) <= at < int(a["address"], 16) + a["bytes"]]
+                eq(len(holders), 1, f"spill {spill}: one live allocation holds {x['name']}")
+                eq(x["stack"], holders[0]["stack"], f"spill {spill}: the stack of {x['name']}")
+                py = [f for f in frames(d, x["stack"]) if f.get("python")]
+                lines[x["name"]] = py[0]["line"] if py else None
+            eq(lines, {"a": 3, "b": 4, "c": 5}, f"spill {spill}: each tensor's line")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 @torch_test
 def torch_truth_on_demand_dump_has_torch():
     # The dump signal asks the companion first: the on-demand dump's
