@@ -73,6 +73,7 @@ def _names():
     names, boxes = {}, []
     main = sys.modules.get("__main__")
     scopes = [getattr(main, "__dict__", {})]
+    frame = f = None
     try:
         for frame in sys._current_frames().values():
             f = frame
@@ -82,6 +83,14 @@ def _names():
                 f = f.f_back
     except Exception:
         pass
+    finally:
+        # This thread's current frame is this function's own: kept in a
+        # local it is a cycle that keeps this frame, and through f_back the
+        # caller's, alive until the garbage collector's next pass; the
+        # caller's list of every tensor would then be a container holding
+        # them all at the next collection (every unnamed tensor "held by a
+        # list", whether it did depends on when the collector last ran).
+        frame = f = None
     try:
         exc = getattr(sys, "last_exc", None)
         tb = exc.__traceback__ if exc is not None else getattr(sys, "last_traceback", None)

@@ -243,6 +243,41 @@ print(torch.cuda.memory_allocated(), torch.cuda.memory_reserved())
 """
 
 
+TWO_COLLECTIONS = r"""
+import gc, json, torch
+from vramtrace_torch import collect
+gc.disable()   # no collector pass between the two
+w = torch.ones(1024, 1024, device="cuda", requires_grad=True)
+x = torch.randn(256, 1024, device="cuda")
+graph = torch.relu(x @ w).sum()     # saves relu's output (an activation) for backward
+def categories():
+    return sorted([e[4], e[1]] for e in collect.tensors(torch))
+first = categories()
+print(json.dumps([first, categories()]))
+"""
+
+
+@torch_test
+def torch_truth_second_collection_sees_what_the_first_did():
+    # The companion's look at the program's frames once kept its own frame
+    # in a cycle, and with it the caller's list of every tensor: until the
+    # garbage collector's next pass, the next collection found that list
+    # among the containers and took every unnamed tensor, activations too,
+    # for one a list holds ("other"). Whether the exit record said so
+    # depended on when the collector had last run.
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        p = in_dir([SIMRUN, "--torch", "--", "python3", "-c", TWO_COLLECTIONS], work,
+                   clean_env(PYTHONPATH=os.path.join(ROOT, "python")))
+        eq(p.returncode, 0, p.stderr[-2000:])
+        first, second = json.loads(p.stdout)
+        eq(first, [["activation", 1 << 20], ["other", 4], ["other", 1 << 20], ["other", 1 << 22]],
+           "the first collection")
+        eq(second, first, "the second collection, with no garbage collection between")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 TENSOR_LINES = r"""
 import os, signal, time, torch
 a = torch.empty(1 << 20, device="cuda")
