@@ -47,6 +47,14 @@ void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) VT_HIDDEN;
  * counted in sp->lost. */
 void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) VT_HIDDEN;
 
+/* Add a as the next record of s's live list: in s->live up to the first
+ * run's end (or always, without a spill file), past it to the file. The
+ * snapshot's copy and the tests fill a list the one way. */
+static inline void vt_live_keep(struct vt_snapshot *s, const struct vt_live *a) {
+    if (!s->spill || s->nlive < s->spill->run) s->live[s->nlive++] = *a;
+    else vt_live_spill_put(s->spill, &s->nlive, a);
+}
+
 /* Write what is staged (the end of the copy) and let the stage go, with
  * the count of what was dropped (warned once). */
 void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) VT_HIDDEN;

@@ -438,6 +438,16 @@ static int python_running(void) { return is_initialized() && !(is_finalizing && 
         if (*ng == 0 || ends[*ng - 1] != (at)) ends[(*ng)++] = (int16_t)(at); \
     } while (0)
 
+/* What the walk and vt_pystack_same read of frame f, for one version as
+ * walk() is: its code, its instruction (3.10: the index of its last one)
+ * and its entry mark (3.11's is_entry, 3.12+'s owner; 3.10 has none). */
+#define READ_FRAME(f, code, ip, mark)                                                             \
+    do {                                                                                          \
+        (mark) = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0; \
+        (code) = RD(uintptr_t, f, fr_code);                                                       \
+        (ip) = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);        \
+    } while (0)
+
 /* The walk for one version, `minor` a constant at each call: 3.10 to 3.12's
  * offsets are the constants of their tables, folded in; 3.13's, read from
  * the interpreter, are copied to locals once (the stores through out and
@@ -460,9 +470,9 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
     _Static_assert(sizeof trail->f / sizeof trail->f[0] >= 2 * (MAX_PY_FRAMES + 4 * MAX_PY_FRAMES + 1), "trail");
     *ng = 0;
     while (f && n < max) {
-        char mark = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0;
-        uintptr_t code = RD(uintptr_t, f, fr_code);
-        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
+        char mark;
+        uintptr_t code, ip;
+        READ_FRAME(f, code, ip, mark);
         if (trail) {
             /* Room for every frame: max frames and guard skipped ones. */
             tw[0] = code;
@@ -515,9 +525,9 @@ static inline __attribute__((always_inline)) int walk_same(const int minor, cons
     const uintptr_t *w = trail->f, *end = w + 2 * trail->n;
     for (; w < end; w += 2) {
         if (!f) return 0;
-        char mark = minor == 11 ? RD(char, f, fr_is_entry) : minor >= 12 ? RD(char, f, fr_owner) : 0;
-        uintptr_t code = RD(uintptr_t, f, fr_code);
-        uintptr_t ip = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);
+        char mark;
+        uintptr_t code, ip;
+        READ_FRAME(f, code, ip, mark);
         if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) return 0;
         f = RD(void *, f, fr_previous);
     }

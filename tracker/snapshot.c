@@ -76,8 +76,7 @@ static inline void keep(struct vt_snapshot *s, const struct vt_alloc *a, double 
                         size_t *mapped_cap) {
     struct vt_live x = {a->address, a->bytes, vt_ticks_to_ns(a->time_ns, scale), a->stack,
                         a->thread, a->device, a->kind, api, mapped_index(s, a->mapped, mapped_cap)};
-    if (!s->spill || s->nlive < s->spill->run) s->live[s->nlive++] = x;
-    else vt_live_spill_put(s->spill, &s->nlive, &x);
+    vt_live_keep(s, &x);
 }
 
 /* Every slot's live records into s->live (compact: struct vt_live), in no

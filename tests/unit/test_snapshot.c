@@ -212,8 +212,7 @@ static void spilled_list_is_the_sorted_list(size_t n, size_t run) {
     if (!s.spill || !want || !s.live) return;
     for (unsigned i = 0; i < n; i++) {
         want[i] = tied(i);
-        if (s.nlive < run) s.live[s.nlive++] = want[i];
-        else vt_live_spill_put(s.spill, &s.nlive, &want[i]);
+        vt_live_keep(&s, &want[i]);
     }
     vt_live_spill_flush(s.spill, &s.nlive);
     CHECK_EQ(s.nlive, n);
@@ -320,8 +319,7 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
     if (s.spill && want && s.live) {
         for (unsigned i = 0; i < n; i++) {
             want[i] = tied(i);
-            if (s.nlive < run) s.live[s.nlive++] = want[i];
-            else vt_live_spill_put(s.spill, &s.nlive, &want[i]);
+            vt_live_keep(&s, &want[i]);
         }
         vt_live_spill_flush(s.spill, &s.nlive);
         CHECK_EQ(s.nlive, run);
