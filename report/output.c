@@ -61,7 +61,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned signal_seq;
 static int warned_sup;
 /* The OOM dumps' pace: the first at once, then at most one a
- * VT_OOM_INTERVAL_NS, one pace for the tracker's records and one for
+ * VT_OOM_INTERVAL_NS after the previous one was written, one pace for the tracker's records and one for
  * PyTorch's (out_lock held). */
 struct pace {
     int written;
@@ -446,8 +446,13 @@ static void paced_oom(struct pace *p, int torch_only) {
     uint64_t now = vt_now_ns();
     if (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS) {
         p->written = 1;
-        p->last_ns = now;
         write_outputs("oom", 0, torch_only);
+        /* Counted from the end of this writing, not its start: a writing
+         * that took a second (symbols of a large program) would otherwise
+         * let the very next failure write again at once (PyTorch's retry
+         * after it frees its cache), and a loop of failures spend all its
+         * time writing. */
+        p->last_ns = vt_now_ns();
     }
     pthread_mutex_unlock(&out_lock);
 }

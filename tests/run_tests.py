@@ -397,6 +397,19 @@ def oom_retries_write_once_but_record_all():
     eq(r.dump["totals"]["oom_count"], 3, "oom count")
 
 
+@test
+def oom_post_mortems_paced_from_the_last_one_written():
+    # The pace is at most one a second counted from the end of the last
+    # post-mortem's writing: a failure 1.2 s after the one written gets its
+    # own; each names its own failure (the second's dump has both).
+    r = run([os.path.join(T, "t_oom"), "later"], env={"SIMGPU_CAPACITY": "64M"})
+    eq(r.err.count("out of memory in pid"), 2, "two post-mortems, 1.2 s apart")
+    eq(re.findall(r"request: (.*) by cudaMalloc", r.err), ["32.00 MiB (33554432 bytes)"] * 2, "each one's request")
+    eq(len(r.dump["ooms"]), 2, "both OOMs recorded")
+    t = [o["time_ns"] for o in r.dump["ooms"]]
+    ok(t[1] - t[0] >= 1_200_000_000, f"the failures 1.2 s apart at least: {t}")
+
+
 # ------------------------------------------------------- transparency
 
 

@@ -2,7 +2,8 @@
  * Argument "exit" returns normally after the failure; "_exit" ends without
  * running exit handlers, as a killed job would; "abort" calls abort();
  * "repeat" fails three times
- * in a row, as a caching allocator's retries do. */
+ * in a row, as a caching allocator's retries do; "later" fails twice,
+ * 1.2 s apart (more than the post-mortems' pace). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,13 @@ int main(int argc, char **argv) {
     void *keep[3];
     for (int i = 0; i < 3; i++) keep[i] = grow_cache(16 << 20);
     void *big = NULL;
-    int tries = argc > 1 && strcmp(argv[1], "repeat") == 0 ? 3 : 1;
+    int later = argc > 1 && strcmp(argv[1], "later") == 0;
+    int tries = argc > 1 && strcmp(argv[1], "repeat") == 0 ? 3 : later ? 2 : 1;
     cudaError_t r = cudaSuccess;
-    for (int i = 0; i < tries; i++) r = big_request(&big, 32 << 20);
+    for (int i = 0; i < tries; i++) {
+        if (i && later) usleep(1200 * 1000);
+        r = big_request(&big, 32 << 20);
+    }
     printf("big request -> %d (%s)\n", (int)r, cudaGetErrorString(r));
     printf("kept %p %p %p\n", keep[0], keep[1], keep[2]);
     fflush(stdout);
