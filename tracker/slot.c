@@ -44,16 +44,86 @@ int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) {
     }
 }
 
-/* At the thread's exit: its cached records freed, its slot free for the
- * taking (its table and log stay, for whoever takes it over). */
+/* The depot of freed records (slot.h): a stack of chains, each linked
+ * through a.mapped as the caches are, its first record holding the next
+ * chain in a.address and its length in a.bytes. */
+static struct {
+    pthread_mutex_t lock;
+    struct vt_rec *top;
+    unsigned n;
+} depot = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+/* Records malloc made, for the tests (vt_rec_made). */
+static uint64_t made;
+
+uint64_t vt_rec_made(void) { return __atomic_load_n(&made, __ATOMIC_RELAXED); }
+
+static void chain_free(struct vt_rec *r) {
+    while (r) {
+        struct vt_rec *next = (struct vt_rec *)(uintptr_t)r->a.mapped;
+        free(r);
+        r = next;
+    }
+}
+
+/* The chain from `first` (n records) onto the depot, or freed when it is
+ * full. */
+static void depot_push(struct vt_rec *first, unsigned n) {
+    first->a.bytes = n;
+    pthread_mutex_lock(&depot.lock);
+    int room = depot.n < REC_DEPOT;
+    if (room) {
+        first->a.address = (uint64_t)(uintptr_t)depot.top;
+        depot.top = first;
+        depot.n++;
+    }
+    pthread_mutex_unlock(&depot.lock);
+    if (!room) chain_free(first);
+}
+
+void vt_rec_depot_lock(void) { pthread_mutex_lock(&depot.lock); }
+void vt_rec_depot_unlock(void) { pthread_mutex_unlock(&depot.lock); }
+
+void vt_rec_spill(void) {
+    struct vt_rec *first = vt_rec_cache, *last = first;
+    for (int i = 1; i < REC_BATCH; i++) last = (struct vt_rec *)(uintptr_t)last->a.mapped;
+    vt_rec_cache = (struct vt_rec *)(uintptr_t)last->a.mapped;
+    vt_nrec_cache -= REC_BATCH;
+    last->a.mapped = 0;
+    depot_push(first, REC_BATCH);
+}
+
+struct vt_rec *vt_rec_refill(void) {
+    pthread_mutex_lock(&depot.lock);
+    struct vt_rec *r = depot.top;
+    if (r) {
+        depot.top = (struct vt_rec *)(uintptr_t)r->a.address;
+        depot.n--;
+    }
+    pthread_mutex_unlock(&depot.lock);
+    if (!r) {
+        __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED);
+        return malloc(sizeof *r);
+    }
+    /* A thread without a slot keeps no cache: the rest goes back. */
+    struct vt_rec *rest = (struct vt_rec *)(uintptr_t)r->a.mapped;
+    unsigned n = (unsigned)r->a.bytes - 1;
+    if (rest && vt_my_slot) {
+        vt_rec_cache = rest;
+        vt_nrec_cache = (int)n;
+    } else if (rest) {
+        depot_push(rest, n);
+    }
+    return r;
+}
+
+/* At the thread's exit: its cached records to the depot, its slot free
+ * for the taking (its table and log stay, for whoever takes it over). */
 static void slot_release(void *p) {
     struct vt_slot *l = p;
     vt_my_slot = NULL;
-    while (vt_rec_cache) {
-        struct vt_rec *r = vt_rec_cache;
-        vt_rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
-        free(r);
-    }
+    if (vt_rec_cache) depot_push(vt_rec_cache, (unsigned)vt_nrec_cache);
+    vt_rec_cache = NULL;
     vt_nrec_cache = 0;
     __atomic_store_n(&l->owned, 0, __ATOMIC_RELEASE);
 }
@@ -83,6 +153,7 @@ struct vt_slot *vt_slot_attach(void) {
 }
 
 void vt_slots_reset_child(void) {
+    pthread_mutex_init(&depot.lock, NULL); /* held by no one: see vt_rec_depot_lock */
     /* Other threads' slots came along with their memory, not their
      * threads: emptied and free for the taking; this thread keeps its own. */
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {

@@ -69,29 +69,53 @@ static inline void slot_give(struct vt_slot *l) { __atomic_store_n(&l->lock, 0, 
  * 1 when taken. */
 int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDEN;
 
-/* Records of freed allocations, kept by the thread that freed them for its
- * next allocations: an alloc/free loop then calls malloc and free not at
- * all. At most REC_CACHE a thread, and only a thread that has a slot
- * (whose exit frees them); the rest are freed. */
+/* Records of freed allocations, kept for the next allocations: first in
+ * the freeing thread's own cache (at most REC_CACHE, and only a thread
+ * that has a slot, whose exit hands them on), then, REC_BATCH at a time,
+ * in a depot that every thread whose cache is empty refills it from. A
+ * thread that frees what another allocated (a consumer of a producer's
+ * buffers) so hands the records back to the producer through the depot,
+ * and neither calls malloc nor free: glibc's free of another thread's
+ * chunk takes that arena's lock, and the producer's malloc then finds its
+ * own arena empty. The depot keeps at most REC_DEPOT batches (2 MiB of
+ * records); past that they are freed. */
 #define REC_CACHE 64
+#define REC_BATCH 32
+#define REC_DEPOT 1024
 extern __thread struct vt_rec *vt_rec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern __thread int vt_nrec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
+/* The cache full: its REC_BATCH newest records to the depot. */
+void vt_rec_spill(void) VT_HIDDEN;
+/* The cache empty: a batch from the depot (the first record returned, the
+ * rest cached), else malloc; NULL when out of memory. */
+struct vt_rec *vt_rec_refill(void) VT_HIDDEN;
+/* How many records malloc has made so far. */
+uint64_t vt_rec_made(void) VT_HIDDEN;
+
+/* The depot's lock, for fork (vt_tracker_lock_all): taken after every
+ * slot's (a thread takes it holding none), so that the child finds the
+ * depot whole. */
+void vt_rec_depot_lock(void) VT_HIDDEN;
+void vt_rec_depot_unlock(void) VT_HIDDEN;
+
 static inline void rec_put(struct vt_rec *r) {
-    /* Only a thread with a slot frees its cache at its exit. */
-    if (vt_nrec_cache >= REC_CACHE || !vt_my_slot) {
+    /* Only a thread with a slot hands its cache on at its exit. */
+    if (__builtin_expect(!vt_my_slot, 0)) {
         free(r);
         return;
     }
+    if (__builtin_expect(vt_nrec_cache >= REC_CACHE, 0)) vt_rec_spill();
     r->a.mapped = (uint64_t)(uintptr_t)vt_rec_cache;
     vt_rec_cache = r;
     vt_nrec_cache++;
 }
 
-/* A record to fill, from the cache or malloc; NULL when out of memory. */
+/* A record to fill, from the cache, the depot or malloc; NULL when out of
+ * memory. */
 static inline struct vt_rec *rec_get(void) {
     struct vt_rec *r = vt_rec_cache;
-    if (!r) return malloc(sizeof *r);
+    if (__builtin_expect(!r, 0)) return vt_rec_refill();
     vt_rec_cache = (struct vt_rec *)(uintptr_t)r->a.mapped;
     vt_nrec_cache--;
     return r;

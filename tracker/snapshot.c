@@ -219,9 +219,11 @@ void vt_snapshot_free(struct vt_snapshot *s) {
 void vt_tracker_lock_all(void) {
     pthread_mutex_lock(&vt_tracker_lock);
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_take(l);
+    vt_rec_depot_lock();
 }
 
 void vt_tracker_unlock_all(void) {
+    vt_rec_depot_unlock();
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_give(l);
     pthread_mutex_unlock(&vt_tracker_lock);
 }

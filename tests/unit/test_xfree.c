@@ -15,11 +15,17 @@
  * A snapshot taken between phases 1 and 2 (every thread waiting) must hold
  * exactly the small allocations, and a snapshot thread running through
  * phases 1 and 2 must always find its counters equal to its live list.
- * The last snapshot holds exactly the kept ones, by address. */
+ * The last snapshot holds exactly the kept ones, by address.
+ *
+ * Then a producer and a consumer: rounds of XF_ROUND allocations by one
+ * thread, all freed by the other; from the third round on, the producer's
+ * records are the ones the consumer freed (slot.h's depot): malloc makes
+ * none. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tracker/slot.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -157,6 +163,62 @@ static uint64_t big_bytes_on(int d) {
     return b;
 }
 
+/* A multiple of REC_BATCH: the consumer's cache, full (REC_CACHE) after
+ * the first round, is full again after each, so every round hands the
+ * producer as many records as it takes (the second round makes up the
+ * REC_CACHE the consumer keeps). */
+#define XF_ROUND 1024
+#define XF_ROUNDS 8
+static pthread_barrier_t pair;
+static uint64_t made_in_round[XF_ROUNDS];
+
+static uint64_t round_address(int r, int i) { return (0x5ull << 44) | ((uint64_t)r << 32) | (uint64_t)i * 256; }
+
+static void *producer(void *arg) {
+    (void)arg;
+    uintptr_t frames[2] = {0x5000, 0x5100};
+    for (int r = 0; r < XF_ROUNDS; r++) {
+        uint64_t before = vt_rec_made();
+        for (int i = 0; i < XF_ROUND; i++)
+            vt_tracker_alloc(round_address(r, i), 128, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 2);
+        made_in_round[r] = vt_rec_made() - before;
+        pthread_barrier_wait(&pair);
+        pthread_barrier_wait(&pair);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    (void)arg;
+    for (int r = 0; r < XF_ROUNDS; r++) {
+        pthread_barrier_wait(&pair);
+        for (int i = 0; i < XF_ROUND; i++) free_one(round_address(r, i), 0);
+        pthread_barrier_wait(&pair);
+    }
+    return NULL;
+}
+
+static void producer_and_consumer(void) {
+    pthread_barrier_init(&pair, NULL, 2);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    uint64_t frees = s->totals.free_count, live = s->totals.live_count;
+    vt_snapshot_free(s);
+    pthread_t p, c;
+    pthread_create(&p, NULL, producer, NULL);
+    pthread_create(&c, NULL, consumer, NULL);
+    pthread_join(p, NULL);
+    pthread_join(c, NULL);
+    uint64_t later = 0;
+    for (int r = 2; r < XF_ROUNDS; r++) later += made_in_round[r];
+    CHECK_EQ(later, 0);
+    CHECK(made_in_round[0] + made_in_round[1] <= XF_ROUND + REC_CACHE);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.free_count - frees, (uint64_t)XF_ROUND * XF_ROUNDS);
+    CHECK_EQ(s->totals.live_count, live);
+    CHECK_EQ(s->totals.unknown_frees, 0);
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     /* Room for every event: allocations and frees, twice over. */
     vt_tracker_init(64, 4 * XF_THREADS * XF_BIG);
@@ -261,5 +323,6 @@ int main(void) {
     vt_snapshot_free(s);
     free(got);
     free(want);
+    producer_and_consumer();
     return check_report("unit-xfree");
 }
