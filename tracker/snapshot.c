@@ -117,7 +117,7 @@ static int copy_live(struct vt_snapshot *s, const struct timespec *until, double
             }
         }
         if (need <= cap)
-            TABLE_EACH(&l->table, r, {
+            TABLE_WALK(&l->table, r, TABLE_AHEAD, {
                 const struct vt_alloc *a = &r->a;
                 if (since && (a->time_ns < *since || !vt_kind_owned_device(a->kind))) continue;
                 if (a->api != last_api || !last_api) {
