@@ -73,9 +73,7 @@ void vt_walker_fork_done(void) { vt_rules_fork_done(); }
  * caller) read. */
 struct sframe {
     uintptr_t ip, sp, bp;     /* the walk's pc, rsp and rbp entering the frame */
-    const uintptr_t *save_at; /* where the step read the caller's rbp; NULL: rbp unchanged */
-    uintptr_t save_val;       /* what it read there */
-    struct vt_rule rule;
+    struct vt_rule rule;      /* with VT_RULE_BP_SAVED, the step read the caller's rbp at CFA + bp_off */
     int32_t bp_from;          /* the frame whose step read `bp`; -1: the rbp the walk started with */
     uint16_t nout;            /* frames returned before this one */
     uint8_t mine;             /* a frame of this library (walked through, not returned) */
@@ -86,9 +84,11 @@ struct sframe {
  * mask says which words count: the return address always, the saved rbp
  * just below it only once a later frame's CFA used it (code without frame
  * pointers keeps anything in rbp, a loop counter say, which must not spoil
- * every check). */
+ * every check). val[0] holds the caller's rbp the step read wherever it lay
+ * (see save_at); the mask counts it only when it lay just below the return
+ * address, and a step that read no rbp leaves it as it was, uncounted. */
 struct step {
-    uintptr_t val[2] __attribute__((aligned(16))); /* the saved rbp (or 0), the return address */
+    uintptr_t val[2] __attribute__((aligned(16))); /* the saved rbp, the return address */
     uintptr_t mask[2];
     uintptr_t win; /* where they were read: CFA - 16 */
 };
@@ -173,12 +173,17 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
     return walk_cache;
 }
 
+/* Where step k read the caller's rbp (its rule has VT_RULE_BP_SAVED). */
+static inline const uintptr_t *save_at(const struct shadow *s, int k) {
+    return (const uintptr_t *)(s->st[k].win + 16 + (uintptr_t)(intptr_t)s->f[k].rule.bp_off);
+}
+
 /* Whether the words step k read (and the walk used) have changed; `plain`:
  * the shadow has no odd frame. */
 VT_NO_ASAN static inline uintptr_t step_diff_as(const struct shadow *s, int k, int plain) {
     const uintptr_t *w = (const uintptr_t *)s->st[k].win;
     uintptr_t d = ((w[0] ^ s->st[k].val[0]) & s->st[k].mask[0]) | (w[1] ^ s->st[k].val[1]);
-    if (!plain && s->f[k].odd) d |= *s->f[k].save_at ^ s->f[k].save_val;
+    if (!plain && s->f[k].odd) d |= *save_at(s, k) ^ s->st[k].val[0];
     return d;
 }
 
@@ -255,7 +260,7 @@ static int uses_start_bp(const struct shadow *s) {
  * saved rbp is not just below its return address, and is checked apart). */
 static inline int mark_used(struct shadow *s, int k) {
     if (s->st[k].mask[0] || s->f[k].odd) return 0;
-    if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) {
+    if (s->f[k].rule.bp_off == -16) {
         s->st[k].mask[0] = ~(uintptr_t)0;
         return 0;
     }
@@ -265,16 +270,17 @@ static inline int mark_used(struct shadow *s, int k) {
 
 /* The rbp frame i enters with, read again from where the walk read it (an
  * rbp the walk had not used is not checked, so it may have changed), and
- * written into the frames that carry it. */
+ * written into the frames that carry it (all of which carry the same one,
+ * so they are rewritten only when it changed). */
 VT_NO_ASAN static uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_bp) {
     int k = s->f[i].bp_from;
     uintptr_t bp = start_bp;
     if (k >= 0) {
-        bp = *s->f[k].save_at;
-        s->f[k].save_val = bp;
-        if (s->f[k].save_at == (const uintptr_t *)s->st[k].win) s->st[k].val[0] = bp;
+        bp = *save_at(s, k);
+        s->st[k].val[0] = bp;
     }
-    for (int j = k + 1; j <= i; j++) s->f[j].bp = bp;
+    if (s->f[i].bp != bp)
+        for (int j = k + 1; j <= i; j++) s->f[j].bp = bp;
     return bp;
 }
 
@@ -521,24 +527,16 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         if (cfa < sp + 8 || cfa > hi) return -1;
         S->win = cfa - 16;
         S->mask[0] = 0;
-        uintptr_t low = 0;
-        const uintptr_t *at = NULL;
         if (r.flags & VT_RULE_BP_SAVED) {
             /* cfi.c keeps bp_off at -8 or below: the word lies below the CFA. */
-            at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
+            const uintptr_t *at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
             if ((uintptr_t)at < sp) return -1;
             bp = *at;
-            F->save_val = bp;
-            bp_mask = NULL;
-            if ((uintptr_t)at == cfa - 16) {
-                low = bp;
-                bp_mask = &S->mask[0];
-            }
+            S->val[0] = bp;
+            bp_mask = r.bp_off == -16 ? &S->mask[0] : NULL;
             bp_from = i;
         }
-        F->save_at = at;
         ip = ((const uintptr_t *)cfa)[-1];
-        S->val[0] = low;
         S->val[1] = ip;
         sp = cfa;
         i++;
