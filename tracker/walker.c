@@ -75,8 +75,6 @@ struct sframe {
     uintptr_t ip, sp, bp;     /* the walk's pc, rsp and rbp entering the frame */
     struct vt_rule rule;      /* with VT_RULE_BP_SAVED, the step read the caller's rbp at CFA + bp_off */
     int32_t bp_from;          /* the frame whose step read `bp`; -1: the rbp the walk started with */
-    uint16_t nout;            /* frames returned before this one */
-    uint8_t mine;             /* a frame of this library (walked through, not returned) */
     uint8_t odd;              /* the saved rbp is used and checked apart (not just below the return address) */
 };
 
@@ -95,14 +93,21 @@ struct step {
 
 /* A walk: nf frames entered, ns of them stepped from. `ended`: the stack's
  * end was reached; otherwise f[nf] is the state where the caps (max frames
- * returned, CACHE_FRAMES walked) stopped the walk. */
+ * returned, CACHE_FRAMES walked) stopped the walk. Its first nmine frames
+ * are this library's (walked through, not returned); every frame after
+ * them is returned (see nout). */
 struct shadow {
-    int valid, max, n, nf, ns, ended, nodd, need0;
+    int valid, max, n, nf, ns, ended, nodd, need0, nmine;
     uint64_t serial; /* vt_stack_serial after this walk */
     struct step st[CACHE_FRAMES];
     struct sframe f[CACHE_FRAMES + 1];
     uintptr_t out[VT_STACK_MAX];
 };
+
+/* Whether frame k of walk s is this library's, and how many frames that
+ * walk returned before it. */
+static inline int mine_at(const struct shadow *s, int k) { return k < s->nmine; }
+static inline int nout(const struct shadow *s, int k) { return k > s->nmine ? k - s->nmine : 0; }
 
 /* This thread's rules by return address: a small direct-mapped cache in
  * front of the shared table, indexed by the address's low bits (a hit is
@@ -311,26 +316,32 @@ static void drop_odd(struct shadow *o, int from, int to) {
  * as far as this walk's caps allow. Returns the index of the first frame
  * not taken, and in *stopped whether the caps stopped the taking. */
 VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from, int i, int j, uintptr_t *out,
-                             int *n, int max, int bp_from, uintptr_t bp, int odd, int *stopped) {
-    int dn = *n - o->f[j].nout, di = i - j, end = o->nf;
+                             int *n, int max, int bp_from, uintptr_t bp, int odd, int mine, int nmine,
+                             int *stopped) {
+    int dn = *n - nout(o, j), di = i - j, end = o->nf;
     if (max != o->max || dn > 0 || di > 0)
         for (end = j; end < o->nf; end++)
-            if (o->f[end].nout + dn >= max || end + di >= CACHE_FRAMES) break;
+            if (nout(o, end) + dn >= max || end + di >= CACHE_FRAMES) break;
     *stopped = end < o->nf;
     int cnt = end - j, steps = (end < o->ns ? end : o->ns) - j;
-    int nend = (end < o->nf ? o->f[end].nout : o->n) + dn;
+    int nend = (end < o->nf ? nout(o, end) : o->n) + dn;
     /* The frames taken return what they returned, dn places on; the new
      * walk wrote its frames over o->out below *n, so when it returned more
      * frames than the last (dn > 0) the ones it wrote over are read again
      * from the frames' pcs (a frame past this library's returns its pc). */
     if (dn < 0) {
-        memmove(out + *n, out + o->f[j].nout, (size_t)(nend - *n) * sizeof *out);
+        memmove(out + *n, out + nout(o, j), (size_t)(nend - *n) * sizeof *out);
     } else if (dn > 0) {
         int at = *n;
         for (int k = j; k < end; k++)
-            if (!o->f[k].mine) out[at++] = o->f[k].ip;
+            if (!mine_at(o, k)) out[at++] = o->f[k].ip;
     }
     *n = nend;
+    /* This walk's frames of this library: those it found, or, when it
+     * meets the last walk still among them, as many more as the last walk
+     * found from j on (each frame taken then returns what it returned, dn
+     * places on). */
+    o->nmine = mine ? o->nmine + di : nmine;
     drop_odd(o, from, j);
     drop_odd(o, end, o->nf);
     if (di) {
@@ -348,8 +359,6 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
     }
     if (di)
         for (; k <= i + cnt; k++) o->f[k].bp_from += di;
-    if (dn)
-        for (k = i; k <= i + cnt; k++) o->f[k].nout = (uint16_t)(o->f[k].nout + dn);
     if (!*stopped && o->ended) {
         o->ns = i + (o->ns - j);
     } else {
@@ -387,17 +396,20 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         }
     }
     int onf = o->valid ? o->nf : 0;
-    int n = 0, mine = 1, bp_from = -1, i = 0, from = 0, odd = 0;
+    /* nmine: where this walk's frames of this library end, once `mine`
+     * is 0. */
+    int n = 0, mine = 1, nmine = 0, bp_from = -1, i = 0, from = 0, odd = 0;
     /* Frames 0..f-1 are the last walk's (and this walk would not stop
      * before f): resume at f. */
-    if (f >= o->ns || o->f[f].nout >= max) f = 0;
+    if (f >= o->ns || nout(o, f) >= max) f = 0;
     if (f > 0) {
         i = from = f;
-        n = o->f[f].nout;
+        n = nout(o, f);
         ip = o->f[f].ip;
         sp = o->f[f].sp;
         bp_from = o->f[f].bp_from;
-        mine = o->f[f - 1].mine;
+        mine = mine_at(o, f - 1);
+        nmine = o->nmine;
         bp = refresh_bp(o, f, start_bp);
         vt_walk_counts.resumes++;
     }
@@ -430,24 +442,28 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             F->sp = sp;
             F->bp = bp;
             F->bp_from = bp_from;
-            F->nout = (uint16_t)n;
             drop_odd(o, sf, o->nf);
             put_scratch(o, s, sf, i + 1, i, odd);
             o->nf = o->ns = i;
             o->ended = 0;
+            if (mine) nmine = i;
             steps += i - from;
             break;
         }
-        if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) mine = 0;
+        if (mine && (ip < vt_self_lo || ip >= vt_self_hi)) {
+            mine = 0;
+            nmine = i;
+        }
         if (sp >= csp) {
             while (j < onf && o->f[j].sp < sp) j++;
-            if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && o->f[j].mine == mine &&
+            if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && mine_at(o, j) == mine &&
                 (!needs_bp(o, j) || bp == o->f[j].bp)) {
                 /* The last walk from frame j on is this walk's. */
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
                 steps += i - from;
-                i = splice(o, s, sf, i, j, out, &n, max, bp_from, bp, odd, &stopped);
+                i = splice(o, s, sf, i, j, out, &n, max, bp_from, bp, odd, mine, nmine, &stopped);
+                nmine = o->nmine;
                 if (!stopped && was_ended) break;
                 /* This walk's frame limit reached where the frames taken
                  * end: o->f[i] holds the state there, as the last walk
@@ -461,7 +477,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
                 sp = o->f[i].sp;
                 bp_from = o->f[i].bp_from;
                 bp = refresh_bp(o, i, start_bp);
-                mine = o->f[i - 1].mine;
+                mine = mine_at(o, i - 1);
                 from = sf = i;
                 scratch = 1;
                 odd = 0;
@@ -487,8 +503,6 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         F->sp = sp;
         F->bp = bp;
         F->bp_from = bp_from;
-        F->nout = (uint16_t)n;
-        F->mine = (uint8_t)mine;
         F->odd = 0;
         if (!mine) out[n++] = ip;
         struct vt_rule r;
@@ -508,6 +522,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             o->nf = i + 1;
             o->ns = i;
             o->ended = 1;
+            if (mine) nmine = i + 1;
             steps += i - from;
             break;
         }
@@ -547,12 +562,14 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
             put_scratch(o, s, sf, i, i, odd);
             o->nf = o->ns = i;
             o->ended = 1;
+            if (mine) nmine = i;
             steps += i - from;
             break;
         }
     }
     vt_walk_counts.steps += (uint64_t)steps;
     o->n = n;
+    o->nmine = nmine;
     o->max = max;
     o->need0 = uses_start_bp(o);
     memcpy(dst, out, (size_t)n * sizeof *dst);
