@@ -457,7 +457,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         if (sp >= csp) {
             while (j < onf && o->f[j].sp < sp) j++;
             if (j < onf && o->f[j].sp == sp && o->f[j].ip == ip && mine_at(o, j) == mine &&
-                (!needs_bp(o, j) || bp == o->f[j].bp)) {
+                (bp == o->f[j].bp || !needs_bp(o, j))) {
                 /* The last walk from frame j on is this walk's. */
                 vt_walk_counts.rejoins++;
                 int stopped, was_ended = o->ended;
