@@ -97,7 +97,8 @@ struct step {
  * are this library's (walked through, not returned); every frame after
  * them is returned (see nout). */
 struct shadow {
-    int valid, max, n, nf, ns, ended, nodd, need0, nmine;
+    int valid, max, n, nf, ns, ended, nodd, nmine;
+    int need0, bp0k; /* whether the walk used the rbp it started with, decided at frame bp0k (see start_bp_use) */
     uint64_t serial; /* vt_stack_serial after this walk */
     struct step st[CACHE_FRAMES];
     struct sframe f[CACHE_FRAMES + 1];
@@ -251,13 +252,14 @@ static int needs_bp(const struct shadow *s, int j) {
 }
 
 /* Whether the walk used the rbp it started with: a frame up to the first
- * that saved rbp took its CFA from rbp. */
-static int uses_start_bp(const struct shadow *s) {
-    for (int k = 0; k < s->nf; k++) {
-        if (s->f[k].rule.flags & VT_RULE_CFA_BP) return 1;
-        if (s->f[k].rule.flags & VT_RULE_BP_SAVED) return 0;
-    }
-    return 0;
+ * that saved rbp took its CFA from rbp. The first frame that uses or saves
+ * rbp decides it (s->bp0k; s->nf when none does), so a walk that resumed
+ * past that frame keeps the last walk's answer. */
+static void start_bp_use(struct shadow *s) {
+    int k = 0;
+    while (k < s->nf && !(s->f[k].rule.flags & (VT_RULE_CFA_BP | VT_RULE_BP_SAVED))) k++;
+    s->bp0k = k;
+    s->need0 = k < s->nf && (s->f[k].rule.flags & VT_RULE_CFA_BP);
 }
 
 /* A later frame's CFA used the rbp step k read: from now on a check of
@@ -571,7 +573,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
     o->n = n;
     o->nmine = nmine;
     o->max = max;
-    o->need0 = uses_start_bp(o);
+    if (f <= o->bp0k) start_bp_use(o);
     memcpy(dst, out, (size_t)n * sizeof *dst);
     vt_walk_counts.walks++;
     o->serial = vt_walk_counts.walks + vt_walk_counts.fallbacks;
