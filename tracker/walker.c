@@ -279,7 +279,7 @@ static inline int mark_used(struct shadow *s, int k) {
  * rbp the walk had not used is not checked, so it may have changed), and
  * written into the frames that carry it (all of which carry the same one,
  * so they are rewritten only when it changed). */
-VT_NO_ASAN static uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_bp) {
+VT_NO_ASAN static inline __attribute__((always_inline)) uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_bp) {
     int k = s->f[i].bp_from;
     uintptr_t bp = start_bp;
     if (k >= 0) {
