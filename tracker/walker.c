@@ -196,27 +196,42 @@ VT_NO_ASAN static inline uintptr_t step_diff_as(const struct shadow *s, int k, i
 VT_NO_ASAN static inline uintptr_t step_diff(const struct shadow *s, int k) { return step_diff_as(s, k, 0); }
 
 #if defined(__x86_64__)
-/* Whether any of steps k..k+3 changed: one 16-byte load and compare each
- * (the shadow has no odd frame). */
-VT_NO_ASAN static inline int four_differ(const struct shadow *s, int k) {
-#define STEP_DIFF(k)                                                                               \
-    _mm_and_si128(_mm_xor_si128(_mm_loadu_si128((const __m128i *)s->st[k].win),                      \
-                                _mm_load_si128((const __m128i *)s->st[k].val)),                       \
-                  _mm_load_si128((const __m128i *)s->st[k].mask))
-    __m128i a = _mm_or_si128(STEP_DIFF(k), STEP_DIFF(k + 1));
-    __m128i b = _mm_or_si128(STEP_DIFF(k + 2), STEP_DIFF(k + 3));
-#undef STEP_DIFF
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(a, b), _mm_setzero_si128())) != 0xffff;
+/* What step k changed, in one 16-byte load and compare (the shadow has no
+ * odd frame): nonzero where it changed. */
+#define STEP_DIFF(s, k)                                                                           \
+    _mm_and_si128(_mm_xor_si128(_mm_loadu_si128((const __m128i *)(s)->st[k].win),                   \
+                                _mm_load_si128((const __m128i *)(s)->st[k].val)),                    \
+                  _mm_load_si128((const __m128i *)(s)->st[k].mask))
+
+static inline int nonzero(__m128i d) {
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) != 0xffff;
+}
+
+/* a | b | c | d, folded into a in this order: an SSE2 or writes over one
+ * of its operands, and the compiler, left to pair them, copies the ones a
+ * caller keeps (one copy every four steps of every check). */
+static inline __m128i fold(__m128i a, __m128i b, __m128i c, __m128i d) {
+    a = _mm_or_si128(a, b);
+    __asm__("" : "+x"(a));
+    a = _mm_or_si128(a, c);
+    __asm__("" : "+x"(a));
+    return _mm_or_si128(a, d);
 }
 #endif
 
 /* The first step whose words changed; s->ns when none did. Four steps at a
- * time, then one by one. */
+ * time (the step among four that changed is found from the differences
+ * already made, not read again), then one by one. */
 VT_NO_ASAN static int first_diff(const struct shadow *s) {
     int k = 0;
     if (!s->nodd) {
 #if defined(__x86_64__)
-        while (k + 4 <= s->ns && !four_differ(s, k)) k += 4;
+        for (; k + 4 <= s->ns; k += 4) {
+            /* Folded into d3, so that d0..d2 are kept as they are. */
+            __m128i d0 = STEP_DIFF(s, k), d1 = STEP_DIFF(s, k + 1), d2 = STEP_DIFF(s, k + 2), d3 = STEP_DIFF(s, k + 3);
+            if (nonzero(fold(d3, d2, d1, d0)))
+                return k + (nonzero(d0) ? 0 : nonzero(d1) ? 1 : nonzero(d2) ? 2 : 3);
+        }
 #endif
         for (; k < s->ns; k++)
             if (step_diff_as(s, k, 1)) return k;
@@ -233,7 +248,12 @@ VT_NO_ASAN static int clean_from(const struct shadow *s, int after) {
     int k = s->ns;
     if (!s->nodd) {
 #if defined(__x86_64__)
-        while (k - 4 > after && !four_differ(s, k - 4)) k -= 4;
+        for (; k - 4 > after; k -= 4) {
+            /* Folded into d0, so that d1..d3 are kept as they are. */
+            __m128i d0 = STEP_DIFF(s, k - 4), d1 = STEP_DIFF(s, k - 3), d2 = STEP_DIFF(s, k - 2), d3 = STEP_DIFF(s, k - 1);
+            if (nonzero(fold(d0, d1, d2, d3)))
+                return k - (nonzero(d3) ? 0 : nonzero(d2) ? 1 : nonzero(d1) ? 2 : 3);
+        }
 #endif
         while (k - 1 > after && !step_diff_as(s, k - 1, 1)) k--;
         return k;
