@@ -330,6 +330,20 @@ static void drop_odd(struct shadow *o, int from, int to) {
         for (int k = from; k < to; k++) o->nodd -= o->f[k].odd;
 }
 
+/* The frames of o from i, up to the first that saved rbp (up to o's frame
+ * `end`), enter with the rbp `bp` this walk read at `bp_from`; the frames
+ * taken from o's frame j on read it from j on. Returns the first frame
+ * after them. */
+static inline int take_bp(struct shadow *o, int i, int end, int j, int bp_from, uintptr_t bp) {
+    int k = i;
+    for (; k <= end && o->f[k].bp_from < j; k++) {
+        o->f[k].bp_from = bp_from;
+        o->f[k].bp = bp;
+        if (k < end && (o->f[k].rule.flags & VT_RULE_CFA_BP) && bp_from >= 0) o->nodd += mark_used(o, bp_from);
+    }
+    return k;
+}
+
 /* The new walk, at frame i (rbp `bp` from `bp_from`, *n frames returned
  * into `out`, which is o->out, its frames below `from` already in o, those
  * from `from` on in the scratch shadow `s`), has met the last walk `o` at
@@ -341,6 +355,18 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
                              int *n, int max, int bp_from, uintptr_t bp, int odd, int mine, int nmine,
                              int *stopped) {
     int dn = *n - nout(o, j), di = i - j, end = o->nf;
+    if (di == 0 && dn == 0 && max == o->max) {
+        /* The common rejoin: the frames taken stay where they are and
+         * return what they returned, all of them. */
+        *stopped = 0;
+        *n = o->n;
+        if (!mine) o->nmine = nmine;
+        drop_odd(o, from, j);
+        put_scratch(o, s, from, i, i, odd);
+        take_bp(o, i, end, j, bp_from, bp);
+        if (!o->ended) o->ns = end;
+        return end;
+    }
     if (max != o->max || dn > 0 || di > 0)
         for (end = j; end < o->nf; end++)
             if (nout(o, end) + dn >= max || end + di >= CACHE_FRAMES) break;
@@ -373,12 +399,7 @@ VT_NO_ASAN static int splice(struct shadow *o, const struct shadow *s, int from,
     put_scratch(o, s, from, i, i, odd);
     /* The frames up to the first that saved rbp enter with this walk's rbp;
      * those after, with an rbp read from the frames taken. */
-    int k = i;
-    for (; k <= i + cnt && o->f[k].bp_from < j; k++) {
-        o->f[k].bp_from = bp_from;
-        o->f[k].bp = bp;
-        if (k < i + cnt && (o->f[k].rule.flags & VT_RULE_CFA_BP) && bp_from >= 0) o->nodd += mark_used(o, bp_from);
-    }
+    int k = take_bp(o, i, i + cnt, j, bp_from, bp);
     if (di)
         for (; k <= i + cnt; k++) o->f[k].bp_from += di;
     if (!*stopped && o->ended) {
