@@ -236,7 +236,7 @@ const uint8_t *vt_cfi_find_fde(const uint8_t *hdr, uintptr_t pc) {
 }
 
 struct vt_rule vt_cfi_rule(const uint8_t *fde, uintptr_t pc) {
-    struct vt_rule r = {0, 0, VT_RULE_OTHER, 1};
+    struct vt_rule r = {.flags = VT_RULE_OTHER, .known = 1};
     struct cursor c = {fde, fde + 4, 0};
     uint64_t len = fixed(&c, 4);
     if (len == 0 || len == 0xffffffff) return r;

@@ -19,11 +19,13 @@ enum {
     VT_RULE_OTHER = 8,    /* not walkable here: libunwind does the capture */
 };
 
+/* Laid out so that, held in one 64-bit register, the flags are one shift
+ * away and bp_off one arithmetic shift (the walker reads both a frame). */
 struct vt_rule {
     int32_t cfa_off;
-    int16_t bp_off;
     uint8_t flags;
     uint8_t known; /* 1 in every rule made here: a stored rule is never all zero */
+    int16_t bp_off;
 };
 
 /* The FDE whose range holds `pc`, from the .eh_frame_hdr at `hdr` (its

@@ -59,11 +59,11 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 struct vt_rule vt_rules_compute(uintptr_t pc) {
-    struct vt_rule r = {0, 0, VT_RULE_OTHER, 1};
+    struct vt_rule r = {.flags = VT_RULE_OTHER, .known = 1};
     pthread_mutex_lock(&rule_lock);
     struct vt_rule_entry *t = vt_rules;
     if (t && !vt_rules_lookup(t, pc, &r)) {
-        struct find f = {pc, {0, 0, VT_RULE_OTHER, 1}};
+        struct find f = {pc, {.flags = VT_RULE_OTHER, .known = 1}};
         dl_iterate_phdr(find_object, &f);
         r = f.r;
         store(t, pc, r);
