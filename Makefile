@@ -433,7 +433,7 @@ $(BENCH)/libcudart.so.12: bench/fastcudart.c $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -fPIC -fvisibility=hidden -shared -Wl,-soname,libcudart.so.12 -o $@ $< -ldl -lpthread
 	ln -sf libcudart.so.12 $(BENCH)/libcudart.so
 
-$(BENCH)/bench_shapes: bench/bench_shapes.c bench/bench_util.h bench/stacks.h $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
+$(BENCH)/bench_shapes: bench/bench_shapes.c bench/bench_util.h bench/stacks.h include/vramtrace.h $(BENCH)/libcuda.so.1 $(BENCH)/libcudart.so.12
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -lcudart -lpthread
 
 $(BENCH)/bench_dump: bench/bench_dump.c bench/stacks.h include/vramtrace.h $(BENCH)/libcuda.so.1

@@ -232,6 +232,16 @@ def maxcall_row():
     return n, vt, base
 
 
+def dumpwait_row(runs=3):
+    """The slowest call of a thread that allocates and frees while another
+    writes a named dump, with BENCH_DUMP_LIVE (default 1,000,000) kept by
+    the first: each run's figures, and the dump's own time."""
+    n = os.environ.get("BENCH_DUMP_LIVE", "1000000")
+    with tempfile.TemporaryDirectory(prefix="vt-bench-wait-") as work:
+        e = env(True, VRAMTRACE_OUT=os.path.join(work, "d.%p.json"))
+        return n, [run([SHAPES, "dumpwait", n], e) for _ in range(runs)]
+
+
 def xfree_row():
     """Pairs/s with 16 threads passing batches round, each freed by the next
     thread (cross) or by its own (same); the median over rounds of each
@@ -290,6 +300,13 @@ def shapes_main(number=6):
           f"{base['max_call_us']} us ({base['over_1ms']} over 1 ms); the timed thread preempted "
           f"{vt['switches_preempted']} times and waiting of its own {vt['switches_waited']} times with vramtrace, "
           f"{base['switches_preempted']} and {base['switches_waited']} without")
+    n, w = dumpwait_row()
+    print(f"  while another thread writes a dump of {int(n):,} live allocations (its copy of the live list holds the "
+          f"allocating threads; {len(w)} runs): the slowest call "
+          f"{', '.join(str(round(float(r['dump_wait_max_us']))) for r in w)} us by the wall clock, calls over 1 ms "
+          f"{', '.join(r['over_1ms'] for r in w)} of {', '.join(r['calls'] for r in w)}, the dump "
+          f"{', '.join(r['dump_s'] for r in w)} s (target <= 1000 us: "
+          f"{'met' if all(float(r['dump_wait_max_us']) <= 1000 for r in w) else 'not met'} across a dump)")
     x = xfree_row()
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "

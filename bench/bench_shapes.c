@@ -9,6 +9,13 @@
  *       N allocations kept, each call timed (wall and thread CPU time);
  *       prints "max_call_us X at N over_1ms K max_cpu_us ...", and the
  *       timed thread's context switches (waits of its own, preemptions)
+ *   bench_shapes dumpwait N
+ *       N allocations kept by the main thread, which then allocates and
+ *       frees, each call timed by the wall clock, while another thread
+ *       writes one named dump (vramtrace_dump; VRAMTRACE_OUT must name a
+ *       file); prints "dump_wait_max_us X calls K over_1ms M dump_s D": the
+ *       slowest call while the dump ran, how many calls and how many took
+ *       over 1 ms, and the dump's own wall time
  *   bench_shapes xfree same|cross THREADS N
  *       THREADS threads each allocate N in batches of 1024 and pass a batch
  *       to the next thread round; each batch is freed by the next thread
@@ -28,6 +35,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../include/vramtrace.h"
 #include "bench_util.h"
 
 enum { CUDA, CUDART, MALLOC };
@@ -111,6 +119,50 @@ static int maxcall_main(char **argv) {
     return 0;
 }
 
+/* ---- a call's wait while a dump is taken -------------------------------- */
+
+static volatile int dump_done;
+static double dump_wall;
+
+static void *dump_thread(void *arg) {
+    struct vramtrace_api *vt = arg;
+    char path[4096];
+    struct timespec pause = {0, 20 * 1000 * 1000}; /* the timed loop under way first */
+    nanosleep(&pause, NULL);
+    double t = now();
+    vt->dump("dumpwait", path, sizeof path);
+    dump_wall = now() - t;
+    __atomic_store_n(&dump_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int dumpwait_main(char **argv) {
+    long n = atol(argv[2]);
+    CUdeviceptr *kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
+    for (long i = 0; i < n; i++) cuMemAlloc(&kept[i], 256);
+    struct vramtrace_api vt;
+    vramtrace_load(&vt);
+    pthread_t t;
+    pthread_create(&t, NULL, dump_thread, &vt);
+    double worst = 0;
+    long calls = 0, over = 0;
+    while (!__atomic_load_n(&dump_done, __ATOMIC_ACQUIRE)) {
+        CUdeviceptr p;
+        double a = now();
+        cuMemAlloc(&p, 256);
+        double b = now();
+        cuMemFree(p);
+        double c = now();
+        double d = b - a > c - b ? b - a : c - b;
+        if (d > worst) worst = d;
+        over += (b - a > 1e-3) + (c - b > 1e-3);
+        calls += 2;
+    }
+    pthread_join(t, NULL);
+    printf("dump_wait_max_us %.1f calls %ld over_1ms %ld dump_s %.3f\n", worst * 1e6, calls, over, dump_wall);
+    return 0;
+}
+
 /* ---- frees across threads ---------------------------------------------- */
 
 #define BATCH 1024
@@ -173,6 +225,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "stacks") == 0) return stacks_main(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "maxcall") == 0) return maxcall_main(argv);
     if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);
+    if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argv);
     fprintf(stderr, "usage: see bench_shapes.c\n");
     return 2;
 }
