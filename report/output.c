@@ -61,8 +61,8 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned signal_seq;
 static int warned_sup;
 /* The OOM dumps' pace: the first at once, then at most one a
- * VT_OOM_INTERVAL_NS after the previous one was written, one pace for the tracker's records and one for
- * PyTorch's (out_lock held). */
+ * VT_OOM_INTERVAL_NS after the previous one was written; one pace for the
+ * tracker's records and one for PyTorch's (out_lock held). */
 struct pace {
     int written;
     uint64_t last_ns;

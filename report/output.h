@@ -1,10 +1,9 @@
 /* output.h -- when and where the library writes its dump and reports.
  *
  * At the first out-of-memory failure (then at most one a second after the
- * last was written) and at
- * exit, for a process that used a GPU: the JSON dump to VRAMTRACE_OUT
- * (written to a temporary file, then renamed, so it is whole or absent)
- * and the human report to VRAMTRACE_REPORT. */
+ * last was written) and at exit, for a process that used a GPU: the JSON
+ * dump to VRAMTRACE_OUT (written to a temporary file, then renamed, so it
+ * is whole or absent) and the human report to VRAMTRACE_REPORT. */
 #ifndef VT_OUTPUT_H
 #define VT_OUTPUT_H
 
@@ -24,9 +23,9 @@ void vt_sigpipe_hold(struct vt_sigpipe *h);
 void vt_sigpipe_release(const struct vt_sigpipe *h);
 
 /* After an out-of-memory record: the dump and the post-mortem, at most
- * once a second after the last ones were written. The tracker's failure listener (vt_tracker_on_failure,
- * set by interpose/init.c), called on the failing thread with no tracker
- * lock held. */
+ * once a second after the last ones were written. The tracker's failure
+ * listener (vt_tracker_on_failure, set by interpose/init.c), called on the
+ * failing thread with no tracker lock held. */
 void vt_output_oom(void);
 
 /* PyTorch's record of an out-of-memory error came (report/torch.c): the

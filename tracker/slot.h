@@ -77,8 +77,8 @@ int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDE
  * buffers) so hands the records back to the producer through the depot,
  * and neither calls malloc nor free: glibc's free of another thread's
  * chunk takes that arena's lock, and the producer's malloc then finds its
- * own arena empty. The depot keeps at most REC_DEPOT batches (2 MiB of
- * records); past that they are freed. */
+ * own arena empty. The depot keeps at most REC_DEPOT batches (2.3 MiB of
+ * 72-byte records); past that they are freed. */
 #define REC_CACHE 64
 #define REC_BATCH 32
 #define REC_DEPOT 1024

@@ -228,7 +228,8 @@ VT_NO_ASAN static int first_diff(const struct shadow *s) {
 #if defined(__x86_64__)
         for (; k + 4 <= s->ns; k += 4) {
             /* Folded into d3, so that d0..d2 are kept as they are. */
-            __m128i d0 = STEP_DIFF(s, k), d1 = STEP_DIFF(s, k + 1), d2 = STEP_DIFF(s, k + 2), d3 = STEP_DIFF(s, k + 3);
+            __m128i d0 = STEP_DIFF(s, k), d1 = STEP_DIFF(s, k + 1);
+            __m128i d2 = STEP_DIFF(s, k + 2), d3 = STEP_DIFF(s, k + 3);
             if (nonzero(fold(d3, d2, d1, d0)))
                 return k + (nonzero(d0) ? 0 : nonzero(d1) ? 1 : nonzero(d2) ? 2 : 3);
         }
@@ -250,7 +251,8 @@ VT_NO_ASAN static int clean_from(const struct shadow *s, int after) {
 #if defined(__x86_64__)
         for (; k - 4 > after; k -= 4) {
             /* Folded into d0, so that d1..d3 are kept as they are. */
-            __m128i d0 = STEP_DIFF(s, k - 4), d1 = STEP_DIFF(s, k - 3), d2 = STEP_DIFF(s, k - 2), d3 = STEP_DIFF(s, k - 1);
+            __m128i d0 = STEP_DIFF(s, k - 4), d1 = STEP_DIFF(s, k - 3);
+            __m128i d2 = STEP_DIFF(s, k - 2), d3 = STEP_DIFF(s, k - 1);
             if (nonzero(fold(d0, d1, d2, d3)))
                 return k - (nonzero(d3) ? 0 : nonzero(d2) ? 1 : nonzero(d1) ? 2 : 3);
         }
@@ -299,7 +301,8 @@ static inline int mark_used(struct shadow *s, int k) {
  * rbp the walk had not used is not checked, so it may have changed), and
  * written into the frames that carry it (all of which carry the same one,
  * so they are rewritten only when it changed). */
-VT_NO_ASAN static inline __attribute__((always_inline)) uintptr_t refresh_bp(struct shadow *s, int i, uintptr_t start_bp) {
+VT_NO_ASAN static inline __attribute__((always_inline)) uintptr_t refresh_bp(struct shadow *s, int i,
+                                                                           uintptr_t start_bp) {
     int k = s->f[i].bp_from;
     uintptr_t bp = start_bp;
     if (k >= 0) {
