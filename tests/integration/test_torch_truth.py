@@ -675,11 +675,16 @@ def torch_truth_growth_after_steps_said_per_second():
     at_oom = f"growth: {rate}, held by `graph of outputs` in {site}"
     at_exit = f"growth: {rate}, held by `graph of kept` in {site}"
     row = f"{site}: 0 B -> {fmt_bytes(g['end_bytes'])}, {rate}, held by `graph of kept`"
-    # PyTorch frees its cache and asks again: two failures, one post-mortem
-    # (the next may come a second after the first was written).
-    eq((len(d["ooms"]), report.count("vramtrace: out of memory in pid")), (2, 1), "two OOMs, one post-mortem")
+    # PyTorch frees its cache and asks again: two failures, and one
+    # post-mortem unless the retry came a second or more after the first
+    # was written (a machine that stalled the program that long: the pace
+    # is by the clock; oom_post_mortems_paced_from_the_last_one_written
+    # tests it); each post-mortem has the finding.
+    pm = report.count("vramtrace: out of memory in pid")
+    eq(len(d["ooms"]), 2, "two OOMs")
+    ok(pm in (1, 2), f"one post-mortem, or two after a stall: {pm}")
     eq([x for x in lines if f" {site}" in x and ("held by `" in x or " grew through the run " in x)],
-       [f"vramtrace:   1. {finding[:finding.index(', held by')]}; a leak suspect",
+       [f"vramtrace:   1. {finding[:finding.index(', held by')]}; a leak suspect"] * pm + [
         f"vramtrace:   {at_oom}", f"vramtrace:   {row}", f"vramtrace:   {at_exit}"],
        "the post-mortem's finding (written before PyTorch's record came: no holder), the PyTorch line at the OOM, "
        "the exit summary's row and the exit's PyTorch line")
