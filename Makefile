@@ -33,7 +33,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
-           tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
+           tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
@@ -290,7 +290,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
@@ -307,7 +307,9 @@ SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
 UNIT_BINS := $(T)/unit $(T)/unit_asan $(T)/unit_common $(T)/unit_nomem $(T)/unit_threads_tsan $(UNIT_HOTPATH) \
              $(T)/unit_live $(T)/unit_xfree $(T)/unit_xfree_tsan $(T)/unit_pages $(T)/unit_intern $(T)/unit_intern_tsan \
-             $(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan
+             $(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan $(T)/unit_cow $(T)/unit_cow_asan
+$(T)/unit_cow $(T)/unit_cow_asan: tests/unit/test_cow.c
+$(T)/unit_cow_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan: tests/unit/test_snapshot.c
 $(T)/unit_snapshot_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_snapshot_tsan: UNIT_SAN := -fsanitize=thread

@@ -1,5 +1,6 @@
 /* history.c -- the event ring and the OOM records (history.h). */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,6 +131,7 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
     } else {
         vt_records_lost("a snapshot's OOM records");
     }
+    vt_history_return(SIZE_MAX); /* the ring whole before it is read or lent again */
     size_t cap = vt_history.cap;
     uint64_t written = vt_history.written;
     size_t ne = written < cap ? written : cap;
@@ -162,16 +164,32 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
 void vt_history_give_back(struct vt_snapshot *s) {
     if (!s->ring) return;
     s->ring = NULL;
-    if (!vt_history.lent) return;  /* a forked child's history started anew */
-    uint64_t base = vt_history.lent_first + vt_history.cap;
-    for (size_t k = 0; k < vt_history.nspill; k++) vt_history.ring[(base + k) % vt_history.cap] = vt_history.spill[k];
+    if (!vt_history.lent) return; /* a forked child's history started anew */
+    /* The ring is the recorder's again at once: a new event goes to its
+     * own place, over a lent one nobody reads now; the held-back ones
+     * still to move are skipped there once something newer is there. */
+    vt_history.lent = 0;
+    vt_history.returning = 1;
+    vt_history.spill_first = vt_history.lent_first + vt_history.cap;
+}
+
+int vt_history_return(size_t most) {
+    if (!vt_history.returning) return 1;
+    uint64_t base = vt_history.spill_first, written = vt_history.written;
+    size_t k = vt_history.spill_back, end = vt_history.nspill - k > most ? k + most : vt_history.nspill;
+    for (; k < end; k++)
+        if (written <= base + k + vt_history.cap) /* nothing newer in its place yet */
+            vt_history.ring[(base + k) % vt_history.cap] = vt_history.spill[k];
+    vt_history.spill_back = k;
+    if (k < vt_history.nspill) return 0;
     uint64_t lost = vt_history.spill_lost;
     free(vt_history.spill);
     vt_history.spill = NULL;
-    vt_history.nspill = vt_history.spill_cap = 0;
+    vt_history.nspill = vt_history.spill_cap = vt_history.spill_back = 0;
     vt_history.spill_lost = 0;
-    vt_history.lent = 0;
+    vt_history.returning = 0;
     if (lost) vt_records_lost_n(lost, "events while a snapshot read the event history");
+    return 1;
 }
 
 void vt_history_reset_child(void) {
@@ -184,7 +202,7 @@ void vt_history_reset_child(void) {
     vt_history.next = 0;
     free(vt_history.spill);
     vt_history.spill = NULL;
-    vt_history.nspill = vt_history.spill_cap = 0;
+    vt_history.nspill = vt_history.spill_cap = vt_history.spill_back = 0;
     vt_history.spill_lost = 0;
-    vt_history.lent = 0;
+    vt_history.lent = vt_history.returning = 0;
 }

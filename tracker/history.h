@@ -36,6 +36,12 @@ struct vt_history {
     uint64_t lent_first;
     struct vt_event *spill;
     size_t nspill, spill_cap;
+    /* Once given back, the held-back events move into the ring a part at
+     * a time (vt_history_return): spill[k] is event spill_first + k, and
+     * those below spill_back are done. */
+    int returning;
+    uint64_t spill_first;
+    size_t spill_back;
     uint64_t spill_lost;
     struct vt_oom ooms[VT_MAX_OOMS];
     size_t nooms;
@@ -69,9 +75,19 @@ void vt_history_init(size_t event_capacity) VT_HIDDEN;
  * else copied into s->events (oldest first, times converted). */
 void vt_history_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
 
-/* Give back the ring a snapshot borrowed: the events held back meanwhile
- * move into it. Global lock held. */
+/* Give back the ring a snapshot borrowed: from now on new events go into
+ * it, and the events held back meanwhile are still to move into it
+ * (vt_history_return). Global lock held. */
 void vt_history_give_back(struct vt_snapshot *s) VT_HIDDEN;
+
+/* Move up to `most` of the events held back into the ring (one newer
+ * event written at its place already makes it moot); 1 when none is left.
+ * In parts, the global lock let go between them: the 131,072 events a
+ * lent ring may hold back, 4 MiB, moved at once kept every thread whose
+ * log filled waiting for milliseconds. Reading or lending the ring again
+ * moves the rest first. Global lock held. */
+#define VT_RETURN_STEP 8192
+int vt_history_return(size_t most) VT_HIDDEN;
 
 /* In a forked child: no events, no OOM records. */
 void vt_history_reset_child(void) VT_HIDDEN;

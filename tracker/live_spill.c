@@ -69,7 +69,7 @@ struct vt_live_spill *vt_live_spill_open(size_t run) {
         free(stage);
         return NULL;
     }
-    *sp = (struct vt_live_spill){.fd = fd, .run = run, .inmem = run, .stage = stage};
+    *sp = (struct vt_live_spill){.fd = fd, .run = run, .inmem = run, .stage = stage, .stage_cap = STAGE};
     return sp;
 }
 
@@ -128,15 +128,61 @@ void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live
         return;
     }
     if (!sp->nstage) sp->stage_at = *n;
+    if (sp->nstage == sp->stage_cap) {
+        struct vt_live *bigger = sp->defer ? realloc(sp->stage, 2 * sp->stage_cap * sizeof *bigger) : NULL;
+        if (bigger) {
+            sp->stage = bigger;
+            sp->stage_cap *= 2;
+        } else {
+            write_stage(sp, n);
+            if (sp->broken) {
+                sp->lost++;
+                return;
+            }
+            sp->stage_at = *n;
+        }
+    }
     sp->stage[sp->nstage++] = *a;
     (*n)++;
-    if (sp->nstage == STAGE) write_stage(sp, n);
+    if (sp->nstage == STAGE && !sp->defer) write_stage(sp, n);
+}
+
+int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) {
+    if (sp->nstage < STAGE || sp->broken) return 0;
+    struct vt_live *fresh = sp->spare ? sp->spare : malloc(STAGE * sizeof *fresh);
+    if (!fresh) return 0;
+    sp->spare = NULL;
+    *out = (struct vt_live_stage){sp->stage, sp->nstage, sp->stage_at};
+    sp->stage = fresh;
+    sp->stage_cap = STAGE;
+    sp->nstage = 0;
+    return 1;
+}
+
+int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_stage *st) {
+    int ok = write_all(sp->fd, st->buf, st->n * sizeof *st->buf, (off_t)(st->at * sizeof *st->buf)) == 0;
+    if (!ok) io_failed("written");
+    return ok;
+}
+
+void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st) {
+    if (!sp->spare && st->n <= STAGE) sp->spare = st->buf; /* one that grew is let go */
+    else free(st->buf);
+    st->buf = NULL;
+}
+
+void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
+    if (*n > at) sp->lost += *n - at;
+    if (*n > at) *n = at;
+    sp->broken = 1;
+    sp->nstage = 0;
 }
 
 void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) {
     write_stage(sp, n);
     free(sp->stage);
-    sp->stage = NULL;
+    free(sp->spare);
+    sp->stage = sp->spare = NULL;
     if (sp->lost) vt_records_lost_n(sp->lost, "live allocations a dump could not write to its temporary file");
 }
 
@@ -191,5 +237,6 @@ void vt_live_spill_close(struct vt_live_spill *sp) {
     if (!sp) return;
     if (sp->fd >= 0) close(sp->fd);
     free(sp->stage);
+    free(sp->spare);
     free(sp);
 }

@@ -18,6 +18,10 @@ struct vt_live_spill {
     size_t inmem;            /* records 0 .. inmem - 1 are in s->live */
     struct vt_live *stage;   /* records waiting to be written (while copied) */
     size_t nstage, stage_at; /* how many, and the index of the first */
+    size_t stage_cap;        /* its room: a stage, more while `defer` */
+    int defer;               /* a full stage grows, and waits for
+                                vt_live_spill_take_stage */
+    struct vt_live *spare;   /* a stage's memory, written and given back */
     size_t reserved;         /* records the file's size holds */
     uint64_t lost;           /* records dropped: a write failed */
     int broken;              /* a write failed: every later record is dropped */
@@ -54,6 +58,30 @@ static inline void vt_live_keep(struct vt_snapshot *s, const struct vt_live *a) 
     if (!s->spill || s->nlive < s->spill->run) s->live[s->nlive++] = *a;
     else vt_live_spill_put(s->spill, &s->nlive, a);
 }
+
+/* A full stage taken out to be written with no lock held (the copy of a
+ * table that its thread goes on changing: see snapshot.c). */
+struct vt_live_stage {
+    struct vt_live *buf;
+    size_t n, at;
+};
+
+/* With `defer` set: the stage, when it holds a stage's worth or more,
+ * into *out and a new one begun; 0 when not full (or no memory for a new
+ * one: it is written at the flush). Under the lock of whoever puts. */
+int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) VT_HIDDEN;
+
+/* Write a stage taken out; 0 when it could not be written (then
+ * vt_live_spill_drop_from). No lock needed. */
+int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_stage *st) VT_HIDDEN;
+
+/* A stage's memory back, after its write: kept for the next stage (its
+ * pages touched already), or let go. Under the lock of whoever puts. */
+void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st) VT_HIDDEN;
+
+/* A stage taken out could not be written: it and every record after it
+ * (*n back to `at`) dropped, counted lost. Under the lock of whoever puts. */
+void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) VT_HIDDEN;
 
 /* Write what is staged (the end of the copy) and let the stage go, with
  * the count of what was dropped (warned once). */

@@ -106,18 +106,21 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
         }
         /* Full, and another thread holds the global lock, applying the
          * logs (this one's among them if it was full when that began):
-         * wait for this log's tail to move rather than queue on the lock
-         * (whose cache line the applier then has to win back to let go of
-         * it). Briefly spinning, then yielding: with more threads than
-         * cores the applier may be the one waiting for a core. */
+         * wait a little for this log's tail to move rather than queue on
+         * the lock (whose cache line the applier then has to win back to
+         * let go of it); then sleep on the lock. Not yield: where the
+         * holder shares this thread's CPU, a yielding waiter is picked
+         * again and again, and the holder waited for the scheduler's next
+         * tick (4 ms) at a time. */
         for (int i = 0; i < 256 && __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail; i++) {
-            if (i < 128) {
 #if defined(__x86_64__)
-                __builtin_ia32_pause();
+            __builtin_ia32_pause();
 #endif
-            } else {
-                sched_yield();
-            }
+        }
+        if (__atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail) {
+            pthread_mutex_lock(&vt_tracker_lock);
+            vt_log_drain();
+            pthread_mutex_unlock(&vt_tracker_lock);
         }
     }
 }

@@ -3,7 +3,10 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "slot.h"
 
@@ -16,32 +19,78 @@ static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 
 /* The others hold a slot's lock briefly (a free, a snapshot copying the
- * table): spin a little, then yield. */
+ * table a chunk at a time): spin a little, then sleep on the lock's word,
+ * counted in `wanted` meanwhile, so that slot_give wakes the sleeper and
+ * lets it in first (vt_slot_hand_over). Sleeping, not yielding: where the
+ * holder shares the waiter's CPU (more threads than cores), a thread that
+ * yields is picked again and again while the holder waits for the CPU, and
+ * a chunk's copy of microseconds was measured holding its waiter for a
+ * whole scheduler tick (4 ms), over and over. A wake can be missed (the
+ * giver reads `wanted` before its store of the lock is seen): the sleep is
+ * at most 100 us. */
 void vt_slot_wait(struct vt_slot *l) {
+    __atomic_add_fetch(&l->wanted, 1, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0;;) {
         while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
-            if (spins++ < 200) {
+            if (spins++ < 2000) {
 #if defined(__x86_64__)
                 __builtin_ia32_pause();
 #endif
             } else {
-                sched_yield();
+                struct timespec t = {0, 100 * 1000};
+                syscall(SYS_futex, &l->lock, FUTEX_WAIT_PRIVATE, 1, &t, NULL, 0);
+                spins = 1800; /* woken: a little spinning again first */
             }
         }
-        if (!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) return;
+        if (!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) break;
+    }
+    __atomic_sub_fetch(&l->wanted, 1, __ATOMIC_RELAXED);
+}
+
+void vt_slot_hand_over(struct vt_slot *l) {
+    syscall(SYS_futex, &l->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    struct timespec start = {0, 0}, now;
+    for (unsigned i = 0; __atomic_load_n(&l->wanted, __ATOMIC_RELAXED) && !__atomic_load_n(&l->lock, __ATOMIC_RELAXED); i++) {
+        if (i < 512) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        /* A woken thread takes tens of microseconds to run (more in a
+         * virtual machine): yield to it, 200 us at most (it may not run at
+         * all: stopped). */
+        if (i % 16 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (!start.tv_sec && !start.tv_nsec) start = now;
+            else if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000L) return;
+        }
+        sched_yield();
     }
 }
 
 int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) {
-    for (;;) {
-        if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE))
-            return 1;
+    __atomic_add_fetch(&l->wanted, 1, __ATOMIC_SEQ_CST); /* handed over to, as vt_slot_wait */
+    int got = 0;
+    for (unsigned spins = 0;; spins++) {
+        if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) {
+            got = 1;
+            break;
+        }
+        if (spins < 2000) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        if (now.tv_sec > until->tv_sec || (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec))
-            return 0;
-        sched_yield();
+        if (now.tv_sec > until->tv_sec || (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec)) break;
+        struct timespec t = {0, 100 * 1000};
+        syscall(SYS_futex, &l->lock, FUTEX_WAIT_PRIVATE, 1, &t, NULL, 0);
     }
+    __atomic_sub_fetch(&l->wanted, 1, __ATOMIC_RELAXED);
+    return got;
 }
 
 /* The depot of freed records (slot.h): a stack of chains, each linked
@@ -158,6 +207,7 @@ void vt_slots_reset_child(void) {
      * threads: emptied and free for the taking; this thread keeps its own. */
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
         l->lock = 0;
+        l->wanted = 0; /* the parent's waiters are not the child's */
         TABLE_EACH(&l->table, r, free(r));
         vt_table_free(&l->table);
         l->tail = l->head;

@@ -1,14 +1,16 @@
 /* snapshot.c -- a consistent copy of the tracker's state, and the tracker
  * across fork.
  *
- * A snapshot applies every log, then copies the live tables (one slot at a
- * time: a thread allocating meanwhile waits for its own slot only), then
- * the counts, the history and the stacks, all under the global lock. A
- * thread goes on allocating while other slots are copied, so each slot's
- * ops logged since the merge are applied as its table is copied, under its
- * lock: the counts then hold exactly what the copied tables hold. Around
- * fork every lock is held, so that the child starts from a state no thread
- * was changing; the child then forgets everything but the devices' facts. */
+ * A snapshot applies every log and arms every slot's live table for its
+ * copy (cow.h), each slot's ops logged since the merge applied as it is
+ * armed, under its lock, so that the counts hold exactly what the armed
+ * tables hold; then it copies the counts, the history and the stacks, all
+ * under the global lock. After it lets that lock go it copies the tables a
+ * chunk at a time, while their threads go on: a thread that changes a
+ * chunk not yet copied copies it first, so the copy is of the armed point
+ * and no call waits for more than a chunk. Around fork every lock is held,
+ * so that the child starts from a state no thread was changing; the child
+ * then forgets everything but the devices' facts. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
+#include "cow.h"
 #include "history.h"
 #include "intern.h"
 #include "live_spill.h"
@@ -37,6 +40,23 @@ static void apply_own_log(struct vt_slot *l) {
     for (uint64_t t = l->tail; t < h; t++) vt_account_op(&l->ops[t % LOG_OPS]);
     __atomic_store_n(&l->tail, h, __ATOMIC_RELEASE);
 }
+
+/* A live list being copied: where every slot's records go while the
+ * tables are copied on write (cow.h), from the snapshot's thread and from
+ * any thread that changes its table meanwhile; under `lock` (taken under a
+ * slot's lock). */
+struct live_copy {
+    struct vt_cow_sink sink;
+    pthread_mutex_t lock;
+    struct vt_snapshot *s;
+    double scale;
+    const uint64_t *since; /* &since_at, or NULL */
+    uint64_t since_at;
+    size_t cap, mapped_cap, run;
+    int in_memory; /* no file could be made: every record in memory */
+    const char *last_api;
+    uint8_t last_index;
+};
 
 /* The index of API name `api` in s->apis, added when new; VT_LIVE_NO_API
  * for none, or past VT_LIVE_NO_API names (never seen: the names are the
@@ -70,93 +90,232 @@ static uint32_t mapped_index(struct vt_snapshot *s, uint64_t m, size_t *cap) {
     return (uint32_t)s->nmapped;
 }
 
-/* Record a, its API at index api, as the next of s->live (room made), or
- * past the first run of a spilled list, of its file. */
-static inline void keep(struct vt_snapshot *s, const struct vt_alloc *a, double scale, uint8_t api,
-                        size_t *mapped_cap) {
-    struct vt_live x = {a->address, a->bytes, vt_ticks_to_ns(a->time_ns, scale), a->stack,
-                        a->thread, a->device, a->kind, api, mapped_index(s, a->mapped, mapped_cap)};
-    vt_live_keep(s, &x);
+/* Room for one more record in the list: past the first run (with a file)
+ * on the file, else in s->live, made twice as long when full. 0: none. */
+static int room(struct live_copy *c) {
+    struct vt_snapshot *s = c->s;
+    if (s->spill) {
+        if (s->nlive >= s->spill->reserved) vt_live_spill_reserve(s->spill, 2 * s->nlive);
+        return 1;
+    }
+    if (s->nlive < c->cap) return 1;
+    if (s->nlive >= c->run && !c->in_memory && !(s->spill = vt_live_spill_open(c->run))) c->in_memory = 1;
+    if (s->spill) s->spill->defer = 1; /* written by write_stage_out, no slot's lock held */
+    if (s->spill) return room(c);
+    size_t want = c->cap ? 2 * c->cap : 64;
+    if (!c->in_memory && want > c->run) want = c->run;
+    struct vt_live *bigger = realloc(s->live, want * sizeof *bigger);
+    if (!bigger) return 0;
+    s->live = bigger;
+    c->cap = want;
+    return 1;
 }
 
-/* Every slot's live records into s->live (compact: struct vt_live), in no
- * particular order, each slot's log applied as it is copied; with
- * `since`, only the device memory made at or after that tick. Past the
- * run's records (VRAMTRACE_SPILL) the rest go to a temporary file
- * (s->spill), or stay in memory where none can be made. 0 when a slot's
- * lock was not free before `until` (then s->live is freed). */
-static int copy_live(struct vt_snapshot *s, const struct timespec *until, double scale, const uint64_t *since) {
-    size_t cap = 0, mapped_cap = 0, run = vt_live_spill_run();
-    int in_memory = 0; /* no file could be made: every record in memory */
-    const char *last_api = NULL;
-    uint8_t last_index = VT_LIVE_NO_API;
+/* The sink's keep: the records of one chunk into the list (cow.h). */
+static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
+    struct live_copy *c = ctx;
+    struct vt_snapshot *s = c->s;
+    pthread_mutex_lock(&c->lock);
+    size_t lost = 0;
+    for (size_t i = 0; i < n && !c->sink.stop; i++) {
+        const struct vt_alloc *a = &recs[i]->a;
+        if (c->since && (a->time_ns < *c->since || !vt_kind_owned_device(a->kind))) continue;
+        if (!room(c)) {
+            lost++;
+            continue;
+        }
+        if (a->api != c->last_api || !c->last_api) {
+            c->last_api = a->api;
+            c->last_index = api_index(s, a->api);
+        }
+        struct vt_live x = {a->address, a->bytes, vt_ticks_to_ns(a->time_ns, c->scale), a->stack,
+                            a->thread, a->device, a->kind, c->last_index, mapped_index(s, a->mapped, &c->mapped_cap)};
+        vt_live_keep(s, &x);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (lost) vt_records_lost_n(lost, "live allocations in a snapshot (out of memory)");
+}
+
+/* The slot's lock: at once, or before `until`. */
+static int take(struct vt_slot *l, const struct timespec *until) {
+    if (!until) {
+        slot_take(l);
+        return 1;
+    }
+    return vt_slot_take_until(l, until);
+}
+
+/* Give up a copy: nothing more kept, and every slot still armed disarmed
+ * where its lock is free before `until`; where one is not, its thread
+ * disarms it at its next change, and c (which it still points to) is never
+ * freed. 1 when c may be freed. */
+static int copy_give_up(struct live_copy *c, const struct timespec *until) {
+    pthread_mutex_lock(&c->lock);
+    __atomic_store_n(&c->sink.stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->lock);
+    int all = 1;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
-        if (!until) slot_take(l);
-        else if (!vt_slot_take_until(l, until)) {
-            free(s->live);
-            s->live = NULL;
-            vt_live_spill_close(s->spill);
-            s->spill = NULL;
-            return 0;
+        if (!take(l, until)) {
+            all = 0;
+            continue;
         }
-        apply_own_log(l);
-        size_t n = l->table.count, need = s->nlive + n;
-        if (need > run && !s->spill && !in_memory && !(s->spill = vt_live_spill_open(run))) in_memory = 1;
-        if (s->spill) vt_live_spill_reserve(s->spill, need);
-        if (s->spill) need = need < run ? need : run;
-        if (need > cap) {
-            size_t want = cap ? cap : 64;
-            while (want < need) want *= 2;
-            if (s->spill && want > run) want = run;
-            struct vt_live *bigger = realloc(s->live, want * sizeof *bigger);
-            if (bigger) {
-                s->live = bigger;
-                cap = want;
-            } else {
-                vt_records_lost("a thread's live allocations in a snapshot");
-            }
-        }
-        if (need <= cap)
-            TABLE_WALK(&l->table, r, TABLE_AHEAD, {
-                const struct vt_alloc *a = &r->a;
-                if (since && (a->time_ns < *since || !vt_kind_owned_device(a->kind))) continue;
-                if (a->api != last_api || !last_api) {
-                    last_api = a->api;
-                    last_index = api_index(s, a->api);
-                }
-                keep(s, a, scale, last_index, &mapped_cap);
-            });
+        vt_cow_end(&l->table);
         slot_give(l);
     }
+    return all;
+}
+
+/* Before any lock: memory for the list as long as the tables are now,
+ * and past the first run its file, made that long (a file's size grown
+ * under a slot's lock kept that slot's thread waiting milliseconds). */
+static void prepare_live(struct live_copy *c, const struct timespec *until) {
+    size_t est = 0;
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next)
+        if (take(l, until)) {
+            est += l->table.count;
+            slot_give(l);
+        }
+    size_t first = est < c->run ? est : c->run;
+    if (first && (c->s->live = malloc(first * sizeof *c->s->live))) c->cap = first;
+    if (est <= c->run || !c->s->live) return;
+    if (!(c->s->spill = vt_live_spill_open(c->run))) {
+        c->in_memory = 1;
+        return;
+    }
+    c->s->spill->defer = 1; /* written by write_stage_out, no slot's lock held */
+    vt_live_spill_reserve(c->s->spill, est + est / 8);
+}
+
+/* Arm every slot's table for its copy (global lock held), each slot's log
+ * applied as it is armed, so that the counts hold what the armed tables
+ * hold; a table that cannot be armed (out of memory) is copied at once.
+ * 0 when a slot's lock was not free before `until` (the copy given up). */
+static int arm_live(struct live_copy *c, const struct timespec *until) {
+    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+        if (!take(l, until)) return 0;
+        apply_own_log(l);
+        if (!vt_cow_begin(&l->table, &c->sink)) TABLE_WALK(&l->table, r, TABLE_AHEAD, keep_records(c, &r, 1));
+        slot_give(l);
+    }
+    return 1;
+}
+
+/* A full stage of the spilled list written, with no lock held: a write to
+ * the file under a slot's lock (the copy's, or its thread's while it
+ * copies what it changes) kept that thread waiting 1 to 8 ms. */
+static void write_stage_out(struct live_copy *c) {
+    struct vt_live_stage st;
+    pthread_mutex_lock(&c->lock);
+    struct vt_live_spill *sp = c->s->spill;
+    int got = sp && vt_live_spill_take_stage(sp, &st);
+    pthread_mutex_unlock(&c->lock);
+    if (!got) return;
+    int ok = vt_live_spill_write_stage(sp, &st);
+    pthread_mutex_lock(&c->lock);
+    if (!ok) vt_live_spill_drop_from(sp, &c->s->nlive, st.at);
+    vt_live_spill_give_stage(sp, &st);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Copy every armed table, a chunk at a time under its slot's lock (the
+ * global lock not held), and disarm it. 0 when a slot's lock was not free
+ * before `until`. */
+static int copy_armed(struct live_copy *c, const struct timespec *until) {
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        for (int more = 1; more;) {
+            if (!take(l, until)) return 0;
+            more = vt_cow_step(&l->table);
+            if (!more) vt_cow_end(&l->table);
+            slot_give(l); /* a thread waiting for it goes first */
+            write_stage_out(c);
+        }
+    }
+    return 1;
+}
+
+/* The list done: the file's stage written, or no file where the list
+ * turned out short (since), and a list of at least one record's memory. */
+static void copy_done(struct vt_snapshot *s) {
     if (s->spill) vt_live_spill_flush(s->spill, &s->nlive);
-    if (s->spill && s->nlive <= run) { /* fewer kept than counted (since) */
+    if (s->spill && s->nlive <= s->spill->run) {
         vt_live_spill_close(s->spill);
         s->spill = NULL;
     }
     if (!s->live) s->live = malloc(sizeof *s->live);
-    return 1;
 }
 
-/* The snapshot; with `until`, NULL if a lock it needs is not free before
- * then; with `since`, its live allocations copy_live's. */
-static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t *since) {
+/* Snapshots one at a time: one copies the tables after it lets the global
+ * lock go, and a table is armed for one copy at a time. */
+static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Let go of a snapshot not made, and of its copy where no armed table
+ * points to it any more. */
+static void not_made(struct vt_snapshot *s, struct live_copy *c, int free_copy) {
+    vt_live_spill_close(s->spill);
+    free(s->live);
+    free(s->mapped);
+    free(s);
+    if (free_copy) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+    }
+}
+
+/* The snapshot; with `within_ns`, NULL if a lock it needs is not free
+ * within that long; with `since`, its live allocations only the device memory made at
+ * or after that tick.
+ *
+ * Under the global lock: every log applied, every slot's table armed for
+ * its copy (cow.h) with its own log applied as it is, then the counts, the
+ * history and the stacks: all of one point. After it, the tables are
+ * copied a chunk at a time, while their threads go on (and copy what they
+ * change first). Past the run's records (VRAMTRACE_SPILL) the list goes to
+ * a temporary file (s->spill), or stays in memory where none can be made. */
+static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
+    struct timespec deadline, *until = NULL;
+    if (within_ns) vt_deadline(until = &deadline, within_ns);
     struct vt_snapshot *s = calloc(1, sizeof *s);
-    if (!s) { vt_records_lost("a snapshot"); return NULL; }
+    struct live_copy *c = calloc(1, sizeof *c);
+    if (!s || !c) {
+        free(s);
+        free(c);
+        vt_records_lost("a snapshot");
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    c->sink = (struct vt_cow_sink){keep_records, c, 0};
+    c->s = s;
+    c->run = vt_live_spill_run();
+    c->last_index = VT_LIVE_NO_API;
+    if (since) {
+        c->since_at = *since;
+        c->since = &c->since_at;
+    }
+    if (!until) pthread_mutex_lock(&snapshot_lock);
+    else if (pthread_mutex_timedlock(&snapshot_lock, until) != 0) {
+        not_made(s, c, 1);
+        return NULL;
+    }
+    prepare_live(c, until);
     if (!until) pthread_mutex_lock(&vt_tracker_lock);
     else if (pthread_mutex_timedlock(&vt_tracker_lock, until) != 0) {
-        free(s);
+        pthread_mutex_unlock(&snapshot_lock);
+        not_made(s, c, 1);
         return NULL;
     }
     vt_log_drain();
     s->start_unix_ns = vt_clock.start_unix_ns;
     s->now_ns = vt_now_ns();
     double scale = vt_tick_scale(s->now_ns);
-    if (!copy_live(s, until, scale, since)) {
+    c->scale = scale;
+    if (!arm_live(c, until)) {
         pthread_mutex_unlock(&vt_tracker_lock);
-        free(s);
+        int all = copy_give_up(c, until);
+        pthread_mutex_unlock(&snapshot_lock);
+        not_made(s, c, all);
         return NULL;
     }
-    vt_account_copy(s, scale); /* after copy_live: the counts of the same point */
+    vt_account_copy(s, scale); /* after the tables are armed: the counts of the same point */
     vt_history_copy(s, scale);
     vt_steps_copy(s, scale);
     size_t nstacks = vt_stacks.n;
@@ -168,10 +327,28 @@ static struct vt_snapshot *snapshot(const struct timespec *until, const uint64_t
         vt_records_lost("a snapshot's stacks");
     }
     pthread_mutex_unlock(&vt_tracker_lock);
+    if (!copy_armed(c, until)) {
+        int all = copy_give_up(c, until);
+        pthread_mutex_unlock(&snapshot_lock);
+        /* What the global lock's part took (the lent ring) given back
+         * with the rest, waiting for that lock no longer than for the
+         * others. */
+        s->give_back_ns = within_ns;
+        vt_snapshot_free(s);
+        if (all) {
+            pthread_mutex_destroy(&c->lock);
+            free(c);
+        }
+        return NULL;
+    }
+    pthread_mutex_unlock(&snapshot_lock);
+    copy_done(s);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
     return s;
 }
 
-struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(NULL, NULL); }
+struct vt_snapshot *vt_tracker_snapshot(void) { return snapshot(0, NULL); }
 
 const struct vt_stack **vt_tracker_stacks(size_t *n, uint64_t within_ns) {
     *n = 0;
@@ -189,28 +366,27 @@ const struct vt_stack **vt_tracker_stacks(size_t *n, uint64_t within_ns) {
     return out;
 }
 
-struct vt_snapshot *vt_snapshot_since(uint64_t since) { return snapshot(NULL, &since); }
+struct vt_snapshot *vt_snapshot_since(uint64_t since) { return snapshot(0, &since); }
 
 struct vt_snapshot *vt_tracker_snapshot_within(uint64_t ns) {
-    struct timespec until;
-    vt_deadline(&until, ns);
-    struct vt_snapshot *s = snapshot(&until, NULL);
+    struct vt_snapshot *s = snapshot(ns, NULL);
     if (s) s->give_back_ns = ns;
     return s;
 }
 
 void vt_snapshot_free(struct vt_snapshot *s) {
-    if (s && s->ring) {
-        /* The exit path waits no longer than it did for the snapshot: a
-         * lock never let go leaves the ring lent (its newest events held
-         * back, then not kept), which at exit no one reads again. */
+    /* The exit path waits no longer than it did for the snapshot: a lock
+     * never let go leaves the ring lent (its newest events held back, then
+     * not kept), which at exit no one reads again. */
+    for (int done = !s || !s->ring, gave = 0; !done;) {
         struct timespec until;
         if (s->give_back_ns) vt_deadline(&until, s->give_back_ns);
         if (!s->give_back_ns) pthread_mutex_lock(&vt_tracker_lock);
-        if (!s->give_back_ns || pthread_mutex_timedlock(&vt_tracker_lock, &until) == 0) {
-            vt_history_give_back(s);
-            pthread_mutex_unlock(&vt_tracker_lock);
-        }
+        else if (pthread_mutex_timedlock(&vt_tracker_lock, &until) != 0) break;
+        if (!gave) vt_history_give_back(s);
+        gave = 1;
+        done = vt_history_return(VT_RETURN_STEP);
+        pthread_mutex_unlock(&vt_tracker_lock);
     }
     if (s) vt_live_spill_close(s->spill);
     if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
@@ -229,6 +405,9 @@ void vt_tracker_unlock_all(void) {
 }
 
 void vt_tracker_reset_child(void) {
+    /* A copy the parent had under way is not the child's (its tables are
+     * emptied): the lock that kept it alone, held or not, made anew. */
+    pthread_mutex_init(&snapshot_lock, NULL);
     pthread_mutexattr_t attr;
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);

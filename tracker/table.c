@@ -43,6 +43,7 @@ int vt_table_grow(struct live_table *t) {
     struct live_entry *e = array_new(cap);
     if (!e) return 0;
     if (t->count == 0) {
+        if (t->cow) vt_cow_forget(t, t->e);
         if (t->e) array_free(t->e, t->cap);
     } else {
         t->old = t->e;
@@ -58,6 +59,7 @@ void vt_table_move(struct live_table *t) {
     size_t end = t->moved + GROW_STEP;
     if (end > t->old_cap) end = t->old_cap;
     size_t i = t->moved;
+    if (t->cow && end > i) vt_cow_touch(t, t->old, i, end - 1);
     for (; i < end; i++) {
         struct vt_rec *r = t->old[i].rec;
         if (r && r != TABLE_TOMB) table_put(t, r, key_hash(&r->key));
@@ -71,6 +73,7 @@ void vt_table_move(struct live_table *t) {
     }
     t->moved = i;
     if (i == t->old_cap) {
+        if (t->cow) vt_cow_forget(t, t->old);
         array_free(t->old, t->old_cap);
         t->old = NULL;
         t->old_cap = t->moved = 0;
@@ -85,6 +88,7 @@ void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t
     } else { /* not in the new array: a tombstone in the old */
         size_t j = old_first(t, h);
         while (t->old[j].rec != r) j = old_next(t, j);
+        if (t->cow) vt_cow_touch(t, t->old, j, j);
         t->old[j].rec = TABLE_TOMB;
         t->count--;
     }
@@ -92,6 +96,7 @@ void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t
 }
 
 void vt_table_free(struct live_table *t) {
+    t->cow = NULL; /* a forked child's: its snapshot is the parent's */
     if (t->e) array_free(t->e, t->cap);
     if (t->old) array_free(t->old, t->old_cap);
     t->e = t->old = NULL;

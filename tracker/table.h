@@ -57,6 +57,8 @@ struct live_entry {
  * array is gone before the new one is half full again. */
 #define GROW_STEP 8
 
+struct vt_cow;
+
 struct live_table {
     struct live_entry *e;
     size_t cap;          /* a power of two, or 0 */
@@ -66,7 +68,18 @@ struct live_table {
      * not growing. */
     struct live_entry *old;
     size_t old_cap, moved;
+    /* Set while a snapshot copies the table (cow.h): every change of an
+     * entry first has the entry's chunk copied. */
+    struct vt_cow *cow;
 };
+
+/* A snapshot's copy on write (tracker/cow.c): before entries from..to
+ * (inclusive, round the array's end) of array e change; before a delete at
+ * index i of the current array shifts its run back; before array e is let
+ * go. Each does nothing for an array the copy does not read. */
+void vt_cow_touch(struct live_table *t, const struct live_entry *e, size_t from, size_t to) VT_HIDDEN;
+void vt_cow_touch_run(struct live_table *t, size_t i) VT_HIDDEN;
+void vt_cow_forget(struct live_table *t, const struct live_entry *e) VT_HIDDEN;
 
 /* Probing the old array: from a key's home, over the indexes not yet
  * scanned by the move (those below `moved` held only entries moved
@@ -130,6 +143,7 @@ void vt_table_move(struct live_table *t) VT_HIDDEN;
 static inline void table_put(struct live_table *t, struct vt_rec *r, uint32_t h) {
     size_t mask = t->cap - 1, i = h & mask;
     while (t->e[i].rec) i = (i + 1) & mask;
+    if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, i, i);
     t->e[i].address = r->key.address;
     t->e[i].rec = r;
 }
@@ -149,6 +163,7 @@ static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) 
 static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t h, size_t at) {
     if (__builtin_expect(t->old != NULL || at == SIZE_MAX || 2 * (t->count + 1) > t->cap, 0))
         return table_add(t, r, h);
+    if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, at, at);
     t->e[at].address = r->key.address;
     t->e[at].rec = r;
     t->count++;
@@ -158,6 +173,7 @@ static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t 
 /* Take out the entry at index `i` of the current array: later entries of
  * its run shift back over the hole, unless they belong at or after it. */
 static inline void table_del_at(struct live_table *t, size_t i) {
+    if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch_run(t, i);
     size_t mask = t->cap - 1;
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         struct vt_rec *x = t->e[j].rec;

@@ -8,6 +8,7 @@
  * for even j, the free of that address for odd j. */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -162,13 +163,25 @@ static void test_live_sorted_in_place(void) {
     vt_snapshot_free(s);
 }
 
-/* A thread records the sequence without pause while snapshots are taken,
- * read through and freed: each holds exactly the sequence's events of its
- * indexes. */
+/* A thread records the sequence while snapshots are taken, read through
+ * and freed: each holds exactly the sequence's events of its indexes. The
+ * recorder goes at most 30,000 pairs past where it was when a snapshot
+ * began (60,000 events, fewer than VT_SPILL_MAX held back while the ring
+ * is lent): a snapshot whose thread lost its CPU for a few milliseconds
+ * would otherwise see events lost (counted, and tested above), and the
+ * sequence's indexes here shift. */
 static volatile int stop;
+static uint64_t progress, allow = UINT64_MAX;
 static void *recorder(void *arg) {
     (void)arg;
-    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && pairs < 2000000) pairs_go_on(64);
+    while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && pairs < 2000000) {
+        if (pairs >= __atomic_load_n(&allow, __ATOMIC_ACQUIRE)) {
+            sched_yield();
+            continue;
+        }
+        pairs_go_on(64);
+        __atomic_store_n(&progress, pairs, __ATOMIC_RELEASE);
+    }
     return NULL;
 }
 
@@ -176,11 +189,13 @@ static void test_snapshots_while_recording(void) {
     struct vt_snapshot *z = vt_tracker_snapshot();
     uint64_t from = z->events_dropped + z->nevents; /* the recorder's first event */
     shift = 2 * pairs - from;
+    __atomic_store_n(&progress, pairs, __ATOMIC_RELEASE);
     vt_snapshot_free(z);
     pthread_t t;
     pthread_create(&t, NULL, recorder, NULL);
     uint64_t wrong = 0, nonempty = 0;
     for (int k = 0; k < 200; k++) {
+        __atomic_store_n(&allow, __atomic_load_n(&progress, __ATOMIC_ACQUIRE) + 30000, __ATOMIC_RELEASE);
         struct vt_snapshot *s = vt_tracker_snapshot();
         wrong += wrong_events_from(s, from);
         nonempty += s->nevents == CAP;
@@ -281,9 +296,13 @@ static void test_spilled_snapshot_is_the_snapshot_in_memory(void) {
     size_t got = 0, wrong = 0;
     for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) {
         struct vt_live x = *a, y = got < m->nlive ? m->live[got] : x;
-        wrong += (got && x.time_ns < m->live[got - 1].time_ns && x.bytes == m->live[got - 1].bytes);
+        int w1 = (got && x.time_ns < m->live[got - 1].time_ns && x.bytes == m->live[got - 1].bytes);
+        if (w1) fprintf(stderr, "ORDER got %zu x.t %lu prev m.t %lu y.t %lu\n", got, (unsigned long)x.time_ns, (unsigned long)m->live[got-1].time_ns, (unsigned long)y.time_ns);
+        wrong += w1;
         x.time_ns = y.time_ns = 0;
-        wrong += memcmp(&x, &y, sizeof x) != 0 || strcmp(vt_live_api(s, a), vt_live_api(m, &m->live[got])) != 0;
+        int w2 = memcmp(&x, &y, sizeof x) != 0 || strcmp(vt_live_api(s, a), vt_live_api(m, &m->live[got])) != 0;
+        if (w2) fprintf(stderr, "DIFF got %zu x %lx/%lu y %lx/%lu api %s %s\n", got, (unsigned long)x.address, (unsigned long)x.bytes, (unsigned long)y.address, (unsigned long)y.bytes, vt_live_api(s, a), vt_live_api(m, &m->live[got]));
+        wrong += w2;
     }
     vt_live_read_end(r);
     CHECK_EQ(got, m->nlive);
@@ -342,6 +361,91 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
     free(want);
 }
 
+/* A thread keeps a window of live allocations, indexes lo .. hi - 1
+ * (address WBASE + i * 256, 1000 + i % 97 bytes), 10,000 long to begin
+ * with, growing it by 40,000 and shrinking it back, over and over, while snapshots are taken with
+ * small spill runs (the list on a file, its stages written with no lock
+ * held). The tables are copied a chunk at a time while the thread goes on,
+ * so each snapshot must still be of one point: one window, every index of
+ * it once with its bytes, and counts that hold exactly the copied list. */
+#define WBASE 0xa000000000ull
+static volatile int window_stop;
+static uint64_t window_lo, window_hi;
+
+static void *window_keeper(void *arg) {
+    (void)arg;
+    for (unsigned round = 0; !__atomic_load_n(&window_stop, __ATOMIC_ACQUIRE); round++) {
+        for (int k = 0; k < 40000; k++, window_hi++)
+            vt_tracker_alloc(WBASE + window_hi * 256, 1000 + window_hi % 97, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+        for (int k = 0; k < 40000; k++, window_lo++) {
+            struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, WBASE + window_lo * 256);
+            vt_tracker_free_end(&f, 1);
+        }
+    }
+    return NULL;
+}
+
+static void test_copy_while_the_table_changes_is_of_one_point(void) {
+    char dir[] = "/tmp/vt-unit-window-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    struct vt_snapshot *z = vt_tracker_snapshot();
+    uint64_t base_n = z->nlive, base_bytes = z->totals.live_bytes, base_count = z->totals.live_count;
+    vt_snapshot_free(z);
+    vt_tracker_spill(64 * 1024, dir);
+    for (; window_hi < 10000; window_hi++)
+        vt_tracker_alloc(WBASE + window_hi * 256, 1000 + window_hi % 97, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+    pthread_t t;
+    pthread_create(&t, NULL, window_keeper, NULL);
+    uint64_t not_one_window = 0, wrong_counts = 0, short_windows = 0;
+    unsigned char *have = calloc(1 << 22, 1);
+    for (int k = 0; k < 40; k++) {
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        uint64_t lo = UINT64_MAX, hi = 0, n = 0, bytes = 0, bad = 0;
+        struct vt_live_reader *r = vt_live_read(s, 0);
+        for (const struct vt_live *a; r && (a = vt_live_next(r));) {
+            if (a->address < WBASE || a->address >= WBASE + (1ull << 32)) continue;
+            uint64_t i = (a->address - WBASE) / 256;
+            bad += a->bytes != 1000 + i % 97;
+            n++;
+            bytes += a->bytes;
+            lo = i < lo ? i : lo;
+            hi = i + 1 > hi ? i + 1 : hi;
+        }
+        vt_live_read_end(r);
+        /* Every index from the lowest to the highest, once: as many as the
+         * range holds, and none twice (a bitmap of the range). */
+        uint64_t dup = 0;
+        if (n && hi - lo <= (1u << 22)) {
+            memset(have, 0, 1 << 22);
+            r = vt_live_read(s, 0);
+            for (const struct vt_live *a; r && (a = vt_live_next(r));) {
+                if (a->address < WBASE || a->address >= WBASE + (1ull << 32)) continue;
+                uint64_t i = (a->address - WBASE) / 256 - lo;
+                dup += have[i];
+                have[i] = 1;
+            }
+            vt_live_read_end(r);
+        }
+        not_one_window += bad || dup || (n && hi - lo != n);
+        wrong_counts += s->nlive != base_n + n || s->totals.live_bytes != base_bytes + bytes ||
+                        s->totals.live_count != base_count + n;
+        short_windows += n < 10000 || n > 50000;
+        vt_snapshot_free(s);
+    }
+    __atomic_store_n(&window_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    free(have);
+    CHECK_EQ(not_one_window, 0);
+    CHECK_EQ(wrong_counts, 0);
+    CHECK_EQ(short_windows, 0);
+    for (uint64_t i = window_lo; i < window_hi; i++) {
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, WBASE + i * 256);
+        vt_tracker_free_end(&f, 1);
+    }
+    vt_tracker_spill(16u << 20, NULL);
+    rmdir(dir);
+}
+
 int main(void) {
     vt_tracker_init(64, CAP);
     test_lent_ring_holds_while_events_go_on();
@@ -351,5 +455,6 @@ int main(void) {
     test_spilled_runs_merge_to_the_one_order();
     test_spilled_snapshot_is_the_snapshot_in_memory();
     test_spill_that_cannot_be_written_keeps_the_first_run();
+    test_copy_while_the_table_changes_is_of_one_point();
     return check_report("unit-snapshot");
 }
