@@ -218,12 +218,16 @@ static void write_stage_out(struct live_copy *c) {
 }
 
 /* Copy every armed table, a chunk at a time under its slot's lock (the
- * global lock not held), and disarm it. 0 when a slot's lock was not free
- * before `until`. */
-static int copy_armed(struct live_copy *c, const struct timespec *until) {
+ * global lock not held), and disarm it. With `within_ns`, each chunk's
+ * lock waited for that long at most (the bound is on a lock held, not on
+ * the whole copy, which takes seconds at ten million live); 0 when one was
+ * not free in time. */
+static int copy_armed(struct live_copy *c, uint64_t within_ns) {
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         for (int more = 1; more;) {
-            if (!take(l, until)) return 0;
+            struct timespec until;
+            if (within_ns) vt_deadline(&until, within_ns);
+            if (!take(l, within_ns ? &until : NULL)) return 0;
             more = vt_cow_step(&l->table);
             if (!more) vt_cow_end(&l->table);
             slot_give(l); /* a thread waiting for it goes first */
@@ -327,7 +331,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
         vt_records_lost("a snapshot's stacks");
     }
     pthread_mutex_unlock(&vt_tracker_lock);
-    if (!copy_armed(c, until)) {
+    if (!copy_armed(c, within_ns)) {
         int all = copy_give_up(c, until);
         pthread_mutex_unlock(&snapshot_lock);
         /* What the global lock's part took (the lent ring) given back
