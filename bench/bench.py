@@ -232,7 +232,7 @@ def maxcall_row():
     return n, vt, base
 
 
-def dumpwait_row(runs=3):
+def dumpwait_row(runs=3, stacks="1"):
     """The slowest call of a thread that allocates and frees while another
     writes a named dump, with BENCH_DUMP_LIVE (default 1,000,000) kept by
     the first: each run's figures, and the dump's own time; and, in turns
@@ -243,8 +243,8 @@ def dumpwait_row(runs=3):
     with tempfile.TemporaryDirectory(prefix="vt-bench-wait-") as work:
         e = env(True, VRAMTRACE_OUT=os.path.join(work, "d.%p.json"))
         for _ in range(runs):
-            vt.append(run([SHAPES, "dumpwait", n], e))
-            base.append(run([SHAPES, "dumpwait", n], env(False, BENCH_BUSY_S=vt[-1]["dump_s"])))
+            vt.append(run([SHAPES, "dumpwait", n, stacks], e))
+            base.append(run([SHAPES, "dumpwait", n, stacks], env(False, BENCH_BUSY_S=vt[-1]["dump_s"])))
     return n, vt, base
 
 
@@ -306,16 +306,17 @@ def shapes_main(number=6):
           f"{base['max_call_us']} us ({base['over_1ms']} over 1 ms); the timed thread preempted "
           f"{vt['switches_preempted']} times and waiting of its own {vt['switches_waited']} times with vramtrace, "
           f"{base['switches_preempted']} and {base['switches_waited']} without")
-    n, w, b = dumpwait_row()
-    print(f"  while another thread writes a dump of {int(n):,} live allocations (the live tables copied a chunk at a "
-          f"time; {len(w)} runs): the slowest call "
-          f"{', '.join(str(round(float(r['dump_wait_max_us']))) for r in w)} us by the wall clock, calls over 1 ms "
-          f"{', '.join(r['over_1ms'] for r in w)} of {', '.join(r['calls'] for r in w)}, the dump "
-          f"{', '.join(r['dump_s'] for r in w)} s (target <= 1000 us: "
-          f"{'met' if all(float(r['dump_wait_max_us']) <= 1000 for r in w) else 'not met'} across a dump); without "
-          f"vramtrace, beside a thread as busy for as long: the slowest call "
-          f"{', '.join(str(round(float(r['dump_wait_max_us']))) for r in b)} us, calls over 1 ms "
-          f"{', '.join(r['over_1ms'] for r in b)} of {', '.join(r['calls'] for r in b)} (the machine's own)")
+    for stacks in ("1", "100000"):
+        n, w, b = dumpwait_row(stacks=stacks)
+        print(f"  while another thread writes a dump of {int(n):,} live allocations from {int(stacks):,} "
+              f"stack{'s' if stacks != '1' else ''} (the live tables copied a chunk at a time; {len(w)} runs): the "
+              f"slowest call {', '.join(str(round(float(r['dump_wait_max_us']))) for r in w)} us by the wall clock, "
+              f"calls over 1 ms {', '.join(r['over_1ms'] for r in w)} of {', '.join(r['calls'] for r in w)}, the dump "
+              f"{', '.join(r['dump_s'] for r in w)} s (target <= 1000 us: "
+              f"{'met' if all(float(r['dump_wait_max_us']) <= 1000 for r in w) else 'not met'} across a dump); "
+              f"without vramtrace, beside a thread as busy for as long: the slowest call "
+              f"{', '.join(str(round(float(r['dump_wait_max_us']))) for r in b)} us, calls over 1 ms "
+              f"{', '.join(r['over_1ms'] for r in b)} of {', '.join(r['calls'] for r in b)} (the machine's own)")
     x = xfree_row()
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "

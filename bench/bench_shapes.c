@@ -9,8 +9,9 @@
  *       N allocations kept, each call timed (wall and thread CPU time);
  *       prints "max_call_us X at N over_1ms K max_cpu_us ...", and the
  *       timed thread's context switches (waits of its own, preemptions)
- *   bench_shapes dumpwait N
- *       N allocations kept by the main thread, which then allocates and
+ *   bench_shapes dumpwait N [STACKS]
+ *       N allocations kept by the main thread (from STACKS distinct stacks
+ *       in turn, 1 by default), which then allocates and
  *       frees, each call timed by the wall clock, while another thread
  *       writes one named dump (vramtrace_dump; VRAMTRACE_OUT must name a
  *       file), or without vramtrace keeps a CPU busy for BENCH_BUSY_S
@@ -43,7 +44,15 @@
 enum { CUDA, CUDART, MALLOC };
 static int api;
 
+/* Set by dumpwait over many stacks: pair() allocates and keeps. */
+static CUdeviceptr *keep_to;
+static long nkept;
+
 __attribute__((noinline)) static long pair(void) {
+    if (keep_to) {
+        cuMemAlloc(&keep_to[nkept], 256);
+        return (long)(keep_to[nkept++] & 1);
+    }
     if (api == MALLOC) {
         void *p = malloc(256);
         __asm__ volatile("" : : "r"(p) : "memory");
@@ -148,10 +157,17 @@ static void *dump_thread(void *arg) {
     return NULL;
 }
 
-static int dumpwait_main(char **argv) {
+static int dumpwait_main(int argc, char **argv) {
     long n = atol(argv[2]);
+    unsigned nstacks = argc > 3 ? (unsigned)atol(argv[3]) : 1;
     CUdeviceptr *kept = malloc((size_t)(n > 0 ? n : 1) * sizeof *kept);
-    for (long i = 0; i < n; i++) cuMemAlloc(&kept[i], 256);
+    if (nstacks > 1) { /* from that many distinct stacks, in turn */
+        keep_to = kept;
+        for (long i = 0; i < n; i++) deep(10, (unsigned)(i % nstacks));
+        keep_to = NULL;
+    } else {
+        for (long i = 0; i < n; i++) cuMemAlloc(&kept[i], 256);
+    }
     struct vramtrace_api vt;
     vramtrace_load(&vt);
     pthread_t t;
@@ -240,7 +256,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "stacks") == 0) return stacks_main(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "maxcall") == 0) return maxcall_main(argv);
     if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);
-    if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argv);
+    if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argc, argv);
     fprintf(stderr, "usage: see bench_shapes.c\n");
     return 2;
 }

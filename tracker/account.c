@@ -80,14 +80,19 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
     pthread_mutex_unlock(&vt_tracker_lock);
 }
 
-/* vt_account_holders(which), largest first; *n its length. */
-static struct vt_holder *sorted_holders(int which, size_t *n, const char *what) {
+/* vt_account_holders(which), in no order; *n its length. */
+static struct vt_holder *holders(int which, size_t *n, const char *what) {
     uint32_t k = 0;
     struct vt_holder *h = vt_account_holders(&k, which);
-    if (h) qsort(h, k, sizeof *h, vt_holder_order);
-    else vt_records_lost(what);
+    if (!h) vt_records_lost(what);
     *n = k;
     return h;
+}
+
+void vt_account_sort(struct vt_snapshot *s) {
+    if (s->holders) qsort(s->holders, s->nholders, sizeof *s->holders, vt_holder_order);
+    if (s->all_holders) qsort(s->all_holders, s->nall_holders, sizeof *s->all_holders, vt_holder_order);
+    if (s->peak_holders) qsort(s->peak_holders, s->npeak_holders, sizeof *s->peak_holders, vt_holder_order);
 }
 
 void vt_account_copy(struct vt_snapshot *s, double scale) {
@@ -97,9 +102,9 @@ void vt_account_copy(struct vt_snapshot *s, double scale) {
     s->ndevices = vt_counts.ndevices;
     s->totals.peak_time_ns = vt_ticks_to_ns(s->totals.peak_time_ns, scale);
     for (int i = 0; i < s->ndevices; i++) s->devices[i].peak_time_ns = vt_ticks_to_ns(s->devices[i].peak_time_ns, scale);
-    s->holders = sorted_holders(VT_HELD_NOW, &s->nholders, "the holder table");
-    s->all_holders = sorted_holders(VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
-    s->peak_holders = sorted_holders(VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
+    s->holders = holders(VT_HELD_NOW, &s->nholders, "the holder table");
+    s->all_holders = holders(VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
+    s->peak_holders = holders(VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
 }
 
 void vt_account_reset_child(void) {

@@ -347,6 +347,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     }
     pthread_mutex_unlock(&snapshot_lock);
     copy_done(s);
+    vt_account_sort(s);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return s;
