@@ -150,6 +150,24 @@ def live_segment_published_and_removed():
 
 
 @test
+def live_segment_names_many_new_sites_at_once():
+    """Five call sites that become live between two of the publisher's
+    rounds are named together (one symbolizing session for all of a
+    round's new sites): each row of the process's call sites is its own
+    function and line, with its own bytes, largest first."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("sites 1048576")
+    want = [(f"{k}.00 MiB", "1", f"site{k} tests/progs/t_live.c:{source_line('t_live.c', f'SITE({k})')}")
+            for k in (5, 4, 3, 2, 1)]
+    rows = wait_for("the five sites", lambda: (lambda r: r if len(r) == 5 else None)(
+        site_rows(top_once(rundir, str(t.pid)).stdout)))
+    eq(rows, want, "each site named as itself")
+    rc, err = t.quit()
+    eq((rc, err), (0, ""), "status and stderr")
+
+
+@test
 def live_segment_stale_ones_cleaned():
     """A segment left by a killed process (its pid gone), and one whose pid
     runs but started at another time, are removed by the next reader; a

@@ -12,6 +12,8 @@
  *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
  *                     "child PID" first, "ok" once it has exited
+ *   sites BYTES       k * BYTES kept at each of five call sites, site1 to
+ *                     site5 (each its own function and line), at once
  *   q                 exit (what is kept stays live) */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -36,6 +38,19 @@ static void keep(unsigned long long bytes) {
     if (cudaMalloc(&p, bytes) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
 }
 
+/* Five call sites, each a function of its own with its cudaMalloc on a
+ * line of its own. */
+#define SITE(k)                                                                                  \
+    __attribute__((noinline)) static void site##k(unsigned long long b) {                        \
+        void *p = NULL;                                                                          \
+        if (cudaMalloc(&p, k * b) == cudaSuccess && nkept < 100000) kept[nkept++] = p;           \
+    }
+SITE(1)
+SITE(2)
+SITE(3)
+SITE(4)
+SITE(5)
+
 int main(void) {
     char line[256];
     struct vramtrace_api vt;
@@ -46,6 +61,12 @@ int main(void) {
         long n = 0, ms = 0;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
+        } else if (sscanf(line, "sites %llu", &bytes) == 1) {
+            site1(bytes);
+            site2(bytes);
+            site3(bytes);
+            site4(bytes);
+            site5(bytes);
         } else if (sscanf(line, "m %llu", &bytes) == 1) {
             void *p = NULL;
             if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
