@@ -168,16 +168,33 @@ struct vt_rec *vt_rec_refill(void) {
 
 /* At the thread's exit: its cached records to the depot, its slot free
  * for the taking (its table and log stay, for whoever takes it over). */
+/* The key's value of a thread that frees but has no slot (vt_rec_put_slotless). */
+#define SLOTLESS ((void *)1)
+
 static void slot_release(void *p) {
     struct vt_slot *l = p;
     vt_my_slot = NULL;
     if (vt_rec_cache) depot_push(vt_rec_cache, (unsigned)vt_nrec_cache);
     vt_rec_cache = NULL;
     vt_nrec_cache = 0;
-    __atomic_store_n(&l->owned, 0, __ATOMIC_RELEASE);
+    if (p != SLOTLESS) __atomic_store_n(&l->owned, 0, __ATOMIC_RELEASE);
 }
 
 static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
+
+static __thread int slotless_key_set __attribute__((tls_model("initial-exec")));
+
+void vt_rec_put_slotless(struct vt_rec *r) {
+    if (!slotless_key_set) {
+        pthread_once(&slot_once, slot_key_make);
+        if (pthread_setspecific(slot_key, SLOTLESS) != 0) {
+            free(r);
+            return;
+        }
+        slotless_key_set = 1;
+    }
+    rec_cache_push(r);
+}
 
 struct vt_slot *vt_slot_attach(void) {
     pthread_once(&slot_once, slot_key_make);

@@ -83,8 +83,8 @@ static inline void slot_give(struct vt_slot *l) {
 int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDEN;
 
 /* Records of freed allocations, kept for the next allocations: first in
- * the freeing thread's own cache (at most REC_CACHE, and only a thread
- * that has a slot, whose exit hands them on), then, REC_BATCH at a time,
+ * the freeing thread's own cache (at most REC_CACHE; the thread's exit
+ * hands them on, slot or not), then, REC_BATCH at a time,
  * in a depot that every thread whose cache is empty refills it from. A
  * thread that frees what another allocated (a consumer of a producer's
  * buffers) so hands the records back to the producer through the depot,
@@ -112,16 +112,27 @@ uint64_t vt_rec_made(void) VT_HIDDEN;
 void vt_rec_depot_lock(void) VT_HIDDEN;
 void vt_rec_depot_unlock(void) VT_HIDDEN;
 
-static inline void rec_put(struct vt_rec *r) {
-    /* Only a thread with a slot hands its cache on at its exit. */
-    if (__builtin_expect(!vt_my_slot, 0)) {
-        free(r);
-        return;
-    }
+/* Push r on this thread's cache (spilling a batch to the depot when full). */
+static inline void rec_cache_push(struct vt_rec *r) {
     if (__builtin_expect(vt_nrec_cache >= REC_CACHE, 0)) vt_rec_spill();
     r->a.mapped = (uint64_t)(uintptr_t)vt_rec_cache;
     vt_rec_cache = r;
     vt_nrec_cache++;
+}
+
+/* rec_put of a thread without a slot (one that frees what others
+ * allocated and never allocates: a consumer): its cache too, its exit
+ * handing it to the depot as a slot's does (the slot's key set, with no
+ * slot, the first time). Before, its records went back to malloc, and the
+ * producer's next allocations called malloc for new ones. */
+void vt_rec_put_slotless(struct vt_rec *r) VT_HIDDEN;
+
+static inline void rec_put(struct vt_rec *r) {
+    if (__builtin_expect(!vt_my_slot, 0)) {
+        vt_rec_put_slotless(r);
+        return;
+    }
+    rec_cache_push(r);
 }
 
 /* A record to fill, from the cache, the depot or malloc; NULL when out of
