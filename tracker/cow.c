@@ -63,7 +63,7 @@ void vt_cow_end(struct live_table *t) {
     free(c->r[0].done);
     free(c->r[1].done);
     free(c);
-    t->cow = NULL;
+    __atomic_store_n(&t->cow, NULL, __ATOMIC_RELEASE); /* read unlocked by a snapshot giving up */
 }
 
 int vt_cow_step(struct live_table *t) {

@@ -146,9 +146,11 @@ static int take(struct vt_slot *l, const struct timespec *until) {
 }
 
 /* Give up a copy: nothing more kept, and every slot still armed disarmed
- * where its lock is free before `until`; where one is not, its thread
- * disarms it at its next change, and c (which it still points to) is never
- * freed. 1 when c may be freed. */
+ * where its lock is free before `until`. Where it is not, and the slot is
+ * still armed, its thread disarms it at its next change, and c (which it
+ * still points to) is never freed. 1 when c may be freed: no table points
+ * to it (a table's copy, once let go, is never armed again but by the next
+ * snapshot, so reading it unlocked as NULL is safe). */
 static int copy_give_up(struct live_copy *c, const struct timespec *until) {
     pthread_mutex_lock(&c->lock);
     __atomic_store_n(&c->sink.stop, 1, __ATOMIC_RELEASE);
@@ -156,7 +158,7 @@ static int copy_give_up(struct live_copy *c, const struct timespec *until) {
     int all = 1;
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
         if (!take(l, until)) {
-            all = 0;
+            if (__atomic_load_n(&l->table.cow, __ATOMIC_ACQUIRE)) all = 0;
             continue;
         }
         vt_cow_end(&l->table);

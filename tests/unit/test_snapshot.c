@@ -18,6 +18,7 @@
 #include "../../common/warn.h"
 #include "../../tracker/history.h"
 #include "../../tracker/live_spill.h"
+#include "../../tracker/slot.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -446,6 +447,87 @@ static void test_copy_while_the_table_changes_is_of_one_point(void) {
     rmdir(dir);
 }
 
+/* A slot whose lock is not let go (held here, as a thread stuck inside a
+ * hooked call would hold it): the bounded snapshot gives up, and the slot
+ * it had armed before it (a newer thread's) is disarmed, so that its
+ * thread goes on changing its table with no copy pointing at anything (an
+ * ASan failure if it did), and the next snapshot is whole. */
+#define GBASE 0xb000000000ull
+static pthread_barrier_t stuck_bar;
+
+static void *stuck_owner(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 333; i++) vt_tracker_alloc(GBASE + i * 256ull, 100, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+    pthread_barrier_wait(&stuck_bar); /* its slot made */
+    pthread_barrier_wait(&stuck_bar); /* the snapshot tried */
+    for (int i = 0; i < 333; i++) {
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, GBASE + i * 256ull);
+        vt_tracker_free_end(&f, 1);
+    }
+    return NULL;
+}
+
+static void *armed_owner(void *arg) {
+    (void)arg;
+    uint64_t base = GBASE + (1ull << 32);
+    for (int i = 0; i < 500; i++) vt_tracker_alloc(base + i * 256ull, 200, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+    pthread_barrier_wait(&stuck_bar);
+    pthread_barrier_wait(&stuck_bar);
+    /* Every entry of its table changed after the give-up. */
+    for (int i = 500; i < 3000; i++) vt_tracker_alloc(base + i * 256ull, 200, VT_KIND_DEVICE, 0, "cuMemAlloc", frames, 3);
+    for (int i = 0; i < 3000; i++) {
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, base + i * 256ull);
+        vt_tracker_free_end(&f, 1);
+    }
+    return NULL;
+}
+
+static void test_snapshot_given_up_disarms_what_it_armed(void) {
+    struct vt_snapshot *z = vt_tracker_snapshot();
+    uint64_t base_n = z->nlive;
+    vt_snapshot_free(z);
+    pthread_barrier_init(&stuck_bar, NULL, 3);
+    pthread_t a, b;
+    pthread_create(&a, NULL, stuck_owner, NULL);
+    /* b's slot is made after a's: newer, it is armed first. */
+    while (1) {
+        struct vt_slot *l;
+        for (l = vt_slots_first(); l; l = l->next) {
+            slot_take(l);
+            size_t n = l->table.count;
+            slot_give(l);
+            if (n == 333) break;
+        }
+        if (l) break;
+        sched_yield();
+    }
+    pthread_create(&b, NULL, armed_owner, NULL);
+    pthread_barrier_wait(&stuck_bar);
+    struct vt_slot *stuck = NULL, *armed = NULL;
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        slot_take(l);
+        size_t n = l->table.count;
+        slot_give(l);
+        if (n == 333) stuck = l;
+        if (n == 500) armed = l;
+    }
+    CHECK(stuck != NULL && armed != NULL);
+    if (!stuck || !armed) return;
+    slot_take(stuck);
+    struct vt_snapshot *s = vt_tracker_snapshot_within(50 * 1000 * 1000);
+    CHECK(s == NULL);
+    slot_take(armed);
+    CHECK(armed->table.cow == NULL);
+    slot_give(armed);
+    slot_give(stuck);
+    pthread_barrier_wait(&stuck_bar);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->nlive, base_n);
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     vt_tracker_init(64, CAP);
     test_lent_ring_holds_while_events_go_on();
@@ -456,5 +538,6 @@ int main(void) {
     test_spilled_snapshot_is_the_snapshot_in_memory();
     test_spill_that_cannot_be_written_keeps_the_first_run();
     test_copy_while_the_table_changes_is_of_one_point();
+    test_snapshot_given_up_disarms_what_it_armed();
     return check_report("unit-snapshot");
 }
