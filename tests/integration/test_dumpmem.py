@@ -70,6 +70,34 @@ def dumpmem_events_exact_while_another_thread_records():
 
 
 @test
+def dumpmem_live_list_one_window_while_another_thread_changes_it():
+    """Four dumps, the live list spilled in runs of 102 (VRAMTRACE_SPILL=0),
+    while another thread keeps a window of 10,000 to 50,000 allocations
+    moving (allocation i of 256 + i % 65536 bytes: 40,000 more, then
+    40,000 fewer, over and over). The tables are copied a chunk at a time
+    while that thread goes on, each chunk before the thread changes it: so
+    each dump holds one window, every index of it once, and totals that
+    are its live list's."""
+    with workdir("vt-dumpwindow-") as work:
+        out = os.path.join(work, "d.json")
+        r = run([os.path.join(T, "t_dumpring"), "4", "window"], report="off",
+                env={"VRAMTRACE_OUT": out, "VRAMTRACE_SPILL": "0"})
+        eq(r.rc, 0, f"t_dumpring window: {r.err[-500:]}")
+        eq(r.out.split("\n")[0].split()[2:], ["dumps", "4"], r.out)
+        for i in range(4):
+            with open(os.path.join(work, f"d.ring{i}.json")) as f:
+                d = json.load(f)
+            keys = sorted(a[1] - 256 for a in d["live"] if a[1] < (1 << 20))
+            n = len(keys)
+            ok(10000 <= n <= 50001, f"dump {i}: {n} in the window")
+            eq(len(set(keys)), n, f"dump {i}: every index once")
+            breaks = sum((keys[(j + 1) % n] - keys[j]) % 65536 != 1 for j in range(n))
+            eq(breaks, 1, f"dump {i}: one run of indexes (round 65,536)")
+            eq(d["totals"]["live_count"], len(d["live"]), f"dump {i}: live count and list")
+            eq(d["totals"]["live_bytes"], sum(a[1] for a in d["live"]), f"dump {i}: live bytes and list")
+
+
+@test
 def dumpmem_live_list_exact():
     """The live list written from the compact snapshot (40 bytes a live
     allocation, sorted in place): t_host host-vmm's seven live allocations
