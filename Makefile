@@ -302,6 +302,7 @@ UNIT_LIBS := -ldw -ldl -lpthread
 # call-site rule, with the dump that carries their count) or with TSan
 # (unit_threads_tsan); the hot path's structures (test_hotpath.c) and the
 # snapshot with its spilled live list (test_snapshot.c) all three ways;
+# a live table copied on write (test_cow.c) plain and with ASan+UBSan;
 # the live view's tracker side and the forecast (unit_live).
 SAN_UNIT_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 UNIT_HOTPATH := $(T)/unit_hotpath $(T)/unit_hotpath_asan $(T)/unit_hotpath_tsan
@@ -382,6 +383,8 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack
 	$(T)/unit_snapshot
 	$(T)/unit_snapshot_asan
 	setarch $$(uname -m) -R $(T)/unit_snapshot_tsan
+	$(T)/unit_cow
+	$(T)/unit_cow_asan
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 
