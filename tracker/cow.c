@@ -115,8 +115,7 @@ void vt_cow_forget(struct live_table *t, const struct live_entry *e) {
     if (g) g->e = NULL;
 }
 
-void vt_cow_touch_key(struct live_table *t, const struct vt_key *k, uint32_t h) {
-    (void)k;
+void vt_cow_touch_key(struct live_table *t, uint32_t h) {
     if (t->cap) {
         size_t mask = t->cap - 1, i = h & mask, j = i;
         while (t->e[j].rec) j = (j + 1) & mask;

@@ -70,8 +70,8 @@ void vt_cow_end(struct live_table *t) VT_HIDDEN;
  * (vt_cow_touch, vt_cow_touch_run, vt_cow_forget) are declared in table.h.
  * A handle's mapping changes a record in place: */
 
-/* Before the record with key k (key_hash h) changes in place: the chunks
- * of its probe runs, in both arrays, copied. */
-void vt_cow_touch_key(struct live_table *t, const struct vt_key *k, uint32_t h) VT_HIDDEN;
+/* Before a record whose key's key_hash is h changes in place: the chunks
+ * of that hash's probe runs, in both arrays, copied. */
+void vt_cow_touch_key(struct live_table *t, uint32_t h) VT_HIDDEN;
 
 #endif

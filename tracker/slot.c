@@ -18,6 +18,20 @@ __thread int vt_nrec_cache __attribute__((tls_model("initial-exec")));
 static pthread_key_t slot_key;
 static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
 
+/* A waiter's spin. */
+static inline void relax(void) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* A waiter's sleep while the lock is held: woken by vt_slot_hand_over, or
+ * after 100 us at most. */
+static void sleep_on(struct vt_slot *l) {
+    struct timespec t = {0, 100 * 1000};
+    syscall(SYS_futex, &l->lock, FUTEX_WAIT_PRIVATE, 1, &t, NULL, 0);
+}
+
 /* The others hold a slot's lock briefly (a free, a snapshot copying the
  * table a chunk at a time): spin a little, then sleep on the lock's word,
  * counted in `wanted` meanwhile, so that slot_give wakes the sleeper and
@@ -33,12 +47,9 @@ void vt_slot_wait(struct vt_slot *l) {
     for (unsigned spins = 0;;) {
         while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
             if (spins++ < 2000) {
-#if defined(__x86_64__)
-                __builtin_ia32_pause();
-#endif
+                relax();
             } else {
-                struct timespec t = {0, 100 * 1000};
-                syscall(SYS_futex, &l->lock, FUTEX_WAIT_PRIVATE, 1, &t, NULL, 0);
+                sleep_on(l);
                 spins = 1800; /* woken: a little spinning again first */
             }
         }
@@ -52,9 +63,7 @@ void vt_slot_hand_over(struct vt_slot *l) {
     struct timespec start = {0, 0}, now;
     for (unsigned i = 0; __atomic_load_n(&l->wanted, __ATOMIC_RELAXED) && !__atomic_load_n(&l->lock, __ATOMIC_RELAXED); i++) {
         if (i < 512) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
+            relax();
             continue;
         }
         /* A woken thread takes tens of microseconds to run (more in a
@@ -78,16 +87,13 @@ int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) {
             break;
         }
         if (spins < 2000) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
+            relax();
             continue;
         }
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         if (now.tv_sec > until->tv_sec || (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec)) break;
-        struct timespec t = {0, 100 * 1000};
-        syscall(SYS_futex, &l->lock, FUTEX_WAIT_PRIVATE, 1, &t, NULL, 0);
+        sleep_on(l);
     }
     __atomic_sub_fetch(&l->wanted, 1, __ATOMIC_RELAXED);
     return got;
@@ -166,11 +172,11 @@ struct vt_rec *vt_rec_refill(void) {
     return r;
 }
 
-/* At the thread's exit: its cached records to the depot, its slot free
- * for the taking (its table and log stay, for whoever takes it over). */
 /* The key's value of a thread that frees but has no slot (vt_rec_put_slotless). */
 #define SLOTLESS ((void *)1)
 
+/* At the thread's exit: its cached records to the depot, its slot free
+ * for the taking (its table and log stay, for whoever takes it over). */
 static void slot_release(void *p) {
     struct vt_slot *l = p;
     vt_my_slot = NULL;

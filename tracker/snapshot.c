@@ -50,8 +50,8 @@ struct live_copy {
     pthread_mutex_t lock;
     struct vt_snapshot *s;
     double scale;
-    const uint64_t *since; /* &since_at, or NULL */
-    uint64_t since_at;
+    int has_since;   /* only the device memory made at or after `since` */
+    uint64_t since;
     size_t cap, mapped_cap, run;
     int in_memory; /* no file could be made: every record in memory */
     const char *last_api;
@@ -90,6 +90,17 @@ static uint32_t mapped_index(struct vt_snapshot *s, uint64_t m, size_t *cap) {
     return (uint32_t)s->nmapped;
 }
 
+/* The list's file, its stages written by write_stage_out (no slot's lock
+ * held); where none can be made every record stays in memory. 1 when made. */
+static int open_spill(struct live_copy *c) {
+    if (!(c->s->spill = vt_live_spill_open(c->run))) {
+        c->in_memory = 1;
+        return 0;
+    }
+    c->s->spill->defer = 1;
+    return 1;
+}
+
 /* Room for one more record in the list: past the first run (with a file)
  * on the file, else in s->live, made twice as long when full. 0: none. */
 static int room(struct live_copy *c) {
@@ -99,9 +110,7 @@ static int room(struct live_copy *c) {
         return 1;
     }
     if (s->nlive < c->cap) return 1;
-    if (s->nlive >= c->run && !c->in_memory && !(s->spill = vt_live_spill_open(c->run))) c->in_memory = 1;
-    if (s->spill) s->spill->defer = 1; /* written by write_stage_out, no slot's lock held */
-    if (s->spill) return room(c);
+    if (s->nlive >= c->run && !c->in_memory && open_spill(c)) return room(c);
     size_t want = c->cap ? 2 * c->cap : 64;
     if (!c->in_memory && want > c->run) want = c->run;
     struct vt_live *bigger = realloc(s->live, want * sizeof *bigger);
@@ -119,7 +128,7 @@ static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
     size_t lost = 0;
     for (size_t i = 0; i < n && !c->sink.stop; i++) {
         const struct vt_alloc *a = &recs[i]->a;
-        if (c->since && (a->time_ns < *c->since || !vt_kind_owned_device(a->kind))) continue;
+        if (c->has_since && (a->time_ns < c->since || !vt_kind_owned_device(a->kind))) continue;
         if (!room(c)) {
             lost++;
             continue;
@@ -179,13 +188,7 @@ static void prepare_live(struct live_copy *c, const struct timespec *until) {
         }
     size_t first = est < c->run ? est : c->run;
     if (first && (c->s->live = malloc(first * sizeof *c->s->live))) c->cap = first;
-    if (est <= c->run || !c->s->live) return;
-    if (!(c->s->spill = vt_live_spill_open(c->run))) {
-        c->in_memory = 1;
-        return;
-    }
-    c->s->spill->defer = 1; /* written by write_stage_out, no slot's lock held */
-    vt_live_spill_reserve(c->s->spill, est + est / 8);
+    if (est > c->run && c->s->live && open_spill(c)) vt_live_spill_reserve(c->s->spill, est + est / 8);
 }
 
 /* Arm every slot's table for its copy (global lock held), each slot's log
@@ -254,6 +257,12 @@ static void copy_done(struct vt_snapshot *s) {
  * lock go, and a table is armed for one copy at a time. */
 static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Let go of a copy no armed table points to. */
+static void copy_free(struct live_copy *c) {
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
 /* Let go of a snapshot not made, and of its copy where no armed table
  * points to it any more. */
 static void not_made(struct vt_snapshot *s, struct live_copy *c, int free_copy) {
@@ -261,15 +270,12 @@ static void not_made(struct vt_snapshot *s, struct live_copy *c, int free_copy) 
     free(s->live);
     free(s->mapped);
     free(s);
-    if (free_copy) {
-        pthread_mutex_destroy(&c->lock);
-        free(c);
-    }
+    if (free_copy) copy_free(c);
 }
 
 /* The snapshot; with `within_ns`, NULL if a lock it needs is not free
- * within that long; with `since`, its live allocations only the device memory made at
- * or after that tick.
+ * within that long; with `since`, its live allocations only the device
+ * memory made at or after that tick.
  *
  * Under the global lock: every log applied, every slot's table armed for
  * its copy (cow.h) with its own log applied as it is, then the counts, the
@@ -294,8 +300,8 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     c->run = vt_live_spill_run();
     c->last_index = VT_LIVE_NO_API;
     if (since) {
-        c->since_at = *since;
-        c->since = &c->since_at;
+        c->has_since = 1;
+        c->since = *since;
     }
     if (!until) pthread_mutex_lock(&snapshot_lock);
     else if (pthread_mutex_timedlock(&snapshot_lock, until) != 0) {
@@ -341,17 +347,13 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
          * others. */
         s->give_back_ns = within_ns;
         vt_snapshot_free(s);
-        if (all) {
-            pthread_mutex_destroy(&c->lock);
-            free(c);
-        }
+        if (all) copy_free(c);
         return NULL;
     }
     pthread_mutex_unlock(&snapshot_lock);
     copy_done(s);
     vt_account_sort(s);
-    pthread_mutex_destroy(&c->lock);
-    free(c);
+    copy_free(c);
     return s;
 }
 

@@ -223,7 +223,7 @@ void vt_tracker_map(uint64_t handle, uint64_t address) {
         struct vt_rec *r;
         slot_take(l);
         r = table_find(&l->table, &k, khash);
-        if (r && l->table.cow) vt_cow_touch_key(&l->table, &k, khash); /* copied as it was */
+        if (r && l->table.cow) vt_cow_touch_key(&l->table, khash); /* copied as it was */
         if (r) r->a.mapped = address;
         slot_give(l);
         if (r) return;

@@ -83,7 +83,7 @@ static void del(struct live_table *t, uint64_t k) {
 static void map(struct live_table *t, uint64_t k) {
     struct vt_rec *r = live[k];
     uint32_t h = key_hash(&r->key);
-    if (t->cow) vt_cow_touch_key(t, &r->key, h);
+    if (t->cow) vt_cow_touch_key(t, h);
     r->a.mapped = 0x7000000000ull + rnd() % 4096;
 }
 
