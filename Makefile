@@ -87,7 +87,7 @@ $(TORCH_STAMP):
 	@echo "vramtrace: creating $(TORCH_VENV) with torch==$(TORCH_VERSION)"
 	rm -rf $(TORCH_VENV)
 	$(PYTHON) -m venv $(TORCH_VENV)
-	$(TORCH_VENV)/bin/pip install -q --no-input torch==$(TORCH_VERSION)
+	$(TORCH_VENV)/bin/pip install -q --no-input --no-cache-dir torch==$(TORCH_VERSION)
 	$(TORCH_VENV)/bin/python -c 'import torch; assert torch.__version__.split("+")[0] == "$(TORCH_VERSION)", torch.__version__'
 	touch $@
 
