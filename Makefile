@@ -444,13 +444,18 @@ $(BENCH)/bench_shapes: bench/bench_shapes.c bench/bench_util.h bench/stacks.h in
 $(BENCH)/bench_dump: bench/bench_dump.c bench/stacks.h include/vramtrace.h $(BENCH)/libcuda.so.1
 	$(CC) $(BASE) -O2 -g -fno-optimize-sibling-calls -o $@ $< -L$(BENCH) -Wl,-rpath,'$$ORIGIN' -lcuda -ldl
 
+# Many VMM handles, on the simulated GPU (run through tests/simgpu/run).
+$(BENCH)/bench_vmm: bench/bench_vmm.c $(SIM)/libcuda.so.1
+	@mkdir -p $(BENCH)
+	$(CC) $(BASE) -O2 -g -o $@ $< -L$(SIM) -lcuda
+
 # The stack table's growth, linked straight to the tracker's sources, at the
 # library's optimisation.
 $(BENCH)/bench_intern: bench/bench_intern.c bench/bench_util.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(BENCH)
 	$(CC) $(BASE) -O2 -g -o $@ bench/bench_intern.c $(UNIT_SRC) $(UNIT_LIBS)
 
-bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $(BENCH)/bench_intern sim
+bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $(BENCH)/bench_intern $(BENCH)/bench_vmm sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_dump.py
 	$(BENCH)/bench_intern 4000000

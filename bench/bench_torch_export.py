@@ -5,8 +5,14 @@ bench/bench_dump.c keeps LIVE allocations live over NSTACKS distinct stacks
 dump; `vramtrace report --format torch` turns it into PyTorch's snapshot
 pickle. Prints the pickle's size against the dump's and against the dump
 plus its frame table (frames and strings), the target being no larger
-than the latter, and the export's time and peak resident memory. Nothing
-here asserts: a person reads the figures."""
+than the latter, and the export's time and peak resident memory.
+
+Then the export of VMM handles (bench/bench_vmm.c on the simulated GPU:
+N handles mapped side by side after N made and released, the shape of
+expandable segments) at two sizes, 4x apart: its time at each and the
+ratio, about 4 for a linear export (it was quadratic: a handle's events
+looked through every live allocation). Nothing here asserts: a person
+reads the figures."""
 import json
 import os
 import subprocess
@@ -45,6 +51,34 @@ def main():
     print(f"  torch export         {tsize / 1e6:8.1f} MB: {tsize / size:.2f}x the dump, "
           f"{tsize / (size + frames):.2f}x the dump plus its frames (target <= 1.00x)")
     print(f"  export               {wall:8.2f} s ({cpu:.2f} s CPU), {rss / 2**20:.0f} MiB resident at most")
+    return vmm_rows()
+
+
+def vmm_export(n, work):
+    """The torch export's CPU seconds and pickle bytes for a dump of n live
+    VMM handles (n more made and released before them)."""
+    out = os.path.join(work, f"v{n}.json")
+    env = dict(os.environ, SIMGPU_CAPACITY="1000G", LD_PRELOAD=bench_dump.LIB, VRAMTRACE_OUT=out,
+               VRAMTRACE_REPORT="off")
+    subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--", os.path.join(ROOT, "build", "bench",
+                    "bench_vmm"), str(n), str(n)], env=env, capture_output=True, text=True, check=True)
+    pickle = os.path.join(work, f"v{n}.pickle")
+    tp, wall, cpu, rss = bench_dump.timed([bench_dump.CLI, "report", out, "--format", "torch", "-o", pickle])
+    if tp.returncode != 0:
+        sys.exit(f"torch export failed: {tp.stderr.strip()}")
+    return cpu, os.path.getsize(pickle)
+
+
+def vmm_rows():
+    sizes = [int(x) for x in os.environ.get("BENCH_VMM", "10000,40000").split(",")]
+    print(f"torch export of VMM handles (each with {sizes[0]:,} to {sizes[-1]:,} made and released before)")
+    cpu = {}
+    with tempfile.TemporaryDirectory(prefix="vt-bench-vmm-") as work:
+        for n in sizes:
+            cpu[n], size = vmm_export(n, work)
+            print(f"  {n:>9,} handles      {cpu[n]:8.2f} s CPU, {size / 1e6:.1f} MB")
+    a, b = sizes[0], sizes[-1]
+    print(f"  time ratio {cpu[b] / max(cpu[a], 0.01):.1f} for {b / a:.0f}x the handles (linear: {b / a:.0f})")
     return 0
 
 

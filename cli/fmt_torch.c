@@ -344,6 +344,7 @@ struct key {
 
 struct seg {
     struct key k;
+    uint64_t mapped;   /* in the set of live VMM handles: the address it is mapped at */
     UT_hash_handle hh;
 };
 
@@ -354,13 +355,13 @@ static struct seg *seg_find(struct seg *set, int device, uint64_t address) {
     return s;
 }
 
-static int seg_add(struct seg **set, int device, uint64_t address) {
+static struct seg *seg_add(struct seg **set, int device, uint64_t address) {
     struct seg *s = calloc(1, sizeof *s);
-    if (!s) return -1;
+    if (!s) return NULL;
     s->k.address = address;
     s->k.device = device;
     HASH_ADD(hh, *set, k, sizeof s->k, s);
-    return 0;
+    return s;
 }
 
 static void seg_clear(struct seg **set) {
@@ -387,7 +388,7 @@ static void selection_free(struct selection *x) {
 }
 
 static int select_exported(const struct vm_dump *d, struct selection *x) {
-    struct seg *set = NULL, *vmm_freed = NULL;
+    struct seg *set = NULL, *vmm_freed = NULL, *vmm_live = NULL;
     x->seg_ok = calloc(d->nlive ? d->nlive : 1, 1);
     x->ev_addr = calloc(d->nevents ? d->nevents : 1, sizeof *x->ev_addr);
     x->ev_ok = calloc(d->nevents ? d->nevents : 1, 1);
@@ -396,8 +397,18 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
     for (size_t i = 0; i < d->nlive; i++) {
         uint64_t a = live_address(&d->live[i]);
         if (!a || seg_find(set, d->live[i].device, a)) continue;
-        if (seg_add(&set, d->live[i].device, a) != 0) goto oom;
+        if (!seg_add(&set, d->live[i].device, a)) goto oom;
         x->seg_ok[i] = 1;
+    }
+    /* The exported VMM handles by (device, handle): the address each is
+     * mapped at (a corrupt dump's repeated handle: the last one's). One
+     * pass, so that the events' pass below is linear in handles too. */
+    for (size_t j = 0; j < d->nlive; j++) {
+        const struct vm_alloc *l = &d->live[j];
+        if (!x->seg_ok[j] || strcmp(l->kind, "vmm") != 0) continue;
+        struct seg *h = seg_find(vmm_live, l->device, l->handle);
+        if (!h && !(h = seg_add(&vmm_live, l->device, l->handle))) goto oom;
+        h->mapped = l->address;
     }
     /* Each event's address, last to first: a VMM event is the handle's;
      * only the handle's last allocation, with no free after it, has the
@@ -411,14 +422,12 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         } else if (strcmp(vm_event_kind(d, e), "vmm") == 0) {
             if (seg_find(vmm_freed, e->device, e->address)) continue;
             if (e->type == 'f') {
-                if (seg_add(&vmm_freed, e->device, e->address) != 0) goto oom;
+                if (!seg_add(&vmm_freed, e->device, e->address)) goto oom;
                 continue;
             }
-            for (size_t j = 0; j < d->nlive; j++)
-                if (x->seg_ok[j] && strcmp(d->live[j].kind, "vmm") == 0 && d->live[j].handle == e->address &&
-                    d->live[j].device == e->device)
-                    x->ev_addr[i] = d->live[j].address;
-            if (seg_add(&vmm_freed, e->device, e->address) != 0) goto oom;
+            const struct seg *h = seg_find(vmm_live, e->device, e->address);
+            if (h) x->ev_addr[i] = h->mapped;
+            if (!seg_add(&vmm_freed, e->device, e->address)) goto oom;
         }
     }
     /* The replay, last to first from the segments: an allocation's
@@ -432,16 +441,18 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
             free(s);
             x->ev_ok[i] = 1;
         } else if (e->type == 'f' && !s) {
-            if (seg_add(&set, e->device, x->ev_addr[i]) != 0) goto oom;
+            if (!seg_add(&set, e->device, x->ev_addr[i])) goto oom;
             x->ev_ok[i] = 1;
         }
     }
     seg_clear(&set);
     seg_clear(&vmm_freed);
+    seg_clear(&vmm_live);
     return 0;
 oom:
     seg_clear(&set);
     seg_clear(&vmm_freed);
+    seg_clear(&vmm_live);
     selection_free(x);
     return -1;
 }

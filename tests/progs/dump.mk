@@ -6,3 +6,6 @@ PROGS += $(T)/libt_shrink.so
 $(T)/libt_shrink.so: tests/progs/t_shrink.c
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+# Many VMM handles (bench/bench_vmm.c), which test_torch_export.py runs small.
+PROGS += $(B)/bench/bench_vmm
