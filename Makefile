@@ -33,7 +33,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
-           tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
+           tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
@@ -455,7 +455,7 @@ $(BENCH)/bench_intern: bench/bench_intern.c bench/bench_util.h $(UNIT_SRC) $(HEA
 	@mkdir -p $(BENCH)
 	$(CC) $(BASE) -O2 -g -o $@ bench/bench_intern.c $(UNIT_SRC) $(UNIT_LIBS)
 
-bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $(BENCH)/bench_intern $(BENCH)/bench_vmm sim
+bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $(BENCH)/bench_intern $(BENCH)/bench_vmm $(B)/probe/libvramtrace.so sim
 	$(PYTHON) bench/bench.py
 	$(PYTHON) bench/bench_dump.py
 	$(BENCH)/bench_intern 4000000
@@ -504,6 +504,14 @@ $(B)/tsan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
+
+# The library with the lock-hold probe (tracker/lockprobe.h), which
+# bench.py's dumpwait rows run under: each take and give of a lock reads
+# the thread's CPU clock, so it measures how long locks are held, not speed.
+$(B)/probe/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
+	@mkdir -p $(B)/probe
+	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -DVT_LOCK_PROBE -shared -Wl,-soname,libvramtrace.so \
+	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 # --------------------------------------------------------- GPU bundle
 # vramtrace with the shared libraries it needs beside it (glibc's aside),

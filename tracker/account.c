@@ -58,17 +58,17 @@ void vt_tracker_missed(void) { __atomic_add_fetch(&vt_counts.missed, 1, __ATOMIC
 
 uint64_t vt_tracker_device_live(int device) {
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     vt_log_drain();
     uint64_t live = vt_counts.devices[device].live_bytes;
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return live;
 }
 
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     struct vt_device *d = &vt_counts.devices[device];
     if (!d->have_facts) {
         snprintf(d->name, sizeof d->name, "%s", name ? name : "");
@@ -77,7 +77,7 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
         __atomic_store_n(&d->have_facts, 1, __ATOMIC_RELEASE);
         __atomic_or_fetch(&vt_tracker_flags.facts, 1ull << device, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
 }
 
 /* vt_account_holders(which), in no order; *n its length. */

@@ -45,7 +45,7 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     vt_log_drain();
     uint64_t now = vt_ticks();
     if (now < vt_counts.last_applied) now = vt_counts.last_applied;
@@ -91,7 +91,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         }
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
     if (is_oom && listener) listener();
 }

@@ -407,9 +407,9 @@ static inline __attribute__((always_inline)) uint32_t stack_id(const uintptr_t *
     if (n) {
         id = n->pub.id;
     } else {
-        pthread_mutex_lock(&vt_tracker_lock);
+        vt_global_lock();
         id = vt_intern(frames, depth, 0);
-        pthread_mutex_unlock(&vt_tracker_lock);
+        vt_global_unlock();
     }
     memo.id = id;
     return id;

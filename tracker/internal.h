@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lockprobe.h"
 #include "tracker.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -19,6 +20,34 @@
 /* Adaptive: the critical sections are short, so a waiter spins a little
  * before it sleeps instead of paying for a futex round-trip. */
 extern pthread_mutex_t vt_tracker_lock VT_HIDDEN;
+
+/* The global lock taken and given through these (lockprobe.h times the
+ * holds in a probe build; elsewhere they are the mutex's calls). */
+extern uint64_t vt_global_since VT_HIDDEN;
+extern const char *vt_global_where VT_HIDDEN;
+static inline void vt_global_lock(void) {
+    pthread_mutex_lock(&vt_tracker_lock);
+    VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+}
+static inline int vt_global_trylock(void) {
+    int r = pthread_mutex_trylock(&vt_tracker_lock);
+    if (r == 0) VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+    return r;
+}
+static inline int vt_global_timedlock(const struct timespec *until) {
+    int r = pthread_mutex_timedlock(&vt_tracker_lock, until);
+    if (r == 0) VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+    return r;
+}
+static inline void vt_global_unlock(void) {
+    VT_PROBE_GIVEN(VT_PROBE_GLOBAL, vt_global_since, vt_global_where);
+    pthread_mutex_unlock(&vt_tracker_lock);
+}
+#ifdef VT_LOCK_PROBE /* each take known by its file and line (lockprobe.h) */
+#define vt_global_lock() VT_PROBE_AT(vt_global_lock())
+#define vt_global_trylock() VT_PROBE_AT(vt_global_trylock())
+#define vt_global_timedlock(until) VT_PROBE_AT(vt_global_timedlock(until))
+#endif
 
 extern __thread int32_t vt_my_tid __attribute__((tls_model("initial-exec"), visibility("hidden")));
 

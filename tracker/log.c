@@ -94,9 +94,9 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
         int room = used <= LOG_OPS;
         if (room && __atomic_load_n(&applying.on, __ATOMIC_RELAXED)) return;
         slot_give(l);
-        if (pthread_mutex_trylock(&vt_tracker_lock) == 0) {
+        if (vt_global_trylock() == 0) {
             vt_log_drain();
-            pthread_mutex_unlock(&vt_tracker_lock);
+            vt_global_unlock();
             continue;
         }
         if (room) {
@@ -118,9 +118,9 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
 #endif
         }
         if (__atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail) {
-            pthread_mutex_lock(&vt_tracker_lock);
+            vt_global_lock();
             vt_log_drain();
-            pthread_mutex_unlock(&vt_tracker_lock);
+            vt_global_unlock();
         }
     }
 }

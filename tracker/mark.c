@@ -225,7 +225,7 @@ static struct mark *mark_of(int id) {
 
 int vt_mark_begin(void) {
     int id = 0;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     vt_log_drain();
     for (int i = 0; i < VT_MAX_MARKS; i++) {
         struct mark *m = &marks[i];
@@ -242,31 +242,31 @@ int vt_mark_begin(void) {
         vt_marks_open++;
         break;
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return id;
 }
 
 int vt_mark_end(int id) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     struct mark *m = mark_of(id);
     if (m) {
         vt_log_drain(); /* every op before the end counted while it is open */
         clear(m);
         vt_marks_open--;
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return m ? 0 : -1;
 }
 
 int vt_mark_usage(int id, int device, struct vt_mark_usage *out) {
     if (device < -1 || device >= VT_MAX_DEVICES) return -1;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     struct mark *m = mark_of(id);
     if (m) {
         vt_log_drain();
         *out = device < 0 ? m->all : m->dev[device];
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return m ? 0 : -1;
 }
 
@@ -290,14 +290,14 @@ static struct vt_holder *mark_holders(const struct mark *m, int at_peak, size_t 
 }
 
 struct vt_snapshot *vt_mark_snapshot(int id) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     struct mark *m = mark_of(id);
     uint64_t since = m ? m->since : 0;
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     if (!m) return NULL;
     struct vt_snapshot *s = vt_snapshot_since(since);
     if (!s) return NULL;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     /* The holders are the mark's, not the process's: its sites' counts,
      * which hold the same device memory as the live list it filtered. */
     VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders);
@@ -313,7 +313,7 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
         s->totals.live_count = m->all.live_count;
         s->totals.peak_bytes = m->all.peak_bytes;
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     if (!m) {
         vt_snapshot_free(s);
         return NULL;

@@ -78,11 +78,12 @@ void vt_slot_hand_over(struct vt_slot *l) {
     }
 }
 
-int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) {
+int (vt_slot_take_until)(struct vt_slot *l, const struct timespec *until) { /* (the name in brackets: lockprobe.h's macro) */
     __atomic_add_fetch(&l->wanted, 1, __ATOMIC_SEQ_CST); /* handed over to, as vt_slot_wait */
     int got = 0;
     for (unsigned spins = 0;; spins++) {
         if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) {
+            VT_PROBE_TAKEN(l->probe_since, l->probe_where);
             got = 1;
             break;
         }
@@ -205,7 +206,7 @@ void vt_rec_put_slotless(struct vt_rec *r) {
 struct vt_slot *vt_slot_attach(void) {
     pthread_once(&slot_once, slot_key_make);
     struct vt_slot *l;
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     for (l = vt_slots.first; l; l = l->next) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
@@ -216,7 +217,7 @@ struct vt_slot *vt_slot_attach(void) {
         l->next = vt_slots.first;
         __atomic_store_n(&vt_slots.first, l, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     if (l) {
         pthread_setspecific(slot_key, l);
         vt_my_slot = l;

@@ -31,6 +31,7 @@ struct vt_slot {
     struct live_table table;
     uint64_t head;
     int owned;          /* 1 while a live thread has it */
+    VT_PROBE_FIELD      /* lockprobe.h: the holder's CPU time at the take */
     struct vt_slot *next; /* all slots, newest first; never unlinked */
     /* The applier's, on a line of its own. */
     uint64_t tail __attribute__((aligned(64)));
@@ -62,6 +63,7 @@ void vt_slot_wait(struct vt_slot *l) VT_HIDDEN;
 
 static inline void slot_take(struct vt_slot *l) {
     if (__builtin_expect(__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE), 0)) vt_slot_wait(l);
+    VT_PROBE_TAKEN(l->probe_since, l->probe_where);
 }
 
 /* slot_give while a thread waits for the lock (vt_slot_wait): the waiter
@@ -74,6 +76,7 @@ static inline void slot_take(struct vt_slot *l) {
 void vt_slot_hand_over(struct vt_slot *l) VT_HIDDEN;
 
 static inline void slot_give(struct vt_slot *l) {
+    VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
     __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
     if (__builtin_expect(__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0, 0)) vt_slot_hand_over(l);
 }
@@ -81,6 +84,11 @@ static inline void slot_give(struct vt_slot *l) {
 /* The slot's lock, taken before `until` (CLOCK_REALTIME), or not at all:
  * 1 when taken. */
 int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDEN;
+
+#ifdef VT_LOCK_PROBE /* each take known by its file and line (lockprobe.h) */
+#define slot_take(l) VT_PROBE_AT(slot_take(l))
+#define vt_slot_take_until(l, until) VT_PROBE_AT(vt_slot_take_until(l, until))
+#endif
 
 /* Records of freed allocations, kept for the next allocations: first in
  * the freeing thread's own cache (at most REC_CACHE; the thread's exit

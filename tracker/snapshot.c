@@ -309,8 +309,8 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
         return NULL;
     }
     prepare_live(c, until);
-    if (!until) pthread_mutex_lock(&vt_tracker_lock);
-    else if (pthread_mutex_timedlock(&vt_tracker_lock, until) != 0) {
+    if (!until) vt_global_lock();
+    else if (vt_global_timedlock(until) != 0) {
         pthread_mutex_unlock(&snapshot_lock);
         not_made(s, c, 1);
         return NULL;
@@ -321,7 +321,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     double scale = vt_tick_scale(s->now_ns);
     c->scale = scale;
     if (!arm_live(c, until)) {
-        pthread_mutex_unlock(&vt_tracker_lock);
+        vt_global_unlock();
         int all = copy_give_up(c, until);
         pthread_mutex_unlock(&snapshot_lock);
         not_made(s, c, all);
@@ -338,7 +338,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     } else {
         vt_records_lost("a snapshot's stacks");
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     if (!copy_armed(c, within_ns)) {
         int all = copy_give_up(c, until);
         pthread_mutex_unlock(&snapshot_lock);
@@ -363,15 +363,15 @@ const struct vt_stack **vt_tracker_stacks(size_t *n, uint64_t within_ns) {
     *n = 0;
     struct timespec until;
     if (within_ns) vt_deadline(&until, within_ns);
-    if (!within_ns) pthread_mutex_lock(&vt_tracker_lock);
-    else if (pthread_mutex_timedlock(&vt_tracker_lock, &until) != 0) return NULL;
+    if (!within_ns) vt_global_lock();
+    else if (vt_global_timedlock(&until) != 0) return NULL;
     size_t k = vt_stacks.n;
     const struct vt_stack **out = malloc((k ? k : 1) * sizeof *out);
     if (out) {
         if (k) memcpy(out, vt_stacks.list, k * sizeof *out);
         *n = k;
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return out;
 }
 
@@ -390,19 +390,19 @@ void vt_snapshot_free(struct vt_snapshot *s) {
     for (int done = !s || !s->ring, gave = 0; !done;) {
         struct timespec until;
         if (s->give_back_ns) vt_deadline(&until, s->give_back_ns);
-        if (!s->give_back_ns) pthread_mutex_lock(&vt_tracker_lock);
-        else if (pthread_mutex_timedlock(&vt_tracker_lock, &until) != 0) break;
+        if (!s->give_back_ns) vt_global_lock();
+        else if (vt_global_timedlock(&until) != 0) break;
         if (!gave) vt_history_give_back(s);
         gave = 1;
         done = vt_history_return(VT_RETURN_STEP);
-        pthread_mutex_unlock(&vt_tracker_lock);
+        vt_global_unlock();
     }
     if (s) vt_live_spill_close(s->spill);
     if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s);
 }
 
 void vt_tracker_lock_all(void) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_take(l);
     vt_rec_depot_lock();
 }
@@ -410,7 +410,7 @@ void vt_tracker_lock_all(void) {
 void vt_tracker_unlock_all(void) {
     vt_rec_depot_unlock();
     for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_give(l);
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
 }
 
 void vt_tracker_reset_child(void) {

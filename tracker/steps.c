@@ -32,7 +32,7 @@ static struct vt_step *ring(void) {
 }
 
 uint64_t vt_tracker_step(void) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     /* Every op logged before this call is applied, and so in the ring,
      * before the write count is read. */
     vt_log_drain();
@@ -51,7 +51,7 @@ uint64_t vt_tracker_step(void) {
         for (int d = 0; d < VT_MAX_DEVICES; d++)
             x->live_bytes[d] = d < vt_counts.ndevices ? vt_counts.devices[d].live_bytes : 0;
     }
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     return n;
 }
 

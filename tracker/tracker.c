@@ -22,15 +22,17 @@
 #include "table.h"
 
 pthread_mutex_t vt_tracker_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+uint64_t vt_global_since;     /* internal.h: the lock probe's, in a probe build */
+const char *vt_global_where;
 __thread int32_t vt_my_tid __attribute__((tls_model("initial-exec")));
 struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64)));
 
 void vt_tracker_init(int depth, size_t event_capacity) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     vt_clock_start();
     (void)depth;
     vt_history_init(event_capacity);
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
 }
 
 void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,

@@ -28,14 +28,14 @@ static uint32_t keep_largest(const struct vt_holder *h, uint32_t n, struct vt_ho
 }
 
 int vt_tracker_view(struct vt_view *v) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    vt_global_lock();
     vt_log_drain();
     uint64_t stamp = vt_counts.last_applied + (vt_counts.totals.failed_count << 40) + 1;
     uint64_t steps_total = 0;
     struct vt_step none;
     vt_steps_newest(&none, 0, &steps_total, 0);
     if (stamp == v->stamp && steps_total == v->steps_total) {
-        pthread_mutex_unlock(&vt_tracker_lock);
+        vt_global_unlock();
         return 0;
     }
     v->stamp = stamp;
@@ -50,7 +50,7 @@ int vt_tracker_view(struct vt_view *v) {
     struct vt_holder *h = vt_account_holders(&n, 0);
     v->nsites = h ? keep_largest(h, n, v->sites) : 0;
     for (uint32_t i = 0; i < v->nsites; i++) v->stacks[i] = vt_stacks.list[v->sites[i].stack];
-    pthread_mutex_unlock(&vt_tracker_lock);
+    vt_global_unlock();
     free(h);
     return 1;
 }
