@@ -245,8 +245,21 @@ static const char *demangled_field(json_t *o, const char *key, const char *s) {
 }
 
 /* A frame's python flag, and its function demangled. */
+/* A name longer than VM_NAME_MAX replaced by its cut copy (vm_clamp_name). */
+static const char *clamped_field(json_t *o, const char *key, const char *s) {
+    if (!s || strnlen(s, VM_NAME_MAX) < VM_NAME_MAX) return s;
+    char cut[VM_NAME_MAX + 1]; /* VM_NAME_MAX bytes of it: long enough to be cut */
+    memcpy(cut, s, sizeof cut - 1);
+    cut[sizeof cut - 1] = '\0';
+    const char *r = replace_string(o, key, vm_clamp_name(cut));
+    return r ? r : s;
+}
+
 static void frame_rest(struct ctx *c, json_t *f, void *elem, size_t j, const struct walk *w) {
     struct vt_frame *m = elem;
+    m->function = clamped_field(f, "function", m->function);
+    m->file = clamped_field(f, "file", m->file);
+    m->module = clamped_field(f, "module", m->module);
     json_t *py = json_object_get(f, "python");
     m->python = py && json_is_true(py);
     json_t *borrowed = json_object_get(f, "borrowed");

@@ -178,6 +178,19 @@ int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump
 
 void vm_free(struct vm_dump *d);
 
+/* The longest name the model keeps, in bytes with its NUL: a function,
+ * file or module name past it is cut at load, at a whole UTF-8 character,
+ * ending in "...". The outputs' labels hold 1,024 bytes; cutting each copy
+ * by snprintf still read the whole name, once per frame of every stack:
+ * 10,000 stacks over names of 100,000 characters took 80 to 120 s to
+ * print in each format but text. (C++ names of several KiB are common:
+ * CUTLASS kernels, Eigen expressions.) */
+#define VM_NAME_MAX 1024
+
+/* s cut in place to VM_NAME_MAX - 1 bytes, "..." its last three, when
+ * it is at least VM_NAME_MAX bytes long. Returns s. */
+char *vm_clamp_name(char *s);
+
 /* A frame's label for people and flame graphs: "function (file.py:line)"
  * for a Python frame, "function", else
  * "module+0xoffset", else "0xaddress". Writes into buf. */

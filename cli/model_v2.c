@@ -155,6 +155,7 @@ static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *er
         if (!room(&t->strs, t->nstrs, &cap, sizeof *t->strs, 256)) return bad(err, errsize, "out of memory");
         if (!vm_scan_string(&p, &o, &t->strs[t->nstrs]))
             return bad(err, errsize, "strings[%zu]: %s", t->nstrs, p.err);
+        vm_clamp_name((char *)t->strs[t->nstrs]); /* in the arena, which is ours */
         t->nstrs++;
     }
     return p.err ? bad(err, errsize, "strings: %s", p.err) : 0;

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "html.h"
 
@@ -33,14 +34,18 @@ int *vh_stack_devices(const struct vm_dump *d) {
     return dev;
 }
 
-size_t vh_events_before_oom(const struct vm_dump *d, size_t k) {
-    if (d->events_dropped || k >= d->nooms) return SIZE_MAX;
-    size_t seen_ooms = 0;
-    for (size_t i = 0; i < d->nevents; i++) {
+size_t *vh_events_before_ooms(const struct vm_dump *d) {
+    size_t *at = malloc((d->nooms ? d->nooms : 1) * sizeof *at);
+    if (!at) return NULL;
+    for (size_t k = 0; k < d->nooms; k++) at[k] = SIZE_MAX;
+    if (d->events_dropped) return at;
+    size_t k = 0;
+    for (size_t i = 0; i < d->nevents && k < d->nooms; i++) {
         if (d->events[i].type != 'o') continue;
-        if (seen_ooms++ == k) return d->events[i].time_ns == d->ooms[k].time_ns ? i : SIZE_MAX;
+        if (d->events[i].time_ns == d->ooms[k].time_ns) at[k] = i;
+        k++;
     }
-    return SIZE_MAX;
+    return at;
 }
 
 size_t vh_events_before_peak(const struct vm_dump *d) {
@@ -56,50 +61,84 @@ static size_t device_index(const struct vm_dump *d, int ordinal) {
     return SIZE_MAX;
 }
 
-/* Each several-device holder's bytes and count per device after the first
- * `upto` events, into bytes/counts[holder * ndevices + device index].
- * Returns 0 where some event fell outside the listed devices. */
-static int replay(const struct vm_dump *d, const struct vm_holder *h, size_t n, const int *dev, size_t upto,
-                  int64_t *bytes, int64_t *counts) {
-    size_t nd = d->ndevices;
-    size_t *slot = malloc((d->nstacks + 1) * sizeof *slot);
-    if (!slot) return 0;
-    for (size_t s = 0; s < d->nstacks; s++) slot[s] = SIZE_MAX;
-    for (size_t j = 0; j < n; j++)
-        if (h[j].stack < d->nstacks && dev[h[j].stack] == SEVERAL) slot[h[j].stack] = j;
-    int ok = 1;
-    for (size_t i = 0; i < upto && i < d->nevents; i++) {
-        const struct vm_event *e = &d->events[i];
-        if (e->type == 'o' || e->stack >= d->nstacks || slot[e->stack] == SIZE_MAX) continue;
-        size_t di = device_index(d, e->device);
-        if (di == SIZE_MAX) { ok = 0; continue; }
-        int64_t sign = e->type == 'a' ? 1 : -1;
-        bytes[slot[e->stack] * nd + di] += sign * (int64_t)e->bytes;
-        counts[slot[e->stack] * nd + di] += sign;
+int vh_replay_init(struct vh_replay *r, const struct vm_dump *d, const int *dev) {
+    *r = (struct vh_replay){.d = d};
+    if (!dev) return 0;
+    r->row = malloc((d->nstacks + 1) * sizeof *r->row);
+    if (!r->row) return -1;
+    for (size_t s = 0; s < d->nstacks; s++) r->row[s] = dev[s] == SEVERAL ? r->rows++ : SIZE_MAX;
+    size_t cells = r->rows * d->ndevices + 1;
+    r->bytes = calloc(cells, sizeof *r->bytes);
+    r->counts = calloc(cells, sizeof *r->counts);
+    r->bad = calloc(r->rows + 1, 1);
+    if (!r->bytes || !r->counts || !r->bad) {
+        vh_replay_free(r);
+        return -1;
     }
-    free(slot);
-    return ok;
+    return 0;
 }
 
-void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, const int *dev,
-                          const struct vm_holder *h, size_t n, int have, size_t upto) {
+void vh_replay_free(struct vh_replay *r) {
+    free(r->row);
+    free(r->bytes);
+    free(r->counts);
+    free(r->bad);
+    r->row = NULL;
+    r->bytes = r->counts = NULL;
+    r->bad = NULL;
+}
+
+/* The replay brought to its first `upto` events: on from where it is, or
+ * again from the start for an earlier moment. */
+static void replay_to(struct vh_replay *r, size_t upto) {
+    const struct vm_dump *d = r->d;
+    size_t nd = d->ndevices;
+    if (upto < r->at) {
+        memset(r->bytes, 0, (r->rows * nd + 1) * sizeof *r->bytes);
+        memset(r->counts, 0, (r->rows * nd + 1) * sizeof *r->counts);
+        memset(r->bad, 0, r->rows + 1);
+        r->at = 0;
+    }
+    for (; r->at < upto && r->at < d->nevents; r->at++) {
+        const struct vm_event *e = &d->events[r->at];
+        if (e->type == 'o' || e->stack >= d->nstacks || r->row[e->stack] == SIZE_MAX) continue;
+        size_t row = r->row[e->stack], di = device_index(d, e->device);
+        if (di == SIZE_MAX) { r->bad[row] = 1; continue; }
+        int64_t sign = e->type == 'a' ? 1 : -1;
+        r->bytes[row * nd + di] += sign * (int64_t)e->bytes;
+        r->counts[row * nd + di] += sign;
+    }
+}
+
+void vh_holders_by_device(FILE *f, const char *name, struct vh_replay *r, const int *dev, const struct vm_holder *h,
+                          size_t n, int have, size_t upto) {
+    const struct vm_dump *d = r->d;
     fprintf(f, ",\"%s_dev\":", name);
     if (!have || !dev) { fprintf(f, "null,\"%s_split\":null", name); return; }
     size_t nd = d->ndevices;
-    int64_t *bytes = upto != SIZE_MAX ? calloc(n * nd + 1, sizeof *bytes) : NULL;
-    int64_t *counts = bytes ? calloc(n * nd + 1, sizeof *counts) : NULL;
-    int replayed = counts && replay(d, h, n, dev, upto, bytes, counts);
+    /* Replayed only for a holder list with a several-device stack, and then
+     * exactly where none of its several-device stacks had an event on a
+     * device the dump does not list. */
+    int several = 0, replayed = 0;
+    for (size_t j = 0; j < n && !several; j++) several = h[j].stack < d->nstacks && dev[h[j].stack] == SEVERAL;
+    if (several && upto != SIZE_MAX && r->row) {
+        replay_to(r, upto);
+        replayed = 1;
+        for (size_t j = 0; j < n; j++)
+            if (h[j].stack < d->nstacks && r->row[h[j].stack] != SIZE_MAX && r->bad[r->row[h[j].stack]]) replayed = 0;
+    }
     char *split = calloc(n + 1, 1);
     struct vh_pack p;
     vh_pack_init(&p, 's');
     for (size_t j = 0; j < n; j++) {
         int where = h[j].stack < d->nstacks ? dev[h[j].stack] : NONE;
         if (where == SEVERAL && replayed && split) {
+            const int64_t *b = &r->bytes[r->row[h[j].stack] * nd], *c = &r->counts[r->row[h[j].stack] * nd];
             int64_t sum = 0, count = 0, bad = 0;
             for (size_t k = 0; k < nd; k++) {
-                sum += bytes[j * nd + k];
-                count += counts[j * nd + k];
-                bad |= bytes[j * nd + k] < 0 || counts[j * nd + k] < 0;
+                sum += b[k];
+                count += c[k];
+                bad |= b[k] < 0 || c[k] < 0;
             }
             split[j] = !bad && sum == (int64_t)h[j].bytes && count == (int64_t)h[j].count;
         }
@@ -108,16 +147,16 @@ void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, co
     vh_pack_write(f, NULL, &p);
     fprintf(f, ",\"%s_split\":", name);
     for (size_t j = 0; split && j < n; j++) {
-        for (size_t k = 0; split[j] && k < nd; k++) {
-            if (!bytes[j * nd + k] && !counts[j * nd + k]) continue;
+        if (!split[j]) continue;
+        const int64_t *b = &r->bytes[r->row[h[j].stack] * nd], *c = &r->counts[r->row[h[j].stack] * nd];
+        for (size_t k = 0; k < nd; k++) {
+            if (!b[k] && !c[k]) continue;
             vh_pack(&p, (int64_t)j);
             vh_pack(&p, d->devices[k].ordinal);
-            vh_pack(&p, bytes[j * nd + k]);
-            vh_pack(&p, counts[j * nd + k]);
+            vh_pack(&p, b[k]);
+            vh_pack(&p, c[k]);
         }
     }
     vh_pack_write(f, NULL, &p);
     free(split);
-    free(bytes);
-    free(counts);
 }

@@ -388,22 +388,34 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
         devices(f, d, site_of, series_of, other);
     /* Each moment's holders over all devices, then split by device. */
     int *dev = vh_stack_devices(d);
+    struct vh_replay r;
+    if (vh_replay_init(&r, d, dev) != 0) {
+        free(dev);
+        dev = NULL; /* each split written as not known */
+        vh_replay_init(&r, d, NULL);
+    }
+    size_t *before_oom = vh_events_before_ooms(d);
     int have_peak = d->npeak_holders > 0 || d->totals.peak_bytes == 0;
+    /* The exit, the peak, then the OOMs in turn: the replay goes through
+     * the history three times at most, not once per OOM. */
     holders(f, "exit", d->holders, d->nholders, 1);
-    vh_holders_by_device(f, "exit", d, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    vh_holders_by_device(f, "exit", &r, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
     holders(f, "peak", d->peak_holders, d->npeak_holders, have_peak);
-    vh_holders_by_device(f, "peak", d, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
+    vh_holders_by_device(f, "peak", &r, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
     fputs(",\"ooms\":[", f);
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
         fprintf(f, "%s{\"device\":%d,\"t\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"stack\":%zu", i ? "," : "",
                 x->device, x->time_ns, x->requested, x->stack);
         holders(f, "holders", x->holders, x->nholders, x->have_holders);
-        vh_holders_by_device(f, "holders", d, dev, x->holders, x->nholders, x->have_holders, vh_events_before_oom(d, i));
+        vh_holders_by_device(f, "holders", &r, dev, x->holders, x->nholders, x->have_holders,
+                             before_oom ? before_oom[i] : SIZE_MAX);
         vh_torch_data(f, "torch", x->torch);
         fputc('}', f);
     }
     fputc(']', f);
+    free(before_oom);
+    vh_replay_free(&r);
     free(dev);
     live(f, d);
     fputs(",\"tcats\":[", f);

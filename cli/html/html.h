@@ -93,19 +93,38 @@ void vh_torch_data(FILE *f, const char *name, const struct vm_torch *t);
  * on, -1 for several, -2 for none; malloc'd (cli/html/bydevice.c). */
 int *vh_stack_devices(const struct vm_dump *d);
 
-/* How many events came before OOM k, or before the peak (the events up to
+/* How many events came before each OOM (an array of d->nooms, malloc'd,
+ * NULL when out of memory), or before the peak (the events up to
  * totals.peak_time_ns); SIZE_MAX when the history cannot tell (some event
- * was overwritten, or OOM k has no event of the same time). */
-size_t vh_events_before_oom(const struct vm_dump *d, size_t k);
+ * was overwritten, or the OOM has no event of the same time). */
+size_t *vh_events_before_ooms(const struct vm_dump *d);
 size_t vh_events_before_peak(const struct vm_dump *d);
+
+/* The history replayed for the stacks seen on several devices: per such
+ * stack (row) and device, its bytes and count after the first `at` events;
+ * bad[row] where one of its events fell outside the listed devices. Asked
+ * for moments in any order, it goes on from where it is when the next is
+ * later: the OOMs in turn cost one pass over the history in all. */
+struct vh_replay {
+    const struct vm_dump *d;
+    size_t *row;     /* per stack: its row, SIZE_MAX for a stack on one device or none */
+    size_t rows, at;
+    int64_t *bytes, *counts; /* rows x ndevices */
+    char *bad;
+};
+/* For the stacks dev (vh_stack_devices) marks as several; with dev NULL an
+ * empty replay. 0, or -1 when out of memory (then free it, and pass dev as
+ * NULL to vh_holders_by_device). */
+int vh_replay_init(struct vh_replay *r, const struct vm_dump *d, const int *dev);
+void vh_replay_free(struct vh_replay *r);
 
 /* Holders h split by device, as ",\"NAME_dev\":[...],\"NAME_split\":[...]":
  * per holder its device (dev from vh_stack_devices: a stack seen on one
  * device), -2 for a stack on several split by replaying the first `upto`
- * events where that gives back its bytes and count exactly, else -1 (not
- * known); then per split holder and device (holder index, device, bytes,
- * count). Both null when !have. */
-void vh_holders_by_device(FILE *f, const char *name, const struct vm_dump *d, const int *dev,
-                          const struct vm_holder *h, size_t n, int have, size_t upto);
+ * events (r) where that gives back its bytes and count exactly, else -1
+ * (not known); then per split holder and device (holder index, device,
+ * bytes, count). Both null when !have. */
+void vh_holders_by_device(FILE *f, const char *name, struct vh_replay *r, const int *dev, const struct vm_holder *h,
+                          size_t n, int have, size_t upto);
 
 #endif

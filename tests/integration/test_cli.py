@@ -359,20 +359,21 @@ def cli_singular_plural_and_layout():
 
 @test
 def cli_long_names_cut_at_a_character():
-    """A frame label is cut at 1024 bytes; cut inside 'é' it was not UTF-8:
-    the pickle could not be read and JSON lost the holder."""
+    """A name is cut at load to 1,023 bytes ending in "..." (VM_NAME_MAX),
+    before a character the cut would split: cut inside 'é' it was not
+    UTF-8, the pickle could not be read and JSON lost the holder."""
     path = seed("cli-long-name.json")
     rc, out, err = cli(["report", path, "--format", "torch"])
     eq((rc, err), (0, ""), "torch status")
     names = [s["frames"][1]["name"] for s in pickle.loads(out)["segments"]]
-    eq(sorted(names), ["a" * 1022, "steady_state"], "the torch label cut before the character")
+    eq(sorted(names), ["a" * 1020 + "...", "steady_state"], "the torch label cut before the character")
     sites = [s["frames"][0]["name"] for s in pickle.loads(out)["segments"]]
     eq(sorted(sites), ["a" * (1023 - len(" (call site)")) + " (call site)", "steady_state (call site)"],
        "the call site's name cut before the character too, its ' (call site)' kept")
     rc, out, err = cli(["report", path, "--format", "json"])
     holders = json.loads(out)["processes"][0]["holders"]
-    eq(sorted(h["site"] for h in holders), ["a" * 1022, "steady_state tests/progs/t_phases.c:20"],
+    eq(sorted(h["site"] for h in holders), ["a" * 1020 + "...", "steady_state tests/progs/t_phases.c:20"],
        "both holders in JSON, the long site cut before the character")
     rc, out, err = cli(["report", path, "--format", "html"])
-    ok(out.count(b'class="flame"') == 1 and b'"' + b"a" * 1022 + b'"' in out and b'"' + b"a" * 1023 not in out,
+    ok(out.count(b'class="flame"') == 1 and b'"' + b"a" * 1020 + b'..."' in out and b"a" * 1021 not in out,
        "the flame graph keeps the frame")

@@ -192,3 +192,49 @@ def dump_shrinking_while_read_is_one_error_line():
         with open(os.path.join(work, "a.json"), "wb") as f:
             f.write(good)
         eq(report(["a.json", "-o", os.devnull], cwd=work)[:2], (0, b""), "the whole dump reads")
+
+
+@test
+def dump_names_past_1024_bytes_cut_once_at_load():
+    """A function name of 200,000 bytes (a C++ template instantiation's can
+    be several KiB) is cut at load to 1,023 bytes, the last three "...", at
+    a whole UTF-8 character: the same in every format from version 1 and
+    version 2, and names up to 1,023 bytes are kept whole. (Every format
+    but text read the whole name once per frame of every stack: 10,000
+    stacks over 100,000-byte names took 80 to 120 s.)"""
+    with open(os.path.join(ROOT, "tests", "golden", "phases.r0.json")) as f:
+        v1 = json.load(f)
+    frame = v1["stacks"][v1["holders"][0]["stack"]]["frames"][0]
+    # 1,019 ASCII bytes then a 3-byte character across the cut (bytes
+    # 1,019..1,021 of the name): the cut keeps 1,019 bytes, then "...".
+    frame["function"] = "f" * 1019 + "\u20ac" + "x" * 200000
+    kept = "g" * 1023  # exactly the longest name kept whole
+    v1["stacks"][v1["holders"][1]["stack"]]["frames"][0]["function"] = kept
+    want = "f" * 1019 + "..."
+    with workdir("vt-dump-long-") as work:
+        for sub, d in (("v1", v1), ("v2", v2_of(v1))):
+            os.makedirs(os.path.join(work, sub))
+            write_json(os.path.join(work, sub, "d.json"), d)
+            rc, out, err = report(["d.json", "--format", "json"], cwd=os.path.join(work, sub))
+            eq((rc, err), (0, ""), f"{sub}: json")
+            names = set()
+
+            def walk(x):
+                if isinstance(x, dict):
+                    for k, v in x.items():
+                        if k == "function" and isinstance(v, str):
+                            names.add(v)
+                        walk(v)
+                elif isinstance(x, list):
+                    for v in x:
+                        walk(v)
+            walk(json.loads(out.decode()))
+            eq(sorted(n for n in names if n.startswith(("f", "g")) and len(n) > 100), sorted([want, kept]),
+               f"{sub}: the long name cut, the 1,023-byte one whole")
+            rc, out, err = report(["d.json", "--format", "folded"], cwd=os.path.join(work, sub))
+            eq(rc, 0, f"{sub}: folded")
+            out = out.decode()
+            ok(want + ";" in out or out.split(" ")[0].endswith(want) or ";" + want in out,
+               f"{sub}: folded has the cut name")
+            ok("x" * 10 not in out, f"{sub}: folded has nothing past the cut")
+        same_reports(v1, v2_of(v1), "a 200,000-byte name")
