@@ -10,21 +10,23 @@
 #include "log.h"
 #include "steps.h"
 
-/* Keep the VT_VIEW_SITES largest of n holders in top[], largest first (an
- * insertion into a short sorted array: n is large, the top is small). */
-static uint32_t keep_largest(const struct vt_holder *h, uint32_t n, struct vt_holder *top) {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (h[i].bytes == 0) continue;
-        if (k == VT_VIEW_SITES && vt_holder_order(&h[i], &top[k - 1]) >= 0) continue;
-        uint32_t at = k < VT_VIEW_SITES ? k++ : k - 1;
-        while (at > 0 && vt_holder_order(&h[i], &top[at - 1]) < 0) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = h[i];
+/* Sites scanned per hold of the global lock: at 100,000 stacks the scan
+ * of them all in one hold (with the holder table it built) held the lock 5
+ * ms a round, and every thread whose log filled meanwhile waited for it. */
+#define VIEW_CHUNK 4096
+
+/* Keep site i (holding b bytes in c allocations) if it is among the
+ * VT_VIEW_SITES largest so far in top[0..*k), largest first (an insertion
+ * into a short sorted array). */
+static void keep_if_largest(struct vt_holder *top, uint32_t *k, uint32_t i, uint64_t b, uint64_t c) {
+    struct vt_holder h = {.stack = i, .bytes = b, .count = c};
+    if (*k == VT_VIEW_SITES && vt_holder_order(&h, &top[*k - 1]) >= 0) return;
+    uint32_t at = *k < VT_VIEW_SITES ? (*k)++ : *k - 1;
+    while (at > 0 && vt_holder_order(&h, &top[at - 1]) < 0) {
+        top[at] = top[at - 1];
+        at--;
     }
-    return k;
+    top[at] = h;
 }
 
 int vt_tracker_view(struct vt_view *v) {
@@ -46,11 +48,23 @@ int vt_tracker_view(struct vt_view *v) {
     memcpy(v->devices, vt_counts.devices, (size_t)v->ndevices * sizeof *v->devices);
     memcpy(v->kinds, vt_counts.kinds, (size_t)(v->ndevices + 1) * sizeof *v->kinds);
     v->nsteps = vt_steps_newest(v->steps, VT_VIEW_STEPS, &v->steps_total, vt_tick_scale(v->now_ns));
-    uint32_t n = 0;
-    struct vt_holder *h = vt_account_holders(&n, 0);
-    v->nsites = h ? keep_largest(h, n, v->sites) : 0;
+    /* The top sites, VIEW_CHUNK sites a hold: each site's bytes as they are
+     * when its chunk is read, a few milliseconds after the counts above at
+     * most (a view, not a snapshot: vt_tracker_snapshot is exact). */
+    uint32_t k = 0;
+    for (size_t i = 0;; i++) {
+        if (i == vt_stacks.n) break;
+        if (i && i % VIEW_CHUNK == 0) {
+            vt_global_unlock();
+            vt_global_lock();
+            vt_log_drain();
+            if (i >= vt_stacks.n) break;
+        }
+        const struct vt_site *st = vt_site_of((uint32_t)i);
+        if (st->bytes) keep_if_largest(v->sites, &k, (uint32_t)i, st->bytes, st->count);
+    }
+    v->nsites = k;
     for (uint32_t i = 0; i < v->nsites; i++) v->stacks[i] = vt_stacks.list[v->sites[i].stack];
     vt_global_unlock();
-    free(h);
     return 1;
 }
