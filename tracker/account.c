@@ -80,34 +80,108 @@ void vt_tracker_set_facts(int device, const char *name, const char *uuid,
     vt_global_unlock();
 }
 
-/* vt_account_holders(which), in no order; *n its length. */
-static struct vt_holder *holders(int which, size_t *n, const char *what) {
-    uint32_t k = 0;
-    struct vt_holder *h = vt_account_holders(&k, which);
-    if (!h) vt_records_lost(what);
-    *n = k;
-    return h;
-}
-
 void vt_account_sort(struct vt_snapshot *s) {
     if (s->holders) qsort(s->holders, s->nholders, sizeof *s->holders, vt_holder_order);
     if (s->all_holders) qsort(s->all_holders, s->nall_holders, sizeof *s->all_holders, vt_holder_order);
     if (s->peak_holders) qsort(s->peak_holders, s->npeak_holders, sizeof *s->peak_holders, vt_holder_order);
 }
 
-void vt_account_copy(struct vt_snapshot *s, double scale) {
+struct vt_site_copy vt_site_copy;
+
+void vt_site_copy_one(uint32_t id) {
+    const struct vt_site *st = vt_site_of(id);
+    struct vt_site_vals *v = &vt_site_copy.vals[id];
+    v->bytes = st->bytes;
+    v->count = st->count;
+    v->other_bytes = st->other_bytes;
+    v->other_count = st->other_count;
+    /* At the peak as of the arming: a site not changed since keeps its
+     * high-water mark of that peak's generation, or none (then its count
+     * now is the one at the peak). */
+    int marked = st->hwm_gen == vt_site_copy.peak_gen;
+    v->peak_bytes = marked ? st->hwm_bytes : st->bytes;
+    v->peak_count = marked ? st->hwm_count : st->count;
+    vt_site_copy.done[id / 64] |= 1ull << (id % 64);
+}
+
+int vt_account_copy(struct vt_snapshot *s, double scale) {
     s->totals = vt_counts.totals;
     s->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
     memcpy(s->devices, vt_counts.devices, sizeof vt_counts.devices);
     s->ndevices = vt_counts.ndevices;
     s->totals.peak_time_ns = vt_ticks_to_ns(s->totals.peak_time_ns, scale);
     for (int i = 0; i < s->ndevices; i++) s->devices[i].peak_time_ns = vt_ticks_to_ns(s->devices[i].peak_time_ns, scale);
-    s->holders = holders(VT_HELD_NOW, &s->nholders, "the holder table");
-    s->all_holders = holders(VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
-    s->peak_holders = holders(VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
+    /* Sized now (a mapping: its pages are touched by the copy, after the
+     * lock); a site interned later is not the snapshot's. */
+    uint32_t n = (uint32_t)vt_stacks.n;
+    struct vt_site_copy c = {.n = n, .peak_gen = vt_counts.peak_gen};
+    c.done = calloc(n / 64 + 1, sizeof *c.done);
+    c.vals = malloc((n ? n : 1) * sizeof *c.vals);
+    if (!c.done || !c.vals) {
+        free(c.done);
+        free(c.vals);
+        vt_records_lost("the holder tables");
+        return -1;
+    }
+    c.active = 1;
+    vt_site_copy = c;
+    return 0;
+}
+
+void vt_account_copy_sites(uint32_t from, uint32_t to) {
+    if (to > vt_site_copy.n) to = vt_site_copy.n;
+    for (uint32_t id = from; id < to; id++)
+        if (!(vt_site_copy.done[id / 64] >> (id % 64) & 1)) vt_site_copy_one(id);
+}
+
+void vt_account_disarm(struct vt_site_copy *out) {
+    *out = vt_site_copy;
+    vt_site_copy.active = 0;
+}
+
+/* The holders of copy c counted as `which` counts them (VT_HELD_*). */
+static struct vt_holder *holders_of_copy(const struct vt_site_copy *c, int which, size_t *n_out, const char *what) {
+    size_t k = 0;
+    *n_out = 0;
+    if (!c->vals) return NULL; /* none made: counted as lost when armed */
+    struct vt_holder *h = malloc((c->n ? c->n : 1) * sizeof *h);
+    if (!h) {
+        vt_records_lost(what);
+        *n_out = 0;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < c->n; i++) {
+        const struct vt_site_vals *v = &c->vals[i];
+        uint64_t b = which == VT_HELD_AT_PEAK ? v->peak_bytes : v->bytes;
+        uint64_t cnt = which == VT_HELD_AT_PEAK ? v->peak_count : v->count;
+        if (which == VT_HELD_ALL_KINDS) { b += v->other_bytes; cnt += v->other_count; }
+        if (b == 0 && cnt == 0) continue;
+        h[k].stack = i;
+        h[k].bytes = b;
+        h[k].count = cnt;
+        k++;
+    }
+    *n_out = k;
+    return h;
+}
+
+void vt_account_holders_of_copy(struct vt_snapshot *s, struct vt_site_copy *c) {
+    s->holders = holders_of_copy(c, VT_HELD_NOW, &s->nholders, "the holder table");
+    s->all_holders = holders_of_copy(c, VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
+    s->peak_holders = holders_of_copy(c, VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
+    vt_account_copy_free(c);
+}
+
+void vt_account_copy_free(struct vt_site_copy *c) {
+    free(c->done);
+    free(c->vals);
+    *c = (struct vt_site_copy){0};
 }
 
 void vt_account_reset_child(void) {
+    /* A snapshot of the parent's, armed between two chunks of its copy:
+     * none in the child (its memory is the parent's thread's to free). */
+    vt_site_copy = (struct vt_site_copy){0};
     vt_counts.peak_gen = 0;
     memset(&vt_counts.totals, 0, sizeof vt_counts.totals);
     memset(vt_counts.kinds, 0, sizeof vt_counts.kinds);

@@ -47,6 +47,33 @@ static inline struct vt_device *device_slot(int device) {
      (1u << VT_KIND_VMM) | (1u << VT_KIND_ARRAY))
 _Static_assert(VT_KIND_COUNT <= 32, "a kind is a bit of VT_OWNED_KINDS");
 
+/* A snapshot's copy of every site's counts, of the point its tables were
+ * armed (snapshot.c), made a chunk of sites at a time after the global
+ * lock is let go, as the live tables are (cow.h): before an op changes a
+ * site not yet copied, the applier copies it (site_copy_touch). At 100,000
+ * stacks the three holder tables built in one hold of the global lock
+ * held it 3.7 to 4.6 ms. Global lock held to read or write any of it. */
+struct vt_site_vals {
+    uint64_t bytes, count, other_bytes, other_count, peak_bytes, peak_count;
+};
+struct vt_site_copy {
+    int active;
+    uint32_t n;        /* the sites copied: ids below n */
+    uint64_t peak_gen; /* vt_counts.peak_gen when armed */
+    uint64_t *done;    /* a bit per site copied */
+    struct vt_site_vals *vals;
+};
+extern struct vt_site_copy vt_site_copy VT_HIDDEN;
+
+/* Copy site `id` into vt_site_copy (not copied yet, id < n). Lock held. */
+void vt_site_copy_one(uint32_t id) VT_HIDDEN;
+
+static inline void site_copy_touch(uint32_t id) {
+    if (__builtin_expect(vt_site_copy.active, 0) && id < vt_site_copy.n &&
+        !(vt_site_copy.done[id / 64] >> (id % 64) & 1))
+        vt_site_copy_one(id);
+}
+
 /* Add or remove bytes from the live counters. Lock held. Returns the
  * device whose counters moved, NULL for memory that is not the device's
  * own (pinned host, imported). The op's fields are read once, into
@@ -59,6 +86,7 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
     const uint64_t bytes = a->bytes;
     const int on_device = device >= 0 && device < VT_MAX_DEVICES;
     struct vt_site *st = vt_site_of(a->stack);
+    if (st) site_copy_touch(a->stack); /* before any of its counts change */
     if (kind < VT_KIND_COUNT) {
         struct vt_kind_counts *kc = &vt_counts.kinds[on_device ? device + 1 : VT_KINDS_HOST];
         if (sign < 0) kc->live_bytes[kind] -= bytes;
@@ -220,11 +248,23 @@ enum { VT_HELD_NOW, VT_HELD_AT_PEAK, VT_HELD_ALL_KINDS };
  * order (NULL when out of memory); *n_out its length. Lock held. */
 struct vt_holder *vt_account_holders(uint32_t *n_out, int which) VT_HIDDEN;
 
-/* Copy the counts into a snapshot, times converted with `scale`: totals,
- * devices, and the holders now (of device memory and of every kind) and at
- * the peak, in no order. Lock held, every log applied: the snapshot's live
- * tables must have been armed at the same point (snapshot.c). */
-void vt_account_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
+/* Copy the counts into a snapshot, times converted with `scale`: totals
+ * and devices, and arm vt_site_copy for the holders (now, of every kind,
+ * at the peak), of the same point. Lock held, every log applied: the
+ * snapshot's live tables must have been armed at the same point
+ * (snapshot.c). 0, or -1 when out of memory (nothing armed). */
+int vt_account_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
+
+/* Copy the armed sites [from, to) not copied yet. Lock held. */
+void vt_account_copy_sites(uint32_t from, uint32_t to) VT_HIDDEN;
+
+/* Every armed site copied: disarm, the copy handed to *out (lock held);
+ * then the snapshot's holder tables built from it with no lock held (in
+ * no order: vt_account_sort), and its memory let go. */
+void vt_account_disarm(struct vt_site_copy *out) VT_HIDDEN;
+void vt_account_holders_of_copy(struct vt_snapshot *s, struct vt_site_copy *c) VT_HIDDEN;
+/* A disarmed copy's memory let go, unused. */
+void vt_account_copy_free(struct vt_site_copy *c) VT_HIDDEN;
 
 /* Sort a snapshot's holder tables, largest first, with no lock held: at
  * 100,000 stacks the sort took 16 to 32 ms, and under the global lock

@@ -25,8 +25,11 @@ extern pthread_mutex_t vt_tracker_lock VT_HIDDEN;
  * holds in a probe build; elsewhere they are the mutex's calls). */
 extern uint64_t vt_global_since VT_HIDDEN;
 extern const char *vt_global_where VT_HIDDEN;
+/* Threads waiting for the global lock in vt_global_lock (atomic). */
+extern int vt_global_wanted VT_HIDDEN;
+void vt_global_lock_slow(void) VT_HIDDEN;
 static inline void vt_global_lock(void) {
-    pthread_mutex_lock(&vt_tracker_lock);
+    if (__builtin_expect(pthread_mutex_trylock(&vt_tracker_lock) != 0, 0)) vt_global_lock_slow();
     VT_PROBE_TAKEN(vt_global_since, vt_global_where);
 }
 static inline int vt_global_trylock(void) {
@@ -43,6 +46,13 @@ static inline void vt_global_unlock(void) {
     VT_PROBE_GIVEN(VT_PROBE_GLOBAL, vt_global_since, vt_global_where);
     pthread_mutex_unlock(&vt_tracker_lock);
 }
+/* After vt_global_unlock, in a loop that takes the lock again at once (a
+ * copy a chunk at a time): a thread waiting for it is let in first (for
+ * 200 us at most), as vt_slot_hand_over does for a slot. Without it the
+ * mutex's unlock and lock again a few instructions later kept a waiter
+ * out for the whole copy. */
+void vt_global_let_in(void) VT_HIDDEN;
+
 #ifdef VT_LOCK_PROBE /* each take known by its file and line (lockprobe.h) */
 #define vt_global_lock() VT_PROBE_AT(vt_global_lock())
 #define vt_global_trylock() VT_PROBE_AT(vt_global_trylock())

@@ -273,6 +273,35 @@ static void not_made(struct vt_snapshot *s, struct live_copy *c, int free_copy) 
     if (free_copy) copy_free(c);
 }
 
+/* Interned stacks and sites copied per hold of the global lock. */
+#define SITES_CHUNK 4096
+
+/* The stack list (pointers that never change once written; the list's
+ * array may move as it grows, so it is read under the lock) and the armed
+ * sites (account.h), SITES_CHUNK a hold of the global lock; then the site
+ * copy disarmed into *held. 0 when the lock could not be had before
+ * `until`: the site copy then stays armed (the applier still writes it,
+ * so its memory is never freed). */
+static int copy_sites(struct vt_snapshot *s, int sites, struct vt_site_copy *held, const struct timespec *until) {
+    size_t n = s->stacks ? s->nstacks : 0;
+    if (sites && vt_site_copy.n > n) n = vt_site_copy.n; /* (read unlocked: only this snapshot writes n) */
+    for (size_t from = 0;; from += SITES_CHUNK) {
+        if (!until) vt_global_lock();
+        else if (vt_global_timedlock(until) != 0) return 0;
+        size_t to = from + SITES_CHUNK < n ? from + SITES_CHUNK : n;
+        if (s->stacks && from < s->nstacks)
+            memcpy(s->stacks + from, vt_stacks.list + from, ((to < s->nstacks ? to : s->nstacks) - from) * sizeof *s->stacks);
+        if (sites) vt_account_copy_sites((uint32_t)from, (uint32_t)to);
+        if (to == n) {
+            if (sites) vt_account_disarm(held);
+            vt_global_unlock();
+            return 1;
+        }
+        vt_global_unlock();
+        vt_global_let_in();
+    }
+}
+
 /* The snapshot; with `within_ns`, NULL if a lock it needs is not free
  * within that long; with `since`, its live allocations only the device
  * memory made at or after that tick.
@@ -327,19 +356,17 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
         not_made(s, c, all);
         return NULL;
     }
-    vt_account_copy(s, scale); /* after the tables are armed: the counts of the same point */
+    int sites = vt_account_copy(s, scale) == 0; /* after the tables are armed: the counts of the same point */
     vt_history_copy(s, scale);
     vt_steps_copy(s, scale);
     size_t nstacks = vt_stacks.n;
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
-    if (s->stacks) {
-        if (nstacks) memcpy(s->stacks, vt_stacks.list, nstacks * sizeof *vt_stacks.list);
-        s->nstacks = nstacks;
-    } else {
-        vt_records_lost("a snapshot's stacks");
-    }
+    if (s->stacks) s->nstacks = nstacks;
+    else vt_records_lost("a snapshot's stacks");
     vt_global_unlock();
-    if (!copy_armed(c, within_ns)) {
+    struct vt_site_copy held = {0};
+    if (!copy_sites(s, sites, &held, until) || !copy_armed(c, within_ns)) {
+        vt_account_copy_free(&held);
         int all = copy_give_up(c, until);
         pthread_mutex_unlock(&snapshot_lock);
         /* What the global lock's part took (the lent ring) given back
@@ -350,6 +377,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
         if (all) copy_free(c);
         return NULL;
     }
+    vt_account_holders_of_copy(s, &held);
     pthread_mutex_unlock(&snapshot_lock);
     copy_done(s);
     vt_account_sort(s);

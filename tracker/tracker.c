@@ -10,6 +10,7 @@
  * the logs (log.h) by whoever reads them. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 
 #include "../common/warn.h"
 #include "clock.h"
@@ -24,6 +25,31 @@
 pthread_mutex_t vt_tracker_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 uint64_t vt_global_since;     /* internal.h: the lock probe's, in a probe build */
 const char *vt_global_where;
+int vt_global_wanted;
+
+void vt_global_lock_slow(void) {
+    __atomic_add_fetch(&vt_global_wanted, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&vt_tracker_lock);
+    __atomic_sub_fetch(&vt_global_wanted, 1, __ATOMIC_RELAXED);
+}
+
+void vt_global_let_in(void) {
+    struct timespec start = {0, 0}, now;
+    for (unsigned i = 0; __atomic_load_n(&vt_global_wanted, __ATOMIC_SEQ_CST); i++) {
+        if (i < 512) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        if (i % 16 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (!start.tv_sec && !start.tv_nsec) start = now;
+            else if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000L) return;
+        }
+        sched_yield();
+    }
+}
 __thread int32_t vt_my_tid __attribute__((tls_model("initial-exec")));
 struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64)));
 

@@ -56,6 +56,7 @@ int vt_tracker_view(struct vt_view *v) {
         if (i == vt_stacks.n) break;
         if (i && i % VIEW_CHUNK == 0) {
             vt_global_unlock();
+            vt_global_let_in();
             vt_global_lock();
             vt_log_drain();
             if (i >= vt_stacks.n) break;

@@ -447,6 +447,88 @@ static void test_copy_while_the_table_changes_is_of_one_point(void) {
     rmdir(dir);
 }
 
+/* The holder tables of a snapshot are copied a chunk of sites at a time
+ * after the global lock (account.h's site copy), while a thread goes on:
+ * each must still be of the snapshot's one point. The thread keeps a
+ * window of allocations over 200,000 stacks (49 chunks), growing it a
+ * little more each round than it shrinks it, so that new peaks come while
+ * a copy is under way. Per snapshot: each stack's holder (bytes, count)
+ * is exactly what the live list holds of it, the holders sum to the live
+ * totals, and the holders at the peak to the peak. */
+#define HBASE 0xc000000000ull
+#define HSTACKS 200000
+static volatile int holders_stop;
+static uint64_t holders_lo, holders_hi;
+
+static void holders_alloc(uint64_t i) {
+    uintptr_t fs[3] = {0xc0000 + (uintptr_t)(i % HSTACKS), 0x2000, 0x3000};
+    vt_tracker_alloc(HBASE + i * 256, 500 + i % 89, VT_KIND_DEVICE, 0, "cuMemAlloc", fs, 3);
+}
+
+static void *holders_keeper(void *arg) {
+    (void)arg;
+    for (unsigned round = 0; !__atomic_load_n(&holders_stop, __ATOMIC_ACQUIRE); round++) {
+        for (unsigned k = 0; k < 20000 + 50 * round; k++) holders_alloc(holders_hi++);
+        for (int k = 0; k < 20000; k++, holders_lo++) {
+            struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, HBASE + holders_lo * 256);
+            vt_tracker_free_end(&f, 1);
+        }
+    }
+    return NULL;
+}
+
+static void test_holders_copied_while_sites_change_are_of_one_point(void) {
+    /* Every stack interned first, so that each copy has all 49 chunks. */
+    for (uint64_t i = 0; i < HSTACKS; i++) {
+        holders_alloc(i);
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, HBASE + i * 256);
+        vt_tracker_free_end(&f, 1);
+    }
+    holders_lo = holders_hi = HSTACKS;
+    for (; holders_hi < HSTACKS + 5000; holders_hi++) holders_alloc(holders_hi);
+    pthread_t t;
+    pthread_create(&t, NULL, holders_keeper, NULL);
+    uint64_t (*want)[2] = calloc(1u << 20, sizeof *want); /* by stack id: bytes, count */
+    uint64_t wrong_sites = 0, wrong_sums = 0, wrong_peak = 0, chunked = 0;
+    for (int k = 0; k < 30; k++) {
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        memset(want, 0, (1u << 20) * sizeof *want);
+        struct vt_live_reader *r = vt_live_read(s, 0);
+        for (const struct vt_live *a; r && (a = vt_live_next(r));)
+            if (a->stack < (1u << 20)) {
+                want[a->stack][0] += a->bytes;
+                want[a->stack][1]++;
+            }
+        vt_live_read_end(r);
+        uint64_t sum = 0, count = 0, peak = 0, seen = 0;
+        for (size_t i = 0; i < s->nholders; i++) {
+            const struct vt_holder *h = &s->holders[i];
+            wrong_sites += h->stack >= (1u << 20) || want[h->stack][0] != h->bytes || want[h->stack][1] != h->count;
+            if (h->stack < (1u << 20)) want[h->stack][0] = want[h->stack][1] = 0; /* seen */
+            sum += h->bytes;
+            count += h->count;
+            seen++;
+        }
+        for (size_t i = 0; i < (1u << 20); i++) wrong_sites += want[i][0] || want[i][1]; /* a stack with no holder */
+        for (size_t i = 0; i < s->npeak_holders; i++) peak += s->peak_holders[i].bytes;
+        wrong_sums += sum != s->totals.live_bytes || count != s->totals.live_count;
+        wrong_peak += peak != s->totals.peak_bytes;
+        chunked += seen > 4096;
+        vt_snapshot_free(s);
+    }
+    __atomic_store_n(&holders_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    free(want);
+    CHECK_EQ(wrong_sites, 0);
+    CHECK_EQ(wrong_sums, 0);
+    CHECK_EQ(wrong_peak, 0);
+    CHECK_EQ(chunked, 30); /* each snapshot's holders spanned more than one chunk */
+    for (uint64_t i = holders_lo; i < holders_hi; i++) {
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, HBASE + i * 256);
+        vt_tracker_free_end(&f, 1);
+    }
+}
+
 /* A slot whose lock is not let go (held here, as a thread stuck inside a
  * hooked call would hold it): the bounded snapshot gives up, and the slot
  * it had armed before it (a newer thread's) is disarmed, so that its
@@ -538,6 +620,7 @@ int main(void) {
     test_spilled_snapshot_is_the_snapshot_in_memory();
     test_spill_that_cannot_be_written_keeps_the_first_run();
     test_copy_while_the_table_changes_is_of_one_point();
+    test_holders_copied_while_sites_change_are_of_one_point();
     test_snapshot_given_up_disarms_what_it_armed();
     return check_report("unit-snapshot");
 }
