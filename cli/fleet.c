@@ -75,7 +75,8 @@ static int by_spread(const void *a, const void *b) {
 static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks) {
     struct vt_labels *labels = vt_labels_new();
     struct site *sites = NULL;
-    size_t cap = 0;
+    size_t cap = 0, ntouched = 0, touched_cap = 0;
+    uint32_t *touched = NULL; /* the groups this dump holds at, each once: not every group seen so far */
     if (!labels) return;
     for (size_t i = 0; i < in->n; i++) {
         const struct vm_dump *d = &in->dumps[i];
@@ -96,12 +97,26 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
                 cap = want;
             }
             struct site *s = &sites[g];
-            if (s->cur_dump != i + 1) { s->cur_dump = i + 1; s->cur = 0; }
+            if (s->cur_dump != i + 1) {
+                s->cur_dump = i + 1;
+                s->cur = 0;
+                if (ntouched == touched_cap) {
+                    size_t want = touched_cap ? touched_cap * 2 : 64;
+                    uint32_t *more = realloc(touched, want * sizeof *more);
+                    if (!more) goto done;
+                    touched = more;
+                    touched_cap = want;
+                }
+                touched[ntouched++] = g;
+            }
             s->cur += h[j].bytes;
         }
-        /* The dump's sums go in as one rank each. */
-        for (size_t g = 0; g < vt_labels_count(labels); g++)
-            if (sites[g].cur_dump == i + 1 && add_rank(&sites[g], d->rank, sites[g].cur) != 0) goto done;
+        /* The dump's sums go in as one rank each (a pass over every group
+         * seen so far did this: 200 dumps of 4,000 sites each made it 80
+         * million steps). */
+        for (size_t t = 0; t < ntouched; t++)
+            if (add_rank(&sites[touched[t]], d->rank, sites[touched[t]].cur) != 0) goto done;
+        ntouched = 0;
     }
     size_t ng = vt_labels_count(labels), nd = 0;
     struct order *ord = calloc(ng ? ng : 1, sizeof *ord);
@@ -127,6 +142,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     }
     free(ord);
 done:
+    free(touched);
     for (size_t g = 0; g < cap; g++) free(sites[g].ranks);
     free(sites);
     vt_labels_free(labels);

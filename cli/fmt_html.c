@@ -183,27 +183,114 @@ static void views(FILE *f, size_t index) {
           "</p><ol class=\"stack\"></ol></div></section>\n", f);
 }
 
+/* A dump's bytes at the rows of the compared table (rows: their labels,
+ * in row order): bytes[r] for each row r it holds at, those rows listed
+ * in touched[0..return value). bytes[] must be zero where the dump holds
+ * nothing; dump_rows_clear zeroes it again. Labels `rows` had not are
+ * no row. */
+static size_t dump_rows(const struct vm_dump *d, enum vr_moment at, struct vt_labels *rows, size_t nrows,
+                        uint64_t *bytes, uint32_t *touched) {
+    size_t nh, nt = 0;
+    int missing;
+    const struct vm_holder *h = vr_holders_at(d, at, &nh, &missing);
+    for (size_t j = 0; j < nh; j++) {
+        char where[1024];
+        int added;
+        uint32_t g = vt_label_group(rows, vm_site_label(d, h[j].stack, where, sizeof where), &added);
+        if (g >= nrows || !h[j].bytes) continue;
+        if (!bytes[g]) touched[nt++] = g;
+        bytes[g] += h[j].bytes;
+    }
+    return nt;
+}
+
+static void dump_rows_clear(uint64_t *bytes, const uint32_t *touched, size_t nt) {
+    for (size_t t = 0; t < nt; t++) bytes[touched[t]] = 0;
+}
+
+struct row_bytes {
+    uint64_t bytes;
+    uint32_t row;
+};
+
+static int by_bytes_then_row(const void *a, const void *b) {
+    const struct row_bytes *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Mark in keep[] the `top` rows where a dump holds the most (touched: the
+ * rows it holds at; ties to the row first in the table's order), with
+ * scratch room for nt pairs. */
+static void keep_dump_top(const uint64_t *bytes, const uint32_t *touched, size_t nt, int top, char *keep,
+                          struct row_bytes *scratch) {
+    for (size_t i = 0; i < nt; i++) scratch[i] = (struct row_bytes){bytes[touched[i]], touched[i]};
+    qsort(scratch, nt, sizeof *scratch, by_bytes_then_row);
+    for (size_t i = 0; i < nt && i < (size_t)top; i++) keep[scratch[i].row] = 1;
+}
+
 /* Holders by call site compared across ranks: one row a site (largest
- * combined first), one column a dump. */
+ * combined first), one column a dump. The rows are the --top sites of all
+ * dumps together and each dump's own --top: over 200 dumps of 4,000 sites
+ * each (each its own) a row per site and a cell per dump made a page of
+ * 5.1 GB from 142 MB of dumps. */
 static void compared(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
     char a[32];
     size_t n;
-    struct vr_combined *c = vr_combine_each(in, o->at, &n);
+    struct vr_combined *c = vr_combine(in, o->at, &n);
+    struct vt_labels *rows = vt_labels_new();
+    char *keep = calloc(n + 1, 1);
+    uint64_t *bytes = calloc(n + 1, sizeof *bytes);
+    uint32_t *touched = malloc((n + 1) * sizeof *touched);
+    size_t *row_of = malloc((n + 1) * sizeof *row_of); /* a kept row's place among the kept */
+    struct row_bytes *scratch = malloc((n + 1) * sizeof *scratch);
+    uint64_t *cells = NULL;
+    size_t nkept = 0;
+    int ok = c && rows && keep && bytes && touched && row_of && scratch;
+    for (size_t r = 0; ok && r < n; r++) ok = vt_label_group(rows, c[r].where, NULL) == r;
+    for (size_t r = 0; ok && r < n && r < (size_t)o->top; r++) keep[r] = 1;
+    for (size_t k = 0; ok && k < in->n; k++) {
+        size_t nt = dump_rows(&in->dumps[k], o->at, rows, n, bytes, touched);
+        keep_dump_top(bytes, touched, nt, o->top, keep, scratch);
+        dump_rows_clear(bytes, touched, nt);
+    }
+    for (size_t r = 0; ok && r < n; r++)
+        if (keep[r]) row_of[r] = nkept++;
+    /* The kept rows' cells, a dump at a time. */
+    if (ok && !(cells = calloc(nkept * in->n + 1, sizeof *cells))) ok = 0;
+    for (size_t k = 0; ok && k < in->n; k++) {
+        size_t nt = dump_rows(&in->dumps[k], o->at, rows, n, bytes, touched);
+        for (size_t t = 0; t < nt; t++)
+            if (keep[touched[t]]) cells[row_of[touched[t]] * in->n + k] = bytes[touched[t]];
+        dump_rows_clear(bytes, touched, nt);
+    }
     fprintf(f, "<h3>holders at %s compared across ranks</h3>\n<table class=\"sortable compared\"><thead><tr>"
                "<th>call site</th><th>all</th>", vr_moment_name(o->at));
     for (size_t k = 0; k < in->n; k++) fprintf(f, "<th>rank %d</th>", in->dumps[k].rank);
     fputs("</tr></thead><tbody>\n", f);
-    for (size_t i = 0; c && i < n; i++) {
+    for (size_t r = 0, i = 0; ok && r < n; r++) {
+        if (!keep[r]) continue;
         fputs("<tr><td>", f);
-        vh_text(f, c[i].where);
-        fprintf(f, "</td><td class=n data-v=\"%" PRIu64 "\">%s</td>", c[i].bytes, B(c[i].bytes, a));
+        vh_text(f, c[r].where);
+        fprintf(f, "</td><td class=n data-v=\"%" PRIu64 "\">%s</td>", c[r].bytes, B(c[r].bytes, a));
         for (size_t k = 0; k < in->n; k++) {
-            uint64_t b = c[i].bytes_in ? c[i].bytes_in[k] : 0;
+            uint64_t b = cells[i * in->n + k];
             fprintf(f, "<td class=n data-v=\"%" PRIu64 "\">%s</td>", b, B(b, a));
         }
         fputs("</tr>\n", f);
+        i++;
     }
     fputs("</tbody></table>\n", f);
+    if (ok && nkept < n)
+        fprintf(f, "<p>(%zu more call %s, none among the %d largest of all ranks or of any one rank: the text "
+                   "report lists them)</p>\n", n - nkept, vr_plural(n - nkept, "site", "sites"), o->top);
+    free(cells);
+    free(scratch);
+    free(row_of);
+    free(touched);
+    free(bytes);
+    free(keep);
+    if (rows) vt_labels_free(rows);
     vr_combined_free(c, n);
 }
 
