@@ -45,6 +45,9 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
+    struct vt_holder *pending = NULL;
+    uint32_t npending = 0;
+    size_t at = SIZE_MAX;
     vt_global_lock();
     vt_log_drain();
     uint64_t now = vt_ticks();
@@ -76,22 +79,36 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             o->procs = copy;
             if (!copy) o->nprocs = 0;
         }
+        /* The holders of this point, sorted after the lock is let go and
+         * then attached (at 100,000 stacks the sort held the lock for
+         * milliseconds); a snapshot in between sees the OOM without them. */
         if (vt_history.nooms < VT_MAX_OOM_HOLDERS) {
-            uint32_t k;
-            struct vt_holder *h = vt_account_holders(&k, VT_HELD_NOW);
-            if (h) qsort(h, k, sizeof *h, vt_holder_order);
-            else vt_records_lost("an OOM's holder table");
-            o->holders = h;
-            o->nholders = h ? k : 0;
+            pending = vt_account_holders(&npending, VT_HELD_NOW);
+            if (!pending) vt_records_lost("an OOM's holder table");
         }
-        if (vt_history.nooms < VT_MAX_OOMS) vt_history.ooms[vt_history.nooms++] = *o;
-        else {
-            free((void *)o->holders);
+        if (vt_history.nooms < VT_MAX_OOMS) {
+            at = vt_history.nooms;
+            vt_history.ooms[vt_history.nooms++] = *o;
+        } else {
             free((void *)o->procs);
         }
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     vt_global_unlock();
+    if (pending) {
+        qsort(pending, npending, sizeof *pending, vt_holder_order);
+        vt_global_lock();
+        struct vt_oom *kept = at < vt_history.nooms ? &vt_history.ooms[at] : NULL;
+        if (kept && !kept->holders && kept->time_ns == o->time_ns && kept->thread == o->thread) {
+            kept->holders = pending;
+            kept->nholders = npending;
+            o->holders = pending; /* the caller's copy, as before */
+            o->nholders = npending;
+            pending = NULL;
+        }
+        vt_global_unlock();
+        free(pending);
+    }
     void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
     if (is_oom && listener) listener();
 }
