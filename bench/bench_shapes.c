@@ -140,7 +140,7 @@ static int maxcall_main(char **argv) {
 /* The lock probe's window (a build with tracker/lockprobe.h's probe:
  * build/probe/libvramtrace.so), found by dlsym; NULL in other builds. */
 static void (*probe_reset)(void);
-static double (*probe_longest)(int kind, unsigned long long *nholds);
+static double (*probe_longest)(int kind, unsigned long long *nholds, const char **where);
 
 static volatile int dump_done;
 static double dump_wall;
@@ -182,7 +182,7 @@ static int dumpwait_main(int argc, char **argv) {
     struct vramtrace_api vt;
     vramtrace_load(&vt);
     probe_reset = (void (*)(void))dlsym(RTLD_DEFAULT, "vramtrace_probe_reset");
-    probe_longest = (double (*)(int, unsigned long long *))dlsym(RTLD_DEFAULT, "vramtrace_probe_longest");
+    probe_longest = (double (*)(int, unsigned long long *, const char **))dlsym(RTLD_DEFAULT, "vramtrace_probe_longest");
     pthread_t t;
     pthread_create(&t, NULL, dump_thread, &vt);
     double worst = 0, worst_at = 0, worst_blocked = 0;
@@ -216,8 +216,10 @@ static int dumpwait_main(int argc, char **argv) {
            "dump_s %.3f", worst * 1e6, worst_at * 1e3, calls, over, over_blocked, worst_blocked * 1e6, dump_wall);
     if (probe_longest) {
         unsigned long long ns, ng;
-        double s = probe_longest(0, &ns), g = probe_longest(1, &ng);
-        printf(" slot_hold_max_us %.1f slot_holds %llu global_hold_max_us %.1f global_holds %llu", s, ns, g, ng);
+        const char *ws = NULL, *wg = NULL;
+        double s = probe_longest(0, &ns, &ws), g = probe_longest(1, &ng, &wg);
+        printf(" slot_hold_max_us %.1f slot_holds %llu slot_hold_at %s global_hold_max_us %.1f global_holds %llu "
+               "global_hold_at %s", s, ns, ws ? ws : "-", g, ng, wg ? wg : "-");
     }
     printf("\n");
     return 0;

@@ -29,7 +29,7 @@ void vt_probe_held(int kind, uint64_t since, const char *where) {
 /* The probe's figures to a benchmark, found with dlsym (exported from a
  * probe build only): vramtrace_probe_reset starts a window, and
  * vramtrace_probe_longest gives a kind's longest hold since, in us of its
- * holder's CPU time, and the holds counted. */
+ * holder's CPU time, the holds counted and where the longest was taken. */
 __attribute__((visibility("default"))) void vramtrace_probe_reset(void) {
     for (int k = 0; k < VT_PROBE_KINDS; k++) {
         __atomic_store_n(&longest[k], 0, __ATOMIC_RELAXED);
@@ -38,9 +38,11 @@ __attribute__((visibility("default"))) void vramtrace_probe_reset(void) {
     }
 }
 
-__attribute__((visibility("default"))) double vramtrace_probe_longest(int kind, unsigned long long *nholds) {
+__attribute__((visibility("default"))) double vramtrace_probe_longest(int kind, unsigned long long *nholds,
+                                                                      const char **where) {
     if (kind < 0 || kind >= VT_PROBE_KINDS) return -1;
     if (nholds) *nholds = __atomic_load_n(&holds[kind], __ATOMIC_RELAXED);
+    if (where) *where = __atomic_load_n(&longest_at[kind], __ATOMIC_RELAXED);
     return (double)__atomic_load_n(&longest[kind], __ATOMIC_RELAXED) / 1e3;
 }
 
