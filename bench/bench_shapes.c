@@ -22,7 +22,12 @@
  *       and how many took over 1 ms; of those, how many gave up the CPU of
  *       their own accord (a voluntary context switch: they slept on a lock
  *       of the tracker's, where one only preempted waited for the machine)
- *       and the slowest of them; the dump's wall time
+ *       and the slowest of them; the dump's wall time. Under the library
+ *       built with the lock probe (build/probe/libvramtrace.so), also the
+ *       longest holds of a slot's lock and of the global lock in the
+ *       dump's window, by the holder's CPU time, and where each was taken.
+ *       BENCH_SETTLE=K makes K more pairs before the dump begins (a table
+ *       that grew while the N were kept has then finished its move)
  *   bench_shapes xfree same|cross THREADS N
  *       THREADS threads each allocate N in batches of 1024 and pass a batch
  *       to the next thread round; each batch is freed by the next thread
@@ -178,6 +183,14 @@ static int dumpwait_main(int argc, char **argv) {
         keep_to = NULL;
     } else {
         for (long i = 0; i < n; i++) cuMemAlloc(&kept[i], 256);
+    }
+    /* BENCH_SETTLE pairs first (0 by default): a live table that grew
+     * while the N were kept has finished moving its old array by then. */
+    const char *settle = getenv("BENCH_SETTLE");
+    for (long i = 0, k = settle ? atol(settle) : 0; i < k; i++) {
+        CUdeviceptr p;
+        cuMemAlloc(&p, 256);
+        cuMemFree(p);
     }
     struct vramtrace_api vt;
     vramtrace_load(&vt);
