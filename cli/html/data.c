@@ -152,24 +152,43 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     uint8_t *lib = malloc(total + 1);
     *site_of = malloc((d->nstacks + 1) * sizeof **site_of);
     *sites = vt_labels_new();
-    int ok = frames && t.keys && t.ids && t.parent && t.frame && node_of && lib && *site_of && *sites;
+    /* Each of the dump's frames labelled, and each of its nodes given its
+     * node of the page's tree, once: the stacks share them (walking every
+     * frame of every stack, 100,000 stacks 240 deep took 24 s). A stack's
+     * path is resolved from its innermost node up to the first node done,
+     * then down, outermost first, so that frames and nodes are numbered in
+     * the order a walk of every frame met them first. */
+    uint32_t *fr_of = malloc((d->nframes + 1) * sizeof *fr_of);
+    uint32_t *page_of = malloc((d->nnodes + 1) * sizeof *page_of);
+    uint32_t *path = malloc((d->nnodes + 1) * sizeof *path);
+    int ok = frames && t.keys && t.ids && t.parent && t.frame && node_of && lib && *site_of && *sites && fr_of &&
+             page_of && path;
+    for (size_t i = 0; ok && i < d->nframes; i++) fr_of[i] = UINT32_MAX;
+    for (size_t i = 0; ok && i < d->nnodes; i++) page_of[i] = UINT32_MAX;
     size_t nframes = 0;
     for (size_t i = 0; ok && i < d->nstacks; i++) {
         const struct vm_stack *s = &d->stacks[i];
-        uint32_t at = UINT32_MAX;
-        const struct vt_frame *const *sf = vm_stack_frames(d, i);
-        for (size_t k = s->nframes; k-- > 0 && ok;) {
-            char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
-            vr_safe(vt_frame_where(sf[k], raw, sizeof raw), where, sizeof where);
-            int l = frame_is_library(sf[k]), added = 0;
-            snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
-            uint32_t fr = vt_label_group(frames, key, &added);
-            if (fr == UINT32_MAX) { ok = 0; break; }
-            if (added) {
-                lib[nframes++] = (uint8_t)l;
-                if (vh_names_add(&names, where, 1) < 0) { ok = 0; break; }
+        size_t np = 0;
+        uint32_t n = s->nframes ? s->node : VM_NO_NODE;
+        for (uint32_t k = 0; k < s->nframes && page_of[n] == UINT32_MAX; k++, n = d->nodes[n].parent) path[np++] = n;
+        uint32_t at = np < s->nframes ? page_of[n] : UINT32_MAX; /* the first node done, or the root */
+        while (np > 0 && ok) {
+            uint32_t m = path[--np], fi = d->nodes[m].frame;
+            if (fr_of[fi] == UINT32_MAX) {
+                const struct vt_frame *fp = &d->frames[fi];
+                char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
+                vr_safe(vt_frame_where(fp, raw, sizeof raw), where, sizeof where);
+                int l = frame_is_library(fp), added = 0;
+                snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
+                uint32_t fr = vt_label_group(frames, key, &added);
+                if (fr == UINT32_MAX) { ok = 0; break; }
+                if (added) {
+                    lib[nframes++] = (uint8_t)l;
+                    if (vh_names_add(&names, where, 1) < 0) { ok = 0; break; }
+                }
+                fr_of[fi] = fr;
             }
-            at = tree_node(&t, at, fr);
+            at = page_of[m] = tree_node(&t, at, fr_of[fi]);
         }
         node_of[i] = at;
         char where[MAXLABEL];
@@ -196,6 +215,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     vt_labels_free(frames);
     vh_names_free(&names);
     free(t.keys); free(t.ids); free(t.parent); free(t.frame); free(node_of); free(lib);
+    free(fr_of); free(page_of); free(path);
     return ok ? 0 : -1;
 }
 
