@@ -61,6 +61,7 @@ struct pk {
     FILE *f;
     uint32_t memo_next;
     int64_t *stack_memo;     /* per stack of the current dump: memo index or -1 */
+    int64_t *frame_memo;     /* per frame of the dump's table: its dict's memo index or -1; NULL: none kept */
     const char *names[PK_NAMES];
     uint32_t name_memo[PK_NAMES];
     int nnames;
@@ -208,15 +209,17 @@ static void pk_text(struct pk *p, const char *s) {
     if (m == -2) memo_put(p);
 }
 
-/* One frame as {filename, line, name}, each distinct one written once. */
-static void frame(struct pk *p, const struct vt_frame *f) {
+/* One frame as {filename, line, name}, each distinct one written once.
+ * Returns the memo index of its dict, or -1 (out of memory: written in
+ * full). */
+static int64_t frame(struct pk *p, const struct vt_frame *f) {
     char label[1024], key[2600];
     const char *file = f->file ? f->file : f->module ? f->module : "??";
     vm_frame_label(f, label, sizeof label);
     int n = snprintf(key, sizeof key, "%s%c%ld%c%s", file, 0, (long)f->line, 0, label);
     uint32_t at = p->memo_next;
     int64_t m = n > 0 && (size_t)n < sizeof key ? memo_find(p, &p->frames, key, (size_t)n, 1) : -1;
-    if (m >= 0) { memo_get(p, (uint32_t)m); return; }
+    if (m >= 0) { memo_get(p, (uint32_t)m); return m; }
     if (m == -2) p->memo_next++;   /* the dict's index, taken before its contents' */
     dict_begin(p);
     pk_name(p, "filename");
@@ -226,6 +229,7 @@ static void frame(struct pk *p, const struct vt_frame *f) {
     pk_text(p, label);
     dict_end(p);
     if (m == -2) memo_put_at(p, at);
+    return m == -2 ? (int64_t)at : -1;
 }
 
 /* The call-site frame of a stack (vm_site), written before its real
@@ -267,7 +271,18 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     list_begin(p);
     site_frame(p, d, stack);   /* before the frames: its label may use the model's frame buffer */
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
-    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i]);
+    for (size_t i = 0; i < s->nframes; i++) {
+        /* A frame of the dump's table met before: its dict's memo index at
+         * once, without its label and key made again (as frame() would
+         * fetch it: the output is the same). */
+        size_t fi = (size_t)(fr[i] - d->frames);
+        if (p->frame_memo && fi < d->nframes && p->frame_memo[fi] >= 0) {
+            memo_get(p, (uint32_t)p->frame_memo[fi]);
+            continue;
+        }
+        int64_t m = frame(p, fr[i]);
+        if (p->frame_memo && fi < d->nframes) p->frame_memo[fi] = m;
+    }
     list_end(p);
     p->stack_memo[stack] = p->memo_next;
     memo_put(p);
@@ -498,7 +513,9 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         return -1;
     }
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
-    struct pk p = {.f = f, .memo_next = NSLOTS, .stack_memo = memo};
+    int64_t *frame_memo = malloc((d->nframes ? d->nframes : 1) * sizeof *frame_memo);
+    for (size_t j = 0; frame_memo && j < d->nframes; j++) frame_memo[j] = -1;
+    struct pk p = {.f = f, .memo_next = NSLOTS, .stack_memo = memo, .frame_memo = frame_memo};
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
@@ -530,6 +547,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     op(&p, '.'); /* STOP */
     memo_clear(&p.frames);
     memo_clear(&p.strings);
+    free(frame_memo);
     free(memo);
     selection_free(&x);
     return ferror(f) ? -1 : 0;
