@@ -112,6 +112,37 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_put_live(f, d, o->top);
 }
 
+/* Dumps of one process (the same pid, host and start): ordered so that
+ * those of one process lie together. */
+static const struct vr_input *same_input;
+static int by_process(const void *a, const void *b) {
+    const struct vm_dump *x = &same_input->dumps[*(const size_t *)a], *y = &same_input->dumps[*(const size_t *)b];
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->start_unix_ns != y->start_unix_ns) return x->start_unix_ns < y->start_unix_ns ? -1 : 1;
+    return strcmp(x->host ? x->host : "", y->host ? y->host : "");
+}
+
+/* A line for each process that several of the dumps are of (named dumps,
+ * or an exit dump beside them): the figures above and below add them up
+ * as separate processes. */
+static void same_process(FILE *f, const struct vr_input *in) {
+    size_t *order = malloc(in->n * sizeof *order);
+    char host[256];
+    if (!order) return;
+    for (size_t i = 0; i < in->n; i++) order[i] = i;
+    same_input = in;
+    qsort(order, in->n, sizeof *order, by_process);
+    for (size_t i = 0, j; i < in->n; i = j) {
+        for (j = i + 1; j < in->n && by_process(&order[i], &order[j]) == 0; j++) continue;
+        if (j - i < 2) continue;
+        const struct vm_dump *d = &in->dumps[order[i]];
+        fprintf(f, "note: %zu of these dumps are of one process (pid %d on %s): the figures add them up as %zu "
+                   "processes; give one of them for that process alone\n", j - i, d->pid,
+                d->host ? S(d->host, host) : "?", j - i);
+    }
+    free(order);
+}
+
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
     char a[32], b[32], host[256], cmd[4096], api[256];
@@ -124,6 +155,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
                     d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
                     d->totals.oom_count, d->argc ? S(d->argv[0], cmd) : "?");
         }
+        same_process(f, in);
         size_t lo = 0, hi = 0;
         for (size_t i = 1; i < in->n; i++) {
             if (in->dumps[i].totals.peak_bytes < in->dumps[lo].totals.peak_bytes) lo = i;
