@@ -282,15 +282,34 @@ static void steps_at(FILE *f, const struct vm_dump *d, int device) {
  * `base`, so that the history ends at the device's live bytes. */
 static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, const uint32_t *series_of,
                     uint32_t other) {
+    /* The events of each device ordinal (-1 to 4095), in order, found in
+     * one pass: each device's passes then go over its own events (over
+     * all of them, a dump that listed thousands of devices took seconds). */
+    enum { NORD = 4097 };
+    size_t *start = calloc(NORD + 1, sizeof *start), *idx = malloc((d->nevents + 1) * sizeof *idx);
+    if (!start || !idx) {
+        free(start);
+        free(idx);
+        fputs(",\"devices\":[]", f);
+        return;
+    }
+    for (size_t i = 0; i < d->nevents; i++)
+        if (d->events[i].device >= -1 && d->events[i].device < NORD - 1) start[d->events[i].device + 2]++;
+    for (size_t o = 1; o <= NORD; o++) start[o] += start[o - 1];
+    for (size_t i = 0; i < d->nevents; i++)
+        if (d->events[i].device >= -1 && d->events[i].device < NORD - 1) idx[start[d->events[i].device + 1]++] = i;
+    /* start[o] is now where ordinal o - 1's events end: they begin at start[o - 1]. */
     fputs(",\"devices\":[", f);
     for (size_t di = 0; di < d->ndevices; di++) {
         const struct vm_device *v = &d->devices[di];
+        int ok_ord = v->ordinal >= -1 && v->ordinal < NORD - 1;
+        size_t lo = ok_ord ? (v->ordinal + 1 > 0 ? start[v->ordinal] : 0) : 0, hi = ok_ord ? start[v->ordinal + 1] : 0;
         uint64_t unit = 0;
         int64_t delta = 0;
         size_t n = 0;
-        for (size_t i = 0; i < d->nevents; i++) {
-            const struct vm_event *e = &d->events[i];
-            if (e->device != v->ordinal || e->type == 'o') continue;
+        for (size_t j = lo; j < hi; j++) {
+            const struct vm_event *e = &d->events[idx[j]];
+            if (e->type == 'o') continue;
             unit = gcd(unit, e->bytes);
             delta += e->type == 'a' ? (int64_t)e->bytes : -(int64_t)e->bytes;
             n++;
@@ -306,9 +325,9 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         vh_pack_init(&dt, 'u');
         vh_pack_init(&b, 's');
         uint64_t last = 0;
-        for (size_t i = 0; i < d->nevents; i++) {
-            const struct vm_event *e = &d->events[i];
-            if (e->device != v->ordinal || e->type == 'o') continue;
+        for (size_t j = lo; j < hi; j++) {
+            const struct vm_event *e = &d->events[idx[j]];
+            if (e->type == 'o') continue;
             vh_pack(&dt, (int64_t)(e->time_ns >= last ? e->time_ns - last : 0));
             if (e->time_ns > last) last = e->time_ns;
             vh_pack(&b, e->type == 'f' ? -(int64_t)(e->bytes / unit) : (int64_t)(e->bytes / unit));
@@ -318,9 +337,9 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         size_t k;
         /* The series, one character an event: 0-9, a-z, A-Z. */
         fputs(",\"s\":\"", f);
-        for (size_t i = 0; i < d->nevents; i++) {
-            const struct vm_event *e = &d->events[i];
-            if (e->device != v->ordinal || e->type == 'o') continue;
+        for (size_t j = lo; j < hi; j++) {
+            const struct vm_event *e = &d->events[idx[j]];
+            if (e->type == 'o') continue;
             uint32_t s = e->stack < d->nstacks ? series_of[site_of[e->stack]] : other;
             fputc(SERIES_DIGITS[s], f);
         }
@@ -329,9 +348,8 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         fputs(",\"oom_at\":[", f);
         k = 0;
         size_t seen = 0;
-        for (size_t i = 0; i < d->nevents; i++) {
-            const struct vm_event *e = &d->events[i];
-            if (e->device != v->ordinal) continue;
+        for (size_t j = lo; j < hi; j++) {
+            const struct vm_event *e = &d->events[idx[j]];
             if (e->type != 'o') seen++;
             else fprintf(f, k++ ? ",%zu,%" PRIu64 ",%" PRIu64 : "%zu,%" PRIu64 ",%" PRIu64, seen, e->time_ns, e->bytes);
         }
@@ -340,6 +358,8 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         fputc('}', f);
     }
     fputc(']', f);
+    free(start);
+    free(idx);
 }
 
 static void holders(FILE *f, const char *name, const struct vm_holder *h, size_t n, int have) {
