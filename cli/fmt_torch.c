@@ -472,13 +472,19 @@ oom:
     return -1;
 }
 
-/* One process's events on one device, as trace entries. */
-static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, int device) {
-    size_t oom_index = 0;
-    for (size_t i = 0; i < d->nevents; i++) {
+/* An exported event, and for an OOM event its place among the OOM events
+ * (the k-th is the k-th OOM record). */
+struct exported {
+    size_t i, k;
+};
+
+/* One process's events on one device, as trace entries: list[0..n), in
+ * order. */
+static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x,
+                          const struct exported *list, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        size_t i = list[j].i, k = list[j].k;
         const struct vm_event *e = &d->events[i];
-        size_t k = e->type == 'o' ? oom_index++ : 0;
-        if (e->device != device || !x->ev_ok[i]) continue;
         struct vm_event at = *e;
         at.address = x->ev_addr[i];
         if (e->type == 'o') {
@@ -494,6 +500,40 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
             trace_entry(p, d, "segment_free", &at, -1, 0);
         }
     }
+}
+
+/* The exported events by device 0 .. ndev - 1, each device's in order,
+ * found in one pass (a pass over every event per device took seconds for
+ * a dump listing thousands): device g's are list[start[g] .. start[g + 1]).
+ * 0, or -1 when out of memory. */
+static int by_device(const struct vm_dump *d, const struct selection *x, int ndev, size_t **start_out,
+                     struct exported **list_out) {
+    size_t *start = calloc((size_t)ndev + 2, sizeof *start);
+    struct exported *list = malloc((d->nevents + 1) * sizeof *list);
+    if (!start || !list) {
+        free(start);
+        free(list);
+        return -1;
+    }
+    for (size_t i = 0; i < d->nevents; i++)
+        if (x->ev_ok[i] && d->events[i].device >= 0 && d->events[i].device < ndev) start[d->events[i].device + 1]++;
+    for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
+    size_t *at = calloc((size_t)ndev + 1, sizeof *at), oom_index = 0;
+    if (!at) {
+        free(start);
+        free(list);
+        return -1;
+    }
+    for (size_t i = 0; i < d->nevents; i++) {
+        const struct vm_event *e = &d->events[i];
+        size_t k = e->type == 'o' ? oom_index++ : 0;
+        if (!x->ev_ok[i] || e->device < 0 || e->device >= ndev) continue;
+        list[start[e->device] + at[e->device]++] = (struct exported){i, k};
+    }
+    free(at);
+    *start_out = start;
+    *list_out = list;
+    return 0;
 }
 
 int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
@@ -532,13 +572,26 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         if (x.seg_ok[j]) segment(&p, d, &d->live[j]);
     list_end(&p);
     pk_str(&p, "device_traces");
+    size_t *start = NULL;
+    struct exported *list = NULL;
+    if (by_device(d, &x, ndev, &start, &list) != 0) {
+        memo_clear(&p.frames);
+        memo_clear(&p.strings);
+        free(frame_memo);
+        free(memo);
+        selection_free(&x);
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
     list_begin(&p);
     for (int dev = 0; dev < ndev; dev++) {
         list_begin(&p);
-        trace_entries(&p, d, &x, dev);
+        trace_entries(&p, d, &x, list + start[dev], start[dev + 1] - start[dev]);
         list_end(&p);
     }
     list_end(&p);
+    free(start);
+    free(list);
     pk_str(&p, "allocator_settings");
     dict_begin(&p);
     kv_str(&p, "source", "vramtrace");
