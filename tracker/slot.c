@@ -58,24 +58,31 @@ void vt_slot_wait(struct vt_slot *l) {
     __atomic_sub_fetch(&l->wanted, 1, __ATOMIC_RELAXED);
 }
 
+int vt_let_in_step(unsigned i, struct timespec *start) {
+    if (i < 512) {
+        relax();
+        return 1;
+    }
+    /* A woken thread takes tens of microseconds to run (more in a virtual
+     * machine): yield to it, 200 us at most (it may not run at all:
+     * stopped). */
+    if (i % 16 == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!start->tv_sec && !start->tv_nsec) *start = now;
+        else if ((now.tv_sec - start->tv_sec) * 1000000000L + (now.tv_nsec - start->tv_nsec) > 200000L) return 0;
+    }
+    sched_yield();
+    return 1;
+}
+
 void vt_slot_hand_over(struct vt_slot *l) {
     syscall(SYS_futex, &l->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-    struct timespec start = {0, 0}, now;
-    for (unsigned i = 0; __atomic_load_n(&l->wanted, __ATOMIC_RELAXED) && !__atomic_load_n(&l->lock, __ATOMIC_RELAXED); i++) {
-        if (i < 512) {
-            relax();
-            continue;
-        }
-        /* A woken thread takes tens of microseconds to run (more in a
-         * virtual machine): yield to it, 200 us at most (it may not run at
-         * all: stopped). */
-        if (i % 16 == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (!start.tv_sec && !start.tv_nsec) start = now;
-            else if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000L) return;
-        }
-        sched_yield();
-    }
+    struct timespec start = {0, 0};
+    for (unsigned i = 0; __atomic_load_n(&l->wanted, __ATOMIC_RELAXED) && !__atomic_load_n(&l->lock, __ATOMIC_RELAXED) &&
+                         vt_let_in_step(i, &start);
+         i++)
+        continue;
 }
 
 int (vt_slot_take_until)(struct vt_slot *l, const struct timespec *until) { /* (the name in brackets: lockprobe.h's macro) */

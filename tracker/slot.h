@@ -75,6 +75,12 @@ static inline void slot_take(struct vt_slot *l) {
  * thread allocating in a loop, and that thread 20 to 40 ms for the copy. */
 void vt_slot_hand_over(struct vt_slot *l) VT_HIDDEN;
 
+/* One step of waiting for a woken thread to take a lock (the hand-overs
+ * of a slot's lock and of the global lock, vt_global_let_in): the i-th
+ * spins, later ones yield; 0 once 200 us have passed since `start` (zero
+ * to begin). */
+int vt_let_in_step(unsigned i, struct timespec *start) VT_HIDDEN;
+
 static inline void slot_give(struct vt_slot *l) {
     VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
     __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);

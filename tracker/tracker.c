@@ -10,7 +10,6 @@
  * the logs (log.h) by whoever reads them. */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sched.h>
 
 #include "../common/warn.h"
 #include "clock.h"
@@ -34,21 +33,9 @@ void vt_global_lock_slow(void) {
 }
 
 void vt_global_let_in(void) {
-    struct timespec start = {0, 0}, now;
-    for (unsigned i = 0; __atomic_load_n(&vt_global_wanted, __ATOMIC_SEQ_CST); i++) {
-        if (i < 512) {
-#if defined(__x86_64__)
-            __builtin_ia32_pause();
-#endif
-            continue;
-        }
-        if (i % 16 == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            if (!start.tv_sec && !start.tv_nsec) start = now;
-            else if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000L) return;
-        }
-        sched_yield();
-    }
+    struct timespec start = {0, 0};
+    for (unsigned i = 0; __atomic_load_n(&vt_global_wanted, __ATOMIC_SEQ_CST) && vt_let_in_step(i, &start); i++)
+        continue;
 }
 __thread int32_t vt_my_tid __attribute__((tls_model("initial-exec")));
 struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64)));
