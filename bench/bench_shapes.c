@@ -25,7 +25,13 @@
  *       and the slowest of them; the dump's wall time. Under the library
  *       built with the lock probe (build/probe/libvramtrace.so), also the
  *       longest holds of a slot's lock and of the global lock in the
- *       dump's window, by the holder's CPU time, and where each was taken.
+ *       dump's window, by the holder's CPU time, and where each was taken,
+ *       and what the longest and the heaviest holds did (the probe's counts,
+ *       slot_did_* and global_did_*). BENCH_CONTROL=K adds after each pair
+ *       a section of K empty loop turns, timed by the thread's CPU clock as
+ *       the probe times a hold: "control_max_us X control_mean_us M
+ *       control_over_1ms C" are the machine's own (no work of the tracker's
+ *       in it: what the host's stalls charge to a thread as its CPU time).
  *       BENCH_SETTLE=K makes K more pairs before the dump begins (a table
  *       that grew while the N were kept has then finished its move)
  *   bench_shapes xfree same|cross THREADS N
@@ -146,6 +152,7 @@ static int maxcall_main(char **argv) {
  * build/probe/libvramtrace.so), found by dlsym; NULL in other builds. */
 static void (*probe_reset)(void);
 static double (*probe_longest)(int kind, unsigned long long *nholds, const char **where);
+static const char *(*probe_did)(int kind); /* what the longest hold did: "name value" pairs */
 
 static volatile int dump_done;
 static double dump_wall;
@@ -196,6 +203,11 @@ static int dumpwait_main(int argc, char **argv) {
     vramtrace_load(&vt);
     probe_reset = (void (*)(void))dlsym(RTLD_DEFAULT, "vramtrace_probe_reset");
     probe_longest = (double (*)(int, unsigned long long *, const char **))dlsym(RTLD_DEFAULT, "vramtrace_probe_longest");
+    probe_did = (const char *(*)(int))dlsym(RTLD_DEFAULT, "vramtrace_probe_did");
+    const char *control_env = getenv("BENCH_CONTROL");
+    long control = control_env ? atol(control_env) : 0;
+    double control_max = 0, control_sum = 0;
+    long control_n = 0, control_over = 0;
     pthread_t t;
     pthread_create(&t, NULL, dump_thread, &vt);
     double worst = 0, worst_at = 0, worst_blocked = 0;
@@ -211,6 +223,14 @@ static int dumpwait_main(int argc, char **argv) {
         cuMemFree(p);
         double c = now();
         if (!during) continue;
+        if (control > 0) { /* the control: fixed work, timed as a hold is */
+            double c0 = cpu_now();
+            for (volatile long k = 0; k < control; k++) continue;
+            double c1 = cpu_now() - c0;
+            control_sum += c1, control_n++;
+            control_over += c1 > 1e-3;
+            if (c1 > control_max) control_max = c1;
+        }
         double d = b - a > c - b ? b - a : c - b;
         if (d > worst) worst = d, worst_at = (b - a > c - b ? a : b) - dump_start;
         over += (b - a > 1e-3) + (c - b > 1e-3);
@@ -227,12 +247,23 @@ static int dumpwait_main(int argc, char **argv) {
     pthread_join(t, NULL);
     printf("dump_wait_max_us %.1f at_ms %.1f calls %ld over_1ms %ld blocked_over_1ms %ld blocked_max_us %.1f "
            "dump_s %.3f", worst * 1e6, worst_at * 1e3, calls, over, over_blocked, worst_blocked * 1e6, dump_wall);
+    if (control > 0)
+        printf(" control_max_us %.1f control_mean_us %.3f control_over_1ms %ld control_sections %ld", control_max * 1e6,
+               control_n ? control_sum / (double)control_n * 1e6 : 0, control_over, control_n);
     if (probe_longest) {
         unsigned long long ns, ng;
         const char *ws = NULL, *wg = NULL;
         double s = probe_longest(0, &ns, &ws), g = probe_longest(1, &ng, &wg);
         printf(" slot_hold_max_us %.1f slot_holds %llu slot_hold_at %s global_hold_max_us %.1f global_holds %llu "
                "global_hold_at %s", s, ns, ws ? ws : "-", g, ng, wg ? wg : "-");
+        if (probe_did) { /* each count prefixed: slot_did_chunks 3 ... */
+            for (int k = 0; k < 2; k++) {
+                char buf[1024];
+                snprintf(buf, sizeof buf, "%s", probe_did(k));
+                for (char *w = strtok(buf, " "), *v; w && (v = strtok(NULL, " ")); w = strtok(NULL, " "))
+                    printf(" %s_did_%s %s", k ? "global" : "slot", w, v);
+            }
+        }
     }
     printf("\n");
     return 0;

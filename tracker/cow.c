@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cow.h"
+#include "lockprobe.h"
 
 /* Chunks in an array of cap entries (the last may be short). */
 static size_t nchunks(size_t cap) { return (cap + CHUNK_ENTRIES - 1) / CHUNK_ENTRIES; }
@@ -14,6 +15,7 @@ static int is_done(const struct vt_cow_region *g, size_t k) { return (g->done[k 
 static void copy_chunk(struct vt_cow *c, struct vt_cow_region *g, size_t k) {
     g->done[k / 64] |= 1ull << (k % 64);
     if (__atomic_load_n(&c->sink->stop, __ATOMIC_ACQUIRE)) return;
+    VT_PROBE_COUNT(VT_PC_CHUNKS, 1);
     size_t lo = k * CHUNK_ENTRIES, hi = lo + CHUNK_ENTRIES, n = 0;
     if (hi > g->cap) hi = g->cap;
     if (lo < g->from) lo = g->from;

@@ -30,16 +30,16 @@ extern int vt_global_wanted VT_HIDDEN;
 void vt_global_lock_slow(void) VT_HIDDEN;
 static inline void vt_global_lock(void) {
     if (__builtin_expect(pthread_mutex_trylock(&vt_tracker_lock) != 0, 0)) vt_global_lock_slow();
-    VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+    VT_PROBE_TAKEN(VT_PROBE_GLOBAL, vt_global_since, vt_global_where);
 }
 static inline int vt_global_trylock(void) {
     int r = pthread_mutex_trylock(&vt_tracker_lock);
-    if (r == 0) VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+    if (r == 0) VT_PROBE_TAKEN(VT_PROBE_GLOBAL, vt_global_since, vt_global_where);
     return r;
 }
 static inline int vt_global_timedlock(const struct timespec *until) {
     int r = pthread_mutex_timedlock(&vt_tracker_lock, until);
-    if (r == 0) VT_PROBE_TAKEN(vt_global_since, vt_global_where);
+    if (r == 0) VT_PROBE_TAKEN(VT_PROBE_GLOBAL, vt_global_since, vt_global_where);
     return r;
 }
 static inline void vt_global_unlock(void) {

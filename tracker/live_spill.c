@@ -25,6 +25,7 @@
 
 #include "../common/warn.h"
 #include "live_spill.h"
+#include "lockprobe.h"
 
 #define STAGE (256 * 1024 / sizeof(struct vt_live))
 
@@ -69,7 +70,7 @@ struct vt_live_spill *vt_live_spill_open(size_t run) {
         free(stage);
         return NULL;
     }
-    *sp = (struct vt_live_spill){.fd = fd, .run = run, .inmem = run, .stage = stage, .stage_cap = STAGE};
+    *sp = (struct vt_live_spill){.fd = fd, .run = run, .inmem = run, .stage = stage};
     return sp;
 }
 
@@ -119,7 +120,28 @@ static void write_stage(struct vt_live_spill *sp, size_t *n) {
 
 void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
     if (n <= sp->reserved) return;
+    VT_PROBE_COUNT(VT_PC_RESERVE, 1);
     if (ftruncate(sp->fd, (off_t)(n * sizeof(struct vt_live))) == 0) sp->reserved = n;
+}
+
+/* The full stage queued behind the others waiting, and a new one begun
+ * (the spare, else fresh memory); 0 when out of memory. */
+static int queue_stage(struct vt_live_spill *sp) {
+    if (sp->nfull == sp->full_cap) {
+        size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
+        struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
+        if (!more) return 0;
+        sp->full = more;
+        sp->full_cap = want;
+    }
+    struct vt_live *fresh = sp->spare ? sp->spare : malloc(STAGE * sizeof *fresh);
+    if (!fresh) return 0;
+    VT_PROBE_COUNT(VT_PC_STAGE_GROW, !sp->spare);
+    sp->spare = NULL;
+    sp->full[sp->nfull++] = (struct vt_live_stage){sp->stage, sp->nstage, sp->stage_at};
+    sp->stage = fresh;
+    sp->nstage = 0;
+    return 1;
 }
 
 void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) {
@@ -127,35 +149,24 @@ void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live
         sp->lost++;
         return;
     }
-    if (!sp->nstage) sp->stage_at = *n;
-    if (sp->nstage == sp->stage_cap) {
-        struct vt_live *bigger = sp->defer ? realloc(sp->stage, 2 * sp->stage_cap * sizeof *bigger) : NULL;
-        if (bigger) {
-            sp->stage = bigger;
-            sp->stage_cap *= 2;
-        } else {
-            write_stage(sp, n);
-            if (sp->broken) {
-                sp->lost++;
-                return;
-            }
-            sp->stage_at = *n;
+    if (sp->nstage == STAGE && !(sp->defer && queue_stage(sp))) {
+        write_stage(sp, n);
+        if (sp->broken) {
+            sp->lost++;
+            return;
         }
     }
+    if (!sp->nstage) sp->stage_at = *n;
     sp->stage[sp->nstage++] = *a;
     (*n)++;
     if (sp->nstage == STAGE && !sp->defer) write_stage(sp, n);
 }
 
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) {
-    if (sp->nstage < STAGE || sp->broken) return 0;
-    struct vt_live *fresh = sp->spare ? sp->spare : malloc(STAGE * sizeof *fresh);
-    if (!fresh) return 0;
-    sp->spare = NULL;
-    *out = (struct vt_live_stage){sp->stage, sp->nstage, sp->stage_at};
-    sp->stage = fresh;
-    sp->stage_cap = STAGE;
-    sp->nstage = 0;
+    if (sp->broken) return 0;
+    if (!sp->nfull && !(sp->nstage == STAGE && queue_stage(sp))) return 0;
+    *out = sp->full[0];
+    memmove(sp->full, sp->full + 1, --sp->nfull * sizeof *sp->full);
     return 1;
 }
 
@@ -166,9 +177,15 @@ int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_sta
 }
 
 void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st) {
-    if (!sp->spare && st->n <= STAGE) sp->spare = st->buf; /* one that grew is let go */
+    if (!sp->spare) sp->spare = st->buf;
     else free(st->buf);
     st->buf = NULL;
+}
+
+/* Every queued stage let go, unwritten. */
+static void drop_queued(struct vt_live_spill *sp) {
+    for (size_t i = 0; i < sp->nfull; i++) free(sp->full[i].buf);
+    sp->nfull = 0;
 }
 
 void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
@@ -176,13 +193,27 @@ void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
     if (*n > at) *n = at;
     sp->broken = 1;
     sp->nstage = 0;
+    drop_queued(sp); /* all after the stage that failed */
 }
 
 void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) {
-    write_stage(sp, n);
+    /* The stages still queued, oldest first, then the one being filled;
+     * where one cannot be written it and everything after are dropped. */
+    for (size_t i = 0; i < sp->nfull && !sp->broken; i++) {
+        if (write_all(sp->fd, sp->full[i].buf, sp->full[i].n * sizeof *sp->full[i].buf,
+                      (off_t)(sp->full[i].at * sizeof *sp->full[i].buf)) == 0)
+            continue;
+        io_failed("written");
+        vt_live_spill_drop_from(sp, n, sp->full[i].at);
+    }
+    drop_queued(sp);
+    if (!sp->broken) write_stage(sp, n);
     free(sp->stage);
     free(sp->spare);
+    free(sp->full);
     sp->stage = sp->spare = NULL;
+    sp->full = NULL;
+    sp->full_cap = 0;
     if (sp->lost) vt_records_lost_n(sp->lost, "live allocations a dump could not write to its temporary file");
 }
 
@@ -236,6 +267,8 @@ size_t vt_live_spill_read(const struct vt_snapshot *s, size_t from, size_t n, st
 void vt_live_spill_close(struct vt_live_spill *sp) {
     if (!sp) return;
     if (sp->fd >= 0) close(sp->fd);
+    drop_queued(sp);
+    free(sp->full);
     free(sp->stage);
     free(sp->spare);
     free(sp);

@@ -12,15 +12,23 @@
 
 #include "internal.h"
 
+/* A full stage taken out to be written with no lock held (the copy of a
+ * table that its thread goes on changing: see snapshot.c). */
+struct vt_live_stage {
+    struct vt_live *buf;
+    size_t n, at;
+};
+
 struct vt_live_spill {
     int fd;
     size_t run;              /* records in a run: the most kept in memory */
     size_t inmem;            /* records 0 .. inmem - 1 are in s->live */
     struct vt_live *stage;   /* records waiting to be written (while copied) */
     size_t nstage, stage_at; /* how many, and the index of the first */
-    size_t stage_cap;        /* its room: a stage, more while `defer` */
-    int defer;               /* a full stage grows, and waits for
+    int defer;               /* a full stage waits in `full` for
                                 vt_live_spill_take_stage */
+    struct vt_live_stage *full; /* full stages waiting, oldest first */
+    size_t nfull, full_cap;
     struct vt_live *spare;   /* a stage's memory, written and given back */
     size_t reserved;         /* records the file's size holds */
     uint64_t lost;           /* records dropped: a write failed */
@@ -59,16 +67,11 @@ static inline void vt_live_keep(struct vt_snapshot *s, const struct vt_live *a) 
     else vt_live_spill_put(s->spill, &s->nlive, a);
 }
 
-/* A full stage taken out to be written with no lock held (the copy of a
- * table that its thread goes on changing: see snapshot.c). */
-struct vt_live_stage {
-    struct vt_live *buf;
-    size_t n, at;
-};
-
-/* With `defer` set: the stage, when it holds a stage's worth or more,
- * into *out and a new one begun; 0 when not full (or no memory for a new
- * one: it is written at the flush). Under the lock of whoever puts. */
+/* With `defer` set: the oldest full stage into *out (a stage that fills
+ * while another waits is queued behind it, with a new one begun: never
+ * one made longer, whose copy would fault in all its pages inside one
+ * keep); 0 when none is full (or no memory for a new one: it is written
+ * at the flush). Under the lock of whoever puts. */
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) VT_HIDDEN;
 
 /* Write a stage taken out; 0 when it could not be written (then

@@ -90,7 +90,7 @@ int (vt_slot_take_until)(struct vt_slot *l, const struct timespec *until) { /* (
     int got = 0;
     for (unsigned spins = 0;; spins++) {
         if (!__atomic_load_n(&l->lock, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) {
-            VT_PROBE_TAKEN(l->probe_since, l->probe_where);
+            VT_PROBE_TAKEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
             got = 1;
             break;
         }

@@ -63,7 +63,7 @@ void vt_slot_wait(struct vt_slot *l) VT_HIDDEN;
 
 static inline void slot_take(struct vt_slot *l) {
     if (__builtin_expect(__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE), 0)) vt_slot_wait(l);
-    VT_PROBE_TAKEN(l->probe_since, l->probe_where);
+    VT_PROBE_TAKEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
 }
 
 /* slot_give while a thread waits for the lock (vt_slot_wait): the waiter

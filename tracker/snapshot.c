@@ -24,6 +24,7 @@
 #include "history.h"
 #include "intern.h"
 #include "live_spill.h"
+#include "lockprobe.h"
 #include "log.h"
 #include "mark.h"
 #include "slot.h"
@@ -124,7 +125,16 @@ static int room(struct live_copy *c) {
 static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
     struct live_copy *c = ctx;
     struct vt_snapshot *s = c->s;
+#ifdef VT_LOCK_PROBE
+    uint64_t probe_t0 = vt_probe_cpu_ns();
+    if (pthread_mutex_trylock(&c->lock) != 0) {
+        VT_PROBE_COUNT(VT_PC_KEEP_WAIT, 1);
+        pthread_mutex_lock(&c->lock);
+    }
+    VT_PROBE_COUNT(VT_PC_RECS, n);
+#else
     pthread_mutex_lock(&c->lock);
+#endif
     size_t lost = 0;
     for (size_t i = 0; i < n && !c->sink.stop; i++) {
         const struct vt_alloc *a = &recs[i]->a;
@@ -142,6 +152,7 @@ static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
         vt_live_keep(s, &x);
     }
     pthread_mutex_unlock(&c->lock);
+    VT_PROBE_COUNT(VT_PC_KEEP_US, (vt_probe_cpu_ns() - probe_t0) / 1000);
     if (lost) vt_records_lost_n(lost, "live allocations in a snapshot (out of memory)");
 }
 
@@ -209,17 +220,19 @@ static int arm_live(struct live_copy *c, const struct timespec *until) {
  * the file under a slot's lock (the copy's, or its thread's while it
  * copies what it changes) kept that thread waiting 1 to 8 ms. */
 static void write_stage_out(struct live_copy *c) {
-    struct vt_live_stage st;
-    pthread_mutex_lock(&c->lock);
-    struct vt_live_spill *sp = c->s->spill;
-    int got = sp && vt_live_spill_take_stage(sp, &st);
-    pthread_mutex_unlock(&c->lock);
-    if (!got) return;
-    int ok = vt_live_spill_write_stage(sp, &st);
-    pthread_mutex_lock(&c->lock);
-    if (!ok) vt_live_spill_drop_from(sp, &c->s->nlive, st.at);
-    vt_live_spill_give_stage(sp, &st);
-    pthread_mutex_unlock(&c->lock);
+    for (;;) { /* every stage full by now, oldest first */
+        struct vt_live_stage st;
+        pthread_mutex_lock(&c->lock);
+        struct vt_live_spill *sp = c->s->spill;
+        int got = sp && vt_live_spill_take_stage(sp, &st);
+        pthread_mutex_unlock(&c->lock);
+        if (!got) return;
+        int ok = vt_live_spill_write_stage(sp, &st);
+        pthread_mutex_lock(&c->lock);
+        if (!ok) vt_live_spill_drop_from(sp, &c->s->nlive, st.at);
+        vt_live_spill_give_stage(sp, &st);
+        pthread_mutex_unlock(&c->lock);
+    }
 }
 
 /* Copy every armed table, a chunk at a time under its slot's lock (the

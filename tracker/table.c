@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "lockprobe.h"
 #include "table.h"
 
 #define MAP_MIN ((size_t)1 << 20)
@@ -28,7 +29,7 @@ static struct live_entry *array_new(size_t cap) {
 static void array_free(struct live_entry *e, size_t cap) {
     size_t bytes = cap * sizeof(struct live_entry);
     if (bytes < MAP_MIN) free(e);
-    else munmap(e, bytes);
+    else VT_PROBE_COUNT(VT_PC_UNMAPS, 1), munmap(e, bytes);
 }
 
 /* Move every remaining old entry now (out of memory for a new array: the
@@ -56,6 +57,7 @@ int vt_table_grow(struct live_table *t) {
 }
 
 void vt_table_move(struct live_table *t) {
+    VT_PROBE_COUNT(VT_PC_MOVES, 1);
     size_t end = t->moved + GROW_STEP;
     if (end > t->old_cap) end = t->old_cap;
     size_t i = t->moved;
@@ -69,6 +71,7 @@ void vt_table_move(struct live_table *t) {
     size_t bytes = t->old_cap * sizeof(struct live_entry);
     if (bytes >= MAP_MIN) {
         size_t from = t->moved * sizeof(struct live_entry) / CHUNK, to = i * sizeof(struct live_entry) / CHUNK;
+        if (to > from) VT_PROBE_COUNT(VT_PC_UNMAPS, 1);
         if (to > from) madvise((char *)t->old + from * CHUNK, (to - from) * CHUNK, MADV_DONTNEED);
     }
     t->moved = i;

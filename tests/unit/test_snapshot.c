@@ -362,6 +362,73 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
     free(want);
 }
 
+/* Records of a stage (live_spill.c's STAGE: 256 KiB of them). */
+#define STAGE_RECS (256 * 1024 / sizeof(struct vt_live))
+
+/* With `defer` (a snapshot's copy: whoever keeps a record is under a
+ * slot's lock, and writes wait for the copy's thread), stages that fill
+ * while none is taken out wait in a queue, each a stage long: none is
+ * made longer (a longer one's copy faulted in megabytes inside one keep).
+ * Taken out oldest first, each with the index of its first record; the
+ * list written from them and the flush is the list, record for record.
+ * With fail_at (a stage's index), the file takes only the stages before
+ * it: that stage and every record after it are dropped and counted lost,
+ * and the queued stages behind it let go. */
+static void deferred_stages_queue(size_t fail_at) {
+    size_t run = 102, nst = 5, n = run + nst * STAGE_RECS + 77;
+    struct rlimit was, small;
+    getrlimit(RLIMIT_FSIZE, &was);
+    void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+    if (fail_at < nst) { /* the file ends where stage fail_at begins */
+        small = (struct rlimit){(run + fail_at * STAGE_RECS) * sizeof(struct vt_live), was.rlim_max};
+        CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    }
+    struct vt_live *want = malloc(n * sizeof *want);
+    struct vt_snapshot s = {.live = malloc(run * sizeof *s.live)};
+    s.spill = vt_live_spill_open(run);
+    CHECK(s.spill != NULL);
+    if (!s.spill || !want || !s.live) return;
+    s.spill->defer = 1;
+    uint64_t lost = vt_records_lost_count();
+    for (unsigned i = 0; i < n; i++) {
+        want[i] = tied(i);
+        vt_live_keep(&s, &want[i]);
+    }
+    CHECK_EQ(s.spill->nfull, nst); /* each queued at the record after it */
+    size_t taken = 0, wrong = 0;
+    for (struct vt_live_stage st; vt_live_spill_take_stage(s.spill, &st); taken++) {
+        wrong += st.n != STAGE_RECS || st.at != run + taken * STAGE_RECS ||
+                 memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
+        if (!vt_live_spill_write_stage(s.spill, &st)) vt_live_spill_drop_from(s.spill, &s.nlive, st.at);
+        vt_live_spill_give_stage(s.spill, &st);
+    }
+    size_t keep = fail_at < nst ? run + fail_at * STAGE_RECS : n;
+    CHECK_EQ(taken, fail_at < nst ? fail_at + 1 : nst);
+    CHECK_EQ(wrong, 0);
+    vt_live_spill_flush(s.spill, &s.nlive);
+    CHECK_EQ(s.nlive, keep);
+    CHECK_EQ(vt_records_lost_count() - lost, n - keep);
+    vt_snapshot_sort_live(&s);
+    vt_live_sort(want, keep);
+    struct vt_live_reader *r = vt_live_read(&s, 1);
+    size_t got = 0;
+    wrong = 0;
+    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) wrong += got >= keep || memcmp(a, &want[got], sizeof *a);
+    vt_live_read_end(r);
+    CHECK_EQ(got, keep);
+    CHECK_EQ(wrong, 0);
+    setrlimit(RLIMIT_FSIZE, &was);
+    signal(SIGXFSZ, old);
+    vt_live_spill_close(s.spill);
+    free(s.live);
+    free(want);
+}
+
+static void test_deferred_stages_queue_a_stage_each(void) {
+    deferred_stages_queue(SIZE_MAX); /* all written */
+    deferred_stages_queue(2);        /* the third stage's write fails */
+}
+
 /* A thread keeps a window of live allocations, indexes lo .. hi - 1
  * (address WBASE + i * 256, 1000 + i % 97 bytes), 10,000 long to begin
  * with, growing it by 40,000 and shrinking it back, over and over, while snapshots are taken with
@@ -619,6 +686,7 @@ int main(void) {
     test_spilled_runs_merge_to_the_one_order();
     test_spilled_snapshot_is_the_snapshot_in_memory();
     test_spill_that_cannot_be_written_keeps_the_first_run();
+    test_deferred_stages_queue_a_stage_each();
     test_copy_while_the_table_changes_is_of_one_point();
     test_holders_copied_while_sites_change_are_of_one_point();
     test_snapshot_given_up_disarms_what_it_armed();
