@@ -247,7 +247,7 @@ def dumpwait_row(runs=3, stacks="1"):
             vt.append(run([SHAPES, "dumpwait", n, stacks], e))
             base.append(run([SHAPES, "dumpwait", n, stacks], env(False, BENCH_BUSY_S=vt[-1]["dump_s"])))
             if os.path.exists(PROBE_LIB):
-                probe.append(run([SHAPES, "dumpwait", n, stacks], dict(e, LD_PRELOAD=PROBE_LIB)))
+                probe.append(run([SHAPES, "dumpwait", n, stacks], dict(e, LD_PRELOAD=PROBE_LIB, BENCH_CONTROL="1000")))
             for f in os.listdir(work):
                 os.unlink(os.path.join(work, f))
     return n, vt, base, probe
@@ -330,7 +330,15 @@ def shapes_main(number=6):
                   f"the lock probe, in the same runs' turns): a slot's "
                   f"{', '.join(str(round(float(r['slot_hold_max_us']))) for r in pr)} us, the global lock "
                   f"{', '.join(str(round(float(r['global_hold_max_us']))) for r in pr)} us (target <= 1000 us: "
-                  f"{'met' if all(max(float(r['slot_hold_max_us']), float(r['global_hold_max_us'])) <= 1000 for r in pr) else 'not met'})")
+                  f"{'met' if all(max(float(r['slot_hold_max_us']), float(r['global_hold_max_us'])) <= 1000 for r in pr) else 'not met'}); "
+                  f"slot holds over 1 ms {', '.join(r.get('slot_did_over_1ms', '?') for r in pr)}; the most one slot hold "
+                  f"did (work, which the machine's stalls do not move): chunks copied "
+                  f"{', '.join(r.get('slot_did_most_chunks', '?') for r in pr)}, records kept "
+                  f"{', '.join(r.get('slot_did_most_records', '?') for r in pr)}, move steps "
+                  f"{', '.join(r.get('slot_did_most_moves', '?') for r in pr)}, fresh stages "
+                  f"{', '.join(r.get('slot_did_most_fresh_stages', '?') for r in pr)}; the control (a fixed "
+                  f"{float(pr[0].get('control_mean_us', 0)):.2f} us of loop in the same thread, timed the same way) "
+                  f"at most {', '.join(str(round(float(r.get('control_max_us', 0)))) for r in pr)} us: the machine's own")
     x = xfree_row()
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "
