@@ -127,6 +127,11 @@ void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
 /* The full stage queued behind the others waiting, and a new one begun
  * (the spare, else fresh memory); 0 when out of memory. */
 static int queue_stage(struct vt_live_spill *sp) {
+    if (sp->nfull == sp->full_cap && sp->full_head) { /* the taken ones' room used again */
+        memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
+        sp->nfull -= sp->full_head;
+        sp->full_head = 0;
+    }
     if (sp->nfull == sp->full_cap) {
         size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
         struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
@@ -164,9 +169,8 @@ void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live
 
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) {
     if (sp->broken) return 0;
-    if (!sp->nfull && !(sp->nstage == STAGE && queue_stage(sp))) return 0;
-    *out = sp->full[0];
-    memmove(sp->full, sp->full + 1, --sp->nfull * sizeof *sp->full);
+    if (sp->full_head == sp->nfull && !(sp->nstage == STAGE && queue_stage(sp))) return 0;
+    *out = sp->full[sp->full_head++];
     return 1;
 }
 
@@ -184,8 +188,8 @@ void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st
 
 /* Every queued stage let go, unwritten. */
 static void drop_queued(struct vt_live_spill *sp) {
-    for (size_t i = 0; i < sp->nfull; i++) free(sp->full[i].buf);
-    sp->nfull = 0;
+    for (size_t i = sp->full_head; i < sp->nfull; i++) free(sp->full[i].buf);
+    sp->full_head = sp->nfull = 0;
 }
 
 void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
@@ -199,7 +203,7 @@ void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
 void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) {
     /* The stages still queued, oldest first, then the one being filled;
      * where one cannot be written it and everything after are dropped. */
-    for (size_t i = 0; i < sp->nfull && !sp->broken; i++) {
+    for (size_t i = sp->full_head; i < sp->nfull && !sp->broken; i++) {
         if (write_all(sp->fd, sp->full[i].buf, sp->full[i].n * sizeof *sp->full[i].buf,
                       (off_t)(sp->full[i].at * sizeof *sp->full[i].buf)) == 0)
             continue;

@@ -27,8 +27,8 @@ struct vt_live_spill {
     size_t nstage, stage_at; /* how many, and the index of the first */
     int defer;               /* a full stage waits in `full` for
                                 vt_live_spill_take_stage */
-    struct vt_live_stage *full; /* full stages waiting, oldest first */
-    size_t nfull, full_cap;
+    struct vt_live_stage *full; /* full stages waiting: full[full_head .. nfull - 1], oldest first */
+    size_t full_head, nfull, full_cap;
     struct vt_live *spare;   /* a stage's memory, written and given back */
     size_t reserved;         /* records the file's size holds */
     uint64_t lost;           /* records dropped: a write failed */

@@ -374,8 +374,8 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
  * With fail_at (a stage's index), the file takes only the stages before
  * it: that stage and every record after it are dropped and counted lost,
  * and the queued stages behind it let go. */
-static void deferred_stages_queue(size_t fail_at) {
-    size_t run = 102, nst = 5, n = run + nst * STAGE_RECS + 77;
+static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at) {
+    size_t run = 102, n = run + nst * STAGE_RECS + 77;
     struct rlimit was, small;
     getrlimit(RLIMIT_FSIZE, &was);
     void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
@@ -390,12 +390,24 @@ static void deferred_stages_queue(size_t fail_at) {
     if (!s.spill || !want || !s.live) return;
     s.spill->defer = 1;
     uint64_t lost = vt_records_lost_count();
+    size_t taken = 0, wrong = 0;
     for (unsigned i = 0; i < n; i++) {
         want[i] = tied(i);
         vt_live_keep(&s, &want[i]);
+        /* One stage taken out after every take_every filled: the queue
+         * grows behind, and its taken slots are used again. */
+        size_t filled = i + 1 > run ? (i + 1 - run) / STAGE_RECS : 0;
+        struct vt_live_stage st;
+        if (take_every && i + 1 > run && (i + 1 - run) % STAGE_RECS == 0 && filled % take_every == 0 &&
+            vt_live_spill_take_stage(s.spill, &st)) {
+            wrong += st.n != STAGE_RECS || st.at != run + taken * STAGE_RECS ||
+                     memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
+            if (!vt_live_spill_write_stage(s.spill, &st)) vt_live_spill_drop_from(s.spill, &s.nlive, st.at);
+            vt_live_spill_give_stage(s.spill, &st);
+            taken++;
+        }
     }
-    CHECK_EQ(s.spill->nfull, nst); /* each queued at the record after it */
-    size_t taken = 0, wrong = 0;
+    if (!take_every) CHECK_EQ(s.spill->nfull - s.spill->full_head, nst); /* each queued at the record after it */
     for (struct vt_live_stage st; vt_live_spill_take_stage(s.spill, &st); taken++) {
         wrong += st.n != STAGE_RECS || st.at != run + taken * STAGE_RECS ||
                  memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
@@ -425,8 +437,10 @@ static void deferred_stages_queue(size_t fail_at) {
 }
 
 static void test_deferred_stages_queue_a_stage_each(void) {
-    deferred_stages_queue(SIZE_MAX); /* all written */
-    deferred_stages_queue(2);        /* the third stage's write fails */
+    deferred_stages_queue(5, 0, SIZE_MAX);  /* all queued, then all written */
+    deferred_stages_queue(5, 0, 2);         /* the third stage's write fails */
+    deferred_stages_queue(40, 2, SIZE_MAX); /* one taken for every two filled: the queue reaches 20 */
+    deferred_stages_queue(40, 2, 25);       /* ... and the 26th write fails, taken from a long queue */
 }
 
 /* A thread keeps a window of live allocations, indexes lo .. hi - 1
