@@ -11,6 +11,10 @@
 static const char *const kind_name[VT_PROBE_KINDS] = {"a slot's lock", "the global lock"};
 static uint64_t longest[VT_PROBE_KINDS], holds[VT_PROBE_KINDS], over_1ms[VT_PROBE_KINDS], total_ns[VT_PROBE_KINDS];
 static const char *longest_at[VT_PROBE_KINDS];
+/* The slow path's waits, by the wall clock: the longest, where its
+ * holder had taken the lock, and how many passed 1 ms. */
+static uint64_t wait_longest[VT_PROBE_KINDS], waits_over_1ms[VT_PROBE_KINDS];
+static const char *wait_holder[VT_PROBE_KINDS];
 __thread const char *vt_probe_site;
 __thread uint64_t vt_probe_n[VT_PC_COUNTS];
 static __thread uint64_t at_take[VT_PROBE_KINDS][VT_PC_COUNTS];
@@ -38,6 +42,21 @@ uint64_t vt_probe_cpu_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t vt_probe_wall_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void vt_probe_waited(int kind, uint64_t since, const char *holder) {
+    uint64_t ns = vt_probe_wall_ns() - since;
+    if (ns > 1000000) __atomic_add_fetch(&waits_over_1ms[kind], 1, __ATOMIC_RELAXED);
+    uint64_t was = __atomic_load_n(&wait_longest[kind], __ATOMIC_RELAXED);
+    while (ns > was && !__atomic_compare_exchange_n(&wait_longest[kind], &was, ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        continue;
+    if (ns > was) __atomic_store_n(&wait_holder[kind], holder, __ATOMIC_RELAXED);
 }
 
 uint64_t vt_probe_taken(int kind) {
@@ -70,9 +89,12 @@ void vt_probe_held(int kind, uint64_t since, const char *where) {
 
 /* What the longest hold of `kind` did, as "name value ..." into buf. */
 static void did_text(int kind, char *buf, size_t size) {
-    int at = snprintf(buf, size, "over_1ms %llu total_us %llu",
+    const char *holder = __atomic_load_n(&wait_holder[kind], __ATOMIC_RELAXED);
+    int at = snprintf(buf, size, "over_1ms %llu total_us %llu wait_max_us %.1f waits_over_1ms %llu wait_holder %s",
                       (unsigned long long)__atomic_load_n(&over_1ms[kind], __ATOMIC_RELAXED),
-                      (unsigned long long)__atomic_load_n(&total_ns[kind], __ATOMIC_RELAXED) / 1000);
+                      (unsigned long long)__atomic_load_n(&total_ns[kind], __ATOMIC_RELAXED) / 1000,
+                      (double)__atomic_load_n(&wait_longest[kind], __ATOMIC_RELAXED) / 1e3,
+                      (unsigned long long)__atomic_load_n(&waits_over_1ms[kind], __ATOMIC_RELAXED), holder ? holder : "-");
     if (at < 0) return;
     for (int c = 0; c < VT_PC_COUNTS && (size_t)at < size; c++) {
         int k = snprintf(buf + at, size - at, " %s %llu", count_name[c],
@@ -98,6 +120,9 @@ __attribute__((visibility("default"))) void vramtrace_probe_reset(void) {
         __atomic_store_n(&holds[k], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&over_1ms[k], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&total_ns[k], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&wait_longest[k], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&waits_over_1ms[k], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&wait_holder[k], NULL, __ATOMIC_RELAXED);
         __atomic_store_n(&longest_at[k], NULL, __ATOMIC_RELAXED);
         for (int c = 0; c < VT_PC_COUNTS; c++) {
             __atomic_store_n(&longest_did[k][c], 0, __ATOMIC_RELAXED);

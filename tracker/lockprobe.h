@@ -47,6 +47,15 @@ uint64_t vt_probe_cpu_ns(void) __attribute__((visibility("hidden")));
 uint64_t vt_probe_taken(int kind) __attribute__((visibility("hidden")));
 extern __thread uint64_t vt_probe_n[VT_PC_COUNTS] __attribute__((visibility("hidden")));
 #define VT_PROBE_COUNT(c, n) (vt_probe_n[c] += (n))
+/* A wait for a lock of `kind` (its slow path), by the wall clock: from
+ * VT_PROBE_WAIT_BEGIN to VT_PROBE_WAIT_END, and where the holder took it
+ * when the wait began (read without the lock: a diagnostic). */
+uint64_t vt_probe_wall_ns(void) __attribute__((visibility("hidden")));
+void vt_probe_waited(int kind, uint64_t since, const char *holder) __attribute__((visibility("hidden")));
+#define VT_PROBE_WAIT_BEGIN(since, holder, where) \
+    uint64_t since = vt_probe_wall_ns();          \
+    const char *holder = __atomic_load_n(&(where), __ATOMIC_RELAXED)
+#define VT_PROBE_WAIT_END(kind, since, holder) vt_probe_waited((kind), (since), (holder))
 /* A hold of `kind`, taken at `where` at CPU time `since`, ends now. */
 void vt_probe_held(int kind, uint64_t since, const char *where) __attribute__((visibility("hidden")));
 /* Where the calling thread's next take is (VT_PROBE_AT). */
@@ -61,6 +70,8 @@ extern __thread const char *vt_probe_site __attribute__((visibility("hidden")));
 #else
 #define VT_PROBE_FIELD
 #define VT_PROBE_COUNT(c, n) ((void)0)
+#define VT_PROBE_WAIT_BEGIN(since, holder, where) ((void)0)
+#define VT_PROBE_WAIT_END(kind, since, holder) ((void)0)
 #define VT_PROBE_TAKEN(kind, since, where) ((void)0)
 #define VT_PROBE_GIVEN(kind, since, where) ((void)0)
 #endif

@@ -43,6 +43,7 @@ static void sleep_on(struct vt_slot *l) {
  * giver reads `wanted` before its store of the lock is seen): the sleep is
  * at most 100 us. */
 void vt_slot_wait(struct vt_slot *l) {
+    VT_PROBE_WAIT_BEGIN(probe_t0, probe_holder, l->probe_where);
     __atomic_add_fetch(&l->wanted, 1, __ATOMIC_SEQ_CST);
     for (unsigned spins = 0;;) {
         while (__atomic_load_n(&l->lock, __ATOMIC_RELAXED)) {
@@ -56,6 +57,7 @@ void vt_slot_wait(struct vt_slot *l) {
         if (!__atomic_exchange_n(&l->lock, 1, __ATOMIC_ACQUIRE)) break;
     }
     __atomic_sub_fetch(&l->wanted, 1, __ATOMIC_RELAXED);
+    VT_PROBE_WAIT_END(VT_PROBE_SLOT, probe_t0, probe_holder);
 }
 
 int vt_let_in_step(unsigned i, struct timespec *start) {

@@ -27,9 +27,11 @@ const char *vt_global_where;
 int vt_global_wanted;
 
 void vt_global_lock_slow(void) {
+    VT_PROBE_WAIT_BEGIN(probe_t0, probe_holder, vt_global_where);
     __atomic_add_fetch(&vt_global_wanted, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&vt_tracker_lock);
     __atomic_sub_fetch(&vt_global_wanted, 1, __ATOMIC_RELAXED);
+    VT_PROBE_WAIT_END(VT_PROBE_GLOBAL, probe_t0, probe_holder);
 }
 
 void vt_global_let_in(void) {
