@@ -125,8 +125,23 @@ void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
 }
 
 /* The full stage queued behind the others waiting, and a new one begun
- * (the spare, else fresh memory); 0 when out of memory. */
-static int queue_stage(struct vt_live_spill *sp) {
+ * (the spare, else fresh memory); 0 when out of memory, or when the
+ * queue was full and its oldest stage could not be written (then it and
+ * all after are dropped). n: the list's length, NULL where the queue is
+ * empty. */
+static int queue_stage(struct vt_live_spill *sp, size_t *n) {
+    if (n && sp->nfull - sp->full_head >= VT_SPILL_QUEUE_MAX) {
+        struct vt_live_stage *old = &sp->full[sp->full_head];
+        if (write_all(sp->fd, old->buf, old->n * sizeof *old->buf, (off_t)(old->at * sizeof *old->buf))) {
+            io_failed("written");
+            vt_live_spill_drop_from(sp, n, old->at);
+            return 0;
+        }
+        VT_PROBE_COUNT(VT_PC_SYNC_WRITES, 1);
+        if (!sp->spare) sp->spare = old->buf;
+        else free(old->buf);
+        sp->full_head++;
+    }
     if (sp->nfull == sp->full_cap && sp->full_head) { /* the taken ones' room used again */
         memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
         sp->nfull -= sp->full_head;
@@ -154,7 +169,7 @@ void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live
         sp->lost++;
         return;
     }
-    if (sp->nstage == STAGE && !(sp->defer && queue_stage(sp))) {
+    if (sp->nstage == STAGE && !(sp->defer && queue_stage(sp, n))) {
         write_stage(sp, n);
         if (sp->broken) {
             sp->lost++;
@@ -169,7 +184,7 @@ void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live
 
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) {
     if (sp->broken) return 0;
-    if (sp->full_head == sp->nfull && !(sp->nstage == STAGE && queue_stage(sp))) return 0;
+    if (sp->full_head == sp->nfull && !(sp->nstage == STAGE && queue_stage(sp, NULL))) return 0;
     *out = sp->full[sp->full_head++];
     return 1;
 }

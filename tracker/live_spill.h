@@ -19,6 +19,11 @@ struct vt_live_stage {
     size_t n, at;
 };
 
+/* Full stages that wait at most (16 MiB): past them the one who puts
+ * writes the oldest itself, under whatever lock it holds, so that a copy
+ * whose thread is kept off its CPU cannot hold the whole list in memory. */
+#define VT_SPILL_QUEUE_MAX 64
+
 struct vt_live_spill {
     int fd;
     size_t run;              /* records in a run: the most kept in memory */

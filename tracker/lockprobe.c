@@ -25,7 +25,7 @@ static uint64_t longest_did[VT_PROBE_KINDS][VT_PC_COUNTS];
  * the machine's stalls, charged to a thread as its CPU time, cannot move). */
 static uint64_t most_did[VT_PROBE_KINDS][VT_PC_COUNTS];
 static const char *const count_name[VT_PC_COUNTS] = {
-    "chunks", "records", "keep_us", "keep_waits", "moves", "reserves", "fresh_stages", "unmaps",
+    "chunks", "records", "keep_us", "keep_waits", "moves", "reserves", "fresh_stages", "sync_writes", "unmaps",
     "minflt", "majflt", "nvcsw", "nivcsw"};
 
 /* The thread's page faults and context switches into its counts. */

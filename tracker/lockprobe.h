@@ -32,6 +32,7 @@ enum {
     VT_PC_MOVES,      /* steps of a growing table's move */
     VT_PC_RESERVE,    /* the spilled list's file made longer */
     VT_PC_STAGE_GROW, /* a spilled list's stage begun in fresh memory */
+    VT_PC_SYNC_WRITES, /* a queued stage written by whoever put (the queue full) */
     VT_PC_UNMAPS,     /* pages given back to the kernel (madvise, munmap) */
     VT_PC_MINFLT,     /* minor page faults */
     VT_PC_MAJFLT,     /* major page faults */

@@ -373,7 +373,10 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
  * list written from them and the flush is the list, record for record.
  * With fail_at (a stage's index), the file takes only the stages before
  * it: that stage and every record after it are dropped and counted lost,
- * and the queued stages behind it let go. */
+ * and the queued stages behind it let go. take_every: one stage taken
+ * out after every take_every filled, as the copy's thread does; with none
+ * taken, the queue stops at VT_SPILL_QUEUE_MAX and the put writes the
+ * oldest itself. */
 static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at) {
     size_t run = 102, n = run + nst * STAGE_RECS + 77;
     struct rlimit was, small;
@@ -391,6 +394,9 @@ static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at)
     s.spill->defer = 1;
     uint64_t lost = vt_records_lost_count();
     size_t taken = 0, wrong = 0;
+    /* With none taken out, a queue past VT_SPILL_QUEUE_MAX stages has its
+     * oldest written by the put: those come out no more. */
+    size_t sync = !take_every && nst > VT_SPILL_QUEUE_MAX ? nst - VT_SPILL_QUEUE_MAX : 0;
     for (unsigned i = 0; i < n; i++) {
         want[i] = tied(i);
         vt_live_keep(&s, &want[i]);
@@ -407,15 +413,16 @@ static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at)
             taken++;
         }
     }
-    if (!take_every) CHECK_EQ(s.spill->nfull - s.spill->full_head, nst); /* each queued at the record after it */
+    if (!take_every) /* each queued at the record after it */
+        CHECK_EQ(s.spill->nfull - s.spill->full_head, fail_at < sync ? 0 : nst - sync);
     for (struct vt_live_stage st; vt_live_spill_take_stage(s.spill, &st); taken++) {
-        wrong += st.n != STAGE_RECS || st.at != run + taken * STAGE_RECS ||
+        wrong += st.n != STAGE_RECS || st.at != run + (sync + taken) * STAGE_RECS ||
                  memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
         if (!vt_live_spill_write_stage(s.spill, &st)) vt_live_spill_drop_from(s.spill, &s.nlive, st.at);
         vt_live_spill_give_stage(s.spill, &st);
     }
     size_t keep = fail_at < nst ? run + fail_at * STAGE_RECS : n;
-    CHECK_EQ(taken, fail_at < nst ? fail_at + 1 : nst);
+    CHECK_EQ(taken, fail_at < sync ? 0 : fail_at < nst ? fail_at - sync + 1 : nst - sync);
     CHECK_EQ(wrong, 0);
     vt_live_spill_flush(s.spill, &s.nlive);
     CHECK_EQ(s.nlive, keep);
@@ -441,6 +448,9 @@ static void test_deferred_stages_queue_a_stage_each(void) {
     deferred_stages_queue(5, 0, 2);         /* the third stage's write fails */
     deferred_stages_queue(40, 2, SIZE_MAX); /* one taken for every two filled: the queue reaches 20 */
     deferred_stages_queue(40, 2, 25);       /* ... and the 26th write fails, taken from a long queue */
+    deferred_stages_queue(VT_SPILL_QUEUE_MAX + 6, 0, SIZE_MAX); /* the first 6 written by the puts */
+    deferred_stages_queue(VT_SPILL_QUEUE_MAX + 6, 0, 3);        /* ... the fourth of them fails */
+    deferred_stages_queue(VT_SPILL_QUEUE_MAX + 6, 0, 9);        /* a queued one fails */
 }
 
 /* A thread keeps a window of live allocations, indexes lo .. hi - 1
