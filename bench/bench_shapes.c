@@ -257,11 +257,12 @@ static int dumpwait_main(int argc, char **argv) {
         printf(" slot_hold_max_us %.1f slot_holds %llu slot_hold_at %s global_hold_max_us %.1f global_holds %llu "
                "global_hold_at %s", s, ns, ws ? ws : "-", g, ng, wg ? wg : "-");
         if (probe_did) { /* each count prefixed: slot_did_chunks 3 ... */
-            for (int k = 0; k < 2; k++) {
+            for (int k = 0; k < 3; k++) {
+                const char *kind_name[] = {"slot", "global", "handover"};
                 char buf[1024];
                 snprintf(buf, sizeof buf, "%s", probe_did(k));
                 for (char *w = strtok(buf, " "), *v; w && (v = strtok(NULL, " ")); w = strtok(NULL, " "))
-                    printf(" %s_did_%s %s", k ? "global" : "slot", w, v);
+                    printf(" %s_did_%s %s", kind_name[k], w, v);
             }
         }
     }

@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static const char *const kind_name[VT_PROBE_KINDS] = {"a slot's lock", "the global lock"};
+static const char *const kind_name[VT_PROBE_KINDS] = {"a slot's lock", "the global lock", "a slot's hand-over"};
 static uint64_t longest[VT_PROBE_KINDS], holds[VT_PROBE_KINDS], over_1ms[VT_PROBE_KINDS], total_ns[VT_PROBE_KINDS];
 static const char *longest_at[VT_PROBE_KINDS];
 /* The slow path's waits, by the wall clock: the longest, where its

@@ -16,7 +16,10 @@
 
 #include <stdint.h>
 
-enum { VT_PROBE_SLOT, VT_PROBE_GLOBAL, VT_PROBE_KINDS };
+/* Kinds of lock; VT_PROBE_HANDOVER is not one, but the waits of a hooked
+ * call that gives its slot's lock to a waiter (vt_slot_hand_over without
+ * may_yield) are timed as waits are. */
+enum { VT_PROBE_SLOT, VT_PROBE_GLOBAL, VT_PROBE_HANDOVER, VT_PROBE_KINDS };
 
 /* What a hold did, counted by the holding thread (VT_PROBE_COUNT): the
  * longest hold of each kind keeps what its thread counted from the take

@@ -61,7 +61,7 @@ void vt_slot_wait(struct vt_slot *l) {
 }
 
 int vt_let_in_step(unsigned i, struct timespec *start) {
-    if (i < 512) {
+    if (i < VT_LET_IN_SPINS) {
         relax();
         return 1;
     }
@@ -78,13 +78,15 @@ int vt_let_in_step(unsigned i, struct timespec *start) {
     return 1;
 }
 
-void vt_slot_hand_over(struct vt_slot *l) {
+void vt_slot_hand_over(struct vt_slot *l, int may_yield) {
+    VT_PROBE_WAIT_BEGIN(probe_t0, probe_holder, l->probe_where);
     syscall(SYS_futex, &l->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     struct timespec start = {0, 0};
     for (unsigned i = 0; __atomic_load_n(&l->wanted, __ATOMIC_RELAXED) && !__atomic_load_n(&l->lock, __ATOMIC_RELAXED) &&
-                         vt_let_in_step(i, &start);
+                         (may_yield ? vt_let_in_step(i, &start) : i < VT_LET_IN_SPINS);
          i++)
-        continue;
+        if (!may_yield) relax();
+    if (!may_yield) VT_PROBE_WAIT_END(VT_PROBE_HANDOVER, probe_t0, probe_holder); /* a hooked call's */
 }
 
 int (vt_slot_take_until)(struct vt_slot *l, const struct timespec *until) { /* (the name in brackets: lockprobe.h's macro) */

@@ -72,8 +72,16 @@ static inline void slot_take(struct vt_slot *l) {
  * owner, between hooked calls; a snapshot's copy, between chunks) keeps a
  * spinning waiter out: it finds the lock free for nanoseconds at a time.
  * Measured so: a snapshot's copy waited milliseconds for the slot of a
- * thread allocating in a loop, and that thread 20 to 40 ms for the copy. */
-void vt_slot_hand_over(struct vt_slot *l) VT_HIDDEN;
+ * thread allocating in a loop, and that thread 20 to 40 ms for the copy.
+ * With may_yield (slot_give_yielding: a snapshot's copy, between chunks)
+ * the giver yields its CPU while it waits, for the woken thread may need
+ * it; without (slot_give: a hooked call's own give, which must not lose
+ * its CPU to the scheduler: a yield on a busy machine gave it away for 1
+ * to 13 ms, 31 to 77 times a dump) it only spins, a few microseconds. */
+void vt_slot_hand_over(struct vt_slot *l, int may_yield) VT_HIDDEN;
+
+/* Spins before a hand-over yields (or, without may_yield, gives up). */
+#define VT_LET_IN_SPINS 512
 
 /* One step of waiting for a woken thread to take a lock (the hand-overs
  * of a slot's lock and of the global lock, vt_global_let_in): the i-th
@@ -84,7 +92,15 @@ int vt_let_in_step(unsigned i, struct timespec *start) VT_HIDDEN;
 static inline void slot_give(struct vt_slot *l) {
     VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
     __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
-    if (__builtin_expect(__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0, 0)) vt_slot_hand_over(l);
+    if (__builtin_expect(__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0, 0)) vt_slot_hand_over(l, 0);
+}
+
+/* slot_give by a thread that may yield its CPU while a waiter is let in
+ * (a snapshot's copy): see vt_slot_hand_over. */
+static inline void slot_give_yielding(struct vt_slot *l) {
+    VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
+    __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0) vt_slot_hand_over(l, 1);
 }
 
 /* The slot's lock, taken before `until` (CLOCK_REALTIME), or not at all:

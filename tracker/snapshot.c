@@ -248,7 +248,7 @@ static int copy_armed(struct live_copy *c, uint64_t within_ns) {
             if (!take(l, within_ns ? &until : NULL)) return 0;
             more = vt_cow_step(&l->table);
             if (!more) vt_cow_end(&l->table);
-            slot_give(l); /* a thread waiting for it goes first */
+            slot_give_yielding(l); /* a thread waiting for it goes first */
             write_stage_out(c);
         }
     }
