@@ -89,19 +89,17 @@ void vt_slot_hand_over(struct vt_slot *l, int may_yield) VT_HIDDEN;
  * to begin). */
 int vt_let_in_step(unsigned i, struct timespec *start) VT_HIDDEN;
 
-static inline void slot_give(struct vt_slot *l) {
+static inline void slot_give_as(struct vt_slot *l, int may_yield) {
     VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
     __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
-    if (__builtin_expect(__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0, 0)) vt_slot_hand_over(l, 0);
+    if (__builtin_expect(__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0, 0)) vt_slot_hand_over(l, may_yield);
 }
+
+static inline void slot_give(struct vt_slot *l) { slot_give_as(l, 0); }
 
 /* slot_give by a thread that may yield its CPU while a waiter is let in
  * (a snapshot's copy): see vt_slot_hand_over. */
-static inline void slot_give_yielding(struct vt_slot *l) {
-    VT_PROBE_GIVEN(VT_PROBE_SLOT, l->probe_since, l->probe_where);
-    __atomic_store_n(&l->lock, 0, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&l->wanted, __ATOMIC_RELAXED) != 0) vt_slot_hand_over(l, 1);
-}
+static inline void slot_give_yielding(struct vt_slot *l) { slot_give_as(l, 1); }
 
 /* The slot's lock, taken before `until` (CLOCK_REALTIME), or not at all:
  * 1 when taken. */

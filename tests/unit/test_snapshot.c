@@ -217,6 +217,17 @@ static struct vt_live tied(unsigned i) {
                             .kind = (uint8_t)((h >> 23) % 2), .api = (uint8_t)((h >> 25) % 2), .mapped = (h >> 29) % 2};
 }
 
+/* The list of s read in order (sorted): how many records it gave, and
+ * in *wrong how many are past n or differ from want's, in order. */
+static size_t read_in_order(struct vt_snapshot *s, const struct vt_live *want, size_t n, size_t *wrong) {
+    struct vt_live_reader *r = vt_live_read(s, 1);
+    size_t got = 0;
+    *wrong = 0;
+    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) *wrong += got >= n || memcmp(a, &want[got], sizeof *a);
+    vt_live_read_end(r);
+    return got;
+}
+
 /* A spilled list of n tied records in runs of `run`, sorted: read in order
  * it is the list sorted in memory, record for record; read in file order,
  * each record once. */
@@ -235,14 +246,11 @@ static void spilled_list_is_the_sorted_list(size_t n, size_t run) {
     vt_snapshot_sort_live(&s);
     CHECK(s.live == NULL);
     vt_live_sort(want, n);
-    struct vt_live_reader *r = vt_live_read(&s, 1);
-    size_t got = 0, wrong = 0;
-    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) wrong += got >= n || memcmp(a, &want[got], sizeof *a);
-    vt_live_read_end(r);
+    size_t wrong, got = read_in_order(&s, want, n, &wrong);
     CHECK_EQ(got, n);
     CHECK_EQ(wrong, 0);
     uint64_t sum = 0, want_sum = 0;
-    r = vt_live_read(&s, 0);
+    struct vt_live_reader *r = vt_live_read(&s, 0);
     got = 0;
     for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) sum += a->address * 7 + a->bytes * 3 + a->time_ns;
     vt_live_read_end(r);
@@ -347,11 +355,7 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
         CHECK_EQ(vt_records_lost_count() - lost, n - run);
         vt_snapshot_sort_live(&s);
         vt_live_sort(want, run);
-        struct vt_live_reader *r = vt_live_read(&s, 1);
-        size_t got = 0, wrong = 0;
-        for (const struct vt_live *a; r && (a = vt_live_next(r)); got++)
-            wrong += got >= run || memcmp(a, &want[got], sizeof *a);
-        vt_live_read_end(r);
+        size_t wrong, got = read_in_order(&s, want, run, &wrong);
         CHECK_EQ(got, run);
         CHECK_EQ(wrong, 0);
     }
@@ -364,6 +368,18 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
 
 /* Records of a stage (live_spill.c's STAGE: 256 KiB of them). */
 #define STAGE_RECS (256 * 1024 / sizeof(struct vt_live))
+
+/* One full stage taken out as the copy's thread does, checked (a stage
+ * long, its first record at `at`, its records want's), written and given
+ * back; 0 when none was waiting. A bad stage counts in *wrong. */
+static int take_one(struct vt_snapshot *s, const struct vt_live *want, size_t at, size_t *wrong) {
+    struct vt_live_stage st;
+    if (!vt_live_spill_take_stage(s->spill, &st)) return 0;
+    *wrong += st.n != STAGE_RECS || st.at != at || memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
+    if (!vt_live_spill_write_stage(s->spill, &st)) vt_live_spill_drop_from(s->spill, &s->nlive, st.at);
+    vt_live_spill_give_stage(s->spill, &st);
+    return 1;
+}
 
 /* With `defer` (a snapshot's copy: whoever keeps a record is under a
  * slot's lock, and writes wait for the copy's thread), stages that fill
@@ -403,24 +419,12 @@ static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at)
         /* One stage taken out after every take_every filled: the queue
          * grows behind, and its taken slots are used again. */
         size_t filled = i + 1 > run ? (i + 1 - run) / STAGE_RECS : 0;
-        struct vt_live_stage st;
-        if (take_every && i + 1 > run && (i + 1 - run) % STAGE_RECS == 0 && filled % take_every == 0 &&
-            vt_live_spill_take_stage(s.spill, &st)) {
-            wrong += st.n != STAGE_RECS || st.at != run + taken * STAGE_RECS ||
-                     memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
-            if (!vt_live_spill_write_stage(s.spill, &st)) vt_live_spill_drop_from(s.spill, &s.nlive, st.at);
-            vt_live_spill_give_stage(s.spill, &st);
-            taken++;
-        }
+        if (take_every && i + 1 > run && (i + 1 - run) % STAGE_RECS == 0 && filled % take_every == 0)
+            taken += take_one(&s, want, run + taken * STAGE_RECS, &wrong);
     }
     if (!take_every) /* each queued at the record after it */
         CHECK_EQ(s.spill->nfull - s.spill->full_head, fail_at < sync ? 0 : nst - sync);
-    for (struct vt_live_stage st; vt_live_spill_take_stage(s.spill, &st); taken++) {
-        wrong += st.n != STAGE_RECS || st.at != run + (sync + taken) * STAGE_RECS ||
-                 memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
-        if (!vt_live_spill_write_stage(s.spill, &st)) vt_live_spill_drop_from(s.spill, &s.nlive, st.at);
-        vt_live_spill_give_stage(s.spill, &st);
-    }
+    while (take_one(&s, want, run + (sync + taken) * STAGE_RECS, &wrong)) taken++;
     size_t keep = fail_at < nst ? run + fail_at * STAGE_RECS : n;
     CHECK_EQ(taken, fail_at < sync ? 0 : fail_at < nst ? fail_at - sync + 1 : nst - sync);
     CHECK_EQ(wrong, 0);
@@ -429,11 +433,7 @@ static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at)
     CHECK_EQ(vt_records_lost_count() - lost, n - keep);
     vt_snapshot_sort_live(&s);
     vt_live_sort(want, keep);
-    struct vt_live_reader *r = vt_live_read(&s, 1);
-    size_t got = 0;
-    wrong = 0;
-    for (const struct vt_live *a; r && (a = vt_live_next(r)); got++) wrong += got >= keep || memcmp(a, &want[got], sizeof *a);
-    vt_live_read_end(r);
+    size_t got = read_in_order(&s, want, keep, &wrong);
     CHECK_EQ(got, keep);
     CHECK_EQ(wrong, 0);
     setrlimit(RLIMIT_FSIZE, &was);
