@@ -422,7 +422,14 @@ def metrics_by_kind_of_memory():
     t = Live(rundir)
     for line in ("a 1048576", "m 2097152", "f", "m 65536", "h 4096", "h 8192", "fh"):
         t.say(line)
-    wait_for("published", lambda: len(series(metrics(rundir), "vramtrace_kind_live_bytes")) == 3)
+    # The view is published four times a second: one taken between "h 4096"
+    # and "fh" already has three kinds, so wait for the last command's
+    # (the host's peak of both, and one of them live).
+    def after_last(text):
+        return ("12288" in series(text, "vramtrace_kind_peak_bytes").values() and
+                series(text, "vramtrace_host_live_bytes") and
+                set(series(text, "vramtrace_host_live_bytes").values()) == {"4096"})
+    wait_for("published", lambda: after_last(metrics(rundir)))
     text = metrics(rundir)
     host = os.uname().nodename
     uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
