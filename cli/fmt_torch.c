@@ -32,7 +32,15 @@
  * fields to trace entries and blocks, which therefore are never shared).
  * A number repeated within one segment or one event's entries (its size,
  * address and time) is written once into a scratch memo slot and fetched
- * from it: an integer is the same value whichever object holds it. */
+ * from it: an integer is the same value whichever object holds it.
+ *
+ * A memo index below 256 is fetched in two bytes (BINGET), any other in
+ * five (LONG_BINGET), and the index is the writer's to choose. So the
+ * low indices are kept for what is fetched most: the scratch slots, the
+ * keys and names (each its own index, whenever it is first written: a
+ * trace entry's keys come after every segment's frames), and the frame
+ * lists of the stacks the export refers to most (hot_stacks). Frame dicts,
+ * strings and the other stacks' lists are numbered from 256. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +51,19 @@
 #include "reporters.h"
 
 /* Scratch memo slots, rewritten for each segment or event: its size,
- * address and time. The memo's other entries are numbered after them. */
+ * address and time. */
 enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
 
 /* The strings written once and then fetched from the memo: the dicts'
- * keys and the few values that repeat (a segment's type, an action). */
+ * keys and the few values that repeat (a segment's type, an action). The
+ * i-th name first written takes memo index NSLOTS + i. */
 #define PK_NAMES 64
+
+/* The frame lists of the stacks referred to most take the indices after
+ * the names', up to 255; everything else is numbered from MEMO_FREE. */
+#define HOT_FIRST (NSLOTS + PK_NAMES)
+#define MEMO_FREE 256
+#define NHOT (MEMO_FREE - HOT_FIRST)
 
 /* A frame dict or a frame's string, by its content: its memo index. */
 struct memo_entry {
@@ -61,6 +76,7 @@ struct pk {
     FILE *f;
     uint32_t memo_next;
     int64_t *stack_memo;     /* per stack of the current dump: memo index or -1 */
+    uint8_t *hot;            /* per stack: the low memo index kept for its list, or 0 */
     int64_t *frame_memo;     /* per frame of the dump's table: its dict's memo index or -1; NULL: none kept */
     const char *names[PK_NAMES];
     uint32_t name_memo[PK_NAMES];
@@ -132,8 +148,8 @@ static void pk_name(struct pk *p, const char *s) {
     pk_str(p, s);
     if (p->nnames < PK_NAMES) {
         p->names[p->nnames] = s;
-        p->name_memo[p->nnames++] = p->memo_next;
-        memo_put(p);
+        p->name_memo[p->nnames] = NSLOTS + (uint32_t)p->nnames;
+        memo_put_at(p, p->name_memo[p->nnames++]);
     }
 }
 
@@ -284,8 +300,13 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
         if (p->frame_memo && fi < d->nframes) p->frame_memo[fi] = m;
     }
     list_end(p);
-    p->stack_memo[stack] = p->memo_next;
-    memo_put(p);
+    if (p->hot && p->hot[stack]) {
+        p->stack_memo[stack] = p->hot[stack];
+        memo_put_at(p, p->hot[stack]);
+    } else {
+        p->stack_memo[stack] = p->memo_next;
+        memo_put(p);
+    }
 }
 
 static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc *a) {
@@ -536,6 +557,72 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
     return 0;
 }
 
+/* How often the export fetches each stack's frame list: twice for a
+ * segment (its own and its block's), once for each trace entry an event
+ * makes. */
+static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) {
+    uint64_t *n = calloc(d->nstacks ? d->nstacks : 1, sizeof *n);
+    if (!n) return NULL;
+    for (size_t i = 0; i < d->nlive; i++)
+        if (x->seg_ok[i] && d->live[i].stack < d->nstacks) n[d->live[i].stack] += 2;
+    for (size_t i = 0; i < d->nevents; i++) {
+        const struct vm_event *e = &d->events[i];
+        if (x->ev_ok[i] && e->stack < d->nstacks) n[e->stack] += e->type == 'a' ? 2 : e->type == 'f' ? 3 : 1;
+    }
+    return n;
+}
+
+/* In a heap of the NHOT stacks used most so far, whether stack a is a
+ * worse pick than stack b: fewer uses, or as many and a later stack (so
+ * that the pick, and the pickle, are the same from run to run). */
+static int worse(const uint64_t *uses, uint32_t a, uint32_t b) {
+    return uses[a] < uses[b] || (uses[a] == uses[b] && a > b);
+}
+
+static void sift_down(uint32_t *h, size_t n, size_t i, const uint64_t *uses) {
+    for (;;) {
+        size_t w = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && worse(uses, h[l], h[w])) w = l;
+        if (r < n && worse(uses, h[r], h[w])) w = r;
+        if (w == i) return;
+        uint32_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+/* The low memo index of each of the NHOT stacks the export fetches most
+ * (0 for the others), or NULL when out of memory (every list is then
+ * numbered from MEMO_FREE: the pickle is larger, not wrong). Stacks used
+ * once are left out: a list written and never fetched needs no index. */
+static uint8_t *hot_stacks(const struct vm_dump *d, const struct selection *x) {
+    if (d->nstacks > UINT32_MAX) return NULL;
+    uint64_t *uses = stack_uses(d, x);
+    uint8_t *hot = calloc(d->nstacks ? d->nstacks : 1, 1);
+    if (!uses || !hot) {
+        free(uses);
+        free(hot);
+        return NULL;
+    }
+    uint32_t heap[NHOT];
+    size_t n = 0;
+    for (uint32_t s = 0; s < d->nstacks; s++) {
+        if (uses[s] < 2) continue;
+        if (n < NHOT) {
+            heap[n++] = s;
+            if (n == NHOT)
+                for (size_t i = n / 2; i-- > 0;) sift_down(heap, n, i, uses);
+        } else if (worse(uses, heap[0], s)) {
+            heap[0] = s;
+            sift_down(heap, n, 0, uses);
+        }
+    }
+    for (size_t i = 0; i < n; i++) hot[heap[i]] = (uint8_t)(HOT_FIRST + i);
+    free(uses);
+    return hot;
+}
+
 int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)o;
     if (in->n != 1) {
@@ -555,7 +642,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
     int64_t *frame_memo = malloc((d->nframes ? d->nframes : 1) * sizeof *frame_memo);
     for (size_t j = 0; frame_memo && j < d->nframes; j++) frame_memo[j] = -1;
-    struct pk p = {.f = f, .memo_next = NSLOTS, .stack_memo = memo, .frame_memo = frame_memo};
+    uint8_t *hot = hot_stacks(d, &x);
+    struct pk p = {.f = f, .memo_next = MEMO_FREE, .stack_memo = memo, .hot = hot, .frame_memo = frame_memo};
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
@@ -578,6 +666,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         memo_clear(&p.frames);
         memo_clear(&p.strings);
         free(frame_memo);
+        free(hot);
         free(memo);
         selection_free(&x);
         snprintf(err, errsize, "out of memory");
@@ -601,6 +690,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     memo_clear(&p.frames);
     memo_clear(&p.strings);
     free(frame_memo);
+    free(hot);
     free(memo);
     selection_free(&x);
     return ferror(f) ? -1 : 0;

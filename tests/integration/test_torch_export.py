@@ -74,6 +74,80 @@ def torch_export_writes_each_frame_once():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def memo_fetches(raw):
+    """Replays the pickle's stack and memo by opcode: each object the
+    memo was given (a string as ("str", text), a list or dict as (kind,
+    serial)), the memo index it went to, and each fetch's opcode."""
+    import pickletools
+    stack, memo, marks, serial = [], {}, [], 0
+    puts, fetches = {}, []
+    for op, arg, _ in pickletools.genops(raw):
+        n = op.name
+        if n in ("EMPTY_DICT", "EMPTY_LIST"):
+            serial += 1
+            stack.append((n, serial))
+        elif n == "MARK":
+            marks.append(len(stack))
+        elif n in ("SETITEMS", "APPENDS"):
+            del stack[marks.pop():]
+        elif n == "APPEND":
+            stack.pop()
+        elif n == "BINUNICODE":
+            stack.append(("str", arg))
+        elif n in ("BININT", "BININT1", "BININT2", "LONG1", "NEWTRUE", "NEWFALSE"):
+            stack.append(("int", arg))
+        elif n in ("BINGET", "LONG_BINGET"):
+            fetches.append((n, memo[arg]))
+            stack.append(memo[arg])
+        elif n in ("BINPUT", "LONG_BINPUT"):
+            memo[arg] = stack[-1]
+            puts.setdefault(stack[-1], arg)
+        else:
+            ok(n in ("PROTO", "STOP"), f"opcode {n}")
+    return puts, fetches
+
+
+@test
+def torch_export_fetches_names_and_busiest_lists_in_two_bytes():
+    """A memo index below 256 is fetched in two bytes, any other in five.
+    In the export of a dump with 600 stacks (a memo of thousands of
+    entries), every fetch of a key or a repeated name (an action, a
+    segment's type, a block's state) is a two-byte BINGET, even those of
+    the trace entries, which are first written after every segment's
+    frames; and the 189 frame lists fetched most (the indices left below
+    256) are never fetched less often than any list numbered above."""
+    work = tempfile.mkdtemp(prefix="vt-torch-")
+    try:
+        path = generated_dump(work, nevents=4000, nlive=400, nstacks=600)
+        raw = export(path)
+        snap = pickle.loads(raw)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    names = {"small", "large", "active_allocated"}
+    for s in snap["segments"]:
+        names |= set(s) | {k for b in s["blocks"] for k in b}
+    for t in snap["device_traces"]:
+        for e in t:
+            names |= set(e) | {e["action"]}
+    names |= {k for l in frame_lists(snap) for f in l for k in f}
+    puts, fetches = memo_fetches(raw)
+    named = [(op, v[1]) for op, v in fetches if v[0] == "str" and v[1] in names]
+    eq(sorted({v for _, v in named}), sorted(names - {"oom", "device_free"}),
+       "every name fetched but the one OOM entry's own")
+    eq([x for x in named if x[0] != "BINGET"], [], "names fetched in two bytes")
+    uses = {}
+    for op, v in fetches:
+        if v[0] == "EMPTY_LIST":
+            uses[v] = uses.get(v, 0) + 1
+    ok(len(uses) > 300, f"{len(uses)} frame lists fetched: more than the low indices hold")
+    low = [n for v, n in uses.items() if puts[v] < 256]
+    high = [n for v, n in uses.items() if puts[v] >= 256]
+    eq(len(low), 189, "frame lists with an index below 256")
+    ok(min(low) >= max(high), f"the busiest lists below 256: fetched {min(low)} times at least, "
+       f"the others {max(high)} at most")
+    ok(max(puts.values()) > 600, f"a memo of {max(puts.values())} entries")
+
+
 VIZ = r'''
 import copy, json, pickle, sys
 from torch.cuda import _memory_viz as mv
