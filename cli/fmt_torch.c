@@ -39,8 +39,8 @@
  * low indices are kept for what is fetched most: the scratch slots, the
  * keys and names (each its own index, whenever it is first written: a
  * trace entry's keys come after every segment's frames), and the frame
- * lists of the stacks the export refers to most (hot_stacks). Frame dicts,
- * strings and the other stacks' lists are numbered from 256. */
+ * lists and frame dicts the export fetches most, counted before anything
+ * is written (hot_indices). Everything else is numbered from 256. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,15 +59,23 @@ enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
  * i-th name first written takes memo index NSLOTS + i. */
 #define PK_NAMES 64
 
-/* The frame lists of the stacks referred to most take the indices after
- * the names', up to 255; everything else is numbered from MEMO_FREE. */
+/* The frame lists and frame dicts fetched most take the indices after the
+ * names', up to 255; everything else is numbered from MEMO_FREE. */
 #define HOT_FIRST (NSLOTS + PK_NAMES)
 #define MEMO_FREE 256
 #define NHOT (MEMO_FREE - HOT_FIRST)
 
-/* A frame dict or a frame's string, by its content: its memo index. */
+/* A frame dict or a frame's string, by its content: its memo index once
+ * written. A frame dict's entry is made when the export's fetches are
+ * counted (hot_indices), before anything is written: `uses` counts the
+ * stacks written that hold it, `slot` is the low index kept for it (0:
+ * none), `serial` its place among the frames counted. */
 struct memo_entry {
     uint32_t memo;
+    uint8_t written;
+    uint8_t slot;
+    uint64_t uses;
+    uint32_t serial;
     UT_hash_handle hh;
     char key[];
 };
@@ -76,8 +84,8 @@ struct pk {
     FILE *f;
     uint32_t memo_next;
     int64_t *stack_memo;     /* per stack of the current dump: memo index or -1 */
-    uint8_t *hot;            /* per stack: the low memo index kept for its list, or 0 */
-    int64_t *frame_memo;     /* per frame of the dump's table: its dict's memo index or -1; NULL: none kept */
+    uint8_t *hot_stack;      /* per stack: the low memo index kept for its list, or 0 */
+    struct memo_entry **frame_entry; /* per frame of the dump's table: its dict's entry, or NULL */
     const char *names[PK_NAMES];
     uint32_t name_memo[PK_NAMES];
     int nnames;
@@ -117,19 +125,17 @@ static void memo_put_at(struct pk *p, uint32_t i) { memo_op(p, 'q', 'r', i); }
 
 static void memo_put(struct pk *p) { memo_put_at(p, p->memo_next++); }
 
-/* The memo index of `key` in *set, or -1; with add, a new entry takes the
- * next index (the caller then writes the object and memo_put). */
-static int64_t memo_find(struct pk *p, struct memo_entry **set, const char *key, size_t len, int add) {
+/* The entry of `key` in *set, made (not written) when there is none; NULL
+ * when out of memory. */
+static struct memo_entry *memo_entry(struct pk *p, struct memo_entry **set, const char *key, size_t len) {
     struct memo_entry *e;
     HASH_FIND(hh, *set, key, len, e);
-    if (e) return e->memo;
-    if (!add || p->failed) return -1;
-    e = malloc(sizeof *e + len);
-    if (!e) { p->failed = 1; return -1; }
+    if (e || p->failed) return e;
+    e = calloc(1, sizeof *e + len);
+    if (!e) { p->failed = 1; return NULL; }
     memcpy(e->key, key, len);
-    e->memo = p->memo_next;
     HASH_ADD(hh, *set, key, len, e);
-    return -2;
+    return e;
 }
 
 static void memo_clear(struct memo_entry **set) {
@@ -218,34 +224,51 @@ static void kv_slot(struct pk *p, const char *k, uint32_t slot) {
 /* A frame's string, memoized by content: a file or function shared by
  * many frames is written once. */
 static void pk_text(struct pk *p, const char *s) {
-    size_t n = strlen(s);
-    int64_t m = memo_find(p, &p->strings, s, n, 1);
-    if (m >= 0) { memo_get(p, (uint32_t)m); return; }
+    struct memo_entry *e = memo_entry(p, &p->strings, s, strlen(s));
+    if (e && e->written) { memo_get(p, e->memo); return; }
     pk_str(p, s);
-    if (m == -2) memo_put(p);
+    if (!e) return;
+    e->memo = p->memo_next;
+    e->written = 1;
+    memo_put(p);
 }
 
-/* One frame as {filename, line, name}, each distinct one written once.
- * Returns the memo index of its dict, or -1 (out of memory: written in
- * full). */
-static int64_t frame(struct pk *p, const struct vt_frame *f) {
-    char label[1024], key[2600];
+/* A frame's label and its key among frame dicts (file, line and label);
+ * the key's length, or -1 when it does not fit. */
+static int frame_key(const struct vt_frame *f, char label[1024], char key[2600]) {
     const char *file = f->file ? f->file : f->module ? f->module : "??";
-    vm_frame_label(f, label, sizeof label);
-    int n = snprintf(key, sizeof key, "%s%c%ld%c%s", file, 0, (long)f->line, 0, label);
-    uint32_t at = p->memo_next;
-    int64_t m = n > 0 && (size_t)n < sizeof key ? memo_find(p, &p->frames, key, (size_t)n, 1) : -1;
-    if (m >= 0) { memo_get(p, (uint32_t)m); return m; }
-    if (m == -2) p->memo_next++;   /* the dict's index, taken before its contents' */
+    vm_frame_label(f, label, 1024);
+    int n = snprintf(key, 2600, "%s%c%ld%c%s", file, 0, (long)f->line, 0, label);
+    return n > 0 && n < 2600 ? n : -1;
+}
+
+/* The entry of a frame's dict, made when there is none; NULL when out of
+ * memory or its key does not fit. */
+static struct memo_entry *frame_entry(struct pk *p, const struct vt_frame *f) {
+    char label[1024], key[2600];
+    int n = frame_key(f, label, key);
+    return n < 0 ? NULL : memo_entry(p, &p->frames, key, (size_t)n);
+}
+
+/* One frame as {filename, line, name}, each distinct one written once (at
+ * the low index kept for it, if any) and fetched after. e is its entry,
+ * or NULL (out of memory: written in full). */
+static void frame(struct pk *p, const struct vt_frame *f, struct memo_entry *e) {
+    if (e && e->written) { memo_get(p, e->memo); return; }
+    char label[1024], key[2600];
+    frame_key(f, label, key);
+    uint32_t at = !e ? 0 : e->slot ? e->slot : p->memo_next++;   /* taken before its contents' */
     dict_begin(p);
     pk_name(p, "filename");
-    pk_text(p, file);
+    pk_text(p, f->file ? f->file : f->module ? f->module : "??");
     kv_int(p, "line", f->line);
     pk_name(p, "name");
     pk_text(p, label);
     dict_end(p);
-    if (m == -2) memo_put_at(p, at);
-    return m == -2 ? (int64_t)at : -1;
+    if (!e) return;
+    e->memo = at;
+    e->written = 1;
+    memo_put_at(p, at);
 }
 
 /* The call-site frame of a stack (vm_site), written before its real
@@ -256,24 +279,40 @@ static int64_t frame(struct pk *p, const struct vt_frame *f) {
  * first frame it shows. Nothing for a stack without a call site. The name
  * fits in a frame label's 1024 bytes with its " (call site)" kept: the
  * library line is cut to 400 bytes, the function to what is left, each at
- * a whole character. */
-static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
+ * a whole character. The frame is made in *f, its name in name; 0, or -1
+ * for a stack without a call site. */
+static int site_frame_of(const struct vm_dump *d, size_t stack, struct vt_frame *f, char name[1024]) {
     static const char suffix[] = " (call site)";
     const struct vt_frame *site = vm_site(d, stack);
-    if (!site) return;
-    char label[2048], where[2048], through[400], fn[1024], name[1024];
+    if (!site) return -1;
+    char label[2048], where[2048], through[400], fn[1024];
     vm_site_label(d, stack, label, sizeof label);
     vt_site_name(site, where, sizeof where);
     size_t k = strlen(where);
     snprintf(through, sizeof through, "%s", strncmp(label, where, k) == 0 ? label + k : "");
     vt_utf8_whole(through, sizeof through);
-    size_t room = sizeof name - strlen(through) - (sizeof suffix - 1);
+    size_t room = 1024 - strlen(through) - (sizeof suffix - 1);
     snprintf(fn, room, "%s", site->function ? site->function : "??");
     vt_utf8_whole(fn, room);
     /* fn was cut to leave room for through and suffix: nothing is cut here. */
-    if (snprintf(name, sizeof name, "%s%s%s", fn, through, suffix) >= (int)sizeof name) name[sizeof name - 1] = '\0';
-    struct vt_frame f = {.function = name, .file = site->file, .module = site->module, .line = site->line};
-    frame(p, &f);
+    if (snprintf(name, 1024, "%s%s%s", fn, through, suffix) >= 1024) name[1023] = '\0';
+    *f = (struct vt_frame){.function = name, .file = site->file, .module = site->module, .line = site->line};
+    return 0;
+}
+
+static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
+    struct vt_frame f;
+    char name[1024];
+    if (site_frame_of(d, stack, &f, name) == 0) frame(p, &f, frame_entry(p, &f));
+}
+
+/* The entry of the dict of frame fi of the dump's table (fr, a pointer
+ * to it), kept by index so that its label and key are made once. */
+static struct memo_entry *table_frame_entry(struct pk *p, const struct vm_dump *d, const struct vt_frame *fr) {
+    size_t fi = (size_t)(fr - d->frames);
+    if (!p->frame_entry || fi >= d->nframes) return frame_entry(p, fr);
+    if (!p->frame_entry[fi]) p->frame_entry[fi] = frame_entry(p, fr);
+    return p->frame_entry[fi];
 }
 
 /* The frames of a stack as [{filename, line, name}], innermost first,
@@ -287,22 +326,11 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     list_begin(p);
     site_frame(p, d, stack);   /* before the frames: its label may use the model's frame buffer */
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
-    for (size_t i = 0; i < s->nframes; i++) {
-        /* A frame of the dump's table met before: its dict's memo index at
-         * once, without its label and key made again (as frame() would
-         * fetch it: the output is the same). */
-        size_t fi = (size_t)(fr[i] - d->frames);
-        if (p->frame_memo && fi < d->nframes && p->frame_memo[fi] >= 0) {
-            memo_get(p, (uint32_t)p->frame_memo[fi]);
-            continue;
-        }
-        int64_t m = frame(p, fr[i]);
-        if (p->frame_memo && fi < d->nframes) p->frame_memo[fi] = m;
-    }
+    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i], table_frame_entry(p, d, fr[i]));
     list_end(p);
-    if (p->hot && p->hot[stack]) {
-        p->stack_memo[stack] = p->hot[stack];
-        memo_put_at(p, p->hot[stack]);
+    if (p->hot_stack && p->hot_stack[stack]) {
+        p->stack_memo[stack] = p->hot_stack[stack];
+        memo_put_at(p, p->hot_stack[stack]);
     } else {
         p->stack_memo[stack] = p->memo_next;
         memo_put(p);
@@ -557,9 +585,9 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
     return 0;
 }
 
-/* How often the export fetches each stack's frame list: twice for a
- * segment (its own and its block's), once for each trace entry an event
- * makes. */
+/* How often the export fetches each stack's frame list (its uses less
+ * the one that writes it): a segment uses it twice (its own and its
+ * block's), each trace entry an event makes once. */
 static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) {
     uint64_t *n = calloc(d->nstacks ? d->nstacks : 1, sizeof *n);
     if (!n) return NULL;
@@ -572,55 +600,97 @@ static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) 
     return n;
 }
 
-/* In a heap of the NHOT stacks used most so far, whether stack a is a
- * worse pick than stack b: fewer uses, or as many and a later stack (so
- * that the pick, and the pickle, are the same from run to run). */
-static int worse(const uint64_t *uses, uint32_t a, uint32_t b) {
-    return uses[a] < uses[b] || (uses[a] == uses[b] && a > b);
+/* A candidate for a low memo index: a stack's frame list (e NULL, id the
+ * stack) or a frame dict (e its entry, id its place among them), and how
+ * often the export would fetch it. */
+struct cand {
+    uint64_t fetches;
+    uint32_t id;
+    struct memo_entry *e;
+};
+
+/* Whether a is a worse pick than b: fewer fetches, or as many and later
+ * (lists before dicts, each in order: the pick, and the pickle, are the
+ * same from run to run). */
+static int worse(const struct cand *a, const struct cand *b) {
+    if (a->fetches != b->fetches) return a->fetches < b->fetches;
+    return (a->e != NULL) != (b->e != NULL) ? a->e != NULL : a->id > b->id;
 }
 
-static void sift_down(uint32_t *h, size_t n, size_t i, const uint64_t *uses) {
+/* A heap of the NHOT best candidates so far, the worst at its root. */
+struct pick {
+    struct cand h[NHOT];
+    size_t n;
+};
+
+static void sift_down(struct pick *k, size_t i) {
     for (;;) {
         size_t w = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && worse(uses, h[l], h[w])) w = l;
-        if (r < n && worse(uses, h[r], h[w])) w = r;
+        if (l < k->n && worse(&k->h[l], &k->h[w])) w = l;
+        if (r < k->n && worse(&k->h[r], &k->h[w])) w = r;
         if (w == i) return;
-        uint32_t t = h[i];
-        h[i] = h[w];
-        h[w] = t;
+        struct cand t = k->h[i];
+        k->h[i] = k->h[w];
+        k->h[w] = t;
         i = w;
     }
 }
 
-/* The low memo index of each of the NHOT stacks the export fetches most
- * (0 for the others), or NULL when out of memory (every list is then
- * numbered from MEMO_FREE: the pickle is larger, not wrong). Stacks used
- * once are left out: a list written and never fetched needs no index. */
-static uint8_t *hot_stacks(const struct vm_dump *d, const struct selection *x) {
-    if (d->nstacks > UINT32_MAX) return NULL;
+static void offer(struct pick *k, struct cand c) {
+    if (c.fetches == 0) return;   /* written once, never fetched: no index needed */
+    if (k->n < NHOT) {
+        k->h[k->n++] = c;
+        if (k->n == NHOT)
+            for (size_t i = NHOT / 2; i-- > 0;) sift_down(k, i);
+    } else if (worse(&k->h[0], &c)) {
+        k->h[0] = c;
+        sift_down(k, 0);
+    }
+}
+
+/* Counts what the export will fetch, before anything is written, and
+ * gives the low memo indices (HOT_FIRST .. 255) to the NHOT frame lists
+ * and frame dicts fetched most: p->hot_stack per stack, a frame dict's
+ * entry's slot (0: none). A list is fetched for each use but its first
+ * (stack_uses); a frame dict, call-site frames among them, for each time
+ * a written list holds it but the first. Every frame dict's entry is made
+ * here, with its count. Out of memory: every index from MEMO_FREE (the
+ * pickle is larger, not wrong). */
+static void hot_indices(struct pk *p, const struct vm_dump *d, const struct selection *x) {
+    if (d->nstacks > UINT32_MAX) return;
     uint64_t *uses = stack_uses(d, x);
-    uint8_t *hot = calloc(d->nstacks ? d->nstacks : 1, 1);
-    if (!uses || !hot) {
+    uint8_t *hs = calloc(d->nstacks ? d->nstacks : 1, 1);
+    struct pick *k = calloc(1, sizeof *k);
+    if (!uses || !hs || !k) {
         free(uses);
-        free(hot);
-        return NULL;
+        free(hs);
+        free(k);
+        return;
     }
-    uint32_t heap[NHOT];
-    size_t n = 0;
     for (uint32_t s = 0; s < d->nstacks; s++) {
-        if (uses[s] < 2) continue;
-        if (n < NHOT) {
-            heap[n++] = s;
-            if (n == NHOT)
-                for (size_t i = n / 2; i-- > 0;) sift_down(heap, n, i, uses);
-        } else if (worse(uses, heap[0], s)) {
-            heap[0] = s;
-            sift_down(heap, n, 0, uses);
-        }
+        if (!uses[s]) continue;
+        offer(k, (struct cand){uses[s] - 1, s, NULL});
+        struct vt_frame f;
+        char name[1024];
+        struct memo_entry *e;
+        if (site_frame_of(d, s, &f, name) == 0 && (e = frame_entry(p, &f))) e->uses++;
+        const struct vt_frame *const *fr = vm_stack_frames(d, s);
+        for (size_t i = 0; fr && i < d->stacks[s].nframes; i++)
+            if ((e = table_frame_entry(p, d, fr[i]))) e->uses++;
     }
-    for (size_t i = 0; i < n; i++) hot[heap[i]] = (uint8_t)(HOT_FIRST + i);
+    uint32_t serial = 0;
+    for (struct memo_entry *e = p->frames; e; e = e->hh.next) {
+        e->serial = serial++;
+        if (e->uses) offer(k, (struct cand){e->uses - 1, e->serial, e});
+    }
+    for (size_t i = 0; i < k->n; i++) {
+        uint8_t slot = (uint8_t)(HOT_FIRST + i);
+        if (k->h[i].e) k->h[i].e->slot = slot;
+        else hs[k->h[i].id] = slot;
+    }
     free(uses);
-    return hot;
+    free(k);
+    p->hot_stack = hs;
 }
 
 int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
@@ -640,10 +710,9 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         return -1;
     }
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
-    int64_t *frame_memo = malloc((d->nframes ? d->nframes : 1) * sizeof *frame_memo);
-    for (size_t j = 0; frame_memo && j < d->nframes; j++) frame_memo[j] = -1;
-    uint8_t *hot = hot_stacks(d, &x);
-    struct pk p = {.f = f, .memo_next = MEMO_FREE, .stack_memo = memo, .hot = hot, .frame_memo = frame_memo};
+    struct memo_entry **frame_entry = calloc(d->nframes ? d->nframes : 1, sizeof *frame_entry);
+    struct pk p = {.f = f, .memo_next = MEMO_FREE, .stack_memo = memo, .frame_entry = frame_entry};
+    hot_indices(&p, d, &x);
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
@@ -665,8 +734,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     if (by_device(d, &x, ndev, &start, &list) != 0) {
         memo_clear(&p.frames);
         memo_clear(&p.strings);
-        free(frame_memo);
-        free(hot);
+        free(frame_entry);
+        free(p.hot_stack);
         free(memo);
         selection_free(&x);
         snprintf(err, errsize, "out of memory");
@@ -689,8 +758,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     op(&p, '.'); /* STOP */
     memo_clear(&p.frames);
     memo_clear(&p.strings);
-    free(frame_memo);
-    free(hot);
+    free(frame_entry);
+    free(p.hot_stack);
     free(memo);
     selection_free(&x);
     return ferror(f) ? -1 : 0;

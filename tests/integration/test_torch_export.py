@@ -77,10 +77,11 @@ def torch_export_writes_each_frame_once():
 def memo_fetches(raw):
     """Replays the pickle's stack and memo by opcode: each object the
     memo was given (a string as ("str", text), a list or dict as (kind,
-    serial)), the memo index it went to, and each fetch's opcode."""
+    serial)), the memo index it went to, each fetch's opcode, and each
+    dict's "name" value."""
     import pickletools
     stack, memo, marks, serial = [], {}, [], 0
-    puts, fetches = {}, []
+    puts, fetches, named = {}, [], {}
     for op, arg, _ in pickletools.genops(raw):
         n = op.name
         if n in ("EMPTY_DICT", "EMPTY_LIST"):
@@ -89,7 +90,12 @@ def memo_fetches(raw):
         elif n == "MARK":
             marks.append(len(stack))
         elif n in ("SETITEMS", "APPENDS"):
-            del stack[marks.pop():]
+            m = marks.pop()
+            items = stack[m:]
+            for k, v in zip(items[::2], items[1::2]):
+                if n == "SETITEMS" and k == ("str", "name"):
+                    named[stack[m - 1]] = v[1]
+            del stack[m:]
         elif n == "APPEND":
             stack.pop()
         elif n == "BINUNICODE":
@@ -104,21 +110,27 @@ def memo_fetches(raw):
             puts.setdefault(stack[-1], arg)
         else:
             ok(n in ("PROTO", "STOP"), f"opcode {n}")
-    return puts, fetches
+    return puts, fetches, named
 
 
 @test
-def torch_export_fetches_names_and_busiest_lists_in_two_bytes():
+def torch_export_fetches_names_and_busiest_objects_in_two_bytes():
     """A memo index below 256 is fetched in two bytes, any other in five.
-    In the export of a dump with 600 stacks (a memo of thousands of
+    In the export of a dump with 600 stacks (a memo of more than 600
     entries), every fetch of a key or a repeated name (an action, a
     segment's type, a block's state) is a two-byte BINGET, even those of
     the trace entries, which are first written after every segment's
-    frames; and the 189 frame lists fetched most (the indices left below
-    256) are never fetched less often than any list numbered above."""
+    frames; and the 189 frame lists and frame dicts fetched most (the
+    indices left below 256), call-site frames among them, are never
+    fetched less often than any numbered above."""
     work = tempfile.mkdtemp(prefix="vt-torch-")
     try:
         path = generated_dump(work, nevents=4000, nlive=400, nstacks=600)
+        dump = json.load(open(path))
+        for st in dump["stacks"]:   # each stack's call site: its innermost line of train.py
+            st["site"] = next(i for i, f in enumerate(st["frames"]) if (f["file"] or "").endswith("train.py"))
+        with open(path, "w") as f:
+            json.dump(dump, f)
         raw = export(path)
         snap = pickle.loads(raw)
     finally:
@@ -130,21 +142,26 @@ def torch_export_fetches_names_and_busiest_lists_in_two_bytes():
         for e in t:
             names |= set(e) | {e["action"]}
     names |= {k for l in frame_lists(snap) for f in l for k in f}
-    puts, fetches = memo_fetches(raw)
+    puts, fetches, dict_names = memo_fetches(raw)
     named = [(op, v[1]) for op, v in fetches if v[0] == "str" and v[1] in names]
     eq(sorted({v for _, v in named}), sorted(names - {"oom", "device_free"}),
        "every name fetched but the one OOM entry's own")
     eq([x for x in named if x[0] != "BINGET"], [], "names fetched in two bytes")
     uses = {}
     for op, v in fetches:
-        if v[0] == "EMPTY_LIST":
+        if v[0] in ("EMPTY_LIST", "EMPTY_DICT"):
             uses[v] = uses.get(v, 0) + 1
-    ok(len(uses) > 300, f"{len(uses)} frame lists fetched: more than the low indices hold")
-    low = [n for v, n in uses.items() if puts[v] < 256]
-    high = [n for v, n in uses.items() if puts[v] >= 256]
-    eq(len(low), 189, "frame lists with an index below 256")
-    ok(min(low) >= max(high), f"the busiest lists below 256: fetched {min(low)} times at least, "
+    lists = sum(v[0] == "EMPTY_LIST" for v in uses)
+    ok(lists > 300, f"{lists} frame lists fetched: more than the low indices hold")
+    def kind(v):
+        return "list" if v[0] == "EMPTY_LIST" else "site" if dict_names[v].endswith(" (call site)") else "frame"
+    low = [(n, kind(v)) for v, n in uses.items() if puts[v] < 256]
+    high = [(n, kind(v)) for v, n in uses.items() if puts[v] >= 256]
+    eq(len(low), 189, "frame lists and dicts with an index below 256")
+    ok(min(low)[0] >= max(high)[0], f"the busiest below 256: fetched {min(low)} times at least, "
        f"the others {max(high)} at most")
+    kinds = {k for _, k in low}
+    eq(kinds, {"list", "site", "frame"}, "frame lists, call-site frames and other frames below 256")
     ok(max(puts.values()) > 600, f"a memo of {max(puts.values())} entries")
 
 
