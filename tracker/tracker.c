@@ -144,32 +144,25 @@ __attribute__((noinline)) static int take_elsewhere(struct vt_slot *mine, struct
     return 0;
 }
 
-/* A consumer's free: the hinted slot first, then this thread's own, then
- * the others. Out of line, as take_elsewhere. */
-__attribute__((noinline)) static int take_hinted_first(struct vt_slot *mine, const struct vt_key *k, uint32_t khash,
-                                                       struct vt_free *f) {
-    struct vt_slot *hint = free_hint;
-    if (hint != mine && take_from(hint, k, khash, f)) return 1;
-    if (mine && take_from(mine, k, khash, f)) {
-        hint_first = 0;
-        return 1;
-    }
-    return take_elsewhere(mine, hint, k, khash, f);
-}
-
-/* The free of a record not in this thread's own table (or of a consumer,
- * see free_hint; or of a thread without a slot): vt_tracker_free_begin's
- * slow half, which has looked in this thread's table already unless
- * `hint_first` is set or the thread has no slot. Out of line, so that the
+/* The free of a record not in the slot vt_tracker_free_begin looked in
+ * first (`looked`: this thread's own, or for a consumer the hinted one,
+ * see free_hint; NULL for a thread without a slot): then this thread's
+ * own, when that was not it, and the others. Out of line, so that the
  * usual free keeps its key and answer in registers. */
 __attribute__((noinline)) static struct vt_free free_elsewhere(int space, uint64_t address, uint64_t ts,
-                                                               struct vt_slot *mine, uint32_t khash) {
+                                                               struct vt_slot *mine, struct vt_slot *looked,
+                                                               uint32_t khash) {
     struct vt_free f = {address, ts, space, NULL, NULL};
     struct vt_key k = {address, (uint32_t)space, 0};
-    if (hint_first) {
-        if (take_hinted_first(mine, &k, khash, &f)) return f;
-    } else {
-        if (take_elsewhere(mine, NULL, &k, khash, &f)) return f;
+    if (looked && looked != mine) {
+        /* A consumer whose hinted slot did not hold it. */
+        if (mine && take_from(mine, &k, khash, &f)) {
+            hint_first = 0;
+            return f;
+        }
+        if (take_elsewhere(mine, looked, &k, khash, &f)) return f;
+    } else if (take_elsewhere(mine, NULL, &k, khash, &f)) {
+        return f;
     }
     /* A pointer never seen: counted through this thread's log. */
     struct vt_slot *l = mine;
@@ -196,13 +189,16 @@ struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
     struct vt_slot *mine = vt_my_slot;
-    if (__builtin_expect(!hint_first && mine != NULL, 1)) {
-        slot_lock(mine, 1);
-        struct vt_rec *r = take(mine, &k, khash, ts);
-        slot_give(mine);
-        if (r) return (struct vt_free){address, ts, space, r, mine};
+    /* This thread's own slot first, or a consumer's hinted one: either way
+     * one lock, one probe and the record in registers, as for its own. */
+    struct vt_slot *first = __builtin_expect(!hint_first, 1) ? mine : free_hint;
+    if (__builtin_expect(first != NULL, 1)) {
+        slot_lock(first, 1);
+        struct vt_rec *r = take(first, &k, khash, ts);
+        slot_give(first);
+        if (r) return (struct vt_free){address, ts, space, r, first};
     }
-    return free_elsewhere(space, address, ts, mine, khash);
+    return free_elsewhere(space, address, ts, mine, first, khash);
 }
 
 /* A free the driver refused: the record back in the table and in the
