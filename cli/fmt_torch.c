@@ -40,7 +40,8 @@
  * keys and names (each its own index, whenever it is first written: a
  * trace entry's keys come after every segment's frames), and the frame
  * lists and frame dicts the export fetches most, counted before anything
- * is written (hot_indices). Everything else is numbered from 256. */
+ * is written (hot_indices). Everything else is numbered after the indices
+ * those took (from 256 when all 189 were taken). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,8 @@ enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
 #define PK_NAMES 64
 
 /* The frame lists and frame dicts fetched most take the indices after the
- * names', up to 255; everything else is numbered from MEMO_FREE. */
+ * names', up to 255 (NHOT of them at most); everything else is numbered
+ * after those taken, so that a small export's memo stays below 256. */
 #define HOT_FIRST (NSLOTS + PK_NAMES)
 #define MEMO_FREE 256
 #define NHOT (MEMO_FREE - HOT_FIRST)
@@ -654,8 +656,9 @@ static void offer(struct pick *k, struct cand c) {
  * entry's slot (0: none). A list is fetched for each use but its first
  * (stack_uses); a frame dict, call-site frames among them, for each time
  * a written list holds it but the first. Every frame dict's entry is made
- * here, with its count. Out of memory: every index from MEMO_FREE (the
- * pickle is larger, not wrong). */
+ * here, with its count. The rest are numbered from the first index not
+ * taken. Out of memory: every index from MEMO_FREE (the pickle is larger,
+ * not wrong). */
 static void hot_indices(struct pk *p, const struct vm_dump *d, const struct selection *x) {
     if (d->nstacks > UINT32_MAX) return;
     uint64_t *uses = stack_uses(d, x);
@@ -688,6 +691,7 @@ static void hot_indices(struct pk *p, const struct vm_dump *d, const struct sele
         if (k->h[i].e) k->h[i].e->slot = slot;
         else hs[k->h[i].id] = slot;
     }
+    p->memo_next = HOT_FIRST + (uint32_t)k->n;
     free(uses);
     free(k);
     p->hot_stack = hs;
