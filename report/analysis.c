@@ -13,13 +13,15 @@ static struct vt_analysis empty;
  * what happened up to it, so a later dump prints the ones worked out at
  * the first write after it instead of replaying the history once more:
  * findings are computed once per OOM. An entry counts only for the OOM of
- * the same time, request, device and stack, and the same PyTorch record of
+ * the same time stamp in ticks (its time in ns moves from one snapshot to
+ * the next with the rate measured so far, and the findings' times and
+ * rates with it), request, device and stack, and the same PyTorch record of
  * it (the record comes after the failure's first post-mortem and names
  * the growing site's holder: the findings are worked out again then, and
  * once more only if another record comes). Used under the output lock
  * (report/output.c is the one caller outside tests). */
 struct memo {
-    uint64_t time_ns, requested, torch_ns;
+    uint64_t ticks, requested, torch_ns;
     uint32_t stack;
     int device, valid;
     struct vt_oom_findings f;
@@ -27,7 +29,7 @@ struct memo {
 static struct memo *memo;   /* VT_ANALYSED_OOMS entries, made at the first OOM */
 
 static int same_oom(const struct memo *m, const struct vt_oom *o, uint64_t torch_ns) {
-    return m->valid && m->time_ns == o->time_ns && m->requested == o->requested && m->stack == o->stack &&
+    return m->valid && m->ticks == o->ticks && m->requested == o->requested && m->stack == o->stack &&
            m->device == o->device && m->torch_ns == torch_ns;
 }
 
@@ -43,7 +45,7 @@ static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_s
     }
     out->n = vt_findings(s, i, sym, out->f, &out->growth);
     if (!memo) return;
-    memo[i] = (struct memo){o->time_ns, o->requested, torch_ns, o->stack, o->device, 1, *out};
+    memo[i] = (struct memo){o->ticks, o->requested, torch_ns, o->stack, o->device, 1, *out};
 }
 
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth) {

@@ -144,7 +144,10 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
     if (s->ooms) {
         memcpy(s->ooms, vt_history.ooms, nooms * sizeof *s->ooms);
         s->nooms = nooms;
-        for (size_t i = 0; i < nooms; i++) s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
+        for (size_t i = 0; i < nooms; i++) {   /* kept in ticks; time_ns at this snapshot's rate */
+            s->ooms[i].ticks = vt_history.ooms[i].time_ns;
+            s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
+        }
     } else {
         vt_records_lost("a snapshot's OOM records");
     }

@@ -141,6 +141,9 @@ struct vt_oom {
     uint8_t kind;
     uint8_t have_info;     /* free/total were read */
     uint8_t budget;        /* refused by VRAMTRACE_LIMIT, not by the device */
+    uint64_t ticks;        /* in a snapshot: its time stamp in ticks, the same in
+                              every snapshot (time_ns is converted at the rate
+                              measured over the run so far, which moves) */
 };
 
 struct vt_device {
