@@ -50,8 +50,18 @@ void vt_clock_mark(struct vt_clock *c) VT_HIDDEN;
 void vt_clock_adopt(const struct vt_clock *c) VT_HIDDEN;
 void vt_clock_start(void) VT_HIDDEN;
 
-/* Nanoseconds per tick over the run so far, `now_ns` being vt_now_ns(). */
-double vt_tick_scale(uint64_t now_ns) VT_HIDDEN;
+/* Nanoseconds per tick: measured over the run so far (the clock and the
+ * TSC read back to back, the closest of three tries), until `fix` asks for
+ * the rate to stay; then that rate, from every call after. A snapshot asks
+ * once the run has had an out-of-memory failure: every later snapshot
+ * (the dump at exit, and so the CLI's report of it) then gives each time
+ * stamp the nanoseconds the failure's post-mortem gave it, and a growth's
+ * span and rate are the post-mortem's to the digit. (Measured at each
+ * snapshot, the rate moved by about 1e-5 between the post-mortem and the
+ * exit of a run of a second or two.) The error so fixed is the reads' gap
+ * over the run's length before the failure. Under the global lock when
+ * `fix` is set. */
+double vt_tick_scale(int fix) VT_HIDDEN;
 
 static inline uint64_t vt_ticks_to_ns(uint64_t t, double scale) { return (uint64_t)((double)t * scale); }
 

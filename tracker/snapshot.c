@@ -360,7 +360,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     vt_log_drain();
     s->start_unix_ns = vt_clock.start_unix_ns;
     s->now_ns = vt_now_ns();
-    double scale = vt_tick_scale(s->now_ns);
+    double scale = vt_tick_scale(vt_history.nooms > 0);   /* fixed from the first snapshot after a failure */
     c->scale = scale;
     if (!arm_live(c, until)) {
         vt_global_unlock();

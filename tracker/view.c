@@ -47,7 +47,7 @@ int vt_tracker_view(struct vt_view *v) {
     v->ndevices = vt_counts.ndevices;
     memcpy(v->devices, vt_counts.devices, (size_t)v->ndevices * sizeof *v->devices);
     memcpy(v->kinds, vt_counts.kinds, (size_t)(v->ndevices + 1) * sizeof *v->kinds);
-    v->nsteps = vt_steps_newest(v->steps, VT_VIEW_STEPS, &v->steps_total, vt_tick_scale(v->now_ns));
+    v->nsteps = vt_steps_newest(v->steps, VT_VIEW_STEPS, &v->steps_total, vt_tick_scale(0));
     /* The top sites, VIEW_CHUNK sites a hold: each site's bytes as they are
      * when its chunk is read, a few milliseconds after the counts above at
      * most (a view, not a snapshot: vt_tracker_snapshot is exact). */

@@ -513,8 +513,40 @@ static void test_postmortem_host_kinds_and_missed(void) {
     free(text);
 }
 
+/* After a failure, a snapshot taken later gives every time stamp the
+ * nanoseconds the first one after the failure gave it (the rate ticks are
+ * converted at stays fixed), so that a dump at exit repeats the
+ * post-mortem's times, spans and rates to the digit. First of the tests:
+ * the rate is fixed once per process. */
+static void test_times_fixed_after_a_failure(void) {
+    vt_tracker_alloc(0x42, 4096, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    struct vt_oom o = {.requested = 512, .api = "cudaMalloc", .kind = VT_KIND_DEVICE, .device = 0};
+    vt_tracker_failed(1, &o, site_b, 3);
+    struct vt_snapshot *a = vt_tracker_snapshot();
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 60000000L);
+    vt_tracker_alloc(0x43, 4096, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    struct vt_snapshot *b = vt_tracker_snapshot();
+    CHECK_EQ(a->nooms, 1);
+    CHECK_EQ(b->nooms, 1);
+    CHECK_EQ(a->nevents, 2); /* the allocation and the failure */
+    CHECK_EQ(b->nevents, 3);
+    if (a->nooms == 1 && b->nooms == 1) CHECK_EQ(b->ooms[0].time_ns, a->ooms[0].time_ns);
+    if (a->nevents == 2 && b->nevents == 3) {
+        CHECK_EQ(vt_event_at(b, 0).time_ns, vt_event_at(a, 0).time_ns);
+        CHECK_EQ(vt_event_at(b, 1).time_ns, vt_event_at(a, 1).time_ns);
+        CHECK(vt_event_at(b, 2).time_ns >= a->ooms[0].time_ns + 60000000);
+    }
+    vt_snapshot_free(a);
+    vt_snapshot_free(b);
+    vt_tracker_reset_child();
+}
+
 int main(void) {
     vt_tracker_init(64, 4);
+    test_times_fixed_after_a_failure();
     test_bounded_snapshot_host_kinds_missed();
     test_ring_wraps();
     test_totals_peak_devices_host();
