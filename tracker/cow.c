@@ -12,9 +12,11 @@ static int is_done(const struct vt_cow_region *g, size_t k) { return (g->done[k 
 
 /* Copy chunk k of region g to the sink: its records, fetched ahead while
  * the entries are read, handed on at once. */
-static void copy_chunk(struct vt_cow *c, struct vt_cow_region *g, size_t k) {
+static void copy_chunk(struct live_table *t, struct vt_cow_region *g, size_t k) {
+    struct vt_cow *c = t->cow;
     g->done[k / 64] |= 1ull << (k % 64);
     if (__atomic_load_n(&c->sink->stop, __ATOMIC_ACQUIRE)) return;
+    if (g->e == t->e && entry_fresh(t, k * CHUNK_ENTRIES)) return;   /* a block never written: empty, not read */
     VT_PROBE_COUNT(VT_PC_CHUNKS, 1);
     size_t lo = k * CHUNK_ENTRIES, hi = lo + CHUNK_ENTRIES, n = 0;
     if (hi > g->cap) hi = g->cap;
@@ -76,7 +78,7 @@ int vt_cow_step(struct live_table *t) {
         if (!g->e) continue;
         for (size_t n = nchunks(g->cap); g->next < n; g->next++)
             if (!is_done(g, g->next)) {
-                copy_chunk(c, g, g->next++);
+                copy_chunk(t, g, g->next++);
                 return 1;
             }
     }
@@ -101,14 +103,14 @@ void vt_cow_touch(struct live_table *t, const struct live_entry *e, size_t from,
     if (!g) return;
     size_t n = nchunks(g->cap), k = from / CHUNK_ENTRIES, last = to / CHUNK_ENTRIES;
     for (;; k = (k + 1) % n) {
-        if (!is_done(g, k)) copy_chunk(t->cow, g, k);
+        if (!is_done(g, k)) copy_chunk(t, g, k);
         if (k == last) break;
     }
 }
 
 void vt_cow_touch_run(struct live_table *t, size_t i) {
     size_t mask = t->cap - 1, j = i;
-    while (t->e[(j + 1) & mask].rec) j = (j + 1) & mask;
+    while (entry_rec(t, (j + 1) & mask)) j = (j + 1) & mask;
     vt_cow_touch(t, t->e, i, j);
 }
 
@@ -120,7 +122,7 @@ void vt_cow_forget(struct live_table *t, const struct live_entry *e) {
 void vt_cow_touch_key(struct live_table *t, uint32_t h) {
     if (t->cap) {
         size_t mask = t->cap - 1, i = h & mask, j = i;
-        while (t->e[j].rec) j = (j + 1) & mask;
+        while (entry_rec(t, j)) j = (j + 1) & mask;
         vt_cow_touch(t, t->e, i, j);
     }
     if (t->cow && t->old) {

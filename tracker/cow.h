@@ -28,6 +28,7 @@
 #include "table.h"
 
 #define CHUNK_ENTRIES 256
+_Static_assert(CHUNK_ENTRIES == FRESH_ENTRIES, "a chunk is a block of entries: copy_chunk skips a block never written");
 
 /* Where copied records go: keep(ctx, recs, n) with the records of one
  * chunk (readable until it returns), called under the slot's lock by the

@@ -38,11 +38,24 @@ static void move_all(struct live_table *t) {
     while (t->old) vt_table_move(t);
 }
 
+/* The new current array's blocks, none written yet, for a mapped array
+ * the table grows into (cap 0: none kept, the move over; out of memory:
+ * none kept, and blocks are read as before). */
+static void fresh_blocks(struct live_table *t, size_t cap) {
+    free(t->written);
+    t->written = NULL;
+    t->fresh_left = 0;
+    if (cap * sizeof(struct live_entry) < MAP_MIN) return;
+    size_t blocks = (cap + FRESH_ENTRIES - 1) / FRESH_ENTRIES;
+    if ((t->written = calloc((blocks + 63) / 64, sizeof *t->written))) t->fresh_left = blocks;
+}
+
 int vt_table_grow(struct live_table *t) {
     if (t->old) move_all(t);
     size_t cap = t->cap ? t->cap * 2 : 64;
     struct live_entry *e = array_new(cap);
     if (!e) return 0;
+    fresh_blocks(t, t->count ? cap : 0);   /* an empty table does not grow: it starts again */
     if (t->count == 0) {
         if (t->cow) vt_cow_forget(t, t->e);
         if (t->e) array_free(t->e, t->cap);
@@ -76,6 +89,7 @@ void vt_table_move(struct live_table *t) {
     }
     t->moved = i;
     if (i == t->old_cap) {
+        fresh_blocks(t, 0);
         if (t->cow) vt_cow_forget(t, t->old);
         array_free(t->old, t->old_cap);
         t->old = NULL;
@@ -85,9 +99,9 @@ void vt_table_move(struct live_table *t) {
 
 void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) {
     size_t mask = t->cap - 1, i = h & mask;
-    for (; t->e[i].rec && t->e[i].rec != r; i = (i + 1) & mask) continue;
-    if (t->e[i].rec) {
-        table_del_at(t, i);
+    for (; entry_rec(t, i) && t->e[i].rec != r; i = (i + 1) & mask) continue;
+    if (entry_rec(t, i)) {
+        table_del_run(t, i, 1);
     } else { /* not in the new array: a tombstone in the old */
         size_t j = old_first(t, h);
         while (t->old[j].rec != r) j = old_next(t, j);
@@ -102,6 +116,9 @@ void vt_table_free(struct live_table *t) {
     t->cow = NULL; /* a forked child's: its snapshot is the parent's */
     if (t->e) array_free(t->e, t->cap);
     if (t->old) array_free(t->old, t->old_cap);
+    free(t->written);
+    t->written = NULL;
+    t->fresh_left = 0;
     t->e = t->old = NULL;
     t->cap = t->old_cap = t->moved = t->count = 0;
 }

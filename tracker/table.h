@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
@@ -71,7 +72,49 @@ struct live_table {
     /* Set while a snapshot copies the table (cow.h): every change of an
      * entry first has the entry's chunk copied. */
     struct vt_cow *cow;
+    /* While a table grows into a mapped array: its blocks of
+     * FRESH_ENTRIES entries (a 4 KiB page) written so far, a bit each, and
+     * how many are not (see entry_rec). NULL and 0 otherwise: by the move's
+     * end the array is a quarter full or more, every block written. */
+    uint64_t *written;
+    size_t fresh_left;
 };
+
+/* A page of a mapped array never written reads as the shared zero page
+ * once read, and the first write after that replaces it: a fault that
+ * flushes the TLB of every CPU the process runs on (an IPI, for which a
+ * virtual machine's vCPU may wait milliseconds while the other is off its
+ * CPU: a growing 10,000,000-live table's lookups and move did that inside
+ * hooked calls). So while the table grows nothing reads a block of the new
+ * array that was never written (its entries are all empty), and the first
+ * write to it is a plain first touch. The calls of a table that is not
+ * growing test nothing more. */
+#define FRESH_ENTRIES 256
+
+static inline int entry_fresh(const struct live_table *t, size_t i) {
+    size_t b = i / FRESH_ENTRIES;
+    return __builtin_expect(t->fresh_left != 0, 0) && !((t->written[b / 64] >> (b % 64)) & 1);
+}
+
+/* Entry i's record; NULL for an entry of a block never written, not read. */
+static inline struct vt_rec *entry_rec(const struct live_table *t, size_t i) {
+    return entry_fresh(t, i) ? NULL : t->e[i].rec;
+}
+
+/* Entry i of the current array is about to be written. */
+static inline void entry_write(struct live_table *t, size_t i) {
+    if (__builtin_expect(t->fresh_left != 0, 0)) {
+        size_t b = i / FRESH_ENTRIES;
+        uint64_t bit = 1ull << (b % 64);
+        if (!(t->written[b / 64] & bit)) {
+            t->written[b / 64] |= bit;
+            if (--t->fresh_left == 0) {
+                free(t->written);
+                t->written = NULL;
+            }
+        }
+    }
+}
 
 /* A snapshot's copy on write (tracker/cow.c): before entries from..to
  * (inclusive, round the array's end) of array e change; before a delete at
@@ -111,9 +154,10 @@ static inline struct vt_rec *table_find_old(const struct live_table *t, const st
 static inline struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
     *at = SIZE_MAX;
     if (!t->cap) return NULL;
+    int growing = __builtin_expect(t->old != NULL, 0);
     size_t mask = t->cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
-        struct vt_rec *r = t->e[i].rec;
+        struct vt_rec *r = growing ? entry_rec(t, i) : t->e[i].rec;
         if (!r) break;
         if (t->e[i].address == k->address && r->key.space == k->space) {
             *at = i;
@@ -121,7 +165,7 @@ static inline struct vt_rec *table_find_at(const struct live_table *t, const str
         }
     }
     *at = i;
-    return __builtin_expect(t->old != NULL, 0) ? table_find_old(t, k, h) : NULL;
+    return growing ? table_find_old(t, k, h) : NULL;
 }
 
 /* The record with key `k` (whose key_hash is `h`), or NULL. */
@@ -142,8 +186,9 @@ void vt_table_move(struct live_table *t) VT_HIDDEN;
 /* Put a record into the current array (it has room). */
 static inline void table_put(struct live_table *t, struct vt_rec *r, uint32_t h) {
     size_t mask = t->cap - 1, i = h & mask;
-    while (t->e[i].rec) i = (i + 1) & mask;
+    while (entry_rec(t, i)) i = (i + 1) & mask;
     if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, i, i);
+    entry_write(t, i);
     t->e[i].address = r->key.address;
     t->e[i].rec = r;
 }
@@ -171,12 +216,13 @@ static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t 
 }
 
 /* Take out the entry at index `i` of the current array: later entries of
- * its run shift back over the hole, unless they belong at or after it. */
-static inline void table_del_at(struct live_table *t, size_t i) {
+ * its run shift back over the hole, unless they belong at or after it.
+ * `growing`: blocks never written are not read (entry_rec). */
+static inline __attribute__((always_inline)) void table_del_run(struct live_table *t, size_t i, int growing) {
     if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch_run(t, i);
     size_t mask = t->cap - 1;
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
-        struct vt_rec *x = t->e[j].rec;
+        struct vt_rec *x = growing ? entry_rec(t, j) : t->e[j].rec;
         if (!x) break;
         size_t home = key_hash(&x->key) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
@@ -188,6 +234,9 @@ static inline void table_del_at(struct live_table *t, size_t i) {
     t->e[i].address = 0;
     t->count--;
 }
+
+/* table_del_run of a table that is not growing. */
+static inline void table_del_at(struct live_table *t, size_t i) { table_del_run(t, i, 0); }
 
 /* table_del while the table grows: the record may be in either array. */
 void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t h) VT_HIDDEN;
@@ -221,8 +270,8 @@ static inline void table_del_found(struct live_table *t, const struct vt_rec *r,
 #define TABLE_WALK(t, r, ahead, body)                                           \
     do {                                                                        \
         for (size_t vt_i_ = 0; vt_i_ < (t)->cap; vt_i_++) {                     \
-            if ((ahead) && vt_i_ + (ahead) < (t)->cap) __builtin_prefetch((t)->e[vt_i_ + (ahead)].rec); \
-            struct vt_rec *r = (t)->e[vt_i_].rec;                               \
+            if ((ahead) && vt_i_ + (ahead) < (t)->cap) __builtin_prefetch(entry_rec((t), vt_i_ + (ahead))); \
+            struct vt_rec *r = entry_rec((t), vt_i_);                           \
             if (r) { body; }                                                    \
         }                                                                       \
         for (size_t vt_i_ = (t)->moved; (t)->old && vt_i_ < (t)->old_cap; vt_i_++) { \

@@ -4,9 +4,11 @@
  * of its CPU time, measured by `bench_shapes maxcall`), so each of these
  * mappings must carry the kernel's "no huge pages" flag (VmFlags "nh" in
  * /proc/self/smaps), whatever the system's transparent huge page setting. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../../tracker/history.h"
 #include "../../tracker/slot.h"
@@ -42,7 +44,54 @@ static int has_flag(const char *flags, const char *flag) {
     return 0;
 }
 
+static long minor_faults(void) {
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_minflt;
+}
+
+/* A table that has just grown into a mapped array (131,072 entries, 512
+ * blocks of a page) and moved a few hundred entries into it: lookups of
+ * keys it does not hold, and a walk of every entry, read no block never
+ * written, so they take no page fault (a read of such a page maps the
+ * shared zero page, and the first write after it is a fault that flushes
+ * every CPU's TLB). Every record is still found. */
+static void test_fresh_blocks_are_not_read(void) {
+    struct live_table t;
+    memset(&t, 0, sizeof t);
+    size_t n = 32768 + 50;   /* the add of the 32,769th grows 65,536 to 131,072 */
+    struct vt_rec *recs = calloc(n, sizeof *recs);
+    for (size_t i = 0; i < n; i++) {
+        recs[i].key = (struct vt_key){0x10000000 + i * 256, 0, 0};
+        table_add(&t, &recs[i], key_hash(&recs[i].key));
+    }
+    CHECK_EQ(t.cap, 131072);
+    CHECK(t.old != NULL);
+    CHECK(t.fresh_left > 100 && t.fresh_left < 512);
+    size_t fresh = t.fresh_left, found = 0, walked = 0, wrong = 0;
+    long f0 = minor_faults();
+    for (uint64_t i = 0; i < 20000; i++) {
+        struct vt_key k = {0x90000000 + i * 4096 * 7, 0, 0};
+        found += table_find(&t, &k, key_hash(&k)) != NULL;
+    }
+    TABLE_EACH(&t, r, walked += r != NULL);
+    long f1 = minor_faults();
+    CHECK_EQ(found, 0);
+    CHECK_EQ(walked, n);
+    CHECK_EQ(f1 - f0, 0);
+    CHECK_EQ(t.fresh_left, fresh);
+    for (size_t i = 0; i < n; i++) wrong += table_find(&t, &recs[i].key, key_hash(&recs[i].key)) != &recs[i];
+    CHECK_EQ(wrong, 0);
+    /* Moved to the end: every block written, the bits let go. */
+    for (size_t i = 0; i < n; i++) table_del(&t, &recs[i], key_hash(&recs[i].key));
+    CHECK_EQ(t.count, 0);
+    vt_table_free(&t);
+    CHECK(t.written == NULL && t.fresh_left == 0);
+    free(recs);
+}
+
 int main(void) {
+    test_fresh_blocks_are_not_read();
     vt_tracker_init(64, 1000000);
     uintptr_t frames[2] = {0x1000, 0x2000};
     /* Past 32,768 live the table's array is 1 MiB or more: mapped. */
