@@ -71,13 +71,12 @@ enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
  * written. A frame dict's entry is made when the export's fetches are
  * counted (hot_indices), before anything is written: `uses` counts the
  * stacks written that hold it, `slot` is the low index kept for it (0:
- * none), `serial` its place among the frames counted. */
+ * none). */
 struct memo_entry {
     uint32_t memo;
     uint8_t written;
     uint8_t slot;
     uint64_t uses;
-    uint32_t serial;
     UT_hash_handle hh;
     char key[];
 };
@@ -587,9 +586,9 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
     return 0;
 }
 
-/* How often the export fetches each stack's frame list (its uses less
- * the one that writes it): a segment uses it twice (its own and its
- * block's), each trace entry an event makes once. */
+/* How often the export uses each stack's frame list (it is written at the
+ * first use and fetched at the others): a segment uses it twice (its own
+ * and its block's), each trace entry an event makes once. */
 static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) {
     uint64_t *n = calloc(d->nstacks ? d->nstacks : 1, sizeof *n);
     if (!n) return NULL;
@@ -681,11 +680,9 @@ static void hot_indices(struct pk *p, const struct vm_dump *d, const struct sele
         for (size_t i = 0; fr && i < d->stacks[s].nframes; i++)
             if ((e = table_frame_entry(p, d, fr[i]))) e->uses++;
     }
-    uint32_t serial = 0;
-    for (struct memo_entry *e = p->frames; e; e = e->hh.next) {
-        e->serial = serial++;
-        if (e->uses) offer(k, (struct cand){e->uses - 1, e->serial, e});
-    }
+    uint32_t serial = 0;   /* a dict's place among them: the ties' order */
+    for (struct memo_entry *e = p->frames; e; e = e->hh.next, serial++)
+        if (e->uses) offer(k, (struct cand){e->uses - 1, serial, e});
     for (size_t i = 0; i < k->n; i++) {
         uint8_t slot = (uint8_t)(HOT_FIRST + i);
         if (k->h[i].e) k->h[i].e->slot = slot;

@@ -19,7 +19,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "internal.h"
 
@@ -74,8 +73,9 @@ struct live_table {
     struct vt_cow *cow;
     /* While a table grows into a mapped array: its blocks of
      * FRESH_ENTRIES entries (a 4 KiB page) written so far, a bit each, and
-     * how many are not (see entry_rec). NULL and 0 otherwise: by the move's
-     * end the array is a quarter full or more, every block written. */
+     * how many are not (see entry_rec); let go when the move ends (by then
+     * the array is a quarter full or more, every block written). NULL and 0
+     * otherwise. */
     uint64_t *written;
     size_t fresh_left;
 };
@@ -108,10 +108,7 @@ static inline void entry_write(struct live_table *t, size_t i) {
         uint64_t bit = 1ull << (b % 64);
         if (!(t->written[b / 64] & bit)) {
             t->written[b / 64] |= bit;
-            if (--t->fresh_left == 0) {
-                free(t->written);
-                t->written = NULL;
-            }
+            t->fresh_left--;   /* at 0 the bits are no longer read; they go with the move's end */
         }
     }
 }
