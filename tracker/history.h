@@ -31,11 +31,13 @@ struct vt_history {
      * event that would overwrite one goes to `spill` instead (index
      * lent_first + cap + k in spill[k]), and moves into the ring when the
      * snapshot gives it back. Past VT_SPILL_MAX held back, an event is not
-     * kept at all (not counted in `written`): `spill_lost` counts them. */
+     * kept at all (not counted in `written`): `spill_lost` counts them.
+     * `spill` is mapped at its bound the first time it is needed and stays
+     * (history.c, spill_map). */
     int lent;
     uint64_t lent_first;
     struct vt_event *spill;
-    size_t nspill, spill_cap;
+    size_t nspill;
     /* Once given back, the held-back events move into the ring a part at
      * a time (vt_history_return): spill[k] is event spill_first + k, and
      * those below spill_back are done. */
