@@ -247,7 +247,8 @@ def dumpwait_row(runs=3, stacks="1"):
             vt.append(run([SHAPES, "dumpwait", n, stacks], e))
             base.append(run([SHAPES, "dumpwait", n, stacks], env(False, BENCH_BUSY_S=vt[-1]["dump_s"])))
             if os.path.exists(PROBE_LIB):
-                probe.append(run([SHAPES, "dumpwait", n, stacks], dict(e, LD_PRELOAD=PROBE_LIB, BENCH_CONTROL="1000")))
+                probe.append(run([SHAPES, "dumpwait", n, stacks], dict(e, LD_PRELOAD=PROBE_LIB, BENCH_CONTROL="1000",
+                                                                         BENCH_TOUCH="4")))
             for f in os.listdir(work):
                 os.unlink(os.path.join(work, f))
     return n, vt, base, probe
@@ -338,7 +339,9 @@ def shapes_main(number=6):
                   f"{', '.join(r.get('slot_did_most_moves', '?') for r in pr)}, fresh stages "
                   f"{', '.join(r.get('slot_did_most_fresh_stages', '?') for r in pr)}; the control (a fixed "
                   f"{float(pr[0].get('control_mean_us', 0)):.2f} us of loop in the same thread, timed the same way) "
-                  f"at most {', '.join(str(round(float(r.get('control_max_us', 0)))) for r in pr)} us: the machine's own")
+                  f"at most {', '.join(str(round(float(r.get('control_max_us', 0)))) for r in pr)} us, and one "
+                  f"first write to a fresh page every 4 pairs at most "
+                  f"{', '.join(str(round(float(r.get('touch_max_us', 0)))) for r in pr)} us: the machine's own")
     x = xfree_row()
     print(f"\n{number + 3}. frees across 16 threads: vramtrace same-thread {x[True][0]:.0f} pairs/s, cross-thread "
           f"{x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x (target >= 0.9x); "

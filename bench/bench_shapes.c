@@ -32,6 +32,11 @@
  *       the probe times a hold: "control_max_us X control_mean_us M
  *       control_over_1ms C" are the machine's own (no work of the tracker's
  *       in it: what the host's stalls charge to a thread as its CPU time).
+ *       BENCH_TOUCH=K adds, every K-th pair, the first write to a page
+ *       never touched (of a 1 GiB mapping, small pages), timed the same way:
+ *       "touch_max_us X touch_over_1ms C touches T" are what one page
+ *       fault costs the thread on this machine while the dump runs (the
+ *       tracker's tables and lists take such faults as they grow).
  *       BENCH_SETTLE=K makes K more pairs before the dump begins (a table
  *       that grew while the N were kept has then finished its move)
  *   bench_shapes xfree same|cross THREADS N
@@ -51,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -208,6 +214,13 @@ static int dumpwait_main(int argc, char **argv) {
     long control = control_env ? atol(control_env) : 0;
     double control_max = 0, control_sum = 0;
     long control_n = 0, control_over = 0;
+    const char *touch_env = getenv("BENCH_TOUCH");
+    long touch = touch_env ? atol(touch_env) : 0, touches = 0, touch_over = 0, pairs_during = 0;
+    double touch_max = 0;
+    size_t touch_len = (size_t)1 << 30;
+    char *fresh = touch > 0 ? mmap(NULL, touch_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                                   -1, 0) : MAP_FAILED;
+    if (fresh != MAP_FAILED) madvise(fresh, touch_len, MADV_NOHUGEPAGE);
     pthread_t t;
     pthread_create(&t, NULL, dump_thread, &vt);
     double worst = 0, worst_at = 0, worst_blocked = 0;
@@ -231,6 +244,13 @@ static int dumpwait_main(int argc, char **argv) {
             control_over += c1 > 1e-3;
             if (c1 > control_max) control_max = c1;
         }
+        if (fresh != MAP_FAILED && ++pairs_during % touch == 0 && (size_t)touches * 4096 < touch_len) {
+            double c0 = cpu_now();
+            fresh[(size_t)touches++ * 4096] = 1;
+            double c1 = cpu_now() - c0;
+            touch_over += c1 > 1e-3;
+            if (c1 > touch_max) touch_max = c1;
+        }
         double d = b - a > c - b ? b - a : c - b;
         if (d > worst) worst = d, worst_at = (b - a > c - b ? a : b) - dump_start;
         over += (b - a > 1e-3) + (c - b > 1e-3);
@@ -250,6 +270,8 @@ static int dumpwait_main(int argc, char **argv) {
     if (control > 0)
         printf(" control_max_us %.1f control_mean_us %.3f control_over_1ms %ld control_sections %ld", control_max * 1e6,
                control_n ? control_sum / (double)control_n * 1e6 : 0, control_over, control_n);
+    if (fresh != MAP_FAILED)
+        printf(" touch_max_us %.1f touch_over_1ms %ld touches %ld", touch_max * 1e6, touch_over, touches);
     if (probe_longest) {
         unsigned long long ns, ng;
         const char *ws = NULL, *wg = NULL;
