@@ -129,10 +129,15 @@ static const struct vt_event *event_now(uint64_t i) {
  * (261 page faults, 5.7 ms of its CPU time at 10,000,000 live) and a
  * remap's TLB flush waited on every other CPU of the process. */
 static int spill_map(void) {
+    static int failed; /* not tried again at every event */
     if (vt_history.spill) return 1;
+    if (failed) return 0;
     size_t bytes = (size_t)VT_SPILL_MAX * sizeof *vt_history.spill;
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return 0;
+    if (m == MAP_FAILED) {
+        failed = 1;
+        return 0;
+    }
     madvise(m, bytes, MADV_NOHUGEPAGE); /* as the ring: a page's fault at a time */
     vt_history.spill = m;
     return 1;
