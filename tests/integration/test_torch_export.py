@@ -244,3 +244,52 @@ def torch_export_many_vmm_handles_each_at_its_mapped_address():
     # Each handle's two entries are together, in the order of creation.
     eq([(e["action"], e["addr"] - base) for e in trace],
        [(a, i * g) for i in range(n) for a in ("segment_alloc", "alloc")], "in order")
+
+
+@test
+def torch_export_repeated_live_address_is_one_segment():
+    """A dump listing one address twice (on one device; a corrupt or
+    edited dump) exports it as one segment, the first listed (its size and
+    stack), while the same address on another device is its own segment.
+    The trace keeps exactly the entries the backward replay from the
+    segments agrees with: an address freed and allocated again keeps both
+    (and its first allocation), an address not live at the end keeps its
+    pair, and a free of a live segment's address with no allocation after
+    it (the corrupt dump's last word) is left out."""
+    work = tempfile.mkdtemp(prefix="vt-torch-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, "phases.r0.json")))
+        first = d["live"][0]
+        a0 = int(first["address"], 16)
+        d["live"] = [first, dict(first, bytes=4096, stack=2, time_ns=first["time_ns"] + 5),
+                     dict(first, device=1, bytes=8192)] + d["live"][1:]
+        d["devices"] = d["devices"] + [dict(d["devices"][0], ordinal=1)]
+        gone = 0x7000dead0000
+        t = d["events"][-1][0]
+        ev = [[t + 1, "alloc", hex(gone), 512, 0, 0, "device"], [t + 2, "free", hex(gone), 512, 0, 0, "device"],
+              [t + 3, "free", hex(a0), first["bytes"], 0, 1, "device"],
+              [t + 4, "alloc", hex(a0), first["bytes"], 0, 1, "device"],
+              [t + 5, "free", hex(a0), first["bytes"], 0, 1, "device"]]
+        d["events"] = d["events"] + ev
+        path = os.path.join(work, "rep.json")
+        json.dump(d, open(path, "w"))
+        snap = pickle.loads(export(path))
+        segs = sorted((s["device"], s["address"], s["total_size"]) for s in snap["segments"])
+        eq([x for x in segs if x[1] == a0], [(0, a0, first["bytes"]), (1, a0, 8192)],
+           "one segment per device for the repeated address, the first listed")
+        seg0 = [s for s in snap["segments"] if (s["device"], s["address"]) == (0, a0)][0]
+        want_site = d["stacks"][first["stack"]]["frames"][0]
+        ok(seg0["frames"][1]["name"] == want_site["function"], "the first listed's stack")
+        trace = snap["device_traces"][0]
+        tail = [(e["action"], e["addr"]) for e in trace if e["addr"] in (gone, a0)]
+        eq(tail, [("segment_alloc", a0), ("alloc", a0),
+                  ("segment_alloc", gone), ("alloc", gone), ("free_requested", gone), ("free_completed", gone),
+                  ("segment_free", gone), ("free_requested", a0), ("free_completed", a0), ("segment_free", a0),
+                  ("segment_alloc", a0), ("alloc", a0)],
+           "the replay's entries: a0's first allocation, the pair of an address gone, a0 freed and allocated "
+           "again, and not the free after that")
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from test_cli import replay
+        replay(snap)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
