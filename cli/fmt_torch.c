@@ -623,7 +623,7 @@ oom:
 /* An exported event, and for an OOM event its place among the OOM events
  * (the k-th is the k-th OOM record). */
 struct exported {
-    size_t i, k;
+    uint32_t i, k;           /* a dump cannot hold 2^32 events in memory */
 };
 
 /* One process's events on one device, as trace entries: list[0..n), in
@@ -656,16 +656,17 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
  * 0, or -1 when out of memory. */
 static int by_device(const struct vm_dump *d, const struct selection *x, int ndev, size_t **start_out,
                      struct exported **list_out) {
+    if (d->nevents > UINT32_MAX) return -1;
     size_t *start = calloc((size_t)ndev + 2, sizeof *start);
-    struct exported *list = malloc((d->nevents + 1) * sizeof *list);
-    if (!start || !list) {
-        free(start);
-        free(list);
-        return -1;
-    }
+    if (!start) return -1;
     for (size_t i = 0; i < d->nevents; i++)
         if (x->ev_ok[i] && d->events[i].device >= 0 && d->events[i].device < ndev) start[d->events[i].device + 1]++;
     for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
+    struct exported *list = malloc((start[ndev] + 1) * sizeof *list); /* the exported ones only */
+    if (!list) {
+        free(start);
+        return -1;
+    }
     size_t *at = calloc((size_t)ndev + 1, sizeof *at), oom_index = 0;
     if (!at) {
         free(start);
@@ -676,7 +677,7 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
         const struct vm_event *e = &d->events[i];
         size_t k = e->type == 'o' ? oom_index++ : 0;
         if (!x->ev_ok[i] || e->device < 0 || e->device >= ndev) continue;
-        list[start[e->device] + at[e->device]++] = (struct exported){i, k};
+        list[start[e->device] + at[e->device]++] = (struct exported){(uint32_t)i, (uint32_t)k};
     }
     free(at);
     *start_out = start;
