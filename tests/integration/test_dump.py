@@ -37,7 +37,7 @@ def dump_golden_outputs_from_version_2():
     """The golden dumps (version 1 fixtures) written as version 2 give the
     golden outputs byte for byte."""
     with workdir("vt-dump-gold-") as work:
-        for name in ("phases.r0.json", "phases.r1.json", "python.json", "hostile.json"):
+        for name in ("phases.r0.json", "phases.r1.json", "python.json", "hostile.json", "hostile_live.json"):
             with open(os.path.join(GOLDEN, name)) as f:
                 d = v2_of(json.load(f))
             eq(d["version"], 2, name)
