@@ -202,9 +202,9 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
  * string of it is one jansson refuses (then the caller writes the entry
  * the general way, as before: as null). */
 static int put_live(FILE *f, const struct vm_dump *d, const struct vm_alloc *a, struct encodings *e, int depth) {
-    const char *kind = encoded_as(a->kind, &e->kind_of, &e->kind);
+    const char *kind = encoded_as(vm_alloc_kind(d, a), &e->kind_of, &e->kind);
     if (!kind) return 0;
-    const char *api = encoded_as(a->api, &e->api_of, &e->api);
+    const char *api = encoded_as(vm_alloc_api(d, a), &e->api_of, &e->api);
     if (!api) return 0;
     char *own = NULL;
     const char *where = site_text(d, a->stack, e, &own);
@@ -216,7 +216,7 @@ static int put_live(FILE *f, const struct vm_dump *d, const struct vm_alloc *a, 
             depth + 1, "", a->device, depth + 1, "", a->thread, depth + 1, "", (json_int_t)a->time_ns, depth + 1, "",
             where);
     free(own);
-    if (a->has_handle) fprintf(f, ",\n%*s\"handle\": \"0x%" PRIx64 "\"", depth + 1, "", a->handle);
+    if (a->has_handle) fprintf(f, ",\n%*s\"handle\": \"0x%" PRIx64 "\"", depth + 1, "", vm_alloc_handle(d, a));
     fprintf(f, "\n%*s}", depth, "");
     return 1;
 }
@@ -353,9 +353,9 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         member(f, depth + 2, &afirst, NULL);
         if (put_live(f, d, a, &enc, depth + 2)) continue;
         json_t *j = json_pack("{s:o,s:I,s:s,s:s,s:i,s:i,s:I,s:o}", "address", hex(a->address), "bytes",
-            (json_int_t)a->bytes, "kind", a->kind, "api", a->api, "device", a->device, "thread", a->thread,
+            (json_int_t)a->bytes, "kind", vm_alloc_kind(d, a), "api", vm_alloc_api(d, a), "device", a->device, "thread", a->thread,
             "time_ns", (json_int_t)a->time_ns, "site", site(d, a->stack));
-        if (a->has_handle) json_object_set_new(j, "handle", hex(a->handle));
+        if (a->has_handle) json_object_set_new(j, "handle", hex(vm_alloc_handle(d, a)));
         put(f, j, depth + 2);
     }
     encodings_free(&enc, d);

@@ -349,7 +349,7 @@ static void segment(struct pk *p, const struct vm_dump *d, const struct vm_alloc
     kv_int(p, "stream", 0);
     kv_name(p, "segment_type", a->bytes <= (1u << 20) ? "small" : "large");
     pk_name(p, "is_expandable");
-    pk_bool(p, strcmp(a->kind, "vmm") == 0);
+    pk_bool(p, strcmp(vm_alloc_kind(d, a), "vmm") == 0);
     pk_name(p, "frames");
     frames(p, d, a->stack);
     pk_name(p, "blocks");
@@ -395,10 +395,11 @@ static int addressed_kind(const char *kind) {
 }
 
 /* The device address a live allocation is exported at, or 0 for none. */
-static uint64_t live_address(const struct vm_alloc *a) {
+static uint64_t live_address(const struct vm_dump *d, const struct vm_alloc *a) {
     if (a->device < 0 || a->address == 0) return 0;
-    if (addressed_kind(a->kind)) return a->address;
-    if (strcmp(a->kind, "vmm") == 0 && a->has_handle && a->address != a->handle) return a->address;
+    const char *kind = vm_alloc_kind(d, a);
+    if (addressed_kind(kind)) return a->address;
+    if (strcmp(kind, "vmm") == 0 && a->has_handle && a->address != vm_alloc_handle(d, a)) return a->address;
     return 0;
 }
 
@@ -541,7 +542,7 @@ static int segments_of(const struct vm_dump *d, struct selection *x, struct segm
     g->k = malloc((d->nlive ? d->nlive : 1) * sizeof *g->k);
     if (!g->k) return -1;
     for (size_t i = 0; i < d->nlive; i++) {
-        uint64_t a = live_address(&d->live[i]);
+        uint64_t a = live_address(d, &d->live[i]);
         if (a) g->k[g->n++] = (struct live_key){a, d->live[i].device, (uint32_t)i};
     }
     qsort(g->k, g->n, sizeof *g->k, key_cmp);
@@ -569,9 +570,10 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
      * pass, so that the events' pass below is linear in handles too. */
     for (size_t j = 0; j < d->nlive; j++) {
         const struct vm_alloc *l = &d->live[j];
-        if (!x->seg_ok[j] || strcmp(l->kind, "vmm") != 0) continue;
-        struct seg *h = seg_find(vmm_live, l->device, l->handle);
-        if (!h && !(h = seg_add(&vmm_live, l->device, l->handle))) goto oom;
+        if (!x->seg_ok[j] || strcmp(vm_alloc_kind(d, l), "vmm") != 0) continue;
+        uint64_t handle = vm_alloc_handle(d, l);
+        struct seg *h = seg_find(vmm_live, l->device, handle);
+        if (!h && !(h = seg_add(&vmm_live, l->device, handle))) goto oom;
         h->mapped = l->address;
     }
     /* Each event's address, last to first: a VMM event is the handle's;

@@ -108,7 +108,7 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
  * checks (F_INT in lo..hi, F_STACK below the dump's number of stacks), and
  * where it goes. Fields are read in table order, so the first field
  * missing or wrong is the one an error names. */
-enum { F_U64, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK };
+enum { F_U64, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK, F_STACK32 };
 struct spec {
     const char *key;
     int type;
@@ -123,6 +123,7 @@ struct spec {
 #define NULLSTR(T, f) {#f, F_NULLSTR, 0, 0, offsetof(T, f)}
 #define HEX(T, f) {#f, F_HEX, 0, 0, offsetof(T, f)}
 #define STACK(T, f) {#f, F_STACK, 0, 0, offsetof(T, f)}
+#define STACK32(T, f) {#f, F_STACK32, 0, 0, offsetof(T, f)}
 #define NSPECS(a) (sizeof(a) / sizeof *(a))
 
 /* Read the n fields of sp from object o into the struct at out. */
@@ -139,6 +140,7 @@ static void read_fields(struct ctx *c, json_t *o, const struct spec *sp, size_t 
         case F_NULLSTR: *(const char **)at = str(c, o, sp[i].key, 1, where); break;
         case F_HEX: *(uint64_t *)at = hexval(c, o, sp[i].key, where); break;
         case F_STACK: *(size_t *)at = stack_ref(c, o, sp[i].key, nstacks, where); break;
+        case F_STACK32: *(uint32_t *)at = (uint32_t)stack_ref(c, o, sp[i].key, nstacks, where); break;
         }
     }
 }
@@ -178,10 +180,11 @@ static const struct spec finding_fields[] = {
     STR(struct vm_finding, id), STR(struct vm_finding, finding), STR(struct vm_finding, next),
 };
 static const struct spec proc_fields[] = {INT(struct vm_proc, pid, 0, INT32_MAX), NULLSTR(struct vm_proc, name)};
+/* A live allocation's fields after its kind and API (live_rest reads
+ * those, as names: vm_name_index). */
 static const struct spec live_fields[] = {
-    U64(struct vm_alloc, bytes), STR(struct vm_alloc, kind), STR(struct vm_alloc, api),
-    I16(struct vm_alloc, device, -1, 4095), STACK(struct vm_alloc, stack), INT(struct vm_alloc, thread, 0, INT32_MAX),
-    U64(struct vm_alloc, time_ns),
+    I16(struct vm_alloc, device, -1, 4095), STACK32(struct vm_alloc, stack),
+    INT(struct vm_alloc, thread, 0, INT32_MAX), U64(struct vm_alloc, time_ns),
 };
 static const struct spec growth_fields[] = {
     STACK(struct vm_growth, stack), U64(struct vm_growth, first_bytes), U64(struct vm_growth, end_bytes),
@@ -389,12 +392,26 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
 /* The address, and the handle where the allocation has one, before the
  * rest (the order the fields are checked in). */
 static const struct spec address_field[] = {HEX(struct vm_alloc, address)};
+static const struct spec bytes_field[] = {U64(struct vm_alloc, bytes)};
+
+/* A live allocation's kind or API as an index into the dump's names. */
+static uint16_t live_name(struct ctx *c, json_t *o, const char *key, struct vm_dump *d) {
+    const char *s = c->failed ? NULL : str(c, o, key, 0, "live");
+    int k = s ? vm_name_index(d, s) : 0;
+    if (k < 0) fail(c, "live: more than %d distinct kinds and APIs, or out of memory", VM_NAMES_MAX);
+    return k < 0 ? 0 : (uint16_t)k;
+}
+
 static void live_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w) {
     struct vm_alloc *a = elem;
     if (json_object_get(o, "handle")) {
         a->has_handle = 1;
-        a->handle = hexval(c, o, "handle", "live");
+        uint64_t h = hexval(c, o, "handle", "live");
+        if (!c->failed && vm_add_handle(w->d, i, h) != 0) fail(c, "out of memory");
     }
+    read_fields(c, o, bytes_field, 1, a, w->nstacks, "live");
+    a->kind = live_name(c, o, "kind", w->d);
+    a->api = live_name(c, o, "api", w->d);
     read_fields(c, o, live_fields, NSPECS(live_fields), a, w->nstacks, "live");
 }
 
@@ -531,6 +548,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     } else if (!c->failed && vm_v2_load_live_events(v2, root, d, verr, sizeof verr) != 0) {
         fail(c, "%s", verr);
     }
+    vm_names_done(d);
     char terr[256];
     if (!c->failed && vm_steps_load(root, d->nevents, &d->steps, &d->nsteps, &d->steps_total, terr, sizeof terr))
         fail(c, "%s", terr);
@@ -590,6 +608,8 @@ void vm_free(struct vm_dump *d) {
     }
     vm_torch_free(d->torch);
     VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->steps, d->growing, d->argv);
+    vm_names_done(d);
+    VT_FREE_ALL(d->names, d->handles);
     if (d->json) json_decref(d->json);
     memset(d, 0, sizeof *d);
 }

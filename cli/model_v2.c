@@ -22,6 +22,8 @@ struct tables {
     char **names;
     size_t nnames;
     struct vm_dump *d;       /* the model being read */
+    uint32_t *name_of;       /* while the live list is read: a string's
+                                index in d->names plus one, 0 not yet */
 };
 
 /* How much of a big array's text is read between two vm_v2_release. */
@@ -324,6 +326,15 @@ int vm_v2_load_stacks(const struct vm_v2_spans *sp, struct vm_dump *d, char *err
     return 0;
 }
 
+/* The index in d->names of string k of the dump's table, remembered by
+ * string so that each is looked up by its text once. */
+static int name_of(const struct tables *t, struct vm_dump *d, int64_t k) {
+    if (t->name_of[k]) return t->name_of[k] - 1;
+    int n = vm_name_index(d, t->strs[k]);
+    if (n >= 0) t->name_of[k] = n + 1;
+    return n;
+}
+
 static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
                      size_t errsize) {
     if (!sp->at[V2_LIVE]) return bad(err, errsize, "dump: field \"live\" is missing or not an array");
@@ -350,15 +361,20 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
             !elem(&p, &thread, 0, INT32_MAX) || !vm_scan_lit(&p, ',') || !elem(&p, &time_ns, 0, INT64_MAX))
             return bad(err, errsize, "live[%zu] is malformed", d->nlive);
         if (vm_scan_lit(&p, ',')) {
-            if (!vm_scan_hex(&p, &a->handle)) return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+            uint64_t h;
+            if (!vm_scan_hex(&p, &h)) return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+            if (vm_add_handle(d, d->nlive, h) != 0) return bad(err, errsize, "out of memory");
             a->has_handle = 1;
         }
         if (!vm_scan_lit(&p, ']')) return bad(err, errsize, "live[%zu] is malformed", d->nlive);
+        int k = name_of(t, d, kind), ap = name_of(t, d, api);
+        if (k < 0 || ap < 0)
+            return bad(err, errsize, "live: more than %d distinct kinds and APIs, or out of memory", VM_NAMES_MAX);
         a->bytes = (uint64_t)bytes;
-        a->kind = t->strs[kind];
-        a->api = t->strs[api];
+        a->kind = (uint16_t)k;
+        a->api = (uint16_t)ap;
         a->device = (int16_t)device;
-        a->stack = (size_t)stack;
+        a->stack = (uint32_t)stack;
         a->thread = (int)thread;
         a->time_ns = (uint64_t)time_ns;
         d->nlive++;
@@ -517,8 +533,12 @@ int vm_v2_load_live_events(const struct vm_v2_spans *sp, json_t *root, struct vm
      * before the biggest arrays are made. */
     for (int k = V2_HOLDERS; k <= V2_PEAK_HOLDERS; k++)
         if (sp->at[k]) vm_v2_release(sp, sp->at[k], sp->at[k] + sp->len[k]);
-    if (load_live(d->v2, sp, d, err, errsize)) return -1;
-    return load_events(sp, root, d, err, errsize);
+    struct tables *t = d->v2;
+    if (!(t->name_of = calloc(t->nstrs ? t->nstrs : 1, sizeof *t->name_of))) return bad(err, errsize, "out of memory");
+    int rc = load_live(t, sp, d, err, errsize);
+    free(t->name_of);
+    t->name_of = NULL;
+    return rc ? -1 : load_events(sp, root, d, err, errsize);
 }
 
 struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t nstacks, size_t *n, char *err,

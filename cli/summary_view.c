@@ -77,14 +77,15 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct vm_dump *d = ctx;
     const struct vm_alloc *x = &d->live[i];
-    if (!vt_kind_name_owned_device(x->kind)) return 0;
+    const char *kind = vm_alloc_kind(d, x);
+    if (!vt_kind_name_owned_device(kind)) return 0;
     char where[1024];
     r->bytes = x->bytes;
     r->address = x->address;
     r->time_ns = x->time_ns;
     r->device = x->device;
-    vr_safe(x->kind, r->kind, sizeof r->kind);
-    vr_safe(x->api, r->api, sizeof r->api);
+    vr_safe(kind, r->kind, sizeof r->kind);
+    vr_safe(vm_alloc_api(d, x), r->api, sizeof r->api);
     vr_safe(vm_site_label(d, x->stack, where, sizeof where), r->site, sizeof r->site);
     return 1;
 }

@@ -384,10 +384,10 @@ static void live(FILE *f, const struct vm_dump *d) {
     for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, (int64_t)d->live[i].bytes);
     vh_pack_write(f, NULL, &p);
     for (size_t i = 0; i < d->nlive; i++)
-        vh_pack(&p, vt_label_group(kinds, d->live[i].kind ? d->live[i].kind : "?", NULL));
+        vh_pack(&p, vt_label_group(kinds, vm_alloc_kind(d, &d->live[i]), NULL));
     vh_pack_write(f, "k", &p);
     for (size_t i = 0; i < d->nlive; i++)
-        vh_pack(&p, vt_label_group(apis, d->live[i].api ? d->live[i].api : "?", NULL));
+        vh_pack(&p, vt_label_group(apis, vm_alloc_api(d, &d->live[i]), NULL));
     vh_pack_write(f, "a", &p);
     vh_pack_init(&p, 's');
     for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, d->live[i].device);
@@ -407,7 +407,7 @@ static void live(FILE *f, const struct vm_dump *d) {
     }
     vh_pack_write(f, "th", &p);
     vh_pack_init(&p, 's');
-    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, d->live[i].stack == SIZE_MAX ? -1 : (int64_t)d->live[i].stack);
+    for (size_t i = 0; i < d->nlive; i++) vh_pack(&p, (int64_t)d->live[i].stack);
     vh_pack_write(f, "s", &p);
     put_labels(f, "kinds", kinds);
     put_labels(f, "apis", apis);

@@ -379,6 +379,62 @@ def cli_long_names_cut_at_a_character():
        "the flame graph keeps the frame")
 
 
+def many_names_dump(version, napis):
+    """A dump whose live allocations name `napis` distinct APIs over the
+    kinds "async" and "vmm" (so napis + 2 names), every 997th a VMM handle
+    beside its address; version 1 from optional-fields.json, version 2 from
+    v2-host-vmm.json. Returns (dump, the live entries as the JSON report
+    should list them)."""
+    d = json.load(open(seed("optional-fields.json" if version == 1 else "v2-host-vmm.json")))
+    want, live = [], []
+    for i in range(napis):
+        kind = "vmm" if i % 997 == 0 else "async"
+        e = {"address": "0x%x" % (0x7f0000000000 + i * 0x1000), "bytes": 4096 + i, "kind": kind, "api": "api_%05d" % i,
+             "device": 0, "stack": 0, "thread": 1 + i % 7, "time_ns": i}
+        if kind == "vmm":
+            e["handle"] = "0x%x" % (0x10000 + i)
+        want.append(e)
+    if version == 1:
+        d["live"] = want
+    else:
+        base = len(d["strings"])
+        d["strings"] += ["async", "vmm"] + [e["api"] for e in want]
+        for i, e in enumerate(want):
+            row = [e["address"], e["bytes"], base + (1 if e["kind"] == "vmm" else 0), base + 2 + i, 0, 0, e["thread"],
+                   e["time_ns"]]
+            live.append(row + [e["handle"]] if "handle" in e else row)
+        d["live"] = live
+    return d, want
+
+
+@test
+def cli_live_names_many_and_too_many():
+    """A live allocation keeps its kind and API as an index into the dump's
+    names (cli/model_names.c: 16 bits, so 40 bytes an allocation, not 64):
+    65,535 distinct names in all are read back, every allocation with its
+    own name, kind and handle, in both versions; one more is one error
+    line, never a wrong name."""
+    fields = ("address", "bytes", "kind", "api", "device", "thread", "time_ns", "handle")
+    with workdir("vt-cli-names-") as work:
+        for version in (1, 2):
+            path = os.path.join(work, "d%d.json" % version)
+            d, want = many_names_dump(version, 65533)
+            json.dump(d, open(path, "w"))
+            rc, out, err = cli(["report", path, "--format", "json"])
+            eq((rc, err), (0, ""), f"version {version}: 65,535 names: status")
+            got = json.loads(out)["processes"][0]["live"]
+            eq(len(got), 65533, f"version {version}: every allocation listed")
+            wrong = [i for i, (g, w) in enumerate(zip(got, want))
+                     if {k: g[k] for k in fields if k in g} != {k: w[k] for k in fields if k in w}]
+            eq(wrong[:3], [], f"version {version}: each allocation's own kind, API and handle (the first wrong)")
+            d, _ = many_names_dump(version, 65534)
+            json.dump(d, open(path, "w"))
+            rc, out, err = cli(["report", path, "--format", "json"])
+            eq(rc, 1, f"version {version}: 65,536 names refused")
+            one_error_line(err, "vramtrace report: ", f"version {version}: 65,536 names")
+            ok("more than 65535 distinct kinds and APIs" in err, f"version {version}: the error says why: {err!r}")
+
+
 @test
 def cli_dumps_of_one_process_are_said_so():
     """Three dumps, two of them of one process (the same pid, host and
