@@ -11,29 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "reporters.h"
 
-struct line {
-    char *text;
-    uint64_t bytes;
-    size_t order;
-    UT_hash_handle hh;
+/* A line's text, built in a buffer that grows and is used again. */
+struct text {
+    char *buf;
+    size_t len, cap;
+    int failed;              /* out of memory on the way */
 };
 
-/* Append n bytes of text to the line. */
-static void append(char **buf, size_t *len, size_t *cap, const char *text, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t c = (*cap + n + 1) * 2 + 64;
-        char *b = realloc(*buf, c);
-        if (!b) return;
-        *buf = b;
-        *cap = c;
+/* Append n bytes of text to t. */
+static void append(struct text *t, const char *text, size_t n) {
+    if (t->len + n + 1 > t->cap) {
+        size_t c = (t->cap + n + 1) * 2 + 64;
+        char *b = realloc(t->buf, c);
+        if (!b) { t->failed = 1; return; }
+        t->buf = b;
+        t->cap = c;
     }
-    memcpy(*buf + *len, text, n);
-    *len += n;
-    (*buf)[*len] = '\0';
+    memcpy(t->buf + t->len, text, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
 }
 
 /* Append text; a frame label (raw == 0) has the format's separator taken
@@ -41,42 +39,138 @@ static void append(char **buf, size_t *len, size_t *cap, const char *text, size_
  * name can start a new frame or a new line, or reach a terminal as a
  * control character. A run of printable ASCII other than ';' is copied
  * at once (a character at a time, 318 MB of lines took 4 s). */
-static void put(char **buf, size_t *len, size_t *cap, const char *label, int raw) {
+static void put(struct text *t, const char *label, int raw) {
     char ch[VR_CHAR_MAX + 1];
-    if (!*buf) {
-        if (!(*buf = malloc(64))) return;
-        *cap = 64;
-        *len = 0;
-        (*buf)[0] = '\0';
-    }
     if (raw) {
-        append(buf, len, cap, label, strlen(label));
+        append(t, label, strlen(label));
         return;
     }
     while (*label) {
         size_t run = 0;
         for (unsigned char c; (c = (unsigned char)label[run]) >= 0x20 && c < 0x7f && c != ';';) run++;
         if (run) {
-            append(buf, len, cap, label, run);
+            append(t, label, run);
             label += run;
             continue;
         }
         size_t n = vr_display_char(label, ch);
         if (n == 0) break;
         const char *w = ch[0] == ';' ? ":" : ch;
-        append(buf, len, cap, w, strlen(w));
+        append(t, w, strlen(w));
         label += n;
     }
 }
 
-static int by_order(const void *a, const void *b) {
-    const struct line *x = *(struct line *const *)a, *y = *(struct line *const *)b;
-    return x->order < y->order ? -1 : x->order > y->order;
+/* The line of stack `stack` of dump `di` (without its weight) into t. */
+static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t stack, const struct vr_opts *o) {
+    const struct vm_dump *d = &in->dumps[di];
+    const struct vm_stack *s = &d->stacks[stack];
+    char label[2048];
+    t->len = 0;
+    t->failed = 0;
+    append(t, "", 0);
+    if (o->folded_root == VR_ROOT_SITE) {
+        put(t, vm_site_label(d, stack, label, sizeof label), 0);
+        put(t, ";", 1);
+    }
+    if (in->n > 1) {
+        snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
+        put(t, label, 0);
+        put(t, ";", 1);
+    }
+    const struct vt_frame *const *fr = vm_stack_frames(d, stack);
+    for (size_t k = s->nframes; k-- > 0;) {
+        put(t, vm_frame_label(fr[k], label, sizeof label), 0);
+        if (k) put(t, ";", 1);
+    }
+    if (s->nframes == 0) put(t, "(no stack)", 0);
+}
+
+/* The lines are not kept: a dump of 1,000,000 stacks made 224 MB of them,
+ * and kept with a hash entry each they were 4.2 times the dump in memory.
+ * A group is one distinct line: the first holder that made it (its dump
+ * and stack, to make the text again), its hash and the bytes of every
+ * holder whose line reads the same. Groups are found by hash in an
+ * open-addressed table of their indexes; two lines of one hash are
+ * compared as text (the group's made again), so lines are merged only
+ * when they read the same. The output makes each line once more, in the
+ * order the groups were first met. */
+struct group {
+    uint64_t hash, bytes;
+    uint32_t dump, stack;
+};
+
+struct groups {
+    struct group *g;
+    size_t n, cap;
+    uint32_t *slot;          /* group index + 1; 0 empty */
+    size_t nslots;           /* a power of two, at least twice n */
+};
+
+/* A test build narrows the hash (tests/progs/reader_mem.mk), so that
+ * lines of one hash that read differently are met at every turn. */
+#ifndef VR_FOLDED_HASH_MASK
+#define VR_FOLDED_HASH_MASK UINT64_MAX
+#endif
+
+static uint64_t hash_text(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a, 64 bits */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return (h ^ n) & VR_FOLDED_HASH_MASK;
+}
+
+static int grow(struct groups *gs) {
+    if (gs->n == gs->cap) {
+        size_t c = gs->cap ? 2 * gs->cap : 1024;
+        struct group *g = realloc(gs->g, c * sizeof *g);
+        if (!g) return -1;
+        gs->g = g;
+        gs->cap = c;
+    }
+    if (2 * (gs->n + 1) > gs->nslots) {
+        size_t ns = gs->nslots ? 2 * gs->nslots : 4096;
+        uint32_t *slot = calloc(ns, sizeof *slot);
+        if (!slot) return -1;
+        for (size_t i = 0; i < gs->n; i++) {
+            size_t at = gs->g[i].hash & (ns - 1);
+            while (slot[at]) at = (at + 1) & (ns - 1);
+            slot[at] = (uint32_t)i + 1;
+        }
+        free(gs->slot);
+        gs->slot = slot;
+        gs->nslots = ns;
+    }
+    return 0;
+}
+
+/* Add a holder's bytes to the group of its line (t, made already), a new
+ * group when no line reads the same. `other` is room to make a group's
+ * line in. -1 when out of memory. */
+static int add(struct groups *gs, const struct text *t, const struct vr_input *in, const struct vr_opts *o,
+               uint32_t dump, uint32_t stack, uint64_t bytes, struct text *other) {
+    uint64_t h = hash_text(t->buf, t->len);
+    size_t at = gs->nslots ? h & (gs->nslots - 1) : 0;
+    for (; gs->nslots && gs->slot[at]; at = (at + 1) & (gs->nslots - 1)) {
+        struct group *g = &gs->g[gs->slot[at] - 1];
+        if (g->hash != h) continue;
+        line_of(other, in, g->dump, g->stack, o);
+        if (other->failed) return -1;
+        if (other->len == t->len && memcmp(other->buf, t->buf, t->len) == 0) {
+            g->bytes += bytes;
+            return 0;
+        }
+    }
+    if (grow(gs) != 0) return -1;
+    at = h & (gs->nslots - 1);
+    while (gs->slot[at]) at = (at + 1) & (gs->nslots - 1);
+    gs->g[gs->n] = (struct group){h, bytes, dump, stack};
+    gs->slot[at] = (uint32_t)++gs->n;
+    return 0;
 }
 
 int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
-    struct line *lines = NULL, *l, *tmp;
-    size_t count = 0;
+    struct groups gs = {0};
+    struct text t = {0}, other = {0};
     int rc = 0;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         const struct vm_dump *d = &in->dumps[i];
@@ -88,59 +182,27 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
             rc = -1;
             break;
         }
-        for (size_t j = 0; j < n; j++) {
-            const struct vm_stack *s = &d->stacks[h[j].stack];
-            char *buf = NULL, label[2048];
-            size_t len = 0, cap = 0;
-            if (o->folded_root == VR_ROOT_SITE) {
-                put(&buf, &len, &cap, vm_site_label(d, h[j].stack, label, sizeof label), 0);
-                put(&buf, &len, &cap, ";", 1);
+        for (size_t j = 0; j < n && rc == 0; j++) {
+            line_of(&t, in, i, h[j].stack, o);
+            if (t.failed || gs.n >= UINT32_MAX - 1 ||
+                add(&gs, &t, in, o, (uint32_t)i, (uint32_t)h[j].stack, h[j].bytes, &other) != 0) {
+                snprintf(err, errsize, "out of memory");
+                rc = -1;
             }
-            if (in->n > 1) {
-                snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
-                put(&buf, &len, &cap, label, 0);
-                put(&buf, &len, &cap, ";", 1);
-            }
-            const struct vt_frame *const *fr = vm_stack_frames(d, h[j].stack);
-            for (size_t k = s->nframes; k-- > 0;) {
-                put(&buf, &len, &cap, vm_frame_label(fr[k], label, sizeof label), 0);
-                if (k) put(&buf, &len, &cap, ";", 1);
-            }
-            if (s->nframes == 0) put(&buf, &len, &cap, "(no stack)", 0);
-            if (!buf) continue;
-            /* The length once: uthash's macros evaluate their length
-             * argument at every use, a key compare in the bucket among
-             * them, and a line is the stack's every frame (10,000 stacks
-             * of 32 KB lines spent 3 s in strlen). */
-            size_t buflen = len;
-            HASH_FIND(hh, lines, buf, buflen, l);
-            if (l) {
-                l->bytes += h[j].bytes;
-                free(buf);
-                continue;
-            }
-            l = calloc(1, sizeof *l);
-            if (!l) { free(buf); continue; }
-            l->text = buf;
-            l->bytes = h[j].bytes;
-            l->order = count++;
-            HASH_ADD_KEYPTR(hh, lines, l->text, buflen, l);
         }
     }
-    struct line **sorted = calloc(count ? count : 1, sizeof *sorted);
-    size_t k = 0;
-    HASH_ITER(hh, lines, l, tmp) {
-        if (sorted) sorted[k++] = l;
+    for (size_t i = 0; i < gs.n && rc == 0; i++) {
+        line_of(&t, in, gs.g[i].dump, gs.g[i].stack, o);
+        if (t.failed) {
+            snprintf(err, errsize, "out of memory");
+            rc = -1;
+            break;
+        }
+        fprintf(f, "%s %" PRIu64 "\n", t.buf, gs.g[i].bytes);
     }
-    if (sorted) {
-        qsort(sorted, k, sizeof *sorted, by_order);
-        for (size_t i = 0; i < k && rc == 0; i++) fprintf(f, "%s %" PRIu64 "\n", sorted[i]->text, sorted[i]->bytes);
-    }
-    HASH_ITER(hh, lines, l, tmp) {
-        HASH_DEL(lines, l);
-        free(l->text);
-        free(l);
-    }
-    free(sorted);
+    free(gs.g);
+    free(gs.slot);
+    free(t.buf);
+    free(other.buf);
     return rc;
 }

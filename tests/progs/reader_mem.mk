@@ -12,3 +12,11 @@ PROGS += $(T)/t_peak_rss
 $(T)/t_peak_rss: tests/progs/t_peak_rss.c
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $<
+
+# The CLI with the folded format's line hash narrowed to two bits, so that
+# lines that hash alike but read differently are compared at every turn
+# (cli/fmt_folded.c; tests/integration/test_reader_mem.py).
+PROGS += $(T)/vramtrace_fold_collide
+$(T)/vramtrace_fold_collide: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
+	@mkdir -p $(T)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
