@@ -54,7 +54,8 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
         vt_records_lost("the report's analysis");
         return &empty;
     }
-    a->holders = vt_holders(s, &a->nholders);
+    a->holders = s->holders;
+    a->nholders = s->holders ? s->nholders : 0;
     if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
     if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
     if (growth) a->growth = vt_find_growth(s, sym, s->now_ns, &a->ngrowth);
@@ -76,7 +77,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
 }
 
 void vt_analysis_free(struct vt_analysis *a) {
-    if (a && a != &empty) VT_FREE_ALL(a->holders, a->by_site, a->growth, a->findings, a);
+    if (a && a != &empty) VT_FREE_ALL(a->by_site, a->growth, a->findings, a);
 }
 
 void vt_analysis_reset_child(void) {

@@ -26,7 +26,9 @@ struct vt_oom_findings {
 };
 
 struct vt_analysis {
-    struct vt_holder *holders;       /* live device memory by stack, largest first */
+    const struct vt_holder *holders; /* live device memory by stack, largest
+                                        first: the snapshot's own (which
+                                        outlives the analysis), not a copy */
     size_t nholders;
     struct vt_holder *by_site;       /* the same merged by call site */
     size_t nby_site;
@@ -44,7 +46,8 @@ struct vt_analysis {
  * each failure instead). Findings are worked out for every OOM of s, up to
  * VT_ANALYSED_OOMS, and for the latest; those of the first
  * VT_ANALYSED_OOMS once in the process's life, at the first analysis
- * after each (later ones reuse them). Never NULL: what memory did not allow is left empty. */
+ * after each (later ones reuse them). Never NULL: what memory did not allow is left empty.
+ * It reads s's holder table in place: free it before s. */
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth);
 void vt_analysis_free(struct vt_analysis *a);
 

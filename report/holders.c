@@ -9,8 +9,9 @@
 #include "holders.h"
 
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n) {
-    const struct vt_holder *from = device_only ? s->holders : s->all_holders;
-    size_t k = device_only ? s->nholders : s->nall_holders;
+    int device = device_only || s->all_is_device;
+    const struct vt_holder *from = device ? s->holders : s->all_holders;
+    size_t k = device ? s->nholders : s->nall_holders;
     *n = 0;
     struct vt_holder *h = from && k ? malloc(k * sizeof *h) : NULL;
     if (!h) return NULL;

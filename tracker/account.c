@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/freeall.h"
 #include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
@@ -90,18 +91,16 @@ struct vt_site_copy vt_site_copy;
 
 void vt_site_copy_one(uint32_t id) {
     const struct vt_site *st = vt_site_of(id);
-    struct vt_site_vals *v = &vt_site_copy.vals[id];
-    v->bytes = st->bytes;
-    v->count = st->count;
-    v->other_bytes = st->other_bytes;
-    v->other_count = st->other_count;
+    struct vt_site_copy *c = &vt_site_copy;
+    if (st->bytes || st->count) c->now[c->nnow++] = (struct vt_holder){id, st->bytes, st->count};
+    if (st->other_bytes || st->other_count) c->other[c->nother++] = (struct vt_holder){id, st->other_bytes, st->other_count};
     /* At the peak as of the arming: a site not changed since keeps its
      * high-water mark of that peak's generation, or none (then its count
      * now is the one at the peak). */
-    int marked = st->hwm_gen == vt_site_copy.peak_gen;
-    v->peak_bytes = marked ? st->hwm_bytes : st->bytes;
-    v->peak_count = marked ? st->hwm_count : st->count;
-    vt_site_copy.done[id / 64] |= 1ull << (id % 64);
+    int marked = st->hwm_gen == c->peak_gen;
+    uint64_t pb = marked ? st->hwm_bytes : st->bytes, pc = marked ? st->hwm_count : st->count;
+    if (pb || pc) c->peak[c->npeak++] = (struct vt_holder){id, pb, pc};
+    c->done[id / 64] |= 1ull << (id % 64);
 }
 
 int vt_account_copy(struct vt_snapshot *s, double scale) {
@@ -116,10 +115,11 @@ int vt_account_copy(struct vt_snapshot *s, double scale) {
     uint32_t n = (uint32_t)vt_stacks.n;
     struct vt_site_copy c = {.n = n, .peak_gen = vt_counts.peak_gen};
     c.done = calloc(n / 64 + 1, sizeof *c.done);
-    c.vals = malloc((n ? n : 1) * sizeof *c.vals);
-    if (!c.done || !c.vals) {
-        free(c.done);
-        free(c.vals);
+    c.now = malloc((n ? n : 1) * sizeof *c.now);
+    c.peak = malloc((n ? n : 1) * sizeof *c.peak);
+    c.other = malloc((n ? n : 1) * sizeof *c.other);
+    if (!c.done || !c.now || !c.peak || !c.other) {
+        VT_FREE_ALL(c.done, c.now, c.peak, c.other);
         vt_records_lost("the holder tables");
         return -1;
     }
@@ -139,42 +139,55 @@ void vt_account_disarm(struct vt_site_copy *out) {
     vt_site_copy.active = 0;
 }
 
-/* The holders of copy c counted as `which` counts them (VT_HELD_*). */
-static struct vt_holder *holders_of_copy(const struct vt_site_copy *c, int which, size_t *n_out, const char *what) {
-    size_t k = 0;
+static int by_stack(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Every kind of memory by site: c's device entries with its other kinds'
+ * added, both sorted by stack first (into *n_out entries; NULL when out of
+ * memory, counted lost). */
+static struct vt_holder *all_kinds(struct vt_site_copy *c, size_t *n_out) {
     *n_out = 0;
-    if (!c->vals) return NULL; /* none made: counted as lost when armed */
-    struct vt_holder *h = malloc((c->n ? c->n : 1) * sizeof *h);
+    struct vt_holder *h = malloc(((size_t)c->nnow + c->nother) * sizeof *h);
     if (!h) {
-        vt_records_lost(what);
-        *n_out = 0;
+        vt_records_lost("the holder table of every kind");
         return NULL;
     }
-    for (uint32_t i = 0; i < c->n; i++) {
-        const struct vt_site_vals *v = &c->vals[i];
-        uint64_t b = which == VT_HELD_AT_PEAK ? v->peak_bytes : v->bytes;
-        uint64_t cnt = which == VT_HELD_AT_PEAK ? v->peak_count : v->count;
-        if (which == VT_HELD_ALL_KINDS) { b += v->other_bytes; cnt += v->other_count; }
-        if (b == 0 && cnt == 0) continue;
-        h[k].stack = i;
-        h[k].bytes = b;
-        h[k].count = cnt;
-        k++;
+    qsort(c->now, c->nnow, sizeof *c->now, by_stack);
+    qsort(c->other, c->nother, sizeof *c->other, by_stack);
+    size_t i = 0, j = 0, k = 0;
+    while (i < c->nnow || j < c->nother) {
+        if (j == c->nother || (i < c->nnow && c->now[i].stack < c->other[j].stack)) {
+            h[k++] = c->now[i++];
+        } else if (i == c->nnow || c->other[j].stack < c->now[i].stack) {
+            h[k++] = c->other[j++];
+        } else {
+            h[k] = c->now[i++];
+            h[k].bytes += c->other[j].bytes;
+            h[k++].count += c->other[j++].count;
+        }
     }
     *n_out = k;
     return h;
 }
 
 void vt_account_holders_of_copy(struct vt_snapshot *s, struct vt_site_copy *c) {
-    s->holders = holders_of_copy(c, VT_HELD_NOW, &s->nholders, "the holder table");
-    s->all_holders = holders_of_copy(c, VT_HELD_ALL_KINDS, &s->nall_holders, "the holder table of every kind");
-    s->peak_holders = holders_of_copy(c, VT_HELD_AT_PEAK, &s->npeak_holders, "the holder table at the peak");
+    if (!c->now) return; /* none made: counted as lost when armed */
+    /* Where no site holds memory of other kinds, the table of every kind
+     * is the device table: left NULL (vt_snapshot's all_is_device). */
+    if (c->nother) s->all_holders = all_kinds(c, &s->nall_holders);
+    else s->all_is_device = 1;
+    s->holders = c->now;
+    s->nholders = c->nnow;
+    s->peak_holders = c->peak;
+    s->npeak_holders = c->npeak;
+    c->now = c->peak = NULL;
     vt_account_copy_free(c);
 }
 
 void vt_account_copy_free(struct vt_site_copy *c) {
-    free(c->done);
-    free(c->vals);
+    VT_FREE_ALL(c->done, c->now, c->peak, c->other);
     *c = (struct vt_site_copy){0};
 }
 

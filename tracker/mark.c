@@ -303,11 +303,13 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
     VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders);
     s->peak_holders = s->holders = s->all_holders = NULL;
     s->npeak_holders = s->nholders = s->nall_holders = 0;
+    s->all_is_device = 0;
     m = mark_of(id);
     if (m) {
         s->peak_holders = mark_holders(m, 1, &s->npeak_holders);
         s->holders = mark_holders(m, 0, &s->nholders);
         s->all_holders = mark_holders(m, 0, &s->nall_holders);
+        s->all_is_device = 0;
         /* The figures of the mark, not of the process. */
         s->totals.live_bytes = m->all.live_bytes;
         s->totals.live_count = m->all.live_count;

@@ -223,6 +223,9 @@ struct vt_snapshot {
     struct vt_holder *all_holders;  /* every kind of memory by stack (device,
                                        pinned host, imported), the same */
     size_t nall_holders;
+    int all_is_device;              /* 1: no site held memory of other
+                                       kinds; all_holders is NULL, read
+                                       holders (vt_holders_of) */
     struct vt_holder *peak_holders; /* device memory by stack at the peak of
                                        totals.live_bytes, largest first */
     size_t npeak_holders;
