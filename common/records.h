@@ -1,7 +1,7 @@
 /* records.h -- the fields a record has on both sides, named once.
  *
  * The tracker keeps each record in a struct of its own (tracker/tracker.h:
- * vt_oom, vt_totals, vt_alloc, vt_event, vt_holder, vt_proc) and the CLI
+ * vt_oom, vt_totals, vt_alloc, vt_event, vt_proc) and the CLI
  * reads it back from a dump into another (cli/model.h: vm_oom, ...). The
  * fields that mean the same on both sides, with the same type, are listed
  * here once, as VT_COUNTERS lists a device's counters (counters.h), and
@@ -62,7 +62,9 @@
     X(uint64_t, address)    \
     X(uint64_t, bytes)
 
-/* What one call site (stack) holds: bytes and allocations. */
+/* What one call site (stack) holds: bytes and allocations, as the CLI
+ * reads them (the tracker's vt_holder keeps the count in 32 bits, to be
+ * 16 bytes). */
 #define VT_HOLDER_FIELDS(X) \
     X(uint64_t, bytes)      \
     X(uint64_t, count)

@@ -135,7 +135,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         struct vt_finding *f = add(out, &n, "one_site_dominates");
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %.0f%% of the tracked memory (%s in %" PRIu64 " allocation%s)",
-                 site, PCT(h->bytes, live), B(h->bytes, a), h->count, h->count == 1 ? "" : "s");
+                 site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
         if (is_python(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "

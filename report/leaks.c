@@ -122,7 +122,7 @@ static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symb
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead) {
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, h[i].count);
+        fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, (uint64_t)h[i].count);
         uint32_t st = h[i].stack;
         char site[2048];   /* as long as the holders table's */
         fprintf(f, "    call site: %s\n", vt_site_label(sym, st, site, sizeof site));

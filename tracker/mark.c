@@ -282,7 +282,7 @@ static struct vt_holder *mark_holders(const struct mark *m, int at_peak, size_t 
         int saved = at_peak && st->hwm_gen == m->peak_gen;
         uint64_t b = saved ? st->hwm_bytes : st->bytes, c = saved ? st->hwm_count : st->count;
         if (c == 0) continue;
-        h[(*n)++] = (struct vt_holder){(uint32_t)i, b, c};
+        h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i, .count = (uint32_t)c, .bytes = b};
     }
     if (*n == 0) { free(h); return NULL; }
     qsort(h, *n, sizeof *h, vt_holder_order);
