@@ -171,6 +171,55 @@ static void test_interning_and_holders(void) {
     vt_tracker_reset_child();
 }
 
+/* The holders of every kind (the leak report's): the device table where
+ * no site holds memory of other kinds (all_is_device), else the device
+ * entries with each site's other kinds added, and the sites of other kinds
+ * alone, merged by stack (tracker/account.c). */
+static void test_holders_of_every_kind(void) {
+    static const uintptr_t s0[] = {0x7100, 0x7200}, s1[] = {0x7300, 0x7200}, s2[] = {0x7400, 0x7200},
+                           s3[] = {0x7500, 0x7200};
+    vt_tracker_alloc(0x100, 100, VT_KIND_DEVICE, 0, "x", s0, 2);
+    vt_tracker_alloc(0x200, 40, VT_KIND_DEVICE, 0, "x", s1, 2);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->all_is_device, 1);
+    CHECK(s->all_holders == NULL);
+    size_t n = 0;
+    struct vt_holder *h = vt_holders_of(s, 0, &n);
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        CHECK_EQ(h[0].stack, 0); CHECK_EQ(h[0].bytes, 100); CHECK_EQ(h[0].count, 1);
+        CHECK_EQ(h[1].stack, 1); CHECK_EQ(h[1].bytes, 40); CHECK_EQ(h[1].count, 1);
+    }
+    free(h);
+    vt_snapshot_free(s);
+    /* Stack 1 holds pinned host memory too, stack 2 only that, stack 3
+     * only imported memory; stack 0 device memory alone. */
+    vt_tracker_alloc(0x300, 1000, VT_KIND_HOST, 0, "x", s1, 2);
+    vt_tracker_alloc(0x400, 5, VT_KIND_HOST, 0, "x", s2, 2);
+    vt_tracker_alloc(0x500, 6, VT_KIND_HOST, 0, "x", s2, 2);
+    vt_tracker_alloc(0x600, 70, VT_KIND_IMPORTED, 0, "x", s3, 2);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->all_is_device, 0);
+    h = vt_holders_of(s, 0, &n);
+    CHECK_EQ(n, 4);
+    if (n == 4) {
+        CHECK_EQ(h[0].stack, 1); CHECK_EQ(h[0].bytes, 1040); CHECK_EQ(h[0].count, 2);
+        CHECK_EQ(h[1].stack, 0); CHECK_EQ(h[1].bytes, 100); CHECK_EQ(h[1].count, 1);
+        CHECK_EQ(h[2].stack, 3); CHECK_EQ(h[2].bytes, 70); CHECK_EQ(h[2].count, 1);
+        CHECK_EQ(h[3].stack, 2); CHECK_EQ(h[3].bytes, 11); CHECK_EQ(h[3].count, 2);
+    }
+    free(h);
+    h = vt_holders_of(s, 1, &n);
+    CHECK_EQ(n, 2);
+    if (n == 2) {
+        CHECK_EQ(h[0].stack, 0); CHECK_EQ(h[0].bytes, 100);
+        CHECK_EQ(h[1].stack, 1); CHECK_EQ(h[1].bytes, 40);
+    }
+    free(h);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
 static void test_restore_and_reuse(void) {
     vt_tracker_alloc(0x10, 64, VT_KIND_DEVICE, 0, "x", site_a, 3);
     free_it(VT_SPACE_DEVICE, 0x10, 0); /* the free failed: still live */
@@ -551,6 +600,7 @@ int main(void) {
     test_ring_wraps();
     test_totals_peak_devices_host();
     test_interning_and_holders();
+    test_holders_of_every_kind();
     test_same_stack_memo();
     test_restore_and_reuse();
     test_order_by_time_stamp();
