@@ -56,20 +56,22 @@ static void write_totals(FILE *f, const struct vt_snapshot *s) {
             t->imported_live_bytes, t->imported_live_count);
 }
 
-/* Holders as a flat array of (stack, bytes, count), eight to a line. */
+/* Holder i of a flat array of (stack, bytes, count), eight to a line. */
+static void put_holder(FILE *f, size_t i, const struct vt_holder *h, const char *sep) {
+    char b[128], *o = b;
+    if (i) *o++ = ',';
+    if (i % 8 == 0) o = vt_put_str(o, sep);
+    o = vt_put_u64(o, h->stack);
+    *o++ = ',';
+    o = vt_put_u64(o, h->bytes);
+    *o++ = ',';
+    o = vt_put_u64(o, h->count);
+    fwrite(b, 1, (size_t)(o - b), f);
+}
+
 static void write_holder_list(FILE *f, const struct vt_holder *h, size_t n, const char *sep) {
     fputc('[', f);
-    for (size_t i = 0; i < n; i++) {
-        char b[128], *o = b;
-        if (i) *o++ = ',';
-        if (i % 8 == 0) o = vt_put_str(o, sep);
-        o = vt_put_u64(o, h[i].stack);
-        *o++ = ',';
-        o = vt_put_u64(o, h[i].bytes);
-        *o++ = ',';
-        o = vt_put_u64(o, h[i].count);
-        fwrite(b, 1, (size_t)(o - b), f);
-    }
+    for (size_t i = 0; i < n; i++) put_holder(f, i, &h[i], sep);
     fputc(']', f);
 }
 
@@ -129,8 +131,11 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
 static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     fputs("\"holders\":", f);
     write_holder_list(f, an->holders, an->nholders, "\n ");
-    fputs(",\n\"peak_holders\":", f);
-    write_holder_list(f, s->peak_holders, s->npeak_holders, "\n ");
+    fputs(",\n\"peak_holders\":[", f);
+    struct vt_peak_cursor c = {0, 0};
+    struct vt_holder h;
+    for (size_t i = 0; vt_peak_holder_next(s, &c, &h); i++) put_holder(f, i, &h, "\n ");
+    fputc(']', f);
     fputs(",\n", f);
 }
 

@@ -87,6 +87,26 @@ void vt_account_sort(struct vt_snapshot *s) {
     if (s->peak_holders) qsort(s->peak_holders, s->npeak_holders, sizeof *s->peak_holders, vt_holder_order);
 }
 
+int vt_peak_holder_next(const struct vt_snapshot *s, struct vt_peak_cursor *c, struct vt_holder *out) {
+    const struct vt_holder *a = NULL, *b = c->j < s->npeak_holders ? &s->peak_holders[c->j] : NULL;
+    for (; s->peak_same && s->holders && c->i < s->nholders; c->i++) {
+        uint32_t st = s->holders[c->i].stack;
+        if (s->peak_same[st / 64] >> (st % 64) & 1) {
+            a = &s->holders[c->i];
+            break;
+        }
+    }
+    if (!a && !b) return 0;
+    if (a && (!b || vt_holder_order(a, b) < 0)) {
+        *out = *a;
+        c->i++;
+    } else {
+        *out = *b;
+        c->j++;
+    }
+    return 1;
+}
+
 struct vt_site_copy vt_site_copy;
 
 void vt_site_copy_one(uint32_t id) {
@@ -100,7 +120,11 @@ void vt_site_copy_one(uint32_t id) {
      * now is the one at the peak). */
     int marked = st->hwm_gen == c->peak_gen;
     uint64_t pb = marked ? st->hwm_bytes : st->bytes, pc = marked ? st->hwm_count : st->count;
-    if (pb || pc) c->peak[c->npeak++] = (struct vt_holder){.stack = id, .count = (uint32_t)pc, .bytes = pb};
+    if (pb == st->bytes && pc == st->count) {
+        if (pb || pc) c->same[id / 64] |= 1ull << (id % 64);
+    } else if (pb || pc) {
+        c->peak[c->npeak++] = (struct vt_holder){.stack = id, .count = (uint32_t)pc, .bytes = pb};
+    }
     c->done[id / 64] |= 1ull << (id % 64);
 }
 
@@ -116,11 +140,12 @@ int vt_account_copy(struct vt_snapshot *s, double scale) {
     uint32_t n = (uint32_t)vt_stacks.n;
     struct vt_site_copy c = {.n = n, .peak_gen = vt_counts.peak_gen};
     c.done = calloc(n / 64 + 1, sizeof *c.done);
+    c.same = calloc(n / 64 + 1, sizeof *c.same);
     c.now = malloc((n ? n : 1) * sizeof *c.now);
     c.peak = malloc((n ? n : 1) * sizeof *c.peak);
     c.other = malloc((n ? n : 1) * sizeof *c.other);
-    if (!c.done || !c.now || !c.peak || !c.other) {
-        VT_FREE_ALL(c.done, c.now, c.peak, c.other);
+    if (!c.done || !c.same || !c.now || !c.peak || !c.other) {
+        VT_FREE_ALL(c.done, c.same, c.now, c.peak, c.other);
         vt_records_lost("the holder tables");
         return -1;
     }
@@ -183,12 +208,14 @@ void vt_account_holders_of_copy(struct vt_snapshot *s, struct vt_site_copy *c) {
     s->nholders = c->nnow;
     s->peak_holders = c->peak;
     s->npeak_holders = c->npeak;
+    s->peak_same = c->same;
     c->now = c->peak = NULL;
+    c->same = NULL;
     vt_account_copy_free(c);
 }
 
 void vt_account_copy_free(struct vt_site_copy *c) {
-    VT_FREE_ALL(c->done, c->now, c->peak, c->other);
+    VT_FREE_ALL(c->done, c->same, c->now, c->peak, c->other);
     *c = (struct vt_site_copy){0};
 }
 

@@ -57,7 +57,10 @@ _Static_assert(VT_KIND_COUNT <= 32, "a kind is a bit of VT_OWNED_KINDS");
  * later): device memory now, at the peak, and the memory of other kinds
  * (pinned host, imported) of the sites that hold any. A copy of each
  * site's six counts first (48 bytes a site) was 48 MB of the 153 MB a dump
- * added at 1,000,000 stacks. Each table has room for n entries: past
+ * added at 1,000,000 stacks. A site that held at the peak what it holds
+ * now has no peak entry of its own, only a bit in `same` (at an OOM most
+ * sites do; at 1,000,000 stacks the peak table was 16 of the 65 MiB a dump
+ * added). Each table has room for n entries: past
  * malloc's threshold a mapping, whose pages become resident only as
  * entries are written. Global lock held to read or write any of it. */
 struct vt_site_copy {
@@ -67,6 +70,7 @@ struct vt_site_copy {
     uint64_t *done;    /* a bit per site copied */
     struct vt_holder *now, *peak, *other;
     uint32_t nnow, npeak, nother;
+    uint64_t *same;    /* a bit per site whose `now` entry is its peak entry too */
 };
 extern struct vt_site_copy vt_site_copy VT_HIDDEN;
 

@@ -300,7 +300,8 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
     vt_global_lock();
     /* The holders are the mark's, not the process's: its sites' counts,
      * which hold the same device memory as the live list it filtered. */
-    VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders);
+    VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders, s->peak_same);
+    s->peak_same = NULL;
     s->peak_holders = s->holders = s->all_holders = NULL;
     s->npeak_holders = s->nholders = s->nall_holders = 0;
     s->all_is_device = 0;

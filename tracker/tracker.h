@@ -232,11 +232,24 @@ struct vt_snapshot {
                                        kinds; all_holders is NULL, read
                                        holders (vt_holders_of) */
     struct vt_holder *peak_holders; /* device memory by stack at the peak of
-                                       totals.live_bytes, largest first */
+                                       totals.live_bytes, largest first:
+                                       with peak_same, only the stacks
+                                       that held other than they hold now */
     size_t npeak_holders;
+    uint64_t *peak_same;            /* NULL, or a bit per stack (by id):
+                                       its entry of `holders` is its peak
+                                       entry too (vt_peak_holder_next) */
     uint64_t start_unix_ns;    /* wall-clock time of the tracker's start */
     uint64_t now_ns;           /* when the snapshot was taken */
 };
+
+/* The peak table of snapshot s in vt_holder_order, an entry at a time:
+ * peak_holders merged with the entries of holders that peak_same marks.
+ * Start with a zeroed cursor; 0 at the end. */
+struct vt_peak_cursor {
+    size_t i, j;
+};
+int vt_peak_holder_next(const struct vt_snapshot *s, struct vt_peak_cursor *c, struct vt_holder *out);
 
 /* Set up the tracker with the native stack depth and event ring size.
  * Called once from the library constructor; safe to call again. */

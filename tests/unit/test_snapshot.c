@@ -613,7 +613,8 @@ static void test_holders_copied_while_sites_change_are_of_one_point(void) {
             seen++;
         }
         for (size_t i = 0; i < (1u << 20); i++) wrong_sites += want[i][0] || want[i][1]; /* a stack with no holder */
-        for (size_t i = 0; i < s->npeak_holders; i++) peak += s->peak_holders[i].bytes;
+        struct vt_peak_cursor pc = {0, 0};
+        for (struct vt_holder ph; vt_peak_holder_next(s, &pc, &ph);) peak += ph.bytes;
         wrong_sums += sum != s->totals.live_bytes || count != s->totals.live_count;
         wrong_peak += peak != s->totals.peak_bytes;
         chunked += seen > 4096;

@@ -171,6 +171,33 @@ static void test_interning_and_holders(void) {
     vt_tracker_reset_child();
 }
 
+/* The peak table as a dump writes it (vt_peak_holder_next): its entry i. */
+static int peak_entry(const struct vt_snapshot *s, size_t i, struct vt_holder *h) {
+    struct vt_peak_cursor c = {0, 0};
+    for (size_t k = 0; vt_peak_holder_next(s, &c, h); k++)
+        if (k == i) return 1;
+    return 0;
+}
+
+static size_t peak_count(const struct vt_snapshot *s) {
+    struct vt_holder h;
+    size_t n = 0;
+    while (peak_entry(s, n, &h)) n++;
+    return n;
+}
+
+static uint64_t peak_of(const struct vt_snapshot *s, uint32_t stack, uint64_t *count) {
+    struct vt_peak_cursor c = {0, 0};
+    struct vt_holder h;
+    while (vt_peak_holder_next(s, &c, &h))
+        if (h.stack == stack) {
+            *count = h.count;
+            return h.bytes;
+        }
+    *count = 0;
+    return 0;
+}
+
 /* The holders of every kind (the leak report's): the device table where
  * no site holds memory of other kinds (all_is_device), else the device
  * entries with each site's other kinds added, and the sites of other kinds
@@ -216,6 +243,48 @@ static void test_holders_of_every_kind(void) {
         CHECK_EQ(h[1].stack, 1); CHECK_EQ(h[1].bytes, 40);
     }
     free(h);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+/* The peak table as a dump writes it: sites that hold at the peak what
+ * they hold now keep no peak entry of their own (a bit in peak_same), the
+ * others do, and vt_peak_holder_next merges the two in vt_holder_order. */
+static void test_peak_table_merged_from_same_and_changed(void) {
+    static const uintptr_t s0[] = {0x8100, 0x8200}, s1[] = {0x8300, 0x8200}, s2[] = {0x8400, 0x8200},
+                           s3[] = {0x8500, 0x8200};
+    vt_tracker_alloc(0xa0, 100, VT_KIND_DEVICE, 0, "x", s0, 2);
+    vt_tracker_alloc(0xb0, 50, VT_KIND_DEVICE, 0, "x", s1, 2);
+    vt_tracker_alloc(0xc0, 10, VT_KIND_DEVICE, 0, "x", s2, 2); /* the peak: 160, now */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->npeak_holders, 0); /* every site as at the peak */
+    struct vt_holder h;
+    uint32_t want1[][3] = {{0, 100, 1}, {1, 50, 1}, {2, 10, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(peak_entry(s, i, &h));
+        CHECK_EQ(h.stack, want1[i][0]); CHECK_EQ(h.bytes, want1[i][1]); CHECK_EQ(h.count, want1[i][2]);
+    }
+    CHECK_EQ(peak_count(s), 3);
+    vt_snapshot_free(s);
+    free_it(VT_SPACE_DEVICE, 0xa0, 1);
+    vt_tracker_alloc(0xd0, 5, VT_KIND_DEVICE, 0, "x", s3, 2);  /* 65 now; the peak stays 160 */
+    vt_tracker_alloc(0xb1, 20, VT_KIND_DEVICE, 0, "x", s1, 2); /* s1 70 now, 50 at the peak */
+    free_it(VT_SPACE_DEVICE, 0xc0, 1);
+    vt_tracker_alloc(0xc1, 5, VT_KIND_DEVICE, 0, "x", s2, 2);
+    vt_tracker_alloc(0xc2, 5, VT_KIND_DEVICE, 0, "x", s2, 2);  /* s2 10 bytes in 2 now, in 1 at the peak */
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.peak_bytes, 160);
+    CHECK_EQ(s->npeak_holders, 3); /* s0 (100 then, none now), s1 (50 then, 70 now), s2 (one then, two now) */
+    uint32_t want2[][3] = {{0, 100, 1}, {1, 50, 1}, {2, 10, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(peak_entry(s, i, &h));
+        CHECK_EQ(h.stack, want2[i][0]); CHECK_EQ(h.bytes, want2[i][1]); CHECK_EQ(h.count, want2[i][2]);
+    }
+    CHECK_EQ(peak_count(s), 3);
+    CHECK_EQ(s->nholders, 3); /* s1 70, s2 10, s3 5 */
+    if (s->nholders == 3) {
+        CHECK_EQ(s->holders[1].stack, 2); CHECK_EQ(s->holders[1].bytes, 10); CHECK_EQ(s->holders[1].count, 2);
+    }
     vt_snapshot_free(s);
     vt_tracker_reset_child();
 }
@@ -305,16 +374,6 @@ static void test_failures(void) {
 
 static const uintptr_t site_c[] = {0x1200, 0x2000, 0x3000};
 
-static uint64_t peak_of(const struct vt_snapshot *s, uint32_t stack, uint64_t *count) {
-    for (size_t i = 0; i < s->npeak_holders; i++)
-        if (s->peak_holders[i].stack == stack) {
-            *count = s->peak_holders[i].count;
-            return s->peak_holders[i].bytes;
-        }
-    *count = 0;
-    return 0;
-}
-
 static void test_holders_at_peak_and_oom(void) {
     uint64_t c;
     vt_tracker_alloc(0xa1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3); /* stack 0 */
@@ -325,11 +384,12 @@ static void test_holders_at_peak_and_oom(void) {
     vt_tracker_alloc(0xd1, 999, VT_KIND_HOST, 0, "x", site_c, 3);   /* host: not counted */
     struct vt_snapshot *s = vt_tracker_snapshot();
     CHECK_EQ(s->totals.peak_bytes, 150);
-    CHECK_EQ(s->npeak_holders, 2);
+    CHECK_EQ(peak_count(s), 2);
     CHECK_EQ(peak_of(s, 0, &c), 100); CHECK_EQ(c, 1);
     CHECK_EQ(peak_of(s, 1, &c), 50); CHECK_EQ(c, 1);
     CHECK_EQ(peak_of(s, 2, &c), 0);
-    CHECK_EQ(s->peak_holders[0].stack, 0);
+    struct vt_holder first;
+    CHECK(peak_entry(s, 0, &first) && first.stack == 0);
     vt_snapshot_free(s);
 
     struct vt_oom o = {.requested = 1 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
@@ -601,6 +661,7 @@ int main(void) {
     test_totals_peak_devices_host();
     test_interning_and_holders();
     test_holders_of_every_kind();
+    test_peak_table_merged_from_same_and_changed();
     test_same_stack_memo();
     test_restore_and_reuse();
     test_order_by_time_stamp();
