@@ -293,3 +293,46 @@ def torch_export_repeated_live_address_is_one_segment():
         replay(snap)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def torch_export_replay_set_grows_and_forgets():
+    """The replay's set of addresses freed within the window
+    (cli/fmt_torch.c's key_set: open addressing, a removed key marked in
+    place, remade past three quarters full): 5,000 addresses each
+    allocated and freed in two rounds (all allocations of a round, then all
+    its frees), so that the backward replay holds 5,000 at once, takes them
+    out, and puts the same keys back past their marks. Every one of the
+    20,000 events keeps its trace entries (2 an allocation, 3 a free), in
+    time order, and the trace replays from the segments."""
+    work = tempfile.mkdtemp(prefix="vt-torch-set-")
+    try:
+        d = json.load(open(os.path.join(GOLDEN, "phases.r0.json")))
+        t = d["events"][-1][0]
+        base = 0x7e0000000000
+        ev = []
+        for rnd in range(2):
+            for kind in ("alloc", "free"):
+                for k in range(5000):
+                    t += 1
+                    ev.append([t, kind, hex(base + k * 0x1000), 4096, 0, 0, "device"])
+        d["events"] = d["events"] + ev
+        path = os.path.join(work, "set.json")
+        json.dump(d, open(path, "w"))
+        snap = pickle.loads(export(path))
+        trace = snap["device_traces"][0]
+        mine = [(e["action"], e["addr"]) for e in trace if base <= e["addr"] < base + 5000 * 0x1000]
+        want = []
+        for rnd in range(2):
+            for k in range(5000):
+                want += [("segment_alloc", base + k * 0x1000), ("alloc", base + k * 0x1000)]
+            for k in range(5000):
+                a = base + k * 0x1000
+                want += [("free_requested", a), ("free_completed", a), ("segment_free", a)]
+        eq(len(mine), 50000, "the 20,000 events' trace entries")
+        eq(mine == want, True, "each in time order, an allocation's two and a free's three")
+        sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+        from test_cli import replay
+        replay(snap)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
