@@ -267,10 +267,9 @@ struct vt_symbols_ahead *vt_symbolize_ahead(uint64_t within_ns) {
         close_dwfl(a->p);
     }
     free(stacks);
-    /* libdwfl's memory, freed, stays resident in malloc's free lists: 12
-     * MiB of the 64 a dump may add, while the snapshot then makes its
-     * tables (at 1,000,000 live over 1,000,000 stacks it added 67.6 MiB;
-     * with the trim 65.2, and 52 to 61 with the live publisher on). */
+    /* libdwfl's memory, freed, stays resident in malloc's free lists
+     * (about 12 MiB) while the snapshot then makes its tables: given back
+     * here, so that the two are never resident at once. */
     malloc_trim(0);
     return a;
 }

@@ -112,9 +112,11 @@ struct vt_site_copy vt_site_copy;
 void vt_site_copy_one(uint32_t id) {
     const struct vt_site *st = vt_site_of(id);
     struct vt_site_copy *c = &vt_site_copy;
-    if (st->bytes || st->count) c->now[c->nnow++] = (struct vt_holder){.stack = id, .count = (uint32_t)st->count, .bytes = st->bytes};
-    if (st->other_bytes || st->other_count) c->other[c->nother++] =
-        (struct vt_holder){.stack = id, .count = (uint32_t)st->other_count, .bytes = st->other_bytes};
+    if (st->bytes || st->count)
+        c->now[c->nnow++] = (struct vt_holder){.stack = id, .count = (uint32_t)st->count, .bytes = st->bytes};
+    if (st->other_bytes || st->other_count)
+        c->other[c->nother++] =
+            (struct vt_holder){.stack = id, .count = (uint32_t)st->other_count, .bytes = st->other_bytes};
     /* At the peak as of the arming: a site not changed since keeps its
      * high-water mark of that peak's generation, or none (then its count
      * now is the one at the peak). */
