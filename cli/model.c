@@ -108,7 +108,7 @@ static size_t stack_ref(struct ctx *c, json_t *o, const char *key, size_t nstack
  * checks (F_INT in lo..hi, F_STACK below the dump's number of stacks), and
  * where it goes. Fields are read in table order, so the first field
  * missing or wrong is the one an error names. */
-enum { F_U64, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK, F_STACK32 };
+enum { F_U64, F_U32, F_INT, F_I16, F_LONG, F_STR, F_NULLSTR, F_HEX, F_STACK, F_STACK32 };
 struct spec {
     const char *key;
     int type;
@@ -116,6 +116,7 @@ struct spec {
     size_t off;
 };
 #define U64(T, f) {#f, F_U64, 0, 0, offsetof(T, f)}
+#define U32(T, f) {#f, F_U32, 0, 0, offsetof(T, f)}
 #define U64_AS(key, T, f) {key, F_U64, 0, 0, offsetof(T, f)}
 #define INT(T, f, lo, hi) {#f, F_INT, lo, hi, offsetof(T, f)}
 #define I16(T, f, lo, hi) {#f, F_I16, lo, hi, offsetof(T, f)}
@@ -133,6 +134,12 @@ static void read_fields(struct ctx *c, json_t *o, const struct spec *sp, size_t 
         char *at = (char *)out + sp[i].off;
         switch (sp[i].type) {
         case F_U64: *(uint64_t *)at = u64(c, o, sp[i].key, where); break;
+        case F_U32: {
+            uint64_t v = u64(c, o, sp[i].key, where);
+            if (!c->failed && v > UINT32_MAX) fail(c, "%s: field \"%s\" is out of range", where, sp[i].key);
+            *(uint32_t *)at = (uint32_t)v;
+            break;
+        }
         case F_INT: *(int *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_I16: *(int16_t *)at = (int16_t)int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
         case F_LONG: *(long *)at = int_in(c, o, sp[i].key, sp[i].lo, sp[i].hi, where); break;
@@ -155,7 +162,7 @@ static const struct spec frame_fields[] = {
     HEX(struct vt_frame, offset), HEX(struct vt_frame, address),
 };
 static const struct spec holder_fields[] = {
-    STACK(struct vm_holder, stack), U64(struct vm_holder, bytes), U64(struct vm_holder, count),
+    STACK32(struct vm_holder, stack), U64(struct vm_holder, bytes), U32(struct vm_holder, count),
 };
 static const struct spec device_fields[] = {
     INT(struct vm_device, ordinal, 0, 4095), NULLSTR(struct vm_device, name), NULLSTR(struct vm_device, uuid),

@@ -39,8 +39,8 @@ struct vm_node {
 #define VM_NO_NODE UINT32_MAX
 
 struct vm_holder {
-    size_t stack;
-    VT_HOLDER_FIELDS(VT_RECORD_FIELD) /* bytes, count (common/records.h) */
+    uint32_t stack;
+    VT_HOLDER_FIELDS(VT_RECORD_FIELD) /* count, bytes (common/records.h) */
 };
 
 /* A live allocation and an event, each in as few bytes as its fields

@@ -553,13 +553,15 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
         for (size_t i = 0; i < k; i += 3) {
             json_t *s = json_array_get(json, i), *b = json_array_get(json, i + 1), *c = json_array_get(json, i + 2);
             if (!json_is_integer(s) || !json_is_integer(b) || !json_is_integer(c) || json_integer_value(s) < 0 ||
-                (uint64_t)json_integer_value(s) >= nstacks || json_integer_value(b) < 0 || json_integer_value(c) < 0) {
+                (uint64_t)json_integer_value(s) >= nstacks || json_integer_value(b) < 0 || json_integer_value(c) < 0 ||
+                json_integer_value(c) > UINT32_MAX) {
                 free(h);
                 bad(err, errsize, "[%zu] is malformed", i / 3);
                 return NULL;
             }
-            h[i / 3] = (struct vm_holder){(size_t)json_integer_value(s), (uint64_t)json_integer_value(b),
-                                          (uint64_t)json_integer_value(c)};
+            h[i / 3] = (struct vm_holder){.stack = (uint32_t)json_integer_value(s),
+                                          .count = (uint32_t)json_integer_value(c),
+                                          .bytes = (uint64_t)json_integer_value(b)};
         }
         *n = k / 3;
         return h;
@@ -575,12 +577,12 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
         }
         int64_t s, b, c;
         if (!elem(&p, &s, 0, (int64_t)nstacks - 1) || !vm_scan_lit(&p, ',') || !elem(&p, &b, 0, INT64_MAX) ||
-            !vm_scan_lit(&p, ',') || !elem(&p, &c, 0, INT64_MAX)) {
+            !vm_scan_lit(&p, ',') || !elem(&p, &c, 0, UINT32_MAX)) {
             free(h);
             bad(err, errsize, "[%zu] is malformed", *n);
             return NULL;
         }
-        h[(*n)++] = (struct vm_holder){(size_t)s, (uint64_t)b, (uint64_t)c};
+        h[(*n)++] = (struct vm_holder){.stack = (uint32_t)s, .count = (uint32_t)c, .bytes = (uint64_t)b};
     }
     if (p.err) { free(h); bad(err, errsize, ": %s", p.err); return NULL; }
     if (!h && !(h = calloc(1, sizeof *h))) bad(err, errsize, "out of memory");

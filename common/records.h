@@ -62,12 +62,12 @@
     X(uint64_t, address)    \
     X(uint64_t, bytes)
 
-/* What one call site (stack) holds: bytes and allocations, as the CLI
- * reads them (the tracker's vt_holder keeps the count in 32 bits, to be
- * 16 bytes). */
+/* What one call site (stack) holds: allocations and bytes, as the CLI
+ * reads them (allocations in 32 bits, as the tracker's vt_holder keeps
+ * them: a holder is 16 bytes with its stack's index first). */
 #define VT_HOLDER_FIELDS(X) \
-    X(uint64_t, bytes)      \
-    X(uint64_t, count)
+    X(uint32_t, count)      \
+    X(uint64_t, bytes)
 
 /* Another process on the same GPU, as NVML saw it at an OOM: its pid. Its
  * bytes are not here: the process keeps UINT64_MAX when NVML could not

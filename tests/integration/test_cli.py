@@ -436,6 +436,38 @@ def cli_live_names_many_and_too_many():
 
 
 @test
+def cli_holder_counts_in_32_bits():
+    """A holder's allocation count is kept in 32 bits (cli/model.h: a
+    holder is 16 bytes, as the tracker's are): 4,294,967,295 allocations
+    at a call site read back exactly, in both versions, with the bytes
+    beside them; one more is one error line naming the holder, never a
+    count cut to 0."""
+    with workdir("vt-cli-count-") as work:
+        for version in (1, 2):
+            d = json.load(open(seed("optional-fields.json" if version == 1 else "v2-host-vmm.json")))
+            path = os.path.join(work, "d%d.json" % version)
+            for count, good in ((2**32 - 1, True), (2**32, False)):
+                if version == 1:
+                    d["holders"][1]["count"] = count
+                    d["holders"][1]["bytes"] = 2**40 + 3
+                else:
+                    d["holders"][5] = count
+                    d["holders"][4] = 2**40 + 3
+                json.dump(d, open(path, "w"))
+                rc, out, err = cli(["report", path, "--format", "json"])
+                if good:
+                    eq((rc, err), (0, ""), f"version {version}: a count of 2^32 - 1: status")
+                    held = [(h["count"], h["bytes"]) for h in json.loads(out)["processes"][0]["holders"]
+                            if h["bytes"] == 2**40 + 3]
+                    eq(held, [(2**32 - 1, 2**40 + 3)], f"version {version}: the holder's count and bytes")
+                else:
+                    eq(rc, 1, f"version {version}: a count of 2^32 refused")
+                    one_error_line(err, "vramtrace report: ", f"version {version}: a count of 2^32")
+                    want = 'holders: field "count" is out of range' if version == 1 else "holders[1] is malformed"
+                    ok(want in err, f"version {version}: says which: {err!r}")
+
+
+@test
 def cli_dumps_of_one_process_are_said_so():
     """Three dumps, two of them of one process (the same pid, host and
     start: named dumps, or one beside the exit dump): the text report says
