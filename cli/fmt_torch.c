@@ -454,64 +454,55 @@ static void selection_free(struct selection *x) {
 }
 
 /* The addresses the replay adds that no live segment has (allocations
- * freed within the events' window): an open-addressed set of keys, 16
- * bytes a slot, a removed key marked in place, remade past three quarters
- * full of keys and marks (21 to 43 bytes a key). A uthash entry each took
- * about 88 bytes: 7.2 MB for the 90,000 freed allocations of a dump of 8.6
- * MB, 79 MB for 900,000. */
+ * freed within the events' window): an open-addressed set of the free
+ * events that added them, a slot the event's index (plus 2; 0 empty, 1 a
+ * removed key) and the key read from the event itself (its device, and
+ * its address in the selection's ev_addr). Made once with room for every
+ * free event at three quarters full, so it never grows: 5 to 11 bytes a
+ * free event. Keys of 16 bytes, remade past three quarters full, took 48
+ * MB at the remaking for the 900,000 freed allocations of a dump of 67
+ * MB; a uthash entry each, 79 MB. */
 struct key_set {
-    struct key *slot;        /* device KEY_EMPTY: empty; KEY_GONE: removed */
-    size_t cap, n, used;     /* slots; keys; keys and removal marks */
+    uint32_t *slot;
+    size_t cap;
+    const struct vm_event *events;
+    const uint64_t *addr;    /* the events' addresses (selection.ev_addr) */
 };
-#define KEY_EMPTY INT64_MIN
-#define KEY_GONE (INT64_MIN + 1)
+#define KEY_EMPTY 0u
+#define KEY_GONE 1u
 
 static size_t key_slot(const struct key_set *s, int device, uint64_t address) {
     uint64_t h = (address ^ (uint64_t)(int64_t)device * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
     return (size_t)(h ^ h >> 32) & (s->cap - 1);
 }
 
+/* Room for `adds` keys; 0 when out of memory. */
+static int key_set_make(struct key_set *s, size_t adds, const struct vm_event *events, const uint64_t *addr) {
+    for (s->cap = 16; 3 * s->cap < 4 * (adds + 1); s->cap *= 2) {}
+    s->events = events;
+    s->addr = addr;
+    return (s->slot = calloc(s->cap, sizeof *s->slot)) != NULL;
+}
+
 /* The slot of (device, address), or SIZE_MAX. */
 static size_t key_find(const struct key_set *s, int device, uint64_t address) {
-    if (!s->cap) return SIZE_MAX;
     for (size_t i = key_slot(s, device, address);; i = (i + 1) & (s->cap - 1)) {
-        const struct key *k = &s->slot[i];
-        if (k->device == KEY_EMPTY) return SIZE_MAX;
-        if (k->device == device && k->address == address) return i;
+        uint32_t k = s->slot[i];
+        if (k == KEY_EMPTY) return SIZE_MAX;
+        if (k != KEY_GONE && s->events[k - 2].device == device && s->addr[k - 2] == address) return i;
     }
 }
 
-/* Add (device, address), not in s; 0 when out of memory. */
-static int key_add(struct key_set *s, int device, uint64_t address) {
-    if (4 * (s->used + 1) > 3 * s->cap) {   /* past three quarters: remade at most half full */
-        struct key_set t = {NULL, 16, 0, 0};
-        while (t.cap < 2 * (s->n + 1)) t.cap *= 2;
-        if (!(t.slot = malloc(t.cap * sizeof *t.slot))) return 0;
-        for (size_t i = 0; i < t.cap; i++) t.slot[i].device = KEY_EMPTY;
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slot[i].device != KEY_EMPTY && s->slot[i].device != KEY_GONE) {
-                size_t j = key_slot(&t, (int)s->slot[i].device, s->slot[i].address);
-                while (t.slot[j].device != KEY_EMPTY) j = (j + 1) & (t.cap - 1);
-                t.slot[j] = s->slot[i];
-                t.n++;
-                t.used++;
-            }
-        free(s->slot);
-        *s = t;
-    }
-    size_t j = key_slot(s, device, address);
-    while (s->slot[j].device != KEY_EMPTY) j = (j + 1) & (s->cap - 1);
-    s->slot[j] = (struct key){address, device};
-    s->n++;
-    s->used++;
-    return 1;
+/* Event i's key added (not in s): one of the adds s was made for. */
+static void key_add(struct key_set *s, size_t i) {
+    size_t j = key_slot(s, s->events[i].device, s->addr[i]);
+    while (s->slot[j] != KEY_EMPTY) j = (j + 1) & (s->cap - 1);
+    s->slot[j] = (uint32_t)i + 2;
 }
 
 static void key_del(struct key_set *s, int device, uint64_t address) {
     size_t i = key_find(s, device, address);
-    if (i == SIZE_MAX) return;
-    s->slot[i].device = KEY_GONE;
-    s->n--;
+    if (i != SIZE_MAX) s->slot[i] = KEY_GONE;
 }
 
 /* The live segments, by (device, address): a sorted array of their keys,
@@ -574,14 +565,11 @@ static void seg_take(struct segments *g, int device, uint64_t address) {
     key_del(&g->extra, device, address);
 }
 
-/* The segment put into the replay's set; 0 when out of memory. */
-static int seg_put(struct segments *g, int device, uint64_t address) {
-    size_t i = seg_at(g, device, address);
-    if (i != SIZE_MAX) {
-        set_bit(g->present, i, 1);
-        return 1;
-    }
-    return key_add(&g->extra, device, address);
+/* Free event i's segment put into the replay's set. */
+static void seg_put(struct segments *g, size_t i) {
+    size_t at = seg_at(g, g->extra.events[i].device, g->extra.addr[i]);
+    if (at != SIZE_MAX) set_bit(g->present, at, 1);
+    else key_add(&g->extra, i);
 }
 
 static void segments_free(struct segments *g) {
@@ -654,7 +642,11 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         }
     }
     /* The replay, last to first from the segments: an allocation's
-     * segment exists after it, a free's does not. */
+     * segment exists after it, a free's does not. A free adds one key at
+     * most. */
+    size_t frees = 0;
+    for (size_t i = 0; i < d->nevents; i++) frees += d->events[i].type == 'f' && x->ev_addr[i];
+    if (d->nevents > UINT32_MAX - 2 || !key_set_make(&set.extra, frees, d->events, x->ev_addr)) goto oom;
     for (size_t i = d->nevents; i-- > 0;) {
         const struct vm_event *e = &d->events[i];
         if (e->type == 'o' || !x->ev_addr[i]) continue;
@@ -663,7 +655,7 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
             seg_take(&set, e->device, x->ev_addr[i]);
             x->ev_ok[i] = 1;
         } else if (e->type == 'f' && !has) {
-            if (!seg_put(&set, e->device, x->ev_addr[i])) goto oom;
+            seg_put(&set, i);
             x->ev_ok[i] = 1;
         }
     }

@@ -296,10 +296,11 @@ def torch_export_repeated_live_address_is_one_segment():
 
 
 @test
-def torch_export_replay_set_grows_and_forgets():
+def torch_export_replay_set_forgets_and_finds_past_marks():
     """The replay's set of addresses freed within the window
-    (cli/fmt_torch.c's key_set: open addressing, a removed key marked in
-    place, remade past three quarters full): 5,000 addresses each
+    (cli/fmt_torch.c's key_set: open addressing over the free events'
+    indexes, a removed key marked in place, room made once for every free
+    event): 5,000 addresses each
     allocated and freed in two rounds (all allocations of a round, then all
     its frees), so that the backward replay holds 5,000 at once, takes them
     out, and puts the same keys back past their marks. Every one of the
