@@ -137,7 +137,8 @@ int vt_cmd_report(int argc, char **argv) {
     char err[1024], safe[1024];
     rc = 0;
     for (size_t i = 0; i < npaths; i++) {
-        if (vm_load(paths[i], &in.dumps[in.n], err, sizeof err) != 0) {
+        if (vm_load_with(paths[i], rep->needs_events ? 0 : VM_LOAD_COUNT_EVENTS, &in.dumps[in.n], err,
+                         sizeof err) != 0) {
             fprintf(stderr, "vramtrace report: %s\n", vr_safe(err, safe, sizeof safe));
             rc = 1;
             break;

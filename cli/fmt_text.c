@@ -26,13 +26,8 @@ static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, s
 /* One line that says how the run went, from the event history. */
 static void timeline(FILE *f, const struct vm_dump *d) {
     char a[32], b[32];
-    uint64_t allocs = 0, frees = 0, ooms = 0, first_oom = 0;
-    for (size_t i = 0; i < d->nevents; i++) {
-        const struct vm_event *e = &d->events[i];
-        if (e->type == 'a') allocs++;
-        else if (e->type == 'f') frees++;
-        else if (ooms++ == 0) first_oom = e->time_ns;
-    }
+    uint64_t allocs = d->event_counts.allocs, frees = d->event_counts.frees, ooms = d->event_counts.ooms,
+             first_oom = d->event_counts.first_oom_ns;
     fprintf(f, "timeline: %zu %s over %.3f s (%" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s)", d->nevents,
             vr_plural(d->nevents, "event", "events"), secs(d->time_ns), allocs,
             vr_plural(allocs, "allocation", "allocations"), frees, vr_plural(frees, "free", "frees"), ooms,

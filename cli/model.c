@@ -443,7 +443,8 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (!arr) return;
     d->events_dropped = u64(c, root, "events_dropped", "dump");
     d->nevents = json_array_size(arr);
-    if (!(d->events = room(c, d->nevents, sizeof *d->events))) return;
+    struct vm_event one;
+    if (!d->events_counted_only && !(d->events = room(c, d->nevents, sizeof *d->events))) return;
     int all_known = 1;
     for (size_t i = 0; i < d->nevents && !c->failed; i++) {
         json_t *e = json_array_get(arr, i);
@@ -458,7 +459,7 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
             fail(c, "events[%zu] is malformed", i);
             return;
         }
-        struct vm_event *v = &d->events[i];
+        struct vm_event *v = d->events ? &d->events[i] : &one;
         const char *type = json_string_value(ty);
         if (strcmp(type, "alloc") == 0) v->type = 'a';
         else if (strcmp(type, "free") == 0) v->type = 'f';
@@ -477,6 +478,7 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         int k = vm_event_kind_index(d, kind);
         if (k < 0) { fail(c, "events[%zu]: more than %d kinds of memory", i, VM_EVENT_KINDS); return; }
         v->kind = (uint8_t)k;
+        vm_count_event(d, v);
     }
     if (all_known && !c->failed) json_array_clear(arr);
 }
@@ -567,10 +569,12 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     return c->failed ? -1 : 0;
 }
 
-int vm_load_text(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
+int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, struct vm_dump *d, char *err,
                  size_t errsize) {
     struct ctx c = {err, errsize, 0, name};
+    int mapped = (flags & VM_LOAD_MAPPED) != 0;
     memset(d, 0, sizeof *d);
+    d->events_counted_only = (flags & VM_LOAD_COUNT_EVENTS) != 0;
     /* A version 2 dump's big arrays are read from the text; jansson
      * parses the rest. */
     struct vm_v2_spans spans;
@@ -601,8 +605,9 @@ int vm_load_text(const char *buf, size_t len, int mapped, const char *name, stru
     return 0;
 }
 
-int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d, char *err, size_t errsize) {
-    return vm_load_text(buf, len, 0, name, d, err, errsize);
+int vm_load_buffer(const char *buf, size_t len, unsigned flags, const char *name, struct vm_dump *d, char *err,
+                   size_t errsize) {
+    return vm_load_text(buf, len, flags & VM_LOAD_COUNT_EVENTS, name, d, err, errsize);
 }
 
 void vm_free(struct vm_dump *d) {

@@ -162,8 +162,12 @@ struct vm_dump {
     void *name_index;        /* while loading: names by text (model_names.c) */
     struct vm_live_handle *handles; /* by live index, ascending, owned */
     size_t nhandles;
-    struct vm_event *events;
+    struct vm_event *events;     /* NULL when loaded with VM_LOAD_COUNT_EVENTS */
     size_t nevents;
+    struct {                     /* the events counted as they are read, kept or not */
+        uint64_t allocs, frees, ooms, first_oom_ns;
+    } event_counts;
+    int events_counted_only;     /* VM_LOAD_COUNT_EVENTS: read and checked, not kept */
     uint64_t events_dropped;
     const char *event_kinds[VM_EVENT_KINDS]; /* the events' kinds by index */
     size_t nevent_kinds;
@@ -211,9 +215,17 @@ int vm_add_handle(struct vm_dump *d, size_t live, uint64_t h);
  * in err. On failure *d holds nothing to free. */
 int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize);
 
-/* The same from a buffer (for the fuzzer and tests); `name` names it in
- * errors. */
-int vm_load_buffer(const char *buf, size_t len, const char *name, struct vm_dump *d,
+/* The same, with VM_LOAD_COUNT_EVENTS: every event is read and checked as
+ * vm_load does (the same errors), but only counted (d->event_counts), not
+ * kept: d->events stays NULL. For outputs that need no event itself (an
+ * event is 32 bytes in the model: a dump's history of 1,000,000 events,
+ * 32 MB). */
+#define VM_LOAD_COUNT_EVENTS 2u
+int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err, size_t errsize);
+
+/* The same from a buffer (for the fuzzer and tests), with vm_load_with's
+ * flags; `name` names it in errors. */
+int vm_load_buffer(const char *buf, size_t len, unsigned flags, const char *name, struct vm_dump *d,
                    char *err, size_t errsize);
 
 void vm_free(struct vm_dump *d);
@@ -244,6 +256,13 @@ const char *vm_site_label(const struct vm_dump *d, size_t stack, char *buf, size
  * ...) when k is one of them, so that what the model keeps holds no
  * pointer into the parsed document; NULL else. */
 const char *vm_known_kind(const char *k);
+
+/* Event e counted into d->event_counts (the loaders, as each is read). */
+static inline void vm_count_event(struct vm_dump *d, const struct vm_event *e) {
+    if (e->type == 'a') d->event_counts.allocs++;
+    else if (e->type == 'f') d->event_counts.frees++;
+    else if (d->event_counts.ooms++ == 0) d->event_counts.first_oom_ns = e->time_ns;
+}
 
 /* The kind of memory of an event ("device", ...). */
 static inline const char *vm_event_kind(const struct vm_dump *d, const struct vm_event *e) {

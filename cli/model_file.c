@@ -24,17 +24,18 @@ static void on_bus(int sig) {
  * the pages past its new end: that is caught here and said as one error
  * (what was built of d is freed), never a crash. The CLI reads on one
  * thread. */
-static int load_mapped(const char *path, const char *m, size_t len, struct vm_dump *d, char *err, size_t errsize) {
+static int load_mapped(const char *path, const char *m, size_t len, unsigned flags, struct vm_dump *d, char *err,
+                       size_t errsize) {
     sigjmp_buf jump;
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_bus;
     sigemptyset(&sa.sa_mask);
     int rc = -1;
-    if (sigaction(SIGBUS, &sa, &old) != 0) return vm_load_text(m, len, 1, path, d, err, errsize);
+    if (sigaction(SIGBUS, &sa, &old) != 0) return vm_load_text(m, len, flags | VM_LOAD_MAPPED, path, d, err, errsize);
     if (sigsetjmp(jump, 1) == 0) {
         bus_jump = &jump;
-        rc = vm_load_text(m, len, 1, path, d, err, errsize);
+        rc = vm_load_text(m, len, flags | VM_LOAD_MAPPED, path, d, err, errsize);
     } else {
         struct stat sb;
         vm_free(d);
@@ -50,6 +51,11 @@ static int load_mapped(const char *path, const char *m, size_t len, struct vm_du
 }
 
 int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
+    return vm_load_with(path, 0, d, err, errsize);
+}
+
+int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err, size_t errsize) {
+    flags &= VM_LOAD_COUNT_EVENTS;
     memset(d, 0, sizeof *d);
     /* A model's big arrays (the live allocations, the events, the node
      * table read and freed on the way) are each made once: with malloc's
@@ -71,7 +77,7 @@ int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
         if (m != MAP_FAILED) {
             fclose(f);
             madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-            int rc = load_mapped(path, m, (size_t)sb.st_size, d, err, errsize);
+            int rc = load_mapped(path, m, (size_t)sb.st_size, flags, d, err, errsize);
             munmap(m, (size_t)sb.st_size);
             return rc;
         }
@@ -96,7 +102,7 @@ int vm_load(const char *path, struct vm_dump *d, char *err, size_t errsize) {
         free(buf);
         return -1;
     }
-    int rc = vm_load_text(buf, len, 0, path, d, err, errsize);
+    int rc = vm_load_text(buf, len, flags, path, d, err, errsize);
     free(buf);
     return rc;
 }

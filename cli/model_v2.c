@@ -493,13 +493,14 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
     uint64_t n = (uint64_t)json_integer_value(count);
     if (n > len / 4 * 3 / 5 + 1) return bad(err, errsize, "events: fewer than \"nevents\"");
     d->nevents = (size_t)n;
-    d->events = calloc(n ? n : 1, sizeof *d->events);
-    if (!d->events) return bad(err, errsize, "out of memory");
+    struct vm_event one;
+    if (!d->events_counted_only && !(d->events = calloc(n ? n : 1, sizeof *d->events)))
+        return bad(err, errsize, "out of memory");
     struct b64in b;
     b64_init(&b, sp, text, len);
     uint64_t t = 0, address = 0, bytes = 0;
     for (size_t i = 0; i < d->nevents; i++) {
-        struct vm_event *v = &d->events[i];
+        struct vm_event *v = d->events ? &d->events[i] : &one;
         uint64_t dev, stack;
         unsigned char c;
         if (!zigzag(&b, &t) || !b64_byte(&b, &c)) goto malformed;
@@ -516,6 +517,7 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         v->address = address;
         v->bytes = bytes;
         v->stack = (uint32_t)stack;
+        vm_count_event(d, v);
         continue;
     malformed:
         return bad(err, errsize, b.bad ? "events: not base64" : "events[%zu] is malformed", i);

@@ -51,9 +51,11 @@ int vm_v2_load_live_events(const struct vm_v2_spans *sp, json_t *root, struct vm
 struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t nstacks, size_t *n, char *err,
                                 size_t errsize);
 
-/* vm_load_buffer of model.c, where `mapped` says buf is a read-only file
- * mapping whose pages may be given back once read (model_file.c). */
-int vm_load_text(const char *buf, size_t len, int mapped, const char *name, struct vm_dump *d, char *err,
+/* vm_load_buffer of model.c, with vm_load_with's flags and VM_LOAD_MAPPED:
+ * buf is a read-only file mapping whose pages may be given back once read
+ * (model_file.c). */
+#define VM_LOAD_MAPPED 1u
+int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, struct vm_dump *d, char *err,
                  size_t errsize);
 
 /* Free what vm_v2_load_stacks kept (d->v2). */

@@ -9,12 +9,12 @@
 #include "reporters.h"
 
 const struct vt_reporter vt_reporters[] = {
-    {"text", "the post-mortem: devices, OOMs, holders with stacks, live allocations", vr_text},
-    {"json", "the dump normalized and symbolized, for jq and CI", vr_json},
-    {"folded", "one line per stack, outermost first, for flamegraph.pl, inferno, speedscope", vr_folded},
-    {"html", "one self-contained page: timeline, flame graph, sortable tables", vr_html},
-    {"torch", "a pickle in PyTorch's memory snapshot format (one dump), for pytorch.org/memory_viz", vr_torch},
-    {NULL, NULL, NULL},
+    {"text", "the post-mortem: devices, OOMs, holders with stacks, live allocations", vr_text, 0},
+    {"json", "the dump normalized and symbolized, for jq and CI", vr_json, 0},
+    {"folded", "one line per stack, outermost first, for flamegraph.pl, inferno, speedscope", vr_folded, 0},
+    {"html", "one self-contained page: timeline, flame graph, sortable tables", vr_html, 1},
+    {"torch", "a pickle in PyTorch's memory snapshot format (one dump), for pytorch.org/memory_viz", vr_torch, 1},
+    {NULL, NULL, NULL, 0},
 };
 
 const char *vr_moment_name(enum vr_moment at) {

@@ -32,6 +32,9 @@ struct vt_reporter {
     /* Write the report. Returns 0, or -1 with a one-line reason in err. */
     int (*write)(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err,
                  size_t errsize);
+    /* Whether it reads the events themselves; the others are given dumps
+     * loaded with VM_LOAD_COUNT_EVENTS. */
+    int needs_events;
 };
 
 extern const struct vt_reporter vt_reporters[]; /* ended by a NULL name */

@@ -92,6 +92,35 @@ def reader_many_stacks_few_live_within_twice_the_dump():
                             f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
 
 
+@test
+def reader_text_json_folded_count_events_without_keeping_them():
+    """The text, json and folded reports need the history's counts, not its
+    events (cli/model.h's VM_LOAD_COUNT_EVENTS): a dump of 1,000,000
+    events over one stack (700,000 pairs, the ring's last million kept) is
+    read, every event checked, and counted exactly; each of the three
+    peaks within twice the dump's size resident. With every event kept
+    (32 bytes each in the model) they took 4.5x."""
+    with workdir("vt-reader-events-") as work:
+        p = subprocess.run([os.path.join(BUILD, "bench", "bench_alloc"), "pairs", "cuda", "20", "700000", "1", "cold"],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                    VRAMTRACE_REPORT="off", VRAMTRACE_LIVE="0",
+                                    LD_LIBRARY_PATH=os.path.join(BUILD, "bench")))
+        eq(p.returncode, 0, p.stderr)
+        path = os.path.join(work, "d.json")
+        size = os.path.getsize(path)
+        out = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=120).stdout
+        line = [l for l in out.splitlines() if l.startswith("timeline:")]
+        eq(len(line), 1, "one timeline line")
+        eq(re.sub(r" over [0-9.]+ s", "", line[0].split(";")[0]),
+           "timeline: 1000000 events (500000 allocations, 500000 frees, 0 OOMs, older events dropped)",
+           "the events counted")
+        for fmt in ("text", "json", "folded"):
+            rss = peak_rss([CLI, "report", "--format", fmt, path, "-o", os.devnull])
+            ok(rss <= 2 * size, f"{fmt}: peak resident memory {rss / 2**20:.1f} MiB is "
+                                f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
+
+
 FOLD_COLLIDE = os.path.join(T, "vramtrace_fold_collide")
 
 
