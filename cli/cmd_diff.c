@@ -104,8 +104,9 @@ int vt_cmd_diff(int argc, char **argv) {
     if (np != 2) { fprintf(stderr, "vramtrace diff: give exactly two dumps: OLD.json NEW.json\n"); return 2; }
     struct vm_dump d[2];
     char err[1024];
-    if (vm_load(paths[0], &d[0], err, sizeof err) != 0) return load_error(err);
-    if (vm_load(paths[1], &d[1], err, sizeof err) != 0) {
+    /* The diff reads holders, never an event: the events are counted. */
+    if (vm_load_with(paths[0], VM_LOAD_COUNT_EVENTS, &d[0], err, sizeof err) != 0) return load_error(err);
+    if (vm_load_with(paths[1], VM_LOAD_COUNT_EVENTS, &d[1], err, sizeof err) != 0) {
         vm_free(&d[0]);
         return load_error(err);
     }

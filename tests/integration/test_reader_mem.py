@@ -98,8 +98,9 @@ def reader_text_json_folded_count_events_without_keeping_them():
     events (cli/model.h's VM_LOAD_COUNT_EVENTS): a dump of 1,000,000
     events over one stack (700,000 pairs, the ring's last million kept) is
     read, every event checked, and counted exactly; each of the three
-    peaks within twice the dump's size resident. With every event kept
-    (32 bytes each in the model) they took 4.5x."""
+    peaks within twice the dump's size resident, and so does `vramtrace
+    diff` of the dump with itself. With every event kept (32 bytes each in
+    the model) they took 4.5x, and the diff 8.6x."""
     with workdir("vt-reader-events-") as work:
         p = subprocess.run([os.path.join(BUILD, "bench", "bench_alloc"), "pairs", "cuda", "20", "700000", "1", "cold"],
                            capture_output=True, text=True, timeout=300,
@@ -119,6 +120,10 @@ def reader_text_json_folded_count_events_without_keeping_them():
             rss = peak_rss([CLI, "report", "--format", fmt, path, "-o", os.devnull])
             ok(rss <= 2 * size, f"{fmt}: peak resident memory {rss / 2**20:.1f} MiB is "
                                 f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
+        # `vramtrace diff` reads two dumps' holders: 8.6x with the events kept.
+        rss = peak_rss([CLI, "diff", path, path])
+        ok(rss <= 2 * size, f"diff of the dump with itself: peak resident memory {rss / 2**20:.1f} MiB is "
+                            f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
 
 
 FOLD_COLLIDE = os.path.join(T, "vramtrace_fold_collide")
