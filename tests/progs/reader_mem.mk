@@ -20,3 +20,7 @@ PROGS += $(T)/vramtrace_fold_collide
 $(T)/vramtrace_fold_collide: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(T)
 	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
+
+# The event-heavy dump: bench/bench_alloc.c's pairs under the library
+# (tests/integration/test_reader_mem.py).
+PROGS += $(B)/bench/bench_alloc
