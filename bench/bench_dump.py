@@ -6,8 +6,8 @@ dump's bytes per live allocation, per distinct frame and per event (each
 section's own bytes, and the whole against the budget 120 x live + 40 x
 frames + 16 x events), the write's time and the resident memory it added,
 `vramtrace report`'s peak resident memory over the dump's size and its
-speed in MB of dump a second (text format), and the torch export's size
-over the dump's.
+speed in MB of dump a second (text format), the peak resident memory of
+every other format, and the torch export's size over the dump's.
 
 BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
 format version 1 is measured by its own sections where it has them);
@@ -75,8 +75,13 @@ def measure(lib, cli, prog, live, nstacks, work):
     m["write_thread_cpu"] = float(f["thread_cpu_s"]) if "thread_cpu_s" in f else None
     m["write_added"], m["rss_before"] = int(f["hwm_added_kb"]) * 1024, int(f["rss_kb"]) * 1024
     _, m["rwall"], m["rcpu"], m["rrss"] = timed([cli, "report", path, "-o", os.devnull])
+    m["frss"] = {"text": m["rrss"]}
+    for fmt in ("json", "folded", "html"):
+        fp, _, _, m["frss"][fmt] = timed([cli, "report", path, "--format", fmt, "-o", os.devnull])
+        if fp.returncode != 0:
+            m["frss"][fmt] = 0
     torch = os.path.join(work, "t.pickle")
-    tp, _, _, _ = timed([cli, "report", path, "--format", "torch", "-o", torch])
+    tp, _, _, m["frss"]["torch"] = timed([cli, "report", path, "--format", "torch", "-o", torch])
     m["tsize"] = os.path.getsize(torch) if tp.returncode == 0 else 0
     os.unlink(path)
     if m["tsize"]:
@@ -99,6 +104,8 @@ def show(m, live, nstacks, label):
           f"{m['write_added'] / 2**20:.0f} MiB resident added (resident before: {m['rss_before'] / 2**20:.0f} MiB)")
     print(f"      report (text): {m['rrss'] / size:.2f}x the dump's size resident ({m['rrss'] / 2**20:.0f} MiB), "
           f"{mb / m['rwall']:.0f} MB/s ({m['rwall']:.2f} s; {mb / max(m['rcpu'], 1e-3):.0f} MB/s of CPU time)")
+    print("      report, every format, resident over the dump's size: " +
+          ", ".join(f"{k} {v / size:.2f}x" if v else f"{k} failed" for k, v in m["frss"].items()))
     print(f"      torch export: {m['tsize'] / size:.2f}x the dump ({m['tsize'] / 1e6:.1f} MB)")
 
 
