@@ -65,6 +65,9 @@ enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
  * after those taken, so that a small export's memo stays below 256. */
 #define HOT_FIRST (NSLOTS + PK_NAMES)
 #define MEMO_FREE 256
+/* A stack whose frame list is not written yet (memo indices are 32-bit:
+ * an export cannot reach this one, 4 billion objects). */
+#define NO_MEMO UINT32_MAX
 #define NHOT (MEMO_FREE - HOT_FIRST)
 
 /* A frame dict or a frame's string, by its content: its memo index once
@@ -84,7 +87,7 @@ struct memo_entry {
 struct pk {
     FILE *f;
     uint32_t memo_next;
-    int64_t *stack_memo;     /* per stack of the current dump: memo index or -1 */
+    uint32_t *stack_memo;    /* per stack of the current dump: memo index or NO_MEMO */
     uint8_t *hot_stack;      /* per stack: the low memo index kept for its list, or 0 */
     struct memo_entry **frame_entry; /* per frame of the dump's table: its dict's entry, or NULL */
     const char *names[PK_NAMES];
@@ -319,8 +322,8 @@ static struct memo_entry *table_frame_entry(struct pk *p, const struct vm_dump *
 /* The frames of a stack as [{filename, line, name}], innermost first,
  * after its call-site frame. */
 static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
-    if (p->stack_memo[stack] >= 0) {
-        memo_get(p, (uint32_t)p->stack_memo[stack]);
+    if (p->stack_memo[stack] != NO_MEMO) {
+        memo_get(p, p->stack_memo[stack]);
         return;
     }
     const struct vm_stack *s = &d->stacks[stack];
@@ -439,25 +442,48 @@ static void seg_clear(struct seg **set) {
 }
 
 /* What is exported of one dump: which live allocations become segments
- * (seg_ok), and per event the address its trace entries carry, 0 for an
- * event left out (an OOM keeps address 0 and is marked in ev_ok). */
+ * (seg_ok), and per event a byte of flags: EV_OK when it is exported, and
+ * where the address its trace entries carry comes from (ev_address): the
+ * event's own (EV_OWN), a VMM handle's mapped address kept in `mapped`
+ * (EV_MAPPED), else none, 0: the event is left out of the replay (an OOM
+ * keeps address 0 and is marked EV_OK). An address a event was 8 bytes,
+ * 8 MB of an export's 50 for a dump of 1,000,000 events. */
+enum { EV_OK = 1, EV_OWN = 2, EV_MAPPED = 4 };
+struct ev_mapped {
+    uint32_t i;              /* the event */
+    uint64_t address;
+};
 struct selection {
     char *seg_ok;
-    uint64_t *ev_addr;
-    char *ev_ok;
+    uint8_t *ev;
+    struct ev_mapped *mapped; /* by event, ascending */
+    size_t nmapped, mapped_cap;
 };
 
 static void selection_free(struct selection *x) {
     free(x->seg_ok);
-    free(x->ev_addr);
-    free(x->ev_ok);
+    free(x->ev);
+    free(x->mapped);
+}
+
+/* The address event i's trace entries carry; 0 for none. */
+static uint64_t ev_address(const struct vm_dump *d, const struct selection *x, size_t i) {
+    if (x->ev[i] & EV_OWN) return d->events[i].address;
+    if (!(x->ev[i] & EV_MAPPED)) return 0;
+    size_t lo = 0, hi = x->nmapped;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->mapped[mid].i < i) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < x->nmapped && x->mapped[lo].i == i ? x->mapped[lo].address : 0;
 }
 
 /* The addresses the replay adds that no live segment has (allocations
  * freed within the events' window): an open-addressed set of the free
  * events that added them, a slot the event's index (plus 2; 0 empty, 1 a
  * removed key) and the key read from the event itself (its device, and
- * its address in the selection's ev_addr). Made once with room for every
+ * its address as the selection gives it, ev_address). Made once with room for every
  * free event at three quarters full, so it never grows: 5 to 11 bytes a
  * free event. Keys of 16 bytes, remade past three quarters full, took 48
  * MB at the remaking for the 900,000 freed allocations of a dump of 67
@@ -465,8 +491,8 @@ static void selection_free(struct selection *x) {
 struct key_set {
     uint32_t *slot;
     size_t cap;
-    const struct vm_event *events;
-    const uint64_t *addr;    /* the events' addresses (selection.ev_addr) */
+    const struct vm_dump *d;
+    const struct selection *x;
 };
 #define KEY_EMPTY 0u
 #define KEY_GONE 1u
@@ -477,10 +503,10 @@ static size_t key_slot(const struct key_set *s, int device, uint64_t address) {
 }
 
 /* Room for `adds` keys; 0 when out of memory. */
-static int key_set_make(struct key_set *s, size_t adds, const struct vm_event *events, const uint64_t *addr) {
+static int key_set_make(struct key_set *s, size_t adds, const struct vm_dump *d, const struct selection *x) {
     for (s->cap = 16; 3 * s->cap < 4 * (adds + 1); s->cap *= 2) {}
-    s->events = events;
-    s->addr = addr;
+    s->d = d;
+    s->x = x;
     return (s->slot = calloc(s->cap, sizeof *s->slot)) != NULL;
 }
 
@@ -489,13 +515,14 @@ static size_t key_find(const struct key_set *s, int device, uint64_t address) {
     for (size_t i = key_slot(s, device, address);; i = (i + 1) & (s->cap - 1)) {
         uint32_t k = s->slot[i];
         if (k == KEY_EMPTY) return SIZE_MAX;
-        if (k != KEY_GONE && s->events[k - 2].device == device && s->addr[k - 2] == address) return i;
+        if (k != KEY_GONE && s->d->events[k - 2].device == device && ev_address(s->d, s->x, k - 2) == address)
+            return i;
     }
 }
 
 /* Event i's key added (not in s): one of the adds s was made for. */
 static void key_add(struct key_set *s, size_t i) {
-    size_t j = key_slot(s, s->events[i].device, s->addr[i]);
+    size_t j = key_slot(s, s->d->events[i].device, ev_address(s->d, s->x, i));
     while (s->slot[j] != KEY_EMPTY) j = (j + 1) & (s->cap - 1);
     s->slot[j] = (uint32_t)i + 2;
 }
@@ -567,7 +594,7 @@ static void seg_take(struct segments *g, int device, uint64_t address) {
 
 /* Free event i's segment put into the replay's set. */
 static void seg_put(struct segments *g, size_t i) {
-    size_t at = seg_at(g, g->extra.events[i].device, g->extra.addr[i]);
+    size_t at = seg_at(g, g->extra.d->events[i].device, ev_address(g->extra.d, g->extra.x, i));
     if (at != SIZE_MAX) set_bit(g->present, at, 1);
     else key_add(&g->extra, i);
 }
@@ -606,9 +633,10 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
     struct segments set;
     memset(&set, 0, sizeof set);
     x->seg_ok = calloc(d->nlive ? d->nlive : 1, 1);
-    x->ev_addr = calloc(d->nevents ? d->nevents : 1, sizeof *x->ev_addr);
-    x->ev_ok = calloc(d->nevents ? d->nevents : 1, 1);
-    if (!x->seg_ok || !x->ev_addr || !x->ev_ok) goto oom;
+    x->ev = calloc(d->nevents ? d->nevents : 1, 1);
+    x->mapped = NULL;
+    x->nmapped = x->mapped_cap = 0;
+    if (!x->seg_ok || !x->ev || d->nevents > UINT32_MAX - 2) goto oom;
     if (segments_of(d, x, &set) != 0) goto oom;
     /* The exported VMM handles by (device, handle): the address each is
      * mapped at (a corrupt dump's repeated handle: the last one's). One
@@ -627,9 +655,9 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
     for (size_t i = d->nevents; i-- > 0;) {
         const struct vm_event *e = &d->events[i];
         if (e->device < 0) continue;
-        if (e->type == 'o') { x->ev_ok[i] = 1; continue; }
+        if (e->type == 'o') { x->ev[i] = EV_OK; continue; }
         if (addressed_kind(vm_event_kind(d, e))) {
-            x->ev_addr[i] = e->address;
+            if (e->address) x->ev[i] = EV_OWN;
         } else if (strcmp(vm_event_kind(d, e), "vmm") == 0) {
             if (seg_find(vmm_freed, e->device, e->address)) continue;
             if (e->type == 'f') {
@@ -637,26 +665,43 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
                 continue;
             }
             const struct seg *h = seg_find(vmm_live, e->device, e->address);
-            if (h) x->ev_addr[i] = h->mapped;
+            if (h && h->mapped) {
+                if (x->nmapped == x->mapped_cap) {
+                    size_t cap = x->mapped_cap ? 2 * x->mapped_cap : 64;
+                    struct ev_mapped *m = realloc(x->mapped, cap * sizeof *m);
+                    if (!m) goto oom;
+                    x->mapped = m;
+                    x->mapped_cap = cap;
+                }
+                x->mapped[x->nmapped++] = (struct ev_mapped){(uint32_t)i, h->mapped};
+                x->ev[i] = EV_MAPPED;
+            }
             if (!seg_add(&vmm_freed, e->device, e->address)) goto oom;
         }
+    }
+    /* Found last to first: ascending for ev_address's search. */
+    for (size_t a = 0, b = x->nmapped; b-- > a + 1; a++) {
+        struct ev_mapped t = x->mapped[a];
+        x->mapped[a] = x->mapped[b];
+        x->mapped[b] = t;
     }
     /* The replay, last to first from the segments: an allocation's
      * segment exists after it, a free's does not. A free adds one key at
      * most. */
     size_t frees = 0;
-    for (size_t i = 0; i < d->nevents; i++) frees += d->events[i].type == 'f' && x->ev_addr[i];
-    if (d->nevents > UINT32_MAX - 2 || !key_set_make(&set.extra, frees, d->events, x->ev_addr)) goto oom;
+    for (size_t i = 0; i < d->nevents; i++) frees += d->events[i].type == 'f' && (x->ev[i] & (EV_OWN | EV_MAPPED));
+    if (!key_set_make(&set.extra, frees, d, x)) goto oom;
     for (size_t i = d->nevents; i-- > 0;) {
         const struct vm_event *e = &d->events[i];
-        if (e->type == 'o' || !x->ev_addr[i]) continue;
-        int has = seg_has(&set, e->device, x->ev_addr[i]);
+        if (e->type == 'o' || !(x->ev[i] & (EV_OWN | EV_MAPPED))) continue;
+        uint64_t address = ev_address(d, x, i);
+        int has = seg_has(&set, e->device, address);
         if (e->type == 'a' && has) {
-            seg_take(&set, e->device, x->ev_addr[i]);
-            x->ev_ok[i] = 1;
+            seg_take(&set, e->device, address);
+            x->ev[i] |= EV_OK;
         } else if (e->type == 'f' && !has) {
             seg_put(&set, i);
-            x->ev_ok[i] = 1;
+            x->ev[i] |= EV_OK;
         }
     }
     segments_free(&set);
@@ -671,22 +716,23 @@ oom:
     return -1;
 }
 
-/* An exported event, and for an OOM event its place among the OOM events
- * (the k-th is the k-th OOM record). */
-struct exported {
-    uint32_t i, k;           /* a dump cannot hold 2^32 events in memory */
-};
-
-/* One process's events on one device, as trace entries: list[0..n), in
- * order. */
-static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x,
-                          const struct exported *list, size_t n) {
+/* One process's events on one device, as trace entries: the events
+ * list[0..n), in order; ooms[0..nooms) every OOM event of the dump, in
+ * order (the k-th is the k-th OOM record). */
+static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, const uint32_t *list,
+                          size_t n, const uint32_t *ooms, size_t nooms) {
     for (size_t j = 0; j < n; j++) {
-        size_t i = list[j].i, k = list[j].k;
+        size_t i = list[j], k = 0;
         const struct vm_event *e = &d->events[i];
         struct vm_event at = *e;
-        at.address = x->ev_addr[i];
+        at.address = ev_address(d, x, i);
         if (e->type == 'o') {
+            size_t hi = nooms;
+            while (k < hi) {
+                size_t mid = k + (hi - k) / 2;
+                if (ooms[mid] < i) k = mid + 1;
+                else hi = mid;
+            }
             /* The k-th OOM event is the k-th OOM record, when it was kept. */
             int64_t freeb = k < d->nooms && d->ooms[k].have_info ? (int64_t)d->ooms[k].free_bytes : 0;
             trace_entry(p, d, "oom", &at, freeb, 1);
@@ -703,36 +749,42 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
 
 /* The exported events by device 0 .. ndev - 1, each device's in order,
  * found in one pass (a pass over every event per device took seconds for
- * a dump listing thousands): device g's are list[start[g] .. start[g + 1]).
- * 0, or -1 when out of memory. */
+ * a dump listing thousands): device g's are list[start[g] .. start[g + 1]);
+ * and every OOM event of the dump, in order, in *ooms_out (*nooms_out of
+ * them). 0, or -1 when out of memory. */
 static int by_device(const struct vm_dump *d, const struct selection *x, int ndev, size_t **start_out,
-                     struct exported **list_out) {
+                     uint32_t **list_out, uint32_t **ooms_out, size_t *nooms_out) {
     if (d->nevents > UINT32_MAX) return -1;
-    size_t *start = calloc((size_t)ndev + 2, sizeof *start);
+    size_t *start = calloc((size_t)ndev + 2, sizeof *start), nooms = 0;
     if (!start) return -1;
-    for (size_t i = 0; i < d->nevents; i++)
-        if (x->ev_ok[i] && d->events[i].device >= 0 && d->events[i].device < ndev) start[d->events[i].device + 1]++;
-    for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
-    struct exported *list = malloc((start[ndev] + 1) * sizeof *list); /* the exported ones only */
-    if (!list) {
-        free(start);
-        return -1;
+    for (size_t i = 0; i < d->nevents; i++) {
+        if ((x->ev[i] & EV_OK) && d->events[i].device >= 0 && d->events[i].device < ndev)
+            start[d->events[i].device + 1]++;
+        nooms += d->events[i].type == 'o';
     }
-    size_t *at = calloc((size_t)ndev + 1, sizeof *at), oom_index = 0;
-    if (!at) {
+    for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
+    uint32_t *list = malloc((start[ndev] + 1) * sizeof *list); /* the exported ones only */
+    uint32_t *ooms = malloc((nooms + 1) * sizeof *ooms);
+    size_t *at = calloc((size_t)ndev + 1, sizeof *at);
+    if (!list || !ooms || !at) {
         free(start);
         free(list);
+        free(ooms);
+        free(at);
         return -1;
     }
+    nooms = 0;
     for (size_t i = 0; i < d->nevents; i++) {
         const struct vm_event *e = &d->events[i];
-        size_t k = e->type == 'o' ? oom_index++ : 0;
-        if (!x->ev_ok[i] || e->device < 0 || e->device >= ndev) continue;
-        list[start[e->device] + at[e->device]++] = (struct exported){(uint32_t)i, (uint32_t)k};
+        if (e->type == 'o') ooms[nooms++] = (uint32_t)i;
+        if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
+        list[start[e->device] + at[e->device]++] = (uint32_t)i;
     }
     free(at);
     *start_out = start;
     *list_out = list;
+    *ooms_out = ooms;
+    *nooms_out = nooms;
     return 0;
 }
 
@@ -746,7 +798,7 @@ static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) 
         if (x->seg_ok[i] && d->live[i].stack < d->nstacks) n[d->live[i].stack] += 2;
     for (size_t i = 0; i < d->nevents; i++) {
         const struct vm_event *e = &d->events[i];
-        if (x->ev_ok[i] && e->stack < d->nstacks) n[e->stack] += e->type == 'a' ? 2 : e->type == 'f' ? 3 : 1;
+        if ((x->ev[i] & EV_OK) && e->stack < d->nstacks) n[e->stack] += e->type == 'a' ? 2 : e->type == 'f' ? 3 : 1;
     }
     return n;
 }
@@ -854,13 +906,13 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     struct selection x;
     if (select_exported(d, &x) != 0) { snprintf(err, errsize, "out of memory"); return -1; }
     /* Frames are memoized: a stack's list is written once. */
-    int64_t *memo = malloc((d->nstacks ? d->nstacks : 1) * sizeof *memo);
+    uint32_t *memo = malloc((d->nstacks ? d->nstacks : 1) * sizeof *memo);
     if (!memo) {
         selection_free(&x);
         snprintf(err, errsize, "out of memory");
         return -1;
     }
-    for (size_t j = 0; j < d->nstacks; j++) memo[j] = -1;
+    for (size_t j = 0; j < d->nstacks; j++) memo[j] = NO_MEMO;
     struct memo_entry **frame_entry = calloc(d->nframes ? d->nframes : 1, sizeof *frame_entry);
     struct pk p = {.f = f, .memo_next = MEMO_FREE, .stack_memo = memo, .frame_entry = frame_entry};
     hot_indices(&p, d, &x);
@@ -868,7 +920,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
     for (size_t j = 0; j < d->nevents; j++)
-        if (x.ev_ok[j] && d->events[j].device + 1 > ndev) ndev = d->events[j].device + 1;
+        if ((x.ev[j] & EV_OK) && d->events[j].device + 1 > ndev) ndev = d->events[j].device + 1;
     for (size_t j = 0; j < d->nlive; j++)
         if (x.seg_ok[j] && d->live[j].device + 1 > ndev) ndev = d->live[j].device + 1;
     op(&p, 0x80); /* PROTO 2 */
@@ -880,9 +932,9 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         if (x.seg_ok[j]) segment(&p, d, &d->live[j]);
     list_end(&p);
     pk_str(&p, "device_traces");
-    size_t *start = NULL;
-    struct exported *list = NULL;
-    if (by_device(d, &x, ndev, &start, &list) != 0) {
+    size_t *start = NULL, nooms = 0;
+    uint32_t *list = NULL, *ooms = NULL;
+    if (by_device(d, &x, ndev, &start, &list, &ooms, &nooms) != 0) {
         memo_clear(&p.frames);
         memo_clear(&p.strings);
         free(frame_entry);
@@ -895,12 +947,13 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     list_begin(&p);
     for (int dev = 0; dev < ndev; dev++) {
         list_begin(&p);
-        trace_entries(&p, d, &x, list + start[dev], start[dev + 1] - start[dev]);
+        trace_entries(&p, d, &x, list + start[dev], start[dev + 1] - start[dev], ooms, nooms);
         list_end(&p);
     }
     list_end(&p);
     free(start);
     free(list);
+    free(ooms);
     pk_str(&p, "allocator_settings");
     dict_begin(&p);
     kv_str(&p, "source", "vramtrace");
