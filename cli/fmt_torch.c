@@ -446,11 +446,11 @@ static void seg_clear(struct seg **set) {
  * where the address its trace entries carry comes from (ev_address): the
  * event's own (EV_OWN), a VMM handle's mapped address kept in `mapped`
  * (EV_MAPPED), else none, 0: the event is left out of the replay (an OOM
- * keeps address 0 and is marked EV_OK). An address a event was 8 bytes,
+ * keeps address 0 and is marked EV_OK). An address an event was 8 bytes,
  * 8 MB of an export's 50 for a dump of 1,000,000 events. */
 enum { EV_OK = 1, EV_OWN = 2, EV_MAPPED = 4 };
 struct ev_mapped {
-    uint32_t i;              /* the event */
+    uint32_t i;              /* the event (first: first_event_from reads it) */
     uint64_t address;
 };
 struct selection {
@@ -466,17 +466,27 @@ static void selection_free(struct selection *x) {
     free(x->mapped);
 }
 
+/* The first of n records `stride` bytes apart from `base`, in ascending
+ * order of the event index each begins with, whose index is i or more; n
+ * when none is. */
+static size_t first_event_from(const void *base, size_t n, size_t stride, size_t i) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint32_t at;
+        memcpy(&at, (const char *)base + mid * stride, sizeof at);
+        if (at < i) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* The address event i's trace entries carry; 0 for none. */
 static uint64_t ev_address(const struct vm_dump *d, const struct selection *x, size_t i) {
     if (x->ev[i] & EV_OWN) return d->events[i].address;
     if (!(x->ev[i] & EV_MAPPED)) return 0;
-    size_t lo = 0, hi = x->nmapped;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->mapped[mid].i < i) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < x->nmapped && x->mapped[lo].i == i ? x->mapped[lo].address : 0;
+    size_t k = first_event_from(x->mapped, x->nmapped, sizeof *x->mapped, i);
+    return k < x->nmapped && x->mapped[k].i == i ? x->mapped[k].address : 0;
 }
 
 /* The addresses the replay adds that no live segment has (allocations
@@ -722,17 +732,12 @@ oom:
 static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, const uint32_t *list,
                           size_t n, const uint32_t *ooms, size_t nooms) {
     for (size_t j = 0; j < n; j++) {
-        size_t i = list[j], k = 0;
+        size_t i = list[j];
         const struct vm_event *e = &d->events[i];
         struct vm_event at = *e;
         at.address = ev_address(d, x, i);
         if (e->type == 'o') {
-            size_t hi = nooms;
-            while (k < hi) {
-                size_t mid = k + (hi - k) / 2;
-                if (ooms[mid] < i) k = mid + 1;
-                else hi = mid;
-            }
+            size_t k = first_event_from(ooms, nooms, sizeof *ooms, i);
             /* The k-th OOM event is the k-th OOM record, when it was kept. */
             int64_t freeb = k < d->nooms && d->ooms[k].have_info ? (int64_t)d->ooms[k].free_bytes : 0;
             trace_entry(p, d, "oom", &at, freeb, 1);
