@@ -481,9 +481,9 @@ static size_t first_event_from(const void *base, size_t n, size_t stride, size_t
     return lo;
 }
 
-/* The address event i's trace entries carry; 0 for none. */
-static uint64_t ev_address(const struct vm_dump *d, const struct selection *x, size_t i) {
-    if (x->ev[i] & EV_OWN) return d->events[i].address;
+/* The address event i (e) carries in its trace entries; 0 for none. */
+static uint64_t ev_address(const struct selection *x, size_t i, const struct vm_event *e) {
+    if (x->ev[i] & EV_OWN) return e->address;
     if (!(x->ev[i] & EV_MAPPED)) return 0;
     size_t k = first_event_from(x->mapped, x->nmapped, sizeof *x->mapped, i);
     return k < x->nmapped && x->mapped[k].i == i ? x->mapped[k].address : 0;
@@ -525,14 +525,15 @@ static size_t key_find(const struct key_set *s, int device, uint64_t address) {
     for (size_t i = key_slot(s, device, address);; i = (i + 1) & (s->cap - 1)) {
         uint32_t k = s->slot[i];
         if (k == KEY_EMPTY) return SIZE_MAX;
-        if (k != KEY_GONE && s->d->events[k - 2].device == device && ev_address(s->d, s->x, k - 2) == address)
-            return i;
+        if (k == KEY_GONE) continue;
+        struct vm_event e = vm_event_at(&s->d->events, k - 2);
+        if (e.device == device && ev_address(s->x, k - 2, &e) == address) return i;
     }
 }
 
-/* Event i's key added (not in s): one of the adds s was made for. */
-static void key_add(struct key_set *s, size_t i) {
-    size_t j = key_slot(s, s->d->events[i].device, ev_address(s->d, s->x, i));
+/* Event i's (e's) key added (not in s): one of the adds s was made for. */
+static void key_add(struct key_set *s, size_t i, const struct vm_event *e) {
+    size_t j = key_slot(s, e->device, ev_address(s->x, i, e));
     while (s->slot[j] != KEY_EMPTY) j = (j + 1) & (s->cap - 1);
     s->slot[j] = (uint32_t)i + 2;
 }
@@ -602,11 +603,11 @@ static void seg_take(struct segments *g, int device, uint64_t address) {
     key_del(&g->extra, device, address);
 }
 
-/* Free event i's segment put into the replay's set. */
-static void seg_put(struct segments *g, size_t i) {
-    size_t at = seg_at(g, g->extra.d->events[i].device, ev_address(g->extra.d, g->extra.x, i));
+/* Free event i's (e's) segment put into the replay's set. */
+static void seg_put(struct segments *g, size_t i, const struct vm_event *e) {
+    size_t at = seg_at(g, e->device, ev_address(g->extra.x, i, e));
     if (at != SIZE_MAX) set_bit(g->present, at, 1);
-    else key_add(&g->extra, i);
+    else key_add(&g->extra, i, e);
 }
 
 static void segments_free(struct segments *g) {
@@ -662,8 +663,10 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
     /* Each event's address, last to first: a VMM event is the handle's;
      * only the handle's last allocation, with no free after it, has the
      * mapped address of the live record. */
-    for (size_t i = d->nevents; i-- > 0;) {
-        const struct vm_event *e = &d->events[i];
+    struct vm_ev_back back;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
+        size_t i = back.i;
         if (e->device < 0) continue;
         if (e->type == 'o') { x->ev[i] = EV_OK; continue; }
         if (addressed_kind(vm_event_kind(d, e))) {
@@ -699,18 +702,19 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
      * segment exists after it, a free's does not. A free adds one key at
      * most. */
     size_t frees = 0;
-    for (size_t i = 0; i < d->nevents; i++) frees += d->events[i].type == 'f' && (x->ev[i] & (EV_OWN | EV_MAPPED));
+    struct vm_ev_cursor c;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) frees += e->type == 'f' && (x->ev[c.i - 1] & (EV_OWN | EV_MAPPED));
     if (!key_set_make(&set.extra, frees, d, x)) goto oom;
-    for (size_t i = d->nevents; i-- > 0;) {
-        const struct vm_event *e = &d->events[i];
+    for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
+        size_t i = back.i;
         if (e->type == 'o' || !(x->ev[i] & (EV_OWN | EV_MAPPED))) continue;
-        uint64_t address = ev_address(d, x, i);
+        uint64_t address = ev_address(x, i, e);
         int has = seg_has(&set, e->device, address);
         if (e->type == 'a' && has) {
             seg_take(&set, e->device, address);
             x->ev[i] |= EV_OK;
         } else if (e->type == 'f' && !has) {
-            seg_put(&set, i);
+            seg_put(&set, i, e);
             x->ev[i] |= EV_OK;
         }
     }
@@ -733,9 +737,8 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
                           size_t n, const uint32_t *ooms, size_t nooms) {
     for (size_t j = 0; j < n; j++) {
         size_t i = list[j];
-        const struct vm_event *e = &d->events[i];
-        struct vm_event at = *e;
-        at.address = ev_address(d, x, i);
+        struct vm_event at = vm_event_at(&d->events, i), *e = &at;
+        at.address = ev_address(x, i, &at);
         if (e->type == 'o') {
             size_t k = first_event_from(ooms, nooms, sizeof *ooms, i);
             /* The k-th OOM event is the k-th OOM record, when it was kept. */
@@ -762,10 +765,11 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
     if (d->nevents > UINT32_MAX) return -1;
     size_t *start = calloc((size_t)ndev + 2, sizeof *start), nooms = 0;
     if (!start) return -1;
-    for (size_t i = 0; i < d->nevents; i++) {
-        if ((x->ev[i] & EV_OK) && d->events[i].device >= 0 && d->events[i].device < ndev)
-            start[d->events[i].device + 1]++;
-        nooms += d->events[i].type == 'o';
+    struct vm_ev_cursor c;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
+        if ((x->ev[c.i - 1] & EV_OK) && e->device >= 0 && e->device < ndev) start[e->device + 1]++;
+        nooms += e->type == 'o';
     }
     for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
     uint32_t *list = malloc((start[ndev] + 1) * sizeof *list); /* the exported ones only */
@@ -779,8 +783,8 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
         return -1;
     }
     nooms = 0;
-    for (size_t i = 0; i < d->nevents; i++) {
-        const struct vm_event *e = &d->events[i];
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
+        size_t i = c.i - 1;
         if (e->type == 'o') ooms[nooms++] = (uint32_t)i;
         if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
         list[start[e->device] + at[e->device]++] = (uint32_t)i;
@@ -801,8 +805,10 @@ static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) 
     if (!n) return NULL;
     for (size_t i = 0; i < d->nlive; i++)
         if (x->seg_ok[i] && d->live[i].stack < d->nstacks) n[d->live[i].stack] += 2;
-    for (size_t i = 0; i < d->nevents; i++) {
-        const struct vm_event *e = &d->events[i];
+    struct vm_ev_cursor c;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
+        size_t i = c.i - 1;
         if ((x->ev[i] & EV_OK) && e->stack < d->nstacks) n[e->stack] += e->type == 'a' ? 2 : e->type == 'f' ? 3 : 1;
     }
     return n;
@@ -924,8 +930,10 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
         if (d->devices[j].ordinal + 1 > ndev) ndev = d->devices[j].ordinal + 1;
-    for (size_t j = 0; j < d->nevents; j++)
-        if ((x.ev[j] & EV_OK) && d->events[j].device + 1 > ndev) ndev = d->events[j].device + 1;
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);)
+        if ((x.ev[c.i - 1] & EV_OK) && e.device + 1 > ndev) ndev = e.device + 1;
     for (size_t j = 0; j < d->nlive; j++)
         if (x.seg_ok[j] && d->live[j].device + 1 > ndev) ndev = d->live[j].device + 1;
     op(&p, 0x80); /* PROTO 2 */

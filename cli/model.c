@@ -443,8 +443,6 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (!arr) return;
     d->events_dropped = u64(c, root, "events_dropped", "dump");
     d->nevents = json_array_size(arr);
-    struct vm_event one;
-    if (!d->events_counted_only && !(d->events = room(c, d->nevents, sizeof *d->events))) return;
     int all_known = 1;
     for (size_t i = 0; i < d->nevents && !c->failed; i++) {
         json_t *e = json_array_get(arr, i);
@@ -459,7 +457,7 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
             fail(c, "events[%zu] is malformed", i);
             return;
         }
-        struct vm_event *v = d->events ? &d->events[i] : &one;
+        struct vm_event one = {0}, *v = &one;
         const char *type = json_string_value(ty);
         if (strcmp(type, "alloc") == 0) v->type = 'a';
         else if (strcmp(type, "free") == 0) v->type = 'f';
@@ -479,7 +477,9 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         if (k < 0) { fail(c, "events[%zu]: more than %d kinds of memory", i, VM_EVENT_KINDS); return; }
         v->kind = (uint8_t)k;
         vm_count_event(d, v);
+        if (!d->events_counted_only && vm_events_add(&d->events, v) != 0) { fail(c, "out of memory"); return; }
     }
+    vm_events_done(&d->events);
     if (all_known && !c->failed) json_array_clear(arr);
 }
 
@@ -619,7 +619,8 @@ void vm_free(struct vm_dump *d) {
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);
-    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->events, d->steps, d->growing, d->argv);
+    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->steps, d->growing, d->argv);
+    vm_events_free(&d->events);
     vm_names_done(d);
     VT_FREE_ALL(d->names, d->handles);
     if (d->json) json_decref(d->json);

@@ -14,6 +14,7 @@
 #include "../common/callsite.h"
 #include "../common/counters.h"
 #include "../common/records.h"
+#include "model_events.h"
 #include "model_steps.h"
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
@@ -68,14 +69,6 @@ struct vm_live_handle {
 /* How many distinct names the live allocations' kinds and APIs may use
  * together; a dump past it is refused as corrupt. */
 #define VM_NAMES_MAX 65535
-
-struct vm_event {
-    VT_EVENT_FIELDS(VT_RECORD_FIELD) /* time_ns, address, bytes (common/records.h) */
-    uint32_t stack;
-    int16_t device;          /* -1 .. 4095 */
-    char type;               /* 'a' alloc, 'f' free, 'o' oom */
-    uint8_t kind;            /* its kind of memory, named by vm_event_kind */
-};
 
 /* How many kinds of memory the events of one dump may name. */
 #define VM_EVENT_KINDS 256
@@ -162,7 +155,8 @@ struct vm_dump {
     void *name_index;        /* while loading: names by text (model_names.c) */
     struct vm_live_handle *handles; /* by live index, ascending, owned */
     size_t nhandles;
-    struct vm_event *events;     /* NULL when loaded with VM_LOAD_COUNT_EVENTS */
+    struct vm_events events;     /* packed (model_events.h); none kept when
+                                    loaded with VM_LOAD_COUNT_EVENTS */
     size_t nevents;
     struct {                     /* the events counted as they are read, kept or not */
         uint64_t allocs, frees, ooms, first_oom_ns;

@@ -145,7 +145,15 @@ int vm_scan_string(struct vm_scan *p, char **out, const char **start) {
 int vm_scan_raw_string(struct vm_scan *p, const char **at, size_t *len) {
     ws(p);
     if (p->s >= p->e || *p->s != '"') return refuse(p, "not a string");
-    const char *q = memchr(p->s + 1, '"', (size_t)(p->e - p->s - 1));
+    /* In steps when p->passed is set, so that a long string's pages can
+     * be given back as they are searched. */
+    const char *q = NULL, *from = p->s + 1;
+    while (!q && from < p->e) {
+        size_t step = p->passed && (size_t)(p->e - from) > VM_SCAN_STEP ? VM_SCAN_STEP : (size_t)(p->e - from);
+        q = memchr(from, '"', step);
+        from += step;
+        if (!q && p->passed && from < p->e) p->passed(p->arg, from);
+    }
     if (!q) return refuse(p, "an unterminated string");
     *at = p->s + 1;
     *len = (size_t)(q - p->s - 1);
@@ -168,12 +176,26 @@ int vm_scan_skip(struct vm_scan *p) {
     }
     size_t depth = 0;
     const unsigned char *s = (const unsigned char *)p->s, *e = (const unsigned char *)p->e;
+    /* With p->passed, the text read so far is handed over every
+     * VM_SCAN_STEP bytes, even inside one long string; mark is where it is
+     * next (the end without a hook: the loops below then run as plain
+     * scans). */
+    const unsigned char *mark = p->passed && e - s > VM_SCAN_STEP ? s + VM_SCAN_STEP : e;
     while (s < e) {
-        while (s < e && !special[*s]) s++;
-        if (s >= e) break;
+        if (s >= mark) {
+            p->passed(p->arg, (const char *)s);
+            mark = e - s > VM_SCAN_STEP ? s + VM_SCAN_STEP : e;
+        }
+        while (s < mark && !special[*s]) s++;
+        if (s >= mark) continue;
         unsigned char c = *s++;
         if (c == '"') {
-            while (s < e && *s != '"') s += *s == '\\' ? 2 : 1;
+            for (;;) {
+                while (s < mark && *s != '"') s += *s == '\\' ? 2 : 1;
+                if (s < mark || mark == e) break;
+                p->passed(p->arg, (const char *)s);
+                mark = e - s > VM_SCAN_STEP ? s + VM_SCAN_STEP : e;
+            }
             if (s >= e) break;
             s++;
         } else if (c == '[' || c == '{') {

@@ -13,7 +13,14 @@
 struct vm_scan {
     const char *s, *e;       /* what is left to read */
     const char *err;         /* the first refusal (static text), or NULL */
+    /* Optional: told by vm_scan_skip, every VM_SCAN_STEP bytes of a long
+     * value, that the text before upto is read (a mapped dump gives its
+     * pages back as it goes). */
+    void (*passed)(void *arg, const char *upto);
+    void *arg;
 };
+
+#define VM_SCAN_STEP (256 << 10)
 
 /* Skip white space; then 1 and c consumed when the next character is c. */
 int vm_scan_lit(struct vm_scan *p, char c);

@@ -39,11 +39,28 @@ void vm_v2_release(const struct vm_v2_spans *sp, const char *from, const char *t
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+/* A reading of a mapped dump so far, given back a page behind where it is
+ * (struct vm_scan's passed). */
+struct read_so_far {
+    const struct vm_v2_spans *sp;
+    const char *released;
+};
+
+static void give_back_read(void *arg, const char *upto) {
+    struct read_so_far *r = arg;
+    if (upto - r->released > RELEASE_EVERY) {
+        vm_v2_release(r->sp, r->released, upto - 4096);
+        r->released = upto - 4096;
+    }
+}
+
 int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall) {
     memset(sp, 0, sizeof *sp);
     sp->mapped = mapped;
-    struct vm_scan p = {buf, buf + len, NULL};
-    const char *released = buf;
+    struct read_so_far read = {sp, buf};
+    /* A big array's text is handed back while it is skipped, not after:
+     * the events' string alone is most of an event-heavy dump. */
+    struct vm_scan p = {buf, buf + len, NULL, give_back_read, &read};
     if (!vm_scan_lit(&p, '{')) return 0;
     char *out = malloc(len + 2 < 4096 ? len + 2 : 4096);
     size_t cap = len + 2 < 4096 ? len + 2 : 4096, n = 0;
@@ -60,15 +77,12 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         const char *val = p.s;
         if (!vm_scan_skip(&p)) goto not_v2;
         size_t vlen = (size_t)(p.s - val);
-        if (p.s - released > RELEASE_EVERY) {
-            vm_v2_release(sp, released, p.s - 4096);
-            released = p.s - 4096;
-        }
+        give_back_read(&read, p.s);
         int big = -1;
         for (int k = 0; k < V2_NARRAYS; k++)
             if (klen == strlen(array_keys[k]) && memcmp(kat, array_keys[k], klen) == 0) big = k;
         if (klen == 7 && memcmp(kat, "version", 7) == 0) {
-            struct vm_scan v = {val, val + vlen, NULL};
+            struct vm_scan v = {val, val + vlen, NULL, NULL, NULL};
             int64_t ver;
             version2 = vm_scan_int(&v, &ver) && ver == 2;
         }
@@ -141,13 +155,13 @@ static int room(void *arrayp, size_t n, size_t *cap, size_t each, size_t first) 
  * array. */
 static int array_of(const struct vm_v2_spans *sp, int which, const char *notarray, struct vm_scan *p, char *err,
                     size_t errsize) {
-    *p = (struct vm_scan){sp->at[which], sp->at[which] + sp->len[which], NULL};
+    *p = (struct vm_scan){sp->at[which], sp->at[which] + sp->len[which], NULL, NULL, NULL};
     if (!vm_scan_lit(p, '[')) return bad(err, errsize, "%s", notarray);
     return vm_scan_lit(p, ']') ? 0 : 1;
 }
 
 static int load_strings(struct tables *t, const struct vm_v2_spans *sp, char *err, size_t errsize) {
-    struct vm_scan p = {sp->at[V2_STRINGS], sp->at[V2_STRINGS] + sp->len[V2_STRINGS], NULL};
+    struct vm_scan p = {sp->at[V2_STRINGS], sp->at[V2_STRINGS] + sp->len[V2_STRINGS], NULL, NULL, NULL};
     if (!(t->arena = malloc(sp->len[V2_STRINGS] + 1))) return bad(err, errsize, "out of memory");
     size_t cap = 0;
     char *o = t->arena;
@@ -255,7 +269,7 @@ static int load_nodes(struct tables *t, const struct vm_v2_spans *sp, char *err,
  * and its call site. */
 static int load_stack_list(struct tables *t, const struct vm_v2_spans *sp, struct vm_dump *d, char *err,
                            size_t errsize) {
-    struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL};
+    struct vm_scan p = {sp->at[V2_STACKS], sp->at[V2_STACKS] + sp->len[V2_STACKS], NULL, NULL, NULL};
     uint32_t *depth = malloc((d->nnodes ? d->nnodes : 1) * sizeof *depth);
     size_t cap = 0, total = 0;
     int rc = -1;
@@ -485,7 +499,8 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
     }
     d->nevent_kinds = nkinds;
     d->events_dropped = (uint64_t)json_integer_value(dropped);
-    struct vm_scan p = {sp->at[V2_EVENTS], sp->at[V2_EVENTS] + sp->len[V2_EVENTS], NULL};
+    struct read_so_far read = {sp, sp->at[V2_EVENTS]};
+    struct vm_scan p = {sp->at[V2_EVENTS], sp->at[V2_EVENTS] + sp->len[V2_EVENTS], NULL, give_back_read, &read};
     const char *text;
     size_t len;
     if (!vm_scan_raw_string(&p, &text, &len)) return bad(err, errsize, "dump: \"events\" is not a string");
@@ -493,14 +508,11 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
     uint64_t n = (uint64_t)json_integer_value(count);
     if (n > len / 4 * 3 / 5 + 1) return bad(err, errsize, "events: fewer than \"nevents\"");
     d->nevents = (size_t)n;
-    struct vm_event one;
-    if (!d->events_counted_only && !(d->events = calloc(n ? n : 1, sizeof *d->events)))
-        return bad(err, errsize, "out of memory");
     struct b64in b;
     b64_init(&b, sp, text, len);
     uint64_t t = 0, address = 0, bytes = 0;
     for (size_t i = 0; i < d->nevents; i++) {
-        struct vm_event *v = d->events ? &d->events[i] : &one;
+        struct vm_event one = {0}, *v = &one;
         uint64_t dev, stack;
         unsigned char c;
         if (!zigzag(&b, &t) || !b64_byte(&b, &c)) goto malformed;
@@ -518,10 +530,12 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         v->bytes = bytes;
         v->stack = (uint32_t)stack;
         vm_count_event(d, v);
+        if (!d->events_counted_only && vm_events_add(&d->events, v) != 0) return bad(err, errsize, "out of memory");
         continue;
     malformed:
         return bad(err, errsize, b.bad ? "events: not base64" : "events[%zu] is malformed", i);
     }
+    vm_events_done(&d->events);
     int done = b64_done(&b);
     vm_v2_release(sp, b.released, text + len);
     if (b.bad) return bad(err, errsize, "events: not base64");
@@ -568,7 +582,7 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
         *n = k / 3;
         return h;
     }
-    struct vm_scan p = {at, at + len, NULL};
+    struct vm_scan p = {at, at + len, NULL, NULL, NULL};
     if (!vm_scan_lit(&p, '[')) { bad(err, errsize, " is not an array"); return NULL; }
     int more = vm_scan_lit(&p, ']') ? 0 : 1;
     for (; more == 1; more = vm_scan_next(&p)) {

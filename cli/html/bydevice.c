@@ -27,8 +27,10 @@ int *vh_stack_devices(const struct vm_dump *d) {
     int *dev = malloc((d->nstacks + 1) * sizeof *dev);
     if (!dev) return NULL;
     for (size_t i = 0; i < d->nstacks; i++) dev[i] = NONE;
-    for (size_t i = 0; i < d->nevents; i++)
-        if (d->events[i].type != 'o' && d->events[i].stack < d->nstacks) seen(&dev[d->events[i].stack], d->events[i].device);
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);)
+        if (e.type != 'o' && e.stack < d->nstacks) seen(&dev[e.stack], e.device);
     for (size_t i = 0; i < d->nlive; i++)
         if (d->live[i].stack < d->nstacks) seen(&dev[d->live[i].stack], d->live[i].device);
     return dev;
@@ -40,9 +42,11 @@ size_t *vh_events_before_ooms(const struct vm_dump *d) {
     for (size_t k = 0; k < d->nooms; k++) at[k] = SIZE_MAX;
     if (d->events_dropped) return at;
     size_t k = 0;
-    for (size_t i = 0; i < d->nevents && k < d->nooms; i++) {
-        if (d->events[i].type != 'o') continue;
-        if (d->events[i].time_ns == d->ooms[k].time_ns) at[k] = i;
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    for (vm_ev_from(&c, &d->events, 0); k < d->nooms && vm_ev_next(&c, &e);) {
+        if (e.type != 'o') continue;
+        if (e.time_ns == d->ooms[k].time_ns) at[k] = c.i - 1;
         k++;
     }
     return at;
@@ -50,8 +54,10 @@ size_t *vh_events_before_ooms(const struct vm_dump *d) {
 
 size_t vh_events_before_peak(const struct vm_dump *d) {
     if (d->events_dropped) return SIZE_MAX;
+    struct vm_ev_cursor c;
+    struct vm_event e;
     size_t n = 0;
-    while (n < d->nevents && d->events[n].time_ns <= d->totals.peak_time_ns) n++;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e) && e.time_ns <= d->totals.peak_time_ns;) n++;
     return n;
 }
 
@@ -99,8 +105,9 @@ static void replay_to(struct vh_replay *r, size_t upto) {
         memset(r->bad, 0, r->rows + 1);
         r->at = 0;
     }
-    for (; r->at < upto && r->at < d->nevents; r->at++) {
-        const struct vm_event *e = &d->events[r->at];
+    struct vm_ev_cursor c;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_from(&c, &d->events, r->at); r->at < upto && vm_ev_next(&c, e); r->at++) {
         if (e->type == 'o' || e->stack >= d->nstacks || r->row[e->stack] == SIZE_MAX) continue;
         size_t row = r->row[e->stack], di = device_index(d, e->device);
         if (di == SIZE_MAX) { r->bad[row] = 1; continue; }

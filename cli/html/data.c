@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../common/callsite.h"
+#include "../../common/freeall.h"
 #include "../../common/labels.h"
 #include "../model_torch.h"
 #include "html.h"
@@ -259,11 +260,12 @@ static int series(FILE *f, const struct vm_dump *d, const uint32_t *site_of, con
     *series_of = malloc((ns + 1) * sizeof **series_of);
     if (!live || !r || !*series_of) { free(live); free(r); return -1; }
     for (size_t i = 0; i < ns; i++) r[i].site = (uint32_t)i;
-    for (size_t i = 0; i < d->nevents; i++) {
-        const struct vm_event *e = &d->events[i];
-        if (e->type == 'o' || e->stack >= d->nstacks) continue;
-        uint32_t s = site_of[e->stack];
-        live[s] += e->type == 'a' ? (int64_t)e->bytes : -(int64_t)e->bytes;
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);) {
+        if (e.type == 'o' || e.stack >= d->nstacks) continue;
+        uint32_t s = site_of[e.stack];
+        live[s] += e.type == 'a' ? (int64_t)e.bytes : -(int64_t)e.bytes;
         if (live[s] > 0 && (uint64_t)live[s] > r[s].peak) r[s].peak = (uint64_t)live[s];
     }
     qsort(r, ns, sizeof *r, by_peak);
@@ -284,14 +286,44 @@ static int series(FILE *f, const struct vm_dump *d, const uint32_t *site_of, con
  * it. The boundaries' event indices never go back (cli/model_steps.h). */
 static void steps_at(FILE *f, const struct vm_dump *d, int device) {
     fputs(",\"steps_at\":[", f);
-    size_t i = 0, seen = 0;
+    size_t seen = 0;
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    vm_ev_from(&c, &d->events, 0);
     for (size_t k = 0; k < d->nsteps; k++) {
         int64_t at = d->steps[k].event;
-        for (; at >= 0 && i < (size_t)at && i < d->nevents; i++)
-            if (d->events[i].device == device && d->events[i].type != 'o') seen++;
+        for (; at >= 0 && c.i < (size_t)at && vm_ev_next(&c, &e);)
+            if (e.device == device && e.type != 'o') seen++;
         fprintf(f, k ? ",%lld" : "%lld", at < 0 ? -1LL : (long long)seen);
     }
     fputc(']', f);
+}
+
+/* One device ordinal's events as the page writes them, made in one pass
+ * over the events for every listed device at once: the arrays are the
+ * page's own size, where a list of each device's events (8 bytes an event)
+ * took more than the packed events themselves. */
+struct dev_out {
+    struct vh_pack dt, b, s;   /* s: the series, one value (< 64) an event */
+    uint64_t *oom;             /* (place among the device's events, time, bytes) each */
+    size_t noom, oom_cap;
+    uint64_t last;             /* the latest time so far */
+    size_t seen;               /* events other than OOMs so far */
+    int failed;
+};
+
+static void dev_oom(struct dev_out *o, uint64_t a, uint64_t b, uint64_t c) {
+    if (o->failed) return;
+    if (o->noom + 3 > o->oom_cap) {
+        size_t cap = o->oom_cap ? 2 * o->oom_cap : 48;
+        uint64_t *v = realloc(o->oom, cap * sizeof *v);
+        if (!v) { o->failed = 1; return; }
+        o->oom = v;
+        o->oom_cap = cap;
+    }
+    o->oom[o->noom++] = a;
+    o->oom[o->noom++] = b;
+    o->oom[o->noom++] = c;
 }
 
 /* Each device's facts and its events, with the bytes live before the
@@ -299,84 +331,92 @@ static void steps_at(FILE *f, const struct vm_dump *d, int device) {
  * `base`, so that the history ends at the device's live bytes. */
 static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, const uint32_t *series_of,
                     uint32_t other) {
-    /* The events of each device ordinal (-1 to 4095), in order, found in
-     * one pass: each device's passes then go over its own events (over
-     * all of them, a dump that listed thousands of devices took seconds). */
+    /* Per device ordinal (-1 to 4095): its events' count, size unit and
+     * net bytes in one pass; then every listed ordinal's arrays in a
+     * second (a pass over every event per device took seconds for a dump
+     * listing thousands of devices). */
     enum { NORD = 4097 };
-    size_t *start = calloc(NORD + 1, sizeof *start), *idx = malloc((d->nevents + 1) * sizeof *idx);
-    if (!start || !idx) {
-        free(start);
-        free(idx);
+    struct tally { uint64_t unit; int64_t delta; size_t n; int32_t out; } *t = calloc(NORD, sizeof *t);
+    struct dev_out *out = calloc(d->ndevices + 1, sizeof *out);
+    if (!t || !out) {
+        free(t);
+        free(out);
         fputs(",\"devices\":[]", f);
         return;
     }
-    for (size_t i = 0; i < d->nevents; i++)
-        if (d->events[i].device >= -1 && d->events[i].device < NORD - 1) start[d->events[i].device + 2]++;
-    for (size_t o = 1; o <= NORD; o++) start[o] += start[o - 1];
-    for (size_t i = 0; i < d->nevents; i++)
-        if (d->events[i].device >= -1 && d->events[i].device < NORD - 1) idx[start[d->events[i].device + 1]++] = i;
-    /* start[o] is now where ordinal o - 1's events end: they begin at start[o - 1]. */
+    struct vm_ev_cursor c;
+    struct vm_event e;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);) {
+        if (e.type == 'o' || e.device < -1 || e.device >= NORD - 1) continue;
+        struct tally *x = &t[e.device + 1];
+        x->unit = gcd(x->unit, e.bytes);
+        x->delta += e.type == 'a' ? (int64_t)e.bytes : -(int64_t)e.bytes;
+        x->n++;
+    }
+    /* The listed ordinals, each with its arrays (a dump listing one
+     * ordinal twice writes the same arrays twice). */
+    size_t nout = 0;
+    for (size_t di = 0; di < d->ndevices; di++) {
+        int o = d->devices[di].ordinal;
+        if (o < -1 || o >= NORD - 1 || t[o + 1].out) continue;
+        t[o + 1].out = (int32_t)++nout;
+        struct dev_out *w = &out[nout - 1];
+        vh_pack_init(&w->dt, 'u');
+        vh_pack_init(&w->b, 's');
+        vh_pack_init(&w->s, 'u');
+        if (!t[o + 1].unit) t[o + 1].unit = 1;
+    }
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);) {
+        if (e.device < -1 || e.device >= NORD - 1 || !t[e.device + 1].out) continue;
+        struct dev_out *w = &out[t[e.device + 1].out - 1];
+        if (e.type == 'o') {
+            dev_oom(w, w->seen, e.time_ns, e.bytes);
+            continue;
+        }
+        w->seen++;
+        vh_pack(&w->dt, (int64_t)(e.time_ns >= w->last ? e.time_ns - w->last : 0));
+        if (e.time_ns > w->last) w->last = e.time_ns;
+        uint64_t unit = t[e.device + 1].unit;
+        vh_pack(&w->b, e.type == 'f' ? -(int64_t)(e.bytes / unit) : (int64_t)(e.bytes / unit));
+        vh_pack(&w->s, e.stack < d->nstacks ? series_of[site_of[e.stack]] : other);
+    }
     fputs(",\"devices\":[", f);
     for (size_t di = 0; di < d->ndevices; di++) {
         const struct vm_device *v = &d->devices[di];
         int ok_ord = v->ordinal >= -1 && v->ordinal < NORD - 1;
-        size_t lo = ok_ord ? (v->ordinal + 1 > 0 ? start[v->ordinal] : 0) : 0, hi = ok_ord ? start[v->ordinal + 1] : 0;
-        uint64_t unit = 0;
-        int64_t delta = 0;
-        size_t n = 0;
-        for (size_t j = lo; j < hi; j++) {
-            const struct vm_event *e = &d->events[idx[j]];
-            if (e->type == 'o') continue;
-            unit = gcd(unit, e->bytes);
-            delta += e->type == 'a' ? (int64_t)e->bytes : -(int64_t)e->bytes;
-            n++;
-        }
-        if (!unit) unit = 1;
-        int64_t before = (int64_t)v->live_bytes - delta;
+        const struct tally *x = ok_ord ? &t[v->ordinal + 1] : NULL;
+        struct dev_out *w = x ? &out[x->out - 1] : NULL;
+        int64_t before = (int64_t)v->live_bytes - (x ? x->delta : 0);
         fprintf(f, "%s{\"ordinal\":%d,\"name\":", di ? "," : "", v->ordinal);
         vh_json_string(f, v->name ? v->name : "?");
         fprintf(f, ",\"total\":%" PRIu64 ",\"live\":%" PRIu64 ",\"peak\":%" PRIu64 ",\"peak_t\":%" PRIu64
                    ",\"base\":%" PRId64 ",\"unit\":%" PRIu64 ",\"n\":%zu",
-                v->total_bytes, v->live_bytes, v->peak_bytes, v->peak_time_ns, before > 0 ? before : 0, unit, n);
-        struct vh_pack dt, b;
-        vh_pack_init(&dt, 'u');
-        vh_pack_init(&b, 's');
-        uint64_t last = 0;
-        for (size_t j = lo; j < hi; j++) {
-            const struct vm_event *e = &d->events[idx[j]];
-            if (e->type == 'o') continue;
-            vh_pack(&dt, (int64_t)(e->time_ns >= last ? e->time_ns - last : 0));
-            if (e->time_ns > last) last = e->time_ns;
-            vh_pack(&b, e->type == 'f' ? -(int64_t)(e->bytes / unit) : (int64_t)(e->bytes / unit));
-        }
-        vh_pack_write(f, "dt", &dt);
-        vh_pack_write(f, "b", &b);
-        size_t k;
+                v->total_bytes, v->live_bytes, v->peak_bytes, v->peak_time_ns, before > 0 ? before : 0,
+                x ? x->unit : 1, x ? x->n : 0);
+        struct vh_pack none;
+        vh_pack_init(&none, 'u');
+        vh_pack_print(f, "dt", w ? &w->dt : &none);
+        vh_pack_init(&none, 's');
+        vh_pack_print(f, "b", w ? &w->b : &none);
         /* The series, one character an event: 0-9, a-z, A-Z. */
         fputs(",\"s\":\"", f);
-        for (size_t j = lo; j < hi; j++) {
-            const struct vm_event *e = &d->events[idx[j]];
-            if (e->type == 'o') continue;
-            uint32_t s = e->stack < d->nstacks ? series_of[site_of[e->stack]] : other;
-            fputc(SERIES_DIGITS[s], f);
-        }
+        for (size_t j = 0; w && !w->s.failed && j < w->s.n; j++) fputc(SERIES_DIGITS[w->s.bytes[j]], f);
         fputc('"', f);
         /* OOMs: the failure's place among this device's events, and time. */
         fputs(",\"oom_at\":[", f);
-        k = 0;
-        size_t seen = 0;
-        for (size_t j = lo; j < hi; j++) {
-            const struct vm_event *e = &d->events[idx[j]];
-            if (e->type != 'o') seen++;
-            else fprintf(f, k++ ? ",%zu,%" PRIu64 ",%" PRIu64 : "%zu,%" PRIu64 ",%" PRIu64, seen, e->time_ns, e->bytes);
-        }
+        for (size_t j = 0; w && !w->failed && j < w->noom; j += 3)
+            fprintf(f, j ? ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 : "%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->oom[j],
+                    w->oom[j + 1], w->oom[j + 2]);
         fputc(']', f);
         steps_at(f, d, v->ordinal);
         fputc('}', f);
     }
     fputc(']', f);
-    free(start);
-    free(idx);
+    for (size_t k = 0; k < nout; k++) {
+        VT_FREE_ALL(out[k].dt.bytes, out[k].b.bytes, out[k].s.bytes, out[k].oom);
+    }
+    free(out);
+    free(t);
 }
 
 static void holders(FILE *f, const char *name, const struct vm_holder *h, size_t n, int have) {

@@ -54,6 +54,9 @@ void vh_pack(struct vh_pack *p, int64_t v);
  * again, of the same kind. */
 void vh_pack_write(FILE *f, const char *name, struct vh_pack *p);
 
+/* The same, p kept as it is. */
+void vh_pack_print(FILE *f, const char *name, const struct vh_pack *p);
+
 struct vt_labels;
 
 /* The names of one data block (frames, call sites' parts) as entries of a

@@ -52,7 +52,7 @@ void vh_pack(struct vh_pack *p, int64_t v) {
     }
 }
 
-void vh_pack_write(FILE *f, const char *name, struct vh_pack *p) {
+void vh_pack_print(FILE *f, const char *name, const struct vh_pack *p) {
     if (name) fprintf(f, ",\"%s\":", name);
     fputc('"', f);
     fputc(p->failed ? 'u' : p->kind, f);
@@ -65,6 +65,10 @@ void vh_pack_write(FILE *f, const char *name, struct vh_pack *p) {
         fwrite(out, 1, 4, f);
     }
     fputc('"', f);
+}
+
+void vh_pack_write(FILE *f, const char *name, struct vh_pack *p) {
+    vh_pack_print(f, name, p);
     free(p->bytes);
     vh_pack_init(p, p->kind);
 }

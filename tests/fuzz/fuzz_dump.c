@@ -22,12 +22,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc != crc || (rc != 0 && strcmp(err, cerr) != 0)) abort();
     if (rc != 0) return 0;
     uint64_t allocs = 0, frees = 0, ooms = 0, first_oom = 0;
-    for (size_t i = 0; i < d.nevents; i++) {
-        if (d.events[i].type == 'a') allocs++;
-        else if (d.events[i].type == 'f') frees++;
-        else if (ooms++ == 0) first_oom = d.events[i].time_ns;
+    struct vm_ev_cursor cur;
+    struct vm_event e;
+    for (vm_ev_from(&cur, &d.events, 0); vm_ev_next(&cur, &e);) {
+        if (e.type == 'a') allocs++;
+        else if (e.type == 'f') frees++;
+        else if (ooms++ == 0) first_oom = e.time_ns;
     }
-    if (c.events || c.nevents != d.nevents || c.event_counts.allocs != allocs || c.event_counts.frees != frees ||
+    /* The packed events read the same in order, one by one and backward. */
+    struct vm_ev_back back;
+    struct vm_event b;
+    vm_ev_back_from_end(&back, &d.events);
+    for (size_t i = d.events.n; i-- > 0;) {
+        e = vm_event_at(&d.events, i);
+        if (!vm_ev_prev(&back, &b) || back.i != i || memcmp(&e, &b, sizeof e) != 0) abort();
+        vm_ev_from(&cur, &d.events, i);
+        if (!vm_ev_next(&cur, &b) || memcmp(&e, &b, sizeof e) != 0) abort();
+    }
+    if (vm_ev_prev(&back, &b)) abort();
+    if (d.events.n != d.nevents || c.events.n || c.nevents != d.nevents || c.event_counts.allocs != allocs || c.event_counts.frees != frees ||
         c.event_counts.ooms != ooms || c.event_counts.first_oom_ns != first_oom ||
         memcmp(&c.event_counts, &d.event_counts, sizeof c.event_counts) != 0)
         abort();
