@@ -67,16 +67,32 @@ static int frame_is_library(const struct vt_frame *fr) {
 }
 
 /* The tree of stacks: node (parent, frame) -> node id, by open addressing.
- * A slot holds a node's id (plus one; 0 is empty) and the key is read from
- * the node's own parent and frame: a slot of a 64-bit key and an id was
- * 12 bytes, 12 MB of the page's 31 MB for a dump of 387,000 nodes. */
+ * A slot holds a node's id (plus one; 0 is empty) and the key is read back
+ * through the node's first dump node (rep): its parent's page node and its
+ * frame's label. A slot of a 64-bit key and an id was 12 bytes, 12 MB of
+ * the page's 31 MB for a dump of 387,000 nodes; a parent and a frame kept
+ * for each node, 8 bytes, where rep is 4. */
 struct tree {
     uint32_t *slot;
     size_t cap, n;
-    uint32_t *parent, *frame;
+    uint32_t *rep;              /* each node's first dump node */
+    const struct vm_node *nodes; /* the dump's */
+    const uint32_t *page_of;    /* each dump node's page node, UINT32_MAX before it has one */
+    const uint32_t *fr_of;      /* each dump frame's label */
 };
 
-static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame) {
+/* Node id's parent in the page's tree (UINT32_MAX at the root) and frame. */
+static uint32_t tree_parent(const struct tree *t, uint32_t id) {
+    uint32_t p = t->nodes[t->rep[id]].parent;
+    return p == VM_NO_NODE ? UINT32_MAX : t->page_of[p];
+}
+
+static uint32_t tree_frame(const struct tree *t, uint32_t id) { return t->fr_of[t->nodes[t->rep[id]].frame]; }
+
+/* The page node of dump node m, whose parent's page node is parent (made
+ * when it is new). */
+static uint32_t tree_node(struct tree *t, uint32_t m, uint32_t parent) {
+    uint32_t frame = t->fr_of[t->nodes[m].frame];
     uint64_t key = ((((uint64_t)parent + 1) << 32) | frame) + 1;
     /* Mixed so that every bit of parent and frame reaches the slot's bits
      * (a slot from the product's middle bits saw only a parent's low bits:
@@ -88,11 +104,10 @@ static uint32_t tree_node(struct tree *t, uint32_t parent, uint32_t frame) {
     size_t i = (size_t)(h ^ h >> 32) & (t->cap - 1);
     for (; t->slot[i]; i = (i + 1) & (t->cap - 1)) {
         uint32_t id = t->slot[i] - 1;
-        if (t->parent[id] == parent && t->frame[id] == frame) return id;
+        if (tree_frame(t, id) == frame && tree_parent(t, id) == parent) return id;
     }
     t->slot[i] = (uint32_t)t->n + 1;
-    t->parent[t->n] = parent;
-    t->frame[t->n] = frame;
+    t->rep[t->n] = m;
     return (uint32_t)t->n++;
 }
 
@@ -161,12 +176,11 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
      * a page's 170 MB for 2,350,000 nodes). */
     for (t.cap = 16; 3 * t.cap < 4 * (total + 1); t.cap *= 2) {}
     t.slot = calloc(t.cap, sizeof *t.slot);
-    t.parent = malloc((total + 1) * sizeof *t.parent);
-    t.frame = malloc((total + 1) * sizeof *t.frame);
-    uint32_t *node_of = malloc((d->nstacks + 1) * sizeof *node_of);
+    t.rep = malloc((total + 1) * sizeof *t.rep);
+    uint32_t *node_of = NULL;
     uint8_t *lib = malloc(d->nframes + 1);
-    *site_of = malloc((d->nstacks + 1) * sizeof **site_of);
-    *sites = vt_labels_new();
+    *site_of = NULL;
+    *sites = NULL;
     /* Each of the dump's frames labelled, and each of its nodes given its
      * node of the page's tree, once: the stacks share them (walking every
      * frame of every stack, 100,000 stacks 240 deep took 24 s). A stack's
@@ -176,8 +190,10 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     uint32_t *fr_of = malloc((d->nframes + 1) * sizeof *fr_of);
     uint32_t *page_of = malloc((d->nnodes + 1) * sizeof *page_of);
     uint32_t *path = malloc((deepest + 1) * sizeof *path); /* one stack's nodes not done yet */
-    int ok = frames && t.slot && t.parent && t.frame && node_of && lib && *site_of && *sites && fr_of &&
-             page_of && path;
+    t.nodes = d->nodes;
+    t.page_of = page_of;
+    t.fr_of = fr_of;
+    int ok = frames && t.slot && t.rep && lib && fr_of && page_of && path;
     for (size_t i = 0; ok && i < d->nframes; i++) fr_of[i] = UINT32_MAX;
     for (size_t i = 0; ok && i < d->nnodes; i++) page_of[i] = UINT32_MAX;
     size_t nframes = 0;
@@ -203,26 +219,45 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
                 }
                 fr_of[fi] = fr;
             }
-            at = page_of[m] = tree_node(&t, at, fr_of[fi]);
+            at = page_of[m] = tree_node(&t, m, at);
         }
-        node_of[i] = at;
-        char where[MAXLABEL];
-        (*site_of)[i] = vt_label_group(*sites, vm_site_label(d, i, where, sizeof where), NULL);
-        if ((*site_of)[i] == UINT32_MAX) ok = 0;
     }
-    /* What only the building needed goes before the packing's buffers
-     * are made. */
-    free(t.slot); free(fr_of); free(page_of); free(path);
-    t.slot = NULL; fr_of = page_of = path = NULL;
+    /* The tree is written, and what only it needed freed, before the
+     * stacks' call sites are labelled: they are not needed while it is
+     * built. */
+    free(t.slot); free(path);
+    t.slot = NULL; path = NULL;
+    node_of = ok ? malloc((d->nstacks + 1) * sizeof *node_of) : NULL;
+    if (!node_of) ok = 0;
     if (ok) {
+        for (size_t i = 0; i < d->nstacks; i++) node_of[i] = d->stacks[i].nframes ? page_of[d->stacks[i].node] : UINT32_MAX;
         /* The names table's first entries are the frames, in order; then
          * the parts of call-site labels that are no frame's name. */
         struct vh_pack np;
         vh_pack_init(&np, 'u');
-        for (size_t i = 0; i < t.n; i++) vh_pack(&np, t.parent[i] == UINT32_MAX ? 0 : (int64_t)(i - t.parent[i]));
+        for (uint32_t i = 0; i < t.n; i++) {
+            uint32_t parent = tree_parent(&t, i);
+            vh_pack(&np, parent == UINT32_MAX ? 0 : (int64_t)(i - parent));
+        }
         vh_pack_write(f, "np", &np);
-        put_u32s(f, "nf", t.frame, t.n, 'u');
+        vh_pack_init(&np, 'u');
+        for (uint32_t i = 0; i < t.n; i++) vh_pack(&np, tree_frame(&t, i));
+        vh_pack_write(f, "nf", &np);
         put_u32s(f, "sn", node_of, d->nstacks, 's');
+    }
+    free(t.rep); free(fr_of); free(page_of); free(node_of);
+    t.rep = fr_of = page_of = node_of = NULL;
+    if (ok) {
+        *site_of = malloc((d->nstacks + 1) * sizeof **site_of);
+        *sites = vt_labels_new();
+        ok = *site_of && *sites;
+    }
+    for (size_t i = 0; ok && i < d->nstacks; i++) {
+        char where[MAXLABEL];
+        (*site_of)[i] = vt_label_group(*sites, vm_site_label(d, i, where, sizeof where), NULL);
+        if ((*site_of)[i] == UINT32_MAX) ok = 0;
+    }
+    if (ok) {
         put_u32s(f, "so", *site_of, d->nstacks, 'u');
         ok = put_sites(f, *sites, &names) == 0;
         /* Each frame's library flag, one character a frame. */
@@ -233,7 +268,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     }
     vt_labels_free(frames);
     vh_names_free(&names);
-    free(t.parent); free(t.frame); free(node_of); free(lib);
+    free(lib);
     return ok ? 0 : -1;
 }
 
