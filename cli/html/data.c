@@ -316,23 +316,6 @@ static int series(FILE *f, const struct vm_dump *d, const uint32_t *site_of, con
     return 0;
 }
 
-/* ",\"steps_at\":[...]": each step boundary's place among this device's
- * events (how many of them came before it), -1 where the ring overwrote
- * it. The boundaries' event indices never go back (cli/model_steps.h). */
-static void steps_at(FILE *f, const struct vm_dump *d, int device) {
-    fputs(",\"steps_at\":[", f);
-    size_t seen = 0;
-    struct vm_ev_cursor c;
-    struct vm_event e;
-    vm_ev_from(&c, &d->events, 0);
-    for (size_t k = 0; k < d->nsteps; k++) {
-        int64_t at = d->steps[k].event;
-        for (; at >= 0 && c.i < (size_t)at && vm_ev_next(&c, &e);)
-            if (e.device == device && e.type != 'o') seen++;
-        fprintf(f, k ? ",%lld" : "%lld", at < 0 ? -1LL : (long long)seen);
-    }
-    fputc(']', f);
-}
 
 /* One device ordinal's events as the page writes them, made in one pass
  * over the events for every listed device at once: the arrays are the
@@ -344,8 +327,60 @@ struct dev_out {
     size_t noom, oom_cap;
     uint64_t last;             /* the latest time so far */
     size_t seen;               /* events other than OOMs so far */
+    /* Its place among the step boundaries as runs: each a count of steps
+     * passed since the run before and the events seen since it, as two
+     * varints (pack.c's 'u'); made when the device has an event, so that
+     * every device's places take one pass over the events, not one each
+     * (4,096 devices over 400,000 events and 64 steps: 9 s). */
+    struct vh_pack runs;
+    size_t run_step, run_seen; /* where the last run ended */
     int failed;
 };
+
+/* A run up to step k (the steps before it all passed, not yet in a run)
+ * at the events seen so far. */
+static void dev_run(struct dev_out *o, size_t k) {
+    if (k == o->run_step) return;
+    vh_pack(&o->runs, (int64_t)(k - o->run_step));
+    vh_pack(&o->runs, (int64_t)(o->seen - o->run_seen));
+    o->run_step = k;
+    o->run_seen = o->seen;
+}
+
+static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+        uint8_t c = *p++;
+        *v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) break;
+    }
+    return p;
+}
+
+/* ",\"steps_at\":[...]": each step boundary's place among this device's
+ * events (how many of them came before it), -1 where the ring overwrote
+ * it; o NULL for a device without events. The boundaries' event indices
+ * never go back (cli/model_steps.h). */
+static void steps_at(FILE *f, const struct vm_dump *d, const struct dev_out *o) {
+    fputs(",\"steps_at\":[", f);
+    const uint8_t *p = o && !o->runs.failed ? o->runs.bytes : NULL, *end = p ? p + o->runs.n : NULL;
+    uint64_t left = 0, seen = 0, value = 0;
+    for (size_t k = 0; k < d->nsteps; k++) {
+        /* The runs are read as the steps go: a step in none is after the
+         * device's last event, at its count of events. */
+        while (!left && p && p < end) {
+            uint64_t dk, dv;
+            p = get_varint(get_varint(p, end, &dk), end, &dv);
+            left = dk;
+            value = seen + dv;
+            seen = value;
+        }
+        uint64_t at = left ? value : o ? o->seen : 0;
+        if (left) left--;
+        fprintf(f, k ? ",%lld" : "%lld", d->steps[k].event < 0 ? -1LL : (long long)at);
+    }
+    fputc(']', f);
+}
 
 static void dev_oom(struct dev_out *o, uint64_t a, uint64_t b, uint64_t c) {
     if (o->failed) return;
@@ -399,15 +434,19 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
         vh_pack_init(&w->dt, 'u');
         vh_pack_init(&w->b, 's');
         vh_pack_init(&w->s, 'u');
+        vh_pack_init(&w->runs, 'u');
         if (!t[o + 1].unit) t[o + 1].unit = 1;
     }
+    size_t step = 0; /* the steps passed: their boundary is at or before this event */
     for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, &e);) {
+        while (step < d->nsteps && d->steps[step].event < (int64_t)c.i) step++;
         if (e.device < -1 || e.device >= NORD - 1 || !t[e.device + 1].out) continue;
         struct dev_out *w = &out[t[e.device + 1].out - 1];
         if (e.type == 'o') {
             dev_oom(w, w->seen, e.time_ns, e.bytes);
             continue;
         }
+        dev_run(w, step);
         w->seen++;
         vh_pack(&w->dt, (int64_t)(e.time_ns >= w->last ? e.time_ns - w->last : 0));
         if (e.time_ns > w->last) w->last = e.time_ns;
@@ -443,12 +482,12 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
             fprintf(f, j ? ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 : "%" PRIu64 ",%" PRIu64 ",%" PRIu64, w->oom[j],
                     w->oom[j + 1], w->oom[j + 2]);
         fputc(']', f);
-        steps_at(f, d, v->ordinal);
+        steps_at(f, d, w);
         fputc('}', f);
     }
     fputc(']', f);
     for (size_t k = 0; k < nout; k++) {
-        VT_FREE_ALL(out[k].dt.bytes, out[k].b.bytes, out[k].s.bytes, out[k].oom);
+        VT_FREE_ALL(out[k].dt.bytes, out[k].b.bytes, out[k].s.bytes, out[k].runs.bytes, out[k].oom);
     }
     free(out);
     free(t);
