@@ -492,55 +492,96 @@ static uint64_t ev_address(const struct selection *x, size_t i, const struct vm_
 /* The addresses the replay adds that no live segment has (allocations
  * freed within the events' window): an open-addressed set of the free
  * events that added them, a slot the event's index (plus 2; 0 empty, 1 a
- * removed key) and the key read from the event itself (its device, and
- * its address as the selection gives it, ev_address). Made once with room for every
- * free event at three quarters full, so it never grows: 5 to 11 bytes a
- * free event. Keys of 16 bytes, remade past three quarters full, took 48
- * MB at the remaking for the 900,000 freed allocations of a dump of 67
- * MB; a uthash entry each, 79 MB. */
+ * removed key) with a byte of its key's hash beside, compared first: the
+ * key itself (its device, and its address as the selection gives it,
+ * ev_address) is read from the event only where that byte matches (the
+ * events are packed: reading one decodes part of its block). A removed
+ * key's slot is taken again by the next key added through it, and the set
+ * is remade without removed keys, with room for twice its keys, when
+ * three quarters of it are used: it is as big as the most keys it holds
+ * at once, not as the free events (made once with room for every free
+ * event it was 4 MB of a 7.9 MB dump whose 500,000 frees each followed
+ * their allocation). Keys of 16 bytes, remade past three quarters full,
+ * took 48 MB at the remaking for the 900,000 freed allocations of a dump
+ * of 67 MB; a uthash entry each, 79 MB. */
 struct key_set {
     uint32_t *slot;
-    size_t cap;
+    uint8_t *tag;            /* a byte of each slot's key hash */
+    size_t cap, used, live;  /* used: slots not empty (keys and removed ones) */
     const struct vm_dump *d;
     const struct selection *x;
 };
 #define KEY_EMPTY 0u
 #define KEY_GONE 1u
 
-static size_t key_slot(const struct key_set *s, int device, uint64_t address) {
+static uint64_t key_hash(int device, uint64_t address) {
     uint64_t h = (address ^ (uint64_t)(int64_t)device * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
-    return (size_t)(h ^ h >> 32) & (s->cap - 1);
+    return h ^ h >> 32;
 }
 
-/* Room for `adds` keys; 0 when out of memory. */
-static int key_set_make(struct key_set *s, size_t adds, const struct vm_dump *d, const struct selection *x) {
-    for (s->cap = 16; 3 * s->cap < 4 * (adds + 1); s->cap *= 2) {}
-    s->d = d;
-    s->x = x;
-    return (s->slot = calloc(s->cap, sizeof *s->slot)) != NULL;
+/* The slot's tag: hash bits the slot's place does not use. */
+static uint8_t key_tag(uint64_t h) { return (uint8_t)(h >> 56); }
+
+/* An empty set of `cap` slots (a power of two); 0 when out of memory. */
+static int key_set_make(struct key_set *s, size_t cap, const struct vm_dump *d, const struct selection *x) {
+    *s = (struct key_set){.cap = cap, .d = d, .x = x};
+    s->slot = calloc(cap, sizeof *s->slot + 1);
+    s->tag = s->slot ? (uint8_t *)(s->slot + cap) : NULL;
+    return s->slot != NULL;
 }
 
 /* The slot of (device, address), or SIZE_MAX. */
 static size_t key_find(const struct key_set *s, int device, uint64_t address) {
-    for (size_t i = key_slot(s, device, address);; i = (i + 1) & (s->cap - 1)) {
+    uint64_t h = key_hash(device, address);
+    for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
         uint32_t k = s->slot[i];
         if (k == KEY_EMPTY) return SIZE_MAX;
-        if (k == KEY_GONE) continue;
+        if (k == KEY_GONE || s->tag[i] != key_tag(h)) continue;
         struct vm_event e = vm_event_at(&s->d->events, k - 2);
         if (e.device == device && ev_address(s->x, k - 2, &e) == address) return i;
     }
 }
 
-/* Event i's (e's) key added (not in s): one of the adds s was made for. */
-static void key_add(struct key_set *s, size_t i, const struct vm_event *e) {
-    size_t j = key_slot(s, e->device, ev_address(s->x, i, e));
-    while (s->slot[j] != KEY_EMPTY) j = (j + 1) & (s->cap - 1);
+/* Event i's key, of hash h, put in the first free slot of its run (s has
+ * room). */
+static void key_put(struct key_set *s, uint64_t h, size_t i) {
+    size_t j = h & (s->cap - 1);
+    while (s->slot[j] > KEY_GONE) j = (j + 1) & (s->cap - 1);
+    s->used += s->slot[j] == KEY_EMPTY;
+    s->live++;
     s->slot[j] = (uint32_t)i + 2;
+    s->tag[j] = key_tag(h);
+}
+
+static uint64_t event_key_hash(const struct key_set *s, size_t i, const struct vm_event *e) {
+    return key_hash(e->device, ev_address(s->x, i, e));
+}
+
+/* Event i's (e's) key added (it is not in s); 0, or -1 when out of memory. */
+static int key_add(struct key_set *s, size_t i, const struct vm_event *e) {
+    if (4 * (s->used + 1) > 3 * s->cap) {
+        struct key_set t;
+        size_t cap = s->cap;
+        while (cap < 2 * (s->live + 1)) cap *= 2;
+        if (!key_set_make(&t, cap, s->d, s->x)) return -1;
+        for (size_t j = 0; j < s->cap; j++)
+            if (s->slot[j] > KEY_GONE) {
+                struct vm_event k = vm_event_at(&s->d->events, s->slot[j] - 2);
+                key_put(&t, event_key_hash(s, s->slot[j] - 2, &k), s->slot[j] - 2);
+            }
+        free(s->slot);
+        *s = t;
+    }
+    key_put(s, event_key_hash(s, i, e), i);
+    return 0;
 }
 
 static void key_del(struct key_set *s, int device, uint64_t address) {
     size_t i = key_find(s, device, address);
-    if (i != SIZE_MAX) s->slot[i] = KEY_GONE;
+    if (i != SIZE_MAX) {
+        s->slot[i] = KEY_GONE;
+        s->live--;
+    }
 }
 
 /* The live segments, by (device, address): a sorted array of their keys,
@@ -603,11 +644,13 @@ static void seg_take(struct segments *g, int device, uint64_t address) {
     key_del(&g->extra, device, address);
 }
 
-/* Free event i's (e's) segment put into the replay's set. */
-static void seg_put(struct segments *g, size_t i, const struct vm_event *e) {
+/* Free event i's (e's) segment put into the replay's set; 0, or -1 when
+ * out of memory. */
+static int seg_put(struct segments *g, size_t i, const struct vm_event *e) {
     size_t at = seg_at(g, e->device, ev_address(g->extra.x, i, e));
-    if (at != SIZE_MAX) set_bit(g->present, at, 1);
-    else key_add(&g->extra, i, e);
+    if (at == SIZE_MAX) return key_add(&g->extra, i, e);
+    set_bit(g->present, at, 1);
+    return 0;
 }
 
 static void segments_free(struct segments *g) {
@@ -699,12 +742,8 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         x->mapped[b] = t;
     }
     /* The replay, last to first from the segments: an allocation's
-     * segment exists after it, a free's does not. A free adds one key at
-     * most. */
-    size_t frees = 0;
-    struct vm_ev_cursor c;
-    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) frees += e->type == 'f' && (x->ev[c.i - 1] & (EV_OWN | EV_MAPPED));
-    if (!key_set_make(&set.extra, frees, d, x)) goto oom;
+     * segment exists after it, a free's does not. */
+    if (!key_set_make(&set.extra, 1024, d, x)) goto oom;
     for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
         size_t i = back.i;
         if (e->type == 'o' || !(x->ev[i] & (EV_OWN | EV_MAPPED))) continue;
@@ -714,7 +753,7 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
             seg_take(&set, e->device, address);
             x->ev[i] |= EV_OK;
         } else if (e->type == 'f' && !has) {
-            seg_put(&set, i, e);
+            if (seg_put(&set, i, e) != 0) goto oom;
             x->ev[i] |= EV_OK;
         }
     }
@@ -730,13 +769,31 @@ oom:
     return -1;
 }
 
-/* One process's events on one device, as trace entries: the events
- * list[0..n), in order; ooms[0..nooms) every OOM event of the dump, in
- * order (the k-th is the k-th OOM record). */
-static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, const uint32_t *list,
+/* The varint at *p (the lists of by_device), *p moved past it. */
+static uint64_t next_varint(const uint8_t **p) {
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        uint8_t c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) return v;
+    }
+}
+
+static size_t varint_len(uint64_t v) {
+    size_t n = 1;
+    for (; v >= 0x80; v >>= 7) n++;
+    return n;
+}
+
+/* One process's events on one device, as trace entries: the n events
+ * whose indexes' differences (from 0 for the first) are the varints at
+ * list, in order; ooms[0..nooms) every OOM event of the dump, in order
+ * (the k-th is the k-th OOM record). */
+static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, const uint8_t *list,
                           size_t n, const uint32_t *ooms, size_t nooms) {
+    size_t i = 0;
     for (size_t j = 0; j < n; j++) {
-        size_t i = list[j];
+        i += next_varint(&list);
         struct vm_event at = vm_event_at(&d->events, i), *e = &at;
         at.address = ev_address(x, i, &at);
         if (e->type == 'o') {
@@ -756,45 +813,72 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
 }
 
 /* The exported events by device 0 .. ndev - 1, each device's in order,
- * found in one pass (a pass over every event per device took seconds for
- * a dump listing thousands): device g's are list[start[g] .. start[g + 1]);
- * and every OOM event of the dump, in order, in *ooms_out (*nooms_out of
- * them). 0, or -1 when out of memory. */
-static int by_device(const struct vm_dump *d, const struct selection *x, int ndev, size_t **start_out,
-                     uint32_t **list_out, uint32_t **ooms_out, size_t *nooms_out) {
+ * found in two passes (a pass over every event per device took seconds
+ * for a dump listing thousands of devices): device g's count[g] events are
+ * at list + start[g], each index as the varint of its difference from the
+ * one before (1 byte an event where devices take turns, where an index
+ * each was 4); and every OOM event of the dump, in order, in *ooms_out
+ * (*nooms_out of them). 0, or -1 when out of memory. */
+struct by_dev {
+    size_t *start, *count;
+    uint8_t *list;
+    uint32_t *ooms;
+    size_t nooms;
+};
+
+static void by_device_free(struct by_dev *b) {
+    free(b->start);
+    free(b->count);
+    free(b->list);
+    free(b->ooms);
+}
+
+static int by_device(const struct vm_dump *d, const struct selection *x, int ndev, struct by_dev *b) {
+    memset(b, 0, sizeof *b);
     if (d->nevents > UINT32_MAX) return -1;
-    size_t *start = calloc((size_t)ndev + 2, sizeof *start), nooms = 0;
-    if (!start) return -1;
+    size_t *last = calloc((size_t)ndev + 1, sizeof *last), *at = NULL;
+    b->start = calloc((size_t)ndev + 2, sizeof *b->start);
+    b->count = calloc((size_t)ndev + 1, sizeof *b->count);
+    if (!last || !b->start || !b->count) goto oom;
     struct vm_ev_cursor c;
     struct vm_event ev, *e = &ev;
     for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
-        if ((x->ev[c.i - 1] & EV_OK) && e->device >= 0 && e->device < ndev) start[e->device + 1]++;
-        nooms += e->type == 'o';
+        size_t i = c.i - 1;
+        b->nooms += e->type == 'o';
+        if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
+        b->start[e->device + 1] += varint_len(i - last[e->device]);
+        last[e->device] = i;
     }
-    for (int g = 1; g <= ndev; g++) start[g] += start[g - 1];
-    uint32_t *list = malloc((start[ndev] + 1) * sizeof *list); /* the exported ones only */
-    uint32_t *ooms = malloc((nooms + 1) * sizeof *ooms);
-    size_t *at = calloc((size_t)ndev + 1, sizeof *at);
-    if (!list || !ooms || !at) {
-        free(start);
-        free(list);
-        free(ooms);
-        free(at);
-        return -1;
-    }
-    nooms = 0;
+    for (int g = 1; g <= ndev; g++) b->start[g] += b->start[g - 1];
+    b->list = malloc(b->start[ndev] + 1);
+    b->ooms = malloc((b->nooms + 1) * sizeof *b->ooms);
+    if (!b->list || !b->ooms) goto oom;
+    memset(last, 0, ((size_t)ndev + 1) * sizeof *last);
+    at = malloc(((size_t)ndev + 1) * sizeof *at); /* where each device's next index goes */
+    if (!at) goto oom;
+    memcpy(at, b->start, ((size_t)ndev + 1) * sizeof *at);
+    b->nooms = 0;
     for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
         size_t i = c.i - 1;
-        if (e->type == 'o') ooms[nooms++] = (uint32_t)i;
+        if (e->type == 'o') b->ooms[b->nooms++] = (uint32_t)i;
         if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
-        list[start[e->device] + at[e->device]++] = (uint32_t)i;
+        uint8_t *w = b->list + at[e->device];
+        for (uint64_t v = i - last[e->device]; ; v >>= 7) {
+            *w++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+            if (v < 0x80) break;
+        }
+        at[e->device] = (size_t)(w - b->list);
+        last[e->device] = i;
+        b->count[e->device]++;
     }
+    free(last);
     free(at);
-    *start_out = start;
-    *list_out = list;
-    *ooms_out = ooms;
-    *nooms_out = nooms;
     return 0;
+oom:
+    free(last);
+    free(at);
+    by_device_free(b);
+    return -1;
 }
 
 /* How often the export uses each stack's frame list (it is written at the
@@ -945,9 +1029,8 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         if (x.seg_ok[j]) segment(&p, d, &d->live[j]);
     list_end(&p);
     pk_str(&p, "device_traces");
-    size_t *start = NULL, nooms = 0;
-    uint32_t *list = NULL, *ooms = NULL;
-    if (by_device(d, &x, ndev, &start, &list, &ooms, &nooms) != 0) {
+    struct by_dev b;
+    if (by_device(d, &x, ndev, &b) != 0) {
         memo_clear(&p.frames);
         memo_clear(&p.strings);
         free(frame_entry);
@@ -960,13 +1043,11 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     list_begin(&p);
     for (int dev = 0; dev < ndev; dev++) {
         list_begin(&p);
-        trace_entries(&p, d, &x, list + start[dev], start[dev + 1] - start[dev], ooms, nooms);
+        trace_entries(&p, d, &x, b.list + b.start[dev], b.count[dev], b.ooms, b.nooms);
         list_end(&p);
     }
     list_end(&p);
-    free(start);
-    free(list);
-    free(ooms);
+    by_device_free(&b);
     pk_str(&p, "allocator_settings");
     dict_begin(&p);
     kv_str(&p, "source", "vramtrace");

@@ -13,8 +13,12 @@
 
 #define MAX_EVENT_BYTES 44
 
+/* One block's events decoded as far as they were asked for: a look-up at
+ * random decodes half a block on average, a pass the block once. */
 struct vm_ev_cache {
-    size_t block;            /* the block decoded + 1; 0 for none */
+    size_t block;            /* the block + 1; 0 for none */
+    size_t filled;           /* its events in ev[], from its first */
+    struct vm_ev_cursor at;  /* where the next one is read */
     struct vm_event ev[VM_EV_BLOCK];
 };
 
@@ -60,6 +64,7 @@ static int grow(struct vm_events *ev) {
     if (!b) return -1;
     ev->buf = b;
     ev->cap = cap;
+    if (ev->cache) ev->cache->block = 0; /* its cursor pointed into the old bytes */
     return 0;
 }
 
@@ -93,10 +98,15 @@ int vm_events_add(struct vm_events *ev, const struct vm_event *e) {
     p = put_delta(p, e->stack, before.stack);
     ev->len = (size_t)(p - ev->buf);
     ev->n++;
-    /* The cache holds this block now (vm_event_at above decoded it, or
-     * the event is the block's first): it is kept whole as it is written. */
-    ev->cache->block = (ev->n - 1) / VM_EV_BLOCK + 1;
-    ev->cache->ev[(ev->n - 1) % VM_EV_BLOCK] = *e;
+    /* The cache holds this block now, up to the event before (vm_event_at
+     * above read it, or the event is the block's first): the event is
+     * added to it, and its cursor set after it. */
+    struct vm_ev_cache *c = ev->cache;
+    c->block = (ev->n - 1) / VM_EV_BLOCK + 1;
+    c->filled = (ev->n - 1) % VM_EV_BLOCK + 1;
+    c->ev[c->filled - 1] = *e;
+    c->at = (struct vm_ev_cursor){.ev = ev, .i = ev->n, .p = ev->buf + ev->len, .time_ns = e->time_ns,
+                                  .address = e->address, .bytes = e->bytes, .stack = e->stack};
     return 0;
 }
 
@@ -106,6 +116,7 @@ void vm_events_done(struct vm_events *ev) {
         if (b) {
             ev->buf = b;
             ev->cap = ev->len ? ev->len : 1;
+            if (ev->cache) ev->cache->block = 0;
         }
     }
 }
@@ -170,9 +181,11 @@ struct vm_event vm_event_at(const struct vm_events *ev, size_t i) {
     struct vm_ev_cache *c = ev->cache;
     size_t b = i / VM_EV_BLOCK;
     if (c->block != b + 1) {
-        read_block(ev, b, c->ev);
+        vm_ev_from(&c->at, ev, b * VM_EV_BLOCK);
         c->block = b + 1;
+        c->filled = 0;
     }
+    while (c->filled <= i % VM_EV_BLOCK) vm_ev_next(&c->at, &c->ev[c->filled++]);
     return c->ev[i % VM_EV_BLOCK];
 }
 

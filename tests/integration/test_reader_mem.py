@@ -132,7 +132,7 @@ def reader_text_json_folded_count_events_without_keeping_them():
             ok(rss <= 0.75 * size, f"{fmt}: peak resident memory {rss / 2**20:.1f} MiB is "
                                    f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 0.75x)")
         # The page and the torch export read every event: kept packed
-        # (cli/model_events.h), 1.51x and 1.77x; 5.6x and 5.0x as 32-byte
+        # (cli/model_events.h), 1.51x and 1.38x; 5.6x and 5.0x as 32-byte
         # structs.
         for fmt in ("html", "torch"):
             rss = peak_rss([CLI, "report", "--format", fmt, path, "-o", os.devnull])

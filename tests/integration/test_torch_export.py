@@ -299,11 +299,14 @@ def torch_export_repeated_live_address_is_one_segment():
 def torch_export_replay_set_forgets_and_finds_past_marks():
     """The replay's set of addresses freed within the window
     (cli/fmt_torch.c's key_set: open addressing over the free events'
-    indexes, a removed key marked in place, room made once for every free
-    event): 5,000 addresses each
+    indexes with a byte of hash beside, a removed key marked in place and
+    its slot taken again, the set remade bigger and without marks when
+    three quarters are used, from 1,024 slots): 5,000 addresses each
     allocated and freed in two rounds (all allocations of a round, then all
-    its frees), so that the backward replay holds 5,000 at once, takes them
-    out, and puts the same keys back past their marks. Every one of the
+    its frees), so that the backward replay holds 5,000 at once (the set
+    remade as it fills), takes them out, and puts the same keys back past
+    their marks and into marked slots. It fails when a look-up stops at a
+    mark, or when a remaking drops its keys. Every one of the
     20,000 events keeps its trace entries (2 an allocation, 3 a free), in
     time order, and the trace replays from the segments."""
     work = tempfile.mkdtemp(prefix="vt-torch-set-")
