@@ -7,7 +7,10 @@ section's own bytes, and the whole against the budget 120 x live + 40 x
 frames + 16 x events), the write's time and the resident memory it added,
 `vramtrace report`'s peak resident memory over the dump's size and its
 speed in MB of dump a second (text format), the peak resident memory of
-every other format, and the torch export's size over the dump's.
+every other format, and the torch export's size over the dump's. Then a
+dump whose history is most of it: 1,000,000 events over one stack
+(bench_alloc's 700,000 pairs, the ring's last million kept), every
+format's peak resident memory over its size.
 
 BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
 format version 1 is measured by its own sections where it has them);
@@ -121,6 +124,25 @@ def shape(live, nstacks, work):
         show(measure(lib, cli, prog, live, nstacks, work), live, nstacks, label)
 
 
+def history(lib, cli, work, label):
+    """Every format's peak resident memory over the size of a dump of
+    1,000,000 events over one stack."""
+    out = os.path.join(work, "h.json")
+    env = dict(os.environ, LD_PRELOAD=lib, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off", VRAMTRACE_LIVE="0",
+               LD_LIBRARY_PATH=os.path.dirname(PROG))
+    subprocess.run([os.path.join(os.path.dirname(PROG), "bench_alloc"), "pairs", "cuda", "20", "700000", "1", "cold"],
+                   env=env, capture_output=True, text=True, check=True)
+    size = os.path.getsize(out)
+    rss = {}
+    for fmt in ("text", "json", "folded", "html", "torch"):
+        fp, _, _, rss[fmt] = timed([cli, "report", out, "--format", fmt, "-o", os.devnull])
+        if fp.returncode != 0:
+            rss[fmt] = 0
+    os.unlink(out)
+    print(f"  {label}1,000,000 events over one stack: dump {size / 1e6:.1f} MB; report, every format, resident "
+          "over the dump's size: " + ", ".join(f"{k} {v / size:.2f}x" if v else f"{k} failed" for k, v in rss.items()))
+
+
 def main():
     args = [int(a) for a in sys.argv[1:]]
     shapes = list(zip(args[::2], args[1::2])) or SHAPES
@@ -129,6 +151,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="vt-bench-dump-") as work:
         for live, nstacks in shapes:
             shape(live, nstacks, work)
+        if not args:
+            if BEFORE:
+                history(os.path.join(BEFORE, "build", "libvramtrace.so"), os.path.join(BEFORE, "build", "vramtrace"),
+                        work, "before: ")
+            history(LIB, CLI, work, "after:  " if BEFORE else "")
     print("  targets: dump <= 1.00x the budget; write < 1 s and <= 64 MiB added; "
           "report <= 2x the dump resident and >= 100 MB/s; torch export <= the dump plus its frames")
 
