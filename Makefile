@@ -366,7 +366,7 @@ $(STACK_VARIANTS:%=$(T)/%/test_stack): $(T)/%/test_stack: tests/unit/test_stack.
 	$(CC) $(BASE) $(STACK_FLAGS) -o $@ $< tests/unit/rbp_clobber.S -L$(@D) -lvtstack -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
 
 # The CLI's packed event history, alone, with ASan+UBSan.
-$(T)/unit_events_asan: tests/unit/test_events.c tests/unit/check.h cli/model_events.c cli/model_events.h common/records.h
+$(T)/unit_events_asan: tests/unit/test_events.c tests/unit/check.h cli/model_events.c cli/model_events.h cli/varint.h common/records.h
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g $(SAN_UNIT_ASAN) -o $@ tests/unit/test_events.c cli/model_events.c
 

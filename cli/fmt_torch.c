@@ -50,6 +50,7 @@
 
 #include "../common/format.h"
 #include "reporters.h"
+#include "varint.h"
 
 /* Scratch memo slots, rewritten for each segment or event: its size,
  * address and time. */
@@ -769,22 +770,6 @@ oom:
     return -1;
 }
 
-/* The varint at *p (the lists of by_device), *p moved past it. */
-static uint64_t next_varint(const uint8_t **p) {
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-        uint8_t c = *(*p)++;
-        v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) return v;
-    }
-}
-
-static size_t varint_len(uint64_t v) {
-    size_t n = 1;
-    for (; v >= 0x80; v >>= 7) n++;
-    return n;
-}
-
 /* One process's events on one device, as trace entries: the n events
  * whose indexes' differences (from 0 for the first) are the varints at
  * list, in order; ooms[0..nooms) every OOM event of the dump, in order
@@ -793,7 +778,9 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
                           size_t n, const uint32_t *ooms, size_t nooms) {
     size_t i = 0;
     for (size_t j = 0; j < n; j++) {
-        i += next_varint(&list);
+        uint64_t step;
+        list = vm_varint_get(list, &step);
+        i += step;
         struct vm_event at = vm_event_at(&d->events, i), *e = &at;
         at.address = ev_address(x, i, &at);
         if (e->type == 'o') {
@@ -846,7 +833,7 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
         size_t i = c.i - 1;
         b->nooms += e->type == 'o';
         if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
-        b->start[e->device + 1] += varint_len(i - last[e->device]);
+        b->start[e->device + 1] += vm_varint_len(i - last[e->device]);
         last[e->device] = i;
     }
     for (int g = 1; g <= ndev; g++) b->start[g] += b->start[g - 1];
@@ -862,12 +849,7 @@ static int by_device(const struct vm_dump *d, const struct selection *x, int nde
         size_t i = c.i - 1;
         if (e->type == 'o') b->ooms[b->nooms++] = (uint32_t)i;
         if (!(x->ev[i] & EV_OK) || e->device < 0 || e->device >= ndev) continue;
-        uint8_t *w = b->list + at[e->device];
-        for (uint64_t v = i - last[e->device]; ; v >>= 7) {
-            *w++ = (uint8_t)(v >= 0x80 ? (v & 0x7f) | 0x80 : v);
-            if (v < 0x80) break;
-        }
-        at[e->device] = (size_t)(w - b->list);
+        at[e->device] = (size_t)(vm_varint_put(b->list + at[e->device], i - last[e->device]) - b->list);
         last[e->device] = i;
         b->count[e->device]++;
     }

@@ -5,13 +5,14 @@
  * head; its kind in bits 4-7, 15 for a byte of kind after the head), then
  * the time, address, bytes and stack each as the zigzag varint of its
  * difference from the event before in the block (from 0 for a block's
- * first). The longest takes 1 + 2 + 1 + 4 * 10 bytes. */
+ * first). The longest takes 1 + 1 + 2 + 4 * 10 bytes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_events.h"
+#include "varint.h"
 
-#define MAX_EVENT_BYTES 44
+#define MAX_EVENT_BYTES (3 + 5 * VM_VARINT_MAX)
 
 /* One block's events decoded as far as they were asked for: a look-up at
  * random decodes half a block on average, a pass the block once. */
@@ -24,34 +25,14 @@ struct vm_ev_cache {
 
 static const char TYPES[3] = {'a', 'f', 'o'};
 
-static unsigned char *put_varint(unsigned char *p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (unsigned char)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (unsigned char)v;
-    return p;
-}
-
 static unsigned char *put_delta(unsigned char *p, uint64_t v, uint64_t before) {
     uint64_t d = v - before;
-    return put_varint(p, d << 1 ^ (0 - (d >> 63)));
-}
-
-static const unsigned char *get_varint(const unsigned char *p, uint64_t *v) {
-    uint64_t x = 0;
-    for (int shift = 0;; shift += 7) {
-        unsigned char c = *p++;
-        x |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) break;
-    }
-    *v = x;
-    return p;
+    return vm_varint_put(p, d << 1 ^ (0 - (d >> 63)));
 }
 
 static const unsigned char *get_delta(const unsigned char *p, uint64_t *v) {
     uint64_t z;
-    p = get_varint(p, &z);
+    p = vm_varint_get(p, &z);
     *v += (z >> 1) ^ (0 - (z & 1));
     return p;
 }
@@ -91,7 +72,7 @@ int vm_events_add(struct vm_events *ev, const struct vm_event *e) {
     int kind = e->kind < 15 ? e->kind : 15;
     *head = (unsigned char)(type | dev << 2 | kind << 4);
     if (kind == 15) *p++ = e->kind;
-    if (dev == 2) p = put_varint(p, (uint64_t)(int64_t)e->device);
+    if (dev == 2) p = vm_varint_put(p, (uint64_t)(int64_t)e->device);
     p = put_delta(p, e->time_ns, before.time_ns);
     p = put_delta(p, e->address, before.address);
     p = put_delta(p, e->bytes, before.bytes);
@@ -152,7 +133,7 @@ int vm_ev_next(struct vm_ev_cursor *c, struct vm_event *e) {
     unsigned dev = head >> 2 & 3;
     if (dev == 2) {
         uint64_t o;
-        p = get_varint(p, &o);
+        p = vm_varint_get(p, &o);
         e->device = (int16_t)o;
     } else {
         e->device = dev ? -1 : 0;

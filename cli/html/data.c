@@ -18,6 +18,7 @@
 #include "../../common/freeall.h"
 #include "../../common/labels.h"
 #include "../model_torch.h"
+#include "../varint.h"
 #include "html.h"
 
 #define MAXLABEL 1024
@@ -347,16 +348,6 @@ static void dev_run(struct dev_out *o, size_t k) {
     o->run_seen = o->seen;
 }
 
-static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
-    *v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-        uint8_t c = *p++;
-        *v |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) break;
-    }
-    return p;
-}
-
 /* ",\"steps_at\":[...]": each step boundary's place among this device's
  * events (how many of them came before it), -1 where the ring overwrote
  * it; o NULL for a device without events. The boundaries' event indices
@@ -370,7 +361,7 @@ static void steps_at(FILE *f, const struct vm_dump *d, const struct dev_out *o) 
          * device's last event, at its count of events. */
         while (!left && p && p < end) {
             uint64_t dk, dv;
-            p = get_varint(get_varint(p, end, &dk), end, &dv);
+            p = vm_varint_get(vm_varint_get(p, &dk), &dv);
             left = dk;
             value = seen + dv;
             seen = value;
