@@ -350,8 +350,9 @@ static void dev_run(struct dev_out *o, size_t k) {
 
 /* ",\"steps_at\":[...]": each step boundary's place among this device's
  * events (how many of them came before it), -1 where the ring overwrote
- * it; o NULL for a device without events. The boundaries' event indices
- * never go back (cli/model_steps.h). */
+ * it; o NULL for a listed device no event can name (its ordinal out of
+ * range: every place is 0). The boundaries' event indices never go back
+ * (cli/model_steps.h). */
 static void steps_at(FILE *f, const struct vm_dump *d, const struct dev_out *o) {
     fputs(",\"steps_at\":[", f);
     const uint8_t *p = o && !o->runs.failed ? o->runs.bytes : NULL, *end = p ? p + o->runs.n : NULL;
