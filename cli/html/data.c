@@ -356,18 +356,16 @@ static void dev_run(struct dev_out *o, size_t k) {
 static void steps_at(FILE *f, const struct vm_dump *d, const struct dev_out *o) {
     fputs(",\"steps_at\":[", f);
     const uint8_t *p = o && !o->runs.failed ? o->runs.bytes : NULL, *end = p ? p + o->runs.n : NULL;
-    uint64_t left = 0, seen = 0, value = 0;
+    uint64_t left = 0, seen = 0;
     for (size_t k = 0; k < d->nsteps; k++) {
         /* The runs are read as the steps go: a step in none is after the
          * device's last event, at its count of events. */
         while (!left && p && p < end) {
-            uint64_t dk, dv;
-            p = vm_varint_get(vm_varint_get(p, &dk), &dv);
-            left = dk;
-            value = seen + dv;
-            seen = value;
+            uint64_t dv;
+            p = vm_varint_get(vm_varint_get(p, &left), &dv);
+            seen += dv;
         }
-        uint64_t at = left ? value : o ? o->seen : 0;
+        uint64_t at = left ? seen : o ? o->seen : 0;
         if (left) left--;
         fprintf(f, k ? ",%lld" : "%lld", d->steps[k].event < 0 ? -1LL : (long long)at);
     }
