@@ -39,8 +39,9 @@ static const char *bytes_cell(const struct top_opts *o, uint64_t b, char *buf, s
 }
 
 static uint64_t seg_growth(const struct vt_live_segment *s) {
-    int64_t g = 0;
-    for (int i = 0; i < s->ndevices; i++) g += s->devices[i].growth_per_min;
+    int64_t g = 0; /* held at the ends of its range: any figure may be in a segment */
+    for (int i = 0; i < s->ndevices; i++)
+        if (__builtin_add_overflow(g, s->devices[i].growth_per_min, &g)) g = s->devices[i].growth_per_min > 0 ? INT64_MAX : INT64_MIN;
     return g > 0 ? (uint64_t)g : 0;
 }
 

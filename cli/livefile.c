@@ -59,6 +59,21 @@ static void remove_stale(const char *path, const struct stat *seen) {
     if (lstat(path, &now) == 0 && now.st_ino == seen->st_ino && now.st_dev == seen->st_dev) unlink(path);
 }
 
+/* A copy's counts kept within its arrays and its strings ended, once, so
+ * that no reader trusts what another process wrote (a segment is only this
+ * user's, but any program of theirs may have written it). */
+static void bound(struct vt_live_segment *s) {
+    if (s->ndevices < 0) s->ndevices = 0;
+    if (s->ndevices > VT_LIVE_DEVICES) s->ndevices = VT_LIVE_DEVICES;
+    if (s->nsites < 0) s->nsites = 0;
+    if (s->nsites > VT_LIVE_SITES) s->nsites = VT_LIVE_SITES;
+    s->boot_id[sizeof s->boot_id - 1] = '\0';
+    s->host[sizeof s->host - 1] = '\0';
+    s->command[sizeof s->command - 1] = '\0';
+    s->forecast[sizeof s->forecast - 1] = '\0';
+    for (int i = 0; i < VT_LIVE_SITES; i++) s->sites[i].label[sizeof s->sites[i].label - 1] = '\0';
+}
+
 /* One segment: 1 with a consistent copy in out, 0 when it is not one of
  * this user's live processes (stale ones removed). */
 static int read_one(const char *path, int want_pid, struct vt_live_segment *out) {
@@ -82,6 +97,7 @@ static int read_one(const char *path, int want_pid, struct vt_live_segment *out)
         got = 0;
         goto done;
     }
+    bound(out);
     if (want_pid > 0 && out->pid != want_pid) {
         got = 0;
         goto done;

@@ -198,6 +198,69 @@ def live_segment_stale_ones_cleaned():
 
 
 @test
+def live_segment_hostile_counts_and_strings():
+    """A segment of this user's whose counts pass its arrays (100,000,000
+    devices, 1,000 call sites, or -1 and -7) and whose strings never end,
+    the growth of each device INT64_MIN, held by a live process: top (every
+    sort) and metrics read at most the 64 devices and 32 sites a segment
+    holds, its strings cut at their ends, and exit 0 (before, top read past
+    the segment and died of SIGSEGV). Offsets from common/live.h's struct
+    vt_live_segment, checked against a real segment's pid."""
+    rundir, t = published(4096)
+    with open(segment_path(rundir, t.pid), "rb") as f:
+        real = bytearray(f.read())
+    eq((len(real), int.from_bytes(real[24:28], "little")), (38544, t.pid), "the segment's size and pid's offset")
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    for ndev, nsites in ((100000000, 1000), (-1, -7)):
+        data = bytearray(real)
+        data[24:28] = os.getpid().to_bytes(4, "little")
+        data[40:48] = start.to_bytes(8, "little")
+        data[152:280] = b"A" * 128                       # command, no end
+        data[392:396] = ndev.to_bytes(4, "little", signed=True)
+        data[396:400] = nsites.to_bytes(4, "little", signed=True)
+        for i in range(64):                              # growth_per_min of every device
+            at = 400 + i * 496 + 192
+            data[at:at + 8] = (-(1 << 63)).to_bytes(8, "little", signed=True)
+        for i in range(32):                              # every site's label, no end
+            at = 32144 + i * 184 + 24
+            data[at:at + 160] = b"B" * 160
+        data[38032:38288] = b"C" * 256                   # the forecast, no end
+        fake = segment_path(rundir, os.getpid())
+        fd = os.open(fake, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, bytes(data))
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_EX)              # held: a live writer
+            for args in ((), ("--sort", "growth"), ("--sort", "peak"), (str(os.getpid()),)):
+                p = top_once(rundir, "--bytes", *args)
+                eq((p.returncode, p.stderr), (0, ""), f"top {args} with {ndev} devices, {nsites} sites")
+                mine = [l for l in p.stdout.splitlines() if l.split()[:1] == [str(os.getpid())]]
+                eq(len(mine), 1, f"top {args}: one row starts with this pid")
+                ok(mine[0].endswith(" " + "A" * 127), f"top {args}: the command cut at its end")
+                lines = p.stdout.splitlines()
+                first = lines.index(mine[0])
+                rows = 1
+                while first + rows < len(lines) and lines[first + rows].startswith(" " * 8) and lines[first + rows].strip():
+                    rows += 1
+                eq(rows, 64 if ndev > 0 else 1, f"top {args}: device rows of the segment")
+                if args == (str(os.getpid()),):
+                    got = site_rows(p.stdout)
+                    if nsites > 0:
+                        eq(len(got), 10, "its call sites: --once's ten")
+                        ok(all(r[2] == "B" * 159 for r in got), "each label cut at its end")
+                    else:
+                        eq(got, [("0", "0", "(nothing live)")], "no call site")
+            text = metrics(rundir)
+            c = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+            eq((c.returncode, c.stdout + c.stderr), (0, ""), f"promtool on metrics with {ndev} devices, {nsites} sites")
+        finally:
+            os.close(fd)
+            os.unlink(fake)
+    eq(t.quit(), (0, ""), "exit")
+
+
+@test
 def live_segment_of_a_forked_child():
     """A forked child that allocates publishes a segment of its own with its
     own bytes only; the parent's stays as it was, and the child's goes when
