@@ -294,6 +294,7 @@ static const char *takes(const struct vt_option_desc *d, char *buf, size_t size)
     case VT_OPT_NUMBER: snprintf(buf, size, "a number from %ld to %ld", d->lo, d->hi); break;
     case VT_OPT_SIZE: snprintf(buf, size, "a size such as 24G or 512M"); break;
     case VT_OPT_SIGNAL: snprintf(buf, size, "a signal vramtrace can use (a number or a name such as USR1)"); break;
+    case VT_OPT_TEXT: snprintf(buf, size, "a path or a word that is not empty"); break;
     default: snprintf(buf, size, "one of %s", d->choices ? d->choices : "its values"); break;
     }
     return buf;

@@ -86,6 +86,10 @@ int vt_parse_signal(const char *v) {
     if (n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGFPE || n == SIGILL ||
         n == SIGABRT)
         return -1;
+    /* Between the standard signals and SIGRTMIN lie the C library's own
+     * (32 and 33 with glibc: thread cancellation, setxid): a handler there
+     * is refused or never called, and the signal kills the process. */
+    if (n >= 32 && (n < SIGRTMIN || n > SIGRTMAX)) return -1;
     return (int)n;
 }
 
@@ -93,6 +97,9 @@ int vt_option_valid(const struct vt_option_desc *d, const char *v) {
     long n;
     uint64_t bytes;
     switch (d->type) {
+    /* An empty text keeps the default (a warning from the library), unless
+     * there is none ("(none)"): not a value to take. */
+    case VT_OPT_TEXT: return *v != '\0' || !d->def || d->def[0] == '\0' || d->def[0] == '(';
     case VT_OPT_NUMBER: return vt_parse_number(v, d->lo, d->hi, &n) == 0;
     case VT_OPT_SIZE: return vt_parse_size(v, &bytes) == 0 && bytes > 0;
     case VT_OPT_SIGNAL: return vt_parse_signal(v) >= 0;

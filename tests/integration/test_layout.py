@@ -41,13 +41,22 @@ def layout_run_refuses_what_the_library_would_ignore():
                                ("--python", "2", "a number from 0 to 1"),
                                ("--depth", "x", "a number from 1 to 256"),
                                ("--limit", "0", "a size such as 24G or 512M"),
-                               ("--signal", "KILL", "a signal vramtrace can use")):
+                               ("--signal", "KILL", "a signal vramtrace can use"),
+                               # glibc's own (thread cancellation, setxid): a dump
+                               # handler there killed the program with signal 32
+                               ("--signal", "32", "a signal vramtrace can use"),
+                               ("--signal", "33", "a signal vramtrace can use"),
+                               ("--signal", "65", "a signal vramtrace can use"),
+                               # the library keeps the default for an empty one
+                               ("--out", "", "a path or a word that is not empty"),
+                               ("--report", "", "a path or a word that is not empty")):
         p = subprocess.run([CLI, "run", flag, value, "--", "true"], capture_output=True, text=True)
         eq((p.returncode, p.stdout), (2, ""), f"run {flag} {value} refused")
         eq(p.stderr.startswith(f"vramtrace run: {flag} takes {words}"), True, f"run {flag} {value}: {p.stderr!r}")
-    p = subprocess.run([CLI, "run", "--top", "1000", "--signal", "USR1", "--report", "off", "--out", "off",
-                        "--", "true"], capture_output=True, text=True)
-    eq((p.returncode, p.stderr), (0, ""), "run with values the library takes")
+    for sig in ("USR1", "34", "64"):  # SIGRTMIN and SIGRTMAX are glibc's first and last it lends
+        p = subprocess.run([CLI, "run", "--top", "1000", "--signal", sig, "--report", "off", "--out", "off",
+                            "--suppressions", "", "--", "true"], capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (0, ""), f"run with values the library takes (--signal {sig})")
 
 
 @test

@@ -28,6 +28,11 @@ def options_out_of_range_each_type_warns_and_keeps_the_default():
     eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_SIGNAL=KILL is not a signal vramtrace can use; "
                         "keeping USR2"], "signal")
     eq((r.out, r.rc), (a.out, a.rc), "signal: the program is unaffected")
+    for sig in ("32", "33", "65"):  # glibc's own, and past SIGRTMAX
+        r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": sig})
+        eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_SIGNAL={sig} is not a signal vramtrace can use; "
+                            "keeping USR2"], f"signal {sig}")
+        eq((r.out, r.rc), (a.out, a.rc), f"signal {sig}: the program is unaffected")
     # A word not among the choices (they are case-sensitive) keeps the walker.
     r = run(prog, report="off", env={"VRAMTRACE_UNWIND": "Walker"})
     eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_UNWIND=Walker is not walker, libunwind or check; "
