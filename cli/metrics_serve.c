@@ -89,7 +89,15 @@ static int open_listener(const char *spec) {
     } else {
         snprintf(port, sizeof port, "%s", spec);
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
+    /* A port is a number from 1 to 65535: getaddrinfo would take a
+     * service's name, and a bigger number modulo 65536 (70000: 4464). */
+    size_t pl = strspn(port, "0123456789");
+    if (pl == 0 || pl > 5 || port[pl] != '\0' || atol(port) < 1 || atol(port) > 65535) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
     if (getaddrinfo(host, port, &hints, &res) != 0) return -1;
     int fd = -1;
     for (struct addrinfo *a = res; a; a = a->ai_next) {

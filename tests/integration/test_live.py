@@ -565,6 +565,19 @@ def live_segment_has_pytorchs_own_figures():
 
 
 @test
+def metrics_listen_refuses_a_port_out_of_range():
+    """--listen takes a port from 1 to 65535: a bigger one (which the
+    resolver took modulo 65536: 70000 listened on 4464), 0, a service's
+    name or no port at all is refused with status 1 and one line."""
+    rundir = tempdir("vt-rundir-")
+    for spec in ("127.0.0.1:70000", "99999", "65536", "0", "http", "127.0.0.1:", "-1", "1e3"):
+        p = subprocess.run([CLI, "metrics", "--listen", spec], env=live_env(rundir), capture_output=True, text=True,
+                           timeout=30)
+        eq((p.returncode, p.stdout, p.stderr), (1, "", f"vramtrace metrics: cannot listen on {spec}: Invalid argument\n"),
+           f"--listen {spec}")
+
+
+@test
 def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
     --listen while a traced program holds 96 MiB: the HTTP API answers a
