@@ -123,6 +123,15 @@ int vt_cmd_report(int argc, char **argv) {
         if (strcmp(r->name, format) == 0) rep = r;
     if (!rep) { rc = usage_error("unknown format '%s'", format); goto done; }
     if (npaths == 0) { rc = usage_error("no dump given%s", ""); goto done; }
+    /* -o naming a dump read (by any name: a link, another path) would
+     * truncate it while it is read, and a failed write would remove it. */
+    struct stat ost, dst;
+    if (out && stat(out, &ost) == 0 && S_ISREG(ost.st_mode))
+        for (size_t i = 0; i < npaths; i++)
+            if (stat(paths[i], &dst) == 0 && dst.st_dev == ost.st_dev && dst.st_ino == ost.st_ino) {
+                rc = usage_error("-o %s is a dump this report reads; write the report elsewhere", out);
+                goto done;
+            }
     /* A PyTorch snapshot is one process's allocator state: several dumps
      * would put several address spaces on the same device numbers. */
     if (strcmp(rep->name, "torch") == 0 && npaths > 1) {

@@ -311,6 +311,33 @@ def cli_write_errors_fail_with_one_line():
         ok(os.path.getsize(out) > 1000, "written")
 
 
+@test
+def cli_report_refuses_to_write_over_a_dump_it_reads():
+    """-o naming one of the dumps read, by its own path, by a symbolic link
+    or by a hard link, is refused with status 2 before anything is read or
+    written, in every format: before, the report replaced the dump (and a
+    failed write then removed it). The dump is byte for byte as it was."""
+    r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)
+    with workdir("vt-cli-self-") as work:
+        dump = os.path.join(work, "d.json")
+        shutil.copy(r0, dump)
+        os.symlink(dump, os.path.join(work, "sym.json"))
+        os.link(dump, os.path.join(work, "hard.json"))
+        with open(dump, "rb") as f:
+            before = f.read()
+        for fmt in ("text", "json", "folded", "html", "torch"):
+            for target in ("d.json", "sym.json", "hard.json"):
+                args = [dump] if fmt == "torch" else [r1, dump]
+                rc, out, err = cli(["report", *args, "--format", fmt, "-o", os.path.join(work, target)])
+                eq((rc, out), (2, b""), f"{fmt} -o {target} refused")
+                eq(err, f"vramtrace report: -o {os.path.join(work, target)} is a dump this report reads; "
+                   "write the report elsewhere (see vramtrace report --help)\n", f"{fmt} -o {target}: one line")
+        with open(dump, "rb") as f:
+            eq(f.read() == before, True, "the dump unchanged")
+        rc, out, err = cli(["report", dump, "-o", os.path.join(work, "r.txt")])
+        eq((rc, err), (0, ""), "another -o is written")
+
+
 # ------------------------------------------------------------ 21. wording
 
 
