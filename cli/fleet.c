@@ -30,6 +30,22 @@ static void put_ranges(FILE *f, const int *r, size_t n, int most) {
     }
 }
 
+/* The ranks from 0 up to r[n - 1] that sorted, distinct r[0..n) lacks,
+ * as put_ranges writes them (at most `most` ranges, then ", ..."). */
+static void put_gaps(FILE *f, const int *r, size_t n, int most) {
+    int shown = 0;
+    long long next = 0; /* the lowest rank not yet passed */
+    for (size_t k = 0; k < n; k++) {
+        if (r[k] < next) continue;
+        if (r[k] > next) {
+            if (shown++ == most) { fputs(", ...", f); return; }
+            if (r[k] - 1 == next) fprintf(f, "%s%lld", shown > 1 ? ", " : "", next);
+            else fprintf(f, "%s%lld-%d", shown > 1 ? ", " : "", next, r[k] - 1);
+        }
+        next = (long long)r[k] + 1;
+    }
+}
+
 /* One call site across the ranks: the bytes it holds on each rank that
  * holds some, and which ranks those are. */
 struct site {
@@ -161,19 +177,18 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     size_t distinct = 0;
     for (size_t i = 0; i < in->n; i++)
         if (!distinct || ranks[i] != ranks[distinct - 1]) ranks[distinct++] = ranks[i];
-    /* Missing: the ranks from 0 to the highest that no dump has. */
+    /* Missing: the ranks from 0 to the highest that no dump has, as the
+     * gaps between the ranks there are (a dump of rank 2,147,483,646 does
+     * not make a list of two billion). */
     int top = ranks[distinct - 1];
-    size_t nmissing = 0;
-    int *missing = top >= 0 ? malloc(((size_t)top + 1) * sizeof *missing) : NULL;
-    for (int r = 0, k = 0; missing && r <= top; r++) {
-        while ((size_t)k < distinct && ranks[k] < r) k++;
-        if ((size_t)k == distinct || ranks[k] != r) missing[nmissing++] = r;
-    }
+    uint64_t nmissing = 0;
+    for (size_t k = 0; k < distinct; k++)
+        if (ranks[k] >= 0) nmissing += (uint64_t)ranks[k] - (k && ranks[k - 1] >= 0 ? (uint64_t)ranks[k - 1] + 1 : 0);
     fprintf(f, "ranks: %zu dumps of %zu ranks from %d to %d", in->n, distinct, ranks[0], top);
     if (distinct != in->n) fprintf(f, " (%zu ranks have more than one dump)", in->n - distinct);
     if (nmissing) {
-        fprintf(f, "; missing %zu of 0 to %d: ", nmissing, top);
-        put_ranges(f, missing, nmissing, 16);
+        fprintf(f, "; missing %llu of 0 to %d: ", (unsigned long long)nmissing, top);
+        put_gaps(f, ranks, distinct, 16);
     }
     fputc('\n', f);
     size_t hi = 0;
@@ -188,7 +203,6 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
     fputc('\n', f);
     differing(f, in, o, distinct);
-    free(missing);
     free(ranks);
     free(peaks);
 }
