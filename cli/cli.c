@@ -41,40 +41,6 @@ int vt_cli_count(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-int vt_cli_size(const char *s, uint64_t *out) {
-    if (!s || (*s < '0' || *s > '9')) return -1;
-    unsigned __int128 whole = 0, frac = 0, scale = 1;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        whole = whole * 10 + (unsigned)(*s - '0');
-        if (whole > UINT64_MAX) return -1;
-    }
-    if (*s == '.') {
-        s++;
-        if (*s < '0' || *s > '9') return -1;
-        for (int k = 0; *s >= '0' && *s <= '9'; s++, k++) {
-            if (k == 12) return -1; /* more digits than any unit needs */
-            frac = frac * 10 + (unsigned)(*s - '0');
-            scale *= 10;
-        }
-    }
-    unsigned __int128 mul = 1;
-    switch (*s) {
-    case 'k': case 'K': mul = 1ULL << 10; s++; break;
-    case 'm': case 'M': mul = 1ULL << 20; s++; break;
-    case 'g': case 'G': mul = 1ULL << 30; s++; break;
-    case 't': case 'T': mul = 1ULL << 40; s++; break;
-    default: break;
-    }
-    if (mul > 1 && *s == 'i') s++;
-    if (*s == 'B' || *s == 'b') s++;
-    if (*s != '\0') return -1;
-    /* whole * mul < 2^104 and frac * mul < 2^80: no overflow in 128 bits. */
-    unsigned __int128 bytes = whole * mul + frac * mul / scale;
-    if (bytes > UINT64_MAX) return -1;
-    *out = (uint64_t)bytes;
-    return 0;
-}
-
 void vt_usage(FILE *f) {
     fprintf(f,
             "usage: vramtrace run [OPTIONS] -- CMD [ARG...]\n"

@@ -16,12 +16,6 @@ int vt_cmd_metrics(int argc, char **argv);
  * unchanged: a value out of range is refused, never wrapped. */
 int vt_cli_count(const char *s, long lo, long hi, long *out);
 
-/* A size in bytes, exactly: digits with an optional fraction and an
- * optional unit K, M, G or T (powers of 1024; "Ki", "KB", "KiB" too), as in
- * 512M or 1.5G; a fraction of a byte is dropped. Returns 0, or -1 when s
- * is not such a size or it is 2^64 bytes or more. */
-int vt_cli_size(const char *s, uint64_t *out);
-
 /* Flush standard output; 0, or 1 after one error line "CMD: writing to
  * standard output failed: REASON" when the output did not get through. */
 int vt_cli_flush(const char *cmd);

@@ -73,7 +73,7 @@ int vt_cmd_diff(int argc, char **argv) {
             return vt_cli_flush("vramtrace diff");
         }
         if (strcmp(a, "--fail-over") == 0) {
-            if (i + 1 >= argc || vt_cli_size(argv[i + 1], &limit) != 0) {
+            if (i + 1 >= argc || vt_parse_size(argv[i + 1], &limit) != 0) {
                 char safe[256];
                 fprintf(stderr, "vramtrace diff: --fail-over takes a size below 16 EiB such as 512M, not '%s'\n",
                         i + 1 < argc ? vr_safe(argv[i + 1], safe, sizeof safe) : "");
@@ -163,8 +163,13 @@ int vt_cmd_diff(int argc, char **argv) {
             fprintf(stderr, "vramtrace diff: writing failed: %s\n", strerror(errno ? errno : EIO));
             rc = 1;
         } else if (have_limit && grew.sign > 0 && grew.by > limit) {
-            fprintf(stderr, "vramtrace diff: live bytes grew by %s, more than --fail-over %s\n",
-                    signed_bytes(grew, c, sizeof c), vr_bytes(limit, b, sizeof b));
+            signed_bytes(grew, c, sizeof c);
+            vr_bytes(limit, b, sizeof b);
+            if (strcmp(c + 1, b) == 0) { /* the same when rounded: in bytes, exact */
+                snprintf(c, sizeof c, "+%" PRIu64 " bytes", grew.by);
+                snprintf(b, sizeof b, "%" PRIu64 " bytes", limit);
+            }
+            fprintf(stderr, "vramtrace diff: live bytes grew by %s, more than --fail-over %s\n", c, b);
             rc = 1;
         }
     }

@@ -251,6 +251,15 @@ def cli_diff_counts_what_the_holders_count():
     rc, out, _ = cli(["report", seed("cli-kinds.json"), "--format", "json"])
     held = sum(h["bytes"] for h in json.loads(out)["processes"][0]["holders"])
     eq(held, 4 * MiB + 4 * MiB + 65536 + 4096 + 3 * MiB, "the holders table counts the same")
+    # --fail-over: over it by one byte, where both round to 7.07 MiB, the
+    # message says the bytes (not "+7.07 MiB, more than 7.07 MiB").
+    grew = 4 * MiB + 65536 + 4096 + 3 * MiB
+    for limit, msg in ((grew - 1, f"+{grew} bytes, more than --fail-over {grew - 1} bytes"),
+                       (7000000, "+7.07 MiB, more than --fail-over 6.68 MiB")):
+        rc, _, err = cli(["diff", os.path.join(GOLDEN, R0), seed("cli-kinds.json"), "--fail-over", str(limit)])
+        eq((rc, err), (1, f"vramtrace diff: live bytes grew by {msg}\n"), f"--fail-over {limit}")
+    rc, _, err = cli(["diff", os.path.join(GOLDEN, R0), seed("cli-kinds.json"), "--fail-over", str(grew)])
+    eq((rc, err), (0, ""), "--fail-over the growth itself")
 
 
 @test
@@ -261,7 +270,9 @@ def cli_numeric_flags_are_exact_or_refused():
                         ("1MiB", 0), ("0.0009765625G", 0), ("0.0009765624G", 1)):
         rc, _, err = cli(["diff", r0, r1, "--fail-over", limit])
         eq(rc, want, f"--fail-over {limit}: {err}")
-    for limit in ("18446744073709551616", "16777216T", "-1", "nan", "1e3", "", "1.", "0x10", "5Q", " 5"):
+    # A fraction only with a unit, as the library's sizes (1.5 was taken as 1 byte).
+    for limit in ("18446744073709551616", "16777216T", "-1", "nan", "1e3", "", "1.", "0x10", "5Q", " 5",
+                  "1.5", "0.4", ".5M"):
         rc, out, err = cli(["diff", r0, r1, "--fail-over", limit])
         eq((rc, out), (2, b""), f"--fail-over {limit!r} refused")
         one_error_line(err, "vramtrace diff: --fail-over takes a size", f"--fail-over {limit!r}")
