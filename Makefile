@@ -30,7 +30,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
            tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
@@ -240,7 +240,7 @@ progs: sim $(PROGS)
 # libdl alone (DL_PROGS), or the static simulated runtime (NAME_static,
 # from NAME.c). Extra libraries: LDLIBS_NAME.
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_triage t_exec t_spawn t_arrays
+SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_triage t_exec t_spawn t_arrays t_fds
 DRIVER_PROGS := t_driver t_replug
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static

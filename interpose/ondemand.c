@@ -8,13 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "../common/thread.h"
 #include "../common/warn.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
 #include "ondemand.h"
 
-static int pipefd[2] = {-1, -1};
+/* The pipe from the handler to the watcher, kept out of the program's way
+ * (fdkeep.h): a program that closes every descriptor and opens its own
+ * files at those numbers must not get the handler's byte in them. */
+static struct vt_fd rd = VT_FD_NONE, wr = VT_FD_NONE;
 static int started;
 static int installed_signal;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -23,8 +27,10 @@ static void on_signal(int sig) {
     (void)sig;
     int saved = errno;
     char c = 1;
-    ssize_t w = write(pipefd[1], &c, 1);
-    (void)w;
+    if (vt_fd_mine(&wr)) {
+        ssize_t w = write(wr.fd, &c, 1);
+        (void)w;
+    }
     errno = saved;
 }
 
@@ -32,13 +38,13 @@ static void *watcher(void *arg) {
     (void)arg;
     for (;;) {
         char buf[64];
-        ssize_t n = read(pipefd[0], buf, sizeof buf);
+        ssize_t n = read(rd.fd, buf, sizeof buf);
         if (n > 0) {
             vt_output_signal();
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else {
-            return NULL;
+            return NULL; /* the program closed the pipe (or its end): dumps on demand end */
         }
     }
 }
@@ -55,12 +61,20 @@ void vt_ondemand_start(void) {
                 "(set VRAMTRACE_SIGNAL to another signal)", vt_opt.signal);
         goto out;
     }
-    if (pipe2(pipefd, O_CLOEXEC) != 0) goto out;
-    fcntl(pipefd[1], F_SETFL, O_NONBLOCK);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) goto out;
+    if (vt_fd_keep(p[0], &rd) != 0) {
+        close(p[1]);
+        goto out;
+    }
+    if (vt_fd_keep(p[1], &wr) != 0) {
+        vt_fd_drop(&rd);
+        goto out;
+    }
+    fcntl(wr.fd, F_SETFL, O_NONBLOCK);
     if (vt_thread_start_quiet(watcher, NULL) != 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        pipefd[0] = pipefd[1] = -1;
+        vt_fd_drop(&rd);
+        vt_fd_drop(&wr);
         goto out;
     }
     struct sigaction sa;
@@ -95,9 +109,8 @@ void vt_ondemand_reset_child(void) {
         }
         installed_signal = 0;
     }
-    if (pipefd[0] >= 0) close(pipefd[0]);
-    if (pipefd[1] >= 0) close(pipefd[1]);
-    pipefd[0] = pipefd[1] = -1;
+    vt_fd_drop(&rd); /* only where still the pipe: the number may be the program's now */
+    vt_fd_drop(&wr);
     started = !restart;
     errno = saved;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "../common/callsite.h"
 #include "../common/format.h"
 #include "../common/live.h"
@@ -30,7 +31,7 @@
 static struct {
     int started;
     volatile struct vt_live_segment *seg;
-    int fd;
+    struct vt_fd fd;         /* fdkeep.h: out of the program's way; its lock says the writer lives */
     char path[4096];
     struct vt_view view;
     struct vt_live_segment next;
@@ -44,7 +45,7 @@ static struct {
     struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
     uint32_t npast[VT_FORECAST_RISES + 1];
     int npasts;
-} L = {.fd = -1};
+} L = {.fd = VT_FD_NONE};
 _Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held around the segment file's making, naming and removal, never long:
@@ -73,6 +74,14 @@ static int create_segment(void) {
         fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     }
     if (fd < 0) return -1;
+    struct vt_fd kept;
+    if (vt_fd_keep(fd, &kept) != 0) {
+        int e = errno;
+        unlink(tmp_path);
+        errno = e;
+        return -1;
+    }
+    fd = kept.fd;
     void *m = MAP_FAILED;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(struct vt_live_segment)) != 0 ||
         flock(fd, LOCK_EX | LOCK_NB) != 0 ||
@@ -83,7 +92,7 @@ static int create_segment(void) {
         errno = e;
         return -1;
     }
-    L.fd = fd;
+    L.fd = kept;
     L.seg = m;
     L.created = 1;
     return 0;
@@ -430,11 +439,11 @@ void vt_live_fork_parent(void) { pthread_mutex_unlock(&round_lock); }
 
 void vt_live_reset_child(void) {
     if (L.seg) munmap((void *)L.seg, sizeof(struct vt_live_segment));
-    if (L.fd >= 0) close(L.fd);
+    vt_fd_drop(&L.fd); /* only where still the segment: the number may be the program's now */
     for (size_t i = 0; i < L.nlabels; i++) free(L.labels[i]);
     free(L.labels);
     memset(&L, 0, sizeof L);
-    L.fd = -1;
+    L.fd = (struct vt_fd)VT_FD_NONE;
     pthread_mutex_init(&forecast_lock, NULL);
     pthread_mutex_init(&round_lock, NULL);
     pthread_mutex_init(&place_lock, NULL);

@@ -52,6 +52,45 @@ def read_all(fd):
         out += chunk
 
 
+# ------------------------------------------ the program's descriptor table
+
+
+@test
+def program_that_closes_every_descriptor_keeps_its_files():
+    """A program that, after its first allocation, closes descriptors 3 to
+    1023 (a daemon's closefrom) and opens ten files at the lowest numbers,
+    then raises the dump signal and forks a child that writes to them:
+    every file holds exactly what the program wrote, as without vramtrace
+    (before, the signal's handler wrote its byte into the file that took
+    the pipe's number, and the child's fork handlers closed three of the
+    program's files). With the live publisher and the dump signal on."""
+    prog = os.path.join(T, "t_fds")
+    for preload in (False, True):
+        with workdir("vt-fds-") as work:
+            env = lib_env(VRAMTRACE_LIVE="1", XDG_RUNTIME_DIR=work) if preload else \
+                dict(lib_env(), LD_PRELOAD="")
+            rc, out, err, _ = timed([prog, "closefrom", work], env)
+            eq((rc, out, err), (0, "fds 3..12 writes ok child ok\n", ""), f"status and output, preload {preload}")
+            for i in range(10):
+                with open(os.path.join(work, f"f{i}")) as f:
+                    eq(f.read(), "a\nb\nc\n", f"f{i}'s content, preload {preload}")
+
+
+@test
+def program_started_with_stdin_closed_keeps_it_closed():
+    """A program started with descriptor 0 closed finds it closed after an
+    allocation, with the dump signal's pipe and the live segment open (they
+    took 0, 1 and 3 before: a read of stdin then hung on the pipe or read
+    the segment)."""
+    prog = os.path.join(T, "t_fds")
+    for preload in (False, True):
+        with workdir("vt-fds-") as work:
+            env = lib_env(VRAMTRACE_LIVE="1", XDG_RUNTIME_DIR=work) if preload else dict(lib_env(), LD_PRELOAD="")
+            p = subprocess.run([prog, "stdin"], env=env, capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+            eq((p.returncode, p.stdout, p.stderr), (0, "fd 0 closed\n", ""), f"preload {preload}")
+
+
 # ------------------------------------------ devices, FIFOs, links: the dump
 
 
