@@ -54,7 +54,23 @@ static inline __attribute__((always_inline)) int current_device(void) {
 static char uuids[VT_MAX_DEVICES][48];
 static pthread_mutex_t facts_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void vt_hook_reset_child(void) { pthread_mutex_init(&facts_lock, NULL); }
+/* VRAMTRACE_LIMIT: the bytes each device has promised to allocations that
+ * passed the budget and are not in the counts yet, and this thread's
+ * promise (vt_budget_refuse_slow makes it, vt_hook_alloc keeps it). A
+ * check and the record that ends a promise hold budget_lock, so that two
+ * threads that check at once cannot both take the last bytes, and a check
+ * never counts an allocation twice (promised and recorded). */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t promised[VT_MAX_DEVICES];
+static __thread struct { int device; uint64_t bytes; } my_promise __attribute__((tls_model("initial-exec")));
+
+void vt_hook_reset_child(void) {
+    pthread_mutex_init(&facts_lock, NULL);
+    /* No other thread is left to keep a promise. */
+    pthread_mutex_init(&budget_lock, NULL);
+    memset(promised, 0, sizeof promised);
+    my_promise.bytes = 0;
+}
 
 /* Read a device's name, UUID and size once, when it is first used. */
 static void read_facts(int device) {
@@ -176,9 +192,24 @@ static void first_touch(void) {
     vt_sigpipe_release(&held);
 }
 
+/* This thread's promise ended, the allocation recorded first where
+ * `record` (the arguments of vt_tracker_alloc_at). */
+static void keep_promise(uint64_t address, uint64_t bytes, int kind, int device, const char *api, uint32_t id,
+                         int record) {
+    pthread_mutex_lock(&budget_lock);
+    if (record) vt_tracker_alloc_at(address, bytes, kind, device, api, id);
+    promised[my_promise.device] -= my_promise.bytes;
+    my_promise.bytes = 0;
+    pthread_mutex_unlock(&budget_lock);
+}
+
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
                    uint64_t address, uint64_t bytes) {
-    if (ok && address == 0) return; /* a zero-byte request: nothing held */
+    int promise = __builtin_expect(my_promise.bytes != 0, 0);
+    if (ok && address == 0) { /* a zero-byte request: nothing held */
+        if (promise) keep_promise(0, 0, 0, 0, NULL, 0, 0);
+        return;
+    }
     vt_init();
     int first = !vt_tracker_touched();
     if (vt_kind_is_host(kind)) {
@@ -187,8 +218,12 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         device = current_device();
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
+    if (promise) {
+        uint32_t id = ok ? stack_id() : 0;
+        keep_promise(address, bytes, kind, device, api, id, ok);
+    }
     if (ok) {
-        vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
+        if (!promise) vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
     } else if (oom) {
         record_oom(api, kind, device, bytes, 0);
     } else {
@@ -205,7 +240,17 @@ int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes)
     vt_init();
     if (vt_opt.limit == 0 || !vt_kind_owned_device(kind)) return 0;
     if (device == VT_DEVICE_CURRENT) device = current_device();
-    if (vt_tracker_device_live(device) + bytes <= vt_opt.limit) return 0;
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&budget_lock);
+    uint64_t used = vt_tracker_device_live(device) + promised[device];
+    int fits = used <= vt_opt.limit && bytes <= vt_opt.limit - used;
+    if (fits && bytes) {
+        promised[device] += bytes;
+        my_promise.device = device;
+        my_promise.bytes = bytes;
+    }
+    pthread_mutex_unlock(&budget_lock);
+    if (fits) return 0;
     int first = !vt_tracker_touched();
     if (device >= 0 && vt_tracker_needs_facts(device)) read_facts(device);
     record_oom(api, kind, device, bytes, 1);

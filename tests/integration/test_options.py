@@ -44,3 +44,21 @@ def options_out_of_range_each_type_warns_and_keeps_the_default():
     eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_OUT is longer than 8191 characters; writing no dump"],
        "text")
     eq((r.out, r.rc, len(r.dumps)), (a.out, a.rc, 0), "text: no dump")
+
+
+@test
+def budget_holds_when_threads_race_for_its_last_bytes():
+    """VRAMTRACE_LIMIT=400K (100 allocations of 4096 bytes) and eight threads
+    that ask for 4096 bytes fifty times each, all at once: exactly 100
+    succeed in every one of 20 runs, the peak is the budget to the byte, the
+    300 others are budget failures, and afterwards allocate-free loops on
+    every thread all succeed (a promise never outlives its allocation).
+    Before, 16 of 40 runs let 101 to 105 through (the check and the count
+    were apart)."""
+    prog = [os.path.join(T, "t_budget"), "8", "50"]
+    for i in range(20):
+        r = run(prog, report="off", env={"VRAMTRACE_LIMIT": "400K"})
+        eq((r.out, r.rc, r.err), ("first 100 failed after 0\n", 0, ""), f"run {i}")
+        t = r.dump["totals"]
+        eq((t["peak_bytes"], t["failed_count"], t["oom_count"], t["live_bytes"]), (409600, 300, 300, 0),
+           f"run {i}: peak, failures, budget failures, live at exit")
