@@ -108,4 +108,8 @@ void vt_hook_reset_child(void);
  * the library's constructor). */
 void vt_init(void);
 
+/* Note the status the program exits with, for the exit's leak check
+ * (init.c); at the first GPU allocation. */
+void vt_exit_status_watch(void);
+
 #endif

@@ -122,6 +122,28 @@ static void after_fork_child(void) {
  * the tracker's locks are free; no hook calls the writer for a failure
  * itself), before anything can be tracked: the companion's out-of-memory
  * record follows the failed allocation's hook. */
+/* The status the program exits with: a leak check that could not run
+ * turns a 0 into 125, as `vramtrace run` does for a command the library
+ * never reached, and leaves a failure's own status alone. on_exit's
+ * handler gets it; registered at the first GPU allocation (not in the
+ * constructor, which runs before the C library registers the destructors'
+ * run: handlers run in reverse order, and ours must come before it). */
+static int exit_status;
+static void note_exit_status(int status, void *arg) {
+    (void)arg;
+    exit_status = status;
+}
+
+void vt_exit_status_watch(void) { on_exit(note_exit_status, NULL); }
+
+/* The leak check was to run at exit and could not: the run does not pass. */
+static void check_not_run(void) {
+    if (exit_status != 0) return;
+    fputs("vramtrace: the leak check could not run; exit status 125\n", stderr);
+    fflush(NULL);
+    _exit(125);
+}
+
 __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
@@ -159,7 +181,7 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        vt_output_exit_skipped();
+        if (vt_output_exit_skipped() < 0) check_not_run();
         vt_sigpipe_release(&held);
         errno = e;
         return;
@@ -171,10 +193,12 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
     if (vt_stack_check(&stacks, &differ, &fallbacks))
         fprintf(stderr, "vramtrace: unwind check: %llu stacks, %llu differ from libunwind, %llu handed to libunwind\n",
                 (unsigned long long)stacks, (unsigned long long)differ, (unsigned long long)fallbacks);
-    if (vt_output_exit() && vt_opt.leak_check) {
+    int leaked = vt_output_exit();
+    if (leaked > 0 && vt_opt.leak_check) {
         fflush(NULL);
         _exit(vt_opt.exitcode);
     }
+    if (leaked < 0) check_not_run();
     vt_sigpipe_release(&held);
     vt_busy--;
     errno = e;

@@ -330,7 +330,8 @@ static void exit_skipped(void) {
 static char named_path[PATH_MAX]; /* the last named dump written */
 
 /* Write the dump and the human report for `reason` ("oom", "exit",
- * "signal", "named"). Returns 1 when the exit leak check found leaks. At exit it
+ * "signal", "named"). Returns 1 when the exit leak check found leaks, -1
+ * when it could not run (the tracker's locks not let go in time). At exit it
  * waits for the tracker's locks VT_EXIT_WAIT_NS at most. With torch_only
  * (an "oom" dump again once PyTorch's record of it came) the report gets
  * PyTorch's breakdown alone. */
@@ -344,7 +345,7 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     if (!s) {
         vt_symbols_ahead_free(ahead);
         if (at_exit) exit_skipped();
-        return 0;
+        return at_exit && vt_opt.leak_check ? -1 : 0;
     }
     struct vt_sigpipe hold;
     vt_sigpipe_hold(&hold);
@@ -459,10 +460,11 @@ static void paced_oom(struct pace *p, int torch_only) {
 
 void vt_output_oom(void) { paced_oom(&oom_pace, 0); }
 
-void vt_output_exit_skipped(void) {
-    if (!vt_tracker_touched()) return;
-    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return;
+int vt_output_exit_skipped(void) {
+    if (!vt_tracker_touched()) return 0;
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return 0;
     exit_skipped();
+    return vt_opt.leak_check ? -1 : 0;
 }
 
 int vt_output_exit(void) {
@@ -473,7 +475,7 @@ int vt_output_exit(void) {
     vt_deadline(&until, VT_EXIT_WAIT_NS);
     if (pthread_mutex_timedlock(&out_lock, &until) != 0) {
         exit_skipped();
-        return 0;
+        return vt_opt.leak_check ? -1 : 0;
     }
     int leaked = write_outputs("exit", 0, 0);
     vt_warn_summary();

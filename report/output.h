@@ -34,13 +34,16 @@ void vt_output_oom(void);
 void vt_output_torch_oom(void);
 
 /* At exit. Returns 1 when the leak check (VRAMTRACE_LEAK_CHECK) found
- * unsuppressed leaks, so the caller can set the exit status. */
+ * unsuppressed leaks, -1 when it was to run and could not (a lock not let
+ * go: nothing written but a line saying so), so the caller can set the
+ * exit status; else 0. */
 int vt_output_exit(void);
 
 /* At exit, instead of vt_output_exit, where writing could wait forever:
  * one line on stderr saying the exit dump was skipped (nothing when there
- * would have been nothing to write). */
-void vt_output_exit_skipped(void);
+ * would have been nothing to write). -1 when the leak check was to run,
+ * else 0. */
+int vt_output_exit_skipped(void);
 
 /* An on-demand dump (the dump signal): written with the next sequence
  * number (%n; ".N" before ".json" when the pattern has no %n). */

@@ -35,7 +35,7 @@ class StuckInOutput:
     first write, until the pipe is read. The dump, written before the
     report, says when the hook is there."""
 
-    def __init__(self, mode):
+    def __init__(self, mode, env=None):
         self.work = tempfile.mkdtemp(prefix="vt-host-")
         self.dump = os.path.join(self.work, "dump.json")
         r, w = os.pipe()
@@ -47,7 +47,7 @@ class StuckInOutput:
         self.drainer = None
         self.p = subprocess.Popen([HOST, mode], cwd=self.work, stdout=subprocess.PIPE, stderr=w,
                                   env=host_env(self.work, {"VRAMTRACE_REPORT": "stderr",
-                                                           "SIMGPU_CAPACITY": "64M"}))
+                                                           "SIMGPU_CAPACITY": "64M", **(env or {})}))
         os.close(w)
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -146,6 +146,25 @@ def host_exit_from_signal_handler_inside_hook():
     eq((err.count(skip), err.endswith(skip)), (1, True),
        f"the exit path says in one line, last, that it skipped the dump: {err!r}")
     eq([d["reason"] for d in dumps], ["oom"], "the out-of-memory dump stays, no exit dump replaced it")
+
+
+@test
+def host_exit_from_signal_handler_inside_hook_fails_the_leak_check():
+    """The leak check cannot run when the program exits from a signal
+    handler that interrupted vramtrace's own work (the dump is skipped): the
+    run then never passes. exit(0) becomes 125 with one line saying why
+    (before: status 0, a pass with a leak live); exit(3) stays 3."""
+    skip = ("vramtrace: no exit dump or report: a CUDA call vramtrace was recording did not "
+            "finish (exit from a signal handler?)\n")
+    for mode, status, tail in (("exit0-in-hook", 125, skip + "vramtrace: the leak check could not run; exit status 125\n"),
+                               ("exit-in-hook", 3, skip)):
+        s = StuckInOutput(mode, {"VRAMTRACE_LEAK_CHECK": "1"})
+        s.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps = s.finish()
+        eq(rc, status, f"{mode}: exit status")
+        eq(out, "main: cuMemAlloc_v2 -> 0\n", f"{mode}: stdout")
+        eq((err.count(skip), err.endswith(tail)), (1, True), f"{mode}: the last lines: {err[-400:]!r}")
+        eq([d["reason"] for d in dumps], ["oom"], f"{mode}: no exit dump")
 
 
 @test

@@ -165,6 +165,11 @@ static void on_term_exit(int sig) {
     exit(3);
 }
 
+static void on_term_exit0(int sig) {
+    (void)sig;
+    exit(0);
+}
+
 static void on_usr1_huge(int sig) {
     (void)sig;
     CUdeviceptr p;
@@ -196,6 +201,7 @@ static void handle(int sig, void (*fn)(int)) {
 static int oom_then(const char *mode) {
     CUdeviceptr p, q;
     if (strcmp(mode, "exit-in-hook") == 0) handle(SIGTERM, on_term_exit);
+    else if (strcmp(mode, "exit0-in-hook") == 0) handle(SIGTERM, on_term_exit0);
     else handle(SIGUSR1, on_usr1_huge);
     say("main: cuMemAlloc_v2", (int)cuMemAlloc_v2(&p, 1 << 20));
     say("main: huge cuMemAlloc_v2", (int)cuMemAlloc_v2(&q, HUGE_REQUEST));
@@ -307,7 +313,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "fork-usr2") == 0) return fork_usr2();
     if (strcmp(mode, "no-cuda") == 0) return no_cuda();
     if (strcmp(mode, "errno") == 0) return errno_kept();
-    if (strcmp(mode, "exit-in-hook") == 0 || strcmp(mode, "alloc-in-hook") == 0) return oom_then(mode);
+    if (strcmp(mode, "exit-in-hook") == 0 || strcmp(mode, "exit0-in-hook") == 0 || strcmp(mode, "alloc-in-hook") == 0)
+        return oom_then(mode);
     if (strcmp(mode, "signal-allocs") == 0) return signal_allocs();
     if (strcmp(mode, "exit-in-driver") == 0) return exit_in_driver();
     if (strcmp(mode, "oom-closed-stderr") == 0) return oom_closed_stderr();
