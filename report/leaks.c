@@ -71,9 +71,12 @@ struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t
         free(s);
         return NULL;
     }
-    char line[4096];
+    /* Lines of any length (a C++ name can pass 4 KiB): a line cut at a
+     * buffer's end read its rest as a line of its own. */
+    char *line = NULL;
+    size_t cap = 0;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (getline(&line, &cap, f) >= 0) {
         lineno++;
         char *p = line;
         while (*p == ' ' || *p == '\t') p++;
@@ -82,6 +85,7 @@ struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t
         if (*p == '\0' || *p == '#') continue;
         if (strncmp(p, "leak:", 5) != 0 || p[5] == '\0') {
             snprintf(err, errsize, "%s:%d: expected leak:PATTERN, got '%.100s'", path, lineno, p);
+            free(line);
             fclose(f);
             vt_suppressions_free(s);
             return NULL;
@@ -92,6 +96,7 @@ struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t
         s->rules[s->n] = (struct rule){strdup(p + 5), 0, 0};
         if (s->rules[s->n].pattern) s->n++;
     }
+    free(line);
     fclose(f);
     return s;
 }

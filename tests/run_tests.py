@@ -624,6 +624,17 @@ def leak_check_suppressions():
             f.write("leak:^_start$\n")  # every stack ends in _start
         r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
         eq(r.rc, 0, "anchored function pattern")
+        # Lines of any length: a 5,000-character comment and a 6,000-character
+        # pattern before the one that matches (a line was cut at 4 KiB and its
+        # rest read as a line of its own: the whole file refused).
+        with open(sup, "w") as f:
+            f.write("# " + "c" * 5000 + "\nleak:" + "x" * 6000 + "\nleak:^_start$\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq((r.rc, "warning" in r.err, "SUMMARY" in r.err), (0, False, False), "long lines: read whole\n" + r.err[-800:])
+        with open(sup, "w") as f:
+            f.write("# " + "c" * 5000 + "\nleak:^_start$\nbad " + "y" * 5000 + "\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        ok(f"{sup}:3: expected leak:PATTERN, got 'bad yyy" in r.err and r.rc == 23, "the bad line's number\n" + r.err[-800:])
         with open(sup, "w") as f:
             f.write("interceptor_via_fun:x\n")
         r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
