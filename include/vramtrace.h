@@ -90,9 +90,10 @@ long vramtrace_leaks(int mark, char *buf, size_t size);
 long vramtrace_peak(int mark, char *buf, size_t size);
 
 /* A dump of the whole process now, to VRAMTRACE_OUT's path with ".NAME"
- * before ".json" (NAME: name, every character but letters, digits, '.',
- * '-' and '_' made '_'); its path in path (when size > 0). VRAMTRACE_OK,
- * or VRAMTRACE_FAILED (dumps off, an empty name, a file not written). */
+ * before ".json" (NAME: name, at most 100 characters, every character but
+ * letters, digits, '.', '-' and '_' made '_'); its path in path (when size
+ * > 0). VRAMTRACE_OK, or VRAMTRACE_FAILED (dumps off, an empty or longer
+ * name, a file not written). */
 int vramtrace_dump(const char *name, char *path, size_t size);
 
 /* Mark a step boundary now: everything allocated or freed before the call

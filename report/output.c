@@ -496,6 +496,8 @@ void vt_output_signal(void) {
 int vt_output_named(const char *name, char *path, size_t size) {
     char clean[101];
     size_t n = 0;
+    /* A longer name is refused: cut, two names would write one file. */
+    if (!name || strnlen(name, sizeof clean) >= sizeof clean) return -1;
     for (; name && name[n] && n < sizeof clean - 1; n++) {
         char c = name[n];
         int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||

@@ -98,6 +98,7 @@ def check_t_api(r):
              "end 0 -2 -2",
              "ended: -2 live 1 in 1 peak 1",
              f"dump 0 dump.{r.dumps[0]['pid']}.after_keep_big.json",
+             "dump of a 101-character name -4",  # VRAMTRACE_FAILED: refused, not cut to another name
              "freed: 0 live 0 in 0 peak 77824",
              "leaks after free 0"]
     eq(got, want, "t_api's output")
@@ -116,6 +117,7 @@ def c_api_without_vramtrace_is_inactive():
     want = ["active 0", "mark inactive", "empty: -1 live 0 in 0 peak 0", "empty peak report -1"]
     want += [f"{w}: -1 live 0 in 0 peak 0" for w in ("all", "device 0", "device 1", "second", "bad device")]
     want += ["leaks -1 0", "peak -1 0", "cut -1 0", "end -1 -1 -1", "ended: -1 live 0 in 0 peak 0", "dump -1 ",
+             "dump of a 101-character name -1",
              "freed: -1 live 0 in 0 peak 0", "leaks after free -1"]
     eq(r.out.splitlines(), want, "t_api's output without vramtrace")
     eq((r.err, r.dumps), ("", []), "nothing else")

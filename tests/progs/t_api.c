@@ -65,6 +65,10 @@ int main(void) {
     char path[4096] = "x";
     int r = vt.dump("after keep/big", path, sizeof path);
     printf("dump %d %s\n", r, strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+    char longname[102];
+    memset(longname, 'n', 101);
+    longname[101] = '\0';
+    printf("dump of a 101-character name %d\n", vt.dump(longname, path, sizeof path));
     cudaFree(b);
     cudaFree(d);
     cudaFree(e);
