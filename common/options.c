@@ -16,6 +16,9 @@ const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
 #undef VT_OPTION
 
 int vt_parse_number(const char *s, long lo, long hi, long *out) {
+    /* Digits, a '-' first where the range allows: strtol alone also took
+     * leading spaces and a '+' (" 5" was 5 here and refused elsewhere). */
+    if (!s || !((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9'))) return -1;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -71,9 +74,16 @@ int vt_parse_size(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* Every signal's name, so that a name is taken where its number is (the
+ * ones vramtrace cannot use are refused below either way). */
 static const struct { const char *name; int num; } signals[] = {
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"PROF", SIGPROF},
-    {"WINCH", SIGWINCH}, {"URG", SIGURG}, {"PWR", SIGPWR},
+    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"ILL", SIGILL}, {"TRAP", SIGTRAP},
+    {"ABRT", SIGABRT}, {"IOT", SIGIOT}, {"BUS", SIGBUS}, {"FPE", SIGFPE}, {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+    {"TERM", SIGTERM}, {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT}, {"STOP", SIGSTOP},
+    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"URG", SIGURG}, {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+    {"POLL", SIGPOLL}, {"PWR", SIGPWR}, {"SYS", SIGSYS},
 };
 
 int vt_parse_signal(const char *v) {

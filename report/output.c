@@ -124,10 +124,14 @@ static int read_argv(char *buf, size_t size, char **argv, int max) {
 }
 
 /* The first of these set in the environment, as a number; else 0. */
+/* The first of the variables that holds a rank: digits only, below 2^31
+ * (atoi took "1;2" as 1, wrapped a number too big, and stopped at a RANK
+ * of "abc" instead of going on to SLURM_PROCID). */
 static int env_int(const char *const *names) {
     for (; *names; names++) {
         const char *v = getenv(*names);
-        if (v && *v) return atoi(v);
+        long n;
+        if (v && *v && vt_parse_number(v, 0, INT32_MAX, &n) == 0) return (int)n;
     }
     return 0;
 }

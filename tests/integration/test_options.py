@@ -62,3 +62,34 @@ def budget_holds_when_threads_race_for_its_last_bytes():
         t = r.dump["totals"]
         eq((t["peak_bytes"], t["failed_count"], t["oom_count"], t["live_bytes"]), (409600, 300, 300, 0),
            f"run {i}: peak, failures, budget failures, live at exit")
+
+
+@test
+def options_numbers_are_digits_and_signal_names_match_numbers():
+    """A number option takes digits only (" 5" and "+3" were taken by some
+    options and refused by others); a signal's name is taken wherever its
+    number is (INT was refused while 2 was taken), and refused with it; a
+    rank variable that is not a plain number is passed over for the next
+    one (RANK "1;2" was rank 1, a huge one wrapped to -1, "abc" stopped the
+    search before SLURM_PROCID)."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    a = run(prog, preload=False)
+    for v in (" 5", "+3", "5 ", "0x5", ""):
+        r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_EXITCODE": v})
+        eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_EXITCODE={v} is not a whole number from 1 to 255; "
+                            "keeping the default"], f"exit code {v!r}")
+        eq(r.rc, 23, f"exit code {v!r}: the default status")
+    for name, number in (("INT", "2"), ("SIGTERM", "15"), ("CHLD", "17")):
+        for v in (name, number):
+            r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
+            eq((warnings_of(r), r.out, r.rc), ([], a.out, a.rc), f"signal {v} taken")
+    for v in ("SEGV", "11", "ABRT", "6", "SIGKILL", "9", "RTMIN"):
+        r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
+        eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_SIGNAL={v} is not a signal vramtrace can use; "
+                            "keeping USR2"], f"signal {v} refused")
+    for env, rank in (({"RANK": "1;2", "SLURM_PROCID": "5"}, 5), ({"RANK": "99999999999999999999"}, 0),
+                      ({"RANK": "abc", "SLURM_PROCID": "5"}, 5), ({"RANK": "-1", "PMI_RANK": "7"}, 7),
+                      ({"RANK": "12"}, 12), ({"RANK": "2147483647"}, 2147483647)):
+        r = run(prog, report="off", env=dict(env, VRAMTRACE_OUT="d.%r.json"))
+        eq([os.path.basename(d["_path"]) for d in r.dumps], [f"d.{rank}.json"], f"{env}: the dump's name")
+        eq(r.dumps[0]["rank"], rank, f"{env}: the dump's rank")
