@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/display.h"
 #include "../common/format.h"
 #include "../common/labels.h"
 #include "reporters.h"
@@ -25,71 +26,11 @@ const char *vr_bytes(uint64_t v, char *buf, size_t size) { return vt_fmt_bytes(v
 
 const char *vr_plural(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
 
-/* Length of the valid UTF-8 sequence at s (shortest form, no surrogates),
- * or 0. */
-static size_t utf8_len(const unsigned char *s) {
-    size_t n;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) n = 2;
-    else if ((s[0] & 0xf0) == 0xe0) n = 3;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4) n = 4;
-    else return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    if (n == 3 && s[0] == 0xe0 && s[1] < 0xa0) return 0;
-    if (n == 3 && s[0] == 0xed && s[1] >= 0xa0) return 0;
-    if (n == 4 && s[0] == 0xf0 && s[1] < 0x90) return 0;
-    if (n == 4 && s[0] == 0xf4 && s[1] >= 0x90) return 0;
-    return n;
-}
+size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]) { return vt_display_char(p, out); }
 
-static uint32_t utf8_code(const unsigned char *s, size_t n) {
-    if (n == 1) return s[0];
-    uint32_t c = s[0] & (0x7f >> n);
-    for (size_t i = 1; i < n; i++) c = (c << 6) | (s[i] & 0x3f);
-    return c;
-}
+const char *vr_safe(const char *s, char *buf, size_t size) { return vt_display(s, buf, size); }
 
-size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]) {
-    const unsigned char *s = (const unsigned char *)p;
-    out[0] = '\0';
-    if (!s || !*s) return 0;
-    size_t n = utf8_len(s);
-    if (n == 0) {
-        snprintf(out, VR_CHAR_MAX + 1, "\\x%02x", s[0]);
-        return 1;
-    }
-    uint32_t c = utf8_code(s, n);
-    if (c < 0x20 || c == 0x7f) snprintf(out, VR_CHAR_MAX + 1, "\\x%02x", (unsigned)c);
-    else if ((c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
-             c == 0x2028 || c == 0x2029)
-        snprintf(out, VR_CHAR_MAX + 1, "\\u%04x", (unsigned)c);
-    else {
-        memcpy(out, s, n);
-        out[n] = '\0';
-    }
-    return n;
-}
-
-const char *vr_safe(const char *s, char *buf, size_t size) {
-    size_t len = 0;
-    char ch[VR_CHAR_MAX + 1];
-    if (size == 0) return buf;
-    buf[0] = '\0';
-    for (size_t n; s && (n = vr_display_char(s, ch)) > 0; s += n) {
-        size_t w = strlen(ch);
-        if (len + w >= size) break;
-        memcpy(buf + len, ch, w);
-        len += w;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-void vr_put_safe(FILE *f, const char *s) {
-    char ch[VR_CHAR_MAX + 1];
-    for (size_t n; s && (n = vr_display_char(s, ch)) > 0; s += n) fputs(ch, f);
-}
+void vr_put_safe(FILE *f, const char *s) { vt_put_display(f, s); }
 
 const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at, size_t *n,
                                       int *missing) {

@@ -5,6 +5,7 @@
 #ifndef VT_REPORTERS_H
 #define VT_REPORTERS_H
 
+#include "../common/display.h"
 #include <stdio.h>
 
 #include "model.h"
@@ -84,14 +85,8 @@ const char *vr_bytes(uint64_t v, char *buf, size_t size);
 /* `one` when n is 1, else `many`: "1 allocation", "2 allocations". */
 const char *vr_plural(uint64_t n, const char *one, const char *many);
 
-/* The display form of the character at *p, written into out (at most
- * VR_CHAR_MAX bytes and a NUL); returns how many bytes of p it stands for
- * (0 at the end of the string). A string from a dump may hold anything: a
- * printable character stands for itself; a control character (C0, DEL,
- * C1), a bidirectional override and a byte that is not UTF-8 become an
- * escape such as \x1b or \u202e, so that no dump can move a terminal's
- * cursor, recolour it, reorder what it shows or break a line. */
-#define VR_CHAR_MAX 8
+/* The display form of the character at *p (common/display.h). */
+#define VR_CHAR_MAX VT_CHAR_MAX
 size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]);
 
 /* s in its display form (see vr_display_char), in buf; cut at a character
