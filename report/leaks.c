@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/display.h"
 #include "../common/summary.h"
 #include "../common/warn.h"
 #include "holders.h"
@@ -130,10 +131,10 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
         fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, (uint64_t)h[i].count);
         uint32_t st = h[i].stack;
         char site[2048];   /* as long as the holders table's */
-        fprintf(f, "    call site: %s\n", vt_site_label(sym, st, site, sizeof site));
+        fprintf(f, "    call site: %s\n", vt_site_shown(sym, st, site, sizeof site));
         struct vt_frame frames[VT_MAX_FRAMES];
         size_t depth = vt_stack_frames(sym, st, frames);
-        vt_put_frames(f, "    ", depth ? frames : NULL, depth, NULL);
+        vt_put_frames(f, "    ", depth ? frames : NULL, depth, vt_put_display);
     }
 }
 

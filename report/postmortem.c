@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/display.h"
 #include "../common/format.h"
 #include "../common/oomtext.h"
 #include "../common/summary.h"
@@ -26,7 +27,7 @@ static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     const struct vt_holder *h = &v->an->by_site[i];
     r->bytes = h->bytes;
     r->count = h->count;
-    vt_site_label(v->sym, h->stack, r->site, sizeof r->site);
+    vt_site_shown(v->sym, h->stack, r->site, sizeof r->site);
 }
 
 /* Percentages of what the rows hold together, as `vramtrace report` takes
@@ -35,7 +36,7 @@ static void holders_table(FILE *f, const struct view *v, int top) {
     uint64_t total = 0;
     for (size_t i = 0; i < v->an->nby_site; i++) total += v->an->by_site[i].bytes;
     struct vt_holders_text h = {.n = v->an->nby_site, .total = total, .row = holder_row, .ctx = v};
-    vt_put_holders(f, "vramtrace: ", &h, (size_t)top, NULL);
+    vt_put_holders(f, "vramtrace: ", &h, (size_t)top, vt_put_display);
 }
 
 /* Row i of the live table: vt_put_live asks for the rows in turn, from
@@ -51,7 +52,7 @@ static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     r->device = a->device;
     snprintf(r->kind, sizeof r->kind, "%s", vt_kind_name(a->kind));
     snprintf(r->api, sizeof r->api, "%s", vt_live_api(v->s, a));
-    vt_site_label(v->sym, a->stack, r->site, sizeof r->site);
+    vt_site_shown(v->sym, a->stack, r->site, sizeof r->site);
     return 1;
 }
 
@@ -67,7 +68,7 @@ static void live_table(FILE *f, const struct view *v, int top) {
 static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     const struct view *v = ctx;
     const struct vt_growth *g = &v->an->growth[i];
-    vt_site_label(v->sym, g->stack, r->site, sizeof r->site);
+    vt_site_shown(v->sym, g->stack, r->site, sizeof r->site);
     r->first_bytes = g->first_floor;
     r->end_bytes = g->end_bytes;
     vt_growth_text(g, r->rate, sizeof r->rate);
@@ -80,7 +81,7 @@ static int device_row(const void *ctx, size_t i, struct vt_device_row *r) {
     const struct vt_device *d = &v->s->devices[i];
     if (!d->used) return 0;
     r->ordinal = (int)i;
-    snprintf(r->name, sizeof r->name, "%s", d->have_facts ? d->name : "?");
+    vt_display(d->have_facts ? d->name : "?", r->name, sizeof r->name);
     vt_utf8_whole(r->name, sizeof r->name);
     snprintf(r->uuid, sizeof r->uuid, "%s", d->have_facts && d->uuid[0] ? d->uuid : "?");
     r->total_bytes = d->total_bytes;
@@ -97,7 +98,8 @@ static void findings(FILE *f, const struct vt_analysis *an) {
     const struct vt_oom_findings *fs = an->latest;
     if (!fs || fs->n == 0) return;
     fputs("vramtrace: what the numbers say, most likely first:\n", f);
-    for (int i = 0; i < fs->n; i++) vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, NULL);
+    for (int i = 0; i < fs->n; i++)
+        vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, vt_put_display);
 }
 
 /* Calls passed through unrecorded (totals.missed), one line when any. */
@@ -108,7 +110,11 @@ static void missed_line(FILE *f, uint64_t missed) {
 
 static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
     fprintf(f, "vramtrace: %s in pid %d", what, m->pid);
-    if (m->argc > 0) fprintf(f, " (%s)", m->argv[0]);
+    if (m->argc > 0) {
+        fputs(" (", f);
+        vt_put_display(f, m->argv[0]);
+        fputc(')', f);
+    }
     fputc('\n', f);
 }
 
@@ -118,17 +124,19 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     if (s->nooms == 0) return;
     const struct vt_oom *o = &s->ooms[s->nooms - 1];
     const struct vt_device *d = dev(s, o->device);
-    char site[512], procs[VT_MAX_PROCS * 96];
-    vt_site_label(sym, o->stack, site, sizeof site);
+    char site[512], procs[VT_MAX_PROCS * 96], procs_shown[sizeof procs], name[256];
+    vt_site_shown(sym, o->stack, site, sizeof site);
     int facts = d && d->have_facts;
     struct vt_oom_text t = {
         .requested = o->requested, .api = o->api, .host = vt_host_memory_label(vt_kind_name(o->kind)),
-        .device = o->device, .budget = o->budget, .device_name = facts ? d->name : NULL,
+        .device = o->device, .budget = o->budget, .device_name = facts ? vt_display(d->name, name, sizeof name) : NULL,
         .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
         .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
         .tracked = d ? VT_TRACKED_COUNTS : VT_TRACKED_NONE, .device_live_count = d ? d->live_count : 0,
         .device_peak_bytes = d ? d->peak_bytes : 0, .device_peak_time_ns = d ? d->peak_time_ns : 0,
-        .procs = o->procs ? vt_procs_text(o->procs, o->nprocs, procs, sizeof procs) : NULL, .nprocs = o->nprocs,
+        .procs = o->procs ? vt_display(vt_procs_text(o->procs, o->nprocs, procs, sizeof procs), procs_shown,
+                                       sizeof procs_shown) : NULL,
+        .nprocs = o->nprocs,
     };
     header(f, "out of memory", m);
     vt_put_oom(f, "vramtrace:   ", &t);

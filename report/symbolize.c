@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/display.h"
 #include "../common/labels.h"
 #include "../tracker/pystack.h"
 #include "symbolize.h"
@@ -352,6 +353,11 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
     const struct vt_frame *site = vt_call_site(sym, stack);
     return vt_site_label_of(site, site ? frame_at(sym, stack, sym->through[stack]) : NULL, buf, size);
+}
+
+const char *vt_site_shown(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
+    char raw[2048];
+    return vt_display(vt_site_label(sym, stack, raw, sizeof raw), buf, size);
 }
 
 void vt_symbols_free(struct vt_symbols *sym) {

@@ -61,6 +61,11 @@ const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);
 
+/* vt_site_label in its display form (common/display.h), for a report a
+ * person reads: a function's or a file's name may hold control
+ * characters. */
+const char *vt_site_shown(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);
+
 /* The call site of each of the nstacks stacks of sym, as a group number:
  * out[stack] is the same for two stacks exactly when their vt_site_label
  * is: the one rule by which holder tables and growth group stacks. Groups

@@ -1,6 +1,7 @@
 /* torch_print.c -- PyTorch's breakdown in the library's reports. */
 #include <string.h>
 
+#include "../common/display.h"
 #include "../common/format.h"
 #include "../common/torchfmt.h"
 #include "torch.h"
@@ -21,8 +22,8 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
         if (grew) {
             char rate[512], site[512] = "";
             vt_growth_text(grew, rate, sizeof rate);
-            if (sym) vt_site_label(sym, grew->stack, site, sizeof site);
-            vt_put_torch_growth(f, "vramtrace: ", rate, site, NULL);
+            if (sym) vt_site_shown(sym, grew->stack, site, sizeof site);
+            vt_put_torch_growth(f, "vramtrace: ", rate, site, vt_put_display);
         }
         if (d->ntensors) fputs("vramtrace:   largest tensors:\n", f);
         int64_t stacks[VT_TORCH_TENSORS];
@@ -31,9 +32,9 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
             const struct vt_torch_tensor *t = &d->tensors[j];
             int64_t st = stacks[j];
             char site[512] = "";
-            if (st >= 0 && sym) vt_site_label(sym, (uint32_t)st, site, sizeof site);
+            if (st >= 0 && sym) vt_site_shown(sym, (uint32_t)st, site, sizeof site);
             vt_put_torch_tensor(f, "vramtrace: ", t->bytes, t->dtype, t->shape, vt_torch_categories[t->category],
-                                t->name, t->holder, site, NULL);
+                                t->name, t->holder, site, vt_put_display);
         }
     }
 }
@@ -63,6 +64,6 @@ void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n) {
     for (int i = 0; i < n; i++) {
         if (strcmp(fs[i].id, "fragmented_cache") != 0) continue;
         if (!k++) fputs("vramtrace: what PyTorch's record adds to the findings:\n", f);
-        vt_put_finding(f, "vramtrace: ", k, fs[i].text, fs[i].next, NULL);
+        vt_put_finding(f, "vramtrace: ", k, fs[i].text, fs[i].next, vt_put_display);
     }
 }

@@ -194,3 +194,45 @@ def inproc_one_is_singular():
     ]
     eq([next((l[:len(w)] for l in lines if l.startswith(w)), None) for w in want], want, "the report's lines")
     ok(not re.search(r"\b1 (bytes|allocations|call sites|allocs|failures)\b", r.err), "no '1 <plural>':\n" + r.err)
+
+
+HOSTILE_NAMES = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+def mk(name):
+    ns = {"cu": cu, "ctypes": ctypes}
+    exec("def f(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n", ns)
+    f = ns["f"]
+    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name, co_filename="/x/" + name + ".py")
+    return f
+mk("esc\x1b[31mred")(1 << 20)
+mk("new\nline")(2 << 20)
+mk("uni\u202eode")(3 << 20)
+mk("huge\x1b[2J")(1 << 40)
+'''
+
+
+@test
+def inproc_reports_show_names_in_their_display_form():
+    """Python functions and files whose names hold an escape sequence, a
+    newline and a bidirectional override, allocating (a leak each) and
+    failing for lack of memory: the post-mortem, the exit summary and the
+    leak report on stderr hold no control character and no override, each
+    name shown escaped (\\x1b, \\x0a, \\u202e) as `vramtrace report` shows it,
+    one holder row per line (before, the raw bytes reached the terminal)."""
+    py = pythons()[-1]
+    with workdir("vt-names-") as work:
+        script = os.path.join(work, "names.py")
+        with open(script, "w") as f:
+            f.write(HOSTILE_NAMES)
+        r = run([py, script], env={"VRAMTRACE_LEAK_CHECK": "1", "SIMGPU_CAPACITY": "1G"})
+    eq(r.rc, 23, "the leaks fail the check")
+    bad = [c for c in r.err if (ord(c) < 32 and c != "\n") or ord(c) == 0x7f or 0x202a <= ord(c) <= 0x202e]
+    eq(bad, [], "no control character nor override on stderr")
+    for shown in ("esc\\x1b[31mred /x/esc\\x1b[31mred.py:3", "new\\x0aline /x/new\\x0aline.py:3",
+                  "uni\\u202eode /x/uni\\u202eode.py:3"):
+        ok(f"    call site: {shown}\n" in r.err, f"the leak report's call site {shown!r}:\n{r.err[-3000:]}")
+        ok(re.search(r"^vramtrace: +[\d.]+ [KMG]iB +[\d.]+% +1 alloc +" + re.escape(shown) + "$", r.err, re.M),
+           f"a holder row of {shown!r} on one line")
+    ok("huge\\x1b[2J /x/huge\\x1b[2J.py:3" in r.err, "the failed request's call site")
