@@ -111,9 +111,12 @@ static const struct dev_metric dev_metrics[] = {
     {"vramtrace_ooms", COUNTER, NULL, "Device allocations refused for lack of memory.", 0, v_ooms},
 };
 
-/* A process's call sites grouped by label, largest first: at most `top`. */
+/* A process's call sites grouped by label as the exposition shows it (its
+ * display form: two labels that differ only where one holds a newline and
+ * the other the text "\x0a" are one series, not two samples with the same
+ * labels, which Prometheus drops), largest first: at most `top`. */
 struct site_sum {
-    const char *label;
+    char label[VT_LIVE_LABEL * VT_CHAR_MAX + 1];
     uint64_t bytes, count;
 };
 
@@ -129,9 +132,14 @@ static size_t sites_of(const struct vt_live_segment *s, struct site_sum *out) {
     size_t n = 0;
     for (int i = 0; groups && i < s->nsites && i < VT_LIVE_SITES; i++) {
         int added;
-        uint32_t g = vt_label_group(groups, s->sites[i].label, &added);
+        char shown[sizeof out->label];
+        uint32_t g = vt_label_group(groups, vr_safe(s->sites[i].label, shown, sizeof shown), &added);
         if (g == UINT32_MAX) break;
-        if (added) out[n++] = (struct site_sum){s->sites[i].label, 0, 0};
+        if (added) {
+            memcpy(out[n].label, shown, sizeof shown);
+            out[n].bytes = out[n].count = 0;
+            n++;
+        }
         out[g].bytes += s->sites[i].bytes;
         out[g].count += s->sites[i].count;
     }

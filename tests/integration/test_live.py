@@ -564,6 +564,56 @@ def live_segment_has_pytorchs_own_figures():
     eq(p.returncode, 0, f"the program exits: {p.stderr.read()[-2000:]}")
 
 
+COLLIDING_SITES = r'''
+import ctypes, sys
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+def mk(name):
+    ns = {"cu": cu, "ctypes": ctypes}
+    exec("def f(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n", ns)
+    f = ns["f"]
+    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name, co_filename="/x/f.py")
+    return f
+mk("a\nb")(1 << 20)
+mk("a\\x0ab")(2 << 20)
+print("ready", flush=True)
+sys.stdin.read()
+'''
+
+
+@test
+def metrics_sites_whose_shown_labels_meet_are_one_series():
+    """Two call sites whose labels differ only in that one holds a newline
+    and the other the four characters \\x0a show as the same site label: the
+    exposition has one series for it, their sum (3 MiB, 2 allocations), not
+    two samples with the same labels (which Prometheus drops)."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-sites-")
+    script = os.path.join(work, "sites.py")
+    with open(script, "w") as f:
+        f.write(COLLIDING_SITES)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))
+         and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
+    p = subprocess.Popen([pythons()[-1], script], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        eq(p.stdout.readline(), "ready\n", "the program holds its memory")
+        want = {"bytes": "3145728", "allocations": "2"}
+        def both():
+            text = metrics(rundir)
+            got = {}
+            for what in want:
+                rows = re.findall(rf'^vramtrace_site_live_{what}{{.*site="(a\\\\x0ab /x/f.py:3)"}} (\d+)$', text, re.M)
+                got[what] = rows
+            return got if all(len(v) >= 1 and v[0][1] == want[k] for k, v in got.items()) else None
+        got = wait_for("the site's series", both)
+        for what in want:
+            eq([r[1] for r in got[what]], [want[what]], f"one {what} series, the sum")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+
+
 @test
 def metrics_listen_refuses_a_port_out_of_range():
     """--listen takes a port from 1 to 65535: a bigger one (which the
