@@ -67,7 +67,11 @@ void vt_json_string(FILE *f, const char *s) {
             continue;
         }
         int n = utf8_len(p);
-        if (n == 0) { fprintf(f, "\\u%04x", c); p++; continue; }
+        /* A byte that is not UTF-8 has no character to stand for: it is
+         * written as the text \xNN (what every report shows for it), not as
+         * U+00NN, which read back as another, real name ("lat\xe9n1" became
+         * "lat\u00e9n1", a path that is not there). */
+        if (n == 0) { fprintf(f, "\\\\x%02x", c); p++; continue; }
         fwrite(p, 1, (size_t)n, f);
         p += n;
     }

@@ -52,8 +52,8 @@ const char *vt_fmt_proc(int first, int pid, const char *name, int used_known, ui
                         char *buf, size_t size);
 
 /* Write s as a JSON string literal (quotes included); NULL becomes null.
- * Control characters and non-UTF-8 bytes are escaped, so any name taken from
- * a binary yields valid JSON. */
+ * Control characters are escaped and a byte that is not UTF-8 becomes the
+ * text \xNN, so any name taken from a binary yields valid JSON. */
 void vt_json_string(FILE *f, const char *s);
 
 /* A text that snprintf cut to fit size bytes ends at a whole UTF-8

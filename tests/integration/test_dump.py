@@ -238,3 +238,26 @@ def dump_names_past_1024_bytes_cut_once_at_load():
                f"{sub}: folded has the cut name")
             ok("x" * 10 not in out, f"{sub}: folded has nothing past the cut")
         same_reports(v1, v2_of(v1), "a 200,000-byte name")
+
+
+@test
+def dump_bytes_not_utf8_written_as_their_escape():
+    """A program run from a folder whose name holds the byte 0xE9 (Latin-1's
+    é): the dump's argv and frame file hold the text \\xe9 there, as every
+    report shows it; before, U+00E9 ("é"), another and real name."""
+    with workdir("vt-latin-") as work:
+        folder = os.path.join(os.fsencode(work), b"lat\xe9n1")
+        os.mkdir(folder)
+        prog = os.path.join(folder, b"t_triage")
+        shutil.copy(os.path.join(T, "t_triage"), prog)
+        out = os.path.join(work, "d.json")
+        r = run([os.fsdecode(prog), "keep", "1M"], report="off", env={"VRAMTRACE_OUT": out})
+        eq(r.rc, 0, "status")
+        d = load_dump(out)
+        d["_path"] = out
+        want = os.path.join(work, "lat\\xe9n1", "t_triage")
+        eq(d["argv"][0], want, "argv[0]: the byte as its escape")
+        ok("é" not in json.dumps(d, ensure_ascii=False), "no é anywhere")
+        p = subprocess.run([CLI, "report", d["_path"]], capture_output=True, text=True)
+        eq(p.returncode, 0, "report")
+        ok("é" not in p.stdout and "lat\\xe9n1" in p.stdout, p.stdout[:1500])
