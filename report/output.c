@@ -473,8 +473,12 @@ int vt_output_exit_skipped(void) {
 
 int vt_output_exit(void) {
     if (!vt_tracker_touched()) return 0;
-    /* Nothing to write: skip the snapshot and the symbols. */
-    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return 0;
+    /* Nothing to write: skip the snapshot and the symbols (the count of
+     * warnings not shown is still owed: they went to stderr). */
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) {
+        vt_warn_summary();
+        return 0;
+    }
     struct timespec until;
     vt_deadline(&until, VT_EXIT_WAIT_NS);
     if (pthread_mutex_timedlock(&out_lock, &until) != 0) {

@@ -93,3 +93,20 @@ def options_numbers_are_digits_and_signal_names_match_numbers():
         r = run(prog, report="off", env=dict(env, VRAMTRACE_OUT="d.%r.json"))
         eq([os.path.basename(d["_path"]) for d in r.dumps], [f"d.{rank}.json"], f"{env}: the dump's name")
         eq(r.dumps[0]["rank"], rank, f"{env}: the dump's rank")
+
+
+@test
+def options_warnings_past_ten_counted_at_exit_whatever_the_report():
+    """Thirteen warnings (twelve unknown VRAMTRACE_* names and a bad depth):
+    the first ten on stderr, then "3 more warnings not shown" at exit, with
+    the report and the dump on and with both off (before, the count came
+    only with a report to write)."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    env = {f"VRAMTRACE_A{i}": "1" for i in range(1, 13)}
+    env["VRAMTRACE_DEPTH"] = "x"
+    for extra in ({}, {"VRAMTRACE_OUT": "off"}):
+        r = run(prog, report="off", env=dict(env, **extra))
+        lines = [l for l in r.err.splitlines() if l.startswith("vramtrace: ")]
+        eq(len([l for l in lines if l.startswith("vramtrace: warning: ")]), 10, f"{extra}: ten warnings shown")
+        eq(lines[-1], "vramtrace: 3 more warnings not shown", f"{extra}: the count, last")
+        eq(r.rc, 0, f"{extra}: status")
