@@ -57,7 +57,11 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     /* Other failures (no driver, bad arguments) are counted but do not make
      * the process one that used a GPU: without a driver, a program must
      * behave and print exactly as it does without vramtrace. */
-    struct vt_device *d = !is_oom || !vt_kind_owned_device(o->kind) ? NULL : device_slot(o->device);
+    struct vt_device *d = NULL;
+    if (vt_kind_owned_device(o->kind) && o->device >= 0 && o->device < VT_MAX_DEVICES) {
+        if (is_oom) d = device_slot(o->device);
+        else if (vt_counts.devices[o->device].used) d = &vt_counts.devices[o->device]; /* its row counts it too */
+    }
     if (d) d->failed_count++;
     if (is_oom) {
         __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);

@@ -261,3 +261,30 @@ def dump_bytes_not_utf8_written_as_their_escape():
         p = subprocess.run([CLI, "report", d["_path"]], capture_output=True, text=True)
         eq(p.returncode, 0, "report")
         ok("é" not in p.stdout and "lat\\xe9n1" in p.stdout, p.stdout[:1500])
+
+
+FAILS = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+p = ctypes.c_uint64()
+print(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 20)),
+      cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(0)),
+      cu.cuMemAlloc_v2(None, ctypes.c_size_t(4096)))
+'''
+
+
+@test
+def dump_failures_on_a_used_device_counted_in_its_row():
+    """A failure that is not for lack of memory (a zero-size request, a
+    null pointer for the result) on a device already used counts in that
+    device's row as in the totals: 2 and 2 (the row said 0)."""
+    with workdir("vt-fails-") as work:
+        script = os.path.join(work, "fails.py")
+        with open(script, "w") as f:
+            f.write(FAILS)
+        r = run([pythons()[-1], script], report="off")
+    eq((r.rc, r.out), (0, "0 1 1\n"), "status and the three results")
+    d = r.dumps[0]
+    eq((d["totals"]["failed_count"], d["totals"]["oom_count"]), (2, 0), "totals: failed, out of memory")
+    eq([(x["ordinal"], x["failed_count"], x["oom_count"]) for x in d["devices"]], [(0, 2, 0)], "device 0's row")
