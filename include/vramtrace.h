@@ -73,9 +73,11 @@ int vramtrace_mark(void);
 /* Close a mark (its figures are gone). VRAMTRACE_OK or VRAMTRACE_BAD_MARK. */
 int vramtrace_mark_end(int mark);
 
-/* What mark counts on device `device` (a CUDA ordinal), or in all devices
- * (-1: their sum, whose peak is the peak of the sum). VRAMTRACE_OK or
- * VRAMTRACE_BAD_MARK. */
+/* What mark counts on device `device` (a CUDA ordinal, 0 to 63), or in all
+ * devices (-1: their sum, whose peak is the peak of the sum). An ordinal
+ * the process never used counts zero, whether or not the machine has that
+ * device. VRAMTRACE_OK, or VRAMTRACE_BAD_MARK (a mark not open, a device
+ * below -1 or above 63). */
 int vramtrace_usage(int mark, int device, struct vramtrace_usage *out);
 
 /* The leak report of the allocations made since mark and still live, in
