@@ -506,7 +506,8 @@ static void test_format(void) {
     fputc(' ', f);
     vt_json_string(f, NULL);
     fclose(f);
-    CHECK_STR(buf, "\"a\\\"b\\\\c\\n\\u0001<\xc3\xa9>\\u00ff\" null");
+    /* The byte 0xff, not UTF-8: the text \xff (JSON "\\xff"), not U+00FF. */
+    CHECK_STR(buf, "\"a\\\"b\\\\c\\n\\u0001<\xc3\xa9>\\\\xff\" null");
     free(buf);
 }
 
