@@ -18,6 +18,18 @@ static json_t *hex(uint64_t v) {
 
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
+/* A count as a value for put(): jansson's integers stop at INT64_MAX, so
+ * one above it (a request of (size_t)-1) goes in as a string of a NUL and
+ * its digits, which put() writes as the bare number. No other string
+ * written holds a NUL: the model's strings are C strings. */
+static json_t *count(uint64_t v) {
+    if (v <= (uint64_t)INT64_MAX) return json_integer((json_int_t)v);
+    char b[24];
+    int n = snprintf(b + 1, sizeof b - 1, "%" PRIu64, v);
+    b[0] = '\0';
+    return json_stringn(b, (size_t)n + 1);
+}
+
 /* The document is written as it goes, a value at a time, as json_dumpf of
  * the whole with these flags would write it: built whole in jansson, 10,000
  * holders of 240 frames took 2.9 GB and 100,000 did not finish in 24 GB. */
@@ -33,6 +45,10 @@ static void put(FILE *f, json_t *v, int depth) {
         return;
     }
     for (const char *p = text; *p; p++) {
+        if (strncmp(p, "\"\\u0000", 7) == 0) { /* count()'s: its digits alone */
+            for (p += 7; *p != '"'; p++) fputc(*p, f);
+            continue;
+        }
         fputc(*p, f);
         if (*p == '\n') fprintf(f, "%*s", depth, "");
     }
@@ -176,9 +192,9 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
             free(own);
             return 0;
         }
-    fprintf(f, "{\n%*s\"bytes\": %" JSON_INTEGER_FORMAT ",\n%*s\"count\": %" JSON_INTEGER_FORMAT
+    fprintf(f, "{\n%*s\"bytes\": %" PRIu64 ",\n%*s\"count\": %" JSON_INTEGER_FORMAT
                ",\n%*s\"site\": %s,\n%*s\"frames\": [",
-            depth + 1, "", (json_int_t)h->bytes, depth + 1, "", (json_int_t)h->count, depth + 1, "", where,
+            depth + 1, "", h->bytes, depth + 1, "", (json_int_t)h->count, depth + 1, "", where,
             depth + 1, "");
     free(own);
     int any = 0;
@@ -209,11 +225,11 @@ static int put_live(FILE *f, const struct vm_dump *d, const struct vm_alloc *a, 
     char *own = NULL;
     const char *where = site_text(d, a->stack, e, &own);
     if (!where) return 0;
-    fprintf(f, "{\n%*s\"address\": \"0x%" PRIx64 "\",\n%*s\"bytes\": %" JSON_INTEGER_FORMAT
+    fprintf(f, "{\n%*s\"address\": \"0x%" PRIx64 "\",\n%*s\"bytes\": %" PRIu64
                ",\n%*s\"kind\": %s,\n%*s\"api\": %s,\n%*s\"device\": %d,\n%*s\"thread\": %d,\n%*s"
-               "\"time_ns\": %" JSON_INTEGER_FORMAT ",\n%*s\"site\": %s",
-            depth + 1, "", a->address, depth + 1, "", (json_int_t)a->bytes, depth + 1, "", kind, depth + 1, "", api,
-            depth + 1, "", a->device, depth + 1, "", a->thread, depth + 1, "", (json_int_t)a->time_ns, depth + 1, "",
+               "\"time_ns\": %" PRIu64 ",\n%*s\"site\": %s",
+            depth + 1, "", a->address, depth + 1, "", a->bytes, depth + 1, "", kind, depth + 1, "", api,
+            depth + 1, "", a->device, depth + 1, "", a->thread, depth + 1, "", a->time_ns, depth + 1, "",
             where);
     free(own);
     if (a->has_handle) fprintf(f, ",\n%*s\"handle\": \"0x%" PRIx64 "\"", depth + 1, "", vm_alloc_handle(d, a));
@@ -228,7 +244,7 @@ static void holders(FILE *f, const struct vm_dump *d, const struct vm_holder *h,
     for (size_t i = 0; i < n; i++) {
         member(f, depth + 1, &first, NULL);
         if (put_holder(f, d, &h[i], e, depth + 1)) continue;
-        put(f, json_pack("{s:I,s:I,s:o,s:o}", "bytes", (json_int_t)h[i].bytes, "count", (json_int_t)h[i].count,
+        put(f, json_pack("{s:o,s:I,s:o,s:o}", "bytes", count(h[i].bytes), "count", (json_int_t)h[i].count,
                          "site", site(d, h[i].stack), "frames", frames(d, h[i].stack)), depth + 1);
     }
     close_at(f, depth, first, ']');
@@ -262,36 +278,36 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     json_t *devs = json_array();
     for (size_t i = 0; i < d->ndevices; i++) {
         const struct vm_device *v = &d->devices[i];
-        json_array_append_new(devs, json_pack("{s:i,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        json_array_append_new(devs, json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
             "ordinal", v->ordinal, "name", str_or_null(v->name), "uuid", str_or_null(v->uuid),
-            "total_bytes", (json_int_t)v->total_bytes, "live_bytes", (json_int_t)v->live_bytes,
-            "live_count", (json_int_t)v->live_count, "peak_bytes", (json_int_t)v->peak_bytes,
-            "peak_time_ns", (json_int_t)v->peak_time_ns, "alloc_count", (json_int_t)v->alloc_count,
-            "free_count", (json_int_t)v->free_count, "failed_count", (json_int_t)v->failed_count,
-            "oom_count", (json_int_t)v->oom_count));
+            "total_bytes", count(v->total_bytes), "live_bytes", count(v->live_bytes),
+            "live_count", count(v->live_count), "peak_bytes", count(v->peak_bytes),
+            "peak_time_ns", count(v->peak_time_ns), "alloc_count", count(v->alloc_count),
+            "free_count", count(v->free_count), "failed_count", count(v->failed_count),
+            "oom_count", count(v->oom_count)));
     }
     member(f, depth + 1, &first, "devices");
     put(f, devs, depth + 1);
     const struct vm_totals *t = &d->totals;
     member(f, depth + 1, &first, "totals");
-    put(f, json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-        "live_bytes", (json_int_t)t->live_bytes, "live_count", (json_int_t)t->live_count,
-        "peak_bytes", (json_int_t)t->peak_bytes, "peak_time_ns", (json_int_t)t->peak_time_ns,
-        "alloc_count", (json_int_t)t->alloc_count, "free_count", (json_int_t)t->free_count,
-        "failed_count", (json_int_t)t->failed_count, "oom_count", (json_int_t)t->oom_count,
-        "unknown_frees", (json_int_t)t->unknown_frees), depth + 1);
+    put(f, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+        "live_bytes", count(t->live_bytes), "live_count", count(t->live_count),
+        "peak_bytes", count(t->peak_bytes), "peak_time_ns", count(t->peak_time_ns),
+        "alloc_count", count(t->alloc_count), "free_count", count(t->free_count),
+        "failed_count", count(t->failed_count), "oom_count", count(t->oom_count),
+        "unknown_frees", count(t->unknown_frees)), depth + 1);
     member(f, depth + 1, &first, "host_memory");
-    put(f, json_pack("{s:I,s:I,s:I}", "live_bytes",
-        (json_int_t)t->host_live_bytes, "live_count", (json_int_t)t->host_live_count, "peak_bytes",
-        (json_int_t)t->host_peak_bytes), depth + 1);
+    put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",
+        count(t->host_live_bytes), "live_count", count(t->host_live_count), "peak_bytes",
+        count(t->host_peak_bytes)), depth + 1);
     member(f, depth + 1, &first, "ooms");
     fputc('[', f);
     int afirst = 1; /* the array's members */
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
-        json_t *j = json_pack("{s:I,s:s,s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "requested_bytes",
-            (json_int_t)x->requested, "api", x->api, "kind", x->kind, "device", x->device, "thread",
-            x->thread, "live_bytes", (json_int_t)x->live_bytes, "time_ns", (json_int_t)x->time_ns,
+        json_t *j = json_pack("{s:o,s:s,s:s,s:i,s:i,s:o,s:o,s:o,s:o}", "requested_bytes",
+            count(x->requested), "api", x->api, "kind", x->kind, "device", x->device, "thread",
+            x->thread, "live_bytes", count(x->live_bytes), "time_ns", count(x->time_ns),
             "site", site(d, x->stack), "frames", frames(d, x->stack));
         json_object_set_new(j, "budget", json_boolean(x->budget));
         json_t *fs = json_array();
@@ -304,14 +320,14 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             for (size_t k = 0; k < x->nprocs; k++)
                 json_array_append_new(ps, json_pack("{s:i,s:o,s:o}", "pid", x->procs[k].pid, "name",
                                                     str_or_null(x->procs[k].name), "used_bytes",
-                                                    x->procs[k].used_known ? json_integer((json_int_t)x->procs[k].used_bytes)
+                                                    x->procs[k].used_known ? count(x->procs[k].used_bytes)
                                                                            : json_null()));
             json_object_set_new(j, "other_processes", ps);
         } else {
             json_object_set_new(j, "other_processes", json_null());
         }
-        json_object_set_new(j, "free_bytes", x->have_info ? json_integer((json_int_t)x->free_bytes) : json_null());
-        json_object_set_new(j, "total_bytes", x->have_info ? json_integer((json_int_t)x->total_bytes) : json_null());
+        json_object_set_new(j, "free_bytes", x->have_info ? count(x->free_bytes) : json_null());
+        json_object_set_new(j, "total_bytes", x->have_info ? count(x->total_bytes) : json_null());
         member(f, depth + 2, &afirst, NULL);
         put(f, j, depth + 2);
     }
@@ -327,18 +343,18 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     afirst = 1;
     for (size_t i = 0; i < d->ngrowing; i++) {
         const struct vm_growth *g = &d->growing[i];
-        json_t *j = json_pack("{s:o,s:I,s:I,s:I,s:f}", "site", site(d, g->stack), "first_bytes",
-                              (json_int_t)g->first_bytes, "end_bytes", (json_int_t)g->end_bytes,
-                              "allocations", (json_int_t)g->allocations, "bytes_per_second",
+        json_t *j = json_pack("{s:o,s:o,s:o,s:o,s:f}", "site", site(d, g->stack), "first_bytes",
+                              count(g->first_bytes), "end_bytes", count(g->end_bytes),
+                              "allocations", count(g->allocations), "bytes_per_second",
                               g->bytes_per_second);
         if (j && g->have_rate) {
-            json_object_set_new(j, "since_ns", json_integer((json_int_t)g->since_ns));
-            json_object_set_new(j, "last_ns", json_integer((json_int_t)g->last_ns));
-            json_object_set_new(j, "bytes_per_allocation", json_integer((json_int_t)g->bytes_per_allocation));
+            json_object_set_new(j, "since_ns", count(g->since_ns));
+            json_object_set_new(j, "last_ns", count(g->last_ns));
+            json_object_set_new(j, "bytes_per_allocation", count(g->bytes_per_allocation));
         }
         if (j && strcmp(g->unit, "step") == 0) {   /* the program marked steps */
-            json_object_set_new(j, "steps", json_integer((json_int_t)g->units));
-            json_object_set_new(j, "bytes_per_step", json_integer((json_int_t)g->bytes_per_unit));
+            json_object_set_new(j, "steps", count(g->units));
+            json_object_set_new(j, "bytes_per_step", count(g->bytes_per_unit));
         }
         if (j && g->holder) json_object_set_new(j, "holder", json_string(g->holder));
         member(f, depth + 2, &afirst, NULL);
@@ -352,9 +368,9 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         const struct vm_alloc *a = &d->live[i];
         member(f, depth + 2, &afirst, NULL);
         if (put_live(f, d, a, &enc, depth + 2)) continue;
-        json_t *j = json_pack("{s:o,s:I,s:s,s:s,s:i,s:i,s:I,s:o}", "address", hex(a->address), "bytes",
-            (json_int_t)a->bytes, "kind", vm_alloc_kind(d, a), "api", vm_alloc_api(d, a), "device", a->device, "thread", a->thread,
-            "time_ns", (json_int_t)a->time_ns, "site", site(d, a->stack));
+        json_t *j = json_pack("{s:o,s:o,s:s,s:s,s:i,s:i,s:o,s:o}", "address", hex(a->address), "bytes",
+            count(a->bytes), "kind", vm_alloc_kind(d, a), "api", vm_alloc_api(d, a), "device", a->device, "thread", a->thread,
+            "time_ns", count(a->time_ns), "site", site(d, a->stack));
         if (a->has_handle) json_object_set_new(j, "handle", hex(vm_alloc_handle(d, a)));
         put(f, j, depth + 2);
     }
@@ -387,8 +403,8 @@ int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     int cfirst = 1;
     for (size_t i = 0; c && i < n; i++) {
         member(f, 2, &cfirst, NULL);
-        put(f, json_pack("{s:s,s:I,s:I,s:I}", "site", c[i].where, "bytes", (json_int_t)c[i].bytes, "count",
-                         (json_int_t)c[i].count, "processes", (json_int_t)c[i].processes), 2);
+        put(f, json_pack("{s:s,s:o,s:o,s:I}", "site", c[i].where, "bytes", count(c[i].bytes), "count",
+                         count(c[i].count), "processes", (json_int_t)c[i].processes), 2);
     }
     close_at(f, 1, cfirst, ']');
     vr_combined_free(c, n);

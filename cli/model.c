@@ -15,6 +15,7 @@
 #include "demangle.h"
 #include "model.h"
 #include "model_torch.h"
+#include "model_u64.h"
 #include "model_v2.h"
 
 /* Parsing state: the first error wins and stops the load. */
@@ -55,15 +56,23 @@ static json_t *field(struct ctx *c, json_t *o, const char *key, json_type type, 
     return v;
 }
 
+/* A count, up to 2^64 - 1 (model_u64.h). */
 static uint64_t u64(struct ctx *c, json_t *o, const char *key, const char *where) {
-    json_t *v = field(c, o, key, JSON_INTEGER, where);
-    if (!v) return 0;
-    json_int_t i = json_integer_value(v);
-    if (i < 0) { fail(c, "%s: field \"%s\" is negative", where, key); return 0; }
-    return (uint64_t)i;
+    uint64_t u;
+    if (vm_json_u64(json_object_get(o, key), &u)) return u;
+    if (field(c, o, key, JSON_INTEGER, where)) fail(c, "%s: field \"%s\" is negative", where, key);
+    return 0;
 }
 
+/* Whether v is a count as u64 reads it: 0 and up, or a negative integer
+ * (which u64 refuses as negative). */
+static int is_count(const json_t *v) { return json_is_integer(v) || vm_json_is_big(v); }
+
 static int int_in(struct ctx *c, json_t *o, const char *key, long lo, long hi, const char *where) {
+    if (vm_json_is_big(json_object_get(o, key))) {
+        fail(c, "%s: field \"%s\" is out of range", where, key);
+        return 0;
+    }
     json_t *v = field(c, o, key, JSON_INTEGER, where);
     if (!v) return 0;
     json_int_t i = json_integer_value(v);
@@ -350,7 +359,7 @@ static void finding_rest(struct ctx *c, json_t *x, void *elem, size_t k, const s
 static void proc_rest(struct ctx *c, json_t *x, void *elem, size_t k, const struct walk *w) {
     struct vm_proc *p = elem;
     json_t *u = json_object_get(x, "used_bytes");
-    if (u && json_is_integer(u)) {
+    if (u && is_count(u)) {
         p->used_known = 1;
         p->used_bytes = u64(c, x, "used_bytes", "other process");
     }
@@ -362,7 +371,7 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     struct vm_oom *v = elem;
     char name[64];
     json_t *fb = json_object_get(o, "free_bytes");
-    v->have_info = fb && json_is_integer(fb);
+    v->have_info = fb && is_count(fb);
     if (v->have_info) read_fields(c, o, oom_info_fields, NSPECS(oom_info_fields), v, 0, "oom");
     read_fields(c, o, oom_end_fields, NSPECS(oom_end_fields), v, 0, "oom");
     json_t *b = json_object_get(o, "budget");
@@ -449,9 +458,9 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         json_t *t = json_array_get(e, 0), *ty = json_array_get(e, 1), *ad = json_array_get(e, 2),
                *by = json_array_get(e, 3), *dv = json_array_get(e, 4), *st = json_array_get(e, 5),
                *ki = json_array_get(e, 6);
-        if (!json_is_array(e) || !json_is_integer(t) || !json_is_string(ty) || !json_is_string(ad) ||
-            !json_is_integer(by) || !json_is_integer(dv) || !json_is_integer(st) || !json_is_string(ki) ||
-            json_integer_value(t) < 0 || json_integer_value(by) < 0 ||
+        uint64_t time_ns, bytes;
+        if (!json_is_array(e) || !vm_json_u64(t, &time_ns) || !json_is_string(ty) || !json_is_string(ad) ||
+            !vm_json_u64(by, &bytes) || !json_is_integer(dv) || !json_is_integer(st) || !json_is_string(ki) ||
             json_integer_value(dv) < -1 || json_integer_value(dv) > 4095 ||
             json_integer_value(st) < 0 || (size_t)json_integer_value(st) >= d->nstacks) {
             fail(c, "events[%zu] is malformed", i);
@@ -463,9 +472,9 @@ static void load_events(struct ctx *c, json_t *root, struct vm_dump *d) {
         else if (strcmp(type, "free") == 0) v->type = 'f';
         else if (strcmp(type, "oom") == 0) v->type = 'o';
         else { fail(c, "events[%zu] has unknown type \"%s\"", i, type); return; }
-        v->time_ns = (uint64_t)json_integer_value(t);
+        v->time_ns = time_ns;
         v->address = strtoull(json_string_value(ad), NULL, 16);
-        v->bytes = (uint64_t)json_integer_value(by);
+        v->bytes = bytes;
         v->device = (int16_t)json_integer_value(dv);
         v->stack = (uint32_t)json_integer_value(st);
         const char *kind = vm_known_kind(json_string_value(ki));
@@ -490,13 +499,12 @@ static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const st
     v->bytes_per_second = json_is_number(r) ? json_number_value(r) : 0;
     json_t *since = json_object_get(o, "since_ns"), *last = json_object_get(o, "last_ns");
     json_t *per = json_object_get(o, "bytes_per_allocation");
-    if (json_is_integer(since) && json_is_integer(last) && json_is_integer(per) &&
-        json_integer_value(since) >= 0 && json_integer_value(last) >= json_integer_value(since) &&
-        json_integer_value(per) >= 0) {
+    uint64_t s, l, p;
+    if (vm_json_u64(since, &s) && vm_json_u64(last, &l) && vm_json_u64(per, &p) && l >= s) {
         v->have_rate = 1;
-        v->since_ns = (uint64_t)json_integer_value(since);
-        v->last_ns = (uint64_t)json_integer_value(last);
-        v->bytes_per_allocation = (uint64_t)json_integer_value(per);
+        v->since_ns = s;
+        v->last_ns = l;
+        v->bytes_per_allocation = p;
     }
     vm_growth_unit(o, v);
 }
@@ -583,8 +591,7 @@ int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, 
     int v2 = vm_v2_split(buf, len, mapped, &spans, &small, &nsmall);
     if (v2 < 0) { fail(&c, "out of memory"); return -1; }
     json_error_t je;
-    json_t *root = v2 ? json_loadb(small, nsmall, JSON_REJECT_DUPLICATES, &je)
-                      : json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = v2 ? vm_json_load(small, nsmall, &je) : vm_json_load(buf, len, &je);
     free(small);
     if (!root) {
         fail(&c, "not valid JSON (line %d, column %d: %s)%s", je.line, je.column, je.text,

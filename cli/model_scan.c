@@ -41,6 +41,23 @@ int vm_scan_int(struct vm_scan *p, int64_t *v) {
     return 1;
 }
 
+int vm_scan_u64(struct vm_scan *p, uint64_t *v) {
+    ws(p);
+    const char *s = p->s;
+    if (s >= p->e || *s < '0' || *s > '9') return refuse(p, "not an integer");
+    if (*s == '0' && s + 1 < p->e && s[1] >= '0' && s[1] <= '9') return refuse(p, "not an integer");
+    uint64_t u = 0;
+    for (; s < p->e && *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (u > (UINT64_MAX - d) / 10) return refuse(p, "an integer too big");
+        u = u * 10 + d;
+    }
+    if (s < p->e && (*s == '.' || *s == 'e' || *s == 'E')) return refuse(p, "not an integer");
+    *v = u;
+    p->s = s;
+    return 1;
+}
+
 int vm_scan_hex(struct vm_scan *p, uint64_t *v) {
     ws(p);
     const char *s = p->s;

@@ -2,7 +2,8 @@
  * dump, read without building a tree.
  *
  * Accepts exactly what jansson's decoder accepts for the values it reads
- * (integers that fit in 64 signed bits, strings of valid UTF-8 without NUL)
+ * (integers that fit in 64 signed bits, strings of valid UTF-8 without NUL),
+ * and counts up to 2^64 - 1 as model_u64.h reads them through jansson,
  * and names the first thing it refuses. */
 #ifndef VT_MODEL_SCAN_H
 #define VT_MODEL_SCAN_H
@@ -27,6 +28,9 @@ int vm_scan_lit(struct vm_scan *p, char c);
 
 /* An integer into *v; 0 (with err set) when the next value is not one. */
 int vm_scan_int(struct vm_scan *p, int64_t *v);
+
+/* An integer of 0 to 2^64 - 1 (a count: no sign) into *v. */
+int vm_scan_u64(struct vm_scan *p, uint64_t *v);
 
 /* A string "0x<1 to 16 hex digits>" into *v. */
 int vm_scan_hex(struct vm_scan *p, uint64_t *v);

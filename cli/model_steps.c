@@ -7,6 +7,13 @@
 
 #include "model.h"
 #include "model_steps.h"
+#include "model_u64.h"
+
+/* The count at key of o (up to 2^64 - 1, model_u64.h), at least lo, into
+ * *out; 0 when it is not one. */
+static int count_from(json_t *o, const char *key, uint64_t lo, uint64_t *out) {
+    return vm_json_u64(json_object_get(o, key), out) && *out >= lo;
+}
 
 /* The integer at key of o within lo..hi into *out; 0 when it is not. */
 static int in_range(json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out) {
@@ -39,16 +46,17 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
      * back (-1, overwritten, comes first). */
     for (size_t i = 0; i < k; i++) {
         json_t *o = json_array_get(arr, i);
-        json_int_t step, t, ev;
+        json_int_t step, ev;
+        uint64_t t;
         uint64_t want = (uint64_t)all - k + i + 1;
         if (!json_is_object(o) || !in_range(o, "step", 1, all, &step) || (uint64_t)step != want ||
-            !in_range(o, "time_ns", 0, INT64_MAX, &t) || !in_range(o, "event", -1, (json_int_t)nevents, &ev) ||
-            (i && (ev < v[i - 1].event || (uint64_t)t < v[i - 1].time_ns))) {
+            !count_from(o, "time_ns", 0, &t) || !in_range(o, "event", -1, (json_int_t)nevents, &ev) ||
+            (i && (ev < v[i - 1].event || t < v[i - 1].time_ns))) {
             snprintf(err, errsize, "steps[%zu] is malformed", i);
             free(v);
             return -1;
         }
-        v[i] = (struct vm_step){(uint64_t)step, (uint64_t)t, (int64_t)ev};
+        v[i] = (struct vm_step){(uint64_t)step, t, (int64_t)ev};
     }
     *steps = v;
     *n = k;
@@ -58,26 +66,25 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
 
 void vm_growth_unit(json_t *o, struct vm_growth *g) {
     json_t *u = json_object_get(o, "unit"), *h = json_object_get(o, "holder");
-    json_int_t units, per;
+    uint64_t units, per, rise, span;
     g->holder = json_is_string(h) && *json_string_value(h) ? json_string_value(h) : NULL;
-    json_int_t rise, span;
     g->unit = "allocation";
     g->units = g->allocations;
     g->bytes_per_unit = g->bytes_per_allocation;
     g->rise_bytes = g->end_bytes > g->first_bytes ? g->end_bytes - g->first_bytes : 0;
     g->span_ns = g->last_ns - g->since_ns;
-    if (json_is_string(u) && in_range(o, "units", 1, INT64_MAX, &units) && in_range(o, "bytes_per_unit", 0, INT64_MAX, &per)) {
+    if (json_is_string(u) && count_from(o, "units", 1, &units) && count_from(o, "bytes_per_unit", 0, &per)) {
         const char *v = json_string_value(u);
         const char *name = strcmp(v, "step") == 0 ? "step" : strcmp(v, "second") == 0 ? "second"
                            : strcmp(v, "allocation") == 0 ? "allocation" : NULL;
         if (!name) return;
         g->unit = name;
-        g->units = (uint64_t)units;
-        g->bytes_per_unit = (uint64_t)per;
+        g->units = units;
+        g->bytes_per_unit = per;
         /* Dumps of earlier vramtrace: the whole growth. */
-        if (in_range(o, "rise_bytes", 0, INT64_MAX, &rise) && in_range(o, "span_ns", 0, INT64_MAX, &span)) {
-            g->rise_bytes = (uint64_t)rise;
-            g->span_ns = (uint64_t)span;
+        if (count_from(o, "rise_bytes", 0, &rise) && count_from(o, "span_ns", 0, &span)) {
+            g->rise_bytes = rise;
+            g->span_ns = span;
         }
     }
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model_torch.h"
+#include "model_u64.h"
 
 const char *const vm_torch_categories[VM_TORCH_NCAT] = {"parameter", "buffer", "gradient",
                                                         "optimizer_state", "activation", "other"};
@@ -22,12 +23,12 @@ static void tfail(struct tctx *c, const char *what, size_t i, const char *key) {
 }
 
 static uint64_t tu64(struct tctx *c, json_t *o, const char *key, size_t i) {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    uint64_t v;
+    if (!vm_json_u64(json_object_get(o, key), &v)) {
         tfail(c, "missing or not a count:", i, key);
         return 0;
     }
-    return (uint64_t)json_integer_value(v);
+    return v;
 }
 
 /* An optional count: 1 with *out set, 0 when absent or null. */

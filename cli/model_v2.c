@@ -10,6 +10,7 @@
 #include "../common/callsite.h"
 #include "demangle.h"
 #include "model_scan.h"
+#include "model_u64.h"
 #include "model_v2.h"
 
 /* What the tables of one dump own: the decoded strings and the demangled
@@ -135,6 +136,9 @@ static int elem(struct vm_scan *p, int64_t *v, int64_t lo, int64_t hi) {
     return vm_scan_int(p, v) && *v >= lo && *v <= hi;
 }
 
+/* A count (0 to 2^64 - 1) element. */
+static int count(struct vm_scan *p, uint64_t *v) { return vm_scan_u64(p, v); }
+
 /* Room for one more element in the array *(T **)arrayp of *n used and
  * *cap allocated, each `each` bytes: doubled when full, `first` at the
  * start. 0 when memory ran out (the array is kept as it was). */
@@ -218,15 +222,14 @@ static int load_table(struct tables *t, const struct vm_v2_spans *sp, int which,
 static int one_frame(const struct tables *t, struct vm_scan *p, void *out) {
     struct vt_frame *f = out;
     memset(f, 0, sizeof *f);
-    int64_t line, offset, flags;
+    int64_t line, flags;
     if (!vm_scan_lit(p, '[') || !strref(t, p, &f->function) || !vm_scan_lit(p, ',') || !strref(t, p, &f->file) ||
         !vm_scan_lit(p, ',') || !elem(p, &line, 0, 100000000) || !vm_scan_lit(p, ',') ||
-        !strref(t, p, &f->module) || !vm_scan_lit(p, ',') || !elem(p, &offset, 0, INT64_MAX) ||
+        !strref(t, p, &f->module) || !vm_scan_lit(p, ',') || !count(p, &f->offset) ||
         !vm_scan_lit(p, ',') || !vm_scan_hex(p, &f->address) || !vm_scan_lit(p, ',') || !elem(p, &flags, 0, 3) ||
         !vm_scan_lit(p, ']'))
         return 0;
     f->line = (long)line;
-    f->offset = (uint64_t)offset;
     f->python = (int)(flags & 1);
     f->borrowed = f->python && (flags & 2);
     return 1;
@@ -365,14 +368,14 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
         if (!room(&d->live, d->nlive, &cap, sizeof *d->live, 4096)) return bad(err, errsize, "out of memory");
         struct vm_alloc *a = &d->live[d->nlive];
         memset(a, 0, sizeof *a);
-        int64_t bytes, kind, api, device, stack, thread, time_ns;
+        int64_t kind, api, device, stack, thread;
         int nstr = (int)t->nstrs;
         if (!vm_scan_lit(&p, '[') || !vm_scan_hex(&p, &a->address) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &bytes, 0, INT64_MAX) || !vm_scan_lit(&p, ',') || !elem(&p, &kind, 0, nstr - 1) ||
+            !count(&p, &a->bytes) || !vm_scan_lit(&p, ',') || !elem(&p, &kind, 0, nstr - 1) ||
             !vm_scan_lit(&p, ',') || !elem(&p, &api, 0, nstr - 1) || !vm_scan_lit(&p, ',') ||
             !elem(&p, &device, -1, 4095) || !vm_scan_lit(&p, ',') ||
             !elem(&p, &stack, 0, (int64_t)d->nstacks - 1) || !vm_scan_lit(&p, ',') ||
-            !elem(&p, &thread, 0, INT32_MAX) || !vm_scan_lit(&p, ',') || !elem(&p, &time_ns, 0, INT64_MAX))
+            !elem(&p, &thread, 0, INT32_MAX) || !vm_scan_lit(&p, ',') || !count(&p, &a->time_ns))
             return bad(err, errsize, "live[%zu] is malformed", d->nlive);
         if (vm_scan_lit(&p, ',')) {
             uint64_t h;
@@ -384,13 +387,11 @@ static int load_live(const struct tables *t, const struct vm_v2_spans *sp, struc
         int k = name_of(t, d, kind), ap = name_of(t, d, api);
         if (k < 0 || ap < 0)
             return bad(err, errsize, "live: more than %d distinct kinds and APIs, or out of memory", VM_NAMES_MAX);
-        a->bytes = (uint64_t)bytes;
         a->kind = (uint16_t)k;
         a->api = (uint16_t)ap;
         a->device = (int16_t)device;
         a->stack = (uint32_t)stack;
         a->thread = (int)thread;
-        a->time_ns = (uint64_t)time_ns;
         d->nlive++;
     }
     vm_v2_release(sp, released, p.s);
@@ -480,9 +481,10 @@ static const char *kind_name(const char *k) {
 
 static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dump *d, char *err, size_t errsize) {
     json_t *types = json_object_get(root, "event_types"), *kinds = json_object_get(root, "event_kinds");
-    json_t *count = json_object_get(root, "nevents"), *dropped = json_object_get(root, "events_dropped");
-    if (!sp->at[V2_EVENTS] || !json_is_array(types) || !json_is_array(kinds) || !json_is_integer(count) ||
-        json_integer_value(count) < 0 || !json_is_integer(dropped) || json_integer_value(dropped) < 0)
+    uint64_t n, dropped;
+    if (!sp->at[V2_EVENTS] || !json_is_array(types) || !json_is_array(kinds) ||
+        !vm_json_u64(json_object_get(root, "nevents"), &n) ||
+        !vm_json_u64(json_object_get(root, "events_dropped"), &dropped))
         return bad(err, errsize, "dump: the events' fields are missing or malformed");
     char type_of[16];
     size_t ntypes = json_array_size(types), nkinds = json_array_size(kinds);
@@ -498,14 +500,13 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         d->event_kinds[i] = kind_name(k);
     }
     d->nevent_kinds = nkinds;
-    d->events_dropped = (uint64_t)json_integer_value(dropped);
+    d->events_dropped = dropped;
     struct read_so_far read = {sp, sp->at[V2_EVENTS]};
     struct vm_scan p = {sp->at[V2_EVENTS], sp->at[V2_EVENTS] + sp->len[V2_EVENTS], NULL, give_back_read, &read};
     const char *text;
     size_t len;
     if (!vm_scan_raw_string(&p, &text, &len)) return bad(err, errsize, "dump: \"events\" is not a string");
     /* Each event takes 5 bytes at least. */
-    uint64_t n = (uint64_t)json_integer_value(count);
     if (n > len / 4 * 3 / 5 + 1) return bad(err, errsize, "events: fewer than \"nevents\"");
     d->nevents = (size_t)n;
     struct b64in b;
@@ -519,8 +520,7 @@ static int load_events(const struct vm_v2_spans *sp, json_t *root, struct vm_dum
         dev = c >> 6;
         if (dev == 3 && !varint(&b, &dev)) goto malformed;
         if (!zigzag(&b, &address) || !zigzag(&b, &bytes) || !varint(&b, &stack)) goto malformed;
-        if ((c & 3) >= ntypes || ((c >> 2) & 15) >= nkinds || dev > 4096 || stack >= d->nstacks ||
-            t > (uint64_t)INT64_MAX || bytes > (uint64_t)INT64_MAX)
+        if ((c & 3) >= ntypes || ((c >> 2) & 15) >= nkinds || dev > 4096 || stack >= d->nstacks)
             goto malformed;
         v->time_ns = t;
         v->type = type_of[c & 3];
@@ -567,9 +567,10 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
         if (k % 3) { bad(err, errsize, " is not a list of (stack, bytes, count)"); return NULL; }
         if (!(h = calloc(k / 3 ? k / 3 : 1, sizeof *h))) { bad(err, errsize, "out of memory"); return NULL; }
         for (size_t i = 0; i < k; i += 3) {
-            json_t *s = json_array_get(json, i), *b = json_array_get(json, i + 1), *c = json_array_get(json, i + 2);
-            if (!json_is_integer(s) || !json_is_integer(b) || !json_is_integer(c) || json_integer_value(s) < 0 ||
-                (uint64_t)json_integer_value(s) >= nstacks || json_integer_value(b) < 0 || json_integer_value(c) < 0 ||
+            json_t *s = json_array_get(json, i), *c = json_array_get(json, i + 2);
+            uint64_t bytes;
+            if (!json_is_integer(s) || !vm_json_u64(json_array_get(json, i + 1), &bytes) || !json_is_integer(c) ||
+                json_integer_value(s) < 0 || (uint64_t)json_integer_value(s) >= nstacks || json_integer_value(c) < 0 ||
                 json_integer_value(c) > UINT32_MAX) {
                 free(h);
                 bad(err, errsize, "[%zu] is malformed", i / 3);
@@ -577,7 +578,7 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
             }
             h[i / 3] = (struct vm_holder){.stack = (uint32_t)json_integer_value(s),
                                           .count = (uint32_t)json_integer_value(c),
-                                          .bytes = (uint64_t)json_integer_value(b)};
+                                          .bytes = bytes};
         }
         *n = k / 3;
         return h;
@@ -591,14 +592,15 @@ struct vm_holder *vm_v2_holders(const char *at, size_t len, json_t *json, size_t
             bad(err, errsize, "out of memory");
             return NULL;
         }
-        int64_t s, b, c;
-        if (!elem(&p, &s, 0, (int64_t)nstacks - 1) || !vm_scan_lit(&p, ',') || !elem(&p, &b, 0, INT64_MAX) ||
+        int64_t s, c;
+        uint64_t b;
+        if (!elem(&p, &s, 0, (int64_t)nstacks - 1) || !vm_scan_lit(&p, ',') || !count(&p, &b) ||
             !vm_scan_lit(&p, ',') || !elem(&p, &c, 0, UINT32_MAX)) {
             free(h);
             bad(err, errsize, "[%zu] is malformed", *n);
             return NULL;
         }
-        h[(*n)++] = (struct vm_holder){.stack = (uint32_t)s, .count = (uint32_t)c, .bytes = (uint64_t)b};
+        h[(*n)++] = (struct vm_holder){.stack = (uint32_t)s, .count = (uint32_t)c, .bytes = b};
     }
     if (p.err) { free(h); bad(err, errsize, ": %s", p.err); return NULL; }
     if (!h && !(h = calloc(1, sizeof *h))) bad(err, errsize, "out of memory");

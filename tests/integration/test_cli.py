@@ -546,3 +546,72 @@ def cli_dumps_of_one_process_are_said_so():
         eq([l for l in out.decode().splitlines() if l.startswith("note:")], [], "none for two processes")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------------- 22. counts past INT64_MAX
+
+
+def request_dumps(work, request):
+    """phases.r0.json (version 1) and the same as version 2, with its OOM's
+    request and the OOM event's bytes set to `request`; their paths."""
+    from dumpview import v2_of
+    d = json.load(open(seed("phases.r0.json")))
+    d["ooms"][0]["requested_bytes"] = request
+    next(e for e in d["events"] if e[1] == "oom")[3] = request
+    paths = []
+    for version, doc in ((1, d), (2, v2_of(d))):
+        paths.append(os.path.join(work, f"v{version}.{request}.json"))
+        json.dump(doc, open(paths[-1], "w"))
+    return paths
+
+
+@test
+def cli_counts_above_int64_read_exactly():
+    """The library writes a request as the uint64 it is: a program passing
+    (size_t)-1 leaves 18446744073709551615, which jansson refused ("too big
+    integer"), so the dump of the OOM most in need of explaining could not
+    be read. Both versions now read it, and every output says it exactly,
+    the rest byte for byte as with an ordinary request; 2^64 stays an
+    error, and neither a string of digits nor a forged marker is a count."""
+    big, small = 2**64 - 1, 2**40
+    with workdir("vt-cli-u64-") as work:
+        for path, plain in zip(request_dumps(work, big), request_dumps(work, small)):
+            name = os.path.basename(path)
+            for fmt in ("text", "json", "html", "folded"):
+                rc, out, err = cli(["report", path, "--format", fmt])
+                eq((rc, err), (0, ""), f"{name} {fmt}: status")
+                _, want, _ = cli(["report", plain, "--format", fmt])
+                want = want.replace(os.path.basename(plain).encode(), name.encode())
+                for a, b in (("1.00 TiB (1099511627776 bytes)", "16384.00 PiB (18446744073709551615 bytes)"),
+                             ('"requested_bytes": 1099511627776', '"requested_bytes": 18446744073709551615'),
+                             ("1.00 TiB requested", "16384.00 PiB requested"),
+                             ("1099511627776", "18446744073709551615")):
+                    want = want.replace(a.encode(), b.encode())
+                eq(out.decode(), want.decode(), f"{name} {fmt}: the request exactly, the rest as before")
+            eq(json.loads(cli(["report", path, "--format", "json"])[1])["processes"][0]["ooms"][0]
+               ["requested_bytes"], big, f"{name}: json's request")
+            rc, out, err = cli(["report", path, "--format", "torch"])
+            eq((rc, err), (0, ""), f"{name} torch: status")
+            sizes = [e["size"] for t in pickle.loads(out)["device_traces"] for e in t if e["action"] == "oom"]
+            eq(sizes, [big], f"{name} torch: the OOM's size")
+            rc, out, err = cli(["diff", path, path])
+            eq((rc, err), (0, ""), f"{name} diff: status")
+            eq(out.decode(), cli(["diff", plain, plain])[1].decode().replace(os.path.basename(plain), name),
+               f"{name} diff")
+        # Past 2^64 - 1 jansson's refusal stands; a string is not a count;
+        # a marker written in the dump is refused as any \u0000 is.
+        d = json.load(open(seed("phases.r0.json")))
+        path = os.path.join(work, "bad.json")
+        for value, why in ((2**64, "not valid JSON (line 1, column %d: too big integer near '18446744073709551616')"),
+                           (str(big), 'oom: field "requested_bytes" is missing or not an integer'),
+                           (big, "not valid JSON (line 1, column %d: \\u0000 is not allowed)")):
+            d["ooms"][0]["requested_bytes"] = value
+            if value == big:
+                d["ooms"][0]["live_bytes"] = ["\0" + str(big)]
+            text = json.dumps(d)
+            open(path, "w").write(text)
+            column = (text.index("\\u0000") + 1 if value == big else
+                      text.index('"requested_bytes": ') + len('"requested_bytes": ') + len(str(value)))
+            rc, out, err = cli(["report", path])
+            eq((rc, out, err), (1, b"", f"vramtrace report: {path}: " + (why % column if "%d" in why else why) + "\n"),
+               f"requested_bytes {value!r} refused")
