@@ -590,6 +590,12 @@ int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, 
     size_t nsmall = 0;
     int v2 = vm_v2_split(buf, len, mapped, &spans, &small, &nsmall);
     if (v2 < 0) { fail(&c, "out of memory"); return -1; }
+    if (v2 && spans.duplicate) {
+        free(small);
+        fail(&c, "not valid JSON (line %d, column %d: duplicate object key near '%.*s')", spans.duplicate_line,
+             spans.duplicate_column, (int)spans.duplicate_len, spans.duplicate);
+        return -1;
+    }
     json_error_t je;
     json_t *root = v2 ? vm_json_load(small, nsmall, &je) : vm_json_load(buf, len, &je);
     free(small);

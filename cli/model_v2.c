@@ -55,6 +55,34 @@ static void give_back_read(void *arg, const char *upto) {
     }
 }
 
+/* Which big array the key [kat, kat + klen) names, its escapes decoded as
+ * jansson decodes them, or -1. */
+static int array_named(const char *kat, size_t klen) {
+    char decoded[80], *o = decoded;
+    const char *name = kat;
+    size_t n = klen;
+    if (memchr(kat, '\\', klen)) {
+        /* None of the names is longer than 12 characters of 6 bytes each. */
+        struct vm_scan s = {kat - 1, kat + klen + 1, NULL, NULL, NULL};
+        if (klen > 72 || !vm_scan_string(&s, &o, &name)) return -1;
+        n = strlen(name);
+    }
+    for (int k = 0; k < V2_NARRAYS; k++)
+        if (n == strlen(array_keys[k]) && memcmp(name, array_keys[k], n) == 0) return k;
+    return -1;
+}
+
+/* Where the key that ends at `end` (its closing quote) is, as jansson says
+ * where an error is: its line, and its column in characters. */
+static void where_is(const char *buf, const char *end, int *line, int *column) {
+    *line = 1;
+    *column = 1;
+    for (const char *s = buf; s < end; s++) {
+        if (*s == '\n') ++*line, *column = 1;
+        else if ((*s & 0xc0) != 0x80) ++*column;
+    }
+}
+
 int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall) {
     memset(sp, 0, sizeof *sp);
     sp->mapped = mapped;
@@ -79,9 +107,14 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         if (!vm_scan_skip(&p)) goto not_v2;
         size_t vlen = (size_t)(p.s - val);
         give_back_read(&read, p.s);
-        int big = -1;
-        for (int k = 0; k < V2_NARRAYS; k++)
-            if (klen == strlen(array_keys[k]) && memcmp(kat, array_keys[k], klen) == 0) big = k;
+        int big = array_named(kat, klen);
+        /* A second copy is refused, as jansson refuses one of any other
+         * field: which copy a reader takes is not for it to choose. */
+        if (big >= 0 && sp->at[big] && !sp->duplicate) {
+            sp->duplicate = kat - 1;
+            sp->duplicate_len = klen + 2;
+            where_is(buf, kat + klen, &sp->duplicate_line, &sp->duplicate_column);
+        }
         if (klen == 7 && memcmp(kat, "version", 7) == 0) {
             struct vm_scan v = {val, val + vlen, NULL, NULL, NULL};
             int64_t ver;

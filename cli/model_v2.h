@@ -21,6 +21,11 @@ struct vm_v2_spans {
     const char *at[V2_NARRAYS];   /* each big array's text, NULL when absent */
     size_t len[V2_NARRAYS];
     int mapped;                   /* the text is a read-only file mapping */
+    const char *duplicate;        /* the second copy of a big array's key, as
+                                     written (duplicate_len bytes, quoted); NULL
+                                     when there is none */
+    size_t duplicate_len;
+    int duplicate_line, duplicate_column; /* where it ends, as jansson counts */
 };
 
 /* Give back the whole pages of [from, to) of a mapped dump's text once
@@ -30,7 +35,8 @@ void vm_v2_release(const struct vm_v2_spans *sp, const char *from, const char *t
 
 /* When buf is a version 2 dump (a top-level "version" of 2), its big
  * arrays' spans into *sp and the rest, a malloc'd JSON object, into *small
- * (*nsmall bytes): returns 1. 0 when it is not (read it whole, as version
+ * (*nsmall bytes): returns 1 (with sp->duplicate set when a big array's
+ * key is there twice: the dump is to be refused). 0 when it is not (read it whole, as version
  * 1), -1 when memory ran out. */
 int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall);
 

@@ -615,3 +615,30 @@ def cli_counts_above_int64_read_exactly():
             rc, out, err = cli(["report", path])
             eq((rc, out, err), (1, b"", f"vramtrace report: {path}: " + (why % column if "%d" in why else why) + "\n"),
                f"requested_bytes {value!r} refused")
+
+
+@test
+def cli_duplicate_keys_refused_whichever_field():
+    """A top-level key given twice is refused with jansson's one error line,
+    whichever field it is: before, a second copy of a version 2 table that
+    the reader's own scanner reads (live, holders, strings ...) was
+    silently ignored, while jq and Python take the last copy. Also when
+    the copy is written with escapes, and at the end of the document."""
+    d = json.load(open(seed("v2-host-vmm.json")))
+    with workdir("vt-cli-dup-") as work:
+        path = os.path.join(work, "dup.json")
+        for key in ("strings", "frames", "nodes", "stacks", "live", "events", "holders", "peak_holders",
+                    "totals", "live_fields"):
+            value = json.dumps(d[key])
+            rest = json.dumps(d)[1:]
+            for second, where in (('"%s"' % key, "first"), ('"%s\\u%04x%s"' % (key[:2], ord(key[2]), key[3:]), "escaped"),
+                                  ('"%s"' % key, "last")):
+                if where == "last":
+                    text = '{' + rest[:-1] + ',\n' + second + ': ' + value + '}'
+                else:
+                    text = '{"%s": %s,\n%s: %s, %s' % (key, value, second, value, rest)
+                open(path, "w").write(text)
+                column = len(second)
+                rc, out, err = cli(["report", path])
+                eq((rc, out, err), (1, b"", f"vramtrace report: {path}: not valid JSON (line 2, column {column}: "
+                                             f"duplicate object key near '{second}')\n"), f"{key} twice ({where})")
