@@ -82,12 +82,25 @@ int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err,
             return rc;
         }
     }
+    /* Anything else (a pipe, a FIFO, a device) is read whole, unless its
+     * first 64 KiB show it cannot be a dump: not one that begins with '{'
+     * there. Then only they are parsed, for the error jansson gives of its
+     * first token: /dev/zero or an endless FIFO filled memory before. */
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
+    int cut = 0;
     while (buf) {
         size_t n = fread(buf + len, 1, cap - len, f);
         len += n;
         if (n == 0) break;
+        if (len == cap && cap == 1 << 16) {
+            size_t i = 0;
+            while (i < len && strchr(" \t\r\n", buf[i]) && buf[i]) i++;
+            if (i == len || buf[i] != '{') {
+                cut = 1;
+                break;
+            }
+        }
         if (len == cap) {
             char *b = realloc(buf, cap * 2);
             if (!b) { free(buf); buf = NULL; break; }
@@ -104,6 +117,9 @@ int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err,
     }
     int rc = vm_load_text(buf, len, flags, path, d, err, errsize);
     free(buf);
+    size_t at = strlen(err);
+    if (rc != 0 && cut && at < errsize)
+        snprintf(err + at, errsize - at, "; read no further than its first %zu bytes, as a dump begins with '{'", len);
     return rc;
 }
 

@@ -642,3 +642,34 @@ def cli_duplicate_keys_refused_whichever_field():
                 rc, out, err = cli(["report", path])
                 eq((rc, out, err), (1, b"", f"vramtrace report: {path}: not valid JSON (line 2, column {column}: "
                                              f"duplicate object key near '{second}')\n"), f"{key} twice ({where})")
+
+
+@test
+def cli_endless_input_refused_early():
+    """An input that is no regular file and whose first 64 KiB do not begin
+    a JSON object (/dev/zero, a FIFO that never ends) is refused after
+    them, in bounded memory: before, it was read whole first (/dev/zero
+    grew by 2 GB every 10 s). A dump through a pipe reads as before."""
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (256 << 20, 256 << 20))
+    p = subprocess.run([CLI, "report", "/dev/zero"], capture_output=True, text=True, timeout=30, preexec_fn=limited)
+    eq((p.returncode, p.stdout, p.stderr), (1, "", "vramtrace report: /dev/zero: not valid JSON (line 1, column 1: "
+                                            "'[' or '{' expected near end of file); read no further than its first "
+                                            "65536 bytes, as a dump begins with '{'\n"), "/dev/zero")
+    yes = subprocess.Popen(["yes", "[1,"], stdout=subprocess.PIPE)
+    try:
+        p = subprocess.run([CLI, "report", "/dev/stdin"], stdin=yes.stdout, capture_output=True, text=True,
+                           timeout=30, preexec_fn=limited)
+    finally:
+        yes.kill()
+        yes.wait()
+    eq((p.returncode, p.stdout), (1, ""), "an endless array: status")
+    eq(p.stderr, "vramtrace report: /dev/stdin: not valid JSON (line 2048, column 2: maximum parsing depth "
+                 "reached near '1'); read no further than its first 65536 bytes, as a dump begins with '{'\n",
+       "an endless array: one line")
+    golden = os.path.join(GOLDEN, R0)
+    with open(golden, "rb") as f:
+        text = f.read() + b" " * (1 << 17)
+    p = subprocess.run([CLI, "report", "/dev/stdin"], input=text, capture_output=True, timeout=30)
+    eq((p.returncode, p.stderr), (0, b""), "a dump through a pipe: status")
+    eq(p.stdout, cli(["report", golden])[1].replace(golden.encode(), b"/dev/stdin"), "a dump through a pipe")
