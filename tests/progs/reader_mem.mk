@@ -1,7 +1,7 @@
 # The report's model of a dump's stacks, printed frame by frame
 # (tests/integration/test_reader_mem.py).
 PROGS += $(T)/t_model_frames
-MODEL_SRC := cli/model.c cli/demangle.c cli/model_torch.c cli/model_v2.c cli/model_scan.c cli/model_file.c \
+MODEL_SRC := cli/model.c cli/demangle.c cli/model_torch.c cli/model_u64.c cli/model_v2.c cli/model_scan.c cli/model_file.c \
              cli/model_label.c cli/model_tree.c cli/model_names.c cli/model_steps.c cli/model_events.c $(COMMON_C)
 $(T)/t_model_frames: tests/progs/t_model_frames.c $(MODEL_SRC) $(HEADERS)
 	@mkdir -p $(T)
