@@ -140,8 +140,21 @@ static void pass_on(int sig, siginfo_t *si, void *ctx) {
     if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid) kill(child_pid, sig);
 }
 
+/* The job-control stops the same way, and vramtrace then stops itself as
+ * their default action would (a handler in place, it would not): `kill
+ * -TSTP` of the pid a batch system started stopped vramtrace and left the
+ * command running. A SIGCONT goes on to the command by pass_on. */
+static void stop_too(int sig, siginfo_t *si, void *ctx) {
+    int saved = errno;
+    pass_on(sig, si, ctx);
+    raise(SIGSTOP);
+    errno = saved;
+}
+
 static const int passed_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
-                                     SIGWINCH, SIGURG, SIGPWR, SIGPROF};
+                                     SIGWINCH, SIGURG, SIGPWR, SIGPROF, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
+
+static int is_stop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
 
 /* End as the child ended: its exit status, or its signal (without a core
  * of this process). */
@@ -231,8 +244,10 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     sa.sa_sigaction = pass_on;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++)
+    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++) {
+        sa.sa_sigaction = is_stop(passed_signals[k]) ? stop_too : pass_on;
         sigaction(passed_signals[k], &sa, NULL);
+    }
     sigprocmask(SIG_SETMASK, &old, NULL);
 
     int exec_errno = 0;

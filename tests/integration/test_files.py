@@ -492,6 +492,45 @@ def run_installed_under_a_path_with_a_space():
         eq(os.listdir(tmp), [], "the private folders are gone")
 
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T...)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@test
+def run_as_parent_passes_job_control_on():
+    """`vramtrace run --leak-check` (the mode where it waits for the command
+    as its child): a TSTP sent to it stops the command and then itself, a
+    CONT continues both, a TERM ends both (before, the TSTP stopped only
+    vramtrace and the command ran on)."""
+    p = subprocess.Popen([CLI, "run", "--leak-check", "--", "sleep", "60"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        child = None
+        for _ in range(200):
+            kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+            if kids:
+                child = int(kids[0])
+                break
+            time.sleep(0.02)
+        ok(child, "the command started as a child")
+        time.sleep(0.2)
+        for sig, want in ((signal.SIGTSTP, "T"), (signal.SIGCONT, "S")):
+            os.kill(p.pid, sig)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and (proc_state(p.pid), proc_state(child)) != (want, want):
+                time.sleep(0.02)
+            eq((proc_state(p.pid), proc_state(child)), (want, want), f"after {sig.name}: vramtrace and the command")
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(timeout=30)
+        eq(p.returncode, -signal.SIGTERM, "ends as the command ended")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 @test
 def install_prefix_change_rebuilds_the_cli():
     with workdir("vt-files-") as work:
