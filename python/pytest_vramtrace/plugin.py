@@ -27,6 +27,7 @@ also carries).
 import gc
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -91,10 +92,14 @@ def pytest_cmdline_main(config):
     env[REEXEC] = "1"
     # First: vramtrace must see the CUDA runtime's calls.
     env["LD_PRELOAD"] = lib + (" " + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    # The interpreter's own options too (-W error, -X dev, -O, -B...), as the
+    # standard library's multiprocessing passes them on: without them a CI
+    # job's `python -W error -m pytest --vramtrace` stopped failing on warnings.
+    flags = getattr(subprocess, "_args_from_interpreter_flags", lambda: [])()
     if os.path.basename(sys.argv[0]) in ("pytest", "py.test"):
-        argv = [sys.executable, sys.argv[0]] + args
+        argv = [sys.executable] + flags + [sys.argv[0]] + args
     else:
-        argv = [sys.executable, "-m", "pytest"] + args
+        argv = [sys.executable] + flags + ["-m", "pytest"] + args
     sys.stdout.flush()
     sys.stderr.flush()
     os.chdir(str(config.invocation_params.dir))

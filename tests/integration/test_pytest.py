@@ -440,3 +440,35 @@ def c_api_header_installed():
         eq(run([os.path.join(work, "use")], preload=False, sim=False).out, "0 -1\n", "without it")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+FLAGS_TEST = '''
+import sys
+
+
+def test_flags():
+    print("flags", sys.flags.optimize, sys.flags.dev_mode, sys.flags.dont_write_bytecode, sys.warnoptions)
+'''
+
+
+@pytest_test
+def pytest_plugin_reexec_keeps_the_interpreters_options():
+    """`python -W error::UserWarning -X dev -O -B -m pytest --vramtrace`: the
+    re-executed pytest runs with the same interpreter options as without
+    --vramtrace (before, they were dropped: a CI job's -W error stopped
+    failing on warnings)."""
+    work = tempfile.mkdtemp(prefix="vt-pyflags-")
+    try:
+        with open(os.path.join(work, "test_flags.py"), "w") as f:
+            f.write(FLAGS_TEST)
+        lines = []
+        for extra in ([], ["--vramtrace"]):
+            r = run([PYTEST_PY, "-W", "error::UserWarning", "-X", "dev", "-O", "-B", "-m", "pytest", "-p",
+                     "no:cacheprovider", "-s", *extra, "test_flags.py"], preload=False, cwd=work,
+                    env={"PATH": BUILD + os.pathsep + os.environ.get("PATH", "")})
+            eq(r.rc, 0, f"pytest {extra}: {r.out[-1500:]}{r.err[-1500:]}")
+            lines.append([l for l in r.out.splitlines() if "flags " in l])
+        eq(lines[1], lines[0], "the test saw the same options")
+        ok(lines[0] and "flags 1 True 1 " in lines[0][0] and "error::UserWarning" in lines[0][0], lines[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
