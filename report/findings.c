@@ -25,8 +25,11 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
 }
 
 /* Whether OOM `index` repeats an earlier request of the same size after
- * the process freed memory in between (what a caching allocator does when
- * it empties its cache and retries). Sets the freed count and bytes. */
+ * the process freed memory in between and allocated none on that device
+ * (what a caching allocator does when it empties its cache and retries:
+ * frees, then the same request; a program that caught the first failure
+ * and trained on until the next one allocated meanwhile). Sets the freed
+ * count and bytes. */
 static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, uint64_t *nfreed) {
     if (index == 0) return 0;
     const struct vt_oom *o = &s->ooms[index], *prev = &s->ooms[index - 1];
@@ -35,8 +38,9 @@ static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, 
     *freed = *nfreed = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
-        if (e->type == VT_EV_FREE && e->time_ns >= prev->time_ns && e->time_ns <= o->time_ns &&
-            e->device == o->device) {
+        if (e->device != o->device || e->time_ns < prev->time_ns || e->time_ns > o->time_ns) continue;
+        if (e->type == VT_EV_ALLOC && e->time_ns > prev->time_ns && e->time_ns < o->time_ns) return 0;
+        if (e->type == VT_EV_FREE) {
             *freed += e->bytes;
             (*nfreed)++;
         }

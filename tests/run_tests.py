@@ -803,6 +803,11 @@ def finding_allocator_retry():
     ok("freed 1 allocation (20.00 MiB)" in f["finding"], f["finding"])
     r, d = triage("big 30M fail 40M fail 40M", {})
     ok("allocator_retry" not in finding_ids(d, 1), "a repeat with nothing freed in between is no retry")
+    # Frees in between, but allocations too: the program went on after the
+    # first failure (a training loop that caught it), not a cache's retry.
+    r, d = triage("big 30M cache 20M fail 40M temp 3 1M fail 40M", {})
+    eq(len(d["ooms"]), 2, "two failures")
+    ok("allocator_retry" not in finding_ids(d, 1), "allocations in between: no retry")
 
 
 @test
