@@ -47,11 +47,14 @@ static int match_list(const char *list, const char *path) {
 }
 
 /* A Python file of the standard library (.../lib/pythonX.Y/...), installed
- * packages, frozen modules, or PyTorch. */
+ * packages, frozen modules, PyTorch, or vramtrace's own. */
 static int python_library_path(const char *file) {
     if (strncmp(file, "<frozen ", 8) == 0) return 1;
     if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")) return 1;
     if (strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/")) return 1;
+    /* vramtrace's own Python packages, wherever they run from (a PyTorch
+     * error seen by the companion is recorded inside its call). */
+    if (strstr(file, "/vramtrace_torch/") || strstr(file, "/pytest_vramtrace/")) return 1;
     for (const char *s = strstr(file, "lib"); s; s = strstr(s + 1, "lib")) {
         if (s != file && s[-1] != '/') continue;
         const char *p = s + 3;

@@ -224,6 +224,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         keep_promise(address, bytes, kind, device, api, id, ok);
     }
     if (ok) {
+        if (__builtin_expect(vt_thread_oom_open, 0)) vt_thread_oom_open = 0;
         if (!promise) vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
     } else if (oom) {
         record_oom(api, kind, device, bytes, 0);
@@ -232,6 +233,13 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         vt_tracker_failed(0, &o, NULL, 0);
     }
     if (first && (ok || oom)) first_touch();
+}
+
+void vt_hook_torch_oom(int device, uint64_t request) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return;
+    vt_busy++;
+    record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0);
+    vt_busy--;
 }
 
 /* Set once options are read and no budget was asked for. */

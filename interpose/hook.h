@@ -104,6 +104,12 @@ int vt_pool_kind(void *pool);
  * the parent may have held, is made anew. */
 void vt_hook_reset_child(void);
 
+/* PyTorch refused a request itself (no CUDA call failed: a memory
+ * fraction, its own limit) and its companion said so: the OOM recorded
+ * (stack, device state, post-mortem) as a failed allocation's is, its API
+ * "PyTorch" (report/torch.c's vt_torch_on_unseen_oom). */
+void vt_hook_torch_oom(int device, uint64_t request);
+
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */
 void vt_init(void);

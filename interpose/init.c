@@ -58,6 +58,7 @@ static void init_all_once(void) {
         vt_opt.live = 0;
     vt_tracker_on_failure(vt_output_oom);
     vt_torch_on_oom(vt_output_torch_oom);
+    vt_torch_on_unseen_oom(vt_hook_torch_oom);
     vt_clock_adopt(&start.clock);
     vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
     vt_tracker_spill((size_t)vt_opt.spill << 20, getenv("TMPDIR"));

@@ -219,6 +219,7 @@ static size_t nooms_seen;
 static struct vt_torch_record top[2];                /* exit, signal */
 static void (*refresh_fn)(void);
 static void (*oom_listener)(void);
+static void (*unseen_oom)(int device, uint64_t request);
 static int warned_refused;
 
 int vt_torch_submit(const char *text, size_t len) {
@@ -231,8 +232,15 @@ int vt_torch_submit(const char *text, size_t len) {
         if (warn) vt_warn("a record of PyTorch's memory was malformed and is left out of the dumps");
         return -1;
     }
-    r.time_ns = vt_now_ns();
     int at_oom = r.reason == VT_TORCH_OOM;
+    if (at_oom) {
+        /* The record belongs to this thread's failure, or makes one (before
+         * its time is taken: it belongs to the latest OOM before it). */
+        void (*unseen)(int, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
+        if (!vt_thread_oom_open && unseen) unseen(r.oom_device, r.request);
+        vt_thread_oom_open = 0;
+    }
+    r.time_ns = vt_now_ns();
     pthread_mutex_lock(&lock);
     struct vt_torch_record *slot = at_oom ? &ooms[nooms_seen++ % VT_TORCH_OOMS] : &top[r.reason - 1];
     vt_torch_record_free(slot);
@@ -244,6 +252,10 @@ int vt_torch_submit(const char *text, size_t len) {
 }
 
 void vt_torch_on_oom(void (*listener)(void)) { oom_listener = listener; }
+
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request)) {
+    __atomic_store_n(&unseen_oom, fn, __ATOMIC_RELEASE);
+}
 
 void vt_torch_set_refresh(void (*fn)(void)) {
     pthread_mutex_lock(&lock);

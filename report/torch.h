@@ -78,6 +78,13 @@ int vt_torch_submit(const char *text, size_t len) __attribute__((visibility("def
  * set at start (interpose/init.c) to vt_output_torch_oom. */
 void vt_torch_on_oom(void (*listener)(void));
 
+/* What vt_torch_submit calls first for an "oom" record that no failed CUDA
+ * call of the same thread came before (since its last successful
+ * allocation): PyTorch refused the request itself (a memory fraction, its
+ * own limit), so the record makes the OOM: `device`, the request in bytes
+ * (0: not known). Registered by the library's set-up. */
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request));
+
 /* The companion's function that submits a "signal" record, called by
  * vt_torch_refresh; NULL takes it away (the companion does at exit). */
 void vt_torch_set_refresh(void (*fn)(void)) __attribute__((visibility("default")));

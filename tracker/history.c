@@ -43,8 +43,11 @@ void vt_tracker_on_failure(void (*listener)(void)) {
     __atomic_store_n(&on_failure, listener, __ATOMIC_RELEASE);
 }
 
+__thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
+
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
+    if (is_oom) vt_thread_oom_open = 1;
     struct vt_holder *pending = NULL;
     uint32_t npending = 0;
     size_t at = SIZE_MAX;

@@ -322,6 +322,12 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
  * `o` carries the request and the device state at that moment (its
  * live_bytes, stack and time are filled in here; its procs array is
  * copied). */
+/* Set on a thread by each out-of-memory record it makes (vt_tracker_failed)
+ * and cleared by its next successful allocation (the hooks) or by
+ * PyTorch's record of the failure (report/torch.c): 1 while this thread's
+ * last OOM is the one a framework's error raised now is about. */
+extern __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
 

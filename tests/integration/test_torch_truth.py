@@ -752,3 +752,56 @@ def torch_truth_growth_per_step_needs_three_steps():
         rows = [x for x in report.splitlines() if x.startswith("vramtrace:   <module> ") and ": 0 B -> " in x]
         eq([x[x.index(": 0 B -> "):] for x in rows][:1], [f": 0 B -> {fmt_bytes(4 * steps * (64 << 20))}, {rate_said(g)}, held by `history`"],
            f"{steps} steps: the exit summary")
+
+
+FRACTION_OOM = '''
+import torch
+keep = []
+try:
+    while True:
+        keep.append(torch.empty(64 << 20, device="cuda"))        # a real CUDA OOM
+except torch.OutOfMemoryError:
+    print("first", torch.cuda.memory_allocated())
+keep.clear()
+torch.cuda.empty_cache()
+import time
+time.sleep(1.2)                                                  # past the post-mortems' pace
+torch.cuda.set_per_process_memory_fraction(0.3)
+other = []
+try:
+    while True:
+        other.append(torch.empty(8 << 20, device="cuda"))        # PyTorch's own refusal
+except torch.OutOfMemoryError:
+    print("second", torch.cuda.memory_allocated())
+'''
+
+
+@torch_test
+def torch_truth_pytorchs_own_refusal_is_an_oom_of_its_own():
+    """A caught CUDA OOM, then PyTorch refusing a request itself (its memory
+    fraction; no CUDA call fails): the refusal is an OOM of its own, API
+    "PyTorch", its request (32 MiB) and the user's line, with a post-mortem,
+    and each OOM carries its own record of PyTorch's state (before, the
+    refusal had no post-mortem and its record replaced the first OOM's)."""
+    work = tempfile.mkdtemp(prefix="vt-frac-")
+    try:
+        script = os.path.join(work, "frac.py")
+        with open(script, "w") as f:
+            f.write(FRACTION_OOM)
+        env = clean_env(SIMGPU_CAPACITY="1G", SIMGPU_CONTEXT="100M")
+        out = os.path.join(work, "d.json")
+        p = in_dir([SIMRUN, "--torch", "--", CLI, "run", "--out", out, "--", "python3", script], work, env)
+        eq(p.returncode, 0, f"status: {p.stderr[-2000:]}")
+        eq(p.stdout, f"first {768 << 20}\nsecond {288 << 20}\n", "the program's own figures")
+        eq(p.stderr.count("vramtrace: out of memory in pid "), 2, "a post-mortem for each failure")
+        ok("request: 32.00 MiB (33554432 bytes) by PyTorch on device 0" in p.stderr, p.stderr[-3000:])
+        d = load_dump(out)
+        eq([(o["api"], o["requested_bytes"]) for o in d["ooms"]],
+           [("cudaMalloc", 256 << 20), ("cudaMalloc", 256 << 20), ("PyTorch", 32 << 20)], "the OOMs")
+        eq([[t["allocated_bytes"] for t in (o.get("torch") or [])] for o in d["ooms"]],
+           [[], [768 << 20], [288 << 20]], "each OOM's own record of PyTorch (the retry's for the first)")
+        eq(d["totals"]["oom_count"], 3, "counted")
+        r = in_dir([CLI, "report", out], work, clean_env())
+        ok("frac.py:17" in r.stdout, "the user's line names the refusal")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
