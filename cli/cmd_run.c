@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/display.h"
 #include "../common/options.h"
 #include "cli.h"
 
@@ -386,6 +387,21 @@ int vt_cmd_run(int argc, char **argv) {
             char what[96];
             fprintf(stderr, "vramtrace run: %s takes %s, not '%s'\n", a, takes(d, what, sizeof what), v);
             return 2;
+        }
+        /* A suppressions file the library cannot read would make the check
+         * run without it (a warning, then leaks it meant to suppress). */
+        if (d == &vt_option_table[VT_O_SUPPRESSIONS] && *v) {
+            struct stat st;
+            const char *why = NULL;
+            if (stat(v, &st) != 0) why = strerror(errno);
+            else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+            else if (access(v, R_OK) != 0) why = strerror(errno);
+            if (why) {
+                char safe[256];
+                fprintf(stderr, "vramtrace run: %s takes a readable file, not '%s': %s\n", a,
+                        vt_display(v, safe, sizeof safe), why);
+                return 2;
+            }
         }
         setenv(d->name, v, 1);
     }

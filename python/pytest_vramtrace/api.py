@@ -87,13 +87,15 @@ class Api:
         return buf.value.decode()
 
 
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000 ** 2, "mb": 1000 ** 2, "g": 1000 ** 3, "gb": 1000 ** 3,
-          "t": 1000 ** 4, "tb": 1000 ** 4, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+# KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB and a bare K, M, G, T:
+# of 1024, as VRAMTRACE_LIMIT and --limit read "2G" (a bare "2G" was 2e9 here).
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "m": 1 << 20, "mb": 1000 ** 2, "g": 1 << 30, "gb": 1000 ** 3,
+          "t": 1 << 40, "tb": 1000 ** 4, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 
 def parse_bytes(v):
     """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5 GB"
-    (KB, MB, GB: powers of 1000; KiB, MiB, GiB: of 1024)."""
+    (KB, MB, GB: powers of 1000; KiB, MiB, GiB and a bare K, M, G: of 1024)."""
     if isinstance(v, bool):
         raise ValueError(f"not a byte count: {v!r}")
     if isinstance(v, int):

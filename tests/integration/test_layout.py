@@ -49,7 +49,10 @@ def layout_run_refuses_what_the_library_would_ignore():
                                ("--signal", "65", "a signal vramtrace can use"),
                                # the library keeps the default for an empty one
                                ("--out", "", "a path or a word that is not empty"),
-                               ("--report", "", "a path or a word that is not empty")):
+                               ("--report", "", "a path or a word that is not empty"),
+                               # the library would check without them (a warning, then status 23)
+                               ("--suppressions", "/nonexistent/x.supp", "a readable file"),
+                               ("--suppressions", "/", "a readable file")):
         p = subprocess.run([CLI, "run", flag, value, "--", "true"], capture_output=True, text=True)
         eq((p.returncode, p.stdout), (2, ""), f"run {flag} {value} refused")
         eq(p.stderr.startswith(f"vramtrace run: {flag} takes {words}"), True, f"run {flag} {value}: {p.stderr!r}")

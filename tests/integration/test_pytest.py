@@ -472,3 +472,19 @@ def pytest_plugin_reexec_keeps_the_interpreters_options():
         ok(lines[0] and "flags 1 True 1 " in lines[0][0] and "error::UserWarning" in lines[0][0], lines[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest_test
+def pytest_plugin_byte_counts_read_as_the_library_reads_them():
+    """gpu_limit's sizes: a bare K, M, G, T and KiB... are powers of 1024, as
+    VRAMTRACE_LIMIT and --limit read "2G"; KB, MB, GB powers of 1000 (a bare
+    "2G" was 2,000,000,000 bytes here, 2 GiB for the library)."""
+    code = ("from pytest_vramtrace import parse_bytes as p\n"
+            "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10')])\n"
+            "for bad in ('2Q', '-1', '', 'G', True):\n"
+            "    try:\n        p(bad)\n        print('taken', repr(bad))\n"
+            "    except ValueError:\n        pass\n")
+    r = run([PYTEST_PY, "-c", code], preload=False)
+    eq((r.rc, r.err), (0, ""), "status")
+    eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 * 1000 ** 3, 3 << 29, 1500 * 1000 ** 2, 7, 10]) + "\n",
+       "the byte counts; nothing bad taken")
