@@ -114,6 +114,10 @@ void vt_hook_torch_oom(int device, uint64_t request);
  * the library's constructor). */
 void vt_init(void);
 
+/* The exit's dump and summary now, once: the process is about to end by a
+ * signal it sent itself (selfkill.c), which runs no destructor. */
+void vt_exit_before_signal(void);
+
 /* Note the status the program exits with, for the exit's leak check
  * (init.c); at the first GPU allocation. */
 void vt_exit_status_watch(void);

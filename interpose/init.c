@@ -163,7 +163,20 @@ __attribute__((constructor)) static void vt_start(void) {
  * thread (its locks, or malloc's, may be held) writes nothing but a line
  * saying so; one that interrupted the real driver call of a hook writes as
  * usual. */
-__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) {
+/* The exit's outputs written once (vt_stop, or vt_exit_before_signal). */
+static int exit_written;
+
+static void exit_outputs(int may_end);
+
+__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) { exit_outputs(1); }
+
+void vt_exit_before_signal(void) { exit_outputs(0); }
+
+/* `may_end`: a leak found ends the process with VRAMTRACE_EXITCODE, a check
+ * that could not run with 125; else (a signal ends it next) the status is
+ * the signal's. */
+static void exit_outputs(int may_end) {
+    if (__atomic_exchange_n(&exit_written, 1, __ATOMIC_ACQ_REL)) return;
     int e = errno;
     /* Nothing initialised, so nothing tracked nor started: the one line
      * still owed is VRAMTRACE_UNWIND=check's count. */
@@ -182,7 +195,7 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        if (vt_output_exit_skipped() < 0) check_not_run();
+        if (vt_output_exit_skipped() < 0 && may_end) check_not_run();
         vt_sigpipe_release(&held);
         errno = e;
         return;
@@ -195,11 +208,11 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
         fprintf(stderr, "vramtrace: unwind check: %llu stacks, %llu differ from libunwind, %llu handed to libunwind\n",
                 (unsigned long long)stacks, (unsigned long long)differ, (unsigned long long)fallbacks);
     int leaked = vt_output_exit();
-    if (leaked > 0 && vt_opt.leak_check) {
+    if (leaked > 0 && vt_opt.leak_check && may_end) {
         fflush(NULL);
         _exit(vt_opt.exitcode);
     }
-    if (leaked < 0) check_not_run();
+    if (leaked < 0 && may_end) check_not_run();
     vt_sigpipe_release(&held);
     vt_busy--;
     errno = e;

@@ -1,6 +1,7 @@
 """Integration tests of the text the library writes inside the process: the
 post-mortem, the exit summary, the leak report (exact lines and figures)."""
 import re
+import signal
 
 from run_tests import *
 
@@ -236,3 +237,37 @@ def inproc_reports_show_names_in_their_display_form():
         ok(re.search(r"^vramtrace: +[\d.]+ [KMG]iB +[\d.]+% +1 alloc +" + re.escape(shown) + "$", r.err, re.M),
            f"a holder row of {shown!r} on one line")
     ok("huge\\x1b[2J /x/huge\\x1b[2J.py:3" in r.err, "the failed request's call site")
+
+
+KEYBOARD_INTERRUPT = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+p = ctypes.c_uint64()
+cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(3 << 20))
+print("allocated", flush=True)
+raise KeyboardInterrupt
+'''
+
+
+@test
+def inproc_keyboard_interrupt_leaves_the_exit_dump():
+    """CPython ends an unhandled KeyboardInterrupt (Ctrl-C) by sending itself
+    SIGINT, which runs no destructor: the exit summary and dump come first,
+    the process still dies of SIGINT (status 130 in a shell), and with the
+    leak check its report comes too, the status still the signal's (before:
+    no summary, no dump)."""
+    py = pythons()[-1]
+    with workdir("vt-kbint-") as work:
+        script = os.path.join(work, "ki.py")
+        with open(script, "w") as f:
+            f.write(KEYBOARD_INTERRUPT)
+        for check in (False, True):
+            out = os.path.join(work, f"d{int(check)}.json")
+            r = run([py, script], env={"VRAMTRACE_OUT": out, **({"VRAMTRACE_LEAK_CHECK": "1"} if check else {})})
+            eq((r.rc, r.out), (-signal.SIGINT, "allocated\n"), f"leak check {check}: dies of SIGINT as without")
+            ok("KeyboardInterrupt" in r.err, r.err[-1500:])
+            eq("vramtrace: exit in pid " in r.err, not check, f"leak check {check}: the exit summary (else the leak report)")
+            d = load_dump(out)
+            eq((d["reason"], d["totals"]["live_bytes"]), ("exit", 3 << 20), f"leak check {check}: the exit dump")
+            eq("SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s)." in r.err, check, "the leak report")
