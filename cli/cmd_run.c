@@ -141,14 +141,28 @@ static void pass_on(int sig, siginfo_t *si, void *ctx) {
     if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid) kill(child_pid, sig);
 }
 
-/* The job-control stops the same way, and vramtrace then stops itself as
- * their default action would (a handler in place, it would not): `kill
- * -TSTP` of the pid a batch system started stopped vramtrace and left the
- * command running. A SIGCONT goes on to the command by pass_on. */
+/* The job-control stops the same way, and vramtrace then takes their
+ * default action itself (a handler in place, it would not): the default
+ * for a moment, the signal raised and let through, so that it stops, or
+ * not where the kernel discards a stop (an orphaned process group), as the
+ * command does. `kill -TSTP` of the pid a batch system started stopped
+ * vramtrace and left the command running. A SIGCONT goes on to the command
+ * by pass_on. (vramtrace run has one thread.) */
 static void stop_too(int sig, siginfo_t *si, void *ctx) {
     int saved = errno;
     pass_on(sig, si, ctx);
-    raise(SIGSTOP);
+    struct sigaction dfl, mine;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, &mine);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);                              /* pending: blocked in its handler */
+    sigprocmask(SIG_UNBLOCK, &one, NULL);    /* its default action now */
+    sigprocmask(SIG_BLOCK, &one, NULL);
+    sigaction(sig, &mine, NULL);
     errno = saved;
 }
 

@@ -504,8 +504,12 @@ def run_as_parent_passes_job_control_on():
     as its child): a TSTP sent to it stops the command and then itself, a
     CONT continues both, a TERM ends both (before, the TSTP stopped only
     vramtrace and the command ran on)."""
+    # A process group of its own, whose leader's parent (this test) is in
+    # another group of the session: not orphaned, so the kernel delivers
+    # stops (in an orphaned group it discards them, for vramtrace and the
+    # command alike, as where this suite runs as a background job).
     p = subprocess.Popen([CLI, "run", "--leak-check", "--", "sleep", "60"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, preexec_fn=lambda: os.setpgid(0, 0))
     try:
         child = None
         for _ in range(200):
