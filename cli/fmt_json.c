@@ -45,7 +45,7 @@ static void put(FILE *f, json_t *v, int depth) {
         return;
     }
     for (const char *p = text; *p; p++) {
-        if (strncmp(p, "\"\\u0000", 7) == 0) { /* count()'s: its digits alone */
+        if (p[0] == '"' && p[1] == '\\' && strncmp(p, "\"\\u0000", 7) == 0) { /* count()'s: its digits alone */
             for (p += 7; *p != '"'; p++) fputc(*p, f);
             continue;
         }

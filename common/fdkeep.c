@@ -17,12 +17,12 @@ int vt_fd_keep(int fd, struct vt_fd *k) {
                   ? 3 : VT_FD_LOW;
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, low);
     if (moved < 0 && low != 3) moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    int e = errno;
-    close(fd);
     struct stat st;
-    if (moved < 0 || fstat(moved, &st) != 0) {
+    int ok = moved >= 0 && fstat(moved, &st) == 0, e = errno;
+    close(fd);
+    if (!ok) {
         if (moved >= 0) close(moved);
-        errno = moved < 0 ? e : errno;
+        errno = e;
         return -1;
     }
     *k = (struct vt_fd){moved, st.st_dev, st.st_ino};

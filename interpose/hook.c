@@ -219,20 +219,22 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
         device = current_device();
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
-    if (promise) {
-        uint32_t id = ok ? stack_id() : 0;
-        keep_promise(address, bytes, kind, device, api, id, ok);
-    }
     if (ok) {
         if (__builtin_expect(vt_thread_oom_open, 0)) vt_thread_oom_open = 0;
-        if (!promise) vt_tracker_alloc_at(address, bytes, kind, device, api, stack_id());
-    } else if (oom) {
+        uint32_t id = stack_id(); /* before the budget's lock, where there is one */
+        if (promise) keep_promise(address, bytes, kind, device, api, id, 1);
+        else vt_tracker_alloc_at(address, bytes, kind, device, api, id);
+        if (first) first_touch();
+        return;
+    }
+    if (promise) keep_promise(0, 0, 0, 0, NULL, 0, 0);
+    if (oom) {
         record_oom(api, kind, device, bytes, 0);
     } else {
         struct vt_oom o = failure(api, kind, device, bytes);
         vt_tracker_failed(0, &o, NULL, 0);
     }
-    if (first && (ok || oom)) first_touch();
+    if (first && oom) first_touch();
 }
 
 void vt_hook_torch_oom(int device, uint64_t request) {

@@ -113,16 +113,6 @@ static void after_fork_child(void) {
     vt_busy--;
 }
 
-/* At start: the clock's zero, the VRAMTRACE_* variables kept and the fork
- * handlers. Nothing else: no file read, no memory mapped, no library
- * loaded, no page touched but `start`'s and this code's. Variables too
- * many to keep have the options read now, as they are. The wire from the
- * tracker to the writer is laid by vt_init (an out-of-memory failure the
- * tracker records has the post-mortem written, vt_output_oom with its rate
- * limit, by the tracker's failure listener, inside the failing call, once
- * the tracker's locks are free; no hook calls the writer for a failure
- * itself), before anything can be tracked: the companion's out-of-memory
- * record follows the failed allocation's hook. */
 /* The status the program exits with: a leak check that could not run
  * turns a 0 into 125, as `vramtrace run` does for a command the library
  * never reached, and leaves a failure's own status alone. on_exit's
@@ -145,6 +135,16 @@ static void check_not_run(void) {
     _exit(125);
 }
 
+/* At start: the clock's zero, the VRAMTRACE_* variables kept and the fork
+ * handlers. Nothing else: no file read, no memory mapped, no library
+ * loaded, no page touched but `start`'s and this code's. Variables too
+ * many to keep have the options read now, as they are. The wire from the
+ * tracker to the writer is laid by vt_init (an out-of-memory failure the
+ * tracker records has the post-mortem written, vt_output_oom with its rate
+ * limit, by the tracker's failure listener, inside the failing call, once
+ * the tracker's locks are free; no hook calls the writer for a failure
+ * itself), before anything can be tracked: the companion's out-of-memory
+ * record follows the failed allocation's hook. */
 __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
@@ -155,6 +155,9 @@ __attribute__((constructor)) static void vt_start(void) {
     errno = e;
 }
 
+/* The exit's outputs written once (vt_stop, or vt_exit_before_signal). */
+static int exit_written;
+
 /* At exit: the dump and a short summary, for a process that used a GPU;
  * with the leak check, the leak report and, when leaks remain, the exit
  * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
@@ -162,20 +165,11 @@ __attribute__((constructor)) static void vt_start(void) {
  * from a signal handler that interrupted vramtrace's own code on this
  * thread (its locks, or malloc's, may be held) writes nothing but a line
  * saying so; one that interrupted the real driver call of a hook writes as
- * usual. */
-/* The exit's outputs written once (vt_stop, or vt_exit_before_signal). */
-static int exit_written;
-
-static void exit_outputs(int may_end);
-
-__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) { exit_outputs(1); }
-
-void vt_exit_before_signal(void) { exit_outputs(0); }
-
-/* `may_end`: a leak found ends the process with VRAMTRACE_EXITCODE, a check
- * that could not run with 125; else (a signal ends it next) the status is
- * the signal's. */
-static void exit_outputs(int may_end) {
+ * usual. `may_end`: a leak found ends the process with VRAMTRACE_EXITCODE,
+ * a check that could not run with 125; else (a signal ends it next) the
+ * status is the signal's. Beside the constructor, as vt_stop: every
+ * process's exit passes here. */
+__attribute__((section(".text.startup"))) static void exit_outputs(int may_end) {
     if (__atomic_exchange_n(&exit_written, 1, __ATOMIC_ACQ_REL)) return;
     int e = errno;
     /* Nothing initialised, so nothing tracked nor started: the one line
@@ -217,3 +211,7 @@ static void exit_outputs(int may_end) {
     vt_busy--;
     errno = e;
 }
+
+__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) { exit_outputs(1); }
+
+void vt_exit_before_signal(void) { exit_outputs(0); }

@@ -848,6 +848,22 @@ def ranks_from_launchers():
 # ------------------------------------------------------- Python frames
 
 
+# A Python script's head for allocations from functions of any name: mk(NAME,
+# FILE)(BYTES) allocates from a function named NAME in FILE (default
+# /x/NAME.py), its cuMemAlloc_v2 call at line 3 of that file.
+PY_NAMED_ALLOCS = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+def mk(name, file=None):
+    ns = {"cu": cu, "ctypes": ctypes}
+    exec("def f(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n", ns)
+    f = ns["f"]
+    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name, co_filename=file or "/x/" + name + ".py")
+    return f
+'''
+
+
 def pythons():
     """Every CPython 3.10+ on this machine: pyenv's and Debian's."""
     found = []

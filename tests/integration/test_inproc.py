@@ -197,16 +197,7 @@ def inproc_one_is_singular():
     ok(not re.search(r"\b1 (bytes|allocations|call sites|allocs|failures)\b", r.err), "no '1 <plural>':\n" + r.err)
 
 
-HOSTILE_NAMES = r'''
-import ctypes
-cu = ctypes.CDLL("libcuda.so.1")
-cu.cuInit(0)
-def mk(name):
-    ns = {"cu": cu, "ctypes": ctypes}
-    exec("def f(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n", ns)
-    f = ns["f"]
-    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name, co_filename="/x/" + name + ".py")
-    return f
+HOSTILE_NAMES = PY_NAMED_ALLOCS + r'''
 mk("esc\x1b[31mred")(1 << 20)
 mk("new\nline")(2 << 20)
 mk("uni\u202eode")(3 << 20)

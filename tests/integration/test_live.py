@@ -564,18 +564,10 @@ def live_segment_has_pytorchs_own_figures():
     eq(p.returncode, 0, f"the program exits: {p.stderr.read()[-2000:]}")
 
 
-COLLIDING_SITES = r'''
-import ctypes, sys
-cu = ctypes.CDLL("libcuda.so.1")
-cu.cuInit(0)
-def mk(name):
-    ns = {"cu": cu, "ctypes": ctypes}
-    exec("def f(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n", ns)
-    f = ns["f"]
-    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name, co_filename="/x/f.py")
-    return f
-mk("a\nb")(1 << 20)
-mk("a\\x0ab")(2 << 20)
+COLLIDING_SITES = PY_NAMED_ALLOCS + r'''
+import sys
+mk("a\nb", "/x/f.py")(1 << 20)
+mk("a\\x0ab", "/x/f.py")(2 << 20)
 print("ready", flush=True)
 sys.stdin.read()
 '''
