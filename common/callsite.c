@@ -46,6 +46,11 @@ static int match_list(const char *list, const char *path) {
     return 0;
 }
 
+/* A file of vramtrace's own Python packages, wherever they run from. */
+static int own_python_file(const char *file) {
+    return file && (strstr(file, "/vramtrace_torch/") || strstr(file, "/pytest_vramtrace/"));
+}
+
 /* A Python file of the standard library (.../lib/pythonX.Y/...), installed
  * packages, frozen modules, PyTorch, or vramtrace's own. */
 static int python_library_path(const char *file) {
@@ -54,7 +59,7 @@ static int python_library_path(const char *file) {
     if (strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/")) return 1;
     /* vramtrace's own Python packages, wherever they run from (a PyTorch
      * error seen by the companion is recorded inside its call). */
-    if (strstr(file, "/vramtrace_torch/") || strstr(file, "/pytest_vramtrace/")) return 1;
+    if (own_python_file(file)) return 1;
     for (const char *s = strstr(file, "lib"); s; s = strstr(s + 1, "lib")) {
         if (s != file && s[-1] != '/') continue;
         const char *p = s + 3;
@@ -139,8 +144,10 @@ int vt_site_index(const struct vt_frame *frames, size_t n) {
 
 int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
     if (site <= 0 || (size_t)site > n || is_library(&frames[site])) return -1;
+    /* vramtrace's own frames (the companion records PyTorch's own refusal
+     * inside its call) are never what the call went through. */
     for (int j = 0; j < site; j++)
-        if (frames[j].python && is_library(&frames[j])) return j;
+        if (frames[j].python && is_library(&frames[j]) && !own_python_file(frames[j].file)) return j;
     for (int j = site; j-- > 0;)
         if (!frames[j].python && is_library(&frames[j]) && !vt_frame_is_runtime(frames[j].module) &&
             !vt_cuda_frame(frames[j].module, frames[j].function))

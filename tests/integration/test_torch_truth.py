@@ -795,6 +795,13 @@ def torch_truth_pytorchs_own_refusal_is_an_oom_of_its_own():
         eq(p.stdout, f"first {768 << 20}\nsecond {288 << 20}\n", "the program's own figures")
         eq(p.stderr.count("vramtrace: out of memory in pid "), 2, "a post-mortem for each failure")
         ok("request: 32.00 MiB (33554432 bytes) by PyTorch on device 0" in p.stderr, p.stderr[-3000:])
+        # The refusal is recorded inside the companion's call: its frames are
+        # never what the user's line went through (it read "-> _submit").
+        failing = [l for l in p.stderr.splitlines() if "failing call:" in l]
+        eq(len(failing), 2, "a failing call in each post-mortem")
+        ok(failing[1].split("failing call: ")[1].startswith(f"<module> {script}:17 -> torch::autograd::THPVariable_empty ("),
+           failing[1])
+        ok("vramtrace_torch" not in p.stderr and "_submit" not in p.stderr, p.stderr[-3000:])
         d = load_dump(out)
         eq([(o["api"], o["requested_bytes"]) for o in d["ooms"]],
            [("cudaMalloc", 256 << 20), ("cudaMalloc", 256 << 20), ("PyTorch", 32 << 20)], "the OOMs")

@@ -197,6 +197,12 @@ static void test_user_line_rule(void) {
     vt_callsite_configure("train.py", NULL);   /* the interpreter is library now, and still never named */
     CHECK_EQ(vt_site_through(chain, 7, 5), 3);
     vt_callsite_configure(NULL, NULL);
+    /* Recorded inside vramtrace's own Python (the companion, at PyTorch's
+     * own refusal): its frames are passed over for what the line called. */
+    struct vt_frame own[] = {{.function = "_submit", .file = "/v/vramtrace_torch/__init__.py", .line = 61, .python = 1},
+                             chain[0], chain[1], chain[2], entry, py[5], py[6]};
+    CHECK_EQ(vt_site_index(own, 7), 5);
+    CHECK_EQ(vt_site_through(own, 7, 5), 4);
     /* No user frame: the innermost frame, as before, and nothing beside it. */
     CHECK_EQ(vt_site_index(py, 5), 3);
     CHECK_EQ(vt_site_through(py, 5, 3), -1);
