@@ -102,6 +102,11 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
             if (e->time_ns > x->t_last || x->allocs == 1) { x->t_last = e->time_ns; x->i_last = i; }
         }
     }
+    /* The program's work up to the end: the newest event in the history at
+     * or before it (any site, any kind). */
+    size_t i_end = 0;
+    for (size_t i = s->nevents; i-- > 0;)
+        if (vt_event_at(s, i).time_ns <= t_end) { i_end = i; break; }
     int marked = s->nsteps && s->steps[0].time_ns <= t_end;
     ptrdiff_t last = marked ? last_boundary(s, t_end) : -1;
     for (size_t k = 0; k < ns; k++) {
@@ -143,6 +148,23 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         for (int w = 1; w < WINDOWS; w++)
             if (x->floor[w] <= x->floor[w - 1]) rising = 0;
         if (!rising) continue;
+        /* Still rising: its allocations reach into the later half of the
+         * program's work since its first event (a model loaded, or a cache
+         * filled in the first step, then kept for the rest of the run is a
+         * phase, not a leak). */
+        size_t since = i_end > x->i_first ? i_end - x->i_first : 0;
+        size_t spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
+        if (spread < since / 2) continue;
+        /* The same in the program's steps, which a caching allocator's
+         * steps leave out of the history (nothing allocated after the
+         * first): the boundaries since its first event, and before its
+         * last allocation. */
+        uint64_t steps_since = 0, steps_spread = 0;
+        for (ptrdiff_t j = last; j >= 0 && s->steps[j].time_ns > x->t_first; j--) {
+            steps_since++;
+            if (s->steps[j].time_ns <= x->t_last) steps_spread++;
+        }
+        if (steps_spread < steps_since / 2) continue;
         out[k].stack = lowest[i];
         out[k].first_floor = (uint64_t)x->floor[0];
         out[k].end_bytes = (uint64_t)x->live;

@@ -7,7 +7,11 @@
  * what it used for a moment) is taken. The site is growing when every floor
  * is above the one before and it still holds memory at the end: a
  * staircase, not one big allocation and not a loop that gives back what it
- * takes.
+ * takes. And when it is still rising: its allocations reach into the later
+ * half of the program's work since its first event, counted both in the
+ * history's events (all sites') and in the program's step boundaries (a
+ * caching allocator serves its later steps without an event); a model
+ * loaded, or a cache filled in the first step, and kept is a phase.
  *
  * What a report says of a growing site is vt_growth_rate's, and nothing
  * else's: the rise (end minus first floor), over how many units of work,

@@ -493,6 +493,77 @@ static void test_growth_ignores_time_to_the_report(void) {
     }
 }
 
+/* A site that filled in one phase and kept it (a model loaded, a cache
+ * filled in the first step) is not growing, though its own events make a
+ * staircase: its allocations stopped in the first half of the program's
+ * work since its first event, counted in the history's events and in the
+ * program's steps. The same site allocating again at the end is. */
+static void test_growth_phase_is_not_a_leak(void) {
+    struct vt_stack sa = {0, 3, site_a}, sb = {1, 3, site_b};
+    const struct vt_stack *stacks[] = {&sa, &sb};
+    struct vt_event ev[88];
+    struct vt_live live[8];
+    for (int late = 0; late < 2; late++) {
+        size_t n = 0, nl = 0;
+        uint64_t t = 100;
+        /* A: 8 allocations of 10, kept; with `late`, the last 4 after B's work. */
+        for (int i = 0; i < (late ? 4 : 8); i++, t += 10) {
+            ev[n++] = (struct vt_event){t, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+            live[nl++] = (struct vt_live){0x100 + (uint64_t)i, 10, t, 0, 1, 0, VT_KIND_DEVICE, VT_LIVE_NO_API, 0};
+        }
+        /* B: 40 allocations each freed (a loop that gives back what it takes). */
+        for (int i = 0; i < 40; i++, t += 10) {
+            ev[n++] = (struct vt_event){t, 0x900, 64, 1, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+            ev[n++] = (struct vt_event){t + 5, 0x900, 64, 1, 0, VT_EV_FREE, VT_KIND_DEVICE};
+        }
+        for (int i = 4; late && i < 8; i++, t += 10) {
+            ev[n++] = (struct vt_event){t, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+            live[nl++] = (struct vt_live){0x100 + (uint64_t)i, 10, t, 0, 1, 0, VT_KIND_DEVICE, VT_LIVE_NO_API, 0};
+        }
+        CHECK_EQ(n, 88);
+        struct vt_snapshot s = history_of(ev, n, live, nl, stacks, 2);
+        s.now_ns = t;
+        size_t ng = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &ng);
+        if (!late) {
+            CHECK_EQ(ng, 0);
+            /* Up to the end of A's phase it was growing (an OOM then). */
+            struct vt_growth g1 = the_growth(&s, 170);
+            CHECK_EQ(g1.end_bytes, 80);
+            CHECK_EQ(g1.allocs, 8);
+        } else {
+            CHECK_EQ(ng, 1);
+            if (ng == 1) { CHECK_EQ(g[0].stack, 0); CHECK_EQ(g[0].end_bytes, 80); CHECK_EQ(g[0].first_floor, 0); }
+        }
+        free(g);
+    }
+    /* Steps: A's 8 allocations, then 10 steps a caching allocator served
+     * from its cache (no event); with one step after, the work since is
+     * too short to say (still growing). */
+    struct vt_step steps[10];
+    memset(steps, 0, sizeof steps);
+    for (int nsteps = 10; nsteps >= 1; nsteps -= 9) {
+        size_t n = 0;
+        for (int i = 0; i < 8; i++) {
+            ev[n] = (struct vt_event){100 + 10 * (uint64_t)i, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC,
+                                      VT_KIND_DEVICE};
+            live[n] = (struct vt_live){0x100 + (uint64_t)i, 10, 100 + 10 * (uint64_t)i, 0, 1, 0, VT_KIND_DEVICE,
+                                       VT_LIVE_NO_API, 0};
+            n++;
+        }
+        for (int j = 0; j < nsteps; j++)
+            steps[j] = (struct vt_step){.step = (uint64_t)j + 1, .time_ns = 1000 + 100 * (uint64_t)j, .event = 8};
+        struct vt_snapshot s = history_of(ev, n, live, n, stacks, 1);
+        s.steps = steps;
+        s.nsteps = (size_t)nsteps;
+        s.now_ns = 5000;
+        size_t ng = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &ng);
+        CHECK_EQ(ng, nsteps == 10 ? 0 : 1);
+        free(g);
+    }
+}
+
 static void test_format(void) {
     char b[32];
     CHECK_STR(vt_fmt_bytes(0, b, sizeof b), "0 B");
@@ -670,6 +741,7 @@ int main(void) {
     test_holders_at_peak_and_oom();
     test_growth_with_events_out_of_order();
     test_growth_ignores_time_to_the_report();
+    test_growth_phase_is_not_a_leak();
     test_format();
     test_dump_writes_every_section();
     test_postmortem_host_kinds_and_missed();
