@@ -33,7 +33,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
-           tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c \
+           tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
@@ -228,7 +228,7 @@ TEST_CFLAGS := $(BASE) -O0 -g
 SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 
 PROGS := $(T)/t_driver $(T)/t_budget $(T)/t_dlsym $(T)/t_runtime $(T)/t_runtime_static \
-         $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
+         $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_reset $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so
 # Each area's further test programs: tests/progs/AREA.mk adds to PROGS.
@@ -240,7 +240,7 @@ progs: sim $(PROGS)
 # libdl alone (DL_PROGS), or the static simulated runtime (NAME_static,
 # from NAME.c). Extra libraries: LDLIBS_NAME.
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
-SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_triage t_exec t_spawn t_arrays t_fds
+SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_reset t_triage t_exec t_spawn t_arrays t_fds
 DRIVER_PROGS := t_driver t_replug t_budget
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static
@@ -292,7 +292,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
-            tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
+            tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 UNIT_LIBS := -ldw -ldl -lpthread

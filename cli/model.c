@@ -558,6 +558,12 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
             !(d->peak_holders = vm_v2_holders(v2->at[V2_PEAK_HOLDERS], v2->len[V2_PEAK_HOLDERS], NULL, d->nstacks,
                                               &d->npeak_holders, verr, sizeof verr)))
             fail(c, "peak_holders%s", verr);
+        json_t *rel = json_object_get(root, "released");
+        if (rel && !c->failed) {
+            if (!json_is_array(rel)) fail(c, "dump: field \"released\" is not an array");
+            else if (!(d->released = vm_v2_holders(NULL, 0, rel, d->nstacks, &d->nreleased, verr, sizeof verr)))
+                fail(c, "released%s", verr);
+        }
     }
     if (!v2) {
         load_live(c, root, d);
@@ -632,7 +638,7 @@ void vm_free(struct vm_dump *d) {
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);
-    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->live, d->steps, d->growing, d->argv);
+    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->released, d->live, d->steps, d->growing, d->argv);
     vm_events_free(&d->events);
     vm_names_done(d);
     VT_FREE_ALL(d->names, d->handles);

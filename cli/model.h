@@ -147,6 +147,9 @@ struct vm_dump {
     size_t nooms;
     struct vm_holder *holders, *peak_holders;
     size_t nholders, npeak_holders;
+    struct vm_holder *released;   /* released by a context reset without a
+                                     free, by stack (dumps since it) */
+    size_t nreleased;
     struct vm_alloc *live;
     size_t nlive;
     const char **names;      /* the live allocations' kinds and APIs, owned

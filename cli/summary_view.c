@@ -19,6 +19,10 @@ void vr_put_totals(FILE *f, const struct vm_dump *d) {
         .imported_live_bytes = t->imported_live_bytes, .imported_live_count = t->imported_live_count,
         .records_lost = t->records_lost,
     };
+    for (size_t i = 0; i < d->nreleased; i++) {
+        tt.released_bytes += d->released[i].bytes;
+        tt.released_count += d->released[i].count;
+    }
     vt_put_totals(f, "", &tt);
 }
 

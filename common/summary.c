@@ -53,6 +53,10 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
         fprintf(f, "%s  memory opened from other processes (IPC): %s in %" PRIu64 " %s\n", prefix,
                 B(t->imported_live_bytes, a), t->imported_live_count,
                 plural(t->imported_live_count, "mapping", "mappings"));
+    if (t->released_count)
+        fprintf(f, "%s  released by a context reset without a free: %s in %" PRIu64 " %s (leaked: not live, never freed)\n",
+                prefix, B(t->released_bytes, a), t->released_count,
+                plural(t->released_count, "allocation", "allocations"));
     if (t->records_lost)
         fprintf(f, "%s  incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n", prefix,
                 t->records_lost, plural(t->records_lost, "record", "records"));

@@ -44,12 +44,15 @@ struct vt_totals_text {
     uint64_t host_live_bytes, host_live_count, host_peak_bytes;
     uint64_t imported_live_bytes, imported_live_count;
     uint64_t records_lost;                 /* dropped for lack of memory */
+    uint64_t released_bytes, released_count; /* given back by a context reset,
+                                              never freed (leaks) */
 };
 
 /* "PREFIX  live at MOMENT: ...; peak ...", "PREFIX  allocations N, frees N,
  * failed N (out of memory N)", then, each only when it has something to
  * say, the missed calls, pinned host memory, memory opened from other
- * processes, and the records lost. */
+ * processes, memory a context reset released without a free, and the
+ * records lost. */
 void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t);
 
 /* One device of the devices table: texts in display form, the name cut

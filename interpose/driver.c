@@ -8,6 +8,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include "../tracker/released.h"
 #include "hook.h"
 #include "resolve.h"
 
@@ -263,6 +264,31 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     CUresult r = real(pool);
     if (r == CUDA_SUCCESS) host_pool_forget(pool);
     return r;
+}
+
+/* ------------------------------------------------------ context reset */
+
+/* cuDevicePrimaryCtxReset (cudaDeviceReset reaches it): the device's
+ * memory is given back, freed or not. What the program had not freed
+ * leaves the live counts as released without a free (tracker/released.h):
+ * listed before the call, so that nothing allocated after it is taken. */
+#define PRIMARY_RESET(sym, dev)                                              \
+    REAL_OR_FAIL(sym);                                                       \
+    if (vt_pass() || !vt_tracker_touched()) return real(dev);                \
+    VT_ENTER;                                                                \
+    struct vt_release *rl = vt_tracker_release_begin((int)(dev));            \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = real(dev));                                             \
+    vt_tracker_release_end(rl, r == CUDA_SUCCESS);                           \
+    VT_LEAVE;                                                                \
+    return r
+
+VT_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+    PRIMARY_RESET(cuDevicePrimaryCtxReset_v2, dev);
+}
+
+VT_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+    PRIMARY_RESET(cuDevicePrimaryCtxReset, dev);
 }
 
 /* ------------------------------------------------- virtual memory (VMM) */

@@ -241,7 +241,9 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         }
         fputc('}', f);
     }
-    fputs("],\n", f);
+    fputs("],\n\"released\":", f);
+    write_holder_list(f, s->released, s->nreleased, "\n ");
+    fputs(",\n", f);
     struct vt_strtab *strs = vt_strtab_new();
     int rc = strs ? write_live(f, s, strs) : -1;
     if (rc == 0) vt_dump_write_events(f, s);

@@ -125,13 +125,28 @@ static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symb
     return -1;
 }
 
+static int by_stack(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static int by_bytes(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
-                     const char *lead) {
+                     const char *lead, const struct vt_holder *released, size_t nreleased) {
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "\n%s%" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:\n", lead, h[i].bytes, (uint64_t)h[i].count);
         uint32_t st = h[i].stack;
         char site[2048];   /* as long as the holders table's */
         fprintf(f, "    call site: %s\n", vt_site_shown(sym, st, site, sizeof site));
+        for (size_t j = 0; j < nreleased; j++)
+            if (released[j].stack == st)
+                fprintf(f, "    released by a context reset without a free: %" PRIu64 " byte(s) in %" PRIu64
+                           " object(s)\n", released[j].bytes, (uint64_t)released[j].count);
         struct vt_frame frames[VT_MAX_FRAMES];
         size_t depth = vt_stack_frames(sym, st, frames);
         vt_put_frames(f, "    ", depth ? frames : NULL, depth, vt_put_display);
@@ -141,9 +156,30 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                                      struct vt_suppressions *sup, int pid) {
     struct vt_leak_result res = {0, 0, 0, 0};
-    size_t ns = 0;
+    size_t ns = 0, nr = 0;
     struct vt_holder *g = vt_holders_of(s, 0, &ns);
     if (!g && s->nlive) vt_records_lost("the leak report");
+    /* What a context's reset released without a free is leaked too (as
+     * compute-sanitizer reports it at the reset): added to its stack's. */
+    const struct vt_holder *rel = s->released;
+    nr = s->nreleased;
+    struct vt_holder *all = nr ? realloc(g, (ns + nr) * sizeof *g) : NULL;
+    if (nr && !all) vt_records_lost("the leak report");
+    else if (nr) {
+        g = all;
+        size_t live = ns;
+        qsort(g, live, sizeof *g, by_stack);
+        for (size_t i = 0; i < nr; i++) {
+            struct vt_holder *x = bsearch(&rel[i], g, live, sizeof *g, by_stack);
+            if (!x) {   /* a stack with nothing live now */
+                x = &g[ns++];
+                *x = (struct vt_holder){.stack = rel[i].stack};
+            }
+            x->bytes += rel[i].bytes;
+            x->count = x->count + rel[i].count < x->count ? UINT32_MAX : x->count + rel[i].count;
+        }
+        qsort(g, ns, sizeof *g, by_bytes);
+    }
     size_t ng = 0;
     for (size_t i = 0; i < ns; i++) {
         int r = suppressed_by(sup, sym, g[i].stack);
@@ -161,7 +197,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
     if (ng > 0) {
         fprintf(f, "\n=================================================================\n"
                    "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);
-        vt_leak_holders(f, g, ng, sym, "Direct leak of ");
+        vt_leak_holders(f, g, ng, sym, "Direct leak of ", rel, nr);
         fputc('\n', f);
     }
     if (sup && res.suppressed_count > 0) {

@@ -1,6 +1,8 @@
 /* leaks.h -- the leak check at exit, in LeakSanitizer's words.
  *
- * Every live allocation at exit that no suppression matches is a leak.
+ * Every live allocation at exit that no suppression matches is a leak, and
+ * so is memory a context's reset released without a free (the program
+ * never freed it; compute-sanitizer reports it at the reset).
  * Leaks are grouped by stack, largest first, and printed as LSan prints
  * them, so that CI tooling that reads LSan reports reads these (a Python
  * frame, which has no address, without one):
@@ -50,9 +52,11 @@ struct vt_leak_result {
 /* Each holder as a leak report prints it: a line "LEADN byte(s) in M
  * object(s) allocated from:" (LEAD "Direct leak of " in the leak report)
  * after an empty line, its "    call site: LABEL" line, then its frames as
- * LSan prints them. */
+ * LSan prints them; a stack also in `released` (nreleased of them: what
+ * a context's reset released without a free, tracker/released.h) says
+ * that part after the call site, in a line of vramtrace's own. */
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
-                     const char *lead);
+                     const char *lead, const struct vt_holder *released, size_t nreleased);
 
 /* Print the leak report for the live allocations of s to f (nothing when
  * there is no leak and no suppression was used) and return the figures. */

@@ -163,6 +163,10 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         .host_peak_bytes = t->host_peak_bytes, .imported_live_bytes = t->imported_live_bytes,
         .imported_live_count = t->imported_live_count, .records_lost = vt_records_lost_count(),
     };
+    for (size_t i = 0; i < s->nreleased; i++) {
+        tt.released_bytes += s->released[i].bytes;
+        tt.released_count += s->released[i].count;
+    }
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
     struct view v = {s, sym, an, NULL};

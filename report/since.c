@@ -35,7 +35,7 @@ int vt_since_peak(FILE *f, int mark) {
         for (size_t i = 0; i < s->npeak_holders; i++) count += s->peak_holders[i].count;
         fprintf(f, "==%d==vramtrace: peak of GPU memory since the mark: %" PRIu64 " byte(s) in %" PRIu64
                    " allocation(s), held by:\n", (int)getpid(), s->totals.peak_bytes, count);
-        vt_leak_holders(f, s->peak_holders, s->npeak_holders, sym, "");
+        vt_leak_holders(f, s->peak_holders, s->npeak_holders, sym, "", NULL, 0);
         fprintf(f, "\nSUMMARY: vramtrace: peak of %" PRIu64 " byte(s) in %" PRIu64 " allocation(s) since the mark.\n",
                 s->totals.peak_bytes, count);
         fflush(f);

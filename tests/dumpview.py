@@ -71,6 +71,8 @@ def v1_view(d):
     d["holders"] = holders(d["holders"])
     if "peak_holders" in d:
         d["peak_holders"] = holders(d["peak_holders"])
+    if "released" in d:
+        d["released"] = holders(d["released"])
     d["ooms"] = [dict(o, holders=holders(o["holders"])) if "holders" in o else o for o in d["ooms"]]
     d.pop("live_fields")
     events = _unpack_events(d.pop("events"), d.pop("nevents"), d.pop("event_types"), d.pop("event_kinds"))
@@ -152,6 +154,8 @@ def v2_of(d):
     d["holders"] = holders(d["holders"])
     if "peak_holders" in d:
         d["peak_holders"] = holders(d["peak_holders"])
+    if "released" in d:
+        d["released"] = holders(d["released"])
     d["ooms"] = [dict(o, holders=holders(o["holders"])) if "holders" in o else o for o in d["ooms"]]
     live = []
     for a in d.pop("live"):

@@ -27,6 +27,7 @@
 #include "lockprobe.h"
 #include "log.h"
 #include "mark.h"
+#include "released.h"
 #include "slot.h"
 #include "steps.h"
 
@@ -395,6 +396,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     copy_done(s);
     vt_account_sort(s);
     copy_free(c);
+    s->released = vt_tracker_released(&s->nreleased);
     return s;
 }
 
@@ -439,7 +441,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
         vt_global_unlock();
     }
     if (s) vt_live_spill_close(s->spill);
-    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s);
+    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
 }
 
 void vt_tracker_lock_all(void) {
@@ -469,6 +471,7 @@ void vt_tracker_reset_child(void) {
     vt_steps_reset_child();
     vt_account_reset_child();
     vt_marks_reset_child();
+    vt_released_reset_child();
     vt_tracker_flags.touched = 0;
     vt_my_tid = 0;
     __atomic_add_fetch(&vt_tracker_flags.generation, 1, __ATOMIC_RELEASE);

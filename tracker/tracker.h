@@ -239,6 +239,10 @@ struct vt_snapshot {
     uint64_t *peak_same;            /* NULL, or a bit per stack (by id):
                                        its entry of `holders` is its peak
                                        entry too (vt_peak_holder_next) */
+    struct vt_holder *released;     /* what context resets released without
+                                       a free, by stack, largest first
+                                       (tracker/released.h); NULL: none */
+    size_t nreleased;
     uint64_t start_unix_ns;    /* wall-clock time of the tracker's start */
     uint64_t now_ns;           /* when the snapshot was taken */
 };

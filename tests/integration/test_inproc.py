@@ -4,6 +4,7 @@ import re
 import signal
 
 from run_tests import *
+from dumpview import v2_of
 
 PROG = os.path.join(T, "t_inproc")
 SRC = "tests/progs/t_inproc.c"
@@ -125,6 +126,79 @@ def inproc_leak_report_in_lsan_words():
         "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
         f"    call site: third_party_init tests/progs/t_leaks.c:{source_line('t_leaks.c', 'cudaMalloc(&p, 4096)')}",
         "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "the leak report's lines")
+
+
+def _site_of(d, stack):
+    f = d["stacks"][stack]["frames"][d["stacks"][stack]["site"]]
+    return f["function"]
+
+
+@test
+def inproc_device_reset_releases_memory_never_freed():
+    """cudaDeviceReset gives the device its memory back, freed or not: what
+    the program never freed (3 x 1 MiB, 512 KiB from the stream-ordered
+    pool) leaves the live counts, the holders and the post-mortem's view,
+    and stays a leak for the leak check, told apart as released; pinned
+    host memory is not the device's and stays live. Before, those bytes
+    stayed live after the reset, and one leak whose address the driver
+    handed out again was replaced by the new allocation's record and lost
+    from the leak check."""
+    prog = os.path.join(T, "t_reset")
+    bare = run([prog], preload=False)
+    r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
+    eq(bare.out.splitlines()[1:], ["free after 17179869184", "a leak's address 1"],
+       "the reset gave the memory back and a leak's address was handed out again")
+    line = lambda text: source_line("t_reset.c", text)
+    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
+        and not l.startswith("    #")],
+       [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+        "Direct leak of 3145728 byte(s) in 3 object(s) allocated from:",
+        f"    call site: before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
+        "    released by a context reset without a free: 3145728 byte(s) in 3 object(s)",
+        "Direct leak of 524288 byte(s) in 1 object(s) allocated from:",
+        f"    call site: before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}",
+        "    released by a context reset without a free: 524288 byte(s) in 1 object(s)",
+        "Direct leak of 8192 byte(s) in 1 object(s) allocated from:",
+        f"    call site: after_leak tests/progs/t_reset.c:{line('/* kept */')}",
+        "SUMMARY: vramtrace: 3678208 byte(s) leaked in 5 allocation(s)."], "the leak report's lines")
+    x = run([prog])   # the exit summary, without the leak check
+    eq(x.rc, 0, "without the leak check")
+    live = stderr_lines(x, "vramtrace:   live at exit")
+    eq(live, ["vramtrace:   live at exit: 8.00 KiB in 1 allocation; peak 3.50 MiB at " + live[0].split(" at ")[-1]],
+       "only the leak after the reset is live")
+    eq(stderr_lines(x, "vramtrace:   released"),
+       ["vramtrace:   released by a context reset without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)"],
+       "the exit summary's line")
+    eq(stderr_lines(x, "vramtrace:    "), ["vramtrace:     8.00 KiB 100.0%      1 alloc   after_leak "
+                                         f"tests/progs/t_reset.c:{line('/* kept */')}"], "the holders")
+    d = x.dump
+    t = d["totals"]
+    eq((t["live_bytes"], t["live_count"], t["alloc_count"], t["free_count"], t["unknown_frees"]),
+       (8192, 1, 7, 6, 0), "the totals: the releases count as frees, the host free was known")
+    eq([(a["bytes"], a["kind"]) for a in d["live"]], [(8192, "device")], "live at exit")
+    eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]],
+       [("before_reset", 3 << 20, 3), ("before_reset_async", 512 << 10, 1)], "the dump's released")
+    eq([(_site_of(d, h["stack"]), h["bytes"]) for h in d["holders"]], [("after_leak", 8192)], "the holders")
+    with workdir("vt-inproc-") as work:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(v2_of({k: v for k, v in d.items() if k != "_path"}), f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+        eq(p.returncode, 0, p.stderr)
+        ok("  released by a context reset without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)\n"
+           in p.stdout, p.stdout)
+        p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
+        j = json.loads(p.stdout)
+        j = j["processes"][0] if "processes" in j else j
+        eq([(x["site"], x["bytes"], x["count"]) for x in j["released"]],
+           [(f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 3 << 20, 3),
+            (f"before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}", 512 << 10, 1)],
+           "the CLI's JSON")
+    c = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((c.rc, c.out), (0, run([prog, "clean"], preload=False).out), "all freed before the reset")
+    ok("released" not in c.err and "leak" not in c.err, c.err)
+    eq((c.dump["released"], c.dump["totals"]["live_bytes"]), ([], 0), "nothing released")
 
 
 LEAKY_PY = '''import ctypes

@@ -599,8 +599,34 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags
     return CUDA_SUCCESS;
 }
 
+static void sim_pool_trim(struct sim_pool *p, uint64_t keep);
+
+/* "Destroy all allocations and reset all state on the primary context":
+ * what the device's memory held (cuMemAlloc, pitched, managed, arrays,
+ * pool allocations and their pools' cache, IPC mappings) is given back,
+ * freed or not; cuMemCreate's handles and pinned host memory stay. */
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
-    return d < 0 || d >= sim_ndev ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+    sim_count("cuDevicePrimaryCtxReset_v2");
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    struct sim_alloc *a, *next;
+    HASH_ITER(hh, sim_table, a, next) {
+        int k = a->key.kind;
+        if (a->device != d || !(k == SIM_DEVICE || k == SIM_ARRAY || k == SIM_POOLED || k == SIM_IMPORTED))
+            continue;
+        if (k == SIM_POOLED) a->pool->used -= a->bytes;
+        else if (k != SIM_IMPORTED) sim_dev[d].used -= a->bytes;
+        sim_drop(a);
+    }
+    sim_pool_trim(&sim_dev[d].default_pool, 0);
+    if (sim_dev[d].current_pool != &sim_dev[d].default_pool) sim_pool_trim(sim_dev[d].current_pool, 0);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d) {
+    return cuDevicePrimaryCtxReset_v2(d);
 }
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
@@ -1679,6 +1705,7 @@ static const struct {
     P(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2),
     P(cuDevicePrimaryCtxGetState, 7000, 0, cuDevicePrimaryCtxGetState),
     P(cuDevicePrimaryCtxSetFlags, 11000, 0, cuDevicePrimaryCtxSetFlags_v2),
+    P(cuDevicePrimaryCtxReset, 7000, 0, cuDevicePrimaryCtxReset),
     P(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2),
     P(cuCtxCreate, 3020, 0, cuCtxCreate_v2),
     P(cuCtxCreate, 12050, 0, cuCtxCreate_v4),

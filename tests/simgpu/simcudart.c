@@ -64,6 +64,7 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
     _(device_bus_id, cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 4010, 0) \
     _(device_can_access_peer, cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", 4000, 0) \
     _(primary_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, 0) \
+    _(primary_reset, cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0) \
     _(ctx_set, cuCtxSetCurrent, "cuCtxSetCurrent", 4000, 0) \
     _(ctx_get_device, cuCtxGetDevice, "cuCtxGetDevice", 2000, 0) \
     _(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", 2000, 0) \

@@ -1,0 +1,71 @@
+/* t_reset.c -- memory a device reset gives back without a free.
+ *
+ *   t_reset          before_reset leaks 3 x 1 MiB (cudaMalloc) and 512 KiB
+ *                    (cudaMallocAsync), pinned_host keeps 4 KiB of pinned
+ *                    host memory; cudaDeviceReset(); after_reset takes and
+ *                    frees 1 MiB (at an address a leak had: the device
+ *                    has it back), then after_leak keeps 8 KiB. Prints the
+ *                    device's free bytes before and after the reset, and
+ *                    whether after_reset got a leak's address.
+ *   t_reset clean    frees everything (before the reset what it took then) */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+static void *before_reset(size_t n) {
+    void *p = NULL;
+    if (cudaMalloc(&p, n) != cudaSuccess) return NULL;   /* before the reset */
+    return p;
+}
+
+static void *before_reset_async(size_t n) {
+    void *p = NULL;
+    if (cudaMallocAsync(&p, n, 0) != cudaSuccess) return NULL;
+    return p;
+}
+
+static void *pinned_host(size_t n) {
+    void *p = NULL;
+    if (cudaMallocHost(&p, n) != cudaSuccess) return NULL;
+    return p;
+}
+
+static void *after_reset(size_t n) {
+    void *p = NULL;
+    if (cudaMalloc(&p, n) != cudaSuccess) return NULL;
+    return p;
+}
+
+static void *after_leak(size_t n) {
+    void *p = NULL;
+    if (cudaMalloc(&p, n) != cudaSuccess) return NULL;   /* kept */
+    return p;
+}
+
+int main(int argc, char **argv) {
+    int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
+    void *kept[3], *a, *h;
+    for (int i = 0; i < 3; i++)
+        if (!(kept[i] = before_reset(1 << 20))) return 1;
+    if (!(a = before_reset_async(512 << 10)) || !(h = pinned_host(4096))) return 1;
+    if (clean) {
+        for (int i = 0; i < 3; i++) cudaFree(kept[i]);
+        cudaFreeAsync(a, 0);
+        cudaDeviceSynchronize();
+    }
+    size_t free_b = 0, total = 0;
+    cudaMemGetInfo(&free_b, &total);
+    printf("free before %zu\n", free_b);
+    if (cudaDeviceReset() != cudaSuccess) return 2;
+    cudaMemGetInfo(&free_b, &total);
+    printf("free after %zu\n", free_b);
+    void *p = after_reset(1 << 20);
+    if (!p) return 3;
+    printf("a leak's address %d\n", p == kept[0] || p == kept[1] || p == kept[2]);
+    cudaFree(p);
+    void *k = after_leak(8192);
+    if (!k) return 4;
+    if (clean) cudaFree(k);
+    cudaFreeHost(h);
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* released.h -- memory a context's reset gave back without a free
+ * (released.c). */
+#ifndef VT_RELEASED_H
+#define VT_RELEASED_H
+
+#include <stddef.h>
+
+#include "tracker.h"
+
+/* Whether memory of this kind belongs to the context it was made in (and
+ * goes with its reset): device, pitched, managed, stream-ordered, array
+ * and IPC-opened memory; not cuMemCreate's handles or host memory. */
+int vt_kind_in_context(int kind);
+
+/* Before the reset of device `device`'s primary context: the records of
+ * that device's memory live now (NULL: none, or no memory to list them).
+ * After it, vt_tracker_release_end with whether it succeeded: on success
+ * each record still live leaves the live tables as a free would and is
+ * kept, by stack, as released without a free. Either way the list is
+ * freed. */
+struct vt_release;
+struct vt_release *vt_tracker_release_begin(int device);
+void vt_tracker_release_end(struct vt_release *rl, int ok);
+
+/* What resets released without a free so far, by stack, largest first
+ * (malloc'd; NULL and *n 0 when nothing). */
+struct vt_holder *vt_tracker_released(size_t *n);
+
+/* In a forked child: nothing released (the parent's memory is not its). */
+void vt_released_reset_child(void) __attribute__((visibility("hidden")));
+
+#endif
