@@ -94,6 +94,40 @@ if [ $C = 1 ]; then
     tally "$OUT/c.check"
 fi
 
+# ------------- 1b. cudaDeviceReset: what it gave back unfreed is released
+# tests/progs/t_reset.c: 3 x 1 MiB and 512 KiB (stream-ordered) leaked
+# before the reset, 8 KiB after it: live at exit only the 8 KiB, all five a
+# leak, the first four "released by a context reset".
+if [ $C = 1 ]; then
+    if [ $SIM = 1 ]; then
+        cc -g -O0 -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$OUT/t_reset" tests/progs/t_reset.c \
+            build/sim/libcudart_sim.so -Wl,-rpath,"$ROOT/build/sim"
+    else
+        nvcc -g -O0 -o "$OUT/t_reset" -x cu tests/progs/t_reset.c
+    fi
+    run_traced "$OUT/reset" VRAMTRACE_LEAK_CHECK=1 -- "$OUT/t_reset" >"$OUT/reset.out" 2>"$OUT/reset.err"
+    echo $? >"$OUT/reset.rc"
+    $PY - "$OUT" >"$OUT/reset.check" 2>&1 <<'PYEOF'
+import glob, json, sys
+o = sys.argv[1]
+text = open(f"{o}/reset.err").read() + "".join(open(p).read() for p in glob.glob(f"{o}/reset/report.txt"))
+rc = int(open(f"{o}/reset.rc").read())
+want = ["    released by a context reset without a free: 3145728 byte(s) in 3 object(s)",
+        "    released by a context reset without a free: 524288 byte(s) in 1 object(s)",
+        "SUMMARY: vramtrace: 3678208 byte(s) leaked in 5 allocation(s)."]
+missing = [w for w in want if w not in text.splitlines()]
+print(("PASS" if rc == 23 and not missing else "FAIL") + f" reset: leak check status {rc} (want 23), "
+      f"released and leaked lines {'all there' if not missing else 'missing: ' + repr(missing)}")
+d = json.load(open(glob.glob(f"{o}/reset/d.*.json")[0]))
+live = (d["totals"]["live_bytes"], d["totals"]["live_count"])
+rel = [(d["released"][k + 1], d["released"][k + 2]) for k in range(0, len(d.get("released", [])), 3)]
+print(("PASS" if live == (8192, 1) and rel == [(3 << 20, 3), (512 << 10, 1)] else "FAIL") +
+      f" reset: live at exit {live} (want (8192, 1)), released {rel}")
+PYEOF
+    say "== 1b. cudaDeviceReset: memory given back unfreed"
+    tally "$OUT/reset.check"
+fi
+
 # ------------------------------------------------ 2-6. PyTorch
 # Each mode of torch_checks.py once under vramtrace and, for the modes whose
 # output vramtrace must not change, once without it: stdout, stderr and
