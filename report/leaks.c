@@ -130,12 +130,6 @@ static int by_stack(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-static int by_bytes(const void *a, const void *b) {
-    const struct vt_holder *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead, const struct vt_holder *released, size_t nreleased) {
     for (size_t i = 0; i < n; i++) {
@@ -178,7 +172,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
             x->bytes += rel[i].bytes;
             x->count = x->count + rel[i].count < x->count ? UINT32_MAX : x->count + rel[i].count;
         }
-        qsort(g, ns, sizeof *g, by_bytes);
+        qsort(g, ns, sizeof *g, vt_holder_order);
     }
     size_t ng = 0;
     for (size_t i = 0; i < ns; i++) {

@@ -87,12 +87,6 @@ void vt_tracker_release_end(struct vt_release *rl, int ok) {
     free(rl);
 }
 
-static int by_bytes(const void *a, const void *b) {
-    const struct vt_holder *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 struct vt_holder *vt_tracker_released(size_t *n) {
     *n = 0;
     pthread_mutex_lock(&released_lock);
@@ -104,7 +98,7 @@ struct vt_holder *vt_tracker_released(size_t *n) {
                                                                        .count = r->count > UINT32_MAX ? UINT32_MAX : (uint32_t)r->count};
     } else if (k) vt_records_lost("the released list");
     pthread_mutex_unlock(&released_lock);
-    if (*n) qsort(h, *n, sizeof *h, by_bytes);
+    if (*n) qsort(h, *n, sizeof *h, vt_holder_order);
     return h;
 }
 
