@@ -46,9 +46,20 @@ static int match_list(const char *list, const char *path) {
     return 0;
 }
 
-/* A file of vramtrace's own Python packages, wherever they run from. */
+/* A file of vramtrace's own Python packages (python/), wherever they run
+ * from: by its own name, so that a user's folder that happens to share a
+ * package's name stays the user's. */
 static int own_python_file(const char *file) {
-    return file && (strstr(file, "/vramtrace_torch/") || strstr(file, "/pytest_vramtrace/"));
+    static const char *const own[] = {
+        "/vramtrace_torch/__init__.py", "/vramtrace_torch/collect.py", "/vramtrace_torch/_boot/sitecustomize.py",
+        "/pytest_vramtrace/__init__.py", "/pytest_vramtrace/api.py",   "/pytest_vramtrace/plugin.py",
+    };
+    size_t n = file ? strlen(file) : 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        size_t k = strlen(own[i]);
+        if (n >= k && strcmp(file + n - k, own[i]) == 0) return 1;
+    }
+    return 0;
 }
 
 /* A Python file of the standard library (.../lib/pythonX.Y/...), installed

@@ -22,6 +22,9 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
 /* CUDA 13.0's, declared here too for older headers. */
 CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev);
 
 /* Declare `real` for this wrapper, or fail the way a missing driver would. */
 #define REAL_OR_FAIL(sym)                                      \
@@ -282,6 +285,29 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     vt_tracker_release_end(rl, r == CUDA_SUCCESS);                           \
     VT_LEAVE;                                                                \
     return r
+
+/* A context of the program's own on a device: its memory and the primary
+ * context's are then told apart by nothing vramtrace records, so a reset
+ * of that device's primary context releases nothing in its counts
+ * (vt_tracker_own_context). */
+#define CTX_CREATE(sym, dev, ...)                                            \
+    REAL_OR_FAIL(sym);                                                       \
+    CUresult r = real(__VA_ARGS__);                                          \
+    if (r == CUDA_SUCCESS) vt_tracker_own_context((int)(dev));               \
+    return r
+
+VT_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+    CTX_CREATE(cuCtxCreate_v2, dev, pctx, flags, dev);
+}
+
+VT_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n, unsigned int flags,
+                                  CUdevice dev) {
+    CTX_CREATE(cuCtxCreate_v3, dev, pctx, params, n, flags, dev);
+}
+
+VT_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev) {
+    CTX_CREATE(cuCtxCreate_v4, dev, pctx, params, flags, dev);
+}
 
 VT_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     PRIMARY_RESET(cuDevicePrimaryCtxReset_v2, dev);

@@ -27,10 +27,24 @@ struct released_site {
 
 static pthread_mutex_t released_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct released_site *released;
+/* A bit per device on which the program made a context of its own; all
+ * set for a device past the 64th. */
+static uint64_t own_contexts;
+static int own_beyond;
+
+void vt_tracker_own_context(int device) {
+    if (device >= 0 && device < 64) __atomic_or_fetch(&own_contexts, 1ull << device, __ATOMIC_RELAXED);
+    else __atomic_store_n(&own_beyond, 1, __ATOMIC_RELAXED);
+}
+
+static int has_own_context(int device) {
+    if (device < 0 || device >= 64) return __atomic_load_n(&own_beyond, __ATOMIC_RELAXED);
+    return (__atomic_load_n(&own_contexts, __ATOMIC_RELAXED) >> device) & 1;
+}
 
 struct vt_release {
     size_t n;
-    struct vt_release_rec { uint64_t address, bytes; uint32_t stack; int space; } rec[];
+    struct vt_release_rec { struct vt_free f; uint64_t bytes; uint32_t stack; } rec[];
 };
 
 int vt_kind_in_context(int kind) {
@@ -43,7 +57,12 @@ int vt_kind_in_context(int kind) {
     }
 }
 
+/* The records leave their tables before the reset, as a free's record
+ * leaves before the driver's free: once the driver has the memory back it
+ * may hand the addresses out again, to another thread too, and those
+ * allocations are new records that nothing here takes. */
 struct vt_release *vt_tracker_release_begin(int device) {
+    if (has_own_context(device)) return NULL;
     struct vt_snapshot *s = vt_tracker_snapshot();
     if (!s) return NULL;
     size_t n = 0, cap = 0;
@@ -57,7 +76,8 @@ struct vt_release *vt_tracker_release_begin(int device) {
             if (!m) { vt_records_lost("a reset's release"); break; }
             rl = m;
         }
-        rl->rec[n++] = (struct vt_release_rec){a->address, a->bytes, a->stack, vt_kind_space(a->kind)};
+        struct vt_free f = vt_tracker_free_begin(vt_kind_space(a->kind), a->address);
+        if (f.rec) rl->rec[n++] = (struct vt_release_rec){f, a->bytes, a->stack};
     }
     vt_live_read_end(rd);
     vt_snapshot_free(s);
@@ -67,12 +87,10 @@ struct vt_release *vt_tracker_release_begin(int device) {
 
 void vt_tracker_release_end(struct vt_release *rl, int ok) {
     if (!rl) return;
-    for (size_t i = 0; ok && i < rl->n; i++) {
+    for (size_t i = 0; i < rl->n; i++) {
         const struct vt_release_rec *x = &rl->rec[i];
-        struct vt_free f = vt_tracker_free_begin(x->space, x->address);
-        int mine = f.rec != NULL;
-        vt_tracker_free_end(&f, 1);
-        if (!mine) continue;   /* freed since the list was made */
+        vt_tracker_free_end(&x->f, ok);   /* a reset that failed puts them back */
+        if (!ok) continue;
         pthread_mutex_lock(&released_lock);
         struct released_site *r;
         HASH_FIND(hh, released, &x->stack, sizeof x->stack, r);
@@ -104,6 +122,8 @@ struct vt_holder *vt_tracker_released(size_t *n) {
 
 void vt_released_reset_child(void) {
     pthread_mutex_init(&released_lock, NULL);
+    own_contexts = 0;   /* a child makes contexts of its own anew */
+    own_beyond = 0;
     struct released_site *r, *t;
     HASH_ITER(hh, released, r, t) {
         HASH_DEL(released, r);

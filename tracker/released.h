@@ -12,12 +12,17 @@
  * and IPC-opened memory; not cuMemCreate's handles or host memory. */
 int vt_kind_in_context(int kind);
 
-/* Before the reset of device `device`'s primary context: the records of
- * that device's memory live now (NULL: none, or no memory to list them).
- * After it, vt_tracker_release_end with whether it succeeded: on success
- * each record still live leaves the live tables as a free would and is
- * kept, by stack, as released without a free. Either way the list is
- * freed. */
+/* The program made a context of its own on `device` (cuCtxCreate): from
+ * then on a reset of its primary context releases nothing (vramtrace's
+ * records do not say which context they were made in). */
+void vt_tracker_own_context(int device);
+
+/* Before the reset of device `device`'s primary context: its records of
+ * those kinds leave the live tables, as a free's record leaves before the
+ * driver's free (NULL: none, or no memory to list them). After it,
+ * vt_tracker_release_end with whether it succeeded: on success they are
+ * kept, by stack, as released without a free; on failure they are put
+ * back. Either way the list is freed. */
 struct vt_release;
 struct vt_release *vt_tracker_release_begin(int device);
 void vt_tracker_release_end(struct vt_release *rl, int ok);

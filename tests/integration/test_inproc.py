@@ -199,6 +199,16 @@ def inproc_device_reset_releases_memory_never_freed():
     eq((c.rc, c.out), (0, run([prog, "clean"], preload=False).out), "all freed before the reset")
     ok("released" not in c.err and "leak" not in c.err, c.err)
     eq((c.dump["released"], c.dump["totals"]["live_bytes"]), ([], 0), "nothing released")
+    # A context of the program's own on the device: which records are the
+    # primary context's is not known, so the reset releases none (its
+    # own memory is freed after the reset without an unknown free; the
+    # primary context's leak stays live, a leak all the same).
+    o = run([prog, "ctx"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((o.rc, o.out), (23, "own context's memory freed 1\n"), "with a context of its own")
+    ok("released" not in o.err and "Direct leak of 1048576 byte(s) in 1 object(s)" in o.err, o.err)
+    t = o.dump["totals"]
+    eq((o.dump["released"], t["live_bytes"], t["free_count"], t["unknown_frees"]), ([], 1 << 20, 1, 0),
+       "nothing released, the own context's free known")
 
 
 LEAKY_PY = '''import ctypes

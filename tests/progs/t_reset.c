@@ -7,8 +7,15 @@
  *                    has it back), then after_leak keeps 8 KiB. Prints the
  *                    device's free bytes before and after the reset, and
  *                    whether after_reset got a leak's address.
- *   t_reset clean    frees everything (before the reset what it took then) */
+ *   t_reset clean    frees everything (before the reset what it took then)
+ *   t_reset ctx      first makes a context of its own (cuCtxCreate, through
+ *                    dlsym of libcuda.so.1) and 1 MiB in it (own_context),
+ *                    then before_reset's 1 MiB in the primary context, a
+ *                    reset, and frees own_context's memory after it: prints
+ *                    whether that free succeeded */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,7 +49,28 @@ static void *after_leak(size_t n) {
     return p;
 }
 
+static int own_context(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return 1;
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*create)(CUcontext *, unsigned, CUdevice) =
+        (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(h, "cuCtxCreate_v2");
+    CUresult (*alloc)(CUdeviceptr *, size_t) = (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2");
+    CUresult (*pop)(CUcontext *) = (CUresult(*)(CUcontext *))dlsym(h, "cuCtxPopCurrent_v2");
+    CUresult (*mfree)(CUdeviceptr) = (CUresult(*)(CUdeviceptr))dlsym(h, "cuMemFree_v2");
+    CUcontext ctx;
+    CUdeviceptr own;
+    if (!init || !create || !alloc || !pop || !mfree || init(0) || create(&ctx, 0, 0) || alloc(&own, 1 << 20) ||
+        pop(NULL))
+        return 1;
+    if (!before_reset(1 << 20)) return 1;
+    if (cudaDeviceReset() != cudaSuccess) return 2;
+    printf("own context's memory freed %d\n", mfree(own) == CUDA_SUCCESS);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "ctx") == 0) return own_context();
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     void *kept[3], *a, *h;
     for (int i = 0; i < 3; i++)

@@ -88,6 +88,8 @@ struct sim_alloc {
     int device;
     struct sim_pool *pool;
     CUmemAllocationProp prop;   /* SIM_HANDLE: as created */
+    int own_ctx;                /* made while a context of cuCtxCreate was
+                                   current: a primary reset leaves it */
     uint64_t handle;            /* SIM_MAPPED: the handle mapped there */
     UT_hash_handle hh;
 };
@@ -343,6 +345,7 @@ static struct sim_alloc *sim_record(uint64_t addr, int kind, size_t bytes, size_
     a->bytes = bytes;
     a->span = span;
     a->device = device;
+    a->own_ctx = sim_current && sim_current != &sim_dev[sim_current->device].primary;
     HASH_ADD(hh, sim_table, key, sizeof a->key, a);
     return a;
 }
@@ -604,16 +607,18 @@ static void sim_pool_trim(struct sim_pool *p, uint64_t keep);
 /* "Destroy all allocations and reset all state on the primary context":
  * what the device's memory held (cuMemAlloc, pitched, managed, arrays,
  * pool allocations and their pools' cache, IPC mappings) is given back,
- * freed or not; cuMemCreate's handles and pinned host memory stay. */
-SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
-    sim_count("cuDevicePrimaryCtxReset_v2");
+ * freed or not; cuMemCreate's handles, pinned host memory and what was
+ * made in a context of cuCtxCreate stay. */
+static CUresult sim_primary_reset(const char *api, CUdevice d) {
+    sim_count(api);
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
     struct sim_alloc *a, *next;
     HASH_ITER(hh, sim_table, a, next) {
         int k = a->key.kind;
-        if (a->device != d || !(k == SIM_DEVICE || k == SIM_ARRAY || k == SIM_POOLED || k == SIM_IMPORTED))
+        if (a->device != d || a->own_ctx ||
+            !(k == SIM_DEVICE || k == SIM_ARRAY || k == SIM_POOLED || k == SIM_IMPORTED))
             continue;
         if (k == SIM_POOLED) a->pool->used -= a->bytes;
         else if (k != SIM_IMPORTED) sim_dev[d].used -= a->bytes;
@@ -625,8 +630,14 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
     return CUDA_SUCCESS;
 }
 
+/* Each export calls the model itself: a call from one export to another
+ * would reach a preloaded library's export of the same name. */
+SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
+    return sim_primary_reset("cuDevicePrimaryCtxReset_v2", d);
+}
+
 SIM_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice d) {
-    return cuDevicePrimaryCtxReset_v2(d);
+    return sim_primary_reset("cuDevicePrimaryCtxReset", d);
 }
 
 SIM_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {

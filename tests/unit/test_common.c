@@ -203,6 +203,11 @@ static void test_user_line_rule(void) {
                              chain[0], chain[1], chain[2], entry, py[5], py[6]};
     CHECK_EQ(vt_site_index(own, 7), 5);
     CHECK_EQ(vt_site_through(own, 7, 5), 4);
+    /* vramtrace's own files by name: a user's folder of the same name is the user's. */
+    CHECK_EQ(vt_frame_is_library("/v/vramtrace_torch/__init__.py", "_submit", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/opt/vt/python/pytest_vramtrace/plugin.py", "f", NULL), 1);
+    CHECK_EQ(vt_frame_is_library("/home/me/proj/vramtrace_torch/mylib.py", "helper", NULL), 0);
+    CHECK_EQ(vt_frame_is_library("/home/me/proj/pytest_vramtrace/conftest.py", "f", NULL), 0);
     /* No user frame: the innermost frame, as before, and nothing beside it. */
     CHECK_EQ(vt_site_index(py, 5), 3);
     CHECK_EQ(vt_site_through(py, 5, 3), -1);

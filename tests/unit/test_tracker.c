@@ -9,7 +9,9 @@
 #include "../../report/growth.h"
 #include "../../report/holders.h"
 #include "../../report/postmortem.h"
+#include "../../tracker/released.h"
 #include "../../tracker/stack.h"
+#include "../../tracker/released.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -85,6 +87,60 @@ static void test_totals_peak_devices_host(void) {
     CHECK_EQ(s->nstacks, 2);
     vt_snapshot_free(s);
     vt_tracker_reset_child();
+}
+
+/* A reset of device 0: its memory of the kinds a context owns leaves the
+ * live counts as a free would and is kept by stack; device 1's, pinned
+ * host memory and cuMemCreate handles stay; a reset that failed puts the
+ * records back; an address the driver hands out again during the reset
+ * (to another thread) is a new allocation that the release leaves alone;
+ * what was released stays across later resets. */
+static void test_reset_releases_the_devices_memory(void) {
+    vt_tracker_alloc(0xa000, 1000, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_a, 3);
+    vt_tracker_alloc(0xa100, 2000, VT_KIND_ASYNC, 0, "cuMemAllocAsync", site_a, 3);
+    vt_tracker_alloc(0xa200, 4000, VT_KIND_MANAGED, 0, "cuMemAllocManaged", site_b, 3);
+    vt_tracker_alloc(0xa300, 300, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_b, 3);
+    vt_tracker_alloc(0xb000, 500, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_a, 3);
+    vt_tracker_alloc(0xc000, 64, VT_KIND_HOST, 0, "cuMemAllocHost_v2", site_a, 3);
+    vt_tracker_alloc(0x77, 8000, VT_KIND_VMM, 0, "cuMemCreate", site_b, 3);
+    size_t n = 99;
+    struct vt_holder *h = vt_tracker_released(&n);
+    CHECK(h == NULL);
+    CHECK_EQ(n, 0);
+    /* A reset that failed: nothing released, the records back. */
+    vt_tracker_release_end(vt_tracker_release_begin(0), 0);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 6, 15800, 15800, 7, 0, 0);
+    CHECK_EQ(s->nreleased, 0);
+    vt_snapshot_free(s);
+    struct vt_release *rl = vt_tracker_release_begin(0);
+    /* During the reset the driver hands 0xa000 out again. */
+    vt_tracker_alloc(0xa000, 10, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_b, 3);
+    vt_tracker_release_end(rl, 1);
+    s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 3, 8510, 15800, 8, 4, 0);
+    CHECK_HOST(s, 64, 1, 64);
+    CHECK_EQ(s->devices[0].live_bytes, 8010);
+    CHECK_EQ(s->devices[1].live_bytes, 500);
+    CHECK_EQ(s->nreleased, 2);
+    if (s->nreleased == 2) {   /* by stack, largest first: site_b 4300 in 2, site_a 3000 in 2 */
+        CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300); CHECK_EQ(s->released[0].count, 2);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 3000); CHECK_EQ(s->released[1].count, 2);
+    }
+    vt_snapshot_free(s);
+    vt_tracker_release_end(vt_tracker_release_begin(1), 1);
+    s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 2, 8010, 15800, 8, 5, 0);
+    CHECK_EQ(s->nreleased, 2);
+    if (s->nreleased == 2) {
+        CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 3500); CHECK_EQ(s->released[1].count, 3);
+    }
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+    h = vt_tracker_released(&n);
+    CHECK(h == NULL);
+    CHECK_EQ(n, 0);
 }
 
 /* A stand-in for vt_stack_capture_since: it answers VT_STACK_SAME when
@@ -731,6 +787,7 @@ int main(void) {
     test_bounded_snapshot_host_kinds_missed();
     test_ring_wraps();
     test_totals_peak_devices_host();
+    test_reset_releases_the_devices_memory();
     test_interning_and_holders();
     test_holders_of_every_kind();
     test_peak_table_merged_from_same_and_changed();
