@@ -67,7 +67,8 @@ int vt_cmd_diff(int argc, char **argv) {
             printf("usage: vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n\n"
                    "Change of live device bytes and allocations per call site (the holders at\n"
                    "exit of each dump), largest growth first.\n"
-                   "  --fail-over SIZE  exit status 1 when live bytes grew by more than SIZE\n"
+                   "  --fail-over SIZE  exit status 1 when live bytes (with what context resets\n"
+                   "                    released without a free) grew by more than SIZE\n"
                    "                    (bytes, or with K, M, G, T: 512M, 1.5G)\n"
                    "  --top N           rows to show, 1 to 100000 (default 20)\n");
             return vt_cli_flush("vramtrace diff");
@@ -128,17 +129,26 @@ int vt_cmd_diff(int argc, char **argv) {
             count[w] = add_sat(count[w], list[g].count_in[w]);
         }
     if (list) qsort(list, k, sizeof *list, by_growth);
+    /* What context resets released without a free: leaks too, not live;
+     * the limit applies to live and released bytes together. */
+    uint64_t released[2] = {0, 0};
+    for (int w = 0; w < 2; w++)
+        for (size_t i = 0; i < d[w].nreleased; i++) released[w] = add_sat(released[w], d[w].released[i].bytes);
     char a[32], b[32], c[48], e[48];
-    struct change grew = change_of(total[0], total[1]);
+    struct change grew = change_of(add_sat(total[0], released[0]), add_sat(total[1], released[1]));
     if (rc == 0) {
         fputs("vramtrace diff: ", stdout);
         vr_put_safe(stdout, paths[0]);
         fputs(" -> ", stdout);
         vr_put_safe(stdout, paths[1]);
         printf("\nlive: %s -> %s (%s); allocations: %" PRIu64 " -> %" PRIu64 " (%s)\n",
-               vr_bytes(total[0], a, sizeof a), vr_bytes(total[1], b, sizeof b), signed_bytes(grew, c, sizeof c),
+               vr_bytes(total[0], a, sizeof a), vr_bytes(total[1], b, sizeof b),
+               signed_bytes(change_of(total[0], total[1]), c, sizeof c),
                count[0], count[1], signed_count(change_of(count[0], count[1]), e, sizeof e));
         const struct vm_totals *t0 = &d[0].totals, *t1 = &d[1].totals;
+        if (released[0] || released[1])
+            printf("released by a context reset without a free (leaks, not in the rows below): %s -> %s\n",
+                   vr_bytes(released[0], a, sizeof a), vr_bytes(released[1], b, sizeof b));
         if (t0->host_live_bytes || t1->host_live_bytes)
             printf("pinned host memory (not in the rows below): %s -> %s\n",
                    vr_bytes(t0->host_live_bytes, a, sizeof a), vr_bytes(t1->host_live_bytes, b, sizeof b));
@@ -169,7 +179,8 @@ int vt_cmd_diff(int argc, char **argv) {
                 snprintf(c, sizeof c, "+%" PRIu64 " bytes", grew.by);
                 snprintf(b, sizeof b, "%" PRIu64 " bytes", limit);
             }
-            fprintf(stderr, "vramtrace diff: live bytes grew by %s, more than --fail-over %s\n", c, b);
+            fprintf(stderr, "vramtrace diff: live%s bytes grew by %s, more than --fail-over %s\n",
+                    released[0] || released[1] ? " and released" : "", c, b);
             rc = 1;
         }
     }

@@ -103,6 +103,7 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_text_forecast(f, d);
     vr_text_torch(f, d, d->torch, "");
     vr_put_holders(f, d, o);
+    vr_put_released(f, d, o->top);
     vr_put_growing(f, d, o->top);
     vr_put_live(f, d, o->top);
 }

@@ -78,6 +78,26 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_combined_free(c, n);
 }
 
+static void released_row(const void *ctx, size_t i, struct vt_holder_row *r) {
+    const struct vm_dump *d = ctx;
+    const struct vm_holder *x = &d->released[i];
+    char where[2048];
+    r->bytes = x->bytes;
+    r->count = x->count;
+    vr_safe(vm_site_label(d, x->stack, where, sizeof where), r->site, sizeof r->site);
+    r->frames = vm_stack_flat(d, x->stack);
+    r->nframes = r->frames ? d->stacks[x->stack].nframes : 0;
+}
+
+void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
+    if (!d->nreleased) return;
+    uint64_t total = 0;
+    for (size_t i = 0; i < d->nreleased; i++) total += d->released[i].bytes;
+    struct vt_holders_text h = {.title = "released by a context reset without a free (leaks, not live)",
+                                .n = d->nreleased, .total = total, .stacks = 1, .row = released_row, .ctx = d};
+    vt_put_holders(f, "", &h, (size_t)top, vr_put_safe);
+}
+
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct vm_dump *d = ctx;
     const struct vm_alloc *x = &d->live[i];

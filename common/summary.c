@@ -81,12 +81,13 @@ void vt_put_devices(FILE *f, const char *prefix, const struct vt_devices_text *d
 
 void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h, size_t top, vt_put_fn put) {
     const char *at = h->moment ? " at " : "", *moment = h->moment ? h->moment : "";
+    const char *title = h->title ? h->title : "largest holders";
     if (h->n == 0) {
-        fprintf(f, "%slargest holders%s%s by call site: none (no device memory %s)\n", prefix, at, moment,
+        fprintf(f, "%s%s%s%s by call site: none (no device memory %s)\n", prefix, title, at, moment,
                 h->moment ? "was live then" : "is live");
         return;
     }
-    fprintf(f, "%slargest holders%s%s by call site (%zu call site%s):\n", prefix, at, moment, h->n,
+    fprintf(f, "%s%s%s%s by call site (%zu call site%s):\n", prefix, title, at, moment, h->n,
             h->n == 1 ? "" : "s");
     char indent[64];
     snprintf(indent, sizeof indent, "%s      ", prefix);

@@ -103,6 +103,7 @@ struct vt_holder_row {
  * of the report's own moment, else the moment shown ("peak", "oom"). With
  * `stacks`, each row is followed by its frames. */
 struct vt_holders_text {
+    const char *title;         /* NULL: "largest holders" */
     const char *moment;
     size_t n;
     uint64_t total;
@@ -111,7 +112,8 @@ struct vt_holders_text {
     const void *ctx;
 };
 
-/* "PREFIXlargest holders[ at MOMENT] by call site (N call sites):" and the
+/* "PREFIXlargest holders[ at MOMENT] by call site (N call sites):" (TITLE
+ * for "largest holders" where one is given) and the
  * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE"; when there
  * are none, the one line "PREFIXlargest holders[ at MOMENT] by call site:
  * none (no device memory is live)" ("was live then" at a MOMENT). Both

@@ -188,6 +188,13 @@ def inproc_device_reset_releases_memory_never_freed():
         eq(p.returncode, 0, p.stderr)
         ok("  released by a context reset without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)\n"
            in p.stdout, p.stdout)
+        table = p.stdout[p.stdout.index("released by a context reset without a free (leaks"):].splitlines()
+        eq([l for l in table if not l.startswith("      #")][:3],
+           ["released by a context reset without a free (leaks, not live) by call site (2 call sites):",
+            f"    3.00 MiB  85.7%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
+            f"  512.00 KiB  14.3%      1 alloc   before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}"],
+           "the text report's table of what was released, with frames")
+        ok(table[2].startswith("      #0 0x") and f"in before_reset tests/progs/t_reset.c:" in table[2], table[2])
         p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
         j = json.loads(p.stdout)
         j = j["processes"][0] if "processes" in j else j
@@ -199,6 +206,21 @@ def inproc_device_reset_releases_memory_never_freed():
     eq((c.rc, c.out), (0, run([prog, "clean"], preload=False).out), "all freed before the reset")
     ok("released" not in c.err and "leak" not in c.err, c.err)
     eq((c.dump["released"], c.dump["totals"]["live_bytes"]), ([], 0), "nothing released")
+    # vramtrace diff: released bytes are leaks too, apart from the rows.
+    with workdir("vt-inproc-") as work:
+        paths = []
+        for name, dump in (("clean", c.dump), ("leak", d)):
+            paths.append(os.path.join(work, name + ".json"))
+            with open(paths[-1], "w") as f:
+                json.dump(v2_of({k: v for k, v in dump.items() if k != "_path"}), f)
+        for limit, rc, err in (("1M", 1, "vramtrace diff: live and released bytes grew by +3.51 MiB, more than "
+                                          "--fail-over 1.00 MiB\n"), ("4M", 0, "")):
+            p = subprocess.run([CLI, "diff", *paths, "--fail-over", limit], capture_output=True, text=True)
+            eq((p.returncode, p.stderr), (rc, err), f"diff --fail-over {limit}")
+            eq(p.stdout.splitlines()[1:3],
+               ["live: 0 B -> 8.00 KiB (+8.00 KiB); allocations: 0 -> 1 (+1)",
+                "released by a context reset without a free (leaks, not in the rows below): 0 B -> 3.50 MiB"],
+               "the diff's lines")
     # A context of the program's own on the device: which records are the
     # primary context's is not known, so the reset releases none (its
     # own memory is freed after the reset without an unknown free; the
