@@ -78,24 +78,69 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_combined_free(c, n);
 }
 
+/* What resets released, by call site as the holders table groups its
+ * stacks: the stacks of one label in one row, with the largest one's
+ * frames. */
+struct released_site {
+    char label[2048];
+    uint64_t bytes, count, largest;
+    size_t stack;
+};
+
+static int by_label(const void *a, const void *b) {
+    return strcmp(((const struct released_site *)a)->label, ((const struct released_site *)b)->label);
+}
+
+static int by_released(const void *a, const void *b) {
+    const struct released_site *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return strcmp(x->label, y->label);
+}
+
+struct released_ctx {
+    const struct vm_dump *d;
+    const struct released_site *s;
+};
+
 static void released_row(const void *ctx, size_t i, struct vt_holder_row *r) {
-    const struct vm_dump *d = ctx;
-    const struct vm_holder *x = &d->released[i];
-    char where[2048];
+    const struct released_ctx *c = ctx;
+    const struct released_site *x = &c->s[i];
     r->bytes = x->bytes;
     r->count = x->count;
-    vr_safe(vm_site_label(d, x->stack, where, sizeof where), r->site, sizeof r->site);
-    r->frames = vm_stack_flat(d, x->stack);
-    r->nframes = r->frames ? d->stacks[x->stack].nframes : 0;
+    vr_safe(x->label, r->site, sizeof r->site);
+    r->frames = vm_stack_flat(c->d, x->stack);
+    r->nframes = r->frames ? c->d->stacks[x->stack].nframes : 0;
 }
 
 void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     if (!d->nreleased) return;
+    struct released_site *s = calloc(d->nreleased, sizeof *s);
+    if (!s) { fputs("released by a context reset without a free: out of memory\n", f); return; }
+    for (size_t i = 0; i < d->nreleased; i++) {
+        const struct vm_holder *x = &d->released[i];
+        s[i] = (struct released_site){.bytes = x->bytes, .count = x->count, .largest = x->bytes, .stack = x->stack};
+        vm_site_label(d, x->stack, s[i].label, sizeof s[i].label);
+    }
+    qsort(s, d->nreleased, sizeof *s, by_label);
+    size_t n = 0;
     uint64_t total = 0;
-    for (size_t i = 0; i < d->nreleased; i++) total += d->released[i].bytes;
+    for (size_t i = 0; i < d->nreleased; i++) {
+        total += s[i].bytes;
+        if (n && strcmp(s[n - 1].label, s[i].label) == 0) {
+            struct released_site *y = &s[n - 1];
+            y->bytes += s[i].bytes;
+            y->count += s[i].count;
+            if (s[i].largest > y->largest) { y->largest = s[i].largest; y->stack = s[i].stack; }
+        } else if (n++ != i) {
+            s[n - 1] = s[i];
+        }
+    }
+    qsort(s, n, sizeof *s, by_released);
+    struct released_ctx c = {d, s};
     struct vt_holders_text h = {.title = "released by a context reset without a free (leaks, not live)",
-                                .n = d->nreleased, .total = total, .stacks = 1, .row = released_row, .ctx = d};
+                                .n = n, .total = total, .stacks = 1, .row = released_row, .ctx = &c};
     vt_put_holders(f, "", &h, (size_t)top, vr_put_safe);
+    free(s);
 }
 
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
