@@ -151,20 +151,18 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
         /* Still rising: its allocations reach into the later half of the
          * program's work since its first event (a model loaded, or a cache
          * filled in the first step, then kept for the rest of the run is a
-         * phase, not a leak). */
-        size_t since = i_end > x->i_first ? i_end - x->i_first : 0;
-        size_t spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
-        if (spread < since / 2) continue;
-        /* The same in the program's steps, which a caching allocator's
-         * steps leave out of the history (nothing allocated after the
-         * first): the boundaries since its first event, and before its
-         * last allocation. */
+         * phase, not a leak). The work is the program's steps where it
+         * marked any since that event (a caching allocator's later steps
+         * make no event; an evaluation pass after training makes many,
+         * but no step), else the history's events, all sites'. */
         uint64_t steps_since = 0, steps_spread = 0;
         for (ptrdiff_t j = last; j >= 0 && s->steps[j].time_ns > x->t_first; j--) {
             steps_since++;
             if (s->steps[j].time_ns <= x->t_last) steps_spread++;
         }
-        if (steps_spread < steps_since / 2) continue;
+        size_t since = i_end > x->i_first ? i_end - x->i_first : 0;
+        size_t spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
+        if (steps_since ? steps_spread < steps_since / 2 : spread < since / 2) continue;
         out[k].stack = lowest[i];
         out[k].first_floor = (uint64_t)x->floor[0];
         out[k].end_bytes = (uint64_t)x->live;

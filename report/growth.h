@@ -8,10 +8,13 @@
  * is above the one before and it still holds memory at the end: a
  * staircase, not one big allocation and not a loop that gives back what it
  * takes. And when it is still rising: its allocations reach into the later
- * half of the program's work since its first event, counted both in the
- * history's events (all sites') and in the program's step boundaries (a
- * caching allocator serves its later steps without an event); a model
- * loaded, or a cache filled in the first step, and kept is a phase.
+ * half of the program's work since its first event, counted in the
+ * program's step boundaries where it marked any since then (a caching
+ * allocator serves its later steps without an event; an evaluation pass
+ * after training makes events but no step), else in the history's events
+ * (all sites'); a model loaded, or a cache filled in the first step, and
+ * kept is a phase. Without steps, a program that goes on without
+ * allocating looks still rising (nothing counts its work).
  *
  * What a report says of a growing site is vt_growth_rate's, and nothing
  * else's: the rise (end minus first floor), over how many units of work,

@@ -618,6 +618,40 @@ static void test_growth_phase_is_not_a_leak(void) {
         CHECK_EQ(ng, nsteps == 10 ? 0 : 1);
         free(g);
     }
+    /* A leak at each of 6 epochs' ends, a step marked in each, then a long
+     * evaluation pass of alloc/free churn with no step: the steps count
+     * the work (the churn's events would make the leak look stopped). */
+    {
+        static struct vt_event e2[6 * 26 + 400];
+        static struct vt_live l2[24];
+        struct vt_step st2[6];
+        size_t n = 0, nl = 0;
+        uint64_t t = 100;
+        for (int e = 0; e < 6; e++) {
+            for (int i = 0; i < 10; i++, t += 10) {
+                e2[n++] = (struct vt_event){t, 0x900, 64, 1, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+                e2[n++] = (struct vt_event){t + 5, 0x900, 64, 1, 0, VT_EV_FREE, VT_KIND_DEVICE};
+            }
+            st2[e] = (struct vt_step){.step = (uint64_t)e + 1, .time_ns = t, .event = n};
+            t += 10;
+            for (int i = 0; i < 4; i++, t += 10) {
+                uint64_t a = 0x1000 + (uint64_t)(4 * e + i);
+                e2[n++] = (struct vt_event){t, a, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+                l2[nl++] = (struct vt_live){a, 10, t, 0, 1, 0, VT_KIND_DEVICE, VT_LIVE_NO_API, 0};
+            }
+        }
+        for (int i = 0; i < 200; i++, t += 10) {
+            e2[n++] = (struct vt_event){t, 0x900, 64, 1, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+            e2[n++] = (struct vt_event){t + 5, 0x900, 64, 1, 0, VT_EV_FREE, VT_KIND_DEVICE};
+        }
+        struct vt_snapshot s = history_of(e2, n, l2, nl, stacks, 2);
+        s.steps = st2;
+        s.nsteps = 6;
+        s.now_ns = t;
+        struct vt_growth g = the_growth(&s, s.now_ns);
+        CHECK_EQ(g.stack, 0);
+        CHECK_EQ(g.end_bytes, 240);
+    }
 }
 
 static void test_format(void) {
