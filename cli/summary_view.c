@@ -82,7 +82,7 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
  * stacks: the stacks of one label in one row, with the largest one's
  * frames. */
 struct released_site {
-    char label[2048];
+    char *label;
     uint64_t bytes, count, largest;
     size_t stack;
 };
@@ -116,10 +116,19 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     if (!d->nreleased) return;
     struct released_site *s = calloc(d->nreleased, sizeof *s);
     if (!s) { fputs("released by a context reset without a free: out of memory\n", f); return; }
-    for (size_t i = 0; i < d->nreleased; i++) {
-        const struct vm_holder *x = &d->released[i];
-        s[i] = (struct released_site){.bytes = x->bytes, .count = x->count, .largest = x->bytes, .stack = x->stack};
-        vm_site_label(d, x->stack, s[i].label, sizeof s[i].label);
+    char where[2048];
+    size_t made = 0;
+    for (; made < d->nreleased; made++) {
+        const struct vm_holder *x = &d->released[made];
+        s[made] = (struct released_site){.bytes = x->bytes, .count = x->count, .largest = x->bytes, .stack = x->stack,
+                                         .label = strdup(vm_site_label(d, x->stack, where, sizeof where))};
+        if (!s[made].label) break;
+    }
+    if (made < d->nreleased) {
+        fputs("released by a context reset without a free: out of memory\n", f);
+        for (size_t i = 0; i < made; i++) free(s[i].label);
+        free(s);
+        return;
     }
     qsort(s, d->nreleased, sizeof *s, by_label);
     size_t n = 0;
@@ -131,6 +140,7 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
             y->bytes += s[i].bytes;
             y->count += s[i].count;
             if (s[i].largest > y->largest) { y->largest = s[i].largest; y->stack = s[i].stack; }
+            free(s[i].label);
         } else if (n++ != i) {
             s[n - 1] = s[i];
         }
@@ -140,6 +150,7 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     struct vt_holders_text h = {.title = "released by a context reset without a free (leaks, not live)",
                                 .n = n, .total = total, .stacks = 1, .row = released_row, .ctx = &c};
     vt_put_holders(f, "", &h, (size_t)top, vr_put_safe);
+    for (size_t i = 0; i < n; i++) free(s[i].label);
     free(s);
 }
 

@@ -18,11 +18,12 @@ void vr_put_totals(FILE *f, const struct vm_dump *d);
 /* The holders of d at o->at merged by call site (vr_combine's rule), each
  * with its largest stack; a line saying so when the dump has none at that
  * moment. */
-/* What context resets released without a free, by stack (each its call
- * site and frames), as the holders table prints its rows; nothing when
- * the dump has none. */
-void vr_put_released(FILE *f, const struct vm_dump *d, int top);
 void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o);
+
+/* What context resets released without a free, by call site (stacks of
+ * one label in one row, with the largest one's frames), as the holders
+ * table prints its rows; nothing when the dump has none. */
+void vr_put_released(FILE *f, const struct vm_dump *d, int top);
 
 /* The largest live allocations of device memory this process owned. */
 void vr_put_live(FILE *f, const struct vm_dump *d, int top);

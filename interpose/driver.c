@@ -274,7 +274,8 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 /* cuDevicePrimaryCtxReset (cudaDeviceReset reaches it): the device's
  * memory is given back, freed or not. What the program had not freed
  * leaves the live counts as released without a free (tracker/released.h):
- * listed before the call, so that nothing allocated after it is taken. */
+ * out of the tables before the call, as a free's record is, so that an
+ * address handed out again during or after it is a new allocation. */
 #define PRIMARY_RESET(sym, dev)                                              \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_pass() || !vt_tracker_touched()) return real(dev);                \

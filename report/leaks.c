@@ -137,10 +137,10 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
         uint32_t st = h[i].stack;
         char site[2048];   /* as long as the holders table's */
         fprintf(f, "    call site: %s\n", vt_site_shown(sym, st, site, sizeof site));
-        for (size_t j = 0; j < nreleased; j++)
-            if (released[j].stack == st)
-                fprintf(f, "    released by a context reset without a free: %" PRIu64 " byte(s) in %" PRIu64
-                           " object(s)\n", released[j].bytes, (uint64_t)released[j].count);
+        const struct vt_holder *r = nreleased ? bsearch(&h[i], released, nreleased, sizeof *released, by_stack) : NULL;
+        if (r)
+            fprintf(f, "    released by a context reset without a free: %" PRIu64 " byte(s) in %" PRIu64
+                       " object(s)\n", r->bytes, (uint64_t)r->count);
         struct vt_frame frames[VT_MAX_FRAMES];
         size_t depth = vt_stack_frames(sym, st, frames);
         vt_put_frames(f, "    ", depth ? frames : NULL, depth, vt_put_display);
@@ -155,11 +155,15 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
     if (!g && s->nlive) vt_records_lost("the leak report");
     /* What a context's reset released without a free is leaked too (as
      * compute-sanitizer reports it at the reset): added to its stack's. */
-    const struct vt_holder *rel = s->released;
     nr = s->nreleased;
-    struct vt_holder *all = nr ? realloc(g, (ns + nr) * sizeof *g) : NULL;
-    if (nr && !all) vt_records_lost("the leak report");
-    else if (nr) {
+    struct vt_holder *rel = nr ? malloc(nr * sizeof *rel) : NULL;   /* by stack, for bsearch */
+    struct vt_holder *all = rel ? realloc(g, (ns + nr) * sizeof *g) : NULL;
+    if (nr && !all) {
+        vt_records_lost("the leak report");
+        nr = 0;
+    } else if (nr) {
+        memcpy(rel, s->released, nr * sizeof *rel);
+        qsort(rel, nr, sizeof *rel, by_stack);
         g = all;
         size_t live = ns;
         qsort(g, live, sizeof *g, by_stack);
@@ -208,5 +212,6 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
                 res.count);
     fflush(f);
     free(g);
+    free(rel);
     return res;
 }

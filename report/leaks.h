@@ -52,9 +52,10 @@ struct vt_leak_result {
 /* Each holder as a leak report prints it: a line "LEADN byte(s) in M
  * object(s) allocated from:" (LEAD "Direct leak of " in the leak report)
  * after an empty line, its "    call site: LABEL" line, then its frames as
- * LSan prints them; a stack also in `released` (nreleased of them: what
- * a context's reset released without a free, tracker/released.h) says
- * that part after the call site, in a line of vramtrace's own. */
+ * LSan prints them; a stack also in `released` (nreleased of them, in
+ * stack order: what a context's reset released without a free,
+ * tracker/released.h) says that part after the call site, in a line of
+ * vramtrace's own. */
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead, const struct vt_holder *released, size_t nreleased);
 
