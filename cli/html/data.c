@@ -68,32 +68,40 @@ static int frame_is_library(const struct vt_frame *fr) {
 }
 
 /* The tree of stacks: node (parent, frame) -> node id, by open addressing.
- * A slot holds a node's id (plus one; 0 is empty) and the key is read back
- * through the node's first dump node (rep): its parent's page node and its
- * frame's label. A slot of a 64-bit key and an id was 12 bytes, 12 MB of
- * the page's 31 MB for a dump of 387,000 nodes; a parent and a frame kept
- * for each node, 8 bytes, where rep is 4. */
+ * A slot holds the first dump node that made a page node (plus one; 0 is
+ * empty): the key is read back through it (its parent's page node and its
+ * frame's label) and so is the id (page_of). A slot of a 64-bit key and an
+ * id was 12 bytes, 12 MB of the page's 31 MB for a dump of 387,000 nodes;
+ * a slot of the page node, with each page node's dump node beside it
+ * (rep), was 8 bytes a node while the tree was built (84 MB of a page's
+ * 483 MB for 21,000,000 nodes): rep is made after the table is freed. */
 struct tree {
     uint32_t *slot;
     size_t cap, n;
-    uint32_t *rep;              /* each node's first dump node */
+    uint32_t *rep;              /* each page node's dump nodes, one of them; after the table */
     const struct vm_node *nodes; /* the dump's */
     const uint32_t *page_of;    /* each dump node's page node, UINT32_MAX before it has one */
     const uint32_t *fr_of;      /* each dump frame's label */
 };
 
-/* Node id's parent in the page's tree (UINT32_MAX at the root) and frame. */
-static uint32_t tree_parent(const struct tree *t, uint32_t id) {
-    uint32_t p = t->nodes[t->rep[id]].parent;
+/* Dump node m's parent's page node (UINT32_MAX at the root) and frame label. */
+static uint32_t dump_parent(const struct tree *t, uint32_t m) {
+    uint32_t p = t->nodes[m].parent;
     return p == VM_NO_NODE ? UINT32_MAX : t->page_of[p];
 }
 
-static uint32_t tree_frame(const struct tree *t, uint32_t id) { return t->fr_of[t->nodes[t->rep[id]].frame]; }
+static uint32_t dump_frame(const struct tree *t, uint32_t m) { return t->fr_of[t->nodes[m].frame]; }
+
+/* Node id's parent in the page's tree (UINT32_MAX at the root) and frame:
+ * every dump node of a page node has its key, so any serves (rep). */
+static uint32_t tree_parent(const struct tree *t, uint32_t id) { return dump_parent(t, t->rep[id]); }
+
+static uint32_t tree_frame(const struct tree *t, uint32_t id) { return dump_frame(t, t->rep[id]); }
 
 /* The page node of dump node m, whose parent's page node is parent (made
  * when it is new). */
 static uint32_t tree_node(struct tree *t, uint32_t m, uint32_t parent) {
-    uint32_t frame = t->fr_of[t->nodes[m].frame];
+    uint32_t frame = dump_frame(t, m);
     uint64_t key = ((((uint64_t)parent + 1) << 32) | frame) + 1;
     /* Mixed so that every bit of parent and frame reaches the slot's bits
      * (a slot from the product's middle bits saw only a parent's low bits:
@@ -102,13 +110,13 @@ static uint32_t tree_node(struct tree *t, uint32_t m, uint32_t parent) {
     uint64_t h = key * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
-    size_t i = (size_t)(h ^ h >> 32) & (t->cap - 1);
-    for (; t->slot[i]; i = (i + 1) & (t->cap - 1)) {
-        uint32_t id = t->slot[i] - 1;
-        if (tree_frame(t, id) == frame && tree_parent(t, id) == parent) return id;
+    /* The slot by the high half of a 64 by 64 bit product: any cap will do. */
+    size_t i = (size_t)(((unsigned __int128)(h ^ h >> 32) * t->cap) >> 64);
+    for (; t->slot[i]; i = i + 1 == t->cap ? 0 : i + 1) {
+        uint32_t x = t->slot[i] - 1;
+        if (dump_frame(t, x) == frame && dump_parent(t, x) == parent) return t->page_of[x];
     }
-    t->slot[i] = (uint32_t)t->n + 1;
-    t->rep[t->n] = m;
+    t->slot[i] = m + 1;
     return (uint32_t)t->n++;
 }
 
@@ -174,10 +182,10 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     struct vh_names names = {0};
     struct tree t = {0};
     /* At most three quarters full (a table kept half full was 34 MB of
-     * a page's 170 MB for 2,350,000 nodes). */
-    for (t.cap = 16; 3 * t.cap < 4 * (total + 1); t.cap *= 2) {}
+     * a page's 170 MB for 2,350,000 nodes), and no bigger: a power of two
+     * was up to half as big again. */
+    t.cap = total + total / 3 + 16;
     t.slot = calloc(t.cap, sizeof *t.slot);
-    t.rep = malloc((total + 1) * sizeof *t.rep);
     uint32_t *node_of = NULL;
     uint8_t *lib = malloc(d->nframes + 1);
     *site_of = NULL;
@@ -194,7 +202,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     t.nodes = d->nodes;
     t.page_of = page_of;
     t.fr_of = fr_of;
-    int ok = frames && t.slot && t.rep && lib && fr_of && page_of && path;
+    int ok = frames && t.slot && lib && fr_of && page_of && path;
     for (size_t i = 0; ok && i < d->nframes; i++) fr_of[i] = UINT32_MAX;
     for (size_t i = 0; ok && i < d->nnodes; i++) page_of[i] = UINT32_MAX;
     size_t nframes = 0;
@@ -228,8 +236,11 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
      * built. */
     free(t.slot); free(path);
     t.slot = NULL; path = NULL;
+    t.rep = ok ? malloc((t.n + 1) * sizeof *t.rep) : NULL;
     node_of = ok ? malloc((d->nstacks + 1) * sizeof *node_of) : NULL;
-    if (!node_of) ok = 0;
+    if (!t.rep || !node_of) ok = 0;
+    for (size_t m = 0; ok && m < d->nnodes; m++)
+        if (page_of[m] != UINT32_MAX) t.rep[page_of[m]] = (uint32_t)m;
     if (ok) {
         for (size_t i = 0; i < d->nstacks; i++) node_of[i] = d->stacks[i].nframes ? page_of[d->stacks[i].node] : UINT32_MAX;
         /* The names table's first entries are the frames, in order; then

@@ -103,13 +103,16 @@ def dump_version_2_stores_each_string_frame_and_prefix_once():
     eq(sum(len(s["frames"]) for s in v1["stacks"]), 20, "frames of all stacks, had each stack its own")
 
 
-def bench_dump(work, live, nstacks):
+def bench_dump(work, live, nstacks, outer=None):
     """The path of the dump bench/bench_dump.c writes in work: `live`
-    allocations kept over `nstacks` stacks of depth 26."""
-    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)], capture_output=True,
-                       text=True, timeout=300,
+    allocations kept over `nstacks` stacks of depth 26; with outer=D, stacks
+    that differ near their outermost frames, D plain levels below them
+    (kept whole: VRAMTRACE_DEPTH=256)."""
+    more = ["outer", str(outer)] if outer is not None else []
+    p = subprocess.run([os.path.join(BUILD, "bench", "bench_dump"), str(live), str(nstacks)] + more,
+                       capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"),
-                                VRAMTRACE_REPORT="off"))
+                                VRAMTRACE_REPORT="off", VRAMTRACE_DEPTH="256"))
     eq(p.returncode, 0, p.stderr)
     return os.path.join(work, "d.bench.json")
 
