@@ -371,7 +371,13 @@ $(T)/unit_events_asan: tests/unit/test_events.c tests/unit/check.h cli/model_eve
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g $(SAN_UNIT_ASAN) -o $@ tests/unit/test_events.c cli/model_events.c
 
-unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan
+# The dump reader's JSON scanner, alone: -O2 (its SSE2 loop as shipped) and
+# ASan+UBSan (each input in a buffer of its own size).
+$(T)/unit_scan $(T)/unit_scan_asan: tests/unit/test_scan.c tests/unit/check.h cli/model_scan.c cli/model_scan.h
+	@mkdir -p $(T)
+	$(CC) $(BASE) $(if $(findstring asan,$@),-O1 -g $(SAN_UNIT_ASAN),-O2 -g) -o $@ tests/unit/test_scan.c cli/model_scan.c
+
+unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan $(T)/unit_scan $(T)/unit_scan_asan
 	$(T)/unit
 	$(T)/unit_live
 	$(T)/unit_intern
@@ -392,6 +398,8 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_ev
 	$(T)/unit_cow
 	$(T)/unit_cow_asan
 	$(T)/unit_events_asan
+	$(T)/unit_scan
+	$(T)/unit_scan_asan
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Big dumps (`make bench`, or `python3 bench/bench_dump.py [LIVE NSTACKS]...`):
 for each shape, bench/bench_dump.c keeps LIVE allocations live over NSTACKS
-distinct stacks of depth 26 and writes one named dump; then prints the
+distinct stacks of depth 26 and writes one named dump (the third default
+shape: stacks of over 220 frames that differ near their outermost frames,
+`bench_dump 20000 20000 outer 210`, a node of the dump's tree for nearly
+every frame); then prints the
 dump's bytes per live allocation, per distinct frame and per event (each
 section's own bytes, and the whole against the budget 120 x live + 40 x
 frames + 16 x events), the write's time and the resident memory it added,
@@ -31,7 +34,7 @@ LIB = os.environ.get("BENCH_LIB", os.path.join(ROOT, "build", "libvramtrace.so")
 CLI = os.environ.get("BENCH_CLI", os.path.join(ROOT, "build", "vramtrace"))
 PROG = os.path.join(ROOT, "build", "bench", "bench_dump")
 BEFORE = os.environ.get("BENCH_BEFORE")
-SHAPES = [(1000000, 100000), (10000, 100000)]
+SHAPES = [(1000000, 100000, None), (10000, 100000, None), (20000, 20000, 210)]
 
 
 def section(text, key):
@@ -50,12 +53,15 @@ def timed(argv, **kw):
     return p, float(wall), float(user) + float(sys_), int(rss) * 1024
 
 
-def measure(lib, cli, prog, live, nstacks, work):
+def measure(lib, cli, prog, live, nstacks, outer, work):
     """One build's figures for one shape: the dump's sizes, the write's
     time and memory, and `report`'s of the dump."""
     out = os.path.join(work, "d.json")
     env = dict(os.environ, LD_PRELOAD=lib, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off")
-    p = subprocess.run([prog, str(live), str(nstacks)], env=env, capture_output=True, text=True, check=True)
+    more = []
+    if outer is not None:
+        more, env["VRAMTRACE_DEPTH"] = ["outer", str(outer)], "256"
+    p = subprocess.run([prog, str(live), str(nstacks)] + more, env=env, capture_output=True, text=True, check=True)
     f = dict(zip(p.stdout.split()[::2], p.stdout.split()[1::2]))
     path = f["path"]
     size = os.path.getsize(path)
@@ -92,11 +98,12 @@ def measure(lib, cli, prog, live, nstacks, work):
     return m
 
 
-def show(m, live, nstacks, label):
+def show(m, live, nstacks, outer, label):
     size, mb = m["size"], m["size"] / 1e6
     nlive, nframes, nevents, nnodes = m["nlive"], m["nframes"], m["nevents"], m["nnodes"]
     budget = 120 * nlive + 40 * nframes + 16 * nevents
-    print(f"  {label}{live:>9,} live over {nstacks:>7,} stacks: dump {mb:8.1f} MB (format {2 if m['v2'] else 1}), "
+    deep = f" (outer {outer})" if outer is not None else ""
+    print(f"  {label}{live:>9,} live over {nstacks:>7,} stacks{deep}: dump {mb:8.1f} MB (format {2 if m['v2'] else 1}), "
           f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {nframes:,} + 16 x {nevents:,}")
     print(f"      bytes: {m['live_bytes'] / max(nlive, 1):.1f} per live allocation, "
           f"{m['frame_bytes'] / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
@@ -112,7 +119,7 @@ def show(m, live, nstacks, label):
     print(f"      torch export: {m['tsize'] / size:.2f}x the dump ({m['tsize'] / 1e6:.1f} MB)")
 
 
-def shape(live, nstacks, work):
+def shape(live, nstacks, outer, work):
     """The shape with this build, and with BENCH_BEFORE's build first where
     it is set (a built checkout of an earlier commit: its library and CLI)."""
     runs = []
@@ -121,7 +128,7 @@ def shape(live, nstacks, work):
                      os.path.join(BEFORE, "build", "vramtrace"), PROG))
     runs.append(("after:  " if BEFORE else "", LIB, CLI, PROG))
     for label, lib, cli, prog in runs:
-        show(measure(lib, cli, prog, live, nstacks, work), live, nstacks, label)
+        show(measure(lib, cli, prog, live, nstacks, outer, work), live, nstacks, outer, label)
 
 
 def history(lib, cli, work, label):
@@ -145,12 +152,12 @@ def history(lib, cli, work, label):
 
 def main():
     args = [int(a) for a in sys.argv[1:]]
-    shapes = list(zip(args[::2], args[1::2])) or SHAPES
+    shapes = [(live, n, None) for live, n in zip(args[::2], args[1::2])] or SHAPES
     print(f"dumps: {os.path.relpath(LIB, ROOT) if LIB.startswith(ROOT) else LIB}, "
           f"{os.path.relpath(CLI, ROOT) if CLI.startswith(ROOT) else CLI}")
     with tempfile.TemporaryDirectory(prefix="vt-bench-dump-") as work:
-        for live, nstacks in shapes:
-            shape(live, nstacks, work)
+        for live, nstacks, outer in shapes:
+            shape(live, nstacks, outer, work)
         if not args:
             if BEFORE:
                 history(os.path.join(BEFORE, "build", "libvramtrace.so"), os.path.join(BEFORE, "build", "vramtrace"),

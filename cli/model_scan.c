@@ -1,5 +1,8 @@
 /* model_scan.c -- the JSON scanner of model_scan.h. */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "model_scan.h"
 
@@ -29,6 +32,10 @@ int vm_scan_int(struct vm_scan *p, int64_t *v) {
     if (s >= p->e || *s < '0' || *s > '9') return refuse(p, "not an integer");
     if (*s == '0' && s + 1 < p->e && s[1] >= '0' && s[1] <= '9') return refuse(p, "not an integer");
     uint64_t u = 0;
+    /* 18 digits cannot pass 2^63: no check (a division a digit was a
+     * third of the time a dump of 21,000,000 nodes took to read). */
+    for (const char *fast = p->e - s > 18 ? s + 18 : p->e; s < fast && (unsigned)(*s - '0') <= 9; s++)
+        u = u * 10 + (unsigned)(*s - '0');
     for (; s < p->e && *s >= '0' && *s <= '9'; s++) {
         unsigned d = (unsigned)(*s - '0');
         if (u > (UINT64_C(9223372036854775808) - d) / 10) return refuse(p, "an integer too big");
@@ -47,6 +54,9 @@ int vm_scan_u64(struct vm_scan *p, uint64_t *v) {
     if (s >= p->e || *s < '0' || *s > '9') return refuse(p, "not an integer");
     if (*s == '0' && s + 1 < p->e && s[1] >= '0' && s[1] <= '9') return refuse(p, "not an integer");
     uint64_t u = 0;
+    /* 19 digits cannot pass 2^64: no check. */
+    for (const char *fast = p->e - s > 19 ? s + 19 : p->e; s < fast && (unsigned)(*s - '0') <= 9; s++)
+        u = u * 10 + (unsigned)(*s - '0');
     for (; s < p->e && *s >= '0' && *s <= '9'; s++) {
         unsigned d = (unsigned)(*s - '0');
         if (u > (UINT64_MAX - d) / 10) return refuse(p, "an integer too big");
@@ -178,6 +188,26 @@ int vm_scan_raw_string(struct vm_scan *p, const char **at, size_t *len) {
     return 1;
 }
 
+/* The first of s..e that is a quote or a bracket (special), or e: sixteen
+ * bytes at a time where SSE2 is (a byte at a time, a fifth of the time a
+ * dump of 21,000,000 nodes took to read). */
+static const unsigned char *to_special(const unsigned char *s, const unsigned char *e, const unsigned char *special) {
+#ifdef __SSE2__
+    const __m128i q = _mm_set1_epi8('"'), lb = _mm_set1_epi8('['), rb = _mm_set1_epi8(']');
+    const __m128i lc = _mm_set1_epi8('{'), rc = _mm_set1_epi8('}');
+    for (; e - s >= 16; s += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, lb)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(v, rb),
+                                              _mm_or_si128(_mm_cmpeq_epi8(v, lc), _mm_cmpeq_epi8(v, rc))));
+        int bits = _mm_movemask_epi8(m);
+        if (bits) return s + __builtin_ctz((unsigned)bits);
+    }
+#endif
+    while (s < e && !special[*s]) s++;
+    return s;
+}
+
 int vm_scan_skip(struct vm_scan *p) {
     ws(p);
     /* Characters that matter inside a value: quotes and brackets. */
@@ -203,7 +233,7 @@ int vm_scan_skip(struct vm_scan *p) {
             p->passed(p->arg, (const char *)s);
             mark = e - s > VM_SCAN_STEP ? s + VM_SCAN_STEP : e;
         }
-        while (s < mark && !special[*s]) s++;
+        s = to_special(s, mark, special);
         if (s >= mark) continue;
         unsigned char c = *s++;
         if (c == '"') {
