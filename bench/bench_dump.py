@@ -101,10 +101,15 @@ def measure(lib, cli, prog, live, nstacks, outer, work):
 def show(m, live, nstacks, outer, label):
     size, mb = m["size"], m["size"] / 1e6
     nlive, nframes, nevents, nnodes = m["nlive"], m["nframes"], m["nevents"], m["nnodes"]
-    budget = 120 * nlive + 40 * nframes + 16 * nevents
+    # A distinct frame is a node of the stacks' prefix tree, a frame in a
+    # distinct call path (docs/performance.md, "Dumps"): a budget of the
+    # distinct return addresses alone has no room for the stacks at all.
+    budget = 120 * nlive + 40 * max(nframes, nnodes) + 16 * nevents
+    by_address = 120 * nlive + 40 * nframes + 16 * nevents
     deep = f" (outer {outer})" if outer is not None else ""
     print(f"  {label}{live:>9,} live over {nstacks:>7,} stacks{deep}: dump {mb:8.1f} MB (format {2 if m['v2'] else 1}), "
-          f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {nframes:,} + 16 x {nevents:,}")
+          f"{size / budget:.2f}x the budget 120 x {nlive:,} + 40 x {max(nframes, nnodes):,} frames in distinct "
+          f"paths + 16 x {nevents:,} ({size / by_address:.2f}x counting only the {nframes:,} distinct addresses)")
     print(f"      bytes: {m['live_bytes'] / max(nlive, 1):.1f} per live allocation, "
           f"{m['frame_bytes'] / max(nframes, 1):.1f} per distinct frame with its strings ({nframes:,} frames), "
           f"{m['node_bytes'] / max(nnodes, 1):.1f} per {'tree node' if m['v2'] else 'frame in a stack'} ({nnodes:,}), "
