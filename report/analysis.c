@@ -48,7 +48,7 @@ static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_s
     memo[i] = (struct memo){o->ticks, o->requested, torch_ns, o->stack, o->device, 1, *out};
 }
 
-struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth) {
+struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t growth_until) {
     struct vt_analysis *a = calloc(1, sizeof *a);
     if (!a) {
         vt_records_lost("the report's analysis");
@@ -58,7 +58,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     a->nholders = s->holders ? s->nholders : 0;
     if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
     if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
-    if (growth) a->growth = vt_find_growth(s, sym, s->now_ns, &a->ngrowth);
+    if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
     size_t n = s->nooms < VT_ANALYSED_OOMS ? s->nooms : VT_ANALYSED_OOMS;
     a->findings = n ? calloc(n, sizeof *a->findings) : NULL;

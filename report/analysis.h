@@ -41,14 +41,15 @@ struct vt_analysis {
 };
 
 /* Analyse snapshot s with its symbols (sym may be NULL). Growth over the
- * whole run is worked out when `growth` is set (an exit or on-demand
- * dump; at an out-of-memory failure the findings speak of growth up to
- * each failure instead). Findings are worked out for every OOM of s, up to
+ * whole run up to `growth_until` (a time of vt_now_ns, at or before the
+ * snapshot's) is worked out when it is set (an exit or on-demand dump,
+ * up to the moment it was asked for; at an out-of-memory failure, 0: the
+ * findings speak of growth up to each failure instead). Findings are worked out for every OOM of s, up to
  * VT_ANALYSED_OOMS, and for the latest; those of the first
  * VT_ANALYSED_OOMS once in the process's life, at the first analysis
  * after each (later ones reuse them). Never NULL: what memory did not allow is left empty.
  * It reads s's holder table in place: free it before s. */
-struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, int growth);
+struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t growth_until);
 void vt_analysis_free(struct vt_analysis *a);
 
 /* After fork, in the child: forget the parent's failures' findings. */

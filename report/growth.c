@@ -102,8 +102,8 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
             if (e->time_ns > x->t_last || x->allocs == 1) { x->t_last = e->time_ns; x->i_last = i; }
         }
     }
-    /* The program's work up to the end: the newest event in the history at
-     * or before it (any site, any kind). */
+    /* The program's work up to the end, in events: the newest event in the
+     * history at or before it (any site, any kind). */
     size_t i_end = 0;
     for (size_t i = s->nevents; i-- > 0;)
         if (vt_event_at(s, i).time_ns <= t_end) { i_end = i; break; }
@@ -153,16 +153,29 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
          * filled in the first step, then kept for the rest of the run is a
          * phase, not a leak). The work is the program's steps where it
          * marked any since that event (a caching allocator's later steps
-         * make no event; an evaluation pass after training makes many,
-         * but no step), else the history's events, all sites'. */
+         * make no event), else, in a run that marked steps before it, the
+         * history's events (an evaluation pass after training makes many,
+         * but no step), else the time up to the end: in a run that marks
+         * no step nothing else counts the work it does without allocating
+         * (the events stop with a caching allocator's warm-up, so that its
+         * last segments read as the run's end). */
         uint64_t steps_since = 0, steps_spread = 0;
         for (ptrdiff_t j = last; j >= 0 && s->steps[j].time_ns > x->t_first; j--) {
             steps_since++;
             if (s->steps[j].time_ns <= x->t_last) steps_spread++;
         }
-        size_t since = i_end > x->i_first ? i_end - x->i_first : 0;
-        size_t spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
-        if (steps_since ? steps_spread < steps_since / 2 : spread < since / 2) continue;
+        uint64_t since, spread;
+        if (steps_since) {
+            since = steps_since;
+            spread = steps_spread;
+        } else if (marked) {
+            since = i_end > x->i_first ? i_end - x->i_first : 0;
+            spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
+        } else {
+            since = t_end > x->t_first ? t_end - x->t_first : 0;
+            spread = x->t_last > x->t_first ? x->t_last - x->t_first : 0;
+        }
+        if (spread < since / 2) continue;
         out[k].stack = lowest[i];
         out[k].first_floor = (uint64_t)x->floor[0];
         out[k].end_bytes = (uint64_t)x->live;

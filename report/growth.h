@@ -10,11 +10,17 @@
  * takes. And when it is still rising: its allocations reach into the later
  * half of the program's work since its first event, counted in the
  * program's step boundaries where it marked any since then (a caching
- * allocator serves its later steps without an event; an evaluation pass
- * after training makes events but no step), else in the history's events
- * (all sites'); a model loaded, or a cache filled in the first step, and
- * kept is a phase. Without steps, a program that goes on without
- * allocating looks still rising (nothing counts its work).
+ * allocator serves its later steps without an event), else, in a run
+ * that marked steps before then, in the history's events (all sites': an
+ * evaluation pass after training makes events but no step), else, in a
+ * run that marks none, in time up to the end (t_end: at exit, the moment
+ * the outputs were asked for, before vramtrace symbolizes); a model
+ * loaded, or a cache filled in the first step, and kept is a phase. The
+ * history's events were the measure of runs without steps too, and a
+ * caching allocator's warm-up, the last events of a healthy run whose
+ * steps it then served, read as still rising. In a run without steps, a
+ * site whose growth lasted less than what the program did after it
+ * without allocating, its own exit included, is a phase too.
  *
  * What a report says of a growing site is vt_growth_rate's, and nothing
  * else's: the rise (end minus first floor), over how many units of work,

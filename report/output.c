@@ -342,6 +342,10 @@ static char named_path[PATH_MAX]; /* the last named dump written */
 static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     int leaked = 0;
     int at_exit = strcmp(reason, "exit") == 0;
+    /* The moment the outputs were asked for: the end of the program's work
+     * that growth counts (symbolizing a big program's libraries below
+     * takes seconds, which are vramtrace's own and no work of its). */
+    uint64_t asked = vt_now_ns();
     /* The frames first: libdwfl's memory is gone before the live list is
      * copied (symbolize.h). */
     struct vt_symbols_ahead *ahead = vt_symbolize_ahead(at_exit ? VT_EXIT_WAIT_NS : 0);
@@ -376,7 +380,7 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     };
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */
-    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0);
+    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0 ? asked : 0);
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;

@@ -445,6 +445,79 @@ def torch_truth_a_healthy_loop_has_no_growing_site():
     ok(d["live"], "memory live at exit")
 
 
+def preloaded(script, capacity="8G"):
+    """Run the Python script (text) with the library preloaded and nothing
+    else (no `vramtrace run`, so no companion and no step marked) on a
+    simulated GPU of `capacity`; return (its stdout, its exit dump, its
+    exit summary)."""
+    work = tempfile.mkdtemp(prefix="vt-truth-pre-")
+    try:
+        with open(os.path.join(work, "train.py"), "w") as f:
+            f.write(script)
+        p = in_dir([SIMRUN, "--torch", "--", "python3", "train.py"], work,
+                   clean_env(SIMGPU_CAPACITY=capacity, SIMGPU_CONTEXT="300M", LD_PRELOAD=LIB,
+                             VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                             VRAMTRACE_REPORT=os.path.join(work, "report.txt")))
+        eq(p.returncode, 0, f"train.py with the library preloaded: {p.stderr[-2000:]}")
+        d = json.load(open(os.path.join(work, "d.json")))
+        return p.stdout, d, open(os.path.join(work, "report.txt")).read()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@torch_test
+def torch_truth_a_healthy_loop_preloaded_has_no_growing_site():
+    """The same healthy loop with the library preloaded alone: no step is
+    marked, and backward's cache, filled in the first step and served from
+    for the other 29 without an event, was the history's last events, so
+    it read as still rising: a leak suspect at the exit of every healthy
+    run started as `LD_PRELOAD=libvramtrace.so python train.py`. Without
+    steps, the time up to the exit counts the work now (report/growth.c)."""
+    out, d, report = preloaded(HEALTHY)
+    eq(out, "done\n", "the run")
+    eq((d["reason"], d["steps_total"]), ("exit", 0), "the exit dump, no step marked")
+    allocs = [e for e in v1_view(d)["events"] if e[1] == "alloc"]
+    last = [e for e in allocs if e[5] == allocs[-1][5]]
+    ok(len(last) >= 4, f"the history's last allocations, a staircase of their own: {len(last)}")
+    eq(d["growing"], [], "no growing site")
+    ok("growing call site" not in report, report)
+
+
+LEAK_PRELOADED = r"""
+import time, torch
+model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(4)]).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+kept = []
+for step in range(1500):
+    model(torch.randn(64, 256, device="cuda")).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    kept.append(torch.zeros(1 << 20, device="cuda"))  # LINE:kept
+    time.sleep(0.004)  # the step's wait for its kernels: 6 s in all
+print("done", len(kept))
+"""
+
+
+@torch_test
+def torch_truth_a_leak_preloaded_is_still_a_growing_site():
+    """A loop keeping a 4 MiB tensor at each of its 1,500 steps (each
+    waiting 4 ms, as for its kernels), with the library preloaded alone:
+    the caching allocator takes a 20 MiB segment every five steps until the
+    end, so the kept line is still rising at exit by the time since its
+    first allocation (the interpreter's own exit after the loop, 1.5 s
+    here, is much shorter than the loop's 6 s; a loop shorter than it reads
+    as a phase, README), and it is the one growing site, with every one of
+    its segments."""
+    out, d, report = preloaded(LEAK_PRELOADED, capacity="16G")
+    eq(out, "done 1500\n", "the run")
+    eq(d["steps_total"], 0, "no step marked")
+    line = next(i for i, x in enumerate(LEAK_PRELOADED.splitlines(), 1) if "LINE:kept" in x)
+    g = d["growing"]
+    eq(len(g), 1, f"one growing site: {g}")
+    eq((g[0]["first_bytes"], g[0]["end_bytes"], g[0]["allocations"]), (0, 300 * 20 * MiB, 300), "its rise")
+    ok(f"train.py:{line}" in report.split("growing call site")[1].splitlines()[1], report)
+
+
 HISTORY = r"""
 import torch
 torch.manual_seed(0)

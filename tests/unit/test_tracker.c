@@ -521,14 +521,20 @@ static void test_growth_with_events_out_of_order(void) {
     free(g);
 }
 
-/* A site that grew in four steps early in a run and was reported much
- * later (a slow exit, a busy machine) is growing all the same: the windows
- * are the site's own events, not wall time up to the report. */
-static void test_growth_ignores_time_to_the_report(void) {
+/* A site that grew in four steps early in a run: reported right after,
+ * it is growing; reported a second later by a program that marked no step,
+ * its rise was a phase of the run (without steps only the time counts the
+ * work a program does without allocating: a caching allocator's warm-up
+ * then its quiet steps read so); with the program's steps marked, the
+ * steps count the work, and a report a second later finds it all the same
+ * (a slow exit does not hide it). The windows are the site's own events,
+ * whichever. */
+static void test_growth_counts_the_work_to_the_report(void) {
     struct vt_stack st = {0, 3, site_a};
     const struct vt_stack *stacks[] = {&st};
     struct vt_event ev[8];
     struct vt_live live[4];
+    struct vt_step steps[4];
     /* Each step allocates 10 and frees the step's scratch of 5: 5 kept. */
     for (int i = 0; i < 4; i++) {
         ev[2 * i] = (struct vt_event){100 + 20 * (uint64_t)i, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC,
@@ -537,15 +543,36 @@ static void test_growth_ignores_time_to_the_report(void) {
                                           VT_KIND_DEVICE};
         live[i] = (struct vt_live){0x100 + (uint64_t)i, 5, 100 + 20 * (uint64_t)i, 0, 1, 0, VT_KIND_DEVICE,
                                    VT_LIVE_NO_API, 0};
+        steps[i] = (struct vt_step){.step = (uint64_t)i + 1, .time_ns = 115 + 20 * (uint64_t)i,
+                                    .event = 2 * (uint64_t)i + 2};
     }
     struct vt_snapshot s = history_of(ev, 8, live, 4, stacks, 1);
-    for (int k = 0; k < 2; k++) {
-        s.now_ns = k ? 1000000000 : 200; /* right after the steps; a second later */
-        struct vt_growth g = the_growth(&s, s.now_ns);
-        CHECK_EQ(g.first_floor, 0);
-        CHECK_EQ(g.end_bytes, 20);
-        CHECK_EQ(g.allocs, 4);
-        CHECK_EQ(g.t_last_ns, 160);
+    for (int k = 0; k < 3; k++) {
+        s.now_ns = k ? 1000000000 : 200; /* right after the steps; a second later, without and with steps */
+        s.steps = k == 2 ? steps : NULL;
+        s.nsteps = k == 2 ? 4 : 0;
+        size_t n = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
+        CHECK_EQ(n, k == 1 ? 0 : 1);
+        if (n == 1) {
+            CHECK_EQ(g[0].first_floor, 0);
+            CHECK_EQ(g[0].end_bytes, 20);
+            CHECK_EQ(g[0].allocs, 4);
+            CHECK_EQ(g[0].t_last_ns, 160);
+            CHECK_EQ(g[0].marked, k == 2);
+        }
+        free(g);
+    }
+    /* Without steps, at the half: the last allocation at 160 is in the
+     * later half of 100 to 220 (at its middle), not of 100 to 222. */
+    s.steps = NULL;
+    s.nsteps = 0;
+    for (uint64_t end = 220; end <= 222; end += 2) {
+        s.now_ns = end;
+        size_t n = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
+        CHECK_EQ(n, end == 220 ? 1 : 0);
+        free(g);
     }
 }
 
@@ -831,7 +858,7 @@ int main(void) {
     test_failures();
     test_holders_at_peak_and_oom();
     test_growth_with_events_out_of_order();
-    test_growth_ignores_time_to_the_report();
+    test_growth_counts_the_work_to_the_report();
     test_growth_phase_is_not_a_leak();
     test_format();
     test_dump_writes_every_section();
