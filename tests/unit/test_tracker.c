@@ -579,8 +579,8 @@ static void test_growth_counts_the_work_to_the_report(void) {
 /* A site that filled in one phase and kept it (a model loaded, a cache
  * filled in the first step) is not growing, though its own events make a
  * staircase: its allocations stopped in the first half of the program's
- * work since its first event, counted in the history's events and in the
- * program's steps. The same site allocating again at the end is. */
+ * work since its first event, counted in time (a run without steps) and
+ * in the program's steps. The same site allocating again at the end is. */
 static void test_growth_phase_is_not_a_leak(void) {
     struct vt_stack sa = {0, 3, site_a}, sb = {1, 3, site_b};
     const struct vt_stack *stacks[] = {&sa, &sb};
