@@ -145,6 +145,10 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         goto not_v2;
     }
     if (!version2) goto not_v2;
+    /* Nothing but white space after the object: what follows is jansson's
+     * to refuse ("end of file expected"), as it refuses it after any dump. */
+    for (p.s++; p.s < p.e && (*p.s == ' ' || *p.s == '\n' || *p.s == '\r' || *p.s == '\t');) p.s++;
+    if (p.s != p.e) goto not_v2;
     out[n++] = '}';
     *small = out;
     *nsmall = n;

@@ -4,6 +4,7 @@
 
 #include "../common/format.h"
 #include "growth.h"
+#include "owntime.h"
 #include "holders.h"
 
 #define WINDOWS 4
@@ -172,8 +173,10 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
             since = i_end > x->i_first ? i_end - x->i_first : 0;
             spread = x->i_last > x->i_first ? x->i_last - x->i_first : 0;
         } else {
-            since = t_end > x->t_first ? t_end - x->t_first : 0;
-            spread = x->t_last > x->t_first ? x->t_last - x->t_first : 0;
+            /* vramtrace's own outputs meanwhile (an earlier dump, a
+             * post-mortem) are no work of the program's (owntime.h). */
+            since = t_end > x->t_first ? t_end - x->t_first - vt_own_time_within(x->t_first, t_end) : 0;
+            spread = x->t_last > x->t_first ? x->t_last - x->t_first - vt_own_time_within(x->t_first, x->t_last) : 0;
         }
         if (spread < since / 2) continue;
         out[k].stack = lowest[i];

@@ -22,6 +22,7 @@
 #include "leaks.h"
 #include "live.h"
 #include "outfile.h"
+#include "owntime.h"
 #include "output.h"
 #include "postmortem.h"
 #include "symbolize.h"
@@ -339,13 +340,24 @@ static char named_path[PATH_MAX]; /* the last named dump written */
  * waits for the tracker's locks VT_EXIT_WAIT_NS at most. With torch_only
  * (an "oom" dump again once PyTorch's record of it came) the report gets
  * PyTorch's breakdown alone. */
+static int write_outputs_from(const char *reason, unsigned seq, int torch_only, uint64_t asked);
+
+/* The outputs, and the time they took kept as vramtrace's own
+ * (owntime.h): growth measured in time does not count it as the
+ * program's (a dump of many stacks takes seconds). */
 static int write_outputs(const char *reason, unsigned seq, int torch_only) {
-    int leaked = 0;
-    int at_exit = strcmp(reason, "exit") == 0;
     /* The moment the outputs were asked for: the end of the program's work
      * that growth counts (symbolizing a big program's libraries below
      * takes seconds, which are vramtrace's own and no work of its). */
     uint64_t asked = vt_now_ns();
+    int rc = write_outputs_from(reason, seq, torch_only, asked);
+    vt_own_time_add(asked, vt_now_ns());
+    return rc;
+}
+
+static int write_outputs_from(const char *reason, unsigned seq, int torch_only, uint64_t asked) {
+    int leaked = 0;
+    int at_exit = strcmp(reason, "exit") == 0;
     /* The frames first: libdwfl's memory is gone before the live list is
      * copied (symbolize.h). */
     struct vt_symbols_ahead *ahead = vt_symbolize_ahead(at_exit ? VT_EXIT_WAIT_NS : 0);
@@ -530,6 +542,7 @@ int vt_output_named(const char *name, char *path, size_t size) {
 }
 
 void vt_output_reset_child(void) {
+    vt_own_time_reset();
     pthread_mutex_init(&out_lock, NULL);
     vt_warn_reset_child();
     vt_analysis_reset_child();

@@ -618,6 +618,30 @@ def cli_counts_above_int64_read_exactly():
 
 
 @test
+def cli_text_after_the_dump_refused():
+    """Text after a version 2 dump's closing brace (a stray byte, a second
+    dump appended to the same file) is refused with jansson's one line, as
+    after a version 1 dump: the reader's scanner of version 2 stopped at the
+    brace and printed the first dump alone. White space after it is read."""
+    d = open(seed("v2-host-vmm.json"), "rb").read().rstrip()
+    with workdir("vt-cli-tail-") as work:
+        path = os.path.join(work, "d.json")
+        open(path, "wb").write(d)
+        want = cli(["report", path])
+        eq((want[0], want[2]), (0, ""), "the dump itself")
+        lines = d.decode().count("\n") + 1
+        for tail, why in ((b"X", "line %d, column %d: end of file expected near 'X'" % (lines, len(d.decode().rsplit("\n", 1)[-1]) + 1)),
+                          (b"\n" + d, "line %d, column 1: end of file expected near '{'" % (lines + 1))):
+            open(path, "wb").write(d + tail)
+            for fmt in ("text", "json", "folded", "html", "torch"):
+                rc, out, err = cli(["report", path, "--format", fmt])
+                eq((rc, out, err), (1, b"", f"vramtrace report: {path}: not valid JSON ({why})\n"),
+                   f"{tail[:2]!r} after the dump, {fmt}")
+        open(path, "wb").write(d + b"\n \t\r\n")
+        eq(cli(["report", path]), want, "white space after the dump")
+
+
+@test
 def cli_duplicate_keys_refused_whichever_field():
     """A top-level key given twice is refused with jansson's one error line,
     whichever field it is: before, a second copy of a version 2 table that

@@ -118,6 +118,26 @@ def bench_dump(work, live, nstacks, outer=None):
 
 
 @test
+def dump_named_then_exit_agree_on_growth():
+    """bench_dump keeps 20,000 allocations from 20,000 deep stacks of one
+    call site (no step marked), then writes a named dump, then exits: the
+    exit's report follows at once. Both dumps list the site as growing,
+    with all its allocations: the named dump's own time (symbolizing and
+    writing 20,000 deep stacks, several times the growth's) is not the
+    program's work (report/owntime.h); it was, and the exit dump listed
+    nothing."""
+    with workdir("vt-dump-owntime-") as work:
+        named = bench_dump(work, 20000, 20000, outer=240)
+        growing = []
+        for path in (named, os.path.join(work, "d.json")):
+            with open(path) as f:
+                d = json.load(f)
+            eq(d["steps_total"], 0, "no step marked")
+            growing.append([(g["first_bytes"], g["end_bytes"], g["allocations"]) for g in d["growing"]])
+        eq(growing, [[(0, 20000 * 256, 20000)]] * 2, "the named dump's growing site and the exit's")
+
+
+@test
 def dump_version_2_size_per_allocation_frame_and_event():
     """20,000 live allocations over 2,000 stacks of depth 26 (bench/bench_dump.c):
     within 120 bytes a live allocation + 40 a frame + 16 an event."""

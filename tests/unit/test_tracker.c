@@ -7,6 +7,7 @@
 #include "../../report/dump.h"
 #include "../../common/format.h"
 #include "../../report/growth.h"
+#include "../../report/owntime.h"
 #include "../../report/holders.h"
 #include "../../report/postmortem.h"
 #include "../../tracker/released.h"
@@ -563,6 +564,31 @@ static void test_growth_counts_the_work_to_the_report(void) {
         }
         free(g);
     }
+    /* Without steps, a second later, but all of it but 40 ns vramtrace's
+     * own outputs (a dump of many stacks before the exit's): 60 of 100 ns
+     * of the program's, still rising; their time within the growth does
+     * not count either (here 20 of its 60 ns: 40 of 80). */
+    s.steps = NULL;
+    s.nsteps = 0;
+    s.now_ns = 1000000000;
+    vt_own_time_add(180, 1000000000 - 20);
+    for (int k = 0; k < 2; k++) {
+        size_t n = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
+        CHECK_EQ(n, 1);
+        free(g);
+        if (k == 0) vt_own_time_add(120, 140); /* inside the growth: 40 of 80 is still half */
+    }
+    vt_own_time_add(150, 155); /* 35 of 75: a phase */
+    {
+        size_t n = 99;
+        struct vt_growth *g = vt_find_growth(&s, NULL, s.now_ns, &n);
+        CHECK_EQ(n, 0);
+        free(g);
+    }
+    CHECK_EQ(vt_own_time_within(0, UINT64_MAX), 1000000000 - 200 - 20 + 40 + 5);
+    vt_own_time_reset();
+    CHECK_EQ(vt_own_time_within(0, UINT64_MAX), 0);
     /* Without steps, at the half: the last allocation at 160 is in the
      * later half of 100 to 220 (at its middle), not of 100 to 222. */
     s.steps = NULL;

@@ -1,0 +1,25 @@
+/* owntime.h -- the stretches of time vramtrace spent writing its own
+ * outputs (a dump, a post-mortem, the exit report: symbolizing, analysing,
+ * writing), so that what measures a program's work in time (growth.h, in
+ * a run that marks no step) does not count them as the program's.
+ *
+ * Kept for the newest VT_OWN_SPANS outputs; an older one is forgotten
+ * (its time then counts as the program's, as all of it did before). Written
+ * and read under the output's lock (report/output.c). */
+#ifndef VT_OWNTIME_H
+#define VT_OWNTIME_H
+
+#include <stdint.h>
+
+#define VT_OWN_SPANS 256
+
+/* One output took [from, to) (vt_now_ns times, from <= to). */
+void vt_own_time_add(uint64_t from, uint64_t to);
+
+/* How much of [from, to) the kept outputs took. */
+uint64_t vt_own_time_within(uint64_t from, uint64_t to);
+
+/* Forget every output (a forked child's outputs are its own). */
+void vt_own_time_reset(void);
+
+#endif
