@@ -55,20 +55,25 @@ static void give_back_read(void *arg, const char *upto) {
     }
 }
 
-/* Which big array the key [kat, kat + klen) names, its escapes decoded as
- * jansson decodes them, or -1. */
-static int array_named(const char *kat, size_t klen) {
+/* Whether the key [kat, kat + klen) is `want`, its escapes decoded as
+ * jansson decodes them. */
+static int key_is(const char *kat, size_t klen, const char *want) {
     char decoded[80], *o = decoded;
     const char *name = kat;
     size_t n = klen;
     if (memchr(kat, '\\', klen)) {
         /* None of the names is longer than 12 characters of 6 bytes each. */
         struct vm_scan s = {kat - 1, kat + klen + 1, NULL, NULL, NULL};
-        if (klen > 72 || !vm_scan_string(&s, &o, &name)) return -1;
+        if (klen > 72 || !vm_scan_string(&s, &o, &name)) return 0;
         n = strlen(name);
     }
+    return n == strlen(want) && memcmp(name, want, n) == 0;
+}
+
+/* Which big array the key [kat, kat + klen) names, or -1. */
+static int array_named(const char *kat, size_t klen) {
     for (int k = 0; k < V2_NARRAYS; k++)
-        if (n == strlen(array_keys[k]) && memcmp(name, array_keys[k], n) == 0) return k;
+        if (key_is(kat, klen, array_keys[k])) return k;
     return -1;
 }
 
@@ -81,6 +86,21 @@ static void where_is(const char *buf, const char *end, int *line, int *column) {
         if (*s == '\n') ++*line, *column = 1;
         else if ((*s & 0xc0) != 0x80) ++*column;
     }
+}
+
+/* A key: its raw text (escapes kept, each skipped whole, so that an
+ * escaped quote does not end it) at *at, *len; p past its closing quote.
+ * 0 when no string comes next. */
+static int key_string(struct vm_scan *p, const char **at, size_t *len) {
+    while (p->s < p->e && (*p->s == ' ' || *p->s == '\n' || *p->s == '\r' || *p->s == '\t')) p->s++;
+    if (p->s >= p->e || *p->s != '"') return 0;
+    const char *s = p->s + 1;
+    while (s < p->e && *s != '"') s += *s == '\\' ? 2 : 1;
+    if (s >= p->e) return 0;
+    *at = p->s + 1;
+    *len = (size_t)(s - p->s - 1);
+    p->s = s + 1;
+    return 1;
 }
 
 int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall) {
@@ -101,7 +121,7 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         const char *key = p.s;
         const char *kat;
         size_t klen;
-        if (!vm_scan_raw_string(&p, &kat, &klen) || !vm_scan_lit(&p, ':')) goto not_v2;
+        if (!key_string(&p, &kat, &klen) || !vm_scan_lit(&p, ':')) goto not_v2;
         size_t keyend = (size_t)(p.s - key);
         const char *val = p.s;
         if (!vm_scan_skip(&p)) goto not_v2;
@@ -115,7 +135,7 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
             sp->duplicate_len = klen + 2;
             where_is(buf, kat + klen, &sp->duplicate_line, &sp->duplicate_column);
         }
-        if (klen == 7 && memcmp(kat, "version", 7) == 0) {
+        if (key_is(kat, klen, "version")) {
             struct vm_scan v = {val, val + vlen, NULL, NULL, NULL};
             int64_t ver;
             version2 = vm_scan_int(&v, &ver) && ver == 2;

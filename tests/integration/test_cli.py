@@ -642,6 +642,30 @@ def cli_text_after_the_dump_refused():
 
 
 @test
+def cli_escaped_keys_read_as_jansson_reads_them():
+    """A version 2 dump whose "version" key is written with an escape, or
+    with a key of its own holding an escaped quote, is read as Python and
+    jansson read it: every format the same as from the plain dump. Both
+    were refused as a dump of an unsupported version (the version key was
+    compared undecoded, and an escaped quote ended a key)."""
+    text = open(seed("v2-host-vmm.json")).read()
+    with workdir("vt-cli-esc-") as work:
+        plain = os.path.join(work, "plain.json")
+        open(plain, "w").write(text)
+        for name, edited in (("version", text.replace('"version"', '"versio\\u006e"', 1)),
+                             ("own key", text.rstrip()[:-1] + ', "x\\"y]": [1, "}"]}'),
+                             ("own key first", '{"a\\"b": 1, ' + text.lstrip()[1:])):
+            eq(json.loads(edited)["version"], 2, f"{name}: Python reads it as version 2")
+            path = os.path.join(work, "d.json")
+            open(path, "w").write(edited)
+            for fmt in ("text", "json", "folded", "html", "torch"):
+                rc, out, err = cli(["report", path, "--format", fmt])
+                want = cli(["report", plain, "--format", fmt])
+                eq((rc, err), (0, ""), f"{name}, {fmt}")
+                eq(out.replace(b"d.json", b"plain.json"), want[1], f"{name}, {fmt}: as from the plain dump")
+
+
+@test
 def cli_duplicate_keys_refused_whichever_field():
     """A top-level key given twice is refused with jansson's one error line,
     whichever field it is: before, a second copy of a version 2 table that
