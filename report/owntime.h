@@ -3,9 +3,10 @@
  * writing), so that what measures a program's work in time (growth.h, in
  * a run that marks no step) does not count them as the program's.
  *
- * Kept for the newest VT_OWN_SPANS outputs; an older one is forgotten
- * (its time then counts as the program's, as all of it did before). Written
- * and read under the output's lock (report/output.c). */
+ * Kept for the newest VT_OWN_SPANS stretches; an older one is forgotten
+ * (its time then counts as the program's, as all of it did before). Each
+ * output (report/output.c) is one, and the exit's own work before its
+ * outputs (the live view's last round waited for, interpose/init.c). */
 #ifndef VT_OWNTIME_H
 #define VT_OWNTIME_H
 
@@ -13,7 +14,7 @@
 
 #define VT_OWN_SPANS 256
 
-/* One output took [from, to) (vt_now_ns times, from <= to). */
+/* vramtrace's own work took [from, to) (vt_now_ns times, from <= to). */
 void vt_own_time_add(uint64_t from, uint64_t to);
 
 /* How much of [from, to) the kept outputs took. */
