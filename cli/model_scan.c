@@ -51,6 +51,13 @@ int vm_scan_int(struct vm_scan *p, int64_t *v) {
 int vm_scan_u64(struct vm_scan *p, uint64_t *v) {
     ws(p);
     const char *s = p->s;
+    /* "-0" is jansson's integer 0, a count a version 1 dump may hold. */
+    if (p->e - s >= 2 && s[0] == '-' && s[1] == '0' &&
+        (p->e - s == 2 || ((unsigned)(s[2] - '0') > 9 && s[2] != '.' && s[2] != 'e' && s[2] != 'E'))) {
+        *v = 0;
+        p->s = s + 2;
+        return 1;
+    }
     if (s >= p->e || *s < '0' || *s > '9') return refuse(p, "not an integer");
     if (*s == '0' && s + 1 < p->e && s[1] >= '0' && s[1] <= '9') return refuse(p, "not an integer");
     uint64_t u = 0;

@@ -666,6 +666,39 @@ def cli_escaped_keys_read_as_jansson_reads_them():
 
 
 @test
+def cli_minus_zero_count_read_as_jansson_reads_it():
+    """A count written "-0" in a version 2 dump's tables (live allocations'
+    times) is 0, as Python and jansson read it: every format the same as
+    from the dump with 0 there. It was refused as a malformed row, while
+    "-0" where a signed value stands was read. "-1" stays refused."""
+    d = json.load(open(seed("v2-host-vmm.json")))
+    d["live"][0][7] = 0
+    d["live"][2][7] = 0
+    with workdir("vt-cli-m0-") as work:
+        plain = os.path.join(work, "plain.json")
+        text = json.dumps(d)
+        open(plain, "w").write(text)
+        edited = text
+        for row in (d["live"][0], d["live"][2]):
+            was = json.dumps(row)
+            eq(was.endswith(", 0]"), True, "the time ends the row")
+            edited = edited.replace(was, was[:-2] + "-0]", 1)
+        eq(edited.count(", -0]"), 2, "both times written as -0")
+        eq(json.loads(edited), d, "Python reads -0 as 0")
+        path = os.path.join(work, "d.json")
+        open(path, "w").write(edited)
+        for fmt in ("text", "json", "folded", "html", "torch"):
+            rc, out, err = cli(["report", path, "--format", fmt])
+            want = cli(["report", plain, "--format", fmt])
+            eq((rc, err), (0, ""), fmt)
+            eq(want[0], 0, fmt + " from the plain dump")
+            eq(out.replace(b"d.json", b"plain.json"), want[1], f"{fmt}: as from the dump with 0")
+        open(path, "w").write(edited.replace(", -0]", ", -1]", 1))
+        rc, out, err = cli(["report", path])
+        eq(rc, 1, "a time of -1 is refused")
+
+
+@test
 def cli_duplicate_keys_refused_whichever_field():
     """A top-level key given twice is refused with jansson's one error line,
     whichever field it is: before, a second copy of a version 2 table that

@@ -20,7 +20,7 @@ static char *exact(const char *text, size_t n) {
  * first, then digits, then anything that is not a digit): 1 and *v, or 0. */
 static int want_int(const char *s, size_t n, int64_t *v, size_t *used, int count) {
     size_t i = 0;
-    int neg = !count && i < n && s[i] == '-';
+    int neg = i < n && s[i] == '-';
     if (neg) i++;
     if (i >= n || s[i] < '0' || s[i] > '9') return 0;
     if (s[i] == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') return 0;
@@ -30,7 +30,8 @@ static int want_int(const char *s, size_t n, int64_t *v, size_t *used, int count
         if (u > ((unsigned __int128)1 << 64)) u = ((unsigned __int128)1 << 64) + 1; /* stays too big */
     }
     if (i < n && (s[i] == '.' || s[i] == 'e' || s[i] == 'E')) return 0;
-    if (count ? u > UINT64_MAX : neg ? u > (unsigned __int128)1 << 63 : u > INT64_MAX) return 0;
+    /* A count may be "-0" (jansson's 0), no other negative. */
+    if (count ? u > UINT64_MAX || (neg && u != 0) : neg ? u > (unsigned __int128)1 << 63 : u > INT64_MAX) return 0;
     *v = neg ? (int64_t)(0 - (uint64_t)u) : (int64_t)(uint64_t)u;
     *used = i;
     return 1;
@@ -101,6 +102,15 @@ static void test_integers_at_their_bounds(void) {
     CHECK(vm_scan_u64(&p, &u) && u == UINT64_MAX && p.s == b + 20);
     p = (struct vm_scan){b, b + 20, NULL, NULL, NULL};
     CHECK(!vm_scan_int(&p, &v) && p.err && strcmp(p.err, "an integer too big") == 0 && p.s == b);
+    free(b);
+    /* "-0" is a count of 0 as jansson reads it; "-1" is none. */
+    b = exact("-0,", 3);
+    p = (struct vm_scan){b, b + 3, NULL, NULL, NULL};
+    CHECK(vm_scan_u64(&p, &u) && u == 0 && p.s == b + 2);
+    free(b);
+    b = exact("-1", 2);
+    p = (struct vm_scan){b, b + 2, NULL, NULL, NULL};
+    CHECK(!vm_scan_u64(&p, &u) && p.err && p.s == b);
     free(b);
 }
 
