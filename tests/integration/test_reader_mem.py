@@ -183,8 +183,9 @@ def reader_folded_lines_merged_only_when_they_read_the_same():
     """The folded format no longer keeps its lines (cli/fmt_folded.c): a
     distinct line is a group found by the line's hash, and two lines of one
     hash are compared as text. The CLI built with that hash narrowed to two
-    bits (every line collides with a quarter of the others) writes the same
-    bytes as the real one: on 300 live allocations of distinct stacks
+    bits (every line collides with a quarter of the others), and its room
+    for frames' texts made once narrowed to 64 bytes (most made at each
+    use), writes the same bytes as the real one: on 300 live allocations of distinct stacks
     (bench_dump), a dump
     whose two holders read the same (cli-control.json: one line of their
     summed bytes), the golden dumps, several dumps at once, --at peak and

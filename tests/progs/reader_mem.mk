@@ -14,12 +14,14 @@ $(T)/t_peak_rss: tests/progs/t_peak_rss.c
 	$(CC) $(TEST_CFLAGS) -o $@ $<
 
 # The CLI with the folded format's line hash narrowed to two bits, so that
-# lines that hash alike but read differently are compared at every turn
+# lines that hash alike but read differently are compared at every turn,
+# and its room for frames' texts to 64 bytes, so that most frames' texts
+# are made at each use and the first few from the cache
 # (cli/fmt_folded.c; tests/integration/test_reader_mem.py).
 PROGS += $(T)/vramtrace_fold_collide
 $(T)/vramtrace_fold_collide: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(T)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -DVR_FOLDED_LABELS_ROOM=64 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 
 # The event-heavy dump: bench/bench_alloc.c's pairs under the library
 # (tests/integration/test_reader_mem.py).
