@@ -67,8 +67,9 @@ int vt_cmd_diff(int argc, char **argv) {
             printf("usage: vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n\n"
                    "Change of live device bytes and allocations per call site (the holders at\n"
                    "exit of each dump), largest growth first.\n"
-                   "  --fail-over SIZE  exit status 1 when live bytes (with what context resets\n"
-                   "                    released without a free) grew by more than SIZE\n"
+                   "  --fail-over SIZE  exit status 1 when live bytes (with what contexts gave\n"
+                   "                    back, reset or destroyed, without a free) grew by more\n"
+                   "                    than SIZE\n"
                    "                    (bytes, or with K, M, G, T: 512M, 1.5G)\n"
                    "  --top N           rows to show, 1 to 100000 (default 20)\n");
             return vt_cli_flush("vramtrace diff");
@@ -147,7 +148,7 @@ int vt_cmd_diff(int argc, char **argv) {
                count[0], count[1], signed_count(change_of(count[0], count[1]), e, sizeof e));
         const struct vm_totals *t0 = &d[0].totals, *t1 = &d[1].totals;
         if (released[0] || released[1])
-            printf("released by a context reset without a free (leaks, not in the rows below): %s -> %s\n",
+            printf("released by a context's reset or destruction without a free (leaks, not in the rows below): %s -> %s\n",
                    vr_bytes(released[0], a, sizeof a), vr_bytes(released[1], b, sizeof b));
         if (t0->host_live_bytes || t1->host_live_bytes)
             printf("pinned host memory (not in the rows below): %s -> %s\n",

@@ -115,7 +115,7 @@ static void released_row(const void *ctx, size_t i, struct vt_holder_row *r) {
 void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     if (!d->nreleased) return;
     struct released_site *s = calloc(d->nreleased, sizeof *s);
-    if (!s) { fputs("released by a context reset without a free: out of memory\n", f); return; }
+    if (!s) { fputs("released by a context's reset or destruction without a free: out of memory\n", f); return; }
     char where[2048];
     size_t made = 0;
     for (; made < d->nreleased; made++) {
@@ -125,7 +125,7 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
         if (!s[made].label) break;
     }
     if (made < d->nreleased) {
-        fputs("released by a context reset without a free: out of memory\n", f);
+        fputs("released by a context's reset or destruction without a free: out of memory\n", f);
         for (size_t i = 0; i < made; i++) free(s[i].label);
         free(s);
         return;
@@ -147,7 +147,7 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     }
     qsort(s, n, sizeof *s, by_released);
     struct released_ctx c = {d, s};
-    struct vt_holders_text h = {.title = "released by a context reset without a free (leaks, not live)",
+    struct vt_holders_text h = {.title = "released by a context's reset or destruction without a free (leaks, not live)",
                                 .n = n, .total = total, .stacks = 1, .row = released_row, .ctx = &c};
     vt_put_holders(f, "", &h, (size_t)top, vr_put_safe);
     for (size_t i = 0; i < n; i++) free(s[i].label);

@@ -54,7 +54,7 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
                 B(t->imported_live_bytes, a), t->imported_live_count,
                 plural(t->imported_live_count, "mapping", "mappings"));
     if (t->released_count)
-        fprintf(f, "%s  released by a context reset without a free: %s in %" PRIu64 " %s (leaked: not live, never freed)\n",
+        fprintf(f, "%s  released by a context's reset or destruction without a free: %s in %" PRIu64 " %s (leaked: not live, never freed)\n",
                 prefix, B(t->released_bytes, a), t->released_count,
                 plural(t->released_count, "allocation", "allocations"));
     if (t->records_lost)

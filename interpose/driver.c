@@ -310,6 +310,39 @@ VT_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, un
     CTX_CREATE(cuCtxCreate_v4, dev, pctx, params, flags, dev);
 }
 
+/* cuCtxDestroy "destroys and cleans up all resources associated with the
+ * context", the memory of cuMemAlloc, cuMemAllocHost, cuMemAllocManaged
+ * and cuMemAllocPitch among them: what the program had not freed leaves
+ * the live counts as released without a free, as at a reset. Which
+ * records are the context's the driver says, address by address
+ * (CU_POINTER_ATTRIBUTE_CONTEXT), before the call; a destruction that
+ * fails puts them back. */
+struct ctx_query {
+    CUcontext ctx;
+    CUresult (*attribute)(void *, CUpointer_attribute, CUdeviceptr);
+};
+
+static int owned_by_ctx(uint64_t address, void *arg) {
+    const struct ctx_query *q = arg;
+    CUcontext c = NULL;
+    return q->attribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)address) == CUDA_SUCCESS && c == q->ctx;
+}
+
+VT_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    REAL_OR_FAIL(cuCtxDestroy_v2);
+    if (vt_pass() || !vt_tracker_touched() || !ctx) return real(ctx);
+    VT_ENTER;
+    static void *kept;
+    struct ctx_query q = {ctx, NULL};
+    *(void **)&q.attribute = vt_driver_fn_kept(&kept, "cuPointerGetAttribute");
+    struct vt_release *rl = q.attribute ? vt_tracker_release_context_begin(owned_by_ctx, &q) : NULL;
+    CUresult r;
+    VT_REAL_CALL(r = real(ctx));
+    vt_tracker_release_end(rl, r == CUDA_SUCCESS);
+    VT_LEAVE;
+    return r;
+}
+
 VT_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
     PRIMARY_RESET(cuDevicePrimaryCtxReset_v2, dev);
 }

@@ -139,7 +139,7 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
         fprintf(f, "    call site: %s\n", vt_site_shown(sym, st, site, sizeof site));
         const struct vt_holder *r = nreleased ? bsearch(&h[i], released, nreleased, sizeof *released, by_stack) : NULL;
         if (r)
-            fprintf(f, "    released by a context reset without a free: %" PRIu64 " byte(s) in %" PRIu64
+            fprintf(f, "    released by a context's reset or destruction without a free: %" PRIu64 " byte(s) in %" PRIu64
                        " object(s)\n", r->bytes, (uint64_t)r->count);
         struct vt_frame frames[VT_MAX_FRAMES];
         size_t depth = vt_stack_frames(sym, st, frames);

@@ -61,15 +61,15 @@ int vt_kind_in_context(int kind) {
  * leaves before the driver's free: once the driver has the memory back it
  * may hand the addresses out again, to another thread too, and those
  * allocations are new records that nothing here takes. */
-struct vt_release *vt_tracker_release_begin(int device) {
-    if (has_own_context(device)) return NULL;
+/* The live records that `take` picks leave their tables (see above). */
+static struct vt_release *release_begin(int (*take)(const struct vt_live *a, void *arg), void *arg) {
     struct vt_snapshot *s = vt_tracker_snapshot();
     if (!s) return NULL;
     size_t n = 0, cap = 0;
     struct vt_release *rl = NULL;
     struct vt_live_reader *rd = vt_live_read(s, 0);
     for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
-        if (a->device != device || !vt_kind_in_context(a->kind)) continue;
+        if (!take(a, arg)) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             struct vt_release *m = realloc(rl, sizeof *rl + cap * sizeof rl->rec[0]);
@@ -83,6 +83,35 @@ struct vt_release *vt_tracker_release_begin(int device) {
     vt_snapshot_free(s);
     if (rl) rl->n = n;
     return rl;
+}
+
+static int on_device(const struct vt_live *a, void *arg) {
+    return a->device == *(const int *)arg && vt_kind_in_context(a->kind);
+}
+
+struct vt_release *vt_tracker_release_begin(int device) {
+    if (has_own_context(device)) return NULL;
+    return release_begin(on_device, &device);
+}
+
+/* The memory a context's destruction takes that is known by its address
+ * ("cuMemAlloc(), cuMemAllocHost(), cuMemAllocManaged() and
+ * cuMemAllocPitch()"); not stream-ordered memory or cuMemCreate's
+ * handles (no context's), nor arrays (known by handle). */
+static int kind_destroyed_by_address(int kind) {
+    return kind == VT_KIND_DEVICE || kind == VT_KIND_PITCHED || kind == VT_KIND_MANAGED || kind == VT_KIND_HOST;
+}
+
+struct owned_by { int (*owned)(uint64_t address, void *arg); void *arg; };
+
+static int in_context(const struct vt_live *a, void *arg) {
+    const struct owned_by *o = arg;
+    return kind_destroyed_by_address(a->kind) && o->owned(a->address, o->arg);
+}
+
+struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg) {
+    struct owned_by o = {owned, arg};
+    return release_begin(in_context, &o);
 }
 
 void vt_tracker_release_end(struct vt_release *rl, int ok) {

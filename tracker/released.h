@@ -25,6 +25,14 @@ void vt_tracker_own_context(int device);
  * back. Either way the list is freed. */
 struct vt_release;
 struct vt_release *vt_tracker_release_begin(int device);
+
+/* Before a context's destruction (cuCtxDestroy): the records of the
+ * memory it takes that `owned` says is the context's (the driver asked,
+ * address by address) leave the live tables, the same way; then
+ * vt_tracker_release_end. `owned` is called with no lock of the
+ * tracker's held. Device, pitched, managed and pinned host memory, not
+ * arrays (vramtrace knows them by handle, not by address). */
+struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg);
 void vt_tracker_release_end(struct vt_release *rl, int ok);
 
 /* What resets released without a free so far, by stack, largest first

@@ -97,7 +97,7 @@ fi
 # ------------- 1b. cudaDeviceReset: what it gave back unfreed is released
 # tests/progs/t_reset.c: 3 x 1 MiB (two stacks) and 512 KiB (stream-ordered) leaked
 # before the reset, 8 KiB after it: live at exit only the 8 KiB, all five a
-# leak, the first four "released by a context reset".
+# leak, the first four "released by a context's reset or destruction".
 if [ $C = 1 ]; then
     if [ $SIM = 1 ]; then
         cc -g -O0 -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$OUT/t_reset" tests/progs/t_reset.c \
@@ -112,9 +112,9 @@ import glob, json, sys
 o = sys.argv[1]
 text = open(f"{o}/reset.err").read() + "".join(open(p).read() for p in glob.glob(f"{o}/reset/report.txt"))
 rc = int(open(f"{o}/reset.rc").read())
-want = ["    released by a context reset without a free: 2097152 byte(s) in 2 object(s)",
-        "    released by a context reset without a free: 1048576 byte(s) in 1 object(s)",
-        "    released by a context reset without a free: 524288 byte(s) in 1 object(s)",
+want = ["    released by a context's reset or destruction without a free: 2097152 byte(s) in 2 object(s)",
+        "    released by a context's reset or destruction without a free: 1048576 byte(s) in 1 object(s)",
+        "    released by a context's reset or destruction without a free: 524288 byte(s) in 1 object(s)",
         "SUMMARY: vramtrace: 3678208 byte(s) leaked in 5 allocation(s)."]
 missing = [w for w in want if w not in text.splitlines()]
 print(("PASS" if rc == 23 and not missing else "FAIL") + f" reset: leak check status {rc} (want 23), "
@@ -127,6 +127,42 @@ print(("PASS" if live == (8192, 1) and rel == [(2 << 20, 2), (1 << 20, 1), (512 
 PYEOF
     say "== 1b. cudaDeviceReset: memory given back unfreed"
     tally "$OUT/reset.check"
+fi
+
+# ------------- 1c. cuCtxDestroy: what a context of its own held unfreed is released
+# tests/progs/t_ctxdestroy.c: 1 MiB in the primary context and 256 KiB
+# stream-ordered stay live leaks; a context of its own held 2 MiB, 1 MiB
+# pitched, 1 MiB managed and 8 KiB pinned host memory unfreed: released at
+# cuCtxDestroy (the driver asked which memory was the context's).
+if [ $C = 1 ]; then
+    if [ $SIM = 1 ]; then
+        cc -g -O0 -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$OUT/t_ctxdestroy" tests/progs/t_ctxdestroy.c \
+            build/sim/libcudart_sim.so -Wl,-rpath,"$ROOT/build/sim" -ldl
+    else
+        nvcc -g -O0 -o "$OUT/t_ctxdestroy" -x cu tests/progs/t_ctxdestroy.c -ldl
+    fi
+    run_traced "$OUT/ctxd" VRAMTRACE_LEAK_CHECK=1 -- "$OUT/t_ctxdestroy" >"$OUT/ctxd.out" 2>"$OUT/ctxd.err"
+    echo $? >"$OUT/ctxd.rc"
+    $PY - "$OUT" >"$OUT/ctxd.check" 2>&1 <<'PYEOF'
+import glob, json, sys
+o = sys.argv[1]
+text = open(f"{o}/ctxd.err").read() + "".join(open(p).read() for p in glob.glob(f"{o}/ctxd/report.txt"))
+rc = int(open(f"{o}/ctxd.rc").read())
+released = sorted(l for l in text.splitlines() if l.startswith("    released by"))
+want = sorted("    released by a context's reset or destruction without a free: %d byte(s) in 1 object(s)" % b
+              for b in (2 << 20, 1 << 20, 1 << 20, 8192))
+summary = "SUMMARY: vramtrace: 5513216 byte(s) leaked in 6 allocation(s)."
+print(("PASS" if rc == 23 and released == want and summary in text.splitlines() else "FAIL") +
+      f" ctxdestroy: leak check status {rc} (want 23), released lines {released}, summary "
+      f"{'there' if summary in text.splitlines() else 'missing'}; program said "
+      f"{open(o + '/ctxd.out').read().split(chr(10))}")
+d = json.load(open(glob.glob(f"{o}/ctxd/d.*.json")[0]))
+live = (d["totals"]["live_bytes"], d["totals"]["live_count"])
+print(("PASS" if live == ((1 << 20) + (256 << 10), 2) else "FAIL") +
+      f" ctxdestroy: live at exit {live} (want ({(1 << 20) + (256 << 10)}, 2))")
+PYEOF
+    say "== 1c. cuCtxDestroy: a context's memory given back unfreed"
+    tally "$OUT/ctxd.check"
 fi
 
 # ------------------------------------------------ 2-6. PyTorch

@@ -155,13 +155,13 @@ def inproc_device_reset_releases_memory_never_freed():
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
         "Direct leak of 2097152 byte(s) in 2 object(s) allocated from:",
         f"    call site: before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
-        "    released by a context reset without a free: 2097152 byte(s) in 2 object(s)",
+        "    released by a context's reset or destruction without a free: 2097152 byte(s) in 2 object(s)",
         "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
         f"    call site: before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
-        "    released by a context reset without a free: 1048576 byte(s) in 1 object(s)",
+        "    released by a context's reset or destruction without a free: 1048576 byte(s) in 1 object(s)",
         "Direct leak of 524288 byte(s) in 1 object(s) allocated from:",
         f"    call site: before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}",
-        "    released by a context reset without a free: 524288 byte(s) in 1 object(s)",
+        "    released by a context's reset or destruction without a free: 524288 byte(s) in 1 object(s)",
         "Direct leak of 8192 byte(s) in 1 object(s) allocated from:",
         f"    call site: after_leak tests/progs/t_reset.c:{line('/* kept */')}",
         "SUMMARY: vramtrace: 3678208 byte(s) leaked in 5 allocation(s)."], "the leak report's lines")
@@ -171,7 +171,7 @@ def inproc_device_reset_releases_memory_never_freed():
     eq(live, ["vramtrace:   live at exit: 8.00 KiB in 1 allocation; peak 3.50 MiB at " + live[0].split(" at ")[-1]],
        "only the leak after the reset is live")
     eq(stderr_lines(x, "vramtrace:   released"),
-       ["vramtrace:   released by a context reset without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)"],
+       ["vramtrace:   released by a context's reset or destruction without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)"],
        "the exit summary's line")
     eq(stderr_lines(x, "vramtrace:    "), ["vramtrace:     8.00 KiB 100.0%      1 alloc   after_leak "
                                          f"tests/progs/t_reset.c:{line('/* kept */')}"], "the holders")
@@ -190,11 +190,11 @@ def inproc_device_reset_releases_memory_never_freed():
             json.dump(v2_of({k: v for k, v in d.items() if k != "_path"}), f)
         p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
         eq(p.returncode, 0, p.stderr)
-        ok("  released by a context reset without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)\n"
+        ok("  released by a context's reset or destruction without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)\n"
            in p.stdout, p.stdout)
-        table = p.stdout[p.stdout.index("released by a context reset without a free (leaks"):].splitlines()
+        table = p.stdout[p.stdout.index("released by a context's reset or destruction without a free (leaks"):].splitlines()
         eq([l for l in table if not l.startswith("      #")][:3],
-           ["released by a context reset without a free (leaks, not live) by call site (2 call sites):",
+           ["released by a context's reset or destruction without a free (leaks, not live) by call site (2 call sites):",
             f"    3.00 MiB  85.7%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
             f"  512.00 KiB  14.3%      1 alloc   before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}"],
            "the text report's table of what was released, by call site (two stacks in one row), with frames")
@@ -224,7 +224,7 @@ def inproc_device_reset_releases_memory_never_freed():
             eq((p.returncode, p.stderr), (rc, err), f"diff --fail-over {limit}")
             eq(p.stdout.splitlines()[1:3],
                ["live: 0 B -> 8.00 KiB (+8.00 KiB); allocations: 0 -> 1 (+1)",
-                "released by a context reset without a free (leaks, not in the rows below): 0 B -> 3.50 MiB"],
+                "released by a context's reset or destruction without a free (leaks, not in the rows below): 0 B -> 3.50 MiB"],
                "the diff's lines")
     # A context of the program's own on the device: which records are the
     # primary context's is not known, so the reset releases none (its
@@ -237,6 +237,64 @@ def inproc_device_reset_releases_memory_never_freed():
     eq((o.dump["released"], t["live_bytes"], t["free_count"], t["unknown_frees"]), ([], 1 << 20, 1, 0),
        "nothing released, the own context's free known")
 
+
+
+@test
+def inproc_context_destroy_releases_its_memory_never_freed():
+    """cuCtxDestroy gives back the memory of the context it destroys (its
+    cuMemAlloc, pitched, managed and pinned host memory), freed or not:
+    what the program never freed in a context of its own (2 MiB, 1 MiB
+    pitched, 1 MiB managed, 8 KiB pinned) leaves the live counts and stays
+    a leak, told apart as released; the primary context's 1 MiB and the
+    pool's 256 KiB (no context's) stay live. Before, the context's memory
+    stayed live, and the 2 MiB, whose address the driver handed out again
+    after the destruction, was replaced by the new allocation's record and
+    lost from the leak check. A destruction that fails releases nothing."""
+    prog = os.path.join(T, "t_ctxdestroy")
+    bare = run([prog], preload=False)
+    eq(bare.out, "context's bytes 4194304\nafter the destruction 0\nthe destroyed address again 1\n",
+       "the simulated driver gave the context's memory back and the 2 MiB's address again")
+    r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
+    line = lambda text: source_line("t_ctxdestroy.c", text)
+    rel = "    released by a context's reset or destruction without a free: %d byte(s) in 1 object(s)"
+    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
+        and not l.startswith("    #")],
+       [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+        "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
+        f"    call site: in_context tests/progs/t_ctxdestroy.c:{line('/* in the context */')}",
+        rel % (2 << 20),
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: primary_leak tests/progs/t_ctxdestroy.c:{line('/* primary */')}",
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: main tests/progs/t_ctxdestroy.c:{line('pitch_alloc(&p, &pitch')}",
+        rel % (1 << 20),
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: main tests/progs/t_ctxdestroy.c:{line('managed(&m, 1 << 20')}",
+        rel % (1 << 20),
+        "Direct leak of 262144 byte(s) in 1 object(s) allocated from:",
+        f"    call site: stream_ordered tests/progs/t_ctxdestroy.c:{line('cudaMallocAsync(&p, n, 0)')}",
+        "Direct leak of 8192 byte(s) in 1 object(s) allocated from:",
+        f"    call site: main tests/progs/t_ctxdestroy.c:{line('host(&hp, 8192)')}",
+        rel % 8192,
+        "SUMMARY: vramtrace: 5513216 byte(s) leaked in 6 allocation(s)."], "the leak report's lines")
+    d = r.dump
+    t = d["totals"]
+    eq((t["live_bytes"], t["live_count"], t["unknown_frees"]), ((1 << 20) + (256 << 10), 2, 0),
+       "live at exit: the primary context's and the pool's; every free known")
+    eq(sorted((a["bytes"], a["kind"]) for a in d["live"]), [(256 << 10, "async"), (1 << 20, "device")],
+       "live at exit, by kind")
+    eq(sorted((_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]),
+       [("in_context", 2 << 20, 1), ("main", 8192, 1), ("main", 1 << 20, 1), ("main", 1 << 20, 1)],
+       "the dump's released, by stack")
+    c = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((c.rc, c.out), (23, bare.out), "the context's memory freed before its destruction")
+    ok("released" not in c.err and "SUMMARY: vramtrace: 1310720 byte(s) leaked in 2 allocation(s)." in c.err, c.err)
+    eq(c.dump["released"], [], "nothing released")
+    f = run([prog, "fail"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((f.rc, f.out), (23, "destroy of no context 1\n"), "a destruction that fails")
+    ok("released" not in f.err and "SUMMARY: vramtrace: 1310720 byte(s) leaked in 2 allocation(s)." in f.err, f.err)
+    eq((f.dump["released"], f.dump["totals"]["live_count"]), ([], 2), "nothing released, nothing taken")
 
 LEAKY_PY = '''import ctypes
 cu = ctypes.CDLL("libcuda.so.1")

@@ -90,6 +90,8 @@ struct sim_alloc {
     CUmemAllocationProp prop;   /* SIM_HANDLE: as created */
     int own_ctx;                /* made while a context of cuCtxCreate was
                                    current: a primary reset leaves it */
+    struct sim_ctx *ctx;        /* that context (NULL: the primary); its
+                                   destruction takes the memory it owns */
     uint64_t handle;            /* SIM_MAPPED: the handle mapped there */
     UT_hash_handle hh;
 };
@@ -346,6 +348,7 @@ static struct sim_alloc *sim_record(uint64_t addr, int kind, size_t bytes, size_
     a->span = span;
     a->device = device;
     a->own_ctx = sim_current && sim_current != &sim_dev[sim_current->device].primary;
+    a->ctx = a->own_ctx ? sim_current : NULL;
     HASH_ADD(hh, sim_table, key, sizeof a->key, a);
     return a;
 }
@@ -693,11 +696,28 @@ SIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
     return sim_ctx_create(ctx, d);
 }
 
+/* "Destroys and cleans up all resources associated with the context ...
+ * memory allocations by cuMemAlloc(), cuMemAllocHost(), cuMemAllocManaged()
+ * and cuMemAllocPitch()" and its CUarrays; not cuMemCreate's, nor
+ * stream-ordered ones (no context's). A destroyed context current to the
+ * calling thread is popped. */
 SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+    sim_count("cuCtxDestroy_v2");
     struct sim_ctx *c = sim_ctx_of(ctx);
     if (!c) return CUDA_ERROR_INVALID_CONTEXT;
     if (c == &sim_dev[c->device].primary) return CUDA_ERROR_INVALID_CONTEXT;
-    if (sim_current == c) sim_current = NULL;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a, *next;
+    HASH_ITER(hh, sim_table, a, next) {
+        int k = a->key.kind;
+        if (a->ctx != c || !(k == SIM_DEVICE || k == SIM_HOST || k == SIM_ARRAY)) continue;
+        void *host = k == SIM_HOST ? (void *)(uintptr_t)a->key.addr : NULL;
+        sim_dev[a->device].used -= a->bytes;
+        sim_drop(a);
+        free(host);
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (sim_current == c) sim_current = sim_depth > 0 ? sim_stack[--sim_depth] : NULL;
     c->magic = 0;
     free(c);
     return CUDA_SUCCESS;
@@ -1295,11 +1315,14 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, 
     struct sim_range *x = sim_range_at(p), copy;
     if (x) copy = *x;
     int kind = x ? x->a->key.kind : 0, device = x ? x->a->device : 0;
+    struct sim_ctx *ctx = x && x->a->key.kind != SIM_POOLED ? x->a->ctx : NULL;
     pthread_mutex_unlock(&sim_lock);
     if (!x) return CUDA_ERROR_INVALID_VALUE;
     int host = kind == SIM_HOST;
     switch (attr) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = (CUcontext)&sim_dev[device].primary; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = ctx ? (CUcontext)ctx : (CUcontext)&sim_dev[device].primary;
+        break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER: *(void **)data = host ? (void *)(uintptr_t)p : NULL; break;
