@@ -37,7 +37,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c \
-           report/leaks.c report/growth.c report/owntime.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
+           report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/options_md.c cli/cmd_run.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
@@ -293,7 +293,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
-            report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/growth.c report/owntime.c report/findings.c report/analysis.c \
+            report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
@@ -377,7 +377,13 @@ $(T)/unit_scan $(T)/unit_scan_asan: tests/unit/test_scan.c tests/unit/check.h cl
 	@mkdir -p $(T)
 	$(CC) $(BASE) $(if $(findstring asan,$@),-O1 -g $(SAN_UNIT_ASAN),-O2 -g) -o $@ tests/unit/test_scan.c cli/model_scan.c
 
-unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan $(T)/unit_scan $(T)/unit_scan_asan
+# The suppressions' template match, alone, against a backtracking reference.
+$(T)/unit_match $(T)/unit_match_asan: tests/unit/test_match.c tests/unit/check.h report/match.c report/match.h
+	@mkdir -p $(T)
+	$(CC) $(BASE) $(if $(findstring asan,$@),-O1 -g $(SAN_UNIT_ASAN),-O2 -g) -o $@ tests/unit/test_match.c report/match.c
+
+unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan $(T)/unit_scan $(T)/unit_scan_asan \
+      $(T)/unit_match $(T)/unit_match_asan
 	$(T)/unit
 	$(T)/unit_live
 	$(T)/unit_intern
@@ -400,6 +406,8 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_ev
 	$(T)/unit_events_asan
 	$(T)/unit_scan
 	$(T)/unit_scan_asan
+	$(T)/unit_match
+	$(T)/unit_match_asan
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 

@@ -12,6 +12,7 @@
 #include "../common/warn.h"
 #include "holders.h"
 #include "leaks.h"
+#include "match.h"
 #include "symbolize.h"
 
 struct rule {
@@ -23,34 +24,6 @@ struct vt_suppressions {
     struct rule *rules;
     size_t n;
 };
-
-/* Match pattern[0..plen) against the start of text; `*` is a wildcard.
- * With `end`, the match must also reach the end of text. */
-static int match_here(const char *p, size_t plen, const char *t, int end) {
-    if (plen == 0) return !end || *t == '\0';
-    if (*p == '*') {
-        for (const char *s = t;; s++) {
-            if (match_here(p + 1, plen - 1, s, end)) return 1;
-            if (*s == '\0') return 0;
-        }
-    }
-    if (*t == '\0' || *p != *t) return 0;
-    return match_here(p + 1, plen - 1, t + 1, end);
-}
-
-int vt_template_match(const char *pattern, const char *text) {
-    if (!pattern || !text) return 0;
-    size_t plen = strlen(pattern);
-    int start = plen > 0 && pattern[0] == '^';
-    if (start) { pattern++; plen--; }
-    int end = plen > 0 && pattern[plen - 1] == '$';
-    if (end) plen--;
-    if (start) return match_here(pattern, plen, text, end);
-    for (const char *t = text;; t++) {
-        if (match_here(pattern, plen, t, end)) return 1;
-        if (*t == '\0') return 0;
-    }
-}
 
 struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize) {
     struct vt_suppressions *s = calloc(1, sizeof *s);
@@ -77,9 +50,21 @@ struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t
     char *line = NULL;
     size_t cap = 0;
     int lineno = 0;
-    while (getline(&line, &cap, f) >= 0) {
+    ssize_t got;
+    while ((got = getline(&line, &cap, f)) >= 0) {
         lineno++;
         char *p = line;
+        /* A UTF-8 byte order mark before the first line (an editor's) is
+         * not part of it; a NUL byte would end the pattern early, so that
+         * it suppressed more than was written: refused. */
+        if (lineno == 1 && strncmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
+        if (memchr(line, '\0', (size_t)got)) {
+            snprintf(err, errsize, "%s:%d: a NUL byte in the line", path, lineno);
+            free(line);
+            fclose(f);
+            vt_suppressions_free(s);
+            return NULL;
+        }
         while (*p == ' ' || *p == '\t') p++;
         char *e = p + strlen(p);
         while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';

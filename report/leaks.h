@@ -41,8 +41,6 @@ struct vt_suppressions;
 struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize);
 void vt_suppressions_free(struct vt_suppressions *s);
 
-/* LSan's template match: `*` wildcards, `^`/`$` anchors, else substring. */
-int vt_template_match(const char *pattern, const char *text);
 
 struct vt_leak_result {
     uint64_t bytes, count;          /* unsuppressed */

@@ -639,6 +639,26 @@ def leak_check_suppressions():
             f.write("interceptor_via_fun:x\n")
         r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
         ok("expected leak:PATTERN" in r.err and r.rc == 23, "bad line warned, leaks still reported")
+        # A UTF-8 byte order mark before the first line is an editor's, not
+        # the pattern's (the whole file was refused over an invisible byte).
+        with open(sup, "wb") as f:
+            f.write(b"\xef\xbb\xbfleak:^_start$\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq((r.rc, "warning" in r.err, "SUMMARY" in r.err), (0, False, False), "a byte order mark\n" + r.err[-800:])
+        # A NUL byte ended the pattern there: "leak:leaky\0_step" suppressed
+        # every stack through a function with "leaky" in its name.
+        with open(sup, "wb") as f:
+            f.write(b"leak:leaky\0_step\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq((r.rc, r.err.count(f"{sup}:1: a NUL byte in the line"), r.err.count("Direct leak of ")), (23, 1, 3),
+           "a NUL byte: the file refused, every leak reported\n" + r.err[-800:])
+        # Many `*`: each tried every length in turn (6 against a long name
+        # ran past a minute at exit); now at most the pattern's length
+        # times the text's.
+        with open(sup, "w") as f:
+            f.write("leak:" + "*t" * 12 + "Z\nleak:^" + "".join("*" + c for c in "third_party_init") + "$\n")
+        r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq((r.rc, r.err.count("Direct leak of ")), (23, 2), "many stars: third_party_init suppressed\n" + r.err[-800:])
 
 
 @test
