@@ -126,8 +126,63 @@ static int make_private_dir(struct run_plan *p) {
 
 static void remove_private_dir(struct run_plan *p) {
     if (p->link[0]) unlink(p->link);
-    if (p->mark[0]) unlink(p->mark);
+    if (p->mark[0]) {
+        char v[sizeof p->mark + 16];
+        snprintf(v, sizeof v, "%s.verdicts", p->mark);
+        unlink(v);
+        unlink(p->mark);
+    }
     rmdir(p->dir);
+}
+
+/* The verdicts the command's processes other than `self` left beside the
+ * mark at their exits (tracker/options.h vt_mark_verdict): how many found
+ * leaks and how many could not check, and the first few pids of each. */
+struct verdicts {
+    int leaks, unchecked;
+    char leak_pids[128], unchecked_pids[128];
+};
+
+static void add_pid(char *list, size_t size, long pid) {
+    size_t n = strlen(list);
+    if (n + 24 >= size) {
+        if (n + 4 < size && strcmp(list + n - 3, "...") != 0) strcat(list, ", ...");
+        return;
+    }
+    snprintf(list + n, size - n, "%s%ld", n ? ", " : "", pid);
+}
+
+static void read_verdicts(const struct run_plan *p, pid_t self, struct verdicts *v) {
+    memset(v, 0, sizeof *v);
+    char path[sizeof p->mark + 16];
+    snprintf(path, sizeof path, "%s.verdicts", p->mark);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    char what[16];
+    long pid;
+    while (fscanf(f, "%15s %ld", what, &pid) == 2) {
+        if (pid == (long)self) continue;   /* its own status says it */
+        if (strcmp(what, "leaks") == 0) {
+            v->leaks++;
+            add_pid(v->leak_pids, sizeof v->leak_pids, pid);
+        } else if (strcmp(what, "unchecked") == 0) {
+            v->unchecked++;
+            add_pid(v->unchecked_pids, sizeof v->unchecked_pids, pid);
+        }
+    }
+    fclose(f);
+}
+
+/* The leak check's exit status (VRAMTRACE_EXITCODE, checked when given as
+ * --exitcode; the library's default when the variable is not valid). */
+static int leak_exitcode(void) {
+    const char *v = getenv("VRAMTRACE_EXITCODE");
+    if (v && vt_option_valid(&vt_option_table[VT_O_EXITCODE], v)) return atoi(v);
+    return atoi(vt_option_table[VT_O_EXITCODE].def);
 }
 
 static volatile sig_atomic_t child_pid;
@@ -275,6 +330,8 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     }
     struct stat st;
     int traced = p->needs_mark && lstat(p->mark, &st) == 0;
+    struct verdicts v = {0};
+    if (p->needs_mark) read_verdicts(p, pid, &v);
     remove_private_dir(p);
     if (got == (ssize_t)sizeof exec_errno) {
         fprintf(stderr, "vramtrace run: cannot run %s: %s\n", cmd[0], strerror(exec_errno));
@@ -285,6 +342,27 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
                         "set-user-ID program?); %s\n",
                 cmd[0], p->leak_check ? "no leak check was made" : "no budget applied");
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 125;
+    }
+    /* A leak in another process of the command (a test runner's worker, a
+     * child it forked or started) fails the run as one in the command
+     * does: the process's own status went to its parent, which need not
+     * pass it on. A status of the command's own that is already a failure
+     * stays, and then nothing more is said (`sh -c PROG` passes PROG's
+     * status on: the reports above say the rest). */
+    int passed = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    char safe[256];
+    if (passed && v.leaks) {
+        int code = leak_exitcode();
+        fprintf(stderr, "vramtrace run: the leak check found GPU memory leaks in %d other process%s of %s (pid %s); "
+                        "exit status %d\n",
+                v.leaks, v.leaks == 1 ? "" : "es", vt_display(cmd[0], safe, sizeof safe), v.leak_pids, code);
+        return code;
+    }
+    if (passed && v.unchecked && p->leak_check) {
+        fprintf(stderr, "vramtrace run: the leak check could not run in %d other process%s of %s (pid %s); "
+                        "exit status 125\n",
+                v.unchecked, v.unchecked == 1 ? "" : "es", vt_display(cmd[0], safe, sizeof safe), v.unchecked_pids);
+        return 125;
     }
     return end_like(status);
 }

@@ -194,7 +194,10 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
     if (vt_busy > 0 && !vt_in_real) {
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        if (vt_output_exit_skipped() < 0 && may_end) check_not_run();
+        if (vt_output_exit_skipped() < 0) {
+            vt_mark_verdict("unchecked");
+            if (may_end) check_not_run();
+        }
         vt_sigpipe_release(&held);
         errno = e;
         return;
@@ -208,6 +211,10 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
                 (unsigned long long)stacks, (unsigned long long)differ, (unsigned long long)fallbacks);
     vt_own_time_add(own_from, vt_now_ns());
     int leaked = vt_output_exit();
+    /* Under `vramtrace run`, the run's status hears of it too (a child's
+     * leak: a test worker's, a multiprocessing worker's). */
+    if (leaked > 0 && vt_opt.leak_check) vt_mark_verdict("leaks");
+    if (leaked < 0) vt_mark_verdict("unchecked");
     if (leaked > 0 && vt_opt.leak_check && may_end) {
         fflush(NULL);
         _exit(vt_opt.exitcode);

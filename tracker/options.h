@@ -64,6 +64,12 @@ int vt_options_keep(struct vt_options_env *e);
  * them once on stderr. */
 void vt_options_load(const struct vt_options_env *e);
 
+/* Under `vramtrace run`, tell it this process's verdict at exit ("leaks":
+ * its leak check found leaks; "unchecked": the check could not run), so
+ * that a leak in a child process fails the run too: a line in the file
+ * beside VRAMTRACE_MARK's. Nothing without a mark. */
+void vt_mark_verdict(const char *what);
+
 /* Whether the variable VRAMTRACE_`suffix` is set: among e's, once kept. */
 int vt_options_set(const struct vt_options_env *e, const char *suffix);
 void vt_options_flush_warnings(void);

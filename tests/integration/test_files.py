@@ -435,6 +435,55 @@ def run_env(tmpdir):
 
 
 @test
+def run_leak_check_fails_on_a_leak_in_another_process():
+    """`vramtrace run --leak-check` fails the run when any process of the
+    command found leaks at its exit, not only the command itself: a test
+    runner's worker or a forked child leaks, its status 23 goes to its
+    parent, which exits 0 (pytest -n 2 passed with a worker's leak
+    reported). One line names the processes; a failure of the command's
+    own stays its status, and nothing more is said."""
+    with workdir("vt-files-") as work:
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = run_env(tmp)
+        fork = os.path.join(T, "t_fork")
+        leaks = os.path.join(T, "t_leaks")
+        import re
+
+        def child_pids(err):
+            return re.findall(r"^==(\d+)==ERROR: vramtrace: detected GPU memory leaks$", err, re.M)
+
+        for flags, code in (([], 23), (["--exitcode", "7"], 7)):
+            p = subprocess.run([CLI, "run", "--out", "off", "--leak-check"] + flags + ["--", fork, "clean"], env=env,
+                               capture_output=True, text=True, cwd=work)
+            pids = child_pids(p.stderr)
+            eq((p.returncode, len(pids)), (code, 1), f"{flags}: the child's leak fails the run: {p.stderr}")
+            eq(p.stdout.splitlines()[0], f"children exited 0 {code}", "the child's own status, which the parent ignores")
+            eq([l for l in p.stderr.splitlines() if l.startswith("vramtrace run:")],
+               [f"vramtrace run: the leak check found GPU memory leaks in 1 other process of {fork} (pid {pids[0]}); "
+                f"exit status {code}"], "one line")
+        p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--", fork], env=env, capture_output=True,
+                           text=True, cwd=work)
+        pids = child_pids(p.stderr)
+        eq((p.returncode, len(pids)), (23, 2), "the parent leaks too: its own status")
+        eq([l for l in p.stderr.splitlines() if l.startswith("vramtrace run:")], [],
+           "the command's own failure is the run's: nothing more said")
+        script = ("import subprocess, sys\n"
+                  "codes = [subprocess.call([sys.argv[1]] + sys.argv[2:]) for _ in range(3)]\n"
+                  "print(codes)\n")
+        for args, rc, n in (([], 23, 3), (["clean"], 0, 0)):
+            p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--", sys.executable, "-c", script, leaks]
+                               + args, env=env, capture_output=True, text=True, cwd=work)
+            pids = child_pids(p.stderr)
+            eq((p.returncode, len(pids), p.stdout), (rc, n, "done\n" * 3 + "[%s]\n" % ", ".join([str(rc)] * 3)),
+               f"{args}: three workers, each {'leaking' if n else 'clean'}: {p.stderr[-500:]}")
+            eq([l for l in p.stderr.splitlines() if l.startswith("vramtrace run:")],
+               [f"vramtrace run: the leak check found GPU memory leaks in 3 other processes of {sys.executable} "
+                f"(pid {', '.join(pids)}); exit status 23"] if n else [], "one line naming the three")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+
+
+@test
 def run_installed_under_a_path_with_a_space():
     with workdir("vt-files-") as work:
         prefix = os.path.join(work, "with space")
