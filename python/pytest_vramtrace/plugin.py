@@ -36,14 +36,15 @@ from .api import Api, format_bytes, parse_bytes
 
 REEXEC = "PYTEST_VRAMTRACE_REEXEC"  # set in the re-executed process: never twice
 PEAK = "vramtrace_peak_bytes"
+UNCHECKED = "vramtrace_unchecked"  # a marked test run without vramtrace
 _state = pytest.StashKey()
 _peaks = []  # (peak bytes, nodeid) of every test's call, this session's
+_unchecked = []  # the nodeids of marked tests run without vramtrace, this session's
 
 
 class _State:
     def __init__(self, api, top):
         self.api, self.top = api, top
-        self.unchecked = 0     # marked tests run without vramtrace
 
 
 def pytest_addoption(parser):
@@ -112,6 +113,7 @@ def pytest_configure(config):
                                        "e.g. \"2 GiB\" (vramtrace)")
     config.stash[_state] = _State(Api(), config.getoption("vramtrace_top"))
     _peaks.clear()
+    _unchecked.clear()
 
 
 def _torch():
@@ -121,6 +123,14 @@ def _torch():
         return t if t is not None and t.cuda.is_initialized() else None
     except Exception:
         return None
+
+
+def _all_suppressed(report):
+    """Whether a leak report says every allocation it found is matched by
+    a suppression (VRAMTRACE_SUPPRESSIONS): its table of suppressions used,
+    and no SUMMARY line, which it writes only for leaks left."""
+    lines = report.splitlines()
+    return "Suppressions used:" in lines and not any(l.startswith("SUMMARY: vramtrace:") for l in lines)
 
 
 def _tensor_bytes(t):
@@ -134,7 +144,9 @@ def pytest_runtest_call(item):
     limit_marker = item.get_closest_marker("gpu_limit")
     if st is None or not st.api.active:
         if st is not None and (leaks_marker or limit_marker):
-            st.unchecked += 1
+            # Counted from the test's report, so that a pytest-xdist
+            # worker's count reaches the controller's summary too.
+            item.user_properties.append((UNCHECKED, 1))
         return (yield)
     limit = None
     if limit_marker:
@@ -173,14 +185,17 @@ def pytest_runtest_call(item):
                 if left > 0:
                     t.cuda.empty_cache()
                     report = st.api.leaks(mark)
+                if left > 0 and not (report and _all_suppressed(report)):
                     failures.append(f"gpu_no_leaks: the test left {format_bytes(left)} ({left} bytes) of tensors "
                                     "allocated (torch.cuda.memory_allocated); "
                                     + ("the GPU memory allocated since it began and still held:\n" + report
                                        if report else "they lie in memory PyTorch's cache held before the test, "
                                        "so vramtrace has no allocation of the test's own to show\n"))
             elif live > 0:
-                failures.append(f"gpu_no_leaks: the test left {format_bytes(live)} ({live} bytes) of GPU memory "
-                                f"allocated in {count} allocation(s):\n" + st.api.leaks(mark))
+                report = st.api.leaks(mark)
+                if not _all_suppressed(report):
+                    failures.append(f"gpu_no_leaks: the test left {format_bytes(live)} ({live} bytes) of GPU memory "
+                                    f"allocated in {count} allocation(s):\n" + report)
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return res
@@ -189,12 +204,15 @@ def pytest_runtest_call(item):
 
 
 def pytest_runtest_logreport(report):
-    """Every test's peak, from this process or from an xdist worker's report."""
+    """Every test's peak, and the marked tests run unchecked, from this
+    process or from an xdist worker's report."""
     if report.when != "call":
         return
     for k, v in report.user_properties:
         if k == PEAK:
             _peaks.append((v, report.nodeid))
+        elif k == UNCHECKED:
+            _unchecked.append(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -202,8 +220,8 @@ def pytest_terminal_summary(terminalreporter, config):
     if st is None:
         return
     tr = terminalreporter
-    if st.unchecked:
-        tr.write_line(f"vramtrace: not active: {st.unchecked} test(s) marked gpu_no_leaks or gpu_limit ran "
+    if _unchecked:
+        tr.write_line(f"vramtrace: not active: {len(_unchecked)} test(s) marked gpu_no_leaks or gpu_limit ran "
                       "unchecked (run pytest --vramtrace)")
     if st.top <= 0 or not _peaks:
         return
