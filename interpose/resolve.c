@@ -221,6 +221,11 @@ void *vt_driver_fn(const char *name) {
     return p;
 }
 
+void *vt_next_fn(const char *name) {
+    vt_resolve_init();
+    return vt_real_dlsym ? vt_real_dlsym(RTLD_NEXT, name) : NULL;
+}
+
 void *vt_global_symbol(const char *name) {
     vt_resolve_init();
     return vt_real_dlsym ? vt_real_dlsym(RTLD_DEFAULT, name) : NULL;

@@ -52,6 +52,19 @@ static inline void *vt_driver_fn_kept(void **slot, const char *name) {
     return f;
 }
 
+/* The next definition of `name` after vramtrace in the global scope (the
+ * C library's, for a libc function vramtrace wraps), kept in *slot as
+ * vt_driver_fn_kept keeps its answer; NULL when there is none. */
+void *vt_next_fn(const char *name);
+static inline void *vt_next_fn_kept(void **slot, const char *name) {
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = vt_next_fn(name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
 /* A symbol from the process's global scope (dlsym on RTLD_DEFAULT through
  * the real dlsym), for the interpreter's symbols. */
 void *vt_global_symbol(const char *name);

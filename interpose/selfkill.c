@@ -9,18 +9,21 @@
  * writes them first; the signal then ends the process as it would have,
  * with its status (a leak check reports, and does not change it).
  *
- * Only a kill of this very process, by a signal that ends it (not a core
+ * kill, raise and pthread_kill (of this thread) are the doors. Only a kill
+ * of this very process, by a signal that ends it (not a core
  * dump's, whose state a debugger wants as it is), not blocked on this
  * thread (a handler re-raising its own signal has it blocked: that kill
  * is left alone, for the handler may have interrupted anything) and left
  * to its default action. The call itself is the system call. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hook.h"
+#include "resolve.h"
 
 static int ends_the_process(int sig) {
     switch (sig) {
@@ -32,15 +35,46 @@ static int ends_the_process(int sig) {
     }
 }
 
+/* This process is about to send itself `sig` (to this thread, or to the
+ * process from this thread): the exit's outputs first when it will end it. */
+static void before_own_signal(int sig) {
+    if (!ends_the_process(sig)) return;
+    int e = errno;
+    struct sigaction now;
+    sigset_t mask;
+    if (sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
+        pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, sig))
+        vt_exit_before_signal();
+    errno = e;
+}
+
 __attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
-    if (pid > 0 && ends_the_process(sig) && pid == getpid()) {
-        int e = errno;
-        struct sigaction now;
-        sigset_t mask;
-        if (sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
-            pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, sig))
-            vt_exit_before_signal();
-        errno = e;
-    }
+    if (pid > 0 && pid == getpid()) before_own_signal(sig);
     return (int)syscall(SYS_kill, pid, sig);
+}
+
+/* raise() is pthread_kill(pthread_self(), sig): the C library's sends it
+ * with tgkill, not through kill (Python's signal.raise_signal, a C
+ * program's raise(SIGTERM) left no exit dump). Sent the same way here. */
+static int to_this_thread(int sig) {
+    return (int)syscall(SYS_tgkill, (pid_t)getpid(), (pid_t)syscall(SYS_gettid), sig);
+}
+
+__attribute__((visibility("default"))) int raise(int sig) {
+    before_own_signal(sig);
+    return to_this_thread(sig) == 0 ? 0 : -1;
+}
+
+__attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int sig) {
+    if (pthread_equal(thread, pthread_self())) {
+        before_own_signal(sig);
+        int e = errno;
+        int r = to_this_thread(sig) == 0 ? 0 : errno;
+        errno = e;
+        return r;
+    }
+    static void *slot;
+    int (*real)(pthread_t, int);
+    *(void **)&real = vt_next_fn_kept(&slot, "pthread_kill");
+    return real ? real(thread, sig) : ESRCH;
 }

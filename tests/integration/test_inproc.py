@@ -399,6 +399,56 @@ def inproc_reports_show_names_in_their_display_form():
     ok("huge\\x1b[2J /x/huge\\x1b[2J.py:3" in r.err, "the failed request's call site")
 
 
+
+SELF_SIGNAL = r'''
+import ctypes, signal, sys
+cu = ctypes.CDLL("libcuda.so.1")
+libc = ctypes.CDLL(None)
+cu.cuInit(0)
+p = ctypes.c_uint64()
+cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(3 << 20))
+print("allocated", flush=True)
+how, sig = sys.argv[1], int(sys.argv[2])
+if how == "raise_signal":
+    signal.raise_signal(sig)
+elif how == "raise":
+    getattr(libc, "raise")(sig)
+elif how == "pthread_kill":
+    libc.pthread_self.restype = ctypes.c_ulong
+    libc.pthread_kill.argtypes = [ctypes.c_ulong, ctypes.c_int]
+    libc.pthread_kill(libc.pthread_self(), sig)
+elif how == "abort":
+    libc.abort()
+print("not reached", flush=True)
+'''
+
+
+@test
+def inproc_raise_and_pthread_kill_leave_the_exit_dump():
+    """A process that sends itself a signal that ends it through raise()
+    (C, or Python's signal.raise_signal) or pthread_kill() of its own
+    thread writes its exit dump and leak report first, and still dies of
+    the signal, as through kill() (the C library sends those with tgkill:
+    nothing was written). abort()'s SIGABRT, a core dump's, is left alone."""
+    py = pythons()[-1]
+    with workdir("vt-selfsig-") as work:
+        script = os.path.join(work, "selfsig.py")
+        with open(script, "w") as f:
+            f.write(SELF_SIGNAL)
+        for how, sig in (("raise_signal", signal.SIGTERM), ("raise", signal.SIGTERM), ("raise", signal.SIGUSR1),
+                         ("pthread_kill", signal.SIGTERM), ("pthread_kill", signal.SIGHUP)):
+            out = os.path.join(work, f"d.{how}.{sig}.json")
+            r = run([py, script, how, str(int(sig))], env={"VRAMTRACE_OUT": out, "VRAMTRACE_LEAK_CHECK": "1"})
+            eq((r.rc, r.out), (-sig, "allocated\n"), f"{how} {sig}: dies of the signal as without")
+            d = load_dump(out)
+            eq((d["reason"], d["totals"]["live_bytes"]), ("exit", 3 << 20), f"{how} {sig}: the exit dump")
+            eq(r.err.count("SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s)."), 1,
+               f"{how} {sig}: the leak report\n{r.err[-1500:]}")
+        out = os.path.join(work, "d.abort.json")
+        r = run([py, script, "abort", "0"], env={"VRAMTRACE_OUT": out, "VRAMTRACE_LEAK_CHECK": "1"})
+        eq((r.rc, r.out, os.path.exists(out), "SUMMARY" in r.err), (-signal.SIGABRT, "allocated\n", False, False),
+           "abort: its state left as it is (no dump, no report)")
+
 KEYBOARD_INTERRUPT = r'''
 import ctypes
 cu = ctypes.CDLL("libcuda.so.1")
