@@ -433,6 +433,13 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         FILE *lf = f ? f : stderr;
         struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid);
         leaked = lr.count > 0;
+        if (lf != stderr && (fflush(lf) != 0 || ferror(lf))) {
+            /* A report file that could not take it (a full disk,
+             * /dev/full): said, and the leak report on stderr instead,
+             * where CI reads it. */
+            warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
+            vt_leak_report(stderr, s, sym, sup, meta.pid);
+        }
         vt_suppressions_free(sup);
     } else if (f) {
         if (torch_only)
@@ -450,9 +457,11 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         else
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top);
         if (!torch_only) vt_torch_print_top(f, s, sym, reason, an->growth, an->ngrowth);
-        fflush(f);
+        if ((fflush(f) != 0 || ferror(f)) && f != stderr)
+            warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
-    if (f && close_it) fclose(f);
+    if (f && close_it && fclose(f) != 0)
+        warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);
     vt_symbols_free(sym);
     vt_snapshot_free(s);

@@ -484,6 +484,22 @@ def run_leak_check_fails_on_a_leak_in_another_process():
 
 
 @test
+def report_to_a_full_device_is_said_and_the_leaks_reach_stderr():
+    """A report destination that cannot take the report (/dev/full: no
+    space left) is said in one warning; the leak report, which CI reads,
+    then comes on stderr. Before, both were lost without a word and only
+    the status told of leaks."""
+    leaks = os.path.join(T, "t_leaks")
+    for check in (True, False):
+        r = run([leaks], env={"VRAMTRACE_LEAK_CHECK": "1"} if check else None, report="/dev/full")
+        eq(r.rc, 23 if check else 0, f"leak check {check}: status")
+        eq(r.err.count("vramtrace: warning: cannot write the report to /dev/full: No space left on device\n"), 1,
+           f"leak check {check}: one warning\n{r.err[-1500:]}")
+        eq(r.err.count("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."), 1 if check else 0,
+           f"leak check {check}: the leak report on stderr")
+
+
+@test
 def run_installed_under_a_path_with_a_space():
     with workdir("vt-files-") as work:
         prefix = os.path.join(work, "with space")
