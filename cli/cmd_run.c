@@ -469,7 +469,10 @@ int vt_cmd_run(int argc, char **argv) {
             setenv(d->name, "1", 1);
             continue;
         }
-        if (i + 1 >= argc) {
+        /* `--out -- prog` forgot the value: "--" is the end of the flags,
+         * never a value (it was taken as a path, and prog run without the
+         * flag meant). */
+        if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
             fprintf(stderr, "vramtrace run: %s needs a value\n", a);
             return 2;
         }

@@ -56,6 +56,13 @@ def layout_run_refuses_what_the_library_would_ignore():
         p = subprocess.run([CLI, "run", flag, value, "--", "true"], capture_output=True, text=True)
         eq((p.returncode, p.stdout), (2, ""), f"run {flag} {value} refused")
         eq(p.stderr.startswith(f"vramtrace run: {flag} takes {words}"), True, f"run {flag} {value}: {p.stderr!r}")
+    # A value forgotten before "--": the end of the flags, never a value
+    # (`--out -- prog` wrote the dump to a file named "--").
+    with workdir("vt-layout-") as work:
+        for flag in ("--out", "--report", "--exitcode", "--suppressions"):
+            p = subprocess.run([CLI, "run", flag, "--", "true"], capture_output=True, text=True, cwd=work)
+            eq((p.returncode, p.stdout, p.stderr), (2, "", f"vramtrace run: {flag} needs a value\n"), f"run {flag} --")
+        eq(os.listdir(work), [], "nothing written")
     for sig in ("USR1", "34", "64"):  # SIGRTMIN and SIGRTMAX are glibc's first and last it lends
         p = subprocess.run([CLI, "run", "--top", "1000", "--signal", sig, "--report", "off", "--out", "off",
                             "--suppressions", "", "--", "true"], capture_output=True, text=True)
