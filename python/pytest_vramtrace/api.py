@@ -105,7 +105,10 @@ def parse_bytes(v):
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(v))
     if not m or m[2].lower() not in _UNITS:
         raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512 MB\" or 1048576)")
-    return int(float(m[1]) * _UNITS[m[2].lower()])
+    n = float(m[1]) * _UNITS[m[2].lower()]
+    if not n.is_integer():
+        raise ValueError(f"not a whole number of bytes: {v!r}")
+    return int(n)
 
 
 def format_bytes(n):

@@ -151,6 +151,9 @@ def pytest_runtest_call(item):
     limit = None
     if limit_marker:
         given = limit_marker.args[0] if limit_marker.args else limit_marker.kwargs.get("limit")
+        extra = limit_marker.args[1:] + tuple(k for k in limit_marker.kwargs if k != "limit" or limit_marker.args)
+        if extra:
+            pytest.fail(f"gpu_limit: takes one limit, also given {', '.join(map(repr, extra))}", pytrace=False)
         try:
             limit = parse_bytes(given)
         except ValueError as e:

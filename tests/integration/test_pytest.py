@@ -501,13 +501,36 @@ def pytest_plugin_reexec_keeps_the_interpreters_options():
 
 
 @pytest_test
+def pytest_plugin_gpu_limit_takes_one_limit():
+    """gpu_limit with a second limit, or a limit and a keyword, fails the
+    test saying so (the second was ignored); a fraction of a byte too."""
+    with workdir("vt-pytest-limit-") as work:
+        path = os.path.join(work, "test_limits.py")
+        with open(path, "w") as f:
+            f.write("import pytest\n"
+                    "@pytest.mark.gpu_limit('1 MiB', '2 MiB')\ndef test_two(): pass\n"
+                    "@pytest.mark.gpu_limit('1 MiB', limit='2 MiB')\ndef test_and_keyword(): pass\n"
+                    "@pytest.mark.gpu_limit(limit='1 MiB', other=1)\ndef test_other_keyword(): pass\n"
+                    "@pytest.mark.gpu_limit(1.5)\ndef test_fraction(): pass\n"
+                    "@pytest.mark.gpu_limit(limit='1 MiB')\ndef test_one(): pass\n")
+        r = suite(path)
+        got = {k.split("::")[1]: v for k, v in outcomes(r.out).items()}
+        eq(got, {"test_two": "FAILED", "test_and_keyword": "FAILED", "test_other_keyword": "FAILED",
+                 "test_fraction": "FAILED", "test_one": "PASSED"}, "outcomes\n" + r.out[-2000:])
+        for line in ("gpu_limit: takes one limit, also given '2 MiB'", "gpu_limit: takes one limit, also given 'limit'",
+                     "gpu_limit: takes one limit, also given 'other'", "gpu_limit: not a whole number of bytes: 1.5"):
+            eq(r.out.count(line), 1, f"{line!r} said\n" + r.out[-2000:])
+
+
+@pytest_test
 def pytest_plugin_byte_counts_read_as_the_library_reads_them():
     """gpu_limit's sizes: a bare K, M, G, T and KiB... are powers of 1024, as
     VRAMTRACE_LIMIT and --limit read "2G"; KB, MB, GB powers of 1000 (a bare
-    "2G" was 2,000,000,000 bytes here, 2 GiB for the library)."""
+    "2G" was 2,000,000,000 bytes here, 2 GiB for the library). A size that
+    is not a whole number of bytes is refused (1.5 was cut to 1 byte)."""
     code = ("from pytest_vramtrace import parse_bytes as p\n"
             "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10')])\n"
-            "for bad in ('2Q', '-1', '', 'G', True):\n"
+            "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '1.0000001K'):\n"
             "    try:\n        p(bad)\n        print('taken', repr(bad))\n"
             "    except ValueError:\n        pass\n")
     r = run([PYTEST_PY, "-c", code], preload=False)
