@@ -155,9 +155,11 @@ def pytest_runtest_call(item):
         if extra:
             pytest.fail(f"gpu_limit: takes one limit, also given {', '.join(map(repr, extra))}", pytrace=False)
         try:
-            limit = parse_bytes(given)
+            limit, bad = parse_bytes(given), None
         except ValueError as e:
-            pytest.fail(f"gpu_limit: {e}", pytrace=False)
+            bad = str(e)
+        if bad:  # failed outside the handler: the failure alone, not "during handling of ..."
+            pytest.fail(f"gpu_limit: {bad}", pytrace=False)
     gc.collect()  # what earlier tests left to the collector goes before the count
     t = _torch()
     if t:

@@ -409,6 +409,8 @@ p = ctypes.c_uint64()
 cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(3 << 20))
 print("allocated", flush=True)
 how, sig = sys.argv[1], int(sys.argv[2])
+if sig:
+    signal.signal(sig, signal.SIG_DFL)  # whatever this test was started with (nohup ignores SIGHUP)
 if how == "raise_signal":
     signal.raise_signal(sig)
 elif how == "raise":

@@ -517,9 +517,13 @@ def pytest_plugin_gpu_limit_takes_one_limit():
         got = {k.split("::")[1]: v for k, v in outcomes(r.out).items()}
         eq(got, {"test_two": "FAILED", "test_and_keyword": "FAILED", "test_other_keyword": "FAILED",
                  "test_fraction": "FAILED", "test_one": "PASSED"}, "outcomes\n" + r.out[-2000:])
-        for line in ("gpu_limit: takes one limit, also given '2 MiB'", "gpu_limit: takes one limit, also given 'limit'",
-                     "gpu_limit: takes one limit, also given 'other'", "gpu_limit: not a whole number of bytes: 1.5"):
-            eq(r.out.count(line), 1, f"{line!r} said\n" + r.out[-2000:])
+        s = sections(r.out, "test_limits.py")
+        for test, line in (("test_two", "gpu_limit: takes one limit, also given '2 MiB'"),
+                           ("test_and_keyword", "gpu_limit: takes one limit, also given 'limit'"),
+                           ("test_other_keyword", "gpu_limit: takes one limit, also given 'other'"),
+                           ("test_fraction", "gpu_limit: not a whole number of bytes: 1.5")):
+            eq([x for x in s.get(test, []) if x.strip()][:1], [line], f"{test}'s failure\n" + r.out[-2000:])
+            ok(not any("During handling" in x for x in s.get(test, [])), f"{test}: the failure alone")
 
 
 @pytest_test
