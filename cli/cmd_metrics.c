@@ -305,12 +305,21 @@ int vt_cmd_metrics(int argc, char **argv) {
             o.once = 1;
         } else if (strcmp(a, "--openmetrics") == 0) {
             o.om = 1;
+        } else if (strcmp(a, "--textfile") == 0 || strcmp(a, "--listen") == 0 || strcmp(a, "--top") == 0 ||
+                   strcmp(a, "--interval") == 0) {
+            fprintf(stderr, "vramtrace metrics: %s needs a value (see vramtrace metrics --help)\n", a);
+            return 2;
         } else {
             char safe[128];
             fprintf(stderr, "vramtrace metrics: unknown argument '%s' (see vramtrace metrics --help)\n",
                     vr_safe(a, safe, sizeof safe));
             return 2;
         }
+    }
+    /* An empty DIR was the root folder's: DIR/vramtrace.prom made /vramtrace.prom. */
+    if (o.textfile && !*o.textfile) {
+        fprintf(stderr, "vramtrace metrics: --textfile takes a folder, not ''\n");
+        return 2;
     }
     if (o.textfile && o.listen) {
         fprintf(stderr, "vramtrace metrics: --textfile and --listen: one at a time\n");

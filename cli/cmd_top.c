@@ -282,6 +282,9 @@ int vt_cmd_top(int argc, char **argv) {
             o.sort = (enum sort_key)found;
         } else if (vt_cli_count(a, 1, 0x7fffffff, &v) == 0 && !o.pid) {
             o.pid = (int)v;
+        } else if (strcmp(a, "--interval") == 0 || strcmp(a, "--sort") == 0) {
+            fprintf(stderr, "vramtrace top: %s needs a value (see vramtrace top --help)\n", a);
+            return 2;
         } else {
             char safe[128];
             fprintf(stderr, "vramtrace top: unknown argument '%s' (see vramtrace top --help)\n",

@@ -84,6 +84,15 @@ static int read_one(const char *path, int want_pid, struct vt_live_segment *out)
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) ||
         (size_t)st.st_size != sizeof *out)
         goto done;
+    /* The writer holds its lock for as long as it lives (it locks the file
+     * before renaming it into place): a segment whose lock nobody holds is
+     * stale whatever it holds, a writer killed in mid-publication (an odd
+     * count forever) too. Looked at first, so that such a file costs no
+     * wait and is removed. */
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        remove_stale(path, &st);
+        goto done;
+    }
     void *m = mmap(NULL, sizeof *out, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) goto done;
     /* A writer descheduled in the middle of a publication holds the lock
@@ -103,7 +112,8 @@ static int read_one(const char *path, int want_pid, struct vt_live_segment *out)
         goto done;
     }
     /* Alive: its pid runs, started when the segment says, and the writer
-     * still holds the lock (an exec'd or crashed writer does not). */
+     * still holds the lock (an exec'd or crashed writer does not: asked
+     * again, it may have ended meanwhile). */
     if (start_of(out->pid) != out->process_start || flock(fd, LOCK_SH | LOCK_NB) == 0) {
         remove_stale(path, &st);
         got = 0;

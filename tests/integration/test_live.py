@@ -169,9 +169,10 @@ def live_segment_names_many_new_sites_at_once():
 
 @test
 def live_segment_stale_ones_cleaned():
-    """A segment left by a killed process (its pid gone), and one whose pid
-    runs but started at another time, are removed by the next reader; a
-    live one stays."""
+    """A segment left by a killed process (its pid gone), one whose pid
+    runs but started at another time, and ones left in mid-publication (an
+    odd count: they stayed, and cost every reader 50 ms each) are removed
+    by the next reader; a live one stays."""
     rundir = tempdir("vt-rundir-")
     a = Live(rundir)
     a.say("a 4096")
@@ -190,6 +191,19 @@ def live_segment_stale_ones_cleaned():
     with open(fake, "wb") as f:
         f.write(data)
     os.chmod(fake, 0o600)
+    # Forty segments of writers killed in mid-publication: the count odd
+    # forever, the pids gone (each cost every reader 50 ms of retries and
+    # stayed). b's copied with an odd count, under pids nobody runs.
+    odd = bytearray(data)
+    odd[16:24] = (int.from_bytes(odd[16:24], "little") | 1).to_bytes(8, "little")
+    dead = []
+    for k in range(40):
+        pid = 4000000 + k
+        odd[24:28] = pid.to_bytes(4, "little")
+        dead.append(segment_path(rundir, pid))
+        with open(dead[-1], "wb") as f:
+            f.write(odd)
+        os.chmod(dead[-1], 0o600)
     rows = process_rows(top_once(rundir, "--bytes").stdout)
     eq(sorted(rows), [b.pid], "only the live process is listed")
     eq(rows[b.pid][3], "8192", "its live bytes")
@@ -617,6 +631,25 @@ def metrics_listen_refuses_a_port_out_of_range():
                            timeout=30)
         eq((p.returncode, p.stdout, p.stderr), (1, "", f"vramtrace metrics: cannot listen on {spec}: Invalid argument\n"),
            f"--listen {spec}")
+
+
+@test
+def metrics_and_top_missing_values_said_so():
+    """A flag whose value is missing says so (it read as an unknown
+    argument), and `metrics --textfile ''` is refused (it wrote
+    /vramtrace.prom, the root folder's)."""
+    rundir = tempdir("vt-rundir-")
+    for cmd, flag in (("metrics", "--textfile"), ("metrics", "--listen"), ("metrics", "--top"),
+                      ("metrics", "--interval"), ("top", "--interval"), ("top", "--sort")):
+        p = subprocess.run([CLI, cmd, flag], env=live_env(rundir), capture_output=True, text=True, timeout=30)
+        eq((p.returncode, p.stdout, p.stderr), (2, "", f"vramtrace {cmd}: {flag} needs a value (see vramtrace {cmd} "
+                                                      f"--help)\n"), f"{cmd} {flag}")
+    cwd = tempdir("vt-textfile-")
+    p = subprocess.run([CLI, "metrics", "--textfile", "", "--once"], env=live_env(rundir), capture_output=True,
+                       text=True, timeout=30, cwd=cwd)
+    eq((p.returncode, p.stdout, p.stderr), (2, "", "vramtrace metrics: --textfile takes a folder, not ''\n"),
+       "--textfile ''")
+    eq(os.listdir(cwd), [], "nothing written here")
 
 
 @test
