@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,44 +124,81 @@ static void send_all(int fd, const char *p, size_t n) {
     }
 }
 
-/* One request: its head read within 5 s, GET /metrics answered, anything
- * else 404 (or 405 for another method). */
+/* Whether an Accept header's value asks for OpenMetrics: a media range
+ * application/openmetrics-text whose q is not 0 ("...;q=0" refuses it). */
+static int asks_openmetrics(const char *v, const char *end) {
+    while (v < end) {
+        const char *comma = memchr(v, ',', (size_t)(end - v));
+        const char *stop_at = comma ? comma : end;
+        while (v < stop_at && (*v == ' ' || *v == '\t')) v++;
+        static const char om[] = "application/openmetrics-text";
+        if ((size_t)(stop_at - v) >= sizeof om - 1 && strncasecmp(v, om, sizeof om - 1) == 0) {
+            int refused = 0;
+            for (const char *q = v; q + 2 < stop_at; q++)
+                if (q[0] == ';') {
+                    const char *x = q + 1;
+                    while (x < stop_at && *x == ' ') x++;
+                    if (x + 2 <= stop_at && (x[0] == 'q' || x[0] == 'Q') && x[1] == '=') {
+                        char num[16] = "";
+                        size_t k = 0;
+                        for (x += 2; x < stop_at && k < sizeof num - 1 && *x != ';' && *x != ' '; x++) num[k++] = *x;
+                        refused = strtod(num, NULL) <= 0;
+                    }
+                }
+            if (!refused) return 1;
+        }
+        v = stop_at + 1;
+    }
+    return 0;
+}
+
+/* One request on its own connection: its head read within 5 s in all (a
+ * client that sends a byte now and then gets no more), ended by a blank
+ * line (CRLF or LF); GET /metrics answered, HEAD and other methods 405
+ * with Allow, other paths 404. */
 static void serve_one(int c, const struct vt_metrics_opts *o) {
     char req[8192] = "";
     size_t n = 0;
-    while (n < sizeof req - 1 && !strstr(req, "\r\n\r\n")) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (n < sizeof req - 1 && !strstr(req, "\r\n\r\n") && !strstr(req, "\n\n")) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = 5000 - (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) return;
         struct pollfd p = {c, POLLIN, 0};
-        if (poll(&p, 1, 5000) <= 0) return;
+        if (poll(&p, 1, (int)left) <= 0) return;
         ssize_t r = recv(c, req + n, sizeof req - 1 - n, 0);
         if (r <= 0) return;
         n += (size_t)r;
         req[n] = '\0';
     }
     char head[512];
-    const char *status = "200 OK";
+    const char *status = "200 OK", *allow = "";
     char *body = NULL;
     size_t len = 0;
     struct vt_metrics_opts mine = *o;
     const char *type = "text/plain; version=0.0.4; charset=utf-8";
     if (strncmp(req, "GET ", 4) != 0) {
         status = "405 Method Not Allowed";
+        allow = "Allow: GET\r\n";
     } else if (strncmp(req + 4, "/metrics ", 9) != 0 && strncmp(req + 4, "/metrics?", 9) != 0) {
         status = "404 Not Found";
     } else {
-        /* OpenMetrics to a client whose Accept names it. */
-        for (char *line = strstr(req, "\r\n"); line && line[2]; line = strstr(line + 2, "\r\n"))
-            if (strncasecmp(line + 2, "Accept:", 7) == 0) {
-                char *end = strstr(line + 2, "\r\n");
-                char *om = strstr(line + 2, "application/openmetrics-text");
-                if (om && (!end || om < end)) mine.om = 1;
+        /* OpenMetrics to a client whose Accept asks for it. */
+        for (char *line = strchr(req, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
+            if (strncasecmp(line + 1, "Accept:", 7) == 0) {
+                char *end = strchr(line + 1, '\n');
+                if (!end) end = line + 1 + strlen(line + 1);
+                if (asks_openmetrics(line + 8, end)) mine.om = 1;
             }
         if (mine.om) type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
         body = vt_metrics_text(&mine, &len);
         if (!body) status = "500 Internal Server Error";
     }
     int hl = snprintf(head, sizeof head,
-                      "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
-                      body ? type : "text/plain; charset=utf-8", body ? len : strlen(status) + 1);
+                      "HTTP/1.1 %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                      status, allow, body ? type : "text/plain; charset=utf-8", body ? len : strlen(status) + 1);
     send_all(c, head, (size_t)hl);
     if (body) send_all(c, body, len);
     else {
@@ -170,6 +208,12 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
     free(body);
 }
 
+/* At most this many connections served at once, each in a process of its
+ * own: one client slow to send its request (or to read the answer) holds
+ * its own connection only; one served in the accept loop held every other
+ * scrape (an idle connection 5 s each, a slow one for an hour). */
+#define MAX_CLIENTS 64
+
 int vt_metrics_listen(const struct vt_metrics_opts *o) {
     int fd = open_listener(o->listen);
     if (fd < 0) {
@@ -177,14 +221,34 @@ int vt_metrics_listen(const struct vt_metrics_opts *o) {
         return 1;
     }
     catch_stop();
+    int clients = 0;
     while (!stop) {
+        while (clients > 0 && waitpid(-1, NULL, WNOHANG) > 0) clients--;
         struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 500) <= 0) continue;
+        if (poll(&p, 1, 200) <= 0) continue;
         int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) continue;
-        serve_one(c, o);
+        if (clients >= MAX_CLIENTS) {
+            static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                                       "Connection: close\r\n\r\n";
+            send_all(c, busy, sizeof busy - 1);
+            close(c);
+            continue;
+        }
+        pid_t child = fork();
+        if (child == 0) {
+            close(fd);
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            alarm(60); /* a client that never reads the answer */
+            serve_one(c, o);
+            close(c);
+            _exit(0);
+        }
+        if (child > 0) clients++;
+        else serve_one(c, o); /* no process to spare: served here */
         close(c);
     }
     close(fd);
-    return 0;
+    return 0; /* a connection still being served ends by itself (alarm) */
 }

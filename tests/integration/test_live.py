@@ -652,6 +652,66 @@ def metrics_and_top_missing_values_said_so():
     eq(os.listdir(cwd), [], "nothing written here")
 
 
+def http_request(port, data, timeout=10):
+    """The whole answer to the raw request bytes `data`."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+@test
+def metrics_listen_serves_each_connection_on_its_own():
+    """Connections that send nothing, or a header line now and then, do not
+    hold other scrapes (the server read one request at a time: four idle
+    connections delayed a scrape 20 s, a slow one for as long as it liked);
+    a request ended by a bare LF blank line is answered; HEAD gets 405 with
+    Allow; an Accept that gives OpenMetrics q=0 gets the text format."""
+    import socket
+    rundir, t = published(8388608)
+    port = free_port()
+    server = subprocess.Popen([CLI, "metrics", "--listen", f"127.0.0.1:{port}"], env=live_env(rundir),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def listening():
+            try:
+                return http_request(port, b"GET /metrics HTTP/1.1\r\n\r\n", timeout=2).startswith(b"HTTP/1.1 200")
+            except OSError:
+                return None
+        wait_for("the listener", listening)
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+        for i in range(3):
+            slow.sendall(b"X-a: b\r\n")
+            answer = http_request(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", timeout=4)
+            head, body = answer.split(b"\r\n\r\n", 1)
+            eq(head.split(b"\r\n")[0], b"HTTP/1.1 200 OK", f"scrape {i} beside 4 idle and 1 slow connection")
+            ok(f"vramtrace_live_bytes{{".encode() in body and b"} 8388608\n" in body, body[-500:])
+        for s in idle + [slow]:
+            s.close()
+        answer = http_request(port, b"GET /metrics HTTP/1.0\n\n")
+        eq(answer.split(b"\r\n")[0], b"HTTP/1.1 200 OK", "a head ended by LF LF")
+        answer = http_request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+        head = answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+        eq((head[0], b"Allow: GET" in head), (b"HTTP/1.1 405 Method Not Allowed", True), "HEAD")
+        for accept, om in ((b"application/openmetrics-text;q=0, text/plain", False),
+                           (b"application/openmetrics-text; version=1.0.0; q=0.5, text/plain;q=0.1", True),
+                           (b"text/plain, application/openmetrics-text", True), (b"text/plain", False)):
+            answer = http_request(port, b"GET /metrics HTTP/1.1\r\nAccept: " + accept + b"\r\n\r\n")
+            eq(b"Content-Type: application/openmetrics-text" in answer.split(b"\r\n\r\n", 1)[0], om,
+               f"Accept: {accept!r}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        eq(t.quit(), (0, ""), "the traced program")
+
+
 @test
 def metrics_scraped_by_prometheus():
     """A Prometheus server started on loopback scrapes vramtrace metrics
