@@ -41,8 +41,11 @@ static struct {
     int warned;
     char last_site[VT_LIVE_LABEL]; /* the forecast's growing site, once named */
     int created, placed;     /* under place_lock: made, renamed into place */
-    /* The sites at each closed growth window, for the one that grew. */
-    struct vt_holder past[VT_FORECAST_RISES + 1][VT_VIEW_SITES];
+    /* The view's stacks added up by call site, largest first. */
+    struct site_group { const char *label; uint64_t bytes, count, most; uint32_t stack; } groups[VT_VIEW_SITES];
+    uint32_t ngroups;
+    /* The call sites at each closed growth window, for the one that grew. */
+    struct past_site { const char *label; uint64_t bytes; } past[VT_FORECAST_RISES + 1][VT_LIVE_SITES];
     uint32_t npast[VT_FORECAST_RISES + 1];
     int npasts;
 } L = {.fd = VT_FD_NONE};
@@ -145,8 +148,8 @@ static void label_stacks(const struct vt_stack **st, const uint32_t *ids, size_t
 
 /* Every site of the view that has no name yet, named (label_stacks). */
 static void label_new_sites(const struct vt_view *v) {
-    const struct vt_stack *st[VT_VIEW_SITES];
-    uint32_t ids[VT_VIEW_SITES];
+    static const struct vt_stack *st[VT_VIEW_SITES]; /* the publisher's alone */
+    static uint32_t ids[VT_VIEW_SITES];
     size_t n = 0;
     for (uint32_t i = 0; i < v->nsites; i++) {
         uint32_t id = v->sites[i].stack;
@@ -165,19 +168,55 @@ static const char *label_of(uint32_t id, const struct vt_stack *st) {
     return L.labels[id] ? L.labels[id] : "(no stack)";
 }
 
-/* The site that grew the most since the oldest closed window. */
+static int by_label(const void *a, const void *b) {
+    return strcmp(((const struct site_group *)a)->label, ((const struct site_group *)b)->label);
+}
+
+static int by_bytes(const void *a, const void *b) {
+    const struct site_group *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+/* The view's stacks added up by call site (the holders table's rows, as
+ * the dump's report makes them): each site its bytes and allocations over
+ * all its stacks, named by its largest stack. */
+static void group_sites(const struct vt_view *v) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < v->nsites; i++)
+        L.groups[n++] = (struct site_group){label_of(v->sites[i].stack, v->stacks[i]), v->sites[i].bytes,
+                                            v->sites[i].count, v->sites[i].bytes, v->sites[i].stack};
+    qsort(L.groups, n, sizeof *L.groups, by_label);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (k && strcmp(L.groups[k - 1].label, L.groups[i].label) == 0) {
+            struct site_group *g = &L.groups[k - 1];
+            g->bytes += L.groups[i].bytes;
+            g->count += L.groups[i].count;
+            if (L.groups[i].most > g->most) {
+                g->most = L.groups[i].most;
+                g->stack = L.groups[i].stack;
+            }
+        } else {
+            L.groups[k++] = L.groups[i];
+        }
+    }
+    qsort(L.groups, k, sizeof *L.groups, by_bytes);
+    L.ngroups = k;
+}
+
+/* The call site that grew the most since the oldest closed window. */
 static const char *growing_site(void) {
-    const struct vt_view *v = &L.view;
     int64_t best = 0;
-    uint32_t at = UINT32_MAX;
-    for (uint32_t i = 0; i < v->nsites; i++) {
+    const char *at = NULL;
+    for (uint32_t i = 0; i < L.ngroups; i++) {
         uint64_t then = 0;
         for (uint32_t j = 0; j < L.npast[0]; j++)
-            if (L.past[0][j].stack == v->sites[i].stack) then = L.past[0][j].bytes;
-        int64_t rise = (int64_t)(v->sites[i].bytes - then);
-        if (rise > best) { best = rise; at = i; }
+            if (strcmp(L.past[0][j].label, L.groups[i].label) == 0) then = L.past[0][j].bytes;
+        int64_t rise = (int64_t)(L.groups[i].bytes - then);
+        if (rise > best) { best = rise; at = L.groups[i].label; }
     }
-    return at == UINT32_MAX ? NULL : label_of(v->sites[at].stack, v->stacks[at]);
+    return at;
 }
 
 /* The forecast of device d, per step when sf is given, else per minute:
@@ -252,7 +291,10 @@ static void publish(void) {
     int changed = vt_tracker_view(&L.view);
     const struct vt_view *v = &L.view;
     if (!v->stamp) return;
-    if (changed) label_new_sites(v);
+    if (changed) {
+        label_new_sites(v);
+        group_sites(v);
+    }
     struct timespec mono;
     clock_gettime(CLOCK_MONOTONIC, &mono);
     uint64_t now = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
@@ -305,8 +347,9 @@ static void publish(void) {
             memmove(L.npast, L.npast + 1, VT_FORECAST_RISES * sizeof L.npast[0]);
             L.npasts--;
         }
-        memcpy(L.past[L.npasts], v->sites, v->nsites * sizeof *v->sites);
-        L.npast[L.npasts++] = v->nsites;
+        uint32_t m = L.ngroups < VT_LIVE_SITES ? L.ngroups : VT_LIVE_SITES;
+        for (uint32_t i = 0; i < m; i++) L.past[L.npasts][i] = (struct past_site){L.groups[i].label, L.groups[i].bytes};
+        L.npast[L.npasts++] = m;
     }
     n->ndevices = ndev;
     changed |= vt_live_torch_fill(n);
@@ -324,13 +367,13 @@ static void publish(void) {
             return;
         }
     }
-    n->nsites = (int32_t)v->nsites;
-    for (uint32_t i = 0; i < v->nsites; i++) {
+    n->nsites = (int32_t)(L.ngroups < VT_LIVE_SITES ? L.ngroups : VT_LIVE_SITES);
+    for (int32_t i = 0; i < n->nsites; i++) {
         struct vt_live_site *s = &n->sites[i];
-        s->bytes = v->sites[i].bytes;
-        s->count = v->sites[i].count;
-        s->stack = v->sites[i].stack;
-        snprintf(s->label, sizeof s->label, "%s", label_of(v->sites[i].stack, v->stacks[i]));
+        s->bytes = L.groups[i].bytes;
+        s->count = L.groups[i].count;
+        s->stack = L.groups[i].stack;
+        snprintf(s->label, sizeof s->label, "%s", L.groups[i].label);
         vt_utf8_whole(s->label, sizeof s->label);
     }
     n->live_bytes = v->totals.live_bytes;

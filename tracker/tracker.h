@@ -395,12 +395,15 @@ static inline int64_t vt_step_event(const struct vt_snapshot *s, const struct vt
 }
 
 /* The counts as a live view shows them (report/live.c, a few times a
- * second): totals, every device, and the VT_VIEW_SITES call sites (stacks)
- * holding the most device memory now, largest first, with their stacks
- * (never freed while the process runs). vt_tracker_view applies the logs
- * and fills v under the global lock, unless nothing was applied since
- * v->stamp (then it returns 0 and v is as it was). */
-#define VT_VIEW_SITES 32
+ * second): totals, every device, and the VT_VIEW_SITES stacks holding the
+ * most device memory now, largest first, with their stacks (never freed
+ * while the process runs). Many stacks reach one call site (a line of
+ * Python through many native paths), so the view keeps thousands of
+ * stacks for the publisher to add up by call site: with the 32 largest
+ * stacks alone a site of many smaller ones was missing. vt_tracker_view
+ * applies the logs and fills v under the global lock, unless nothing was
+ * applied since v->stamp (then it returns 0 and v is as it was). */
+#define VT_VIEW_SITES 4096
 /* Live and peak bytes of each kind of memory (enum vt_kind) in one place:
  * a device, or the host (pinned host memory, and memory of no device). */
 struct vt_kind_counts {

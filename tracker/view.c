@@ -15,19 +15,44 @@
  * ms a round, and every thread whose log filled meanwhile waited for it. */
 #define VIEW_CHUNK 4096
 
-/* Keep site i (holding b bytes in c allocations) if it is among the
- * VT_VIEW_SITES largest so far in top[0..*k), largest first (an insertion
- * into a short sorted array). */
-static void keep_if_largest(struct vt_holder *top, uint32_t *k, uint32_t i, uint64_t b, uint64_t c) {
-    struct vt_holder h = {.stack = i, .bytes = b, .count = c};
-    if (*k == VT_VIEW_SITES && vt_holder_order(&h, &top[*k - 1]) >= 0) return;
-    uint32_t at = *k < VT_VIEW_SITES ? (*k)++ : *k - 1;
-    while (at > 0 && vt_holder_order(&h, &top[at - 1]) < 0) {
-        top[at] = top[at - 1];
-        at--;
+/* The VT_VIEW_SITES largest sites so far, kept in a heap whose root is
+ * the one that would be listed last (vt_holder_order): a site that comes
+ * before it replaces it. O(log k) a site, so that thousands kept over a
+ * hundred thousand scanned cost no more than a few of them did. */
+static int after(const struct vt_holder *a, const struct vt_holder *b) { return vt_holder_order(a, b) > 0; }
+
+static void sift_down(struct vt_holder *h, uint32_t n, uint32_t i) {
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && after(&h[l], &h[m])) m = l;
+        if (r < n && after(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        struct vt_holder t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
     }
-    top[at] = h;
 }
+
+static void keep_if_largest(struct vt_holder *heap, uint32_t *k, uint32_t i, uint64_t b, uint64_t c) {
+    struct vt_holder h = {.stack = i, .bytes = b, .count = c};
+    if (*k < VT_VIEW_SITES) {
+        uint32_t at = (*k)++;
+        heap[at] = h;
+        while (at > 0 && after(&heap[at], &heap[(at - 1) / 2])) {
+            struct vt_holder t = heap[at];
+            heap[at] = heap[(at - 1) / 2];
+            heap[(at - 1) / 2] = t;
+            at = (at - 1) / 2;
+        }
+        return;
+    }
+    if (vt_holder_order(&h, &heap[0]) >= 0) return;
+    heap[0] = h;
+    sift_down(heap, *k, 0);
+}
+
+static int by_order(const void *a, const void *b) { return vt_holder_order(a, b); }
 
 int vt_tracker_view(struct vt_view *v) {
     vt_global_lock();
@@ -65,6 +90,7 @@ int vt_tracker_view(struct vt_view *v) {
         if (st->bytes) keep_if_largest(v->sites, &k, (uint32_t)i, st->bytes, st->count);
     }
     v->nsites = k;
+    qsort(v->sites, k, sizeof *v->sites, by_order); /* largest first */
     for (uint32_t i = 0; i < v->nsites; i++) v->stacks[i] = vt_stacks.list[v->sites[i].stack];
     vt_global_unlock();
     return 1;

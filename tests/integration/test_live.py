@@ -168,6 +168,30 @@ def live_segment_names_many_new_sites_at_once():
 
 
 @test
+def live_segment_sites_add_up_every_stack_of_a_call_site():
+    """Call sites reached through many stacks are added up over all of
+    them, as the dump's holders table adds them: 40 stacks of 1 MiB reach
+    fanned1 and 50 of 512 KiB reach fanned0. With the 32 largest stacks
+    alone, fanned1 read 32 MiB in 32 allocations and fanned0 was missing
+    (top, and the metrics' vramtrace_site_live_bytes)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("fan 40 1048576 1")
+    t.say("fan 50 524288 0")
+    line = lambda k: source_line("t_live.c", f"FANNED({k})")  # the macro's, where it is expanded
+    want = [("40.00 MiB", "40", f"fanned1 tests/progs/t_live.c:{line(1)}"),
+            ("25.00 MiB", "50", f"fanned0 tests/progs/t_live.c:{line(0)}")]
+    rows = wait_for("both sites, whole", lambda: (lambda r: r if r == want else None)(
+        site_rows(top_once(rundir, str(t.pid)).stdout)))
+    eq(rows, want, "each call site once, every stack's bytes")
+    text = metrics(rundir, "--top", "5")
+    got = sorted((re.search(r'site="([^"]*)"', k)[1], v) for k, v in series(text, "vramtrace_site_live_bytes").items())
+    eq(got, [(f"fanned0 tests/progs/t_live.c:{line(0)}", str(50 * 524288)),
+             (f"fanned1 tests/progs/t_live.c:{line(1)}", str(40 * 1048576))], "the metrics' sites")
+    eq(t.quit(), (0, ""), "status and stderr")
+
+
+@test
 def live_segment_stale_ones_cleaned():
     """A segment left by a killed process (its pid gone), one whose pid
     runs but started at another time, and ones left in mid-publication (an

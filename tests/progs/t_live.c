@@ -14,6 +14,9 @@
  *                     "child PID" first, "ok" once it has exited
  *   sites BYTES       k * BYTES kept at each of five call sites, site1 to
  *                     site5 (each its own function and line), at once
+ *   fan N BYTES S     N times BYTES kept at one call site, fanned0 (S 0) or
+ *                     fanned1 (S 1), each through its own stack (fan_in's
+ *                     recursion 1 to N deep)
  *   q                 exit (what is kept stays live) */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -51,6 +54,23 @@ SITE(3)
 SITE(4)
 SITE(5)
 
+/* One call site reached through many stacks (a line of Python reaches
+ * its allocation through many native paths). */
+#define FANNED(k)                                                                                \
+    __attribute__((noinline)) static void fanned##k(unsigned long long b) {                      \
+        void *p = NULL;                                                                          \
+        if (cudaMalloc(&p, b) == cudaSuccess && nkept < 100000) kept[nkept++] = p;               \
+    }
+FANNED(0)
+FANNED(1)
+
+__attribute__((noinline)) static void fan_in(long depth, unsigned long long b, int site) {
+    if (depth > 0) fan_in(depth - 1, b, site);
+    else if (site) fanned1(b);
+    else fanned0(b);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: each depth its own stack */
+}
+
 int main(void) {
     char line[256];
     struct vramtrace_api vt;
@@ -67,6 +87,8 @@ int main(void) {
             site3(bytes);
             site4(bytes);
             site5(bytes);
+        } else if (sscanf(line, "fan %ld %llu %ld", &n, &bytes, &ms) == 3) {
+            for (long i = 0; i < n && i < 58; i++) fan_in(i, bytes, ms != 0);
         } else if (sscanf(line, "m %llu", &bytes) == 1) {
             void *p = NULL;
             if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) == cudaSuccess && nkept < 100000) kept[nkept++] = p;
