@@ -64,6 +64,7 @@ struct lines {
     char **v;
     size_t n, cap;
     size_t selected_line; /* the selected process's first row, or SIZE_MAX */
+    size_t tail_line;     /* the first line after the process rows (the call sites'), or SIZE_MAX */
 };
 
 static void add_line(struct lines *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -111,7 +112,7 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
              sort_names[o->sort]);
     add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s  %s", "PID", "RANK", "DEV", "LIVE", "PEAK", "RESERVED",
              "GROWTH", "FULL IN", "COMMAND");
-    L->selected_line = SIZE_MAX;
+    L->selected_line = L->tail_line = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         const struct vt_live_segment *s = &segs[i];
         char cmd[256];
@@ -150,6 +151,7 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
     const struct vt_live_segment *s = &segs[sel];
     char cmd[256];
     vr_safe(s->command, cmd, sizeof cmd);
+    L->tail_line = L->n;
     add_line(L, "%s", "");
     char fc[sizeof s->forecast * 4];
     vr_safe(s->forecast, fc, sizeof fc);
@@ -192,10 +194,14 @@ static int top_once(const struct top_opts *o) {
  * select a process, l/p/g/n sort by live, peak, growth, pid, q quits. */
 static int top_screen(struct top_opts *o) {
     setlocale(LC_ALL, "");
-    if (!initscr()) {
+    /* newterm, not initscr: initscr on a terminal it does not know (TERM
+     * unset or wrong) prints its own line and exits. */
+    SCREEN *scr = isatty(STDOUT_FILENO) ? newterm(NULL, stdout, stdin) : NULL;
+    if (!scr) {
         fprintf(stderr, "vramtrace top: cannot draw on this terminal (try --once)\n");
         return 1;
     }
+    set_term(scr);
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
@@ -212,10 +218,27 @@ static int top_screen(struct top_opts *o) {
         struct lines L = {0};
         frame(o, segs, n, sel, &L);
         erase();
-        for (size_t i = 0; i < L.n && (int)i < LINES; i++) {
+        /* More lines than rows: the process rows scroll so that the
+         * selected one shows, and the selected process's call sites keep
+         * at least their title, header and two rows below them (they were
+         * cut off, the selection run off the screen). */
+        size_t rows = LINES > 0 ? (size_t)LINES : 0, head = 2, first = head, shown = L.n;
+        size_t tail = L.tail_line == SIZE_MAX ? L.n : L.tail_line;
+        if (L.n > rows && tail > head && rows > head) {
+            size_t avail = rows - head, procs = tail - head, after = L.n - tail;
+            size_t keep = after < 5 ? after : avail / 2 > 5 ? (after < avail / 2 ? after : avail / 2) : 5;
+            if (keep > avail) keep = avail;
+            shown = avail - keep < procs ? avail - keep : procs;
+            size_t sel_at = L.selected_line == SIZE_MAX ? head : L.selected_line;
+            first = sel_at >= head + shown / 2 ? sel_at - shown / 2 : head;
+            if (first + shown > tail) first = tail - shown;
+        }
+        int y = 0;
+        for (size_t i = 0; i < L.n && y < LINES; i++) {
+            if (L.n > rows && i >= head && i < tail && (i < first || i >= first + shown)) continue;
             int hi = i == 1 || i == L.selected_line;
             if (hi) attron(A_REVERSE);
-            mvaddnstr((int)i, 0, L.v[i], COLS);
+            mvaddnstr(y++, 0, L.v[i], COLS);
             if (hi) attroff(A_REVERSE);
         }
         refresh();
@@ -232,6 +255,7 @@ static int top_screen(struct top_opts *o) {
         free(segs);
     }
     endwin();
+    delscreen(scr);
     return 0;
 }
 

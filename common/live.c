@@ -9,7 +9,12 @@
 const char *vt_live_dir(char *out, size_t size) {
     const char *x = getenv("XDG_RUNTIME_DIR");
     struct stat st;
-    if (x && x[0] == '/' && stat(x, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(out, size, "%s", x);
+    /* One longer than VT_LIVE_DIR_MAX is passed over on both sides (the
+     * writer's room was shorter than the readers': it cut the path, and
+     * the cut path may name another folder). */
+    if (x && x[0] == '/' && strlen(x) <= VT_LIVE_DIR_MAX && strlen(x) < size && stat(x, &st) == 0 &&
+        S_ISDIR(st.st_mode))
+        snprintf(out, size, "%s", x);
     else snprintf(out, size, "/dev/shm");
     return out;
 }

@@ -92,8 +92,10 @@ struct vt_live_segment {
     uint64_t host_kind_live_bytes[VT_LIVE_KINDS], host_kind_peak_bytes[VT_LIVE_KINDS];
 };
 
-/* The live directory: $XDG_RUNTIME_DIR when it names a directory, else
- * /dev/shm. Writes at most size bytes; returns out. */
+/* The live directory: $XDG_RUNTIME_DIR when it names a directory in at
+ * most VT_LIVE_DIR_MAX bytes, else /dev/shm. Writes at most size bytes
+ * (at least VT_LIVE_DIR_MAX + 1); returns out. */
+#define VT_LIVE_DIR_MAX 3000
 const char *vt_live_dir(char *out, size_t size);
 
 

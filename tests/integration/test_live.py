@@ -192,6 +192,28 @@ def live_segment_sites_add_up_every_stack_of_a_call_site():
 
 
 @test
+def live_segment_runtime_dir_too_long_is_passed_over_on_both_sides():
+    """An XDG_RUNTIME_DIR longer than 3,000 bytes is passed over by the
+    writer and the readers alike (/dev/shm instead): the writer cut it to
+    3,899 bytes and the readers to 4,095, so that a process in a folder of
+    4,042 bytes was not seen (and its cut path could name another folder)."""
+    base = tempdir("vt-rundir-")
+    deep = base
+    while len(deep) < 3950:
+        deep = os.path.join(deep, "d" * 200)
+    os.makedirs(deep)
+    t = Live(deep)
+    t.say("a 3145728")
+    rows = wait_for("the process, seen", lambda: (lambda r: r if t.pid in r else None)(
+        process_rows(top_once(deep, "--bytes").stdout)))
+    eq(rows[t.pid][3], "3145728", "its live bytes")
+    ok(os.path.exists(f"/dev/shm/vramtrace-live.{t.pid}.shm"), "its segment in /dev/shm")
+    eq(os.listdir(deep), [], "nothing in the long folder")
+    eq(t.quit(), (0, ""), "status and stderr")
+    ok(not os.path.exists(f"/dev/shm/vramtrace-live.{t.pid}.shm"), "removed at exit")
+
+
+@test
 def live_segment_stale_ones_cleaned():
     """A segment left by a killed process (its pid gone), one whose pid
     runs but started at another time, and ones left in mid-publication (an
@@ -400,6 +422,56 @@ def screen_rows(screen):
     """[(pid, live, peak)] of the process rows on a top screen, in order."""
     return [(int(m[0]), m[1], m[2]) for m in
             re.findall(r"^ *(\d+) +\d+ +\d+ +([\d.]+ \w+) +([\d.]+ \w+) ", screen, re.M)]
+
+
+@test
+def top_screen_scrolls_to_the_selected_process():
+    """More processes than the terminal has rows: the process rows scroll
+    so that the selected one shows, and its call sites stay on the screen
+    below them (the frame was cut at the last row: selecting a process
+    past it showed neither the row nor its call sites)."""
+    rundir = tempdir("vt-rundir-")
+    tm = Tmux([CLI, "top", "--interval", "0.2", "--sort", "pid"], {"XDG_RUNTIME_DIR": rundir, "TERM": "screen"},
+              height=14)
+    procs = []
+    try:
+        for k in range(12):
+            procs.append(Live(rundir))
+            procs[-1].say(f"a {(k + 1) << 20}")
+        pids = sorted(t.pid for t in procs)
+        wait_for("twelve processes", lambda: "12 traced processes" in tm.screen())
+        for k in range(1, 12):
+            tm.keys("j")
+            want = pids[k]
+            wait_for(f"process {k} selected, its row and call sites shown",
+                     lambda: re.search(rf"^call sites of pid {want} ", tm.screen(), re.M)
+                     and want in [r[0] for r in screen_rows(tm.screen())])
+            screen = tm.screen().rstrip("\n").split("\n")
+            ok(len(screen) <= 14, f"within the 14 rows: {len(screen)}")
+            ok(any(l.strip().endswith("COUNT  SITE") for l in screen), "the call sites' header shows\n" + "\n".join(screen))
+        tm.keys("q")
+        wait_for("top quits", lambda: not tm.alive())
+    finally:
+        tm.kill()
+        for t in procs:
+            t.quit()
+
+
+@test
+def top_screen_on_an_unknown_terminal_says_so():
+    """On a terminal that curses does not know (TERM unset or made up),
+    `vramtrace top` says so in its own line and exits 1 (curses printed
+    "Error opening terminal" and exited)."""
+    import pty
+    for term in ("no-such-terminal", None):
+        m, s = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k != "TERM"}
+        if term:
+            env["TERM"] = term
+        p = subprocess.run([CLI, "top"], stdin=s, stdout=s, stderr=subprocess.PIPE, env=env, timeout=30)
+        os.close(m)
+        os.close(s)
+        eq((p.returncode, p.stderr), (1, b"vramtrace top: cannot draw on this terminal (try --once)\n"), f"TERM={term}")
 
 
 @test
