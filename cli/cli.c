@@ -49,6 +49,7 @@ void vt_usage(FILE *f) {
             "       vramtrace diff OLD.json NEW.json [--fail-over SIZE] [--top N]\n"
             "       vramtrace top [PID] [--once] [--bytes] [--interval S] [--sort KEY]\n"
             "       vramtrace metrics [--textfile DIR | --listen [HOST:]PORT] [--top N]\n"
+            "                         [--interval S] [--once] [--openmetrics]\n"
             "       vramtrace --help | --version\n\n"
             "vramtrace records every GPU memory allocation of a program (CUDA runtime and\n"
             "driver, stream-ordered pools, virtual-memory handles, managed and pinned\n"

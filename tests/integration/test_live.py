@@ -746,6 +746,11 @@ def metrics_and_top_missing_values_said_so():
     eq((p.returncode, p.stdout, p.stderr), (2, "", "vramtrace metrics: --textfile takes a folder, not ''\n"),
        "--textfile ''")
     eq(os.listdir(cwd), [], "nothing written here")
+    # vramtrace --help names every flag of metrics (it left out three).
+    usage = subprocess.run([CLI, "--help"], capture_output=True, text=True).stdout
+    for flag in re.findall(r"(--[a-z]+)", subprocess.run([CLI, "metrics", "--help"], capture_output=True,
+                                                          text=True).stdout.split("\n\n")[0]):
+        ok(flag in usage.split("vramtrace metrics", 1)[1].split("vramtrace --help")[0], f"--help's metrics names {flag}")
 
 
 def http_request(port, data, timeout=10):
