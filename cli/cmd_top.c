@@ -143,6 +143,14 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
             else
                 add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s", "", "", dev, live, peak, res, grow, full);
         }
+        /* Pinned host memory (and memory of no device) on a row of its own,
+         * as the metrics give it with gpu="host": a process holding only
+         * that read 0 B. Its peak is per kind only: none shown. */
+        if (s->host_live_bytes > 0) {
+            char live[32];
+            bytes_cell(o, s->host_live_bytes, live, sizeof live);
+            add_line(L, "%7s %4s %4s%12s %12s %12s %12s %9s", "", "", "host", live, "-", "-", "-", "-");
+        }
     }
     if (n == 0) {
         add_line(L, "(no traced process of this user is running)");

@@ -214,6 +214,21 @@ def live_segment_runtime_dir_too_long_is_passed_over_on_both_sides():
 
 
 @test
+def top_shows_pinned_host_memory_on_a_row_of_its_own():
+    """A process holding pinned host memory shows it on a `host` row under
+    its devices, as the metrics give it with gpu="host" (a process holding
+    only that read 0 B in top)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("h 7340032")
+    host_row = lambda: re.findall(r"^ +host +(\d+) +- +- +- +-$", top_once(rundir, "--bytes").stdout, re.M)
+    eq(wait_for("the host row", lambda: host_row() or None), ["7340032"], "the host row's live bytes")
+    t.say("fh")
+    wait_for("the host row gone", lambda: host_row() == [])
+    eq(t.quit(), (0, ""), "status and stderr")
+
+
+@test
 def live_segment_stale_ones_cleaned():
     """A segment left by a killed process (its pid gone), one whose pid
     runs but started at another time, and ones left in mid-publication (an
