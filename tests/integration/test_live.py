@@ -455,10 +455,15 @@ def top_screen_scrolls_to_the_selected_process():
             procs[-1].say(f"a {(k + 1) << 20}")
         pids = sorted(t.pid for t in procs)
         wait_for("twelve processes", lambda: "12 traced processes" in tm.screen())
+        # The selection starts at the first process top saw, which need not
+        # be the lowest pid (a later one may publish first): to the top.
+        for _ in range(12):
+            tm.keys("k")
+        wait_for("the lowest pid selected", lambda: re.search(rf"^call sites of pid {pids[0]} ", tm.screen(), re.M))
         for k in range(1, 12):
             tm.keys("j")
             want = pids[k]
-            wait_for(f"process {k} selected, its row and call sites shown",
+            wait_for(f"process {k} ({want}) selected, its row and call sites shown",
                      lambda: re.search(rf"^call sites of pid {want} ", tm.screen(), re.M)
                      and want in [r[0] for r in screen_rows(tm.screen())])
             screen = tm.screen().rstrip("\n").split("\n")
