@@ -41,29 +41,24 @@ static inline void *vt_real(int id) {
  * ...), looked up in the loaded driver; NULL when there is none. */
 void *vt_driver_fn(const char *name);
 
-/* vt_driver_fn(name) kept in *slot: the first caller resolves it, every
- * thread after reads it (any thread may be first). */
-static inline void *vt_driver_fn_kept(void **slot, const char *name) {
+/* lookup(name) kept in *slot: the first caller resolves it, every thread
+ * after reads it (any thread may be first). */
+static inline void *vt_fn_kept(void **slot, void *(*lookup)(const char *), const char *name) {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
-        f = vt_driver_fn(name);
+        f = lookup(name);
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;
 }
 
+static inline void *vt_driver_fn_kept(void **slot, const char *name) { return vt_fn_kept(slot, vt_driver_fn, name); }
+
 /* The next definition of `name` after vramtrace in the global scope (the
- * C library's, for a libc function vramtrace wraps), kept in *slot as
- * vt_driver_fn_kept keeps its answer; NULL when there is none. */
+ * C library's, for a libc function vramtrace wraps); NULL when there is
+ * none. */
 void *vt_next_fn(const char *name);
-static inline void *vt_next_fn_kept(void **slot, const char *name) {
-    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = vt_next_fn(name);
-        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-    }
-    return f;
-}
+static inline void *vt_next_fn_kept(void **slot, const char *name) { return vt_fn_kept(slot, vt_next_fn, name); }
 
 /* A symbol from the process's global scope (dlsym on RTLD_DEFAULT through
  * the real dlsym), for the interpreter's symbols. */

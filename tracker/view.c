@@ -21,7 +21,8 @@
  * hundred thousand scanned cost no more than a few of them did. */
 static int after(const struct vt_holder *a, const struct vt_holder *b) { return vt_holder_order(a, b) > 0; }
 
-static void sift_down(struct vt_holder *h, uint32_t n, uint32_t i) {
+/* Entry i of the heap down to its place; st[] (when given) moves with it. */
+static void sift_down(struct vt_holder *h, const struct vt_stack **st, uint32_t n, uint32_t i) {
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < n && after(&h[l], &h[m])) m = l;
@@ -30,6 +31,11 @@ static void sift_down(struct vt_holder *h, uint32_t n, uint32_t i) {
         struct vt_holder t = h[i];
         h[i] = h[m];
         h[m] = t;
+        if (st) {
+            const struct vt_stack *x = st[i];
+            st[i] = st[m];
+            st[m] = x;
+        }
         i = m;
     }
 }
@@ -49,10 +55,23 @@ static void keep_if_largest(struct vt_holder *heap, uint32_t *k, uint32_t i, uin
     }
     if (vt_holder_order(&h, &heap[0]) >= 0) return;
     heap[0] = h;
-    sift_down(heap, *k, 0);
+    sift_down(heap, NULL, *k, 0);
 }
 
-static int by_order(const void *a, const void *b) { return vt_holder_order(a, b); }
+/* The heap sorted in place, largest first, its stacks with it: the root
+ * (the one listed last) goes to the end each time. After the global lock
+ * is let go (a qsort of 4,096 under it lengthened every round's hold). */
+static void heap_sort(struct vt_holder *h, const struct vt_stack **st, uint32_t n) {
+    for (uint32_t end = n; end > 1; end--) {
+        struct vt_holder t = h[0];
+        h[0] = h[end - 1];
+        h[end - 1] = t;
+        const struct vt_stack *x = st[0];
+        st[0] = st[end - 1];
+        st[end - 1] = x;
+        sift_down(h, st, end - 1, 0);
+    }
+}
 
 int vt_tracker_view(struct vt_view *v) {
     vt_global_lock();
@@ -90,8 +109,8 @@ int vt_tracker_view(struct vt_view *v) {
         if (st->bytes) keep_if_largest(v->sites, &k, (uint32_t)i, st->bytes, st->count);
     }
     v->nsites = k;
-    qsort(v->sites, k, sizeof *v->sites, by_order); /* largest first */
     for (uint32_t i = 0; i < v->nsites; i++) v->stacks[i] = vt_stacks.list[v->sites[i].stack];
     vt_global_unlock();
+    heap_sort(v->sites, v->stacks, k); /* largest first */
     return 1;
 }
