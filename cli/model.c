@@ -438,8 +438,9 @@ static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
 }
 
 const char *vm_known_kind(const char *k) {
-    static const char *const names[] = {"device", "pitched", "managed", "async", "vmm",
-                                        "host", "array", "imported", "host_vmm", "host_async"};
+    static const char *const names[] = {"device", "pitched", "managed", "async",    "vmm",
+                                        "host",   "array",   "imported", "host_vmm", "host_async",
+                                        "host_registered"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(k, names[i]) == 0) return names[i];
     return NULL;

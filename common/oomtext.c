@@ -12,6 +12,7 @@ const char *vt_host_memory_label(const char *kind) {
     if (strcmp(kind, "host_vmm") == 0) return "host memory from cuMemCreate";
     if (strcmp(kind, "host_async") == 0) return "host memory from a pool on the host";
     if (strcmp(kind, "host") == 0) return "pinned host memory";
+    if (strcmp(kind, "host_registered") == 0) return "host memory pinned by cuMemHostRegister";
     return NULL;
 }
 

@@ -407,6 +407,25 @@ VT_EXPORT CUresult cuMemFreeHost(void *p) {
     ONE_FREE(cuMemFreeHost, VT_SPACE_HOST, p, p == NULL);
 }
 
+/* The program's own memory, page-locked: counted as pinned host memory from
+ * the registration to cuMemHostUnregister of the same base address. Never
+ * refused by a budget (the budget is of device memory). */
+VT_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
+    REAL_OR_FAIL(cuMemHostRegister_v2);
+    ALLOC("cuMemHostRegister_v2", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, real(p, bytes, flags),
+          (uintptr_t)p, bytes);
+}
+
+VT_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags) {
+    REAL_OR_FAIL(cuMemHostRegister);
+    ALLOC("cuMemHostRegister", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, real(p, bytes, flags),
+          (uintptr_t)p, bytes);
+}
+
+VT_EXPORT CUresult cuMemHostUnregister(void *p) {
+    ONE_FREE(cuMemHostUnregister, VT_SPACE_HOST, p, p == NULL);
+}
+
 /* ------------------------------------------------------------- arrays */
 
 /* Bytes an array element channel takes, by format; 1 for the block and

@@ -126,6 +126,23 @@ VT_EXPORT cudaError_t cudaFreeHost(void *p) {
     RT_FREE(cudaFreeHost, VT_SPACE_HOST, p);
 }
 
+/* The program's own memory, page-locked (driver.c's cuMemHostRegister). */
+VT_EXPORT cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags) {
+    REAL_OR_FAIL(cudaHostRegister);
+    if (vt_pass()) return real(p, n, flags);
+    VT_ENTER;
+    cudaError_t r;
+    CALL(p, n, flags);
+    vt_hook_alloc("cudaHostRegister", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, r == cudaSuccess, IS_OOM(r),
+                  r == cudaSuccess ? (uint64_t)(uintptr_t)p : 0, n);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT cudaError_t cudaHostUnregister(void *p) {
+    RT_FREE(cudaHostUnregister, VT_SPACE_HOST, p);
+}
+
 /* -------------------------------------------------------------- arrays */
 
 static uint64_t channel_bytes(const struct cudaChannelFormatDesc *c) {

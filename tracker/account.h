@@ -173,8 +173,9 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
 
 /* Count one op at time `now` (its time stamp, made no older than what was
  * applied before): 1 when its event goes to the history as it is (an
- * allocation's or a free's: its type is the event's), else 0. Global lock
- * held. */
+ * allocation's or a free's: its type is the event's), 2 when it goes there
+ * as an allocation (a free the driver refused: the memory is live again),
+ * else 0. Global lock held. */
 static inline __attribute__((always_inline)) int count_op(const struct vt_event *o, uint64_t now) {
     struct vt_device *d;
     /* Tested in turn, allocations and frees first (a switch's jump table
@@ -195,10 +196,13 @@ static inline __attribute__((always_inline)) int count_op(const struct vt_event 
         account(o, -1, now);
     } else if (o->type == OP_RESTORED) {
         /* The driver refused a free counted already: the memory is live
-         * again (the free's event stays: the program did ask for it). */
+         * again. The free's event stays (the program did ask for it) and
+         * an allocation's follows it, so that a replay of the events ends
+         * with the memory live, as the counts do. */
         d = account(o, +1, now);
         vt_counts.totals.free_count--;
         if (d) d->free_count--;
+        return 2;
     } else {
         vt_counts.totals.unknown_frees++;
     }
@@ -213,7 +217,12 @@ static inline __attribute__((always_inline)) void vt_account_op(const struct vt_
     uint64_t now = o->time_ns > vt_counts.last_applied ? o->time_ns : vt_counts.last_applied;
     vt_counts.last_applied = now;
     struct vt_event *e;
-    if (count_op(o, now) && (e = ring_add())) { *e = *o; e->time_ns = now; }
+    int w = count_op(o, now);
+    if (w && (e = ring_add())) {
+        *e = *o;
+        e->time_ns = now;
+        if (__builtin_expect(w == 2, 0)) e->type = VT_EV_ALLOC;
+    }
     if (__builtin_expect(vt_marks_open, 0)) vt_mark_op(o);
 }
 
@@ -236,9 +245,11 @@ static inline void vt_account_ops(const struct vt_event *o, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint64_t now = o[i].time_ns > last ? o[i].time_ns : last;
         last = now;
-        if (count_op(&o[i], now)) {
+        int w = count_op(&o[i], now);
+        if (w) {
             *e = o[i];
             e->time_ns = now;
+            if (__builtin_expect(w == 2, 0)) e->type = VT_EV_ALLOC;
             e++;
         }
     }

@@ -35,6 +35,8 @@ enum vt_kind {
                          location (by handle): host memory */
     VT_KIND_HOST_ASYNC, /* stream-ordered, from a pool made on the host:
                            host memory */
+    VT_KIND_HOST_REGISTERED, /* the program's own host memory, page-locked by
+                                cuMemHostRegister / cudaHostRegister */
     VT_KIND_COUNT
 };
 
@@ -48,7 +50,8 @@ enum vt_space { VT_SPACE_DEVICE, VT_SPACE_HOST, VT_SPACE_HANDLE, VT_SPACE_ARRAY,
  * live, peak, holders and budgets count): not pinned host memory, not
  * memory imported from another process. */
 static inline int vt_kind_is_host(int kind) {
-    return kind == VT_KIND_HOST || kind == VT_KIND_HOST_VMM || kind == VT_KIND_HOST_ASYNC;
+    return kind == VT_KIND_HOST || kind == VT_KIND_HOST_VMM || kind == VT_KIND_HOST_ASYNC ||
+           kind == VT_KIND_HOST_REGISTERED;
 }
 static inline int vt_kind_owned_device(int kind) { return !vt_kind_is_host(kind) && kind != VT_KIND_IMPORTED; }
 
@@ -60,7 +63,7 @@ const char *vt_kind_name(int kind);
  * Inline: every allocation asks it. */
 static inline int vt_kind_space(int kind) {
     switch (kind) {
-    case VT_KIND_HOST: return VT_SPACE_HOST;
+    case VT_KIND_HOST: case VT_KIND_HOST_REGISTERED: return VT_SPACE_HOST;
     case VT_KIND_VMM: case VT_KIND_HOST_VMM: return VT_SPACE_HANDLE;
     case VT_KIND_ARRAY: return VT_SPACE_ARRAY;
     case VT_KIND_IMPORTED: return VT_SPACE_IMPORTED;

@@ -259,6 +259,43 @@ def host_located_vmm_and_pools_are_host_memory():
        "the budget refused the device pool's 4M (and none of the host memory)")
 
 
+@test
+def host_registered_memory_is_pinned_host_memory():
+    want = run([HOST, "host-register"], preload=False)
+    eq(want.out, "".join(f"{c} -> {r}\n" for c, r in [
+        ("cuMemHostRegister_v2 1M", 0), ("cuMemHostRegister_v2 overlapping", 712),
+        ("cuMemHostRegister_v2 0 bytes", 1), ("cuMemHostRegister 64K", 0), ("cudaHostRegister 2M", 0),
+        ("cuMemHostAlloc 8K", 0), ("cuMemHostRegister_v2 over pinned", 712),
+        ("cuMemHostUnregister inside", 713), ("cuMemFreeHost registered", 1),
+        ("cuMemHostUnregister pinned", 713), ("cuMemHostUnregister 1M", 0), ("cuMemHostUnregister 1M again", 713),
+        ("cudaHostUnregister 64K", 0), ("cuMemFreeHost 8K", 0)]), "the simulated driver's answers, as cuda.h says")
+    r = run([HOST, "host-register"], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_LIMIT": "1M"})
+    eq(r.out, want.out, "every call's result as without vramtrace (a 1M device budget refuses no host memory)")
+    eq(r.rc, 23, "the range left registered is a leak")
+    d = r.dump
+    MiB = 1 << 20
+    got = [(x["api"], x["kind"], x["bytes"], x["device"]) for x in d["live"]]
+    eq(got, [("cudaHostRegister", "host_registered", 2 * MiB, -1)], "live at exit: the runtime's registration, once")
+    eq(d["host_memory"], {"live_bytes": 2 * MiB, "live_count": 1, "peak_bytes": 3 * MiB + (64 << 10) + 8192},
+       "host memory: live, and the peak with 1M, 64K, 2M and 8K pinned at once")
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["failed_count"]), (4, 3, 3),
+       "four registrations and allocations, three frees; the overlaps and the 0 bytes failed")
+    eq((d["totals"]["live_bytes"], d["totals"]["live_count"]), (0, 0), "no device memory")
+    ev = [(e[1], e[3], e[6]) for e in d["events"]]
+    eq(ev, [("alloc", MiB, "host_registered"), ("alloc", 64 << 10, "host_registered"),
+            ("alloc", 2 * MiB, "host_registered"), ("alloc", 8192, "host"),
+            ("free", MiB, "host_registered"), ("alloc", MiB, "host_registered"),
+            ("free", 8192, "host"), ("alloc", 8192, "host"),
+            ("free", MiB, "host_registered"), ("free", 64 << 10, "host_registered"), ("free", 8192, "host")],
+       "events: a free the driver refused is followed by the allocation's return")
+    plain = run([HOST, "host-register"])
+    ok("vramtrace:   pinned host memory: 2.00 MiB live in 1 allocation; peak 3.07 MiB\n" in plain.err,
+       "the exit summary: " + plain.err)
+    ok("Direct leak of 2097152 byte(s) in 1 object(s) allocated from:" in r.err, "the leak report: " + r.err)
+    line = source_line("t_host.c", "cudaHostRegister(b, 2 << 20")
+    ok(f"call site: host_register tests/progs/t_host.c:{line}" in r.err, "the leak's call site: " + r.err)
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

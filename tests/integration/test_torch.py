@@ -193,6 +193,57 @@ def torch_call_sites_are_the_scripts_lines():
     eq(sorted(cli_sites), sorted(summary_sites(sim_file("mlp/report.txt"))), "vramtrace report's call sites")
 
 
+# Pinned memory: PyTorch's host allocator pins with cudaHostAlloc, or, with
+# pinned_use_cuda_host_register, pins memory of its own with
+# cudaHostRegister. The simulated driver says what it holds registered.
+PINNED = r"""
+import ctypes, json, torch
+t = torch.empty(1 << 20, dtype=torch.uint8, pin_memory=True)
+u = torch.empty(3 << 20, dtype=torch.uint8).pin_memory()
+assert t.is_pinned() and u.is_pinned()
+del t
+sim = ctypes.CDLL("libcuda.so.1")
+sim.simgpu_host_registered.restype = ctypes.c_uint64
+n = ctypes.c_uint64()
+b = sim.simgpu_host_registered(ctypes.byref(n))
+print(json.dumps({"bytes": b, "count": n.value}))
+"""
+
+
+@torch_test
+def torch_pinned_memory_registered_or_allocated():
+    work = tempfile.mkdtemp(prefix="vt-torch-pin-")
+    try:
+        with open(os.path.join(work, "pin.py"), "w") as f:
+            f.write(PINNED)
+        for conf, api, kind in (("pinned_use_cuda_host_register:True,pinned_num_register_threads:1",
+                                 "cudaHostRegister", "host_registered"), ("", "cudaHostAlloc", "host")):
+            e = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("VRAMTRACE_", "SIMGPU_", "PYTORCH_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+            e.update(LD_PRELOAD=LIB, VRAMTRACE_OUT=os.path.join(work, "d.json"), VRAMTRACE_REPORT="off",
+                     PYTORCH_CUDA_ALLOC_CONF=conf)
+            p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", "python3",
+                                os.path.join(work, "pin.py")], env=e, capture_output=True, text=True, timeout=240,
+                               cwd=work)
+            eq(p.returncode, 0, f"{api}: " + p.stderr[-2000:])
+            sim = json.loads(p.stdout.splitlines()[-1])
+            d = load_dump(os.path.join(work, "d.json"))
+            pinned = [x for x in d["live"] if x["device"] == -1]
+            eq(sorted({(x["api"], x["kind"]) for x in pinned}), [(api, kind)], f"{conf or 'default'}: the door")
+            eq(len(pinned), 2, f"{api}: two blocks, the freed tensor's kept by PyTorch's cache")
+            eq((d["host_memory"]["live_bytes"], d["host_memory"]["live_count"]),
+               (sum(x["bytes"] for x in pinned), 2), f"{api}: host memory")
+            if kind == "host_registered":
+                eq((d["host_memory"]["live_bytes"], 2), (sim["bytes"], sim["count"]),
+                   "registered bytes and ranges as the driver holds them")
+            else:
+                eq((sim["bytes"], sim["count"]), (0, 0), "cudaHostAlloc registers nothing")
+                ok(d["host_memory"]["live_bytes"] >= 4 << 20, f"cudaHostAlloc: {d['host_memory']}")
+            os.unlink(os.path.join(work, "d.json"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def traced_mlp(env):
     """The MLP mode under vramtrace with env; its exit dump as `vramtrace report --format json` reads it."""
     out = tempfile.mkdtemp(prefix="vt-torch-app-")

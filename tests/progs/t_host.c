@@ -307,6 +307,35 @@ static int host_vmm(void) {
     return 0;
 }
 
+/* ------------------------------------------------------ host-register */
+
+/* CUDA 4.0's cuMemHostRegister, before cuda.h names the _v2 so. */
+CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags) __asm__("cuMemHostRegister");
+
+/* The program's own memory page-locked through each door: the driver's
+ * two versions and the runtime's; an overlap, a non-base address and a
+ * cuMemFreeHost of registered memory refused by the driver; one range left
+ * registered at exit. */
+static int host_register(void) {
+    char *a = aligned_alloc(4096, 1 << 20), *b = aligned_alloc(4096, 2 << 20), *c = aligned_alloc(4096, 64 << 10);
+    void *h;
+    printf("cuMemHostRegister_v2 1M -> %d\n", (int)cuMemHostRegister_v2(a, 1 << 20, CU_MEMHOSTREGISTER_PORTABLE));
+    printf("cuMemHostRegister_v2 overlapping -> %d\n", (int)cuMemHostRegister_v2(a + 4096, 4096, 0));
+    printf("cuMemHostRegister_v2 0 bytes -> %d\n", (int)cuMemHostRegister_v2(c, 0, 0));
+    printf("cuMemHostRegister 64K -> %d\n", (int)cuMemHostRegister(c, 64 << 10, 0));
+    printf("cudaHostRegister 2M -> %d\n", (int)cudaHostRegister(b, 2 << 20, cudaHostRegisterDefault));
+    printf("cuMemHostAlloc 8K -> %d\n", (int)cuMemHostAlloc(&h, 8192, 0));
+    printf("cuMemHostRegister_v2 over pinned -> %d\n", (int)cuMemHostRegister_v2(h, 4096, 0));
+    printf("cuMemHostUnregister inside -> %d\n", (int)cuMemHostUnregister(a + 4096));
+    printf("cuMemFreeHost registered -> %d\n", (int)cuMemFreeHost(a));
+    printf("cuMemHostUnregister pinned -> %d\n", (int)cuMemHostUnregister(h));
+    printf("cuMemHostUnregister 1M -> %d\n", (int)cuMemHostUnregister(a));
+    printf("cuMemHostUnregister 1M again -> %d\n", (int)cuMemHostUnregister(a));
+    printf("cudaHostUnregister 64K -> %d\n", (int)cudaHostUnregister(c));
+    printf("cuMemFreeHost 8K -> %d\n", (int)cuMemFreeHost(h));
+    return 0; /* b stays registered */
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -320,6 +349,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "oom-closed-stderr") == 0) return oom_closed_stderr();
     if (strcmp(mode, "arrays-null") == 0) return arrays_null();
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
+    if (strcmp(mode, "host-register") == 0) return host_register();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }

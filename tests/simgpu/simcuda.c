@@ -73,7 +73,7 @@ CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
                         unsigned int flags, CUdevice dev);
 
 enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED,
-                SIM_POOLED, SIM_RESERVED, SIM_MAPPED, SIM_HOST_HANDLE };
+                SIM_POOLED, SIM_RESERVED, SIM_MAPPED, SIM_HOST_HANDLE, SIM_REGISTERED };
 
 struct sim_key { uint64_t addr; int kind; int pad; };
 
@@ -184,6 +184,18 @@ SIM_EXPORT int simgpu_calls(const char *name) {
         if (strcmp(sim_counters[i].name, name) == 0) n = sim_counters[i].count;
     pthread_mutex_unlock(&sim_lock);
     return n;
+}
+
+/* The host memory registered now: its bytes, and the count of ranges in
+ * *count. For tests that compare vramtrace's figures with the driver's. */
+SIM_EXPORT uint64_t simgpu_host_registered(uint64_t *count) {
+    uint64_t bytes = 0, n = 0;
+    pthread_mutex_lock(&sim_lock);
+    for (struct sim_alloc *a = sim_table; a; a = a->hh.next)
+        if (a->key.kind == SIM_REGISTERED) { bytes += a->span; n++; }
+    pthread_mutex_unlock(&sim_lock);
+    if (count) *count = n;
+    return bytes;
 }
 
 static size_t sim_parse_size(const char *s, size_t def) {
@@ -401,7 +413,8 @@ out:
 /* Forget a recorded object and give back its range. sim_lock held. */
 static void sim_drop(struct sim_alloc *a) {
     int kind = a->key.kind;
-    if (kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_HOST || kind == SIM_POOLED)
+    if (kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_HOST || kind == SIM_POOLED ||
+        kind == SIM_REGISTERED)
         sim_range_del(a->key.addr);
     if ((kind == SIM_DEVICE || kind == SIM_IMPORTED || kind == SIM_POOLED) && a->span)
         sim_va_give(a->device, a->key.addr, a->span, SIM_ALIGN);
@@ -899,14 +912,47 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p) {
     return r;
 }
 
-/* Registered host memory is already usable by the simulated device. */
+/* Registered host memory is the program's own, already usable by the
+ * simulated device. As cuda.h says: a range that overlaps one already
+ * registered (or pinned host memory) is refused with
+ * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; cuMemHostUnregister takes only
+ * a base address that cuMemHostRegister was given, else
+ * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED. */
+static CUresult sim_host_register(const char *api, void *p, size_t bytes, unsigned int flags) {
+    sim_count(api);
+    const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                           CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (!p || bytes == 0 || (flags & ~known)) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (bytes > UINT64_MAX - a) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    struct sim_range probe = {a, bytes, NULL};
+    if (tfind(&probe, &sim_ranges, sim_range_cmp)) {
+        r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    } else {
+        struct sim_alloc *x = sim_record(a, SIM_REGISTERED, 0, bytes, sim_device_now());
+        if (x) sim_range_add(x, a, bytes);
+        else r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
 SIM_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
-    (void)flags;
-    return p && bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return sim_host_register("cuMemHostRegister_v2", p, bytes, flags);
+}
+
+SIM_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags) {
+    return sim_host_register("cuMemHostRegister", p, bytes, flags);
 }
 
 SIM_EXPORT CUresult cuMemHostUnregister(void *p) {
-    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    sim_count("cuMemHostUnregister");
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = sim_give((uint64_t)(uintptr_t)p, SIM_REGISTERED);
+    return r == CUDA_SUCCESS ? r : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 /* ------------------------------------------------- stream-ordered pools */
@@ -1298,7 +1344,7 @@ SIM_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUd
     CUresult r = CUDA_ERROR_NOT_FOUND;
     pthread_mutex_lock(&sim_lock);
     struct sim_range *x = sim_range_at(p);
-    if (x && x->a->key.kind != SIM_HOST) {
+    if (x && x->a->key.kind != SIM_HOST && x->a->key.kind != SIM_REGISTERED) {
         if (base) *base = x->base;
         if (size) *size = x->size;
         r = CUDA_SUCCESS;
@@ -1318,7 +1364,7 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, 
     struct sim_ctx *ctx = x && x->a->key.kind != SIM_POOLED ? x->a->ctx : NULL;
     pthread_mutex_unlock(&sim_lock);
     if (!x) return CUDA_ERROR_INVALID_VALUE;
-    int host = kind == SIM_HOST;
+    int host = kind == SIM_HOST || kind == SIM_REGISTERED;
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         *(CUcontext *)data = ctx ? (CUcontext)ctx : (CUcontext)&sim_dev[device].primary;
@@ -1782,6 +1828,7 @@ static const struct {
     P(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2),
     P(cuMemHostAlloc, 2020, 0, cuMemHostAlloc),
     P(cuMemFreeHost, 2000, 0, cuMemFreeHost),
+    P(cuMemHostRegister, 4000, 0, cuMemHostRegister),
     P(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2),
     P(cuMemHostUnregister, 4000, 0, cuMemHostUnregister),
     P(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity),

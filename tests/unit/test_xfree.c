@@ -157,6 +157,12 @@ static int by_address(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Events by address, then in the order they happened. */
+static int by_address_then_index(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b; /* address, then index: the first two fields */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
 /* Device d's bytes in phase 0 (every big allocation live). */
 static uint64_t big_bytes_on(int d) {
     uint64_t b = 0;
@@ -223,8 +229,9 @@ static void producer_and_consumer(void) {
 }
 
 int main(void) {
-    /* Room for every event: allocations and frees, twice over. */
-    vt_tracker_init(64, 4 * XF_THREADS * XF_BIG);
+    /* Room for every event: allocations and frees, twice over, and each
+     * refused free's two. */
+    vt_tracker_init(64, 5 * XF_THREADS * XF_BIG);
     for (int i = 0; i < XF_THREADS; i++) pthread_mutex_init(&boxes[i].lock, NULL);
     pthread_barrier_init(&phase, NULL, XF_THREADS + 1);
     pthread_t t[XF_THREADS], snap;
@@ -292,13 +299,15 @@ int main(void) {
 
     /* The events: in time order; one for every allocation and every free
      * asked for (a refused free keeps its event: the program did ask for
-     * it); each free after its allocation, with its bytes. */
+     * it), and an allocation's after each refused free (the memory is live
+     * again); at each address, allocations and frees in turn, an
+     * allocation first, with its bytes. */
     uint64_t nrefused = 0;
     for (int th = 0; th < XF_THREADS; th++)
         for (int i = 0; i < XF_BIG; i++)
             nrefused += refused(address_of(th, 0, i)) + (!kept(address_of(th, 1, i)) && refused(address_of(th, 1, i)));
     CHECK_EQ(s->events_dropped, 0);
-    CHECK_EQ(s->nevents, 2 * all + (2 * all - nwant) + nrefused);
+    CHECK_EQ(s->nevents, 2 * all + (2 * all - nwant) + 2 * nrefused);
     struct ev { uint64_t address; size_t i; int type; uint64_t bytes; } *ev = malloc((s->nevents + 1) * sizeof *ev);
     size_t out_of_order = 0, misplaced = 0;
     for (size_t i = 0; i < s->nevents; i++) {
@@ -306,18 +315,20 @@ int main(void) {
         if (i && e->time_ns < vt_event_at(s, i - 1).time_ns) out_of_order++;
         ev[i] = (struct ev){e->address, i, e->type, e->bytes};
     }
-    qsort(ev, s->nevents, sizeof *ev, by_address); /* by address, its first field */
+    qsort(ev, s->nevents, sizeof *ev, by_address_then_index);
     for (size_t i = 0; i < s->nevents;) {
         size_t j = i;
         while (j < s->nevents && ev[j].address == ev[i].address) j++;
-        /* One allocation, before every free of it, all of its bytes. */
-        size_t allocs = 0, first_alloc = SIZE_MAX, first_free = SIZE_MAX;
+        /* Allocation, free, in turn from an allocation; one allocation
+         * more than the first, for a refused free; all of its bytes. */
+        size_t allocs = 0;
         for (size_t k = i; k < j; k++) {
-            if (ev[k].type == VT_EV_ALLOC) { allocs++; if (ev[k].i < first_alloc) first_alloc = ev[k].i; }
-            else if (ev[k].i < first_free) first_free = ev[k].i;
+            allocs += ev[k].type == VT_EV_ALLOC;
+            misplaced += ev[k].type != ((k - i) % 2 ? VT_EV_FREE : VT_EV_ALLOC);
             misplaced += ev[k].bytes != (((ev[k].address >> 32) & 0xf) ? XF_SMALL_BYTES : XF_BIG_BYTES);
         }
-        misplaced += allocs != 1 || first_free < first_alloc;
+        int small = ((ev[i].address >> 32) & 0xf) != 0;
+        misplaced += allocs != 1u + (size_t)(refused(ev[i].address) && !(small && kept(ev[i].address)));
         i = j;
     }
     CHECK_EQ(out_of_order, 0);
