@@ -10,6 +10,7 @@
 
 #include "../tracker/released.h"
 #include "hook.h"
+#include "pools.h"
 #include "resolve.h"
 
 #define VT_EXPORT __attribute__((visibility("default")))
@@ -37,18 +38,19 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
  * real call, the record. `want`: the bytes the budget checks; `addr` and
  * `bytes`: what is recorded when the call succeeded (`bytes` also on
  * failure). `device` may be VT_DEVICE_CURRENT. */
-#define ALLOC(api, kind, device, want, call, addr, bytes)                             \
-    if (vt_pass()) return call;                                                       \
-    VT_ENTER;                                                                         \
-    if (vt_budget_refuse(api, kind, device, want)) {                                  \
-        VT_LEAVE;                                                                     \
-        return CUDA_ERROR_OUT_OF_MEMORY;                                              \
-    }                                                                                 \
-    CUresult r;                                                                       \
-    VT_REAL_CALL(r = call);                                                           \
-    int ok = r == CUDA_SUCCESS;                                                       \
-    vt_hook_alloc(api, kind, device, ok, IS_OOM(r), ok ? (uint64_t)(addr) : 0, bytes); \
-    VT_LEAVE;                                                                         \
+#define ALLOC(api, kind, device, want, call, addr, bytes)                                 \
+    if (vt_pass()) return call;                                                           \
+    VT_ENTER;                                                                             \
+    int kind_ = (kind), device_ = (device);                                               \
+    if (vt_budget_refuse(api, kind_, device_, want)) {                                    \
+        VT_LEAVE;                                                                         \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                                  \
+    }                                                                                     \
+    CUresult r;                                                                           \
+    VT_REAL_CALL(r = call);                                                               \
+    int ok = r == CUDA_SUCCESS;                                                           \
+    vt_hook_alloc(api, kind_, device_, ok, IS_OOM(r), ok ? (uint64_t)(addr) : 0, bytes); \
+    VT_LEAVE;                                                                             \
     return r
 
 /* A free of one argument: the record leaves the table before the real call
@@ -143,75 +145,49 @@ VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
 
 /* ------------------------------------------------------ stream-ordered */
 
-/* Memory pools whose location is the host (cuMemPoolCreate with a host
- * location): what is allocated from them is host memory. A short list,
- * written when such a pool is made or destroyed, read by every allocation
- * from a pool without a lock. */
-#define VT_MAX_HOST_POOLS 64
-static CUmemoryPool host_pools[VT_MAX_HOST_POOLS];
-static int nhost_pools; /* slots ever used */
-
 static int location_is_host(const CUmemLocation *l) {
     return l->type == CU_MEM_LOCATION_TYPE_HOST || l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
            l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
 }
 
-static int pool_is_host(CUmemoryPool pool) {
-    int n = __atomic_load_n(&nhost_pools, __ATOMIC_ACQUIRE);
-    for (int i = 0; pool && i < n; i++)
-        if (__atomic_load_n(&host_pools[i], __ATOMIC_RELAXED) == pool) return 1;
-    return 0;
+/* Where a pool's memory lives, as pools.h notes it: a device, or the host;
+ * -3 for another kind of location (not noted). */
+static int location_device(const CUmemLocation *l) {
+    if (location_is_host(l)) return VT_HOST_DEVICE;
+    return l->type == CU_MEM_LOCATION_TYPE_DEVICE && l->id >= 0 && l->id < VT_MAX_DEVICES ? l->id : -3;
 }
 
-static void host_pool_add(CUmemoryPool pool) {
-    static int lock;
-    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {}
-    int n = nhost_pools, i = 0;
-    while (i < n && host_pools[i] != pool) i++;
-    if (i == n) {
-        i = 0;
-        while (i < n && host_pools[i]) i++;
-    }
-    if (i < VT_MAX_HOST_POOLS) {
-        __atomic_store_n(&host_pools[i], pool, __ATOMIC_RELAXED);
-        if (i == n) __atomic_store_n(&nhost_pools, n + 1, __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+static void note_pool(CUmemoryPool pool, int device) {
+    if (device >= VT_HOST_DEVICE) vt_pool_note(pool, device);
 }
 
-static void host_pool_forget(CUmemoryPool pool) {
-    int n = __atomic_load_n(&nhost_pools, __ATOMIC_ACQUIRE);
-    for (int i = 0; pool && i < n; i++) {
-        CUmemoryPool want = pool;
-        __atomic_compare_exchange_n(&host_pools[i], &want, NULL, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    }
-}
+/* An allocation from a device's current pool lands on the stream's device;
+ * one from a given pool, on the pool's device or the host (pools.h). */
+#define ASYNC_ALLOC(sym, s, call)                                                    \
+    REAL_OR_FAIL(sym);                                                               \
+    ALLOC(#sym, VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, bytes)
 
-int vt_pool_kind(void *pool) { return pool_is_host((CUmemoryPool)pool) ? VT_KIND_HOST_ASYNC : VT_KIND_ASYNC; }
-#define POOL_KIND(pool) vt_pool_kind(pool)
+#define POOL_ALLOC(sym, pool, s, call)                                               \
+    REAL_OR_FAIL(sym);                                                               \
+    int where_;                                                                      \
+    ALLOC(#sym, vt_pool_where(pool, s, &where_), where_, bytes, call, *dptr, bytes)
 
 VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    REAL_OR_FAIL(cuMemAllocAsync);
-    ALLOC("cuMemAllocAsync", VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, s), *dptr, bytes);
+    ASYNC_ALLOC(cuMemAllocAsync, s, real(dptr, bytes, s));
 }
 
 VT_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    REAL_OR_FAIL(cuMemAllocAsync_ptsz);
-    ALLOC("cuMemAllocAsync_ptsz", VT_KIND_ASYNC, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, s), *dptr, bytes);
+    ASYNC_ALLOC(cuMemAllocAsync_ptsz, s, real(dptr, bytes, s));
 }
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
                                            CUmemoryPool pool, CUstream s) {
-    REAL_OR_FAIL(cuMemAllocFromPoolAsync);
-    ALLOC("cuMemAllocFromPoolAsync", POOL_KIND(pool), VT_DEVICE_CURRENT, bytes, real(dptr, bytes, pool, s),
-          *dptr, bytes);
+    POOL_ALLOC(cuMemAllocFromPoolAsync, pool, s, real(dptr, bytes, pool, s));
 }
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                                 CUmemoryPool pool, CUstream s) {
-    REAL_OR_FAIL(cuMemAllocFromPoolAsync_ptsz);
-    ALLOC("cuMemAllocFromPoolAsync_ptsz", POOL_KIND(pool), VT_DEVICE_CURRENT, bytes,
-          real(dptr, bytes, pool, s), *dptr, bytes);
+    POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, s, real(dptr, bytes, pool, s));
 }
 
 #define ASYNC_FREE(sym)                                                       \
@@ -233,39 +209,47 @@ VT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
     ASYNC_FREE(cuMemFreeAsync_ptsz);
 }
 
-/* A pool made on the host is remembered, so that what is allocated from it
- * counts as host memory. */
+/* Every pool the driver hands out is noted with its location (pools.h),
+ * also inside a runtime call (noting records no allocation), so that what
+ * is allocated from it counts on its device, or as host memory. */
+#define NOTE_POOL(call, pool, device)                                        \
+    CUresult r;                                                              \
+    if (vt_busy) return call;                                                \
+    VT_ENTER;                                                                \
+    VT_REAL_CALL(r = call);                                                  \
+    if (r == CUDA_SUCCESS && pool) note_pool(*pool, device);                 \
+    VT_LEAVE;                                                                \
+    return r
+
 VT_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
     REAL_OR_FAIL(cuMemPoolCreate);
-    if (vt_pass()) return real(pool, props);
-    VT_ENTER;
-    CUresult r;
-    VT_REAL_CALL(r = real(pool, props));
-    if (r == CUDA_SUCCESS && pool && props && location_is_host(&props->location)) host_pool_add(*pool);
-    VT_LEAVE;
-    return r;
+    NOTE_POOL(real(pool, props), pool, props ? location_device(&props->location) : -3);
 }
 
-/* A location's default or current pool (CUDA 13.0): one on the host is
- * remembered the same way. */
-#define VT_POOL_OF_LOCATION(sym)                                                                      \
-    VT_EXPORT CUresult sym(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {   \
-        REAL_OR_FAIL(sym);                                                                            \
-        if (vt_pass()) return real(pool, location, type);                                             \
-        VT_ENTER;                                                                                     \
-        CUresult r;                                                                                   \
-        VT_REAL_CALL(r = real(pool, location, type));                                                 \
-        if (r == CUDA_SUCCESS && pool && location && location_is_host(location)) host_pool_add(*pool); \
-        VT_LEAVE;                                                                                     \
-        return r;                                                                                     \
+/* A location's default or current pool (CUDA 13.0). */
+#define VT_POOL_OF_LOCATION(sym)                                                                    \
+    VT_EXPORT CUresult sym(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) { \
+        REAL_OR_FAIL(sym);                                                                          \
+        NOTE_POOL(real(pool, location, type), pool, location ? location_device(location) : -3);     \
     }
 VT_POOL_OF_LOCATION(cuMemGetDefaultMemPool)
 VT_POOL_OF_LOCATION(cuMemGetMemPool)
 
+/* A device's default or current pool (CUDA 11.2). */
+VT_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) {
+    REAL_OR_FAIL(cuDeviceGetDefaultMemPool);
+    NOTE_POOL(real(pool, dev), pool, dev >= 0 && dev < VT_MAX_DEVICES ? (int)dev : -3);
+}
+
+VT_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
+    REAL_OR_FAIL(cuDeviceGetMemPool);
+    NOTE_POOL(real(pool, dev), pool, dev >= 0 && dev < VT_MAX_DEVICES ? (int)dev : -3);
+}
+
 VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     REAL_OR_FAIL(cuMemPoolDestroy);
     CUresult r = real(pool);
-    if (r == CUDA_SUCCESS) host_pool_forget(pool);
+    if (r == CUDA_SUCCESS) vt_pool_forget(pool);
     return r;
 }
 

@@ -95,11 +95,6 @@ static inline int vt_budget_refuse(const char *api, int kind, int device, uint64
  * `ok`: the driver freed it. */
 static inline void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }
 
-/* The kind of an allocation from memory pool `pool` (a CUmemoryPool, the
- * same as a cudaMemPool_t): VT_KIND_HOST_ASYNC for a pool made on the host
- * (see cuMemPoolCreate in driver.c), else VT_KIND_ASYNC. */
-int vt_pool_kind(void *pool);
-
 /* After fork, in the child: the device-facts lock, which another thread of
  * the parent may have held, is made anew. */
 void vt_hook_reset_child(void);

@@ -15,6 +15,7 @@
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
 #include "hook.h"
+#include "pools.h"
 #include "ondemand.h"
 #include "resolve.h"
 
@@ -107,6 +108,7 @@ static void after_fork_child(void) {
     vt_live_fork_parent();
     vt_tracker_reset_child();
     vt_hook_reset_child();
+    vt_pools_reset_child();
     vt_output_reset_child();
     vt_live_reset_child();
     vt_ondemand_reset_child();

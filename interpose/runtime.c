@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "hook.h"
+#include "pools.h"
 #include "resolve.h"
 
 #define VT_EXPORT __attribute__((visibility("default")))
@@ -32,17 +33,22 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
 }
 
-#define RT_ALLOC(sym, kind, bytes, ...)                                      \
+#define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_AT(sym, kind, VT_DEVICE_CURRENT, bytes, __VA_ARGS__)
+
+/* RT_ALLOC on `device` (evaluated once, after the budget's checks could
+ * start): a pool's or a stream's device (pools.h). */
+#define RT_ALLOC_AT(sym, kind, device, bytes, ...)                           \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_pass()) return real(__VA_ARGS__);                                 \
     VT_ENTER;                                                                \
-    if (vt_budget_refuse(#sym, kind, VT_DEVICE_CURRENT, bytes)) {            \
+    int kind_ = (kind), device_ = (device);                                  \
+    if (vt_budget_refuse(#sym, kind_, device_, bytes)) {                     \
         VT_LEAVE;                                                            \
         return cudaErrorMemoryAllocation;                                    \
     }                                                                        \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
-    vt_hook_alloc(#sym, kind, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r), \
+    vt_hook_alloc(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),         \
                   ptr_of(r, (void **)p), bytes);                             \
     VT_LEAVE;                                                                \
     return r
@@ -68,21 +74,23 @@ VT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) 
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_ALLOC(cudaMallocAsync, VT_KIND_ASYNC, n, p, n, s);
+    RT_ALLOC_AT(cudaMallocAsync, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
-    RT_ALLOC(cudaMallocAsync_ptsz, VT_KIND_ASYNC, n, p, n, s);
+    RT_ALLOC_AT(cudaMallocAsync_ptsz, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
                                               cudaStream_t s) {
-    RT_ALLOC(cudaMallocFromPoolAsync, vt_pool_kind(pool), n, p, n, pool, s);
+    int where_;
+    RT_ALLOC_AT(cudaMallocFromPoolAsync, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n,
                                                    cudaMemPool_t pool, cudaStream_t s) {
-    RT_ALLOC(cudaMallocFromPoolAsync_ptsz, vt_pool_kind(pool), n, p, n, pool, s);
+    int where_;
+    RT_ALLOC_AT(cudaMallocFromPoolAsync_ptsz, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {

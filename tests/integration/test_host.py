@@ -296,6 +296,32 @@ def host_registered_memory_is_pinned_host_memory():
     ok(f"call site: host_register tests/progs/t_host.c:{line}" in r.err, "the leak's call site: " + r.err)
 
 
+@test
+def host_stream_ordered_memory_counted_where_it_lands():
+    env = {"SIMGPU_DEVICES": "2", "VRAMTRACE_LIMIT": "6M"}
+    want = run([HOST, "pool-devices"], preload=False, env=env)
+    eq(want.out.splitlines()[-3:], ["cudaMallocFromPoolAsync 512K, host pool -> 0", "cuMemPoolCreate host x70 -> 70 made",
+                                    "cuMemAllocFromPoolAsync 4K, the 70th host pool -> 0"], "without vramtrace")
+    r = run([HOST, "pool-devices"], env=env)
+    eq(r.out, want.out.replace("cuMemAllocAsync 1, device 1's stream -> 0", "cuMemAllocAsync 1, device 1's stream -> 2"),
+       "as without vramtrace, but for the byte past device 1's 6M budget")
+    d = r.dump
+    MiB = 1 << 20
+    got = sorted((x["api"], x["kind"], x["bytes"], x["device"]) for x in d["live"])
+    eq(got, [("cuMemAllocAsync", "async", 3 * MiB, 1), ("cuMemAllocAsync", "async", 4 * MiB, 0),
+             ("cuMemAllocFromPoolAsync", "async", 1 * MiB, 1), ("cuMemAllocFromPoolAsync", "async", 2 * MiB, 1),
+             ("cuMemAllocFromPoolAsync", "host_async", 4096, -1),
+             ("cudaMallocFromPoolAsync", "host_async", 512 << 10, -1)],
+       "each allocation on the device its pool or stream is on, or on the host")
+    eq([(x["live_bytes"], x["alloc_count"], x["oom_count"]) for x in d["devices"]], [(4 * MiB, 1, 0), (6 * MiB, 3, 1)],
+       "per device: live, allocations, out-of-memory failures")
+    eq(d["host_memory"]["live_bytes"], (512 << 10) + 4096, "host memory: the two host pools' allocations")
+    eq(len(d["ooms"]), 1, "one failure")
+    o = d["ooms"][0]
+    eq((o["device"], o["budget"], o["requested_bytes"], o["live_bytes"]), (1, True, 1, 6 * MiB),
+       "refused by the budget on device 1, with device 1's 6M live")
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

@@ -307,6 +307,48 @@ static int host_vmm(void) {
     return 0;
 }
 
+/* ------------------------------------------------------- pool-devices */
+
+/* Stream-ordered memory that lands on device 1 while device 0 is current:
+ * from a pool made on device 1, from device 1's default pool, from the
+ * current pool of a stream of device 1, and (through the runtime) from a
+ * pool on the host made by cudaMemPoolCreate; then 70 pools on the host at
+ * once. Run on two devices with VRAMTRACE_LIMIT=6M: device 1's 6 MiB fit. */
+static int pool_devices(void) {
+    CUcontext c0, c1;
+    CUmemoryPool p1, d1, hp[70];
+    CUstream s1;
+    CUdeviceptr a;
+    cuInit(0);
+    cuDevicePrimaryCtxRetain(&c0, 0);
+    cuDevicePrimaryCtxRetain(&c1, 1);
+    cuCtxSetCurrent(c1);
+    printf("cuStreamCreate on device 1 -> %d\n", (int)cuStreamCreate(&s1, 0));
+    cuCtxSetCurrent(c0);
+    printf("cuMemAllocAsync 4M, default stream -> %d\n", (int)cuMemAllocAsync(&a, 4 << 20, 0));
+    printf("cuMemPoolCreate device 1 -> %d\n", (int)pool_at(&p1, CU_MEM_LOCATION_TYPE_DEVICE, 1));
+    printf("cuMemAllocFromPoolAsync 1M, device 1's pool -> %d\n", (int)cuMemAllocFromPoolAsync(&a, 1 << 20, p1, 0));
+    printf("cuDeviceGetDefaultMemPool 1 -> %d\n", (int)cuDeviceGetDefaultMemPool(&d1, 1));
+    printf("cuMemAllocFromPoolAsync 2M, device 1's default pool -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&a, 2 << 20, d1, 0));
+    printf("cuMemAllocAsync 3M, device 1's stream -> %d\n", (int)cuMemAllocAsync(&a, 3 << 20, s1));
+    printf("cuMemAllocAsync 1, device 1's stream -> %d\n", (int)cuMemAllocAsync(&a, 1, s1));
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeHost;
+    cudaMemPool_t rp;
+    void *rpa;
+    printf("cudaMemPoolCreate host -> %d\n", (int)cudaMemPoolCreate(&rp, &props));
+    printf("cudaMallocFromPoolAsync 512K, host pool -> %d\n", (int)cudaMallocFromPoolAsync(&rpa, 512 << 10, rp, 0));
+    int made = 0;
+    for (int i = 0; i < 70; i++) made += pool_at(&hp[i], CU_MEM_LOCATION_TYPE_HOST, 0) == CUDA_SUCCESS;
+    printf("cuMemPoolCreate host x70 -> %d made\n", made);
+    printf("cuMemAllocFromPoolAsync 4K, the 70th host pool -> %d\n",
+           (int)cuMemAllocFromPoolAsync(&a, 4096, hp[69], 0));
+    return 0;
+}
+
 /* ------------------------------------------------------ host-register */
 
 /* CUDA 4.0's cuMemHostRegister, before cuda.h names the _v2 so. */
@@ -350,6 +392,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "arrays-null") == 0) return arrays_null();
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     if (strcmp(mode, "host-register") == 0) return host_register();
+    if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }

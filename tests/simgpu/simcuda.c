@@ -975,14 +975,19 @@ static void sim_trim_pools(int d) {
         sim_pool_trim(sim_dev[d].current_pool, sim_dev[d].current_pool->threshold);
 }
 
+static struct sim_stream *sim_stream_of(CUstream s);
+
+/* From pool p, or (p NULL) from the current pool of stream s's device (the
+ * current context's for the default streams). */
 static CUresult sim_pool_alloc(const char *api, CUdeviceptr *dptr, size_t bytes,
-                               struct sim_pool *p) {
+                               struct sim_pool *p, CUstream s) {
     sim_count(api);
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    if (!p) p = sim_dev[sim_device_now()].current_pool;
+    struct sim_stream *st = sim_stream_of(s);
+    if (!p) p = sim_dev[st ? st->device : sim_device_now()].current_pool;
     uint64_t size = sim_round(bytes, SIM_ALIGN), cached = p->reserved - p->used;
     uint64_t need = size > cached ? size - cached : 0;
     if ((!p->host && !sim_fits(p->device, need)) || (sim_max_block && bytes > sim_max_block)) {
@@ -1029,27 +1034,23 @@ static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    (void)s;
-    return sim_pool_alloc("cuMemAllocAsync", dptr, bytes, NULL);
+    return sim_pool_alloc("cuMemAllocAsync", dptr, bytes, NULL, s);
 }
 
 SIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    (void)s;
-    return sim_pool_alloc("cuMemAllocAsync_ptsz", dptr, bytes, NULL);
+    return sim_pool_alloc("cuMemAllocAsync_ptsz", dptr, bytes, NULL, s);
 }
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
                                             CUmemoryPool pool, CUstream s) {
-    (void)s;
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    return sim_pool_alloc("cuMemAllocFromPoolAsync", dptr, bytes, (struct sim_pool *)pool);
+    return sim_pool_alloc("cuMemAllocFromPoolAsync", dptr, bytes, (struct sim_pool *)pool, s);
 }
 
 SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                                  CUmemoryPool pool, CUstream s) {
-    (void)s;
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    return sim_pool_alloc("cuMemAllocFromPoolAsync_ptsz", dptr, bytes, (struct sim_pool *)pool);
+    return sim_pool_alloc("cuMemAllocFromPoolAsync_ptsz", dptr, bytes, (struct sim_pool *)pool, s);
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
@@ -1559,6 +1560,16 @@ SIM_EXPORT CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, 
     return r;
 }
 
+/* CUDA 12.8: the device a stream belongs to (the current context's for the
+ * default streams). */
+SIM_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *device) {
+    sim_count("cuStreamGetDevice");
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *x = sim_stream_of(s);
+    *device = x ? x->device : sim_device_now();
+    return CUDA_SUCCESS;
+}
+
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
     struct sim_stream *x = sim_stream_of(s);
     if (!x) return CUDA_ERROR_INVALID_HANDLE;
@@ -1858,6 +1869,7 @@ static const struct {
     P(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2),
     P(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute),
     P(cuStreamCreate, 2000, 0, cuStreamCreate),
+    P(cuStreamGetDevice, 12080, 0, cuStreamGetDevice),
     P(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority),
     P(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2),
     P(cuStreamGetPriority, 5050, 0, cuStreamGetPriority),

@@ -29,6 +29,7 @@
 
 /* Exported by the real runtime, declared only in its internal headers. */
 RT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
+RT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
 RT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
 CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end);
 
@@ -85,6 +86,10 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
     _(mem_get_info, cuMemGetInfo_v2, "cuMemGetInfo", 3020, 0) \
     _(default_pool, cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, 0) \
     _(pool_trim, cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, 0) \
+    _(pool_create, cuMemPoolCreate, "cuMemPoolCreate", 11020, 0) \
+    _(pool_destroy, cuMemPoolDestroy, "cuMemPoolDestroy", 11020, 0) \
+    _(alloc_from_pool, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, CU_GET_PROC_ADDRESS_LEGACY_STREAM) \
+    _(alloc_from_pool_ptsz, cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
     _(pool_set_attribute, cuMemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, 0) \
     _(pool_get_attribute, cuMemPoolGetAttribute, "cuMemPoolGetAttribute", 11020, 0) \
     _(pool_set_access, cuMemPoolSetAccess, "cuMemPoolSetAccess", 11020, 0) \

@@ -1,0 +1,109 @@
+/* pools.c -- where stream-ordered memory lands (pools.h).
+ *
+ * The pools are an open-addressed table of VT_POOL_SLOTS handles, read
+ * without a lock by every allocation from a pool and written under a spin
+ * lock when a pool is noted or destroyed. A destroyed pool's slot becomes
+ * a tombstone that a later note takes again. A pool that finds no slot
+ * (more than VT_POOL_SLOTS pools noted at once) is not noted: its memory
+ * counts on the stream's device, and one warning says so. */
+#include <cuda.h>
+#include <stdint.h>
+
+#include "../common/warn.h"
+#include "../tracker/tracker.h"
+#include "hook.h"
+#include "pools.h"
+#include "resolve.h"
+
+#define VT_POOL_SLOTS 4096 /* a power of two */
+#define GONE ((uintptr_t)1)
+
+static uintptr_t slot_pool[VT_POOL_SLOTS]; /* 0: never used; GONE: destroyed */
+static int slot_device[VT_POOL_SLOTS];
+static int lock;
+
+static uint32_t first_slot(uintptr_t pool) {
+    return (uint32_t)(((uint64_t)pool * 0x9e3779b97f4a7c15ull) >> 52) & (VT_POOL_SLOTS - 1);
+}
+
+/* The slot of `pool`, or -1. Without the lock: a slot's device is written
+ * before its handle is published. */
+static int find(uintptr_t pool) {
+    uint32_t i = first_slot(pool);
+    for (int n = 0; n < VT_POOL_SLOTS; n++, i = (i + 1) & (VT_POOL_SLOTS - 1)) {
+        uintptr_t p = __atomic_load_n(&slot_pool[i], __ATOMIC_ACQUIRE);
+        if (p == pool) return (int)i;
+        if (p == 0) return -1;
+    }
+    return -1;
+}
+
+void vt_pool_note(void *pool, int device) {
+    uintptr_t p = (uintptr_t)pool;
+    if (p == 0 || p == GONE) return;
+    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {}
+    int at = find(p);
+    if (at < 0) {
+        uint32_t i = first_slot(p);
+        for (int n = 0; n < VT_POOL_SLOTS; n++, i = (i + 1) & (VT_POOL_SLOTS - 1)) {
+            uintptr_t q = slot_pool[i];
+            if (q == 0 || q == GONE) { at = (int)i; break; }
+        }
+    }
+    if (at >= 0) {
+        __atomic_store_n(&slot_device[at], device, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot_pool[at], p, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    if (at < 0) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            vt_warn("more than %d memory pools at once: allocations from the others count on their stream's device",
+                    VT_POOL_SLOTS);
+    }
+}
+
+void vt_pool_forget(void *pool) {
+    uintptr_t p = (uintptr_t)pool;
+    if (p == 0 || p == GONE) return;
+    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {}
+    int at = find(p);
+    if (at >= 0) __atomic_store_n(&slot_pool[at], GONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+}
+
+void vt_pools_reset_child(void) { __atomic_store_n(&lock, 0, __ATOMIC_RELEASE); }
+
+int vt_pool_where(void *pool, void *stream, int *device) {
+    int at = pool ? find((uintptr_t)pool) : -1;
+    if (at < 0) {
+        *device = vt_stream_device(stream);
+        return VT_KIND_ASYNC;
+    }
+    *device = __atomic_load_n(&slot_device[at], __ATOMIC_RELAXED);
+    return *device == VT_HOST_DEVICE ? VT_KIND_HOST_ASYNC : VT_KIND_ASYNC;
+}
+
+/* How many devices the driver shows, once it has said (0 before). */
+static int device_count(void) {
+    static int n;
+    int k = __atomic_load_n(&n, __ATOMIC_RELAXED);
+    if (k) return k;
+    static void *kept;
+    CUresult (*get)(int *);
+    *(void **)&get = vt_driver_fn_kept(&kept, "cuDeviceGetCount");
+    if (get && get(&k) == CUDA_SUCCESS && k > 0) __atomic_store_n(&n, k, __ATOMIC_RELAXED);
+    return k;
+}
+
+int vt_stream_device(void *stream) {
+    uintptr_t s = (uintptr_t)stream;
+    if (s == 0 || s == (uintptr_t)CU_STREAM_LEGACY || s == (uintptr_t)CU_STREAM_PER_THREAD) return VT_DEVICE_CURRENT;
+    if (device_count() == 1) return VT_DEVICE_CURRENT;
+    static void *kept;
+    CUresult (*get)(CUstream, CUdevice *);
+    *(void **)&get = vt_driver_fn_kept(&kept, "cuStreamGetDevice");
+    CUdevice d;
+    if (get && get((CUstream)stream, &d) == CUDA_SUCCESS && d >= 0 && d < VT_MAX_DEVICES) return d;
+    return VT_DEVICE_CURRENT;
+}

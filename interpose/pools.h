@@ -1,0 +1,36 @@
+/* pools.h -- where stream-ordered memory lands: each memory pool's
+ * location, and a stream's device.
+ *
+ * A pool is noted when the driver hands it out (cuMemPoolCreate, a
+ * device's or a location's default or current pool) and forgotten when it
+ * is destroyed; an allocation from it is then counted on the pool's device,
+ * or as host memory for a pool on the host, whichever device is current.
+ * Noted also while a runtime call runs (the runtime's cudaMemPoolCreate
+ * reaches cuMemPoolCreate): noting records no allocation. */
+#ifndef VT_INTERPOSE_POOLS_H
+#define VT_INTERPOSE_POOLS_H
+
+/* Pool `pool` (a CUmemoryPool, the same as a cudaMemPool_t) holds memory
+ * of device `device`, or host memory (VT_HOST_DEVICE). */
+void vt_pool_note(void *pool, int device);
+
+/* Pool `pool` was destroyed: its handle may name another pool later. */
+void vt_pool_forget(void *pool);
+
+/* Where an allocation from `pool` on stream `stream` lands: *device is the
+ * pool's device, VT_HOST_DEVICE for a pool on the host, or (a pool never
+ * noted) the stream's device, as vt_stream_device; returns the kind,
+ * VT_KIND_HOST_ASYNC or VT_KIND_ASYNC. */
+int vt_pool_where(void *pool, void *stream, int *device);
+
+/* The device an allocation from the current pool of `stream`'s device
+ * lands on: VT_DEVICE_CURRENT for the default streams (0, legacy, per
+ * thread) or when the process has one device, else the driver's
+ * cuStreamGetDevice (VT_DEVICE_CURRENT when it cannot say). */
+int vt_stream_device(void *stream);
+
+/* After fork, in the child: the table's lock, which another thread of the
+ * parent may have held, is free again. */
+void vt_pools_reset_child(void);
+
+#endif
