@@ -116,22 +116,43 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 
 /* ------------------------------------------------------------- pitched */
 
+/* The budget checks width * height before the call; the driver's pitch
+ * may pad each row, and pitch * height is what counts: a padded
+ * allocation that then passes the budget is given back (with the free of
+ * the same version) and refused as the check would have refused it. */
+#define PITCHED(sym, free_sym, call)                                                              \
+    REAL_OR_FAIL(sym);                                                                            \
+    if (vt_pass()) return call;                                                                   \
+    VT_ENTER;                                                                                     \
+    uint64_t asked = (uint64_t)width * height;                                                    \
+    if (vt_budget_refuse(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked)) {                      \
+        VT_LEAVE;                                                                                 \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                                          \
+    }                                                                                             \
+    CUresult r;                                                                                   \
+    VT_REAL_CALL(r = call);                                                                       \
+    int ok = r == CUDA_SUCCESS;                                                                   \
+    uint64_t got = ok ? (uint64_t)*pitch * height : asked;                                        \
+    if (ok && vt_budget_settle(#sym, VT_KIND_PITCHED, got)) {                                     \
+        __typeof__(&free_sym) give = VT_REAL_QUIET(free_sym);                                     \
+        if (give) VT_REAL_CALL(give(*dptr));                                                      \
+        VT_LEAVE;                                                                                 \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                                          \
+    }                                                                                             \
+    vt_hook_alloc(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok, IS_OOM(r), ok ? (uint64_t)*dptr : 0, got); \
+    VT_LEAVE;                                                                                     \
+    return r
+
 VT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
                                       size_t width, size_t height,
                                       unsigned int elem) {
-    REAL_OR_FAIL(cuMemAllocPitch_v2);
-    ALLOC("cuMemAllocPitch_v2", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height,
-          real(dptr, pitch, width, height, elem), *dptr,
-          ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
+    PITCHED(cuMemAllocPitch_v2, cuMemFree_v2, real(dptr, pitch, width, height, elem));
 }
 
 VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
                                    unsigned int width, unsigned int height,
                                    unsigned int elem) {
-    REAL_OR_FAIL(cuMemAllocPitch);
-    ALLOC("cuMemAllocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)width * height,
-          real(dptr, pitch, width, height, elem), *dptr,
-          ok ? (uint64_t)*pitch * height : (uint64_t)width * height);
+    PITCHED(cuMemAllocPitch, cuMemFree, real(dptr, pitch, width, height, elem));
 }
 
 /* ------------------------------------------------------------- managed */

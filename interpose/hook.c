@@ -151,9 +151,13 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
     struct vt_oom o = failure(api, kind, device, bytes);
     o.budget = (uint8_t)budget;
     if (budget) {
-        uint64_t live = vt_tracker_device_live(device);
+        /* What the budget saw: the live bytes and what other threads'
+         * calls in flight were promised. */
+        pthread_mutex_lock(&budget_lock);
+        uint64_t used = vt_tracker_device_live(device) + promised[device];
+        pthread_mutex_unlock(&budget_lock);
         o.total_bytes = vt_opt.limit;
-        o.free_bytes = live < vt_opt.limit ? vt_opt.limit - live : 0;
+        o.free_bytes = used < vt_opt.limit ? vt_opt.limit - used : 0;
         o.have_info = 1;
     } else if (!vt_kind_is_host(kind)) {
         static void *kept;
@@ -191,6 +195,26 @@ static void first_touch(void) {
     vt_ondemand_start();
     vt_live_start();
     vt_sigpipe_release(&held);
+}
+
+int vt_budget_settle(const char *api, int kind, uint64_t bytes) {
+    if (__builtin_expect(my_promise.bytes == 0 || bytes <= my_promise.bytes, 1)) return 0;
+    int device = my_promise.device;
+    pthread_mutex_lock(&budget_lock);
+    uint64_t more = bytes - my_promise.bytes;
+    uint64_t used = vt_tracker_device_live(device) + promised[device];
+    int fits = used <= vt_opt.limit && more <= vt_opt.limit - used;
+    if (fits) {
+        promised[device] += more;
+        my_promise.bytes = bytes;
+    } else {
+        promised[device] -= my_promise.bytes;
+        my_promise.bytes = 0;
+    }
+    pthread_mutex_unlock(&budget_lock);
+    if (fits) return 0;
+    record_oom(api, kind, device, bytes, 1);
+    return 1;
 }
 
 /* This thread's promise ended, the allocation recorded first where

@@ -91,6 +91,14 @@ static inline int vt_budget_refuse(const char *api, int kind, int device, uint64
     return vt_budget_refuse_slow(api, kind, device, bytes);
 }
 
+/* An allocation whose size the driver set (a pitched one: pitch * height,
+ * where vt_budget_refuse was asked for width * height) succeeded with
+ * `bytes`: this thread's promise grows to them. Returns 1 when they pass
+ * the budget: the promise is then ended and the refusal recorded as
+ * vt_budget_refuse records one, and the caller gives the memory back and
+ * returns its API's out-of-memory code. 0 (the usual case) otherwise. */
+int vt_budget_settle(const char *api, int kind, uint64_t bytes);
+
 /* Record a free begun with vt_tracker_free_begin before the real call;
  * `ok`: the driver freed it. */
 static inline void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }

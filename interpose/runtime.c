@@ -28,6 +28,7 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool,
 /* Call the real runtime function with driver-level recording paused, with
  * the caller's errno (see VT_REAL_CALL). */
 #define CALL(...) VT_REAL_CALL(vt_in_runtime++; r = real(__VA_ARGS__); vt_in_runtime--)
+#define CALL_FREE(fn, ptr) VT_REAL_CALL(vt_in_runtime++; (void)fn(ptr); vt_in_runtime--)
 
 static uint64_t ptr_of(cudaError_t r, void **p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
@@ -112,8 +113,17 @@ VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
+    uint64_t got = ok && pitch ? (uint64_t)*pitch * h : (uint64_t)w * h;
+    /* The rows' padding past the budget: given back, refused (driver.c's
+     * PITCHED). */
+    if (ok && vt_budget_settle("cudaMallocPitch", VT_KIND_PITCHED, got)) {
+        __typeof__(&cudaFree) give = VT_REAL_QUIET(cudaFree);
+        if (give) CALL_FREE(give, *p);
+        VT_LEAVE;
+        return cudaErrorMemoryAllocation;
+    }
     vt_hook_alloc("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, ok,
-                  IS_OOM(r), ptr_of(r, p), ok && pitch ? *pitch * h : w * h);
+                  IS_OOM(r), ptr_of(r, p), got);
     VT_LEAVE;
     return r;
 }

@@ -73,12 +73,22 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
 
     if (o->budget) {
         struct vt_finding *f = add(out, &n, "budget");
-        snprintf(f->text, sizeof f->text,
-                 "VRAMTRACE_LIMIT refused it: %s asked with %s live would pass the %s budget", B(o->requested, a),
-                 B(live, b), B(total, c));
+        /* What the budget counted beyond the live bytes: other threads'
+         * allocations in flight (hook.c's promises). */
+        uint64_t used = total > freeb ? total - freeb : total, inflight = used > live ? used - live : 0;
+        if (inflight) {
+            char d[32];
+            snprintf(f->text, sizeof f->text,
+                     "VRAMTRACE_LIMIT refused it: %s asked with %s live and %s being allocated by other threads "
+                     "would pass the %s budget", B(o->requested, a), B(live, b), B(inflight, d), B(total, c));
+        } else {
+            snprintf(f->text, sizeof f->text,
+                     "VRAMTRACE_LIMIT refused it: %s asked with %s live would pass the %s budget", B(o->requested, a),
+                     B(live, b), B(total, c));
+        }
         /* When rounding hides the difference between the budget and the
          * need (8.00 MiB and 8.00 MiB), both are given in bytes. */
-        uint64_t need = live + o->requested;
+        uint64_t need = live + inflight + o->requested;
         if (strcmp(B(total, a), B(need, b)) == 0) {
             snprintf(a, sizeof a, "%" PRIu64 " bytes", total);
             snprintf(b, sizeof b, "%" PRIu64 " bytes", need);

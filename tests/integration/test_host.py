@@ -322,6 +322,25 @@ def host_stream_ordered_memory_counted_where_it_lands():
        "refused by the budget on device 1, with device 1's 6M live")
 
 
+@test
+def host_pitched_rows_counted_by_the_budget():
+    want = run([HOST, "pitched-budget"], preload=False)
+    eq(want.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 0\ncudaMallocPitch 513x1000 -> 0\n"
+                 "cuMemAllocPitch_v2 512x1000 -> 0, pitch 512\ndevice used 3060000\n", "without vramtrace")
+    r = run([HOST, "pitched-budget"], env={"VRAMTRACE_LIMIT": "1M"})
+    eq(r.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 2\ncudaMallocPitch 513x1000 -> 2\n"
+              "cuMemAllocPitch_v2 512x1000 -> 0, pitch 512\ndevice used 1012000\n",
+       "the padded rows (1,024,000 bytes) pass the 1M budget: refused, and given back to the driver")
+    d = r.dump
+    eq([(o["api"], o["requested_bytes"], o["budget"], o["free_bytes"], o["live_bytes"]) for o in d["ooms"]],
+       [("cuMemAllocPitch_v2", 1024000, True, 1048576 - 500000, 500000),
+        ("cudaMallocPitch", 1024000, True, 1048576 - 500000, 500000)], "each refusal: what the rows took")
+    eq((d["devices"][0]["live_bytes"], d["devices"][0]["peak_bytes"]), (1012000, 1012000),
+       "live and peak never passed the budget")
+    ok("VRAMTRACE_LIMIT refused it: 1000.00 KiB asked with 488.28 KiB live would pass the 1.00 MiB budget" in r.err,
+       "the finding: " + r.err)
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

@@ -62,6 +62,12 @@ def budget_holds_when_threads_race_for_its_last_bytes():
         t = r.dump["totals"]
         eq((t["peak_bytes"], t["failed_count"], t["oom_count"], t["live_bytes"]), (409600, 300, 300, 0),
            f"run {i}: peak, failures, budget failures, live at exit")
+        # Each refusal's figures explain it: what was free (the budget less
+        # the live bytes and other threads' allocations in flight) is less
+        # than the 4096 asked. Before, a refusal while others were in
+        # flight said the whole budget was free.
+        eq([o["free_bytes"] for o in r.dump["ooms"] if o["free_bytes"] >= o["requested_bytes"]], [],
+           f"run {i}: no refusal says the request fit")
 
 
 @test

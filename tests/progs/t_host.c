@@ -349,6 +349,27 @@ static int pool_devices(void) {
     return 0;
 }
 
+/* ----------------------------------------------------- pitched-budget */
+
+/* Rows the driver pads (the simulated driver's pitch is a multiple of 512):
+ * 513 bytes wide, 1000 rows, take 1,024,000 bytes, not 513,000. Run with
+ * VRAMTRACE_LIMIT=1M: after 500,000 bytes, neither padded allocation fits,
+ * and the third (512 wide, unpadded) does. */
+static int pitched_budget(void) {
+    CUdeviceptr a, b;
+    size_t pitch = 0;
+    void *c;
+    printf("cuMemAlloc_v2 500000 -> %d\n", (int)cuMemAlloc_v2(&a, 500000));
+    printf("cuMemAllocPitch_v2 513x1000 -> %d\n", (int)cuMemAllocPitch_v2(&b, &pitch, 513, 1000, 4));
+    printf("cudaMallocPitch 513x1000 -> %d\n", (int)cudaMallocPitch(&c, &pitch, 513, 1000));
+    CUresult r = cuMemAllocPitch_v2(&b, &pitch, 512, 1000, 4);
+    printf("cuMemAllocPitch_v2 512x1000 -> %d, pitch %zu\n", (int)r, pitch);
+    size_t f, t;
+    cuMemGetInfo_v2(&f, &t);
+    printf("device used %zu\n", (size_t)(t - f));
+    return 0;
+}
+
 /* ------------------------------------------------------ host-register */
 
 /* CUDA 4.0's cuMemHostRegister, before cuda.h names the _v2 so. */
@@ -393,6 +414,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     if (strcmp(mode, "host-register") == 0) return host_register();
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
+    if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }
