@@ -269,12 +269,16 @@ VT_EARLY static int hook_by_name(const char *name) {
 /* The definition of `name` that the object holding `caller` sees in its
  * own scope (itself and its dependencies, as dlopen loaded them), skipping
  * the object itself when `after` (RTLD_NEXT). NULL for the executable,
- * whose scope is the global one. */
-static void *in_caller(void *caller, const char *name, int after) {
+ * whose scope is the global one (*exe set then). */
+static void *in_caller(void *caller, const char *name, int after, int *exe) {
     Dl_info info;
     struct link_map *map = NULL;
-    if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name || !map->l_name[0])
+    *exe = 0;
+    if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return NULL;
+    if (!map->l_name || !map->l_name[0]) {
+        *exe = 1;
         return NULL;
+    }
     void *h = loaded(map->l_name);
     if (!h) return NULL;
     void *r = vt_real_dlsym(h, name);
@@ -300,11 +304,17 @@ VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *c
      * real dlsym answers a name nobody else defines exactly (dlerror too). */
     int hidden = vt_exports_hidden();
     void *r;
+    int exe;
     if (handle == RTLD_DEFAULT) {
         r = vt_real_dlsym(RTLD_NEXT, name); /* the global scope after vramtrace */
-        if (!r) r = in_caller(caller, name, 0);
+        if (!r) r = in_caller(caller, name, 0, &exe);
     } else if (handle == RTLD_NEXT) {
-        r = in_caller(caller, name, 1);
+        r = in_caller(caller, name, 1, &exe);
+        /* From the executable, the next objects are the global scope after
+         * it, which holds vramtrace: the real dlsym would find our export.
+         * What it finds past vramtrace is the answer; none, NULL (with the
+         * error that look-up left), as without vramtrace. */
+        if (!r && exe && !(r = vt_real_dlsym(RTLD_NEXT, name))) return NULL;
     } else {
         r = vt_real_dlsym(handle, name);
         if (r == wrapper_of(id)) return r;

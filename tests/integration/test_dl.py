@@ -96,3 +96,23 @@ def dl_asan_build():
         ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, f"{argv}: clean:\n{b.err[-2000:]}")
         eq((b.out, b.rc), (a.out, a.rc), f"{argv}: same output and status under the ASan build")
         eq(totals_of(b), totals_of(a), f"{argv}: same figures under the ASan build")
+
+
+@test
+def dl_next_from_the_executable_finds_only_what_follows_it():
+    """dlsym(RTLD_NEXT, ...) from an executable that links no CUDA library:
+    the global scope after it holds vramtrace, whose exports the real dlsym
+    found (cudaMalloc "found" with no runtime in the process, and calling it
+    failed with cudaErrorInitializationError). Now a name only vramtrace
+    defines there is NULL with an error, as without vramtrace, and one that
+    libcuda (loaded RTLD_GLOBAL) defines is found and tracked."""
+    prog = os.path.join(T, "t_dlnext")
+    local = same_as_without([prog, "local"])
+    eq(local.out, "libcuda loaded\n" + "".join(f"RTLD_NEXT {n}: NULL, an error\n"
+                                               for n in ("cudaMalloc", "cuMemAlloc_v2", "cuMemFree_v2")),
+       "libcuda local: nothing follows the executable")
+    glob = same_as_without([prog, "global"])
+    eq(glob.out, "libcuda loaded\nRTLD_NEXT cudaMalloc: NULL, an error\nRTLD_NEXT cuMemAlloc_v2: found, no error\n"
+                 "RTLD_NEXT cuMemFree_v2: found, no error\ncuMemAlloc_v2 4096 -> 0\n", "libcuda global")
+    eq([(a["api"], a["bytes"]) for a in glob.dump["live"]], [("cuMemAlloc_v2", 4096)],
+       "the driver's function found through RTLD_NEXT is tracked")
