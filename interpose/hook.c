@@ -145,6 +145,42 @@ static struct vt_oom failure(const char *api, int kind, int device, uint64_t byt
 /* Record an out-of-memory failure (from the device, or from the budget
  * when `budget` is set). The tracker then tells its failure listener (the
  * post-mortem, registered by init.c) inside this call. */
+/* Device `device`'s free and total bytes (cuMemGetInfo, which answers for
+ * the current context's device). For another device (a pool or a stream
+ * of another device, cuMemCreate at another location), inside its primary
+ * context when that is active; 0 (not known) when it is not: asking would
+ * make one. */
+static int device_mem_info(int device, size_t *f, size_t *t) {
+    static void *k_info, *k_state, *k_retain, *k_push, *k_pop, *k_release;
+    CUresult (*info)(size_t *, size_t *);
+    *(void **)&info = vt_driver_fn_kept(&k_info, "cuMemGetInfo_v2");
+    if (!info) return 0;
+    if (device < 0 || device == current_device()) return info(f, t) == CUDA_SUCCESS;
+    CUresult (*state)(CUdevice, unsigned *, int *);
+    CUresult (*retain)(CUcontext *, CUdevice);
+    CUresult (*push)(CUcontext);
+    CUresult (*pop)(CUcontext *);
+    CUresult (*release)(CUdevice);
+    *(void **)&state = vt_driver_fn_kept(&k_state, "cuDevicePrimaryCtxGetState");
+    *(void **)&retain = vt_driver_fn_kept(&k_retain, "cuDevicePrimaryCtxRetain");
+    *(void **)&push = vt_driver_fn_kept(&k_push, "cuCtxPushCurrent_v2");
+    *(void **)&pop = vt_driver_fn_kept(&k_pop, "cuCtxPopCurrent_v2");
+    *(void **)&release = vt_driver_fn_kept(&k_release, "cuDevicePrimaryCtxRelease_v2");
+    unsigned flags;
+    int active = 0;
+    CUcontext c, popped;
+    if (!state || !retain || !push || !pop || !release || state(device, &flags, &active) != CUDA_SUCCESS ||
+        !active || retain(&c, device) != CUDA_SUCCESS)
+        return 0;
+    int ok = 0;
+    if (push(c) == CUDA_SUCCESS) {
+        ok = info(f, t) == CUDA_SUCCESS;
+        pop(&popped);
+    }
+    release(device);
+    return ok;
+}
+
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -160,11 +196,8 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         o.free_bytes = used < vt_opt.limit ? vt_opt.limit - used : 0;
         o.have_info = 1;
     } else if (!vt_kind_is_host(kind)) {
-        static void *kept;
-        CUresult (*get_info)(size_t *, size_t *);
-        *(void **)&get_info = vt_driver_fn_kept(&kept, "cuMemGetInfo_v2");
         size_t f = 0, t = 0;
-        if (get_info && get_info(&f, &t) == CUDA_SUCCESS) {
+        if (device_mem_info(device, &f, &t)) {
             o.free_bytes = f;
             o.total_bytes = t;
             o.have_info = 1;

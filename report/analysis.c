@@ -33,9 +33,10 @@ static int same_oom(const struct memo *m, const struct vt_oom *o, uint64_t torch
            m->device == o->device && m->torch_ns == torch_ns;
 }
 
-/* The findings of OOM i of s into *out, from the memo when it has them. */
+/* The findings of OOM i of s into *out, from the memo when it has them;
+ * `holders`: the failing device's (vt_findings), or NULL. */
 static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_symbols *sym,
-                        struct vt_oom_findings *out) {
+                        const struct vt_holder *holders, size_t nholders, struct vt_oom_findings *out) {
     const struct vt_oom *o = &s->ooms[i];
     uint64_t torch_ns = vt_torch_oom_time(s, i);
     if (!memo) memo = calloc(VT_ANALYSED_OOMS, sizeof *memo);
@@ -43,7 +44,7 @@ static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_s
         *out = memo[i].f;
         return;
     }
-    out->n = vt_findings(s, i, sym, out->f, &out->growth);
+    out->n = vt_findings(s, i, sym, holders, nholders, out->f, &out->growth);
     if (!memo) return;
     memo[i] = (struct memo){o->ticks, o->requested, torch_ns, o->stack, o->device, 1, *out};
 }
@@ -60,24 +61,40 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
     if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
+    /* At a failure (growth_until 0: the snapshot is the failure's), when
+     * other devices hold memory too: the failing device's own holders, for
+     * the post-mortem and the failure's findings. */
+    size_t last = s->nooms ? s->nooms - 1 : 0;
+    if (!growth_until && s->nooms && vt_kind_owned_device(s->ooms[last].kind) &&
+        vt_other_devices_hold(s, s->ooms[last].device)) {
+        a->device_holders = vt_holders_on_device(s, s->ooms[last].device, &a->ndevice_holders);
+        a->device = s->ooms[last].device;
+        if (a->device_holders)
+            a->device_by_site = vt_holders_by_site(a->device_holders, a->ndevice_holders, sym, &a->ndevice_by_site);
+        a->per_device = 1;
+    }
     size_t n = s->nooms < VT_ANALYSED_OOMS ? s->nooms : VT_ANALYSED_OOMS;
     a->findings = n ? calloc(n, sizeof *a->findings) : NULL;
     if (n && !a->findings) vt_records_lost("the findings");
     if (a->findings) {
         a->nfindings = n;
-        for (size_t i = 0; i < n; i++) findings_of(s, i, sym, &a->findings[i]);
+        for (size_t i = 0; i < n; i++)
+            findings_of(s, i, sym, a->per_device && i == last ? a->device_holders : NULL,
+                        a->per_device && i == last ? a->ndevice_holders : 0, &a->findings[i]);
     }
     if (s->nooms > 0 && s->nooms - 1 < a->nfindings) {
         a->latest = &a->findings[s->nooms - 1];
     } else if (s->nooms > 0) {
-        a->latest_beyond.n = vt_findings(s, s->nooms - 1, sym, a->latest_beyond.f, &a->latest_beyond.growth);
+        a->latest_beyond.n = vt_findings(s, last, sym, a->per_device ? a->device_holders : NULL,
+                                         a->per_device ? a->ndevice_holders : 0, a->latest_beyond.f,
+                                         &a->latest_beyond.growth);
         a->latest = &a->latest_beyond;
     }
     return a;
 }
 
 void vt_analysis_free(struct vt_analysis *a) {
-    if (a && a != &empty) VT_FREE_ALL(a->by_site, a->growth, a->findings, a);
+    if (a && a != &empty) VT_FREE_ALL(a->by_site, a->device_holders, a->device_by_site, a->growth, a->findings, a);
 }
 
 void vt_analysis_reset_child(void) {

@@ -32,6 +32,13 @@ struct vt_analysis {
     size_t nholders;
     struct vt_holder *by_site;       /* the same merged by call site */
     size_t nby_site;
+    int per_device;                  /* at a failure of a process that holds
+                                        memory on other devices too: */
+    int device;                      /* the failing device, */
+    struct vt_holder *device_holders; /* its memory's holders by stack (NULL: none), */
+    size_t ndevice_holders;
+    struct vt_holder *device_by_site; /* and by call site */
+    size_t ndevice_by_site;
     struct vt_growth *growth;        /* growing sites over the whole run, or NULL */
     size_t ngrowth;
     struct vt_oom_findings *findings; /* findings[i] for OOM i < nfindings */

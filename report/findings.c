@@ -63,7 +63,7 @@ const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, si
 }
 
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
-                struct vt_finding *out, struct vt_growth *grew) {
+                const struct vt_holder *holders, size_t nholders, struct vt_finding *out, struct vt_growth *grew) {
     int n = 0;
     memset(grew, 0, sizeof *grew);
     if (index >= s->nooms) return 0;
@@ -143,7 +143,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     free(growth);
     size_t nsites = 0;
-    struct vt_holder *sites = o->holders ? vt_holders_by_site(o->holders, o->nholders, sym, &nsites) : NULL;
+    if (!holders) {
+        holders = o->holders;
+        nholders = o->nholders;
+    }
+    struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");

@@ -41,8 +41,10 @@ const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, si
 /* The findings for OOM number `index` of s. Returns how many were written
  * to out. The growing site the growing_site finding speaks of, its holder
  * named from PyTorch's record of that failure when one came, goes to
- * *grew (allocs 0 when there is none). */
+ * *grew (allocs 0 when there is none). `holders` (by stack, largest first;
+ * NULL: the OOM's own, of every device) are those of the failing device's
+ * memory when the process holds memory on others too. */
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
-                struct vt_finding *out, struct vt_growth *grew);
+                const struct vt_holder *holders, size_t nholders, struct vt_finding *out, struct vt_growth *grew);
 
 #endif

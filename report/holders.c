@@ -71,3 +71,35 @@ struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const 
 }
 
 void vt_sort_live(struct vt_snapshot *s) { vt_snapshot_sort_live(s); }
+
+static int by_stack(const void *a, const void *b) {
+    const struct vt_holder *x = a, *y = b;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, size_t *n) {
+    *n = 0;
+    struct vt_holder *h = s->nlive ? malloc(s->nlive * sizeof *h) : NULL;
+    struct vt_live_reader *rd = h ? vt_live_read(s, 0) : NULL;
+    if (!rd) { free(h); return NULL; }
+    size_t k = 0;
+    for (const struct vt_live *a; k < s->nlive && (a = vt_live_next(rd));)
+        if (a->device == device && vt_kind_owned_device(a->kind)) h[k++] = (struct vt_holder){.stack = a->stack, .count = 1, .bytes = a->bytes};
+    vt_live_read_end(rd);
+    qsort(h, k, sizeof *h, by_stack);
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (m && h[m - 1].stack == h[i].stack) { h[m - 1].bytes += h[i].bytes; h[m - 1].count++; }
+        else h[m++] = h[i];
+    }
+    qsort(h, m, sizeof *h, vt_holder_order);
+    if (!m) { free(h); return NULL; }
+    *n = m;
+    return h;
+}
+
+int vt_other_devices_hold(const struct vt_snapshot *s, int device) {
+    for (int d = 0; d < s->ndevices; d++)
+        if (d != device && s->devices[d].live_bytes) return 1;
+    return 0;
+}

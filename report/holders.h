@@ -22,6 +22,17 @@ struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n);
  * could not be kept) is in no group. */
 struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, size_t *n);
 
+/* The holders of device `device`'s memory alone, by stack, largest first,
+ * from the snapshot's live list (the tracker's counters are by stack over
+ * every device): what a device's out-of-memory failure is about when the
+ * process holds memory on other devices too. Returns a malloc'd array and
+ * its length in *n; NULL when none (or memory ran out). */
+struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, size_t *n);
+
+/* Whether the snapshot holds live device memory on a device other than
+ * `device`. */
+int vt_other_devices_hold(const struct vt_snapshot *s, int device);
+
 /* Holders h[0..n) (by stack) merged by call site: the stacks of one
  * vt_site_groups group are one row, their bytes and counts summed, as a
  * report's "by call site" table shows them (a Python line reached through

@@ -20,11 +20,20 @@ struct view {
     const struct vt_symbols *sym;
     const struct vt_analysis *an;
     struct vt_live_reader *live; /* the live list, for live_row */
+    int device;                  /* the rows of this device only; -1: all */
 };
+
+/* The holders a view shows: the failing device's at a failure of a
+ * process that holds memory on other devices too, else every device's. */
+static const struct vt_holder *shown_holders(const struct view *v, size_t *n) {
+    *n = v->device >= 0 ? v->an->ndevice_by_site : v->an->nby_site;
+    return v->device >= 0 ? v->an->device_by_site : v->an->by_site;
+}
 
 static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     const struct view *v = ctx;
-    const struct vt_holder *h = &v->an->by_site[i];
+    size_t n;
+    const struct vt_holder *h = &shown_holders(v, &n)[i];
     r->bytes = h->bytes;
     r->count = h->count;
     vt_site_shown(v->sym, h->stack, r->site, sizeof r->site);
@@ -34,8 +43,13 @@ static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
  * them from the dump's holders. */
 static void holders_table(FILE *f, const struct view *v, int top) {
     uint64_t total = 0;
-    for (size_t i = 0; i < v->an->nby_site; i++) total += v->an->by_site[i].bytes;
-    struct vt_holders_text h = {.n = v->an->nby_site, .total = total, .row = holder_row, .ctx = v};
+    size_t n;
+    const struct vt_holder *by_site = shown_holders(v, &n);
+    for (size_t i = 0; i < n; i++) total += by_site[i].bytes;
+    char title[64];
+    snprintf(title, sizeof title, "largest holders of device %d's memory", v->device);
+    struct vt_holders_text h = {.title = v->device >= 0 ? title : NULL, .n = n, .total = total, .row = holder_row,
+                                .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, vt_put_display);
 }
 
@@ -44,7 +58,7 @@ static void holders_table(FILE *f, const struct view *v, int top) {
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct view *v = ctx;
     const struct vt_live *a = vt_live_next(v->live);
-    if (!a || !vt_kind_owned_device(a->kind)) return 0;
+    if (!a || !vt_kind_owned_device(a->kind) || (v->device >= 0 && a->device != v->device)) return 0;
     r->bytes = a->bytes;
     uint64_t mapped = vt_live_mapped(v->s, a);
     r->address = a->kind == VT_KIND_VMM && mapped ? mapped : a->address;
@@ -59,8 +73,9 @@ static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
 static void live_table(FILE *f, const struct view *v, int top) {
     struct view w = *v;
     w.live = vt_live_read(v->s, 1);
-    struct vt_live_text l = {.n = w.live ? v->s->nlive : 0, .live = v->s->totals.live_count, .row = live_row,
-                             .ctx = &w};
+    uint64_t live = v->device >= 0 && v->device < v->s->ndevices ? v->s->devices[v->device].live_count
+                                                                   : v->s->totals.live_count;
+    struct vt_live_text l = {.n = w.live ? v->s->nlive : 0, .live = live, .row = live_row, .ctx = &w};
     vt_put_live(f, "vramtrace: ", &l, (size_t)top);
     vt_live_read_end(w.live);
 }
@@ -143,7 +158,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     missed_line(f, s->totals.missed);
-    struct view v = {s, sym, an, NULL};
+    struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
     holders_table(f, &v, top);
     live_table(f, &v, top);
     findings(f, an);
@@ -169,7 +184,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     }
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
-    struct view v = {s, sym, an, NULL};
+    struct view v = {s, sym, an, NULL, -1};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
     holders_table(f, &v, top);

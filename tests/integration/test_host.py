@@ -320,6 +320,21 @@ def host_stream_ordered_memory_counted_where_it_lands():
     o = d["ooms"][0]
     eq((o["device"], o["budget"], o["requested_bytes"], o["live_bytes"]), (1, True, 1, 6 * MiB),
        "refused by the budget on device 1, with device 1's 6M live")
+    # The post-mortem speaks of device 1's memory alone: its holders, its
+    # live allocations, and a finding about its largest holder (before, the
+    # holders were every device's and device 0's 4M "held 67%" of device 1's).
+    pm = r.err[r.err.index("vramtrace: out of memory in"):r.err.index("vramtrace: exit in")]
+    line = {n: source_line("t_host.c", text) for n, text in
+            ((3, "cuMemAllocAsync(&a, 3 << 20, s1)"), (2, "cuMemAllocFromPoolAsync(&a, 2 << 20, d1, 0)"),
+             (1, "cuMemAllocFromPoolAsync(&a, 1 << 20, p1, 0)"))}
+    ok("vramtrace: largest holders of device 1's memory by call site (3 call sites):\n"
+       f"vramtrace:     3.00 MiB  50.0%      1 alloc   pool_devices tests/progs/t_host.c:{line[3]}\n"
+       f"vramtrace:     2.00 MiB  33.3%      1 alloc   pool_devices tests/progs/t_host.c:{line[2]}\n"
+       f"vramtrace:     1.00 MiB  16.7%      1 alloc   pool_devices tests/progs/t_host.c:{line[1]}\n"
+       "vramtrace: largest live allocations (3 live):\n" in pm, "the failing device's holders: " + pm)
+    ok(f"2. pool_devices tests/progs/t_host.c:{line[3]} holds 50% of the tracked memory (3.00 MiB in 1 allocation)"
+       in pm, "the finding about device 1's largest holder: " + pm)
+    eq(pm.count(" dev 0 "), 0, "no allocation of device 0 among the failure's live allocations")
 
 
 @test
