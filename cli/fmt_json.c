@@ -327,6 +327,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "other_processes", json_null());
         }
         json_object_set_new(j, "free_bytes", x->have_info ? count(x->free_bytes) : json_null());
+        if (x->graph_reserved || x->graph_used) {
+            json_object_set_new(j, "graph_reserved_bytes", count(x->graph_reserved));
+            json_object_set_new(j, "graph_used_bytes", count(x->graph_used));
+        }
         json_object_set_new(j, "total_bytes", x->have_info ? count(x->total_bytes) : json_null());
         member(f, depth + 2, &afirst, NULL);
         put(f, j, depth + 2);

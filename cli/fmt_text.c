@@ -73,7 +73,8 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             .device = o->device, .budget = o->budget, .device_name = v && v->name ? S(v->name, name) : NULL,
             .device_uuid = v && v->uuid ? S(v->uuid, uuid) : NULL, .site = site_text(d, o->stack, site, sizeof site),
             .have_info = o->have_info, .free_bytes = o->free_bytes, .total_bytes = o->total_bytes,
-            .live_bytes = o->live_bytes, .tracked = tracked, .device_live_count = at_it ? v->live_count : 0,
+            .live_bytes = o->live_bytes, .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
+            .tracked = tracked, .device_live_count = at_it ? v->live_count : 0,
             .device_peak_bytes = at_it ? v->peak_bytes : 0, .device_peak_time_ns = at_it ? v->peak_time_ns : 0,
             .procs = o->procs ? procs : NULL, .nprocs = o->nprocs,
         };

@@ -395,7 +395,7 @@ static void trace_entry(struct pk *p, const struct vm_dump *d, const char *actio
 /* Kinds whose address is a device address of this process. */
 static int addressed_kind(const char *kind) {
     return strcmp(kind, "device") == 0 || strcmp(kind, "pitched") == 0 || strcmp(kind, "managed") == 0 ||
-           strcmp(kind, "async") == 0;
+           strcmp(kind, "async") == 0 || strcmp(kind, "graph") == 0;
 }
 
 /* The device address a live allocation is exported at, or 0 for none. */

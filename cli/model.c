@@ -191,6 +191,8 @@ static const struct spec oom_fields[] = {
     INT(struct vm_oom, device, -1, 4095), INT(struct vm_oom, thread, 0, INT32_MAX), STACK(struct vm_oom, stack),
 };
 static const struct spec oom_info_fields[] = {U64(struct vm_oom, free_bytes), U64(struct vm_oom, total_bytes)};
+static const struct spec oom_graph_fields[] = {U64_AS("graph_reserved_bytes", struct vm_oom, graph_reserved),
+                                               U64_AS("graph_used_bytes", struct vm_oom, graph_used)};
 static const struct spec oom_end_fields[] = {U64(struct vm_oom, live_bytes), U64(struct vm_oom, time_ns)};
 static const struct spec finding_fields[] = {
     STR(struct vm_finding, id), STR(struct vm_finding, finding), STR(struct vm_finding, next),
@@ -373,6 +375,8 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     json_t *fb = json_object_get(o, "free_bytes");
     v->have_info = fb && is_count(fb);
     if (v->have_info) read_fields(c, o, oom_info_fields, NSPECS(oom_info_fields), v, 0, "oom");
+    if (json_object_get(o, "graph_reserved_bytes"))
+        read_fields(c, o, oom_graph_fields, NSPECS(oom_graph_fields), v, 0, "oom");
     read_fields(c, o, oom_end_fields, NSPECS(oom_end_fields), v, 0, "oom");
     json_t *b = json_object_get(o, "budget");
     v->budget = b && json_is_true(b);
@@ -440,7 +444,7 @@ static void load_live(struct ctx *c, json_t *root, struct vm_dump *d) {
 const char *vm_known_kind(const char *k) {
     static const char *const names[] = {"device", "pitched", "managed", "async",    "vmm",
                                         "host",   "array",   "imported", "host_vmm", "host_async",
-                                        "host_registered"};
+                                        "host_registered", "graph"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(k, names[i]) == 0) return names[i];
     return NULL;

@@ -34,7 +34,7 @@
 #define VT_LIVE_KINDS 16
 #define VT_LIVE_KIND_NAMES \
     "device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async", \
-        "host_registered"
+        "host_registered", "graph"
 
 enum {
     VT_LIVE_DEV_FACTS = 1,    /* name, uuid and total_bytes were read */

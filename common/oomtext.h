@@ -32,11 +32,20 @@ struct vt_oom_text {
     int have_info;             /* free_bytes and total_bytes were read */
     uint64_t free_bytes, total_bytes;
     uint64_t live_bytes;       /* tracked live on that device at the failure */
+    uint64_t graph_reserved, graph_used; /* the CUDA graphs' memory pool on that
+                                            device: reserved, in use (0, 0: none) */
     int tracked;               /* what is said of it: VT_TRACKED_* */
     uint64_t device_live_count, device_peak_bytes, device_peak_time_ns; /* VT_TRACKED_COUNTS */
     const char *procs;         /* other processes, vt_fmt_proc's joined; NULL: NVML did not say */
     size_t nprocs;
 };
+
+/* What the device holds (total - free) beyond this process's tracked live
+ * bytes and the spare memory its CUDA graphs' pool keeps reserved (graph
+ * allocations in use are tracked where vramtrace saw their capture): the
+ * CUDA context, other processes, untracked APIs. 0 when nothing. */
+uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint64_t graph_reserved,
+                        uint64_t graph_used);
 
 /* What a failed request for host memory asked for, by kind name
  * ("host", "host_vmm", "host_async"), said after the request; NULL for

@@ -16,6 +16,9 @@
 #define VT_EXPORT __attribute__((visibility("default")))
 
 /* Exported by the driver, not declared in cuda.h. */
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                          const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
@@ -186,7 +189,8 @@ static void note_pool(CUmemoryPool pool, int device) {
  * one from a given pool, on the pool's device or the host (pools.h). */
 #define ASYNC_ALLOC(sym, s, call)                                                    \
     REAL_OR_FAIL(sym);                                                               \
-    ALLOC(#sym, VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, bytes)
+    ALLOC(#sym, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, \
+          bytes)
 
 #define POOL_ALLOC(sym, pool, s, call)                                               \
     REAL_OR_FAIL(sym);                                                               \
@@ -197,8 +201,12 @@ VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) 
     ASYNC_ALLOC(cuMemAllocAsync, s, real(dptr, bytes, s));
 }
 
+/* In a per-thread variant, stream 0 is the per-thread default stream (which
+ * can be captured). */
+#define PTDS(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+
 VT_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s) {
-    ASYNC_ALLOC(cuMemAllocAsync_ptsz, s, real(dptr, bytes, s));
+    ASYNC_ALLOC(cuMemAllocAsync_ptsz, PTDS(s), real(dptr, bytes, s));
 }
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
@@ -208,7 +216,7 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
 
 VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
                                                 CUmemoryPool pool, CUstream s) {
-    POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, s, real(dptr, bytes, pool, s));
+    POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, PTDS(s), real(dptr, bytes, pool, s));
 }
 
 #define ASYNC_FREE(sym)                                                       \
@@ -272,6 +280,37 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     CUresult r = real(pool);
     if (r == CUDA_SUCCESS) vt_pool_forget(pool);
     return r;
+}
+
+/* ---------------------------------------------------- stream capture */
+
+/* A capture began: from now on a stream-ordered allocation asks whether
+ * its stream is captured (pools.h), also inside a runtime call (the
+ * runtime's cudaStreamBeginCapture reaches these). */
+#define BEGIN_CAPTURE(sym, ...)                                              \
+    REAL_OR_FAIL(sym);                                                       \
+    vt_capture_began();                                                      \
+    return real(__VA_ARGS__)
+
+VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s); }
+VT_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, s); }
+
+VT_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2, s, mode);
+}
+
+VT_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, s, mode);
+}
+
+VT_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                               const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, s, g, deps, edges, n, mode);
+}
+
+VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                    const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, n, mode);
 }
 
 /* ------------------------------------------------------ context reset */

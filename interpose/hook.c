@@ -181,6 +181,21 @@ static int device_mem_info(int device, size_t *f, size_t *t) {
     return ok;
 }
 
+/* What the CUDA graphs' memory pool of device `device` holds: reserved
+ * from the device, and in use by graph allocations a launch made
+ * (cuDeviceGetGraphMemAttribute; 0 when the driver cannot say). */
+static void graph_memory(int device, struct vt_oom *o) {
+    static void *kept;
+    CUresult (*get)(CUdevice, CUgraphMem_attribute, void *);
+    *(void **)&get = vt_driver_fn_kept(&kept, "cuDeviceGetGraphMemAttribute");
+    cuuint64_t reserved = 0, used = 0;
+    if (!get || device < 0 || get(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+        get(device, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used) != CUDA_SUCCESS)
+        return;
+    o->graph_reserved = reserved;
+    o->graph_used = used;
+}
+
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -202,6 +217,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
             o.total_bytes = t;
             o.have_info = 1;
         }
+        graph_memory(device, &o);
     }
     struct vt_proc procs[VT_MAX_PROCS];
     if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {
@@ -306,7 +322,8 @@ __attribute__((visibility("hidden"))) int vt_budget_off;
 
 int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes) {
     vt_init();
-    if (vt_opt.limit == 0 || !vt_kind_owned_device(kind)) return 0;
+    /* A graph's allocation node holds no memory until a launch. */
+    if (vt_opt.limit == 0 || !vt_kind_owned_device(kind) || kind == VT_KIND_GRAPH) return 0;
     if (device == VT_DEVICE_CURRENT) device = current_device();
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;
     pthread_mutex_lock(&budget_lock);

@@ -78,10 +78,11 @@ int vt_pool_where(void *pool, void *stream, int *device) {
     int at = pool ? find((uintptr_t)pool) : -1;
     if (at < 0) {
         *device = vt_stream_device(stream);
-        return VT_KIND_ASYNC;
+        return vt_stream_captured(stream) ? VT_KIND_GRAPH : VT_KIND_ASYNC;
     }
     *device = __atomic_load_n(&slot_device[at], __ATOMIC_RELAXED);
-    return *device == VT_HOST_DEVICE ? VT_KIND_HOST_ASYNC : VT_KIND_ASYNC;
+    if (*device == VT_HOST_DEVICE) return VT_KIND_HOST_ASYNC;
+    return vt_stream_captured(stream) ? VT_KIND_GRAPH : VT_KIND_ASYNC;
 }
 
 /* How many devices the driver shows, once it has said (0 before). */
@@ -94,6 +95,21 @@ static int device_count(void) {
     *(void **)&get = vt_driver_fn_kept(&kept, "cuDeviceGetCount");
     if (get && get(&k) == CUDA_SUCCESS && k > 0) __atomic_store_n(&n, k, __ATOMIC_RELAXED);
     return k;
+}
+
+static int captures;
+
+void vt_capture_began(void) { __atomic_store_n(&captures, 1, __ATOMIC_RELEASE); }
+
+int vt_stream_captured(void *stream) {
+    if (__builtin_expect(!__atomic_load_n(&captures, __ATOMIC_ACQUIRE), 1)) return 0;
+    uintptr_t s = (uintptr_t)stream;
+    if (s == 0 || s == (uintptr_t)CU_STREAM_LEGACY) return 0;
+    static void *kept;
+    CUresult (*is)(CUstream, CUstreamCaptureStatus *);
+    *(void **)&is = vt_driver_fn_kept(&kept, "cuStreamIsCapturing");
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is && is((CUstream)stream, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
 int vt_stream_device(void *stream) {

@@ -20,7 +20,8 @@ void vt_pool_forget(void *pool);
 /* Where an allocation from `pool` on stream `stream` lands: *device is the
  * pool's device, VT_HOST_DEVICE for a pool on the host, or (a pool never
  * noted) the stream's device, as vt_stream_device; returns the kind,
- * VT_KIND_HOST_ASYNC or VT_KIND_ASYNC. */
+ * VT_KIND_HOST_ASYNC, VT_KIND_GRAPH (the stream is being captured) or
+ * VT_KIND_ASYNC. */
 int vt_pool_where(void *pool, void *stream, int *device);
 
 /* The device an allocation from the current pool of `stream`'s device
@@ -28,6 +29,16 @@ int vt_pool_where(void *pool, void *stream, int *device);
  * thread) or when the process has one device, else the driver's
  * cuStreamGetDevice (VT_DEVICE_CURRENT when it cannot say). */
 int vt_stream_device(void *stream);
+
+/* A capture of a stream began in this process (cuStreamBeginCapture and
+ * its variants, the runtime's too): from then on each stream-ordered
+ * allocation asks whether its stream is being captured. */
+void vt_capture_began(void);
+
+/* Whether `stream` is being captured (its allocations are then a graph's
+ * allocation nodes, VT_KIND_GRAPH): never asked before a capture began,
+ * nor for the legacy default stream, which cannot be captured. */
+int vt_stream_captured(void *stream);
 
 /* After fork, in the child: the table's lock, which another thread of the
  * parent may have held, is free again. */

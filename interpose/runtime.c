@@ -75,11 +75,14 @@ VT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) 
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_ALLOC_AT(cudaMallocAsync, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
+    RT_ALLOC_AT(cudaMallocAsync, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), n, p,
+                n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
-    RT_ALLOC_AT(cudaMallocAsync_ptsz, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
+    cudaStream_t t = s ? s : cudaStreamPerThread; /* stream 0 here: the per-thread one */
+    RT_ALLOC_AT(cudaMallocAsync_ptsz, vt_stream_captured(t) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(t),
+                n, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
@@ -91,7 +94,8 @@ VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n,
                                                    cudaMemPool_t pool, cudaStream_t s) {
     int where_;
-    RT_ALLOC_AT(cudaMallocFromPoolAsync_ptsz, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
+    RT_ALLOC_AT(cudaMallocFromPoolAsync_ptsz, vt_pool_where(pool, s ? s : cudaStreamPerThread, &where_), where_, n,
+                p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {

@@ -102,6 +102,9 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
                     o->total_bytes);
         else
             fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
+        if (o->graph_reserved || o->graph_used)
+            fprintf(f, ",\"graph_reserved_bytes\":" U64 ",\"graph_used_bytes\":" U64, o->graph_reserved,
+                    o->graph_used);
         fprintf(f, ",\"live_bytes\":" U64 ",\"time_ns\":" U64 ",\"holders\":", o->live_bytes,
                 o->time_ns);
         if (o->holders) write_holder_list(f, o->holders, o->nholders, "");

@@ -6,6 +6,7 @@
 
 #include "findings.h"
 #include "../common/format.h"
+#include "../common/oomtext.h"
 #include "holders.h"
 #include "torch.h"
 
@@ -162,8 +163,21 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
     }
     free(sites);
-    if (o->have_info && !o->budget && total > freeb + live) {
-        uint64_t outside = total - freeb - live;
+    /* The graphs' pool: what it keeps reserved that no graph allocation
+     * uses, when that is a tenth of the device or would have fitted the
+     * request. */
+    uint64_t spare = o->graph_reserved > o->graph_used ? o->graph_reserved - o->graph_used : 0;
+    if (!o->budget && spare && ((total && spare * 10 >= total) || spare >= o->requested)) {
+        struct vt_finding *f = add(out, &n, "graph_pool");
+        snprintf(f->text, sizeof f->text,
+                 "the CUDA graphs' memory pool keeps %s reserved that no graph allocation uses (%s reserved, %s in "
+                 "use)", B(spare, a), B(o->graph_reserved, b), B(o->graph_used, c));
+        snprintf(f->next, sizeof f->next,
+                 "cudaDeviceGraphMemTrim(%d) gives it back between launches; destroy the graphs (cudaGraphExecDestroy) "
+                 "you no longer launch", o->device);
+    }
+    if (o->have_info && !o->budget && vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used)) {
+        uint64_t outside = vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used);
         uint64_t unexplained = outside > others ? outside - others : 0;
         if (unexplained * 10 >= total) {
             struct vt_finding *f = add(out, &n, "outside_tracked");

@@ -147,6 +147,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         .device = o->device, .budget = o->budget, .device_name = facts ? vt_display(d->name, name, sizeof name) : NULL,
         .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
         .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
+        .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
         .tracked = d ? VT_TRACKED_COUNTS : VT_TRACKED_NONE, .device_live_count = d ? d->live_count : 0,
         .device_peak_bytes = d ? d->peak_bytes : 0, .device_peak_time_ns = d ? d->peak_time_ns : 0,
         .procs = o->procs ? vt_display(vt_procs_text(o->procs, o->nprocs, procs, sizeof procs), procs_shown,

@@ -91,7 +91,7 @@ def _pack_events(events):
     """Version 1's event arrays packed as a version 2 dump's "events"."""
     out, t, a, b = bytearray(), 0, 0, 0
     types = ["alloc", "free", "oom"]
-    kinds = ["device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async", "host_registered"]
+    kinds = ["device", "pitched", "managed", "async", "vmm", "host", "array", "imported", "host_vmm", "host_async", "host_registered", "graph"]
 
     def var(v):
         while v >= 0x80:

@@ -15,7 +15,7 @@ struct vt_counts vt_counts;
 
 static const char *kind_names[VT_KIND_COUNT] = {
     "device", "pitched", "managed",  "async",    "vmm",        "host",
-    "array",  "imported", "host_vmm", "host_async", "host_registered",
+    "array",  "imported", "host_vmm", "host_async", "host_registered", "graph",
 };
 
 const char *vt_kind_name(int kind) {

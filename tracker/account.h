@@ -44,7 +44,7 @@ static inline struct vt_device *device_slot(int device) {
  * kinds vt_kind_owned_device accepts that have per-kind counters. */
 #define VT_OWNED_KINDS                                                                                  \
     ((1u << VT_KIND_DEVICE) | (1u << VT_KIND_PITCHED) | (1u << VT_KIND_MANAGED) | (1u << VT_KIND_ASYNC) | \
-     (1u << VT_KIND_VMM) | (1u << VT_KIND_ARRAY))
+     (1u << VT_KIND_VMM) | (1u << VT_KIND_ARRAY) | (1u << VT_KIND_GRAPH))
 _Static_assert(VT_KIND_COUNT <= 32, "a kind is a bit of VT_OWNED_KINDS");
 
 /* A snapshot's copy of every site's counts, of the point its tables were

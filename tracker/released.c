@@ -50,7 +50,7 @@ struct vt_release {
 int vt_kind_in_context(int kind) {
     switch (kind) {
     case VT_KIND_DEVICE: case VT_KIND_PITCHED: case VT_KIND_MANAGED: case VT_KIND_ASYNC:
-    case VT_KIND_ARRAY: case VT_KIND_IMPORTED:
+    case VT_KIND_ARRAY: case VT_KIND_IMPORTED: case VT_KIND_GRAPH:
         return 1;
     default:   /* cuMemCreate's handles, pinned and other host memory */
         return 0;

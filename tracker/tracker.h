@@ -37,6 +37,8 @@ enum vt_kind {
                            host memory */
     VT_KIND_HOST_REGISTERED, /* the program's own host memory, page-locked by
                                 cuMemHostRegister / cudaHostRegister */
+    VT_KIND_GRAPH,    /* a CUDA graph's allocation node: stream-ordered memory
+                         asked for while its stream was captured */
     VT_KIND_COUNT
 };
 

@@ -356,6 +356,47 @@ def host_pitched_rows_counted_by_the_budget():
        "the finding: " + r.err)
 
 
+@test
+def host_graph_allocations_and_the_graph_pool():
+    env = {"SIMGPU_CAPACITY": "64M"}
+    want = run([HOST, "graph"], preload=False, env=env)
+    ok("graph pool after the free: used 0M, reserved 12M\ncuMemAlloc_v2 56M -> 2\n" in want.out,
+       "without vramtrace the pool's reserve leaves no room: " + want.out)
+    r = run([HOST, "graph"], env=env)
+    eq(r.out, want.out, "every call's result as without vramtrace")
+    d = r.dump
+    MiB = 1 << 20
+    ev = [(e[1], e[3] // MiB, e[6]) for e in d["events"]]
+    eq(ev, [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"), ("free", 4, "graph"),
+            ("oom", 56, "device"), ("alloc", 56, "device")],
+       "the captured allocations are a graph's (kind graph), the 8M freed by the graph, the 4M after the launch")
+    eq(len(d["ooms"]), 1, "one failure")
+    o = d["ooms"][0]
+    eq((o["free_bytes"], o["total_bytes"], o["graph_reserved_bytes"], o["graph_used_bytes"]),
+       (52 * MiB, 64 * MiB, 12 * MiB, 0), "the failure's device and graph pool figures")
+    ok("vramtrace:   device: 52.00 MiB free of 64.00 MiB\n"
+       "vramtrace:   CUDA graphs' memory pool: 12.00 MiB reserved, 0 B of it in use by graph allocations\n"
+       "vramtrace:   tracked on device 0: 0 B live" in r.err,
+       "the post-mortem names the pool, and nothing is left 'held outside': " + r.err)
+    ok("1. the CUDA graphs' memory pool keeps 12.00 MiB reserved that no graph allocation uses (12.00 MiB reserved, "
+       "0 B in use)\nvramtrace:      next: cudaDeviceGraphMemTrim(0) gives it back between launches" in r.err,
+       "the graph_pool finding: " + r.err)
+    # The CLI reads the pool's figures back from the dump.
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    try:
+        subprocess.run([HOST, "graph"], cwd=work, env=host_env(work, dict(env, VRAMTRACE_REPORT="off")),
+                       capture_output=True, timeout=120)
+        text = subprocess.run([CLI, "report", os.path.join(work, "dump.json")], capture_output=True, text=True)
+        ok("  CUDA graphs' memory pool: 12.00 MiB reserved, 0 B of it in use by graph allocations\n" in text.stdout,
+           "vramtrace report: " + text.stdout + text.stderr)
+        js = subprocess.run([CLI, "report", "--format", "json", os.path.join(work, "dump.json")], capture_output=True,
+                            text=True)
+        o = json.loads(js.stdout)["processes"][0]["ooms"][0]
+        eq((o["graph_reserved_bytes"], o["graph_used_bytes"]), (12 * MiB, 0), "vramtrace report --format json")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

@@ -370,6 +370,45 @@ static int pitched_budget(void) {
     return 0;
 }
 
+/* -------------------------------------------------------------- graph */
+
+static void graph_pool(const char *when) {
+    cuuint64_t used = 0, reserved = 0;
+    cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used);
+    cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved);
+    printf("graph pool %s: used %lluM, reserved %lluM\n", when, (unsigned long long)used >> 20,
+           (unsigned long long)reserved >> 20);
+}
+
+/* A captured graph with two allocation nodes (8M freed by the graph, 4M
+ * freed after the launch), launched once; then a 56M request that the
+ * pool's 12M reserve leaves no room for on a 64M device, the pool
+ * trimmed, and the request again. */
+static int graph(void) {
+    CUstream s;
+    CUdeviceptr a, b, c;
+    CUgraph g;
+    CUgraphExec e;
+    cuInit(0);
+    printf("cuStreamCreate -> %d\n", (int)cuStreamCreate(&s, 0));
+    printf("cuStreamBeginCapture -> %d\n", (int)cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    printf("cuMemAllocAsync 8M, captured -> %d\n", (int)cuMemAllocAsync(&a, 8 << 20, s));
+    printf("cuMemAllocAsync 4M, captured -> %d\n", (int)cuMemAllocAsync(&b, 4 << 20, s));
+    printf("cuMemFreeAsync 8M, captured -> %d\n", (int)cuMemFreeAsync(a, s));
+    printf("cuStreamEndCapture -> %d\n", (int)cuStreamEndCapture(s, &g));
+    graph_pool("before the launch");
+    printf("cuGraphInstantiate -> %d\n", (int)cuGraphInstantiate(&e, g, 0));
+    printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    graph_pool("after the launch");
+    printf("cuMemFreeAsync 4M -> %d\n", (int)cuMemFreeAsync(b, s));
+    graph_pool("after the free");
+    printf("cuMemAlloc_v2 56M -> %d\n", (int)cuMemAlloc_v2(&c, 56 << 20));
+    printf("cuDeviceGraphMemTrim -> %d\n", (int)cuDeviceGraphMemTrim(0));
+    graph_pool("trimmed");
+    printf("cuMemAlloc_v2 56M -> %d\n", (int)cuMemAlloc_v2(&c, 56 << 20));
+    return 0;
+}
+
 /* ------------------------------------------------------ host-register */
 
 /* CUDA 4.0's cuMemHostRegister, before cuda.h names the _v2 so. */
@@ -415,6 +454,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "host-register") == 0) return host_register();
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
+    if (strcmp(mode, "graph") == 0) return graph();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }

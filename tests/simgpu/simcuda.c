@@ -73,7 +73,7 @@ CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
                         unsigned int flags, CUdevice dev);
 
 enum sim_kind { SIM_DEVICE, SIM_HOST, SIM_HANDLE, SIM_ARRAY, SIM_IMPORTED,
-                SIM_POOLED, SIM_RESERVED, SIM_MAPPED, SIM_HOST_HANDLE, SIM_REGISTERED };
+                SIM_POOLED, SIM_RESERVED, SIM_MAPPED, SIM_HOST_HANDLE, SIM_REGISTERED, SIM_GRAPH_VA };
 
 struct sim_key { uint64_t addr; int kind; int pad; };
 
@@ -121,6 +121,10 @@ struct sim_ctx { int magic; int device; };
 struct sim_device {
     uint64_t base, next, end; /* this device's address space */
     size_t used;
+    /* The graphs' memory pool (graph.c's model, below): bytes in use by
+     * graph allocations that a launch made and nothing freed yet, bytes
+     * reserved from the device (used counts them), and their highs. */
+    uint64_t graph_used, graph_reserved, graph_used_high, graph_reserved_high;
     int retained;
     struct sim_ctx primary;
     struct sim_pool default_pool;
@@ -128,7 +132,9 @@ struct sim_device {
     unsigned primary_flags;
 };
 
-struct sim_stream { int device; int priority; unsigned flags; };
+struct sim_graph;
+struct sim_stream { int device; int priority; unsigned flags; struct sim_graph *capturing; };
+static CUresult sim_graph_free(struct sim_stream *st, CUdeviceptr ptr, int *done);
 struct sim_event { unsigned flags; int recorded; struct timespec when; };
 
 static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -839,6 +845,9 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 }
 
 SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+    int done = 0;
+    CUresult g = sim_graph_free(NULL, p, &done);
+    if (done) { sim_count("cuMemFree_v2"); return g; }
     return sim_free_device("cuMemFree_v2", p);
 }
 
@@ -976,17 +985,20 @@ static void sim_trim_pools(int d) {
 }
 
 static struct sim_stream *sim_stream_of(CUstream s);
+static CUresult sim_graph_alloc(struct sim_stream *st, CUdeviceptr *dptr, size_t bytes, struct sim_pool *p);
 
 /* From pool p, or (p NULL) from the current pool of stream s's device (the
- * current context's for the default streams). */
+ * current context's for the default streams); on a stream being captured,
+ * an allocation node of its graph. */
 static CUresult sim_pool_alloc(const char *api, CUdeviceptr *dptr, size_t bytes,
                                struct sim_pool *p, CUstream s) {
     sim_count(api);
     if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_stream *st = sim_stream_of(s);
+    if (st && st->capturing) return sim_graph_alloc(st, dptr, bytes, p);
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     sim_setup();
-    struct sim_stream *st = sim_stream_of(s);
     if (!p) p = sim_dev[st ? st->device : sim_device_now()].current_pool;
     uint64_t size = sim_round(bytes, SIM_ALIGN), cached = p->reserved - p->used;
     uint64_t need = size > cached ? size - cached : 0;
@@ -1025,10 +1037,14 @@ static CUresult sim_pool_release(CUdeviceptr ptr) {
     return r;
 }
 
-/* cuMemFreeAsync frees pool memory, and also memory of cuMemAlloc. */
-static CUresult sim_pool_free(const char *api, CUdeviceptr ptr) {
+/* cuMemFreeAsync frees pool memory, and also memory of cuMemAlloc, and a
+ * graph's allocation (a free node while its stream is captured). */
+static CUresult sim_pool_free(const char *api, CUdeviceptr ptr, CUstream s) {
     sim_count(api);
     if (ptr == 0) return CUDA_ERROR_INVALID_VALUE;
+    int done = 0;
+    CUresult g = sim_graph_free(sim_stream_of(s), ptr, &done);
+    if (done) return g;
     CUresult r = sim_pool_release(ptr);
     return r == CUDA_SUCCESS ? r : sim_give(ptr, SIM_DEVICE);
 }
@@ -1054,13 +1070,11 @@ SIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-    (void)s;
-    return sim_pool_free("cuMemFreeAsync", p);
+    return sim_pool_free("cuMemFreeAsync", p, s);
 }
 
 SIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-    (void)s;
-    return sim_pool_free("cuMemFreeAsync_ptsz", p);
+    return sim_pool_free("cuMemFreeAsync_ptsz", p, s);
 }
 
 SIM_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice d) {
@@ -1548,7 +1562,7 @@ SIM_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *x = malloc(sizeof *x);
     if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
-    *x = (struct sim_stream){sim_device_now(), 0, flags};
+    *x = (struct sim_stream){sim_device_now(), 0, flags, NULL};
     *s = (CUstream)x;
     return CUDA_SUCCESS;
 }
@@ -1611,18 +1625,237 @@ SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 }
 
 SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
-    (void)s;
+    sim_count("cuStreamIsCapturing");
     if (!status) return CUDA_ERROR_INVALID_VALUE;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    struct sim_stream *st = sim_stream_of(s);
+    pthread_mutex_lock(&sim_lock);
+    *status = st && st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- graphs */
+
+/* CUDA graphs, as far as their memory goes (the programming guide's graph
+ * memory nodes): a stream being captured (cuStreamBeginCapture on a stream
+ * of cuStreamCreate) records an allocation node for each cuMemAllocAsync or
+ * cuMemAllocFromPoolAsync, whose address is reserved for good and holds no
+ * memory yet, and a free node for each cuMemFreeAsync of such an address.
+ * A launch gives every allocation node memory from its device's graph
+ * pool, which reserves more from the device when it must (and the launch
+ * fails with CUDA_ERROR_OUT_OF_MEMORY when the device cannot give it);
+ * what the graph frees goes back to the pool when the launch ends, what it
+ * does not stays in use until cuMemFreeAsync or cuMemFree outside a
+ * capture, and a graph whose allocation is still in use cannot be launched
+ * again. The pool keeps what it reserved until cuDeviceGraphMemTrim.
+ * Kernels and other nodes are not modelled. */
+#define SIM_GRAPH_MAGIC 0x6a9f
+#define SIM_EXEC_MAGIC 0x6e8c
+struct sim_node { uint64_t addr, bytes; int freed; };
+struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; };
+struct sim_exec { int magic; int device; size_t n; struct sim_node *nodes; };
+
+/* An allocation node of the graph stream st is capturing. */
+static CUresult sim_graph_alloc(struct sim_stream *st, CUdeviceptr *dptr, size_t bytes, struct sim_pool *p) {
+    if (p && p->host) return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    struct sim_graph *g = st->capturing;
+    int d = p ? p->device : st->device;
+    uint64_t size = sim_round(bytes, SIM_ALIGN), span = size + SIM_ALIGN;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 8;
+        struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
+        if (!m) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+        g->nodes = m;
+        g->cap = cap;
+    }
+    uint64_t addr = sim_va_take(d, span, SIM_ALIGN);
+    struct sim_alloc *a = addr ? sim_record(addr, SIM_GRAPH_VA, size, span, d) : NULL;
+    if (!a) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    a->handle = 0; /* 1 while a launch's memory is in use there */
+    sim_range_add(a, addr, bytes);
+    g->nodes[g->n++] = (struct sim_node){addr, size, 0};
+    *dptr = addr;
+out:
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* A free of a graph's address: a free node while st is captured (the
+ * address must be one of its graph's), else the end of a launch's memory
+ * left in use. *done says whether ptr was a graph's address at all. */
+static CUresult sim_graph_free(struct sim_stream *st, CUdeviceptr ptr, int *done) {
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_lookup(ptr, SIM_GRAPH_VA);
+    *done = a != NULL;
+    if (a && st && st->capturing) {
+        for (size_t i = 0; i < st->capturing->n; i++)
+            if (st->capturing->nodes[i].addr == ptr && !st->capturing->nodes[i].freed) {
+                st->capturing->nodes[i].freed = 1;
+                r = CUDA_SUCCESS;
+                break;
+            }
+    } else if (a && a->handle == 1) {
+        a->handle = 0;
+        sim_dev[a->device].graph_used -= a->bytes;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+static CUresult sim_begin_capture(const char *api, CUstream s) {
+    sim_count(api);
+    struct sim_stream *st = sim_stream_of(s);
+    if (!st) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_graph *g = st->capturing ? NULL : calloc(1, sizeof *g);
+    if (st->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (!g) r = CUDA_ERROR_OUT_OF_MEMORY;
+    else {
+        g->magic = SIM_GRAPH_MAGIC;
+        g->device = st->device;
+        st->capturing = g;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture(CUstream s) { return sim_begin_capture("cuStreamBeginCapture", s); }
+SIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { return sim_begin_capture("cuStreamBeginCapture_ptsz", s); }
+
+SIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    (void)mode;
+    return sim_begin_capture("cuStreamBeginCapture_v2", s);
+}
+
+SIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+    (void)mode;
+    return sim_begin_capture("cuStreamBeginCapture_v2_ptsz", s);
+}
+
+SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
+    sim_count("cuStreamEndCapture");
+    struct sim_stream *st = sim_stream_of(s);
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_graph *g = st ? st->capturing : NULL;
+    if (st) st->capturing = NULL;
+    pthread_mutex_unlock(&sim_lock);
+    if (!g) return CUDA_ERROR_ILLEGAL_STATE;
+    *graph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+    (void)flags;
+    sim_count("cuGraphInstantiateWithFlags");
+    struct sim_graph *g = (struct sim_graph *)graph;
+    if (!exec || !g || g->magic != SIM_GRAPH_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_exec *e = calloc(1, sizeof *e);
+    struct sim_node *nodes = g->n ? malloc(g->n * sizeof *nodes) : NULL;
+    if (!e || (g->n && !nodes)) { free(e); free(nodes); return CUDA_ERROR_OUT_OF_MEMORY; }
+    if (g->n) memcpy(nodes, g->nodes, g->n * sizeof *nodes);
+    *e = (struct sim_exec){SIM_EXEC_MAGIC, g->device, g->n, nodes};
+    *exec = (CUgraphExec)e;
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+    (void)s;
+    sim_count("cuGraphLaunch");
+    struct sim_exec *e = (struct sim_exec *)exec;
+    if (!e || e->magic != SIM_EXEC_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_device *v = &sim_dev[e->device];
+    uint64_t need = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        struct sim_alloc *a = sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA);
+        if (!a || a->handle == 1) { r = CUDA_ERROR_INVALID_VALUE; goto out; } /* still in use */
+        need += e->nodes[i].bytes;
+    }
+    uint64_t spare = v->graph_reserved - v->graph_used;
+    if (need > spare) {
+        if (!sim_fits(e->device, need - spare)) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+        v->used += need - spare;
+        v->graph_reserved += need - spare;
+    }
+    v->graph_used += need;
+    if (v->graph_used > v->graph_used_high) v->graph_used_high = v->graph_used;
+    if (v->graph_reserved > v->graph_reserved_high) v->graph_reserved_high = v->graph_reserved;
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->nodes[i].freed) v->graph_used -= e->nodes[i].bytes;
+        else sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA)->handle = 1;
+    }
+out:
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+    struct sim_exec *e = (struct sim_exec *)exec;
+    if (!e || e->magic != SIM_EXEC_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+    e->magic = 0;
+    free(e->nodes);
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
+    struct sim_graph *g = (struct sim_graph *)graph;
+    if (!g || g->magic != SIM_GRAPH_MAGIC) return CUDA_ERROR_INVALID_VALUE;
+    g->magic = 0;
+    free(g->nodes);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice d, CUgraphMem_attribute attr, void *value) {
+    sim_count("cuDeviceGetGraphMemAttribute");
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_device *v = &sim_dev[d];
+    CUresult r = CUDA_SUCCESS;
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = v->graph_used; break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = v->graph_used_high; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = v->graph_reserved; break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = v->graph_reserved_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+/* Gives back to the device what the graph pool holds beyond what is in use. */
+SIM_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice d) {
+    sim_count("cuDeviceGraphMemTrim");
+    if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_device *v = &sim_dev[d];
+    v->used -= v->graph_reserved - v->graph_used;
+    v->graph_reserved = v->graph_used;
+    pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
                                               CUgraph *graph, const CUgraphNode **deps,
                                               const CUgraphEdgeData **edges, size_t *ndeps) {
-    (void)s; (void)id; (void)graph; (void)deps; (void)edges; (void)ndeps;
+    (void)id; (void)deps; (void)edges;
     if (!status) return CUDA_ERROR_INVALID_VALUE;
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    struct sim_stream *st = sim_stream_of(s);
+    pthread_mutex_lock(&sim_lock);
+    *status = st && st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (graph && st && st->capturing) *graph = (CUgraph)st->capturing;
+    pthread_mutex_unlock(&sim_lock);
+    if (ndeps) *ndeps = 0;
     return CUDA_SUCCESS;
 }
 
@@ -1878,6 +2111,18 @@ static const struct {
     P(cuStreamQuery, 2000, 0, cuStreamQuery),
     P(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent),
     P(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing),
+    P(cuStreamBeginCapture, 10000, 0, cuStreamBeginCapture),
+    P(cuStreamBeginCapture, 10000, 1, cuStreamBeginCapture_ptsz),
+    P(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2),
+    P(cuStreamBeginCapture, 10010, 1, cuStreamBeginCapture_v2_ptsz),
+    P(cuStreamEndCapture, 10000, 0, cuStreamEndCapture),
+    P(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags),
+    P(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags),
+    P(cuGraphLaunch, 10000, 0, cuGraphLaunch),
+    P(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy),
+    P(cuGraphDestroy, 10000, 0, cuGraphDestroy),
+    P(cuDeviceGetGraphMemAttribute, 11040, 0, cuDeviceGetGraphMemAttribute),
+    P(cuDeviceGraphMemTrim, 11040, 0, cuDeviceGraphMemTrim),
     P(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3),
     P(cuStreamWriteValue32, 12000, 0, cuStreamWriteValue32),
     P(cuEventCreate, 2000, 0, cuEventCreate),
