@@ -500,6 +500,10 @@ static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f,
  * descriptor says. */
 static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size_t d, CUarray_format f,
                             unsigned ch, unsigned levels) {
+    return vt_array_size(array, mipmapped, descriptor_bytes(w, h, d, f, ch, levels));
+}
+
+uint64_t vt_array_size(void *array, int mipmapped, uint64_t otherwise) {
     static void *kept[3];
     CUresult (*req)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUarray, CUdevice);
     CUresult (*mreq)(CUDA_ARRAY_MEMORY_REQUIREMENTS *, CUmipmappedArray, CUdevice);
@@ -513,7 +517,7 @@ static uint64_t array_bytes(void *array, int mipmapped, size_t w, size_t h, size
     if (array && !mipmapped && req && req(&r, (CUarray)array, dev) == CUDA_SUCCESS && r.size) return r.size;
     if (array && mipmapped && mreq && mreq(&r, (CUmipmappedArray)array, dev) == CUDA_SUCCESS && r.size)
         return r.size;
-    return descriptor_bytes(w, h, d, f, ch, levels);
+    return otherwise;
 }
 
 VT_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {

@@ -103,6 +103,12 @@ int vt_budget_settle(const char *api, int kind, uint64_t bytes);
  * `ok`: the driver freed it. */
 static inline void vt_hook_free(const struct vt_free *f, int ok) { vt_tracker_free_end(f, ok); }
 
+/* The bytes an array (a CUarray, the same as a cudaArray_t; a
+ * CUmipmappedArray when `mipmapped`) takes, as the driver's memory
+ * requirements say (cuArrayGetMemoryRequirements), or `otherwise` when the
+ * driver cannot say (driver.c). */
+uint64_t vt_array_size(void *array, int mipmapped, uint64_t otherwise);
+
 /* After fork, in the child: the device-facts lock, which another thread of
  * the parent may have held, is made anew. */
 void vt_hook_reset_child(void);

@@ -174,16 +174,35 @@ static uint64_t channel_bytes(const struct cudaChannelFormatDesc *c) {
 
 static uint64_t dim(size_t v) { return v ? v : 1; }
 
+/* An array: the budget checks what the descriptor says; the record is
+ * what the driver's memory requirements say (a cudaArray_t is a CUarray),
+ * as for the driver's arrays. */
+#define RT_ARRAY(sym, mipmapped, want, ...)                                           \
+    REAL_OR_FAIL(sym);                                                                \
+    if (vt_pass()) return real(__VA_ARGS__);                                          \
+    VT_ENTER;                                                                         \
+    uint64_t want_ = (want);                                                          \
+    if (vt_budget_refuse(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, want_)) {            \
+        VT_LEAVE;                                                                     \
+        return cudaErrorMemoryAllocation;                                             \
+    }                                                                                 \
+    cudaError_t r;                                                                    \
+    CALL(__VA_ARGS__);                                                                \
+    int ok = r == cudaSuccess && p && *p;                                             \
+    vt_hook_alloc(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r), \
+                  ptr_of(r, (void **)p), ok ? vt_array_size(*p, mipmapped, want_) : want_); \
+    VT_LEAVE;                                                                         \
+    return r
+
 VT_EXPORT cudaError_t cudaMallocArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc, size_t w,
                                       size_t h, unsigned int flags) {
-    RT_ALLOC(cudaMallocArray, VT_KIND_ARRAY, desc ? channel_bytes(desc) * dim(w) * dim(h) : 0, p, desc, w, h,
-             flags);
+    RT_ARRAY(cudaMallocArray, 0, desc ? channel_bytes(desc) * dim(w) * dim(h) : 0, p, desc, w, h, flags);
 }
 
 VT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc,
                                         struct cudaExtent e, unsigned int flags) {
-    RT_ALLOC(cudaMalloc3DArray, VT_KIND_ARRAY,
-             desc ? channel_bytes(desc) * dim(e.width) * dim(e.height) * dim(e.depth) : 0, p, desc, e, flags);
+    RT_ARRAY(cudaMalloc3DArray, 0, desc ? channel_bytes(desc) * dim(e.width) * dim(e.height) * dim(e.depth) : 0, p,
+             desc, e, flags);
 }
 
 static uint64_t mip_bytes(const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned levels) {
@@ -195,7 +214,7 @@ static uint64_t mip_bytes(const struct cudaChannelFormatDesc *desc, struct cudaE
 
 VT_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *p, const struct cudaChannelFormatDesc *desc,
                                                struct cudaExtent e, unsigned int levels, unsigned int flags) {
-    RT_ALLOC(cudaMallocMipmappedArray, VT_KIND_ARRAY, mip_bytes(desc, e, levels), p, desc, e, levels, flags);
+    RT_ARRAY(cudaMallocMipmappedArray, 1, mip_bytes(desc, e, levels), p, desc, e, levels, flags);
 }
 
 VT_EXPORT cudaError_t cudaFreeArray(cudaArray_t p) {

@@ -397,6 +397,15 @@ def host_graph_allocations_and_the_graph_pool():
         shutil.rmtree(work, ignore_errors=True)
 
 
+@test
+def host_runtime_array_counted_as_the_driver_says():
+    r = same_as_without([HOST, "runtime-array-size"])
+    said = int(r.out.splitlines()[-1].split()[2])
+    eq(said, 4000, "the simulated driver's requirement (its format for a 64-bit float channel)")
+    eq([(a["api"], a["kind"], a["bytes"]) for a in r.dump["live"]], [("cudaMallocArray", "array", said)],
+       "the record is what the driver's memory requirements say, not the channel's 8 bytes a texel")
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

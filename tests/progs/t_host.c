@@ -370,6 +370,22 @@ static int pitched_budget(void) {
     return 0;
 }
 
+/* ------------------------------------------------- runtime-array-size */
+
+/* A runtime array whose size the driver's memory requirements say: one
+ * float channel of 64 bits, 100 x 10, which the simulated driver stores
+ * in the format it maps that to. */
+static int runtime_array_size(void) {
+    struct cudaChannelFormatDesc e = {64, 0, 0, 0, cudaChannelFormatKindFloat};
+    cudaArray_t a;
+    printf("cudaMallocArray -> %d\n", (int)cudaMallocArray(&a, &e, 100, 10, 0));
+    CUDA_ARRAY_MEMORY_REQUIREMENTS r;
+    memset(&r, 0, sizeof r);
+    printf("cuArrayGetMemoryRequirements -> %d\n", (int)cuArrayGetMemoryRequirements(&r, (CUarray)a, 0));
+    printf("driver says %zu bytes\n", (size_t)r.size);
+    return 0;
+}
+
 /* -------------------------------------------------------------- graph */
 
 static void graph_pool(const char *when) {
@@ -455,6 +471,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
+    if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }
