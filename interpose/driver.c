@@ -37,6 +37,14 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
 
 #define IS_OOM(r) ((r) == CUDA_ERROR_OUT_OF_MEMORY)
 
+/* The budget's refusal, inside a wrapper's VT_ENTER: the driver's
+ * out-of-memory code without the call. */
+#define BUDGET_OR_OOM(api, kind, device, want)                                            \
+    if (vt_budget_refuse(api, kind, device, want)) {                                      \
+        VT_LEAVE;                                                                         \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                                  \
+    }
+
 /* An allocation: passed through when vt_pass says so; else the budget, the
  * real call, the record. `want`: the bytes the budget checks; `addr` and
  * `bytes`: what is recorded when the call succeeded (`bytes` also on
@@ -45,10 +53,7 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
     if (vt_pass()) return call;                                                           \
     VT_ENTER;                                                                             \
     int kind_ = (kind), device_ = (device);                                               \
-    if (vt_budget_refuse(api, kind_, device_, want)) {                                    \
-        VT_LEAVE;                                                                         \
-        return CUDA_ERROR_OUT_OF_MEMORY;                                                  \
-    }                                                                                     \
+    BUDGET_OR_OOM(api, kind_, device_, want)                                              \
     CUresult r;                                                                           \
     VT_REAL_CALL(r = call);                                                               \
     int ok = r == CUDA_SUCCESS;                                                           \
@@ -128,10 +133,7 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     if (vt_pass()) return call;                                                                   \
     VT_ENTER;                                                                                     \
     uint64_t asked = (uint64_t)width * height;                                                    \
-    if (vt_budget_refuse(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked)) {                      \
-        VT_LEAVE;                                                                                 \
-        return CUDA_ERROR_OUT_OF_MEMORY;                                                          \
-    }                                                                                             \
+    BUDGET_OR_OOM(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked)                                \
     CUresult r;                                                                                   \
     VT_REAL_CALL(r = call);                                                                       \
     int ok = r == CUDA_SUCCESS;                                                                   \
