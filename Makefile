@@ -243,7 +243,7 @@ progs: sim $(PROGS)
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_reset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds
 DRIVER_PROGS := t_driver t_replug t_budget
-DL_PROGS := t_dlsym t_dlclose t_rtld_local t_dlnext
+DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static
 LDLIBS_t_threads := -lpthread
 LDLIBS_t_replug := -ldl
@@ -266,6 +266,14 @@ $(STATIC_PROGS:%=$(T)/%): $(T)/%_static: tests/progs/%.c $(SIM)/libcudart_sim_st
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim_static.a -ldl -lpthread
 
 $(T)/t_rtld_local: $(T)/libt_local.so
+
+# dlsym(RTLD_NEXT) from the executable and from a library it links.
+$(T)/libt_nextlib.so: tests/progs/t_nextlib.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+$(T)/t_dlnext: tests/progs/t_dlnext.c $(T)/libt_nextlib.so
+	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(T) -lt_nextlib -Wl,-rpath,'$$ORIGIN' -ldl
 
 # Two plugins whose code differs only in its frame size: their allocating
 # call returns to the same offset with other unwind rules (t_replug loads

@@ -83,8 +83,9 @@ void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h
     const char *at = h->moment ? " at " : "", *moment = h->moment ? h->moment : "";
     const char *title = h->title ? h->title : "largest holders";
     if (h->n == 0) {
-        fprintf(f, "%s%s%s%s by call site: none (no device memory %s)\n", prefix, title, at, moment,
-                h->moment ? "was live then" : "is live");
+        if (h->none) fprintf(f, "%s%s%s%s by call site: none (%s)\n", prefix, title, at, moment, h->none);
+        else fprintf(f, "%s%s%s%s by call site: none (no device memory %s)\n", prefix, title, at, moment,
+                     h->moment ? "was live then" : "is live");
         return;
     }
     fprintf(f, "%s%s%s%s by call site (%zu call site%s):\n", prefix, title, at, moment, h->n,

@@ -104,6 +104,7 @@ struct vt_holder_row {
  * `stacks`, each row is followed by its frames. */
 struct vt_holders_text {
     const char *title;         /* NULL: "largest holders" */
+    const char *none;          /* why there are no rows; NULL: "no device memory is live" */
     const char *moment;
     size_t n;
     uint64_t total;

@@ -196,17 +196,16 @@ static void graph_memory(int device, struct vt_oom *o) {
     o->graph_used = used;
 }
 
-static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget) {
+static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
     struct vt_oom o = failure(api, kind, device, bytes);
     o.budget = (uint8_t)budget;
     if (budget) {
-        /* What the budget saw: the live bytes and what other threads'
-         * calls in flight were promised. */
-        pthread_mutex_lock(&budget_lock);
-        uint64_t used = vt_tracker_device_live(device) + promised[device];
-        pthread_mutex_unlock(&budget_lock);
+        /* What the budget saw when it refused (`used`: the live bytes and
+         * what other threads' calls in flight were promised, under its
+         * lock; read again here, frees since would show more free than
+         * the refusal had). */
         o.total_bytes = vt_opt.limit;
         o.free_bytes = used < vt_opt.limit ? vt_opt.limit - used : 0;
         o.have_info = 1;
@@ -257,12 +256,13 @@ int vt_budget_settle(const char *api, int kind, uint64_t bytes) {
         promised[device] += more;
         my_promise.bytes = bytes;
     } else {
+        used -= my_promise.bytes; /* what the others use: the refusal is of all `bytes` */
         promised[device] -= my_promise.bytes;
         my_promise.bytes = 0;
     }
     pthread_mutex_unlock(&budget_lock);
     if (fits) return 0;
-    record_oom(api, kind, device, bytes, 1);
+    record_oom(api, kind, device, bytes, 1, used);
     return 1;
 }
 
@@ -302,7 +302,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     }
     if (promise) keep_promise(0, 0, 0, 0, NULL, 0, 0);
     if (oom) {
-        record_oom(api, kind, device, bytes, 0);
+        record_oom(api, kind, device, bytes, 0, 0);
     } else {
         struct vt_oom o = failure(api, kind, device, bytes);
         vt_tracker_failed(0, &o, NULL, 0);
@@ -313,7 +313,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
 void vt_hook_torch_oom(int device, uint64_t request) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
     vt_busy++;
-    record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0);
+    record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0, 0);
     vt_busy--;
 }
 
@@ -338,7 +338,7 @@ int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes)
     if (fits) return 0;
     int first = !vt_tracker_touched();
     if (device >= 0 && vt_tracker_needs_facts(device)) read_facts(device);
-    record_oom(api, kind, device, bytes, 1);
+    record_oom(api, kind, device, bytes, 1, used);
     if (first) first_touch();
     return 1;
 }

@@ -270,11 +270,13 @@ VT_EARLY static int hook_by_name(const char *name) {
  * own scope (itself and its dependencies, as dlopen loaded them), skipping
  * the object itself when `after` (RTLD_NEXT). NULL for the executable,
  * whose scope is the global one (*exe set then). */
-static void *in_caller(void *caller, const char *name, int after, int *exe) {
+static void *in_caller(void *caller, const char *name, int after, int *exe, struct link_map **at) {
     Dl_info info;
     struct link_map *map = NULL;
     *exe = 0;
+    *at = NULL;
     if (!dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return NULL;
+    *at = map;
     if (!map->l_name || !map->l_name[0]) {
         *exe = 1;
         return NULL;
@@ -283,9 +285,20 @@ static void *in_caller(void *caller, const char *name, int after, int *exe) {
     if (!h) return NULL;
     void *r = vt_real_dlsym(h, name);
     real_dlclose(h);
-    Dl_info at;
-    if (r && after && dladdr(r, &at) && at.dli_fbase == info.dli_fbase) return NULL;
+    Dl_info def;
+    if (r && after && dladdr(r, &def) && def.dli_fbase == info.dli_fbase) return NULL;
     return r;
+}
+
+/* Whether the object that defines `p` comes after `map` in the list of
+ * loaded objects (the order of the global scope). */
+static int loaded_after(struct link_map *map, void *p) {
+    Dl_info info;
+    struct link_map *def = NULL;
+    if (!dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP) || !def) return 0;
+    for (struct link_map *x = map->l_next; x; x = x->l_next)
+        if (x == def) return 1;
+    return 0;
 }
 
 /* Decide what dlsym(handle, name) returns for the object holding
@@ -305,16 +318,24 @@ VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *c
     int hidden = vt_exports_hidden();
     void *r;
     int exe;
+    struct link_map *at;
     if (handle == RTLD_DEFAULT) {
         r = vt_real_dlsym(RTLD_NEXT, name); /* the global scope after vramtrace */
-        if (!r) r = in_caller(caller, name, 0, &exe);
+        if (!r) r = in_caller(caller, name, 0, &exe, &at);
     } else if (handle == RTLD_NEXT) {
-        r = in_caller(caller, name, 1, &exe);
-        /* From the executable, the next objects are the global scope after
-         * it, which holds vramtrace: the real dlsym would find our export.
-         * What it finds past vramtrace is the answer; none, NULL (with the
-         * error that look-up left), as without vramtrace. */
-        if (!r && exe && !(r = vt_real_dlsym(RTLD_NEXT, name))) return NULL;
+        r = in_caller(caller, name, 1, &exe, &at);
+        if (!r) {
+            /* The global scope after the caller. From the executable it
+             * holds vramtrace, and the real dlsym would find our export:
+             * what it finds past vramtrace is the answer; none, NULL (with
+             * the error that look-up left), as without vramtrace. From a
+             * library (loaded after vramtrace), the first definition past
+             * vramtrace is the caller's too when it comes after the
+             * caller; else the real dlsym answers, unwrapped. */
+            void *g = vt_real_dlsym(RTLD_NEXT, name);
+            if (exe && !g) return NULL;
+            if (exe || (g && at && loaded_after(at, g))) r = g;
+        }
     } else {
         r = vt_real_dlsym(handle, name);
         if (r == wrapper_of(id)) return r;

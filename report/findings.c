@@ -63,6 +63,16 @@ const char *vt_procs_text(const struct vt_proc *procs, uint32_t n, char *buf, si
     return buf;
 }
 
+/* Whether a row of sites[0..n) (holders by call site) is labelled `label`. */
+static int holds_here(const struct vt_symbols *sym, const struct vt_holder *sites, size_t n, const char *label) {
+    char row[160];
+    for (size_t i = 0; i < n; i++) {
+        vt_site_label(sym, sites[i].stack, row, sizeof row);
+        if (strcmp(row, label) == 0) return 1;
+    }
+    return 0;
+}
+
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
                 const struct vt_holder *holders, size_t nholders, struct vt_finding *out, struct vt_growth *grew) {
     int n = 0;
@@ -127,13 +137,23 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "stop pid %d or run on a free GPU (CUDA_VISIBLE_DEVICES); without them %s would be free",
                  big->pid, B(others + freeb, c));
     }
+    /* The failing device's holders alone (other devices hold memory too):
+     * a growing site speaks of this failure only if it holds memory here. */
+    int device_only = holders != NULL;
+    if (!holders) {
+        holders = o->holders;
+        nholders = o->nholders;
+    }
+    size_t nsites = 0;
+    struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     size_t ngrowth = 0;
     struct vt_growth *growth = vt_find_growth(s, sym, o->time_ns, &ngrowth);
     if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
     for (size_t i = 0; i < ngrowth; i++) {
+        vt_site_label(sym, growth[i].stack, site, sizeof site);
+        if (device_only && !holds_here(sym, sites, nsites, site)) continue;
         *grew = growth[i];
         struct vt_finding *f = add(out, &n, "growing_site");
-        vt_site_label(sym, growth[i].stack, site, sizeof site);
         char rate[400];
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
@@ -143,12 +163,6 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         break;
     }
     free(growth);
-    size_t nsites = 0;
-    if (!holders) {
-        holders = o->holders;
-        nholders = o->nholders;
-    }
-    struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");

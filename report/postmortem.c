@@ -46,10 +46,11 @@ static void holders_table(FILE *f, const struct view *v, int top) {
     size_t n;
     const struct vt_holder *by_site = shown_holders(v, &n);
     for (size_t i = 0; i < n; i++) total += by_site[i].bytes;
-    char title[64];
+    char title[64], none[64];
     snprintf(title, sizeof title, "largest holders of device %d's memory", v->device);
-    struct vt_holders_text h = {.title = v->device >= 0 ? title : NULL, .n = n, .total = total, .row = holder_row,
-                                .ctx = v};
+    snprintf(none, sizeof none, "nothing of device %d's is live", v->device);
+    struct vt_holders_text h = {.title = v->device >= 0 ? title : NULL, .none = v->device >= 0 ? none : NULL, .n = n,
+                                .total = total, .row = holder_row, .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, vt_put_display);
 }
 

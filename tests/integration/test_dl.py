@@ -100,19 +100,24 @@ def dl_asan_build():
 
 @test
 def dl_next_from_the_executable_finds_only_what_follows_it():
-    """dlsym(RTLD_NEXT, ...) from an executable that links no CUDA library:
-    the global scope after it holds vramtrace, whose exports the real dlsym
-    found (cudaMalloc "found" with no runtime in the process, and calling it
-    failed with cudaErrorInitializationError). Now a name only vramtrace
-    defines there is NULL with an error, as without vramtrace, and one that
-    libcuda (loaded RTLD_GLOBAL) defines is found and tracked."""
+    """dlsym(RTLD_NEXT, ...) from an executable that links no CUDA library,
+    and from a library it links: the global scope after the executable
+    holds vramtrace, whose exports the real dlsym found (cudaMalloc "found"
+    with no runtime in the process, and calling it failed with
+    cudaErrorInitializationError); the library got libcuda's own function,
+    whose calls went untracked. Now a name only vramtrace defines there is
+    NULL with an error, as without vramtrace, and one that libcuda (loaded
+    RTLD_GLOBAL) defines is found and tracked, from either caller."""
     prog = os.path.join(T, "t_dlnext")
+    names = ("cudaMalloc", "cuMemAlloc_v2", "cuMemFree_v2")
     local = same_as_without([prog, "local"])
-    eq(local.out, "libcuda loaded\n" + "".join(f"RTLD_NEXT {n}: NULL, an error\n"
-                                               for n in ("cudaMalloc", "cuMemAlloc_v2", "cuMemFree_v2")),
-       "libcuda local: nothing follows the executable")
+    eq(local.out, "libcuda loaded\n" + "".join(f"{who}RTLD_NEXT {n}: NULL, an error\n"
+                                               for who in ("", "library's ") for n in names),
+       "libcuda local: nothing follows the executable or the library")
     glob = same_as_without([prog, "global"])
-    eq(glob.out, "libcuda loaded\nRTLD_NEXT cudaMalloc: NULL, an error\nRTLD_NEXT cuMemAlloc_v2: found, no error\n"
-                 "RTLD_NEXT cuMemFree_v2: found, no error\ncuMemAlloc_v2 4096 -> 0\n", "libcuda global")
-    eq([(a["api"], a["bytes"]) for a in glob.dump["live"]], [("cuMemAlloc_v2", 4096)],
-       "the driver's function found through RTLD_NEXT is tracked")
+    eq(glob.out, "libcuda loaded\n" + "".join(
+        f"{who}RTLD_NEXT cudaMalloc: NULL, an error\n{who}RTLD_NEXT cuMemAlloc_v2: found, no error\n"
+        f"{who}RTLD_NEXT cuMemFree_v2: found, no error\n" for who in ("", "library's ")) +
+        "cuMemAlloc_v2 4096 -> 0\nlibrary's cuMemAlloc_v2 8192 -> 0\n", "libcuda global")
+    eq(sorted((a["api"], a["bytes"]) for a in glob.dump["live"]), [("cuMemAlloc_v2", 4096), ("cuMemAlloc_v2", 8192)],
+       "the driver's function found through RTLD_NEXT, by the executable and by the library, is tracked")

@@ -406,6 +406,51 @@ def host_runtime_array_counted_as_the_driver_says():
        "the record is what the driver's memory requirements say, not the channel's 8 bytes a texel")
 
 
+@test
+def host_budget_refusals_under_churn_explain_themselves():
+    """Four threads allocate (plain and pitched) and free at random under a
+    48M budget. Every refusal's figures explain it: the free bytes it
+    gives are less than the request. Before, a refusal read the budget's
+    figures again after it let go of its lock, and frees by other threads
+    in between made some say 7M free for 5M asked, or the whole budget
+    free for 22M."""
+    limit = 48 << 20
+    for i in range(5):
+        r = run([HOST, "budget-churn"], report="off", env={"VRAMTRACE_LIMIT": "48M"})
+        eq((r.out, r.rc), ("done\n", 0), f"run {i}")
+        d = r.dump
+        ooms = d["ooms"]
+        ok(len(ooms) >= 20, f"run {i}: refusals to look at: {len(ooms)}")
+        eq([(o["requested_bytes"], o["free_bytes"]) for o in ooms
+            if not o["budget"] or o["free_bytes"] >= o["requested_bytes"]], [],
+           f"run {i}: refusals whose figures say the request fit")
+        ok(d["devices"][0]["peak_bytes"] <= limit, f"run {i}: peak {d['devices'][0]['peak_bytes']} within the budget")
+        eq((d["totals"]["live_bytes"], d["events_dropped"]), (0, 0), f"run {i}: everything freed, every event kept")
+
+
+@test
+def host_post_mortem_of_one_device_leaves_the_others_growth_out():
+    """Device 0's memory grows through the run; device 1 fails. The
+    post-mortem speaks of device 1: its holder, and no 'grew through the
+    run' finding about device 0's call site (before, device 0's growth was
+    finding 1, a leak suspect for device 1's failure). A device that holds
+    nothing says so, not that no device memory is live."""
+    env = {"SIMGPU_DEVICES": "2", "SIMGPU_CAPACITY": "1G", "SIMGPU_CONTEXT": "50M"}
+    r = run([HOST, "devices-growth"], env=env)
+    eq(r.out, "fail_on_1 -> 2\n", "device 1's request fails")
+    pm = r.err[r.err.index("vramtrace: out of memory in"):r.err.index("vramtrace: dump:")]
+    step = source_line("t_host.c", "static CUresult step_on_1(")
+    ok(f"vramtrace: largest holders of device 1's memory by call site (1 call site):\n"
+       f"vramtrace:   100.00 MiB 100.0%      1 alloc   step_on_1 tests/progs/t_host.c:{step}\n" in pm, pm)
+    ok(f"1. step_on_1 tests/progs/t_host.c:{step} holds 100% of the tracked memory" in pm, pm)
+    eq((pm.count("grow_on_0"), pm.count("grew through the run")), (0, 0), "device 0's growth left out: " + pm)
+    o = r.dump["ooms"][0]
+    eq([f["id"] for f in o["findings"]], ["one_site_dominates"], "the dump's findings of the failure")
+    e = run([HOST, "devices-growth-empty"], env=env)
+    ok("vramtrace: largest holders of device 1's memory by call site: none (nothing of device 1's is live)\n" in e.err,
+       e.err)
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

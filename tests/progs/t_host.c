@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -386,6 +387,78 @@ static int runtime_array_size(void) {
     return 0;
 }
 
+/* ----------------------------------------------------- devices-growth */
+
+__attribute__((noinline)) static CUresult grow_on_0(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+__attribute__((noinline)) static CUresult step_on_1(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+__attribute__((noinline)) static CUresult fail_on_1(CUdeviceptr *p, size_t n) { return cuMemAlloc_v2(p, n); }
+
+/* Device 0's memory grows step by step (40M a step, never freed) while
+ * device 1 allocates and frees 30M; then device 1 keeps 100M and fails
+ * 950M (run with two 1G devices). With "empty", device 1 holds nothing
+ * when its first request fails. */
+static int devices_growth(int empty) {
+    CUcontext c0, c1;
+    CUdeviceptr p, q;
+    cuInit(0);
+    cuDevicePrimaryCtxRetain(&c0, 0);
+    cuDevicePrimaryCtxRetain(&c1, 1);
+    for (int i = 0; i < 16; i++) {
+        cuCtxSetCurrent(c0);
+        grow_on_0(&p, 40 << 20);
+        cuCtxSetCurrent(c1);
+        if (!empty) {
+            step_on_1(&q, 30 << 20);
+            cuMemFree_v2(q);
+        }
+        usleep(2000);
+    }
+    cuCtxSetCurrent(c1);
+    if (!empty) step_on_1(&q, 100 << 20);
+    printf("fail_on_1 -> %d\n", (int)fail_on_1(&q, empty ? 2000u << 20 : 950u << 20));
+    return 0;
+}
+
+/* ------------------------------------------------------- budget-churn */
+
+/* Four threads that allocate (plain, or pitched with padded rows: 513
+ * bytes wide) and free at random, 2,000 steps each, up to eight blocks
+ * of 1 to 12 MiB each at once: run with VRAMTRACE_LIMIT=48M, many
+ * requests are refused while others are in flight or being freed. */
+static CUcontext churn_ctx;
+
+static void *churn(void *arg) {
+    unsigned seed = 1234 + (unsigned)(uintptr_t)arg;
+    CUdeviceptr held[8] = {0};
+    cuCtxSetCurrent(churn_ctx);
+    for (int i = 0; i < 2000; i++) {
+        int k = rand_r(&seed) % 8;
+        if (held[k]) {
+            cuMemFree_v2(held[k]);
+            held[k] = 0;
+            continue;
+        }
+        size_t n = (1 + rand_r(&seed) % 12) * (1u << 20) + 1, pitch;
+        CUresult r = rand_r(&seed) % 2 ? cuMemAllocPitch_v2(&held[k], &pitch, 513, n / 513, 4)
+                                       : cuMemAlloc_v2(&held[k], n);
+        if (r != CUDA_SUCCESS) held[k] = 0;
+    }
+    for (int k = 0; k < 8; k++)
+        if (held[k]) cuMemFree_v2(held[k]);
+    return NULL;
+}
+
+static int budget_churn(void) {
+    cuInit(0);
+    cuDevicePrimaryCtxRetain(&churn_ctx, 0);
+    cuCtxSetCurrent(churn_ctx);
+    pthread_t t[4];
+    for (uintptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, churn, (void *)i);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    printf("done\n");
+    return 0;
+}
+
 /* -------------------------------------------------------------- graph */
 
 static void graph_pool(const char *when) {
@@ -471,6 +544,9 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
+    if (strcmp(mode, "budget-churn") == 0) return budget_churn();
+    if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
+    if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
