@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include "../tracker/released.h"
+#include "graphs.h"
 #include "hook.h"
 #include "pools.h"
 #include "resolve.h"
@@ -16,6 +17,10 @@
 #define VT_EXPORT __attribute__((visibility("default")))
 
 /* Exported by the driver, not declared in cuda.h. */
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s);
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
 CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                           const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode);
@@ -49,7 +54,10 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
  * real call, the record. `want`: the bytes the budget checks; `addr` and
  * `bytes`: what is recorded when the call succeeded (`bytes` also on
  * failure). `device` may be VT_DEVICE_CURRENT. */
-#define ALLOC(api, kind, device, want, call, addr, bytes)                                 \
+#define ALLOC(api, kind, device, want, call, addr, bytes) ALLOC_THEN(api, kind, device, want, call, addr, bytes, )
+
+/* ALLOC with `then` run after the record (kind_, device_ and ok set). */
+#define ALLOC_THEN(api, kind, device, want, call, addr, bytes, then)                      \
     if (vt_pass()) return call;                                                           \
     VT_ENTER;                                                                             \
     int kind_ = (kind), device_ = (device);                                               \
@@ -58,6 +66,7 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
     VT_REAL_CALL(r = call);                                                               \
     int ok = r == CUDA_SUCCESS;                                                           \
     vt_hook_alloc(api, kind_, device_, ok, IS_OOM(r), ok ? (uint64_t)(addr) : 0, bytes); \
+    then;                                                                                 \
     VT_LEAVE;                                                                             \
     return r
 
@@ -191,13 +200,16 @@ static void note_pool(CUmemoryPool pool, int device) {
  * one from a given pool, on the pool's device or the host (pools.h). */
 #define ASYNC_ALLOC(sym, s, call)                                                    \
     REAL_OR_FAIL(sym);                                                               \
-    ALLOC(#sym, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, \
-          bytes)
+    ALLOC_THEN(#sym, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), bytes, call, \
+               *dptr, bytes, GRAPH_NODE(s))
 
 #define POOL_ALLOC(sym, pool, s, call)                                               \
     REAL_OR_FAIL(sym);                                                               \
     int where_;                                                                      \
-    ALLOC(#sym, vt_pool_where(pool, s, &where_), where_, bytes, call, *dptr, bytes)
+    ALLOC_THEN(#sym, vt_pool_where(pool, s, &where_), where_, bytes, call, *dptr, bytes, GRAPH_NODE(s))
+
+/* An allocation on a captured stream is a node of the graph (graphs.h). */
+#define GRAPH_NODE(s) if (ok && kind_ == VT_KIND_GRAPH) vt_graph_node((void *)(s), *dptr)
 
 VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
     ASYNC_ALLOC(cuMemAllocAsync, s, real(dptr, bytes, s));
@@ -221,7 +233,7 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, PTDS(s), real(dptr, bytes, pool, s));
 }
 
-#define ASYNC_FREE(sym)                                                       \
+#define ASYNC_FREE(sym, stream)                                               \
     REAL_OR_FAIL(sym);                                                        \
     if (dptr == 0 || vt_pass()) return real(dptr, s);                         \
     VT_ENTER;                                                                 \
@@ -229,15 +241,16 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     CUresult r;                                                               \
     VT_REAL_CALL(r = real(dptr, s));                                          \
     vt_hook_free(&a, r == CUDA_SUCCESS);                                      \
+    if (r == CUDA_SUCCESS && vt_stream_captured(stream)) vt_graph_node_freed((void *)(stream), dptr); \
     VT_LEAVE;                                                                 \
     return r
 
 VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
-    ASYNC_FREE(cuMemFreeAsync);
+    ASYNC_FREE(cuMemFreeAsync, s);
 }
 
 VT_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
-    ASYNC_FREE(cuMemFreeAsync_ptsz);
+    ASYNC_FREE(cuMemFreeAsync_ptsz, PTDS(s));
 }
 
 /* Every pool the driver hands out is noted with its location (pools.h),
@@ -314,6 +327,45 @@ VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
                                                     const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
     BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, n, mode);
 }
+
+/* The capture's allocation nodes follow its graph to each launch
+ * (graphs.h). Nothing to follow before a capture began. */
+#define GRAPH_CALL(sym, after, ...)                                          \
+    REAL_OR_FAIL(sym);                                                       \
+    CUresult r = real(__VA_ARGS__);                                          \
+    if (r == CUDA_SUCCESS && vt_captures_began()) after;                     \
+    return r
+
+VT_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+    GRAPH_CALL(cuStreamEndCapture, vt_graph_captured(s, g ? *g : NULL), s, g);
+}
+
+VT_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
+    GRAPH_CALL(cuStreamEndCapture_ptsz, vt_graph_captured(PTDS(s), g ? *g : NULL), s, g);
+}
+
+VT_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+    GRAPH_CALL(cuGraphInstantiateWithFlags, vt_graph_instantiated(g, e ? *e : NULL), e, g, flags);
+}
+
+VT_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    GRAPH_CALL(cuGraphInstantiateWithParams, vt_graph_instantiated(g, e ? *e : NULL), e, g, params);
+}
+
+VT_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
+                                                     CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    GRAPH_CALL(cuGraphInstantiateWithParams_ptsz, vt_graph_instantiated(g, e ? *e : NULL), e, g, params);
+}
+
+VT_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { GRAPH_CALL(cuGraphLaunch, vt_graph_launched(e), e, s); }
+
+VT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+    GRAPH_CALL(cuGraphLaunch_ptsz, vt_graph_launched(e), e, s);
+}
+
+VT_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) { GRAPH_CALL(cuGraphExecDestroy, vt_graph_dropped(e), e); }
+
+VT_EXPORT CUresult cuGraphDestroy(CUgraph g) { GRAPH_CALL(cuGraphDestroy, vt_graph_dropped(g), g); }
 
 /* ------------------------------------------------------ context reset */
 

@@ -15,6 +15,7 @@
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
 #include "hook.h"
+#include "graphs.h"
 #include "pools.h"
 #include "ondemand.h"
 #include "resolve.h"
@@ -109,6 +110,7 @@ static void after_fork_child(void) {
     vt_tracker_reset_child();
     vt_hook_reset_child();
     vt_pools_reset_child();
+    vt_graphs_reset_child();
     vt_output_reset_child();
     vt_live_reset_child();
     vt_ondemand_reset_child();

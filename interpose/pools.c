@@ -101,6 +101,8 @@ static int captures;
 
 void vt_capture_began(void) { __atomic_store_n(&captures, 1, __ATOMIC_RELEASE); }
 
+int vt_captures_began(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE); }
+
 int vt_stream_captured(void *stream) {
     if (__builtin_expect(!__atomic_load_n(&captures, __ATOMIC_ACQUIRE), 1)) return 0;
     uintptr_t s = (uintptr_t)stream;

@@ -35,6 +35,9 @@ int vt_stream_device(void *stream);
  * allocation asks whether its stream is being captured. */
 void vt_capture_began(void);
 
+/* Whether a capture began in this process. */
+int vt_captures_began(void);
+
 /* Whether `stream` is being captured (its allocations are then a graph's
  * allocation nodes, VT_KIND_GRAPH): never asked before a capture began,
  * nor for the legacy default stream, which cannot be captured. */

@@ -379,7 +379,18 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
             return wrapper_of(i);
         }
     }
-    if (!any) return fn;
+    if (!any) {
+        /* A name we hook none of whose variants, answered with the export
+         * of one we hook under another name (cuGraphInstantiate at 12000
+         * is cuGraphInstantiateWithFlags): the same function, so its
+         * wrapper. */
+        for (int i = 0; i < VT_ID_COUNT; i++) {
+            if (!hooks[i].base || export_of(i) != fn) continue;
+            set_real(i, fn);
+            return wrapper_of(i);
+        }
+        return fn;
+    }
     /* Otherwise the driver answered with an internal pointer: choose the
      * variant by the rules the driver itself uses (newest version not above
      * the one asked for; _ptsz when per-thread streams are asked for). */

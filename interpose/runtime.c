@@ -7,6 +7,7 @@
  * "cudaMalloc". */
 #include <cuda_runtime_api.h>
 
+#include "graphs.h"
 #include "hook.h"
 #include "pools.h"
 #include "resolve.h"
@@ -35,10 +36,19 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 }
 
 #define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_AT(sym, kind, VT_DEVICE_CURRENT, bytes, __VA_ARGS__)
+#define RT_ALLOC_AT(sym, kind, device, bytes, ...) RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
+
+/* A stream-ordered allocation on stream `st`: a graph's node when the
+ * stream is captured (graphs.h). */
+#define RT_ASYNC(sym, st, kind, device, bytes, ...) \
+    RT_ALLOC_THEN(sym, kind, device, bytes,         \
+                  if (r == cudaSuccess && kind_ == VT_KIND_GRAPH) vt_graph_node((void *)(st), (uint64_t)(uintptr_t)*p), \
+                  __VA_ARGS__)
 
 /* RT_ALLOC on `device` (evaluated once, after the budget's checks could
- * start): a pool's or a stream's device (pools.h). */
-#define RT_ALLOC_AT(sym, kind, device, bytes, ...)                           \
+ * start): a pool's or a stream's device (pools.h); `then` runs after the
+ * record. */
+#define RT_ALLOC_THEN(sym, kind, device, bytes, then, ...)                   \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_pass()) return real(__VA_ARGS__);                                 \
     VT_ENTER;                                                                \
@@ -51,6 +61,7 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),         \
                   ptr_of(r, (void **)p), bytes);                             \
+    then;                                                                    \
     VT_LEAVE;                                                                \
     return r
 
@@ -75,27 +86,27 @@ VT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) 
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_ALLOC_AT(cudaMallocAsync, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), n, p,
-                n, s);
+    RT_ASYNC(cudaMallocAsync, s, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), n, p, n,
+             s);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
     cudaStream_t t = s ? s : cudaStreamPerThread; /* stream 0 here: the per-thread one */
-    RT_ALLOC_AT(cudaMallocAsync_ptsz, vt_stream_captured(t) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(t),
-                n, p, n, s);
+    RT_ASYNC(cudaMallocAsync_ptsz, t, vt_stream_captured(t) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(t), n,
+             p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
                                               cudaStream_t s) {
     int where_;
-    RT_ALLOC_AT(cudaMallocFromPoolAsync, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
+    RT_ASYNC(cudaMallocFromPoolAsync, s, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n,
                                                    cudaMemPool_t pool, cudaStream_t s) {
     int where_;
-    RT_ALLOC_AT(cudaMallocFromPoolAsync_ptsz, vt_pool_where(pool, s ? s : cudaStreamPerThread, &where_), where_, n,
-                p, n, pool, s);
+    cudaStream_t t = s ? s : cudaStreamPerThread;
+    RT_ASYNC(cudaMallocFromPoolAsync_ptsz, t, vt_pool_where(pool, t, &where_), where_, n, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {
@@ -136,12 +147,25 @@ VT_EXPORT cudaError_t cudaFree(void *p) {
     RT_FREE(cudaFree, VT_SPACE_DEVICE, p);
 }
 
+/* A free on a captured stream is a free node of the graph (graphs.h). */
+#define RT_FREE_ASYNC(sym, st)                                                  \
+    REAL_OR_FAIL(sym);                                                          \
+    if (p == NULL || vt_pass()) return real(p, s);                              \
+    VT_ENTER;                                                                   \
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, (uint64_t)(uintptr_t)p); \
+    cudaError_t r;                                                              \
+    CALL(p, s);                                                                 \
+    vt_hook_free(&a, r == cudaSuccess);                                         \
+    if (r == cudaSuccess && vt_stream_captured(st)) vt_graph_node_freed((void *)(st), (uint64_t)(uintptr_t)p); \
+    VT_LEAVE;                                                                   \
+    return r
+
 VT_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s) {
-    RT_FREE(cudaFreeAsync, VT_SPACE_DEVICE, p, s);
+    RT_FREE_ASYNC(cudaFreeAsync, s);
 }
 
 VT_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s) {
-    RT_FREE(cudaFreeAsync_ptsz, VT_SPACE_DEVICE, p, s);
+    RT_FREE_ASYNC(cudaFreeAsync_ptsz, s ? s : cudaStreamPerThread);
 }
 
 VT_EXPORT cudaError_t cudaFreeHost(void *p) {

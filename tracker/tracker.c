@@ -229,6 +229,20 @@ void vt_tracker_free_end(const struct vt_free *f, int ok) {
     else put_back(f);
 }
 
+int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out) {
+    struct vt_key k = {address, (uint32_t)space, 0};
+    uint32_t khash = key_hash(&k);
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        struct vt_rec *r;
+        slot_take(l);
+        r = table_find(&l->table, &k, khash);
+        if (r && out) *out = r->a;
+        slot_give(l);
+        if (r) return 1;
+    }
+    return 0;
+}
+
 void vt_tracker_map(uint64_t handle, uint64_t address) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
     uint32_t khash = key_hash(&k);

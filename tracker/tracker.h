@@ -324,6 +324,11 @@ void vt_tracker_free_end(const struct vt_free *f, int ok);
  * Async-signal-safe: one atomic add, no lock. */
 void vt_tracker_missed(void);
 
+/* Whether an allocation is live at `address` in name space `space`; its
+ * record (stack, device, ...) to *out when out is not NULL. Takes each
+ * thread's table lock in turn: for rare calls (a CUDA graph's launch). */
+int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out);
+
 /* A VMM handle was mapped at an address: remember it for the report. */
 void vt_tracker_map(uint64_t handle, uint64_t address);
 

@@ -360,16 +360,25 @@ def host_pitched_rows_counted_by_the_budget():
 def host_graph_allocations_and_the_graph_pool():
     env = {"SIMGPU_CAPACITY": "64M"}
     want = run([HOST, "graph"], preload=False, env=env)
-    ok("graph pool after the free: used 0M, reserved 12M\ncuMemAlloc_v2 56M -> 2\n" in want.out,
-       "without vramtrace the pool's reserve leaves no room: " + want.out)
+    ok("graph pool after the free: used 0M, reserved 12M\ncuGraphLaunch again -> 0\n"
+       "cuGraphLaunch while its 4M is in use -> 1\ncuMemFree_v2 4M -> 0\n"
+       "graph pool after the second launch's free: used 0M, reserved 12M\ncuMemAlloc_v2 56M -> 2\n" in want.out,
+       "without vramtrace: a second launch, a third refused, and the pool's reserve leaves no room: " + want.out)
     r = run([HOST, "graph"], env=env)
     eq(r.out, want.out, "every call's result as without vramtrace")
     d = r.dump
     MiB = 1 << 20
     ev = [(e[1], e[3] // MiB, e[6]) for e in d["events"]]
-    eq(ev, [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"), ("free", 4, "graph"),
+    eq(ev, [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"),  # the capture
+            ("alloc", 8, "graph"), ("free", 8, "graph"),  # the first launch (its 4M held since the capture)
+            ("free", 4, "graph"),  # cuMemFreeAsync after it
+            ("alloc", 8, "graph"), ("free", 8, "graph"), ("alloc", 4, "graph"),  # the second launch
+            ("free", 4, "graph"),  # cuMemFree_v2 after it
             ("oom", 56, "device"), ("alloc", 56, "device")],
-       "the captured allocations are a graph's (kind graph), the 8M freed by the graph, the 4M after the launch")
+       "the captured allocations are a graph's (kind graph); each launch allocates and frees the 8M the graph "
+       "frees, and allocates the 4M again once the last launch's was freed")
+    eq((d["totals"]["unknown_frees"], d["totals"]["alloc_count"], d["totals"]["free_count"]), (0, 6, 5),
+       "the second launch's 4M freed is a known free")
     eq(len(d["ooms"]), 1, "one failure")
     o = d["ooms"][0]
     eq((o["free_bytes"], o["total_bytes"], o["graph_reserved_bytes"], o["graph_used_bytes"]),

@@ -470,9 +470,10 @@ static void graph_pool(const char *when) {
 }
 
 /* A captured graph with two allocation nodes (8M freed by the graph, 4M
- * freed after the launch), launched once; then a 56M request that the
- * pool's 12M reserve leaves no room for on a 64M device, the pool
- * trimmed, and the request again. */
+ * freed after the launch), launched twice (a third launch, while the 4M
+ * of the second is in use, fails); then a 56M request that the pool's
+ * 12M reserve leaves no room for on a 64M device, the pool trimmed, and
+ * the request again. */
 static int graph(void) {
     CUstream s;
     CUdeviceptr a, b, c;
@@ -491,6 +492,10 @@ static int graph(void) {
     graph_pool("after the launch");
     printf("cuMemFreeAsync 4M -> %d\n", (int)cuMemFreeAsync(b, s));
     graph_pool("after the free");
+    printf("cuGraphLaunch again -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuGraphLaunch while its 4M is in use -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 4M -> %d\n", (int)cuMemFree_v2(b));
+    graph_pool("after the second launch's free");
     printf("cuMemAlloc_v2 56M -> %d\n", (int)cuMemAlloc_v2(&c, 56 << 20));
     printf("cuDeviceGraphMemTrim -> %d\n", (int)cuDeviceGraphMemTrim(0));
     graph_pool("trimmed");
