@@ -42,6 +42,21 @@ static const struct {
 #undef VT_RUNTIME
 };
 
+/* Names under which cuGetProcAddress hands out a hooked function from a
+ * version on (hooks.def's VT_ALIAS): at CUDA 12.0 "cuGraphInstantiate" is
+ * cuGraphInstantiateWithFlags, whose arguments differ from the older
+ * cuGraphInstantiate's. */
+static const struct { const char *base; int version; int ptsz; int id; } aliases[] = {
+#define VT_DRIVER(sym, base, ver, ptsz)
+#define VT_RUNTIME(sym)
+#define VT_ALIAS(base, ver, ptsz, sym) {#base, ver, ptsz, VT_ID_##sym},
+#include "hooks.def"
+#undef VT_DRIVER
+#undef VT_RUNTIME
+#undef VT_ALIAS
+};
+#define VT_NALIASES (sizeof aliases / sizeof aliases[0])
+
 VT_HIDDEN void *vt_real_fn[VT_ID_COUNT]; /* what each wrapper calls */
 static void *driver_export[VT_ID_COUNT]; /* the driver's own export, or VT_ABSENT */
 static void *driver_handle;
@@ -379,27 +394,24 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
             return wrapper_of(i);
         }
     }
-    if (!any) {
-        /* A name we hook none of whose variants, answered with the export
-         * of one we hook under another name (cuGraphInstantiate at 12000
-         * is cuGraphInstantiateWithFlags): the same function, so its
-         * wrapper. */
-        for (int i = 0; i < VT_ID_COUNT; i++) {
-            if (!hooks[i].base || export_of(i) != fn) continue;
-            set_real(i, fn);
-            return wrapper_of(i);
-        }
-        return fn;
-    }
+    for (size_t k = 0; k < VT_NALIASES; k++)
+        if (strcmp(aliases[k].base, symbol) == 0) any = 1;
+    if (!any) return fn;
     /* Otherwise the driver answered with an internal pointer: choose the
      * variant by the rules the driver itself uses (newest version not above
-     * the one asked for; _ptsz when per-thread streams are asked for). */
+     * the one asked for; _ptsz when per-thread streams are asked for), an
+     * alias's function from its version on. */
     int want_ptsz = (flags & VT_PROC_PTDS) != 0;
-    int best = -1;
+    int best = -1, best_version = -1;
     for (int i = 0; i < VT_ID_COUNT; i++) {
         if (!hooks[i].base || strcmp(hooks[i].base, symbol) != 0) continue;
         if (hooks[i].version > version || hooks[i].ptsz != want_ptsz) continue;
-        if (best < 0 || hooks[i].version > hooks[best].version) best = i;
+        if (best < 0 || hooks[i].version > best_version) best = i, best_version = hooks[i].version;
+    }
+    for (size_t k = 0; k < VT_NALIASES; k++) {
+        if (strcmp(aliases[k].base, symbol) != 0 || aliases[k].version > version || aliases[k].ptsz != want_ptsz)
+            continue;
+        if (best < 0 || aliases[k].version > best_version) best = aliases[k].id, best_version = aliases[k].version;
     }
     if (best < 0) return fn;
     set_real(best, fn);

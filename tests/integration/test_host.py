@@ -460,6 +460,25 @@ def host_post_mortem_of_one_device_leaves_the_others_growth_out():
        e.err)
 
 
+@test
+def host_graph_instantiated_through_its_older_name_is_followed():
+    """cuGetProcAddress("cuGraphInstantiate", 12000) hands out
+    cuGraphInstantiateWithFlags (hooks.def's VT_ALIAS): what it hands out
+    instantiates a graph that vramtrace knows, and the second launch's 1M
+    is recorded (its free is not a free of an unknown address). The
+    simulated driver hands out its exported function, which the preload
+    interposes; a real driver's internal pointer takes the alias in
+    resolve.c's vt_swap_proc, which this does not reach."""
+    r = same_as_without([HOST, "graph-gpa"])
+    eq(r.out, "cuGetProcAddress cuGraphInstantiate 12000 -> 0\ncuMemAllocAsync 1M, captured -> 0\ninstantiate -> 0\n"
+              + "cuGraphLaunch -> 0\ncuMemFree_v2 1M -> 0\n" * 2, "the program's own view")
+    d = r.dump
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
+       [("alloc", 1, "graph"), ("free", 1, "graph"), ("alloc", 1, "graph"), ("free", 1, "graph")],
+       "the capture's 1M, its free, the second launch's 1M, its free")
+    eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"]), (0, 0), "every free known")
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

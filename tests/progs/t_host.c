@@ -371,6 +371,33 @@ static int pitched_budget(void) {
     return 0;
 }
 
+/* ----------------------------------------------------------- graph-gpa */
+
+/* A graph instantiated through cuGraphInstantiate as cuGetProcAddress
+ * hands it out at CUDA 12.0 (cuGraphInstantiateWithFlags, under the older
+ * name), launched twice, its 1M freed after each launch. */
+static int graph_gpa(void) {
+    CUstream s;
+    CUdeviceptr b;
+    CUgraph g;
+    CUgraphExec e;
+    CUresult (*inst)(CUgraphExec *, CUgraph, unsigned long long) = NULL;
+    CUdriverProcAddressQueryResult q;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    printf("cuGetProcAddress cuGraphInstantiate 12000 -> %d\n",
+           (int)cuGetProcAddress("cuGraphInstantiate", (void **)&inst, 12000, 0, &q));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemAllocAsync 1M, captured -> %d\n", (int)cuMemAllocAsync(&b, 1 << 20, s));
+    cuStreamEndCapture(s, &g);
+    printf("instantiate -> %d\n", inst ? (int)inst(&e, g, 0) : -1);
+    for (int i = 0; i < 2; i++) {
+        printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+        printf("cuMemFree_v2 1M -> %d\n", (int)cuMemFree_v2(b));
+    }
+    return 0;
+}
+
 /* ------------------------------------------------- runtime-array-size */
 
 /* A runtime array whose size the driver's memory requirements say: one
@@ -549,6 +576,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
+    if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
     if (strcmp(mode, "budget-churn") == 0) return budget_churn();
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
