@@ -302,38 +302,44 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 /* A capture began: from now on a stream-ordered allocation asks whether
  * its stream is captured (pools.h), also inside a runtime call (the
  * runtime's cudaStreamBeginCapture reaches these). */
-#define BEGIN_CAPTURE(sym, ...)                                              \
+#define BEGIN_CAPTURE(sym, stream, ...)                                      \
     REAL_OR_FAIL(sym);                                                       \
     vt_capture_began();                                                      \
-    return real(__VA_ARGS__)
+    CUresult r = real(__VA_ARGS__);                                          \
+    if (r == CUDA_SUCCESS) vt_graph_capture_begins((void *)(stream));        \
+    return r
 
-VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s); }
-VT_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, s); }
+VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s, s); }
+VT_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, PTDS(s), s); }
 
 VT_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCapture_v2, s, mode);
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2, s, s, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, s, mode);
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, PTDS(s), s, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, s, g, deps, edges, n, mode);
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, s, s, g, deps, edges, n, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                     const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, s, g, deps, edges, n, mode);
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, PTDS(s), s, g, deps, edges, n, mode);
 }
 
 /* The capture's allocation nodes follow its graph to each launch
  * (graphs.h). Nothing to follow before a capture began. */
 #define GRAPH_CALL(sym, after, ...)                                          \
     REAL_OR_FAIL(sym);                                                       \
-    CUresult r = real(__VA_ARGS__);                                          \
-    if (r == CUDA_SUCCESS && vt_captures_began()) after;                     \
+    if (vt_busy || !vt_captures_began()) return real(__VA_ARGS__);           \
+    VT_ENTER;                                                                \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = real(__VA_ARGS__));                                     \
+    if (r == CUDA_SUCCESS) after;                                            \
+    VT_LEAVE;                                                                \
     return r
 
 VT_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {

@@ -57,6 +57,13 @@ static int append(struct nodes *s, const struct node *x) {
     return 1;
 }
 
+void vt_graph_capture_begins(void *stream) {
+    pthread_mutex_lock(&lock);
+    struct nodes *s = get(&captures, stream, 0);
+    if (s) drop(&captures, s);
+    pthread_mutex_unlock(&lock);
+}
+
 void vt_graph_node(void *stream, uint64_t address) {
     struct node x = {.freed = 0};
     if (!vt_tracker_find(VT_SPACE_DEVICE, address, &x.a)) return;

@@ -16,6 +16,10 @@
 
 #include <stdint.h>
 
+/* A capture of `stream` began: what an earlier one left (a capture that
+ * failed never ended) is forgotten. */
+void vt_graph_capture_begins(void *stream);
+
 /* An allocation node recorded at `address` while `stream` was captured. */
 void vt_graph_node(void *stream, uint64_t address);
 
