@@ -35,6 +35,14 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
 }
 
+/* The budget's refusal, inside a wrapper's VT_ENTER: the runtime's
+ * out-of-memory code without the call. */
+#define RT_BUDGET_OR_OOM(api, kind, device, want)                            \
+    if (vt_budget_refuse(api, kind, device, want)) {                         \
+        VT_LEAVE;                                                            \
+        return cudaErrorMemoryAllocation;                                    \
+    }
+
 #define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_AT(sym, kind, VT_DEVICE_CURRENT, bytes, __VA_ARGS__)
 #define RT_ALLOC_AT(sym, kind, device, bytes, ...) RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
 
@@ -53,10 +61,7 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     if (vt_pass()) return real(__VA_ARGS__);                                 \
     VT_ENTER;                                                                \
     int kind_ = (kind), device_ = (device);                                  \
-    if (vt_budget_refuse(#sym, kind_, device_, bytes)) {                     \
-        VT_LEAVE;                                                            \
-        return cudaErrorMemoryAllocation;                                    \
-    }                                                                        \
+    RT_BUDGET_OR_OOM(#sym, kind_, device_, bytes)                            \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),         \
@@ -121,10 +126,7 @@ VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
     REAL_OR_FAIL(cudaMallocPitch);
     if (vt_pass()) return real(p, pitch, w, h);
     VT_ENTER;
-    if (vt_budget_refuse("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h)) {
-        VT_LEAVE;
-        return cudaErrorMemoryAllocation;
-    }
+    RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h)
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
@@ -206,10 +208,7 @@ static uint64_t dim(size_t v) { return v ? v : 1; }
     if (vt_pass()) return real(__VA_ARGS__);                                          \
     VT_ENTER;                                                                         \
     uint64_t want_ = (want);                                                          \
-    if (vt_budget_refuse(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, want_)) {            \
-        VT_LEAVE;                                                                     \
-        return cudaErrorMemoryAllocation;                                             \
-    }                                                                                 \
+    RT_BUDGET_OR_OOM(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, want_)                   \
     cudaError_t r;                                                                    \
     CALL(__VA_ARGS__);                                                                \
     int ok = r == cudaSuccess && p && *p;                                             \
