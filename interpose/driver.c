@@ -299,14 +299,16 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 
 /* ---------------------------------------------------- stream capture */
 
-/* A capture began: from now on a stream-ordered allocation asks whether
- * its stream is captured (pools.h), also inside a runtime call (the
- * runtime's cudaStreamBeginCapture reaches these). */
+/* A capture begins: while one is in progress a stream-ordered allocation
+ * asks whether its stream is captured (pools.h), also inside a runtime
+ * call (the runtime's cudaStreamBeginCapture reaches these). Counted
+ * before the call, so that no allocation on the stream comes first. */
 #define BEGIN_CAPTURE(sym, stream, ...)                                      \
     REAL_OR_FAIL(sym);                                                       \
     vt_capture_began();                                                      \
     CUresult r = real(__VA_ARGS__);                                          \
     if (r == CUDA_SUCCESS) vt_graph_capture_begins((void *)(stream));        \
+    else vt_capture_ended();                                                 \
     return r
 
 VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s, s); }
@@ -343,11 +345,11 @@ VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
     return r
 
 VT_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
-    GRAPH_CALL(cuStreamEndCapture, vt_graph_captured(s, g ? *g : NULL), s, g);
+    GRAPH_CALL(cuStreamEndCapture, (vt_capture_ended(), vt_graph_captured(s, g ? *g : NULL)), s, g);
 }
 
 VT_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
-    GRAPH_CALL(cuStreamEndCapture_ptsz, vt_graph_captured(PTDS(s), g ? *g : NULL), s, g);
+    GRAPH_CALL(cuStreamEndCapture_ptsz, (vt_capture_ended(), vt_graph_captured(PTDS(s), g ? *g : NULL)), s, g);
 }
 
 VT_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {

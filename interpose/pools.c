@@ -97,14 +97,26 @@ static int device_count(void) {
     return k;
 }
 
-static int captures;
+/* Whether a capture ever began; how many may be in progress (begun, not
+ * ended by a cuStreamEndCapture that succeeded: a capture that fails or is
+ * abandoned keeps the count up, which costs a question per allocation,
+ * never a node missed). */
+static int captures, capturing;
 
-void vt_capture_began(void) { __atomic_store_n(&captures, 1, __ATOMIC_RELEASE); }
+void vt_capture_began(void) {
+    __atomic_store_n(&captures, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&capturing, 1, __ATOMIC_ACQ_REL);
+}
+
+void vt_capture_ended(void) {
+    int n = __atomic_load_n(&capturing, __ATOMIC_ACQUIRE);
+    while (n > 0 && !__atomic_compare_exchange_n(&capturing, &n, n - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+}
 
 int vt_captures_began(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE); }
 
 int vt_stream_captured(void *stream) {
-    if (__builtin_expect(!__atomic_load_n(&captures, __ATOMIC_ACQUIRE), 1)) return 0;
+    if (__builtin_expect(__atomic_load_n(&capturing, __ATOMIC_ACQUIRE) <= 0, 1)) return 0;
     uintptr_t s = (uintptr_t)stream;
     if (s == 0 || s == (uintptr_t)CU_STREAM_LEGACY) return 0;
     static void *kept;

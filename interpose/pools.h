@@ -30,17 +30,20 @@ int vt_pool_where(void *pool, void *stream, int *device);
  * cuStreamGetDevice (VT_DEVICE_CURRENT when it cannot say). */
 int vt_stream_device(void *stream);
 
-/* A capture of a stream began in this process (cuStreamBeginCapture and
- * its variants, the runtime's too): from then on each stream-ordered
- * allocation asks whether its stream is being captured. */
+/* A capture of a stream is beginning in this process (cuStreamBeginCapture
+ * and its variants, the runtime's too), and a capture ended (its
+ * cuStreamEndCapture succeeded, or its beginning failed): while any may be
+ * in progress, each stream-ordered allocation asks whether its stream is
+ * being captured. */
 void vt_capture_began(void);
+void vt_capture_ended(void);
 
 /* Whether a capture began in this process. */
 int vt_captures_began(void);
 
 /* Whether `stream` is being captured (its allocations are then a graph's
- * allocation nodes, VT_KIND_GRAPH): never asked before a capture began,
- * nor for the legacy default stream, which cannot be captured. */
+ * allocation nodes, VT_KIND_GRAPH): never asked while no capture is in
+ * progress, nor for the legacy default stream, which cannot be captured. */
 int vt_stream_captured(void *stream);
 
 /* After fork, in the child: the table's lock, which another thread of the
