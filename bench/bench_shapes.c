@@ -42,7 +42,10 @@
  *   bench_shapes xfree same|cross THREADS N
  *       THREADS threads each allocate N in batches of 1024 and pass a batch
  *       to the next thread round; each batch is freed by the next thread
- *       (cross) or by the thread itself (same); prints "pairs_per_sec X"
+ *       (cross) or by the thread itself (same); prints "pairs_per_sec X
+ *       work_ns_per_pair W": W is the threads' CPU time inside the batches'
+ *       calls a pair (their waits for each other and the scheduler's turns
+ *       left out: what the calls themselves cost)
  *
  * The distinct stacks: ten levels of calls, each made from one of four
  * functions (a digit of the stack's number picks which), below ten levels of
@@ -302,7 +305,7 @@ struct queue {
 } __attribute__((aligned(64)));
 static struct queue *queues;
 static int nthreads, cross;
-static long per_thread;
+static long per_thread, work_ns;
 
 static void wait_a_little(int *spins) {
     if (++*spins > 64) sched_yield();
@@ -316,20 +319,26 @@ static void *xfree_thread(void *arg) {
     int i = (int)(long)arg;
     struct queue *out = &queues[(i + 1) % nthreads], *in = &queues[i];
     CUdeviceptr own[BATCH];
+    double work = 0; /* CPU time in the batches' calls */
     for (long done = 0; done < per_thread; done += BATCH) {
         int spins = 0;
         while (__atomic_load_n(&out->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&out->tail, __ATOMIC_ACQUIRE) >= QCAP)
             wait_a_little(&spins);
         CUdeviceptr *b = cross ? out->b[out->head % QCAP] : own;
+        double c0 = cpu_now();
         for (int k = 0; k < BATCH; k++) cuMemAlloc(&b[k], 256);
+        work += cpu_now() - c0;
         __atomic_store_n(&out->head, out->head + 1, __ATOMIC_RELEASE);
         spins = 0;
         while (__atomic_load_n(&in->head, __ATOMIC_ACQUIRE) == __atomic_load_n(&in->tail, __ATOMIC_RELAXED))
             wait_a_little(&spins);
         CUdeviceptr *f = cross ? in->b[in->tail % QCAP] : own;
+        c0 = cpu_now();
         for (int k = 0; k < BATCH; k++) cuMemFree(f[k]);
+        work += cpu_now() - c0;
         __atomic_store_n(&in->tail, in->tail + 1, __ATOMIC_RELEASE);
     }
+    __atomic_fetch_add(&work_ns, (long)(work * 1e9), __ATOMIC_RELAXED);
     return NULL;
 }
 
@@ -345,7 +354,8 @@ static int xfree_main(char **argv) {
     for (int i = 0; i < nthreads; i++) pthread_create(&t[i], NULL, xfree_thread, (void *)(long)i);
     for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
     double dt = now() - t0;
-    printf("pairs_per_sec %.0f\n", (double)per_thread * nthreads / dt);
+    printf("pairs_per_sec %.0f work_ns_per_pair %.1f\n", (double)per_thread * nthreads / dt,
+           (double)work_ns / ((double)per_thread * nthreads));
     return 0;
 }
 

@@ -17,6 +17,19 @@
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
 
+/* Fetch the line at p for writing (its other cores' copies given up
+ * now, not when the store that needs it waits). GCC's write prefetch is a
+ * plain read prefetch unless built for a CPU with PREFETCHW, so the
+ * instruction is asked for here: x86 CPUs without it take its encoding as
+ * a no-op. Never faults. */
+static inline __attribute__((always_inline)) void vt_prefetch_w(const void *p) {
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1);
+#endif
+}
+
 /* Adaptive: the critical sections are short, so a waiter spins a little
  * before it sleeps instead of paying for a futex round-trip. */
 extern pthread_mutex_t vt_tracker_lock VT_HIDDEN;

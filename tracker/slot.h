@@ -175,7 +175,7 @@ static inline struct vt_rec *rec_get(void) {
      * allocation finds it in this core's cache: a record that came back
      * through the depot was last written by the thread that freed it. A
      * prefetch never faults, so NULL needs no test. */
-    __builtin_prefetch(next, 1);
+    vt_prefetch_w(next);
     return r;
 }
 
