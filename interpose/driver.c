@@ -236,6 +236,14 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
 #define ASYNC_FREE(sym, stream)                                               \
     REAL_OR_FAIL(sym);                                                        \
     if (dptr == 0 || vt_pass()) return real(dptr, s);                         \
+    if (vt_stream_captured(stream) && foreign_free_node(stream, dptr)) {      \
+        VT_ENTER;                                                             \
+        CUresult r;                                                           \
+        VT_REAL_CALL(r = real(dptr, s));                                      \
+        if (r == CUDA_SUCCESS) vt_graph_capture_frees((void *)(stream), dptr); \
+        VT_LEAVE;                                                             \
+        return r;                                                             \
+    }                                                                         \
     VT_ENTER;                                                                 \
     struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, dptr);          \
     CUresult r;                                                               \
@@ -244,6 +252,16 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     if (r == CUDA_SUCCESS && vt_stream_captured(stream)) vt_graph_node_freed((void *)(stream), dptr); \
     VT_LEAVE;                                                                 \
     return r
+
+/* A free on a captured stream of another graph's allocation (one a launch
+ * of that graph left in use) is a free node: the memory stays in use until
+ * this graph is launched (graphs.h). A free of the capture's own node, or
+ * of memory that is not a graph's, is taken now. */
+static int foreign_free_node(CUstream s, CUdeviceptr dptr) {
+    struct vt_alloc a;
+    return vt_tracker_find(VT_SPACE_DEVICE, dptr, &a) && a.kind == VT_KIND_GRAPH &&
+           !vt_graph_capture_holds((void *)s, dptr);
+}
 
 VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
     ASYNC_FREE(cuMemFreeAsync, s);
@@ -365,15 +383,105 @@ VT_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
     GRAPH_CALL(cuGraphInstantiateWithParams_ptsz, vt_graph_instantiated(g, e ? *e : NULL), e, g, params);
 }
 
-VT_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { GRAPH_CALL(cuGraphLaunch, vt_graph_launched(e), e, s); }
+/* A launch the driver refused for want of memory (its graph pool could not
+ * reserve what the allocation nodes need) is an out-of-memory failure of
+ * its own: its post-mortem asks for what the graph's allocation nodes
+ * take on the device where they take most. */
+#define LAUNCH(sym, e, s)                                                    \
+    REAL_OR_FAIL(sym);                                                       \
+    if (vt_busy || !vt_captures_began()) return real(e, s);                  \
+    VT_ENTER;                                                                \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = real(e, s));                                            \
+    if (r == CUDA_SUCCESS) vt_graph_launched(e);                             \
+    if (IS_OOM(r)) launch_refused(#sym, e);                                  \
+    VT_LEAVE;                                                                \
+    return r
 
-VT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
-    GRAPH_CALL(cuGraphLaunch_ptsz, vt_graph_launched(e), e, s);
+static void launch_refused(const char *api, CUgraphExec e) {
+    int device = 0;
+    uint64_t need = vt_graph_launch_need(e, &device);
+    if (need) vt_hook_alloc(api, VT_KIND_GRAPH, device, 0, 1, 0, need);
 }
+
+VT_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { LAUNCH(cuGraphLaunch, e, s); }
+
+VT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { LAUNCH(cuGraphLaunch_ptsz, e, s); }
 
 VT_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) { GRAPH_CALL(cuGraphExecDestroy, vt_graph_dropped(e), e); }
 
 VT_EXPORT CUresult cuGraphDestroy(CUgraph g) { GRAPH_CALL(cuGraphDestroy, vt_graph_dropped(g), g); }
+
+/* ------------------------------------------- graphs built node by node */
+
+/* Where an allocation node's memory resides: its pool properties' location
+ * (a device; the host's kinds where a driver allows it). */
+static int alloc_node_kind(const CUmemPoolProps *p, int *device) {
+    if (p->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        *device = p->location.id;
+        return VT_KIND_GRAPH;
+    }
+    *device = VT_HOST_DEVICE;
+    return VT_KIND_HOST_ASYNC;
+}
+
+/* An allocation node added by hand is recorded at once, with the stack of
+ * the call that added it, as a captured allocation is; its graph's
+ * launches follow it (graphs.h). `p`: its CUDA_MEM_ALLOC_NODE_PARAMS (v1
+ * and v2 alike), not NULL. */
+#define ALLOC_NODE(sym, g, p, call)                                                       \
+    vt_graph_nodes_added();                                                               \
+    int where_;                                                                           \
+    ALLOC_THEN(#sym, alloc_node_kind(&(p)->poolProps, &where_), where_, (p)->bytesize, call, \
+               (p)->dptr, (p)->bytesize, if (ok) vt_graph_node_added((void *)(g), (p)->dptr))
+
+/* A free node added by hand: of the graph's own allocation node (freed
+ * now, and within each launch) or of another graph's (freed at each of
+ * this graph's launches). */
+#define FREE_NODE(g, dptr, call)                                             \
+    if (vt_pass()) return call;                                              \
+    vt_graph_nodes_added();                                                  \
+    VT_ENTER;                                                                \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = call);                                                  \
+    if (r == CUDA_SUCCESS) vt_graph_free_added((void *)(g), dptr);           \
+    VT_LEAVE;                                                                \
+    return r
+
+VT_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                          CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+    REAL_OR_FAIL(cuGraphAddMemAllocNode);
+    if (!p) return real(node, g, deps, n, p);
+    ALLOC_NODE(cuGraphAddMemAllocNode, g, p, real(node, g, deps, n, p));
+}
+
+VT_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                         CUdeviceptr dptr) {
+    REAL_OR_FAIL(cuGraphAddMemFreeNode);
+    FREE_NODE(g, dptr, real(node, g, deps, n, dptr));
+}
+
+/* cuGraphAddNode: an allocation or free node as above, by its type. */
+#define ADD_NODE(sym, g, p, call)                                            \
+    REAL_OR_FAIL(sym);                                                       \
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {                      \
+        ALLOC_NODE(sym, g, &p->alloc, call);                                 \
+    }                                                                        \
+    if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {                       \
+        FREE_NODE(g, p->free.dptr, call);                                    \
+    }                                                                        \
+    return call
+
+/* CUDA 12.2's, without the edges' data. */
+VT_EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps, size_t n,
+                                  CUgraphNodeParams *p) {
+    ADD_NODE(cuGraphAddNode, g, p, real(node, g, deps, n, p));
+}
+
+VT_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
+                                     const CUgraphEdgeData *edges, size_t n, CUgraphNodeParams *p) {
+    ADD_NODE(cuGraphAddNode_v2, g, p, real(node, g, deps, edges, n, p));
+}
 
 /* ------------------------------------------------------ context reset */
 

@@ -17,6 +17,7 @@
 struct node {
     struct vt_alloc a; /* as recorded at the capture: address, bytes, api, stack, device, kind */
     int freed;         /* the graph frees it */
+    int foreign;       /* a free node of another graph's allocation: a.address only */
 };
 
 struct nodes {
@@ -64,24 +65,72 @@ void vt_graph_capture_begins(void *stream) {
     pthread_mutex_unlock(&lock);
 }
 
-void vt_graph_node(void *stream, uint64_t address) {
-    struct node x = {.freed = 0};
-    if (!vt_tracker_find(VT_SPACE_DEVICE, address, &x.a)) return;
+/* Append node x to the list of `key` in `table`. */
+static void add(struct nodes **table, void *key, const struct node *x) {
     pthread_mutex_lock(&lock);
-    struct nodes *s = get(&captures, stream, 1);
-    if (!s || !append(s, &x)) vt_records_lost("a CUDA graph's allocation node");
+    struct nodes *s = get(table, key, 1);
+    if (!s || !append(s, x)) vt_records_lost("a CUDA graph's memory node");
     pthread_mutex_unlock(&lock);
+}
+
+/* An allocation node as recorded (graph memory, and stream-ordered memory
+ * on the host, are known by device address). */
+static int recorded(uint64_t address, struct node *x) {
+    *x = (struct node){.freed = 0};
+    return vt_tracker_find(VT_SPACE_DEVICE, address, &x->a);
+}
+
+void vt_graph_node(void *stream, uint64_t address) {
+    struct node x;
+    if (recorded(address, &x)) add(&captures, stream, &x);
+}
+
+void vt_graph_node_added(void *graph, uint64_t address) {
+    struct node x;
+    if (recorded(address, &x)) add(&graphs, graph, &x);
+}
+
+/* The allocation node at `address` in s, not freed by it, or NULL. Lock held. */
+static struct node *own_node(struct nodes *s, uint64_t address) {
+    for (size_t i = 0; s && i < s->n; i++)
+        if (s->v[i].a.address == address && !s->v[i].freed && !s->v[i].foreign) return &s->v[i];
+    return NULL;
 }
 
 void vt_graph_node_freed(void *stream, uint64_t address) {
     pthread_mutex_lock(&lock);
-    struct nodes *s = get(&captures, stream, 0);
-    for (size_t i = 0; s && i < s->n; i++)
-        if (s->v[i].a.address == address && !s->v[i].freed) {
-            s->v[i].freed = 1;
-            break;
-        }
+    struct node *x = own_node(get(&captures, stream, 0), address);
+    if (x) x->freed = 1;
     pthread_mutex_unlock(&lock);
+}
+
+int vt_graph_capture_holds(void *stream, uint64_t address) {
+    pthread_mutex_lock(&lock);
+    int held = own_node(get(&captures, stream, 0), address) != NULL;
+    pthread_mutex_unlock(&lock);
+    return held;
+}
+
+void vt_graph_capture_frees(void *stream, uint64_t address) {
+    add(&captures, stream, &(struct node){.a.address = address, .foreign = 1});
+}
+
+/* The record at `address` freed (a free node's work). */
+static void free_record(const struct vt_alloc *a) {
+    struct vt_free f = vt_tracker_free_begin(vt_kind_space(a->kind), a->address);
+    vt_tracker_free_end(&f, 1);
+}
+
+void vt_graph_free_added(void *graph, uint64_t address) {
+    pthread_mutex_lock(&lock);
+    struct node *x = own_node(get(&graphs, graph, 0), address), mine = {.freed = 0};
+    if (x) {
+        x->freed = 1;
+        mine = *x;
+    }
+    pthread_mutex_unlock(&lock);
+    if (x) free_record(&mine.a);
+    else add(&graphs, graph, &(struct node){.a.address = address, .foreign = 1});
 }
 
 void vt_graph_captured(void *stream, void *graph) {
@@ -124,14 +173,33 @@ void vt_graph_launched(void *exec) {
     pthread_mutex_unlock(&lock);
     for (size_t i = 0; i < n; i++) {
         const struct vt_alloc *a = &v[i].a;
-        if (!v[i].freed && vt_tracker_find(VT_SPACE_DEVICE, a->address, NULL)) continue; /* still held */
-        vt_tracker_alloc_at(a->address, a->bytes, a->kind, a->device, a->api, a->stack);
-        if (v[i].freed) {
-            struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, a->address);
-            vt_tracker_free_end(&f, 1);
+        struct node held;
+        if (v[i].foreign) {
+            if (recorded(a->address, &held)) free_record(&held.a);
+            continue;
         }
+        if (!v[i].freed && recorded(a->address, &held)) continue; /* still held */
+        vt_tracker_alloc_at(a->address, a->bytes, a->kind, a->device, a->api, a->stack);
+        if (v[i].freed) free_record(a);
     }
     free(v);
+}
+
+uint64_t vt_graph_launch_need(void *exec, int *device) {
+    uint64_t need[VT_MAX_DEVICES] = {0}, most = 0;
+    pthread_mutex_lock(&lock);
+    struct nodes *e = get(&execs, exec, 0);
+    for (size_t i = 0; e && i < e->n; i++) {
+        const struct node *x = &e->v[i];
+        if (!x->foreign && x->a.device >= 0 && x->a.device < VT_MAX_DEVICES) need[x->a.device] += x->a.bytes;
+    }
+    pthread_mutex_unlock(&lock);
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        if (need[d] > most) {
+            most = need[d];
+            *device = d;
+        }
+    return most;
 }
 
 void vt_graph_dropped(void *key) {

@@ -113,6 +113,10 @@ void vt_capture_ended(void) {
     while (n > 0 && !__atomic_compare_exchange_n(&capturing, &n, n - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
 }
 
+void vt_graph_nodes_added(void) {
+    if (!__atomic_load_n(&captures, __ATOMIC_ACQUIRE)) __atomic_store_n(&captures, 1, __ATOMIC_RELEASE);
+}
+
 int vt_captures_began(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE); }
 
 int vt_stream_captured(void *stream) {

@@ -38,7 +38,12 @@ int vt_stream_device(void *stream);
 void vt_capture_began(void);
 void vt_capture_ended(void);
 
-/* Whether a capture began in this process. */
+/* A memory node is being added to a graph by hand (cuGraphAddMemAllocNode
+ * and the like): from now on graphs are followed as after a capture. */
+void vt_graph_nodes_added(void);
+
+/* Whether a capture began, or a memory node was added to a graph by hand,
+ * in this process (graphs are followed from then on). */
 int vt_captures_began(void);
 
 /* Whether `stream` is being captured (its allocations are then a graph's

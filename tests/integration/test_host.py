@@ -479,6 +479,69 @@ def host_graph_instantiated_through_its_older_name_is_followed():
     eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"]), (0, 0), "every free known")
 
 
+@test
+def host_graphs_built_node_by_node_and_frees_across_graphs():
+    """Graphs built by hand (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode,
+    cuGraphAddNode in both versions) are followed as captured ones are:
+    each allocation node recorded when it is added (its device from the
+    node's pool properties), each launch allocating and freeing what the
+    graph frees and allocating again what the last launch's was freed of.
+    A free node of another graph's allocation frees it when its own graph
+    is launched: g2's (added by hand) and g3's (captured). Before, a graph
+    built by hand was not seen at all, and g3's capture freed g1's 4M at
+    once, while the memory stayed in use until g3 ran."""
+    env = {"SIMGPU_DEVICES": "2"}
+    r = same_as_without([HOST, "graph-built"], env=env)
+    ok("cuGraphAddMemFreeNode 2M twice -> 1\n" in r.out and "cuGraphLaunch g2 with nothing to free -> 1\n" in r.out
+       and "device 0 graph pool: used 0M, reserved 12M\ndevice 1 graph pool: used 0M, reserved 2M\n" in r.out,
+       "the simulated driver refuses a second free node of one allocation and a launch with nothing to free: "
+       + r.out)
+    d = r.dump
+    ev = [(e[1], e[3] >> 20, e[4], e[6]) for e in d["events"]]
+    eq(ev, [("alloc", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("alloc", 4, 0, "graph"),  # the nodes added
+            ("free", 8, 0, "graph"), ("free", 2, 1, "graph"),  # the free nodes of g1's own
+            ("alloc", 8, 0, "graph"), ("free", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("free", 2, 1, "graph"),
+            ("free", 4, 0, "graph"),  # g2 frees g1's 4M
+            ("alloc", 8, 0, "graph"), ("free", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("free", 2, 1, "graph"),
+            ("alloc", 4, 0, "graph"),  # g1 again: its 4M allocated again
+            ("alloc", 1, 0, "device"),  # after g3's capture, before its launch
+            ("free", 4, 0, "graph"),  # g3's launch frees g1's 4M
+            ("free", 1, 0, "device")],
+       "every node at its place, g1's 4M freed by the launches of g2 and g3, not by g3's capture")
+    eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"], d["totals"]["alloc_count"], d["totals"]["free_count"]),
+       (0, 0, 9, 9), "every free known, nothing left live")
+    add = source_line("t_host.c", "cuGraphAddMemAllocNode 8M on 0")
+    site = [s for s in d["stacks"] if any(f.get("line") == add for f in s["frames"])]
+    ok(site, "the 8M node's stack is the call that added it (t_host.c line %d)" % add)
+
+
+@test
+def host_graph_launch_refused_for_memory_has_its_post_mortem():
+    """A graph launch the driver refuses for want of memory (its pool
+    cannot reserve what the graph's allocation nodes need) is an
+    out-of-memory failure: its post-mortem asks for the graph's 24M, at the
+    launch's call site, and names what holds the device. Before, the launch
+    failed with no post-mortem."""
+    env = {"SIMGPU_CAPACITY": "64M"}
+    want = run([HOST, "graph-launch-oom"], preload=False, env=env)
+    eq(want.out, "cuGraphAddMemAllocNode 24M -> 0\ncuGraphAddMemFreeNode 24M -> 0\ncuGraphInstantiate -> 0\n"
+                 "cuMemAlloc_v2 48M -> 0\ncuGraphLaunch with 48M held -> 2\ncuMemFree_v2 48M -> 0\ncuGraphLaunch -> 0\n",
+       "without vramtrace: the first launch refused, the second run")
+    r = run([HOST, "graph-launch-oom"], env=env)
+    eq(r.out, want.out, "every call's result as without vramtrace")
+    launch = source_line("t_host.c", "cuGraphLaunch with 48M held")
+    hold = source_line("t_host.c", "static CUresult hold_48m(")
+    ok("vramtrace:   request: 24.00 MiB (25165824 bytes) by cuGraphLaunch on device 0" in r.err, r.err)
+    ok(f"vramtrace:   failing call: graph_launch_oom tests/progs/t_host.c:{launch}\n" in r.err, r.err)
+    ok("vramtrace:   device: 16.00 MiB free of 64.00 MiB\n" in r.err, r.err)
+    ok(f"vramtrace:    48.00 MiB 100.0%      1 alloc   hold_48m tests/progs/t_host.c:{hold}\n" in r.err, r.err)
+    d = r.dump
+    eq([(o["api"], o["requested_bytes"], o["device"], o["free_bytes"], o["live_bytes"]) for o in d["ooms"]],
+       [("cuGraphLaunch", 24 << 20, 0, 16 << 20, 48 << 20)], "the failure's record")
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]), (3, 3, 0),
+       "the node at its adding, the 48M, the second launch's 24M; all freed")
+
+
 def run_with_closed_stderr(argv, preload, env=None):
     work = tempfile.mkdtemp(prefix="vt-host-")
     r, w = os.pipe()

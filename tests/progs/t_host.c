@@ -530,6 +530,111 @@ static int graph(void) {
     return 0;
 }
 
+/* -------------------------------------------------------- graph-built */
+
+static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(int device, size_t bytes) {
+    CUDA_MEM_ALLOC_NODE_PARAMS p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = device;
+    p.bytesize = bytes;
+    return p;
+}
+
+/* Graphs built node by node (SIMGPU_DEVICES=2). g1: an 8M node on device
+ * 0 (cuGraphAddMemAllocNode) and a 2M node on device 1 (cuGraphAddNode),
+ * both freed by g1 (cuGraphAddMemFreeNode, cuGraphAddNode), and a 4M node
+ * that outlives it (cuGraphAddNode); g2 frees g1's 4M (cuGraphAddNode of
+ * CUDA 12.2, without edge data, through cuGetProcAddress); g3, captured,
+ * frees it too (cuMemFreeAsync on the captured stream). Launches: g1, g2,
+ * g1, a 1M cuMemAlloc_v2, g3, g2 again (refused: nothing of g1's is in
+ * use), then the 1M freed. */
+static int graph_built(void) {
+    CUgraph g1, g2, g3;
+    CUgraphExec e1, e2, e3;
+    CUgraphNode n;
+    CUstream s;
+    CUdeviceptr m;
+    CUresult (*add_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *) = NULL;
+    CUdriverProcAddressQueryResult q;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    printf("cuGetProcAddress cuGraphAddNode 12020 -> %d\n",
+           (int)cuGetProcAddress("cuGraphAddNode", (void **)&add_v1, 12020, 0, &q));
+    printf("cuGraphCreate -> %d\n", (int)cuGraphCreate(&g1, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(0, 8 << 20);
+    printf("cuGraphAddMemAllocNode 8M on 0 -> %d\n", (int)cuGraphAddMemAllocNode(&n, g1, NULL, 0, &a));
+    CUgraphNodeParams c, b, f;
+    memset(&c, 0, sizeof c);
+    c.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    CUDA_MEM_ALLOC_NODE_PARAMS p1 = alloc_params(1, 2 << 20), p0 = alloc_params(0, 4 << 20);
+    _Static_assert(sizeof p1 == sizeof c.alloc, "the two versions' parameters are laid out alike");
+    memcpy(&c.alloc, &p1, sizeof p1);
+    printf("cuGraphAddNode 2M on 1 -> %d\n", (int)cuGraphAddNode(&n, g1, NULL, NULL, 0, &c));
+    b = c;
+    memcpy(&b.alloc, &p0, sizeof p0);
+    printf("cuGraphAddNode 4M on 0 -> %d\n", (int)cuGraphAddNode(&n, g1, NULL, NULL, 0, &b));
+    printf("cuGraphAddMemFreeNode 8M -> %d\n", (int)cuGraphAddMemFreeNode(&n, g1, NULL, 0, a.dptr));
+    memset(&f, 0, sizeof f);
+    f.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    f.free.dptr = c.alloc.dptr;
+    printf("cuGraphAddNode free 2M -> %d\n", (int)cuGraphAddNode(&n, g1, NULL, NULL, 0, &f));
+    printf("cuGraphAddMemFreeNode 2M twice -> %d\n", (int)cuGraphAddMemFreeNode(&n, g1, NULL, 0, c.alloc.dptr));
+    printf("cuGraphInstantiate g1 -> %d\n", (int)cuGraphInstantiate(&e1, g1, 0));
+    printf("cuGraphCreate -> %d\n", (int)cuGraphCreate(&g2, 0));
+    f.free.dptr = b.alloc.dptr;
+    printf("cuGraphAddNode (12.2) free g1's 4M -> %d\n", add_v1 ? (int)add_v1(&n, g2, NULL, 0, &f) : -1);
+    printf("cuGraphInstantiate g2 -> %d\n", (int)cuGraphInstantiate(&e2, g2, 0));
+    printf("cuGraphLaunch g1 -> %d\n", (int)cuGraphLaunch(e1, s));
+    printf("cuGraphLaunch g2 -> %d\n", (int)cuGraphLaunch(e2, s));
+    printf("cuGraphLaunch g1 -> %d\n", (int)cuGraphLaunch(e1, s));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemFreeAsync g1's 4M, captured -> %d\n", (int)cuMemFreeAsync(b.alloc.dptr, s));
+    cuStreamEndCapture(s, &g3);
+    printf("cuGraphInstantiate g3 -> %d\n", (int)cuGraphInstantiate(&e3, g3, 0));
+    printf("cuMemAlloc_v2 1M -> %d\n", (int)cuMemAlloc_v2(&m, 1 << 20));
+    printf("cuGraphLaunch g3 -> %d\n", (int)cuGraphLaunch(e3, s));
+    printf("cuGraphLaunch g2 with nothing to free -> %d\n", (int)cuGraphLaunch(e2, s));
+    printf("cuMemFree_v2 1M -> %d\n", (int)cuMemFree_v2(m));
+    for (int d = 0; d < 2; d++) {
+        cuuint64_t used = 0, reserved = 0;
+        cuDeviceGetGraphMemAttribute(d, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used);
+        cuDeviceGetGraphMemAttribute(d, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved);
+        printf("device %d graph pool: used %lluM, reserved %lluM\n", d, (unsigned long long)used >> 20,
+               (unsigned long long)reserved >> 20);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------- graph-launch-oom */
+
+static CUresult hold_48m(CUdeviceptr *p) { return cuMemAlloc_v2(p, 48 << 20); }
+
+/* On a 64M device: a graph built by hand with a 24M allocation node that
+ * it frees; 48M held by cuMemAlloc_v2 leave its launch no room (the
+ * launch fails with CUDA_ERROR_OUT_OF_MEMORY); once they are freed it
+ * runs. */
+static int graph_launch_oom(void) {
+    CUgraph g;
+    CUgraphExec e;
+    CUgraphNode n;
+    CUstream s;
+    CUdeviceptr h;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuGraphCreate(&g, 0);
+    CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(0, 24 << 20);
+    printf("cuGraphAddMemAllocNode 24M -> %d\n", (int)cuGraphAddMemAllocNode(&n, g, NULL, 0, &a));
+    printf("cuGraphAddMemFreeNode 24M -> %d\n", (int)cuGraphAddMemFreeNode(&n, g, NULL, 0, a.dptr));
+    printf("cuGraphInstantiate -> %d\n", (int)cuGraphInstantiate(&e, g, 0));
+    printf("cuMemAlloc_v2 48M -> %d\n", (int)hold_48m(&h));
+    printf("cuGraphLaunch with 48M held -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 48M -> %d\n", (int)cuMemFree_v2(h));
+    printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    return 0;
+}
+
 /* ------------------------------------------------------ host-register */
 
 /* CUDA 4.0's cuMemHostRegister, before cuda.h names the _v2 so. */
@@ -577,6 +682,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
     if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
+    if (strcmp(mode, "graph-built") == 0) return graph_built();
+    if (strcmp(mode, "graph-launch-oom") == 0) return graph_launch_oom();
     if (strcmp(mode, "budget-churn") == 0) return budget_churn();
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);

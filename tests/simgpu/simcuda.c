@@ -1648,56 +1648,88 @@ SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *statu
  * does not stays in use until cuMemFreeAsync or cuMemFree outside a
  * capture, and a graph whose allocation is still in use cannot be launched
  * again. The pool keeps what it reserved until cuDeviceGraphMemTrim.
- * Kernels and other nodes are not modelled. */
+ * A free node may also free another graph's allocation (one its launch
+ * left in use): that is done when its own graph is launched, which fails
+ * if the memory is not in use then. A graph can also be built node by
+ * node (cuGraphCreate, cuGraphAddMemAllocNode, cuGraphAddMemFreeNode,
+ * cuGraphAddNode): an allocation node's device is its pool properties'
+ * location (a device; host locations are not supported), and its address
+ * is handed out at once, as in a capture. Kernels and other nodes are not
+ * modelled (cuGraphAddNode of another type adds a node that does
+ * nothing); dependencies are not checked. */
 #define SIM_GRAPH_MAGIC 0x6a9f
 #define SIM_EXEC_MAGIC 0x6e8c
-struct sim_node { uint64_t addr, bytes; int freed; };
+/* only_free: a free node of another graph's allocation (bytes, device:
+ * that allocation's) */
+struct sim_node { uint64_t addr, bytes; int device, freed, only_free; };
 struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; };
 struct sim_exec { int magic; int device; size_t n; struct sim_node *nodes; };
 
-/* An allocation node of the graph stream st is capturing. */
-static CUresult sim_graph_alloc(struct sim_stream *st, CUdeviceptr *dptr, size_t bytes, struct sim_pool *p) {
-    if (p && p->host) return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult r = CUDA_SUCCESS;
-    pthread_mutex_lock(&sim_lock);
-    sim_setup();
-    struct sim_graph *g = st->capturing;
-    int d = p ? p->device : st->device;
+/* An allocation node of `bytes` on device d added to graph g: its address
+ * in *dptr. sim_lock held. */
+static CUresult sim_node_alloc(struct sim_graph *g, int d, size_t bytes, CUdeviceptr *dptr) {
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = sim_round(bytes, SIM_ALIGN), span = size + SIM_ALIGN;
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 8;
         struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
-        if (!m) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+        if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
         g->nodes = m;
         g->cap = cap;
     }
     uint64_t addr = sim_va_take(d, span, SIM_ALIGN);
     struct sim_alloc *a = addr ? sim_record(addr, SIM_GRAPH_VA, size, span, d) : NULL;
-    if (!a) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
     a->handle = 0; /* 1 while a launch's memory is in use there */
     sim_range_add(a, addr, bytes);
-    g->nodes[g->n++] = (struct sim_node){addr, size, 0};
+    g->nodes[g->n++] = (struct sim_node){addr, size, d, 0, 0};
     *dptr = addr;
-out:
+    return CUDA_SUCCESS;
+}
+
+/* A free node of ptr added to graph g: one of g's allocation nodes (freed
+ * within each launch), or another graph's allocation (freed when g is
+ * launched); not an allocation twice in one graph. sim_lock held. */
+static CUresult sim_node_free(struct sim_graph *g, CUdeviceptr ptr) {
+    struct sim_alloc *a = sim_lookup(ptr, SIM_GRAPH_VA);
+    if (!a) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->nodes[i].addr != ptr) continue;
+        if (g->nodes[i].freed || g->nodes[i].only_free) return CUDA_ERROR_INVALID_VALUE;
+        g->nodes[i].freed = 1;
+        return CUDA_SUCCESS;
+    }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 8;
+        struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
+        if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = m;
+        g->cap = cap;
+    }
+    g->nodes[g->n++] = (struct sim_node){ptr, a->bytes, a->device, 0, 1};
+    return CUDA_SUCCESS;
+}
+
+/* An allocation node of the graph stream st is capturing. */
+static CUresult sim_graph_alloc(struct sim_stream *st, CUdeviceptr *dptr, size_t bytes, struct sim_pool *p) {
+    if (p && p->host) return CUDA_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    CUresult r = sim_node_alloc(st->capturing, p ? p->device : st->device, bytes, dptr);
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
 
-/* A free of a graph's address: a free node while st is captured (the
- * address must be one of its graph's), else the end of a launch's memory
- * left in use. *done says whether ptr was a graph's address at all. */
+/* A free of a graph's address: a free node while st is captured, else the
+ * end of a launch's memory left in use. *done says whether ptr was a
+ * graph's address at all. */
 static CUresult sim_graph_free(struct sim_stream *st, CUdeviceptr ptr, int *done) {
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_lookup(ptr, SIM_GRAPH_VA);
     *done = a != NULL;
     if (a && st && st->capturing) {
-        for (size_t i = 0; i < st->capturing->n; i++)
-            if (st->capturing->nodes[i].addr == ptr && !st->capturing->nodes[i].freed) {
-                st->capturing->nodes[i].freed = 1;
-                r = CUDA_SUCCESS;
-                break;
-            }
+        r = sim_node_free(st->capturing, ptr);
     } else if (a && a->handle == 1) {
         a->handle = 0;
         sim_dev[a->device].graph_used -= a->bytes;
@@ -1772,25 +1804,34 @@ SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
     if (!e || e->magic != SIM_EXEC_MAGIC) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
-    struct sim_device *v = &sim_dev[e->device];
-    uint64_t need = 0;
+    /* Every allocation node's memory must be free again (its launch
+     * before freed it), every other graph's allocation this one frees in
+     * use; then each device's pool must have room, or reserve it. */
+    uint64_t need[SIM_MAX_DEVICES] = {0}, more[SIM_MAX_DEVICES] = {0};
     for (size_t i = 0; i < e->n; i++) {
         struct sim_alloc *a = sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA);
-        if (!a || a->handle == 1) { r = CUDA_ERROR_INVALID_VALUE; goto out; } /* still in use */
-        need += e->nodes[i].bytes;
+        if (!a || a->handle != (e->nodes[i].only_free ? 1 : 0)) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
+        if (!e->nodes[i].only_free) need[e->nodes[i].device] += e->nodes[i].bytes;
     }
-    uint64_t spare = v->graph_reserved - v->graph_used;
-    if (need > spare) {
-        if (!sim_fits(e->device, need - spare)) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
-        v->used += need - spare;
-        v->graph_reserved += need - spare;
+    for (int d = 0; d < sim_ndev; d++) {
+        struct sim_device *v = &sim_dev[d];
+        uint64_t spare = v->graph_reserved - v->graph_used;
+        if (need[d] > spare) more[d] = need[d] - spare;
+        if (more[d] && !sim_fits(d, more[d])) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     }
-    v->graph_used += need;
-    if (v->graph_used > v->graph_used_high) v->graph_used_high = v->graph_used;
-    if (v->graph_reserved > v->graph_reserved_high) v->graph_reserved_high = v->graph_reserved;
+    for (int d = 0; d < sim_ndev; d++) {
+        struct sim_device *v = &sim_dev[d];
+        v->used += more[d];
+        v->graph_reserved += more[d];
+        v->graph_used += need[d];
+        if (v->graph_used > v->graph_used_high) v->graph_used_high = v->graph_used;
+        if (v->graph_reserved > v->graph_reserved_high) v->graph_reserved_high = v->graph_reserved;
+    }
     for (size_t i = 0; i < e->n; i++) {
-        if (e->nodes[i].freed) v->graph_used -= e->nodes[i].bytes;
-        else sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA)->handle = 1;
+        struct sim_node *x = &e->nodes[i];
+        if (x->freed || x->only_free) sim_dev[x->device].graph_used -= x->bytes;
+        if (x->only_free) sim_lookup(x->addr, SIM_GRAPH_VA)->handle = 0;
+        else if (!x->freed) sim_lookup(x->addr, SIM_GRAPH_VA)->handle = 1;
     }
 out:
     pthread_mutex_unlock(&sim_lock);
@@ -1813,6 +1854,101 @@ SIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
     free(g->nodes);
     free(g);
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------ graphs built by hand */
+
+static struct sim_graph *sim_graph_of(CUgraph graph) {
+    struct sim_graph *g = (struct sim_graph *)graph;
+    return g && g->magic == SIM_GRAPH_MAGIC ? g : NULL;
+}
+
+/* A node's handle: never read back (dependencies are not checked). */
+static CUgraphNode sim_node_handle(void) {
+    static uintptr_t next;
+    return (CUgraphNode)(0x7e0000000000ull + 16 * __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED));
+}
+
+SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {
+    sim_count("cuGraphCreate");
+    if (!graph || flags) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_graph *g = calloc(1, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->magic = SIM_GRAPH_MAGIC;
+    g->device = sim_device_now();
+    *graph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+static CUresult sim_add_alloc_node(CUgraphNode *node, CUgraph graph, CUdeviceptr *dptr, const CUmemPoolProps *props,
+                                   size_t bytes) {
+    struct sim_graph *g = sim_graph_of(graph);
+    if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
+    if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_NOT_SUPPORTED;
+    if (props->location.id < 0 || props->location.id >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&sim_lock);
+    sim_setup();
+    CUresult r = sim_node_alloc(g, props->location.id, bytes, dptr);
+    pthread_mutex_unlock(&sim_lock);
+    if (r == CUDA_SUCCESS) *node = sim_node_handle();
+    return r;
+}
+
+static CUresult sim_add_free_node(CUgraphNode *node, CUgraph graph, CUdeviceptr dptr) {
+    struct sim_graph *g = sim_graph_of(graph);
+    if (!node || !g) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    CUresult r = sim_node_free(g, dptr);
+    pthread_mutex_unlock(&sim_lock);
+    if (r == CUDA_SUCCESS) *node = sim_node_handle();
+    return r;
+}
+
+SIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                           CUDA_MEM_ALLOC_NODE_PARAMS *params) {
+    (void)deps; (void)ndeps;
+    sim_count("cuGraphAddMemAllocNode");
+    if (!params) return CUDA_ERROR_INVALID_VALUE;
+    return sim_add_alloc_node(node, graph, &params->dptr, &params->poolProps, params->bytesize);
+}
+
+SIM_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                          CUdeviceptr dptr) {
+    (void)deps; (void)ndeps;
+    sim_count("cuGraphAddMemFreeNode");
+    return sim_add_free_node(node, graph, dptr);
+}
+
+/* cuGraphAddNode, both versions: an allocation or free node as above, any
+ * other type a node that does nothing. */
+static CUresult sim_add_node(CUgraphNode *node, CUgraph graph, CUgraphNodeParams *params) {
+    if (!params || !node || !sim_graph_of(graph)) return CUDA_ERROR_INVALID_VALUE;
+    switch (params->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        return sim_add_alloc_node(node, graph, &params->alloc.dptr, &params->alloc.poolProps, params->alloc.bytesize);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return sim_add_free_node(node, graph, params->free.dptr);
+    default:
+        *node = sim_node_handle();
+        return CUDA_SUCCESS;
+    }
+}
+
+/* CUDA 12.2's, without the edges' data. */
+SIM_EXPORT CUresult cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                   CUgraphNodeParams *params) {
+    (void)deps; (void)ndeps;
+    sim_count("cuGraphAddNode");
+    return sim_add_node(node, graph, params);
+}
+
+SIM_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                      const CUgraphEdgeData *edges, size_t ndeps, CUgraphNodeParams *params) {
+    (void)deps; (void)edges; (void)ndeps;
+    sim_count("cuGraphAddNode_v2");
+    return sim_add_node(node, graph, params);
 }
 
 SIM_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice d, CUgraphMem_attribute attr, void *value) {
@@ -2121,6 +2257,11 @@ static const struct {
     P(cuGraphLaunch, 10000, 0, cuGraphLaunch),
     P(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy),
     P(cuGraphDestroy, 10000, 0, cuGraphDestroy),
+    P(cuGraphCreate, 10000, 0, cuGraphCreate),
+    P(cuGraphAddMemAllocNode, 11040, 0, cuGraphAddMemAllocNode),
+    P(cuGraphAddMemFreeNode, 11040, 0, cuGraphAddMemFreeNode),
+    P(cuGraphAddNode, 12020, 0, cuGraphAddNode),
+    P(cuGraphAddNode, 12030, 0, cuGraphAddNode_v2),
     P(cuDeviceGetGraphMemAttribute, 11040, 0, cuDeviceGetGraphMemAttribute),
     P(cuDeviceGraphMemTrim, 11040, 0, cuDeviceGraphMemTrim),
     P(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3),
