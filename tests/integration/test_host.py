@@ -516,6 +516,26 @@ def host_graphs_built_node_by_node_and_frees_across_graphs():
 
 
 @test
+def host_graphs_built_through_the_runtime_are_followed():
+    """cudaGraphAddMemAllocNode and cudaGraphAddMemFreeNode reach the
+    driver's functions through cuGetProcAddress, as the real runtime's do:
+    g1's 8M and 4M recorded at their adding, g1's launch allocating and
+    freeing its 8M, g2's launch freeing g1's 4M; the call site is the
+    program's line, not the runtime's."""
+    r = same_as_without([HOST, "graph-built-runtime"])
+    ok("graph pool after g1: used 4M, reserved 12M\n" in r.out and "graph pool trimmed: used 0M, reserved 0M\n" in r.out,
+       "the simulated runtime reaches the driver's graph pool: " + r.out)
+    d = r.dump
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
+       [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"), ("alloc", 8, "graph"), ("free", 8, "graph"),
+        ("free", 4, "graph")], "the nodes at their adding, g1's launch, g2's launch")
+    eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"]), (0, 0), "every free known, nothing left live")
+    line = source_line("t_host.c", "cudaGraphAddMemAllocNode 8M")
+    sites = [(st["frames"][st["site"]]["function"], st["frames"][st["site"]]["line"]) for st in d["stacks"]]
+    ok(("graph_built_runtime", line) in sites, f"the 8M node's call site is the program's line {line}: {sites}")
+
+
+@test
 def host_graph_launch_refused_for_memory_has_its_post_mortem():
     """A graph launch the driver refuses for want of memory (its pool
     cannot reserve what the graph's allocation nodes need) is an

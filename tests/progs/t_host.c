@@ -607,6 +607,52 @@ static int graph_built(void) {
     return 0;
 }
 
+/* ------------------------------------------------ graph-built-runtime */
+
+static struct cudaMemAllocNodeParams rt_alloc_params(size_t bytes) {
+    struct cudaMemAllocNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.poolProps.allocType = cudaMemAllocationTypePinned;
+    p.poolProps.location.type = cudaMemLocationTypeDevice;
+    p.poolProps.location.id = 0;
+    p.bytesize = bytes;
+    return p;
+}
+
+static void rt_graph_pool(const char *when) {
+    unsigned long long used = 0, reserved = 0;
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used);
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &reserved);
+    printf("graph pool %s: used %lluM, reserved %lluM\n", when, used >> 20, reserved >> 20);
+}
+
+/* The same through the runtime (which reaches the driver through
+ * cuGetProcAddress): g1 with an 8M node it frees and a 4M node g2 frees;
+ * g1 launched, then g2; the pool trimmed. */
+static int graph_built_runtime(void) {
+    cudaGraph_t g1, g2;
+    cudaGraphExec_t e1, e2;
+    cudaGraphNode_t n;
+    struct cudaMemAllocNodeParams a = rt_alloc_params(8 << 20), b = rt_alloc_params(4 << 20);
+    printf("cudaGraphCreate -> %d\n", (int)cudaGraphCreate(&g1, 0));
+    printf("cudaGraphAddMemAllocNode 8M -> %d\n", (int)cudaGraphAddMemAllocNode(&n, g1, NULL, 0, &a));
+    printf("cudaGraphAddMemAllocNode 4M -> %d\n", (int)cudaGraphAddMemAllocNode(&n, g1, NULL, 0, &b));
+    printf("cudaGraphAddMemFreeNode 8M -> %d\n", (int)cudaGraphAddMemFreeNode(&n, g1, NULL, 0, a.dptr));
+    printf("cudaGraphInstantiate g1 -> %d\n", (int)cudaGraphInstantiate(&e1, g1, 0));
+    printf("cudaGraphCreate -> %d\n", (int)cudaGraphCreate(&g2, 0));
+    printf("cudaGraphAddMemFreeNode g1's 4M -> %d\n", (int)cudaGraphAddMemFreeNode(&n, g2, NULL, 0, b.dptr));
+    printf("cudaGraphInstantiate g2 -> %d\n", (int)cudaGraphInstantiate(&e2, g2, 0));
+    printf("cudaGraphLaunch g1 -> %d\n", (int)cudaGraphLaunch(e1, 0));
+    rt_graph_pool("after g1");
+    printf("cudaGraphLaunch g2 -> %d\n", (int)cudaGraphLaunch(e2, 0));
+    rt_graph_pool("after g2");
+    printf("cudaDeviceGraphMemTrim -> %d\n", (int)cudaDeviceGraphMemTrim(0));
+    rt_graph_pool("trimmed");
+    printf("cudaGraphExecDestroy, cudaGraphDestroy -> %d %d %d %d\n", (int)cudaGraphExecDestroy(e1),
+           (int)cudaGraphExecDestroy(e2), (int)cudaGraphDestroy(g1), (int)cudaGraphDestroy(g2));
+    return 0;
+}
+
 /* ---------------------------------------------------- graph-launch-oom */
 
 static CUresult hold_48m(CUdeviceptr *p) { return cuMemAlloc_v2(p, 48 << 20); }
@@ -683,6 +729,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "graph") == 0) return graph();
     if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
     if (strcmp(mode, "graph-built") == 0) return graph_built();
+    if (strcmp(mode, "graph-built-runtime") == 0) return graph_built_runtime();
     if (strcmp(mode, "graph-launch-oom") == 0) return graph_launch_oom();
     if (strcmp(mode, "budget-churn") == 0) return budget_churn();
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);

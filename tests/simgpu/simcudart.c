@@ -119,7 +119,16 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
     _(memcpy_peer_async, cuMemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, 0) \
     _(memcpy2d_async, cuMemcpy2DAsync_v2, "cuMemcpy2DAsync", 3020, 0) \
     _(memset8, cuMemsetD8_v2, "cuMemsetD8", 3020, 0) \
-    _(memset8_async, cuMemsetD8Async, "cuMemsetD8Async", 3020, 0)
+    _(memset8_async, cuMemsetD8Async, "cuMemsetD8Async", 3020, 0) \
+    _(graph_create, cuGraphCreate, "cuGraphCreate", 10000, 0) \
+    _(graph_add_alloc, cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", 11040, 0) \
+    _(graph_add_free, cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", 11040, 0) \
+    _(graph_instantiate, cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, 0) \
+    _(graph_launch, cuGraphLaunch, "cuGraphLaunch", 10000, 0) \
+    _(graph_destroy, cuGraphDestroy, "cuGraphDestroy", 10000, 0) \
+    _(graph_exec_destroy, cuGraphExecDestroy, "cuGraphExecDestroy", 10000, 0) \
+    _(graph_mem_attribute, cuDeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute", 11040, 0) \
+    _(graph_mem_trim, cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", 11040, 0)
 
 static struct {
     int state; /* 0 not tried, 1 ready, -1 no driver */
@@ -289,13 +298,32 @@ RT_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
     return rt_ret(e);
 }
 
-/* CUDA graphs are not modelled: they hold no memory here. */
-RT_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int d, enum cudaGraphMemAttributeType attr, void *value) {
-    (void)d; (void)attr;
+/* CUDA graphs as far as the driver models them (memory nodes; graphs
+ * built by hand, not captured: no stream of this runtime is ever
+ * capturing). */
+RT_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                               size_t n, struct cudaMemAllocNodeParams *p) {
     RT_BEGIN();
-    if (!value) return rt_ret(cudaErrorInvalidValue);
-    *(unsigned long long *)value = 0;
-    return cudaSuccess;
+    if (!p) return rt_ret(cudaErrorInvalidValue);
+    CUDA_MEM_ALLOC_NODE_PARAMS q;
+    _Static_assert(sizeof q.poolProps == sizeof p->poolProps, "the runtime's pool properties are the driver's");
+    memcpy(&q.poolProps, &p->poolProps, sizeof q.poolProps);
+    q.accessDescs = (const CUmemAccessDesc *)p->accessDescs;
+    q.accessDescCount = p->accessDescCount;
+    q.bytesize = p->bytesize;
+    q.dptr = 0;
+    CUresult r = drv.graph_add_alloc((CUgraphNode *)node, (CUgraph)g, (const CUgraphNode *)deps, n, &q);
+    if (r == CUDA_SUCCESS) p->dptr = (void *)(uintptr_t)q.dptr;
+    return rt_err(r);
+}
+
+RT_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+    RT_BEGIN();
+    return rt_err(drv.graph_instantiate((CUgraphExec *)e, (CUgraph)g, flags));
+}
+
+RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+    return cudaGraphInstantiate(e, g, flags);
 }
 
 RT_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int d, enum cudaGraphMemAttributeType attr, void *value) {
@@ -688,11 +716,7 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, cons
 
 RT_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) { return rt_ret(cudaErrorNotSupported); }
 RT_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue , unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
-RT_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return rt_ret(cudaErrorNotSupported); }
-RT_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) { return rt_ret(cudaErrorNotSupported); }
 RT_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) { return rt_ret(cudaErrorNotSupported); }
-RT_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) { return rt_ret(cudaErrorNotSupported); }
-RT_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) { return rt_ret(cudaErrorNotSupported); }
 RT_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) { return rt_ret(cudaErrorNotSupported); }
 RT_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count , unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
 RT_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) { return rt_ret(cudaErrorNotSupported); }
