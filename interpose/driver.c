@@ -461,7 +461,9 @@ VT_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUg
     FREE_NODE(g, dptr, real(node, g, deps, n, dptr));
 }
 
-/* cuGraphAddNode: an allocation or free node as above, by its type. */
+/* cuGraphAddNode: an allocation or free node as above, by its type; a
+ * child graph moved into its parent (the only way a graph with memory
+ * nodes can be a child) brings its nodes to the parent. */
 #define ADD_NODE(sym, g, p, call)                                            \
     REAL_OR_FAIL(sym);                                                       \
     if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {                      \
@@ -469,6 +471,13 @@ VT_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUg
     }                                                                        \
     if (p && p->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {                       \
         FREE_NODE(g, p->free.dptr, call);                                    \
+    }                                                                        \
+    if (p && p->type == CU_GRAPH_NODE_TYPE_GRAPH &&                          \
+        p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {         \
+        CUgraph child_ = p->graph.graph;                                     \
+        CUresult r_ = call;                                                  \
+        if (r_ == CUDA_SUCCESS) vt_graph_moved((void *)child_, (void *)(g)); \
+        return r_;                                                           \
     }                                                                        \
     return call
 

@@ -133,6 +133,15 @@ void vt_graph_free_added(void *graph, uint64_t address) {
     else add(&graphs, graph, &(struct node){.a.address = address, .foreign = 1});
 }
 
+void vt_graph_moved(void *child, void *parent) {
+    pthread_mutex_lock(&lock);
+    struct nodes *c = get(&graphs, child, 0), *g = c ? get(&graphs, parent, 1) : NULL;
+    for (size_t i = 0; g && i < c->n; i++)
+        if (!append(g, &c->v[i])) vt_records_lost("a CUDA graph's memory node");
+    if (c) drop(&graphs, c);
+    pthread_mutex_unlock(&lock);
+}
+
 void vt_graph_captured(void *stream, void *graph) {
     pthread_mutex_lock(&lock);
     struct nodes *c = get(&captures, stream, 0);

@@ -15,7 +15,8 @@
  * (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode, cuGraphAddNode) are
  * followed as captured ones are; a graph with memory nodes cannot be
  * cloned, nor its nodes deleted (cuda.h), and exec updates cannot change
- * memory nodes. A graph given to a child graph node is not followed. */
+ * memory nodes; a graph with memory nodes can be a child only when moved
+ * into its parent, whose nodes it then adds to. */
 #ifndef VT_INTERPOSE_GRAPHS_H
 #define VT_INTERPOSE_GRAPHS_H
 
@@ -46,6 +47,10 @@ void vt_graph_node_added(void *graph, uint64_t address);
  * allocation nodes (freed now, as a capture's free node is, and within
  * each launch), or of another graph's allocation (freed at each launch). */
 void vt_graph_free_added(void *graph, uint64_t address);
+
+/* Graph `child` was moved into graph `parent` (a child graph node that
+ * owns it): its memory nodes are the parent's. */
+void vt_graph_moved(void *child, void *parent);
 
 /* The capture of `stream` ended with graph `graph`. */
 void vt_graph_captured(void *stream, void *graph);

@@ -482,7 +482,8 @@ def host_graph_instantiated_through_its_older_name_is_followed():
 @test
 def host_graphs_built_node_by_node_and_frees_across_graphs():
     """Graphs built by hand (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode,
-    cuGraphAddNode in both versions) are followed as captured ones are:
+    cuGraphAddNode in both versions, a child graph moved into its parent)
+    are followed as captured ones are:
     each allocation node recorded when it is added (its device from the
     node's pool properties), each launch allocating and freeing what the
     graph frees and allocating again what the last launch's was freed of.
@@ -493,6 +494,8 @@ def host_graphs_built_node_by_node_and_frees_across_graphs():
     env = {"SIMGPU_DEVICES": "2"}
     r = same_as_without([HOST, "graph-built"], env=env)
     ok("cuGraphAddMemFreeNode 2M twice -> 1\n" in r.out and "cuGraphLaunch g2 with nothing to free -> 1\n" in r.out
+       and "cuGraphAddNode child cloned -> 801\ncuGraphAddNode child moved -> 0\n" in r.out
+       and "cuGraphLaunch parent -> 0\n" in r.out
        and "device 0 graph pool: used 0M, reserved 12M\ndevice 1 graph pool: used 0M, reserved 2M\n" in r.out,
        "the simulated driver refuses a second free node of one allocation and a launch with nothing to free: "
        + r.out)
@@ -506,10 +509,12 @@ def host_graphs_built_node_by_node_and_frees_across_graphs():
             ("alloc", 4, 0, "graph"),  # g1 again: its 4M allocated again
             ("alloc", 1, 0, "device"),  # after g3's capture, before its launch
             ("free", 4, 0, "graph"),  # g3's launch frees g1's 4M
-            ("free", 1, 0, "device")],
+            ("free", 1, 0, "device"),
+            ("alloc", 2, 0, "graph"), ("free", 2, 0, "graph"),  # the child's node, added and freed
+            ("alloc", 2, 0, "graph"), ("free", 2, 0, "graph")],  # the parent's launch runs the child's nodes
        "every node at its place, g1's 4M freed by the launches of g2 and g3, not by g3's capture")
     eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"], d["totals"]["alloc_count"], d["totals"]["free_count"]),
-       (0, 0, 9, 9), "every free known, nothing left live")
+       (0, 0, 11, 11), "every free known, nothing left live")
     add = source_line("t_host.c", "cuGraphAddMemAllocNode 8M on 0")
     site = [s for s in d["stacks"] if any(f.get("line") == add for f in s["frames"])]
     ok(site, "the 8M node's stack is the call that added it (t_host.c line %d)" % add)

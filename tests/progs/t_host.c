@@ -549,7 +549,7 @@ static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(int device, size_t bytes) {
  * CUDA 12.2, without edge data, through cuGetProcAddress); g3, captured,
  * frees it too (cuMemFreeAsync on the captured stream). Launches: g1, g2,
  * g1, a 1M cuMemAlloc_v2, g3, g2 again (refused: nothing of g1's is in
- * use), then the 1M freed. */
+ * use), then the 1M freed; then a child graph moved into its parent. */
 static int graph_built(void) {
     CUgraph g1, g2, g3;
     CUgraphExec e1, e2, e3;
@@ -597,6 +597,24 @@ static int graph_built(void) {
     printf("cuGraphLaunch g3 -> %d\n", (int)cuGraphLaunch(e3, s));
     printf("cuGraphLaunch g2 with nothing to free -> %d\n", (int)cuGraphLaunch(e2, s));
     printf("cuMemFree_v2 1M -> %d\n", (int)cuMemFree_v2(m));
+    /* A child graph with a 2M node it frees, cloned (refused: it has
+     * memory nodes) then moved into its parent, which is launched. */
+    CUgraph gc, gp;
+    CUgraphExec ep;
+    CUgraphNodeParams k;
+    printf("cuGraphCreate child, parent -> %d %d\n", (int)cuGraphCreate(&gc, 0), (int)cuGraphCreate(&gp, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS ka = alloc_params(0, 2 << 20);
+    printf("cuGraphAddMemAllocNode 2M to the child -> %d\n", (int)cuGraphAddMemAllocNode(&n, gc, NULL, 0, &ka));
+    printf("cuGraphAddMemFreeNode 2M to the child -> %d\n", (int)cuGraphAddMemFreeNode(&n, gc, NULL, 0, ka.dptr));
+    memset(&k, 0, sizeof k);
+    k.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    k.graph.graph = gc;
+    k.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE;
+    printf("cuGraphAddNode child cloned -> %d\n", (int)cuGraphAddNode(&n, gp, NULL, NULL, 0, &k));
+    k.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    printf("cuGraphAddNode child moved -> %d\n", (int)cuGraphAddNode(&n, gp, NULL, NULL, 0, &k));
+    printf("cuGraphInstantiate parent -> %d\n", (int)cuGraphInstantiate(&ep, gp, 0));
+    printf("cuGraphLaunch parent -> %d\n", (int)cuGraphLaunch(ep, s));
     for (int d = 0; d < 2; d++) {
         cuuint64_t used = 0, reserved = 0;
         cuDeviceGetGraphMemAttribute(d, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used);

@@ -1654,7 +1654,9 @@ SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *statu
  * node (cuGraphCreate, cuGraphAddMemAllocNode, cuGraphAddMemFreeNode,
  * cuGraphAddNode): an allocation node's device is its pool properties'
  * location (a device; host locations are not supported), and its address
- * is handed out at once, as in a capture. Kernels and other nodes are not
+ * is handed out at once, as in a capture; a child graph moved into its
+ * parent (cuGraphAddNode, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) brings its
+ * memory nodes with it. Kernels and other nodes are not
  * modelled (cuGraphAddNode of another type adds a node that does
  * nothing); dependencies are not checked. */
 #define SIM_GRAPH_MAGIC 0x6a9f
@@ -1930,6 +1932,40 @@ static CUresult sim_add_node(CUgraphNode *node, CUgraph graph, CUgraphNodeParams
         return sim_add_alloc_node(node, graph, &params->alloc.dptr, &params->alloc.poolProps, params->alloc.bytesize);
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return sim_add_free_node(node, graph, params->free.dptr);
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+        /* A child graph moved into its parent: its nodes are the parent's,
+         * its handle no longer usable on its own. (A clone of a graph with
+         * memory nodes is refused, as cuda.h says.) */
+        struct sim_graph *g = sim_graph_of(graph), *c = sim_graph_of(params->graph.graph);
+        if (!c || c == g) return CUDA_ERROR_INVALID_VALUE;
+        if (params->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) {
+            if (c->n) return CUDA_ERROR_NOT_SUPPORTED;
+            *node = sim_node_handle();
+            return CUDA_SUCCESS;
+        }
+        pthread_mutex_lock(&sim_lock);
+        CUresult r = CUDA_SUCCESS;
+        if (g->n + c->n > g->cap) {
+            size_t cap = g->n + c->n;
+            struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
+            if (!m) r = CUDA_ERROR_OUT_OF_MEMORY;
+            else {
+                g->nodes = m;
+                g->cap = cap;
+            }
+        }
+        if (r == CUDA_SUCCESS) {
+            if (c->n) memcpy(g->nodes + g->n, c->nodes, c->n * sizeof *c->nodes);
+            g->n += c->n;
+            free(c->nodes);
+            c->nodes = NULL;
+            c->n = c->cap = 0;
+            c->magic = 0; /* kept, so that a stale handle reads as none */
+        }
+        pthread_mutex_unlock(&sim_lock);
+        if (r == CUDA_SUCCESS) *node = sim_node_handle();
+        return r;
+    }
     default:
         *node = sim_node_handle();
         return CUDA_SUCCESS;
