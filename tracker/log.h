@@ -42,10 +42,16 @@ static inline uint64_t log_used(const struct vt_slot *l, int need) {
 }
 
 /* The slot's lock, with room for `need` more ops in its log (the fast
- * half of vt_log_lock_slow). */
+ * half of vt_log_lock_slow): tail, which the applier writes, is read only
+ * when head reaches the room last read from it. */
 static inline void slot_lock(struct vt_slot *l, int need) {
     slot_take(l);
-    if (__builtin_expect(log_used(l, need) <= LOG_OPS / 2, 1)) return;
+    if (__builtin_expect(l->head + (uint64_t)need <= l->room, 1)) return;
+    uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+    if (l->head + (uint64_t)need - tail <= LOG_OPS / 2) {
+        l->room = tail + LOG_OPS / 2;
+        return;
+    }
     slot_give(l);
     vt_log_lock_slow(l, need);
 }

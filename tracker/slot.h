@@ -26,10 +26,18 @@
  * another thread only to free what the owner allocated. The applier,
  * under the global lock, reads up to head and then writes tail. */
 struct vt_slot {
+    /* What a call reads and writes in its slot, on one cache line: the
+     * lock, the log's head and room, the table's first five fields (a free
+     * of another thread's memory takes one line from the owner's core,
+     * not three). */
     int lock;           /* slot_take / slot_give */
     int wanted;         /* threads waiting for it (vt_slot_wait) */
-    struct live_table table;
     uint64_t head;
+    /* Where head may go without reading tail (the applier's line): tail +
+     * LOG_OPS / 2 as last read under the lock; tail only grows, so it is
+     * never more than the room there is. 0 at first. */
+    uint64_t room;
+    struct live_table table;
     int owned;          /* 1 while a live thread has it */
     VT_PROBE_FIELD      /* lockprobe.h: the holder's CPU time at the take */
     struct vt_slot *next; /* all slots, newest first; never unlinked */
@@ -38,6 +46,8 @@ struct vt_slot {
     /* Two entries a line, none across two. */
     struct vt_event ops[LOG_OPS] __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
+_Static_assert(__builtin_offsetof(struct vt_slot, table.fresh_left) == 64,
+               "the slot's lock, log head and room and the table's hot fields share its first cache line");
 
 /* Every slot, newest first (pushed under the global lock, read without
  * it): a cache line of its own, read by every free that is not of the

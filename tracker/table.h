@@ -60,24 +60,27 @@ struct live_entry {
 struct vt_cow;
 
 struct live_table {
+    /* What every add, find and delete reads first (40 bytes: with the
+     * slot's lock and log head, one cache line, see slot.h). */
     struct live_entry *e;
     size_t cap;          /* a power of two, or 0 */
     size_t count;        /* records in both arrays */
-    /* While growing: the array being moved from, its size, and how far
-     * the move has come (entries below `moved` are all gone); NULL when
-     * not growing. */
+    /* While growing: the array being moved from (NULL when not growing),
+     * below its size and how far the move has come (entries below `moved`
+     * are all gone). */
     struct live_entry *old;
-    size_t old_cap, moved;
     /* Set while a snapshot copies the table (cow.h): every change of an
      * entry first has the entry's chunk copied. */
     struct vt_cow *cow;
-    /* While a table grows into a mapped array: its blocks of
-     * FRESH_ENTRIES entries (a 4 KiB page) written so far, a bit each, and
-     * how many are not (see entry_rec); let go when the move ends (by then
-     * the array is a quarter full or more, every block written). NULL and 0
-     * otherwise. */
-    uint64_t *written;
+    /* Read only while the table grows (or must: table_add). While it
+     * grows into a mapped array: how many of the array's blocks of
+     * FRESH_ENTRIES entries (a 4 KiB page) are not written yet, and which
+     * are, a bit each (see entry_rec); let go when the move ends (by then
+     * the array is a quarter full or more, every block written). 0 and
+     * NULL otherwise. */
     size_t fresh_left;
+    size_t old_cap, moved;
+    uint64_t *written;
 };
 
 /* A page of a mapped array never written reads as the shared zero page
