@@ -92,7 +92,14 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
         uint64_t used = l->head + (uint64_t)need - tail;
         if (used <= LOG_OPS / 2) return;
         int room = used <= LOG_OPS;
-        if (room && __atomic_load_n(&applying.on, __ATOMIC_RELAXED)) return;
+        if (room && __atomic_load_n(&applying.on, __ATOMIC_RELAXED)) {
+            /* The rest of the log is this thread's without asking again
+             * (a call past the half would take this path at every call
+             * while the other thread applies, reading the lines it
+             * writes); the room is then re-read from tail. */
+            l->room = tail + LOG_OPS;
+            return;
+        }
         slot_give(l);
         if (vt_global_trylock() == 0) {
             vt_log_drain();
