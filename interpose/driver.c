@@ -196,20 +196,38 @@ static void note_pool(CUmemoryPool pool, int device) {
     if (device >= VT_HOST_DEVICE) vt_pool_note(pool, device);
 }
 
+/* A stream-ordered allocation on a captured stream is an allocation node
+ * of the graph captured into (`key`, pools.h): an address, no memory until
+ * a launch (graphs.h). Not counted by the budget. */
+#define NODE_ALLOC(api, key, kind, device, call, addr, bytes)                \
+    VT_ENTER;                                                                \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = call);                                                  \
+    vt_hook_node(api, kind, device, r == CUDA_SUCCESS, IS_OOM(r),            \
+                 r == CUDA_SUCCESS ? (uint64_t)(addr) : 0, bytes, key);      \
+    VT_LEAVE;                                                                \
+    return r
+
 /* An allocation from a device's current pool lands on the stream's device;
  * one from a given pool, on the pool's device or the host (pools.h). */
 #define ASYNC_ALLOC(sym, s, call)                                                    \
     REAL_OR_FAIL(sym);                                                               \
-    ALLOC_THEN(#sym, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), bytes, call, \
-               *dptr, bytes, GRAPH_NODE(s))
+    if (vt_pass()) return call;                                                      \
+    void *key_ = vt_stream_capture_key((void *)(s));                                 \
+    if (key_) {                                                                      \
+        NODE_ALLOC(#sym, key_, VT_KIND_GRAPH, vt_stream_device(s), call, *dptr, bytes); \
+    }                                                                                \
+    ALLOC(#sym, VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, bytes)
 
 #define POOL_ALLOC(sym, pool, s, call)                                               \
     REAL_OR_FAIL(sym);                                                               \
-    int where_;                                                                      \
-    ALLOC_THEN(#sym, vt_pool_where(pool, s, &where_), where_, bytes, call, *dptr, bytes, GRAPH_NODE(s))
-
-/* An allocation on a captured stream is a node of the graph (graphs.h). */
-#define GRAPH_NODE(s) if (ok && kind_ == VT_KIND_GRAPH) vt_graph_node((void *)(s), *dptr)
+    if (vt_pass()) return call;                                                      \
+    int where_, kind_at_ = vt_pool_where(pool, s, &where_);                          \
+    void *key_ = vt_stream_capture_key((void *)(s));                                 \
+    if (key_) {                                                                      \
+        NODE_ALLOC(#sym, key_, vt_node_kind(kind_at_), where_, call, *dptr, bytes);  \
+    }                                                                                \
+    ALLOC(#sym, kind_at_, where_, bytes, call, *dptr, bytes)
 
 VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
     ASYNC_ALLOC(cuMemAllocAsync, s, real(dptr, bytes, s));
@@ -233,14 +251,18 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, pool, PTDS(s), real(dptr, bytes, pool, s));
 }
 
+/* A free on a captured stream of a graph allocation's address (this
+ * graph's or another's) is a free node: nothing is freed until a launch
+ * (graphs.h). Any other free is taken now. */
 #define ASYNC_FREE(sym, stream)                                               \
     REAL_OR_FAIL(sym);                                                        \
     if (dptr == 0 || vt_pass()) return real(dptr, s);                         \
-    if (vt_stream_captured(stream) && foreign_free_node(stream, dptr)) {      \
+    void *key_ = vt_stream_capture_key((void *)(stream));                     \
+    if (key_ && vt_graph_is_node(dptr)) {                                     \
         VT_ENTER;                                                             \
         CUresult r;                                                           \
         VT_REAL_CALL(r = real(dptr, s));                                      \
-        if (r == CUDA_SUCCESS) vt_graph_capture_frees((void *)(stream), dptr); \
+        if (r == CUDA_SUCCESS) vt_graph_free_node(key_, dptr);                \
         VT_LEAVE;                                                             \
         return r;                                                             \
     }                                                                         \
@@ -249,19 +271,8 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     CUresult r;                                                               \
     VT_REAL_CALL(r = real(dptr, s));                                          \
     vt_hook_free(&a, r == CUDA_SUCCESS);                                      \
-    if (r == CUDA_SUCCESS && vt_stream_captured(stream)) vt_graph_node_freed((void *)(stream), dptr); \
     VT_LEAVE;                                                                 \
     return r
-
-/* A free on a captured stream of another graph's allocation (one a launch
- * of that graph left in use) is a free node: the memory stays in use until
- * this graph is launched (graphs.h). A free of the capture's own node, or
- * of memory that is not a graph's, is taken now. */
-static int foreign_free_node(CUstream s, CUdeviceptr dptr) {
-    struct vt_alloc a;
-    return vt_tracker_find(VT_SPACE_DEVICE, dptr, &a) && a.kind == VT_KIND_GRAPH &&
-           !vt_graph_capture_holds((void *)s, dptr);
-}
 
 VT_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
     ASYNC_FREE(cuMemFreeAsync, s);
@@ -362,46 +373,81 @@ VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
     VT_LEAVE;                                                                \
     return r
 
-VT_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
-    GRAPH_CALL(cuStreamEndCapture, (vt_capture_ended(), vt_graph_captured(s, g ? *g : NULL)), s, g);
-}
+/* The end of a capture: the graph it captured into (asked before the end)
+ * gets its nodes, or loses them when the capture failed. */
+#define END_CAPTURE(sym, stream, s, g)                                       \
+    REAL_OR_FAIL(sym);                                                       \
+    if (vt_busy || !vt_captures_began()) return real(s, g);                  \
+    VT_ENTER;                                                                \
+    void *key_ = vt_stream_capture_key((void *)(stream));                    \
+    CUresult r;                                                              \
+    VT_REAL_CALL(r = real(s, g));                                            \
+    int ok_ = r == CUDA_SUCCESS && g && *g;                                  \
+    if (r == CUDA_SUCCESS) vt_capture_ended();                               \
+    if (key_) vt_graph_capture_ended(key_, ok_ ? (void *)*g : NULL, ok_);    \
+    VT_LEAVE;                                                                \
+    return r
+
+VT_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { END_CAPTURE(cuStreamEndCapture, s, s, g); }
 
 VT_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g) {
-    GRAPH_CALL(cuStreamEndCapture_ptsz, (vt_capture_ended(), vt_graph_captured(PTDS(s), g ? *g : NULL)), s, g);
+    END_CAPTURE(cuStreamEndCapture_ptsz, PTDS(s), s, g);
 }
 
 VT_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
-    GRAPH_CALL(cuGraphInstantiateWithFlags, vt_graph_instantiated(g, e ? *e : NULL), e, g, flags);
+    GRAPH_CALL(cuGraphInstantiateWithFlags, vt_graph_instantiated(g, e ? *e : NULL, flags), e, g, flags);
 }
 
 VT_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
-    GRAPH_CALL(cuGraphInstantiateWithParams, vt_graph_instantiated(g, e ? *e : NULL), e, g, params);
+    GRAPH_CALL(cuGraphInstantiateWithParams, vt_graph_instantiated(g, e ? *e : NULL, params ? params->flags : 0), e, g,
+               params);
 }
 
 VT_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
                                                      CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
-    GRAPH_CALL(cuGraphInstantiateWithParams_ptsz, vt_graph_instantiated(g, e ? *e : NULL), e, g, params);
+    GRAPH_CALL(cuGraphInstantiateWithParams_ptsz, vt_graph_instantiated(g, e ? *e : NULL, params ? params->flags : 0),
+               e, g, params);
 }
 
-/* A launch the driver refused for want of memory (its graph pool could not
+/* A launch: under VRAMTRACE_LIMIT, refused as a device would refuse it
+ * when what its allocation nodes take passes the budget on a device; a
+ * launch the driver refuses for want of memory (its graph pool could not
  * reserve what the allocation nodes need) is an out-of-memory failure of
- * its own: its post-mortem asks for what the graph's allocation nodes
- * take on the device where they take most. */
+ * its own, asking for what they take on the device where they take most;
+ * one that ran makes and frees its nodes' records (graphs.h). */
 #define LAUNCH(sym, e, s)                                                    \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_busy || !vt_captures_began()) return real(e, s);                  \
     VT_ENTER;                                                                \
+    if (launch_over_budget(#sym, e)) {                                       \
+        VT_LEAVE;                                                            \
+        return CUDA_ERROR_OUT_OF_MEMORY;                                     \
+    }                                                                        \
     CUresult r;                                                              \
     VT_REAL_CALL(r = real(e, s));                                            \
-    if (r == CUDA_SUCCESS) vt_graph_launched(e);                             \
+    if (r == CUDA_SUCCESS) vt_graph_launched(e, vt_hook_record);             \
     if (IS_OOM(r)) launch_refused(#sym, e);                                  \
     VT_LEAVE;                                                                \
     return r
 
+static int launch_over_budget(const char *api, CUgraphExec e) {
+    uint64_t need[VT_MAX_DEVICES];
+    if (__atomic_load_n(&vt_budget_off, __ATOMIC_ACQUIRE) || !vt_graph_launch_needs(e, need)) return 0;
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        if (need[d] && vt_budget_refuse_launch(api, d, need[d])) return 1;
+    return 0;
+}
+
 static void launch_refused(const char *api, CUgraphExec e) {
+    uint64_t need[VT_MAX_DEVICES], most = 0;
     int device = 0;
-    uint64_t need = vt_graph_launch_need(e, &device);
-    if (need) vt_hook_alloc(api, VT_KIND_GRAPH, device, 0, 1, 0, need);
+    if (!vt_graph_launch_needs(e, need)) return;
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        if (need[d] > most) {
+            most = need[d];
+            device = d;
+        }
+    if (most) vt_hook_alloc(api, VT_KIND_GRAPH, device, 0, 1, 0, most);
 }
 
 VT_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { LAUNCH(cuGraphLaunch, e, s); }
@@ -425,26 +471,26 @@ static int alloc_node_kind(const CUmemPoolProps *p, int *device) {
     return VT_KIND_HOST_ASYNC;
 }
 
-/* An allocation node added by hand is recorded at once, with the stack of
- * the call that added it, as a captured allocation is; its graph's
- * launches follow it (graphs.h). `p`: its CUDA_MEM_ALLOC_NODE_PARAMS (v1
- * and v2 alike), not NULL. */
-#define ALLOC_NODE(sym, g, p, call)                                                       \
-    vt_graph_nodes_added();                                                               \
-    int where_;                                                                           \
-    ALLOC_THEN(#sym, alloc_node_kind(&(p)->poolProps, &where_), where_, (p)->bytesize, call, \
-               (p)->dptr, (p)->bytesize, if (ok) vt_graph_node_added((void *)(g), (p)->dptr))
+/* An allocation node added by hand is noted with the stack of the call
+ * that added it, as a captured one is; its graph's launches record it
+ * (graphs.h). `p`: its CUDA_MEM_ALLOC_NODE_PARAMS (v1 and v2 alike), not
+ * NULL. */
+#define ALLOC_NODE(sym, g, p, call)                                          \
+    if (vt_pass()) return call;                                              \
+    vt_graph_nodes_added();                                                  \
+    int where_, kind_at_ = alloc_node_kind(&(p)->poolProps, &where_);        \
+    NODE_ALLOC(#sym, (void *)(g), kind_at_, where_, call, (p)->dptr, (p)->bytesize)
 
 /* A free node added by hand: of the graph's own allocation node (freed
- * now, and within each launch) or of another graph's (freed at each of
- * this graph's launches). */
+ * within each launch) or of another graph's (freed at each of this
+ * graph's launches). */
 #define FREE_NODE(g, dptr, call)                                             \
     if (vt_pass()) return call;                                              \
     vt_graph_nodes_added();                                                  \
     VT_ENTER;                                                                \
     CUresult r;                                                              \
     VT_REAL_CALL(r = call);                                                  \
-    if (r == CUDA_SUCCESS) vt_graph_free_added((void *)(g), dptr);           \
+    if (r == CUDA_SUCCESS) vt_graph_free_node((void *)(g), dptr);            \
     VT_LEAVE;                                                                \
     return r
 

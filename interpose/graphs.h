@@ -1,75 +1,74 @@
-/* graphs.h -- CUDA graphs' allocation nodes, from their capture to each
- * launch.
+/* graphs.h -- CUDA graphs' memory nodes, from their making to each launch.
  *
- * A stream-ordered allocation made while its stream is captured is an
- * allocation node of the graph being captured: recorded at once (kind
- * VT_KIND_GRAPH) and noted here with its stack, as is a free node of it.
- * The capture's nodes become the graph's at cuStreamEndCapture, and an
- * executable graph's at its instantiation. Each launch then does what the
- * graph does: a node its graph frees is allocated and freed again (a pair
- * of events), and a node whose memory outlives the graph is recorded
- * again when nothing holds its address (the memory of the launch before
- * was freed after it). A free node of another graph's allocation (memory
- * a launch of that graph left in use) frees it when its own graph is
- * launched, not when the node is made. Graphs built node by node
- * (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode, cuGraphAddNode) are
- * followed as captured ones are; a graph with memory nodes cannot be
- * cloned, nor its nodes deleted (cuda.h), and exec updates cannot change
- * memory nodes; a graph with memory nodes can be a child only when moved
- * into its parent, whose nodes it then adds to. */
+ * An allocation node (a stream-ordered allocation on a captured stream, or
+ * one added by hand: cuGraphAddMemAllocNode, cuGraphAddNode) has an
+ * address from the start but no memory until its graph is launched: it is
+ * noted here with the stack of the call that made it, and recorded only
+ * by each launch (kind VT_KIND_GRAPH, or the host's kind where a driver
+ * allows a node there). A launch allocates every allocation node whose
+ * memory is not in use, then frees those the graph frees, then frees what
+ * its free nodes of other graphs' allocations free; memory a launch leaves
+ * in use is freed by a free outside the graph (or by the next launch of an
+ * executable graph instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).
+ * A graph never launched holds nothing. Nodes are kept by graph: a capture
+ * asks the driver which graph it is capturing into
+ * (cuStreamGetCaptureInfo_v2), so that streams joined to a capture and the
+ * per-thread default stream of each thread add to the right one. A graph
+ * with memory nodes cannot be cloned nor lose nodes (cuda.h), exec updates
+ * cannot change memory nodes, and it can be a child only when moved into
+ * its parent, whose nodes it then adds to. */
 #ifndef VT_INTERPOSE_GRAPHS_H
 #define VT_INTERPOSE_GRAPHS_H
 
 #include <stdint.h>
 
-/* A capture of `stream` began: what an earlier one left (a capture that
- * failed never ended) is forgotten. */
+#include "../tracker/tracker.h"
+
+/* Allocation node `a` (address, bytes, api, stack, device, kind) of graph
+ * `graph` (or of the capture of a stream, keyed by the stream, where the
+ * driver cannot say the graph). */
+void vt_graph_node_add(void *graph, const struct vt_alloc *a);
+
+/* A free node of `address` in `graph`: of one of its own allocation nodes
+ * (freed within each launch), or of another graph's allocation (freed at
+ * each launch of this graph). */
+void vt_graph_free_node(void *graph, uint64_t address);
+
+/* Whether `address` is an allocation node's, of any graph known: a free of
+ * it on a captured stream is a free node, not a free now. */
+int vt_graph_is_node(uint64_t address);
+
+/* A capture of `stream` began (the stream is the key where the driver
+ * cannot say the graph): what an earlier one left under it is dropped. */
 void vt_graph_capture_begins(void *stream);
 
-/* An allocation node recorded at `address` while `stream` was captured. */
-void vt_graph_node(void *stream, uint64_t address);
-
-/* A free of `address` while `stream` was captured (a free node). */
-void vt_graph_node_freed(void *stream, uint64_t address);
-
-/* Whether `address` is an allocation node of the capture of `stream` that
- * the capture has not freed. */
-int vt_graph_capture_holds(void *stream, uint64_t address);
-
-/* A free node of another graph's allocation (at `address`) while
- * `stream` was captured: freed when the graph is launched. */
-void vt_graph_capture_frees(void *stream, uint64_t address);
-
-/* An allocation node recorded at `address`, added to `graph` by hand. */
-void vt_graph_node_added(void *graph, uint64_t address);
-
-/* A free node of `address` added to `graph` by hand: of one of its own
- * allocation nodes (freed now, as a capture's free node is, and within
- * each launch), or of another graph's allocation (freed at each launch). */
-void vt_graph_free_added(void *graph, uint64_t address);
+/* A capture into `key` (the graph the driver said, or the stream) ended:
+ * with graph `graph` when `ok`, its nodes then the graph's; else the
+ * capture's nodes are dropped. */
+void vt_graph_capture_ended(void *key, void *graph, int ok);
 
 /* Graph `child` was moved into graph `parent` (a child graph node that
  * owns it): its memory nodes are the parent's. */
 void vt_graph_moved(void *child, void *parent);
 
-/* The capture of `stream` ended with graph `graph`. */
-void vt_graph_captured(void *stream, void *graph);
+/* Graph `graph` was instantiated as `exec` with `flags`
+ * (CUDA_GRAPH_INSTANTIATE_FLAG_*). */
+void vt_graph_instantiated(void *graph, void *exec, unsigned long long flags);
 
-/* Graph `graph` was instantiated as `exec`. */
-void vt_graph_instantiated(void *graph, void *exec);
+/* What a launch of `exec` allocates, by device (need[d]): the bytes of the
+ * allocation nodes whose memory is not in use (all of them with
+ * auto-free), the most the launch can take. Whether `exec` is known. */
+int vt_graph_launch_needs(void *exec, uint64_t need[VT_MAX_DEVICES]);
 
-/* Executable graph `exec` was launched. */
-void vt_graph_launched(void *exec);
-
-/* What a launch of `exec` that failed for want of memory asked for: the
- * bytes of its allocation nodes on the device where they are most (*device);
- * 0 when vramtrace knows none of its nodes. */
-uint64_t vt_graph_launch_need(void *exec, int *device);
+/* Executable graph `exec` was launched: its nodes' records made and freed
+ * as above; `record` makes a record (the hook's, with device facts). */
+void vt_graph_launched(void *exec, void (*record)(const struct vt_alloc *a));
 
 /* A graph or an executable graph was destroyed. */
 void vt_graph_dropped(void *graph_or_exec);
 
-/* After fork, in the child: the tables' lock free again. */
+/* After fork, in the child: every graph forgotten (their stacks were the
+ * parent's; a forked child cannot use the driver), the lock free again. */
 void vt_graphs_reset_child(void);
 
 #endif

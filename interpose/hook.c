@@ -14,6 +14,7 @@
 #include "../tracker/pystack.h"
 #include "../tracker/pystack_id.h"
 #include "../tracker/stack.h"
+#include "graphs.h"
 #include "hook.h"
 #include "nvml.h"
 #include "ondemand.h"
@@ -310,6 +311,43 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     if (first && oom) first_touch();
 }
 
+void vt_hook_node(const char *api, int kind, int device, int ok, int oom, uint64_t address, uint64_t bytes,
+                  void *key) {
+    if (!ok) {
+        vt_hook_alloc(api, kind, device, 0, oom, 0, bytes);
+        return;
+    }
+    if (address == 0) return;
+    vt_init();
+    if (vt_kind_is_host(kind)) device = VT_HOST_DEVICE;
+    else if (device == VT_DEVICE_CURRENT) device = current_device();
+    struct vt_alloc a = {.address = address, .bytes = bytes, .api = api, .stack = stack_id(),
+                         .device = (int16_t)device, .kind = (uint8_t)kind};
+    vt_graph_node_add(key, &a);
+}
+
+void vt_hook_record(const struct vt_alloc *a) {
+    int first = !vt_tracker_touched();
+    if (a->device >= 0 && vt_tracker_needs_facts(a->device)) read_facts(a->device);
+    vt_tracker_alloc_at(a->address, a->bytes, a->kind, a->device, a->api, a->stack);
+    if (first) first_touch();
+}
+
+int vt_budget_refuse_launch(const char *api, int device, uint64_t bytes) {
+    vt_init();
+    if (vt_opt.limit == 0 || device < 0 || device >= VT_MAX_DEVICES) return 0;
+    pthread_mutex_lock(&budget_lock);
+    uint64_t used = vt_tracker_device_live(device) + promised[device];
+    int fits = used <= vt_opt.limit && bytes <= vt_opt.limit - used;
+    pthread_mutex_unlock(&budget_lock);
+    if (fits) return 0;
+    int first = !vt_tracker_touched();
+    if (vt_tracker_needs_facts(device)) read_facts(device);
+    record_oom(api, VT_KIND_GRAPH, device, bytes, 1, used);
+    if (first) first_touch();
+    return 1;
+}
+
 void vt_hook_torch_oom(int device, uint64_t request) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
     vt_busy++;
@@ -322,8 +360,7 @@ __attribute__((visibility("hidden"))) int vt_budget_off;
 
 int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes) {
     vt_init();
-    /* A graph's allocation node holds no memory until a launch. */
-    if (vt_opt.limit == 0 || !vt_kind_owned_device(kind) || kind == VT_KIND_GRAPH) return 0;
+    if (vt_opt.limit == 0 || !vt_kind_owned_device(kind)) return 0;
     if (device == VT_DEVICE_CURRENT) device = current_device();
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;
     pthread_mutex_lock(&budget_lock);

@@ -78,6 +78,23 @@ static inline void *vt_real_quiet(int id) {
 void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
                    uint64_t address, uint64_t bytes);
 
+/* A CUDA graph's allocation node was made (`ok`) at `address` in the
+ * graph captured into or built, `key` (graphs.h): noted with this call's
+ * stack, not recorded (no memory until a launch). A failure is recorded as
+ * vt_hook_alloc records one. */
+void vt_hook_node(const char *api, int kind, int device, int ok, int oom, uint64_t address, uint64_t bytes,
+                  void *key);
+
+/* A graph launch's record of allocation node `a` (its stack the node's),
+ * the device's facts read first as for any allocation. */
+void vt_hook_record(const struct vt_alloc *a);
+
+/* VRAMTRACE_LIMIT at a graph launch: whether `bytes` more on `device`
+ * would pass the budget (then recorded as an OOM marked "budget", of
+ * `api`, and the launch refused). No promise is kept: the launch's records
+ * follow the launch. */
+int vt_budget_refuse_launch(const char *api, int device, uint64_t bytes);
+
 /* VRAMTRACE_LIMIT: whether an allocation of `bytes` would take the
  * device's live bytes past the budget. If so it is recorded as an OOM
  * marked "budget" and the caller returns its API's out-of-memory code

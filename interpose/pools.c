@@ -78,11 +78,10 @@ int vt_pool_where(void *pool, void *stream, int *device) {
     int at = pool ? find((uintptr_t)pool) : -1;
     if (at < 0) {
         *device = vt_stream_device(stream);
-        return vt_stream_captured(stream) ? VT_KIND_GRAPH : VT_KIND_ASYNC;
+        return VT_KIND_ASYNC;
     }
     *device = __atomic_load_n(&slot_device[at], __ATOMIC_RELAXED);
-    if (*device == VT_HOST_DEVICE) return VT_KIND_HOST_ASYNC;
-    return vt_stream_captured(stream) ? VT_KIND_GRAPH : VT_KIND_ASYNC;
+    return *device == VT_HOST_DEVICE ? VT_KIND_HOST_ASYNC : VT_KIND_ASYNC;
 }
 
 /* How many devices the driver shows, once it has said (0 before). */
@@ -119,15 +118,23 @@ void vt_graph_nodes_added(void) {
 
 int vt_captures_began(void) { return __atomic_load_n(&captures, __ATOMIC_ACQUIRE); }
 
-int vt_stream_captured(void *stream) {
-    if (__builtin_expect(__atomic_load_n(&capturing, __ATOMIC_ACQUIRE) <= 0, 1)) return 0;
+void *vt_stream_capture_key(void *stream) {
+    if (__builtin_expect(__atomic_load_n(&capturing, __ATOMIC_ACQUIRE) <= 0, 1)) return NULL;
     uintptr_t s = (uintptr_t)stream;
-    if (s == 0 || s == (uintptr_t)CU_STREAM_LEGACY) return 0;
-    static void *kept;
-    CUresult (*is)(CUstream, CUstreamCaptureStatus *);
-    *(void **)&is = vt_driver_fn_kept(&kept, "cuStreamIsCapturing");
+    if (s == 0 || s == (uintptr_t)CU_STREAM_LEGACY) return NULL;
+    static void *kept_info, *kept_is;
+    CUresult (*info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, const CUgraphNode **, size_t *);
+    *(void **)&info = vt_driver_fn_kept(&kept_info, "cuStreamGetCaptureInfo_v2");
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    return is && is((CUstream)stream, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (info) {
+        CUgraph g = NULL;
+        if (info((CUstream)stream, &st, NULL, &g, NULL, NULL) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+            return NULL;
+        return g ? (void *)g : stream;
+    }
+    CUresult (*is)(CUstream, CUstreamCaptureStatus *);
+    *(void **)&is = vt_driver_fn_kept(&kept_is, "cuStreamIsCapturing");
+    return is && is((CUstream)stream, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? stream : NULL;
 }
 
 int vt_stream_device(void *stream) {

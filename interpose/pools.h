@@ -20,8 +20,8 @@ void vt_pool_forget(void *pool);
 /* Where an allocation from `pool` on stream `stream` lands: *device is the
  * pool's device, VT_HOST_DEVICE for a pool on the host, or (a pool never
  * noted) the stream's device, as vt_stream_device; returns the kind,
- * VT_KIND_HOST_ASYNC, VT_KIND_GRAPH (the stream is being captured) or
- * VT_KIND_ASYNC. */
+ * VT_KIND_HOST_ASYNC or VT_KIND_ASYNC (on a captured stream, the node's
+ * kind: see vt_node_kind). */
 int vt_pool_where(void *pool, void *stream, int *device);
 
 /* The device an allocation from the current pool of `stream`'s device
@@ -46,10 +46,19 @@ void vt_graph_nodes_added(void);
  * in this process (graphs are followed from then on). */
 int vt_captures_began(void);
 
-/* Whether `stream` is being captured (its allocations are then a graph's
- * allocation nodes, VT_KIND_GRAPH): never asked while no capture is in
- * progress, nor for the legacy default stream, which cannot be captured. */
-int vt_stream_captured(void *stream);
+/* Whether `stream` is being captured (its stream-ordered allocations and
+ * frees are then a graph's memory nodes, graphs.h), and into what: the
+ * graph the driver captures into (cuStreamGetCaptureInfo_v2, so that a
+ * stream joined to another's capture and each thread's per-thread default
+ * stream name the right one), else the stream itself where the driver
+ * cannot say (older than CUDA 11.3); NULL when not captured. Never asked
+ * while no capture is in progress, nor for the legacy default stream,
+ * which cannot be captured. */
+void *vt_stream_capture_key(void *stream);
+
+/* The kind of a stream-ordered allocation's node on a captured stream:
+ * VT_KIND_GRAPH for device memory, else the kind itself (host). */
+static inline int vt_node_kind(int kind) { return kind == VT_KIND_ASYNC ? VT_KIND_GRAPH : kind; }
 
 /* After fork, in the child: the table's lock, which another thread of the
  * parent may have held, is free again. */

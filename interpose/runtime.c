@@ -46,12 +46,25 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
 #define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_AT(sym, kind, VT_DEVICE_CURRENT, bytes, __VA_ARGS__)
 #define RT_ALLOC_AT(sym, kind, device, bytes, ...) RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
 
-/* A stream-ordered allocation on stream `st`: a graph's node when the
- * stream is captured (graphs.h). */
-#define RT_ASYNC(sym, st, kind, device, bytes, ...) \
-    RT_ALLOC_THEN(sym, kind, device, bytes,         \
-                  if (r == cudaSuccess && kind_ == VT_KIND_GRAPH) vt_graph_node((void *)(st), (uint64_t)(uintptr_t)*p), \
-                  __VA_ARGS__)
+/* A stream-ordered allocation on stream `st` (`kind` and `device` where
+ * it lands, pools.h): an allocation node of the graph captured into when
+ * the stream is captured, with no memory until a launch (graphs.h). */
+#define RT_ASYNC(sym, st, kind, device, bytes, ...)                          \
+    if (!vt_pass()) {                                                        \
+        void *key_ = vt_stream_capture_key((void *)(st));                    \
+        if (key_) {                                                          \
+            REAL_OR_FAIL(sym);                                               \
+            VT_ENTER;                                                        \
+            int kind_ = vt_node_kind(kind), device_ = (device);              \
+            cudaError_t r;                                                   \
+            CALL(__VA_ARGS__);                                               \
+            vt_hook_node(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),  \
+                         ptr_of(r, (void **)p), bytes, key_);                \
+            VT_LEAVE;                                                        \
+            return r;                                                        \
+        }                                                                    \
+    }                                                                        \
+    RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
 
 /* RT_ALLOC on `device` (evaluated once, after the budget's checks could
  * start): a pool's or a stream's device (pools.h); `then` runs after the
@@ -91,14 +104,12 @@ VT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) 
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_ASYNC(cudaMallocAsync, s, vt_stream_captured(s) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(s), n, p, n,
-             s);
+    RT_ASYNC(cudaMallocAsync, s, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
     cudaStream_t t = s ? s : cudaStreamPerThread; /* stream 0 here: the per-thread one */
-    RT_ASYNC(cudaMallocAsync_ptsz, t, vt_stream_captured(t) ? VT_KIND_GRAPH : VT_KIND_ASYNC, vt_stream_device(t), n,
-             p, n, s);
+    RT_ASYNC(cudaMallocAsync_ptsz, t, VT_KIND_ASYNC, vt_stream_device(t), n, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
@@ -149,16 +160,25 @@ VT_EXPORT cudaError_t cudaFree(void *p) {
     RT_FREE(cudaFree, VT_SPACE_DEVICE, p);
 }
 
-/* A free on a captured stream is a free node of the graph (graphs.h). */
+/* A free on a captured stream of a graph allocation's address is a free
+ * node: nothing is freed until a launch (graphs.h). */
 #define RT_FREE_ASYNC(sym, st)                                                  \
     REAL_OR_FAIL(sym);                                                          \
     if (p == NULL || vt_pass()) return real(p, s);                              \
+    void *key_ = vt_stream_capture_key((void *)(st));                           \
+    if (key_ && vt_graph_is_node((uint64_t)(uintptr_t)p)) {                     \
+        VT_ENTER;                                                               \
+        cudaError_t r;                                                          \
+        CALL(p, s);                                                             \
+        if (r == cudaSuccess) vt_graph_free_node(key_, (uint64_t)(uintptr_t)p); \
+        VT_LEAVE;                                                               \
+        return r;                                                               \
+    }                                                                           \
     VT_ENTER;                                                                   \
     struct vt_free a = vt_tracker_free_begin(VT_SPACE_DEVICE, (uint64_t)(uintptr_t)p); \
     cudaError_t r;                                                              \
     CALL(p, s);                                                                 \
     vt_hook_free(&a, r == cudaSuccess);                                         \
-    if (r == cudaSuccess && vt_stream_captured(st)) vt_graph_node_freed((void *)(st), (uint64_t)(uintptr_t)p); \
     VT_LEAVE;                                                                   \
     return r
 

@@ -369,16 +369,15 @@ def host_graph_allocations_and_the_graph_pool():
     d = r.dump
     MiB = 1 << 20
     ev = [(e[1], e[3] // MiB, e[6]) for e in d["events"]]
-    eq(ev, [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"),  # the capture
-            ("alloc", 8, "graph"), ("free", 8, "graph"),  # the first launch (its 4M held since the capture)
+    eq(ev, [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"),  # the first launch
             ("free", 4, "graph"),  # cuMemFreeAsync after it
-            ("alloc", 8, "graph"), ("free", 8, "graph"), ("alloc", 4, "graph"),  # the second launch
+            ("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"),  # the second launch
             ("free", 4, "graph"),  # cuMemFree_v2 after it
             ("oom", 56, "device"), ("alloc", 56, "device")],
-       "the captured allocations are a graph's (kind graph); each launch allocates and frees the 8M the graph "
-       "frees, and allocates the 4M again once the last launch's was freed")
-    eq((d["totals"]["unknown_frees"], d["totals"]["alloc_count"], d["totals"]["free_count"]), (0, 6, 5),
-       "the second launch's 4M freed is a known free")
+       "the capture holds nothing; each launch allocates the graph's nodes (kind graph), then frees the 8M the "
+       "graph frees; its 4M stays until freed after it")
+    eq((d["totals"]["unknown_frees"], d["totals"]["alloc_count"], d["totals"]["free_count"]), (0, 5, 4),
+       "the launches' frees known, the third launch (refused) nothing")
     eq(len(d["ooms"]), 1, "one failure")
     o = d["ooms"][0]
     eq((o["free_bytes"], o["total_bytes"], o["graph_reserved_bytes"], o["graph_used_bytes"]),
@@ -475,7 +474,7 @@ def host_graph_instantiated_through_its_older_name_is_followed():
     d = r.dump
     eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
        [("alloc", 1, "graph"), ("free", 1, "graph"), ("alloc", 1, "graph"), ("free", 1, "graph")],
-       "the capture's 1M, its free, the second launch's 1M, its free")
+       "each launch's 1M and its free")
     eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"]), (0, 0), "every free known")
 
 
@@ -501,20 +500,19 @@ def host_graphs_built_node_by_node_and_frees_across_graphs():
        + r.out)
     d = r.dump
     ev = [(e[1], e[3] >> 20, e[4], e[6]) for e in d["events"]]
-    eq(ev, [("alloc", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("alloc", 4, 0, "graph"),  # the nodes added
-            ("free", 8, 0, "graph"), ("free", 2, 1, "graph"),  # the free nodes of g1's own
-            ("alloc", 8, 0, "graph"), ("free", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("free", 2, 1, "graph"),
+    eq(ev, [("alloc", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("alloc", 4, 0, "graph"),  # g1's launch
+            ("free", 8, 0, "graph"), ("free", 2, 1, "graph"),  # what g1 frees of its own
             ("free", 4, 0, "graph"),  # g2 frees g1's 4M
-            ("alloc", 8, 0, "graph"), ("free", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("free", 2, 1, "graph"),
-            ("alloc", 4, 0, "graph"),  # g1 again: its 4M allocated again
+            ("alloc", 8, 0, "graph"), ("alloc", 2, 1, "graph"), ("alloc", 4, 0, "graph"),  # g1 again
+            ("free", 8, 0, "graph"), ("free", 2, 1, "graph"),
             ("alloc", 1, 0, "device"),  # after g3's capture, before its launch
             ("free", 4, 0, "graph"),  # g3's launch frees g1's 4M
             ("free", 1, 0, "device"),
-            ("alloc", 2, 0, "graph"), ("free", 2, 0, "graph"),  # the child's node, added and freed
             ("alloc", 2, 0, "graph"), ("free", 2, 0, "graph")],  # the parent's launch runs the child's nodes
-       "every node at its place, g1's 4M freed by the launches of g2 and g3, not by g3's capture")
+       "nothing held while graphs are built; every node at its launch, g1's 4M freed by the launches of g2 and g3, "
+       "not by g3's capture")
     eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"], d["totals"]["alloc_count"], d["totals"]["free_count"]),
-       (0, 0, 11, 11), "every free known, nothing left live")
+       (0, 0, 8, 8), "every free known, nothing left live")
     add = source_line("t_host.c", "cuGraphAddMemAllocNode 8M on 0")
     site = [s for s in d["stacks"] if any(f.get("line") == add for f in s["frames"])]
     ok(site, "the 8M node's stack is the call that added it (t_host.c line %d)" % add)
@@ -532,12 +530,105 @@ def host_graphs_built_through_the_runtime_are_followed():
        "the simulated runtime reaches the driver's graph pool: " + r.out)
     d = r.dump
     eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
-       [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"), ("alloc", 8, "graph"), ("free", 8, "graph"),
-        ("free", 4, "graph")], "the nodes at their adding, g1's launch, g2's launch")
+       [("alloc", 8, "graph"), ("alloc", 4, "graph"), ("free", 8, "graph"), ("free", 4, "graph")],
+       "g1's launch, g2's launch")
     eq((d["totals"]["unknown_frees"], d["totals"]["live_bytes"]), (0, 0), "every free known, nothing left live")
     line = source_line("t_host.c", "cudaGraphAddMemAllocNode 8M")
     sites = [(st["frames"][st["site"]]["function"], st["frames"][st["site"]]["line"]) for st in d["stacks"]]
     ok(("graph_built_runtime", line) in sites, f"the 8M node's call site is the program's line {line}: {sites}")
+
+
+@test
+def host_graph_free_nodes_of_other_graphs_free_at_launch_and_unlaunched_graphs_hold_nothing():
+    """A graph's allocation has memory only while a launch left it in use:
+    B's captured free of A's 8M (through the runtime's cudaFreeAsync) frees
+    it when B runs, not at the capture; C's captured free of it, made while
+    nothing was in use there, frees the next launch's; D, captured and
+    destroyed unlaunched, and E, built by hand and destroyed, hold nothing
+    (before, their nodes were recorded at the capture and stayed live for
+    ever: a leak at exit that no free could end)."""
+    r = same_as_without([HOST, "graph-foreign"])
+    eq(r.out.splitlines()[-1], "cuMemFree_v2 D's address -> 1", "D's address never held memory")
+    d = r.dump
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
+       [("alloc", 8, "graph"),  # A
+        ("free", 8, "graph"),  # B frees A's 8M
+        ("alloc", 8, "graph"),  # A
+        ("free", 8, "graph"),  # cuMemFree_v2
+        ("alloc", 8, "graph"),  # A
+        ("free", 8, "graph")],  # C
+       "each launch of A allocates, B's and C's launches free")
+    eq((d["totals"]["live_bytes"], d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["unknown_frees"]),
+       (0, 3, 3, 1), "nothing left live; the one unknown free is the refused cuMemFree_v2 of D's address")
+    lk = run([HOST, "graph-foreign"], report="stderr", env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(lk.rc, 0, "the leak check finds nothing: " + lk.err)
+
+
+@test
+def host_graph_instantiated_to_free_on_launch_frees_the_last_launchs_memory():
+    """An executable graph instantiated with
+    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH frees, at each launch,
+    what the last launch left in use: three launches are three 4M
+    allocations and three frees (the last by cuMemFree_v2), not one."""
+    r = same_as_without([HOST, "graph-auto-free"])
+    eq(r.out, "cuMemAllocAsync 4M, captured -> 0\ncuGraphInstantiateWithFlags AUTO_FREE_ON_LAUNCH -> 0\n"
+              + "cuGraphLaunch -> 0\n" * 3 + "cuMemFree_v2 4M -> 0\n", "the program's own view")
+    d = r.dump
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]], [("alloc", 4, "graph"), ("free", 4, "graph")] * 3,
+       "each launch frees the last one's 4M first")
+    eq((d["totals"]["live_bytes"], d["totals"]["unknown_frees"]), (0, 0), "every free known, nothing live")
+
+
+@test
+def host_graph_launch_counted_by_the_budget():
+    """VRAMTRACE_LIMIT counts a graph's memory when a launch gives it: a
+    captured 12M node leaves room for 8M under a 16M budget (before, the
+    capture's record refused the 8M); the launch, 12M more with the 8M held,
+    is refused as the device would, with a post-mortem marked budget; with
+    the 8M freed it runs."""
+    want = run([HOST, "graph-budget"], preload=False)
+    eq(want.out.splitlines()[3], "cuGraphLaunch with 8M held -> 0", "a 16 GiB device runs it")
+    r = run([HOST, "graph-budget"], env={"VRAMTRACE_LIMIT": "16M"})
+    eq(r.out, "cuMemAllocAsync 12M, captured -> 0\ncuMemFreeAsync 12M, captured -> 0\ncuMemAlloc_v2 8M -> 0\n"
+              "cuGraphLaunch with 8M held -> 2\ncuMemFree_v2 8M -> 0\ncuGraphLaunch -> 0\n",
+       "the 8M fits beside the captured node; the launch with it held does not")
+    d = r.dump
+    eq([(o["api"], o["requested_bytes"] >> 20, o["budget"], o["live_bytes"] >> 20) for o in d["ooms"]],
+       [("cuGraphLaunch", 12, True, 8)], "the refusal: the graph's 12M, 8M live")
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
+       [("alloc", 8, "device"), ("oom", 12, "graph"), ("free", 8, "device"), ("alloc", 12, "graph"),
+        ("free", 12, "graph")], "the second launch allocates and frees its 12M")
+    eq(d["devices"][0]["peak_bytes"] >> 20, 12, "the peak within the budget")
+    hold = source_line("t_host.c", "static CUresult hold_8m(")
+    ok(f"hold_8m tests/progs/t_host.c:{hold}" in r.err, "the post-mortem names the 8M's holder: " + r.err)
+
+
+@test
+def host_graph_nodes_of_a_joined_stream_and_of_each_threads_stream():
+    """Nodes are kept by the graph captured into (the driver says which),
+    not by stream: a stream that joined the capture through an event adds
+    its 4M and 2M to the graph (before, they were lost when the first
+    stream ended the capture: two frees unknown, nodes never launched); an
+    invalidated capture's 16M holds nothing; two threads capturing their
+    own per-thread default streams at once keep their nodes apart."""
+    r = same_as_without([HOST, "graph-joined"])
+    ok("cuGraphLaunch, cuMemFree_v2 1M, 4M -> 0 0 0\n" * 3 in r.out and
+       "cuStreamSynchronize while captured -> 900\ncuStreamEndCapture of the invalidated capture -> 901\n" in r.out,
+       "the program's own view: " + r.out)
+    d = r.dump
+    launch = [("alloc", 4, "graph"), ("alloc", 2, "graph"), ("alloc", 1, "graph"), ("free", 2, "graph"),
+              ("free", 1, "graph"), ("free", 4, "graph")]
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]], launch * 3,
+       "each launch: the joined stream's nodes and the first stream's, the 2M freed by the graph; then the 1M and "
+       "4M freed")
+    eq((d["totals"]["live_bytes"], d["totals"]["unknown_frees"]), (0, 0), "every free known; the invalidated 16M not live")
+    p = same_as_without([HOST, "graph-ptds"])
+    eq(p.out, "".join(f"thread {i}: begin 0 alloc 0 end 0 instantiate 0, launches and frees failed 0\n" for i in range(2)),
+       "both threads' captures and launches")
+    d = p.dump
+    eq(sorted((e[1], e[3] >> 20) for e in d["events"]), sorted([("alloc", 1), ("free", 1)] * 2 + [("alloc", 2), ("free", 2)] * 2),
+       "each thread's graph allocates its own node at each launch")
+    eq((d["totals"]["live_bytes"], d["totals"]["unknown_frees"]), (0, 0), "every free known, nothing live")
 
 
 @test
@@ -563,8 +654,10 @@ def host_graph_launch_refused_for_memory_has_its_post_mortem():
     d = r.dump
     eq([(o["api"], o["requested_bytes"], o["device"], o["free_bytes"], o["live_bytes"]) for o in d["ooms"]],
        [("cuGraphLaunch", 24 << 20, 0, 16 << 20, 48 << 20)], "the failure's record")
-    eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]), (3, 3, 0),
-       "the node at its adding, the 48M, the second launch's 24M; all freed")
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]), (2, 2, 0),
+       "the 48M, the second launch's 24M; all freed")
+    ok("vramtrace:   tracked on device 0: 48.00 MiB live in 1 allocation at the failure" in r.err,
+       "the graph's node is not live before a launch gave it memory: " + r.err)
 
 
 def run_with_closed_stderr(argv, preload, env=None):

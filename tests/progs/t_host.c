@@ -671,6 +671,186 @@ static int graph_built_runtime(void) {
     return 0;
 }
 
+/* ------------------------------------------------------- graph-foreign */
+
+/* Graph A (captured) allocates 8M and leaves it in use. B, captured, frees
+ * it through the runtime's cudaFreeAsync: nothing freed until B runs. C,
+ * captured after A's memory was freed by cuMemFree_v2, frees it too (a
+ * graph allocation's address, though nothing is in use there then).
+ * Launches: A, B, A, C; then D (an 8M node captured, instantiated, never
+ * launched, destroyed) and E (a 4M node added by hand, its graph
+ * destroyed) hold nothing. */
+static int graph_foreign(void) {
+    CUstream s;
+    CUdeviceptr a, d8;
+    CUgraph ga, gb, gc, gd, ge;
+    CUgraphExec ea, eb, ec, ed;
+    CUgraphNode n;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("A: cuMemAllocAsync 8M, captured -> %d\n", (int)cuMemAllocAsync(&a, 8 << 20, s));
+    cuStreamEndCapture(s, &ga);
+    cuGraphInstantiate(&ea, ga, 0);
+    printf("cuGraphLaunch A -> %d\n", (int)cuGraphLaunch(ea, s));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("B: cudaFreeAsync A's 8M, captured -> %d\n", (int)cudaFreeAsync((void *)(uintptr_t)a, (cudaStream_t)s));
+    cuStreamEndCapture(s, &gb);
+    cuGraphInstantiate(&eb, gb, 0);
+    printf("cuGraphLaunch B -> %d\n", (int)cuGraphLaunch(eb, s));
+    printf("cuGraphLaunch A -> %d\n", (int)cuGraphLaunch(ea, s));
+    printf("cuMemFree_v2 A's 8M -> %d\n", (int)cuMemFree_v2(a));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("C: cuMemFreeAsync A's 8M, captured -> %d\n", (int)cuMemFreeAsync(a, s));
+    cuStreamEndCapture(s, &gc);
+    cuGraphInstantiate(&ec, gc, 0);
+    printf("cuGraphLaunch A -> %d\n", (int)cuGraphLaunch(ea, s));
+    printf("cuGraphLaunch C -> %d\n", (int)cuGraphLaunch(ec, s));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("D: cuMemAllocAsync 8M, captured -> %d\n", (int)cuMemAllocAsync(&d8, 8 << 20, s));
+    cuStreamEndCapture(s, &gd);
+    cuGraphInstantiate(&ed, gd, 0);
+    printf("D destroyed unlaunched -> %d %d\n", (int)cuGraphExecDestroy(ed), (int)cuGraphDestroy(gd));
+    cuGraphCreate(&ge, 0);
+    CUDA_MEM_ALLOC_NODE_PARAMS p = alloc_params(0, 4 << 20);
+    printf("E: cuGraphAddMemAllocNode 4M -> %d\n", (int)cuGraphAddMemAllocNode(&n, ge, NULL, 0, &p));
+    printf("E destroyed -> %d\n", (int)cuGraphDestroy(ge));
+    printf("cuMemFree_v2 D's address -> %d\n", (int)cuMemFree_v2(d8));
+    return 0;
+}
+
+/* ------------------------------------------------------ graph-auto-free */
+
+/* A captured 4M node the graph does not free, instantiated with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: each launch frees the
+ * last one's 4M first; the last launch's is freed by cuMemFree_v2. The same
+ * graph instantiated without the flag cannot be launched twice. */
+static int graph_auto_free(void) {
+    CUstream s;
+    CUdeviceptr b;
+    CUgraph g;
+    CUgraphExec e;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemAllocAsync 4M, captured -> %d\n", (int)cuMemAllocAsync(&b, 4 << 20, s));
+    cuStreamEndCapture(s, &g);
+    printf("cuGraphInstantiateWithFlags AUTO_FREE_ON_LAUNCH -> %d\n",
+           (int)cuGraphInstantiateWithFlags(&e, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+    for (int i = 0; i < 3; i++) printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 4M -> %d\n", (int)cuMemFree_v2(b));
+    return 0;
+}
+
+/* -------------------------------------------------------- graph-budget */
+
+static CUresult hold_8m(CUdeviceptr *p) { return cuMemAlloc_v2(p, 8 << 20); }
+
+/* Under a 16M budget: a 12M node captured (no memory yet) leaves room for
+ * 8M; its launch, 12M more with 8M held, is refused; with the 8M freed it
+ * runs. */
+static int graph_budget(void) {
+    CUstream s;
+    CUdeviceptr b, h;
+    CUgraph g;
+    CUgraphExec e;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemAllocAsync 12M, captured -> %d\n", (int)cuMemAllocAsync(&b, 12 << 20, s));
+    printf("cuMemFreeAsync 12M, captured -> %d\n", (int)cuMemFreeAsync(b, s));
+    cuStreamEndCapture(s, &g);
+    cuGraphInstantiate(&e, g, 0);
+    printf("cuMemAlloc_v2 8M -> %d\n", (int)hold_8m(&h));
+    printf("cuGraphLaunch with 8M held -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 8M -> %d\n", (int)cuMemFree_v2(h));
+    printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    return 0;
+}
+
+/* -------------------------------------------------------- graph-joined */
+
+/* A capture that forks onto a second stream and joins back (events): the
+ * second stream's 4M (which the graph leaves in use) and 2M (freed on the
+ * first stream) are the graph's nodes as much as the first stream's 1M;
+ * three launches, each followed by frees of the 1M and the 4M. Then a
+ * capture invalidated by cuStreamSynchronize: its 16M node holds nothing. */
+static int graph_joined(void) {
+    CUstream s1, s2;
+    CUevent fork_, join;
+    CUdeviceptr a, b, t, x;
+    CUgraph g, bad;
+    CUgraphExec e;
+    cuInit(0);
+    cuStreamCreate(&s1, 0);
+    cuStreamCreate(&s2, 0);
+    cuEventCreate(&fork_, 0);
+    cuEventCreate(&join, 0);
+    cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cuEventRecord(fork_, s1);
+    cuStreamWaitEvent(s2, fork_, 0);
+    printf("cuMemAllocAsync 4M on the joined stream -> %d\n", (int)cuMemAllocAsync(&b, 4 << 20, s2));
+    printf("cuMemAllocAsync 2M on the joined stream -> %d\n", (int)cuMemAllocAsync(&t, 2 << 20, s2));
+    cuEventRecord(join, s2);
+    cuStreamWaitEvent(s1, join, 0);
+    printf("cuMemAllocAsync 1M -> %d\n", (int)cuMemAllocAsync(&a, 1 << 20, s1));
+    printf("cuMemFreeAsync the 2M -> %d\n", (int)cuMemFreeAsync(t, s1));
+    printf("cuStreamEndCapture -> %d\n", (int)cuStreamEndCapture(s1, &g));
+    cuGraphInstantiate(&e, g, 0);
+    for (int i = 0; i < 3; i++) {
+        int l = (int)cuGraphLaunch(e, s1), fa = (int)cuMemFree_v2(a), fb = (int)cuMemFree_v2(b);
+        printf("cuGraphLaunch, cuMemFree_v2 1M, 4M -> %d %d %d\n", l, fa, fb);
+    }
+    cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemAllocAsync 16M, captured -> %d\n", (int)cuMemAllocAsync(&x, 16 << 20, s1));
+    printf("cuStreamSynchronize while captured -> %d\n", (int)cuStreamSynchronize(s1));
+    printf("cuStreamEndCapture of the invalidated capture -> %d\n", (int)cuStreamEndCapture(s1, &bad));
+    return 0;
+}
+
+/* ---------------------------------------------------------- graph-ptds */
+
+static CUdeviceptr ptds_mem[2];
+static pthread_barrier_t ptds_bar;
+static int ptds_said[2][5];
+
+/* Two threads capture their own per-thread default streams at once (the
+ * second's capture ends first), 1M and 2M; each launches its graph twice
+ * and frees what the launch left. */
+static void *ptds_thread(void *arg) {
+    long i = (long)arg;
+    CUcontext c;
+    CUgraph g = NULL;
+    CUgraphExec e = NULL;
+    cuDevicePrimaryCtxRetain(&c, 0);
+    cuCtxSetCurrent(c);
+    CUstream s = CU_STREAM_PER_THREAD;
+    int *said = ptds_said[i];
+    said[0] = (int)cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    pthread_barrier_wait(&ptds_bar);
+    said[1] = (int)cuMemAllocAsync(&ptds_mem[i], (size_t)(i + 1) << 20, s);
+    pthread_barrier_wait(&ptds_bar);
+    if (i == 0) pthread_barrier_wait(&ptds_bar); /* the second thread's capture ends first */
+    said[2] = (int)cuStreamEndCapture(s, &g);
+    if (i == 1) pthread_barrier_wait(&ptds_bar);
+    pthread_barrier_wait(&ptds_bar);
+    said[3] = (int)cuGraphInstantiate(&e, g, 0);
+    for (int k = 0; k < 2; k++) said[4] += cuGraphLaunch(e, s) != CUDA_SUCCESS || cuMemFree_v2(ptds_mem[i]) != CUDA_SUCCESS;
+    return NULL;
+}
+
+static int graph_ptds(void) {
+    pthread_t t[2];
+    cuInit(0);
+    pthread_barrier_init(&ptds_bar, NULL, 2);
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, ptds_thread, (void *)i);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++)
+        printf("thread %d: begin %d alloc %d end %d instantiate %d, launches and frees failed %d\n", i, ptds_said[i][0],
+               ptds_said[i][1], ptds_said[i][2], ptds_said[i][3], ptds_said[i][4]);
+    return 0;
+}
+
 /* ---------------------------------------------------- graph-launch-oom */
 
 static CUresult hold_48m(CUdeviceptr *p) { return cuMemAlloc_v2(p, 48 << 20); }
@@ -749,6 +929,11 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "graph-built") == 0) return graph_built();
     if (strcmp(mode, "graph-built-runtime") == 0) return graph_built_runtime();
     if (strcmp(mode, "graph-launch-oom") == 0) return graph_launch_oom();
+    if (strcmp(mode, "graph-foreign") == 0) return graph_foreign();
+    if (strcmp(mode, "graph-joined") == 0) return graph_joined();
+    if (strcmp(mode, "graph-ptds") == 0) return graph_ptds();
+    if (strcmp(mode, "graph-auto-free") == 0) return graph_auto_free();
+    if (strcmp(mode, "graph-budget") == 0) return graph_budget();
     if (strcmp(mode, "budget-churn") == 0) return budget_churn();
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);

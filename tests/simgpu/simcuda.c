@@ -135,7 +135,8 @@ struct sim_device {
 struct sim_graph;
 struct sim_stream { int device; int priority; unsigned flags; struct sim_graph *capturing; };
 static CUresult sim_graph_free(struct sim_stream *st, CUdeviceptr ptr, int *done);
-struct sim_event { unsigned flags; int recorded; struct timespec when; };
+struct sim_graph;
+struct sim_event { unsigned flags; int recorded; struct timespec when; struct sim_graph *capture; };
 
 static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sim_alloc *sim_table;     /* by (address, kind) */
@@ -1552,10 +1553,19 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 
 /* -------------------------------------------- streams, events, copies */
 
+/* Each thread's per-thread default stream (which can be captured, unlike
+ * the legacy one), on the current context's device; and the streams that
+ * joined another's capture by waiting for an event recorded in it (each
+ * leaves it when the capture ends). */
+static __thread struct sim_stream sim_ptds = {0, 0, 0, NULL};
+static struct sim_stream *sim_joined[64];
 static struct sim_stream *sim_stream_of(CUstream s) {
     uintptr_t v = (uintptr_t)s;
-    return v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD
-           ? NULL : (struct sim_stream *)s;
+    if (v == (uintptr_t)CU_STREAM_PER_THREAD) {
+        sim_ptds.device = sim_device_now();
+        return &sim_ptds;
+    }
+    return v == 0 || v == (uintptr_t)CU_STREAM_LEGACY ? NULL : (struct sim_stream *)s;
 }
 
 SIM_EXPORT CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
@@ -1586,7 +1596,7 @@ SIM_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *device) {
 
 SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
     struct sim_stream *x = sim_stream_of(s);
-    if (!x) return CUDA_ERROR_INVALID_HANDLE;
+    if (!x || x == &sim_ptds) return CUDA_ERROR_INVALID_HANDLE;
     free(x);
     return CUDA_SUCCESS;
 }
@@ -1610,7 +1620,10 @@ static int sim_stream_device(CUstream s) {
     return x ? x->device : sim_device_now();
 }
 
+static void sim_invalidate(struct sim_graph *g);
 SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) {
+    struct sim_stream *cs = sim_stream_of(s);
+    if (cs && cs->capturing) { sim_invalidate(cs->capturing); return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; }
     pthread_mutex_lock(&sim_lock);
     sim_trim_pools(sim_stream_device(s));
     pthread_mutex_unlock(&sim_lock);
@@ -1620,8 +1633,17 @@ SIM_EXPORT CUresult cuStreamSynchronize(CUstream s) {
 SIM_EXPORT CUresult cuStreamQuery(CUstream s) { (void)s; return CUDA_SUCCESS; }
 
 SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-    (void)s; (void)flags;
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    (void)flags;
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_event *x = (struct sim_event *)e;
+    struct sim_stream *st = sim_stream_of(s);
+    if (x->capture && st && !st->capturing) { /* cross-stream capture: st joins */
+        pthread_mutex_lock(&sim_lock);
+        st->capturing = x->capture;
+        for (int i = 0; i < 64; i++) if (!sim_joined[i]) { sim_joined[i] = st; break; }
+        pthread_mutex_unlock(&sim_lock);
+    }
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
@@ -1664,8 +1686,14 @@ SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *statu
 /* only_free: a free node of another graph's allocation (bytes, device:
  * that allocation's) */
 struct sim_node { uint64_t addr, bytes; int device, freed, only_free; };
-struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; };
-struct sim_exec { int magic; int device; size_t n; struct sim_node *nodes; };
+/* invalid: the capture was invalidated (cuStreamSynchronize of a captured
+ * stream): its end fails */
+struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; int invalid; };
+/* auto_free: instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+ * (a launch frees first what the last one left in use) */
+struct sim_exec { int magic; int device; size_t n; struct sim_node *nodes; int auto_free; };
+
+static void sim_invalidate(struct sim_graph *g) { g->invalid = 1; }
 
 /* An allocation node of `bytes` on device d added to graph g: its address
  * in *dptr. sim_lock held. */
@@ -1779,14 +1807,16 @@ SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
     pthread_mutex_lock(&sim_lock);
     struct sim_graph *g = st ? st->capturing : NULL;
     if (st) st->capturing = NULL;
+    for (int i = 0; g && i < 64; i++)
+        if (sim_joined[i] && sim_joined[i]->capturing == g) { sim_joined[i]->capturing = NULL; sim_joined[i] = NULL; }
     pthread_mutex_unlock(&sim_lock);
     if (!g) return CUDA_ERROR_ILLEGAL_STATE;
+    if (g->invalid) { *graph = NULL; g->magic = 0; return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; }
     *graph = (CUgraph)g;
     return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
-    (void)flags;
     sim_count("cuGraphInstantiateWithFlags");
     struct sim_graph *g = (struct sim_graph *)graph;
     if (!exec || !g || g->magic != SIM_GRAPH_MAGIC) return CUDA_ERROR_INVALID_VALUE;
@@ -1794,7 +1824,8 @@ SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph
     struct sim_node *nodes = g->n ? malloc(g->n * sizeof *nodes) : NULL;
     if (!e || (g->n && !nodes)) { free(e); free(nodes); return CUDA_ERROR_OUT_OF_MEMORY; }
     if (g->n) memcpy(nodes, g->nodes, g->n * sizeof *nodes);
-    *e = (struct sim_exec){SIM_EXEC_MAGIC, g->device, g->n, nodes};
+    *e = (struct sim_exec){SIM_EXEC_MAGIC, g->device, g->n, nodes,
+                           (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0};
     *exec = (CUgraphExec)e;
     return CUDA_SUCCESS;
 }
@@ -1809,20 +1840,25 @@ SIM_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
     /* Every allocation node's memory must be free again (its launch
      * before freed it), every other graph's allocation this one frees in
      * use; then each device's pool must have room, or reserve it. */
-    uint64_t need[SIM_MAX_DEVICES] = {0}, more[SIM_MAX_DEVICES] = {0};
+    uint64_t need[SIM_MAX_DEVICES] = {0}, more[SIM_MAX_DEVICES] = {0}, first[SIM_MAX_DEVICES] = {0};
     for (size_t i = 0; i < e->n; i++) {
         struct sim_alloc *a = sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA);
-        if (!a || a->handle != (e->nodes[i].only_free ? 1 : 0)) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
+        int auto_freed = a && e->auto_free && !e->nodes[i].only_free && a->handle == 1;
+        if (!a || (a->handle != (e->nodes[i].only_free ? 1 : 0) && !auto_freed)) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
+        if (auto_freed) first[e->nodes[i].device] += e->nodes[i].bytes;
         if (!e->nodes[i].only_free) need[e->nodes[i].device] += e->nodes[i].bytes;
     }
     for (int d = 0; d < sim_ndev; d++) {
         struct sim_device *v = &sim_dev[d];
-        uint64_t spare = v->graph_reserved - v->graph_used;
+        uint64_t spare = v->graph_reserved - (v->graph_used - first[d]);
         if (need[d] > spare) more[d] = need[d] - spare;
         if (more[d] && !sim_fits(d, more[d])) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     }
+    for (size_t i = 0; i < e->n; i++) /* what auto-free frees first */
+        if (e->auto_free && !e->nodes[i].only_free) sim_lookup(e->nodes[i].addr, SIM_GRAPH_VA)->handle = 0;
     for (int d = 0; d < sim_ndev; d++) {
         struct sim_device *v = &sim_dev[d];
+        v->graph_used -= first[d];
         v->used += more[d];
         v->graph_reserved += more[d];
         v->graph_used += need[d];
@@ -2017,6 +2053,12 @@ SIM_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice d) {
     return CUDA_SUCCESS;
 }
 
+/* CUDA 11.3's: the same without the edges' data. */
+SIM_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                              CUgraph *graph, const CUgraphNode **deps, size_t *ndeps) {
+    return cuStreamGetCaptureInfo_v3(s, status, id, graph, deps, NULL, ndeps);
+}
+
 SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
                                               CUgraph *graph, const CUgraphNode **deps,
                                               const CUgraphEdgeData **edges, size_t *ndeps) {
@@ -2054,9 +2096,11 @@ SIM_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
 }
 
 SIM_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
-    (void)s; (void)flags;
+    (void)flags;
     struct sim_event *x = (struct sim_event *)e;
     if (!x) return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_stream *rs = sim_stream_of(s);
+    x->capture = rs ? rs->capturing : NULL;
     clock_gettime(CLOCK_MONOTONIC, &x->when);
     x->recorded = 1;
     return CUDA_SUCCESS;
@@ -2300,6 +2344,7 @@ static const struct {
     P(cuGraphAddNode, 12030, 0, cuGraphAddNode_v2),
     P(cuDeviceGetGraphMemAttribute, 11040, 0, cuDeviceGetGraphMemAttribute),
     P(cuDeviceGraphMemTrim, 11040, 0, cuDeviceGraphMemTrim),
+    P(cuStreamGetCaptureInfo, 11030, 0, cuStreamGetCaptureInfo_v2),
     P(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3),
     P(cuStreamWriteValue32, 12000, 0, cuStreamWriteValue32),
     P(cuEventCreate, 2000, 0, cuEventCreate),
