@@ -258,7 +258,7 @@ VT_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
     REAL_OR_FAIL(sym);                                                        \
     if (dptr == 0 || vt_pass()) return real(dptr, s);                         \
     void *key_ = vt_stream_capture_key((void *)(stream));                     \
-    if (key_ && vt_graph_is_node(dptr)) {                                     \
+    if (key_ && vt_graph_allocation(dptr)) {                                  \
         VT_ENTER;                                                             \
         CUresult r;                                                           \
         VT_REAL_CALL(r = real(dptr, s));                                      \
@@ -332,33 +332,42 @@ VT_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
  * asks whether its stream is captured (pools.h), also inside a runtime
  * call (the runtime's cudaStreamBeginCapture reaches these). Counted
  * before the call, so that no allocation on the stream comes first. */
-#define BEGIN_CAPTURE(sym, stream, ...)                                      \
+#define BEGIN_CAPTURE(sym, stream, into, ...)                                \
     REAL_OR_FAIL(sym);                                                       \
     vt_capture_began();                                                      \
     CUresult r = real(__VA_ARGS__);                                          \
-    if (r == CUDA_SUCCESS) vt_graph_capture_begins((void *)(stream));        \
+    if (r == CUDA_SUCCESS) new_capture((void *)(stream), into);              \
     else vt_capture_ended();                                                 \
     return r
 
-VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s, s); }
-VT_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, PTDS(s), s); }
+/* A capture began on `stream` (`into`: into a graph of the caller's, whose
+ * nodes stay): a list left under the new graph's handle, or under the
+ * stream, is dropped. */
+static void new_capture(void *stream, int into) {
+    vt_graph_capture_begins(stream);
+    void *key = into ? NULL : vt_stream_capture_key(stream);
+    if (key && key != stream) vt_graph_made(key);
+}
+
+VT_EXPORT CUresult cuStreamBeginCapture(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture, s, 0, s); }
+VT_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s) { BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, PTDS(s), 0, s); }
 
 VT_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCapture_v2, s, s, mode);
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2, s, 0, s, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, PTDS(s), s, mode);
+    BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, PTDS(s), 0, s, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, s, s, g, deps, edges, n, mode);
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, s, 1, s, g, deps, edges, n, mode);
 }
 
 VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
                                                     const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
-    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, PTDS(s), s, g, deps, edges, n, mode);
+    BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, PTDS(s), 1, s, g, deps, edges, n, mode);
 }
 
 /* The capture's allocation nodes follow its graph to each launch
@@ -374,7 +383,10 @@ VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
     return r
 
 /* The end of a capture: the graph it captured into (asked before the end)
- * gets its nodes, or loses them when the capture failed. */
+ * gets its nodes, or loses them when the capture ended and failed (an end
+ * refused while the capture goes on, from the wrong thread say, keeps
+ * them; an invalidated capture names no graph: a list it leaves is dropped
+ * when its handle is made again, vt_graph_made). */
 #define END_CAPTURE(sym, stream, s, g)                                       \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_busy || !vt_captures_began()) return real(s, g);                  \
@@ -382,9 +394,10 @@ VT_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const
     void *key_ = vt_stream_capture_key((void *)(stream));                    \
     CUresult r;                                                              \
     VT_REAL_CALL(r = real(s, g));                                            \
-    int ok_ = r == CUDA_SUCCESS && g && *g;                                  \
     if (r == CUDA_SUCCESS) vt_capture_ended();                               \
-    if (key_) vt_graph_capture_ended(key_, ok_ ? (void *)*g : NULL, ok_);    \
+    if (key_ && r == CUDA_SUCCESS && g && *g) vt_graph_capture_ended(key_, (void *)*g, 1); \
+    else if (key_ && !vt_stream_capture_key((void *)(stream)))               \
+        vt_graph_capture_ended(key_, NULL, 0);                               \
     VT_LEAVE;                                                                \
     return r
 
@@ -432,27 +445,24 @@ VT_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g,
 
 static int launch_over_budget(const char *api, CUgraphExec e) {
     uint64_t need[VT_MAX_DEVICES];
-    if (__atomic_load_n(&vt_budget_off, __ATOMIC_ACQUIRE) || !vt_graph_launch_needs(e, need)) return 0;
+    if (__atomic_load_n(&vt_budget_off, __ATOMIC_ACQUIRE) || !vt_graph_launch_needs(e, 1, need)) return 0;
     for (int d = 0; d < VT_MAX_DEVICES; d++)
         if (need[d] && vt_budget_refuse_launch(api, d, need[d])) return 1;
     return 0;
 }
 
 static void launch_refused(const char *api, CUgraphExec e) {
-    uint64_t need[VT_MAX_DEVICES], most = 0;
-    int device = 0;
-    if (!vt_graph_launch_needs(e, need)) return;
-    for (int d = 0; d < VT_MAX_DEVICES; d++)
-        if (need[d] > most) {
-            most = need[d];
-            device = d;
-        }
-    if (most) vt_hook_alloc(api, VT_KIND_GRAPH, device, 0, 1, 0, most);
+    uint64_t need[VT_MAX_DEVICES];
+    if (vt_graph_launch_needs(e, 0, need)) vt_hook_launch_refused(api, need);
 }
 
 VT_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { LAUNCH(cuGraphLaunch, e, s); }
 
 VT_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { LAUNCH(cuGraphLaunch_ptsz, e, s); }
+
+VT_EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags) {
+    GRAPH_CALL(cuGraphCreate, vt_graph_made(g ? (void *)*g : NULL), g, flags);
+}
 
 VT_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) { GRAPH_CALL(cuGraphExecDestroy, vt_graph_dropped(e), e); }
 

@@ -110,12 +110,13 @@ void vt_graph_free_node(void *graph, uint64_t address) {
     pthread_mutex_unlock(&lock);
 }
 
-int vt_graph_is_node(uint64_t address) {
+int vt_graph_allocation(uint64_t address) {
     pthread_mutex_lock(&lock);
     struct addr *e;
     HASH_FIND(hh, addrs, &address, sizeof address, e);
     pthread_mutex_unlock(&lock);
-    return e != NULL;
+    struct vt_alloc a;
+    return e != NULL || (vt_tracker_find(VT_SPACE_DEVICE, address, &a) && a.kind == VT_KIND_GRAPH);
 }
 
 void vt_graph_capture_begins(void *stream) {
@@ -185,16 +186,30 @@ static int allocates(const struct node *x, int auto_free) {
     return !x->foreign && (auto_free || !recorded(x->a.address, NULL));
 }
 
-int vt_graph_launch_needs(void *exec, uint64_t need[VT_MAX_DEVICES]) {
+int vt_graph_launch_needs(void *exec, int net, uint64_t need[VT_MAX_DEVICES]) {
     size_t n;
     int auto_free;
     struct node *v = copy_of(exec, &n, &auto_free);
     memset(need, 0, VT_MAX_DEVICES * sizeof *need);
     for (size_t i = 0; i < n; i++)
-        if (allocates(&v[i], auto_free) && v[i].a.device >= 0 && v[i].a.device < VT_MAX_DEVICES)
+        if (allocates(&v[i], auto_free && !net) && v[i].a.device >= 0 && v[i].a.device < VT_MAX_DEVICES)
             need[v[i].a.device] += v[i].a.bytes;
     free(v);
     return n > 0;
+}
+
+void vt_graph_made(void *graph) {
+    pthread_mutex_lock(&lock);
+    struct nodes *s = get(&graphs, graph, 0);
+    if (s) drop(&graphs, s);
+    pthread_mutex_unlock(&lock);
+}
+
+int vt_graph_known(void *graph) {
+    pthread_mutex_lock(&lock);
+    int known = get(&graphs, graph, 0) != NULL;
+    pthread_mutex_unlock(&lock);
+    return known;
 }
 
 static void free_record(const struct vt_alloc *a) {
@@ -230,6 +245,10 @@ void vt_graph_dropped(void *key) {
     if ((s = get(&execs, key, 0))) drop(&execs, s);
     pthread_mutex_unlock(&lock);
 }
+
+void vt_graphs_fork_prepare(void) { pthread_mutex_lock(&lock); }
+
+void vt_graphs_fork_parent(void) { pthread_mutex_unlock(&lock); }
 
 void vt_graphs_reset_child(void) {
     pthread_mutex_init(&lock, NULL);

@@ -34,9 +34,11 @@ void vt_graph_node_add(void *graph, const struct vt_alloc *a);
  * each launch of this graph). */
 void vt_graph_free_node(void *graph, uint64_t address);
 
-/* Whether `address` is an allocation node's, of any graph known: a free of
- * it on a captured stream is a free node, not a free now. */
-int vt_graph_is_node(uint64_t address);
+/* Whether `address` is a graph allocation's: an allocation node's of any
+ * graph known, or memory a launch left in use (kind graph; its graph may
+ * be gone). A free of it on a captured stream is a free node, not a free
+ * now. */
+int vt_graph_allocation(uint64_t address);
 
 /* A capture of `stream` began (the stream is the key where the driver
  * cannot say the graph): what an earlier one left under it is dropped. */
@@ -56,9 +58,18 @@ void vt_graph_moved(void *child, void *parent);
 void vt_graph_instantiated(void *graph, void *exec, unsigned long long flags);
 
 /* What a launch of `exec` allocates, by device (need[d]): the bytes of the
- * allocation nodes whose memory is not in use (all of them with
- * auto-free), the most the launch can take. Whether `exec` is known. */
-int vt_graph_launch_needs(void *exec, uint64_t need[VT_MAX_DEVICES]);
+ * allocation nodes it gives memory, the most the launch can take (`net`:
+ * less what it frees first, the memory auto-free takes back from the last
+ * launch). Whether `exec` is known. */
+int vt_graph_launch_needs(void *exec, int net, uint64_t need[VT_MAX_DEVICES]);
+
+/* A graph was made (cuGraphCreate, or a capture began into a new one): a
+ * list left under its handle by a graph the driver destroyed on its own
+ * (an invalidated capture, a context destroyed) is dropped. */
+void vt_graph_made(void *graph);
+
+/* Whether `graph` has memory nodes known. */
+int vt_graph_known(void *graph);
 
 /* Executable graph `exec` was launched: its nodes' records made and freed
  * as above; `record` makes a record (the hook's, with device facts). */
@@ -66,6 +77,11 @@ void vt_graph_launched(void *exec, void (*record)(const struct vt_alloc *a));
 
 /* A graph or an executable graph was destroyed. */
 void vt_graph_dropped(void *graph_or_exec);
+
+/* Around fork: the tables' lock held by the forking thread (so that the
+ * child finds them whole), given back in the parent. */
+void vt_graphs_fork_prepare(void);
+void vt_graphs_fork_parent(void);
 
 /* After fork, in the child: every graph forgotten (their stacks were the
  * parent's; a forked child cannot use the driver), the lock free again. */

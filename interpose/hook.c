@@ -333,6 +333,18 @@ void vt_hook_record(const struct vt_alloc *a) {
     if (first) first_touch();
 }
 
+void vt_hook_launch_refused(const char *api, const uint64_t need[VT_MAX_DEVICES]) {
+    int device = -1, most = -1;
+    for (int d = 0; d < VT_MAX_DEVICES; d++) {
+        if (!need[d]) continue;
+        if (most < 0 || need[d] > need[most]) most = d;
+        size_t f = 0, t = 0;
+        if (device < 0 && device_mem_info(d, &f, &t) && need[d] > f) device = d;
+    }
+    if (device < 0) device = most;
+    if (device >= 0) vt_hook_alloc(api, VT_KIND_GRAPH, device, 0, 1, 0, need[device]);
+}
+
 int vt_budget_refuse_launch(const char *api, int device, uint64_t bytes) {
     vt_init();
     if (vt_opt.limit == 0 || device < 0 || device >= VT_MAX_DEVICES) return 0;

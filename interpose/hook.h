@@ -89,6 +89,12 @@ void vt_hook_node(const char *api, int kind, int device, int ok, int oom, uint64
  * the device's facts read first as for any allocation. */
 void vt_hook_record(const struct vt_alloc *a);
 
+/* A graph launch the driver refused for want of memory, its allocation
+ * nodes taking need[d] on device d: an out-of-memory failure asking, on
+ * the first device that has less free than its need (the most needed
+ * where the driver cannot say), for that device's need. */
+void vt_hook_launch_refused(const char *api, const uint64_t need[VT_MAX_DEVICES]);
+
 /* VRAMTRACE_LIMIT at a graph launch: whether `bytes` more on `device`
  * would pass the budget (then recorded as an OOM marked "budget", of
  * `api`, and the launch refused). No promise is kept: the launch's records

@@ -88,9 +88,11 @@ static void before_fork(void) {
     vt_live_fork_prepare();
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
+    vt_graphs_fork_prepare();
 }
 
 static void after_fork_parent(void) {
+    vt_graphs_fork_parent();
     vt_tracker_unlock_all();
     vt_stack_fork_done();
     vt_live_fork_parent();

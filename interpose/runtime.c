@@ -166,7 +166,7 @@ VT_EXPORT cudaError_t cudaFree(void *p) {
     REAL_OR_FAIL(sym);                                                          \
     if (p == NULL || vt_pass()) return real(p, s);                              \
     void *key_ = vt_stream_capture_key((void *)(st));                           \
-    if (key_ && vt_graph_is_node((uint64_t)(uintptr_t)p)) {                     \
+    if (key_ && vt_graph_allocation((uint64_t)(uintptr_t)p)) {                  \
         VT_ENTER;                                                               \
         cudaError_t r;                                                          \
         CALL(p, s);                                                             \

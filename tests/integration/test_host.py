@@ -601,6 +601,12 @@ def host_graph_launch_counted_by_the_budget():
     eq(d["devices"][0]["peak_bytes"] >> 20, 12, "the peak within the budget")
     hold = source_line("t_host.c", "static CUresult hold_8m(")
     ok(f"hold_8m tests/progs/t_host.c:{hold}" in r.err, "the post-mortem names the 8M's holder: " + r.err)
+    # A relaunch with auto-free takes back the last launch's 4M first: under
+    # a 6M budget it fits (before, the 4M held was counted twice).
+    a = run([HOST, "graph-auto-free"], env={"VRAMTRACE_LIMIT": "6M"})
+    eq(a.out, "cuMemAllocAsync 4M, captured -> 0\ncuGraphInstantiateWithFlags AUTO_FREE_ON_LAUNCH -> 0\n"
+              + "cuGraphLaunch -> 0\n" * 3 + "cuMemFree_v2 4M -> 0\n", "no launch refused")
+    eq(a.dump["ooms"], [], "no refusal recorded")
 
 
 @test
@@ -629,6 +635,54 @@ def host_graph_nodes_of_a_joined_stream_and_of_each_threads_stream():
     eq(sorted((e[1], e[3] >> 20) for e in d["events"]), sorted([("alloc", 1), ("free", 1)] * 2 + [("alloc", 2), ("free", 2)] * 2),
        "each thread's graph allocates its own node at each launch")
     eq((d["totals"]["live_bytes"], d["totals"]["unknown_frees"]), (0, 0), "every free known, nothing live")
+
+
+@test
+def host_graph_captures_that_fail_and_graphs_that_are_gone():
+    """An end the driver refuses while the capture goes on keeps the
+    capture's nodes (before: its 8M was dropped, and its free unknown); a
+    captured free of memory whose graph was destroyed is still a free node,
+    freed when its graph runs (before: taken at the capture, after which the
+    8M the driver still held was not counted); four invalidated captures
+    leave nothing behind though the driver hands their graphs' handles out
+    again (before: their 16M nodes stayed under the handles, and the next
+    graph given one launched them: 64M of memory nobody held)."""
+    r = same_as_without([HOST, "graph-end-fails"])
+    eq(r.out, "cuMemAllocAsync 8M, captured -> 0\ncuStreamEndCapture with no graph -> 1\n"
+              "cuMemAllocAsync 4M, still captured -> 0\ncuStreamEndCapture -> 0\ncuGraphLaunch -> 0\n"
+              "cuMemFree_v2 8M, 4M -> 0 0\n", "the capture goes on after the refused end")
+    d = r.dump
+    eq([(e[1], e[3] >> 20) for e in d["events"]], [("alloc", 8), ("alloc", 4), ("free", 8), ("free", 4)],
+       "both nodes launched and freed")
+    eq((d["totals"]["live_bytes"], d["totals"]["unknown_frees"]), (0, 0), "every free known")
+    r = same_as_without([HOST, "graph-owner-gone"])
+    d = r.dump
+    eq([(e[1], e[3] >> 20, e[6]) for e in d["events"]],
+       [("alloc", 8, "graph"), ("alloc", 1, "device"), ("free", 8, "graph"), ("free", 1, "device")],
+       "A's 8M freed by B's launch, after the 1M, not by B's capture")
+    r = same_as_without([HOST, "graph-invalidated-reuse"])
+    eq(r.out, "four invalidated captures, unexpected results 0\ngraph handles handed out again: 4\n"
+              "launches and frees -> 0 0 0 0\n", "the simulated driver hands the handles out again")
+    d = r.dump
+    eq([(e[1], e[3] >> 20) for e in d["events"]], [("alloc", 1), ("free", 1)] * 2,
+       "only the two good graphs' 1M, each launched and freed")
+    eq(d["totals"]["live_bytes"], 0, "nothing left live")
+
+
+@test
+def host_graph_launch_refused_names_the_device_without_room():
+    """A launch of a graph with 40M on device 0 and 20M on device 1, where
+    50M of 64M are held, fails for want of device 1's memory: the
+    post-mortem asks for device 1's 20M (before: device 0's 40M, with 64M
+    free there, and a finding that blamed fragmentation)."""
+    env = {"SIMGPU_DEVICES": "2", "SIMGPU_CAPACITY": "64M"}
+    want = run([HOST, "graph-two-device-oom"], preload=False, env=env)
+    r = run([HOST, "graph-two-device-oom"], env=env)
+    eq(r.out, want.out, "every call's result as without vramtrace")
+    eq(r.out.splitlines()[1], "cuGraphLaunch -> 2", "the launch fails")
+    ok("vramtrace:   request: 20.00 MiB (20971520 bytes) by cuGraphLaunch on device 1" in r.err, r.err)
+    ok("vramtrace:   device: 14.00 MiB free of 64.00 MiB\n" in r.err, r.err)
+    eq([(o["device"], o["requested_bytes"] >> 20) for o in r.dump["ooms"]], [(1, 20)], "the failure's record")
 
 
 @test

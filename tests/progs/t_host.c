@@ -851,6 +851,138 @@ static int graph_ptds(void) {
     return 0;
 }
 
+/* ------------------------------------------------------ graph-end-fails */
+
+/* An end of a capture the driver refuses while the capture goes on (no
+ * graph to return it in): the capture's 8M node stays its node; 4M more,
+ * the end, a launch, both freed after it. */
+static int graph_end_fails(void) {
+    CUstream s;
+    CUdeviceptr a, b;
+    CUgraph g;
+    CUgraphExec e;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("cuMemAllocAsync 8M, captured -> %d\n", (int)cuMemAllocAsync(&a, 8 << 20, s));
+    printf("cuStreamEndCapture with no graph -> %d\n", (int)cuStreamEndCapture(s, NULL));
+    printf("cuMemAllocAsync 4M, still captured -> %d\n", (int)cuMemAllocAsync(&b, 4 << 20, s));
+    printf("cuStreamEndCapture -> %d\n", (int)cuStreamEndCapture(s, &g));
+    cuGraphInstantiate(&e, g, 0);
+    printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 8M, 4M -> %d", (int)cuMemFree_v2(a));
+    printf(" %d\n", (int)cuMemFree_v2(b));
+    return 0;
+}
+
+/* ----------------------------------------------------- graph-owner-gone */
+
+/* A's launch leaves 8M in use; A's exec and graph are destroyed; B,
+ * captured, frees the 8M (the memory of a graph that is gone is still a
+ * graph allocation): it is freed when B runs, after a 1M cuMemAlloc_v2. */
+static int graph_owner_gone(void) {
+    CUstream s;
+    CUdeviceptr a, m;
+    CUgraph ga, gb;
+    CUgraphExec ea, eb;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cuMemAllocAsync(&a, 8 << 20, s);
+    cuStreamEndCapture(s, &ga);
+    cuGraphInstantiate(&ea, ga, 0);
+    printf("cuGraphLaunch A -> %d\n", (int)cuGraphLaunch(ea, s));
+    printf("A destroyed -> %d", (int)cuGraphExecDestroy(ea));
+    printf(" %d\n", (int)cuGraphDestroy(ga));
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    printf("B: cuMemFreeAsync A's 8M, captured -> %d\n", (int)cuMemFreeAsync(a, s));
+    cuStreamEndCapture(s, &gb);
+    cuGraphInstantiate(&eb, gb, 0);
+    printf("cuMemAlloc_v2 1M -> %d\n", (int)cuMemAlloc_v2(&m, 1 << 20));
+    printf("cuGraphLaunch B -> %d\n", (int)cuGraphLaunch(eb, s));
+    printf("cuMemFree_v2 1M -> %d\n", (int)cuMemFree_v2(m));
+    return 0;
+}
+
+/* ---------------------------------------------- graph-invalidated-reuse */
+
+/* Four captures of a 16M node each, invalidated by cuStreamSynchronize
+ * (their ends fail and the driver destroys their graphs, whose handles it
+ * may hand out again); then a captured graph and a graph built by hand,
+ * each of 1M, launched and freed. */
+static int graph_invalidated_reuse(void) {
+    CUstream s;
+    CUdeviceptr x, a, b;
+    CUgraph bad, g1, g2;
+    CUgraphExec e1, e2;
+    CUgraphNode n;
+    int fails = 0, reused = 0;
+    CUgraph seen[5] = {NULL};
+    CUstreamCaptureStatus st;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    for (int i = 0; i < 4; i++) {
+        cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        cuStreamGetCaptureInfo(s, &st, NULL, &seen[i], NULL, NULL, NULL);
+        fails += cuMemAllocAsync(&x, 16 << 20, s) != CUDA_SUCCESS;
+        fails += cuStreamSynchronize(s) != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        fails += cuStreamEndCapture(s, &bad) != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    printf("four invalidated captures, unexpected results %d\n", fails);
+    cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cuStreamGetCaptureInfo(s, &st, NULL, &seen[4], NULL, NULL, NULL);
+    for (int i = 1; i < 5; i++) reused += seen[i] == seen[0];
+    printf("graph handles handed out again: %d\n", reused);
+    cuMemAllocAsync(&a, 1 << 20, s);
+    cuStreamEndCapture(s, &g1);
+    cuGraphInstantiate(&e1, g1, 0);
+    cuGraphCreate(&g2, 0);
+    CUDA_MEM_ALLOC_NODE_PARAMS p = alloc_params(0, 1 << 20);
+    cuGraphAddMemAllocNode(&n, g2, NULL, 0, &p);
+    b = p.dptr;
+    cuGraphInstantiate(&e2, g2, 0);
+    printf("launches and frees -> %d", (int)cuGraphLaunch(e1, s));
+    printf(" %d", (int)cuMemFree_v2(a));
+    printf(" %d", (int)cuGraphLaunch(e2, s));
+    printf(" %d\n", (int)cuMemFree_v2(b));
+    return 0;
+}
+
+/* ------------------------------------------------ graph-two-device-oom */
+
+static CUresult hold_50m_on_1(CUdeviceptr *p) {
+    CUcontext c;
+    cuDevicePrimaryCtxRetain(&c, 1);
+    cuCtxPushCurrent(c);
+    CUresult r = cuMemAlloc_v2(p, 50 << 20);
+    cuCtxPopCurrent(&c);
+    return r;
+}
+
+/* Two 64M devices: a graph built by hand with 40M on device 0 and 20M on
+ * device 1, where 50M are held: the launch fails for want of device 1's
+ * memory, though device 0's need is the larger. */
+static int graph_two_device_oom(void) {
+    CUstream s;
+    CUdeviceptr h;
+    CUgraph g;
+    CUgraphExec e;
+    CUgraphNode n;
+    cuInit(0);
+    cuStreamCreate(&s, 0);
+    cuGraphCreate(&g, 0);
+    CUDA_MEM_ALLOC_NODE_PARAMS p0 = alloc_params(0, 40 << 20), p1 = alloc_params(1, 20 << 20);
+    cuGraphAddMemAllocNode(&n, g, NULL, 0, &p0);
+    cuGraphAddMemAllocNode(&n, g, NULL, 0, &p1);
+    cuGraphAddMemFreeNode(&n, g, NULL, 0, p0.dptr);
+    cuGraphAddMemFreeNode(&n, g, NULL, 0, p1.dptr);
+    cuGraphInstantiate(&e, g, 0);
+    printf("cuMemAlloc_v2 50M on device 1 -> %d\n", (int)hold_50m_on_1(&h));
+    printf("cuGraphLaunch -> %d\n", (int)cuGraphLaunch(e, s));
+    printf("cuMemFree_v2 50M -> %d\n", (int)cuMemFree_v2(h));
+    return 0;
+}
+
 /* ---------------------------------------------------- graph-launch-oom */
 
 static CUresult hold_48m(CUdeviceptr *p) { return cuMemAlloc_v2(p, 48 << 20); }
@@ -930,6 +1062,10 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "graph-built-runtime") == 0) return graph_built_runtime();
     if (strcmp(mode, "graph-launch-oom") == 0) return graph_launch_oom();
     if (strcmp(mode, "graph-foreign") == 0) return graph_foreign();
+    if (strcmp(mode, "graph-end-fails") == 0) return graph_end_fails();
+    if (strcmp(mode, "graph-owner-gone") == 0) return graph_owner_gone();
+    if (strcmp(mode, "graph-invalidated-reuse") == 0) return graph_invalidated_reuse();
+    if (strcmp(mode, "graph-two-device-oom") == 0) return graph_two_device_oom();
     if (strcmp(mode, "graph-joined") == 0) return graph_joined();
     if (strcmp(mode, "graph-ptds") == 0) return graph_ptds();
     if (strcmp(mode, "graph-auto-free") == 0) return graph_auto_free();

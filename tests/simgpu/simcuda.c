@@ -1646,12 +1646,14 @@ SIM_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
     return CUDA_SUCCESS;
 }
 
+static CUstreamCaptureStatus sim_capture_status(const struct sim_stream *st);
+
 SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
     sim_count("cuStreamIsCapturing");
     if (!status) return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *st = sim_stream_of(s);
     pthread_mutex_lock(&sim_lock);
-    *status = st && st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = sim_capture_status(st);
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
@@ -1687,13 +1689,45 @@ SIM_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *statu
  * that allocation's) */
 struct sim_node { uint64_t addr, bytes; int device, freed, only_free; };
 /* invalid: the capture was invalidated (cuStreamSynchronize of a captured
- * stream): its end fails */
-struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; int invalid; };
+ * stream): its end fails; made: by cuGraphCreate (a capture into it,
+ * cuStreamBeginCaptureToGraph, leaves it to its maker) */
+struct sim_graph { int magic; int device; size_t n, cap; struct sim_node *nodes; int invalid, made; };
 /* auto_free: instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
  * (a launch frees first what the last one left in use) */
 struct sim_exec { int magic; int device; size_t n; struct sim_node *nodes; int auto_free; };
 
 static void sim_invalidate(struct sim_graph *g) { g->invalid = 1; }
+
+/* Graphs destroyed (by cuGraphDestroy, or at the end of an invalidated
+ * capture) are kept for the next graph made, newest first: the handle of
+ * a destroyed graph is handed out again, as a driver may. */
+static struct sim_graph *sim_graphs_gone[16];
+static int sim_ngraphs_gone;
+
+static struct sim_graph *sim_graph_new(void) {
+    pthread_mutex_lock(&sim_lock);
+    struct sim_graph *g = sim_ngraphs_gone ? sim_graphs_gone[--sim_ngraphs_gone] : NULL;
+    pthread_mutex_unlock(&sim_lock);
+    if (g) memset(g, 0, sizeof *g);
+    return g ? g : calloc(1, sizeof *g);
+}
+
+static void sim_graph_gone(struct sim_graph *g) {
+    g->magic = 0;
+    free(g->nodes);
+    g->nodes = NULL;
+    pthread_mutex_lock(&sim_lock);
+    if (sim_ngraphs_gone < 16) sim_graphs_gone[sim_ngraphs_gone++] = g;
+    else free(g);
+    pthread_mutex_unlock(&sim_lock);
+}
+
+/* A stream's capture status: an invalidated capture is one until its end
+ * (which fails and destroys its graph). sim_lock held. */
+static CUstreamCaptureStatus sim_capture_status(const struct sim_stream *st) {
+    if (!st || !st->capturing) return CU_STREAM_CAPTURE_STATUS_NONE;
+    return st->capturing->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
 
 /* An allocation node of `bytes` on device d added to graph g: its address
  * in *dptr. sim_lock held. */
@@ -1774,8 +1808,8 @@ static CUresult sim_begin_capture(const char *api, CUstream s) {
     struct sim_stream *st = sim_stream_of(s);
     if (!st) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     CUresult r = CUDA_SUCCESS;
+    struct sim_graph *g = sim_graph_new();
     pthread_mutex_lock(&sim_lock);
-    struct sim_graph *g = st->capturing ? NULL : calloc(1, sizeof *g);
     if (st->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
     else if (!g) r = CUDA_ERROR_OUT_OF_MEMORY;
     else {
@@ -1784,6 +1818,7 @@ static CUresult sim_begin_capture(const char *api, CUstream s) {
         st->capturing = g;
     }
     pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS && g) sim_graph_gone(g);
     return r;
 }
 
@@ -1811,7 +1846,16 @@ SIM_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph) {
         if (sim_joined[i] && sim_joined[i]->capturing == g) { sim_joined[i]->capturing = NULL; sim_joined[i] = NULL; }
     pthread_mutex_unlock(&sim_lock);
     if (!g) return CUDA_ERROR_ILLEGAL_STATE;
-    if (g->invalid) { *graph = NULL; g->magic = 0; return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; }
+    if (g->invalid && g->made) { /* the caller's graph stays the caller's */
+        g->invalid = 0;
+        *graph = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    if (g->invalid) { /* its graph destroyed: the handle may be handed out again */
+        *graph = NULL;
+        sim_graph_gone(g);
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     *graph = (CUgraph)g;
     return CUDA_SUCCESS;
 }
@@ -1888,9 +1932,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
 SIM_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
     struct sim_graph *g = (struct sim_graph *)graph;
     if (!g || g->magic != SIM_GRAPH_MAGIC) return CUDA_ERROR_INVALID_VALUE;
-    g->magic = 0;
-    free(g->nodes);
-    free(g);
+    sim_graph_gone(g);
     return CUDA_SUCCESS;
 }
 
@@ -1910,12 +1952,41 @@ static CUgraphNode sim_node_handle(void) {
 SIM_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {
     sim_count("cuGraphCreate");
     if (!graph || flags) return CUDA_ERROR_INVALID_VALUE;
-    struct sim_graph *g = calloc(1, sizeof *g);
+    struct sim_graph *g = sim_graph_new();
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
     g->magic = SIM_GRAPH_MAGIC;
     g->device = sim_device_now();
+    g->made = 1;
     *graph = (CUgraph)g;
     return CUDA_SUCCESS;
+}
+
+/* A capture into a graph of the caller's: its nodes are added to it. */
+static CUresult sim_begin_capture_to(const char *api, CUstream s, CUgraph graph) {
+    sim_count(api);
+    struct sim_stream *st = sim_stream_of(s);
+    struct sim_graph *g = sim_graph_of(graph);
+    if (!st) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    if (st->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
+    else st->capturing = g;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode *deps,
+                                                const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
+    (void)deps; (void)edges; (void)n; (void)mode;
+    return sim_begin_capture_to("cuStreamBeginCaptureToGraph", s, graph);
+}
+
+SIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph, const CUgraphNode *deps,
+                                                     const CUgraphEdgeData *edges, size_t n,
+                                                     CUstreamCaptureMode mode) {
+    (void)deps; (void)edges; (void)n; (void)mode;
+    return sim_begin_capture_to("cuStreamBeginCaptureToGraph_ptsz", s, graph);
 }
 
 static CUresult sim_add_alloc_node(CUgraphNode *node, CUgraph graph, CUdeviceptr *dptr, const CUmemPoolProps *props,
@@ -2066,8 +2137,8 @@ SIM_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus 
     if (!status) return CUDA_ERROR_INVALID_VALUE;
     struct sim_stream *st = sim_stream_of(s);
     pthread_mutex_lock(&sim_lock);
-    *status = st && st->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-    if (graph && st && st->capturing) *graph = (CUgraph)st->capturing;
+    *status = sim_capture_status(st);
+    if (graph && *status == CU_STREAM_CAPTURE_STATUS_ACTIVE) *graph = (CUgraph)st->capturing;
     pthread_mutex_unlock(&sim_lock);
     if (ndeps) *ndeps = 0;
     return CUDA_SUCCESS;
@@ -2332,6 +2403,8 @@ static const struct {
     P(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2),
     P(cuStreamBeginCapture, 10010, 1, cuStreamBeginCapture_v2_ptsz),
     P(cuStreamEndCapture, 10000, 0, cuStreamEndCapture),
+    P(cuStreamBeginCaptureToGraph, 12030, 0, cuStreamBeginCaptureToGraph),
+    P(cuStreamBeginCaptureToGraph, 12030, 1, cuStreamBeginCaptureToGraph_ptsz),
     P(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags),
     P(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags),
     P(cuGraphLaunch, 10000, 0, cuGraphLaunch),
