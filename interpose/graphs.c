@@ -251,7 +251,6 @@ void vt_graphs_fork_prepare(void) { pthread_mutex_lock(&lock); }
 void vt_graphs_fork_parent(void) { pthread_mutex_unlock(&lock); }
 
 void vt_graphs_reset_child(void) {
-    pthread_mutex_init(&lock, NULL);
     struct nodes *s, *t;
     HASH_ITER(hh, graphs, s, t) drop(&graphs, s);
     HASH_ITER(hh, execs, s, t) drop(&execs, s);

@@ -83,8 +83,9 @@ void vt_graph_dropped(void *graph_or_exec);
 void vt_graphs_fork_prepare(void);
 void vt_graphs_fork_parent(void);
 
-/* After fork, in the child: every graph forgotten (their stacks were the
- * parent's; a forked child cannot use the driver), the lock free again. */
+/* After fork, in the child (the lock given back first, as in the parent):
+ * every graph forgotten (their stacks were the parent's; a forked child
+ * cannot use the driver). */
 void vt_graphs_reset_child(void);
 
 #endif

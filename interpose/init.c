@@ -106,6 +106,7 @@ static void after_fork_parent(void) {
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
     vt_thread_reset_child();
+    vt_graphs_fork_parent(); /* given back, then the tables emptied below */
     vt_tracker_unlock_all();
     vt_stack_fork_done();
     vt_live_fork_parent();
