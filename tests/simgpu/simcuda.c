@@ -1729,18 +1729,23 @@ static CUstreamCaptureStatus sim_capture_status(const struct sim_stream *st) {
     return st->capturing->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
+/* Room in graph g's node list for one more; 0 when out of memory. */
+static int sim_node_room(struct sim_graph *g) {
+    if (g->n < g->cap) return 1;
+    size_t cap = g->cap ? 2 * g->cap : 8;
+    struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
+    if (!m) return 0;
+    g->nodes = m;
+    g->cap = cap;
+    return 1;
+}
+
 /* An allocation node of `bytes` on device d added to graph g: its address
  * in *dptr. sim_lock held. */
 static CUresult sim_node_alloc(struct sim_graph *g, int d, size_t bytes, CUdeviceptr *dptr) {
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = sim_round(bytes, SIM_ALIGN), span = size + SIM_ALIGN;
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 8;
-        struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
-        if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-        g->nodes = m;
-        g->cap = cap;
-    }
+    if (!sim_node_room(g)) return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t addr = sim_va_take(d, span, SIM_ALIGN);
     struct sim_alloc *a = addr ? sim_record(addr, SIM_GRAPH_VA, size, span, d) : NULL;
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1763,13 +1768,7 @@ static CUresult sim_node_free(struct sim_graph *g, CUdeviceptr ptr) {
         g->nodes[i].freed = 1;
         return CUDA_SUCCESS;
     }
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 8;
-        struct sim_node *m = realloc(g->nodes, cap * sizeof *m);
-        if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-        g->nodes = m;
-        g->cap = cap;
-    }
+    if (!sim_node_room(g)) return CUDA_ERROR_OUT_OF_MEMORY;
     g->nodes[g->n++] = (struct sim_node){ptr, a->bytes, a->device, 0, 1};
     return CUDA_SUCCESS;
 }
