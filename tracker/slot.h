@@ -34,8 +34,9 @@ struct vt_slot {
     int wanted;         /* threads waiting for it (vt_slot_wait) */
     uint64_t head;
     /* Where head may go without reading tail (the applier's line): tail +
-     * LOG_OPS / 2 as last read under the lock; tail only grows, so it is
-     * never more than the room there is. 0 at first. */
+     * LOG_OPS / 2 as last read under the lock (tail + LOG_OPS, the log's
+     * end, while another thread applies: log.c); tail only grows, so it
+     * is never more than the room there is. 0 at first. */
     uint64_t room;
     struct live_table table;
     int owned;          /* 1 while a live thread has it */
