@@ -342,6 +342,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     member(f, depth + 1, &first, "holders");
     if (missing) put(f, json_null(), depth + 1);
     else holders(f, d, h, n, depth + 1, &enc);
+    if (vr_holders_device(d, o->at) >= 0) { /* the failing device's alone */
+        member(f, depth + 1, &first, "holders_device");
+        put(f, json_integer(vr_holders_device(d, o->at)), depth + 1);
+    }
     if (d->nreleased) {   /* dumps of a run that reset a device with memory unfreed */
         member(f, depth + 1, &first, "released");
         holders(f, d, d->released, d->nreleased, depth + 1, &enc);

@@ -367,6 +367,16 @@ static void proc_rest(struct ctx *c, json_t *x, void *elem, size_t k, const stru
     }
 }
 
+/* An OOM's holder list `key` (holders, device_holders) in either format. */
+static struct vm_holder *oom_holders(struct ctx *c, const struct walk *w, json_t *h, size_t i, const char *key,
+                                     size_t *n) {
+    if (!w->d->v2) return load_holders(c, h, w->nstacks, n, "oom holders");
+    char herr[128];
+    struct vm_holder *out = vm_v2_holders(NULL, 0, h, w->nstacks, n, herr, sizeof herr);
+    if (!out) fail(c, "ooms[%zu].%s%s", i, key, herr);
+    return out;
+}
+
 static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struct walk *w) {
     static const struct walk findings = {finding_fields, NSPECS(finding_fields), "finding", finding_rest, NULL, 0};
     static const struct walk procs = {proc_fields, NSPECS(proc_fields), "other process", proc_rest, NULL, 0};
@@ -391,13 +401,12 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     json_t *h = json_object_get(o, "holders");
     if (h && json_is_array(h) && !c->failed) {
         v->have_holders = 1;
-        if (!w->d->v2) {
-            v->holders = load_holders(c, h, w->nstacks, &v->nholders, "oom holders");
-        } else {
-            char herr[128];
-            v->holders = vm_v2_holders(NULL, 0, h, w->nstacks, &v->nholders, herr, sizeof herr);
-            if (!v->holders) fail(c, "ooms[%zu].holders%s", i, herr);
-        }
+        v->holders = oom_holders(c, w, h, i, "holders", &v->nholders);
+    }
+    json_t *dh = json_object_get(o, "device_holders");
+    if (dh && json_is_array(dh) && !c->failed) {
+        v->have_device_holders = 1;
+        v->device_holders = oom_holders(c, w, dh, i, "device_holders", &v->ndevice_holders);
     }
     char terr[256];
     if (!c->failed && vm_torch_load(o, w->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
@@ -639,7 +648,7 @@ void vm_free(struct vm_dump *d) {
     vm_v2_free(d->v2);
     VT_FREE_ALL(d->stacks, d->frames, d->nodes, d->flat, d->scratch);
     for (size_t i = 0; d->ooms && i < d->nooms; i++) {
-        VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].findings, d->ooms[i].procs);
+        VT_FREE_ALL(d->ooms[i].holders, d->ooms[i].device_holders, d->ooms[i].findings, d->ooms[i].procs);
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);

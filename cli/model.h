@@ -99,6 +99,9 @@ struct vm_oom {
     struct vm_holder *holders;
     size_t nholders;
     int have_holders;
+    struct vm_holder *device_holders; /* the failing device's alone (other devices held memory too) */
+    size_t ndevice_holders;
+    int have_device_holders;
     struct vm_torch *torch;
 };
 

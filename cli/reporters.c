@@ -46,8 +46,17 @@ const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at
         return d->peak_holders;
     }
     if (d->nooms == 0 || !d->ooms[0].have_holders) { *missing = 1; return NULL; }
+    if (vr_holders_device(d, at) >= 0) {
+        *n = d->ooms[0].ndevice_holders;
+        return d->ooms[0].device_holders;
+    }
     *n = d->ooms[0].nholders;
     return d->ooms[0].holders;
+}
+
+int vr_holders_device(const struct vm_dump *d, enum vr_moment at) {
+    if (at != VR_AT_OOM || d->nooms == 0 || !d->ooms[0].have_holders || !d->ooms[0].have_device_holders) return -1;
+    return d->ooms[0].device >= 0 ? d->ooms[0].device : -1;
 }
 
 static int by_rank(const void *a, const void *b) {

@@ -53,11 +53,17 @@ int vr_torch(FILE *, const struct vr_input *, const struct vr_opts *, char *, si
 const char *vr_moment_name(enum vr_moment at);
 
 /* The holders of one dump at the chosen moment: live at exit (or when the
- * dump was written), at the peak of device bytes, or at the first OOM.
+ * dump was written), at the peak of device bytes, or at the first OOM (of
+ * the failing device alone when other devices held memory too and the
+ * dump says so, as the post-mortem shows them: see vr_holders_device).
  * NULL with *n = 0 when the dump has none; *missing is set when the dump
  * cannot answer (no OOM for VR_AT_OOM, no peak holders in the dump). */
 const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at, size_t *n,
                                       int *missing);
+
+/* The device whose memory alone vr_holders_at gives at `at`, or -1 when
+ * it gives every device's. */
+int vr_holders_device(const struct vm_dump *d, enum vr_moment at);
 
 /* Call sites combined across dumps, by their call-site label
  * (common/labels.h: the library's grouping), in common/labels.h's one

@@ -72,7 +72,14 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) total += c[i].bytes;
     struct holders_ctx ctx = {d, c};
-    struct vt_holders_text h = {.moment = o->at == VR_AT_EXIT ? NULL : vr_moment_name(o->at), .n = n,
+    /* At an OOM of one device among several: its memory alone, titled as
+     * the post-mortem titles it. */
+    int dev = vr_holders_device(d, o->at);
+    char title[64], none[64];
+    snprintf(title, sizeof title, "largest holders of device %d's memory", dev);
+    snprintf(none, sizeof none, "nothing of device %d's was live then", dev);
+    struct vt_holders_text h = {.title = dev >= 0 ? title : NULL, .none = dev >= 0 ? none : NULL,
+                                .moment = o->at == VR_AT_EXIT ? NULL : vr_moment_name(o->at), .n = n,
                                 .total = total, .stacks = 1, .row = holder_row, .ctx = &ctx};
     vt_put_holders(f, "", &h, (size_t)o->top, vr_put_safe);
     vr_combined_free(c, n);

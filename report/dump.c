@@ -109,6 +109,10 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
                 o->time_ns);
         if (o->holders) write_holder_list(f, o->holders, o->nholders, "");
         else fputs("null", f);
+        if (o->holders && o->device_holders) {
+            fputs(",\"device_holders\":", f);
+            write_holder_list(f, o->device_holders, o->ndevice_holders, "");
+        }
         fprintf(f, ",\"budget\":%s,\"other_processes\":", o->budget ? "true" : "false");
         if (o->procs) {
             fputc('[', f);

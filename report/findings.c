@@ -139,6 +139,10 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     /* The failing device's holders alone (other devices hold memory too):
      * a growing site speaks of this failure only if it holds memory here. */
+    if (!holders && o->device_holders) { /* of the failing device, kept at the failure */
+        holders = o->device_holders;
+        nholders = o->ndevice_holders;
+    }
     int device_only = holders != NULL;
     if (!holders) {
         holders = o->holders;

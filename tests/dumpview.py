@@ -73,7 +73,7 @@ def v1_view(d):
         d["peak_holders"] = holders(d["peak_holders"])
     if "released" in d:
         d["released"] = holders(d["released"])
-    d["ooms"] = [dict(o, holders=holders(o["holders"])) if "holders" in o else o for o in d["ooms"]]
+    d["ooms"] = [dict(o, **{k: holders(o[k]) for k in ("holders", "device_holders") if k in o}) for o in d["ooms"]]
     d.pop("live_fields")
     events = _unpack_events(d.pop("events"), d.pop("nevents"), d.pop("event_types"), d.pop("event_kinds"))
     d.update(version=1, live=live, event_fields=["time_ns", "type", "address", "bytes", "device", "stack", "kind"],
@@ -156,7 +156,7 @@ def v2_of(d):
         d["peak_holders"] = holders(d["peak_holders"])
     if "released" in d:
         d["released"] = holders(d["released"])
-    d["ooms"] = [dict(o, holders=holders(o["holders"])) if "holders" in o else o for o in d["ooms"]]
+    d["ooms"] = [dict(o, **{k: holders(o[k]) for k in ("holders", "device_holders") if k in o}) for o in d["ooms"]]
     live = []
     for a in d.pop("live"):
         e = [a["address"], a["bytes"], s(a["kind"]), s(a["api"]), a["device"], a["stack"], a["thread"], a["time_ns"]]

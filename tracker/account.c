@@ -49,6 +49,67 @@ struct vt_holder *vt_account_holders(uint32_t *n_out, int which) {
     return h;
 }
 
+/* A mixed site's bytes and count by device key - 1 (vt_site's `dev`). */
+struct vt_site_split {
+    uint64_t bytes[VT_MAX_DEVICES + 1], count[VT_MAX_DEVICES + 1];
+};
+
+__attribute__((noinline, cold)) void vt_site_device(struct vt_site *st, uint16_t key, uint64_t bytes, int sign) {
+    if (st->dev != VT_SITE_MIXED) {
+        if (st->count == 0) { /* nothing live: the site is where this op is */
+            if (sign > 0) st->dev = key;
+            return;
+        }
+        struct vt_site_split *sp = calloc(1, sizeof *sp);
+        if (!sp) vt_records_lost("a call site's memory by device");
+        else {
+            sp->bytes[st->dev - 1] = st->bytes;
+            sp->count[st->dev - 1] = st->count;
+        }
+        st->split = sp;
+        st->dev = VT_SITE_MIXED;
+    }
+    struct vt_site_split *sp = st->split;
+    if (sign < 0 && st->count <= 1) { /* its last allocation: one device again, or none */
+        free(sp);
+        st->split = NULL;
+        st->dev = 0;
+        return;
+    }
+    if (!sp) return;
+    if (sign > 0) {
+        sp->bytes[key - 1] += bytes;
+        sp->count[key - 1]++;
+    } else {
+        sp->bytes[key - 1] -= bytes;
+        sp->count[key - 1]--;
+    }
+}
+
+struct vt_holder *vt_account_holders_on(uint32_t *n_out, int device) {
+    size_t k = 0, nstacks = vt_stacks.n;
+    const uint16_t key = (uint16_t)(device + 2);
+    struct vt_holder *h = malloc((nstacks ? nstacks : 1) * sizeof *h);
+    if (!h) { *n_out = 0; return NULL; }
+    for (size_t i = 0; i < nstacks; i++) {
+        const struct vt_site *st = vt_site_of((uint32_t)i);
+        uint64_t b, c;
+        if (st->dev == key) {
+            b = st->bytes;
+            c = st->count;
+        } else if (st->dev == VT_SITE_MIXED && st->split) {
+            b = st->split->bytes[key - 1];
+            c = st->split->count[key - 1];
+        } else {
+            continue;
+        }
+        if (b == 0 && c == 0) continue;
+        h[k++] = (struct vt_holder){.stack = (uint32_t)i, .bytes = b, .count = c};
+    }
+    *n_out = (uint32_t)k;
+    return h;
+}
+
 int vt_holder_order(const void *a, const void *b) {
     const struct vt_holder *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;

@@ -83,6 +83,14 @@ static inline void site_copy_touch(uint32_t id) {
         vt_site_copy_one(id);
 }
 
+/* Site st's memory by device, for an op of `bytes` (sign: +1 added, -1
+ * taken away) on the device of key `key` (vt_site's `dev`) when st->dev
+ * is not that key: a site with nothing live takes the op's device; one
+ * with memory live on another becomes mixed and keeps its bytes by device
+ * from then on, until nothing of it is live again. Lock held, before the
+ * op changes st's counts. */
+void vt_site_device(struct vt_site *st, uint16_t key, uint64_t bytes, int sign) VT_HIDDEN;
+
 /* Add or remove bytes from the live counters. Lock held. Returns the
  * device whose counters moved, NULL for memory that is not the device's
  * own (pinned host, imported). The op's fields are read once, into
@@ -136,6 +144,9 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
      * its parent's). */
     struct vt_device *d = !on_device ? NULL : sign > 0 ? device_slot(device) : &vt_counts.devices[device];
     if (st) {
+        /* A site's memory on one device (the rule) costs this compare. */
+        const uint16_t key = on_device ? (uint16_t)(device + 2) : 1;
+        if (__builtin_expect(st->dev != key, 0)) vt_site_device(st, key, bytes, sign);
         if (st->hwm_gen != vt_counts.peak_gen) {
             st->hwm_bytes = st->bytes;
             st->hwm_count = st->count;
@@ -267,6 +278,10 @@ enum { VT_HELD_NOW, VT_HELD_AT_PEAK, VT_HELD_ALL_KINDS };
 /* Memory by call site (`which`: a VT_HELD_*), as a malloc'd array in stack
  * order (NULL when out of memory); *n_out its length. Lock held. */
 struct vt_holder *vt_account_holders(uint32_t *n_out, int which) VT_HIDDEN;
+
+/* The same of device `device`'s memory alone (0 <= device <
+ * VT_MAX_DEVICES), device memory now. Lock held. */
+struct vt_holder *vt_account_holders_on(uint32_t *n_out, int device) VT_HIDDEN;
 
 /* Copy the counts into a snapshot, times converted with `scale`: totals
  * and devices, and arm vt_site_copy for the holders (now, of every kind,

@@ -48,8 +48,8 @@ __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     if (is_oom) vt_thread_oom_open = 1;
-    struct vt_holder *pending = NULL;
-    uint32_t npending = 0;
+    struct vt_holder *pending = NULL, *pending_dev = NULL;
+    uint32_t npending = 0, npending_dev = 0;
     size_t at = SIZE_MAX;
     vt_global_lock();
     vt_log_drain();
@@ -74,8 +74,8 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         o->live_bytes = d ? d->live_bytes : vt_counts.totals.host_live_bytes;
         vt_counts.totals.oom_count++;
         if (d) d->oom_count++;
-        o->holders = NULL;
-        o->nholders = 0;
+        o->holders = o->device_holders = NULL;
+        o->nholders = o->ndevice_holders = 0;
         if (o->procs) {
             /* The caller's array lives on its stack: keep a copy (first 64
              * OOMs), or none. */
@@ -92,6 +92,14 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         if (vt_history.nooms < VT_MAX_OOM_HOLDERS) {
             pending = vt_account_holders(&npending, VT_HELD_NOW);
             if (!pending) vt_records_lost("an OOM's holder table");
+            /* A device's failure is about its own memory: when other
+             * devices (or memory of no known device) hold some too, its
+             * holders alone as well, as the post-mortem shows them. */
+            if (pending && d && (vt_counts.totals.live_count != d->live_count ||
+                                 vt_counts.totals.live_bytes != d->live_bytes)) {
+                pending_dev = vt_account_holders_on(&npending_dev, o->device);
+                if (!pending_dev) vt_records_lost("an OOM's holder table");
+            }
         }
         if (vt_history.nooms < VT_MAX_OOMS) {
             at = vt_history.nooms;
@@ -104,17 +112,23 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     vt_global_unlock();
     if (pending) {
         qsort(pending, npending, sizeof *pending, vt_holder_order);
+        if (pending_dev) qsort(pending_dev, npending_dev, sizeof *pending_dev, vt_holder_order);
         vt_global_lock();
         struct vt_oom *kept = at < vt_history.nooms ? &vt_history.ooms[at] : NULL;
         if (kept && !kept->holders && kept->time_ns == o->time_ns && kept->thread == o->thread) {
             kept->holders = pending;
             kept->nholders = npending;
+            kept->device_holders = pending_dev;
+            kept->ndevice_holders = npending_dev;
             o->holders = pending; /* the caller's copy, as before */
             o->nholders = npending;
-            pending = NULL;
+            o->device_holders = pending_dev;
+            o->ndevice_holders = npending_dev;
+            pending = pending_dev = NULL;
         }
         vt_global_unlock();
         free(pending);
+        free(pending_dev);
     }
     void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
     if (is_oom && listener) listener();
@@ -235,6 +249,7 @@ int vt_history_return(size_t most) {
 void vt_history_reset_child(void) {
     for (size_t i = 0; i < vt_history.nooms; i++) {
         free((void *)vt_history.ooms[i].holders);
+        free((void *)vt_history.ooms[i].device_holders);
         free((void *)vt_history.ooms[i].procs);
     }
     vt_history.nooms = 0;

@@ -429,8 +429,11 @@ uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uin
 }
 
 void vt_intern_reset_child(void) {
-    for (size_t i = 0; i < vt_stacks.n; i++)
-        free((char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub));
+    for (size_t i = 0; i < vt_stacks.n; i++) {
+        struct vt_stack_node *n = (struct vt_stack_node *)((char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub));
+        free(n->site.split);
+        free(n);
+    }
     vt_stacks.n = 0;
     for (struct table *T = table, *prev; T; T = prev) {
         prev = T->prev;

@@ -20,13 +20,21 @@
  * report groups with it. The peak values are kept lazily (memray's
  * high-water-mark scheme): `hwm_*` is valid only while `hwm_gen` equals
  * the counts' peak_gen; otherwise the site has not changed since the last
- * peak and its current values are the ones at the peak (account.h). */
+ * peak and its current values are the ones at the peak (account.h).
+ * `dev` says which device its live device memory is on (account.c's
+ * vt_site_device): the device + 2 (1: memory of no known device), 0 while
+ * none is live, VT_SITE_MIXED while it is on several, and then `split`
+ * has its bytes and count by device (NULL when it could not be made). */
+struct vt_site_split;
 struct vt_site {
     uint64_t bytes, count;
     uint64_t other_bytes, other_count;
     uint64_t hwm_bytes, hwm_count;
     uint64_t hwm_gen;
+    struct vt_site_split *split;
+    uint16_t dev;
 };
+#define VT_SITE_MIXED UINT16_MAX
 
 /* Every interned stack, by id. Global lock held to read or write. */
 struct vt_stacks {

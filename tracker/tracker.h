@@ -143,6 +143,11 @@ struct vt_oom {
                                         failure, largest first (first 64
                                         OOMs only; owned by the tracker) */
     uint32_t nholders;
+    const struct vt_holder *device_holders; /* the same of the failing
+                                        device's memory alone, when other
+                                        devices held memory too (else
+                                        NULL; device memory only) */
+    uint32_t ndevice_holders;
     VT_OOM_FIELDS(VT_RECORD_FIELD) /* time_ns, requested, free_bytes, total_bytes,
                                       live_bytes, api (common/records.h) */
     uint32_t stack;

@@ -338,6 +338,67 @@ def host_stream_ordered_memory_counted_where_it_lands():
 
 
 @test
+def host_failure_holders_are_the_failing_devices_in_the_dump_and_every_report():
+    # One call site allocates on both devices (6 MiB on device 1, 3 MiB on
+    # device 0), another 4 MiB on device 0; device 1 fails three times: with
+    # the site's 6 MiB there, with none of its memory there (device 0's
+    # still live), and once device 0 holds nothing. Before, the dump's
+    # failures named every device's holders (device 0's 4 MiB "held" part of
+    # device 1's failure) and `report --at oom` printed them so.
+    env = {"SIMGPU_DEVICES": "2", "VRAMTRACE_LIMIT": "8M"}
+    want = run([HOST, "mixed-site-oom"], preload=False, env=env)
+    eq(want.out.splitlines()[-5:], ["4M on device 0 -> 0", "3M on device 1 -> 0", "9M on device 1 -> 0",
+                                    "layer on device 1 -> 0", "7M on device 1 -> 0"], "without vramtrace")
+    work = tempfile.mkdtemp(prefix="vt-host-")
+    try:
+        p = subprocess.run([HOST, "mixed-site-oom"], cwd=work, env=host_env(work, dict(env, VRAMTRACE_REPORT="stderr")),
+                           capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, "status")
+        path = os.path.join(work, "dump.json")
+        d = load_dump(path)
+        MiB = 1 << 20
+        sites = {}
+        for o in d["ooms"]:
+            for h in o["holders"] or []:
+                sites.setdefault(h["stack"], len(sites))
+        layer_line = source_line("t_host.c", "CUresult r = cuMemAlloc(p, bytes);")
+
+        def rows(hs):
+            return None if hs is None else [(h["bytes"], h["count"]) for h in hs]
+        eq([(o["device"], o["requested_bytes"]) for o in d["ooms"]], [(1, 3 * MiB), (1, 9 * MiB), (1, 7 * MiB)],
+           "three failures on device 1")
+        eq([rows(o["holders"]) for o in d["ooms"]],
+           [[(9 * MiB, 6), (4 * MiB, 1)], [(4 * MiB, 1), (3 * MiB, 3)], [(2 * MiB, 1)]],
+           "every device's holders, as before")
+        eq([rows(o.get("device_holders")) for o in d["ooms"]], [[(6 * MiB, 3)], [], None],
+           "device 1's alone while device 0 held memory too; none at the last, where it held nothing")
+        eq(d["ooms"][0]["device_holders"][0]["stack"], d["ooms"][0]["holders"][0]["stack"],
+           "device 1's share of the site that allocates on both")
+        ok(f"vramtrace: largest holders of device 1's memory by call site (1 call site):\n"
+           f"vramtrace:     6.00 MiB 100.0%      3 allocs  layer tests/progs/t_host.c:{layer_line}\n" in p.stderr,
+           "the post-mortem: " + p.stderr)
+        text = subprocess.run([CLI, "report", "--at", "oom", path], capture_output=True, text=True)
+        ok(f"largest holders of device 1's memory at oom by call site (1 call site):\n"
+           f"    6.00 MiB 100.0%      3 allocs  layer tests/progs/t_host.c:{layer_line}\n" in text.stdout,
+           "report --at oom shows what the post-mortem showed: " + text.stdout + text.stderr)
+        found = [l for l in text.stdout.splitlines() if "holds 100% of the tracked memory" in l]
+        eq([l.split("(", 1)[1] for l in found], ["6.00 MiB in 3 allocations)", "2.00 MiB in 1 allocation)"],
+           "the findings of the first and last failure speak of device 1's memory")
+        js = json.loads(subprocess.run([CLI, "report", "--format", "json", "--at", "oom", path], capture_output=True,
+                                       text=True).stdout)["processes"][0]
+        eq((js["holders_device"], [(h["bytes"], h["count"]) for h in js["holders"]]), (1, [(6 * MiB, 3)]),
+           "report --format json --at oom")
+        exit_js = json.loads(subprocess.run([CLI, "report", "--format", "json", path], capture_output=True,
+                                            text=True).stdout)["processes"][0]
+        ok("holders_device" not in exit_js, "at exit the holders are every device's")
+        folded = subprocess.run([CLI, "report", "--format", "folded", "--at", "oom", path], capture_output=True,
+                                text=True).stdout
+        eq(sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines()), 6 * MiB, "folded --at oom: device 1's bytes")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
 def host_pitched_rows_counted_by_the_budget():
     want = run([HOST, "pitched-budget"], preload=False)
     eq(want.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 0\ncudaMallocPitch 513x1000 -> 0\n"

@@ -308,6 +308,44 @@ static int host_vmm(void) {
     return 0;
 }
 
+/* ------------------------------------------------------- mixed-site-oom */
+
+/* One call site that allocates on each device in turn (a model split over
+ * two GPUs allocating its layers), another on device 0 alone, and three
+ * failures on device 1: with the site's 6 MiB of device 1 live, with none
+ * of it live (device 0's memory still is), and with device 0 holding
+ * nothing. Run on two devices with VRAMTRACE_LIMIT=8M. */
+__attribute__((noinline)) static CUresult layer(CUdeviceptr *p, size_t bytes) {
+    CUresult r = cuMemAlloc(p, bytes);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+
+static int mixed_site_oom(void) {
+    CUcontext c[2];
+    CUdeviceptr a[2][3], big, x;
+    cuInit(0);
+    for (int d = 0; d < 2; d++) cuDevicePrimaryCtxRetain(&c[d], d);
+    for (int k = 0; k < 3; k++)
+        for (int d = 0; d < 2; d++) {
+            cuCtxSetCurrent(c[d]);
+            printf("layer %d on device %d -> %d\n", k, d, (int)layer(&a[d][k], (size_t)(d + 1) << 20));
+        }
+    cuCtxSetCurrent(c[0]);
+    printf("4M on device 0 -> %d\n", (int)cuMemAlloc(&big, 4 << 20));
+    cuCtxSetCurrent(c[1]);
+    printf("3M on device 1 -> %d\n", (int)cuMemAlloc(&x, 3 << 20));
+    for (int k = 0; k < 3; k++) cuMemFree(a[1][k]);
+    printf("9M on device 1 -> %d\n", (int)cuMemAlloc(&x, 9 << 20));
+    cuCtxSetCurrent(c[0]);
+    for (int k = 0; k < 3; k++) cuMemFree(a[0][k]);
+    cuMemFree(big);
+    cuCtxSetCurrent(c[1]);
+    printf("layer on device 1 -> %d\n", (int)layer(&a[1][0], 2 << 20));
+    printf("7M on device 1 -> %d\n", (int)cuMemAlloc(&x, 7 << 20));
+    return 0;
+}
+
 /* ------------------------------------------------------- pool-devices */
 
 /* Stream-ordered memory that lands on device 1 while device 0 is current:
@@ -1055,6 +1093,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     if (strcmp(mode, "host-register") == 0) return host_register();
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
+    if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
     if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
