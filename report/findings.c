@@ -151,7 +151,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     size_t nsites = 0;
     struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     size_t ngrowth = 0;
-    struct vt_growth *growth = vt_find_growth(s, sym, o->time_ns, &ngrowth);
+    /* A site's growth on the failing device alone, when the failure is
+     * about its memory alone. */
+    struct vt_growth *growth = vt_find_growth_on(s, sym, o->time_ns, device_only ? o->device : -1, &ngrowth);
     if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);

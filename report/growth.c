@@ -74,6 +74,14 @@ static uint64_t complete_steps(const struct vt_snapshot *s, ptrdiff_t last, stru
 
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
                                  size_t *n) {
+    return vt_find_growth_on(s, sym, t_end, -1, n);
+}
+
+/* Whether an allocation or event of `dev` counts for a search of `device`. */
+static inline int on(int dev, int device) { return device < 0 || dev == device; }
+
+struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
+                                    int device, size_t *n) {
     *n = 0;
     if (s->nstacks == 0 || s->nevents == 0) return NULL;
     size_t ns = 0;
@@ -84,13 +92,16 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     if (!st || !end) { free(st); free(end); free(group); free(lowest); return NULL; }
     struct vt_live_reader *rd = vt_live_read(s, 0);
     for (const struct vt_live *a; rd && (a = vt_live_next(rd));)
-        if (vt_kind_owned_device(a->kind) && a->stack < s->nstacks) end[group[a->stack]] += (int64_t)a->bytes;
+        if (vt_kind_owned_device(a->kind) && a->stack < s->nstacks && on(a->device, device))
+            end[group[a->stack]] += (int64_t)a->bytes;
     vt_live_read_end(rd);
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
-        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks ||
+            !on(e->device, device))
+            continue;
         struct site *x = &st[group[e->stack]];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
@@ -123,7 +134,9 @@ struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_sy
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->time_ns > t_end) continue;
-        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks) continue;
+        if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks ||
+            !on(e->device, device))
+            continue;
         struct site *x = &st[group[e->stack]];
         if (x->allocs < WINDOWS) continue;
         /* Windows of the site's own events, in the history's order: the

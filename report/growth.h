@@ -111,4 +111,9 @@ const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
                                  size_t *n);
 
+/* The same of device `device`'s memory alone (-1: every device's): what
+ * a failure of one device among several grew from. */
+struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
+                                    int device, size_t *n);
+
 #endif

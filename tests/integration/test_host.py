@@ -399,6 +399,23 @@ def host_failure_holders_are_the_failing_devices_in_the_dump_and_every_report():
 
 
 @test
+def host_failure_growth_is_the_failing_devices():
+    # One call site leaks 4 MiB a step on device 0 and 1 MiB on device 1;
+    # device 1 fails: the site grew by 8 MiB there (before: by the 40 MiB
+    # of both devices, ranked as the failure's explanation).
+    env = {"SIMGPU_DEVICES": "2", "VRAMTRACE_LIMIT": "64M"}
+    r = run([HOST, "mixed-site-growth"], env=env)
+    eq(r.out, "40M on device 1 -> 0\n20M on device 1 -> 2\n", "device 1's 20 MiB refused by the budget")
+    line = source_line("t_host.c", "CUresult got = cuMemAlloc(p, bytes);")
+    want = (f"2. leaky tests/progs/t_host.c:{line} grew through the run from 0 B to 8.00 MiB: +1.00 MiB per step over "
+            "the last 8 steps (")
+    ok("vramtrace:   " + want in r.err, "the post-mortem's growth finding: " + r.err)
+    f = [x["finding"] for x in r.dump["ooms"][0]["findings"] if x["id"] == "growing_site"]
+    eq(len(f), 1, "one growing site")
+    ok(f[0].startswith(want[3:]), "the dump's finding: " + f[0])
+
+
+@test
 def host_pitched_rows_counted_by_the_budget():
     want = run([HOST, "pitched-budget"], preload=False)
     eq(want.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 0\ncudaMallocPitch 513x1000 -> 0\n"

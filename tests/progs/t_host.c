@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../../include/vramtrace.h"
 
 /* The simulated driver's call counter (tests/simgpu/simcuda.c). */
 int simgpu_calls(const char *name);
@@ -343,6 +344,39 @@ static int mixed_site_oom(void) {
     cuCtxSetCurrent(c[1]);
     printf("layer on device 1 -> %d\n", (int)layer(&a[1][0], 2 << 20));
     printf("7M on device 1 -> %d\n", (int)cuMemAlloc(&x, 7 << 20));
+    return 0;
+}
+
+/* ------------------------------------------------------- mixed-site-growth */
+
+/* A call site that leaks on both devices, 4 MiB a step on device 0 and
+ * 1 MiB on device 1, over eight steps, beside 40 MiB that device 1 holds
+ * from the start; then device 1 fails. Run on two devices with
+ * VRAMTRACE_LIMIT=64M: device 1's failure grew from its 8 MiB, not the
+ * site's 40 MiB over both devices. */
+__attribute__((noinline)) static CUresult leaky(CUdeviceptr *p, size_t bytes) {
+    CUresult got = cuMemAlloc(p, bytes);
+    __asm__ volatile("" : : : "memory");
+    return got;
+}
+
+static int mixed_site_growth(void) {
+    struct vramtrace_api vt;
+    vramtrace_load(&vt);
+    CUcontext c[2];
+    CUdeviceptr p;
+    cuInit(0);
+    for (int d = 0; d < 2; d++) cuDevicePrimaryCtxRetain(&c[d], d);
+    cuCtxSetCurrent(c[1]);
+    printf("40M on device 1 -> %d\n", (int)cuMemAlloc(&p, 40 << 20));
+    for (int k = 0; k < 8; k++) {
+        for (int d = 0; d < 2; d++) {
+            cuCtxSetCurrent(c[d]);
+            if (leaky(&p, d ? 1 << 20 : 4 << 20) != CUDA_SUCCESS) printf("step %d device %d failed\n", k, d);
+        }
+        vt.step();
+    }
+    printf("20M on device 1 -> %d\n", (int)cuMemAlloc(&p, 20 << 20));
     return 0;
 }
 
@@ -1094,6 +1128,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "host-register") == 0) return host_register();
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
+    if (strcmp(mode, "mixed-site-growth") == 0) return mixed_site_growth();
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
     if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
