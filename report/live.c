@@ -39,10 +39,10 @@ static struct {
     size_t nlabels;
     struct vt_forecast fc[VT_MAX_DEVICES];
     int warned;
-    char last_site[VT_LIVE_LABEL]; /* the forecast's growing site, once named */
+    char last_site[VT_MAX_DEVICES][VT_LIVE_LABEL]; /* each device's forecast's growing site, once named */
     int created, placed;     /* under place_lock: made, renamed into place */
     /* The view's stacks added up by call site, largest first. */
-    struct site_group { const char *label; uint64_t bytes, count, most; uint32_t stack; } groups[VT_VIEW_SITES];
+    struct site_group { const char *label; uint64_t bytes, count, most, devices; uint32_t stack; } groups[VT_VIEW_SITES];
     uint32_t ngroups;
     /* The call sites at each closed growth window, for the one that grew. */
     struct past_site { const char *label; uint64_t bytes; } past[VT_FORECAST_RISES + 1][VT_LIVE_SITES];
@@ -185,7 +185,8 @@ static void group_sites(const struct vt_view *v) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < v->nsites; i++)
         L.groups[n++] = (struct site_group){label_of(v->sites[i].stack, v->stacks[i]), v->sites[i].bytes,
-                                            v->sites[i].count, v->sites[i].bytes, v->sites[i].stack};
+                                            v->sites[i].count, v->sites[i].bytes, v->site_devices[i],
+                                            v->sites[i].stack};
     qsort(L.groups, n, sizeof *L.groups, by_label);
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -193,6 +194,7 @@ static void group_sites(const struct vt_view *v) {
             struct site_group *g = &L.groups[k - 1];
             g->bytes += L.groups[i].bytes;
             g->count += L.groups[i].count;
+            g->devices |= L.groups[i].devices;
             if (L.groups[i].most > g->most) {
                 g->most = L.groups[i].most;
                 g->stack = L.groups[i].stack;
@@ -205,11 +207,13 @@ static void group_sites(const struct vt_view *v) {
     L.ngroups = k;
 }
 
-/* The call site that grew the most since the oldest closed window. */
-static const char *growing_site(void) {
+/* The call site with memory on device d that grew the most since the
+ * oldest closed window. */
+static const char *growing_site(int d) {
     int64_t best = 0;
     const char *at = NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
+        if (!(L.groups[i].devices >> d & 1)) continue;
         uint64_t then = 0;
         for (uint32_t j = 0; j < L.npast[0]; j++)
             if (strcmp(L.past[0][j].label, L.groups[i].label) == 0) then = L.past[0][j].bytes;
@@ -227,9 +231,9 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     vt_fmt_bytes(capacity, cap, sizeof cap);
     /* The site that grew the most lately; where nothing grew since (a
      * program idle after its last step), the one named last. */
-    const char *site = growing_site();
-    if (site) snprintf(L.last_site, sizeof L.last_site, "%s", site);
-    else if (L.last_site[0]) site = L.last_site;
+    const char *site = growing_site(d);
+    if (site) snprintf(L.last_site[d], sizeof L.last_site[d], "%s", site);
+    else if (L.last_site[d][0]) site = L.last_site[d];
     if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
     else if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
     else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);

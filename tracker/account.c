@@ -86,6 +86,15 @@ __attribute__((noinline, cold)) void vt_site_device(struct vt_site *st, uint16_t
     }
 }
 
+uint64_t vt_site_devices(const struct vt_site *st) {
+    if (st->dev >= 2 && st->dev != VT_SITE_MIXED) return (uint64_t)1 << (st->dev - 2);
+    uint64_t m = 0;
+    if (st->dev == VT_SITE_MIXED && st->split)
+        for (int d = 0; d < VT_MAX_DEVICES; d++)
+            if (st->split->count[d + 1]) m |= (uint64_t)1 << d;
+    return m;
+}
+
 struct vt_holder *vt_account_holders_on(uint32_t *n_out, int device) {
     size_t k = 0, nstacks = vt_stacks.n;
     const uint16_t key = (uint16_t)(device + 2);

@@ -91,6 +91,9 @@ static inline void site_copy_touch(uint32_t id) {
  * op changes st's counts. */
 void vt_site_device(struct vt_site *st, uint16_t key, uint64_t bytes, int sign) VT_HIDDEN;
 
+/* A bit per device (0 to 63) site st's device memory is on. Lock held. */
+uint64_t vt_site_devices(const struct vt_site *st) VT_HIDDEN;
+
 /* Add or remove bytes from the live counters. Lock held. Returns the
  * device whose counters moved, NULL for memory that is not the device's
  * own (pinned host, imported). The op's fields are read once, into

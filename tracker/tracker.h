@@ -435,6 +435,7 @@ struct vt_view {
     int ndevices;
     struct vt_holder sites[VT_VIEW_SITES];
     const struct vt_stack *stacks[VT_VIEW_SITES];
+    uint64_t site_devices[VT_VIEW_SITES]; /* a bit per device the site's memory is on (devices 0 to 63) */
     uint32_t nsites;
     struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* the host, then ndevices devices */
     uint64_t steps_total;      /* step boundaries ever counted (tracker/steps.h) */

@@ -21,8 +21,9 @@
  * hundred thousand scanned cost no more than a few of them did. */
 static int after(const struct vt_holder *a, const struct vt_holder *b) { return vt_holder_order(a, b) > 0; }
 
-/* Entry i of the heap down to its place; st[] (when given) moves with it. */
-static void sift_down(struct vt_holder *h, const struct vt_stack **st, uint32_t n, uint32_t i) {
+/* Entry i of the heap down to its place; st[] and dm[] (when given) move
+ * with it. */
+static void sift_down(struct vt_holder *h, const struct vt_stack **st, uint64_t *dm, uint32_t n, uint32_t i) {
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < n && after(&h[l], &h[m])) m = l;
@@ -35,6 +36,9 @@ static void sift_down(struct vt_holder *h, const struct vt_stack **st, uint32_t 
             const struct vt_stack *x = st[i];
             st[i] = st[m];
             st[m] = x;
+            uint64_t y = dm[i];
+            dm[i] = dm[m];
+            dm[m] = y;
         }
         i = m;
     }
@@ -55,13 +59,13 @@ static void keep_if_largest(struct vt_holder *heap, uint32_t *k, uint32_t i, uin
     }
     if (vt_holder_order(&h, &heap[0]) >= 0) return;
     heap[0] = h;
-    sift_down(heap, NULL, *k, 0);
+    sift_down(heap, NULL, NULL, *k, 0);
 }
 
 /* The heap sorted in place, largest first, its stacks with it: the root
  * (the one listed last) goes to the end each time. After the global lock
  * is let go (a qsort of 4,096 under it lengthened every round's hold). */
-static void heap_sort(struct vt_holder *h, const struct vt_stack **st, uint32_t n) {
+static void heap_sort(struct vt_holder *h, const struct vt_stack **st, uint64_t *dm, uint32_t n) {
     for (uint32_t end = n; end > 1; end--) {
         struct vt_holder t = h[0];
         h[0] = h[end - 1];
@@ -69,7 +73,10 @@ static void heap_sort(struct vt_holder *h, const struct vt_stack **st, uint32_t 
         const struct vt_stack *x = st[0];
         st[0] = st[end - 1];
         st[end - 1] = x;
-        sift_down(h, st, end - 1, 0);
+        uint64_t y = dm[0];
+        dm[0] = dm[end - 1];
+        dm[end - 1] = y;
+        sift_down(h, st, dm, end - 1, 0);
     }
 }
 
@@ -109,8 +116,11 @@ int vt_tracker_view(struct vt_view *v) {
         if (st->bytes) keep_if_largest(v->sites, &k, (uint32_t)i, st->bytes, st->count);
     }
     v->nsites = k;
-    for (uint32_t i = 0; i < v->nsites; i++) v->stacks[i] = vt_stacks.list[v->sites[i].stack];
+    for (uint32_t i = 0; i < v->nsites; i++) {
+        v->stacks[i] = vt_stacks.list[v->sites[i].stack];
+        v->site_devices[i] = vt_site_devices(vt_site_of(v->sites[i].stack));
+    }
     vt_global_unlock();
-    heap_sort(v->sites, v->stacks, k); /* largest first */
+    heap_sort(v->sites, v->stacks, v->site_devices, k); /* largest first */
     return 1;
 }

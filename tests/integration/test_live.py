@@ -935,6 +935,26 @@ def forecast_leak_warns_steady_and_loading_do_not():
 
 
 @test
+def forecast_names_a_site_of_the_device_it_forecasts():
+    """Five call sites hold 100 MiB each on device 0, then another keeps 8
+    MiB a step on device 1: device 1's forecast names the site that grows
+    there (it named device 0's sites, whose 100 MiB each had "risen" more
+    since the first window)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G", "SIMGPU_DEVICES": "2"})
+    t.say("sites 104857600")
+    t.say("dev 1")
+    t.say("steps 20 8388608 50")
+    wait_for("the 20 steps published",
+             lambda: list(series(metrics(rundir), "vramtrace_steps_total").values()) == ["20"] or None)
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 1 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+
+
+@test
 def forecast_per_step_where_the_program_has_steps():
     """Two programs that mark steps (vramtrace_step) on a 1 GiB budget: one
     keeps 8 MiB a step for 20 steps (growth +8 MiB a step; full in 108 steps

@@ -81,6 +81,8 @@ int main(void) {
         long n = 0, ms = 0;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
+        } else if (sscanf(line, "dev %ld", &n) == 1) {
+            cudaSetDevice((int)n);
         } else if (sscanf(line, "sites %llu", &bytes) == 1) {
             site1(bytes);
             site2(bytes);
