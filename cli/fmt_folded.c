@@ -234,16 +234,20 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
     struct text t = {0}, other = {0};
     struct labels *cache = calloc(in->n ? in->n : 1, sizeof *cache); /* NULL: labels made each time */
     int rc = 0;
+    size_t have = 0;
+    const char *without = NULL;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
         const struct vm_dump *d = &in->dumps[i];
         size_t n;
         int missing;
         const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
+        /* A rank that never failed has no holders at its failure: the
+         * others' stacks are the graph, as the text and json combine them. */
         if (missing) {
-            snprintf(err, errsize, "%s has no holders at %s", d->path, vr_moment_name(o->at));
-            rc = -1;
-            break;
+            if (!without) without = d->path;
+            continue;
         }
+        have++;
         for (size_t j = 0; j < n && rc == 0; j++) {
             line_of(&t, in, i, h[j].stack, o, cache);
             if (t.failed || gs.n >= UINT32_MAX - 1 ||
@@ -252,6 +256,11 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
                 rc = -1;
             }
         }
+    }
+    if (rc == 0 && have == 0 && without) {
+        snprintf(err, errsize, "%s%s has no holders at %s", in->n > 1 ? "no dump has holders at this moment: " : "",
+                 without, vr_moment_name(o->at));
+        rc = -1;
     }
     for (size_t i = 0; i < gs.n && rc == 0; i++) {
         line_of(&t, in, gs.g[i].dump, gs.g[i].stack, o, cache);
