@@ -52,8 +52,10 @@ struct site {
     uint64_t min, max, sum;
     int *ranks;
     size_t nranks, cap;
-    uint64_t cur;          /* in the dump being read */
+    uint64_t in_dump;      /* in the dump being read */
     size_t cur_dump;       /* that dump's index + 1, 0 for none */
+    uint64_t cur;          /* in the rank being read: the most of its dumps' */
+    size_t cur_rank;       /* that rank's place among the ranks + 1, 0 for none */
 };
 
 static int add_rank(struct site *s, int rank, uint64_t bytes) {
@@ -88,13 +90,28 @@ static int by_spread(const void *a, const void *b) {
  * this keeps one int per rank that holds it, and the rows it returns are
  * in the report's order, not in the order first seen that breaks ties of
  * spread here. */
+static const struct vr_input *by_rank_in;
+static int by_dump_rank(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int rx = by_rank_in->dumps[x].rank, ry = by_rank_in->dumps[y].rank;
+    if (rx != ry) return rx < ry ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
 static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks) {
     struct vt_labels *labels = vt_labels_new();
     struct site *sites = NULL;
-    size_t cap = 0, ntouched = 0, touched_cap = 0;
-    uint32_t *touched = NULL; /* the groups this dump holds at, each once: not every group seen so far */
-    if (!labels) return;
-    for (size_t i = 0; i < in->n; i++) {
+    size_t cap = 0, ntouched = 0, touched_cap = 0, rank_at = 1;
+    uint32_t *touched = NULL; /* the groups this rank holds at, each once: not every group seen so far */
+    /* The dumps by rank: a rank with several dumps (restarts, named dumps)
+     * is one rank, holding at a site the most any of its dumps held. */
+    size_t *order = malloc(in->n * sizeof *order);
+    if (!labels || !order) { free(order); vt_labels_free(labels); return; }
+    for (size_t i = 0; i < in->n; i++) order[i] = i;
+    by_rank_in = in;
+    qsort(order, in->n, sizeof *order, by_dump_rank);
+    for (size_t oi = 0; oi < in->n; oi++) {
+        size_t i = order[oi];
         const struct vm_dump *d = &in->dumps[i];
         size_t nh;
         int missing;
@@ -115,6 +132,10 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
             struct site *s = &sites[g];
             if (s->cur_dump != i + 1) {
                 s->cur_dump = i + 1;
+                s->in_dump = 0;
+            }
+            if (s->cur_rank != rank_at) {
+                s->cur_rank = rank_at;
                 s->cur = 0;
                 if (ntouched == touched_cap) {
                     size_t want = touched_cap ? touched_cap * 2 : 64;
@@ -125,22 +146,25 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
                 }
                 touched[ntouched++] = g;
             }
-            s->cur += h[j].bytes;
+            s->in_dump += h[j].bytes;
+            if (s->in_dump > s->cur) s->cur = s->in_dump;
         }
-        /* The dump's sums go in as one rank each (a pass over every group
-         * seen so far did this: 200 dumps of 4,000 sites each made it 80
-         * million steps). */
+        /* The rank's sums go in once its last dump is read (a pass over
+         * every group seen so far did this: 200 dumps of 4,000 sites each
+         * made it 80 million steps). */
+        if (oi + 1 < in->n && in->dumps[order[oi + 1]].rank == d->rank) continue;
         for (size_t t = 0; t < ntouched; t++)
             if (add_rank(&sites[touched[t]], d->rank, sites[touched[t]].cur) != 0) goto done;
         ntouched = 0;
+        rank_at++;
     }
     size_t ng = vt_labels_count(labels), nd = 0;
     struct order *ord = calloc(ng ? ng : 1, sizeof *ord);
     if (!ord) goto done;
     for (size_t g = 0; g < ng; g++) {
         const struct site *s = &sites[g];
-        if (s->nranks == in->n && s->min == s->max) continue;
-        ord[nd++] = (struct order){g, s->nranks == in->n ? s->max - s->min : s->max};
+        if (s->nranks == nranks && s->min == s->max) continue;
+        ord[nd++] = (struct order){g, s->nranks == nranks ? s->max - s->min : s->max};
     }
     qsort(ord, nd, sizeof *ord, by_spread);
     char a[32], b[32];
@@ -158,6 +182,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     }
     free(ord);
 done:
+    free(order);
     free(touched);
     for (size_t g = 0; g < cap; g++) free(sites[g].ranks);
     free(sites);
@@ -174,7 +199,9 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
         peaks[i] = in->dumps[i].totals.peak_bytes;
     }
     qsort(ranks, in->n, sizeof *ranks, by_int);
-    size_t distinct = 0;
+    size_t distinct = 0, shared = 0; /* ranks, and those of them with more than one dump */
+    for (size_t i = 1; i < in->n; i++)
+        if (ranks[i] == ranks[i - 1] && (i < 2 || ranks[i - 2] != ranks[i])) shared++; /* a rank's second dump */
     for (size_t i = 0; i < in->n; i++)
         if (!distinct || ranks[i] != ranks[distinct - 1]) ranks[distinct++] = ranks[i];
     /* Missing: the ranks from 0 to the highest that no dump has, as the
@@ -184,8 +211,9 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     uint64_t nmissing = 0;
     for (size_t k = 0; k < distinct; k++)
         if (ranks[k] >= 0) nmissing += (uint64_t)ranks[k] - (k && ranks[k - 1] >= 0 ? (uint64_t)ranks[k - 1] + 1 : 0);
-    fprintf(f, "ranks: %zu dumps of %zu ranks from %d to %d", in->n, distinct, ranks[0], top);
-    if (distinct != in->n) fprintf(f, " (%zu ranks have more than one dump)", in->n - distinct);
+    fprintf(f, "ranks: %zu dumps of %zu rank%s from %d to %d", in->n, distinct, distinct == 1 ? "" : "s", ranks[0],
+            top);
+    if (shared) fprintf(f, " (%zu rank%s more than one dump)", shared, shared == 1 ? " has" : "s have");
     if (nmissing) {
         fprintf(f, "; missing %llu of 0 to %d: ", (unsigned long long)nmissing, top);
         put_gaps(f, ranks, distinct, 16);

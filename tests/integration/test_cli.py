@@ -371,6 +371,32 @@ def cli_ranks_far_apart_cost_nothing():
            "1-4, 6-2147483646\n" in p.stdout, p.stdout[:2000])
 
 
+@test
+def cli_a_rank_with_several_dumps_counts_once():
+    """Ranks 0, 1, 1 and 2 (rank 1 restarted, or a named dump beside its
+    exit dump): three ranks, one of them with two dumps, and a call site
+    that only rank 1 holds is held on 1 of 3 ranks (before: "2 of 3 ranks
+    (1, 1)", and "(1 ranks have more than one dump)" counted dumps)."""
+    with workdir("vt-cli-ranks-") as work:
+        paths = []
+        for i, (name, r) in enumerate(((R0, 0), (R1, 1), (R1, 1), (R0, 2))):
+            d = json.load(open(os.path.join(GOLDEN, name)))
+            d["rank"] = r
+            paths.append(os.path.join(work, f"d{i}.json"))
+            json.dump(d, open(paths[-1], "w"))
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        ok("\nranks: 4 dumps of 3 ranks from 0 to 2 (1 rank has more than one dump)\n" in out, out[:2000])
+        ok("\ncall sites that differ across ranks (at exit): 1\n"
+           "  rank_extra tests/progs/t_phases.c:26: 1.00 MiB on 1 of 3 ranks (1)\n" in out, out[:3000])
+        rc, out, err = cli(["report", *paths[1:3]])
+        out = out.decode()
+        ok("\nranks: 2 dumps of 1 rank from 1 to 1 (1 rank has more than one dump); missing 1 of 0 to 1: 0\n"
+           "peak imbalance: highest 12.00 MiB (rank 1) over the median 12.00 MiB = 1.00x\n"
+           "call sites that differ across ranks (at exit): 0\n" in out, out[:2000])
+
+
 # ------------------------------------------------------------ 21. wording
 
 
