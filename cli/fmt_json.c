@@ -327,6 +327,11 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "other_processes", json_null());
         }
         json_object_set_new(j, "free_bytes", x->have_info ? count(x->free_bytes) : json_null());
+        if (x->have_counts) { /* the failing device's, at the failure */
+            json_object_set_new(j, "live_count", count(x->live_count));
+            json_object_set_new(j, "peak_bytes", count(x->peak_bytes));
+            json_object_set_new(j, "peak_time_ns", count(x->peak_time_ns));
+        }
         if (x->graph_reserved || x->graph_used) {
             json_object_set_new(j, "graph_reserved_bytes", count(x->graph_reserved));
             json_object_set_new(j, "graph_used_bytes", count(x->graph_used));

@@ -64,18 +64,20 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             k += (size_t)w;
         }
         vt_utf8_whole(procs, sizeof procs);
-        /* The device's counts are those at this failure only in a dump
-         * written at it (the latest failure of an "oom" dump). */
+        /* The device's counts at this failure: kept with it, or, in an
+         * older dump, the dump's own when it was written at the failure
+         * (the latest failure of an "oom" dump). */
         int at_it = v && i + 1 == d->nooms && strcmp(d->reason, "oom") == 0;
-        int tracked = o->device < 0 ? VT_TRACKED_NONE : at_it ? VT_TRACKED_COUNTS : VT_TRACKED_BYTES;
+        int tracked = o->device < 0 ? VT_TRACKED_NONE : at_it || o->have_counts ? VT_TRACKED_COUNTS : VT_TRACKED_BYTES;
         struct vt_oom_text t = {
             .requested = o->requested, .api = S(o->api, api), .host = vt_host_memory_label(o->kind),
             .device = o->device, .budget = o->budget, .device_name = v && v->name ? S(v->name, name) : NULL,
             .device_uuid = v && v->uuid ? S(v->uuid, uuid) : NULL, .site = site_text(d, o->stack, site, sizeof site),
             .have_info = o->have_info, .free_bytes = o->free_bytes, .total_bytes = o->total_bytes,
             .live_bytes = o->live_bytes, .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
-            .tracked = tracked, .device_live_count = at_it ? v->live_count : 0,
-            .device_peak_bytes = at_it ? v->peak_bytes : 0, .device_peak_time_ns = at_it ? v->peak_time_ns : 0,
+            .tracked = tracked, .device_live_count = o->have_counts ? o->live_count : at_it ? v->live_count : 0,
+            .device_peak_bytes = o->have_counts ? o->peak_bytes : at_it ? v->peak_bytes : 0,
+            .device_peak_time_ns = o->have_counts ? o->peak_time_ns : at_it ? v->peak_time_ns : 0,
             .procs = o->procs ? procs : NULL, .nprocs = o->nprocs,
         };
         fprintf(f, "out of memory #%zu at %.3f s:\n", i + 1, secs(o->time_ns));
@@ -93,9 +95,10 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
 
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     char host[256], cmd[4096], reason[256];
-    fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written at %s)\n", d->pid, d->rank,
+    char when[300];
+    fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written %s)\n", d->pid, d->rank,
             d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
-            S(d->reason, reason));
+            vr_written(S(d->reason, reason), when, sizeof when));
     vr_put_devices(f, d);
     fputs("totals:\n", f);
     vr_put_totals(f, d);

@@ -194,6 +194,8 @@ static const struct spec oom_info_fields[] = {U64(struct vm_oom, free_bytes), U6
 static const struct spec oom_graph_fields[] = {U64_AS("graph_reserved_bytes", struct vm_oom, graph_reserved),
                                                U64_AS("graph_used_bytes", struct vm_oom, graph_used)};
 static const struct spec oom_end_fields[] = {U64(struct vm_oom, live_bytes), U64(struct vm_oom, time_ns)};
+static const struct spec oom_count_fields[] = {U64(struct vm_oom, live_count), U64(struct vm_oom, peak_bytes),
+                                               U64(struct vm_oom, peak_time_ns)};
 static const struct spec finding_fields[] = {
     STR(struct vm_finding, id), STR(struct vm_finding, finding), STR(struct vm_finding, next),
 };
@@ -388,6 +390,10 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     if (json_object_get(o, "graph_reserved_bytes"))
         read_fields(c, o, oom_graph_fields, NSPECS(oom_graph_fields), v, 0, "oom");
     read_fields(c, o, oom_end_fields, NSPECS(oom_end_fields), v, 0, "oom");
+    if (json_object_get(o, "live_count")) { /* the device's counts at the failure (absent in older dumps) */
+        read_fields(c, o, oom_count_fields, NSPECS(oom_count_fields), v, 0, "oom");
+        v->have_counts = !c->failed;
+    }
     json_t *b = json_object_get(o, "budget");
     v->budget = b && json_is_true(b);
     json_t *fs = json_object_get(o, "findings");

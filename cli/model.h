@@ -102,6 +102,8 @@ struct vm_oom {
     struct vm_holder *device_holders; /* the failing device's alone (other devices held memory too) */
     size_t ndevice_holders;
     int have_device_holders;
+    int have_counts;                  /* the failing device's counts at the failure: */
+    uint64_t live_count, peak_bytes, peak_time_ns;
     struct vm_torch *torch;
 };
 

@@ -54,6 +54,13 @@ const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at
     return d->ooms[0].holders;
 }
 
+const char *vr_written(const char *reason, char *buf, size_t size) {
+    if (reason && strcmp(reason, "signal") == 0) return "on a signal";
+    if (reason && strcmp(reason, "named") == 0) return "by vramtrace_dump";
+    snprintf(buf, size, "at %s", reason ? reason : "?");
+    return buf;
+}
+
 int vr_holders_device(const struct vm_dump *d, enum vr_moment at) {
     if (at != VR_AT_OOM || d->nooms == 0 || !d->ooms[0].have_holders || !d->ooms[0].have_device_holders) return -1;
     return d->ooms[0].device >= 0 ? d->ooms[0].device : -1;

@@ -52,6 +52,10 @@ int vr_torch(FILE *, const struct vr_input *, const struct vr_opts *, char *, si
 
 const char *vr_moment_name(enum vr_moment at);
 
+/* When a dump was written, after "dump written ": "at exit", "at oom",
+ * "on a signal", "by vramtrace_dump" (its `reason`); "at X" for another. */
+const char *vr_written(const char *reason, char *buf, size_t size);
+
 /* The holders of one dump at the chosen moment: live at exit (or when the
  * dump was written), at the peak of device bytes, or at the first OOM (of
  * the failing device alone when other devices held memory too and the

@@ -105,8 +105,11 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
         if (o->graph_reserved || o->graph_used)
             fprintf(f, ",\"graph_reserved_bytes\":" U64 ",\"graph_used_bytes\":" U64, o->graph_reserved,
                     o->graph_used);
-        fprintf(f, ",\"live_bytes\":" U64 ",\"time_ns\":" U64 ",\"holders\":", o->live_bytes,
-                o->time_ns);
+        fprintf(f, ",\"live_bytes\":" U64, o->live_bytes);
+        if (o->have_counts)
+            fprintf(f, ",\"live_count\":" U64 ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64, o->live_count,
+                    o->peak_bytes, o->peak_time_ns);
+        fprintf(f, ",\"time_ns\":" U64 ",\"holders\":", o->time_ns);
         if (o->holders) write_holder_list(f, o->holders, o->nholders, "");
         else fputs("null", f);
         if (o->holders && o->device_holders) {

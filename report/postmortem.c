@@ -149,8 +149,10 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
         .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
         .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
-        .tracked = d ? VT_TRACKED_COUNTS : VT_TRACKED_NONE, .device_live_count = d ? d->live_count : 0,
-        .device_peak_bytes = d ? d->peak_bytes : 0, .device_peak_time_ns = d ? d->peak_time_ns : 0,
+        /* The device's counts at the failure, kept with it (the dump's). */
+        .tracked = d && o->have_counts ? VT_TRACKED_COUNTS : d ? VT_TRACKED_BYTES : VT_TRACKED_NONE,
+        .device_live_count = o->live_count, .device_peak_bytes = o->peak_bytes,
+        .device_peak_time_ns = o->peak_time_ns,
         .procs = o->procs ? vt_display(vt_procs_text(o->procs, o->nprocs, procs, sizeof procs), procs_shown,
                                        sizeof procs_shown) : NULL,
         .nprocs = o->nprocs,

@@ -72,6 +72,10 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         o->thread = vt_thread_id();
         o->stack = vt_intern(frames, depth, vt_intern_hash(frames, &depth));
         o->live_bytes = d ? d->live_bytes : vt_counts.totals.host_live_bytes;
+        o->have_counts = d != NULL;
+        o->live_count = d ? d->live_count : 0;
+        o->peak_bytes = d ? d->peak_bytes : 0;
+        o->peak_time_ns = d ? d->peak_time_ns : 0;
         vt_counts.totals.oom_count++;
         if (d) d->oom_count++;
         o->holders = o->device_holders = NULL;
@@ -183,6 +187,7 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
         for (size_t i = 0; i < nooms; i++) {   /* kept in ticks; time_ns at this snapshot's rate */
             s->ooms[i].ticks = vt_history.ooms[i].time_ns;
             s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
+            s->ooms[i].peak_time_ns = vt_ticks_to_ns(vt_history.ooms[i].peak_time_ns, scale);
         }
     } else {
         vt_records_lost("a snapshot's OOM records");

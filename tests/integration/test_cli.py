@@ -574,6 +574,23 @@ def cli_dumps_of_one_process_are_said_so():
         shutil.rmtree(work, ignore_errors=True)
 
 
+@test
+def cli_header_says_when_the_dump_was_written():
+    """The header's "dump written ..." for each reason a dump has (a named
+    dump read "dump written at named")."""
+    with workdir("vt-cli-reason-") as work:
+        d = json.load(open(os.path.join(GOLDEN, R0)))
+        for reason, said in (("exit", "at exit"), ("oom", "at oom"), ("signal", "on a signal"),
+                             ("named", "by vramtrace_dump")):
+            d["reason"] = reason
+            path = os.path.join(work, f"{reason}.json")
+            json.dump(d, open(path, "w"))
+            rc, out, err = cli(["report", path])
+            eq((rc, out.decode().splitlines()[0].rsplit("(", 1)[1]), (0, f"dump written {said})"), reason)
+            rc, out, err = cli(["report", path, "--format", "html"])
+            ok(f'<p class="totals">dump written {said};' in out.decode(), f"{reason}: the page's line")
+
+
 # ------------------------------------------------- 22. counts past INT64_MAX
 
 

@@ -374,6 +374,16 @@ def host_failure_holders_are_the_failing_devices_in_the_dump_and_every_report():
            "device 1's alone while device 0 held memory too; none at the last, where it held nothing")
         eq(d["ooms"][0]["device_holders"][0]["stack"], d["ooms"][0]["holders"][0]["stack"],
            "device 1's share of the site that allocates on both")
+        eq([(o["live_bytes"], o["live_count"], o["peak_bytes"]) for o in d["ooms"]],
+           [(6 * MiB, 3, 6 * MiB), (0, 0, 6 * MiB), (2 * MiB, 1, 6 * MiB)], "device 1's counts at each failure")
+        plain = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+        eq([re.sub(r" at [\d.]+ s$", "", l) for l in plain.splitlines() if l.startswith("  tracked on device 1:")],
+           ["  tracked on device 1: 6.00 MiB live in 3 allocations at the failure; peak 6.00 MiB",
+            "  tracked on device 1: 0 B live in 0 allocations at the failure; peak 6.00 MiB",
+            "  tracked on device 1: 2.00 MiB live in 1 allocation at the failure; peak 6.00 MiB"],
+           "each failure's own counts in the report, in the post-mortem's words")
+        ok("vramtrace:   tracked on device 1: 6.00 MiB live in 3 allocations at the failure; peak 6.00 MiB at " in
+           p.stderr, "the post-mortem's: " + p.stderr)
         ok(f"vramtrace: largest holders of device 1's memory by call site (1 call site):\n"
            f"vramtrace:     6.00 MiB 100.0%      3 allocs  layer tests/progs/t_host.c:{layer_line}\n" in p.stderr,
            "the post-mortem: " + p.stderr)
