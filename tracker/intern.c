@@ -428,7 +428,23 @@ uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uin
     return id;
 }
 
+/* The parent's stacks as a forked child found them: kept, not freed (as
+ * the parent's live records are, slot.c: a free of each would copy every
+ * page of the parent's heap that held one), reachable from here. */
+struct parent_stacks {
+    struct vt_stacks s;
+    struct parent_stacks *next;
+};
+static struct parent_stacks *parent_stacks;
+
 void vt_intern_reset_child(void) {
+    struct parent_stacks *k = vt_stacks.n ? malloc(sizeof *k) : NULL;
+    if (k) {
+        k->s = vt_stacks;
+        k->next = parent_stacks;
+        parent_stacks = k;
+        vt_stacks = (struct vt_stacks){0};
+    }
     for (size_t i = 0; i < vt_stacks.n; i++) {
         struct vt_stack_node *n = (struct vt_stack_node *)((char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub));
         free(n->site.split);

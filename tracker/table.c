@@ -112,6 +112,14 @@ void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t
     vt_table_move(t);
 }
 
+void vt_table_forget(struct live_table *t) {
+    t->cow = NULL;
+    t->written = NULL;
+    t->fresh_left = 0;
+    t->e = t->old = NULL;
+    t->cap = t->old_cap = t->moved = t->count = 0;
+}
+
 void vt_table_free(struct live_table *t) {
     t->cow = NULL; /* a forked child's: its snapshot is the parent's */
     if (t->e) array_free(t->e, t->cap);

@@ -286,4 +286,8 @@ static inline void table_del_found(struct live_table *t, const struct vt_rec *r,
 /* Let go of the arrays (not the records). */
 void vt_table_free(struct live_table *t) VT_HIDDEN;
 
+/* Make t empty without letting go of anything: its arrays and records
+ * are someone else's now (a forked child's copy of its parent's). */
+void vt_table_forget(struct live_table *t) VT_HIDDEN;
+
 #endif

@@ -426,6 +426,22 @@ def host_failure_growth_is_the_failing_devices():
 
 
 @test
+def host_forked_child_leaves_the_parents_records_alone():
+    # A forked child starts with no records: it used to free each of the
+    # parent's, writing beside every one and so copying every page of the
+    # parent's heap that held one (15,838 page faults in a child of a parent
+    # holding 200,000 allocations, 0.4 s at a million); it leaves them as
+    # they are now. The child's faults with 200,000 live in the parent are
+    # those with none, give or take a few hundred.
+    faults = {}
+    for n in (0, 200000):
+        r = run([HOST, "fork-many-live", str(n)], env={"SIMGPU_CAPACITY": "100G"}, report="off")
+        eq(r.rc, 0, "status")
+        faults[n] = int(r.out.split()[-1])
+    ok(faults[200000] - faults[0] < 1000, f"the child's page faults: {faults}")
+
+
+@test
 def host_pitched_rows_counted_by_the_budget():
     want = run([HOST, "pitched-budget"], preload=False)
     eq(want.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 0\ncudaMallocPitch 513x1000 -> 0\n"

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../../include/vramtrace.h"
@@ -378,6 +379,31 @@ static int mixed_site_growth(void) {
     }
     printf("20M on device 1 -> %d\n", (int)cuMemAlloc(&p, 20 << 20));
     return 0;
+}
+
+/* ------------------------------------------------------- fork-many-live */
+
+/* The parent holds N allocations, then forks; the child prints the page
+ * faults it took before its first line of its own (vramtrace's reset of
+ * the parent's records in it among them) and exits. */
+static int fork_many_live(long n) {
+    CUdeviceptr p;
+    cuInit(0);
+    CUcontext c;
+    cuDevicePrimaryCtxRetain(&c, 0);
+    cuCtxSetCurrent(c);
+    for (long i = 0; i < n; i++)
+        if (cuMemAlloc(&p, 256) != CUDA_SUCCESS) return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rusage u;
+        getrusage(RUSAGE_SELF, &u);
+        printf("child minor faults %ld\n", u.ru_minflt);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
 /* ------------------------------------------------------- pool-devices */
@@ -1129,6 +1155,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
     if (strcmp(mode, "mixed-site-growth") == 0) return mixed_site_growth();
+    if (strcmp(mode, "fork-many-live") == 0) return fork_many_live(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
     if (strcmp(mode, "graph-gpa") == 0) return graph_gpa();
