@@ -1,6 +1,7 @@
 /* options.c -- reading the settings table's VRAMTRACE_* variables into vt_opt. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,24 @@ static int load_signal(enum vt_option_id id) {
     return n >= 0 ? n : vt_parse_signal(d->def);
 }
 
+/* A relative path in `field` made absolute from the working directory now
+ * (the program's start): one that chdir()s before its exit or failure
+ * still has its dump, report and suppressions where they were asked for
+ * (LeakSanitizer reads its suppressions at the start). Left as it is when
+ * the working directory cannot be read or the whole would not fit in
+ * PATH_MAX (a path relative to a deep folder is written as given). */
+static void anchor_path(char *field, size_t size) {
+    if (field[0] == '\0' || field[0] == '/') return;
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd) || cwd[0] != '/') return;
+    size_t n = strlen(cwd), m = strlen(field);
+    int slash = n > 0 && cwd[n - 1] != '/';
+    if (n + (size_t)slash + m + 1 > size || n + (size_t)slash + m >= PATH_MAX) return;
+    memmove(field + n + (size_t)slash, field, m + 1);
+    memcpy(field, cwd, n);
+    if (slash) field[n] = '/';
+}
+
 /* Every option of the table with a field, in the table's order, by its
  * type's reader. */
 void vt_options_load(const struct vt_options_env *e) {
@@ -307,6 +326,10 @@ void vt_options_load(const struct vt_options_env *e) {
         }
     }
     vt_callsite_configure(vt_opt.app, vt_opt.library);
+    if (strcmp(vt_opt.out, "off") != 0) anchor_path(vt_opt.out, sizeof vt_opt.out);
+    if (strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0)
+        anchor_path(vt_opt.report, sizeof vt_opt.report);
+    anchor_path(vt_opt.suppressions, sizeof vt_opt.suppressions);
 
     int kept = e && e->kept;
     char **vars = kept ? (char **)e->vars : environ;

@@ -406,6 +406,18 @@ static int fork_many_live(long n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+/* ------------------------------------------------------- chdir-leak */
+
+/* 1 MiB kept for ever, then the working directory changed to `dir`: the
+ * dump, the report and the suppressions named by relative paths are still
+ * those of the directory the program started in. */
+static int chdir_leak(const char *dir) {
+    void *p = NULL;
+    printf("cudaMalloc 1M -> %d\n", (int)cudaMalloc(&p, 1 << 20));
+    printf("chdir -> %d\n", chdir(dir));
+    return 0;
+}
+
 /* ------------------------------------------------------- pool-devices */
 
 /* Stream-ordered memory that lands on device 1 while device 0 is current:
@@ -1155,6 +1167,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
     if (strcmp(mode, "mixed-site-growth") == 0) return mixed_site_growth();
+    if (strcmp(mode, "chdir-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/");
     if (strcmp(mode, "fork-many-live") == 0) return fork_many_live(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
