@@ -193,38 +193,57 @@ static volatile sig_atomic_t child_pid;
  * reached the command already and is not sent twice. */
 static void pass_on(int sig, siginfo_t *si, void *ctx) {
     (void)ctx;
-    if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid) kill(child_pid, sig);
+    /* Not one vramtrace sent itself (a SIGPIPE of its own write to a
+     * closed stderr names this process: the write fails, and that is all). */
+    if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid && si->si_pid != getpid())
+        kill(child_pid, sig);
 }
 
-/* The job-control stops the same way, and vramtrace then takes their
- * default action itself (a handler in place, it would not): the default
- * for a moment, the signal raised and let through, so that it stops, or
- * not where the kernel discards a stop (an orphaned process group), as the
- * command does. `kill -TSTP` of the pid a batch system started stopped
- * vramtrace and left the command running. A SIGCONT goes on to the command
+/* vramtrace stops as the command stops: when waitpid says the command
+ * stopped (a job-control stop it did not handle, SIGSTOP), vramtrace takes
+ * the same signal's default action itself, so that the shell sees the job
+ * stop; or not where the kernel discards a stop (an orphaned process
+ * group), as it did the command's. A stop signal sent to vramtrace alone
+ * went on to the command by pass_on: a command that handles it and goes on
+ * leaves vramtrace running too (it stopped itself at once, and stayed
+ * stopped after the command had ended). A SIGCONT goes on to the command
  * by pass_on. (vramtrace run has one thread.) */
-static void stop_too(int sig, siginfo_t *si, void *ctx) {
-    int saved = errno;
-    pass_on(sig, si, ctx);
+static void stop_like(int sig) {
+    if (sig == SIGSTOP) {
+        raise(SIGSTOP);
+        return;
+    }
     struct sigaction dfl, mine;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, &mine);
-    sigset_t one;
+    sigset_t one, old;
     sigemptyset(&one);
     sigaddset(&one, sig);
-    raise(sig);                              /* pending: blocked in its handler */
+    sigprocmask(SIG_BLOCK, &one, &old);
+    sigaction(sig, &dfl, &mine);
+    raise(sig);                              /* pending while blocked */
     sigprocmask(SIG_UNBLOCK, &one, NULL);    /* its default action now */
-    sigprocmask(SIG_BLOCK, &one, NULL);
     sigaction(sig, &mine, NULL);
-    errno = saved;
+    sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static const int passed_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
-                                     SIGWINCH, SIGURG, SIGPWR, SIGPROF, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU};
+/* Every signal another process may send that would otherwise end or stop
+ * vramtrace and leave the command running (the real-time ones are added
+ * by number): all but those the kernel keeps for itself or for a
+ * debugger, and SIGCHLD. */
+static const int passed_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGALRM,
+                                     SIGWINCH, SIGURG, SIGPWR,  SIGPROF,   SIGCONT, SIGTSTP, SIGTTIN,
+                                     SIGTTOU, SIGPIPE, SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGSYS, SIGSTKFLT};
+#define NPASSED (sizeof passed_signals / sizeof passed_signals[0])
 
-static int is_stop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
+/* The i-th signal passed on: the list's, then SIGRTMIN..SIGRTMAX; 0 past
+ * the last. */
+static int passed(size_t i) {
+    if (i < NPASSED) return passed_signals[i];
+    int rt = SIGRTMIN + (int)(i - NPASSED);
+    return rt <= SIGRTMAX ? rt : 0;
+}
 
 /* End as the child ended: its exit status, or its signal (without a core
  * of this process). */
@@ -280,7 +299,7 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
      * the mask and the dispositions vramtrace was started with. */
     sigset_t all, old;
     sigemptyset(&all);
-    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++) sigaddset(&all, passed_signals[k]);
+    for (size_t k = 0; passed(k); k++) sigaddset(&all, passed(k));
     sigprocmask(SIG_BLOCK, &all, &old);
     /* Children are waited for even when vramtrace was started with SIGCHLD
      * ignored; the command gets the disposition it would have had. */
@@ -314,10 +333,7 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     sa.sa_sigaction = pass_on;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (size_t k = 0; k < sizeof passed_signals / sizeof passed_signals[0]; k++) {
-        sa.sa_sigaction = is_stop(passed_signals[k]) ? stop_too : pass_on;
-        sigaction(passed_signals[k], &sa, NULL);
-    }
+    for (size_t k = 0; passed(k); k++) sigaction(passed(k), &sa, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
 
     int exec_errno = 0;
@@ -326,7 +342,13 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
     }
     close(ends[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    for (;;) {
+        if (waitpid(pid, &status, WUNTRACED) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (!WIFSTOPPED(status)) break;
+        stop_like(WSTOPSIG(status));
     }
     struct stat st;
     int traced = p->needs_mark && lstat(p->mark, &st) == 0;

@@ -601,6 +601,49 @@ def run_as_parent_passes_job_control_on():
 
 
 @test
+def run_as_parent_passes_every_signal_on():
+    """`vramtrace run --leak-check`: signals beyond the common ones (a batch
+    system's SIGXCPU, a real-time signal, a SIGPIPE sent with kill) go on to
+    the command, and vramtrace ends as it ended (before, such a signal ended
+    vramtrace and left the command running). A TSTP sent to vramtrace that
+    the command handles and goes on from stops neither (before, vramtrace
+    stopped itself and stayed stopped after the command had ended)."""
+    for sig in (signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGRTMIN + 3):
+        p = subprocess.Popen([CLI, "run", "--leak-check", "--", "sh", "-c", "echo $$; exec sleep 30"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            child = int(p.stdout.readline())
+            os.kill(p.pid, sig)
+            eq(p.wait(timeout=20), -sig, f"signal {sig}: vramtrace ends as the command ended")
+            ok(not os.path.exists(f"/proc/{child}"), f"signal {sig}: the command is gone")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+            p.stderr.close()
+    handles = ("import signal, sys, time\n"
+               "signal.signal(signal.SIGTSTP, lambda *a: print('tstp', flush=True))\n"
+               "print('ready', flush=True)\n"
+               "time.sleep(1.5)\n"
+               "sys.exit(4)\n")
+    p = subprocess.Popen([CLI, "run", "--leak-check", "--", sys.executable, "-c", handles], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.setpgid(0, 0))
+    try:
+        eq(p.stdout.readline(), "ready\n", "the command started")
+        os.kill(p.pid, signal.SIGTSTP)
+        eq(p.stdout.readline(), "tstp\n", "the TSTP went on to the command, which handled it")
+        eq(p.wait(timeout=20), 4, "vramtrace did not stop: it ended as the command ended")
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+@test
 def install_prefix_change_rebuilds_the_cli():
     with workdir("vt-files-") as work:
         a, b = os.path.join(work, "a"), os.path.join(work, "b")
