@@ -29,6 +29,19 @@ int vt_fd_keep(int fd, struct vt_fd *k) {
     return 0;
 }
 
+void vt_fd_reserve(void) {
+    /* Under a lower descriptor limit the dup fails (EINVAL): nothing to do,
+     * the kept descriptors go low then. */
+    for (int fd = 0; fd < 3; fd++) {
+        int e = errno, high = fcntl(fd, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
+        errno = e;
+        if (high >= 0) {
+            close(high);
+            return;
+        }
+    }
+}
+
 int vt_fd_mine(const struct vt_fd *k) {
     struct stat st;
     return k->fd >= 0 && fstat(k->fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "../common/thread.h"
 #include "../report/live.h"
 #include "../report/output.h"
@@ -157,6 +158,7 @@ __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
     vt_clock_mark(&start.clock);
+    vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
     vt_busy--;
