@@ -472,6 +472,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
 /* The "oom" outputs (torch_only: PyTorch's record), unless p says it is
  * too soon. */
 static void paced_oom(struct pace *p, int torch_only) {
+    /* Nowhere to write: no snapshot, symbols or analysis either (a loop of
+     * failures with both off paid a quarter of a second each second at a
+     * million live for nothing). */
+    if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0) return;
     pthread_mutex_lock(&out_lock);
     uint64_t now = vt_now_ns();
     if (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS) {

@@ -418,6 +418,22 @@ static int chdir_leak(const char *dir) {
     return 0;
 }
 
+/* ------------------------------------------------------- oom-maps */
+
+/* An out-of-memory failure, then whether elfutils' libdw (which vramtrace
+ * loads to name frames for a report) is mapped into the process. */
+static int oom_maps(void) {
+    void *p = NULL;
+    printf("cudaMalloc 1P -> %d\n", (int)cudaMalloc(&p, 1ull << 50));
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int dw = 0;
+    while (f && fgets(line, sizeof line, f)) dw |= strstr(line, "/libdw") != NULL;
+    if (f) fclose(f);
+    printf("libdw mapped %d\n", dw);
+    return 0;
+}
+
 /* ------------------------------------------------------- pool-devices */
 
 /* Stream-ordered memory that lands on device 1 while device 0 is current:
@@ -1168,6 +1184,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
     if (strcmp(mode, "mixed-site-growth") == 0) return mixed_site_growth();
     if (strcmp(mode, "chdir-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/");
+    if (strcmp(mode, "oom-maps") == 0) return oom_maps();
     if (strcmp(mode, "fork-many-live") == 0) return fork_many_live(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
