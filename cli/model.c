@@ -24,6 +24,7 @@ struct ctx {
     size_t errsize;
     int failed;
     const char *name;
+    const struct vm_v2_spans *v2; /* a version 2 dump's spans, while it is read */
 };
 
 static void fail(struct ctx *c, const char *fmt, ...) {
@@ -369,12 +370,19 @@ static void proc_rest(struct ctx *c, json_t *x, void *elem, size_t k, const stru
     }
 }
 
-/* An OOM's holder list `key` (holders, device_holders) in either format. */
+/* An OOM's holder list `key` (holders, device_holders) in either format:
+ * in a version 2 dump, the text vm_v2_split cut out (or, in a document it
+ * did not cut, the array). NULL when h is neither. */
 static struct vm_holder *oom_holders(struct ctx *c, const struct walk *w, json_t *h, size_t i, const char *key,
                                      size_t *n) {
+    const char *at;
+    size_t len;
+    int span = w->d->v2 && vm_v2_oom_span(c->v2, h, &at, &len);
+    if (!span && !json_is_array(h)) return NULL;
     if (!w->d->v2) return load_holders(c, h, w->nstacks, n, "oom holders");
     char herr[128];
-    struct vm_holder *out = vm_v2_holders(NULL, 0, h, w->nstacks, n, herr, sizeof herr);
+    struct vm_holder *out = span ? vm_v2_holders(at, len, NULL, w->nstacks, n, herr, sizeof herr)
+                                 : vm_v2_holders(NULL, 0, h, w->nstacks, n, herr, sizeof herr);
     if (!out) fail(c, "ooms[%zu].%s%s", i, key, herr);
     return out;
 }
@@ -405,15 +413,10 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
         v->procs = objects(c, ps, sizeof *v->procs, &v->nprocs, inner_name(name, sizeof name, "ooms", i, "other_processes"),
                            &procs);
     json_t *h = json_object_get(o, "holders");
-    if (h && json_is_array(h) && !c->failed) {
-        v->have_holders = 1;
-        v->holders = oom_holders(c, w, h, i, "holders", &v->nholders);
-    }
+    if (h && !c->failed && (v->holders = oom_holders(c, w, h, i, "holders", &v->nholders))) v->have_holders = 1;
     json_t *dh = json_object_get(o, "device_holders");
-    if (dh && json_is_array(dh) && !c->failed) {
+    if (dh && !c->failed && (v->device_holders = oom_holders(c, w, dh, i, "device_holders", &v->ndevice_holders)))
         v->have_device_holders = 1;
-        v->device_holders = oom_holders(c, w, dh, i, "device_holders", &v->ndevice_holders);
-    }
     char terr[256];
     if (!c->failed && vm_torch_load(o, w->nstacks, &v->torch, terr, sizeof terr) != 0) fail(c, "ooms[%zu]: %s", i, terr);
 }
@@ -605,7 +608,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
 
 int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, struct vm_dump *d, char *err,
                  size_t errsize) {
-    struct ctx c = {err, errsize, 0, name};
+    struct ctx c = {err, errsize, 0, name, NULL};
     int mapped = (flags & VM_LOAD_MAPPED) != 0;
     memset(d, 0, sizeof *d);
     d->events_counted_only = (flags & VM_LOAD_COUNT_EVENTS) != 0;
@@ -618,6 +621,7 @@ int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, 
     if (v2 < 0) { fail(&c, "out of memory"); return -1; }
     if (v2 && spans.duplicate) {
         free(small);
+        vm_v2_spans_free(&spans);
         fail(&c, "not valid JSON (line %d, column %d: duplicate object key near '%.*s')", spans.duplicate_line,
              spans.duplicate_column, (int)spans.duplicate_len, spans.duplicate);
         return -1;
@@ -626,13 +630,18 @@ int vm_load_text(const char *buf, size_t len, unsigned flags, const char *name, 
     json_t *root = v2 ? vm_json_load(small, nsmall, &je) : vm_json_load(buf, len, &je);
     free(small);
     if (!root) {
+        if (v2) vm_v2_spans_free(&spans);
         fail(&c, "not valid JSON (line %d, column %d: %s)%s", je.line, je.column, je.text,
              len == 0 ? "; the file is empty" : "");
         return -1;
     }
     d->json = root;
     d->path = name;
-    if (load_root(&c, root, d, v2 ? &spans : NULL) != 0) {
+    c.v2 = v2 ? &spans : NULL;
+    int loaded = load_root(&c, root, d, v2 ? &spans : NULL);
+    c.v2 = NULL;
+    if (v2) vm_v2_spans_free(&spans);
+    if (loaded != 0) {
         vm_free(d);
         return -1;
     }

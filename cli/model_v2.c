@@ -103,6 +103,93 @@ static int key_string(struct vm_scan *p, const char **at, size_t *len) {
     return 1;
 }
 
+void vm_v2_spans_free(struct vm_v2_spans *sp) {
+    free(sp->oom);
+    sp->oom = NULL;
+    sp->noom = sp->oom_cap = 0;
+}
+
+int vm_v2_oom_span(const struct vm_v2_spans *sp, json_t *value, const char **at, size_t *len) {
+    json_t *k = json_is_object(value) && json_object_size(value) == 1 ? json_object_get(value, "v2span") : NULL;
+    if (!sp || !k || !json_is_integer(k) || json_integer_value(k) < 0 || (size_t)json_integer_value(k) >= sp->noom)
+        return 0;
+    *at = sp->oom[json_integer_value(k)].at;
+    *len = sp->oom[json_integer_value(k)].len;
+    return 1;
+}
+
+/* [s, s + len) appended to out (n bytes of cap); 0 when memory ran out. */
+static int put_text(char **out, size_t *n, size_t *cap, const char *s, size_t len) {
+    if (*n + len + 4 > *cap) {
+        size_t c2 = (*n + len + 4) * 2;
+        char *o2 = realloc(*out, c2);
+        if (!o2) return 0;
+        *out = o2;
+        *cap = c2;
+    }
+    memcpy(*out + *n, s, len);
+    *n += len;
+    return 1;
+}
+
+/* The "ooms" array's text [val, val + vlen) appended to out with each
+ * element's "holders" and "device_holders" arrays cut out into sp (see
+ * vm_v2_spans). Anything not shaped as the writer writes it (not an array
+ * of objects) is appended as it is, for jansson to judge. 0 when memory
+ * ran out. */
+static int put_ooms(const char *val, size_t vlen, struct vm_v2_spans *sp, char **out, size_t *n, size_t *cap) {
+    size_t start = *n, kept = sp->noom;
+    struct vm_scan p = {val, val + vlen, NULL, NULL, NULL};
+    if (!vm_scan_lit(&p, '[')) goto as_is;
+    if (!put_text(out, n, cap, "[", 1)) return 0;
+    if (vm_scan_lit(&p, ']')) return put_text(out, n, cap, "]", 1);
+    for (int first = 1;; first = 0) {
+        if (!vm_scan_lit(&p, '{')) goto as_is;
+        if (!put_text(out, n, cap, first ? "{" : ",{", first ? 1 : 2)) return 0;
+        if (!vm_scan_lit(&p, '}')) {
+            for (int f2 = 1;; f2 = 0) {
+                const char *key = p.s, *kat;
+                size_t klen;
+                if (!key_string(&p, &kat, &klen) || !vm_scan_lit(&p, ':')) goto as_is;
+                size_t keyend = (size_t)(p.s - key);
+                while (p.s < p.e && (*p.s == ' ' || *p.s == '\n' || *p.s == '\r' || *p.s == '\t')) p.s++;
+                const char *v = p.s;
+                if (!vm_scan_skip(&p)) goto as_is;
+                size_t vl = (size_t)(p.s - v);
+                if ((!f2 && !put_text(out, n, cap, ",", 1)) || !put_text(out, n, cap, key, keyend)) return 0;
+                if (vl && v[0] == '[' && (key_is(kat, klen, "holders") || key_is(kat, klen, "device_holders"))) {
+                    if (sp->noom == sp->oom_cap) {
+                        size_t c2 = sp->oom_cap ? sp->oom_cap * 2 : 16;
+                        struct vm_v2_span *o2 = realloc(sp->oom, c2 * sizeof *o2);
+                        if (!o2) return 0;
+                        sp->oom = o2;
+                        sp->oom_cap = c2;
+                    }
+                    sp->oom[sp->noom] = (struct vm_v2_span){v, vl};
+                    char ph[48];
+                    int m = snprintf(ph, sizeof ph, "{\"v2span\":%zu}", sp->noom++);
+                    if (!put_text(out, n, cap, ph, (size_t)m)) return 0;
+                } else if (!put_text(out, n, cap, v, vl)) {
+                    return 0;
+                }
+                int more = vm_scan_next(&p);
+                if (more == 1) continue;
+                if (more == -1 && p.s < p.e && *p.s == '}') { p.s++; break; }
+                goto as_is;
+            }
+        }
+        if (!put_text(out, n, cap, "}", 1)) return 0;
+        int more = vm_scan_next(&p);
+        if (more == 1) continue;
+        if (more == 0) return put_text(out, n, cap, "]", 1);
+        goto as_is;
+    }
+as_is:
+    *n = start;
+    sp->noom = kept;
+    return put_text(out, n, cap, val, vlen);
+}
+
 int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp, char **small, size_t *nsmall) {
     memset(sp, 0, sizeof *sp);
     sp->mapped = mapped;
@@ -143,6 +230,14 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
         if (big >= 0 && !sp->at[big]) {
             sp->at[big] = val;
             sp->len[big] = vlen;
+        } else if (key_is(kat, klen, "ooms")) {
+            if ((!first && !put_text(&out, &n, &cap, ",", 1)) || !put_text(&out, &n, &cap, key, keyend) ||
+                !put_ooms(val, vlen, sp, &out, &n, &cap)) {
+                free(out);
+                vm_v2_spans_free(sp);
+                return -1;
+            }
+            first = 0;
         } else {
             if (n + keyend + vlen + 4 > cap) {
                 size_t c2 = (n + keyend + vlen + 4) * 2;
@@ -175,6 +270,7 @@ int vm_v2_split(const char *buf, size_t len, int mapped, struct vm_v2_spans *sp,
     return 1;
 not_v2:
     free(out);
+    vm_v2_spans_free(sp);
     memset(sp, 0, sizeof *sp);
     sp->mapped = mapped;
     return 0;

@@ -97,6 +97,35 @@ def reader_many_stacks_few_live_within_twice_the_dump():
 
 
 @test
+def reader_many_failures_with_holders_within_twice_the_dump():
+    """A dump of 10,000 live allocations over 100,000 stacks with 64
+    failures, each with holder lists of every site (as the library keeps
+    for its first 64 failures): their lists are read from the text, not
+    as a tree of JSON values (3.7x the dump's size at 8 failures of
+    100,000 stacks, 7.8x at 64; the whole tree was kept to the end), and
+    every format stays within twice the dump's size resident."""
+    with workdir("vt-reader-rss-") as work:
+        with open(bench_dump(work, 10000, 100000)) as f:
+            d = json.load(f)
+        ok(len(d["holders"]) >= 3 * 1000, f"holders of many sites: {len(d['holders']) // 3}")
+        base = {"requested_bytes": 1 << 40, "api": "cuMemAlloc_v2", "kind": "device", "device": 0, "stack": 0,
+                "thread": 1, "free_bytes": 1 << 30, "total_bytes": 1 << 34, "live_bytes": d["totals"]["live_bytes"],
+                "time_ns": d["time_ns"] // 2, "holders": d["holders"], "budget": False, "other_processes": None}
+        d["ooms"] = [dict(base, time_ns=base["time_ns"] + i) for i in range(64)]
+        path = os.path.join(work, "ooms.json")
+        with open(path, "w") as f:
+            json.dump(d, f, separators=(",", ":"))
+        size = os.path.getsize(path)
+        for fmt in ("text", "json", "folded", "html", "torch"):
+            rss = peak_rss([CLI, "report", "--format", fmt, "--at", "oom", path, "-o", os.devnull])
+            ok(rss <= 2 * size, f"{fmt}: peak resident memory {rss / 2**20:.1f} MiB is "
+                                f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
+        p = subprocess.run([CLI, "report", "--at", "oom", path], capture_output=True, text=True)
+        eq(p.returncode, 0, p.stderr)
+        ok("largest holders at oom by call site (" in p.stdout, "the first failure's holders: " + p.stdout[:3000])
+
+
+@test
 def reader_deep_stacks_that_differ_near_main_within_twice_the_dump():
     """20,000 stacks of over 220 frames that differ near their outermost frames
     (bench_dump's `outer 210`), so that the dump's prefix tree has a node
