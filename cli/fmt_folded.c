@@ -108,6 +108,23 @@ static void labels_free(struct labels *all, size_t n) {
 
 /* The line of stack `stack` of dump `di` (without its weight) into t;
  * frames' texts from and into `cache` (NULL: made each time). */
+/* A line whose last frame ends in a space and a number ("frame 42") reads
+ * to flamegraph.pl and inferno as a differential line of two counts (the
+ * frame cut at the space, 42 taken as the first count): that space
+ * becomes '_'. */
+static void no_second_count(struct text *t) {
+    size_t e = t->len;
+    while (e > 0 && t->buf[e - 1] >= '0' && t->buf[e - 1] <= '9') e--;
+    if (e > 0 && t->buf[e - 1] == '.') {
+        size_t f = --e;
+        while (e > 0 && t->buf[e - 1] >= '0' && t->buf[e - 1] <= '9') e--;
+        if (e == f) return;
+    } else if (e == t->len) {
+        return;
+    }
+    if (e > 0 && t->buf[e - 1] == ' ') t->buf[e - 1] = '_';
+}
+
 static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t stack, const struct vr_opts *o,
                     struct labels *cache) {
     const struct vm_dump *d = &in->dumps[di];
@@ -145,6 +162,7 @@ static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t
         if (k) put(t, ";", 1);
     }
     if (s->nframes == 0) put(t, "(no stack)", 0);
+    if (!t->failed) no_second_count(t);
 }
 
 /* The lines are not kept: a dump of 1,000,000 stacks made 224 MB of them,

@@ -167,7 +167,7 @@ int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
 }
 
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size) {
-    const char *fn = f->function ? f->function : "??";
+    const char *fn = f->function && f->function[0] ? f->function : "??";
     const char *m = f->module ? strrchr(f->module, '/') : NULL;
     if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
     else if (f->python) snprintf(buf, size, "%s (Python)", fn);

@@ -185,6 +185,30 @@ def sitefirst_folded_root_is_the_holders_table():
                                             "(see vramtrace report --help)\n"), "a bad root")
 
 
+@test
+def sitefirst_folded_line_ends_in_its_one_count():
+    """A leaf frame whose name ends in a space and a number ("steady 42")
+    made the line read as flamegraph.pl's differential input (two counts,
+    the name cut); its space becomes '_'. A frame with an empty name is
+    named by its module and offset, a call site with one "??", never an
+    empty frame or a label that begins with a space."""
+    with workdir("vt-site-") as work:
+        d = json.load(open(os.path.join(GOLDEN, "phases.r0.json")))
+        d["stacks"][1]["frames"][0]["function"] = "steady 42"
+        d["stacks"][2]["frames"][0]["function"] = "steady 4.5"
+        d["stacks"][2]["frames"][1]["function"] = ""
+        path = os.path.join(work, "d.json")
+        json.dump(d, open(path, "w"))
+        out = cli_out([path, "--format", "folded"])
+        two = re.compile(r"^(.*)\s+?(\d+(?:\.\d*)?)\s+?(\d+(?:\.\d*)?)$")
+        for line in out.splitlines():
+            ok(not two.match(line), f"one count, as flamegraph.pl reads it: {line!r}")
+            ok(not line.startswith(" "), f"no label begins with a space: {line!r}")
+        leaves = sorted(l.rsplit(" ", 1)[0].rsplit(";", 1)[1] for l in out.splitlines())
+        eq(leaves, ["steady_4.5", "steady_42"], "the leaves, their last space made '_'")
+        ok(all("" not in f for f, _ in folded_lines(out)), "no empty frame")
+
+
 # ------------------------------------------------------------ the torch export
 
 
