@@ -75,13 +75,15 @@ int vt_metrics_textfile(const struct vt_metrics_opts *o) {
 }
 
 /* [HOST:]PORT, HOST 127.0.0.1 when left out; "[::1]:PORT" for IPv6. */
+/* The listening socket, or -1 (errno set) when it cannot be made, -2
+ * when spec is no [HOST:]PORT (a port of 1 to 65535). */
 static int open_listener(const char *spec) {
     char host[256] = "127.0.0.1", port[32];
     const char *colon = strrchr(spec, ':');
     if (colon) {
         size_t hl = (size_t)(colon - spec);
         if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') { spec++; hl -= 2; }
-        if (hl >= sizeof host) return -1;
+        if (hl >= sizeof host) return -2;
         if (hl) {
             memcpy(host, spec, hl);
             host[hl] = '\0';
@@ -93,10 +95,7 @@ static int open_listener(const char *spec) {
     /* A port is a number from 1 to 65535: getaddrinfo would take a
      * service's name, and a bigger number modulo 65536 (70000: 4464). */
     size_t pl = strspn(port, "0123456789");
-    if (pl == 0 || pl > 5 || port[pl] != '\0' || atol(port) < 1 || atol(port) > 65535) {
-        errno = EINVAL;
-        return -1;
-    }
+    if (pl == 0 || pl > 5 || port[pl] != '\0' || atol(port) < 1 || atol(port) > 65535) return -2;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
     if (getaddrinfo(host, port, &hints, &res) != 0) return -1;
@@ -154,8 +153,9 @@ static int asks_openmetrics(const char *v, const char *end) {
 
 /* One request on its own connection: its head read within 5 s in all (a
  * client that sends a byte now and then gets no more), ended by a blank
- * line (CRLF or LF); GET /metrics answered, HEAD and other methods 405
- * with Allow, other paths 404. */
+ * line (CRLF or LF); GET /metrics answered, HEAD /metrics with GET's head
+ * alone (HTTP asks every server for both), other methods 405 with Allow,
+ * other paths 404. */
 static void serve_one(int c, const struct vt_metrics_opts *o) {
     char req[8192] = "";
     size_t n = 0;
@@ -179,10 +179,12 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
     size_t len = 0;
     struct vt_metrics_opts mine = *o;
     const char *type = "text/plain; version=0.0.4; charset=utf-8";
-    if (strncmp(req, "GET ", 4) != 0) {
+    int head_only = strncmp(req, "HEAD ", 5) == 0;
+    const char *target = req + (head_only ? 5 : 4);
+    if (strncmp(req, "GET ", 4) != 0 && !head_only) {
         status = "405 Method Not Allowed";
-        allow = "Allow: GET\r\n";
-    } else if (strncmp(req + 4, "/metrics ", 9) != 0 && strncmp(req + 4, "/metrics?", 9) != 0) {
+        allow = "Allow: GET, HEAD\r\n";
+    } else if (strncmp(target, "/metrics ", 9) != 0 && strncmp(target, "/metrics?", 9) != 0) {
         status = "404 Not Found";
     } else {
         /* OpenMetrics to a client whose Accept asks for it. */
@@ -200,8 +202,10 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
                       "HTTP/1.1 %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
                       status, allow, body ? type : "text/plain; charset=utf-8", body ? len : strlen(status) + 1);
     send_all(c, head, (size_t)hl);
-    if (body) send_all(c, body, len);
-    else {
+    if (head_only) {
+    } else if (body) {
+        send_all(c, body, len);
+    } else {
         send_all(c, status, strlen(status));
         send_all(c, "\n", 1);
     }
@@ -216,6 +220,11 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
 
 int vt_metrics_listen(const struct vt_metrics_opts *o) {
     int fd = open_listener(o->listen);
+    if (fd == -2) { /* a bad value, refused as every other flag's is */
+        fprintf(stderr, "vramtrace metrics: --listen takes [HOST:]PORT with a PORT of 1 to 65535, not '%s'\n",
+                o->listen);
+        return 2;
+    }
     if (fd < 0) {
         fprintf(stderr, "vramtrace metrics: cannot listen on %s: %s\n", o->listen, strerror(errno ? errno : EINVAL));
         return 1;

@@ -744,12 +744,14 @@ def metrics_sites_whose_shown_labels_meet_are_one_series():
 def metrics_listen_refuses_a_port_out_of_range():
     """--listen takes a port from 1 to 65535: a bigger one (which the
     resolver took modulo 65536: 70000 listened on 4464), 0, a service's
-    name or no port at all is refused with status 1 and one line."""
+    name or no port at all is refused with status 2 (as every bad flag
+    value is) and one line."""
     rundir = tempdir("vt-rundir-")
     for spec in ("127.0.0.1:70000", "99999", "65536", "0", "http", "127.0.0.1:", "-1", "1e3"):
         p = subprocess.run([CLI, "metrics", "--listen", spec], env=live_env(rundir), capture_output=True, text=True,
                            timeout=30)
-        eq((p.returncode, p.stdout, p.stderr), (1, "", f"vramtrace metrics: cannot listen on {spec}: Invalid argument\n"),
+        eq((p.returncode, p.stdout, p.stderr),
+           (2, "", f"vramtrace metrics: --listen takes [HOST:]PORT with a PORT of 1 to 65535, not '{spec}'\n"),
            f"--listen {spec}")
 
 
@@ -795,8 +797,8 @@ def metrics_listen_serves_each_connection_on_its_own():
     """Connections that send nothing, or a header line now and then, do not
     hold other scrapes (the server read one request at a time: four idle
     connections delayed a scrape 20 s, a slow one for as long as it liked);
-    a request ended by a bare LF blank line is answered; HEAD gets 405 with
-    Allow; an Accept that gives OpenMetrics q=0 gets the text format."""
+    a request ended by a bare LF blank line is answered; HEAD gets GET's
+    head without a body, POST 405 with Allow; an Accept that gives OpenMetrics q=0 gets the text format."""
     import socket
     rundir, t = published(8388608)
     port = free_port()
@@ -823,8 +825,14 @@ def metrics_listen_serves_each_connection_on_its_own():
         answer = http_request(port, b"GET /metrics HTTP/1.0\n\n")
         eq(answer.split(b"\r\n")[0], b"HTTP/1.1 200 OK", "a head ended by LF LF")
         answer = http_request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+        head, rest = answer.split(b"\r\n\r\n", 1)
+        head = head.split(b"\r\n")
+        length = int(next(h for h in head if h.startswith(b"Content-Length: ")).split()[1])
+        get = http_request(port, b"GET /metrics HTTP/1.1\r\n\r\n").split(b"\r\n\r\n", 1)[1]
+        eq((head[0], rest, length), (b"HTTP/1.1 200 OK", b"", len(get)), "HEAD: GET's head, no body")
+        answer = http_request(port, b"POST /metrics HTTP/1.1\r\n\r\n")
         head = answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
-        eq((head[0], b"Allow: GET" in head), (b"HTTP/1.1 405 Method Not Allowed", True), "HEAD")
+        eq((head[0], b"Allow: GET, HEAD" in head), (b"HTTP/1.1 405 Method Not Allowed", True), "POST")
         for accept, om in ((b"application/openmetrics-text;q=0, text/plain", False),
                            (b"application/openmetrics-text; version=1.0.0; q=0.5, text/plain;q=0.1", True),
                            (b"text/plain, application/openmetrics-text", True), (b"text/plain", False)):
