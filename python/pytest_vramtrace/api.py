@@ -87,28 +87,43 @@ class Api:
         return buf.value.decode()
 
 
-# KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB and a bare K, M, G, T:
-# of 1024, as VRAMTRACE_LIMIT and --limit read "2G" (a bare "2G" was 2e9 here).
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "m": 1 << 20, "mb": 1000 ** 2, "g": 1 << 30, "gb": 1000 ** 3,
-          "t": 1 << 40, "tb": 1000 ** 4, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+# The library's reading of a size (common/options.c, vt_parse_size), the
+# one VRAMTRACE_LIMIT, --limit and --fail-over use: K, M, G, T, with or
+# without "i" and "B" (KiB, KB, K), are powers of 1024; a fraction only with
+# a unit, rounded down to a byte. (KB, MB, GB were powers of 1000 here: a
+# mark's "2 GB" and --limit 2GB differed by 7%.)
+_SHIFTS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 
 
 def parse_bytes(v):
-    """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5 GB"
-    (KB, MB, GB: powers of 1000; KiB, MiB, GiB and a bare K, M, G: of 1024)."""
+    """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5G"
+    read as the library reads VRAMTRACE_LIMIT: K, M, G, T (KiB, KB...) are
+    powers of 1024, and a fraction of a unit is rounded down to a byte."""
     if isinstance(v, bool):
         raise ValueError(f"not a byte count: {v!r}")
     if isinstance(v, int):
         if v < 0:
             raise ValueError(f"not a byte count: {v!r}")
         return v
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(v))
-    if not m or m[2].lower() not in _UNITS:
-        raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512 MB\" or 1048576)")
-    n = float(m[1]) * _UNITS[m[2].lower()]
-    if not n.is_integer():
-        raise ValueError(f"not a whole number of bytes: {v!r}")
-    return int(n)
+    if isinstance(v, float) and v >= 0:
+        if not v.is_integer():
+            raise ValueError(f"not a whole number of bytes: {v!r}")
+        return int(v)
+    if not isinstance(v, str):
+        raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*(?:([KkMmGgTt])(i?)([Bb]?)|([Bb]?))\s*", v)
+    if not m:
+        raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
+    whole, frac, unit = m[1], m[2], (m[3] or "").lower()
+    if frac is not None and not unit:
+        raise ValueError(f"not a whole number of bytes: {v!r} (a fraction needs a unit: 1.5G)")
+    shift = _SHIFTS[unit]
+    n = int(whole) << shift
+    if frac:
+        n += int(frac) * (1 << shift) // 10 ** len(frac)
+    if n >= 1 << 64:
+        raise ValueError(f"not a byte count: {v!r} (more than 2^64 - 1 bytes)")
+    return n
 
 
 def format_bytes(n):

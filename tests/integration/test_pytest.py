@@ -528,16 +528,21 @@ def pytest_plugin_gpu_limit_takes_one_limit():
 
 @pytest_test
 def pytest_plugin_byte_counts_read_as_the_library_reads_them():
-    """gpu_limit's sizes: a bare K, M, G, T and KiB... are powers of 1024, as
-    VRAMTRACE_LIMIT and --limit read "2G"; KB, MB, GB powers of 1000 (a bare
-    "2G" was 2,000,000,000 bytes here, 2 GiB for the library). A size that
-    is not a whole number of bytes is refused (1.5 was cut to 1 byte)."""
+    """gpu_limit's sizes as VRAMTRACE_LIMIT, --limit and --fail-over read
+    them: K, M, G, T, KiB..., KB... all powers of 1024 (a bare "2G" was
+    2,000,000,000 bytes here once, and "2GB" was until the marks and the
+    flags read one way), a fraction of a unit rounded down to a byte ("2.2
+    GiB" was refused, 1.0000001K too), exactly (no float: 2^53 + 1 bytes
+    stay themselves). A bare fraction (1.5, "0.5") is refused, as the
+    library refuses it."""
     code = ("from pytest_vramtrace import parse_bytes as p\n"
-            "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10')])\n"
-            "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '1.0000001K'):\n"
+            "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10',\n"
+            "                      '2.2 GiB', '1.0000001K', '9007199254740993', '64MB')])\n"
+            "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '18446744073709551616', '2 GiBs'):\n"
             "    try:\n        p(bad)\n        print('taken', repr(bad))\n"
             "    except ValueError:\n        pass\n")
     r = run([PYTEST_PY, "-c", code], preload=False)
     eq((r.rc, r.err), (0, ""), "status")
-    eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 * 1000 ** 3, 3 << 29, 1500 * 1000 ** 2, 7, 10]) + "\n",
+    eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 << 30, 3 << 29, 3 << 29, 7, 10,
+                   (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20]) + "\n",
        "the byte counts; nothing bad taken")
