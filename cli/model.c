@@ -532,6 +532,26 @@ static void growth_rest(struct ctx *c, json_t *o, void *elem, size_t i, const st
     vm_growth_unit(o, v);
 }
 
+/* A version 2 dump's "live_fields" name the columns of its "live" rows,
+ * which are read by place: a list other than the one written (the handle
+ * optional) is refused, not misread (a writer that moved or added a
+ * column would have its rows read as this one's). */
+static void check_live_fields(struct ctx *c, json_t *root) {
+    static const char *const want[] = {"address", "bytes", "kind", "api", "device", "stack", "thread", "time_ns",
+                                       "handle"};
+    json_t *lf = json_object_get(root, "live_fields");
+    size_t n = json_is_array(lf) ? json_array_size(lf) : 0;
+    int same = n == 8 || n == 9;
+    for (size_t i = 0; same && i < n; i++) {
+        json_t *x = json_array_get(lf, i);
+        same = json_is_string(x) && strcmp(json_string_value(x), want[i]) == 0;
+    }
+    if (!same)
+        fail(c, "dump: field \"live_fields\" is not [\"address\", \"bytes\", \"kind\", \"api\", \"device\", "
+                "\"stack\", \"thread\", \"time_ns\", \"handle\"], the columns this vramtrace reads (a newer "
+                "vramtrace's dump?)");
+}
+
 static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struct vm_v2_spans *v2) {
     if (!json_is_object(root)) { fail(c, "not a vramtrace dump (not a JSON object)"); return -1; }
     json_t *fmt = json_object_get(root, "format");
@@ -588,6 +608,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
                 fail(c, "released%s", verr);
         }
     }
+    if (v2 && !c->failed) check_live_fields(c, root);
     if (!v2) {
         load_live(c, root, d);
         load_events(c, root, d);

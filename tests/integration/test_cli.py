@@ -591,6 +591,35 @@ def cli_header_says_when_the_dump_was_written():
             ok(f'<p class="totals">dump written {said};' in out.decode(), f"{reason}: the page's line")
 
 
+@test
+def cli_live_columns_are_the_ones_named():
+    """A version 2 dump's live rows are read by place, so its "live_fields"
+    must name the columns this reader reads: reordered, missing or with a
+    column added, the dump is refused with one line (it was read as if they
+    were the usual ones); the usual list, with or without "handle", reads."""
+    from dumpview import v2_of
+    d = v2_of(json.load(open(os.path.join(GOLDEN, R0))))
+    usual = d["live_fields"]
+    eq(usual, ["address", "bytes", "kind", "api", "device", "stack", "thread", "time_ns", "handle"], "as written")
+    with workdir("vt-cli-cols-") as work:
+        for name, fields, ok_rc in (("usual", usual, 0), ("eight", usual[:8], 0), ("reversed", usual[::-1], 1),
+                                    ("missing", None, 1), ("added", usual + ["color"], 1),
+                                    ("not a list", "address", 1)):
+            doc = dict(d)
+            if fields is None:
+                del doc["live_fields"]
+            else:
+                doc["live_fields"] = fields
+            path = os.path.join(work, "d.json")
+            json.dump(doc, open(path, "w"))
+            rc, out, err = cli(["report", path])
+            eq(rc, ok_rc, f"{name}: {err}")
+            if ok_rc:
+                eq(err, f"vramtrace report: {path}: dump: field \"live_fields\" is not [\"address\", \"bytes\", "
+                        "\"kind\", \"api\", \"device\", \"stack\", \"thread\", \"time_ns\", \"handle\"], the "
+                        "columns this vramtrace reads (a newer vramtrace's dump?)\n", f"{name}: one line")
+
+
 # ------------------------------------------------- 22. counts past INT64_MAX
 
 
