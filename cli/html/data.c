@@ -572,6 +572,9 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
      * the history three times at most, not once per OOM. */
     holders(f, "exit", d->holders, d->nholders, 1);
     vh_holders_by_device(f, "exit", &r, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    /* The peak is the process's (every device's bytes together): when it
+     * was, for the flame graph's name of it. */
+    fprintf(f, ",\"peak_at\":%" PRIu64, d->totals.peak_time_ns);
     holders(f, "peak", d->peak_holders, d->npeak_holders, have_peak);
     vh_holders_by_device(f, "peak", &r, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
     fputs(",\"ooms\":[", f);

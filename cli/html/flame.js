@@ -42,7 +42,10 @@ class Flame {
   listMoments() {
     const d = this.d, out = [];
     if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, hs: d.exit_split, key: 'exit'});
-    if (d.peak) out.push({name: 'peak', h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
+    /* The process's peak, split by device: a device's own peak may be at
+     * another moment (the devices table has it). */
+    if (d.peak) out.push({name: 'peak of all devices together' + (d.peak_at ? ' (' + (d.peak_at / 1e9).toFixed(3) +
+      ' s)' : ''), h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
     (d.ooms || []).forEach((o, i) => {
       if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
         h: o.holders, hd: o.holders_dev, hs: o.holders_split, key: 'oom', device: o.device});

@@ -459,6 +459,8 @@ def html_flame_per_device_at_peak_and_oom():
            "exit: stack 1 on device 0, stack 2 on device 1")
         eq((d["peak"], d["peak_dev"], d["peak_split"]), ([0, 12 * MiB, 3], [-2], [0, 0, 8 * MiB, 2, 0, 1, 4 * MiB, 1]),
            "peak: stack 0 split by the history")
+        eq(d["peak_at"], two_device_dump()["totals"]["peak_time_ns"],
+           "the process's peak's time, for its name: 'peak of all devices together (T s)'")
         eq((d["ooms"][0]["holders_dev"], d["ooms"][0]["holders_split"]), ([0, 1], []), "OOM: by device")
         # Device 0 holds one stack at exit: a chain with nothing to zoom into.
         dom, console = chromium_run(page, "#selftest")
