@@ -186,6 +186,17 @@ static int leak_exitcode(void) {
 }
 
 static volatile sig_atomic_t child_pid;
+/* A job-control stop that reached vramtrace (from the terminal, or passed
+ * on): vramtrace stops too once the command has (stop_like). */
+static volatile sig_atomic_t stop_asked;
+
+static int is_stop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
+
+/* The faults a program's own error makes: the kernel's (si_code > 0)
+ * are vramtrace's own, and end it as they would without the handler. */
+static int is_fault(int sig) {
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+}
 
 /* A signal sent to vramtrace itself by another process (kill, a batch
  * system's TERM, the dump signal) goes on to the command. One the kernel
@@ -193,21 +204,30 @@ static volatile sig_atomic_t child_pid;
  * reached the command already and is not sent twice. */
 static void pass_on(int sig, siginfo_t *si, void *ctx) {
     (void)ctx;
+    if (is_fault(sig) && si->si_code > 0) { /* vramtrace's own fault: its default end */
+        signal(sig, SIG_DFL);
+        return; /* the faulting instruction runs again, and ends it */
+    }
+    if (is_stop(sig)) stop_asked = sig;
+    if (sig == SIGCONT) stop_asked = 0;
     /* Not one vramtrace sent itself (a SIGPIPE of its own write to a
      * closed stderr names this process: the write fails, and that is all). */
     if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid && si->si_pid != getpid())
         kill(child_pid, sig);
 }
 
-/* vramtrace stops as the command stops: when waitpid says the command
- * stopped (a job-control stop it did not handle, SIGSTOP), vramtrace takes
- * the same signal's default action itself, so that the shell sees the job
- * stop; or not where the kernel discards a stop (an orphaned process
- * group), as it did the command's. A stop signal sent to vramtrace alone
- * went on to the command by pass_on: a command that handles it and goes on
- * leaves vramtrace running too (it stopped itself at once, and stayed
- * stopped after the command had ended). A SIGCONT goes on to the command
- * by pass_on. (vramtrace run has one thread.) */
+/* vramtrace stops as the command stops, when a job-control stop reached
+ * them both (Ctrl-Z, or one sent to vramtrace and passed on): when
+ * waitpid then says the command stopped, vramtrace takes the same
+ * signal's default action itself, so that the shell sees the job stop; or
+ * not where the kernel discards a stop (an orphaned process group), as it
+ * did the command's. A command that handles the stop and goes on leaves
+ * vramtrace running too (it stopped itself at once, and stayed stopped
+ * after the command had ended); a command stopped by its own pid alone
+ * (kill -STOP) stops only itself, so that a SIGCONT to that pid finds
+ * vramtrace still waiting (it stopped itself then too, for good). A
+ * SIGCONT goes on to the command by pass_on. (vramtrace run has one
+ * thread.) */
 static void stop_like(int sig) {
     if (sig == SIGSTOP) {
         raise(SIGSTOP);
@@ -232,9 +252,10 @@ static void stop_like(int sig) {
  * vramtrace and leave the command running (the real-time ones are added
  * by number): all but those the kernel keeps for itself or for a
  * debugger, and SIGCHLD. */
-static const int passed_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGALRM,
-                                     SIGWINCH, SIGURG, SIGPWR,  SIGPROF,   SIGCONT, SIGTSTP, SIGTTIN,
-                                     SIGTTOU, SIGPIPE, SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGSYS, SIGSTKFLT};
+static const int passed_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1,   SIGUSR2, SIGALRM, SIGWINCH,
+                                     SIGURG,  SIGPWR,  SIGPROF, SIGCONT,   SIGTSTP,   SIGTTIN, SIGTTOU, SIGPIPE,
+                                     SIGXCPU, SIGXFSZ, SIGSYS,  SIGSTKFLT, SIGVTALRM, SIGABRT, SIGSEGV, SIGBUS,
+                                     SIGFPE,  SIGILL};
 #define NPASSED (sizeof passed_signals / sizeof passed_signals[0])
 
 /* The i-th signal passed on: the list's, then SIGRTMIN..SIGRTMAX; 0 past
@@ -348,7 +369,11 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
             break;
         }
         if (!WIFSTOPPED(status)) break;
-        stop_like(WSTOPSIG(status));
+        int sig = stop_asked;
+        if (sig) {
+            stop_asked = 0;
+            stop_like(WSTOPSIG(status) == SIGSTOP ? SIGSTOP : sig);
+        }
     }
     struct stat st;
     int traced = p->needs_mark && lstat(p->mark, &st) == 0;

@@ -608,9 +608,14 @@ def run_as_parent_passes_every_signal_on():
     vramtrace and left the command running). A TSTP sent to vramtrace that
     the command handles and goes on from stops neither (before, vramtrace
     stopped itself and stayed stopped after the command had ended)."""
-    for sig in (signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGRTMIN + 3):
+    import resource
+
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for sig in (signal.SIGPIPE, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGRTMIN + 3, signal.SIGABRT,
+                signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
         p = subprocess.Popen([CLI, "run", "--leak-check", "--", "sh", "-c", "echo $$; exec sleep 30"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=no_core)
         try:
             child = int(p.stdout.readline())
             os.kill(p.pid, sig)
@@ -622,6 +627,25 @@ def run_as_parent_passes_every_signal_on():
                 p.wait()
             p.stdout.close()
             p.stderr.close()
+    # The command stopped and continued by its own pid: vramtrace does not
+    # stop with it (it stopped itself and stayed stopped after the command
+    # ended, until something continued it).
+    p = subprocess.Popen([CLI, "run", "--leak-check", "--", "sh", "-c", "echo $$; sleep 1; exit 6"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.setpgid(0, 0))
+    try:
+        child = int(p.stdout.readline())
+        os.kill(child, signal.SIGSTOP)
+        time.sleep(0.3)
+        eq(proc_state(p.pid) != "T", True, "vramtrace did not stop with the command stopped by its pid")
+        os.kill(child, signal.SIGCONT)
+        eq(p.wait(timeout=20), 6, "it ended as the command ended")
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
     handles = ("import signal, sys, time\n"
                "signal.signal(signal.SIGTSTP, lambda *a: print('tstp', flush=True))\n"
                "print('ready', flush=True)\n"
