@@ -370,14 +370,14 @@ static void proc_rest(struct ctx *c, json_t *x, void *elem, size_t k, const stru
     }
 }
 
-/* An OOM's holder list `key` (holders, device_holders) in either format:
+/* OOM i's holder list `key` (holders, device_holders) in either format:
  * in a version 2 dump, the text vm_v2_split cut out (or, in a document it
- * did not cut, the array). NULL when h is neither. */
+ * did not cut, the array). NULL when there is neither. */
 static struct vm_holder *oom_holders(struct ctx *c, const struct walk *w, json_t *h, size_t i, const char *key,
                                      size_t *n) {
     const char *at;
     size_t len;
-    int span = w->d->v2 && vm_v2_oom_span(c->v2, h, &at, &len);
+    int span = w->d->v2 && vm_v2_oom_span(c->v2, i, strcmp(key, "device_holders") == 0, &at, &len);
     if (!span && !json_is_array(h)) return NULL;
     if (!w->d->v2) return load_holders(c, h, w->nstacks, n, "oom holders");
     char herr[128];

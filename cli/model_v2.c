@@ -109,13 +109,21 @@ void vm_v2_spans_free(struct vm_v2_spans *sp) {
     sp->noom = sp->oom_cap = 0;
 }
 
-int vm_v2_oom_span(const struct vm_v2_spans *sp, json_t *value, const char **at, size_t *len) {
-    json_t *k = json_is_object(value) && json_object_size(value) == 1 ? json_object_get(value, "v2span") : NULL;
-    if (!sp || !k || !json_is_integer(k) || json_integer_value(k) < 0 || (size_t)json_integer_value(k) >= sp->noom)
-        return 0;
-    *at = sp->oom[json_integer_value(k)].at;
-    *len = sp->oom[json_integer_value(k)].len;
-    return 1;
+int vm_v2_oom_span(const struct vm_v2_spans *sp, size_t i, int device, const char **at, size_t *len) {
+    if (!sp) return 0;
+    size_t lo = 0, hi = sp->noom; /* the first span of failure i or later */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sp->oom[mid].oom < i) lo = mid + 1;
+        else hi = mid;
+    }
+    for (; lo < sp->noom && sp->oom[lo].oom == i; lo++)
+        if (sp->oom[lo].device == device) {
+            *at = sp->oom[lo].at;
+            *len = sp->oom[lo].len;
+            return 1;
+        }
+    return 0;
 }
 
 /* [s, s + len) appended to out (n bytes of cap); 0 when memory ran out. */
@@ -143,7 +151,8 @@ static int put_ooms(const char *val, size_t vlen, struct vm_v2_spans *sp, char *
     if (!vm_scan_lit(&p, '[')) goto as_is;
     if (!put_text(out, n, cap, "[", 1)) return 0;
     if (vm_scan_lit(&p, ']')) return put_text(out, n, cap, "]", 1);
-    for (int first = 1;; first = 0) {
+    for (size_t el = 0;; el++) {
+        int first = el == 0;
         if (!vm_scan_lit(&p, '{')) goto as_is;
         if (!put_text(out, n, cap, first ? "{" : ",{", first ? 1 : 2)) return 0;
         if (!vm_scan_lit(&p, '}')) {
@@ -157,7 +166,8 @@ static int put_ooms(const char *val, size_t vlen, struct vm_v2_spans *sp, char *
                 if (!vm_scan_skip(&p)) goto as_is;
                 size_t vl = (size_t)(p.s - v);
                 if ((!f2 && !put_text(out, n, cap, ",", 1)) || !put_text(out, n, cap, key, keyend)) return 0;
-                if (vl && v[0] == '[' && (key_is(kat, klen, "holders") || key_is(kat, klen, "device_holders"))) {
+                int dev = key_is(kat, klen, "device_holders");
+                if (vl && v[0] == '[' && (dev || key_is(kat, klen, "holders"))) {
                     if (sp->noom == sp->oom_cap) {
                         size_t c2 = sp->oom_cap ? sp->oom_cap * 2 : 16;
                         struct vm_v2_span *o2 = realloc(sp->oom, c2 * sizeof *o2);
@@ -165,10 +175,8 @@ static int put_ooms(const char *val, size_t vlen, struct vm_v2_spans *sp, char *
                         sp->oom = o2;
                         sp->oom_cap = c2;
                     }
-                    sp->oom[sp->noom] = (struct vm_v2_span){v, vl};
-                    char ph[48];
-                    int m = snprintf(ph, sizeof ph, "{\"v2span\":%zu}", sp->noom++);
-                    if (!put_text(out, n, cap, ph, (size_t)m)) return 0;
+                    sp->oom[sp->noom++] = (struct vm_v2_span){v, vl, el, dev};
+                    if (!put_text(out, n, cap, "null", 4)) return 0;
                 } else if (!put_text(out, n, cap, v, vl)) {
                     return 0;
                 }

@@ -28,20 +28,23 @@ struct vm_v2_spans {
     int duplicate_line, duplicate_column; /* where it ends, as jansson counts */
     /* The failures' holder lists ("holders", "device_holders" of each of
      * "ooms"), cut out of the small document too: each stands there as
-     * {"v2span": K}, K its index here (vm_v2_oom_span). A list of every
+     * null, and is found here by its failure's place and its key
+     * (vm_v2_oom_span), never by what the document says (a dump's own
+     * {"v2span": 1} was taken for another failure's list). A list of every
      * stack that holds memory, for each of the first 64 failures, was a
-     * tree of them all in jansson: 7.8 times the dump's size. malloc'd:
-     * vm_v2_spans_free. */
-    struct vm_v2_span { const char *at; size_t len; } *oom;
+     * tree of them all in jansson: 7.8 times the dump's size. In the
+     * order cut (by failure); malloc'd: vm_v2_spans_free. */
+    struct vm_v2_span { const char *at; size_t len, oom; int device; } *oom;
     size_t noom, oom_cap;
 };
 
 /* Let go of what vm_v2_split allocated in sp. */
 void vm_v2_spans_free(struct vm_v2_spans *sp);
 
-/* The text of a failure's holder list cut out by vm_v2_split: 1 with *at,
- * *len when `value` is its {"v2span": K} of sp; 0 otherwise. */
-int vm_v2_oom_span(const struct vm_v2_spans *sp, json_t *value, const char **at, size_t *len);
+/* The text of failure i's holder list (device 0: "holders", 1:
+ * "device_holders") that vm_v2_split cut out: 1 with *at, *len; 0 when
+ * it cut none. */
+int vm_v2_oom_span(const struct vm_v2_spans *sp, size_t i, int device, const char **at, size_t *len);
 
 /* Give back the whole pages of [from, to) of a mapped dump's text once
  * read, so that the reader's memory is the model, not the file too; they

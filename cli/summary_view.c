@@ -62,7 +62,9 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vr_holders_at(d, o->at, &n, &missing);
     if (missing) {
         fprintf(f, "largest holders at %s: this dump has none (%s)\n", vr_moment_name(o->at),
-                o->at == VR_AT_OOM ? "no out-of-memory failure" : "written by an older vramtrace");
+                o->at != VR_AT_OOM ? "written by an older vramtrace"
+                : d->nooms ? "the first out-of-memory failure's holders were not kept"
+                           : "no out-of-memory failure");
         return;
     }
     struct vm_dump *one = (struct vm_dump *)d; /* vr_combine only reads it */

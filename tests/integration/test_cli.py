@@ -620,6 +620,41 @@ def cli_live_columns_are_the_ones_named():
                         "columns this vramtrace reads (a newer vramtrace's dump?)\n", f"{name}: one line")
 
 
+@test
+def cli_failures_holders_read_alike_in_both_versions():
+    """A version 2 dump's failures' holder lists are cut out of the text
+    and found again by the failure's place: an object of the dump's own
+    that looks like the reader's placeholder ({"v2span": 1}) is not a list
+    (it was read as the second failure's list), and every format reads the
+    version 1 and 2 forms alike. A failure whose holders were not kept
+    (null) is said so, not "no out-of-memory failure"."""
+    import copy
+    from dumpview import v2_of
+    base = json.load(open(os.path.join(GOLDEN, R0)))
+    o = base["ooms"][0]
+    second = copy.deepcopy(o)
+    second["holders"] = o["holders"][:1]
+    second["device_holders"] = o["holders"][:1]
+    with workdir("vt-cli-span-") as work:
+        for name, first in (("forged", {"v2span": 1}), ("null", None)):
+            d = copy.deepcopy(base)
+            d["ooms"] = [dict(copy.deepcopy(o), holders=None), second]
+            paths = []
+            for version, doc in ((1, d), (2, v2_of(d))):
+                doc["ooms"][0]["holders"] = first
+                paths.append(os.path.join(work, f"{name}.v{version}.json"))
+                json.dump(doc, open(paths[-1], "w"))
+            for fmt in ("text", "json", "folded", "html"):
+                outs = [cli(["report", p, "--at", "oom", "--format", fmt]) for p in paths]
+                eq(outs[0][0], outs[1][0], f"{name} {fmt}: status")
+                if fmt != "html":
+                    eq(outs[0][1].replace(paths[0].encode(), b"DUMP"), outs[1][1].replace(paths[1].encode(), b"DUMP"),
+                       f"{name} {fmt}: versions 1 and 2 read alike")
+            rc, out, err = cli(["report", paths[1], "--at", "oom"])
+            ok(b"largest holders at oom: this dump has none (the first out-of-memory failure's holders were not "
+               b"kept)\n" in out, f"{name}: " + out.decode()[:1500])
+
+
 # ------------------------------------------------- 22. counts past INT64_MAX
 
 
