@@ -69,7 +69,7 @@ static int add_rank(struct site *s, int rank, uint64_t bytes) {
     s->ranks[s->nranks++] = rank;
     if (s->nranks == 1 || bytes < s->min) s->min = bytes;
     if (bytes > s->max) s->max = bytes;
-    s->sum += bytes;
+    s->sum = s->sum > UINT64_MAX - bytes ? UINT64_MAX : s->sum + bytes;
     return 0;
 }
 
@@ -146,7 +146,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
                 }
                 touched[ntouched++] = g;
             }
-            s->in_dump += h[j].bytes;
+            s->in_dump = s->in_dump > UINT64_MAX - h[j].bytes ? UINT64_MAX : s->in_dump + h[j].bytes;
             if (s->in_dump > s->cur) s->cur = s->in_dump;
         }
         /* The rank's sums go in once its last dump is read (a pass over

@@ -235,7 +235,7 @@ static int add(struct groups *gs, const struct text *t, const struct vr_input *i
         line_of(other, in, g->dump, g->stack, o, cache);
         if (other->failed) return -1;
         if (other->len == t->len && memcmp(other->buf, t->buf, t->len) == 0) {
-            g->bytes += bytes;
+            g->bytes = g->bytes > UINT64_MAX - bytes ? UINT64_MAX : g->bytes + bytes; /* held, as reporters.c's sums */
             return 0;
         }
     }

@@ -75,14 +75,22 @@ int vt_metrics_textfile(const struct vt_metrics_opts *o) {
 }
 
 /* [HOST:]PORT, HOST 127.0.0.1 when left out; "[::1]:PORT" for IPv6. */
+/* Why a host could not be resolved (open_listener's -3). */
+static char listen_why[320];
+
 /* The listening socket, or -1 (errno set) when it cannot be made, -2
- * when spec is no [HOST:]PORT (a port of 1 to 65535). */
+ * when spec is no [HOST:]PORT (a port of 1 to 65535), -3 when its host
+ * cannot be resolved (listen_why says why). */
 static int open_listener(const char *spec) {
     char host[256] = "127.0.0.1", port[32];
     const char *colon = strrchr(spec, ':');
     if (colon) {
         size_t hl = (size_t)(colon - spec);
-        if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') { spec++; hl -= 2; }
+        if (spec[0] == '[' && hl >= 2 && spec[hl - 1] == ']') {
+            spec++;
+            hl -= 2;
+            if (hl == 0) return -2; /* "[]": no host, not the default one */
+        }
         if (hl >= sizeof host) return -2;
         if (hl) {
             memcpy(host, spec, hl);
@@ -98,7 +106,11 @@ static int open_listener(const char *spec) {
     if (pl == 0 || pl > 5 || port[pl] != '\0' || atol(port) < 1 || atol(port) > 65535) return -2;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res;
-    if (getaddrinfo(host, port, &hints, &res) != 0) return -1;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0) { /* a host that is no address, or none the resolver knows */
+        snprintf(listen_why, sizeof listen_why, "%s: %s", host, gai_strerror(gai));
+        return -3;
+    }
     int fd = -1;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
@@ -220,6 +232,10 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
 
 int vt_metrics_listen(const struct vt_metrics_opts *o) {
     int fd = open_listener(o->listen);
+    if (fd == -3) {
+        fprintf(stderr, "vramtrace metrics: --listen %s: cannot resolve %s\n", o->listen, listen_why);
+        return 2;
+    }
     if (fd == -2) { /* a bad value, refused as every other flag's is */
         fprintf(stderr, "vramtrace metrics: --listen takes [HOST:]PORT with a PORT of 1 to 65535, not '%s'\n",
                 o->listen);

@@ -98,7 +98,9 @@ _SHIFTS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 def parse_bytes(v):
     """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5G"
     read as the library reads VRAMTRACE_LIMIT: K, M, G, T (KiB, KB...) are
-    powers of 1024, and a fraction of a unit is rounded down to a byte."""
+    powers of 1024, and a fraction of a unit (its first 12 digits) is
+    rounded down to a byte; spaces around the number and the unit are
+    allowed here ("2 GiB"), where VRAMTRACE_LIMIT takes none."""
     if isinstance(v, bool):
         raise ValueError(f"not a byte count: {v!r}")
     if isinstance(v, int):
@@ -111,7 +113,7 @@ def parse_bytes(v):
         return int(v)
     if not isinstance(v, str):
         raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
-    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*(?:([KkMmGgTt])(i?)([Bb]?)|([Bb]?))\s*", v)
+    m = re.fullmatch(r"[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*(?:([KkMmGgTt])(i?)([Bb]?)|([Bb]?))[ \t]*", v, re.ASCII)
     if not m:
         raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
     whole, frac, unit = m[1], m[2], (m[3] or "").lower()
@@ -120,6 +122,7 @@ def parse_bytes(v):
     shift = _SHIFTS[unit]
     n = int(whole) << shift
     if frac:
+        frac = frac[:12]  # the library reads the first 12 digits of a fraction
         n += int(frac) * (1 << shift) // 10 ** len(frac)
     if n >= 1 << 64:
         raise ValueError(f"not a byte count: {v!r} (more than 2^64 - 1 bytes)")

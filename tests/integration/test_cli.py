@@ -655,6 +655,26 @@ def cli_failures_holders_read_alike_in_both_versions():
                b"kept)\n" in out, f"{name}: " + out.decode()[:1500])
 
 
+@test
+def cli_folded_sums_held_at_the_top():
+    """Two holders of 2^64 - 1 bytes at one call site (a hostile dump):
+    the folded line holds at 2^64 - 1 as the text and json sums do (it
+    wrapped to 2^64 - 2), and so does the rank comparison's sum."""
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    top = (1 << 64) - 1
+    d["holders"] = [{"stack": 1, "bytes": top, "count": 1}, {"stack": 2, "bytes": top, "count": 1}]
+    with workdir("vt-cli-top-") as work:
+        path = os.path.join(work, "d.json")
+        json.dump(d, open(path, "w"))
+        rc, out, err = cli(["report", path, "--format", "folded"])
+        eq((rc, [int(l.rsplit(b" ", 1)[1]) for l in out.splitlines()]), (0, [top]), "one line, held at 2^64 - 1")
+        d["pid"] += 1
+        other = os.path.join(work, "e.json")
+        json.dump(d, open(other, "w"))
+        rc, out, err = cli(["report", path, other, "--format", "folded"])
+        eq((rc, sorted(int(l.rsplit(b" ", 1)[1]) for l in out.splitlines())), (0, [top, top]), "per process")
+
+
 # ------------------------------------------------- 22. counts past INT64_MAX
 
 

@@ -747,7 +747,7 @@ def metrics_listen_refuses_a_port_out_of_range():
     name or no port at all is refused with status 2 (as every bad flag
     value is) and one line."""
     rundir = tempdir("vt-rundir-")
-    for spec in ("127.0.0.1:70000", "99999", "65536", "0", "http", "127.0.0.1:", "-1", "1e3"):
+    for spec in ("127.0.0.1:70000", "99999", "65536", "0", "http", "127.0.0.1:", "-1", "1e3", "[]:9191"):
         p = subprocess.run([CLI, "metrics", "--listen", spec], env=live_env(rundir), capture_output=True, text=True,
                            timeout=30)
         eq((p.returncode, p.stdout, p.stderr),

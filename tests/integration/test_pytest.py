@@ -537,12 +537,13 @@ def pytest_plugin_byte_counts_read_as_the_library_reads_them():
     library refuses it."""
     code = ("from pytest_vramtrace import parse_bytes as p\n"
             "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10',\n"
-            "                      '2.2 GiB', '1.0000001K', '9007199254740993', '64MB')])\n"
-            "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '18446744073709551616', '2 GiBs'):\n"
+            "                      '2.2 GiB', '1.0000001K', '9007199254740993', '64MB', '0.999999999999999T')])\n"
+            "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '18446744073709551616', '2 GiBs', '1\\xa0G',\n"
+            "            '1G\\n'):\n"
             "    try:\n        p(bad)\n        print('taken', repr(bad))\n"
             "    except ValueError:\n        pass\n")
     r = run([PYTEST_PY, "-c", code], preload=False)
     eq((r.rc, r.err), (0, ""), "status")
     eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 << 30, 3 << 29, 3 << 29, 7, 10,
-                   (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20]) + "\n",
+                   (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20, 1099511627774]) + "\n",
        "the byte counts; nothing bad taken")
