@@ -262,6 +262,7 @@ void vt_slots_reset_child(void) {
             k->t.cow = NULL; /* a forked child's: its snapshot is the parent's */
             k->next = parent_tables;
             parent_tables = k;
+            vt_table_keep_reachable(&k->t);
             vt_table_forget(&l->table);
         } else {
             TABLE_EACH(&l->table, r, free(r));

@@ -8,6 +8,9 @@
  * pages' work (small pages: see array_new). */
 #include <stdlib.h>
 #include <sys/mman.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "lockprobe.h"
 #include "table.h"
@@ -110,6 +113,20 @@ void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t
         t->count--;
     }
     vt_table_move(t);
+}
+
+void vt_table_keep_reachable(const struct live_table *t) {
+#ifdef __SANITIZE_ADDRESS__
+    /* LeakSanitizer looks inside malloc's blocks, not inside a mapping of
+     * vramtrace's own: the records a mapped array holds are reachable from
+     * it only once it is a root of the search. */
+    if (t->e && t->cap * sizeof(struct live_entry) >= MAP_MIN)
+        __lsan_register_root_region(t->e, t->cap * sizeof(struct live_entry));
+    if (t->old && t->old_cap * sizeof(struct live_entry) >= MAP_MIN)
+        __lsan_register_root_region(t->old, t->old_cap * sizeof(struct live_entry));
+#else
+    (void)t;
+#endif
 }
 
 void vt_table_forget(struct live_table *t) {
