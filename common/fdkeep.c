@@ -30,16 +30,18 @@ int vt_fd_keep(int fd, struct vt_fd *k) {
 }
 
 void vt_fd_reserve(void) {
-    /* Under a lower descriptor limit the dup fails (EINVAL): nothing to do,
-     * the kept descriptors go low then. */
-    for (int fd = 0; fd < 3; fd++) {
-        int e = errno, high = fcntl(fd, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
-        errno = e;
-        if (high >= 0) {
-            close(high);
-            return;
-        }
+    /* A descriptor of the library's own, not a dup of the program's: a
+     * close of any descriptor of a file drops the process's record locks
+     * on it (a lock the program took on its stdin, kept across exec, was
+     * lost). Under a lower descriptor limit the dup fails (EINVAL):
+     * nothing to do, the kept descriptors go low then. */
+    int e = errno, own = open("/", O_PATH | O_CLOEXEC);
+    if (own >= 0) {
+        int high = fcntl(own, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
+        if (high >= 0) close(high);
+        close(own);
     }
+    errno = e;
 }
 
 int vt_fd_mine(const struct vt_fd *k) {

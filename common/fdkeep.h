@@ -30,9 +30,10 @@ int vt_fd_keep(int fd, struct vt_fd *k);
  * one thread (a dup there, closed at once; the table never shrinks): the
  * kernel grows a table that threads share only after an RCU grace period,
  * so a first kept descriptor in a program that had started threads (every
- * PyTorch program before its first allocation) waited 5 to 20 ms. Two
- * system calls (fcntl, close); nothing where the limit keeps the kept
- * descriptors low anyway or 0, 1 and 2 are all closed; errno unchanged. */
+ * PyTorch program before its first allocation) waited 5 to 20 ms. Four
+ * system calls (an O_PATH open of "/", its dup at 716, both closed);
+ * nothing where the limit keeps the kept descriptors low anyway; errno
+ * unchanged. */
 void vt_fd_reserve(void);
 
 /* 1 when k->fd is still the file kept (fstat: safe in a signal handler). */

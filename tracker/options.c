@@ -96,6 +96,9 @@ VT_AT_START int vt_options_keep(struct vt_options_env *e) {
     }
     e->count = n;
     e->kept = 1;
+    /* Where the process started: a program may change its working folder
+     * before its first allocation, when the options are read. */
+    if (!getcwd(e->cwd, sizeof e->cwd) || e->cwd[0] != '/') e->cwd[0] = '\0';
     if (n) {
         char mark[] = {'V', 'R', 'A', 'M', 'T', 'R', 'A', 'C', 'E', '_', 'M', 'A', 'R', 'K', 0};
         mark_loaded(kept_value(e->vars, n, mark));
@@ -290,10 +293,26 @@ static int load_signal(enum vt_option_id id) {
  * (LeakSanitizer reads its suppressions at the start). Left as it is when
  * the working directory cannot be read or the whole would not fit in
  * PATH_MAX (a path relative to a deep folder is written as given). */
-static void anchor_path(char *field, size_t size) {
+static void anchor_path(char *field, size_t size, const char *start, int pattern) {
     if (field[0] == '\0' || field[0] == '/') return;
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd) || cwd[0] != '/') return;
+    char cwd[8192];
+    if (start && start[0] == '/') {
+        snprintf(cwd, sizeof cwd, "%s", start);
+    } else if (!getcwd(cwd, 4096) || cwd[0] != '/') {
+        return;
+    }
+    /* A pattern's '%' expands (%p, %h...): one in the folder's name is
+     * written "%%", so that it stays itself. */
+    if (pattern) {
+        char esc[sizeof cwd];
+        size_t k = 0;
+        for (const char *c = cwd; *c && k + 2 < sizeof esc; c++) {
+            if (*c == '%') esc[k++] = '%';
+            esc[k++] = *c;
+        }
+        esc[k] = '\0';
+        memcpy(cwd, esc, k + 1);
+    }
     size_t n = strlen(cwd), m = strlen(field);
     int slash = n > 0 && cwd[n - 1] != '/';
     if (n + (size_t)slash + m + 1 > size || n + (size_t)slash + m >= PATH_MAX) return;
@@ -326,10 +345,13 @@ void vt_options_load(const struct vt_options_env *e) {
         }
     }
     vt_callsite_configure(vt_opt.app, vt_opt.library);
-    if (strcmp(vt_opt.out, "off") != 0) anchor_path(vt_opt.out, sizeof vt_opt.out);
+    /* Kept options were kept at the start, with its folder; others are
+     * read at the start itself. */
+    const char *start = e && e->kept ? e->cwd : NULL;
+    if (strcmp(vt_opt.out, "off") != 0) anchor_path(vt_opt.out, sizeof vt_opt.out, start, 1);
     if (strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0)
-        anchor_path(vt_opt.report, sizeof vt_opt.report);
-    anchor_path(vt_opt.suppressions, sizeof vt_opt.suppressions);
+        anchor_path(vt_opt.report, sizeof vt_opt.report, start, 1);
+    anchor_path(vt_opt.suppressions, sizeof vt_opt.suppressions, start, 0);
 
     int kept = e && e->kept;
     char **vars = kept ? (char **)e->vars : environ;

@@ -51,6 +51,8 @@ struct vt_options_env {
     int count;             /* variables in vars */
     const char *vars[64];  /* "NAME=value", in text */
     char text[16384 - 64 * sizeof(const char *) - 2 * sizeof(int)];
+    char cwd[4096];        /* the working folder at the start ("" if unknown):
+                              relative paths are taken from it */
 };
 
 /* Keep the variables in e, and create VRAMTRACE_MARK's file when it is

@@ -448,26 +448,33 @@ def host_relative_paths_are_the_starting_directorys():
     # are those of where it started (the suppressions were read in the new
     # folder, not found, and the leak check failed the run with status 23;
     # the dump and report landed in the new folder).
-    with workdir("vt-host-") as work:
-        elsewhere = os.path.join(work, "elsewhere")
-        os.mkdir(elsewhere)
-        os.mkdir(os.path.join(work, "supp"))
-        with open(os.path.join(work, "supp", "t.supp"), "w") as f:
-            f.write("leak:chdir_leak\n")
-        e = {k: v for k, v in os.environ.items()
-             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-        e["LD_LIBRARY_PATH"] = SIM
-        p = subprocess.run([CLI, "run", "--leak-check", "--suppressions", "supp/t.supp", "--out", "rel.%p.json",
-                            "--report", "rel.txt", "--", HOST, "chdir-leak", elsewhere], cwd=work, env=e,
-                           capture_output=True, text=True, timeout=120)
-        eq((p.returncode, p.stdout, p.stderr), (0, "cudaMalloc 1M -> 0\nchdir -> 0\n", ""),
-           "the leak suppressed, nothing on stderr")
-        eq(os.listdir(elsewhere), [], "nothing written where it went")
-        names = sorted(os.listdir(work))
-        eq(len([n for n in names if re.fullmatch(r"rel\.\d+\.json", n)]), 1, f"the dump where it started: {names}")
-        with open(os.path.join(work, "rel.txt")) as f:
-            report = f.read()
-        ok("Suppressions used:" in report and "chdir_leak" in report, "the suppressions were read: " + report)
+    # Also when it changes folder before its first allocation (the paths
+    # were taken from where it was then), and from a folder whose name has
+    # a '%' (which the dump's pattern expanded: "pct%p" became "pct1234").
+    for mode, folder in (("chdir-leak", "start"), ("chdir-then-leak", "start"), ("chdir-then-leak", "pct%p%%")):
+        with workdir("vt-host-") as top:
+            work = os.path.join(top, folder)
+            elsewhere = os.path.join(top, "elsewhere")
+            for d in (work, elsewhere, os.path.join(work, "supp")):
+                os.mkdir(d)
+            with open(os.path.join(work, "supp", "t.supp"), "w") as f:
+                f.write("leak:chdir_leak\n")
+            e = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+            e["LD_LIBRARY_PATH"] = SIM
+            p = subprocess.run([CLI, "run", "--leak-check", "--suppressions", "supp/t.supp", "--out", "rel.%p.json",
+                                "--report", "rel.txt", "--", HOST, mode, elsewhere], cwd=work, env=e,
+                               capture_output=True, text=True, timeout=120)
+            lines = ["cudaMalloc 1M -> 0\n", "chdir -> 0\n"]
+            eq((p.returncode, p.stdout, p.stderr), (0, "".join(lines if mode == "chdir-leak" else lines[::-1]), ""),
+               f"{mode} in {folder}: the leak suppressed, nothing on stderr")
+            eq(os.listdir(elsewhere), [], f"{mode} in {folder}: nothing written where it went")
+            names = sorted(os.listdir(work))
+            eq(len([n for n in names if re.fullmatch(r"rel\.\d+\.json", n)]), 1,
+               f"{mode} in {folder}: the dump where it started: {names}")
+            with open(os.path.join(work, "rel.txt")) as f:
+                report = f.read()
+            ok("Suppressions used:" in report and "chdir_leak" in report, "the suppressions were read: " + report)
 
 
 @test

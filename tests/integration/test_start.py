@@ -23,15 +23,17 @@ def start_makes_no_system_call_but_the_descriptor_tables_growth():
     # The floor: an empty library the loader maps the same way (four
     # segments and a zeroed area). vramtrace adds to it only the growth of
     # the descriptor table past where it keeps its descriptors, while the
-    # process has one thread (a dup of stdin at 716, closed: common/fdkeep.h,
-    # vt_fd_reserve; grown later in a process with threads, it waited 5 to
-    # 20 ms for the kernel): no mprotect of its symbols, no mapping, no
-    # lock, no signal mask, no file.
+    # process has one thread (an O_PATH open of "/", its dup at 716, both
+    # closed: common/fdkeep.h, vt_fd_reserve; grown later in a process with
+    # threads, it waited 5 to 20 ms for the kernel; a dup of stdin, closed,
+    # dropped the program's record locks on it), and the working folder it
+    # started in (relative dump and report paths are taken from it): no
+    # mprotect of its symbols, no mapping, no lock, no signal mask.
     empty = os.path.join(T, "libt_start_empty.so")
     for env in (None, {"VRAMTRACE_OUT": "off", "VRAMTRACE_REPORT": "off"}, {"LD_BIND_NOW": "1"}):
         floor = syscalls(empty, env)
         eq(floor[-1], "exit_group", "the floor ends with the exit")
-        eq(syscalls(LIB, env), floor[:-1] + ["fcntl", "close", "exit_group"],
+        eq(syscalls(LIB, env), floor[:-1] + ["openat", "fcntl", "close", "close", "getcwd", "exit_group"],
            f"system calls of /bin/true under vramtrace ({env})")
     e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
     p = subprocess.run(["grep", "FDSize", "/proc/self/status"], env=dict(e, LD_PRELOAD=LIB), capture_output=True,
@@ -60,3 +62,38 @@ def start_cuda_names_invisible_in_a_program_that_names_none():
                   "dlsym(self, cudaMalloc) NULL, dlerror ./t_start_quiet: undefined symbol: cudaMalloc\n"
                   "cudaMalloc: CPU path, cuMemAlloc_v2: CPU path\n", f"look-ups and weak references ({env})")
         eq((r.rc, r.dumps), (0, []), "status, no dump")
+
+
+@test
+def start_keeps_the_programs_record_locks():
+    """A program that took a POSIX record lock on its stdin and exec'd a
+    program under vramtrace still holds it (locks survive exec; the start's
+    dup of stdin, closed, dropped them: any close of a file's descriptor
+    does)."""
+    with workdir("vt-start-lock-") as d:
+        lockfile = os.path.join(d, "lock")
+        open(lockfile, "w").close()
+        check = ("import fcntl, os, sys\n"
+                 "pid = os.fork()\n"
+                 "if pid == 0:\n"
+                 "    fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                 "    try:\n"
+                 "        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                 "        print('free')\n"
+                 "    except OSError:\n"
+                 "        print('held')\n"
+                 "    os._exit(0)\n"
+                 "os.waitpid(pid, 0)\n")
+        take = ("import fcntl, os, sys\n"
+                "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                "os.dup2(fd, 0)\n"
+                "os.close(fd)\n"
+                "fcntl.lockf(0, fcntl.LOCK_EX)\n"
+                "os.execve(sys.executable, [sys.executable, '-c', sys.argv[2], sys.argv[1]], dict(os.environ, "
+                "LD_PRELOAD=sys.argv[3]))\n")
+        e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+        for lib, want in (("", "held\n"), (LIB, "held\n")):
+            p = subprocess.run([sys.executable, "-c", take, lockfile, check, lib], env=e, capture_output=True,
+                               text=True, timeout=60)
+            eq((p.returncode, p.stdout, p.stderr), (0, want, ""), f"the lock after the exec ({lib or 'no preload'})")
+

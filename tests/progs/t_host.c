@@ -411,10 +411,11 @@ static int fork_many_live(long n) {
 /* 1 MiB kept for ever, then the working directory changed to `dir`: the
  * dump, the report and the suppressions named by relative paths are still
  * those of the directory the program started in. */
-static int chdir_leak(const char *dir) {
+static int chdir_leak(const char *dir, int first) {
     void *p = NULL;
+    if (first) printf("chdir -> %d\n", chdir(dir));
     printf("cudaMalloc 1M -> %d\n", (int)cudaMalloc(&p, 1 << 20));
-    printf("chdir -> %d\n", chdir(dir));
+    if (!first) printf("chdir -> %d\n", chdir(dir));
     return 0;
 }
 
@@ -1183,7 +1184,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();
     if (strcmp(mode, "mixed-site-oom") == 0) return mixed_site_oom();
     if (strcmp(mode, "mixed-site-growth") == 0) return mixed_site_growth();
-    if (strcmp(mode, "chdir-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/");
+    if (strcmp(mode, "chdir-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/", 0);
+    if (strcmp(mode, "chdir-then-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/", 1);
     if (strcmp(mode, "oom-maps") == 0) return oom_maps();
     if (strcmp(mode, "fork-many-live") == 0) return fork_many_live(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
