@@ -148,12 +148,18 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         holders = o->holders;
         nholders = o->nholders;
     }
+    /* The holders and the growth are of device memory: a failure of pinned
+     * host memory is not explained by them (a device site "held 469%" of
+     * the host bytes live). */
+    if (!vt_kind_owned_device(o->kind)) holders = NULL, nholders = 0;
     size_t nsites = 0;
     struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     size_t ngrowth = 0;
     /* A site's growth on the failing device alone, when the failure is
      * about its memory alone. */
-    struct vt_growth *growth = vt_find_growth_on(s, sym, o->time_ns, device_only ? o->device : -1, &ngrowth);
+    struct vt_growth *growth = vt_kind_owned_device(o->kind)
+                                   ? vt_find_growth_on(s, sym, o->time_ns, device_only ? o->device : -1, &ngrowth)
+                                   : NULL;
     if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);

@@ -488,6 +488,19 @@ def host_failure_with_nowhere_to_write_does_no_report_work():
 
 
 @test
+def host_pinned_failure_is_not_explained_by_device_memory():
+    # A pinned host request refused: the device's 100 MiB is no explanation
+    # of it ("holds 156% of the tracked memory", 100 MiB over the 64 MiB of
+    # pinned memory live), in the post-mortem or the dump.
+    r = run([HOST, "host-oom"], env={"SIMGPU_CAPACITY": "1G"})
+    eq(r.out, "cudaMalloc 100M -> 0\ncudaMallocHost 64M -> 0\ncudaMallocHost 1P -> 2\n", "the program's own")
+    ok("by cudaMallocHost (pinned host memory)" in r.err, r.err)
+    ok("of the tracked memory" not in r.err and "grew through the run" not in r.err, "no device finding: " + r.err)
+    eq([f["id"] for f in r.dump["ooms"][0].get("findings", [])
+        if f["id"] in ("one_site_dominates", "growing_site")], [], "none in the dump")
+
+
+@test
 def host_pitched_rows_counted_by_the_budget():
     want = run([HOST, "pitched-budget"], preload=False)
     eq(want.out, "cuMemAlloc_v2 500000 -> 0\ncuMemAllocPitch_v2 513x1000 -> 0\ncudaMallocPitch 513x1000 -> 0\n"

@@ -435,6 +435,18 @@ static int oom_maps(void) {
     return 0;
 }
 
+/* ------------------------------------------------------- host-oom */
+
+/* 100 MiB of device memory and 64 MiB of pinned host memory, then a pinned
+ * host request the driver refuses. */
+static int host_oom(void) {
+    void *d = NULL, *h = NULL, *big = NULL;
+    printf("cudaMalloc 100M -> %d\n", (int)cudaMalloc(&d, 100 << 20));
+    printf("cudaMallocHost 64M -> %d\n", (int)cudaMallocHost(&h, 64 << 20));
+    printf("cudaMallocHost 1P -> %d\n", (int)cudaMallocHost(&big, 1ull << 50));
+    return 0;
+}
+
 /* ------------------------------------------------------- pool-devices */
 
 /* Stream-ordered memory that lands on device 1 while device 0 is current:
@@ -1187,6 +1199,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "chdir-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/", 0);
     if (strcmp(mode, "chdir-then-leak") == 0) return chdir_leak(argc > 2 ? argv[2] : "/", 1);
     if (strcmp(mode, "oom-maps") == 0) return oom_maps();
+    if (strcmp(mode, "host-oom") == 0) return host_oom();
     if (strcmp(mode, "fork-many-live") == 0) return fork_many_live(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "pitched-budget") == 0) return pitched_budget();
     if (strcmp(mode, "graph") == 0) return graph();
