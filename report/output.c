@@ -155,9 +155,22 @@ static struct {
     unsigned long long start;
 } self_id;
 
+/* Read once by whichever thread asks first (the live publisher, a dump's
+ * writer); the others wait for it. */
+static pthread_mutex_t self_id_lock = PTHREAD_MUTEX_INITIALIZER;
+static void read_self_id_locked(void);
+
 static void read_self_id(void) {
-    if (self_id.read) return;
-    self_id.read = 1;
+    if (__atomic_load_n(&self_id.read, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&self_id_lock);
+    if (!self_id.read) {
+        read_self_id_locked();
+        __atomic_store_n(&self_id.read, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&self_id_lock);
+}
+
+static void read_self_id_locked(void) {
     self_id.boot_id[0] = '\0';
     char buf[1024];
     int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -562,6 +575,7 @@ void vt_output_reset_child(void) {
     image_decided = 0;
     image_suffix[0] = '\0';
     self_id.read = 0;
+    pthread_mutex_init(&self_id_lock, NULL); /* another thread may have held it at the fork */
     oom_pace = torch_oom_pace = (struct pace){0, 0};
     vt_torch_reset_child();
     signal_seq = 0;
