@@ -207,14 +207,13 @@ static void group_sites(const struct vt_view *v) {
     L.ngroups = k;
 }
 
-/* growing_site's pass: the sites with memory on d alone, or also on other
- * devices. */
-static const char *growing_site_of(int d, int alone) {
+/* The call site with memory on device d that grew the most since the
+ * oldest closed window. */
+static const char *growing_site(int d) {
     int64_t best = 0;
     const char *at = NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
-        uint64_t mine = (uint64_t)1 << d;
-        if (!(L.groups[i].devices & mine) || (L.groups[i].devices == mine) != alone) continue;
+        if (!(L.groups[i].devices >> d & 1)) continue;
         uint64_t then = 0;
         for (uint32_t j = 0; j < L.npast[0]; j++)
             if (strcmp(L.past[0][j].label, L.groups[i].label) == 0) then = L.past[0][j].bytes;
@@ -224,17 +223,6 @@ static const char *growing_site_of(int d, int alone) {
     return at;
 }
 
-/* The call site with memory on device d that grew the most since the
- * oldest closed window: first among the sites whose memory is on d alone
- * (their rise is d's), then among those on d and other devices too (their
- * rise is counted over every device: a site holding a steady 1 MiB on d
- * and growing elsewhere was named for d's growth, another site's). */
-static const char *growing_site(int d) {
-    const char *at = NULL;
-    for (int alone = 1; alone >= 0 && !at; alone--)
-        at = growing_site_of(d, alone);
-    return at;
-}
 /* The forecast of device d, per step when sf is given, else per minute:
  * its line for the segment and the dump, and the one warning. */
 static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity) {

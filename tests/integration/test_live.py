@@ -963,27 +963,6 @@ def forecast_names_a_site_of_the_device_it_forecasts():
 
 
 @test
-def forecast_names_the_site_growing_on_that_device_alone_first():
-    """keep holds a steady 1 MiB on device 0 and grows 16 MiB a step on
-    device 1; site1 grows 8 MiB a step on device 0: device 0's forecast
-    names site1 (it named keep, whose rise over both devices is larger)."""
-    rundir = tempdir("vt-rundir-")
-    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G", "SIMGPU_DEVICES": "2"})
-    t.say("a 1048576")
-    t.say("steps2 20 8388608 50")
-    wait_for("the 20 steps published",
-             lambda: list(series(metrics(rundir), "vramtrace_steps_total").values()) == ["20"] or None)
-    rc, err = t.quit()
-    eq(rc, 0, "status")
-    forecasts = [l for l in err.splitlines() if "forecast" in l]
-    eq(len(forecasts), 1, f"one forecast line (the first device's forecast): {err!r}")
-    site = f"site1 tests/progs/t_live.c:{source_line('t_live.c', 'SITE(1)')}"
-    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
-                    rf"in \d+ steps; it grows at {re.escape(site)}", forecasts[0]),
-       f"the site growing on device 0: {forecasts[0]!r}")
-
-
-@test
 def forecast_per_step_where_the_program_has_steps():
     """Two programs that mark steps (vramtrace_step) on a 1 GiB budget: one
     keeps 8 MiB a step for 20 steps (growth +8 MiB a step; full in 108 steps

@@ -109,17 +109,6 @@ int main(void) {
                 keep(bytes);
                 sleep_ms(ms);
             }
-        } else if (sscanf(line, "steps2 %ld %llu %ld", &n, &bytes, &ms) == 3) {
-            /* Each step: 2 * BYTES kept on device 1 by keep, BYTES on
-             * device 0 by site1. */
-            for (long i = 0; i < n; i++) {
-                cudaSetDevice(1);
-                keep(2 * bytes);
-                cudaSetDevice(0);
-                site1(bytes);
-                vt.step();
-                sleep_ms(ms);
-            }
         } else if (sscanf(line, "steps %ld %llu %ld", &n, &bytes, &ms) == 3) {
             for (long i = 0; i < n; i++) {
                 keep(bytes);
