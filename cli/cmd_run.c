@@ -495,6 +495,25 @@ static int tensors(const char *value) {
     return 0;
 }
 
+/* v (relative) under the working folder into out, a '%' of the folder's
+ * written "%%" where v is a pattern (%p...); 0 when the folder cannot be
+ * read or the whole would not fit. */
+static int absolute(const char *v, int pattern, char *out, size_t size) {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) || cwd[0] != '/') return 0;
+    size_t k = 0;
+    for (const char *c = cwd; *c; c++) {
+        if (k + 3 >= size) return 0;
+        if (pattern && *c == '%') out[k++] = '%';
+        out[k++] = *c;
+    }
+    if (k && out[k - 1] != '/') out[k++] = '/';
+    size_t n = strlen(v);
+    if (k + n >= size) return 0;
+    memcpy(out + k, v, n + 1);
+    return 1;
+}
+
 int vt_cmd_run(int argc, char **argv) {
     int i = 1;
     for (; i < argc; i++) {
@@ -545,6 +564,16 @@ int vt_cmd_run(int argc, char **argv) {
                 return 2;
             }
         }
+        /* A relative path made absolute here, from vramtrace's folder: the
+         * library takes it from the folder each process starts in, and a
+         * child the command starts after a chdir() starts elsewhere. */
+        char whole[PATH_MAX];
+        int pattern = d == &vt_option_table[VT_O_OUT] || d == &vt_option_table[VT_O_REPORT];
+        if ((pattern || d == &vt_option_table[VT_O_SUPPRESSIONS]) && *v && v[0] != '/' &&
+            !(d == &vt_option_table[VT_O_OUT] && strcmp(v, "off") == 0) &&
+            !(d == &vt_option_table[VT_O_REPORT] && (strcmp(v, "off") == 0 || strcmp(v, "stderr") == 0)) &&
+            absolute(v, pattern, whole, sizeof whole))
+            v = whole;
         setenv(d->name, v, 1);
     }
     if (i >= argc) {

@@ -451,7 +451,11 @@ def host_relative_paths_are_the_starting_directorys():
     # Also when it changes folder before its first allocation (the paths
     # were taken from where it was then), and from a folder whose name has
     # a '%' (which the dump's pattern expanded: "pct%p" became "pct1234").
-    for mode, folder in (("chdir-leak", "start"), ("chdir-then-leak", "start"), ("chdir-then-leak", "pct%p%%")):
+    # And in a process started after the command changed folder (a shell
+    # that cds, then runs the program): vramtrace run gives the library
+    # whole paths (the program's start was already the new folder).
+    for mode, folder in (("chdir-leak", "start"), ("chdir-then-leak", "start"), ("chdir-then-leak", "pct%p%%"),
+                         ("sh-cd-then-leak", "pct%p%%")):
         with workdir("vt-host-") as top:
             work = os.path.join(top, folder)
             elsewhere = os.path.join(top, "elsewhere")
@@ -462,11 +466,14 @@ def host_relative_paths_are_the_starting_directorys():
             e = {k: v for k, v in os.environ.items()
                  if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
             e["LD_LIBRARY_PATH"] = SIM
+            cmd = [HOST, mode, elsewhere]
+            if mode == "sh-cd-then-leak":
+                cmd = ["sh", "-c", 'cd "$1" && exec "$2" chdir-leak /', "sh", elsewhere, HOST]
             p = subprocess.run([CLI, "run", "--leak-check", "--suppressions", "supp/t.supp", "--out", "rel.%p.json",
-                                "--report", "rel.txt", "--", HOST, mode, elsewhere], cwd=work, env=e,
+                                "--report", "rel.txt", "--"] + cmd, cwd=work, env=e,
                                capture_output=True, text=True, timeout=120)
             lines = ["cudaMalloc 1M -> 0\n", "chdir -> 0\n"]
-            eq((p.returncode, p.stdout, p.stderr), (0, "".join(lines if mode == "chdir-leak" else lines[::-1]), ""),
+            eq((p.returncode, p.stdout, p.stderr), (0, "".join(lines if mode != "chdir-then-leak" else lines[::-1]), ""),
                f"{mode} in {folder}: the leak suppressed, nothing on stderr")
             eq(os.listdir(elsewhere), [], f"{mode} in {folder}: nothing written where it went")
             names = sorted(os.listdir(work))
