@@ -600,6 +600,17 @@ def run_as_parent_passes_job_control_on():
             p.wait()
 
 
+def end_run(p):
+    """A vramtrace run left behind by a failed check: continued (it may be
+    stopped), killed and waited for; its pipes closed."""
+    if p.poll() is None:
+        os.kill(p.pid, signal.SIGCONT)
+        p.kill()
+        p.wait()
+    p.stdout.close()
+    p.stderr.close()
+
+
 @test
 def run_as_parent_passes_every_signal_on():
     """`vramtrace run --leak-check`: signals beyond the common ones (a batch
@@ -640,12 +651,7 @@ def run_as_parent_passes_every_signal_on():
         os.kill(child, signal.SIGCONT)
         eq(p.wait(timeout=20), 6, "it ended as the command ended")
     finally:
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGCONT)
-            p.kill()
-            p.wait()
-        p.stdout.close()
-        p.stderr.close()
+        end_run(p)
     handles = ("import signal, sys, time\n"
                "signal.signal(signal.SIGTSTP, lambda *a: print('tstp', flush=True))\n"
                "print('ready', flush=True)\n"
@@ -659,12 +665,7 @@ def run_as_parent_passes_every_signal_on():
         eq(p.stdout.readline(), "tstp\n", "the TSTP went on to the command, which handled it")
         eq(p.wait(timeout=20), 4, "vramtrace did not stop: it ended as the command ended")
     finally:
-        if p.poll() is None:
-            os.kill(p.pid, signal.SIGCONT)
-            p.kill()
-            p.wait()
-        p.stdout.close()
-        p.stderr.close()
+        end_run(p)
 
 
 @test
