@@ -90,6 +90,15 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     return buf;
 }
 
+double vt_pct(uint64_t part, uint64_t whole, int decimals) {
+    if (!whole) return 0;
+    double unit = decimals > 0 ? 0.1 : 1.0;   /* the smallest step printed */
+    double p = 100.0 * (double)part / (double)whole;
+    if (part < whole && p > 100.0 - unit) return 100.0 - unit;
+    if (part > 0 && p < unit) return unit;
+    return p;
+}
+
 const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {
     if (missed == 0) return NULL;
     snprintf(buf, size, "%" PRIu64 " call%s passed through unrecorded (made while vramtrace was busy on "

@@ -96,7 +96,7 @@ void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h
         struct vt_holder_row r = {0};
         char b[32];
         h->row(h->ctx, i, &r);
-        double pct = h->total ? 100.0 * (double)r.bytes / (double)h->total : 0;
+        double pct = vt_pct(r.bytes, h->total, 1);
         fprintf(f, "%s  %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", prefix, B(r.bytes, b), pct, r.count,
                 r.count == 1 ? " " : "s", r.site);
         if (h->stacks) vt_put_frames(f, indent, r.frames, r.nframes, put);

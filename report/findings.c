@@ -11,7 +11,7 @@
 #include "torch.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
-#define PCT(a, b) ((b) ? 100.0 * (double)(a) / (double)(b) : 0.0)
+#define PCT(a, b) vt_pct((a), (b), 0)
 
 static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     const struct vt_frame *fr = vt_call_site(sym, stack);

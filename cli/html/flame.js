@@ -143,9 +143,9 @@ class Flame {
     if (ancestor) e.classList.add('ancestor');
     e.style.left = x + 'px'; e.style.width = w + 'px'; e.style.top = k * ROW + 'px';
     e.style.background = n.f < 0 ? '#ddd' : frameColor(name, lib);
-    const pct = this.root.v ? (100 * n.v / this.root.v).toFixed(1) : '0.0';
-    e.textContent = name + ' (' + fmtBytes(n.v) + ', ' + pct + '%)';
-    e.title = (n.f >= 0 ? this.d.fw[n.f] : 'all') + '\n' + fmtBytes(n.v) + ' (' + n.v + ' bytes), ' + pct + '%';
+    const pct = share(n.v, this.root.v);
+    e.textContent = name + ' (' + fmtBytes(n.v) + ', ' + pct + ')';
+    e.title = (n.f >= 0 ? this.d.fw[n.f] : 'all') + '\n' + fmtBytes(n.v) + ' (' + n.v + ' bytes), ' + pct;
     e.addEventListener('click', ev => { ev.stopPropagation(); this.zoom = n; this.draw(); });
     e._node = n;
     this.box.appendChild(e);
@@ -167,6 +167,6 @@ class Flame {
     walk(this.root);
     this.matched = frames;
     this.shareEl.textContent = frames + ' matching frame' + (frames === 1 ? '' : 's') + ' hold ' + fmtBytes(bytes) +
-      ' of ' + fmtBytes(this.root.v) + ' (' + (this.root.v ? (100 * bytes / this.root.v).toFixed(1) : '0.0') + '%)';
+      ' of ' + fmtBytes(this.root.v) + ' (' + share(bytes, this.root.v) + ')';
   }
 }

@@ -19,7 +19,7 @@ const TABLES = [
       name: 'holders', title: 'holders at ' + at + ' by stack (' + fmtBytes(total) + ')', n: h.length / 3,
       cols: [
         {h: 'bytes', num: true, v: i => h[3 * i + 1], text: i => fmtBytes(h[3 * i + 1])},
-        {h: 'share', num: true, v: i => h[3 * i + 1], text: i => (total ? 100 * h[3 * i + 1] / total : 0).toFixed(1) + '%'},
+        {h: 'share', num: true, v: i => h[3 * i + 1], text: i => share(h[3 * i + 1], total)},
         {h: 'allocations', num: true, v: i => h[3 * i + 2], text: i => String(h[3 * i + 2])},
         {h: 'call site', v: i => siteOf(d, h[3 * i]), text: i => siteOf(d, h[3 * i])},
       ],
@@ -80,8 +80,6 @@ function tensorTable(d, rec, name, when) {
     stack: r => X(r).s[j[r]], time: () => null, device: r => X(r).device,
   };
 }
-
-function share(part, whole) { return (whole ? 100 * part / whole : 0).toFixed(1) + '%'; }
 
 class Table {
   constructor(parent, def, onRow) {
