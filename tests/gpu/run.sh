@@ -172,21 +172,38 @@ fi
 # the simulated GPU the PyTorch of build/torch-venv runs on the stand-ins
 # (tests/simgpu/run --torch).
 if [ $TORCH = 1 ]; then
+    # PyTorch's own end, not vramtrace's: CPython 3.11 ends a thread that
+    # asks for the GIL while the interpreter finalizes, and an autograd
+    # device thread doing so from a destructor unwinds through noexcept
+    # code: std::terminate, status 134 after the script's last line (seen
+    # without vramtrace too; tests/integration/test_torch_truth.py says
+    # more). Such a run, traced or plain, is run once more, and said so.
+    torn_at_exit() {   # NAME: NAME.rc and NAME.err are that end
+        [ "$(cat "$OUT/$1.rc")" = 134 ] && grep -q "terminate called without an active exception" "$OUT/$1.err" \
+            && say "   ($1 ended by std::terminate at exit)"
+    }
     run_mode() {   # MODE ENV...: the mode under vramtrace, its plain twin, the checks
         local mode=$1; shift
         say "== PyTorch: $mode $*"
         local t0=$(date +%s)
-        run_traced "$OUT/$mode" "$@" -- $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode \
-            "$OUT/$mode.facts" >"$OUT/$mode.out" 2>"$OUT/$mode.err"
-        echo $? >"$OUT/$mode.rc"
+        local try
+        for try in 1 2; do
+            run_traced "$OUT/$mode" "$@" -- $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode \
+                "$OUT/$mode.facts" >"$OUT/$mode.out" 2>"$OUT/$mode.err"
+            echo $? >"$OUT/$mode.rc"
+            torn_at_exit $mode && [ $try = 1 ] || break
+        done
         $PY tests/gpu/torch_checks.py check $mode "$OUT/$mode.facts" "$OUT/$mode" "$OUT/$mode.err" \
             >"$OUT/$mode.check" 2>&1
         case $mode in
         limit) ;;   # without vramtrace there is no budget
         *)
-            env "$@" $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode "$OUT/$mode.plain.facts" \
-                >"$OUT/$mode.plain.out" 2>"$OUT/$mode.plain.err"
-            echo $? >"$OUT/$mode.plain.rc"
+            for try in 1 2; do
+                env "$@" $ON timeout 240 $TPY tests/gpu/torch_checks.py $mode "$OUT/$mode.plain.facts" \
+                    >"$OUT/$mode.plain.out" 2>"$OUT/$mode.plain.err"
+                echo $? >"$OUT/$mode.plain.rc"
+                torn_at_exit $mode.plain && [ $try = 1 ] || break
+            done
             # PyTorch's warnings start with their time ("[W1201 08:04:57.440355900 "): not compared
             for f in $mode.err $mode.plain.err; do
                 sed -E 's/^\[([WEI])[0-9]{4} [0-9:.]+ /[\1 /' "$OUT/$f" >"$OUT/$f.untimed"

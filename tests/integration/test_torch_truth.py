@@ -22,19 +22,9 @@ def clean_env(**extra):
     return e
 
 
-# PyTorch's own end, not vramtrace's: CPython 3.11 ends a thread that asks
-# for the GIL while the interpreter finalizes (pthread_exit), and an
-# autograd device thread doing so from a destructor (a GraphTask's last
-# release) unwinds through noexcept code: std::terminate, status 134 after
-# the script's last line. Seen without vramtrace in 6 of 60 runs of the
-# healthy loop on a loaded machine (gdb on the core: Engine::thread_main,
-# ~ThreadLocalState, take_gil, PyThread_exit_thread).
-TERMINATED_AT_EXIT = "terminate called without an active exception"
-
-
 def in_dir(argv, work, env, timeout=300):
-    """argv run in work; a run that PyTorch ended by that race at exit is
-    run once more (the files it left in work removed first: it writes no
+    """argv run in work; a run that PyTorch ended by std::terminate at exit
+    (run_tests.TERMINATED_AT_EXIT) is run once more (the files it left in work removed first: it writes no
     exit dump)."""
     def files():
         return {os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs}
