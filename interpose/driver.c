@@ -13,6 +13,7 @@
 #include "hook.h"
 #include "pools.h"
 #include "resolve.h"
+#include "vmm.h"
 
 #define VT_EXPORT __attribute__((visibility("default")))
 
@@ -644,11 +645,37 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         kind = VT_KIND_HOST_VMM;
         device = VT_HOST_DEVICE;
     }
-    ALLOC("cuMemCreate", kind, device, size, real(handle, size, prop, flags), *handle, size);
+    ALLOC_THEN("cuMemCreate", kind, device, size, real(handle, size, prop, flags), *handle, size,
+               if (ok) vt_vmm_created(*handle));
 }
 
+/* A handle's memory ends at the release of its last reference or the unmap
+ * of its last mapping, whichever comes last (vmm.h): a release that leaves
+ * either is passed through, the record kept. */
 VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
-    ONE_FREE(cuMemRelease, VT_SPACE_HANDLE, handle, 0);
+    REAL_OR_FAIL(cuMemRelease);
+    if (vt_pass()) return real(handle);
+    enum vt_vmm_release what = vt_vmm_release(handle);
+    if (what == VT_VMM_KEPT || what == VT_VMM_NONE) {
+        CUresult r = real(handle);
+        if (r != CUDA_SUCCESS) vt_vmm_release_undo(handle, what);
+        return r;
+    }
+    VT_ENTER;
+    struct vt_free a = vt_tracker_free_begin(VT_SPACE_HANDLE, handle);
+    CUresult r;
+    VT_REAL_CALL(r = real(handle));
+    vt_hook_free(&a, r == CUDA_SUCCESS);
+    if (r != CUDA_SUCCESS) vt_vmm_release_undo(handle, what);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+    REAL_OR_FAIL(cuMemRetainAllocationHandle);
+    CUresult r = real(handle, addr);
+    if (r == CUDA_SUCCESS && handle && !vt_pass()) vt_vmm_retained(*handle);
+    return r;
 }
 
 VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -659,8 +686,43 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     VT_ENTER;
     CUresult r;
     VT_REAL_CALL(r = real(ptr, size, offset, handle, flags));
-    if (r == CUDA_SUCCESS) vt_tracker_map(handle, ptr);
+    if (r == CUDA_SUCCESS) {
+        vt_tracker_map(handle, ptr);
+        vt_vmm_mapped(handle, ptr, size);
+    }
     VT_LEAVE;
+    return r;
+}
+
+/* The unmap of a released handle's last mapping ends its memory: its
+ * record is taken out before the driver's call (an address the driver
+ * gives again at once cannot meet it), put back if the unmap fails. */
+VT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    REAL_OR_FAIL(cuMemUnmap);
+    if (vt_pass()) return real(ptr, size);
+    uint64_t few[8], *ending = few;
+    struct vt_free fs[8], *f = fs;
+    size_t n = vt_vmm_unmap_ending(ptr, size, few, 8);
+    if (n > 8) {   /* a range of many mappings; without room, the first eight end here, the rest stay live */
+        uint64_t *more = malloc(n * sizeof *more);
+        struct vt_free *fmore = more ? malloc(n * sizeof *fmore) : NULL;
+        if (fmore) {
+            size_t m = vt_vmm_unmap_ending(ptr, size, more, n);
+            ending = more, f = fmore, n = m < n ? m : n;
+        } else {
+            free(more);
+            n = 8;
+        }
+    }
+    VT_ENTER;
+    for (size_t i = 0; i < n; i++) f[i] = vt_tracker_free_begin(VT_SPACE_HANDLE, ending[i]);
+    CUresult r;
+    VT_REAL_CALL(r = real(ptr, size));
+    for (size_t i = 0; i < n; i++) vt_hook_free(&f[i], r == CUDA_SUCCESS);
+    if (r == CUDA_SUCCESS) vt_vmm_unmapped(ptr, size);
+    VT_LEAVE;
+    if (f != fs) free(f);
+    if (ending != few) free(ending);
     return r;
 }
 

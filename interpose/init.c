@@ -17,6 +17,7 @@
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "graphs.h"
+#include "vmm.h"
 #include "pools.h"
 #include "ondemand.h"
 #include "resolve.h"
@@ -90,9 +91,11 @@ static void before_fork(void) {
     vt_stack_fork_prepare();
     vt_tracker_lock_all();
     vt_graphs_fork_prepare();
+    vt_vmm_fork_prepare();
 }
 
 static void after_fork_parent(void) {
+    vt_vmm_fork_parent();
     vt_graphs_fork_parent();
     vt_tracker_unlock_all();
     vt_stack_fork_done();
@@ -107,7 +110,8 @@ static void after_fork_parent(void) {
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
     vt_thread_reset_child();
-    vt_graphs_fork_parent(); /* given back, then the tables emptied below */
+    vt_vmm_fork_parent();    /* given back, then the tables emptied below */
+    vt_graphs_fork_parent();
     vt_tracker_unlock_all();
     vt_stack_fork_done();
     vt_live_fork_parent();
@@ -115,6 +119,7 @@ static void after_fork_child(void) {
     vt_hook_reset_child();
     vt_pools_reset_child();
     vt_graphs_reset_child();
+    vt_vmm_reset_child();
     vt_output_reset_child();
     vt_live_reset_child();
     vt_ondemand_reset_child();

@@ -93,6 +93,10 @@ struct sim_alloc {
     struct sim_ctx *ctx;        /* that context (NULL: the primary); its
                                    destruction takes the memory it owns */
     uint64_t handle;            /* SIM_MAPPED: the handle mapped there */
+    unsigned refs, maps;        /* SIM_HANDLE, SIM_HOST_HANDLE: cuMemCreate's
+                                   and cuMemRetainAllocationHandle's references
+                                   not yet released, and its mappings; its
+                                   memory goes back when both are 0 */
     UT_hash_handle hh;
 };
 
@@ -429,14 +433,20 @@ static void sim_drop(struct sim_alloc *a) {
     free(a);
 }
 
+/* Give back a's memory and forget it. sim_lock held. */
+static void sim_give_locked(struct sim_alloc *a) {
+    int kind = a->key.kind;
+    if (kind != SIM_IMPORTED && kind != SIM_HOST_HANDLE) sim_dev[a->device].used -= a->bytes;
+    sim_drop(a);
+}
+
 /* Give back what sim_take handed out; unknown ids are the caller's error. */
 static CUresult sim_give(uint64_t addr, int kind) {
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_lookup(addr, kind);
     if (a) {
-        if (kind != SIM_IMPORTED && kind != SIM_HOST_HANDLE) sim_dev[a->device].used -= a->bytes;
-        sim_drop(a);
+        sim_give_locked(a);
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);
@@ -1424,17 +1434,30 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
     if (r == CUDA_SUCCESS) {
         pthread_mutex_lock(&sim_lock);
         struct sim_alloc *x = sim_lookup(a, kind);
-        if (x) x->prop = *prop;
+        if (x) x->prop = *prop, x->refs = 1;
         pthread_mutex_unlock(&sim_lock);
         *h = a;
     }
     return r;
 }
 
+/* "The memory allocation will be freed when all outstanding mappings to
+ * the memory are unmapped and when all outstanding references to the
+ * handle (including its shareable counterparts) are also released"
+ * (cuda.h): a handle released while mapped keeps its memory until its last
+ * mapping goes. A handle with no reference left is no longer the caller's:
+ * releasing or mapping it again is refused. */
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     sim_count("cuMemRelease");
-    CUresult r = sim_give(h, SIM_HANDLE);
-    return r == CUDA_SUCCESS ? r : sim_give(h, SIM_HOST_HANDLE);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_handle(h);
+    if (a && a->refs > 0) {
+        if (--a->refs == 0 && a->maps == 0) sim_give_locked(a);
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
@@ -1443,7 +1466,7 @@ SIM_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_handle(h);
-    if (a) { *prop = a->prop; r = CUDA_SUCCESS; }
+    if (a && a->refs) { *prop = a->prop; r = CUDA_SUCCESS; }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -1453,7 +1476,8 @@ SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h,
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_range_find((uint64_t)(uintptr_t)addr);
-    if (a && a->key.kind == SIM_MAPPED) { *h = a->handle; r = CUDA_SUCCESS; }
+    struct sim_alloc *handle = a && a->key.kind == SIM_MAPPED ? sim_handle(a->handle) : NULL;
+    if (handle) { *h = a->handle; handle->refs++; r = CUDA_SUCCESS; }
     pthread_mutex_unlock(&sim_lock);
     return r;
 }
@@ -1515,11 +1539,12 @@ SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *handle = sim_handle(h);
-    if (!handle) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
+    if (!handle || !handle->refs) { r = CUDA_ERROR_INVALID_VALUE; goto out; }
     if (sim_range_find(ptr) || sim_range_find(ptr + size - 1)) { r = CUDA_ERROR_ALREADY_MAPPED; goto out; }
     struct sim_alloc *m = sim_record(ptr, SIM_MAPPED, 0, size, handle->device);
     if (!m) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     m->handle = h;
+    handle->maps++;
     sim_range_add(m, ptr, size);
 out:
     pthread_mutex_unlock(&sim_lock);
@@ -1537,6 +1562,8 @@ SIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
         uint64_t next = at + m->span;
         sim_range_del(at);
         madvise((void *)(uintptr_t)at, m->span, MADV_DONTNEED);
+        struct sim_alloc *handle = sim_handle(m->handle);
+        if (handle && --handle->maps == 0 && handle->refs == 0) sim_give_locked(handle);
         HASH_DEL(sim_table, m);
         free(m);
         at = next;
