@@ -90,13 +90,13 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     return buf;
 }
 
-double vt_pct(uint64_t part, uint64_t whole, int decimals) {
-    if (!whole) return 0;
-    double unit = decimals > 0 ? 0.1 : 1.0;   /* the smallest step printed */
-    double p = 100.0 * (double)part / (double)whole;
-    if (part < whole && p > 100.0 - unit) return 100.0 - unit;
-    if (part > 0 && p < unit) return unit;
-    return p;
+const char *vt_fmt_pct(uint64_t part, uint64_t whole, int decimals, char *buf, size_t size) {
+    int d = decimals > 0 ? 1 : 0;
+    double unit = d ? 0.1 : 1.0;   /* the smallest step printed */
+    double p = whole ? 100.0 * (double)part / (double)whole : 0;
+    if (whole && part > 0 && p < unit) snprintf(buf, size, "<%.*f%%", d, unit);
+    else snprintf(buf, size, "%.*f%%", d, part < whole && p > 100.0 - unit ? 100.0 - unit : p);
+    return buf;
 }
 
 const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {

@@ -24,12 +24,12 @@ const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint6
  * after its rate in every report. Returns buf. */
 char *vt_fmt_held(const char *holder, char *buf, size_t size);
 
-/* part as a percent of whole, for printing with `decimals` digits after
- * the point (0 or 1): rounded to the nearest, except that it never reads
- * as all of whole unless part is all of it (99.5% of the tracked memory
- * is "99%", not "100%"), nor as none of it unless part is 0 ("0.1%" for
- * 0.04%). 0 when whole is 0. */
-double vt_pct(uint64_t part, uint64_t whole, int decimals);
+/* part as a percent of whole, with `decimals` digits after the point (0
+ * or 1) and "%": rounded to the nearest, except that it never reads as all
+ * of whole unless part is all of it (99.5% of the tracked memory is "99%",
+ * not "100%"), nor as none of it unless part is 0 ("<0.1%" for 0.04%).
+ * "0%" when whole is 0. Writes into buf and returns it. */
+const char *vt_fmt_pct(uint64_t part, uint64_t whole, int decimals, char *buf, size_t size);
 
 /* "3 calls passed through unrecorded (...)": the one sentence for a dump's
  * totals.missed, in the library's reports and the CLI's text alike. NULL

@@ -96,8 +96,9 @@ void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h
         struct vt_holder_row r = {0};
         char b[32];
         h->row(h->ctx, i, &r);
-        double pct = vt_pct(r.bytes, h->total, 1);
-        fprintf(f, "%s  %10s %5.1f%% %6" PRIu64 " alloc%s  %s\n", prefix, B(r.bytes, b), pct, r.count,
+        char pct[16];
+        fprintf(f, "%s  %10s %6s %6" PRIu64 " alloc%s  %s\n", prefix, B(r.bytes, b),
+                vt_fmt_pct(r.bytes, h->total, 1, pct, sizeof pct), r.count,
                 r.count == 1 ? " " : "s", r.site);
         if (h->stacks) vt_put_frames(f, indent, r.frames, r.nframes, put);
     }

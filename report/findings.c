@@ -11,7 +11,7 @@
 #include "torch.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
-#define PCT(a, b) vt_pct((a), (b), 0)
+#define PCT(part, whole) vt_fmt_pct((part), (whole), 0, pct, sizeof pct)
 
 static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     const struct vt_frame *fr = vt_call_site(sym, stack);
@@ -79,7 +79,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     memset(grew, 0, sizeof *grew);
     if (index >= s->nooms) return 0;
     const struct vt_oom *o = &s->ooms[index];
-    char a[32], b[32], c[32], site[160];
+    char a[32], b[32], c[32], pct[16], site[160];
     uint64_t total = o->total_bytes, freeb = o->free_bytes, live = o->live_bytes;
 
     if (o->budget) {
@@ -129,7 +129,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     if (known_others && o->have_info && others * 20 >= total &&
         (others + freeb >= o->requested || others * 4 >= total)) {
         struct vt_finding *f = add(out, &n, "other_processes");
-        int k = snprintf(f->text, sizeof f->text, "other processes hold %s (%.0f%% of the device):", B(others, a),
+        int k = snprintf(f->text, sizeof f->text, "other processes hold %s (%s of the device):", B(others, a),
                          PCT(others, total));
         if (k > 0 && (size_t)k < sizeof f->text)
             vt_procs_text(o->procs, o->nprocs < 4 ? o->nprocs : 4, f->text + k, sizeof f->text - (size_t)k);
@@ -179,7 +179,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");
         vt_site_label(sym, h->stack, site, sizeof site);
-        snprintf(f->text, sizeof f->text, "%s holds %.0f%% of the tracked memory (%s in %" PRIu64 " allocation%s)",
+        snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
         if (is_python(sym, h->stack))
             snprintf(f->next, sizeof f->next,
@@ -208,7 +208,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         if (unexplained * 10 >= total) {
             struct vt_finding *f = add(out, &n, "outside_tracked");
             snprintf(f->text, sizeof f->text,
-                     "%s (%.0f%% of the device) is held outside this process's tracked allocations%s",
+                     "%s (%s of the device) is held outside this process's tracked allocations%s",
                      B(unexplained, a), PCT(unexplained, total),
                      known_others ? " and other processes" : "");
             snprintf(f->next, sizeof f->next,

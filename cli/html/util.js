@@ -16,13 +16,12 @@ function fmtBytes(b) {
 }
 
 /* part as a share of whole with one digit after the point, as the reports
- * print it (vt_pct): never "100.0%" unless part is all of whole, never
- * "0.0%" unless it is none. */
+ * print it (vt_fmt_pct): never "100.0%" unless part is all of whole, never
+ * "0.0%" unless it is none ("<0.1%"). */
 function share(part, whole) {
-  let p = whole ? 100 * part / whole : 0;
-  if (part < whole && p > 99.9) p = 99.9;
-  if (part > 0 && whole && p < 0.1) p = 0.1;
-  return p.toFixed(1) + '%';
+  const p = whole ? 100 * part / whole : 0;
+  if (part > 0 && whole && p < 0.1) return '<0.1%';
+  return (part < whole && p > 99.9 ? 99.9 : p).toFixed(1) + '%';
 }
 
 /* Seconds for people, in the unit that suits `span` (the axis's width). */

@@ -552,7 +552,7 @@ def html_torch_view_and_tensors():
         ok('<h3>PyTorch\'s largest tensors when the dump was written (2, 1.50 MiB)<input type="search" '
            'placeholder="filter" class="filter"></h3><p class="table-note">device 0: 3.00 MiB allocated by PyTorch, '
            '4.00 MiB reserved; by category: parameter 1.00 MiB (33.3%), buffer 0 B (0.0%), gradient 1.00 MiB (33.3%), '
-           'optimizer_state 0 B (0.0%), activation 512 B (0.0%), other 512.00 KiB (16.7%); in no category 511.50 KiB'
+           'optimizer_state 0 B (0.0%), activation 512 B (&lt;0.1%), other 512.00 KiB (16.7%); in no category 511.50 KiB'
            '</p>' in dom, "the tensors table's title and category breakdown")
         ok('<h3>PyTorch\'s largest tensors at OOM #1 (1, 2.00 MiB)' in dom, "the OOM's tensors table")
         ok('<tr class="row sel" data-row="0"><td class="n" data-v="1048576">1.00 MiB</td><td class="n" data-v="0">0</td>'

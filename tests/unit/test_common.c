@@ -355,22 +355,24 @@ static void test_shared_lines(void) {
 /* A share printed never reads "100%" for less than all of it, nor "0%"
  * for more than none. */
 static void test_percent_never_rounds_to_all_or_none(void) {
-    char t[32];
-#define PCT0(a, b) (snprintf(t, sizeof t, "%.0f%%", vt_pct((a), (b), 0)), t)
-#define PCT1(a, b) (snprintf(t, sizeof t, "%.1f%%", vt_pct((a), (b), 1)), t)
+    char t[16];
+#define PCT0(a, b) vt_fmt_pct((a), (b), 0, t, sizeof t)
+#define PCT1(a, b) vt_fmt_pct((a), (b), 1, t, sizeof t)
     CHECK_STR(PCT0(995, 1000), "99%");
     CHECK_STR(PCT0(999999, 1000000), "99%");
     CHECK_STR(PCT0(1000, 1000), "100%");
     CHECK_STR(PCT0(2000, 1000), "200%");
     CHECK_STR(PCT0(994, 1000), "99%");
     CHECK_STR(PCT0(985, 1000), "98%");   /* 98.5 rounds to even */
-    CHECK_STR(PCT0(1, 1000), "1%");
+    CHECK_STR(PCT0(1, 1000), "<1%");
+    CHECK_STR(PCT0(5, 1000), "<1%");
+    CHECK_STR(PCT0(10, 1000), "1%");
     CHECK_STR(PCT0(0, 1000), "0%");
     CHECK_STR(PCT0(5, 0), "0%");
     CHECK_STR(PCT0(500, 1000), "50%");
     CHECK_STR(PCT1(9996, 10000), "99.9%");
     CHECK_STR(PCT1(10000, 10000), "100.0%");
-    CHECK_STR(PCT1(4, 10000), "0.1%");
+    CHECK_STR(PCT1(4, 10000), "<0.1%");
     CHECK_STR(PCT1(0, 10000), "0.0%");
     CHECK_STR(PCT1(1234, 10000), "12.3%");
 #undef PCT0
