@@ -22,7 +22,7 @@ SIMGPU_WANT = [
     'vmm: reserve 0 create 0 map 0 aligned 1 used 2097152',
     'vmm: byte 7 retain 0 same 1 range 0 at +2097152 size 2097152',
     'vmm: unmapped range 500',
-    'vmm: unmap 0 release 0 free 0 used 0',
+    'vmm: unmap 0 release 0 (used 2097152) release 0 free 0 used 0',
     'unrecorded elapsed -> 400',
     'elapsed -> 0, not negative 1',
     'no timing -> 400',

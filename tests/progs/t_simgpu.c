@@ -171,9 +171,12 @@ static void vmm(void) {
            (unsigned long long)(base - va), size);
     printf("vmm: unmapped range %d\n", (int)range(&base, &size, va + 100));
     r1 = unmap(va + seg, seg);
-    r2 = release(h);
+    r2 = release(again);   /* the retained reference: the creator's still holds the memory */
+    size_t held = used();
+    CUresult r4 = release(h);
     r3 = addr_free(va, 4 * seg);
-    printf("vmm: unmap %d release %d free %d used %zu\n", (int)r1, (int)r2, (int)r3, used());
+    printf("vmm: unmap %d release %d (used %zu) release %d free %d used %zu\n", (int)r1, (int)r2, held, (int)r4,
+           (int)r3, used());
 }
 
 static void properties(void) {
