@@ -136,21 +136,32 @@ class _Claims:
 
 
 def _saved_tensors(node, attr_cache, Tensor):
-    """The tensors an autograd node saved for backward, with their names."""
+    """The tensors an autograd node saved for backward, with their names,
+    read without unpacking them: each `_saved_X` through its `_raw_saved_X`
+    (torch._C._autograd.SavedTensor), whose `data` is the tensor saved, or
+    what a saved-tensors pack hook made of it. Unpacking would run the
+    unpack hook: activation checkpointing would compute its forward again
+    (allocating, at an out-of-memory error), save_on_cpu would copy to the
+    device. A PyTorch whose SavedTensor cannot say its unpack hook has its
+    saved tensors left alone."""
     t = type(node)
     attrs = attr_cache.get(t)
     if attrs is None:
-        attrs = attr_cache[t] = [a for a in dir(t) if a.startswith("_saved_")]
+        names = set(dir(t))
+        attrs = attr_cache[t] = [(a[len("_saved_"):], "_raw" + a) for a in sorted(names)
+                                 if a.startswith("_saved_") and "_raw" + a in names]
     out = []
-    for a in attrs:
+    for name, raw in attrs:
         try:
-            v = getattr(node, a)
+            v = getattr(node, raw)
+            for x in (v if isinstance(v, (tuple, list)) else (v,)):
+                if not hasattr(x, "unpack_hook"):
+                    continue
+                d = x.data
+                if isinstance(d, Tensor):
+                    out.append((t.__name__ + "." + name, d))
         except Exception:
             continue
-        vals = v if isinstance(v, (tuple, list)) else (v,)
-        for x in vals:
-            if isinstance(x, Tensor):
-                out.append((t.__name__ + "." + a[len("_saved_"):], x))
     return out
 
 

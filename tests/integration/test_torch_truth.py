@@ -110,6 +110,48 @@ def same_under_vramtrace_run(argv, sim, extra_env=None, want_dumps=0):
         shutil.rmtree(work, ignore_errors=True)
 
 
+CHECKPOINTED = r"""
+import gc, torch, torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+calls = [0]
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.a, s.b = nn.Linear(4096, 16384), nn.Linear(16384, 4096)
+    def forward(s, x):
+        calls[0] += 1
+        return x + s.b(torch.relu(s.a(x)))
+blocks = nn.ModuleList([Block() for _ in range(4)]).cuda()
+h = torch.randn(16384, 4096, device="cuda")
+for blk in blocks:
+    h = checkpoint(blk, h, use_reentrant=False)
+loss = h.square().mean()
+print("forward calls before backward", calls[0])
+try:
+    loss.backward()
+except torch.OutOfMemoryError:
+    gc.collect()   # the companion's walk moves the collector's passes (see below)
+    print("out of memory in backward: forward calls", calls[0], "allocated", torch.cuda.memory_allocated())
+"""
+
+
+@torch_test
+def torch_truth_checkpointed_backward_is_not_computed_again():
+    """An out-of-memory error in a backward through activation checkpointing:
+    the companion reads the graph's saved tensors without unpacking them.
+    Unpacking runs checkpoint's unpack hook, which computes the block's
+    forward again: 15 forward calls instead of 6, more memory asked for at
+    the error, PyTorch's allocation warnings repeated. memory_allocated() is
+    read after a collection: the walk holds the garbage collector off while
+    it runs (bench/bench_companion.py), which moves its passes, and a
+    block's input that only a reference cycle keeps was still allocated
+    after the walk in about half the runs without one."""
+    a = same_under_vramtrace_run(["python3", "-c", CHECKPOINTED], sim=True,
+                                 extra_env={"SIMGPU_CAPACITY": "8G", "SIMGPU_CONTEXT": "300M"}, want_dumps=1)
+    eq(a.stdout, "forward calls before backward 4\nout of memory in backward: forward calls 6 allocated 4094067712\n",
+       "the program's own view")
+
+
 NO_TORCH = r"""
 import sys, json
 print(json.dumps([p for p in sys.path if "vramtrace_torch" in p]), "vramtrace_torch" in sys.modules)
