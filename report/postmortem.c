@@ -134,11 +134,8 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
     fputc('\n', f);
 }
 
-void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                       const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
-                       int top) {
-    if (s->nooms == 0) return;
-    const struct vt_oom *o = &s->ooms[s->nooms - 1];
+/* A failure's request and the device's state then (vt_put_oom's lines). */
+static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_oom *o) {
     const struct vt_device *d = dev(s, o->device);
     char site[512], procs[VT_MAX_PROCS * 96], procs_shown[sizeof procs], name[256];
     vt_site_shown(sym, o->stack, site, sizeof site);
@@ -157,8 +154,15 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                                        sizeof procs_shown) : NULL,
         .nprocs = o->nprocs,
     };
-    header(f, "out of memory", m);
     vt_put_oom(f, "vramtrace:   ", &t);
+}
+
+void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                       const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
+                       int top) {
+    if (s->nooms == 0) return;
+    header(f, "out of memory", m);
+    oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     missed_line(f, s->totals.missed);
@@ -172,7 +176,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
 
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
-                        int top) {
+                        int top, uint64_t ooms_reported) {
     const struct vt_totals *t = &s->totals;
     struct vt_totals_text tt = {
         .moment = "exit", .live_bytes = t->live_bytes, .live_count = t->live_count, .peak_bytes = t->peak_bytes,
@@ -194,6 +198,21 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     holders_table(f, &v, top);
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
+    /* The last failure, when the pace of post-mortems (one a second) left
+     * it without one: often the one that ended the program, after failures
+     * it caught (a batch-size search). Its request, the device then and
+     * its findings, from its record; not when it asked what the failure
+     * reported asked, from the same call (a caching allocator's retry). */
+    const struct vt_oom *last = s->nooms ? &s->ooms[s->nooms - 1] : NULL;
+    const struct vt_oom *told = ooms_reported && ooms_reported <= s->nooms ? &s->ooms[ooms_reported - 1] : NULL;
+    if (t->oom_count > ooms_reported && s->nooms == t->oom_count &&
+        !(told && told->stack == last->stack && told->requested == last->requested && told->device == last->device)) {
+        fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
+                   "a second is written; %" PRIu64 " of %" PRIu64 " failures got one):\n",
+                t->oom_count, ooms_reported, t->oom_count);
+        oom_lines(f, s, sym, last);
+        findings(f, an);
+    }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);
 }

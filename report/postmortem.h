@@ -21,9 +21,12 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                        const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
                        int top);
 
-/* The exit summary: what is still live, the peak, failures, the dump. */
+/* The exit summary: what is still live, the peak, failures, the dump; and
+ * when the last failure got no post-mortem (ooms_reported, the failures
+ * counted when the last post-mortem was written, is fewer than all), its
+ * request, the device then and its findings. */
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
-                        int top);
+                        int top, uint64_t ooms_reported);
 
 #endif

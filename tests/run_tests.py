@@ -437,6 +437,32 @@ def oom_retries_write_once_but_record_all():
 
 
 @test
+def oom_last_failure_without_a_post_mortem_is_told_at_exit():
+    # A failure the program caught (a batch-size search) gets the
+    # post-mortem; the one that ends it, less than a second later, is left
+    # without one by the pace: the exit report tells of it (request, device
+    # then, findings). A retry of the reported request is not told again.
+    r = run([os.path.join(T, "t_oom"), "probe"], env={"SIMGPU_CAPACITY": "64M"})
+    eq(r.err.count("out of memory in pid"), 1, "one post-mortem, the probe's")
+    eq(re.findall(r"request: (.*) by cudaMalloc", r.err), ["1.00 GiB (1073741824 bytes)", "32.00 MiB (33554432 bytes)"],
+       "the probe's request in the post-mortem, the last failure's at exit")
+    ex = r.err[r.err.index("vramtrace: exit in pid"):]
+    head = ("vramtrace: out-of-memory failure #2, the last, had no post-mortem of its own (at most one a second is "
+            "written; 1 of 2 failures got one):\n")
+    ok(head in ex, "the exit report tells of the last failure")
+    tail = ex[ex.index(head) + len(head):].splitlines()
+    eq(tail[:2], ["vramtrace:   request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated "
+                  "GPU, GPU-00010203-0405-0607-0809-0a0b0c0d0e0f)",
+                  f"vramtrace:   failing call: big_request tests/progs/t_oom.c:{source_line('t_oom.c', 'return cudaMalloc(p, n);')}"],
+       "its request and call")
+    ok("vramtrace:   1. grow_cache tests/progs/t_oom.c:" in ex and "holds 100% of the tracked memory (48.00 MiB in 3 "
+       "allocations)" in ex, "its findings")
+    eq(len(r.dump["ooms"]), 2, "both recorded")
+    r = run([os.path.join(T, "t_oom"), "repeat"], env={"SIMGPU_CAPACITY": "64M"})
+    ok("had no post-mortem" not in r.err, "retries of the reported request not told again")
+
+
+@test
 def oom_post_mortems_paced_from_the_last_one_written():
     # The pace is at most one a second counted from the end of the last
     # post-mortem's writing: a failure 1.2 s after the one written gets its

@@ -3,7 +3,9 @@
  * running exit handlers, as a killed job would; "abort" calls abort();
  * "repeat" fails three times
  * in a row, as a caching allocator's retries do; "later" fails twice,
- * 1.2 s apart (more than the post-mortems' pace). */
+ * 1.2 s apart (more than the post-mortems' pace); "probe" first asks
+ * too much from another call (a batch-size search's failure, caught),
+ * then fails at once in big_request. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,10 @@ static cudaError_t big_request(void **p, size_t n) {
     return cudaMalloc(p, n);
 }
 
+static cudaError_t probe(void **p, size_t n) {
+    return cudaMalloc(p, n);
+}
+
 int main(int argc, char **argv) {
     void *keep[3];
     for (int i = 0; i < 3; i++) keep[i] = grow_cache(16 << 20);
@@ -27,6 +33,10 @@ int main(int argc, char **argv) {
     int later = argc > 1 && strcmp(argv[1], "later") == 0;
     int tries = argc > 1 && strcmp(argv[1], "repeat") == 0 ? 3 : later ? 2 : 1;
     cudaError_t r = cudaSuccess;
+    if (argc > 1 && strcmp(argv[1], "probe") == 0) {
+        printf("probe -> %d\n", (int)probe(&big, (size_t)1 << 30));
+        cudaGetLastError();
+    }
     for (int i = 0; i < tries; i++) {
         if (i && later) usleep(1200 * 1000);
         r = big_request(&big, 32 << 20);
