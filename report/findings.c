@@ -18,8 +18,11 @@ static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     return fr && fr->python;
 }
 
+/* The next finding; past VT_MAX_FINDINGS, one written and then dropped
+ * (the most likely come first). */
 static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
-    struct vt_finding *f = &out[(*n)++];
+    static __thread struct vt_finding dropped;
+    struct vt_finding *f = *n < VT_MAX_FINDINGS ? &out[(*n)++] : &dropped;
     f->id = id;
     f->text[0] = f->next[0] = '\0';
     return f;
@@ -217,24 +220,44 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      known_others ? "" : ", or other processes (nvidia-smi)");
         }
     }
-    if (o->have_info && !o->budget && freeb >= o->requested) {
+    struct vt_torch_cache tc;
+    int torch = vt_torch_oom_cache(s, index, &tc);
+    /* PyTorch's own limit (torch.cuda.set_per_process_memory_fraction):
+     * its caching allocator refuses what would pass that share of the
+     * device, whatever the device has free. */
+    uint64_t allowed = torch && total ? (uint64_t)(tc.fraction * (double)total) : 0;
+    int fraction = torch && tc.fraction < 1 && tc.reserved + tc.request > allowed;
+    if (fraction) {
+        struct vt_finding *f = add(out, &n, "memory_fraction");
+        char d[32];
+        snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
+                 "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
+                 B(tc.reserved, c), B(tc.request, d));
+        snprintf(f->next, sizeof f->next,
+                 "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
+    }
+    /* Expandable segments on already: not the advice. */
+    const char *defrag = torch && tc.expandable
+                             ? "expandable segments are on already; torch.cuda.empty_cache() before this allocation "
+                               "gives back what the cache keeps unused, or lower the peak"
+                             : NULL;
+    if (o->have_info && !o->budget && freeb >= o->requested && !fraction) {
         struct vt_finding *f = add(out, &n, "fragmentation");
         snprintf(f->text, sizeof f->text, "%s was free, more than the %s asked for, yet it failed: free memory is "
                  "fragmented or a pool limit applies", B(freeb, a), B(o->requested, b));
-        snprintf(f->next, sizeof f->next,
-                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check the pool's "
-                 "release threshold");
+        snprintf(f->next, sizeof f->next, "%s",
+                 defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check "
+                                   "the pool's release threshold");
     }
-    struct vt_torch_cache tc;
-    if (vt_torch_oom_cache(s, index, &tc) && tc.reserved >= tc.allocated &&
+    if (torch && tc.reserved >= tc.allocated &&
         tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");
         snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "
                  "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
                  B(tc.request, b), B(tc.largest_free, c));
-        snprintf(f->next, sizeof f->next,
-                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of splitting), or "
-                 "torch.cuda.empty_cache() before this allocation");
+        snprintf(f->next, sizeof f->next, "%s",
+                 defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead "
+                                   "of splitting), or torch.cuda.empty_cache() before this allocation");
     }
     uint64_t freed, nfreed;
     if (is_retry(s, index, &freed, &nfreed)) {

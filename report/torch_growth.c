@@ -93,7 +93,14 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
     for (size_t k = 0; r && k < r->ndevices; k++) {
         const struct vt_torch_device *d = &r->devices[k];
         if (d->device != r->oom_device) continue;
-        *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i)};
+        *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i),
+                                       strstr(d->settings, "expandable_segments:True") != NULL, 1.0};
+        const char *f = strstr(d->settings, "per_process_memory_fraction:");
+        if (f) {
+            char *end;
+            double v = strtod(f + strlen("per_process_memory_fraction:"), &end);
+            if (end != f + strlen("per_process_memory_fraction:") && v >= 0 && v < 1) out->fraction = v;
+        }
         found = 1;
     }
     vt_torch_unlock();

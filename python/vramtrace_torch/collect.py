@@ -385,6 +385,19 @@ class _Segments:
         return None
 
 
+def _with_fraction(torch, d, settings):
+    """The settings, led by "per_process_memory_fraction:F" when
+    torch.cuda.set_per_process_memory_fraction set one below 1 on device d
+    (its caching allocator then refuses what would pass F of the device)."""
+    try:
+        f = float(torch.cuda.get_per_process_memory_fraction(d))
+    except Exception:
+        return settings
+    if not 0 <= f < 1:
+        return settings
+    return _clean("per_process_memory_fraction:%.6g" % f + ("," + settings if settings else ""))
+
+
 def _settings(snap):
     s = snap.get("allocator_settings") or {}
     conf = s.get("PYTORCH_CUDA_ALLOC_CONF")
@@ -447,7 +460,7 @@ def _record(torch, reason, oom, steps):
         lines.append("\t".join(str(x) for x in (
             "D", d, stats.get("allocated_bytes.all.current", 0), stats.get("reserved_bytes.all.current", 0),
             segments.largest.get(d, 0), "-" if free is None else free, "-" if total is None else total,
-            *(cat[k] for k in CATEGORIES), settings)))
+            *(cat[k] for k in CATEGORIES), _with_fraction(torch, d, settings))))
         top = heapq.nlargest(TOP, mine[d], key=operator.itemgetter(1))
         for e in top:
             e[5] = _name(e[5], e[3])

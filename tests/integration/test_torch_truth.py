@@ -438,6 +438,65 @@ def traced(script, *args, flags=(), env=None, capacity="8G"):
         shutil.rmtree(work, ignore_errors=True)
 
 
+FRACTION = r"""
+import torch
+torch.cuda.set_per_process_memory_fraction(0.5)
+kept = []
+try:
+    while True:
+        kept.append(torch.empty(512 << 20, dtype=torch.uint8, device="cuda"))
+except torch.OutOfMemoryError as e:
+    print(len(kept), "4.00 GiB allowed" in str(e))
+"""
+
+
+@torch_test
+def torch_truth_memory_fraction_is_named_as_the_limit():
+    """A failure of PyTorch's per-process memory fraction: the fraction is
+    named, with what it allows (PyTorch's "4.00 GiB allowed"), and the
+    device's free memory is not called fragmented."""
+    out, dumps, report = traced(FRACTION)
+    eq(out, "8 True\n", "eight 512 MiB tensors, then PyTorch's refusal")
+    text = ("PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: 4.00 GiB reserved "
+            "and the 512.00 MiB asked would pass it")
+    ok(f"vramtrace:   1. {text}\nvramtrace:      next: raise torch.cuda.set_per_process_memory_fraction, or lower "
+       "what the holders keep\n" in report, "the post-mortem's addition from PyTorch's record")
+    o = dumps["exit"]["ooms"][0]
+    eq([(f["id"], f["finding"]) for f in o["findings"] if f["id"] in ("memory_fraction", "fragmentation")],
+       [("memory_fraction", text)], "the limit named, the free memory not called fragmented")
+
+
+EXPANDABLE_FRAGMENTED = r"""
+import torch
+kept, i = [], 0
+try:
+    while True:
+        kept.append(torch.empty(((7 + i % 5) << 20) + (123 << 10), dtype=torch.uint8, device="cuda"))
+        i += 1
+except torch.OutOfMemoryError:
+    pass
+kept[::2] = [None] * len(kept[::2])
+try:
+    torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("failed")
+"""
+
+
+@torch_test
+def torch_truth_expandable_segments_on_are_not_the_advice():
+    """A cache fragmented with expandable segments on already: the finding
+    does not advise turning them on."""
+    out, dumps, report = traced(EXPANDABLE_FRAGMENTED, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    eq(out, "failed\n", "the run")
+    nexts = [f["next"] for o in dumps["exit"]["ooms"] for f in o["findings"]
+             if f["id"] in ("fragmented_cache", "fragmentation")]
+    ok(nexts, "a fragmentation finding")
+    eq(set(nexts), {"expandable segments are on already; torch.cuda.empty_cache() before this allocation gives back "
+                    "what the cache keeps unused, or lower the peak"}, "its advice")
+    ok("next: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" not in report, "not advised in the post-mortem")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
