@@ -14,7 +14,7 @@ void vr_text_torch(FILE *f, const struct vm_dump *d, const struct vm_torch *t, c
         const struct vm_torch_device *x = &t->devices[i];
         vt_put_torch_device(f, indent, x->device, x->allocated, x->reserved, x->largest_free,
                             x->has_request ? &x->request : NULL, x->has_outside ? &x->outside : NULL, x->steps,
-                            vm_torch_categories, x->cat, VM_TORCH_NCAT);
+                            vm_torch_categories, x->cat, VM_TORCH_NCAT, x->settings);
         if (x->has_growth) {   /* the library's figure, as the library printed it */
             char rate[512], site[1024];
             vt_fmt_growth(x->growth_rise, x->growth_units, x->growth_unit, x->growth_span_ns, x->growth_per_unit, rate,

@@ -1,20 +1,25 @@
 /* torchfmt.c -- what PyTorch holds, in words (see torchfmt.h). */
 #include <inttypes.h>
+#include <string.h>
 
 #include "format.h"
 #include "torchfmt.h"
 
 void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t allocated, uint64_t reserved,
                          uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
-                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat) {
+                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat, const char *settings) {
     char a[32], r[32], l[32], q[32], o[32];
-    fprintf(f, "%sPyTorch on device %d: %s allocated by PyTorch, %s reserved but unallocated (largest free block %s",
-            prefix, device, vt_fmt_bytes(allocated, a, sizeof a),
-            vt_fmt_bytes(reserved > allocated ? reserved - allocated : 0, r, sizeof r),
-            vt_fmt_bytes(largest_free, l, sizeof l));
-    if (request)
-        fprintf(f, "; the failed request of %s %s", vt_fmt_bytes(*request, q, sizeof q),
-                *request > largest_free ? "does not fit in it" : "fits in it");
+    fprintf(f, "%sPyTorch on device %d: %s allocated by PyTorch, %s reserved but unallocated", prefix, device,
+            vt_fmt_bytes(allocated, a, sizeof a), vt_fmt_bytes(reserved > allocated ? reserved - allocated : 0, r, sizeof r));
+    /* cudaMallocAsync's pool is the driver's: its free blocks are unknown. */
+    if (settings && strstr(settings, "backend:cudaMallocAsync")) {
+        fputs(" (in its cudaMallocAsync pool, whose free blocks are not known", f);
+    } else {
+        fprintf(f, " (largest free block %s", vt_fmt_bytes(largest_free, l, sizeof l));
+        if (request)
+            fprintf(f, "; the failed request of %s %s", vt_fmt_bytes(*request, q, sizeof q),
+                    *request > largest_free ? "does not fit in it" : "fits in it");
+    }
     fputc(')', f);
     if (outside) fprintf(f, ", %s outside PyTorch", vt_fmt_bytes(*outside, o, sizeof o));
     if (steps) fprintf(f, "; %" PRIu64 " optimizer step%s", steps, steps == 1 ? "" : "s");

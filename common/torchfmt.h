@@ -12,10 +12,12 @@
  * "PREFIXPyTorch on device D: A allocated by PyTorch, R reserved but
  * unallocated (largest free block L[, the failed request Q does not fit
  * in it]), O outside PyTorch[; N steps]", then "PREFIX  by category: ..."
- * with each of the ncat names and bytes. */
+ * with each of the ncat names and bytes. With settings (the allocator's,
+ * may be NULL) naming backend:cudaMallocAsync, "(in its cudaMallocAsync
+ * pool, whose free blocks are not known)" in place of the largest block. */
 void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t allocated, uint64_t reserved,
                          uint64_t largest_free, const uint64_t *request, const uint64_t *outside, uint64_t steps,
-                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat);
+                         const char *const *cat_names, const uint64_t *cat_bytes, int ncat, const char *settings);
 
 /* "PREFIX  growth: RATE in SITE": the growing site whose memory the
  * device's tensors hold, RATE its growth and holder as every report says

@@ -294,7 +294,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     }
     if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
     if (ok) {
-        if (__builtin_expect(vt_thread_oom_open, 0)) vt_thread_oom_open = 0;
+        if (__builtin_expect(vt_thread_oom_open, 0)) vt_oom_close_mine();
         uint32_t id = stack_id(); /* before the budget's lock, where there is one */
         if (promise) keep_promise(address, bytes, kind, device, api, id, 1);
         else vt_tracker_alloc_at(address, bytes, kind, device, api, id);

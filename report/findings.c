@@ -249,7 +249,15 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check "
                                    "the pool's release threshold");
     }
-    if (torch && tc.reserved >= tc.allocated &&
+    if (torch && tc.pool && tc.reserved >= tc.allocated && tc.reserved - tc.allocated >= tc.request) {
+        /* cudaMallocAsync: its pool's blocks are the driver's, unknown. */
+        struct vt_finding *f = add(out, &n, "fragmented_cache");
+        snprintf(f->text, sizeof f->text, "PyTorch's cudaMallocAsync pool keeps %s reserved that no tensor uses, no "
+                 "less than the %s asked for, yet it failed: the pool's free memory is fragmented",
+                 B(tc.reserved - tc.allocated, a), B(tc.request, b));
+        snprintf(f->next, sizeof f->next, "torch.cuda.empty_cache() before this allocation (it trims the pool), or "
+                 "PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync, whose cache can be measured");
+    } else if (torch && !tc.pool && tc.reserved >= tc.allocated &&
         tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");
         snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "

@@ -237,8 +237,12 @@ int vt_torch_submit(const char *text, size_t len) {
         /* The record belongs to this thread's failure, or makes one (before
          * its time is taken: it belongs to the latest OOM before it). */
         void (*unseen)(int, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
-        if (!vt_thread_oom_open && unseen) unseen(r.oom_device, r.request);
-        vt_thread_oom_open = 0;
+        /* A record that does not know its request (0: the companion saw
+         * the error, not the allocator's observer) may be of a failure on
+         * another thread: the device's failure still open. */
+        int mine = vt_thread_oom_open;
+        if (mine) vt_oom_close_mine();
+        else if (!(r.request == 0 && vt_oom_claim(r.oom_device)) && unseen) unseen(r.oom_device, r.request);
     }
     r.time_ns = vt_now_ns();
     pthread_mutex_lock(&lock);

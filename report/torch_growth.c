@@ -94,7 +94,8 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
         const struct vt_torch_device *d = &r->devices[k];
         if (d->device != r->oom_device) continue;
         *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i),
-                                       strstr(d->settings, "expandable_segments:True") != NULL, 1.0};
+                                       strstr(d->settings, "expandable_segments:True") != NULL,
+                                       strstr(d->settings, "backend:cudaMallocAsync") != NULL, 1.0};
         const char *f = strstr(d->settings, "per_process_memory_fraction:");
         if (f) {
             char *end;

@@ -17,7 +17,7 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
         int at_oom = r->reason == VT_TORCH_OOM && r->oom_device == d->device;
         vt_put_torch_device(f, "vramtrace: ", d->device, d->allocated, d->reserved, d->largest_free,
                             at_oom ? &request : NULL, has_out ? &out : NULL, r->steps,
-                            vt_torch_categories, d->cat, VT_TORCH_NCAT);
+                            vt_torch_categories, d->cat, VT_TORCH_NCAT, d->settings);
         const struct vt_growth *grew = vt_torch_growth_on(g, n, d->device);
         if (grew) {
             char rate[512], site[512] = "";

@@ -44,10 +44,31 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 }
 
 __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
+static __thread int oom_open_device;
+/* Per device: the kernel id of the thread whose out-of-memory failure there
+ * is still open (0: none); see vt_oom_claim. */
+static int32_t open_by[VT_MAX_DEVICES];
+
+void vt_oom_close_mine(void) {
+    vt_thread_oom_open = 0;
+    int32_t me = vt_thread_id();
+    __atomic_compare_exchange_n(&open_by[oom_open_device], &me, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+int vt_oom_claim(int device) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return 0;
+    return __atomic_exchange_n(&open_by[device], 0, __ATOMIC_RELAXED) != 0;
+}
 
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
-    if (is_oom) vt_thread_oom_open = 1;
+    if (is_oom) {
+        vt_thread_oom_open = 1;
+        if (o->device >= 0 && o->device < VT_MAX_DEVICES) {
+            oom_open_device = o->device;
+            __atomic_store_n(&open_by[o->device], vt_thread_id(), __ATOMIC_RELAXED);
+        }
+    }
     struct vt_holder *pending = NULL, *pending_dev = NULL;
     uint32_t npending = 0, npending_dev = 0;
     size_t at = SIZE_MAX;
@@ -263,4 +284,6 @@ void vt_history_reset_child(void) {
     vt_history.nspill = vt_history.spill_back = 0; /* the parent's room is the child's copy */
     vt_history.spill_lost = 0;
     vt_history.lent = vt_history.returning = 0;
+    memset(open_by, 0, sizeof open_by); /* the parent's threads' failures */
+    vt_thread_oom_open = 0;
 }

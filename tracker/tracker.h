@@ -351,6 +351,15 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
  * last OOM is the one a framework's error raised now is about. */
 extern __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
+/* This thread's open failure closed (its next successful allocation). */
+void vt_oom_close_mine(void);
+
+/* PyTorch's record of a failure it raised on another thread than the
+ * failed call's (a backward's failure raised again on the thread that ran
+ * backward()) claims the device's failure that is still open: 1 when one
+ * was (it is then closed), 0 when none is. */
+int vt_oom_claim(int device);
+
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
 

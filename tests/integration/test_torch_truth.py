@@ -497,6 +497,39 @@ def torch_truth_expandable_segments_on_are_not_the_advice():
     ok("next: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" not in report, "not advised in the post-mortem")
 
 
+ASYNC_BACKWARD = r"""
+import torch, torch.nn as nn, torch.nn.functional as F
+model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000)).cuda()
+x = torch.randn(131072, 1024, device="cuda")
+y = torch.randint(0, 1000, (131072,), device="cuda")
+try:
+    F.cross_entropy(model(x), y).backward()
+except torch.OutOfMemoryError as e:
+    print(str(e).splitlines()[0])
+"""
+
+
+@torch_test
+def torch_truth_async_failure_in_backward_is_one_failure():
+    """Under cudaMallocAsync (no allocator observer: the companion learns
+    of the failure as PyTorch makes the error), a failure in backward fails
+    on an autograd thread and is raised on the main one: PyTorch's record
+    belongs to the failed call's record, not a failure of 0 bytes of its
+    own; its pool's free blocks are not known, so no largest block is
+    claimed."""
+    out, dumps, report = traced(ASYNC_BACKWARD, env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    eq(out, "Allocation on device 0 would exceed allowed memory. (out of memory)\n", "PyTorch's error")
+    ooms = dumps["exit"]["ooms"]
+    eq([(o["api"], o["requested_bytes"]) for o in ooms], [("cudaMallocAsync", 2 << 30)] * 2,
+       "the failed call and its retry, no failure of PyTorch's own")
+    eq(dumps["exit"]["totals"]["oom_count"], 2, "failures counted")
+    ok("(in its cudaMallocAsync pool, whose free blocks are not known)" in report and "largest free block" not in report,
+       "the pool's blocks not claimed")
+    eq([f["finding"] for f in ooms[-1]["findings"] if f["id"] == "fragmented_cache"],
+       ["PyTorch's cudaMallocAsync pool keeps 2.00 GiB reserved that no tensor uses, no less than the 2.00 GiB asked "
+        "for, yet it failed: the pool's free memory is fragmented"], "the pool's finding")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
