@@ -248,7 +248,7 @@ STATIC_PROGS := t_runtime_static t_arrays_static
 LDLIBS_t_threads := -lpthread
 LDLIBS_t_replug := -ldl
 LDLIBS_t_budget := -lpthread
-LDLIBS_t_vmm := -ldl
+LDLIBS_t_vmm := -ldl -lpthread
 
 $(SIMRT_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)

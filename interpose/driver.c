@@ -646,7 +646,7 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         device = VT_HOST_DEVICE;
     }
     ALLOC_THEN("cuMemCreate", kind, device, size, real(handle, size, prop, flags), *handle, size,
-               if (ok) vt_vmm_created(*handle));
+               if (ok) { vt_vmm_lock(); vt_vmm_created(*handle); vt_vmm_unlock(); });
 }
 
 /* A handle's memory ends at the release of its last reference or the unmap
@@ -655,26 +655,32 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 VT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
     REAL_OR_FAIL(cuMemRelease);
     if (vt_pass()) return real(handle);
+    vt_vmm_lock();
     enum vt_vmm_release what = vt_vmm_release(handle);
+    CUresult r;
     if (what == VT_VMM_KEPT || what == VT_VMM_NONE) {
-        CUresult r = real(handle);
+        r = real(handle);
         if (r != CUDA_SUCCESS) vt_vmm_release_undo(handle, what);
+        vt_vmm_unlock();
         return r;
     }
     VT_ENTER;
     struct vt_free a = vt_tracker_free_begin(VT_SPACE_HANDLE, handle);
-    CUresult r;
     VT_REAL_CALL(r = real(handle));
     vt_hook_free(&a, r == CUDA_SUCCESS);
     if (r != CUDA_SUCCESS) vt_vmm_release_undo(handle, what);
     VT_LEAVE;
+    vt_vmm_unlock();
     return r;
 }
 
 VT_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
     REAL_OR_FAIL(cuMemRetainAllocationHandle);
+    if (vt_pass()) return real(handle, addr);
+    vt_vmm_lock();
     CUresult r = real(handle, addr);
-    if (r == CUDA_SUCCESS && handle && !vt_pass()) vt_vmm_retained(*handle);
+    if (r == CUDA_SUCCESS && handle) vt_vmm_retained(*handle);
+    vt_vmm_unlock();
     return r;
 }
 
@@ -685,11 +691,13 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (vt_pass()) return real(ptr, size, offset, handle, flags);
     VT_ENTER;
     CUresult r;
+    vt_vmm_lock();
     VT_REAL_CALL(r = real(ptr, size, offset, handle, flags));
     if (r == CUDA_SUCCESS) {
         vt_tracker_map(handle, ptr);
         vt_vmm_mapped(handle, ptr, size);
     }
+    vt_vmm_unlock();
     VT_LEAVE;
     return r;
 }
@@ -700,6 +708,7 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 VT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     REAL_OR_FAIL(cuMemUnmap);
     if (vt_pass()) return real(ptr, size);
+    vt_vmm_lock();
     uint64_t few[8], *ending = few;
     struct vt_free fs[8], *f = fs;
     size_t n = vt_vmm_unmap_ending(ptr, size, few, 8);
@@ -721,6 +730,7 @@ VT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
     for (size_t i = 0; i < n; i++) vt_hook_free(&f[i], r == CUDA_SUCCESS);
     if (r == CUDA_SUCCESS) vt_vmm_unmapped(ptr, size);
     VT_LEAVE;
+    vt_vmm_unlock();
     if (f != fs) free(f);
     if (ending != few) free(ending);
     return r;

@@ -89,15 +89,15 @@ static void before_fork(void) {
     vt_thread_fork_prepare();
     vt_live_fork_prepare();
     vt_stack_fork_prepare();
+    vt_vmm_fork_prepare(); /* before the tracker's: held while cuMemUnmap frees a record */
     vt_tracker_lock_all();
     vt_graphs_fork_prepare();
-    vt_vmm_fork_prepare();
 }
 
 static void after_fork_parent(void) {
-    vt_vmm_fork_parent();
     vt_graphs_fork_parent();
     vt_tracker_unlock_all();
+    vt_vmm_fork_parent();
     vt_stack_fork_done();
     vt_live_fork_parent();
     pthread_mutex_unlock(&init_lock);
@@ -110,9 +110,9 @@ static void after_fork_parent(void) {
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
     vt_thread_reset_child();
-    vt_vmm_fork_parent();    /* given back, then the tables emptied below */
-    vt_graphs_fork_parent();
+    vt_graphs_fork_parent(); /* given back, then the tables emptied below */
     vt_tracker_unlock_all();
+    vt_vmm_fork_parent();
     vt_stack_fork_done();
     vt_live_fork_parent();
     vt_tracker_reset_child();

@@ -3,7 +3,10 @@
  * Two tables under one lock: the handles cuMemCreate made, with their
  * references and mappings, and the mappings by address. An unmap walks the
  * range from its start, one mapping after the next, as the driver requires
- * the range to be whole mappings. */
+ * the range to be whole mappings. The lock is the callers' (driver.c), held
+ * from the decision through the driver's call to the bookkeeping, so that
+ * two threads ending one handle at once (an unmap each of its two
+ * mappings, a release and an unmap) cannot both see it kept. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <uthash.h>
@@ -44,7 +47,6 @@ static void forget(struct handle *e) {
 }
 
 void vt_vmm_created(uint64_t h) {
-    pthread_mutex_lock(&lock);
     struct handle *e = find(h);
     if (!e && (e = calloc(1, sizeof *e))) {
         e->handle = h;
@@ -52,19 +54,15 @@ void vt_vmm_created(uint64_t h) {
     }
     /* a handle value the driver gave again is a new handle */
     if (e) e->refs = 1, e->maps = 0;
-    pthread_mutex_unlock(&lock);
 }
 
 void vt_vmm_retained(uint64_t h) {
-    pthread_mutex_lock(&lock);
     struct handle *e = find(h);
     if (e) e->refs++;
-    pthread_mutex_unlock(&lock);
 }
 
 enum vt_vmm_release vt_vmm_release(uint64_t h) {
     enum vt_vmm_release what;
-    pthread_mutex_lock(&lock);
     struct handle *e = find(h);
     if (!e) what = VT_VMM_UNKNOWN;
     else if (e->refs == 0) what = VT_VMM_NONE;
@@ -72,24 +70,20 @@ enum vt_vmm_release vt_vmm_release(uint64_t h) {
         forget(e);
         what = VT_VMM_LAST;
     } else what = VT_VMM_KEPT;
-    pthread_mutex_unlock(&lock);
     return what;
 }
 
 void vt_vmm_release_undo(uint64_t h, enum vt_vmm_release what) {
     if (what != VT_VMM_LAST && what != VT_VMM_KEPT) return;
-    pthread_mutex_lock(&lock);
     struct handle *e = find(h);
     if (!e && what == VT_VMM_LAST && (e = calloc(1, sizeof *e))) {
         e->handle = h;
         HASH_ADD(hh, handles, handle, sizeof e->handle, e);
     }
     if (e) e->refs++;
-    pthread_mutex_unlock(&lock);
 }
 
 void vt_vmm_mapped(uint64_t h, uint64_t address, uint64_t size) {
-    pthread_mutex_lock(&lock);
     struct handle *e = find(h);
     struct map *m = e && !map_at(address) ? calloc(1, sizeof *m) : NULL;
     if (m) {
@@ -99,7 +93,6 @@ void vt_vmm_mapped(uint64_t h, uint64_t address, uint64_t size) {
         HASH_ADD(hh, maps, address, sizeof m->address, m);
         e->maps++;
     }
-    pthread_mutex_unlock(&lock);
 }
 
 /* The mappings an unmap of [address, end) takes: from address, each
@@ -144,14 +137,12 @@ static void count_taken(struct map *m, void *arg) {
 
 size_t vt_vmm_unmap_ending(uint64_t address, uint64_t size, uint64_t *ending, size_t max) {
     struct ending x = {0, NULL, NULL, 0, 0};
-    pthread_mutex_lock(&lock);
     each_map(address, size, count_taken, &x);
     for (size_t i = 0; i < x.nseen; i++) {
         if (x.seen[i]->refs != 0 || x.seen[i]->maps != x.taken[i]) continue;
         if (x.n < max) ending[x.n] = x.seen[i]->handle;
         x.n++;
     }
-    pthread_mutex_unlock(&lock);
     free(x.seen);
     free(x.taken);
     return x.n;
@@ -166,10 +157,12 @@ static void unmap_one(struct map *m, void *arg) {
 }
 
 void vt_vmm_unmapped(uint64_t address, uint64_t size) {
-    pthread_mutex_lock(&lock);
     each_map(address, size, unmap_one, NULL);
-    pthread_mutex_unlock(&lock);
 }
+
+void vt_vmm_lock(void) { pthread_mutex_lock(&lock); }
+
+void vt_vmm_unlock(void) { pthread_mutex_unlock(&lock); }
 
 void vt_vmm_fork_prepare(void) { pthread_mutex_lock(&lock); }
 

@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The functions below are called with this lock held, taken before the
+ * decision and let go after the driver's call and its bookkeeping. */
+void vt_vmm_lock(void);
+void vt_vmm_unlock(void);
+
 /* cuMemCreate made `handle`: one reference, no mapping. */
 void vt_vmm_created(uint64_t handle);
 

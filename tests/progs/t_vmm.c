@@ -7,11 +7,17 @@
  *   STEP driver=BYTES vramtrace=BYTES
  *
  * and each call's result as "CALL -> CODE". Leaves one handle released but
- * mapped at exit (a leak of one granule). */
+ * mapped at exit (a leak of one granule).
+ *
+ * "race N": N times each, two threads end one handle at once, by an unmap
+ * each of its two mappings, then by a release and an unmap; nothing may
+ * stay counted ("race-unmaps", "race-release-and-unmap"). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../include/vramtrace.h"
@@ -41,10 +47,66 @@ static CUmemGenericAllocationHandle create(size_t n) {
     return h;
 }
 
-int main(void) {
+static pthread_barrier_t bar;
+static CUdeviceptr race_va;
+static CUmemGenericAllocationHandle race_h;
+static int race_mode, race_n;
+static CUcontext race_ctx;
+
+static void *racer(void *arg) {
+    long id = (long)arg;
+    const size_t g = 2 << 20;
+    cuCtxSetCurrent(race_ctx);
+    for (int i = 0; i < race_n; i++) {
+        pthread_barrier_wait(&bar);
+        CUresult r = race_mode == 0 ? cuMemUnmap(race_va + id * g, g)
+                     : id == 0      ? cuMemRelease(race_h)
+                                    : cuMemUnmap(race_va, g);
+        if (r) printf("race call %ld -> %d\n", id, (int)r);
+        pthread_barrier_wait(&bar);
+    }
+    return NULL;
+}
+
+static void race(int mode, const char *name) {
+    const size_t g = 2 << 20;
+    race_mode = mode;
+    pthread_t t[2];
+    pthread_barrier_init(&bar, NULL, 3);
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, racer, (void *)i);
+    for (int i = 0; i < race_n; i++) {
+        CUmemAllocationProp prop;
+        memset(&prop, 0, sizeof prop);
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        cuMemCreate(&race_h, g, &prop, 0);
+        cuMemMap(race_va, g, 0, race_h, 0);
+        if (mode == 0) {
+            cuMemMap(race_va + g, g, 0, race_h, 0);
+            cuMemRelease(race_h);
+        }
+        pthread_barrier_wait(&bar);
+        pthread_barrier_wait(&bar);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    step(name);
+}
+
+int main(int argc, char **argv) {
     CUcontext ctx;
     CUdevice dev;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) return 1;
+    if (argc > 2 && strcmp(argv[1], "race") == 0) {
+        vramtrace_load(&vt);
+        mark = vt.mark();
+        race_n = atoi(argv[2]);
+        race_ctx = ctx;
+        cuMemAddressReserve(&race_va, 4 << 20, 0, 0, 0);
+        race(0, "race-unmaps");
+        race(1, "race-release-and-unmap");
+        return 0;
+    }
     vramtrace_load(&vt);
     mark = vt.mark();
     size_t f0, t0;
