@@ -69,9 +69,9 @@ struct pace {
     uint64_t last_ns;
 };
 static struct pace oom_pace, torch_oom_pace;
-/* The failures counted when the last post-mortem was written (out_lock
- * held): the exit report tells of the last one if it got none. */
-static uint64_t ooms_reported;
+/* The post-mortems written and the failures counted at the last (out_lock
+ * held): the exit report tells of the last failure if it got none. */
+static struct vt_oom_told told;
 static int warned_dump, warned_report;
 
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
@@ -471,12 +471,12 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
                     dump_path ? dump_path : "(not written)");
         else
-            vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top, ooms_reported);
+            vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top, &told);
         if (!torch_only) vt_torch_print_top(f, s, sym, reason, an->growth, an->ngrowth);
         if ((fflush(f) != 0 || ferror(f)) && f != stderr)
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
-    if (f && strcmp(reason, "oom") == 0) ooms_reported = s->totals.oom_count;
+    if (f && !torch_only && strcmp(reason, "oom") == 0) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);
@@ -581,7 +581,7 @@ void vt_output_reset_child(void) {
     self_id.read = 0;
     pthread_mutex_init(&self_id_lock, NULL); /* another thread may have held it at the fork */
     oom_pace = torch_oom_pace = (struct pace){0, 0};
-    ooms_reported = 0;
+    told = (struct vt_oom_told){0, 0};
     vt_torch_reset_child();
     signal_seq = 0;
 }

@@ -176,7 +176,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
 
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
-                        int top, uint64_t ooms_reported) {
+                        int top, const struct vt_oom_told *told) {
     const struct vt_totals *t = &s->totals;
     struct vt_totals_text tt = {
         .moment = "exit", .live_bytes = t->live_bytes, .live_count = t->live_count, .peak_bytes = t->peak_bytes,
@@ -202,16 +202,27 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
      * it without one: often the one that ended the program, after failures
      * it caught (a batch-size search). Its request, the device then and
      * its findings, from its record; not when it asked what the failure
-     * reported asked, from the same call (a caching allocator's retry). */
+     * reported asked, from the same call site (a caching allocator's
+     * retry). */
     const struct vt_oom *last = s->nooms ? &s->ooms[s->nooms - 1] : NULL;
-    const struct vt_oom *told = ooms_reported && ooms_reported <= s->nooms ? &s->ooms[ooms_reported - 1] : NULL;
-    if (t->oom_count > ooms_reported && s->nooms == t->oom_count &&
-        !(told && told->stack == last->stack && told->requested == last->requested && told->device == last->device)) {
+    const struct vt_oom *reported =
+        told->failures && told->failures <= s->nooms ? &s->ooms[told->failures - 1] : NULL;
+    char site_last[512], site_reported[512];
+    int kept = s->nooms == t->oom_count; /* the last failure is among those kept */
+    int retry = kept && reported && last && reported->requested == last->requested && reported->device == last->device &&
+                strcmp(vt_site_shown(sym, reported->stack, site_reported, sizeof site_reported),
+                       vt_site_shown(sym, last->stack, site_last, sizeof site_last)) == 0;
+    if (told->postmortems && t->oom_count > told->failures && !retry) {
         fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
-                   "a second is written; %" PRIu64 " of %" PRIu64 " failures got one):\n",
-                t->oom_count, ooms_reported, t->oom_count);
-        oom_lines(f, s, sym, last);
-        findings(f, an);
+                   "a second is written; %" PRIu64 " of %" PRIu64 " failures got one)", t->oom_count,
+                told->postmortems, t->oom_count);
+        if (kept) {
+            fputs(":\n", f);
+            oom_lines(f, s, sym, last);
+            findings(f, an);
+        } else {
+            fprintf(f, "; only the first %zu failures are kept, and it is not one of them\n", s->nooms);
+        }
     }
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
     fflush(f);

@@ -21,12 +21,18 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
                        const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
                        int top);
 
+/* What the post-mortems written so far told: how many there were, and
+ * the failures counted when the last was written. */
+struct vt_oom_told {
+    uint64_t postmortems, failures;
+};
+
 /* The exit summary: what is still live, the peak, failures, the dump; and
- * when the last failure got no post-mortem (ooms_reported, the failures
- * counted when the last post-mortem was written, is fewer than all), its
- * request, the device then and its findings. */
+ * when the last failure got no post-mortem (told->failures is fewer than
+ * all) and is no retry of the one reported (its request and call site),
+ * its request, the device then and its findings. */
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
-                        int top, uint64_t ooms_reported);
+                        int top, const struct vt_oom_told *told);
 
 #endif

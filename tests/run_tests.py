@@ -468,6 +468,16 @@ def oom_last_failure_without_a_post_mortem_is_told_at_exit():
     eq(len(r.dump["ooms"]), 2, "both recorded")
     r = run([os.path.join(T, "t_oom"), "repeat"], env={"SIMGPU_CAPACITY": "64M"})
     ok("had no post-mortem" not in r.err, "retries of the reported request not told again")
+    r = run([os.path.join(T, "t_oom"), "twice"], env={"SIMGPU_CAPACITY": "64M"})
+    ok("had no post-mortem" not in r.err, "nor from another call of the same call site")
+    r = run([os.path.join(T, "t_oom"), "later-probe"], env={"SIMGPU_CAPACITY": "64M"})
+    eq(r.err.count("out of memory in pid"), 2, "two post-mortems, 1.2 s apart")
+    ok("vramtrace: out-of-memory failure #3, the last, had no post-mortem of its own (at most one a second is "
+       "written; 2 of 3 failures got one):\nvramtrace:   request: 1.00 GiB" in r.err, "post-mortems counted, not failures")
+    r = run([os.path.join(T, "t_oom"), "many", "4100"], env={"SIMGPU_CAPACITY": "64M"})
+    ok("vramtrace: out-of-memory failure #4101, the last, had no post-mortem of its own (at most one a second is "
+       "written; 1 of 4101 failures got one); only the first 4096 failures are kept, and it is not one of them\n"
+       in r.err, "a last failure past the kept ones")
 
 
 @test

@@ -5,7 +5,10 @@
  * in a row, as a caching allocator's retries do; "later" fails twice,
  * 1.2 s apart (more than the post-mortems' pace); "probe" first asks
  * too much from another call (a batch-size search's failure, caught),
- * then fails at once in big_request. */
+ * then fails at once in big_request; "later-probe" fails in big_request
+ * twice 1.2 s apart, then at once in a probe; "twice" fails in
+ * big_request called from two lines; "many N" fails N times in
+ * big_request, then once in a probe. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,23 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "probe") == 0) {
         printf("probe -> %d\n", (int)probe(&big, (size_t)1 << 30));
         cudaGetLastError();
+    }
+    if (argc > 1 && strcmp(argv[1], "later-probe") == 0) {
+        big_request(&big, 32 << 20);
+        usleep(1200 * 1000);
+        big_request(&big, 32 << 20);
+        printf("probe -> %d\n", (int)probe(&big, (size_t)1 << 30));
+        return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "twice") == 0) {
+        big_request(&big, 32 << 20);
+        printf("again -> %d\n", (int)big_request(&big, 32 << 20));
+        return 1;
+    }
+    if (argc > 2 && strcmp(argv[1], "many") == 0) {
+        for (int i = atoi(argv[2]); i > 0; i--) big_request(&big, 32 << 20);
+        printf("probe -> %d\n", (int)probe(&big, (size_t)1 << 30));
+        return 1;
     }
     for (int i = 0; i < tries; i++) {
         if (i && later) usleep(1200 * 1000);

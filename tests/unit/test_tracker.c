@@ -809,7 +809,7 @@ static char *postmortem_now(int oom) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (oom) vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5);
-    else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5, s->totals.oom_count);
+    else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, s->totals.oom_count});
     fclose(f);
     vt_analysis_free(an);
     vt_snapshot_free(s);
