@@ -2,7 +2,8 @@
  * include/vramtrace.h.
  *
  * The only names besides the hooked CUDA and dl names that the library
- * exports, all with the vramtrace_ prefix; exports.c rewrites only the
+ * exports, all with the vramtrace_ prefix (and the PyTorch companion's
+ * vt_torch_submit); exports.c rewrites only the
  * CUDA names, so these are found by dlsym whether or not a CUDA library is
  * loaded. Each call keeps the caller's errno, marks the thread busy like a
  * hook (a CUDA call a signal handler makes meanwhile passes through), and
@@ -20,6 +21,7 @@
 #include "../include/vramtrace.h"
 #include "../report/output.h"
 #include "../report/since.h"
+#include "../report/torch.h"
 #include "../tracker/mark.h"
 #include "../tracker/steps.h"
 #include "hook.h"
@@ -102,4 +104,14 @@ VT_API int vramtrace_step(void) {
     API_ENTER;
     uint64_t n = vt_tracker_step();
     API_LEAVE(n > 0x7fffffff ? 0x7fffffff : (int)n);
+}
+
+/* The PyTorch companion's door (report/torch.h): the library is set up
+ * first, as for a hooked call, since a process whose first touch of a GPU
+ * is PyTorch refusing its first tensor (a memory fraction of 0) has made
+ * no allocation: without it, that failure had no post-mortem, exit report
+ * or dump. */
+VT_API int vt_torch_submit(const char *text, size_t len) {
+    vt_init();
+    return vt_torch_take(text, len);
 }

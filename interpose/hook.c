@@ -363,7 +363,14 @@ int vt_budget_refuse_launch(const char *api, int device, uint64_t bytes) {
 void vt_hook_torch_oom(int device, uint64_t request) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
     vt_busy++;
+    /* It may be the process's first touch of a GPU (a memory fraction of 0
+     * refuses the first tensor): set up as an allocation would be. */
+    vt_init();
+    int first = !vt_tracker_touched();
+    if (vt_tracker_needs_facts(device)) read_facts(device);
+    vt_output_defer_oom(); /* its post-mortem waits for the record that made it */
     record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0, 0);
+    if (first) first_touch();
     vt_busy--;
 }
 

@@ -354,8 +354,9 @@ static char named_path[PATH_MAX]; /* the last named dump written */
  * "signal", "named"). Returns 1 when the exit leak check found leaks, -1
  * when it could not run (the tracker's locks not let go in time). At exit it
  * waits for the tracker's locks VT_EXIT_WAIT_NS at most. With torch_only
- * (an "oom" dump again once PyTorch's record of it came) the report gets
- * PyTorch's breakdown alone. */
+ * 1 (an "oom" dump again once PyTorch's record of it came) the report gets
+ * PyTorch's breakdown alone; 2 (a failure PyTorch's record made) the
+ * post-mortem, then the breakdown. */
 static int write_outputs_from(const char *reason, unsigned seq, int torch_only, uint64_t asked);
 
 /* The outputs, and the time they took kept as vramtrace's own
@@ -458,7 +459,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         }
         vt_suppressions_free(sup);
     } else if (f) {
-        if (torch_only)
+        if (torch_only == 1)
         {
             vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);
             if (an->latest) vt_torch_print_oom_findings(f, an->latest->f, an->latest->n);
@@ -472,11 +473,12 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
                     dump_path ? dump_path : "(not written)");
         else
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top, &told);
+        if (torch_only == 2) vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);
         if (!torch_only) vt_torch_print_top(f, s, sym, reason, an->growth, an->ngrowth);
         if ((fflush(f) != 0 || ferror(f)) && f != stderr)
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
-    if (f && !torch_only && strcmp(reason, "oom") == 0) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
+    if (f && torch_only != 1 && strcmp(reason, "oom") == 0) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);
@@ -508,7 +510,20 @@ static void paced_oom(struct pace *p, int torch_only) {
     pthread_mutex_unlock(&out_lock);
 }
 
-void vt_output_oom(void) { paced_oom(&oom_pace, 0); }
+/* A failure PyTorch's record made, on this thread: its post-mortem waits
+ * for the record. */
+static __thread int deferring, deferred;
+
+void vt_output_defer_oom(void) { deferring = 1; }
+
+void vt_output_oom(void) {
+    if (deferring) {
+        deferring = 0;
+        deferred = 1;
+        return;
+    }
+    paced_oom(&oom_pace, 0);
+}
 
 int vt_output_exit_skipped(void) {
     if (!vt_tracker_touched()) return 0;
@@ -537,7 +552,17 @@ int vt_output_exit(void) {
     return leaked;
 }
 
-void vt_output_torch_oom(void) { paced_oom(&torch_oom_pace, 1); }
+void vt_output_torch_oom(void) {
+    if (!deferred) {
+        paced_oom(&torch_oom_pace, 1);
+        return;
+    }
+    /* The failure's post-mortem with the record's part, once: both paces
+     * are this one writing's. */
+    deferred = 0;
+    paced_oom(&oom_pace, 2);
+    torch_oom_pace = oom_pace;
+}
 
 void vt_output_signal(void) {
     if (!vt_tracker_touched()) return;

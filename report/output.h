@@ -33,6 +33,12 @@ void vt_output_oom(void);
  * second. */
 void vt_output_torch_oom(void);
 
+/* The failure this thread is about to record is PyTorch's own, made by its
+ * record (report/torch.c's unseen failure): its post-mortem waits for the
+ * record (vt_output_torch_oom), so that its findings have what the record
+ * says (the memory fraction, the allocator's settings). */
+void vt_output_defer_oom(void);
+
 /* At exit. Returns 1 when the leak check (VRAMTRACE_LEAK_CHECK) found
  * unsuppressed leaks, -1 when it was to run and could not (a lock not let
  * go: nothing written but a line saying so), so the caller can set the

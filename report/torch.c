@@ -222,7 +222,7 @@ static void (*oom_listener)(void);
 static void (*unseen_oom)(int device, uint64_t request);
 static int warned_refused;
 
-int vt_torch_submit(const char *text, size_t len) {
+int vt_torch_take(const char *text, size_t len) {
     struct vt_torch_record r;
     if (vt_torch_parse(text, len, &r) != 0) {
         pthread_mutex_lock(&lock);

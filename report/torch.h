@@ -1,7 +1,8 @@
 /* torch.h -- PyTorch's own view of its memory, handed in by the Python
  * companion (python/vramtrace_torch/), kept for the dumps and reports.
  *
- * The companion calls vt_torch_submit (exported, through ctypes) with one
+ * The companion calls vt_torch_submit (exported by interpose/api.c, which
+ * sets the library up first, through ctypes; vt_torch_take below) with one
  * record of text: lines ended by '\n', fields separated by '\t', numbers
  * in decimal (u64), a text field at most VT_TORCH_TEXT bytes and holding no
  * tab or newline:
@@ -72,13 +73,13 @@ struct vt_torch_record {
 /* The companion's entry point (see above). Returns 0 when the record was
  * kept, -1 when it was refused. After an "oom" record the listener set by
  * vt_torch_on_oom runs (the OOM dump again, with the record). */
-int vt_torch_submit(const char *text, size_t len) __attribute__((visibility("default")));
+int vt_torch_take(const char *text, size_t len);
 
-/* What vt_torch_submit calls after an "oom" record, with no lock held:
+/* What vt_torch_take calls after an "oom" record, with no lock held:
  * set at start (interpose/init.c) to vt_output_torch_oom. */
 void vt_torch_on_oom(void (*listener)(void));
 
-/* What vt_torch_submit calls first for an "oom" record that no failed CUDA
+/* What vt_torch_take calls first for an "oom" record that no failed CUDA
  * call of the same thread came before (since its last successful
  * allocation): PyTorch refused the request itself (a memory fraction, its
  * own limit), so the record makes the OOM: `device`, the request in bytes

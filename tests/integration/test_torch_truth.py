@@ -454,16 +454,30 @@ except torch.OutOfMemoryError as e:
 def torch_truth_memory_fraction_is_named_as_the_limit():
     """A failure of PyTorch's per-process memory fraction: the fraction is
     named, with what it allows (PyTorch's "4.00 GiB allowed"), and the
-    device's free memory is not called fragmented."""
+    device's free memory is not called fragmented, in the post-mortem too
+    (written once PyTorch's record, which made the failure, came)."""
     out, dumps, report = traced(FRACTION)
     eq(out, "8 True\n", "eight 512 MiB tensors, then PyTorch's refusal")
     text = ("PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: 4.00 GiB reserved "
             "and the 512.00 MiB asked would pass it")
-    ok(f"vramtrace:   1. {text}\nvramtrace:      next: raise torch.cuda.set_per_process_memory_fraction, or lower "
-       "what the holders keep\n" in report, "the post-mortem's addition from PyTorch's record")
+    # Written once the record came: in the post-mortem's own findings.
+    ok(f"vramtrace:   2. {text}\nvramtrace:      next: raise torch.cuda.set_per_process_memory_fraction, or lower "
+       "what the holders keep\n" in report, "the post-mortem's findings")
+    eq((report.count("out of memory in pid"), report.count("inside PyTorch at this out-of-memory error:"),
+        "fragmented" in report, "what PyTorch's record adds" in report), (1, 1, False, False),
+       "one post-mortem, with PyTorch's part, no fragmentation said")
     o = dumps["exit"]["ooms"][0]
     eq([(f["id"], f["finding"]) for f in o["findings"] if f["id"] in ("memory_fraction", "fragmentation")],
        [("memory_fraction", text)], "the limit named, the free memory not called fragmented")
+    # A fraction of 0: PyTorch refuses the first tensor, the process's
+    # first touch of a GPU (no allocation made: nothing was written).
+    out, dumps, report = traced(FRACTION.replace("(0.5)", "(0.0)"))
+    eq(out, "0 False\n", "no tensor, then PyTorch's refusal")
+    eq((report.count("out of memory in pid"), sorted(dumps), dumps["exit"]["totals"]["oom_count"]), (1, ["exit"], 1),
+       "a post-mortem, an exit report and the dump")
+    eq([f["finding"] for f in dumps["exit"]["ooms"][0]["findings"]],
+       ["PyTorch's per-process memory fraction (0) allows 0 B of the device's 8.00 GiB: 0 B reserved and the 512.00 "
+        "MiB asked would pass it"], "the finding")
 
 
 EXPANDABLE_FRAGMENTED = r"""
