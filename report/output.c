@@ -459,6 +459,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         }
         vt_suppressions_free(sup);
     } else if (f) {
+        /* PyTorch raised the error of a failure no post-mortem told of (a
+         * job's fatal failure after failures PyTorch's retry survived):
+         * its post-mortem, then PyTorch's part. */
+        if (torch_only == 1 && strcmp(reason, "oom") == 0 && !vt_postmortem_told(s, sym, &told)) torch_only = 2;
         if (torch_only == 1)
         {
             vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);

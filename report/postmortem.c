@@ -174,6 +174,16 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     fflush(f);
 }
 
+int vt_postmortem_told(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_oom_told *told) {
+    if (!told->postmortems || !s->nooms || s->nooms != s->totals.oom_count) return 0;
+    if (told->failures == s->totals.oom_count) return 1;
+    if (!told->failures || told->failures > s->nooms) return 0;
+    const struct vt_oom *last = &s->ooms[s->nooms - 1], *reported = &s->ooms[told->failures - 1];
+    char a[512], b[512];
+    return reported->requested == last->requested && reported->device == last->device &&
+           strcmp(vt_site_shown(sym, reported->stack, a, sizeof a), vt_site_shown(sym, last->stack, b, sizeof b)) == 0;
+}
+
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
                         int top, const struct vt_oom_told *told) {
@@ -205,13 +215,8 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
      * reported asked, from the same call site (a caching allocator's
      * retry). */
     const struct vt_oom *last = s->nooms ? &s->ooms[s->nooms - 1] : NULL;
-    const struct vt_oom *reported =
-        told->failures && told->failures <= s->nooms ? &s->ooms[told->failures - 1] : NULL;
-    char site_last[512], site_reported[512];
     int kept = s->nooms == t->oom_count; /* the last failure is among those kept */
-    int retry = kept && reported && last && reported->requested == last->requested && reported->device == last->device &&
-                strcmp(vt_site_shown(sym, reported->stack, site_reported, sizeof site_reported),
-                       vt_site_shown(sym, last->stack, site_last, sizeof site_last)) == 0;
+    int retry = vt_postmortem_told(s, sym, told);
     if (told->postmortems && t->oom_count > told->failures && !retry) {
         fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
                    "a second is written; %" PRIu64 " of %" PRIu64 " failures got one)", t->oom_count,

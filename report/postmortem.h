@@ -27,6 +27,11 @@ struct vt_oom_told {
     uint64_t postmortems, failures;
 };
 
+/* Whether the snapshot's latest failure was told: the one the last
+ * post-mortem was written for, or a retry of it (its request, device and
+ * call site). */
+int vt_postmortem_told(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_oom_told *told);
+
 /* The exit summary: what is still live, the peak, failures, the dump; and
  * when the last failure got no post-mortem (told->failures is fewer than
  * all) and is no retry of the one reported (its request and call site),

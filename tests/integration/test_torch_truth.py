@@ -544,6 +544,37 @@ def torch_truth_async_failure_in_backward_is_one_failure():
         "for, yet it failed: the pool's free memory is fragmented"], "the pool's finding")
 
 
+SURVIVED_THEN_FATAL = r"""
+import torch
+MiB = 1 << 20
+a = [torch.empty(100 * MiB, dtype=torch.uint8, device="cuda") for _ in range(60)]
+del a
+b = torch.empty(3000 * MiB, dtype=torch.uint8, device="cuda")
+try:
+    c = torch.empty(6000 * MiB, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("failed")
+"""
+
+
+@torch_test
+def torch_truth_the_error_pytorch_raises_gets_a_post_mortem():
+    """A failure PyTorch survives (its retry after emptying its cache) gets
+    the post-mortem; the one PyTorch raises less than a second later, of
+    another request at another line, gets its own when PyTorch's record of
+    it comes (not PyTorch's part alone under the first one's)."""
+    out, dumps, report = traced(SURVIVED_THEN_FATAL)
+    eq(out, "failed\n", "the run")
+    eq([(o["api"], o["requested_bytes"] >> 20) for o in dumps["exit"]["ooms"]],
+       [("cudaMalloc", 3000), ("cudaMalloc", 6000), ("cudaMalloc", 6000)], "the failures")
+    eq(re.findall(r"request: (.*) by cudaMalloc", report), ["2.93 GiB (3145728000 bytes)", "5.86 GiB (6291456000 bytes)"],
+       "a post-mortem for the survived failure, one for the raised one")
+    second = report[report.rindex("out of memory in pid"):]
+    ok("\nvramtrace: inside PyTorch at this out-of-memory error:\n" in second and "the failed request of 5.86 GiB" in second,
+       "PyTorch's part under the raised failure's post-mortem")
+    ok("had no post-mortem" not in report, "nothing left to tell at exit")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
