@@ -52,13 +52,33 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
     return done;
 }
 
+/* Where growth over live_at[0..n) is sustained: the newest stretch in
+ * which the live bytes never fell, holding at least VT_FORECAST_RISES
+ * rises, the last of them no longer ago (in boundaries) than twice the
+ * stretch's boundaries per rise. A leak that a caching allocator absorbs
+ * into its segments rises every few steps, not at each; a loop whose
+ * steps end where they began never rises; a warm-up's rises stop. Returns
+ * the stretch's first index, or -1. */
+static int sustained_from(const uint64_t *live_at, int n) {
+    int first = n - 1, rises = 0, last_rise = -1;
+    while (first > 0 && live_at[first - 1] <= live_at[first]) {
+        if (live_at[first - 1] < live_at[first]) {
+            rises++;
+            if (last_rise < 0) last_rise = first;
+        }
+        first--;
+    }
+    if (rises < VT_FORECAST_RISES) return -1;
+    int span = n - 1 - first, since = n - 1 - last_rise;
+    if ((int64_t)since * rises > 2 * (int64_t)span) return -1;
+    return first;
+}
+
 void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
                        const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns) {
     memset(out, 0, sizeof *out);
-    if (n < VT_FORECAST_RISES + 1) return;
-    int first = n - 1 - VT_FORECAST_RISES;
-    for (int i = first + 1; i < n; i++)
-        if (live_at[i] <= live_at[i - 1]) return;
+    int first = sustained_from(live_at, n);
+    if (first < 0) return;
     uint64_t steps = step[n - 1] - step[first];
     if (steps == 0) return;
     out->growth_per_step = (int64_t)((live_at[n - 1] - live_at[first]) / steps);

@@ -39,10 +39,14 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
 
 /* Growth per step, where the program has steps (tracker/steps.h): from
  * the newest n step boundaries, oldest first (step numbers, times in
- * nanoseconds, a device's live bytes at each). Sustained when the live
- * bytes rose at each of the last VT_FORECAST_RISES boundaries: the rise
- * over those steps per step (a loop whose steps end where they began
- * never rises; a model that loads before its first step is not growth).
+ * nanoseconds, a device's live bytes at each). Sustained over the newest
+ * stretch in which the live bytes never fell, when it holds at least
+ * VT_FORECAST_RISES rises and the last is recent (no longer ago than twice
+ * the stretch's boundaries per rise): the rise over that stretch per step.
+ * A leak a caching allocator absorbs into its segments rises every few
+ * steps; a loop whose steps end where they began never rises; a model
+ * that loads before its first step, or a warm-up whose rises stop, is not
+ * growth.
  * The forecast: the steps until `live` (now) reaches the capacity at that
  * rate, kept when those steps, at the boundaries' time per step, fall
  * within the horizon. */

@@ -438,7 +438,7 @@ struct vt_kind_counts {
     uint64_t live_bytes[VT_KIND_COUNT];
     uint64_t peak_bytes[VT_KIND_COUNT];
 };
-#define VT_VIEW_STEPS 8
+#define VT_VIEW_STEPS 128
 #define VT_KINDS_HOST 0 /* kinds[VT_KINDS_HOST]; device d is kinds[d + 1] */
 struct vt_view {
     uint64_t stamp;            /* changes whenever an op or failure is applied */

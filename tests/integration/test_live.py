@@ -1001,6 +1001,28 @@ def forecast_per_step_where_the_program_has_steps():
 
 
 @test
+def forecast_per_step_of_growth_at_every_few_steps():
+    """A program that keeps 32 MiB at every fourth of 40 steps, as a leak a
+    caching allocator absorbs into its segments rises: no rise at most
+    boundaries, yet growth all along. Over the stretch in which its live
+    bytes never fell (39 steps, 288 MiB): 7,743,330 bytes a step, full in
+    96 steps (the old rule, a rise at each of the last five boundaries,
+    never saw it)."""
+    rundir = tempdir("vt-rundir-")
+    leak = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"})
+    leak.say("sparse 40 4 33554432 50")
+    text = wait_for("its 40 steps published", lambda: (lambda t: t if list(
+        series(t, "vramtrace_steps_total").values()) == ["40"] else None)(metrics(rundir)))
+    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), ["7743330"], "growth a step")
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["96"], "full in")
+    rc, err = leak.quit()
+    eq(rc, 0, "exit")
+    # Said once, when it first held (the rate then).
+    ok(re.fullmatch(r"vramtrace: forecast: at \+\d+\.\d\d MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
+                    r"in \d+ steps; it grows at keep tests/progs/t_live\.c:\d+\n", err), f"the warning: {err!r}")
+
+
+@test
 def report_prints_the_dumps_forecast():
     """vramtrace report prints the dump's forecast line, as the library wrote
     it (a control character made printable), after the out-of-memory

@@ -10,6 +10,7 @@
  *   loop N BYTES MS   N times: BYTES allocated, freed, then MS ms
  *   steps N BYTES MS  N times: BYTES kept, a step (vramtrace_step), MS ms
  *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
+ *   sparse N K BYTES MS  N times: BYTES kept at every Kth, a step, MS ms
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
  *                     "child PID" first, "ok" once it has exited
  *   sites BYTES       k * BYTES kept at each of five call sites, site1 to
@@ -78,7 +79,7 @@ int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     while (fgets(line, sizeof line, stdin)) {
         unsigned long long bytes = 0;
-        long n = 0, ms = 0;
+        long n = 0, ms = 0, every = 1;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
         } else if (sscanf(line, "dev %ld", &n) == 1) {
@@ -112,6 +113,12 @@ int main(void) {
         } else if (sscanf(line, "steps %ld %llu %ld", &n, &bytes, &ms) == 3) {
             for (long i = 0; i < n; i++) {
                 keep(bytes);
+                vt.step();
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "sparse %ld %ld %llu %ld", &n, &every, &bytes, &ms) == 4) {
+            for (long i = 0; i < n; i++) {
+                if (i % every == 0) keep(bytes);
                 vt.step();
                 sleep_ms(ms);
             }

@@ -79,6 +79,29 @@ static void step_forecast_tests(void) {
     CHECK_EQ(sf.growth_per_step, 0);
     vt_forecast_steps(&sf, step, at, leak, 5, 156 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 0);          /* fewer than six boundaries */
+
+    /* A leak a caching allocator absorbs into its segments: a 20 MiB
+     * segment every fourth step, flat between (40 boundaries). */
+    uint64_t st40[40], at40[40], seg[40], warm[40], drop[40];
+    for (int i = 0; i < 40; i++) {
+        st40[i] = 100 + (uint64_t)i;
+        at40[i] = (uint64_t)i * S / 10;
+        seg[i] = 100 * MiB + (uint64_t)(i / 4) * 20 * MiB;
+        warm[i] = 100 * MiB + (uint64_t)(i < 6 ? i : 6) * 20 * MiB; /* six rises, then 34 flat */
+        drop[i] = i < 20 ? 500 * MiB : 100 * MiB + (uint64_t)(i - 20) * MiB; /* a fall, then a rise each step */
+    }
+    vt_forecast_steps(&sf, st40, at40, seg, 40, 300 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 180 * MiB / 39);  /* 180 MiB over the 39 steps of the stretch */
+    CHECK_EQ(sf.full, 1);
+    vt_forecast_steps(&sf, st40, at40, warm, 40, 220 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);          /* its rises stopped 34 boundaries ago */
+    vt_forecast_steps(&sf, st40, at40, warm, 8, 220 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 20 * MiB * 6 / 7); /* while they went on */
+    vt_forecast_steps(&sf, st40, at40, drop, 40, 119 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, MiB);        /* counted from the fall */
+    seg[39] = seg[38] - 1;                    /* the newest boundary fell */
+    vt_forecast_steps(&sf, st40, at40, seg, 40, 300 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
 }
 
 static void view_tests(void) {
