@@ -30,5 +30,6 @@ void vr_text_torch(FILE *f, const struct vm_dump *d, const struct vm_torch *t, c
             vt_put_torch_tensor(f, indent, y->bytes, y->dtype, y->shape, y->category, y->name, y->holder, site,
                                 vr_put_safe);
         }
+        if (x->ntensors) vt_put_torch_segment_note(f, indent, x->settings);
     }
 }

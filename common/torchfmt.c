@@ -64,3 +64,9 @@ void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char
     }
     fputc('\n', f);
 }
+
+void vt_put_torch_segment_note(FILE *f, const char *prefix, const char *settings) {
+    if (settings && strstr(settings, "backend:cudaMallocAsync")) return;
+    fprintf(f, "%s  (a tensor's line is where PyTorch's cache made the segment it lies in, which later tensors reuse; "
+               "`vramtrace run --tensors` records each tensor's own line)\n", prefix);
+}

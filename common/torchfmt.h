@@ -32,4 +32,9 @@ void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char
                          const char *category, const char *name, const char *holder, const char *site,
                          void (*put)(FILE *, const char *));
 
+/* After the largest tensors, unless settings name backend:cudaMallocAsync
+ * (vramtrace run --tensors' backend, where each tensor is its own
+ * allocation): that a tensor's line is its cache segment's. */
+void vt_put_torch_segment_note(FILE *f, const char *prefix, const char *settings);
+
 #endif

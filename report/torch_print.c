@@ -36,6 +36,7 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
             vt_put_torch_tensor(f, "vramtrace: ", t->bytes, t->dtype, t->shape, vt_torch_categories[t->category],
                                 t->name, t->holder, site, vt_put_display);
         }
+        if (d->ntensors) vt_put_torch_segment_note(f, "vramtrace: ", d->settings);
     }
 }
 

@@ -405,7 +405,9 @@ def torch_truth_report_prints_the_breakdown():
              "steady_state tests/progs/t_phases.c:20",
              "  largest tensors:",
              "      1.00 MiB  float32 [512, 512]  parameter  model.0.weight  warmup_buffer tests/progs/t_phases.c:14",
-             "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)"]
+             "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)",
+             "  (a tensor's line is where PyTorch's cache made the segment it lies in, which later tensors reuse; "
+             "`vramtrace run --tensors` records each tensor's own line)"]
     lines = p.stdout.splitlines()
     oom = ["  " + x for x in block]
     oom[0] = oom[0].format("; the failed request of 14.00 MiB does not fit in it")
