@@ -131,13 +131,22 @@ static int read_argv(char *buf, size_t size, char **argv, int max) {
 /* The first of the variables that holds a rank: digits only, below 2^31
  * (atoi took "1;2" as 1, wrapped a number too big, and stopped at a RANK
  * of "abc" instead of going on to SLURM_PROCID). */
-static int env_int(const char *const *names) {
+static int env_int_known(const char *const *names, int *known) {
     for (; *names; names++) {
         const char *v = getenv(*names);
         long n;
-        if (v && *v && vt_parse_number(v, 0, INT32_MAX, &n) == 0) return (int)n;
+        if (v && *v && vt_parse_number(v, 0, INT32_MAX, &n) == 0) {
+            *known = 1;
+            return (int)n;
+        }
     }
+    *known = 0;
     return 0;
+}
+
+static int env_int(const char *const *names) {
+    int known;
+    return env_int_known(names, &known);
 }
 
 /* The launchers' names for the global and the node-local rank: torchrun,
@@ -145,6 +154,39 @@ static int env_int(const char *const *names) {
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", NULL};
 static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
                                               "MPI_LOCALRANKID", NULL};
+
+/* The rank: the global one's variable, else the local one's (a launcher on
+ * one node that sets only that); *known 0 when neither is set (0). */
+static int rank_known(int *known) {
+    int r = env_int_known(rank_vars, known);
+    return *known ? r : env_int_known(local_rank_vars, known);
+}
+
+static int rank_of(void) {
+    int known;
+    return rank_known(&known);
+}
+
+/* A dump path that names the rank (%r) and not the pid, in a process with
+ * no rank variable (torch.multiprocessing.spawn's workers): every such
+ * process is rank 0 and writes one file. Said once. */
+static void warn_rankless(const char *pattern) {
+    static int warned;
+    int known, has_r = 0, has_p = 0;
+    for (const char *p = pattern; *p; p++)
+        if (*p == '%' && p[1]) {
+            p++;
+            has_r |= *p == 'r';
+            has_p |= *p == 'p';
+        }
+    if (!has_r || has_p || warned) return;
+    rank_known(&known);
+    if (known) return;
+    warned = 1;
+    vt_warn("VRAMTRACE_OUT names the rank (%%r) but no rank variable is set (RANK, OMPI_COMM_WORLD_RANK, "
+            "SLURM_PROCID, PMI_RANK, LOCAL_RANK...): %%r is 0 here, and every such process of the job writes the "
+            "same file; add %%p");
+}
 
 /* ------------------------------------------------------ the process */
 
@@ -205,7 +247,7 @@ void vt_process_facts(struct vt_process_facts *f) {
     memset(f, 0, sizeof *f);
     read_self_id();
     f->pid = (int)getpid();
-    f->rank = env_int(rank_vars);
+    f->rank = rank_of();
     f->local_rank = env_int(local_rank_vars);
     f->start = self_id.start;
     snprintf(f->boot_id, sizeof f->boot_id, "%s", self_id.boot_id);
@@ -400,7 +442,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         .argc = read_argv(argbuf, sizeof argbuf, argv, 64),
         .argv = argv,
         .host = host,
-        .rank = env_int(rank_vars),
+        .rank = rank_of(),
         .local_rank = env_int(local_rank_vars),
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
@@ -417,6 +459,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         char pattern[sizeof vt_opt.out + 128]; /* room for a name (vt_output_named) */
         const char *why = NULL;
         dump_pattern(reason, pattern, sizeof pattern);
+        warn_rankless(pattern);
         if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
             image_path(pattern, path, sizeof path, meta.pid) != 0) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);

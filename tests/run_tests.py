@@ -611,6 +611,29 @@ def output_paths_modes_and_off():
 
 
 @test
+def output_rank_pattern_without_a_rank_variable():
+    # %r is RANK's (or the other launchers' global rank); else a local
+    # rank's (a launcher on one node that sets only LOCAL_RANK); else 0,
+    # and a pattern with %r and without %p is said to make every such
+    # process write one file (torch.multiprocessing.spawn's workers).
+    warning = ("vramtrace: warning: VRAMTRACE_OUT names the rank (%r) but no rank variable is set (RANK, "
+               "OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, LOCAL_RANK...): %r is 0 here, and every such process "
+               "of the job writes the same file; add %p\n")
+    for env, name, said in (({"RANK": "5", "LOCAL_RANK": "1"}, "d.5.json", False),
+                            ({"LOCAL_RANK": "3"}, "d.3.json", False),
+                            ({}, "d.0.json", True)):
+        with workdir("vt-rank-") as work:
+            r = run([os.path.join(T, "t_driver")], report="off",
+                    env={**env, "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+            eq((sorted(os.listdir(work)), warning in r.err), ([name], said), f"{env}: the file, the warning")
+            with open(os.path.join(work, name)) as f:
+                eq(json.load(f)["rank"], int(name.split(".")[1]), "the dump's rank")
+    with workdir("vt-rank-") as work:
+        r = run([os.path.join(T, "t_driver")], report="off", env={"VRAMTRACE_OUT": os.path.join(work, "d.%r.%p.json")})
+        ok(warning not in r.err, "no warning with %p")
+
+
+@test
 def cli_run_help_version_install():
     p = subprocess.run([CLI, "--version"], capture_output=True, text=True)
     eq((p.returncode, p.stdout.startswith("vramtrace ")), (0, True), "--version")
