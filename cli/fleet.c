@@ -208,15 +208,30 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
      * gaps between the ranks there are (a dump of rank 2,147,483,646 does
      * not make a list of two billion). */
     int top = ranks[distinct - 1];
+    /* The job's size where a dump says it (WORLD_SIZE and the like): the
+     * ranks above the highest with a dump are missing too (a launcher
+     * killed them before they wrote one). */
+    int world = 0;
+    for (size_t i = 0; i < in->n; i++)
+        if (in->dumps[i].world_size > world) world = in->dumps[i].world_size;
+    int last = world > top + 1 ? world - 1 : top;
     uint64_t nmissing = 0;
     for (size_t k = 0; k < distinct; k++)
         if (ranks[k] >= 0) nmissing += (uint64_t)ranks[k] - (k && ranks[k - 1] >= 0 ? (uint64_t)ranks[k - 1] + 1 : 0);
+    nmissing += (uint64_t)(last - top);
     fprintf(f, "ranks: %zu dumps of %zu rank%s from %d to %d", in->n, distinct, distinct == 1 ? "" : "s", ranks[0],
             top);
+    if (world) fprintf(f, " of a job of %d", world);
     if (shared) fprintf(f, " (%zu rank%s more than one dump)", shared, shared == 1 ? " has" : "s have");
     if (nmissing) {
-        fprintf(f, "; missing %llu of 0 to %d: ", (unsigned long long)nmissing, top);
-        put_gaps(f, ranks, distinct, 16);
+        fprintf(f, "; missing %llu of 0 to %d: ", (unsigned long long)nmissing, last);
+        int *all = last > top ? malloc((distinct + 1) * sizeof *all) : ranks;
+        if (all && all != ranks) {
+            memcpy(all, ranks, distinct * sizeof *all);
+            all[distinct] = last + 1; /* past the job's ranks: the gap up to it shown */
+        }
+        put_gaps(f, all ? all : ranks, all && all != ranks ? distinct + 1 : distinct, 16);
+        if (all != ranks) free(all);
     }
     fputc('\n', f);
     size_t hi = 0;

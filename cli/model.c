@@ -570,6 +570,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     d->rank = int_in(c, root, "rank", 0, INT32_MAX, "dump");
     json_t *lr = json_object_get(root, "local_rank");
     if (lr) d->local_rank = int_in(c, root, "local_rank", 0, INT32_MAX, "dump");
+    if (json_object_get(root, "world_size")) d->world_size = int_in(c, root, "world_size", 1, INT32_MAX, "dump");
     d->start_unix_ns = u64(c, root, "start_unix_ns", "dump");
     d->time_ns = u64(c, root, "time_ns", "dump");
     json_t *argv = field(c, root, "argv", JSON_ARRAY, "dump");

@@ -142,6 +142,7 @@ struct vm_dump {
     const char *path;
     const char *reason, *host;
     int pid, rank, local_rank;
+    int world_size; /* the job's ranks as its dump says them; 0: not said */
     const char **argv;
     size_t argc;
     uint64_t start_unix_ns, time_ns;

@@ -21,6 +21,7 @@ struct vt_dump_meta {
     char **argv;
     const char *host;
     int rank, local_rank;
+    int world_size; /* WORLD_SIZE and the like; 0: not set */
     unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */
     /* What tells this process from another of the same pid (an earlier
      * container's pid 1): the boot and the start time in clock ticks since

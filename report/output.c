@@ -154,6 +154,8 @@ static int env_int(const char *const *names) {
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", NULL};
 static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
                                               "MPI_LOCALRANKID", NULL};
+/* ... and for the number of ranks of the job. */
+static const char *const world_size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", NULL};
 
 /* The rank: the global one's variable, else the local one's (a launcher on
  * one node that sets only that); *known 0 when neither is set (0). */
@@ -444,6 +446,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         .host = host,
         .rank = rank_of(),
         .local_rank = env_int(local_rank_vars),
+        .world_size = env_int(world_size_vars),
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,

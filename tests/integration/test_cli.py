@@ -397,6 +397,23 @@ def cli_a_rank_with_several_dumps_counts_once():
            "call sites that differ across ranks (at exit): 0\n" in out, out[:2000])
 
 
+@test
+def cli_ranks_missing_above_the_highest_by_the_jobs_size():
+    """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were
+    killed before they wrote one: the report counts them missing."""
+    with workdir("vt-world-") as work:
+        for r in (0, 1):
+            run([os.path.join(T, "t_driver")], report="off",
+                env={"RANK": str(r), "WORLD_SIZE": "4", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+        eq([json.load(open(os.path.join(work, f"d.{r}.json")))["world_size"] for r in (0, 1)], [4, 4], "the dumps say it")
+        rc, out, err = cli(["report", os.path.join(work, "d.0.json"), os.path.join(work, "d.1.json")])
+        out = out.decode() if isinstance(out, bytes) else out
+        eq((rc, err or ""), (0, ""), "status")
+        ok("\nranks: 2 dumps of 2 ranks from 0 to 1 of a job of 4; missing 2 of 0 to 3: 2-3\n" in out, out[:1500])
+        run([os.path.join(T, "t_driver")], report="off", env={"RANK": "2", "VRAMTRACE_OUT": os.path.join(work, "n.json")})
+        ok("world_size" not in json.load(open(os.path.join(work, "n.json"))), "none said without a size")
+
+
 # ------------------------------------------------------------ 21. wording
 
 
