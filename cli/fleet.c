@@ -214,7 +214,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     int world = 0;
     for (size_t i = 0; i < in->n; i++)
         if (in->dumps[i].world_size > world) world = in->dumps[i].world_size;
-    int last = world > top + 1 ? world - 1 : top;
+    int last = (long long)world > (long long)top + 1 ? world - 1 : top;
     uint64_t nmissing = 0;
     for (size_t k = 0; k < distinct; k++)
         if (ranks[k] >= 0) nmissing += (uint64_t)ranks[k] - (k && ranks[k - 1] >= 0 ? (uint64_t)ranks[k - 1] + 1 : 0);

@@ -174,7 +174,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
         snprintf(f->next, sizeof f->next,
                  "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
-                 "their graph: keep loss.item() or .detach())", site);
+                 "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
+                 "micro-batches for one backward() keeps every micro-batch's graph: call backward() on each)", site);
         break;
     }
     free(growth);
@@ -249,6 +250,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check "
                                    "the pool's release threshold");
     }
+    int frag_cache = 0; /* the cache's free memory lies among live tensors */
     if (torch && tc.pool && tc.reserved >= tc.allocated && tc.reserved - tc.allocated >= tc.request) {
         /* cudaMallocAsync: its pool's blocks are the driver's, unknown. */
         struct vt_finding *f = add(out, &n, "fragmented_cache");
@@ -260,6 +262,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     } else if (torch && !tc.pool && tc.reserved >= tc.allocated &&
         tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");
+        frag_cache = 1;
         snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "
                  "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
                  B(tc.request, b), B(tc.largest_free, c));
@@ -273,9 +276,14 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text, "this is a retry: after the failure before it the process freed %" PRIu64
                  " allocation%s (%s), as a caching allocator releasing its cache does, and the same %s still failed",
                  nfreed, nfreed == 1 ? "" : "s", B(freed, a), B(o->requested, b));
-        snprintf(f->next, sizeof f->next,
-                 "the cache is not the problem: the memory is held by live allocations; act on the holders, "
-                 "not on allocator settings");
+        /* A caching allocator's retry gives back only its empty segments:
+         * with the cache fragmented, what it keeps free lies in segments
+         * among live tensors. */
+        snprintf(f->next, sizeof f->next, "%s",
+                 frag_cache ? "what the cache held empty was given back and did not suffice; what it still keeps free "
+                              "lies among live tensors (the fragmentation above): act on the holders or on that"
+                            : "the cache is not the problem: the memory is held by live allocations; act on the "
+                              "holders, not on allocator settings");
     }
     return n;
 }

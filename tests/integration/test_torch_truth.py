@@ -577,6 +577,21 @@ def torch_truth_the_error_pytorch_raises_gets_a_post_mortem():
     ok("had no post-mortem" not in report, "nothing left to tell at exit")
 
 
+@torch_test
+def torch_truth_a_retry_in_a_fragmented_cache_is_not_called_no_cache_problem():
+    """A cache whose free memory lies between live tensors: PyTorch's retry
+    gives back its empty segments only and fails again. The retry's finding
+    does not say the cache is not the problem, which the fragmentation
+    finding beside it says it is."""
+    out, dumps, report = traced(EXPANDABLE_FRAGMENTED)
+    eq(out, "failed\n", "the run")
+    o = dumps["exit"]["ooms"][-1]
+    f = {x["id"]: x for x in o["findings"]}
+    ok("fragmented_cache" in f and "allocator_retry" in f, f"both findings: {sorted(f)}")
+    eq(f["allocator_retry"]["next"], "what the cache held empty was given back and did not suffice; what it still "
+       "keeps free lies among live tensors (the fragmentation above): act on the holders or on that", "the retry's next")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
