@@ -108,6 +108,11 @@ def _hook_oom_error(torch):
 
 
 def _at_exit():
+    # A record on request may be being taken on the library's thread: the
+    # exit's waits for it (5 s at most) rather than be skipped.
+    deadline = time.monotonic() + 5
+    while _state["busy"] and time.monotonic() < deadline:
+        time.sleep(0.01)
     _submit("exit")
     try:   # no call back from the library once Python is finishing
         st = _state
@@ -118,7 +123,26 @@ def _at_exit():
 
 
 def _on_signal():
+    """The record for a dump on request (the library's watcher thread asks).
+    In a program that steps, it is taken at its next step boundary, on the
+    thread that steps (_on_step), when no step's tensors are being freed:
+    taken now, mid-step, the walk held tensors that backward was letting go
+    of, and the caching allocator made new segments meanwhile, kept for good
+    (18 to 66 MiB more reserved after one dump, read as growth). Without a
+    step within three of its steps' time (10 s at most), it is taken now."""
     try:
+        import threading
+        st = _state
+        last = st.get("step_at")
+        wait = min(10.0, 3 * st.get("step_s", 1.0))
+        if last is not None and time.monotonic() - last < wait and threading.current_thread() is not threading.main_thread():
+            ev = threading.Event()
+            st["signal_wait"] = ev
+            if ev.wait(wait):
+                return
+            if st.pop("signal_wait", None) is not ev:   # a step took it meanwhile: its record is on the way
+                ev.wait(wait)
+                return
         _submit("signal")
     except BaseException:
         pass
@@ -133,6 +157,17 @@ def _on_step(optimizer, args, kwargs):
         if n > _state["marked"]:
             _state["marked"] = n
             _state["lib"][3]()
+            now = time.monotonic()
+            last = _state.get("step_at")
+            if last is not None:   # a step's time, smoothed
+                _state["step_s"] = 0.8 * _state.get("step_s", now - last) + 0.2 * (now - last)
+            _state["step_at"] = now
+        ev = _state.pop("signal_wait", None)
+        if ev is not None:   # a dump on request waits for this boundary (_on_signal)
+            try:
+                _submit("signal")
+            finally:
+                ev.set()
         torch = _state["torch"]
         now = time.monotonic()
         # Each of the first WINDOW steps, then at most one every SAMPLE_S.

@@ -592,6 +592,44 @@ def torch_truth_a_retry_in_a_fragmented_cache_is_not_called_no_cache_problem():
        "keeps free lies among live tensors (the fragmentation above): act on the holders or on that", "the retry's next")
 
 
+SIGNALLED = r"""
+import os, signal, sys, threading, torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024)).cuda()
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+if sys.argv[1] == "signal":   # a dump on request, sent from outside the loop, mid-run
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGUSR2)).start()
+# Steps until 20 after the dump on request is written (its symbols take
+# seconds), 200 at least.
+asked = os.environ["VRAMTRACE_OUT"].replace("%p", str(os.getpid())).replace(".json", ".1.json")
+after, step = 0, 0
+while step < 200 or (sys.argv[1] == "signal" and after < 20 and step < 20000):
+    x = torch.randn(256, 1024, device="cuda")
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    step += 1
+    after += os.path.exists(asked)
+print("done")
+"""
+
+
+@torch_test
+def torch_truth_a_dump_on_request_leaves_the_program_as_it_was():
+    """A dump on request (SIGUSR2) in a program that steps: PyTorch's record
+    is taken at the next step boundary, so the program's memory ends as it
+    does without the dump. Taken at once, mid-step, the walk held tensors
+    backward was letting go of, and the cache made new segments, kept for
+    good (18 MiB more reserved at exit, then read as growth)."""
+    _, plain, _ = traced(SIGNALLED, "none")
+    out, dumps, report = traced(SIGNALLED, "signal")
+    eq((out, sorted(dumps)), ("done\n", ["exit", "signal"]), "the run, a dump on request and one at exit")
+    eq(dumps["exit"]["totals"]["live_bytes"], plain["exit"]["totals"]["live_bytes"], "live at exit as without the dump")
+    eq(dumps["exit"]["totals"]["peak_bytes"], plain["exit"]["totals"]["peak_bytes"], "the peak as without it")
+    ok(dumps["signal"].get("torch"), "PyTorch's record in the dump on request")
+    ok("growing call sites" not in report, "no growth")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
