@@ -148,9 +148,12 @@ static size_t sites_of(const struct vt_live_segment *s, struct site_sum *out) {
     return n;
 }
 
+/* A value: an integer as one; else with 15 significant digits, which a
+ * double holds exactly, so that nanoseconds in seconds read "33.8", not
+ * "33.799999999999997". */
 static void sample_value(FILE *f, double v) {
     if (v == (double)(uint64_t)v) fprintf(f, " %llu\n", (unsigned long long)v);
-    else fprintf(f, " %.17g\n", v);
+    else fprintf(f, " %.15g\n", v);
 }
 
 /* Live and peak bytes by kind of memory (device, managed, pinned host,
