@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "fleet.h"
 #include "reporters.h"
 
 static json_t *hex(uint64_t v) {
@@ -269,6 +270,16 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, json_integer(d->rank), depth + 1);
     member(f, depth + 1, &first, "local_rank");
     put(f, json_integer(d->local_rank), depth + 1);
+    if (d->world_size) {   /* the job's size, where the dump says it */
+        member(f, depth + 1, &first, "world_size");
+        put(f, json_integer(d->world_size), depth + 1);
+    }
+    /* The library's forecast line, as the text report prints it. */
+    const char *fc = d->json ? json_string_value(json_object_get((const json_t *)d->json, "forecast")) : NULL;
+    if (fc && fc[0]) {
+        member(f, depth + 1, &first, "forecast");
+        put(f, json_string(fc), depth + 1);
+    }
     member(f, depth + 1, &first, "host");
     put(f, str_or_null(d->host), depth + 1);
     json_t *argv = json_array();
@@ -405,6 +416,11 @@ int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     put(f, json_integer(1), 1);
     member(f, 1, &first, "at");
     put(f, json_string(vr_moment_name(o->at)), 1);
+    size_t w;   /* the process that failed first, as the text report names it (its place in processes) */
+    if (in->n > 1 && vr_first_to_fail(in, &w)) {
+        member(f, 1, &first, "first_to_fail");
+        put(f, json_integer((json_int_t)w), 1);
+    }
     member(f, 1, &first, "processes");
     fputc('[', f);
     int pfirst = 1;

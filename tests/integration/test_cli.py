@@ -410,6 +410,19 @@ def cli_ranks_missing_above_the_highest_by_the_jobs_size():
         out = out.decode() if isinstance(out, bytes) else out
         eq((rc, err or ""), (0, ""), "status")
         ok("\nranks: 2 dumps of 2 ranks from 0 to 1 of a job of 4; missing 2 of 0 to 3: 2-3\n" in out, out[:1500])
+        rc, out, err = cli(["report", "--format", "json", os.path.join(work, "d.0.json"), os.path.join(work, "d.1.json")])
+        j = json.loads(out)
+        eq([(p["rank"], p["world_size"]) for p in j["processes"]], [(0, 4), (1, 4)], "the JSON's world_size")
+        ok("first_to_fail" not in j, "no failure, none first")
+        # Rank 2 fails: the JSON names it as the text does.
+        run([os.path.join(T, "t_oom")], report="off",
+            env={"RANK": "2", "WORLD_SIZE": "4", "SIMGPU_CAPACITY": "64M", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+        paths = [os.path.join(work, f"d.{r}.json") for r in (0, 1, 2)]
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        eq(json.loads(out)["first_to_fail"], 2, "the JSON's first to fail: its place in processes")
+        rc, out, err = cli(["report", *paths])
+        out = out.decode() if isinstance(out, bytes) else out
+        ok("first to fail: rank 2" in out, out[:1500])
         run([os.path.join(T, "t_driver")], report="off", env={"RANK": "2", "VRAMTRACE_OUT": os.path.join(work, "n.json")})
         ok("world_size" not in json.load(open(os.path.join(work, "n.json"))), "none said without a size")
 

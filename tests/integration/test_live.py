@@ -1017,6 +1017,11 @@ def forecast_per_step_of_growth_at_every_few_steps():
     eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["96"], "full in")
     rc, err = leak.quit()
     eq(rc, 0, "exit")
+    with open(os.path.join(leak.work, f"dump.{leak.pid}.json")) as f:
+        line = json.load(f)["forecast"]
+    p = subprocess.run([CLI, "report", "--format", "json", os.path.join(leak.work, f"dump.{leak.pid}.json")],
+                       capture_output=True, text=True)
+    eq(json.loads(p.stdout)["processes"][0].get("forecast"), line, "the JSON report's forecast is the dump's")
     # Said once, when it first held (the rate then).
     ok(re.fullmatch(r"vramtrace: forecast: at \+\d+\.\d\d MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
                     r"in \d+ steps; it grows at keep tests/progs/t_live\.c:\d+\n", err), f"the warning: {err!r}")
