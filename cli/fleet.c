@@ -50,6 +50,7 @@ static void put_gaps(FILE *f, const int *r, size_t n, int most) {
  * holds some, and which ranks those are. */
 struct site {
     uint64_t min, max, sum;
+    int max_rank;          /* the (first) rank that holds max there */
     int *ranks;
     size_t nranks, cap;
     uint64_t in_dump;      /* in the dump being read */
@@ -68,7 +69,7 @@ static int add_rank(struct site *s, int rank, uint64_t bytes) {
     }
     s->ranks[s->nranks++] = rank;
     if (s->nranks == 1 || bytes < s->min) s->min = bytes;
-    if (bytes > s->max) s->max = bytes;
+    if (s->nranks == 1 || bytes > s->max) s->max = bytes, s->max_rank = rank;
     s->sum = s->sum > UINT64_MAX - bytes ? UINT64_MAX : s->sum + bytes;
     return 0;
 }
@@ -174,7 +175,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
         fputs("  ", f);
         vr_put_safe(f, vt_label_of(labels, (uint32_t)ord[k].g));
         if (s->min == s->max) fprintf(f, ": %s", vr_bytes(s->max, a, sizeof a));
-        else fprintf(f, ": %s to %s", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b));
+        else fprintf(f, ": %s to %s (rank %d)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b), s->max_rank);
         qsort(s->ranks, s->nranks, sizeof *s->ranks, by_int);
         fprintf(f, " on %zu of %zu ranks (", s->nranks, nranks);
         put_ranges(f, s->ranks, s->nranks, 8);

@@ -161,9 +161,14 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             if (in->dumps[i].totals.peak_bytes < in->dumps[lo].totals.peak_bytes) lo = i;
             if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
         }
-        fprintf(f, "peaks: highest %s (rank %d), lowest %s (rank %d)", B(in->dumps[hi].totals.peak_bytes, a),
-                in->dumps[hi].rank, B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank);
-        if (in->dumps[lo].totals.peak_bytes)
+        /* Every process at one peak: said once, not as highest and lowest
+         * of one rank. */
+        if (in->dumps[hi].totals.peak_bytes == in->dumps[lo].totals.peak_bytes)
+            fprintf(f, "peaks: all %s", B(in->dumps[hi].totals.peak_bytes, a));
+        else
+            fprintf(f, "peaks: highest %s (rank %d), lowest %s (rank %d)", B(in->dumps[hi].totals.peak_bytes, a),
+                    in->dumps[hi].rank, B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank);
+        if (in->dumps[lo].totals.peak_bytes && in->dumps[hi].totals.peak_bytes != in->dumps[lo].totals.peak_bytes)
             fprintf(f, "; the highest is %.2fx the lowest", (double)in->dumps[hi].totals.peak_bytes /
                                                            (double)in->dumps[lo].totals.peak_bytes);
         fputc('\n', f);

@@ -390,6 +390,15 @@ def cli_a_rank_with_several_dumps_counts_once():
         ok("\nranks: 4 dumps of 3 ranks from 0 to 2 (1 rank has more than one dump)\n" in out, out[:2000])
         ok("\ncall sites that differ across ranks (at exit): 1\n"
            "  rank_extra tests/progs/t_phases.c:26: 1.00 MiB on 1 of 3 ranks (1)\n" in out, out[:3000])
+        # A site held on every rank in other amounts names the rank that
+        # holds the most.
+        d = json.load(open(paths[3]))
+        d["holders"][0]["bytes"] = 6 << 20
+        json.dump(d, open(paths[3], "w"))
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        ok(re.search(r"\n  \S+ tests/progs/t_phases\.c:\d+: 4\.00 MiB to 8\.00 MiB \(rank 2\) on 3 of 3 ranks \(0-2\)\n", out),
+           out[:3000])
         rc, out, err = cli(["report", *paths[1:3]])
         out = out.decode()
         ok("\nranks: 2 dumps of 1 rank from 1 to 1 (1 rank has more than one dump); missing 1 of 0 to 1: 0\n"
