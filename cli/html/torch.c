@@ -3,6 +3,7 @@
  * (the script's tensors tables). Both come from a "torch" record of the
  * dump (at exit or on demand) or of one of its OOMs (cli/model_torch.h). */
 #include <inttypes.h>
+#include <string.h>
 
 #include "../../common/format.h"
 #include "../model_torch.h"
@@ -37,8 +38,14 @@ void vh_torch_table(FILE *f, const struct vm_torch *t, const char *title) {
         cell(f, 1, x->reserved);
         cell(f, x->has_outside, x->outside);
         cell(f, x->has_free, x->free_bytes);
-        cell(f, 1, x->largest_free);
-        if (x->has_request)
+        /* cudaMallocAsync's pool is the driver's: its blocks are unknown
+         * (as the text reports say it). */
+        int pool = x->settings && strstr(x->settings, "backend:cudaMallocAsync");
+        if (pool) fputs("<td class=n>unknown (cudaMallocAsync)</td>", f);
+        else cell(f, 1, x->largest_free);
+        if (x->has_request && pool)
+            fprintf(f, "<td class=n>%s</td>", B(x->request, a));
+        else if (x->has_request)
             fprintf(f, "<td class=n>%s (%s)</td>", B(x->request, a),
                     x->request > x->largest_free ? "does not fit" : "fits");
         else

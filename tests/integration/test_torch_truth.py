@@ -544,6 +544,12 @@ def torch_truth_async_failure_in_backward_is_one_failure():
     eq([f["finding"] for f in ooms[-1]["findings"] if f["id"] == "fragmented_cache"],
        ["PyTorch's cudaMallocAsync pool keeps 2.00 GiB reserved that no tensor uses, no less than the 2.00 GiB asked "
         "for, yet it failed: the pool's free memory is fragmented"], "the pool's finding")
+    with workdir("vt-truth-html-") as work:   # the page's PyTorch table says so too
+        path = os.path.join(work, "d.json")
+        json.dump(dumps["exit"], open(path, "w"))
+        page = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True).stdout
+        eq((page.count("<td class=n>unknown (cudaMallocAsync)</td>"), "does not fit" in page, "fits)" in page),
+           (2, False, False), "the page's largest free block, at the OOM and at exit")
 
 
 SURVIVED_THEN_FATAL = r"""
