@@ -16,6 +16,8 @@
  * event handler, no injected <script> or style attribute, no network, no
  * form, no <base>. */
 #include <inttypes.h>
+
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +148,13 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (d->events_dropped)
         fprintf(f, "<p class=\"warn\">the timeline starts late: %" PRIu64 " older %s were overwritten "
                    "(VRAMTRACE_EVENTS)</p>\n", d->events_dropped, vr_plural(d->events_dropped, "event", "events"));
+    /* The library's forecast line, as the text report prints it. */
+    const char *fc = d->json ? json_string_value(json_object_get((const json_t *)d->json, "forecast")) : NULL;
+    if (fc && fc[0]) {
+        fputs("<p class=\"forecast\">forecast: ", f);
+        vh_text(f, fc);
+        fputs("</p>\n", f);
+    }
     if (d->torch) {
         char title[160];
         snprintf(title, sizeof title, "PyTorch's view when the dump was written (%s)", d->reason ? d->reason : "?");

@@ -5,6 +5,7 @@ processes only."""
 import os
 import atexit
 import copy
+import html
 import json
 import re
 import shutil
@@ -1022,6 +1023,9 @@ def forecast_per_step_of_growth_at_every_few_steps():
     p = subprocess.run([CLI, "report", "--format", "json", os.path.join(leak.work, f"dump.{leak.pid}.json")],
                        capture_output=True, text=True)
     eq(json.loads(p.stdout)["processes"][0].get("forecast"), line, "the JSON report's forecast is the dump's")
+    p = subprocess.run([CLI, "report", "--format", "html", os.path.join(leak.work, f"dump.{leak.pid}.json")],
+                       capture_output=True, text=True)
+    eq(p.stdout.count(f'<p class="forecast">forecast: {html.escape(line, quote=False)}</p>'), 1, "the page's")
     # Said once, when it first held (the rate then).
     ok(re.fullmatch(r"vramtrace: forecast: at \+\d+\.\d\d MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
                     r"in \d+ steps; it grows at keep tests/progs/t_live\.c:\d+\n", err), f"the warning: {err!r}")
