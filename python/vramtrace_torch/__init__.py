@@ -56,7 +56,7 @@ def _submit(reason, oom=None):
         if not torch.cuda.is_initialized():
             return
         from . import collect
-        text = collect.record(torch, reason, oom, max(st["steps"].values(), default=0))
+        text = collect.record(torch, reason, oom, st["marked"])
         data = text.encode("utf-8", "replace")
         st["lib"][1](data, len(data))
     except Exception:
@@ -108,6 +108,14 @@ def _hook_oom_error(torch):
 
 
 def _at_exit():
+    # A dump on request waiting for a step boundary gets its record now:
+    # no step comes any more.
+    ev = _state.pop("signal_wait", None)
+    if ev is not None:
+        try:
+            _submit("signal")
+        finally:
+            ev.set()
     # A record on request may be being taken on the library's thread: the
     # exit's waits for it (5 s at most) rather than be skipped.
     deadline = time.monotonic() + 5
@@ -135,7 +143,10 @@ def _on_signal():
         st = _state
         last = st.get("step_at")
         wait = min(10.0, 3 * st.get("step_s", 1.0))
-        if last is not None and time.monotonic() - last < wait and threading.current_thread() is not threading.main_thread():
+        # get_ident, not current_thread(): that would register this thread
+        # of the library's with threading for good (a "Dummy-1" the
+        # program would see in threading.enumerate()).
+        if last is not None and time.monotonic() - last < wait and threading.get_ident() != threading.main_thread().ident:
             ev = threading.Event()
             st["signal_wait"] = ev
             if ev.wait(wait):
@@ -152,10 +163,18 @@ def _on_step(optimizer, args, kwargs):
     try:
         steps = _state["steps"]
         n = steps[id(optimizer)] = steps.get(id(optimizer), 0) + 1
-        # A step of the run is a step of its busiest optimizer (two that
-        # step together, as in a GAN, make one): the library's boundary.
-        if n > _state["marked"]:
-            _state["marked"] = n
+        # A step of the run is a step of its leading optimizer, the busiest
+        # of those alive (two that step together, as in a GAN, make one):
+        # the library's boundary. One made when the leader is gone (a new
+        # stage, trial or reload) leads from its first step; before, its
+        # steps counted only once it had made as many as the one before.
+        lead = _state.get("leader")
+        leader = lead() if lead is not None else None
+        if leader is None or leader is optimizer or n > steps.get(id(leader), 0):
+            if leader is not optimizer:
+                import weakref
+                _state["leader"] = weakref.ref(optimizer)
+            _state["marked"] += 1
             _state["lib"][3]()
             now = time.monotonic()
             last = _state.get("step_at")
@@ -180,7 +199,7 @@ def _on_step(optimizer, args, kwargs):
             allocated = torch._C._cuda_memoryStats(d)["allocated_bytes"]["all"]["current"]
         except Exception:
             allocated = torch.cuda.memory_allocated(d)
-        c = _state["lib"][0]; c.CDLL(None).vt_torch_live(d, c.c_uint64(allocated), c.c_uint64(torch.cuda.memory_reserved(d)), c.c_uint64(steps[id(optimizer)]))  # the live segment (report/live.h)
+        c = _state["lib"][0]; c.CDLL(None).vt_torch_live(d, c.c_uint64(allocated), c.c_uint64(torch.cuda.memory_reserved(d)), c.c_uint64(_state["marked"]))  # the live segment (report/live.h)
     except Exception:
         pass
 

@@ -616,7 +616,7 @@ while step < 200 or (sys.argv[1] == "signal" and after < 20 and step < 20000):
     opt.step()
     step += 1
     after += os.path.exists(asked)
-print("done")
+print(sorted(t.name for t in threading.enumerate() if t.name != "Thread-1"), "done")
 """
 
 
@@ -627,9 +627,12 @@ def torch_truth_a_dump_on_request_leaves_the_program_as_it_was():
     does without the dump. Taken at once, mid-step, the walk held tensors
     backward was letting go of, and the cache made new segments, kept for
     good (18 MiB more reserved at exit, then read as growth)."""
-    _, plain, _ = traced(SIGNALLED, "none")
+    out, plain, _ = traced(SIGNALLED, "none")
+    eq(out, "['MainThread'] done\n", "the run without the dump")
     out, dumps, report = traced(SIGNALLED, "signal")
-    eq((out, sorted(dumps)), ("done\n", ["exit", "signal"]), "the run, a dump on request and one at exit")
+    # No thread of the library's is left registered with threading (a
+    # "Dummy-1" after current_thread() was asked on it).
+    eq((out, sorted(dumps)), ("['MainThread'] done\n", ["exit", "signal"]), "the run, a dump on request and one at exit")
     eq(dumps["exit"]["totals"]["live_bytes"], plain["exit"]["totals"]["live_bytes"], "live at exit as without the dump")
     eq(dumps["exit"]["totals"]["peak_bytes"], plain["exit"]["totals"]["peak_bytes"], "the peak as without it")
     ok(dumps["signal"].get("torch"), "PyTorch's record in the dump on request")
@@ -661,6 +664,28 @@ def torch_truth_optimizer_steps_are_step_boundaries():
     ev = [s["event"] for s in d["steps"]]
     ok(ev == sorted(ev) and 0 < ev[0] and ev[-1] <= len(d["events"]), f"each boundary's first event: {ev}")
     eq(d["torch"][0]["steps"], 7, "the companion's own count")
+
+
+STAGES = r"""
+import torch
+model = torch.nn.Linear(256, 256).cuda()
+x = torch.randn(32, 256, device="cuda")
+for stage in range(2):   # a new optimizer each stage; the first one's is gone
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(30):
+        opt.zero_grad(); model(x).sum().backward(); opt.step()
+print("done")
+"""
+
+
+@torch_test
+def torch_truth_a_new_optimizer_leads_the_steps():
+    """A new optimizer per stage: its steps are the run's steps from its
+    first (before, only once it had made as many as the one before: 30 of
+    60 steps counted, no growth or forecast per step in the second stage)."""
+    out, dumps, _ = traced(STAGES)
+    eq(out, "done\n", "the run")
+    eq((dumps["exit"]["steps_total"], dumps["exit"]["torch"][0]["steps"]), (60, 60), "every step counted")
 
 
 HEALTHY = r"""
