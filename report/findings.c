@@ -76,6 +76,13 @@ static int holds_here(const struct vt_symbols *sym, const struct vt_holder *site
     return 0;
 }
 
+/* The program's step boundaries at or before t (its step number then). */
+static uint64_t steps_before(const struct vt_snapshot *s, uint64_t t) {
+    uint64_t n = 0;
+    for (size_t j = 0; j < s->nsteps && s->steps[j].time_ns <= t; j++) n = s->steps[j].step;
+    return n;
+}
+
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
                 const struct vt_holder *holders, size_t nholders, struct vt_finding *out, struct vt_growth *grew) {
     int n = 0;
@@ -164,12 +171,25 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                    ? vt_find_growth_on(s, sym, o->time_ns, device_only ? o->device : -1, &ngrowth)
                                    : NULL;
     if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
+    /* A PyTorch program that fails before its second optimizer step: what
+     * rose is its model, gradients and optimizer state being made (Adam's
+     * made at its first step), not yet a leak. */
+    int first_steps = ngrowth && vt_torch_attached() && steps_before(s, o->time_ns) < 2;
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;
         *grew = growth[i];
         struct vt_finding *f = add(out, &n, "growing_site");
         char rate[400];
+        if (first_steps) {
+            snprintf(f->text, sizeof f->text, "%s rose from %s to %s before the program's second optimizer step: "
+                     "the model, its gradients and the optimizer's state being made, not yet a leak", site,
+                     B(growth[i].first_floor, a), B(growth[i].end_bytes, b));
+            snprintf(f->next, sizeof f->next, "the first step does not fit: a smaller batch or model, a lighter "
+                     "optimizer (SGD, Adafactor, 8-bit Adam: Adam keeps two tensors a parameter), mixed precision, "
+                     "or sharding (FSDP, ZeRO)");
+            break;
+        }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
         snprintf(f->next, sizeof f->next,

@@ -157,6 +157,10 @@ const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, 
  * vt_torch_lock and vt_torch_unlock: the top-level record of a dump of
  * `reason` ("exit", "signal"; NULL for "oom" or when none came), and the
  * record of s->ooms[i] (NULL when none came). */
+/* Whether the PyTorch companion attached to this process (it marks each
+ * optimizer step as a step boundary). */
+int vt_torch_attached(void);
+
 void vt_torch_lock(void);
 void vt_torch_unlock(void);
 const struct vt_torch_record *vt_torch_top(const char *reason);

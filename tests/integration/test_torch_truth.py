@@ -688,6 +688,38 @@ def torch_truth_a_new_optimizer_leads_the_steps():
     eq((dumps["exit"]["steps_total"], dumps["exit"]["torch"][0]["steps"]), (60, 60), "every step counted")
 
 
+FIRST_STEP = r"""
+import torch, torch.nn as nn
+layers = []
+for i in range(40):
+    layers.append(nn.Linear(4096, 4096).cuda())
+model = nn.Sequential(*layers)
+opt = torch.optim.Adam(model.parameters())
+model(torch.randn(64, 4096, device="cuda")).sum().backward()
+try:
+    opt.step()   # Adam makes its state here: two tensors a parameter
+except torch.OutOfMemoryError:
+    print("failed")
+"""
+
+
+@torch_test
+def torch_truth_a_first_step_that_does_not_fit_is_no_leak():
+    """An OOM in the first optimizer step (Adam's state made then): what
+    rose is the model, its gradients and the optimizer's state, and the
+    finding says so instead of "a leak suspect"."""
+    out, dumps, report = traced(FIRST_STEP)
+    eq(out, "failed\n", "the run")
+    grew = [f for o in dumps["exit"]["ooms"] for f in o["findings"] if f["id"] == "growing_site"]
+    ok(grew, "a growing site")
+    for f in grew:
+        ok(f["finding"].endswith(" before the program's second optimizer step: the model, its gradients and the "
+                                 "optimizer's state being made, not yet a leak"), f["finding"])
+        eq(f["next"], "the first step does not fit: a smaller batch or model, a lighter optimizer (SGD, Adafactor, "
+           "8-bit Adam: Adam keeps two tensors a parameter), mixed precision, or sharding (FSDP, ZeRO)", "its next step")
+    ok("a leak suspect" not in report[:report.index("vramtrace: exit in pid")], "no leak suspect in the post-mortem")
+
+
 HEALTHY = r"""
 import torch
 model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(40)]).cuda()   # LINE:load
