@@ -242,7 +242,13 @@ int vt_torch_take(const char *text, size_t len) {
          * another thread: the device's failure still open. */
         int mine = vt_thread_oom_open;
         if (mine) vt_oom_close_mine();
-        else if (!(r.request == 0 && vt_oom_claim(r.oom_device)) && unseen) unseen(r.oom_device, r.request);
+        else if (!(r.request == 0 && vt_oom_claim(r.oom_device)) && unseen) {
+            unseen(r.oom_device, r.request);
+            /* The failure it made is this record's: not open for the next
+             * (PyTorch's refusals one after another, with no allocation
+             * between, each took the one before as theirs). */
+            vt_oom_close_mine();
+        }
     }
     r.time_ns = vt_now_ns();
     pthread_mutex_lock(&lock);

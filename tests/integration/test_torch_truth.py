@@ -452,6 +452,17 @@ except torch.OutOfMemoryError as e:
 """
 
 
+REFUSALS = r"""
+import torch
+torch.cuda.set_per_process_memory_fraction(0.3)
+for g in (8, 4, 2, 1):
+    try:
+        torch.empty(g << 30, dtype=torch.float32, device="cuda")
+    except torch.OutOfMemoryError:
+        print(g, "failed")
+"""
+
+
 @torch_test
 def torch_truth_memory_fraction_is_named_as_the_limit():
     """A failure of PyTorch's per-process memory fraction: the fraction is
@@ -471,6 +482,12 @@ def torch_truth_memory_fraction_is_named_as_the_limit():
     o = dumps["exit"]["ooms"][0]
     eq([(f["id"], f["finding"]) for f in o["findings"] if f["id"] in ("memory_fraction", "fragmentation")],
        [("memory_fraction", text)], "the limit named, the free memory not called fragmented")
+    # Refusals one after another, no allocation between: each its own
+    # failure (each took the one before as its own, every other dropped).
+    out, dumps, report = traced(REFUSALS)
+    eq(out, "8 failed\n4 failed\n2 failed\n1 failed\n", "four refusals")
+    eq([(o["api"], o["requested_bytes"] >> 30) for o in dumps["exit"]["ooms"]], [("PyTorch", g) for g in (32, 16, 8, 4)],
+       "four failures, each its request")
     # A fraction of 0: PyTorch refuses the first tensor, the process's
     # first touch of a GPU (no allocation made: nothing was written).
     out, dumps, report = traced(FRACTION.replace("(0.5)", "(0.0)"))
