@@ -53,8 +53,8 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
 }
 
 /* Where growth over live_at[0..n) is sustained: the newest stretch in
- * which the live bytes never fell, holding at least VT_FORECAST_RISES
- * rises, the last of them no longer ago (in boundaries) than twice the
+ * which the live bytes never fell, from the boundary before its first
+ * rise, holding at least VT_FORECAST_RISES rises, the last of them no longer ago (in boundaries) than twice the
  * stretch's boundaries per rise. A leak that a caching allocator absorbs
  * into its segments rises every few steps, not at each; a loop whose
  * steps end where they began never rises; a warm-up's rises stop. Returns
@@ -69,6 +69,9 @@ static int sustained_from(const uint64_t *live_at, int n) {
         first--;
     }
     if (rises < VT_FORECAST_RISES) return -1;
+    /* From the boundary before its first rise: a flat stretch before a
+     * leak began would dilute its rate. */
+    while (first < n - 1 && live_at[first + 1] == live_at[first]) first++;
     int span = n - 1 - first, since = n - 1 - last_rise;
     if ((int64_t)since * rises > 2 * (int64_t)span) return -1;
     return first;

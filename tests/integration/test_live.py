@@ -1006,16 +1006,16 @@ def forecast_per_step_of_growth_at_every_few_steps():
     """A program that keeps 32 MiB at every fourth of 40 steps, as a leak a
     caching allocator absorbs into its segments rises: no rise at most
     boundaries, yet growth all along. Over the stretch in which its live
-    bytes never fell (39 steps, 288 MiB): 7,743,330 bytes a step, full in
-    96 steps (the old rule, a rise at each of the last five boundaries,
-    never saw it)."""
+    bytes never fell, from the boundary before its first rise (36 steps,
+    288 MiB): 8 MiB a step, full in 88 steps (the old rule, a rise at each of
+    the last five boundaries, never saw it)."""
     rundir = tempdir("vt-rundir-")
     leak = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"})
     leak.say("sparse 40 4 33554432 50")
     text = wait_for("its 40 steps published", lambda: (lambda t: t if list(
         series(t, "vramtrace_steps_total").values()) == ["40"] else None)(metrics(rundir)))
-    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), ["7743330"], "growth a step")
-    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["96"], "full in")
+    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), ["8388608"], "growth a step")
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["88"], "full in")
     rc, err = leak.quit()
     eq(rc, 0, "exit")
     with open(os.path.join(leak.work, f"dump.{leak.pid}.json")) as f:

@@ -91,7 +91,7 @@ static void step_forecast_tests(void) {
         drop[i] = i < 20 ? 500 * MiB : 100 * MiB + (uint64_t)(i - 20) * MiB; /* a fall, then a rise each step */
     }
     vt_forecast_steps(&sf, st40, at40, seg, 40, 300 * MiB, 1024 * MiB, 30 * S);
-    CHECK_EQ(sf.growth_per_step, 180 * MiB / 39);  /* 180 MiB over the 39 steps of the stretch */
+    CHECK_EQ(sf.growth_per_step, 5 * MiB);   /* 180 MiB over the 36 steps from the one before the first rise */
     CHECK_EQ(sf.full, 1);
     vt_forecast_steps(&sf, st40, at40, warm, 40, 220 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 0);          /* its rises stopped 34 boundaries ago */
@@ -99,6 +99,10 @@ static void step_forecast_tests(void) {
     CHECK_EQ(sf.growth_per_step, 20 * MiB * 6 / 7); /* while they went on */
     vt_forecast_steps(&sf, st40, at40, drop, 40, 119 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, MiB);        /* counted from the fall */
+    uint64_t late[40];                        /* flat for 30 boundaries, then 32 MiB a step */
+    for (int i = 0; i < 40; i++) late[i] = 100 * MiB + (uint64_t)(i < 30 ? 0 : i - 29) * 32 * MiB;
+    vt_forecast_steps(&sf, st40, at40, late, 40, 420 * MiB, 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 32 * MiB);   /* not diluted by the flat boundaries before */
     seg[39] = seg[38] - 1;                    /* the newest boundary fell */
     vt_forecast_steps(&sf, st40, at40, seg, 40, 300 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 0);
