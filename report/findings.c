@@ -117,6 +117,23 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next,
                  "a GPU with %s would fail here too: this step needs at least %s; shrink it or raise the limit", a, b);
     }
+    struct vt_torch_cache tc;
+    int torch = vt_torch_oom_cache(s, index, &tc);
+    /* PyTorch's own limit (torch.cuda.set_per_process_memory_fraction):
+     * its caching allocator refuses what would pass that share of the
+     * device, whatever the device has free. A limit, as the budget is:
+     * stated first after it. */
+    uint64_t allowed = torch && total ? (uint64_t)(tc.fraction * (double)total) : 0;
+    int fraction = torch && tc.fraction < 1 && tc.reserved + tc.request > allowed;
+    if (fraction) {
+        struct vt_finding *f = add(out, &n, "memory_fraction");
+        char d[32];
+        snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
+                 "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
+                 B(tc.reserved, c), B(tc.request, d));
+        snprintf(f->next, sizeof f->next,
+                 "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
+    }
     if (o->have_info && o->requested > total) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
         vt_site_label(sym, o->stack, site, sizeof site);
@@ -240,22 +257,6 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      "library workspaces (cuBLAS, cuDNN, NCCL buffers)%s",
                      known_others ? "" : ", or other processes (nvidia-smi)");
         }
-    }
-    struct vt_torch_cache tc;
-    int torch = vt_torch_oom_cache(s, index, &tc);
-    /* PyTorch's own limit (torch.cuda.set_per_process_memory_fraction):
-     * its caching allocator refuses what would pass that share of the
-     * device, whatever the device has free. */
-    uint64_t allowed = torch && total ? (uint64_t)(tc.fraction * (double)total) : 0;
-    int fraction = torch && tc.fraction < 1 && tc.reserved + tc.request > allowed;
-    if (fraction) {
-        struct vt_finding *f = add(out, &n, "memory_fraction");
-        char d[32];
-        snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
-                 "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
-                 B(tc.reserved, c), B(tc.request, d));
-        snprintf(f->next, sizeof f->next,
-                 "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
     }
     /* Expandable segments on already: not the advice. */
     const char *defrag = torch && tc.expandable

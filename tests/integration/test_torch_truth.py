@@ -473,8 +473,9 @@ def torch_truth_memory_fraction_is_named_as_the_limit():
     eq(out, "8 True\n", "eight 512 MiB tensors, then PyTorch's refusal")
     text = ("PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: 4.00 GiB reserved "
             "and the 512.00 MiB asked would pass it")
-    # Written once the record came: in the post-mortem's own findings.
-    ok(f"vramtrace:   2. {text}\nvramtrace:      next: raise torch.cuda.set_per_process_memory_fraction, or lower "
+    # Written once the record came: in the post-mortem's own findings, the
+    # first (a limit, as the budget is), before "holds 100%".
+    ok(f"vramtrace:   1. {text}\nvramtrace:      next: raise torch.cuda.set_per_process_memory_fraction, or lower "
        "what the holders keep\n" in report, "the post-mortem's findings")
     eq((report.count("out of memory in pid"), report.count("inside PyTorch at this out-of-memory error:"),
         "fragmented" in report, "what PyTorch's record adds" in report), (1, 1, False, False),
