@@ -222,7 +222,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     nmissing += (uint64_t)(last - top);
     fprintf(f, "ranks: %zu dumps of %zu rank%s from %d to %d", in->n, distinct, distinct == 1 ? "" : "s", ranks[0],
             top);
-    if (world) fprintf(f, " of a job of %d", world);
+    if (world) fprintf(f, " of a job of %d%s", world, top >= world ? " (the highest rank is past it)" : "");
     if (shared) fprintf(f, " (%zu rank%s more than one dump)", shared, shared == 1 ? " has" : "s have");
     if (nmissing) {
         fprintf(f, "; missing %llu of 0 to %d: ", (unsigned long long)nmissing, last);

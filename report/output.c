@@ -185,7 +185,7 @@ static void warn_rankless(const char *pattern) {
     rank_known(&known);
     if (known) return;
     warned = 1;
-    vt_warn("VRAMTRACE_OUT names the rank (%%r) but no rank variable is set (RANK, OMPI_COMM_WORLD_RANK, "
+    vt_warn("VRAMTRACE_OUT names the rank (%%r) but no rank variable holds a rank (RANK, OMPI_COMM_WORLD_RANK, "
             "SLURM_PROCID, PMI_RANK, LOCAL_RANK...): %%r is 0 here, and every such process of the job writes the "
             "same file; add %%p");
 }

@@ -616,12 +616,12 @@ def output_rank_pattern_without_a_rank_variable():
     # rank's (a launcher on one node that sets only LOCAL_RANK); else 0,
     # and a pattern with %r and without %p is said to make every such
     # process write one file (torch.multiprocessing.spawn's workers).
-    warning = ("vramtrace: warning: VRAMTRACE_OUT names the rank (%r) but no rank variable is set (RANK, "
+    warning = ("vramtrace: warning: VRAMTRACE_OUT names the rank (%r) but no rank variable holds a rank (RANK, "
                "OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK, LOCAL_RANK...): %r is 0 here, and every such process "
                "of the job writes the same file; add %p\n")
     for env, name, said in (({"RANK": "5", "LOCAL_RANK": "1"}, "d.5.json", False),
                             ({"LOCAL_RANK": "3"}, "d.3.json", False),
-                            ({}, "d.0.json", True)):
+                            ({}, "d.0.json", True), ({"RANK": "abc"}, "d.0.json", True)):
         with workdir("vt-rank-") as work:
             r = run([os.path.join(T, "t_driver")], report="off",
                     env={**env, "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})

@@ -434,6 +434,12 @@ def cli_ranks_missing_above_the_highest_by_the_jobs_size():
         ok("first to fail: rank 2" in out, out[:1500])
         run([os.path.join(T, "t_driver")], report="off", env={"RANK": "2", "VRAMTRACE_OUT": os.path.join(work, "n.json")})
         ok("world_size" not in json.load(open(os.path.join(work, "n.json"))), "none said without a size")
+        run([os.path.join(T, "t_driver")], report="off",
+            env={"RANK": "5", "WORLD_SIZE": "4", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+        rc, out, err = cli(["report", os.path.join(work, "d.0.json"), os.path.join(work, "d.5.json")])
+        out = out.decode() if isinstance(out, bytes) else out
+        ok("\nranks: 2 dumps of 2 ranks from 0 to 5 of a job of 4 (the highest rank is past it); missing 4 of 0 to 5: "
+           "1-4\n" in out, out[:1500])
 
 
 # ------------------------------------------------------------ 21. wording
