@@ -237,12 +237,12 @@ int vt_torch_take(const char *text, size_t len) {
         /* The record belongs to this thread's failure, or makes one (before
          * its time is taken: it belongs to the latest OOM before it). */
         void (*unseen)(int, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
-        /* A record that does not know its request (0: the companion saw
-         * the error, not the allocator's observer) may be of a failure on
-         * another thread: the device's failure still open. */
+        /* A record of a failure on another thread (the companion saw the
+         * error raised again on the thread that ran backward()) belongs to
+         * the device's failure still open. */
         int mine = vt_thread_oom_open;
         if (mine) vt_oom_close_mine();
-        else if (!(r.request == 0 && vt_oom_claim(r.oom_device)) && unseen) {
+        else if (!vt_oom_claim(r.oom_device) && unseen) {
             unseen(r.oom_device, r.request);
             /* The failure it made is this record's: not open for the next
              * (PyTorch's refusals one after another, with no allocation

@@ -76,7 +76,8 @@ def _on_oom_error(args):
     the allocator has let go of its lock and with the GIL held. Under the
     caching allocator its observer has sent the record already (it runs
     first): nothing more, so that one OOM has one record. The request is
-    left to the library (0: that of the failed CUDA call)."""
+    the message's (0 where it says none); the library gives the record to
+    the device's failed call still open, if one is."""
     st = _state
     if st["observer"] or st["busy"]:
         return
@@ -88,7 +89,13 @@ def _on_oom_error(args):
     m = re.search(r"on device (\d+)", text)
     d = int(m.group(1)) if m else torch.cuda.current_device()
     free, total = torch.cuda.mem_get_info(d)
-    _submit("oom", (d, 0, total, free))
+    # cudaMallocAsync's message says what was asked ("Requested : 8.00
+    # GiB", to two decimals): a refusal of its own (a memory fraction) has
+    # no failed call to take it from.
+    m = re.search(r"Requested\s*:\s*([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB)", text)
+    unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+    request = int(round(float(m.group(1)) * unit[m.group(2)])) if m else 0
+    _submit("oom", (d, request, total, free))
 
 
 def _hook_oom_error(torch):

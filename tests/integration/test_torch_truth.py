@@ -489,6 +489,14 @@ def torch_truth_memory_fraction_is_named_as_the_limit():
     eq(out, "8 failed\n4 failed\n2 failed\n1 failed\n", "four refusals")
     eq([(o["api"], o["requested_bytes"] >> 30) for o in dumps["exit"]["ooms"]], [("PyTorch", g) for g in (32, 16, 8, 4)],
        "four failures, each its request")
+    # Under cudaMallocAsync (no observer: the error's message says what was
+    # asked), the same; before, one failure of 0 bytes called fragmentation.
+    out, dumps, report = traced(REFUSALS, env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    eq(out, "8 failed\n4 failed\n2 failed\n1 failed\n", "four refusals under cudaMallocAsync")
+    ooms = dumps["exit"]["ooms"]
+    eq([(o["api"], o["requested_bytes"] >> 30) for o in ooms], [("PyTorch", g) for g in (32, 16, 8, 4)],
+       "four failures, each its request, under cudaMallocAsync")
+    eq([[f["id"] for f in o["findings"]][0] for o in ooms], ["memory_fraction"] * 4, "each one's limit named first")
     # A fraction of 0: PyTorch refuses the first tensor, the process's
     # first touch of a GPU (no allocation made: nothing was written).
     out, dumps, report = traced(FRACTION.replace("(0.5)", "(0.0)"))
@@ -566,7 +574,7 @@ def torch_truth_async_failure_in_backward_is_one_failure():
         path = os.path.join(work, "d.json")
         json.dump(dumps["exit"], open(path, "w"))
         page = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True).stdout
-        eq((page.count("<td class=n>unknown (cudaMallocAsync)</td>"), "does not fit" in page, "fits)" in page),
+        eq((page.count("<td class=n>unknown (cudaMallocAsync)</td>"), "(does not fit)" in page, "(fits)" in page),
            (2, False, False), "the page's largest free block, at the OOM and at exit")
 
 
