@@ -111,6 +111,9 @@ VT_API int vramtrace_step(void) {
  * is PyTorch refusing its first tensor (a memory fraction of 0) has made
  * no allocation: without it, that failure had no post-mortem, exit report
  * or dump. */
+/* The companion's word that an optimizer step began (its first). */
+VT_API void vt_torch_optimizer_step(void) { vt_torch_step_began(); }
+
 VT_API int vt_torch_submit(const char *text, size_t len) {
     vt_init();
     return vt_torch_take(text, len);

@@ -188,10 +188,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                    ? vt_find_growth_on(s, sym, o->time_ns, device_only ? o->device : -1, &ngrowth)
                                    : NULL;
     if (ngrowth) vt_torch_name_growth_oom(s, sym, index, growth, 1);
-    /* A PyTorch program that fails before its second optimizer step: what
-     * rose is its model, gradients and optimizer state being made (Adam's
-     * made at its first step), not yet a leak. */
-    int first_steps = ngrowth && vt_torch_attached() && steps_before(s, o->time_ns) < 2;
+    /* A PyTorch program that fails once an optimizer step began and before
+     * its second completed: what rose is its model, gradients and
+     * optimizer state being made (Adam's made at its first step), not yet
+     * a leak. A program that never steps one (inference) is left out. */
+    int first_steps = ngrowth && vt_torch_stepping() && steps_before(s, o->time_ns) < 2;
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;

@@ -267,16 +267,17 @@ void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request)) {
     __atomic_store_n(&unseen_oom, fn, __ATOMIC_RELEASE);
 }
 
-static int attached; /* the companion set a refresh once (it marks optimizer steps) */
-
 void vt_torch_set_refresh(void (*fn)(void)) {
     pthread_mutex_lock(&lock);
     refresh_fn = fn;
-    if (fn) __atomic_store_n(&attached, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
 }
 
-int vt_torch_attached(void) { return __atomic_load_n(&attached, __ATOMIC_RELAXED); }
+static int stepping; /* an optimizer step began (the companion's pre-hook) */
+
+void vt_torch_step_began(void) { __atomic_store_n(&stepping, 1, __ATOMIC_RELAXED); }
+
+int vt_torch_stepping(void) { return __atomic_load_n(&stepping, __ATOMIC_RELAXED); }
 
 void vt_torch_refresh(void) {
     pthread_mutex_lock(&lock);

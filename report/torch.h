@@ -157,9 +157,11 @@ const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, 
  * vt_torch_lock and vt_torch_unlock: the top-level record of a dump of
  * `reason` ("exit", "signal"; NULL for "oom" or when none came), and the
  * record of s->ooms[i] (NULL when none came). */
-/* Whether the PyTorch companion attached to this process (it marks each
- * optimizer step as a step boundary). */
-int vt_torch_attached(void);
+/* An optimizer step began in this process (the companion's step pre-hook
+ * says so, once): vt_torch_stepping is 1 from then on. A program that never
+ * steps an optimizer (inference) never has it. */
+void vt_torch_step_began(void);
+int vt_torch_stepping(void);
 
 void vt_torch_lock(void);
 void vt_torch_unlock(void);

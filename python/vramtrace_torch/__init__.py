@@ -237,6 +237,21 @@ def attach(torch):
             register_optimizer_step_post_hook(_on_step)
         except Exception:
             pass
+        try:   # the library learns that an optimizer steps (once)
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+            began = lib[0].CDLL(None).vt_torch_optimizer_step
+            began.restype = None
+            handle = []
+
+            def _on_step_begin(optimizer, args, kwargs):
+                try:
+                    began()
+                    handle.pop().remove()
+                except Exception:
+                    pass
+            handle.append(register_optimizer_step_pre_hook(_on_step_begin))
+        except Exception:
+            pass
         import atexit
         atexit.register(_at_exit)
         ctypes = lib[0]

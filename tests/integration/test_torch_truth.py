@@ -565,6 +565,7 @@ def torch_truth_async_failure_in_backward_is_one_failure():
     eq([(o["api"], o["requested_bytes"]) for o in ooms], [("cudaMallocAsync", 2 << 30)] * 2,
        "the failed call and its retry, no failure of PyTorch's own")
     eq(dumps["exit"]["totals"]["oom_count"], 2, "failures counted")
+    ok("optimizer step" not in report, "no optimizer in this program: no first step's findings")
     ok("(in its cudaMallocAsync pool, whose free blocks are not known)" in report and "largest free block" not in report,
        "the pool's blocks not claimed")
     eq([f["finding"] for f in ooms[-1]["findings"] if f["id"] == "fragmented_cache"],
