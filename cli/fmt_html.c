@@ -324,9 +324,20 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         fputs("<p class=\"first-to-fail\">no process ran out of memory</p>\n", f);
     }
     fputs("<p><label>show rank <select id=\"rank-select\">", f);
-    for (size_t i = 0; i < in->n; i++)
-        fprintf(f, "<option value=\"%zu\"%s>rank %d (pid %d)</option>", i, i == shown ? " selected" : "",
-                in->dumps[i].rank, in->dumps[i].pid);
+    for (size_t i = 0; i < in->n; i++) {
+        /* Two dumps of one process (on request and at exit) told apart by
+         * why each was written. */
+        int again = 0;
+        for (size_t k = 0; k < in->n && !again; k++)
+            again = k != i && in->dumps[k].pid == in->dumps[i].pid && in->dumps[k].rank == in->dumps[i].rank;
+        fprintf(f, "<option value=\"%zu\"%s>rank %d (pid %d", i, i == shown ? " selected" : "", in->dumps[i].rank,
+                in->dumps[i].pid);
+        if (again) {
+            fputs(", ", f);
+            vh_text(f, in->dumps[i].reason ? in->dumps[i].reason : "?");
+        }
+        fputs(")</option>", f);
+    }
     fputs("</select></label></p>\n<h3>peaks side by side</h3>\n<div class=\"peaks\">", f);
     uint64_t max = 1;
     for (size_t i = 0; i < in->n; i++)

@@ -192,6 +192,14 @@ def html_top_says_what_happened():
         eq(raw.count('<div class="peak-row">'), 2, "the peaks side by side")
         ok('<option value="0" selected>rank 0 (pid 8447)</option><option value="1">rank 1 (pid 8448)</option>' in raw,
            "the rank selector starts at the first to fail")
+        # Two dumps of one process (on request, at exit): told apart by why.
+        d = json.load(open(os.path.join(GOLDEN, R1)))
+        d["reason"] = "signal"
+        with open(os.path.join(work, "r1.signal.json"), "w") as f:
+            json.dump(d, f)
+        raw = open(page_of(work, "m2.html", [R0, R1, os.path.join(work, "r1.signal.json")])).read()
+        ok('<option value="1">rank 1 (pid 8448, exit)</option><option value="2">rank 1 (pid 8448, signal)</option>'
+           in raw, "the selector tells a process's two dumps apart")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
