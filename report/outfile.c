@@ -20,9 +20,7 @@ static const char *refusal(const struct stat *st) {
     return "it is not a regular file, a FIFO or a character device";
 }
 
-/* Open the directory holding path (O_PATH) and point *base at the last
- * component. Returns the descriptor, or -1 with errno. */
-static int open_dir_of(const char *path, const char **base) {
+int vt_file_dir_of(const char *path, const char **base) {
     const char *slash = strrchr(path, '/');
     if (!slash) {
         *base = path;
@@ -72,7 +70,7 @@ static int open_existing(int dirfd, const char *base, int flags, const char **wh
 
 static int open_report_fd(const char *path, const char **why) {
     const char *base;
-    int dirfd = open_dir_of(path, &base);
+    int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return -1;
     int fd = -1;
     for (int tries = 0; tries < 4; tries++) {
@@ -154,7 +152,7 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
 
 int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why) {
     const char *base;
-    int dirfd = open_dir_of(path, &base);
+    int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return -1;
     int rc = -1;
     struct stat st;

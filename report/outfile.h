@@ -22,4 +22,8 @@ int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg
  * failure. */
 FILE *vt_file_open_report(const char *path, const char **why);
 
+/* Open the directory holding path (O_PATH) and point *base at the last
+ * component. Returns the descriptor, or -1 with errno. */
+int vt_file_dir_of(const char *path, const char **base);
+
 #endif

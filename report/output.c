@@ -18,6 +18,7 @@
 #include "../tracker/pystack.h"
 #include "analysis.h"
 #include "dump.h"
+#include "dump_keep.h"
 #include "holders.h"
 #include "leaks.h"
 #include "live.h"
@@ -300,10 +301,18 @@ static int with_suffix(const char *path, const char *suffix, char *out, size_t s
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+/* 1 when the pattern has %p (not "%%p", a percent sign and a p). */
+static int names_pid(const char *pattern) {
+    for (const char *c = pattern; *c; c++)
+        if (*c == '%' && *++c == 'p') return 1;
+        else if (!*c) break;
+    return 0;
+}
+
 static int image_path(const char *pattern, char *path, size_t size, int pid) {
     if (!image_decided) {
         image_decided = 1;
-        if (strstr(pattern, "%p") && written_by_this_process(path, pid)) {
+        if (names_pid(pattern) && written_by_this_process(path, pid)) {
             for (int n = 1; n < 1000; n++) {
                 char cand[PATH_MAX], suffix[24];
                 snprintf(suffix, sizeof suffix, ".exec%d", n);
@@ -458,6 +467,8 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
+    struct vt_kept kept;
+    int was_kept = 0;
     if (strcmp(vt_opt.out, "off") != 0) {
         char pattern[sizeof vt_opt.out + 128]; /* room for a name (vt_output_named) */
         const char *why = NULL;
@@ -469,7 +480,12 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         } else {
             shown_path(path, shown, sizeof shown);
             struct dump_parts parts = {s, sym, an, &meta};
-            if (vt_file_write_whole(path, fill_dump, &parts, &why) == 0) dump_path = shown;
+            /* A name without %p: what another process left there is kept. */
+            if (!names_pid(pattern)) was_kept = vt_dump_keep_other(path, &kept) == 1;
+            if (vt_file_write_whole(path, fill_dump, &parts, &why) == 0) {
+                dump_path = shown;
+                vt_dump_keep_placed(path);
+            }
             else warn_once(&warned_dump, "the dump to", shown, why);
             if (dump_path && strcmp(reason, "named") == 0) snprintf(named_path, sizeof named_path, "%s", shown);
         }
@@ -484,6 +500,12 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     }
     int close_it;
     FILE *f = open_report(report_path, &close_it);
+    if (f && was_kept) {
+        char keptshown[PATH_MAX];
+        shown_path(kept.path, keptshown, sizeof keptshown);
+        fprintf(f, "vramtrace: %s held a dump of pid %d (%s); it is kept as %s\n", shown, kept.pid,
+                kept.reason[0] ? kept.reason : "?", keptshown);
+    }
     if (strcmp(reason, "exit") == 0 && vt_opt.leak_check) {
         char err[512];
         struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
@@ -653,6 +675,7 @@ void vt_output_reset_child(void) {
     vt_analysis_reset_child();
     image_decided = 0;
     image_suffix[0] = '\0';
+    vt_dump_keep_reset_child();
     self_id.read = 0;
     pthread_mutex_init(&self_id_lock, NULL); /* another thread may have held it at the fork */
     oom_pace = torch_oom_pace = (struct pace){0, 0};

@@ -413,6 +413,72 @@ def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
         ok(starts[0] != starts[1], "the second run's files replaced the first's")
 
 
+def dump_at(path):
+    with open(path) as f:
+        d = json.load(f)
+    return d["pid"], d["reason"], d["totals"]["live_bytes"]
+
+
+@test
+def a_name_without_pid_keeps_the_dumps_of_other_processes():
+    """A restarted rank, the next test of a CI run or an exec'd image writes
+    the same name when it has no %p: the dump found there (an
+    out-of-memory one, say) is kept under its writer's pid, never replaced;
+    what the process wrote itself is replaced; a file that is no dump is
+    replaced as before."""
+    with workdir("vt-keep-") as work:
+        out = os.path.join(work, "d.json")
+        env = lib_env(VRAMTRACE_OUT=out, VRAMTRACE_REPORT="stderr", SIMGPU_CAPACITY="64M")
+        # One process, two dumps at one name: an out-of-memory dump, then
+        # the exit dump over it.
+        p = subprocess.run(TRIAGE[:-1] + ["2M", "fail", "1G"], env=env, capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, "t_triage")
+        eq(sorted(os.listdir(work)), ["d.json"], "its own out-of-memory dump replaced by its exit dump")
+        p_pid, reason, live = dump_at(out)
+        eq((reason, live), ("exit", 2 * MiB), "the exit dump")
+        ok("held a dump" not in p.stderr, "nothing kept: " + p.stderr)
+        # An exec'd image: the first image's out-of-memory dump is kept
+        # under the pid, the dump before it (another process's) too.
+        p = subprocess.run([os.path.join(T, "t_exec")], env=env, capture_output=True, text=True, timeout=60)
+        eq((p.returncode, p.stdout), (0, "first image\nsecond image\n"), "t_exec")
+        x_pid, reason, live = dump_at(out)
+        eq((reason, live), ("exit", 4096), "the second image's exit dump at the name")
+        eq(sorted(os.listdir(work)), sorted(["d.json", "d.%d.json" % p_pid, "d.%d.json" % x_pid]), "both kept")
+        eq(dump_at(os.path.join(work, "d.%d.json" % p_pid)), (p_pid, "exit", 2 * MiB), "t_triage's, kept")
+        eq(dump_at(os.path.join(work, "d.%d.json" % x_pid)), (x_pid, "oom", 1 * MiB), "the first image's, kept")
+        kept_lines = [l for l in p.stderr.splitlines() if "held a dump" in l]
+        eq(kept_lines, ["vramtrace: %s held a dump of pid %d (exit); it is kept as %s" % (out, p_pid, os.path.join(work, "d.%d.json" % p_pid)),
+                        "vramtrace: %s held a dump of pid %d (oom); it is kept as %s" % (out, x_pid, os.path.join(work, "d.%d.json" % x_pid))],
+           "each image says what it kept")
+        # The same pid again (a container's pid 1, a pid reused): the next
+        # free number after it.
+        os.rename(os.path.join(work, "d.%d.json" % x_pid), os.path.join(work, "keep.json"))
+        os.rename(os.path.join(work, "d.%d.json" % p_pid), os.path.join(work, "d.%d.json" % x_pid))
+        p = subprocess.run(TRIAGE[:-1] + ["3M"], env=dict(env, VRAMTRACE_REPORT="off"), capture_output=True,
+                           text=True, timeout=60)
+        eq((p.returncode, p.stderr), (0, ""), "t_triage, report off")
+        eq(dump_at(os.path.join(work, "d.%d.2.json" % x_pid)), (x_pid, "exit", 4096), "kept at the next number")
+        eq(dump_at(out)[1:], ("exit", 3 * MiB), "the newest at the name")
+        # Not a dump: replaced as before. A dump of another user: refused
+        # as before (dump_never_replaces_another_users_file).
+        for f in os.listdir(work):
+            os.unlink(os.path.join(work, f))
+        with open(out, "w") as f:
+            f.write('{"format":"mine","pid":1}\n')
+        p = subprocess.run(TRIAGE, env=env, capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, "t_triage")
+        eq(sorted(os.listdir(work)), ["d.json"], "a file that is no dump is replaced")
+        ok("held a dump" not in p.stderr, "nothing kept")
+        # With %p nothing moves: a pid's name is its own.
+        out = os.path.join(work, "e.%p.json")
+        p = subprocess.run([os.path.join(T, "t_exec")], env=lib_env(VRAMTRACE_OUT=out), capture_output=True,
+                           text=True, timeout=60)
+        eq(p.returncode, 0, "t_exec")
+        names = sorted(f for f in os.listdir(work) if f.startswith("e."))
+        pid = dump_at(os.path.join(work, names[-1]))[0]
+        eq(names, ["e.%d.exec1.json" % pid, "e.%d.json" % pid], "two images, two names, nothing kept aside")
+
+
 # ------------------------------------------- vramtrace run, make install
 
 
