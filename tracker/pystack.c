@@ -113,10 +113,19 @@ static char *arena_take(size_t n) {
     return at + n <= ARENA_BYTES ? arena + at : NULL;
 }
 
+/* Code point c as UTF-8. A lone surrogate U+DC80..U+DCFF is how Python
+ * holds a byte that is not UTF-8 in a file name (surrogateescape): the
+ * byte itself goes out, as the path has it, for the dump's writer to
+ * escape (\xNN) like any native path's; any other surrogate, or a code
+ * point past U+10FFFF, is U+FFFD. */
 static void utf8_put(char *out, size_t *k, size_t cap, uint32_t c) {
     char b[4];
     size_t n;
-    if (c < 0x80) { b[0] = (char)c; n = 1; }
+    if (c >= 0xdc80 && c <= 0xdcff) { b[0] = (char)(c - 0xdc00); n = 1; }
+    else if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff) {
+        b[0] = (char)0xef; b[1] = (char)0xbf; b[2] = (char)0xbd; n = 3;
+    }
+    else if (c < 0x80) { b[0] = (char)c; n = 1; }
     else if (c < 0x800) { b[0] = (char)(0xc0 | (c >> 6)); b[1] = (char)(0x80 | (c & 0x3f)); n = 2; }
     else if (c < 0x10000) {
         b[0] = (char)(0xe0 | (c >> 12)); b[1] = (char)(0x80 | ((c >> 6) & 0x3f));

@@ -286,6 +286,49 @@ def dump_bytes_not_utf8_written_as_their_escape():
         ok("é" not in p.stdout and "lat\\xe9n1" in p.stdout, p.stdout[:1500])
 
 
+KEEP_1M = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+p = ctypes.c_uint64()
+def keep():
+    return cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 20))
+print(keep())
+'''
+
+
+@test
+def dump_python_file_not_utf8_written_as_its_escape():
+    """A Python script in a folder whose name holds the byte 0xE9: Python
+    holds it as the lone surrogate U+DCE9 (surrogateescape), which was
+    written as its three UTF-8 bytes, text no reader takes (every report
+    refused the dump: "invalid UTF-8 in a string"). The frame's file holds
+    \\xe9, as a native path's does, and every format reads the dump."""
+    with workdir("vt-latin-") as work:
+        folder = os.path.join(os.fsencode(work), b"caf\xe9")
+        os.mkdir(folder)
+        script = os.path.join(folder, b"keep.py")
+        with open(script, "w") as f:
+            f.write(KEEP_1M)
+        out = os.path.join(work, "d.json")
+        r = run([sys.executable, os.fsdecode(script)], report="off", env={"VRAMTRACE_OUT": out})
+        eq((r.rc, r.out), (0, "0\n"), "status")
+        with open(out, "rb") as f:
+            raw = f.read()
+        ok(b"\xed\xb3\xa9" not in raw, "no surrogate's bytes in the dump")
+        d = load_dump(out)
+        want = os.path.join(work, "caf\\xe9", "keep.py")
+        files = {f["file"] for s in d["stacks"] for f in s["frames"] if f["python"]}
+        ok(want in files, f"the script's frame file {want!r} among {sorted(x for x in files if x)[:6]}")
+        for fmt in ("text", "json", "folded", "html", "torch"):
+            p = subprocess.run([CLI, "report", "--format", fmt, "-o", os.path.join(work, "r." + fmt), out],
+                               capture_output=True, text=True)
+            eq((p.returncode, p.stderr), (0, ""), f"report --format {fmt}")
+        with open(os.path.join(work, "r.text")) as f:
+            text = f.read()
+        ok("caf\\xe9/keep.py:7" in text, text[:2000])
+
+
 FAILS = r'''
 import ctypes
 cu = ctypes.CDLL("libcuda.so.1")
