@@ -193,14 +193,12 @@ static void pk_int(struct pk *p, int64_t v) {
     fwrite(b, 1, (size_t)n, p->f);
 }
 
+/* PyTorch's snapshot holds int64s: a value past INT64_MAX (a request of
+ * SIZE_MAX, a negative size cast to size_t) is written as INT64_MAX, in
+ * eight bytes. memory_viz's own unpickler turns a longer LONG1 into a
+ * BigInt, which its size formatting throws on. */
 static void pk_uint(struct pk *p, uint64_t v) {
-    if (v <= (uint64_t)INT64_MAX) { pk_int(p, (int64_t)v); return; }
-    unsigned char b[9];
-    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
-    b[8] = 0;
-    op(p, 0x8a);
-    op(p, 9);
-    fwrite(b, 1, 9, p->f);
+    pk_int(p, v <= (uint64_t)INT64_MAX ? (int64_t)v : INT64_MAX);
 }
 
 static void pk_bool(struct pk *p, int v) { op(p, v ? 0x88 : 0x89); }

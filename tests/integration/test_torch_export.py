@@ -340,3 +340,25 @@ def torch_export_replay_set_forgets_and_finds_past_marks():
         replay(snap)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def torch_export_sizes_past_int64_are_int64_max():
+    """A request of SIZE_MAX (a negative size cast to size_t, the bug a
+    post-mortem is for) was pickled exactly, as a 9-byte LONG1, which
+    memory_viz's own unpickler makes a BigInt its size formatting throws
+    on. PyTorch's snapshot holds int64s: the export writes INT64_MAX, and
+    no integer in more than eight bytes."""
+    import pickletools
+    with workdir("vt-torch-huge-") as work:
+        out = os.path.join(work, "d.json")
+        r = run([os.path.join(T, "t_triage"), "keep", "1M", "fail", str(2**64 - 1)], report="off",
+                env={"VRAMTRACE_OUT": out})
+        eq(r.rc, 0, "t_triage")
+        eq([o["requested_bytes"] for o in json.load(open(out))["ooms"]], [2**64 - 1], "the dump keeps the request")
+        raw = export(out)
+        longs = [(arg, raw[pos + 1]) for op, arg, pos in pickletools.genops(raw) if op.name == "LONG1"]
+        eq([a for a, n in longs if n > 8], [], "no integer past eight bytes")
+        snap = pickle.loads(raw)
+        eq([(e["action"], e["size"]) for e in snap["device_traces"][0] if e["action"] == "oom"], [("oom", 2**63 - 1)],
+           "the failed request, as int64's most")
