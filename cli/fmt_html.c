@@ -24,6 +24,7 @@
 #include "../common/format.h"
 #include "../common/labels.h"
 #include "../common/oomtext.h"
+#include "../common/summary.h"
 #include "fleet.h"
 #include "html/html.h"
 #include "reporters.h"
@@ -160,19 +161,33 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         snprintf(title, sizeof title, "PyTorch's view when the dump was written (%s)", d->reason ? d->reason : "?");
         vh_torch_table(f, d->torch, title);
     }
-    for (size_t i = 0; i < d->ngrowing && i < (size_t)o->top; i++) {
-        const struct vm_growth *g = &d->growing[i];
-        char rate[160];
-        if (i == 0) fputs("<h3>growing call sites (live bytes rose through the run; leak suspects)</h3><ul class=\"growing\">", f);
-        if (g->have_rate)
-            vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, rate, sizeof rate);
-        else
-            snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations, g->allocations == 1 ? "" : "s");
-        fputs("<li><code>", f);
-        site(f, d, g->stack);
-        fprintf(f, "</code>: %s -> %s, ", B(g->first_bytes, a), B(g->end_bytes, b));
-        vh_text(f, rate);
-        fputs(i + 1 == d->ngrowing || i + 1 == (size_t)o->top ? "</li></ul>\n" : "</li>", f);
+    /* The leak suspects, then the sites that are mostly PyTorch's cache
+     * (vt_put_growing's split). */
+    for (int cache = 0; cache < 2; cache++) {
+        size_t shown = 0;
+        for (size_t i = 0; i < d->ngrowing && shown < (size_t)o->top; i++) {
+            const struct vm_growth *g = &d->growing[i];
+            if (vt_growth_mostly_cache(g->first_bytes, g->end_bytes, g->cache_bytes) != cache) continue;
+            char rate[160];
+            if (shown++ == 0)
+                fputs(cache ? "<h3>call sites where PyTorch's cache grew (most of their memory holds no tensor: "
+                              "segments a larger batch or sequence needed, kept for reuse; not a leak)</h3>"
+                              "<ul class=\"growing\">"
+                            : "<h3>growing call sites (live bytes rose through the run; leak suspects)</h3>"
+                              "<ul class=\"growing\">", f);
+            if (g->have_rate)
+                vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, rate, sizeof rate);
+            else
+                snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
+                         g->allocations == 1 ? "" : "s");
+            fputs("<li><code>", f);
+            site(f, d, g->stack);
+            fprintf(f, "</code>: %s -> %s, ", B(g->first_bytes, a), B(g->end_bytes, b));
+            vh_text(f, rate);
+            if (cache) fprintf(f, "; at least %s of it holds no tensor", B(g->cache_bytes, a));
+            fputs("</li>", f);
+        }
+        if (shown) fputs("</ul>\n", f);
     }
     fputs("<h3>devices</h3>\n", f);
     devices(f, d);

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "../common/summary.h"
 #include "fleet.h"
 #include "reporters.h"
 
@@ -385,6 +386,11 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "bytes_per_step", count(g->bytes_per_unit));
         }
         if (j && g->holder) json_object_set_new(j, "holder", json_string(g->holder));
+        if (j && g->cache_bytes) {   /* PyTorch's record bounded its cache */
+            json_object_set_new(j, "cache_bytes", count(g->cache_bytes));
+            json_object_set_new(j, "mostly_cache",
+                                json_boolean(vt_growth_mostly_cache(g->first_bytes, g->end_bytes, g->cache_bytes)));
+        }
         member(f, depth + 2, &afirst, NULL);
         put(f, j, depth + 2);
     }

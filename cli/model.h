@@ -122,6 +122,7 @@ struct vm_growth {
     const char *unit;
     uint64_t units, bytes_per_unit, rise_bytes, span_ns;
     const char *holder;      /* what holds it, as PyTorch's record named it; NULL when absent */
+    uint64_t cache_bytes;    /* the least of it in PyTorch's cache (at most end_bytes), 0 when absent */
 };
 
 struct vm_device {

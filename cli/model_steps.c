@@ -66,8 +66,9 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
 
 void vm_growth_unit(json_t *o, struct vm_growth *g) {
     json_t *u = json_object_get(o, "unit"), *h = json_object_get(o, "holder");
-    uint64_t units, per, rise, span;
+    uint64_t units, per, rise, span, cache;
     g->holder = json_is_string(h) && *json_string_value(h) ? json_string_value(h) : NULL;
+    g->cache_bytes = count_from(o, "cache_bytes", 0, &cache) ? (cache < g->end_bytes ? cache : g->end_bytes) : 0;
     g->unit = "allocation";
     g->units = g->allocations;
     g->bytes_per_unit = g->bytes_per_allocation;

@@ -116,14 +116,42 @@ void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size
     }
 }
 
+int vt_growth_mostly_cache(uint64_t first_bytes, uint64_t end_bytes, uint64_t cache_bytes) {
+    uint64_t rise = end_bytes > first_bytes ? end_bytes - first_bytes : 0;
+    return cache_bytes > 0 && cache_bytes >= rise / 2 && cache_bytes >= end_bytes / 2;
+}
+
 void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g, size_t top) {
     if (g->n == 0) return;
-    fprintf(f, "%sgrowing call site%s (live bytes rose through the run; %s):\n", prefix, g->n == 1 ? "" : "s",
-            g->n == 1 ? "a leak suspect" : "leak suspects");
-    for (size_t i = 0; i < g->n && i < top; i++) {
-        struct vt_growth_row r = {0};
-        g->row(g->ctx, i, &r);
-        vt_put_growth(f, prefix, r.site, r.first_bytes, r.end_bytes, r.rate);
+    /* The leak suspects, then the sites that are mostly cache. */
+    for (int cache = 0; cache < 2; cache++) {
+        size_t n = 0, shown = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            struct vt_growth_row r = {0};
+            g->row(g->ctx, i, &r);
+            n += vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes) == cache;
+        }
+        if (n == 0) continue;
+        if (!cache)
+            fprintf(f, "%sgrowing call site%s (live bytes rose through the run; %s):\n", prefix, n == 1 ? "" : "s",
+                    n == 1 ? "a leak suspect" : "leak suspects");
+        else
+            fprintf(f, "%scall site%s where PyTorch's cache grew (most of %s memory holds no tensor: segments a "
+                       "larger batch or sequence needed, kept for reuse; not a leak):\n",
+                    prefix, n == 1 ? "" : "s", n == 1 ? "its" : "their");
+        for (size_t i = 0; i < g->n && shown < top; i++) {
+            struct vt_growth_row r = {0};
+            g->row(g->ctx, i, &r);
+            if (vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes) != cache) continue;
+            shown++;
+            vt_put_growth(f, prefix, r.site, r.first_bytes, r.end_bytes, r.rate);
+            if (cache) {
+                char b[32], e[32];
+                fprintf(f, "%s      at least %s of %s hold no tensor; torch.cuda.empty_cache() gives the free segments "
+                           "back\n",
+                        prefix, vt_fmt_bytes(r.cache_bytes, b, sizeof b), vt_fmt_bytes(r.end_bytes, e, sizeof e));
+            }
+        }
     }
 }
 

@@ -151,6 +151,7 @@ struct vt_growth_row {
     char site[2048];
     uint64_t first_bytes, end_bytes;
     char rate[400];
+    uint64_t cache_bytes;   /* the least of end_bytes in PyTorch's cache (report/growth.h), 0: not known */
 };
 
 struct vt_growing_text {
@@ -159,9 +160,16 @@ struct vt_growing_text {
     const void *ctx;
 };
 
+/* Whether a growing site's memory is mostly PyTorch's cache: at least
+ * half its rise and half its bytes at the end hold no tensor (the cache
+ * kept segments a larger batch or sequence made; not a leak). */
+int vt_growth_mostly_cache(uint64_t first_bytes, uint64_t end_bytes, uint64_t cache_bytes);
+
 /* "PREFIXgrowing call site(s) (live bytes rose through the run; a leak
- * suspect / leak suspects):" and up to `top` vt_put_growth lines, nothing
- * when n is 0. */
+ * suspect / leak suspects):" and up to `top` vt_put_growth lines, then
+ * the sites whose memory is mostly PyTorch's cache (vt_growth_mostly_cache)
+ * under a title of their own, each with what of it holds no tensor;
+ * nothing when n is 0. */
 void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g, size_t top);
 
 /* Whether a kind name ("device", "host", ...) is device memory this

@@ -247,6 +247,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->t_last_ns,
                 g->allocs ? (g->end_bytes - g->first_floor) / g->allocs : 0,
                 r.bytes_per_second, r.unit, r.units, r.per_unit, r.rise, r.span_ns);
+        if (g->cache_bytes) fprintf(f, ",\"cache_bytes\":" U64, g->cache_bytes);
         if (g->holder[0]) {   /* what holds it, as PyTorch's record names it */
             fputs(",\"holder\":", f);
             vt_json_string(f, g->holder);

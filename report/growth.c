@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "../common/format.h"
+#include "../common/summary.h"
 #include "growth.h"
 #include "owntime.h"
 #include "holders.h"
@@ -248,5 +249,8 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size) {
     struct vt_growth_rate r = vt_growth_rate(g);
     vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, buf, size);
+    /* A site that is mostly cache is held by no one: the tensors that lie
+     * in its segments are not what made it grow. */
+    if (vt_growth_mostly_cache(g->first_floor, g->end_bytes, g->cache_bytes)) return buf;
     return vt_fmt_held(g->holder, buf, size);
 }

@@ -87,6 +87,7 @@ static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     vt_site_shown(v->sym, g->stack, r->site, sizeof r->site);
     r->first_bytes = g->first_floor;
     r->end_bytes = g->end_bytes;
+    r->cache_bytes = g->cache_bytes;
     vt_growth_text(g, r->rate, sizeof r->rate);
 }
 

@@ -127,11 +127,16 @@ void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_sy
  * the tensors record r lists whose block lies in a live allocation of the
  * site (its segment, as the tracker recorded it), the Python object that
  * holds the most bytes ("history", a list of the program's), with its
- * bytes and device; "" where none does or r is NULL. The _oom form takes
- * the record of s->ooms[i], the _top form the newest exit or on-demand
- * record; both take the records' lock. */
+ * bytes and device; "" where none does or r is NULL. With `cache`, also
+ * each site's cache_bytes: what of its bytes is past every tensor PyTorch
+ * allocated and all the process holds outside PyTorch's segments, when no
+ * allocation or free came after the record and the site's listed tensors
+ * hold less than half its rise. The _oom form takes the record of
+ * s->ooms[i] (no cache bound: PyTorch empties its cache before it raises),
+ * the _top form the newest exit or on-demand record; both take the
+ * records' lock. */
 void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
-                          struct vt_growth *g, size_t n);
+                          struct vt_growth *g, size_t n, int cache);
 void vt_torch_name_growth_oom(const struct vt_snapshot *s, const struct vt_symbols *sym, size_t i,
                               struct vt_growth *g, size_t n);
 void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbols *sym, struct vt_growth *g,
@@ -150,7 +155,8 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
 /* When the record of s->ooms[i] came (0: none has). */
 uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i);
 
-/* The first of the n growing sites g whose holder is on device, or NULL. */
+/* The first of the n growing sites g whose holder is on device and whose
+ * memory is not mostly PyTorch's cache (vt_growth_mostly_cache), or NULL. */
 const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, int device);
 
 /* The kept records, for torch_dump.c and torch_print.c, between

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/summary.h"
 #include "torch.h"
 
 _Static_assert(VT_GROWTH_HOLDER == VT_TORCH_TEXT + 1, "a growth's holder holds a tensor's holder");
@@ -15,17 +16,39 @@ static const struct vt_torch_record *newest_top(void) {
     return e;
 }
 
+/* The bytes of the process's memory that may be tensors or outside
+ * PyTorch's segments, over every device, with record r taken at the
+ * snapshot's moment: on a device of r, what PyTorch allocated plus what
+ * the process holds beyond PyTorch's reserved segments; on any other
+ * device, all it holds. Whatever of a site's bytes is past this is in
+ * PyTorch's segments and holds no tensor: its cache's. */
+static uint64_t not_cache(const struct vt_snapshot *s, const struct vt_torch_record *r) {
+    uint64_t sum = 0;
+    for (int dev = 0; dev < s->ndevices && dev < VT_MAX_DEVICES; dev++) {
+        uint64_t live = s->devices[dev].live_bytes;
+        const struct vt_torch_device *d = NULL;
+        for (size_t i = 0; i < r->ndevices; i++)
+            if (r->devices[i].device == dev) d = &r->devices[i];
+        sum += d ? d->allocated + (live > d->reserved ? live - d->reserved : 0) : live;
+    }
+    return sum;
+}
+
 void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
-                          struct vt_growth *g, size_t n) {
+                          struct vt_growth *g, size_t n, int cache) {
     for (size_t k = 0; k < n; k++) {
         g[k].holder[0] = '\0';
         g[k].holder_bytes = 0;
         g[k].holder_device = -1;
+        g[k].cache_bytes = 0;
     }
     if (!r || !n || !s->nstacks) return;
     size_t ngroups;
     uint32_t *group = vt_site_groups(sym, s->nstacks, &ngroups, NULL);
     if (!group) return;
+    /* The site's listed tensors' bytes, every device's: a site whose
+     * listed tensors hold half its rise is not said to be cache. */
+    uint64_t *listed = cache ? calloc(n, sizeof *listed) : NULL;
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
         /* Each listed tensor's site group, through its block's segment and
@@ -39,6 +62,8 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
         }
         for (size_t k = 0; k < n; k++) {
             uint32_t want = g[k].stack < s->nstacks ? group[g[k].stack] : UINT32_MAX - 1;
+            for (size_t j = 0; listed && j < d->ntensors && j < VT_TORCH_TENSORS; j++)
+                if (site[j] == want) listed[k] += d->tensors[j].bytes;
             /* The holder of the most bytes of the site's tensors; the
              * first listed (the largest) on a tie. */
             for (size_t j = 0; j < d->ntensors; j++) {
@@ -55,20 +80,36 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
             }
         }
     }
+    /* The bound holds when the record saw the memory the snapshot holds:
+     * no allocation or free since it (the history is in time order). */
+    if (listed && (s->nevents == 0 || vt_event_at(s, s->nevents - 1).time_ns > r->time_ns)) {
+        free(listed);
+        listed = NULL;
+    }
+    if (listed) {
+        uint64_t other = not_cache(s, r);
+        for (size_t k = 0; k < n; k++) {
+            uint64_t rise = g[k].end_bytes > g[k].first_floor ? g[k].end_bytes - g[k].first_floor : 0;
+            if (g[k].end_bytes > other && listed[k] < rise / 2) g[k].cache_bytes = g[k].end_bytes - other;
+        }
+    }
+    free(listed);
     free(group);
 }
 
 void vt_torch_name_growth_oom(const struct vt_snapshot *s, const struct vt_symbols *sym, size_t i,
                               struct vt_growth *g, size_t n) {
     vt_torch_lock();
-    vt_torch_name_growth(s, sym, vt_torch_for_oom(s, i), g, n);
+    /* No cache bound at a failure: PyTorch empties its cache before it
+     * raises, after the snapshot's moment. */
+    vt_torch_name_growth(s, sym, vt_torch_for_oom(s, i), g, n, 0);
     vt_torch_unlock();
 }
 
 void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbols *sym, struct vt_growth *g,
                               size_t n) {
     vt_torch_lock();
-    vt_torch_name_growth(s, sym, newest_top(), g, n);
+    vt_torch_name_growth(s, sym, newest_top(), g, n, 1);
     vt_torch_unlock();
 }
 
@@ -82,7 +123,9 @@ uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i) {
 
 const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, int device) {
     for (size_t k = 0; g && k < n; k++)
-        if (g[k].allocs && g[k].holder[0] && g[k].holder_device == device) return &g[k];
+        if (g[k].allocs && g[k].holder[0] && g[k].holder_device == device &&
+            !vt_growth_mostly_cache(g[k].first_floor, g[k].end_bytes, g[k].cache_bytes))
+            return &g[k];
     return NULL;
 }
 
