@@ -13,7 +13,10 @@
   allocations.
 - `@pytest.mark.gpu_limit("2 GiB")`: the test fails when its peak of
   device memory (allocated since it began) is over the limit, with what
-  held the memory at that peak.
+  held the memory at that peak; with PyTorch, also when its tensors'
+  peak over what was allocated before it (max_memory_allocated, its peak
+  stats reset at the test's start) is: they may lie in segments the cache
+  held before the test, which make no allocation.
 - At the end, the tests with the highest GPU peaks (--vramtrace-top N).
 
 Each check is of the test's call (its body), as pytest-memray's markers
@@ -137,6 +140,30 @@ def _tensor_bytes(t):
     return sum(t.cuda.memory_allocated(d) for d in range(t.cuda.device_count()))
 
 
+def _tensor_baseline(t):
+    """Each device's tensor bytes now, with PyTorch's peak set back to them
+    (torch.cuda.reset_peak_memory_stats): the test's tensors may lie in
+    segments its cache held before the test, which make no allocation for
+    vramtrace to count."""
+    if not t:
+        return []
+    before = []
+    for d in range(t.cuda.device_count()):
+        before.append(t.cuda.memory_allocated(d))
+        t.cuda.reset_peak_memory_stats(d)
+    return before
+
+
+def _tensor_peak(t, before):
+    """The most the test's tensors held at once over the baseline, each
+    device's peak summed (PyTorch's max_memory_allocated); a test that was
+    the first to use CUDA counts from nothing."""
+    if not t:
+        return 0
+    return sum(max(0, t.cuda.max_memory_allocated(d) - (before[d] if d < len(before) else 0))
+               for d in range(t.cuda.device_count()))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     st = item.config.stash.get(_state, None)
@@ -165,6 +192,7 @@ def pytest_runtest_call(item):
     if t:
         t.cuda.empty_cache()  # the test's tensors in memory of its own
     before = _tensor_bytes(t) if t else 0
+    baseline = _tensor_baseline(t)
     mark = st.api.mark()
     if mark <= 0:
         return (yield)
@@ -173,16 +201,22 @@ def pytest_runtest_call(item):
             res = yield
         except BaseException:
             u = st.api.usage(mark)
-            item.user_properties.append((PEAK, u[2] if u else 0))
+            item.user_properties.append((PEAK, max(u[2] if u else 0, _tensor_peak(_torch(), baseline))))
             raise
         gc.collect()
         live, count, peak = st.api.usage(mark)
-        item.user_properties.append((PEAK, peak))
+        tensors = _tensor_peak(_torch(), baseline)
+        item.user_properties.append((PEAK, max(peak, tensors)))
         failures = []
         if limit is not None and peak > limit:
             failures.append(f"gpu_limit: the test's GPU memory peaked at {format_bytes(peak)} ({peak} bytes), "
                             f"over its limit of {format_bytes(limit)} ({limit} bytes); held at the peak:\n"
                             + st.api.peak(mark))
+        elif limit is not None and tensors > limit:
+            failures.append(f"gpu_limit: the test's tensors peaked at {format_bytes(tensors)} ({tensors} bytes) over "
+                            f"what was allocated before it (torch.cuda.max_memory_allocated), over its limit of "
+                            f"{format_bytes(limit)} ({limit} bytes); they lay in memory PyTorch's cache held before "
+                            "the test, so vramtrace has no allocation of the test's own to show\n")
         if leaks_marker:
             t = _torch()  # the test may have been the first to use CUDA
             if t:

@@ -409,6 +409,35 @@ def pytest_plugin_torch_suite():
     eq(len(r.dumps), 1, "one dump")
 
 
+FIXTURE_SUITE = "test_torch_fixture.py"
+
+
+@torch_pytest_test
+def pytest_plugin_limit_sees_tensors_in_a_fixtures_segment():
+    """A test's 15 MiB of tensors that fit in the free room of a session
+    fixture's segment make no allocation: gpu_limit("4 MiB") passed it and
+    its peak read 0. PyTorch's peak over what was allocated before the test
+    counts them."""
+    junit = os.path.join(tempfile.mkdtemp(prefix="vt-junit-"), "junit.xml")
+    r = suite(FIXTURE_SUITE, "--vramtrace-lib=" + LIB, "--junitxml=" + junit, torch=True)
+    eq(r.rc, 1, "pytest's status: a test failed")
+    eq(outcomes(r.out), {f"{FIXTURE_SUITE}::test_over_limit_in_the_fixtures_segment": "FAILED",
+                         f"{FIXTURE_SUITE}::test_under_limit_in_the_fixtures_segment": "PASSED"}, "outcomes")
+    s = sections(r.out, FIXTURE_SUITE)
+    eq([x for x in s["test_over_limit_in_the_fixtures_segment"] if x.startswith("gpu_limit")],
+       ["gpu_limit: the test's tensors peaked at 15.00 MiB (15728640 bytes) over what was allocated before it "
+        "(torch.cuda.max_memory_allocated), over its limit of 4.00 MiB (4194304 bytes); they lay in memory "
+        "PyTorch's cache held before the test, so vramtrace has no allocation of the test's own to show"],
+       "the failure")
+    eq(peaks(r.out), ["vramtrace: the 2 test(s) with the highest GPU peaks",
+                      f" 15.00 MiB  {FIXTURE_SUITE}::test_over_limit_in_the_fixtures_segment",
+                      f" 15.00 MiB  {FIXTURE_SUITE}::test_under_limit_in_the_fixtures_segment"], "the peaks")
+    with open(junit) as f:
+        xml = f.read()
+    shutil.rmtree(os.path.dirname(junit), ignore_errors=True)
+    eq(re.findall(r'name="vramtrace_peak_bytes" value="(\d+)"', xml), ["15728640", "15728640"], "JUnit's peaks")
+
+
 # ------------------------------------------------ the GoogleTest listener
 
 GTEST = os.path.join(T, "t_gtest_vramtrace")
