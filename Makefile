@@ -37,7 +37,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
-           report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c report/dump_keep.c \
+           report/symbolize.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c report/dump_keep.c report/errbuf.c \
            report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/analysis.c report/since.c report/live.c report/live_torch.c report/forecast.c \
            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
@@ -119,7 +119,7 @@ $(B)/obj/%.o: %.S
 	$(CC) -fPIC -c $< -o $@
 
 $(B)/libvramtrace.so: $(LIB_O)
-	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
+	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(B)
@@ -528,12 +528,12 @@ SAN_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_TSAN := -fsanitize=thread -DVT_TSAN_BUILD
 $(B)/asan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/asan
-	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_ASAN) -shared -Wl,-soname,libvramtrace.so \
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_ASAN) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 $(B)/tsan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/tsan
-	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_TSAN) -shared -Wl,-soname,libvramtrace.so \
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_TSAN) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
@@ -543,7 +543,7 @@ sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
 # the thread's CPU clock, so it measures how long locks are held, not speed.
 $(B)/probe/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/probe
-	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -DVT_LOCK_PROBE -shared -Wl,-soname,libvramtrace.so \
+	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -DVT_LOCK_PROBE -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 # --------------------------------------------------------- GPU bundle
@@ -554,7 +554,7 @@ GB := $(B)/gpu-bundle
 .PHONY: gpu-bundle
 gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(GB)/lib $(GB)/bin
-	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
+	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
 	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \

@@ -133,6 +133,8 @@ static void after_fork_child(void) {
  * handler gets it; registered at the first GPU allocation (not in the
  * constructor, which runs before the C library registers the destructors'
  * run: handlers run in reverse order, and ours must come before it). */
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
 static int exit_status;
 static void note_exit_status(int status, void *arg) {
     (void)arg;
@@ -239,6 +241,22 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
     errno = e;
 }
 
-__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) { exit_outputs(1); }
+/* The exit's outputs, once every other library's destructors have run:
+ * the C library's exit runs the loader's finalizers (_dl_fini) as its last
+ * exit handler, and there a library unrelated to vramtrace and loaded
+ * after it (one the program links, whose global object frees its GPU
+ * memory in its destructor) is finalized after vt_stop. A handler
+ * registered now runs when _dl_fini returns, after them all (exit runs
+ * what its handlers register). Where none can be registered, now. The
+ * library is never unloaded (-z nodelete): the handler, and every wrapper
+ * pointer handed out, stay valid. */
+static void exit_outputs_last(void *arg) {
+    (void)arg;
+    exit_outputs(1);
+}
+
+__attribute__((destructor, section(".text.startup"))) static void vt_stop(void) {
+    if (__cxa_atexit(exit_outputs_last, NULL, NULL) != 0) exit_outputs(1);
+}
 
 void vt_exit_before_signal(void) { exit_outputs(0); }

@@ -1,0 +1,36 @@
+"""Integration tests of when the exit's outputs are written: after every
+library's destructors, so that what a library frees at its end is not a
+leak."""
+from run_tests import *
+
+LIBFINI = os.path.join(T, "t_libfini")
+
+
+@test
+def exit_check_waits_for_every_librarys_destructors():
+    """A library the program links keeps 4 KiB in a C++ global and 8 KiB
+    for a destructor function, and frees both at its end. The loader runs
+    its destructors after vramtrace's own (unrelated to vramtrace, loaded
+    after it): the check ran first, called them leaks, and ended the
+    process with 23, so that they never ran. Now the outputs come after
+    them: no leak, the program's status, the frees counted; a real leak of
+    the program's is still the one leak."""
+    for leak in (False, True):
+        argv = [LIBFINI] + (["leak"] if leak else [])
+        r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq(r.out, "main returns\nlibrary destructor: free 0\nlibrary object's destructor: free 0\n",
+           "the library's destructors ran, and freed")
+        d = r.dump
+        eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]),
+           (3 if leak else 2, 2, (1 << 20) if leak else 0), "the exit dump counts the library's frees")
+        if not leak:
+            eq(r.rc, 0, "nothing leaked: " + r.err)
+            ok("leak" not in r.err.lower(), r.err)
+        else:
+            eq(r.rc, 23, "the program's own leak")
+            summary = [l for l in r.err.splitlines() if l.startswith("SUMMARY:")]
+            eq(summary, ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], "the one leak")
+    # Under `vramtrace run --leak-check` too.
+    p = subprocess.run([CLI, "run", "--leak-check", "--out", "off", "--", LIBFINI], capture_output=True, text=True,
+                       env=dict(os.environ, LD_LIBRARY_PATH=SIM), timeout=60)
+    eq((p.returncode, p.stdout.count("free 0")), (0, 2), p.stderr)

@@ -1,0 +1,12 @@
+# A library whose destructors free its GPU memory, finalized after
+# vramtrace's (tests/integration/test_exitorder.py).
+PROGS += $(T)/t_libfini $(T)/libt_libfini.so
+
+$(T)/libt_libfini.so: tests/progs/t_libfini_lib.cc $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CXX) -O0 -g -fPIC -shared -I$(CUDA_HOME)/include -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+$(T)/t_libfini: tests/progs/t_libfini.c $(T)/libt_libfini.so $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(T) -lt_libfini $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN' \
+	    -Wl,-rpath,'$$ORIGIN/../sim'
