@@ -19,6 +19,7 @@
 #include "analysis.h"
 #include "dump.h"
 #include "dump_keep.h"
+#include "errbuf.h"
 #include "holders.h"
 #include "leaks.h"
 #include "live.h"
@@ -73,7 +74,7 @@ static struct pace oom_pace, torch_oom_pace;
 /* The post-mortems written and the failures counted at the last (out_lock
  * held): the exit report tells of the last failure if it got none. */
 static struct vt_oom_told told;
-static int warned_dump, warned_report;
+static int warned_dump, warned_report, warned_out_codes, warned_report_codes;
 
 int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
                    const char *host, int rank, unsigned seq) {
@@ -189,6 +190,26 @@ static void warn_rankless(const char *pattern) {
     vt_warn("VRAMTRACE_OUT names the rank (%%r) but no rank variable holds a rank (RANK, OMPI_COMM_WORLD_RANK, "
             "SLURM_PROCID, PMI_RANK, LOCAL_RANK...): %%r is 0 here, and every such process of the job writes the "
             "same file; add %%p");
+}
+
+/* A path pattern with a % that stands for nothing (%q, %P: a typo of %p
+ * makes every process write one file) keeps it as it is, said once for
+ * each of VRAMTRACE_OUT and VRAMTRACE_REPORT. */
+static void warn_unknown_codes(const char *name, const char *pattern, int *warned) {
+    if (*warned) return;
+    for (const char *p = pattern; *p; p++) {
+        if (*p != '%') continue;
+        if (p[1] && strchr("phrn%", p[1])) {
+            p++;
+            continue;
+        }
+        *warned = 1;
+        size_t n = strlen(pattern);
+        vt_warn("%s=%.*s%s has %%%s, which stands for nothing (%%p pid, %%h host, %%r rank, %%n dump number, %%%% a "
+                "percent sign): kept as it is", name, n > 200 ? 200 : (int)n, pattern, n > 200 ? "..." : "",
+                p[1] ? (char[]){p[1], 0} : "");
+        return;
+    }
 }
 
 /* ------------------------------------------------------ the process */
@@ -474,6 +495,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         const char *why = NULL;
         dump_pattern(reason, pattern, sizeof pattern);
         warn_rankless(pattern);
+        warn_unknown_codes("VRAMTRACE_OUT", vt_opt.out, &warned_out_codes);
         if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
             image_path(pattern, path, sizeof path, meta.pid) != 0) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
@@ -493,6 +515,8 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
 
     char rpath[PATH_MAX];
     const char *report_path = rpath;
+    if (strcmp(vt_opt.report, "off") != 0 && strcmp(vt_opt.report, "stderr") != 0)
+        warn_unknown_codes("VRAMTRACE_REPORT", vt_opt.report, &warned_report_codes);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0) {
         report_path = NULL;
         if (strcmp(vt_opt.report, "off") != 0 && strcmp(vt_opt.report, "stderr") != 0)
@@ -500,6 +524,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     }
     int close_it;
     FILE *f = open_report(report_path, &close_it);
+    /* What goes to stderr is gathered and written in whole lines. */
+    struct vt_errbuf eb;
+    FILE *errf = vt_errbuf_open(&eb);
+    if (f == stderr) f = errf;
     if (f && was_kept) {
         char keptshown[PATH_MAX];
         shown_path(kept.path, keptshown, sizeof keptshown);
@@ -515,15 +543,15 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         }
         /* The leak report goes where LSan's would, even with the human
          * report turned off: CI reads it. */
-        FILE *lf = f ? f : stderr;
+        FILE *lf = f ? f : errf;
         struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid);
         leaked = lr.count > 0;
-        if (lf != stderr && (fflush(lf) != 0 || ferror(lf))) {
+        if (lf != errf && (fflush(lf) != 0 || ferror(lf))) {
             /* A report file that could not take it (a full disk,
              * /dev/full): said, and the leak report on stderr instead,
              * where CI reads it. */
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
-            vt_leak_report(stderr, s, sym, sup, meta.pid);
+            vt_leak_report(errf, s, sym, sup, meta.pid);
         }
         vt_suppressions_free(sup);
     } else if (f) {
@@ -547,9 +575,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top, &told);
         if (torch_only == 2) vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);
         if (!torch_only) vt_torch_print_top(f, s, sym, reason, an->growth, an->ngrowth);
-        if ((fflush(f) != 0 || ferror(f)) && f != stderr)
+        if ((fflush(f) != 0 || ferror(f)) && f != errf)
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
+    vt_errbuf_close(&eb);
     if (f && torch_only != 1 && strcmp(reason, "oom") == 0) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);

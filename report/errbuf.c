@@ -1,0 +1,96 @@
+/* errbuf.c -- a report meant for stderr, written in whole lines.
+ *
+ * Names and frames are printed piece by piece (a byte at a time where a
+ * name is made safe for a terminal), and stderr is unbuffered: a leak
+ * report took 194 writes for 5 lines, and the reports of processes that
+ * share a stderr (pytest-xdist workers, `make -j` test runs) came out
+ * interleaved inside their lines. LeakSanitizer writes whole lines. Here
+ * what is printed is kept in a buffer of its own and written to
+ * descriptor 2 in chunks of whole lines of at most PIPE_BUF bytes each (a
+ * longer line alone), which a pipe never interleaves with another
+ * writer's; the buffer is written out whenever it holds more than
+ * ERRBUF_HIGH bytes, so a report of any size costs at most that. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errbuf.h"
+
+#define ERRBUF_HIGH (64 * 1024)
+
+static void write_all(const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(2, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Write the buffer's whole lines (with `all`, the rest too), keeping a
+ * last line not yet ended. */
+static void drain(struct vt_errbuf *b, int all) {
+    if (b->len == 0) return;
+    size_t at = 0;
+    while (at < b->len) {
+        size_t end = at, limit = b->len - at > PIPE_BUF ? at + PIPE_BUF : b->len;
+        for (const char *nl; end < limit && (nl = memchr(b->text + end, '\n', limit - end));)
+            end = (size_t)(nl - b->text) + 1;
+        if (end == at) {   /* a line longer than PIPE_BUF, or one not ended */
+            const char *nl = memchr(b->text + at, '\n', b->len - at);
+            if (!nl && !all) break;
+            end = nl ? (size_t)(nl - b->text) + 1 : b->len;
+        }
+        write_all(b->text + at, end - at);
+        at = end;
+    }
+    memmove(b->text, b->text + at, b->len - at);
+    b->len -= at;
+}
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n) {
+    struct vt_errbuf *b = c;
+    if (b->len + n > b->cap) {
+        size_t want = b->cap ? b->cap : 4096;
+        while (want < b->len + n) want *= 2;
+        char *more = realloc(b->text, want);
+        if (!more) {   /* no room: what is kept, then this, as they are */
+            drain(b, 1);
+            write_all(buf, n);
+            return (ssize_t)n;
+        }
+        b->text = more;
+        b->cap = want;
+    }
+    memcpy(b->text + b->len, buf, n);
+    b->len += n;
+    if (b->len > ERRBUF_HIGH) drain(b, 0);
+    return (ssize_t)n;
+}
+
+static int cookie_close(void *c) {
+    struct vt_errbuf *b = c;
+    fflush(stderr); /* what the program left in a buffered stderr goes first */
+    drain(b, 1);
+    free(b->text);
+    b->text = NULL;
+    b->len = b->cap = 0;
+    return 0;
+}
+
+FILE *vt_errbuf_open(struct vt_errbuf *b) {
+    memset(b, 0, sizeof *b);
+    b->f = fopencookie(b, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
+    /* Its own FILE buffer only delays: the cookie's is what keeps lines. */
+    if (b->f) setvbuf(b->f, NULL, _IOFBF, 4096);
+    return b->f ? b->f : stderr;
+}
+
+void vt_errbuf_close(struct vt_errbuf *b) {
+    if (b->f) fclose(b->f);
+    b->f = NULL;
+}
