@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "options.h"
 
@@ -16,6 +17,16 @@ const struct vt_option_desc vt_option_table[VT_O_COUNT] = {
 #undef VT_OPTION
 
 int vt_parse_number(const char *s, long lo, long hi, long *out) {
+    /* A switch (0 or 1) also takes the words LeakSanitizer's flags and
+     * most tools take: true/false, yes/no, on/off, any case. */
+    if (s && lo == 0 && hi == 1) {
+        static const char *const words[] = {"false", "no", "off", "true", "yes", "on"};
+        for (int i = 0; i < 6; i++)
+            if (strcasecmp(s, words[i]) == 0) {
+                *out = i >= 3;
+                return 0;
+            }
+    }
     /* Digits, a '-' first where the range allows: strtol alone also took
      * leading spaces and a '+' (" 5" was 5 here and refused elsewhere). */
     if (!s || !((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9'))) return -1;
@@ -93,14 +104,17 @@ int vt_parse_signal(const char *v) {
         for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
             if (strcmp(v, signals[i].name) == 0) n = signals[i].num;
     }
-    if (n == SIGKILL || n == SIGSTOP || n == SIGSEGV || n == SIGBUS || n == SIGFPE || n == SIGILL ||
-        n == SIGABRT)
-        return -1;
-    /* Between the standard signals and SIGRTMIN lie the C library's own
-     * (32 and 33 with glibc: thread cancellation, setxid): a handler there
-     * is refused or never called, and the signal kills the process. */
-    if (n >= 32 && (n < SIGRTMIN || n > SIGRTMAX)) return -1;
-    return (int)n;
+    /* USR1, USR2 or a real-time signal (0: none). Every other signal means
+     * something else to the program or its launcher: taken for dumps,
+     * TERM, INT or HUP no longer stopped the program (a scheduler's stop
+     * request, Ctrl-C), CHLD wrote a dump at each child's exit, the job
+     * control, timer, pipe and limit signals theirs; KILL and STOP cannot
+     * be caught, and SEGV and the like mean a crash. Between the standard
+     * signals and SIGRTMIN lie the C library's own (32 and 33 with glibc:
+     * thread cancellation, setxid): a handler there is refused or never
+     * called, and the signal kills the process. */
+    if (n == 0 || n == SIGUSR1 || n == SIGUSR2 || (n >= SIGRTMIN && n <= SIGRTMAX)) return (int)n;
+    return -1;
 }
 
 int vt_option_valid(const struct vt_option_desc *d, const char *v) {

@@ -85,14 +85,18 @@ def options_numbers_are_digits_and_signal_names_match_numbers():
         eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_EXITCODE={v} is not a whole number from 1 to 255; "
                             "keeping the default"], f"exit code {v!r}")
         eq(r.rc, 23, f"exit code {v!r}: the default status")
-    # Taken: no "not a signal" warning (a shell's background job inherits
-    # INT ignored, which vramtrace then leaves to the program, saying so).
-    for name, number in (("INT", "2"), ("SIGTERM", "15"), ("CHLD", "17")):
-        for v in (name, number):
+    # Taken: no "not a signal" warning.
+    for name, number in (("USR1", "10"), ("SIGUSR2", "12")):
+        for v in (name, number, "34", "64"):
             r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
             eq(([w for w in warnings_of(r) if "is not a signal" in w], r.out, r.rc), ([], a.out, a.rc),
                f"signal {v} taken")
-    for v in ("SEGV", "11", "ABRT", "6", "SIGKILL", "9", "RTMIN"):
+    # Refused, by name and number alike: the signals that mean something
+    # else to the program or its launcher (taken, TERM no longer stopped
+    # the program, CHLD wrote a dump at each child's exit) and the ones
+    # that cannot be caught or mean a crash.
+    for v in ("INT", "2", "SIGTERM", "15", "HUP", "CHLD", "17", "WINCH", "ALRM", "PIPE", "TSTP", "CONT",
+              "SEGV", "11", "ABRT", "6", "SIGKILL", "9", "RTMIN"):
         r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
         eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_SIGNAL={v} is not a signal vramtrace can use; "
                             "keeping USR2"], f"signal {v} refused")
@@ -119,3 +123,45 @@ def options_warnings_past_ten_counted_at_exit_whatever_the_report():
         eq(len([l for l in lines if l.startswith("vramtrace: warning: ")]), 10, f"{extra}: ten warnings shown")
         eq(lines[-1], "vramtrace: 3 more warnings not shown", f"{extra}: the count, last")
         eq(r.rc, 0, f"{extra}: status")
+
+
+@test
+def options_switches_take_words_and_unknown_path_codes_are_said():
+    """A switch takes true/false, yes/no, on/off in any case, as
+    LeakSanitizer's flags do: VRAMTRACE_LEAK_CHECK=true was refused with a
+    warning, and the check, off by default, did not run. A % in a path
+    pattern that stands for nothing (%q, or %P for %p, which makes every
+    process write one file) is kept as it is, and said once."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    for v, rc in (("true", 23), ("YES", 23), ("On", 23), ("1", 23), ("false", 0), ("no", 0), ("OFF", 0), ("0", 0)):
+        r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": v})
+        eq((warnings_of(r), r.rc), ([], rc), f"VRAMTRACE_LEAK_CHECK={v}")
+    for v in ("2", "truthy", "y"):
+        r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": v})
+        eq((warnings_of(r), r.rc), ([f"vramtrace: warning: VRAMTRACE_LEAK_CHECK={v} is not a whole number from 0 "
+                                     "to 1; keeping the default"], 0), f"VRAMTRACE_LEAK_CHECK={v}")
+    with workdir("vt-codes-") as work:
+        for pattern, code in (("d.%P.json", "%P"), ("d.%p.%q.json", "%q"), ("d.json%", "%")):
+            out = os.path.join(work, pattern)
+            rep = os.path.join(work, "r.%x.txt")
+            e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT=rep)
+            p = subprocess.run(prog, env=e, capture_output=True, text=True, timeout=60)
+            eq(p.returncode, 0, pattern)
+            eq([l for l in p.stderr.splitlines() if "stands for nothing" in l],
+               [f"vramtrace: warning: VRAMTRACE_OUT={out} has {code}, which stands for nothing (%p pid, %h host, "
+                "%r rank, %n dump number, %% a percent sign): kept as it is",
+                f"vramtrace: warning: VRAMTRACE_REPORT={rep} has %x, which stands for nothing (%p pid, %h host, "
+                "%r rank, %n dump number, %% a percent sign): kept as it is"], f"said once each: {pattern}")
+            names = os.listdir(work)
+            ok(os.path.basename(out).replace("%p", str(dump_pid(work, names))) in names or os.path.basename(out) in names,
+               f"{pattern}: {names}")
+            for f in names:
+                os.unlink(os.path.join(work, f))
+
+
+def dump_pid(work, names):
+    for f in names:
+        if f.endswith(".json") or f.endswith("%"):
+            with open(os.path.join(work, f)) as x:
+                return json.load(x)["pid"]
+    return -1
