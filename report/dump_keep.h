@@ -3,25 +3,28 @@
 #ifndef VT_DUMP_KEEP_H
 #define VT_DUMP_KEEP_H
 
-#include <limits.h>
+#include <sys/stat.h>
 
-/* A dump kept: where it went, whose it was, why it had been written. */
+/* What became of the dump a new one replaced (vt_dump_keep_prev): kept
+ * under `name` (in the dump's folder), or lost (no free name for it), and
+ * whose it was, why it had been written. */
 struct vt_kept {
-    char path[PATH_MAX];
+    int kept, lost;
+    char name[256];
     int pid;
     char reason[16];
 };
 
-/* Before a dump is written at path: when a vramtrace dump that this image
- * did not place is there (a regular file of this user), rename it to add
- * its writer's pid before ".json" (".pid.k" when that is taken), never
- * over another file. Returns 1 with *k filled in, 0 when nothing was
- * there to keep, -1 when it could not be moved (it is then replaced, as
- * before). */
-int vt_dump_keep_other(const char *path, struct vt_kept *k);
+/* outfile.h's vt_prev function, arg a struct vt_kept: when the file at
+ * `name` in dirfd is a vramtrace dump of this user that this image did not
+ * place, rename it to base with its writer's pid before ".json" (".pid.k"
+ * when that is taken, up to 1,000; the part before cut to fit), never over
+ * another file, and return 1; else 0 (it is replaced). */
+int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
 
-/* After a dump was placed at path: this image's to replace from now on. */
-void vt_dump_keep_placed(const char *path);
+/* After a dump was placed: its identity (outfile.h's *placed), this
+ * image's to replace from now on. */
+void vt_dump_keep_placed(const struct stat *st);
 
 /* In a forked child: nothing is its own yet (its parent's dumps are kept). */
 void vt_dump_keep_reset_child(void);

@@ -93,17 +93,25 @@ FILE *vt_file_open_report(const char *path, const char **why) {
     return f;
 }
 
-static int fill_and_close(FILE *f, int (*fill)(FILE *, void *), void *arg) {
+/* fill, then the written file's identity into *placed (when asked). */
+static int fill_and_close(FILE *f, int (*fill)(FILE *, void *), void *arg, struct stat *placed) {
     int rc = fill(f, arg);
+    if (fflush(f) != 0) rc = -1;
+    if (placed && fstat(fileno(f), placed) != 0) rc = -1;
     if (fclose(f) != 0) rc = -1;
     return rc;
 }
 
 /* Put the written temporary file tmp at base, both in dirfd: over a
  * regular file of this user, or where nothing is, without replacing what
- * appears there meanwhile. Returns 0, or -1 with errno or *why. */
-static int place_dump(int dirfd, const char *tmp, const char *base, const char **why) {
-    for (int tries = 0; tries < 4; tries++) {
+ * appears there meanwhile. With `prev`, the file it replaces is handed to
+ * prev first: swapped with the new one in one step (RENAME_EXCHANGE), so
+ * that it lies at tmp, a name only this process uses, when prev looks at
+ * it; prev keeps it elsewhere (1) or lets it go (0: unlinked). Where the
+ * file system cannot swap, prev looks at it where it is, then the new
+ * file replaces it. Returns 0, or -1 with errno or *why. */
+static int place_dump(int dirfd, const char *tmp, const char *base, const char **why, const struct vt_prev *prev) {
+    for (int tries = 0; tries < 8; tries++) {
         struct stat st;
         if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
             if ((*why = refusal(&st))) return -1;
@@ -111,6 +119,15 @@ static int place_dump(int dirfd, const char *tmp, const char *base, const char *
                 *why = "it stopped being a regular file while the dump was written";
                 return -1;
             }
+            if (!prev) return renameat(dirfd, tmp, dirfd, base);
+            if (renameat2(dirfd, tmp, dirfd, base, RENAME_EXCHANGE) == 0) {
+                if (prev->fn(dirfd, tmp, base, prev->arg) != 1) unlinkat(dirfd, tmp, 0);
+                return 0;
+            }
+            if (errno == ENOENT) continue; /* gone meanwhile */
+            if (errno != EINVAL && errno != ENOSYS) return -1;
+            prev->fn(dirfd, base, base, prev->arg);
+            if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
             return renameat(dirfd, tmp, dirfd, base);
         }
         if (errno != ENOENT) return -1;
@@ -129,7 +146,8 @@ static int place_dump(int dirfd, const char *tmp, const char *base, const char *
 }
 
 /* The file through a temporary file beside it, renamed into place. */
-static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why) {
+static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
+                         const struct vt_prev *prev, struct stat *placed) {
     /* The temporary name: the file's, cut to fit NAME_MAX, and the pid. */
     char tmp[NAME_MAX + 1], suffix[32];
     snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
@@ -140,8 +158,8 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     FILE *f = fdopen(fd, "w");
-    int rc = f ? fill_and_close(f, fill, arg) : close_keep_errno(fd);
-    if (rc == 0) rc = place_dump(dirfd, tmp, base, why);
+    int rc = f ? fill_and_close(f, fill, arg, placed) : close_keep_errno(fd);
+    if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
     if (rc != 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
@@ -150,7 +168,9 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
     return rc;
 }
 
-int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why) {
+int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why,
+                       const struct vt_prev *prev, struct stat *placed) {
+    if (placed) memset(placed, 0, sizeof *placed);
     const char *base;
     int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return -1;
@@ -162,14 +182,18 @@ int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg
         } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             int fd = open_existing(dirfd, base, 0, why);
             FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-            if (f) rc = fill_and_close(f, fill, arg);
+            if (f) rc = fill_and_close(f, fill, arg, NULL);
             else if (fd >= 0) close_keep_errno(fd);
         } else {
-            rc = replace_whole(dirfd, base, fill, arg, why);
+            rc = replace_whole(dirfd, base, fill, arg, why, prev, placed);
         }
     } else if (errno == ENOENT) {
-        rc = replace_whole(dirfd, base, fill, arg, why);
+        rc = replace_whole(dirfd, base, fill, arg, why, prev, placed);
     }
     close_keep_errno(dirfd);
     return rc;
+}
+
+int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why) {
+    return vt_file_write_dump(path, fill, arg, why, NULL, NULL);
 }

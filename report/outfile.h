@@ -12,11 +12,28 @@
 #define VT_OUTFILE_H
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 /* Write a file that is whole or absent: fill(f, arg) writes it (0, or -1
  * when a write failed) into a temporary file beside path, renamed into
  * place; into a FIFO or a character device in place. Returns 0, or -1. */
 int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why);
+
+/* What becomes of the regular file a dump replaces: fn(dirfd, name,
+ * base, arg) looks at it, at `name` in dirfd (base: the dump's own
+ * name), and keeps it elsewhere (returns 1) or leaves it to be replaced
+ * (0). */
+struct vt_prev {
+    int (*fn)(int dirfd, const char *name, const char *base, void *arg);
+    void *arg;
+};
+
+/* vt_file_write_whole, with prev (NULL: replaced) for the file a regular
+ * file placed at path replaces, and *placed (NULL: not asked) set to the
+ * written file's identity (st_dev, st_ino), 0 in both when it was not a
+ * regular file that was written. */
+int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why,
+                       const struct vt_prev *prev, struct stat *placed);
 
 /* The report file at path, appended to, created when new. NULL on
  * failure. */

@@ -488,8 +488,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;
-    struct vt_kept kept;
-    int was_kept = 0;
+    struct vt_kept kept = {0};
     if (strcmp(vt_opt.out, "off") != 0) {
         char pattern[sizeof vt_opt.out + 128]; /* room for a name (vt_output_named) */
         const char *why = NULL;
@@ -503,10 +502,11 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             shown_path(path, shown, sizeof shown);
             struct dump_parts parts = {s, sym, an, &meta};
             /* A name without %p: what another process left there is kept. */
-            if (!names_pid(pattern)) was_kept = vt_dump_keep_other(path, &kept) == 1;
-            if (vt_file_write_whole(path, fill_dump, &parts, &why) == 0) {
+            struct vt_prev keep = {vt_dump_keep_prev, &kept};
+            struct stat placed;
+            if (vt_file_write_dump(path, fill_dump, &parts, &why, names_pid(pattern) ? NULL : &keep, &placed) == 0) {
                 dump_path = shown;
-                vt_dump_keep_placed(path);
+                vt_dump_keep_placed(&placed);
             }
             else warn_once(&warned_dump, "the dump to", shown, why);
             if (dump_path && strcmp(reason, "named") == 0) snprintf(named_path, sizeof named_path, "%s", shown);
@@ -528,11 +528,18 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     struct vt_errbuf eb;
     FILE *errf = vt_errbuf_open(&eb);
     if (f == stderr) f = errf;
-    if (f && was_kept) {
+    if (kept.kept || kept.lost) {
+        /* Beside the dump: the folder of its shown path. */
         char keptshown[PATH_MAX];
-        shown_path(kept.path, keptshown, sizeof keptshown);
-        fprintf(f, "vramtrace: %s held a dump of pid %d (%s); it is kept as %s\n", shown, kept.pid,
-                kept.reason[0] ? kept.reason : "?", keptshown);
+        const char *slash = strrchr(shown, '/');
+        int n = slash ? (int)(slash - shown) + 1 : 0;
+        snprintf(keptshown, sizeof keptshown, "%.*s%s", n, shown, kept.name);
+        if (kept.lost)
+            vt_warn("%s held a dump of pid %d (%s) that no free name could keep; replaced", shown, kept.pid,
+                    kept.reason[0] ? kept.reason : "?");
+        else if (f)
+            fprintf(f, "vramtrace: %s held a dump of pid %d (%s); it is kept as %s\n", shown, kept.pid,
+                    kept.reason[0] ? kept.reason : "?", keptshown);
     }
     if (strcmp(reason, "exit") == 0 && vt_opt.leak_check) {
         char err[512];

@@ -479,6 +479,38 @@ def a_name_without_pid_keeps_the_dumps_of_other_processes():
         eq(names, ["e.%d.exec1.json" % pid, "e.%d.json" % pid], "two images, two names, nothing kept aside")
 
 
+@test
+def a_name_without_pid_keeps_every_dump_of_processes_ending_at_once():
+    """Twelve processes with 3,000 leaks each end at once, one dump name:
+    each writes a dump that takes a while. Moving the dump found at the
+    name aside and then renaming the new one into place let another
+    process's dump land in between and be replaced: 6 to 10 of 12 were
+    left, some under another pid's name. The new dump now swaps places
+    with the old one in one step (RENAME_EXCHANGE), which is then kept
+    from a name only this process uses: every dump is there, under its own
+    writer's name. A name too long for the pid is cut before it, not
+    lost."""
+    deep = os.path.join(T, "t_deepleak")
+    for stem in ("d", "x" * 248):
+        with workdir("vt-keep-race-") as work:
+            e = lib_env(VRAMTRACE_OUT=os.path.join(work, stem + ".json"), VRAMTRACE_LIVE="0")
+            ps = [subprocess.Popen([deep, "3000" if stem == "d" else "10"], env=e) for _ in range(12 if stem == "d" else 3)]
+            for p in ps:
+                eq(p.wait(timeout=300), 0, "t_deepleak")
+            pids = sorted(p.pid for p in ps)
+            names = sorted(os.listdir(work))
+            held = {}
+            for f in names:
+                with open(os.path.join(work, f)) as x:
+                    held[f] = json.load(x)["pid"]
+            eq(sorted(held.values()), pids, f"every process's dump, once: {names}")
+            for f, pid in held.items():
+                if f != stem + ".json":
+                    tail = ".%d.json" % pid
+                    want = stem[:255 - len(tail)] + tail
+                    eq(f, want, f"kept under its writer's pid, cut to fit: {f}")
+
+
 # ------------------------------------------- vramtrace run, make install
 
 
