@@ -446,7 +446,10 @@ static int set_async_backend(const char *var, const char *other) {
  * another. */
 static const char *takes(const struct vt_option_desc *d, char *buf, size_t size) {
     switch (d->type) {
-    case VT_OPT_NUMBER: snprintf(buf, size, "a number from %ld to %ld", d->lo, d->hi); break;
+    case VT_OPT_NUMBER:
+        if (d->lo == 0 && d->hi == 1) snprintf(buf, size, "0 or 1 (true/false, yes/no, on/off)");
+        else snprintf(buf, size, "a number from %ld to %ld", d->lo, d->hi);
+        break;
     case VT_OPT_SIZE: snprintf(buf, size, "a size such as 24G or 512M"); break;
     case VT_OPT_SIGNAL: snprintf(buf, size, "a signal vramtrace can use (a number or a name such as USR1)"); break;
     case VT_OPT_TEXT: snprintf(buf, size, "a path or a word that is not empty"); break;

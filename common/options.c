@@ -97,12 +97,29 @@ static const struct { const char *name; int num; } signals[] = {
     {"POLL", SIGPOLL}, {"PWR", SIGPWR}, {"SYS", SIGSYS},
 };
 
+/* RTMIN, RTMIN+N, RTMAX, RTMAX-N (as kill -l names them), or -1. */
+static long rt_signal(const char *v) {
+    int max = strncmp(v, "RTMAX", 5) == 0;
+    if (!max && strncmp(v, "RTMIN", 5) != 0) return -1;
+    long base = max ? SIGRTMAX : SIGRTMIN, off = 0;
+    if (v[5] == (max ? '-' : '+')) {
+        if (vt_parse_number(v + 6, 0, 64, &off) != 0) return -1;
+    } else if (v[5]) {
+        return -1;
+    }
+    return max ? base - off : base + off;
+}
+
 int vt_parse_signal(const char *v) {
     long n = -1;
     if (vt_parse_number(v, 0, 64, &n) != 0) {
+        if (strcasecmp(v, "off") == 0 || strcasecmp(v, "none") == 0 || strcasecmp(v, "no") == 0 ||
+            strcasecmp(v, "false") == 0)
+            return 0;
         if (strncmp(v, "SIG", 3) == 0) v += 3;
         for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
             if (strcmp(v, signals[i].name) == 0) n = signals[i].num;
+        if (n < 0) n = rt_signal(v);
     }
     /* USR1, USR2 or a real-time signal (0: none). Every other signal means
      * something else to the program or its launcher: taken for dumps,

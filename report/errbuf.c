@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,10 +22,21 @@
 
 #define ERRBUF_HIGH (64 * 1024)
 
+/* All of it, waiting for a descriptor the program made non-blocking (a
+ * full pipe says "try again") up to ERRBUF_WAIT_MS without progress. */
+#define ERRBUF_WAIT_MS 10000
 static void write_all(const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(2, p, n);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {.fd = 2, .events = POLLOUT};
+            int r;
+            do r = poll(&pf, 1, ERRBUF_WAIT_MS);
+            while (r < 0 && errno == EINTR);
+            if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL))) return;
+            continue;
+        }
         if (w <= 0) return;
         p += w;
         n -= (size_t)w;

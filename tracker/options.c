@@ -156,7 +156,8 @@ static long load_number(enum vt_option_id id) {
     if (v == NULL) return out;
     if (vt_parse_number(v, d->lo, d->hi, &out) != 0) {
         char range[64];
-        snprintf(range, sizeof range, "a whole number from %ld to %ld", d->lo, d->hi);
+        if (d->lo == 0 && d->hi == 1) snprintf(range, sizeof range, "0 or 1 (true/false, yes/no, on/off)");
+        else snprintf(range, sizeof range, "a whole number from %ld to %ld", d->lo, d->hi);
         warn("vramtrace: warning: %s=%s is not %s; keeping the default\n", d->name, v, range);
         out = d->number;
     }

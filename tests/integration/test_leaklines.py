@@ -1,6 +1,7 @@
 """Integration tests of how reports reach a stderr that other processes
 share: in whole lines."""
 import re
+import time
 
 from run_tests import *
 
@@ -32,3 +33,31 @@ def leak_reports_of_processes_sharing_a_stderr_keep_their_lines():
     known = re.compile(r"^(|    #\d+ .*|Direct leak of .*|SUMMARY: .*|=+|==\d+==ERROR: vramtrace: detected GPU memory leaks"
                        r"|    call site: .*|vramtrace: .*|  .*)$")
     eq([l for l in lines if not known.match(l)][:5], [], "no line another's pieces")
+
+
+@test
+def a_report_to_a_non_blocking_stderr_arrives_whole():
+    """A program whose stderr is a non-blocking pipe that its reader drains
+    only a while later: the writer gave up at the first "try again" (64 KB
+    of a 278 KB report came, no SUMMARY line). It now waits for the pipe."""
+    import fcntl
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LEAK_CHECK="1")
+    e.pop("VRAMTRACE_REPORT", None)
+    p = subprocess.Popen([DEEPLEAK, "150"], env=e, stderr=w)
+    os.close(w)
+    time.sleep(1.5)
+    data = b""
+    while True:
+        b = os.read(r, 1 << 16)
+        if not b:
+            break
+        data += b
+    os.close(r)
+    eq(p.wait(timeout=60), 23, "the leak check's status")
+    lines = data.decode().splitlines()
+    ok(len(data) > 1 << 17, f"a report bigger than a pipe holds: {len(data)} bytes")
+    eq(sum(1 for l in lines if l.startswith("Direct leak of 4096 byte(s)")), 150, "every leak")
+    eq([l for l in lines if l.startswith("SUMMARY:")],
+       ["SUMMARY: vramtrace: 614400 byte(s) leaked in 150 allocation(s)."], "the summary")

@@ -96,7 +96,7 @@ def options_numbers_are_digits_and_signal_names_match_numbers():
     # the program, CHLD wrote a dump at each child's exit) and the ones
     # that cannot be caught or mean a crash.
     for v in ("INT", "2", "SIGTERM", "15", "HUP", "CHLD", "17", "WINCH", "ALRM", "PIPE", "TSTP", "CONT",
-              "SEGV", "11", "ABRT", "6", "SIGKILL", "9", "RTMIN"):
+              "SEGV", "11", "ABRT", "6", "SIGKILL", "9", "RTMIN+40"):
         r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
         eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_SIGNAL={v} is not a signal vramtrace can use; "
                             "keeping USR2"], f"signal {v} refused")
@@ -138,8 +138,16 @@ def options_switches_take_words_and_unknown_path_codes_are_said():
         eq((warnings_of(r), r.rc), ([], rc), f"VRAMTRACE_LEAK_CHECK={v}")
     for v in ("2", "truthy", "y"):
         r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": v})
-        eq((warnings_of(r), r.rc), ([f"vramtrace: warning: VRAMTRACE_LEAK_CHECK={v} is not a whole number from 0 "
-                                     "to 1; keeping the default"], 0), f"VRAMTRACE_LEAK_CHECK={v}")
+        eq((warnings_of(r), r.rc), ([f"vramtrace: warning: VRAMTRACE_LEAK_CHECK={v} is not 0 or 1 (true/false, "
+                                     "yes/no, on/off); keeping the default"], 0), f"VRAMTRACE_LEAK_CHECK={v}")
+    # The dump signal: off by word, real-time signals by kill -l's names.
+    for v, taken in (("off", True), ("None", True), ("false", True), ("RTMIN", True), ("SIGRTMIN+3", True),
+                     ("RTMAX", True), ("RTMAX-2", True), ("RTMIN+31", False), ("RTMIN-1", False),
+                     ("RTMAX+1", False), ("RTMINX", False)):
+        r = run(prog, report="off", env={"VRAMTRACE_SIGNAL": v})
+        eq([w for w in warnings_of(r) if "is not a signal" in w],
+           [] if taken else [f"vramtrace: warning: VRAMTRACE_SIGNAL={v} is not a signal vramtrace can use; "
+                             "keeping USR2"], f"VRAMTRACE_SIGNAL={v}")
     with workdir("vt-codes-") as work:
         for pattern, code in (("d.%P.json", "%P"), ("d.%p.%q.json", "%q"), ("d.json%", "%")):
             out = os.path.join(work, pattern)
