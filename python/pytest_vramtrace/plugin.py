@@ -14,9 +14,10 @@
 - `@pytest.mark.gpu_limit("2 GiB")`: the test fails when its peak of
   device memory (allocated since it began) is over the limit, with what
   held the memory at that peak; with PyTorch, also when its tensors'
-  peak over what was allocated before it (max_memory_allocated, its peak
-  stats reset at the test's start) is: they may lie in segments the cache
-  held before the test, which make no allocation.
+  peak on a device over what was allocated there before it is
+  (max_memory_allocated; PyTorch's peak stats are reset at the start of
+  a test with this marker): they may lie in segments the cache held
+  before the test, which make no allocation.
 - At the end, the tests with the highest GPU peaks (--vramtrace-top N).
 
 Each check is of the test's call (its body), as pytest-memray's markers
@@ -155,13 +156,18 @@ def _tensor_baseline(t):
 
 
 def _tensor_peak(t, before):
-    """The most the test's tensors held at once over the baseline, each
-    device's peak summed (PyTorch's max_memory_allocated); a test that was
-    the first to use CUDA counts from nothing."""
+    """(bytes, device): the most the test's tensors held at once on one
+    device over what it held before (PyTorch's max_memory_allocated), and
+    that device; (0, None) without PyTorch. Devices' peaks are not added:
+    they need not have come at once."""
     if not t:
-        return 0
-    return sum(max(0, t.cuda.max_memory_allocated(d) - (before[d] if d < len(before) else 0))
-               for d in range(t.cuda.device_count()))
+        return 0, None
+    best = (0, None)
+    for d in range(t.cuda.device_count()):
+        v = max(0, t.cuda.max_memory_allocated(d) - (before[d] if d < len(before) else 0))
+        if v > best[0]:
+            best = (v, d)
+    return best
 
 
 @pytest.hookimpl(wrapper=True)
@@ -192,7 +198,9 @@ def pytest_runtest_call(item):
     if t:
         t.cuda.empty_cache()  # the test's tensors in memory of its own
     before = _tensor_bytes(t) if t else 0
-    baseline = _tensor_baseline(t)
+    # PyTorch's peak stats are reset for a test with a limit only: a test
+    # that reads them itself (max_memory_allocated) sees them as they were.
+    baseline = _tensor_baseline(t) if limit is not None else None
     mark = st.api.mark()
     if mark <= 0:
         return (yield)
@@ -201,11 +209,12 @@ def pytest_runtest_call(item):
             res = yield
         except BaseException:
             u = st.api.usage(mark)
-            item.user_properties.append((PEAK, max(u[2] if u else 0, _tensor_peak(_torch(), baseline))))
+            tensors = _tensor_peak(_torch(), baseline)[0] if baseline is not None else 0
+            item.user_properties.append((PEAK, max(u[2] if u else 0, tensors)))
             raise
         gc.collect()
         live, count, peak = st.api.usage(mark)
-        tensors = _tensor_peak(_torch(), baseline)
+        tensors, device = _tensor_peak(_torch(), baseline) if baseline is not None else (0, None)
         item.user_properties.append((PEAK, max(peak, tensors)))
         failures = []
         if limit is not None and peak > limit:
@@ -213,10 +222,11 @@ def pytest_runtest_call(item):
                             f"over its limit of {format_bytes(limit)} ({limit} bytes); held at the peak:\n"
                             + st.api.peak(mark))
         elif limit is not None and tensors > limit:
-            failures.append(f"gpu_limit: the test's tensors peaked at {format_bytes(tensors)} ({tensors} bytes) over "
-                            f"what was allocated before it (torch.cuda.max_memory_allocated), over its limit of "
-                            f"{format_bytes(limit)} ({limit} bytes); they lay in memory PyTorch's cache held before "
-                            "the test, so vramtrace has no allocation of the test's own to show\n")
+            failures.append(f"gpu_limit: the test's tensors peaked at {format_bytes(tensors)} ({tensors} bytes) on "
+                            f"cuda:{device} over what was allocated there before it (torch.cuda.max_memory_allocated), "
+                            f"over its limit of {format_bytes(limit)} ({limit} bytes); the GPU memory allocated since "
+                            f"it began peaked at {format_bytes(peak)}: the rest lay in memory PyTorch's cache held "
+                            "before the test, which vramtrace saw allocated then\n")
         if leaks_marker:
             t = _torch()  # the test may have been the first to use CUDA
             if t:
