@@ -184,7 +184,7 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
             site(f, d, g->stack);
             fprintf(f, "</code>: %s -> %s, ", B(g->first_bytes, a), B(g->end_bytes, b));
             vh_text(f, rate);
-            if (cache) fprintf(f, "; at least %s of it holds no tensor", B(g->cache_bytes, a));
+            if (cache) fprintf(f, "; %s of it are segments that hold no tensor", B(g->cache_bytes, a));
             fputs("</li>", f);
         }
         if (shown) fputs("</ul>\n", f);

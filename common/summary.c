@@ -147,7 +147,7 @@ void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g
             vt_put_growth(f, prefix, r.site, r.first_bytes, r.end_bytes, r.rate);
             if (cache) {
                 char b[32], e[32];
-                fprintf(f, "%s      at least %s of %s hold no tensor; torch.cuda.empty_cache() gives the free segments "
+                fprintf(f, "%s      %s of %s are segments that hold no tensor; torch.cuda.empty_cache() gives them "
                            "back\n",
                         prefix, vt_fmt_bytes(r.cache_bytes, b, sizeof b), vt_fmt_bytes(r.end_bytes, e, sizeof e));
             }

@@ -73,11 +73,12 @@ struct vt_growth {
                                   no record names one */
     uint64_t holder_bytes;     /* and their bytes, 0 for none */
     int holder_device;         /* their device, -1 for none */
-    uint64_t cache_bytes;      /* at exit or on request, the least of
-                                  end_bytes that no tensor can hold in
-                                  PyTorch's record (report/torch_growth.c):
-                                  its cache's free segments; 0 when the
-                                  record cannot say */
+    uint64_t cache_bytes;      /* at exit or on request, the bytes of
+                                  its live allocations that PyTorch's
+                                  record lists as segments of its cache
+                                  holding no tensor, which empty_cache()
+                                  gives back (report/torch_growth.c); 0
+                                  when the record cannot say */
 };
 
 /* The figures of one growing site, in the unit of work the rule above

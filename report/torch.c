@@ -181,8 +181,26 @@ static int parse_tensor(struct line *l, struct vt_torch_record *r) {
     return 0;
 }
 
+static int parse_free_seg(struct line *l, struct vt_torch_record *r) {
+    int device = ordinal(l, 0);
+    uint64_t address = num(l), size = num(l);
+    struct vt_torch_device *d = device_of(r, device);
+    if (!ended(l) || !d || size == 0 || d->nfree_segs >= VT_TORCH_FREE_SEGS) return -1;
+    if (!d->free_segs && !(d->free_segs = calloc(VT_TORCH_FREE_SEGS, sizeof *d->free_segs))) return -1;
+    d->free_segs[d->nfree_segs++] = (struct vt_torch_seg){address, size};
+    return 0;
+}
+
+static int by_address(const void *a, const void *b) {
+    uint64_t x = ((const struct vt_torch_seg *)a)->address, y = ((const struct vt_torch_seg *)b)->address;
+    return (x > y) - (x < y);
+}
+
 void vt_torch_record_free(struct vt_torch_record *r) {
-    for (size_t i = 0; r->devices && i < r->ndevices; i++) free(r->devices[i].tensors);
+    for (size_t i = 0; r->devices && i < r->ndevices; i++) {
+        free(r->devices[i].tensors);
+        free(r->devices[i].free_segs);
+    }
     free(r->devices);
     memset(r, 0, sizeof *r);
 }
@@ -202,12 +220,18 @@ int vt_torch_parse(const char *text, size_t len, struct vt_torch_record *r) {
             const char *s;
             size_t n;
             next_field(&l, &s, &n);
-            rc = is(s, n, "D") ? parse_device(&l, r) : is(s, n, "T") ? parse_tensor(&l, r) : -1;
+            rc = is(s, n, "D")   ? parse_device(&l, r)
+                 : is(s, n, "T") ? parse_tensor(&l, r)
+                 : is(s, n, "F") ? parse_free_seg(&l, r)
+                                 : -1;
         }
         lineno++;
         p = nl + 1;
     }
     if (rc != 0) vt_torch_record_free(r);
+    for (size_t i = 0; rc == 0 && i < r->ndevices; i++)
+        if (r->devices[i].nfree_segs)
+            qsort(r->devices[i].free_segs, r->devices[i].nfree_segs, sizeof *r->devices[i].free_segs, by_address);
     return rc;
 }
 

@@ -11,12 +11,16 @@
  *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
  *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER SETTINGS
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
+ *   F DEVICE ADDRESS SIZE
  *
+ * An F line is a segment of PyTorch's cache that holds no tensor (its
+ * allocated_size 0: empty_cache() gives it back), at most
+ * VT_TORCH_FREE_SEGS a device;
  * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
  * REQUEST 0 is the request of the OOM record the record belongs to;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
- * vt_torch_categories; each T line belongs to the D line of its device,
- * which comes before it. A record that breaks any of this, or any limit
+ * vt_torch_categories; each T or F line belongs to the D line of its
+ * device, which comes before it. A record that breaks any of this, or any limit
  * below, is refused whole: nothing of it is kept, and the library never
  * reads past `len` bytes.
  *
@@ -40,6 +44,7 @@
 #define VT_TORCH_TEXT 200
 #define VT_TORCH_DEVICES 64
 #define VT_TORCH_TENSORS 64      /* per device */
+#define VT_TORCH_FREE_SEGS 4096  /* per device */
 #define VT_TORCH_OOMS 64
 #define VT_TORCH_MAX_LEN (4u << 20)
 #define VT_TORCH_NCAT 6
@@ -61,6 +66,8 @@ struct vt_torch_device {
     char settings[VT_TORCH_TEXT + 1];
     struct vt_torch_tensor *tensors;
     size_t ntensors;
+    struct vt_torch_seg { uint64_t address, size; } *free_segs; /* F lines, by address */
+    size_t nfree_segs;
 };
 
 struct vt_torch_record {
@@ -128,10 +135,9 @@ void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_sy
  * site (its segment, as the tracker recorded it), the Python object that
  * holds the most bytes ("history", a list of the program's), with its
  * bytes and device; "" where none does or r is NULL. With `cache`, also
- * each site's cache_bytes: what of its bytes is past every tensor PyTorch
- * allocated and all the process holds outside PyTorch's segments, when no
- * allocation or free came after the record and the site's listed tensors
- * hold less than half its rise. The _oom form takes the record of
+ * each site's cache_bytes: the bytes of its live allocations that r lists
+ * as segments holding no tensor (F lines: the same address and size),
+ * when no allocation or free came after the record. The _oom form takes the record of
  * s->ooms[i] (no cache bound: PyTorch empties its cache before it raises),
  * the _top form the newest exit or on-demand record; both take the
  * records' lock. */

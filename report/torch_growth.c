@@ -16,22 +16,48 @@ static const struct vt_torch_record *newest_top(void) {
     return e;
 }
 
-/* The bytes of the process's memory that may be tensors or outside
- * PyTorch's segments, over every device, with record r taken at the
- * snapshot's moment: on a device of r, what PyTorch allocated plus what
- * the process holds beyond PyTorch's reserved segments; on any other
- * device, all it holds. Whatever of a site's bytes is past this is in
- * PyTorch's segments and holds no tensor: its cache's. */
-static uint64_t not_cache(const struct vt_snapshot *s, const struct vt_torch_record *r) {
-    uint64_t sum = 0;
-    for (int dev = 0; dev < s->ndevices && dev < VT_MAX_DEVICES; dev++) {
-        uint64_t live = s->devices[dev].live_bytes;
-        const struct vt_torch_device *d = NULL;
-        for (size_t i = 0; i < r->ndevices; i++)
-            if (r->devices[i].device == dev) d = &r->devices[i];
-        sum += d ? d->allocated + (live > d->reserved ? live - d->reserved : 0) : live;
+/* Whether record r's device d lists a segment holding no tensor that is
+ * the live allocation a: the same address and size. */
+static int free_segment(const struct vt_torch_device *d, const struct vt_live *a) {
+    size_t lo = 0, hi = d->nfree_segs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->free_segs[mid].address < a->address) lo = mid + 1;
+        else hi = mid;
     }
-    return sum;
+    return lo < d->nfree_segs && d->free_segs[lo].address == a->address && d->free_segs[lo].size == a->bytes;
+}
+
+/* Each growing site's cache_bytes (growth.h): the bytes of its live
+ * allocations that record r lists as segments of PyTorch's cache holding
+ * no tensor, when r saw the memory the snapshot holds (no allocation or
+ * free since it: the history is in time order). One pass over the live
+ * list. */
+static void cache_of_sites(const struct vt_snapshot *s, const struct vt_torch_record *r, const uint32_t *group,
+                           size_t ngroups, struct vt_growth *g, size_t n) {
+    if (s->nevents == 0 || vt_event_at(s, s->nevents - 1).time_ns > r->time_ns) return;
+    const struct vt_torch_device *by_dev[VT_MAX_DEVICES] = {0};
+    int any = 0;
+    for (size_t i = 0; i < r->ndevices; i++)
+        if (r->devices[i].device >= 0 && r->devices[i].device < VT_MAX_DEVICES && r->devices[i].nfree_segs) {
+            by_dev[r->devices[i].device] = &r->devices[i];
+            any = 1;
+        }
+    if (!any) return;
+    size_t *site = malloc(ngroups * sizeof *site); /* group -> growth index + 1, 0: none */
+    if (!site) return;
+    memset(site, 0, ngroups * sizeof *site);
+    for (size_t k = 0; k < n; k++)
+        if (g[k].stack < s->nstacks) site[group[g[k].stack]] = k + 1;
+    struct vt_live_reader *rd = vt_live_read(s, 0);
+    for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
+        if (!vt_kind_owned_device(a->kind) || a->stack >= s->nstacks || a->device < 0 || a->device >= VT_MAX_DEVICES)
+            continue;
+        size_t k = site[group[a->stack]];
+        if (k && by_dev[a->device] && free_segment(by_dev[a->device], a)) g[k - 1].cache_bytes += a->bytes;
+    }
+    vt_live_read_end(rd);
+    free(site);
 }
 
 void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
@@ -46,9 +72,6 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
     size_t ngroups;
     uint32_t *group = vt_site_groups(sym, s->nstacks, &ngroups, NULL);
     if (!group) return;
-    /* The site's listed tensors' bytes, every device's: a site whose
-     * listed tensors hold half its rise is not said to be cache. */
-    uint64_t *listed = cache ? calloc(n, sizeof *listed) : NULL;
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
         /* Each listed tensor's site group, through its block's segment and
@@ -62,8 +85,6 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
         }
         for (size_t k = 0; k < n; k++) {
             uint32_t want = g[k].stack < s->nstacks ? group[g[k].stack] : UINT32_MAX - 1;
-            for (size_t j = 0; listed && j < d->ntensors && j < VT_TORCH_TENSORS; j++)
-                if (site[j] == want) listed[k] += d->tensors[j].bytes;
             /* The holder of the most bytes of the site's tensors; the
              * first listed (the largest) on a tie. */
             for (size_t j = 0; j < d->ntensors; j++) {
@@ -80,20 +101,7 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
             }
         }
     }
-    /* The bound holds when the record saw the memory the snapshot holds:
-     * no allocation or free since it (the history is in time order). */
-    if (listed && (s->nevents == 0 || vt_event_at(s, s->nevents - 1).time_ns > r->time_ns)) {
-        free(listed);
-        listed = NULL;
-    }
-    if (listed) {
-        uint64_t other = not_cache(s, r);
-        for (size_t k = 0; k < n; k++) {
-            uint64_t rise = g[k].end_bytes > g[k].first_floor ? g[k].end_bytes - g[k].first_floor : 0;
-            if (g[k].end_bytes > other && listed[k] < rise / 2) g[k].cache_bytes = g[k].end_bytes - other;
-        }
-    }
-    free(listed);
+    if (cache) cache_of_sites(s, r, group, ngroups, g, n);
     free(group);
 }
 

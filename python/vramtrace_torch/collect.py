@@ -20,6 +20,7 @@ import sys
 
 CATEGORIES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "other")
 TOP = 64          # tensors listed per device
+FREE_SEGS = 4096  # segments holding no tensor listed per device (report/torch.h)
 MAX_TEXT = 200    # characters of a name or holder
 
 
@@ -366,6 +367,12 @@ class _Segments:
             self.starts[d] = [x[0] for x in segs]
         self.blocks = {}   # id(segment) -> (block starts, blocks), made on need
 
+    def empty(self, d):
+        """(address, size) of the device's segments that hold no tensor, by
+        address."""
+        return [(a, size) for a, size, seg in self.by_device.get(d, ())
+                if seg.get("allocated_size", 1) == 0 and size > 0]
+
     def find(self, d, ptr):
         """(block, segment) addresses of the block holding ptr, or None."""
         segs = self.by_device.get(d)
@@ -472,4 +479,8 @@ def _record(torch, reason, oom, steps):
             lines.append("\t".join(str(x) for x in (
                 "T", d, e[1], block, seg, str(t.dtype).replace("torch.", ""),
                 e[4], "[" + ", ".join(str(x) for x in t.shape) + "]", _clean(e[5]), _clean(e[6]))))
+        # The segments that hold no tensor (empty_cache() gives them back):
+        # a call site whose growth is these is the cache's, not a leak's.
+        for address, size in segments.empty(d)[:FREE_SEGS]:
+            lines.append("F\t%d\t%d\t%d" % (d, address, size))
     return "\n".join(lines) + "\n"
