@@ -161,6 +161,8 @@ static void check_not_run(void) {
  * the tracker's locks are free; no hook calls the writer for a failure
  * itself), before anything can be tracked: the companion's out-of-memory
  * record follows the failed allocation's hook. */
+static void exit_outputs_quick(void);
+
 __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
@@ -168,6 +170,9 @@ __attribute__((constructor)) static void vt_start(void) {
     vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
+    /* quick_exit runs its own handlers and no other: the exit's outputs
+     * and leak check are one of them (registered first, so run last). */
+    at_quick_exit(exit_outputs_quick);
     vt_busy--;
     errno = e;
 }
@@ -260,3 +265,5 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
 }
 
 void vt_exit_before_signal(void) { exit_outputs(0); }
+
+static void exit_outputs_quick(void) { exit_outputs(1); }
