@@ -144,16 +144,21 @@ def _on_signal():
     taken now, mid-step, the walk held tensors that backward was letting go
     of, and the caching allocator made new segments meanwhile, kept for good
     (18 to 66 MiB more reserved after one dump, read as growth). Without a
-    step within three of its steps' time (10 s at most), it is taken now."""
+    step within three of its steps' time (1 s at least: a busy machine
+    delays a step of a few milliseconds by more than three of them; 10 s
+    at most; before the first step, 1 s), it is taken now."""
     try:
         import threading
         st = _state
         last = st.get("step_at")
-        wait = min(10.0, 3 * st.get("step_s", 1.0))
-        # get_ident, not current_thread(): that would register this thread
-        # of the library's with threading for good (a "Dummy-1" the
-        # program would see in threading.enumerate()).
-        if last is not None and time.monotonic() - last < wait and threading.get_ident() != threading.main_thread().ident:
+        wait = min(10.0, max(1.0, 3 * st.get("step_s", 1.0)))
+        # Before any step, the first may be under way (a slow start on a
+        # busy machine): a second for it. get_ident, not current_thread():
+        # that would register this thread of the library's with threading
+        # for good (a "Dummy-1" the program would see in
+        # threading.enumerate()).
+        stepping = last is None or time.monotonic() - last < wait
+        if stepping and threading.get_ident() != threading.main_thread().ident:
             ev = threading.Event()
             st["signal_wait"] = ev
             if ev.wait(wait):
