@@ -15,7 +15,11 @@ struct site {
     int64_t delta;         /* sum of the history's changes */
     uint64_t t_first, t_last, allocs;
     size_t i_first, i_last;  /* indexes in the events of those two */
-    uint64_t nev, ev;      /* the site's events up to the end; replayed so far */
+    uint64_t nev, ev;      /* the site's bursts up to the end; replayed so far */
+    uint64_t bursts;       /* of them, those with an allocation */
+    uint64_t t_prev;       /* its latest event so far, in the history's order */
+    size_t b_prev;         /* the kept step boundaries before that event */
+    int in_alloc_burst;    /* its current burst has an allocation */
     uint64_t steps;        /* the complete steps its growth is counted over */
     size_t cut;            /* the first event after the last of them */
     int64_t live_cut;      /* live bytes then */
@@ -29,6 +33,31 @@ static int by_rise(const void *a, const void *b) {
     uint64_t rx = x->end_bytes - x->first_floor, ry = y->end_bytes - y->first_floor;
     if (rx != ry) return rx < ry ? 1 : -1;
     return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* A burst: a site's virtual-memory handles (cuMemCreate) made or let go
+ * one after the other in the history, nothing between them, each within
+ * VT_GROWTH_BURST_NS of the one before. One request of the program is
+ * then many allocations at once: PyTorch's expandable segments map a 1 GiB
+ * tensor as 52 pages of 20 MiB, which read as a staircase of 52 steps, a
+ * leak suspect. The windows count bursts. A leak with a step boundary or
+ * any other allocation between, or 1 ms apart, stays one burst an
+ * allocation; other kinds of memory are one allocation a request. */
+#define VT_GROWTH_BURST_NS 1000000
+
+/* Whether event e of site group g continues that site's burst, the event
+ * before it in the history (of those counted) being of group prev_g, b the
+ * kept step boundaries before e (a burst never crosses one). */
+static int continues(const struct site *x, uint32_t g, uint32_t prev_g, size_t b, const struct vt_event *e) {
+    return x->seen && e->kind == VT_KIND_VMM && g == prev_g && b == x->b_prev && e->time_ns >= x->t_prev &&
+           e->time_ns - x->t_prev < VT_GROWTH_BURST_NS;
+}
+
+/* The kept step boundaries at or before event i, from b (those before
+ * the last event asked about): the events are walked in order. */
+static size_t boundaries_before(const struct vt_snapshot *s, size_t b, size_t i) {
+    while (b < s->nsteps && vt_step_event(s, &s->steps[b]) <= (int64_t)i) b++;
+    return b;
 }
 
 /* The step event i of s falls in: one past the number of the last kept
@@ -98,15 +127,30 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
     vt_live_read_end(rd);
     /* Pass 1: each site's first event and net change over the history, so
      * that the replay can start from what the site held before it. */
+    uint32_t prev_g = UINT32_MAX;
+    size_t b = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks ||
             !on(e->device, device))
             continue;
-        struct site *x = &st[group[e->stack]];
+        uint32_t g = group[e->stack];
+        struct site *x = &st[g];
         x->delta += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (e->time_ns > t_end) continue;
-        x->nev++;
+        b = boundaries_before(s, b, i);
+        int more = continues(x, g, prev_g, b, e);
+        prev_g = g;
+        x->t_prev = e->time_ns;
+        x->b_prev = b;
+        if (!more) {
+            x->nev++;
+            x->in_alloc_burst = 0;
+        }
+        if (e->type == VT_EV_ALLOC && !x->in_alloc_burst) {
+            x->bursts++;
+            x->in_alloc_burst = 1;
+        }
         /* The earliest event, not the first in the ring: a history written by
          * several threads need not be in time order. */
         if (!x->seen || e->time_ns < x->t_first) { x->seen = 1; x->t_first = e->time_ns; x->i_first = i; }
@@ -132,18 +176,31 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
         st[k].floor[0] = st[k].live;
     }
     /* Pass 2: replay up to t_end, keeping each window's floor. */
+    for (size_t k = 0; k < ns; k++) {
+        st[k].t_prev = 0;
+        st[k].seen = st[k].seen ? 2 : 0; /* 2: seen, its replay not begun */
+    }
+    prev_g = UINT32_MAX;
+    b = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
         if (e->time_ns > t_end) continue;
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks ||
             !on(e->device, device))
             continue;
-        struct site *x = &st[group[e->stack]];
-        if (x->allocs < WINDOWS) continue;
-        /* Windows of the site's own events, in the history's order: the
+        uint32_t g = group[e->stack];
+        struct site *x = &st[g];
+        b = boundaries_before(s, b, i);
+        int more = x->seen == 1 && continues(x, g, prev_g, b, e);
+        prev_g = g;
+        x->t_prev = e->time_ns;
+        x->b_prev = b;
+        x->seen = 1;
+        if (x->bursts < WINDOWS) continue;
+        /* Windows of the site's own bursts, in the history's order: the
          * verdict depends on what the program did, not on how long the
          * machine took to do it or to reach the report. */
-        uint64_t wi = x->ev++ * WINDOWS / x->nev;
+        uint64_t wi = (more ? x->ev - 1 : x->ev++) * WINDOWS / x->nev;
         int w = wi >= WINDOWS ? WINDOWS - 1 : (int)wi;
         while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
         x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
@@ -157,7 +214,7 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
     size_t k = 0;
     for (size_t i = 0; out && i < ns; i++) {
         struct site *x = &st[i];
-        if (x->allocs < WINDOWS || x->live <= 0) continue;
+        if (x->bursts < WINDOWS || x->live <= 0) continue;
         while (x->window < WINDOWS - 1) { x->window++; x->floor[x->window] = x->live; }
         int rising = 1;
         for (int w = 1; w < WINDOWS; w++)

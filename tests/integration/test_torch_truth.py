@@ -1364,3 +1364,45 @@ def vt_growth_is_cache(g):
     """common/summary.h's vt_growth_mostly_cache."""
     c, rise = g.get("cache_bytes", 0), max(0, g["end_bytes"] - g["first_bytes"])
     return c > 0 and c >= rise // 2 and c >= g["end_bytes"] // 2
+
+
+EXPANDABLE = r"""
+import sys, torch
+if sys.argv[1] == "big":
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    try:
+        b = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError:
+        print("oom")
+else:   # a leak of 16 MiB a step
+    m = torch.nn.Linear(256, 256).cuda()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    keep = []
+    for step in range(40):
+        m(torch.randn(64, 256, device="cuda")).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        keep.append(torch.empty(4 << 20, device="cuda"))
+    print("done")
+"""
+
+
+@torch_test
+def torch_truth_one_tensor_in_expandable_segments_is_no_staircase():
+    """Under expandable segments PyTorch maps a 1 GiB tensor as 52 pages of
+    20 MiB, one after the other: a staircase of 52 steps, so the failure
+    after it called the tensor's line a site that "grew through the run: a
+    leak suspect". A site's handles made one right after another are one
+    burst, one request; a leak a step apart is still a growing site."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    out, dumps, report = traced(EXPANDABLE, "big", env=env, capacity="2G")
+    eq(out, "oom\n", "the run")
+    d = dumps["exit"]
+    eq([o["api"] for o in d["ooms"]][:1], ["cuMemCreate"], "the failure: a page of the segment")
+    eq([f["id"] for o in d["ooms"] for f in o["findings"] if f["id"] == "growing_site"], [], "no growing site")
+    eq(d["growing"], [], "none at exit")
+    ok("leak suspect" not in report, report)
+    out, dumps, report = traced(EXPANDABLE, "leak", env=env)
+    eq(out, "done\n", "the leaking run")
+    g = dumps["exit"]["growing"]
+    eq([(x["unit"], x.get("holder")) for x in g], [("step", "keep")], "the leak, per step, held by keep")

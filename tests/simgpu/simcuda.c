@@ -2358,6 +2358,7 @@ static const struct {
     P(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2),
     P(cuGetErrorName, 6000, 0, cuGetErrorName),
     P(cuGetErrorString, 6000, 0, cuGetErrorString),
+    P(cuGetExportTable, 3000, 0, cuGetExportTable),
     P(cuMemAlloc, 2000, 0, cuMemAlloc),
     P(cuMemAlloc, 3020, 0, cuMemAlloc_v2),
     P(cuMemFree, 2000, 0, cuMemFree),
