@@ -43,6 +43,11 @@ void vt_live_reset_child(void);
 void vt_torch_live(int device, uint64_t allocated, uint64_t reserved, uint64_t steps)
     __attribute__((visibility("default")));
 
+/* PyTorch's allocated bytes on `device` at the optimizer steps the
+ * companion sampled: how far apart the least and the most were, and when
+ * the last sample came (vt_now_ns). 0 when none came. */
+int vt_torch_live_range(int device, uint64_t *spread, uint64_t *last_ns);
+
 /* The publisher's half (live_torch.c): PyTorch's figures put into the
  * devices of n that have them, and n's steps; 1 when the companion gave
  * anything since the last call. */

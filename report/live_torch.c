@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../common/live.h"
+#include "../tracker/clock.h"
 #include "live.h"
 
 /* Written by the companion's thread, read by the publisher: both under
@@ -12,6 +13,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     uint64_t allocated, reserved;
     int set;
+    uint64_t low, high, last_ns;   /* allocated: the least and most sampled, and when the last was */
 } dev[VT_LIVE_DEVICES];
 static uint64_t steps, given, filled;
 
@@ -20,6 +22,9 @@ void vt_torch_live(int device, uint64_t allocated, uint64_t reserved, uint64_t n
     pthread_mutex_lock(&lock);
     dev[device].allocated = allocated;
     dev[device].reserved = reserved;
+    if (!dev[device].set || allocated < dev[device].low) dev[device].low = allocated;
+    if (!dev[device].set || allocated > dev[device].high) dev[device].high = allocated;
+    dev[device].last_ns = vt_now_ns();
     dev[device].set = 1;
     steps = nsteps;
     given++;
@@ -43,6 +48,16 @@ int vt_live_torch_fill(struct vt_live_segment *n) {
     filled = given;
     pthread_mutex_unlock(&lock);
     return changed;
+}
+
+int vt_torch_live_range(int device, uint64_t *spread, uint64_t *last_ns) {
+    if (device < 0 || device >= VT_LIVE_DEVICES) return 0;
+    pthread_mutex_lock(&lock);
+    int set = dev[device].set;
+    *spread = set ? dev[device].high - dev[device].low : 0;
+    *last_ns = set ? dev[device].last_ns : 0;
+    pthread_mutex_unlock(&lock);
+    return set;
 }
 
 void vt_live_torch_reset_child(void) {

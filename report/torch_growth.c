@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/summary.h"
+#include "live.h"
 #include "torch.h"
 
 _Static_assert(VT_GROWTH_HOLDER == VT_TORCH_TEXT + 1, "a growth's holder holds a tensor's holder");
@@ -49,12 +50,26 @@ static void cache_of_sites(const struct vt_snapshot *s, const struct vt_torch_re
     memset(site, 0, ngroups * sizeof *site);
     for (size_t k = 0; k < n; k++)
         if (g[k].stack < s->nstacks) site[group[g[k].stack]] = k + 1;
+    /* A segment free at the record may have held the site's tensors all
+     * along the run: kept by a function's locals (a list of losses in
+     * main()) and let go when it returned, before the exit's record. So a
+     * site's free segments are its cache only where the companion's
+     * samples at the optimizer steps saw PyTorch's tensors stay level
+     * (their most less their least under half the site's rise) until after
+     * the site's last allocation: the cache, not tensors kept across
+     * steps, made it grow. */
+    struct { int known; uint64_t spread, last_ns; } steps[VT_MAX_DEVICES];
+    for (int d = 0; d < VT_MAX_DEVICES; d++)
+        steps[d].known = by_dev[d] && vt_torch_live_range(d, &steps[d].spread, &steps[d].last_ns);
     struct vt_live_reader *rd = vt_live_read(s, 0);
     for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
         if (!vt_kind_owned_device(a->kind) || a->stack >= s->nstacks || a->device < 0 || a->device >= VT_MAX_DEVICES)
             continue;
         size_t k = site[group[a->stack]];
-        if (k && by_dev[a->device] && free_segment(by_dev[a->device], a)) g[k - 1].cache_bytes += a->bytes;
+        if (!k || !steps[a->device].known || !free_segment(by_dev[a->device], a)) continue;
+        struct vt_growth *x = &g[k - 1];
+        uint64_t rise = x->end_bytes > x->first_floor ? x->end_bytes - x->first_floor : 0;
+        if (steps[a->device].spread * 2 < rise && x->t_last_ns <= steps[a->device].last_ns) x->cache_bytes += a->bytes;
     }
     vt_live_read_end(rd);
     free(site);

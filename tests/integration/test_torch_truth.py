@@ -1291,7 +1291,9 @@ def torch_truth_a_cache_that_grew_with_longer_sequences_is_no_leak_suspect():
     holder. A real leak at the same line still is a suspect, and so is one
     whose small tensors pin each step's segment (the cache bound that came
     first, bytes past every tensor PyTorch allocated, called that one
-    cache: none of those segments can be given back)."""
+    cache: none of those segments can be given back), and so is a leak in
+    a function's locals, gone before the exit's record: PyTorch's tensors
+    at the optimizer steps rose with it."""
     line = 1 + next(i for i, l in enumerate(CACHE_GROWS.split("\n")) if "LINE:backward" in l)
     out, dumps, report = traced(CACHE_GROWS, "cache")
     empty = {tuple(x) for x in json.loads(out)}
@@ -1328,7 +1330,7 @@ def torch_truth_a_cache_that_grew_with_longer_sequences_is_no_leak_suspect():
         j = json.loads(r.stdout)
         gj = j["processes"][0]["growing"] if "processes" in j else j["growing"]
         eq([(x["cache_bytes"], x["mostly_cache"]) for x in gj], [(g["cache_bytes"], True)], "report --format json")
-    for script, mode, holder in ((CACHE_GROWS, "leak", "keep"), (PINNED, "pinned", None)):
+    for script, mode, holder in ((CACHE_GROWS, "leak", "keep"), (PINNED, "pinned", None), (LOCAL_LEAK, "local", None)):
         out, dumps, report = traced(script, mode)
         d = dumps["exit"]
         ok("growing call site (live bytes rose through the run; a leak suspect)" in report, f"{mode}: {report}")
@@ -1356,6 +1358,28 @@ for step in range(30):
     (w * 2).sum().backward()
     opt.step()
     opt.zero_grad()
+print("done")
+"""
+
+
+LOCAL_LEAK = r"""
+import torch
+
+
+def main():
+    # The classic leak, in a function's locals: each step's graph kept.
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+    for i in range(30):
+        loss = model(torch.randn(256, 1024, device="cuda")).pow(2).mean()
+        opt.zero_grad()
+        loss.backward(retain_graph=True)
+        opt.step()
+        losses.append(loss)
+
+
+main()   # its locals, the leak among them, are gone before the exit's record
 print("done")
 """
 
