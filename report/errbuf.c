@@ -23,10 +23,13 @@
 #define ERRBUF_HIGH (64 * 1024)
 
 /* All of it, waiting for a descriptor the program made non-blocking (a
- * full pipe says "try again") up to ERRBUF_WAIT_MS without progress. */
+ * full pipe says "try again") up to ERRBUF_WAIT_MS without progress; a
+ * report that waited that long once writes nothing more (b->stuck): each
+ * chunk waiting its own 10 s held a program with a 131 KB report and no
+ * reader for 3 minutes. */
 #define ERRBUF_WAIT_MS 10000
-static void write_all(const char *p, size_t n) {
-    while (n > 0) {
+static void write_all(struct vt_errbuf *b, const char *p, size_t n) {
+    while (n > 0 && !b->stuck) {
         ssize_t w = write(2, p, n);
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -34,10 +37,13 @@ static void write_all(const char *p, size_t n) {
             int r;
             do r = poll(&pf, 1, ERRBUF_WAIT_MS);
             while (r < 0 && errno == EINTR);
-            if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL))) return;
+            if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL))) b->stuck = 1;
             continue;
         }
-        if (w <= 0) return;
+        if (w <= 0) {
+            b->stuck = 1;
+            return;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -57,7 +63,7 @@ static void drain(struct vt_errbuf *b, int all) {
             if (!nl && !all) break;
             end = nl ? (size_t)(nl - b->text) + 1 : b->len;
         }
-        write_all(b->text + at, end - at);
+        write_all(b, b->text + at, end - at);
         at = end;
     }
     memmove(b->text, b->text + at, b->len - at);
@@ -72,7 +78,7 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n) {
         char *more = realloc(b->text, want);
         if (!more) {   /* no room: what is kept, then this, as they are */
             drain(b, 1);
-            write_all(buf, n);
+            write_all(b, buf, n);
             return (ssize_t)n;
         }
         b->text = more;

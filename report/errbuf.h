@@ -9,6 +9,7 @@ struct vt_errbuf {
     FILE *f;
     char *text;
     size_t len, cap;
+    int stuck;   /* descriptor 2 took nothing for 10 s, or failed: the rest is dropped */
 };
 
 /* The stream to print to instead of stderr (b must outlive it), or

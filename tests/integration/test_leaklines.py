@@ -61,3 +61,29 @@ def a_report_to_a_non_blocking_stderr_arrives_whole():
     eq(sum(1 for l in lines if l.startswith("Direct leak of 4096 byte(s)")), 150, "every leak")
     eq([l for l in lines if l.startswith("SUMMARY:")],
        ["SUMMARY: vramtrace: 614400 byte(s) leaked in 150 allocation(s)."], "the summary")
+
+
+@test
+def a_report_to_a_non_blocking_stderr_nobody_reads_gives_up_once():
+    """A non-blocking stderr whose reader never reads: the report waits 10 s
+    without progress once, then drops the rest and the program ends with
+    the leak check's status. Each 4 KB chunk used to wait its own 10 s: a
+    278 KB report held the program for about 9 minutes."""
+    import fcntl
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LEAK_CHECK="1")
+    e.pop("VRAMTRACE_REPORT", None)
+    t0 = time.monotonic()
+    p = subprocess.Popen([DEEPLEAK, "150"], env=e, stderr=w)
+    os.close(w)
+    try:
+        rc = p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        rc = None
+    os.close(r)
+    took = time.monotonic() - t0
+    eq(rc, 23, f"ended with the leak check's status after {took:.0f} s")
+    ok(took < 60, f"one wait of 10 s, not one a chunk: {took:.0f} s")
