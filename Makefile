@@ -304,7 +304,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/analysis.c \
-            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
+            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/live_torch.c
 UNIT_LIBS := -ldw -ldl -lpthread
 
 # Each unit test is a tests/unit/test_*.c with the sources above, built

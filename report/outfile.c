@@ -102,47 +102,90 @@ static int fill_and_close(FILE *f, int (*fill)(FILE *, void *), void *arg, struc
     return rc;
 }
 
+/* Where the file system cannot swap files (NFS refuses renameat2's flags),
+ * vramtrace's writers of one name take turns: a lock (fcntl, which NFS
+ * carries) on "<base>.lock" beside it, waited for 2 s at most; the lock
+ * file stays. Returns its descriptor (closing it lets go), or -1. */
+static int take_turn(int dirfd, const char *base) {
+    char name[NAME_MAX + 1];
+    size_t keep = strlen(base);
+    if (keep + 5 > NAME_MAX) keep = NAME_MAX - 5;
+    snprintf(name, sizeof name, "%.*s.lock", (int)keep, base);
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return close_keep_errno(fd);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    for (int i = 0; i < 200; i++) {
+        if (fcntl(fd, F_SETLK, &fl) == 0) return fd;
+        if (errno != EACCES && errno != EAGAIN) break;
+        usleep(10000);
+    }
+    return close_keep_errno(fd);
+}
+
 /* Put the written temporary file tmp at base, both in dirfd: over a
  * regular file of this user, or where nothing is, without replacing what
  * appears there meanwhile. With `prev`, the file it replaces is handed to
  * prev first: swapped with the new one in one step (RENAME_EXCHANGE), so
  * that it lies at tmp, a name only this process uses, when prev looks at
  * it; prev keeps it elsewhere (1) or lets it go (0: unlinked). Where the
- * file system cannot swap, prev looks at it where it is, then the new
- * file replaces it. Returns 0, or -1 with errno or *why. */
+ * file system cannot swap (nor rename without replacing), the writers
+ * take turns (take_turn): prev looks at it where it is, then the new file
+ * replaces it. Returns 0, or -1 with errno or *why. */
 static int place_dump(int dirfd, const char *tmp, const char *base, const char **why, const struct vt_prev *prev) {
+    int turn = -1, rc = -1;
     for (int tries = 0; tries < 8; tries++) {
         struct stat st;
         if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-            if ((*why = refusal(&st))) return -1;
+            if ((*why = refusal(&st))) goto out;
             if (!S_ISREG(st.st_mode)) {
                 *why = "it stopped being a regular file while the dump was written";
-                return -1;
+                goto out;
             }
-            if (!prev) return renameat(dirfd, tmp, dirfd, base);
-            if (renameat2(dirfd, tmp, dirfd, base, RENAME_EXCHANGE) == 0) {
-                if (prev->fn(dirfd, tmp, base, prev->arg) != 1) unlinkat(dirfd, tmp, 0);
-                return 0;
+            if (!prev) {
+                rc = renameat(dirfd, tmp, dirfd, base);
+                goto out;
             }
-            if (errno == ENOENT) continue; /* gone meanwhile */
-            if (errno != EINVAL && errno != ENOSYS) return -1;
+            if (turn < 0) {
+                if (renameat2(dirfd, tmp, dirfd, base, RENAME_EXCHANGE) == 0) {
+                    if (prev->fn(dirfd, tmp, base, prev->arg) != 1) unlinkat(dirfd, tmp, 0);
+                    rc = 0;
+                    goto out;
+                }
+                if (errno == ENOENT) continue; /* gone meanwhile */
+                if (errno != EINVAL && errno != ENOSYS) goto out;
+                /* No swapping here: take turns, and look again. */
+                if ((turn = take_turn(dirfd, base)) >= 0) continue;
+            }
             prev->fn(dirfd, base, base, prev->arg);
-            if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
-            return renameat(dirfd, tmp, dirfd, base);
+            rc = renameat(dirfd, tmp, dirfd, base);
+            goto out;
         }
-        if (errno != ENOENT) return -1;
-        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) return 0;
+        if (errno != ENOENT) goto out;
+        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) {
+            rc = 0;
+            goto out;
+        }
         if (errno == EEXIST) continue;
-        if (errno != EINVAL && errno != ENOSYS) return -1;
-        /* A file system without RENAME_NOREPLACE: a hard link does not
-         * replace either. */
-        if (linkat(dirfd, tmp, dirfd, base, 0) == 0) return unlinkat(dirfd, tmp, 0);
+        if (errno != EINVAL && errno != ENOSYS) goto out;
+        /* A file system without RENAME_NOREPLACE (NFS): a hard link does
+         * not replace either; a writer that keeps what it replaces takes
+         * its turn first, as where it swaps. */
+        if (prev && turn < 0 && (turn = take_turn(dirfd, base)) >= 0) continue;
+        if (linkat(dirfd, tmp, dirfd, base, 0) == 0) {
+            rc = unlinkat(dirfd, tmp, 0);
+            goto out;
+        }
         if (errno == EEXIST) continue;
-        if (errno != EPERM && errno != EOPNOTSUPP) return -1;
-        return renameat(dirfd, tmp, dirfd, base);
+        if (errno != EPERM && errno != EOPNOTSUPP) goto out;
+        rc = renameat(dirfd, tmp, dirfd, base);
+        goto out;
     }
     errno = EEXIST;
-    return -1;
+out:
+    if (turn >= 0) close_keep_errno(turn);
+    return rc;
 }
 
 /* The file through a temporary file beside it, renamed into place. */
