@@ -56,6 +56,16 @@ class Api:
             return None
         return u.live_bytes, u.live_count, u.peak_bytes
 
+    def device_peak(self, mark, devices=64):
+        """The highest peak of one device since mark (devices' peaks are
+        not added: a limit is a device's, as VRAMTRACE_LIMIT's is)."""
+        best = 0
+        for d in range(devices):
+            u = self.usage(mark, d)
+            if u and u[2] > best:
+                best = u[2]
+        return best
+
     def _report(self, name, mark):
         if not self.active:
             return ""

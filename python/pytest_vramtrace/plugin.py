@@ -174,7 +174,10 @@ def _tensor_peak(t, before):
 def pytest_runtest_call(item):
     st = item.config.stash.get(_state, None)
     leaks_marker = item.get_closest_marker("gpu_no_leaks")
-    limit_marker = item.get_closest_marker("gpu_limit")
+    # A parameter's own limit (pytest.param(..., marks=gpu_limit(...)))
+    # comes after the function's among the item's marks: the closest.
+    own = [m for m in item.own_markers if m.name == "gpu_limit"]
+    limit_marker = own[-1] if own else item.get_closest_marker("gpu_limit")
     if st is None or not st.api.active:
         if st is not None and (leaks_marker or limit_marker):
             # Counted from the test's report, so that a pytest-xdist
@@ -208,12 +211,12 @@ def pytest_runtest_call(item):
         try:
             res = yield
         except BaseException:
-            u = st.api.usage(mark)
             tensors = _tensor_peak(_torch(), baseline)[0] if baseline is not None else 0
-            item.user_properties.append((PEAK, max(u[2] if u else 0, tensors)))
+            item.user_properties.append((PEAK, max(st.api.device_peak(mark), tensors)))
             raise
         gc.collect()
-        live, count, peak = st.api.usage(mark)
+        live, count, _ = st.api.usage(mark)
+        peak = st.api.device_peak(mark)   # one device's: devices' peaks are not added
         tensors, device = _tensor_peak(_torch(), baseline) if baseline is not None else (0, None)
         item.user_properties.append((PEAK, max(peak, tensors)))
         failures = []

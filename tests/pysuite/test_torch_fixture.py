@@ -43,3 +43,15 @@ def test_two_devices_one_after_the_other(weights):
     for d in (0, 1):
         x = torch.empty(12 * MiB, dtype=torch.uint8, device=f"cuda:{d}")
         del x
+
+
+@pytest.mark.gpu_limit("32 MiB")
+def test_two_devices_at_once(weights):
+    xs = [torch.empty(24 * MiB, dtype=torch.uint8, device=f"cuda:{d}") for d in (0, 1)]
+    del xs
+
+
+@pytest.mark.gpu_limit("4 MiB")
+@pytest.mark.parametrize("n", [pytest.param(15, marks=pytest.mark.gpu_limit("16 MiB"))])
+def test_a_parameters_own_limit(weights, n):
+    fifteen_mib()
