@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,7 +50,8 @@ static int close_keep_errno(int fd) {
 /* Open the existing node base (in dirfd) to write into it in place, with
  * `flags` (O_APPEND or 0) added. Checked before the open (opening some
  * devices does something) and after it (the same node). O_NONBLOCK is
- * cleared once open, so that writes are whole. Returns the descriptor, or
+ * cleared once open, so that writes are whole, except on a FIFO, which
+ * stream_of writes with a bound on the wait. Returns the descriptor, or
  * -1 with errno or *why. */
 static int open_existing(int dirfd, const char *base, int flags, const char **why) {
     struct stat before, st;
@@ -64,8 +67,60 @@ static int open_existing(int dirfd, const char *base, int flags, const char **wh
     if (st.st_dev != before.st_dev || st.st_ino != before.st_ino) *why = "it was replaced while opened";
     else *why = refusal(&st);
     int fl = *why ? -1 : fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) return close_keep_errno(fd);
+    if (fl < 0 || (!S_ISFIFO(st.st_mode) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) return close_keep_errno(fd);
     return fd;
+}
+
+/* A FIFO is written without blocking, waiting for its reader up to
+ * FIFO_WAIT_MS without progress, once: a reader that opened it and then
+ * stalled held the program's exit for as long as it stalled. What is left
+ * is dropped, the stream in error (ETIMEDOUT). */
+#define FIFO_WAIT_MS 10000
+struct fifo {
+    int fd, stuck;
+};
+
+static ssize_t fifo_write(void *c, const char *buf, size_t n) {
+    struct fifo *q = c;
+    size_t done = 0;
+    while (done < n && !q->stuck) {
+        ssize_t w = write(q->fd, buf + done, n - done);
+        if (w > 0) {
+            done += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {.fd = q->fd, .events = POLLOUT};
+            int r;
+            do r = poll(&pf, 1, FIFO_WAIT_MS);
+            while (r < 0 && errno == EINTR);
+            if (r > 0 && !(pf.revents & (POLLERR | POLLNVAL))) continue;
+            errno = r == 0 ? ETIMEDOUT : EPIPE;
+        }
+        q->stuck = 1;
+    }
+    if (done < n && done == 0) return -1;
+    return (ssize_t)done;
+}
+
+static int fifo_close(void *c) {
+    struct fifo *q = c;
+    int rc = close(q->fd);
+    free(q);
+    return rc;
+}
+
+/* The stream for descriptor fd of open_existing's, in `mode`. */
+static FILE *stream_of(int fd, const char *mode) {
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return fdopen(fd, mode);
+    struct fifo *q = malloc(sizeof *q);
+    if (!q) return NULL;
+    *q = (struct fifo){fd, 0};
+    FILE *f = fopencookie(q, mode, (cookie_io_functions_t){.write = fifo_write, .close = fifo_close});
+    if (!f) free(q);
+    return f;
 }
 
 static int open_report_fd(const char *path, const char **why) {
@@ -88,7 +143,7 @@ static int open_report_fd(const char *path, const char **why) {
 
 FILE *vt_file_open_report(const char *path, const char **why) {
     int fd = open_report_fd(path, why);
-    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    FILE *f = fd >= 0 ? stream_of(fd, "a") : NULL;
     if (!f && fd >= 0) close_keep_errno(fd);
     return f;
 }
@@ -224,7 +279,7 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
             rc = -1;
         } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             int fd = open_existing(dirfd, base, 0, why);
-            FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+            FILE *f = fd >= 0 ? stream_of(fd, "w") : NULL;
             if (f) rc = fill_and_close(f, fill, arg, NULL);
             else if (fd >= 0) close_keep_errno(fd);
         } else {

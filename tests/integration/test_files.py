@@ -163,6 +163,28 @@ def dump_to_a_fifo_whose_reader_leaves_does_not_kill_the_program():
 
 
 @test
+def dump_to_a_fifo_whose_reader_stalls_waits_ten_seconds_once():
+    """A FIFO at the dump path whose reader opened it and never reads: the
+    dump waits 10 s for it without progress, once, then is dropped with
+    one warning, and the program ends with its own status. It used to wait
+    for as long as the reader stalled (a reader that held it 60 s held the
+    program's exit 60 s)."""
+    with workdir("vt-fifo-stall-") as work:
+        fifo = os.path.join(work, "d.json")
+        os.mkfifo(fifo)
+        # The reader: opens the FIFO for reading and holds it, reading nothing.
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            rc, out, err, secs = timed([os.path.join(T, "t_deepleak"), "2000"], lib_env(VRAMTRACE_OUT=fifo),
+                                       timeout=120)
+        finally:
+            os.close(fd)
+        eq(rc, 0, "the program's own status")
+        ok(secs < 45, f"one wait of 10 s: {secs:.0f} s")
+        eq([w.split(": ")[-1] for w in warnings(err)], ["Connection timed out"], f"one warning: {err[-500:]}")
+
+
+@test
 def dev_null_stays_a_device():
     # /dev/null itself, in a mount namespace of its own (a private /dev):
     # a regression must not take the machine's /dev/null with it.
