@@ -1,6 +1,7 @@
 /* summary.c -- the totals, holders, live allocations, growing call sites
  * and stack frames as both sides print them (summary.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -123,29 +124,36 @@ int vt_growth_mostly_cache(uint64_t first_bytes, uint64_t end_bytes, uint64_t ca
 
 void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g, size_t top) {
     if (g->n == 0) return;
-    /* The leak suspects, then the sites that are mostly cache. */
-    for (int cache = 0; cache < 2; cache++) {
-        size_t n = 0, shown = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            struct vt_growth_row r = {0};
-            g->row(g->ctx, i, &r);
-            n += vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes) == cache;
-        }
-        if (n == 0) continue;
-        if (!cache)
-            fprintf(f, "%sgrowing call site%s (live bytes rose through the run; %s):\n", prefix, n == 1 ? "" : "s",
-                    n == 1 ? "a leak suspect" : "leak suspects");
+    /* Each site's kind, found once: the leak suspects are printed, then
+     * the sites that are mostly cache (without room to keep the kinds,
+     * each section asks the rows again). */
+    unsigned char *cache = malloc(g->n);
+    size_t count[2] = {0, 0};
+    for (size_t i = 0; i < g->n; i++) {
+        struct vt_growth_row r = {0};
+        g->row(g->ctx, i, &r);
+        int c = vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes);
+        if (cache) cache[i] = (unsigned char)c;
+        count[c]++;
+    }
+    for (int c = 0; c < 2; c++) {
+        if (count[c] == 0) continue;
+        if (!c)
+            fprintf(f, "%sgrowing call site%s (live bytes rose through the run; %s):\n", prefix,
+                    count[c] == 1 ? "" : "s", count[c] == 1 ? "a leak suspect" : "leak suspects");
         else
             fprintf(f, "%scall site%s where PyTorch's cache grew (most of %s memory holds no tensor: segments a "
                        "larger batch or sequence needed, kept for reuse; not a leak):\n",
-                    prefix, n == 1 ? "" : "s", n == 1 ? "its" : "their");
+                    prefix, count[c] == 1 ? "" : "s", count[c] == 1 ? "its" : "their");
+        size_t shown = 0;
         for (size_t i = 0; i < g->n && shown < top; i++) {
+            if (cache && cache[i] != c) continue;
             struct vt_growth_row r = {0};
             g->row(g->ctx, i, &r);
-            if (vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes) != cache) continue;
+            if (!cache && vt_growth_mostly_cache(r.first_bytes, r.end_bytes, r.cache_bytes) != c) continue;
             shown++;
             vt_put_growth(f, prefix, r.site, r.first_bytes, r.end_bytes, r.rate);
-            if (cache) {
+            if (c) {
                 char b[32], e[32];
                 fprintf(f, "%s      %s of %s are segments that hold no tensor; torch.cuda.empty_cache() gives them "
                            "back\n",
@@ -153,6 +161,7 @@ void vt_put_growing(FILE *f, const char *prefix, const struct vt_growing_text *g
             }
         }
     }
+    free(cache);
 }
 
 int vt_kind_name_owned_device(const char *kind) {

@@ -11,42 +11,20 @@
  * writer's; the buffer is written out whenever it holds more than
  * ERRBUF_HIGH bytes, so a report of any size costs at most that. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "errbuf.h"
+#include "outfile.h"
 
 #define ERRBUF_HIGH (64 * 1024)
 
-/* All of it, waiting for a descriptor the program made non-blocking (a
- * full pipe says "try again") up to ERRBUF_WAIT_MS without progress; a
- * report that waited that long once writes nothing more (b->stuck): each
- * chunk waiting its own 10 s held a program with a 131 KB report and no
- * reader for 3 minutes. */
-#define ERRBUF_WAIT_MS 10000
+/* All of it to descriptor 2, waiting for one the program made
+ * non-blocking 10 s without progress, once (b->stuck): then the rest is
+ * dropped. */
 static void write_all(struct vt_errbuf *b, const char *p, size_t n) {
-    while (n > 0 && !b->stuck) {
-        ssize_t w = write(2, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pf = {.fd = 2, .events = POLLOUT};
-            int r;
-            do r = poll(&pf, 1, ERRBUF_WAIT_MS);
-            while (r < 0 && errno == EINTR);
-            if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL))) b->stuck = 1;
-            continue;
-        }
-        if (w <= 0) {
-            b->stuck = 1;
-            return;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
+    vt_file_write_waiting(2, p, n, &b->stuck);
 }
 
 /* Write the buffer's whole lines (with `all`, the rest too), keeping a

@@ -71,37 +71,39 @@ static int open_existing(int dirfd, const char *base, int flags, const char **wh
     return fd;
 }
 
-/* A FIFO is written without blocking, waiting for its reader up to
- * FIFO_WAIT_MS without progress, once: a reader that opened it and then
- * stalled held the program's exit for as long as it stalled. What is left
- * is dropped, the stream in error (ETIMEDOUT). */
-#define FIFO_WAIT_MS 10000
-struct fifo {
-    int fd, stuck;
-};
-
-static ssize_t fifo_write(void *c, const char *buf, size_t n) {
-    struct fifo *q = c;
+size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck) {
     size_t done = 0;
-    while (done < n && !q->stuck) {
-        ssize_t w = write(q->fd, buf + done, n - done);
+    while (done < n && !*stuck) {
+        ssize_t w = write(fd, p + done, n - done);
         if (w > 0) {
             done += (size_t)w;
             continue;
         }
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pf = {.fd = q->fd, .events = POLLOUT};
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
             int r;
-            do r = poll(&pf, 1, FIFO_WAIT_MS);
+            do r = poll(&pf, 1, VT_FILE_WAIT_MS);
             while (r < 0 && errno == EINTR);
             if (r > 0 && !(pf.revents & (POLLERR | POLLNVAL))) continue;
             errno = r == 0 ? ETIMEDOUT : EPIPE;
         }
-        q->stuck = 1;
+        *stuck = 1;
     }
-    if (done < n && done == 0) return -1;
-    return (ssize_t)done;
+    return done;
+}
+
+/* A FIFO is written without blocking (vt_file_write_waiting): a reader
+ * that opened it and then stalled held the program's exit for as long as
+ * it stalled. What is left is dropped, the stream in error. */
+struct fifo {
+    int fd, stuck;
+};
+
+static ssize_t fifo_write(void *c, const char *buf, size_t n) {
+    struct fifo *q = c;
+    size_t done = vt_file_write_waiting(q->fd, buf, n, &q->stuck);
+    return done == 0 && n > 0 ? -1 : (ssize_t)done;
 }
 
 static int fifo_close(void *c) {

@@ -35,6 +35,16 @@ struct vt_prev {
 int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why,
                        const struct vt_prev *prev, struct stat *placed);
 
+/* Write n bytes of p to fd, waiting for a descriptor that says "try
+ * again" (non-blocking: a full pipe, a FIFO whose reader stalls) up to
+ * VT_FILE_WAIT_MS without progress, once: after a wait that long, or an
+ * error, *stuck is set (errno ETIMEDOUT, or the write's) and nothing more
+ * is written, this call or a later one with the same flag (each chunk
+ * waiting its own 10 s held a program with a 278 KB report and no reader
+ * for 9 minutes). Returns the bytes written. */
+#define VT_FILE_WAIT_MS 10000
+size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck);
+
 /* The report file at path, appended to, created when new. NULL on
  * failure. */
 FILE *vt_file_open_report(const char *path, const char **why);
