@@ -128,9 +128,10 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
                 vr_plural(d->nooms - (size_t)o->top, "failure", "failures"));
     if (!d->nooms) fputs("<p class=\"no-oom\">no out-of-memory failure</p>\n", f);
     const struct vm_totals *t = &d->totals;
-    char when[300];
+    char when[300], ended[600];
     fputs("<p class=\"totals\">dump written ", f);
     vh_text(f, vr_written(d->reason, when, sizeof when));
+    vh_text(f, vr_ended(d, ended, sizeof ended));
     fprintf(f, "; live %s in %" PRIu64 " %s; peak %s at %.3f s; %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64
                " out-of-memory %s</p>\n",
             B(t->live_bytes, a), t->live_count, vr_plural(t->live_count, "allocation", "allocations"),

@@ -275,6 +275,14 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         member(f, depth + 1, &first, "world_size");
         put(f, json_integer(d->world_size), depth + 1);
     }
+    if (d->ended_signal) { /* as the dump says it */
+        json_t *e = json_object();
+        json_object_set_new(e, "signal", json_string(d->ended_signal));
+        if (d->ended_from_pid) json_object_set_new(e, "from_pid", json_integer(d->ended_from_pid));
+        if (d->ended_from) json_object_set_new(e, "from", json_string(d->ended_from));
+        member(f, depth + 1, &first, "ended_by");
+        put(f, e, depth + 1);
+    }
     /* The library's forecast line, as the text report prints it. */
     const char *fc = d->json ? json_string_value(json_object_get((const json_t *)d->json, "forecast")) : NULL;
     if (fc && fc[0]) {

@@ -571,6 +571,21 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     json_t *lr = json_object_get(root, "local_rank");
     if (lr) d->local_rank = int_in(c, root, "local_rank", 0, INT32_MAX, "dump");
     if (json_object_get(root, "world_size")) d->world_size = int_in(c, root, "world_size", 1, INT32_MAX, "dump");
+    json_t *ended = json_object_get(root, "ended_by");
+    if (ended) {
+        json_t *sig = json_object_get(ended, "signal"), *pid = json_object_get(ended, "from_pid"),
+               *from = json_object_get(ended, "from");
+        if (!json_is_object(ended) || !json_is_string(sig) || (pid && !json_is_integer(pid)) ||
+            (from && !json_is_string(from)))
+            fail(c, "dump: field \"ended_by\" is not an object with a \"signal\" string, an integer \"from_pid\" "
+                    "and a \"from\" string");
+        else {
+            d->ended_signal = json_string_value(sig);
+            d->ended_from_pid = pid && json_integer_value(pid) > 0 && json_integer_value(pid) <= INT32_MAX
+                                    ? (long)json_integer_value(pid) : 0;
+            d->ended_from = from ? json_string_value(from) : NULL;
+        }
+    }
     d->start_unix_ns = u64(c, root, "start_unix_ns", "dump");
     d->time_ns = u64(c, root, "time_ns", "dump");
     json_t *argv = field(c, root, "argv", JSON_ARRAY, "dump");

@@ -144,6 +144,10 @@ struct vm_dump {
     const char *reason, *host;
     int pid, rank, local_rank;
     int world_size; /* the job's ranks as its dump says them; 0: not said */
+    /* The signal that ended the process after its exit dump ("SIGTERM"),
+     * NULL when none; its sender's pid (0 unknown) and name (NULL unknown). */
+    const char *ended_signal, *ended_from;
+    long ended_from_pid;
     const char **argv;
     size_t argc;
     uint64_t start_unix_ns, time_ns;

@@ -54,6 +54,16 @@ const struct vm_holder *vr_holders_at(const struct vm_dump *d, enum vr_moment at
     return d->ooms[0].holders;
 }
 
+const char *vr_ended(const struct vm_dump *d, char *buf, size_t size) {
+    buf[0] = 0;
+    if (!d->ended_signal) return buf;
+    char sig[64], from[256], e[512];
+    vt_fmt_ended_by(vr_safe(d->ended_signal, sig, sizeof sig), d->ended_from_pid, d->pid,
+                    d->ended_from ? vr_safe(d->ended_from, from, sizeof from) : NULL, e, sizeof e);
+    snprintf(buf, size, ", %s", e);
+    return buf;
+}
+
 const char *vr_written(const char *reason, char *buf, size_t size) {
     if (reason && strcmp(reason, "signal") == 0) return "on a signal";
     if (reason && strcmp(reason, "named") == 0) return "by vramtrace_dump";

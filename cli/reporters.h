@@ -92,6 +92,11 @@ void vr_combined_free(struct vr_combined *c, size_t n);
 /* "1.50 GiB" */
 const char *vr_bytes(uint64_t v, char *buf, size_t size);
 
+/* ", ended by SIGTERM from pid 4242 (slurmstepd)" (vt_fmt_ended_by, the
+ * names in their display form) when a signal ended the dump's process
+ * after it, else "". Writes into buf and returns it. */
+const char *vr_ended(const struct vm_dump *d, char *buf, size_t size);
+
 /* `one` when n is 1, else `many`: "1 allocation", "2 allocations". */
 const char *vr_plural(uint64_t n, const char *one, const char *many);
 

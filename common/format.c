@@ -106,6 +106,18 @@ const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {
     return buf;
 }
 
+const char *vt_fmt_ended_by(const char *signal, long from_pid, long own_pid, const char *from, char *buf,
+                            size_t size) {
+    if (from_pid > 0 && from_pid == own_pid)
+        snprintf(buf, size, "ended by %s it sent itself", signal);
+    else if (from_pid > 0)
+        snprintf(buf, size, "ended by %s from pid %ld%s%s%s", signal, from_pid, from && from[0] ? " (" : "",
+                 from && from[0] ? from : "", from && from[0] ? ")" : "");
+    else
+        snprintf(buf, size, "ended by %s", signal);
+    return buf;
+}
+
 static void put_text(FILE *f, const char *s, void (*put)(FILE *, const char *)) {
     if (put) put(f, s);
     else fputs(s, f);

@@ -36,6 +36,15 @@ const char *vt_fmt_pct(uint64_t part, uint64_t whole, int decimals, char *buf, s
  * when missed is 0 (nothing is said then). Writes into buf. */
 const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size);
 
+/* How a signal ended the process, the one phrase for the library's exit
+ * report and the CLI's: "ended by SIGTERM from pid 4242 (slurmstepd)",
+ * "ended by SIGINT it sent itself" (from_pid == own_pid), "ended by
+ * SIGTERM" (from_pid 0: the sender unknown). `from`: the sender's command
+ * name, NULL or "" when unknown, already made safe to print by the caller.
+ * Writes into buf and returns it. */
+const char *vt_fmt_ended_by(const char *signal, long from_pid, long own_pid, const char *from, char *buf,
+                            size_t size);
+
 /* The lines the library's post-mortem and the CLI's text report share,
  * each written by one function. `prefix` begins every line ("vramtrace: "
  * in the library, "" in the CLI); `put` writes a text taken from a dump or

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../report/output.h"
 #include "hook.h"
 #include "resolve.h"
 
@@ -43,8 +44,10 @@ static void before_own_signal(int sig) {
     struct sigaction now;
     sigset_t mask;
     if (sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
-        pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, sig))
+        pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, sig)) {
+        vt_output_ended_by(sig, (int)getpid());
         vt_exit_before_signal();
+    }
     errno = e;
 }
 

@@ -227,6 +227,16 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     if (m->python_version)
         fprintf(f, "\"python\":\"%lu.%lu.%lu\",\n", m->python_version >> 24, (m->python_version >> 16) & 0xff,
                 (m->python_version >> 8) & 0xff);
+    if (m->ended_signal) {
+        fputs("\"ended_by\":{\"signal\":", f);
+        vt_json_string(f, m->ended_signal);
+        if (m->ended_from_pid > 0) fprintf(f, ",\"from_pid\":%d", m->ended_from_pid);
+        if (m->ended_from && m->ended_from[0]) {
+            fputs(",\"from\":", f);
+            vt_json_string(f, m->ended_from);
+        }
+        fputs("},\n", f);
+    }
     if (m->forecast && m->forecast[0]) {
         fputs("\"forecast\":", f);
         vt_json_string(f, m->forecast);

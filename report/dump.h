@@ -31,6 +31,12 @@ struct vt_dump_meta {
     /* The forecast's line (report/live.c), NULL or "" for none: then the
      * dump has no "forecast". */
     const char *forecast;
+    /* The signal that ends the process after this exit dump ("SIGTERM"),
+     * NULL when none; its sender's pid (0 unknown) and command name (""
+     * unknown). */
+    const char *ended_signal;
+    int ended_from_pid;
+    const char *ended_from;
 };
 
 struct vt_analysis;

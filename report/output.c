@@ -446,6 +446,34 @@ static int write_outputs(const char *reason, unsigned seq, int torch_only) {
     return rc;
 }
 
+/* The signal that ends the process after the exit's outputs (0 none), its
+ * sender and the sender's command name (vt_output_ended_by). */
+static struct {
+    int sig, from_pid;
+    char name[16], from[64];
+} ended;
+
+void vt_output_ended_by(int sig, int from_pid) {
+    const char *abbrev = sigabbrev_np(sig);
+    if (!abbrev) return;
+    snprintf(ended.name, sizeof ended.name, "SIG%s", abbrev);
+    ended.from_pid = from_pid;
+    ended.from[0] = 0;
+    if (from_pid > 0) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/%d/comm", from_pid);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, ended.from, sizeof ended.from - 1);
+            close(fd);
+            if (n < 0) n = 0;
+            while (n > 0 && ended.from[n - 1] == '\n') n--;
+            ended.from[n] = 0;
+        }
+    }
+    __atomic_store_n(&ended.sig, sig, __ATOMIC_RELEASE);
+}
+
 static int write_outputs_from(const char *reason, unsigned seq, int torch_only, uint64_t asked) {
     int leaked = 0;
     int at_exit = strcmp(reason, "exit") == 0;
@@ -482,6 +510,11 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         .process_start = self_id.start,
         .forecast = vt_live_forecast(forecast, sizeof forecast),
     };
+    if (at_exit && __atomic_load_n(&ended.sig, __ATOMIC_ACQUIRE)) {
+        meta.ended_signal = ended.name;
+        meta.ended_from_pid = ended.from_pid;
+        meta.ended_from = ended.from;
+    }
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */
     struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0 ? asked : 0);
@@ -548,6 +581,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             warned_sup = 1;
             vt_warn("%s; checking without suppressions", err);
         }
+        if (f) vt_postmortem_exit_brief(f, s, sym, an, &meta, &told);
         /* The leak report goes where LSan's would, even with the human
          * report turned off: CI reads it. */
         FILE *lf = f ? f : errf;

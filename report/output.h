@@ -45,6 +45,12 @@ void vt_output_defer_oom(void);
  * exit status; else 0. */
 int vt_output_exit(void);
 
+/* Before vt_output_exit, when a signal ends the process right after it
+ * (SIGTERM from another process, or one the process sends itself): the
+ * signal and its sender's pid (0 unknown), said in the exit dump and
+ * report. The sender's command name is read here, from /proc. */
+void vt_output_ended_by(int sig, int from_pid);
+
 /* At exit, instead of vt_output_exit, where writing could wait forever:
  * one line on stderr saying the exit dump was skipped (nothing when there
  * would have been nothing to write). -1 when the leak check was to run,

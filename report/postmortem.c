@@ -132,6 +132,11 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
         vt_put_display(f, m->argv[0]);
         fputc(')', f);
     }
+    if (m->ended_signal) {
+        char e[512];
+        fputs(", ", f);
+        vt_put_display(f, vt_fmt_ended_by(m->ended_signal, m->ended_from_pid, m->pid, m->ended_from, e, sizeof e));
+    }
     fputc('\n', f);
 }
 
@@ -185,6 +190,32 @@ int vt_postmortem_told(const struct vt_snapshot *s, const struct vt_symbols *sym
            strcmp(vt_site_shown(sym, reported->stack, a, sizeof a), vt_site_shown(sym, last->stack, b, sizeof b)) == 0;
 }
 
+/* The last failure had no post-mortem of its own: the pace of post-mortems
+ * (one a second) left it without one, and it did not ask what the failure
+ * reported asked, from the same call site (a caching allocator's retry). */
+static int untold(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_oom_told *told) {
+    return told->postmortems && s->totals.oom_count > told->failures && !vt_postmortem_told(s, sym, told);
+}
+
+/* That failure, often the one that ended the program after failures it
+ * caught (a batch-size search): its request, the device then and its
+ * findings, from its record. */
+static void untold_last(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_analysis *an, const struct vt_oom_told *told) {
+    if (!untold(s, sym, told)) return;
+    const struct vt_totals *t = &s->totals;
+    fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
+               "a second is written; %" PRIu64 " of %" PRIu64 " failures got one)", t->oom_count,
+            told->postmortems, t->oom_count);
+    if (s->nooms == t->oom_count) { /* the last failure is among those kept */
+        fputs(":\n", f);
+        oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
+        findings(f, an);
+    } else {
+        fprintf(f, "; only the first %zu failures are kept, and it is not one of them\n", s->nooms);
+    }
+}
+
 void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
                         int top, const struct vt_oom_told *told) {
@@ -209,27 +240,16 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     holders_table(f, &v, top);
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
-    /* The last failure, when the pace of post-mortems (one a second) left
-     * it without one: often the one that ended the program, after failures
-     * it caught (a batch-size search). Its request, the device then and
-     * its findings, from its record; not when it asked what the failure
-     * reported asked, from the same call site (a caching allocator's
-     * retry). */
-    const struct vt_oom *last = s->nooms ? &s->ooms[s->nooms - 1] : NULL;
-    int kept = s->nooms == t->oom_count; /* the last failure is among those kept */
-    int retry = vt_postmortem_told(s, sym, told);
-    if (told->postmortems && t->oom_count > told->failures && !retry) {
-        fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
-                   "a second is written; %" PRIu64 " of %" PRIu64 " failures got one)", t->oom_count,
-                told->postmortems, t->oom_count);
-        if (kept) {
-            fputs(":\n", f);
-            oom_lines(f, s, sym, last);
-            findings(f, an);
-        } else {
-            fprintf(f, "; only the first %zu failures are kept, and it is not one of them\n", s->nooms);
-        }
-    }
+    untold_last(f, s, sym, an, told);
     if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
+    fflush(f);
+}
+
+void vt_postmortem_exit_brief(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                              const struct vt_analysis *an, const struct vt_dump_meta *m,
+                              const struct vt_oom_told *told) {
+    if (!m->ended_signal && !untold(s, sym, told)) return;
+    header(f, "exit", m);
+    untold_last(f, s, sym, an, told);
     fflush(f);
 }

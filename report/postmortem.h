@@ -40,4 +40,12 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
                         const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
                         int top, const struct vt_oom_told *told);
 
+/* With the leak check, whose report stands in for the exit summary: the
+ * summary's first line when a signal ends the process (who sent it), and
+ * the last failure's lines when it got no post-mortem of its own (as in
+ * vt_postmortem_exit); nothing otherwise. */
+void vt_postmortem_exit_brief(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                              const struct vt_analysis *an, const struct vt_dump_meta *meta,
+                              const struct vt_oom_told *told);
+
 #endif

@@ -241,6 +241,7 @@ static const struct field fields[VT_O_COUNT] = {
     [VT_O_EXITCODE] = {VT_FIELD(exitcode), NULL, NULL},
     [VT_O_SUPPRESSIONS] = {VT_FIELD(suppressions), "", "checking without suppressions"},
     [VT_O_SIGNAL] = {VT_FIELD(signal), NULL, NULL},
+    [VT_O_ON_TERM] = {VT_FIELD(on_term), NULL, NULL},
     [VT_O_LIVE] = {VT_FIELD(live), NULL, NULL},
     [VT_O_FORECAST] = {VT_FIELD(forecast), NULL, NULL},
     [VT_O_SPILL] = {VT_FIELD(spill), NULL, NULL},

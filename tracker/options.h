@@ -27,6 +27,7 @@ struct vt_options {
     int exitcode;        /* exit status when leaks remain */
     char suppressions[4096]; /* leak suppressions file, or "" */
     int signal;          /* on-demand dump signal, 0 = none */
+    int on_term;         /* the exit's outputs at a SIGTERM left to its default */
     uint64_t limit;      /* per-device budget in bytes, 0 = none */
     int unwind;          /* VT_UNWIND_* */
     int live;            /* publish the live segment */

@@ -1,6 +1,7 @@
 """The traced program's own behaviour under vramtrace: signals, fork, errno,
 file descriptors, calls made from signal handlers (tests/progs/t_host.c)."""
 import fcntl
+import queue
 import signal
 import threading
 import time
@@ -912,3 +913,209 @@ def host_report_to_closed_pipe_raises_no_sigpipe():
     eq(run_with_closed_stderr([HOST, "oom-closed-stderr"], preload=True,
                               env={"VRAMTRACE_DEPTH": "bogus", "VRAMTRACE_REPORT": "off"}), (0, want[1], ["exit"]),
        "status and output when a bad option's warning meets a pipe nobody reads")
+
+
+class Terminated:
+    """A traced MODE of t_host (or a Python script: argv), run until it
+    prints "ready"; then signalled from this process."""
+
+    def __init__(self, argv, env=None):
+        self.work = tempfile.mkdtemp(prefix="vt-host-")
+        self.p = subprocess.Popen(argv, cwd=self.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=host_env(self.work, {"VRAMTRACE_REPORT": "stderr", **(env or {})}))
+        self.out = []
+        self.lines = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.err = []
+        self.err_reader = threading.Thread(target=lambda: self.err.append(self.p.stderr.read()), daemon=True)
+        self.err_reader.start()
+        while not self.out or self.out[-1] != "ready\n":
+            self.line()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def line(self, timeout=60):
+        """The program's next line of stdout (a Failure after timeout s)."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            self.p.kill()
+            raise Failure(f"no line from the program in {timeout} s; so far {self.out}")
+        if line is None:
+            raise Failure(f"the program's stdout ended; so far {self.out}")
+        self.out.append(line)
+        return line
+
+    def finish(self, timeout=60):
+        """(status, stdout, stderr, dumps by name, seconds it took to end)."""
+        t0 = time.monotonic()
+        try:
+            self.p.wait(timeout=timeout)
+        finally:
+            if self.p.poll() is None:
+                self.p.kill()
+                self.p.wait()
+        took = time.monotonic() - t0
+        # The pipes close when every process holding them is gone (a
+        # forked child too).
+        self.reader.join(timeout=timeout)
+        self.err_reader.join(timeout=timeout)
+        out = []
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is not None:
+                out.append(line)
+        out = "".join(out)
+        err = "".join(self.err)
+        dumps = {}
+        for name in sorted(os.listdir(self.work)):
+            if name.endswith(".json"):
+                dumps[name] = load_dump(os.path.join(self.work, name))
+        shutil.rmtree(self.work, ignore_errors=True)
+        return self.p.returncode, "".join(self.out) + out, err, dumps, took
+
+
+def my_comm():
+    with open("/proc/self/comm") as f:
+        return f.read().rstrip("\n")
+
+
+@test
+def host_sigterm_from_another_process_writes_the_exit_dump_and_report():
+    """A job ended by SIGTERM from another process (a scheduler's time
+    limit, a launcher stopping the other ranks) with SIGTERM left to its
+    default: the exit dump, report and leak check are written, saying who
+    sent it, and the process still dies of SIGTERM. Before: nothing."""
+    for leak_check in ("0", "1"):
+        t = Terminated([HOST, "term-wait"], {"VRAMTRACE_LEAK_CHECK": leak_check})
+        pid = t.p.pid
+        t.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps, _ = t.finish()
+        eq(rc, -signal.SIGTERM, f"leak check {leak_check}: the process died of SIGTERM")
+        eq(out, "alloc -> 0\nalloc -> 0\nalloc -> 0\nfree -> 0\nready\n", "stdout")
+        first = err.splitlines(True)[0] if err else ""
+        eq(first, f"vramtrace: exit in pid {pid} ({HOST}), ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n",
+           "the exit report's first line says who ended it")
+        eq(list(dumps), ["dump.json"], "one dump")
+        d = dumps["dump.json"]
+        eq(d["reason"], "exit", "the exit dump")
+        eq(d.get("ended_by"), {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, "ended_by")
+        eq(sorted((a["api"], a["bytes"]) for a in d["live"]), [("cuMemAlloc_v2", 1 << 20)] * 2, "live allocations")
+        leak = "SUMMARY: vramtrace: 2097152 byte(s) leaked in 2 allocation(s).\n"
+        eq(err.count(leak), 1 if leak_check == "1" else 0, "the leak check's summary")
+        # The CLI says it too, in every format that has a header.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "d.json")
+            with open(path, "w") as f:
+                json.dump(d, f)
+            text = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+            eq(text.stdout.splitlines()[0].endswith(
+                f"(dump written at exit, ended by SIGTERM from pid {os.getpid()} ({my_comm()}))"), True,
+               f"the text report's header: {text.stdout.splitlines()[0]!r}")
+            js = json.loads(subprocess.run([CLI, "report", "--format", "json", path], capture_output=True,
+                                           text=True).stdout)
+            eq(js["processes"][0]["ended_by"], d["ended_by"], "the JSON report's ended_by")
+    # VRAMTRACE_ON_TERM=0: SIGTERM is left alone, nothing is written.
+    t = Terminated([HOST, "term-wait"], {"VRAMTRACE_ON_TERM": "0"})
+    t.p.send_signal(signal.SIGTERM)
+    rc, out, err, dumps, _ = t.finish()
+    eq((rc, err, dumps), (-signal.SIGTERM, "", {}), "VRAMTRACE_ON_TERM=0: died of SIGTERM, nothing written")
+
+
+@test
+def host_second_sigterm_ends_the_process_at_once():
+    """While the exit's outputs are being written (here: a dump to a FIFO
+    nobody reads, which waits 10 s), a second SIGTERM ends the process at
+    once."""
+    work = tempfile.mkdtemp(prefix="vt-fifo-")
+    fifo = os.path.join(work, "d.json")
+    os.mkfifo(fifo)
+    try:
+        t = Terminated([HOST, "term-wait"], {"VRAMTRACE_OUT": fifo, "VRAMTRACE_REPORT": "off"})
+        t0 = time.monotonic()
+        t.p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        t.p.send_signal(signal.SIGTERM)
+        rc, _, err, _, _ = t.finish()
+        took = time.monotonic() - t0
+        eq(rc, -signal.SIGTERM, "died of SIGTERM")
+        ok(took < 5, f"at the second SIGTERM, not after the dump's 10 s wait: {took:.1f} s")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def host_sigterm_handler_the_program_puts_in_later_is_its_own():
+    """vramtrace's SIGTERM handler is not what the program sees: asked after
+    the first GPU call, SIGTERM's action is the default, also as the old
+    action its own sigaction returns; the program's handler then runs
+    alone, and its exit writes the usual exit dump (no ended_by)."""
+    t = Terminated([HOST, "term-query"])
+    t.p.send_signal(signal.SIGTERM)
+    rc, out, err, dumps, _ = t.finish()
+    eq((rc, out), (7, "alloc -> 0\nSIGTERM: default\nreplaced: default\nready\nhandler ran\n"),
+       "status and stdout")
+    d = dumps["dump.json"]
+    eq((d["reason"], "ended_by" in d, [(a["api"], a["bytes"]) for a in d["live"]]),
+       ("exit", False, [("cuMemAlloc_v2", 1 << 20)]), "the exit dump of exit(7)")
+    eq(err.splitlines()[0], f"vramtrace: exit in pid {t.p.pid} ({HOST})", "the report's first line")
+
+
+@test
+def host_sigterm_to_a_forked_child_ends_only_the_child():
+    """A forked child (a data-loader worker) that never used the GPU gets
+    SIGTERM: it dies of it, writing nothing, and the parent goes on (the
+    child's handler and pipe were the parent's: a byte from it would have
+    made the parent write its exit outputs and die). Then the parent's own
+    SIGTERM."""
+    t = Terminated([HOST, "term-fork"])
+    child = int(next(l for l in t.out if l.startswith("child ")).split()[1])
+    os.kill(child, signal.SIGTERM)
+    # The parent reports the child's end, then waits again.
+    eq(t.line(), "child: signal 15\n", "the child died of SIGTERM")
+    eq(t.line(), "waiting\n", "the parent goes on")
+    t.p.send_signal(signal.SIGTERM)
+    rc, out, err, dumps, _ = t.finish()
+    eq(rc, -signal.SIGTERM, "the parent died of SIGTERM")
+    eq(err.count("vramtrace: exit in pid"), 1, f"one exit report, the parent's: {err!r}")
+    eq(err.splitlines()[0], f"vramtrace: exit in pid {t.p.pid} ({HOST}), ended by SIGTERM from pid {os.getpid()} "
+                            f"({my_comm()})", "the parent's report")
+    eq([(n, d["pid"], len(d["live"])) for n, d in dumps.items()], [("dump.json", t.p.pid, 1)], "the parent's dump")
+
+
+@test
+def host_sigterm_ends_a_python_program_with_its_lines():
+    """A Python program (no SIGTERM handler of its own) ended by SIGTERM:
+    the exit dump has its allocation's Python line; signal.getsignal still
+    says SIG_DFL, and signal.signal's old value too."""
+    work = tempfile.mkdtemp(prefix="vt-pyterm-")
+    script = os.path.join(work, "job.py")
+    with open(script, "w") as f:
+        f.write("import ctypes, signal, sys, time\n"
+                "cu = ctypes.CDLL('libcuda.so.1')\n"
+                "cu.cuInit(0)\n"
+                "p = ctypes.c_uint64()\n"
+                "print(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(3 << 20)))\n"
+                "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n"
+                "print('ready', flush=True)\n"
+                "while True:\n"
+                "    time.sleep(1)\n")
+    try:
+        t = Terminated([sys.executable, script])
+        t.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps, _ = t.finish()
+        eq((rc, out), (-signal.SIGTERM, "0\nTrue\nready\n"), "status and stdout")
+        d = dumps["dump.json"]
+        eq(d["ended_by"]["signal"], "SIGTERM", "ended_by")
+        eq([a["bytes"] for a in d["live"]], [3 << 20], "the live allocation")
+        py = python_frames(d, d["live"][0]["stack"])
+        eq(py[0][:2], [script, 5], f"the allocation's Python line, innermost: {py}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -479,7 +479,13 @@ def inproc_keyboard_interrupt_leaves_the_exit_dump():
             r = run([py, script], env={"VRAMTRACE_OUT": out, **({"VRAMTRACE_LEAK_CHECK": "1"} if check else {})})
             eq((r.rc, r.out), (-signal.SIGINT, "allocated\n"), f"leak check {check}: dies of SIGINT as without")
             ok("KeyboardInterrupt" in r.err, r.err[-1500:])
-            eq("vramtrace: exit in pid " in r.err, not check, f"leak check {check}: the exit summary (else the leak report)")
+            # The summary's first line either way, saying how it ended; the
+            # rest of it only without the leak check (its report instead).
+            head = [l for l in r.err.splitlines() if l.startswith("vramtrace: exit in pid ")]
+            eq(len(head), 1, f"leak check {check}: the summary's first line: {r.err[-1500:]}")
+            ok(head[0].endswith(", ended by SIGINT it sent itself"), f"leak check {check}: how it ended: {head[0]!r}")
+            eq("vramtrace:   live at exit: " in r.err, not check, f"leak check {check}: the exit summary (else the leak report)")
             d = load_dump(out)
             eq((d["reason"], d["totals"]["live_bytes"]), ("exit", 3 << 20), f"leak check {check}: the exit dump")
+            eq((d["ended_by"]["signal"], d["ended_by"]["from_pid"]), ("SIGINT", d["pid"]), "the dump's ended_by")
             eq("SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s)." in r.err, check, "the leak report")

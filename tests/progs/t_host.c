@@ -1179,6 +1179,64 @@ static int host_register(void) {
     return 0; /* b stays registered */
 }
 
+/* ---------------------------------------------- term-wait, term-query, term-fork */
+
+/* Three 1 MiB allocations, the second freed, then waiting for signals:
+ * a SIGTERM from outside ends the process. */
+static int term_wait(void) {
+    CUdeviceptr p[3];
+    for (int i = 0; i < 3; i++) printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p[i], 1 << 20));
+    printf("free -> %d\n", (int)cuMemFree_v2(p[1]));
+    printf("ready\n");
+    for (;;) pause();
+    return 0;
+}
+
+static volatile sig_atomic_t term_got;
+static void on_term_flag(int sig) {
+    (void)sig;
+    term_got = 1;
+}
+
+/* After its first GPU allocation the program asks what SIGTERM does, then
+ * puts its own handler in: that one runs, and the program exits 7. */
+static int term_query(void) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    struct sigaction old, sa;
+    sigaction(SIGTERM, NULL, &old);
+    printf("SIGTERM: %s\n", old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO) ? "default" : "handler");
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term_flag;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old);
+    printf("replaced: %s\n", old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO) ? "default" : "handler");
+    printf("ready\n");
+    while (!term_got) pause();
+    printf("handler ran\n");
+    return 7;
+}
+
+/* A forked child that never uses the GPU is ended by a SIGTERM: it dies of
+ * it with no output of vramtrace's and the parent goes on; then the parent
+ * waits for its own SIGTERM. */
+static int term_fork(void) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    pid_t c = fork();
+    if (c == 0) {
+        for (;;) pause();
+    }
+    printf("child %d\n", (int)c);
+    printf("ready\n");
+    int st;
+    while (waitpid(c, &st, 0) < 0 && errno == EINTR) {}
+    printf("child: %s %d\n", WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    printf("waiting\n");
+    for (;;) pause();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1220,6 +1278,9 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
+    if (strcmp(mode, "term-wait") == 0) return term_wait();
+    if (strcmp(mode, "term-query") == 0) return term_query();
+    if (strcmp(mode, "term-fork") == 0) return term_fork();
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }
