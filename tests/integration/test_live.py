@@ -380,9 +380,9 @@ def fork_as_helper_threads_start_never_hangs():
 @test
 def live_segment_off_switch():
     """VRAMTRACE_LIVE=0 publishes nothing and starts no thread (with the
-    dump signal's watcher off too)."""
+    signals' watcher off too: VRAMTRACE_SIGNAL=0 VRAMTRACE_ON_TERM=0)."""
     rundir = tempdir("vt-rundir-")
-    t = Live(rundir, env={"VRAMTRACE_LIVE": "0", "VRAMTRACE_SIGNAL": "0"})
+    t = Live(rundir, env={"VRAMTRACE_LIVE": "0", "VRAMTRACE_SIGNAL": "0", "VRAMTRACE_ON_TERM": "0"})
     t.say("a 4096")
     time.sleep(0.6)
     eq(os.listdir(rundir), [], "no segment")
