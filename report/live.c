@@ -21,6 +21,7 @@
 #include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
+#include "output.h"
 #include "forecast.h"
 #include "live.h"
 #include "output.h"
@@ -245,16 +246,18 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
-    /* Once per process, the forecast's line goes to stderr through the
-     * capped warning (vt_warn_as), unless the reports go to a file: a
-     * program whose reports are sent away keeps its stderr its own (the
-     * forecast is in the dump, top and the metrics either way). */
-    int to_file = strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0;
-    if (!L.warned && !to_file) {
+    /* Once per process, the forecast's line goes where the reports go:
+     * to stderr through the capped warning (vt_warn_as), or added to the
+     * report file (a program whose reports are sent away keeps its stderr
+     * its own); to stderr when the reports are off or the file cannot take
+     * it. The forecast is in the dump, top and the metrics either way. */
+    if (!L.warned) {
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        vt_warn_as("forecast", "%s", line);
+        char full[sizeof line + 32];
+        snprintf(full, sizeof full, "vramtrace: forecast: %s", line);
+        if (strcmp(vt_opt.report, "stderr") == 0 || vt_output_report_line(full) != 0) vt_warn_as("forecast", "%s", line);
         vt_sigpipe_release(&held);
     }
 }

@@ -394,6 +394,20 @@ static FILE *open_report(const char *path, int *close_it) {
     return f;
 }
 
+int vt_output_report_line(const char *line) {
+    if (strcmp(vt_opt.report, "off") == 0 || strcmp(vt_opt.report, "stderr") == 0) return -1;
+    char rpath[PATH_MAX], host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, (int)getpid(), host, rank_of(), 0) != 0) return -1;
+    int close_it;
+    FILE *f = open_report(rpath, &close_it);
+    if (!f) return -1;
+    fprintf(f, "%s\n", line);
+    int bad = fflush(f) != 0 || ferror(f);
+    if (close_it && fclose(f) != 0) bad = 1;
+    return bad ? -1 : 0;
+}
+
 /* The dump path pattern for this write: on-demand dumps get a sequence
  * number even when the pattern has no %n. */
 static const char *dump_name; /* vt_output_named's name, under out_lock */

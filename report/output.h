@@ -51,6 +51,11 @@ int vt_output_exit(void);
  * report. The sender's command name is read here, from /proc. */
 void vt_output_ended_by(int sig, int from_pid);
 
+/* One line of vramtrace's (ended by a newline here) added to the report
+ * file of VRAMTRACE_REPORT. -1 when the reports do not go to a file
+ * (stderr or off) or it could not be written. */
+int vt_output_report_line(const char *line);
+
 /* At exit, instead of vt_output_exit, where writing could wait forever:
  * one line on stderr saying the exit dump was skipped (nothing when there
  * would have been nothing to write). -1 when the leak check was to run,

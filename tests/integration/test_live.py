@@ -944,6 +944,27 @@ def forecast_leak_warns_steady_and_loading_do_not():
 
 
 @test
+def forecast_line_goes_to_the_report_file():
+    """With the reports sent to a file (VRAMTRACE_REPORT=FILE), the
+    forecast's line is added to that file, once, and stderr stays the
+    program's (before: it went nowhere)."""
+    rundir = tempdir("vt-rundir-")
+    report = os.path.join(rundir, "report.txt")
+    leak = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G", "VRAMTRACE_REPORT": report})
+    leak.send("leak 85 8388608 100")
+    eq(leak.p.stdout.readline(), "ok\n", "the program's loop ends")
+    rc, err = leak.quit()
+    eq((rc, err), (0, ""), "status, and nothing on stderr")
+    with open(report) as f:
+        lines = f.read().splitlines()
+    fc = [l for l in lines if l.startswith("vramtrace: forecast:")]
+    eq(len(fc), 1, f"one forecast line in the report file: {lines[:5]}")
+    ok(FORECAST.match(fc[0]), f"the forecast's line: {fc[0]!r}")
+    eq(lines.index(fc[0]) < next(i for i, l in enumerate(lines) if l.startswith("vramtrace: exit in pid")), True,
+       "before the exit summary")
+
+
+@test
 def forecast_names_a_site_of_the_device_it_forecasts():
     """Five call sites hold 100 MiB each on device 0, then another keeps 8
     MiB a step on device 1: device 1's forecast names the site that grows
