@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +125,32 @@ done:
     return got;
 }
 
+/* A writer's temporary segment (".PREFIX<pid>.tmp", before its first
+ * publication) left by a process killed then (SIGKILL, the OOM killer):
+ * removed when its pid runs no more and nobody holds its lock. A writer
+ * creates the file before it locks it, so the lock alone could remove a
+ * living one's. */
+static void remove_stale_tmp(const char *dir, const char *name) {
+    size_t plen = strlen(VT_LIVE_PREFIX), len = strlen(name);
+    if (len <= 1 + plen + 4 || name[0] != '.' || strncmp(name + 1, VT_LIVE_PREFIX, plen) != 0 ||
+        strcmp(name + len - 4, ".tmp") != 0)
+        return;
+    long pid = 0;
+    for (const char *p = name + 1 + plen; p < name + len - 4; p++) {
+        if (*p < '0' || *p > '9' || pid > INT32_MAX / 10) return;
+        pid = pid * 10 + (*p - '0');
+    }
+    if (pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) return;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() && flock(fd, LOCK_SH | LOCK_NB) == 0)
+        remove_stale(path, &st);
+    close(fd);
+}
+
 static int by_pid(const void *a, const void *b) {
     const struct vt_live_segment *x = a, *y = b;
     return (x->pid > y->pid) - (x->pid < y->pid);
@@ -140,6 +168,10 @@ struct vt_live_segment *vt_live_scan(int pid, size_t *n) {
     size_t plen = strlen(VT_LIVE_PREFIX), slen = strlen(VT_LIVE_SUFFIX);
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.') {
+            remove_stale_tmp(dir, e->d_name);
+            continue;
+        }
         if (len <= plen + slen || strncmp(e->d_name, VT_LIVE_PREFIX, plen) != 0 ||
             strcmp(e->d_name + len - slen, VT_LIVE_SUFFIX) != 0)
             continue;

@@ -5,6 +5,7 @@ processes only."""
 import os
 import atexit
 import copy
+import fcntl
 import html
 import json
 import re
@@ -375,6 +376,34 @@ def fork_as_helper_threads_start_never_hangs():
         ok("Sanitizer" not in r.err and "runtime error" not in r.err, f"{build}: clean:\n{r.err[-3000:]}")
         eq((r.out, r.rc), (f"rounds {rounds} hung 0 failed 0\n", 0), f"{build}: every family exited")
         eq(os.listdir(rundir), [], f"{build}: every segment removed")
+
+
+@test
+def live_segment_temporary_of_a_killed_writer_is_removed():
+    """A process killed (SIGKILL) before its first publication leaves its
+    temporary segment, ".vramtrace-live.PID.tmp": the next reader removes
+    it once that pid runs no more and nobody holds its lock; one of a pid
+    that runs, or one locked, stays (a writer creates it before it locks
+    it)."""
+    rundir = tempdir("vt-rundir-")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = os.path.join(rundir, f".vramtrace-live.{gone.pid}.tmp")
+    running = os.path.join(rundir, f".vramtrace-live.{os.getpid()}.tmp")
+    other = subprocess.Popen(["true"])
+    other.wait()
+    locked = os.path.join(rundir, f".vramtrace-live.{other.pid}.tmp")
+    for path in (dead, running, locked):
+        with open(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600), "wb") as f:
+            f.write(b"\0" * 64)
+    hold = open(locked, "rb")
+    fcntl.flock(hold, fcntl.LOCK_EX)
+    try:
+        eq(top_once(rundir).returncode, 0, "top --once")
+        eq(sorted(os.listdir(rundir)), sorted(os.path.basename(p) for p in (running, locked)),
+           "the dead writer's temporary segment is gone, the others stay")
+    finally:
+        hold.close()
 
 
 @test
