@@ -234,9 +234,9 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
     int leaked = vt_output_exit();
     /* Under `vramtrace run`, the run's status hears of it too (a child's
      * leak: a test worker's, a multiprocessing worker's). */
-    if (leaked > 0 && vt_opt.leak_check) vt_mark_verdict("leaks");
+    if (leaked > 0 && vt_opt.leak_check && vt_opt.exitcode) vt_mark_verdict("leaks");
     if (leaked < 0) vt_mark_verdict("unchecked");
-    if (leaked > 0 && vt_opt.leak_check && may_end) {
+    if (leaked > 0 && vt_opt.leak_check && vt_opt.exitcode && may_end) {
         fflush(NULL);
         _exit(vt_opt.exitcode);
     }

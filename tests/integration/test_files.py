@@ -564,6 +564,45 @@ def run_env(tmpdir):
 
 
 @test
+def run_leak_check_hears_of_a_nested_run_and_exitcode_0_reports_only():
+    """A `vramtrace run` inside another (a test launcher wrapping its
+    tests, itself run so in CI): the inner run's leak fails the outer run
+    too, whatever status the shell between them gives (before: the inner
+    run's own mark replaced the outer's, and the outer passed). And
+    VRAMTRACE_EXITCODE=0 (LeakSanitizer's exitcode=0): the leaks are
+    reported, the status is the program's, and the run passes."""
+    with workdir("vt-files-") as work:
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = run_env(tmp)
+        leaks = os.path.join(T, "t_leaks")
+        for inner in (["--leak-check"], []):
+            script = " ".join([CLI, "run", "--out", "off"] + inner + ["--", leaks, ">/dev/null 2>&1;",
+                               "echo inner=$?; exit 0"])
+            p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--", "sh", "-c", script], env=env,
+                               capture_output=True, text=True, cwd=work)
+            eq((p.returncode, p.stdout), (23, "inner=23\n"), f"inner {inner}: the outer run fails: {p.stderr}")
+            lines = [l for l in p.stderr.splitlines() if l.startswith("vramtrace run:")]
+            eq(len(lines), 1, f"inner {inner}: one line: {lines}")
+            ok(lines[0].startswith("vramtrace run: the leak check found GPU memory leaks in 1 other process of sh "),
+               f"inner {inner}: the line: {lines[0]!r}")
+        a = subprocess.run([leaks], env=env, capture_output=True, text=True, cwd=work)
+        for how in ("run", "env"):
+            if how == "run":
+                argv, e = [CLI, "run", "--out", "off", "--leak-check", "--exitcode", "0", "--", leaks], env
+            else:
+                argv, e = [leaks], dict(env, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LEAK_CHECK="1",
+                                        VRAMTRACE_EXITCODE="0")
+            p = subprocess.run(argv, env=e, capture_output=True, text=True, cwd=work)
+            eq((p.returncode, p.stdout), (a.returncode, a.stdout), f"{how}: the program's own status and output")
+            eq(len(re.findall(r"^SUMMARY: vramtrace: \d+ byte\(s\) leaked in \d+ allocation\(s\)\.$", p.stderr,
+                              re.M)), 1, f"{how}: the leak report: {p.stderr[-600:]}")
+            eq([l for l in p.stderr.splitlines() if l.startswith(("vramtrace run:", "vramtrace: warning"))], [],
+               f"{how}: no line of the run's, no warning")
+        eq(os.listdir(tmp), [], "the private folders are gone")
+
+
+@test
 def run_leak_check_fails_on_a_leak_in_another_process():
     """`vramtrace run --leak-check` fails the run when any process of the
     command found leaks at its exit, not only the command itself: a test

@@ -37,7 +37,7 @@ def layout_readme_options_table_is_the_settings_table():
 def layout_run_refuses_what_the_library_would_ignore():
     for flag, value, words in (("--top", "0", "a number from 1 to 1000"),
                                ("--events", "-1", "a number from 0 to 100000000"),
-                               ("--exitcode", "256", "a number from 1 to 255"),
+                               ("--exitcode", "256", "a number from 0 to 255"),
                                ("--python", "2", "0 or 1 (true/false, yes/no, on/off)"),
                                ("--depth", "x", "a number from 1 to 256"),
                                ("--limit", "0", "a size such as 24G or 512M"),

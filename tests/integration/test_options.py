@@ -12,10 +12,10 @@ def warnings_of(r):
 def options_out_of_range_each_type_warns_and_keeps_the_default():
     prog = [os.path.join(T, "t_triage"), "keep", "1M"]
     a = run(prog, preload=False)
-    # A number past its range (1 to 255) keeps the default: the leak check's
+    # A number past its range (0 to 255) keeps the default: the leak check's
     # status is 23.
     r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_EXITCODE": "256"})
-    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_EXITCODE=256 is not a whole number from 1 to 255; "
+    eq(warnings_of(r), ["vramtrace: warning: VRAMTRACE_EXITCODE=256 is not a whole number from 0 to 255; "
                         "keeping the default"], "number")
     eq((r.out, r.rc), (a.out, 23), "number: the default exit status")
     # A size must be above 0: none, so nothing is refused.
@@ -82,7 +82,7 @@ def options_numbers_are_digits_and_signal_names_match_numbers():
     a = run(prog, preload=False)
     for v in (" 5", "+3", "5 ", "0x5", ""):
         r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_EXITCODE": v})
-        eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_EXITCODE={v} is not a whole number from 1 to 255; "
+        eq(warnings_of(r), [f"vramtrace: warning: VRAMTRACE_EXITCODE={v} is not a whole number from 0 to 255; "
                             "keeping the default"], f"exit code {v!r}")
         eq(r.rc, 23, f"exit code {v!r}: the default status")
     # Taken: no "not a signal" warning.
