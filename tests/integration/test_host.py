@@ -427,6 +427,22 @@ def host_failure_growth_is_the_failing_devices():
 
 
 @test
+def host_growth_per_step_past_the_kept_step_boundaries():
+    """A leak of 128 KiB a step from the 1001st step on: per step, it is
+    128 KiB over the steps counted, also when the run has more steps than
+    the 4096 boundaries kept (then over the steps after the oldest kept
+    one). Before: the site's whole rise over the kept steps, 156 KiB a step
+    at 6,000 steps, 344 KiB at 12,000."""
+    for n, steps in ((3000, 2000), (6000, 4095), (12000, 4095)):
+        r = run([HOST, "long-growth", str(n)], report="off", env={"SIMGPU_CAPACITY": "8G"})
+        eq(r.out, f"{n} steps\n", f"{n}: stdout")
+        g = r.dump["growing"]
+        eq(len(g), 1, f"{n}: one growing site")
+        eq((g[0]["unit"], g[0]["units"], g[0]["bytes_per_unit"], g[0]["end_bytes"]),
+           ("step", steps, 128 << 10, (n - 1000) << 17), f"{n}: growth per step")
+
+
+@test
 def host_forked_child_leaves_the_parents_records_alone():
     # A forked child starts with no records: it used to free each of the
     # parent's, writing beside every one and so copying every page of the

@@ -1179,6 +1179,23 @@ static int host_register(void) {
     return 0; /* b stays registered */
 }
 
+/* ------------------------------------------------------ long-growth N */
+
+/* N steps; from the 1001st on, each keeps 128 KiB from one call site (a
+ * leak of 128 KiB a step over N - 1000 steps, past the 4096 step
+ * boundaries kept when N passes them). */
+static int long_growth(long n) {
+    struct vramtrace_api vt;
+    vramtrace_load(&vt);
+    CUdeviceptr p;
+    for (long k = 0; k < n; k++) {
+        if (k >= 1000 && leaky(&p, 128 << 10) != CUDA_SUCCESS) printf("step %ld failed\n", k);
+        vt.step();
+    }
+    printf("%ld steps\n", n);
+    return 0;
+}
+
 /* ---------------------------------------------- term-wait, term-query, term-fork */
 
 /* Three 1 MiB allocations, the second freed, then waiting for signals:
@@ -1278,6 +1295,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
+    if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
     if (strcmp(mode, "term-query") == 0) return term_query();
     if (strcmp(mode, "term-fork") == 0) return term_fork();
