@@ -28,6 +28,7 @@ struct priv {
     Dwfl *dwfl;             /* opened at the first frame not in the table */
     int dwfl_tried;
     char *(*demangle)(const char *, char *, size_t *, int *);
+    int demangle_loaded;    /* libstdc++ loaded for it, tried once */
 };
 
 static size_t slot_of(uint64_t a, size_t nslots) {
@@ -82,6 +83,17 @@ static char *demangled(struct priv *p, const char *raw) {
         memcpy(name_buf, raw, (size_t)(at - raw));
         name_buf[at - raw] = '\0';
         name = name_buf;
+    }
+    if (name && !p->demangle && !p->demangle_loaded && name[0] == '_' && name[1] == 'Z') {
+        /* A C program whose C++ code is linked in statically (a vendor
+         * library built with -static-libstdc++, a C++ program that the
+         * linker's --as-needed left without libstdc++): the C++ runtime
+         * loaded, to itself, at the first mangled name, as the CLI does.
+         * Else the leak check's suppressions by C++ name matched or not
+         * with the way the program was linked. The reference is kept. */
+        p->demangle_loaded = 1;
+        void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (cxx) *(void **)&p->demangle = dlvsym(cxx, "__cxa_demangle", "CXXABI_1.3");
     }
     if (name && p->demangle && name[0] == '_' && name[1] == 'Z') {
         int status = 0;

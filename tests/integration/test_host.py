@@ -443,6 +443,29 @@ def host_growth_per_step_past_the_kept_step_boundaries():
 
 
 @test
+def host_cxx_names_demangled_without_a_cxx_runtime():
+    """C++ code in a process without libstdc++ (linked in statically): its
+    names are demangled all the same, so a suppression by C++ name matches
+    however the program was linked (before: "_ZN5mylib4Pool4grabEm" in the
+    report, the suppression unmatched, status 23)."""
+    work = tempfile.mkdtemp(prefix="vt-mangled-")
+    try:
+        sup = os.path.join(work, "s.supp")
+        with open(sup, "w") as f:
+            f.write("leak:mylib::Pool::grab\n")
+        r = run([HOST, "mangled-leak"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq((r.rc, r.out), (23, "grab -> 0\n"), "unsuppressed: the leak fails the run")
+        ok("in mylib::Pool::grab(unsigned long) tests/progs/t_host.c:" in r.err, "the demangled frame: " + r.err)
+        eq([f["function"] for f in frames(r.dump, r.dump["live"][0]["stack"])][0], "mylib::Pool::grab(unsigned long)",
+           "the dump's frame")
+        r = run([HOST, "mangled-leak"], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup})
+        eq((r.rc, r.out), (0, "grab -> 0\n"), "suppressed by its C++ name: " + r.err)
+        ok("      1       5000 mylib::Pool::grab\n" in r.err, "Suppressions used: " + r.err)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
 def host_forked_child_leaves_the_parents_records_alone():
     # A forked child starts with no records: it used to free each of the
     # parent's, writing beside every one and so copying every page of the

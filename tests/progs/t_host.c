@@ -1179,6 +1179,24 @@ static int host_register(void) {
     return 0; /* b stays registered */
 }
 
+/* ------------------------------------------------------- mangled-leak */
+
+/* C++ code in a process without a C++ runtime (a library built with
+ * -static-libstdc++): here a C function under the mangled name of
+ * mylib::Pool::grab(unsigned long), which keeps 5000 bytes. */
+__attribute__((noinline)) CUresult pool_grab(size_t bytes) __asm__("_ZN5mylib4Pool4grabEm");
+__attribute__((noinline)) CUresult pool_grab(size_t bytes) {
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc_v2(&p, bytes);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+
+static int mangled_leak(void) {
+    printf("grab -> %d\n", (int)pool_grab(5000));
+    return 0;
+}
+
 /* ------------------------------------------------------ long-growth N */
 
 /* N steps; from the 1001st on, each keeps 128 KiB from one call site (a
@@ -1295,6 +1313,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "devices-growth") == 0) return devices_growth(0);
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
+    if (strcmp(mode, "mangled-leak") == 0) return mangled_leak();
     if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
     if (strcmp(mode, "term-query") == 0) return term_query();
