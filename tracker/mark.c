@@ -32,6 +32,7 @@ struct entry {
 struct site {
     uint64_t bytes, count;
     uint64_t hwm_bytes, hwm_count, hwm_gen;
+    uint64_t rel_bytes, rel_count;   /* released by a reset without a free */
 };
 
 /* The last frees a mark counted: a free the driver refuses is undone by an
@@ -210,6 +211,49 @@ void vt_mark_op(const struct vt_event *o) {
     }
 }
 
+uint64_t vt_marks_counting(int space, uint64_t address) {
+    uint64_t bits = 0;
+    if (!__atomic_load_n(&vt_marks_open, __ATOMIC_RELAXED)) return 0; /* the usual case: no lock */
+    vt_global_lock();
+    if (vt_marks_open) {
+        vt_log_drain(); /* the allocation's op counted by the marks open then */
+        for (int i = 0; i < VT_MAX_MARKS; i++)
+            if (marks[i].id && find(&marks[i], address, space)) bits |= 1ull << i;
+    }
+    vt_global_unlock();
+    return bits;
+}
+
+void vt_marks_released(uint64_t bits, uint32_t stack, uint64_t bytes) {
+    if (!bits) return;
+    vt_global_lock();
+    for (int i = 0; i < VT_MAX_MARKS; i++) {
+        if (!(bits >> i & 1) || !marks[i].id) continue;
+        struct site *st = site_of(&marks[i], stack);
+        if (st) { st->rel_bytes += bytes; st->rel_count++; }
+        else vt_records_lost("a mark's released memory");
+    }
+    vt_global_unlock();
+}
+
+/* What the mark's allocations that a reset released held, by stack (as
+ * vt_tracker_released); NULL (and *n 0) when none. Lock held. */
+static struct vt_holder *mark_released(const struct mark *m, size_t *n) {
+    *n = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < m->nsites; i++) k += m->sites[i].rel_count > 0;
+    struct vt_holder *h = k ? malloc(k * sizeof *h) : NULL;
+    if (!h) return NULL;
+    for (size_t i = 0; i < m->nsites; i++) {
+        const struct site *st = &m->sites[i];
+        if (st->rel_count)
+            h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i,
+                                           .count = st->rel_count > UINT32_MAX ? UINT32_MAX : (uint32_t)st->rel_count,
+                                           .bytes = st->rel_bytes};
+    }
+    return h;
+}
+
 static void clear(struct mark *m) {
     free(m->e);
     free(m->sites);
@@ -307,6 +351,10 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
     s->all_is_device = 0;
     m = mark_of(id);
     if (m) {
+        /* And what a reset released of the mark's allocations, not the
+         * process's (an earlier test's reset was in every later report). */
+        free(s->released);
+        s->released = mark_released(m, &s->nreleased);
         s->peak_holders = mark_holders(m, 1, &s->npeak_holders);
         s->holders = mark_holders(m, 0, &s->nholders);
         s->all_holders = mark_holders(m, 0, &s->nall_holders);

@@ -55,6 +55,14 @@ extern int vt_marks_open __attribute__((visibility("hidden")));
 void vt_mark_op(const struct vt_event *o) __attribute__((visibility("hidden")));
 void vt_marks_reset_child(void) __attribute__((visibility("hidden")));
 
+/* A context's reset or destruction (released.c): the open marks that
+ * counted the live allocation (space, address), a bit per mark slot (0
+ * when none), asked before its release; once released, those marks count
+ * its memory as released without a free, by stack, as the process does
+ * (their leak reports add it, as the exit's adds the process's). */
+uint64_t vt_marks_counting(int space, uint64_t address) __attribute__((visibility("hidden")));
+void vt_marks_released(uint64_t marks, uint32_t stack, uint64_t bytes) __attribute__((visibility("hidden")));
+
 /* Internal to tracker/ (snapshot.c): vt_tracker_snapshot's snapshot with
  * only the live device memory whose time stamp (ticks) is `since` or
  * later. */

@@ -17,6 +17,7 @@
 
 #include "../common/warn.h"
 #include "internal.h"
+#include "mark.h"
 #include "released.h"
 
 struct released_site {
@@ -44,7 +45,7 @@ static int has_own_context(int device) {
 
 struct vt_release {
     size_t n;
-    struct vt_release_rec { struct vt_free f; uint64_t bytes; uint32_t stack; } rec[];
+    struct vt_release_rec { struct vt_free f; uint64_t bytes, marks; uint32_t stack; } rec[];
 };
 
 int vt_kind_in_context(int kind) {
@@ -76,8 +77,9 @@ static struct vt_release *release_begin(int (*take)(const struct vt_live *a, voi
             if (!m) { vt_records_lost("a reset's release"); break; }
             rl = m;
         }
+        uint64_t marks = vt_marks_counting(vt_kind_space(a->kind), a->address);
         struct vt_free f = vt_tracker_free_begin(vt_kind_space(a->kind), a->address);
-        if (f.rec) rl->rec[n++] = (struct vt_release_rec){f, a->bytes, a->stack};
+        if (f.rec) rl->rec[n++] = (struct vt_release_rec){f, a->bytes, marks, a->stack};
     }
     vt_live_read_end(rd);
     vt_snapshot_free(s);
@@ -130,6 +132,7 @@ void vt_tracker_release_end(struct vt_release *rl, int ok) {
         if (r) { r->bytes += x->bytes; r->count++; }
         else vt_records_lost("a reset's release");
         pthread_mutex_unlock(&released_lock);
+        vt_marks_released(x->marks, x->stack, x->bytes);
     }
     free(rl);
 }

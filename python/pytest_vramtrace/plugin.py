@@ -243,11 +243,15 @@ def pytest_runtest_call(item):
                                     + ("the GPU memory allocated since it began and still held:\n" + report
                                        if report else "they lie in memory PyTorch's cache held before the test, "
                                        "so vramtrace has no allocation of the test's own to show\n"))
-            elif live > 0:
+            else:
+                # Also memory a context's reset released without a free
+                # (nothing live then; the report says it).
                 report = st.api.leaks(mark)
-                if not _all_suppressed(report):
+                if report and not _all_suppressed(report):
                     failures.append(f"gpu_no_leaks: the test left {format_bytes(live)} ({live} bytes) of GPU memory "
-                                    f"allocated in {count} allocation(s):\n" + report)
+                                    f"allocated in {count} allocation(s)"
+                                    + ("" if live else ", and memory a context's reset released without a free")
+                                    + ":\n" + report)
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return res

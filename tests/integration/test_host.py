@@ -466,6 +466,20 @@ def host_cxx_names_demangled_without_a_cxx_runtime():
 
 
 @test
+def host_marks_report_only_their_own_reset_released_memory():
+    """Per-test marks (vramtrace_mark): memory a context's reset released
+    without a free in one test is that test's leak, and no later test's
+    (before: every mark opened after the reset reported it, with its own
+    leak added: 4567 bytes in 2 allocations for a test that leaked 1234)."""
+    r = run([HOST, "mark-reset"], report="off")
+    eq(r.out, "alloc -> 0\nreset -> 0\n"
+              "reset: live 0 in 0; SUMMARY: vramtrace: 3333 byte(s) leaked in 1 allocation(s).\n"
+              "alloc -> 0\n"
+              "leak: live 1234 in 1; SUMMARY: vramtrace: 1234 byte(s) leaked in 1 allocation(s).\n"
+              "nothing: live 0 in 0; no leaks\n", "each mark's own")
+
+
+@test
 def host_forked_child_leaves_the_parents_records_alone():
     # A forked child starts with no records: it used to free each of the
     # parent's, writing beside every one and so copying every page of the
