@@ -303,8 +303,11 @@ void vt_torch_step_began(void) { __atomic_store_n(&stepping, 1, __ATOMIC_RELAXED
 
 int vt_torch_stepping(void) { return __atomic_load_n(&stepping, __ATOMIC_RELAXED); }
 
+static uint64_t signal_asked; /* the last vt_torch_refresh's time */
+
 void vt_torch_refresh(void) {
     pthread_mutex_lock(&lock);
+    signal_asked = vt_now_ns();
     void (*fn)(void) = refresh_fn;
     pthread_mutex_unlock(&lock);
     if (fn) fn();
@@ -315,7 +318,7 @@ void vt_torch_unlock(void) { pthread_mutex_unlock(&lock); }
 
 const struct vt_torch_record *vt_torch_top(const char *reason) {
     if (strcmp(reason, "exit") == 0) return top[0].devices ? &top[0] : NULL;
-    if (strcmp(reason, "signal") == 0) return top[1].devices ? &top[1] : NULL;
+    if (strcmp(reason, "signal") == 0) return top[1].devices && top[1].time_ns >= signal_asked ? &top[1] : NULL;
     return NULL;
 }
 

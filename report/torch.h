@@ -98,7 +98,10 @@ void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request));
 void vt_torch_set_refresh(void (*fn)(void)) __attribute__((visibility("default")));
 
 /* Before an on-demand dump: ask the companion, if there is one, for the
- * current state. Called with no lock of vramtrace's held. */
+ * current state. Called with no lock of vramtrace's held. From then on the
+ * "signal" record (vt_torch_top) is only one that arrived after this call:
+ * a companion that sends none (the interpreter exiting) leaves the dump
+ * without PyTorch's part, not with the record of an earlier dump. */
 void vt_torch_refresh(void);
 
 /* Parse one record into r (owned by the caller: vt_torch_record_free).

@@ -668,6 +668,75 @@ def torch_truth_a_dump_on_request_leaves_the_program_as_it_was():
     ok("growing call sites" not in report, "no growth")
 
 
+SIGNAL_MOMENT = r"""
+import os, signal, threading, time, torch
+model = torch.nn.Linear(256, 256).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+keep = []
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGUSR2)).start()
+asked = os.environ["VRAMTRACE_OUT"].replace("%p", str(os.getpid())).replace(".json", ".1.json")
+step = 0
+while not os.path.exists(asked) and step < 600:
+    model(torch.randn(64, 256, device="cuda")).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    keep.append(torch.empty(1 << 20, device="cuda"))   # 4 MiB a step, kept
+    time.sleep(0.1)
+    step += 1
+print("done")
+"""
+
+
+@torch_test
+def torch_truth_a_dump_on_request_is_of_one_moment():
+    """A dump on request: PyTorch's record (taken at the step boundary after
+    the signal) and the tracked memory (the snapshot) are of the same step,
+    in a program that keeps 4 MiB a step: the symbols, which take most of a
+    second, are made before the record is asked for, not between the two
+    (then 6 steps of 0.1 s lay between them, and the tracked bytes were
+    24 MiB past PyTorch's)."""
+    out, dumps, _ = traced(SIGNAL_MOMENT)
+    eq((out, sorted(dumps)), ("done\n", ["exit", "signal"]), "the run")
+    d = dumps["signal"]
+    t = d["torch"][0]
+    ok(0 <= d["steps_total"] - t["steps"] <= 1, f"the snapshot's steps {d['steps_total']}, the record's {t['steps']}")
+    ok(d["totals"]["live_bytes"] - t["reserved_bytes"] in (0, 4 << 20),
+       f"tracked {d['totals']['live_bytes']} against PyTorch's reserved {t['reserved_bytes']}")
+
+
+STALE_RECORD = r"""
+import ctypes, json, os, signal, time, torch
+model = torch.nn.Linear(256, 256).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+base = os.environ["VRAMTRACE_OUT"].replace("%p", str(os.getpid()))
+def dump(n):
+    os.kill(os.getpid(), signal.SIGUSR2)
+    path = base.replace(".json", f".{n}.json")
+    for _ in range(600):
+        if os.path.exists(path):
+            return json.load(open(path))
+        model(torch.randn(64, 256, device="cuda")).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        time.sleep(0.05)
+first = dump(1)
+# As the companion does at exit: no record comes for the next dump.
+ctypes.CDLL(None).vt_torch_set_refresh(None)
+second = dump(2)
+print("torch" in first, "torch" in second)
+"""
+
+
+@torch_test
+def torch_truth_a_dump_on_request_without_a_record_has_none():
+    """A dump on request for which the companion sends no record (the
+    interpreter exiting): it has no PyTorch part, not the record of the
+    dump before it (which the report then showed beside memory 300 MiB
+    larger, as current)."""
+    out, dumps, _ = traced(STALE_RECORD)
+    eq(out, "True False\n", "PyTorch's record in the first dump on request, none in the second")
+
+
 MLP_STEPS = r"""
 import sys, torch
 torch.manual_seed(0)
