@@ -191,6 +191,12 @@ done:
 }
 
 void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
+    /* One dump of a job of several ranks (the one that failed, when the
+     * launcher ended the others): the rest of the job is said to be
+     * elsewhere, not left to be guessed. */
+    if (in->n == 1 && in->dumps[0].world_size > 1)
+        fprintf(f, "ranks: this dump is rank %d's of a job of %d; the other ranks' dumps are not among these\n",
+                in->dumps[0].rank, in->dumps[0].world_size);
     if (in->n < 2) return;
     int *ranks = malloc(in->n * sizeof *ranks);
     uint64_t *peaks = malloc(in->n * sizeof *peaks);
@@ -242,8 +248,9 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     uint64_t median = in->n % 2 ? peaks[in->n / 2] : peaks[in->n / 2 - 1] / 2 + peaks[in->n / 2] / 2 +
                                                          (peaks[in->n / 2 - 1] % 2 + peaks[in->n / 2] % 2) / 2;
     char a[32], b[32];
-    fprintf(f, "peak imbalance: highest %s (rank %d) over the median %s", vr_bytes(peaks[in->n - 1], a, sizeof a),
-            in->dumps[hi].rank, vr_bytes(median, b, sizeof b));
+    fprintf(f, "peak imbalance: highest %s (rank %d", vr_bytes(peaks[in->n - 1], a, sizeof a), in->dumps[hi].rank);
+    if (shared) fprintf(f, ", pid %d", in->dumps[hi].pid); /* a rank is not one process here */
+    fprintf(f, ") over the median %s", vr_bytes(median, b, sizeof b));
     if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
     fputc('\n', f);
     differing(f, in, o, distinct);

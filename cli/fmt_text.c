@@ -165,9 +165,13 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
          * of one rank. */
         if (in->dumps[hi].totals.peak_bytes == in->dumps[lo].totals.peak_bytes)
             fprintf(f, "peaks: all %s", B(in->dumps[hi].totals.peak_bytes, a));
-        else
+        else if (in->dumps[hi].rank != in->dumps[lo].rank)
             fprintf(f, "peaks: highest %s (rank %d), lowest %s (rank %d)", B(in->dumps[hi].totals.peak_bytes, a),
                     in->dumps[hi].rank, B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank);
+        else   /* one rank's processes (workers that all say rank 0): their pids */
+            fprintf(f, "peaks: highest %s (rank %d, pid %d), lowest %s (rank %d, pid %d)",
+                    B(in->dumps[hi].totals.peak_bytes, a), in->dumps[hi].rank, in->dumps[hi].pid,
+                    B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank, in->dumps[lo].pid);
         if (in->dumps[lo].totals.peak_bytes && in->dumps[hi].totals.peak_bytes != in->dumps[lo].totals.peak_bytes)
             fprintf(f, "; the highest is %.2fx the lowest", (double)in->dumps[hi].totals.peak_bytes /
                                                            (double)in->dumps[lo].totals.peak_bytes);
@@ -188,6 +192,9 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             fputc('\n', f);
         }
         vr_combined_free(c, n);
+        fputc('\n', f);
+    } else if (in->n == 1 && in->dumps[0].world_size > 1) {
+        vr_fleet_text(f, in, o);
         fputc('\n', f);
     }
     for (size_t i = 0; i < in->n; i++) {

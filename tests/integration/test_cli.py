@@ -8,6 +8,7 @@ without a C++ runtime leaves them; cli-kinds.json every kind of memory on
 two devices."""
 import base64
 import hashlib
+import copy
 import json
 import pickle
 import re
@@ -402,7 +403,7 @@ def cli_a_rank_with_several_dumps_counts_once():
         rc, out, err = cli(["report", *paths[1:3]])
         out = out.decode()
         ok("\nranks: 2 dumps of 1 rank from 1 to 1 (1 rank has more than one dump); missing 1 of 0 to 1: 0\n"
-           "peak imbalance: highest 12.00 MiB (rank 1) over the median 12.00 MiB = 1.00x\n"
+           "peak imbalance: highest 12.00 MiB (rank 1, pid 8448) over the median 12.00 MiB = 1.00x\n"
            "call sites that differ across ranks (at exit): 0\n" in out, out[:2000])
 
 
@@ -928,3 +929,40 @@ def cli_endless_input_refused_early():
     p = subprocess.run([CLI, "report", "/dev/stdin"], input=text, capture_output=True, timeout=30)
     eq((p.returncode, p.stderr), (0, b""), "a dump through a pipe: status")
     eq(p.stdout, cli(["report", golden])[1].replace(golden.encode(), b"/dev/stdin"), "a dump through a pipe")
+
+
+@test
+def cli_report_says_which_process_of_a_rank_and_where_the_job_is():
+    """Dumps of one rank's several processes (multiprocessing workers that
+    all say rank 0): the peaks name their pids, not "rank 0" twice; one
+    dump of a job of several ranks says the rest of the job is not among
+    the dumps given."""
+    with open(os.path.join(GOLDEN, R0)) as f:
+        d = json.load(f)
+    work = tempfile.mkdtemp(prefix="vt-ranks-")
+    try:
+        a, b = copy.deepcopy(d), copy.deepcopy(d)
+        b["pid"] = a["pid"] + 1
+        b["totals"]["peak_bytes"] = 2 * a["totals"]["peak_bytes"]
+        paths = [os.path.join(work, "a.json"), os.path.join(work, "b.json")]
+        for x, p in zip((a, b), paths):
+            with open(p, "w") as f:
+                json.dump(x, f)
+        rc, out, err = cli(["report"] + paths)
+        lines = [l for l in out.decode().splitlines() if l.startswith(("peaks", "peak imbalance"))]
+        eq((rc, err, lines), (0, "", [
+            f"peaks: highest 24.00 MiB (rank 0, pid {b['pid']}), lowest 12.00 MiB (rank 0, pid {a['pid']}); the "
+            "highest is 2.00x the lowest",
+            f"peak imbalance: highest 24.00 MiB (rank 0, pid {b['pid']}) over the median 18.00 MiB = 1.33x"]),
+           "the peaks by pid")
+        c = copy.deepcopy(d)
+        c["rank"], c["world_size"] = 2, 4
+        with open(paths[0], "w") as f:
+            json.dump(c, f)
+        rc, out, err = cli(["report", paths[0]])
+        eq(out.decode().splitlines()[:2], ["ranks: this dump is rank 2's of a job of 4; the other ranks' dumps are "
+                                           "not among these", ""], "one rank's dump of a job of four")
+        rc, out, err = cli(["report", os.path.join(GOLDEN, R0)])
+        ok(not out.decode().startswith("ranks:"), "a dump of no job of ranks says nothing of them")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
