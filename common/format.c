@@ -106,6 +106,14 @@ const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size) {
     return buf;
 }
 
+const char *vt_fmt_secs_cell(uint64_t ns, char *buf, size_t size) {
+    double s = (double)ns / 1e9;
+    if (s < 9999.9995) snprintf(buf, size, "%.3fs", s);
+    else if (s < 99999999.5) snprintf(buf, size, "%.0fs", s);
+    else snprintf(buf, size, "%.0fh", s / 3600 < 99999999 ? s / 3600 : 99999999);
+    return buf;
+}
+
 const char *vt_fmt_ended_by(const char *signal, long from_pid, long own_pid, const char *from, char *buf,
                             size_t size) {
     if (from_pid > 0 && from_pid == own_pid)

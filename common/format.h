@@ -36,6 +36,11 @@ const char *vt_fmt_pct(uint64_t part, uint64_t whole, int decimals, char *buf, s
  * when missed is 0 (nothing is said then). Writes into buf. */
 const char *vt_fmt_missed(uint64_t missed, char *buf, size_t size);
 
+/* A time since the start in a table's column of 9 characters: "12.122s"
+ * (milliseconds) up to 9999.999 s, then whole seconds ("259212s", three
+ * days), then hours ("27778h"). Writes into buf and returns it. */
+const char *vt_fmt_secs_cell(uint64_t ns, char *buf, size_t size);
+
 /* How a signal ended the process, the one phrase for the library's exit
  * report and the CLI's: "ended by SIGTERM from pid 4242 (slurmstepd)",
  * "ended by SIGINT it sent itself" (from_pid == own_pid), "ended by

@@ -71,10 +71,11 @@ void vt_put_devices(FILE *f, const char *prefix, const struct vt_devices_text *d
     for (size_t i = 0; i < d->n; i++) {
         struct vt_device_row r = {0};
         if (!d->row(d->ctx, i, &r)) continue;
-        fprintf(f, "%s  %-3d %-28.28s %11s %11s %11s %8.3fs %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %5" PRIu64 "  %s\n",
+        char at[32];
+        fprintf(f, "%s  %-3d %-28.28s %11s %11s %11s %9s %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %5" PRIu64 "  %s\n",
                 prefix, r.ordinal, r.name, r.total_bytes ? B(r.total_bytes, a) : "?", B(r.live_bytes, b),
-                B(r.peak_bytes, c), (double)r.peak_time_ns / 1e9, r.alloc_count, r.free_count, r.failed_count,
-                r.oom_count, r.uuid);
+                B(r.peak_bytes, c), vt_fmt_secs_cell(r.peak_time_ns, at, sizeof at), r.alloc_count, r.free_count,
+                r.failed_count, r.oom_count, r.uuid);
         shown++;
     }
     if (shown == 0) fprintf(f, "%s  (none used)\n", prefix);
@@ -109,11 +110,11 @@ void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size
     size_t shown = 0;
     for (size_t i = 0; i < l->n && shown < top; i++) {
         struct vt_live_row r = {0};
-        char b[32];
+        char b[32], at[32];
         if (!l->row(l->ctx, i, &r)) continue;
         if (shown++ == 0) fprintf(f, "%slargest live allocations (%" PRIu64 " live):\n", prefix, l->live);
-        fprintf(f, "%s  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %8.3fs  %s\n", prefix, B(r.bytes, b), r.kind,
-                r.api, r.device, r.address, (double)r.time_ns / 1e9, r.site);
+        fprintf(f, "%s  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %9s  %s\n", prefix, B(r.bytes, b), r.kind,
+                r.api, r.device, r.address, vt_fmt_secs_cell(r.time_ns, at, sizeof at), r.site);
     }
 }
 

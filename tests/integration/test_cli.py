@@ -966,3 +966,31 @@ def cli_report_says_which_process_of_a_rank_and_where_the_job_is():
         ok(not out.decode().startswith("ranks:"), "a dump of no job of ranks says nothing of them")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def cli_report_tables_keep_their_columns_for_a_long_run():
+    """A job three days long: the devices' "peak at" and the live
+    allocations' times fit their columns (whole seconds past 9999.999 s)
+    instead of pushing the row out of line."""
+    with open(os.path.join(GOLDEN, R0)) as f:
+        d = json.load(f)
+    d["devices"][0]["peak_time_ns"] = 259212122000000
+    for a in d["live"]:
+        a["time_ns"] = 259206898000000
+    work = tempfile.mkdtemp(prefix="vt-long-")
+    try:
+        path = os.path.join(work, "long.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        rc, out, err = cli(["report", path])
+        lines = out.decode().splitlines()
+        head = next(i for i, l in enumerate(lines) if l.startswith("  #   name"))
+        row = lines[head + 1]
+        at = lines[head].index("peak at")
+        eq(row[at - 2:at + 7], "  259212s", "the devices' peak at, under its header")
+        eq(len(row.split("  GPU-")[0]), len(lines[head].split("  uuid")[0]), "the uuid column where the header has it")
+        live = [l for l in lines if " dev 0  0x" in l]
+        ok(live and all(" 259207s  " in l for l in live), f"the live allocations' times: {live}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
