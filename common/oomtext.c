@@ -1,6 +1,7 @@
 /* oomtext.c -- an out-of-memory failure's lines (oomtext.h). */
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 #include "format.h"
 #include "oomtext.h"
@@ -24,6 +25,39 @@ const char *vt_host_memory_label(const char *kind) {
     return NULL;
 }
 
+uint64_t vt_step_at(uint64_t time_ns, const uint64_t *step, const uint64_t *at, size_t n, uint64_t total) {
+    if (total == 0) return 0;
+    size_t lo = 0, hi = n; /* boundaries [0, lo) are at or before time_ns */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (at[mid] <= time_ns) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo) return step[lo - 1] + 1;
+    return total > n ? 0 : 1;
+}
+
+/* "when: 259206.898 s into the run (72 h 0 min), 2026-12-08 14:03:27 UTC,
+ * during step 69". */
+static void put_when(FILE *f, const char *prefix, const struct vt_oom_text *o) {
+    double s = (double)o->time_ns / 1e9;
+    fprintf(f, "%swhen: %.3f s into the run", prefix, s);
+    if (s >= 86400) fprintf(f, " (%llu d %llu h %llu min)", (unsigned long long)(s / 86400),
+                            (unsigned long long)(s / 3600) % 24, (unsigned long long)(s / 60) % 60);
+    else if (s >= 3600) fprintf(f, " (%llu h %llu min)", (unsigned long long)(s / 3600),
+                                (unsigned long long)(s / 60) % 60);
+    else if (s >= 60) fprintf(f, " (%llu min %llu s)", (unsigned long long)(s / 60), (unsigned long long)s % 60);
+    if (o->start_unix_ns) {
+        time_t t = (time_t)((o->start_unix_ns + o->time_ns) / 1000000000ull);
+        struct tm tm;
+        char clock[64];
+        if (gmtime_r(&t, &tm) && strftime(clock, sizeof clock, "%Y-%m-%d %H:%M:%S UTC", &tm))
+            fprintf(f, ", %s", clock);
+    }
+    if (o->step) fprintf(f, ", during step %" PRIu64, o->step);
+    fputc('\n', f);
+}
+
 void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
     char a[32], b[32];
     fprintf(f, "%srequest: %s (%" PRIu64 " byte%s) by %s%s", prefix, B(o->requested, a), o->requested,
@@ -35,6 +69,7 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
         fprintf(f, " (%s%s%s)", o->device_name, uuid ? ", " : "", uuid ? o->device_uuid : "");
     }
     fprintf(f, "\n%sfailing call: %s\n", prefix, o->site);
+    put_when(f, prefix, o);
     if (o->have_info) {
         fprintf(f, "%s%s: %s free of %s\n", prefix, o->budget ? "budget" : "device", B(o->free_bytes, a),
                 B(o->total_bytes, b));

@@ -38,7 +38,17 @@ struct vt_oom_text {
     uint64_t device_live_count, device_peak_bytes, device_peak_time_ns; /* VT_TRACKED_COUNTS */
     const char *procs;         /* other processes, vt_fmt_proc's joined; NULL: NVML did not say */
     size_t nprocs;
+    /* When: since the start, the start's wall-clock time (0: unknown), and
+     * the program's step then (vt_step_at; 0: no steps, or not known). */
+    uint64_t time_ns, start_unix_ns, step;
 };
+
+/* The step a moment falls in, from step boundaries (their numbers and
+ * times, oldest first, n of them kept of `total` ever counted): one past
+ * the last boundary at or before it; 1 before the first when none was
+ * dropped; 0 when the program marked no step, or the boundary before it
+ * was dropped. */
+uint64_t vt_step_at(uint64_t time_ns, const uint64_t *step, const uint64_t *at, size_t n, uint64_t total);
 
 /* What the device holds (total - free) beyond this process's tracked live
  * bytes and the spare memory its CUDA graphs' pool keeps reserved (graph
@@ -53,7 +63,8 @@ uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint
 const char *vt_host_memory_label(const char *kind);
 
 /* The failure's lines, each beginning with `prefix`: the request, the
- * failing call, the device's (or budget's) free bytes, what is held
+ * failing call, when (since the start, the wall clock, the step), the
+ * device's (or budget's) free bytes, what is held
  * outside the tracked allocations, what was tracked on the device, and
  * the other processes on it. */
 void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o);

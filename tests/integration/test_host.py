@@ -421,6 +421,9 @@ def host_failure_growth_is_the_failing_devices():
     want = (f"2. leaky tests/progs/t_host.c:{line} grew through the run from 0 B to 8.00 MiB: +1.00 MiB per step over "
             "the last 8 steps (")
     ok("vramtrace:   " + want in r.err, "the post-mortem's growth finding: " + r.err)
+    when = [l for l in r.err.splitlines() if l.startswith("vramtrace:   when: ")]
+    eq((len(when), when[0].endswith(", during step 9") if when else None), (1, True),
+       f"the failure came in the ninth step, after eight boundaries: {when}")
     f = [x["finding"] for x in r.dump["ooms"][0]["findings"] if x["id"] == "growing_site"]
     eq(len(f), 1, "one growing site")
     ok(f[0].startswith(want[3:]), "the dump's finding: " + f[0])

@@ -134,7 +134,9 @@ def layout_report_tells_a_failure_as_the_post_mortem_does():
     library = failure_lines(r.err, "vramtrace: out of memory in pid", "vramtrace: largest holders", "vramtrace:   ")
     eq(library[0], "request: 32.00 MiB (33554432 bytes) by cudaMalloc on device 0 (vramtrace simulated GPU, "
                    "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f)", "the post-mortem's request")
-    eq(len(library), 6, "request, failing call, device, held outside, tracked, other processes")
+    eq(len(library), 7, "request, failing call, when, device, held outside, tracked, other processes")
+    ok(re.fullmatch(r"when: \d+\.\d{3} s into the run, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", library[2]),
+       f"when, by the clock too (no steps in t_oom): {library[2]!r}")
     with workdir("vt-layout-") as work:
         d = r.dump
         for reason, older in (("oom", False), ("exit", False), ("oom", True), ("exit", True)):
@@ -152,6 +154,6 @@ def layout_report_tells_a_failure_as_the_post_mortem_does():
             cli_lines = failure_lines(p.stdout, "out of memory #1 at ", "  requested from:", "  ")
             want = list(library)
             if reason == "exit" and older:
-                want[4] = "tracked on device 0: 48.00 MiB live at the failure"
+                want[5] = "tracked on device 0: 48.00 MiB live at the failure"
             eq(cli_lines, want, f"the failure's lines in vramtrace report of an {reason} dump"
                                 f"{' without the counts kept with the failure' if older else ''}")
