@@ -150,6 +150,11 @@ void vt_init(void);
  * signal it sent itself (selfkill.c), which runs no destructor. */
 void vt_exit_before_signal(void);
 
+/* The same from a thread of vramtrace's about to end the process (SIGTERM's
+ * watcher): when another thread is writing the exit's outputs, waits until
+ * it is done, at most within_ns; -1 when it was not. */
+int vt_exit_before_signal_wait(uint64_t within_ns);
+
 /* Note the status the program exits with, for the exit's leak check
  * (init.c); at the first GPU allocation. */
 void vt_exit_status_watch(void);

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/fdkeep.h"
@@ -177,7 +179,8 @@ __attribute__((constructor)) static void vt_start(void) {
     errno = e;
 }
 
-/* The exit's outputs written once (vt_stop, or vt_exit_before_signal). */
+/* The exit's outputs written once (vt_stop, or vt_exit_before_signal): 1
+ * from the moment one caller began them, 2 once it is done. */
 static int exit_written;
 
 /* At exit: the dump and a short summary, for a process that used a GPU;
@@ -191,8 +194,46 @@ static int exit_written;
  * a check that could not run with 125; else (a signal ends it next) the
  * status is the signal's. Beside the constructor, as vt_stop: every
  * process's exit passes here. */
+__attribute__((section(".text.startup"))) static void exit_outputs_once(int may_end);
+static pid_t exit_writer; /* the thread writing them */
+static int exit_for_signal; /* written for a signal that ends the process next (SIGTERM's watcher) */
+
+/* Until the outputs another thread is writing are done, at most within_ns:
+ * 0 when they are. */
+static int exit_outputs_wait(uint64_t within_ns) {
+    for (uint64_t waited = 0; __atomic_load_n(&exit_written, __ATOMIC_ACQUIRE) != 2; waited += 10000000) {
+        if (waited >= within_ns) return -1;
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+    return 0;
+}
+
 __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) {
-    if (__atomic_exchange_n(&exit_written, 1, __ATOMIC_ACQ_REL)) return;
+    int was = 0;
+    if (!__atomic_compare_exchange_n(&exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* Another thread writes them (SIGTERM's watcher while the program
+         * exits): the exit waits for them, as long as a dump may take,
+         * rather than end the process in the middle of the writing. */
+        if (was == 1 && __atomic_load_n(&exit_writer, __ATOMIC_ACQUIRE) != (pid_t)syscall(SYS_gettid)) {
+            exit_outputs_wait(30000000000ull);
+            /* Written for SIGTERM, which ends the process next: this exit
+             * waits for that end (its own status, not the signal's, went
+             * to the parent otherwise), as long as the outputs took. */
+            if (__atomic_load_n(&exit_for_signal, __ATOMIC_ACQUIRE))
+                for (int i = 0; i < 3000; i++) {
+                    struct timespec ms10 = {0, 10000000};
+                    nanosleep(&ms10, NULL);
+                }
+        }
+        return;
+    }
+    __atomic_store_n(&exit_writer, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    exit_outputs_once(may_end);
+    __atomic_store_n(&exit_written, 2, __ATOMIC_RELEASE);
+}
+
+__attribute__((section(".text.startup"))) static void exit_outputs_once(int may_end) {
     int e = errno;
     /* Nothing initialised, so nothing tracked nor started: the one line
      * still owed is VRAMTRACE_UNWIND=check's count. */
@@ -265,5 +306,14 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
 }
 
 void vt_exit_before_signal(void) { exit_outputs(0); }
+
+int vt_exit_before_signal_wait(uint64_t within_ns) {
+    __atomic_store_n(&exit_for_signal, 1, __ATOMIC_RELEASE);
+    exit_outputs(0);
+    /* Another thread's exit may be writing them: the signal waits for the
+     * end of that (a SIGTERM in the middle of the program's own exit
+     * killed it mid-write: no dump, no leak report), at most within_ns. */
+    return exit_outputs_wait(within_ns);
+}
 
 static void exit_outputs_quick(void) { exit_outputs(1); }

@@ -8,6 +8,12 @@
 #ifndef VT_ONDEMAND_H
 #define VT_ONDEMAND_H
 
+#include <signal.h>
+
+/* The C library's sigaction, not the program's view of it (vramtrace's
+ * handlers shown as the default they stand for). */
+int vt_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
 /* Install the handler and start the watcher (once; later calls return). */
 void vt_ondemand_start(void);
 

@@ -24,6 +24,7 @@
 
 #include "../report/output.h"
 #include "hook.h"
+#include "ondemand.h"
 #include "resolve.h"
 
 static int ends_the_process(int sig) {
@@ -43,7 +44,7 @@ static void before_own_signal(int sig) {
     int e = errno;
     struct sigaction now;
     sigset_t mask;
-    if (sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
+    if (vt_real_sigaction(sig, NULL, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
         pthread_sigmask(SIG_SETMASK, NULL, &mask) == 0 && !sigismember(&mask, sig)) {
         vt_output_ended_by(sig, (int)getpid());
         vt_exit_before_signal();

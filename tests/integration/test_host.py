@@ -1175,3 +1175,79 @@ def host_sigterm_ends_a_python_program_with_its_lines():
         eq(py[0][:2], [script, 5], f"the allocation's Python line, innermost: {py}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def host_sigterm_in_a_sleep_never_lets_the_program_go_on():
+    """A SIGTERM while the program sleeps (its main thread in sleep(),
+    poll(), a wait): the thread waits in vramtrace's handler while the exit
+    outputs are written, so its call never returns early and the program
+    never goes on as if unsignalled (before: sleep() returned at once, the
+    program exited 0 in 2 of 5 runs, and no dump or leak report came)."""
+    for _ in range(3):
+        t = Terminated([HOST, "term-sleep"], {"VRAMTRACE_LEAK_CHECK": "1"})
+        t.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps, _ = t.finish()
+        eq((rc, out), (-signal.SIGTERM, "alloc -> 0\nready\n"), f"died of SIGTERM in its sleep: {err[-300:]!r}")
+        eq(err.count("SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s).\n"), 1, "the leak report")
+        eq((list(dumps), dumps["dump.json"]["ended_by"]["signal"]), (["dump.json"], "SIGTERM"), "the exit dump")
+
+
+@test
+def host_sigterm_handler_kept_from_signal_is_the_default():
+    """A program that puts its handler in with signal() after its first GPU
+    call and keeps the old one to call it: the old one is SIG_DFL, as
+    without vramtrace (before: vramtrace's, which, called as old(sig),
+    read garbage for the signal's details and crashed the process)."""
+    t = Terminated([HOST, "term-chain"])
+    t.p.send_signal(signal.SIGTERM)
+    rc, out, err, dumps, _ = t.finish()
+    eq((rc, out), (-signal.SIGTERM, "alloc -> 0\nold: default\nready\n"), f"died of SIGTERM, not SIGSEGV: {err!r}")
+
+
+@test
+def host_sigterm_during_the_exit_lets_it_finish():
+    """A SIGTERM that comes while the program's own exit writes its outputs
+    (200,000 allocations: a tenth of a second and more): they are finished,
+    the leak check's status stands (before: the process was killed in the
+    middle, no dump, no leak report, status -15)."""
+    for _ in range(3):
+        t = Terminated([HOST, "term-at-exit", "200000"], {"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_REPORT": "stderr"})
+        t.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps, _ = t.finish()
+        eq(err.count("SUMMARY: vramtrace: 102400000 byte(s) leaked in 200000 allocation(s).\n"), 1,
+           f"the leak report, whole: {err[-300:]!r}")
+        eq([d["totals"]["live_count"] for d in dumps.values()], [200000], "the exit dump, whole")
+        ok(rc in (23, -signal.SIGTERM), f"the leak check's status, or SIGTERM's when it came first: {rc}")
+
+
+@test
+def run_sigterm_to_the_process_group_writes_the_exit_dump():
+    """A scheduler's SIGTERM to the whole process group (Slurm's, at a time
+    limit) reaches the command twice: directly, and passed on by
+    `vramtrace run`. The second, within a second of the first, is the same
+    request, not a second one that ends the process at once (before: 2 of
+    3 runs wrote nothing)."""
+    for _ in range(3):
+        work = tempfile.mkdtemp(prefix="vt-pgrp-")
+        try:
+            dump = os.path.join(work, "d.json")
+            env = host_env(work)
+            env.pop("LD_PRELOAD")
+            p = subprocess.Popen([CLI, "run", "--out", dump, "--", HOST, "term-wait"], cwd=work, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            try:
+                while p.stdout.readline() not in ("ready\n", ""):
+                    pass
+                os.killpg(p.pid, signal.SIGTERM)
+                out, err = p.communicate(timeout=60)
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            eq(p.returncode, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
+            ok(", ended by SIGTERM from pid " in err, f"the exit report: {err[-500:]!r}")
+            d = load_dump(dump)
+            eq((d["reason"], d["ended_by"]["signal"], len(d["live"])), ("exit", "SIGTERM", 2), "the exit dump")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)

@@ -1291,6 +1291,48 @@ static int term_query(void) {
     return 7;
 }
 
+/* A SIGTERM while the program sleeps: its sleep must not return (the
+ * program would go on, and exit 0, as if it had not been signalled). */
+static int term_sleep(void) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    printf("ready\n");
+    unsigned left = sleep(30);
+    printf("sleep returned, %u s left\n", left);
+    return 0;
+}
+
+static sighandler_t term_old;
+static void on_term_chain(int sig) {
+    if (term_old != SIG_DFL && term_old != SIG_IGN && term_old != SIG_ERR) term_old(sig);
+    signal(SIGTERM, SIG_DFL);
+    raise(SIGTERM);
+}
+
+/* After its first GPU call the program puts its handler in with signal(),
+ * keeping the old one, which it calls, then dies of SIGTERM by its
+ * default (a cleanup handler's usual shape). */
+static int term_chain(void) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    term_old = signal(SIGTERM, on_term_chain);
+    printf("old: %s\n", term_old == SIG_DFL ? "default" : "a handler");
+    printf("ready\n");
+    for (;;) pause();
+    return 0;
+}
+
+/* n small allocations kept (an exit dump that takes a while), then
+ * "exiting" and the exit. */
+static int term_at_exit(long n) {
+    CUdeviceptr p;
+    for (long i = 0; i < n; i++)
+        if (cuMemAlloc_v2(&p, 512) != CUDA_SUCCESS) return 1;
+    printf("ready\n");
+    fflush(stdout);
+    return 0;
+}
+
 /* A forked child that never uses the GPU is ended by a SIGTERM: it dies of
  * it with no output of vramtrace's and the parent goes on; then the parent
  * waits for its own SIGTERM. */
@@ -1358,6 +1400,9 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "term-wait") == 0) return term_wait();
     if (strcmp(mode, "term-query") == 0) return term_query();
     if (strcmp(mode, "term-fork") == 0) return term_fork();
+    if (strcmp(mode, "term-sleep") == 0) return term_sleep();
+    if (strcmp(mode, "term-chain") == 0) return term_chain();
+    if (strcmp(mode, "term-at-exit") == 0) return term_at_exit(argc > 2 ? atol(argv[2]) : 0);
     fprintf(stderr, "usage: t_host MODE\n");
     return 2;
 }
