@@ -80,18 +80,9 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             .device_peak_time_ns = o->have_counts ? o->peak_time_ns : at_it ? v->peak_time_ns : 0,
             .procs = o->procs ? procs : NULL, .nprocs = o->nprocs,
             .time_ns = o->time_ns, .start_unix_ns = d->start_unix_ns,
+            .step = vt_step_at(o->time_ns, d->steps, d->nsteps, sizeof *d->steps, offsetof(struct vm_step, step),
+                               offsetof(struct vm_step, time_ns), d->steps_total),
         };
-        uint64_t *num = d->nsteps ? malloc(2 * d->nsteps * sizeof *num) : NULL;
-        if (num) {
-            for (size_t k = 0; k < d->nsteps; k++) {
-                num[k] = d->steps[k].step;
-                num[d->nsteps + k] = d->steps[k].time_ns;
-            }
-            t.step = vt_step_at(o->time_ns, num, num + d->nsteps, d->nsteps, d->steps_total);
-            free(num);
-        } else if (!d->nsteps) {
-            t.step = vt_step_at(o->time_ns, NULL, NULL, 0, d->steps_total);
-        }
         fprintf(f, "out of memory #%zu at %.3f s:\n", i + 1, secs(o->time_ns));
         vt_put_oom(f, "  ", &t);
         fputs("  requested from:\n", f);

@@ -25,15 +25,22 @@ const char *vt_host_memory_label(const char *kind) {
     return NULL;
 }
 
-uint64_t vt_step_at(uint64_t time_ns, const uint64_t *step, const uint64_t *at, size_t n, uint64_t total) {
+static uint64_t field(const void *steps, size_t i, size_t size, size_t off) {
+    uint64_t v;
+    memcpy(&v, (const char *)steps + i * size + off, sizeof v);
+    return v;
+}
+
+uint64_t vt_step_at(uint64_t time_ns, const void *steps, size_t n, size_t size, size_t step_off, size_t time_off,
+                    uint64_t total) {
     if (total == 0) return 0;
     size_t lo = 0, hi = n; /* boundaries [0, lo) are at or before time_ns */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (at[mid] <= time_ns) lo = mid + 1;
+        if (field(steps, mid, size, time_off) <= time_ns) lo = mid + 1;
         else hi = mid;
     }
-    if (lo) return step[lo - 1] + 1;
+    if (lo) return field(steps, lo - 1, size, step_off) + 1;
     return total > n ? 0 : 1;
 }
 

@@ -43,12 +43,14 @@ struct vt_oom_text {
     uint64_t time_ns, start_unix_ns, step;
 };
 
-/* The step a moment falls in, from step boundaries (their numbers and
- * times, oldest first, n of them kept of `total` ever counted): one past
- * the last boundary at or before it; 1 before the first when none was
- * dropped; 0 when the program marked no step, or the boundary before it
- * was dropped. */
-uint64_t vt_step_at(uint64_t time_ns, const uint64_t *step, const uint64_t *at, size_t n, uint64_t total);
+/* The step a moment falls in, from step boundaries (n records of `size`
+ * bytes from `steps`, oldest first, each holding its number and its time
+ * as uint64_t at the offsets given; n kept of `total` ever counted): one
+ * past the last boundary at or before it; 1 before the first when none
+ * was dropped; 0 when the program marked no step, or the boundary before
+ * it was dropped. The library's records and the CLI's alike. */
+uint64_t vt_step_at(uint64_t time_ns, const void *steps, size_t n, size_t size, size_t step_off, size_t time_off,
+                    uint64_t total);
 
 /* What the device holds (total - free) beyond this process's tracked live
  * bytes and the spare memory its CUDA graphs' pool keeps reserved (graph

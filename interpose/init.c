@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,7 +194,7 @@ static int exit_written;
  * status is the signal's. Beside the constructor, as vt_stop: every
  * process's exit passes here. */
 __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_end);
-static pid_t exit_writer; /* the thread writing them */
+static __thread int exit_writer __attribute__((tls_model("initial-exec"))); /* this thread writes them */
 static int exit_for_signal; /* written for a signal that ends the process next (SIGTERM's watcher) */
 
 /* Until the outputs another thread is writing are done, at most within_ns:
@@ -215,7 +214,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
         /* Another thread writes them (SIGTERM's watcher while the program
          * exits): the exit waits for them, as long as a dump may take,
          * rather than end the process in the middle of the writing. */
-        if (was == 1 && __atomic_load_n(&exit_writer, __ATOMIC_ACQUIRE) != (pid_t)syscall(SYS_gettid)) {
+        if (was == 1 && !exit_writer) {
             exit_outputs_wait(30000000000ull);
             /* Written for SIGTERM, which ends the process next: this exit
              * waits for that end (its own status, not the signal's, went
@@ -228,7 +227,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
         }
         return;
     }
-    __atomic_store_n(&exit_writer, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    exit_writer = 1;
     exit_outputs_once(may_end);
     __atomic_store_n(&exit_written, 2, __ATOMIC_RELEASE);
 }

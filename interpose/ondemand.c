@@ -95,8 +95,16 @@ static int is_on_term(const struct sigaction *a) { return (a->sa_flags & SA_SIGI
  * `vramtrace run` passes its own on), not a second one. */
 #define TERM_TWICE_NS 1000000000ull
 /* How long the thread the signal interrupted waits for the exit's
- * outputs before it goes on (then its interrupted call returns early). */
-#define TERM_WAIT_MS 30000
+ * outputs before it goes on (then its interrupted call may return early):
+ * longer than most outputs take, short enough when the thread holds a
+ * lock of the C library's that they need (interrupted in malloc, in the
+ * loader, in stdio: held by a thread kept here, it stalled them for as
+ * long as the wait). */
+#define TERM_WAIT_MS 2000
+/* The longest the exit's outputs may take after a SIGTERM before the
+ * process dies of it anyway (a report to a stderr pipe nobody reads waits
+ * for ever). */
+#define TERM_BOUND_NS 20000000000ull
 static uint64_t term_at; /* CLOCK_MONOTONIC of the first SIGTERM */
 
 static uint64_t mono_ns(void) {
@@ -107,10 +115,12 @@ static uint64_t mono_ns(void) {
 
 /* SIGTERM left to its default by the program: the watcher writes the
  * exit's outputs, then the process dies of SIGTERM. The interrupted thread
- * waits here meanwhile, so that its call (a sleep, a poll) never returns
- * early and the program never goes on as if it had not been signalled: it
- * dies as the handler returns. A second SIGTERM (a second after the first
- * or later), or one the watcher cannot hear, ends the process at once. */
+ * waits here meanwhile (TERM_WAIT_MS at most), so that its call (a sleep,
+ * a poll) does not return early and the program does not go on as if it
+ * had not been signalled: it dies as the handler returns. A second
+ * SIGTERM (a second after the first or later), or one the watcher cannot
+ * hear, ends the process at once: the handler is installed SA_NODEFER, so
+ * that a second one reaches it even on the thread waiting here. */
 static void on_term(int sig, siginfo_t *info, void *context) {
     (void)sig;
     (void)context;
@@ -143,6 +153,15 @@ static void on_term(int sig, siginfo_t *info, void *context) {
     errno = saved;
 }
 
+/* The bound on a SIGTERM's outputs (TERM_BOUND_NS). */
+static void *term_watchdog(void *arg) {
+    (void)arg;
+    struct timespec t = {(time_t)(TERM_BOUND_NS / 1000000000ull), 0};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+    die_of_term();
+    return NULL;
+}
+
 static void *watcher(void *arg) {
     (void)arg;
     for (;;) {
@@ -151,10 +170,11 @@ static void *watcher(void *arg) {
         ssize_t n = read(rd.fd, buf, sizeof buf);
         if (n > 0) {
             if (memchr(buf, BYTE_TERM, (size_t)n)) {
+                vt_thread_start_quiet(term_watchdog, NULL);
                 vt_output_ended_by(SIGTERM, __atomic_load_n(&term_from, __ATOMIC_ACQUIRE));
                 /* Written here, or by the program's own exit if that
                  * began first: either way finished before the end. */
-                vt_exit_before_signal_wait(30000000000ull);
+                vt_exit_before_signal_wait(TERM_BOUND_NS);
                 /* In place of the handler the signal found, SIGTERM's
                  * default: whoever called on_term (the kernel, or a
                  * handler of the program's that passes the signal on to
@@ -188,7 +208,7 @@ static int install(int sig, void (*fn)(int), void (*info_fn)(int, siginfo_t *, v
     memset(&sa, 0, sizeof sa);
     if (info_fn) {
         sa.sa_sigaction = info_fn;
-        sa.sa_flags = SA_RESTART | SA_SIGINFO;
+        sa.sa_flags = SA_RESTART | SA_SIGINFO | SA_NODEFER;
     } else {
         sa.sa_handler = fn;
         sa.sa_flags = SA_RESTART;
@@ -243,6 +263,10 @@ out:
     pthread_mutex_unlock(&start_lock);
 }
 
+#ifndef VT_TSAN_BUILD
+/* (Not in the ThreadSanitizer build: its runtime intercepts these itself
+ * and calls them before it can run instrumented code.) */
+
 /* A handler of vramtrace's is shown to the program as the default it
  * stands for: a program asking what SIGTERM does before it puts its own
  * handler in (CPython's signal module, a runtime that installs one only
@@ -287,6 +311,7 @@ SIGNAL_DOOR(vt_signal_door, "signal")
 SIGNAL_DOOR(vt_sysv_signal_door, "sysv_signal")
 SIGNAL_DOOR(vt_bsd_signal_door, "bsd_signal")
 SIGNAL_DOOR(vt_sigset_door, "sigset")
+#endif
 
 /* Only what is still vramtrace's is undone: a handler the program put in
  * place of on_signal or on_term after it was installed stays. The child

@@ -160,18 +160,9 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
                                        sizeof procs_shown) : NULL,
         .nprocs = o->nprocs,
         .time_ns = o->time_ns, .start_unix_ns = s->start_unix_ns,
+        .step = vt_step_at(o->time_ns, s->steps, s->nsteps, sizeof *s->steps, offsetof(struct vt_step, step),
+                           offsetof(struct vt_step, time_ns), s->steps_total),
     };
-    uint64_t *num = s->nsteps ? malloc(2 * s->nsteps * sizeof *num) : NULL;
-    if (num) {
-        for (size_t k = 0; k < s->nsteps; k++) {
-            num[k] = s->steps[k].step;
-            num[s->nsteps + k] = s->steps[k].time_ns;
-        }
-        t.step = vt_step_at(o->time_ns, num, num + s->nsteps, s->nsteps, s->steps_total);
-        free(num);
-    } else if (!s->nsteps) {
-        t.step = vt_step_at(o->time_ns, NULL, NULL, 0, s->steps_total);
-    }
     vt_put_oom(f, "vramtrace:   ", &t);
 }
 
