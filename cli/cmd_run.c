@@ -241,8 +241,13 @@ static void pass_on(int sig, siginfo_t *si, void *ctx) {
     if (sig == SIGCONT) stop_asked = 0;
     /* Not one vramtrace sent itself (a SIGPIPE of its own write to a
      * closed stderr names this process: the write fails, and that is all). */
-    if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid && si->si_pid != getpid())
-        kill(child_pid, sig);
+    if (child_pid > 0 && si->si_code <= 0 && si->si_pid != child_pid && si->si_pid != getpid()) {
+        /* A TERM goes on with its sender's pid, which the library says
+         * in the exit report ("ended by SIGTERM from pid 4242
+         * (slurmstepd)"), not vramtrace's. */
+        union sigval v = {.sival_int = si->si_pid};
+        if (sig != SIGTERM || si->si_pid <= 0 || sigqueue(child_pid, sig, v) != 0) kill(child_pid, sig);
+    }
 }
 
 /* vramtrace stops as the command stops, when a job-control stop reached

@@ -37,6 +37,7 @@ static int installed_term;   /* 1 while on_term was installed by this process */
 static int watching;         /* 1 while the watcher reads the pipe */
 static int term_seen;        /* a SIGTERM reached on_term */
 static int term_from;        /* its sender's pid, 0 when unknown */
+static int term_for;         /* with SI_QUEUE, the pid it carried (vramtrace run passes its sender's on) */
 /* The process that installed the handlers: a forked child runs them with
  * the parent's pipe until its own reset (fork handlers run after fork
  * returns), and a signal it gets then is not the parent's. */
@@ -140,6 +141,8 @@ static void on_term(int sig, siginfo_t *info, void *context) {
         int from = details && info &&
                            (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL)
                        ? (int)info->si_pid : 0;
+        __atomic_store_n(&term_for, details && info && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0,
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&term_from, from, __ATOMIC_RELEASE);
         if (tell_watcher(BYTE_TERM) != 0) {
             die_of_term();
@@ -151,6 +154,22 @@ static void on_term(int sig, siginfo_t *info, void *context) {
         }
     }
     errno = saved;
+}
+
+/* The SIGTERM's sender: the pid a `vramtrace run` that passed it on
+ * carried with it (the sender is then this process's parent, named
+ * vramtrace), else the sending process. */
+static int sender(void) {
+    int from = __atomic_load_n(&term_from, __ATOMIC_ACQUIRE), was = __atomic_load_n(&term_for, __ATOMIC_ACQUIRE);
+    if (from <= 0 || was <= 0 || from != (int)getppid()) return from;
+    char p[64], comm[32] = "";
+    snprintf(p, sizeof p, "/proc/%d/comm", from);
+    FILE *f = fopen(p, "re");
+    if (f) {
+        if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+        fclose(f);
+    }
+    return strcmp(comm, "vramtrace\n") == 0 ? was : from;
 }
 
 /* The bound on a SIGTERM's outputs (TERM_BOUND_NS). */
@@ -171,7 +190,7 @@ static void *watcher(void *arg) {
         if (n > 0) {
             if (memchr(buf, BYTE_TERM, (size_t)n)) {
                 vt_thread_start_quiet(term_watchdog, NULL);
-                vt_output_ended_by(SIGTERM, __atomic_load_n(&term_from, __ATOMIC_ACQUIRE));
+                vt_output_ended_by(SIGTERM, sender());
                 /* Written here, or by the program's own exit if that
                  * began first: either way finished before the end. */
                 vt_exit_before_signal_wait(TERM_BOUND_NS);
@@ -340,7 +359,7 @@ void vt_ondemand_reset_child(void) {
         installed_term = 0;
     }
     term_seen = 0;
-    term_from = 0;
+    term_from = term_for = 0;
     watching = 0;
     vt_fd_drop(&rd); /* only where still the pipe: the number may be the program's now */
     vt_fd_drop(&wr);

@@ -1284,3 +1284,33 @@ def host_sigterm_while_the_thread_holds_a_c_library_lock_ends_soon():
             ok(took < 15, f"within seconds: {took:.1f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def run_passes_a_sigterms_sender_on():
+    """A SIGTERM sent to `vramtrace run` (not to the group) goes on to the
+    command with its sender's pid: the exit report names the sender, not
+    vramtrace."""
+    work = tempfile.mkdtemp(prefix="vt-sender-")
+    try:
+        dump = os.path.join(work, "d.json")
+        env = host_env(work)
+        env.pop("LD_PRELOAD")
+        # --leak-check: vramtrace run stays the command's parent (without
+        # it, it runs the command in its own place).
+        p = subprocess.Popen([CLI, "run", "--leak-check", "--out", dump, "--", HOST, "term-wait"], cwd=work, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            while p.stdout.readline() not in ("ready\n", ""):
+                pass
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        eq(p.returncode, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
+        ok(f", ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n" in err, f"the exit report: {err[-400:]!r}")
+        eq(load_dump(dump)["ended_by"], {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, "ended_by")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
