@@ -1222,6 +1222,34 @@ def host_sigterm_during_the_exit_lets_it_finish():
         ok(rc in (23, -signal.SIGTERM), f"the leak check's status, or SIGTERM's when it came first: {rc}")
 
 
+def terminated_run(flags, group):
+    """`vramtrace run FLAGS -- t_host term-wait`, sent SIGTERM once ready:
+    to its process group (group), else to vramtrace alone. (status,
+    stderr, the exit dump)."""
+    work = tempfile.mkdtemp(prefix="vt-termrun-")
+    try:
+        dump = os.path.join(work, "d.json")
+        env = host_env(work)
+        env.pop("LD_PRELOAD")
+        p = subprocess.Popen([CLI, "run", *flags, "--out", dump, "--", HOST, "term-wait"], cwd=work, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            while p.stdout.readline() not in ("ready\n", ""):
+                pass
+            if group:
+                os.killpg(p.pid, signal.SIGTERM)
+            else:
+                p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        return p.returncode, err, load_dump(dump)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @test
 def run_sigterm_to_the_process_group_writes_the_exit_dump():
     """A scheduler's SIGTERM to the whole process group (Slurm's, at a time
@@ -1230,28 +1258,10 @@ def run_sigterm_to_the_process_group_writes_the_exit_dump():
     request, not a second one that ends the process at once (before: 2 of
     3 runs wrote nothing)."""
     for _ in range(3):
-        work = tempfile.mkdtemp(prefix="vt-pgrp-")
-        try:
-            dump = os.path.join(work, "d.json")
-            env = host_env(work)
-            env.pop("LD_PRELOAD")
-            p = subprocess.Popen([CLI, "run", "--out", dump, "--", HOST, "term-wait"], cwd=work, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-            try:
-                while p.stdout.readline() not in ("ready\n", ""):
-                    pass
-                os.killpg(p.pid, signal.SIGTERM)
-                out, err = p.communicate(timeout=60)
-            finally:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
-            eq(p.returncode, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
-            ok(", ended by SIGTERM from pid " in err, f"the exit report: {err[-500:]!r}")
-            d = load_dump(dump)
-            eq((d["reason"], d["ended_by"]["signal"], len(d["live"])), ("exit", "SIGTERM", 2), "the exit dump")
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        rc, err, d = terminated_run([], group=True)
+        eq(rc, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
+        ok(", ended by SIGTERM from pid " in err, f"the exit report: {err[-500:]!r}")
+        eq((d["reason"], d["ended_by"]["signal"], len(d["live"])), ("exit", "SIGTERM", 2), "the exit dump")
 
 
 @test
@@ -1291,26 +1301,9 @@ def run_passes_a_sigterms_sender_on():
     """A SIGTERM sent to `vramtrace run` (not to the group) goes on to the
     command with its sender's pid: the exit report names the sender, not
     vramtrace."""
-    work = tempfile.mkdtemp(prefix="vt-sender-")
-    try:
-        dump = os.path.join(work, "d.json")
-        env = host_env(work)
-        env.pop("LD_PRELOAD")
-        # --leak-check: vramtrace run stays the command's parent (without
-        # it, it runs the command in its own place).
-        p = subprocess.Popen([CLI, "run", "--leak-check", "--out", dump, "--", HOST, "term-wait"], cwd=work, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            while p.stdout.readline() not in ("ready\n", ""):
-                pass
-            p.send_signal(signal.SIGTERM)
-            out, err = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        eq(p.returncode, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
-        ok(f", ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n" in err, f"the exit report: {err[-400:]!r}")
-        eq(load_dump(dump)["ended_by"], {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, "ended_by")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    # --leak-check: vramtrace run stays the command's parent (without it,
+    # it runs the command in its own place).
+    rc, err, d = terminated_run(["--leak-check"], group=False)
+    eq(rc, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
+    ok(f", ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n" in err, f"the exit report: {err[-400:]!r}")
+    eq(d["ended_by"], {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, "ended_by")
