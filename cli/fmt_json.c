@@ -81,10 +81,11 @@ static json_t *frames(const struct vm_dump *d, size_t stack) {
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
     for (size_t i = 0; i < s->nframes; i++) {
         const struct vt_frame *f = fr[i];
-        json_array_append_new(a, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function",
-                                           str_or_null(f->function), "file", str_or_null(f->file),
-                                           "line", (json_int_t)f->line, "module", str_or_null(f->module),
-                                           "offset", hex(f->offset), "address", hex(f->address)));
+        json_t *o = json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "function", str_or_null(f->function), "file",
+                              str_or_null(f->file), "line", (json_int_t)f->line, "module", str_or_null(f->module),
+                              "offset", hex(f->offset), "address", hex(f->address));
+        if (o && f->inlined) json_object_set_new(o, "inlined", json_true());
+        json_array_append_new(a, o);
     }
     return a;
 }
@@ -204,10 +205,11 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
         if (!frame_text(d, fr[i], e, &t) || !t) continue; /* left out, as before */
         fprintf(f, "%s\n%*s{\n%*s\"function\": %s,\n%*s\"file\": %s,\n%*s\"line\": %" JSON_INTEGER_FORMAT
                    ",\n%*s\"module\": %s,\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64
-                   "\"\n%*s}",
+                   "\"%s%*s%s\n%*s}",
                 any ? "," : "", depth + 2, "", depth + 3, "", t->function, depth + 3, "", t->file, depth + 3, "",
                 (json_int_t)fr[i]->line, depth + 3, "", t->module, depth + 3, "", fr[i]->offset, depth + 3, "",
-                fr[i]->address, depth + 2, "");
+                fr[i]->address, fr[i]->inlined ? ",\n" : "", fr[i]->inlined ? depth + 3 : 0, "",
+                fr[i]->inlined ? "\"inlined\": true" : "", depth + 2, "");
         any = 1;
     }
     if (any) fprintf(f, "\n%*s]", depth + 1, "");

@@ -387,12 +387,13 @@ static int one_frame(const struct tables *t, struct vm_scan *p, void *out) {
     if (!vm_scan_lit(p, '[') || !strref(t, p, &f->function) || !vm_scan_lit(p, ',') || !strref(t, p, &f->file) ||
         !vm_scan_lit(p, ',') || !elem(p, &line, 0, 100000000) || !vm_scan_lit(p, ',') ||
         !strref(t, p, &f->module) || !vm_scan_lit(p, ',') || !count(p, &f->offset) ||
-        !vm_scan_lit(p, ',') || !vm_scan_hex(p, &f->address) || !vm_scan_lit(p, ',') || !elem(p, &flags, 0, 3) ||
+        !vm_scan_lit(p, ',') || !vm_scan_hex(p, &f->address) || !vm_scan_lit(p, ',') || !elem(p, &flags, 0, 7) ||
         !vm_scan_lit(p, ']'))
         return 0;
     f->line = (long)line;
     f->python = (int)(flags & 1);
     f->borrowed = f->python && (flags & 2);
+    f->inlined = !f->python && (flags & 4);
     return 1;
 }
 

@@ -22,6 +22,10 @@ struct vt_frame {
     int python;             /* a Python frame (function, file, line only) */
     int borrowed;           /* a Python frame of another thread: the one this
                                thread worked for (tracker/pystack.h) */
+    int inlined;            /* a function the compiler inlined into the next
+                               frame (its caller), at the same return address:
+                               its line is where its code is, the caller's
+                               line is where it was inlined */
 };
 
 #endif

@@ -33,6 +33,7 @@ void vt_put_frames(FILE *f, const char *indent, const struct vt_frame *frames, s
             fprintf(f, "+0x%" PRIx64 ")", fr->offset);
         }
         if (fr->borrowed) fputs(" " VT_BORROWED_NOTE, f);
+        if (fr->inlined) fputs(" (inlined)", f);
         fputc('\n', f);
     }
     if (n == 0) fprintf(f, "%s(no stack)\n", indent);

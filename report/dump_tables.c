@@ -152,20 +152,26 @@ struct tables {
     uint32_t nnodes;
 };
 
-/* The index of the frame at return address a, added with its symbols in
- * sym when new; UINT32_MAX when memory ran out. */
-static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_symbols *sym) {
+/* The index of the first frame at return address a (the innermost
+ * function inlined there), added with its symbols in sym when new, with
+ * the frames it is inlined into after it (*count of them in all);
+ * UINT32_MAX when memory ran out. */
+static uint32_t frame_index(struct tables *t, uint64_t a, const struct vt_symbols *sym, uint32_t *count) {
     int added;
+    const struct vt_frame *fr = vt_symbols_frame(sym, (uintptr_t)a);
+    size_t at = fr ? vt_frames_at(fr) : 1;
+    *count = (uint32_t)at;
     uint32_t i = map_get_or_add(&t->frame_of, a, (uint32_t)t->nframes, &added);
     if (i == UINT32_MAX || !added) return i;
-    if (t->nframes == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 1024;
+    if (t->nframes + at > t->cap) {
+        size_t cap = t->cap ? t->cap : 1024;
+        while (t->nframes + at > cap) cap *= 2;
         struct frame_ref *v = realloc(t->frames, cap * sizeof *v);
         if (!v) return UINT32_MAX;
         t->frames = v;
         t->cap = cap;
     }
-    t->frames[t->nframes++] = (struct frame_ref){a, vt_symbols_frame(sym, (uintptr_t)a)};
+    for (size_t k = 0; k < at; k++) t->frames[t->nframes++] = (struct frame_ref){a, fr ? fr + k : NULL};
     return i;
 }
 
@@ -224,18 +230,22 @@ static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, c
                 continue;
             }
             prev_depth = 0;   /* what follows differs from the stack before */
-            uint32_t fi = frame_index(t, a, sym);
+            uint32_t at, fi = frame_index(t, a, sym, &at);
             if (fi == UINT32_MAX) { rc = -1; break; }
-            char b[48], *w = b;
-            if (t->nnodes) *w++ = ',';
-            if (t->nnodes && t->nnodes % 16 == 0) *w++ = '\n';
-            w = vt_put_i64(w, parent);
-            *w++ = ',';
-            w = vt_put_u64(w, fi);
-            fwrite(b, 1, (size_t)(w - b), f);
+            /* A node for each function at the address, the outermost (the
+             * one the others were inlined into) first. */
+            for (uint32_t c = at; c-- > 0;) {
+                char b[48], *w = b;
+                if (t->nnodes) *w++ = ',';
+                if (t->nnodes && t->nnodes % 16 == 0) *w++ = '\n';
+                w = vt_put_i64(w, parent);
+                *w++ = ',';
+                w = vt_put_u64(w, fi + c);
+                fwrite(b, 1, (size_t)(w - b), f);
+                parent = t->nnodes++;
+            }
             prev_addr[k] = a;
-            prev_node[k] = t->nnodes;
-            parent = t->nnodes++;
+            prev_node[k] = (uint32_t)parent;
         }
         prev_depth = st->depth;
         node_of_stack[order[o]] = (int32_t)parent;
@@ -258,7 +268,7 @@ static int write_frames(FILE *f, const struct tables *t, struct vt_strtab *strs)
         int python = fr && fr->python;
         fprintf(f, "%s[%" PRId64 ",%" PRId64 ",%ld,%" PRId64 ",%" PRIu64 ",\"0x%" PRIx64 "\",%d]", i ? ",\n" : "",
                 fn, file, fr ? fr->line : 0L, mod, fr ? fr->offset : 0, python ? 0 : t->frames[i].address,
-                python | (python && fr->borrowed ? 2 : 0));
+                python | (python && fr->borrowed ? 2 : 0) | (!python && fr && fr->inlined ? 4 : 0));
     }
     fputc(']', f);
     return 0;

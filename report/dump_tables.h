@@ -5,7 +5,9 @@
  * node is (its caller's node, its frame), so stacks that share their
  * callers share those nodes, and a frame (a return address with its
  * function, file, line, module and offset) is written once however many
- * stacks go through it. Every string (a function, a file, a module, an
+ * stacks go through it. A return address in inlined code is several
+ * frames (one for each function inlined there, then the one holding
+ * them) and so several nodes, one under the other. Every string (a function, a file, a module, an
  * allocation's api and kind) is one entry of "strings". The writer streams:
  * what it keeps in memory is one index entry per distinct string, frame and
  * node, never the text it writes. */

@@ -3,7 +3,7 @@
  * The library is not linked against libdw: it and the four libraries it
  * brings (libelf, libz, libbz2, liblzma) cost every process LD_PRELOAD
  * reaches a load at start, and only writing a report needs them. These are
- * the libdwfl functions symbolize.c calls, under their own names and hidden
+ * the libdwfl and libdw functions symbolize.c and inlines.c call, under their own names and hidden
  * (they stand in only for vramtrace's own calls, never for a program's
  * libdw): the first one called loads libdw.so.1 and finds the real ones.
  * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
@@ -30,7 +30,23 @@
     _(int, dwfl_linux_proc_find_elf, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b, char **f, \
       Elf **e), (m, u, n, b, f, e), -1)                                                              \
     _(int, dwfl_build_id_find_debuginfo, (Dwfl_Module *m, void **u, const char *n, Dwarf_Addr b,      \
-      const char *f, const char *df, GElf_Word crc, char **dfn), (m, u, n, b, f, df, crc, dfn), -1)
+      const char *f, const char *df, GElf_Word crc, char **dfn), (m, u, n, b, f, df, crc, dfn), -1)    \
+    _(Dwarf_Die *, dwfl_module_addrdie, (Dwfl_Module *m, Dwarf_Addr a, Dwarf_Addr *bias), (m, a, bias), NULL) \
+    _(int, dwarf_child, (Dwarf_Die *die, Dwarf_Die *r), (die, r), -1)                                \
+    _(int, dwarf_siblingof, (Dwarf_Die *die, Dwarf_Die *r), (die, r), -1)                            \
+    _(int, dwarf_haschildren, (Dwarf_Die *die), (die), -1)                                           \
+    _(ptrdiff_t, dwarf_ranges, (Dwarf_Die *die, ptrdiff_t off, Dwarf_Addr *base, Dwarf_Addr *lo,       \
+      Dwarf_Addr *hi), (die, off, base, lo, hi), -1)                                                 \
+    _(Dwarf_Off, dwarf_dieoffset, (Dwarf_Die *die), (die), (Dwarf_Off)-1)                            \
+    _(int, dwarf_tag, (Dwarf_Die *die), (die), -1)                                                   \
+    _(Dwarf_Attribute *, dwarf_attr, (Dwarf_Die *die, unsigned int at, Dwarf_Attribute *r), (die, at, r), NULL) \
+    _(Dwarf_Attribute *, dwarf_attr_integrate, (Dwarf_Die *die, unsigned int at, Dwarf_Attribute *r),  \
+      (die, at, r), NULL)                                                                            \
+    _(const char *, dwarf_formstring, (Dwarf_Attribute *a), (a), NULL)                               \
+    _(int, dwarf_formudata, (Dwarf_Attribute *a, Dwarf_Word *v), (a, v), -1)                         \
+    _(int, dwarf_getsrcfiles, (Dwarf_Die *cu, Dwarf_Files **files, size_t *n), (cu, files, n), -1)     \
+    _(const char *, dwarf_filesrc, (Dwarf_Files *f, size_t i, Dwarf_Word *mt, Dwarf_Word *len),        \
+      (f, i, mt, len), NULL)
 
 static struct {
 #define FIELD(ret, name, params, args, fail) ret (*name) params;

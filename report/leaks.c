@@ -96,18 +96,22 @@ void vt_suppressions_free(struct vt_suppressions *s) {
 
 /* The first rule that matches any frame of the stack, or -1. */
 static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symbols *sym, uint32_t stack) {
-    struct vt_frame frames[VT_MAX_FRAMES];
-    size_t depth = sup ? vt_stack_frames(sym, stack, frames) : 0;
-    for (size_t r = 0; depth && r < sup->n; r++) {
+    struct vt_frame *frames = sup ? malloc(VT_SHOWN_FRAMES * sizeof *frames) : NULL;
+    size_t depth = frames ? vt_stack_frames(sym, stack, frames) : 0;
+    int found = -1;
+    for (size_t r = 0; depth && r < sup->n && found < 0; r++) {
         const char *pat = sup->rules[r].pattern;
         for (size_t j = 0; j < depth; j++) {
             const struct vt_frame *f = &frames[j];
             if (vt_template_match(pat, f->function) || vt_template_match(pat, f->file) ||
-                vt_template_match(pat, f->module))
-                return (int)r;
+                vt_template_match(pat, f->module)) {
+                found = (int)r;
+                break;
+            }
         }
     }
-    return -1;
+    free(frames);
+    return found;
 }
 
 static int by_stack(const void *a, const void *b) {
@@ -126,9 +130,10 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
         if (r)
             fprintf(f, "    released by a context's reset or destruction without a free: %" PRIu64 " byte(s) in %" PRIu64
                        " object(s)\n", r->bytes, (uint64_t)r->count);
-        struct vt_frame frames[VT_MAX_FRAMES];
-        size_t depth = vt_stack_frames(sym, st, frames);
+        struct vt_frame *frames = malloc(VT_SHOWN_FRAMES * sizeof *frames);
+        size_t depth = frames ? vt_stack_frames(sym, st, frames) : 0;
         vt_put_frames(f, "    ", depth ? frames : NULL, depth, vt_put_display);
+        free(frames);
     }
 }
 

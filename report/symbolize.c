@@ -1,6 +1,7 @@
 /* symbolize.c -- libdwfl symbolization of the running process. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -12,20 +13,26 @@
 #include "../common/display.h"
 #include "../common/labels.h"
 #include "../tracker/pystack.h"
+#include "inlines.h"
 #include "symbolize.h"
 
 /* The frame table: each distinct return address symbolized once, found
  * through an open-addressing index (address -> frame + 1, 0 empty) that
  * doubles past half full. A stack's frames are never copied: they are its
  * return addresses (the snapshot's, shared with the tracker) looked up
- * here. */
+ * here. An address in code the compiler inlined has several frames, one
+ * for each function inlined there and one for the function that holds
+ * them: they follow each other in the table, innermost first, each but
+ * the last marked inlined, and the index finds the first. */
 struct priv {
     struct vt_frame *frames;
     uintptr_t *keys;       /* each frame's return address as captured */
     uint32_t nframes, cap;
     uint32_t *slot;
     size_t nslots;
+    size_t ninlined;        /* frames marked inlined: 0, a stack's frames are its addresses' */
     Dwfl *dwfl;             /* opened at the first frame not in the table */
+    struct vt_inlines *inlines; /* the units of dwfl's modules walked so far */
     int dwfl_tried;
     char *(*demangle)(const char *, char *, size_t *, int *);
     int demangle_loaded;    /* libstdc++ loaded for it, tried once */
@@ -44,21 +51,25 @@ static const struct vt_frame *frame_find(const struct priv *p, uintptr_t a) {
     return NULL;
 }
 
-static int frames_grow(struct priv *p) {
-    if (p->nframes == p->cap) {
-        uint32_t cap = p->cap ? p->cap * 2 : 256;
+/* Room in the table for k more frames and one more address. */
+static int frames_grow(struct priv *p, uint32_t k) {
+    if (p->nframes + k > p->cap) {
+        uint32_t cap = p->cap ? p->cap : 256;
+        while (p->nframes + k > cap) cap *= 2;
         struct vt_frame *v = realloc(p->frames, cap * sizeof *v);
         if (v) p->frames = v;
-        uintptr_t *k = v ? realloc(p->keys, cap * sizeof *k) : NULL;
-        if (!k) return -1;
-        p->keys = k;
+        uintptr_t *keys = v ? realloc(p->keys, cap * sizeof *keys) : NULL;
+        if (!keys) return -1;
+        p->keys = keys;
         p->cap = cap;
     }
-    if ((p->nframes + 1) * (size_t)2 > p->nslots) {
-        size_t ns = p->nslots ? p->nslots * 2 : 512;
+    if ((p->nframes + k) * (size_t)2 > p->nslots) {
+        size_t ns = p->nslots ? p->nslots : 512;
+        while ((p->nframes + k) * (size_t)2 > ns) ns *= 2;
         uint32_t *slot = calloc(ns, sizeof *slot);
         if (!slot) return -1;
         for (uint32_t i = 0; i < p->nframes; i++) {
+            if (i && p->frames[i - 1].inlined) continue; /* not the first of its address */
             size_t h = slot_of(p->keys[i], ns);
             while (slot[h]) h = (h + 1) & (ns - 1);
             slot[h] = i + 1;
@@ -104,7 +115,53 @@ static char *demangled(struct priv *p, const char *raw) {
     return dup_or_null(name);
 }
 
-static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
+/* The name DWARF gives a function (an inlined one's, through its
+ * abstract origin): the linkage name, demangled, else the plain name. */
+static char *dwarf_function(struct priv *p, Dwarf_Die *die) {
+    Dwarf_Attribute a;
+    const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+    if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+    if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+    return n ? demangled(p, n) : NULL;
+}
+
+/* The functions inlined at pc, innermost first, each one's frame before
+ * the next: f[0] (already named by the symbol table, with the line
+ * table's file:line) becomes the innermost inlined function, and each
+ * frame after it holds the function the one before was inlined into, at
+ * the line it was inlined (its call_file, call_line); the last keeps the
+ * symbol table's name. Returns how many frames f holds (1 when nothing is
+ * inlined there, at most max). */
+static uint32_t inlined_at(struct priv *p, Dwfl_Module *m, Dwarf_Addr pc, struct vt_frame *f, uint32_t max) {
+    Dwarf_Die scopes[VT_MAX_INLINED], cu;
+    int nscopes = vt_inlines_at(p->inlines, m, pc, scopes, VT_MAX_INLINED - 1, &cu);
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    uint32_t n = 1;
+    char *outer = (char *)f[0].function;
+    for (int i = 0; i < nscopes && n < max; i++) {
+        if (!files && dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) files = NULL, nfiles = 0;
+        struct vt_frame *in = &f[n - 1], *by = &f[n];
+        Dwarf_Attribute a;
+        Dwarf_Word file = 0, line = 0;
+        *by = (struct vt_frame){.address = in->address, .offset = in->offset, .module = dup_or_null(in->module)};
+        if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &file) == 0 && file < nfiles) {
+            by->file = dup_or_null(dwarf_filesrc(files, file, NULL, NULL));
+            if (by->file && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &line) == 0)
+                by->line = (long)line;
+        }
+        in->function = dwarf_function(p, &scopes[i]);
+        in->inlined = 1;
+        n++;
+    }
+    f[n - 1].function = outer;
+    return n;
+}
+
+/* The frames at return address `address`, innermost first, into f (room
+ * for max, at least 1); returns how many (more than one where code was
+ * inlined there). */
+static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, uint32_t max) {
     memset(f, 0, sizeof *f);
     f->address = address;
     if (vt_pyframe_is(address)) {
@@ -118,13 +175,13 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
             f->file = strdup(file);
             f->line = line;
         }
-        return;
+        return 1;
     }
-    if (!p->dwfl) return;
+    if (!p->dwfl) return 1;
     /* A return address points after the call: look up the call itself. */
     Dwarf_Addr pc = address > 0 ? address - 1 : address;
     Dwfl_Module *m = dwfl_addrmodule(p->dwfl, pc);
-    if (!m) return;
+    if (!m) return 1;
     Dwarf_Addr base = 0;
     const char *mainfile = NULL;
     const char *modname = dwfl_module_info(m, NULL, &base, NULL, NULL, NULL,
@@ -141,23 +198,36 @@ static void resolve(struct priv *p, uintptr_t address, struct vt_frame *f) {
             f->line = lineno;
         }
     }
+    return inlined_at(p, m, pc, f, max);
 }
 
 static void open_dwfl(struct priv *p);
 
-/* The frame at return address a, symbolized and added to the table when
- * new; NULL when memory ran out. Valid until the next frame is added. */
+/* The first frame at return address a (vt_frames_at counts them),
+ * symbolized and added to the table when new; NULL when memory ran out.
+ * Valid until the next frame is added. */
 static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
     const struct vt_frame *known = frame_find(p, a);
-    if (known || frames_grow(p) != 0) return known;
+    if (known) return known;
     if (!p->dwfl_tried) open_dwfl(p);
-    struct vt_frame *f = &p->frames[p->nframes];
-    resolve(p, a, f);
-    p->keys[p->nframes++] = a;
+    struct vt_frame f[VT_MAX_INLINED];
+    uint32_t n = resolve(p, a, f, VT_MAX_INLINED);
+    if (frames_grow(p, n) != 0) {
+        for (uint32_t i = 0; i < n; i++) {
+            free((void *)f[i].function);
+            free((void *)f[i].file);
+            free((void *)f[i].module);
+        }
+        return NULL;
+    }
+    uint32_t first = p->nframes;
+    memcpy(&p->frames[first], f, n * sizeof *f);
+    for (uint32_t i = 0; i < n; i++) p->keys[p->nframes++] = a;
+    p->ninlined += n - 1;
     size_t h = slot_of(a, p->nslots);
     while (p->slot[h]) h = (h + 1) & (p->nslots - 1);
-    p->slot[h] = p->nframes;
-    return f;
+    p->slot[h] = first + 1;
+    return &p->frames[first];
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -230,6 +300,7 @@ static struct priv *priv_new(void) {
  * table needs. */
 static void open_dwfl(struct priv *p) {
     p->dwfl_tried = 1;
+    p->inlines = vt_inlines_new();
     p->dwfl = dwfl_begin(&callbacks);
     if (p->dwfl) {
         if (dwfl_linux_proc_report(p->dwfl, getpid()) != 0) {
@@ -245,6 +316,8 @@ static void open_dwfl(struct priv *p) {
  * with a C library's separate debug file) given back: every frame asked
  * for is in the table. */
 static void close_dwfl(struct priv *p) {
+    vt_inlines_free(p->inlines);
+    p->inlines = NULL;
     if (p->dwfl) dwfl_end(p->dwfl);
     p->dwfl = NULL;
     p->dwfl_tried = 0;
@@ -307,7 +380,7 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
     sym->stack = s->stacks;
     sym->site = calloc(n ? n : 1, sizeof *sym->site);
     sym->through = calloc(n ? n : 1, sizeof *sym->through);
-    struct vt_frame *buf = malloc(VT_MAX_FRAMES * sizeof *buf);
+    struct vt_frame *buf = malloc(VT_SHOWN_FRAMES * sizeof *buf);
     if (!sym->site || !sym->through || !buf) {
         free(buf);
         vt_symbols_free(sym);
@@ -316,15 +389,16 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
     for (size_t i = 0; i < n; i++) {
         const struct vt_stack *st = s->stacks[i];
         uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES, got = 0;
+        size_t shown = 0;
         for (; got < depth; got++) {
             const struct vt_frame *fr = frame_of(p, st->frames[got]);
             if (!fr) break;
-            buf[got] = *fr;
+            for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) buf[shown++] = fr[k];
         }
         sym->site[i] = sym->through[i] = -1;
         if (got < depth) continue;  /* out of memory: the stack goes unnamed */
-        sym->site[i] = vt_site_index(buf, depth);
-        sym->through[i] = vt_site_through(buf, depth, sym->site[i]);
+        sym->site[i] = vt_site_index(buf, shown);
+        sym->through[i] = vt_site_through(buf, shown, sym->site[i]);
     }
     free(buf);
     /* Every frame is symbolized: libdwfl's memory is given back before the
@@ -344,18 +418,31 @@ size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_f
     if (!sym || stack >= sym->nstacks) return 0;
     const struct vt_stack *st = sym->stack[stack];
     uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
+    size_t shown = 0;
     for (uint32_t j = 0; j < depth; j++) {
         const struct vt_frame *fr = frame_find(sym->priv, st->frames[j]);
         if (!fr) return 0;
-        out[j] = *fr;
+        for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) out[shown++] = fr[k];
     }
-    return depth;
+    return shown;
 }
 
-/* The symbols of frame k of stack `stack`, or NULL (k < 0: none). */
+/* The symbols of frame k of stack `stack` (counting each inlined function
+ * as its own frame, as vt_stack_frames does), or NULL (k < 0: none). */
 static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t stack, int k) {
-    if (!sym || stack >= sym->nstacks || k < 0 || (uint32_t)k >= sym->stack[stack]->depth) return NULL;
-    return frame_find(sym->priv, sym->stack[stack]->frames[k]);
+    if (!sym || stack >= sym->nstacks || k < 0 || k >= VT_SHOWN_FRAMES) return NULL;
+    const struct priv *p = sym->priv;
+    const struct vt_stack *st = sym->stack[stack];
+    uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
+    if (!p->ninlined) return (uint32_t)k < depth ? frame_find(p, st->frames[k]) : NULL;
+    for (uint32_t j = 0; j < depth; j++) {
+        const struct vt_frame *fr = frame_find(p, st->frames[j]);
+        if (!fr) return NULL;
+        size_t at = vt_frames_at(fr);
+        if ((size_t)k < at) return &fr[k];
+        k -= (int)at;
+    }
+    return NULL;
 }
 
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {

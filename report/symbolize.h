@@ -13,6 +13,23 @@
 #include "../common/callsite.h"
 #include "../tracker/tracker.h"
 
+/* Where the compiler inlined functions, one return address has several
+ * frames: each inlined function's, innermost first, then the function
+ * that holds them (struct vt_frame's inlined). At most VT_MAX_INLINED at
+ * one address (deeper nests keep their innermost), and a stack's frames
+ * so counted are cut at VT_SHOWN_FRAMES. */
+#define VT_MAX_INLINED 32
+#define VT_SHOWN_FRAMES (4 * VT_MAX_FRAMES)
+
+/* The frames at one return address, from the first that vt_symbols_frame
+ * returns: it and those after it in the symbols' table while the one
+ * before is inlined into the next. */
+static inline size_t vt_frames_at(const struct vt_frame *fr) {
+    size_t n = 1;
+    while (fr[n - 1].inlined) n++;
+    return n;
+}
+
 /* The symbols of a snapshot's stacks: each distinct return address
  * symbolized once (a frame table), a stack's frames found through its
  * return addresses (stack[i], the snapshot's, which must outlive this), so
@@ -43,12 +60,14 @@ struct vt_symbols_ahead *vt_symbolize_ahead(uint64_t within_ns);
 struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symbols_ahead *ahead);
 void vt_symbols_ahead_free(struct vt_symbols_ahead *a);
 
-/* The symbols of the frame at return address `address` (as captured), or
- * NULL when no stack of sym has it. */
+/* The symbols of the first frame at return address `address` (as
+ * captured; vt_frames_at counts its frames), or NULL when no stack of sym
+ * has it. */
 const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address);
 
-/* The frames of stack `stack`, innermost first, copied into out (room for
- * VT_MAX_FRAMES); returns how many, 0 for none (no symbols, no stack). */
+/* The frames of stack `stack`, innermost first, each inlined function its
+ * own, copied into out (room for VT_SHOWN_FRAMES); returns how many, 0 for
+ * none (no symbols, no stack). */
 size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_frame *out);
 
 /* The frame a report names as the call site of a stack: common/callsite.h's

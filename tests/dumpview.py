@@ -50,6 +50,8 @@ def v1_view(d):
              "address": addr, "python": bool(flags & 1)}
         if flags & 2:
             f["borrowed"] = True
+        if flags & 4:
+            f["inlined"] = True
         table.append(f)
     nodes, flat, stacks = d.pop("nodes"), d.pop("stacks"), []
     for k in range(0, len(flat), 3):
@@ -137,11 +139,12 @@ def v2_of(d):
         parent = -1
         for f in reversed(st["frames"]):
             key = (f["function"], f["file"], f["line"], f["module"], f["offset"], f["address"], f.get("python", False),
-                   bool(f.get("borrowed")))
+                   bool(f.get("borrowed")), bool(f.get("inlined")))
             if key not in frame_of:
                 frame_of[key] = len(frames)
                 frames.append([s(f["function"]), s(f["file"]), f["line"], s(f["module"]), int(f["offset"], 16),
-                               f["address"], int(bool(f.get("python"))) | (2 if f.get("python") and f.get("borrowed") else 0)])
+                               f["address"], int(bool(f.get("python"))) | (2 if f.get("python") and f.get("borrowed") else 0)
+                               | (4 if not f.get("python") and f.get("inlined") else 0)])
             k = (parent, frame_of[key])
             if k not in node_of:
                 node_of[k] = len(nodes) // 2
