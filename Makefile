@@ -32,7 +32,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 # the byte and JSON formatting, the settings table, the capped warning.
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
-           interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/ondemand.c interpose/nvml.c interpose/api.c \
+           interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
            interpose/pools.c interpose/graphs.c interpose/vmm.c \
            tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \

@@ -24,7 +24,7 @@
 
 #include "../report/output.h"
 #include "hook.h"
-#include "ondemand.h"
+#include "sigview.h"
 #include "resolve.h"
 
 static int ends_the_process(int sig) {

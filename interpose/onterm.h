@@ -1,0 +1,38 @@
+/* onterm.h -- a process ended by SIGTERM writes its exit outputs.
+ *
+ * A job that a scheduler ends at its time limit (SIGTERM, then SIGKILL), a
+ * stopped container, the other ranks of a failed job: from the process's
+ * first GPU call, where the program left SIGTERM at its default, the
+ * handler tells the dump signal's watcher thread (ondemand.h), which
+ * writes the exit dump, report and leak check, with who sent the signal,
+ * and then the process dies of SIGTERM, its status kept. VRAMTRACE_ON_TERM
+ * (default 1). */
+#ifndef VT_ONTERM_H
+#define VT_ONTERM_H
+
+#include <signal.h>
+
+/* Before the watcher starts: the way back from it to a waiting handler.
+ * 0, or -1 when it could not be made (the handler then waits for
+ * nothing). */
+int vt_onterm_prepare(void);
+
+/* The handler installed over SIGTERM's default, once the watcher reads
+ * the handlers' bytes (ondemand.h). */
+void vt_onterm_install(void);
+
+/* On the watcher's thread, when the handler's byte came: the exit's
+ * outputs written, then the process's end. Does not return in practice
+ * (the process dies of SIGTERM as the handler returns). */
+void vt_onterm_heard(void);
+
+/* Whether the action a (of SIGTERM) is vramtrace's handler. */
+int vt_onterm_is_ours(const struct sigaction *a);
+int vt_onterm_handler_is_ours(void (*h)(int));
+
+/* In a forked child: SIGTERM's default back where vramtrace's handler is
+ * still installed (1 then: the child installs it again at its own first
+ * GPU call), its state and pipe forgotten. */
+int vt_onterm_reset_child(void);
+
+#endif
