@@ -200,17 +200,33 @@ static const char *short_file(const char *file) {
 }
 
 /* A C++ function's name without its parameter list (and what follows
- * it, " const"): the name up to the '(' that matches its last ')'. */
+ * it: " const", " &&", " noexcept"): the name up to the '(' that matches
+ * the ')' it ends with. A name that does not end so has no parameter list
+ * (DWARF's plain name of an inlined function, "grab_with<...<lambda(int)>
+ * >", "operator()") and is kept whole. */
 static const char *without_arguments(const char *name, char *buf, size_t size) {
-    const char *close = strrchr(name, ')');
-    if (!close) return name;
+    static const char *const after[] = {" const", " volatile", " &&", " &", " noexcept"};
+    size_t n = strlen(name);
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t i = 0; i < sizeof after / sizeof *after; i++) {
+            size_t k = strlen(after[i]);
+            if (n >= k && memcmp(name + n - k, after[i], k) == 0) {
+                n -= k;
+                again = 1;
+            }
+        }
+    }
+    if (n == 0 || name[n - 1] != ')') return name;
     int depth = 0;
-    for (const char *p = close; p > name; p--) {
-        if (*p == ')') depth++;
-        else if (*p == '(' && --depth == 0) {
-            if ((size_t)(p - name) >= size) return name;
-            memcpy(buf, name, (size_t)(p - name));
-            buf[p - name] = '\0';
+    for (size_t j = n; j-- > 0;) {
+        if (name[j] == ')') depth++;
+        else if (name[j] == '(' && --depth == 0) {
+            /* "operator()" alone: the parentheses are the name's. */
+            if (j >= 8 && memcmp(name + j - 8, "operator", 8) == 0 && j + 2 == n) return name;
+            if (j == 0 || j >= size) return name;
+            memcpy(buf, name, j);
+            buf[j] = '\0';
             return buf;
         }
     }

@@ -1,5 +1,5 @@
-/* inlines.c -- each compilation unit's functions and inlined calls, walked
- * once (inlines.h). */
+/* inlines.c -- each compilation unit's functions and inlined calls, and
+ * each module's units, read once (inlines.h). */
 #include <dwarf.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,18 +11,21 @@
 
 /* A function with code (DW_TAG_subprogram) or an inlined call of one
  * (DW_TAG_inlined_subroutine), in the unit's order (a DIE before those
- * inside it): the nodes inside node i are i + 1 .. end - 1. */
+ * inside it). */
 struct node {
     Dwarf_Die die;
     int32_t parent;     /* the node it sits in, -1 for none */
-    uint32_t end;
-    uint32_t span, nspans; /* its address ranges: spans[span ..] */
     int inlined;
 };
 
+/* One address range of a node. Sorted by start (the longer first, then
+ * the outer node first), each knows the range it lies in: the ranges of a
+ * unit nest or are apart, so the innermost range that holds an address is
+ * the last one starting at or before it, or one of the ranges it lies in. */
 struct span {
     Dwarf_Addr lo, hi;
     uint32_t node;
+    int32_t up;
 };
 
 struct unit_key {
@@ -35,16 +38,28 @@ struct unit {
     Dwarf_Die cu;
     struct node *nodes;
     uint32_t nnodes;
-    struct span *spans;     /* every node's ranges, by node */
+    struct span *spans;
     uint32_t nspans;
-    struct span *top;       /* the ranges of the nodes in no other, by lo */
-    uint32_t ntop;
-    int any_inlined;
+    UT_hash_handle hh;
+};
+
+/* A module's units by their address ranges (for a module without
+ * .debug_aranges), sorted by start. */
+struct unit_span {
+    Dwarf_Addr lo, hi;
+    Dwarf_Die cu;
+};
+
+struct module {
+    Dwfl_Module *m;
+    struct unit_span *spans;
+    uint32_t nspans;
     UT_hash_handle hh;
 };
 
 struct vt_inlines {
     struct unit *units;
+    struct module *modules;
 };
 
 struct vt_inlines *vt_inlines_new(void) { return calloc(1, sizeof(struct vt_inlines)); }
@@ -52,7 +67,6 @@ struct vt_inlines *vt_inlines_new(void) { return calloc(1, sizeof(struct vt_inli
 static void unit_free(struct unit *u) {
     free(u->nodes);
     free(u->spans);
-    free(u->top);
     free(u);
 }
 
@@ -62,6 +76,12 @@ void vt_inlines_free(struct vt_inlines *x) {
     HASH_ITER(hh, x->units, u, tmp) {
         HASH_DEL(x->units, u);
         unit_free(u);
+    }
+    struct module *m, *mtmp;
+    HASH_ITER(hh, x->modules, m, mtmp) {
+        HASH_DEL(x->modules, m);
+        free(m->spans);
+        free(m);
     }
     free(x);
 }
@@ -88,28 +108,30 @@ static int32_t add_node(struct unit *u, Dwarf_Die *d, int32_t parent, int inline
     for (ptrdiff_t off = 0; (off = dwarf_ranges(d, off, &base, &lo, &hi)) > 0;) {
         if (hi <= lo) continue;
         if (room(&u->spans, sizeof *u->spans, u->nspans, scap)) return -2;
-        u->spans[u->nspans++] = (struct span){lo, hi, u->nnodes};
+        u->spans[u->nspans++] = (struct span){lo, hi, u->nnodes, -1};
     }
     if (u->nspans == first) return -1;
     if (room(&u->nodes, sizeof *u->nodes, u->nnodes, ncap)) return -2;
-    u->nodes[u->nnodes] = (struct node){*d, parent, 0, first, u->nspans - first, inlined};
-    u->any_inlined |= inlined;
+    u->nodes[u->nnodes] = (struct node){*d, parent, inlined};
     return (int32_t)u->nnodes++;
 }
 
-static int by_lo(const void *a, const void *b) {
+static int span_order(const void *a, const void *b) {
     const struct span *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi) return x->hi > y->hi ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
 }
 
 /* How deep the walk goes: DWARF nests scopes a few dozen deep at most. */
 #define MAX_DEPTH 256
 
-/* The unit walked once: every DIE visited, in order. 0, or -1 when memory
- * ran out. */
+/* The unit walked once: every DIE visited, in order; then the ranges
+ * sorted and each given the range it lies in. 0, or -1 when memory ran
+ * out. */
 static int walk(struct unit *u) {
     Dwarf_Die die[MAX_DEPTH];
-    int32_t anc[MAX_DEPTH], own[MAX_DEPTH];
+    int32_t anc[MAX_DEPTH];
     uint32_t ncap = 0, scap = 0;
     int sp = 0;
     if (dwarf_child(&u->cu, &die[0]) != 0) return 0;
@@ -118,12 +140,11 @@ static int walk(struct unit *u) {
     while (sp > 0) {
         Dwarf_Die *d = &die[sp - 1];
         int tag = dwarf_tag(d);
-        own[sp - 1] = -1;
         int32_t in = anc[sp - 1];
         if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
             int32_t n = add_node(u, d, in, tag == DW_TAG_inlined_subroutine, &ncap, &scap);
             if (n == -2) return -1;
-            if (n >= 0) own[sp - 1] = in = n;
+            if (n >= 0) in = n;
         }
         if (sp < MAX_DEPTH && dwarf_haschildren(d) > 0 && dwarf_child(d, &die[sp]) == 0) {
             anc[sp] = in;
@@ -132,7 +153,6 @@ static int walk(struct unit *u) {
         }
         /* This DIE's subtree is done: on to its sibling, or its parent's. */
         while (sp > 0) {
-            if (own[sp - 1] >= 0) u->nodes[own[sp - 1]].end = u->nnodes;
             Dwarf_Die next;
             if (dwarf_siblingof(&die[sp - 1], &next) == 0) {
                 die[sp - 1] = next;
@@ -141,15 +161,16 @@ static int walk(struct unit *u) {
             sp--;
         }
     }
-    for (uint32_t i = 0; i < u->nnodes; i++)
-        if (u->nodes[i].parent < 0) u->ntop += u->nodes[i].nspans;
-    u->top = malloc((u->ntop ? u->ntop : 1) * sizeof *u->top);
-    if (!u->top) return -1;
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < u->nnodes; i++)
-        if (u->nodes[i].parent < 0)
-            for (uint32_t j = 0; j < u->nodes[i].nspans; j++) u->top[k++] = u->spans[u->nodes[i].span + j];
-    qsort(u->top, u->ntop, sizeof *u->top, by_lo);
+    qsort(u->spans, u->nspans, sizeof *u->spans, span_order);
+    int32_t *open = malloc((u->nspans ? u->nspans : 1) * sizeof *open);
+    if (!open) return -1;
+    uint32_t nopen = 0;
+    for (uint32_t i = 0; i < u->nspans; i++) {
+        while (nopen && u->spans[open[nopen - 1]].hi <= u->spans[i].lo) nopen--;
+        u->spans[i].up = nopen ? open[nopen - 1] : -1;
+        open[nopen++] = (int32_t)i;
+    }
+    free(open);
     return 0;
 }
 
@@ -174,34 +195,90 @@ static struct unit *unit_of(struct vt_inlines *x, Dwfl_Module *m, Dwarf_Die *cu)
     return u;
 }
 
-static int holds(const struct unit *u, const struct node *n, Dwarf_Addr a) {
-    for (uint32_t j = 0; j < n->nspans; j++)
-        if (u->spans[n->span + j].lo <= a && a < u->spans[n->span + j].hi) return 1;
+static int unit_span_order(const void *a, const void *b) {
+    const struct unit_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Module m's units by their ranges, read at its first use; NULL when
+ * memory ran out. */
+static struct module *module_of(struct vt_inlines *x, Dwfl_Module *m) {
+    struct module *mod;
+    HASH_FIND_PTR(x->modules, &m, mod);
+    if (mod) return mod;
+    if (!(mod = calloc(1, sizeof *mod))) return NULL;
+    mod->m = m;
+    Dwarf_Addr bias = 0;
+    Dwarf *dw = dwfl_module_getdwarf(m, &bias);
+    uint32_t cap = 0;
+    size_t hsize = 0;
+    for (Dwarf_Off off = 0, next = 0; dw && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0; off = next) {
+        Dwarf_Die cu;
+        if (!dwarf_offdie(dw, off + hsize, &cu)) continue;
+        Dwarf_Addr base = 0, lo = 0, hi = 0;
+        for (ptrdiff_t o = 0; (o = dwarf_ranges(&cu, o, &base, &lo, &hi)) > 0;) {
+            if (hi <= lo) continue;
+            if (room(&mod->spans, sizeof *mod->spans, mod->nspans, &cap)) {
+                free(mod->spans);
+                free(mod);
+                return NULL;
+            }
+            mod->spans[mod->nspans++] = (struct unit_span){lo, hi, cu};
+        }
+    }
+    qsort(mod->spans, mod->nspans, sizeof *mod->spans, unit_span_order);
+    HASH_ADD_PTR(x->modules, m, mod);
+    return mod;
+}
+
+int vt_inlines_unit(struct vt_inlines *x, Dwfl_Module *m, Dwarf_Addr pc, Dwarf_Die *cu, Dwarf_Addr *bias) {
+    Dwarf_Die *d = dwfl_module_addrdie(m, pc, bias);
+    if (d) {
+        *cu = *d;
+        return 0;
+    }
+    Dwarf *dw = x ? dwfl_module_getdwarf(m, bias) : NULL;
+    struct module *mod = dw ? module_of(x, m) : NULL;
+    if (!mod) return -1;
+    Dwarf_Addr a = pc - *bias;
+    /* Units' ranges do not overlap: the last one starting at or before a. */
+    uint32_t lo = 0, hi = mod->nspans;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mod->spans[mid].lo <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0 || a >= mod->spans[lo - 1].hi) return -1;
+    *cu = mod->spans[lo - 1].cu;
     return 0;
 }
 
-int vt_inlines_at(struct vt_inlines *x, Dwfl_Module *m, Dwarf_Addr pc, Dwarf_Die *out, int max, Dwarf_Die *cu) {
+int vt_inlines_at(struct vt_inlines *x, Dwfl_Module *m, Dwarf_Addr pc, struct vt_inline_chain *c, int max) {
     Dwarf_Addr bias = 0;
-    Dwarf_Die *cud = x ? dwfl_module_addrdie(m, pc, &bias) : NULL;
-    struct unit *u = cud ? unit_of(x, m, cud) : NULL;
-    if (!u || !u->any_inlined || !u->ntop) return 0;
+    c->n = c->total = c->has_func = 0;
+    if (!x || vt_inlines_unit(x, m, pc, &c->cu, &bias) != 0) return -1;
+    struct unit *u = unit_of(x, m, &c->cu);
+    if (!u || !u->nspans) return -1;
     Dwarf_Addr a = pc - bias;
-    /* The function that holds a: the last range starting at or before it. */
-    uint32_t lo = 0, hi = u->ntop;
+    uint32_t lo = 0, hi = u->nspans;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (u->top[mid].lo <= a) lo = mid + 1;
+        if (u->spans[mid].lo <= a) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == 0 || a >= u->top[lo - 1].hi) return 0;
-    uint32_t f = u->top[lo - 1].node, best = f;
-    /* The innermost node in it that holds a: the last in the unit's order
-     * (the nodes that hold a are each inside the one before). */
-    for (uint32_t i = f + 1; i < u->nodes[f].end; i++)
-        if (holds(u, &u->nodes[i], a)) best = i;
-    int n = 0;
-    for (int32_t i = (int32_t)best; i >= 0 && u->nodes[i].inlined && n < max; i = u->nodes[i].parent)
-        out[n++] = u->nodes[i].die;
-    *cu = u->cu;
-    return n;
+    int32_t s = (int32_t)lo - 1;
+    while (s >= 0 && a >= u->spans[s].hi) s = u->spans[s].up;
+    if (s < 0) return -1;
+    if (max > VT_INLINES_MAX) max = VT_INLINES_MAX;
+    int32_t i = (int32_t)u->spans[s].node;
+    for (; i >= 0 && u->nodes[i].inlined; i = u->nodes[i].parent) {
+        if (c->n < max) c->in[c->n++] = u->nodes[i].die;
+        c->outermost = u->nodes[i].die;
+        c->total++;
+    }
+    if (i >= 0) {
+        c->func = u->nodes[i].die;
+        c->has_func = 1;
+    }
+    return 0;
 }

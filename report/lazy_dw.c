@@ -38,6 +38,13 @@
     _(ptrdiff_t, dwarf_ranges, (Dwarf_Die *die, ptrdiff_t off, Dwarf_Addr *base, Dwarf_Addr *lo,       \
       Dwarf_Addr *hi), (die, off, base, lo, hi), -1)                                                 \
     _(Dwarf_Off, dwarf_dieoffset, (Dwarf_Die *die), (die), (Dwarf_Off)-1)                            \
+    _(Dwarf *, dwfl_module_getdwarf, (Dwfl_Module *m, Dwarf_Addr *bias), (m, bias), NULL)             \
+    _(int, dwarf_nextcu, (Dwarf *d, Dwarf_Off off, Dwarf_Off *next, size_t *hs, Dwarf_Off *ab, uint8_t *as, \
+      uint8_t *os), (d, off, next, hs, ab, as, os), -1)                                              \
+    _(Dwarf_Die *, dwarf_offdie, (Dwarf *d, Dwarf_Off off, Dwarf_Die *r), (d, off, r), NULL)          \
+    _(Dwarf_Line *, dwarf_getsrc_die, (Dwarf_Die *cu, Dwarf_Addr a), (cu, a), NULL)                   \
+    _(const char *, dwarf_linesrc, (Dwarf_Line *l, Dwarf_Word *mt, Dwarf_Word *len), (l, mt, len), NULL) \
+    _(int, dwarf_lineno, (Dwarf_Line *l, int *n), (l, n), -1)                                        \
     _(int, dwarf_tag, (Dwarf_Die *die), (die), -1)                                                   \
     _(Dwarf_Attribute *, dwarf_attr, (Dwarf_Die *die, unsigned int at, Dwarf_Attribute *r), (die, at, r), NULL) \
     _(Dwarf_Attribute *, dwarf_attr_integrate, (Dwarf_Die *die, unsigned int at, Dwarf_Attribute *r),  \

@@ -125,32 +125,54 @@ static char *dwarf_function(struct priv *p, Dwarf_Die *die) {
     return n ? demangled(p, n) : NULL;
 }
 
+/* The call site (DW_AT_call_file, DW_AT_call_line) of inlined call die
+ * into frame f: where the function it inlines was inlined. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *die, Dwarf_Files **files, size_t *nfiles, struct vt_frame *f) {
+    Dwarf_Attribute a;
+    Dwarf_Word file = 0, line = 0;
+    if (!*files && dwarf_getsrcfiles(cu, files, nfiles) != 0) *files = NULL, *nfiles = 0;
+    if (*files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &file) == 0 && file < *nfiles) {
+        f->file = dup_or_null(dwarf_filesrc(*files, file, NULL, NULL));
+        if (f->file && dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line) == 0) f->line = (long)line;
+    }
+}
+
+/* A symbol table's name for a part of a function the compiler split off or
+ * specialised ("work.cold", "work.isra.0", "work.constprop.0", LTO's
+ * ".lto_priv.0"): DWARF names the function itself, as LeakSanitizer's
+ * symbolizer does. */
+static int is_clone_name(const char *raw) { return raw && raw[0] && strchr(raw + 1, '.') && !strchr(raw, '@'); }
+
 /* The functions inlined at pc, innermost first, each one's frame before
  * the next: f[0] (already named by the symbol table, with the line
  * table's file:line) becomes the innermost inlined function, and each
  * frame after it holds the function the one before was inlined into, at
- * the line it was inlined (its call_file, call_line); the last keeps the
- * symbol table's name. Returns how many frames f holds (1 when nothing is
- * inlined there, at most max). */
-static uint32_t inlined_at(struct priv *p, Dwfl_Module *m, Dwarf_Addr pc, struct vt_frame *f, uint32_t max) {
-    Dwarf_Die scopes[VT_MAX_INLINED], cu;
-    int nscopes = vt_inlines_at(p->inlines, m, pc, scopes, VT_MAX_INLINED - 1, &cu);
+ * the line it was inlined (its call_file, call_line); the last is the
+ * function that holds them all, at the line where the outermost was
+ * inlined (where the nest is deeper than kept, the frames between are
+ * left out). The last keeps the symbol table's name (`raw`, as the table
+ * has it), but for a clone's. Returns how many frames f holds (1 when
+ * nothing is inlined there, at most max). */
+static uint32_t inlined_at(struct priv *p, Dwfl_Module *m, Dwarf_Addr pc, const char *raw, struct vt_frame *f,
+                           uint32_t max) {
+    struct vt_inline_chain c;
+    if (vt_inlines_at(p->inlines, m, pc, &c, (int)max - 1) != 0) return 1;
     Dwarf_Files *files = NULL;
     size_t nfiles = 0;
     uint32_t n = 1;
     char *outer = (char *)f[0].function;
-    for (int i = 0; i < nscopes && n < max; i++) {
-        if (!files && dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) files = NULL, nfiles = 0;
-        struct vt_frame *in = &f[n - 1], *by = &f[n];
-        Dwarf_Attribute a;
-        Dwarf_Word file = 0, line = 0;
-        *by = (struct vt_frame){.address = in->address, .offset = in->offset, .module = dup_or_null(in->module)};
-        if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &file) == 0 && file < nfiles) {
-            by->file = dup_or_null(dwarf_filesrc(files, file, NULL, NULL));
-            if (by->file && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &line) == 0)
-                by->line = (long)line;
+    if (c.has_func && (!raw || is_clone_name(raw))) {
+        char *own = dwarf_function(p, &c.func);
+        if (own) {
+            free(outer);
+            outer = own;
         }
-        in->function = dwarf_function(p, &scopes[i]);
+    }
+    for (int i = 0; i < c.n; i++) {
+        struct vt_frame *in = &f[n - 1], *by = &f[n];
+        *by = (struct vt_frame){.address = in->address, .offset = in->offset, .module = dup_or_null(in->module)};
+        call_site(&c.cu, i == c.n - 1 ? &c.outermost : &c.in[i], &files, &nfiles, by);
+        in->function = dwarf_function(p, &c.in[i]);
         in->inlined = 1;
         n++;
     }
@@ -188,17 +210,25 @@ static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, u
                                            &mainfile, NULL);
     f->module = dup_or_null(mainfile ? mainfile : modname);
     f->offset = address - base;
-    f->function = demangled(p, dwfl_module_addrname(m, pc));
+    const char *raw = dwfl_module_addrname(m, pc);
+    f->function = demangled(p, raw);
     Dwfl_Line *line = dwfl_module_getsrc(m, pc);
+    const char *file = NULL;
+    int lineno = 0;
     if (line) {
-        int lineno = 0;
-        const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-        if (file) {
-            f->file = strdup(file);
-            f->line = lineno;
-        }
+        file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+    } else {
+        /* No .debug_aranges (clang's default): the unit by its ranges. */
+        Dwarf_Die cu;
+        Dwarf_Addr bias = 0;
+        Dwarf_Line *l = vt_inlines_unit(p->inlines, m, pc, &cu, &bias) == 0 ? dwarf_getsrc_die(&cu, pc - bias) : NULL;
+        if (l && (file = dwarf_linesrc(l, NULL, NULL)) && dwarf_lineno(l, &lineno) != 0) file = NULL;
     }
-    return inlined_at(p, m, pc, f, max);
+    if (file) {
+        f->file = strdup(file);
+        f->line = lineno;
+    }
+    return inlined_at(p, m, pc, raw, f, max);
 }
 
 static void open_dwfl(struct priv *p);

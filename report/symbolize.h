@@ -16,7 +16,8 @@
 /* Where the compiler inlined functions, one return address has several
  * frames: each inlined function's, innermost first, then the function
  * that holds them (struct vt_frame's inlined). At most VT_MAX_INLINED at
- * one address (deeper nests keep their innermost), and a stack's frames
+ * one address (deeper nests keep their innermost, and the function that
+ * holds them at the line of the outermost's call), and a stack's frames
  * so counted are cut at VT_SHOWN_FRAMES. */
 #define VT_MAX_INLINED 32
 #define VT_SHOWN_FRAMES (4 * VT_MAX_FRAMES)

@@ -7,20 +7,36 @@ import json
 from run_tests import *
 
 PROG = os.path.join(T, "t_inline")
+CLANG = os.path.join(T, "t_inline_clang")
 SRC = "t_inline.c"
+FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) in (\S+) (\S*tests/progs/t_inline\.c):(\d+)( \(inlined\))?$")
 
 
 def lines():
-    return {k: source_line(SRC, "LINE:" + k) for k in ("alloc", "inner", "outer", "twice")}
+    return {k: source_line(SRC, "LINE:" + k) for k in ("alloc", "inner", "outer", "twice", "deeptop", "clone", "nested")}
 
 
-def inline_run(work, env=None):
+def first_leak(err):
+    """The frames of the first leak in a leak report: (function, line,
+    inlined) and the addresses, up to the first frame outside t_inline.c."""
+    block = err.split("allocated from:\n")[1]
+    got = []
+    for r in block.splitlines()[1:]:
+        m = FRAME.match(r)
+        if not m:
+            break
+        got.append(m)
+    return [(m.group(3), int(m.group(5)), bool(m.group(6))) for m in got], [m.group(2) for m in got]
+
+
+def inline_run(work, env=None, prog=PROG, mode=None):
     e = {k: v for k, v in os.environ.items()
          if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
     e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(work, "dump.json"),
               "VRAMTRACE_LEAK_CHECK": "1"})
     e.update(env or {})
-    return subprocess.run([PROG], env=e, cwd=work, capture_output=True, text=True, timeout=120)
+    return subprocess.run([prog] + ([mode] if mode else []), env=e, cwd=work, capture_output=True, text=True,
+                          timeout=120)
 
 
 @test
@@ -28,31 +44,79 @@ def inline_functions_are_frames_of_their_own():
     """The leak report and the dump list grab_inner, inlined into
     grab_outer, inlined into pool_fill, as three frames at one address,
     each at its own line (before: one frame, pool_fill at grab_outer's
-    line, and grab_outer nowhere)."""
+    line, and grab_outer nowhere). Built by GCC and by clang, whose DWARF
+    has no .debug_aranges (before: clang's build had no file:line at all)."""
     ln = lines()
+    for prog in (PROG, CLANG):
+        name = os.path.basename(prog)
+        with workdir("vt-inline-") as work:
+            p = inline_run(work, prog=prog)
+            eq((p.returncode, p.stdout), (23, "fill -> 0\n"), f"{name}: the leaks fail the run: " + p.stderr)
+            want = [("grab_inner", ln["alloc"], True), ("grab_outer", ln["inner"], True),
+                    ("pool_fill", ln["outer"], False), ("fill_twice", ln["twice"], False)]
+            blocks = p.stderr.split("allocated from:\n")[1:]
+            eq(len(blocks), 2, f"{name}: two leaks: " + p.stderr)
+            for b in blocks:
+                rows = b.splitlines()
+                ok(re.fullmatch(r"    call site: grab_inner \S*tests/progs/t_inline\.c:%d" % ln["alloc"], rows[0]),
+                   f"{name}: the call site is the inlined function: {rows[0]!r}")
+                got, addrs = first_leak("allocated from:\n" + b)
+                eq(got[:4], want, f"{name}: frames, lines, inlined marks")
+                eq(len(set(addrs[:3])), 1, f"{name}: the three inlined frames are one return address: " + b)
+                ok(addrs[3] != addrs[0], f"{name}: fill_twice's frame is its own return address")
+            d = load_dump(os.path.join(work, "dump.json"))
+            eq(sorted(a["bytes"] for a in d["live"]), [2000, 2002], f"{name}: live allocations")
+            for a in d["live"]:
+                fr = frames(d, a["stack"])[:4]
+                eq([(f["function"], f["line"], bool(f.get("inlined"))) for f in fr], want, f"{name}: the dump's frames")
+                eq(len({f["address"] for f in fr[:3]}), 1, f"{name}: one address for the three")
+                eq(d["stacks"][a["stack"]]["site"], 0, f"{name}: the call site's index counts inlined frames")
+
+
+@test
+def inline_nests_deeper_than_kept_keep_the_functions_line():
+    """Forty functions inlined one into the next: the innermost 31 are
+    kept, then the function that holds them at the line where it calls the
+    outermost (before: at the line of the 32nd's call, a line that is not
+    in it), then its caller. GCC and clang."""
+    ln = lines()
+    deep = [source_line(SRC, "LINE:deep%d */" % i) for i in range(31)]
+    for prog in (PROG, CLANG):
+        name = os.path.basename(prog)
+        with workdir("vt-inline-") as work:
+            p = inline_run(work, prog=prog, mode="deep")
+            eq((p.returncode, p.stdout), (23, "deep -> 0\n"), f"{name}: status and output: " + p.stderr)
+            got, addrs = first_leak(p.stderr)
+            eq(got[:32], [("deep%d" % i, deep[i], True) for i in range(31)] + [("deep_top", ln["deeptop"], False)],
+               f"{name}: the kept frames")
+            eq(len(set(addrs[:32])), 1, f"{name}: one return address")
+            eq(got[32][0], "main", f"{name}: then main")
+            ok(addrs[32] != addrs[0], f"{name}: main's own return address")
+
+
+@test
+def inline_frames_in_a_nested_function_and_a_clone():
+    """A GNU C nested function (its code outside its parent's, its DWARF
+    inside it, as GCC's OpenMP outlined functions): the functions inlined
+    in it are found, and it is named "inner" (before: by its clone's
+    symbol, inner.0.constprop.0; an OpenMP outlined function's inlined
+    frames were missing). And a function GCC cloned (clone_fill.constprop.0
+    in the symbol table) is named as LeakSanitizer names it, clone_fill."""
+    ln = lines()
+    syms = subprocess.run(["nm", PROG], capture_output=True, text=True).stdout
+    ok(re.search(r" t clone_fill\.(constprop|isra|part)\.\d+$", syms, re.M), "GCC made its clone: " + syms)
     with workdir("vt-inline-") as work:
-        p = inline_run(work)
-        eq((p.returncode, p.stdout), (23, "fill -> 0\n"), "the leaks fail the run: " + p.stderr)
-        want = [("grab_inner", ln["alloc"], " (inlined)"), ("grab_outer", ln["inner"], " (inlined)"),
-                ("pool_fill", ln["outer"], ""), ("fill_twice", ln["twice"], "")]
-        blocks = p.stderr.split("allocated from:\n")[1:]
-        eq(len(blocks), 2, "two leaks: " + p.stderr)
-        for b in blocks:
-            rows = b.splitlines()
-            eq(rows[0], f"    call site: grab_inner tests/progs/{SRC}:{ln['alloc']}", "the call site: the inlined function")
-            got = [re.match(r"    #(\d+) (0x[0-9a-f]+) in (\S+) tests/progs/t_inline\.c:(\d+)(.*)$", r) for r in rows[1:5]]
-            ok(all(got), "four frames in t_inline.c: " + b)
-            eq([(m.group(3), int(m.group(4)), m.group(5)) for m in got], want, "frames, lines, inlined marks")
-            eq(len({m.group(2) for m in got[:3]}), 1, "the three inlined frames are one return address: " + b)
-            ok(got[3].group(2) != got[0].group(2), "fill_twice's frame is its own return address")
-        d = load_dump(os.path.join(work, "dump.json"))
-        eq(sorted(a["bytes"] for a in d["live"]), [2000, 2002], "live allocations")
-        for a in d["live"]:
-            fr = frames(d, a["stack"])[:4]
-            eq([(f["function"], f["line"], bool(f.get("inlined"))) for f in fr],
-               [(w[0], w[1], bool(w[2])) for w in want], "the dump's frames")
-            eq(len({f["address"] for f in fr[:3]}), 1, "one address for the three")
-            eq(d["stacks"][a["stack"]]["site"], 0, "the call site's index counts inlined frames")
+        p = inline_run(work, mode="nested")
+        eq((p.returncode, p.stdout), (23, "nested -> 0\n"), "nested: " + p.stderr)
+        got, addrs = first_leak(p.stderr)
+        eq(got[:2], [("grab_inner", ln["alloc"], True), ("inner", ln["nested"], False)], "nested: frames")
+        eq(addrs[0], addrs[1], "nested: one return address")
+    with workdir("vt-inline-") as work:
+        p = inline_run(work, mode="clone")
+        eq((p.returncode, p.stdout), (23, "clone -> 0\n"), "clone: " + p.stderr)
+        got, addrs = first_leak(p.stderr)
+        eq(got[:3], [("grab_inner", ln["alloc"], True), ("grab_outer", ln["inner"], True), ("clone_fill", ln["clone"], False)],
+           "clone: frames")
 
 
 @test

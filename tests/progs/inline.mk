@@ -5,3 +5,11 @@ PROGS += $(T)/t_inline
 $(T)/t_inline: tests/progs/t_inline.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -O2 -o $@ $< $(SIMLINK) -lcuda
+
+# The same built by clang, whose DWARF has no .debug_aranges unless asked:
+# the compilation unit is found by its own ranges.
+PROGS += $(T)/t_inline_clang
+
+$(T)/t_inline_clang: tests/progs/t_inline.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	clang -std=gnu11 -fno-omit-frame-pointer -I$(CUDA_HOME)/include -O2 -g -o $@ $< $(SIMLINK) -lcuda

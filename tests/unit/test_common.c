@@ -230,6 +230,26 @@ static void test_user_line_rule(void) {
                            .module = "/v/libc10_cuda.so", .offset = 0x10};
     CHECK_STR(vt_site_label_of(&cb[2], &cxx, buf, sizeof buf),
               "main main.c:9 -> c10::(anonymous namespace)::Alloc::malloc (libc10_cuda.so+0x10)");
+    /* An inlined function's DWARF name has no parameter list: kept whole,
+     * not cut at a '(' inside its template arguments. */
+    static const struct {
+        const char *name, *label;
+    } names[] = {
+        {"grab_with<setup(int)::<lambda(int)> >", "grab_with<setup(int)::<lambda(int)> >"},
+        {"grab_with<setup(int)::<lambda(int)> >(unsigned long, setup(int)::<lambda(int)>)",
+         "grab_with<setup(int)::<lambda(int)> >"},
+        {"operator()", "operator()"},
+        {"Pool::operator()(int) const &&", "Pool::operator()"},
+        {"std::function<void (int)>::operator()(int) const", "std::function<void (int)>::operator()"},
+        {"f() noexcept", "f"},
+        {"(anonymous)", "(anonymous)"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct vt_frame t = {.function = names[i].name, .module = "/v/libx.so", .offset = 0x10};
+        char want[512];
+        snprintf(want, sizeof want, "main main.c:9 -> %s (libx.so+0x10)", names[i].label);
+        CHECK_STR(vt_site_label_of(&cb[2], &t, buf, sizeof buf), want);
+    }
 
     /* VRAMTRACE_APP: only what it matches is the user's. */
     vt_callsite_configure("*/torch/nn/modules/module.py", NULL);
