@@ -18,6 +18,21 @@ static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     return fr && fr->python;
 }
 
+/* Whether stack went through PyTorch (a frame in libc10* or libtorch*):
+ * PyTorch's advice (its allocator's settings, .detach(), no_grad) is for
+ * its memory, not for a numba, CuPy or ctypes program's. */
+static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    const struct vt_stack *st = sym->stack[stack];
+    for (uint32_t j = 0; j < st->depth; j++) {
+        const struct vt_frame *fr = vt_symbols_frame(sym, st->frames[j]);
+        const char *m = fr && fr->module ? strrchr(fr->module, '/') : NULL;
+        m = m ? m + 1 : fr ? fr->module : NULL;
+        if (m && (strncmp(m, "libc10", 6) == 0 || strncmp(m, "libtorch", 8) == 0)) return 1;
+    }
+    return 0;
+}
+
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
  * (the most likely come first). */
 static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
@@ -210,10 +225,16 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
-        snprintf(f->next, sizeof f->next,
-                 "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
-                 "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
-                 "micro-batches for one backward() keeps every micro-batch's graph: call backward() on each)", site);
+        if (torch || through_torch(sym, growth[i].stack))
+            snprintf(f->next, sizeof f->next,
+                     "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
+                     "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
+                     "micro-batches for one backward() keeps every micro-batch's graph: call backward() on each)",
+                     site);
+        else
+            snprintf(f->next, sizeof f->next,
+                     "free what %s keeps from one step to the next (results appended to a list, a cache that only "
+                     "grows, a buffer allocated in a loop and never freed)", site);
         break;
     }
     free(growth);
@@ -223,7 +244,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
-        if (is_python(sym, h->stack))
+        if (is_python(sym, h->stack) && (torch || through_torch(sym, h->stack)))
             snprintf(f->next, sizeof f->next,
                      "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
                      "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);
@@ -269,8 +290,12 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text, "%s was free, more than the %s asked for, yet it failed: free memory is "
                  "fragmented or a pool limit applies", B(freeb, a), B(o->requested, b));
         snprintf(f->next, sizeof f->next, "%s",
-                 defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for stream-ordered pools check "
-                                   "the pool's release threshold");
+                 defrag                                      ? defrag
+                 : torch || through_torch(sym, o->stack)     ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for "
+                                                               "stream-ordered pools check the pool's release threshold"
+                                                             : "allocate the largest buffers first, or fewer and larger "
+                                                               "ones to carve up; for stream-ordered pools check the "
+                                                               "pool's release threshold");
     }
     int frag_cache = 0; /* the cache's free memory lies among live tensors */
     if (torch && tc.pool && tc.reserved >= tc.allocated && tc.reserved - tc.allocated >= tc.request) {

@@ -489,3 +489,43 @@ def inproc_keyboard_interrupt_leaves_the_exit_dump():
             eq((d["reason"], d["totals"]["live_bytes"]), ("exit", 3 << 20), f"leak check {check}: the exit dump")
             eq((d["ended_by"]["signal"], d["ended_by"]["from_pid"]), ("SIGINT", d["pid"]), "the dump's ended_by")
             eq("SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s)." in r.err, check, "the leak report")
+
+NO_TORCH_OOM_PY = '''import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+def grab(n):
+    p = ctypes.c_uint64()
+    return cu.cuMemAlloc_v2(ctypes.byref(p), n)
+print(grab(10 << 20))
+print(grab(64 << 20))
+'''
+
+
+@test
+def inproc_findings_of_a_program_without_pytorch_give_no_pytorch_advice():
+    """A Python program that reaches the driver through ctypes (as numba
+    does) and fails with more free than it asked for: its findings' next
+    steps are the general ones, not PyTorch's (before: expandable_segments
+    and torch.no_grad() for a program without PyTorch). A C program's
+    growing site likewise (before: loss.item(), .detach(), backward())."""
+    py = pythons()[0]
+    with workdir("vt-inproc-") as work:
+        script = os.path.join(work, "frag.py")
+        with open(script, "w") as f:
+            f.write(NO_TORCH_OOM_PY)
+        r = run([py, script], env={"SIMGPU_CAPACITY": "1G", "SIMGPU_MAX_BLOCK": "32M"})
+    eq((r.rc, r.out), (0, "0\n2\n"), "the program's own results: " + r.err)
+    nexts = {f["id"]: f["next"] for f in r.dump["ooms"][0]["findings"]}
+    eq(sorted(nexts), ["fragmentation", "one_site_dominates"], "the findings")
+    eq(nexts["fragmentation"], "allocate the largest buffers first, or fewer and larger ones to carve up; for "
+       "stream-ordered pools check the pool's release threshold", "fragmentation's next step")
+    eq(nexts["one_site_dominates"], f"shrink or free what grab {script}:7 allocates before the failing call",
+       "one_site_dominates' next step")
+    h = run([os.path.join(T, "t_host"), "mixed-site-growth"], env={"SIMGPU_DEVICES": "2", "VRAMTRACE_LIMIT": "64M"})
+    g = [f["next"] for f in h.dump["ooms"][0]["findings"] if f["id"] == "growing_site"]
+    eq(len(g), 1, "one growing site")
+    ok(g[0].endswith("(results appended to a list, a cache that only grows, a buffer allocated in a loop and never "
+                     "freed)"), "growing_site's next step: " + g[0])
+    for f in r.dump["ooms"][0]["findings"] + h.dump["ooms"][0]["findings"]:
+        ok(not re.search(r"torch|PYTORCH|backward|detach", f["next"]), "no PyTorch advice: " + f["next"])
