@@ -11,13 +11,21 @@ void vt_forecast_init(struct vt_forecast *f, long horizon_s) {
     if (f->window_ns < 1000000000ull) f->window_ns = 1000000000ull;
 }
 
-/* The rate over the completed windows, when the floor rose in each. */
+/* The rate over the completed windows, when the floor rose in each: the
+ * median window's rise, so that a load in one window (a model read in
+ * before a slow leak) is not taken for the leak's rate (it made a leak of
+ * 1 MiB a minute fill a device "in 5 seconds"). */
 static int64_t sustained(const struct vt_forecast *f) {
     if (f->nfloors < VT_FORECAST_RISES + 1) return 0;
-    for (int i = 1; i <= VT_FORECAST_RISES; i++)
+    uint64_t rise[VT_FORECAST_RISES];
+    for (int i = 1; i <= VT_FORECAST_RISES; i++) {
         if (f->floors[i] <= f->floors[i - 1]) return 0;
-    uint64_t rise = f->floors[VT_FORECAST_RISES] - f->floors[0];
-    double per_ns = (double)rise / ((double)VT_FORECAST_RISES * (double)f->window_ns);
+        uint64_t r = f->floors[i] - f->floors[i - 1];
+        int j = i - 1;
+        for (; j > 0 && rise[j - 1] > r; j--) rise[j] = rise[j - 1];
+        rise[j] = r;
+    }
+    double per_ns = (double)rise[VT_FORECAST_RISES / 2] / (double)f->window_ns;
     return (int64_t)(per_ns * 60e9);
 }
 

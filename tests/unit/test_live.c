@@ -19,6 +19,8 @@ static void feed(struct vt_forecast *f, uint64_t t0, int seconds, uint64_t (*fn)
 static uint64_t leak(int i) { return (uint64_t)i * MiB; }          /* 4 MiB a second */
 static uint64_t steady(int i) { return (i % 2 ? 20 : 10) * MiB; }  /* a loop over 10 MiB */
 static uint64_t loading(int i) { return (i < 12 ? (uint64_t)i : 12) * 10 * MiB; } /* 3 s, then flat */
+/* 1 KiB for a second, 200 MiB loaded, then 64 KiB more a second. */
+static uint64_t load_then_creep(int i) { return i < 4 ? 1024 : 200 * MiB + (uint64_t)(i / 4) * 64 * 1024; }
 
 static void forecast_tests(void) {
     struct vt_forecast f;
@@ -42,6 +44,14 @@ static void forecast_tests(void) {
     vt_forecast_init(&f, 30);
     feed(&f, 0, 20, loading, 130 * MiB);
     CHECK_EQ(f.growth_per_min, 0);
+    CHECK_EQ(f.full, 0);
+
+    /* The load rose the floor in one window: the rate is the creep's
+     * (3.75 MiB a minute: 100 MiB left fill in 27 minutes, past the
+     * horizon), not the load's (before: 2.4 GiB a minute, full in 2.5 s). */
+    vt_forecast_init(&f, 30);
+    feed(&f, 0, 7, load_then_creep, 300 * MiB);
+    CHECK_EQ(f.growth_per_min, 60 * 64 * 1024);
     CHECK_EQ(f.full, 0);
 
     vt_forecast_init(&f, 0); /* no horizon: growth, no forecast */
