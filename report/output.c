@@ -507,6 +507,14 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if (at_exit) exit_skipped();
         return at_exit && vt_opt.leak_check ? -1 : 0;
     }
+    /* A failure's outputs are this thread's failure's: another thread's
+     * failure recorded after it, before the snapshot, is left out of them
+     * (its own outputs are paced; the exit tells it as the last failure
+     * without a post-mortem). Before: the post-mortem told the later one,
+     * and this thread's, whose error the program raises, went untold. */
+    size_t all_ooms = s->nooms;
+    int oom = strcmp(reason, "oom") == 0;
+    if (oom && torch_only != 1 && vt_thread_oom_seq && vt_thread_oom_seq < s->nooms) s->nooms = vt_thread_oom_seq;
     struct vt_sigpipe hold;
     vt_sigpipe_hold(&hold);
     read_self_id();
@@ -627,7 +635,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             if (an->latest) vt_torch_print_oom_findings(f, an->latest->f, an->latest->n);
         }
         else if (strcmp(reason, "oom") == 0)
-            vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top);
+            vt_postmortem_oom(f, s, sym, an, &meta, dump_path, vt_opt.top, &told);
         else if (strcmp(reason, "named") == 0)
             ; /* the caller has the path */
         else if (strcmp(reason, "signal") == 0)
@@ -641,7 +649,9 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
     vt_errbuf_close(&eb);
-    if (f && torch_only != 1 && strcmp(reason, "oom") == 0) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
+    if (f && torch_only != 1 && oom)
+        told = (struct vt_oom_told){told.postmortems + 1, s->nooms < all_ooms ? s->nooms : s->totals.oom_count};
+    s->nooms = all_ooms;
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);

@@ -166,14 +166,44 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
     vt_put_oom(f, "vramtrace:   ", &t);
 }
 
+/* The failures before the snapshot's latest that no post-mortem told, a
+ * line each (the first few), but the latest's own earlier tries (its
+ * request, device and call site: a caching allocator's retry). */
+#define UNTOLD_SHOWN 5
+static void untold_before(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                          const struct vt_oom_told *told) {
+    size_t from = told ? (size_t)told->failures : 0, upto = s->nooms - 1, shown = 0;
+    const struct vt_oom *last = &s->ooms[upto];
+    char last_site[512];
+    vt_site_shown(sym, last->stack, last_site, sizeof last_site);
+    for (size_t i = from; i < upto; i++) {
+        const struct vt_oom *o = &s->ooms[i];
+        char site_i[512];
+        if (o->requested == last->requested && o->device == last->device &&
+            strcmp(vt_site_shown(sym, o->stack, site_i, sizeof site_i), last_site) == 0)
+            continue;
+        if (shown++ == UNTOLD_SHOWN) {
+            fprintf(f, "vramtrace:   and %zu more failures without a post-mortem of their own\n", upto - i);
+            break;
+        }
+        char req[32], site[512], at[32];
+        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s, "
+                   "thread %d, at %s\n",
+                vt_fmt_bytes(o->requested, req, sizeof req), o->api ? o->api : "?", o->device,
+                vt_site_shown(sym, o->stack, site, sizeof site), o->thread,
+                vt_fmt_secs_cell(o->time_ns, at, sizeof at));
+    }
+}
+
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                        const struct vt_analysis *an, const struct vt_dump_meta *m, const char *dump_path,
-                       int top) {
+                       int top, const struct vt_oom_told *told) {
     if (s->nooms == 0) return;
     header(f, "out of memory", m);
     oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
+    untold_before(f, s, sym, told);
     missed_line(f, s->totals.missed);
     struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
     holders_table(f, &v, top);

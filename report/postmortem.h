@@ -10,22 +10,25 @@
 #include "dump.h"
 #include "symbolize.h"
 
+/* What the post-mortems written so far told: how many there were, and
+ * the failures counted when the last was written. */
+struct vt_oom_told {
+    uint64_t postmortems, failures;
+};
+
 /* Both print from `an`, the analysis of s with sym (vt_analyse), and
  * compute nothing of their own.
  *
  * The post-mortem of the snapshot's latest OOM: the request, the device
  * state, live and peak bytes, the largest holders by call site, the
  * largest live allocations, what to try next, and where the dump went
- * (dump_path may be NULL). Live allocations must be sorted largest first. */
+ * (dump_path may be NULL); and, in one line each, the failures before it
+ * that no post-mortem told (after `told`'s; another thread's, while this
+ * one's was being recorded, or one the pace of post-mortems left out).
+ * Live allocations must be sorted largest first. */
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                        const struct vt_analysis *an, const struct vt_dump_meta *meta, const char *dump_path,
-                       int top);
-
-/* What the post-mortems written so far told: how many there were, and
- * the failures counted when the last was written. */
-struct vt_oom_told {
-    uint64_t postmortems, failures;
-};
+                       int top, const struct vt_oom_told *told);
 
 /* Whether the snapshot's latest failure was told: the one the last
  * post-mortem was written for, or a retry of it (its request, device and

@@ -44,6 +44,7 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 }
 
 __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
+__thread uint32_t vt_thread_oom_seq __attribute__((tls_model("initial-exec")));
 static __thread int oom_open_device;
 /* Per device: the kernel id of the thread whose out-of-memory failure there
  * is still open (0: none); see vt_oom_claim. */
@@ -155,6 +156,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         free(pending);
         free(pending_dev);
     }
+    if (is_oom) vt_thread_oom_seq = at != SIZE_MAX ? (uint32_t)at + 1 : 0;
     void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
     if (is_oom && listener) listener();
 }

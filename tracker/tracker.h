@@ -351,6 +351,12 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
  * last OOM is the one a framework's error raised now is about. */
 extern __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
+/* The place of this thread's last out-of-memory record among the
+ * history's (1 for the first; 0: none, or past the records kept), set
+ * before the listener is told: another thread's failure may be recorded
+ * after it and before the listener's snapshot. */
+extern __thread uint32_t vt_thread_oom_seq __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
 /* This thread's open failure closed (its next successful allocation). */
 void vt_oom_close_mine(void);
 

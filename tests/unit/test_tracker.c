@@ -442,6 +442,98 @@ static void test_failures(void) {
     vt_tracker_reset_child();
 }
 
+/* Two threads fail at once: the first's listener is told after the
+ * second's failure is recorded. Each thread knows its own failure's place
+ * (vt_thread_oom_seq), so the first's outputs are of its own failure, not
+ * of the second's in the same snapshot. */
+static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
+static int race_state; /* 1: the first recorded its failure; 2: the second did */
+static uint32_t race_seq[2];
+static size_t race_nooms;
+static uint64_t race_seen_request;
+static __thread int race_first;
+
+static void race_listener(void) {
+    if (!race_first) {
+        race_seq[1] = vt_thread_oom_seq;
+        return;
+    }
+    pthread_mutex_lock(&race_mu);
+    race_state = 1;
+    pthread_cond_broadcast(&race_cv);
+    while (race_state != 2) pthread_cond_wait(&race_cv, &race_mu);
+    pthread_mutex_unlock(&race_mu);
+    race_seq[0] = vt_thread_oom_seq;
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    race_nooms = s->nooms;
+    race_seen_request = vt_thread_oom_seq ? s->ooms[vt_thread_oom_seq - 1].requested : 0;
+    vt_snapshot_free(s);
+}
+
+static void *race_first_thread(void *arg) {
+    (void)arg;
+    race_first = 1;
+    struct vt_oom o = {.requested = 1 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &o, site_a, 3);
+    return NULL;
+}
+
+static void test_each_thread_knows_its_own_failure(void) {
+    struct vt_oom first = {.requested = 7, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &first, site_b, 3); /* an earlier one, told before */
+    CHECK_EQ(vt_thread_oom_seq, 1);
+    vt_tracker_on_failure(race_listener);
+    pthread_t t;
+    pthread_create(&t, NULL, race_first_thread, NULL);
+    pthread_mutex_lock(&race_mu);
+    while (race_state != 1) pthread_cond_wait(&race_cv, &race_mu);
+    pthread_mutex_unlock(&race_mu);
+    struct vt_oom o = {.requested = 10 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &o, site_b, 3);
+    pthread_mutex_lock(&race_mu);
+    race_state = 2;
+    pthread_cond_broadcast(&race_cv);
+    pthread_mutex_unlock(&race_mu);
+    pthread_join(t, NULL);
+    vt_tracker_on_failure(NULL);
+    CHECK_EQ(race_seq[0], 2);
+    CHECK_EQ(race_seq[1], 3);
+    CHECK_EQ(race_nooms, 3);
+    CHECK_EQ(race_seen_request, 1 << 20);
+
+    /* The post-mortem of the last, after one told (told->failures 1): the
+     * second, untold, in a line; none with all told, none for a retry of
+     * the last (its request, device and call site). */
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    struct vt_analysis *an = vt_analyse(s, NULL, 0);
+    struct vt_dump_meta m = {.reason = "oom", .pid = 7};
+    for (int told = 1; told <= 3; told++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, (uint64_t)told});
+        fclose(f);
+        const char *also = strstr(buf, "vramtrace:   also failed, without a post-mortem of its own: 1.00 MiB by x on "
+                                        "device 0 at ");
+        CHECK_EQ(also != NULL, told == 1);
+        if (also) CHECK(strstr(also + 24, "also failed") == NULL); /* past its own "also failed" */
+        free(buf);
+    }
+    s->ooms[1].requested = s->ooms[2].requested;
+    s->ooms[1].stack = s->ooms[2].stack;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, 1});
+    fclose(f);
+    CHECK(strstr(buf, "also failed") == NULL);
+    free(buf);
+    vt_analysis_free(an);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
 static const uintptr_t site_c[] = {0x1200, 0x2000, 0x3000};
 
 static void test_holders_at_peak_and_oom(void) {
@@ -808,7 +900,7 @@ static char *postmortem_now(int oom) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (oom) vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5);
+    if (oom) vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, NULL);
     else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, s->totals.oom_count});
     fclose(f);
     vt_analysis_free(an);
@@ -903,5 +995,6 @@ int main(void) {
     test_format();
     test_dump_writes_every_section();
     test_postmortem_host_kinds_and_missed();
+    test_each_thread_knows_its_own_failure();
     return check_report("unit");
 }
