@@ -87,8 +87,9 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
         vt_put_oom(f, "  ", &t);
         fputs("  requested from:\n", f);
         vr_put_stack(f, d, o->stack, "    ");
+        if (o->nfindings) fputs("  " VT_FINDINGS_HEADING "\n", f);
         for (size_t k = 0; k < o->nfindings; k++)
-            vt_put_finding(f, "", (int)k + 1, o->findings[k].finding, o->findings[k].next, vr_put_safe);
+            vt_put_finding(f, "  ", (int)k + 1, o->findings[k].finding, o->findings[k].next, vr_put_safe);
         vr_text_torch(f, d, o->torch, "  ");
     }
     if (d->nooms > (size_t)top)

@@ -50,6 +50,10 @@ const char *vt_fmt_secs_cell(uint64_t ns, char *buf, size_t size);
 const char *vt_fmt_ended_by(const char *signal, long from_pid, long own_pid, const char *from, char *buf,
                             size_t size);
 
+/* The heading of an out-of-memory failure's numbered findings, the
+ * post-mortem's and `vramtrace report`'s. */
+#define VT_FINDINGS_HEADING "what the numbers say, most likely first:"
+
 /* The lines the library's post-mortem and the CLI's text report share,
  * each written by one function. `prefix` begins every line ("vramtrace: "
  * in the library, "" in the CLI); `put` writes a text taken from a dump or

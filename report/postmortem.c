@@ -114,7 +114,7 @@ static const struct vt_device *dev(const struct vt_snapshot *s, int d) {
 static void findings(FILE *f, const struct vt_analysis *an) {
     const struct vt_oom_findings *fs = an->latest;
     if (!fs || fs->n == 0) return;
-    fputs("vramtrace: what the numbers say, most likely first:\n", f);
+    fputs("vramtrace: " VT_FINDINGS_HEADING "\n", f);
     for (int i = 0; i < fs->n; i++)
         vt_put_finding(f, "vramtrace: ", i + 1, fs->f[i].text, fs->f[i].next, vt_put_display);
 }

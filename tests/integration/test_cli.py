@@ -108,7 +108,8 @@ def cli_text_outputs_escape_control_characters():
         ok(CTRL_SHOWN.format(field) in text, f"text shows {field} escaped")
     ok("\n  0   \\x1b[31mdevice-name\\x1b[0m     16.00 MiB " in text,
        "the device name cut to its column at a character boundary")
-    eq(len(text.splitlines()), 33, "no line broken by a dump string (r0's 30, other processes, a finding)")
+    eq(len(text.splitlines()), 34,
+       "no line broken by a dump string (r0's 30, other processes, the findings' heading, a finding)")
     rc, out, err = cli(["report", path, "--format", "folded"])
     eq((rc, err), (0, ""), "folded status")
     lines = out.decode().splitlines()
@@ -154,7 +155,7 @@ def cli_demangles_what_the_dump_holds():
     ok(f"    2.00 MiB  50.0%      1 alloc   {TMPL} tests/progs/t_phases.c:20\n" in text, "holders line")
     ok(f"      #0 0x55abb53251d1 in {TMPL} tests/progs/t_phases.c:20\n" in text, "frame line")
     ok(f"    #0 0x55abb532521f in {CLONE} tests/progs/t_phases.c:32\n" in text, "a clone's suffix")
-    ok(f"  1. {TMPL} holds 50% (x_Z3foov, foo())\n     next: free what "
+    ok(f"  what the numbers say, most likely first:\n    1. {TMPL} holds 50% (x_Z3foov, foo())\n       next: free what "
        "model::Buffer<float>::Buffer(unsigned long) keeps\n" in text, "findings demangled word by word")
     ok("in i tests/progs/t_phases.c:20" in text and "#1 0x55abb5325285 in _Zbad " in text,
        "a plain name and an invalid one stay as they are")
