@@ -225,7 +225,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
-        if (torch || through_torch(sym, growth[i].stack))
+        if (through_torch(sym, growth[i].stack))
             snprintf(f->next, sizeof f->next,
                      "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
                      "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
@@ -244,7 +244,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
-        if (is_python(sym, h->stack) && (torch || through_torch(sym, h->stack)))
+        if (is_python(sym, h->stack) && through_torch(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
                      "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);

@@ -513,8 +513,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
      * without a post-mortem). Before: the post-mortem told the later one,
      * and this thread's, whose error the program raises, went untold. */
     size_t all_ooms = s->nooms;
+    uint64_t oom_count = s->totals.oom_count;
     int oom = strcmp(reason, "oom") == 0;
-    if (oom && torch_only != 1 && vt_thread_oom_seq && vt_thread_oom_seq < s->nooms) s->nooms = vt_thread_oom_seq;
+    if (oom && torch_only != 1 && vt_thread_oom_seq && vt_thread_oom_seq < s->nooms)
+        s->nooms = s->totals.oom_count = vt_thread_oom_seq;
     struct vt_sigpipe hold;
     vt_sigpipe_hold(&hold);
     read_self_id();
@@ -649,9 +651,9 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
     vt_errbuf_close(&eb);
-    if (f && torch_only != 1 && oom)
-        told = (struct vt_oom_told){told.postmortems + 1, s->nooms < all_ooms ? s->nooms : s->totals.oom_count};
+    if (f && torch_only != 1 && oom) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
     s->nooms = all_ooms;
+    s->totals.oom_count = oom_count;
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);

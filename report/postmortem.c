@@ -166,33 +166,81 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
     vt_put_oom(f, "vramtrace:   ", &t);
 }
 
-/* The failures before the snapshot's latest that no post-mortem told, a
- * line each (the first few), but the latest's own earlier tries (its
- * request, device and call site: a caching allocator's retry). */
+/* The failures s->ooms[from..upto) that no post-mortem told, a line for
+ * each request, device and call site, with how many times it failed
+ * (a loop's failures, a caching allocator's retry), the first few;
+ * leaving out those that repeat `skip_a` or `skip_b` (a failure told
+ * already, whose retries are told with it). Returns how many lines it
+ * wrote (f NULL: would write). */
 #define UNTOLD_SHOWN 5
-static void untold_before(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                          const struct vt_oom_told *told) {
-    size_t from = told ? (size_t)told->failures : 0, upto = s->nooms - 1, shown = 0;
-    const struct vt_oom *last = &s->ooms[upto];
-    char last_site[512];
-    vt_site_shown(sym, last->stack, last_site, sizeof last_site);
-    for (size_t i = from; i < upto; i++) {
+#define UNTOLD_GROUPS 64
+struct untold_group {
+    const struct vt_oom *o;
+    uint64_t count;
+    char site[512];
+};
+
+static int same_failure(const struct vt_oom *a, const char *asite, const struct vt_oom *b, const char *bsite) {
+    return a->requested == b->requested && a->device == b->device && strcmp(asite, bsite) == 0;
+}
+
+static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, size_t from, size_t upto,
+                        const struct vt_oom *skip_a, const struct vt_oom *skip_b) {
+    char site_a[512] = "", site_b[512] = "", site[512];
+    if (skip_a) vt_site_shown(sym, skip_a->stack, site_a, sizeof site_a);
+    if (skip_b) vt_site_shown(sym, skip_b->stack, site_b, sizeof site_b);
+    struct untold_group *g = from < upto ? calloc(UNTOLD_GROUPS, sizeof *g) : NULL;
+    size_t ng = 0;
+    uint64_t ungrouped = 0;
+    for (size_t i = from; g && i < upto; i++) {
         const struct vt_oom *o = &s->ooms[i];
-        char site_i[512];
-        if (o->requested == last->requested && o->device == last->device &&
-            strcmp(vt_site_shown(sym, o->stack, site_i, sizeof site_i), last_site) == 0)
+        vt_site_shown(sym, o->stack, site, sizeof site);
+        if ((skip_a && same_failure(o, site, skip_a, site_a)) || (skip_b && same_failure(o, site, skip_b, site_b)))
             continue;
-        if (shown++ == UNTOLD_SHOWN) {
-            fprintf(f, "vramtrace:   and %zu more failures without a post-mortem of their own\n", upto - i);
-            break;
+        size_t k = 0;
+        while (k < ng && !same_failure(o, site, g[k].o, g[k].site)) k++;
+        if (k < ng) {
+            g[k].count++;
+        } else if (ng < UNTOLD_GROUPS) {
+            g[ng].o = o;
+            g[ng].count = 1;
+            memcpy(g[ng].site, site, sizeof site);
+            ng++;
+        } else {
+            ungrouped++;
         }
-        char req[32], site[512], at[32];
-        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s, "
-                   "thread %d, at %s\n",
-                vt_fmt_bytes(o->requested, req, sizeof req), o->api ? o->api : "?", o->device,
-                vt_site_shown(sym, o->stack, site, sizeof site), o->thread,
-                vt_fmt_secs_cell(o->time_ns, at, sizeof at));
     }
+    int lines = 0;
+    uint64_t more = ungrouped;
+    for (size_t k = 0; k < ng; k++) {
+        if (k >= UNTOLD_SHOWN) {
+            more += g[k].count;
+            continue;
+        }
+        lines++;
+        if (!f) continue;
+        const struct vt_oom *o = g[k].o;
+        char req[32], at[32];
+        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s, "
+                   "thread %d, at %s",
+                vt_fmt_bytes(o->requested, req, sizeof req), o->api ? o->api : "?", o->device, g[k].site, o->thread,
+                vt_fmt_secs_cell(o->time_ns, at, sizeof at));
+        if (g[k].count > 1) fprintf(f, ", %" PRIu64 " times", g[k].count);
+        fputc('\n', f);
+    }
+    if (more) {
+        lines++;
+        if (f) fprintf(f, "vramtrace:   and %" PRIu64 " more failure%s without a post-mortem of %s own\n", more,
+                       more == 1 ? "" : "s", more == 1 ? "its" : "their");
+    }
+    free(g);
+    return lines;
+}
+
+/* The failure the last post-mortem told, when it is kept. */
+static const struct vt_oom *told_failure(const struct vt_snapshot *s, const struct vt_oom_told *told) {
+    return told && told->postmortems && told->failures && told->failures <= s->nooms ? &s->ooms[told->failures - 1]
+                                                                                      : NULL;
 }
 
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
@@ -203,7 +251,8 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
-    untold_before(f, s, sym, told);
+    untold_lines(f, s, sym, told ? (size_t)told->failures : 0, s->nooms - 1, told_failure(s, told),
+                 &s->ooms[s->nooms - 1]);
     missed_line(f, s->totals.missed);
     struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
     holders_table(f, &v, top);
@@ -233,8 +282,17 @@ static int untold(const struct vt_snapshot *s, const struct vt_symbols *sym, con
 /* That failure, often the one that ended the program after failures it
  * caught (a batch-size search): its request, the device then and its
  * findings, from its record. */
+/* The failures before the last that no post-mortem told (after the last
+ * post-mortem's; its retries left out). */
+static int untold_others(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                         const struct vt_oom_told *told) {
+    if (!told->postmortems || !s->nooms || told->failures >= s->nooms) return 0;
+    return untold_lines(f, s, sym, (size_t)told->failures, s->nooms - 1, told_failure(s, told), NULL);
+}
+
 static void untold_last(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                         const struct vt_analysis *an, const struct vt_oom_told *told) {
+    untold_others(f, s, sym, told);
     if (!untold(s, sym, told)) return;
     const struct vt_totals *t = &s->totals;
     fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
@@ -281,7 +339,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
 void vt_postmortem_exit_brief(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                               const struct vt_analysis *an, const struct vt_dump_meta *m,
                               const struct vt_oom_told *told) {
-    if (!m->ended_signal && !untold(s, sym, told)) return;
+    if (!m->ended_signal && !untold(s, sym, told) && !untold_others(NULL, s, sym, told)) return;
     header(f, "exit", m);
     untold_last(f, s, sym, an, told);
     fflush(f);

@@ -1307,3 +1307,33 @@ def run_passes_a_sigterms_sender_on():
     eq(rc, -signal.SIGTERM, "the run ends as its command: by SIGTERM")
     ok(f", ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n" in err, f"the exit report: {err[-400:]!r}")
     eq(d["ended_by"], {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, "ended_by")
+
+
+@test
+def host_every_failure_is_told_once():
+    """Seven failures, two post-mortems (one a second): each failure is
+    told once, by its post-mortem, by a line of a later post-mortem, or at
+    the exit; a retry of a failure told (600 MiB twice) is told with it,
+    repeats are one line with their count. Before: the failures between two
+    post-mortems, and those after the last but the last, were told nowhere;
+    listing them, a retry of the failure told was listed again (from an
+    outside check)."""
+    line = source_line("t_host.c", "CUresult r = cuMemAlloc_v2(&p, mib << 20);")
+    site = f"untold_try tests/progs/t_host.c:{line}"
+    also = re.compile(r"^vramtrace:   also failed, without a post-mortem of its own: (\S+ MiB) by cuMemAlloc_v2 on "
+                      r"device 0 at (\S+ \S+), thread \d+, at +[0-9.]+s(, \d+ times)?$")
+    for leak_check in ("0", "1"):
+        r = run([HOST, "untold"], env={"SIMGPU_CAPACITY": "512M", "VRAMTRACE_LEAK_CHECK": leak_check})
+        eq((r.rc, r.out), (0, "".join(f"{m} -> 2\n" for m in (600, 600, 700, 700, 800, 900, 950))),
+           f"leak check {leak_check}: the program's own results: {r.err}")
+        lines = r.err.splitlines()
+        eq([l.split("request: ")[1].split(" (")[0] for l in lines if l.startswith("vramtrace:   request: ")],
+           ["600.00 MiB", "800.00 MiB", "950.00 MiB"], f"leak check {leak_check}: the requests told in full")
+        eq([(m.group(1), m.group(2), m.group(3)) for m in map(also.match, lines) if m],
+           [("700.00 MiB", site, ", 2 times"), ("900.00 MiB", site, None)],
+           f"leak check {leak_check}: the failures told in a line:\n{r.err}")
+        eq(len([l for l in lines if "also failed" in l]), 2, f"leak check {leak_check}: no other such line")
+        eq(len([l for l in lines if "out-of-memory failure #7, the last, had no post-mortem of its own" in l]), 1,
+           f"leak check {leak_check}: the last at the exit")
+        eq([o["requested_bytes"] >> 20 for o in r.dump["ooms"]], [600, 600, 700, 700, 800, 900, 950],
+           f"leak check {leak_check}: the dump's failures")

@@ -1499,3 +1499,38 @@ def torch_truth_one_tensor_in_expandable_segments_is_no_staircase():
     eq(out, "done\n", "the leaking run")
     g = dumps["exit"]["growing"]
     eq([(x["unit"], x.get("holder")) for x in g], [("step", "keep")], "the leak, per step, held by keep")
+
+
+MIXED = r"""
+import ctypes, torch
+torch.zeros(1, device="cuda")
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+def raw_alloc(n):
+    p = ctypes.c_uint64()
+    return cu.cuMemAlloc_v2(ctypes.byref(p), n)
+n = 0
+while raw_alloc(256 << 20) == 0:
+    n += 1
+try:
+    torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print(n, "torch OOM")
+"""
+
+
+@test
+def torch_truth_advice_for_memory_that_is_not_pytorchs():
+    """A PyTorch program whose memory is held by raw driver allocations
+    (ctypes) when PyTorch's allocation fails: the call site holding it is
+    told to shrink or free what it allocates, not to use torch.no_grad()
+    or a smaller micro-batch (before: PyTorch's advice, because PyTorch's
+    allocator was read at the failure; from an outside check)."""
+    out, dumps, report = traced(MIXED, capacity="4G")
+    eq(out, "14 torch OOM\n", "fourteen raw allocations, then PyTorch's failure")
+    ooms = dumps["exit"]["ooms"]
+    dom = [f["next"] for o in ooms for f in o["findings"] if f["id"] == "one_site_dominates"]
+    ok(dom, "one_site_dominates: " + json.dumps([o["findings"] for o in ooms])[:2000])
+    for n in dom:
+        ok(re.fullmatch(r"shrink or free what raw_alloc \S*train\.py:8 allocates before the failing call", n),
+           "the general next step: " + n)

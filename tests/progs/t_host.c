@@ -1353,6 +1353,26 @@ static int term_fork(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------ untold */
+
+/* Failures one post-mortem a second cannot all tell: 600 MiB twice (a
+ * retry), 700 MiB twice, a pause, 800 MiB, then 900 and 950 MiB. */
+__attribute__((noinline)) static CUresult untold_try(size_t mib) {
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc_v2(&p, mib << 20);
+    __asm__ volatile("" : : : "memory");
+    return r;
+}
+
+static int untold(void) {
+    static const size_t first[] = {600, 600, 700, 700}, then[] = {800, 900, 950};
+    for (size_t i = 0; i < 4; i++) printf("%zu -> %d\n", first[i], (int)untold_try(first[i]));
+    struct timespec t = {1, 300000000};
+    nanosleep(&t, NULL);
+    for (size_t i = 0; i < 3; i++) printf("%zu -> %d\n", then[i], (int)untold_try(then[i]));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1395,6 +1415,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "devices-growth-empty") == 0) return devices_growth(1);
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
     if (strcmp(mode, "mangled-leak") == 0) return mangled_leak();
+    if (strcmp(mode, "untold") == 0) return untold();
     if (strcmp(mode, "mark-reset") == 0) return mark_reset();
     if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
