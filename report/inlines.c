@@ -231,9 +231,20 @@ static struct module *module_of(struct vt_inlines *x, Dwfl_Module *m) {
     return mod;
 }
 
+/* Whether unit cu's ranges hold a (the unit's address). */
+static int unit_holds(Dwarf_Die *cu, Dwarf_Addr a) {
+    Dwarf_Addr base = 0, lo = 0, hi = 0;
+    for (ptrdiff_t o = 0; (o = dwarf_ranges(cu, o, &base, &lo, &hi)) > 0;)
+        if (lo <= a && a < hi) return 1;
+    return 0;
+}
+
 int vt_inlines_unit(struct vt_inlines *x, Dwfl_Module *m, Dwarf_Addr pc, Dwarf_Die *cu, Dwarf_Addr *bias) {
+    /* libdwfl's answer, through .debug_aranges, is checked: where they
+     * list some units but not all (a gcc object linked with a clang one)
+     * it gives a unit next to the address, not one that holds it. */
     Dwarf_Die *d = dwfl_module_addrdie(m, pc, bias);
-    if (d) {
+    if (d && unit_holds(d, pc - *bias)) {
         *cu = *d;
         return 0;
     }

@@ -212,18 +212,15 @@ static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, u
     f->offset = address - base;
     const char *raw = dwfl_module_addrname(m, pc);
     f->function = demangled(p, raw);
-    Dwfl_Line *line = dwfl_module_getsrc(m, pc);
+    /* The line from the unit that holds pc (vt_inlines_unit: also where
+     * .debug_aranges lists no unit, or not this one), none where no unit
+     * does (_start: libdwfl gave a neighbouring unit's nearest line). */
     const char *file = NULL;
     int lineno = 0;
-    if (line) {
-        file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-    } else {
-        /* No .debug_aranges (clang's default): the unit by its ranges. */
-        Dwarf_Die cu;
-        Dwarf_Addr bias = 0;
-        Dwarf_Line *l = vt_inlines_unit(p->inlines, m, pc, &cu, &bias) == 0 ? dwarf_getsrc_die(&cu, pc - bias) : NULL;
-        if (l && (file = dwarf_linesrc(l, NULL, NULL)) && dwarf_lineno(l, &lineno) != 0) file = NULL;
-    }
+    Dwarf_Die cu;
+    Dwarf_Addr bias = 0;
+    Dwarf_Line *l = vt_inlines_unit(p->inlines, m, pc, &cu, &bias) == 0 ? dwarf_getsrc_die(&cu, pc - bias) : NULL;
+    if (l && (file = dwarf_linesrc(l, NULL, NULL)) && dwarf_lineno(l, &lineno) != 0) file = NULL;
     if (file) {
         f->file = strdup(file);
         f->line = lineno;

@@ -8,6 +8,7 @@ from run_tests import *
 
 PROG = os.path.join(T, "t_inline")
 CLANG = os.path.join(T, "t_inline_clang")
+MIXED = os.path.join(T, "t_inline_mixed")
 SRC = "t_inline.c"
 FRAME = re.compile(r"    #(\d+) (0x[0-9a-f]+) in (\S+) (\S*tests/progs/t_inline\.c):(\d+)( \(inlined\))?$")
 
@@ -44,10 +45,12 @@ def inline_functions_are_frames_of_their_own():
     """The leak report and the dump list grab_inner, inlined into
     grab_outer, inlined into pool_fill, as three frames at one address,
     each at its own line (before: one frame, pool_fill at grab_outer's
-    line, and grab_outer nowhere). Built by GCC and by clang, whose DWARF
-    has no .debug_aranges (before: clang's build had no file:line at all)."""
+    line, and grab_outer nowhere). Built by GCC, by clang, whose DWARF has
+    no .debug_aranges (before: clang's build had no file:line at all), and
+    by clang linked with a GCC unit, so that the aranges list GCC's unit
+    alone (before: libdwfl's neighbouring unit, no file:line either)."""
     ln = lines()
-    for prog in (PROG, CLANG):
+    for prog in (PROG, CLANG, MIXED):
         name = os.path.basename(prog)
         with workdir("vt-inline-") as work:
             p = inline_run(work, prog=prog)
