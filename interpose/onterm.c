@@ -167,6 +167,13 @@ void vt_onterm_install(void) {
     if (vt_sig_install(SIGTERM, NULL, on_term)) installed = 1;
 }
 
+void vt_onterm_default_set(void) {
+    struct sigaction cur;
+    if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE) && vt_ondemand_mine() &&
+        vt_real_sigaction(SIGTERM, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL && !(cur.sa_flags & SA_SIGINFO))
+        vt_sig_install(SIGTERM, NULL, on_term);
+}
+
 int vt_onterm_reset_child(void) {
     int restart = 0;
     struct sigaction cur;

@@ -21,6 +21,11 @@ int vt_onterm_prepare(void);
  * the handlers' bytes (ondemand.h). */
 void vt_onterm_install(void);
 
+/* The program set SIGTERM's action to its default (a handler of its own
+ * undone, the old one it was shown put back): vramtrace's handler stands
+ * for the default again, where this process installed it once. */
+void vt_onterm_default_set(void);
+
 /* On the watcher's thread, when the handler's byte came: the exit's
  * outputs written, then the process's end. Does not return in practice
  * (the process dies of SIGTERM as the handler returns). */

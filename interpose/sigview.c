@@ -53,6 +53,9 @@ int vt_sig_install(int sig, void (*fn)(int), void (*info_fn)(int, siginfo_t *, v
  * over the default) sees what it would see without vramtrace. */
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     int r = vt_real_sigaction(sig, act, old);
+    /* Its default asked for: what the program was shown it had. */
+    if (r == 0 && sig == SIGTERM && act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)
+        vt_onterm_default_set();
     if (r == 0 && old &&
         ((sig == SIGTERM && vt_onterm_is_ours(old)) ||
          (!(old->sa_flags & SA_SIGINFO) && vt_ondemand_handler_is_ours(sig, old->sa_handler)))) {
@@ -84,7 +87,9 @@ static sighandler_t shown(int sig, sighandler_t h) {
             errno = ENOSYS;                                                                                  \
             return SIG_ERR;                                                                                  \
         }                                                                                                    \
-        return shown(sig, real(sig, h));                                                                     \
+        sighandler_t was = real(sig, h);                                                                     \
+        if (was != SIG_ERR && sig == SIGTERM && h == SIG_DFL) vt_onterm_default_set();                      \
+        return shown(sig, was);                                                                              \
     }
 SIGNAL_DOOR(vt_signal_door, "signal")
 SIGNAL_DOOR(vt_sysv_signal_door, "sysv_signal")

@@ -1337,3 +1337,22 @@ def host_every_failure_is_told_once():
            f"leak check {leak_check}: the last at the exit")
         eq([o["requested_bytes"] >> 20 for o in r.dump["ooms"]], [600, 600, 700, 700, 800, 900, 950],
            f"leak check {leak_check}: the dump's failures")
+
+
+@test
+def host_sigterm_default_put_back_writes_the_exit_outputs():
+    """A program that has a SIGTERM handler of its own for a while and then
+    puts the default back (signal() with the old handler it was given,
+    SIG_DFL; or sigaction with SIG_DFL): a SIGTERM then writes the exit
+    outputs, as before the handler (before: the process died with nothing
+    written; from an outside check)."""
+    for mode in ("term-restore", "term-restore-sigaction"):
+        t = Terminated([HOST, mode])
+        pid = t.p.pid
+        t.p.send_signal(signal.SIGTERM)
+        rc, out, err, dumps, _ = t.finish()
+        eq((rc, out), (-signal.SIGTERM, "alloc -> 0\nrestored: default\nready\n"), f"{mode}: died of SIGTERM: {err!r}")
+        eq(err.splitlines(True)[0] if err else "",
+           f"vramtrace: exit in pid {pid} ({HOST}), ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n",
+           f"{mode}: the exit report")
+        eq([(n, d["reason"]) for n, d in dumps.items()], [("dump.json", "exit")], f"{mode}: the exit dump")

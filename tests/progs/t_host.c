@@ -1322,6 +1322,30 @@ static int term_chain(void) {
     return 0;
 }
 
+/* A handler of the program's own for a while, then SIGTERM's default put
+ * back: with signal(), the old handler it returned; with sigaction, an
+ * explicit SIG_DFL. */
+static int term_restore(int with_sigaction) {
+    CUdeviceptr p;
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1 << 20));
+    sighandler_t old = signal(SIGTERM, on_term_flag);
+    if (with_sigaction) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(SIGTERM, &dfl, NULL);
+    } else {
+        signal(SIGTERM, old);
+    }
+    struct sigaction now;
+    sigaction(SIGTERM, NULL, &now);
+    printf("restored: %s\n", now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO) ? "default" : "handler");
+    printf("ready\n");
+    for (;;) pause();
+    return 0;
+}
+
 /* n small allocations kept (an exit dump that takes a while), then
  * "exiting" and the exit. */
 static int term_at_exit(long n) {
@@ -1416,6 +1440,8 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "runtime-array-size") == 0) return runtime_array_size();
     if (strcmp(mode, "mangled-leak") == 0) return mangled_leak();
     if (strcmp(mode, "untold") == 0) return untold();
+    if (strcmp(mode, "term-restore") == 0) return term_restore(0);
+    if (strcmp(mode, "term-restore-sigaction") == 0) return term_restore(1);
     if (strcmp(mode, "mark-reset") == 0) return mark_reset();
     if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
