@@ -984,7 +984,7 @@ def torch_truth_growth_said_per_step():
             json.dump(d, f)
         r = in_dir([CLI, "report", path], work, clean_env())
         cli = [short(x) for x in r.stdout.splitlines() if "held by `" in x]
-        eq(cli, [f"  1. {finding}", f"    {torch_line}", f"  {torch_line}", f"  {site}: 0 B -> 7.50 GiB, {rate}"],
+        eq(cli, [f"    1. {finding}", f"    {torch_line}", f"  {torch_line}", f"  {site}: 0 B -> 7.50 GiB, {rate}"],
            "vramtrace report says what the library said")
         j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)["processes"][0]
         eq([(short(x["site"]), x["steps"], x["bytes_per_step"], x["holder"]) for x in j["growing"]],
@@ -1207,7 +1207,7 @@ def torch_truth_growth_after_steps_said_per_second():
             json.dump(d, f)
         cli = [x for x in map(short, in_dir([CLI, "report", path], work, clean_env()).stdout.splitlines())
                if "held by `" in x and f" {site}" in x]
-        eq(cli, [f"  1. {finding}", f"    {at_oom}", f"  {at_exit}", f"  {row}"], "vramtrace report's text")
+        eq(cli, [f"    1. {finding}", f"    {at_oom}", f"  {at_exit}", f"  {row}"], "vramtrace report's text")
         j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)["processes"][0]
         eq([(short(x["site"]), x.get("steps"), x["holder"]) for x in j["growing"][:1]], [(site, None, "graph of kept")],
            "vramtrace report's JSON: no steps")
