@@ -218,6 +218,8 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
                 const struct vt_frame *fp = &d->frames[fi];
                 char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
                 vr_safe(vt_frame_where(fp, raw, sizeof raw), where, sizeof where);
+                /* As the text report marks it (common/summary.c). */
+                if (fp->inlined) strncat(where, " (inlined)", sizeof where - strlen(where) - 1);
                 int l = frame_is_library(fp), added = 0;
                 snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
                 uint32_t fr = vt_label_group(frames, key, &added);

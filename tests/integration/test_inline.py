@@ -137,9 +137,10 @@ def inline_function_names_match_suppressions():
 
 @test
 def inline_frames_in_every_cli_format():
-    """vramtrace report on the dump: the text marks the inlined frames, the
-    JSON says "inlined": true on them alone, the folded stacks hold the
-    three functions in order, the torch export a frame for each."""
+    """vramtrace report on the dump: the text and the HTML page mark the
+    inlined frames, the JSON says "inlined": true on them alone, the folded
+    stacks hold the three functions in order, the torch export a frame for
+    each."""
     ln = lines()
     with workdir("vt-inline-") as work:
         inline_run(work)
@@ -163,6 +164,13 @@ def inline_frames_in_every_cli_format():
         eq(fo.returncode, 0, "folded: " + fo.stderr)
         eq([l.rsplit(" ", 1)[1] for l in fo.stdout.splitlines() if l.endswith(";fill_twice;pool_fill;grab_outer;grab_inner 4002")],
            ["4002"], "folded:\n" + fo.stdout)
+        hp = os.path.join(work, "page.html")
+        h = cli("--format", "html", "-o", hp)
+        eq(h.returncode, 0, "html: " + h.stderr)
+        page = open(hp).read()
+        marked = [k for k in ("alloc", "inner", "outer", "twice")
+                  if f'"tests/progs/{SRC}:{ln[k]} (inlined)"' in page]
+        eq(marked, ["alloc", "inner"], "the page marks the inlined frames alone")
         tp = os.path.join(work, "snap.pickle")
         to = cli("--format", "torch", "-o", tp)
         eq(to.returncode, 0, "torch: " + to.stderr)
