@@ -208,18 +208,35 @@ static void group_sites(const struct vt_view *v) {
     L.ngroups = k;
 }
 
-/* The call site with memory on device d that grew the most since the
- * oldest closed window. */
+/* The call site with memory on device d that grew the most steadily over
+ * the closed windows kept: in the most of them (and now), then by the
+ * most bytes since the oldest. A load in one window is not the growth the
+ * forecast's rate (the median window's rise) measures: a site that
+ * loaded more than the leak added was named for it. */
 static const char *growing_site(int d) {
+    int best_rises = 0;
     int64_t best = 0;
     const char *at = NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
         if (!(L.groups[i].devices >> d & 1)) continue;
-        uint64_t then = 0;
-        for (uint32_t j = 0; j < L.npast[0]; j++)
-            if (strcmp(L.past[0][j].label, L.groups[i].label) == 0) then = L.past[0][j].bytes;
+        uint64_t was = 0, then = 0;
+        int rises = 0;
+        for (int k = 0; k <= L.npasts; k++) {
+            uint64_t v = 0;
+            if (k == L.npasts) v = L.groups[i].bytes;
+            else
+                for (uint32_t j = 0; j < L.npast[k]; j++)
+                    if (strcmp(L.past[k][j].label, L.groups[i].label) == 0) v = L.past[k][j].bytes;
+            if (k > 0 && v > was) rises++;
+            if (k == 0 && L.npasts > 0) then = v; /* no window closed yet: since nothing */
+            was = v;
+        }
         int64_t rise = (int64_t)(L.groups[i].bytes - then);
-        if (rise > best) { best = rise; at = L.groups[i].label; }
+        if (rise > 0 && (rises > best_rises || (rises == best_rises && rise > best))) {
+            best_rises = rises;
+            best = rise;
+            at = L.groups[i].label;
+        }
     }
     return at;
 }

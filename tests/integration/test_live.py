@@ -1199,3 +1199,25 @@ def report_over_512_ranks():
     lines = head.splitlines()
     at = lines.index(want[0])
     eq(lines[at:at + len(want)], want, "the job's summary")
+
+
+@test
+def forecast_names_the_site_that_grows_not_one_that_loaded():
+    """A leak of 4 MiB every 100 ms, a load of 100 to 500 MiB at five
+    other call sites three seconds in, the leak going on: the forecast
+    names the leaking site, which rose in every window, not a loading one,
+    which rose more bytes in one (before: site5, named for its load; from
+    an outside check)."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "2G", "SIMGPU_CAPACITY": "8G"})
+    t.say("leak 30 4194304 100")
+    t.say("sites 104857600")
+    t.say("leak 60 4194304 100")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    lines = err.splitlines()
+    eq(len(lines), 1, f"one warning line: {err!r}")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+[\d.]+ (MiB|GiB) a minute, device 0 is full \(2\.00 GiB, "
+                    rf"VRAMTRACE_LIMIT\) in \d+ seconds; it grows at {re.escape(site)}", lines[0]),
+       f"the leaking site: {lines[0]!r}")
