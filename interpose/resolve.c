@@ -1,6 +1,7 @@
 /* resolve.c -- real functions, the dlsym filter and cuGetProcAddress swaps. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "../tracker/stack.h"
 #include "exports.h"
 #include "resolve.h"
+#include "unload.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
 /* The dlsym path runs before anything else in the process, a sanitizer's
@@ -436,11 +438,18 @@ static int real_dlclose(void *handle) {
 }
 
 /* A library going away may take code whose unwind rules the stack walker
- * has cached; a library loaded later could reuse its addresses. */
+ * has cached; a library loaded later could reuse its addresses. And the
+ * stacks walked through it must still be named after it (unload.h). */
 __attribute__((visibility("default"))) int dlclose(void *handle) {
     void *f = real_dlclose_fn();
     if (!f) return -1;
+    int saved = errno;
+    struct vt_loaded *before = vt_unload_before();
+    errno = saved;
     int r = ((int (*)(void *))f)(handle);
+    saved = errno;
     vt_stack_forget();
+    vt_unload_after(before);
+    errno = saved;
     return r;
 }

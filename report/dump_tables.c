@@ -8,6 +8,7 @@
 #include "dump_put.h"
 #include "dump_tables.h"
 #include "../common/format.h"
+#include "../tracker/departed.h"
 
 /* An open-addressing map from 64-bit keys to 32-bit values, doubling past
  * half full; UINT32_MAX marks an empty slot. 12 bytes a slot. */
@@ -139,7 +140,8 @@ void vt_strtab_write(FILE *f, const struct vt_strtab *t) {
 
 /* ---------------------------------------------------------- frames, stacks */
 
-/* A distinct frame: its return address and its symbols (NULL: none). */
+/* A distinct frame: its code key (tracker/departed.h: the return address,
+ * tagged where its library has left) and its symbols (NULL: none). */
 struct frame_ref {
     uint64_t address;
     const struct vt_frame *fr;
@@ -224,7 +226,7 @@ static int write_nodes(FILE *f, struct tables *t, const struct vt_snapshot *s, c
         uint32_t k = 0;
         /* Outermost first: a node's caller is always written before it. */
         for (uint32_t j = st->depth; j-- > 0; k++) {
-            uint64_t a = st->frames[j];
+            uint64_t a = vt_code_key(st, j);
             if (k < prev_depth && prev_addr[k] == a) {
                 parent = prev_node[k];
                 continue;
@@ -267,7 +269,7 @@ static int write_frames(FILE *f, const struct tables *t, struct vt_strtab *strs)
         if (fn < -1 || file < -1 || mod < -1) return -1;
         int python = fr && fr->python;
         fprintf(f, "%s[%" PRId64 ",%" PRId64 ",%ld,%" PRId64 ",%" PRIu64 ",\"0x%" PRIx64 "\",%d]", i ? ",\n" : "",
-                fn, file, fr ? fr->line : 0L, mod, fr ? fr->offset : 0, python ? 0 : t->frames[i].address,
+                fn, file, fr ? fr->line : 0L, mod, fr ? fr->offset : 0, python ? 0 : (uint64_t)vt_code_address(t->frames[i].address),
                 python | (python && fr->borrowed ? 2 : 0) | (!python && fr && fr->inlined ? 4 : 0));
     }
     fputc(']', f);

@@ -7,6 +7,7 @@
 #include "findings.h"
 #include "../common/format.h"
 #include "../common/oomtext.h"
+#include "../tracker/departed.h"
 #include "holders.h"
 #include "torch.h"
 
@@ -25,7 +26,7 @@ static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
     if (!sym || stack >= sym->nstacks) return 0;
     const struct vt_stack *st = sym->stack[stack];
     for (uint32_t j = 0; j < st->depth; j++) {
-        const struct vt_frame *fr = vt_symbols_frame(sym, st->frames[j]);
+        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
         const char *m = fr && fr->module ? strrchr(fr->module, '/') : NULL;
         m = m ? m + 1 : fr ? fr->module : NULL;
         if (m && (strncmp(m, "libc10", 6) == 0 || strncmp(m, "libtorch", 8) == 0)) return 1;

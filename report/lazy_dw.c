@@ -53,26 +53,36 @@
     _(int, dwarf_formudata, (Dwarf_Attribute *a, Dwarf_Word *v), (a, v), -1)                         \
     _(int, dwarf_getsrcfiles, (Dwarf_Die *cu, Dwarf_Files **files, size_t *n), (cu, files, n), -1)     \
     _(const char *, dwarf_filesrc, (Dwarf_Files *f, size_t i, Dwarf_Word *mt, Dwarf_Word *len),        \
-      (f, i, mt, len), NULL)
+      (f, i, mt, len), NULL) \
+    _(Dwfl_Module *, dwfl_report_elf, (Dwfl *d, const char *n, const char *fn, int fd, GElf_Addr b, bool add), \
+      (d, n, fn, fd, b, add), NULL)                                                                  \
+    _(int, dwfl_module_build_id, (Dwfl_Module *m, const unsigned char **bits, GElf_Addr *va),         \
+      (m, bits, va), -1)
 
 static struct {
 #define FIELD(ret, name, params, args, fail) ret (*name) params;
     DW_FUNCS(FIELD)
 #undef FIELD
     void (*dwfl_end)(Dwfl *);
+    void (*dwfl_report_begin)(Dwfl *);
 } real;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
     void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (!h) return;
-/* Each at the version it first came in (all 0.122 but the build-id lookup, 0.130). */
+/* Each at the version it first came in (all 0.122 but the build-id lookup, 0.130; two more below). */
 #define FIND(ret, name, params, args, fail)                                  \
     if (!(*(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122")))        \
         *(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.130");
     DW_FUNCS(FIND)
 #undef FIND
     *(void **)&real.dwfl_end = dlvsym(h, "dwfl_end", "ELFUTILS_0.122");
+    *(void **)&real.dwfl_report_begin = dlvsym(h, "dwfl_report_begin", "ELFUTILS_0.122");
+    /* These two changed after they came in: the versions whose arguments
+     * are the ones declared today. */
+    *(void **)&real.dwfl_report_elf = dlvsym(h, "dwfl_report_elf", "ELFUTILS_0.156");
+    *(void **)&real.dwfl_module_build_id = dlvsym(h, "dwfl_module_build_id", "ELFUTILS_0.138");
 }
 
 #define STAND_IN(ret, name, params, args, fail)                 \
@@ -87,4 +97,9 @@ DW_FUNCS(STAND_IN)
 VT_HIDDEN void dwfl_end(Dwfl *d) {
     pthread_once(&load_once, load);
     if (real.dwfl_end) real.dwfl_end(d);
+}
+
+VT_HIDDEN void dwfl_report_begin(Dwfl *d) {
+    pthread_once(&load_once, load);
+    if (real.dwfl_report_begin) real.dwfl_report_begin(d);
 }

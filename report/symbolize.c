@@ -12,26 +12,32 @@
 
 #include "../common/display.h"
 #include "../common/labels.h"
+#include "../tracker/departed.h"
 #include "../tracker/pystack.h"
 #include "inlines.h"
 #include "symbolize.h"
 
 /* The frame table: each distinct return address symbolized once, found
- * through an open-addressing index (address -> frame + 1, 0 empty) that
+ * through an open-addressing index (code key -> frame + 1, 0 empty) that
  * doubles past half full. A stack's frames are never copied: they are its
  * return addresses (the snapshot's, shared with the tracker) looked up
  * here. An address in code the compiler inlined has several frames, one
  * for each function inlined there and one for the function that holds
  * them: they follow each other in the table, innermost first, each but
- * the last marked inlined, and the index finds the first. */
+ * the last marked inlined, and the index finds the first. A frame is
+ * keyed by its code key (tracker/departed.h): the return address, tagged
+ * where the code it was walked through has left the process since, and
+ * then read from that library's file (gone[], one libdwfl each). */
 struct priv {
     struct vt_frame *frames;
-    uintptr_t *keys;       /* each frame's return address as captured */
+    uintptr_t *keys;       /* each frame's code key */
     uint32_t nframes, cap;
     uint32_t *slot;
     size_t nslots;
     size_t ninlined;        /* frames marked inlined: 0, a stack's frames are its addresses' */
     Dwfl *dwfl;             /* opened at the first frame not in the table */
+    Dwfl **gone;            /* per departure (VT_MAX_DEPARTED): its library alone, or NULL */
+    uint8_t *gone_tried;
     struct vt_inlines *inlines; /* the units of dwfl's modules walked so far */
     int dwfl_tried;
     char *(*demangle)(const char *, char *, size_t *, int *);
@@ -183,7 +189,10 @@ static uint32_t inlined_at(struct priv *p, Dwfl_Module *m, Dwarf_Addr pc, const 
 /* The frames at return address `address`, innermost first, into f (room
  * for max, at least 1); returns how many (more than one where code was
  * inlined there). */
-static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, uint32_t max) {
+static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_departed *d);
+
+static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint32_t max) {
+    uintptr_t address = vt_code_address(key);
     memset(f, 0, sizeof *f);
     f->address = address;
     if (vt_pyframe_is(address)) {
@@ -199,17 +208,27 @@ static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, u
         }
         return 1;
     }
-    if (!p->dwfl) return 1;
+    /* Code that has left the process: its module and offset from what was
+     * kept when it left, its symbols from its file (if it is still the
+     * same file). */
+    const struct vt_departed *d = vt_departed_of(key);
+    if (d) {
+        f->module = dup_or_null(d->span.path);
+        f->offset = address - d->span.base;
+    }
+    Dwfl *dw = d ? departed_dwfl(p, key, d) : p->dwfl;
+    if (!dw) return 1;
     /* A return address points after the call: look up the call itself. */
     Dwarf_Addr pc = address > 0 ? address - 1 : address;
-    Dwfl_Module *m = dwfl_addrmodule(p->dwfl, pc);
+    Dwfl_Module *m = dwfl_addrmodule(dw, pc);
     if (!m) return 1;
-    Dwarf_Addr base = 0;
-    const char *mainfile = NULL;
-    const char *modname = dwfl_module_info(m, NULL, &base, NULL, NULL, NULL,
-                                           &mainfile, NULL);
-    f->module = dup_or_null(mainfile ? mainfile : modname);
-    f->offset = address - base;
+    if (!d) {
+        Dwarf_Addr base = 0;
+        const char *mainfile = NULL;
+        const char *modname = dwfl_module_info(m, NULL, &base, NULL, NULL, NULL, &mainfile, NULL);
+        f->module = dup_or_null(mainfile ? mainfile : modname);
+        f->offset = address - base;
+    }
     const char *raw = dwfl_module_addrname(m, pc);
     f->function = demangled(p, raw);
     /* The line from the unit that holds pc (vt_inlines_unit: also where
@@ -230,9 +249,9 @@ static uint32_t resolve(struct priv *p, uintptr_t address, struct vt_frame *f, u
 
 static void open_dwfl(struct priv *p);
 
-/* The first frame at return address a (vt_frames_at counts them),
- * symbolized and added to the table when new; NULL when memory ran out.
- * Valid until the next frame is added. */
+/* The first frame at code key a (vt_frames_at counts them), symbolized
+ * and added to the table when new; NULL when memory ran out. Valid until
+ * the next frame is added. */
 static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
     const struct vt_frame *known = frame_find(p, a);
     if (known) return known;
@@ -339,6 +358,43 @@ static void open_dwfl(struct priv *p) {
     }
 }
 
+/* libdwfl on the file of a library that has left the process, at the
+ * load bias it had, once per departure; NULL when the file is gone or is
+ * no longer the one that was loaded (its build ID differs): its frames
+ * then keep their module and offset. `key` is tagged with departure d. */
+static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_departed *d) {
+    size_t i = vt_departed_index(key);
+    if (i >= VT_MAX_DEPARTED) return NULL;
+    if (!p->gone) {
+        p->gone = calloc(VT_MAX_DEPARTED, sizeof *p->gone);
+        p->gone_tried = calloc(VT_MAX_DEPARTED, 1);
+        if (!p->gone || !p->gone_tried) {
+            free(p->gone);
+            free(p->gone_tried);
+            p->gone = NULL;
+            p->gone_tried = NULL;
+            return NULL;
+        }
+    }
+    if (p->gone_tried[i]) return p->gone[i];
+    p->gone_tried[i] = 1;
+    if (!p->inlines) p->inlines = vt_inlines_new();
+    Dwfl *dw = dwfl_begin(&callbacks);
+    if (!dw) return NULL;
+    dwfl_report_begin(dw);
+    Dwfl_Module *m = dwfl_report_elf(dw, d->span.path, d->span.path, -1, d->span.base, false);
+    dwfl_report_end(dw, NULL, NULL);
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = m ? dwfl_module_build_id(m, &bits, &vaddr) : -1;
+    if (!m || (d->span.build_id_len &&
+               (len != d->span.build_id_len || memcmp(bits, d->span.build_id, (size_t)len) != 0))) {
+        dwfl_end(dw);
+        return NULL;
+    }
+    return p->gone[i] = dw;
+}
+
 /* What libdwfl read (decompressed debug sections among it, tens of MB
  * with a C library's separate debug file) given back: every frame asked
  * for is in the table. */
@@ -348,6 +404,13 @@ static void close_dwfl(struct priv *p) {
     if (p->dwfl) dwfl_end(p->dwfl);
     p->dwfl = NULL;
     p->dwfl_tried = 0;
+    if (p->gone)
+        for (size_t i = 0; i < VT_MAX_DEPARTED; i++)
+            if (p->gone[i]) dwfl_end(p->gone[i]);
+    free(p->gone);
+    free(p->gone_tried);
+    p->gone = NULL;
+    p->gone_tried = NULL;
 }
 
 static void priv_free(struct priv *p) {
@@ -376,7 +439,7 @@ struct vt_symbols_ahead *vt_symbolize_ahead(uint64_t within_ns) {
     if (a && a->p) {
         for (size_t i = 0; i < n; i++)
             for (uint32_t j = 0; j < stacks[i]->depth && j < VT_MAX_FRAMES; j++)
-                if (!frame_of(a->p, stacks[i]->frames[j])) break;
+                if (!frame_of(a->p, vt_code_key(stacks[i], j))) break;
         close_dwfl(a->p);
     }
     free(stacks);
@@ -418,7 +481,7 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
         uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES, got = 0;
         size_t shown = 0;
         for (; got < depth; got++) {
-            const struct vt_frame *fr = frame_of(p, st->frames[got]);
+            const struct vt_frame *fr = frame_of(p, vt_code_key(st, got));
             if (!fr) break;
             for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) buf[shown++] = fr[k];
         }
@@ -437,8 +500,8 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
 
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) { return vt_symbolize_with(s, NULL); }
 
-const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t address) {
-    return sym ? frame_find(sym->priv, address) : NULL;
+const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t key) {
+    return sym ? frame_find(sym->priv, key) : NULL;
 }
 
 size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_frame *out) {
@@ -447,7 +510,7 @@ size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_f
     uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
     size_t shown = 0;
     for (uint32_t j = 0; j < depth; j++) {
-        const struct vt_frame *fr = frame_find(sym->priv, st->frames[j]);
+        const struct vt_frame *fr = frame_find(sym->priv, vt_code_key(st, j));
         if (!fr) return 0;
         for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) out[shown++] = fr[k];
     }
@@ -461,9 +524,9 @@ static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t st
     const struct priv *p = sym->priv;
     const struct vt_stack *st = sym->stack[stack];
     uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
-    if (!p->ninlined) return (uint32_t)k < depth ? frame_find(p, st->frames[k]) : NULL;
+    if (!p->ninlined) return (uint32_t)k < depth ? frame_find(p, vt_code_key(st, (uint32_t)k)) : NULL;
     for (uint32_t j = 0; j < depth; j++) {
-        const struct vt_frame *fr = frame_find(p, st->frames[j]);
+        const struct vt_frame *fr = frame_find(p, vt_code_key(st, j));
         if (!fr) return NULL;
         size_t at = vt_frames_at(fr);
         if ((size_t)k < at) return &fr[k];

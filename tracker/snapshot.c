@@ -21,6 +21,7 @@
 #include "account.h"
 #include "clock.h"
 #include "cow.h"
+#include "departed.h"
 #include "history.h"
 #include "intern.h"
 #include "live_spill.h"
@@ -467,6 +468,7 @@ void vt_tracker_reset_child(void) {
     pthread_mutexattr_destroy(&attr);
     vt_slots_reset_child();
     vt_intern_reset_child();
+    vt_departed_reset_child();
     vt_history_reset_child();
     vt_steps_reset_child();
     vt_account_reset_child();

@@ -90,7 +90,8 @@ def dl_asan_build():
     ok(asan, "libasan from gcc")
     env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"}
     lib = os.path.join(BUILD, "asan", "libvramtrace.so")
-    for argv in (["t_dl_weak", os.path.join(T, "libt_dl_rt.so")], ["t_dl_local", T], ["t_dl_two", T]):
+    for argv in (["t_dl_weak", os.path.join(T, "libt_dl_rt.so")], ["t_dl_local", T], ["t_dl_two", T], ["t_unload", T],
+                 ["t_unload", T, "loop"]):
         a = run(["./" + argv[0]] + argv[1:], env=env, cwd=T)
         b = run(["./" + argv[0]] + argv[1:], env=env, cwd=T, lib=lib, first=asan)
         ok("AddressSanitizer" not in b.err and "runtime error" not in b.err, f"{argv}: clean:\n{b.err[-2000:]}")
@@ -121,3 +122,112 @@ def dl_next_from_the_executable_finds_only_what_follows_it():
         "cuMemAlloc_v2 4096 -> 0\nlibrary's cuMemAlloc_v2 8192 -> 0\n", "libcuda global")
     eq(sorted((a["api"], a["bytes"]) for a in glob.dump["live"]), [("cuMemAlloc_v2", 4096), ("cuMemAlloc_v2", 8192)],
        "the driver's function found through RTLD_NEXT, by the executable and by the library, is tracked")
+
+
+
+UNLOAD = os.path.join(T, "t_unload")
+LEAK_FRAME = re.compile(r"    #\d+ (0x[0-9a-f]+) in (.*)$")
+
+
+def leak_blocks(err):
+    """Each leak of a leak report: (its header, its frames' text after "in",
+    their addresses)."""
+    out = []
+    for b in err.split("\n\n"):
+        rows = b.strip("\n").splitlines()
+        if not rows or not rows[0].startswith("Direct leak of"):
+            continue
+        got = [m for m in map(LEAK_FRAME.match, rows[2:]) if m]
+        out.append((rows[0], [m.group(2) for m in got], [m.group(1) for m in got]))
+    return out
+
+
+def plug_site(p, ln):
+    """Plugin p's two frames, as the leak report names them."""
+    src = r"\S*tests/progs/t_unload_plug\.c"
+    return [rf"plug_{p}_inner {src}:{ln['alloc']}", rf"plug_{p}_alloc {src}:{ln['inner']}"]
+
+
+def unload_run(work, args, env=None):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(work, "dump.json"),
+              "VRAMTRACE_LEAK_CHECK": "1"})
+    e.update(env or {})
+    return subprocess.run([UNLOAD] + args, env=e, cwd=work, capture_output=True, text=True, timeout=120)
+
+
+def check_frames(fr, want, what):
+    eq(len(fr) >= len(want), True, f"{what}: frames {fr}")
+    for got, w in zip(fr, want):
+        ok(re.fullmatch(w, got), f"{what}: {got!r} is not {w!r}")
+
+
+@test
+def dl_unloaded_plugin_keeps_its_names():
+    """A plugin that allocated and was unloaded, and another loaded where it
+    was: each leak is named after the plugin it came from (before: the
+    first plugin's leak after the second's functions, which sat at its
+    addresses; with nothing loaded there, ??), in the leak report, the
+    dump and the CLI's report. The plugins are loaded by a path relative
+    to the program's folder; their modules are named whole."""
+    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    with workdir("vt-unload-") as work:
+        os.symlink(T, os.path.join(work, "plugins"))
+        p = unload_run(work, ["./plugins"])
+        eq((p.returncode, p.stdout), (23, "b loaded where a was\n"), "the leaks fail the run: " + p.stderr)
+        blocks = leak_blocks(p.stderr)
+        eq([b[0] for b in blocks], ["Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
+                                    "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:"], "two leaks")
+        check_frames(blocks[0][1], plug_site("b", ln), "b's leak")
+        check_frames(blocks[1][1], plug_site("a", ln), "a's leak")
+        eq(blocks[0][2][:2], blocks[1][2][:2], "the two plugins' frames are at the same addresses")
+        d = load_dump(os.path.join(work, "dump.json"))
+        got = sorted((a["bytes"], [(f["function"], f["module"], f["offset"]) for f in frames(d, a["stack"])[:2]])
+                     for a in d["live"])
+        real = os.path.realpath(T)
+        eq([(b, [(fn, m) for fn, m, _ in fr]) for b, fr in got],
+           [(1 * MiB, [("plug_a_inner", real + "/libt_unload_a.so"), ("plug_a_alloc", real + "/libt_unload_a.so")]),
+            (2 * MiB, [("plug_b_inner", real + "/libt_unload_b.so"), ("plug_b_alloc", real + "/libt_unload_b.so")])],
+           "the dump's frames and modules")
+        eq([o for _, _, o in got[0][1]], [o for _, _, o in got[1][1]], "the same offsets in each")
+        txt = subprocess.run([CLI, "report", os.path.join(work, "dump.json")], capture_output=True, text=True)
+        eq(txt.returncode, 0, "the CLI reads the dump: " + txt.stderr)
+        holders = [r.split()[-1] for r in txt.stdout.splitlines() if re.match(r"\s+\S+ MiB\s+\S+%\s+1 alloc ", r)]
+        eq(len(holders), 2, "two holders: " + txt.stdout)
+        ok(re.search(r"MiB .*1 alloc +plug_b_inner \S*t_unload_plug\.c:%d\n" % ln["alloc"], txt.stdout) and
+           re.search(r"MiB .*1 alloc +plug_a_inner \S*t_unload_plug\.c:%d\n" % ln["alloc"], txt.stdout),
+           "the CLI's holders name each plugin: " + txt.stdout)
+
+
+@test
+def dl_plugin_unloaded_again_and_again_keeps_its_names():
+    """One plugin loaded, allocating and unloaded ten times in one place:
+    ten leaks of one stack, named after it."""
+    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    with workdir("vt-unload-") as work:
+        p = unload_run(work, [T, "loop"])
+        eq((p.returncode, p.stdout), (23, "ten stays in one place\n"), "the leaks fail the run: " + p.stderr)
+        blocks = leak_blocks(p.stderr)
+        eq([b[0] for b in blocks], ["Direct leak of 40960 byte(s) in 10 object(s) allocated from:"], "one leak")
+        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+
+
+@test
+def dl_unloaded_plugin_whose_file_changed_keeps_module_and_offset():
+    """A plugin unloaded whose file is then replaced by another library:
+    its frames keep the module and offset they had, without the new
+    file's names (its build ID differs)."""
+    with workdir("vt-unload-") as work:
+        copy = os.path.join(work, "plug.so")
+        shutil.copy(os.path.join(T, "libt_unload_a.so"), copy)
+        p = unload_run(work, [T, "replace", copy])
+        eq((p.returncode, p.stdout), (23, "replaced after one stay\n"), "the leak fails the run: " + p.stderr)
+        blocks = leak_blocks(p.stderr)
+        eq([b[0] for b in blocks], ["Direct leak of 1048576 byte(s) in 1 object(s) allocated from:"], "one leak")
+        d = load_dump(os.path.join(work, "dump.json"))
+        fr = frames(d, d["live"][0]["stack"])
+        check_frames(blocks[0][1], [r"\?\? \(%s\+%s\)" % (re.escape(copy), f["offset"]) for f in fr[:2]],
+                     "its frames")
+        eq([(f["function"], f["module"]) for f in fr[:2]], [(None, copy)] * 2, "the dump's frames")
+        ok("plug_b" not in p.stderr, "nothing of the new file's")

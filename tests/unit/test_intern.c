@@ -8,13 +8,16 @@
  * through several doublings: no call moves more than VT_INTERN_STEP
  * stacks, and every stack keeps its id and frames and is found without
  * the lock during and after each move, by one thread and by eight
- * interning and looking up at once. Built twice: with
+ * interning and looking up at once. Frames of code that left the process
+ * (departed.h): keyed by the library that was there when their stack was
+ * interned. Built twice: with
  * the real hash under TSan, and with one that makes every stack collide
  * with a quarter of the others (VT_INTERN_COLLIDE). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tracker/departed.h"
 #include "../../tracker/intern.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -383,6 +386,76 @@ static void test_growth_threads(void) {
     vt_tracker_reset_child();
 }
 
+/* The stack of id `id`, as report/ reads it. */
+static const struct vt_stack *stack_of(uint32_t id) {
+    pthread_mutex_lock(&vt_tracker_lock);
+    const struct vt_stack *st = id < vt_stacks.n ? vt_stacks.list[id] : NULL;
+    pthread_mutex_unlock(&vt_tracker_lock);
+    return st;
+}
+
+/* The path of the departure frame j of stack id is keyed by, or "" for
+ * code still loaded. */
+static const char *gone_path(uint32_t id, uint32_t j) {
+    const struct vt_departed *d = vt_departed_of(vt_code_key(stack_of(id), j));
+    return d ? d->span.path : "";
+}
+
+static void test_departed(void) {
+    vt_tracker_reset_child();
+    const uintptr_t in_a[] = {0x1010, 0x9000}, also_in_a[] = {0x2fff, 0x9000}, later[] = {0x1010, 0x9000, 0x9100};
+    const uintptr_t at_end[] = {0x3001, 0x9000}, py[] = {(1ull << 63) | 0x1010, 0x9000};
+    uint32_t s0 = vt_tracker_stack_id(in_a, 2), s1 = vt_tracker_stack_id(also_in_a, 2);
+    uint32_t s_end = vt_tracker_stack_id(at_end, 2), s_py = vt_tracker_stack_id(py, 2);
+    /* Nothing left yet: every key is its address. */
+    CHECK_EQ(vt_code_key(stack_of(s0), 0), 0x1010);
+    struct vt_code_span a = {.lo = 0x1000, .hi = 0x3000, .base = 0x1000, .path = "/lib/a.so",
+                             .build_id = {1, 2}, .build_id_len = 2};
+    struct vt_code_span b = a;
+    b.path = "/lib/b.so";
+    b.build_id[0] = 9;
+    vt_departed_note(&a, 1);
+    /* Stacks interned before a left: their frames in its range are a's
+     * (the return address less one is the call: 0x3000 is a's last byte's
+     * return address, 0x3001 is not a's); others keep their address. */
+    CHECK_STR(gone_path(s0, 0), "/lib/a.so");
+    CHECK_STR(gone_path(s1, 0), "/lib/a.so");
+    CHECK_STR(gone_path(s0, 1), "");
+    CHECK_STR(gone_path(s_end, 0), "");
+    CHECK_STR(gone_path(s_py, 0), "");
+    CHECK_EQ(vt_code_key(stack_of(s_py), 0), py[0]);
+    CHECK_EQ(vt_code_address(vt_code_key(stack_of(s0), 0)), 0x1010);
+    CHECK(vt_code_key(stack_of(s0), 0) != 0x1010);
+    /* Walked after a left (b loaded there since): b's when b leaves. */
+    uint32_t s2 = vt_tracker_stack_id(later, 3);
+    CHECK_STR(gone_path(s2, 0), "");
+    vt_departed_note(&b, 1);
+    CHECK_STR(gone_path(s0, 0), "/lib/a.so");
+    CHECK_STR(gone_path(s2, 0), "/lib/b.so");
+    CHECK(vt_code_key(stack_of(s0), 0) != vt_code_key(stack_of(s2), 0));
+    /* a back, then leaving twice more in the same place: one record more,
+     * whose stays both read as a's. */
+    const uintptr_t third[] = {0x1020, 0x9000}, fourth[] = {0x1030, 0x9000};
+    uint32_t s3 = vt_tracker_stack_id(third, 2);
+    vt_departed_note(&a, 1);
+    uint32_t s4 = vt_tracker_stack_id(fourth, 2);
+    vt_departed_note(&a, 1);
+    CHECK_STR(gone_path(s3, 0), "/lib/a.so");
+    CHECK_STR(gone_path(s4, 0), "/lib/a.so");
+    CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s3), 0)), 2);
+    CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s4), 0)), 2);
+    CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s0), 0)), 0);
+    CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s2), 0)), 1);
+    /* The record keeps its own copy of the path. */
+    CHECK(vt_departed_of(vt_code_key(stack_of(s0), 0))->span.path != a.path);
+    /* A forked child's stacks start after every departure. */
+    vt_tracker_reset_child();
+    uint32_t c0 = vt_tracker_stack_id(in_a, 2);
+    CHECK_EQ(c0, 0);
+    CHECK_EQ(vt_code_key(stack_of(c0), 0), 0x1010);
+    vt_tracker_reset_child();
+}
+
 int main(void) {
     vt_tracker_init(64, 16);
     test_known_paths();
@@ -390,5 +463,6 @@ int main(void) {
     test_random_stacks_threads();
     test_growth_single();
     test_growth_threads();
+    test_departed();
     return check_report("unit-intern");
 }

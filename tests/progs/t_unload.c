@@ -1,0 +1,72 @@
+/* t_unload.c -- device memory allocated by plugins the program then
+ * unloads (dlclose), and another plugin loaded where one was.
+ *
+ *   t_unload DIR              libt_unload_a.so allocates 1 MiB and is
+ *                             unloaded; libt_unload_b.so, loaded where it
+ *                             was, allocates 2 MiB and stays. Both leak.
+ *   t_unload DIR loop         a: loaded, allocating 4 KiB and unloaded, ten
+ *                             times.
+ *   t_unload DIR replace PATH a copy of a at PATH allocates 1 MiB, is
+ *                             unloaded, and PATH is then replaced by b.
+ *
+ * Prints where each plugin was loaded (the same place, or the test's
+ * premise does not hold and it exits 3). */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef CUdeviceptr (*alloc_fn)(size_t);
+
+static void *base_of(void *fn) {
+    Dl_info i;
+    return dladdr(fn, &i) ? i.dli_fbase : NULL;
+}
+
+/* Loads path, calls its alloc(n), unloads it unless keep; returns where it
+ * was loaded. */
+static void *use(const char *path, const char *fn, size_t n, int keep) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); exit(2); }
+    alloc_fn f = (alloc_fn)dlsym(h, fn);
+    void *base = base_of((void *)f);
+    if (!f(n)) exit(2);
+    if (!keep && dlclose(h) != 0) exit(2);
+    return base;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/libt_unload_a.so", argv[1]);
+    snprintf(b, sizeof b, "%s/libt_unload_b.so", argv[1]);
+    CUdevice d;
+    CUcontext c;
+    if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, d) || cuCtxSetCurrent(c)) return 2;
+    const char *mode = argc > 2 ? argv[2] : "";
+    if (strcmp(mode, "loop") == 0) {
+        void *first = NULL;
+        for (int i = 0; i < 10; i++) {
+            void *at = use(a, "plug_a_alloc", 4096, 0);
+            if (first && at != first) return 3;
+            first = at;
+        }
+        printf("ten stays in one place\n");
+        return 0;
+    }
+    if (strcmp(mode, "replace") == 0 && argc > 3) {
+        void *at = use(argv[3], "plug_a_alloc", 1 << 20, 0);
+        char cmd[8300];
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", b, argv[3], argv[3], argv[3]);
+        if (system(cmd) != 0) return 2;
+        printf("replaced %s\n", at ? "after one stay" : "?");
+        return 0;
+    }
+    void *at_a = use(a, "plug_a_alloc", 1 << 20, 0);
+    void *at_b = use(b, "plug_b_alloc", 2 << 20, 1);
+    if (at_a != at_b) return 3;
+    printf("b loaded where a was\n");
+    return 0;
+}
