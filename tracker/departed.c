@@ -12,7 +12,7 @@
  * store; a record's `before` moves (atomically) when the same library
  * leaves the same place again. Read without a lock. */
 static struct vt_departed records[VT_MAX_DEPARTED];
-static uint32_t nrecords;
+uint32_t vt_departed_count;
 
 #define TAG_SHIFT 48
 
@@ -40,7 +40,7 @@ static struct vt_departed *latest_over(const struct vt_code_span *span, uint32_t
 void vt_departed_note(const struct vt_code_span *gone, size_t n) {
     vt_global_lock();
     uint32_t before = vt_stacks.n > UINT32_MAX ? UINT32_MAX : (uint32_t)vt_stacks.n;
-    uint32_t have = nrecords;
+    uint32_t have = vt_departed_count;
     for (size_t i = 0; i < n; i++) {
         if (gone[i].lo >= gone[i].hi || gone[i].hi >> TAG_SHIFT) continue;
         /* The same library leaving the same place again (a plugin loaded
@@ -57,15 +57,14 @@ void vt_departed_note(const struct vt_code_span *gone, size_t n) {
         d->span = gone[i];
         d->span.path = path;
         d->before = before;
-        __atomic_store_n(&nrecords, ++have, __ATOMIC_RELEASE);
+        __atomic_store_n(&vt_departed_count, ++have, __ATOMIC_RELEASE);
     }
     vt_global_unlock();
 }
 
-uintptr_t vt_code_key(const struct vt_stack *st, uint32_t j) {
+uintptr_t vt_code_key_slow(const struct vt_stack *st, uint32_t j, uint32_t n) {
     uintptr_t a = st->frames[j];
-    uint32_t n = __atomic_load_n(&nrecords, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(n == 0, 1) || a >> TAG_SHIFT || a == 0) return a;
+    if (a >> TAG_SHIFT || a == 0) return a;
     /* A return address follows its call: the call is what lies in the
      * library. The first departure after the stack was interned is the
      * library that was there when it was walked. */
@@ -85,8 +84,8 @@ uintptr_t vt_code_key(const struct vt_stack *st, uint32_t j) {
 const struct vt_departed *vt_departed_of(uintptr_t key) {
     if (key >> 63) return NULL;
     uintptr_t i = key >> TAG_SHIFT;
-    if (i == 0 || i > __atomic_load_n(&nrecords, __ATOMIC_ACQUIRE)) return NULL;
+    if (i == 0 || i > __atomic_load_n(&vt_departed_count, __ATOMIC_ACQUIRE)) return NULL;
     return &records[i - 1];
 }
 
-void vt_departed_reset_child(void) { nrecords = 0; }
+void vt_departed_reset_child(void) { vt_departed_count = 0; }

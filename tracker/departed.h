@@ -54,8 +54,17 @@ struct vt_departed {
  * remembered with the stacks interned so far. Takes the global lock. */
 void vt_departed_note(const struct vt_code_span *gone, size_t n);
 
-/* The code key of frame j of stack st (see above). */
-uintptr_t vt_code_key(const struct vt_stack *st, uint32_t j);
+/* How many departures are remembered (read with acquire). */
+extern uint32_t vt_departed_count __attribute__((visibility("hidden")));
+
+uintptr_t vt_code_key_slow(const struct vt_stack *st, uint32_t j, uint32_t n);
+
+/* The code key of frame j of stack st (see above): its return address
+ * while no library has left. */
+static inline uintptr_t vt_code_key(const struct vt_stack *st, uint32_t j) {
+    uint32_t n = __atomic_load_n(&vt_departed_count, __ATOMIC_ACQUIRE);
+    return __builtin_expect(n == 0, 1) ? st->frames[j] : vt_code_key_slow(st, j, n);
+}
 
 /* The departure a key is tagged with, or NULL for a key of code still
  * loaded (or a Python frame's value). */
