@@ -130,12 +130,12 @@ static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t
     const struct vm_dump *d = &in->dumps[di];
     const struct vm_stack *s = &d->stacks[stack];
     struct labels *l = cache ? labels_of(cache, d, di) : NULL;
-    char label[2048];
+    char label[2048], site[1024]; /* the site cut where the holders table's is */
     t->len = 0;
     t->failed = 0;
     append(t, "", 0);
     if (o->folded_root == VR_ROOT_SITE) {
-        put(t, vm_site_label(d, stack, label, sizeof label), 0);
+        put(t, vm_site_label(d, stack, site, sizeof site), 0);
         put(t, ";", 1);
     }
     if (in->n > 1) {

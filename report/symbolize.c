@@ -57,6 +57,16 @@ static const struct vt_frame *frame_find(const struct priv *p, uintptr_t a) {
     return NULL;
 }
 
+/* The frame of code key `key` in a table filled earlier in the same
+ * session. A library that left since (a dlclose on another thread) has
+ * turned some of the session's keys from the address to a tagged one,
+ * never the other way: such a frame is in the table under its address,
+ * symbolized while its library was still loaded. */
+static const struct vt_frame *frame_keyed(const struct priv *p, uintptr_t key) {
+    const struct vt_frame *fr = frame_find(p, key);
+    return fr || vt_code_address(key) == key ? fr : frame_find(p, vt_code_address(key));
+}
+
 /* Room in the table for k more frames and one more address. */
 static int frames_grow(struct priv *p, uint32_t k) {
     if (p->nframes + k > p->cap) {
@@ -501,7 +511,7 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) { return vt_symbolize_with(s, NULL); }
 
 const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t key) {
-    return sym ? frame_find(sym->priv, key) : NULL;
+    return sym ? frame_keyed(sym->priv, key) : NULL;
 }
 
 size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_frame *out) {
@@ -510,7 +520,7 @@ size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_f
     uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
     size_t shown = 0;
     for (uint32_t j = 0; j < depth; j++) {
-        const struct vt_frame *fr = frame_find(sym->priv, vt_code_key(st, j));
+        const struct vt_frame *fr = frame_keyed(sym->priv, vt_code_key(st, j));
         if (!fr) return 0;
         for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) out[shown++] = fr[k];
     }
@@ -524,9 +534,9 @@ static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t st
     const struct priv *p = sym->priv;
     const struct vt_stack *st = sym->stack[stack];
     uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES;
-    if (!p->ninlined) return (uint32_t)k < depth ? frame_find(p, vt_code_key(st, (uint32_t)k)) : NULL;
+    if (!p->ninlined) return (uint32_t)k < depth ? frame_keyed(p, vt_code_key(st, (uint32_t)k)) : NULL;
     for (uint32_t j = 0; j < depth; j++) {
-        const struct vt_frame *fr = frame_find(p, vt_code_key(st, j));
+        const struct vt_frame *fr = frame_keyed(p, vt_code_key(st, j));
         if (!fr) return NULL;
         size_t at = vt_frames_at(fr);
         if ((size_t)k < at) return &fr[k];

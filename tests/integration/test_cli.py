@@ -507,6 +507,10 @@ def cli_long_names_cut_at_a_character():
     holders = json.loads(out)["processes"][0]["holders"]
     eq(sorted(h["site"] for h in holders), ["a" * 1020 + "...", "steady_state tests/progs/t_phases.c:20"],
        "both holders in JSON, the long site cut before the character")
+    rc, out, err = cli(["report", path, "--format", "folded"])
+    eq(sorted({l.split(";", 1)[0] for l in out.decode().splitlines()}), sorted(h["site"] for h in holders),
+       "the folded roots are the JSON holders' sites, the long one cut where they cut it (before: its file:line "
+       "after the cut name)")
     rc, out, err = cli(["report", path, "--format", "html"])
     ok(out.count(b'class="flame"') == 1 and b'"' + b"a" * 1020 + b'..."' in out and b"a" * 1021 not in out,
        "the flame graph keeps the frame")

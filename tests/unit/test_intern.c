@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../report/symbolize.h"
 #include "../../tracker/departed.h"
 #include "../../tracker/intern.h"
 #include "../../tracker/tracker.h"
@@ -401,7 +402,7 @@ static const char *gone_path(uint32_t id, uint32_t j) {
     return d ? d->span.path : "";
 }
 
-static void test_departed(void) {
+static __attribute__((noinline)) void test_departed(void) {
     vt_tracker_reset_child();
     const uintptr_t in_a[] = {0x1010, 0x9000}, also_in_a[] = {0x2fff, 0x9000}, later[] = {0x1010, 0x9000, 0x9100};
     const uintptr_t at_end[] = {0x3001, 0x9000}, py[] = {(1ull << 63) | 0x1010, 0x9000};
@@ -446,6 +447,35 @@ static void test_departed(void) {
     CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s4), 0)), 2);
     CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s0), 0)), 0);
     CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s2), 0)), 1);
+    /* A library that leaves while a session names its stacks: the frames
+     * the session symbolized while it was loaded are still found (the
+     * live view's names came out "(no stack)" when a dlclose fell between
+     * the symbolizing and the naming). A session after it reads the
+     * library's file (none here: module and offset only). */
+    uintptr_t here[] = {(uintptr_t)test_departed + 1, 0x9000};
+    const struct vt_stack *st = stack_of(vt_tracker_stack_id(here, 2));
+    struct vt_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    snap.stacks = &st;
+    snap.nstacks = 1;
+    struct vt_symbols *sym = vt_symbolize(&snap);
+    struct vt_code_span self = {.lo = (uintptr_t)test_departed, .hi = (uintptr_t)test_departed + 16,
+                                .base = (uintptr_t)test_departed - 0x1000, .path = "/nonexistent/t.so"};
+    vt_departed_note(&self, 1);
+    CHECK(vt_code_key(st, 0) != here[0]);
+    struct vt_frame *out = malloc(VT_SHOWN_FRAMES * sizeof *out);
+    CHECK_EQ(vt_stack_frames(sym, 0, out), 2);
+    CHECK_STR(out[0].function, "test_departed");
+    CHECK(vt_call_site(sym, 0) != NULL);
+    vt_symbols_free(sym);
+    sym = vt_symbolize(&snap);
+    CHECK_EQ(vt_stack_frames(sym, 0, out), 2);
+    CHECK(out[0].function == NULL);
+    CHECK_STR(out[0].module, "/nonexistent/t.so");
+    CHECK_EQ(out[0].offset, 0x1001);
+    CHECK_EQ(out[0].address, here[0]);
+    vt_symbols_free(sym);
+    free(out);
     /* The record keeps its own copy of the path. */
     CHECK(vt_departed_of(vt_code_key(stack_of(s0), 0))->span.path != a.path);
     /* A forked child's stacks start after every departure. */
