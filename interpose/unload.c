@@ -4,7 +4,11 @@
 #include <elf.h>
 #include <link.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "../tracker/departed.h"
 #include "hook.h"
@@ -17,6 +21,8 @@ struct vt_loaded {
     char *names;            /* the paths, copied: the loader's go with the library */
     size_t names_used, names_cap;
     size_t cursor;          /* where the next library after the dlclose is looked for first */
+    uint32_t from, mark;    /* the stacks interned when the dlclose began, and when it returned */
+    int maps;               /* a library needs from_maps */
     int failed;
 };
 
@@ -43,6 +49,22 @@ static void build_id_of(const struct dl_phdr_info *info, struct vt_code_span *s)
     }
 }
 
+/* For a library without a build ID: the fingerprint of its first
+ * executable segment, as mapped, and where that segment is in its file. */
+static void fingerprint_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !(ph->p_flags & PF_R) || ph->p_filesz == 0) continue;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        uint64_t len = ph->p_filesz, h = vt_print_start(len);
+        for (uint32_t k = 0; k < vt_print_samples(len); k++) h = vt_print_add(h, p + vt_print_at(len, k), vt_print_len(len));
+        s->text_hash = h;
+        s->text_off = ph->p_offset;
+        s->text_len = len;
+        return;
+    }
+}
+
 static void span_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
     memset(s, 0, sizeof *s);
     s->base = info->dlpi_addr;
@@ -55,6 +77,15 @@ static void span_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
         if (hi > s->hi) s->hi = hi;
     }
     if (s->lo > s->hi) s->lo = s->hi = 0;
+}
+
+/* Whether a library needs the kernel's word on its file: named relative
+ * to a folder (dlopen("./x.so"): the folder meant is the one the program
+ * was in at the dlopen, which it may have left since), or without a
+ * build ID (what its file was, to tell a file replaced since). */
+static int needs_maps(const struct vt_loaded *l, size_t i) {
+    const char *name = l->names + (uintptr_t)l->span[i].path;
+    return (name[0] != '/' && strchr(name, '/')) || !l->span[i].build_id_len;
 }
 
 static int list_one(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -83,7 +114,65 @@ static int list_one(struct dl_phdr_info *info, size_t size, void *arg) {
     s->path = (const char *)(uintptr_t)l->names_used;  /* an offset until the names stop moving */
     l->names_used += len;
     build_id_of(info, s);
+    if (!s->build_id_len) fingerprint_of(info, s);
+    if (needs_maps(l, l->n - 1)) l->maps = 1;
     return 0;
+}
+
+/* Name into l's names (its offset there), or (uintptr_t)-1. */
+static uintptr_t add_name(struct vt_loaded *l, const char *name, size_t len) {
+    if (l->names_used + len + 1 > l->names_cap) {
+        size_t cap = l->names_cap ? 2 * l->names_cap : 8192;
+        while (l->names_used + len + 1 > cap) cap *= 2;
+        char *v = realloc(l->names, cap);
+        if (!v) return (uintptr_t)-1;
+        l->names = v;
+        l->names_cap = cap;
+    }
+    uintptr_t at = l->names_used;
+    memcpy(l->names + at, name, len);
+    l->names[at + len] = '\0';
+    l->names_used += len + 1;
+    return at;
+}
+
+/* Those libraries named as the kernel maps them (whole), with the
+ * device and inode of the file mapped, and, where the name still leads to
+ * that file, its size and modification time. */
+static void from_maps(struct vt_loaded *l) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    char line[4096 + 128];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, ino;
+        unsigned maj, min;
+        int at = 0;
+        if (sscanf(line, "%lx-%*x %*s %*x %x:%x %lu %n", &start, &maj, &min, &ino, &at) != 4 || !at ||
+            line[at] != '/')
+            continue;
+        char *path = line + at;
+        size_t len = strcspn(path, "\n");
+        path[len] = '\0';
+        for (size_t i = 0; i < l->n; i++) {
+            struct vt_code_span *s = &l->span[i];
+            if ((s->lo & ~(page - 1)) != start || !needs_maps(l, i)) continue;
+            const char *name = l->names + (uintptr_t)s->path;
+            if (name[0] != '/') {
+                uintptr_t o = add_name(l, path, len);
+                if (o != (uintptr_t)-1) s->path = (const char *)o;
+            }
+            struct stat st;
+            if (!s->build_id_len && stat(path, &st) == 0 && st.st_dev == makedev(maj, min) && st.st_ino == ino) {
+                s->file = 1;
+                s->dev = st.st_dev;
+                s->ino = st.st_ino;
+                s->size = (uint64_t)st.st_size;
+                s->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+            }
+        }
+    }
+    fclose(f);
 }
 
 struct vt_loaded *vt_unload_before(void) {
@@ -99,7 +188,21 @@ struct vt_loaded *vt_unload_before(void) {
         free(l);
         return NULL;
     }
+    if (l->maps) from_maps(l);
+    l->from = vt_departed_mark();
     return l;
+}
+
+static int same_build(const struct vt_code_span *was, const struct dl_phdr_info *info) {
+    struct vt_code_span now;
+    memset(&now, 0, sizeof now);
+    build_id_of(info, &now);
+    if (now.build_id_len != was->build_id_len || memcmp(now.build_id, was->build_id, now.build_id_len) != 0) return 0;
+    if (!now.build_id_len) {
+        fingerprint_of(info, &now);
+        if (now.text_hash != was->text_hash) return 0;
+    }
+    return 1;
 }
 
 static int mark_present(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -111,7 +214,9 @@ static int mark_present(struct dl_phdr_info *info, size_t size, void *arg) {
      * after the last one found is nearly always the next one. */
     for (size_t k = 0; k < l->n; k++) {
         size_t i = (l->cursor + k) % l->n;
-        if (l->span[i].base == s.base && l->span[i].lo == s.lo && l->span[i].hi == s.hi) {
+        /* The same library: the same place and build ID (another one
+         * loaded at once where this one was is not it). */
+        if (l->span[i].base == s.base && l->span[i].lo == s.lo && l->span[i].hi == s.hi && same_build(&l->span[i], info)) {
             l->gone[i] = 0;
             l->cursor = i + 1;
             break;
@@ -122,6 +227,8 @@ static int mark_present(struct dl_phdr_info *info, size_t size, void *arg) {
 
 void vt_unload_after(struct vt_loaded *l) {
     if (!l) return;
+    /* The stacks interned by now (see vt_departed_mark). */
+    l->mark = vt_departed_mark();
     l->gone = malloc(l->n ? l->n : 1);
     if (l->gone) {
         memset(l->gone, 1, l->n);
@@ -130,16 +237,16 @@ void vt_unload_after(struct vt_loaded *l) {
         for (size_t i = 0; i < l->n; i++) {
             if (!l->gone[i]) continue;
             l->span[k] = l->span[i];
-            /* The loader's name can be relative to the folder the program
-             * is in now: the file is named whole, as /proc/self/maps
-             * names the libraries still loaded (NULL: the loader's). */
+            /* Named whole, as /proc/self/maps names the libraries still
+             * loaded (a name relative to a folder was made whole before
+             * the dlclose, name_whole); symbolic links resolved. */
             const char *name = l->names + (uintptr_t)l->span[i].path;
-            char *whole = realpath(name, NULL);
+            char *whole = name[0] == '/' ? realpath(name, NULL) : NULL;
             l->span[k].path = whole ? whole : name;
             l->gone[k] = whole != NULL;
             k++;
         }
-        if (k) vt_departed_note(l->span, k);
+        if (k) vt_departed_note(l->span, k, l->from, l->mark);
         for (size_t i = 0; i < k; i++)
             if (l->gone[i]) free((void *)l->span[i].path);
     }

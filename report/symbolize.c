@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <dwarf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -218,6 +220,8 @@ static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint3
         }
         return 1;
     }
+    /* Code that left where no record says which: its address alone. */
+    if (vt_code_unknown(key)) return 1;
     /* Code that has left the process: its module and offset from what was
      * kept when it left, its symbols from its file (if it is still the
      * same file). */
@@ -368,6 +372,31 @@ static void open_dwfl(struct priv *p) {
     }
 }
 
+/* Whether the file of a library without a build ID is still the one
+ * that was mapped: the same file (device, inode, size, modification time)
+ * as at the dlclose, and its first executable segment's fingerprint, read
+ * from it, the one taken in memory then. */
+static int same_code_in_file(const struct vt_code_span *s) {
+    if (!s->text_len || !s->file) return 0;
+    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_dev != s->dev || st.st_ino != s->ino || (uint64_t)st.st_size != s->size ||
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != s->mtime_ns) {
+        close(fd);
+        return 0;
+    }
+    unsigned char buf[VT_PRINT_SAMPLES * VT_PRINT_BYTES];
+    uint64_t h = vt_print_start(s->text_len), n = vt_print_len(s->text_len);
+    int ok = 1;
+    for (uint32_t k = 0; ok && k < vt_print_samples(s->text_len); k++) {
+        ok = pread(fd, buf, n, (off_t)(s->text_off + vt_print_at(s->text_len, k))) == (ssize_t)n;
+        if (ok) h = vt_print_add(h, buf, n);
+    }
+    close(fd);
+    return ok && h == s->text_hash;
+}
+
 /* libdwfl on the file of a library that has left the process, at the
  * load bias it had, once per departure; NULL when the file is gone or is
  * no longer the one that was loaded (its build ID differs): its frames
@@ -397,8 +426,9 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
     const unsigned char *bits = NULL;
     GElf_Addr vaddr;
     int len = m ? dwfl_module_build_id(m, &bits, &vaddr) : -1;
-    if (!m || (d->span.build_id_len &&
-               (len != d->span.build_id_len || memcmp(bits, d->span.build_id, (size_t)len) != 0))) {
+    int same = m && (d->span.build_id_len ? len == d->span.build_id_len && memcmp(bits, d->span.build_id, (size_t)len) == 0
+                                          : len <= 0 && same_code_in_file(&d->span));
+    if (!same) {
         dwfl_end(dw);
         return NULL;
     }

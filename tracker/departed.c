@@ -16,9 +16,18 @@ uint32_t vt_departed_count;
 
 #define TAG_SHIFT 48
 
+/* Once every record is taken: the mark of the departure that found no
+ * room (UINT32_MAX while there is room). */
+static uint32_t full_at = UINT32_MAX;
+
+/* The lowest and highest address any record covers: most frames are
+ * outside, and are their own key at once. */
+static uintptr_t lowest = UINTPTR_MAX, highest;
+
 static int same_code(const struct vt_code_span *a, const struct vt_code_span *b) {
     return a->lo == b->lo && a->hi == b->hi && a->base == b->base && a->build_id_len == b->build_id_len &&
-           memcmp(a->build_id, b->build_id, a->build_id_len) == 0 && strcmp(a->path, b->path) == 0;
+           memcmp(a->build_id, b->build_id, a->build_id_len) == 0 && a->text_hash == b->text_hash &&
+           strcmp(a->path, b->path) == 0;
 }
 
 static int overlap(const struct vt_code_span *a, const struct vt_code_span *b) {
@@ -37,26 +46,46 @@ static struct vt_departed *latest_over(const struct vt_code_span *span, uint32_t
     return best;
 }
 
-void vt_departed_note(const struct vt_code_span *gone, size_t n) {
+uint32_t vt_departed_mark(void) {
     vt_global_lock();
-    uint32_t before = vt_stacks.n > UINT32_MAX ? UINT32_MAX : (uint32_t)vt_stacks.n;
+    uint32_t n = vt_stacks.n > UINT32_MAX ? UINT32_MAX : (uint32_t)vt_stacks.n;
+    vt_global_unlock();
+    return n;
+}
+
+void vt_departed_note(const struct vt_code_span *gone, size_t n, uint32_t from, uint32_t mark) {
+    vt_global_lock();
     uint32_t have = vt_departed_count;
     for (size_t i = 0; i < n; i++) {
         if (gone[i].lo >= gone[i].hi || gone[i].hi >> TAG_SHIFT) continue;
+        /* Full: nothing changes any more (a record moved on now would
+         * claim the stacks walked through a library not remembered). */
+        if (__atomic_load_n(&full_at, __ATOMIC_RELAXED) != UINT32_MAX) break;
         /* The same library leaving the same place again (a plugin loaded
          * and unloaded in a loop): its one record covers both stays. */
         struct vt_departed *last = latest_over(&gone[i], have);
         if (last && same_code(&last->span, &gone[i])) {
-            __atomic_store_n(&last->before, before, __ATOMIC_RELEASE);
+            /* Only its last dlclose's stacks are unknown: those of the one
+             * before were walked through this library, in one stay or the
+             * other. */
+            if (mark > __atomic_load_n(&last->before, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&last->from, from, __ATOMIC_RELAXED);
+                __atomic_store_n(&last->before, mark, __ATOMIC_RELEASE);
+            }
             continue;
         }
-        if (have == VT_MAX_DEPARTED) continue;
-        char *path = strdup(gone[i].path ? gone[i].path : "");
-        if (!path) continue;
+        char *path = have < VT_MAX_DEPARTED ? strdup(gone[i].path ? gone[i].path : "") : NULL;
+        if (!path) {
+            __atomic_store_n(&full_at, mark, __ATOMIC_RELEASE);
+            break;
+        }
         struct vt_departed *d = &records[have];
         d->span = gone[i];
         d->span.path = path;
-        d->before = before;
+        d->from = from;
+        d->before = mark;
+        if (d->span.lo < __atomic_load_n(&lowest, __ATOMIC_RELAXED)) __atomic_store_n(&lowest, d->span.lo, __ATOMIC_RELAXED);
+        if (d->span.hi > __atomic_load_n(&highest, __ATOMIC_RELAXED)) __atomic_store_n(&highest, d->span.hi, __ATOMIC_RELAXED);
         __atomic_store_n(&vt_departed_count, ++have, __ATOMIC_RELEASE);
     }
     vt_global_unlock();
@@ -69,23 +98,42 @@ uintptr_t vt_code_key_slow(const struct vt_stack *st, uint32_t j, uint32_t n) {
      * library. The first departure after the stack was interned is the
      * library that was there when it was walked. */
     uintptr_t pc = a - 1;
+    if (pc < __atomic_load_n(&lowest, __ATOMIC_RELAXED) || pc >= __atomic_load_n(&highest, __ATOMIC_RELAXED))
+        return a;
     uint32_t pick = 0, pick_before = 0;
+    int covered = 0;
     for (uint32_t i = 0; i < n; i++) {
         const struct vt_departed *d = &records[i];
+        if (pc < d->span.lo || pc >= d->span.hi) continue;
+        covered = 1;
         uint32_t before = __atomic_load_n(&d->before, __ATOMIC_ACQUIRE);
-        if (st->id < before && pc >= d->span.lo && pc < d->span.hi && (!pick || before < pick_before)) {
+        if (st->id < before && (!pick || before < pick_before)) {
             pick = i + 1;
             pick_before = before;
         }
     }
-    return pick ? a | (uintptr_t)pick << TAG_SHIFT : a;
+    /* Interned while the dlclose that unloaded it ran: see
+     * vt_departed_mark. */
+    if (pick && st->id >= __atomic_load_n(&records[pick - 1].from, __ATOMIC_RELAXED))
+        return a | (uintptr_t)VT_CODE_UNKNOWN << TAG_SHIFT;
+    if (pick) return a | (uintptr_t)pick << TAG_SHIFT;
+    /* Walked since the records stopped changing, where libraries came
+     * and went: which one it was is not known. */
+    if (covered && st->id >= __atomic_load_n(&full_at, __ATOMIC_ACQUIRE))
+        return a | (uintptr_t)VT_CODE_UNKNOWN << TAG_SHIFT;
+    return a;
 }
 
 const struct vt_departed *vt_departed_of(uintptr_t key) {
     if (key >> 63) return NULL;
     uintptr_t i = key >> TAG_SHIFT;
-    if (i == 0 || i > __atomic_load_n(&vt_departed_count, __ATOMIC_ACQUIRE)) return NULL;
+    if (i == 0 || i == VT_CODE_UNKNOWN || i > __atomic_load_n(&vt_departed_count, __ATOMIC_ACQUIRE)) return NULL;
     return &records[i - 1];
 }
 
-void vt_departed_reset_child(void) { vt_departed_count = 0; }
+void vt_departed_reset_child(void) {
+    vt_departed_count = 0;
+    full_at = UINT32_MAX;
+    lowest = UINTPTR_MAX;
+    highest = 0;
+}

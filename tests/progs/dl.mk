@@ -32,7 +32,7 @@ $(T)/libt_dl_drvb.so: tests/progs/t_dl_drv.c
 	$(CC) $(TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -DDRV_BASE=0xb0000000ull -o $@ $<
 
 # Plugins unloaded after they allocated (test_dl.py's unload tests).
-PROGS += $(T)/t_unload $(T)/libt_unload_a.so $(T)/libt_unload_b.so
+PROGS += $(T)/t_unload $(T)/libt_unload_a.so $(T)/libt_unload_b.so $(T)/libt_unload_nobid_a.so $(T)/libt_unload_nobid_b.so
 
 $(T)/t_unload: tests/progs/t_unload.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
@@ -41,3 +41,8 @@ $(T)/t_unload: tests/progs/t_unload.c $(SIM)/libcuda.so.1
 $(T)/libt_unload_a.so $(T)/libt_unload_b.so: $(T)/libt_unload_%.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -DPLUG=$* -o $@ $< $(SIMLINK) -lcuda
+
+# The same plugins without a GNU build ID (as clang links by default).
+$(T)/libt_unload_nobid_a.so $(T)/libt_unload_nobid_b.so: $(T)/libt_unload_nobid_%.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,--build-id=none -DPLUG=$* -o $@ $< $(SIMLINK) -lcuda

@@ -6,8 +6,13 @@
  *                             was, allocates 2 MiB and stays. Both leak.
  *   t_unload DIR loop         a: loaded, allocating 4 KiB and unloaded, ten
  *                             times.
- *   t_unload DIR replace PATH a copy of a at PATH allocates 1 MiB, is
- *                             unloaded, and PATH is then replaced by b.
+ *   t_unload DIR replace PATH [NEW]
+ *                             a copy of a at PATH allocates 1 MiB, is
+ *                             unloaded, and PATH is then replaced by NEW
+ *                             (b by default; "": not replaced).
+ *   t_unload DIR chdir        a, loaded as ./libt_unload_a.so from DIR,
+ *                             allocates 1 MiB; the program moves to / and
+ *                             unloads it.
  *
  * Prints where each plugin was loaded (the same place, or the test's
  * premise does not hold and it exits 3). */
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef CUdeviceptr (*alloc_fn)(size_t);
 
@@ -56,11 +62,19 @@ int main(int argc, char **argv) {
         printf("ten stays in one place\n");
         return 0;
     }
+    if (strcmp(mode, "chdir") == 0) {
+        if (chdir(argv[1]) != 0) return 2;
+        void *h = dlopen("./libt_unload_a.so", RTLD_NOW | RTLD_LOCAL);
+        if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+        if (!((alloc_fn)dlsym(h, "plug_a_alloc"))(1 << 20) || chdir("/") != 0 || dlclose(h) != 0) return 2;
+        printf("unloaded from /\n");
+        return 0;
+    }
     if (strcmp(mode, "replace") == 0 && argc > 3) {
         void *at = use(argv[3], "plug_a_alloc", 1 << 20, 0);
-        char cmd[8300];
-        snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", b, argv[3], argv[3], argv[3]);
-        if (system(cmd) != 0) return 2;
+        char cmd[16500];
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s.new' && mv '%s.new' '%s'", argc > 4 ? argv[4] : b, argv[3], argv[3], argv[3]);
+        if ((argc <= 4 || argv[4][0]) && system(cmd) != 0) return 2;
         printf("replaced %s\n", at ? "after one stay" : "?");
         return 0;
     }

@@ -402,6 +402,12 @@ static const char *gone_path(uint32_t id, uint32_t j) {
     return d ? d->span.path : "";
 }
 
+/* A dlclose in which no stack was interned. */
+static void mark_note(const struct vt_code_span *s) {
+    uint32_t m = vt_departed_mark();
+    vt_departed_note(s, 1, m, m);
+}
+
 static __attribute__((noinline)) void test_departed(void) {
     vt_tracker_reset_child();
     const uintptr_t in_a[] = {0x1010, 0x9000}, also_in_a[] = {0x2fff, 0x9000}, later[] = {0x1010, 0x9000, 0x9100};
@@ -415,7 +421,7 @@ static __attribute__((noinline)) void test_departed(void) {
     struct vt_code_span b = a;
     b.path = "/lib/b.so";
     b.build_id[0] = 9;
-    vt_departed_note(&a, 1);
+    mark_note(&a);
     /* Stacks interned before a left: their frames in its range are a's
      * (the return address less one is the call: 0x3000 is a's last byte's
      * return address, 0x3001 is not a's); others keep their address. */
@@ -430,7 +436,7 @@ static __attribute__((noinline)) void test_departed(void) {
     /* Walked after a left (b loaded there since): b's when b leaves. */
     uint32_t s2 = vt_tracker_stack_id(later, 3);
     CHECK_STR(gone_path(s2, 0), "");
-    vt_departed_note(&b, 1);
+    mark_note(&b);
     CHECK_STR(gone_path(s0, 0), "/lib/a.so");
     CHECK_STR(gone_path(s2, 0), "/lib/b.so");
     CHECK(vt_code_key(stack_of(s0), 0) != vt_code_key(stack_of(s2), 0));
@@ -438,9 +444,9 @@ static __attribute__((noinline)) void test_departed(void) {
      * whose stays both read as a's. */
     const uintptr_t third[] = {0x1020, 0x9000}, fourth[] = {0x1030, 0x9000};
     uint32_t s3 = vt_tracker_stack_id(third, 2);
-    vt_departed_note(&a, 1);
+    mark_note(&a);
     uint32_t s4 = vt_tracker_stack_id(fourth, 2);
-    vt_departed_note(&a, 1);
+    mark_note(&a);
     CHECK_STR(gone_path(s3, 0), "/lib/a.so");
     CHECK_STR(gone_path(s4, 0), "/lib/a.so");
     CHECK_EQ(vt_departed_index(vt_code_key(stack_of(s3), 0)), 2);
@@ -461,7 +467,7 @@ static __attribute__((noinline)) void test_departed(void) {
     struct vt_symbols *sym = vt_symbolize(&snap);
     struct vt_code_span self = {.lo = (uintptr_t)test_departed, .hi = (uintptr_t)test_departed + 16,
                                 .base = (uintptr_t)test_departed - 0x1000, .path = "/nonexistent/t.so"};
-    vt_departed_note(&self, 1);
+    mark_note(&self);
     CHECK(vt_code_key(st, 0) != here[0]);
     struct vt_frame *out = malloc(VT_SHOWN_FRAMES * sizeof *out);
     CHECK_EQ(vt_stack_frames(sym, 0, out), 2);
@@ -478,6 +484,50 @@ static __attribute__((noinline)) void test_departed(void) {
     free(out);
     /* The record keeps its own copy of the path. */
     CHECK(vt_departed_of(vt_code_key(stack_of(s0), 0))->span.path != a.path);
+    /* A stack interned while the dlclose ran (another thread walking a
+     * library it loaded where a was, or a itself loaded, used and closed
+     * again while this dlclose waited for the loader) is of unknown code
+     * there, not a's; one interned before it began is a's. */
+    vt_tracker_reset_child();
+    uint32_t early = vt_tracker_stack_id(in_a, 2);
+    uint32_t m = vt_departed_mark();
+    uint32_t during = vt_tracker_stack_id(also_in_a, 2);
+    vt_departed_note(&a, 1, m, vt_departed_mark());
+    CHECK_STR(gone_path(early, 0), "/lib/a.so");
+    CHECK(vt_code_unknown(vt_code_key(stack_of(during), 0)));
+    CHECK_STR(gone_path(during, 1), "");
+    /* a back and gone again, its second dlclose quiet: a stack of its
+     * second stay is a's, and so is the one the first dlclose left
+     * unknown (a was there either way: it left again the same). */
+    const uintptr_t second[] = {0x1040, 0x9000};
+    uint32_t stay2 = vt_tracker_stack_id(second, 2);
+    mark_note(&a);
+    CHECK_STR(gone_path(stay2, 0), "/lib/a.so");
+    CHECK_STR(gone_path(early, 0), "/lib/a.so");
+    CHECK_STR(gone_path(during, 0), "/lib/a.so");
+    /* Every record taken: nothing changes any more, and a frame of a
+     * stack interned since that lies where libraries left is of unknown
+     * code (before: the next departure of b moved b's record on, and such
+     * frames were named after b). */
+    vt_tracker_reset_child();
+    uint32_t old_stack = vt_tracker_stack_id(in_a, 2);
+    for (int i = 0; i < VT_MAX_DEPARTED; i++) {
+        struct vt_code_span x = i % 2 ? a : b;
+        x.lo = 0x100000 + (uintptr_t)i * 0x1000;
+        x.hi = x.lo + 0x1000;
+        mark_note(&x);
+    }
+    mark_note(&a);   /* a at 0x1000: no room */
+    uint32_t since = vt_tracker_stack_id(later, 3);
+    mark_note(&b);   /* b at 0x1000: no room either */
+    CHECK_STR(gone_path(old_stack, 0), "");   /* never remembered: its address */
+    CHECK_EQ(vt_code_key(stack_of(since), 0), 0x1010);
+    const uintptr_t in_first[] = {0x100010, 0x9000};
+    uint32_t walked = vt_tracker_stack_id(in_first, 2);
+    mark_note(&b);
+    CHECK(vt_code_unknown(vt_code_key(stack_of(walked), 0)));
+    CHECK(vt_departed_of(vt_code_key(stack_of(walked), 0)) == NULL);
+    CHECK_EQ(vt_code_address(vt_code_key(stack_of(walked), 0)), 0x100010);
     /* A forked child's stacks start after every departure. */
     vt_tracker_reset_child();
     uint32_t c0 = vt_tracker_stack_id(in_a, 2);
