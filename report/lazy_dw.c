@@ -3,7 +3,7 @@
  * The library is not linked against libdw: it and the four libraries it
  * brings (libelf, libz, libbz2, liblzma) cost every process LD_PRELOAD
  * reaches a load at start, and only writing a report needs them. These are
- * the libdwfl and libdw functions symbolize.c and inlines.c call, under their own names and hidden
+ * the libdwfl, libdw and libelf functions symbolize.c and inlines.c call, under their own names and hidden
  * (they stand in only for vramtrace's own calls, never for a program's
  * libdw): the first one called loads libdw.so.1 and finds the real ones.
  * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
@@ -57,7 +57,10 @@
     _(Dwfl_Module *, dwfl_report_elf, (Dwfl *d, const char *n, const char *fn, int fd, GElf_Addr b, bool add), \
       (d, n, fn, fd, b, add), NULL)                                                                  \
     _(int, dwfl_module_build_id, (Dwfl_Module *m, const unsigned char **bits, GElf_Addr *va),         \
-      (m, bits, va), -1)
+      (m, bits, va), -1)                                                                             \
+    _(Elf *, dwfl_module_getelf, (Dwfl_Module *m, GElf_Addr *bias), (m, bias), NULL)                  \
+    _(int, elf_getphdrnum, (Elf *e, size_t *n), (e, n), -1)                                          \
+    _(GElf_Phdr *, gelf_getphdr, (Elf *e, int i, GElf_Phdr *ph), (e, i, ph), NULL)
 
 static struct {
 #define FIELD(ret, name, params, args, fail) ret (*name) params;
@@ -83,6 +86,9 @@ static void load(void) {
      * are the ones declared today. */
     *(void **)&real.dwfl_report_elf = dlvsym(h, "dwfl_report_elf", "ELFUTILS_0.156");
     *(void **)&real.dwfl_module_build_id = dlvsym(h, "dwfl_module_build_id", "ELFUTILS_0.138");
+    /* libelf's, found through libdw, which needs it. */
+    *(void **)&real.elf_getphdrnum = dlvsym(h, "elf_getphdrnum", "ELFUTILS_1.6");
+    *(void **)&real.gelf_getphdr = dlvsym(h, "gelf_getphdr", "ELFUTILS_1.0");
 }
 
 #define STAND_IN(ret, name, params, args, fail)                 \

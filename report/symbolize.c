@@ -2,14 +2,14 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <dwarf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/display.h"
@@ -203,6 +203,25 @@ static uint32_t inlined_at(struct priv *p, Dwfl_Module *m, Dwarf_Addr pc, const 
  * inlined there). */
 static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_departed *d);
 
+/* Whether pc lies in one of module m's loaded segments. libdwfl reads the
+ * process's maps and counts an anonymous mapping that follows a module's
+ * last one as that module's (its .bss goes on so): code made at run time
+ * there (a JIT's, a libffi trampoline's) was named after the module, at
+ * an offset past the file's end. Where m's ELF cannot be read, yes. */
+static int in_segments(Dwfl_Module *m, Dwarf_Addr pc) {
+    GElf_Addr bias = 0;
+    Elf *e = dwfl_module_getelf(m, &bias);
+    size_t n = 0;
+    if (!e || elf_getphdrnum(e, &n) != 0) return 1;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && pc - bias >= ph.p_vaddr &&
+            pc - bias < ph.p_vaddr + ph.p_memsz)
+            return 1;
+    }
+    return 0;
+}
+
 static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint32_t max) {
     uintptr_t address = vt_code_address(key);
     memset(f, 0, sizeof *f);
@@ -235,7 +254,7 @@ static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint3
     /* A return address points after the call: look up the call itself. */
     Dwarf_Addr pc = address > 0 ? address - 1 : address;
     Dwfl_Module *m = dwfl_addrmodule(dw, pc);
-    if (!m) return 1;
+    if (!m || !in_segments(m, pc)) return 1;
     if (!d) {
         Dwarf_Addr base = 0;
         const char *mainfile = NULL;

@@ -282,3 +282,29 @@ def dl_unloaded_plugin_without_build_id():
                 check_frames(blocks[0][1], [r"\?\? \(%s\+%s\)" % (re.escape(copy), f["offset"]) for f in fr[:2]],
                              "the file replaced: its frames")
                 ok("plug_b" not in p.stderr, "nothing of the new file's")
+
+
+@test
+def dl_code_made_at_run_time_names_no_module():
+    """A frame in code made at run time (an anonymous executable mapping):
+    its address alone, no module (before: the library libdwfl's view of
+    the maps put before it, at an offset past that file's end), in the
+    leak report and the dump; the frames around it keep their names."""
+    with workdir("vt-jit-") as work:
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(work, "dump.json"),
+                  "VRAMTRACE_LEAK_CHECK": "1"})
+        p = subprocess.run([os.path.join(T, "t_jit")], env=e, cwd=work, capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 23, "the leak fails the run: " + p.stderr)
+        ret = p.stdout.split()[-1]
+        blocks = leak_blocks(p.stderr)
+        eq(len(blocks), 1, "one leak: " + p.stderr)
+        _, fr, addrs = blocks[0]
+        k = [int(a, 16) for a in addrs].index(int(ret, 16))
+        ok(re.fullmatch(r"grab \S*t_jit\.c:\d+", fr[k - 1]), f"the frame before: {fr[k - 1]!r}")
+        eq(fr[k], "??", "the run-time code's frame: its address alone")
+        ok(re.fullmatch(r"main \S*t_jit\.c:\d+", fr[k + 1]), f"the frame after: {fr[k + 1]!r}")
+        d = load_dump(os.path.join(work, "dump.json"))
+        f = frames(d, d["live"][0]["stack"])[k]
+        eq((f["function"], f["module"], f["address"]), (None, None, ret), "the dump's frame")

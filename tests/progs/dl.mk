@@ -46,3 +46,10 @@ $(T)/libt_unload_a.so $(T)/libt_unload_b.so: $(T)/libt_unload_%.so: tests/progs/
 $(T)/libt_unload_nobid_a.so $(T)/libt_unload_nobid_b.so: $(T)/libt_unload_nobid_%.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,--build-id=none -DPLUG=$* -o $@ $< $(SIMLINK) -lcuda
+
+# Code made at run time (test_dl.py's dl_code_made_at_run_time_names_no_module).
+PROGS += $(T)/t_jit
+
+$(T)/t_jit: tests/progs/t_jit.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
