@@ -305,7 +305,7 @@ UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c track
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c tracker/departed.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/analysis.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/live_torch.c
-UNIT_LIBS := -ldw -ldl -lpthread
+UNIT_LIBS := -ldw -lelf -ldl -lpthread
 
 # Each unit test is a tests/unit/test_*.c with the sources above, built
 # once plain (unit, unit_nomem: it defines the allocator itself), with
