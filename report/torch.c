@@ -265,12 +265,15 @@ int vt_torch_take(const char *text, size_t len) {
          * error raised again on the thread that ran backward()) belongs to
          * the device's failure still open. */
         int mine = vt_thread_oom_open;
-        if (mine) vt_oom_close_mine();
-        else if (!vt_oom_claim(r.oom_device) && unseen) {
+        if (mine) {
+            r.oom_seq = vt_thread_oom_seq;
+            vt_oom_close_mine();
+        } else if (!vt_oom_claim(r.oom_device) && unseen) {
             unseen(r.oom_device, r.request);
             /* The failure it made is this record's: not open for the next
              * (PyTorch's refusals one after another, with no allocation
              * between, each took the one before as theirs). */
+            r.oom_seq = vt_thread_oom_seq;
             vt_oom_close_mine();
         }
     }
@@ -322,10 +325,13 @@ const struct vt_torch_record *vt_torch_top(const char *reason) {
     return NULL;
 }
 
-/* Whether OOM record i of s is the latest on r's device at or before r
- * arrived. */
+/* Whether OOM record i of s is r's: its thread's own, or the latest on
+ * r's device at or before r arrived. */
 static int belongs(const struct vt_snapshot *s, size_t i, const struct vt_torch_record *r) {
     const struct vt_oom *o = &s->ooms[i];
+    /* Its own thread's failure: when two threads fail at once, the other
+     * thread's may be the latest by time. */
+    if (r->oom_seq) return r->oom_seq == i + 1 && o->device == r->oom_device;
     if (o->device != r->oom_device || o->time_ns > r->time_ns) return 0;
     for (size_t k = i + 1; k < s->nooms; k++)
         if (s->ooms[k].device == r->oom_device) return s->ooms[k].time_ns > r->time_ns;

@@ -24,9 +24,11 @@
  * below, is refused whole: nothing of it is kept, and the library never
  * reads past `len` bytes.
  *
- * An "oom" record belongs to the latest out-of-memory failure the tracker
- * recorded at or before its arrival on its device (PyTorch's observer runs
- * after the failed CUDA calls); the last of up to VT_TORCH_OOMS such records
+ * An "oom" record belongs to the failure its thread's failed CUDA call
+ * made (PyTorch's observer runs after the failed CUDA calls, on the same
+ * thread), or, where another thread's is open on its device, to the
+ * latest out-of-memory failure the tracker recorded at or before its
+ * arrival on its device; the last of up to VT_TORCH_OOMS such records
  * are kept. An "exit" or "signal" record is the top-level PyTorch state of
  * the next dump of that reason. */
 #ifndef VT_TORCH_H
@@ -72,6 +74,7 @@ struct vt_torch_device {
 
 struct vt_torch_record {
     int reason, oom_device;
+    uint32_t oom_seq;   /* an "oom" record's failure (its index + 1) where its thread's own; 0: by time */
     uint64_t request, steps, time_ns;
     struct vt_torch_device *devices;
     size_t ndevices;

@@ -10,6 +10,7 @@
 #include "../../report/owntime.h"
 #include "../../report/holders.h"
 #include "../../report/postmortem.h"
+#include "../../report/torch.h"
 #include "../../tracker/released.h"
 #include "../../tracker/stack.h"
 #include "../../tracker/released.h"
@@ -536,6 +537,32 @@ static void test_each_thread_knows_its_own_failure(void) {
 
 static const uintptr_t site_c[] = {0x1200, 0x2000, 0x3000};
 
+static void *fail_on_device_0(void *arg) {
+    struct vt_oom o = {.requested = 5 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &o, site_c, 3);
+    return NULL;
+}
+
+/* Two threads' failures on one device, the first thread's PyTorch record
+ * arriving after both: the record is the first thread's failure's (before:
+ * the latest failure on the device by time, the other thread's). */
+static void test_torch_record_of_its_own_threads_failure(void) {
+    struct vt_oom o = {.requested = 3 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+    vt_tracker_failed(1, &o, site_b, 3);
+    pthread_t t;
+    pthread_create(&t, NULL, fail_on_device_0, NULL);
+    pthread_join(t, NULL);
+    static const char rec[] = "vramtrace-torch\t1\toom\t0\t0\t9\n";
+    CHECK_EQ(vt_torch_take(rec, sizeof rec - 1), 0);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->nooms, 2);
+    const struct vt_torch_record *r = vt_torch_for_oom(s, 0);
+    CHECK(r != NULL && r->steps == 9);
+    CHECK(vt_torch_for_oom(s, 1) == NULL);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
 static void test_holders_at_peak_and_oom(void) {
     uint64_t c;
     vt_tracker_alloc(0xa1, 100, VT_KIND_DEVICE, 0, "x", site_a, 3); /* stack 0 */
@@ -996,5 +1023,6 @@ int main(void) {
     test_dump_writes_every_section();
     test_postmortem_host_kinds_and_missed();
     test_each_thread_knows_its_own_failure();
+    test_torch_record_of_its_own_threads_failure();
     return check_report("unit");
 }
