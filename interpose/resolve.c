@@ -444,7 +444,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
     void *f = real_dlclose_fn();
     if (!f) return -1;
     int saved = errno;
-    struct vt_loaded *before = vt_unload_before();
+    struct vt_loaded *before = vt_unload_before(handle);
     errno = saved;
     int r = ((int (*)(void *))f)(handle);
     saved = errno;

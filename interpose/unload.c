@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,21 +12,69 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <uthash.h>
+
 #include "../tracker/departed.h"
 #include "hook.h"
 #include "unload.h"
 
-struct vt_loaded {
-    struct vt_code_span *span;
-    uint8_t *gone;          /* per span: not found after the dlclose */
-    size_t n, cap;
-    char *names;            /* the paths, copied: the loader's go with the library */
-    size_t names_used, names_cap;
-    size_t cursor;          /* where the next library after the dlclose is looked for first */
-    uint32_t from, mark;    /* the stacks interned when the dlclose began, and when it returned */
-    int maps;               /* a library needs from_maps */
-    int failed;
+/* What is known of a loaded library, made at the first dlclose that finds
+ * it loaded and kept while it stays (the file it maps cannot change while
+ * it is mapped), so that a dlclose costs a look-up a library: its span,
+ * build ID or fingerprint, and its file as the kernel names the mapping
+ * (whole, through any link as it was followed at the load; with
+ * " (deleted)" when it was removed since) with, for a library without a
+ * build ID, what that file is. Found by its lowest address and its
+ * loader's name. Under `lock`. */
+struct known {
+    uintptr_t lo;
+    struct vt_code_span span;   /* path: the kernel's name, malloc'd */
+    char *loader_name;          /* malloc'd */
+    int departed;               /* told to the tracker by one dlclose: not by another */
+    struct known *next_buried;
+    UT_hash_handle hh;
 };
+
+/* The table; entries taken out of it (their library left, or another is
+ * at its place) are buried, and freed once no dlclose that may hold them
+ * in its list is under way. */
+static struct known *known, *buried;
+static int in_flight;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct vt_loaded {
+    struct known **before;      /* the libraries loaded before the dlclose */
+    size_t n, cap;
+    struct known **after;       /* those of them found after it */
+    size_t nafter, capafter;
+    uint32_t from, mark;        /* the stacks interned when the dlclose began, and when it returned */
+    unsigned long long adds;    /* the loader's count of loads before the dlclose */
+    uintptr_t handle_base;      /* the load bias of the library the handle is (0: not known) */
+    int have_adds, failed;
+};
+
+/* The loader's names are read with no lock a thread sanitizer sees (the
+ * loader's own): copied and compared here, unchecked by it, so that a
+ * ThreadSanitizer build does not report the loader's writes of another
+ * thread's dlopen as a race. */
+#define VT_LOADER_READ __attribute__((no_sanitize("thread")))
+
+VT_LOADER_READ static char *loader_name_dup(const char *name) {
+    size_t n = 0;
+    while (name[n]) n++;
+    char *c = malloc(n + 1);
+    if (c)
+        for (size_t i = 0; i <= n; i++) c[i] = name[i];
+    return c;
+}
+
+VT_LOADER_READ static uintptr_t load_bias_of(void *handle) { return ((struct link_map *)handle)->l_addr; }
+
+VT_LOADER_READ static int loader_name_is(const char *kept, const char *name) {
+    size_t i = 0;
+    for (; kept[i] && kept[i] == name[i]; i++) {}
+    return kept[i] == name[i];
+}
 
 /* The GNU build ID among a library's notes, as mapped. */
 static void build_id_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
@@ -79,179 +129,227 @@ static void span_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
     if (s->lo > s->hi) s->lo = s->hi = 0;
 }
 
-/* Whether a library needs the kernel's word on its file: named relative
- * to a folder (dlopen("./x.so"): the folder meant is the one the program
- * was in at the dlopen, which it may have left since), or without a
- * build ID (what its file was, to tell a file replaced since). */
-static int needs_maps(const struct vt_loaded *l, size_t i) {
-    const char *name = l->names + (uintptr_t)l->span[i].path;
-    return (name[0] != '/' && strchr(name, '/')) || !l->span[i].build_id_len;
+/* The file the kernel maps at the library's lowest address, as it names
+ * it (malloc'd), or NULL. /proc/self/map_files names each mapping by its
+ * range: the first segment's, as the loader mapped it; where that range
+ * is not one mapping, the maps are read. */
+static char *mapped_file(const struct dl_phdr_info *info, uintptr_t lo) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = lo & ~(page - 1), end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr == lo) {
+            end = (lo + ph->p_memsz + page - 1) & ~(page - 1);
+            break;
+        }
+    }
+    char link[64], buf[4096 + 16];
+    snprintf(link, sizeof link, "/proc/self/map_files/%lx-%lx", (unsigned long)start, (unsigned long)end);
+    ssize_t n = end ? readlink(link, buf, sizeof buf - 1) : -1;
+    if (n > 0) {
+        buf[n] = '\0';
+        return strdup(buf);
+    }
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return NULL;
+    char *found = NULL;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        unsigned long from;
+        int at = 0;
+        if (sscanf(buf, "%lx-%*x %*s %*x %*s %*u %n", &from, &at) != 1 || !at || from != start || buf[at] != '/')
+            continue;
+        buf[at + strcspn(buf + at, "\n")] = '\0';
+        found = strdup(buf + at);
+    }
+    fclose(f);
+    return found;
 }
 
-static int list_one(struct dl_phdr_info *info, size_t size, void *arg) {
+/* A library first seen: what is known of it (NULL: out of memory). */
+static struct known *learn(const struct dl_phdr_info *info, uintptr_t lo) {
+    struct known *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    span_of(info, &k->span);
+    k->lo = lo;
+    k->loader_name = loader_name_dup(info->dlpi_name);
+    build_id_of(info, &k->span);
+    if (!k->span.build_id_len) fingerprint_of(info, &k->span);
+    char *path = mapped_file(info, lo);
+    /* Not the kernel's word: the loader's name made whole (a name
+     * relative to a folder is relative to the one the program is in). */
+    if (!path && k->loader_name) path = realpath(k->loader_name, NULL);
+    if (!path && k->loader_name) path = strdup(k->loader_name);
+    k->span.path = path;
+    struct stat st;
+    size_t len = path ? strlen(path) : 0;
+    static const char deleted[] = " (deleted)";
+    if (!k->span.build_id_len && path && !(len >= sizeof deleted - 1 && strcmp(path + len - (sizeof deleted - 1), deleted) == 0) &&
+        stat(path, &st) == 0) {
+        k->span.file = 1;
+        k->span.dev = st.st_dev;
+        k->span.ino = st.st_ino;
+        k->span.size = (uint64_t)st.st_size;
+        k->span.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    }
+    if (!k->loader_name || !k->span.path) {
+        free(k->loader_name);
+        free((void *)k->span.path);
+        free(k);
+        return NULL;
+    }
+    return k;
+}
+
+static void bury(struct known *k) {
+    HASH_DEL(known, k);
+    k->next_buried = buried;
+    buried = k;
+}
+
+/* No dlclose under way holds a buried entry any more. */
+static void free_buried(void) {
+    while (buried) {
+        struct known *k = buried;
+        buried = k->next_buried;
+        free(k->loader_name);
+        free((void *)k->span.path);
+        free(k);
+    }
+}
+
+/* The entry of the library info describes, made when it is new (NULL:
+ * out of memory). A library at the same place under another name is
+ * another library: the old entry goes. */
+VT_LOADER_READ static struct known *entry_of(const struct dl_phdr_info *info) {
+    struct vt_code_span s;
+    span_of(info, &s);
+    struct known *k;
+    HASH_FIND(hh, known, &s.lo, sizeof s.lo, k);
+    if (k && (k->span.hi != s.hi || k->span.base != s.base || !loader_name_is(k->loader_name, info->dlpi_name))) {
+        bury(k);
+        k = NULL;
+    }
+    if (!k && (k = learn(info, s.lo)) != NULL) HASH_ADD(hh, known, lo, sizeof k->lo, k);
+    return k;
+}
+
+VT_LOADER_READ static int list_one(struct dl_phdr_info *info, size_t size, void *arg) {
     struct vt_loaded *l = arg;
     /* The program itself and the vDSO never leave. */
     if (!info->dlpi_name || !info->dlpi_name[0] || l->failed) return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
-        struct vt_code_span *v = realloc(l->span, cap * sizeof *v);
+        struct known **v = realloc(l->before, cap * sizeof *v);
         if (!v) { l->failed = 1; return 1; }
-        l->span = v;
+        l->before = v;
         l->cap = cap;
     }
-    size_t len = strlen(info->dlpi_name) + 1;
-    if (l->names_used + len > l->names_cap) {
-        size_t cap = l->names_cap ? 2 * l->names_cap : 8192;
-        while (l->names_used + len > cap) cap *= 2;
-        char *v = realloc(l->names, cap);
-        if (!v) { l->failed = 1; return 1; }
-        l->names = v;
-        l->names_cap = cap;
+    struct known *k = entry_of(info);
+    if (!k) { l->failed = 1; return 1; }
+    l->before[l->n++] = k;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds) {
+        l->adds = info->dlpi_adds;
+        l->have_adds = 1;
     }
-    struct vt_code_span *s = &l->span[l->n++];
-    span_of(info, s);
-    memcpy(l->names + l->names_used, info->dlpi_name, len);
-    s->path = (const char *)(uintptr_t)l->names_used;  /* an offset until the names stop moving */
-    l->names_used += len;
-    build_id_of(info, s);
-    if (!s->build_id_len) fingerprint_of(info, s);
-    if (needs_maps(l, l->n - 1)) l->maps = 1;
     return 0;
 }
 
-/* Name into l's names (its offset there), or (uintptr_t)-1. */
-static uintptr_t add_name(struct vt_loaded *l, const char *name, size_t len) {
-    if (l->names_used + len + 1 > l->names_cap) {
-        size_t cap = l->names_cap ? 2 * l->names_cap : 8192;
-        while (l->names_used + len + 1 > cap) cap *= 2;
-        char *v = realloc(l->names, cap);
-        if (!v) return (uintptr_t)-1;
-        l->names = v;
-        l->names_cap = cap;
-    }
-    uintptr_t at = l->names_used;
-    memcpy(l->names + at, name, len);
-    l->names[at + len] = '\0';
-    l->names_used += len + 1;
-    return at;
+static int by_pointer(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(struct known *const *)a, y = (uintptr_t)*(struct known *const *)b;
+    return x < y ? -1 : x > y;
 }
 
-/* Those libraries named as the kernel maps them (whole), with the
- * device and inode of the file mapped, and, where the name still leads to
- * that file, its size and modification time. */
-static void from_maps(struct vt_loaded *l) {
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f) return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    char line[4096 + 128];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long start, ino;
-        unsigned maj, min;
-        int at = 0;
-        if (sscanf(line, "%lx-%*x %*s %*x %x:%x %lu %n", &start, &maj, &min, &ino, &at) != 4 || !at ||
-            line[at] != '/')
-            continue;
-        char *path = line + at;
-        size_t len = strcspn(path, "\n");
-        path[len] = '\0';
-        for (size_t i = 0; i < l->n; i++) {
-            struct vt_code_span *s = &l->span[i];
-            if ((s->lo & ~(page - 1)) != start || !needs_maps(l, i)) continue;
-            const char *name = l->names + (uintptr_t)s->path;
-            if (name[0] != '/') {
-                uintptr_t o = add_name(l, path, len);
-                if (o != (uintptr_t)-1) s->path = (const char *)o;
-            }
-            struct stat st;
-            if (!s->build_id_len && stat(path, &st) == 0 && st.st_dev == makedev(maj, min) && st.st_ino == ino) {
-                s->file = 1;
-                s->dev = st.st_dev;
-                s->ino = st.st_ino;
-                s->size = (uint64_t)st.st_size;
-                s->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-            }
-        }
-    }
-    fclose(f);
+static void done(struct vt_loaded *l) {
+    if (--in_flight == 0) free_buried();
+    pthread_mutex_unlock(&lock);
+    free(l->before);
+    free(l->after);
+    free(l);
 }
 
-struct vt_loaded *vt_unload_before(void) {
+struct vt_loaded *vt_unload_before(void *handle) {
     /* A dlclose from a signal handler that interrupted vramtrace's own
      * work (which may hold the lock the note takes) goes untold. */
     if (vt_busy > 0) return NULL;
     struct vt_loaded *l = calloc(1, sizeof *l);
     if (!l) return NULL;
+    /* A handle is the library's link map (glibc's dlclose reads it as one
+     * too, before it checks anything). */
+    if ((uintptr_t)handle >= 4096) l->handle_base = load_bias_of(handle);
+    pthread_mutex_lock(&lock);
+    in_flight++;
     dl_iterate_phdr(list_one, l);
+    pthread_mutex_unlock(&lock);
     if (l->failed) {
-        free(l->span);
-        free(l->names);
-        free(l);
+        pthread_mutex_lock(&lock);
+        done(l);
         return NULL;
     }
-    if (l->maps) from_maps(l);
     l->from = vt_departed_mark();
     return l;
 }
 
-static int same_build(const struct vt_code_span *was, const struct dl_phdr_info *info) {
-    struct vt_code_span now;
-    memset(&now, 0, sizeof now);
-    build_id_of(info, &now);
-    if (now.build_id_len != was->build_id_len || memcmp(now.build_id, was->build_id, now.build_id_len) != 0) return 0;
-    if (!now.build_id_len) {
-        fingerprint_of(info, &now);
-        if (now.text_hash != was->text_hash) return 0;
-    }
-    return 1;
-}
-
-static int mark_present(struct dl_phdr_info *info, size_t size, void *arg) {
+/* A library still loaded after the dlclose: the same place, name and
+ * build (another loaded at once where one was is not it). */
+VT_LOADER_READ static int mark_present(struct dl_phdr_info *info, size_t size, void *arg) {
     struct vt_loaded *l = arg;
-    if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+    if (!info->dlpi_name || !info->dlpi_name[0] || l->failed) return 0;
     struct vt_code_span s;
     span_of(info, &s);
-    /* The loader lists in load order, before and after: the library
-     * after the last one found is nearly always the next one. */
-    for (size_t k = 0; k < l->n; k++) {
-        size_t i = (l->cursor + k) % l->n;
-        /* The same library: the same place and build ID (another one
-         * loaded at once where this one was is not it). */
-        if (l->span[i].base == s.base && l->span[i].lo == s.lo && l->span[i].hi == s.hi && same_build(&l->span[i], info)) {
-            l->gone[i] = 0;
-            l->cursor = i + 1;
-            break;
-        }
+    struct known *k;
+    HASH_FIND(hh, known, &s.lo, sizeof s.lo, k);
+    if (!k || k->span.hi != s.hi || k->span.base != s.base || !loader_name_is(k->loader_name, info->dlpi_name)) return 0;
+    /* Nothing was loaded during the dlclose: it is the same library. Else
+     * it may be another build loaded at once under the same name. */
+    int loads = !l->have_adds || size < offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds ||
+                info->dlpi_adds != l->adds;
+    /* Libraries were loaded while the dlclose ran: the one it closed,
+     * found where it was and the same, may have been unloaded and loaded
+     * again by another thread at once. It is told as gone (if it was not,
+     * its record names its frames from the same file). */
+    if (loads && l->handle_base && k->span.base == l->handle_base) return 0;
+    struct vt_code_span now;
+    memset(&now, 0, sizeof now);
+    if (loads) build_id_of(info, &now);
+    if (loads && (now.build_id_len != k->span.build_id_len || memcmp(now.build_id, k->span.build_id, now.build_id_len) != 0))
+        return 0;
+    if (loads && !now.build_id_len) {
+        fingerprint_of(info, &now);
+        if (now.text_hash != k->span.text_hash) return 0;
     }
+    if (l->nafter == l->capafter) {
+        size_t cap = l->capafter ? 2 * l->capafter : 64;
+        struct known **v = realloc(l->after, cap * sizeof *v);
+        if (!v) { l->failed = 1; return 1; }
+        l->after = v;
+        l->capafter = cap;
+    }
+    l->after[l->nafter++] = k;
     return 0;
 }
 
 void vt_unload_after(struct vt_loaded *l) {
     if (!l) return;
-    /* The stacks interned by now (see vt_departed_mark). */
     l->mark = vt_departed_mark();
-    l->gone = malloc(l->n ? l->n : 1);
-    if (l->gone) {
-        memset(l->gone, 1, l->n);
-        dl_iterate_phdr(mark_present, l);
-        size_t k = 0;
-        for (size_t i = 0; i < l->n; i++) {
-            if (!l->gone[i]) continue;
-            l->span[k] = l->span[i];
-            /* Named whole, as /proc/self/maps names the libraries still
-             * loaded (a name relative to a folder was made whole before
-             * the dlclose, name_whole); symbolic links resolved. */
-            const char *name = l->names + (uintptr_t)l->span[i].path;
-            char *whole = name[0] == '/' ? realpath(name, NULL) : NULL;
-            l->span[k].path = whole ? whole : name;
-            l->gone[k] = whole != NULL;
-            k++;
-        }
-        if (k) vt_departed_note(l->span, k, l->from, l->mark);
-        for (size_t i = 0; i < k; i++)
-            if (l->gone[i]) free((void *)l->span[i].path);
+    pthread_mutex_lock(&lock);
+    dl_iterate_phdr(mark_present, l);
+    struct vt_code_span *gone = l->failed ? NULL : malloc((l->n ? l->n : 1) * sizeof *gone);
+    if (!gone) {
+        done(l);
+        return;
     }
-    free(l->gone);
-    free(l->span);
-    free(l->names);
-    free(l);
+    /* Those of the list before not found after it left, unless another
+     * dlclose under way at the same time told them already. */
+    qsort(l->after, l->nafter, sizeof *l->after, by_pointer);
+    size_t k = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        struct known *e = l->before[i];
+        if (e->departed || bsearch(&e, l->after, l->nafter, sizeof *l->after, by_pointer)) continue;
+        e->departed = 1;
+        gone[k++] = e->span;
+        bury(e);
+    }
+    /* The spans' paths are the buried entries': freed after this. */
+    if (k) vt_departed_note(gone, k, l->from, l->mark);
+    free(gone);
+    done(l);
 }

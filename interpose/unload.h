@@ -8,9 +8,10 @@
 
 struct vt_loaded;
 
-/* The libraries loaded now (NULL when memory ran out, or in a signal
- * handler that interrupted vramtrace: nothing is told). */
-struct vt_loaded *vt_unload_before(void);
+/* The libraries loaded now, before dlclose(handle) (NULL when memory ran
+ * out, or in a signal handler that interrupted vramtrace: nothing is
+ * told). */
+struct vt_loaded *vt_unload_before(void *handle);
 
 /* After the real dlclose: those of `before` no longer loaded told to the
  * tracker; `before` freed. */

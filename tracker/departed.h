@@ -85,10 +85,11 @@ struct vt_departed {
 
 /* The most departures remembered (a frame's key is looked for among them
  * all); one library unloaded again and again where it was each time is
- * one. Once they are all taken, the records stop changing:
- * a frame of a stack interned since that lies where a library left is
- * then of unknown code (shown by address), and a library that leaves a
- * place no record covers is not remembered. */
+ * one. Once they are all taken, the records stop changing, and each
+ * library that leaves after is kept as a range alone (64 of them, widened
+ * when more): a frame of a stack interned before it left that lies in it
+ * is of unknown code (shown by address), unless a record says which
+ * library was there and left first. */
 #define VT_MAX_DEPARTED 1024
 #define VT_CODE_UNKNOWN 16383
 

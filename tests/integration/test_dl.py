@@ -260,6 +260,26 @@ def dl_unloaded_plugin_named_relative_to_a_folder_left_since():
 
 
 @test
+def dl_unloaded_plugin_loaded_through_a_link_moved_since():
+    """A plugin loaded through a symbolic link that is pointed elsewhere
+    before the dlclose (a "current release" link): its frames keep their
+    names, from the file that was mapped (before: the link's new target
+    was named, and its build ID refused: ?? at a file never loaded)."""
+    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    with workdir("vt-unload-") as work:
+        link = os.path.join(work, "current.so")
+        os.symlink(os.path.join(T, "libt_unload_a.so"), link)
+        p = unload_run(work, [T, "relink", link])
+        eq((p.returncode, p.stdout), (23, "unloaded after the link moved\n"), "the leak fails the run: " + p.stderr)
+        blocks = leak_blocks(p.stderr)
+        eq(len(blocks), 1, "one leak: " + p.stderr)
+        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+        d = load_dump(os.path.join(work, "dump.json"))
+        eq(frames(d, d["live"][0]["stack"])[0]["module"], os.path.join(os.path.realpath(T), "libt_unload_a.so"),
+           "the module: the file mapped")
+
+
+@test
 def dl_unloaded_plugin_without_build_id():
     """A plugin linked without a build ID: unloaded, its file kept, its
     frames keep their names; unloaded and its file replaced by another

@@ -10,6 +10,9 @@
  *                             a copy of a at PATH allocates 1 MiB, is
  *                             unloaded, and PATH is then replaced by NEW
  *                             (b by default; "": not replaced).
+ *   t_unload DIR relink LINK  a, loaded through the symbolic link LINK
+ *                             (to DIR's a), allocates 1 MiB; LINK is then
+ *                             pointed at DIR's b, and a unloaded.
  *   t_unload DIR chdir        a, loaded as ./libt_unload_a.so from DIR,
  *                             allocates 1 MiB; the program moves to / and
  *                             unloads it.
@@ -60,6 +63,17 @@ int main(int argc, char **argv) {
             first = at;
         }
         printf("ten stays in one place\n");
+        return 0;
+    }
+    if (strcmp(mode, "relink") == 0 && argc > 3) {
+        void *h = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+        if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.new", argv[3]);
+        if (!((alloc_fn)dlsym(h, "plug_a_alloc"))(1 << 20) || symlink(b, tmp) != 0 || rename(tmp, argv[3]) != 0 ||
+            dlclose(h) != 0)
+            return 2;
+        printf("unloaded after the link moved\n");
         return 0;
     }
     if (strcmp(mode, "chdir") == 0) {

@@ -511,6 +511,8 @@ static __attribute__((noinline)) void test_departed(void) {
      * frames were named after b). */
     vt_tracker_reset_child();
     uint32_t old_stack = vt_tracker_stack_id(in_a, 2);
+    const uintptr_t at_first[] = {0x100020, 0x9000};
+    uint32_t early_first = vt_tracker_stack_id(at_first, 2);
     for (int i = 0; i < VT_MAX_DEPARTED; i++) {
         struct vt_code_span x = i % 2 ? a : b;
         x.lo = 0x100000 + (uintptr_t)i * 0x1000;
@@ -520,14 +522,30 @@ static __attribute__((noinline)) void test_departed(void) {
     mark_note(&a);   /* a at 0x1000: no room */
     uint32_t since = vt_tracker_stack_id(later, 3);
     mark_note(&b);   /* b at 0x1000: no room either */
-    CHECK_STR(gone_path(old_stack, 0), "");   /* never remembered: its address */
-    CHECK_EQ(vt_code_key(stack_of(since), 0), 0x1010);
+    /* a and then b left 0x1000 unremembered: a stack interned before
+     * either (before: its address, named after whatever came there next)
+     * or between them is of unknown code there. */
+    CHECK(vt_code_unknown(vt_code_key(stack_of(old_stack), 0)));
+    CHECK(vt_code_unknown(vt_code_key(stack_of(since), 0)));
+    CHECK_EQ(vt_code_key(stack_of(old_stack), 1), 0x9000);
+    const uintptr_t after_all[] = {0x1010, 0x9000, 0x9200};
+    uint32_t now_there = vt_tracker_stack_id(after_all, 3);
+    CHECK_EQ(vt_code_key(stack_of(now_there), 0), 0x1010);   /* walked since: the code there now */
+    /* Walked since, where the first record's library was: the code there
+     * now, until it too leaves (unremembered: then unknown). */
     const uintptr_t in_first[] = {0x100010, 0x9000};
     uint32_t walked = vt_tracker_stack_id(in_first, 2);
     mark_note(&b);
+    CHECK_EQ(vt_code_key(stack_of(walked), 0), 0x100010);
+    struct vt_code_span first = a;
+    first.lo = 0x100000;
+    first.hi = 0x101000;
+    mark_note(&first);
     CHECK(vt_code_unknown(vt_code_key(stack_of(walked), 0)));
     CHECK(vt_departed_of(vt_code_key(stack_of(walked), 0)) == NULL);
     CHECK_EQ(vt_code_address(vt_code_key(stack_of(walked), 0)), 0x100010);
+    /* A stack interned before the record's library left still has it. */
+    CHECK_STR(gone_path(early_first, 0), "/lib/b.so");
     /* A forked child's stacks start after every departure. */
     vt_tracker_reset_child();
     uint32_t c0 = vt_tracker_stack_id(in_a, 2);
