@@ -232,20 +232,25 @@ VT_LOADER_READ static struct known *entry_of(const struct dl_phdr_info *info) {
     return k;
 }
 
+/* k appended to the list *v of *n entries and *cap room; -1: no memory. */
+static int push(struct known ***v, size_t *n, size_t *cap, struct known *k) {
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        struct known **w = realloc(*v, c * sizeof *w);
+        if (!w) return -1;
+        *v = w;
+        *cap = c;
+    }
+    (*v)[(*n)++] = k;
+    return 0;
+}
+
 VT_LOADER_READ static int list_one(struct dl_phdr_info *info, size_t size, void *arg) {
     struct vt_loaded *l = arg;
     /* The program itself and the vDSO never leave. */
     if (!info->dlpi_name || !info->dlpi_name[0] || l->failed) return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        struct known **v = realloc(l->before, cap * sizeof *v);
-        if (!v) { l->failed = 1; return 1; }
-        l->before = v;
-        l->cap = cap;
-    }
     struct known *k = entry_of(info);
-    if (!k) { l->failed = 1; return 1; }
-    l->before[l->n++] = k;
+    if (!k || push(&l->before, &l->n, &l->cap, k) != 0) { l->failed = 1; return 1; }
     if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds) {
         l->adds = info->dlpi_adds;
         l->have_adds = 1;
@@ -316,14 +321,7 @@ VT_LOADER_READ static int mark_present(struct dl_phdr_info *info, size_t size, v
         fingerprint_of(info, &now);
         if (now.text_hash != k->span.text_hash) return 0;
     }
-    if (l->nafter == l->capafter) {
-        size_t cap = l->capafter ? 2 * l->capafter : 64;
-        struct known **v = realloc(l->after, cap * sizeof *v);
-        if (!v) { l->failed = 1; return 1; }
-        l->after = v;
-        l->capafter = cap;
-    }
-    l->after[l->nafter++] = k;
+    if (push(&l->after, &l->nafter, &l->capafter, k) != 0) { l->failed = 1; return 1; }
     return 0;
 }
 
