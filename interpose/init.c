@@ -22,6 +22,7 @@
 #include "pools.h"
 #include "ondemand.h"
 #include "resolve.h"
+#include "unload.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -110,6 +111,7 @@ static void after_fork_parent(void) {
  * locks before_fork took are this thread's, the child's only one: they are
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
+    vt_unload_reset_child();
     vt_thread_reset_child();
     vt_graphs_fork_parent(); /* given back, then the tables emptied below */
     vt_tracker_unlock_all();

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <uthash.h>
@@ -350,4 +349,12 @@ void vt_unload_after(struct vt_loaded *l) {
     if (k) vt_departed_note(gone, k, l->from, l->mark);
     free(gone);
     done(l);
+}
+
+void vt_unload_reset_child(void) {
+    /* Another thread may have been changing the table at the fork: the
+     * child starts a new one (the old one's memory is left). */
+    known = buried = NULL;
+    in_flight = 0;
+    pthread_mutex_init(&lock, NULL);
 }
