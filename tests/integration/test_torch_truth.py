@@ -24,13 +24,17 @@ def clean_env(**extra):
 
 def in_dir(argv, work, env, timeout=300):
     """argv run in work; a run that PyTorch ended by std::terminate at exit
-    (run_tests.TERMINATED_AT_EXIT) is run once more (the files it left in work removed first: it writes no
-    exit dump)."""
+    (run_tests.TERMINATED_AT_EXIT) is run again, up to four times more (the
+    files it left in work removed first: it writes no exit dump). Seen in 1
+    and 2 of 12 runs of the healthy loop, with this build and the one
+    before; a fresh-clone CI run once met it twice in a row."""
     def files():
         return {os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs}
     before = files()
     p = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
-    if p.returncode in (-6, 134) and TERMINATED_AT_EXIT in p.stderr:
+    for _ in range(4):
+        if p.returncode not in (-6, 134) or TERMINATED_AT_EXIT not in p.stderr:
+            break
         for f in files() - before:
             os.unlink(f)
         p = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout)
