@@ -30,6 +30,7 @@ struct known {
     struct vt_code_span span;   /* path: the kernel's name, malloc'd */
     char *loader_name;          /* malloc'd */
     int departed;               /* told to the tracker by one dlclose: not by another */
+    int is_buried;              /* out of the table (a dlclose under way may still hold it) */
     struct known *next_buried;
     UT_hash_handle hh;
 };
@@ -38,7 +39,7 @@ struct known {
  * at its place) are buried, and freed once no dlclose that may hold them
  * in its list is under way. */
 static struct known *known, *buried;
-static int in_flight;
+static int in_flight, forked;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct vt_loaded {
@@ -150,15 +151,18 @@ static char *mapped_file(const struct dl_phdr_info *info, uintptr_t lo) {
     }
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f) return NULL;
-    char *found = NULL;
-    while (!found && fgets(buf, sizeof buf, f)) {
+    char *found = NULL, *line = NULL;
+    size_t cap = 0;
+    /* A line as long as its path (past PATH_MAX too). */
+    while (!found && getline(&line, &cap, f) > 0) {
         unsigned long from;
         int at = 0;
-        if (sscanf(buf, "%lx-%*x %*s %*x %*s %*u %n", &from, &at) != 1 || !at || from != start || buf[at] != '/')
+        if (sscanf(line, "%lx-%*x %*s %*x %*s %*u %n", &from, &at) != 1 || !at || from != start || line[at] != '/')
             continue;
-        buf[at + strcspn(buf + at, "\n")] = '\0';
-        found = strdup(buf + at);
+        line[at + strcspn(line + at, "\n")] = '\0';
+        found = strdup(line + at);
     }
+    free(line);
     fclose(f);
     return found;
 }
@@ -199,6 +203,8 @@ static struct known *learn(const struct dl_phdr_info *info, uintptr_t lo) {
 }
 
 static void bury(struct known *k) {
+    if (k->is_buried) return;
+    k->is_buried = 1;
     HASH_DEL(known, k);
     k->next_buried = buried;
     buried = k;
@@ -273,7 +279,7 @@ static void done(struct vt_loaded *l) {
 struct vt_loaded *vt_unload_before(void *handle) {
     /* A dlclose from a signal handler that interrupted vramtrace's own
      * work (which may hold the lock the note takes) goes untold. */
-    if (vt_busy > 0) return NULL;
+    if (vt_busy > 0 || forked) return NULL;
     struct vt_loaded *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     /* A handle is the library's link map (glibc's dlclose reads it as one
@@ -353,8 +359,15 @@ void vt_unload_after(struct vt_loaded *l) {
 
 void vt_unload_reset_child(void) {
     /* Another thread may have been changing the table at the fork: the
-     * child starts a new one (the old one's memory is left). */
+     * child starts a new one (the old one's memory is left). And another
+     * thread may have held the loader's list lock then, which the child
+     * inherits held (glibc makes only the loader's main lock anew):
+     * dl_iterate_phdr would wait for ever where the child's dlclose of a
+     * library that stays loaded never takes it. Until it execs, a forked
+     * child's dlclose is told nothing (CUDA itself does not work in a
+     * child forked after the parent used it). */
     known = buried = NULL;
     in_flight = 0;
+    forked = 1;
     pthread_mutex_init(&lock, NULL);
 }

@@ -17,9 +17,7 @@ struct vt_loaded *vt_unload_before(void *handle);
  * tracker; `before` freed. */
 void vt_unload_after(struct vt_loaded *before);
 
-/* In a forked child: what was known is learnt again (the table is not
- * held across the fork: a dlclose under way may hold the loader's lock,
- * which a fork may take). */
+/* In a forked child: nothing more is told (see unload.c). */
 void vt_unload_reset_child(void);
 
 #endif

@@ -440,7 +440,9 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
     Dwfl *dw = dwfl_begin(&callbacks);
     if (!dw) return NULL;
     dwfl_report_begin(dw);
-    Dwfl_Module *m = dwfl_report_elf(dw, d->span.path, d->span.path, -1, d->span.base, false);
+    /* At its load bias: libdwfl adds the first segment's address (a
+     * library linked to start elsewhere than 0 was read that far off). */
+    Dwfl_Module *m = dwfl_report_elf(dw, d->span.path, d->span.path, -1, d->span.base, true);
     dwfl_report_end(dw, NULL, NULL);
     const unsigned char *bits = NULL;
     GElf_Addr vaddr;
