@@ -328,3 +328,45 @@ def dl_code_made_at_run_time_names_no_module():
         d = load_dump(os.path.join(work, "dump.json"))
         f = frames(d, d["live"][0]["stack"])[k]
         eq((f["function"], f["module"], f["address"]), (None, None, ret), "the dump's frame")
+
+
+@test
+def dl_unloaded_plugin_linked_to_start_past_zero():
+    """A plugin linked to start at 0x10000 (not 0): unloaded, its frames
+    keep their names (before: its file was read 0x10000 off, ?? or another
+    function's name)."""
+    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    with workdir("vt-unload-") as work:
+        p = unload_run(work, [T, "based"])
+        eq((p.returncode, p.stdout), (23, "unloaded\n"), "the leak fails the run: " + p.stderr)
+        blocks = leak_blocks(p.stderr)
+        eq(len(blocks), 1, "one leak: " + p.stderr)
+        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+
+
+@test
+def dl_threads_loading_and_unloading_plugins_at_once():
+    """Eight threads loading, using and unloading eight copies of a plugin
+    at random (the copies take each other's places): the run ends as
+    without vramtrace, every leak's plugin frames are the plugin's or an
+    address alone, never anything else; under the ASan build, clean
+    (before: two dlcloses at once could free what vramtrace knew of a
+    library twice, a crash in 3 of 5 runs with two threads)."""
+    asan = gcc_runtime("libasan.so")
+    with workdir("vt-churn-") as work:
+        for i in range(8):
+            shutil.copy(os.path.join(T, "libt_unload_a.so"), os.path.join(work, "plug%d.so" % i))
+        argv = [UNLOAD, T, "churn", work, "8", "60"]
+        for lib, first in ((None, None), (os.path.join(BUILD, "asan", "libvramtrace.so"), asan)):
+            r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1", "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"}, lib=lib,
+                    first=first)
+            what = "the ASan build" if lib else "the library"
+            ok("AddressSanitizer" not in r.err and "runtime error" not in r.err, f"{what}: clean:\n{r.err[-3000:]}")
+            eq((r.rc, r.out), (23, "done\n"), f"{what}: the run: {r.err[-2000:]}")
+            blocks = leak_blocks(r.err)
+            eq(sum(int(re.search(r"in (\d+) object", b[0]).group(1)) for b in blocks), 480, f"{what}: every leak told")
+            for head, fr, _ in blocks:
+                k = next(i for i, f in enumerate(fr) if f.startswith("use "))
+                for f in fr[:k]:
+                    ok(f == "??" or re.match(r"plug_a_(inner|alloc) \S*t_unload_plug\.c:\d+$", f),
+                       f"{what}: a plugin frame: {f!r}")

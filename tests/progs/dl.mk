@@ -32,11 +32,12 @@ $(T)/libt_dl_drvb.so: tests/progs/t_dl_drv.c
 	$(CC) $(TEST_CFLAGS) -fPIC -fvisibility=hidden -shared -DDRV_BASE=0xb0000000ull -o $@ $<
 
 # Plugins unloaded after they allocated (test_dl.py's unload tests).
-PROGS += $(T)/t_unload $(T)/libt_unload_a.so $(T)/libt_unload_b.so $(T)/libt_unload_nobid_a.so $(T)/libt_unload_nobid_b.so
+PROGS += $(T)/t_unload $(T)/libt_unload_a.so $(T)/libt_unload_b.so $(T)/libt_unload_nobid_a.so $(T)/libt_unload_nobid_b.so \
+         $(T)/libt_unload_based.so
 
 $(T)/t_unload: tests/progs/t_unload.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda -ldl
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda -ldl -lpthread
 
 $(T)/libt_unload_a.so $(T)/libt_unload_b.so: $(T)/libt_unload_%.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
@@ -53,3 +54,8 @@ PROGS += $(T)/t_jit
 $(T)/t_jit: tests/progs/t_jit.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
+
+# The plugin linked to start at 0x10000, not 0.
+$(T)/libt_unload_based.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x10000 -DPLUG=a -o $@ $< $(SIMLINK) -lcuda

@@ -10,6 +10,13 @@
  *                             a copy of a at PATH allocates 1 MiB, is
  *                             unloaded, and PATH is then replaced by NEW
  *                             (b by default; "": not replaced).
+ *   t_unload DIR churn COPIES THREADS ITERS
+ *                             THREADS threads each load one of the copies
+ *                             COPIES/plug0.so ... plug7.so of a at random,
+ *                             allocate 4 KiB through it and unload it,
+ *                             ITERS times; prints "done".
+ *   t_unload DIR based        a built to start at 0x10000 (libt_unload_
+ *                             based.so) allocates 1 MiB and is unloaded.
  *   t_unload DIR relink LINK  a, loaded through the symbolic link LINK
  *                             (to DIR's a), allocates 1 MiB; LINK is then
  *                             pointed at DIR's b, and a unloaded.
@@ -22,6 +29,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +54,22 @@ static void *use(const char *path, const char *fn, size_t n, int keep) {
     return base;
 }
 
+static const char *churn_dir;
+static int churn_iters;
+static CUcontext churn_ctx;
+
+static void *churn(void *arg) {
+    unsigned r = 12345u + 7919u * (unsigned)(long)arg;
+    cuCtxSetCurrent(churn_ctx);
+    for (int i = 0; i < churn_iters; i++) {
+        char p[4200];
+        r = r * 1103515245u + 12345u;
+        snprintf(p, sizeof p, "%s/plug%u.so", churn_dir, (r >> 16) % 8);
+        use(p, "plug_a_alloc", 4096, 0);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     char a[4096], b[4096];
@@ -63,6 +87,25 @@ int main(int argc, char **argv) {
             first = at;
         }
         printf("ten stays in one place\n");
+        return 0;
+    }
+    if (strcmp(mode, "churn") == 0 && argc > 5) {
+        churn_dir = argv[3];
+        churn_iters = atoi(argv[5]);
+        int n = atoi(argv[4]);
+        pthread_t t[64];
+        if (n < 1 || n > 64) return 2;
+        churn_ctx = c;
+        for (long i = 0; i < n; i++) pthread_create(&t[i], NULL, churn, (void *)i);
+        for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+        printf("done\n");
+        return 0;
+    }
+    if (strcmp(mode, "based") == 0) {
+        char based[4200];
+        snprintf(based, sizeof based, "%s/libt_unload_based.so", argv[1]);
+        use(based, "plug_a_alloc", 1 << 20, 0);
+        printf("unloaded\n");
         return 0;
     }
     if (strcmp(mode, "relink") == 0 && argc > 3) {
