@@ -171,6 +171,21 @@ def check_frames(fr, want, what):
         ok(re.fullmatch(w, got), f"{what}: {got!r} is not {w!r}")
 
 
+def plug_lines():
+    return {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+
+
+def one_leak_of_a(work, args, out):
+    """t_unload args run in work: status 23 and stdout out, one leak, its
+    frames plugin a's; returns the run."""
+    p = unload_run(work, args)
+    eq((p.returncode, p.stdout), (23, out), "the leak fails the run: " + p.stderr)
+    blocks = leak_blocks(p.stderr)
+    eq(len(blocks), 1, "one leak: " + p.stderr)
+    check_frames(blocks[0][1], plug_site("a", plug_lines()), "its frames")
+    return p
+
+
 @test
 def dl_unloaded_plugin_keeps_its_names():
     """A plugin that allocated and was unloaded, and another loaded where it
@@ -179,7 +194,7 @@ def dl_unloaded_plugin_keeps_its_names():
     addresses; with nothing loaded there, ??), in the leak report, the
     dump and the CLI's report. The plugins are loaded by a path relative
     to the program's folder; their modules are named whole."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    ln = plug_lines()
     with workdir("vt-unload-") as work:
         os.symlink(T, os.path.join(work, "plugins"))
         p = unload_run(work, ["./plugins"])
@@ -212,7 +227,7 @@ def dl_unloaded_plugin_keeps_its_names():
 def dl_plugin_unloaded_again_and_again_keeps_its_names():
     """One plugin loaded, allocating and unloaded ten times in one place:
     ten leaks of one stack, named after it."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    ln = plug_lines()
     with workdir("vt-unload-") as work:
         p = unload_run(work, [T, "loop"])
         eq((p.returncode, p.stdout), (23, "ten stays in one place\n"), "the leaks fail the run: " + p.stderr)
@@ -247,13 +262,8 @@ def dl_unloaded_plugin_named_relative_to_a_folder_left_since():
     folder before the dlclose: its frames keep their names, its module
     named whole (before: realpath against the new folder named a file
     never loaded, or none)."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
     with workdir("vt-unload-") as work:
-        p = unload_run(work, [T, "chdir"])
-        eq((p.returncode, p.stdout), (23, "unloaded from /\n"), "the leak fails the run: " + p.stderr)
-        blocks = leak_blocks(p.stderr)
-        eq(len(blocks), 1, "one leak: " + p.stderr)
-        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+        one_leak_of_a(work, [T, "chdir"], "unloaded from /\n")
         d = load_dump(os.path.join(work, "dump.json"))
         eq([f["module"] for f in frames(d, d["live"][0]["stack"])[:2]],
            [os.path.join(os.path.realpath(T), "libt_unload_a.so")] * 2, "the module named whole")
@@ -265,15 +275,10 @@ def dl_unloaded_plugin_loaded_through_a_link_moved_since():
     before the dlclose (a "current release" link): its frames keep their
     names, from the file that was mapped (before: the link's new target
     was named, and its build ID refused: ?? at a file never loaded)."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
     with workdir("vt-unload-") as work:
         link = os.path.join(work, "current.so")
         os.symlink(os.path.join(T, "libt_unload_a.so"), link)
-        p = unload_run(work, [T, "relink", link])
-        eq((p.returncode, p.stdout), (23, "unloaded after the link moved\n"), "the leak fails the run: " + p.stderr)
-        blocks = leak_blocks(p.stderr)
-        eq(len(blocks), 1, "one leak: " + p.stderr)
-        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+        one_leak_of_a(work, [T, "relink", link], "unloaded after the link moved\n")
         d = load_dump(os.path.join(work, "dump.json"))
         eq(frames(d, d["live"][0]["stack"])[0]["module"], os.path.join(os.path.realpath(T), "libt_unload_a.so"),
            "the module: the file mapped")
@@ -285,7 +290,7 @@ def dl_unloaded_plugin_without_build_id():
     frames keep their names; unloaded and its file replaced by another
     build (the same code, other names), they keep their module and offset
     and none of the new file's names (before: the new file's)."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
+    ln = plug_lines()
     for new, want in (("", None), (os.path.join(T, "libt_unload_nobid_b.so"), "??")):
         with workdir("vt-unload-") as work:
             copy = os.path.join(work, "plug.so")
@@ -335,13 +340,8 @@ def dl_unloaded_plugin_linked_to_start_past_zero():
     """A plugin linked to start at 0x10000 (not 0): unloaded, its frames
     keep their names (before: its file was read 0x10000 off, ?? or another
     function's name)."""
-    ln = {k: source_line("t_unload_plug.c", "LINE:" + k) for k in ("alloc", "inner")}
     with workdir("vt-unload-") as work:
-        p = unload_run(work, [T, "based"])
-        eq((p.returncode, p.stdout), (23, "unloaded\n"), "the leak fails the run: " + p.stderr)
-        blocks = leak_blocks(p.stderr)
-        eq(len(blocks), 1, "one leak: " + p.stderr)
-        check_frames(blocks[0][1], plug_site("a", ln), "its frames")
+        one_leak_of_a(work, [T, "based"], "unloaded\n")
 
 
 @test
