@@ -631,6 +631,68 @@ VT_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
     PRIMARY_RESET(cuDevicePrimaryCtxReset, dev);
 }
 
+/* "The context is automatically reset once the last reference to it is
+ * released" (cuDevicePrimaryCtxRelease): the device's memory is then given
+ * back as at cuDevicePrimaryCtxReset. vramtrace counts the references it
+ * saw taken, by device (every door hands out these wrappers); a release
+ * that may be the last (one reference counted, or none) takes the device's
+ * records out before the call, as a reset does, and the driver's state
+ * after it says whether the context went: inactive, they stay released;
+ * still active, they go back. Two threads releasing a device's last two
+ * references at once may both pass as not the last. */
+#define VT_PRIMARY_REFS 64
+static int primary_refs[VT_PRIMARY_REFS];
+
+VT_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+    REAL_OR_FAIL(cuDevicePrimaryCtxRetain);
+    CUresult r = real(pctx, dev);
+    if (r == CUDA_SUCCESS && dev >= 0 && dev < VT_PRIMARY_REFS)
+        __atomic_add_fetch(&primary_refs[dev], 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* One reference fewer, never below none. */
+static void primary_unref(CUdevice dev) {
+    if (dev < 0 || dev >= VT_PRIMARY_REFS) return;
+    int n = __atomic_load_n(&primary_refs[dev], __ATOMIC_RELAXED);
+    while (n > 0 && !__atomic_compare_exchange_n(&primary_refs[dev], &n, n - 1, 0, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED)) {
+    }
+}
+
+static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev) {
+    int maybe_last = dev < 0 || dev >= VT_PRIMARY_REFS || __atomic_load_n(&primary_refs[dev], __ATOMIC_RELAXED) <= 1;
+    static void *kept;
+    CUresult (*state)(CUdevice, unsigned *, int *);
+    *(void **)&state = vt_driver_fn_kept(&kept, "cuDevicePrimaryCtxGetState");
+    CUresult r;
+    if (!maybe_last || !state || vt_pass() || !vt_tracker_touched()) {
+        r = real(dev);
+        if (r == CUDA_SUCCESS) primary_unref(dev);
+        return r;
+    }
+    VT_ENTER;
+    struct vt_release *rl = vt_tracker_release_begin((int)dev);
+    VT_REAL_CALL(r = real(dev));
+    unsigned flags = 0;
+    int active = 1;
+    int gone = r == CUDA_SUCCESS && state(dev, &flags, &active) == CUDA_SUCCESS && !active;
+    vt_tracker_release_end(rl, gone);
+    if (r == CUDA_SUCCESS) primary_unref(dev);
+    VT_LEAVE;
+    return r;
+}
+
+VT_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    REAL_OR_FAIL(cuDevicePrimaryCtxRelease_v2);
+    return primary_release(real, dev);
+}
+
+VT_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+    REAL_OR_FAIL(cuDevicePrimaryCtxRelease);
+    return primary_release(real, dev);
+}
+
 /* ------------------------------------------------- virtual memory (VMM) */
 
 /* Physical memory on the host (a host or host NUMA location) is host

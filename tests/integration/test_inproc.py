@@ -128,6 +128,43 @@ def inproc_leak_report_in_lsan_words():
         "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "the leak report's lines")
 
 
+@test
+def inproc_last_primary_release_releases_memory_never_freed():
+    """"The context is automatically reset once the last reference to it is
+    released" (cuDevicePrimaryCtxRelease): a program that retains device
+    0's primary context twice, takes 1 MiB, releases once (the memory stays),
+    takes 2 MiB and releases the last reference has its 3 MiB given back;
+    they leave the live counts and stay leaks, told apart as released, as
+    at a reset. A release of a context not retained fails as without
+    vramtrace. Before, the 3 MiB stayed live to the exit."""
+    prog = os.path.join(T, "t_reset")
+    bare = run([prog, "release"], preload=False)
+    eq(bare.out.splitlines(), ["first release 0, free 17178820608", "last release 0, free 17179869184",
+                               "release again 201"], "the driver gave the memory back at the last release only")
+    r = run([prog, "release"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
+    line = lambda text: source_line("t_reset.c", text)
+    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
+        and not l.startswith("    #")],
+       [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+        "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
+        f"    call site: before_release tests/progs/t_reset.c:{line('/* before the release */')}",
+        "    released by a context's reset or destruction without a free: 2097152 byte(s) in 1 object(s)",
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: before_release tests/progs/t_reset.c:{line('/* before the release */')}",
+        "    released by a context's reset or destruction without a free: 1048576 byte(s) in 1 object(s)",
+        "Direct leak of 8192 byte(s) in 1 object(s) allocated from:",
+        f"    call site: after_leak tests/progs/t_reset.c:{line('/* kept */')}",
+        "SUMMARY: vramtrace: 3153920 byte(s) leaked in 3 allocation(s)."], "the leak report's lines")
+    d = r.dump
+    t = d["totals"]
+    eq((t["live_bytes"], t["live_count"], t["peak_bytes"], t["alloc_count"], t["free_count"], t["unknown_frees"]),
+       (8192, 1, 3 << 20, 3, 2, 0), "the totals: the release's two count as frees")
+    eq([(a["bytes"], a["kind"]) for a in d["live"]], [(8192, "device")], "live at exit")
+    eq(sorted((_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]),
+       [("before_release", 1 << 20, 1), ("before_release", 2 << 20, 1)], "the dump's released, by stack")
+
+
 def _site_of(d, stack):
     f = d["stacks"][stack]["frames"][d["stacks"][stack]["site"]]
     return f["function"]

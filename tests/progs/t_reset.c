@@ -13,7 +13,14 @@
  *                    dlsym of libcuda.so.1) and 1 MiB in it (own_context),
  *                    then before_reset's 1 MiB in the primary context, a
  *                    reset, and frees own_context's memory after it: prints
- *                    whether that free succeeded */
+ *                    whether that free succeeded
+ *   t_reset release  driver API: retains device 0's primary context twice,
+ *                    takes 1 MiB (before_release), releases once (memory
+ *                    still there), takes 2 MiB more, releases the last
+ *                    reference (the context resets: all 3 MiB given back),
+ *                    releases once more (not retained: fails), retains
+ *                    again and keeps 8 KiB (after_leak). Prints the
+ *                    device's free bytes and the release results. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -70,8 +77,55 @@ static int own_context(void) {
     return 0;
 }
 
+/* The driver, reached through dlsym of libcuda.so.1 (as own_context). */
+static struct {
+    CUresult (*init)(unsigned);
+    CUresult (*retain)(CUcontext *, CUdevice);
+    CUresult (*release)(CUdevice);
+    CUresult (*set)(CUcontext);
+    CUresult (*alloc)(CUdeviceptr *, size_t);
+    CUresult (*info)(size_t *, size_t *);
+} drv;
+
+static CUdeviceptr before_release(size_t n) {
+    CUdeviceptr p = 0;
+    if (drv.alloc(&p, n) != CUDA_SUCCESS) return 0;   /* before the release */
+    return p;
+}
+
+static size_t free_bytes(void) {
+    size_t f = 0, t = 0;
+    drv.info(&f, &t);
+    return f;
+}
+
+static int release(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return 1;
+    *(void **)&drv.init = dlsym(h, "cuInit");
+    *(void **)&drv.retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+    *(void **)&drv.release = dlsym(h, "cuDevicePrimaryCtxRelease_v2");
+    *(void **)&drv.set = dlsym(h, "cuCtxSetCurrent");
+    *(void **)&drv.alloc = dlsym(h, "cuMemAlloc_v2");
+    *(void **)&drv.info = dlsym(h, "cuMemGetInfo_v2");
+    CUcontext c;
+    if (!drv.init || !drv.retain || !drv.release || !drv.set || !drv.alloc || !drv.info || drv.init(0) ||
+        drv.retain(&c, 0) || drv.retain(&c, 0) || drv.set(c))
+        return 1;
+    if (!before_release(1 << 20)) return 1;
+    int r = drv.release(0);
+    printf("first release %d, free %zu\n", r, free_bytes());
+    if (!before_release(2 << 20)) return 1;
+    r = drv.release(0);
+    printf("last release %d, free %zu\n", r, free_bytes());
+    printf("release again %d\n", drv.release(0));
+    if (drv.retain(&c, 0) || drv.set(c)) return 1;
+    return after_leak(8192) ? 0 : 4;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "ctx") == 0) return own_context();
+    if (argc > 1 && strcmp(argv[1], "release") == 0) return release();
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     void *kept[3], *a, *h;
     for (int i = 0; i < 2; i++)

@@ -610,12 +610,22 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
     return CUDA_SUCCESS;
 }
 
+static void sim_reset_locked(CUdevice d);
+
+/* "The context is automatically reset once the last reference to it is
+ * released"; "releasing a primary context that has not been previously
+ * retained will fail with CUDA_ERROR_INVALID_CONTEXT". */
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    sim_count("cuDevicePrimaryCtxRelease_v2");
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
-    if (sim_dev[d].retained > 0) sim_dev[d].retained--;
+    CUresult r = CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_dev[d].retained > 0) {
+        r = CUDA_SUCCESS;
+        if (--sim_dev[d].retained == 0) sim_reset_locked(d);
+    }
     pthread_mutex_unlock(&sim_lock);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active) {
@@ -646,6 +656,13 @@ static CUresult sim_primary_reset(const char *api, CUdevice d) {
     sim_count(api);
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&sim_lock);
+    sim_reset_locked(d);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+/* The reset itself, under sim_lock. */
+static void sim_reset_locked(CUdevice d) {
     sim_setup();
     struct sim_alloc *a, *next;
     HASH_ITER(hh, sim_table, a, next) {
@@ -659,8 +676,6 @@ static CUresult sim_primary_reset(const char *api, CUdevice d) {
     }
     sim_pool_trim(&sim_dev[d].default_pool, 0);
     if (sim_dev[d].current_pool != &sim_dev[d].default_pool) sim_pool_trim(sim_dev[d].current_pool, 0);
-    pthread_mutex_unlock(&sim_lock);
-    return CUDA_SUCCESS;
 }
 
 /* Each export calls the model itself: a call from one export to another
