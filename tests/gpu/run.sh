@@ -127,6 +127,24 @@ print(("PASS" if live == (8192, 1) and rel == [(2 << 20, 2), (1 << 20, 1), (512 
 PYEOF
     say "== 1b. cudaDeviceReset: memory given back unfreed"
     tally "$OUT/reset.check"
+    # The last reference's cuDevicePrimaryCtxRelease resets the context:
+    # 1 MiB kept across a release that is not the last, 3 MiB released at
+    # the last, 8 KiB kept after a new retain.
+    run_traced "$OUT/release" VRAMTRACE_LEAK_CHECK=1 -- "$OUT/t_reset" release >"$OUT/release.out" 2>"$OUT/release.err"
+    echo $? >"$OUT/release.rc"
+    $PY - "$OUT" >"$OUT/release.check" 2>&1 <<'PYEOF'
+import glob, json, sys
+o = sys.argv[1]
+out = open(f"{o}/release.out").read().splitlines()
+rc = int(open(f"{o}/release.rc").read())
+d = json.load(open(glob.glob(f"{o}/release/d.*.json")[0]))
+live = (d["totals"]["live_bytes"], d["totals"]["live_count"])
+rel = sorted((d["released"][k + 1], d["released"][k + 2]) for k in range(0, len(d.get("released", [])), 3))
+print(("PASS" if rc == 23 and live == (8192, 1) and rel == [(1 << 20, 1), (2 << 20, 1)] else "FAIL") +
+      f" last primary release: status {rc} (want 23), live at exit {live} (want (8192, 1)), "
+      f"released {rel} (want 1 MiB and 2 MiB); the program said {out}")
+PYEOF
+    tally "$OUT/release.check"
 fi
 
 # ------------- 1c. cuCtxDestroy: what a context of its own held unfreed is released
