@@ -85,6 +85,7 @@ struct code_slot {
     uintptr_t filename_obj, name_obj;
     int firstlineno;
     int ready;            /* names below are set */
+    int in_torch;         /* its file is PyTorch's (a "/torch/" folder) */
     const char *qualname, *filename;
 };
 
@@ -226,6 +227,7 @@ static int code_id(const void *code, const void *hdr, int safe) {
         s->firstlineno = first;
         s->qualname = copy_str((const void *)nobj, safe);
         s->filename = copy_str((const void *)fobj, safe);
+        s->in_torch = strstr(s->filename, "/torch/") != NULL;
         __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
         return (int)at;
     }
@@ -596,6 +598,15 @@ int vt_pystack_same(const struct vt_pytrail *trail) {
     }
 }
 
+/* Whether frame value v (this thread's outermost) runs PyTorch's own code:
+ * a thread whose Python was entered there is one PyTorch called into from
+ * C++ (an autograd thread running checkpoint's recomputation, a
+ * Function's backward, a communication hook). */
+static int entered_in_torch(uintptr_t v) {
+    uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
+    return id < CODE_SLOTS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) && codes[id].in_torch;
+}
+
 int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
     pf->n = pf->ngroups = pf->borrowed = 0;
     if (trail) trail->n = -1;
@@ -604,6 +615,12 @@ int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
         if (pf->n == 0 && python_running()) {
             pf->borrowed = pf->n = vt_pyborrow_frames(pf->frames, MAX_PY_FRAMES);
             if (trail) trail->n = -1;
+        } else if (pf->n > 0 && pf->n < MAX_PY_FRAMES && entered_in_torch(pf->frames[pf->n - 1])) {
+            /* Its own frames, then (outermost, after every group) those
+             * of the Python thread it works for; never remembered, as
+             * those may change while its own do not. */
+            if (trail) trail->n = -1;
+            if (python_running()) pf->n += vt_pyborrow_frames(pf->frames + pf->n, MAX_PY_FRAMES - pf->n);
         }
     }
     return pf->n;

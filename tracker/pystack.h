@@ -41,7 +41,11 @@ void vt_pystack_init(void *(*lookup)(const char *), int enabled);
  * Tensor.backward() call and which waits with the GIL released) and which
  * do not hold the GIL. When exactly one thread qualifies its frames are
  * borrowed; when none, or more than one (two backward passes at once:
- * which one this work is for is unknown), nothing is. Another thread's
+ * which one this work is for is unknown), nothing is. A thread whose
+ * outermost Python frame is PyTorch's own (a file in a "/torch/" folder:
+ * PyTorch called into Python from C++, as checkpoint's unpack hook
+ * recomputing a block on an autograd thread) keeps its frames and gets
+ * the waiting thread's after them, by the same rule. Another thread's
  * chain may change or be freed while it is read: every byte of it is read
  * through process_vm_readv on this process, which fails instead of
  * faulting, every pointer is checked, and the walk is bounded. */

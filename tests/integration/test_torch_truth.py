@@ -156,6 +156,42 @@ def torch_truth_checkpointed_backward_is_not_computed_again():
        "the program's own view")
 
 
+RECOMPUTED = r"""
+import torch, torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+blk = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU()).cuda()
+x = torch.randn(8192, 4096, device="cuda", requires_grad=True)
+y = checkpoint(blk, x, use_reentrant=False)
+hog = [torch.empty(64 << 20, dtype=torch.uint8, device="cuda") for _ in range(5)]
+try:
+    y.sum().backward()   # backward
+except torch.OutOfMemoryError:
+    print("out of memory in backward")
+"""
+
+
+@torch_test
+def torch_truth_checkpoint_recomputation_names_the_users_backward_line():
+    """Checkpoint's recomputation runs on an autograd thread, entered in
+    PyTorch's unpack hook: its Python frames are PyTorch's alone (a block of
+    PyTorch's modules). The failure there is told under the line that called
+    backward() (the frames of the thread that waits for it, borrowed,
+    outermost), as the traceback PyTorch raises ends there; before, the
+    failing call named `Linear.forward torch/nn/modules/linear.py` and no
+    line of the program."""
+    out, dumps, report = traced(RECOMPUTED, capacity="1G")
+    eq(out, "out of memory in backward\n", "the run")
+    line = RECOMPUTED.splitlines().index("    y.sum().backward()   # backward") + 1
+    failing = re.findall(r"failing call: (.*)", report)
+    eq(len(failing), 1, "one post-mortem")
+    ok(re.fullmatch(rf"<module> /\S*/train\.py:{line} -> Linear\.forward torch/nn/modules/linear\.py:\d+", failing[0]),
+       failing[0])
+    o = dumps["exit"]["ooms"][-1]
+    frames = v1_view(dumps["exit"])["stacks"][o["stack"]]["frames"]
+    eq([(f["function"], f.get("borrowed", False)) for f in frames if (f.get("file") or "").endswith("train.py")],
+       [("<module>", True)], "the program's one frame, borrowed from the thread that waits in backward()")
+
+
 NO_TORCH = r"""
 import sys, json
 print(json.dumps([p for p in sys.path if "vramtrace_torch" in p]), "vramtrace_torch" in sys.modules)
