@@ -20,7 +20,8 @@ void vr_text_torch(FILE *f, const struct vm_dump *d, const struct vm_torch *t, c
             vt_fmt_growth(x->growth_rise, x->growth_units, x->growth_unit, x->growth_span_ns, x->growth_per_unit, rate,
                           sizeof rate);
             vt_fmt_held(x->growth_holder, rate, sizeof rate);
-            vt_put_torch_growth(f, indent, rate, vm_site_label(d, x->growth_stack, site, sizeof site), vr_put_safe);
+            vt_put_torch_growth(f, indent, rate, vm_site_label(d, x->growth_stack, site, sizeof site), x->growth_holder,
+                                x->settings, vr_put_safe);
         }
         if (x->ntensors) fprintf(f, "%s  largest tensors:\n", indent);
         for (size_t j = 0; j < x->ntensors && j < TOP_SHOWN; j++) {

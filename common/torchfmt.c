@@ -30,8 +30,8 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
 
 static void put_plain(FILE *f, const char *s) { fputs(s, f); }
 
-void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site,
-                         void (*put)(FILE *, const char *)) {
+void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site, const char *holder,
+                         const char *settings, void (*put)(FILE *, const char *)) {
     if (!put) put = put_plain;
     fprintf(f, "%s  growth: ", prefix);
     put(f, rate);
@@ -39,6 +39,14 @@ void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const ch
         fputs(" in ", f);
         put(f, site);
     }
+    fputc('\n', f);
+    if (!holder || !*holder) return;
+    fprintf(f, "%s     next: free what `", prefix);
+    put(f, holder);
+    fputs("` keeps from one step to the next", f);
+    if (site && *site && !(settings && strstr(settings, "backend:cudaMallocAsync")))
+        fputs(" (its tensors lie in segments PyTorch's cache made at that line, which need not be where they were "
+              "made: `vramtrace run --tensors` records each tensor's own line)", f);
     fputc('\n', f);
 }
 

@@ -23,9 +23,13 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
  * device's tensors hold, RATE its growth and holder as every report says
  * them ("+256.00 MiB per step over the last 30 steps (+7.50 GiB in 1.2 s),
  * held by `history`"), SITE its call site ("" leaves " in SITE" out); both
- * written as given. */
-void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site,
-                         void (*put)(FILE *, const char *));
+ * written as given. With HOLDER (the object that holds the site's
+ * tensors; NULL or "" for none), a line of what to do next: free what it
+ * keeps; under PyTorch's caching allocator (SETTINGS without
+ * backend:cudaMallocAsync) SITE is where the cache made the segments the
+ * tensors lie in, not where they were made, and it says so. */
+void vt_put_torch_growth(FILE *f, const char *prefix, const char *rate, const char *site, const char *holder,
+                         const char *settings, void (*put)(FILE *, const char *));
 
 /* One tensor: "PREFIX    BYTES  DTYPE SHAPE  CATEGORY  NAME[ (held by HOLDER)][  SITE]". */
 void vt_put_torch_tensor(FILE *f, const char *prefix, uint64_t bytes, const char *dtype, const char *shape,

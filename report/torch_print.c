@@ -3,6 +3,7 @@
 
 #include "../common/display.h"
 #include "../common/format.h"
+#include "../common/summary.h"
 #include "../common/torchfmt.h"
 #include "torch.h"
 
@@ -23,7 +24,8 @@ static void print_record(FILE *f, const struct vt_snapshot *s, const struct vt_s
             char rate[512], site[512] = "";
             vt_growth_text(grew, rate, sizeof rate);
             if (sym) vt_site_shown(sym, grew->stack, site, sizeof site);
-            vt_put_torch_growth(f, "vramtrace: ", rate, site, vt_put_display);
+            int cache = vt_growth_mostly_cache(grew->first_floor, grew->end_bytes, grew->cache_bytes);
+            vt_put_torch_growth(f, "vramtrace: ", rate, site, cache ? "" : grew->holder, d->settings, vt_put_display);
         }
         if (d->ntensors) fputs("vramtrace:   largest tensors:\n", f);
         int64_t stacks[VT_TORCH_TENSORS];

@@ -445,6 +445,9 @@ def torch_truth_report_prints_the_breakdown():
              "other 512.00 KiB",
              "  growth: +1.00 MiB per step over the last 6 steps (+6.00 MiB in 0.600 s), held by `history\\x1b[31m` in "
              "steady_state tests/progs/t_phases.c:20",
+             "     next: free what `history\\x1b[31m` keeps from one step to the next (its tensors lie in segments "
+             "PyTorch's cache made at that line, which need not be where they were made: `vramtrace run --tensors` "
+             "records each tensor's own line)",
              "  largest tensors:",
              "      1.00 MiB  float32 [512, 512]  parameter  model.0.weight  warmup_buffer tests/progs/t_phases.c:14",
              "    512.00 KiB  uint8 [1024]  other  history[0]\\x1b[31m (held by history)",
@@ -1016,6 +1019,11 @@ def torch_truth_growth_said_per_step():
     eq([x for x in lines if "held by `" in x],
        [f"vramtrace:   {torch_line}", summary[0], f"vramtrace:   {torch_line}"],
        "the post-mortem's (at the OOM) and the exit's lines that name the holder")
+    advice = ("   next: free what `history` keeps from one step to the next (its tensors lie in segments PyTorch's "
+              "cache made at that line, which need not be where they were made: `vramtrace run --tensors` records "
+              "each tensor's own line)")
+    eq([lines[i + 1] for i, x in enumerate(lines) if torch_line in x], [f"vramtrace:   {advice}"] * 2,
+       "what to do next, under the holder's line: free what the holder keeps; the line is the cache's")
     eq(d["ooms"][-1]["torch"][0]["growth"]["holder"], "history", "the OOM record's growth")
     work = tempfile.mkdtemp(prefix="vt-truth-")
     try:
@@ -1026,6 +1034,9 @@ def torch_truth_growth_said_per_step():
         cli = [short(x) for x in r.stdout.splitlines() if "held by `" in x]
         eq(cli, [f"    1. {finding}", f"    {torch_line}", f"  {torch_line}", f"  {site}: 0 B -> 7.50 GiB, {rate}"],
            "vramtrace report says what the library said")
+        out = r.stdout.splitlines()
+        eq([out[i + 1] for i, x in enumerate(out) if torch_line in short(x)], [f"    {advice}", f"  {advice}"],
+           "vramtrace report's advice under the holder's line")
         j = json.loads(in_dir([CLI, "report", "--format", "json", path], work, clean_env()).stdout)["processes"][0]
         eq([(short(x["site"]), x["steps"], x["bytes_per_step"], x["holder"]) for x in j["growing"]],
            [(site, kept, each, "history")], "vramtrace report's JSON")
@@ -1083,7 +1094,8 @@ def torch_truth_user_line_first_everywhere():
                       r"\(libtorch_python\.so\+0x[0-9a-f]+\)")
     lines = report.splitlines()
     for start in ("vramtrace:   failing call: ", "vramtrace:   1. ", "vramtrace:      next: free what "):
-        got = [x for x in lines if x.startswith(start)]
+        # (PyTorch's breakdown names the holder there: "free what `history` ...")
+        got = [x for x in lines if x.startswith(start) and not x[len(start):].startswith("`")]
         ok(got and all(site.match(x[len(start):]) for x in got), f"{start!r}: {got[:2]}")
     rows = [x for x in lines if re.match(r"^vramtrace: +7\.50 GiB +\d+\.\d% +30 allocs ", x)]
     ok(rows and all(site.search(x) for x in rows), f"the holders of 7.50 GiB: {rows}")
