@@ -226,10 +226,14 @@ def instructions_rows():
     return rows
 
 
-def maxcall_row():
+def maxcall_row(varied=None):
+    """The slowest call among BENCH_LIVE allocations kept: of 256 bytes each,
+    or (varied: a seed) of sizes of 256 B to 64 KiB, whose unevenly spaced
+    addresses make the runs in the live table that fixed sizes never do."""
     n = os.environ.get("BENCH_LIVE", "10000000")
-    vt = run([SHAPES, "maxcall", n], env(True))
-    base = run([SHAPES, "maxcall", n], env(False))
+    extra = {"BENCH_VARIED": varied} if varied else {}
+    vt = run([SHAPES, "maxcall", n], env(True, **extra))
+    base = run([SHAPES, "maxcall", n], env(False, **extra))
     return n, vt, base
 
 
@@ -323,6 +327,10 @@ def shapes_main(number=6):
           f"{base['max_call_us']} us ({base['over_1ms']} over 1 ms); the timed thread preempted "
           f"{vt['switches_preempted']} times and waiting of its own {vt['switches_waited']} times with vramtrace, "
           f"{base['switches_preempted']} and {base['switches_waited']} without")
+    n, vt, base = maxcall_row(varied="88172645463325252")
+    print(f"  with sizes of 256 B to 64 KiB (BENCH_VARIED): {vt['max_cpu_us']} us of CPU time with vramtrace (at the "
+          f"{int(vt['at_cpu']):,}th; over 1 ms: {vt['over_1ms_cpu']}), {base['max_cpu_us']} us without "
+          f"({base['over_1ms_cpu']} over 1 ms)")
     for stacks in ("1", "100000"):
         n, w, b, pr = dumpwait_row(stacks=stacks)
         print(f"  while another thread writes a dump of {int(n):,} live allocations from {int(stacks):,} "

@@ -8,7 +8,11 @@
  *   bench_shapes maxcall N
  *       N allocations kept, each call timed (wall and thread CPU time);
  *       prints "max_call_us X at N over_1ms K max_cpu_us ...", and the
- *       timed thread's context switches (waits of its own, preemptions)
+ *       timed thread's context switches (waits of its own, preemptions);
+ *       each 256 bytes, or with BENCH_VARIED=SEED (not 0) sizes of 256 B to 64 KiB
+ *       drawn from SEED (addresses of uneven spacing, which hash into runs
+ *       that fixed sizes never make: the live table's move then ends with
+ *       its last old entries all taken)
  *   bench_shapes dumpwait N [STACKS]
  *       N allocations kept by the main thread (from STACKS distinct stacks
  *       in turn, 1 by default), which then allocates and
@@ -137,10 +141,17 @@ static int maxcall_main(char **argv) {
     long n = atol(argv[2]);
     double worst = 0, worst_cpu = 0, t0 = now();
     long at = 0, at_cpu = 0, over = 0, over_cpu = 0;
+    const char *varied = getenv("BENCH_VARIED");
+    uint64_t x = varied ? strtoull(varied, NULL, 10) : 0;
     for (long i = 0; i < n; i++) {
         CUdeviceptr p;
+        size_t bytes = 256;
+        if (x) {   /* xorshift64 */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            bytes = 256 + (size_t)(x % 65536);
+        }
         double c = cpu_now(), a = now();
-        cuMemAlloc(&p, 256);
+        cuMemAlloc(&p, bytes);
         double d = now() - a, dc = cpu_now() - c;
         if (d > worst) { worst = d; at = i; }
         if (dc > worst_cpu) { worst_cpu = dc; at_cpu = i; }

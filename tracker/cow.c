@@ -127,7 +127,7 @@ void vt_cow_touch_key(struct live_table *t, uint32_t h) {
     }
     if (t->cow && t->old) {
         size_t i = old_first(t, h), j = i;
-        for (size_t n = 0; t->old[j].rec && n < t->old_cap; n++) j = old_next(t, j);
+        for (size_t n = 1; t->old[j].rec && n < t->old_cap - t->moved; n++) j = old_next(t, j);
         vt_cow_touch(t, t->old, i, j);
     }
 }
