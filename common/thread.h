@@ -20,4 +20,17 @@ void vt_thread_fork_prepare(void);
 /* After fork, in the child: no helper thread is starting there. */
 void vt_thread_reset_child(void);
 
+/* A process whose main thread ends by pthread_exit lives on while any
+ * thread does, and ends (as by exit(0)) when the last one does: the helper
+ * threads must not keep it alive once the program's own threads are all
+ * gone. `stop` (at most four) makes one kind of helper return; called once
+ * that happens, from another helper. */
+void vt_thread_stop_with(void (*stop)(void));
+
+/* The main thread is ending by pthread_exit (interpose/mainexit.c): from
+ * now on, while a helper runs, one more helper looks every 20 ms at how
+ * many threads the process has, and when none is the program's it stops
+ * the others and returns. */
+void vt_thread_main_exits(void);
+
 #endif

@@ -59,6 +59,7 @@ static void *watcher(void *arg) {
                 vt_onterm_heard();
                 break;
             }
+            if (memchr(buf, VT_BYTE_QUIT, (size_t)n)) break; /* the program's threads are all gone */
             vt_output_signal();
         } else if (n < 0 && errno == EINTR) {
             continue;
@@ -69,6 +70,9 @@ static void *watcher(void *arg) {
     __atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
     return NULL;
 }
+
+/* The watcher returns (common/thread.h). */
+static void quit(void) { vt_ondemand_tell(VT_BYTE_QUIT); }
 
 void vt_ondemand_start(void) {
     if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) || (vt_opt.signal <= 0 && !vt_opt.on_term)) return;
@@ -106,6 +110,7 @@ void vt_ondemand_start(void) {
         goto out;
     }
     owner = getpid();
+    vt_thread_stop_with(quit);
     if (dump_signal && vt_sig_install(vt_opt.signal, on_signal, NULL)) installed_signal = vt_opt.signal;
     if (vt_opt.on_term) vt_onterm_install();
 out:

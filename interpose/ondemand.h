@@ -20,7 +20,7 @@ void vt_ondemand_start(void);
 void vt_ondemand_reset_child(void);
 
 /* The bytes a handler writes to the watcher. */
-enum { VT_BYTE_DUMP = 1, VT_BYTE_TERM = 2 };
+enum { VT_BYTE_DUMP = 1, VT_BYTE_TERM = 2, VT_BYTE_QUIT = 3 };
 
 /* From a signal handler: byte c to the watcher; 0 when it is there to read
  * it. */

@@ -472,6 +472,7 @@ static void *publisher(void *arg) {
 
 void vt_live_start(void) {
     if (!vt_opt.live || __atomic_exchange_n(&L.started, 1, __ATOMIC_ACQ_REL)) return;
+    vt_thread_stop_with(vt_live_stop);
     int rc = vt_thread_start_quiet(publisher, "vramtrace-live");
     if (rc != 0) vt_warn("cannot start the live publisher: %s; vramtrace top and metrics will not see this process",
                          strerror(rc));

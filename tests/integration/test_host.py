@@ -1356,3 +1356,32 @@ def host_sigterm_default_put_back_writes_the_exit_outputs():
            f"vramtrace: exit in pid {pid} ({HOST}), ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n",
            f"{mode}: the exit report")
         eq([(n, d["reason"]) for n, d in dumps.items()], [("dump.json", "exit")], f"{mode}: the exit dump")
+
+
+@test
+def host_main_thread_ending_by_pthread_exit_ends_with_its_last_thread():
+    """A main thread that ends by pthread_exit: the process ends, status 0,
+    when its last thread returns, and the exit's outputs and leak check
+    come then, as LeakSanitizer's do. Before, vramtrace's helper threads
+    (the dump signal's watcher, the live publisher), which take no signal,
+    kept it alive for ever, with a SIGTERM pending and never taken (from an
+    outside check). Also where the worker's first GPU call (which starts
+    the helpers) comes after the main thread is gone."""
+    prog = os.path.join(T, "t_pexit")
+    bare = run([prog], preload=False)
+    eq((bare.rc, bare.out), (0, "worker done\n"), "without vramtrace")
+    for mode in ([], ["late"]):
+        started = time.monotonic()
+        r = run([prog] + mode, env={"VRAMTRACE_LEAK_CHECK": "1"})
+        took = time.monotonic() - started
+        eq((r.rc, r.out), (23, "worker done\n"), f"{mode}: the leak check's status: {r.err[-1500:]}")
+        ok(took < 30, f"{mode}: ended in {took:.1f} s")
+        eq([l for l in r.err.splitlines() if l.startswith(("Direct leak", "SUMMARY"))],
+           ["Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+            "SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], f"{mode}: the leak report")
+        eq([(d["reason"], d["totals"]["live_bytes"], d["totals"]["alloc_count"]) for d in r.dumps],
+           [("exit", 1 << 20, 2)], f"{mode}: the exit dump")
+        q = run([prog] + mode)
+        eq((q.rc, q.out), (0, "worker done\n"), f"{mode}: without the leak check")
+        ok("vramtrace: exit in pid" in q.err and "live at exit: 1.00 MiB in 1 allocation" in q.err,
+           f"{mode}: the exit summary: {q.err[-1500:]}")
