@@ -743,8 +743,12 @@ def torch_truth_a_dump_on_request_is_of_one_moment():
     d = dumps["signal"]
     t = d["torch"][0]
     ok(0 <= d["steps_total"] - t["steps"] <= 1, f"the snapshot's steps {d['steps_total']}, the record's {t['steps']}")
-    ok(d["totals"]["live_bytes"] - t["reserved_bytes"] in (0, 4 << 20),
-       f"tracked {d['totals']['live_bytes']} against PyTorch's reserved {t['reserved_bytes']}")
+    # PyTorch's cache takes a 4 MiB tensor from a 20 MiB segment: the
+    # tensor kept after the step boundary, or a step between the two, adds
+    # no segment or one (on a busy machine, once in a run of the suite).
+    ok(d["totals"]["live_bytes"] - t["reserved_bytes"] in (0, 20 << 20),
+       f"tracked {d['totals']['live_bytes']} against PyTorch's reserved {t['reserved_bytes']}, "
+       f"steps {d['steps_total']} and {t['steps']}")
 
 
 STALE_RECORD = r"""
