@@ -81,6 +81,10 @@ int vt_site_through(const struct vt_frame *frames, size_t n, int site);
  * UTF-8 character. Writes into buf; returns buf. */
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size);
 
+/* Room for a call site's name whole, as the reports keep one (a name
+ * past it is cut to 1,023 bytes). */
+#define VT_SITE_NAME_MAX 1024
+
 /* The name of a stack's call site (vt_site_index's frame, NULL for an
  * empty stack): its vt_frame_where, "(no stack)" for none. */
 const char *vt_site_name(const struct vt_frame *site, char *buf, size_t size);

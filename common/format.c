@@ -90,6 +90,24 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     return buf;
 }
 
+const char *vt_cut_middle(char *buf, size_t size, const char *src) {
+    if (size == 0) return buf;
+    size_t n = strlen(src);
+    if (n < size || size < 16) {
+        snprintf(buf, size, "%s", src);
+        return vt_utf8_whole(buf, size);
+    }
+    size_t room = size - 1 - 3, head = room / 3, tail = room - head;
+    while (head > 0 && ((unsigned char)src[head] & 0xc0) == 0x80) head--;   /* src[head] starts a character */
+    size_t from = n - tail;
+    while (from < n && ((unsigned char)src[from] & 0xc0) == 0x80) from++;
+    memcpy(buf, src, head);
+    memcpy(buf + head, "...", 3);
+    memcpy(buf + head + 3, src + from, n - from);
+    buf[head + 3 + (n - from)] = '\0';
+    return buf;
+}
+
 const char *vt_fmt_pct(uint64_t part, uint64_t whole, int decimals, char *buf, size_t size) {
     int d = decimals > 0 ? 1 : 0;
     double unit = d ? 0.1 : 1.0;   /* the smallest step printed */

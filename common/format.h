@@ -86,4 +86,9 @@ void vt_json_string(FILE *f, const char *s);
  * stays valid UTF-8 for the JSON, HTML and pickle writers. Returns buf. */
 const char *vt_utf8_whole(char *buf, size_t size);
 
+/* src into buf of `size` bytes; where it does not fit, its start and its
+ * end with "..." between, each cut at a UTF-8 character's boundary (a
+ * call site's function and its file:line both kept). Returns buf. */
+const char *vt_cut_middle(char *buf, size_t size, const char *src);
+
 #endif

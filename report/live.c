@@ -40,7 +40,7 @@ static struct {
     size_t nlabels;
     struct vt_forecast fc[VT_MAX_DEVICES];
     int warned;
-    char last_site[VT_MAX_DEVICES][VT_LIVE_LABEL]; /* each device's forecast's growing site, once named */
+    char last_site[VT_MAX_DEVICES][VT_SITE_NAME_MAX]; /* each device's forecast's growing site, once named */
     int created, placed;     /* under place_lock: made, renamed into place */
     /* The view's stacks added up by call site, largest first. */
     struct site_group { const char *label; uint64_t bytes, count, most, devices; uint32_t stack; } groups[VT_VIEW_SITES];
@@ -140,7 +140,7 @@ static void label_stacks(const struct vt_stack **st, const uint32_t *ids, size_t
     s.nstacks = n;
     struct vt_symbols *sym = vt_symbolize(&s);
     for (size_t k = 0; k < n; k++) {
-        char buf[VT_LIVE_LABEL];
+        char buf[VT_SITE_NAME_MAX]; /* whole, as the reports name it: sites are told apart by it */
         vt_site_name(sym ? vt_call_site(sym, (uint32_t)k) : NULL, buf, sizeof buf);
         L.labels[ids[k]] = strdup(buf);
     }
@@ -255,11 +255,11 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
     else if (f->full_in_ns < 120000000000ull) snprintf(when, sizeof when, "%.0f seconds", (double)f->full_in_ns / 1e9);
     else snprintf(when, sizeof when, "%.1f minutes", (double)f->full_in_ns / 60e9);
-    /* A site's name too long for the line is cut with it. */
-    if (snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s%s", rate, sf ? "per step" : "a minute",
-                 d, cap, vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "",
-                 site ? site : "") >= (int)sizeof line)
-        vt_utf8_whole(line, sizeof line);
+    /* A site's name too long for the line is cut in its middle: its
+     * function and its file:line stay. */
+    int k = snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s", rate, sf ? "per step" : "a minute",
+                     d, cap, vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "");
+    if (site && k > 0 && (size_t)k < sizeof line) vt_cut_middle(line + k, sizeof line - (size_t)k, site);
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
@@ -397,8 +397,7 @@ static void publish(void) {
         s->bytes = L.groups[i].bytes;
         s->count = L.groups[i].count;
         s->stack = L.groups[i].stack;
-        snprintf(s->label, sizeof s->label, "%s", L.groups[i].label);
-        vt_utf8_whole(s->label, sizeof s->label);
+        vt_cut_middle(s->label, sizeof s->label, L.groups[i].label);
     }
     n->live_bytes = v->totals.live_bytes;
     n->peak_bytes = v->totals.peak_bytes;

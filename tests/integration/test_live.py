@@ -770,6 +770,50 @@ def metrics_sites_whose_shown_labels_meet_are_one_series():
         p.wait(timeout=60)
 
 
+LONG_PATH_SITES = PY_NAMED_ALLOCS + r'''
+import sys
+deep = "/x/" + "/".join("workspace_component_%02d" % i for i in range(12))
+mk("step", deep + "/a.py")(1 << 20)
+mk("step", deep + "/b.py")(2 << 20)
+print("ready", flush=True)
+sys.stdin.read()
+'''
+
+
+@test
+def metrics_and_top_keep_long_sites_apart_and_their_lines():
+    """Two call sites of one function name in two files of a 300-byte
+    folder: the live view (metrics, top) names each by its start and its
+    end, "step /x/workspace_...workspace_component_11/a.py:3", two series.
+    Names were cut at 159 bytes from the end: file and line gone, the two
+    sites one series of their sum (from an outside check)."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-sites-")
+    script = os.path.join(work, "sites.py")
+    with open(script, "w") as f:
+        f.write(LONG_PATH_SITES)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))
+         and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
+    p = subprocess.Popen([pythons()[-1], script], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        eq(p.stdout.readline(), "ready\n", "the program holds its memory")
+        pattern = r'^vramtrace_site_live_bytes{.*site="(step /x/workspace_component_00/[^"]*)"} (\d+)$'
+        def both():
+            rows = re.findall(pattern, metrics(rundir), re.M)
+            return rows if len(rows) == 2 else None
+        rows = sorted(wait_for("the two sites' series", both), key=lambda r: r[0])
+        eq([(r[0].endswith("/workspace_component_11/" + f), int(r[1])) for r, f in zip(rows, ("a.py:3", "b.py:3"))],
+           [(True, 1 << 20), (True, 2 << 20)], f"each site its own series, named by its end: {rows}")
+        ok(all("..." in r[0] and len(r[0].encode()) <= 159 for r in rows), f"cut in the middle: {rows}")
+        text = top_once(rundir).stdout
+        ok(any(l.rstrip().endswith("/workspace_component_11/a.py:3") for l in text.splitlines()) and
+           any(l.rstrip().endswith("/workspace_component_11/b.py:3") for l in text.splitlines()), text)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=60)
+
+
 @test
 def metrics_listen_refuses_a_port_out_of_range():
     """--listen takes a port from 1 to 65535: a bigger one (which the
