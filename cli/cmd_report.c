@@ -75,7 +75,7 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
 
 int vt_cmd_report(int argc, char **argv) {
     const char *format = "text", *out = NULL;
-    struct vr_opts o = {VR_AT_EXIT, 10, VR_ROOT_SITE};
+    struct vr_opts o = {VR_AT_EXIT, 10, VR_ROOT_SITE, 0};
     const char **paths = calloc((size_t)argc, sizeof *paths);
     size_t npaths = 0;
     if (!paths) return 1;
@@ -101,6 +101,7 @@ int vt_cmd_report(int argc, char **argv) {
                 goto done;
             }
             o.top = (int)n; i++;
+            o.top_given = 1;
         } else if (strcmp(a, "--at") == 0) {
             if (v && strcmp(v, "exit") == 0) o.at = VR_AT_EXIT;
             else if (v && strcmp(v, "peak") == 0) o.at = VR_AT_PEAK;

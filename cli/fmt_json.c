@@ -366,16 +366,29 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     size_t n;
     int missing;
     const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
+    /* With --top, each list its first N (holders, released and live, each
+     * largest first) and how many it left out: a holder's
+     * frames are about 10 KB of JSON at 45 frames, and a dump of a million
+     * stacks made 10 GB. */
+    size_t limit = o->top_given ? (size_t)o->top : SIZE_MAX;
     member(f, depth + 1, &first, "holders");
     if (missing) put(f, json_null(), depth + 1);
-    else holders(f, d, h, n, depth + 1, &enc);
+    else holders(f, d, h, n < limit ? n : limit, depth + 1, &enc);
+    if (!missing && n > limit) {
+        member(f, depth + 1, &first, "holders_left_out");
+        put(f, count(n - limit), depth + 1);
+    }
     if (vr_holders_device(d, o->at) >= 0) { /* the failing device's alone */
         member(f, depth + 1, &first, "holders_device");
         put(f, json_integer(vr_holders_device(d, o->at)), depth + 1);
     }
     if (d->nreleased) {   /* dumps of a run that reset a device with memory unfreed */
         member(f, depth + 1, &first, "released");
-        holders(f, d, d->released, d->nreleased, depth + 1, &enc);
+        holders(f, d, d->released, d->nreleased < limit ? d->nreleased : limit, depth + 1, &enc);
+        if (d->nreleased > limit) {
+            member(f, depth + 1, &first, "released_left_out");
+            put(f, count(d->nreleased - limit), depth + 1);
+        }
     }
     member(f, depth + 1, &first, "growing");
     fputc('[', f);
@@ -408,7 +421,7 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     member(f, depth + 1, &first, "live");
     fputc('[', f);
     afirst = 1;
-    for (size_t i = 0; i < d->nlive; i++) {
+    for (size_t i = 0; i < d->nlive && i < limit; i++) {
         const struct vm_alloc *a = &d->live[i];
         member(f, depth + 2, &afirst, NULL);
         if (put_live(f, d, a, &enc, depth + 2)) continue;
@@ -420,6 +433,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     }
     encodings_free(&enc, d);
     close_at(f, depth + 1, afirst, ']');
+    if (d->nlive > limit) {
+        member(f, depth + 1, &first, "live_left_out");
+        put(f, count(d->nlive - limit), depth + 1);
+    }
     close_at(f, depth, first, '}');
 }
 
@@ -450,7 +467,7 @@ int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     member(f, 1, &first, "combined_holders");
     fputc('[', f);
     int cfirst = 1;
-    for (size_t i = 0; c && i < n; i++) {
+    for (size_t i = 0; c && i < n && (!o->top_given || i < (size_t)o->top); i++) {
         member(f, 2, &cfirst, NULL);
         put(f, json_pack("{s:s,s:o,s:o,s:I}", "site", c[i].where, "bytes", count(c[i].bytes), "count",
                          count(c[i].count), "processes", (json_int_t)c[i].processes), 2);

@@ -20,6 +20,7 @@ struct vr_opts {
     enum vr_moment at;
     int top;
     enum vr_folded_root folded_root;
+    int top_given;   /* --top was given: the JSON's lists are cut to it too */
 };
 
 struct vr_input {

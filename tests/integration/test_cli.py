@@ -798,6 +798,32 @@ def cli_counts_above_int64_read_exactly():
 
 
 @test
+def cli_json_lists_cut_to_top_when_asked():
+    """`--top N` cuts the JSON's lists too (holders, live), each to its N
+    largest, saying how many it left out: a holder's frames are about 10 KB
+    of JSON, and a dump of a million stacks made 10 GB whatever --top said
+    (from an outside check). Without --top, every one, as before."""
+    with workdir("vt-cli-top-") as work:
+        path = os.path.join(work, "d.json")
+        run([os.path.join(T, "t_deepleak"), "50"], env={"VRAMTRACE_OUT": path})
+        rc, out, err = cli(["report", "--format", "json", path])
+        eq(rc, 0, err)
+        whole = json.loads(out)
+        p = whole["processes"][0]
+        eq((len(p["holders"]), len(p["live"]), len(whole["combined_holders"])), (50, 50, 2), "every one without --top")
+        ok(not any(k.endswith("_left_out") for k in p), f"nothing left out: {sorted(p)}")
+        rc, out, err = cli(["report", "--format", "json", "--top", "5", path])
+        eq(rc, 0, err)
+        cut = json.loads(out)
+        q = cut["processes"][0]
+        eq((q["holders"], q["holders_left_out"]), (p["holders"][:5], 45), "the 5 largest holders, 45 left out")
+        eq((q["live"], q["live_left_out"]), (p["live"][:5], 45), "the 5 largest live allocations, 45 left out")
+        eq(cut["combined_holders"], whole["combined_holders"], "2 call sites: none left out")
+        rc, out, err = cli(["report", "--format", "json", "--top", "1", path])
+        eq(json.loads(out)["combined_holders"], whole["combined_holders"][:1], "the largest call site")
+
+
+@test
 def cli_text_after_the_dump_refused():
     """Text after a version 2 dump's closing brace (a stray byte, a second
     dump appended to the same file) is refused with jansson's one line, as
