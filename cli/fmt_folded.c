@@ -275,11 +275,12 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
             }
         }
     }
-    if (rc == 0 && have == 0 && without) {
-        snprintf(err, errsize, "%s%s has no holders at %s", in->n > 1 ? "no dump has holders at this moment: " : "",
-                 without, vr_moment_name(o->at));
-        rc = -1;
-    }
+    /* No dump has holders at that moment (no failure for --at oom): no
+     * line, said on stderr, and the status of the other formats, which say
+     * "none" (a script looping over the formats read it as a failure). */
+    if (rc == 0 && have == 0 && without)
+        fprintf(stderr, "vramtrace report: %s%s has no holders at %s: nothing to fold\n",
+                in->n > 1 ? "no dump has holders at this moment: " : "", without, vr_moment_name(o->at));
     for (size_t i = 0; i < gs.n && rc == 0; i++) {
         line_of(&t, in, gs.g[i].dump, gs.g[i].stack, o, cache);
         if (t.failed) {

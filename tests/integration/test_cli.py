@@ -798,6 +798,22 @@ def cli_counts_above_int64_read_exactly():
 
 
 @test
+def cli_no_failure_at_oom_is_status_0_in_every_format():
+    """`--at oom` on a dump with no out-of-memory failure: every format says
+    there is none and ends with status 0; folded writes no line and says so
+    on stderr. Folded alone failed with status 1 (a script looping over the
+    formats read it as a broken dump; from an outside check)."""
+    path = os.path.join(GOLDEN, "python.json")
+    for fmt in ("text", "json", "folded", "html", "torch"):
+        rc, out, err = cli(["report", path, "--at", "oom", "--format", fmt])
+        eq(rc, 0, f"{fmt}: status ({err})")
+        if fmt == "folded":
+            eq((out, err), (b"", f"vramtrace report: {path} has no holders at oom: nothing to fold\n"), "folded")
+        else:
+            eq(err, "", f"{fmt}: nothing on stderr")
+
+
+@test
 def cli_json_lists_cut_to_top_when_asked():
     """`--top N` cuts the JSON's lists too (holders, live), each to its N
     largest, saying how many it left out: a holder's frames are about 10 KB
