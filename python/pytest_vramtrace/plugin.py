@@ -30,6 +30,7 @@ also carries).
 """
 import gc
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,6 +136,21 @@ def _all_suppressed(report):
     and no SUMMARY line, which it writes only for leaks left."""
     lines = report.splitlines()
     return "Suppressions used:" in lines and not any(l.startswith("SUMMARY: vramtrace:") for l in lines)
+
+
+_SUMMARY = re.compile(r"^SUMMARY: vramtrace: (\d+) byte\(s\) leaked in (\d+) allocation\(s\)\.$", re.M)
+
+
+def _not_suppressed(report, live, count):
+    """What the test left that no suppression matches, as the leak report's
+    SUMMARY line counts it (LeakSanitizer's convention), and what they
+    matched (None when they matched nothing): (bytes, allocations,
+    matched)."""
+    m = _SUMMARY.search(report)
+    if not m or "Suppressions used:" not in report.splitlines():
+        return live, count, None
+    left, n = int(m.group(1)), int(m.group(2))
+    return left, n, ((live - left, count - n) if live > left and count > n else None)
 
 
 def _tensor_bytes(t):
@@ -248,9 +264,12 @@ def pytest_runtest_call(item):
                 # (nothing live then; the report says it).
                 report = st.api.leaks(mark)
                 if report and not _all_suppressed(report):
-                    failures.append(f"gpu_no_leaks: the test left {format_bytes(live)} ({live} bytes) of GPU memory "
-                                    f"allocated in {count} allocation(s)"
-                                    + ("" if live else ", and memory a context's reset released without a free")
+                    left, n, matched = _not_suppressed(report, live, count)
+                    failures.append(f"gpu_no_leaks: the test left {format_bytes(left)} ({left} bytes) of GPU memory "
+                                    f"allocated in {n} allocation(s)"
+                                    + ("" if left else ", and memory a context's reset released without a free")
+                                    + (f", besides {format_bytes(matched[0])} ({matched[0]} bytes) in {matched[1]} "
+                                       "allocation(s) that suppressions match" if matched else "")
                                     + ":\n" + report)
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)

@@ -366,6 +366,25 @@ def pytest_plugin_leaks_suppressed_as_at_exit():
                                                                         else [])), f"{rule.strip()}: failures")
 
 
+@pytest_test
+def pytest_plugin_leaks_partly_suppressed_counts_the_rest():
+    """A gpu_no_leaks test that leaks 1 MiB a suppression matches and 2 MiB
+    none does fails on the 2 MiB: its first line counts what the leak
+    report's SUMMARY line counts, and names the suppressed part apart (it
+    said 3.00 MiB in 2 allocations; from an outside check)."""
+    with workdir("vt-pytest-sup-") as work:
+        sup = os.path.join(work, "sup.txt")
+        with open(sup, "w") as f:
+            f.write("leak:kept_by_a_cache\n")
+        name = "test_partly_suppressed.py"
+        r = suite(name, env={"VRAMTRACE_SUPPRESSIONS": sup})
+        eq(outcomes(r.out), {f"{name}::test_partly_suppressed": "FAILED"}, "outcome")
+        s = sections(r.out, name)["test_partly_suppressed"]
+        eq(s[0], "gpu_no_leaks: the test left 2.00 MiB (2097152 bytes) of GPU memory allocated in 1 allocation(s), "
+                 "besides 1.00 MiB (1048576 bytes) in 1 allocation(s) that suppressions match:", "the first line")
+        ok("SUMMARY: vramtrace: 2097152 byte(s) leaked in 1 allocation(s)." in s, "\n".join(s))
+
+
 TORCH_SUITE = "test_torch_suite.py"
 
 
