@@ -327,6 +327,11 @@ def shapes_main(number=6):
           f"{base['max_call_us']} us ({base['over_1ms']} over 1 ms); the timed thread preempted "
           f"{vt['switches_preempted']} times and waiting of its own {vt['switches_waited']} times with vramtrace, "
           f"{base['switches_preempted']} and {base['switches_waited']} without")
+    fc = [(run([SHAPES, "firstcall", "256", "20000"], env(True)), run([SHAPES, "firstcall", "256", "20000"], env(False)))
+          for _ in range(3)]
+    print(f"  256 threads started at once, each thread's first call: the slowest {', '.join(str(v['first_max_us']) for v, _ in fc)} "
+          f"us with vramtrace (over 1 ms: {', '.join(str(v['first_over_1ms']) for v, _ in fc)}), "
+          f"{', '.join(str(b['first_max_us']) for _, b in fc)} us without (3 runs)")
     n, vt, base = maxcall_row(varied="88172645463325252")
     print(f"  with sizes of 256 B to 64 KiB (BENCH_VARIED): {vt['max_cpu_us']} us of CPU time with vramtrace (at the "
           f"{int(vt['at_cpu']):,}th; over 1 ms: {vt['over_1ms_cpu']}), {base['max_cpu_us']} us without "

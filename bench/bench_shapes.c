@@ -50,6 +50,12 @@
  *       work_ns_per_pair W": W is the threads' CPU time inside the batches'
  *       calls a pair (their waits for each other and the scheduler's turns
  *       left out: what the calls themselves cost)
+ *   bench_shapes firstcall THREADS N
+ *       After one pair of the main thread's (vramtrace's start), THREADS
+ *       threads started together (a barrier), each then making N
+ *       allocate+free pairs; each thread's first call timed by the wall
+ *       clock (its thread's start in the tracker): prints "first_max_us X
+ *       first_over_1ms K first_median_us M"
  *
  * The distinct stacks: ten levels of calls, each made from one of four
  * functions (a digit of the stack's number picks which), below ten levels of
@@ -370,8 +376,55 @@ static int xfree_main(char **argv) {
     return 0;
 }
 
+/* ---- each thread's first call, threads started together ---------------- */
+
+static pthread_barrier_t first_barrier;
+static long first_pairs;
+static double *first_took;
+
+static void *first_thread(void *arg) {
+    long me = (long)arg;
+    pthread_barrier_wait(&first_barrier);
+    CUdeviceptr p;
+    double a = now();
+    cuMemAlloc(&p, 256);
+    first_took[me] = now() - a;
+    cuMemFree(p);
+    for (long i = 1; i < first_pairs; i++) {
+        cuMemAlloc(&p, 256);
+        cuMemFree(p);
+    }
+    return NULL;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int firstcall_main(char **argv) {
+    int nthreads = atoi(argv[2]);
+    first_pairs = atol(argv[3]);
+    if (nthreads < 1 || nthreads > 4096 || first_pairs < 1) return 2;
+    pthread_t *t = calloc((size_t)nthreads, sizeof *t);
+    first_took = calloc((size_t)nthreads, sizeof *first_took);
+    pthread_barrier_init(&first_barrier, NULL, (unsigned)nthreads);
+    CUdeviceptr p; /* the process's first allocation (vramtrace's start) before the threads' */
+    cuMemAlloc(&p, 256);
+    cuMemFree(p);
+    for (long i = 0; i < nthreads; i++) pthread_create(&t[i], NULL, first_thread, (void *)i);
+    for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
+    qsort(first_took, (size_t)nthreads, sizeof *first_took, by_value);
+    int over = 0;
+    for (int i = 0; i < nthreads; i++) over += first_took[i] > 1e-3;
+    printf("first_max_us %.1f first_over_1ms %d first_median_us %.1f\n", first_took[nthreads - 1] * 1e6, over,
+           first_took[nthreads / 2] * 1e6);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     cuInit(0);
+    if (argc >= 4 && strcmp(argv[1], "firstcall") == 0) return firstcall_main(argv);
     if (argc >= 5 && strcmp(argv[1], "stacks") == 0) return stacks_main(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "maxcall") == 0) return maxcall_main(argv);
     if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);

@@ -214,21 +214,27 @@ void vt_rec_put_slotless(struct vt_rec *r) {
     rec_cache_push(r);
 }
 
+/* Without the global lock: a slot is taken by one compare-and-swap of its
+ * `owned`, and a new one pushed on the list's head by one of the head, so
+ * that a thread's first call never waits for an applier's merge (with 256
+ * threads starting at once on 2 CPUs, first calls waited up to a second
+ * behind the lock's preempted holders). Whoever walks the list meanwhile
+ * sees the new slot or not: its table and log are empty, its first op
+ * comes after. */
 struct vt_slot *vt_slot_attach(void) {
     pthread_once(&slot_once, slot_key_make);
     struct vt_slot *l;
-    vt_global_lock();
-    for (l = vt_slots.first; l; l = l->next) {
+    for (l = vt_slots_first(); l; l = l->next) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
     }
     if (!l && (l = aligned_alloc(64, sizeof *l))) {
         memset(l, 0, sizeof *l);
         l->owned = 1;
-        l->next = vt_slots.first;
-        __atomic_store_n(&vt_slots.first, l, __ATOMIC_RELEASE);
+        struct vt_slot *head = vt_slots_first();
+        do l->next = head;
+        while (!__atomic_compare_exchange_n(&vt_slots.first, &head, l, 1, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
     }
-    vt_global_unlock();
     if (l) {
         pthread_setspecific(slot_key, l);
         vt_my_slot = l;
@@ -253,7 +259,7 @@ void vt_slots_reset_child(void) {
     pthread_mutex_init(&depot.lock, NULL); /* held by no one: see vt_rec_depot_lock */
     /* Other threads' slots came along with their memory, not their
      * threads: emptied and free for the taking; this thread keeps its own. */
-    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         l->lock = 0;
         l->wanted = 0; /* the parent's waiters are not the child's */
         struct parent_table *k = l->table.count ? malloc(sizeof *k) : NULL;

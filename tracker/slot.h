@@ -50,8 +50,8 @@ struct vt_slot {
 _Static_assert(__builtin_offsetof(struct vt_slot, table.fresh_left) == 64,
                "the slot's lock, log head and room and the table's hot fields share its first cache line");
 
-/* Every slot, newest first (pushed under the global lock, read without
- * it): a cache line of its own, read by every free that is not of the
+/* Every slot, newest first (pushed by a compare-and-swap, read without a
+ * lock): a cache line of its own, read by every free that is not of the
  * thread's own memory and written only when a slot is made. */
 struct vt_slot_list {
     struct vt_slot *first;

@@ -178,7 +178,7 @@ static int copy_give_up(struct live_copy *c, const struct timespec *until) {
     __atomic_store_n(&c->sink.stop, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&c->lock);
     int all = 1;
-    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         if (!take(l, until)) {
             if (__atomic_load_n(&l->table.cow, __ATOMIC_ACQUIRE)) all = 0;
             continue;
@@ -209,7 +209,7 @@ static void prepare_live(struct live_copy *c, const struct timespec *until) {
  * hold; a table that cannot be armed (out of memory) is copied at once.
  * 0 when a slot's lock was not free before `until` (the copy given up). */
 static int arm_live(struct live_copy *c, const struct timespec *until) {
-    for (struct vt_slot *l = vt_slots.first; l; l = l->next) {
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         if (!take(l, until)) return 0;
         apply_own_log(l);
         if (!vt_cow_begin(&l->table, &c->sink)) TABLE_WALK(&l->table, r, TABLE_AHEAD, keep_records(c, &r, 1));
@@ -447,13 +447,13 @@ void vt_snapshot_free(struct vt_snapshot *s) {
 
 void vt_tracker_lock_all(void) {
     vt_global_lock();
-    for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_take(l);
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_take(l);
     vt_rec_depot_lock();
 }
 
 void vt_tracker_unlock_all(void) {
     vt_rec_depot_unlock();
-    for (struct vt_slot *l = vt_slots.first; l; l = l->next) slot_give(l);
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_give(l);
     vt_global_unlock();
 }
 
