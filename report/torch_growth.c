@@ -100,6 +100,16 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
         }
         for (size_t k = 0; k < n; k++) {
             uint32_t want = g[k].stack < s->nstacks ? group[g[k].stack] : UINT32_MAX - 1;
+            /* Where the record lists every tensor of the device (fewer
+             * than it lists at most) and the site's add up to less than
+             * half its rise, no tensor holds the growth (its memory is
+             * PyTorch's cache, or was let go): no holder is named (a
+             * finished thread's leak was said held by a gradient that lay
+             * in one of its 28 segments). */
+            uint64_t rise = g[k].end_bytes > g[k].first_floor ? g[k].end_bytes - g[k].first_floor : 0, mine = 0;
+            for (size_t j = 0; j < d->ntensors; j++)
+                if (site[j] == want) mine += d->tensors[j].bytes;
+            if (d->ntensors < VT_TORCH_TENSORS && mine * 2 < rise) continue;
             /* The holder of the most bytes of the site's tensors; the
              * first listed (the largest) on a tie. */
             for (size_t j = 0; j < d->ntensors; j++) {
