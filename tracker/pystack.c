@@ -14,7 +14,7 @@
 #include "pystack.h"
 
 #define MAX_PY_FRAMES VT_PY_MAX_FRAMES
-#define NAME_MAX_BYTES 512
+#define NAME_MAX_BYTES 1024   /* a name's bytes kept, as the reports keep one (cut ones end in "...") */
 
 /* struct _gil_runtime_state, the same from 3.10 to 3.12. */
 #define GIL_FIELDS .gil_holder = 8, .gil_locked = 16
@@ -143,8 +143,9 @@ static void utf8_put(char *out, size_t *k, size_t cap, uint32_t c) {
 /* A str object as UTF-8 into out (cap bytes; returns the length, 0 when
  * it is not a compact string: all code-object names are). With `safe` the
  * header and the characters are read through vt_py_peek, else directly. */
-static size_t str_utf8(const void *s, char *out, size_t cap, int safe) {
+static size_t str_utf8(const void *s, char *out, size_t cap, int safe, int *cut) {
     size_t k = 0;
+    *cut = 0;
     if (!s || cap < 5) return 0;
     char hdr[128];
     const char *h = s;
@@ -163,19 +164,23 @@ static size_t str_utf8(const void *s, char *out, size_t cap, int safe) {
         int64_t n = len < NAME_MAX_BYTES ? len : NAME_MAX_BYTES;
         if (vt_py_peek(data, copy, (size_t)(n * kind)) != 0) return 0;
         data = (const char *)copy;
+        *cut = n < len;
         len = n;
     }
-    for (int64_t i = 0; i < len && k + 5 < cap; i++) {
+    int64_t i = 0;
+    for (; i < len && k + 5 < cap; i++) {
         uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
                    : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
         utf8_put(out, &k, cap, c);
     }
+    if (i < len) *cut = 1;
     return k;
 }
 
 int vt_py_str_peek(const void *s, char *buf, size_t size) {
     if (size == 0) return -1;
-    size_t k = str_utf8(s, buf, size, 1);
+    int cut;
+    size_t k = str_utf8(s, buf, size, 1, &cut);
     buf[k < size ? k : size - 1] = '\0';
     return k ? (int)k : -1;
 }
@@ -183,9 +188,16 @@ int vt_py_str_peek(const void *s, char *buf, size_t size) {
 /* Copy a str object as UTF-8 into the arena; anything unreadable reads
  * "?". */
 static const char *copy_str(const void *s, int safe) {
-    char tmp[NAME_MAX_BYTES];
-    size_t k = str_utf8(s, tmp, sizeof tmp, safe);
+    char tmp[NAME_MAX_BYTES + 8];
+    int cut;
+    size_t k = str_utf8(s, tmp, sizeof tmp, safe, &cut);
     if (k == 0) tmp[k++] = '?';
+    if (cut || k >= NAME_MAX_BYTES) { /* 1,023 bytes ending in "...", as the reports cut a name */
+        if (k > NAME_MAX_BYTES - 4) k = NAME_MAX_BYTES - 4;
+        while (k > 0 && ((unsigned char)tmp[k] & 0xc0) == 0x80) k--;   /* tmp[k] starts a character */
+        memcpy(tmp + k, "...", 3);
+        k += 3;
+    }
     char *out = arena_take(k + 1);
     if (!out) return "?";
     memcpy(out, tmp, k);
