@@ -128,6 +128,12 @@ def inproc_leak_report_in_lsan_words():
         "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "the leak report's lines")
 
 
+def leak_lines(r):
+    """The leak report's lines of run r, without its frames' lines."""
+    return [l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
+            and not l.startswith("    #")]
+
+
 @test
 def inproc_last_primary_release_releases_memory_never_freed():
     """"The context is automatically reset once the last reference to it is
@@ -144,8 +150,7 @@ def inproc_last_primary_release_releases_memory_never_freed():
     r = run([prog, "release"], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
     line = lambda text: source_line("t_reset.c", text)
-    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
-        and not l.startswith("    #")],
+    eq(leak_lines(r),
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
         "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
         f"    call site: before_release tests/progs/t_reset.c:{line('/* before the release */')}",
@@ -187,8 +192,7 @@ def inproc_device_reset_releases_memory_never_freed():
     eq(bare.out.splitlines()[1:], ["free after 17179869184", "a leak's address 1"],
        "the reset gave the memory back and a leak's address was handed out again")
     line = lambda text: source_line("t_reset.c", text)
-    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
-        and not l.startswith("    #")],
+    eq(leak_lines(r),
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
         "Direct leak of 2097152 byte(s) in 2 object(s) allocated from:",
         f"    call site: before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
@@ -295,8 +299,7 @@ def inproc_context_destroy_releases_its_memory_never_freed():
     eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
     line = lambda text: source_line("t_ctxdestroy.c", text)
     rel = "    released by a context's reset or destruction without a free: %d byte(s) in 1 object(s)"
-    eq([l for l in r.err.splitlines() if ("leak" in l.lower() or "call site" in l or "released" in l)
-        and not l.startswith("    #")],
+    eq(leak_lines(r),
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
         "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
         f"    call site: in_context tests/progs/t_ctxdestroy.c:{line('/* in the context */')}",

@@ -728,6 +728,22 @@ def live_segment_has_pytorchs_own_figures():
     eq(p.returncode, 0, f"the program exits: {p.stderr.read()[-2000:]}")
 
 
+def sites_script(text):
+    """Python script `text` started under vramtrace, its live segment in a
+    runtime folder of its own: (that folder, the process), its standard
+    input and output piped."""
+    rundir = tempdir("vt-rundir-")
+    work = tempdir("vt-sites-")
+    script = os.path.join(work, "sites.py")
+    with open(script, "w") as f:
+        f.write(text)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))
+         and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
+    return rundir, subprocess.Popen([pythons()[-1], script], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True)
+
+
 COLLIDING_SITES = PY_NAMED_ALLOCS + r'''
 import sys
 mk("a\nb", "/x/f.py")(1 << 20)
@@ -743,15 +759,7 @@ def metrics_sites_whose_shown_labels_meet_are_one_series():
     and the other the four characters \\x0a show as the same site label: the
     exposition has one series for it, their sum (3 MiB, 2 allocations), not
     two samples with the same labels (which Prometheus drops)."""
-    rundir = tempdir("vt-rundir-")
-    work = tempdir("vt-sites-")
-    script = os.path.join(work, "sites.py")
-    with open(script, "w") as f:
-        f.write(COLLIDING_SITES)
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))
-         and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
-    p = subprocess.Popen([pythons()[-1], script], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    rundir, p = sites_script(COLLIDING_SITES)
     try:
         eq(p.stdout.readline(), "ready\n", "the program holds its memory")
         want = {"bytes": "3145728", "allocations": "2"}
@@ -787,15 +795,7 @@ def metrics_and_top_keep_long_sites_apart_and_their_lines():
     end, "step /x/workspace_...workspace_component_11/a.py:3", two series.
     Names were cut at 159 bytes from the end: file and line gone, the two
     sites one series of their sum (from an outside check)."""
-    rundir = tempdir("vt-rundir-")
-    work = tempdir("vt-sites-")
-    script = os.path.join(work, "sites.py")
-    with open(script, "w") as f:
-        f.write(LONG_PATH_SITES)
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))
-         and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-    e.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VRAMTRACE_OUT="off", VRAMTRACE_REPORT="off")
-    p = subprocess.Popen([pythons()[-1], script], env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    rundir, p = sites_script(LONG_PATH_SITES)
     try:
         eq(p.stdout.readline(), "ready\n", "the program holds its memory")
         pattern = r'^vramtrace_site_live_bytes{.*site="(step /x/workspace_component_00/[^"]*)"} (\d+)$'
