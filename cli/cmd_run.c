@@ -633,8 +633,8 @@ int vt_cmd_run(int argc, char **argv) {
     const char *leak = getenv("VRAMTRACE_LEAK_CHECK"), *limit = getenv("VRAMTRACE_LIMIT");
     struct run_plan plan = {
         .needs_link = strpbrk(lib, " :") != NULL,
-        .needs_mark = (leak && strcmp(leak, "1") == 0) || (limit && *limit),
-        .leak_check = leak && strcmp(leak, "1") == 0,
+        .needs_mark = vt_leak_check_wanted(leak) || (limit && *limit),
+        .leak_check = vt_leak_check_wanted(leak),
     };
     if (!plan.needs_link && !plan.needs_mark) {
         if (set_preload(lib) != 0) return 127;

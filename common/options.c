@@ -38,6 +38,12 @@ int vt_parse_number(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+int vt_leak_check_wanted(const char *v) {
+    long on = 0;
+    if (!v || !v[0]) return 0;
+    return vt_parse_number(v, 0, 1, &on) != 0 || on == 1;
+}
+
 int vt_parse_size(const char *s, uint64_t *out) {
     /* DIGITS[.DIGITS][K|M|G|T[i]][B]: the whole part exact, as bytes or
      * times the unit; a fraction only with a unit (1.5G). Anything else

@@ -55,6 +55,11 @@ int vt_parse_size(const char *s, uint64_t *out);
  * and a sign are taken). Returns 0, or -1 when it is not. */
 int vt_parse_number(const char *s, long lo, long hi, long *out);
 
+/* Whether VRAMTRACE_LEAK_CHECK's value `v` (NULL: unset) has the library
+ * check for leaks: a switch that reads on, or a value it cannot read (it
+ * checks anyway, with a warning); not unset, empty or off. */
+int vt_leak_check_wanted(const char *v);
+
 /* A signal by number or name ("USR2", "SIGUSR2", "12") that vramtrace can
  * take for its dumps (never KILL, STOP, or one a crash raises); -1 when
  * it is not one. */

@@ -1250,7 +1250,7 @@ def exec_spawn_dlclose_abort():
 
 
 BAD_OPTIONS = {"VRAMTRACE_DEPTH": "banana", "VRAMTRACE_LIMIT": "12Q", "VRAMTRACE_EVENTS": "-1",
-               "VRAMTRACE_TOP": "0", "VRAMTRACE_PYTHON": "2", "VRAMTRACE_LEAK_CHECK": "maybe",
+               "VRAMTRACE_TOP": "0", "VRAMTRACE_PYTHON": "2", "VRAMTRACE_LEAK_CHECK": "",
                "VRAMTRACE_EXITCODE": "300", "VRAMTRACE_SIGNAL": "FOO", "VRAMTRACE_OUT": "",
                "VRAMTRACE_REPORT": "", "VRAMTRACE_UNWIND": "fast", "VRAMTRACE_COLOUR": "1"}
 

@@ -158,8 +158,14 @@ static long load_number(enum vt_option_id id) {
         char range[64];
         if (d->lo == 0 && d->hi == 1) snprintf(range, sizeof range, "0 or 1 (true/false, yes/no, on/off)");
         else snprintf(range, sizeof range, "a whole number from %ld to %ld", d->lo, d->hi);
-        warn("vramtrace: warning: %s=%s is not %s; keeping the default\n", d->name, v, range);
-        out = d->number;
+        /* A leak check asked for with a value it cannot read (a typo in a
+         * CI's settings) still runs: off, the run would pass unchecked. An
+         * empty value (a shell's way to unset one) keeps the default. */
+        int fail_safe = id == VT_O_LEAK_CHECK && v[0];
+        warn(fail_safe ? "vramtrace: warning: %s=%s is not %s; checking for leaks anyway\n"
+                       : "vramtrace: warning: %s=%s is not %s; keeping the default\n",
+             d->name, v, range);
+        out = fail_safe ? 1 : d->number;
     }
     return out;
 }

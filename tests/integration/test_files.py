@@ -630,6 +630,13 @@ def run_leak_check_fails_on_a_leak_in_another_process():
             eq([l for l in p.stderr.splitlines() if l.startswith("vramtrace run:")],
                [f"vramtrace run: the leak check found GPU memory leaks in 1 other process of {fork} (pid {pids[0]}); "
                 f"exit status {code}"], "one line")
+        # The check asked for by the variable, as the library reads it: a
+        # word, or a value it cannot read (it checks anyway). Only "1" was
+        # seen here: the run passed the child's leak.
+        for value in ("true", "On", "2"):
+            p = subprocess.run([CLI, "run", "--out", "off", "--", fork, "clean"], env=dict(env, VRAMTRACE_LEAK_CHECK=value),
+                               capture_output=True, text=True, cwd=work)
+            eq((p.returncode, len(child_pids(p.stderr))), (23, 1), f"VRAMTRACE_LEAK_CHECK={value}: {p.stderr}")
         p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--", fork], env=env, capture_output=True,
                            text=True, cwd=work)
         pids = child_pids(p.stderr)

@@ -136,10 +136,15 @@ def options_switches_take_words_and_unknown_path_codes_are_said():
     for v, rc in (("true", 23), ("YES", 23), ("On", 23), ("1", 23), ("false", 0), ("no", 0), ("OFF", 0), ("0", 0)):
         r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": v})
         eq((warnings_of(r), r.rc), ([], rc), f"VRAMTRACE_LEAK_CHECK={v}")
-    for v in ("2", "truthy", "y"):
+    # A value it cannot read still checks (off, a CI's typo passed leaks
+    # unchecked; from an outside check); an empty one keeps the default.
+    for v in ("2", "truthy", "y", " 1"):
         r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": v})
         eq((warnings_of(r), r.rc), ([f"vramtrace: warning: VRAMTRACE_LEAK_CHECK={v} is not 0 or 1 (true/false, "
-                                     "yes/no, on/off); keeping the default"], 0), f"VRAMTRACE_LEAK_CHECK={v}")
+                                     "yes/no, on/off); checking for leaks anyway"], 23), f"VRAMTRACE_LEAK_CHECK={v}")
+    r = run(prog, report="off", env={"VRAMTRACE_LEAK_CHECK": ""})
+    eq((warnings_of(r), r.rc), (["vramtrace: warning: VRAMTRACE_LEAK_CHECK= is not 0 or 1 (true/false, "
+                                 "yes/no, on/off); keeping the default"], 0), "VRAMTRACE_LEAK_CHECK empty")
     # The dump signal: off by word, real-time signals by kill -l's names.
     for v, taken in (("off", True), ("None", True), ("false", True), ("RTMIN", True), ("SIGRTMIN+3", True),
                      ("RTMAX", True), ("RTMAX-2", True), ("RTMIN+31", False), ("RTMIN-1", False),
