@@ -51,11 +51,15 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
     fprintf(f, "; %s tracked live</p>\n<ul class=\"facts\">", B(o->live_bytes, a));
     uint64_t outside = o->have_info ? vt_oom_outside(o->total_bytes, o->free_bytes, o->live_bytes,
-                                                     o->graph_reserved, o->graph_used) : 0;
+                                                     o->graph_reserved, o->graph_used, o->pool_reserved,
+                                                     o->pool_used) : 0;
     if (outside) fprintf(f, "<li>held outside tracked allocations: %s</li>", B(outside, a));
     if (!o->budget && (o->graph_reserved || o->graph_used))
         fprintf(f, "<li>CUDA graphs' memory pool: %s reserved, %s of it in use by graph allocations</li>",
                 B(o->graph_reserved, a), B(o->graph_used, b));
+    if (!o->budget && (o->pool_reserved || o->pool_used))
+        fprintf(f, "<li>stream-ordered memory pools: %s reserved, %s of it in use by allocations</li>",
+                B(o->pool_reserved, a), B(o->pool_used, b));
     if (o->procs) {
         fputs("<li>other processes on the GPU:", f);
         for (size_t k = 0; k < o->nprocs; k++) {

@@ -354,6 +354,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "peak_bytes", count(x->peak_bytes));
             json_object_set_new(j, "peak_time_ns", count(x->peak_time_ns));
         }
+        if (x->pool_reserved || x->pool_used) {
+            json_object_set_new(j, "pool_reserved_bytes", count(x->pool_reserved));
+            json_object_set_new(j, "pool_used_bytes", count(x->pool_used));
+        }
         if (x->graph_reserved || x->graph_used) {
             json_object_set_new(j, "graph_reserved_bytes", count(x->graph_reserved));
             json_object_set_new(j, "graph_used_bytes", count(x->graph_used));

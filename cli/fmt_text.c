@@ -75,6 +75,7 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             .device_uuid = v && v->uuid ? S(v->uuid, uuid) : NULL, .site = site_text(d, o->stack, site, sizeof site),
             .have_info = o->have_info, .free_bytes = o->free_bytes, .total_bytes = o->total_bytes,
             .live_bytes = o->live_bytes, .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
+            .pool_reserved = o->pool_reserved, .pool_used = o->pool_used,
             .tracked = tracked, .device_live_count = o->have_counts ? o->live_count : at_it ? v->live_count : 0,
             .device_peak_bytes = o->have_counts ? o->peak_bytes : at_it ? v->peak_bytes : 0,
             .device_peak_time_ns = o->have_counts ? o->peak_time_ns : at_it ? v->peak_time_ns : 0,

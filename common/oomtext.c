@@ -9,10 +9,11 @@
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 
 uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint64_t graph_reserved,
-                        uint64_t graph_used) {
+                        uint64_t graph_used, uint64_t pool_reserved, uint64_t pool_used) {
     if (total < free_bytes || total - free_bytes <= live) return 0;
     uint64_t outside = total - free_bytes - live;
     uint64_t spare = graph_reserved > graph_used ? graph_reserved - graph_used : 0;
+    spare += pool_reserved > pool_used ? pool_reserved - pool_used : 0;
     return outside > spare ? outside - spare : 0;
 }
 
@@ -81,7 +82,7 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
         fprintf(f, "%s%s: %s free of %s\n", prefix, o->budget ? "budget" : "device", B(o->free_bytes, a),
                 B(o->total_bytes, b));
         uint64_t outside = vt_oom_outside(o->total_bytes, o->free_bytes, o->live_bytes, o->graph_reserved,
-                                          o->graph_used);
+                                          o->graph_used, o->pool_reserved, o->pool_used);
         if (outside)
             fprintf(f, "%sheld outside this process's tracked allocations: %s "
                        "(CUDA context, other processes, untracked APIs)\n",
@@ -90,6 +91,9 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
     if (!o->budget && (o->graph_reserved || o->graph_used))
         fprintf(f, "%sCUDA graphs' memory pool: %s reserved, %s of it in use by graph allocations\n", prefix,
                 B(o->graph_reserved, a), B(o->graph_used, b));
+    if (!o->budget && (o->pool_reserved || o->pool_used))
+        fprintf(f, "%sstream-ordered memory pools: %s reserved, %s of it in use by allocations\n", prefix,
+                B(o->pool_reserved, a), B(o->pool_used, b));
     if (o->tracked == VT_TRACKED_COUNTS)
         fprintf(f, "%stracked on device %d: %s live in %" PRIu64 " allocation%s at the failure; peak %s at %.3f s\n",
                 prefix, o->device, B(o->live_bytes, a), o->device_live_count, o->device_live_count == 1 ? "" : "s",

@@ -34,6 +34,8 @@ struct vt_oom_text {
     uint64_t live_bytes;       /* tracked live on that device at the failure */
     uint64_t graph_reserved, graph_used; /* the CUDA graphs' memory pool on that
                                             device: reserved, in use (0, 0: none) */
+    uint64_t pool_reserved, pool_used;   /* its stream-ordered memory pools: the
+                                            same */
     int tracked;               /* what is said of it: VT_TRACKED_* */
     uint64_t device_live_count, device_peak_bytes, device_peak_time_ns; /* VT_TRACKED_COUNTS */
     const char *procs;         /* other processes, vt_fmt_proc's joined; NULL: NVML did not say */
@@ -53,11 +55,11 @@ uint64_t vt_step_at(uint64_t time_ns, const void *steps, size_t n, size_t size, 
                     uint64_t total);
 
 /* What the device holds (total - free) beyond this process's tracked live
- * bytes and the spare memory its CUDA graphs' pool keeps reserved (graph
- * allocations in use are tracked where vramtrace saw their capture): the
- * CUDA context, other processes, untracked APIs. 0 when nothing. */
+ * bytes and the spare memory its CUDA graphs' pool and its stream-ordered
+ * pools keep reserved (their allocations in use are tracked): the CUDA
+ * context, other processes, untracked APIs. 0 when nothing. */
 uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint64_t graph_reserved,
-                        uint64_t graph_used);
+                        uint64_t graph_used, uint64_t pool_reserved, uint64_t pool_used);
 
 /* What a failed request for host memory asked for, by kind name
  * ("host", "host_vmm", "host_async"), said after the request; NULL for

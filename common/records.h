@@ -31,6 +31,8 @@
     X(uint64_t, live_bytes)     \
     X(uint64_t, graph_reserved) \
     X(uint64_t, graph_used)     \
+    X(uint64_t, pool_reserved)  \
+    X(uint64_t, pool_used)      \
     X(const char *, api)
 
 /* The process's totals besides the device counters (VT_COUNTERS, device

@@ -18,6 +18,7 @@
 #include "hook.h"
 #include "nvml.h"
 #include "ondemand.h"
+#include "pools.h"
 #include "resolve.h"
 
 __thread int vt_in_runtime __attribute__((tls_model("initial-exec")));
@@ -197,6 +198,40 @@ static void graph_memory(int device, struct vt_oom *o) {
     o->graph_used = used;
 }
 
+/* What device `device`'s stream-ordered memory pools hold: reserved from
+ * the device, and in use by allocations (its current and default pools and
+ * every pool vramtrace saw handed out for it, each once; 0 where the
+ * driver cannot say). What a pool keeps of freed blocks (its release
+ * threshold; PyTorch's cudaMallocAsync backend keeps all) is then not
+ * called memory held outside the tracked allocations. */
+#define VT_POOLS_ASKED 64
+static void pool_memory(int device, struct vt_oom *o) {
+    static void *k_get, *k_cur, *k_def;
+    CUresult (*get)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*cur)(CUmemoryPool *, CUdevice);
+    CUresult (*def)(CUmemoryPool *, CUdevice);
+    *(void **)&get = vt_driver_fn_kept(&k_get, "cuMemPoolGetAttribute");
+    *(void **)&cur = vt_driver_fn_kept(&k_cur, "cuDeviceGetMemPool");
+    *(void **)&def = vt_driver_fn_kept(&k_def, "cuDeviceGetDefaultMemPool");
+    if (!get || device < 0) return;
+    void *pools[VT_POOLS_ASKED];
+    size_t n = 0;
+    CUmemoryPool p;
+    if (cur && cur(&p, device) == CUDA_SUCCESS && p) pools[n++] = p;
+    if (def && def(&p, device) == CUDA_SUCCESS && p) pools[n++] = p;
+    n += vt_pools_of(device, pools + n, VT_POOLS_ASKED - n);
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = pools[j] == pools[i];
+        cuuint64_t reserved = 0, in_use = 0;
+        if (seen || get((CUmemoryPool)pools[i], CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS ||
+            get((CUmemoryPool)pools[i], CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &in_use) != CUDA_SUCCESS)
+            continue;
+        o->pool_reserved += reserved;
+        o->pool_used += in_use;
+    }
+}
+
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -218,6 +253,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
             o.have_info = 1;
         }
         graph_memory(device, &o);
+        pool_memory(device, &o);
     }
     struct vt_proc procs[VT_MAX_PROCS];
     if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {

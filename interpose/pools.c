@@ -72,6 +72,15 @@ void vt_pool_forget(void *pool) {
     __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 }
 
+size_t vt_pools_of(int device, void **out, size_t max) {
+    size_t n = 0;
+    for (int i = 0; i < VT_POOL_SLOTS && n < max; i++) {
+        uintptr_t p = __atomic_load_n(&slot_pool[i], __ATOMIC_ACQUIRE);
+        if (p && p != GONE && __atomic_load_n(&slot_device[i], __ATOMIC_RELAXED) == device) out[n++] = (void *)p;
+    }
+    return n;
+}
+
 void vt_pools_reset_child(void) { __atomic_store_n(&lock, 0, __ATOMIC_RELEASE); }
 
 int vt_pool_where(void *pool, void *stream, int *device) {

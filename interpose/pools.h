@@ -14,6 +14,9 @@
  * of device `device`, or host memory (VT_HOST_DEVICE). */
 void vt_pool_note(void *pool, int device);
 
+/* Up to `max` pools noted as device `device`'s into out; how many. */
+size_t vt_pools_of(int device, void **out, size_t max);
+
 /* Pool `pool` was destroyed: its handle may name another pool later. */
 void vt_pool_forget(void *pool);
 

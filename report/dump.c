@@ -105,6 +105,9 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
         if (o->graph_reserved || o->graph_used)
             fprintf(f, ",\"graph_reserved_bytes\":" U64 ",\"graph_used_bytes\":" U64, o->graph_reserved,
                     o->graph_used);
+        if (o->pool_reserved || o->pool_used)
+            fprintf(f, ",\"pool_reserved_bytes\":" U64 ",\"pool_used_bytes\":" U64, o->pool_reserved,
+                    o->pool_used);
         fprintf(f, ",\"live_bytes\":" U64, o->live_bytes);
         if (o->have_counts)
             fprintf(f, ",\"live_count\":" U64 ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64, o->live_count,

@@ -266,8 +266,23 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "cudaDeviceGraphMemTrim(%d) gives it back between launches; destroy the graphs (cudaGraphExecDestroy) "
                  "you no longer launch", o->device);
     }
-    if (o->have_info && !o->budget && vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used)) {
-        uint64_t outside = vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used);
+    /* The stream-ordered pools' the same: freed blocks a pool keeps for its
+     * next allocations (a release threshold; PyTorch's cudaMallocAsync
+     * backend keeps all). */
+    uint64_t pool_spare = o->pool_reserved > o->pool_used ? o->pool_reserved - o->pool_used : 0;
+    if (!o->budget && pool_spare && ((total && pool_spare * 10 >= total) || pool_spare >= o->requested)) {
+        struct vt_finding *f = add(out, &n, "stream_pool");
+        snprintf(f->text, sizeof f->text,
+                 "the stream-ordered memory pools keep %s reserved that no allocation uses (%s reserved, %s in use)",
+                 B(pool_spare, a), B(o->pool_reserved, b), B(o->pool_used, c));
+        snprintf(f->next, sizeof f->next,
+                 "cudaMemPoolTrimTo(pool, 0) gives it back (under PyTorch's cudaMallocAsync backend, "
+                 "torch.cuda.empty_cache()); a lower release threshold (cudaMemPoolAttrReleaseThreshold) keeps less");
+    }
+    if (o->have_info && !o->budget &&
+        vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used, o->pool_reserved, o->pool_used)) {
+        uint64_t outside = vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used, o->pool_reserved,
+                                          o->pool_used);
         uint64_t unexplained = outside > others ? outside - others : 0;
         if (unexplained * 10 >= total) {
             struct vt_finding *f = add(out, &n, "outside_tracked");

@@ -152,6 +152,7 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
         .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
         .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
         .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
+        .pool_reserved = o->pool_reserved, .pool_used = o->pool_used,
         /* The device's counts at the failure, kept with it (the dump's). */
         .tracked = d && o->have_counts ? VT_TRACKED_COUNTS : d ? VT_TRACKED_BYTES : VT_TRACKED_NONE,
         .device_live_count = o->live_count, .device_peak_bytes = o->peak_bytes,

@@ -1385,3 +1385,38 @@ def host_main_thread_ending_by_pthread_exit_ends_with_its_last_thread():
         eq((q.rc, q.out), (0, "worker done\n"), f"{mode}: without the leak check")
         ok("vramtrace: exit in pid" in q.err and "live at exit: 1.00 MiB in 1 allocation" in q.err,
            f"{mode}: the exit summary: {q.err[-1500:]}")
+
+
+@test
+def host_memory_a_stream_ordered_pool_keeps_is_not_held_outside():
+    """The device's default pool, told to keep what it gets back, holds 4 GiB
+    that no allocation uses when a cudaMalloc of 5 GiB fails: the
+    post-mortem names the pools' reserved and in-use bytes and says what
+    gives them back; nothing is called held outside the tracked
+    allocations (it was: "4.00 GiB (CUDA context, other processes,
+    untracked APIs)"; under PyTorch's cudaMallocAsync backend, which
+    `vramtrace run --tensors` uses, the same; from an outside check). The
+    dump and `vramtrace report` say the same."""
+    prog = os.path.join(T, "t_poolkeep")
+    r = run([prog], env={"SIMGPU_CAPACITY": "8G"})
+    eq((r.rc, r.out), (0, "5 GiB: 2\n"), "the program's own run")
+    lines = r.err.splitlines()
+    eq([l for l in lines if "stream-ordered memory pools" in l or "held outside" in l],
+       ["vramtrace:   stream-ordered memory pools: 4.00 GiB reserved, 0 B of it in use by allocations",
+        "vramtrace:   1. the stream-ordered memory pools keep 4.00 GiB reserved that no allocation uses (4.00 GiB "
+        "reserved, 0 B in use)"], "the post-mortem's lines")
+    o = r.dump["ooms"][0]
+    eq((o["pool_reserved_bytes"], o["pool_used_bytes"], [f["id"] for f in o["findings"]]),
+       (4 << 30, 0, ["stream_pool"]), "the dump's failure")
+    with workdir("vt-host-") as work:
+        path = os.path.join(work, "d.json")
+        json.dump({k: v for k, v in r.dump.items() if k != "_path"}, open(path, "w"))
+        text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+        ok("  stream-ordered memory pools: 4.00 GiB reserved, 0 B of it in use by allocations\n" in text and
+           "held outside" not in text, text)
+        j = json.loads(subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True).stdout)
+        x = j["processes"][0]["ooms"][0]
+        eq((x["pool_reserved_bytes"], x["pool_used_bytes"]), (4 << 30, 0), "the CLI's JSON")
+        page = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True).stdout
+        ok("<li>stream-ordered memory pools: 4.00 GiB reserved, 0 B of it in use by allocations</li>" in page and
+           "held outside tracked" not in page, "the page")
