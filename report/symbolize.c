@@ -5,6 +5,7 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,8 +310,44 @@ static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
     return &p->frames[first];
 }
 
+/* The file a module of this process maps, named by the kernel through
+ * /proc/self/map_files (its first mapping, found in /proc/self/maps by
+ * the module's start): -1 when not found. */
+static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
+    Dwarf_Addr start = 0;
+    if (!dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL)) return -1;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return -1;
+    char line[256];
+    unsigned long lo, hi;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        found = sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == start;
+        /* The rest of a long line (its path) is not a line of its own. */
+        while (!strchr(line, '\n') && fgets(line, sizeof line, f)) {}
+    }
+    fclose(f);
+    if (!found) return -1;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/map_files/%lx-%lx", lo, hi);
+    ssize_t n = readlink(link, out, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1) return -1;
+    out[n] = '\0';
+    return 0;
+}
+
+/* A module's file by the name /proc/self/maps gives it, except where that
+ * name holds the kernel's escape of a newline ("\012"), which names no
+ * file (or another one): then by the name the kernel gives the mapping's
+ * file itself. */
+static int find_elf(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, char **file, Elf **elf) {
+    char real[PATH_MAX];
+    if (name && strstr(name, "\\012") && mapped_file(m, real, sizeof real) == 0) name = real;
+    return dwfl_linux_proc_find_elf(m, user, name, base, file, elf);
+}
+
 static const Dwfl_Callbacks callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
+    .find_elf = find_elf,
     /* Local separate debug files by build ID only: never debuginfod, whose
      * client starts libcurl and OpenSSL (their atexit handlers race a
      * program's exit, and a lookup may go to the network) inside the

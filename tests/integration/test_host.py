@@ -1420,3 +1420,25 @@ def host_memory_a_stream_ordered_pool_keeps_is_not_held_outside():
         page = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True).stdout
         ok("<li>stream-ordered memory pools: 4.00 GiB reserved, 0 B of it in use by allocations</li>" in page and
            "held outside tracked" not in page, "the page")
+
+
+@test
+def host_program_in_a_folder_named_with_a_newline_is_symbolized():
+    """A program in a folder whose name holds a newline: /proc/self/maps
+    names its file with the kernel's escape ("nl\\012x"), which names no
+    file, and its frames were "??"; worse, a folder of that literal name
+    beside it held another program, whose symbols were then read. The file
+    is now named by the kernel's link to the mapping itself (from an
+    outside check)."""
+    with workdir("vt-host-nl-") as work:
+        real = os.path.join(work, "nl\nx")
+        decoy = os.path.join(work, "nl\\012x")
+        os.mkdir(real)
+        os.mkdir(decoy)
+        shutil.copy(os.path.join(T, "t_leaks"), os.path.join(real, "t_leaks"))
+        shutil.copy(os.path.join(T, "t_deepleak"), os.path.join(decoy, "t_leaks"))   # not the one that runs
+        r = run([os.path.join(real, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq(r.rc, 23, r.err[-1500:])
+        sites = [l for l in r.err.splitlines() if l.startswith("    call site: ")]
+        ok(sites and all(re.match(r"    call site: \w+ tests/progs/t_leaks\.c:\d+$", l) for l in sites),
+           f"every call site named from the program's own file: {sites}")
