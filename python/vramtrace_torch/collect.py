@@ -227,6 +227,20 @@ def _claim_all(torch, w):
         if g is not None:
             n = param_name[id(p)]
             claim(g, "gradient", n + ".grad", "gradient of " + n)
+    # Gradients of the program's other leaf tensors (an input made with
+    # requires_grad=True): kept by PyTorch until read, not among the
+    # tensors walked, so they fell in no category.
+    Parameter = torch.nn.Parameter
+    for t in w.tensors:
+        try:
+            if type(t) is Parameter or not t.requires_grad or not t.is_leaf:
+                continue
+            g = t.grad
+            if g is not None:
+                n = names.get(id(t)) or "a tensor"
+                claim(g, "gradient", n + ".grad", "gradient of " + n)
+        except Exception:
+            pass
     for o in w.optims:
         oname = names.get(id(o), type(o).__name__)
         try:
@@ -242,7 +256,6 @@ def _claim_all(torch, w):
         except Exception:
             pass
     # Holders of the rest: the containers, those the program names first.
-    Parameter = torch.nn.Parameter
     others = [t for t in w.tensors if type(t) is not Parameter]
     holder = {}
     want = set(map(id, others))

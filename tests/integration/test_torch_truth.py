@@ -230,6 +230,27 @@ def torch_truth_a_leak_let_go_is_held_by_no_tensor_at_exit():
     ok("held by `" not in exit_part, exit_part)
 
 
+LEAF_GRADS = r"""
+import torch
+x = torch.randn(1024, 1024, device="cuda", requires_grad=True)   # 4 MiB each
+w = torch.randn(1024, 1024, device="cuda", requires_grad=True)
+(x @ w).sum().backward()
+"""
+
+
+@torch_test
+def torch_truth_gradients_of_leaf_tensors_are_gradients():
+    """Two leaf tensors made with requires_grad=True, not parameters: their
+    gradients are in the gradient category, named for them (they fell in
+    no category: 8 MiB PyTorch had allocated that no category counted;
+    from an outside check)."""
+    out, dumps, _ = traced(LEAF_GRADS)
+    t = dumps["exit"]["torch"][0]
+    eq((t["categories"]["gradient"], t["categories"]["other"]), (8 << 20, 8 << 20), "the categories")
+    eq(sorted((x["name"], x["category"], x.get("holder")) for x in t["tensors"] if x["name"] in ("x.grad", "w.grad")),
+       [("w.grad", "gradient", "gradient of w"), ("x.grad", "gradient", "gradient of x")], "the gradients")
+
+
 NO_TORCH = r"""
 import sys, json
 print(json.dumps([p for p in sys.path if "vramtrace_torch" in p]), "vramtrace_torch" in sys.modules)
