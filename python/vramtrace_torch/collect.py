@@ -17,6 +17,7 @@ import heapq
 import operator
 import re
 import sys
+import weakref
 
 CATEGORIES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "other")
 TOP = 64          # tensors listed per device
@@ -357,8 +358,22 @@ def _name(n, t):
         return n
     label, i, box = n
     if type(box) is dict:
-        i = repr(next((k for k, v in box.items() if v is t), i))
+        i = _key_text(next((k for k, v in box.items() if v is t), i))
     return f"{label}[{i}]" if label is not None else f"a {type(box).__name__}[{i}]"
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _key_text(k):
+    """A dict key as a name shows it: its repr where it is plain data (a
+    string, a number, a tuple of those), else its type, <weakref> (an
+    object's repr holds addresses that differ from run to run: checkpoint's
+    dict keyed by weak references was named "a dict[<weakref at 0x7f..;
+    to '_Handle' at 0x..>]")."""
+    if isinstance(k, _PLAIN) or (type(k) is tuple and all(isinstance(x, _PLAIN) for x in k)):
+        return repr(k)
+    return "<weakref>" if isinstance(k, weakref.ref) else f"<{type(k).__name__}>"
 
 
 class _Segments:

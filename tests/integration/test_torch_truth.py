@@ -230,6 +230,32 @@ def torch_truth_a_leak_let_go_is_held_by_no_tensor_at_exit():
     ok("held by `" not in exit_part, exit_part)
 
 
+DICT_KEYS = r"""
+import weakref
+from vramtrace_torch import collect
+class Handle: pass
+h = Handle()
+t = object()
+for key in ("name", 3, ("a", 1), weakref.ref(h), h, (h, 1)):
+    print(collect._name(("cache", 0, {key: t}), t), collect._name((None, 0, {key: t}), t))
+"""
+
+
+@test
+def torch_companion_names_dict_entries_without_addresses():
+    """A tensor a dict holds is named by its key where the key is plain data
+    (a string, a number, a tuple of those), else by the key's type: a key's
+    repr holds addresses that differ from run to run (checkpoint's entries
+    were "a dict[<weakref at 0x7f..; to '_Handle' at 0x..>]"; from an
+    outside check)."""
+    p = subprocess.run([sys.executable, "-c", DICT_KEYS], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    eq(p.returncode, 0, p.stderr)
+    eq(p.stdout.splitlines(), ["cache['name'] a dict['name']", "cache[3] a dict[3]", "cache[('a', 1)] a dict[('a', 1)]",
+                               "cache[<weakref>] a dict[<weakref>]", "cache[<Handle>] a dict[<Handle>]",
+                               "cache[<tuple>] a dict[<tuple>]"], "the names")
+
+
 LEAF_GRADS = r"""
 import torch
 x = torch.randn(1024, 1024, device="cuda", requires_grad=True)   # 4 MiB each
