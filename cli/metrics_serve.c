@@ -135,32 +135,44 @@ static void send_all(int fd, const char *p, size_t n) {
     }
 }
 
+/* A media range's q ("...;q=0.5"; 1 when it gives none), from v to stop. */
+static double range_q(const char *v, const char *stop) {
+    double q = 1;
+    for (const char *p = v; p + 2 < stop; p++)
+        if (p[0] == ';') {
+            const char *x = p + 1;
+            while (x < stop && *x == ' ') x++;
+            if (x + 2 <= stop && (x[0] == 'q' || x[0] == 'Q') && x[1] == '=') {
+                char num[16] = "";
+                size_t k = 0;
+                for (x += 2; x < stop && k < sizeof num - 1 && *x != ';' && *x != ' '; x++) num[k++] = *x;
+                q = strtod(num, NULL);
+            }
+        }
+    return q;
+}
+
 /* Whether an Accept header's value asks for OpenMetrics: a media range
- * application/openmetrics-text whose q is not 0 ("...;q=0" refuses it). */
+ * application/openmetrics-text whose q is above 0 and no lower than the
+ * text format's (text/plain, text/ * or * / *; "...;q=0" refuses it, and
+ * "text/plain;q=0.5, application/openmetrics-text;q=0.1" prefers text). */
 static int asks_openmetrics(const char *v, const char *end) {
+    double om_q = 0, text_q = 0;
     while (v < end) {
         const char *comma = memchr(v, ',', (size_t)(end - v));
         const char *stop_at = comma ? comma : end;
         while (v < stop_at && (*v == ' ' || *v == '\t')) v++;
-        static const char om[] = "application/openmetrics-text";
-        if ((size_t)(stop_at - v) >= sizeof om - 1 && strncasecmp(v, om, sizeof om - 1) == 0) {
-            int refused = 0;
-            for (const char *q = v; q + 2 < stop_at; q++)
-                if (q[0] == ';') {
-                    const char *x = q + 1;
-                    while (x < stop_at && *x == ' ') x++;
-                    if (x + 2 <= stop_at && (x[0] == 'q' || x[0] == 'Q') && x[1] == '=') {
-                        char num[16] = "";
-                        size_t k = 0;
-                        for (x += 2; x < stop_at && k < sizeof num - 1 && *x != ';' && *x != ' '; x++) num[k++] = *x;
-                        refused = strtod(num, NULL) <= 0;
-                    }
-                }
-            if (!refused) return 1;
-        }
+        static const char om[] = "application/openmetrics-text", text[] = "text/plain", any_text[] = "text/*",
+                          any[] = "*/*";
+        size_t len = (size_t)(stop_at - v);
+#define IS(s) (len >= sizeof s - 1 && strncasecmp(v, s, sizeof s - 1) == 0)
+        double q = range_q(v, stop_at);
+        if (IS(om) && q > om_q) om_q = q;
+        if ((IS(text) || IS(any_text) || IS(any)) && q > text_q) text_q = q;
+#undef IS
         v = stop_at + 1;
     }
-    return 0;
+    return om_q > 0 && om_q >= text_q;
 }
 
 /* One request on its own connection: its head read within 5 s in all (a

@@ -909,7 +909,13 @@ def metrics_listen_serves_each_connection_on_its_own():
         eq((head[0], b"Allow: GET, HEAD" in head), (b"HTTP/1.1 405 Method Not Allowed", True), "POST")
         for accept, om in ((b"application/openmetrics-text;q=0, text/plain", False),
                            (b"application/openmetrics-text; version=1.0.0; q=0.5, text/plain;q=0.1", True),
-                           (b"text/plain, application/openmetrics-text", True), (b"text/plain", False)):
+                           (b"text/plain, application/openmetrics-text", True), (b"text/plain", False),
+                           # q-values weigh (the text format preferred was answered in OpenMetrics; from an
+                           # outside check), as Prometheus's own header asks
+                           (b"text/plain;version=0.0.4;q=0.5,application/openmetrics-text;version=1.0.0;q=0.1", False),
+                           (b"application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;"
+                            b"version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2", True),
+                           (b"*/*;q=0.9, application/openmetrics-text;q=0.2", False)):
             answer = http_request(port, b"GET /metrics HTTP/1.1\r\nAccept: " + accept + b"\r\n\r\n")
             eq(b"Content-Type: application/openmetrics-text" in answer.split(b"\r\n\r\n", 1)[0], om,
                f"Accept: {accept!r}")
