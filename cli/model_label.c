@@ -13,14 +13,7 @@ static const char *base(const char *path) {
     return s ? s + 1 : path;
 }
 
-char *vm_clamp_name(char *s) {
-    if (!s || strnlen(s, VM_NAME_MAX) < VM_NAME_MAX) return s;
-    static const char more[] = "...";
-    size_t keep = VM_NAME_MAX - sizeof more; /* the name's bytes kept, the marker and its NUL after */
-    while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80) keep--; /* s[keep] begins a character */
-    memcpy(s + keep, more, sizeof more);
-    return s;
-}
+char *vm_clamp_name(char *s) { return vt_clamp_name(s, VM_NAME_MAX); }
 
 const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
     /* An empty name (a hostile or damaged dump) is no name: a frame of no

@@ -90,6 +90,15 @@ const char *vt_utf8_whole(char *buf, size_t size) {
     return buf;
 }
 
+char *vt_clamp_name(char *s, size_t max) {
+    if (!s || max < 4 || strnlen(s, max) < max) return s;
+    static const char more[] = "...";
+    size_t keep = max - sizeof more; /* the name's bytes kept, the marker and its NUL after */
+    while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80) keep--; /* s[keep] begins a character */
+    memcpy(s + keep, more, sizeof more);
+    return s;
+}
+
 const char *vt_cut_middle(char *buf, size_t size, const char *src) {
     if (size == 0) return buf;
     size_t n = strlen(src);

@@ -86,6 +86,12 @@ void vt_json_string(FILE *f, const char *s);
  * stays valid UTF-8 for the JSON, HTML and pickle writers. Returns buf. */
 const char *vt_utf8_whole(char *buf, size_t size);
 
+/* A name of `max` bytes or more cut in place to max - 1, "..." its last
+ * three, at a UTF-8 character's boundary (the one rule for a name too long,
+ * the library's Python names and the CLI's names read from a dump alike).
+ * Returns s. */
+char *vt_clamp_name(char *s, size_t max);
+
 /* src into buf of `size` bytes; where it does not fit, its start and its
  * end with "..." between, each cut at a UTF-8 character's boundary (a
  * call site's function and its file:line both kept). Returns buf. */

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../common/format.h"
 #include "../common/warn.h"
 #include "pylayout.h"
 #include "pystack.h"
@@ -143,9 +144,8 @@ static void utf8_put(char *out, size_t *k, size_t cap, uint32_t c) {
 /* A str object as UTF-8 into out (cap bytes; returns the length, 0 when
  * it is not a compact string: all code-object names are). With `safe` the
  * header and the characters are read through vt_py_peek, else directly. */
-static size_t str_utf8(const void *s, char *out, size_t cap, int safe, int *cut) {
+static size_t str_utf8(const void *s, char *out, size_t cap, int safe) {
     size_t k = 0;
-    *cut = 0;
     if (!s || cap < 5) return 0;
     char hdr[128];
     const char *h = s;
@@ -164,23 +164,19 @@ static size_t str_utf8(const void *s, char *out, size_t cap, int safe, int *cut)
         int64_t n = len < NAME_MAX_BYTES ? len : NAME_MAX_BYTES;
         if (vt_py_peek(data, copy, (size_t)(n * kind)) != 0) return 0;
         data = (const char *)copy;
-        *cut = n < len;
         len = n;
     }
-    int64_t i = 0;
-    for (; i < len && k + 5 < cap; i++) {
+    for (int64_t i = 0; i < len && k + 5 < cap; i++) {
         uint32_t c = kind == 1 ? ((const uint8_t *)data)[i]
                    : kind == 2 ? ((const uint16_t *)data)[i] : ((const uint32_t *)data)[i];
         utf8_put(out, &k, cap, c);
     }
-    if (i < len) *cut = 1;
     return k;
 }
 
 int vt_py_str_peek(const void *s, char *buf, size_t size) {
     if (size == 0) return -1;
-    int cut;
-    size_t k = str_utf8(s, buf, size, 1, &cut);
+    size_t k = str_utf8(s, buf, size, 1);
     buf[k < size ? k : size - 1] = '\0';
     return k ? (int)k : -1;
 }
@@ -189,15 +185,12 @@ int vt_py_str_peek(const void *s, char *buf, size_t size) {
  * "?". */
 static const char *copy_str(const void *s, int safe) {
     char tmp[NAME_MAX_BYTES + 8];
-    int cut;
-    size_t k = str_utf8(s, tmp, sizeof tmp, safe, &cut);
+    size_t k = str_utf8(s, tmp, sizeof tmp, safe);
     if (k == 0) tmp[k++] = '?';
-    if (cut || k >= NAME_MAX_BYTES) { /* 1,023 bytes ending in "...", as the reports cut a name */
-        if (k > NAME_MAX_BYTES - 4) k = NAME_MAX_BYTES - 4;
-        while (k > 0 && ((unsigned char)tmp[k] & 0xc0) == 0x80) k--;   /* tmp[k] starts a character */
-        memcpy(tmp + k, "...", 3);
-        k += 3;
-    }
+    tmp[k] = '\0';
+    /* Cut by the reports' rule: a read cut short (NAME_MAX_BYTES characters
+     * read, or the buffer's room) already holds NAME_MAX_BYTES bytes. */
+    k = strlen(vt_clamp_name(tmp, NAME_MAX_BYTES));
     char *out = arena_take(k + 1);
     if (!out) return "?";
     memcpy(out, tmp, k);
@@ -610,13 +603,19 @@ int vt_pystack_same(const struct vt_pytrail *trail) {
     }
 }
 
+/* The code slot of Python frame value v, once its names are set; NULL. */
+static const struct code_slot *code_of(uintptr_t v) {
+    uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
+    return codes && id < CODE_SLOTS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) ? &codes[id] : NULL;
+}
+
 /* Whether frame value v (this thread's outermost) runs PyTorch's own code:
  * a thread whose Python was entered there is one PyTorch called into from
  * C++ (an autograd thread running checkpoint's recomputation, a
  * Function's backward, a communication hook). */
 static int entered_in_torch(uintptr_t v) {
-    uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
-    return id < CODE_SLOTS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) && codes[id].in_torch;
+    const struct code_slot *c = code_of(v);
+    return c && c->in_torch;
 }
 
 int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
@@ -692,10 +691,10 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
 
 int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line) {
     if (!vt_pyframe_is(v) || !codes) return -1;
-    uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
-    if (id >= CODE_SLOTS || !__atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE)) return -1;
-    *function = codes[id].qualname;
-    *file = codes[id].filename;
+    const struct code_slot *c = code_of(v);
+    if (!c) return -1;
+    *function = c->qualname;
+    *file = c->filename;
     *line = (int)(v & 0xffffff);
     return 0;
 }
