@@ -614,7 +614,7 @@ int vt_cmd_run(int argc, char **argv) {
         int pattern = d == &vt_option_table[VT_O_OUT] || d == &vt_option_table[VT_O_REPORT];
         if ((pattern || d == &vt_option_table[VT_O_SUPPRESSIONS]) && *v && v[0] != '/' &&
             !(d == &vt_option_table[VT_O_OUT] && strcmp(v, "off") == 0) &&
-            !(d == &vt_option_table[VT_O_REPORT] && (strcmp(v, "off") == 0 || strcmp(v, "stderr") == 0)) &&
+            !(d == &vt_option_table[VT_O_REPORT] && !vt_report_to_file(v)) &&
             absolute(v, pattern, whole, sizeof whole))
             v = whole;
         setenv(d->name, v, 1);

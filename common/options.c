@@ -44,6 +44,10 @@ int vt_leak_check_wanted(const char *v) {
     return vt_parse_number(v, 0, 1, &on) != 0 || on == 1;
 }
 
+int vt_report_to_file(const char *v) {
+    return strcmp(v, "off") != 0 && strcmp(v, "stderr") != 0 && strcmp(v, "stdout") != 0;
+}
+
 int vt_parse_size(const char *s, uint64_t *out) {
     /* DIGITS[.DIGITS][K|M|G|T[i]][B]: the whole part exact, as bytes or
      * times the unit; a fraction only with a unit (1.5G). Anything else

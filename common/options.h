@@ -60,6 +60,10 @@ int vt_parse_number(const char *s, long lo, long hi, long *out);
  * checks anyway, with a warning); not unset, empty or off. */
 int vt_leak_check_wanted(const char *v);
 
+/* Whether VRAMTRACE_REPORT's value `v` names a file: not 'off', 'stderr'
+ * or 'stdout' (the last two as LeakSanitizer's log_path takes them). */
+int vt_report_to_file(const char *v);
+
 /* A signal by number or name ("USR2", "SIGUSR2", "12") that vramtrace can
  * take for its dumps (never KILL, STOP, or one a crash raises); -1 when
  * it is not one. */

@@ -6,7 +6,7 @@
  * share a stderr (pytest-xdist workers, `make -j` test runs) came out
  * interleaved inside their lines. LeakSanitizer writes whole lines. Here
  * what is printed is kept in a buffer of its own and written to
- * descriptor 2 in chunks of whole lines of at most PIPE_BUF bytes each (a
+ * descriptor 2 (1 for VRAMTRACE_REPORT=stdout) in chunks of whole lines of at most PIPE_BUF bytes each (a
  * longer line alone), which a pipe never interleaves with another
  * writer's; the buffer is written out whenever it holds more than
  * ERRBUF_HIGH bytes, so a report of any size costs at most that. */
@@ -20,11 +20,15 @@
 
 #define ERRBUF_HIGH (64 * 1024)
 
-/* All of it to descriptor 2, waiting for one the program made
+/* All of it to the descriptor, waiting for one the program made
  * non-blocking 10 s without progress, once (b->stuck): then the rest is
  * dropped. */
 static void write_all(struct vt_errbuf *b, const char *p, size_t n) {
-    vt_file_write_waiting(2, p, n, &b->stuck);
+    if (!b->flushed) {   /* what the program left in its buffer goes first */
+        b->flushed = 1;
+        fflush(b->fd == 1 ? stdout : stderr);
+    }
+    vt_file_write_waiting(b->fd, p, n, &b->stuck);
 }
 
 /* Write the buffer's whole lines (with `all`, the rest too), keeping a
@@ -70,7 +74,6 @@ static ssize_t cookie_write(void *c, const char *buf, size_t n) {
 
 static int cookie_close(void *c) {
     struct vt_errbuf *b = c;
-    fflush(stderr); /* what the program left in a buffered stderr goes first */
     drain(b, 1);
     free(b->text);
     b->text = NULL;
@@ -78,12 +81,18 @@ static int cookie_close(void *c) {
     return 0;
 }
 
-FILE *vt_errbuf_open(struct vt_errbuf *b) {
+FILE *vt_errbuf_open_fd(struct vt_errbuf *b, int fd) {
     memset(b, 0, sizeof *b);
+    b->fd = fd;
     b->f = fopencookie(b, "w", (cookie_io_functions_t){.write = cookie_write, .close = cookie_close});
     /* Its own FILE buffer only delays: the cookie's is what keeps lines. */
     if (b->f) setvbuf(b->f, NULL, _IOFBF, 4096);
-    return b->f ? b->f : stderr;
+    return b->f;
+}
+
+FILE *vt_errbuf_open(struct vt_errbuf *b) {
+    FILE *f = vt_errbuf_open_fd(b, 2);
+    return f ? f : stderr;
 }
 
 void vt_errbuf_close(struct vt_errbuf *b) {

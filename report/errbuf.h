@@ -7,8 +7,10 @@
 
 struct vt_errbuf {
     FILE *f;
+    int fd;      /* 2, or 1 for a report to stdout */
     char *text;
     size_t len, cap;
+    int flushed; /* the program's own stream (stderr, stdout) flushed before the first write */
     int stuck;   /* descriptor 2 took nothing for 10 s, or failed: the rest is dropped */
 };
 
@@ -16,7 +18,11 @@ struct vt_errbuf {
  * stderr itself when none can be made. */
 FILE *vt_errbuf_open(struct vt_errbuf *b);
 
-/* Write the rest of what was printed to descriptor 2 and free the
+/* The same for descriptor fd (1: VRAMTRACE_REPORT=stdout), or NULL
+ * when none can be made. */
+FILE *vt_errbuf_open_fd(struct vt_errbuf *b, int fd);
+
+/* Write the rest of what was printed to its descriptor and free the
  * buffer. Nothing when vt_errbuf_open gave stderr. */
 void vt_errbuf_close(struct vt_errbuf *b);
 

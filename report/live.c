@@ -264,8 +264,8 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
     pthread_mutex_unlock(&forecast_lock);
     /* Once per process, the forecast's line goes where the reports go:
-     * to stderr through the capped warning (vt_warn_as), or added to the
-     * report file (a program whose reports are sent away keeps its stderr
+     * to stderr through the capped warning (vt_warn_as), to stdout, or
+     * added to the report file (a program whose reports are sent away keeps its stderr
      * its own); to stderr when the reports are off or the file cannot take
      * it. The forecast is in the dump, top and the metrics either way. */
     if (!L.warned) {

@@ -376,13 +376,14 @@ static int fill_dump(FILE *f, void *arg) {
     return vt_dump_write(f, d->s, d->sym, d->an, d->meta);
 }
 
-/* The human report's stream: stderr, none ("off"), or the file at path
- * (NULL when path is, after one warning; the caller warned for a path
- * too long). */
+/* The human report's stream: stderr, stdout, none ("off"), or the file
+ * at path (NULL when path is, after one warning; the caller warned for
+ * a path too long). */
 static FILE *open_report(const char *path, int *close_it) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
+    if (strcmp(vt_opt.report, "stdout") == 0) return stdout;
     if (!path) return NULL;
     const char *why = NULL;
     FILE *f = vt_file_open_report(path, &why);
@@ -395,7 +396,15 @@ static FILE *open_report(const char *path, int *close_it) {
 }
 
 int vt_output_report_line(const char *line) {
-    if (strcmp(vt_opt.report, "off") == 0 || strcmp(vt_opt.report, "stderr") == 0) return -1;
+    if (strcmp(vt_opt.report, "stdout") == 0) {
+        char full[4096];
+        int n = snprintf(full, sizeof full, "%s\n", line);
+        if (n < 0 || (size_t)n >= sizeof full) return -1;
+        int stuck = 0;
+        vt_file_write_waiting(1, full, (size_t)n, &stuck);
+        return stuck ? -1 : 0;
+    }
+    if (!vt_report_to_file(vt_opt.report)) return -1;
     char rpath[PATH_MAX], host[256] = "";
     gethostname(host, sizeof host - 1);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, (int)getpid(), host, rank_of(), 0) != 0) return -1;
@@ -579,19 +588,22 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
 
     char rpath[PATH_MAX];
     const char *report_path = rpath;
-    if (strcmp(vt_opt.report, "off") != 0 && strcmp(vt_opt.report, "stderr") != 0)
-        warn_unknown_codes("VRAMTRACE_REPORT", vt_opt.report, &warned_report_codes);
+    if (vt_report_to_file(vt_opt.report)) warn_unknown_codes("VRAMTRACE_REPORT", vt_opt.report, &warned_report_codes);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0) {
         report_path = NULL;
-        if (strcmp(vt_opt.report, "off") != 0 && strcmp(vt_opt.report, "stderr") != 0)
-            warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
+        if (vt_report_to_file(vt_opt.report)) warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
     }
     int close_it;
     FILE *f = open_report(report_path, &close_it);
-    /* What goes to stderr is gathered and written in whole lines. */
-    struct vt_errbuf eb;
+    /* What goes to stderr (or stdout) is gathered and written in whole
+     * lines. */
+    struct vt_errbuf eb, ob = {0};
     FILE *errf = vt_errbuf_open(&eb);
     if (f == stderr) f = errf;
+    if (f == stdout) {
+        FILE *outf = vt_errbuf_open_fd(&ob, 1);
+        if (outf) f = outf;
+    }
     if (kept.kept || kept.lost) {
         /* Beside the dump: the folder of its shown path. */
         char keptshown[PATH_MAX];
@@ -650,6 +662,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if ((fflush(f) != 0 || ferror(f)) && f != errf)
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
+    vt_errbuf_close(&ob);
     vt_errbuf_close(&eb);
     if (f && torch_only != 1 && oom) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
     s->nooms = all_ooms;

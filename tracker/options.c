@@ -357,8 +357,7 @@ void vt_options_load(const struct vt_options_env *e) {
      * read at the start itself. */
     const char *start = e && e->kept ? e->cwd : NULL;
     if (strcmp(vt_opt.out, "off") != 0) anchor_path(vt_opt.out, sizeof vt_opt.out, start, 1);
-    if (strcmp(vt_opt.report, "stderr") != 0 && strcmp(vt_opt.report, "off") != 0)
-        anchor_path(vt_opt.report, sizeof vt_opt.report, start, 1);
+    if (vt_report_to_file(vt_opt.report)) anchor_path(vt_opt.report, sizeof vt_opt.report, start, 1);
     anchor_path(vt_opt.suppressions, sizeof vt_opt.suppressions, start, 0);
 
     int kept = e && e->kept;

@@ -675,6 +675,40 @@ def report_to_a_full_device_is_said_and_the_leaks_reach_stderr():
 
 
 @test
+def report_to_stdout_as_leaksanitizers_log_path():
+    """VRAMTRACE_REPORT=stdout sends the reports to standard output, as
+    LeakSanitizer's log_path=stdout does; it made a file named "stdout" in
+    the program's folder (an outside check). The program's own buffered
+    output comes first; nothing goes to stderr; `vramtrace run --report
+    stdout` is the same."""
+    leaks = os.path.join(T, "t_leaks")
+    with workdir("vt-stdout-") as work:
+        rc, out, err, _ = timed([leaks], lib_env(VRAMTRACE_REPORT="stdout", VRAMTRACE_LEAK_CHECK="1"), cwd=work)
+        eq(rc, 23, "the leak check's status")
+        eq(err, "", "nothing on stderr")
+        eq(out.splitlines()[:2], ["done", ""], "the program's own line first, then the report")
+        eq(out.count("Direct leak of "), 3, "the leak report's three sites")
+        eq(out.rstrip().splitlines()[-1], "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s).",
+           "the leak report's last line on stdout")
+        eq(os.listdir(work), [], "no file made")
+        rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT="stdout"), cwd=work)
+        eq((rc, err), (0, ""), "the exit summary: status, stderr")
+        lines = out.splitlines()
+        eq(lines[0], "keep -> 0", "the program's own line first")
+        eq(sum(1 for l in lines if l.startswith(f"vramtrace: exit in pid ")), 1, "one exit summary on stdout")
+        e = lib_env(VRAMTRACE_LEAK_CHECK="1")
+        e.pop("VRAMTRACE_REPORT")
+        e.pop("LD_PRELOAD")
+        p = subprocess.run([CLI, "run", "--report", "stdout", "--out", "off", "--", leaks], env=e, cwd=work,
+                           capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 23, "run --report stdout: the leak check's status")
+        eq(p.stdout.rstrip().splitlines()[-1], "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s).",
+           "run --report stdout: the leak report on stdout")
+        eq([l for l in p.stderr.splitlines() if "leak" in l.lower()], [], "run --report stdout: none on stderr")
+        eq(os.listdir(work), [], "run --report stdout: no file made")
+
+
+@test
 def run_installed_under_a_path_with_a_space():
     with workdir("vt-files-") as work:
         prefix = os.path.join(work, "with space")
