@@ -62,7 +62,11 @@ static void put_when(FILE *f, const char *prefix, const struct vt_oom_text *o) {
         if (gmtime_r(&t, &tm) && strftime(clock, sizeof clock, "%Y-%m-%d %H:%M:%S UTC", &tm))
             fprintf(f, ", %s", clock);
     }
-    if (o->step) fprintf(f, ", during step %" PRIu64, o->step);
+    /* Before the first boundary is step 1 only as far as the marks tell:
+     * the program may not have started its steps yet (a model moved to
+     * the device before training). */
+    if (o->step == 1) fputs(", before step 1 ended", f);
+    else if (o->step) fprintf(f, ", during step %" PRIu64, o->step);
     fputc('\n', f);
 }
 

@@ -30,6 +30,29 @@ def steps_between_known_events():
 
 
 @test
+def failure_before_the_first_step_mark_is_not_said_to_be_in_a_step():
+    """A failure before the program's first step mark: the post-mortem,
+    written before any mark, says no step; the report of the exit's dump,
+    which knows of later marks, said "during step 1", which a failure
+    before training starts (a model moved to the device) is not. It now
+    says "before step 1 ended"; a failure after the first mark is still
+    "during step 2"."""
+    r = run([T_STEPS], env={"VRAMTRACE_LIMIT": "512K"})
+    eq(r.out, "steps 1 2 3 last 3\n", "what vramtrace_step returned")
+    when = [l.split(" UTC")[-1] for l in r.err.splitlines() if l.startswith("vramtrace:   when: ")]
+    eq(when, ["", ", during step 2"], "the post-mortems: no step known at the first, the second in step 2")
+    eq(len(r.dumps), 1, "one exit dump")
+    with workdir("vt-steps-") as work:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(r.dumps[0], f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, "report's status")
+        when = [l.split(" UTC")[-1] for l in p.stdout.splitlines() if l.startswith("  when: ")]
+        eq(when, [", before step 1 ended", ", during step 2"], "the report: the first failure came before step 1 ended")
+
+
+@test
 def steps_whose_events_the_ring_overwrote():
     # 6 events in a ring of 3: the first 3 are gone, so step 1's first event
     # (alloc 2 MiB, index 1 of the whole history) is -1; steps 2 and 3 start
