@@ -86,7 +86,8 @@ struct code_slot {
     uintptr_t filename_obj, name_obj;
     int firstlineno;
     int ready;            /* names below are set */
-    int in_torch;         /* its file is PyTorch's (a "/torch/" folder) */
+    int in_torch;         /* its file is PyTorch's (a "/torch/" folder) or the
+                           * companion's (a "/vramtrace_torch/" folder) */
     const char *qualname, *filename;
 };
 
@@ -232,7 +233,7 @@ static int code_id(const void *code, const void *hdr, int safe) {
         s->firstlineno = first;
         s->qualname = copy_str((const void *)nobj, safe);
         s->filename = copy_str((const void *)fobj, safe);
-        s->in_torch = strstr(s->filename, "/torch/") != NULL;
+        s->in_torch = strstr(s->filename, "/torch/") != NULL || strstr(s->filename, "/vramtrace_torch/") != NULL;
         __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
         return (int)at;
     }
@@ -609,10 +610,12 @@ static const struct code_slot *code_of(uintptr_t v) {
     return codes && id < CODE_SLOTS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) ? &codes[id] : NULL;
 }
 
-/* Whether frame value v (this thread's outermost) runs PyTorch's own code:
- * a thread whose Python was entered there is one PyTorch called into from
- * C++ (an autograd thread running checkpoint's recomputation, a
- * Function's backward, a communication hook). */
+/* Whether frame value v (this thread's outermost) runs PyTorch's own code
+ * or the companion's: a thread whose Python was entered there is one
+ * PyTorch called into from C++ (an autograd thread running checkpoint's
+ * recomputation, a Function's backward, a communication hook, or the
+ * allocator's out-of-memory observer, the companion's, when a backward
+ * pass meets the memory fraction's limit). */
 static int entered_in_torch(uintptr_t v) {
     const struct code_slot *c = code_of(v);
     return c && c->in_torch;

@@ -192,6 +192,42 @@ def torch_truth_checkpoint_recomputation_names_the_users_backward_line():
        [("<module>", True)], "the program's one frame, borrowed from the thread that waits in backward()")
 
 
+FRACTION_BACKWARD = r"""
+import torch, torch.nn as nn
+torch.cuda.set_per_process_memory_fraction(0.5)
+model = nn.Sequential(nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 4096)).cuda()
+opt = torch.optim.Adam(model.parameters())
+try:
+    for bs in (1024, 8192):
+        x = torch.randn(bs, 4096, device="cuda")
+        loss = model(x).square().mean()
+        loss.backward()   # backward
+        opt.step(); opt.zero_grad()
+except torch.OutOfMemoryError:
+    print("out of memory in backward", bs)
+"""
+
+
+@torch_test
+def torch_truth_memory_fraction_refused_in_backward_names_the_backward_line():
+    """A memory fraction's refusal in backward: PyTorch refuses on the
+    autograd thread, where no driver call fails, so the failure is the
+    companion's record, made inside PyTorch's out-of-memory observer,
+    whose Python frames (the companion's) are that thread's only ones. The
+    failing call named the companion's own code (`_submit
+    vramtrace_torch/__init__.py:61`, an outside check); a thread entered
+    in the companion now borrows the waiting thread's frames as one
+    entered in PyTorch does: the backward() line."""
+    out, dumps, report = traced(FRACTION_BACKWARD, capacity="2G")
+    eq(out, "out of memory in backward 8192\n", "the run")
+    line = FRACTION_BACKWARD.splitlines().index("        loss.backward()   # backward") + 1
+    failing = re.findall(r"failing call: (.*)", report)
+    eq(len(failing), 1, "one post-mortem")
+    ok(re.fullmatch(rf"<module> /\S*/train\.py:{line} -> _engine_run_backward torch/autograd/graph\.py:\d+",
+                    failing[0]), failing[0])
+    eq([x for x in report.splitlines() if "vramtrace_torch" in x], [], "no line names the companion")
+
+
 THREAD_LEAK_ENDED = r"""
 import threading, time, torch
 model = torch.nn.Linear(1024, 8192).cuda()
