@@ -296,10 +296,15 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      known_others ? "" : ", or other processes (nvidia-smi)");
         }
     }
-    /* Expandable segments on already: not the advice. */
+    /* Expandable segments on already: not the advice. Nor is
+     * torch.cuda.empty_cache(): PyTorch's allocator gives back every
+     * cached block it can (whole segments, free pages) and retries before
+     * it raises, so what its cache keeps free at the error lies among live
+     * tensors. */
     const char *defrag = torch && tc.expandable
-                             ? "expandable segments are on already; torch.cuda.empty_cache() before this allocation "
-                               "gives back what the cache keeps unused, or lower the peak"
+                             ? "expandable segments are on already, and PyTorch gave back the pages it could before it "
+                               "raised: what its cache keeps free lies among live tensors; lower the peak (the holders "
+                               "above), or allocate the largest tensors first"
                              : NULL;
     if (o->have_info && !o->budget && freeb >= o->requested && !fraction) {
         struct vt_finding *f = add(out, &n, "fragmentation");
@@ -314,14 +319,18 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                                                "pool's release threshold");
     }
     int frag_cache = 0; /* the cache's free memory lies among live tensors */
-    if (torch && tc.pool && tc.reserved >= tc.allocated && tc.reserved - tc.allocated >= tc.request) {
-        /* cudaMallocAsync: its pool's blocks are the driver's, unknown. */
+    if (torch && tc.pool && o->pool_reserved > o->pool_used && pool_spare >= tc.request) {
+        /* cudaMallocAsync: its pool's blocks are the driver's, unknown;
+         * what it keeps unused is the driver's figure read at the failed
+         * call (PyTorch's record comes later, when autograd may have let
+         * go of its buffers: 320 MiB more "unused" in an outside check). */
         struct vt_finding *f = add(out, &n, "fragmented_cache");
-        snprintf(f->text, sizeof f->text, "PyTorch's cudaMallocAsync pool keeps %s reserved that no tensor uses, no "
-                 "less than the %s asked for, yet it failed: the pool's free memory is fragmented",
-                 B(tc.reserved - tc.allocated, a), B(tc.request, b));
-        snprintf(f->next, sizeof f->next, "torch.cuda.empty_cache() before this allocation (it trims the pool), or "
-                 "PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync, whose cache can be measured");
+        snprintf(f->text, sizeof f->text, "PyTorch's cudaMallocAsync pool kept %s reserved that no tensor used at the "
+                 "failed call, no less than the %s asked for, yet it failed: the pool's free memory is fragmented",
+                 B(pool_spare, a), B(tc.request, b));
+        snprintf(f->next, sizeof f->next, "torch.cuda.empty_cache() before this allocation (it trims the pool; this "
+                 "backend does not before it raises), or PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync, "
+                 "whose cache can be measured");
     } else if (torch && !tc.pool && tc.reserved >= tc.allocated &&
         tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");
@@ -331,7 +340,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  B(tc.request, b), B(tc.largest_free, c));
         snprintf(f->next, sizeof f->next, "%s",
                  defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead "
-                                   "of splitting), or torch.cuda.empty_cache() before this allocation");
+                                   "of splitting) or max_split_size_mb:N (blocks over N MiB never split for smaller "
+                                   "tensors); not torch.cuda.empty_cache(): PyTorch gave back its empty segments "
+                                   "before it raised");
     }
     uint64_t freed, nfreed;
     if (is_retry(s, index, &freed, &nfreed)) {
