@@ -34,6 +34,28 @@ static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
     return 0;
 }
 
+/* Whether stack moves or makes a PyTorch module's parameters on the device
+ * (Module.cuda, Module.to, Module._apply in torch/nn/modules/module.py):
+ * the model itself, which no batch size or checkpointing shrinks and which
+ * is loaded, not leaked. */
+static int moves_model(const struct vt_symbols *sym, uint32_t stack) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    static const char *const fns[] = {"Module.cuda", "Module.to", "Module._apply"};
+    const struct vt_stack *st = sym->stack[stack];
+    for (uint32_t j = 0; j < st->depth; j++) {
+        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
+        if (!fr || !fr->python || !fr->function || !fr->file) continue;
+        size_t n = strlen(fr->file), k = strlen("torch/nn/modules/module.py");
+        if (n < k || strcmp(fr->file + n - k, "torch/nn/modules/module.py") != 0) continue;
+        for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+            size_t l = strlen(fns[i]);
+            if (strncmp(fr->function, fns[i], l) == 0 && (fr->function[l] == '\0' || fr->function[l] == '.'))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
  * (the most likely come first). */
 static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
@@ -112,7 +134,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         struct vt_finding *f = add(out, &n, "budget");
         /* What the budget counted beyond the live bytes: other threads'
          * allocations in flight (hook.c's promises). */
-        uint64_t used = total > freeb ? total - freeb : total, inflight = used > live ? used - live : 0;
+        uint64_t used = total > freeb ? total - freeb : 0, inflight = used > live ? used - live : 0;
         if (inflight) {
             char d[32];
             snprintf(f->text, sizeof f->text,
@@ -212,6 +234,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;
+        /* A model moved to the device rises once, however long its copy
+         * takes: not a leak suspect. */
+        if (moves_model(sym, growth[i].stack)) continue;
         *grew = growth[i];
         struct vt_finding *f = add(out, &n, "growing_site");
         char rate[400];
@@ -245,7 +270,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
-        if (is_python(sym, h->stack) && through_torch(sym, h->stack))
+        if (is_python(sym, h->stack) && moves_model(sym, h->stack))
+            snprintf(f->next, sizeof f->next,
+                     "the model's own parameters (moved to the device at %s): mixed precision (bf16 weights), a "
+                     "smaller model, or sharding or offloading (FSDP, ZeRO, device_map) across devices", site);
+        else if (is_python(sym, h->stack) && through_torch(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
                      "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);

@@ -75,6 +75,13 @@ static void cache_of_sites(const struct vt_snapshot *s, const struct vt_torch_re
     free(site);
 }
 
+/* A tensor a program may keep more of from one step to the next: an
+ * activation or its own ("other"), not the model's or the optimizer's. */
+static int kept_per_step(const struct vt_torch_tensor *t) {
+    return strcmp(vt_torch_categories[t->category], "activation") == 0 ||
+           strcmp(vt_torch_categories[t->category], "other") == 0;
+}
+
 void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
                           struct vt_growth *g, size_t n, int cache) {
     for (size_t k = 0; k < n; k++) {
@@ -111,10 +118,14 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
                 if (site[j] == want) mine += d->tensors[j].bytes;
             if (d->ntensors < VT_TORCH_TENSORS && mine * 2 < rise) continue;
             /* The holder of the most bytes of the site's tensors; the
-             * first listed (the largest) on a tie. */
+             * first listed (the largest) on a tie. Parameters, buffers,
+             * gradients and the optimizer's state are made once and kept
+             * on purpose: never a growth's holder, whose advice is to free
+             * what it keeps from one step to the next (a first step that
+             * did not fit was "held by `gradient of model.0.weight`"). */
             for (size_t j = 0; j < d->ntensors; j++) {
                 const struct vt_torch_tensor *t = &d->tensors[j];
-                if (site[j] != want || !t->holder[0]) continue;
+                if (site[j] != want || !t->holder[0] || !kept_per_step(t)) continue;
                 uint64_t sum = 0;
                 for (size_t m = 0; m < d->ntensors; m++)
                     if (site[m] == want && strcmp(d->tensors[m].holder, t->holder) == 0) sum += d->tensors[m].bytes;

@@ -584,6 +584,22 @@ def host_pitched_rows_counted_by_the_budget():
 
 
 @test
+def host_budget_refusal_with_nothing_live_invents_no_other_threads():
+    """A refusal under VRAMTRACE_LIMIT with nothing live (a first
+    allocation over the budget, or everything freed before it): the
+    finding said "with 0 B live and 1.00 MiB being allocated by other
+    threads" and "this step needs at least 3.00 MiB" in a program of one
+    thread asking for 2 MiB (the budget's free bytes, all of it, were read
+    as all of it used; an outside check)."""
+    r = run([os.path.join(T, "t_triage"), "temp", "1", "512K", "fail", "2M"], env={"VRAMTRACE_LIMIT": "1M"})
+    eq(r.out, "temp -> 0\nfail -> 2\n", "the program's steps")
+    want = ("VRAMTRACE_LIMIT refused it: 2.00 MiB asked with 0 B live would pass the 1.00 MiB budget",
+            "a GPU with 1.00 MiB would fail here too: this step needs at least 2.00 MiB; shrink it or raise the limit")
+    eq([(f["finding"], f["next"]) for f in r.dump["ooms"][0]["findings"] if f["id"] == "budget"], [want], "the finding")
+    ok(f"vramtrace:   1. {want[0]}\n" in r.err, "the post-mortem's: " + r.err)
+
+
+@test
 def host_graph_allocations_and_the_graph_pool():
     env = {"SIMGPU_CAPACITY": "64M"}
     want = run([HOST, "graph"], preload=False, env=env)

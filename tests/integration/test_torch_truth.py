@@ -228,6 +228,67 @@ def torch_truth_memory_fraction_refused_in_backward_names_the_backward_line():
     eq([x for x in report.splitlines() if "vramtrace_torch" in x], [], "no line names the companion")
 
 
+FIRST_STEP_TOO_BIG = r"""
+import torch, torch.nn as nn
+model = nn.Sequential(*[nn.Linear(4096, 4096) for _ in range(4)]).cuda()   # 4 x 64 MiB
+opt = torch.optim.Adam(model.parameters())
+x = torch.randn(512, 4096, device="cuda")
+model(x).square().mean().backward()   # gradients
+try:
+    opt.step()   # Adam's state: two tensors a parameter
+except torch.OutOfMemoryError:
+    print("the first step does not fit")
+"""
+
+
+@torch_test
+def torch_truth_a_first_step_too_big_names_no_holder_to_free():
+    """Adam's first step does not fit: the finding says the model, its
+    gradients and the optimizer's state are being made, not yet a leak;
+    PyTorch's part of the same post-mortem said "growth: ... held by
+    `gradient of model.0.weight`" and "next: free what `gradient of
+    model.0.weight` keeps from one step to the next" (an outside check).
+    Parameters, buffers, gradients and optimizer state are never a
+    growth's holder."""
+    out, dumps, report = traced(FIRST_STEP_TOO_BIG, capacity="960M")
+    eq(out, "the first step does not fit\n", "the run")
+    ok("before the program's second optimizer step: the model, its gradients and the optimizer's state being made, "
+       "not yet a leak" in report, "the first step's finding")
+    eq([x for x in report.splitlines() if "`gradient of" in x or "growth: " in x], [],
+       "no holder to free, no growth line in PyTorch's part")
+    eq([(o["torch"][0].get("growth") or {}).get("holder") for o in dumps["exit"]["ooms"] if o.get("torch")], [None],
+       "the dump's record names no holder")
+
+
+MODEL_DOMINATES = r"""
+import torch, torch.nn as nn
+model = nn.Sequential(nn.Linear(4096, 8192), nn.ReLU(), nn.Linear(8192, 4096)).cuda()   # 2 x 128 MiB
+try:
+    model(torch.randn(16384, 4096, device="cuda")).sum().backward()
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_a_model_that_dominates_is_not_told_to_use_smaller_batches():
+    """The model's parameters hold most of the device: the advice was a
+    smaller micro-batch, no_grad or checkpointing at `model.cuda()`'s line,
+    none of which shrinks parameters (an outside check); now what shrinks a
+    model. Nor is the model's load a growing site, "a leak suspect"."""
+    out, dumps, report = traced(MODEL_DOMINATES, capacity="1G", env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    eq(out, "out of memory\n", "the run")
+    o = dumps["exit"]["ooms"][0]
+    f = {x["id"]: x for x in o["findings"]}
+    ok("one_site_dominates" in f, f"the finding: {sorted(f)}")
+    ok(re.fullmatch(r"the model's own parameters \(moved to the device at <module> /\S*/train\.py:3 -> "
+                    r"Module\.cuda\.<locals>\.<lambda> torch/nn/modules/module\.py:\d+\): mixed precision \(bf16 "
+                    r"weights\), a smaller model, or sharding or offloading \(FSDP, ZeRO, device_map\) across devices",
+                    f["one_site_dominates"]["next"]), f["one_site_dominates"]["next"])
+    eq([x["finding"] for x in o["findings"] if x["id"] == "growing_site" and "Module.cuda" in x["finding"]], [],
+       "the model's load is no growing site")
+
+
 THREAD_LEAK_ENDED = r"""
 import threading, time, torch
 model = torch.nn.Linear(1024, 8192).cuda()
@@ -261,7 +322,11 @@ def torch_truth_a_leak_let_go_is_held_by_no_tensor_at_exit():
     grew = [l for l in report.splitlines() if " growth: " in l]
     ok(grew and all("held by `feats` in " in l for l in grew), f"at the failure, held by the list: {grew}")
     d = dumps["exit"]
-    eq([g.get("holder") for g in d["growing"]], [None], "no holder at exit")
+    # Whether the site still counts as growing at exit depends on how long
+    # the exit comes after its last allocation (on a loaded machine, 3.6 s
+    # later it did not): either way, no holder.
+    ok(len(d["growing"]) <= 1, f"at most the one site: {d['growing']}")
+    eq([g["holder"] for g in d["growing"] if "holder" in g], [], "no holder at exit")
     exit_part = report[report.index("vramtrace: exit in pid"):]
     ok("held by `" not in exit_part, exit_part)
 
