@@ -215,7 +215,8 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     fprintf(f, ",\"pid\":%d,", m->pid);
     /* Right after the pid, in the first bytes: output.c reads them back to
      * tell an earlier image of this process (it exec'd) from another. */
-    if (m->boot_id) fprintf(f, "\"boot_id\":\"%s\",\"process_start\":%llu,", m->boot_id, m->process_start);
+    if (m->boot_id) fprintf(f, "\"boot_id\":\"%s\",\"process_start\":%llu,\"pid_ns\":%llu,", m->boot_id,
+                            m->process_start, m->pid_ns);
     fprintf(f, "\"rank\":%d,\"local_rank\":%d,", m->rank, m->local_rank);
     if (m->world_size > 0) fprintf(f, "\"world_size\":%d,", m->world_size);
     fputs("\"host\":", f);

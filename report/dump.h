@@ -28,6 +28,7 @@ struct vt_dump_meta {
      * boot; boot_id NULL when unknown (then both are left out). */
     const char *boot_id;
     unsigned long long process_start;
+    unsigned long long pid_ns;   /* the pid namespace's inode; 0: not known */
     /* The forecast's line (report/live.c), NULL or "" for none: then the
      * dump has no "forecast". */
     const char *forecast;

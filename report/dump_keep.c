@@ -4,7 +4,9 @@
  * A dump name without %p (`vt.%h.%r.json`, `leak.json`) is the same for
  * every process that writes it: a rank restarted by its launcher, the next
  * test of a CI run, the image after an exec, the workers of one job that
- * end at once. Replacing what is there would lose the run before's
+ * end at once. A name with %p is the same for the processes of one pid:
+ * each container's pid 1 (ranks, each in its own container, writing into
+ * one shared folder). Replacing what is there would lose the run before's
  * out-of-memory dump, the one a restart follows. So the vramtrace dump a
  * new one replaces, when this image did not place it, is renamed to add
  * its writer's pid (`vt.h.3.json` -> `vt.h.3.1234.json`), as

@@ -7,8 +7,11 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "outfile.h"
@@ -339,17 +342,36 @@ out:
     return rc;
 }
 
+/* 64 bits no other writer of the folder is likely to draw: the kernel's
+ * random bytes, else the clock's nanoseconds mixed with the thread id. */
+static uint64_t random_bits(void) {
+    uint64_t v;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v) return v;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    v = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)gettid() << 32);
+    return v * 0x9e3779b97f4a7c15ull;
+}
+
 /* The file through a temporary file beside it, renamed into place. */
 static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
                          const struct vt_prev *prev, struct stat *placed) {
-    /* The temporary name: the file's, cut to fit NAME_MAX, and the pid. */
-    char tmp[NAME_MAX + 1], suffix[32];
-    snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
-    size_t keep = strlen(base);
-    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
-    snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
-    unlinkat(dirfd, tmp, 0);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* The temporary name: the file's, cut to fit NAME_MAX, the pid and a
+     * random number. The pid alone is not this process's: the programs of
+     * containers writing into one folder are each pid 1, and one's
+     * temporary file replaced (or was unlinked by) another's: a dump was
+     * lost or "File exists" (8 at once). */
+    char tmp[NAME_MAX + 1];
+    int fd = -1;
+    for (int tries = 0; tries < 16 && fd < 0; tries++) {
+        char suffix[48];
+        snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", (int)getpid(), (unsigned long long)random_bits());
+        size_t keep = strlen(base);
+        if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
+        snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST) return -1;
+    }
     if (fd < 0) return -1;
     FILE *f = fdopen(fd, "w");
     int rc = f ? fill_and_close(f, fill, arg, placed) : close_keep_errno(fd);

@@ -214,14 +214,16 @@ static void warn_unknown_codes(const char *name, const char *pattern, int *warne
 
 /* ------------------------------------------------------ the process */
 
-/* What tells this process from any other that had its pid: the boot and
- * the process's start time in clock ticks (field 22 of /proc/self/stat,
- * the same in every image of a process across exec). Read at the first
- * dump, again after fork; boot_id is empty when /proc cannot say. */
+/* What tells this process from any other that had its pid: the boot, the
+ * process's start time in clock ticks (field 22 of /proc/self/stat, the
+ * same in every image of a process across exec) and its pid namespace
+ * (containers started in the same tick on one machine each have a pid 1;
+ * 0 when /proc cannot say). Read at the first dump, again after fork;
+ * boot_id is empty when /proc cannot say. */
 static struct {
     int read;
     char boot_id[40];
-    unsigned long long start;
+    unsigned long long start, pid_ns;
 } self_id;
 
 /* Read once by whichever thread asks first (the live publisher, a dump's
@@ -265,6 +267,8 @@ static void read_self_id_locked(void) {
     self_id.boot_id[n] = '\0';
     self_id.boot_id[strcspn(self_id.boot_id, "\n\"\\")] = '\0';
     self_id.start = start;
+    struct stat ns;
+    self_id.pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (unsigned long long)ns.st_ino : 0;
 }
 
 void vt_process_facts(struct vt_process_facts *f) {
@@ -284,7 +288,7 @@ void vt_process_facts(struct vt_process_facts *f) {
 }
 
 /* 1 when the file at path is a dump written by an image of this very
- * process (same pid, boot and start time), read from its first bytes,
+ * process (same pid, boot, start time and pid namespace), read from its first bytes,
  * where the dump writer puts those fields. */
 static int written_by_this_process(const char *path, int pid) {
     struct stat st;
@@ -298,8 +302,8 @@ static int written_by_this_process(const char *path, int pid) {
     if (n <= 0) return 0;
     head[n] = '\0';
     char want[160];
-    snprintf(want, sizeof want, "\"pid\":%d,\"boot_id\":\"%s\",\"process_start\":%llu,", pid, self_id.boot_id,
-             self_id.start);
+    snprintf(want, sizeof want, "\"pid\":%d,\"boot_id\":\"%s\",\"process_start\":%llu,\"pid_ns\":%llu,", pid,
+             self_id.boot_id, self_id.start, self_id.pid_ns);
     return strncmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0 && strstr(head, want) != NULL;
 }
 
@@ -309,9 +313,10 @@ static int written_by_this_process(const char *path, int pid) {
  * (the program exec'd: same pid, LD_PRELOAD kept) gets ".execN" before
  * ".json", the first N whose name is free or holds a dump of another
  * process; decided at this image's first dump and kept for its later ones.
- * A dump left by another process of the same pid (an earlier container
- * whose program was pid 1 too) is overwritten, as a fixed name is. Only for
- * patterns with %p. Returns 0, or -1 when the name does not fit in size. */
+ * A dump left by another process of the same pid (a container's pid 1,
+ * another rank's in its own container) is kept aside as any name's is
+ * (dump_keep.c). Only for patterns with %p. Returns 0, or -1 when the name
+ * does not fit in size. */
 static char image_suffix[24]; /* ".exec" and a number below 1000 */
 static int image_decided;
 
@@ -548,6 +553,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
+        .pid_ns = self_id.pid_ns,
         .forecast = vt_live_forecast(forecast, sizeof forecast),
     };
     if (at_exit && __atomic_load_n(&ended.sig, __ATOMIC_ACQUIRE)) {
@@ -577,7 +583,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             /* A name without %p: what another process left there is kept. */
             struct vt_prev keep = {vt_dump_keep_prev, &kept};
             struct stat placed;
-            if (vt_file_write_dump(path, fill_dump, &parts, &why, names_pid(pattern) ? NULL : &keep, &placed) == 0) {
+            if (vt_file_write_dump(path, fill_dump, &parts, &why, &keep, &placed) == 0) {
                 dump_path = shown;
                 vt_dump_keep_placed(&placed);
             }

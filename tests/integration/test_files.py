@@ -408,32 +408,55 @@ def as_pid1(argv, env):
 
 
 @test
-def pid1_runs_overwrite_their_dump_and_execs_still_get_their_own():
+def pid1_runs_keep_each_others_dumps_and_execs_still_get_their_own():
+    """Each container's program is pid 1: with the default name (%p), one
+    container's dump replaced another's, which lost the failing rank's
+    post-mortem when ranks ran in containers of their own writing into one
+    folder, at once or one after another (an outside check). Another
+    process's dump is now kept aside under its writer's pid, as for a name
+    without %p; a real exec still gets .exec1, and containers started in the
+    same clock tick on one machine (same boot, same start time) are told
+    apart by their pid namespaces."""
     with workdir("vt-files-") as work:
         out = os.path.join(work, "d.%p.json")
         for size in ("1M", "2M"):
             p = as_pid1([os.path.join(T, "t_triage"), "keep", size], lib_env(VRAMTRACE_OUT=out))
             eq((p.returncode, p.stderr), (0, ""), "t_triage as pid 1")
-        eq(sorted(os.listdir(work)), ["d.1.json"], "a second container run overwrites the first's dump")
+        eq(sorted(os.listdir(work)), ["d.1.1.json", "d.1.json"], "the second container run keeps the first's dump")
+        got = {}
+        for name in ("d.1.json", "d.1.1.json"):
+            with open(os.path.join(work, name)) as f:
+                d = json.load(f)
+            got[name] = (d["pid"], d["argv"][1:], d["totals"]["live_bytes"])
+        eq(got, {"d.1.json": (1, ["keep", "2M"], 2 * MiB), "d.1.1.json": (1, ["keep", "1M"], 1 * MiB)},
+           "the second run's at the name, the first's beside it")
+        for x in os.listdir(work):
+            os.unlink(os.path.join(work, x))
+        p = as_pid1([os.path.join(T, "t_exec")], lib_env(VRAMTRACE_OUT=out))
+        eq((p.returncode, p.stdout), (0, "first image\nsecond image\n"), "t_exec as pid 1")
+        eq(sorted(os.listdir(work)), ["d.1.exec1.json", "d.1.json"], "the exec'd image gets .exec1")
         with open(os.path.join(work, "d.1.json")) as f:
-            d = json.load(f)
-        eq((d["pid"], d["argv"][1:], d["totals"]["live_bytes"]), (1, ["keep", "2M"], 2 * MiB), "the second run's")
-        os.unlink(os.path.join(work, "d.1.json"))
-        starts = []
-        for _ in range(2):
-            p = as_pid1([os.path.join(T, "t_exec")], lib_env(VRAMTRACE_OUT=out))
-            eq((p.returncode, p.stdout), (0, "first image\nsecond image\n"), "t_exec as pid 1")
-            eq(sorted(os.listdir(work)), ["d.1.exec1.json", "d.1.json"], "the exec'd image gets .exec1")
-            with open(os.path.join(work, "d.1.json")) as f:
-                first = json.load(f)
-            with open(os.path.join(work, "d.1.exec1.json")) as f:
-                second = json.load(f)
-            eq((first["reason"], second["reason"], second["totals"]["live_bytes"]), ("oom", "exit", 4096),
-               "the first image's OOM dump and the second's exit dump")
-            eq(first["process_start"], second["process_start"], "one process, two images")
-            starts.append(first["process_start"])
-        ok(starts[0] != starts[1], "the second run's files replaced the first's")
-
+            first = json.load(f)
+        with open(os.path.join(work, "d.1.exec1.json")) as f:
+            second = json.load(f)
+        eq((first["reason"], second["reason"], second["totals"]["live_bytes"]), ("oom", "exit", 4096),
+           "the first image's OOM dump and the second's exit dump")
+        eq((first["process_start"], first["pid_ns"]), (second["process_start"], second["pid_ns"]),
+           "one process, two images")
+        for x in os.listdir(work):
+            os.unlink(os.path.join(work, x))
+        # Eight containers at once: every one's dump is kept, none an .exec.
+        procs = [subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", os.path.join(T, "t_triage"), "keep",
+                                   f"{k + 1}M"], env=lib_env(VRAMTRACE_OUT=out), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for k in range(8)]
+        eq([q.wait(timeout=60) for q in procs], [0] * 8, "the containers' status")
+        names = sorted(os.listdir(work))
+        eq((len(names), [x for x in names if "exec" in x]), (8, []), f"eight dumps, no .exec: {names}")
+        sizes = []
+        for x in names:
+            with open(os.path.join(work, x)) as f:
+                sizes.append(json.load(f)["totals"]["live_bytes"] // MiB)
+        eq(sorted(sizes), list(range(1, 9)), "each container's own dump")
 
 def dump_at(path):
     with open(path) as f:
