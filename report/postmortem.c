@@ -132,6 +132,12 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
         vt_put_display(f, m->argv[0]);
         fputc(')', f);
     }
+    /* In a job of several ranks, which one: their reports share a log,
+     * and every rank's command is the same. */
+    if (m->world_size > 1) {
+        fprintf(f, ", rank %d of %d on ", m->rank, m->world_size);
+        vt_put_display(f, m->host && m->host[0] ? m->host : "?");
+    }
     if (m->ended_signal) {
         char e[512];
         fputs(", ", f);

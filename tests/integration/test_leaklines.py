@@ -131,3 +131,27 @@ def a_report_to_a_non_blocking_stderr_nobody_reads_gives_up_once():
     took = time.monotonic() - t0
     eq(rc, 23, f"ended with the leak check's status after {took:.0f} s")
     ok(took < 60, f"one wait of 10 s, not one a chunk: {took:.0f} s")
+
+
+@test
+def reports_of_ranks_sharing_a_log_name_the_rank_and_host():
+    """Ranks of one job (WORLD_SIZE > 1) share a log and run the same
+    command: the post-mortem and the exit summary named only the pid and
+    the command, so a reader could not tell which rank failed (an outside
+    check). Their first lines now name the rank, the job's size and the
+    host; a process of no such job keeps its line as it was."""
+    triage = [os.path.join(T, "t_triage"), "fail", "2M"]
+    host = os.uname().nodename
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LIMIT="1M",
+             RANK="2", WORLD_SIZE="4")
+    e.pop("VRAMTRACE_REPORT", None)
+    p = subprocess.run(triage, env=e, capture_output=True, text=True, timeout=60)
+    heads = [l for l in p.stderr.splitlines() if " in pid " in l]
+    pid = p.stderr.split(" in pid ", 1)[1].split()[0] if heads else "?"
+    eq(heads, [f"vramtrace: out of memory in pid {pid} ({triage[0]}), rank 2 of 4 on {host}",
+               f"vramtrace: exit in pid {pid} ({triage[0]}), rank 2 of 4 on {host}"],
+       "the post-mortem's and the exit summary's first lines")
+    for k in ("RANK", "WORLD_SIZE"):
+        e.pop(k)
+    p = subprocess.run(triage, env=e, capture_output=True, text=True, timeout=60)
+    eq([l.split(")")[-1] for l in p.stderr.splitlines() if " in pid " in l], ["", ""], "no rank without a job")
