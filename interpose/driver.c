@@ -44,9 +44,11 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
 #define IS_OOM(r) ((r) == CUDA_ERROR_OUT_OF_MEMORY)
 
 /* The budget's refusal, inside a wrapper's VT_ENTER: the driver's
- * out-of-memory code without the call. */
-#define BUDGET_OR_OOM(api, kind, device, want)                                            \
-    if (vt_budget_refuse(api, kind, device, want)) {                                      \
+ * out-of-memory code without the call, for arguments the driver would
+ * take (`valid`: a NULL result pointer gets the driver's own answer,
+ * CUDA_ERROR_INVALID_VALUE, as on a GPU that small). */
+#define BUDGET_OR_OOM(api, kind, device, want, valid)                                     \
+    if (VT_BUDGET_REFUSE(api, kind, device, want, valid)) {                               \
         VT_LEAVE;                                                                         \
         return CUDA_ERROR_OUT_OF_MEMORY;                                                  \
     }
@@ -55,14 +57,15 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int
  * real call, the record. `want`: the bytes the budget checks; `addr` and
  * `bytes`: what is recorded when the call succeeded (`bytes` also on
  * failure). `device` may be VT_DEVICE_CURRENT. */
-#define ALLOC(api, kind, device, want, call, addr, bytes) ALLOC_THEN(api, kind, device, want, call, addr, bytes, )
+#define ALLOC(api, kind, device, want, valid, call, addr, bytes) \
+    ALLOC_THEN(api, kind, device, want, valid, call, addr, bytes, )
 
 /* ALLOC with `then` run after the record (kind_, device_ and ok set). */
-#define ALLOC_THEN(api, kind, device, want, call, addr, bytes, then)                      \
+#define ALLOC_THEN(api, kind, device, want, valid, call, addr, bytes, then)               \
     if (vt_pass()) return call;                                                           \
     VT_ENTER;                                                                             \
     int kind_ = (kind), device_ = (device);                                               \
-    BUDGET_OR_OOM(api, kind_, device_, want)                                              \
+    BUDGET_OR_OOM(api, kind_, device_, want, valid)                                       \
     CUresult r;                                                                           \
     VT_REAL_CALL(r = call);                                                               \
     int ok = r == CUDA_SUCCESS;                                                           \
@@ -116,12 +119,12 @@ VT_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 
 VT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
     REAL_OR_FAIL(cuMemAlloc_v2);
-    ALLOC("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, real(dptr, bytes), *dptr, bytes);
+    ALLOC("cuMemAlloc_v2", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, dptr, real(dptr, bytes), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes) {
     REAL_OR_FAIL(cuMemAlloc);
-    ALLOC("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, real(dptr, bytes), *dptr, bytes);
+    ALLOC("cuMemAlloc", VT_KIND_DEVICE, VT_DEVICE_CURRENT, bytes, dptr, real(dptr, bytes), *dptr, bytes);
 }
 
 VT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
@@ -143,7 +146,8 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     if (vt_pass()) return call;                                                                   \
     VT_ENTER;                                                                                     \
     uint64_t asked = (uint64_t)width * height;                                                    \
-    BUDGET_OR_OOM(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked)                                \
+    BUDGET_OR_OOM(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked,                                \
+                  dptr && pitch && (elem == 4 || elem == 8 || elem == 16))                        \
     CUresult r;                                                                                   \
     VT_REAL_CALL(r = call);                                                                       \
     int ok = r == CUDA_SUCCESS;                                                                   \
@@ -175,7 +179,7 @@ VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
 VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
                                      unsigned int flags) {
     REAL_OR_FAIL(cuMemAllocManaged);
-    ALLOC("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes, real(dptr, bytes, flags), *dptr,
+    ALLOC("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes, dptr, real(dptr, bytes, flags), *dptr,
           bytes);
 }
 
@@ -218,7 +222,7 @@ static void note_pool(CUmemoryPool pool, int device) {
     if (key_) {                                                                      \
         NODE_ALLOC(#sym, key_, VT_KIND_GRAPH, vt_stream_device(s), call, *dptr, bytes); \
     }                                                                                \
-    ALLOC(#sym, VT_KIND_ASYNC, vt_stream_device(s), bytes, call, *dptr, bytes)
+    ALLOC(#sym, VT_KIND_ASYNC, vt_stream_device(s), bytes, dptr, call, *dptr, bytes)
 
 #define POOL_ALLOC(sym, pool, s, call)                                               \
     REAL_OR_FAIL(sym);                                                               \
@@ -228,7 +232,7 @@ static void note_pool(CUmemoryPool pool, int device) {
     if (key_) {                                                                      \
         NODE_ALLOC(#sym, key_, vt_node_kind(kind_at_), where_, call, *dptr, bytes);  \
     }                                                                                \
-    ALLOC(#sym, kind_at_, where_, bytes, call, *dptr, bytes)
+    ALLOC(#sym, kind_at_, where_, bytes, dptr && pool, call, *dptr, bytes)
 
 VT_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s) {
     ASYNC_ALLOC(cuMemAllocAsync, s, real(dptr, bytes, s));
@@ -697,6 +701,18 @@ VT_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
 
 /* Physical memory on the host (a host or host NUMA location) is host
  * memory: counted apart from device bytes, and no budget applies to it. */
+/* Whether the driver would take cuMemCreate's arguments as far as the
+ * budget's refusal goes: a handle and properties to read, and a device
+ * that exists (else its own INVALID_VALUE or INVALID_DEVICE). */
+static int create_args_ok(const CUmemGenericAllocationHandle *handle, const CUmemAllocationProp *prop) {
+    if (!handle || !prop) return 0;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return 1;
+    static CUresult (*count)(int *);
+    if (!count) *(void **)&count = vt_driver_fn("cuDeviceGetCount");
+    int n = 0;
+    return !count || count(&n) != CUDA_SUCCESS || (prop->location.id >= 0 && prop->location.id < n);
+}
+
 VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                const CUmemAllocationProp *prop,
                                unsigned long long flags) {
@@ -707,7 +723,7 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         kind = VT_KIND_HOST_VMM;
         device = VT_HOST_DEVICE;
     }
-    ALLOC_THEN("cuMemCreate", kind, device, size, real(handle, size, prop, flags), *handle, size,
+    ALLOC_THEN("cuMemCreate", kind, device, size, create_args_ok(handle, prop), real(handle, size, prop, flags), *handle, size,
                if (ok) { vt_vmm_lock(); vt_vmm_created(*handle); vt_vmm_unlock(); });
 }
 
@@ -802,17 +818,17 @@ VT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 VT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytes) {
     REAL_OR_FAIL(cuMemAllocHost_v2);
-    ALLOC("cuMemAllocHost_v2", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes), (uintptr_t)*pp, bytes);
+    ALLOC("cuMemAllocHost_v2", VT_KIND_HOST, VT_HOST_DEVICE, bytes, pp, real(pp, bytes), (uintptr_t)*pp, bytes);
 }
 
 VT_EXPORT CUresult cuMemAllocHost(void **pp, unsigned int bytes) {
     REAL_OR_FAIL(cuMemAllocHost);
-    ALLOC("cuMemAllocHost", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes), (uintptr_t)*pp, bytes);
+    ALLOC("cuMemAllocHost", VT_KIND_HOST, VT_HOST_DEVICE, bytes, pp, real(pp, bytes), (uintptr_t)*pp, bytes);
 }
 
 VT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
     REAL_OR_FAIL(cuMemHostAlloc);
-    ALLOC("cuMemHostAlloc", VT_KIND_HOST, VT_HOST_DEVICE, bytes, real(pp, bytes, flags), (uintptr_t)*pp,
+    ALLOC("cuMemHostAlloc", VT_KIND_HOST, VT_HOST_DEVICE, bytes, pp, real(pp, bytes, flags), (uintptr_t)*pp,
           bytes);
 }
 
@@ -825,13 +841,13 @@ VT_EXPORT CUresult cuMemFreeHost(void *p) {
  * refused by a budget (the budget is of device memory). */
 VT_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
     REAL_OR_FAIL(cuMemHostRegister_v2);
-    ALLOC("cuMemHostRegister_v2", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, real(p, bytes, flags),
+    ALLOC("cuMemHostRegister_v2", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, p, real(p, bytes, flags),
           (uintptr_t)p, bytes);
 }
 
 VT_EXPORT CUresult cuMemHostRegister(void *p, size_t bytes, unsigned int flags) {
     REAL_OR_FAIL(cuMemHostRegister);
-    ALLOC("cuMemHostRegister", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, real(p, bytes, flags),
+    ALLOC("cuMemHostRegister", VT_KIND_HOST_REGISTERED, VT_HOST_DEVICE, bytes, p, real(p, bytes, flags),
           (uintptr_t)p, bytes);
 }
 
@@ -893,7 +909,7 @@ VT_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) 
     REAL_OR_FAIL(cuArrayCreate_v2);
     if (!d) return real(h, d);
     uint64_t want = descriptor_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 1);
-    ALLOC("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d), (uintptr_t)*h,
+    ALLOC("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d), (uintptr_t)*h,
           ok ? array_bytes(*h, 0, d->Width, d->Height, 0, d->Format, d->NumChannels, 1) : want);
 }
 
@@ -901,7 +917,7 @@ VT_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR 
     REAL_OR_FAIL(cuArray3DCreate_v2);
     if (!d) return real(h, d);
     uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
-    ALLOC("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d), (uintptr_t)*h,
+    ALLOC("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d), (uintptr_t)*h,
           ok ? array_bytes(*h, 0, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1) : want);
 }
 
@@ -910,7 +926,7 @@ VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3
     REAL_OR_FAIL(cuMipmappedArrayCreate);
     if (!d) return real(h, d, levels);
     uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
-    ALLOC("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, real(h, d, levels), (uintptr_t)*h,
+    ALLOC("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d, levels), (uintptr_t)*h,
           ok ? array_bytes(*h, 1, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : want);
 }
 
@@ -937,13 +953,13 @@ static uint64_t mapping_bytes(CUdeviceptr p) {
 
 VT_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
     REAL_OR_FAIL(cuIpcOpenMemHandle_v2);
-    ALLOC("cuIpcOpenMemHandle_v2", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, real(p, h, flags), *p,
+    ALLOC("cuIpcOpenMemHandle_v2", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, p, real(p, h, flags), *p,
           ok ? mapping_bytes(*p) : 0);
 }
 
 VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
     REAL_OR_FAIL(cuIpcOpenMemHandle);
-    ALLOC("cuIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, real(p, h, flags), *p,
+    ALLOC("cuIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, p, real(p, h, flags), *p,
           ok ? mapping_bytes(*p) : 0);
 }
 

@@ -114,6 +114,12 @@ static inline int vt_budget_refuse(const char *api, int kind, int device, uint64
     return vt_budget_refuse_slow(api, kind, device, bytes);
 }
 
+/* vt_budget_refuse for a call whose arguments the API would take (`valid`,
+ * looked at only under a budget): others get the API's own answer. */
+#define VT_BUDGET_REFUSE(api, kind, device, bytes, valid)                            \
+    (!__builtin_expect(__atomic_load_n(&vt_budget_off, __ATOMIC_ACQUIRE), 1) && (valid) && \
+     vt_budget_refuse_slow(api, kind, device, bytes))
+
 /* An allocation whose size the driver set (a pitched one: pitch * height,
  * where vt_budget_refuse was asked for width * height) succeeded with
  * `bytes`: this thread's promise grows to them. Returns 1 when they pass

@@ -35,10 +35,26 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     return r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0;
 }
 
+/* The runtime's last error (cudaGetLastError, cudaPeekAtLastError) set
+ * as a failed allocation sets it: by the runtime itself, asked for more
+ * than any device has, past vramtrace's doors (vt_in_runtime: no record). */
+static void rt_set_oom_error(void) {
+    __typeof__(&cudaMalloc) real = VT_REAL_QUIET(cudaMalloc);
+    __typeof__(&cudaFree) give = VT_REAL_QUIET(cudaFree);
+    if (!real) return;
+    void *q = NULL;
+    vt_in_runtime++;
+    if (real(&q, (size_t)-1 / 2) == cudaSuccess && q && give) (void)give(q);
+    vt_in_runtime--;
+}
+
 /* The budget's refusal, inside a wrapper's VT_ENTER: the runtime's
- * out-of-memory code without the call. */
-#define RT_BUDGET_OR_OOM(api, kind, device, want)                            \
-    if (vt_budget_refuse(api, kind, device, want)) {                         \
+ * out-of-memory code without the call, its last error set too, for
+ * arguments the runtime would take (`valid`: a NULL result pointer gets
+ * the runtime's own answer, as on a GPU that small). */
+#define RT_BUDGET_OR_OOM(api, kind, device, want, valid)                     \
+    if (VT_BUDGET_REFUSE(api, kind, device, want, valid)) {                  \
+        rt_set_oom_error();                                                  \
         VT_LEAVE;                                                            \
         return cudaErrorMemoryAllocation;                                    \
     }
@@ -74,7 +90,7 @@ static uint64_t ptr_of(cudaError_t r, void **p) {
     if (vt_pass()) return real(__VA_ARGS__);                                 \
     VT_ENTER;                                                                \
     int kind_ = (kind), device_ = (device);                                  \
-    RT_BUDGET_OR_OOM(#sym, kind_, device_, bytes)                            \
+    RT_BUDGET_OR_OOM(#sym, kind_, device_, bytes, p)                         \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),         \
@@ -137,7 +153,7 @@ VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
     REAL_OR_FAIL(cudaMallocPitch);
     if (vt_pass()) return real(p, pitch, w, h);
     VT_ENTER;
-    RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h)
+    RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h, p && pitch)
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
@@ -228,7 +244,7 @@ static uint64_t dim(size_t v) { return v ? v : 1; }
     if (vt_pass()) return real(__VA_ARGS__);                                          \
     VT_ENTER;                                                                         \
     uint64_t want_ = (want);                                                          \
-    RT_BUDGET_OR_OOM(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, want_)                   \
+    RT_BUDGET_OR_OOM(#sym, VT_KIND_ARRAY, VT_DEVICE_CURRENT, want_, p && desc)        \
     cudaError_t r;                                                                    \
     CALL(__VA_ARGS__);                                                                \
     int ok = r == cudaSuccess && p && *p;                                             \

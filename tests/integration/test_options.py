@@ -71,6 +71,28 @@ def budget_holds_when_threads_race_for_its_last_bytes():
 
 
 @test
+def budget_refusals_answer_as_a_gpu_that_small():
+    """What a program sees under VRAMTRACE_LIMIT=1M is what a GPU of 1 MiB
+    answers: the runtime's last error (cudaGetLastError) is set by a
+    refused runtime allocation (it was left at 0), and arguments the API
+    refuses (a NULL result pointer, a bad element size, a NULL pool, a
+    device that does not exist) get the API's own error, not out of memory
+    (they got 2 and were counted as failures of the budget; an outside
+    check). Only the seven allocations too big are the budget's."""
+    prog = [os.path.join(T, "t_limitargs")]
+    want = run(prog, preload=False, env={"SIMGPU_CAPACITY": "1M"})
+    eq(want.rc, 0, "on a GPU of 1 MiB")
+    eq(want.out.count("\n"), 18, "eighteen calls")
+    r = run(prog, report="off", env={"VRAMTRACE_LIMIT": "1M"})
+    eq(r.out, want.out, "under the budget, the same answers and last errors")
+    eq([(o["api"], o["requested_bytes"], o["budget"]) for o in r.dump["ooms"]],
+       [("cudaMalloc", 2 << 20, True), ("cudaMallocPitch", 4 << 20, True), ("cudaMallocManaged", 2 << 20, True),
+        ("cudaMallocAsync", 2 << 20, True), ("cudaMallocArray", 4 << 20, True), ("cuMemAlloc_v2", 2 << 20, True),
+        ("cuArrayCreate_v2", 4 << 20, True)], "the budget's refusals, none of the API's own")
+    eq((r.dump["totals"]["oom_count"], r.dump["totals"]["failed_count"]), (7, 18), "failures counted")
+
+
+@test
 def options_numbers_are_digits_and_signal_names_match_numbers():
     """A number option takes digits only (" 5" and "+3" were taken by some
     options and refused by others); a signal's name is taken wherever its
