@@ -1,6 +1,8 @@
 /* cmd_report.c -- `vramtrace report DUMP... [--format F] [-o FILE] [--top N]
  * [--at exit|peak|oom] [--folded-root site|none]`. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,47 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
     return 1;
 }
 
+/* The rank a dump's first bytes give (where the writer puts it, after the
+ * pid), or INT_MAX when the file is unreadable or says none. */
+static int head_rank(const char *path) {
+    char head[1024];
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return INT_MAX;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head - 1) : -1;
+    close(fd);
+    if (n <= 0) return INT_MAX;
+    head[n] = '\0';
+    const char *r = strstr(head, ",\"rank\":");
+    if (!r || strncmp(head, "{\"format\":\"vramtrace-dump\"", 26) != 0) return INT_MAX;
+    char *end;
+    long v = strtol(r + 8, &end, 10);
+    return end == r + 8 || v < 0 || v >= INT_MAX ? INT_MAX : (int)v;
+}
+
+struct ranked {
+    int rank;
+    size_t at;
+    const char *path;
+};
+
+static int by_rank_then_place(const void *a, const void *b) {
+    const struct ranked *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* paths[0..n) in the order of their dumps' ranks, the order given among
+ * equal ones. */
+static void sort_by_rank(const char **paths, size_t n) {
+    struct ranked *r = malloc(n * sizeof *r);
+    if (!r) return;
+    for (size_t i = 0; i < n; i++) r[i] = (struct ranked){head_rank(paths[i]), i, paths[i]};
+    qsort(r, n, sizeof *r, by_rank_then_place);
+    for (size_t i = 0; i < n; i++) paths[i] = r[i].path;
+    free(r);
+}
+
 int vt_cmd_report(int argc, char **argv) {
     const char *format = "text", *out = NULL;
     struct vr_opts o = {VR_AT_EXIT, 10, VR_ROOT_SITE, 0};
@@ -143,6 +186,9 @@ int vt_cmd_report(int argc, char **argv) {
         goto done;
     }
 
+    /* Several dumps are read in the order of their ranks (a shell's glob
+     * gives 0, 1, 10, 11, ..., 2), the order given among equal ranks. */
+    if (npaths > 1) sort_by_rank(paths, npaths);
     struct vr_input in = {calloc(npaths, sizeof(struct vm_dump)), 0};
     if (!in.dumps) { rc = 1; goto done; }
     char err[1024], safe[1024];

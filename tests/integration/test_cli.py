@@ -409,6 +409,29 @@ def cli_a_rank_with_several_dumps_counts_once():
 
 
 @test
+def cli_several_dumps_are_shown_in_the_order_of_their_ranks():
+    """A shell's glob gives d.0, d.1, d.10, d.11, d.2: the report showed the
+    ranks in that order (an outside check); now by rank, the order given
+    among equal ranks (two attempts of one rank)."""
+    with workdir("vt-order-") as work:
+        for r in (0, 1, 2, 10, 11):
+            run([os.path.join(T, "t_driver")], report="off",
+                env={"RANK": str(r), "WORLD_SIZE": "12", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+        run([os.path.join(T, "t_driver")], report="off",
+            env={"RANK": "1", "WORLD_SIZE": "12", "VRAMTRACE_OUT": os.path.join(work, "e.%r.json")})
+        globbed = sorted(glob.glob(os.path.join(work, "d.*.json")))
+        eq([os.path.basename(x) for x in globbed], ["d.0.json", "d.1.json", "d.10.json", "d.11.json", "d.2.json"],
+           "the glob's order")
+        paths = globbed + [os.path.join(work, "e.1.json")]
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        eq(rc, 0, "status")
+        j = json.loads(out)
+        eq([(p["rank"], os.path.basename(p["dump"])) for p in j["processes"]],
+           [(0, "d.0.json"), (1, "d.1.json"), (1, "e.1.json"), (2, "d.2.json"), (10, "d.10.json"), (11, "d.11.json")],
+           "by rank, then as given")
+
+
+@test
 def cli_ranks_missing_above_the_highest_by_the_jobs_size():
     """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were
     killed before they wrote one: the report counts them missing."""
