@@ -51,6 +51,7 @@ static void put_gaps(FILE *f, const int *r, size_t n, int most) {
 struct site {
     uint64_t min, max, sum;
     int max_rank;          /* the (first) rank that holds max there */
+    size_t max_ranks;      /* how many ranks hold max there */
     int *ranks;
     size_t nranks, cap;
     uint64_t in_dump;      /* in the dump being read */
@@ -69,7 +70,8 @@ static int add_rank(struct site *s, int rank, uint64_t bytes) {
     }
     s->ranks[s->nranks++] = rank;
     if (s->nranks == 1 || bytes < s->min) s->min = bytes;
-    if (s->nranks == 1 || bytes > s->max) s->max = bytes, s->max_rank = rank;
+    if (s->nranks == 1 || bytes > s->max) s->max = bytes, s->max_rank = rank, s->max_ranks = 1;
+    else if (bytes == s->max) s->max_ranks++;
     s->sum = s->sum > UINT64_MAX - bytes ? UINT64_MAX : s->sum + bytes;
     return 0;
 }
@@ -175,6 +177,9 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
         fputs("  ", f);
         vr_put_safe(f, vt_label_of(labels, (uint32_t)ord[k].g));
         if (s->min == s->max) fprintf(f, ": %s", vr_bytes(s->max, a, sizeof a));
+        else if (s->max_ranks > 1)   /* not one rank's: the first of those that hold it */
+            fprintf(f, ": %s to %s (rank %d and %zu more)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b),
+                    s->max_rank, s->max_ranks - 1);
         else fprintf(f, ": %s to %s (rank %d)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b), s->max_rank);
         qsort(s->ranks, s->nranks, sizeof *s->ranks, by_int);
         fprintf(f, " on %zu of %zu ranks (", s->nranks, nranks);

@@ -401,6 +401,17 @@ def cli_a_rank_with_several_dumps_counts_once():
         out = out.decode()
         ok(re.search(r"\n  \S+ tests/progs/t_phases\.c:\d+: 4\.00 MiB to 8\.00 MiB \(rank 2\) on 3 of 3 ranks \(0-2\)\n", out),
            out[:3000])
+        # Two ranks hold the most: not one rank's (it named rank 0 alone;
+        # an outside check).
+        d = json.load(open(paths[0]))
+        d["holders"][0]["bytes"] = 6 << 20
+        json.dump(d, open(paths[0], "w"))
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        ok(re.search(r"\n  \S+ tests/progs/t_phases\.c:\d+: 4\.00 MiB to 8\.00 MiB \(rank 0 and 1 more\) on 3 of 3 ranks "
+                     r"\(0-2\)\n", out), out[:3000])
+        d["holders"][0]["bytes"] = json.load(open(os.path.join(GOLDEN, R0)))["holders"][0]["bytes"]
+        json.dump(d, open(paths[0], "w"))
         rc, out, err = cli(["report", *paths[1:3]])
         out = out.decode()
         ok("\nranks: 2 dumps of 1 rank from 1 to 1 (1 rank has more than one dump); missing 1 of 0 to 1: 0\n"
