@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,19 +27,57 @@ struct vt_suppressions {
     size_t n;
 };
 
+/* A pipe's or FIFO's whole text (a shell's `<(...)`, as LeakSanitizer's
+ * suppressions= reads it), read without blocking: what comes until its
+ * writer closes it, waiting at most 10 s for each piece. NULL with *why
+ * when nothing came (a FIFO nobody writes would hold the exit forever). */
+static FILE *read_pipe(int fd, const char **why) {
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 > cap) {
+            char *more = realloc(text, cap = cap ? cap * 2 : 8192);
+            if (!more) break;
+            text = more;
+        }
+        ssize_t n = read(fd, text + len, cap - len);
+        if (n > 0) {
+            len += (size_t)n;
+            continue;
+        }
+        if (n == 0) break;   /* its writer closed it, or there was none */
+        struct pollfd p = {fd, POLLIN, 0};
+        if (n < 0 && errno != EINTR && (errno != EAGAIN || poll(&p, 1, 10000) <= 0)) break;
+    }
+    close(fd);
+    FILE *f = len ? fmemopen(NULL, len + 1, "w+") : NULL;
+    if (f && (fwrite(text, 1, len, f) != len || fseek(f, 0, SEEK_SET) != 0)) {
+        fclose(f);
+        f = NULL;
+    }
+    free(text);
+    if (!f) *why = len ? "out of memory" : "a pipe or FIFO with nothing to read (no writer)";
+    return f;
+}
+
 struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize) {
     struct vt_suppressions *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     if (!path || !*path) return s;
-    /* Opened without blocking and read only when it is a regular file: a
-     * FIFO with no writer there would hold the process at exit forever. */
+    /* Opened without blocking: a FIFO with no writer there would hold the
+     * process at exit forever. A regular file is read as it is, a pipe or
+     * FIFO as long as its writer writes (read_pipe). */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
     const char *why = NULL;
+    FILE *f = NULL;
     if (fd < 0) why = strerror(errno);
     else if (fstat(fd, &st) != 0) why = strerror(errno);
-    else if (!S_ISREG(st.st_mode)) why = "not a regular file";
-    FILE *f = why ? NULL : fdopen(fd, "r");
+    else if (S_ISFIFO(st.st_mode)) {
+        f = read_pipe(fd, &why);
+        fd = -1;
+    } else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+    if (!why && !f) f = fdopen(fd, "r");
     if (!f) {
         if (!why) why = strerror(errno);
         if (fd >= 0) close(fd);

@@ -922,11 +922,22 @@ def install_prefix_change_rebuilds_the_cli():
 def suppressions_at_a_fifo_or_directory_never_block():
     """VRAMTRACE_SUPPRESSIONS naming a FIFO nobody writes (or a folder): the
     leak check says in one line that it cannot read it, reports the leaks
-    unsuppressed and exits at once with the leak check's status."""
+    unsuppressed and exits at once with the leak check's status. A pipe
+    with a writer (a shell's `<(...)`, as LeakSanitizer's suppressions=
+    takes it) is read: it was refused as not a regular file (an outside
+    check)."""
     with workdir("vt-supfifo-") as work:
         fifo = os.path.join(work, "sup.fifo")
         os.mkfifo(fifo)
-        for path, why in ((fifo, "not a regular file"), (work, "not a regular file")):
+        e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LEAK_CHECK="1")
+        e.pop("VRAMTRACE_REPORT", None)
+        p = subprocess.run(["bash", "-c", "VRAMTRACE_SUPPRESSIONS=<(sleep 0.2; printf 'leak:leaky_step\\n') " +
+                            os.path.join(T, "t_leaks")], env=e, capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 23, "the rest still leaks")
+        ok("\n      8     524288 leaky_step\n" in p.stderr, "the pipe's rule suppressed the staircase:\n" + p.stderr)
+        eq(p.stderr.rstrip().splitlines()[-1], "SUMMARY: vramtrace: 1052672 byte(s) leaked in 2 allocation(s).",
+           "what is left")
+        for path, why in ((fifo, "a pipe or FIFO with nothing to read (no writer)"), (work, "not a regular file")):
             r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": path})
             eq(r.rc, 23, f"{path}: leaks reported, status 23")
             eq(r.err.count(f"cannot read suppressions {path}: {why}"), 1, f"{path}: one line saying why:\n{r.err}")
