@@ -44,8 +44,8 @@ static void site(FILE *f, const struct vm_dump *d, size_t stack) {
 static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     const struct vm_oom *o = &d->ooms[i];
     char a[32], b[32], c[32];
-    fprintf(f, "<div class=\"oom\"><p class=\"oom-line\">out of memory #%zu at %.3f s: %s requested by ", i + 1,
-            secs(o->time_ns), B(o->requested, a));
+    fprintf(f, "<div class=\"oom\"><p class=\"oom-line\">out of memory #%" PRIu64 " at %.3f s: %s requested by ",
+            o->number, secs(o->time_ns), B(o->requested, a));
     vh_text(f, o->api);
     fprintf(f, " on device %d%s", o->device, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
@@ -126,10 +126,11 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         vh_text(f, d->argv[i]);
     }
     fputs("</code></h2>\n<h3>what happened</h3>\n", f);
-    for (size_t i = 0; i < d->nooms && i < (size_t)o->top; i++) oom(f, d, i);
-    if (d->nooms > (size_t)o->top)
-        fprintf(f, "<p>(%zu more out-of-memory %s)</p>\n", d->nooms - (size_t)o->top,
-                vr_plural(d->nooms - (size_t)o->top, "failure", "failures"));
+    size_t shown = d->nooms < (size_t)o->top ? d->nooms : (size_t)o->top;
+    for (size_t i = 0; i < shown; i++) oom(f, d, i);
+    if (vr_oom_count(d) > shown)
+        fprintf(f, "<p>(%" PRIu64 " more out-of-memory %s)</p>\n", vr_oom_count(d) - shown,
+                vr_plural(vr_oom_count(d) - shown, "failure", "failures"));
     if (!d->nooms) fputs("<p class=\"no-oom\">no out-of-memory failure</p>\n", f);
     const struct vm_totals *t = &d->totals;
     char when[300], ended[600];

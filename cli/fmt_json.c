@@ -327,8 +327,8 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     int afirst = 1; /* the array's members */
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
-        json_t *j = json_pack("{s:o,s:s,s:s,s:i,s:i,s:o,s:o,s:o,s:o}", "requested_bytes",
-            count(x->requested), "api", x->api, "kind", x->kind, "device", x->device, "thread",
+        json_t *j = json_pack("{s:o,s:o,s:s,s:s,s:i,s:i,s:o,s:o,s:o,s:o}", "number", count(x->number),
+            "requested_bytes", count(x->requested), "api", x->api, "kind", x->kind, "device", x->device, "thread",
             x->thread, "live_bytes", count(x->live_bytes), "time_ns", count(x->time_ns),
             "site", site(d, x->stack), "frames", frames(d, x->stack));
         json_object_set_new(j, "budget", json_boolean(x->budget));
@@ -367,6 +367,24 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         put(f, j, depth + 2);
     }
     close_at(f, depth + 1, afirst, ']');
+    if (d->oom_requests) { /* every failed request, counted (absent from older dumps) */
+        member(f, depth + 1, &first, "oom_requests");
+        fputc('[', f);
+        afirst = 1;
+        for (size_t i = 0; i < d->noom_requests; i++) {
+            const struct vm_oom_request *r = &d->oom_requests[i];
+            json_t *j = json_pack("{s:o,s:s,s:s,s:i,s:o,s:o,s:o,s:o,s:i,s:o,s:o,s:i}", "requested_bytes",
+                count(r->requested), "api", r->api, "kind", r->kind, "device", r->device, "site", site(d, r->stack),
+                "count", count(r->count), "first_number", count(r->first_number), "first_ns", count(r->first_ns),
+                "first_thread", r->first_thread, "last_number", count(r->last_number), "last_ns", count(r->last_ns),
+                "last_thread", r->last_thread);
+            member(f, depth + 2, &afirst, NULL);
+            put(f, j, depth + 2);
+        }
+        close_at(f, depth + 1, afirst, ']');
+        member(f, depth + 1, &first, "oom_requests_other");
+        put(f, count(d->oom_requests_other), depth + 1);
+    }
     size_t n;
     int missing;
     const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);

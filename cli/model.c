@@ -209,6 +209,14 @@ static const struct spec live_fields[] = {
     I16(struct vm_alloc, device, -1, 4095), STACK32(struct vm_alloc, stack),
     INT(struct vm_alloc, thread, 0, INT32_MAX), U64(struct vm_alloc, time_ns),
 };
+static const struct spec oom_request_fields[] = {
+    U64_AS("requested_bytes", struct vm_oom_request, requested), STR(struct vm_oom_request, api),
+    STR(struct vm_oom_request, kind), INT(struct vm_oom_request, device, -1, 4095),
+    STACK(struct vm_oom_request, stack), U64(struct vm_oom_request, count),
+    U64(struct vm_oom_request, first_number), U64(struct vm_oom_request, first_ns),
+    INT(struct vm_oom_request, first_thread, 0, INT32_MAX), U64(struct vm_oom_request, last_number),
+    U64(struct vm_oom_request, last_ns), INT(struct vm_oom_request, last_thread, 0, INT32_MAX),
+};
 static const struct spec growth_fields[] = {
     STACK(struct vm_growth, stack), U64(struct vm_growth, first_bytes), U64(struct vm_growth, end_bytes),
     U64(struct vm_growth, allocations),
@@ -394,6 +402,9 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     static const struct walk procs = {proc_fields, NSPECS(proc_fields), "other process", proc_rest, NULL, 0};
     struct vm_oom *v = elem;
     char name[64];
+    /* Its number among the process's failures: older dumps kept the first
+     * ones only, each its place + 1. */
+    v->number = json_object_get(o, "number") ? u64(c, o, "number", "oom") : i + 1;
     json_t *fb = json_object_get(o, "free_bytes");
     v->have_info = fb && is_count(fb);
     if (v->have_info) read_fields(c, o, oom_info_fields, NSPECS(oom_info_fields), v, 0, "oom");
@@ -429,6 +440,12 @@ static void load_ooms(struct ctx *c, json_t *root, struct vm_dump *d) {
     struct walk ooms = {oom_fields, NSPECS(oom_fields), "oom", oom_rest, d, d->nstacks};
     json_t *arr = field(c, root, "ooms", JSON_ARRAY, "dump");
     if (arr) d->ooms = objects(c, arr, sizeof *d->ooms, &d->nooms, "ooms", &ooms);
+    struct walk requests = {oom_request_fields, NSPECS(oom_request_fields), "oom request", NULL, d, d->nstacks};
+    json_t *r = json_object_get(root, "oom_requests");
+    if (r && json_is_array(r) && !c->failed)
+        d->oom_requests = objects(c, r, sizeof *d->oom_requests, &d->noom_requests, "oom_requests", &requests);
+    if (json_object_get(root, "oom_requests_other") && !c->failed)
+        d->oom_requests_other = u64(c, root, "oom_requests_other", "dump");
 }
 
 /* The address, and the handle where the allocation has one, before the
@@ -708,7 +725,8 @@ void vm_free(struct vm_dump *d) {
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);
-    VT_FREE_ALL(d->ooms, d->devices, d->holders, d->peak_holders, d->released, d->live, d->steps, d->growing, d->argv);
+    VT_FREE_ALL(d->ooms, d->oom_requests, d->devices, d->holders, d->peak_holders, d->released, d->live, d->steps,
+                d->growing, d->argv);
     vm_events_free(&d->events);
     vm_names_done(d);
     VT_FREE_ALL(d->names, d->handles);

@@ -107,6 +107,18 @@ struct vm_oom {
     struct vm_torch *torch;
 };
 
+/* A request that failed for lack of memory, with how many times it
+ * failed and its first and last failures (the dump's "oom_requests";
+ * absent in older dumps). */
+struct vm_oom_request {
+    uint64_t requested;
+    const char *api, *kind;
+    int device;
+    size_t stack;
+    uint64_t count, first_number, first_ns, last_number, last_ns;
+    int first_thread, last_thread;
+};
+
 struct vm_growth {
     size_t stack;
     uint64_t first_bytes, end_bytes, allocations;
@@ -154,8 +166,13 @@ struct vm_dump {
     struct vm_device *devices;
     size_t ndevices;
     struct vm_totals totals;
-    struct vm_oom *ooms;
+    struct vm_oom *ooms;     /* the failures kept, by number (each one's
+                                `number`; in older dumps its place + 1) */
     size_t nooms;
+    struct vm_oom_request *oom_requests; /* every failed request, counted;
+                                            NULL in older dumps */
+    size_t noom_requests;
+    uint64_t oom_requests_other; /* failures of requests past the library's table */
     struct vm_holder *holders, *peak_holders;
     size_t nholders, npeak_holders;
     struct vm_holder *released;   /* released by a context reset without a

@@ -26,6 +26,10 @@ const char *vr_bytes(uint64_t v, char *buf, size_t size) { return vt_fmt_bytes(v
 
 const char *vr_plural(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
 
+uint64_t vr_oom_count(const struct vm_dump *d) {
+    return d->totals.oom_count > d->nooms ? d->totals.oom_count : d->nooms;
+}
+
 size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]) { return vt_display_char(p, out); }
 
 const char *vr_safe(const char *s, char *buf, size_t size) { return vt_display(s, buf, size); }

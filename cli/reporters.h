@@ -101,6 +101,10 @@ const char *vr_ended(const struct vm_dump *d, char *buf, size_t size);
 /* `one` when n is 1, else `many`: "1 allocation", "2 allocations". */
 const char *vr_plural(uint64_t n, const char *one, const char *many);
 
+/* The process's out-of-memory failures, kept or not (its totals; in an
+ * older dump that counted fewer, its records). */
+uint64_t vr_oom_count(const struct vm_dump *d);
+
 /* The display form of the character at *p (common/display.h). */
 #define VR_CHAR_MAX VT_CHAR_MAX
 size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]);

@@ -19,11 +19,13 @@
 /* A record's field as a struct member. */
 #define VT_RECORD_FIELD(type, name) type name;
 
-/* An out-of-memory failure: when (ns since the tracker's start), the bytes
- * asked for, cuMemGetInfo's free and total bytes at the failure (0 when
+/* An out-of-memory failure: its number among the process's failures (1
+ * for the first), when (ns since the tracker's start), the bytes asked
+ * for, cuMemGetInfo's free and total bytes at the failure (0 when
  * unknown), the tracked live device bytes on that device then, and the
  * API that failed. */
 #define VT_OOM_FIELDS(X)        \
+    X(uint64_t, number)         \
     X(uint64_t, time_ns)        \
     X(uint64_t, requested)      \
     X(uint64_t, free_bytes)     \

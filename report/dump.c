@@ -93,7 +93,8 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
         const struct vt_oom *o = &s->ooms[i];
-        fprintf(f, "%s\n {\"requested_bytes\":" U64 ",\"api\":", i ? "," : "", o->requested);
+        fprintf(f, "%s\n {\"number\":" U64 ",\"requested_bytes\":" U64 ",\"api\":", i ? "," : "", o->number,
+                o->requested);
         vt_json_string(f, o->api);
         fprintf(f, ",\"kind\":\"%s\",\"device\":%d,\"stack\":%" PRIu32 ",\"thread\":%d",
                 vt_kind_name(o->kind), o->device, o->stack, o->thread);
@@ -139,6 +140,23 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
         fputc('}', f);
     }
     fputs("],\n", f);
+}
+
+/* Every failed request with its count (tracker.h's vt_oom_request). */
+static void write_oom_requests(FILE *f, const struct vt_snapshot *s) {
+    fputs("\"oom_requests\":[", f);
+    for (size_t i = 0, n = 0; i < s->noom_requests; i++) {
+        const struct vt_oom_request *r = &s->oom_requests[i];
+        if (!r->count) continue; /* all of its failures came after the one the dump is of */
+        fprintf(f, "%s\n {\"requested_bytes\":" U64 ",\"api\":", n++ ? "," : "", r->requested);
+        vt_json_string(f, r->api);
+        fprintf(f, ",\"kind\":\"%s\",\"device\":%d,\"stack\":%" PRIu32 ",\"count\":" U64
+                   ",\"first_number\":" U64 ",\"first_ns\":" U64 ",\"first_thread\":%d,\"last_number\":" U64
+                   ",\"last_ns\":" U64 ",\"last_thread\":%d}",
+                vt_kind_name(r->kind), r->device, r->stack, r->count, r->first_number, r->first_ns, r->first_thread,
+                r->last_number, r->last_ns, r->last_thread);
+    }
+    fprintf(f, "],\n\"oom_requests_other\":" U64 ",\n", s->oom_requests_other);
 }
 
 static void write_holders(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
@@ -249,6 +267,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     write_devices(f, s);
     write_totals(f, s);
     write_ooms(f, s, an);
+    write_oom_requests(f, s);
     write_holders(f, s, an);
     fputs("\"growing\":[", f);
     for (size_t i = 0; i < an->ngrowth; i++) {

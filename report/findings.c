@@ -75,6 +75,7 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
 static int is_retry(const struct vt_snapshot *s, size_t index, uint64_t *freed, uint64_t *nfreed) {
     if (index == 0) return 0;
     const struct vt_oom *o = &s->ooms[index], *prev = &s->ooms[index - 1];
+    if (prev->number + 1 != o->number) return 0; /* the one before was not kept */
     if (prev->requested != o->requested || prev->device != o->device || prev->thread != o->thread) return 0;
     if (o->time_ns - prev->time_ns > 5000000000ull) return 0;
     *freed = *nfreed = 0;

@@ -529,8 +529,8 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     size_t all_ooms = s->nooms;
     uint64_t oom_count = s->totals.oom_count;
     int oom = strcmp(reason, "oom") == 0;
-    if (oom && torch_only != 1 && vt_thread_oom_seq && vt_thread_oom_seq < s->nooms)
-        s->nooms = s->totals.oom_count = vt_thread_oom_seq;
+    if (oom && torch_only != 1 && vt_thread_oom_seq && vt_thread_oom_seq < s->totals.oom_count)
+        vt_postmortem_upto(s, vt_thread_oom_seq);
     struct vt_sigpipe hold;
     vt_sigpipe_hold(&hold);
     read_self_id();
@@ -670,7 +670,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     }
     vt_errbuf_close(&ob);
     vt_errbuf_close(&eb);
-    if (f && torch_only != 1 && oom) told = (struct vt_oom_told){told.postmortems + 1, s->totals.oom_count};
+    if (f && torch_only != 1 && oom) vt_postmortem_told_now(&told, s);
     s->nooms = all_ooms;
     s->totals.oom_count = oom_count;
     if (f && close_it && fclose(f) != 0)
@@ -820,7 +820,7 @@ void vt_output_reset_child(void) {
     self_id.read = 0;
     pthread_mutex_init(&self_id_lock, NULL); /* another thread may have held it at the fork */
     oom_pace = torch_oom_pace = (struct pace){0, 0};
-    told = (struct vt_oom_told){0, 0};
+    vt_postmortem_told_reset(&told);
     vt_torch_reset_child();
     signal_seq = 0;
 }

@@ -173,16 +173,22 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
     vt_put_oom(f, "vramtrace:   ", &t);
 }
 
-/* The failures s->ooms[from..upto) that no post-mortem told, a line for
- * each request, device and call site, with how many times it failed
- * (a loop's failures, a caching allocator's retry), the first few;
- * leaving out those that repeat `skip_a` or `skip_b` (a failure told
- * already, whose retries are told with it). Returns how many lines it
- * wrote (f NULL: would write). */
+/* The failures numbered after told->failures and before `upto` (the
+ * failure told in full) that no post-mortem told, a line for each
+ * request, device and call site, with how many times it failed (a loop's
+ * failures, a caching allocator's retry), the first few; leaving out
+ * those that repeat `skip_a` or `skip_b` (a failure told already, whose
+ * retries are told with it). The counts are the requests' (s's
+ * oom_requests, less their counts when the last post-mortem was written
+ * and the failure `upto`): exact however many failures the history did
+ * not keep. Each line names the first failure of its group in that
+ * range, from the records kept or its request's first; where neither has
+ * it, the latest known ("last at"). Returns how many lines it wrote (f
+ * NULL: would write). */
 #define UNTOLD_SHOWN 5
 #define UNTOLD_GROUPS 64
 struct untold_group {
-    const struct vt_oom *o;
+    const struct vt_oom_request *r; /* its first request */
     uint64_t count;
     char site[512];
 };
@@ -191,32 +197,135 @@ static int same_failure(const struct vt_oom *a, const char *asite, const struct 
     return a->requested == b->requested && a->device == b->device && strcmp(asite, bsite) == 0;
 }
 
-static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, size_t from, size_t upto,
+static int same_request(const struct vt_oom_request *r, const struct vt_oom *o) {
+    return r->requested == o->requested && r->stack == o->stack && r->device == o->device && r->kind == o->kind &&
+           r->api == o->api;
+}
+
+/* The entry of s->oom_requests that counts failure o, or -1 (the table
+ * was full: counted among the others). */
+static ptrdiff_t request_of(const struct vt_snapshot *s, const struct vt_oom *o) {
+    for (size_t i = 0; i < s->noom_requests; i++)
+        if (same_request(&s->oom_requests[i], o)) return (ptrdiff_t)i;
+    return -1;
+}
+
+/* Failures of request i of s in the range untold_lines counts. */
+static uint64_t in_range(const struct vt_snapshot *s, size_t i, const struct vt_oom_told *told, ptrdiff_t at_upto) {
+    uint64_t before = told && i < told->ncounts ? told->counts[i] : 0, n = s->oom_requests[i].count;
+    n = n > before ? n - before : 0;
+    return (ptrdiff_t)i == at_upto && n ? n - 1 : n;
+}
+
+static int in_group(const struct vt_symbols *sym, const struct untold_group *g, uint64_t requested, int device,
+                    uint32_t stack) {
+    char site[512];
+    return requested == g->r->requested && device == g->r->device &&
+           strcmp(vt_site_shown(sym, stack, site, sizeof site), g->site) == 0;
+}
+
+/* The failure of group g to name: its first in the range (from, upto),
+ * else the latest known there (*last set). Returns 0 when none is
+ * known. */
+static int untold_when(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct untold_group *g,
+                       const struct vt_oom_told *told, ptrdiff_t at_upto, uint64_t upto, int32_t *thread,
+                       uint64_t *time_ns, int *last) {
+    uint64_t from = told ? told->failures : 0;
+    *last = 0;
+    /* The records by number, while they follow one another from the
+     * range's start: past a gap, one found need not be the first. */
+    uint64_t expect = from + 1;
+    for (size_t i = 0; i < s->nooms && expect < upto; i++) {
+        const struct vt_oom *o = &s->ooms[i];
+        if (o->number < expect) continue;
+        if (o->number != expect++) break;
+        if (!in_group(sym, g, o->requested, o->device, o->stack)) continue;
+        *thread = o->thread;
+        *time_ns = o->time_ns;
+        return 1;
+    }
+    /* Its requests' first failures, when each of them that failed in the
+     * range failed there first: the earliest. */
+    int found = 0, whole = 1;
+    uint64_t best = 0;
+    for (size_t i = 0; whole && i < s->noom_requests; i++) {
+        const struct vt_oom_request *r = &s->oom_requests[i];
+        if (!in_range(s, i, told, at_upto) || !in_group(sym, g, r->requested, r->device, r->stack)) continue;
+        if (r->first_number <= from) whole = 0;
+        else if (!found || r->first_number < best) {
+            found = 1;
+            best = r->first_number;
+            *thread = r->first_thread;
+            *time_ns = r->first_ns;
+        }
+    }
+    if (found && whole) return 1;
+    /* Else the latest known: its requests' last failures in the range, or
+     * a later record kept. */
+    found = 0;
+    for (size_t i = 0; i < s->noom_requests; i++) {
+        const struct vt_oom_request *r = &s->oom_requests[i];
+        if (r->last_number <= from || r->last_number >= upto || (found && r->last_number <= best) ||
+            !in_range(s, i, told, at_upto) || !in_group(sym, g, r->requested, r->device, r->stack))
+            continue;
+        found = 1;
+        best = r->last_number;
+        *thread = r->last_thread;
+        *time_ns = r->last_ns;
+    }
+    for (size_t i = s->nooms; i-- > 0;) {
+        const struct vt_oom *o = &s->ooms[i];
+        if (o->number >= upto) continue;
+        if (o->number <= from || (found && o->number <= best)) break;
+        if (!in_group(sym, g, o->requested, o->device, o->stack)) continue;
+        found = 1;
+        *thread = o->thread;
+        *time_ns = o->time_ns;
+        break;
+    }
+    *last = found;
+    return found;
+}
+
+static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
+                        const struct vt_oom_told *told, const struct vt_oom *upto,
                         const struct vt_oom *skip_a, const struct vt_oom *skip_b) {
+    uint64_t from = told ? told->failures : 0;
+    if (!upto || upto->number <= from + 1) return 0;
     char site_a[512] = "", site_b[512] = "", site[512];
     if (skip_a) vt_site_shown(sym, skip_a->stack, site_a, sizeof site_a);
     if (skip_b) vt_site_shown(sym, skip_b->stack, site_b, sizeof site_b);
-    struct untold_group *g = from < upto ? calloc(UNTOLD_GROUPS, sizeof *g) : NULL;
+    struct untold_group *g = calloc(UNTOLD_GROUPS, sizeof *g);
     size_t ng = 0;
+    ptrdiff_t at_upto = request_of(s, upto);
     uint64_t ungrouped = 0;
-    for (size_t i = from; g && i < upto; i++) {
-        const struct vt_oom *o = &s->ooms[i];
-        vt_site_shown(sym, o->stack, site, sizeof site);
-        if ((skip_a && same_failure(o, site, skip_a, site_a)) || (skip_b && same_failure(o, site, skip_b, site_b)))
+    for (size_t i = 0; g && i < s->noom_requests; i++) {
+        const struct vt_oom_request *r = &s->oom_requests[i];
+        uint64_t n = in_range(s, i, told, at_upto);
+        if (!n) continue;
+        vt_site_shown(sym, r->stack, site, sizeof site);
+        struct vt_oom o = {.requested = r->requested, .device = r->device};
+        if ((skip_a && same_failure(&o, site, skip_a, site_a)) || (skip_b && same_failure(&o, site, skip_b, site_b)))
             continue;
         size_t k = 0;
-        while (k < ng && !same_failure(o, site, g[k].o, g[k].site)) k++;
+        while (k < ng && !(g[k].r->requested == r->requested && g[k].r->device == r->device &&
+                           strcmp(g[k].site, site) == 0))
+            k++;
         if (k < ng) {
-            g[k].count++;
+            g[k].count += n;
         } else if (ng < UNTOLD_GROUPS) {
-            g[ng].o = o;
-            g[ng].count = 1;
+            g[ng].r = r;
+            g[ng].count = n;
             memcpy(g[ng].site, site, sizeof site);
             ng++;
         } else {
-            ungrouped++;
+            ungrouped += n;
         }
     }
+    /* Failures of requests past the table: counted, not told apart. */
+    uint64_t other_before = told ? told->other : 0;
+    if (g && s->oom_requests_other > other_before)
+        ungrouped += s->oom_requests_other - other_before - (at_upto < 0 ? 1 : 0);
     int lines = 0;
     uint64_t more = ungrouped;
     for (size_t k = 0; k < ng; k++) {
@@ -226,12 +335,15 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         }
         lines++;
         if (!f) continue;
-        const struct vt_oom *o = g[k].o;
+        const struct vt_oom_request *r = g[k].r;
         char req[32], at[32];
-        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s, "
-                   "thread %d, at %s",
-                vt_fmt_bytes(o->requested, req, sizeof req), o->api ? o->api : "?", o->device, g[k].site, o->thread,
-                vt_fmt_secs_cell(o->time_ns, at, sizeof at));
+        int32_t thread = 0;
+        uint64_t time_ns = 0;
+        int last = 0;
+        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s",
+                vt_fmt_bytes(r->requested, req, sizeof req), r->api ? r->api : "?", r->device, g[k].site);
+        if (untold_when(s, sym, &g[k], told, at_upto, upto->number, &thread, &time_ns, &last))
+            fprintf(f, ", thread %d, %sat %s", thread, last ? "last " : "", vt_fmt_secs_cell(time_ns, at, sizeof at));
         if (g[k].count > 1) fprintf(f, ", %" PRIu64 " times", g[k].count);
         fputc('\n', f);
     }
@@ -244,10 +356,66 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     return lines;
 }
 
-/* The failure the last post-mortem told, when it is kept. */
-static const struct vt_oom *told_failure(const struct vt_snapshot *s, const struct vt_oom_told *told) {
-    return told && told->postmortems && told->failures && told->failures <= s->nooms ? &s->ooms[told->failures - 1]
-                                                                                      : NULL;
+/* The failure the last post-mortem told (its request), when one was. */
+static const struct vt_oom *told_failure(const struct vt_oom_told *told) {
+    return told && told->postmortems && told->have_last ? &told->last : NULL;
+}
+
+/* The latest failure, when its record is there (the newest are kept; a
+ * snapshot that could not copy its records has none). */
+static const struct vt_oom *latest(const struct vt_snapshot *s) {
+    return s->nooms && s->ooms[s->nooms - 1].number == s->totals.oom_count ? &s->ooms[s->nooms - 1] : NULL;
+}
+
+void vt_postmortem_told_now(struct vt_oom_told *t, const struct vt_snapshot *s) {
+    t->postmortems++;
+    t->failures = s->totals.oom_count;
+    const struct vt_oom *o = latest(s);
+    t->have_last = o != NULL;
+    if (o) {
+        t->last = *o;
+        t->last.holders = t->last.device_holders = NULL;
+        t->last.procs = NULL;
+        t->last.nholders = t->last.ndevice_holders = t->last.nprocs = 0;
+    }
+    uint64_t *c = malloc((s->noom_requests ? s->noom_requests : 1) * sizeof *c);
+    free(t->counts);
+    t->counts = c;
+    t->ncounts = c ? s->noom_requests : 0;
+    for (size_t i = 0; i < t->ncounts; i++) c[i] = s->oom_requests[i].count;
+    t->other = s->oom_requests_other;
+    if (!c) vt_records_lost("the counts of the failures told");
+}
+
+void vt_postmortem_told_reset(struct vt_oom_told *t) {
+    free(t->counts);
+    *t = (struct vt_oom_told){0};
+}
+
+int vt_postmortem_upto(struct vt_snapshot *s, uint64_t number) {
+    size_t j = s->nooms;
+    while (j > 0 && s->ooms[j - 1].number > number) j--;
+    if (!j || s->ooms[j - 1].number != number || s->nooms - j != s->totals.oom_count - number) return 0;
+    for (size_t i = j; i < s->nooms; i++) {
+        ptrdiff_t r = request_of(s, &s->ooms[i]);
+        if (r >= 0 && s->oom_requests[r].count) s->oom_requests[r].count--;
+        else if (r < 0 && s->oom_requests_other) s->oom_requests_other--;
+    }
+    /* A request whose last failure was left out: its latest kept before,
+     * else (rare: two threads failing past the records kept) its first. */
+    for (size_t i = 0; i < s->noom_requests; i++) {
+        struct vt_oom_request *r = &s->oom_requests[i];
+        if (r->last_number <= number || !r->count) continue;
+        size_t k = j;
+        while (k > 0 && !same_request(r, &s->ooms[k - 1])) k--;
+        const struct vt_oom *o = k ? &s->ooms[k - 1] : NULL;
+        r->last_number = o ? o->number : r->first_number;
+        r->last_ns = o ? o->time_ns : r->first_ns;
+        r->last_thread = o ? o->thread : r->first_thread;
+    }
+    s->nooms = j;
+    s->totals.oom_count = number;
+    return 1;
 }
 
 void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
@@ -258,8 +426,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
-    untold_lines(f, s, sym, told ? (size_t)told->failures : 0, s->nooms - 1, told_failure(s, told),
-                 &s->ooms[s->nooms - 1]);
+    untold_lines(f, s, sym, told, &s->ooms[s->nooms - 1], told_failure(told), &s->ooms[s->nooms - 1]);
     missed_line(f, s->totals.missed);
     struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
     holders_table(f, &v, top);
@@ -270,10 +437,10 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
 }
 
 int vt_postmortem_told(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_oom_told *told) {
-    if (!told->postmortems || !s->nooms || s->nooms != s->totals.oom_count) return 0;
+    const struct vt_oom *last = latest(s), *reported = told_failure(told);
+    if (!told->postmortems || !last) return 0;
     if (told->failures == s->totals.oom_count) return 1;
-    if (!told->failures || told->failures > s->nooms) return 0;
-    const struct vt_oom *last = &s->ooms[s->nooms - 1], *reported = &s->ooms[told->failures - 1];
+    if (!told->failures || !reported) return 0;
     char a[512], b[512];
     return reported->requested == last->requested && reported->device == last->device &&
            strcmp(vt_site_shown(sym, reported->stack, a, sizeof a), vt_site_shown(sym, last->stack, b, sizeof b)) == 0;
@@ -293,8 +460,8 @@ static int untold(const struct vt_snapshot *s, const struct vt_symbols *sym, con
  * post-mortem's; its retries left out). */
 static int untold_others(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                          const struct vt_oom_told *told) {
-    if (!told->postmortems || !s->nooms || told->failures >= s->nooms) return 0;
-    return untold_lines(f, s, sym, (size_t)told->failures, s->nooms - 1, told_failure(s, told), NULL);
+    if (!told->postmortems || told->failures >= s->totals.oom_count) return 0;
+    return untold_lines(f, s, sym, told, latest(s), told_failure(told), NULL);
 }
 
 static void untold_last(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
@@ -305,12 +472,12 @@ static void untold_last(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     fprintf(f, "vramtrace: out-of-memory failure #%" PRIu64 ", the last, had no post-mortem of its own (at most one "
                "a second is written; %" PRIu64 " of %" PRIu64 " failures got one)", t->oom_count,
             told->postmortems, t->oom_count);
-    if (s->nooms == t->oom_count) { /* the last failure is among those kept */
+    if (latest(s)) { /* always kept, but for want of memory */
         fputs(":\n", f);
-        oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
+        oom_lines(f, s, sym, latest(s));
         findings(f, an);
     } else {
-        fprintf(f, "; only the first %zu failures are kept, and it is not one of them\n", s->nooms);
+        fputs("; its record was lost\n", f);
     }
 }
 

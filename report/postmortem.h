@@ -11,10 +11,33 @@
 #include "symbolize.h"
 
 /* What the post-mortems written so far told: how many there were, and
- * the failures counted when the last was written. */
+ * the failures counted when the last was written; that failure's request
+ * (`last`: its request, API, kind, device and stack; its record may be
+ * one the history no longer keeps), and each request's count then
+ * (counts[i] of the snapshot's oom_requests[i], ncounts of them; `other`
+ * its oom_requests_other), so that the failures after it are counted
+ * exactly however many there were. counts is malloc'd (NULL: none). */
 struct vt_oom_told {
     uint64_t postmortems, failures;
+    int have_last;
+    struct vt_oom last;
+    uint64_t *counts;
+    size_t ncounts;
+    uint64_t other;
 };
+
+/* The post-mortem of s's latest failure was written: *t tells of it
+ * (one more post-mortem, the failures and counts of s). */
+void vt_postmortem_told_now(struct vt_oom_told *t, const struct vt_snapshot *s);
+
+/* Forget what was told (a forked child's start), freeing its counts. */
+void vt_postmortem_told_reset(struct vt_oom_told *t);
+
+/* Snapshot s taken at failure `number` (vt_thread_oom_seq) as if taken
+ * just after it: the later failures of other threads left out of its
+ * records and of its requests' counts, when they are all kept (the
+ * newest are); 0, s unchanged, otherwise. */
+int vt_postmortem_upto(struct vt_snapshot *s, uint64_t number);
 
 /* Both print from `an`, the analysis of s with sym (vt_analyse), and
  * compute nothing of their own.

@@ -331,7 +331,7 @@ static int belongs(const struct vt_snapshot *s, size_t i, const struct vt_torch_
     const struct vt_oom *o = &s->ooms[i];
     /* Its own thread's failure: when two threads fail at once, the other
      * thread's may be the latest by time. */
-    if (r->oom_seq) return r->oom_seq == i + 1 && o->device == r->oom_device;
+    if (r->oom_seq) return r->oom_seq == o->number && o->device == r->oom_device;
     if (o->device != r->oom_device || o->time_ns > r->time_ns) return 0;
     for (size_t k = i + 1; k < s->nooms; k++)
         if (s->ooms[k].device == r->oom_device) return s->ooms[k].time_ns > r->time_ns;

@@ -74,7 +74,7 @@ struct vt_torch_device {
 
 struct vt_torch_record {
     int reason, oom_device;
-    uint32_t oom_seq;   /* an "oom" record's failure (its index + 1) where its thread's own; 0: by time */
+    uint64_t oom_seq;   /* an "oom" record's failure (its number) where its thread's own; 0: by time */
     uint64_t request, steps, time_ns;
     struct vt_torch_device *devices;
     size_t ndevices;

@@ -37,6 +37,49 @@ static void add_event(uint64_t now, int type, uint64_t address, uint64_t bytes,
     if (e) *e = (struct vt_event){now, address, bytes, stack, (int16_t)device, (uint8_t)type, (uint8_t)kind};
 }
 
+/* The slot of failure number n (1 and up) among the kept records. */
+static size_t oom_slot(uint64_t n) {
+    if (n <= VT_FIRST_OOMS) return (size_t)(n - 1);
+    return VT_FIRST_OOMS + (size_t)((n - VT_FIRST_OOMS - 1) % VT_NEWEST_OOMS);
+}
+
+/* Count failure o (numbered already) by its request: its entry, made at
+ * its first failure while the table has room, else the count of the
+ * others. Global lock held. */
+static void count_request(const struct vt_oom *o) {
+    struct vt_history *h = &vt_history;
+    size_t i = h->request_hint;
+    struct vt_oom_request *r = i < h->nrequests ? &h->requests[i] : NULL;
+    if (!r || r->requested != o->requested || r->stack != o->stack || r->device != o->device ||
+        r->kind != o->kind || r->api != o->api) {
+        r = NULL;
+        for (i = 0; i < h->nrequests; i++) {
+            struct vt_oom_request *x = &h->requests[i];
+            if (x->requested == o->requested && x->stack == o->stack && x->device == o->device &&
+                x->kind == o->kind && x->api == o->api) {
+                r = x;
+                break;
+            }
+        }
+    }
+    if (!r) {
+        if (h->nrequests == VT_OOM_REQUESTS) {
+            h->requests_other++;
+            return;
+        }
+        i = h->nrequests++;
+        r = &h->requests[i];
+        *r = (struct vt_oom_request){.requested = o->requested, .api = o->api, .stack = o->stack,
+                                     .device = o->device, .kind = o->kind, .first_number = o->number,
+                                     .first_ns = o->time_ns, .first_thread = o->thread};
+    }
+    h->request_hint = i;
+    r->count++;
+    r->last_number = o->number;
+    r->last_ns = o->time_ns;
+    r->last_thread = o->thread;
+}
+
 static void (*on_failure)(void);
 
 void vt_tracker_on_failure(void (*listener)(void)) {
@@ -44,7 +87,7 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 }
 
 __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
-__thread uint32_t vt_thread_oom_seq __attribute__((tls_model("initial-exec")));
+__thread uint64_t vt_thread_oom_seq __attribute__((tls_model("initial-exec")));
 static __thread int oom_open_device;
 /* Per device: the kernel id of the thread whose out-of-memory failure there
  * is still open (0: none); see vt_oom_claim. */
@@ -73,6 +116,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     struct vt_holder *pending = NULL, *pending_dev = NULL;
     uint32_t npending = 0, npending_dev = 0;
     size_t at = SIZE_MAX;
+    uint64_t number = 0;
     vt_global_lock();
     vt_log_drain();
     uint64_t now = vt_ticks();
@@ -90,6 +134,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     if (d) d->failed_count++;
     if (is_oom) {
         __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
+        number = o->number = ++vt_history.failures;
         o->time_ns = now;
         o->thread = vt_thread_id();
         o->stack = vt_intern(frames, depth, vt_intern_hash(frames, &depth));
@@ -106,16 +151,16 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             /* The caller's array lives on its stack: keep a copy (first 64
              * OOMs), or none. */
             struct vt_proc *copy = NULL;
-            if (vt_history.nooms < VT_MAX_OOM_HOLDERS && (copy = malloc((o->nprocs ? o->nprocs : 1) * sizeof *copy)))
+            if (number <= VT_MAX_OOM_HOLDERS && (copy = malloc((o->nprocs ? o->nprocs : 1) * sizeof *copy)))
                 memcpy(copy, o->procs, o->nprocs * sizeof *copy);
-            if (!copy && vt_history.nooms < VT_MAX_OOM_HOLDERS) vt_records_lost("an OOM's list of other processes");
+            if (!copy && number <= VT_MAX_OOM_HOLDERS) vt_records_lost("an OOM's list of other processes");
             o->procs = copy;
             if (!copy) o->nprocs = 0;
         }
         /* The holders of this point, sorted after the lock is let go and
          * then attached (at 100,000 stacks the sort held the lock for
          * milliseconds); a snapshot in between sees the OOM without them. */
-        if (vt_history.nooms < VT_MAX_OOM_HOLDERS) {
+        if (number <= VT_MAX_OOM_HOLDERS) {
             pending = vt_account_holders(&npending, VT_HELD_NOW);
             if (!pending) vt_records_lost("an OOM's holder table");
             /* A device's failure is about its own memory: when other
@@ -127,12 +172,20 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                 if (!pending_dev) vt_records_lost("an OOM's holder table");
             }
         }
-        if (vt_history.nooms < VT_MAX_OOMS) {
-            at = vt_history.nooms;
-            vt_history.ooms[vt_history.nooms++] = *o;
+        /* Kept: the first ones, or in the ring of the newest over the
+         * oldest of them (whose holders and other processes, kept only
+         * for the first 64, are none). */
+        at = oom_slot(number);
+        if (at < vt_history.nooms) {
+            struct vt_oom *old = &vt_history.ooms[at];
+            free((void *)old->holders);
+            free((void *)old->device_holders);
+            free((void *)old->procs);
         } else {
-            free((void *)o->procs);
+            vt_history.nooms = at + 1;
         }
+        vt_history.ooms[at] = *o;
+        count_request(o);
         add_event(now, VT_EV_OOM, 0, o->requested, o->stack, o->device, o->kind);
     }
     vt_global_unlock();
@@ -141,7 +194,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         if (pending_dev) qsort(pending_dev, npending_dev, sizeof *pending_dev, vt_holder_order);
         vt_global_lock();
         struct vt_oom *kept = at < vt_history.nooms ? &vt_history.ooms[at] : NULL;
-        if (kept && !kept->holders && kept->time_ns == o->time_ns && kept->thread == o->thread) {
+        if (kept && !kept->holders && kept->number == number) {
             kept->holders = pending;
             kept->nholders = npending;
             kept->device_holders = pending_dev;
@@ -156,7 +209,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         free(pending);
         free(pending_dev);
     }
-    if (is_oom) vt_thread_oom_seq = at != SIZE_MAX ? (uint32_t)at + 1 : 0;
+    if (is_oom) vt_thread_oom_seq = number;
     void (*listener)(void) = __atomic_load_n(&on_failure, __ATOMIC_ACQUIRE);
     if (is_oom && listener) listener();
 }
@@ -205,14 +258,32 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
     size_t nooms = vt_history.nooms;
     s->ooms = malloc((nooms ? nooms : 1) * sizeof *s->ooms);
     if (s->ooms) {
-        memcpy(s->ooms, vt_history.ooms, nooms * sizeof *s->ooms);
+        /* By number: the first ones, then the ring's from its oldest. */
+        uint64_t n = vt_history.failures, newest = n > VT_FIRST_OOMS ? n - VT_FIRST_OOMS : 0;
+        if (newest > VT_NEWEST_OOMS) newest = VT_NEWEST_OOMS;
+        size_t first = nooms < VT_FIRST_OOMS ? nooms : VT_FIRST_OOMS;
+        memcpy(s->ooms, vt_history.ooms, first * sizeof *s->ooms);
+        for (uint64_t k = 0; k < newest; k++) s->ooms[first + k] = vt_history.ooms[oom_slot(n - newest + 1 + k)];
         s->nooms = nooms;
         for (size_t i = 0; i < nooms; i++) {   /* kept in ticks; time_ns at this snapshot's rate */
-            s->ooms[i].ticks = vt_history.ooms[i].time_ns;
-            s->ooms[i].time_ns = vt_ticks_to_ns(vt_history.ooms[i].time_ns, scale);
-            s->ooms[i].peak_time_ns = vt_ticks_to_ns(vt_history.ooms[i].peak_time_ns, scale);
+            s->ooms[i].ticks = s->ooms[i].time_ns;
+            s->ooms[i].time_ns = vt_ticks_to_ns(s->ooms[i].ticks, scale);
+            s->ooms[i].peak_time_ns = vt_ticks_to_ns(s->ooms[i].peak_time_ns, scale);
         }
     } else {
+        vt_records_lost("a snapshot's OOM records");
+    }
+    size_t nreq = vt_history.nrequests;
+    s->oom_requests = malloc((nreq ? nreq : 1) * sizeof *s->oom_requests);
+    if (s->oom_requests) {
+        memcpy(s->oom_requests, vt_history.requests, nreq * sizeof *s->oom_requests);
+        s->noom_requests = nreq;
+        s->oom_requests_other = vt_history.requests_other;
+        for (size_t i = 0; i < nreq; i++) {
+            s->oom_requests[i].first_ns = vt_ticks_to_ns(s->oom_requests[i].first_ns, scale);
+            s->oom_requests[i].last_ns = vt_ticks_to_ns(s->oom_requests[i].last_ns, scale);
+        }
+    } else if (nreq) {
         vt_records_lost("a snapshot's OOM records");
     }
     vt_history_return(SIZE_MAX); /* the ring whole before it is read or lent again */
@@ -281,6 +352,9 @@ void vt_history_reset_child(void) {
         free((void *)vt_history.ooms[i].procs);
     }
     vt_history.nooms = 0;
+    vt_history.failures = 0;
+    vt_history.nrequests = vt_history.request_hint = 0;
+    vt_history.requests_other = 0;
     vt_history.written = 0;
     vt_history.next = 0;
     vt_history.nspill = vt_history.spill_back = 0; /* the parent's room is the child's copy */

@@ -3,9 +3,13 @@
  *
  * The ring holds the newest event_capacity events, oldest overwritten
  * first, mapped at the first event (none when the capacity is 0 or the
- * mapping failed). OOM records are kept, the first VT_MAX_OOMS of them,
- * with the holders and other processes of the first VT_MAX_OOM_HOLDERS.
- * Global lock held for all of it. Internal to tracker/. */
+ * mapping failed). Of the OOM records VT_MAX_OOMS are kept: the first
+ * VT_FIRST_OOMS failures, and the newest VT_NEWEST_OOMS after them in a
+ * ring, so that the failure that ended a long job (and the ones just
+ * before it) is always there; the holders and other processes of the
+ * first VT_MAX_OOM_HOLDERS. Every failure is counted by its request
+ * (struct vt_oom_request), kept or not. Global lock held for all of it.
+ * Internal to tracker/. */
 #ifndef VT_HISTORY_H
 #define VT_HISTORY_H
 
@@ -15,6 +19,8 @@
 #include "internal.h"
 
 #define VT_MAX_OOMS 4096
+#define VT_NEWEST_OOMS 64
+#define VT_FIRST_OOMS (VT_MAX_OOMS - VT_NEWEST_OOMS)
 #define VT_MAX_OOM_HOLDERS 64
 
 /* At most this many events are held back while the ring is lent. */
@@ -45,8 +51,15 @@ struct vt_history {
     uint64_t spill_first;
     size_t spill_back;
     uint64_t spill_lost;
+    /* Failure number n (1 and up) is in ooms[n - 1] up to VT_FIRST_OOMS,
+     * later ones in the ring after them (oom_slot). */
     struct vt_oom ooms[VT_MAX_OOMS];
-    size_t nooms;
+    size_t nooms;          /* slots in use */
+    uint64_t failures;     /* numbers handed out */
+    struct vt_oom_request requests[VT_OOM_REQUESTS];
+    size_t nrequests;
+    size_t request_hint;   /* the entry the last failure counted in */
+    uint64_t requests_other; /* failures of requests past the table */
 };
 extern struct vt_history vt_history VT_HIDDEN;
 

@@ -442,7 +442,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
         vt_global_unlock();
     }
     if (s) vt_live_spill_close(s->spill);
-    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
+    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->oom_requests, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
 }
 
 void vt_tracker_lock_all(void) {

@@ -165,6 +165,26 @@ struct vt_oom {
                               measured over the run so far, which moves) */
 };
 
+/* A request that failed for lack of memory, counted however often it
+ * failed: its bytes, API, kind, device and stack, each distinct one an
+ * entry (the first VT_OOM_REQUESTS of them, in the order they first
+ * failed), with its count and its first and last failures (their numbers,
+ * times and threads; times in ticks in the tracker, in ns in a snapshot).
+ * The records of the failures themselves are kept only in part
+ * (VT_MAX_OOMS); these counts are whole. */
+#define VT_OOM_REQUESTS 256
+struct vt_oom_request {
+    uint64_t requested;
+    const char *api;
+    uint32_t stack;
+    int16_t device;
+    uint8_t kind;
+    uint64_t count;
+    uint64_t first_number, last_number;
+    uint64_t first_ns, last_ns;
+    int32_t first_thread, last_thread;
+};
+
 struct vt_device {
     int used;              /* something was recorded on it */
     int have_facts;
@@ -216,8 +236,13 @@ struct vt_snapshot {
     unsigned napis;
     uint64_t *mapped;          /* the VMM handles' mapped addresses */
     size_t nmapped;
-    struct vt_oom *ooms;
+    struct vt_oom *ooms;       /* the failures kept (tracker/history.h), by
+                                  number: the first ones, then the newest */
     size_t nooms;
+    struct vt_oom_request *oom_requests; /* every failed request, counted */
+    size_t noom_requests;
+    uint64_t oom_requests_other; /* failures of requests past the table's
+                                    VT_OOM_REQUESTS, counted only */
     /* The events, oldest first: read them with vt_event_at. Either the
      * tracker's ring, lent in place until vt_snapshot_free (ring: its
      * nevents events from index events_dropped on, times in ticks), or a
@@ -351,11 +376,11 @@ void vt_tracker_map(uint64_t handle, uint64_t address);
  * last OOM is the one a framework's error raised now is about. */
 extern __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
-/* The place of this thread's last out-of-memory record among the
- * history's (1 for the first; 0: none, or past the records kept), set
- * before the listener is told: another thread's failure may be recorded
- * after it and before the listener's snapshot. */
-extern __thread uint32_t vt_thread_oom_seq __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* The number of this thread's last out-of-memory failure (1 for the
+ * process's first; 0: none), set before the listener is told: another
+ * thread's failure may be recorded after it and before the listener's
+ * snapshot. */
+extern __thread uint64_t vt_thread_oom_seq __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* This thread's open failure closed (its next successful allocation). */
 void vt_oom_close_mine(void);

@@ -285,6 +285,7 @@ static void test_findings_are_worked_out_once_per_oom(void) {
     struct vt_oom ooms[2];
     memset(ooms, 0, sizeof ooms);
     for (int i = 0; i < 2; i++) {
+        ooms[i].number = (uint64_t)i + 1;
         ooms[i].api = "cudaMalloc";
         ooms[i].requested = 1 << 20;
         ooms[i].time_ns = ooms[i].ticks = 1000 + 1000 * (uint64_t)i;

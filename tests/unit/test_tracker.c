@@ -12,6 +12,7 @@
 #include "../../report/postmortem.h"
 #include "../../report/torch.h"
 #include "../../tracker/released.h"
+#include "../../tracker/history.h"
 #include "../../tracker/stack.h"
 #include "../../tracker/released.h"
 #include "../../tracker/tracker.h"
@@ -450,10 +451,26 @@ static void test_failures(void) {
 static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
 static int race_state; /* 1: the first recorded its failure; 2: the second did */
-static uint32_t race_seq[2];
+static uint64_t race_seq[2];
 static size_t race_nooms;
 static uint64_t race_seen_request;
 static __thread int race_first;
+
+/* What a post-mortem of failure k of s would have left told, s keeping
+ * every failure up to k (its requests' counts then, from the records). */
+static struct vt_oom_told told_after(const struct vt_snapshot *s, uint64_t k) {
+    struct vt_oom_told t = {.postmortems = 1, .failures = k, .have_last = 1, .last = s->ooms[k - 1]};
+    t.counts = calloc(s->noom_requests + 1, sizeof *t.counts);
+    t.ncounts = s->noom_requests;
+    for (size_t i = 0; i < s->noom_requests; i++)
+        for (uint64_t n = 0; n < k; n++) {
+            const struct vt_oom *o = &s->ooms[n];
+            const struct vt_oom_request *r = &s->oom_requests[i];
+            t.counts[i] += o->requested == r->requested && o->stack == r->stack && o->device == r->device &&
+                           o->api == r->api && o->kind == r->kind;
+        }
+    return t;
+}
 
 static void race_listener(void) {
     if (!race_first) {
@@ -509,11 +526,14 @@ static void test_each_thread_knows_its_own_failure(void) {
     struct vt_snapshot *s = vt_tracker_snapshot();
     struct vt_analysis *an = vt_analyse(s, NULL, 0);
     struct vt_dump_meta m = {.reason = "oom", .pid = 7};
+    CHECK_EQ(s->noom_requests, 3);
     for (int told = 1; told <= 3; told++) {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
-        vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, (uint64_t)told});
+        struct vt_oom_told t = told_after(s, (uint64_t)told);
+        vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &t);
+        vt_postmortem_told_reset(&t);
         fclose(f);
         const char *also = strstr(buf, "vramtrace:   also failed, without a post-mortem of its own: 1.00 MiB by x on "
                                         "device 0 at ");
@@ -521,12 +541,14 @@ static void test_each_thread_knows_its_own_failure(void) {
         if (also) CHECK(strstr(also + 24, "also failed") == NULL); /* past its own "also failed" */
         free(buf);
     }
-    s->ooms[1].requested = s->ooms[2].requested;
-    s->ooms[1].stack = s->ooms[2].stack;
+    struct vt_oom_told told1 = told_after(s, 1);
+    s->ooms[1].requested = s->oom_requests[1].requested = s->ooms[2].requested;
+    s->ooms[1].stack = s->oom_requests[1].stack = s->ooms[2].stack;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, 1});
+    vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, &told1);
+    vt_postmortem_told_reset(&told1);
     fclose(f);
     CHECK(strstr(buf, "also failed") == NULL);
     free(buf);
@@ -536,6 +558,47 @@ static void test_each_thread_knows_its_own_failure(void) {
 }
 
 static const uintptr_t site_c[] = {0x1200, 0x2000, 0x3000};
+
+/* Past the records kept: the first VT_FIRST_OOMS failures and the newest
+ * VT_NEWEST_OOMS, in number order, and every request counted whole.
+ * Before: the first 4096 only, the failure that ended a job dropped, and
+ * the counts of what failed the records'. */
+static void test_oom_records_keep_the_newest(void) {
+    uint64_t n = VT_MAX_OOMS + 1000;
+    for (uint64_t i = 1; i <= n; i++) {
+        struct vt_oom o = {.requested = i <= 10 ? 7 : 9, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
+        vt_tracker_failed(1, &o, i <= 10 ? site_a : site_b, 3);
+        CHECK_EQ(vt_thread_oom_seq, i);
+    }
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.oom_count, n);
+    CHECK_EQ(s->nooms, VT_MAX_OOMS);
+    if (s->nooms == VT_MAX_OOMS) {
+        CHECK_EQ(s->ooms[0].number, 1);
+        CHECK_EQ(s->ooms[VT_FIRST_OOMS - 1].number, VT_FIRST_OOMS);
+        CHECK_EQ(s->ooms[VT_FIRST_OOMS].number, n - VT_NEWEST_OOMS + 1);
+        CHECK_EQ(s->ooms[VT_MAX_OOMS - 1].number, n);
+        CHECK_EQ(s->ooms[VT_MAX_OOMS - 1].requested, 9);
+        for (size_t i = 1; i < s->nooms; i++) CHECK(s->ooms[i].time_ns >= s->ooms[i - 1].time_ns);
+    }
+    CHECK_EQ(s->noom_requests, 2);
+    if (s->noom_requests == 2) {
+        CHECK_EQ(s->oom_requests[0].count, 10);
+        CHECK_EQ(s->oom_requests[1].count, n - 10);
+        CHECK_EQ(s->oom_requests[1].first_number, 11);
+        CHECK_EQ(s->oom_requests[1].last_number, n);
+    }
+    /* A snapshot read as of failure n - 3 (another thread's three after
+     * it left out): the counts as they were then. */
+    CHECK_EQ(vt_postmortem_upto(s, n - 3), 1);
+    CHECK_EQ(s->totals.oom_count, n - 3);
+    CHECK_EQ(s->ooms[s->nooms - 1].number, n - 3);
+    if (s->noom_requests == 2) CHECK_EQ(s->oom_requests[1].count, n - 13);
+    if (s->noom_requests == 2) CHECK_EQ(s->oom_requests[1].last_number, n - 3);
+    CHECK_EQ(vt_postmortem_upto(s, 20), 0); /* the ones after 20 are not all kept */
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
 
 static void *fail_on_device_0(void *arg) {
     struct vt_oom o = {.requested = 5 << 20, .api = "x", .device = 0, .kind = VT_KIND_DEVICE};
@@ -928,7 +991,8 @@ static char *postmortem_now(int oom) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (oom) vt_postmortem_oom(f, s, NULL, an, &m, NULL, 5, NULL);
-    else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5, &(struct vt_oom_told){1, s->totals.oom_count});
+    else vt_postmortem_exit(f, s, NULL, an, &m, NULL, 5,
+                            &(struct vt_oom_told){.postmortems = 1, .failures = s->totals.oom_count});
     fclose(f);
     vt_analysis_free(an);
     vt_snapshot_free(s);
@@ -1024,5 +1088,6 @@ int main(void) {
     test_postmortem_host_kinds_and_missed();
     test_each_thread_knows_its_own_failure();
     test_torch_record_of_its_own_threads_failure();
+    test_oom_records_keep_the_newest();
     return check_report("unit");
 }

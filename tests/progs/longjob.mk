@@ -1,0 +1,7 @@
+# Long jobs: more failures than the records kept, more events than the
+# ring keeps (tests/integration/test_longjob.py).
+PROGS += $(T)/t_oomloop
+
+$(T)/t_oomloop: tests/progs/t_oomloop.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
