@@ -174,16 +174,18 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         for (size_t i = 0; i < d->ngrowing && shown < (size_t)o->top; i++) {
             const struct vm_growth *g = &d->growing[i];
             if (vt_growth_mostly_cache(g->first_bytes, g->end_bytes, g->cache_bytes) != cache) continue;
-            char rate[160];
+            char rate[400];
             if (shown++ == 0)
                 fputs(cache ? "<h3>call sites where PyTorch's cache grew (most of their memory holds no tensor: "
                               "segments a larger batch or sequence needed, kept for reuse; not a leak)</h3>"
                               "<ul class=\"growing\">"
                             : "<h3>growing call sites (live bytes rose through the run; leak suspects)</h3>"
                               "<ul class=\"growing\">", f);
-            if (g->have_rate)
-                vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, rate, sizeof rate);
-            else
+            if (g->have_rate) {
+                vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, g->run_steps, rate,
+                              sizeof rate);
+                vt_fmt_kept(g->history_from_ns, rate, sizeof rate);
+            } else
                 snprintf(rate, sizeof rate, "over %" PRIu64 " allocation%s", g->allocations,
                          g->allocations == 1 ? "" : "s");
             fputs("<li><code>", f);

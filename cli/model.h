@@ -135,6 +135,8 @@ struct vm_growth {
     uint64_t units, bytes_per_unit, rise_bytes, span_ns;
     const char *holder;      /* what holds it, as PyTorch's record named it; NULL when absent */
     uint64_t cache_bytes;    /* the least of it in PyTorch's cache (at most end_bytes), 0 when absent */
+    uint64_t run_steps;      /* per step over the newest kept of the run's steps: those; else 0 */
+    uint64_t history_from_ns; /* the ring had overwritten its older events: the oldest kept's time; else 0 */
 };
 
 struct vm_device {

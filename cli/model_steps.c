@@ -66,8 +66,9 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
 
 void vm_growth_unit(json_t *o, struct vm_growth *g) {
     json_t *u = json_object_get(o, "unit"), *h = json_object_get(o, "holder");
-    uint64_t units, per, rise, span, cache;
+    uint64_t units, per, rise, span, cache, run, from;
     g->holder = json_is_string(h) && *json_string_value(h) ? json_string_value(h) : NULL;
+    g->history_from_ns = count_from(o, "history_from_ns", 0, &from) ? from : 0;
     g->cache_bytes = count_from(o, "cache_bytes", 0, &cache) ? (cache < g->end_bytes ? cache : g->end_bytes) : 0;
     g->unit = "allocation";
     g->units = g->allocations;
@@ -82,6 +83,7 @@ void vm_growth_unit(json_t *o, struct vm_growth *g) {
         g->unit = name;
         g->units = units;
         g->bytes_per_unit = per;
+        g->run_steps = strcmp(name, "step") == 0 && count_from(o, "run_steps", 0, &run) ? run : 0;
         /* Dumps of earlier vramtrace: the whole growth. */
         if (count_from(o, "rise_bytes", 0, &rise) && count_from(o, "span_ns", 0, &span)) {
             g->rise_bytes = rise;

@@ -27,7 +27,8 @@ int vm_steps_load(json_t *root, size_t nevents, struct vm_step **steps, size_t *
  * "unit" ("step", "second" or "allocation"), "units" and "bytes_per_unit"
  * when all three are there and sound, with "rise_bytes" and "span_ns" when
  * those are too (else the whole growth: end_bytes - first_bytes, last_ns -
- * since_ns), else allocations and bytes_per_allocation;
+ * since_ns), else allocations and bytes_per_allocation; "run_steps" with
+ * the unit "step" and "history_from_ns" (0 when absent);
  * and its "holder" (NULL when absent or ""). */
 struct vm_growth;
 void vm_growth_unit(json_t *o, struct vm_growth *g);

@@ -90,6 +90,8 @@ static void load_growth(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->growth_rise = tu64(c, g, "rise_bytes", i);
     d->growth_span_ns = tu64(c, g, "span_ns", i);
     d->growth_holder = tstr(c, g, "holder", i);
+    topt(c, g, "run_steps", i, &d->growth_run_steps);
+    topt(c, g, "history_from_ns", i, &d->growth_history_from_ns);
     if (c->failed) return;
     if (st >= nstacks) { tfail(c, "a growth's stack is out of range:", i, "stack"); return; }
     if (strcmp(unit, "step") != 0 && strcmp(unit, "second") != 0 && strcmp(unit, "allocation") != 0) {

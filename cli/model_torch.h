@@ -34,6 +34,7 @@ struct vm_torch_device {
     size_t growth_stack;
     const char *growth_unit, *growth_holder;
     uint64_t growth_units, growth_per_unit, growth_rise, growth_span_ns;
+    uint64_t growth_run_steps, growth_history_from_ns; /* as struct vm_growth's; 0 when absent */
     const char *settings;          /* NULL when absent */
     struct vm_torch_tensor *tensors;
     size_t ntensors;

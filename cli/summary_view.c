@@ -194,9 +194,11 @@ static void growth_row(const void *ctx, size_t i, struct vt_growth_row *r) {
     r->cache_bytes = g->cache_bytes;
     if (g->have_rate) {
         char holder[256];
-        vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, r->rate, sizeof r->rate);
+        vt_fmt_growth(g->rise_bytes, g->units, g->unit, g->span_ns, g->bytes_per_unit, g->run_steps, r->rate,
+                      sizeof r->rate);
         if (!vt_growth_mostly_cache(g->first_bytes, g->end_bytes, g->cache_bytes))   /* as vt_growth_text */
             vt_fmt_held(g->holder ? vr_safe(g->holder, holder, sizeof holder) : NULL, r->rate, sizeof r->rate);
+        vt_fmt_kept(g->history_from_ns, r->rate, sizeof r->rate);
     } else
         snprintf(r->rate, sizeof r->rate, "over %" PRIu64 " allocation%s", g->allocations,
                  g->allocations == 1 ? "" : "s");

@@ -17,9 +17,10 @@ void vr_text_torch(FILE *f, const struct vm_dump *d, const struct vm_torch *t, c
                             vm_torch_categories, x->cat, VM_TORCH_NCAT, x->settings);
         if (x->has_growth) {   /* the library's figure, as the library printed it */
             char rate[512], site[1024];
-            vt_fmt_growth(x->growth_rise, x->growth_units, x->growth_unit, x->growth_span_ns, x->growth_per_unit, rate,
-                          sizeof rate);
+            vt_fmt_growth(x->growth_rise, x->growth_units, x->growth_unit, x->growth_span_ns, x->growth_per_unit,
+                          x->growth_run_steps, rate, sizeof rate);
             vt_fmt_held(x->growth_holder, rate, sizeof rate);
+            vt_fmt_kept(x->growth_history_from_ns, rate, sizeof rate);
             vt_put_torch_growth(f, indent, rate, vm_site_label(d, x->growth_stack, site, sizeof site), x->growth_holder,
                                 x->settings, vr_put_safe);
         }

@@ -18,11 +18,13 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size) {
 }
 
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
-                          uint64_t per_unit, char *buf, size_t size) {
-    char a[32], b[32];
+                          uint64_t per_unit, uint64_t run_steps, char *buf, size_t size) {
+    char a[32], b[32], of[48] = "";
+    if (run_steps > units) snprintf(of, sizeof of, " of the run's %llu", (unsigned long long)run_steps);
     if (strcmp(unit, "step") == 0)
-        snprintf(buf, size, "+%s per step over the last %llu step%s (+%s in %.3f s)", vt_fmt_bytes(per_unit, b, sizeof b),
-                 (unsigned long long)units, units == 1 ? "" : "s", vt_fmt_bytes(rise, a, sizeof a), (double)span_ns / 1e9);
+        snprintf(buf, size, "+%s per step over the last %llu%s step%s (+%s in %.3f s)",
+                 vt_fmt_bytes(per_unit, b, sizeof b), (unsigned long long)units, of, units == 1 && !of[0] ? "" : "s",
+                 vt_fmt_bytes(rise, a, sizeof a), (double)span_ns / 1e9);
     else
         snprintf(buf, size, "+%s over %llu %s%s in %.3f s, %s per %s", vt_fmt_bytes(rise, a, sizeof a),
                  (unsigned long long)units, strcmp(unit, "second") == 0 ? "allocation" : unit, units == 1 ? "" : "s",
@@ -33,6 +35,14 @@ const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint6
 char *vt_fmt_held(const char *holder, char *buf, size_t size) {
     size_t n = strlen(buf);
     if (holder && *holder && n < size) snprintf(buf + n, size - n, ", held by `%s`", holder);
+    return buf;
+}
+
+char *vt_fmt_kept(uint64_t history_from_ns, char *buf, size_t size) {
+    size_t n = strlen(buf);
+    if (history_from_ns && n < size)
+        snprintf(buf + n, size - n, "; figures of the history kept (events from %.3f s; before them, only its "
+                 "allocations still live)", (double)history_from_ns / 1e9);
     return buf;
 }
 

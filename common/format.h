@@ -13,16 +13,24 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
  * the CLI's alike (unit is singular: "allocation"; units == 1 reads "over
  * 1 allocation"). In the program's own steps (unit "step") the rate comes
  * first: "+512.00 MiB per step over the last 6 steps (+3.00 GiB in 0.100
- * s)". Per second (unit "second", units the allocations, per_unit bytes a
- * second): "+3.00 GiB over 6 allocations in 0.100 s, 30.00 GiB per
- * second". Writes into buf and returns it. */
+ * s)", and where those are the newest of more steps than the boundaries
+ * kept (run_steps, the run's steps; 0 otherwise) "over the last 4095 of
+ * the run's 6044 steps". Per second (unit "second", units the
+ * allocations, per_unit bytes a second): "+3.00 GiB over 6 allocations in
+ * 0.100 s, 30.00 GiB per second". Writes into buf and returns it. */
 const char *vt_fmt_growth(uint64_t rise, uint64_t units, const char *unit, uint64_t span_ns,
-                          uint64_t per_unit, char *buf, size_t size);
+                          uint64_t per_unit, uint64_t run_steps, char *buf, size_t size);
 
 /* Appends ", held by `HOLDER`" to the text in buf (cut to size) when
  * holder is neither NULL nor "": what holds a growing site's memory, said
  * after its rate in every report. Returns buf. */
 char *vt_fmt_held(const char *holder, char *buf, size_t size);
+
+/* Appends "; figures of the history kept (events from 0.468 s; before
+ * them, only its allocations still live)" to the text in buf (cut to
+ * size) when history_from_ns is not 0: a growing site whose older events
+ * the ring overwrote, said last in every report. Returns buf. */
+char *vt_fmt_kept(uint64_t history_from_ns, char *buf, size_t size);
 
 /* part as a percent of whole, with `decimals` digits after the point (0
  * or 1) and "%": rounded to the nearest, except that it never reads as all

@@ -280,6 +280,8 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                 i ? "," : "", g->stack, g->first_floor, g->end_bytes, g->allocs, g->t_first_ns, g->t_last_ns,
                 g->allocs ? (g->end_bytes - g->first_floor) / g->allocs : 0,
                 r.bytes_per_second, r.unit, r.units, r.per_unit, r.rise, r.span_ns);
+        if (r.run_steps) fprintf(f, ",\"run_steps\":" U64, r.run_steps);
+        if (r.history_from_ns) fprintf(f, ",\"history_from_ns\":" U64, r.history_from_ns);
         if (g->cache_bytes) fprintf(f, ",\"cache_bytes\":" U64, g->cache_bytes);
         if (g->holder[0]) {   /* what holds it, as PyTorch's record names it */
             fputs(",\"holder\":", f);

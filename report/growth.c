@@ -29,6 +29,13 @@ struct site {
     uint64_t t_cut;        /* its last allocation before the cut */
     int seen, window;
     int64_t floor[WINDOWS];
+    /* Where the ring has overwritten older events (the live table keeps
+     * every live allocation with its time): its live allocations older
+     * than every event kept, their count, bytes and earliest time, and
+     * the bytes of those before the oldest kept step boundary. */
+    uint64_t npre, t_pre;
+    int64_t lpre, lpre_b0;
+    int64_t start;         /* what it held at the oldest event kept */
 };
 
 static int by_rise(const void *a, const void *b) {
@@ -76,6 +83,18 @@ static uint64_t step_of(const struct vt_snapshot *s, size_t i) {
     return lo ? s->steps[lo - 1].step + 1 : s->steps[0].step;
 }
 
+/* The step time t falls in, as step_of for an event the ring no longer
+ * holds: by the kept boundaries' times. */
+static uint64_t step_at_time(const struct vt_snapshot *s, uint64_t t) {
+    size_t lo = 0, hi = s->nsteps; /* boundaries [0, lo) are at or before t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->steps[mid].time_ns <= t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo ? s->steps[lo - 1].step + 1 : s->steps[0].step;
+}
+
 /* The newest kept boundary at or before t_end, or -1 (none). */
 static ptrdiff_t last_boundary(const struct vt_snapshot *s, uint64_t t_end) {
     ptrdiff_t j = (ptrdiff_t)s->nsteps - 1;
@@ -89,14 +108,17 @@ static ptrdiff_t last_boundary(const struct vt_snapshot *s, uint64_t t_end) {
  * event after that step's closing boundary. 0 when none is complete. */
 static uint64_t complete_steps(const struct vt_snapshot *s, ptrdiff_t last, struct site *x) {
     if (last < 0) return 0;
-    uint64_t a = step_of(s, x->i_first), z = step_of(s, x->i_last);
+    /* A site whose live allocations go back past the events kept begins
+     * at the earliest of them, in the step its time falls in. */
+    uint64_t a = x->npre ? step_at_time(s, x->t_pre) : step_of(s, x->i_first), z = step_of(s, x->i_last);
     /* Boundaries were dropped (the newest VT_STEPS are kept) and the site
      * began before the oldest kept one: the steps of its events before it
      * are not known. Its growth is counted from that boundary, over the
      * steps after it (the rise before it is no part of those steps: at
      * 12,000 steps, a leak of 128 KiB a step read as 344 KiB a step). */
     int64_t b0 = vt_step_event(s, &s->steps[0]);
-    x->from_kept = s->steps_total > s->nsteps && b0 >= 0 && x->i_first < (size_t)b0;
+    x->from_kept = s->steps_total > s->nsteps &&
+                   (x->npre ? x->t_pre < s->steps[0].time_ns : b0 >= 0 && x->i_first < (size_t)b0);
     if (x->from_kept) a = s->steps[0].step + 1;
     uint64_t b = z < s->steps[last].step ? z : s->steps[last].step;
     if (b < a) return 0;
@@ -131,17 +153,15 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
     struct site *st = group ? calloc(ns, sizeof *st) : NULL;
     int64_t *end = group ? calloc(ns, sizeof *end) : NULL;
     if (!st || !end) { free(st); free(end); free(group); free(lowest); return NULL; }
-    struct vt_live_reader *rd = vt_live_read(s, 0);
-    for (const struct vt_live *a; rd && (a = vt_live_next(rd));)
-        if (vt_kind_owned_device(a->kind) && a->stack < s->nstacks && on(a->device, device))
-            end[group[a->stack]] += (int64_t)a->bytes;
-    vt_live_read_end(rd);
     /* Pass 1: each site's first event and net change over the history, so
-     * that the replay can start from what the site held before it. */
+     * that the replay can start from what the site held before it; and
+     * the oldest event kept. */
     uint32_t prev_g = UINT32_MAX;
     size_t b = 0;
+    uint64_t t_kept = UINT64_MAX;
     for (size_t i = 0; i < s->nevents; i++) {
         const struct vt_event ev = vt_event_at(s, i), *e = &ev;
+        if (e->time_ns < t_kept) t_kept = e->time_ns;
         if (e->type == VT_EV_OOM || !vt_kind_owned_device(e->kind) || e->stack >= s->nstacks ||
             !on(e->device, device))
             continue;
@@ -170,6 +190,23 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
             if (e->time_ns > x->t_last || x->allocs == 1) { x->t_last = e->time_ns; x->i_last = i; }
         }
     }
+    /* What each site holds at the end; and where the ring overwrote older
+     * events, its live allocations older than every event kept (the live
+     * table outlives the ring, their times with them): what is known of
+     * its history before the events kept. */
+    int cut = s->events_dropped > 0;
+    struct vt_live_reader *rd = vt_live_read(s, 0);
+    for (const struct vt_live *a; rd && (a = vt_live_next(rd));) {
+        if (!vt_kind_owned_device(a->kind) || a->stack >= s->nstacks || !on(a->device, device)) continue;
+        uint32_t g = group[a->stack];
+        end[g] += (int64_t)a->bytes;
+        if (!cut || a->time_ns >= t_kept || a->time_ns > t_end) continue;
+        struct site *x = &st[g];
+        if (!x->npre++ || a->time_ns < x->t_pre) x->t_pre = a->time_ns;
+        x->lpre += (int64_t)a->bytes;
+        if (s->nsteps && a->time_ns < s->steps[0].time_ns) x->lpre_b0 += (int64_t)a->bytes;
+    }
+    vt_live_read_end(rd);
     /* The program's work up to the end, in events: the newest event in the
      * history at or before it (any site, any kind). */
     size_t i_end = 0;
@@ -180,6 +217,7 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
     for (size_t k = 0; k < ns; k++) {
         st[k].live = end[k] - st[k].delta;
         if (st[k].live < 0) st[k].live = 0;
+        st[k].start = st[k].live;
         st[k].live_cut = st[k].live;
         st[k].steps = st[k].seen ? complete_steps(s, last, &st[k]) : 0;
         for (int w = 0; w < WINDOWS; w++) st[k].floor[w] = -1;
@@ -268,22 +306,37 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
             spread = x->t_last > x->t_first ? x->t_last - x->t_first - vt_own_time_within(x->t_first, x->t_last) : 0;
         }
         if (spread < since / 2) continue;
+        /* Its figures over what is known (growth.h): where the ring
+         * overwrote its older events, it begins at its earliest live
+         * allocation when that is older than the events kept, the
+         * allocations older than them counted, and its first floor is the
+         * least it held in its first kept events less those (made after
+         * that beginning). */
+        int64_t floor0 = x->floor[0] - x->lpre;
+        if (floor0 < 0) floor0 = 0;
+        uint64_t t_first = x->npre && x->t_pre < x->t_first ? x->t_pre : x->t_first;
         out[k].stack = lowest[i];
-        out[k].first_floor = (uint64_t)x->floor[0];
+        out[k].first_floor = (uint64_t)floor0;
         out[k].end_bytes = (uint64_t)x->live;
-        out[k].allocs = x->allocs;
-        out[k].t_first_ns = x->t_first;
-        out[k].t_last_ns = x->t_last > x->t_first ? x->t_last : x->t_first;
+        out[k].allocs = x->allocs + x->npre;
+        out[k].t_first_ns = t_first;
+        out[k].t_last_ns = x->t_last > t_first ? x->t_last : t_first;
+        out[k].history_from_ns = cut && x->start > 0 ? t_kept : 0;
         /* Per step only over enough complete steps holding most of the
-         * rise (growth.h); else per second, over the whole growth. */
-        int64_t base = x->from_kept ? x->live_kept : x->floor[0];
+         * rise (growth.h); else per second, over the whole growth. From
+         * the oldest kept boundary, what it held there: replayed, or,
+         * before the events kept, its live allocations older than it. */
+        int64_t base = !x->from_kept ? floor0 : kept_at >= 0 ? x->live_kept : x->lpre_b0 + floor0;
         uint64_t rise = x->live > base ? (uint64_t)(x->live - base) : 0;
         uint64_t counted = x->live_cut > base ? (uint64_t)(x->live_cut - base) : 0;
         int per_step = x->steps >= VT_GROWTH_MIN_STEPS && counted > rise / 2 && counted > 0;
+        uint64_t t_from = x->from_kept ? s->steps[0].time_ns : t_first;
         out[k].marked = marked;
         out[k].steps = per_step ? x->steps : 0;
         out[k].step_rise = per_step ? counted : 0;
-        out[k].t_step_last_ns = per_step && x->t_cut > x->t_first ? x->t_cut : x->t_first;
+        out[k].run_steps = per_step && x->from_kept ? s->steps_total : 0;
+        out[k].t_step_first_ns = t_from;
+        out[k].t_step_last_ns = per_step && x->t_cut > t_from ? x->t_cut : t_from;
         out[k].holder[0] = '\0';
         out[k].holder_bytes = 0;
         out[k].holder_device = -1;
@@ -304,9 +357,11 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
     r.rise = g->end_bytes > g->first_floor ? g->end_bytes - g->first_floor : 0;
     r.span_ns = g->t_last_ns > g->t_first_ns ? g->t_last_ns - g->t_first_ns : 0;
     r.bytes_per_second = r.span_ns ? (double)r.rise / ((double)r.span_ns / 1e9) : 0;
+    r.run_steps = g->run_steps;
+    r.history_from_ns = g->history_from_ns;
     if (g->steps) {
         r.rise = g->step_rise;
-        r.span_ns = g->t_step_last_ns > g->t_first_ns ? g->t_step_last_ns - g->t_first_ns : 0;
+        r.span_ns = g->t_step_last_ns > g->t_step_first_ns ? g->t_step_last_ns - g->t_step_first_ns : 0;
         r.units = g->steps;
         r.unit = "step";
         r.per_unit = r.rise / r.units;
@@ -324,9 +379,9 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g) {
 
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size) {
     struct vt_growth_rate r = vt_growth_rate(g);
-    vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, buf, size);
+    vt_fmt_growth(r.rise, r.units, r.unit, r.span_ns, r.per_unit, r.run_steps, buf, size);
     /* A site that is mostly cache is held by no one: the tensors that lie
      * in its segments are not what made it grow. */
-    if (vt_growth_mostly_cache(g->first_floor, g->end_bytes, g->cache_bytes)) return buf;
-    return vt_fmt_held(g->holder, buf, size);
+    if (!vt_growth_mostly_cache(g->first_floor, g->end_bytes, g->cache_bytes)) vt_fmt_held(g->holder, buf, size);
+    return vt_fmt_kept(r.history_from_ns, buf, size);
 }

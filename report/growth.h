@@ -42,7 +42,22 @@
  * first event to its last allocation), and in a run without any, per
  * allocation. A run that steps a few times and then grows without a step
  * (an evaluation loop that keeps its outputs) is per second: its growth
- * happened in no step. */
+ * happened in no step.
+ *
+ * Beyond the history. The ring keeps the newest events; the live table
+ * keeps every live allocation with its time. Where the ring overwrote
+ * events of a site that held memory at the oldest event kept, the site's
+ * figures are of what is known (the verdict is still the events kept's):
+ * it begins at its earliest live allocation when that is older than the
+ * events kept, those live allocations count among its allocations (and
+ * place its first step by their times), its first floor is the least it
+ * held in its first kept window less them (they were made after that
+ * beginning), and history_from_ns says from when the events are kept, so
+ * that every report says its figures are of the history kept. Steps
+ * counted from the oldest kept boundary (boundaries dropped) start where
+ * it is, with what the site held there (its live allocations older than
+ * it, where the ring no longer has it), and say of how many steps of the
+ * run (run_steps). */
 #ifndef VT_GROWTH_H
 #define VT_GROWTH_H
 
@@ -65,7 +80,16 @@ struct vt_growth {
                                   per (see above), 0 when it is not said
                                   per step */
     uint64_t step_rise;        /* with steps: what it gained over them */
+    uint64_t t_step_first_ns;  /* where they are counted from: its first
+                                  event, or the oldest kept boundary */
     uint64_t t_step_last_ns;   /* with steps: its last allocation in them */
+    uint64_t run_steps;        /* with steps counted from the oldest kept
+                                  boundary (the site began before it): the
+                                  run's steps; else 0 */
+    uint64_t history_from_ns;  /* where the ring had overwritten events of
+                                  the site (it held memory at the oldest
+                                  event kept): that event's time, from
+                                  which its figures are known; else 0 */
     int marked;                /* the run marked a step boundary up to the end */
     char holder[VT_GROWTH_HOLDER];  /* the Python object holding most of
                                   the site's listed tensors in PyTorch's
@@ -94,7 +118,10 @@ struct vt_growth_rate {
     uint64_t units;            /* steps, or allocations ("second" and "allocation") */
     const char *unit;          /* "step", "second" or "allocation" */
     uint64_t per_unit;         /* rise / steps, bytes a second, or rise / allocations; rounded down */
-    uint64_t span_ns;          /* the time the rise took: its first event to its last allocation counted */
+    uint64_t span_ns;          /* the time the rise took: its first event (or the oldest kept
+                                  boundary its steps are counted from) to its last allocation counted */
+    uint64_t run_steps;        /* the run's steps, where units are only its newest kept; else 0 */
+    uint64_t history_from_ns;  /* the oldest event kept, where the ring cut the site's history; else 0 */
     double bytes_per_second;   /* end_bytes - first_floor over t_last_ns - t_first_ns; 0 when that is 0 */
 };
 
@@ -103,9 +130,11 @@ struct vt_growth_rate vt_growth_rate(const struct vt_growth *g);
 /* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation",
  * per second "+3.00 GiB over 6 allocations in 0.100 s, 30.00 GiB per
  * second", or per step "+512.00 MiB per step over the last 6 steps (+3.00
- * GiB in 0.100 s)", then ", held by `history`" where g names its holder:
- * vt_growth_rate's figures as every in-process report prints them (see
- * vt_fmt_growth). Writes into buf and returns it. */
+ * GiB in 0.100 s)", then ", held by `history`" where g names its holder,
+ * and where the ring cut its history "; figures of the history kept
+ * (...)": vt_growth_rate's figures as every in-process report prints them
+ * (see vt_fmt_growth, vt_fmt_held, vt_fmt_kept). Writes into buf and
+ * returns it. */
 const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
 
 /* Growing call sites of snapshot s over the run up to t_end (s->now_ns for

@@ -78,6 +78,8 @@ static void write_growth(FILE *f, const struct vt_growth *g) {
                ",\"rise_bytes\":" U64 ",\"span_ns\":" U64 ",\"holder_bytes\":" U64 ",\"holder\":",
             g->stack, r.unit, r.units, r.per_unit, r.rise, r.span_ns, g->holder_bytes);
     vt_json_string(f, g->holder);
+    if (r.run_steps) fprintf(f, ",\"run_steps\":" U64, r.run_steps);
+    if (r.history_from_ns) fprintf(f, ",\"history_from_ns\":" U64, r.history_from_ns);
     fputc('}', f);
 }
 

@@ -1,6 +1,9 @@
 """Long jobs: more out-of-memory failures than the records kept
 (tests/progs/t_oomloop.c: 40 MiB filled of a 64 MiB device, then 32 MiB
-asked in try_a and 48 MiB in try_b, as many times as told).
+asked in try_a and 48 MiB in try_b, as many times as told), and more
+events than the ring keeps (tests/progs/t_leakstep.c: steps, each with
+temporary allocations freed at once and one kept in keep; small rings
+through VRAMTRACE_EVENTS).
 """
 from run_tests import *  # noqa: F401,F403
 
@@ -81,3 +84,96 @@ def longjob_last_failure_kept_past_the_records():
     ok(f"\n  32.00 MiB by cudaMalloc on device 0 at {site('try_a')}: 4200 times, from " in rep and
        f"\n  48.00 MiB by cudaMalloc on device 0 at {site('try_b')}: 3 times, from " in rep,
        f"the report's failures by request:\n{rep[-3000:]}")
+
+
+LEAKSTEP = os.path.join(T, "t_leakstep")
+KEEP = f"keep tests/progs/t_leakstep.c:{source_line('t_leakstep.c', 'return cudaMalloc(&p, n) == cudaSuccess')}"
+CAVEAT = "; figures of the history kept (events from {} s; before them, only its allocations still live)"
+
+
+def leakstep(args, env, work):
+    """t_leakstep ARGS, its dump in work: the run, the dump and `vramtrace
+    report`'s text of it."""
+    path = os.path.join(work, "d.json")
+    r = run([LEAKSTEP, *map(str, args)], env={"VRAMTRACE_OUT": path, **env})
+    p = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 0, f"report's status: {p.stderr}")
+    return r, load_dump(path), p.stdout
+
+
+def secs(ns):
+    return f"{ns / 1e9:.3f}"
+
+
+def growth_fields(g):
+    keys = ("first_bytes", "end_bytes", "allocations", "unit", "units", "bytes_per_unit", "rise_bytes", "run_steps")
+    return {k: g[k] for k in keys if k in g}
+
+
+@test
+def longjob_growth_known_past_the_ring():
+    """A leak of 1 MiB a step over 100 steps, each with 5 temporary
+    allocations, until the device (100 MiB) is full, with a ring of 300
+    events (the last 27 steps or so): the site's live allocations keep
+    their times, so its growth is known from its first one, 0 B to 100
+    MiB over 100 allocations and 100 steps, in the post-mortem's finding,
+    the exit summary, the dump and `vramtrace report`; each says its
+    figures are of the history kept, from the oldest event kept. Before:
+    "from 72.00 MiB", "+1.00 MiB per step over the last 28 steps", and the
+    dump's since_ns the site's first event in the ring. With the whole
+    history kept the figures are the same, and nothing is said."""
+    with workdir("vt-longjob-") as work:
+        r, d, rep = leakstep([1000, 5, 1024], {"SIMGPU_CAPACITY": "100M", "VRAMTRACE_EVENTS": "300"}, work)
+    eq(r.out, "steps 100, kept 104857600 bytes\n", "the program's own results")
+    eq(d["events_dropped"] > 0, True, "the ring wrapped")
+    f = [l for l in r.err.splitlines() if "grew through the run" in l]
+    want = (re.escape(f"vramtrace:   1. {KEEP} grew through the run from 0 B to 100.00 MiB: +1.00 MiB per step over "
+                      "the last 100 steps (+100.00 MiB in ") + r"[0-9.]+ s\)" +
+            re.escape(CAVEAT.format("@")).replace("@", "[0-9.]+") + "; a leak suspect$")
+    ok(len(f) >= 1 and all(re.match(want, l) for l in f), f"the post-mortem's finding:\n{f}")
+    g = d["growing"]
+    eq(len(g), 1, "one growing site")
+    eq(growth_fields(g[0]), {"first_bytes": 0, "end_bytes": 100 * MiB, "allocations": 100, "unit": "step",
+                             "units": 100, "bytes_per_unit": MiB, "rise_bytes": 100 * MiB}, "the dump's figures")
+    kept = [a for a in d["live"] if a["bytes"] == MiB]
+    eq(len(kept), 100, "the site's live allocations")
+    eq(g[0]["since_ns"], min(a["time_ns"] for a in kept), "since: the site's earliest live allocation")
+    eq(g[0]["history_from_ns"], min(e[0] for e in d["events"]), "the history kept: from the oldest event")
+    ok(g[0]["since_ns"] < g[0]["history_from_ns"], "the site began before the history kept")
+    line = (f"{KEEP}: 0 B -> 100.00 MiB, +1.00 MiB per step over the last 100 steps (+100.00 MiB in "
+            f"{secs(g[0]['span_ns'])} s){CAVEAT.format(secs(g[0]['history_from_ns']))}\n")
+    ok(f"\nvramtrace:   {line}" in r.err, f"the exit summary's line {line!r}:\n{r.err[-3000:]}")
+    ok(f"\n  {line}" in rep, f"the report's line {line!r}:\n{rep}")
+    with workdir("vt-longjob-") as work:
+        r, d, rep = leakstep([1000, 5, 1024], {"SIMGPU_CAPACITY": "100M"}, work)
+    eq(d["events_dropped"], 0, "the whole history kept")
+    eq(growth_fields(d["growing"][0]), {"first_bytes": 0, "end_bytes": 100 * MiB, "allocations": 100, "unit": "step",
+                                        "units": 100, "bytes_per_unit": MiB, "rise_bytes": 100 * MiB},
+       "the same figures")
+    ok("history_from_ns" not in d["growing"][0] and "figures of the history kept" not in r.err + rep,
+       "nothing said of a history kept whole")
+
+
+@test
+def longjob_growth_per_step_past_the_steps_kept_says_so():
+    """4,200 steps keeping 1 KiB each, a ring of 1,000 events: the site's
+    growth is known from its first allocation (0 B -> 4.10 MiB over 4,200
+    allocations); per step it is counted over the steps after the oldest
+    of the 4,096 boundaries kept, and says so: "over the last 4095 of the
+    run's 4200 steps", its rise (+4.00 MiB) from what the site held at that
+    boundary. Before: "3.12 MiB -> 4.10 MiB, +1.00 KiB per step over the
+    last 1000 steps"; with a larger ring, a rise from the first floor and
+    a rise over the last steps on one line that disagreed."""
+    with workdir("vt-longjob-") as work:
+        r, d, rep = leakstep([4200, 0, 1], {"VRAMTRACE_EVENTS": "1000"}, work)
+    eq(r.out, "steps 4200, kept 4300800 bytes\n", "the program's own results")
+    g = d["growing"]
+    eq(len(g), 1, "one growing site")
+    eq(growth_fields(g[0]), {"first_bytes": 0, "end_bytes": 4200 << 10, "allocations": 4200, "unit": "step",
+                             "units": 4095, "bytes_per_unit": 1024, "rise_bytes": 4095 << 10, "run_steps": 4200},
+       "the dump's figures")
+    eq(g[0]["history_from_ns"], min(e[0] for e in d["events"]), "the history kept: from the oldest event")
+    line = (f"{KEEP}: 0 B -> 4.10 MiB, +1.00 KiB per step over the last 4095 of the run's 4200 steps (+4.00 MiB in "
+            f"{secs(g[0]['span_ns'])} s){CAVEAT.format(secs(g[0]['history_from_ns']))}\n")
+    ok(f"\nvramtrace:   {line}" in r.err, f"the exit summary's line {line!r}:\n{r.err[-3000:]}")
+    ok(f"\n  {line}" in rep, f"the report's line {line!r}:\n{rep}")

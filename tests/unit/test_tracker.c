@@ -694,6 +694,67 @@ static struct vt_growth the_growth(const struct vt_snapshot *s, uint64_t until) 
     return one;
 }
 
+/* A site keeps 10 bytes a step over 8 steps (and uses 5 more for a
+ * moment in each), and the ring kept the last 4 steps' events: its live
+ * allocations older than those keep their times, so its growth is known
+ * from its first, at 100 (0 -> 80, 10 a step over the 8 steps), and says
+ * it is of the history kept from 180. With the oldest 2 step boundaries
+ * dropped too, per step over the 5 complete steps after the oldest kept
+ * one (from what the site held there, 30), of the run's 8. Before: from
+ * 40, over the 4 steps of the events kept. */
+static void test_growth_known_past_the_ring(void) {
+    struct vt_stack st = {0, 3, site_a};
+    const struct vt_stack *stacks[] = {&st};
+    struct vt_event all[24];
+    struct vt_live live[8];
+    struct vt_step steps[8];
+    for (int i = 0; i < 8; i++) {
+        uint64_t t = 100 + 20 * (uint64_t)i;
+        all[3 * i] = (struct vt_event){t, 0x100 + (uint64_t)i, 10, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+        all[3 * i + 1] = (struct vt_event){t + 5, 0x200, 5, 0, 0, VT_EV_ALLOC, VT_KIND_DEVICE};
+        all[3 * i + 2] = (struct vt_event){t + 10, 0x200, 5, 0, 0, VT_EV_FREE, VT_KIND_DEVICE};
+        live[i] = (struct vt_live){0x100 + (uint64_t)i, 10, t, 0, 1, 0, VT_KIND_DEVICE, VT_LIVE_NO_API, 0};
+        steps[i] = (struct vt_step){.step = (uint64_t)i + 1, .time_ns = t + 15, .event = 3 * (uint64_t)i + 3};
+    }
+    struct vt_snapshot s = history_of(all + 12, 12, live, 8, stacks, 1);
+    s.events_dropped = 12;
+    s.steps = steps;
+    s.nsteps = s.steps_total = 8;
+    struct vt_growth g = the_growth(&s, 1000);
+    CHECK_EQ(g.first_floor, 0);
+    CHECK_EQ(g.end_bytes, 80);
+    CHECK_EQ(g.allocs, 12);         /* the 8 in the ring, and the 4 still live before it */
+    CHECK_EQ(g.t_first_ns, 100);
+    CHECK_EQ(g.history_from_ns, 180);
+    CHECK_EQ(g.steps, 8);
+    CHECK_EQ(g.step_rise, 80);
+    CHECK_EQ(g.run_steps, 0);
+    s.steps = steps + 2;
+    s.nsteps = 6;
+    g = the_growth(&s, 1000);
+    CHECK_EQ(g.first_floor, 0);
+    CHECK_EQ(g.t_first_ns, 100);
+    CHECK_EQ(g.steps, 5);
+    CHECK_EQ(g.step_rise, 50);
+    CHECK_EQ(g.run_steps, 8);
+    CHECK_EQ(g.t_step_first_ns, 155);
+    char text[400];
+    vt_growth_text(&g, text, sizeof text);
+    CHECK(strstr(text, "+10 B per step over the last 5 of the run's 8 steps (+50 B in ") == text);
+    CHECK(strstr(text, "; figures of the history kept (events from 0.000 s; before them, only its allocations "
+                       "still live)") != NULL);
+    /* The whole history: none of it said, the same figures. */
+    s = history_of(all, 24, live, 8, stacks, 1);
+    s.steps = steps;
+    s.nsteps = s.steps_total = 8;
+    g = the_growth(&s, 1000);
+    CHECK_EQ(g.first_floor, 0);
+    CHECK_EQ(g.allocs, 16);
+    CHECK_EQ(g.history_from_ns, 0);
+    CHECK_EQ(g.steps, 8);
+    CHECK_EQ(g.step_rise, 80);
+}
+
 static void test_growth_with_events_out_of_order(void) {
     /* A history from several threads need not be in time order. */
     struct vt_stack st = {0, 3, site_a};
@@ -1081,6 +1142,7 @@ int main(void) {
     test_failures();
     test_holders_at_peak_and_oom();
     test_growth_with_events_out_of_order();
+    test_growth_known_past_the_ring();
     test_growth_counts_the_work_to_the_report();
     test_growth_phase_is_not_a_leak();
     test_format();
