@@ -771,10 +771,7 @@ VT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     CUresult r;
     vt_vmm_lock();
     VT_REAL_CALL(r = real(ptr, size, offset, handle, flags));
-    if (r == CUDA_SUCCESS) {
-        vt_tracker_map(handle, ptr);
-        vt_vmm_mapped(handle, ptr, size);
-    }
+    if (r == CUDA_SUCCESS) vt_vmm_mapped(handle, ptr, size, vt_tracker_map(handle, ptr, size));
     vt_vmm_unlock();
     VT_LEAVE;
     return r;

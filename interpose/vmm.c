@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <uthash.h>
 
+#include "../tracker/tracker.h"
 #include "vmm.h"
 
 struct handle {
@@ -22,6 +23,7 @@ struct handle {
 
 struct map {
     uint64_t address, size, handle;
+    uint64_t id; /* in the tracker's history of mappings (0: none) */
     UT_hash_handle hh;
 };
 
@@ -83,13 +85,14 @@ void vt_vmm_release_undo(uint64_t h, enum vt_vmm_release what) {
     if (e) e->refs++;
 }
 
-void vt_vmm_mapped(uint64_t h, uint64_t address, uint64_t size) {
+void vt_vmm_mapped(uint64_t h, uint64_t address, uint64_t size, uint64_t id) {
     struct handle *e = find(h);
     struct map *m = e && !map_at(address) ? calloc(1, sizeof *m) : NULL;
     if (m) {
         m->address = address;
         m->size = size;
         m->handle = h;
+        m->id = id;
         HASH_ADD(hh, maps, address, sizeof m->address, m);
         e->maps++;
     }
@@ -150,6 +153,7 @@ size_t vt_vmm_unmap_ending(uint64_t address, uint64_t size, uint64_t *ending, si
 
 static void unmap_one(struct map *m, void *arg) {
     (void)arg;
+    vt_tracker_unmap(m->id);
     struct handle *e = find(m->handle);
     if (e && e->maps > 0 && --e->maps == 0 && e->refs == 0) forget(e);
     HASH_DEL(maps, m);

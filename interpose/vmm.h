@@ -43,8 +43,10 @@ enum vt_vmm_release {
 enum vt_vmm_release vt_vmm_release(uint64_t handle);
 void vt_vmm_release_undo(uint64_t handle, enum vt_vmm_release what);
 
-/* cuMemMap mapped `handle` at [address, address + size). */
-void vt_vmm_mapped(uint64_t handle, uint64_t address, uint64_t size);
+/* cuMemMap mapped `handle` at [address, address + size); `id` is the
+ * mapping's in the tracker's history (vt_tracker_map; 0: none), told
+ * vt_tracker_unmap when the mapping goes. */
+void vt_vmm_mapped(uint64_t handle, uint64_t address, uint64_t size, uint64_t id);
 
 /* An unmap of [address, address + size), asked before the driver's call:
  * the handles whose memory the unmap ends (released, and every mapping of
@@ -54,7 +56,8 @@ void vt_vmm_mapped(uint64_t handle, uint64_t address, uint64_t size);
 size_t vt_vmm_unmap_ending(uint64_t address, uint64_t size, uint64_t *ending, size_t max);
 
 /* The driver unmapped [address, address + size): its mappings are
- * forgotten, and so is each handle left with no reference nor mapping. */
+ * forgotten (their end told to the tracker's history), and so is each
+ * handle left with no reference nor mapping. */
 void vt_vmm_unmapped(uint64_t address, uint64_t size);
 
 void vt_vmm_fork_prepare(void);

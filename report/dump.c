@@ -226,6 +226,42 @@ static void write_steps(FILE *f, const struct vt_snapshot *s) {
     fputc(']', f);
 }
 
+/* The VMM mappings kept, oldest first, a row each in the order of
+ * "mapping_fields", their points in the history as indexes in "events"
+ * (vt_event_index); an unmap's two null while the mapping stays. */
+static void write_mappings(FILE *f, const struct vt_snapshot *s) {
+    fprintf(f, ",\n\"mappings_total\":" U64 ",\n\"mapping_fields\":[\"handle\",\"address\",\"bytes\","
+               "\"device\",\"time_ns\",\"event\",\"unmap_ns\",\"unmap_event\"],\n\"mappings\":[",
+            s->mappings_total);
+    for (size_t i = 0; i < s->nmappings; i++) {
+        const struct vt_mapping *m = &s->mappings[i];
+        char line[256], *o = line;
+        o = vt_put_str(o, i ? ",\n[" : "\n[");
+        o = vt_put_hex(o, m->handle);
+        *o++ = ',';
+        o = vt_put_hex(o, m->address);
+        *o++ = ',';
+        o = vt_put_u64(o, m->bytes);
+        *o++ = ',';
+        o = vt_put_i64(o, m->device);
+        *o++ = ',';
+        o = vt_put_u64(o, m->time_ns);
+        *o++ = ',';
+        o = vt_put_i64(o, vt_event_index(s, m->event));
+        *o++ = ',';
+        if (m->unmapped) {
+            o = vt_put_u64(o, m->unmap_ns);
+            *o++ = ',';
+            o = vt_put_i64(o, vt_event_index(s, m->unmap_event));
+        } else {
+            o = vt_put_str(o, "null,null");
+        }
+        *o++ = ']';
+        fwrite(line, 1, (size_t)(o - line), f);
+    }
+    fputc(']', f);
+}
+
 int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                   const struct vt_analysis *an, const struct vt_dump_meta *m) {
     fputs("{\"format\":\"vramtrace-dump\",\"version\":2,\"reason\":", f);
@@ -296,6 +332,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     int rc = strs ? write_live(f, s, strs) : -1;
     if (rc == 0) vt_dump_write_events(f, s);
     if (rc == 0) write_steps(f, s);
+    if (rc == 0) write_mappings(f, s);
     if (rc == 0) rc = vt_dump_write_stacks(f, s, sym, strs);
     if (rc == 0) vt_strtab_write(f, strs);
     vt_strtab_free(strs);

@@ -27,6 +27,7 @@
 #include "live_spill.h"
 #include "lockprobe.h"
 #include "log.h"
+#include "mappings.h"
 #include "mark.h"
 #include "released.h"
 #include "slot.h"
@@ -374,6 +375,7 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     int sites = vt_account_copy(s, scale) == 0; /* after the tables are armed: the counts of the same point */
     vt_history_copy(s, scale);
     vt_steps_copy(s, scale);
+    vt_mappings_copy(s, scale);
     size_t nstacks = vt_stacks.n;
     s->stacks = malloc((nstacks ? nstacks : 1) * sizeof *s->stacks);
     if (s->stacks) s->nstacks = nstacks;
@@ -442,7 +444,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
         vt_global_unlock();
     }
     if (s) vt_live_spill_close(s->spill);
-    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->oom_requests, s->events, s->steps, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
+    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->oom_requests, s->events, s->steps, s->mappings, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
 }
 
 void vt_tracker_lock_all(void) {
@@ -471,6 +473,7 @@ void vt_tracker_reset_child(void) {
     vt_departed_reset_child();
     vt_history_reset_child();
     vt_steps_reset_child();
+    vt_mappings_reset_child();
     vt_account_reset_child();
     vt_marks_reset_child();
     vt_released_reset_child();

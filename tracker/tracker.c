@@ -18,6 +18,7 @@
 #include "intern.h"
 #include "internal.h"
 #include "log.h"
+#include "mappings.h"
 #include "slot.h"
 #include "table.h"
 
@@ -243,7 +244,7 @@ int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out) {
     return 0;
 }
 
-void vt_tracker_map(uint64_t handle, uint64_t address) {
+uint64_t vt_tracker_map(uint64_t handle, uint64_t address, uint64_t bytes) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
     uint32_t khash = key_hash(&k);
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
@@ -251,8 +252,11 @@ void vt_tracker_map(uint64_t handle, uint64_t address) {
         slot_take(l);
         r = table_find(&l->table, &k, khash);
         if (r && l->table.cow) vt_cow_touch_key(&l->table, khash); /* copied as it was */
+        int device = r ? r->a.device : 0;
         if (r) r->a.mapped = address;
         slot_give(l);
-        if (r) return;
+        /* Into the history with no slot's lock held: it applies the logs. */
+        if (r) return vt_mappings_add(handle, address, bytes, device);
     }
+    return 0;
 }

@@ -217,6 +217,19 @@ struct vt_step {
     uint64_t live_bytes[VT_MAX_DEVICES];
 };
 
+/* A mapping of a VMM handle (tracker/mappings.h): the handle, where it
+ * was mapped and how many bytes, the handle's device, its time and the
+ * event ring's write count then (the index, in the whole history of
+ * events, of the first event after it), and the same two of its unmap
+ * (`unmapped` 0: still mapped, and those two 0). */
+struct vt_mapping {
+    uint64_t handle, address, bytes;
+    uint64_t time_ns, event;
+    uint64_t unmap_ns, unmap_event;
+    int16_t device;
+    uint8_t unmapped;
+};
+
 /* A consistent copy of the tracker's state, taken under its lock and then
  * read without it: the counts (totals, devices, holders) are those of the
  * live list, to the allocation. Stacks are shared, not copied: they are never freed
@@ -259,6 +272,9 @@ struct vt_snapshot {
     struct vt_step *steps;     /* the newest step boundaries, oldest first */
     size_t nsteps;
     uint64_t steps_total;      /* step boundaries ever counted */
+    struct vt_mapping *mappings; /* the newest VMM mappings, oldest first */
+    size_t nmappings;
+    uint64_t mappings_total;   /* mappings ever made */
     const struct vt_stack **stacks;
     size_t nstacks;
     struct vt_holder *holders;      /* device memory by stack (as live has
@@ -363,8 +379,16 @@ void vt_tracker_missed(void);
  * thread's table lock in turn: for rare calls (a CUDA graph's launch). */
 int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out);
 
-/* A VMM handle was mapped at an address: remember it for the report. */
-void vt_tracker_map(uint64_t handle, uint64_t address);
+/* A VMM handle was mapped at [address, address + bytes): remembered in
+ * its live record (the address last mapped, for the report) and in the
+ * history of mappings (tracker/mappings.h). Returns the mapping's id for
+ * vt_tracker_unmap, or 0 when the handle has no record (made before
+ * vramtrace was on, or imported): nothing is remembered then. */
+uint64_t vt_tracker_map(uint64_t handle, uint64_t address, uint64_t bytes);
+
+/* The mapping vt_tracker_map gave `id` (0: none) was unmapped: its end in
+ * the history, when the history still holds it. */
+void vt_tracker_unmap(uint64_t id);
 
 /* A failed allocation. Out-of-memory failures also become OOM records;
  * `o` carries the request and the device state at that moment (its
@@ -444,13 +468,19 @@ static inline struct vt_event vt_event_at(const struct vt_snapshot *s, size_t i)
     return e;
 }
 
-/* Where step boundary x of snapshot s falls in s->events: the index of
- * the first event after it, s->nevents when there is none yet, -1 when the
- * ring overwrote that event. */
-static inline int64_t vt_step_event(const struct vt_snapshot *s, const struct vt_step *x) {
-    if (x->event < s->events_dropped) return -1;
-    uint64_t i = x->event - s->events_dropped;
+/* Where a point in the whole history of events (a write count of the
+ * ring: the index of the first event after it) falls in s->events: that
+ * event's index, s->nevents when there is none yet, -1 when the ring
+ * overwrote it. */
+static inline int64_t vt_event_index(const struct vt_snapshot *s, uint64_t written) {
+    if (written < s->events_dropped) return -1;
+    uint64_t i = written - s->events_dropped;
     return i >= s->nevents ? (int64_t)s->nevents : (int64_t)i;
+}
+
+/* Where step boundary x of snapshot s falls in s->events (vt_event_index). */
+static inline int64_t vt_step_event(const struct vt_snapshot *s, const struct vt_step *x) {
+    return vt_event_index(s, x->event);
 }
 
 /* The counts as a live view shows them (report/live.c, a few times a

@@ -151,7 +151,7 @@ static void test_live_sorted_in_place(void) {
         vt_tracker_alloc(base + (uint64_t)i * 0x1000, sizes[i], VT_KIND_DEVICE, 1, i % 2 ? "cuMemAlloc" : "cudaMalloc",
                          frames, 3);
     vt_tracker_alloc(0x77, 4096, VT_KIND_VMM, 1, "cuMemCreate", frames, 3);
-    vt_tracker_map(0x77, 0x7000000000ull);
+    vt_tracker_map(0x77, 0x7000000000ull, 4096);
     struct vt_snapshot *s = vt_tracker_snapshot();
     vt_snapshot_sort_live(s);
     CHECK_EQ(s->nlive, 9);

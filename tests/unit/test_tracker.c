@@ -11,6 +11,7 @@
 #include "../../report/holders.h"
 #include "../../report/postmortem.h"
 #include "../../report/torch.h"
+#include "../../tracker/mappings.h"
 #include "../../tracker/released.h"
 #include "../../tracker/history.h"
 #include "../../tracker/stack.h"
@@ -377,13 +378,76 @@ static void test_restore_and_reuse(void) {
     vt_snapshot_free(s);
     /* VMM handles live in their own space and take a mapped address. */
     vt_tracker_alloc(0x10, 2 << 20, VT_KIND_VMM, 0, "cuMemCreate", site_a, 3);
-    vt_tracker_map(0x10, 0x7000);
+    vt_tracker_map(0x10, 0x7000, 2 << 20);
     s = vt_tracker_snapshot();
     CHECK_EQ(s->totals.live_count, 2);
     for (size_t i = 0; i < s->nlive; i++)
         if (s->live[i].kind == VT_KIND_VMM) CHECK_EQ(vt_live_mapped(s, &s->live[i]), 0x7000);
     vt_snapshot_free(s);
     vt_tracker_reset_child();
+}
+
+/* The history of VMM mappings: each with its handle, address, bytes, the
+ * handle's device and its place among the events (the allocation before
+ * it, the free after it, even where that free's log was not applied yet),
+ * its unmap the same; the newest VT_MAX_MAPPINGS kept, an unmap of one
+ * overwritten ignored, a handle with no record never kept; a forked child
+ * starts with none. The event ring holds 4 events here. */
+static void test_mappings_history(void) {
+    vt_tracker_reset_child();
+    CHECK_EQ(vt_tracker_map(0x99, 0x9000, 4096), 0);   /* no record: not kept */
+    vt_tracker_alloc(0x20, 2 << 20, VT_KIND_VMM, 1, "cuMemCreate", site_a, 3);
+    uint64_t id = vt_tracker_map(0x20, 0x7100000000ull, 2 << 20);
+    CHECK_EQ(id, 1);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->mappings_total, 1);
+    CHECK_EQ(s->nmappings, 1);
+    CHECK_EQ(s->nevents, 1);
+    const struct vt_mapping *m = &s->mappings[0];
+    CHECK_EQ(m->handle, 0x20);
+    CHECK_EQ(m->address, 0x7100000000ull);
+    CHECK_EQ(m->bytes, 2 << 20);
+    CHECK_EQ(m->device, 1);
+    CHECK_EQ(m->unmapped, 0);
+    CHECK_EQ(vt_event_index(s, m->event), 1);   /* after the allocation */
+    CHECK(m->time_ns >= vt_event_at(s, 0).time_ns);
+    vt_snapshot_free(s);
+    /* The free, then the unmap (a handle released while mapped ends at its
+     * unmap: the free is logged before the driver's call). */
+    free_it(VT_SPACE_HANDLE, 0x20, 1);
+    vt_tracker_unmap(id);
+    vt_tracker_unmap(0);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->nmappings, 1);
+    CHECK_EQ(s->nevents, 2);
+    m = &s->mappings[0];
+    CHECK_EQ(m->unmapped, 1);
+    CHECK_EQ(vt_event_index(s, m->event), 1);   /* the free is event 1, after it */
+    CHECK_EQ(vt_event_index(s, m->unmap_event), 2);
+    CHECK(m->unmap_ns >= m->time_ns && m->unmap_ns >= vt_event_at(s, 1).time_ns);
+    vt_snapshot_free(s);
+    /* More than the ring holds: the newest kept, oldest first. */
+    vt_tracker_alloc(0x30, 4096, VT_KIND_VMM, 0, "cuMemCreate", site_a, 3);
+    uint64_t last = 0;
+    for (uint64_t i = 0; i < VT_MAX_MAPPINGS + 2; i++) last = vt_tracker_map(0x30, 0x7200000000ull + i * 4096, 4096);
+    CHECK_EQ(last, VT_MAX_MAPPINGS + 3);
+    vt_tracker_unmap(2);   /* overwritten: nothing */
+    vt_tracker_unmap(last);
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->mappings_total, VT_MAX_MAPPINGS + 3);
+    CHECK_EQ(s->nmappings, VT_MAX_MAPPINGS);
+    CHECK_EQ(s->mappings[0].address, 0x7200000000ull + 2 * 4096);
+    CHECK_EQ(s->mappings[VT_MAX_MAPPINGS - 1].address, 0x7200000000ull + (VT_MAX_MAPPINGS + 1) * 4096ull);
+    size_t unmapped = 0;
+    for (size_t i = 0; i < s->nmappings; i++) unmapped += s->mappings[i].unmapped;
+    CHECK_EQ(unmapped, 1);
+    CHECK_EQ(s->mappings[VT_MAX_MAPPINGS - 1].unmapped, 1);
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+    s = vt_tracker_snapshot();
+    CHECK_EQ(s->mappings_total, 0);
+    CHECK_EQ(s->nmappings, 0);
+    vt_snapshot_free(s);
 }
 
 /* Frees and allocations of one address that reach the tables out of
@@ -1138,6 +1202,7 @@ int main(void) {
     test_peak_table_merged_from_same_and_changed();
     test_same_stack_memo();
     test_restore_and_reuse();
+    test_mappings_history();
     test_order_by_time_stamp();
     test_failures();
     test_holders_at_peak_and_oom();
