@@ -656,6 +656,10 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     char terr[256];
     if (!c->failed && vm_steps_load(root, d->nevents, &d->steps, &d->nsteps, &d->steps_total, terr, sizeof terr))
         fail(c, "%s", terr);
+    if (!c->failed && vm_mappings_load(v2 ? v2->at[V2_MAPPINGS] : NULL, v2 ? v2->len[V2_MAPPINGS] : 0, root,
+                                       d->nevents, &d->mappings, &d->nmappings, &d->mappings_total, terr,
+                                       sizeof terr) != 0)
+        fail(c, "%s", terr);
     if (!c->failed && vm_torch_load(root, d->nstacks, &d->torch, terr, sizeof terr) != 0) fail(c, "%s", terr);
     json_t *g = json_object_get(root, "growing");
     struct walk growing = {growth_fields, NSPECS(growth_fields), "growing", growth_rest, d, d->nstacks};
@@ -726,7 +730,7 @@ void vm_free(struct vm_dump *d) {
     }
     vm_torch_free(d->torch);
     VT_FREE_ALL(d->ooms, d->oom_requests, d->devices, d->holders, d->peak_holders, d->released, d->live, d->steps,
-                d->growing, d->argv);
+                d->mappings, d->growing, d->argv);
     vm_events_free(&d->events);
     vm_names_done(d);
     VT_FREE_ALL(d->names, d->handles);

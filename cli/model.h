@@ -15,6 +15,7 @@
 #include "../common/counters.h"
 #include "../common/records.h"
 #include "model_events.h"
+#include "model_mappings.h"
 #include "model_steps.h"
 
 struct vm_torch;   /* model_torch.h: PyTorch's own view, NULL when absent */
@@ -201,6 +202,9 @@ struct vm_dump {
     struct vm_step *steps;       /* step boundaries, oldest first (model_steps.h) */
     size_t nsteps;
     uint64_t steps_total;
+    struct vm_mapping *mappings; /* VMM mappings, oldest first (model_mappings.h) */
+    size_t nmappings;
+    uint64_t mappings_total;
     struct vm_stack *stacks;
     size_t nstacks;
     struct vm_growth *growing;   /* optional in the dump */

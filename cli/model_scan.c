@@ -24,6 +24,16 @@ int vm_scan_lit(struct vm_scan *p, char c) {
     return 0;
 }
 
+int vm_scan_null(struct vm_scan *p) {
+    ws(p);
+    if (p->e - p->s < 4 || memcmp(p->s, "null", 4) != 0) return 0;
+    const char *s = p->s + 4;
+    /* A literal runs to a delimiter: "nullx" is not null. */
+    if (s < p->e && !strchr(",]} \n\r\t", *s)) return 0;
+    p->s = s;
+    return 1;
+}
+
 int vm_scan_int(struct vm_scan *p, int64_t *v) {
     ws(p);
     const char *s = p->s;

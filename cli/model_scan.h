@@ -26,6 +26,9 @@ struct vm_scan {
 /* Skip white space; then 1 and c consumed when the next character is c. */
 int vm_scan_lit(struct vm_scan *p, char c);
 
+/* 1 and `null` consumed when it comes next; 0 (err not set) else. */
+int vm_scan_null(struct vm_scan *p);
+
 /* An integer into *v; 0 (with err set) when the next value is not one. */
 int vm_scan_int(struct vm_scan *p, int64_t *v);
 

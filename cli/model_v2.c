@@ -30,8 +30,8 @@ struct tables {
 /* How much of a big array's text is read between two vm_v2_release. */
 #define RELEASE_EVERY (256 << 10)
 
-static const char *const array_keys[V2_NARRAYS] = {"strings", "frames", "nodes",  "stacks",
-                                                   "live",    "events", "holders", "peak_holders"};
+static const char *const array_keys[V2_NARRAYS] = {"strings", "frames", "nodes",   "stacks",      "live",
+                                                   "events",  "holders", "peak_holders", "mappings"};
 
 void vm_v2_release(const struct vm_v2_spans *sp, const char *from, const char *to) {
     if (!sp->mapped || to <= from) return;

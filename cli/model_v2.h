@@ -1,7 +1,8 @@
 /* model_v2.h -- reading the tables of a version 2 dump without a tree.
  *
  * A version 2 dump's big arrays ("strings", "frames", "nodes", "stacks",
- * "live", "events", "holders", "peak_holders") are most of its bytes. vm_v2_split finds them at the
+ * "live", "events", "holders", "peak_holders", "mappings") are most of its
+ * bytes. vm_v2_split finds them at the
  * top level and hands back the rest as a small JSON text for jansson, so
  * that the reader's memory is the model, not a tree of the whole dump;
  * vm_v2_load_* read the big arrays straight from the text into struct
@@ -15,7 +16,8 @@
 
 #include "model.h"
 
-enum { V2_STRINGS, V2_FRAMES, V2_NODES, V2_STACKS, V2_LIVE, V2_EVENTS, V2_HOLDERS, V2_PEAK_HOLDERS, V2_NARRAYS };
+enum { V2_STRINGS, V2_FRAMES, V2_NODES, V2_STACKS, V2_LIVE, V2_EVENTS, V2_HOLDERS, V2_PEAK_HOLDERS, V2_MAPPINGS,
+       V2_NARRAYS };
 
 struct vm_v2_spans {
     const char *at[V2_NARRAYS];   /* each big array's text, NULL when absent */

@@ -2,7 +2,7 @@
 # (tests/integration/test_reader_mem.py).
 PROGS += $(T)/t_model_frames
 MODEL_SRC := cli/model.c cli/demangle.c cli/model_torch.c cli/model_u64.c cli/model_v2.c cli/model_scan.c cli/model_file.c \
-             cli/model_label.c cli/model_tree.c cli/model_names.c cli/model_steps.c cli/model_events.c $(COMMON_C)
+             cli/model_label.c cli/model_tree.c cli/model_names.c cli/model_steps.c cli/model_mappings.c cli/model_events.c $(COMMON_C)
 $(T)/t_model_frames: tests/progs/t_model_frames.c $(MODEL_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(MODEL_SRC) $(CLI_LIBS)

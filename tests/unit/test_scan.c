@@ -220,8 +220,28 @@ static void test_long_value_handed_over_as_read(void) {
     free(b);
 }
 
+/* null as a value of its own, and nothing else: not a prefix of a longer
+ * literal, not cut short at the buffer's end; nothing consumed and no
+ * refusal when it is not there. */
+static void test_null(void) {
+    static const struct { const char *text; int is; size_t used; } cases[] = {
+        {"null", 1, 4}, {" null,", 1, 5}, {"null]", 1, 4}, {"\nnull }", 1, 5}, {"nul", 0, 0}, {"nullx", 0, 0},
+        {"null0", 0, 0}, {"\"null\"", 0, 0}, {"0", 0, 0}, {"", 0, 0}, {"Null", 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n = strlen(cases[i].text);
+        char *b = exact(cases[i].text, n);
+        struct vm_scan p = {b, b + n, NULL, NULL, NULL};
+        int is = vm_scan_null(&p);
+        CHECK_EQ(is, cases[i].is);
+        if (is) CHECK_EQ((size_t)(p.s - b), cases[i].used);
+        CHECK(p.err == NULL);
+        free(b);
+    }
+}
+
 int main(void) {
     test_integers_at_their_bounds();
+    test_null();
     test_values_skipped_to_their_end();
     test_long_value_handed_over_as_read();
     return check_report("unit_scan");
