@@ -7,7 +7,8 @@
  *   STEP driver=BYTES vramtrace=BYTES
  *
  * and each call's result as "CALL -> CODE". Leaves one handle released but
- * mapped at exit (a leak of one granule).
+ * mapped at exit (a leak of one granule), and makes one last handle that it
+ * releases without ever mapping it.
  *
  * "race N": N times each, two threads end one handle at once, by an unmap
  * each of its two mappings, then by a release and an unmap; nothing may
@@ -175,5 +176,9 @@ int main(int argc, char **argv) {
     step("usual-unmapped");
     C(cuMemRelease(h7));
     step("usual-released");
+
+    /* Made and released, never mapped: memory with no address. */
+    CUmemGenericAllocationHandle h8 = create(g);
+    C(cuMemRelease(h8));
     return 0;   /* h6: released, still mapped: live at exit */
 }

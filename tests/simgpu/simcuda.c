@@ -154,6 +154,11 @@ static size_t sim_max_block;
 static uint64_t sim_span; /* address space of one device */
 static int sim_initialized;
 static uint64_t sim_next_handle = 0x1000;
+/* SIMGPU_REUSE_HANDLES=1: cuMemCreate hands out again the value of the
+ * device handle whose memory ended last (0: none waiting), as a driver
+ * whose handles are values of its own may; unset, every handle is new. */
+static int sim_reuse_handles;
+static uint64_t sim_free_handle;
 static uint64_t sim_next_low = 0x10000000; /* v1 API: 32-bit addresses */
 static __thread struct sim_ctx *sim_current;
 static __thread struct sim_ctx *sim_stack[16];
@@ -239,6 +244,8 @@ static void sim_setup(void) {
     sim_capacity = sim_parse_size(getenv("SIMGPU_CAPACITY"), sim_capacity);
     sim_context = sim_parse_size(getenv("SIMGPU_CONTEXT"), 0);
     sim_max_block = sim_parse_size(getenv("SIMGPU_MAX_BLOCK"), 0);
+    const char *reuse = getenv("SIMGPU_REUSE_HANDLES");
+    sim_reuse_handles = reuse && strcmp(reuse, "1") == 0;
     /* Sixteen times the capacity leaves room for freed ranges of sizes that
      * are never asked for again, and fits eight devices in the address
      * space ThreadSanitizer leaves a program. */
@@ -395,7 +402,10 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         goto out;
     }
     uint64_t addr, span = 0;
-    if (kind == SIM_HANDLE || kind == SIM_ARRAY || kind == SIM_HOST_HANDLE) {
+    if (kind == SIM_HANDLE && sim_free_handle) {
+        addr = sim_free_handle;
+        sim_free_handle = 0;
+    } else if (kind == SIM_HANDLE || kind == SIM_ARRAY || kind == SIM_HOST_HANDLE) {
         addr = sim_next_handle++;
     } else if (kind == SIM_HOST) {
         addr = *out;
@@ -437,6 +447,7 @@ static void sim_drop(struct sim_alloc *a) {
 static void sim_give_locked(struct sim_alloc *a) {
     int kind = a->key.kind;
     if (kind != SIM_IMPORTED && kind != SIM_HOST_HANDLE) sim_dev[a->device].used -= a->bytes;
+    if (kind == SIM_HANDLE && sim_reuse_handles) sim_free_handle = a->key.addr;
     sim_drop(a);
 }
 
