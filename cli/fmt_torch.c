@@ -8,10 +8,19 @@
  *
  * Only memory with a device address of this process is exported, the same
  * in segments and in traces: device, pitched, managed and stream-ordered
- * allocations, and a VMM handle at the address it is mapped to (its trace
- * entries are those of the handle's last allocation, when it is still
- * mapped). CUDA arrays (known by handle), pinned host memory and memory
- * opened from another process are left out. A viewer replays the trace
+ * allocations, and a VMM handle at the address it is mapped to: a live
+ * handle's segment where its live record is mapped, and the trace entries
+ * of each of a handle's lives (its cuMemCreate, the end of its memory),
+ * freed before the dump or not, where the dump's history of mappings says
+ * that life was mapped (vmm_lives). They are segment_alloc and
+ * segment_free, as a device allocation's: memory_viz's segment timeline
+ * draws only those (a segment_map is no segment there, so a page freed
+ * before the snapshot would not show), and its allocator state view
+ * replays a segment_unmap by merging the range with the segments beside
+ * it, where the segment_alloc of a device allocation next to it (found by
+ * its exact address) is then lost. CUDA arrays (known by handle), pinned
+ * host memory and memory opened from another process are left out. A
+ * viewer replays the trace
  * backwards from the segments (the state at the end), so a trace entry is
  * kept only where it agrees with that replay: every entry then lies in a
  * segment of its own device. One snapshot is one process: the command
@@ -410,9 +419,15 @@ struct key {
     int64_t device;
 };
 
+/* A VMM handle by (device, handle): in the set of live handles, the
+ * address its live record is mapped at (`mapped`); in the set of lives
+ * (vmm_lives), the address its current life was last mapped at, 0 for
+ * none yet, and the index of the allocation event that began that life
+ * (`begun`; -1: none kept, or the life ended). */
 struct seg {
     struct key k;
-    uint64_t mapped;   /* in the set of live VMM handles: the address it is mapped at */
+    uint64_t mapped;
+    int64_t begun;
     UT_hash_handle hh;
 };
 
@@ -428,6 +443,7 @@ static struct seg *seg_add(struct seg **set, int device, uint64_t address) {
     if (!s) return NULL;
     s->k.address = address;
     s->k.device = device;
+    s->begun = -1;
     HASH_ADD(hh, *set, k, sizeof s->k, s);
     return s;
 }
@@ -681,8 +697,104 @@ static int segments_of(const struct vm_dump *d, struct selection *x, struct segm
     return 0;
 }
 
+/* Event i carries `address` in its trace entries (EV_MAPPED). 0, or -1
+ * when out of memory. */
+static int place(struct selection *x, size_t i, uint64_t address) {
+    if (x->nmapped == x->mapped_cap) {
+        size_t cap = x->mapped_cap ? 2 * x->mapped_cap : 64;
+        struct ev_mapped *m = realloc(x->mapped, cap * sizeof *m);
+        if (!m) return -1;
+        x->mapped = m;
+        x->mapped_cap = cap;
+    }
+    x->mapped[x->nmapped++] = (struct ev_mapped){(uint32_t)i, address};
+    x->ev[i] = EV_MAPPED;
+    return 0;
+}
+
+static int by_event(const void *a, const void *b) {
+    const struct ev_mapped *x = a, *y = b;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The life of a handle of (device, handle) in *lives, made when new;
+ * NULL when out of memory. */
+static struct seg *life_of(struct seg **lives, int device, uint64_t handle) {
+    struct seg *h = seg_find(*lives, device, handle);
+    return h ? h : seg_add(lives, device, handle);
+}
+
+/* Mapping m seen (the events before it are): the address of its handle's
+ * current life, when its device's. 0, or -1 when out of memory. */
+static int mapping_seen(struct seg **lives, const struct vm_mapping *m) {
+    if (m->device < 0) return 0;
+    struct seg *h = life_of(lives, m->device, m->handle);
+    if (!h) return -1;
+    h->mapped = m->address;
+    return 0;
+}
+
+/* Which events are exported, and at which address (a VMM handle's), in
+ * one pass first to last. An event of a device allocation is at its own
+ * address. A VMM handle's events (its allocation, cuMemCreate, and the
+ * free that ended its memory) are its handle's: each life of a handle,
+ * from its allocation to its free, is placed at the address it was last
+ * mapped at in that life, found in the dump's history of mappings by
+ * their order among the events (a mapping's `event` is the first event
+ * after it): the mappings of a handle between its allocation and its free
+ * are that life's, so a handle value the driver gave again after a
+ * release is a new life with its own mappings. A handle mapped at several
+ * addresses is placed at the last, as its live record is; one never
+ * mapped is left out. A life still open at the end (the handle is live)
+ * with no mapping kept is placed where its live record is mapped (an
+ * older dump has no history: its live handles' last lives only). */
+static int vmm_lives(const struct vm_dump *d, struct selection *x, struct seg *vmm_live) {
+    struct seg *lives = NULL;
+    size_t next = 0;   /* the next mapping, in the order made */
+    struct vm_ev_cursor c;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_from(&c, &d->events, 0); vm_ev_next(&c, e);) {
+        size_t i = c.i - 1;
+        for (; next < d->nmappings && d->mappings[next].event <= (int64_t)i; next++)
+            if (mapping_seen(&lives, &d->mappings[next]) != 0) goto oom;
+        if (e->device < 0) continue;
+        if (e->type == 'o') { x->ev[i] = EV_OK; continue; }
+        const char *kind = vm_event_kind(d, e);
+        if (addressed_kind(kind)) {
+            if (e->address) x->ev[i] = EV_OWN;
+            continue;
+        }
+        if (strcmp(kind, "vmm") != 0) continue;
+        struct seg *h = life_of(&lives, e->device, e->address);
+        if (!h) goto oom;
+        if (e->type == 'a') {
+            h->begun = (int64_t)i;
+            h->mapped = 0;
+            continue;
+        }
+        if (h->mapped && (place(x, i, h->mapped) != 0 || (h->begun >= 0 && place(x, (size_t)h->begun, h->mapped) != 0)))
+            goto oom;
+        h->begun = -1;
+        h->mapped = 0;
+    }
+    for (; next < d->nmappings; next++)
+        if (mapping_seen(&lives, &d->mappings[next]) != 0) goto oom;
+    for (struct seg *h = lives; h; h = h->hh.next) {
+        if (h->begun < 0) continue;
+        const struct seg *l = h->mapped ? NULL : seg_find(vmm_live, (int)h->k.device, h->k.address);
+        uint64_t address = h->mapped ? h->mapped : l ? l->mapped : 0;
+        if (address && place(x, (size_t)h->begun, address) != 0) goto oom;
+    }
+    seg_clear(&lives);
+    if (x->nmapped) qsort(x->mapped, x->nmapped, sizeof *x->mapped, by_event);
+    return 0;
+oom:
+    seg_clear(&lives);
+    return -1;
+}
+
 static int select_exported(const struct vm_dump *d, struct selection *x) {
-    struct seg *vmm_freed = NULL, *vmm_live = NULL;
+    struct seg *vmm_live = NULL;
     struct segments set;
     memset(&set, 0, sizeof set);
     x->seg_ok = calloc(d->nlive ? d->nlive : 1, 1);
@@ -702,44 +814,9 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         if (!h && !(h = seg_add(&vmm_live, l->device, handle))) goto oom;
         h->mapped = l->address;
     }
-    /* Each event's address, last to first: a VMM event is the handle's;
-     * only the handle's last allocation, with no free after it, has the
-     * mapped address of the live record. */
+    if (vmm_lives(d, x, vmm_live) != 0) goto oom;
     struct vm_ev_back back;
     struct vm_event ev, *e = &ev;
-    for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
-        size_t i = back.i;
-        if (e->device < 0) continue;
-        if (e->type == 'o') { x->ev[i] = EV_OK; continue; }
-        if (addressed_kind(vm_event_kind(d, e))) {
-            if (e->address) x->ev[i] = EV_OWN;
-        } else if (strcmp(vm_event_kind(d, e), "vmm") == 0) {
-            if (seg_find(vmm_freed, e->device, e->address)) continue;
-            if (e->type == 'f') {
-                if (!seg_add(&vmm_freed, e->device, e->address)) goto oom;
-                continue;
-            }
-            const struct seg *h = seg_find(vmm_live, e->device, e->address);
-            if (h && h->mapped) {
-                if (x->nmapped == x->mapped_cap) {
-                    size_t cap = x->mapped_cap ? 2 * x->mapped_cap : 64;
-                    struct ev_mapped *m = realloc(x->mapped, cap * sizeof *m);
-                    if (!m) goto oom;
-                    x->mapped = m;
-                    x->mapped_cap = cap;
-                }
-                x->mapped[x->nmapped++] = (struct ev_mapped){(uint32_t)i, h->mapped};
-                x->ev[i] = EV_MAPPED;
-            }
-            if (!seg_add(&vmm_freed, e->device, e->address)) goto oom;
-        }
-    }
-    /* Found last to first: ascending for ev_address's search. */
-    for (size_t a = 0, b = x->nmapped; b-- > a + 1; a++) {
-        struct ev_mapped t = x->mapped[a];
-        x->mapped[a] = x->mapped[b];
-        x->mapped[b] = t;
-    }
     /* The replay, last to first from the segments: an allocation's
      * segment exists after it, a free's does not. */
     if (!key_set_make(&set.extra, 1024, d, x)) goto oom;
@@ -757,12 +834,10 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         }
     }
     segments_free(&set);
-    seg_clear(&vmm_freed);
     seg_clear(&vmm_live);
     return 0;
 oom:
     segments_free(&set);
-    seg_clear(&vmm_freed);
     seg_clear(&vmm_live);
     selection_free(x);
     return -1;

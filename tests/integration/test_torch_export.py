@@ -6,6 +6,7 @@ import pickle
 import sys
 
 from run_tests import *
+from dumpview import v1_view
 
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import bench_html  # noqa: E402  (the generated dump's shape: shared library frames, distinct user frames)
@@ -210,40 +211,166 @@ def torch_export_read_by_memory_viz():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def vmm_run(argv, work, reuse, capacity="4G"):
+    """argv (a program of build/) on the simulated GPU under the library,
+    handles given again after their memory ends when `reuse`
+    (SIMGPU_REUSE_HANDLES); its stdout, dump and torch export."""
+    out = os.path.join(work, f"d{int(reuse)}.json")
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, SIMGPU_CAPACITY=capacity, LD_PRELOAD=LIB, VRAMTRACE_OUT=out,
+               VRAMTRACE_REPORT="off", SIMGPU_REUSE_HANDLES="1" if reuse else "0")
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    eq((p.returncode, p.stderr), (0, ""), f"{argv[0]}")
+    return p.stdout, load_dump(out), pickle.loads(export(out))
+
+
 @test
 def torch_export_many_vmm_handles_each_at_its_mapped_address():
     """bench/bench_vmm.c on the simulated GPU: 400 handles made, mapped,
     unmapped and released at one address, then 400 mapped side by side and
     kept. The export has the 400 kept ones as expandable segments at their
-    mapped addresses, and each one's trace entries (its creation) at that
-    address: the released handles' entries are left out, as their memory
-    is no segment at the end. (A handle's events were matched to its live
-    record by a pass over every live allocation per handle; 40,000 handles
-    took 5.3 s against 0.13 s with the table of handles, bench_torch_export.py.)"""
+    mapped addresses, and every handle's trace entries at the address it
+    was mapped at: the released ones' creation and end (at that one
+    address, one after the other), the kept ones' creation; the same when
+    the driver gives each released handle's value to the next (before, the
+    released handles' entries were left out: the event ring knows a handle
+    by its value, and only a live one's address was known). (A handle's
+    events were matched to its live record by a pass over every live
+    allocation per handle; 40,000 handles took 5.3 s against 0.13 s with
+    the table of handles, bench_torch_export.py.)"""
     n = 400
+    for reuse in (False, True):
+        with workdir("vt-torch-vmm-") as work:
+            out, dump, snap = vmm_run([os.path.join(BUILD, "bench", "bench_vmm"), str(n), str(n)], work, reuse)
+        g = int(out.split()[1])
+        handles = {e[2] for e in dump["events"] if e[1] == "alloc"}
+        eq(len(handles), n if reuse else 2 * n, "handles: each released one given to the next, or all new")
+        base = min(int(a["address"], 16) for a in dump["live"])
+        eq(sorted((a["kind"], int(a["address"], 16) - base, a["bytes"]) for a in dump["live"]),
+           [("vmm", i * g, g) for i in range(n)], "the dump: the kept handles, side by side")
+        eq(sorted((s["device"], s["address"] - base, s["total_size"], s["is_expandable"]) for s in snap["segments"]),
+           [(0, i * g, g, True) for i in range(n)], "one expandable segment per kept handle")
+        eq(len(snap["device_traces"]), 1, "one device")
+        trace = snap["device_traces"][0]
+        # Each handle's entries together, in the order of creation.
+        churn = ("segment_alloc", "alloc", "free_requested", "free_completed", "segment_free")
+        eq([(e["action"], e["addr"] - base, e["size"]) for e in trace],
+           [(a, 0, g) for i in range(n) for a in churn] +
+           [(a, i * g, g) for i in range(n) for a in ("segment_alloc", "alloc")],
+           f"each handle's creation and end at the address it was mapped at (handles given again: {reuse})")
+
+
+T_VMM_LIVES = [  # t_vmm's handles: (granules, the last place mapped in its reserved range, in granules, freed)
+    (1, 0, True),     # released while mapped, then unmapped
+    (2, 6, True),     # mapped at 2 and at 6, released, unmapped from both
+    (1, 10, True),    # a reference retained and released, unmapped, the creator's released
+    (1, 12, True), (1, 13, True),   # two released, unmapped at once
+    (1, 20, False),   # released, still mapped at exit
+    (4, 26, True),    # unmapped, then released
+]                     # and one released without a mapping: no address, left out
+
+
+@test
+def torch_export_places_each_vmm_handle_where_it_was_mapped():
+    """tests/progs/t_vmm.c: handles made, mapped, unmapped and released
+    before the dump, in every order the driver allows (a handle mapped at
+    two addresses, released while mapped, unmapped before its release, two
+    ended by one unmap), one still mapped at exit, one never mapped. The
+    torch export has each handle's creation and end at the address it was
+    mapped at last (the one never mapped left out), the one kept as the
+    only segment, and the trace replays inside its segments; the same when
+    the driver gives each handle's value to the next one made (before:
+    only the handle kept at exit, its creation)."""
+    g = 2 * MiB
+    for reuse in (False, True):
+        with workdir("vt-torch-vmm-") as work:
+            _, dump, snap = vmm_run([os.path.join(T, "t_vmm")], work, reuse, capacity="1G")
+        allocs = [e[2] for e in dump["events"] if e[1] == "alloc"]
+        eq(len(allocs), 8, "eight handles made")
+        eq(len(set(allocs)), 3 if reuse else 8, "their values: given again, or all new")
+        eq([(a["kind"], a["bytes"]) for a in dump["live"]], [("vmm", g)], "live at exit: one handle")
+        va = int(dump["live"][0]["address"], 16) - 20 * g   # t_vmm's reserved range
+        eq([(s["address"] - va, s["total_size"], s["is_expandable"]) for s in snap["segments"]],
+           [(20 * g, g, True)], "the one handle live at exit")
+        trace = [(e["action"], (e["addr"] - va) // g, e["size"] // g) for e in snap["device_traces"][0]]
+        made = [("segment_alloc", at, n) for n, at, _ in T_VMM_LIVES]
+        made = [x for m in made for x in (m, ("alloc",) + m[1:])]
+        ended = {at: [(a, at, n) for a in ("free_requested", "free_completed", "segment_free")]
+                 for n, at, freed in T_VMM_LIVES if freed}
+        want = (made[0:2] + ended[0] + made[2:4] + ended[6] + made[4:6] + ended[10] + made[6:10] + ended[12] +
+                ended[13] + made[10:14] + ended[26])
+        eq(trace, want, f"every handle where it was mapped, in order (handles given again: {reuse})")
+        from test_cli import replay
+        replay(snap)
+        eq([(int(m[1], 16) - va, m[2], m[6] is None) for m in dump["mappings"]],
+           [(0, g, False), (2 * g, 2 * g, False), (6 * g, 2 * g, False), (10 * g, g, False), (12 * g, g, False),
+            (13 * g, g, False), (20 * g, g, True), (26 * g, 4 * g, False)],
+           "the dump's mappings: where, how many bytes, and which one stays")
+
+
+@test
+def torch_export_mappings_checked_by_the_dump_reader():
+    """The dump's history of mappings read back: a version 2 dump's (cut out
+    of the document, read by the scanner) and its version 1 view's (through
+    jansson) export the same pickle; a dump without it (of an earlier
+    vramtrace) exports its live handle alone, as before; and each way the
+    history can be wrong is one error line naming it, in either version."""
     with workdir("vt-torch-vmm-") as work:
-        out = os.path.join(work, "d.json")
-        p = subprocess.run([os.path.join(BUILD, "bench", "bench_vmm"), str(n), str(n)], capture_output=True,
-                           text=True, timeout=120,
-                           env=dict(os.environ, LD_LIBRARY_PATH=SIM, SIMGPU_CAPACITY="4G", LD_PRELOAD=LIB,
-                                    VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off"))
+        env = dict(os.environ, LD_LIBRARY_PATH=SIM, SIMGPU_CAPACITY="1G", LD_PRELOAD=LIB,
+                   VRAMTRACE_OUT=os.path.join(work, "d.json"), VRAMTRACE_REPORT="off")
+        p = subprocess.run([os.path.join(T, "t_vmm")], capture_output=True, text=True, timeout=120, env=env)
         eq(p.returncode, 0, p.stderr)
-        g = int(p.stdout.split()[1])
-        dump = load_dump(out)
-        snap = pickle.loads(export(out))
-    base = min(int(a["address"], 16) for a in dump["live"])
-    eq(sorted((a["kind"], int(a["address"], 16) - base, a["bytes"]) for a in dump["live"]),
-       [("vmm", i * g, g) for i in range(n)], "the dump: the kept handles, side by side")
-    eq(sorted((s["device"], s["address"] - base, s["total_size"], s["is_expandable"]) for s in snap["segments"]),
-       [(0, i * g, g, True) for i in range(n)], "one expandable segment per kept handle")
-    eq(len(snap["device_traces"]), 1, "one device")
-    trace = snap["device_traces"][0]
-    eq(sorted((e["action"], e["addr"] - base, e["size"]) for e in trace),
-       sorted([("alloc", i * g, g) for i in range(n)] + [("segment_alloc", i * g, g) for i in range(n)]),
-       "each kept handle's creation, at the address it is mapped at")
-    # Each handle's two entries are together, in the order of creation.
-    eq([(e["action"], e["addr"] - base) for e in trace],
-       [(a, i * g) for i in range(n) for a in ("segment_alloc", "alloc")], "in order")
+        with open(os.path.join(work, "d.json")) as f:
+            d = json.load(f)
+
+        def exported(dump):
+            path = os.path.join(work, "x.json")
+            with open(path, "w") as f:
+                json.dump(dump, f)
+            p = subprocess.run([CLI, "report", path, "--format", "torch"], capture_output=True)
+            return p.returncode, p.stdout, p.stderr.decode().replace(path, "DUMP")
+
+        rc, v2, err = exported(d)
+        eq((rc, err), (0, ""), "the dump as written")
+        eq(len(pickle.loads(v2)["device_traces"][0]), 32, "its trace: seven handles' entries")
+        eq(exported(v1_view(d)), (0, v2, ""), "its version 1 view: the same pickle")
+        old = {k: v for k, v in d.items() if k not in ("mappings", "mapping_fields", "mappings_total")}
+        rc, out, err = exported(old)
+        eq((rc, err), (0, ""), "a dump from before the history")
+        eq([e["action"] for e in pickle.loads(out)["device_traces"][0]], ["segment_alloc", "alloc"],
+           "without it: the live handle's creation alone")
+        row = lambda i, k, v: lambda x: x["mappings"][i].__setitem__(k, v)
+        fields = ('["handle", "address", "bytes", "device", "time_ns", "event", "unmap_ns", "unmap_event"], '
+                  'the columns this vramtrace reads (a newer vramtrace\'s dump?)')
+        cases = [
+            ("event past the events", row(1, 5, d["nevents"] + 1), "mappings[1] is malformed"),
+            ("event going back", row(2, 5, 0), "mappings[2] is malformed"),
+            ("time going back", row(3, 4, 0), "mappings[3] is malformed"),
+            ("unmapped before it was mapped", row(0, 7, 0), "mappings[0] is malformed"),
+            ("unmapped before in time", row(0, 6, 0), "mappings[0] is malformed"),
+            ("unmap time alone", row(6, 6, 5), "mappings[6] is malformed: not an integer"),
+            ("unmap event alone", row(7, 6, None), "mappings[7] is malformed"),
+            ("device out of range", row(0, 3, 4096), "mappings[0] is malformed"),
+            ("address not hex", row(0, 1, 123), "mappings[0] is malformed: not a hex address"),
+            ("a column missing", lambda x: x["mappings"][4].pop(), "mappings[4] is malformed"),
+            ("a column more", lambda x: x["mappings"][4].append(0), "mappings[4] is malformed"),
+            ("columns moved", lambda x: x.update(mapping_fields=x["mapping_fields"][::-1]),
+             "dump: field \"mapping_fields\" is not " + fields),
+            ("no mapping_fields", lambda x: x.pop("mapping_fields"), "dump: field \"mapping_fields\" is not " + fields),
+            ("no mappings_total", lambda x: x.pop("mappings_total"),
+             "dump: field \"mappings_total\" is missing or not a count"),
+            ("mappings_total below the rows", lambda x: x.update(mappings_total=7),
+             "\"mappings_total\" (7) is below the 8 mappings kept"),
+        ]
+        for what, change, err in cases:
+            for version, of in ((2, lambda x: x), (1, v1_view)):
+                bad = json.loads(json.dumps(d))
+                change(bad)
+                eq(exported(of(bad)), (1, b"", f"vramtrace report: DUMP: {err}\n"), f"{what} (version {version})")
+        bad = dict(d, mappings={})
+        eq(exported(bad), (1, b"", "vramtrace report: DUMP: dump: field \"mappings\" is not an array of rows\n"),
+           "not an array (version 2)")
+        eq(exported(v1_view(bad)), (1, b"", "vramtrace report: DUMP: dump: field \"mappings\" is not an array\n"),
+           "not an array (version 1)")
 
 
 @test

@@ -5,6 +5,7 @@ run through `vramtrace run` (its sitecustomize); and processes the companion
 must leave alone byte for byte. Skipped without build/torch-venv.
 """
 import html
+import pickle
 import re
 
 from run_tests import *  # noqa: F401,F403
@@ -1753,6 +1754,96 @@ def torch_truth_one_tensor_in_expandable_segments_is_no_staircase():
     eq(out, "done\n", "the leaking run")
     g = dumps["exit"]["growing"]
     eq([(x["unit"], x.get("holder")) for x in g], [("step", "keep")], "the leak, per step, held by keep")
+
+
+EMPTIED_THEN_SMALLER = r"""
+import torch
+a = torch.empty(200 * 2**20, dtype=torch.uint8, device="cuda")
+del a
+torch.cuda.empty_cache()
+b = torch.empty(40 * 2**20, dtype=torch.uint8, device="cuda")
+print("max reserved", torch.cuda.max_memory_reserved() >> 20, "reserved", torch.cuda.memory_reserved() >> 20)
+"""
+
+VIZ_TOOLS = r"""
+import json, pickle, sys
+from torch.cuda import _memory_viz as mv
+snap = pickle.load(open(sys.argv[1], "rb"))
+pages = [mv.trace_plot(snap), mv.trace_plot(snap, plot_segments=True), mv.trace_plot(snap, filter_freed=True),
+         mv.segment_plot(snap)]
+stats, trace = mv.segsum(snap), mv.trace(snap)
+print(json.dumps({"pages": [len(x) > 0 for x in pages], "stats": [x for x in stats.splitlines() if x.startswith(
+    ("segments: ", "total_reserved: "))], "mallocs": trace.count(" = cudaMalloc("), "frees": trace.count("cudaFree(")}))
+"""
+
+
+def trace_peaks(trace):
+    """The most bytes a trace has allocated (alloc to free_completed) and
+    reserved (segment_alloc to segment_free) at once, replayed from an
+    empty device as memory_viz's timelines do."""
+    now, peak = {"alloc": 0, "segment": 0}, {"alloc": 0, "segment": 0}
+    sign = {"alloc": ("alloc", 1), "free_completed": ("alloc", -1), "segment_alloc": ("segment", 1),
+            "segment_free": ("segment", -1)}
+    for e in trace:
+        if e["action"] in sign:
+            k, s = sign[e["action"]]
+            now[k] += s * e["size"]
+            peak[k] = max(peak[k], now[k])
+    return peak["alloc"], peak["segment"]
+
+
+@torch_test
+def torch_truth_expandable_pages_freed_before_the_dump_are_in_the_export():
+    """Under expandable segments a 200 MiB tensor is ten pages of 20 MiB
+    (a cuMemCreate and a cuMemMap each), given back by empty_cache()
+    (cuMemUnmap, cuMemRelease) before a 40 MiB tensor maps two pages at the
+    segment's start again. The torch export has every page where it was
+    mapped: ten made and freed, side by side, then the two kept, so that
+    the trace replays to PyTorch's own peak of 200 MiB, and PyTorch's own
+    _memory_viz reads it. (Before: only the two kept pages, 2 segment_alloc
+    and 2 alloc entries, a peak of 40 MiB: the event ring knows a handle by
+    its value alone, and only a live handle's address was known.)"""
+    from test_cli import replay
+    from test_torch_export import export
+    P = 20 * MiB
+    out, dumps, _ = traced(EMPTIED_THEN_SMALLER, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                           capacity="1G")
+    eq(out, "max reserved 200 reserved 40\n", "PyTorch's own figures")
+    d = dumps["exit"]
+    v1 = v1_view(d)
+    events = [(e[1], e[3], e[6]) for e in v1["events"]]
+    eq(events, [("alloc", P, "vmm")] * 10 + [("free", P, "vmm")] * 10 + [("alloc", P, "vmm")] * 2,
+       "the dump: ten pages made and freed, two made")
+    eq(d["totals"]["peak_bytes"], 200 * MiB, "vramtrace's peak")
+    base = min(int(a["address"], 16) for a in v1["live"])   # the segment's start
+    with workdir("vt-truth-export-") as work:
+        path, pk = os.path.join(work, "d.json"), os.path.join(work, "d.pickle")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        raw = export(path)
+        with open(pk, "wb") as f:
+            f.write(raw)
+        snap = pickle.loads(raw)
+        p = subprocess.run([TORCH_PY, "-c", VIZ_TOOLS, pk], capture_output=True, text=True, timeout=300)
+    eq(sorted((s["address"] - base, s["total_size"], s["is_expandable"]) for s in snap["segments"]),
+       [(0, P, True), (P, P, True)], "segments: the two pages kept")
+    eq(len(snap["device_traces"]), 1, "one device")
+    trace = snap["device_traces"][0]
+    eq([(e["action"], e["addr"] - base, e["size"]) for e in trace],
+       [(a, k * P, P) for k in range(10) for a in ("segment_alloc", "alloc")] +
+       [(a, k * P, P) for k in range(10) for a in ("free_requested", "free_completed", "segment_free")] +
+       [(a, k * P, P) for k in range(2) for a in ("segment_alloc", "alloc")],
+       "the trace: every page at its address, freed before the dump or not")
+    eq(trace_peaks(trace), (200 * MiB, 200 * MiB), "the replay's peak, allocated and reserved")
+    replay(snap)
+    eq(p.returncode, 0, "torch.cuda._memory_viz:\n" + p.stderr[-2000:])
+    eq(json.loads(p.stdout.splitlines()[-1]),
+       {"pages": [True] * 4, "stats": ["segments: 2", "total_reserved: 40.0MiB"], "mallocs": 12, "frees": 10},
+       "trace_plot (of blocks, of segments, without freed ones), segment_plot, stats and trace of PyTorch's own "
+       "_memory_viz")
+    eq([(int(m[1], 16) - base, m[2], m[3], m[6] is None) for m in d["mappings"]],
+       [(k * P, P, 0, False) for k in range(10)] + [(0, P, 0, True), (P, P, 0, True)],
+       "the dump's mappings: ten unmapped, two still mapped at the segment's start")
 
 
 MIXED = r"""
