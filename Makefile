@@ -247,6 +247,7 @@ DRIVER_PROGS := t_driver t_replug t_budget t_vmm
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static
 LDLIBS_t_threads := -lpthread
+LDLIBS_t_reset := -ldl -lpthread
 LDLIBS_t_replug := -ldl
 LDLIBS_t_budget := -lpthread
 LDLIBS_t_limitargs := $(SIMLINK) -lcuda

@@ -619,7 +619,7 @@ VT_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
     static void *kept;
     struct ctx_query q = {ctx, NULL};
     *(void **)&q.attribute = vt_driver_fn_kept(&kept, "cuPointerGetAttribute");
-    struct vt_release *rl = q.attribute ? vt_tracker_release_context_begin(owned_by_ctx, &q) : NULL;
+    struct vt_release *rl = vt_tracker_release_context_begin(q.attribute ? owned_by_ctx : NULL, &q);
     CUresult r;
     VT_REAL_CALL(r = real(ctx));
     vt_tracker_release_end(rl, r == CUDA_SUCCESS);

@@ -1165,7 +1165,8 @@ def python_off_and_unsupported_versions():
 
 SAN_PROGRAMS = [["t_driver"], ["t_dlsym"], ["t_runtime"], ["t_runtime_static"], ["t_entry"], ["t_cpp"], ["t_arrays"],
                 ["t_fork"], ["t_exec"], ["t_spawn"], ["t_dlclose"], ["t_oom"], ["t_oom", "repeat"],
-                ["t_triage", "big", "30M", "cache", "20M", "retry", "40M"], ["t_leaks", "signal"]]
+                ["t_triage", "big", "30M", "cache", "20M", "retry", "40M"], ["t_leaks", "signal"],
+                ["t_reset", "reuse", "thread"]]
 
 
 def gcc_runtime(name):
@@ -1214,7 +1215,7 @@ def tsan_build_of_the_library():
     ok(tsan, "libtsan from gcc")
     lib = os.path.join(BUILD, "tsan", "libvramtrace.so")
     env = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:die_after_fork=0", "SIMGPU_DEVICES": "2"}
-    for prog in (["t_threads"], ["t_leaks", "signal"], ["t_fork"]):
+    for prog in (["t_threads"], ["t_leaks", "signal"], ["t_fork"], ["t_reset", "reuse", "thread"]):
         b = run([os.path.join(T, prog[0])] + prog[1:], env=env, lib=lib, first=tsan, report="off")
         ok("ThreadSanitizer" not in b.err, f"{prog}: no data race:\n{b.err[-3000:]}")
         ok(b.rc != 66, f"{prog}: TSan did not stop it")

@@ -126,7 +126,10 @@ int vt_holder_order(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-void vt_tracker_missed(void) { __atomic_add_fetch(&vt_counts.missed, 1, __ATOMIC_RELAXED); }
+void vt_tracker_missed(void) {
+    __atomic_add_fetch(&vt_counts.missed, 1, __ATOMIC_RELAXED);
+    vt_tracker_unseen_release(); /* it may have been a free */
+}
 
 uint64_t vt_tracker_device_live(int device) {
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;

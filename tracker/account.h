@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "log.h"
 #include "mark.h"
+#include "released.h"
 
 /* Global lock held to read or write, except `missed` (atomic). */
 struct vt_counts {
@@ -189,7 +190,8 @@ static inline __attribute__((always_inline)) struct vt_device *account(const str
  * applied before): 1 when its event goes to the history as it is (an
  * allocation's or a free's: its type is the event's), 2 when it goes there
  * as an allocation (a free the driver refused: the memory is live again),
- * else 0. Global lock held. */
+ * 3 when it goes there as a free (a record replaced), else 0. Global lock
+ * held. */
 static inline __attribute__((always_inline)) int count_op(const struct vt_event *o, uint64_t now) {
     struct vt_device *d;
     /* Tested in turn, allocations and frees first (a switch's jump table
@@ -207,7 +209,15 @@ static inline __attribute__((always_inline)) int count_op(const struct vt_event 
         return 1;
     }
     if (o->type == OP_REPLACED) {
-        account(o, -1, now);
+        /* The driver handed the address out again: the memory went back
+         * without a free vramtrace saw (a reset or a context's destruction
+         * that released nothing in the counts). Counted as a reset's
+         * release is: a free, and released without one, a leak. */
+        d = account(o, -1, now);
+        vt_counts.totals.free_count++;
+        if (d) d->free_count++;
+        vt_released_add(o->stack, o->bytes);
+        return 3;
     } else if (o->type == OP_RESTORED) {
         /* The driver refused a free counted already: the memory is live
          * again. The free's event stays (the program did ask for it) and
@@ -235,7 +245,7 @@ static inline __attribute__((always_inline)) void vt_account_op(const struct vt_
     if (w && (e = ring_add())) {
         *e = *o;
         e->time_ns = now;
-        if (__builtin_expect(w == 2, 0)) e->type = VT_EV_ALLOC;
+        if (__builtin_expect(w != 1, 0)) e->type = w == 2 ? VT_EV_ALLOC : VT_EV_FREE;
     }
     if (__builtin_expect(vt_marks_open, 0)) vt_mark_op(o);
 }
@@ -263,7 +273,7 @@ static inline void vt_account_ops(const struct vt_event *o, size_t n) {
         if (w) {
             *e = o[i];
             e->time_ns = now;
-            if (__builtin_expect(w == 2, 0)) e->type = VT_EV_ALLOC;
+            if (__builtin_expect(w != 1, 0)) e->type = w == 2 ? VT_EV_ALLOC : VT_EV_FREE;
             e++;
         }
     }

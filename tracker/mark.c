@@ -127,6 +127,13 @@ static struct site *site_of(struct mark *m, uint32_t stack) {
     return &m->sites[stack];
 }
 
+/* One allocation the mark counted released without a free. */
+static void released_at(struct mark *m, uint32_t stack, uint64_t bytes) {
+    struct site *st = site_of(m, stack);
+    if (st) { st->rel_bytes += bytes; st->rel_count++; }
+    else vt_records_lost("a mark's released memory");
+}
+
 /* Count x in or out of the mark's figures (sign +1 or -1). */
 static void count(struct mark *m, const struct entry *x, int sign) {
     struct site *st = site_of(m, x->stack);
@@ -201,8 +208,13 @@ void vt_mark_op(const struct vt_event *o) {
             add(m, &(struct entry){o->address, o->bytes, o->stack, o->device, (uint8_t)space, 1});
             break;
         case OP_FREE:
-        case OP_REPLACED:
             if ((x = find(m, o->address, space))) drop(m, x);
+            break;
+        case OP_REPLACED: /* released without a free (account.h): as vt_marks_released */
+            if ((x = find(m, o->address, space))) {
+                released_at(m, x->stack, x->bytes);
+                drop(m, x);
+            }
             break;
         case OP_RESTORED:
             restore(m, o->address, space);
@@ -227,12 +239,8 @@ uint64_t vt_marks_counting(int space, uint64_t address) {
 void vt_marks_released(uint64_t bits, uint32_t stack, uint64_t bytes) {
     if (!bits) return;
     vt_global_lock();
-    for (int i = 0; i < VT_MAX_MARKS; i++) {
-        if (!(bits >> i & 1) || !marks[i].id) continue;
-        struct site *st = site_of(&marks[i], stack);
-        if (st) { st->rel_bytes += bytes; st->rel_count++; }
-        else vt_records_lost("a mark's released memory");
-    }
+    for (int i = 0; i < VT_MAX_MARKS; i++)
+        if ((bits >> i & 1) && marks[i].id) released_at(&marks[i], stack, bytes);
     vt_global_unlock();
 }
 

@@ -9,7 +9,14 @@
  * (the counts, the history and the tables stay as one free would leave
  * them) and keeps them here, by stack, for the leak check at exit and the
  * dump (`released`). A table of stacks, not of records: a program that
- * resets in a loop and leaks each time grows it by its call sites only. */
+ * resets in a loop and leaks each time grows it by its call sites only.
+ *
+ * Where the tracker cannot tell which records a reset released (the
+ * program made a context of its own on the device) or a context's
+ * destruction keeps some (its arrays), they stay live, and the first
+ * sign that their memory went is the driver handing one's address out
+ * again: that record then comes here too, when the log that replaced it
+ * is applied (account.h), counted as a free as the others are. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,7 +72,10 @@ int vt_kind_in_context(int kind) {
 /* The live records that `take` picks leave their tables (see above). */
 static struct vt_release *release_begin(int (*take)(const struct vt_live *a, void *arg), void *arg) {
     struct vt_snapshot *s = vt_tracker_snapshot();
-    if (!s) return NULL;
+    if (!s) {
+        vt_tracker_unseen_release(); /* its records stay in the tables */
+        return NULL;
+    }
     size_t n = 0, cap = 0;
     struct vt_release *rl = NULL;
     struct vt_live_reader *rd = vt_live_read(s, 0);
@@ -74,7 +84,11 @@ static struct vt_release *release_begin(int (*take)(const struct vt_live *a, voi
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             struct vt_release *m = realloc(rl, sizeof *rl + cap * sizeof rl->rec[0]);
-            if (!m) { vt_records_lost("a reset's release"); break; }
+            if (!m) {
+                vt_records_lost("a reset's release");
+                vt_tracker_unseen_release();
+                break;
+            }
             rl = m;
         }
         uint64_t marks = vt_marks_counting(vt_kind_space(a->kind), a->address);
@@ -92,7 +106,10 @@ static int on_device(const struct vt_live *a, void *arg) {
 }
 
 struct vt_release *vt_tracker_release_begin(int device) {
-    if (has_own_context(device)) return NULL;
+    if (has_own_context(device)) {
+        vt_tracker_unseen_release(); /* its records stay: the next allocation at an address finds one */
+        return NULL;
+    }
     return release_begin(on_device, &device);
 }
 
@@ -112,6 +129,8 @@ static int in_context(const struct vt_live *a, void *arg) {
 }
 
 struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg) {
+    vt_tracker_unseen_release(); /* its arrays stay (and all of it, without `owned`) */
+    if (!owned) return NULL;
     struct owned_by o = {owned, arg};
     return release_begin(in_context, &o);
 }
@@ -122,19 +141,23 @@ void vt_tracker_release_end(struct vt_release *rl, int ok) {
         const struct vt_release_rec *x = &rl->rec[i];
         vt_tracker_free_end(&x->f, ok);   /* a reset that failed puts them back */
         if (!ok) continue;
-        pthread_mutex_lock(&released_lock);
-        struct released_site *r;
-        HASH_FIND(hh, released, &x->stack, sizeof x->stack, r);
-        if (!r && (r = calloc(1, sizeof *r))) {
-            r->stack = x->stack;
-            HASH_ADD(hh, released, stack, sizeof r->stack, r);
-        }
-        if (r) { r->bytes += x->bytes; r->count++; }
-        else vt_records_lost("a reset's release");
-        pthread_mutex_unlock(&released_lock);
+        vt_released_add(x->stack, x->bytes);
         vt_marks_released(x->marks, x->stack, x->bytes);
     }
     free(rl);
+}
+
+void vt_released_add(uint32_t stack, uint64_t bytes) {
+    pthread_mutex_lock(&released_lock);
+    struct released_site *r;
+    HASH_FIND(hh, released, &stack, sizeof stack, r);
+    if (!r && (r = calloc(1, sizeof *r))) {
+        r->stack = stack;
+        HASH_ADD(hh, released, stack, sizeof r->stack, r);
+    }
+    if (r) { r->bytes += bytes; r->count++; }
+    else vt_records_lost("a reset's release");
+    pthread_mutex_unlock(&released_lock);
 }
 
 struct vt_holder *vt_tracker_released(size_t *n) {

@@ -13,8 +13,9 @@
 int vt_kind_in_context(int kind);
 
 /* The program made a context of its own on `device` (cuCtxCreate): from
- * then on a reset of its primary context releases nothing (vramtrace's
- * records do not say which context they were made in). */
+ * then on a reset of its primary context releases nothing at once
+ * (vramtrace's records do not say which context they were made in); a
+ * record whose address the driver hands out again is released then. */
 void vt_tracker_own_context(int device);
 
 /* Before the reset of device `device`'s primary context: its records of
@@ -30,10 +31,16 @@ struct vt_release *vt_tracker_release_begin(int device);
  * memory it takes that `owned` says is the context's (the driver asked,
  * address by address) leave the live tables, the same way; then
  * vt_tracker_release_end. `owned` is called with no lock of the
- * tracker's held. Device, pitched, managed and pinned host memory, not
- * arrays (vramtrace knows them by handle, not by address). */
+ * tracker's held; NULL, none (the driver cannot be asked). Device,
+ * pitched, managed and pinned host memory, not arrays (vramtrace knows
+ * them by handle, not by address): those are released when the driver
+ * hands the same handle out again. */
 struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg);
 void vt_tracker_release_end(struct vt_release *rl, int ok);
+
+/* One allocation of `bytes` at `stack` released without a free, kept in
+ * the list below (an allocation at its address told of it: account.h). */
+void vt_released_add(uint32_t stack, uint64_t bytes) __attribute__((visibility("hidden")));
 
 /* What resets released without a free so far, by stack, largest first
  * (malloc'd; NULL and *n 0 when nothing). */

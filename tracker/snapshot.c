@@ -478,6 +478,7 @@ void vt_tracker_reset_child(void) {
     vt_marks_reset_child();
     vt_released_reset_child();
     vt_tracker_flags.touched = 0;
+    vt_tracker_flags.alloc_rare = VT_ALLOC_FIRST; /* its tables start empty: nothing left behind */
     vt_my_tid = 0;
     __atomic_add_fetch(&vt_tracker_flags.generation, 1, __ATOMIC_RELEASE);
 }

@@ -41,7 +41,7 @@ void vt_global_let_in(void) {
         continue;
 }
 __thread int32_t vt_my_tid __attribute__((tls_model("initial-exec")));
-struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64)));
+struct vt_tracker_flags vt_tracker_flags __attribute__((aligned(64))) = {.alloc_rare = VT_ALLOC_FIRST};
 
 void vt_tracker_init(int depth, size_t event_capacity) {
     vt_global_lock();
@@ -56,9 +56,53 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
     vt_tracker_alloc_at(address, bytes, kind, device, api, vt_tracker_stack_id(frames, depth));
 }
 
+/* The records of key k in the tables of threads other than `mine`: each
+ * leaves its table, logged as replaced in that slot's log (where its
+ * allocation's op is, so that the two are applied in order), before the
+ * new allocation's time stamp is taken. More than one table may hold the
+ * key: a record left behind before anything set VT_ALLOC_STALE. */
+static void replace_elsewhere(struct vt_slot *mine, const struct vt_key *k, uint32_t khash) {
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        if (l == mine) continue;
+        size_t at;
+        slot_lock(l, 1);
+        struct vt_rec *r = table_find_at(&l->table, k, khash, &at);
+        if (r) {
+            table_del_found(&l->table, r, khash, at);
+            log_op(l, &r->a, vt_ticks(), OP_REPLACED);
+        }
+        slot_give(l);
+        if (r) rec_put(r);
+    }
+}
+
+/* What an allocation does first while vt_tracker_flags.alloc_rare is set:
+ * for the process's first, `touched` set; after memory may have gone back
+ * unseen, the other threads' tables looked in (one probe a thread). Out
+ * of line, so that the usual allocation tests one word and no more. */
+__attribute__((noinline, cold)) static void alloc_rare(uint64_t address, int kind) {
+    int rare = __atomic_load_n(&vt_tracker_flags.alloc_rare, __ATOMIC_RELAXED);
+    if (rare & VT_ALLOC_FIRST) {
+        if (!__atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED))
+            __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
+        __atomic_and_fetch(&vt_tracker_flags.alloc_rare, ~VT_ALLOC_FIRST, __ATOMIC_RELAXED);
+    }
+    if (rare & VT_ALLOC_STALE) {
+        struct vt_key k = {address, (uint32_t)vt_kind_space(kind), 0};
+        replace_elsewhere(vt_my_slot, &k, key_hash(&k));
+    }
+}
+
+/* The driver handing out an address this thread's table still holds
+ * means the old allocation's memory went back without a free vramtrace
+ * saw (a reset or a context's destruction that released nothing in the
+ * counts, a free that passed through unrecorded): the old record leaves,
+ * logged as replaced (the applier counts it as released without a free,
+ * account.h), and the new one takes its place. */
 void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t id) {
-    if (!__atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED)) __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&vt_tracker_flags.alloc_rare, __ATOMIC_RELAXED) != 0, 0))
+        alloc_rare(address, kind);
     struct vt_slot *l = vt_my_slot;
     if (!l && !(l = vt_slot_attach())) { vt_records_lost("an allocation's record (no thread slot)"); return; }
     struct vt_rec *r = rec_get();
@@ -75,8 +119,6 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     size_t at;
     old = table_find_at(&l->table, &r->key, khash, &at);
     if (old) {
-        /* The driver handed out an address we still think is live: a free
-         * we did not see. The new allocation replaces the old record. */
         table_del_found(&l->table, old, khash, at);
         log_op(l, &old->a, ts, OP_REPLACED);
     }
@@ -90,6 +132,10 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     log_op(l, &r->a, ts, OP_ALLOC);
     slot_give(l);
     if (old) rec_put(old);
+}
+
+void vt_tracker_unseen_release(void) {
+    __atomic_or_fetch(&vt_tracker_flags.alloc_rare, VT_ALLOC_STALE, __ATOMIC_RELAXED);
 }
 
 /* Take (space, address) out of a slot's table and log its free; the slot

@@ -483,6 +483,25 @@ def host_marks_report_only_their_own_reset_released_memory():
 
 
 @test
+def host_marks_count_memory_released_when_its_address_comes_back():
+    """Per-test marks after a context of the program's own: the reset
+    releases nothing at once, so the first test's 3333 bytes are its live
+    leak; the second test's allocation gets their address, which releases
+    them without a free: a leak of the mark that counted them (one over all
+    the tests), never of the second test's. Before, the second test's
+    record replaced the first's and the mark over all lost it (3333 bytes
+    in 1 allocation)."""
+    r = run([HOST, "mark-reset", "own"], report="off")
+    eq(r.out, "alloc -> 0\nreset -> 0\n"
+              "reset: live 3333 in 1; SUMMARY: vramtrace: 3333 byte(s) leaked in 1 allocation(s).\n"
+              "alloc -> 0\nthe first's address 1\n"
+              "leak: live 3333 in 1; SUMMARY: vramtrace: 3333 byte(s) leaked in 1 allocation(s).\n"
+              "nothing: live 0 in 0; no leaks\n"
+              "all: live 3333 in 1; SUMMARY: vramtrace: 6666 byte(s) leaked in 2 allocation(s).\n", "each mark's own")
+    eq([(h["bytes"], h["count"]) for h in r.dump["released"]], [(3333, 1)], "the process's released")
+
+
+@test
 def host_forked_child_leaves_the_parents_records_alone():
     # A forked child starts with no records: it used to free each of the
     # parent's, writing beside every one and so copying every page of the

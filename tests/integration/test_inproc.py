@@ -281,6 +281,49 @@ def inproc_device_reset_releases_memory_never_freed():
 
 
 @test
+def inproc_reset_leak_found_when_its_address_comes_back():
+    """A program that made a context of its own (a library's cuCtxCreate
+    and cuCtxDestroy) has a reset release nothing in the counts: which
+    records were the primary context's is not known. The leak a test left
+    (4 MiB) stays live until the driver hands its address to the next
+    test's allocation: then it is released without a free, counted as a
+    reset's release is (a free, and a leak), on the thread that leaked it
+    or from another thread's allocation. Before, the new record silently
+    replaced the leak's in the same thread (no leak at exit, alloc_count
+    2 and free_count 1) and left it live from another thread."""
+    prog = os.path.join(T, "t_reset")
+    line = lambda text: source_line("t_reset.c", text)
+    for mode in ([], ["thread"]):
+        bare = run([prog, "reuse", *mode], preload=False)
+        eq((bare.rc, bare.out), (0, "the leak's address 1\n"), f"{mode}: the driver handed the leak's address out again")
+        r = run([prog, "reuse", *mode], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq((r.rc, r.out), (23, bare.out), f"{mode}: the program's own output, the leak check's status")
+        eq(leak_lines(r),
+           [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+            "Direct leak of 4194304 byte(s) in 1 object(s) allocated from:",
+            f"    call site: leaky_test tests/progs/t_reset.c:{line('/* never freed */')}",
+            "    released by a context's reset or destruction without a free: 4194304 byte(s) in 1 object(s)",
+            "SUMMARY: vramtrace: 4194304 byte(s) leaked in 1 allocation(s)."], f"{mode}: the leak report's lines")
+        d = r.dump
+        t = d["totals"]
+        eq((t["live_bytes"], t["live_count"], t["peak_bytes"], t["alloc_count"], t["free_count"], t["unknown_frees"]),
+           (0, 0, 4 << 20, 2, 2, 0), f"{mode}: the totals: the replaced record counts as a free, never two at once")
+        eq(d["live"], [], f"{mode}: nothing live at exit")
+        eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]], [("leaky_test", 4 << 20, 1)],
+           f"{mode}: the dump's released")
+        ev = [(e[1], e[2], e[3], _site_of(d, e[5])) for e in d["events"]]
+        eq([(k, b, f) for k, a, b, f in ev],
+           [("alloc", 4 << 20, "leaky_test"), ("free", 4 << 20, "leaky_test"), ("alloc", 4 << 20, "clean_test"),
+            ("free", 4 << 20, "clean_test")], f"{mode}: the events: the leak's release before the new allocation")
+        eq(len({a for k, a, b, f in ev}), 1, f"{mode}: one address")
+        x = run([prog, "reuse", *mode])   # the exit summary, without the leak check
+        eq(x.rc, 0, f"{mode}: without the leak check")
+        eq(stderr_lines(x, "vramtrace:   released"),
+           ["vramtrace:   released by a context's reset or destruction without a free: 4.00 MiB in 1 allocation "
+            "(leaked: not live, never freed)"], f"{mode}: the exit summary's line")
+
+
+@test
 def inproc_context_destroy_releases_its_memory_never_freed():
     """cuCtxDestroy gives back the memory of the context it destroys (its
     cuMemAlloc, pitched, managed and pinned host memory), freed or not:

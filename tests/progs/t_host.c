@@ -1213,26 +1213,37 @@ static void mark_said(struct vramtrace_api *vt, const char *name, int m) {
 
 /* Per-test marks around a primary context's reset: the first test's
  * allocation is released by the reset without a free (its leak, reported
- * for it); the tests after it report their own leaks only. */
-static int mark_reset(void) {
+ * for it); the tests after it report their own leaks only. `own`: a
+ * context of the program's own was made and destroyed first (the reset
+ * then releases nothing at once), the second test takes as much as the
+ * first (and so its address: the first's memory is released then), and
+ * a mark over all the tests ("all") is read at the end. */
+static int mark_reset(int own) {
     struct vramtrace_api vt;
     vramtrace_load(&vt);
     CUcontext c;
-    CUdeviceptr p;
+    CUdeviceptr p, first;
     cuInit(0);
+    int all = 0;
+    if (own) {
+        all = vt.mark();
+        if (cuCtxCreate(&c, NULL, 0, 0) != CUDA_SUCCESS || cuCtxDestroy(c) != CUDA_SUCCESS) return 1;
+    }
     cuDevicePrimaryCtxRetain(&c, 0);
     cuCtxSetCurrent(c);
     int m = vt.mark();
-    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 3333));
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&first, 3333));
     printf("reset -> %d\n", (int)cuDevicePrimaryCtxReset(0));
     cuDevicePrimaryCtxRetain(&c, 0);
     cuCtxSetCurrent(c);
     mark_said(&vt, "reset", m);
     m = vt.mark();
-    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, 1234));
+    printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p, own ? 3333 : 1234));
+    if (own) printf("the first's address %d\n", p == first);
     mark_said(&vt, "leak", m);
     m = vt.mark();
     mark_said(&vt, "nothing", m);
+    if (own) mark_said(&vt, "all", all);
     return 0;
 }
 
@@ -1442,7 +1453,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "untold") == 0) return untold();
     if (strcmp(mode, "term-restore") == 0) return term_restore(0);
     if (strcmp(mode, "term-restore-sigaction") == 0) return term_restore(1);
-    if (strcmp(mode, "mark-reset") == 0) return mark_reset();
+    if (strcmp(mode, "mark-reset") == 0) return mark_reset(argc > 2 && strcmp(argv[2], "own") == 0);
     if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
     if (strcmp(mode, "term-query") == 0) return term_query();

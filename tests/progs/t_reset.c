@@ -20,10 +20,18 @@
  *                    reference (the context resets: all 3 MiB given back),
  *                    releases once more (not retained: fails), retains
  *                    again and keeps 8 KiB (after_leak). Prints the
- *                    device's free bytes and the release results. */
+ *                    device's free bytes and the release results.
+ *   t_reset reuse    a library's own context, made and destroyed
+ *                    (lib_probe, through dlsym of libcuda.so.1); then a
+ *                    test that leaks 4 MiB (leaky_test), a reset; the next
+ *                    test (clean_test) takes 4 MiB and frees it, and a
+ *                    reset. Prints whether clean_test got the leak's
+ *                    address (the device has it back).
+ *   t_reset reuse thread   the same, clean_test on a thread of its own */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,8 +131,50 @@ static int release(void) {
     return after_leak(8192) ? 0 : 4;
 }
 
+/* A library that briefly uses a context of its own. */
+static int lib_probe(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return 1;
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*create)(CUcontext *, unsigned, CUdevice) =
+        (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(h, "cuCtxCreate_v2");
+    CUresult (*destroy)(CUcontext) = (CUresult(*)(CUcontext))dlsym(h, "cuCtxDestroy_v2");
+    CUcontext ctx;
+    if (!init || !create || !destroy || init(0) || create(&ctx, 0, 0) || destroy(ctx)) return 1;
+    return 0;
+}
+
+static void *leaky_test(void) {
+    void *p = NULL;
+    if (cudaMalloc(&p, 4 << 20) != cudaSuccess) return NULL;   /* never freed */
+    return p;
+}
+
+static void *clean_test(void *unused) {
+    (void)unused;
+    void *p = NULL;
+    if (cudaMalloc(&p, 4 << 20) != cudaSuccess) return NULL;
+    cudaFree(p);
+    return p;
+}
+
+static int reuse(int on_thread) {
+    if (lib_probe()) return 1;
+    void *leak = leaky_test();
+    if (!leak) return 1;
+    if (cudaDeviceReset() != cudaSuccess) return 2;
+    void *p = NULL;
+    pthread_t t;
+    if (!on_thread) p = clean_test(NULL);
+    else if (pthread_create(&t, NULL, clean_test, NULL) || pthread_join(t, &p)) return 3;
+    if (!p) return 3;
+    printf("the leak's address %d\n", p == leak);
+    return cudaDeviceReset() == cudaSuccess ? 0 : 2;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "ctx") == 0) return own_context();
+    if (argc > 1 && strcmp(argv[1], "reuse") == 0) return reuse(argc > 2 && strcmp(argv[2], "thread") == 0);
     if (argc > 1 && strcmp(argv[1], "release") == 0) return release();
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     void *kept[3], *a, *h;

@@ -224,6 +224,58 @@ static void test_counters_agree_with_the_live_list(void) {
     vt_snapshot_free(s);
 }
 
+/* After memory may have gone back unseen (vt_tracker_unseen_release),
+ * threads allocate from a pool of addresses and free nothing, as a driver
+ * that took everything back would hand them out (an address to one thread
+ * at a time, under its lock), while snapshots are taken: each allocation
+ * replaces the record of its address that any thread's table holds, so
+ * one record an address stays live, every other is a free and released
+ * without one, and the counters agree with the live list throughout. */
+#define STALE_THREADS 4
+#define STALE_ROUNDS 5000
+#define STALE_ADDRESSES 64
+static pthread_mutex_t stale_lock[STALE_ADDRESSES];
+static int stale_done;
+
+static void *stale_worker(void *arg) {
+    uintptr_t id = (uintptr_t)arg;
+    uintptr_t frames[3] = {0xd000 + id, 0xe000, 0xf000};
+    for (int i = 0; i < STALE_ROUNDS; i++) {
+        int k = (int)((unsigned)(i * 7 + (int)id * 13) % STALE_ADDRESSES);
+        pthread_mutex_lock(&stale_lock[k]);
+        vt_tracker_alloc((0x66ull << 40) | (uint64_t)k << 12, 8 + id, VT_KIND_DEVICE, 0, "x", frames, 3);
+        pthread_mutex_unlock(&stale_lock[k]);
+    }
+    __atomic_add_fetch(&stale_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_stale_records_replaced_across_threads(void) {
+    for (int k = 0; k < STALE_ADDRESSES; k++) pthread_mutex_init(&stale_lock[k], NULL);
+    vt_tracker_unseen_release();
+    pthread_t t[STALE_THREADS];
+    for (uintptr_t i = 0; i < STALE_THREADS; i++) pthread_create(&t[i], NULL, stale_worker, (void *)i);
+    int snapshots = 0, bad = 0;
+    while (__atomic_load_n(&stale_done, __ATOMIC_ACQUIRE) < STALE_THREADS || snapshots < 20) {
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        bad += disagreements(s);
+        snapshots++;
+        vt_snapshot_free(s);
+    }
+    for (int i = 0; i < STALE_THREADS; i++) pthread_join(t[i], NULL);
+    CHECK_EQ(bad, 0);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(disagreements(s), 0);
+    uint64_t all = STALE_THREADS * STALE_ROUNDS, released = 0;
+    for (size_t i = 0; i < s->nreleased; i++) released += s->released[i].count;
+    CHECK_EQ(s->totals.live_count, STALE_ADDRESSES);
+    CHECK_EQ(s->totals.alloc_count, all);
+    CHECK_EQ(s->totals.free_count, all - STALE_ADDRESSES);
+    CHECK_EQ(released, all - STALE_ADDRESSES);
+    CHECK_EQ(s->nlive, STALE_ADDRESSES);
+    vt_snapshot_free(s);
+}
+
 int main(void) {
     vt_tracker_init(64, 1000);
     pthread_t t[THREADS], r;
@@ -257,5 +309,7 @@ int main(void) {
     test_merge_of_three_logs();
     vt_tracker_reset_child();
     test_counters_agree_with_the_live_list();
+    vt_tracker_reset_child();
+    test_stale_records_replaced_across_threads();
     return check_report("unit-threads");
 }

@@ -369,12 +369,22 @@ static void test_restore_and_reuse(void) {
     CHECK_EQ(s->totals.live_count, 1);
     CHECK_EQ(s->totals.free_count, 0);
     vt_snapshot_free(s);
-    /* The address comes back from the driver while we think it live: the
-     * new allocation replaces the old record. */
+    /* The address comes back from the driver while we think it live: its
+     * memory went back unseen. The new allocation replaces the old record,
+     * which counts as a free and as released without one, by its stack,
+     * its free event before the new allocation's. */
     vt_tracker_alloc(0x10, 128, VT_KIND_DEVICE, 0, "x", site_b, 3);
     s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_count, 1);
-    CHECK_EQ(s->totals.live_bytes, 128);
+    CHECK_TOTALS(s, 1, 128, 128, 2, 1, 0);
+    CHECK_EQ(s->nreleased, 1);
+    if (s->nreleased == 1) {
+        CHECK_EQ(s->released[0].stack, 0); CHECK_EQ(s->released[0].bytes, 64); CHECK_EQ(s->released[0].count, 1);
+    }
+    CHECK_EQ(s->nevents, 4); /* the ring's 4: the restored allocation, the replaced record's free, the new one */
+    if (s->nevents == 4) {
+        CHECK_EQ(vt_event_at(s, 2).type, VT_EV_FREE); CHECK_EQ(vt_event_at(s, 2).bytes, 64);
+        CHECK_EQ(vt_event_at(s, 3).type, VT_EV_ALLOC); CHECK_EQ(vt_event_at(s, 3).bytes, 128);
+    }
     vt_snapshot_free(s);
     /* VMM handles live in their own space and take a mapped address. */
     vt_tracker_alloc(0x10, 2 << 20, VT_KIND_VMM, 0, "cuMemCreate", site_a, 3);
@@ -448,6 +458,40 @@ static void test_mappings_history(void) {
     CHECK_EQ(s->mappings_total, 0);
     CHECK_EQ(s->nmappings, 0);
     vt_snapshot_free(s);
+}
+
+/* An address the driver hands to another thread while the first still
+ * holds a record of it: left behind (each thread looks in its own table)
+ * until memory may have gone unseen (vt_tracker_unseen_release); from
+ * then on the old record, in whichever thread's table, is released
+ * without a free before the new one counts (the peak never holds both). */
+static void *alloc_0x40(void *arg) {
+    vt_tracker_alloc(0x40, (uint64_t)(uintptr_t)arg, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    return NULL;
+}
+
+static void test_reuse_across_threads(void) {
+    pthread_t t;
+    vt_tracker_alloc(0x40, 100, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    pthread_create(&t, NULL, alloc_0x40, (void *)(uintptr_t)200);
+    pthread_join(t, NULL);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 2, 300, 300, 2, 0, 0); /* both: the first is left behind */
+    CHECK_EQ(s->nreleased, 0);
+    vt_snapshot_free(s);
+    vt_tracker_unseen_release();
+    vt_tracker_alloc(0x40, 400, VT_KIND_DEVICE, 0, "x", site_a, 3);   /* this thread's and the other's */
+    pthread_create(&t, NULL, alloc_0x40, (void *)(uintptr_t)800);     /* this thread's new one */
+    pthread_join(t, NULL);
+    s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 1, 800, 800, 4, 3, 0);
+    CHECK_EQ(s->nreleased, 2);
+    if (s->nreleased == 2) {   /* largest first: site_a 500 in 2, site_b 200 in 1 */
+        CHECK_EQ(s->released[0].stack, 0); CHECK_EQ(s->released[0].bytes, 500); CHECK_EQ(s->released[0].count, 2);
+        CHECK_EQ(s->released[1].stack, 1); CHECK_EQ(s->released[1].bytes, 200); CHECK_EQ(s->released[1].count, 1);
+    }
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
 }
 
 /* Frees and allocations of one address that reach the tables out of
@@ -1203,6 +1247,7 @@ int main(void) {
     test_same_stack_memo();
     test_restore_and_reuse();
     test_mappings_history();
+    test_reuse_across_threads();
     test_order_by_time_stamp();
     test_failures();
     test_holders_at_peak_and_oom();
