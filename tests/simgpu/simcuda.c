@@ -92,11 +92,16 @@ struct sim_alloc {
                                    current: a primary reset leaves it */
     struct sim_ctx *ctx;        /* that context (NULL: the primary); its
                                    destruction takes the memory it owns */
-    uint64_t handle;            /* SIM_MAPPED: the handle mapped there */
+    uint64_t handle;            /* SIM_MAPPED: the handle mapped there;
+                                   SIM_IMPORTED: the memory its IPC handle
+                                   names (what cuIpcGetMemHandle was given) */
     unsigned refs, maps;        /* SIM_HANDLE, SIM_HOST_HANDLE: cuMemCreate's
                                    and cuMemRetainAllocationHandle's references
                                    not yet released, and its mappings; its
-                                   memory goes back when both are 0 */
+                                   memory goes back when both are 0.
+                                   SIM_IMPORTED: its opens not yet closed */
+    struct sim_ctx *opened_in;  /* SIM_IMPORTED: the context current at the
+                                   open (NULL: none was) */
     UT_hash_handle hh;
 };
 
@@ -1349,19 +1354,30 @@ SIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h) {
     return sim_give((uint64_t)(uintptr_t)h, SIM_ARRAY);
 }
 
-/* An IPC handle of the simulation carries the size of the memory it names;
- * opening it maps "another process's" memory, which this device's capacity
- * does not pay for. */
+/* An IPC handle of the simulation carries the size of the memory it names
+ * and that memory's address; opening it maps "another process's" memory,
+ * which this device's capacity does not pay for. "If the memory handle has
+ * already been opened by the current context, the reference count on the
+ * handle is incremented by 1 and the existing device pointer is returned"
+ * (cuIpcOpenMemHandle); cuIpcCloseMemHandle "decrements the reference
+ * count of the memory returned by cuIpcOpenMemHandle by 1. When the
+ * reference count reaches 0, this API unmaps the memory." The opens and
+ * closes of a mapping are serialized by sim_ipc_lock, taken before
+ * sim_lock. */
+static pthread_mutex_t sim_ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+
 SIM_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
     if (!h || !p) return CUDA_ERROR_INVALID_VALUE;
     memset(h, 0, sizeof *h);
     size_t bytes = 0;
+    uint64_t names = p;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_lookup(p, SIM_DEVICE);
-    if (!a) a = sim_lookup(p, SIM_IMPORTED);
+    if (!a && (a = sim_lookup(p, SIM_IMPORTED))) names = a->handle;
     if (a) bytes = a->bytes;
     pthread_mutex_unlock(&sim_lock);
     memcpy(h->reserved, &bytes, sizeof bytes);
+    memcpy(h->reserved + sizeof bytes, &names, sizeof names);
     return bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -1369,17 +1385,55 @@ SIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsi
     (void)flags;
     sim_count("cuIpcOpenMemHandle_v2");
     size_t bytes;
+    uint64_t names;
     memcpy(&bytes, h.reserved, sizeof bytes);
+    memcpy(&names, h.reserved + sizeof bytes, sizeof names);
     if (!p || bytes == 0) return CUDA_ERROR_INVALID_HANDLE;
-    uint64_t a;
-    CUresult r = sim_take(sim_device_now(), bytes, SIM_IMPORTED, 0, &a);
-    if (r == CUDA_SUCCESS) *p = a;
+    pthread_mutex_lock(&sim_ipc_lock);
+    struct sim_ctx *ctx = sim_current;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a, *next;
+    HASH_ITER(hh, sim_table, a, next) {
+        if (a->key.kind == SIM_IMPORTED && a->handle == names && a->opened_in == ctx) {
+            a->refs++;
+            *p = a->key.addr;
+            r = CUDA_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (r != CUDA_SUCCESS) {
+        uint64_t addr;
+        r = sim_take(sim_device_now(), bytes, SIM_IMPORTED, 0, &addr);
+        if (r == CUDA_SUCCESS) {
+            pthread_mutex_lock(&sim_lock);
+            a = sim_lookup(addr, SIM_IMPORTED);
+            a->handle = names;
+            a->opened_in = ctx;
+            a->refs = 1;
+            pthread_mutex_unlock(&sim_lock);
+            *p = addr;
+        }
+    }
+    pthread_mutex_unlock(&sim_ipc_lock);
     return r;
 }
 
 SIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
     sim_count("cuIpcCloseMemHandle");
-    return sim_give(p, SIM_IMPORTED);
+    pthread_mutex_lock(&sim_ipc_lock);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_alloc *a = sim_lookup(p, SIM_IMPORTED);
+    if (a && a->refs > 1) {
+        a->refs--;
+        r = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (a && r != CUDA_SUCCESS) r = sim_give(p, SIM_IMPORTED);
+    pthread_mutex_unlock(&sim_ipc_lock);
+    return r;
 }
 
 SIM_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e) {
