@@ -33,7 +33,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c
 LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/mainexit.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
-           interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/unload.c \
+           interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/ipc.c interpose/unload.c \
            tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/history.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \

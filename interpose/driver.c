@@ -11,6 +11,7 @@
 #include "../tracker/released.h"
 #include "graphs.h"
 #include "hook.h"
+#include "ipc.h"
 #include "pools.h"
 #include "resolve.h"
 #include "vmm.h"
@@ -948,18 +949,36 @@ static uint64_t mapping_bytes(CUdeviceptr p) {
     return 0;
 }
 
+/* An open of a handle: a new mapping, or one more reference to the one
+ * already open (ipc.h). No budget: another process's memory. */
+#define IPC_OPEN(sym)                                                                  \
+    REAL_OR_FAIL(sym);                                                                 \
+    if (vt_pass()) return real(p, h, flags);                                           \
+    VT_ENTER;                                                                          \
+    CUresult r;                                                                        \
+    VT_REAL_CALL(r = real(p, h, flags));                                               \
+    int ok = r == CUDA_SUCCESS;                                                        \
+    vt_ipc_opened(#sym, ok, IS_OOM(r), ok ? (uint64_t)*p : 0, ok ? mapping_bytes(*p) : 0); \
+    VT_LEAVE;                                                                          \
+    return r
+
 VT_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
-    REAL_OR_FAIL(cuIpcOpenMemHandle_v2);
-    ALLOC("cuIpcOpenMemHandle_v2", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, p, real(p, h, flags), *p,
-          ok ? mapping_bytes(*p) : 0);
+    IPC_OPEN(cuIpcOpenMemHandle_v2);
 }
 
 VT_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *p, CUipcMemHandle h, unsigned int flags) {
-    REAL_OR_FAIL(cuIpcOpenMemHandle);
-    ALLOC("cuIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, 0, p, real(p, h, flags), *p,
-          ok ? mapping_bytes(*p) : 0);
+    IPC_OPEN(cuIpcOpenMemHandle);
 }
 
+/* A close: one reference fewer, the record out at the last (ipc.h). */
 VT_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
-    ONE_FREE(cuIpcCloseMemHandle, VT_SPACE_IMPORTED, p, 0);
+    REAL_OR_FAIL(cuIpcCloseMemHandle);
+    if (vt_pass()) return real(p);
+    VT_ENTER;
+    struct vt_ipc_close c = vt_ipc_close_begin((uint64_t)p);
+    CUresult r;
+    VT_REAL_CALL(r = real(p));
+    vt_ipc_close_end(&c, r == CUDA_SUCCESS);
+    VT_LEAVE;
+    return r;
 }

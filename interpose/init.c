@@ -18,6 +18,7 @@
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "graphs.h"
+#include "ipc.h"
 #include "vmm.h"
 #include "pools.h"
 #include "ondemand.h"
@@ -87,6 +88,7 @@ void vt_init(void) {
  * No helper thread is in its start-up, nor the publisher in a round. */
 static void before_fork(void) {
     vt_busy++;
+    vt_ipc_fork_prepare(); /* first: held while an IPC open records, which may take any of the others */
     pthread_mutex_lock(&init_lock);
     vt_thread_fork_prepare();
     vt_live_fork_prepare();
@@ -103,6 +105,7 @@ static void after_fork_parent(void) {
     vt_stack_fork_done();
     vt_live_fork_parent();
     pthread_mutex_unlock(&init_lock);
+    vt_ipc_fork_parent();
     vt_busy--;
 }
 
@@ -127,6 +130,7 @@ static void after_fork_child(void) {
     vt_live_reset_child();
     vt_ondemand_reset_child();
     pthread_mutex_unlock(&init_lock);
+    vt_ipc_fork_parent(); /* nothing of its own to forget: the counts are the records' */
     vt_busy--;
 }
 

@@ -9,6 +9,7 @@
 
 #include "graphs.h"
 #include "hook.h"
+#include "ipc.h"
 #include "pools.h"
 #include "resolve.h"
 
@@ -301,12 +302,20 @@ VT_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsig
         size_t size = 0;
         if (range && range(&base, &size, (unsigned long long)(uintptr_t)*p) == 0) bytes = size;
     }
-    vt_hook_alloc("cudaIpcOpenMemHandle", VT_KIND_IMPORTED, VT_DEVICE_CURRENT, r == cudaSuccess, IS_OOM(r),
-                  ptr_of(r, p), bytes);
+    vt_ipc_opened("cudaIpcOpenMemHandle", r == cudaSuccess, IS_OOM(r), ptr_of(r, p), bytes);
     VT_LEAVE;
     return r;
 }
 
+/* One reference fewer, the record out at the last (ipc.h). */
 VT_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) {
-    RT_FREE(cudaIpcCloseMemHandle, VT_SPACE_IMPORTED, p);
+    REAL_OR_FAIL(cudaIpcCloseMemHandle);
+    if (p == NULL || vt_pass()) return real(p);
+    VT_ENTER;
+    struct vt_ipc_close c = vt_ipc_close_begin((uint64_t)(uintptr_t)p);
+    cudaError_t r;
+    CALL(p);
+    vt_ipc_close_end(&c, r == cudaSuccess);
+    VT_LEAVE;
+    return r;
 }

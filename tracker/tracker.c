@@ -290,6 +290,29 @@ int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out) {
     return 0;
 }
 
+/* The live record of (space, address), in whichever table holds it, its
+ * references moved by one: up (delta > 0), or down when it has more than
+ * its first. 1 when moved. No snapshot copies `refs`: no chunk is copied
+ * first (vt_tracker_map's). */
+static int move_refs(int space, uint64_t address, int delta) {
+    struct vt_key k = {address, (uint32_t)space, 0};
+    uint32_t khash = key_hash(&k);
+    for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
+        slot_take(l);
+        struct vt_rec *r = table_find(&l->table, &k, khash);
+        int moved = r && (delta > 0 || r->a.refs > 0);
+        if (moved && delta > 0) r->a.refs++;
+        else if (moved) r->a.refs--;
+        slot_give(l);
+        if (r) return moved;
+    }
+    return 0;
+}
+
+int vt_tracker_ref(int space, uint64_t address) { return move_refs(space, address, 1); }
+
+int vt_tracker_unref(int space, uint64_t address) { return move_refs(space, address, -1); }
+
 uint64_t vt_tracker_map(uint64_t handle, uint64_t address, uint64_t bytes) {
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
     uint32_t khash = key_hash(&k);

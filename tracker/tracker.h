@@ -82,6 +82,8 @@ struct vt_alloc {
     int32_t thread;
     int16_t device;
     uint8_t kind;
+    uint32_t refs;      /* imported (IPC) memory: the opens beyond the first
+                           not yet closed (vt_tracker_ref), 0 otherwise */
 };
 
 struct vt_event {
@@ -396,6 +398,21 @@ void vt_tracker_unseen_release(void);
  * record (stack, device, ...) to *out when out is not NULL. Takes each
  * thread's table lock in turn: for rare calls (a CUDA graph's launch). */
 int vt_tracker_find(int space, uint64_t address, struct vt_alloc *out);
+
+/* References to one live record: memory the driver hands out again while
+ * it is still in use, as cuIpcOpenMemHandle returns the mapping already
+ * open for a handle opened again ("the reference count on the handle is
+ * incremented by 1 and the existing device pointer is returned").
+ * vt_tracker_ref adds one to the live record of (space, address): 1, or
+ * 0 when there is none. vt_tracker_unref takes one away when it has more
+ * than its first: 1 (the record stays live), or 0 when it has only its
+ * first or there is none (then it is freed as any other). Each takes the
+ * threads' table locks in turn until it finds the record: for rare calls.
+ * The caller keeps its calls and the allocation or free of the same
+ * address from running at once. */
+int vt_tracker_ref(int space, uint64_t address);
+int vt_tracker_unref(int space, uint64_t address);
+
 
 /* A VMM handle was mapped at [address, address + bytes): remembered in
  * its live record (the address last mapped, for the report) and in the

@@ -324,6 +324,43 @@ def inproc_reset_leak_found_when_its_address_comes_back():
 
 
 @test
+def inproc_ipc_handle_opened_twice_is_one_mapping_until_its_last_close():
+    """"If the memory handle has already been opened by the current context,
+    the reference count on the handle is incremented by 1 and the existing
+    device pointer is returned" (cuIpcOpenMemHandle); a close takes one
+    reference away, the last unmaps. A handle opened twice and closed twice
+    is gone; opened twice again and closed once, its mapping is still open
+    at exit: one imported allocation of 1 MiB, a leak. Through the runtime
+    (t_arrays) and, from the static runtime, through the driver
+    (t_arrays_static). Before, the second open's record replaced the
+    first's and one close took it out: no leak, nothing imported live."""
+    for name, api in (("t_arrays", "cudaIpcOpenMemHandle"), ("t_arrays_static", "cuIpcOpenMemHandle_v2")):
+        prog = os.path.join(T, name)
+        bare = run([prog, "ipc-twice"], preload=False)
+        eq((bare.rc, bare.out), (0, "the same pointer 1\na third close -> 1\nthe same pointer 1\n"),
+           f"{name}: the simulated driver counts the opens of a handle")
+        r = run([prog, "ipc-twice"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq((r.rc, r.out), (23, bare.out), f"{name}: the program's own output, the leak check's status")
+        eq(leak_lines(r),
+           [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
+            "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+            f"    call site: open_peer_buffer tests/progs/t_arrays.c:{source_line('t_arrays.c', 'cudaIpcOpenMemHandle(&p')}",
+            "SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], f"{name}: the leak report's lines")
+        d = r.dump
+        t = d["totals"]
+        eq((t["live_bytes"], t["live_count"], t["alloc_count"], t["free_count"], t["unknown_frees"]),
+           (0, 0, 3, 2, 1), f"{name}: the totals: one allocation a mapping, one free at its last close; "
+                            "the third close of a mapping gone is unknown")
+        eq(d["imported_memory"], {"live_bytes": 1 << 20, "live_count": 1}, f"{name}: one mapping open")
+        eq([(a["kind"], a["bytes"], a["api"]) for a in d["live"]], [("imported", 1 << 20, api)],
+           f"{name}: live at exit")
+        eq(d["released"], [], f"{name}: nothing released")
+        eq([(e[1], e[6], e[3]) for e in d["events"]],
+           [("alloc", "device", 1 << 20), ("alloc", "imported", 1 << 20), ("free", "imported", 1 << 20),
+            ("alloc", "imported", 1 << 20), ("free", "device", 1 << 20)], f"{name}: the events")
+
+
+@test
 def inproc_context_destroy_releases_its_memory_never_freed():
     """cuCtxDestroy gives back the memory of the context it destroys (its
     cuMemAlloc, pitched, managed and pinned host memory), freed or not:

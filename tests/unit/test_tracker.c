@@ -494,6 +494,40 @@ static void test_reuse_across_threads(void) {
     vt_tracker_reset_child();
 }
 
+/* References to a live record (an IPC mapping opened again): counted on
+ * it, from any thread; one fewer while it has more than its first; none
+ * for an address not live. */
+static void *ref_0x90(void *arg) {
+    (void)arg;
+    return (void *)(uintptr_t)vt_tracker_ref(VT_SPACE_IMPORTED, 0x90);
+}
+
+static void test_references(void) {
+    vt_tracker_alloc(0x90, 4096, VT_KIND_IMPORTED, 0, "cuIpcOpenMemHandle_v2", site_a, 3);
+    CHECK_EQ(vt_tracker_ref(VT_SPACE_IMPORTED, 0x91), 0);
+    CHECK_EQ(vt_tracker_ref(VT_SPACE_DEVICE, 0x90), 0);   /* another name space */
+    CHECK_EQ(vt_tracker_unref(VT_SPACE_IMPORTED, 0x90), 0); /* its first only */
+    pthread_t t;
+    void *got = NULL;
+    pthread_create(&t, NULL, ref_0x90, NULL);
+    pthread_join(t, &got);
+    CHECK_EQ((uintptr_t)got, 1);
+    CHECK_EQ(vt_tracker_ref(VT_SPACE_IMPORTED, 0x90), 1);
+    struct vt_alloc a;
+    CHECK(vt_tracker_find(VT_SPACE_IMPORTED, 0x90, &a) && a.refs == 2);
+    CHECK_EQ(vt_tracker_unref(VT_SPACE_IMPORTED, 0x90), 1);
+    CHECK_EQ(vt_tracker_unref(VT_SPACE_IMPORTED, 0x90), 1);
+    CHECK_EQ(vt_tracker_unref(VT_SPACE_IMPORTED, 0x90), 0);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.imported_live_count, 1);   /* one mapping, however many references */
+    CHECK_EQ(s->totals.imported_live_bytes, 4096);
+    CHECK_EQ(s->totals.alloc_count, 1);
+    vt_snapshot_free(s);
+    free_it(VT_SPACE_IMPORTED, 0x90, 1);
+    CHECK_EQ(vt_tracker_ref(VT_SPACE_IMPORTED, 0x90), 0);
+    vt_tracker_reset_child();
+}
+
 /* Frees and allocations of one address that reach the tables out of
  * order: each is matched by its time stamp, not by its arrival. */
 static void *alloc_0x20(void *arg) {
@@ -1248,6 +1282,7 @@ int main(void) {
     test_restore_and_reuse();
     test_mappings_history();
     test_reuse_across_threads();
+    test_references();
     test_order_by_time_stamp();
     test_failures();
     test_holders_at_peak_and_oom();
