@@ -128,7 +128,7 @@ int vt_holder_order(const void *a, const void *b) {
 
 void vt_tracker_missed(void) {
     __atomic_add_fetch(&vt_counts.missed, 1, __ATOMIC_RELAXED);
-    vt_tracker_unseen_release(); /* it may have been a free */
+    vt_tracker_unseen_release(VT_SPACES_ALL); /* it may have been a free */
 }
 
 uint64_t vt_tracker_device_live(int device) {

@@ -73,7 +73,7 @@ int vt_kind_in_context(int kind) {
 static struct vt_release *release_begin(int (*take)(const struct vt_live *a, void *arg), void *arg) {
     struct vt_snapshot *s = vt_tracker_snapshot();
     if (!s) {
-        vt_tracker_unseen_release(); /* its records stay in the tables */
+        vt_tracker_unseen_release(VT_SPACES_ALL); /* its records stay in the tables */
         return NULL;
     }
     size_t n = 0, cap = 0;
@@ -86,7 +86,7 @@ static struct vt_release *release_begin(int (*take)(const struct vt_live *a, voi
             struct vt_release *m = realloc(rl, sizeof *rl + cap * sizeof rl->rec[0]);
             if (!m) {
                 vt_records_lost("a reset's release");
-                vt_tracker_unseen_release();
+                vt_tracker_unseen_release(VT_SPACES_ALL);
                 break;
             }
             rl = m;
@@ -105,9 +105,18 @@ static int on_device(const struct vt_live *a, void *arg) {
     return a->device == *(const int *)arg && vt_kind_in_context(a->kind);
 }
 
+/* The name spaces of the kinds `pick` says yes to, a bit each. */
+static unsigned spaces_of(int (*pick)(int kind)) {
+    unsigned spaces = 0;
+    for (int k = 0; k < VT_KIND_COUNT; k++)
+        if (pick(k)) spaces |= 1u << vt_kind_space(k);
+    return spaces;
+}
+
 struct vt_release *vt_tracker_release_begin(int device) {
     if (has_own_context(device)) {
-        vt_tracker_unseen_release(); /* its records stay: the next allocation at an address finds one */
+        /* Its records stay: the next allocation at one's address finds it. */
+        vt_tracker_unseen_release(spaces_of(vt_kind_in_context));
         return NULL;
     }
     return release_begin(on_device, &device);
@@ -128,8 +137,13 @@ static int in_context(const struct vt_live *a, void *arg) {
     return kind_destroyed_by_address(a->kind) && o->owned(a->address, o->arg);
 }
 
+static int array_kind(int kind) { return kind == VT_KIND_ARRAY; }
+
+static int destroyed_kind(int kind) { return array_kind(kind) || kind_destroyed_by_address(kind); }
+
 struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg) {
-    vt_tracker_unseen_release(); /* its arrays stay (and all of it, without `owned`) */
+    /* Its arrays stay, and without `owned` all of it. */
+    vt_tracker_unseen_release(spaces_of(owned ? array_kind : destroyed_kind));
     if (!owned) return NULL;
     struct owned_by o = {owned, arg};
     return release_begin(in_context, &o);

@@ -60,7 +60,7 @@ void vt_tracker_alloc(uint64_t address, uint64_t bytes, int kind, int device,
  * leaves its table, logged as replaced in that slot's log (where its
  * allocation's op is, so that the two are applied in order), before the
  * new allocation's time stamp is taken. More than one table may hold the
- * key: a record left behind before anything set VT_ALLOC_STALE. */
+ * key: a record left behind before anything set its VT_ALLOC_STALE. */
 static void replace_elsewhere(struct vt_slot *mine, const struct vt_key *k, uint32_t khash) {
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         if (l == mine) continue;
@@ -77,18 +77,20 @@ static void replace_elsewhere(struct vt_slot *mine, const struct vt_key *k, uint
 }
 
 /* What an allocation does first while vt_tracker_flags.alloc_rare is set:
- * for the process's first, `touched` set; after memory may have gone back
- * unseen, the other threads' tables looked in (one probe a thread). Out
- * of line, so that the usual allocation tests one word and no more. */
+ * for the process's first, `touched` set; after memory of its name space
+ * may have gone back unseen, the other threads' tables looked in (one
+ * probe a thread). Out of line, so that the usual allocation tests one
+ * word and no more. */
 __attribute__((noinline, cold)) static void alloc_rare(uint64_t address, int kind) {
-    int rare = __atomic_load_n(&vt_tracker_flags.alloc_rare, __ATOMIC_RELAXED);
+    unsigned rare = __atomic_load_n(&vt_tracker_flags.alloc_rare, __ATOMIC_RELAXED);
     if (rare & VT_ALLOC_FIRST) {
         if (!__atomic_load_n(&vt_tracker_flags.touched, __ATOMIC_RELAXED))
             __atomic_store_n(&vt_tracker_flags.touched, 1, __ATOMIC_RELAXED);
         __atomic_and_fetch(&vt_tracker_flags.alloc_rare, ~VT_ALLOC_FIRST, __ATOMIC_RELAXED);
     }
-    if (rare & VT_ALLOC_STALE) {
-        struct vt_key k = {address, (uint32_t)vt_kind_space(kind), 0};
+    int space = vt_kind_space(kind);
+    if (rare & VT_ALLOC_STALE(space)) {
+        struct vt_key k = {address, (uint32_t)space, 0};
         replace_elsewhere(vt_my_slot, &k, key_hash(&k));
     }
 }
@@ -134,8 +136,11 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     if (old) rec_put(old);
 }
 
-void vt_tracker_unseen_release(void) {
-    __atomic_or_fetch(&vt_tracker_flags.alloc_rare, VT_ALLOC_STALE, __ATOMIC_RELAXED);
+void vt_tracker_unseen_release(unsigned spaces) {
+    unsigned bits = 0;
+    for (int s = 0; s <= VT_SPACE_IMPORTED; s++)
+        if (spaces & (1u << s)) bits |= VT_ALLOC_STALE(s);
+    __atomic_or_fetch(&vt_tracker_flags.alloc_rare, bits, __ATOMIC_RELAXED);
 }
 
 /* Take (space, address) out of a slot's table and log its free; the slot

@@ -348,16 +348,17 @@ struct vt_tracker_flags {
     uint64_t generation;  /* of stack ids: a forked child starts anew */
     uint64_t facts;       /* bit d: device d's facts are known */
     int touched;          /* something GPU-related was recorded */
-    int alloc_rare;       /* VT_ALLOC_*: what sends an allocation off its
+    unsigned alloc_rare;  /* VT_ALLOC_*: what sends an allocation off its
                              usual path (one test of the word, as
                              `touched` alone was tested before) */
 };
 /* No allocation recorded yet (`touched` to be set). */
-#define VT_ALLOC_FIRST 1
-/* Memory may have been released without vramtrace seeing it
- * (vt_tracker_unseen_release): a record of the address an allocation
- * gets may be left in another thread's table. */
-#define VT_ALLOC_STALE 2
+#define VT_ALLOC_FIRST 1u
+/* Memory of name space s (enum vt_space) may have been released without
+ * vramtrace seeing it (vt_tracker_unseen_release): a record of the
+ * address an allocation of that space gets may be left in another
+ * thread's table. */
+#define VT_ALLOC_STALE(s) (2u << (s))
 extern struct vt_tracker_flags vt_tracker_flags __attribute__((visibility("hidden")));
 
 static inline uint64_t vt_tracker_generation(void) {
@@ -386,13 +387,16 @@ void vt_tracker_free_end(const struct vt_free *f, int ok);
  * atomic operations, no lock. */
 void vt_tracker_missed(void);
 
-/* Memory may have gone back to the driver without vramtrace seeing it
- * (a reset that released nothing in the counts, a context's destruction
- * that kept its arrays, a call passed through unrecorded): from now on
- * every allocation looks for an old record of its address in every
- * thread's table, not in its own only, and counts what it finds as
- * released without a free. Async-signal-safe: one atomic or. */
-void vt_tracker_unseen_release(void);
+/* Memory of the name spaces `spaces` (a bit 1 << s for each enum
+ * vt_space s; VT_SPACES_ALL) may have gone back to the driver without
+ * vramtrace seeing it (a reset that released nothing in the counts, a
+ * context's destruction that kept its arrays, a call passed through
+ * unrecorded): from now on every allocation in those spaces looks for an
+ * old record of its address in every thread's table, not in its own only,
+ * and counts what it finds as released without a free. Async-signal-safe:
+ * one atomic or. */
+#define VT_SPACES_ALL ((1u << (VT_SPACE_IMPORTED + 1)) - 1)
+void vt_tracker_unseen_release(unsigned spaces);
 
 /* Whether an allocation is live at `address` in name space `space`; its
  * record (stack, device, ...) to *out when out is not NULL. Takes each

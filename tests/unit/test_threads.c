@@ -252,7 +252,7 @@ static void *stale_worker(void *arg) {
 
 static void test_stale_records_replaced_across_threads(void) {
     for (int k = 0; k < STALE_ADDRESSES; k++) pthread_mutex_init(&stale_lock[k], NULL);
-    vt_tracker_unseen_release();
+    vt_tracker_unseen_release(VT_SPACES_ALL);
     pthread_t t[STALE_THREADS];
     for (uintptr_t i = 0; i < STALE_THREADS; i++) pthread_create(&t[i], NULL, stale_worker, (void *)i);
     int snapshots = 0, bad = 0;

@@ -479,7 +479,7 @@ static void test_reuse_across_threads(void) {
     CHECK_TOTALS(s, 2, 300, 300, 2, 0, 0); /* both: the first is left behind */
     CHECK_EQ(s->nreleased, 0);
     vt_snapshot_free(s);
-    vt_tracker_unseen_release();
+    vt_tracker_unseen_release(VT_SPACES_ALL);
     vt_tracker_alloc(0x40, 400, VT_KIND_DEVICE, 0, "x", site_a, 3);   /* this thread's and the other's */
     pthread_create(&t, NULL, alloc_0x40, (void *)(uintptr_t)800);     /* this thread's new one */
     pthread_join(t, NULL);
@@ -489,6 +489,33 @@ static void test_reuse_across_threads(void) {
     if (s->nreleased == 2) {   /* largest first: site_a 500 in 2, site_b 200 in 1 */
         CHECK_EQ(s->released[0].stack, 0); CHECK_EQ(s->released[0].bytes, 500); CHECK_EQ(s->released[0].count, 2);
         CHECK_EQ(s->released[1].stack, 1); CHECK_EQ(s->released[1].bytes, 200); CHECK_EQ(s->released[1].count, 1);
+    }
+    vt_snapshot_free(s);
+    vt_tracker_reset_child();
+}
+
+/* Only the name spaces that may have records left behind are looked for
+ * in the other threads' tables: after a context's destruction, which
+ * leaves its arrays (known by handle), an array's, not device memory's. */
+static void *alloc_0x60_0x70(void *arg) {
+    (void)arg;
+    vt_tracker_alloc(0x60, 30, VT_KIND_DEVICE, 0, "x", site_b, 3);
+    vt_tracker_alloc(0x70, 40, VT_KIND_ARRAY, 0, "x", site_b, 3);
+    return NULL;
+}
+
+static void test_stale_by_space(void) {
+    vt_tracker_alloc(0x60, 10, VT_KIND_DEVICE, 0, "x", site_a, 3);
+    vt_tracker_alloc(0x70, 20, VT_KIND_ARRAY, 0, "x", site_a, 3);
+    vt_tracker_unseen_release(1u << VT_SPACE_ARRAY);
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_0x60_0x70, NULL);
+    pthread_join(t, NULL);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_TOTALS(s, 3, 80, 80, 4, 1, 0); /* 0x60 twice, the array once */
+    CHECK_EQ(s->nreleased, 1);
+    if (s->nreleased == 1) {
+        CHECK_EQ(s->released[0].stack, 0); CHECK_EQ(s->released[0].bytes, 20); CHECK_EQ(s->released[0].count, 1);
     }
     vt_snapshot_free(s);
     vt_tracker_reset_child();
@@ -1282,6 +1309,7 @@ int main(void) {
     test_restore_and_reuse();
     test_mappings_history();
     test_reuse_across_threads();
+    test_stale_by_space();
     test_references();
     test_order_by_time_stamp();
     test_failures();
