@@ -138,11 +138,14 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     vh_text(f, vr_written(d->reason, when, sizeof when));
     vh_text(f, vr_ended(d, ended, sizeof ended));
     fprintf(f, "; live %s in %" PRIu64 " %s; peak %s at %.3f s; %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64
-               " out-of-memory %s</p>\n",
+               " out-of-memory %s",
             B(t->live_bytes, a), t->live_count, vr_plural(t->live_count, "allocation", "allocations"),
             B(t->peak_bytes, b), secs(t->peak_time_ns), t->alloc_count,
             vr_plural(t->alloc_count, "allocation", "allocations"), t->free_count,
             vr_plural(t->free_count, "free", "frees"), t->oom_count, vr_plural(t->oom_count, "failure", "failures"));
+    if (t->oom_survived)
+        fprintf(f, " (%" PRIu64 " got past: the same request, asked again, succeeded)", t->oom_survived);
+    fputs("</p>\n", f);
     if (t->records_lost)
         fprintf(f, "<p class=\"warn\">incomplete: %" PRIu64 " %s dropped for lack of memory in the traced "
                    "process</p>\n", t->records_lost, vr_plural(t->records_lost, "record", "records"));

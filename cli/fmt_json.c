@@ -312,12 +312,12 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, devs, depth + 1);
     const struct vm_totals *t = &d->totals;
     member(f, depth + 1, &first, "totals");
-    put(f, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    put(f, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
         "live_bytes", count(t->live_bytes), "live_count", count(t->live_count),
         "peak_bytes", count(t->peak_bytes), "peak_time_ns", count(t->peak_time_ns),
         "alloc_count", count(t->alloc_count), "free_count", count(t->free_count),
         "failed_count", count(t->failed_count), "oom_count", count(t->oom_count),
-        "unknown_frees", count(t->unknown_frees)), depth + 1);
+        "oom_survived", count(t->oom_survived), "unknown_frees", count(t->unknown_frees)), depth + 1);
     member(f, depth + 1, &first, "host_memory");
     put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",
         count(t->host_live_bytes), "live_count", count(t->host_live_count), "peak_bytes",

@@ -360,6 +360,7 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     read_fields(c, t, totals_fields, NSPECS(totals_fields), v, 0, "totals");
     if (json_object_get(t, "missed")) v->missed = u64(c, t, "missed", "totals");
     if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
+    if (json_object_get(t, "oom_survived")) v->oom_survived = u64(c, t, "oom_survived", "totals");
     read_fields(c, h, host_fields, NSPECS(host_fields), v, 0, "host_memory");
     json_t *im = json_object_get(root, "imported_memory");
     if (im && json_is_object(im)) read_fields(c, im, imported_fields, NSPECS(imported_fields), v, 0, "imported_memory");

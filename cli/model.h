@@ -152,6 +152,7 @@ struct vm_totals {
     VT_TOTALS_COUNTERS(VT_COUNTER_FIELD) /* host_live_bytes ... missed (common/records.h);
                                             imported_* are 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
+    uint64_t oom_survived;   /* failures the same request later got past; 0 in older dumps */
 };
 
 struct vm_dump {

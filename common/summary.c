@@ -44,8 +44,13 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
     fprintf(f, "%s  live at %s: %s in %" PRIu64 " %s; peak %s at %.3f s\n", prefix, t->moment, B(t->live_bytes, a),
             t->live_count, plural(t->live_count, "allocation", "allocations"), B(t->peak_bytes, b),
             (double)t->peak_time_ns / 1e9);
-    fprintf(f, "%s  allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64 " (out of memory %" PRIu64 ")\n",
-            prefix, t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    fprintf(f, "%s  allocations %" PRIu64 ", frees %" PRIu64 ", failed %" PRIu64 " (out of memory %" PRIu64, prefix,
+            t->alloc_count, t->free_count, t->failed_count, t->oom_count);
+    /* A failure an allocator's retry got past (PyTorch's, after it gave
+     * back its cache) had its post-mortem all the same: said here. */
+    if (t->oom_survived)
+        fprintf(f, "; %" PRIu64 " of them got past: the same request, asked again, succeeded", t->oom_survived);
+    fputs(")\n", f);
     if (vt_fmt_missed(t->missed, line, sizeof line)) fprintf(f, "%s  %s\n", prefix, line);
     if (t->host_live_count || t->host_peak_bytes)
         fprintf(f, "%s  pinned host memory: %s live in %" PRIu64 " %s; peak %s\n", prefix, B(t->host_live_bytes, a),

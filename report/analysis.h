@@ -44,6 +44,7 @@ struct vt_analysis {
     struct vt_oom_findings *findings; /* findings[i] for OOM i < nfindings */
     size_t nfindings;
     const struct vt_oom_findings *latest; /* the latest OOM's (the post-mortem's), or NULL */
+    uint64_t oom_survived;           /* failures the same request later got past (survived.h) */
     struct vt_oom_findings latest_beyond; /* where the latest is past the first VT_ANALYSED_OOMS */
 };
 

@@ -41,14 +41,14 @@ static void write_devices(FILE *f, const struct vt_snapshot *s) {
     fputs("],\n", f);
 }
 
-static void write_totals(FILE *f, const struct vt_snapshot *s) {
+static void write_totals(FILE *f, const struct vt_snapshot *s, const struct vt_analysis *an) {
     const struct vt_totals *t = &s->totals;
     const struct vt_totals *c = t;
     const char *sep = "";
     fputs("\"totals\":{", f);
     VT_COUNTERS(WRITE_COUNTER)
-    fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 "},\n", t->unknown_frees,
-            t->missed, vt_records_lost_count());
+    fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 ",\"oom_survived\":" U64 "},\n",
+            t->unknown_frees, t->missed, vt_records_lost_count(), an ? an->oom_survived : 0);
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
@@ -301,7 +301,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         fputs(",\n", f);
     }
     write_devices(f, s);
-    write_totals(f, s);
+    write_totals(f, s, an);
     write_ooms(f, s, an);
     write_oom_requests(f, s);
     write_holders(f, s, an);

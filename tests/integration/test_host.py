@@ -619,6 +619,36 @@ def host_budget_refusal_with_nothing_live_invents_no_other_threads():
 
 
 @test
+def host_failures_a_retry_got_past_are_counted():
+    """A failure whose request, asked again after the program gave back
+    memory, succeeded (as PyTorch's caching allocator retries after it
+    frees its cache) got a post-mortem like any other, and nothing said
+    later that the program got past it (an outside check). The exit
+    summary, the dump and the report count such failures: here the 600M
+    request's retry succeeded, the 900M one failed twice."""
+    r = run([os.path.join(T, "t_triage"), "cache", "600M", "retry", "600M", "retry", "900M"],
+            env={"SIMGPU_CAPACITY": "1G"})
+    eq(r.out, "cache -> 0\nretry -> 0\nretry -> 2\n", "the program's steps")
+    line = "allocations 2, frees 1, failed 3 (out of memory 3; 1 of them got past: the same request, asked again, succeeded)"
+    eq([l for l in r.err.splitlines() if "allocations 2," in l], ["vramtrace:   " + line], "the exit summary")
+    eq((r.dump["totals"]["oom_count"], r.dump["totals"]["oom_survived"]), (3, 1), "the dump's totals")
+    with workdir("vt-survived-") as work:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(r.dump, f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+        eq([l for l in p.stdout.splitlines() if "allocations 2," in l], ["  " + line], "the report's")
+        p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True, timeout=60)
+        eq(json.loads(p.stdout)["processes"][0]["totals"]["oom_survived"], 1, "the report's JSON")
+        p = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True, timeout=60)
+        ok(" out-of-memory failures (1 got past: the same request, asked again, succeeded)</p>" in p.stdout,
+           "the page's totals")
+    r = run([os.path.join(T, "t_triage"), "retry", "2G"], env={"SIMGPU_CAPACITY": "1G"})
+    eq((r.dump["totals"]["oom_count"], r.dump["totals"]["oom_survived"]), (2, 0), "none got past")
+    ok("(out of memory 2)\n" in r.err, "the line as before: " + r.err[-600:])
+
+
+@test
 def host_graph_allocations_and_the_graph_pool():
     env = {"SIMGPU_CAPACITY": "64M"}
     want = run([HOST, "graph"], preload=False, env=env)

@@ -847,6 +847,8 @@ def torch_truth_the_error_pytorch_raises_gets_a_post_mortem():
     ok("\nvramtrace: inside PyTorch at this out-of-memory error:\n" in second and "the failed request of 5.86 GiB" in second,
        "PyTorch's part under the raised failure's post-mortem")
     ok("had no post-mortem" not in report, "nothing left to tell at exit")
+    ok("failed 3 (out of memory 3; 1 of them got past: the same request, asked again, succeeded)" in report,
+       "the exit summary counts the failure PyTorch's retry got past")
 
 
 @torch_test

@@ -114,7 +114,7 @@ static void test_records_lost_are_counted_warned_and_dumped(void) {
     CHECK_EQ(vt_dump_write(f, &s, NULL, an, &m), 0);
     vt_analysis_free(an);
     fclose(f);
-    CHECK(strstr(buf, ",\"unknown_frees\":0,\"missed\":0,\"records_lost\":2},") != NULL);
+    CHECK(strstr(buf, ",\"unknown_frees\":0,\"missed\":0,\"records_lost\":2,\"oom_survived\":0},") != NULL);
     free(buf);
     vt_warn_reset_child();
     CHECK_EQ(vt_records_lost_count(), 0);

@@ -1,0 +1,22 @@
+/* survived.h -- out-of-memory failures the program got past: the same
+ * request, asked again, succeeded (an allocator's retry after it gave
+ * back what it kept, as PyTorch's caching allocator does before it
+ * raises). */
+#ifndef VT_SURVIVED_H
+#define VT_SURVIVED_H
+
+#include <stdint.h>
+
+#include "../tracker/tracker.h"
+
+struct vt_symbols;
+
+/* How many of the failures in s's event history were followed, before
+ * another failure of the same request, by a successful allocation of the
+ * same bytes and kind on the same device, from the same call site
+ * (vt_site_groups: a retry's native stack differs from the first try's
+ * inside the allocator) or as the next allocation of all. Failures whose
+ * events the ring overwrote are not counted. */
+uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym);
+
+#endif
