@@ -9,6 +9,7 @@
 #include "history.h"
 #include "log.h"
 #include "mappings.h"
+#include "ringmap.h"
 
 static struct {
     struct vt_mapping *ring; /* VT_MAX_MAPPINGS entries, mapped at the first mapping */
@@ -19,15 +20,9 @@ static struct {
 /* The ring, mapped at the first use; NULL when that failed. Global lock
  * held. */
 static struct vt_mapping *ring(void) {
-    if (maps.ring || maps.failed) return maps.ring;
-    void *m = mmap(NULL, VT_MAX_MAPPINGS * sizeof *maps.ring, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-        maps.failed = 1;
-        vt_records_lost("the history of VMM mappings");
-        return NULL;
-    }
-    return maps.ring = m;
+    if (!maps.ring && !maps.failed)
+        maps.ring = vt_ring_map(VT_MAX_MAPPINGS * sizeof *maps.ring, &maps.failed, "the history of VMM mappings");
+    return maps.ring;
 }
 
 /* The present as the history sees it, global lock held: every op logged

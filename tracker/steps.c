@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "history.h"
 #include "log.h"
+#include "ringmap.h"
 #include "steps.h"
 
 static struct {
@@ -20,15 +21,9 @@ static struct {
 /* The ring, mapped at the first use; NULL when that failed. Global lock
  * held. */
 static struct vt_step *ring(void) {
-    if (steps.ring || steps.failed) return steps.ring;
-    void *m = mmap(NULL, VT_MAX_STEPS * sizeof *steps.ring, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-        steps.failed = 1;
-        vt_records_lost("the step boundaries");
-        return NULL;
-    }
-    return steps.ring = m;
+    if (!steps.ring && !steps.failed)
+        steps.ring = vt_ring_map(VT_MAX_STEPS * sizeof *steps.ring, &steps.failed, "the step boundaries");
+    return steps.ring;
 }
 
 uint64_t vt_tracker_step(void) {
