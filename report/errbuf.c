@@ -11,6 +11,7 @@
  * writer's; the buffer is written out whenever it holds more than
  * ERRBUF_HIGH bytes, so a report of any size costs at most that. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@
 static void write_all(struct vt_errbuf *b, const char *p, size_t n) {
     if (!b->flushed) {   /* what the program left in its buffer goes first */
         b->flushed = 1;
-        fflush(b->fd == 1 ? stdout : stderr);
+        if (fflush(b->fd == 1 ? stdout : stderr) == EOF && errno == EPIPE) b->broke = 1;
     }
     vt_file_write_waiting(b->fd, p, n, &b->stuck);
 }

@@ -11,6 +11,9 @@ struct vt_errbuf {
     char *text;
     size_t len, cap;
     int flushed; /* the program's own stream (stderr, stdout) flushed before the first write */
+    int broke;   /* that flush met a pipe with no reader: the program's own
+                    write would have raised SIGPIPE (the caller raises it
+                    once SIGPIPE is the program's again) */
     int stuck;   /* descriptor 2 took nothing for 10 s, or failed: the rest is dropped */
 };
 

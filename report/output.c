@@ -48,6 +48,10 @@ void vt_sigpipe_hold(struct vt_sigpipe *h) {
     pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
 }
 
+/* A SIGPIPE the program's own output earned while held (errbuf.h's
+ * `broke`): raised when the outermost hold is released. */
+static int sigpipe_owed;
+
 void vt_sigpipe_release(const struct vt_sigpipe *h) {
     sigset_t pipe_only, pending;
     sigemptyset(&pipe_only);
@@ -58,6 +62,7 @@ void vt_sigpipe_release(const struct vt_sigpipe *h) {
         }
     }
     pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
+    if (!sigismember(&h->mask, SIGPIPE) && __atomic_exchange_n(&sigpipe_owed, 0, __ATOMIC_RELAXED)) raise(SIGPIPE);
 }
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -678,6 +683,10 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     vt_analysis_free(an);
     vt_symbols_free(sym);
     vt_snapshot_free(s);
+    /* The program's own output, flushed ahead of the report, met a pipe
+     * nobody reads: the signal its own flush would have had, once SIGPIPE
+     * is the program's again. */
+    if (ob.broke || eb.broke) __atomic_store_n(&sigpipe_owed, 1, __ATOMIC_RELAXED);
     vt_sigpipe_release(&hold);
     return leaked;
 }

@@ -1,50 +1,94 @@
 /* survived.c -- failures the program got past (survived.h). */
 #include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
 
+#include "../common/warn.h"
 #include "survived.h"
 #include "symbolize.h"
 
-/* The failures waiting for their request to come back: a few at a time
- * (one a thread that retries); past that, the oldest is let go uncounted. */
-#define PENDING 64
+/* The failures waiting for their request to come back, one a distinct
+ * request (its bytes, call site, device and kind). At most PENDING_MAX:
+ * past that a new request's failures are not followed (none counted). */
+#define PENDING_MAX 65536
 
-struct pending {
+struct key {
     uint64_t bytes;
-    uint32_t stack;   /* its call site's group, or its stack without symbols */
+    uint32_t site;    /* its call site's group, or its stack without symbols */
     int16_t device;
     uint8_t kind;
-    uint8_t next;     /* no allocation since: the next one is its retry's,
-                         wherever in the program it asks (a C allocator
-                         that asks again from another line) */
+    uint8_t pad;
 };
 
+struct pending {
+    struct key k;
+    UT_hash_handle hh;
+};
+
+static struct key key_of(const struct vt_event *e, uint32_t site) {
+    struct key k;
+    memset(&k, 0, sizeof k);
+    /* A pitched allocation or an array is asked for by its rows or its
+     * descriptor and recorded by what the driver gave (rows padded to its
+     * pitch, its memory requirement): the same request, other bytes. */
+    k.bytes = e->kind == VT_KIND_PITCHED || e->kind == VT_KIND_ARRAY ? 0 : e->bytes;
+    k.site = site;
+    k.device = e->device;
+    k.kind = e->kind;
+    return k;
+}
+
+/* The same request but for the call site: a retry the next allocation of
+ * all may make from another line (a C allocator that asks again there). */
+static int same_but_site(const struct key *a, const struct key *b) {
+    return a->bytes == b->bytes && a->device == b->device && a->kind == b->kind;
+}
+
 uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym) {
-    struct pending p[PENDING];
+    struct pending *table = NULL, *p, *tmp;
     size_t n = 0, ngroups = 0;
     uint64_t survived = 0;
     uint32_t *group = sym ? vt_site_groups(sym, s->nstacks, &ngroups, NULL) : NULL;
+    /* The failures since the last allocation: the next allocation of all
+     * may be any of theirs. */
+    struct key *fresh = NULL;
+    size_t nfresh = 0, cap = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         struct vt_event e = vt_event_at(s, i);
         if (e.type != VT_EV_OOM && e.type != VT_EV_ALLOC) continue;
-        uint32_t site = group && e.stack < s->nstacks ? group[e.stack] : e.stack;
-        size_t k = 0;
-        while (k < n && !(p[k].bytes == e.bytes && p[k].device == e.device && p[k].kind == e.kind &&
-                          (p[k].stack == site || (e.type == VT_EV_ALLOC && p[k].next))))
-            k++;
+        struct key k = key_of(&e, group && e.stack < s->nstacks ? group[e.stack] : e.stack);
+        HASH_FIND(hh, table, &k, sizeof k, p);
         if (e.type == VT_EV_ALLOC) {
-            for (size_t j = 0; j < n; j++) p[j].next = 0;
-            if (k == n) continue;
+            for (size_t j = 0; !p && j < nfresh; j++)
+                if (same_but_site(&fresh[j], &k)) HASH_FIND(hh, table, &fresh[j], sizeof fresh[j], p);
+            nfresh = 0;
+            if (!p) continue;
             survived++;
-            p[k] = p[--n];
+            HASH_DEL(table, p);
+            free(p);
+            n--;
             continue;
         }
-        if (k < n) continue;   /* failed again: the one pending stands for both */
-        if (n == PENDING) {    /* the oldest let go */
-            for (size_t j = 1; j < n; j++) p[j - 1] = p[j];
-            n--;
+        if (nfresh == cap) {
+            size_t want = cap ? cap * 2 : 16;
+            struct key *more = realloc(fresh, want * sizeof *more);
+            if (more) fresh = more, cap = want;
         }
-        p[n++] = (struct pending){e.bytes, site, e.device, e.kind, 1};
+        if (nfresh < cap) fresh[nfresh++] = k;
+        if (p || n >= PENDING_MAX) continue;   /* failed again: the one pending stands for both */
+        if (!(p = malloc(sizeof *p))) {
+            vt_records_lost("the failures the program got past");
+            break;
+        }
+        p->k = k;
+        HASH_ADD(hh, table, k, sizeof p->k, p);
+        n++;
     }
+    HASH_ITER(hh, table, p, tmp) {
+        HASH_DEL(table, p);
+        free(p);
+    }
+    free(fresh);
     free(group);
     return survived;
 }

@@ -16,7 +16,8 @@ struct vt_symbols;
  * same bytes and kind on the same device, from the same call site
  * (vt_site_groups: a retry's native stack differs from the first try's
  * inside the allocator) or as the next allocation of all. Failures whose
- * events the ring overwrote are not counted. */
+ * events the ring overwrote are not counted, nor those of requests past
+ * the first 65,536 distinct ones waiting at once. */
 uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym);
 
 #endif

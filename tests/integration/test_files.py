@@ -729,6 +729,20 @@ def report_to_stdout_as_leaksanitizers_log_path():
            "run --report stdout: the leak report on stdout")
         eq([l for l in p.stderr.splitlines() if "leak" in l.lower()], [], "run --report stdout: none on stderr")
         eq(os.listdir(work), [], "run --report stdout: no file made")
+        # Standard output a pipe nobody reads: the program dies of SIGPIPE
+        # at its exit's flush, as without vramtrace (the flush ahead of the
+        # report, with SIGPIPE held, swallowed it: status 0; an outside
+        # check).
+        for preload in (False, True):
+            r, w = os.pipe()
+            os.close(r)
+            e = lib_env(VRAMTRACE_REPORT="stdout") if preload else lib_env()
+            if not preload:
+                e.pop("LD_PRELOAD")
+            p = subprocess.run([os.path.join(T, "t_triage"), "keep", "1M"], env=e, stdout=w, stderr=subprocess.PIPE,
+                               timeout=60, cwd=work)
+            os.close(w)
+            eq(p.returncode, -signal.SIGPIPE, f"preloaded {preload}: dies of SIGPIPE")
 
 
 @test

@@ -643,6 +643,12 @@ def host_failures_a_retry_got_past_are_counted():
         p = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True, timeout=60)
         ok(" out-of-memory failures (1 got past: the same request, asked again, succeeded)</p>" in p.stdout,
            "the page's totals")
+    # 100 distinct requests pending at once (the count stopped at 64), and
+    # a pitched one, whose failure is asked in rows and success recorded
+    # padded (it was never counted).
+    r = run([os.path.join(T, "t_survived"), "100"], env={"SIMGPU_CAPACITY": "1G"})
+    eq(r.out, "ok\n", "the program's steps")
+    eq((r.dump["totals"]["oom_count"], r.dump["totals"]["oom_survived"]), (101, 101), "every one got past")
     r = run([os.path.join(T, "t_triage"), "retry", "2G"], env={"SIMGPU_CAPACITY": "1G"})
     eq((r.dump["totals"]["oom_count"], r.dump["totals"]["oom_survived"]), (2, 0), "none got past")
     ok("(out of memory 2)\n" in r.err, "the line as before: " + r.err[-600:])
