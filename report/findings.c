@@ -34,28 +34,6 @@ static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
     return 0;
 }
 
-/* Whether stack moves or makes a PyTorch module's parameters on the device
- * (Module.cuda, Module.to, Module._apply in torch/nn/modules/module.py):
- * the model itself, which no batch size or checkpointing shrinks and which
- * is loaded, not leaked. */
-static int moves_model(const struct vt_symbols *sym, uint32_t stack) {
-    if (!sym || stack >= sym->nstacks) return 0;
-    static const char *const fns[] = {"Module.cuda", "Module.to", "Module._apply"};
-    const struct vt_stack *st = sym->stack[stack];
-    for (uint32_t j = 0; j < st->depth; j++) {
-        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
-        if (!fr || !fr->python || !fr->function || !fr->file) continue;
-        size_t n = strlen(fr->file), k = strlen("torch/nn/modules/module.py");
-        if (n < k || strcmp(fr->file + n - k, "torch/nn/modules/module.py") != 0) continue;
-        for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
-            size_t l = strlen(fns[i]);
-            if (strncmp(fr->function, fns[i], l) == 0 && (fr->function[l] == '\0' || fr->function[l] == '.'))
-                return 1;
-        }
-    }
-    return 0;
-}
-
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
  * (the most likely come first). */
 static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
@@ -237,7 +215,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;
         /* A model moved to the device rises once, however long its copy
          * takes: not a leak suspect. */
-        if (moves_model(sym, growth[i].stack)) continue;
+        if (vt_stack_makes_model(sym, growth[i].stack)) continue;
         *grew = growth[i];
         struct vt_finding *f = add(out, &n, "growing_site");
         char rate[400];
@@ -248,6 +226,21 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->next, sizeof f->next, "the first step does not fit: a smaller batch or model, a lighter "
                      "optimizer (SGD, Adafactor, 8-bit Adam: Adam keeps two tensors a parameter), mixed precision, "
                      "or sharding (FSDP, ZeRO)");
+            break;
+        }
+        /* A PyTorch program before any step (no boundary, no optimizer
+         * step begun): its first batch's activations rise as a leak does;
+         * which one it is, only the program knows (a first batch too big
+         * was called a leak suspect alone). */
+        if (through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping()) {
+            snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s, before any optimizer step: "
+                     "the first batch's work if the program trains, a leak suspect if it loops without steps",
+                     site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
+                     vt_growth_text(&growth[i], rate, sizeof rate));
+            snprintf(f->next, sizeof f->next,
+                     "a first batch that does not fit: a smaller batch (with gradient accumulation), mixed precision "
+                     "or activation checkpointing; a loop without steps (evaluation): free what %s keeps from one pass "
+                     "to the next (keep loss.item() or .detach(); torch.no_grad())", site);
             break;
         }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
@@ -271,9 +264,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
-        if (is_python(sym, h->stack) && moves_model(sym, h->stack))
+        if (is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
             snprintf(f->next, sizeof f->next,
-                     "the model's own parameters (moved to the device at %s): mixed precision (bf16 weights), a "
+                     "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
                      "smaller model, or sharding or offloading (FSDP, ZeRO, device_map) across devices", site);
         else if (is_python(sym, h->stack) && through_torch(sym, h->stack))
             snprintf(f->next, sizeof f->next,
@@ -305,9 +298,16 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text,
                  "the stream-ordered memory pools keep %s reserved that no allocation uses (%s reserved, %s in use)",
                  B(pool_spare, a), B(o->pool_reserved, b), B(o->pool_used, c));
-        snprintf(f->next, sizeof f->next,
-                 "cudaMemPoolTrimTo(pool, 0) gives it back (under PyTorch's cudaMallocAsync backend, "
-                 "torch.cuda.empty_cache()); a lower release threshold (cudaMemPoolAttrReleaseThreshold) keeps less");
+        /* PyTorch's cudaMallocAsync backend trims its pool and retries
+         * before it raises: what it kept unused was given back already. */
+        if (o->kind == VT_KIND_ASYNC && through_torch(sym, o->stack))
+            snprintf(f->next, sizeof f->next,
+                     "not torch.cuda.empty_cache(): PyTorch's cudaMallocAsync backend trims the pool and asks again "
+                     "before it raises; what is left is in use: lower the peak (the holders above)");
+        else
+            snprintf(f->next, sizeof f->next,
+                     "cudaMemPoolTrimTo(pool, 0) gives it back; a lower release threshold "
+                     "(cudaMemPoolAttrReleaseThreshold) keeps less");
     }
     if (o->have_info && !o->budget &&
         vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used, o->pool_reserved, o->pool_used)) {
@@ -358,9 +358,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->text, sizeof f->text, "PyTorch's cudaMallocAsync pool kept %s reserved that no tensor used at the "
                  "failed call, no less than the %s asked for, yet it failed: the pool's free memory is fragmented",
                  B(pool_spare, a), B(tc.request, b));
-        snprintf(f->next, sizeof f->next, "torch.cuda.empty_cache() before this allocation (it trims the pool; this "
-                 "backend does not before it raises), or PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync, "
-                 "whose cache can be measured");
+        snprintf(f->next, sizeof f->next, "PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync (the native "
+                 "allocator, with expandable_segments:True); not torch.cuda.empty_cache(): this backend trims the "
+                 "pool and asks again before it raises");
     } else if (torch && !tc.pool && tc.reserved >= tc.allocated &&
         tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");

@@ -7,6 +7,7 @@
 #include "growth.h"
 #include "owntime.h"
 #include "holders.h"
+#include "torch.h"
 
 #define WINDOWS 4
 
@@ -276,6 +277,9 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
         for (int w = 1; w < WINDOWS; w++)
             if (x->floor[w] <= x->floor[w - 1]) rising = 0;
         if (!rising) continue;
+        /* A model moved to the device rises once, however long its copy
+         * takes, and stays: not a leak suspect. */
+        if (lowest && vt_stack_makes_model(sym, lowest[i])) continue;
         /* Still rising: its allocations reach into the later half of the
          * program's work since its first event (a model loaded, or a cache
          * filled in the first step, then kept for the rest of the run is a

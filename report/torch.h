@@ -171,6 +171,13 @@ uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i);
  * memory is not mostly PyTorch's cache (vt_growth_mostly_cache), or NULL. */
 const struct vt_growth *vt_torch_growth_on(const struct vt_growth *g, size_t n, int device);
 
+/* Whether stack moves or makes a PyTorch module's parameters on the device
+ * (Module.cuda, .to, .to_empty, ._apply, or a module's constructor, in
+ * torch/nn/modules/): the model itself, which no batch size or
+ * checkpointing shrinks and which is loaded, not leaked: never a growing
+ * site. */
+int vt_stack_makes_model(const struct vt_symbols *sym, uint32_t stack);
+
 /* The kept records, for torch_dump.c and torch_print.c, between
  * vt_torch_lock and vt_torch_unlock: the top-level record of a dump of
  * `reason` ("exit", "signal"; NULL for "oom" or when none came), and the

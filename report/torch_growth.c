@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../common/summary.h"
+#include "../tracker/departed.h"
+#include "symbolize.h"
 #include "live.h"
 #include "torch.h"
 
@@ -73,6 +75,27 @@ static void cache_of_sites(const struct vt_snapshot *s, const struct vt_torch_re
     }
     vt_live_read_end(rd);
     free(site);
+}
+
+int vt_stack_makes_model(const struct vt_symbols *sym, uint32_t stack) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    static const char *const fns[] = {"Module.cuda", "Module.to", "Module._apply", "Module.to_empty"};
+    static const char modules[] = "torch/nn/modules/";
+    const struct vt_stack *st = sym->stack[stack];
+    for (uint32_t j = 0; j < st->depth; j++) {
+        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
+        if (!fr || !fr->python || !fr->function || !fr->file || !strstr(fr->file, modules)) continue;
+        /* A module built on the device (nn.Linear(..., device="cuda")):
+         * its constructor makes the parameters there. */
+        size_t n = strlen(fr->function);
+        if (n > 9 && strcmp(fr->function + n - 9, ".__init__") == 0) return 1;
+        for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+            size_t l = strlen(fns[i]);
+            if (strncmp(fr->function, fns[i], l) == 0 && (fr->function[l] == '\0' || fr->function[l] == '.'))
+                return 1;
+        }
+    }
+    return 0;
 }
 
 /* A tensor a program may keep more of from one step to the next: an

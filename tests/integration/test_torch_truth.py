@@ -282,12 +282,83 @@ def torch_truth_a_model_that_dominates_is_not_told_to_use_smaller_batches():
     o = dumps["exit"]["ooms"][0]
     f = {x["id"]: x for x in o["findings"]}
     ok("one_site_dominates" in f, f"the finding: {sorted(f)}")
-    ok(re.fullmatch(r"the model's own parameters \(moved to the device at <module> /\S*/train\.py:3 -> "
+    ok(re.fullmatch(r"the model's own parameters \(made or moved to the device at <module> /\S*/train\.py:3 -> "
                     r"Module\.cuda\.<locals>\.<lambda> torch/nn/modules/module\.py:\d+\): mixed precision \(bf16 "
                     r"weights\), a smaller model, or sharding or offloading \(FSDP, ZeRO, device_map\) across devices",
                     f["one_site_dominates"]["next"]), f["one_site_dominates"]["next"])
     eq([x["finding"] for x in o["findings"] if x["id"] == "growing_site" and "Module.cuda" in x["finding"]], [],
        "the model's load is no growing site")
+
+
+FIRST_BATCH = r"""
+import torch, torch.nn as nn, sys
+if sys.argv[1] == "direct":   # built on the device
+    model = nn.Sequential(*[nn.Linear(2048, 2048, device="cuda") for _ in range(12)])
+else:
+    model = nn.Sequential(*[nn.Linear(2048, 2048) for _ in range(12)]).cuda()
+opt = torch.optim.Adam(model.parameters())
+try:
+    for step in range(10):
+        loss = model(torch.randn(16384, 2048, device="cuda")).sum()   # forward
+        loss.backward()
+        opt.step(); opt.zero_grad()
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_a_first_batch_too_big_is_not_called_a_leak_alone():
+    """A first batch too big fails in its forward, before any optimizer
+    step: its activations rise as a leak does, and the finding called them
+    "a leak suspect" with a leak's advice alone (an outside check). It now
+    says both readings and both remedies. A model built on the device
+    (nn.Linear(..., device="cuda")) is the model's parameters, as one moved
+    there is: not a growing site, and their advice is not a smaller batch."""
+    for how in ("cuda", "direct"):
+        out, dumps, report = traced(FIRST_BATCH, how, capacity="1100M")
+        eq(out, "out of memory\n", f"{how}: the run")
+        line = FIRST_BATCH.splitlines().index('        loss = model(torch.randn(16384, 2048, device="cuda")).sum()   # forward') + 1
+        o = dumps["exit"]["ooms"][0]
+        g = [x for x in o["findings"] if x["id"] == "growing_site"]
+        eq(len(g), 1, f"{how}: one growing site: {o['findings']}")
+        ok(re.search(rf"train\.py:{line} -> .* grew through the run from 0 B to .*, before any optimizer step: the first "
+                     r"batch's work if the program trains, a leak suspect if it loops without steps$", g[0]["finding"]),
+           g[0]["finding"])
+        ok(g[0]["next"].startswith("a first batch that does not fit: a smaller batch (with gradient accumulation), mixed "
+                                   "precision or activation checkpointing; a loop without steps (evaluation): free what "),
+           g[0]["next"])
+        eq([x["finding"] for x in o["findings"] if "Linear.__init__" in x["finding"] or "Module.cuda" in x["finding"]
+            if x["id"] == "growing_site"], [], f"{how}: the model is no growing site")
+        dom = [x for x in o["findings"] if x["id"] == "one_site_dominates"]
+        for x in dom:
+            ok(x["next"].startswith("the model's own parameters") or "train.py:" + str(line) in x["finding"], x["next"])
+
+
+ASYNC_TRIMMED = r"""
+import torch
+keep = torch.empty(300 << 20, dtype=torch.uint8, device="cuda")
+t = torch.empty(100 << 20, dtype=torch.uint8, device="cuda"); del t
+torch.cuda.synchronize()
+try:
+    x = torch.empty(400 << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_async_pool_advice_is_not_empty_cache():
+    """Under backend:cudaMallocAsync, PyTorch trims its pool and asks again
+    before it raises: the stream-ordered pool's finding at the failed call
+    advised torch.cuda.empty_cache(), whose work was done already (an
+    outside check)."""
+    out, dumps, report = traced(ASYNC_TRIMMED, capacity="800M", env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"})
+    eq(out, "out of memory\n", "the run")
+    nexts = [x["next"] for o in dumps["exit"]["ooms"] for x in o["findings"] if x["id"] in ("stream_pool", "fragmented_cache")]
+    ok(nexts, "a pool finding at the failed call")
+    eq([n for n in nexts if not n.startswith(("not torch.cuda.empty_cache()", "PYTORCH_CUDA_ALLOC_CONF without"))], [],
+       "no advice to empty the cache")
 
 
 THREAD_LEAK_ENDED = r"""
