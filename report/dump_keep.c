@@ -122,3 +122,19 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
     k->lost = 1;
     return 0;
 }
+
+void vt_dump_keep_prune(const char *path, const struct stat *placed) {
+    const char *base;
+    int dirfd = vt_file_dir_of(path, &base);
+    if (dirfd < 0) return;
+    int pid = (int)getpid();
+    for (int k = 1; k <= 16; k++) {
+        char name[256];
+        struct stat st;
+        if (aside_name(base, pid, k, name, sizeof name) != 0) break;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISREG(st.st_mode) && placed_here(&st) && !(st.st_dev == placed->st_dev && st.st_ino == placed->st_ino))
+            unlinkat(dirfd, name, 0);
+    }
+    close(dirfd);
+}

@@ -26,6 +26,13 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
  * image's to replace from now on. */
 void vt_dump_keep_placed(const struct stat *st);
 
+/* After a dump was placed at path: this image's earlier dumps that other
+ * writers of the name kept aside under this pid (its out-of-memory dump,
+ * moved by another process's exit dump) are removed, the new dump being
+ * all of them and more; without it the folder held two dumps of one
+ * process, which `vramtrace report` counted as two. */
+void vt_dump_keep_prune(const char *path, const struct stat *placed);
+
 /* In a forked child: nothing is its own yet (its parent's dumps are kept). */
 void vt_dump_keep_reset_child(void);
 

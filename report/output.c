@@ -591,6 +591,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             if (vt_file_write_dump(path, fill_dump, &parts, &why, &keep, &placed) == 0) {
                 dump_path = shown;
                 vt_dump_keep_placed(&placed);
+                vt_dump_keep_prune(path, &placed);
             }
             else warn_once(&warned_dump, "the dump to", shown, why);
             if (dump_path && strcmp(reason, "named") == 0) snprintf(named_path, sizeof named_path, "%s", shown);

@@ -568,6 +568,29 @@ def a_name_without_pid_keeps_every_dump_of_processes_ending_at_once():
 # ------------------------------------------- vramtrace run, make install
 
 
+
+@test
+def a_process_never_leaves_two_dumps_at_one_name():
+    """Two processes write one name (no %p), each an out-of-memory dump and
+    then its exit dump: a process's OOM dump kept aside by the other's
+    writer stayed beside its own exit dump, and `vramtrace report` counted
+    each process twice (an outside check). Now what a process placed and
+    another moved aside goes when its newer dump is placed: one dump a
+    process, its exit dump, whichever order they end in."""
+    prog = os.path.join(T, "t_dumptwice")
+    with workdir("vt-twice-") as work:
+        e = lib_env(VRAMTRACE_OUT=os.path.join(work, "leak.json"))
+        procs = [subprocess.Popen([prog, a, "1500"], env=e) for a in ("0", "500")]
+        eq([p.wait(timeout=60) for p in procs], [0, 0], "both ran")
+        dumps = {}
+        for name in sorted(os.listdir(work)):
+            with open(os.path.join(work, name)) as f:
+                d = json.load(f)
+            dumps.setdefault(d["pid"], []).append((name, d["reason"], d["totals"]["oom_count"]))
+        eq(sorted(dumps), sorted(p.pid for p in procs), f"each process's dumps: {dumps}")
+        eq(sorted(len(v) for v in dumps.values()), [1, 1], f"one dump each: {dumps}")
+        eq(sorted(v[0][1:] for v in dumps.values()), [("exit", 1), ("exit", 1)], "each its exit dump, with its failure")
+
 def install(prefix):
     p = subprocess.run(["make", "-s", "-C", ROOT, "install", f"PREFIX={prefix}"], capture_output=True, text=True)
     eq(p.returncode, 0, "make install: " + p.stderr)
