@@ -18,7 +18,9 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
         fprintf(f, " (largest free block %s", vt_fmt_bytes(largest_free, l, sizeof l));
         if (request)
             fprintf(f, "; the failed request of %s %s", vt_fmt_bytes(*request, q, sizeof q),
-                    *request > largest_free ? "does not fit in it" : "fits in it");
+                    *request > largest_free ? "does not fit in it"
+                                            : "fits in it by size, yet failed: a free block serves only the stream it "
+                                              "was made on, so that one is another stream's");
     }
     fputc(')', f);
     if (outside) fprintf(f, ", %s outside PyTorch", vt_fmt_bytes(*outside, o, sizeof o));

@@ -361,6 +361,32 @@ def torch_truth_async_pool_advice_is_not_empty_cache():
        "no advice to empty the cache")
 
 
+OTHER_STREAM = r"""
+import torch
+s2 = torch.cuda.Stream()
+with torch.cuda.stream(s2):
+    big = torch.empty(200 << 20, dtype=torch.uint8, device="cuda")
+    del big
+    small = torch.empty(50 << 20, dtype=torch.uint8, device="cuda")
+try:
+    x = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_a_free_block_of_another_stream_is_said_to_be_its():
+    """A 150 MiB free block made on a side stream, a 120 MiB request on the
+    default stream fails: PyTorch's part said the request "fits in it",
+    which PyTorch had just refused (an outside check); it now says why."""
+    out, dumps, report = traced(OTHER_STREAM, capacity="600M")
+    eq(out, "out of memory\n", "the run")
+    ok("150.00 MiB reserved but unallocated (largest free block 150.00 MiB; the failed request of 120.00 MiB fits in it "
+       "by size, yet failed: a free block serves only the stream it was made on, so that one is another stream's)"
+       in report, report[-3000:])
+
+
 THREAD_LEAK_ENDED = r"""
 import threading, time, torch
 model = torch.nn.Linear(1024, 8192).cuda()
