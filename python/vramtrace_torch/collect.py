@@ -15,6 +15,7 @@ import bisect
 import gc
 import heapq
 import operator
+import os
 import re
 import sys
 import weakref
@@ -75,12 +76,17 @@ def _names():
     names, boxes = {}, []
     main = sys.modules.get("__main__")
     scopes = [getattr(main, "__dict__", {})]
+    # PyTorch's own frames name nothing: backward's `t_outputs` (a local of
+    # torch/autograd/graph.py, innermost) named the graph the program's
+    # `loss` holds.
+    torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or "/nonexistent") + os.sep
     frame = f = None
     try:
         for frame in sys._current_frames().values():
             f = frame
             while f is not None:
-                if f.f_code.co_filename != __file__:
+                fn = f.f_code.co_filename
+                if fn != __file__ and not fn.startswith(torch_dir):
                     scopes.append(f.f_locals)
                 f = f.f_back
     except Exception:

@@ -227,6 +227,9 @@ def torch_truth_memory_fraction_refused_in_backward_names_the_backward_line():
     ok(re.fullmatch(rf"<module> /\S*/train\.py:{line} -> _engine_run_backward torch/autograd/graph\.py:\d+",
                     failing[0]), failing[0])
     eq([x for x in report.splitlines() if "vramtrace_torch" in x], [], "no line names the companion")
+    # The graph the program's `loss` holds is named by it, not by PyTorch's
+    # own local in backward (`graph of t_outputs`, an outside check).
+    ok("(held by graph of loss)" in report and "t_outputs" not in report, report[-2500:])
 
 
 FIRST_STEP_TOO_BIG = r"""
