@@ -266,6 +266,19 @@ def _claim_all(torch, w):
     others = [t for t in w.tensors if type(t) is not Parameter]
     holder = {}
     want = set(map(id, others))
+    # A container a named one holds is named through it (`kept[3]`, a
+    # list of lists: its tensors were "a list[0]", held by nothing named);
+    # what holds them is the named one (`kept`).
+    inner = {}
+    for box in named:
+        label = names.get(id(box))
+        try:
+            pairs = box.items() if type(box) is dict else enumerate(box)
+            for k, x in pairs:
+                if type(x) in (list, tuple, dict) and id(x) not in names and id(x) not in inner:
+                    inner[id(x)] = (f"{label}[{_key_text(k) if type(box) is dict else k}]", label)
+        except Exception:
+            pass
     for boxes in (named, w.containers):   # the named ones first
         for box in boxes:
             if not want:
@@ -277,9 +290,12 @@ def _claim_all(torch, w):
                 items = list(items)
                 hits = want.intersection(map(id, items))
                 label = names.get(id(box))
+                held_by = label
+                if label is None and id(box) in inner:
+                    label, held_by = inner[id(box)]
                 for i, x in enumerate(items):
                     if id(x) in hits:
-                        holder[id(x)] = (label, i, box)
+                        holder[id(x)] = (label, i, box, held_by)
                 want -= hits
             except Exception:
                 pass
@@ -301,7 +317,7 @@ def _claim_all(torch, w):
             st = t.untyped_storage()
             ptr = st.data_ptr()
             if ptr and ptr not in by_key:
-                by_key[ptr] = [d, st.nbytes(), ptr, t, "other", own or h, "" if h is None else h[0] or ""]
+                by_key[ptr] = [d, st.nbytes(), ptr, t, "other", own or h, "" if h is None else h[3] or ""]
         except Exception:
             pass
     # Activations: what the graphs of live tensors saved for backward and
@@ -324,8 +340,8 @@ def _claim_all(torch, w):
             continue
         if fn is not None:
             own, h = names_get(id(t)), holder_get(id(t))
-            if h is not None and h[0]:
-                graph_of[0].append((fn, "graph of " + h[0]))
+            if h is not None and h[3]:
+                graph_of[0].append((fn, "graph of " + h[3]))
             elif own:
                 graph_of[1].append((fn, "graph of " + own))
             elif h is not None:
@@ -362,7 +378,7 @@ def _name(n, t):
     """A name held as (container label, index, container) of tensor t: text."""
     if isinstance(n, str):
         return n
-    label, i, box = n
+    label, i, box = n[:3]
     if type(box) is dict:
         i = _key_text(next((k for k, v in box.items() if v is t), i))
     return f"{label}[{i}]" if label is not None else f"a {type(box).__name__}[{i}]"

@@ -390,6 +390,29 @@ def torch_truth_a_free_block_of_another_stream_is_said_to_be_its():
        in report, report[-3000:])
 
 
+LIST_OF_LISTS = r"""
+import torch
+kept = []
+for step in range(3):
+    kept.append([torch.empty(1 << 20, dtype=torch.uint8, device="cuda") for _ in range(2)])
+try:
+    torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_tensors_in_a_list_of_lists_are_named_through_it():
+    """Tensors in lists a named list keeps were "a list[0]", held by no
+    name (an outside check): now `kept[1][0]`, held by `kept`."""
+    out, dumps, report = traced(LIST_OF_LISTS, capacity="1G")
+    eq(out, "out of memory\n", "the run")
+    rows = sorted(set(re.findall(r"other  (kept\[\d\]\[\d\]) \(held by (\w+)\)", report)))
+    eq(rows, [(f"kept[{i}][{j}]", "kept") for i in range(3) for j in range(2)], "names and holder")
+    ok("a list[" not in report, "no unnamed list")
+
+
 THREAD_LEAK_ENDED = r"""
 import threading, time, torch
 model = torch.nn.Linear(1024, 8192).cuda()
