@@ -22,16 +22,27 @@ static int is_python(const struct vt_symbols *sym, uint32_t stack) {
 /* Whether stack went through PyTorch (a frame in libc10* or libtorch*):
  * PyTorch's advice (its allocator's settings, .detach(), no_grad) is for
  * its memory, not for a numba, CuPy or ctypes program's. */
-static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
+static int in_modules(const struct vt_symbols *sym, uint32_t stack, const char *a, const char *b) {
     if (!sym || stack >= sym->nstacks) return 0;
     const struct vt_stack *st = sym->stack[stack];
     for (uint32_t j = 0; j < st->depth; j++) {
         const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
         const char *m = fr && fr->module ? strrchr(fr->module, '/') : NULL;
         m = m ? m + 1 : fr ? fr->module : NULL;
-        if (m && (strncmp(m, "libc10", 6) == 0 || strncmp(m, "libtorch", 8) == 0)) return 1;
+        if (m && (strncmp(m, a, strlen(a)) == 0 || (b && strncmp(m, b, strlen(b)) == 0))) return 1;
     }
     return 0;
+}
+
+static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
+    return in_modules(sym, stack, "libc10", "libtorch");
+}
+
+/* Whether stack went through PyTorch's CUDA allocator (libc10_cuda: its
+ * caching allocator and its cudaMallocAsync backend both live there): the
+ * memory of PyTorch's cache, which serves PyTorch's tensors alone. */
+static int through_torch_allocator(const struct vt_symbols *sym, uint32_t stack) {
+    return in_modules(sym, stack, "libc10_cuda", NULL);
 }
 
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
@@ -196,6 +207,31 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * host memory is not explained by them (a device site "held 469%" of
      * the host bytes live). */
     if (!vt_kind_owned_device(o->kind)) holders = NULL, nholders = 0;
+    /* A request PyTorch's allocator did not make (ctypes, CuPy, a
+     * library's own workspace) while PyTorch's cache holds device memory:
+     * PyTorch keeps the segments its tensors let go of and gives them to no
+     * other allocator. Which part tensors use, only PyTorch knows (its
+     * record comes at its own failures, not at another allocator's): said
+     * when all of it would have fitted the request. */
+    if (!o->budget && !torch && o->have_info && holders && !through_torch_allocator(sym, o->stack)) {
+        uint64_t cached = 0, segments = 0;
+        for (size_t i = 0; i < nholders; i++)
+            if (through_torch_allocator(sym, holders[i].stack)) cached += holders[i].bytes, segments += holders[i].count;
+        if (cached && cached + freeb >= o->requested && (!device_only || nholders)) {
+            struct vt_finding *f = add(out, &n, "torch_cache_holds");
+            vt_site_label(sym, o->stack, site, sizeof site);
+            snprintf(f->text, sizeof f->text,
+                     "PyTorch's caching allocator holds %s of device %d in %" PRIu64 " segment%s (%s of the tracked "
+                     "memory), and this request did not come through it: PyTorch keeps the segments its tensors "
+                     "let go of for its own next tensors and gives them to no other allocator", B(cached, a),
+                     o->device, segments, segments == 1 ? "" : "s", PCT(cached, live ? live : cached));
+            snprintf(f->next, sizeof f->next,
+                     "torch.cuda.empty_cache() before %s gives back the segments no tensor uses "
+                     "(torch.cuda.memory_reserved() - torch.cuda.memory_allocated() of them); or allocate it through "
+                     "PyTorch (torch.empty(..., device=\"cuda\")), or cap PyTorch's share "
+                     "(torch.cuda.set_per_process_memory_fraction)", site);
+        }
+    }
     size_t nsites = 0;
     struct vt_holder *sites = holders ? vt_holders_by_site(holders, nholders, sym, &nsites) : NULL;
     size_t ngrowth = 0;
