@@ -106,7 +106,8 @@ def _names():
         while tb is not None:
             frames.append(tb.tb_frame)
             tb = tb.tb_next
-        scopes.extend(f.f_locals for f in reversed(frames))
+        scopes.extend(f.f_locals for f in reversed(frames)
+                      if f.f_code.co_filename != __file__ and not f.f_code.co_filename.startswith(torch_dir))
     except Exception:
         pass
     for scope in scopes:
