@@ -93,6 +93,7 @@ void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const
     uint64_t steps = step[n - 1] - step[first];
     if (steps == 0) return;
     out->growth_per_step = (int64_t)((live_at[n - 1] - live_at[first]) / steps);
+    out->from_step = step[first];
     if (out->growth_per_step <= 0 || capacity == 0 || horizon_ns == 0) return;
     uint64_t g = (uint64_t)out->growth_per_step;
     uint64_t left = live >= capacity ? 0 : (capacity - live + g - 1) / g;

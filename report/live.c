@@ -27,6 +27,8 @@
 #include "output.h"
 #include "symbolize.h"
 
+#define VT_LIVE_ROUNDS 16 /* step counts whose call sites are kept for the per-step forecast */
+
 /* The publisher's state: its thread's alone, but for `path` and `lock`
  * (the exit path reads them) and the forecast line (the dump's). */
 static struct {
@@ -49,6 +51,11 @@ static struct {
     struct past_site { const char *label; uint64_t bytes; } past[VT_FORECAST_RISES + 1][VT_LIVE_SITES];
     uint32_t npast[VT_FORECAST_RISES + 1];
     int npasts;
+    /* The call sites at the newest round of each step count, oldest
+     * first, for the per-step forecast's site: its stretch is of steps, not
+     * of the windows' time (a run of a few seconds closes none). */
+    struct past_round { uint64_t steps; uint32_t n; struct past_site s[VT_LIVE_SITES]; } rounds[VT_LIVE_ROUNDS];
+    int nrounds;
 } L = {.fd = VT_FD_NONE};
 _Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -208,27 +215,46 @@ static void group_sites(const struct vt_view *v) {
     L.ngroups = k;
 }
 
+/* A site's bytes in one of the kept tables of past call sites (0 where it
+ * held none then). */
+static uint64_t bytes_then(const struct past_site *past, uint32_t n, const char *label) {
+    for (uint32_t j = 0; j < n; j++)
+        if (strcmp(past[j].label, label) == 0) return past[j].bytes;
+    return 0;
+}
+
 /* The call site with memory on device d that grew the most steadily over
- * the closed windows kept: in the most of them (and now), then by the
- * most bytes since the oldest. A load in one window is not the growth the
- * forecast's rate (the median window's rise) measures: a site that
- * loaded more than the leak added was named for it. */
-static const char *growing_site(int d) {
+ * the stretch the forecast measured: per minute, the closed windows kept;
+ * per step (from_step > 0), the rounds since the newest one at or before
+ * the stretch's first boundary (the oldest kept when none is that old). In
+ * the most of them (and now), then by the most bytes since the first. A
+ * load in one window is not the growth the forecast's rate (the median
+ * window's rise) measures: a site that loaded more than the leak added
+ * was named for it. With nothing to compare with (no window closed, no
+ * round before this one), none: the largest site was named, a model
+ * loaded once before the first step rather than what grows. */
+static const char *growing_site(int d, uint64_t from_step) {
     int best_rises = 0;
     int64_t best = 0;
     const char *at = NULL;
+    int base = 0, npast = L.npasts;
+    if (from_step) {
+        for (int k = 0; k < L.nrounds; k++)
+            if (L.rounds[k].steps <= from_step) base = k;
+        npast = L.nrounds - base;
+    }
+    if (npast == 0) return NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
         if (!(L.groups[i].devices >> d & 1)) continue;
         uint64_t was = 0, then = 0;
         int rises = 0;
-        for (int k = 0; k <= L.npasts; k++) {
-            uint64_t v = 0;
-            if (k == L.npasts) v = L.groups[i].bytes;
-            else
-                for (uint32_t j = 0; j < L.npast[k]; j++)
-                    if (strcmp(L.past[k][j].label, L.groups[i].label) == 0) v = L.past[k][j].bytes;
+        for (int k = 0; k <= npast; k++) {
+            uint64_t v;
+            if (k == npast) v = L.groups[i].bytes;
+            else if (from_step) v = bytes_then(L.rounds[base + k].s, L.rounds[base + k].n, L.groups[i].label);
+            else v = bytes_then(L.past[k], L.npast[k], L.groups[i].label);
             if (k > 0 && v > was) rises++;
-            if (k == 0 && L.npasts > 0) then = v; /* no window closed yet: since nothing */
+            if (k == 0) then = v;
             was = v;
         }
         int64_t rise = (int64_t)(L.groups[i].bytes - then);
@@ -243,13 +269,20 @@ static const char *growing_site(int d) {
 
 /* The forecast of device d, per step when sf is given, else per minute:
  * its line for the segment and the dump, and the one warning. */
-static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity) {
-    char rate[32], cap[32], line[256], when[48];
+static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity,
+                        uint64_t outside) {
+    char rate[32], cap[96], line[256], when[48];
     vt_fmt_bytes(sf ? (uint64_t)sf->growth_per_step : (uint64_t)f->growth_per_min, rate, sizeof rate);
     vt_fmt_bytes(capacity, cap, sizeof cap);
+    if (outside) {
+        char held[32];
+        vt_fmt_bytes(outside, held, sizeof held);
+        size_t k = strlen(cap);
+        snprintf(cap + k, sizeof cap - k, ", %s of it held outside the tracked allocations", held);
+    }
     /* The site that grew the most lately; where nothing grew since (a
      * program idle after its last step), the one named last. */
-    const char *site = growing_site(d);
+    const char *site = growing_site(d, sf ? sf->from_step : 0);
     if (site) snprintf(L.last_site[d], sizeof L.last_site[d], "%s", site);
     else if (L.last_site[d][0]) site = L.last_site[d];
     if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
@@ -328,8 +361,12 @@ static void publish(void) {
         const struct vt_device *src = &v->devices[d];
         if (!src->used) continue;
         uint64_t capacity = vt_opt.limit ? vt_opt.limit : src->have_facts ? src->total_bytes : 0;
+        /* What the tracked allocations can fill: the device less what is
+         * held outside them (its CUDA context, other processes), as last
+         * measured; the budget counts the tracked bytes alone. */
+        uint64_t outside = vt_opt.limit || src->outside_bytes >= capacity ? 0 : src->outside_bytes;
         struct vt_forecast *f = &L.fc[d];
-        closed |= vt_forecast_sample(f, now, src->live_bytes, capacity);
+        closed |= vt_forecast_sample(f, now, src->live_bytes, capacity - outside);
         struct vt_live_device *o = &n->devices[ndev++];
         memset(o, 0, sizeof *o);
         o->ordinal = d;
@@ -352,7 +389,7 @@ static void publish(void) {
         struct vt_step_forecast sf;
         int per_step = v->nsteps >= 2;
         if (per_step) {
-            step_forecast(v, d, src->live_bytes, capacity, f->horizon_ns, &sf);
+            step_forecast(v, d, src->live_bytes, capacity - outside, f->horizon_ns, &sf);
             o->flags |= VT_LIVE_DEV_PER_STEP;
             o->growth_per_step = sf.growth_per_step;
         }
@@ -362,8 +399,23 @@ static void publish(void) {
             o->flags |= VT_LIVE_DEV_FORECAST;
             o->forecast_ns = per_step ? sf.full_in_ns : f->full_in_ns;
             o->forecast_steps = per_step ? sf.full_in_steps : 0;
-            forecast_of(d, f, per_step ? &sf : NULL, capacity);
+            forecast_of(d, f, per_step ? &sf : NULL, capacity, outside);
         }
+    }
+    {
+        /* The sites at this round, for the next rounds' per-step forecast:
+         * one entry a step count, the newest round's at that count (the
+         * last before the next step: a model loaded before the first step
+         * is in the entry of step 0). */
+        int same = L.nrounds && L.rounds[L.nrounds - 1].steps == v->steps_total;
+        if (!same && L.nrounds == VT_LIVE_ROUNDS) {
+            memmove(L.rounds, L.rounds + 1, (VT_LIVE_ROUNDS - 1) * sizeof L.rounds[0]);
+            L.nrounds--;
+        }
+        struct past_round *r = &L.rounds[same ? L.nrounds - 1 : L.nrounds++];
+        r->steps = v->steps_total;
+        r->n = L.ngroups < VT_LIVE_SITES ? L.ngroups : VT_LIVE_SITES;
+        for (uint32_t i = 0; i < r->n; i++) r->s[i] = (struct past_site){L.groups[i].label, L.groups[i].bytes};
     }
     if (closed) { /* the sites at this window's close, oldest first */
         if (L.npasts == VT_FORECAST_RISES + 1) {

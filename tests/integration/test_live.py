@@ -1102,6 +1102,51 @@ def forecast_per_step_where_the_program_has_steps():
 
 
 @test
+def forecast_per_step_names_the_site_that_grows_not_a_model_loaded_before():
+    """Five call sites load 200 MiB each before the first step, then 8 MiB
+    is kept a step for 20 steps: the per-step forecast named the largest
+    loaded site ("it grows at site1"), its rise since no window (a run of a
+    few seconds closes none) being its whole size (an outside check); it
+    names the site that rose over the steps' stretch."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "2G"})
+    t.say("sites 209715200")
+    t.say("steps 20 8388608 50")
+    wait_for("the 20 steps published",
+             lambda: list(series(metrics(rundir), "vramtrace_steps_total").values()) == ["20"] or None)
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(2\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        ok(json.load(f)["forecast"].endswith(f"; it grows at {site}"), "the dump's forecast")
+
+@test
+def forecast_counts_what_is_held_outside_the_tracked_allocations():
+    """A 1 GiB device whose CUDA context holds 512 MiB, 8 MiB kept a step
+    for 20 steps: the forecast said full in 108 steps, as if the context
+    held nothing, while the device had room for 44 (an outside check: "full
+    in 16 steps" one step before the failure). Measured at the device's
+    first allocation: the line says what it leaves out, the metric and the
+    dump have 44."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "SIMGPU_CAPACITY": "1G", "SIMGPU_CONTEXT": "512M"})
+    t.say("steps 20 8388608 50")
+    text = wait_for("the 20 steps published", lambda: (lambda x: x if list(
+        series(x, "vramtrace_steps_total").values()) == ["20"] else None)(metrics(rundir)))
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["44"], "full in")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, 512\.00 MiB of it "
+                    rf"held outside the tracked allocations\) in \d+ steps; it grows at {re.escape(site)}\n", err),
+       f"one warning line: {err!r}")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        eq(json.load(f)["forecast"], "at +8.00 MiB per step, device 0 is full (1.00 GiB, 512.00 MiB of it held outside "
+           f"the tracked allocations) in 44 steps; it grows at {site}", "the dump's forecast")
+
+@test
 def forecast_per_step_of_growth_at_every_few_steps():
     """A program that keeps 32 MiB at every fourth of 40 steps, as a leak a
     caching allocator absorbs into its segments rises: no rise at most
