@@ -8,6 +8,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include "../common/oomtext.h"
 #include "../report/live.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
@@ -232,6 +233,18 @@ static void pool_memory(int device, struct vt_oom *o) {
     }
 }
 
+/* What device `device` holds outside the tracked allocations, measured
+ * once the first allocation of `made` bytes on it succeeded and before it
+ * is recorded (its CUDA context and other processes, which the forecast
+ * cannot fill): the device's used bytes less the tracked live and the
+ * new allocation's. */
+static void measure_outside(int device, uint64_t made) {
+    size_t f = 0, t = 0;
+    if (!device_mem_info(device, &f, &t) || t < f) return;
+    uint64_t used = t - f, live = vt_tracker_device_live(device) + made;
+    vt_tracker_set_outside(device, used > live ? used - live : 0);
+}
+
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used) {
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -254,6 +267,10 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
         graph_memory(device, &o);
         pool_memory(device, &o);
+        if (o.have_info)
+            vt_tracker_set_outside(device, vt_oom_outside(o.total_bytes, o.free_bytes, vt_tracker_device_live(device),
+                                                          o.graph_reserved, o.graph_used, o.pool_reserved,
+                                                          o.pool_used));
     }
     struct vt_proc procs[VT_MAX_PROCS];
     if (device >= 0 && device < VT_MAX_DEVICES && !vt_kind_is_host(kind)) {
@@ -328,7 +345,10 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();
     }
-    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) read_facts(device);
+    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) {
+        read_facts(device);
+        if (ok) measure_outside(device, bytes);
+    }
     if (ok) {
         if (__builtin_expect(vt_thread_oom_open, 0)) vt_oom_close_mine();
         uint32_t id = stack_id(); /* before the budget's lock, where there is one */

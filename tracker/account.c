@@ -140,6 +140,13 @@ uint64_t vt_tracker_device_live(int device) {
     return live;
 }
 
+void vt_tracker_set_outside(int device, uint64_t bytes) {
+    if (device < 0 || device >= VT_MAX_DEVICES) return;
+    vt_global_lock();
+    vt_counts.devices[device].outside_bytes = bytes;
+    vt_global_unlock();
+}
+
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;

@@ -193,6 +193,11 @@ struct vt_device {
     char name[128];
     char uuid[48];         /* "GPU-xxxxxxxx-xxxx-..." */
     uint64_t total_bytes;
+    /* Held on the device outside this process's tracked allocations (its
+     * CUDA context, other processes, untracked APIs) when last measured:
+     * at the device's first allocation and at each failure of its memory
+     * (0: not measured). What the forecast cannot fill. */
+    uint64_t outside_bytes;
     VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
 
@@ -474,6 +479,9 @@ static inline int vt_tracker_needs_facts(int device) {
 }
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes);
+/* What device `device` holds outside the tracked allocations, measured
+ * now (struct vt_device's outside_bytes). */
+void vt_tracker_set_outside(int device, uint64_t bytes);
 
 /* Whether anything GPU-related was ever recorded in this process. */
 static inline int vt_tracker_touched(void) {
