@@ -167,9 +167,15 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, o->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)", B(o->requested, a),
                  B(total, b));
-        snprintf(f->next, sizeof f->next,
-                 "no allocator setting can fit it: make that tensor smaller at %s (batch or sequence length) "
-                 "or shard it across devices", site);
+        if (vt_stack_makes_model(sym, o->stack))
+            snprintf(f->next, sizeof f->next,
+                     "no allocator setting can fit it: it is one of the model's own parameters (made or moved to the "
+                     "device at %s): a smaller layer, lower precision (bf16), or shard it across devices (tensor "
+                     "parallel, FSDP) or keep it on the host", site);
+        else
+            snprintf(f->next, sizeof f->next,
+                     "no allocator setting can fit it: make that tensor smaller at %s (batch or sequence length) "
+                     "or shard it across devices", site);
         return n;
     }
     uint64_t others = 0;
@@ -405,10 +411,14 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
                  B(tc.request, b), B(tc.largest_free, c));
         snprintf(f->next, sizeof f->next, "%s",
-                 defrag ? defrag : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead "
-                                   "of splitting) or max_split_size_mb:N (blocks over N MiB never split for smaller "
-                                   "tensors); not torch.cuda.empty_cache(): PyTorch gave back its empty segments "
-                                   "before it raised");
+                 defrag     ? defrag
+                 : tc.split ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of "
+                              "splitting; the max_split_size_mb set did not prevent it); not torch.cuda.empty_cache(): "
+                              "PyTorch gave back its empty segments before it raised"
+                            : "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead "
+                              "of splitting) or max_split_size_mb:N (blocks over N MiB never split for smaller "
+                              "tensors); not torch.cuda.empty_cache(): PyTorch gave back its empty segments "
+                              "before it raised");
     }
     uint64_t freed, nfreed;
     if (is_retry(s, index, &freed, &nfreed)) {

@@ -160,6 +160,7 @@ struct vt_torch_cache {
     uint64_t allocated, reserved, largest_free, request;
     int expandable;  /* the settings say expandable_segments:True */
     int pool;        /* backend:cudaMallocAsync: no blocks known (largest_free 0) */
+    int split;       /* max_split_size_mb is set (the settings give a limit) */
     double fraction; /* per_process_memory_fraction, 1 when none was set */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
