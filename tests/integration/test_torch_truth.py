@@ -1062,6 +1062,38 @@ def torch_truth_a_retry_in_a_fragmented_cache_is_not_called_no_cache_problem():
        "torch.cuda.empty_cache(): PyTorch gave back its empty segments before it raised", "the fragmentation's next")
 
 
+@torch_test
+def torch_truth_max_split_size_set_is_not_advised_again():
+    """The same fragmented cache with max_split_size_mb set already: the
+    finding advised setting it (an outside check); it says it did not
+    prevent this and gives expandable segments alone."""
+    out, dumps, report = traced(EXPANDABLE_FRAGMENTED, env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"})
+    eq(out, "failed\n", "the run")
+    nexts = {x["next"] for o in dumps["exit"]["ooms"] for x in o["findings"] if x["id"] == "fragmented_cache"}
+    eq(nexts, {"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of splitting; the "
+               "max_split_size_mb set did not prevent it); not torch.cuda.empty_cache(): PyTorch gave back its empty "
+               "segments before it raised"}, "the fragmentation's next")
+
+
+HUGE_EMBEDDING = r"""
+import torch
+emb = torch.nn.Embedding(2_000_000, 2048).to("cuda")
+"""
+
+
+@torch_test
+def torch_truth_a_parameter_larger_than_the_device_is_not_told_of_batches():
+    """An embedding of 15.26 GiB moved to an 8 GiB device: the advice said
+    to make the tensor smaller "(batch or sequence length)" (an outside
+    check); it is the model's own parameter."""
+    out, dumps, report = traced(HUGE_EMBEDDING, status=1)
+    f = {x["id"]: x for x in dumps["exit"]["ooms"][0]["findings"]}
+    ok(f["request_exceeds_device"]["next"].startswith("no allocator setting can fit it: it is one of the model's own "
+                                                     "parameters (made or moved to the device at <module> "),
+       f["request_exceeds_device"]["next"])
+    ok("batch or sequence length" not in report, report[-2000:])
+
+
 SIGNALLED = r"""
 import os, signal, sys, threading, torch, torch.nn as nn
 model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024)).cuda()
