@@ -587,6 +587,11 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
         holders(f, "holders", x->holders, x->nholders, x->have_holders);
         vh_holders_by_device(f, "holders", &r, dev, x->holders, x->nholders, x->have_holders,
                              before_oom ? before_oom[i] : SIZE_MAX);
+        /* The failing device's own, where the dump kept them apart (the
+         * rule of vr_holders_device): the holders table and the flame
+         * graph of that device show these, as the text report does. */
+        if (x->have_holders && x->have_device_holders && x->device >= 0)
+            holders(f, "device_holders", x->device_holders, x->ndevice_holders, 1);
         vh_torch_data(f, "torch", x->torch);
         fputc('}', f);
     }

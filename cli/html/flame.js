@@ -38,7 +38,8 @@ class Flame {
   /* The moments there are holders for: exit, the peak, each OOM; each
    * with its holders over all devices (h: stack, bytes, count), each
    * holder's device (hd: -1 not known, -2 split) and the splits (hs:
-   * holder, device, bytes, count; data.c, bydevice.c). */
+   * holder, device, bytes, count; data.c, bydevice.c); an OOM's holders of
+   * its device alone where the dump has them (own). */
   listMoments() {
     const d = this.d, out = [];
     if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, hs: d.exit_split, key: 'exit'});
@@ -48,7 +49,7 @@ class Flame {
       ' s)' : ''), h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
     (d.ooms || []).forEach((o, i) => {
       if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
-        h: o.holders, hd: o.holders_dev, hs: o.holders_split, key: 'oom', device: o.device});
+        h: o.holders, hd: o.holders_dev, hs: o.holders_split, own: o.device_holders, key: 'oom', device: o.device});
     });
     if (!out.length) out.push({name: 'exit', h: [], hd: [], hs: [], key: 'exit'});
     return out;
@@ -66,10 +67,13 @@ class Flame {
   }
 
   /* The chosen moment's holders on the chosen device (all: every device),
-   * and the bytes held on stacks that could not be put on one device. */
+   * and the bytes held on stacks that could not be put on one device. An
+   * OOM's own device shows the holders the dump kept of it (own), exact,
+   * as the holders table and the text report do. */
   holders() {
     const m = this.moments[Number(this.select.value) || 0], dev = this.device.value;
     if (dev === 'all' || !m.hd) return {h: m.h, unknown: 0};
+    if (m.own && Number(dev) === m.device) return {h: m.own, unknown: 0};
     const h = [], want = Number(dev);
     let unknown = 0;
     for (let j = 0; j < m.hd.length; j++) {

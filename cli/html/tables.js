@@ -9,14 +9,17 @@ const SHOWN = 200;
 function siteOf(d, s) { return d.so && s >= 0 && s < d.so.length ? d.sites[d.so[s]] : '(no stack)'; }
 
 const TABLES = [
+  /* The holders at the report's moment (--at), by stack: at the first
+   * OOM, of the failing device alone where the dump kept them apart, as
+   * the text report and the flame graph of that device show them. */
   d => {
-    const h = d.at === 'peak' && d.peak ? d.peak : d.at === 'oom' && d.ooms && d.ooms.length && d.ooms[0].holders
-      ? d.ooms[0].holders : d.exit || [];
-    const at = h === d.exit ? 'exit' : d.at;
+    const o = d.at === 'oom' && d.ooms && d.ooms.length && d.ooms[0].holders ? d.ooms[0] : null;
+    const h = d.at === 'peak' && d.peak ? d.peak : o ? o.device_holders || o.holders : d.exit || [];
+    const at = h === d.exit ? 'exit' : d.at, of = o && o.device_holders ? ' of device ' + o.device + '\'s memory' : '';
     let total = 0;
     for (let i = 1; i < h.length; i += 3) total += h[i];
     return {
-      name: 'holders', title: 'holders at ' + at + ' by stack (' + fmtBytes(total) + ')', n: h.length / 3,
+      name: 'holders', title: 'holders' + of + ' at ' + at + ' by stack (' + fmtBytes(total) + ')', n: h.length / 3,
       cols: [
         {h: 'bytes', num: true, v: i => h[3 * i + 1], text: i => fmtBytes(h[3 * i + 1])},
         {h: 'share', num: true, v: i => h[3 * i + 1], text: i => share(h[3 * i + 1], total)},

@@ -121,7 +121,7 @@ function readData(text) {
   const d = JSON.parse(text);
   for (const k of ['np', 'nf', 'sn', 'so', 'sp', 'names', 'exit', 'exit_dev', 'exit_split', 'peak', 'peak_dev',
     'peak_split']) d[k] = unpack(d[k]);
-  for (const o of d.ooms || []) for (const k of ['holders', 'holders_dev', 'holders_split']) o[k] = unpack(o[k]);
+  for (const o of d.ooms || []) for (const k of ['holders', 'holders_dev', 'holders_split', 'device_holders']) o[k] = unpack(o[k]);
   if (d.live) for (const k of ['b', 'k', 'a', 'd', 'x', 't', 'th', 's']) d.live[k] = unpack(d.live[k]);
   const lib = d.lib || '', np = d.np || [], sp = d.sp || [];
   d.lib = new Uint8Array(lib.length);

@@ -268,8 +268,8 @@ def data_block(raw, k=0):
     for dev in d["devices"]:
         dev["dt"], dev["b"] = unpack(dev["dt"]), unpack(dev["b"])
     for o in d["ooms"]:
-        for key in ("holders", "holders_dev", "holders_split"):
-            o[key] = unpack(o[key])
+        for key in ("holders", "holders_dev", "holders_split", "device_holders"):
+            o[key] = unpack(o.get(key))
     for key in ("b", "k", "a", "d", "x", "t", "th", "s"):
         d["live"][key] = unpack(d["live"][key])
 
@@ -488,6 +488,55 @@ def html_flame_per_device_at_peak_and_oom():
             "search ok; collapse ok", "search: no frames; collapse: no library frames"), "self-test, history overwritten")
         ok('<p class="flame-note">12.00 MiB held on stacks used on several devices could not be split by device '
            '(the history does not go back far enough): "all devices" counts them</p>' in dom, "the note")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_holders_at_oom_of_the_failing_device():
+    """--at oom where other devices held memory too: the holders table
+    lists the failing device's holders alone (the OOM's device_holders),
+    titled and shared out of that device's memory as the text report
+    says it ("holders of device 0's memory"), and the flame graph of that
+    device at the OOM holds the same bytes, exact even for a stack used on
+    both devices that the history (overwritten) cannot split. The table
+    listed every device's memory, shares of all of it."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        MiB = 1 << 20
+        d = two_device_dump(dropped=1)
+        # Stack 0 on both devices (2 MiB each), stack 1 on device 0, stack 2 on device 1.
+        d["ooms"][0]["holders"] = [{"stack": 0, "bytes": 4 * MiB, "count": 2}, {"stack": 1, "bytes": 2 * MiB, "count": 1},
+                                   {"stack": 2, "bytes": 2 * MiB, "count": 1}]
+        d["ooms"][0]["device_holders"] = [{"stack": 0, "bytes": 2 * MiB, "count": 1},
+                                          {"stack": 1, "bytes": 2 * MiB, "count": 1}]
+        path = os.path.join(work, "two.json")
+        json.dump(d, open(path, "w"))
+        rc, out, err = report([path, "--at", "oom"])
+        eq((rc, err), (0, ""), "text report")
+        ok("largest holders of device 0's memory at oom by call site (2 call sites):\n"
+           "    2.00 MiB  50.0%      1 alloc   steady_state tests/progs/t_phases.c:20\n" in out.decode(),
+           "the text: device 0's 4 MiB\n" + out.decode())
+        page = page_of(work, "two.html", [path, "--at", "oom"])
+        data = data_block(open(page).read())
+        eq([o["device_holders"] for o in data["ooms"]], [[0, 2 * MiB, 1, 1, 2 * MiB, 1]], "the data: device 0's holders")
+        dom, console = chromium_run(page)
+        eq(console, [], "console")
+        table = re.search(r'<div class="vt-table-wrap"><h3>([^<]*)<input[^>]*></h3><table class="vt-table holders">'
+                          r'(.*?)</table>', dom)
+        ok(table, "the holders table")
+        eq(table.group(1), "holders of device 0's memory at oom by stack (4.00 MiB)", "the table's title")
+        eq(re.findall(r"<tr[^>]*>((?:<td[^>]*>[^<]*</td>)+)</tr>", table.group(2)),
+           ['<td class="n" data-v="2097152">2.00 MiB</td><td class="n" data-v="2097152">50.0%</td><td class="n" '
+            'data-v="1">1</td><td data-v="warmup_buffer tests/progs/t_phases.c:14">warmup_buffer tests/progs/'
+            't_phases.c:14</td>',
+            '<td class="n" data-v="2097152">2.00 MiB</td><td class="n" data-v="2097152">50.0%</td><td class="n" '
+            'data-v="1">1</td><td data-v="steady_state tests/progs/t_phases.c:20">steady_state tests/progs/'
+            't_phases.c:20</td>'], "the table's rows: device 0's, half each")
+        ok('<select class="fdevice"><option value="0">device 0</option>' in dom, "the flame graph on device 0")
+        eq(re.findall(r'<div class="flame-node"[^>]*>(all \([^<]*)</div>', dom), ["all (4.00 MiB, 100.0%)"],
+           "the flame graph of device 0 at the OOM: the same 4 MiB")
+        ok('<p class="flame-note"></p>' in dom, "nothing left unsplit")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
