@@ -85,6 +85,21 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     fputs("</div>\n", f);
 }
 
+/* The failures by request (vr_oom_requests), the text report's lines as
+ * a list under its heading. */
+struct request_lines {
+    FILE *f;
+    size_t n;
+};
+
+static void request_line(void *ctx, const char *text) {
+    struct request_lines *r = ctx;
+    if (r->n++ == 0) fputs("<h4>out-of-memory failures by request</h4>\n<ul class=\"oom-requests\">", r->f);
+    fputs("<li>", r->f);
+    vh_text(r->f, text);
+    fputs("</li>", r->f);
+}
+
 /* Per device: total, allocated (tracked live), and at the device's last
  * OOM that knew them, what was held outside tracked allocations and what
  * was free; "-" where the dump does not say. */
@@ -128,9 +143,19 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     fputs("</code></h2>\n<h3>what happened</h3>\n", f);
     size_t shown = d->nooms < (size_t)o->top ? d->nooms : (size_t)o->top;
     for (size_t i = 0; i < shown; i++) oom(f, d, i);
-    if (vr_oom_count(d) > shown)
+    if (vr_oom_count(d) > shown) {
         fprintf(f, "<p>(%" PRIu64 " more out-of-memory %s)</p>\n", vr_oom_count(d) - shown,
                 vr_plural(vr_oom_count(d) - shown, "failure", "failures"));
+        struct request_lines r = {f, 0};
+        vr_oom_requests(d, o->top, request_line, &r);
+        if (r.n) fputs("</ul>\n", f);
+        /* The failure that ended the run, when the dump kept it: the
+         * library keeps the newest failures whatever their number. */
+        if (d->nooms > shown && d->ooms[d->nooms - 1].number == vr_oom_count(d)) {
+            fputs("<h4>the last out-of-memory failure</h4>\n", f);
+            oom(f, d, d->nooms - 1);
+        }
+    }
     if (!d->nooms) fputs("<p class=\"no-oom\">no out-of-memory failure</p>\n", f);
     const struct vm_totals *t = &d->totals;
     char when[300], ended[600];

@@ -45,58 +45,22 @@ static const struct vm_device *device_of(const struct vm_dump *d, int ordinal) {
 }
 
 /* A line for each request, device and call site that failed, with how
- * many times and when (the dump's oom_requests: every failure counted,
- * kept or not), the `top` that failed most; nothing for an older dump. */
-struct request_group {
-    const struct vm_oom_request *r; /* its first request */
-    uint64_t count, first_ns, last_ns;
-    char site[2048];
+ * many times and when (vr_oom_requests), under its heading; nothing for an
+ * older dump. */
+struct request_lines {
+    FILE *f;
+    size_t n;
 };
 
-static int by_count(const void *a, const void *b) {
-    const struct request_group *x = a, *y = b;
-    if (x->count != y->count) return x->count < y->count ? 1 : -1;
-    return x->first_ns < y->first_ns ? -1 : x->first_ns > y->first_ns;
+static void request_line(void *ctx, const char *text) {
+    struct request_lines *r = ctx;
+    if (r->n++ == 0) fputs("out-of-memory failures by request:\n", r->f);
+    fprintf(r->f, "  %s\n", text);
 }
 
 static void requests(FILE *f, const struct vm_dump *d, int top) {
-    if (!d->oom_requests) return;
-    struct request_group *g = calloc(d->noom_requests ? d->noom_requests : 1, sizeof *g);
-    if (!g) return;
-    size_t ng = 0;
-    char site[2048], req[32], api[256];
-    for (size_t i = 0; i < d->noom_requests; i++) {
-        const struct vm_oom_request *r = &d->oom_requests[i];
-        site_text(d, r->stack, site, sizeof site);
-        size_t k = 0;
-        while (k < ng && !(g[k].r->requested == r->requested && g[k].r->device == r->device &&
-                           strcmp(g[k].site, site) == 0))
-            k++;
-        if (k == ng) {
-            g[ng++] = (struct request_group){r, 0, r->first_ns, r->last_ns, ""};
-            memcpy(g[k].site, site, sizeof site);
-        }
-        g[k].count += r->count;
-        if (r->first_ns < g[k].first_ns) g[k].first_ns = r->first_ns;
-        if (r->last_ns > g[k].last_ns) g[k].last_ns = r->last_ns;
-    }
-    qsort(g, ng, sizeof *g, by_count);
-    fputs("out-of-memory failures by request:\n", f);
-    for (size_t k = 0; k < ng && k < (size_t)top; k++) {
-        fprintf(f, "  %s by %s on device %d at %s: ", B(g[k].r->requested, req), S(g[k].r->api, api),
-                g[k].r->device, g[k].site);
-        if (g[k].count == 1) fprintf(f, "once, at %.3f s\n", secs(g[k].first_ns));
-        else fprintf(f, "%" PRIu64 " times, from %.3f s to %.3f s\n", g[k].count, secs(g[k].first_ns),
-                     secs(g[k].last_ns));
-    }
-    uint64_t more = 0;
-    for (size_t k = (size_t)top; k < ng; k++) more += g[k].count;
-    if (more) fprintf(f, "  (%" PRIu64 " more %s of %zu other %s)\n", more, vr_plural(more, "failure", "failures"),
-                      ng - (size_t)top, vr_plural(ng - (size_t)top, "request", "requests"));
-    if (d->oom_requests_other)
-        fprintf(f, "  (%" PRIu64 " %s of requests past the library's table, not told apart)\n",
-                d->oom_requests_other, vr_plural(d->oom_requests_other, "failure", "failures"));
-    free(g);
+    struct request_lines r = {f, 0};
+    vr_oom_requests(d, top, request_line, &r);
 }
 
 /* Each failure's lines as the library's post-mortem prints them

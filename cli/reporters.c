@@ -1,4 +1,5 @@
 /* reporters.c -- the format table and what the writers share. */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,70 @@ const char *vr_plural(uint64_t n, const char *one, const char *many) { return n 
 
 uint64_t vr_oom_count(const struct vm_dump *d) {
     return d->totals.oom_count > d->nooms ? d->totals.oom_count : d->nooms;
+}
+
+/* The requests of one size, device and call site (vr_oom_requests). */
+struct request_group {
+    const struct vm_oom_request *r; /* its first request */
+    uint64_t count, first_ns, last_ns;
+    char site[2048];
+};
+
+static int by_count(const void *a, const void *b) {
+    const struct request_group *x = a, *y = b;
+    if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    return x->first_ns < y->first_ns ? -1 : x->first_ns > y->first_ns;
+}
+
+size_t vr_oom_requests(const struct vm_dump *d, int top, void (*line)(void *ctx, const char *text), void *ctx) {
+    if (!d->oom_requests) return 0;
+    struct request_group *g = calloc(d->noom_requests ? d->noom_requests : 1, sizeof *g);
+    if (!g) return 0;
+    size_t ng = 0, lines = 0;
+    char site[2048], where[1024], req[32], api[256], text[2560];
+    for (size_t i = 0; i < d->noom_requests; i++) {
+        const struct vm_oom_request *r = &d->oom_requests[i];
+        vr_safe(vm_site_label(d, r->stack, where, sizeof where), site, sizeof site);
+        size_t k = 0;
+        while (k < ng && !(g[k].r->requested == r->requested && g[k].r->device == r->device &&
+                           strcmp(g[k].site, site) == 0))
+            k++;
+        if (k == ng) {
+            g[ng++] = (struct request_group){r, 0, r->first_ns, r->last_ns, ""};
+            memcpy(g[k].site, site, sizeof site);
+        }
+        g[k].count += r->count;
+        if (r->first_ns < g[k].first_ns) g[k].first_ns = r->first_ns;
+        if (r->last_ns > g[k].last_ns) g[k].last_ns = r->last_ns;
+    }
+    qsort(g, ng, sizeof *g, by_count);
+    for (size_t k = 0; k < ng && k < (size_t)top; k++, lines++) {
+        int n = snprintf(text, sizeof text, "%s by %s on device %d at %s: ",
+                         vr_bytes(g[k].r->requested, req, sizeof req), vr_safe(g[k].r->api, api, sizeof api),
+                         g[k].r->device, g[k].site);
+        size_t at = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+        if (g[k].count == 1) snprintf(text + at, sizeof text - at, "once, at %.3f s", (double)g[k].first_ns / 1e9);
+        else snprintf(text + at, sizeof text - at, "%" PRIu64 " times, from %.3f s to %.3f s", g[k].count,
+                      (double)g[k].first_ns / 1e9, (double)g[k].last_ns / 1e9);
+        line(ctx, text);
+    }
+    uint64_t more = 0;
+    for (size_t k = (size_t)top; k < ng; k++) more += g[k].count;
+    if (more) {
+        snprintf(text, sizeof text, "(%" PRIu64 " more %s of %zu other %s)", more,
+                 vr_plural(more, "failure", "failures"), ng - (size_t)top,
+                 vr_plural(ng - (size_t)top, "request", "requests"));
+        line(ctx, text);
+        lines++;
+    }
+    if (d->oom_requests_other) {
+        snprintf(text, sizeof text, "(%" PRIu64 " %s of requests past the library's table, not told apart)",
+                 d->oom_requests_other, vr_plural(d->oom_requests_other, "failure", "failures"));
+        line(ctx, text);
+        lines++;
+    }
+    free(g);
+    return lines;
 }
 
 size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]) { return vt_display_char(p, out); }

@@ -105,6 +105,16 @@ const char *vr_plural(uint64_t n, const char *one, const char *many);
  * older dump that counted fewer, its records). */
 uint64_t vr_oom_count(const struct vm_dump *d);
 
+/* The dump's failed requests (its oom_requests: every failure counted,
+ * kept or not) as the reports list them, one line each without its
+ * indent or end: the requests of one size, device and call site together,
+ * the `top` that failed most ("2.00 GiB by cudaMalloc on device 0 at SITE:
+ * 5000 times, from 0.001 s to 0.061 s"), then what is left out of them
+ * and of the library's table. Each line, in its display form, goes to
+ * line(ctx, text). Returns how many lines, 0 for an older dump that has no
+ * oom_requests (or when memory ran out). */
+size_t vr_oom_requests(const struct vm_dump *d, int top, void (*line)(void *ctx, const char *text), void *ctx);
+
 /* The display form of the character at *p (common/display.h). */
 #define VR_CHAR_MAX VT_CHAR_MAX
 size_t vr_display_char(const char *p, char out[VR_CHAR_MAX + 1]);

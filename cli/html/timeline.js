@@ -5,8 +5,9 @@
  * line, so that a spike narrower than a pixel still shows). What is
  * hovered is exact: the series' bytes after the event under the pointer,
  * from a checkpoint every CHECK events. Step boundaries (the dump's
- * steps) are dashed lines on either axis, named in the hover. */
-const CHECK = 8192, PAD_L = 74, PAD_R = 12, PAD_T = 14, PAD_B = 34, TL_H = 250;
+ * steps) are dashed lines on either axis, named in the hover; the OOMs
+ * are red dashed lines, with a legend key per requested size. */
+const CHECK = 8192, PAD_L = 74, PAD_R = 12, PAD_T = 14, PAD_B = 34, TL_H = 250, OOM_KEYS = 4;
 
 class Timeline {
   constructor(parent, data, dev, names, colors) {
@@ -90,7 +91,20 @@ class Timeline {
       it.addEventListener('click', () => this.highlight(this.hl === k ? -1 : k, null));
       this.legend.appendChild(it); this.items.push(it);
     }
-    for (const m of this.ooms) this.legend.appendChild(el('span', 'legend-item oom-key', '\u2506 OOM: ' + fmtBytes(m.bytes) + ' requested'));
+    /* A key per requested size, those that failed most first (ties: the
+     * first to fail), OOM_KEYS at most and one for the rest: thousands of
+     * failures made a key each. */
+    const sizes = new Map();
+    for (const m of this.ooms) sizes.set(m.bytes, (sizes.get(m.bytes) || 0) + 1);
+    const keys = [...sizes].sort((a, b) => b[1] - a[1]);
+    const oomKey = text => this.legend.appendChild(el('span', 'legend-item oom-key', '\u2506 OOM: ' + text));
+    for (const [bytes, n] of keys.slice(0, OOM_KEYS))
+      oomKey(fmtBytes(bytes) + ' requested' + (n > 1 ? ', ' + n + ' times' : ''));
+    if (keys.length > OOM_KEYS) {
+      const rest = keys.slice(OOM_KEYS).reduce((n, k) => n + k[1], 0), other = keys.length - OOM_KEYS;
+      oomKey(rest + ' more ' + (rest === 1 ? 'failure' : 'failures') + ' of ' + other + ' other ' +
+        (other === 1 ? 'size' : 'sizes'));
+    }
     this.legend.appendChild(el('span', 'legend-item peak-key', '\u25cf peak ' + fmtBytes(this.peak)));
     if (this.stepN.length) {
       const total = this.d.steps_total || this.stepN.length;

@@ -3,6 +3,7 @@ own #selftest), one screenshot per view checked for content, the figures
 the page states, the data block it draws from, and hostile names."""
 import base64
 import copy
+import itertools
 import re
 import struct
 import zlib
@@ -231,6 +232,82 @@ def html_timeline_axes_ticks_and_legend():
         eq(console, [], "console")
         ok('data-xticks="time since start (ms): 0 | 10 | 20 | 30 | 40 | 50 | 60 | 70"' in dom,
            "the time axis's ticks: " + dom[dom.find("data-xticks"):][:90])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def many_failures_dump():
+    """R0 failing 7004 times: 5000 times 14 MiB at huge_request, then 1, 2
+    and 3 MiB once each, then 13 MiB 2000 times at steady_state on a
+    worker thread and once more, the last failure (#7004, at 1.2 s), from
+    main through another line (a stack of the same call site). Its
+    records keep the first 12 failures and the last, as the library's
+    ring keeps the first and the newest."""
+    d = json.load(open(os.path.join(GOLDEN, R0)))
+    MiB, events, reqs = 1 << 20, [e for e in d["events"] if e[1] != "oom"], []
+    first = d["ooms"][0]
+    failures = ([(14 * MiB, 3, 8447)] * 5000 + [(k * MiB, 3, 8447) for k in (1, 2, 3)] +
+                [(13 * MiB, 1, 8450)] * 2000 + [(13 * MiB, 2, 8447)])
+    times = [5000000 + 1000 * i for i in range(len(failures) - 1)] + [1200000000]
+    records = []
+    for i, ((nbytes, stack, thread), t) in enumerate(zip(failures, times)):
+        events.append([t, "oom", "0x0", nbytes, 0, stack, "device"])
+        if i < 12 or i == len(failures) - 1:
+            records.append(dict(first, number=i + 1, requested_bytes=nbytes, stack=stack, thread=thread, time_ns=t))
+        if reqs and reqs[-1]["requested_bytes"] == nbytes and reqs[-1]["stack"] == stack:
+            reqs[-1].update(count=reqs[-1]["count"] + 1, last_number=i + 1, last_ns=t, last_thread=thread)
+        else:
+            reqs.append({"requested_bytes": nbytes, "api": "cudaMalloc", "kind": "device", "device": 0,
+                         "stack": stack, "count": 1, "first_number": i + 1, "first_ns": t, "first_thread": thread,
+                         "last_number": i + 1, "last_ns": t, "last_thread": thread})
+    d["events"], d["ooms"], d["oom_requests"], d["time_ns"] = events, records, reqs, 1300000000
+    for x in (d["totals"], d["devices"][0]):
+        x["oom_count"] = x["failed_count"] = len(failures)
+    return d
+
+
+@test
+def html_failures_by_request_and_the_last_failure():
+    """7004 failures of six requests, the first 10 shown: the page lists
+    the failures by request, the text report's lines (from the dump's
+    oom_requests, the two stacks of one call site together), also when
+    --top cuts them, and shows the last failure, a request the first 10
+    never name; the timeline's legend has a key per requested size that
+    failed most (4) and one for the rest, where it had one per failure."""
+    work = tempfile.mkdtemp(prefix="vt-html-")
+    try:
+        path = os.path.join(work, "many.json")
+        json.dump(many_failures_dump(), open(path, "w"))
+        want = ["14.00 MiB by cudaMalloc on device 0 at huge_request tests/progs/t_phases.c:32: 5000 times, from "
+                "0.005 s to 0.010 s",
+                "13.00 MiB by cudaMalloc on device 0 at steady_state tests/progs/t_phases.c:20: 2001 times, from "
+                "0.010 s to 1.200 s",
+                "1.00 MiB by cudaMalloc on device 0 at huge_request tests/progs/t_phases.c:32: once, at 0.010 s",
+                "2.00 MiB by cudaMalloc on device 0 at huge_request tests/progs/t_phases.c:32: once, at 0.010 s",
+                "3.00 MiB by cudaMalloc on device 0 at huge_request tests/progs/t_phases.c:32: once, at 0.010 s"]
+        for top, lines in ((None, want), ("2", want[:2] + ["(3 more failures of 3 other requests)"])):
+            args = [path] + (["--top", top] if top else [])
+            rc, out, err = report(args)
+            eq((rc, err), (0, ""), f"text report {args}")
+            text = out.decode()
+            after = text[text.index("out-of-memory failures by request:\n"):].split("\n")[1:]
+            eq([l[2:] for l in itertools.takewhile(lambda l: l.startswith("  "), after)], lines,
+               f"the text's lines {args}")
+            raw = open(page_of(work, "many.html", args)).read()
+            shown = int(top or 10)
+            ok(f"<p>({7004 - shown} more out-of-memory failures)</p>\n<h4>out-of-memory failures by request</h4>\n"
+               '<ul class="oom-requests">' + "".join(f"<li>{l}</li>" for l in lines) + "</ul>\n" in raw,
+               f"the page's list {args}: the text's lines")
+            ok('<h4>the last out-of-memory failure</h4>\n<div class="oom"><p class="oom-line">out of memory #7004 at '
+               '1.200 s: 13.00 MiB requested by cudaMalloc on device 0; 12.00 MiB free of 16.00 MiB; 4.00 MiB '
+               'tracked live</p>' in raw, f"the last failure {args}")
+            eq(raw.count('<p class="oom-line">'), shown + 1, f"the first {shown} failures and the last {args}")
+        dom, console = chromium_run(os.path.join(work, "many.html"), "#view=timeline")
+        eq(console, [], "console")
+        eq(re.findall(r'<span class="legend-item oom-key">([^<]*)</span>', dom),
+           ["\u2506 OOM: 14.00 MiB requested, 5000 times", "\u2506 OOM: 13.00 MiB requested, 2001 times",
+            "\u2506 OOM: 1.00 MiB requested", "\u2506 OOM: 2.00 MiB requested",
+            "\u2506 OOM: 1 more failure of 1 other size"], "the legend: a key per size, 5 in all")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
