@@ -40,12 +40,29 @@
 _Static_assert(PATH_MAX == 4096, "the warning below says 4095");
 #define TOO_LONG "the path is longer than 4095 characters"
 
+/* Take signal sig off this thread, unseen, if the writing raised it (it
+ * was not pending before). */
+static void take_off(int sig, int pending_before) {
+    sigset_t only, pending;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    if (!pending_before && sigpending(&pending) == 0 && sigismember(&pending, sig)) {
+        struct timespec now = {0, 0};
+        while (sigtimedwait(&only, NULL, &now) < 0 && errno == EINTR) {
+        }
+    }
+}
+
 void vt_sigpipe_hold(struct vt_sigpipe *h) {
-    sigset_t pipe_only, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    h->pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &h->mask);
+    sigset_t held, pending;
+    sigemptyset(&held);
+    sigaddset(&held, SIGPIPE);
+    sigaddset(&held, SIGXFSZ);
+    int known = sigpending(&pending) == 0;
+    h->pending_before = known && sigismember(&pending, SIGPIPE);
+    h->xfsz_before = known && sigismember(&pending, SIGXFSZ);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &h->cancel_state);
+    pthread_sigmask(SIG_BLOCK, &held, &h->mask);
 }
 
 /* A SIGPIPE the program's own output earned while held (errbuf.h's
@@ -53,15 +70,11 @@ void vt_sigpipe_hold(struct vt_sigpipe *h) {
 static int sigpipe_owed;
 
 void vt_sigpipe_release(const struct vt_sigpipe *h) {
-    sigset_t pipe_only, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    if (!h->pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec now = {0, 0};
-        while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR) {
-        }
-    }
+    take_off(SIGPIPE, h->pending_before);
+    take_off(SIGXFSZ, h->xfsz_before);
     pthread_sigmask(SIG_SETMASK, &h->mask, NULL);
+    int ignored;
+    pthread_setcancelstate(h->cancel_state, &ignored);
     if (!sigismember(&h->mask, SIGPIPE) && __atomic_exchange_n(&sigpipe_owed, 0, __ATOMIC_RELAXED)) raise(SIGPIPE);
 }
 
@@ -699,6 +712,12 @@ static void paced_oom(struct pace *p, int torch_only) {
      * failures with both off paid a quarter of a second each second at a
      * million live for nothing). */
     if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0) return;
+    /* No cancellation point in the failure's work, inside the program's
+     * CUDA call (the symbols' files are opened and read before the
+     * writing's own hold): a thread the program cancels is cancelled at
+     * its own next one, as without vramtrace. */
+    int cancel_state, ignored;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     pthread_mutex_lock(&out_lock);
     uint64_t now = vt_now_ns();
     if (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS) {
@@ -712,6 +731,7 @@ static void paced_oom(struct pace *p, int torch_only) {
         p->last_ns = vt_now_ns();
     }
     pthread_mutex_unlock(&out_lock);
+    pthread_setcancelstate(cancel_state, &ignored);
 }
 
 /* A failure PyTorch's record made, on this thread: its post-mortem waits

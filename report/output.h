@@ -12,12 +12,17 @@
 
 /* Around writing a report: a write to a pipe nobody reads (stderr piped to
  * `head`, which has exited) must not raise a SIGPIPE the program would not
- * have had without vramtrace. Held: SIGPIPE is blocked on this thread;
- * released: one that the writing raised is taken off, unseen, and the
- * thread's mask is put back. */
+ * have had without vramtrace, nor a dump past the file size limit
+ * (`ulimit -f`) a SIGXFSZ, whose default kills the program; and the
+ * writing is no cancellation point (write and open are: a thread the
+ * program cancelled died inside its CUDA call, holding its own locks).
+ * Held: SIGPIPE and SIGXFSZ are blocked on this thread and cancellation is
+ * off; released: those the writing raised are taken off, unseen, and the
+ * thread's mask and cancel state are put back (a cancel asked meanwhile is
+ * acted on at the program's next cancellation point). */
 struct vt_sigpipe {
     sigset_t mask;
-    int pending_before;
+    int pending_before, xfsz_before, cancel_state;
 };
 void vt_sigpipe_hold(struct vt_sigpipe *h);
 void vt_sigpipe_release(const struct vt_sigpipe *h);

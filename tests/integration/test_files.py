@@ -4,7 +4,9 @@ devices, FIFOs, links and other users' files at the output paths, paths up
 to PATH_MAX, dump names of pid 1, an install prefix with a space in it.
 
 Several cases need root (mknod, chown, unshare), as `make test` runs here."""
+import re
 import select
+import shlex
 import signal
 import time
 
@@ -979,3 +981,42 @@ def suppressions_at_a_fifo_or_directory_never_block():
             eq(r.rc, 23, f"{path}: leaks reported, status 23")
             eq(r.err.count(f"cannot read suppressions {path}: {why}"), 1, f"{path}: one line saying why:\n{r.err}")
             eq(r.err.count("Direct leak of "), 3, f"{path}: every leaking stack, none suppressed")
+
+
+@test
+def a_cancelled_thread_is_not_cancelled_inside_its_failing_cuda_call():
+    """A worker cancelled (deferred) while its failing cudaMalloc wrote the
+    post-mortem died inside the call, where write and open are cancellation
+    points, holding the program's own lock: the program hung (an outside
+    check). The failure's work is no cancellation point: the worker is
+    cancelled at its pthread_testcancel, the lock let go."""
+    with workdir("vt-cancel-") as work:
+        for _ in range(3):
+            p = subprocess.run([os.path.join(T, "t_cancel")], cwd=work, capture_output=True, text=True, timeout=60,
+                               env=lib_env(VRAMTRACE_OUT=os.path.join(work, "d.%p.json")))
+            eq((p.returncode, p.stdout), (0, "joined, cancelled; main got the lock\n"), p.stderr[-2000:])
+            names = os.listdir(work)
+            eq(len(names), 1, f"one dump: {names}")
+            d = json.load(open(os.path.join(work, names[0])))
+            eq((d["reason"], d["totals"]["oom_count"] >= 1, d["totals"]["live_bytes"]), ("exit", True, 0),
+               "its exit dump")
+            for x in os.listdir(work):
+                os.remove(os.path.join(work, x))
+
+
+@test
+def a_dump_past_the_file_size_limit_is_a_warning_not_a_signal():
+    """Under `ulimit -f 1` the dump's writing raised SIGXFSZ, whose default
+    killed the program at its caught failure (status 153, its output lost)
+    and left the temporary file (an outside check). Now the write's error
+    is one warning, the program runs to its end, and nothing is left."""
+    with workdir("vt-fsize-") as work:
+        cmd = f"ulimit -S -f 1; exec {shlex.quote(os.path.join(T, 't_oom'))} exit"
+        plain = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=60,
+                               env=dict(run_env(work), SIMGPU_CAPACITY="64M"))
+        p = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=60,
+                           env=lib_env(SIMGPU_CAPACITY="64M", VRAMTRACE_OUT=os.path.join(work, "vramtrace.%p.json")))
+        eq((p.returncode, p.stdout), (plain.returncode, plain.stdout), f"as without vramtrace: {p.stderr[-2000:]}")
+        eq(plain.returncode, 1, "t_oom's own status")
+        ok(re.search(r"vramtrace: warning: cannot write the dump to \S+: File too large", p.stderr), p.stderr)
+        eq(os.listdir(work), [], "no file left")
