@@ -19,6 +19,7 @@
 #include "hook.h"
 #include "graphs.h"
 #include "ipc.h"
+#include "mainexit.h"
 #include "vmm.h"
 #include "pools.h"
 #include "ondemand.h"
@@ -114,6 +115,7 @@ static void after_fork_parent(void) {
  * locks before_fork took are this thread's, the child's only one: they are
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
+    vt_exit_reset_child();
     vt_unload_reset_child();
     vt_thread_reset_child();
     vt_graphs_fork_parent(); /* given back, then the tables emptied below */

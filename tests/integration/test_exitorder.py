@@ -49,3 +49,22 @@ def quick_exit_runs_the_exit_check():
     eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
        ["SUMMARY: vramtrace: 1060864 byte(s) leaked in 3 allocation(s)."], "every leak")
     eq((r.dump["reason"], r.dump["totals"]["live_bytes"]), ("exit", 1060864), "the exit dump")
+
+
+@test
+def threads_calling_exit_at_once_still_get_the_exit_check():
+    """Two and eight threads each keep 1 MiB and call exit(0) at the same
+    moment: the C library ran the exit handlers on one thread and ended the
+    process from another while vramtrace wrote its outputs, so the leak
+    check printed nothing, wrote no dump and passed with status 0 (an
+    outside check). The later callers of exit now wait for the first to
+    end the process, as glibc 2.41's exit does."""
+    for n in (2, 8, 2, 8, 2):
+        r = run([os.path.join(T, "t_exitrace"), str(n), "0"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq(r.rc, 23, f"{n} threads: the leak check's status: {r.err[-2000:]}")
+        summary = [l for l in r.err.splitlines() if l.startswith("SUMMARY:")]
+        eq(summary, [f"SUMMARY: vramtrace: {(n + 1) << 20} byte(s) leaked in {n + 1} allocation(s)."], "the leaks")
+        eq((r.dump["reason"], r.dump["totals"]["live_bytes"]), ("exit", (n + 1) << 20), "the exit dump")
+    # A program's own status, without the check, is the exit's.
+    r = run([os.path.join(T, "t_exitrace"), "4", "7"])
+    eq(r.rc, 7, r.err[-2000:])
