@@ -26,7 +26,17 @@ void vt_put_torch_device(FILE *f, const char *prefix, int device, uint64_t alloc
     if (outside) fprintf(f, ", %s outside PyTorch", vt_fmt_bytes(*outside, o, sizeof o));
     if (steps) fprintf(f, "; %" PRIu64 " optimizer step%s", steps, steps == 1 ? "" : "s");
     fprintf(f, "\n%s  by category:", prefix);
-    for (int k = 0; k < ncat; k++) fprintf(f, "%s %s %s", k ? "," : "", cat_names[k], vt_fmt_bytes(cat_bytes[k], a, sizeof a));
+    uint64_t named = 0;
+    for (int k = 0; k < ncat; k++) {
+        fprintf(f, "%s %s %s", k ? "," : "", cat_names[k], vt_fmt_bytes(cat_bytes[k], a, sizeof a));
+        named += cat_bytes[k];
+    }
+    /* What PyTorch allocated in no tensor the walk reached: the line adds
+     * up (cuBLAS's workspaces, autograd's buffers in flight at a failure
+     * in backward: the answer, left out, at an outside check). */
+    if (ncat && allocated > named)
+        fprintf(f, "; in no tensor Python reaches %s (library workspaces such as cuBLAS's, autograd's buffers in "
+                   "flight, tensors only C++ holds)", vt_fmt_bytes(allocated - named, a, sizeof a));
     fputc('\n', f);
 }
 

@@ -819,7 +819,8 @@ def torch_truth_report_prints_the_breakdown():
     block = ["PyTorch on device 0: 3.00 MiB allocated by PyTorch, 1.00 MiB reserved but unallocated (largest free "
              "block 512.00 KiB{}), 300.00 MiB outside PyTorch; 7 optimizer steps",
              "  by category: parameter 1.00 MiB, buffer 0 B, gradient 1.00 MiB, optimizer_state 0 B, activation 512 B, "
-             "other 512.00 KiB",
+             "other 512.00 KiB; in no tensor Python reaches 511.50 KiB (library workspaces such as cuBLAS's, "
+             "autograd's buffers in flight, tensors only C++ holds)",
              "  growth: +1.00 MiB per step over the last 6 steps (+6.00 MiB in 0.600 s), held by `history\\x1b[31m` in "
              "steady_state tests/progs/t_phases.c:20",
              "     next: free what `history\\x1b[31m` keeps from one step to the next (its tensors lie in segments "
