@@ -111,6 +111,71 @@ static uint64_t steps_before(const struct vt_snapshot *s, uint64_t t) {
     return n;
 }
 
+/* One line of the program's whose call sites, each its line through a
+ * different library function (`train.py:9 -> Linear.forward ...` and
+ * `train.py:9 -> relu ...`), hold half the tracked memory together while
+ * none does alone: the line is what a call site is to its author (67%
+ * held by one line of a batch, split in two rows, went unsaid). */
+struct line_sum {
+    char line[160], callees[200];
+    uint64_t bytes, count;
+    size_t nsites;
+    int python, torch;
+};
+
+struct site_line {
+    char line[160];
+    const struct vt_holder *h;
+};
+
+static int by_line(const void *a, const void *b) {
+    return strcmp(((const struct site_line *)a)->line, ((const struct site_line *)b)->line);
+}
+
+static int dominant_line(const struct vt_symbols *sym, const struct vt_holder *sites, size_t n, uint64_t live,
+                         struct line_sum *out) {
+    struct site_line *l = malloc(n * sizeof *l);
+    if (!l) return 0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        char label[160];
+        vt_site_label(sym, sites[i].stack, label, sizeof label);
+        char *arrow = strstr(label, " -> ");
+        if (!arrow) continue;
+        *arrow = '\0';
+        snprintf(l[m].line, sizeof l[m].line, "%s", label);
+        l[m++].h = &sites[i];
+    }
+    qsort(l, m, sizeof *l, by_line);
+    int found = 0;
+    for (size_t i = 0, j; i < m; i = j) {
+        uint64_t bytes = 0, count = 0;
+        for (j = i; j < m && strcmp(l[j].line, l[i].line) == 0; j++) bytes += l[j].h->bytes, count += l[j].h->count;
+        if (j - i < 2 || bytes * 2 < live || (found && bytes <= out->bytes)) continue;
+        found = 1;
+        snprintf(out->line, sizeof out->line, "%s", l[i].line);
+        out->bytes = bytes;
+        out->count = count;
+        out->nsites = j - i;
+        out->python = is_python(sym, l[i].h->stack);
+        out->torch = 0;
+        out->callees[0] = '\0';
+        size_t k = 0;
+        for (size_t x = i; x < j; x++) {
+            out->torch |= through_torch(sym, l[x].h->stack);
+            char label[160];
+            vt_site_label(sym, l[x].h->stack, label, sizeof label);
+            const char *callee = strstr(label, " -> ");
+            callee = callee ? callee + 4 : label;
+            int w = snprintf(out->callees + k, sizeof out->callees - k, "%s%s", x > i ? ", " : "", callee);
+            if (w < 0 || (size_t)w >= sizeof out->callees - k) break;
+            k += (size_t)w;
+        }
+    }
+    free(l);
+    return found;
+}
+
 int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbols *sym,
                 const struct vt_holder *holders, size_t nholders, struct vt_finding *out, struct vt_growth *grew) {
     int n = 0;
@@ -316,6 +381,22 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
+    } else if (nsites > 1 && live > 0) {
+        struct line_sum ls;
+        if (dominant_line(sym, sites, nsites, live, &ls)) {
+            struct vt_finding *f = add(out, &n, "one_site_dominates");
+            snprintf(f->text, sizeof f->text,
+                     "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s, through %zu call sites: %s)",
+                     ls.line, PCT(ls.bytes, live), B(ls.bytes, a), ls.count, ls.count == 1 ? "" : "s", ls.nsites,
+                     ls.callees);
+            if (ls.python && ls.torch)
+                snprintf(f->next, sizeof f->next,
+                         "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
+                         "torch.inference_mode() if it runs evaluation, or activation checkpointing", ls.line);
+            else
+                snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call",
+                         ls.line);
+        }
     }
     free(sites);
     /* The graphs' pool: what it keeps reserved that no graph allocation
