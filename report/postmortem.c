@@ -177,8 +177,8 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
  * failure told in full) that no post-mortem told, a line for each
  * request, device and call site, with how many times it failed (a loop's
  * failures, a caching allocator's retry), the first few; leaving out
- * those that repeat `skip_a` or `skip_b` (a failure told already, whose
- * retries are told with it). The counts are the requests' (s's
+ * those that repeat `skip_a` or `skip_b` once or twice on its thread (a
+ * failure told already, whose retries are told with it). The counts are the requests' (s's
  * oom_requests, less their counts when the last post-mortem was written
  * and the failure `upto`): exact however many failures the history did
  * not keep. Each line names the first failure of its group in that
@@ -305,7 +305,13 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         if (!n) continue;
         vt_site_shown(sym, r->stack, site, sizeof site);
         struct vt_oom o = {.requested = r->requested, .device = r->device};
-        if ((skip_a && same_failure(&o, site, skip_a, site_a)) || (skip_b && same_failure(&o, site, skip_b, site_b)))
+        /* A retry is a failure or two more on the failing thread: another
+         * thread's, or thousands, are told (2,000 failures of another
+         * thread went unsaid under "failures so far: 7001"). */
+        if (n <= 2 && ((skip_a && same_failure(&o, site, skip_a, site_a) && r->first_thread == skip_a->thread &&
+                        r->last_thread == skip_a->thread) ||
+                       (skip_b && same_failure(&o, site, skip_b, site_b) && r->first_thread == skip_b->thread &&
+                        r->last_thread == skip_b->thread)))
             continue;
         size_t k = 0;
         while (k < ng && !(g[k].r->requested == r->requested && g[k].r->device == r->device &&
