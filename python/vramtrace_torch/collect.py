@@ -110,6 +110,8 @@ def _names():
                       if f.f_code.co_filename != __file__ and not f.f_code.co_filename.startswith(torch_dir))
     except Exception:
         pass
+    owners = []
+    module = type(sys)
     for scope in scopes:
         try:
             for k, v in list(scope.items()):
@@ -117,9 +119,30 @@ def _names():
                     names[id(v)] = k
                     if type(v) in (list, tuple, dict) and v:
                         boxes.append(v)
+                    elif type(v) is not module and hasattr(v, "__dict__"):
+                        owners.append((k, v))
         except Exception:
             pass
-    return names, boxes
+    return names, boxes, owners
+
+
+def _attribute_names(owners, unnamed, names):
+    """Names for the unnamed containers `unnamed` (id -> container) that an
+    attribute of an object or class the program names keeps:
+    `trainer.history`, `Trainer.seen`, `rec.features` (a forward hook's
+    list). Their tensors were "a list[0]", held by nothing named, and the
+    growth they made named no holder. Returns id -> name."""
+    found = {}
+    for name, obj in owners:
+        try:
+            for k, v in vars(obj).items():
+                if id(v) in unnamed and id(v) not in found and isinstance(k, str):
+                    found[id(v)] = f"{name}.{k}"
+        except Exception:
+            pass
+        if len(found) == len(unnamed):
+            break
+    return found
 
 
 class _Claims:
@@ -208,7 +231,7 @@ def _modules_named(roots, names):
 
 
 def _claim_all(torch, w):
-    names, named = _names()
+    names, named, owners = _names()
     c = _Claims()
     claim = c.claim
     # Modules that are no other live module's child are roots; their names
@@ -300,6 +323,15 @@ def _claim_all(torch, w):
                 want -= hits
             except Exception:
                 pass
+    # Containers no name reached: an attribute of a named object or class
+    # may keep them.
+    unnamed = {id(h[2]): h[2] for h in holder.values() if h[0] is None}
+    if unnamed:
+        attrs = _attribute_names(owners, unnamed, names)
+        for i, h in list(holder.items()):
+            a = attrs.get(id(h[2])) if h[0] is None else None
+            if a is not None:
+                holder[i] = (a, h[1], h[2], a)
 
     # Tensors a variable or a container of the program holds are its own
     # (other), even when a graph saved them too.

@@ -455,6 +455,50 @@ def torch_truth_one_line_through_two_library_calls_dominates():
     ok(f["next"].startswith("at train_step ") and "a smaller micro-batch" in f["next"], f["next"])
 
 
+ATTRIBUTES = r"""
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU()).cuda()
+
+class Trainer:
+    seen = []
+    def __init__(self):
+        self.history = []
+
+class Recorder:
+    def __init__(self):
+        self.features = []
+    def __call__(self, module, inp, out):
+        self.features.append(out)
+
+trainer, rec = Trainer(), Recorder()
+model[1].register_forward_hook(rec)
+for step in range(3):
+    out = model(torch.randn(64, 256, device="cuda"))
+    trainer.history.append(out.detach().clone())
+    Trainer.seen.append(out.detach() * 2)
+    out.sum().backward()
+print("done")
+"""
+
+
+@torch_test
+def torch_truth_tensors_kept_in_attributes_are_named_by_them():
+    """Tensors an instance attribute, a class attribute and a forward
+    hook's list keep: they were "a list[0]", held by nothing named, and the
+    growth named no holder (an outside check); they are named through the
+    attribute (`trainer.history[0]`, `Trainer.seen[2]`, `rec.features[1]`),
+    which holds them."""
+    out, dumps, report = traced(ATTRIBUTES)
+    eq(out, "done\n", "the run")
+    t = dumps["exit"]["torch"][0]
+    got = sorted((x["name"], x.get("holder")) for x in t["tensors"] if x["category"] == "other")
+    # The last step's output is the program's `out` too: named so, held by
+    # the hook's list.
+    eq(got, sorted([(f"{a}[{i}]", a) for a in ("Trainer.seen", "trainer.history") for i in range(3)] +
+                   [("rec.features[0]", "rec.features"), ("rec.features[1]", "rec.features"), ("out", "rec.features")]),
+       "the attributes' tensors")
+
+
 OTHER_ALLOCATOR = r"""
 import ctypes, torch
 x = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(6)]
