@@ -557,8 +557,36 @@ static int absolute(const char *v, int pattern, char *out, size_t size) {
     return 1;
 }
 
+/* Whether patterns a and b name one file: the same text, or the same
+ * last component in one folder (by its identity, when both folders
+ * exist: "./x" and "x"). */
+static int one_file(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return 1;
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;
+    char da[PATH_MAX], db[PATH_MAX];
+    struct stat x, y;
+    snprintf(da, sizeof da, "%.*s/", sa ? (int)(sa - a) : 1, sa ? a : ".");
+    snprintf(db, sizeof db, "%.*s/", sb ? (int)(sb - b) : 1, sb ? b : ".");
+    return stat(da, &x) == 0 && stat(db, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The report and the dump given one file (--report X --out X, or one of
+ * them by flag and the other in the environment): the report would be
+ * appended to the dump, and the out-of-memory dump renamed over the
+ * post-mortem. Refused with one line; 0 when they differ. */
+static int report_into_dump(void) {
+    const char *report = getenv("VRAMTRACE_REPORT"), *out = getenv("VRAMTRACE_OUT");
+    if (!report || !out || !*out || strcmp(out, "off") == 0 || !vt_report_to_file(report)) return 0;
+    if (!one_file(report, out)) return 0;
+    char safe[256];
+    fprintf(stderr, "vramtrace run: --report and --out name one file, '%s': the report would go into the dump\n",
+            vt_display(out, safe, sizeof safe));
+    return 2;
+}
+
 int vt_cmd_run(int argc, char **argv) {
-    int i = 1;
+    int i = 1, named = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) { i++; break; }
@@ -618,7 +646,9 @@ int vt_cmd_run(int argc, char **argv) {
             absolute(v, pattern, whole, sizeof whole))
             v = whole;
         setenv(d->name, v, 1);
+        if (pattern) named = 1;
     }
+    if (named && report_into_dump()) return 2;
     if (i >= argc) {
         fprintf(stderr, "vramtrace run: no command given (vramtrace run -- CMD [ARG...])\n");
         return 2;

@@ -413,3 +413,15 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
 int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why) {
     return vt_file_write_dump(path, fill, arg, why, NULL, NULL);
 }
+
+int vt_file_same_name(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return 1;
+    const char *base_a, *base_b;
+    int da = vt_file_dir_of(a, &base_a), db = da >= 0 ? vt_file_dir_of(b, &base_b) : -1;
+    struct stat sa, sb;
+    int same = db >= 0 && strcmp(base_a, base_b) == 0 && fstat(da, &sa) == 0 && fstat(db, &sb) == 0 &&
+               sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (da >= 0) close(da);
+    if (db >= 0) close(db);
+    return same;
+}

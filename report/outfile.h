@@ -53,4 +53,9 @@ FILE *vt_file_open_report(const char *path, const char **why);
  * component. Returns the descriptor, or -1 with errno. */
 int vt_file_dir_of(const char *path, const char **base);
 
+/* Whether paths a and b name one file: the same text, or the same last
+ * component in one folder (by its identity: "./x" and "x", a folder
+ * reached through a link). 0 when either folder cannot be opened. */
+int vt_file_same_name(const char *a, const char *b);
+
 #endif

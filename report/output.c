@@ -399,15 +399,40 @@ static int fill_dump(FILE *f, void *arg) {
     return vt_dump_write(f, d->s, d->sym, d->an, d->meta);
 }
 
+/* Whether the report's file at path (expanded) is the dump's, the two
+ * options naming one file after expansion (VRAMTRACE_REPORT equal to
+ * VRAMTRACE_OUT): the report appended to the dump made it invalid JSON,
+ * and an out-of-memory dump renamed over the report lost the
+ * post-mortem. The dump's path goes into dump (PATH_MAX bytes). */
+static int report_is_dump(const char *path, unsigned seq, char *dump) {
+    if (strcmp(vt_opt.out, "off") == 0) return 0;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (vt_expand_path(vt_opt.out, dump, PATH_MAX, (int)getpid(), host, rank_of(), seq) != 0) return 0;
+    return vt_file_same_name(path, dump);
+}
+
 /* The human report's stream: stderr, stdout, none ("off"), or the file
  * at path (NULL when path is, after one warning; the caller warned for
- * a path too long). */
-static FILE *open_report(const char *path, int *close_it) {
+ * a path too long); stderr, after one warning, when that file is the
+ * dump's (report_is_dump; seq: the %n path was expanded with). */
+static FILE *open_report(const char *path, unsigned seq, int *close_it) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
     if (strcmp(vt_opt.report, "stdout") == 0) return stdout;
     if (!path) return NULL;
+    char dump[PATH_MAX];
+    if (report_is_dump(path, seq, dump)) {
+        static int warned_same;
+        if (!warned_same) {
+            warned_same = 1;
+            size_t n = strlen(dump);
+            vt_warn("VRAMTRACE_REPORT names the dump's file %.*s%s (VRAMTRACE_OUT); the report goes to stderr",
+                    n > 200 ? 200 : (int)n, dump, n > 200 ? "..." : "");
+        }
+        return stderr;
+    }
     const char *why = NULL;
     FILE *f = vt_file_open_report(path, &why);
     if (!f) {
@@ -432,7 +457,7 @@ int vt_output_report_line(const char *line) {
     gethostname(host, sizeof host - 1);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, (int)getpid(), host, rank_of(), 0) != 0) return -1;
     int close_it;
-    FILE *f = open_report(rpath, &close_it);
+    FILE *f = open_report(rpath, 0, &close_it);
     if (!f) return -1;
     fprintf(f, "%s\n", line);
     int bad = fflush(f) != 0 || ferror(f);
@@ -619,7 +644,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if (vt_report_to_file(vt_opt.report)) warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
     }
     int close_it;
-    FILE *f = open_report(report_path, &close_it);
+    FILE *f = open_report(report_path, seq, &close_it);
     /* What goes to stderr (or stdout) is gathered and written in whole
      * lines. */
     struct vt_errbuf eb, ob = {0};

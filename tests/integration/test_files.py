@@ -1020,3 +1020,27 @@ def a_dump_past_the_file_size_limit_is_a_warning_not_a_signal():
         eq(plain.returncode, 1, "t_oom's own status")
         ok(re.search(r"vramtrace: warning: cannot write the dump to \S+: File too large", p.stderr), p.stderr)
         eq(os.listdir(work), [], "no file left")
+
+
+def report_and_dump_naming_one_file_keep_the_dump_whole():
+    """VRAMTRACE_REPORT equal to VRAMTRACE_OUT (after expansion: %p and the
+    pid, a relative and an absolute spelling): one warning, the reports go
+    to stderr, the dump stays valid JSON. Before, the report was appended
+    into the dump and the out-of-memory dump renamed over the post-mortem."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    a = without(prog)
+    with workdir("vt-files-") as work:
+        for report, out in (("same.%p.json", "same.%p.json"), ("./same.$$.json", os.path.join(work, "same.%p.json"))):
+            # bash's $$ is the program's pid: it execs the program.
+            p = subprocess.run(["bash", "-c", f"VRAMTRACE_REPORT={report} exec {' '.join(prog)}"],
+                               env=lib_env(VRAMTRACE_OUT=out), cwd=work, capture_output=True, text=True, timeout=60)
+            names = os.listdir(work)
+            eq(len(names), 1, f"{report}: one file: {names}")
+            path = os.path.join(work, names[0])
+            eq(warnings(p.stderr), [f"vramtrace: warning: VRAMTRACE_REPORT names the dump's file {path} "
+                                    "(VRAMTRACE_OUT); the report goes to stderr"], f"{report}: one warning")
+            eq((p.returncode, p.stdout), (a.rc, a.out), f"{report}: the program's status and output")
+            ok("vramtrace: out of memory in pid " in p.stderr and "\nvramtrace: exit in pid " in p.stderr,
+               f"{report}: the post-mortem and the exit report on stderr:\n{p.stderr}")
+            eq(dump_at(path)[1], "exit", f"{report}: the dump is whole")
+            os.unlink(path)

@@ -19,3 +19,33 @@ def runflags_tensors_flag_as_the_table_writes_it():
     for flag in ("--tensors=other", "--tensors[=nocache]", "--tensors="):
         eq(run_env(flag), (2, [], f"vramtrace run: unknown option {flag} (see vramtrace --help)\n"),
            f"{flag} is no flag of the table's")
+
+
+def lib_free_env(tmp):
+    """The environment of a `vramtrace run` without vramtrace's settings or
+    a preload: the simulated GPU, TMPDIR the private folder's parent."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    e.update(LD_LIBRARY_PATH=SIM, TMPDIR=tmp)
+    return e
+
+
+@test
+def runflags_report_and_out_naming_one_file_are_refused():
+    """--report and --out naming one file (in any spelling, or one flag and
+    the other variable): refused with one line and status 2, nothing run or
+    written. Before, the report was appended to the dump (invalid JSON) and
+    the out-of-memory dump renamed over the post-mortem."""
+    with workdir("vt-runflags-") as work:
+        env = lib_free_env(work)
+        same = os.path.join(work, "same.json")
+        line = f"vramtrace run: --report and --out name one file, '{same}': the report would go into the dump\n"
+        for flags, extra in ((["--report", "same.json", "--out", "same.json"], {}),
+                             (["--report", "./same.json", "--out", same], {}),
+                             (["--report", "same.json"], {"VRAMTRACE_OUT": same})):
+            p = subprocess.run([CLI, "run", *flags, "--", "touch", "ran"], env=dict(env, **extra), cwd=work,
+                               capture_output=True, text=True, timeout=60)
+            eq((p.returncode, p.stdout, p.stderr), (2, "", line), f"{flags} {extra}")
+            eq(os.listdir(work), [], f"{flags} {extra}: nothing run or written")
+        p = subprocess.run([CLI, "run", "--report", "same.txt", "--out", "same.json", "--", "touch", "ran"], env=env,
+                           cwd=work, capture_output=True, text=True, timeout=60)
+        eq((p.returncode, p.stderr, sorted(os.listdir(work))), (0, "", ["ran"]), "two files: run")
