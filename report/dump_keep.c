@@ -15,8 +15,10 @@
  * so no other process's dump can land in between and be lost, and the old
  * one is read and renamed from a name only this process uses. What this
  * image placed itself (an out-of-memory dump, then the exit dump) is
- * replaced, known by the inode it wrote; anything that is not a dump is
- * left to the writer's rules. */
+ * replaced, known by the inode it wrote. A file of this user that is not
+ * a dump (notes.txt, the program itself, named by a typo) is never
+ * replaced: the dump goes beside it, under the name with this process's
+ * pid (vt_dump_keep_foreign). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +123,40 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
     k->pid = pid;
     k->lost = 1;
     return 0;
+}
+
+/* Whether the regular file at base in dirfd is one a dump may replace:
+ * a vramtrace dump, an empty file (`--out $(mktemp)`), or none there. */
+static int replaceable(int dirfd, const char *base) {
+    int fd = openat(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == EACCES;
+    struct stat st;
+    char head[32];
+    ssize_t n = 0;
+    int ok = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size == 0 ||
+             ((n = read(fd, head, 26)) == 26 && memcmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0);
+    close(fd);
+    return ok;
+}
+
+int vt_dump_keep_foreign(const char *path, char *out, size_t size) {
+    const char *base;
+    int dirfd = vt_file_dir_of(path, &base);
+    if (dirfd < 0) return 0;
+    int rc = 0;
+    if (!replaceable(dirfd, base)) {
+        rc = -1;
+        for (int k = 1; k <= 16; k++) {
+            char name[256];
+            if (aside_name(base, (int)getpid(), k, name, sizeof name) != 0) break;
+            if (!replaceable(dirfd, name)) continue;
+            int n = snprintf(out, size, "%.*s%s", (int)(base - path), path, name);
+            if (n >= 0 && (size_t)n < size) rc = 1;
+            break;
+        }
+    }
+    close(dirfd);
+    return rc;
 }
 
 void vt_dump_keep_prune(const char *path, const struct stat *placed) {

@@ -22,6 +22,15 @@ struct vt_kept {
  * another file, and return 1; else 0 (it is replaced). */
 int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
 
+/* Where a dump meant for path goes when path holds a regular file of
+ * this user that is neither empty nor a vramtrace dump (notes.txt, the
+ * program itself): that file is left as it is, and the dump goes beside
+ * it under base with this process's pid (".pid" before ".json", else at
+ * the end; ".pid.k" when that holds such a file too), into out. Returns
+ * 1 when out was set, 0 when path itself takes the dump, -1 when no
+ * name does. */
+int vt_dump_keep_foreign(const char *path, char *out, size_t size);
+
 /* After a dump was placed: its identity (outfile.h's *placed), this
  * image's to replace from now on. */
 void vt_dump_keep_placed(const struct stat *st);

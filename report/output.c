@@ -386,6 +386,25 @@ static void shown_path(const char *path, char *out, size_t size) {
     snprintf(out, size, "%s", path);
 }
 
+/* A dump path that holds a file of the user's that is not a dump is
+ * left alone, the dump written beside it (dump_keep.h
+ * vt_dump_keep_foreign): path becomes that name, after one warning.
+ * Returns -1 when no name beside it is free (path unchanged), else 0. */
+static int beside_foreign(char *path, size_t size) {
+    static int warned;
+    char beside[PATH_MAX], was[PATH_MAX], now[PATH_MAX];
+    int rc = vt_dump_keep_foreign(path, beside, sizeof beside);
+    if (rc <= 0) return rc;
+    if (!warned) {
+        warned = 1;
+        shown_path(path, was, sizeof was);
+        shown_path(beside, now, sizeof now);
+        vt_warn("%s is not a vramtrace dump: it is left as it is, and the dump written to %s", was, now);
+    }
+    snprintf(path, size, "%s", beside);
+    return 0;
+}
+
 /* What goes into the dump file (vt_file_write_whole's fill). */
 struct dump_parts {
     const struct vt_snapshot *s;
@@ -620,6 +639,9 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
             image_path(pattern, path, sizeof path, meta.pid) != 0) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
+        } else if (beside_foreign(path, sizeof path)) {
+            shown_path(path, shown, sizeof shown);
+            warn_once(&warned_dump, "the dump to", shown, "it holds a file that is not a vramtrace dump (kept)");
         } else {
             shown_path(path, shown, sizeof shown);
             struct dump_parts parts = {s, sym, an, &meta};

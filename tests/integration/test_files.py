@@ -506,16 +506,20 @@ def a_name_without_pid_keeps_the_dumps_of_other_processes():
         eq((p.returncode, p.stderr), (0, ""), "t_triage, report off")
         eq(dump_at(os.path.join(work, "d.%d.2.json" % x_pid)), (x_pid, "exit", 4096), "kept at the next number")
         eq(dump_at(out)[1:], ("exit", 3 * MiB), "the newest at the name")
-        # Not a dump: replaced as before. A dump of another user: refused
-        # as before (dump_never_replaces_another_users_file).
+        # Not a dump: left as it is, the dump beside it
+        # (dump_never_replaces_a_file_that_is_not_a_dump). A dump of
+        # another user: refused (dump_never_replaces_another_users_file).
         for f in os.listdir(work):
             os.unlink(os.path.join(work, f))
         with open(out, "w") as f:
             f.write('{"format":"mine","pid":1}\n')
         p = subprocess.run(TRIAGE, env=env, capture_output=True, text=True, timeout=60)
         eq(p.returncode, 0, "t_triage")
-        eq(sorted(os.listdir(work)), ["d.json"], "a file that is no dump is replaced")
+        eq(len(os.listdir(work)), 2, "a file that is no dump is kept, the dump beside it")
+        with open(out) as f:
+            eq(f.read(), '{"format":"mine","pid":1}\n', "the file that is no dump")
         ok("held a dump" not in p.stderr, "nothing kept")
+        os.unlink(out)
         # With %p nothing moves: a pid's name is its own.
         out = os.path.join(work, "e.%p.json")
         p = subprocess.run([os.path.join(T, "t_exec")], env=lib_env(VRAMTRACE_OUT=out), capture_output=True,
@@ -1044,3 +1048,42 @@ def report_and_dump_naming_one_file_keep_the_dump_whole():
                f"{report}: the post-mortem and the exit report on stderr:\n{p.stderr}")
             eq(dump_at(path)[1], "exit", f"{report}: the dump is whole")
             os.unlink(path)
+
+
+@test
+def dump_never_replaces_a_file_that_is_not_a_dump():
+    """A dump name that holds a file of the user's that is not a dump
+    (notes, the program itself, named by a typo): the file is left as it
+    is, the dump written beside it under the name with the pid, with one
+    warning. Before, it was replaced without a word. A dump there, or an
+    empty file (`--out $(mktemp)`), is replaced as before."""
+    prog = os.path.join(T, "t_triage")
+    with workdir("vt-files-") as work:
+        copy = os.path.join(work, "prog")
+        shutil.copy(prog, copy)
+        notes = os.path.join(work, "notes.json")
+        with open(notes, "w") as f:
+            f.write("my notes\n")
+        for path in (notes, copy):
+            with open(path, "rb") as f:
+                before = f.read()
+            p = subprocess.run(["bash", "-c", f"echo $$; exec {copy} keep 1M fail 1000G"],
+                               env=lib_env(VRAMTRACE_OUT=path), cwd=work, capture_output=True, text=True, timeout=60)
+            with open(path, "rb") as f:
+                eq(f.read() == before, True, f"{path}: left as it is")
+            pid = int(p.stdout.split()[0])
+            beside = f"{path[:-5]}.{pid}.json" if path.endswith(".json") else f"{path}.{pid}"
+            eq(warnings(p.stderr), [f"vramtrace: warning: {path} is not a vramtrace dump: it is left as it is, "
+                                    f"and the dump written to {beside}"], f"{path}: one warning")
+            eq(dump_at(beside)[:2], (pid, "exit"), f"{path}: the dump beside it")
+            os.unlink(beside)
+        for what in ("", "dump"):
+            path = os.path.join(work, f"out{what}.json")
+            with open(path, "w"):
+                pass
+            if what:
+                subprocess.run([copy, "keep", "1M"], env=lib_env(VRAMTRACE_OUT=path), cwd=work, timeout=60)
+            p = subprocess.run(["bash", "-c", f"echo $$; exec {copy} keep 2M"], env=lib_env(VRAMTRACE_OUT=path),
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            eq(warnings(p.stderr), [], f"{what or 'empty'}: no warning")
+            eq(dump_at(path), (int(p.stdout.split()[0]), "exit", 2 << 20), f"{what or 'empty'}: replaced")
