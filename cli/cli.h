@@ -20,6 +20,12 @@ int vt_cli_count(const char *s, long lo, long hi, long *out);
  * standard output failed: REASON" when the output did not get through. */
 int vt_cli_flush(const char *cmd);
 
+/* `vramtrace run`'s suppressions pipe or FIFO at path, read once (until
+ * its writer closes it, at most 10 s for each piece, 64 MiB), written to
+ * the new file `to`, mode 0600 (cli/run_pipe.c). 0, or -1 with errno or
+ * *why (nothing came). */
+int vt_run_copy_pipe(const char *path, const char *to, const char **why);
+
 /* The top-level help. */
 void vt_usage(FILE *f);
 

@@ -11,7 +11,9 @@
  * budget), a command the library never reached (a static or set-user-ID
  * program) would pass unchecked: the library creates a mark in that
  * directory when it starts (VRAMTRACE_MARK), and a run without it ends with
- * one line and a non-zero status. */
+ * one line and a non-zero status. When the suppressions are a pipe (a
+ * shell's `<(...)`), which only the first process to read it would get,
+ * every process reads a copy in that directory (cli/run_pipe.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -108,8 +110,9 @@ static int set_preload(const char *lib) {
 struct run_plan {
     int needs_link; /* the library's path holds a space or a colon */
     int needs_mark; /* the leak check or a budget: tracing must be proven */
+    int needs_copy; /* the suppressions are a pipe or FIFO: 1, 2 when given by the flag */
     int leak_check;
-    char dir[PATH_MAX], link[PATH_MAX + 32], mark[PATH_MAX + 32];
+    char dir[PATH_MAX], link[PATH_MAX + 32], mark[PATH_MAX + 32], sup[PATH_MAX + 32];
 };
 
 /* The private directory: mode 0700 (mkdtemp), in TMPDIR when its path is
@@ -126,6 +129,7 @@ static int make_private_dir(struct run_plan *p) {
 
 static void remove_private_dir(struct run_plan *p) {
     if (p->link[0]) unlink(p->link);
+    if (p->sup[0]) unlink(p->sup);
     if (p->mark[0]) {
         char v[sizeof p->mark + 16];
         snprintf(v, sizeof v, "%s.verdicts", p->mark);
@@ -328,7 +332,26 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
         fprintf(stderr, "vramtrace run: cannot make a private folder %s: %s\n", p->dir, strerror(errno));
         return 125;
     }
-    p->link[0] = p->mark[0] = '\0';
+    p->link[0] = p->mark[0] = p->sup[0] = '\0';
+    if (p->needs_copy) {
+        /* Every process reads the pipe's text from a private file: the
+         * variable's value read once. Nothing read leaves it as it was
+         * (the library says so), or refuses the flag. */
+        const char *pipe = getenv("VRAMTRACE_SUPPRESSIONS"), *why = NULL;
+        snprintf(p->sup, sizeof p->sup, "%s/suppressions", p->dir);
+        if (vt_run_copy_pipe(pipe, p->sup, &why) == 0) {
+            setenv("VRAMTRACE_SUPPRESSIONS", p->sup, 1);
+        } else {
+            p->sup[0] = '\0';
+            if (p->needs_copy == 2) {
+                char safe[256];
+                fprintf(stderr, "vramtrace run: --suppressions takes a readable file, not '%s': %s\n",
+                        vt_display(pipe, safe, sizeof safe), why ? why : strerror(errno));
+                remove_private_dir(p);
+                return 2;
+            }
+        }
+    }
     const char *preload = lib;
     if (p->needs_link) {
         snprintf(p->link, sizeof p->link, "%s/libvramtrace.so", p->dir);
@@ -586,7 +609,7 @@ static int report_into_dump(void) {
 }
 
 int vt_cmd_run(int argc, char **argv) {
-    int i = 1, named = 0;
+    int i = 1, named = 0, sup_flag = 0;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) { i++; break; }
@@ -626,7 +649,7 @@ int vt_cmd_run(int argc, char **argv) {
             struct stat st;
             const char *why = NULL;
             if (stat(v, &st) != 0) why = strerror(errno);
-            else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+            else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) why = "not a regular file, a pipe or a FIFO";
             else if (access(v, R_OK) != 0) why = strerror(errno);
             if (why) {
                 char safe[256];
@@ -647,6 +670,7 @@ int vt_cmd_run(int argc, char **argv) {
             v = whole;
         setenv(d->name, v, 1);
         if (pattern) named = 1;
+        if (d == &vt_option_table[VT_O_SUPPRESSIONS]) sup_flag = 1;
     }
     if (named && report_into_dump()) return 2;
     if (i >= argc) {
@@ -666,7 +690,10 @@ int vt_cmd_run(int argc, char **argv) {
         .needs_mark = vt_leak_check_wanted(leak) || (limit && *limit),
         .leak_check = vt_leak_check_wanted(leak),
     };
-    if (!plan.needs_link && !plan.needs_mark) {
+    const char *sup = getenv("VRAMTRACE_SUPPRESSIONS");
+    struct stat st;
+    if (sup && *sup && stat(sup, &st) == 0 && S_ISFIFO(st.st_mode)) plan.needs_copy = sup_flag ? 2 : 1;
+    if (!plan.needs_link && !plan.needs_mark && !plan.needs_copy) {
         if (set_preload(lib) != 0) return 127;
         execvp(argv[i], argv + i);
         fprintf(stderr, "vramtrace run: cannot run %s: %s\n", argv[i], strerror(errno));

@@ -49,3 +49,35 @@ def runflags_report_and_out_naming_one_file_are_refused():
         p = subprocess.run([CLI, "run", "--report", "same.txt", "--out", "same.json", "--", "touch", "ran"], env=env,
                            cwd=work, capture_output=True, text=True, timeout=60)
         eq((p.returncode, p.stderr, sorted(os.listdir(work))), (0, "", ["ran"]), "two files: run")
+
+
+@test
+def runflags_suppressions_from_a_pipe_reach_every_process():
+    """--suppressions <(...) (refused before: "not a regular file") and
+    VRAMTRACE_SUPPRESSIONS=<(...) given to vramtrace run: the pipe is read
+    once, and every process of the command gets its patterns (before, the
+    first process drained it and the second checked without them: another
+    verdict for the same leaks); the copy is gone after the run. A pipe
+    with nothing in it is refused as the flag's value."""
+    with workdir("vt-runflags-") as work:
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = lib_free_env(tmp)
+        leaks = os.path.join(T, "t_leaks")
+        two = f"sh -c '{leaks} >/dev/null; {leaks} >/dev/null'"
+        pipe = "<(printf 'leak:leaky_step\\n')"
+        for how in (f"{CLI} run --out off --leak-check --suppressions {pipe} -- {two}",
+                    f"VRAMTRACE_SUPPRESSIONS={pipe} {CLI} run --out off --leak-check -- {two}"):
+            p = subprocess.run(["bash", "-c", how], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+            eq(p.returncode, 23, f"{how}: the rest leaks: {p.stderr[-800:]}")
+            eq(re.findall(r"^SUMMARY: .*$", p.stderr, re.M),
+               ["SUMMARY: vramtrace: 1052672 byte(s) leaked in 2 allocation(s)."] * 2, f"{how}: both processes")
+            eq(p.stderr.count("\n      8     524288 leaky_step\n"), 2, f"{how}: both suppressed the staircase")
+            eq([l for l in p.stderr.splitlines() if "warning" in l or l.startswith("vramtrace run:")], [],
+               f"{how}: no warning")
+            eq(os.listdir(tmp), [], f"{how}: the private folder is gone")
+        p = subprocess.run(["bash", "-c", f"{CLI} run --leak-check --suppressions <(true) -- {leaks}"], env=env,
+                           cwd=work, capture_output=True, text=True, timeout=60)
+        ok(re.fullmatch(r"vramtrace run: --suppressions takes a readable file, not '/dev/fd/\d+': "
+                        r"a pipe or FIFO with nothing to read \(no writer\)\n", p.stderr), p.stderr)
+        eq((p.returncode, p.stdout, os.listdir(tmp)), (2, "", []), "an empty pipe: refused")
