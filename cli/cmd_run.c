@@ -95,15 +95,65 @@ static void set_pythonpath(void) {
     free(v);
 }
 
-/* Put lib first in LD_PRELOAD, before what the caller preloads. */
+/* The caller's LD_PRELOAD without another copy of libvramtrace.so (one
+ * of that name that is not the file lib is: an installed copy exported
+ * for a launcher, and a build tree's vramtrace run), after one line
+ * naming what was left out: two copies in one process call each other's
+ * hooks until the stack overflows. NULL when nothing was left out (the
+ * value stays as it is), else a string to free. */
+static char *without_other_copies(const char *old, const char *lib) {
+    struct stat mine, st;
+    if (!old || stat(lib, &mine) != 0) return NULL;
+    size_t len = strlen(old);
+    char *kept = malloc(len + 1), *dropped = malloc(len + 1);
+    if (!kept || !dropped) {
+        free(kept);
+        free(dropped);
+        return NULL;
+    }
+    kept[0] = dropped[0] = '\0';
+    for (const char *p = old; *p;) {
+        size_t n = strcspn(p, " :");
+        if (n) {
+            char one[PATH_MAX];
+            snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+            const char *name = strrchr(one, '/') ? strrchr(one, '/') + 1 : one;
+            int other = strcmp(name, "libvramtrace.so") == 0 && stat(one, &st) == 0 &&
+                        (st.st_dev != mine.st_dev || st.st_ino != mine.st_ino);
+            char *to = other ? dropped : kept;
+            snprintf(to + strlen(to), len + 1 - strlen(to), "%s%.*s", to[0] ? (other ? " " : ":") : "", (int)n, p);
+        }
+        p += n;
+        p += strspn(p, " :");
+    }
+    if (!dropped[0]) {
+        free(kept);
+        free(dropped);
+        return NULL;
+    }
+    char safe[256], safelib[256];
+    fprintf(stderr, "vramtrace run: leaving %s out of LD_PRELOAD: another copy of libvramtrace.so (this run "
+                    "preloads %s; two in one process crash it)\n",
+            vt_display(dropped, safe, sizeof safe), vt_display(lib, safelib, sizeof safelib));
+    free(dropped);
+    return kept;
+}
+
+/* Put lib first in LD_PRELOAD, before what the caller preloads (less
+ * another copy of the library: without_other_copies). */
 static int set_preload(const char *lib) {
-    const char *old = getenv("LD_PRELOAD");
+    char *less = without_other_copies(getenv("LD_PRELOAD"), lib);
+    const char *old = less ? less : getenv("LD_PRELOAD");
     size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(len);
-    if (!preload) return -1;
+    if (!preload) {
+        free(less);
+        return -1;
+    }
     snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
     int rc = setenv("LD_PRELOAD", preload, 1);
     free(preload);
+    free(less);
     return rc;
 }
 

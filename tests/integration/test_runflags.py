@@ -81,3 +81,31 @@ def runflags_suppressions_from_a_pipe_reach_every_process():
         ok(re.fullmatch(r"vramtrace run: --suppressions takes a readable file, not '/dev/fd/\d+': "
                         r"a pipe or FIFO with nothing to read \(no writer\)\n", p.stderr), p.stderr)
         eq((p.returncode, p.stdout, os.listdir(tmp)), (2, "", []), "an empty pipe: refused")
+
+
+@test
+def runflags_another_copy_of_the_library_is_left_out_of_ld_preload():
+    """An exported LD_PRELOAD of another libvramtrace.so (an installed copy,
+    another build) and vramtrace run: the other copy is left out, with one
+    line; the program runs as without vramtrace (before, the two copies
+    called each other's hooks until the stack overflowed: SIGSEGV). The
+    same file, and other libraries, stay."""
+    with workdir("vt-runflags-") as work:
+        env = lib_free_env(work)
+        other = os.path.join(work, "other", "libvramtrace.so")
+        os.mkdir(os.path.dirname(other))
+        shutil.copy(LIB, other)
+        prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+        a = subprocess.run(prog, env=env, capture_output=True, text=True, timeout=60)
+        libm = "/lib/x86_64-linux-gnu/libm.so.6"
+        for preload in (other, f"{other}:{libm}", f"{libm} {other}"):
+            p = subprocess.run([CLI, "run", "--report", "off", "--out", "off", "--", *prog],
+                               env=dict(env, LD_PRELOAD=preload), capture_output=True, text=True, timeout=60)
+            eq((p.returncode, p.stdout, p.stderr),
+               (a.returncode, a.stdout, f"vramtrace run: leaving {other} out of LD_PRELOAD: another copy of "
+                                        f"libvramtrace.so (this run preloads {LIB}; two in one process crash it)\n"),
+               f"LD_PRELOAD={preload}")
+        for preload, want in ((f"{other}:{libm}", f"{LIB}:{libm}"), (LIB, f"{LIB}:{LIB}")):
+            p = subprocess.run([CLI, "run", "--report", "off", "--out", "off", "--", "sh", "-c", "echo $LD_PRELOAD"],
+                               env=dict(env, LD_PRELOAD=preload), capture_output=True, text=True, timeout=60)
+            eq(p.stdout, want + "\n", f"LD_PRELOAD={preload}: what the command preloads")
