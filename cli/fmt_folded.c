@@ -4,6 +4,8 @@
  * (vm_site_label: the user's line, then the library line it went through),
  * so that a flame graph's first level is the holders table by call site,
  * the same bytes per label; with several dumps "rank R pid P" follows it.
+ * Lines come in the order of each dump's holders in the one order of the
+ * formats (vr_holders_ranked: more bytes first, ties by call-site label).
  * --folded-root none writes the whole stacks alone, as before labels: then
  * with several dumps each line starts with "rank R pid P". Stacks that read
  * the same (they differ only in addresses) are written as one line. */
@@ -266,6 +268,11 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
             continue;
         }
         have++;
+        /* In the one order of the formats, the text's holders table's;
+         * as the dump lists them where memory ran out for it. */
+        size_t nr, left;
+        struct vm_holder *r = vr_holders_ranked(d, h, n, 0, &nr, &left);
+        if (r) h = r;
         for (size_t j = 0; j < n && rc == 0; j++) {
             line_of(&t, in, i, h[j].stack, o, cache);
             if (t.failed || gs.n >= UINT32_MAX - 1 ||
@@ -274,6 +281,7 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
                 rc = -1;
             }
         }
+        free(r);
     }
     /* No dump has holders at that moment (no failure for --at oom): no
      * line, said on stderr, and the status of the other formats, which say

@@ -254,6 +254,26 @@ static void holders(FILE *f, const struct vm_dump *d, const struct vm_holder *h,
     close_at(f, depth, first, ']');
 }
 
+/* A holder list h[0..n) as the member's value, in the one order of the
+ * formats (vr_holders_ranked); with --top, the stacks of its --top call
+ * sites alone (the --top largest of each) and then the member `left_key`
+ * with how many it left out. */
+static void ranked_holders(FILE *f, const struct vm_dump *d, const struct vm_holder *h, size_t n,
+                           const struct vr_opts *o, const char *left_key, int *first, int depth, struct encodings *e) {
+    size_t k, left;
+    struct vm_holder *r = vr_holders_ranked(d, h, n, o->top_given ? (size_t)o->top : 0, &k, &left);
+    if (!r && n) { /* out of memory: as the dump lists them, the first --top */
+        k = o->top_given && n > (size_t)o->top ? (size_t)o->top : n;
+        left = n - k;
+    }
+    holders(f, d, r ? r : h, k, depth + 1, e);
+    free(r);
+    if (left) {
+        member(f, depth + 1, first, left_key);
+        put(f, count(left), depth + 1);
+    }
+}
+
 static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, int depth) {
     int first = 1;
     struct encodings enc = {0};
@@ -388,29 +408,22 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     size_t n;
     int missing;
     const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
-    /* With --top, each list its first N (holders, released and live, each
-     * largest first) and how many it left out: a holder's
-     * frames are about 10 KB of JSON at 45 frames, and a dump of a million
-     * stacks made 10 GB. */
+    /* With --top, the holders and released of the N call sites the text
+     * report lists (each site's N largest stacks), the live list its N
+     * largest, and how many each left out: a holder's frames are about
+     * 10 KB of JSON at 45 frames, and a dump of a million stacks made
+     * 10 GB. */
     size_t limit = o->top_given ? (size_t)o->top : SIZE_MAX;
     member(f, depth + 1, &first, "holders");
     if (missing) put(f, json_null(), depth + 1);
-    else holders(f, d, h, n < limit ? n : limit, depth + 1, &enc);
-    if (!missing && n > limit) {
-        member(f, depth + 1, &first, "holders_left_out");
-        put(f, count(n - limit), depth + 1);
-    }
+    else ranked_holders(f, d, h, n, o, "holders_left_out", &first, depth, &enc);
     if (vr_holders_device(d, o->at) >= 0) { /* the failing device's alone */
         member(f, depth + 1, &first, "holders_device");
         put(f, json_integer(vr_holders_device(d, o->at)), depth + 1);
     }
     if (d->nreleased) {   /* dumps of a run that reset a device with memory unfreed */
         member(f, depth + 1, &first, "released");
-        holders(f, d, d->released, d->nreleased < limit ? d->nreleased : limit, depth + 1, &enc);
-        if (d->nreleased > limit) {
-            member(f, depth + 1, &first, "released_left_out");
-            put(f, count(d->nreleased - limit), depth + 1);
-        }
+        ranked_holders(f, d, d->released, d->nreleased, o, "released_left_out", &first, depth, &enc);
     }
     member(f, depth + 1, &first, "growing");
     fputc('[', f);

@@ -1,4 +1,5 @@
 /* reporters.c -- the format table and what the writers share. */
+#define _GNU_SOURCE /* qsort_r */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -214,6 +215,102 @@ out_of_memory:
     free(last);
     vr_combined_free(out, k);
     return NULL;
+}
+
+/* Stacks by common/labels.h's one order; a stack's label is made only
+ * where two hold equal bytes. */
+static int by_stack_rank(const void *a, const void *b, void *ctx) {
+    const struct vm_holder *x = a, *y = b;
+    const struct vm_dump *d = ctx;
+    char la[1024], lb[1024];
+    int tie = x->bytes == y->bytes;
+    return vt_rank_order(x->bytes, tie ? vm_site_label(d, x->stack, la, sizeof la) : NULL, x->stack, y->bytes,
+                         tie ? vm_site_label(d, y->stack, lb, sizeof lb) : NULL, y->stack);
+}
+
+/* A call site's row, to rank the sites as vr_combine does. */
+struct site_rank {
+    uint64_t bytes;
+    const char *label;
+    size_t stack;            /* its first stack met, vr_combine's id */
+    uint32_t group;
+};
+
+static int by_site_rank(const void *a, const void *b) {
+    const struct site_rank *x = a, *y = b;
+    return vt_rank_order(x->bytes, x->label, x->stack, y->bytes, y->label, y->stack);
+}
+
+/* A holder and its call site's group, to sort them together. */
+struct grouped_holder {
+    struct vm_holder h;
+    uint32_t group;
+};
+
+static int by_grouped_rank(const void *a, const void *b, void *ctx) {
+    return by_stack_rank(&((const struct grouped_holder *)a)->h, &((const struct grouped_holder *)b)->h, ctx);
+}
+
+/* Of h[0..n), into out (room for n) in the one order: the holders of the
+ * `top` call sites ranked first, as vr_combine groups and ranks them, and
+ * of each its `top` largest. Their number, or SIZE_MAX when out of
+ * memory. */
+static size_t top_sites(const struct vm_dump *d, const struct vm_holder *h, size_t n, size_t top,
+                        struct vm_holder *out) {
+    struct vt_labels *groups = vt_labels_new();
+    struct grouped_holder *g = malloc(n * sizeof *g);
+    struct site_rank *s = malloc(n * sizeof *s);
+    size_t *room = NULL; /* by group: how many more of its stacks are kept */
+    size_t k = 0, kept = SIZE_MAX;
+    if (!groups || !g || !s) goto out;
+    for (size_t j = 0; j < n; j++) {
+        char where[1024];
+        int added;
+        uint32_t x = vt_label_group(groups, vm_site_label(d, h[j].stack, where, sizeof where), &added);
+        if (x == UINT32_MAX) goto out;
+        if (added) s[k++] = (struct site_rank){0, NULL, h[j].stack, x};
+        s[x].bytes = add_sat(s[x].bytes, h[j].bytes);
+        g[j] = (struct grouped_holder){h[j], x};
+    }
+    for (size_t i = 0; i < k; i++) s[i].label = vt_label_of(groups, s[i].group);
+    qsort(s, k, sizeof *s, by_site_rank);
+    if (!(room = calloc(k ? k : 1, sizeof *room))) goto out;
+    for (size_t i = 0; i < k && i < top; i++) room[s[i].group] = top;
+    qsort_r(g, n, sizeof *g, by_grouped_rank, (void *)d);
+    kept = 0;
+    for (size_t j = 0; j < n; j++)
+        if (room[g[j].group]) {
+            room[g[j].group]--;
+            out[kept++] = g[j].h;
+        }
+out:
+    vt_labels_free(groups);
+    free(g);
+    free(s);
+    free(room);
+    return kept;
+}
+
+struct vm_holder *vr_holders_ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n, size_t top,
+                                    size_t *nout, size_t *left) {
+    *nout = 0;
+    *left = 0;
+    struct vm_holder *out = n ? malloc(n * sizeof *out) : NULL;
+    if (!out) return NULL;
+    size_t k = n;
+    if (top) {
+        k = top_sites(d, h, n, top, out);
+        if (k == SIZE_MAX) {
+            free(out);
+            return NULL;
+        }
+    } else {
+        memcpy(out, h, n * sizeof *out);
+        qsort_r(out, n, sizeof *out, by_stack_rank, (void *)d);
+    }
+    *nout = k;
+    *left = n - k;
+    return out;
 }
 
 struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n) {

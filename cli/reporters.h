@@ -90,6 +90,17 @@ struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, siz
 struct vr_combined *vr_combine_each(const struct vr_input *in, enum vr_moment at, size_t *n);
 void vr_combined_free(struct vr_combined *c, size_t n);
 
+/* Holders h[0..n) of dump d in common/labels.h's one order (vt_rank_order:
+ * more bytes first, equal bytes by call-site label, then by stack), the
+ * order every format lists stacks in: a malloc'd copy, its length in
+ * *nout. With top > 0, only the stacks of the `top` call sites that the
+ * holders table by call site lists first (vr_combine's rows, the text
+ * report's), the `top` largest of each, and in *left how many stacks that
+ * left out (0 without top).
+ * NULL with *nout = 0 when n is 0 or memory ran out. */
+struct vm_holder *vr_holders_ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n, size_t top,
+                                    size_t *nout, size_t *left);
+
 /* "1.50 GiB" */
 const char *vr_bytes(uint64_t v, char *buf, size_t size);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/format.h"
+#include "../common/labels.h"
 #include "../common/summary.h"
 #include "summary_view.h"
 
@@ -102,8 +103,7 @@ static int by_label(const void *a, const void *b) {
 
 static int by_released(const void *a, const void *b) {
     const struct released_site *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
-    return strcmp(x->label, y->label);
+    return vt_rank_order(x->bytes, x->label, x->stack, y->bytes, y->label, y->stack);
 }
 
 struct released_ctx {

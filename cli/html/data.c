@@ -496,6 +496,17 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
     free(t);
 }
 
+/* A holder list in the one order of the formats (vr_holders_ranked), the
+ * text's holders table's, for the holders table, the flame graph and the
+ * split by device alike: a copy in *own (for the caller to free), or h
+ * itself where memory ran out. */
+static const struct vm_holder *ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n,
+                                      struct vm_holder **own) {
+    size_t k, left;
+    *own = vr_holders_ranked(d, h, n, 0, &k, &left);
+    return *own ? *own : h;
+}
+
 static void holders(FILE *f, const char *name, const struct vm_holder *h, size_t n, int have) {
     fprintf(f, ",\"%s\":", name);
     if (!have) { fputs("null", f); return; }
@@ -572,26 +583,36 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     int have_peak = d->npeak_holders > 0 || d->totals.peak_bytes == 0;
     /* The exit, the peak, then the OOMs in turn: the replay goes through
      * the history three times at most, not once per OOM. */
-    holders(f, "exit", d->holders, d->nholders, 1);
-    vh_holders_by_device(f, "exit", &r, dev, d->holders, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    struct vm_holder *own;
+    const struct vm_holder *h = ranked(d, d->holders, d->nholders, &own);
+    holders(f, "exit", h, d->nholders, 1);
+    vh_holders_by_device(f, "exit", &r, dev, h, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
+    free(own);
     /* The peak is the process's (every device's bytes together): when it
      * was, for the flame graph's name of it. */
     fprintf(f, ",\"peak_at\":%" PRIu64, d->totals.peak_time_ns);
-    holders(f, "peak", d->peak_holders, d->npeak_holders, have_peak);
-    vh_holders_by_device(f, "peak", &r, dev, d->peak_holders, d->npeak_holders, have_peak, vh_events_before_peak(d));
+    h = ranked(d, d->peak_holders, d->npeak_holders, &own);
+    holders(f, "peak", h, d->npeak_holders, have_peak);
+    vh_holders_by_device(f, "peak", &r, dev, h, d->npeak_holders, have_peak, vh_events_before_peak(d));
+    free(own);
     fputs(",\"ooms\":[", f);
     for (size_t i = 0; i < d->nooms; i++) {
         const struct vm_oom *x = &d->ooms[i];
         fprintf(f, "%s{\"device\":%d,\"t\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"stack\":%zu", i ? "," : "",
                 x->device, x->time_ns, x->requested, x->stack);
-        holders(f, "holders", x->holders, x->nholders, x->have_holders);
-        vh_holders_by_device(f, "holders", &r, dev, x->holders, x->nholders, x->have_holders,
+        h = ranked(d, x->holders, x->nholders, &own);
+        holders(f, "holders", h, x->nholders, x->have_holders);
+        vh_holders_by_device(f, "holders", &r, dev, h, x->nholders, x->have_holders,
                              before_oom ? before_oom[i] : SIZE_MAX);
+        free(own);
         /* The failing device's own, where the dump kept them apart (the
          * rule of vr_holders_device): the holders table and the flame
          * graph of that device show these, as the text report does. */
-        if (x->have_holders && x->have_device_holders && x->device >= 0)
-            holders(f, "device_holders", x->device_holders, x->ndevice_holders, 1);
+        if (x->have_holders && x->have_device_holders && x->device >= 0) {
+            h = ranked(d, x->device_holders, x->ndevice_holders, &own);
+            holders(f, "device_holders", h, x->ndevice_holders, 1);
+            free(own);
+        }
         vh_torch_data(f, "torch", x->torch);
         fputc('}', f);
     }

@@ -165,8 +165,10 @@ def cli_demangles_what_the_dump_holds():
     ok("tmpl_site&lt;int&gt;(unsigned long)" in out.decode() and "_Z9" not in out.decode(), "html")
     rc, out, _ = cli(["report", path, "--format", "json"])
     j = json.loads(out)["processes"][0]
-    eq(j["holders"][0]["frames"][0]["function"], TMPL, "json frame")
-    eq(j["holders"][0]["site"], TMPL + " tests/progs/t_phases.c:20", "json site")
+    # Equal bytes: "i ..." first by name, as in the text's rows.
+    eq(j["holders"][1]["frames"][0]["function"], TMPL, "json frame")
+    eq([h["site"] for h in j["holders"]], ["i tests/progs/t_phases.c:20", TMPL + " tests/progs/t_phases.c:20"],
+       "json sites")
     rc, out, _ = cli(["report", path, "--format", "torch"])
     snap = pickle.loads(out)
     ok((TMPL + " (call site)", TMPL) in [(s["frames"][0]["name"], s["frames"][1]["name"]) for s in snap["segments"]],
@@ -849,10 +851,11 @@ def cli_no_failure_at_oom_is_status_0_in_every_format():
 
 @test
 def cli_json_lists_cut_to_top_when_asked():
-    """`--top N` cuts the JSON's lists too (holders, live), each to its N
-    largest, saying how many it left out: a holder's frames are about 10 KB
-    of JSON, and a dump of a million stacks made 10 GB whatever --top said
-    (from an outside check). Without --top, every one, as before."""
+    """`--top N` cuts the JSON's lists too, saying how many it left out:
+    the holders to the N largest of each of the N largest call sites, live
+    to its N largest: a holder's frames are about 10 KB of JSON, and a dump
+    of a million stacks made 10 GB whatever --top said (from an outside
+    check). Without --top, every one, as before."""
     with workdir("vt-cli-top-") as work:
         path = os.path.join(work, "d.json")
         run([os.path.join(T, "t_deepleak"), "50"], env={"VRAMTRACE_OUT": path})
@@ -866,11 +869,57 @@ def cli_json_lists_cut_to_top_when_asked():
         eq(rc, 0, err)
         cut = json.loads(out)
         q = cut["processes"][0]
-        eq((q["holders"], q["holders_left_out"]), (p["holders"][:5], 45), "the 5 largest holders, 45 left out")
+        sites = [c["site"] for c in whole["combined_holders"]]
+        eq(sorted(set(h["site"] for h in p["holders"])), sorted(sites), "the holders' 2 call sites")
+        largest, seen = [], {}
+        for h in p["holders"]:   # in order: largest first
+            seen[h["site"]] = seen.get(h["site"], 0) + 1
+            if seen[h["site"]] <= 5:
+                largest.append(h)
+        eq((q["holders"], q["holders_left_out"]), (largest, 40), "each call site's 5 largest holders, 40 left out")
+        eq(len(largest), 10, "5 of each site")
         eq((q["live"], q["live_left_out"]), (p["live"][:5], 45), "the 5 largest live allocations, 45 left out")
         eq(cut["combined_holders"], whole["combined_holders"], "2 call sites: none left out")
         rc, out, err = cli(["report", "--format", "json", "--top", "1", path])
-        eq(json.loads(out)["combined_holders"], whole["combined_holders"][:1], "the largest call site")
+        one = json.loads(out)
+        eq(one["combined_holders"], whole["combined_holders"][:1], "the largest call site")
+        eq((one["processes"][0]["holders"], one["processes"][0]["holders_left_out"]),
+           ([next(h for h in p["holders"] if h["site"] == sites[0])], 49), "its largest holder, 49 left out")
+
+
+@test
+def cli_json_top_keeps_the_text_reports_call_sites():
+    """`--top N` keeps in the JSON's holders (by stack) the stacks of the N
+    call sites the text report's holders table lists, the N largest of
+    each: it kept the N largest stacks, so that a call site reached by many
+    stacks (a helper called from 10 lines, 100 MiB in 10 MiB stacks) lost
+    to one stack of 50 MiB, and `--top 1` named `one` in JSON, `grab` in
+    text (from an outside check). Equal bytes come by call-site name, as
+    the text's rows: `alpha` before `zeta`, allocated first."""
+    with workdir("vt-cli-ranks-") as work:
+        path = os.path.join(work, "d.json")
+        run([os.path.join(T, "t_ranks")], env={"VRAMTRACE_OUT": path})
+        at = {f: f"{f} tests/progs/t_ranks.c:{source_line('t_ranks.c', 'static void *' + f + '(')}"
+              for f in ("grab", "one", "zeta", "alpha")}
+        MiB = 1 << 20
+        rc, out, err = cli(["report", "--top", "2", path])
+        eq(rc, 0, err)
+        rows = re.findall(r"^ +([0-9.]+ MiB) +[0-9.]+% +\d+ allocs? +(.*)$",
+                          out.decode().split("largest holders by call site (4 call sites):\n")[1], re.M)[:2]
+        eq(rows, [("100.00 MiB", at["grab"]), ("50.00 MiB", at["one"])], "the text's 2 rows")
+
+        def json_holders(*top):
+            rc, out, err = cli(["report", "--format", "json", *top, path])
+            eq(rc, 0, err)
+            p = json.loads(out)["processes"][0]
+            return [(h["site"], h["bytes"] // MiB) for h in p["holders"]], p.get("holders_left_out")
+        eq(json_holders("--top", "1"), ([(at["grab"], 10)], 12), "--top 1: a stack of grab, the text's row")
+        eq(json_holders(), ([(at["one"], 50), (at["alpha"], 30), (at["zeta"], 30)] + [(at["grab"], 10)] * 10, None),
+           "every stack, largest first, equal bytes by call-site name")
+        eq(json_holders("--top", "2"), ([(at["one"], 50), (at["grab"], 10), (at["grab"], 10)], 10),
+           "--top 2: one, and grab's 2 largest stacks")
+        eq(json_holders("--top", "3"), ([(at["one"], 50), (at["alpha"], 30)] + [(at["grab"], 10)] * 3, 8),
+           "--top 3: alpha, whose name comes before zeta's")
 
 
 @test

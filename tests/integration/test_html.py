@@ -363,6 +363,39 @@ def data_block(raw, k=0):
 
 
 @test
+def html_folded_json_and_text_order_equal_holders_alike():
+    """Holders of equal bytes come by call-site name in every format, as
+    the text report's rows: `alpha` before `zeta` (allocated first) in the
+    text, the JSON's holders, the folded lines and the page's holders (its
+    table's rows as first drawn, its flame graph's), at exit and at the
+    peak. JSON, folded and the page kept the dump's order, zeta first (from
+    an outside check)."""
+    with workdir("vt-html-ties-") as work:
+        path = os.path.join(work, "d.json")
+        run([os.path.join(T, "t_ranks")], env={"VRAMTRACE_OUT": path})
+        at = {f: f"{f} tests/progs/t_ranks.c:{source_line('t_ranks.c', 'static void *' + f + '(')}"
+              for f in ("grab", "one", "zeta", "alpha")}
+        want = [at["one"], at["alpha"], at["zeta"], at["grab"]]
+        for moment in ("exit", "peak"):
+            rc, out, err = report([path, "--at", moment], cwd=work)
+            eq((rc, err), (0, ""), "text")
+            text = out.decode().split("call sites):\n")[1]
+            eq(re.findall(r"^ +[0-9.]+ MiB +[0-9.]+% +\d+ allocs? +(.*)$", text, re.M)[:4],
+               [at["grab"], at["one"], at["alpha"], at["zeta"]], f"{moment}: the text's rows")
+            rc, out, err = report([path, "--at", moment, "--format", "json"], cwd=work)
+            eq((rc, err), (0, ""), "json")
+            sites = [h["site"] for h in json.loads(out)["processes"][0]["holders"]]
+            eq(list(dict.fromkeys(sites)), want, f"{moment}: the JSON's holders")
+            rc, out, err = report([path, "--at", moment, "--format", "folded"], cwd=work)
+            eq((rc, err), (0, ""), "folded")
+            eq([l.split(";")[0] for l in out.decode().splitlines()], want, f"{moment}: the folded lines")
+            raw = open(page_of(work, "p.html", [path, "--at", moment]), encoding="utf-8").read()
+            d = data_block(raw)
+            h = d["exit" if moment == "exit" else "peak"]
+            eq(list(dict.fromkeys(d["sites"][d["so"][s]] for s in h[0::3])), want, f"{moment}: the page's holders")
+
+
+@test
 def html_data_block_holds_the_dump():
     """The data the script draws: each device's events (time deltas, signed
     bytes in units, one series character each) add up to the dump's; the
@@ -494,13 +527,16 @@ def html_hostile_names_render_as_text():
         eq(console, [], "console")
         ok("<img" not in dom and "<b>bold" not in dom and "alert(1)</script>" not in dom.split("<script")[0],
            "nothing injected into the DOM")
-        ok('<li class="user">&lt;script&gt;alert(1)&lt;/script&gt;_1_4 (&lt;img src=x onerror=alert(2)&gt;\\x1b[0m+0x10c1)'
+        # The first row: stack 2, whose call site's name ("</script>...")
+        # comes before stack 1's ("<img ...") at equal bytes.
+        ok('<li class="user">&lt;img src=x onerror=alert(2)&gt;_2_4 (&lt;img src=x onerror=alert(2)&gt;\\x1b[0m+0x10c1)'
            '</li><li class="sep">' in dom, "a row's stack as text, the user's frames first, a module's path")
         ok('<td data-v="&lt;script&gt;alert(1)&lt;/script&gt;">&lt;script&gt;alert(1)&lt;/script&gt;</td><td data-v="'
            '&lt;img src=x onerror=alert(2)&gt;">&lt;img src=x onerror=alert(2)&gt;</td>' in dom and
            r'<td data-v="esc\x1b[31mred\u202eevil\x07">esc\x1b[31mred\u202eevil\x07</td>' in dom,
            "a tensor's name, holder and dtype as text")
-        ok(r'<li class="lib">esc\x1b[31mred\u202eevil\x07_1_3 &lt;script&gt;alert(1)&lt;/script&gt;.c:360</li></ol>'
+        ok(r'<li class="lib">esc\x1b[31mred\u202eevil\x07_2_2 &lt;script&gt;alert(1)&lt;/script&gt;.c:58</li>'
+           r'<li class="lib">&lt;script&gt;alert(1)&lt;/script&gt;_2_3 &lt;img src=x onerror=alert(2)&gt;.c:360</li></ol>'
            in dom, "control characters as escapes, library frames last")
         ok("<title>vramtrace report</title>" in dom, "the title unchanged")
     finally:
@@ -596,7 +632,8 @@ def html_holders_at_oom_of_the_failing_device():
            "the text: device 0's 4 MiB\n" + out.decode())
         page = page_of(work, "two.html", [path, "--at", "oom"])
         data = data_block(open(page).read())
-        eq([o["device_holders"] for o in data["ooms"]], [[0, 2 * MiB, 1, 1, 2 * MiB, 1]], "the data: device 0's holders")
+        eq([o["device_holders"] for o in data["ooms"]], [[1, 2 * MiB, 1, 0, 2 * MiB, 1]],
+           "the data: device 0's holders, equal bytes by call-site name as the text's rows")
         dom, console = chromium_run(page)
         eq(console, [], "console")
         table = re.search(r'<div class="vt-table-wrap"><h3>([^<]*)<input[^>]*></h3><table class="vt-table holders">'
@@ -605,11 +642,11 @@ def html_holders_at_oom_of_the_failing_device():
         eq(table.group(1), "holders of device 0's memory at oom by stack (4.00 MiB)", "the table's title")
         eq(re.findall(r"<tr[^>]*>((?:<td[^>]*>[^<]*</td>)+)</tr>", table.group(2)),
            ['<td class="n" data-v="2097152">2.00 MiB</td><td class="n" data-v="2097152">50.0%</td><td class="n" '
-            'data-v="1">1</td><td data-v="warmup_buffer tests/progs/t_phases.c:14">warmup_buffer tests/progs/'
-            't_phases.c:14</td>',
-            '<td class="n" data-v="2097152">2.00 MiB</td><td class="n" data-v="2097152">50.0%</td><td class="n" '
             'data-v="1">1</td><td data-v="steady_state tests/progs/t_phases.c:20">steady_state tests/progs/'
-            't_phases.c:20</td>'], "the table's rows: device 0's, half each")
+            't_phases.c:20</td>',
+            '<td class="n" data-v="2097152">2.00 MiB</td><td class="n" data-v="2097152">50.0%</td><td class="n" '
+            'data-v="1">1</td><td data-v="warmup_buffer tests/progs/t_phases.c:14">warmup_buffer tests/progs/'
+            't_phases.c:14</td>'], "the table's rows: device 0's, half each, as the text's")
         ok('<select class="fdevice"><option value="0">device 0</option>' in dom, "the flame graph on device 0")
         eq(re.findall(r'<div class="flame-node"[^>]*>(all \([^<]*)</div>', dom), ["all (4.00 MiB, 100.0%)"],
            "the flame graph of device 0 at the OOM: the same 4 MiB")
