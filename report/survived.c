@@ -44,6 +44,8 @@ static int same_but_site(const struct key *a, const struct key *b) {
     return a->bytes == b->bytes && a->device == b->device && a->kind == b->kind;
 }
 
+static int same(const struct key *a, const struct key *b) { return memcmp(a, b, sizeof *a) == 0; }
+
 uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym) {
     struct pending *table = NULL, *p, *tmp;
     size_t n = 0, ngroups = 0;
@@ -53,22 +55,38 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
      * may be any of theirs. */
     struct key *fresh = NULL;
     size_t nfresh = 0, cap = 0;
+    /* The request whose retry succeeded last, not counted yet: a failure
+     * of it again before another request's allocation (an allocator that
+     * maps a tensor's pages one at a time got some, then failed on the
+     * next, and raised) is the same failure going on, got past only if
+     * that one is. `got` is the request, `by` the allocation that got it
+     * (the next allocation of all may come from another line). */
+    struct key got, by;
+    int waiting = 0;
     for (size_t i = 0; i < s->nevents; i++) {
         struct vt_event e = vt_event_at(s, i);
         if (e.type != VT_EV_OOM && e.type != VT_EV_ALLOC) continue;
         struct key k = key_of(&e, group && e.stack < s->nstacks ? group[e.stack] : e.stack);
+        int again = waiting && (same(&k, &got) || same(&k, &by));
         HASH_FIND(hh, table, &k, sizeof k, p);
         if (e.type == VT_EV_ALLOC) {
             for (size_t j = 0; !p && j < nfresh; j++)
                 if (same_but_site(&fresh[j], &k)) HASH_FIND(hh, table, &fresh[j], sizeof fresh[j], p);
             nfresh = 0;
+            if (waiting && (!again || p)) {   /* another request's allocation: it got past */
+                survived++;
+                waiting = 0;
+            }
             if (!p) continue;
-            survived++;
+            got = p->k;
+            by = k;
+            waiting = 1;
             HASH_DEL(table, p);
             free(p);
             n--;
             continue;
         }
+        if (again) waiting = 0;   /* failed again: the one failure goes on, pending below */
         if (nfresh == cap) {
             size_t want = cap ? cap * 2 : 16;
             struct key *more = realloc(fresh, want * sizeof *more);
@@ -84,6 +102,7 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
         HASH_ADD(hh, table, k, sizeof p->k, p);
         n++;
     }
+    if (waiting) survived++;   /* nothing failed again before the end */
     HASH_ITER(hh, table, p, tmp) {
         HASH_DEL(table, p);
         free(p);

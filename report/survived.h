@@ -15,9 +15,13 @@ struct vt_symbols;
  * another failure of the same request, by a successful allocation of the
  * same bytes and kind on the same device, from the same call site
  * (vt_site_groups: a retry's native stack differs from the first try's
- * inside the allocator) or as the next allocation of all. Failures whose
- * events the ring overwrote are not counted, nor those of requests past
- * the first 65,536 distinct ones waiting at once. */
+ * inside the allocator) or as the next allocation of all. A failure of
+ * the same request again after that success, before any other request's
+ * allocation (pages of one size mapped one at a time: some got, the next
+ * refused), is the same failure going on: it got past only if that later
+ * failure did. Failures whose events the ring overwrote are not counted,
+ * nor those of requests past the first 65,536 distinct ones waiting at
+ * once. */
 uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym);
 
 #endif

@@ -655,6 +655,32 @@ def host_failures_a_retry_got_past_are_counted():
 
 
 @test
+def host_a_request_that_fails_again_after_its_retry_did_not_get_past():
+    """Pages of one size mapped one at a time (PyTorch's expandable
+    segments: a tensor's 20 MiB pages): one refused, memory given back,
+    two mapped, the next refused again, and the program ends. Nothing got
+    past: the exit summary said 1 of 2 had (the retry's success of the
+    same request counted at once), although the program died of that very
+    failure (an outside check). Another request's allocation after the
+    pages, or the end, and the failure got past; a refusal after that is
+    a failure of its own."""
+    prog = os.path.join(T, "t_pages")
+    env = {"SIMGPU_CAPACITY": "50M"}
+    for steps, results, allocs, ooms, survived in (
+            ("hold page free page page page", "0 2 0 0 0 2", 3, 2, 0),
+            ("hold page free page page", "0 2 0 0 0", 3, 1, 1),
+            ("hold page free page page other page", "0 2 0 0 0 0 2", 4, 2, 1),
+            ("hold page page free page page", "0 2 2 0 0 0", 3, 2, 1)):
+        r = run([prog] + steps.split(), env=env)
+        eq(r.out, "".join(f"{s} -> {c}\n" for s, c in zip(steps.split(), results.split())), f"{steps}: the steps")
+        eq((r.dump["totals"]["oom_count"], r.dump["totals"]["oom_survived"]), (ooms, survived), f"{steps}: the totals")
+        got = f"; {survived} of them got past: the same request, asked again, succeeded" if survived else ""
+        eq([l for l in r.err.splitlines() if ", failed " in l and "allocations" in l],
+           [f"vramtrace:   allocations {allocs}, frees 1, failed {ooms} (out of memory {ooms}{got})"],
+           f"{steps}: the exit summary")
+
+
+@test
 def host_graph_allocations_and_the_graph_pool():
     env = {"SIMGPU_CAPACITY": "64M"}
     want = run([HOST, "graph"], preload=False, env=env)

@@ -1126,6 +1126,33 @@ def torch_truth_the_error_pytorch_raises_gets_a_post_mortem():
        "the exit summary counts the failure PyTorch's retry got past")
 
 
+EXPANDABLE_FAILS_AGAIN = r"""
+import torch
+kept = [torch.empty(64 << 20, dtype=torch.uint8, device="cuda") for _ in range(20)]
+del kept[0:4]
+try:
+    big = torch.empty(1000 << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    print("failed")
+"""
+
+
+@torch_test
+def torch_truth_expandable_pages_mapped_then_refused_again_did_not_get_past():
+    """Expandable segments: the 1000 MiB tensor's 20 MiB pages are mapped
+    until one is refused; PyTorch gives back its cache, maps pages of the
+    same size again, is refused again and raises. The exit summary said 1
+    of the 2 failures got past (the same request had succeeded between
+    them); nothing did (from an outside check)."""
+    out, dumps, report = traced(EXPANDABLE_FAILS_AGAIN, capacity="2G",
+                                env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    eq(out, "failed\n", "the run")
+    eq([(o["api"], o["requested_bytes"] >> 20) for o in dumps["exit"]["ooms"]],
+       [("cuMemCreate", 20), ("cuMemCreate", 20)], "the failures: one page, twice")
+    eq((dumps["exit"]["totals"]["oom_count"], dumps["exit"]["totals"]["oom_survived"]), (2, 0), "none got past")
+    ok("failed 2 (out of memory 2)\n" in report, "the exit summary: " + report[-1500:])
+
+
 @torch_test
 def torch_truth_a_retry_in_a_fragmented_cache_is_not_called_no_cache_problem():
     """A cache whose free memory lies between live tensors: PyTorch's retry
