@@ -111,6 +111,36 @@ static uint64_t steps_before(const struct vt_snapshot *s, uint64_t t) {
     return n;
 }
 
+/* Whether stack runs Python code of file `suffix` (torch/utils/checkpoint.py:
+ * a failure in activation checkpointing's recomputation). */
+static int in_python_file(const struct vt_symbols *sym, uint32_t stack, const char *suffix) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    const struct vt_stack *st = sym->stack[stack];
+    size_t k = strlen(suffix);
+    for (uint32_t j = 0; j < st->depth; j++) {
+        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
+        size_t n = fr && fr->python && fr->file ? strlen(fr->file) : 0;
+        if (n >= k && strcmp(fr->file + n - k, suffix) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A PyTorch batch's advice at `where`: what is on already (no graph kept,
+ * checkpointing recomputing) is not advised again. */
+static void batch_advice(char *out, size_t n, const char *where, int graphless, int checkpointing,
+                         int recomputing) {
+    if (graphless)
+        snprintf(out, n, "at %s: a smaller micro-batch, or keep fewer of its results (.cpu() moves them to the host); "
+                 "no activations are kept for backward here (torch.no_grad() is on, or nothing needs gradients), so "
+                 "no_grad() and checkpointing change nothing", where);
+    else if (checkpointing)
+        snprintf(out, n, "at %s: a smaller micro-batch (with gradient accumulation) or mixed precision; activation "
+                 "checkpointing is on already%s", where, recomputing ? " (this failed in its recomputation)" : "");
+    else
+        snprintf(out, n, "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
+                 "torch.inference_mode() if it runs evaluation, or activation checkpointing", where);
+}
+
 /* One line of the program's whose call sites, each its line through a
  * different library function (`train.py:9 -> Linear.forward ...` and
  * `train.py:9 -> relu ...`), hold half the tracked memory together while
@@ -317,6 +347,16 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * optimizer state being made (Adam's made at its first step), not yet
      * a leak. A program that never steps one (inference) is left out. */
     int first_steps = ngrowth && vt_torch_stepping() && steps_before(s, o->time_ns) < 2;
+    /* What PyTorch's record says is on already: no graph kept (evaluation
+     * under torch.no_grad()), and checkpointing's recomputation failing. */
+    int graphless = torch && tc.activation == 0;
+    /* Checkpointing is in use where the failing call or memory live on
+     * the device came through it (a failure in backward proper has no
+     * Python frame of its own). */
+    static const char ckpt[] = "torch/utils/checkpoint.py";
+    int recomputing = in_python_file(sym, o->stack, ckpt), checkpointing = recomputing;
+    for (size_t i = 0; !checkpointing && holders && i < nholders; i++)
+        checkpointing = in_python_file(sym, holders[i].stack, ckpt);
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;
@@ -339,20 +379,45 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
          * step begun): its first batch's activations rise as a leak does;
          * which one it is, only the program knows (a first batch too big
          * was called a leak suspect alone). */
+        if (through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping() &&
+            graphless) {
+            /* No graph kept: no training's first batch, a loop keeping its
+             * results (an evaluation under torch.no_grad()). */
+            snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s, before any optimizer step, "
+                     "with no graph kept (no activations saved for backward): a loop that keeps its results; a leak "
+                     "suspect", site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
+                     vt_growth_text(&growth[i], rate, sizeof rate));
+            snprintf(f->next, sizeof f->next, "free what %s keeps from one pass to the next: keep fewer of its "
+                     "results, or .cpu() them (.detach() and torch.no_grad() change nothing here)", site);
+            break;
+        }
         if (through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping()) {
             snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s, before any optimizer step: "
                      "the first batch's work if the program trains, a leak suspect if it loops without steps",
                      site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
                      vt_growth_text(&growth[i], rate, sizeof rate));
+            /* A graph holding the growth before any step: a loss summed
+             * over micro-batches for one backward() keeps every one's. */
+            char summed[300] = "";
+            if (strncmp(growth[i].holder, "graph of ", 9) == 0)
+                snprintf(summed, sizeof summed, "; if `%s` sums the losses of micro-batches for one backward(), it "
+                         "keeps every micro-batch's graph until then: call backward() on each", growth[i].holder + 9);
             snprintf(f->next, sizeof f->next,
-                     "a first batch that does not fit: a smaller batch (with gradient accumulation), mixed precision "
-                     "or activation checkpointing; a loop without steps (evaluation): free what %s keeps from one pass "
-                     "to the next (keep loss.item() or .detach(); torch.no_grad())", site);
+                     "a first batch that does not fit: a smaller batch (with gradient accumulation), mixed precision%s%s; "
+                     "a loop without steps (evaluation): free what %s keeps from one pass to the next (%s)",
+                     recomputing     ? " (activation checkpointing is on already: its recomputation failed)"
+                     : checkpointing ? " (activation checkpointing is on already)"
+                                     : " or activation checkpointing",
+                     summed, site, "keep loss.item() or .detach(); torch.no_grad()");
             break;
         }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
-        if (through_torch(sym, growth[i].stack))
+        if (through_torch(sym, growth[i].stack) && graphless)
+            snprintf(f->next, sizeof f->next,
+                     "free what %s keeps from one step to the next (results appended to a list: keep fewer, or .cpu() "
+                     "them); no graph is kept here, so .detach() and torch.no_grad() change nothing", site);
+        else if (through_torch(sym, growth[i].stack))
             snprintf(f->next, sizeof f->next,
                      "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
                      "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
@@ -376,9 +441,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
                      "smaller model, or sharding or offloading (FSDP, ZeRO, device_map) across devices", site);
         else if (is_python(sym, h->stack) && through_torch(sym, h->stack))
-            snprintf(f->next, sizeof f->next,
-                     "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
-                     "torch.inference_mode() if it runs evaluation, or activation checkpointing", site);
+            batch_advice(f->next, sizeof f->next, site, graphless, checkpointing, recomputing);
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
     } else if (nsites > 1 && live > 0) {
@@ -390,9 +453,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      ls.line, PCT(ls.bytes, live), B(ls.bytes, a), ls.count, ls.count == 1 ? "" : "s", ls.nsites,
                      ls.callees);
             if (ls.python && ls.torch)
-                snprintf(f->next, sizeof f->next,
-                         "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
-                         "torch.inference_mode() if it runs evaluation, or activation checkpointing", ls.line);
+                batch_advice(f->next, sizeof f->next, ls.line, graphless, checkpointing, recomputing);
             else
                 snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call",
                          ls.line);

@@ -161,6 +161,7 @@ struct vt_torch_cache {
     int expandable;  /* the settings say expandable_segments:True */
     int pool;        /* backend:cudaMallocAsync: no blocks known (largest_free 0) */
     int split;       /* max_split_size_mb is set (the settings give a limit) */
+    uint64_t activation; /* the bytes of activations saved for backward (0: no graph kept) */
     double fraction; /* per_process_memory_fraction, 1 when none was set */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);

@@ -205,9 +205,11 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
         if (d->device != r->oom_device) continue;
         *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i),
                                        strstr(d->settings, "expandable_segments:True") != NULL,
-                                       strstr(d->settings, "backend:cudaMallocAsync") != NULL, 0, 1.0};
+                                       strstr(d->settings, "backend:cudaMallocAsync") != NULL, 0, 0, 1.0};
         /* PYTORCH_CUDA_ALLOC_CONF's own text when it was set, else
          * PyTorch's settings (max_split_size:-1 for none). */
+        for (int c = 0; c < VT_TORCH_NCAT; c++)
+            if (strcmp(vt_torch_categories[c], "activation") == 0) out->activation = d->cat[c];
         const char *m = strstr(d->settings, "max_split_size_mb:");
         const char *dflt = strstr(d->settings, "max_split_size:");
         out->split = m != NULL || (dflt && strncmp(dflt + strlen("max_split_size:"), "-1", 2) != 0);

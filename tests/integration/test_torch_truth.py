@@ -499,6 +499,98 @@ def torch_truth_tensors_kept_in_attributes_are_named_by_them():
        "the attributes' tensors")
 
 
+EVAL_KEPT = r"""
+import sys, torch
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096)).cuda()
+if sys.argv[1] == "trained":
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        model(torch.randn(256, 1024, device="cuda")).mean().backward()
+        opt.step()
+        opt.zero_grad()
+preds = []
+try:
+    with torch.no_grad():
+        for i in range(10000):
+            preds.append(model(torch.randn(1024, 1024, device="cuda")))
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_evaluation_under_no_grad_is_not_told_to_use_no_grad():
+    """An evaluation loop under torch.no_grad() keeping every batch's
+    output: the advice said torch.no_grad() and .detach(), which change
+    nothing there (an outside check); with PyTorch's record showing no
+    activations, it says to keep fewer or move them to the host."""
+    out, dumps, report = traced(EVAL_KEPT, "trained", capacity="2348M")
+    eq(out, "out of memory\n", "the run, after training")
+    o = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]
+    f = {x["id"]: x["next"] for x in o["findings"]}
+    ok(f["growing_site"].endswith("keeps from one step to the next (results appended to a list: keep fewer, or "
+                                  ".cpu() them); no graph is kept here, so .detach() and torch.no_grad() change nothing"),
+       f["growing_site"])
+    out, dumps, report = traced(EVAL_KEPT, "untrained", capacity="2348M")
+    eq(out, "out of memory\n", "the run")
+    o = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]
+    eq(o["torch"][0]["categories"]["activation"], 0, "no activations in PyTorch's record")
+    f = {x["id"]: x["next"] for x in o["findings"]}
+    ok(f["growing_site"].endswith("keeps from one pass to the next: keep fewer of its results, or .cpu() them "
+                                  "(.detach() and torch.no_grad() change nothing here)"), f["growing_site"])
+    g = [x["finding"] for x in o["findings"] if x["id"] == "growing_site"][0]
+    ok(g.endswith(", before any optimizer step, with no graph kept (no activations saved for backward): a loop that "
+                  "keeps its results; a leak suspect"), g)
+    ok(f["one_site_dominates"].endswith(": a smaller micro-batch, or keep fewer of its results (.cpu() moves them to the "
+                                        "host); no activations are kept for backward here (torch.no_grad() is on, or "
+                                        "nothing needs gradients), so no_grad() and checkpointing change nothing"),
+       f["one_site_dominates"])
+
+
+ACCUMULATED = r"""
+import sys, torch
+from torch.utils.checkpoint import checkpoint
+ckpt = sys.argv[1] == "ckpt"
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 2048))
+    def forward(self, x):
+        return x + self.f(x)
+blocks = torch.nn.ModuleList([Block() for _ in range(4)]).cuda()
+total = 0
+try:
+    for micro in range(8):
+        x = torch.randn(1024, 2048, device="cuda")
+        for b in blocks:
+            x = checkpoint(b, x, use_reentrant=False) if ckpt else b(x)
+        total = total + x.pow(2).mean() / 8
+    total.backward()
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_a_loss_summed_over_micro_batches_is_told_to_call_backward_on_each():
+    """Gradient accumulation with the losses of 8 micro-batches summed for
+    one backward() (every micro-batch's graph kept), before any optimizer
+    step: the advice was a smaller batch or checkpointing (an outside
+    check); with PyTorch's record naming the graph of `total`, it says to
+    call backward() on each; and with checkpointing in use it is not
+    advised again."""
+    for mode, capacity, ckpt in (("plain", "3174M", "or activation checkpointing"),
+                                 ("ckpt", "1500M", "(activation checkpointing is on already)")):
+        out, dumps, report = traced(ACCUMULATED, mode, capacity=capacity)
+        eq(out, "out of memory\n", f"{mode}: the run")
+        o = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]
+        f = {x["id"]: x["next"] for x in o["findings"]}
+        ok(f["growing_site"].startswith(f"a first batch that does not fit: a smaller batch (with gradient "
+                                        f"accumulation), mixed precision {ckpt}; if `total` sums the losses of "
+                                        f"micro-batches for one backward(), it keeps every micro-batch's graph until "
+                                        f"then: call backward() on each; "), f"{mode}: {f['growing_site']}")
+
+
 OTHER_ALLOCATOR = r"""
 import ctypes, torch
 x = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(6)]
