@@ -665,10 +665,26 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         if (a[0] != '-') break;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
-        const char *value;
+        const char *value, *given = NULL;
         const struct vt_option_desc *d = flag_of(a, &value);
+        /* --out=x.json, --leak-check=0: a value after '=', as GNU tools
+         * take it (the flags of a choice, --tensors=nocache, are the
+         * table's own). */
+        char flag[64];
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        if (!d && eq && (size_t)(eq - a) < sizeof flag) {
+            memcpy(flag, a, (size_t)(eq - a));
+            flag[eq - a] = '\0';
+            d = flag_of(flag, &value);
+            if (d && d != &vt_option_table[VT_O_TENSORS]) {
+                a = flag;
+                given = eq + 1;
+            } else {
+                d = NULL;
+            }
+        }
         if (!d) {
-            fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", a);
+            fprintf(stderr, "vramtrace run: unknown option %s (see vramtrace --help)\n", argv[i]);
             return 2;
         }
         if (d == &vt_option_table[VT_O_TENSORS]) {
@@ -676,17 +692,22 @@ int vt_cmd_run(int argc, char **argv) {
             continue;
         }
         if (!d->arg) {
-            setenv(d->name, "1", 1);
+            if (given && !vt_option_valid(d, given)) {
+                char what[96];
+                fprintf(stderr, "vramtrace run: %s takes %s, not '%s'\n", a, takes(d, what, sizeof what), given);
+                return 2;
+            }
+            setenv(d->name, given ? given : "1", 1);
             continue;
         }
         /* `--out -- prog` forgot the value: "--" is the end of the flags,
          * never a value (it was taken as a path, and prog run without the
          * flag meant). */
-        if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
+        if (!given && (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0)) {
             fprintf(stderr, "vramtrace run: %s needs a value\n", a);
             return 2;
         }
-        const char *v = argv[++i];
+        const char *v = given ? given : argv[++i];
         /* A value the library would warn about and ignore is refused here. */
         if (!vt_option_valid(d, v)) {
             char what[96];

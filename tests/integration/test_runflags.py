@@ -109,3 +109,33 @@ def runflags_another_copy_of_the_library_is_left_out_of_ld_preload():
             p = subprocess.run([CLI, "run", "--report", "off", "--out", "off", "--", "sh", "-c", "echo $LD_PRELOAD"],
                                env=dict(env, LD_PRELOAD=preload), capture_output=True, text=True, timeout=60)
             eq(p.stdout, want + "\n", f"LD_PRELOAD={preload}: what the command preloads")
+
+
+@test
+def runflags_take_a_value_after_an_equals_sign():
+    """--out=x.json and --leak-check=1 were "unknown option" while
+    --tensors=nocache took '=' (an outside check): every flag takes its value
+    after '=' too, checked as the value after a space is."""
+    def env_lines(*flags):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_")}
+        p = subprocess.run([CLI, "run", *flags, "--", "env"], capture_output=True, text=True, env=e, timeout=60)
+        return p.returncode, sorted(l for l in p.stdout.splitlines()
+                                    if l.startswith(("VRAMTRACE_OUT=", "VRAMTRACE_LEAK_CHECK=", "VRAMTRACE_DEPTH="))), \
+            p.stderr
+    with workdir("vt-runflags-") as work:
+        os.chdir(work)
+        try:
+            eq(env_lines("--out=x.json", "--leak-check=1", "--depth=12"),
+               (0, ["VRAMTRACE_DEPTH=12", "VRAMTRACE_LEAK_CHECK=1", f"VRAMTRACE_OUT={work}/x.json"], ""), "with '='")
+            eq(env_lines("--out", "x.json", "--leak-check", "--depth", "12"),
+               (0, ["VRAMTRACE_DEPTH=12", "VRAMTRACE_LEAK_CHECK=1", f"VRAMTRACE_OUT={work}/x.json"], ""), "the same")
+            eq(env_lines("--leak-check=0")[:2], (0, ["VRAMTRACE_LEAK_CHECK=0"]), "--leak-check=0")
+            rc, lines, err = env_lines("--leak-check=2")
+            eq((rc, lines), (2, []), err)
+            ok(err.startswith("vramtrace run: --leak-check takes 0 or 1"), err)
+            rc, lines, err = env_lines("--depth=x")
+            eq((rc, err.startswith("vramtrace run: --depth takes a number")), (2, True), err)
+            eq(env_lines("--nosuch=1"), (2, [], "vramtrace run: unknown option --nosuch=1 (see vramtrace --help)\n"),
+               "an unknown flag with a value")
+        finally:
+            os.chdir(ROOT)
