@@ -136,6 +136,7 @@ static int open_report_fd(const char *path, const char **why) {
     for (int tries = 0; tries < 4; tries++) {
         fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
                     0600);
+        if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd >= 0 || errno != EEXIST) break;
         fd = open_existing(dirfd, base, O_APPEND, why);
         if (fd >= 0 || *why || errno != ENOENT) break; /* ENOENT: removed between the two */
@@ -370,6 +371,7 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
         if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
         snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd < 0 && errno != EEXIST) return -1;
     }
     if (fd < 0) return -1;

@@ -1087,3 +1087,18 @@ def dump_never_replaces_a_file_that_is_not_a_dump():
                                cwd=work, capture_output=True, text=True, timeout=60)
             eq(warnings(p.stderr), [], f"{what or 'empty'}: no warning")
             eq(dump_at(path), (int(p.stdout.split()[0]), "exit", 2 << 20), f"{what or 'empty'}: replaced")
+
+
+@test
+def outputs_are_mode_0600_whatever_the_umask():
+    """Under `umask 777` the dump and the report file were created mode
+    0000, unreadable by their owner (an outside check; the README says
+    0600)."""
+    with workdir("vt-umask-") as work:
+        cmd = f"umask 777; exec {shlex.quote(os.path.join(T, 't_oom'))} exit"
+        p = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=60,
+                           env=lib_env(SIMGPU_CAPACITY="64M", VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                       VRAMTRACE_REPORT=os.path.join(work, "r.txt")))
+        eq(p.returncode, 1, p.stderr)
+        eq(sorted((x, os.stat(os.path.join(work, x)).st_mode & 0o777) for x in os.listdir(work)),
+           [("d.json", 0o600), ("r.txt", 0o600)], "the outputs' modes")
