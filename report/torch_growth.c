@@ -101,6 +101,10 @@ int vt_stack_makes_model(const struct vt_symbols *sym, uint32_t stack) {
 /* A tensor a program may keep more of from one step to the next: an
  * activation or its own ("other"), not the model's or the optimizer's. */
 static int kept_per_step(const struct vt_torch_tensor *t) {
+    /* What a call of the program's holds while PyTorch runs it (the
+     * companion's "the call at ...") is let go when the call returns. */
+    if (strstr(t->holder, "the call at ") == t->holder || strstr(t->holder, "graph of the call at ") == t->holder)
+        return 0;
     return strcmp(vt_torch_categories[t->category], "activation") == 0 ||
            strcmp(vt_torch_categories[t->category], "other") == 0;
 }

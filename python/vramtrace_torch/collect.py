@@ -80,14 +80,26 @@ def _names():
     # torch/autograd/graph.py, innermost) named the graph the program's
     # `loss` holds.
     torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or "/nonexistent") + os.sep
+    # What PyTorch's own frames hold is in flight in the program's call
+    # that runs them (`model(x)` at train.py:6: the forward's input and
+    # output between layers, held by nothing of the program's yet): named
+    # for that call, after every name of the program's.
+    inflight = []
     frame = f = None
     try:
         for frame in sys._current_frames().values():
-            f = frame
+            f, pending = frame, []
             while f is not None:
                 fn = f.f_code.co_filename
-                if fn != __file__ and not fn.startswith(torch_dir):
+                if fn.startswith(torch_dir):
+                    pending.append(f.f_locals)
+                elif fn != __file__:
                     scopes.append(f.f_locals)
+                    if pending:
+                        code = f.f_code
+                        where = f"the call at {getattr(code, 'co_qualname', code.co_name)} {fn}:{f.f_lineno}"
+                        inflight.extend((scope, where) for scope in pending)
+                        pending = []
                 f = f.f_back
     except Exception:
         pass
@@ -110,7 +122,7 @@ def _names():
                       if f.f_code.co_filename != __file__ and not f.f_code.co_filename.startswith(torch_dir))
     except Exception:
         pass
-    owners = []
+    owners, calls = [], {}
     module = type(sys)
     for scope in scopes:
         try:
@@ -123,7 +135,17 @@ def _names():
                         owners.append((k, v))
         except Exception:
             pass
-    return names, boxes, owners
+    # id -> (its name in PyTorch's frame, the call it is in flight in), of
+    # what the program names nothing; a container's items are named through
+    # it (`args[0]`).
+    for scope, where in inflight:
+        try:
+            for k, v in list(scope.items()):
+                if isinstance(k, str) and not k.startswith("__") and id(v) not in names and id(v) not in calls:
+                    calls[id(v)] = (k, where, v)
+        except Exception:
+            pass
+    return names, boxes, owners, calls
 
 
 def _attribute_names(owners, unnamed, names):
@@ -231,7 +253,7 @@ def _modules_named(roots, names):
 
 
 def _claim_all(torch, w):
-    names, named, owners = _names()
+    names, named, owners, calls = _names()
     c = _Claims()
     claim = c.claim
     # Modules that are no other live module's child are roots; their names
@@ -317,6 +339,8 @@ def _claim_all(torch, w):
                 held_by = label
                 if label is None and id(box) in inner:
                     label, held_by = inner[id(box)]
+                elif label is None and id(box) in calls:   # a container in flight in a call of the program's
+                    label, held_by = calls[id(box)][:2]
                 for i, x in enumerate(items):
                     if id(x) in hits:
                         holder[id(x)] = (label, i, box, held_by)
@@ -340,6 +364,10 @@ def _claim_all(torch, w):
     for t in others:
         i = id(t)
         own, h = names_get(i), holder_get(i)
+        if (h is None or h[0] is None) and not own and i in calls:   # PyTorch's local, in flight in the program's call
+            own, h = calls[i][0], (None, 0, None, calls[i][1])
+        elif own and h is not None and h[2] is not None and id(h[2]) in calls:
+            h = None   # the program's own variable, also in flight: its name alone
         if h is None and not own:
             unheld.append(t)
             continue
@@ -373,6 +401,15 @@ def _claim_all(torch, w):
             continue
         if fn is not None:
             own, h = names_get(id(t)), holder_get(id(t))
+            flight = h is not None and h[2] is not None and id(h[2]) in calls
+            if (h is None or h[0] is None) and not own and id(t) in calls:
+                graph_of[2].append((fn, "graph of " + calls[id(t)][1]))
+                continue
+            if flight and own:
+                h = None
+            elif flight:   # after the program's names: backward's t_outputs holds the program's loss
+                graph_of[2].append((fn, "graph of " + h[3]))
+                continue
             if h is not None and h[3]:
                 graph_of[0].append((fn, "graph of " + h[3]))
             elif own:

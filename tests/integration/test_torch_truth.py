@@ -591,6 +591,40 @@ def torch_truth_a_loss_summed_over_micro_batches_is_told_to_call_backward_on_eac
                                         f"then: call backward() on each; "), f"{mode}: {f['growing_site']}")
 
 
+FORWARD_TOO_BIG = r"""
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(4096, 8192), torch.nn.ReLU(), torch.nn.Linear(8192, 8192)).cuda()
+x = torch.randn(32768, 4096, device="cuda")
+try:
+    logits = model(x)
+except torch.OutOfMemoryError:
+    print("out of memory")
+"""
+
+
+@torch_test
+def torch_truth_a_forward_in_flight_is_named_for_the_programs_call():
+    """A forward pass too big: the layers' outputs between layers are held
+    only by PyTorch's own frames, and were "a tuple[0]", the activations
+    "graph of a tuple" (an outside check); they are named for the program's
+    call they are in flight in."""
+    out, dumps, report = traced(FORWARD_TOO_BIG, capacity="3000M")
+    eq(out, "out of memory\n", "the run")
+    rec = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]["torch"][0]
+    call = [x["holder"] for x in rec["tensors"] if x["category"] == "other" and x["name"] == "input"]
+    eq(len(call), 1, f"the layers' input: {rec['tensors']}")
+    ok(re.fullmatch(r"the call at <module> \S+/train\.py:6", call[0]), call[0])
+    ok("a tuple" not in report, report[-3000:])
+    # A deeper model: the first layer's input, saved by its backward and
+    # held by nothing else, is an activation of the graph in flight.
+    out, dumps, report = traced(UNCAUGHT_IN_BACKWARD, capacity="4G", status=1)
+    rec = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]["torch"][0]
+    acts = sorted({x["holder"] for x in rec["tensors"] if x["category"] == "activation"})
+    eq(len(acts), 1, f"what holds the activations: {acts}")
+    ok(re.fullmatch(r"graph of the call at <module> \S+/train\.py:6", acts[0]), acts[0])
+    ok("a tuple" not in report, report[-3000:])
+
+
 OTHER_ALLOCATOR = r"""
 import ctypes, torch
 x = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(6)]
