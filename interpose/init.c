@@ -27,6 +27,9 @@
 #include "unload.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* The pid vramtrace started in, or the child's after a fork: another one
+ * is a vfork child's, in its parent's memory. */
+static pid_t started_pid;
 
 /* What pthread_atfork is (glibc's libc_nonshared.a links it into the
  * library, far from the start-up code: a page fault of its own); the
@@ -115,6 +118,7 @@ static void after_fork_parent(void) {
  * locks before_fork took are this thread's, the child's only one: they are
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
+    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
     vt_exit_reset_child();
     vt_unload_reset_child();
     vt_thread_reset_child();
@@ -176,6 +180,7 @@ __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
     vt_clock_mark(&start.clock);
+    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
     vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
@@ -189,6 +194,25 @@ __attribute__((constructor)) static void vt_start(void) {
 /* The exit's outputs written once (vt_stop, or vt_exit_before_signal): 1
  * from the moment one caller began them, 2 once it is done. */
 static int exit_written;
+
+int vt_exit_outputs_state(void) { return __atomic_load_n(&exit_written, __ATOMIC_ACQUIRE); }
+
+/* A vfork child ran the exit handlers in this process's memory: the C
+ * library's list of them is spent, vramtrace's among them. */
+static int handlers_lost;
+
+__attribute__((section(".text.startup"))) static void exit_outputs(int may_end);
+
+void vt_exit_outputs_if_lost(void) {
+    if (vt_exit_in_borrowed_memory() || !__atomic_exchange_n(&handlers_lost, 0, __ATOMIC_ACQ_REL)) return;
+    exit_outputs(1);
+}
+
+
+int vt_exit_in_borrowed_memory(void) {
+    pid_t p = __atomic_load_n(&started_pid, __ATOMIC_RELAXED);
+    return p && getpid() != p;
+}
 
 /* At exit: the dump and a short summary, for a process that used a GPU;
  * with the leak check, the leak report and, when leaks remain, the exit
@@ -217,6 +241,13 @@ static int exit_outputs_wait(uint64_t within_ns) {
 }
 
 __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) {
+    /* A vfork child that calls exit runs the handlers in its parent's
+     * memory: the outputs are the parent's to write (the child wrote the
+     * parent's report and took its leak check's status). */
+    if (vt_exit_in_borrowed_memory()) {
+        __atomic_store_n(&handlers_lost, 1, __ATOMIC_RELEASE);
+        return;
+    }
     int was = 0;
     if (!__atomic_compare_exchange_n(&exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         /* Another thread writes them (SIGTERM's watcher while the program

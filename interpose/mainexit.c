@@ -11,11 +11,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/thread.h"
+#include "../tracker/tracker.h"
 #include "mainexit.h"
 #include "resolve.h"
 
@@ -28,32 +30,54 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void *value) 
     for (;;) syscall(SYS_exit, 0);
 }
 
-/* exit called by a thread while another is in exit: the C library ran the
- * exit handlers left and ended the process from the second thread while
- * the first wrote vramtrace's exit outputs, mid-way: no report, no dump,
- * and a leak check that passed, status 0, with leaks. The second thread
- * waits for the first to end the process, as the C library's exit does
- * from glibc 2.41 on (a handler of the first's that calls exit again on
- * its own thread goes on, as before). The thread that is in exit, by
- * thread id; 0: none. */
+/* exit (or quick_exit) called by a thread while another is in exit: the
+ * C library ran the exit handlers left and ended the process from the
+ * second thread while the first wrote vramtrace's exit outputs, mid-way:
+ * no report, no dump, and a leak check that passed, status 0, with leaks.
+ * The second caller waits while those outputs may come: up to 2 s for the
+ * first to begin them (it may be running the program's own handlers, one
+ * of which may wait for this very thread: then this one goes on, as the C
+ * library's exit does, after those 2 s), up to 30 s while they are being
+ * written; once written, or in a process that never used a GPU, it goes
+ * on at once. A handler of the first's that calls exit again on its own
+ * thread goes on, as before. The thread that is in exit, by thread id; 0:
+ * none. */
 static pid_t exiting;
 
 void vt_exit_reset_child(void) { __atomic_store_n(&exiting, 0, __ATOMIC_RELAXED); }
 
-__attribute__((visibility("default"), noreturn)) void exit(int status) {
+static void wait_for_exit_outputs(void) {
+    if (vt_exit_in_borrowed_memory() || !vt_tracker_touched()) return;
     pid_t me = (pid_t)syscall(SYS_gettid), was = 0;
-    /* Waits while the thread in exit is one of this process's: a vfork
-     * child that called exit (it shares this memory) is not, once it is
-     * gone. */
+    uint64_t waited = 0;
     while (!__atomic_compare_exchange_n(&exiting, &was, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) && was != me) {
+        /* A vfork child that called exit shares this memory: once gone,
+         * it is no thread of this process's. */
         if (syscall(SYS_tgkill, getpid(), was, 0) != 0 && errno == ESRCH) continue; /* take its place */
+        int state = vt_exit_outputs_state();
+        if (state == 2 || waited >= (state == 1 ? 30000000000ull : 2000000000ull)) return;
         struct timespec ms10 = {0, 10000000};
         nanosleep(&ms10, NULL);
+        waited += 10000000;
         was = 0;
     }
+}
+
+__attribute__((visibility("default"), noreturn)) void exit(int status) {
+    wait_for_exit_outputs();
+    vt_exit_outputs_if_lost();
     static void *slot;
     void (*real)(int);
     *(void **)&real = vt_next_fn_kept(&slot, "exit");
+    if (real) real(status);
+    for (;;) syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void quick_exit(int status) {
+    wait_for_exit_outputs();
+    static void *slot;
+    void (*real)(int);
+    *(void **)&real = vt_next_fn_kept(&slot, "quick_exit");
     if (real) real(status);
     for (;;) syscall(SYS_exit_group, status);
 }

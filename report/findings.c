@@ -398,9 +398,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      vt_growth_text(&growth[i], rate, sizeof rate));
             /* A graph holding the growth before any step: a loss summed
              * over micro-batches for one backward() keeps every one's. */
-            char summed[200] = "";
+            char summed[176] = "";
             if (strncmp(growth[i].holder, "graph of ", 9) == 0)
-                snprintf(summed, sizeof summed, "; if `%.60s` sums the losses of micro-batches for one backward(), it "
+                snprintf(summed, sizeof summed, "; if `%.40s` sums the losses of micro-batches for one backward(), it "
                          "keeps every micro-batch's graph until then: call backward() on each", growth[i].holder + 9);
             snprintf(f->next, sizeof f->next,
                      "a first batch that does not fit: a smaller batch (with gradient accumulation), mixed precision%s%s; "

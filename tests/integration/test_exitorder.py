@@ -1,6 +1,8 @@
 """Integration tests of when the exit's outputs are written: after every
 library's destructors, so that what a library frees at its end is not a
 leak."""
+import time
+
 from run_tests import *
 
 LIBFINI = os.path.join(T, "t_libfini")
@@ -68,3 +70,36 @@ def threads_calling_exit_at_once_still_get_the_exit_check():
     # A program's own status, without the check, is the exit's.
     r = run([os.path.join(T, "t_exitrace"), "4", "7"])
     eq(r.rc, 7, r.err[-2000:])
+
+
+@test
+def a_second_exit_waits_only_while_the_outputs_may_come():
+    """The later caller of exit waits for the first's outputs, but not for
+    ever (an outside check: an atexit handler that joins a worker calling
+    exit hung, where the C library ends the process from the worker, status
+    3; in a process without a GPU too); quick_exit from another thread
+    during exit's outputs lost them (status 4, no leak check); a vfork
+    child's careless exit() wrote the parent's report and took its leak
+    check's status 23, the parent's own exit then checking nothing."""
+    prog = os.path.join(T, "t_exitrace")
+    t0 = time.monotonic()
+    r = run([prog, "join"])
+    eq(r.rc, 3, f"join: the worker's exit ends it: {r.err[-2000:]}")
+    ok(time.monotonic() - t0 < 20, "join: no hang")
+    # The worker's exit, after its 2 s, runs the handlers left: the check.
+    r = run([prog, "join"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, f"join: the leak check: {r.err[-2000:]}")
+    eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
+       ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], "join: the leak")
+    t0 = time.monotonic()
+    r = run([prog, "joinplain"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.err), (3, ""), "no GPU: as without vramtrace")
+    ok(time.monotonic() - t0 < 2, "no GPU: no wait")
+    r = run([prog, "quick"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, f"quick: the leak check: {r.err[-2000:]}")
+    eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
+       ["SUMMARY: vramtrace: 2097152 byte(s) leaked in 2 allocation(s)."], "quick: the leaks")
+    r = run([prog, "vfork"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (23, "child status 9\n"), f"vfork: the child's status, the parent's check: {r.err[-2000:]}")
+    eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
+       ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], "vfork: the parent's leak")
