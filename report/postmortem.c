@@ -288,16 +288,18 @@ static int untold_when(const struct vt_snapshot *s, const struct vt_symbols *sym
 }
 
 static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                        const struct vt_oom_told *told, const struct vt_oom *upto,
+                        const struct vt_oom_told *told, const struct vt_oom *upto, int upto_told,
                         const struct vt_oom *skip_a, const struct vt_oom *skip_b) {
     uint64_t from = told ? told->failures : 0;
-    if (!upto || upto->number <= from + 1) return 0;
+    if (!upto || upto->number <= from + (upto_told ? 1 : 0)) return 0;
+    /* The range ends before `upto` when it is told in full, else with it. */
+    uint64_t end = upto->number + (upto_told ? 0 : 1);
     char site_a[512] = "", site_b[512] = "", site[512];
     if (skip_a) vt_site_shown(sym, skip_a->stack, site_a, sizeof site_a);
     if (skip_b) vt_site_shown(sym, skip_b->stack, site_b, sizeof site_b);
     struct untold_group *g = calloc(UNTOLD_GROUPS, sizeof *g);
     size_t ng = 0;
-    ptrdiff_t at_upto = request_of(s, upto);
+    ptrdiff_t at_upto = upto_told ? request_of(s, upto) : -1;
     uint64_t ungrouped = 0;
     for (size_t i = 0; g && i < s->noom_requests; i++) {
         const struct vt_oom_request *r = &s->oom_requests[i];
@@ -331,7 +333,7 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     /* Failures of requests past the table: counted, not told apart. */
     uint64_t other_before = told ? told->other : 0;
     if (g && s->oom_requests_other > other_before)
-        ungrouped += s->oom_requests_other - other_before - (at_upto < 0 ? 1 : 0);
+        ungrouped += s->oom_requests_other - other_before - (upto_told && at_upto < 0 ? 1 : 0);
     int lines = 0;
     uint64_t more = ungrouped;
     for (size_t k = 0; k < ng; k++) {
@@ -348,7 +350,7 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         int last = 0;
         fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s",
                 vt_fmt_bytes(r->requested, req, sizeof req), r->api ? r->api : "?", r->device, g[k].site);
-        if (untold_when(s, sym, &g[k], told, at_upto, upto->number, &thread, &time_ns, &last))
+        if (untold_when(s, sym, &g[k], told, at_upto, end, &thread, &time_ns, &last))
             fprintf(f, ", thread %d, %sat %s", thread, last ? "last " : "", vt_fmt_secs_cell(time_ns, at, sizeof at));
         if (g[k].count > 1) fprintf(f, ", %" PRIu64 " times", g[k].count);
         fputc('\n', f);
@@ -432,7 +434,7 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     oom_lines(f, s, sym, &s->ooms[s->nooms - 1]);
     if (s->totals.oom_count > 1)
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
-    untold_lines(f, s, sym, told, &s->ooms[s->nooms - 1], told_failure(told), &s->ooms[s->nooms - 1]);
+    untold_lines(f, s, sym, told, &s->ooms[s->nooms - 1], 1, told_failure(told), &s->ooms[s->nooms - 1]);
     missed_line(f, s->totals.missed);
     struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
     holders_table(f, &v, top);
@@ -467,7 +469,9 @@ static int untold(const struct vt_snapshot *s, const struct vt_symbols *sym, con
 static int untold_others(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                          const struct vt_oom_told *told) {
     if (!told->postmortems || told->failures >= s->totals.oom_count) return 0;
-    return untold_lines(f, s, sym, told, latest(s), told_failure(told), NULL);
+    /* The last is told in full after these when no post-mortem told its
+     * request; else it is one of them (a repeat of the request told). */
+    return untold_lines(f, s, sym, told, latest(s), untold(s, sym, told), told_failure(told), NULL);
 }
 
 static void untold_last(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,

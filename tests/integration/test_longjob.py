@@ -182,3 +182,20 @@ def longjob_growth_per_step_past_the_steps_kept_says_so():
             f"{secs(g[0]['span_ns'])} s){CAVEAT.format(secs(g[0]['history_from_ns']))}\n")
     ok(f"\nvramtrace:   {line}" in r.err, f"the exit summary's line {line!r}:\n{r.err[-3000:]}")
     ok(f"\n  {line}" in rep, f"the report's line {line!r}:\n{rep}")
+
+
+@test
+def longjob_repeats_of_the_told_request_are_counted_whole_at_exit():
+    """A request told by the post-mortem that fails N more times, the last
+    of them ending the run: the exit's line counted N - 1 ("9 times" for
+    10, the last failure neither in the line nor told in full) and said
+    nothing for 3 (an outside check); now N, so that the told failure and
+    the lines add up to the failures. One or two repeats on the failing
+    thread are a retry told with it."""
+    for a, want in ((3, []), (4, [3]), (5, [4]), (11, [10])):
+        with workdir("vt-longjob-") as work:
+            r, d, rep = oomloop(a, 0, work)
+        eq(d["totals"]["oom_count"], a, f"{a}: the failures")
+        eq(also_lines(r.err), [f"vramtrace:   also failed, without a post-mortem of its own: 32.00 MiB by cudaMalloc "
+                               f"on device 0 at {site('try_a')}, thread T, at Xs, {n} times" for n in want],
+           f"{a} failures: the exit's line\n{r.err[-3000:]}")
