@@ -73,7 +73,11 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
             for (size_t j = 0; !p && j < nfresh; j++)
                 if (same_but_site(&fresh[j], &k)) HASH_FIND(hh, table, &fresh[j], sizeof fresh[j], p);
             nfresh = 0;
-            if (waiting && (!again || p)) {   /* another request's allocation: it got past */
+            /* Another request's allocation on the device, not host memory
+             * (a DataLoader's pinned buffer on another thread between the
+             * pages of one tensor said the failure the job died of was got
+             * past): it got past. */
+            if (waiting && (!again || p) && !vt_kind_is_host(e.kind) && e.device == got.device) {
                 survived++;
                 waiting = 0;
             }

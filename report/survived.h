@@ -19,7 +19,9 @@ struct vt_symbols;
  * the same request again after that success, before any other request's
  * allocation (pages of one size mapped one at a time: some got, the next
  * refused), is the same failure going on: it got past only if that later
- * failure did. Failures whose events the ring overwrote are not counted,
+ * failure did. Host memory, and another device's, do not end it (another
+ * thread's pinned buffer between the pages); another allocation on the
+ * device does, whichever thread made it (the history does not say). Failures whose events the ring overwrote are not counted,
  * nor those of requests past the first 65,536 distinct ones waiting at
  * once. */
 uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym);

@@ -7,7 +7,9 @@
  *   hold   cuMemAlloc of 40 MiB, kept
  *   free   cuMemFree of what hold took
  *   page   cuMemCreate of one 20 MiB page on device 0, kept
- *   other  cuMemAlloc of 1 MiB, another request */
+ *   other  cuMemAlloc of 1 MiB, another request
+ *   pinned cuMemAllocHost of 4 KiB, kept (host memory: a DataLoader's
+ *          pinned buffer) */
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +40,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "free") == 0) r = cuMemFree(held);
         else if (strcmp(argv[i], "page") == 0) r = page();
         else if (strcmp(argv[i], "other") == 0) r = cuMemAlloc(&p, MiB);
+        else if (strcmp(argv[i], "pinned") == 0) {
+            void *h;
+            r = cuMemAllocHost(&h, 4096);
+        }
         printf("%s -> %d\n", argv[i], (int)r);
     }
     return 0;
