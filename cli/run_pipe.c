@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,9 +57,28 @@ int vt_run_copy_pipe(const char *path, const char *to, const char **why) {
     int out = *why ? -1 : open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int rc = -1;
     if (out >= 0) {
+        /* Past the file size limit (ulimit -f) the write fails with EFBIG
+         * and raises SIGXFSZ, whose default killed vramtrace run before
+         * the program ran: blocked, and taken off if it came. */
+        sigset_t xfsz, was, pending;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        sigprocmask(SIG_BLOCK, &xfsz, &was);
         rc = write(out, text, len) == (ssize_t)len ? 0 : -1;
+        e = errno;
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) && !sigismember(&was, SIGXFSZ)) {
+            struct timespec now = {0, 0};
+            while (sigtimedwait(&xfsz, NULL, &now) < 0 && errno == EINTR) {
+            }
+        }
+        sigprocmask(SIG_SETMASK, &was, NULL);
+        errno = e;
         if (close(out) != 0) rc = -1;
-        if (rc != 0) unlink(to);
+        if (rc != 0) {
+            e = errno;
+            unlink(to);
+            errno = e;
+        }
     }
     free(text);
     return rc;

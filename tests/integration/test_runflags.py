@@ -139,3 +139,19 @@ def runflags_take_a_value_after_an_equals_sign():
                "an unknown flag with a value")
         finally:
             os.chdir(ROOT)
+
+
+@test
+def runflags_suppressions_pipe_past_the_file_size_limit_is_a_line_not_a_signal():
+    """Under `ulimit -f 0` the copy of a suppressions pipe raised SIGXFSZ,
+    which killed vramtrace run before the program ran (status 153; an
+    outside check): the flag's pipe is refused with one line and status 2,
+    the variable's is left as it was, and the program runs."""
+    with workdir("vt-runflags-") as work:
+        script = (f"ulimit -S -f 0; VRAMTRACE_SUPPRESSIONS=<(echo leak:main) {CLI} run -- true; echo env $?; "
+                  f"{CLI} run --suppressions <(echo leak:main) -- true; echo flag $?")
+        p = subprocess.run(["bash", "-c", script], env=lib_free_env(work), cwd=work, capture_output=True, text=True,
+                           timeout=60)
+        eq(p.stdout, "env 0\nflag 2\n", p.stderr)
+        eq(p.stderr, "vramtrace run: --suppressions takes a readable file, not '/dev/fd/63': File too large\n",
+           "the flag's line")
