@@ -129,7 +129,15 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
  * a vramtrace dump, an empty file (`--out $(mktemp)`), or none there. */
 static int replaceable(int dirfd, const char *base) {
     int fd = openat(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == EACCES;
+    if (fd < 0 && errno == EACCES) {
+        /* A file of this user's it cannot read (mode 0200, a log another
+         * tool appends to) is no dump of vramtrace's, which are 0600: it
+         * was replaced. */
+        struct stat st;
+        return fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+               st.st_uid != geteuid() || st.st_size == 0;
+    }
+    if (fd < 0) return errno == ENOENT || errno == ELOOP;
     struct stat st;
     char head[32];
     ssize_t n = 0;

@@ -1102,3 +1102,34 @@ def outputs_are_mode_0600_whatever_the_umask():
         eq(p.returncode, 1, p.stderr)
         eq(sorted((x, os.stat(os.path.join(work, x)).st_mode & 0o777) for x in os.listdir(work)),
            [("d.json", 0o600), ("r.txt", 0o600)], "the outputs' modes")
+
+
+@test
+def dump_never_replaces_a_file_its_user_cannot_read():
+    """A file of the user's at the dump name that the user cannot read
+    (mode 0200: a log another tool appends to) was taken for replaceable
+    and replaced by the dump without a word (an outside check): it is not a
+    dump (vramtrace's are 0600), and is left as the other files that are
+    not dumps are. Run as another user than root, whom no mode stops."""
+    prog = os.path.join(T, "t_triage")
+    with workdir("vt-files-") as work:
+        os.chmod(work, 0o755)
+        os.chown(work, NOBODY, NOBODY)
+        path = os.path.join(work, "results.json")
+        with open(path, "w") as f:
+            f.write("my results\n")
+        os.chown(path, NOBODY, NOBODY)
+        os.chmod(path, 0o200)
+
+        def as_nobody():
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        p = subprocess.run(["bash", "-c", f"echo $$; exec {prog} keep 1M"], env=lib_env(VRAMTRACE_OUT=path), cwd=work,
+                           capture_output=True, text=True, timeout=60, preexec_fn=as_nobody)
+        pid = int(p.stdout.split()[0])
+        os.chmod(path, 0o600)
+        eq(open(path).read(), "my results\n", "left as it is")
+        beside = f"{path[:-5]}.{pid}.json"
+        eq(warnings(p.stderr), [f"vramtrace: warning: {path} is not a vramtrace dump: it is left as it is, "
+                                f"and the dump written to {beside}"], "one warning")
+        eq(dump_at(beside)[:2], (pid, "exit"), "the dump beside it")
