@@ -275,6 +275,19 @@ def _claim_all(torch, w):
             claim(p, "parameter", n)
     for n, b in buffers:
         claim(b, "buffer", n)
+    # Parameters no live module holds (a bare nn.Parameter a variable and
+    # an optimizer keep): parameters still, named by the program's name
+    # (they were "in no tensor Python reaches").
+    Parameter = torch.nn.Parameter
+    for t in w.tensors:
+        try:
+            if type(t) is Parameter and id(t) not in param_name:
+                n = param_name[id(t)] = names.get(id(t)) or "a parameter"
+                claim(t, "parameter", n)
+                if t.grad is not None:
+                    claim(t.grad, "gradient", n + ".grad", "gradient of " + n)
+        except Exception:
+            pass
     for n, p in params:   # gradients of every parameter a live module has
         g = p.grad
         if g is not None:
@@ -283,7 +296,6 @@ def _claim_all(torch, w):
     # Gradients of the program's other leaf tensors (an input made with
     # requires_grad=True): kept by PyTorch until read, not among the
     # tensors walked, so they fell in no category.
-    Parameter = torch.nn.Parameter
     for t in w.tensors:
         try:
             if type(t) is Parameter or not t.requires_grad or not t.is_leaf:

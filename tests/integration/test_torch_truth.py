@@ -625,6 +625,34 @@ def torch_truth_a_forward_in_flight_is_named_for_the_programs_call():
     ok("a tuple" not in report, report[-3000:])
 
 
+BARE_PARAMETER = r"""
+import torch
+w = torch.nn.Parameter(torch.randn(1024, 1024, device="cuda"))
+opt = torch.optim.Adam([w])
+for step in range(3):
+    (w * 2).sum().backward()
+    opt.step()
+print("done")
+"""
+
+
+@torch_test
+def torch_truth_a_parameter_no_module_holds_is_a_parameter():
+    """A bare nn.Parameter a variable and an optimizer keep, no module: it
+    was in no category ("in no tensor Python reaches", 4 MiB; an outside
+    check); it is a parameter named `w`, its gradient and Adam's state
+    named after it."""
+    out, dumps, report = traced(BARE_PARAMETER)
+    eq(out, "done\n", "the run")
+    t = dumps["exit"]["torch"][0]
+    eq({k: v >> 20 for k, v in t["categories"].items()},
+       {"parameter": 4, "buffer": 0, "gradient": 4, "optimizer_state": 8, "activation": 0, "other": 0}, "the categories")
+    eq(sorted((x["name"], x["category"]) for x in t["tensors"]),
+       [("w", "parameter"), ("w.exp_avg", "optimizer_state"), ("w.exp_avg_sq", "optimizer_state"),
+        ("w.grad", "gradient")], "the tensors")
+    ok("in no tensor Python reaches" not in report, report[-2000:])
+
+
 OTHER_ALLOCATOR = r"""
 import ctypes, torch
 x = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(6)]
