@@ -364,7 +364,7 @@ static void publish(void) {
         /* What the tracked allocations can fill: the device less what is
          * held outside them (its CUDA context, other processes), as last
          * measured; the budget counts the tracked bytes alone. */
-        uint64_t outside = vt_opt.limit || src->outside_bytes >= capacity ? 0 : src->outside_bytes;
+        uint64_t outside = vt_opt.limit || v->outside[d] >= capacity ? 0 : v->outside[d];
         struct vt_forecast *f = &L.fc[d];
         closed |= vt_forecast_sample(f, now, src->live_bytes, capacity - outside);
         struct vt_live_device *o = &n->devices[ndev++];

@@ -140,11 +140,11 @@ uint64_t vt_tracker_device_live(int device) {
     return live;
 }
 
+uint64_t vt_outside[VT_MAX_DEVICES];
+
 void vt_tracker_set_outside(int device, uint64_t bytes) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
-    vt_global_lock();
-    vt_counts.devices[device].outside_bytes = bytes;
-    vt_global_unlock();
+    __atomic_store_n(&vt_outside[device], bytes, __ATOMIC_RELAXED);
 }
 
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,

@@ -29,6 +29,7 @@ struct vt_counts {
     struct vt_kind_counts kinds[VT_MAX_DEVICES + 1]; /* VT_KINDS_HOST, then device d at d + 1 */
 };
 extern struct vt_counts vt_counts VT_HIDDEN;
+extern uint64_t vt_outside[VT_MAX_DEVICES] VT_HIDDEN; /* vt_tracker_set_outside's */
 
 /* Device `device`'s counters, marked used; NULL for no device. */
 static inline struct vt_device *device_slot(int device) {

@@ -193,11 +193,6 @@ struct vt_device {
     char name[128];
     char uuid[48];         /* "GPU-xxxxxxxx-xxxx-..." */
     uint64_t total_bytes;
-    /* Held on the device outside this process's tracked allocations (its
-     * CUDA context, other processes, untracked APIs) when last measured:
-     * at the device's first allocation and at each failure of its memory
-     * (0: not measured). What the forecast cannot fill. */
-    uint64_t outside_bytes;
     VT_COUNTERS(VT_COUNTER_FIELD)  /* live_bytes ... oom_count (common/counters.h) */
 };
 
@@ -479,8 +474,12 @@ static inline int vt_tracker_needs_facts(int device) {
 }
 void vt_tracker_set_facts(int device, const char *name, const char *uuid,
                           uint64_t total_bytes);
-/* What device `device` holds outside the tracked allocations, measured
- * now (struct vt_device's outside_bytes). */
+/* What device `device` holds outside this process's tracked allocations
+ * (its CUDA context, other processes, untracked APIs), measured now: at
+ * the device's first allocation and at each failure of its memory. What
+ * the forecast cannot fill; a view's `outside` (0: not measured). Kept
+ * apart from struct vt_device, whose size the hot path's per-device
+ * accounts index by (8 bytes more cost 5 instructions a pair). */
 void vt_tracker_set_outside(int device, uint64_t bytes);
 
 /* Whether anything GPU-related was ever recorded in this process. */
@@ -562,6 +561,7 @@ struct vt_view {
     uint64_t steps_total;      /* step boundaries ever counted (tracker/steps.h) */
     struct vt_step steps[VT_VIEW_STEPS]; /* the newest of them, oldest first */
     uint32_t nsteps;
+    uint64_t outside[VT_MAX_DEVICES]; /* vt_tracker_set_outside's, by device (0: not measured) */
 };
 int vt_tracker_view(struct vt_view *v);
 

@@ -97,6 +97,7 @@ int vt_tracker_view(struct vt_view *v) {
     v->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
     v->ndevices = vt_counts.ndevices;
     memcpy(v->devices, vt_counts.devices, (size_t)v->ndevices * sizeof *v->devices);
+    for (int d = 0; d < VT_MAX_DEVICES; d++) v->outside[d] = __atomic_load_n(&vt_outside[d], __ATOMIC_RELAXED);
     memcpy(v->kinds, vt_counts.kinds, (size_t)(v->ndevices + 1) * sizeof *v->kinds);
     v->nsteps = vt_steps_newest(v->steps, VT_VIEW_STEPS, &v->steps_total, vt_tick_scale(0));
     /* The top sites, VIEW_CHUNK sites a hold: each site's bytes as they are
