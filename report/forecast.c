@@ -4,6 +4,8 @@
 
 #include "forecast.h"
 
+#define VT_STEP_RISES_MAX 256
+
 void vt_forecast_init(struct vt_forecast *f, long horizon_s) {
     memset(f, 0, sizeof *f);
     f->horizon_ns = (uint64_t)horizon_s * 1000000000ull;
@@ -85,6 +87,28 @@ static int sustained_from(const uint64_t *live_at, int n) {
     return first;
 }
 
+/* The growth over live_at[0..n), which never falls: its rises, each load
+ * among them (a rise more than VT_FORECAST_LOAD times the median rise)
+ * counted as the median rise, its step's own growth. One large allocation early in a run (a buffer, optimizer state
+ * made at the first step) set the rate: a leak of 64 KiB a step read as
+ * 100 MiB a step, and the device full "in 3 steps". */
+static uint64_t growth_of(const uint64_t *live_at, int n) {
+    uint64_t rise[VT_STEP_RISES_MAX];
+    int m = 0;
+    for (int i = 1; i < n && m < VT_STEP_RISES_MAX; i++) {
+        if (live_at[i] == live_at[i - 1]) continue;
+        uint64_t r = live_at[i] - live_at[i - 1];
+        int j = m++;
+        for (; j > 0 && rise[j - 1] > r; j--) rise[j] = rise[j - 1];
+        rise[j] = r;
+    }
+    if (m == 0) return 0;
+    uint64_t median = rise[m / 2], sum = 0;
+    for (int i = 0; i < m; i++)
+        sum += rise[i] <= median * VT_FORECAST_LOAD ? rise[i] : median;
+    return sum;
+}
+
 void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
                        const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns) {
     memset(out, 0, sizeof *out);
@@ -92,7 +116,7 @@ void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const
     if (first < 0) return;
     uint64_t steps = step[n - 1] - step[first];
     if (steps == 0) return;
-    out->growth_per_step = (int64_t)((live_at[n - 1] - live_at[first]) / steps);
+    out->growth_per_step = (int64_t)(growth_of(live_at + first, n - first) / steps);
     out->from_step = step[first];
     if (out->growth_per_step <= 0 || capacity == 0 || horizon_ns == 0) return;
     uint64_t g = (uint64_t)out->growth_per_step;

@@ -16,6 +16,9 @@
 #include <stdint.h>
 
 #define VT_FORECAST_RISES 5
+/* Per step, a rise more than this many times the median rise is a load,
+ * not the growth's rate. */
+#define VT_FORECAST_LOAD 8
 
 struct vt_forecast {
     uint64_t horizon_ns, window_ns;
@@ -42,7 +45,10 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
  * nanoseconds, a device's live bytes at each). Sustained over the newest
  * stretch in which the live bytes never fell, when it holds at least
  * VT_FORECAST_RISES rises and the last is recent (no longer ago than twice
- * the stretch's boundaries per rise): the rise over that stretch per step.
+ * the stretch's boundaries per rise): the rise over that stretch per step,
+ * each load in it (a rise more than VT_FORECAST_LOAD times the median
+ * rise) counted as the median rise: a buffer made once at step 3 is not
+ * the leak's rate.
  * A leak a caching allocator absorbs into its segments rises every few
  * steps; a loop whose steps end where they began never rises; a model
  * that loads before its first step, or a warm-up whose rises stop, is not

@@ -113,6 +113,14 @@ static void step_forecast_tests(void) {
     for (int i = 0; i < 40; i++) late[i] = 100 * MiB + (uint64_t)(i < 30 ? 0 : i - 29) * 32 * MiB;
     vt_forecast_steps(&sf, st40, at40, late, 40, 420 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 32 * MiB);   /* not diluted by the flat boundaries before */
+    /* A leak of 64 KiB a step and, at the fourth boundary, one 1600 MiB
+     * buffer kept for good: the rate is the leak's (before: 41.09 MiB a
+     * step, the device "full in 9 steps"). */
+    uint64_t early[40];
+    for (int i = 0; i < 40; i++) early[i] = 100 * MiB + (uint64_t)i * 64 * 1024 + (i >= 3 ? 1600 * MiB : 0);
+    vt_forecast_steps(&sf, st40, at40, early, 40, early[39], 2048 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 64 * 1024);
+    CHECK_EQ(sf.full, 0);                     /* 5.4 thousand steps at 100 ms: past the horizon */
     seg[39] = seg[38] - 1;                    /* the newest boundary fell */
     vt_forecast_steps(&sf, st40, at40, seg, 40, 300 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 0);
