@@ -98,7 +98,7 @@ static const struct dev_metric dev_metrics[] = {
     {"vramtrace_peak_bytes", GAUGE, "bytes", "Most device memory the process held at once.", 0, v_peak},
     {"vramtrace_live_allocations", GAUGE, NULL, "Device allocations the process holds now.", 0, v_count},
     {"vramtrace_device_memory_bytes", GAUGE, "bytes", "The device's memory.", VT_LIVE_DEV_FACTS, v_total},
-    {"vramtrace_capacity_bytes", GAUGE, "bytes", "What the forecast fills: VRAMTRACE_LIMIT, else the device's memory.", 0, v_cap},
+    {"vramtrace_capacity_bytes", GAUGE, "bytes", "What the forecast fills: VRAMTRACE_LIMIT where the device has more room, else the device's memory.", 0, v_cap},
     {"vramtrace_torch_reserved_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory reserved.", VT_LIVE_DEV_TORCH, v_res},
     {"vramtrace_torch_allocated_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory in tensors.", VT_LIVE_DEV_TORCH, v_alloc},
     {"vramtrace_growth_bytes_per_second", GAUGE, NULL, "Sustained growth of the live bytes (0 when there is none).", 0, v_growth},

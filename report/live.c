@@ -267,10 +267,11 @@ static const char *growing_site(int d, uint64_t from_step) {
     return at;
 }
 
-/* The forecast of device d, per step when sf is given, else per minute:
- * its line for the segment and the dump, and the one warning. */
+/* The forecast of device d, per step when sf is given, else per minute,
+ * to `capacity` (VRAMTRACE_LIMIT's when by_limit) less `outside`: its line
+ * for the segment and the dump, and the one warning. */
 static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity,
-                        uint64_t outside) {
+                        uint64_t outside, int by_limit) {
     char rate[32], cap[96], line[256], when[48];
     vt_fmt_bytes(sf ? (uint64_t)sf->growth_per_step : (uint64_t)f->growth_per_min, rate, sizeof rate);
     vt_fmt_bytes(capacity, cap, sizeof cap);
@@ -291,7 +292,7 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     /* A site's name too long for the line is cut in its middle: its
      * function and its file:line stay. */
     int k = snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s", rate, sf ? "per step" : "a minute",
-                     d, cap, vt_opt.limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "");
+                     d, cap, by_limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "");
     if (site && k > 0 && (size_t)k < sizeof line) vt_cut_middle(line + k, sizeof line - (size_t)k, site);
     pthread_mutex_lock(&forecast_lock);
     snprintf(forecast_line, sizeof forecast_line, "%s", line);
@@ -360,11 +361,18 @@ static void publish(void) {
     for (int d = 0; d < v->ndevices && d < VT_LIVE_DEVICES; d++) {
         const struct vt_device *src = &v->devices[d];
         if (!src->used) continue;
-        uint64_t capacity = vt_opt.limit ? vt_opt.limit : src->have_facts ? src->total_bytes : 0;
         /* What the tracked allocations can fill: the device less what is
          * held outside them (its CUDA context, other processes), as last
-         * measured; the budget counts the tracked bytes alone. */
-        uint64_t outside = vt_opt.limit || v->outside[d] >= capacity ? 0 : v->outside[d];
+         * measured, or the budget (it counts the tracked bytes alone) where
+         * that is less. A budget above the device's room counted steps the
+         * device did not have: "full in 17 steps", its OOM 14 steps on. */
+        uint64_t capacity = src->have_facts ? src->total_bytes : 0;
+        uint64_t outside = v->outside[d] >= capacity ? 0 : v->outside[d];
+        int by_limit = vt_opt.limit && (capacity == 0 || vt_opt.limit <= capacity - outside);
+        if (by_limit) {
+            capacity = vt_opt.limit;
+            outside = 0;
+        }
         struct vt_forecast *f = &L.fc[d];
         closed |= vt_forecast_sample(f, now, src->live_bytes, capacity - outside);
         struct vt_live_device *o = &n->devices[ndev++];
@@ -399,7 +407,7 @@ static void publish(void) {
             o->flags |= VT_LIVE_DEV_FORECAST;
             o->forecast_ns = per_step ? sf.full_in_ns : f->full_in_ns;
             o->forecast_steps = per_step ? sf.full_in_steps : 0;
-            forecast_of(d, f, per_step ? &sf : NULL, capacity, outside);
+            forecast_of(d, f, per_step ? &sf : NULL, capacity, outside, by_limit);
         }
     }
     {

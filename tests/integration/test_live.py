@@ -1114,10 +1114,10 @@ def forecast_per_step_names_the_site_that_grows_not_a_model_loaded_before():
     t.say("steps 20 8388608 50")
     wait_for("the 20 steps published",
              lambda: list(series(metrics(rundir), "vramtrace_steps_total").values()) == ["20"] or None)
-    rc, err = t.quit()
+    rc, err = t.quit()  # the 1 GiB device, less than the limit, is what fills
     eq(rc, 0, "status")
     site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
-    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(2\.00 GiB, VRAMTRACE_LIMIT\) "
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB\) "
                     rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
     with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
         ok(json.load(f)["forecast"].endswith(f"; it grows at {site}"), "the dump's forecast")
@@ -1145,6 +1145,32 @@ def forecast_counts_what_is_held_outside_the_tracked_allocations():
     with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
         eq(json.load(f)["forecast"], "at +8.00 MiB per step, device 0 is full (1.00 GiB, 512.00 MiB of it held outside "
            f"the tracked allocations) in 44 steps; it grows at {site}", "the dump's forecast")
+
+@test
+def forecast_fills_the_device_first_under_a_larger_limit():
+    """The device of forecast_counts_what_is_held_outside_the_tracked_allocations
+    (1 GiB, 512 MiB held by its context) under a 900 MiB VRAMTRACE_LIMIT: the
+    forecast counted to the limit, full in 93 steps, while the device fills
+    in 44 (an outside check: "full in 17 steps", the device's OOM 14 steps
+    on); it counts to the lower, the device's room, and says so."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "SIMGPU_CAPACITY": "1G", "SIMGPU_CONTEXT": "512M",
+                      "VRAMTRACE_LIMIT": "900M"})
+    t.say("steps 20 8388608 50")
+    text = wait_for("the 20 steps published", lambda: (lambda x: x if list(
+        series(x, "vramtrace_steps_total").values()) == ["20"] else None)(metrics(rundir)))
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["44"], "full in")
+    eq(list(series(text, "vramtrace_capacity_bytes").values()), [str(1 << 30)], "the capacity")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        eq(json.load(f)["forecast"], "at +8.00 MiB per step, device 0 is full (1.00 GiB, 512.00 MiB of it held outside "
+           f"the tracked allocations) in 44 steps; it grows at {site}", "the dump's forecast")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, 512\.00 MiB of it "
+                    rf"held outside the tracked allocations\) in \d+ steps; it grows at {re.escape(site)}\n", err),
+       f"one warning line: {err!r}")
+
 
 @test
 def forecast_per_step_of_growth_at_every_few_steps():
