@@ -92,7 +92,7 @@ static int sustained_from(const uint64_t *live_at, int n) {
  * counted as the median rise, its step's own growth. One large allocation early in a run (a buffer, optimizer state
  * made at the first step) set the rate: a leak of 64 KiB a step read as
  * 100 MiB a step, and the device full "in 3 steps". */
-static uint64_t growth_of(const uint64_t *live_at, int n) {
+static uint64_t growth_of(const uint64_t *live_at, int n, uint64_t *median_rise) {
     uint64_t rise[VT_STEP_RISES_MAX];
     int m = 0;
     for (int i = 1; i < n && m < VT_STEP_RISES_MAX; i++) {
@@ -104,6 +104,7 @@ static uint64_t growth_of(const uint64_t *live_at, int n) {
     }
     if (m == 0) return 0;
     uint64_t median = rise[m / 2], sum = 0;
+    *median_rise = median;
     for (int i = 0; i < m; i++)
         sum += rise[i] <= median * VT_FORECAST_LOAD ? rise[i] : median;
     return sum;
@@ -116,7 +117,7 @@ void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const
     if (first < 0) return;
     uint64_t steps = step[n - 1] - step[first];
     if (steps == 0) return;
-    out->growth_per_step = (int64_t)(growth_of(live_at + first, n - first) / steps);
+    out->growth_per_step = (int64_t)(growth_of(live_at + first, n - first, &out->median_rise) / steps);
     out->from_step = step[first];
     if (out->growth_per_step <= 0 || capacity == 0 || horizon_ns == 0) return;
     uint64_t g = (uint64_t)out->growth_per_step;

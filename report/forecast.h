@@ -62,6 +62,7 @@ struct vt_step_forecast {
     uint64_t full_in_steps;   /* steps from the newest boundary */
     uint64_t full_in_ns;      /* the same at the time per step */
     uint64_t from_step;       /* the stretch's first boundary (its step number) while sustained */
+    uint64_t median_rise;     /* the stretch's median rise between boundaries while sustained */
 };
 void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
                        const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns);

@@ -223,22 +223,29 @@ static uint64_t bytes_then(const struct past_site *past, uint32_t n, const char 
     return 0;
 }
 
-/* The call site with memory on device d that grew the most steadily over
- * the stretch the forecast measured: per minute, the closed windows kept;
- * per step (from_step > 0), the rounds since the newest one at or before
- * the stretch's first boundary (the oldest kept when none is that old). In
- * the most of them (and now), then by the most bytes since the first. A
- * load in one window is not the growth the forecast's rate (the median
- * window's rise) measures: a site that loaded more than the leak added
- * was named for it. With nothing to compare with (no window closed, no
- * round before this one), none: the largest site was named, a model
- * loaded once before the first step rather than what grows. */
-static const char *growing_site(int d, uint64_t from_step) {
+/* The call site with memory on device d that grew the most over the
+ * stretch the forecast measured. Per minute (sf NULL), the closed windows
+ * kept: the site that rose in the most of them (and now), then by the
+ * most bytes since the first; a load in one window is not the growth the
+ * forecast's rate (the median window's rise) measures: a site that loaded
+ * more than the leak added was named for it. Per step, the rounds since
+ * the newest one at or before the stretch's first boundary (the oldest
+ * kept when none is that old): the site whose rises add up to the most,
+ * each rise counted as the forecast's rate counts the device's (a load,
+ * more than VT_FORECAST_LOAD times the median rise over the steps the
+ * rise spans, as the median): the count of rises named a site that kept
+ * 8 MiB a step, rising at every round, for one that kept 256 MiB once a
+ * step. With nothing to compare with (no window closed, no round before
+ * this one), none: the largest site was named, a model loaded once before
+ * the first step rather than what grows. */
+static const char *growing_site(int d, const struct vt_step_forecast *sf, uint64_t steps_now) {
+    uint64_t from_step = sf ? sf->from_step : 0;
     int best_rises = 0;
+    uint64_t best_sum = 0;
     int64_t best = 0;
     const char *at = NULL;
     int base = 0, npast = L.npasts;
-    if (from_step) {
+    if (sf) {
         for (int k = 0; k < L.nrounds; k++)
             if (L.rounds[k].steps <= from_step) base = k;
         npast = L.nrounds - base;
@@ -246,20 +253,29 @@ static const char *growing_site(int d, uint64_t from_step) {
     if (npast == 0) return NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
         if (!(L.groups[i].devices >> d & 1)) continue;
-        uint64_t was = 0, then = 0;
+        uint64_t was = 0, then = 0, sum = 0, steps_was = 0;
         int rises = 0;
         for (int k = 0; k <= npast; k++) {
-            uint64_t v;
+            uint64_t v, steps = k == npast ? steps_now : sf ? L.rounds[base + k].steps : 0;
             if (k == npast) v = L.groups[i].bytes;
-            else if (from_step) v = bytes_then(L.rounds[base + k].s, L.rounds[base + k].n, L.groups[i].label);
+            else if (sf) v = bytes_then(L.rounds[base + k].s, L.rounds[base + k].n, L.groups[i].label);
             else v = bytes_then(L.past[k], L.npast[k], L.groups[i].label);
-            if (k > 0 && v > was) rises++;
+            if (k > 0 && v > was) {
+                rises++;
+                uint64_t r = v - was, span = steps > steps_was ? steps - steps_was : 1;
+                sum += sf && sf->median_rise && r > sf->median_rise * VT_FORECAST_LOAD * span ? sf->median_rise : r;
+            }
             if (k == 0) then = v;
             was = v;
+            steps_was = steps;
         }
         int64_t rise = (int64_t)(L.groups[i].bytes - then);
-        if (rise > 0 && (rises > best_rises || (rises == best_rises && rise > best))) {
+        if (rise <= 0) continue;
+        int better = sf ? sum > best_sum || (sum == best_sum && rise > best)
+                        : rises > best_rises || (rises == best_rises && rise > best);
+        if (better) {
             best_rises = rises;
+            best_sum = sum;
             best = rise;
             at = L.groups[i].label;
         }
@@ -283,7 +299,7 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     }
     /* The site that grew the most lately; where nothing grew since (a
      * program idle after its last step), the one named last. */
-    const char *site = growing_site(d, sf ? sf->from_step : 0);
+    const char *site = growing_site(d, sf, L.view.steps_total);
     if (site) snprintf(L.last_site[d], sizeof L.last_site[d], "%s", site);
     else if (L.last_site[d][0]) site = L.last_site[d];
     if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");

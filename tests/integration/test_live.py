@@ -1123,6 +1123,31 @@ def forecast_per_step_names_the_site_that_grows_not_a_model_loaded_before():
         ok(json.load(f)["forecast"].endswith(f"; it grows at {site}"), "the dump's forecast")
 
 @test
+def forecast_per_step_names_the_site_that_rose_most_not_most_often():
+    """Ten steps of 400 ms, each keeping 64 MiB at site1 at its start and
+    1 MiB at fanned0 four times over it, then 1 MiB more at fanned0 after
+    the last step: the forecast named fanned0 (4 MiB a step), which rose at
+    one more of the publisher's rounds than site1 (64 MiB a step) did, in
+    the dump's last forecast (an outside check: the dump and `vramtrace
+    report` blamed the 8 MiB-a-step site for a 264 MiB-a-step growth, the
+    stderr line the other); it names site1 in the line and the dump."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30"})
+    t.say(f"mixed 10 {64 << 20} 4 {1 << 20} 100")
+    t.say(f"fan 1 {1 << 20} 0")  # fanned0 once more: rounds of this step count see it rise, site1 not
+    time.sleep(1.2)
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"site1 tests/progs/t_live.c:{source_line('t_live.c', 'SITE(1)')}"
+    ok(re.fullmatch(r"vramtrace: forecast: at \+68\.00 MiB per step, device 0 is full \(1\.00 GiB[^)]*\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        line = json.load(f)["forecast"]
+    ok(re.fullmatch(r"at \+68\.00 MiB per step, device 0 is full \(1\.00 GiB[^)]*\) in \d+ steps; "
+                    rf"it grows at {re.escape(site)}", line), f"the dump's forecast: {line!r}")
+
+
+@test
 def forecast_counts_what_is_held_outside_the_tracked_allocations():
     """A 1 GiB device whose CUDA context holds 512 MiB, 8 MiB kept a step
     for 20 steps: the forecast said full in 108 steps, as if the context

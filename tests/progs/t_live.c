@@ -11,6 +11,8 @@
  *   steps N BYTES MS  N times: BYTES kept, a step (vramtrace_step), MS ms
  *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
  *   sparse N K BYTES MS  N times: BYTES kept at every Kth, a step, MS ms
+ *   mixed N BIG K SMALL MS  N steps, each: BIG kept at site1 at once, then
+ *                     K times SMALL kept at fanned0 and MS ms, then a step
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
  *                     "child PID" first, "ok" once it has exited
  *   sites BYTES       k * BYTES kept at each of five call sites, site1 to
@@ -78,7 +80,7 @@ int main(void) {
     vramtrace_load(&vt);
     setvbuf(stdout, NULL, _IOLBF, 0);
     while (fgets(line, sizeof line, stdin)) {
-        unsigned long long bytes = 0;
+        unsigned long long bytes = 0, small = 0;
         long n = 0, ms = 0, every = 1;
         if (sscanf(line, "a %llu", &bytes) == 1) {
             keep(bytes);
@@ -115,6 +117,15 @@ int main(void) {
                 keep(bytes);
                 vt.step();
                 sleep_ms(ms);
+            }
+        } else if (sscanf(line, "mixed %ld %llu %ld %llu %ld", &n, &bytes, &every, &small, &ms) == 5) {
+            for (long i = 0; i < n; i++) {
+                site1(bytes);
+                for (long k = 0; k < every; k++) {
+                    fanned0(small);
+                    sleep_ms(ms);
+                }
+                vt.step();
             }
         } else if (sscanf(line, "sparse %ld %ld %llu %ld", &n, &every, &bytes, &ms) == 4) {
             for (long i = 0; i < n; i++) {
