@@ -322,9 +322,13 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);
-        char full[sizeof line + 32];
-        snprintf(full, sizeof full, "vramtrace: forecast: %s", line);
-        if (strcmp(vt_opt.report, "stderr") == 0 || vt_output_report_line(full) != 0) vt_warn_as("forecast", "%s", line);
+        /* In a job of several ranks, which one it is about: their lines
+         * share a log, as the post-mortems' first lines say. */
+        char place[320], said[sizeof line + sizeof place + 4], full[sizeof said + 32];
+        if (vt_output_job_place(place, sizeof place)) snprintf(said, sizeof said, "%s: %s", place, line);
+        else snprintf(said, sizeof said, "%s", line);
+        snprintf(full, sizeof full, "vramtrace: forecast: %s", said);
+        if (strcmp(vt_opt.report, "stderr") == 0 || vt_output_report_line(full) != 0) vt_warn_as("forecast", "%s", said);
         vt_sigpipe_release(&held);
     }
 }

@@ -462,6 +462,16 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it) {
     return f;
 }
 
+int vt_output_job_place(char *buf, size_t size) {
+    int world = env_int(world_size_vars);
+    if (size) buf[0] = '\0';
+    if (world <= 1) return 0;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(buf, size, "pid %d, rank %d of %d on %s", (int)getpid(), rank_of(), world, host[0] ? host : "?");
+    return 1;
+}
+
 int vt_output_report_line(const char *line) {
     if (strcmp(vt_opt.report, "stdout") == 0) {
         char full[4096];

@@ -61,6 +61,11 @@ void vt_output_ended_by(int sig, int from_pid);
  * (stderr or off) or it could not be written. */
 int vt_output_report_line(const char *line);
 
+/* In a job of several ranks (the launchers' world size over 1), which
+ * process this is, "pid N, rank R of W on HOST", in buf; returns 1. In a
+ * process alone, 0 and buf empty. */
+int vt_output_job_place(char *buf, size_t size);
+
 /* At exit, instead of vt_output_exit, where writing could wait forever:
  * one line on stderr saying the exit dump was skipped (nothing when there
  * would have been nothing to write). -1 when the leak check was to run,

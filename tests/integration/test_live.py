@@ -1198,6 +1198,27 @@ def forecast_fills_the_device_first_under_a_larger_limit():
 
 
 @test
+def forecast_line_says_which_rank_in_a_job():
+    """Rank 2 of a job of 4 (WORLD_SIZE, RANK) keeps 8 MiB a step: the
+    forecast line, in a log the ranks share, did not say whose it was (an
+    outside check: four bare lines, "in 6151 steps" of which rank?); it
+    names the process as the post-mortem's first line does. The dump's
+    forecast, in a dump of its own process, is as before."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G", "WORLD_SIZE": "4", "RANK": "2"})
+    t.say("steps 20 8388608 50")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    site = f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+    ok(re.fullmatch(rf"vramtrace: forecast: pid {t.pid}, rank 2 of 4 on {re.escape(os.uname().nodename)}: "
+                    r"at \+8\.00 MiB per step, device 0 is full \(1\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}\n", err), f"one warning line: {err!r}")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        ok(json.load(f)["forecast"].startswith("at +8.00 MiB per step, device 0 is full (1.00 GiB, VRAMTRACE_LIMIT)"),
+           "the dump's forecast")
+
+
+@test
 def forecast_per_step_of_growth_at_every_few_steps():
     """A program that keeps 32 MiB at every fourth of 40 steps, as a leak a
     caching allocator absorbs into its segments rises: no rise at most
