@@ -37,7 +37,51 @@ struct site {
     uint64_t npre, t_pre;
     int64_t lpre, lpre_b0;
     int64_t start;         /* what it held at the oldest event kept */
+    /* Its rises from step to step over the steps counted: at the newest
+     * boundary it crossed (b_mark), what it held (live_mark); the rises'
+     * sum, largest and count. */
+    int marking;
+    size_t b_mark;
+    int64_t live_mark, rise_sum, rise_max;
+    uint64_t nrises;
 };
+
+/* A step's rise more than this many times a site's other rises' mean is a
+ * load (its gradients' buffers made in the first step, a buffer made
+ * once), as the forecast's rate has it (forecast.h): its growth per step
+ * counts it as that mean. */
+#define VT_GROWTH_LOAD 8
+
+/* The site's rise from its last marked boundary to `now` (what it holds),
+ * counted among its step rises. */
+static void close_step(struct site *x, int64_t now) {
+    if (!x->marking || now <= x->live_mark) return;
+    int64_t r = now - x->live_mark;
+    x->rise_sum += r;
+    x->nrises++;
+    if (r > x->rise_max) x->rise_max = r;
+}
+
+/* Site x's event at b kept step boundaries, before it changes what the
+ * site holds: a step's rise closes where it crossed a boundary. */
+static void mark_step(struct site *x, size_t b) {
+    if (x->marking && b == x->b_mark) return;
+    close_step(x, x->live);
+    x->marking = 1;
+    x->b_mark = b;
+    x->live_mark = x->live;
+}
+
+/* What the site gained over its steps counted, a load among its step
+ * rises counted as the mean of the others: the rise per step was twice
+ * the leak's where the first step made the gradients' buffers. */
+static uint64_t less_load(const struct site *x, uint64_t counted) {
+    if (x->nrises < 2) return counted;
+    int64_t mean = (x->rise_sum - x->rise_max) / (int64_t)(x->nrises - 1);
+    if (x->rise_max <= mean * VT_GROWTH_LOAD) return counted;
+    uint64_t excess = (uint64_t)(x->rise_max - mean);
+    return counted > excess ? counted - excess : 0;
+}
 
 static int by_rise(const void *a, const void *b) {
     const struct vt_growth *x = a, *y = b;
@@ -258,6 +302,7 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
         uint64_t wi = (more ? x->ev - 1 : x->ev++) * WINDOWS / x->nev;
         int w = wi >= WINDOWS ? WINDOWS - 1 : (int)wi;
         while (x->window < w) { x->window++; x->floor[x->window] = x->live; }
+        if (x->steps && i < x->cut && (!x->from_kept || (int64_t)i >= kept_at)) mark_step(x, b);
         x->live += e->type == VT_EV_ALLOC ? (int64_t)e->bytes : -(int64_t)e->bytes;
         if (x->live < x->floor[w]) x->floor[w] = x->live;
         if (x->steps && i < x->cut) {
@@ -337,7 +382,8 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
         uint64_t t_from = x->from_kept ? s->steps[0].time_ns : t_first;
         out[k].marked = marked;
         out[k].steps = per_step ? x->steps : 0;
-        out[k].step_rise = per_step ? counted : 0;
+        if (per_step) close_step(x, x->live_cut);
+        out[k].step_rise = per_step ? less_load(x, counted) : 0;
         out[k].run_steps = per_step && x->from_kept ? s->steps_total : 0;
         out[k].t_step_first_ns = t_from;
         out[k].t_step_last_ns = per_step && x->t_cut > t_from ? x->t_cut : t_from;
