@@ -9,6 +9,7 @@
 #include "../common/oomtext.h"
 #include "../tracker/departed.h"
 #include "holders.h"
+#include "live.h"
 #include "torch.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
@@ -312,20 +313,39 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * library's own workspace) while PyTorch's cache holds device memory:
      * PyTorch keeps the segments its tensors let go of and gives them to no
      * other allocator. Which part tensors use, only PyTorch knows (its
-     * record comes at its own failures, not at another allocator's): said
-     * when all of it would have fitted the request. */
+     * record comes at its own failures, not at another allocator's): its
+     * companion's figures at the newest optimizer step (live_torch.c) say
+     * it where its segments are still those then (reserved then is what
+     * they hold now). Stated first when the part no tensor uses would
+     * have made the request fit; not stated when it would not (every
+     * segment full of tensors a leak keeps: empty_cache() gave back 18 MiB
+     * of a 2 GiB request, and the leak came second); with that part
+     * unknown, said so, after a growing site. */
+    struct vt_finding cache_holds;
+    int cache_later = 0;
     if (!o->budget && !torch && o->have_info && holders && !through_torch_allocator(sym, o->stack)) {
         uint64_t cached = 0, segments = 0;
         for (size_t i = 0; i < nholders; i++)
             if (through_torch_allocator(sym, holders[i].stack)) cached += holders[i].bytes, segments += holders[i].count;
-        if (cached && cached + freeb >= o->requested && (!device_only || nholders)) {
-            struct vt_finding *f = add(out, &n, "torch_cache_holds");
+        uint64_t allocated = 0, reserved = 0;
+        int known = vt_torch_live_last(o->device, &allocated, &reserved) && reserved == cached;
+        uint64_t unused = known && reserved > allocated ? reserved - allocated : 0;
+        if (cached && cached + freeb >= o->requested && (!device_only || nholders) &&
+            (!known || unused + freeb >= o->requested)) {
+            struct vt_finding *f = known ? add(out, &n, "torch_cache_holds") : &cache_holds;
+            cache_later = !known;
             vt_site_label(sym, o->stack, site, sizeof site);
+            char part[160];
+            if (known)
+                snprintf(part, sizeof part, "; %s of them held no tensor at its last optimizer step", B(unused, c));
+            else
+                snprintf(part, sizeof part, "; how much of them no tensor uses is not known (PyTorch's own figures "
+                         "come at its optimizer steps)");
             snprintf(f->text, sizeof f->text,
                      "PyTorch's caching allocator holds %s of device %d in %" PRIu64 " segment%s (%s of the tracked "
                      "memory), and this request did not come through it: PyTorch keeps the segments its tensors "
-                     "let go of for its own next tensors and gives them to no other allocator", B(cached, a),
-                     o->device, segments, segments == 1 ? "" : "s", PCT(cached, live ? live : cached));
+                     "let go of for its own next tensors and gives them to no other allocator%s", B(cached, a),
+                     o->device, segments, segments == 1 ? "" : "s", PCT(cached, live ? live : cached), part);
             snprintf(f->next, sizeof f->next,
                      "torch.cuda.empty_cache() before %s gives back the segments no tensor uses "
                      "(torch.cuda.memory_reserved() - torch.cuda.memory_allocated() of them); or allocate it through "
@@ -430,6 +450,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         break;
     }
     free(growth);
+    if (cache_later) {
+        struct vt_finding *f = add(out, &n, "torch_cache_holds");
+        memcpy(f->text, cache_holds.text, sizeof f->text);
+        memcpy(f->next, cache_holds.next, sizeof f->next);
+    }
     if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");

@@ -48,6 +48,10 @@ void vt_torch_live(int device, uint64_t allocated, uint64_t reserved, uint64_t s
  * the last sample came (vt_now_ns). 0 when none came. */
 int vt_torch_live_range(int device, uint64_t *spread, uint64_t *last_ns);
 
+/* PyTorch's allocated and reserved bytes on `device` at the newest
+ * optimizer step the companion sampled; 0 when none came. */
+int vt_torch_live_last(int device, uint64_t *allocated, uint64_t *reserved);
+
 /* The publisher's half (live_torch.c): PyTorch's figures put into the
  * devices of n that have them, and n's steps; 1 when the companion gave
  * anything since the last call. */

@@ -60,6 +60,16 @@ int vt_torch_live_range(int device, uint64_t *spread, uint64_t *last_ns) {
     return set;
 }
 
+int vt_torch_live_last(int device, uint64_t *allocated, uint64_t *reserved) {
+    if (device < 0 || device >= VT_LIVE_DEVICES) return 0;
+    pthread_mutex_lock(&lock);
+    int set = dev[device].set;
+    *allocated = set ? dev[device].allocated : 0;
+    *reserved = set ? dev[device].reserved : 0;
+    pthread_mutex_unlock(&lock);
+    return set;
+}
+
 void vt_live_torch_reset_child(void) {
     pthread_mutex_init(&lock, NULL);
     memset(dev, 0, sizeof dev);
