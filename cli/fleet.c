@@ -263,14 +263,64 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     free(peaks);
 }
 
-int vr_first_to_fail(const struct vr_input *in, size_t *which) {
+/* A dump's failure that speaks for it and its tier (fleet.h's vr_first). */
+static int tier_of(const struct vm_dump *d, size_t *oom) {
+    *oom = 0;
+    int last = d->totals.last_oom_survived;
+    if (last < 0) return 1;   /* an earlier vramtrace's dump: its first failure, as before */
+    if (last == 0 && !d->ended_signal && (!d->exit_status_known || d->exit_status != 0)) {
+        *oom = d->nooms - 1;   /* the last entry is the last failure (docs/dump-format.md) */
+        return d->exit_status_known ? 2 : 1;
+    }
+    return 0;
+}
+
+static uint64_t oom_when(const struct vm_dump *d, size_t oom) { return d->start_unix_ns + d->ooms[oom].time_ns; }
+
+int vr_first_to_fail(const struct vr_input *in, struct vr_first *out) {
     int found = 0;
-    uint64_t best = 0;
+    memset(out, 0, sizeof *out);
+    out->said = 1;
     for (size_t i = 0; i < in->n; i++) {
         const struct vm_dump *d = &in->dumps[i];
         if (d->nooms == 0) continue;
-        uint64_t t = d->start_unix_ns + d->ooms[0].time_ns;
-        if (!found || t < best) { best = t; *which = i; found = 1; }
+        if (d->totals.last_oom_survived < 0) out->said = 0;
+        size_t oom;
+        int tier = tier_of(d, &oom);
+        if (!found || tier > out->tier ||
+            (tier == out->tier && oom_when(d, oom) < oom_when(&in->dumps[out->dump], out->oom))) {
+            out->dump = i, out->oom = oom, out->tier = tier;
+            found = 1;
+        }
     }
-    return found;
+    if (!found) return 0;
+    uint64_t named = oom_when(&in->dumps[out->dump], out->oom), earliest = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        size_t oom;
+        if (i == out->dump || d->nooms == 0 || oom_when(d, 0) >= named || tier_of(d, &oom) >= out->tier) continue;
+        if (!out->passed++ || oom_when(d, 0) < earliest) out->passed_dump = i, earliest = oom_when(d, 0);
+    }
+    return 1;
+}
+
+const char *vr_first_why(const struct vr_input *in, const struct vr_first *w, char *buf, size_t size) {
+    const struct vm_dump *d = &in->dumps[w->dump];
+    if (w->tier == 2) snprintf(buf, size, "its last failure, not got past; it exited with status %d", d->exit_status);
+    else if (w->tier == 1) snprintf(buf, size, "its last failure, not got past");
+    else snprintf(buf, size, "its first failure; no process ended with a failure it did not get past");
+    return buf;
+}
+
+const char *vr_passed_why(const struct vr_input *in, const struct vr_first *w, char *buf, size_t size) {
+    const struct vm_dump *d = &in->dumps[w->passed_dump];
+    if (d->totals.last_oom_survived == 1) {
+        if (d->totals.oom_survived >= d->totals.oom_count)
+            snprintf(buf, size, "it got past its failures (%" PRIu64 " of %" PRIu64 ")", d->totals.oom_survived,
+                     d->totals.oom_count);
+        else snprintf(buf, size, "it got past its last failure");
+    } else if (d->ended_signal) snprintf(buf, size, "it was ended by %s", d->ended_signal);
+    else if (d->exit_status_known && d->exit_status == 0) snprintf(buf, size, "it exited with status 0");
+    else snprintf(buf, size, "its end is not known");
+    return buf;
 }

@@ -364,13 +364,27 @@ static void compared(FILE *f, const struct vr_input *in, const struct vr_opts *o
 static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t shown) {
     char a[32], b[32];
     fprintf(f, "<section class=\"view\" data-view=\"ranks\" id=\"ranks\"><h2>%zu processes</h2>\n", in->n);
-    size_t w;
+    struct vr_first w;
     if (vr_first_to_fail(in, &w)) {
-        const struct vm_dump *d = &in->dumps[w];
+        const struct vm_dump *d = &in->dumps[w.dump];
+        const struct vm_oom *m = &d->ooms[w.oom];
         fprintf(f, "<p class=\"first-to-fail\">first to fail: rank %d (pid %d), %s requested by ", d->rank, d->pid,
-                B(d->ooms[0].requested, a));
-        vh_text(f, d->ooms[0].api);
-        fprintf(f, " on device %d at %.3f s</p>\n", d->ooms[0].device, secs(d->ooms[0].time_ns));
+                B(m->requested, a));
+        vh_text(f, m->api);
+        fprintf(f, " on device %d at %.3f s", m->device, secs(m->time_ns));
+        char why[128];
+        if (w.said) {
+            fputs(": ", f);
+            vh_text(f, vr_first_why(in, &w, why, sizeof why));
+        }
+        if (w.said && w.passed) {
+            const struct vm_dump *p = &in->dumps[w.passed_dump];
+            fprintf(f, "<br>not rank %d (pid %d), which failed %.3f s earlier: ", p->rank, p->pid,
+                    secs(d->start_unix_ns + m->time_ns - p->start_unix_ns - p->ooms[0].time_ns));
+            vh_text(f, vr_passed_why(in, &w, why, sizeof why));
+            if (w.passed > 1) fprintf(f, " (and %zu more such)", w.passed - 1);
+        }
+        fputs("</p>\n", f);
     } else {
         fputs("<p class=\"first-to-fail\">no process ran out of memory</p>\n", f);
     }
@@ -432,7 +446,8 @@ int vr_html(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             script_hash, style_hash, vt_html_style, in->n > 1 ? "<a href=\"#view=ranks\">ranks</a>" : "");
     size_t shown = 0;
     if (in->n > 1) {
-        if (!vr_first_to_fail(in, &shown)) shown = 0;
+        struct vr_first w;
+        shown = vr_first_to_fail(in, &w) ? w.dump : 0;
         ranks(f, in, o, shown);
     }
     int series = o->top < 1 ? 1 : o->top > 24 ? 24 : o->top;

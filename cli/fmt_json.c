@@ -305,6 +305,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         member(f, depth + 1, &first, "ended_by");
         put(f, e, depth + 1);
     }
+    if (d->exit_status_known) {   /* as the dump says it */
+        member(f, depth + 1, &first, "exit_status");
+        put(f, json_integer(d->exit_status), depth + 1);
+    }
     /* The library's forecast line, as the text report prints it. */
     const char *fc = d->json ? json_string_value(json_object_get((const json_t *)d->json, "forecast")) : NULL;
     if (fc && fc[0]) {
@@ -332,12 +336,14 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, devs, depth + 1);
     const struct vm_totals *t = &d->totals;
     member(f, depth + 1, &first, "totals");
-    put(f, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+    json_t *tot = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
         "live_bytes", count(t->live_bytes), "live_count", count(t->live_count),
         "peak_bytes", count(t->peak_bytes), "peak_time_ns", count(t->peak_time_ns),
         "alloc_count", count(t->alloc_count), "free_count", count(t->free_count),
         "failed_count", count(t->failed_count), "oom_count", count(t->oom_count),
-        "oom_survived", count(t->oom_survived), "unknown_frees", count(t->unknown_frees)), depth + 1);
+        "oom_survived", count(t->oom_survived), "unknown_frees", count(t->unknown_frees));
+    if (tot && t->last_oom_survived >= 0) json_object_set_new(tot, "last_oom_survived", json_boolean(t->last_oom_survived));
+    put(f, tot, depth + 1);
     member(f, depth + 1, &first, "host_memory");
     put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",
         count(t->host_live_bytes), "live_count", count(t->host_live_count), "peak_bytes",
@@ -484,10 +490,17 @@ int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     put(f, json_integer(1), 1);
     member(f, 1, &first, "at");
     put(f, json_string(vr_moment_name(o->at)), 1);
-    size_t w;   /* the process that failed first, as the text report names it (its place in processes) */
+    struct vr_first w;   /* the process that failed first, as the text report names it (its place in processes) */
     if (in->n > 1 && vr_first_to_fail(in, &w)) {
         member(f, 1, &first, "first_to_fail");
-        put(f, json_integer((json_int_t)w), 1);
+        put(f, json_integer((json_int_t)w.dump), 1);
+        if (w.said) {   /* which of its failures, and why it was chosen, where the dumps say how they ended */
+            char why[128];
+            member(f, 1, &first, "first_to_fail_oom");
+            put(f, json_integer((json_int_t)w.oom), 1);
+            member(f, 1, &first, "first_to_fail_why");
+            put(f, json_string(vr_first_why(in, &w, why, sizeof why)), 1);
+        }
     }
     member(f, 1, &first, "processes");
     fputc('[', f);

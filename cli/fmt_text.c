@@ -203,10 +203,23 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             fprintf(f, "; the highest is %.2fx the lowest", (double)in->dumps[hi].totals.peak_bytes /
                                                            (double)in->dumps[lo].totals.peak_bytes);
         fputc('\n', f);
-        size_t w;
-        if (vr_first_to_fail(in, &w))
-            fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s\n", in->dumps[w].rank,
-                    in->dumps[w].pid, B(in->dumps[w].ooms[0].requested, a), S(in->dumps[w].ooms[0].api, api));
+        struct vr_first w;
+        if (vr_first_to_fail(in, &w)) {
+            const struct vm_dump *d = &in->dumps[w.dump];
+            fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s", d->rank, d->pid,
+                    B(d->ooms[w.oom].requested, a), S(d->ooms[w.oom].api, api));
+            char why[128];
+            if (w.said) fprintf(f, ": %s", S(vr_first_why(in, &w, why, sizeof why), api));
+            fputc('\n', f);
+            if (w.said && w.passed) {
+                const struct vm_dump *p = &in->dumps[w.passed_dump];
+                fprintf(f, "  not rank %d (pid %d), which failed %.3f s earlier: %s", p->rank, p->pid,
+                        secs(d->start_unix_ns + d->ooms[w.oom].time_ns - p->start_unix_ns - p->ooms[0].time_ns),
+                        S(vr_passed_why(in, &w, why, sizeof why), api));
+                if (w.passed > 1) fprintf(f, " (and %zu more such)", w.passed - 1);
+                fputc('\n', f);
+            }
+        }
         vr_fleet_text(f, in, o);
         size_t n;
         struct vr_combined *c = vr_combine(in, o->at, &n);

@@ -361,6 +361,9 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     if (json_object_get(t, "missed")) v->missed = u64(c, t, "missed", "totals");
     if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
     if (json_object_get(t, "oom_survived")) v->oom_survived = u64(c, t, "oom_survived", "totals");
+    json_t *last = json_object_get(t, "last_oom_survived");
+    if (last && !json_is_boolean(last)) fail(c, "totals: field \"last_oom_survived\" is not true or false");
+    v->last_oom_survived = last ? json_is_true(last) : -1;
     read_fields(c, h, host_fields, NSPECS(host_fields), v, 0, "host_memory");
     json_t *im = json_object_get(root, "imported_memory");
     if (im && json_is_object(im)) read_fields(c, im, imported_fields, NSPECS(imported_fields), v, 0, "imported_memory");
@@ -607,6 +610,10 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
                                     ? (long)json_integer_value(pid) : 0;
             d->ended_from = from ? json_string_value(from) : NULL;
         }
+    }
+    if (json_object_get(root, "exit_status")) {
+        d->exit_status = int_in(c, root, "exit_status", INT32_MIN, INT32_MAX, "dump");
+        d->exit_status_known = 1;
     }
     d->start_unix_ns = u64(c, root, "start_unix_ns", "dump");
     d->time_ns = u64(c, root, "time_ns", "dump");

@@ -153,6 +153,7 @@ struct vm_totals {
                                             imported_* are 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
     uint64_t oom_survived;   /* failures the same request later got past; 0 in older dumps */
+    int last_oom_survived;   /* 1 the last failure got past, 0 not, -1 not said (no failure, older dumps) */
 };
 
 struct vm_dump {
@@ -164,6 +165,7 @@ struct vm_dump {
      * NULL when none; its sender's pid (0 unknown) and name (NULL unknown). */
     const char *ended_signal, *ended_from;
     long ended_from_pid;
+    int exit_status_known, exit_status; /* the status exit() was given; known 0: not said */
     const char **argv;
     size_t argc;
     uint64_t start_unix_ns, time_ns;

@@ -293,7 +293,7 @@ static void first_touch(void) {
     struct vt_sigpipe held;
     vt_sigpipe_hold(&held);
     vt_options_flush_warnings();
-    if (vt_opt.leak_check) vt_exit_status_watch();
+    vt_exit_status_watch();
     vt_ondemand_start();
     vt_live_start();
     vt_sigpipe_release(&held);

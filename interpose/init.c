@@ -140,18 +140,21 @@ static void after_fork_child(void) {
     vt_busy--;
 }
 
-/* The status the program exits with: a leak check that could not run
- * turns a 0 into 125, as `vramtrace run` does for a command the library
- * never reached, and leaves a failure's own status alone. on_exit's
- * handler gets it; registered at the first GPU allocation (not in the
- * constructor, which runs before the C library registers the destructors'
- * run: handlers run in reverse order, and ours must come before it). */
+/* The status the program exits with: the exit dump says it (a rank that
+ * ended with a failure's status is told from one that exited cleanly),
+ * and a leak check that could not run turns a 0 into 125, as `vramtrace
+ * run` does for a command the library never reached, leaving a failure's
+ * own status alone. on_exit's handler gets it; registered at the first GPU
+ * allocation (not in the constructor, which runs before the C library
+ * registers the destructors' run: handlers run in reverse order, and ours
+ * must come before it). */
 int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 static int exit_status;
 static void note_exit_status(int status, void *arg) {
     (void)arg;
     exit_status = status;
+    vt_output_exit_status(status);
 }
 
 void vt_exit_status_watch(void) { on_exit(note_exit_status, NULL); }

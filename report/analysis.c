@@ -61,7 +61,7 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
     if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
     if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
-    if (s->totals.oom_count) a->oom_survived = vt_oom_survived(s, sym);
+    if (s->totals.oom_count) a->oom_survived = vt_oom_survived(s, sym, &a->last_oom_survived);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
     /* At a failure (growth_until 0: the snapshot is the failure's), when
      * other devices hold memory too: the failing device's own holders, for

@@ -45,6 +45,7 @@ struct vt_analysis {
     size_t nfindings;
     const struct vt_oom_findings *latest; /* the latest OOM's (the post-mortem's), or NULL */
     uint64_t oom_survived;           /* failures the same request later got past (survived.h) */
+    int last_oom_survived;           /* the last failure of all is one of them */
     struct vt_oom_findings latest_beyond; /* where the latest is past the first VT_ANALYSED_OOMS */
 };
 

@@ -47,8 +47,10 @@ static void write_totals(FILE *f, const struct vt_snapshot *s, const struct vt_a
     const char *sep = "";
     fputs("\"totals\":{", f);
     VT_COUNTERS(WRITE_COUNTER)
-    fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 ",\"oom_survived\":" U64 "},\n",
+    fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 ",\"oom_survived\":" U64,
             t->unknown_frees, t->missed, vt_records_lost_count(), an ? an->oom_survived : 0);
+    if (t->oom_count) fprintf(f, ",\"last_oom_survived\":%s", an && an->last_oom_survived ? "true" : "false");
+    fputs("},\n", f);
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",
             t->host_live_bytes, t->host_live_count, t->host_peak_bytes);
@@ -295,6 +297,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         }
         fputs("},\n", f);
     }
+    if (m->exit_status_known) fprintf(f, "\"exit_status\":%d,\n", m->exit_status);
     if (m->forecast && m->forecast[0]) {
         fputs("\"forecast\":", f);
         vt_json_string(f, m->forecast);

@@ -38,6 +38,9 @@ struct vt_dump_meta {
     const char *ended_signal;
     int ended_from_pid;
     const char *ended_from;
+    /* The status exit() was given (exit dumps of a process that called it
+     * or returned from main); exit_status_known 0: not known, not said. */
+    int exit_status_known, exit_status;
 };
 
 struct vt_analysis;

@@ -580,6 +580,16 @@ void vt_output_ended_by(int sig, int from_pid) {
     __atomic_store_n(&ended.sig, sig, __ATOMIC_RELEASE);
 }
 
+/* The status exit() was given, once known (vt_output_exit_status). */
+static struct {
+    int known, status;
+} exit_status;
+
+void vt_output_exit_status(int status) {
+    exit_status.status = status;
+    __atomic_store_n(&exit_status.known, 1, __ATOMIC_RELEASE);
+}
+
 static int write_outputs_from(const char *reason, unsigned seq, int torch_only, uint64_t asked,
                               struct vt_symbols_ahead **given) {
     int leaked = 0;
@@ -632,6 +642,9 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         meta.ended_signal = ended.name;
         meta.ended_from_pid = ended.from_pid;
         meta.ended_from = ended.from;
+    } else if (at_exit && __atomic_load_n(&exit_status.known, __ATOMIC_ACQUIRE)) {
+        meta.exit_status_known = 1;
+        meta.exit_status = exit_status.status;
     }
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */

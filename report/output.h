@@ -56,6 +56,11 @@ int vt_output_exit(void);
  * report. The sender's command name is read here, from /proc. */
 void vt_output_ended_by(int sig, int from_pid);
 
+/* The status the process exits with, as exit() was given it (on_exit's
+ * handler, before vt_output_exit): said in the exit dump. Not called for
+ * a process ended by a signal or _exit, whose dump says no status. */
+void vt_output_exit_status(int status);
+
 /* One line of vramtrace's (ended by a newline here) added to the report
  * file of VRAMTRACE_REPORT. -1 when the reports do not go to a file
  * (stderr or off) or it could not be written. */

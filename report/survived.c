@@ -46,7 +46,7 @@ static int same_but_site(const struct key *a, const struct key *b) {
 
 static int same(const struct key *a, const struct key *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym) {
+uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym, int *last_survived) {
     struct pending *table = NULL, *p, *tmp;
     size_t n = 0, ngroups = 0;
     uint64_t survived = 0;
@@ -63,6 +63,11 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
      * (the next allocation of all may come from another line). */
     struct key got, by;
     int waiting = 0;
+    /* The last failure of all, and whether it is followed (pending until
+     * its request's allocation): not followed, it is not told got past. */
+    struct key last;
+    int have_last = 0, last_followed = 0;
+    memset(&last, 0, sizeof last);
     for (size_t i = 0; i < s->nevents; i++) {
         struct vt_event e = vt_event_at(s, i);
         if (e.type != VT_EV_OOM && e.type != VT_EV_ALLOC) continue;
@@ -91,6 +96,9 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
             continue;
         }
         if (again) waiting = 0;   /* failed again: the one failure goes on, pending below */
+        last = k;
+        have_last = 1;
+        last_followed = p || n < PENDING_MAX;
         if (nfresh == cap) {
             size_t want = cap ? cap * 2 : 16;
             struct key *more = realloc(fresh, want * sizeof *more);
@@ -100,6 +108,7 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
         if (p || n >= PENDING_MAX) continue;   /* failed again: the one pending stands for both */
         if (!(p = malloc(sizeof *p))) {
             vt_records_lost("the failures the program got past");
+            last_followed = 0;
             break;
         }
         p->k = k;
@@ -107,6 +116,11 @@ uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *s
         n++;
     }
     if (waiting) survived++;   /* nothing failed again before the end */
+    if (last_survived) {
+        p = NULL;
+        if (have_last) HASH_FIND(hh, table, &last, sizeof last, p);
+        *last_survived = have_last && last_followed && !p;
+    }
     HASH_ITER(hh, table, p, tmp) {
         HASH_DEL(table, p);
         free(p);

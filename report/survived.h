@@ -23,7 +23,9 @@ struct vt_symbols;
  * thread's pinned buffer between the pages); another allocation on the
  * device does, whichever thread made it (the history does not say). Failures whose events the ring overwrote are not counted,
  * nor those of requests past the first 65,536 distinct ones waiting at
- * once. */
-uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym);
+ * once. *last_survived (when not NULL) is 1 when the last failure of the
+ * history is one of those got past, 0 when it is not (still waiting for
+ * its request's success at the end, or not followed). */
+uint64_t vt_oom_survived(const struct vt_snapshot *s, const struct vt_symbols *sym, int *last_survived);
 
 #endif

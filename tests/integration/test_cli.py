@@ -445,6 +445,44 @@ def cli_several_dumps_are_shown_in_the_order_of_their_ranks():
 
 
 @test
+def cli_first_to_fail_is_the_rank_its_failure_ended():
+    """Rank 0 failed first and got past it (the same requests, asked again,
+    succeeded) and exited 0; rank 2 caught a probe's failure, then failed
+    for good and exited 1; rank 1 failed last and exited 1. The report
+    named rank 0 (its failure came first) and rank 2's probe; now the
+    exit dumps say each process's exit status and whether its last failure
+    got past, and the first to fail is rank 2's failure that ended it, with
+    why and whom it passed over."""
+    with workdir("vt-ended-") as work:
+        out_of = lambda r: {"RANK": str(r), "WORLD_SIZE": "3", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")}
+        run([os.path.join(T, "t_survived"), "1"], report="off", env={"SIMGPU_CAPACITY": "1G", **out_of(0)})
+        run([os.path.join(T, "t_oom"), "probe"], report="off", env={"SIMGPU_CAPACITY": "64M", **out_of(2)})
+        run([os.path.join(T, "t_oom")], report="off", env={"SIMGPU_CAPACITY": "64M", **out_of(1)})
+        dumps = [json.load(open(os.path.join(work, f"d.{r}.json"))) for r in (0, 1, 2)]
+        eq([(d["exit_status"], d["totals"]["oom_count"], d["totals"]["oom_survived"], d["totals"]["last_oom_survived"])
+            for d in dumps], [(0, 2, 2, True), (1, 1, 0, False), (1, 2, 0, False)], "what the dumps say of the end")
+        paths = [os.path.join(work, f"d.{r}.json") for r in (0, 1, 2)]
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        pids = [d["pid"] for d in dumps]
+        m = re.search(r"\nfirst to fail: .*\n(  not .*\n)?", out)
+        ok(m, out[:1500])
+        eq(re.sub(r"[0-9]+\.[0-9]{3} s earlier", "T s earlier", m.group(0)),
+           f"\nfirst to fail: rank 2 (pid {pids[2]}), 32.00 MiB requested by cudaMalloc: its last failure, not got "
+           f"past; it exited with status 1\n  not rank 0 (pid {pids[0]}), which failed T s earlier: it got past its "
+           f"failures (2 of 2)\n", "the first to fail, why, and whom it passed over")
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        j = json.loads(out)
+        eq((j["first_to_fail"], j["first_to_fail_oom"], j["first_to_fail_why"]),
+           (2, 1, "its last failure, not got past; it exited with status 1"), "the JSON's first to fail")
+        eq([(p["rank"], p["exit_status"], p["totals"]["last_oom_survived"]) for p in j["processes"]],
+           [(0, 0, True), (1, 1, False), (2, 1, False)], "the JSON's processes say it too")
+        rc, out, err = cli(["report", "--format", "html", *paths])
+        ok(f'first to fail: rank 2 (pid {pids[2]}), 32.00 MiB requested by cudaMalloc' in out.decode(), "the page's")
+
+
+@test
 def cli_ranks_missing_above_the_highest_by_the_jobs_size():
     """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were
     killed before they wrote one: the report counts them missing."""

@@ -1304,7 +1304,12 @@ def rank_dumps(tmpl, folder, world, missing, fail, events):
         d["holders"] = holders
         d["peak_holders"] = holders
         d["totals"] = dict(tmpl["totals"], live_bytes=live_bytes, peak_bytes=peak,
-                           oom_count=1 if d["reason"] == "oom" else 0)
+                           oom_count=1 if d["reason"] == "oom" else 0, oom_survived=0)
+        # A dump written at its failure: that failure not got past (yet).
+        d["totals"].pop("last_oom_survived", None)
+        if d["reason"] == "oom":
+            d["totals"]["last_oom_survived"] = False
+        d.pop("exit_status", None)
         d["devices"] = [dict(tmpl["devices"][0], live_bytes=live_bytes, peak_bytes=peak,
                              oom_count=d["totals"]["oom_count"])]
         d["live"] = [dict(tmpl["live"][0], stack=h["stack"], bytes=h["bytes"], address=hex(0x700000000000 + (i << 24)))
@@ -1356,7 +1361,9 @@ def report_over_512_ranks():
     median = (peaks[255] + peaks[256]) // 2
     head = p.stdout.split("\n== pid", 1)[0]
     want = [
-        "first to fail: rank 300 (pid 100300), 2.00 GiB requested by cudaMalloc",
+        # Each failing rank's dump was written at its failure (not got past,
+        # no exit status): alike, the earliest first.
+        "first to fail: rank 300 (pid 100300), 2.00 GiB requested by cudaMalloc: its last failure, not got past",
         "ranks: 512 dumps of 512 ranks from 0 to 513; missing 2 of 0 to 513: 17, 400",
         f"peak imbalance: highest 3.00 GiB (rank 300) over the median {median / (1 << 30):.2f} GiB = "
         f"{(3 << 30) / median:.2f}x",

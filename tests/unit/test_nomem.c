@@ -100,7 +100,7 @@ int main(void) {
     struct vt_analysis *an = vt_analyse(s, NULL, 0);
     vt_dump_write(f, s, NULL, an, &m);
     fclose(f);
-    CHECK(strstr(buf, "\"records_lost\":5,\"oom_survived\":0}") != NULL);
+    CHECK(strstr(buf, "\"records_lost\":5,\"oom_survived\":0,\"last_oom_survived\":false}") != NULL);
     free(buf);
     vt_analysis_free(an);
     vt_snapshot_free(s);
