@@ -115,7 +115,7 @@ int vt_cmd_diff(int argc, char **argv) {
     /* Each dump's holders at exit (the report's holders table: this
      * process's own device memory), joined by call site as the report
      * groups them (vr_combine_each). */
-    struct vr_input in = {d, 2};
+    struct vr_input in = {.dumps = d, .n = 2};
     size_t k = 0;
     int rc = 0;
     struct vr_combined *list = vr_combine_each(&in, VR_AT_EXIT, &k);

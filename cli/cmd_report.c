@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "reporters.h"
+#include "runs.h"
 
 static int usage_error(const char *fmt, const char *arg) {
     char safe[256];
@@ -189,7 +190,7 @@ int vt_cmd_report(int argc, char **argv) {
     /* Several dumps are read in the order of their ranks (a shell's glob
      * gives 0, 1, 10, 11, ..., 2), the order given among equal ranks. */
     if (npaths > 1) sort_by_rank(paths, npaths);
-    struct vr_input in = {calloc(npaths, sizeof(struct vm_dump)), 0};
+    struct vr_input in = {.dumps = calloc(npaths, sizeof(struct vm_dump))};
     if (!in.dumps) { rc = 1; goto done; }
     char err[1024], safe[1024];
     rc = 0;
@@ -202,7 +203,14 @@ int vt_cmd_report(int argc, char **argv) {
         }
         in.n++;
     }
+    /* Dumps of an earlier run of the job (kept aside in the same folder)
+     * are left out: the report is of the newest run. */
+    if (rc == 0 && vr_newest_run(&in) != 0) {
+        fputs("vramtrace report: out of memory\n", stderr);
+        rc = 1;
+    }
     if (rc == 0) rc = write_report(rep, &in, &o, out);
+    in.n += in.nearlier;
     for (size_t i = 0; i < in.n; i++) vm_free(&in.dumps[i]);
     free(in.dumps);
 done:

@@ -26,6 +26,7 @@
 #include "../common/oomtext.h"
 #include "../common/summary.h"
 #include "fleet.h"
+#include "runs.h"
 #include "html/html.h"
 #include "reporters.h"
 #include "sha256.h"
@@ -445,6 +446,20 @@ int vr_html(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
                "<a href=\"#view=tables\">tables</a></nav></header>\n",
             script_hash, style_hash, vt_html_style, in->n > 1 ? "<a href=\"#view=ranks\">ranks</a>" : "");
     size_t shown = 0;
+    if (in->nearlier) {   /* the dumps of earlier runs left out, as the text says it */
+        char *line = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&line, &len);
+        if (m) {
+            vr_earlier_text(m, in, 8);
+            fclose(m);
+            fputs("<p class=\"earlier-runs\">", f);
+            if (line && len) line[len - 1] = '\0';   /* its newline */
+            vh_text(f, line ? line : "");
+            fputs("</p>\n", f);
+        }
+        free(line);
+    }
     if (in->n > 1) {
         struct vr_first w;
         shown = vr_first_to_fail(in, &w) ? w.dump : 0;

@@ -10,6 +10,7 @@
 
 #include "../common/summary.h"
 #include "fleet.h"
+#include "runs.h"
 #include "reporters.h"
 
 static json_t *hex(uint64_t v) {
@@ -501,6 +502,13 @@ int vr_json(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
             member(f, 1, &first, "first_to_fail_why");
             put(f, json_string(vr_first_why(in, &w, why, sizeof why)), 1);
         }
+    }
+    if (in->nearlier) {   /* the dumps of earlier runs left out (runs.h) */
+        json_t *paths = json_array();
+        for (size_t i = 0; i < in->nearlier; i++) json_array_append_new(paths, json_string(in->earlier[i].path));
+        member(f, 1, &first, "earlier_runs");
+        put(f, json_pack("{s:I,s:I,s:o}", "runs", (json_int_t)in->earlier_runs, "began_before_ns",
+                         (json_int_t)vr_earlier_ago_ns(in), "dumps", paths), 1);
     }
     member(f, 1, &first, "processes");
     fputc('[', f);

@@ -7,6 +7,7 @@
 #include "../common/format.h"
 #include "../common/oomtext.h"
 #include "fleet.h"
+#include "runs.h"
 #include "forecast_text.h"
 #include "summary_view.h"
 #include "reporters.h"
@@ -173,6 +174,7 @@ static void same_process(FILE *f, const struct vr_input *in) {
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
     char a[32], b[32], host[256], cmd[4096], api[256];
+    vr_earlier_text(f, in, 8);
     if (in->n > 1) {
         fprintf(f, "%zu processes:\n  %-8s %-5s %-20s %11s %11s %5s  %s\n", in->n, "pid", "rank", "host",
                 "peak", "live", "ooms", "command");

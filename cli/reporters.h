@@ -26,6 +26,12 @@ struct vr_opts {
 struct vr_input {
     struct vm_dump *dumps;
     size_t n;
+    /* Dumps of earlier runs of the job, left out of the report (runs.h):
+     * how many, of how many runs, and when the newest run began (its
+     * first process's start_unix_ns). */
+    const struct vm_dump *earlier;
+    size_t nearlier, earlier_runs;
+    uint64_t earlier_by_ns;
 };
 
 struct vt_reporter {

@@ -69,7 +69,7 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         return;
     }
     struct vm_dump *one = (struct vm_dump *)d; /* vr_combine only reads it */
-    struct vr_input in = {one, 1};
+    struct vr_input in = {.dumps = one, .n = 1};
     struct vr_combined *c = vr_combine(&in, o->at, &n);
     if (!c) { fputs("largest holders: out of memory\n", f); return; }
     uint64_t total = 0;

@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     static const enum vr_moment moments[] = {VR_AT_EXIT, VR_AT_PEAK, VR_AT_OOM};
     for (const struct vt_reporter *r = vt_reporters; r->name; r++) {
-        struct vr_input in = {r->needs_events ? &d : &c, 1};
+        struct vr_input in = {.dumps = r->needs_events ? &d : &c, .n = 1};
         for (size_t m = 0; m < 3; m++) {
             FILE *f = fopen("/dev/null", "w");
             if (!f) break;

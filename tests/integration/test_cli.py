@@ -425,13 +425,14 @@ def cli_a_rank_with_several_dumps_counts_once():
 def cli_several_dumps_are_shown_in_the_order_of_their_ranks():
     """A shell's glob gives d.0, d.1, d.10, d.11, d.2: the report showed the
     ranks in that order (an outside check); now by rank, the order given
-    among equal ranks (two attempts of one rank)."""
+    among equal ranks (two dumps of one rank: a process of rank 1 run
+    after all the others had ended would be a later run, the report's
+    alone)."""
     with workdir("vt-order-") as work:
         for r in (0, 1, 2, 10, 11):
             run([os.path.join(T, "t_driver")], report="off",
                 env={"RANK": str(r), "WORLD_SIZE": "12", "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
-        run([os.path.join(T, "t_driver")], report="off",
-            env={"RANK": "1", "WORLD_SIZE": "12", "VRAMTRACE_OUT": os.path.join(work, "e.%r.json")})
+        shutil.copy(os.path.join(work, "d.1.json"), os.path.join(work, "e.1.json"))
         globbed = sorted(glob.glob(os.path.join(work, "d.*.json")))
         eq([os.path.basename(x) for x in globbed], ["d.0.json", "d.1.json", "d.10.json", "d.11.json", "d.2.json"],
            "the glob's order")
@@ -480,6 +481,54 @@ def cli_first_to_fail_is_the_rank_its_failure_ended():
            [(0, 0, True), (1, 1, False), (2, 1, False)], "the JSON's processes say it too")
         rc, out, err = cli(["report", "--format", "html", *paths])
         ok(f'first to fail: rank 2 (pid {pids[2]}), 32.00 MiB requested by cudaMalloc' in out.decode(), "the page's")
+
+
+def ranks_job(work, fail):
+    """One run of a job of 3 ranks at once (each lives 1.2 s), rank `fail`
+    out of memory, its dumps at d.%r.json in work (an earlier run's kept
+    aside under their pids)."""
+    job = ('for r in 0 1 2; do c=1G; [ $r = "$FAIL" ] && c=64M; '
+           'RANK=$r WORLD_SIZE=3 SIMGPU_CAPACITY=$c "$PROG" later & done; wait')
+    run(["sh", "-c", job], report="off",
+        env={"FAIL": str(fail), "PROG": os.path.join(T, "t_oom"), "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+
+
+@test
+def cli_report_is_of_the_newest_run():
+    """The job ran twice in one folder (rank 2 failed, then rank 1): the
+    first run's dumps, kept aside under their pids, were merged into the
+    report of d.*.json (six processes, two of each rank, the first to fail
+    the old run's rank 2). Now the report is of the newest run and one line
+    names the dumps of the earlier run it left out."""
+    with workdir("vt-runs-") as work:
+        ranks_job(work, 2)
+        old = {r: json.load(open(os.path.join(work, f"d.{r}.json")))["pid"] for r in (0, 1, 2)}
+        ranks_job(work, 1)
+        new = {r: json.load(open(os.path.join(work, f"d.{r}.json")))["pid"] for r in (0, 1, 2)}
+        paths = sorted(glob.glob(os.path.join(work, "d.*.json")))
+        eq(len(paths), 6, "both runs' dumps in the folder")
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        aside = ", ".join(os.path.join(work, f"d.{r}.{old[r]}.json") for r in (0, 1, 2))
+        lines = out.splitlines()
+        eq(re.sub(r"begun [0-9]+\.[0-9]{3} s", "begun T s", lines[0]),
+           f"earlier runs: left out 3 dumps of 1 earlier run of these ranks, the latest begun T s before this one: "
+           f"{aside}", "the line that says what was left out")
+        eq(lines[1], "3 processes:", "the newest run's processes")
+        eq([int(x.split()[0]) for x in lines[3:6]], [new[0], new[1], new[2]], "its pids, by rank")
+        ok(f"\nfirst to fail: rank 1 (pid {new[1]}), 32.00 MiB requested by cudaMalloc: its last failure, not got "
+           f"past; it exited with status 1\nranks: 3 dumps of 3 ranks from 0 to 2 of a job of 3\n" in out, out[:2000])
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        j = json.loads(out)
+        eq(([p["pid"] for p in j["processes"]], j["first_to_fail"], j["earlier_runs"]["runs"], j["earlier_runs"]["dumps"]),
+           ([new[0], new[1], new[2]], 1, 1, aside.split(", ")), "the JSON's")
+        rc, out, err = cli(["report", "--format", "html", *paths])
+        ok('<p class="earlier-runs">earlier runs: left out 3 dumps of 1 earlier run' in out.decode(), "the page's")
+        # The earlier run's dumps alone are a report of it.
+        rc, out, err = cli(["report", *aside.split(", ")])
+        out = out.decode()
+        ok(out.startswith("3 processes:") and f"\nfirst to fail: rank 2 (pid {old[2]})" in out, out[:1500])
 
 
 @test
