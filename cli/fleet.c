@@ -46,6 +46,19 @@ static void put_gaps(FILE *f, const int *r, size_t n, int most) {
     }
 }
 
+/* The dumps are compared by process, not by rank, where some dump says no
+ * launcher gave its process a rank (rank_known false: the workers of
+ * torch.multiprocessing.spawn all read rank 0, and one "rank" of four
+ * processes made nothing differ across them). */
+static int by_pid(const struct vr_input *in) {
+    for (size_t i = 0; i < in->n; i++)
+        if (!in->dumps[i].rank_known) return 1;
+    return 0;
+}
+
+/* What the comparison counts a dump under: its rank, or its pid. */
+static int unit_of(const struct vm_dump *d, int procs) { return procs ? d->pid : d->rank; }
+
 /* One call site across the ranks: the bytes it holds on each rank that
  * holds some, and which ranks those are. */
 struct site {
@@ -94,14 +107,15 @@ static int by_spread(const void *a, const void *b) {
  * in the report's order, not in the order first seen that breaks ties of
  * spread here. */
 static const struct vr_input *by_rank_in;
+static int by_rank_procs;
 static int by_dump_rank(const void *a, const void *b) {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    int rx = by_rank_in->dumps[x].rank, ry = by_rank_in->dumps[y].rank;
+    int rx = unit_of(&by_rank_in->dumps[x], by_rank_procs), ry = unit_of(&by_rank_in->dumps[y], by_rank_procs);
     if (rx != ry) return rx < ry ? -1 : 1;
     return (x > y) - (x < y);
 }
 
-static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks) {
+static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks, int procs) {
     struct vt_labels *labels = vt_labels_new();
     struct site *sites = NULL;
     size_t cap = 0, ntouched = 0, touched_cap = 0, rank_at = 1;
@@ -112,6 +126,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     if (!labels || !order) { free(order); vt_labels_free(labels); return; }
     for (size_t i = 0; i < in->n; i++) order[i] = i;
     by_rank_in = in;
+    by_rank_procs = procs;
     qsort(order, in->n, sizeof *order, by_dump_rank);
     for (size_t oi = 0; oi < in->n; oi++) {
         size_t i = order[oi];
@@ -155,9 +170,9 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
         /* The rank's sums go in once its last dump is read (a pass over
          * every group seen so far did this: 200 dumps of 4,000 sites each
          * made it 80 million steps). */
-        if (oi + 1 < in->n && in->dumps[order[oi + 1]].rank == d->rank) continue;
+        if (oi + 1 < in->n && unit_of(&in->dumps[order[oi + 1]], procs) == unit_of(d, procs)) continue;
         for (size_t t = 0; t < ntouched; t++)
-            if (add_rank(&sites[touched[t]], d->rank, sites[touched[t]].cur) != 0) goto done;
+            if (add_rank(&sites[touched[t]], unit_of(d, procs), sites[touched[t]].cur) != 0) goto done;
         ntouched = 0;
         rank_at++;
     }
@@ -171,18 +186,20 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     }
     qsort(ord, nd, sizeof *ord, by_spread);
     char a[32], b[32];
-    fprintf(f, "call sites that differ across ranks (at %s): %zu\n", vr_moment_name(o->at), nd);
+    const char *unit = procs ? "pid" : "rank", *units = procs ? "processes" : "ranks";
+    fprintf(f, "call sites that differ across %s (at %s): %zu\n", units, vr_moment_name(o->at), nd);
     for (size_t k = 0; k < nd && k < (size_t)o->top; k++) {
         struct site *s = &sites[ord[k].g];
         fputs("  ", f);
         vr_put_safe(f, vt_label_of(labels, (uint32_t)ord[k].g));
         if (s->min == s->max) fprintf(f, ": %s", vr_bytes(s->max, a, sizeof a));
         else if (s->max_ranks > 1)   /* not one rank's: the first of those that hold it */
-            fprintf(f, ": %s to %s (rank %d and %zu more)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b),
-                    s->max_rank, s->max_ranks - 1);
-        else fprintf(f, ": %s to %s (rank %d)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b), s->max_rank);
+            fprintf(f, ": %s to %s (%s %d and %zu more)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b),
+                    unit, s->max_rank, s->max_ranks - 1);
+        else fprintf(f, ": %s to %s (%s %d)", vr_bytes(s->min, a, sizeof a), vr_bytes(s->max, b, sizeof b), unit,
+                     s->max_rank);
         qsort(s->ranks, s->nranks, sizeof *s->ranks, by_int);
-        fprintf(f, " on %zu of %zu ranks (", s->nranks, nranks);
+        fprintf(f, " on %zu of %zu %s (%s", s->nranks, nranks, units, procs ? "pids " : "");
         put_ranges(f, s->ranks, s->nranks, 8);
         fputs(")\n", f);
     }
@@ -193,6 +210,44 @@ done:
     for (size_t g = 0; g < cap; g++) free(sites[g].ranks);
     free(sites);
     vt_labels_free(labels);
+}
+
+/* "peak imbalance: highest ... over the median ...", peaks[] the dumps'
+ * peaks (sorted here); the highest's dump named by its rank (who 0), its
+ * rank and pid (2: a rank is not one process here) or its pid (1). */
+static void imbalance(FILE *f, const struct vr_input *in, uint64_t *peaks, int who) {
+    size_t hi = 0;
+    for (size_t i = 1; i < in->n; i++)
+        if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
+    qsort(peaks, in->n, sizeof *peaks, by_u64);
+    uint64_t median = in->n % 2 ? peaks[in->n / 2] : peaks[in->n / 2 - 1] / 2 + peaks[in->n / 2] / 2 +
+                                                         (peaks[in->n / 2 - 1] % 2 + peaks[in->n / 2] % 2) / 2;
+    char a[32], b[32];
+    fprintf(f, "peak imbalance: highest %s (", vr_bytes(peaks[in->n - 1], a, sizeof a));
+    if (who == 1) fprintf(f, "pid %d", in->dumps[hi].pid);
+    else fprintf(f, "rank %d", in->dumps[hi].rank);
+    if (who == 2) fprintf(f, ", pid %d", in->dumps[hi].pid);
+    fprintf(f, ") over the median %s", vr_bytes(median, b, sizeof b));
+    if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
+    fputc('\n', f);
+}
+
+/* Dumps compared by process (by_pid): how many processes, how many dumps
+ * say no rank, then the imbalance and the differing sites by pid. */
+static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opts *o, int *pids, uint64_t *peaks) {
+    size_t without = 0, distinct = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        pids[i] = in->dumps[i].pid;
+        peaks[i] = in->dumps[i].totals.peak_bytes;
+        without += !in->dumps[i].rank_known;
+    }
+    qsort(pids, in->n, sizeof *pids, by_int);
+    for (size_t i = 0; i < in->n; i++)
+        if (!distinct || pids[i] != pids[distinct - 1]) pids[distinct++] = pids[i];
+    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as "
+               "%zu processes, by pid\n", without, in->n, distinct);
+    imbalance(f, in, peaks, 1);
+    differing(f, in, o, distinct, 1);
 }
 
 void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
@@ -206,6 +261,12 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     int *ranks = malloc(in->n * sizeof *ranks);
     uint64_t *peaks = malloc(in->n * sizeof *peaks);
     if (!ranks || !peaks) { free(ranks); free(peaks); return; }
+    if (by_pid(in)) {
+        fleet_by_pid(f, in, o, ranks, peaks);
+        free(ranks);
+        free(peaks);
+        return;
+    }
     for (size_t i = 0; i < in->n; i++) {
         ranks[i] = in->dumps[i].rank;
         peaks[i] = in->dumps[i].totals.peak_bytes;
@@ -246,19 +307,8 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
         if (all != ranks) free(all);
     }
     fputc('\n', f);
-    size_t hi = 0;
-    for (size_t i = 1; i < in->n; i++)
-        if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
-    qsort(peaks, in->n, sizeof *peaks, by_u64);
-    uint64_t median = in->n % 2 ? peaks[in->n / 2] : peaks[in->n / 2 - 1] / 2 + peaks[in->n / 2] / 2 +
-                                                         (peaks[in->n / 2 - 1] % 2 + peaks[in->n / 2] % 2) / 2;
-    char a[32], b[32];
-    fprintf(f, "peak imbalance: highest %s (rank %d", vr_bytes(peaks[in->n - 1], a, sizeof a), in->dumps[hi].rank);
-    if (shared) fprintf(f, ", pid %d", in->dumps[hi].pid); /* a rank is not one process here */
-    fprintf(f, ") over the median %s", vr_bytes(median, b, sizeof b));
-    if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
-    fputc('\n', f);
-    differing(f, in, o, distinct);
+    imbalance(f, in, peaks, shared ? 2 : 0);
+    differing(f, in, o, distinct, 0);
     free(ranks);
     free(peaks);
 }

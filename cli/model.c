@@ -593,6 +593,9 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     d->host = str(c, root, "host", 1, "dump");
     d->pid = int_in(c, root, "pid", 0, INT32_MAX, "dump");
     d->rank = int_in(c, root, "rank", 0, INT32_MAX, "dump");
+    json_t *known = json_object_get(root, "rank_known");
+    if (known && !json_is_boolean(known)) fail(c, "dump: field \"rank_known\" is not true or false");
+    d->rank_known = !known || json_is_true(known);
     json_t *lr = json_object_get(root, "local_rank");
     if (lr) d->local_rank = int_in(c, root, "local_rank", 0, INT32_MAX, "dump");
     if (json_object_get(root, "world_size")) d->world_size = int_in(c, root, "world_size", 1, INT32_MAX, "dump");

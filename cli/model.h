@@ -160,6 +160,7 @@ struct vm_dump {
     const char *path;
     const char *reason, *host;
     int pid, rank, local_rank;
+    int rank_known; /* a launcher's variable gave the rank; 0: none did (rank 0, dump's rank_known false) */
     int world_size; /* the job's ranks as its dump says them; 0: not said */
     /* The signal that ended the process after its exit dump ("SIGTERM"),
      * NULL when none; its sender's pid (0 unknown) and name (NULL unknown). */

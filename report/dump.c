@@ -274,6 +274,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     if (m->boot_id) fprintf(f, "\"boot_id\":\"%s\",\"process_start\":%llu,\"pid_ns\":%llu,", m->boot_id,
                             m->process_start, m->pid_ns);
     fprintf(f, "\"rank\":%d,\"local_rank\":%d,", m->rank, m->local_rank);
+    if (m->rank_unknown) fputs("\"rank_known\":false,", f);
     if (m->world_size > 0) fprintf(f, "\"world_size\":%d,", m->world_size);
     fputs("\"host\":", f);
     vt_json_string(f, m->host);

@@ -623,13 +623,15 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     char *argv[64];
     char host[256] = "";
     gethostname(host, sizeof host - 1);
+    int rank_said;
     struct vt_dump_meta meta = {
         .reason = reason,
         .pid = (int)getpid(),
         .argc = read_argv(argbuf, sizeof argbuf, argv, 64),
         .argv = argv,
         .host = host,
-        .rank = rank_of(),
+        .rank = rank_known(&rank_said),
+        .rank_unknown = !rank_said,
         .local_rank = env_int(local_rank_vars),
         .world_size = env_int(world_size_vars),
         .python_version = vt_pystack_version(),

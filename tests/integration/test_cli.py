@@ -531,6 +531,48 @@ def cli_report_is_of_the_newest_run():
         ok(out.startswith("3 processes:") and f"\nfirst to fail: rank 2 (pid {old[2]})" in out, out[:1500])
 
 
+def put_ranges(xs):
+    """Sorted numbers as fleet.c writes them: runs as a-b, the rest by commas."""
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+@test
+def cli_processes_without_a_rank_are_compared_by_pid():
+    """Four processes at once with no rank variable (as the workers of
+    torch.multiprocessing.spawn), holding 100 to 400 MiB at one call site:
+    every dump read rank 0, and the report said "call sites that differ
+    across ranks: 0" right under "the highest is 4.00x the lowest". Now the
+    dumps say rank_known false and the comparisons are by pid."""
+    with workdir("vt-norank-") as work:
+        job = ('for i in 1 2 3 4; do printf "a $((i * 104857600))\\nq\\n" | "$PROG" >/dev/null & done; wait')
+        run(["sh", "-c", job], report="off",
+            env={"PROG": os.path.join(T, "t_live"), "SIMGPU_CAPACITY": "2G", "VRAMTRACE_OUT": os.path.join(work, "d.%p.json")})
+        dumps = [json.load(open(p)) for p in glob.glob(os.path.join(work, "d.*.json"))]
+        eq(sorted((d["rank"], d["rank_known"], d["totals"]["peak_bytes"] >> 20) for d in dumps),
+           [(0, False, 100), (0, False, 200), (0, False, 300), (0, False, 400)], "the dumps say no rank")
+        pids = sorted(d["pid"] for d in dumps)
+        top = max(dumps, key=lambda d: d["totals"]["peak_bytes"])["pid"]
+        rc, out, err = cli(["report", *glob.glob(os.path.join(work, "d.*.json"))])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        line = source_line("t_live.c", "if (cudaMalloc(&p, bytes) == cudaSuccess && nkept")
+        ok("\nranks: 4 of these 4 dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as 4 "
+           f"processes, by pid\npeak imbalance: highest 400.00 MiB (pid {top}) over the median 250.00 MiB = 1.60x\n"
+           "call sites that differ across processes (at exit): 1\n"
+           f"  keep tests/progs/t_live.c:{line}: 100.00 MiB to 400.00 MiB (pid {top}) on 4 of 4 processes "
+           f"(pids {put_ranges(pids)})\n" in out, out[:2500])
+        # A launcher's rank: absent from the dump (true), compared by rank as before.
+        r = run([os.path.join(T, "t_driver")], report="off", env={"RANK": "1", "VRAMTRACE_OUT": os.path.join(work, "r.json")})
+        ok("rank_known" not in json.load(open(os.path.join(work, "r.json"))), "said only when no rank is known")
+
+
 @test
 def cli_ranks_missing_above_the_highest_by_the_jobs_size():
     """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were

@@ -1296,6 +1296,7 @@ def rank_dumps(tmpl, folder, world, missing, fail, events):
             continue
         d = dict(base)
         d.update(pid=100000 + r, rank=r, local_rank=r % 8, reason="oom" if r in (fail, 0, 1) else "exit")
+        d.pop("rank_known", None)   # a launcher's rank
         peak = (3 << 30) if r == fail else (1 << 30) + r * MiBi
         holders = [{"stack": 0, "bytes": 512 * MiBi, "count": 8}]
         if r >= 256:
