@@ -10,6 +10,7 @@
 
 #include "../common/summary.h"
 #include "fleet.h"
+#include "model_torch.h"
 #include "runs.h"
 #include "reporters.h"
 
@@ -275,6 +276,50 @@ static void ranked_holders(FILE *f, const struct vm_dump *d, const struct vm_hol
     }
 }
 
+/* PyTorch's own view (the dump's "torch", model_torch.h), as the dump has
+ * it but for its stacks, resolved to their call sites as everywhere here:
+ * an array of one object per device. */
+static json_t *torch_view(const struct vm_dump *d, const struct vm_torch *t) {
+    json_t *devs = json_array();
+    for (size_t i = 0; i < t->ndevices; i++) {
+        const struct vm_torch_device *v = &t->devices[i];
+        json_t *j = json_pack("{s:i,s:o,s:o,s:o,s:o}", "device", v->device, "allocated_bytes", count(v->allocated),
+                              "reserved_bytes", count(v->reserved), "largest_free_block_bytes",
+                              count(v->largest_free), "steps", count(v->steps));
+        if (v->has_request) json_object_set_new(j, "request_bytes", count(v->request));
+        json_object_set_new(j, "free_bytes", v->has_free ? count(v->free_bytes) : json_null());
+        json_object_set_new(j, "total_bytes", v->has_free ? count(v->total_bytes) : json_null());
+        json_object_set_new(j, "outside_bytes", v->has_outside ? count(v->outside) : json_null());
+        json_t *cats = json_object();
+        for (int c = 0; c < VM_TORCH_NCAT; c++) json_object_set_new(cats, vm_torch_categories[c], count(v->cat[c]));
+        json_object_set_new(j, "categories", cats);
+        if (v->settings) json_object_set_new(j, "settings", json_string(v->settings));
+        if (v->has_growth) {
+            json_t *g = json_pack("{s:o,s:s,s:o,s:o,s:o,s:o}", "site", site(d, v->growth_stack), "unit",
+                                  v->growth_unit, "units", count(v->growth_units), "bytes_per_unit",
+                                  count(v->growth_per_unit), "rise_bytes", count(v->growth_rise), "span_ns",
+                                  count(v->growth_span_ns));
+            json_object_set_new(g, "holder", str_or_null(v->growth_holder));
+            json_object_set_new(j, "growth", g);
+        }
+        json_t *ts = json_array();
+        for (size_t k = 0; k < v->ntensors; k++) {
+            const struct vm_torch_tensor *x = &v->tensors[k];
+            json_t *e = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "bytes", count(x->bytes), "shape",
+                                  str_or_null(x->shape), "dtype", str_or_null(x->dtype), "category",
+                                  str_or_null(x->category), "name", str_or_null(x->name), "holder",
+                                  str_or_null(x->holder));
+            json_object_set_new(e, "block_address", hex(x->block));
+            json_object_set_new(e, "segment_address", hex(x->segment));
+            if (x->has_stack) json_object_set_new(e, "site", site(d, x->stack));
+            json_array_append_new(ts, e);
+        }
+        json_object_set_new(j, "tensors", ts);
+        json_array_append_new(devs, j);
+    }
+    return devs;
+}
+
 static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, int depth) {
     int first = 1;
     struct encodings enc = {0};
@@ -349,6 +394,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",
         count(t->host_live_bytes), "live_count", count(t->host_live_count), "peak_bytes",
         count(t->host_peak_bytes)), depth + 1);
+    if (d->torch) {   /* PyTorch's own view at the dump's moment, as text and HTML show it */
+        member(f, depth + 1, &first, "torch");
+        put(f, torch_view(d, d->torch), depth + 1);
+    }
     member(f, depth + 1, &first, "ooms");
     fputc('[', f);
     int afirst = 1; /* the array's members */
@@ -390,6 +439,7 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "graph_used_bytes", count(x->graph_used));
         }
         json_object_set_new(j, "total_bytes", x->have_info ? count(x->total_bytes) : json_null());
+        if (x->torch) json_object_set_new(j, "torch", torch_view(d, x->torch));
         member(f, depth + 2, &afirst, NULL);
         put(f, j, depth + 2);
     }

@@ -574,6 +574,37 @@ def cli_processes_without_a_rank_are_compared_by_pid():
 
 
 @test
+def cli_json_has_pytorchs_view():
+    """The text and HTML reports show PyTorch's own view (allocated and
+    reserved, categories, largest tensors) of a dump that has one; the JSON
+    report left it out. Now each process and each failure has its `torch`,
+    as the dump says it, stacks resolved to their call sites."""
+    d = json.load(open(seed("torch.json")))
+    rc, out, err = cli(["report", "--format", "json", seed("torch.json")])
+    eq((rc, err), (0, ""), "status")
+    p = json.loads(out)["processes"][0]
+
+    def as_report(v, request):
+        want = {k: v[k] for k in ("device", "allocated_bytes", "reserved_bytes", "largest_free_block_bytes", "steps",
+                                  "free_bytes", "total_bytes", "outside_bytes", "categories", "settings")}
+        if request:
+            want["request_bytes"] = v["request_bytes"]
+        g = v["growth"]
+        want["growth"] = {"site": "steady_state tests/progs/t_phases.c:20", "unit": g["unit"], "units": g["units"],
+                          "bytes_per_unit": g["bytes_per_unit"], "rise_bytes": g["rise_bytes"],
+                          "span_ns": g["span_ns"], "holder": g["holder"]}
+        want["tensors"] = [{k: t[k] for k in ("bytes", "shape", "dtype", "category", "name", "holder", "block_address",
+                                              "segment_address")} for t in v["tensors"]]
+        want["tensors"][0]["site"] = "warmup_buffer tests/progs/t_phases.c:14"
+        return want
+
+    eq(p["torch"], [as_report(d["torch"][0], False)], "the process's")
+    eq(p["ooms"][0]["torch"], [as_report(d["ooms"][0]["torch"][0], True)], "the failure's")
+    rc, out, err = cli(["report", "--format", "json", os.path.join(GOLDEN, R0)])
+    ok("torch" not in json.loads(out)["processes"][0], "none without one")
+
+
+@test
 def cli_ranks_missing_above_the_highest_by_the_jobs_size():
     """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were
     killed before they wrote one: the report counts them missing."""
