@@ -115,7 +115,7 @@ static int by_dump_rank(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, size_t nranks, int procs) {
+static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *o, int procs) {
     struct vt_labels *labels = vt_labels_new();
     struct site *sites = NULL;
     size_t cap = 0, ntouched = 0, touched_cap = 0, rank_at = 1;
@@ -123,7 +123,13 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     /* The dumps by rank: a rank with several dumps (restarts, named dumps)
      * is one rank, holding at a site the most any of its dumps held. */
     size_t *order = malloc(in->n * sizeof *order);
-    if (!labels || !order) { free(order); vt_labels_free(labels); return; }
+    /* The ranks none of whose dumps has holders at the moment (--at oom: a
+     * rank without a failure): left out of the comparison, not counted as
+     * holding nothing. */
+    int *none = malloc(in->n * sizeof *none);
+    size_t nnone = 0, nranks = 0;
+    int unit_has = 0;
+    if (!labels || !order || !none) { free(order); free(none); vt_labels_free(labels); return; }
     for (size_t i = 0; i < in->n; i++) order[i] = i;
     by_rank_in = in;
     by_rank_procs = procs;
@@ -134,6 +140,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
         size_t nh;
         int missing;
         const struct vm_holder *h = vr_holders_at(d, o->at, &nh, &missing);
+        if (!missing) unit_has = 1;
         for (size_t j = 0; j < nh; j++) {
             char where[1024];
             uint32_t g = vt_label_group(labels, vm_site_label(d, h[j].stack, where, sizeof where), NULL);
@@ -171,6 +178,9 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
          * every group seen so far did this: 200 dumps of 4,000 sites each
          * made it 80 million steps). */
         if (oi + 1 < in->n && unit_of(&in->dumps[order[oi + 1]], procs) == unit_of(d, procs)) continue;
+        if (unit_has) nranks++;
+        else none[nnone++] = unit_of(d, procs);
+        unit_has = 0;
         for (size_t t = 0; t < ntouched; t++)
             if (add_rank(&sites[touched[t]], unit_of(d, procs), sites[touched[t]].cur) != 0) goto done;
         ntouched = 0;
@@ -187,7 +197,13 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     qsort(ord, nd, sizeof *ord, by_spread);
     char a[32], b[32];
     const char *unit = procs ? "pid" : "rank", *units = procs ? "processes" : "ranks";
-    fprintf(f, "call sites that differ across %s (at %s): %zu\n", units, vr_moment_name(o->at), nd);
+    fprintf(f, "call sites that differ across %s (at %s): %zu", units, vr_moment_name(o->at), nd);
+    if (nnone) {   /* sorted already: the dumps were read in their order */
+        fprintf(f, ", over the %zu %s with holders at %s; none at %s ", nranks, nranks == 1 ? unit : units,
+                vr_moment_name(o->at), nnone == 1 ? unit : procs ? "pids" : "ranks");
+        put_ranges(f, none, nnone, 8);
+    }
+    fputc('\n', f);
     for (size_t k = 0; k < nd && k < (size_t)o->top; k++) {
         struct site *s = &sites[ord[k].g];
         fputs("  ", f);
@@ -206,6 +222,7 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
     free(ord);
 done:
     free(order);
+    free(none);
     free(touched);
     for (size_t g = 0; g < cap; g++) free(sites[g].ranks);
     free(sites);
@@ -247,7 +264,7 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
     fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as "
                "%zu processes, by pid\n", without, in->n, distinct);
     imbalance(f, in, peaks, 1);
-    differing(f, in, o, distinct, 1);
+    differing(f, in, o, 1);
 }
 
 void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) {
@@ -308,7 +325,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     }
     fputc('\n', f);
     imbalance(f, in, peaks, shared ? 2 : 0);
-    differing(f, in, o, distinct, 0);
+    differing(f, in, o, 0);
     free(ranks);
     free(peaks);
 }

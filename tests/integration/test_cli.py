@@ -605,6 +605,28 @@ def cli_json_has_pytorchs_view():
 
 
 @test
+def cli_at_oom_compares_the_ranks_that_failed():
+    """--at oom over ranks 0 and 2, which failed holding the same 48 MiB,
+    and rank 1, which never failed: rank 1 counted as holding nothing at
+    oom, so the weights every rank holds were "48.00 MiB on 2 of 3 ranks
+    (0, 2)". Now the comparison is over the ranks with holders at oom, and
+    says which have none."""
+    with workdir("vt-atoom-") as work:
+        for r, prog, cap in ((0, "t_oom", "64M"), (1, "t_driver", "1G"), (2, "t_oom", "64M")):
+            run([os.path.join(T, prog)], report="off",
+                env={"RANK": str(r), "WORLD_SIZE": "3", "SIMGPU_CAPACITY": cap,
+                     "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")})
+        paths = [os.path.join(work, f"d.{r}.json") for r in (0, 1, 2)]
+        rc, out, err = cli(["report", "--at", "oom", *paths])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        ok("\ncall sites that differ across ranks (at oom): 0, over the 2 ranks with holders at oom; none at rank 1\n"
+           "holders at oom combined" in out, out[:3000])
+        rc, out, err = cli(["report", *paths])
+        ok("\ncall sites that differ across ranks (at exit): " in out.decode(), "at exit as before")
+
+
+@test
 def cli_ranks_missing_above_the_highest_by_the_jobs_size():
     """Ranks 0 and 1 of a job of 4 (WORLD_SIZE) left dumps, 2 and 3 were
     killed before they wrote one: the report counts them missing."""
