@@ -295,6 +295,18 @@ static void keep_dump_top(const uint64_t *bytes, const uint32_t *touched, size_t
     for (size_t i = 0; i < nt && i < (size_t)top; i++) keep[scratch[i].row] = 1;
 }
 
+/* A column's or card's name for dump k among several: its rank, with its
+ * pid where another dump has the same rank (an exit dump beside a named
+ * one), its pid alone where no launcher gave it a rank. */
+static void who(FILE *f, const struct vr_input *in, size_t k) {
+    const struct vm_dump *d = &in->dumps[k];
+    if (!d->rank_known) { fprintf(f, "pid %d", d->pid); return; }
+    int shared = 0;
+    for (size_t i = 0; i < in->n && !shared; i++) shared = i != k && in->dumps[i].rank == d->rank;
+    if (shared) fprintf(f, "rank %d, pid %d", d->rank, d->pid);
+    else fprintf(f, "rank %d", d->rank);
+}
+
 /* Holders by call site compared across ranks: one row a site (largest
  * combined first), one column a dump. The rows are the --top sites of all
  * dumps together and each dump's own --top: over 200 dumps of 4,000 sites
@@ -332,7 +344,11 @@ static void compared(FILE *f, const struct vr_input *in, const struct vr_opts *o
     }
     fprintf(f, "<h3>holders at %s compared across ranks</h3>\n<table class=\"sortable compared\"><thead><tr>"
                "<th>call site</th><th>all</th>", vr_moment_name(o->at));
-    for (size_t k = 0; k < in->n; k++) fprintf(f, "<th>rank %d</th>", in->dumps[k].rank);
+    for (size_t k = 0; k < in->n; k++) {
+        fputs("<th>", f);
+        who(f, in, k);
+        fputs("</th>", f);
+    }
     fputs("</tr></thead><tbody>\n", f);
     for (size_t r = 0, i = 0; ok && r < n; r++) {
         if (!keep[r]) continue;
@@ -410,9 +426,11 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         if (in->dumps[i].totals.peak_bytes > max) max = in->dumps[i].totals.peak_bytes;
     for (size_t i = 0; i < in->n; i++) {
         const struct vm_dump *d = &in->dumps[i];
-        fprintf(f, "<div class=\"peak-row\"><span class=\"peak-name\">rank %d</span><span class=\"bar\" "
+        fputs("<div class=\"peak-row\"><span class=\"peak-name\">", f);
+        who(f, in, i);
+        fprintf(f, "</span><span class=\"bar\" "
                    "data-share=\"%.4f\"></span><span class=\"peak-value\">%s peak, %s live, %" PRIu64 " OOM%s"
-                   "</span></div>\n", d->rank, (double)d->totals.peak_bytes / (double)max,
+                   "</span></div>\n", (double)d->totals.peak_bytes / (double)max,
                 B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b), d->totals.oom_count,
                 d->totals.oom_count == 1 ? "" : "s");
     }

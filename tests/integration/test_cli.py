@@ -568,6 +568,12 @@ def cli_processes_without_a_rank_are_compared_by_pid():
            "call sites that differ across processes (at exit): 1\n"
            f"  keep tests/progs/t_live.c:{line}: 100.00 MiB to 400.00 MiB (pid {top}) on 4 of 4 processes "
            f"(pids {put_ranges(pids)})\n" in out, out[:2500])
+        # The page's cards and columns name each by its pid, not "rank 0" four times.
+        rc, out, err = cli(["report", "--format", "html", *glob.glob(os.path.join(work, "d.*.json"))])
+        page = out.decode()
+        eq((page.count("<th>rank 0</th>"), [page.count(f"<th>pid {p}</th>") for p in pids],
+            [page.count(f'<span class="peak-name">pid {p}</span>') for p in pids]), (0, [1] * 4, [1] * 4),
+           "the page's names")
         # A launcher's rank: absent from the dump (true), compared by rank as before.
         r = run([os.path.join(T, "t_driver")], report="off", env={"RANK": "1", "VRAMTRACE_OUT": os.path.join(work, "r.json")})
         ok("rank_known" not in json.load(open(os.path.join(work, "r.json"))), "said only when no rank is known")
