@@ -27,8 +27,9 @@
 #include "unload.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-/* The pid vramtrace started in, or the child's after a fork: another one
- * is a vfork child's, in its parent's memory. */
+/* The pid vramtrace was set up in (its first GPU call), or the child's
+ * after a fork: another one is a vfork child's, in its parent's memory; 0
+ * before the set-up (nothing of vramtrace's to write then). */
 static pid_t started_pid;
 
 /* What pthread_atfork is (glibc's libc_nonshared.a links it into the
@@ -63,6 +64,9 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * (vt_options_keep). */
 static void init_all_once(void) {
     pthread_mutex_lock(&init_lock);
+    /* Here, not at start: a process that never touches a GPU makes no
+     * system call of vramtrace's but the descriptor table's growth. */
+    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
     vt_resolve_init();
     vt_options_load(&start.env);
     int none = STAGE_NONE;
@@ -183,7 +187,6 @@ __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
     vt_clock_mark(&start.clock);
-    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
     vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);

@@ -47,7 +47,7 @@ static pid_t exiting;
 void vt_exit_reset_child(void) { __atomic_store_n(&exiting, 0, __ATOMIC_RELAXED); }
 
 static void wait_for_exit_outputs(void) {
-    if (vt_exit_in_borrowed_memory() || !vt_tracker_touched()) return;
+    if (!vt_tracker_touched() || vt_exit_in_borrowed_memory()) return;
     pid_t me = (pid_t)syscall(SYS_gettid), was = 0;
     uint64_t waited = 0;
     while (!__atomic_compare_exchange_n(&exiting, &was, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) && was != me) {

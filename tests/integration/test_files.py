@@ -1110,10 +1110,22 @@ def dump_never_replaces_a_file_its_user_cannot_read():
     (mode 0200: a log another tool appends to) was taken for replaceable
     and replaced by the dump without a word (an outside check): it is not a
     dump (vramtrace's are 0600), and is left as the other files that are
-    not dumps are. Run as another user than root, whom no mode stops."""
-    prog = os.path.join(T, "t_triage")
+    not dumps are. Run as another user than root, whom no mode stops, from
+    copies in its folder (the build's may be in a folder only root reads:
+    a fresh clone under mktemp -d)."""
     with workdir("vt-files-") as work:
         os.chmod(work, 0o755)
+        shutil.copytree(SIM, os.path.join(work, "sim"), symlinks=True)
+        os.makedirs(os.path.join(work, "tests"))
+        prog = os.path.join(work, "tests", "t_triage")   # its rpath: $ORIGIN/../sim
+        shutil.copy(os.path.join(T, "t_triage"), prog)
+        lib = os.path.join(work, "libvramtrace.so")
+        shutil.copy(LIB, lib)
+        for d, _, files in os.walk(work):
+            os.chmod(d, 0o755)
+            for x in files:
+                if not os.path.islink(os.path.join(d, x)):
+                    os.chmod(os.path.join(d, x), 0o755)
         os.chown(work, NOBODY, NOBODY)
         path = os.path.join(work, "results.json")
         with open(path, "w") as f:
@@ -1124,7 +1136,8 @@ def dump_never_replaces_a_file_its_user_cannot_read():
         def as_nobody():
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-        p = subprocess.run(["bash", "-c", f"echo $$; exec {prog} keep 1M"], env=lib_env(VRAMTRACE_OUT=path), cwd=work,
+        env = lib_env(VRAMTRACE_OUT=path, LD_PRELOAD=lib, LD_LIBRARY_PATH=os.path.join(work, "sim"))
+        p = subprocess.run(["bash", "-c", f"echo $$; exec {prog} keep 1M"], env=env, cwd=work,
                            capture_output=True, text=True, timeout=60, preexec_fn=as_nobody)
         pid = int(p.stdout.split()[0])
         os.chmod(path, 0o600)
