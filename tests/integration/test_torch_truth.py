@@ -682,8 +682,12 @@ def torch_truth_another_allocators_failure_names_pytorchs_cache():
     eq(out, "2 1536 100\nout of memory\n", "the run")
     ooms = dumps["exit"]["ooms"]
     eq([o["requested_bytes"] for o in ooms], [1 << 30, 1800 << 20, 1800 << 20], "the failures")
-    first = ooms[0]["findings"][0]
-    eq(first["id"], "torch_cache_holds", "the first finding of the ctypes failure")
+    # Without PyTorch's figures of a step the finding comes after a
+    # growing site, which the list's six allocations in one instant may or
+    # may not make by the time windows: before any other.
+    ids = [x["id"] for x in ooms[0]["findings"]]
+    ok("torch_cache_holds" in ids and ids.index("torch_cache_holds") == ("growing_site" in ids), ids)
+    first = ooms[0]["findings"][ids.index("torch_cache_holds")]
     eq(first["finding"], "PyTorch's caching allocator holds 1.50 GiB of device 0 in 6 segments (100% of the tracked memory), "
        "and this request did not come through it: PyTorch keeps the segments its tensors let go of for its own next "
        "tensors and gives them to no other allocator; how much of them no tensor uses is not known (PyTorch's own "
@@ -692,7 +696,8 @@ def torch_truth_another_allocators_failure_names_pytorchs_cache():
     ok("/train.py:8 gives back the segments no tensor uses" in first["next"], first["next"])
     eq([x["id"] for o in ooms[1:] for x in o["findings"] if x["id"] == "torch_cache_holds"], [],
        "PyTorch's own failures")
-    ok("1. PyTorch's caching allocator holds 1.50 GiB of device 0 in 6 segments" in report, report[:3000])
+    ok(re.search(r"\n {0,}vramtrace:   [12]\. PyTorch's caching allocator holds 1\.50 GiB of device 0 in 6 segments",
+                 report), report[:3000])
 
 
 LEAK_THEN_OTHER = r"""
