@@ -5,55 +5,28 @@
  * it, and every later process of the command (a test runner's workers,
  * a script's second program) found it empty and checked without
  * suppressions, another verdict for the same leaks. vramtrace run reads
- * it once, as the library reads one (report/leaks.c read_pipe: until its
+ * it once, as the library reads one (common/pipetext.h: until its
  * writer closes it, at most 10 s for each piece), into a private file
  * that every process then reads. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
-
-/* More than any list of patterns; a pipe that goes on past it is not one. */
-#define PIPE_MAX (64u << 20)
+#include "../common/pipetext.h"
 
 int vt_run_copy_pipe(const char *path, const char *to, const char **why) {
     int in = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (in < 0) return -1;
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    *why = NULL;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *more = len + 4096 > PIPE_MAX ? NULL : realloc(text, cap = cap ? cap * 2 : 8192);
-            if (!more) {
-                *why = len + 4096 > PIPE_MAX ? "more than 64 MiB of patterns" : "out of memory";
-                break;
-            }
-            text = more;
-        }
-        ssize_t n = read(in, text + len, cap - len);
-        if (n > 0) {
-            len += (size_t)n;
-            continue;
-        }
-        if (n == 0) break; /* its writer closed it, or there was none */
-        struct pollfd p = {in, POLLIN, 0};
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN || poll(&p, 1, 10000) <= 0) {
-            *why = errno == EAGAIN || errno == EINTR ? "its writer wrote nothing for 10 s" : NULL;
-            break;
-        }
-    }
+    size_t len = 0;
+    char *text = vt_pipe_text(in, VT_PIPE_MAX, &len, why);
     int e = errno;
     close(in);
     errno = e;
-    if (!*why && len == 0) *why = "a pipe or FIFO with nothing to read (no writer)";
     int out = *why ? -1 : open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int rc = -1;
     if (out >= 0) {

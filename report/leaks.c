@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/display.h"
+#include "../common/pipetext.h"
 #include "../common/summary.h"
 #include "../common/warn.h"
 #include "holders.h"
@@ -27,36 +27,20 @@ struct vt_suppressions {
     size_t n;
 };
 
-/* A pipe's or FIFO's whole text (a shell's `<(...)`, as LeakSanitizer's
- * suppressions= reads it), read without blocking: what comes until its
- * writer closes it, waiting at most 10 s for each piece. NULL with *why
- * when nothing came (a FIFO nobody writes would hold the exit forever). */
+/* A pipe's or FIFO's whole text (common/pipetext.h) as a stream; NULL
+ * with *why when none came. */
 static FILE *read_pipe(int fd, const char **why) {
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *more = realloc(text, cap = cap ? cap * 2 : 8192);
-            if (!more) break;
-            text = more;
-        }
-        ssize_t n = read(fd, text + len, cap - len);
-        if (n > 0) {
-            len += (size_t)n;
-            continue;
-        }
-        if (n == 0) break;   /* its writer closed it, or there was none */
-        struct pollfd p = {fd, POLLIN, 0};
-        if (n < 0 && errno != EINTR && (errno != EAGAIN || poll(&p, 1, 10000) <= 0)) break;
-    }
+    size_t len = 0;
+    char *text = vt_pipe_text(fd, VT_PIPE_MAX, &len, why);
     close(fd);
-    FILE *f = len ? fmemopen(NULL, len + 1, "w+") : NULL;
+    if (!text) return NULL;
+    FILE *f = fmemopen(NULL, len + 1, "w+");
     if (f && (fwrite(text, 1, len, f) != len || fseek(f, 0, SEEK_SET) != 0)) {
         fclose(f);
         f = NULL;
     }
     free(text);
-    if (!f) *why = len ? "out of memory" : "a pipe or FIFO with nothing to read (no writer)";
+    if (!f) *why = "out of memory";
     return f;
 }
 
