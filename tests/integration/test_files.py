@@ -988,6 +988,29 @@ def suppressions_at_a_fifo_or_directory_never_block():
 
 
 @test
+def suppressions_pipe_whose_writer_goes_silent_is_no_list():
+    """A suppressions pipe whose writer writes one rule and then nothing for
+    more than 10 s: the library took the first rule as the whole list (the
+    leaks of the rules not yet written failed the check as if unsuppressed,
+    with no word of it), where `vramtrace run` refused the same pipe. Both
+    read it with one reader now: one line says why, and no rule of a list
+    cut short suppresses anything."""
+    with workdir("vt-supsilent-") as work:
+        e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT="off", VRAMTRACE_LEAK_CHECK="1")
+        e.pop("VRAMTRACE_REPORT", None)
+        t0 = time.monotonic()
+        p = subprocess.run(["bash", "-c", "VRAMTRACE_SUPPRESSIONS=<(printf 'leak:leaky_step\\n'; sleep 13; "
+                            "printf 'leak:main\\n') " + os.path.join(T, "t_leaks")],
+                           env=e, capture_output=True, text=True, timeout=90, cwd=work)
+        took = time.monotonic() - t0
+        eq(p.returncode, 23, "the leaks, none suppressed")
+        eq(len(re.findall(r"cannot read suppressions /dev/fd/\d+: its writer wrote nothing for 10 s; checking without suppressions\n", p.stderr)), 1,
+           "one line saying why:\n" + p.stderr)
+        eq(p.stderr.count("Direct leak of "), 3, "every leaking stack, the first rule's too:\n" + p.stderr)
+        ok(10 <= took < 30, f"one wait of 10 s: {took:.1f} s")
+
+
+@test
 def a_cancelled_thread_is_not_cancelled_inside_its_failing_cuda_call():
     """A worker cancelled (deferred) while its failing cudaMalloc wrote the
     post-mortem died inside the call, where write and open are cancellation
