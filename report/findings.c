@@ -20,30 +20,60 @@ static int is_python(const struct vt_symbols *sym, uint32_t stack) {
     return fr && fr->python;
 }
 
+/* What a stack's frames say of it, found in one walk and kept in
+ * sym->traits (a failure's findings ask it of every holder, several
+ * times, and every failure of a dump asks again). */
+enum {
+    T_KNOWN = 1,
+    T_TORCH = 2,       /* a frame in libc10* or libtorch* */
+    T_TORCH_ALLOC = 4, /* a frame in libc10_cuda* */
+    T_CKPT = 8,        /* Python code of torch/utils/checkpoint.py */
+};
+
+static unsigned stack_traits(const struct vt_symbols *sym, uint32_t stack) {
+    if (!sym || stack >= sym->nstacks) return 0;
+    if (sym->traits && sym->traits[stack]) return sym->traits[stack];
+    static const char ckpt[] = "torch/utils/checkpoint.py";
+    const size_t nckpt = sizeof ckpt - 1;
+    const struct vt_stack *st = sym->stack[stack];
+    unsigned t = T_KNOWN;
+    const char *last = NULL;   /* the module of the frame before: most run on in one */
+    for (uint32_t j = 0; j < st->depth; j++) {
+        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
+        if (!fr) continue;
+        if (fr->python) {
+            size_t n = fr->file ? strlen(fr->file) : 0;
+            if (n >= nckpt && strcmp(fr->file + n - nckpt, ckpt) == 0) t |= T_CKPT;
+        }
+        if (!fr->module || fr->module == last) continue;
+        last = fr->module;
+        const char *m = strrchr(fr->module, '/');
+        m = m ? m + 1 : fr->module;
+        if (strncmp(m, "libc10_cuda", 11) == 0) t |= T_TORCH | T_TORCH_ALLOC;
+        else if (strncmp(m, "libc10", 6) == 0 || strncmp(m, "libtorch", 8) == 0) t |= T_TORCH;
+    }
+    if (sym->traits) sym->traits[stack] = (uint8_t)t;
+    return t;
+}
+
 /* Whether stack went through PyTorch (a frame in libc10* or libtorch*):
  * PyTorch's advice (its allocator's settings, .detach(), no_grad) is for
  * its memory, not for a numba, CuPy or ctypes program's. */
-static int in_modules(const struct vt_symbols *sym, uint32_t stack, const char *a, const char *b) {
-    if (!sym || stack >= sym->nstacks) return 0;
-    const struct vt_stack *st = sym->stack[stack];
-    for (uint32_t j = 0; j < st->depth; j++) {
-        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
-        const char *m = fr && fr->module ? strrchr(fr->module, '/') : NULL;
-        m = m ? m + 1 : fr ? fr->module : NULL;
-        if (m && (strncmp(m, a, strlen(a)) == 0 || (b && strncmp(m, b, strlen(b)) == 0))) return 1;
-    }
-    return 0;
-}
-
 static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
-    return in_modules(sym, stack, "libc10", "libtorch");
+    return (stack_traits(sym, stack) & T_TORCH) != 0;
 }
 
 /* Whether stack went through PyTorch's CUDA allocator (libc10_cuda: its
  * caching allocator and its cudaMallocAsync backend both live there): the
  * memory of PyTorch's cache, which serves PyTorch's tensors alone. */
 static int through_torch_allocator(const struct vt_symbols *sym, uint32_t stack) {
-    return in_modules(sym, stack, "libc10_cuda", NULL);
+    return (stack_traits(sym, stack) & T_TORCH_ALLOC) != 0;
+}
+
+/* Whether stack runs Python code of torch/utils/checkpoint.py: a failure
+ * in activation checkpointing's recomputation. */
+static int in_checkpoint(const struct vt_symbols *sym, uint32_t stack) {
+    return (stack_traits(sym, stack) & T_CKPT) != 0;
 }
 
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
@@ -110,20 +140,6 @@ static uint64_t steps_before(const struct vt_snapshot *s, uint64_t t) {
     uint64_t n = 0;
     for (size_t j = 0; j < s->nsteps && s->steps[j].time_ns <= t; j++) n = s->steps[j].step;
     return n;
-}
-
-/* Whether stack runs Python code of file `suffix` (torch/utils/checkpoint.py:
- * a failure in activation checkpointing's recomputation). */
-static int in_python_file(const struct vt_symbols *sym, uint32_t stack, const char *suffix) {
-    if (!sym || stack >= sym->nstacks) return 0;
-    const struct vt_stack *st = sym->stack[stack];
-    size_t k = strlen(suffix);
-    for (uint32_t j = 0; j < st->depth; j++) {
-        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
-        size_t n = fr && fr->python && fr->file ? strlen(fr->file) : 0;
-        if (n >= k && strcmp(fr->file + n - k, suffix) == 0) return 1;
-    }
-    return 0;
 }
 
 /* A PyTorch batch's advice at `where`: what is on already (no graph kept,
@@ -373,10 +389,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     /* Checkpointing is in use where the failing call or memory live on
      * the device came through it (a failure in backward proper has no
      * Python frame of its own). */
-    static const char ckpt[] = "torch/utils/checkpoint.py";
-    int recomputing = in_python_file(sym, o->stack, ckpt), checkpointing = recomputing;
-    for (size_t i = 0; !checkpointing && holders && i < nholders; i++)
-        checkpointing = in_python_file(sym, holders[i].stack, ckpt);
+    int recomputing = in_checkpoint(sym, o->stack), checkpointing = recomputing;
+    for (size_t i = 0; !checkpointing && holders && i < nholders; i++) checkpointing = in_checkpoint(sym, holders[i].stack);
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;

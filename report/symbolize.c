@@ -568,6 +568,7 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
     sym->stack = s->stacks;
     sym->site = calloc(n ? n : 1, sizeof *sym->site);
     sym->through = calloc(n ? n : 1, sizeof *sym->through);
+    sym->traits = calloc(n ? n : 1, 1);   /* NULL: asked again each time */
     struct vt_frame *buf = malloc(VT_SHOWN_FRAMES * sizeof *buf);
     if (!sym->site || !sym->through || !buf) {
         free(buf);
@@ -653,6 +654,7 @@ void vt_symbols_free(struct vt_symbols *sym) {
     free(sym->group_lowest);
     free(sym->site);
     free(sym->through);
+    free(sym->traits);
     priv_free(sym->priv);
     free(sym);
 }
