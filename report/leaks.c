@@ -118,21 +118,38 @@ void vt_suppressions_free(struct vt_suppressions *s) {
     free(s);
 }
 
-/* The first rule that matches any frame of the stack, or -1. */
+/* The first rule (in the file's order) that matches text, or -1; an
+ * empty or unknown text matches none, as in LeakSanitizer. */
+static int first_rule(const struct vt_suppressions *sup, const char *text) {
+    if (!text || !*text) return -1;
+    for (size_t r = 0; r < sup->n; r++)
+        if (vt_template_match(sup->rules[r].pattern, text)) return (int)r;
+    return -1;
+}
+
+/* The rule LeakSanitizer would credit with the stack (lsan_common.cpp's
+ * GetSuppressionForStack), or -1: its return addresses innermost first;
+ * at each, the first rule that matches the module ("<unknown module>"
+ * where there is none), else, for each of its frames (an inlined
+ * function's before the one it was inlined into), the first that matches
+ * the function, else the first that matches the file. So a rule written
+ * for an inner frame is the one used and counted, wherever it stands in
+ * the file, and a rule that a CI job finds unused is one that suppressed
+ * nothing. A Python frame has no module: its function and file only. */
 static int suppressed_by(const struct vt_suppressions *sup, const struct vt_symbols *sym, uint32_t stack) {
-    struct vt_frame *frames = sup ? malloc(VT_SHOWN_FRAMES * sizeof *frames) : NULL;
+    struct vt_frame *frames = sup && sup->n ? malloc(VT_SHOWN_FRAMES * sizeof *frames) : NULL;
     size_t depth = frames ? vt_stack_frames(sym, stack, frames) : 0;
     int found = -1;
-    for (size_t r = 0; depth && r < sup->n && found < 0; r++) {
-        const char *pat = sup->rules[r].pattern;
-        for (size_t j = 0; j < depth; j++) {
-            const struct vt_frame *f = &frames[j];
-            if (vt_template_match(pat, f->function) || vt_template_match(pat, f->file) ||
-                vt_template_match(pat, f->module)) {
-                found = (int)r;
-                break;
-            }
+    for (size_t j = 0; j < depth && found < 0;) {
+        size_t at = 1;   /* the frames at this return address (vt_frames_at, within the cut) */
+        while (j + at < depth && frames[j + at - 1].inlined) at++;
+        const struct vt_frame *outer = &frames[j + at - 1];
+        if (!outer->python) found = first_rule(sup, outer->module ? outer->module : "<unknown module>");
+        for (size_t k = j; k < j + at && found < 0; k++) {
+            found = first_rule(sup, frames[k].function);
+            if (found < 0) found = first_rule(sup, frames[k].file);
         }
+        j += at;
     }
     free(frames);
     return found;

@@ -21,10 +21,12 @@
  * library line it went through. It starts with neither "#" nor a leak
  * header, so a reader of LSan's lines passes over it.
  *
- * Suppressions: a file of `leak:PATTERN` lines (`#` comments), PATTERN
- * matched against every frame's function, file and module; `*` matches any
- * run of characters, `^` and `$` anchor at the start and end, and an
- * unanchored pattern matches anywhere (LSan's rules). */
+ * Suppressions: a file of `leak:PATTERN` lines (`#` comments); `*` matches
+ * any run of characters, `^` and `$` anchor at the start and end, and an
+ * unanchored pattern matches anywhere (LSan's rules). A stack is credited
+ * to the rule LSan would credit: return addresses innermost first, at each
+ * the first rule matching the module, else frame by frame the first
+ * matching the function, else the file (leaks.c's suppressed_by). */
 #ifndef VT_LEAKS_H
 #define VT_LEAKS_H
 
