@@ -29,6 +29,7 @@
 
 #include "../common/display.h"
 #include "../common/options.h"
+#include "../common/suppfile.h"
 #include "cli.h"
 
 #ifndef VT_LIBDIR
@@ -373,6 +374,20 @@ static int end_like(int status) {
     return 125;
 }
 
+/* Whether the suppressions at path (called `name`) are a file the
+ * library would refuse, said in one line with the library's own words
+ * (common/suppfile.h): the value of --suppressions is then refused. */
+static int refused_suppressions(const char *path, const char *name) {
+    char **pat, err[1024], safe[1024];
+    size_t n;
+    if (vt_supp_read(path, name, &pat, &n, err, sizeof err) == 0) {
+        vt_supp_free(pat, n);
+        return 0;
+    }
+    fprintf(stderr, "vramtrace run: --suppressions refused: %s\n", vt_display(err, safe, sizeof safe));
+    return 1;
+}
+
 /* Run the command as a child (see the file's opening comment). Returns
  * the command's exit status, 125 when vramtrace could not prepare the run
  * or the command ran untraced and exited 0, 126/127 when it could not be
@@ -391,6 +406,10 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
         snprintf(p->sup, sizeof p->sup, "%s/suppressions", p->dir);
         if (vt_run_copy_pipe(pipe, p->sup, &why) == 0) {
             setenv("VRAMTRACE_SUPPRESSIONS", p->sup, 1);
+            if (p->needs_copy == 2 && refused_suppressions(p->sup, pipe)) {
+                remove_private_dir(p);
+                return 2;
+            }
         } else {
             p->sup[0] = '\0';
             if (p->needs_copy == 2) {
@@ -728,6 +747,10 @@ int vt_cmd_run(int argc, char **argv) {
                         vt_display(v, safe, sizeof safe), why);
                 return 2;
             }
+            /* Nor one it would refuse for a line (a typo, an ASan rule):
+             * every process would warn and check without it. A pipe is
+             * read once, later, and its copy checked then. */
+            if (S_ISREG(st.st_mode) && refused_suppressions(v, v)) return 2;
         }
         /* A relative path made absolute here, from vramtrace's folder: the
          * library takes it from the folder each process starts in, and a

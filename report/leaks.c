@@ -1,15 +1,11 @@
-/* leaks.c -- leak report, suppressions. */
-#include <errno.h>
-#include <fcntl.h>
+/* leaks.c -- leak report, suppressions (their file: common/suppfile.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../common/display.h"
-#include "../common/pipetext.h"
+#include "../common/suppfile.h"
 #include "../common/summary.h"
 #include "../common/warn.h"
 #include "holders.h"
@@ -27,87 +23,26 @@ struct vt_suppressions {
     size_t n;
 };
 
-/* A pipe's or FIFO's whole text (common/pipetext.h) as a stream; NULL
- * with *why when none came. */
-static FILE *read_pipe(int fd, const char **why) {
-    size_t len = 0;
-    char *text = vt_pipe_text(fd, VT_PIPE_MAX, &len, why);
-    close(fd);
-    if (!text) return NULL;
-    FILE *f = fmemopen(NULL, len + 1, "w+");
-    if (f && (fwrite(text, 1, len, f) != len || fseek(f, 0, SEEK_SET) != 0)) {
-        fclose(f);
-        f = NULL;
-    }
-    free(text);
-    if (!f) *why = "out of memory";
-    return f;
-}
-
 struct vt_suppressions *vt_suppressions_load(const char *path, char *err, size_t errsize) {
     struct vt_suppressions *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     if (!path || !*path) return s;
-    /* Opened without blocking: a FIFO with no writer there would hold the
-     * process at exit forever. A regular file is read as it is, a pipe or
-     * FIFO as long as its writer writes (read_pipe). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    struct stat st;
-    const char *why = NULL;
-    FILE *f = NULL;
-    if (fd < 0) why = strerror(errno);
-    else if (fstat(fd, &st) != 0) why = strerror(errno);
-    else if (S_ISFIFO(st.st_mode)) {
-        f = read_pipe(fd, &why);
-        fd = -1;
-    } else if (!S_ISREG(st.st_mode)) why = "not a regular file";
-    if (!why && !f) f = fdopen(fd, "r");
-    if (!f) {
-        if (!why) why = strerror(errno);
-        if (fd >= 0) close(fd);
-        snprintf(err, errsize, "cannot read suppressions %s: %s", path, why);
+    char **pat;
+    size_t n;
+    if (vt_supp_read(path, NULL, &pat, &n, err, errsize) != 0) {
         free(s);
         return NULL;
     }
-    /* Lines of any length (a C++ name can pass 4 KiB): a line cut at a
-     * buffer's end read its rest as a line of its own. */
-    char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0;
-    ssize_t got;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        lineno++;
-        char *p = line;
-        /* A UTF-8 byte order mark before the first line (an editor's) is
-         * not part of it; a NUL byte would end the pattern early, so that
-         * it suppressed more than was written: refused. */
-        if (lineno == 1 && strncmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
-        if (memchr(line, '\0', (size_t)got)) {
-            snprintf(err, errsize, "%s:%d: a NUL byte in the line", path, lineno);
-            free(line);
-            fclose(f);
-            vt_suppressions_free(s);
-            return NULL;
-        }
-        while (*p == ' ' || *p == '\t') p++;
-        char *e = p + strlen(p);
-        while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
-        if (*p == '\0' || *p == '#') continue;
-        if (strncmp(p, "leak:", 5) != 0 || p[5] == '\0') {
-            snprintf(err, errsize, "%s:%d: expected leak:PATTERN, got '%.100s'", path, lineno, p);
-            free(line);
-            fclose(f);
-            vt_suppressions_free(s);
-            return NULL;
-        }
-        struct rule *r = realloc(s->rules, (s->n + 1) * sizeof *r);
-        if (!r) break;
-        s->rules = r;
-        s->rules[s->n] = (struct rule){strdup(p + 5), 0, 0};
-        if (s->rules[s->n].pattern) s->n++;
+    s->rules = n ? calloc(n, sizeof *s->rules) : NULL;
+    if (n && !s->rules) {
+        snprintf(err, errsize, "cannot read suppressions %s: out of memory", path);
+        vt_supp_free(pat, n);
+        free(s);
+        return NULL;
     }
-    free(line);
-    fclose(f);
+    for (size_t i = 0; i < n; i++) s->rules[i].pattern = pat[i];   /* taken over */
+    s->n = n;
+    free(pat);
     return s;
 }
 

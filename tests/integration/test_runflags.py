@@ -155,3 +155,52 @@ def runflags_suppressions_pipe_past_the_file_size_limit_is_a_line_not_a_signal()
         eq(p.stdout, "env 0\nflag 2\n", p.stderr)
         eq(p.stderr, "vramtrace run: --suppressions takes a readable file, not '/dev/fd/63': File too large\n",
            "the flag's line")
+
+
+@test
+def runflags_suppressions_with_a_bad_line_are_refused_as_the_library_refuses_them():
+    """--suppressions naming a file with a line that is not leak:PATTERN
+    (a typo, an ASan rule) was taken: every process then warned and
+    checked without the file, and a CI job stayed green (an outside
+    check). Now the flag is refused with status 2 and the library's own
+    line-numbered words, before the command runs; a pipe's copy is checked
+    the same way. VRAMTRACE_SUPPRESSIONS from the environment is the
+    library's to read: it warns and checks without it, as before."""
+    with workdir("vt-runflags-") as work:
+        tmp = os.path.join(work, "tmp")
+        os.mkdir(tmp)
+        env = lib_free_env(tmp)
+        leaks = os.path.join(T, "t_leaks")
+        with open(os.path.join(work, "typo.supp"), "w") as f:
+            f.write("# ours\nleak:leaky_step\nfoo:bar\n")
+        with open(os.path.join(work, "nul.supp"), "wb") as f:
+            f.write(b"leak:a\0b\n")
+        for value, line in (("typo.supp", "typo.supp:3: expected leak:PATTERN, got 'foo:bar'"),
+                            (f"{work}/typo.supp", f"{work}/typo.supp:3: expected leak:PATTERN, got 'foo:bar'"),
+                            ("nul.supp", "nul.supp:1: a NUL byte in the line")):
+            p = subprocess.run([CLI, "run", "--leak-check", "--suppressions", value, "--", "touch", "ran"], env=env,
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            eq((p.returncode, p.stdout, p.stderr), (2, "", f"vramtrace run: --suppressions refused: {line}\n"), value)
+            ok(not os.path.exists(os.path.join(work, "ran")), f"{value}: the command did not run")
+        p = subprocess.run(["bash", "-c", f"{CLI} run --leak-check --suppressions <(printf 'leak:x\\n\\nleak :y\\n') "
+                                          f"-- touch ran"], env=env, cwd=work, capture_output=True, text=True,
+                           timeout=60)
+        ok(re.fullmatch(r"vramtrace run: --suppressions refused: /dev/fd/\d+:3: expected leak:PATTERN, "
+                        r"got 'leak :y'\n", p.stderr), p.stderr)
+        eq((p.returncode, p.stdout, os.path.exists(os.path.join(work, "ran")), os.listdir(tmp)),
+           (2, "", False, []), "a pipe's bad line: refused, nothing run, the copy gone")
+        p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--", leaks, "clean"],
+                           env=dict(env, VRAMTRACE_SUPPRESSIONS=f"{work}/typo.supp"), cwd=work, capture_output=True,
+                           text=True, timeout=60)
+        eq((p.returncode, p.stdout, p.stderr),
+           (0, "done\n", f"vramtrace: warning: {work}/typo.supp:3: expected leak:PATTERN, got 'foo:bar'; "
+                         "checking without suppressions\n"), "the variable: the library's warning")
+        with open(os.path.join(work, "good.supp"), "w") as f:
+            f.write("\ufeff# ours\n  leak:leaky_step \r\nleak:^load_once$\n")
+        p = subprocess.run([CLI, "run", "--out", "off", "--leak-check", "--suppressions", "good.supp", "--", leaks],
+                           env=env, cwd=work, capture_output=True, text=True, timeout=60)
+        eq((p.returncode, p.stdout), (23, "done\n"), "a good file: taken")
+        eq(p.stderr.splitlines()[-7:], ["Suppressions used:", "  count      bytes template",
+                                        "      8     524288 leaky_step", "      1    1048576 ^load_once$",
+                                        "-----------------------------------------------------", "",
+                                        "SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s)."], p.stderr)
