@@ -10,7 +10,8 @@
  *     live and the peak of those live bytes;
  *   - the allocations made since a mark and still live, with their stacks,
  *     in LeakSanitizer's words (the exit leak check's report, suppressions
- *     included), and the holders at the mark's peak in the same words;
+ *     included, pinned host memory too, as the exit check counts it), and
+ *     the holders of device memory at the mark's peak in the same words;
  *   - a named dump of the whole process, for `vramtrace report`;
  *   - a step boundary: the program's own unit of work (a training step),
  *     which growth is then said per (PyTorch's optimizer steps are marked
@@ -56,7 +57,8 @@ extern "C" {
 #define VRAMTRACE_FAILED (-4)   /* the dump or report could not be written */
 
 /* Device memory since a mark: this process's own (not pinned host memory,
- * not memory opened from another process). */
+ * not memory opened from another process; vramtrace_leaks reports those
+ * too). */
 struct vramtrace_usage {
     uint64_t live_bytes; /* allocated since the mark and still live */
     uint64_t live_count;
@@ -81,9 +83,13 @@ int vramtrace_mark_end(int mark);
 int vramtrace_usage(int mark, int device, struct vramtrace_usage *out);
 
 /* The leak report of the allocations made since mark and still live, in
- * buf (NUL-terminated, cut to size); empty when there are none. Returns
- * the length of the whole report, as snprintf does, or a VRAMTRACE_ code
- * below zero. */
+ * buf (NUL-terminated, cut to size); empty when there are none. Every kind
+ * the exit leak check reports is in it: device memory and also pinned host
+ * memory (cudaMallocHost, cuMemHostAlloc, host registrations, ...), which
+ * struct vramtrace_usage leaves out, so that a test's leak is that test's
+ * failure and not only the exit's. Its SUMMARY line counts them all.
+ * Returns the length of the whole report, as snprintf does, or a
+ * VRAMTRACE_ code below zero. */
 long vramtrace_leaks(int mark, char *buf, size_t size);
 
 /* The holders at the mark's peak (the allocations since the mark live

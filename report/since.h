@@ -1,9 +1,10 @@
 /* since.h -- what happened since a mark (tracker/mark.h), in the leak
  * report's words.
  *
- * The two reports a per-test check prints: the device memory allocated
- * since a mark and still live, as the exit leak check prints its leaks
- * (the same printer, the same suppressions file), and what was live since
+ * The two reports a per-test check prints: the memory allocated since a
+ * mark and still live, as the exit leak check prints its leaks (the same
+ * printer, the same suppressions file, the same kinds: pinned host memory
+ * too), and the device memory that was live since
  * the mark at its peak, by call site, with the same frames:
  *
  *   ==PID==vramtrace: peak of GPU memory since the mark: 4096 byte(s) in 1 allocation(s), held by:

@@ -1,4 +1,4 @@
-/* mark.c -- marks: device memory since a point in time (mark.h).
+/* mark.c -- marks: memory allocated since a point in time (mark.h).
  *
  * Each open mark keeps the allocations counted since it in a table of its
  * own, keyed like the live tables (name space and address), so that a free,
@@ -27,10 +27,12 @@ struct entry {
     int16_t device;
     uint8_t space;
     uint8_t used;
+    uint8_t owned;   /* the process's own device memory (vt_kind_owned_device): in the usage */
 };
 
 struct site {
-    uint64_t bytes, count;
+    uint64_t bytes, count;           /* the process's own device memory */
+    uint64_t other_bytes, other_count; /* pinned host and imported memory: leaks, not usage */
     uint64_t hwm_bytes, hwm_count, hwm_gen;
     uint64_t rel_bytes, rel_count;   /* released by a reset without a free */
 };
@@ -134,9 +136,18 @@ static void released_at(struct mark *m, uint32_t stack, uint64_t bytes) {
     else vt_records_lost("a mark's released memory");
 }
 
-/* Count x in or out of the mark's figures (sign +1 or -1). */
+/* Count x in or out of the mark's figures (sign +1 or -1). Memory that is
+ * not the process's own device memory is counted by its site only, for
+ * the leak report (as the exit's leak check counts it): the usage and its
+ * peak are device memory's. */
 static void count(struct mark *m, const struct entry *x, int sign) {
     struct site *st = site_of(m, x->stack);
+    if (!x->owned) {
+        if (!st) vt_records_lost("a mark's call sites");
+        else if (sign > 0) { st->other_bytes += x->bytes; st->other_count++; }
+        else { st->other_bytes -= x->bytes; st->other_count--; }
+        return;
+    }
     if (st) {
         if (st->hwm_gen != m->peak_gen) {
             st->hwm_bytes = st->bytes;
@@ -195,7 +206,7 @@ static void restore(struct mark *m, uint64_t address, int space) {
 }
 
 void vt_mark_op(const struct vt_event *o) {
-    if (!vt_kind_owned_device(o->kind) || o->type == OP_UNKNOWN) return;
+    if (o->kind >= VT_KIND_COUNT || o->type == OP_UNKNOWN) return;
     int space = vt_kind_space(o->kind);
     for (int i = 0; i < VT_MAX_MARKS; i++) {
         struct mark *m = &marks[i];
@@ -205,7 +216,8 @@ void vt_mark_op(const struct vt_event *o) {
         case OP_ALLOC:
             if (o->time_ns < m->since) break;
             if ((x = find(m, o->address, space))) drop(m, x); /* a free not seen */
-            add(m, &(struct entry){o->address, o->bytes, o->stack, o->device, (uint8_t)space, 1});
+            add(m, &(struct entry){o->address, o->bytes, o->stack, o->device, (uint8_t)space, 1,
+                                   (uint8_t)vt_kind_owned_device(o->kind)});
             break;
         case OP_FREE:
             if ((x = find(m, o->address, space))) drop(m, x);
@@ -322,10 +334,10 @@ int vt_mark_usage(int id, int device, struct vt_mark_usage *out) {
     return m ? 0 : -1;
 }
 
-/* The mark's holders, now or (at_peak) at its peak, by stack, largest
- * first; NULL (and *n 0) when there are none or memory ran out. Lock
- * held. */
-static struct vt_holder *mark_holders(const struct mark *m, int at_peak, size_t *n) {
+/* The mark's holders of device memory, now or (at_peak) at its peak, or
+ * (other) of every kind now, by stack, largest first; NULL (and *n 0) when
+ * there are none or memory ran out. Lock held. */
+static struct vt_holder *mark_holders(const struct mark *m, int at_peak, int other, size_t *n) {
     *n = 0;
     struct vt_holder *h = m->nsites ? malloc(m->nsites * sizeof *h) : NULL;
     if (!h) return NULL;
@@ -333,6 +345,7 @@ static struct vt_holder *mark_holders(const struct mark *m, int at_peak, size_t 
         const struct site *st = &m->sites[i];
         int saved = at_peak && st->hwm_gen == m->peak_gen;
         uint64_t b = saved ? st->hwm_bytes : st->bytes, c = saved ? st->hwm_count : st->count;
+        if (other) { b += st->other_bytes; c += st->other_count; }
         if (c == 0) continue;
         h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i, .count = (uint32_t)c, .bytes = b};
     }
@@ -351,7 +364,7 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
     if (!s) return NULL;
     vt_global_lock();
     /* The holders are the mark's, not the process's: its sites' counts,
-     * which hold the same device memory as the live list it filtered. */
+     * which hold the same memory as the live list it filtered. */
     VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders, s->peak_same);
     s->peak_same = NULL;
     s->peak_holders = s->holders = s->all_holders = NULL;
@@ -363,9 +376,10 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
          * process's (an earlier test's reset was in every later report). */
         free(s->released);
         s->released = mark_released(m, &s->nreleased);
-        s->peak_holders = mark_holders(m, 1, &s->npeak_holders);
-        s->holders = mark_holders(m, 0, &s->nholders);
-        s->all_holders = mark_holders(m, 0, &s->nall_holders);
+        s->peak_holders = mark_holders(m, 1, 0, &s->npeak_holders);
+        s->holders = mark_holders(m, 0, 0, &s->nholders);
+        /* The leak report's: pinned host memory too, as at exit. */
+        s->all_holders = mark_holders(m, 0, 1, &s->nall_holders);
         s->all_is_device = 0;
         /* The figures of the mark, not of the process. */
         s->totals.live_bytes = m->all.live_bytes;

@@ -1,9 +1,11 @@
-/* mark.h -- what a mark needs: the device memory allocated since a point
- * in time, live and at its peak.
+/* mark.h -- what a mark needs: the memory allocated since a point in
+ * time, live and at its peak.
  *
- * A mark is a point in the order of operations: every allocation of this
- * process's own device memory (vt_kind_owned_device) whose time stamp is
- * at or after it is counted "since the mark" until it is freed. For each
+ * A mark is a point in the order of operations: every allocation whose
+ * time stamp is at or after it is counted "since the mark" until it is
+ * freed. Its usage (live, peak) is this process's own device memory's
+ * (vt_kind_owned_device); its leak report holds every kind the exit's
+ * leak check holds (pinned host and imported memory too). For each
  * mark the tracker keeps, per device, the live bytes and allocations since
  * the mark and the peak of those live bytes, and by call site (stack) what
  * was live at the peak of the sum over all devices. Marks are counted as
@@ -41,10 +43,11 @@ int vt_mark_end(int mark);
  * out of range. */
 int vt_mark_usage(int mark, int device, struct vt_mark_usage *out);
 
-/* A snapshot (vt_tracker_snapshot's) whose live allocations are only the
- * device memory allocated since the mark and still live, and whose
- * peak_holders are what was live since the mark at its peak (of the sum
- * over devices), by stack, largest first. NULL for an id that is not open
+/* A snapshot (vt_tracker_snapshot's) whose live allocations are only
+ * those made since the mark and still live (all_holders: every kind, for
+ * the leak report; holders: device memory), and whose peak_holders are
+ * the device memory live since the mark at its peak (of the sum over
+ * devices), by stack, largest first. NULL for an id that is not open
  * or when memory ran out. Free with vt_snapshot_free. */
 struct vt_snapshot *vt_mark_snapshot(int mark);
 
@@ -64,7 +67,7 @@ uint64_t vt_marks_counting(int space, uint64_t address) __attribute__((visibilit
 void vt_marks_released(uint64_t marks, uint32_t stack, uint64_t bytes) __attribute__((visibility("hidden")));
 
 /* Internal to tracker/ (snapshot.c): vt_tracker_snapshot's snapshot with
- * only the live device memory whose time stamp (ticks) is `since` or
+ * only the live allocations whose time stamp (ticks) is `since` or
  * later. */
 struct vt_snapshot *vt_snapshot_since(uint64_t since) __attribute__((visibility("hidden")));
 

@@ -54,7 +54,7 @@ struct live_copy {
     pthread_mutex_t lock;
     struct vt_snapshot *s;
     double scale;
-    int has_since;   /* only the device memory made at or after `since` */
+    int has_since;   /* only the memory made at or after `since` */
     uint64_t since;
     size_t cap, mapped_cap, run;
     int in_memory; /* no file could be made: every record in memory */
@@ -141,7 +141,7 @@ static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
     size_t lost = 0;
     for (size_t i = 0; i < n && !c->sink.stop; i++) {
         const struct vt_alloc *a = &recs[i]->a;
-        if (c->has_since && (a->time_ns < c->since || !vt_kind_owned_device(a->kind))) continue;
+        if (c->has_since && a->time_ns < c->since) continue;
         if (!room(c)) {
             lost++;
             continue;
@@ -319,8 +319,8 @@ static int copy_sites(struct vt_snapshot *s, int sites, struct vt_site_copy *hel
 }
 
 /* The snapshot; with `within_ns`, NULL if a lock it needs is not free
- * within that long; with `since`, its live allocations only the device
- * memory made at or after that tick.
+ * within that long; with `since`, its live allocations only those made
+ * at or after that tick.
  *
  * Under the global lock: every log applied, every slot's table armed for
  * its copy (cow.h) with its own log applied as it is, then the counts, the

@@ -616,3 +616,75 @@ def pytest_plugin_byte_counts_read_as_the_library_reads_them():
     eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 << 30, 3 << 29, 3 << 29, 7, 10,
                    (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20, 1099511627774]) + "\n",
        "the byte counts; nothing bad taken")
+
+
+def markhost_leak(n, fn):
+    line = source_line("t_markhost.c", f"static void *{fn}(void)")
+    call = source_line("t_markhost.c", f"void *{'d' if fn == 'keep_device' else 'h'} = {fn}();")
+    return [f"Direct leak of {n} byte(s) in 1 object(s) allocated from:",
+            f"    call site: {fn} tests/progs/t_markhost.c:{line}",
+            f"    #0 X in {fn} tests/progs/t_markhost.c:{line}",
+            f"    #1 X in main tests/progs/t_markhost.c:{call}", ""]
+
+
+@test
+def c_api_leaks_hold_pinned_host_memory_as_the_exit_check_does():
+    """Pinned host memory allocated since a mark and still live was left
+    out of vramtrace_leaks, while the exit check reported it: every test
+    passed and the process then failed with 23, no test named (an outside
+    check). Now a mark's report holds every kind the exit check holds, in
+    the same entries; the mark's usage stays device memory's."""
+    r = run([os.path.join(T, "t_markhost")], report="stderr", env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, "the exit check's status: " + r.err)
+    head = ["", "=================================================================",
+            "==PID==ERROR: vramtrace: detected GPU memory leaks", ""]
+    pinned, device = markhost_leak(5000, "keep_pinned"), markhost_leak(3000, "keep_device")
+    eq(normalized(r.out), ["kept: 0 live 3000 in 1 peak 10000", "leaks"] + head + pinned + device
+       + ["SUMMARY: vramtrace: 8000 byte(s) leaked in 2 allocation(s).",
+          "freed: 0 live 0 in 0 peak 10000", "leaks after free"] + head + pinned
+       + ["SUMMARY: vramtrace: 5000 byte(s) leaked in 1 allocation(s)."], "the mark's reports")
+    err = normalized(r.err)
+    i = err.index("==PID==ERROR: vramtrace: detected GPU memory leaks")
+    eq(err[i - 2:], head[:-1] + [""] + pinned + ["SUMMARY: vramtrace: 5000 byte(s) leaked in 1 allocation(s)."],
+       "the exit check's report: the same entry")
+
+
+@gtest_test
+def gtest_listener_fails_the_test_that_leaves_pinned_host_memory():
+    """examples/gtest_vramtrace.cc on a test that leaves pinned host memory
+    behind: that test fails with the leak report (before: every test
+    passed, and the exit check failed the binary naming no test)."""
+    r = run([os.path.join(T, "t_gtest_pinned")], report="off")
+    eq(r.rc, 1, "googletest's status: a test failed")
+    lines = normalized(r.out)
+    i = lines.index("Direct leak of 5000 byte(s) in 1 object(s) allocated from:")
+    alloc = source_line("t_gtest_pinned.cc", "cudaMallocHost(&p, n);")
+    eq(lines[i - 7:i + 4], [
+        f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
+        "the test left 5000 byte(s) of GPU memory allocated in 1 allocation(s):", "",
+        "=================================================================",
+        "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+        "Direct leak of 5000 byte(s) in 1 object(s) allocated from:",
+        f"    call site: pinned_buffer(unsigned long) tests/progs/t_gtest_pinned.cc:{alloc}",
+        f"    #0 X in pinned_buffer(unsigned long) tests/progs/t_gtest_pinned.cc:{alloc}",
+        "    #1 X in Pinned_LeavesAStagingBufferBehind_Test::TestBody() tests/progs/t_gtest_pinned.cc:"
+        f"{source_line('t_gtest_pinned.cc', 'static void *staging')}"], "the leaking test's failure")
+    for line in ("SUMMARY: vramtrace: 5000 byte(s) leaked in 1 allocation(s).",
+                 "[  PASSED  ] 1 test.", "[  FAILED  ] Pinned.LeavesAStagingBufferBehind"):
+        ok(line in lines, f"{line!r} in googletest's output:\n{r.out}")
+
+
+@pytest_test
+def pytest_plugin_fails_the_test_that_leaves_pinned_host_memory():
+    """A gpu_no_leaks test that leaves 5000 bytes of pinned host memory
+    behind fails, its first line counting them as the leak report's
+    SUMMARY line does (before: the test passed, and the exit check failed
+    the run naming no test)."""
+    name = "test_pinned_left.py"
+    r = suite(name, env={"PYTHONPATH": os.path.join(ROOT, "python")})   # this tree's plugin, whatever the venv installed
+    eq(outcomes(r.out), {f"{name}::test_pinned_left": "FAILED"}, "outcome")
+    s = sections(r.out, name)["test_pinned_left"]
+    eq(s[0], "gpu_no_leaks: the test left 4.88 KiB (5000 bytes) of GPU memory allocated in 1 allocation(s):",
+       "the first line")
+    ok("Direct leak of 5000 byte(s) in 1 object(s) allocated from:" in s, "\n".join(s))
+    ok("SUMMARY: vramtrace: 5000 byte(s) leaked in 1 allocation(s)." in s, "\n".join(s))

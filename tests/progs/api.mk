@@ -5,6 +5,12 @@ $(T)/t_api: tests/progs/t_api.c include/vramtrace.h $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
 
+# A mark's report of pinned host memory (test_pytest.py).
+PROGS += $(T)/t_markhost
+$(T)/t_markhost: tests/progs/t_markhost.c include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+
 # Marks under threads, with TSan (run by test_pytest.py's c_api_threads).
 PROGS += $(T)/unit_marks_tsan
 $(T)/unit_marks_tsan: tests/unit/test_marks.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
@@ -19,4 +25,9 @@ $(T)/t_gtest_vramtrace: examples/gtest_vramtrace.cc include/vramtrace.h $(SIM)/l
 	@mkdir -p $(T)
 	$(CXX) -std=c++17 -O0 -g -Wall -Wextra -I$(CUDA_HOME)/include -Iinclude -o $@ $< -lgtest -lpthread \
 	    $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+PROGS += $(T)/t_gtest_pinned
+$(T)/t_gtest_pinned: tests/progs/t_gtest_pinned.cc examples/gtest_vramtrace.cc include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CXX) -std=c++17 -O0 -g -Wall -Wextra -I$(CUDA_HOME)/include -Iinclude -DGTEST_VRAMTRACE_NO_MAIN -o $@ $< \
+	    examples/gtest_vramtrace.cc -lgtest -lpthread $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
 endif
