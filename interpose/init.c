@@ -13,6 +13,7 @@
 #include "../report/owntime.h"
 #include "../report/torch.h"
 #include "../tracker/clock.h"
+#include "../tracker/lsanroot.h"
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
@@ -76,6 +77,9 @@ static void init_all_once(void) {
     vt_torch_on_oom(vt_output_torch_oom);
     vt_torch_on_unseen_oom(vt_hook_torch_oom);
     vt_clock_adopt(&start.clock);
+    /* Before the tracker maps anything: a sanitizer runtime's leak search
+     * is shown vramtrace's mappings (tracker/lsanroot.h). */
+    vt_lsan_find(vt_global_symbol);
     vt_tracker_init(vt_opt.depth, (size_t)vt_opt.events);
     vt_tracker_spill((size_t)vt_opt.spill << 20, getenv("TMPDIR"));
     vt_stack_init(vt_opt.unwind == VT_UNWIND_LIBUNWIND ? VT_STACK_LIBUNWIND

@@ -34,13 +34,10 @@
 #include <cpuid.h>
 #endif
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "../common/warn.h"
 #include "account.h"
 #include "intern.h"
+#include "lsanroot.h"
 #include "stack.h"
 
 #define NONE UINT32_MAX
@@ -321,12 +318,10 @@ static int list_grow(void) {
         if (m != MAP_FAILED) madvise(m, bytes, MADV_NOHUGEPAGE);
     }
     if (m == MAP_FAILED) return 0;
-#ifdef __SANITIZE_ADDRESS__
     /* LeakSanitizer does not look inside a mapping of vramtrace's own: the
      * list, which holds every stack, is a root of its search. */
-    if (vt_stacks.list) __lsan_unregister_root_region(vt_stacks.list, old_bytes);
-    __lsan_register_root_region(m, bytes);
-#endif
+    vt_lsan_unroot(vt_stacks.list, old_bytes);
+    vt_lsan_root(m, bytes);
     vt_stacks.list = m;
     vt_stacks.cap = cap;
     return 1;

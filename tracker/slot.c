@@ -248,7 +248,8 @@ struct vt_slot *vt_slot_attach(void) {
  * held one (0.4 s to start a child of a parent with a million live, and
  * that much of the parent's memory copied); left alone, the pages stay
  * shared with the parent and cost the child nothing. Kept reachable, so
- * that a leak checker in the child does not call them leaks. */
+ * that a leak checker in the child does not call them leaks (a mapped
+ * array is a root of LeakSanitizer's search from its making: lsanroot.h). */
 struct parent_table {
     struct live_table t;
     struct parent_table *next;
@@ -268,7 +269,6 @@ void vt_slots_reset_child(void) {
             k->t.cow = NULL; /* a forked child's: its snapshot is the parent's */
             k->next = parent_tables;
             parent_tables = k;
-            vt_table_keep_reachable(&k->t);
             vt_table_forget(&l->table);
         } else {
             TABLE_EACH(&l->table, r, free(r));

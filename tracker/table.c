@@ -8,11 +8,8 @@
  * pages' work (small pages: see array_new). */
 #include <stdlib.h>
 #include <sys/mman.h>
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
-
 #include "lockprobe.h"
+#include "lsanroot.h"
 #include "table.h"
 
 #define MAP_MIN ((size_t)1 << 20)
@@ -26,13 +23,23 @@ static struct live_entry *array_new(size_t cap) {
     /* Small pages, where the kernel would give huge ones to every mapping:
      * a huge page's first touch clears 2 MiB inside one hooked call. */
     madvise(m, bytes, MADV_NOHUGEPAGE);
+    /* LeakSanitizer looks inside malloc's blocks, not inside a mapping of
+     * vramtrace's own: the records a mapped array holds are reachable from
+     * it only as a root of its search (a forked child's copy of the
+     * parent's, kept, stays one). */
+    vt_lsan_root(m, bytes);
     return m;
 }
 
 static void array_free(struct live_entry *e, size_t cap) {
     size_t bytes = cap * sizeof(struct live_entry);
-    if (bytes < MAP_MIN) free(e);
-    else VT_PROBE_COUNT(VT_PC_UNMAPS, 1), munmap(e, bytes);
+    if (bytes < MAP_MIN) {
+        free(e);
+        return;
+    }
+    VT_PROBE_COUNT(VT_PC_UNMAPS, 1);
+    vt_lsan_unroot(e, bytes);
+    munmap(e, bytes);
 }
 
 /* Move every remaining old entry now (out of memory for a new array: the
@@ -113,20 +120,6 @@ void vt_table_del_growing(struct live_table *t, const struct vt_rec *r, uint32_t
         t->count--;
     }
     vt_table_move(t);
-}
-
-void vt_table_keep_reachable(const struct live_table *t) {
-#ifdef __SANITIZE_ADDRESS__
-    /* LeakSanitizer looks inside malloc's blocks, not inside a mapping of
-     * vramtrace's own: the records a mapped array holds are reachable from
-     * it only once it is a root of the search. */
-    if (t->e && t->cap * sizeof(struct live_entry) >= MAP_MIN)
-        __lsan_register_root_region(t->e, t->cap * sizeof(struct live_entry));
-    if (t->old && t->old_cap * sizeof(struct live_entry) >= MAP_MIN)
-        __lsan_register_root_region(t->old, t->old_cap * sizeof(struct live_entry));
-#else
-    (void)t;
-#endif
 }
 
 void vt_table_forget(struct live_table *t) {

@@ -299,9 +299,4 @@ void vt_table_free(struct live_table *t) VT_HIDDEN;
  * are someone else's now (a forked child's copy of its parent's). */
 void vt_table_forget(struct live_table *t) VT_HIDDEN;
 
-/* In a build with LeakSanitizer: t's mapped arrays made roots of its
- * search, so that the records only they hold are not called leaks
- * (tables kept, not freed: a forked child's of its parent). */
-void vt_table_keep_reachable(const struct live_table *t) VT_HIDDEN;
-
 #endif
