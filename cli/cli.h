@@ -26,6 +26,18 @@ int vt_cli_flush(const char *cmd);
  * *why (nothing came). */
 int vt_run_copy_pipe(const char *path, const char *to, const char **why);
 
+/* Whether the LD_PRELOAD entry of n bytes at entry names a sanitizer's
+ * runtime (libasan.so.8, libclang_rt.asan-x86_64.so, and those of
+ * hwasan, tsan, msan, lsan, ubsan), which must come before libvramtrace.so
+ * (cli/run_sanitizer.c). */
+int vt_run_is_sanitizer(const char *entry, size_t n);
+
+/* The sanitizer runtime the program cmd (found in PATH as execvp finds
+ * it) names among the libraries it needs, as it names it, into out: 0,
+ * or -1 when it names none or is no dynamic ELF program of this machine's
+ * (a script, a static program). */
+int vt_run_needed_sanitizer(const char *cmd, char *out, size_t size);
+
 /* The top-level help. */
 void vt_usage(FILE *f);
 

@@ -140,19 +140,40 @@ static char *without_other_copies(const char *old, const char *lib) {
     return kept;
 }
 
-/* Put lib first in LD_PRELOAD, before what the caller preloads (less
- * another copy of the library: without_other_copies). */
-static int set_preload(const char *lib) {
+/* Append the n bytes at entry to the LD_PRELOAD list `to`. */
+static void add_entry(char *to, const char *entry, size_t n) {
+    size_t k = strlen(to);
+    if (k) to[k++] = ':';
+    memcpy(to + k, entry, n);
+    to[k + n] = '\0';
+}
+
+/* LD_PRELOAD for the command cmd: a sanitizer's runtime first, then lib,
+ * then the rest of what the caller preloads (less another copy of the
+ * library: without_other_copies). The runtime is one the caller preloads,
+ * kept before the library, else the one the program needs
+ * (cli/run_sanitizer.c), whose name goes into `needed` ("" when none). */
+static int set_preload(const char *lib, const char *cmd, char *needed, size_t size) {
     char *less = without_other_copies(getenv("LD_PRELOAD"), lib);
     const char *old = less ? less : getenv("LD_PRELOAD");
-    size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
-    char *preload = malloc(len);
-    if (!preload) {
-        free(less);
-        return -1;
+    if (!old) old = "";
+    if (vt_run_needed_sanitizer(cmd, needed, size) != 0) needed[0] = '\0';
+    size_t len = strlen(lib) + strlen(old) + strlen(needed) + 3;
+    char *first = malloc(len), *rest = malloc(len), *preload = malloc(len);
+    int rc = -1;
+    if (first && rest && preload) {
+        first[0] = rest[0] = '\0';
+        for (const char *p = old + strspn(old, " :"); *p; p += strspn(p, " :")) {
+            size_t n = strcspn(p, " :");
+            add_entry(vt_run_is_sanitizer(p, n) ? first : rest, p, n);
+            p += n;
+        }
+        if (!first[0] && needed[0]) add_entry(first, needed, strlen(needed));
+        snprintf(preload, len, "%s%s%s%s%s", first, first[0] ? ":" : "", lib, rest[0] ? ":" : "", rest);
+        rc = setenv("LD_PRELOAD", preload, 1);
     }
-    snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-    int rc = setenv("LD_PRELOAD", preload, 1);
+    free(first);
+    free(rest);
     free(preload);
     free(less);
     return rc;
@@ -163,6 +184,7 @@ struct run_plan {
     int needs_mark; /* the leak check or a budget: tracing must be proven */
     int needs_copy; /* the suppressions are a pipe or FIFO: 1, 2 when given by the flag */
     int leak_check;
+    char sanitizer[256]; /* the sanitizer runtime the program needs, or "" */
     char dir[PATH_MAX], link[PATH_MAX + 32], mark[PATH_MAX + 32], sup[PATH_MAX + 32];
 };
 
@@ -440,7 +462,7 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
         setenv("VRAMTRACE_MARK", p->mark, 1);
     }
     int ends[2];
-    if (set_preload(preload) != 0 || pipe2(ends, O_CLOEXEC) != 0) {
+    if (set_preload(preload, cmd[0], p->sanitizer, sizeof p->sanitizer) != 0 || pipe2(ends, O_CLOEXEC) != 0) {
         fprintf(stderr, "vramtrace run: %s\n", strerror(errno));
         remove_private_dir(p);
         return 125;
@@ -517,9 +539,18 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
         return exec_errno == ENOENT ? 127 : 126;
     }
     if (p->needs_mark && !traced) {
-        fprintf(stderr, "vramtrace run: %s ran untraced (libvramtrace.so never loaded into it: a static or "
-                        "set-user-ID program?); %s\n",
-                cmd[0], p->leak_check ? "no leak check was made" : "no budget applied");
+        const char *what = p->leak_check ? "no leak check was made" : "no budget applied";
+        /* A sanitizer's runtime that refused to start where it was (the
+         * program's own, not found by its name): the fix is a path. */
+        if (p->sanitizer[0])
+            fprintf(stderr, "vramtrace run: %s ran untraced (libvramtrace.so never loaded into it: it is built with "
+                            "a sanitizer, whose runtime %s must come first in the initial library list; preload it "
+                            "by its path, LD_PRELOAD=/path/to/%s vramtrace run ...); %s\n",
+                    cmd[0], p->sanitizer, p->sanitizer, what);
+        else
+            fprintf(stderr, "vramtrace run: %s ran untraced (libvramtrace.so never loaded into it: a static or "
+                            "set-user-ID program?); %s\n",
+                    cmd[0], what);
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 125;
     }
     /* A leak in another process of the command (a test runner's worker, a
@@ -788,7 +819,8 @@ int vt_cmd_run(int argc, char **argv) {
     struct stat st;
     if (sup && *sup && stat(sup, &st) == 0 && S_ISFIFO(st.st_mode)) plan.needs_copy = sup_flag ? 2 : 1;
     if (!plan.needs_link && !plan.needs_mark && !plan.needs_copy) {
-        if (set_preload(lib) != 0) return 127;
+        char needed[256];
+        if (set_preload(lib, argv[i], needed, sizeof needed) != 0) return 127;
         execvp(argv[i], argv + i);
         fprintf(stderr, "vramtrace run: cannot run %s: %s\n", argv[i], strerror(errno));
         return errno == ENOENT ? 127 : 126;
