@@ -7,74 +7,13 @@
 #include "findings.h"
 #include "../common/format.h"
 #include "../common/oomtext.h"
-#include "../tracker/departed.h"
 #include "holders.h"
 #include "live.h"
 #include "torch.h"
+#include "traits.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
 #define PCT(part, whole) vt_fmt_pct((part), (whole), 0, pct, sizeof pct)
-
-static int is_python(const struct vt_symbols *sym, uint32_t stack) {
-    const struct vt_frame *fr = vt_call_site(sym, stack);
-    return fr && fr->python;
-}
-
-/* What a stack's frames say of it, found in one walk and kept in
- * sym->traits (a failure's findings ask it of every holder, several
- * times, and every failure of a dump asks again). */
-enum {
-    T_KNOWN = 1,
-    T_TORCH = 2,       /* a frame in libc10* or libtorch* */
-    T_TORCH_ALLOC = 4, /* a frame in libc10_cuda* */
-    T_CKPT = 8,        /* Python code of torch/utils/checkpoint.py */
-};
-
-static unsigned stack_traits(const struct vt_symbols *sym, uint32_t stack) {
-    if (!sym || stack >= sym->nstacks) return 0;
-    if (sym->traits && sym->traits[stack]) return sym->traits[stack];
-    static const char ckpt[] = "torch/utils/checkpoint.py";
-    const size_t nckpt = sizeof ckpt - 1;
-    const struct vt_stack *st = sym->stack[stack];
-    unsigned t = T_KNOWN;
-    const char *last = NULL;   /* the module of the frame before: most run on in one */
-    for (uint32_t j = 0; j < st->depth; j++) {
-        const struct vt_frame *fr = vt_symbols_frame(sym, vt_code_key(st, j));
-        if (!fr) continue;
-        if (fr->python) {
-            size_t n = fr->file ? strlen(fr->file) : 0;
-            if (n >= nckpt && strcmp(fr->file + n - nckpt, ckpt) == 0) t |= T_CKPT;
-        }
-        if (!fr->module || fr->module == last) continue;
-        last = fr->module;
-        const char *m = strrchr(fr->module, '/');
-        m = m ? m + 1 : fr->module;
-        if (strncmp(m, "libc10_cuda", 11) == 0) t |= T_TORCH | T_TORCH_ALLOC;
-        else if (strncmp(m, "libc10", 6) == 0 || strncmp(m, "libtorch", 8) == 0) t |= T_TORCH;
-    }
-    if (sym->traits) sym->traits[stack] = (uint8_t)t;
-    return t;
-}
-
-/* Whether stack went through PyTorch (a frame in libc10* or libtorch*):
- * PyTorch's advice (its allocator's settings, .detach(), no_grad) is for
- * its memory, not for a numba, CuPy or ctypes program's. */
-static int through_torch(const struct vt_symbols *sym, uint32_t stack) {
-    return (stack_traits(sym, stack) & T_TORCH) != 0;
-}
-
-/* Whether stack went through PyTorch's CUDA allocator (libc10_cuda: its
- * caching allocator and its cudaMallocAsync backend both live there): the
- * memory of PyTorch's cache, which serves PyTorch's tensors alone. */
-static int through_torch_allocator(const struct vt_symbols *sym, uint32_t stack) {
-    return (stack_traits(sym, stack) & T_TORCH_ALLOC) != 0;
-}
-
-/* Whether stack runs Python code of torch/utils/checkpoint.py: a failure
- * in activation checkpointing's recomputation. */
-static int in_checkpoint(const struct vt_symbols *sym, uint32_t stack) {
-    return (stack_traits(sym, stack) & T_CKPT) != 0;
-}
 
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
  * (the most likely come first). */
@@ -204,12 +143,12 @@ static int dominant_line(const struct vt_symbols *sym, const struct vt_holder *s
         out->bytes = bytes;
         out->count = count;
         out->nsites = j - i;
-        out->python = is_python(sym, l[i].h->stack);
+        out->python = vt_is_python(sym, l[i].h->stack);
         out->torch = 0;
         out->callees[0] = '\0';
         size_t k = 0;
         for (size_t x = i; x < j; x++) {
-            out->torch |= through_torch(sym, l[x].h->stack);
+            out->torch |= vt_through_torch(sym, l[x].h->stack);
             char label[160];
             vt_site_label(sym, l[x].h->stack, label, sizeof label);
             const char *callee = strstr(label, " -> ");
@@ -339,10 +278,10 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * unknown, said so, after a growing site. */
     struct vt_finding cache_holds;
     int cache_later = 0;
-    if (!o->budget && !torch && o->have_info && holders && !through_torch_allocator(sym, o->stack)) {
+    if (!o->budget && !torch && o->have_info && holders && !vt_through_torch_allocator(sym, o->stack)) {
         uint64_t cached = 0, segments = 0;
         for (size_t i = 0; i < nholders; i++)
-            if (through_torch_allocator(sym, holders[i].stack)) cached += holders[i].bytes, segments += holders[i].count;
+            if (vt_through_torch_allocator(sym, holders[i].stack)) cached += holders[i].bytes, segments += holders[i].count;
         uint64_t allocated = 0, reserved = 0;
         int known = vt_torch_live_last(o->device, &allocated, &reserved) && reserved == cached;
         uint64_t unused = known && reserved > allocated ? reserved - allocated : 0;
@@ -389,8 +328,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     /* Checkpointing is in use where the failing call or memory live on
      * the device came through it (a failure in backward proper has no
      * Python frame of its own). */
-    int recomputing = in_checkpoint(sym, o->stack), checkpointing = recomputing;
-    for (size_t i = 0; !checkpointing && holders && i < nholders; i++) checkpointing = in_checkpoint(sym, holders[i].stack);
+    int recomputing = vt_in_checkpoint(sym, o->stack), checkpointing = recomputing;
+    for (size_t i = 0; !checkpointing && holders && i < nholders; i++) checkpointing = vt_in_checkpoint(sym, holders[i].stack);
     for (size_t i = 0; i < ngrowth; i++) {
         vt_site_label(sym, growth[i].stack, site, sizeof site);
         if (device_only && !holds_here(sym, sites, nsites, site)) continue;
@@ -413,7 +352,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
          * step begun): its first batch's activations rise as a leak does;
          * which one it is, only the program knows (a first batch too big
          * was called a leak suspect alone). */
-        if (through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping() &&
+        if (vt_through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping() &&
             graphless) {
             /* No graph kept: no training's first batch, a loop keeping its
              * results (an evaluation under torch.no_grad()). */
@@ -425,7 +364,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      "results, or .cpu() them (.detach() and torch.no_grad() change nothing here)", site);
             break;
         }
-        if (through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping()) {
+        if (vt_through_torch(sym, growth[i].stack) && steps_before(s, o->time_ns) == 0 && !vt_torch_stepping()) {
             snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s, before any optimizer step: "
                      "the first batch's work if the program trains, a leak suspect if it loops without steps",
                      site, B(growth[i].first_floor, a), B(growth[i].end_bytes, b),
@@ -447,11 +386,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         }
         snprintf(f->text, sizeof f->text, "%s grew through the run from %s to %s: %s; a leak suspect", site,
                  B(growth[i].first_floor, a), B(growth[i].end_bytes, b), vt_growth_text(&growth[i], rate, sizeof rate));
-        if (through_torch(sym, growth[i].stack) && graphless)
+        if (vt_through_torch(sym, growth[i].stack) && graphless)
             snprintf(f->next, sizeof f->next,
                      "free what %s keeps from one step to the next (results appended to a list: keep fewer, or .cpu() "
                      "them); no graph is kept here, so .detach() and torch.no_grad() change nothing", site);
-        else if (through_torch(sym, growth[i].stack))
+        else if (vt_through_torch(sym, growth[i].stack))
             snprintf(f->next, sizeof f->next,
                      "free what %s keeps from one step to the next (results appended to a list, tensors kept with "
                      "their graph: keep loss.item() or .detach() of what is only logged; a loss summed over "
@@ -475,11 +414,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
-        if (is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
+        if (vt_is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
                      "smaller model, or sharding or offloading (FSDP, ZeRO, device_map) across devices", site);
-        else if (is_python(sym, h->stack) && through_torch(sym, h->stack))
+        else if (vt_is_python(sym, h->stack) && vt_through_torch(sym, h->stack))
             batch_advice(f->next, sizeof f->next, site, graphless, checkpointing, recomputing);
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
@@ -523,7 +462,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  B(pool_spare, a), B(o->pool_reserved, b), B(o->pool_used, c));
         /* PyTorch's cudaMallocAsync backend trims its pool and retries
          * before it raises: what it kept unused was given back already. */
-        if (o->kind == VT_KIND_ASYNC && through_torch(sym, o->stack))
+        if (o->kind == VT_KIND_ASYNC && vt_through_torch(sym, o->stack))
             snprintf(f->next, sizeof f->next,
                      "not torch.cuda.empty_cache(): PyTorch's cudaMallocAsync backend trims the pool and asks again "
                      "before it raises; what is left is in use: lower the peak (the holders above)");
@@ -565,7 +504,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "fragmented or a pool limit applies", B(freeb, a), B(o->requested, b));
         snprintf(f->next, sizeof f->next, "%s",
                  defrag                                      ? defrag
-                 : torch || through_torch(sym, o->stack)     ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for "
+                 : torch || vt_through_torch(sym, o->stack)     ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; for "
                                                                "stream-ordered pools check the pool's release threshold"
                                                              : "allocate the largest buffers first, or fewer and larger "
                                                                "ones to carve up; for stream-ordered pools check the "

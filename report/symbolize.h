@@ -43,7 +43,7 @@ struct vt_symbols {
     uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
     uint32_t *group_lowest; /* per group: its lowest stack */
     size_t ngroups;
-    uint8_t *traits;        /* per stack: what its frames say (report/findings.c), 0 until asked */
+    uint8_t *traits;        /* per stack: what its frames say (report/traits.c), 0 until asked */
     void *priv;
 };
 
