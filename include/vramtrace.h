@@ -47,7 +47,7 @@
 extern "C" {
 #endif
 
-#define VRAMTRACE_API_VERSION 2
+#define VRAMTRACE_API_VERSION 3
 
 /* What the functions return besides their figures. */
 #define VRAMTRACE_OK 0
@@ -92,6 +92,14 @@ int vramtrace_usage(int mark, int device, struct vramtrace_usage *out);
  * VRAMTRACE_ code below zero. */
 long vramtrace_leaks(int mark, char *buf, size_t size);
 
+/* As vramtrace_leaks, of the mark's live allocations that did not go
+ * through PyTorch's CUDA allocator (no frame in libc10_cuda): in a
+ * process that uses PyTorch, what a test made through CuPy, ctypes or an
+ * extension's cudaMalloc and kept, without the segments of PyTorch's
+ * cache (whose tensors PyTorch counts itself). Since
+ * VRAMTRACE_API_VERSION 3. */
+long vramtrace_leaks_outside_torch(int mark, char *buf, size_t size);
+
 /* The holders at the mark's peak (the allocations since the mark live
  * then, by stack), in the leak report's words, as vramtrace_leaks returns
  * them; empty when nothing was allocated since the mark. */
@@ -121,6 +129,7 @@ struct vramtrace_api {
     long (*peak)(int mark, char *buf, size_t size);
     int (*dump)(const char *name, char *path, size_t size);
     int (*step)(void);  /* since VRAMTRACE_API_VERSION 2 */
+    long (*leaks_outside_torch)(int mark, char *buf, size_t size);  /* since VRAMTRACE_API_VERSION 3 */
 };
 
 static inline int vramtrace_off_active_(void) { return 0; }
@@ -164,6 +173,7 @@ static inline int vramtrace_load(struct vramtrace_api *api) {
     VRAMTRACE_FIND_(peak, "vramtrace_peak", vramtrace_off_report_);
     VRAMTRACE_FIND_(dump, "vramtrace_dump", vramtrace_off_dump_);
     VRAMTRACE_FIND_(step, "vramtrace_step", vramtrace_off_step_);
+    VRAMTRACE_FIND_(leaks_outside_torch, "vramtrace_leaks_outside_torch", vramtrace_off_report_);
 #undef VRAMTRACE_FIND_
     return api->active();
 }

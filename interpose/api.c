@@ -62,14 +62,16 @@ VT_API int vramtrace_usage(int mark, int device, struct vramtrace_usage *out) {
     API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_BAD_MARK);
 }
 
-/* A report written by `write` for mark into buf, snprintf's way. */
-static long to_buffer(int mark, char *buf, size_t size, int peak) {
+enum report { LEAKS, LEAKS_OUTSIDE_TORCH, PEAK };
+
+/* A report of mark into buf, snprintf's way. */
+static long to_buffer(int mark, char *buf, size_t size, enum report which) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return VRAMTRACE_FAILED;
     struct vt_leak_result res;
-    int r = peak ? vt_since_peak(f, mark) : vt_since_leaks(f, mark, &res);
+    int r = which == PEAK ? vt_since_peak(f, mark) : vt_since_leaks(f, mark, which == LEAKS_OUTSIDE_TORCH, &res);
     int bad = fclose(f) != 0;
     if (r == 0 && !bad && buf && size) {
         size_t n = len < size - 1 ? len : size - 1;
@@ -83,13 +85,19 @@ static long to_buffer(int mark, char *buf, size_t size, int peak) {
 
 VT_API long vramtrace_leaks(int mark, char *buf, size_t size) {
     API_ENTER;
-    long r = to_buffer(mark, buf, size, 0);
+    long r = to_buffer(mark, buf, size, LEAKS);
+    API_LEAVE(r);
+}
+
+VT_API long vramtrace_leaks_outside_torch(int mark, char *buf, size_t size) {
+    API_ENTER;
+    long r = to_buffer(mark, buf, size, LEAKS_OUTSIDE_TORCH);
     API_LEAVE(r);
 }
 
 VT_API long vramtrace_peak(int mark, char *buf, size_t size) {
     API_ENTER;
-    long r = to_buffer(mark, buf, size, 1);
+    long r = to_buffer(mark, buf, size, PEAK);
     API_LEAVE(r);
 }
 

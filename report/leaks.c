@@ -113,12 +113,23 @@ void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct 
     }
 }
 
+/* The holders h[0..*n) that keep accepts (all without keep), kept in
+ * their order in place. */
+static void keep_only(struct vt_holder *h, size_t *n, const struct vt_symbols *sym, vt_leak_keep keep) {
+    if (!keep || !h) return;
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (keep(sym, h[i].stack)) h[k++] = h[i];
+    *n = k;
+}
+
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                                     struct vt_suppressions *sup, int pid) {
+                                     struct vt_suppressions *sup, int pid, vt_leak_keep keep) {
     struct vt_leak_result res = {0, 0, 0, 0};
     size_t ns = 0, nr = 0;
     struct vt_holder *g = vt_holders_of(s, 0, &ns);
     if (!g && s->nlive) vt_records_lost("the leak report");
+    keep_only(g, &ns, sym, keep);
     /* What a context's reset released without a free is leaked too (as
      * compute-sanitizer reports it at the reset): added to its stack's. */
     nr = s->nreleased;
@@ -129,6 +140,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
         nr = 0;
     } else if (nr) {
         memcpy(rel, s->released, nr * sizeof *rel);
+        keep_only(rel, &nr, sym, keep);
         qsort(rel, nr, sizeof *rel, by_stack);
         g = all;
         size_t live = ns;

@@ -59,9 +59,13 @@ struct vt_leak_result {
 void vt_leak_holders(FILE *f, const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                      const char *lead, const struct vt_holder *released, size_t nreleased);
 
+/* Which stacks a leak report covers: nonzero for those it keeps. */
+typedef int (*vt_leak_keep)(const struct vt_symbols *sym, uint32_t stack);
+
 /* Print the leak report for the live allocations of s to f (nothing when
- * there is no leak and no suppression was used) and return the figures. */
+ * there is no leak and no suppression was used) and return the figures:
+ * of every stack, or (keep) of those that keep accepts. */
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                                     struct vt_suppressions *sup, int pid);
+                                     struct vt_suppressions *sup, int pid, vt_leak_keep keep);
 
 #endif

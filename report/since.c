@@ -8,8 +8,13 @@
 #include "holders.h"
 #include "since.h"
 #include "symbolize.h"
+#include "traits.h"
 
-int vt_since_leaks(FILE *f, int mark, struct vt_leak_result *res) {
+static int outside_torch_allocator(const struct vt_symbols *sym, uint32_t stack) {
+    return !vt_through_torch_allocator(sym, stack);
+}
+
+int vt_since_leaks(FILE *f, int mark, int outside_torch, struct vt_leak_result *res) {
     *res = (struct vt_leak_result){0, 0, 0, 0};
     struct vt_snapshot *s = vt_mark_snapshot(mark);
     if (!s) return -1;
@@ -19,7 +24,7 @@ int vt_since_leaks(FILE *f, int mark, struct vt_leak_result *res) {
     /* A bad suppressions file was warned of at the start of the exit
      * check's reading; here it only means none. */
     struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
-    *res = vt_leak_report(f, s, sym, sup, (int)getpid());
+    *res = vt_leak_report(f, s, sym, sup, (int)getpid(), outside_torch ? outside_torch_allocator : NULL);
     vt_suppressions_free(sup);
     vt_symbols_free(sym);
     vt_snapshot_free(s);

@@ -23,9 +23,12 @@
 #include "leaks.h"
 
 /* The leak report of the mark's live allocations to f (nothing when there
- * are none); *res its figures. 0, or -1 for a mark that is not open or a
- * snapshot that could not be taken. */
-int vt_since_leaks(FILE *f, int mark, struct vt_leak_result *res);
+ * are none); *res its figures. With outside_torch, only those that did
+ * not go through PyTorch's CUDA allocator (report/traits.h): what a test
+ * made through CuPy, ctypes or an extension and kept, without the
+ * segments of PyTorch's cache (PyTorch counts its tensors itself). 0, or
+ * -1 for a mark that is not open or a snapshot that could not be taken. */
+int vt_since_leaks(FILE *f, int mark, int outside_torch, struct vt_leak_result *res);
 
 /* The holders at the mark's peak to f (nothing when nothing was allocated
  * since the mark). 0, or -1 as vt_since_leaks. */

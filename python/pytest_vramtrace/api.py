@@ -33,6 +33,7 @@ class Api:
             "vramtrace_mark_end": (ctypes.c_int, [ctypes.c_int]),
             "vramtrace_usage": (ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.POINTER(Usage)]),
             "vramtrace_leaks": (ctypes.c_long, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+            "vramtrace_leaks_outside_torch": (ctypes.c_long, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
             "vramtrace_peak": (ctypes.c_long, [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
             "vramtrace_dump": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
         }
@@ -82,6 +83,11 @@ class Api:
     def leaks(self, mark):
         """The leak report of the allocations since mark still live ("" when none)."""
         return self._report("vramtrace_leaks", mark)
+
+    def leaks_outside_torch(self, mark):
+        """The leak report of the allocations since mark still live that did
+        not go through PyTorch's CUDA allocator ("" when none)."""
+        return self._report("vramtrace_leaks_outside_torch", mark)
 
     def peak(self, mark):
         """The holders at the mark's peak, in the leak report's words."""

@@ -10,7 +10,9 @@
   (torch.cuda.memory_allocated() before and after), not what the caching
   allocator keeps reserved; the cache is emptied before and, for the
   report, after the test, so that the report shows the test's own
-  allocations.
+  allocations. Memory PyTorch's allocator did not make (CuPy, ctypes, an
+  extension's cudaMalloc) counts as without PyTorch
+  (vramtrace_leaks_outside_torch).
 - `@pytest.mark.gpu_limit("2 GiB")`: the test fails when its peak of
   device memory (allocated since it began) is over the limit, with what
   held the memory at that peak; with PyTorch, also when its tensors'
@@ -166,6 +168,42 @@ def _not_suppressed(report, live, count):
     return int(m.group(1)), int(m.group(2)), (tuple(matched) if matched[1] else None)
 
 
+_SUPPRESSED = re.compile(r"^ *(\d+) +(\d+) \S", re.M)
+
+
+def _suppressed(report):
+    """What the suppressions matched, from the leak report's table of
+    suppressions used: (bytes, allocations), or None when they matched
+    nothing."""
+    lines = report.split("Suppressions used:\n", 1)
+    if len(lines) < 2:
+        return None
+    table = lines[1].split("\n-----", 1)[0]
+    rows = [(int(m.group(2)), int(m.group(1))) for m in _SUPPRESSED.finditer(table)]
+    return (sum(r[0] for r in rows), sum(r[1] for r in rows)) if rows else None
+
+
+def _left_text(report, live, count, where):
+    """A gpu_no_leaks failure of the leak report `report`: what it counts
+    that no suppression matches, `where` said after the count, and what
+    suppressions matched. live and count are the mark's live figures
+    (vramtrace_usage) that the report covers; None when it covers part of
+    them: then the report's own, its SUMMARY line and its table of
+    suppressions used."""
+    if live is None:
+        m = _SUMMARY.search(report)
+        left, n = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        matched = _suppressed(report)
+    else:
+        left, n, matched = _not_suppressed(report, live, count)
+    return (f"gpu_no_leaks: the test left {format_bytes(left)} ({left} bytes) of GPU memory "
+            f"allocated in {n} allocation(s){where}"
+            + ("" if left else ", and memory a context's reset released without a free")
+            + (f", besides {format_bytes(matched[0])} ({matched[0]} bytes) in {matched[1]} "
+               "allocation(s) that suppressions match" if matched else "")
+            + ":\n" + report)
+
+
 def _tensor_bytes(t):
     return sum(t.cuda.memory_allocated(d) for d in range(t.cuda.device_count()))
 
@@ -272,18 +310,18 @@ def pytest_runtest_call(item):
                                     + ("the GPU memory allocated since it began and still held:\n" + report
                                        if report else "they lie in memory PyTorch's cache held before the test, "
                                        "so vramtrace has no allocation of the test's own to show\n"))
+                # Memory that PyTorch's allocator did not make (CuPy,
+                # ctypes, an extension's cudaMalloc): PyTorch's count of
+                # tensors never sees it, and its cache is not it.
+                report = st.api.leaks_outside_torch(mark)
+                if report and not _all_suppressed(report):
+                    failures.append(_left_text(report, None, None, " outside PyTorch's caching allocator"))
             else:
                 # Also memory a context's reset released without a free
                 # (nothing live then; the report says it).
                 report = st.api.leaks(mark)
                 if report and not _all_suppressed(report):
-                    left, n, matched = _not_suppressed(report, live, count)
-                    failures.append(f"gpu_no_leaks: the test left {format_bytes(left)} ({left} bytes) of GPU memory "
-                                    f"allocated in {n} allocation(s)"
-                                    + ("" if left else ", and memory a context's reset released without a free")
-                                    + (f", besides {format_bytes(matched[0])} ({matched[0]} bytes) in {matched[1]} "
-                                       "allocation(s) that suppressions match" if matched else "")
-                                    + ":\n" + report)
+                    failures.append(_left_text(report, live, count, ""))
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return res

@@ -429,6 +429,64 @@ def pytest_plugin_torch_suite():
     eq(len(r.dumps), 1, "one dump")
 
 
+RAW_SUITE = "test_torch_raw.py"
+
+
+def raw_frames(test, call, via=None):
+    """A cudaMalloc of raw() through ctypes: its call site and the suite's frames."""
+    alloc = suite_line(RAW_SUITE, "assert rt.cudaMalloc")
+    return ([f"    call site: raw {RAW_SUITE}:{alloc}", f"    # in raw {RAW_SUITE}:{alloc}"]
+            + ([f"    # in {via} {RAW_SUITE}:{suite_line(RAW_SUITE, 'return raw(n)')}"] if via else [])
+            + [f"    # in {test} {RAW_SUITE}:{suite_line(RAW_SUITE, call)}"])
+
+
+@torch_pytest_test
+def pytest_plugin_torch_raw_memory_is_checked():
+    """Device memory that PyTorch's allocator did not make (cudaMalloc
+    through ctypes, as CuPy or an extension makes it) left by a test is a
+    leak once PyTorch has set up CUDA, as it is without PyTorch: the check
+    compared PyTorch's count of tensors alone, and passed a test that kept
+    7 MiB. PyTorch's cache (a segment kept after its tensor went) is still
+    no leak; suppressions apply to that memory as at exit."""
+    with workdir("vt-pytest-raw-") as work:
+        sup = os.path.join(work, "sup.txt")
+        with open(sup, "w") as f:
+            f.write("leak:kept_by_a_pool\n")
+        r = suite(RAW_SUITE, "--vramtrace-lib=" + LIB, torch=True, env={"VRAMTRACE_SUPPRESSIONS": sup})
+    eq(r.rc, 1, "pytest's status: tests failed")
+    eq(outcomes(r.out), {f"{RAW_SUITE}::test_{n}": o for n, o in (
+        ("raw_leak", "FAILED"), ("raw_freed", "PASSED"), ("cache_kept_is_not_a_leak", "PASSED"),
+        ("raw_and_tensor_leak", "FAILED"), ("raw_suppressed", "PASSED"), ("raw_partly_suppressed", "FAILED"))},
+       "outcomes")
+    s = sections(r.out, RAW_SUITE)
+    eq(sorted(s), ["test_raw_and_tensor_leak", "test_raw_leak", "test_raw_partly_suppressed"], "failures")
+    eq(s["test_raw_leak"], leak_report("gpu_no_leaks: the test left 7.00 MiB (7340032 bytes) of GPU memory allocated "
+                                       "in 1 allocation(s) outside PyTorch's caching allocator:", 7340032,
+                                       raw_frames("test_raw_leak", "kept.append(raw(7 * MiB))")), "test_raw_leak's report")
+    # The tensor's failure shows all the test kept (its 2 MiB segment of
+    # PyTorch's small pool and the 3 MiB), the other the 3 MiB alone.
+    tensor_site = [f"    call site: test_raw_and_tensor_leak {RAW_SUITE}:"
+                   f"{suite_line(RAW_SUITE, 'kept.append(torch.ones')} -> torch::autograd::THPVariable_ones "
+                   "(libtorch_python.so+0xX)",
+                   f"    # in test_raw_and_tensor_leak {RAW_SUITE}:{suite_line(RAW_SUITE, 'kept.append(torch.ones')}"]
+    three = raw_frames("test_raw_and_tensor_leak", "kept.append(raw(3 * MiB))")
+    eq(s["test_raw_and_tensor_leak"],
+       ["gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated (torch.cuda.memory_allocated); "
+        "the GPU memory allocated since it began and still held:", "",
+        "=================================================================",
+        "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
+        "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"] + three
+       + ["", "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"] + tensor_site
+       + ["", "SUMMARY: vramtrace: 5242880 byte(s) leaked in 2 allocation(s).", ""]
+       + leak_report("gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated in 1 allocation(s) "
+                     "outside PyTorch's caching allocator:", 3145728, three), "test_raw_and_tensor_leak's report")
+    partly = s["test_raw_partly_suppressed"]
+    eq(partly[0], "gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of GPU memory allocated in 1 allocation(s) "
+                  "outside PyTorch's caching allocator, besides 2.00 MiB (2097152 bytes) in 1 allocation(s) that "
+                  "suppressions match:", "test_raw_partly_suppressed's first line")
+    ok("SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)." in partly, "\n".join(partly))
+
+
 FIXTURE_SUITE = "test_torch_fixture.py"
 
 

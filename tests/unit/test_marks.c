@@ -108,7 +108,7 @@ int main(void) {
     }
     FILE *null = fopen("/dev/null", "w");
     struct vt_leak_result res;
-    CHECK_EQ(vt_since_leaks(null, m, &res), 0);
+    CHECK_EQ(vt_since_leaks(null, m, 0, &res), 0);
     CHECK_EQ(res.bytes, THREADS * 150 * 64);
     CHECK_EQ(res.count, THREADS * 150);
     fclose(null);
