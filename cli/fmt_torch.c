@@ -233,12 +233,40 @@ static void kv_slot(struct pk *p, const char *k, uint32_t slot) {
     memo_get(p, slot);
 }
 
+/* s as a string in its display form (vr_display_char, the text and
+ * folded reports' escaping): a name from the program may hold a control
+ * character, which PyTorch's viewers copy into an SVG or a terminal as it
+ * is (an ESC made memory_viz's flame graph a file no XML reader takes). A
+ * string of printable ASCII, nearly every one, is written as it is. */
+static void pk_display(struct pk *p, const char *s) {
+    size_t n = 0;
+    while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f) n++;
+    if (s[n] == '\0') { pk_str(p, s); return; }
+    size_t cap = strlen(s) * 2 + VR_CHAR_MAX + 1, len = n;
+    char *out = malloc(cap), ch[VR_CHAR_MAX + 1];
+    if (!out) { pk_str(p, "?"); return; }
+    memcpy(out, s, n);
+    for (size_t k; (k = vr_display_char(s + n, ch)) > 0; n += k) {
+        size_t w = strlen(ch);
+        if (len + w + 1 > cap) {
+            char *bigger = realloc(out, cap = 2 * cap + w);
+            if (!bigger) break;
+            out = bigger;
+        }
+        memcpy(out + len, ch, w);
+        len += w;
+    }
+    out[len] = '\0';
+    pk_str(p, out);
+    free(out);
+}
+
 /* A frame's string, memoized by content: a file or function shared by
  * many frames is written once. */
 static void pk_text(struct pk *p, const char *s) {
     struct memo_entry *e = memo_entry(p, &p->strings, s, strlen(s));
     if (e && e->written) { memo_get(p, e->memo); return; }
-    pk_str(p, s);
+    pk_display(p, s);
     if (!e) return;
     e->memo = p->memo_next;
     e->written = 1;

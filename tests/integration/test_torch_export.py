@@ -489,3 +489,24 @@ def torch_export_sizes_past_int64_are_int64_max():
         snap = pickle.loads(raw)
         eq([(e["action"], e["size"]) for e in snap["device_traces"][0] if e["action"] == "oom"], [("oom", 2**63 - 1)],
            "the failed request, as int64's most")
+
+
+@test
+def torch_export_escapes_control_characters():
+    """A name with a control character (ESC, a line break, a bidirectional
+    override) is written in the pickle in its display form, as the text
+    and folded reports write it (common/display.h): it was written as it
+    was, and memory_viz's flame graph of it was an SVG no XML reader
+    takes."""
+    path = os.path.join(ROOT, "tests", "fuzz", "seeds", "cli-control.json")
+    snap = pickle.loads(export(path))
+    shown = r"\x1b[31m{}\x1b[0m\x1b]0;title\x07\x0d\x0a;x\u009b2J\u202eevil\x09\x7f\x01end"
+    first = snap["device_traces"][0][0]
+    eq((first["action"], [(f["filename"], f["name"], f["line"]) for f in first["frames"]]),
+       ("segment_alloc", [(shown.format("file"), shown.format("function") + " (call site)", 14)]
+        + [(shown.format("file"), shown.format("function"), line) for line in (14, 37, 58, 360, 0)]),
+       "the first entry's frames, escaped")
+    names = {s for frames in frame_lists(snap) for f in frames for s in (f["filename"], f["name"])}
+    eq(sorted(n for n in names if any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or 0x202a <= ord(c) <= 0x202e
+                                      for c in n)), [], "no control character in any frame")
+    eq(len(snap["device_traces"][0]), 16, "the trace entries")
