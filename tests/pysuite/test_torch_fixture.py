@@ -4,7 +4,9 @@ PyTorch's cache, and the tests' tensors fit in that segment's free room,
 so they make no allocation for vramtrace to count.
 tests/integration/test_pytest.py runs it and checks that gpu_limit still
 sees them (PyTorch's own peak), that devices' peaks are not added, and
-that a test without a limit reads PyTorch's peak stats as they were."""
+that a test without a limit reads PyTorch's peak stats as they were, and
+that a test's peak in the summary is the same measure with a limit or
+without."""
 import pytest
 import torch
 
@@ -35,6 +37,10 @@ def test_over_limit_in_the_fixtures_segment(weights):
 
 @pytest.mark.gpu_limit("16 MiB")
 def test_under_limit_in_the_fixtures_segment(weights):
+    fifteen_mib()
+
+
+def test_no_limit_in_the_fixtures_segment(weights):
     fifteen_mib()
 
 
