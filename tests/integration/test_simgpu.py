@@ -52,6 +52,24 @@ def simgpu_what_pytorch_relies_on():
 
 
 @test
+def simgpu_address_space_is_never_what_runs_out():
+    """t_simgrow on a 1 GiB device: a buffer grown by 1 MiB a step, each
+    larger copy made before the smaller one is freed, asks for 128 GiB in
+    512 sizes, all different, twice the device's 64 GiB of address space;
+    freed ranges are joined and reused, so it grows until the two copies
+    pass the capacity (512 MiB live + 513 MiB asked > 1 GiB), never over
+    a live copy, and then the whole device fits in one allocation."""
+    r = run([os.path.join(T, "t_simgrow")], preload=False, env={"SIMGPU_CAPACITY": "1G"})
+    eq(r.rc, 0, "status")
+    eq(r.out.splitlines(), [
+        "grew to 536870912 bytes in 512 steps (137707388928 bytes asked for in all), 0 overlaps",
+        "537919488 bytes -> 2 with 536870912 of 1073741824 bytes free",
+        "whole device: 1073741824 bytes -> 0",
+        "one byte more: 1073741825 bytes -> 2"], "grown to the capacity")
+    same_as_without([os.path.join(T, "t_simgrow")], env={"SIMGPU_CAPACITY": "1G"})
+
+
+@test
 def simgpu_runtime_sonames_and_versions():
     """libcudart.so.13 carries the real runtime's version node on every
     name (PyTorch binds cudaMalloc@libcudart.so.13; an unversioned library

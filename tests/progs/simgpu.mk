@@ -4,3 +4,10 @@ PROGS += $(T)/t_simgpu
 $(T)/t_simgpu: tests/progs/t_simgpu.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+# Ever-growing requests against the simulator's address space.
+PROGS += $(T)/t_simgrow
+
+$(T)/t_simgrow: tests/progs/t_simgrow.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda

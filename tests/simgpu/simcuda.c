@@ -319,33 +319,9 @@ static void sim_range_del(uint64_t base) {
     free(r);
 }
 
-/* Takes span bytes of device d's address space, aligned to align, reusing a
- * freed range of the same span when there is one. Returns 0 when the space
- * is exhausted. sim_lock held. */
-static uint64_t sim_va_take(int d, uint64_t span, uint64_t align) {
-    struct sim_holes probe, *h;
-    memset(&probe, 0, sizeof probe);
-    probe.key.span = span; probe.key.align = align; probe.key.device = d;
-    HASH_FIND(hh, sim_free_va, &probe.key, sizeof probe.key, h);
-    if (h && h->first) {
-        struct sim_hole *x = h->first;
-        h->first = x->next;
-        uint64_t a = x->addr;
-        free(x);
-        return a;
-    }
-    struct sim_device *v = &sim_dev[d];
-    uint64_t a = (v->next + align - 1) / align * align;
-    if (v->base == 0 || a + span > v->end) return 0;
-    v->next = a + span;
-    return a;
-}
-
-/* Gives a range back for reuse; the host pages behind a large one are
- * returned to the system (their content is gone, as after a real free). */
-static void sim_va_give(int d, uint64_t addr, uint64_t span, uint64_t align) {
-    uint64_t page = 4096, lo = (addr + page - 1) / page * page, hi = (addr + span) / page * page;
-    if (span >= ((uint64_t)64 << 10) && hi > lo) madvise((void *)(uintptr_t)lo, hi - lo, MADV_DONTNEED);
+/* Puts a freed range on the list of its span and alignment, first in
+ * line for the next request of that exact span. sim_lock held. */
+static void sim_hole_put(int d, uint64_t addr, uint64_t span, uint64_t align) {
     struct sim_holes probe, *h;
     memset(&probe, 0, sizeof probe);
     probe.key.span = span; probe.key.align = align; probe.key.device = d;
@@ -360,6 +336,115 @@ static void sim_va_give(int d, uint64_t addr, uint64_t span, uint64_t align) {
     if (!x) return;
     *x = (struct sim_hole){h->first, addr};
     h->first = x;
+}
+
+struct sim_free_range { uint64_t addr, span, align; };
+
+static int sim_free_range_cmp(const void *x, const void *y) {
+    const struct sim_free_range *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Once the untouched end of device d's address space is too short, a
+ * request is served from the freed ranges: every freed range of the device
+ * is taken off its list, neighbours are joined (the last one into the
+ * untouched end when it borders it), and the smallest joined range that
+ * holds span bytes at the alignment is split, the rest going back on the
+ * lists. A program whose requests grow every step (a buffer concatenated
+ * onto) thus runs out of memory when the device's capacity is spent, not
+ * because its address space is: that space is 16 times the capacity, room
+ * enough for the gaps live allocations leave between them.
+ * Returns 0 when no freed range holds the request. sim_lock held. */
+static uint64_t sim_va_reclaim(int d, uint64_t span, uint64_t align) {
+    size_t n = 0, cap = 0;
+    struct sim_free_range *r = NULL;
+    struct sim_holes *h, *tmp;
+    HASH_ITER(hh, sim_free_va, h, tmp) {
+        if (h->key.device != d) continue;
+        while (h->first) {
+            struct sim_hole *x = h->first;
+            if (n == cap) {
+                size_t c = cap ? cap * 2 : 64;
+                struct sim_free_range *m = realloc(r, c * sizeof *m);
+                if (!m) break;
+                r = m, cap = c;
+            }
+            r[n++] = (struct sim_free_range){x->addr, h->key.span, h->key.align};
+            h->first = x->next;
+            free(x);
+        }
+        if (!h->first) { HASH_DEL(sim_free_va, h); free(h); }
+    }
+    if (n == 0) { free(r); return 0; }
+    qsort(r, n, sizeof *r, sim_free_range_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && r[m - 1].addr + r[m - 1].span == r[i].addr) {
+            r[m - 1].span += r[i].span;
+            /* A joined range is aligned as every range is, and no more. */
+            r[m - 1].align = SIM_ALIGN;
+        } else {
+            r[m++] = r[i];
+        }
+    }
+    struct sim_device *v = &sim_dev[d];
+    if (r[m - 1].addr + r[m - 1].span == v->next) v->next = r[--m].addr;
+    size_t best = m;
+    uint64_t at = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t a = (r[i].addr + align - 1) / align * align;
+        if (a + span > r[i].addr + r[i].span) continue;
+        if (best == m || r[i].span < r[best].span) best = i, at = a;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (i != best) { sim_hole_put(d, r[i].addr, r[i].span, r[i].align); continue; }
+        if (at > r[i].addr) sim_hole_put(d, r[i].addr, at - r[i].addr, SIM_ALIGN);
+        uint64_t end = r[i].addr + r[i].span;
+        if (at + span < end) sim_hole_put(d, at + span, end - (at + span), SIM_ALIGN);
+    }
+    free(r);
+    return best == m ? 0 : at;
+}
+
+/* Takes span bytes of device d's address space, aligned to align: a freed
+ * range of the same span when there is one (the most recently freed, as a
+ * driver hands back the address just freed for the same size), else the
+ * untouched end of the space, else a piece of the freed ranges joined
+ * (sim_va_reclaim). Returns 0 when none holds it. sim_lock held. */
+static uint64_t sim_va_take(int d, uint64_t span, uint64_t align) {
+    struct sim_holes probe, *h;
+    memset(&probe, 0, sizeof probe);
+    probe.key.span = span; probe.key.align = align; probe.key.device = d;
+    HASH_FIND(hh, sim_free_va, &probe.key, sizeof probe.key, h);
+    if (h && h->first) {
+        struct sim_hole *x = h->first;
+        h->first = x->next;
+        uint64_t a = x->addr;
+        free(x);
+        return a;
+    }
+    struct sim_device *v = &sim_dev[d];
+    if (v->base == 0) return 0;
+    uint64_t a = (v->next + align - 1) / align * align;
+    if (a + span <= v->end) {
+        v->next = a + span;
+        return a;
+    }
+    a = sim_va_reclaim(d, span, align);
+    if (a) return a;
+    /* The reclaim may have given the untouched end back its freed tail. */
+    a = (v->next + align - 1) / align * align;
+    if (a + span > v->end) return 0;
+    v->next = a + span;
+    return a;
+}
+
+/* Gives a range back for reuse; the host pages behind a large one are
+ * returned to the system (their content is gone, as after a real free). */
+static void sim_va_give(int d, uint64_t addr, uint64_t span, uint64_t align) {
+    uint64_t page = 4096, lo = (addr + page - 1) / page * page, hi = (addr + span) / page * page;
+    if (span >= ((uint64_t)64 << 10) && hi > lo) madvise((void *)(uintptr_t)lo, hi - lo, MADV_DONTNEED);
+    sim_hole_put(d, addr, span, align);
 }
 
 static struct sim_alloc *sim_lookup(uint64_t addr, int kind) {
