@@ -3,13 +3,14 @@
  * The library is not linked against libdw: it and the four libraries it
  * brings (libelf, libz, libbz2, liblzma) cost every process LD_PRELOAD
  * reaches a load at start, and only writing a report needs them. These are
- * the libdwfl, libdw and libelf functions symbolize.c and inlines.c call, under their own names and hidden
+ * the libdwfl, libdw and libelf functions symbolize.c, inlines.c and debuglink.c call, under their own names and hidden
  * (they stand in only for vramtrace's own calls, never for a program's
  * libdw): the first one called loads libdw.so.1 and finds the real ones.
  * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
  * and addresses only), and the others are never reached. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
 
@@ -60,7 +61,10 @@
       (m, bits, va), -1)                                                                             \
     _(Elf *, dwfl_module_getelf, (Dwfl_Module *m, GElf_Addr *bias), (m, bias), NULL)                  \
     _(int, elf_getphdrnum, (Elf *e, size_t *n), (e, n), -1)                                          \
-    _(GElf_Phdr *, gelf_getphdr, (Elf *e, int i, GElf_Phdr *ph), (e, i, ph), NULL)
+    _(GElf_Phdr *, gelf_getphdr, (Elf *e, int i, GElf_Phdr *ph), (e, i, ph), NULL)                    \
+    _(Elf *, elf_begin, (int fd, Elf_Cmd cmd, Elf *ref), (fd, cmd, ref), NULL)                        \
+    _(int, elf_end, (Elf *e), (e), -1)                                                               \
+    _(ssize_t, dwelf_elf_gnu_build_id, (Elf *e, const void **id), (e, id), -1)
 
 static struct {
 #define FIELD(ret, name, params, args, fail) ret (*name) params;
@@ -86,9 +90,13 @@ static void load(void) {
      * are the ones declared today. */
     *(void **)&real.dwfl_report_elf = dlvsym(h, "dwfl_report_elf", "ELFUTILS_0.156");
     *(void **)&real.dwfl_module_build_id = dlvsym(h, "dwfl_module_build_id", "ELFUTILS_0.138");
+    /* A debug file's build ID (debuglink.c). */
+    *(void **)&real.dwelf_elf_gnu_build_id = dlvsym(h, "dwelf_elf_gnu_build_id", "ELFUTILS_0.159");
     /* libelf's, found through libdw, which needs it. */
     *(void **)&real.elf_getphdrnum = dlvsym(h, "elf_getphdrnum", "ELFUTILS_1.6");
     *(void **)&real.gelf_getphdr = dlvsym(h, "gelf_getphdr", "ELFUTILS_1.0");
+    *(void **)&real.elf_begin = dlvsym(h, "elf_begin", "ELFUTILS_1.0");
+    *(void **)&real.elf_end = dlvsym(h, "elf_end", "ELFUTILS_1.0");
 }
 
 #define STAND_IN(ret, name, params, args, fail)                 \

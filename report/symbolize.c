@@ -17,6 +17,7 @@
 #include "../common/labels.h"
 #include "../tracker/departed.h"
 #include "../tracker/pystack.h"
+#include "debuglink.h"
 #include "inlines.h"
 #include "symbolize.h"
 
@@ -346,13 +347,21 @@ static int find_elf(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr ba
     return dwfl_linux_proc_find_elf(m, user, name, base, file, elf);
 }
 
+/* A module's separate debug file: by build ID under /usr/lib/debug/.build-id,
+ * else by its .gnu_debuglink where gdb looks (debuglink.h), the order of
+ * libdwfl's standard callback. Local files only: never debuginfod, which
+ * that callback asks last, whose client starts libcurl and OpenSSL (their
+ * atexit handlers race a program's exit, and a lookup may go to the
+ * network) inside the program, at an OOM or in the live publisher. */
+static int find_debuginfo(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, const char *file,
+                          const char *link, GElf_Word crc, char **found) {
+    int fd = dwfl_build_id_find_debuginfo(m, user, name, base, file, link, crc, found);
+    return fd >= 0 ? fd : vt_debuglink_find(m, file, link, crc, found);
+}
+
 static const Dwfl_Callbacks callbacks = {
     .find_elf = find_elf,
-    /* Local separate debug files by build ID only: never debuginfod, whose
-     * client starts libcurl and OpenSSL (their atexit handlers race a
-     * program's exit, and a lookup may go to the network) inside the
-     * program, at an OOM or in the live publisher. */
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
 };
 
 /* The stacks grouped by their call-site label (common/labels.h: the rule

@@ -156,13 +156,13 @@ def plug_site(p, ln):
     return [rf"plug_{p}_inner {src}:{ln['alloc']}", rf"plug_{p}_alloc {src}:{ln['inner']}"]
 
 
-def unload_run(work, args, env=None):
+def unload_run(work, args, env=None, prog=UNLOAD):
     e = {k: v for k, v in os.environ.items()
          if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
     e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": LIB, "VRAMTRACE_OUT": os.path.join(work, "dump.json"),
               "VRAMTRACE_LEAK_CHECK": "1"})
     e.update(env or {})
-    return subprocess.run([UNLOAD] + args, env=e, cwd=work, capture_output=True, text=True, timeout=120)
+    return subprocess.run([prog] + args, env=e, cwd=work, capture_output=True, text=True, timeout=120)
 
 
 def check_frames(fr, want, what):
@@ -307,6 +307,96 @@ def dl_unloaded_plugin_without_build_id():
                 check_frames(blocks[0][1], [r"\?\? \(%s\+%s\)" % (re.escape(copy), f["offset"]) for f in fr[:2]],
                              "the file replaced: its frames")
                 ok("plug_b" not in p.stderr, "nothing of the new file's")
+
+
+def split_debug(src, dst, debug):
+    """A copy of src at dst with its debug information moved to the file
+    debug, named by dst's .gnu_debuglink, and everything else stripped, as
+    Debian's and CMake's packaging split a release build."""
+    os.makedirs(os.path.dirname(debug), exist_ok=True)
+    shutil.copy(src, dst)
+    for argv in (["objcopy", "--only-keep-debug", dst, debug], ["strip", "--strip-all", dst],
+                 ["objcopy", "--add-gnu-debuglink=" + debug, dst]):
+        subprocess.run(argv, check=True)
+
+
+def unload_lines():
+    return [source_line("t_unload.c", "if (!f(n)) exit(2);"),
+            source_line("t_unload.c", "void *at_a = use(a,"), source_line("t_unload.c", "void *at_b = use(b,"),
+            source_line("t_unload.c", "void *at = use(argv[3],")]
+
+
+@test
+def dl_stripped_files_find_their_debug_files_by_debuglink():
+    """A stripped program and two stripped plugins, one unloaded before the
+    exit, whose debug files sit where gdb looks for a .gnu_debuglink's
+    name (the program's beside it, the plugins' in .debug/ beside them):
+    every frame of theirs is named with its file and line in the leak
+    report and the dump (before: `?? (module+offset)`, only build-ID
+    debug files under /usr/lib/debug were read)."""
+    ln, (use_ln, a_ln, b_ln, _) = plug_lines(), unload_lines()
+    src = r"\S*tests/progs/t_unload\.c"
+    with workdir("vt-unload-") as work:
+        prog = os.path.join(work, "t_unload")
+        split_debug(UNLOAD, prog, prog + ".debug")
+        plugins = os.path.join(work, "plugins")
+        os.mkdir(plugins)
+        for p in "ab":
+            name = f"libt_unload_{p}.so"
+            split_debug(os.path.join(T, name), os.path.join(plugins, name),
+                        os.path.join(plugins, ".debug", name + ".debug"))
+        r = unload_run(work, [plugins], prog=prog)
+        eq((r.returncode, r.stdout), (23, "b loaded where a was\n"), "the leaks fail the run: " + r.stderr)
+        blocks = leak_blocks(r.stderr)
+        eq([b[0] for b in blocks], ["Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
+                                    "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:"], "two leaks")
+        check_frames(blocks[0][1], plug_site("b", ln) + [rf"use {src}:{use_ln}", rf"main {src}:{b_ln}"],
+                     "b's leak, b still loaded")
+        check_frames(blocks[1][1], plug_site("a", ln) + [rf"use {src}:{use_ln}", rf"main {src}:{a_ln}"],
+                     "a's leak, a unloaded")
+        ok("call site: plug_b_inner " in r.stderr and "call site: plug_a_inner " in r.stderr, "the call sites")
+        d = load_dump(os.path.join(work, "dump.json"))
+        got = sorted((a["bytes"], [(f["function"], os.path.basename(f["file"] or ""), f["line"])
+                                   for f in frames(d, a["stack"])[:4]]) for a in d["live"])
+        eq(got, [(1 * MiB, [("plug_a_inner", "t_unload_plug.c", ln["alloc"]),
+                            ("plug_a_alloc", "t_unload_plug.c", ln["inner"]),
+                            ("use", "t_unload.c", use_ln), ("main", "t_unload.c", a_ln)]),
+                 (2 * MiB, [("plug_b_inner", "t_unload_plug.c", ln["alloc"]),
+                            ("plug_b_alloc", "t_unload_plug.c", ln["inner"]),
+                            ("use", "t_unload.c", use_ln), ("main", "t_unload.c", b_ln)])], "the dump's frames")
+
+
+@test
+def dl_debuglink_file_must_match_by_checksum():
+    """A stripped plugin without a build ID, its debug file beside it found
+    through its .gnu_debuglink and taken only when its CRC is the one the
+    link records: the right file names its frames; another build's debug
+    file under the same name is refused (frames keep module and offset,
+    none of its names)."""
+    ln, (use_ln, _, _, rep_ln) = plug_lines(), unload_lines()
+    with workdir("vt-unload-") as work:
+        plug = os.path.join(work, "plug.so")
+        debug = os.path.join(work, "plug.so.debug")
+        split_debug(os.path.join(T, "libt_unload_nobid_a.so"), plug, debug)
+        r = unload_run(work, [T, "replace", plug, ""])
+        eq((r.returncode, r.stdout), (23, "replaced after one stay\n"), "the leak fails the run: " + r.stderr)
+        blocks = leak_blocks(r.stderr)
+        eq(len(blocks), 1, "one leak: " + r.stderr)
+        src = r"\S*tests/progs/t_unload\.c"
+        check_frames(blocks[0][1], plug_site("a", ln) + [rf"use {src}:{use_ln}", rf"main {src}:{rep_ln}"],
+                     "the right debug file: its frames")
+        subprocess.run(["objcopy", "--only-keep-debug", os.path.join(T, "libt_unload_nobid_b.so"), debug], check=True)
+        r = unload_run(work, [T, "replace", plug, ""])
+        eq((r.returncode, r.stdout), (23, "replaced after one stay\n"), "the leak fails the run: " + r.stderr)
+        blocks = leak_blocks(r.stderr)
+        d = load_dump(os.path.join(work, "dump.json"))
+        fr = frames(d, d["live"][0]["stack"])
+        check_frames(blocks[0][1], [r"\?\? \(%s\+%s\)" % (re.escape(plug), fr[0]["offset"]),
+                                    r"plug_a_alloc \(%s\+%s\)" % (re.escape(plug), fr[1]["offset"]),
+                                    rf"use {src}:{use_ln}"], "another build's debug file: its frames")
+        eq([(f["function"], f["file"], f["line"]) for f in fr[:2]], [(None, None, 0), ("plug_a_alloc", None, 0)],
+           "the dump's frames")
+        ok("plug_b" not in r.stderr, "nothing of the other build's")
 
 
 @test
