@@ -2,7 +2,12 @@
  *
  * Every live allocation at exit that no suppression matches is a leak, and
  * so is memory a context's reset released without a free (the program
- * never freed it; compute-sanitizer reports it at the reset).
+ * never freed it; compute-sanitizer reports it at the reset). A leak is
+ * memory this process allocated (LeakSanitizer's rule): an IPC mapping of
+ * another process's memory left open is listed after the leaks as what it
+ * is, "Open IPC mapping of N byte(s) in M mapping(s) (another process's
+ * memory) opened from:", and counted in neither the SUMMARY nor the
+ * result's leaks (a reset that unmaps one closes it: no leak either).
  * Leaks are grouped by stack, largest first, and printed as LSan prints
  * them, so that CI tooling that reads LSan reports reads these (a Python
  * frame, which has no address, without one):
@@ -11,15 +16,19 @@
  *
  *   Direct leak of 4096 byte(s) in 1 object(s) allocated from:
  *       call site: train model.py:40 -> make_buffer src/buf.c:12
+ *       kind: device memory (cudaMalloc)
  *       #0 0x55d0c2a1b1f3 in make_buffer src/buf.c:12
  *       #1 in train model.py:40
  *
  *   SUMMARY: vramtrace: 4096 byte(s) leaked in 1 allocation(s).
  *
- * The one line of vramtrace's own, "call site:", is the stack's call-site
+ * The two lines of vramtrace's own: "call site:", the stack's call-site
  * label (vt_site_label), the holders table's: the user's line, then the
- * library line it went through. It starts with neither "#" nor a leak
- * header, so a reader of LSan's lines passes over it.
+ * library line it went through; "kind:", what memory it is
+ * (vt_leak_kind_label) and the API that made it when one made all of the
+ * entry's (an entry is one stack's memory of one kind). They start with
+ * neither "#" nor a leak header, so a reader of LSan's lines passes over
+ * them.
  *
  * Suppressions: a file of `leak:PATTERN` lines (`#` comments); `*` matches
  * any run of characters, `^` and `$` anchor at the start and end, and an
@@ -47,7 +56,12 @@ void vt_suppressions_free(struct vt_suppressions *s);
 struct vt_leak_result {
     uint64_t bytes, count;          /* unsuppressed */
     uint64_t suppressed_bytes, suppressed_count;
+    uint64_t ipc_bytes, ipc_count;  /* IPC mappings left open: not leaks */
 };
+
+/* The leak report's name for memory of kind k (enum vt_kind): "device
+ * memory", "pinned host memory", "managed memory"... */
+const char *vt_leak_kind_label(int kind);
 
 /* Each holder as a leak report prints it: a line "LEADN byte(s) in M
  * object(s) allocated from:" (LEAD "Direct leak of " in the leak report)

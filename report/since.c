@@ -15,7 +15,7 @@ static int outside_torch_allocator(const struct vt_symbols *sym, uint32_t stack)
 }
 
 int vt_since_leaks(FILE *f, int mark, int outside_torch, struct vt_leak_result *res) {
-    *res = (struct vt_leak_result){0, 0, 0, 0};
+    *res = (struct vt_leak_result){0};
     struct vt_snapshot *s = vt_mark_snapshot(mark);
     if (!s) return -1;
     vt_sort_live(s);

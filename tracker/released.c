@@ -52,7 +52,7 @@ static int has_own_context(int device) {
 
 struct vt_release {
     size_t n;
-    struct vt_release_rec { struct vt_free f; uint64_t bytes, marks; uint32_t stack; } rec[];
+    struct vt_release_rec { struct vt_free f; uint64_t bytes, marks; uint32_t stack; uint8_t kind; } rec[];
 };
 
 int vt_kind_in_context(int kind) {
@@ -93,7 +93,7 @@ static struct vt_release *release_begin(int (*take)(const struct vt_live *a, voi
         }
         uint64_t marks = vt_marks_counting(vt_kind_space(a->kind), a->address);
         struct vt_free f = vt_tracker_free_begin(vt_kind_space(a->kind), a->address);
-        if (f.rec) rl->rec[n++] = (struct vt_release_rec){f, a->bytes, marks, a->stack};
+        if (f.rec) rl->rec[n++] = (struct vt_release_rec){f, a->bytes, marks, a->stack, a->kind};
     }
     vt_live_read_end(rd);
     vt_snapshot_free(s);
@@ -154,7 +154,9 @@ void vt_tracker_release_end(struct vt_release *rl, int ok) {
     for (size_t i = 0; i < rl->n; i++) {
         const struct vt_release_rec *x = &rl->rec[i];
         vt_tracker_free_end(&x->f, ok);   /* a reset that failed puts them back */
-        if (!ok) continue;
+        /* An IPC mapping the reset unmapped is closed, not leaked: the
+         * memory is another process's (report/leaks.h). */
+        if (!ok || x->kind == VT_KIND_IMPORTED) continue;
         vt_released_add(x->stack, x->bytes);
         vt_marks_released(x->marks, x->stack, x->bytes);
     }

@@ -22,8 +22,9 @@ void vt_tracker_own_context(int device);
  * those kinds leave the live tables, as a free's record leaves before the
  * driver's free (NULL: none, or no memory to list them). After it,
  * vt_tracker_release_end with whether it succeeded: on success they are
- * kept, by stack, as released without a free; on failure they are put
- * back. Either way the list is freed. */
+ * kept, by stack, as released without a free (but IPC mappings, which the
+ * reset closed: that memory is another process's); on failure they are
+ * put back. Either way the list is freed. */
 struct vt_release;
 struct vt_release *vt_tracker_release_begin(int device);
 

@@ -22,7 +22,8 @@ def first_leak(err):
     inlined) and the addresses, up to the first frame outside t_inline.c."""
     block = err.split("allocated from:\n")[1]
     got = []
-    for r in block.splitlines()[1:]:
+    # After the call site and the kind, vramtrace's own lines.
+    for r in block.splitlines()[2:]:
         m = FRAME.match(r)
         if not m:
             break

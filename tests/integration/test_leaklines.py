@@ -155,3 +155,63 @@ def reports_of_ranks_sharing_a_log_name_the_rank_and_host():
         e.pop(k)
     p = subprocess.run(triage, env=e, capture_output=True, text=True, timeout=60)
     eq([l.split(")")[-1] for l in p.stderr.splitlines() if " in pid " in l], ["", ""], "no rank without a job")
+
+
+LEAKKINDS = os.path.join(T, "t_leakkinds")
+
+
+def entries(err):
+    """Each entry of a leak report: its header and its lines of vramtrace's
+    own (call site, kind), without its frames."""
+    out = []
+    for b in err.split("\n\n"):
+        rows = b.strip("\n").splitlines()
+        if rows and rows[0].endswith(" from:"):
+            out.append([rows[0]] + [r for r in rows[1:] if not r.startswith("    #")])
+    return out
+
+
+@test
+def leak_entries_name_their_kind_and_ipc_mappings_are_not_leaks():
+    """Each entry of the leak report names the kind of memory and the API
+    that made it (device, managed, pinned host, registered host memory);
+    an IPC mapping of another process's memory left open is not a leak
+    (this process did not allocate it: LeakSanitizer's rule, and
+    `vramtrace report`'s, whose live bytes leave it out): it is listed
+    apart as an open mapping, counted in neither the SUMMARY nor the exit
+    status. Before, it was a "Direct leak" like a cudaMalloc, in the
+    SUMMARY's bytes, alone enough to fail the run; and a reset that
+    unmapped it left a leak "released without a free"."""
+    ln = lambda k: source_line("t_leakkinds.c", "LINE:" + k)
+    site = lambda k, fn="main": f"    call site: {fn} tests/progs/t_leakkinds.c:{ln(k)}"
+    ipc_note = ("==%d==vramtrace: IPC mappings of other processes' memory still open at exit (not leaks: this "
+                "process did not allocate that memory; cudaIpcCloseMemHandle or cuIpcCloseMemHandle closes them)")
+    ipc_entry = ["Open IPC mapping of 65536 byte(s) in 1 mapping(s) (another process's memory) opened from:",
+                 site("ipc", "open_peer_buffer")]
+    r = run([LEAKKINDS, "all"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (23, "all done\n"), "the leaks fail the run")
+    eq(entries(r.err), [
+        ["Direct leak of 1048576 byte(s) in 1 object(s) allocated from:", site("device"),
+         "    kind: device memory (cudaMalloc)"],
+        ["Direct leak of 524288 byte(s) in 1 object(s) allocated from:", site("managed"),
+         "    kind: managed memory (cudaMallocManaged)"],
+        ["Direct leak of 262144 byte(s) in 1 object(s) allocated from:", site("pinned"),
+         "    kind: pinned host memory (cudaMallocHost)"],
+        ["Direct leak of 131072 byte(s) in 1 object(s) allocated from:", site("registered"),
+         "    kind: registered host memory (the program's own, page-locked) (cudaHostRegister)"],
+        ipc_entry], "the entries, each kind named, the mapping last and apart")
+    pid = r.dump["pid"]
+    ok(ipc_note % pid in r.err.splitlines(), "the mapping told apart: " + r.err)
+    eq(r.err.splitlines()[-1], "SUMMARY: vramtrace: 1966080 byte(s) leaked in 4 allocation(s).",
+       "the SUMMARY counts this process's memory alone")
+    d = r.dump
+    eq((d["totals"]["live_bytes"], d["imported_memory"]), ((1 << 20) + (512 << 10), {"live_bytes": 65536, "live_count": 1}),
+       "the dump: device and managed memory live, the mapping apart")
+    r = run([LEAKKINDS, "ipc"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (0, "ipc done\n"), "a mapping left open alone does not fail the run")
+    eq(entries(r.err), [ipc_entry], "it is listed")
+    ok(ipc_note % r.dump["pid"] in r.err.splitlines(), "as what it is")
+    ok("ERROR" not in r.err and "SUMMARY" not in r.err, "no leak said: " + r.err)
+    r = run([LEAKKINDS, "reset"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out, entries(r.err)), (0, "reset done\n", []), "a reset that unmapped it: nothing to report")
+    eq(r.dump["released"], [], "nothing released without a free")

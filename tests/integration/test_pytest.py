@@ -39,6 +39,7 @@ def api_line(text):
 def leak(n, fn, call):
     return [f"Direct leak of {n} byte(s) in 1 object(s) allocated from:",
             f"    call site: {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
+            "    kind: device memory (cudaMalloc)",
             f"    #0 X in {fn} tests/progs/t_api.c:{api_line('static void *' + fn + '(void)')}",
             f"    #1 X in main tests/progs/t_api.c:{api_line(call)}", ""]
 
@@ -254,12 +255,14 @@ def suite_line(name, text):
         return 1 + next(i for i, line in enumerate(f) if text in line)
 
 
-def leak_report(first, leaked, frames):
+def leak_report(first, leaked, frames, kind):
     """A gpu_no_leaks failure's lines: `first`, then the leak report of one
-    allocation of `leaked` bytes from `frames`."""
+    allocation of `leaked` bytes from `frames` (its call site first), of
+    `kind` (the entry's kind line)."""
     return ([first, "", "=================================================================",
              "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
-             f"Direct leak of {leaked} byte(s) in 1 object(s) allocated from:"] + frames
+             f"Direct leak of {leaked} byte(s) in 1 object(s) allocated from:"] + frames[:1]
+            + [f"    kind: {kind}"] + frames[1:]
             + ["", f"SUMMARY: vramtrace: {leaked} byte(s) leaked in 1 allocation(s).", ""])
 
 
@@ -293,7 +296,8 @@ def check_c_suite(r):
     eq(sorted(s), ["test_leaks", "test_over_limit", "test_raises"], "failures")
     eq(s["test_leaks"], leak_report("gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated "
                                      "in 1 allocation(s):", 3145728,
-                                     c_frames("test_leaks", "kept.append(alloc(3 << 20))")), "test_leaks' report")
+                                     c_frames("test_leaks", "kept.append(alloc(3 << 20))"),
+                                     "device memory (cuMemAlloc_v2)"), "test_leaks' report")
     eq(s["test_over_limit"], peak_report("gpu_limit: the test's GPU memory peaked at 5.00 MiB (5242880 bytes), over "
                                          "its limit of 4.00 MiB (4194304 bytes); held at the peak:", 5242880,
                                          [(3145728, c_frames("test_over_limit", "    a = alloc(3 << 20)")),
@@ -411,7 +415,8 @@ def pytest_plugin_torch_suite():
     eq(s["test_leaks"], leak_report("gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of tensors allocated "
                                      "(torch.cuda.memory_allocated); the GPU memory allocated since it began and "
                                      "still held:", 2097152,
-                                     torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False)),
+                                     torch_frames("test_leaks", "kept.append(torch.ones", through_mib=False),
+                                     "device memory (cudaMalloc)"),
        "test_leaks' report")
     eq(s["test_over_limit"], peak_report("gpu_limit: the test's GPU memory peaked at 128.00 MiB (134217728 bytes), "
                                          "over its limit of 100.00 MiB (104857600 bytes); held at the peak:",
@@ -549,13 +554,14 @@ def gtest_listener_example():
     eq(r.rc, 1, "googletest's status: a test failed")
     lines = normalized(r.out)
     i = lines.index("Direct leak of 4096 byte(s) in 1 object(s) allocated from:")
-    eq(lines[i - 7:i + 4], [
+    eq(lines[i - 7:i + 5], [
         f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
         "the test left 4096 byte(s) of GPU memory allocated in 1 allocation(s):", "",
         "=================================================================",
         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
         "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
         f"    call site: gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
+        "    kind: device memory (cudaMalloc)",
         f"    #0 X in gpu_buffer(unsigned long) examples/gtest_vramtrace.cc:{example_line('cudaMalloc(&p, n);')}",
         "    #1 X in Demo_LeavesABufferBehind_Test::TestBody() examples/gtest_vramtrace.cc:"
         f"{example_line('static void *cache = gpu_buffer(4096);')}"], "the leaking test's failure")

@@ -83,7 +83,8 @@ def folded_lines(text):
 @test
 def sitefirst_leak_report_names_the_call_site():
     # Each entry: LSan's header, then one line with the holders table's
-    # label for that stack, then LSan's frames unchanged.
+    # label for that stack and one with its kind, then LSan's frames
+    # unchanged.
     with workdir("vt-site-") as work:
         r, path = chain_run(work)
         chained, direct = chain_labels()
@@ -91,15 +92,16 @@ def sitefirst_leak_report_names_the_call_site():
         pid = json.load(open(path))["pid"]
         i = lines.index(f"=={pid}==ERROR: vramtrace: detected GPU memory leaks")
         entry, inner = line_of("t_chain_lib.c", "entry"), line_of("t_chain_lib.c", "inner")
-        eq(lines[i + 1:i + 7], [
+        eq(lines[i + 1:i + 8], [
             "",
             "Direct leak of 6291456 byte(s) in 2 object(s) allocated from:",
             f"    call site: {chained}",
+            "    kind: device memory (cudaMalloc)",
             f"    #0 X in chain_inner tests/progs/t_chain_lib.c:{inner}",
             f"    #1 X in chain_entry tests/progs/t_chain_lib.c:{entry}",
             f"    #2 X in main tests/progs/t_sitefirst.c:{line_of('t_sitefirst.c', 'chain')}"], "the chained leak")
         j = lines.index("Direct leak of 1048576 byte(s) in 1 object(s) allocated from:")
-        eq(lines[j + 1:j + 3], [f"    call site: {direct}",
+        eq(lines[j + 1:j + 4], [f"    call site: {direct}", "    kind: device memory (cudaMalloc)",
                                 f"    #0 X in main tests/progs/t_sitefirst.c:{line_of('t_sitefirst.c', 'direct')}"],
            "the direct leak")
         eq(lines[-1], "SUMMARY: vramtrace: 7340032 byte(s) leaked in 3 allocation(s).", "LSan's summary line")
