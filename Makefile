@@ -40,7 +40,7 @@ LIB_C   := interpose/resolve.c interpose/exports.c interpose/hook.c interpose/dr
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/debuglink.c report/inlines.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/output.c report/outfile.c report/dump_keep.c report/errbuf.c \
            report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c report/since.c report/live.c report/live_torch.c report/forecast.c \
-           report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c
+           report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/options_md.c cli/cmd_run.c cli/run_pipe.c cli/run_sanitizer.c cli/cmd_report.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/sha256.c \
@@ -311,7 +311,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c tracker/departed.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/debuglink.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c \
-            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/live_torch.c
+            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c report/live_torch.c
 UNIT_LIBS := -ldw -lelf -ldl -lpthread
 
 # Each unit test is a tests/unit/test_*.c with the sources above, built
@@ -440,7 +440,7 @@ install: all
 	install -m 0755 $(B)/libvramtrace.so "$(DESTDIR)$(PREFIX)/lib/libvramtrace.so"
 	install -m 0755 $(B)/vramtrace "$(DESTDIR)$(PREFIX)/bin/vramtrace"
 	install -d "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/_boot"
-	install -m 0644 python/vramtrace_torch/__init__.py python/vramtrace_torch/collect.py \
+	install -m 0644 python/vramtrace_torch/__init__.py python/vramtrace_torch/collect.py python/vramtrace_torch/grown.py \
 	    "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/"
 	install -m 0644 python/vramtrace_torch/_boot/sitecustomize.py \
 	    "$(DESTDIR)$(PREFIX)/share/vramtrace/python/vramtrace_torch/_boot/"

@@ -249,6 +249,26 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  "stop pid %d or run on a free GPU (CUDA_VISIBLE_DEVICES); without them %s would be free",
                  big->pid, B(others + freeb, c));
     }
+    /* Tensors of a failed attempt that a caught exception keeps: its
+     * traceback keeps every frame the error went through, with their
+     * locals and graphs (the retry loop that keeps `last_error = e` and
+     * halves the batch failed again for the 3 GiB of the first attempt,
+     * and was told to shrink its batch). Stated when they hold the
+     * request, or a tenth of what PyTorch allocated. */
+    struct vt_torch_kept kept;
+    if (torch && vt_torch_oom_kept(s, index, &kept) &&
+        (kept.bytes >= tc.request || kept.bytes * 10 >= tc.allocated)) {
+        struct vt_finding *f = add(out, &n, "kept_exception");
+        snprintf(f->text, sizeof f->text,
+                 "%s of PyTorch's memory is still alive because a caught exception is kept: the traceback of `%.80s` "
+                 "keeps the frames of the attempt that failed, with their tensors (%" PRIu64 " listed; the largest: %.300s)"
+                 ", %s the %s asked for", B(kept.bytes, a), kept.exception, kept.count, kept.largest,
+                 kept.bytes >= tc.request ? "no less than" : "beside", B(tc.request, b));
+        snprintf(f->next, sizeof f->next,
+                 "do not keep the exception or its traceback: keep str(e) (or `del e` once it is logged) and retry "
+                 "outside the except block; a kept exception's traceback keeps every frame it went through alive "
+                 "(PyTorch's FAQ: recover from out-of-memory errors outside the except clause)");
+    }
     /* The failing device's holders alone (other devices hold memory too):
      * a growing site speaks of this failure only if it holds memory here. */
     if (!holders && o->device_holders) { /* of the failing device, kept at the failure */

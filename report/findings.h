@@ -7,6 +7,8 @@
  *   budget                  the failure is VRAMTRACE_LIMIT's, not the device's
  *   request_exceeds_device  the request alone is larger than the device
  *   other_processes         other processes hold a large share of the GPU
+ *   kept_exception          PyTorch's record: a caught exception's traceback
+ *                           keeps the tensors of a failed attempt
  *   growing_site            a call site grew through the run (leak suspect)
  *   one_site_dominates      one call site holds most of the tracked memory
  *   outside_tracked         much is held outside tracked allocations

@@ -390,6 +390,7 @@ struct vt_growth *vt_find_growth_on(const struct vt_snapshot *s, const struct vt
         out[k].holder[0] = '\0';
         out[k].holder_bytes = 0;
         out[k].holder_device = -1;
+        out[k].holder_grew = 0;
         k++;
     }
     free(st);

@@ -97,6 +97,9 @@ struct vt_growth {
                                   no record names one */
     uint64_t holder_bytes;     /* and their bytes, 0 for none */
     int holder_device;         /* their device, -1 for none */
+    int holder_grew;           /* the holder is a buffer or parameter that
+                                  grew step after step (torch_growth.c):
+                                  the leak, whatever cache it left */
     uint64_t cache_bytes;      /* at exit or on request, the bytes of
                                   its live allocations that PyTorch's
                                   record lists as segments of its cache

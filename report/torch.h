@@ -130,7 +130,7 @@ void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sy
                         const struct vt_growth *g, size_t n);
 
 /* After the record's breakdown at an OOM: the findings of fs that come
- * from the record (fragmented_cache), which the post-mortem, written
+ * from the record (fragmented_cache, kept_exception), which the post-mortem, written
  * before the record came, could not say. */
 void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n);
 void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason,
@@ -165,6 +165,19 @@ struct vt_torch_cache {
     double fraction; /* per_process_memory_fraction, 1 when none was set */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
+
+/* What kept exceptions' tracebacks hold on the failing device, as the
+ * record of s->ooms[i] lists it (torch_kept.c): its tensors held by "the
+ * traceback of NAME at FRAME" (or a graph so held), their bytes and
+ * count, the first one's exception (NAME) and the largest's name, dtype,
+ * shape and frame ("x, float32 [65536, 4096], at step train.py:8").
+ * Returns 1 when there is any, 0 when none or no record came. */
+struct vt_torch_kept {
+    uint64_t bytes, count;
+    char exception[VT_TORCH_TEXT + 1];
+    char largest[2 * VT_TORCH_TEXT + 64];
+};
+int vt_torch_oom_kept(const struct vt_snapshot *s, size_t i, struct vt_torch_kept *out);
 
 /* When the record of s->ooms[i] came (0: none has). */
 uint64_t vt_torch_oom_time(const struct vt_snapshot *s, size_t i);

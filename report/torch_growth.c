@@ -70,6 +70,9 @@ static void cache_of_sites(const struct vt_snapshot *s, const struct vt_torch_re
         size_t k = site[group[a->stack]];
         if (!k || !steps[a->device].known || !free_segment(by_dev[a->device], a)) continue;
         struct vt_growth *x = &g[k - 1];
+        /* A buffer that grew step after step left its earlier copies in
+         * the cache: the leak made them, and the site is its. */
+        if (x->holder_grew) continue;
         uint64_t rise = x->end_bytes > x->first_floor ? x->end_bytes - x->first_floor : 0;
         if (steps[a->device].spread * 2 < rise && x->t_last_ns <= steps[a->device].last_ns) x->cache_bytes += a->bytes;
     }
@@ -99,14 +102,21 @@ int vt_stack_makes_model(const struct vt_symbols *sym, uint32_t stack) {
 }
 
 /* A tensor a program may keep more of from one step to the next: an
- * activation or its own ("other"), not the model's or the optimizer's. */
+ * activation or its own ("other"), not the model's or the optimizer's;
+ * but a buffer or parameter the companion gives a holder, which it does
+ * only for one assigned a larger tensor at several steps (python/
+ * vramtrace_torch/grown.py: `self.hist = torch.cat([self.hist, x])` on a
+ * registered buffer), is the growth itself: without it, the largest other
+ * tensor in the site's segments, an activation freed every step, was
+ * named the holder of a 510 MiB buffer's growth. */
 static int kept_per_step(const struct vt_torch_tensor *t) {
     /* What a call of the program's holds while PyTorch runs it (the
      * companion's "the call at ...") is let go when the call returns. */
     if (strstr(t->holder, "the call at ") == t->holder || strstr(t->holder, "graph of the call at ") == t->holder)
         return 0;
-    return strcmp(vt_torch_categories[t->category], "activation") == 0 ||
-           strcmp(vt_torch_categories[t->category], "other") == 0;
+    const char *c = vt_torch_categories[t->category];
+    return strcmp(c, "activation") == 0 || strcmp(c, "other") == 0 ||
+           ((strcmp(c, "buffer") == 0 || strcmp(c, "parameter") == 0) && t->holder[0]);
 }
 
 void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, const struct vt_torch_record *r,
@@ -115,6 +125,7 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
         g[k].holder[0] = '\0';
         g[k].holder_bytes = 0;
         g[k].holder_device = -1;
+        g[k].holder_grew = 0;
         g[k].cache_bytes = 0;
     }
     if (!r || !n || !s->nstacks) return;
@@ -141,15 +152,26 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
              * finished thread's leak was said held by a gradient that lay
              * in one of its 28 segments). */
             uint64_t rise = g[k].end_bytes > g[k].first_floor ? g[k].end_bytes - g[k].first_floor : 0, mine = 0;
+            int grown = 0;   /* a buffer or parameter of the site's grew step after step (kept_per_step) */
             for (size_t j = 0; j < d->ntensors; j++)
-                if (site[j] == want) mine += d->tensors[j].bytes;
-            if (d->ntensors < VT_TORCH_TENSORS && mine * 2 < rise) continue;
+                if (site[j] == want) {
+                    mine += d->tensors[j].bytes;
+                    grown |= d->tensors[j].holder[0] && (strcmp(vt_torch_categories[d->tensors[j].category], "buffer") == 0 ||
+                                                         strcmp(vt_torch_categories[d->tensors[j].category], "parameter") == 0);
+                }
+            /* Unless one did: its earlier, smaller copies are the cache
+             * PyTorch keeps at the site (80 MiB of a buffer grown 2 MiB a
+             * step left 1.4 GiB of segments behind), and it is the leak
+             * that made them. */
+            if (d->ntensors < VT_TORCH_TENSORS && mine * 2 < rise && !grown) continue;
             /* The holder of the most bytes of the site's tensors; the
              * first listed (the largest) on a tie. Parameters, buffers,
              * gradients and the optimizer's state are made once and kept
              * on purpose: never a growth's holder, whose advice is to free
              * what it keeps from one step to the next (a first step that
-             * did not fit was "held by `gradient of model.0.weight`"). */
+             * did not fit was "held by `gradient of model.0.weight`"),
+             * unless a buffer or parameter grew step after step
+             * (kept_per_step). */
             for (size_t j = 0; j < d->ntensors; j++) {
                 const struct vt_torch_tensor *t = &d->tensors[j];
                 if (site[j] != want || !t->holder[0] || !kept_per_step(t)) continue;
@@ -159,6 +181,8 @@ void vt_torch_name_growth(const struct vt_snapshot *s, const struct vt_symbols *
                 if (sum > g[k].holder_bytes) {
                     g[k].holder_bytes = sum;
                     g[k].holder_device = d->device;
+                    g[k].holder_grew = strcmp(vt_torch_categories[t->category], "buffer") == 0 ||
+                                       strcmp(vt_torch_categories[t->category], "parameter") == 0;
                     memcpy(g[k].holder, t->holder, sizeof g[k].holder);
                 }
             }

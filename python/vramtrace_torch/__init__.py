@@ -242,6 +242,11 @@ def attach(torch):
             register_optimizer_step_post_hook(_on_step)
         except Exception:
             pass
+        try:   # buffers and parameters given a larger tensor step after step
+            from . import grown
+            grown.watch(torch, lambda: _state["marked"])
+        except Exception:
+            pass
         try:   # the library learns that an optimizer steps (once)
             from torch.optim.optimizer import register_optimizer_step_pre_hook
             began = lib[0].CDLL(None).vt_torch_optimizer_step

@@ -20,6 +20,8 @@ import re
 import sys
 import weakref
 
+from . import grown
+
 CATEGORIES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "other")
 TOP = 64          # tensors listed per device
 FREE_SEGS = 4096  # segments holding no tensor listed per device (report/torch.h)
@@ -32,9 +34,9 @@ def _clean(s):
 
 
 class _Walk:
-    """One pass over gc.get_objects(): tensors, modules, optimizers and the
-    containers that hold anything, by type (each type's kind decided
-    once). Its lists are made after gc.get_objects(), so that none is
+    """One pass over gc.get_objects(): tensors, modules, optimizers, the
+    containers that hold anything and the exceptions that keep a traceback,
+    by type (each type's kind decided once). Its lists are made after gc.get_objects(), so that none is
     among the containers (a list holding itself would be a cycle keeping
     every tensor alive until the next garbage collection); `clear` lets go
     of them."""
@@ -44,31 +46,34 @@ class _Walk:
         Tensor, Module, Optimizer = torch.Tensor, torch.nn.Module, torch.optim.Optimizer
         objs = gc.get_objects()
         # Made after the call, so that they are not among the objects.
-        tensors, modules, optims, containers = [], [], [], []
-        lists = (None, tensors, modules, optims, containers)
+        tensors, modules, optims, containers, errors = [], [], [], [], []
+        lists = (None, tensors, modules, optims, containers, errors)
         get = kinds.get
         for o in objs:
             k = get(type(o))
             if k is None:
                 t = type(o)
                 k = (1 if issubclass(t, Tensor) else 2 if issubclass(t, Module) else
-                     3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else 0)
+                     3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else
+                     5 if issubclass(t, BaseException) else 0)
                 kinds[t] = k
-            if k and (k != 4 or o):
+            if k and (k != 4 or o) and (k != 5 or o.__traceback__ is not None):
                 lists[k].append(o)
         if kinds in containers:
             containers.remove(kinds)
         del objs
         self.torch = torch
         self.tensors, self.modules, self.optims, self.containers = tensors, modules, optims, containers
+        self.errors = errors
 
     def clear(self):
-        self.tensors = self.modules = self.optims = self.containers = None
+        self.tensors = self.modules = self.optims = self.containers = self.errors = None
 
 
 def _names():
     """(id -> a name the program's code gives the object, the containers
-    so named): the globals of __main__, then the locals of every thread's
+    so named, the named objects, what is in flight in the program's calls,
+    the ids of the frames running now): the globals of __main__, then the locals of every thread's
     frames (innermost wins), then those of the frames of the exception
     ending the program, if one is (at exit, after an uncaught
     OutOfMemoryError, its traceback still keeps them: the list the
@@ -85,11 +90,13 @@ def _names():
     # output between layers, held by nothing of the program's yet): named
     # for that call, after every name of the program's.
     inflight = []
+    running = set()
     frame = f = None
     try:
         for frame in sys._current_frames().values():
             f, pending = frame, []
             while f is not None:
+                running.add(id(f))
                 fn = f.f_code.co_filename
                 if fn.startswith(torch_dir):
                     pending.append(f.f_locals)
@@ -145,26 +152,111 @@ def _names():
                     calls[id(v)] = (k, where, v)
         except Exception:
             pass
-    return names, boxes, owners, calls
+    return names, boxes, owners, calls, running
 
 
 def _attribute_names(owners, unnamed, names):
     """Names for the unnamed containers `unnamed` (id -> container) that an
     attribute of an object or class the program names keeps:
     `trainer.history`, `Trainer.seen`, `rec.features` (a forward hook's
-    list). Their tensors were "a list[0]", held by nothing named, and the
-    growth they made named no holder. Returns id -> name."""
+    list), or a variable of a function's closure the program names (`seen`
+    of `logger = make_logger()`, whose `log` appends to it: held by `seen
+    (closure of logger)`). Their tensors were "a list[0]", held by nothing
+    named, and the growth they made named no holder. Returns id -> (the
+    name, what holds it)."""
     found = {}
     for name, obj in owners:
         try:
             for k, v in vars(obj).items():
                 if id(v) in unnamed and id(v) not in found and isinstance(k, str):
-                    found[id(v)] = f"{name}.{k}"
+                    found[id(v)] = (f"{name}.{k}", f"{name}.{k}")
+        except Exception:
+            pass
+        try:
+            fn = getattr(obj, "__func__", obj)   # a bound method's function
+            cells = fn.__closure__
+            if cells:
+                for k, cell in zip(fn.__code__.co_freevars, cells):
+                    try:
+                        v = cell.cell_contents
+                    except ValueError:   # a cell not yet filled
+                        continue
+                    if id(v) in unnamed and id(v) not in found:
+                        found[id(v)] = (k, f"{k} (closure of {name})")
         except Exception:
             pass
         if len(found) == len(unnamed):
             break
     return found
+
+
+def _exception_name(exc, names, owners, named):
+    """What the program calls a kept exception: its variable (`last_error`),
+    an attribute of an object it names (`trainer.error`), an item of a
+    container it names (`errors[2]`), else `a kept OutOfMemoryError`."""
+    n = names.get(id(exc))
+    if n:
+        return n
+    for name, obj in owners:
+        try:
+            for k, v in vars(obj).items():
+                if v is exc and isinstance(k, str):
+                    return f"{name}.{k}"
+        except Exception:
+            pass
+    for box in named:
+        try:
+            pairs = box.items() if type(box) is dict else enumerate(box)
+            for k, v in pairs:
+                if v is exc:
+                    return f"{names.get(id(box))}[{_key_text(k) if type(box) is dict else k}]"
+        except Exception:
+            pass
+    return f"a kept {type(exc).__name__}"
+
+
+def _kept_tracebacks(errors, names, owners, named, running):
+    """id -> (name, holder, object) of what only the frames of a kept
+    exception's traceback hold: the common retry loop that catches
+    OutOfMemoryError and keeps it (`last_error = e`) keeps, through its
+    traceback, every frame the error went through, with the failed
+    attempt's input, outputs and graph, and the next attempt fails for
+    it (PyTorch's FAQ: recover outside the except clause). Those tensors
+    were "a dict['x']" (a finished frame's locals), held by nothing
+    named; they are `x`, held by `the traceback of last_error at step
+    train.py:8`: the locals of a frame of the program's by their names,
+    those of PyTorch's frames by theirs, held by the traceback at the
+    program's frame that called into PyTorch (as a call in flight's are).
+    Frames still running are named as such (_names), and so are those of
+    the exception ending the program (sys.last_exc)."""
+    kept = {}
+    torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or "/nonexistent") + os.sep
+    ending = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    for exc in errors:
+        if exc is ending:
+            continue
+        try:
+            tb = exc.__traceback__
+            ename, where = None, None
+            while tb is not None:
+                f, line = tb.tb_frame, tb.tb_lineno
+                tb = tb.tb_next
+                fn = f.f_code.co_filename
+                if fn == __file__:
+                    continue
+                if not fn.startswith(torch_dir):
+                    where = f"{getattr(f.f_code, 'co_qualname', f.f_code.co_name)} {fn}:{line}"
+                if id(f) in running:
+                    continue
+                if ename is None:
+                    ename = _exception_name(exc, names, owners, named)
+                held = f"the traceback of {ename}" + (f" at {where}" if where else "")
+                for k, v in list(f.f_locals.items()):
+                    if isinstance(k, str) and not k.startswith("__") and id(v) not in names and id(v) not in kept:
+                        kept[id(v)] = (k, held, v)
+        except Exception:
+            pass
+    return kept
 
 
 class _Claims:
@@ -230,9 +322,11 @@ def tensors(torch):
 
 
 def _modules_named(roots, names):
-    """(parameters, buffers): [(name, tensor)] of the root modules, in
-    named_parameters()'s order (each module before its children, each
-    tensor under its first name), read from the modules' own dicts."""
+    """(parameters, buffers): [(name, tensor, holder)] of the root modules,
+    in named_parameters()'s order (each module before its children, each
+    tensor under its first name), read from the modules' own dicts; the
+    holder is "" but for one given a larger tensor step after step
+    (grown.py), which holds the growth it makes."""
     params, buffers, seen = [], [], set()
     for m in roots:
         stack = [(names.get(id(m), type(m).__name__), m)]
@@ -243,17 +337,18 @@ def _modules_named(roots, names):
             seen.add(id(mod))
             for n, p in mod._parameters.items():
                 if p is not None:
-                    params.append((prefix + "." + n, p))
+                    params.append((prefix + "." + n, p, grown.holder(mod, n, prefix + "." + n, "parameter", p)))
             for n, b in mod._buffers.items():
                 if b is not None:
-                    buffers.append((prefix + "." + n, b))
+                    buffers.append((prefix + "." + n, b, grown.holder(mod, n, prefix + "." + n, "buffer", b)))
             kids = [(prefix + "." + n, ch) for n, ch in mod._modules.items() if ch is not None]
             stack.extend(reversed(kids))
     return params, buffers
 
 
 def _claim_all(torch, w):
-    names, named, owners, calls = _names()
+    names, named, owners, calls, running = _names()
+    kept = _kept_tracebacks(w.errors, names, owners, named, running)
     c = _Claims()
     claim = c.claim
     # Modules that are no other live module's child are roots; their names
@@ -269,12 +364,12 @@ def _claim_all(torch, w):
     except Exception:
         params, buffers = [], []
     param_name = {}
-    for n, p in params:
+    for n, p, grew in params:
         if id(p) not in param_name:
             param_name[id(p)] = n
-            claim(p, "parameter", n)
-    for n, b in buffers:
-        claim(b, "buffer", n)
+            claim(p, "parameter", n, grew)
+    for n, b, grew in buffers:
+        claim(b, "buffer", n, grew)
     # Parameters no live module holds (a bare nn.Parameter a variable and
     # an optimizer keep): parameters still, named by the program's name
     # (they were "in no tensor Python reaches").
@@ -288,7 +383,7 @@ def _claim_all(torch, w):
                     claim(t.grad, "gradient", n + ".grad", "gradient of " + n)
         except Exception:
             pass
-    for n, p in params:   # gradients of every parameter a live module has
+    for n, p, _ in params:   # gradients of every parameter a live module has
         g = p.grad
         if g is not None:
             n = param_name[id(p)]
@@ -353,6 +448,8 @@ def _claim_all(torch, w):
                     label, held_by = inner[id(box)]
                 elif label is None and id(box) in calls:   # a container in flight in a call of the program's
                     label, held_by = calls[id(box)][:2]
+                elif label is None and id(box) in kept:   # a container a kept traceback's frame holds
+                    label, held_by = kept[id(box)][:2]
                 for i, x in enumerate(items):
                     if id(x) in hits:
                         holder[id(x)] = (label, i, box, held_by)
@@ -367,7 +464,7 @@ def _claim_all(torch, w):
         for i, h in list(holder.items()):
             a = attrs.get(id(h[2])) if h[0] is None else None
             if a is not None:
-                holder[i] = (a, h[1], h[2], a)
+                holder[i] = (a[0], h[1], h[2], a[1])
 
     # Tensors a variable or a container of the program holds are its own
     # (other), even when a graph saved them too.
@@ -380,6 +477,8 @@ def _claim_all(torch, w):
             own, h = calls[i][0], (None, 0, None, calls[i][1])
         elif own and h is not None and h[2] is not None and id(h[2]) in calls:
             h = None   # the program's own variable, also in flight: its name alone
+        elif not own and i in kept and (h is None or h[0] is None or id(h[2]) in kept):
+            own, h = kept[i][0], (None, 0, None, kept[i][1])   # a local of a kept traceback's frame
         if h is None and not own:
             unheld.append(t)
             continue
@@ -416,6 +515,12 @@ def _claim_all(torch, w):
             flight = h is not None and h[2] is not None and id(h[2]) in calls
             if (h is None or h[0] is None) and not own and id(t) in calls:
                 graph_of[2].append((fn, "graph of " + calls[id(t)][1]))
+                continue
+            if not own and id(t) in kept and (h is None or h[0] is None or id(h[2]) in kept):
+                graph_of[2].append((fn, "graph of " + kept[id(t)][1]))
+                continue
+            if not own and h is not None and h[2] is not None and id(h[2]) in kept:
+                graph_of[2].append((fn, "graph of " + h[3]))
                 continue
             if flight and own:
                 h = None
