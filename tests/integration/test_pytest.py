@@ -687,6 +687,7 @@ def markhost_leak(n, fn):
     call = source_line("t_markhost.c", f"void *{'d' if fn == 'keep_device' else 'h'} = {fn}();")
     return [f"Direct leak of {n} byte(s) in 1 object(s) allocated from:",
             f"    call site: {fn} tests/progs/t_markhost.c:{line}",
+            "    kind: " + ("device memory (cudaMalloc)" if fn == "keep_device" else "pinned host memory (cudaMallocHost)"),
             f"    #0 X in {fn} tests/progs/t_markhost.c:{line}",
             f"    #1 X in main tests/progs/t_markhost.c:{call}", ""]
 
@@ -723,13 +724,14 @@ def gtest_listener_fails_the_test_that_leaves_pinned_host_memory():
     lines = normalized(r.out)
     i = lines.index("Direct leak of 5000 byte(s) in 1 object(s) allocated from:")
     alloc = source_line("t_gtest_pinned.cc", "cudaMallocHost(&p, n);")
-    eq(lines[i - 7:i + 4], [
+    eq(lines[i - 7:i + 5], [
         f"examples/gtest_vramtrace.cc:{example_line('ADD_FAILURE()')}: Failure", "Failed",
         "the test left 5000 byte(s) of GPU memory allocated in 1 allocation(s):", "",
         "=================================================================",
         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
         "Direct leak of 5000 byte(s) in 1 object(s) allocated from:",
         f"    call site: pinned_buffer(unsigned long) tests/progs/t_gtest_pinned.cc:{alloc}",
+        "    kind: pinned host memory (cudaMallocHost)",
         f"    #0 X in pinned_buffer(unsigned long) tests/progs/t_gtest_pinned.cc:{alloc}",
         "    #1 X in Pinned_LeavesAStagingBufferBehind_Test::TestBody() tests/progs/t_gtest_pinned.cc:"
         f"{source_line('t_gtest_pinned.cc', 'static void *staging')}"], "the leaking test's failure")
