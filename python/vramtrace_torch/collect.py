@@ -70,6 +70,49 @@ class _Walk:
         self.tensors = self.modules = self.optims = self.containers = self.errors = None
 
 
+# The locals of the functions running now, as read for names. Before
+# Python 3.13, a function frame's f_locals is a dict the frame keeps and
+# fills with its locals when it is read, and empties of them never: a
+# tensor the program then deletes (`del x`, or `x` bound again at a retry
+# with a smaller batch after a caught OutOfMemoryError) stayed alive in it
+# until the function returned: 100 MiB the program had let go still held.
+# Each such dict is emptied once the record is made (_let_go). 3.13's
+# f_locals is a view of the frame's own variables, which holds nothing
+# (and emptying it would delete them).
+_SNAPSHOTS = sys.version_info < (3, 13)
+_taken = []
+
+
+def _locals(f):
+    d = f.f_locals
+    if _SNAPSHOTS and f.f_code.co_flags & 1 and d is not f.f_globals:   # CO_OPTIMIZED: a function's frame
+        _taken.append(d)
+    return d
+
+
+def _let_go():
+    """Empty the dicts _locals filled: what they hold the frames hold
+    themselves. Not while a tracer runs (a debugger's): it reads a frame's
+    dict and writes it back into the frame's variables after each event,
+    so that an empty one would delete them; it fills the dict afresh
+    before each event anyway. A dict the program itself keeps from
+    locals() is the same object, emptied too: it fills again at the
+    program's next locals()."""
+    global _taken
+    taken, _taken = _taken, []
+    try:
+        import threading
+        if sys.gettrace() is not None or threading.gettrace() is not None:
+            return
+    except Exception:
+        return
+    for d in taken:
+        try:
+            d.clear()
+        except Exception:
+            pass
+
+
 def _names():
     """(id -> a name the program's code gives the object, the containers
     so named, the named objects, what is in flight in the program's calls,
@@ -99,9 +142,9 @@ def _names():
                 running.add(id(f))
                 fn = f.f_code.co_filename
                 if fn.startswith(torch_dir):
-                    pending.append(f.f_locals)
+                    pending.append(_locals(f))
                 elif fn != __file__:
-                    scopes.append(f.f_locals)
+                    scopes.append(_locals(f))
                     if pending:
                         code = f.f_code
                         where = f"the call at {getattr(code, 'co_qualname', code.co_name)} {fn}:{f.f_lineno}"
@@ -660,6 +703,7 @@ def record(torch, reason, oom, steps):
     try:
         return _record(torch, reason, oom, steps)
     finally:
+        _let_go()
         if was:
             gc.enable()
 

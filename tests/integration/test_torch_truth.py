@@ -1296,6 +1296,42 @@ def traced(script, *args, flags=(), env=None, capacity="8G", status=0):
         shutil.rmtree(work, ignore_errors=True)
 
 
+DELETED_AFTER_OOM = r"""
+import torch
+MiB = 1 << 20
+def attempt(n):
+    return torch.empty(n, dtype=torch.uint8, device="cuda")
+def train():
+    a = torch.empty(100 * MiB, dtype=torch.uint8, device="cuda")
+    x = torch.empty(200 * MiB, dtype=torch.uint8, device="cuda")
+    try:
+        attempt(100000 * MiB)
+    except torch.OutOfMemoryError:
+        pass
+    del a
+    x = torch.empty(1 * MiB, dtype=torch.uint8, device="cuda")
+    print(torch.cuda.memory_allocated() // MiB)
+train()
+"""
+
+
+@torch_test
+def torch_truth_what_a_function_deletes_after_a_caught_oom_is_freed():
+    """The companion read the running functions' locals for names at a
+    caught OutOfMemoryError; before Python 3.13 that fills a dict the frame
+    keeps, which held what the function then deleted (`del a`) or bound
+    again (`x`, as a retry with a smaller batch does): 300 MiB the program
+    had let go stayed allocated under vramtrace and not without it (an
+    outside check). The dicts are emptied once the record is made: 1 MiB
+    is left, as without vramtrace, and the failure's record still names
+    both tensors by the function's locals."""
+    out, dumps, report = traced(DELETED_AFTER_OOM, capacity="2G")
+    eq(out, "1\n", "MiB allocated after the del and the new x, as without vramtrace")
+    o = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]
+    got = sorted((x["name"], x["bytes"]) for x in o["torch"][0]["tensors"])
+    eq(got, [("a", 100 << 20), ("x", 200 << 20)], "the failure's tensors, named by train's locals")
+
+
 FRACTION = r"""
 import torch
 torch.cuda.set_per_process_memory_fraction(0.5)
