@@ -71,7 +71,8 @@ int vt_cmd_diff(int argc, char **argv) {
                    "                    back, reset or destroyed, without a free) grew by more\n"
                    "                    than SIZE\n"
                    "                    (bytes, or with K, M, G, T: 512M, 1.5G)\n"
-                   "  --top N           rows to show, 1 to 100000 (default 20)\n");
+                   "  --top N           rows to show, 1 to 100000 (default 20); the call sites\n"
+                   "                    past them are added up on one line\n");
             return vt_cli_flush("vramtrace diff");
         }
         if (strcmp(a, "--fail-over") == 0) {
@@ -155,10 +156,22 @@ int vt_cmd_diff(int argc, char **argv) {
                    vr_bytes(t0->host_live_bytes, a, sizeof a), vr_bytes(t1->host_live_bytes, b, sizeof b));
         printf("  %12s  %-26s %-18s %s\n", "change", "bytes (old -> new)", "allocations", "call site");
         long shown = 0;
-        for (size_t i = 0; i < k && shown < top; i++) {
+        /* The changed sites past --top, added up, so that the rows and
+         * this line add up to the totals line (rows are largest growth
+         * first: --top cut the largest releases without a word). */
+        uint64_t more = 0, more_bytes[2] = {0, 0}, more_count[2] = {0, 0};
+        for (size_t i = 0; i < k; i++) {
             const struct vr_combined *s = &list[i];
             const uint64_t *sb = s->bytes_in, *sc = s->count_in;
             if (sb[0] == sb[1] && sc[0] == sc[1]) continue;
+            if (shown == top) {
+                more++;
+                for (int w = 0; w < 2; w++) {
+                    more_bytes[w] = add_sat(more_bytes[w], sb[w]);
+                    more_count[w] = add_sat(more_count[w], sc[w]);
+                }
+                continue;
+            }
             char range[64], cnt[96];
             snprintf(range, sizeof range, "%s -> %s", vr_bytes(sb[0], a, sizeof a), vr_bytes(sb[1], b, sizeof b));
             snprintf(cnt, sizeof cnt, "%s (%" PRIu64 " -> %" PRIu64 ")",
@@ -169,6 +182,13 @@ int vt_cmd_diff(int argc, char **argv) {
             shown++;
         }
         if (shown == 0) printf("  (no change)\n");
+        if (more) {
+            struct change mc = change_of(more_count[0], more_count[1]);
+            printf("  (%" PRIu64 " more %s changed, %s and %s %s together, not shown: --top %ld)\n", more,
+                   vr_plural(more, "call site", "call sites"),
+                   signed_bytes(change_of(more_bytes[0], more_bytes[1]), c, sizeof c), signed_count(mc, e, sizeof e),
+                   vr_plural(mc.by, "allocation", "allocations"), top);
+        }
         /* Output that did not reach its destination fails the command. */
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "vramtrace diff: writing failed: %s\n", strerror(errno ? errno : EIO));

@@ -267,6 +267,27 @@ def cli_diff_counts_what_the_holders_count():
 
 
 @test
+def cli_diff_top_says_what_it_left_out():
+    """diff --top N: the changed call sites past the first N are added up on
+    one line, so that the rows and that line add up to the totals line
+    (they were dropped without a word: rows are largest growth first, so
+    --top cut the largest releases)."""
+    r0, mangled = os.path.join(GOLDEN, R0), seed("cli-mangled.json")
+    rows = ["     +2.00 MiB  0 B -> 2.00 MiB            +1 (0 -> 1)        i tests/progs/t_phases.c:20",
+            "     +2.00 MiB  0 B -> 2.00 MiB            +1 (0 -> 1)        unsigned long long tmpl_site<int>"
+            "(unsigned long) tests/progs/t_phases.c:20",
+            "     -4.00 MiB  4.00 MiB -> 0 B            -2 (2 -> 0)        steady_state tests/progs/t_phases.c:20"]
+    for top, left in (("1", ["  (2 more call sites changed, -2.00 MiB and -1 allocation together, not shown: --top 1)"]),
+                      ("2", ["  (1 more call site changed, -4.00 MiB and -2 allocations together, not shown: --top 2)"]),
+                      ("3", []), ("20", [])):
+        rc, out, err = cli(["diff", r0, mangled, "--top", top])
+        eq((rc, err), (0, ""), f"--top {top}: status")
+        lines = out.decode().splitlines()
+        eq(lines[1], "live: 4.00 MiB -> 4.00 MiB (0 B); allocations: 2 -> 2 (+0)", "totals")
+        eq(lines[3:], rows[:int(top)] + left, f"--top {top}: the rows and what is left out")
+
+
+@test
 def cli_numeric_flags_are_exact_or_refused():
     r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)    # r1 grew by exactly 1 MiB
     for limit, want in (("9223372036854775808", 0), ("18446744073709551615", 0), ("1048575", 1),
