@@ -73,7 +73,13 @@ struct dev_metric {
     const char *unit, *help;
     uint32_t needs; /* device flags the figure needs */
     int (*value)(const struct vt_live_device *, double *);
+    /* A figure of the growth now, which a stopped process (livefile.h's
+     * vt_live_stopped) does not have: NOW_ZERO exported as 0, NOW_NONE
+     * left out (a time to full that would not count down while it is
+     * stopped, and kept an alert on it firing). */
+    int now;
 };
+enum { NOW_ANY, NOW_ZERO, NOW_NONE };
 
 #define DEV_U64(fn, field) \
     static int fn(const struct vt_live_device *d, double *v) { *v = (double)d->field; return 1; }
@@ -94,21 +100,21 @@ static int v_step(const struct vt_live_device *d, double *v) { *v = (double)d->g
 DEV_U64(v_full_steps, forecast_steps)
 
 static const struct dev_metric dev_metrics[] = {
-    {"vramtrace_live_bytes", GAUGE, "bytes", "Device memory the process holds now (tracked allocations).", 0, v_live},
-    {"vramtrace_peak_bytes", GAUGE, "bytes", "Most device memory the process held at once.", 0, v_peak},
-    {"vramtrace_live_allocations", GAUGE, NULL, "Device allocations the process holds now.", 0, v_count},
-    {"vramtrace_device_memory_bytes", GAUGE, "bytes", "The device's memory.", VT_LIVE_DEV_FACTS, v_total},
-    {"vramtrace_capacity_bytes", GAUGE, "bytes", "What the forecast fills: VRAMTRACE_LIMIT where the device has more room, else the device's memory.", 0, v_cap},
-    {"vramtrace_torch_reserved_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory reserved.", VT_LIVE_DEV_TORCH, v_res},
-    {"vramtrace_torch_allocated_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory in tensors.", VT_LIVE_DEV_TORCH, v_alloc},
-    {"vramtrace_growth_bytes_per_second", GAUGE, NULL, "Sustained growth of the live bytes (0 when there is none).", 0, v_growth},
-    {"vramtrace_forecast_full_seconds", GAUGE, "seconds", "Time until the live bytes fill the capacity at the sustained growth.", VT_LIVE_DEV_FORECAST, v_full},
-    {"vramtrace_growth_bytes_per_step", GAUGE, NULL, "Sustained growth of the live bytes a step, where the program has steps (0 when there is none).", VT_LIVE_DEV_PER_STEP, v_step},
-    {"vramtrace_forecast_full_steps", GAUGE, NULL, "Steps until the live bytes fill the capacity at the sustained growth a step.", VT_LIVE_DEV_PER_STEP | VT_LIVE_DEV_FORECAST, v_full_steps},
-    {"vramtrace_allocations", COUNTER, NULL, "Device allocations made.", 0, v_allocs},
-    {"vramtrace_frees", COUNTER, NULL, "Device frees made.", 0, v_frees},
-    {"vramtrace_failures", COUNTER, NULL, "Failed device allocations.", 0, v_failed},
-    {"vramtrace_ooms", COUNTER, NULL, "Device allocations refused for lack of memory.", 0, v_ooms},
+    {"vramtrace_live_bytes", GAUGE, "bytes", "Device memory the process holds now (tracked allocations).", 0, v_live, NOW_ANY},
+    {"vramtrace_peak_bytes", GAUGE, "bytes", "Most device memory the process held at once.", 0, v_peak, NOW_ANY},
+    {"vramtrace_live_allocations", GAUGE, NULL, "Device allocations the process holds now.", 0, v_count, NOW_ANY},
+    {"vramtrace_device_memory_bytes", GAUGE, "bytes", "The device's memory.", VT_LIVE_DEV_FACTS, v_total, NOW_ANY},
+    {"vramtrace_capacity_bytes", GAUGE, "bytes", "What the forecast fills: VRAMTRACE_LIMIT where the device has more room, else the device's memory.", 0, v_cap, NOW_ANY},
+    {"vramtrace_torch_reserved_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory reserved.", VT_LIVE_DEV_TORCH, v_res, NOW_ANY},
+    {"vramtrace_torch_allocated_bytes", GAUGE, "bytes", "PyTorch's caching allocator: memory in tensors.", VT_LIVE_DEV_TORCH, v_alloc, NOW_ANY},
+    {"vramtrace_growth_bytes_per_second", GAUGE, NULL, "Sustained growth of the live bytes (0 when there is none, or the process is stopped).", 0, v_growth, NOW_ZERO},
+    {"vramtrace_forecast_full_seconds", GAUGE, "seconds", "Time until the live bytes fill the capacity at the sustained growth (none while the process is stopped).", VT_LIVE_DEV_FORECAST, v_full, NOW_NONE},
+    {"vramtrace_growth_bytes_per_step", GAUGE, NULL, "Sustained growth of the live bytes a step, where the program has steps (0 when there is none, or the process is stopped).", VT_LIVE_DEV_PER_STEP, v_step, NOW_ZERO},
+    {"vramtrace_forecast_full_steps", GAUGE, NULL, "Steps until the live bytes fill the capacity at the sustained growth a step (none while the process is stopped).", VT_LIVE_DEV_PER_STEP | VT_LIVE_DEV_FORECAST, v_full_steps, NOW_NONE},
+    {"vramtrace_allocations", COUNTER, NULL, "Device allocations made.", 0, v_allocs, NOW_ANY},
+    {"vramtrace_frees", COUNTER, NULL, "Device frees made.", 0, v_frees, NOW_ANY},
+    {"vramtrace_failures", COUNTER, NULL, "Failed device allocations.", 0, v_failed, NOW_ANY},
+    {"vramtrace_ooms", COUNTER, NULL, "Device allocations refused for lack of memory.", 0, v_ooms, NOW_ANY},
 };
 
 /* A process's call sites grouped by label as the exposition shows it (its
@@ -193,8 +199,10 @@ static void write_kinds(FILE *f, const struct vt_live_segment *segs, size_t n, i
     }
 }
 
-/* Every family over segs[0..n). */
-static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n, const struct vt_metrics_opts *o) {
+/* Every family over segs[0..n), stopped[i] whether segs[i]'s process is
+ * stopped. */
+static void write_metrics(FILE *f, const struct vt_live_segment *segs, const unsigned char *stopped, size_t n,
+                          const struct vt_metrics_opts *o) {
     for (size_t m = 0; m < sizeof dev_metrics / sizeof dev_metrics[0]; m++) {
         const struct dev_metric *dm = &dev_metrics[m];
         int header = 0;
@@ -203,6 +211,8 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
                 const struct vt_live_device *d = &segs[i].devices[k];
                 double v;
                 if ((d->flags & dm->needs) != dm->needs || !dm->value(d, &v)) continue;
+                if (stopped[i] && dm->now == NOW_NONE) continue;
+                if (stopped[i] && dm->now == NOW_ZERO) v = 0;
                 if (!header++) family(f, o->om, dm->name, dm->type, dm->unit, dm->help);
                 fprintf(f, "%s%s{", dm->name, dm->type == COUNTER ? "_total" : "");
                 device_labels(f, &segs[i], d);
@@ -215,6 +225,14 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
         fputs("vramtrace_host_live_bytes{", f);
         process_labels(f, &segs[i]);
         fprintf(f, "} %llu\n", (unsigned long long)segs[i].host_live_bytes);
+    }
+    if (n) family(f, o->om, "vramtrace_stopped", GAUGE, NULL,
+                  "1 while the process is stopped (SIGSTOP, a debugger, a frozen cgroup): its growth reads 0 and "
+                  "its forecast is left out until it runs again.");
+    for (size_t i = 0; i < n; i++) {
+        fputs("vramtrace_stopped{", f);
+        process_labels(f, &segs[i]);
+        fprintf(f, "} %d\n", stopped[i] ? 1 : 0);
     }
     write_kinds(f, segs, n, o->om);
     int steps = 0;
@@ -252,11 +270,14 @@ static void write_metrics(FILE *f, const struct vt_live_segment *segs, size_t n,
 char *vt_metrics_text(const struct vt_metrics_opts *o, size_t *len) {
     size_t n;
     struct vt_live_segment *segs = vt_live_scan(0, &n);
+    unsigned char *stopped = calloc(n ? n : 1, 1);
     char *text = NULL;
-    FILE *f = open_memstream(&text, len);
-    if (!f) { free(segs); return NULL; }
-    write_metrics(f, segs, n, o);
+    FILE *f = stopped ? open_memstream(&text, len) : NULL;
+    if (!f) { free(stopped); free(segs); return NULL; }
+    for (size_t i = 0; i < n; i++) stopped[i] = (unsigned char)vt_live_stopped(segs[i].pid);
+    write_metrics(f, segs, stopped, n, o);
     fclose(f);
+    free(stopped);
     free(segs);
     return text;
 }

@@ -38,6 +38,14 @@ static const char *bytes_cell(const struct top_opts *o, uint64_t b, char *buf, s
     return buf;
 }
 
+/* A process as a frame shows it: its segment, and whether it is stopped
+ * (livefile.h's vt_live_stopped: its growth and time to full are what
+ * they were when it stopped, not now, and not shown). */
+struct proc {
+    const struct vt_live_segment *s;
+    int stopped;
+};
+
 static uint64_t seg_growth(const struct vt_live_segment *s) {
     int64_t g = 0; /* held at the ends of its range: any figure may be in a segment */
     for (int i = 0; i < s->ndevices; i++)
@@ -46,13 +54,14 @@ static uint64_t seg_growth(const struct vt_live_segment *s) {
 }
 
 static enum sort_key sort_by;
-static int seg_order(const void *a, const void *b) {
-    const struct vt_live_segment *x = a, *y = b;
+static int proc_order(const void *a, const void *b) {
+    const struct proc *px = a, *py = b;
+    const struct vt_live_segment *x = px->s, *y = py->s;
     uint64_t kx = 0, ky = 0;
     switch (sort_by) {
     case SORT_LIVE: kx = x->live_bytes; ky = y->live_bytes; break;
     case SORT_PEAK: kx = x->peak_bytes; ky = y->peak_bytes; break;
-    case SORT_GROWTH: kx = seg_growth(x); ky = seg_growth(y); break;
+    case SORT_GROWTH: kx = px->stopped ? 0 : seg_growth(x); ky = py->stopped ? 0 : seg_growth(y); break;
     case SORT_PID: break;
     }
     if (kx != ky) return kx < ky ? 1 : -1;
@@ -99,9 +108,8 @@ static const char *forecast_cell(const struct vt_live_device *d, char *buf, size
     return buf;
 }
 
-/* The frame for segs[0..n) (sorted), `sel` the selected process. */
-static void frame(const struct top_opts *o, const struct vt_live_segment *segs, size_t n, size_t sel,
-                  struct lines *L) {
+/* The frame for procs[0..n) (sorted), `sel` the selected process. */
+static void frame(const struct top_opts *o, const struct proc *procs, size_t n, size_t sel, struct lines *L) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     time_t now = time(NULL);
@@ -114,7 +122,7 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
              "GROWTH", "FULL IN", "COMMAND");
     L->selected_line = L->tail_line = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
-        const struct vt_live_segment *s = &segs[i];
+        const struct vt_live_segment *s = procs[i].s;
         char cmd[256];
         vr_safe(s->command, cmd, sizeof cmd);
         if (i == sel) L->selected_line = L->n;
@@ -129,13 +137,15 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
             else snprintf(res, sizeof res, "-");
             int per_step = d && (d->flags & VT_LIVE_DEV_PER_STEP);
             int64_t g = !d ? 0 : per_step ? d->growth_per_step : d->growth_per_min;
-            if (g > 0) {
+            if (d && procs[i].stopped) {
+                snprintf(grow, sizeof grow, "stopped");
+            } else if (g > 0) {
                 char b[32];
                 snprintf(grow, sizeof grow, "+%s/%s", bytes_cell(o, (uint64_t)g, b, sizeof b), per_step ? "step" : "min");
             } else {
                 snprintf(grow, sizeof grow, "0");
             }
-            if (d) forecast_cell(d, full, sizeof full);
+            if (d && !procs[i].stopped) forecast_cell(d, full, sizeof full);
             else snprintf(full, sizeof full, "-");
             if (r == 0)
                 add_line(L, "%7d %4d %3s %12s %12s %12s %12s %9s  %s", s->pid, s->rank, dev, live, peak, res, grow,
@@ -156,16 +166,19 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
         add_line(L, "(no traced process of this user is running)");
         return;
     }
-    const struct vt_live_segment *s = &segs[sel];
+    const struct vt_live_segment *s = procs[sel].s;
     char cmd[256];
     vr_safe(s->command, cmd, sizeof cmd);
     L->tail_line = L->n;
     add_line(L, "%s", "");
     char fc[sizeof s->forecast * 4];
     vr_safe(s->forecast, fc, sizeof fc);
-    add_line(L, "call sites of pid %d (%s): %llu allocations, %llu frees, %llu failed%s%s", s->pid, cmd,
-             (unsigned long long)s->alloc_count, (unsigned long long)s->free_count,
-             (unsigned long long)s->failed_count, fc[0] ? "; forecast: " : "", fc);
+    /* The forecast here is the last one made, as the dump keeps it; of a
+     * stopped process, made before it stopped. */
+    add_line(L, "call sites of pid %d (%s)%s: %llu allocations, %llu frees, %llu failed%s%s", s->pid, cmd,
+             procs[sel].stopped ? ", stopped" : "", (unsigned long long)s->alloc_count,
+             (unsigned long long)s->free_count, (unsigned long long)s->failed_count,
+             fc[0] ? procs[sel].stopped ? "; forecast before it stopped: " : "; forecast: " : "", fc);
     add_line(L, "%12s %8s  %s", "BYTES", "COUNT", "SITE");
     for (int i = 0; i < s->nsites && i < o->sites; i++) {
         char b[32], label[VT_LIVE_LABEL * 4];
@@ -176,20 +189,32 @@ static void frame(const struct top_opts *o, const struct vt_live_segment *segs, 
     if (s->nsites == 0) add_line(L, "%12s %8s  %s", "0", "0", "(nothing live)");
 }
 
-static struct vt_live_segment *scan_sorted(const struct top_opts *o, size_t *n) {
-    struct vt_live_segment *segs = vt_live_scan(o->pid, n);
+/* The processes to show, sorted, in *procs (their segments in *segs);
+ * both malloc'd, or NULL with *n 0. */
+static void scan_sorted(const struct top_opts *o, struct vt_live_segment **segs, struct proc **procs, size_t *n) {
+    *segs = vt_live_scan(o->pid, n);
+    *procs = *n ? malloc(*n * sizeof **procs) : NULL;
+    if (!*procs) {
+        free(*segs);
+        *segs = NULL;
+        *n = 0;
+        return;
+    }
+    for (size_t i = 0; i < *n; i++) (*procs)[i] = (struct proc){&(*segs)[i], vt_live_stopped((*segs)[i].pid)};
     sort_by = o->sort;
-    if (segs) qsort(segs, *n, sizeof *segs, seg_order);
-    return segs;
+    qsort(*procs, *n, sizeof **procs, proc_order);
 }
 
 static int top_once(const struct top_opts *o) {
     size_t n;
-    struct vt_live_segment *segs = scan_sorted(o, &n);
+    struct vt_live_segment *segs;
+    struct proc *procs;
+    scan_sorted(o, &segs, &procs, &n);
     struct lines L = {0};
-    frame(o, segs, n, 0, &L);
+    frame(o, procs, n, 0, &L);
     for (size_t i = 0; i < L.n; i++) printf("%s\n", L.v[i]);
     free_lines(&L);
+    free(procs);
     free(segs);
     if (o->pid > 0 && n == 0) {
         fprintf(stderr, "vramtrace top: pid %d is not a traced process of this user\n", o->pid);
@@ -217,14 +242,16 @@ static int top_screen(struct top_opts *o) {
     int sel_pid = 0;
     for (;;) {
         size_t n;
-        struct vt_live_segment *segs = scan_sorted(o, &n);
+        struct vt_live_segment *segs;
+        struct proc *procs;
+        scan_sorted(o, &segs, &procs, &n);
         size_t sel = 0;
         for (size_t i = 0; i < n; i++)
-            if (segs[i].pid == sel_pid) sel = i;
-        if (n) sel_pid = segs[sel].pid;
+            if (procs[i].s->pid == sel_pid) sel = i;
+        if (n) sel_pid = procs[sel].s->pid;
         o->sites = LINES - 6 - (int)n > 4 ? LINES - 6 - (int)n : 4;
         struct lines L = {0};
-        frame(o, segs, n, sel, &L);
+        frame(o, procs, n, sel, &L);
         erase();
         /* More lines than rows: the process rows scroll so that the
          * selected one shows, and the selected process's call sites keep
@@ -253,13 +280,14 @@ static int top_screen(struct top_opts *o) {
         free_lines(&L);
         timeout((int)o->interval_ms);
         int c = getch();
-        if (c == 'q' || c == 'Q') { free(segs); break; }
-        if ((c == KEY_DOWN || c == 'j') && sel + 1 < n) sel_pid = segs[sel + 1].pid;
-        if ((c == KEY_UP || c == 'k') && sel > 0) sel_pid = segs[sel - 1].pid;
+        if (c == 'q' || c == 'Q') { free(procs); free(segs); break; }
+        if ((c == KEY_DOWN || c == 'j') && sel + 1 < n) sel_pid = procs[sel + 1].s->pid;
+        if ((c == KEY_UP || c == 'k') && sel > 0) sel_pid = procs[sel - 1].s->pid;
         if (c == 'l') o->sort = SORT_LIVE;
         if (c == 'p') o->sort = SORT_PEAK;
         if (c == 'g') o->sort = SORT_GROWTH;
         if (c == 'n') o->sort = SORT_PID;
+        free(procs);
         free(segs);
     }
     endwin();

@@ -32,6 +32,97 @@ static unsigned long long start_of(int pid) {
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
+/* The first line of a small file that starts with `start`, the rest of
+ * it in out; 0 when there is none. */
+static int line_of(const char *path, const char *start, char *out, size_t size) {
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    char line[4096];
+    size_t n = strlen(start);
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        if (strncmp(line, start, n) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out, size, "%s", line + n);
+            found = 1;
+        }
+    fclose(f);
+    return found;
+}
+
+/* Where this reader sees the cgroup hierarchy of file system `type`
+ * ("cgroup2", or "cgroup" with `option` among its options: the v1
+ * freezer), from /proc/self/mountinfo; "" when it is not mounted. */
+static void cgroup_mount(const char *type, const char *option, char *out, size_t size) {
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return;
+    char line[4096];
+    while (!out[0] && fgets(line, sizeof line, f)) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - TYPE SOURCE SUPEROPTIONS */
+        char *sep = strstr(line, " - "), *save = NULL;
+        if (!sep) continue;
+        *sep = '\0';
+        char *fields[5] = {0};
+        char *t = strtok_r(line, " ", &save);
+        for (int i = 0; i < 5 && t; i++, t = strtok_r(NULL, " ", &save)) fields[i] = t;
+        char *fstype = strtok_r(sep + 3, " ", &save), *source = strtok_r(NULL, " ", &save);
+        char *opts = strtok_r(NULL, " \n", &save);
+        if (!fields[4] || !fstype || !source || strcmp(fstype, type) != 0) continue;
+        int has = !option;
+        for (char *o = opts ? strtok_r(opts, ",", &save) : NULL; o && !has; o = strtok_r(NULL, ",", &save))
+            has = strcmp(o, option) == 0;
+        if (has) snprintf(out, size, "%s", fields[4]);
+    }
+    fclose(f);
+}
+
+/* Whether the cgroup of `pid` is frozen: its line in /proc/PID/cgroup
+ * under the v2 hierarchy ("0::PATH") or the v1 freezer ("N:freezer:PATH"). */
+static int frozen(int pid) {
+    char path[8192], line[4096], mount[4096], state[64];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return 0;
+    int is = 0;
+    while (!is && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c2 = '\0';
+        if (strcmp(line, "0:") == 0) {
+            cgroup_mount("cgroup2", NULL, mount, sizeof mount);
+            snprintf(path, sizeof path, "%s%s/cgroup.events", mount, c2 + 1);
+            is = mount[0] && line_of(path, "frozen ", state, sizeof state) && strcmp(state, "1") == 0;
+        } else {
+            int freezer = 0;
+            char *save = NULL;
+            for (char *o = strtok_r(c1 + 1, ",", &save); o && !freezer; o = strtok_r(NULL, ",", &save))
+                freezer = strcmp(o, "freezer") == 0;
+            if (!freezer) continue;
+            cgroup_mount("cgroup", "freezer", mount, sizeof mount);
+            snprintf(path, sizeof path, "%s%s/freezer.state", mount, c2 + 1);
+            is = mount[0] && line_of(path, "FROZEN", state, sizeof state);
+        }
+    }
+    fclose(f);
+    return is;
+}
+
+int vt_live_stopped(int pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold ") " itself */
+    if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't')) return 1;
+    return frozen(pid);
+}
+
 /* A consistent copy of a mapped segment, 1, or 0 when the writer was busy
  * each of `tries` times. The reader's half of the sequence lock: the count before (even), the
  * copy, a fence so that the copy's loads are done, the count after. */

@@ -1101,6 +1101,80 @@ def forecast_per_step_where_the_program_has_steps():
         ok("forecast" not in json.load(f), "no forecast for the steady one")
 
 
+def freezer_cgroup():
+    """A cgroup v1 freezer of this test's own (a folder under the freezer's
+    mount), or None where none can be made (not root, no v1 freezer)."""
+    root = "/sys/fs/cgroup/freezer"
+    try:
+        path = os.path.join(root, f"vt-live-{os.getpid()}")
+        os.mkdir(path)
+        return path
+    except OSError:
+        return None
+
+
+@test
+def top_and_metrics_show_a_stopped_process_as_stopped():
+    """A process stopped (SIGSTOP, a debugger, Slurm's suspend; a frozen
+    cgroup, as docker pause makes) publishes nothing: top and the metrics
+    kept its growth and time to full, "+8.00 MiB/step 108 steps" or "full in
+    19 s" for as long as it was stopped, and an alert on them kept firing.
+    Now top's GROWTH reads "stopped" and FULL IN "-", the metrics say
+    vramtrace_stopped 1 with growth 0 and no forecast series, until it runs
+    again."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "VRAMTRACE_LIMIT": "1G"})
+    t.say("steps 20 8388608 50")
+    host = os.uname().nodename
+    uuid = "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    dl = f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}",gpu="0",UUID="{uuid}"'
+    pl = f'pid="{t.pid}",rank="0",host="{host}",command="{T_LIVE}"'
+    wait_for("the 20 steps published", lambda: series(metrics(rundir), "vramtrace_steps_total") == {pl: "20"})
+
+    def check(stopped, how):
+        text = metrics(rundir)
+        want = ({"stopped": "1", "step": "0", "full": {}} if stopped else
+                {"stopped": "0", "step": "8388608", "full": {dl: "108"}})
+        eq((series(text, "vramtrace_stopped"), series(text, "vramtrace_growth_bytes_per_step"),
+            series(text, "vramtrace_growth_bytes_per_second"), series(text, "vramtrace_forecast_full_steps")),
+           ({pl: want["stopped"]}, {dl: want["step"]}, {dl: "0"}, want["full"]), f"{how}: the metrics")
+        out = top_once(rundir, "--bytes").stdout
+        eq(process_rows(out)[t.pid][3:9], ["167772160", "167772160", "-"] +
+           (["stopped", "-", T_LIVE] if stopped else ["+8388608/step", "108", "steps"]), f"{how}: top's row")
+        eq(len(re.findall(rf"^call sites of pid {t.pid} \({re.escape(T_LIVE)}\){', stopped' if stopped else ''}: ",
+                          out, re.M)), 1, f"{how}: top's call sites' line\n{out}")
+
+    check(False, "running")
+    os.kill(t.pid, signal.SIGSTOP)
+    wait_for("stopped", lambda: open(f"/proc/{t.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T")
+    check(True, "SIGSTOP")
+    os.kill(t.pid, signal.SIGCONT)
+    wait_for("running again", lambda: open(f"/proc/{t.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T")
+    check(False, "SIGCONT")
+    cg = freezer_cgroup()
+    if cg:
+        try:
+            with open(os.path.join(cg, "tasks"), "w") as f:
+                f.write(str(t.pid))
+            with open(os.path.join(cg, "freezer.state"), "w") as f:
+                f.write("FROZEN")
+            wait_for("frozen", lambda: open(os.path.join(cg, "freezer.state")).read().strip() == "FROZEN")
+            check(True, "a frozen cgroup")
+            with open(os.path.join(cg, "freezer.state"), "w") as f:
+                f.write("THAWED")
+            check(False, "thawed")
+        finally:
+            with open(os.path.join(cg, "freezer.state"), "w") as f:
+                f.write("THAWED")
+            with open(os.path.join(os.path.dirname(cg), "tasks"), "w") as f:
+                f.write(str(t.pid))
+            os.rmdir(cg)
+    else:
+        print("(no cgroup v1 freezer of its own can be made here: the frozen cgroup is not checked)")
+    rc, err = t.quit()
+    eq(rc, 0, "exit")
+
+
 @test
 def forecast_per_step_names_the_site_that_grows_not_a_model_loaded_before():
     """Five call sites load 200 MiB each before the first step, then 8 MiB
