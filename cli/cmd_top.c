@@ -44,13 +44,28 @@ static const char *bytes_cell(const struct top_opts *o, uint64_t b, char *buf, s
 struct proc {
     const struct vt_live_segment *s;
     int stopped;
+    /* The growth sort's keys (growth_keys). */
+    uint64_t full_ns, growth;
 };
 
-static uint64_t seg_growth(const struct vt_live_segment *s) {
+/* The growth sort's keys of a process: the time until its first device
+ * to fill is full (UINT64_MAX without a forecast), and its growth as its
+ * GROWTH column shows it, summed over its devices: bytes a step where it
+ * has steps, else a minute. Growth a step and growth a minute are not one
+ * measure; the time to full, which both forecasts have, is: a process
+ * with steps had none of growth a minute, and sorted by pid. A stopped
+ * process grows not now: neither. */
+static void growth_keys(struct proc *p) {
+    const struct vt_live_segment *s = p->s;
     int64_t g = 0; /* held at the ends of its range: any figure may be in a segment */
-    for (int i = 0; i < s->ndevices; i++)
-        if (__builtin_add_overflow(g, s->devices[i].growth_per_min, &g)) g = s->devices[i].growth_per_min > 0 ? INT64_MAX : INT64_MIN;
-    return g > 0 ? (uint64_t)g : 0;
+    p->full_ns = UINT64_MAX;
+    for (int i = 0; i < s->ndevices && !p->stopped; i++) {
+        const struct vt_live_device *d = &s->devices[i];
+        int64_t by = (d->flags & VT_LIVE_DEV_PER_STEP) ? d->growth_per_step : d->growth_per_min;
+        if (__builtin_add_overflow(g, by, &g)) g = by > 0 ? INT64_MAX : INT64_MIN;
+        if ((d->flags & VT_LIVE_DEV_FORECAST) && d->forecast_ns < p->full_ns) p->full_ns = d->forecast_ns;
+    }
+    p->growth = g > 0 ? (uint64_t)g : 0;
 }
 
 static enum sort_key sort_by;
@@ -61,7 +76,11 @@ static int proc_order(const void *a, const void *b) {
     switch (sort_by) {
     case SORT_LIVE: kx = x->live_bytes; ky = y->live_bytes; break;
     case SORT_PEAK: kx = x->peak_bytes; ky = y->peak_bytes; break;
-    case SORT_GROWTH: kx = px->stopped ? 0 : seg_growth(x); ky = py->stopped ? 0 : seg_growth(y); break;
+    case SORT_GROWTH: /* the soonest full first, then the largest growth */
+        if (px->full_ns != py->full_ns) return px->full_ns < py->full_ns ? -1 : 1;
+        kx = px->growth;
+        ky = py->growth;
+        break;
     case SORT_PID: break;
     }
     if (kx != ky) return kx < ky ? 1 : -1;
@@ -200,7 +219,10 @@ static void scan_sorted(const struct top_opts *o, struct vt_live_segment **segs,
         *n = 0;
         return;
     }
-    for (size_t i = 0; i < *n; i++) (*procs)[i] = (struct proc){&(*segs)[i], vt_live_stopped((*segs)[i].pid)};
+    for (size_t i = 0; i < *n; i++) {
+        (*procs)[i] = (struct proc){&(*segs)[i], vt_live_stopped((*segs)[i].pid), 0, 0};
+        growth_keys(&(*procs)[i]);
+    }
     sort_by = o->sort;
     qsort(*procs, *n, sizeof **procs, proc_order);
 }
@@ -305,7 +327,8 @@ static void top_help(void) {
            "  --once            print one frame as plain text and exit\n"
            "  --bytes           exact byte counts instead of KiB, MiB, GiB\n"
            "  --interval S      seconds between refreshes (default 1; 0.1 to 3600)\n"
-           "  --sort KEY        live (default), peak, growth or pid\n\n"
+           "  --sort KEY        live (default), peak, growth (the soonest full first, then\n"
+           "                    the largest growth) or pid\n\n"
            "keys: up/down or k/j select a process; l, p, g, n sort by live, peak, growth,\n"
            "pid; q quits.\n");
 }

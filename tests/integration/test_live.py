@@ -1101,6 +1101,35 @@ def forecast_per_step_where_the_program_has_steps():
         ok("forecast" not in json.load(f), "no forecast for the steady one")
 
 
+@test
+def top_sorts_processes_with_steps_by_growth():
+    """top --sort growth over four programs that mark steps, started in
+    this order: +2, +32 and +4 MiB a step and a steady one. Growth a step
+    and growth a minute are not one measure: the sort is by the time to
+    full (the soonest first; both forecasts have one), then by growth as
+    the GROWTH column shows it. It sorted on growth a minute alone, 0 for
+    every process with steps (every PyTorch job): pid order."""
+    rundir = tempdir("vt-rundir-")
+    env = {"VRAMTRACE_FORECAST": "300", "VRAMTRACE_LIMIT": "1G"}
+    procs = [Live(rundir, env) for _ in range(4)]
+    for t, cmd in zip(procs, ("steps 20 2097152 50", "steps 20 33554432 50", "steps 20 4194304 50",
+                              "steady 20 8388608 50")):
+        t.send(cmd)
+    for t in procs:
+        eq(t.p.stdout.readline(), "ok\n", "the steps done")
+    wait_for("the 20 steps published", lambda: sorted(series(metrics(rundir), "vramtrace_steps_total").values())
+             == ["20"] * 4)
+    out = top_once(rundir, "--bytes", "--sort", "growth").stdout
+    rows = process_rows(out)
+    eq([(pid, rows[pid][6:9]) for pid in rows],
+       [(procs[1].pid, ["+33554432/step", "12", "steps"]), (procs[2].pid, ["+4194304/step", "236", "steps"]),
+        (procs[0].pid, ["+2097152/step", "492", "steps"]), (procs[3].pid, ["0", "-", T_LIVE])],
+       "the soonest full first\n" + out)
+    ok(out.startswith("vramtrace top - ") and " - sort: growth\n" in out, "the header says the sort")
+    for t in procs:
+        eq(t.quit()[0], 0, "exit")
+
+
 def freezer_cgroup():
     """A cgroup v1 freezer of this test's own (a folder under the freezer's
     mount), or None where none can be made (not root, no v1 freezer)."""
