@@ -3,15 +3,19 @@
  * their live segments (livefile.h), refreshed like top.
  *
  * One frame is a list of lines (frame()), drawn by ncurses or, with
- * --once, printed as plain text: a header, a row per process and device,
- * and the call sites of the selected process. */
+ * --once or on a terminal that cannot move its cursor, printed as plain
+ * text: a header, a row per process and device, and the call sites of the
+ * selected process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <locale.h>
 #include <ncurses.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <term.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,15 +92,15 @@ static int proc_order(const void *a, const void *b) {
 }
 
 /* The lines of one frame. */
-struct lines {
+struct text_lines {
     char **v;
     size_t n, cap;
     size_t selected_line; /* the selected process's first row, or SIZE_MAX */
     size_t tail_line;     /* the first line after the process rows (the call sites'), or SIZE_MAX */
 };
 
-static void add_line(struct lines *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_line(struct lines *L, const char *fmt, ...) {
+static void add_line(struct text_lines *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_line(struct text_lines *L, const char *fmt, ...) {
     if (L->n == L->cap) {
         size_t want = L->cap ? L->cap * 2 : 64;
         char **bigger = realloc(L->v, want * sizeof *bigger);
@@ -111,7 +115,7 @@ static void add_line(struct lines *L, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void free_lines(struct lines *L) {
+static void free_lines(struct text_lines *L) {
     for (size_t i = 0; i < L->n; i++) free(L->v[i]);
     free(L->v);
     memset(L, 0, sizeof *L);
@@ -128,7 +132,7 @@ static const char *forecast_cell(const struct vt_live_device *d, char *buf, size
 }
 
 /* The frame for procs[0..n) (sorted), `sel` the selected process. */
-static void frame(const struct top_opts *o, const struct proc *procs, size_t n, size_t sel, struct lines *L) {
+static void frame(const struct top_opts *o, const struct proc *procs, size_t n, size_t sel, struct text_lines *L) {
     char host[64] = "";
     gethostname(host, sizeof host - 1);
     time_t now = time(NULL);
@@ -232,7 +236,7 @@ static int top_once(const struct top_opts *o) {
     struct vt_live_segment *segs;
     struct proc *procs;
     scan_sorted(o, &segs, &procs, &n);
-    struct lines L = {0};
+    struct text_lines L = {0};
     frame(o, procs, n, 0, &L);
     for (size_t i = 0; i < L.n; i++) printf("%s\n", L.v[i]);
     free_lines(&L);
@@ -245,13 +249,106 @@ static int top_once(const struct top_opts *o) {
     return vt_cli_flush("vramtrace top");
 }
 
+/* A key's effect on the sort or the selection (of procs[0..n), sel the
+ * selected one); 1 for q. */
+static int key(struct top_opts *o, int c, const struct proc *procs, size_t n, size_t sel, int *sel_pid) {
+    if (c == 'q' || c == 'Q') return 1;
+    if ((c == KEY_DOWN || c == 'j') && sel + 1 < n) *sel_pid = procs[sel + 1].s->pid;
+    if ((c == KEY_UP || c == 'k') && sel > 0) *sel_pid = procs[sel - 1].s->pid;
+    if (c == 'l') o->sort = SORT_LIVE;
+    if (c == 'p') o->sort = SORT_PEAK;
+    if (c == 'g') o->sort = SORT_GROWTH;
+    if (c == 'n') o->sort = SORT_PID;
+    return 0;
+}
+
+/* The terminal's width for the plain frames: $COLUMNS as curses takes it,
+ * else the terminal's own; 0 when neither says. */
+static size_t plain_width(void) {
+    const char *cols = getenv("COLUMNS");
+    long v;
+    if (cols && vt_cli_count(cols, 1, 100000, &v) == 0) return (size_t)v;
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    return 0;
+}
+
+/* A line cut to `width` characters (0: whole), a UTF-8 character never
+ * cut in two. */
+static void put_cut(const char *line, size_t width) {
+    size_t chars = 0, at = 0;
+    for (; line[at]; at++) {
+        if (((unsigned char)line[at] & 0xC0) == 0x80) continue;
+        if (width && chars == width) break;
+        chars++;
+    }
+    fwrite(line, 1, at, stdout);
+    putchar('\n');
+}
+
+/* On a terminal that cannot move its cursor (TERM=dumb: Emacs's shell,
+ * some CI and web consoles), where curses drew a title and half a header
+ * and never a row: each frame printed whole, one after another, without
+ * escapes, cut to the terminal's width, every interval; keys (the
+ * screen's) read as lines, after Enter. */
+static int top_plain(struct top_opts *o) {
+    size_t width = plain_width();
+    int sel_pid = 0, input = 1, frames = 0;
+    for (;;) {
+        size_t n;
+        struct vt_live_segment *segs;
+        struct proc *procs;
+        scan_sorted(o, &segs, &procs, &n);
+        size_t sel = 0;
+        for (size_t i = 0; i < n; i++)
+            if (procs[i].s->pid == sel_pid) sel = i;
+        if (n) sel_pid = procs[sel].s->pid;
+        struct text_lines L = {0};
+        frame(o, procs, n, sel, &L);
+        if (frames++) putchar('\n');
+        for (size_t i = 0; i < L.n; i++) put_cut(L.v[i], width);
+        free_lines(&L);
+        if (fflush(stdout) != 0) {
+            free(procs);
+            free(segs);
+            return vt_cli_flush("vramtrace top");
+        }
+        /* Until the interval is over or a line of keys comes (standard
+         * input closed: no more keys, frames still). */
+        struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
+        int quit = 0, r = poll(&pf, input, (int)o->interval_ms);
+        if (!input) pf.revents = 0;
+        if (r > 0 && (pf.revents & (POLLIN | POLLHUP))) {
+            char buf[256];
+            ssize_t got = read(STDIN_FILENO, buf, sizeof buf);
+            if (got <= 0) input = 0;
+            for (ssize_t i = 0; i < got && !quit; i++) quit = key(o, buf[i], procs, n, sel, &sel_pid);
+        }
+        free(procs);
+        free(segs);
+        if (quit) return vt_cli_flush("vramtrace top");
+    }
+}
+
 /* The screen, refreshed every interval or at a key: up/down (or k/j)
  * select a process, l/p/g/n sort by live, peak, growth, pid, q quits. */
 static int top_screen(struct top_opts *o) {
     setlocale(LC_ALL, "");
+    if (!isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "vramtrace top: cannot draw on this terminal (try --once)\n");
+        return 1;
+    }
+    /* A terminal that curses knows but that cannot move its cursor gets
+     * plain frames (top_plain). */
+    int err = 0;
+    if (setupterm(NULL, STDOUT_FILENO, &err) == OK) {
+        char *cup = tigetstr("cup");
+        del_curterm(cur_term);
+        if (!cup || cup == (char *)-1) return top_plain(o);
+    }
     /* newterm, not initscr: initscr on a terminal it does not know (TERM
      * unset or wrong) prints its own line and exits. */
-    SCREEN *scr = isatty(STDOUT_FILENO) ? newterm(NULL, stdout, stdin) : NULL;
+    SCREEN *scr = newterm(NULL, stdout, stdin);
     if (!scr) {
         fprintf(stderr, "vramtrace top: cannot draw on this terminal (try --once)\n");
         return 1;
@@ -272,7 +369,7 @@ static int top_screen(struct top_opts *o) {
             if (procs[i].s->pid == sel_pid) sel = i;
         if (n) sel_pid = procs[sel].s->pid;
         o->sites = LINES - 6 - (int)n > 4 ? LINES - 6 - (int)n : 4;
-        struct lines L = {0};
+        struct text_lines L = {0};
         frame(o, procs, n, sel, &L);
         erase();
         /* More lines than rows: the process rows scroll so that the
@@ -301,16 +398,10 @@ static int top_screen(struct top_opts *o) {
         refresh();
         free_lines(&L);
         timeout((int)o->interval_ms);
-        int c = getch();
-        if (c == 'q' || c == 'Q') { free(procs); free(segs); break; }
-        if ((c == KEY_DOWN || c == 'j') && sel + 1 < n) sel_pid = procs[sel + 1].s->pid;
-        if ((c == KEY_UP || c == 'k') && sel > 0) sel_pid = procs[sel - 1].s->pid;
-        if (c == 'l') o->sort = SORT_LIVE;
-        if (c == 'p') o->sort = SORT_PEAK;
-        if (c == 'g') o->sort = SORT_GROWTH;
-        if (c == 'n') o->sort = SORT_PID;
+        int quit = key(o, getch(), procs, n, sel, &sel_pid);
         free(procs);
         free(segs);
+        if (quit) break;
     }
     endwin();
     delscreen(scr);

@@ -524,6 +524,86 @@ def top_screen_on_an_unknown_terminal_says_so():
         eq((p.returncode, p.stderr), (1, b"vramtrace top: cannot draw on this terminal (try --once)\n"), f"TERM={term}")
 
 
+def top_on_a_pty(rundir, env, keys, seconds, cols=0):
+    """vramtrace top on a terminal of its own (a pty, `cols` wide) with env:
+    what it wrote in `seconds`, then after each line of keys, and its
+    status."""
+    import pty
+    import select
+    import struct
+    import termios
+    m, s = pty.openpty()
+    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    attrs = termios.tcgetattr(s)
+    attrs[3] &= ~termios.ECHO    # the keys not echoed among the frames
+    termios.tcsetattr(s, termios.TCSANOW, attrs)
+    e = dict(os.environ, XDG_RUNTIME_DIR=rundir)
+    e.pop("COLUMNS", None)
+    e.update(env)
+    p = subprocess.Popen([CLI, "top", "--interval", "0.2"], stdin=s, stdout=s, stderr=subprocess.PIPE, env=e)
+    os.close(s)
+    out = b""
+
+    def read_for(t):
+        nonlocal out
+        end = time.monotonic() + t
+        while time.monotonic() < end:
+            if select.select([m], [], [], 0.05)[0]:
+                try:
+                    out += os.read(m, 65536)
+                except OSError:
+                    return
+    read_for(seconds)
+    for k in keys:
+        os.write(m, k)
+        read_for(0.6)
+    try:
+        rc = p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        os.close(m)
+    return rc, p.stderr.read(), out.decode().replace("\r\n", "\n")
+
+
+@test
+def top_on_a_terminal_without_cursor_addressing_prints_frames():
+    """TERM=dumb (Emacs's shell, some CI and web consoles): a terminal
+    that cannot move its cursor. curses drew the title and half the
+    header, never a process row, and never refreshed; now each frame is
+    printed whole, one after another, without escapes, cut to the
+    terminal's width (COLUMNS, else its own), keys read as lines: 'p' sorts
+    by peak, 'q' quits with status 0."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir)
+    t.say("a 52428800")
+    wait_for("the segment", lambda: t.pid in process_rows(top_once(rundir).stdout))
+    head = "    PID RANK DEV         LIVE         PEAK     RESERVED       GROWTH   FULL IN  COMMAND"
+    row = f"{t.pid:7d}    0   0    50.00 MiB    50.00 MiB            -            0         -  {T_LIVE}"
+    rc, err, out = top_on_a_pty(rundir, {"TERM": "dumb"}, [b"p\n", b"q\n"], 1.2)
+    eq((rc, err), (0, b""), "q quits")
+    ok("\x1b" not in out, f"no escape sequence: {out!r}")
+    frames = [f for f in out.split("\n\nvramtrace top - ")]
+    ok(len(frames) >= 4, f"a frame every interval: {len(frames)}\n{out}")
+    for f in frames[:-1]:
+        lines = f.split("\n")
+        eq(lines[1:3], [head, row], "each frame: the header and the process's row")
+        ok(re.search(r" - 1 traced process - sort: (live|peak)$", lines[0]), f"the title: {lines[0]!r}")
+    ok(frames[-1].split("\n")[0].endswith(" - sort: peak"), "'p' sorted by peak")
+    for env, cols, width in (({"COLUMNS": "20"}, 0, 20), ({}, 30, 30), ({"COLUMNS": "25"}, 30, 25)):
+        what = f"COLUMNS={env.get('COLUMNS')}, {cols} columns"
+        rc, err, out = top_on_a_pty(rundir, dict(env, TERM="dumb"), [b"q\n"], 0.5, cols)
+        eq((rc, err), (0, b""), f"{what}: q quits")
+        lines = [l for l in out.split("\n") if l]
+        eq(lines[1:3], [head[:width], row[:width]], f"{what}: the lines cut")
+        eq(max(len(l) for l in lines), width, f"{what}: no line longer")
+    p = subprocess.run([CLI, "top"], env=dict(live_env(rundir), TERM="dumb"), capture_output=True, timeout=30)
+    eq((p.returncode, p.stdout, p.stderr), (1, b"", b"vramtrace top: cannot draw on this terminal (try --once)\n"),
+       "top | cat: not a terminal, as before")
+    eq(t.quit(), (0, ""), "exit")
+
+
 @test
 def top_screen_follows_processes():
     """vramtrace top on a terminal (tmux): two traced programs appear with
