@@ -11,6 +11,7 @@
 #include <locale.h>
 #include <ncurses.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@ static const char *const sort_names[] = {"live", "peak", "growth", "pid"};
 
 struct top_opts {
     int pid;           /* 0: every process */
+    int pid_seen;      /* that process was shown in an earlier frame */
+    size_t traced;     /* traced processes of this user, shown or not */
     int once, bytes;
     long interval_ms;
     enum sort_key sort;
@@ -131,6 +134,25 @@ static const char *forecast_cell(const struct vt_live_device *d, char *buf, size
     return buf;
 }
 
+/* Why a frame shows no process. Of `top PID`, what became of that process
+ * and how many others run: "no traced process of this user is running"
+ * read as the whole job stopped, when one rank had ended. Its status is
+ * not known here (vramtrace top is not its parent). */
+static void absent_line(const struct top_opts *o, struct text_lines *L) {
+    if (o->pid <= 0) {
+        add_line(L, "(no traced process of this user is running)");
+        return;
+    }
+    const char *what;
+    if (o->pid_seen) what = "has ended";
+    else if (kill(o->pid, 0) == 0 || errno == EPERM) what = "runs but publishes no live counters (not traced, or VRAMTRACE_LIVE=0)";
+    else what = "is not running";
+    /* Not among them: the others. */
+    if (o->traced == 0) add_line(L, "(pid %d %s; no other traced process of this user is running)", o->pid, what);
+    else add_line(L, "(pid %d %s; %zu other traced process%s of this user %s running)", o->pid, what, o->traced,
+                  o->traced == 1 ? "" : "es", o->traced == 1 ? "is" : "are");
+}
+
 /* The frame for procs[0..n) (sorted), `sel` the selected process. */
 static void frame(const struct top_opts *o, const struct proc *procs, size_t n, size_t sel, struct text_lines *L) {
     char host[64] = "";
@@ -139,8 +161,10 @@ static void frame(const struct top_opts *o, const struct proc *procs, size_t n, 
     struct tm tm;
     char when[32];
     strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
-    add_line(L, "vramtrace top - %s - %s - %zu traced process%s - sort: %s", when, host, n, n == 1 ? "" : "es",
-             sort_names[o->sort]);
+    char showing[48] = "";
+    if (o->pid > 0) snprintf(showing, sizeof showing, ", showing pid %d", o->pid);
+    add_line(L, "vramtrace top - %s - %s - %zu traced process%s%s - sort: %s", when, host, o->traced,
+             o->traced == 1 ? "" : "es", showing, sort_names[o->sort]);
     add_line(L, "%7s %4s %3s %12s %12s %12s %12s %9s  %s", "PID", "RANK", "DEV", "LIVE", "PEAK", "RESERVED",
              "GROWTH", "FULL IN", "COMMAND");
     L->selected_line = L->tail_line = SIZE_MAX;
@@ -186,7 +210,7 @@ static void frame(const struct top_opts *o, const struct proc *procs, size_t n, 
         }
     }
     if (n == 0) {
-        add_line(L, "(no traced process of this user is running)");
+        absent_line(o, L);
         return;
     }
     const struct vt_live_segment *s = procs[sel].s;
@@ -212,26 +236,32 @@ static void frame(const struct top_opts *o, const struct proc *procs, size_t n, 
     if (s->nsites == 0) add_line(L, "%12s %8s  %s", "0", "0", "(nothing live)");
 }
 
-/* The processes to show, sorted, in *procs (their segments in *segs);
- * both malloc'd, or NULL with *n 0. */
-static void scan_sorted(const struct top_opts *o, struct vt_live_segment **segs, struct proc **procs, size_t *n) {
-    *segs = vt_live_scan(o->pid, n);
-    *procs = *n ? malloc(*n * sizeof **procs) : NULL;
+/* The processes to show (o->pid's alone where it is set), sorted, in
+ * *procs (every traced process's segment in *segs, their count in
+ * o->traced); both malloc'd, or NULL. */
+static void scan_sorted(struct top_opts *o, struct vt_live_segment **segs, struct proc **procs, size_t *n) {
+    size_t all;
+    *segs = vt_live_scan(0, &all);
+    *procs = all ? malloc(all * sizeof **procs) : NULL;
+    o->traced = *procs ? all : 0;
+    *n = 0;
     if (!*procs) {
         free(*segs);
         *segs = NULL;
-        *n = 0;
         return;
     }
-    for (size_t i = 0; i < *n; i++) {
-        (*procs)[i] = (struct proc){&(*segs)[i], vt_live_stopped((*segs)[i].pid), 0, 0};
-        growth_keys(&(*procs)[i]);
+    for (size_t i = 0; i < all; i++) {
+        if (o->pid > 0 && (*segs)[i].pid != o->pid) continue;
+        struct proc *p = &(*procs)[(*n)++];
+        *p = (struct proc){&(*segs)[i], vt_live_stopped((*segs)[i].pid), 0, 0};
+        growth_keys(p);
     }
+    if (*n && o->pid > 0) o->pid_seen = 1;
     sort_by = o->sort;
     qsort(*procs, *n, sizeof **procs, proc_order);
 }
 
-static int top_once(const struct top_opts *o) {
+static int top_once(struct top_opts *o) {
     size_t n;
     struct vt_live_segment *segs;
     struct proc *procs;

@@ -524,6 +524,52 @@ def top_screen_on_an_unknown_terminal_says_so():
         eq((p.returncode, p.stderr), (1, b"vramtrace top: cannot draw on this terminal (try --once)\n"), f"TERM={term}")
 
 
+@test
+def top_of_one_pid_says_what_became_of_it():
+    """vramtrace top PID: when that process ends, the frame said "0 traced
+    processes" and "(no traced process of this user is running)" while
+    others ran, which read as the whole job stopped. Now the title counts
+    every traced process and names the pid shown, and the line says that
+    the pid has ended (seen before), is not running, or runs without live
+    counters, and how many others run."""
+    rundir = tempdir("vt-rundir-")
+    a, b = Live(rundir), Live(rundir)
+    a.say("a 1048576")
+    b.say("a 2097152")
+    wait_for("both", lambda: sorted(process_rows(top_once(rundir).stdout)) == sorted([a.pid, b.pid]))
+    title = lambda text: re.sub(r"^vramtrace top - [\d:]+ - [^ ]+ - ", "", text.split("\n")[0])
+    p = top_once(rundir, str(a.pid))
+    eq((p.returncode, title(p.stdout), list(process_rows(p.stdout))),
+       (0, f"2 traced processes, showing pid {a.pid} - sort: live", [a.pid]), "top --once PID")
+    tm = Tmux([CLI, "top", "--interval", "0.2", str(a.pid)], {"XDG_RUNTIME_DIR": rundir, "TERM": "screen"})
+    try:
+        wait_for("a's row", lambda: [r[0] for r in screen_rows(tm.screen())] == [a.pid])
+        eq(a.quit(), (0, ""), "a exits")
+        line = f"(pid {a.pid} has ended; 1 other traced process of this user is running)"
+        wait_for("a has ended", lambda: line in tm.screen().split("\n"))
+        eq(title(tm.screen()), f"1 traced process, showing pid {a.pid} - sort: live", "the title counts b")
+        tm.keys("q")
+        wait_for("top quits", lambda: not tm.alive())
+    finally:
+        tm.kill()
+    p = top_once(rundir, str(a.pid))
+    eq((p.returncode, p.stderr), (1, f"vramtrace top: pid {a.pid} is not a traced process of this user\n"),
+       "--once of a process gone: status and stderr as before")
+    eq((title(p.stdout), p.stdout.split("\n")[2]),
+       (f"1 traced process, showing pid {a.pid} - sort: live",
+        f"(pid {a.pid} is not running; 1 other traced process of this user is running)"), "--once of a process gone")
+    p = top_once(rundir, str(os.getpid()))
+    eq(p.stdout.split("\n")[2], f"(pid {os.getpid()} runs but publishes no live counters (not traced, or "
+                                 "VRAMTRACE_LIVE=0); 1 other traced process of this user is running)",
+       "--once of a process not traced")
+    eq(b.quit(), (0, ""), "b exits")
+    p = top_once(rundir, str(b.pid))
+    eq(p.stdout.split("\n")[0:3:2], [p.stdout.split("\n")[0], f"(pid {b.pid} is not running; no other traced "
+                                      "process of this user is running)"], "none left")
+    ok(p.stdout.startswith("vramtrace top - ") and f" - 0 traced processes, showing pid {b.pid} - " in p.stdout,
+       "none left: the title")
+
+
 def top_on_a_pty(rundir, env, keys, seconds, cols=0):
     """vramtrace top on a terminal of its own (a pty, `cols` wide) with env:
     what it wrote in `seconds`, then after each line of keys, and its
