@@ -451,7 +451,9 @@ static void top_help(void) {
            "  --sort KEY        live (default), peak, growth (the soonest full first, then\n"
            "                    the largest growth) or pid\n\n"
            "keys: up/down or k/j select a process; l, p, g, n sort by live, peak, growth,\n"
-           "pid; q quits.\n");
+           "pid; q quits. On a terminal that cannot move its cursor (TERM=dumb) frames\n"
+           "are printed one after another, and keys read after Enter. A stopped process\n"
+           "(SIGSTOP, a debugger, a frozen cgroup) shows GROWTH 'stopped'.\n");
 }
 
 int vt_cmd_top(int argc, char **argv) {
