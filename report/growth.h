@@ -142,7 +142,11 @@ const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
 
 /* Growing call sites of snapshot s over the run up to t_end (s->now_ns for
  * the whole run, an OOM's time for the run up to that failure), largest
- * rise first, no holder named; NULL and *n = 0 when none. Device memory only. Stacks with
+ * rise first, no holder named; NULL and *n = 0 when none. Device memory only. In a
+ * PyTorch program that steps an optimizer (vt_torch_stepping) and has not
+ * completed its second step by t_end, sites whose first event came in
+ * its first step are left out: made once (gradients, the optimizer's
+ * state), which one step cannot tell from a leak. Stacks with
  * the same call site (vt_site_groups of sym; sym NULL: each stack alone)
  * are one site, whose `stack` is the lowest of them: a Python line reached
  * through many native stacks grows as one. */
