@@ -22,6 +22,7 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
     struct vt_finding *f = *n < VT_MAX_FINDINGS ? &out[(*n)++] : &dropped;
     f->id = id;
     f->text[0] = f->next[0] = '\0';
+    f->from_record = 0;
     return f;
 }
 
@@ -95,6 +96,68 @@ static void batch_advice(char *out, size_t n, const char *where, int graphless, 
     else
         snprintf(out, n, "at %s: a smaller micro-batch (with gradient accumulation), torch.no_grad() or "
                  "torch.inference_mode() if it runs evaluation, or activation checkpointing", where);
+}
+
+/* The next step of a failure before the program's second optimizer
+ * step completed, fitted to what is known of it. After a completed step
+ * (the failure in step 2 or later), the model, its gradients and the
+ * optimizer's state fitted with that step's work: what fails is this
+ * step's own, a larger batch than the one before. A lighter optimizer
+ * only where the failing device holds optimizer state (PyTorch's record,
+ * else a holder made by torch/optim/'s code): Adam's state on cuda:0 is
+ * not what fills cuda:1. Mixed precision only where PyTorch's record
+ * shows the program runs without it (its activations listed, all
+ * float32): under torch.autocast it is on already, and without the
+ * record which it is cannot be told. */
+static void first_step_advice(char *out, size_t size, const struct vt_snapshot *s, const struct vt_oom *o,
+                              const struct vt_symbols *sym, const struct vt_holder *holders, size_t nholders,
+                              const struct vt_torch_cache *tc) {
+    uint64_t done = steps_before(s, o->time_ns);
+    int optimizer = 0;
+    if (tc) optimizer = tc->optimizer_state > 0;
+    else
+        for (size_t i = 0; !optimizer && holders && i < nholders; i++) optimizer = vt_in_optimizer(sym, holders[i].stack);
+    int amp = tc && tc->fp32_activations && !tc->half;
+    if (done >= 1) {
+        char a[32], acts[96] = "";
+        if (tc && tc->activation)
+            snprintf(acts, sizeof acts, " (its activations: %s at the failure)", B(tc->activation, a));
+        snprintf(out, size, "step %" PRIu64 " does not fit though the %" PRIu64 " optimizer step%s before it did: "
+                 "the model%s fit; what does not is this step's own work%s, a larger batch or longer "
+                 "sequences than before: a smaller batch here (with gradient accumulation)%s, or activation "
+                 "checkpointing", done + 1, done, done == 1 ? "" : "s",
+                 optimizer ? ", its gradients and the optimizer's state" : " and its gradients", acts,
+                 amp ? ", mixed precision" : "");
+        return;
+    }
+    snprintf(out, size, "the first step does not fit: a smaller batch or model%s%s, or sharding (FSDP, ZeRO)",
+             optimizer ? ", a lighter optimizer (SGD, Adafactor, 8-bit Adam: Adam keeps two tensors a parameter)" : "",
+             amp ? ", mixed precision" : "");
+}
+
+/* The next step of one_site_dominates where PyTorch's cache is
+ * fragmented and the site is where its segments were made: a cached
+ * segment serves later tensors once its first ones are freed, so the
+ * line that made it may hold none of what fills it now (a list
+ * comprehension whose tensors were all deleted was told to shrink its
+ * micro-batch). The holder PyTorch's record names for the tensors lying
+ * in the site's segments is named instead. */
+static void cache_segments_advice(char *out, size_t size, const struct vt_snapshot *s, size_t index,
+                                  const struct vt_symbols *sym, const struct vt_holder *h, const char *site) {
+    struct vt_growth g;
+    memset(&g, 0, sizeof g);
+    g.stack = h->stack;
+    g.end_bytes = h->bytes;
+    vt_torch_name_growth_oom(s, sym, index, &g, 1);
+    char a[32];
+    if (g.holder[0])
+        snprintf(out, size, "these are segments of PyTorch's cache, made at %s and reused since: what lies in them now "
+                 "is mostly `%.60s`'s (%s), not that line's; free or shrink what `%.60s` keeps, and see the fragmentation "
+                 "finding", site, g.holder, B(g.holder_bytes, a), g.holder);
+    else
+        snprintf(out, size, "these are segments of PyTorch's cache, made at %s and reused since: what lies in them now "
+                 "may be later lines' tensors (PyTorch's record lists them), not that line's; see the fragmentation "
+                 "finding", site);
 }
 
 /* One line of the program's whose call sites, each its line through a
@@ -206,6 +269,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     int fraction = torch && tc.fraction < 1 && tc.reserved + tc.request > allowed;
     if (fraction) {
         struct vt_finding *f = add(out, &n, "memory_fraction");
+        f->from_record = 1;
         char d[32];
         snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
                  "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
@@ -213,11 +277,28 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next,
                  "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
     }
-    if (o->have_info && o->requested > total) {
+    /* What this process can ever have of the device: all of it but what
+     * is held outside its tracked allocations (the CUDA context, other
+     * processes), as the forecast measures it. A request above that fails
+     * even if the process freed everything else (2.50 GiB asked of a
+     * 2.73 GiB device with 200 MiB of context said nothing). */
+    uint64_t outside0 = o->have_info && !o->budget ? vt_oom_outside(total, freeb, live, o->graph_reserved,
+                                                                    o->graph_used, o->pool_reserved, o->pool_used)
+                                                   : 0;
+    uint64_t usable = total > outside0 ? total - outside0 : 0;
+    if (o->have_info && (o->requested > total || (!o->budget && o->requested > usable))) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
         vt_site_label(sym, o->stack, site, sizeof site);
-        snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)", B(o->requested, a),
-                 B(total, b));
+        if (o->requested > total) {
+            snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)",
+                     B(o->requested, a), B(total, b));
+        } else {
+            char d[32], e[32];
+            snprintf(f->text, sizeof f->text, "the request alone (%s) is more than this process can ever have of the "
+                     "device, by %s: %s of its %s, the rest (%s) held outside its allocations (the CUDA context, "
+                     "other processes); it fails even with everything else freed", B(o->requested, a),
+                     B(o->requested - usable, d), B(usable, b), B(total, c), B(outside0, e));
+        }
         if (vt_stack_makes_model(sym, o->stack))
             snprintf(f->next, sizeof f->next,
                      "no allocator setting can fit it: it is one of the model's own parameters (made or moved to the "
@@ -259,6 +340,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     if (torch && vt_torch_oom_kept(s, index, &kept) &&
         (kept.bytes >= tc.request || kept.bytes * 10 >= tc.allocated)) {
         struct vt_finding *f = add(out, &n, "kept_exception");
+        f->from_record = 1;
         snprintf(f->text, sizeof f->text,
                  "%s of PyTorch's memory is still alive because a caught exception is kept: the traceback of `%.80s` "
                  "keeps the frames of the attempt that failed, with their tensors (%" PRIu64 " listed; the largest: %.300s)"
@@ -363,9 +445,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->text, sizeof f->text, "%s rose from %s to %s before the program's second optimizer step: "
                      "the model, its gradients and the optimizer's state being made, not yet a leak", site,
                      B(growth[i].first_floor, a), B(growth[i].end_bytes, b));
-            snprintf(f->next, sizeof f->next, "the first step does not fit: a smaller batch or model, a lighter "
-                     "optimizer (SGD, Adafactor, 8-bit Adam: Adam keeps two tensors a parameter), mixed precision, "
-                     "or sharding (FSDP, ZeRO)");
+            first_step_advice(f->next, sizeof f->next, s, o, sym, holders, nholders, torch ? &tc : NULL);
             break;
         }
         /* A PyTorch program before any step (no boundary, no optimizer
@@ -428,6 +508,36 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         memcpy(f->text, cache_holds.text, sizeof f->text);
         memcpy(f->next, cache_holds.next, sizeof f->next);
     }
+    /* PyTorch's cache fragmented: no block it keeps free holds the
+     * request, yet what it keeps free, with the device's free memory,
+     * would (800 MiB in holes of 40 MiB among live tensors and 872 MiB
+     * free, 900 MiB asked: expandable segments, which join the two, made
+     * it fit; the finding wanted the holes alone to hold it). The holes
+     * are at least half the request, so that they are most of why it
+     * failed: 29 MiB of them beside 42 MiB free, 64 MiB asked in the
+     * middle of making Adam's state, is a step that does not fit. */
+    uint64_t unallocated = torch && tc.reserved > tc.allocated ? tc.reserved - tc.allocated : 0;
+    uint64_t device_free = o->have_info ? freeb : 0;
+    int cache_frag = torch && !tc.pool && unallocated && tc.largest_free < tc.request &&
+                     (unallocated >= tc.request || (unallocated * 2 >= tc.request &&
+                                                    unallocated + device_free >= tc.request));
+    /* PyTorch's evaluation keeping a graph: every model in eval mode
+     * (training False) with grad mode on at the failure, and activations
+     * saved for a backward that evaluation never runs. Said whatever share
+     * one line holds (48% at the evaluation's line said nothing). */
+    if (torch && tc.eval_grad && tc.activation) {
+        struct vt_finding *f = add(out, &n, "evaluation_keeps_graph");
+        f->from_record = 1;
+        char line[160];
+        vt_site_label(sym, o->stack, line, sizeof line);
+        char *arrow = strstr(line, " -> ");
+        if (arrow) *arrow = '\0';
+        snprintf(f->text, sizeof f->text, "the model is in evaluation mode (training is False) with grad mode on: "
+                 "autograd keeps %s of activations (%s of what PyTorch allocated) for a backward that evaluation "
+                 "never runs", B(tc.activation, a), PCT(tc.activation, tc.allocated ? tc.allocated : tc.activation));
+        snprintf(f->next, sizeof f->next, "run the evaluation at %s under torch.no_grad() or torch.inference_mode(): "
+                 "no activations are kept then", line);
+    }
     if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");
@@ -438,6 +548,10 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->next, sizeof f->next,
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
                      "smaller model, or sharding or offloading (FSDP, ZeRO, device_map) across devices", site);
+        else if (cache_frag && vt_through_torch_allocator(sym, h->stack)) {
+            cache_segments_advice(f->next, sizeof f->next, s, index, sym, h, site);
+            f->from_record = 1;
+        }
         else if (vt_is_python(sym, h->stack) && vt_through_torch(sym, h->stack))
             batch_advice(f->next, sizeof f->next, site, graphless, checkpointing, recomputing);
         else
@@ -518,8 +632,10 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                "raised: what its cache keeps free lies among live tensors; lower the peak (the holders "
                                "above), or allocate the largest tensors first"
                              : NULL;
+    int free_enough = 0; /* the fragmentation finding: more was free than asked */
     if (o->have_info && !o->budget && freeb >= o->requested && !fraction) {
         struct vt_finding *f = add(out, &n, "fragmentation");
+        free_enough = 1;
         snprintf(f->text, sizeof f->text, "%s was free, more than the %s asked for, yet it failed: free memory is "
                  "fragmented or a pool limit applies", B(freeb, a), B(o->requested, b));
         snprintf(f->next, sizeof f->next, "%s",
@@ -537,19 +653,27 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
          * call (PyTorch's record comes later, when autograd may have let
          * go of its buffers: 320 MiB more "unused" in an outside check). */
         struct vt_finding *f = add(out, &n, "fragmented_cache");
+        f->from_record = 1;
         snprintf(f->text, sizeof f->text, "PyTorch's cudaMallocAsync pool kept %s reserved that no tensor used at the "
                  "failed call, no less than the %s asked for, yet it failed: the pool's free memory is fragmented",
                  B(pool_spare, a), B(tc.request, b));
         snprintf(f->next, sizeof f->next, "PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync (the native "
                  "allocator, with expandable_segments:True); not torch.cuda.empty_cache(): this backend trims the "
                  "pool and asks again before it raises");
-    } else if (torch && !tc.pool && tc.reserved >= tc.allocated &&
-        tc.reserved - tc.allocated >= tc.request && tc.largest_free < tc.request) {
+    } else if (cache_frag) {
         struct vt_finding *f = add(out, &n, "fragmented_cache");
+        f->from_record = 1;
         frag_cache = 1;
-        snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s asked "
-                 "for, yet its largest free block is %s: the cache is fragmented", B(tc.reserved - tc.allocated, a),
-                 B(tc.request, b), B(tc.largest_free, c));
+        if (unallocated >= tc.request) {
+            snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated, more than the %s "
+                     "asked for, yet its largest free block is %s: the cache is fragmented", B(unallocated, a),
+                     B(tc.request, b), B(tc.largest_free, c));
+        } else {
+            char d[32];
+            snprintf(f->text, sizeof f->text, "PyTorch's cache holds %s reserved but unallocated and the device had %s "
+                     "free, together more than the %s asked for, yet the cache's largest free block is %s: the cache "
+                     "is fragmented", B(unallocated, a), B(device_free, d), B(tc.request, b), B(tc.largest_free, c));
+        }
         snprintf(f->next, sizeof f->next, "%s",
                  defrag     ? defrag
                  : tc.split ? "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments that grow instead of "
@@ -569,11 +693,17 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         /* A caching allocator's retry gives back only its empty segments:
          * with the cache fragmented, what it keeps free lies in segments
          * among live tensors. */
+        /* With more free than asked (the fragmentation finding), the
+         * memory is not held by live allocations: saying so contradicted
+         * the finding beside it. */
         snprintf(f->next, sizeof f->next, "%s",
-                 frag_cache ? "what the cache held empty was given back and did not suffice; what it still keeps free "
-                              "lies among live tensors (the fragmentation above): act on the holders or on that"
-                            : "the cache is not the problem: the memory is held by live allocations; act on the "
-                              "holders, not on allocator settings");
+                 free_enough ? "what the release gave back left more free than asked, and it still failed: the free "
+                               "memory is fragmented (the fragmentation above), not held by live allocations; act on "
+                               "that"
+                 : frag_cache ? "what the cache held empty was given back and did not suffice; what it still keeps free "
+                                "lies among live tensors (the fragmentation above): act on the holders or on that"
+                              : "the cache is not the problem: the memory is held by live allocations; act on the "
+                                "holders, not on allocator settings");
     }
     return n;
 }

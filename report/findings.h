@@ -33,6 +33,9 @@ struct vt_finding {
     const char *id;
     char text[640];   /* the finding, with its numbers */
     char next[640];   /* one concrete next step */
+    int from_record;  /* it comes from PyTorch's record, which arrives
+                         after the post-mortem is written: said again
+                         once the record came (vt_torch_print_oom_findings) */
 };
 
 /* " pid 12 (python) 3.00 GiB, pid 40 ?": the other processes of an OOM as

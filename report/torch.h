@@ -130,8 +130,10 @@ void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sy
                         const struct vt_growth *g, size_t n);
 
 /* After the record's breakdown at an OOM: the findings of fs that come
- * from the record (fragmented_cache, kept_exception), which the post-mortem, written
- * before the record came, could not say. */
+ * from the record (from_record: fragmented_cache, memory_fraction,
+ * evaluation_keeps_graph, kept_exception, one_site_dominates of a fragmented cache's
+ * segments), which the post-mortem, written before the record came,
+ * could not say. */
 void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n);
 void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym, const char *reason,
                         const struct vt_growth *g, size_t n);
@@ -162,6 +164,12 @@ struct vt_torch_cache {
     int pool;        /* backend:cudaMallocAsync: no blocks known (largest_free 0) */
     int split;       /* max_split_size_mb is set (the settings give a limit) */
     uint64_t activation; /* the bytes of activations saved for backward (0: no graph kept) */
+    uint64_t optimizer_state; /* the bytes of optimizers' state on the device */
+    int half;        /* a listed tensor of the device is float16 or bfloat16 */
+    int fp32_activations; /* listed activations, all of them float32 */
+    int eval_grad;   /* every model is in eval mode (training False) while
+                        grad mode is on at the failure (eval_with_grad:True
+                        in the settings, the companion's) */
     double fraction; /* per_process_memory_fraction, 1 when none was set */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);

@@ -233,11 +233,27 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
         if (d->device != r->oom_device) continue;
         *out = (struct vt_torch_cache){d->allocated, d->reserved, d->largest_free, vt_torch_request(r, s, i),
                                        strstr(d->settings, "expandable_segments:True") != NULL,
-                                       strstr(d->settings, "backend:cudaMallocAsync") != NULL, 0, 0, 1.0};
+                                       strstr(d->settings, "backend:cudaMallocAsync") != NULL, .fraction = 1.0};
         /* PYTORCH_CUDA_ALLOC_CONF's own text when it was set, else
          * PyTorch's settings (max_split_size:-1 for none). */
-        for (int c = 0; c < VT_TORCH_NCAT; c++)
+        for (int c = 0; c < VT_TORCH_NCAT; c++) {
             if (strcmp(vt_torch_categories[c], "activation") == 0) out->activation = d->cat[c];
+            if (strcmp(vt_torch_categories[c], "optimizer_state") == 0) out->optimizer_state = d->cat[c];
+        }
+        /* The precision the program runs in, as the listed tensors show it:
+         * autocast saves its activations in half precision; activations
+         * listed all in float32 are of a program without it. */
+        int acts = 0, acts32 = 0;
+        for (size_t j = 0; j < d->ntensors; j++) {
+            const struct vt_torch_tensor *t = &d->tensors[j];
+            if (strcmp(t->dtype, "float16") == 0 || strcmp(t->dtype, "bfloat16") == 0) out->half = 1;
+            if (strcmp(vt_torch_categories[t->category], "activation") == 0) {
+                acts++;
+                acts32 += strcmp(t->dtype, "float32") == 0;
+            }
+        }
+        out->fp32_activations = acts > 0 && acts == acts32;
+        out->eval_grad = strstr(d->settings, "eval_with_grad:True") != NULL;
         const char *m = strstr(d->settings, "max_split_size_mb:");
         const char *dflt = strstr(d->settings, "max_split_size:");
         out->split = m != NULL || (dflt && strncmp(dflt + strlen("max_split_size:"), "-1", 2) != 0);

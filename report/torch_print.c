@@ -65,9 +65,7 @@ void vt_torch_print_top(FILE *f, const struct vt_snapshot *s, const struct vt_sy
 void vt_torch_print_oom_findings(FILE *f, const struct vt_finding *fs, int n) {
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(fs[i].id, "fragmented_cache") != 0 && strcmp(fs[i].id, "memory_fraction") != 0 &&
-            strcmp(fs[i].id, "kept_exception") != 0)
-            continue;
+        if (!fs[i].from_record) continue;
         if (!k++) fputs("vramtrace: what PyTorch's record adds to the findings:\n", f);
         vt_put_finding(f, "vramtrace: ", k, fs[i].text, fs[i].next, vt_put_display);
     }

@@ -9,6 +9,7 @@ enum {
     T_TORCH = 2,       /* a frame in libc10* or libtorch* */
     T_TORCH_ALLOC = 4, /* a frame in libc10_cuda* */
     T_CKPT = 8,        /* Python code of torch/utils/checkpoint.py */
+    T_OPTIM = 16,      /* Python code of torch/optim/: an optimizer's own */
 };
 
 /* The stack's traits, found in one walk of its frames and kept in
@@ -27,6 +28,7 @@ static unsigned stack_traits(const struct vt_symbols *sym, uint32_t stack) {
         if (fr->python) {
             size_t n = fr->file ? strlen(fr->file) : 0;
             if (n >= nckpt && strcmp(fr->file + n - nckpt, ckpt) == 0) t |= T_CKPT;
+            if (fr->file && strstr(fr->file, "torch/optim/")) t |= T_OPTIM;
         }
         if (!fr->module || fr->module == last) continue;
         last = fr->module;
@@ -54,4 +56,8 @@ int vt_through_torch_allocator(const struct vt_symbols *sym, uint32_t stack) {
 
 int vt_in_checkpoint(const struct vt_symbols *sym, uint32_t stack) {
     return (stack_traits(sym, stack) & T_CKPT) != 0;
+}
+
+int vt_in_optimizer(const struct vt_symbols *sym, uint32_t stack) {
+    return (stack_traits(sym, stack) & T_OPTIM) != 0;
 }

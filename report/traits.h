@@ -31,4 +31,9 @@ int vt_through_torch_allocator(const struct vt_symbols *sym, uint32_t stack);
  * failure in activation checkpointing's recomputation. */
 int vt_in_checkpoint(const struct vt_symbols *sym, uint32_t stack);
 
+/* Whether the stack runs an optimizer's own code (torch/optim/): the
+ * memory of its state (Adam's two tensors a parameter, made at its first
+ * step). */
+int vt_in_optimizer(const struct vt_symbols *sym, uint32_t stack);
+
 #endif

@@ -354,14 +354,33 @@ def _saved_tensors(node, attr_cache, Tensor):
     return out
 
 
-def tensors(torch):
+def tensors(torch, state=None):
     """Every live CUDA tensor storage claimed by category (see the module's
-    comment): a list of _Claims' entries."""
+    comment): a list of _Claims' entries. With a dict `state`, also
+    state["eval"]: whether every model (a root module with parameters) is
+    in eval mode, as the walk found the modules."""
     w = _Walk(torch)
     try:
+        if state is not None:
+            state["eval"] = _all_in_eval(w.modules)
         return _claim_all(torch, w)
     finally:
         w.clear()
+
+
+def _all_in_eval(modules):
+    """Whether there is a model (a module with parameters that no other
+    live module holds) and every one is in eval mode (training False):
+    with grad mode on, its forward then saves activations for a backward
+    that evaluation never runs."""
+    try:
+        children = set()
+        for m in modules:
+            children.update(map(id, m._modules.values()))
+        roots = [m for m in modules if id(m) not in children and next(m.parameters(), None) is not None]
+        return bool(roots) and not any(m.training for m in roots)
+    except Exception:
+        return False
 
 
 def _modules_named(roots, names):
@@ -726,9 +745,19 @@ def _record(torch, reason, oom, steps):
         devices.add(int(oom[0]))
     lines = ["vramtrace-torch\t1\t%s\t%d\t%d\t%d" % (reason, int(oom[0]) if oom else -1,
                                                        int(oom[1]) if oom else 0, steps)]
-    found = tensors(torch)
+    state = {}
+    found = tensors(torch, state)
     segments = _Segments(snap)
     settings = _settings(snap)
+    # Evaluation with grad mode on, at a failure: the observer runs on the
+    # failing thread, whose grad mode is the program's then. Led by it, as
+    # the fraction is (a setting's text is cut at MAX_TEXT).
+    if oom and state.get("eval"):
+        try:
+            if torch.is_grad_enabled():
+                settings = _clean("eval_with_grad:True" + ("," + settings if settings else ""))
+        except Exception:
+            pass
     mine = {d: [] for d in devices}
     cats = {d: dict.fromkeys(CATEGORIES, 0) for d in devices}
     for e in found:
