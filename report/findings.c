@@ -308,7 +308,10 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->next, sizeof f->next,
                      "no allocator setting can fit it: make that tensor smaller at %s (batch or sequence length) "
                      "or shard it across devices", site);
-        return n;
+        /* Larger than the device: nothing else matters. Larger than what
+         * the process can have: what holds the rest (other processes, the
+         * context) and what grew are still told. */
+        if (o->requested > total) return n;
     }
     uint64_t others = 0;
     int known_others = 0;

@@ -2828,7 +2828,9 @@ def torch_truth_post_mortems_that_said_nothing():
     eq([(x["id"], x["finding"]) for x in f],
        [("request_exceeds_device", "the request alone (2.50 GiB) is more than this process can ever have of the "
          "device, by 60.00 MiB: 2.44 GiB of its 2.73 GiB, the rest (300.00 MiB) held outside its allocations (the "
-         "CUDA context, other processes); it fails even with everything else freed")], "the request's finding")
+         "CUDA context, other processes); it fails even with everything else freed"),
+        ("outside_tracked", "300.00 MiB (11% of the device) is held outside this process's tracked allocations")],
+       "the request's finding, then what holds the rest")
     ok(re.match(r"no allocator setting can fit it: make that tensor smaller at Big\.backward /\S*/train\.py:%d -> "
                 % huge, f[0]["next"]), f[0]["next"])
     out, dumps, report = traced(EVALUATION_WITH_GRAD, capacity="3172M", status=1)
