@@ -180,6 +180,18 @@ static uint64_t complete_steps(const struct vt_snapshot *s, ptrdiff_t last, stru
     return b - a + 1;
 }
 
+uint64_t vt_growth_end(const struct vt_snapshot *s, uint64_t asked) {
+    uint64_t end = asked;
+    /* Several threads write the history: its newest event need not be its
+     * last. */
+    for (size_t i = 0; i < s->nevents; i++) {
+        uint64_t t = vt_event_at(s, i).time_ns;
+        if (t > end) end = t;
+    }
+    if (s->nsteps && s->steps[s->nsteps - 1].time_ns > end) end = s->steps[s->nsteps - 1].time_ns;
+    return end;
+}
+
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
                                  size_t *n) {
     struct vt_growth *g = vt_find_growth_on(s, sym, t_end, -1, n);

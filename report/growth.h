@@ -14,7 +14,9 @@
  * that marked steps before then, in the history's events (all sites': an
  * evaluation pass after training makes events but no step), else, in a
  * run that marks none, in time up to the end (t_end: at exit, the moment
- * the outputs were asked for, before vramtrace symbolizes); a model
+ * the outputs were asked for, before vramtrace symbolizes, or the
+ * snapshot's newest event or boundary where the program went on after
+ * it: vt_growth_end); a model
  * loaded, or a cache filled in the first step, and kept is a phase. The
  * history's events were the measure of runs without steps too, and a
  * caching allocator's warm-up, the last events of a healthy run whose
@@ -152,6 +154,16 @@ const char *vt_growth_text(const struct vt_growth *g, char *buf, size_t size);
  * through many native stacks grows as one. */
 struct vt_growth *vt_find_growth(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t t_end,
                                  size_t *n);
+
+/* The end of the program's work that an exit's or an on-demand dump's
+ * growth counts: `asked`, the moment its outputs were asked for, or the
+ * snapshot's newest event or step boundary where the program went on
+ * after it. A dump written on SIGTERM is written while the program's
+ * threads still run (its symbols take time before the snapshot): the
+ * events and steps they made meanwhile are in the snapshot's holders and
+ * totals, and were left out of its growth ("0 B -> 352 MiB" where the
+ * site held 368 MiB, the last step one short). */
+uint64_t vt_growth_end(const struct vt_snapshot *s, uint64_t asked);
 
 /* The same of device `device`'s memory alone (-1: every device's): what
  * a failure of one device among several grew from. */

@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "dump_keep.h"
 #include "errbuf.h"
+#include "growth.h"
 #include "holders.h"
 #include "leaks.h"
 #include "live.h"
@@ -650,7 +651,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     }
     /* Growth over the whole run is for exit and on-demand dumps: at an
      * out-of-memory failure each failure's findings speak of it. */
-    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0 ? asked : 0);
+    struct vt_analysis *an = vt_analyse(s, sym, strcmp(reason, "oom") != 0 ? vt_growth_end(s, asked) : 0);
 
     char path[PATH_MAX], shown[PATH_MAX];
     const char *dump_path = NULL;

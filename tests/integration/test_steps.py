@@ -3,6 +3,8 @@ and "steps_total", with tests/progs/t_steps.c's known events: alloc 1 MiB,
 step 1, alloc 2 MiB, free 1 MiB, step 2, step 3, alloc 4096, then argv[1]
 more steps, then two frees; and the CLI's check of those fields.
 """
+import signal
+
 from run_tests import *  # noqa: F401,F403
 
 T_STEPS = os.path.join(T, "t_steps")
@@ -113,3 +115,27 @@ def steps_checked_by_the_dump_reader():
         change(bad)
         rc, e = report_of(bad)
         eq((rc, e), (1, "vramtrace report: " + err), what)
+
+
+@test
+def growth_of_a_sigterm_dump_counts_the_steps_made_while_it_is_written():
+    """A worker keeps 4 MiB a step and goes on stepping while the exit's
+    outputs of a SIGTERM are written (tests/progs/t_termstep.c): the
+    growing site left out what the program did after the outputs were
+    asked for, though the same dump's holders and totals count it (an
+    outside check: "0 B -> 352 MiB ... over the last 22 steps" where the
+    site held 368 MiB after 23 steps). Its growth is now all it holds,
+    over every step: exactly the holders' bytes and allocations."""
+    r = run([os.path.join(T, "t_termstep")], report="off")
+    eq(r.rc, -signal.SIGTERM, "died of SIGTERM")
+    eq(len(r.dumps), 1, "one exit dump")
+    d = r.dumps[0]
+    live, count, steps = d["totals"]["live_bytes"], d["totals"]["live_count"], d["steps_total"]
+    ok(steps > 10, f"steps made after the signal: {steps}")
+    kept = 4 * MiB * steps
+    ok(live in (kept, kept + 4 * MiB), f"4 MiB a step, one more allocated before its step: {live}")
+    eq(len(d["growing"]), 1, "one growing site")
+    g = d["growing"][0]
+    eq((g["first_bytes"], g["end_bytes"], g["allocations"]), (0, live, count), "the growth is all it holds")
+    eq(g.get("unit"), "step", "said per step")
+    eq(g.get("units"), steps, "over every step")
