@@ -65,24 +65,33 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
 /* Where growth over live_at[0..n) is sustained: the newest stretch in
  * which the live bytes never fell, from the boundary before its first
  * rise, holding at least VT_FORECAST_RISES rises, the last of them no longer ago (in boundaries) than twice the
- * stretch's boundaries per rise. A leak that a caching allocator absorbs
+ * stretch's boundaries per rise, and above what the device held at every
+ * boundary before the stretch. A leak that a caching allocator absorbs
  * into its segments rises every few steps, not at each; a loop whose
- * steps end where they began never rises; a warm-up's rises stop. Returns
- * the stretch's first index, or -1. */
-static int sustained_from(const uint64_t *live_at, int n) {
-    int first = n - 1, rises = 0, last_rise = -1;
+ * steps end where they began never rises; a warm-up's rises stop; a
+ * cycle that returns to its floor (a buffer emptied every N steps) rises
+ * again only to where it was before. Returns the stretch's first index,
+ * or -1; *last_rise the index of its last rise. */
+static int sustained_from(const uint64_t *live_at, int n, int *last_rise) {
+    int first = n - 1, rises = 0;
+    *last_rise = -1;
     while (first > 0 && live_at[first - 1] <= live_at[first]) {
         if (live_at[first - 1] < live_at[first]) {
             rises++;
-            if (last_rise < 0) last_rise = first;
+            if (*last_rise < 0) *last_rise = first;
         }
         first--;
     }
     if (rises < VT_FORECAST_RISES) return -1;
+    /* The device held as much before, at a boundary the stretch began
+     * after a fall from: a bounded cycle, not growth (a sawtooth of 9
+     * rises in 10 steps was told "full in 56 steps" in every cycle). */
+    for (int i = 0; i < first; i++)
+        if (live_at[i] >= live_at[n - 1]) return -1;
     /* From the boundary before its first rise: a flat stretch before a
      * leak began would dilute its rate. */
     while (first < n - 1 && live_at[first + 1] == live_at[first]) first++;
-    int span = n - 1 - first, since = n - 1 - last_rise;
+    int span = n - 1 - first, since = n - 1 - *last_rise;
     if ((int64_t)since * rises > 2 * (int64_t)span) return -1;
     return first;
 }
@@ -113,16 +122,23 @@ static uint64_t growth_of(const uint64_t *live_at, int n, uint64_t *median_rise)
 void vt_forecast_steps(struct vt_step_forecast *out, const uint64_t *step, const uint64_t *time_ns,
                        const uint64_t *live_at, int n, uint64_t live, uint64_t capacity, uint64_t horizon_ns) {
     memset(out, 0, sizeof *out);
-    int first = sustained_from(live_at, n);
+    int last = -1, first = sustained_from(live_at, n, &last);
     if (first < 0) return;
-    uint64_t steps = step[n - 1] - step[first];
+    /* The rate is the rises after the first over the steps from the first
+     * rise to the last: one whole period of growth per rise, whether it
+     * rises at every step or every few, and steps after the last rise (a
+     * warm-up's growth stopped) do not dilute it to a rate the program
+     * never had (+13.09 MiB a step for +16 while the forecast still held,
+     * and that figure kept in the dump). */
+    int rise1 = first + 1;
+    uint64_t steps = step[last] - step[rise1];
     if (steps == 0) return;
-    out->growth_per_step = (int64_t)(growth_of(live_at + first, n - first, &out->median_rise) / steps);
+    out->growth_per_step = (int64_t)(growth_of(live_at + rise1, last - rise1 + 1, &out->median_rise) / steps);
     out->from_step = step[first];
     if (out->growth_per_step <= 0 || capacity == 0 || horizon_ns == 0) return;
     uint64_t g = (uint64_t)out->growth_per_step;
     uint64_t left = live >= capacity ? 0 : (capacity - live + g - 1) / g;
-    double per_step = (double)(time_ns[n - 1] - time_ns[first]) / (double)steps;
+    double per_step = (double)(time_ns[n - 1] - time_ns[first]) / (double)(step[n - 1] - step[first]);
     double ns = (double)left * per_step;
     if (ns > (double)horizon_ns) return;
     out->full = 1;

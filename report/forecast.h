@@ -44,15 +44,16 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
  * the newest n step boundaries, oldest first (step numbers, times in
  * nanoseconds, a device's live bytes at each). Sustained over the newest
  * stretch in which the live bytes never fell, when it holds at least
- * VT_FORECAST_RISES rises and the last is recent (no longer ago than twice
- * the stretch's boundaries per rise): the rise over that stretch per step,
- * each load in it (a rise more than VT_FORECAST_LOAD times the median
- * rise) counted as the median rise: a buffer made once at step 3 is not
- * the leak's rate.
+ * VT_FORECAST_RISES rises, the last is recent (no longer ago than twice
+ * the stretch's boundaries per rise) and the device holds more than at
+ * every boundary before the stretch: the stretch's rises after its first
+ * over the steps from its first rise to its last, each load among them (a
+ * rise more than VT_FORECAST_LOAD times the median rise) counted as the
+ * median rise: a buffer made once at step 3 is not the leak's rate.
  * A leak a caching allocator absorbs into its segments rises every few
  * steps; a loop whose steps end where they began never rises; a model
- * that loads before its first step, or a warm-up whose rises stop, is not
- * growth.
+ * that loads before its first step, a warm-up whose rises stop, or a
+ * cycle that returns to its floor, is not growth.
  * The forecast: the steps until `live` (now) reaches the capacity at that
  * rate, kept when those steps, at the boundaries' time per step, fall
  * within the horizon. */

@@ -68,7 +68,16 @@ static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Where a publisher that cannot publish waits for the exit. */
 static pthread_cond_t parked = PTHREAD_COND_INITIALIZER;
 #define VT_LIVE_EXIT_WAIT_NS 1000000000ull
-static char forecast_line[256];
+/* The forecast that holds at the newest round, of the device that fills
+ * first ("" when none holds), under forecast_lock: the segment's and the
+ * dump's. Made per step, its device and the newest boundary then (its
+ * number, the device's live bytes there), so that a dump written after
+ * later boundaries can tell the growth has stopped since. */
+static struct {
+    char line[256];
+    int device;
+    uint64_t step, step_live;
+} kept_forecast;
 
 /* Create the segment under a temporary name, locked (the lock is what
  * tells a reader that its writer lives); publish() renames it into place
@@ -285,7 +294,10 @@ static const char *growing_site(int d, const struct vt_step_forecast *sf, uint64
 
 /* The forecast of device d, per step when sf is given, else per minute,
  * to `capacity` (VRAMTRACE_LIMIT's when by_limit) less `outside`: its line
- * for the segment and the dump, and the one warning. */
+ * for the segment and the dump, and the one warning. Asked of the device
+ * that fills first alone: the line printed, top's header and the dump
+ * name the same device (they named the last device with a forecast, one
+ * of three times the margin). */
 static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step_forecast *sf, uint64_t capacity,
                         uint64_t outside, int by_limit) {
     char rate[32], cap[96], line[256], when[48];
@@ -310,8 +322,13 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     int k = snprintf(line, sizeof line, "at +%s %s, device %d is full (%s%s) in %s%s", rate, sf ? "per step" : "a minute",
                      d, cap, by_limit ? ", VRAMTRACE_LIMIT" : "", when, site ? "; it grows at " : "");
     if (site && k > 0 && (size_t)k < sizeof line) vt_cut_middle(line + k, sizeof line - (size_t)k, site);
+    const struct vt_view *v = &L.view;
     pthread_mutex_lock(&forecast_lock);
-    snprintf(forecast_line, sizeof forecast_line, "%s", line);
+    snprintf(kept_forecast.line, sizeof kept_forecast.line, "%s", line);
+    kept_forecast.device = d;
+    kept_forecast.step = sf && v->nsteps ? v->steps[v->nsteps - 1].step : 0;
+    kept_forecast.step_live = sf && v->nsteps && d < v->steps[v->nsteps - 1].ndevices
+                                  ? v->steps[v->nsteps - 1].live_bytes[d] : 0;
     pthread_mutex_unlock(&forecast_lock);
     /* Once per process, the forecast's line goes where the reports go:
      * to stderr through the capped warning (vt_warn_as), to stdout, or
@@ -346,6 +363,27 @@ static void step_forecast(const struct vt_view *v, int d, uint64_t live, uint64_
     vt_forecast_steps(sf, step, at, bytes, (int)v->nsteps, live, capacity, horizon_ns);
 }
 
+/* Whether growth is measured per step: the program marks steps, and its
+ * newest boundary is no older than VT_LIVE_STEPS_STALE of its step times
+ * (their mean over the boundaries of the view), VT_LIVE_STEPS_STALE_MIN_NS
+ * at least (a program that waits between runs of steps, for its input or
+ * the next batch, keeps its forecast per step meanwhile). Past
+ * that (an evaluation or a checkpoint between steps), growth is measured
+ * by time, as when it marks none: per step, what grew in a step that has
+ * not ended was seen by nobody (top said 0 while memory climbed 160 MiB a
+ * second toward full, and nothing was forecast). */
+#define VT_LIVE_STEPS_STALE 3
+#define VT_LIVE_STEPS_STALE_MIN_NS 5e9
+static int steps_current(const struct vt_view *v) {
+    if (v->nsteps < 2) return 0;
+    const struct vt_step *a = &v->steps[0], *z = &v->steps[v->nsteps - 1];
+    double per_step = z->step > a->step ? (double)(z->time_ns - a->time_ns) / (double)(z->step - a->step) : 0;
+    double stale = per_step * VT_LIVE_STEPS_STALE;
+    if (stale < VT_LIVE_STEPS_STALE_MIN_NS) stale = VT_LIVE_STEPS_STALE_MIN_NS;
+    uint64_t now = vt_now_ns();
+    return now <= z->time_ns || (double)(now - z->time_ns) <= stale;
+}
+
 static int stopping(void) { return __atomic_load_n(&L.started, __ATOMIC_ACQUIRE) == 3; }
 
 /* The segment cannot be made: one warning, and the thread waits for the
@@ -378,6 +416,13 @@ static void publish(void) {
     uint64_t now = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
     struct vt_live_segment *n = &L.next;
     int ndev = 0, closed = 0;
+    int per_step = steps_current(v);
+    /* The device that fills first: its forecast is the process's. */
+    struct soonest {
+        int device, by_limit;
+        uint64_t capacity, outside, when;
+        struct vt_step_forecast sf;
+    } first = {.device = -1};
     for (int d = 0; d < v->ndevices && d < VT_LIVE_DEVICES; d++) {
         const struct vt_device *src = &v->devices[d];
         if (!src->used) continue;
@@ -414,8 +459,7 @@ static void publish(void) {
         o->failed_count = src->failed_count;
         o->oom_count = src->oom_count;
         o->growth_per_min = f->growth_per_min;
-        struct vt_step_forecast sf;
-        int per_step = v->nsteps >= 2;
+        struct vt_step_forecast sf = {0};
         if (per_step) {
             step_forecast(v, d, src->live_bytes, capacity - outside, f->horizon_ns, &sf);
             o->flags |= VT_LIVE_DEV_PER_STEP;
@@ -427,8 +471,23 @@ static void publish(void) {
             o->flags |= VT_LIVE_DEV_FORECAST;
             o->forecast_ns = per_step ? sf.full_in_ns : f->full_in_ns;
             o->forecast_steps = per_step ? sf.full_in_steps : 0;
-            forecast_of(d, f, per_step ? &sf : NULL, capacity, outside, by_limit);
+            /* Per step, in the steps every device counts alike. */
+            uint64_t when = per_step ? sf.full_in_steps : f->full_in_ns;
+            if (first.device < 0 || when < first.when)
+                first = (struct soonest){d, by_limit, capacity, outside, when, sf};
         }
+    }
+    if (first.device >= 0) {
+        forecast_of(first.device, &L.fc[first.device], per_step ? &first.sf : NULL, first.capacity, first.outside,
+                    first.by_limit);
+    } else {
+        /* None holds now (the growth stopped, or fell back to where it
+         * was): the segment and the dump keep none. The line printed was
+         * its moment's warning; kept, it told a job flat for 50 steps it
+         * would be full in 301. */
+        pthread_mutex_lock(&forecast_lock);
+        kept_forecast.line[0] = '\0';
+        pthread_mutex_unlock(&forecast_lock);
     }
     {
         /* The sites at this round, for the next rounds' per-step forecast:
@@ -595,13 +654,26 @@ void vt_live_reset_child(void) {
     pthread_mutex_init(&round_lock, NULL);
     pthread_mutex_init(&place_lock, NULL);
     pthread_cond_init(&parked, NULL);
-    forecast_line[0] = '\0';
+    memset(&kept_forecast, 0, sizeof kept_forecast);
     vt_live_torch_reset_child();
 }
 
 const char *vt_live_forecast(char *buf, size_t size) {
     pthread_mutex_lock(&forecast_lock);
-    snprintf(buf, size, "%s", forecast_line);
+    snprintf(buf, size, "%s", kept_forecast.line);
+    pthread_mutex_unlock(&forecast_lock);
+    return buf;
+}
+
+const char *vt_live_forecast_at(const struct vt_snapshot *s, char *buf, size_t size) {
+    pthread_mutex_lock(&forecast_lock);
+    snprintf(buf, size, "%s", kept_forecast.line);
+    if (buf[0] && kept_forecast.step && s->nsteps) {
+        const struct vt_step *z = &s->steps[s->nsteps - 1];
+        int d = kept_forecast.device;
+        uint64_t now = d < z->ndevices ? z->live_bytes[d] : 0;
+        if (z->step > kept_forecast.step && now < kept_forecast.step_live) buf[0] = '\0';
+    }
     pthread_mutex_unlock(&forecast_lock);
     return buf;
 }

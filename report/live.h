@@ -60,8 +60,15 @@ int vt_live_torch_fill(struct vt_live_segment *n);
 /* After fork, in the child: PyTorch's figures are the parent's; gone. */
 void vt_live_torch_reset_child(void);
 
-/* The forecast's line for the dump, "" when there is none: copied into
- * buf. */
+/* The forecast's line that holds at the newest round (the device that
+ * fills first), "" when none holds: copied into buf. */
 const char *vt_live_forecast(char *buf, size_t size);
+
+/* The same for a dump of snapshot s: "" too where a step boundary after
+ * the round that made it shows its device's live bytes fell (the growth
+ * ended since: a buffer emptied at the last step, then the exit, within
+ * a round). */
+struct vt_snapshot;
+const char *vt_live_forecast_at(const struct vt_snapshot *s, char *buf, size_t size);
 
 #endif

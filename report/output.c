@@ -639,7 +639,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,
         .pid_ns = self_id.pid_ns,
-        .forecast = vt_live_forecast(forecast, sizeof forecast),
+        .forecast = vt_live_forecast_at(s, forecast, sizeof forecast),
     };
     if (at_exit && __atomic_load_n(&ended.sig, __ATOMIC_ACQUIRE)) {
         meta.ended_signal = ended.name;

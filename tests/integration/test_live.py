@@ -1477,6 +1477,141 @@ def forecast_per_step_of_growth_at_every_few_steps():
                     r"in \d+ steps; it grows at keep tests/progs/t_live\.c:\d+\n", err), f"the warning: {err!r}")
 
 
+def steps_published(rundir, n):
+    """The metrics once the one traced program's n steps are published."""
+    return wait_for(f"the {n} steps published", lambda: (lambda x: x if list(
+        series(x, "vramtrace_steps_total").values()) == [str(n)] else None)(metrics(rundir)))
+
+
+def keep_site():
+    return f"keep tests/progs/t_live.c:{source_line('t_live.c', 'cudaMalloc(&p, bytes) == cudaSuccess')}"
+
+
+@test
+def forecast_is_the_device_that_fills_first():
+    """Two 1 GiB devices: each step keeps 16 MiB on device 0 and 8 MiB on
+    device 1, 20 steps. Device 0 is full in 44 steps, device 1 in 108: top's
+    header, the dump and `vramtrace report` kept the last device's forecast
+    (an outside check: "device 3 ... in 102 steps" where device 0 was 34
+    from full); they give device 0's, as the line printed does."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30", "SIMGPU_DEVICES": "2"})
+    t.say(f"dsteps 20 {16 << 20} {8 << 20} 50")
+    text = steps_published(rundir, 20)
+    eq(sorted(series(text, "vramtrace_forecast_full_steps").values()), ["108", "44"], "each device's own")
+    want = f"at +16.00 MiB per step, device 0 is full (1.00 GiB) in 44 steps; it grows at {keep_site()}"
+    header = top_once(rundir, str(t.pid)).stdout
+    ok(f"forecast: {want}" in header, f"top's header: {header!r}")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+16\.00 MiB per step, device 0 is full \(1\.00 GiB\) in \d+ steps; "
+                    rf"it grows at {re.escape(keep_site())}\n", err), f"one warning line: {err!r}")
+    path = os.path.join(t.work, f"dump.{t.pid}.json")
+    with open(path) as f:
+        eq(json.load(f).get("forecast"), want, "the dump's forecast")
+    rep = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+    eq([x for x in rep.stdout.splitlines() if x.startswith("forecast")], ["forecast: " + want], "the report's")
+
+
+@test
+def forecast_rate_is_the_growths_and_goes_when_it_stops():
+    """16 MiB kept a step for 10 steps on a 1 GiB device, then steps that
+    keep nothing. Two steps after the growth stopped the forecast still
+    holds (its rises are recent) at +16 MiB a step, full in 54 steps: it
+    said +13.09 MiB, the rises over the steps since the first boundary,
+    flat ones included (an outside check: the dump kept that rate, which
+    the program never had). After 20 flat steps no forecast holds: the
+    dump and the report have none (they kept the last one made, "full in
+    301 steps" for a job flat for 50); the line printed says +16 MiB."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30"})
+    t.say(f"steps 10 {16 << 20} 50")
+    t.say("flat 2 50")
+    text = steps_published(rundir, 12)
+    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), [str(16 << 20)], "growth a step")
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["54"], "full in")
+    t.say("flat 20 50")
+    text = steps_published(rundir, 32)
+    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), ["0"], "no growth after 20 flat steps")
+    eq(series(text, "vramtrace_forecast_full_steps"), {}, "no forecast")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+16\.00 MiB per step, device 0 is full \(1\.00 GiB\) in \d+ steps; "
+                    rf"it grows at {re.escape(keep_site())}\n", err), f"one warning line: {err!r}")
+    path = os.path.join(t.work, f"dump.{t.pid}.json")
+    with open(path) as f:
+        ok("forecast" not in json.load(f), "no forecast in the dump")
+    rep = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+    eq([x for x in rep.stdout.splitlines() if x.startswith("forecast")], [], "none in the report")
+
+
+@test
+def forecast_not_of_a_cycle_that_returns_to_its_floor():
+    """A sawtooth on a 1 GiB device: 16 MiB kept a step, all of it freed at
+    every tenth step (144 MiB at most), 27 steps. In its third cycle, 7
+    rises from its floor: growth +16 MiB a step, full in 57 steps, in the
+    metrics and the exit dump (an outside check: "full in 56 steps" for
+    the whole run, and in an exit report with 0 B live). It rises to no
+    more than it held before: no growth, no forecast. (Its first cycle
+    cannot be told from a leak's start: the line printed then stays.)"""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30"})
+    t.say(f"saw 27 10 {16 << 20} 50")
+    text = steps_published(rundir, 27)
+    eq(list(series(text, "vramtrace_live_bytes").values())[:1], [str(112 << 20)], "112 MiB live")
+    eq(list(series(text, "vramtrace_growth_bytes_per_step").values()), ["0"], "no growth")
+    eq(series(text, "vramtrace_forecast_full_steps"), {}, "no forecast")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        ok("forecast" not in json.load(f), "no forecast in the dump")
+
+
+@test
+def forecast_not_kept_in_a_dump_after_its_growth_fell():
+    """8 MiB kept a step for 20 steps, then everything freed and one more
+    step, and the exit at once: the dump kept the forecast of the round
+    before ("full in 108 steps" with 0 B live). A step boundary after the
+    forecast's shows the device fell: the dump has none."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30"})
+    t.say(f"steps 20 {8 << 20} 50")
+    text = steps_published(rundir, 20)
+    eq(list(series(text, "vramtrace_forecast_full_steps").values()), ["108"], "full in")
+    t.say("drop")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
+        d = json.load(f)
+    eq((d["totals"]["live_bytes"], d["steps_total"]), (0, 21), "nothing live after 21 steps")
+    ok("forecast" not in d, f"no forecast in the dump: {d.get('forecast')!r}")
+
+
+@test
+def forecast_by_time_once_the_steps_stop():
+    """20 steps that allocate 64 MiB and free it, then, without a step, 8
+    MiB kept every 100 ms (an evaluation that keeps its outputs) on a 1 GiB
+    device, a 30 s horizon: top and the metrics showed no growth and no
+    forecast while it climbed to full (an outside check: GROWTH 0 for 15 s
+    at 160 MiB a second). Once no boundary came for 5 s (3 of its step
+    times, 5 s at least), growth is measured by time: a forecast a minute
+    within the horizon, naming the site."""
+    rundir = tempdir("vt-rundir-")
+    t = Live(rundir, {"VRAMTRACE_FORECAST": "30"})
+    t.say(f"steady 20 {64 << 20} 50")
+    t.send(f"leak 110 {8 << 20} 100")
+    text = wait_for("a forecast in seconds", lambda: (lambda x: x if series(
+        x, "vramtrace_forecast_full_seconds") else None)(metrics(rundir)), timeout=20)
+    eq(series(text, "vramtrace_forecast_full_steps"), {}, "none in steps")
+    per_s = float(list(series(text, "vramtrace_growth_bytes_per_second").values())[0])
+    ok(60 << 20 <= per_s <= 100 << 20, f"about 80 MiB a second: {per_s}")
+    eq(t.p.stdout.readline(), "ok\n", "the leak ends")
+    rc, err = t.quit()
+    eq(rc, 0, "status")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+[\d.]+ GiB a minute, device 0 is full \(1\.00 GiB\) in \d+ seconds; "
+                    rf"it grows at {re.escape(keep_site())}\n", err), f"one warning line: {err!r}")
+
+
 @test
 def report_prints_the_dumps_forecast():
     """vramtrace report prints the dump's forecast line, as the library wrote

@@ -11,6 +11,12 @@
  *   steps N BYTES MS  N times: BYTES kept, a step (vramtrace_step), MS ms
  *   steady N BYTES MS N times: BYTES allocated, a step, freed, MS ms
  *   sparse N K BYTES MS  N times: BYTES kept at every Kth, a step, MS ms
+ *   dsteps N B0 B1 MS N times: B0 kept on device 0, B1 on device 1, a
+ *                     step, MS ms (then device 0 is current)
+ *   flat N MS         N times: a step, MS ms (nothing allocated)
+ *   saw N K BYTES MS  N steps, each: BYTES kept, but at every Kth all
+ *                     that saw kept freed instead; a step, MS ms
+ *   drop              every allocation kept freed, then a step
  *   mixed N BIG K SMALL MS  N steps, each: BIG kept at site1 at once, then
  *                     K times SMALL kept at fanned0 and MS ms, then a step
  *   fork BYTES MS     a child keeps BYTES for MS milliseconds, then exits;
@@ -127,6 +133,35 @@ int main(void) {
                 }
                 vt.step();
             }
+        } else if (sscanf(line, "dsteps %ld %llu %llu %ld", &n, &bytes, &small, &ms) == 4) {
+            for (long i = 0; i < n; i++) {
+                cudaSetDevice(0);
+                keep(bytes);
+                cudaSetDevice(1);
+                keep(small);
+                vt.step();
+                sleep_ms(ms);
+            }
+            cudaSetDevice(0);
+        } else if (sscanf(line, "flat %ld %ld", &n, &ms) == 2) {
+            for (long i = 0; i < n; i++) {
+                vt.step();
+                sleep_ms(ms);
+            }
+        } else if (sscanf(line, "saw %ld %ld %llu %ld", &n, &every, &bytes, &ms) == 4) {
+            int first = nkept;
+            for (long i = 0; i < n; i++) {
+                if (i % every == every - 1) {
+                    while (nkept > first) cudaFree(kept[--nkept]);
+                } else {
+                    keep(bytes);
+                }
+                vt.step();
+                sleep_ms(ms);
+            }
+        } else if (strcmp(line, "drop\n") == 0) {
+            while (nkept > 0) cudaFree(kept[--nkept]);
+            vt.step();
         } else if (sscanf(line, "sparse %ld %ld %llu %ld", &n, &every, &bytes, &ms) == 4) {
             for (long i = 0; i < n; i++) {
                 if (i % every == 0) keep(bytes);
