@@ -65,8 +65,8 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
 /* Where growth over live_at[0..n) is sustained: the newest stretch in
  * which the live bytes never fell, from the boundary before its first
  * rise, holding at least VT_FORECAST_RISES rises, the last of them no longer ago (in boundaries) than twice the
- * stretch's boundaries per rise, and above what the device held at every
- * boundary before the stretch. A leak that a caching allocator absorbs
+ * stretch's boundaries per rise, and above the peak of every earlier
+ * stretch of as many rises. A leak that a caching allocator absorbs
  * into its segments rises every few steps, not at each; a loop whose
  * steps end where they began never rises; a warm-up's rises stop; a
  * cycle that returns to its floor (a buffer emptied every N steps) rises
@@ -83,11 +83,16 @@ static int sustained_from(const uint64_t *live_at, int n, int *last_rise) {
         first--;
     }
     if (rises < VT_FORECAST_RISES) return -1;
-    /* The device held as much before, at a boundary the stretch began
-     * after a fall from: a bounded cycle, not growth (a sawtooth of 9
-     * rises in 10 steps was told "full in 56 steps" in every cycle). */
-    for (int i = 0; i < first; i++)
-        if (live_at[i] >= live_at[n - 1]) return -1;
+    /* An earlier stretch of as many rises reached as much before it fell:
+     * a bounded cycle, not growth (a sawtooth of 9 rises in 10 steps was
+     * told "full in 56 steps" in every cycle). A fall from a level that no
+     * such stretch reached (a cache emptied once, a load let go) is not a
+     * cycle: the growth after it counts from the fall. */
+    for (int i = 1, run = 0; i < first; i++) {
+        if (live_at[i] < live_at[i - 1]) run = 0;
+        else if (live_at[i] > live_at[i - 1]) run++;
+        if (run >= VT_FORECAST_RISES && live_at[i] >= live_at[n - 1]) return -1;
+    }
     /* From the boundary before its first rise: a flat stretch before a
      * leak began would dilute its rate. */
     while (first < n - 1 && live_at[first + 1] == live_at[first]) first++;

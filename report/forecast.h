@@ -45,8 +45,8 @@ int vt_forecast_sample(struct vt_forecast *f, uint64_t now_ns, uint64_t live, ui
  * nanoseconds, a device's live bytes at each). Sustained over the newest
  * stretch in which the live bytes never fell, when it holds at least
  * VT_FORECAST_RISES rises, the last is recent (no longer ago than twice
- * the stretch's boundaries per rise) and the device holds more than at
- * every boundary before the stretch: the stretch's rises after its first
+ * the stretch's boundaries per rise) and the device holds more than any
+ * earlier stretch of as many rises reached before it fell: the stretch's rises after its first
  * over the steps from its first rise to its last, each load among them (a
  * rise more than VT_FORECAST_LOAD times the median rise) counted as the
  * median rise: a buffer made once at step 3 is not the leak's rate.

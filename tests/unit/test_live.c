@@ -106,9 +106,19 @@ static void step_forecast_tests(void) {
     vt_forecast_steps(&sf, st40, at40, warm, 40, 220 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, 0);          /* its rises stopped 34 boundaries ago */
     vt_forecast_steps(&sf, st40, at40, warm, 8, 220 * MiB, 1024 * MiB, 30 * S);
-    CHECK_EQ(sf.growth_per_step, 20 * MiB * 6 / 7); /* while they went on */
+    CHECK_EQ(sf.growth_per_step, 20 * MiB);   /* while they went on: the rises' rate, the flat step after them not
+                                                 counted (it said 20 MiB * 6 / 7, a rate it never had) */
     vt_forecast_steps(&sf, st40, at40, drop, 40, 119 * MiB, 1024 * MiB, 30 * S);
     CHECK_EQ(sf.growth_per_step, MiB);        /* counted from the fall */
+    /* A sawtooth: 9 rises of 16 MiB, then all of it freed, every 10
+     * boundaries; in its third cycle, 7 rises from its floor. It rises only
+     * to where it was: no growth (it said 16 MiB a step). */
+    uint64_t saw[27];
+    for (int i = 0; i < 27; i++) saw[i] = (uint64_t)((i + 1) % 10) * 16 * MiB;
+    vt_forecast_steps(&sf, st40, at40, saw, 27, saw[26], 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 0);
+    vt_forecast_steps(&sf, st40, at40, saw, 9, saw[8], 1024 * MiB, 30 * S);
+    CHECK_EQ(sf.growth_per_step, 16 * MiB);  /* its first cycle is a leak's start as far as is known */
     uint64_t late[40];                        /* flat for 30 boundaries, then 32 MiB a step */
     for (int i = 0; i < 40; i++) late[i] = 100 * MiB + (uint64_t)(i < 30 ? 0 : i - 29) * 32 * MiB;
     vt_forecast_steps(&sf, st40, at40, late, 40, 420 * MiB, 1024 * MiB, 30 * S);
