@@ -467,7 +467,8 @@ def pytest_plugin_torch_raw_memory_is_checked():
     eq(sorted(s), ["test_raw_and_tensor_leak", "test_raw_leak", "test_raw_partly_suppressed"], "failures")
     eq(s["test_raw_leak"], leak_report("gpu_no_leaks: the test left 7.00 MiB (7340032 bytes) of GPU memory allocated "
                                        "in 1 allocation(s) outside PyTorch's caching allocator:", 7340032,
-                                       raw_frames("test_raw_leak", "kept.append(raw(7 * MiB))")), "test_raw_leak's report")
+                                       raw_frames("test_raw_leak", "kept.append(raw(7 * MiB))"), "device memory (cudaMalloc)"),
+       "test_raw_leak's report")
     # The tensor's failure shows all the test kept (its 2 MiB segment of
     # PyTorch's small pool and the 3 MiB), the other the 3 MiB alone.
     tensor_site = [f"    call site: test_raw_and_tensor_leak {RAW_SUITE}:"
@@ -480,11 +481,12 @@ def pytest_plugin_torch_raw_memory_is_checked():
         "the GPU memory allocated since it began and still held:", "",
         "=================================================================",
         "==PID==ERROR: vramtrace: detected GPU memory leaks", "",
-        "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"] + three
-       + ["", "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"] + tensor_site
+        "Direct leak of 3145728 byte(s) in 1 object(s) allocated from:"] + three[:1] + ["    kind: device memory (cudaMalloc)"]
+       + three[1:] + ["", "Direct leak of 2097152 byte(s) in 1 object(s) allocated from:"] + tensor_site[:1]
+       + ["    kind: device memory (cudaMalloc)"] + tensor_site[1:]
        + ["", "SUMMARY: vramtrace: 5242880 byte(s) leaked in 2 allocation(s).", ""]
        + leak_report("gpu_no_leaks: the test left 3.00 MiB (3145728 bytes) of GPU memory allocated in 1 allocation(s) "
-                     "outside PyTorch's caching allocator:", 3145728, three), "test_raw_and_tensor_leak's report")
+                     "outside PyTorch's caching allocator:", 3145728, three, "device memory (cudaMalloc)"), "test_raw_and_tensor_leak's report")
     partly = s["test_raw_partly_suppressed"]
     eq(partly[0], "gpu_no_leaks: the test left 1.00 MiB (1048576 bytes) of GPU memory allocated in 1 allocation(s) "
                   "outside PyTorch's caching allocator, besides 2.00 MiB (2097152 bytes) in 1 allocation(s) that "
