@@ -80,37 +80,40 @@ class _Walk:
 # f_locals is a view of the frame's own variables, which holds nothing
 # (and emptying it would delete them).
 _SNAPSHOTS = sys.version_info < (3, 13)
-_taken = []
+_taken = {}   # id -> dict: one reference each
 
 
 def _locals(f):
     d = f.f_locals
     if _SNAPSHOTS and f.f_code.co_flags & 1 and d is not f.f_globals:   # CO_OPTIMIZED: a function's frame
-        _taken.append(d)
+        _taken[id(d)] = d
     return d
 
 
 def _let_go():
-    """Empty the dicts _locals filled: what they hold the frames hold
-    themselves. Not while a tracer runs (a debugger's): it reads a frame's
-    dict and writes it back into the frame's variables after each event,
-    so that an empty one would delete them; it fills the dict afresh
-    before each event anyway. A dict the program itself keeps from
-    locals() is the same object, emptied too: it fills again at the
-    program's next locals()."""
+    """Empty the dicts _locals filled that only their frames hold: what
+    they hold the frames hold themselves. One the program keeps too (`d =
+    locals()` is the same object) is left whole: emptied, the program's
+    own dict read empty (an outside check). Not while a tracer runs (a
+    debugger's): it reads a frame's dict and writes it back into the
+    frame's variables after each event, so that an empty one would delete
+    them; it fills the dict afresh before each event anyway."""
     global _taken
-    taken, _taken = _taken, []
+    taken = list(_taken.values())
+    _taken.clear()
     try:
         import threading
         if sys.gettrace() is not None or threading.gettrace() is not None:
             return
     except Exception:
         return
-    for d in taken:
-        try:
+    while taken:
+        d = taken.pop()
+        # References: the frame's, `d` and getrefcount's argument; any
+        # more is someone else's.
+        if sys.getrefcount(d) <= 3:
             d.clear()
-        except Exception:
-            pass
+        d = None
 
 
 def _names():

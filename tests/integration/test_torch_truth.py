@@ -1311,7 +1311,19 @@ def train():
     del a
     x = torch.empty(1 * MiB, dtype=torch.uint8, device="cuda")
     print(torch.cuda.memory_allocated() // MiB)
+def held(keep):
+    d = locals()
+    try:
+        attempt(100000 * MiB)
+    except torch.OutOfMemoryError:
+        pass
+    return "keep" in d
+def caller():
+    mine = 5
+    d = locals()
+    print(held(1), "mine" in d)
 train()
+caller()
 """
 
 
@@ -1324,10 +1336,13 @@ def torch_truth_what_a_function_deletes_after_a_caught_oom_is_freed():
     had let go stayed allocated under vramtrace and not without it (an
     outside check). The dicts are emptied once the record is made: 1 MiB
     is left, as without vramtrace, and the failure's record still names
-    both tensors by the function's locals."""
+    both tensors by the function's locals. A dict the program keeps from
+    locals() itself is left whole (emptying it emptied the program's
+    dict, and its callers': the next outside check)."""
     out, dumps, report = traced(DELETED_AFTER_OOM, capacity="2G")
-    eq(out, "1\n", "MiB allocated after the del and the new x, as without vramtrace")
-    o = [o for o in dumps["exit"]["ooms"] if "torch" in o][-1]
+    eq(out, "1\nTrue True\n", "MiB allocated after the del and the new x, as without vramtrace; the program's own "
+       "locals() dicts, its caller's too, whole")
+    o = [o for o in dumps["exit"]["ooms"] if "torch" in o][0]
     got = sorted((x["name"], x["bytes"]) for x in o["torch"][0]["tensors"])
     eq(got, [("a", 100 << 20), ("x", 200 << 20)], "the failure's tensors, named by train's locals")
 
