@@ -18,9 +18,12 @@ import operator
 import os
 import re
 import sys
+import types
 import weakref
 
 from . import grown
+
+_Traceback = types.TracebackType
 
 CATEGORIES = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "other")
 TOP = 64          # tensors listed per device
@@ -55,9 +58,9 @@ class _Walk:
                 t = type(o)
                 k = (1 if issubclass(t, Tensor) else 2 if issubclass(t, Module) else
                      3 if issubclass(t, Optimizer) else 4 if t in (list, tuple, dict) else
-                     5 if issubclass(t, BaseException) else 0)
+                     5 if issubclass(t, BaseException) or t is _Traceback else 0)
                 kinds[t] = k
-            if k and (k != 4 or o) and (k != 5 or o.__traceback__ is not None):
+            if k and (k != 4 or o) and (k != 5 or type(o) is _Traceback or o.__traceback__ is not None):
                 lists[k].append(o)
         if kinds in containers:
             containers.remove(kinds)
@@ -237,9 +240,12 @@ def _attribute_names(owners, unnamed, names):
 
 
 def _exception_name(exc, names, owners, named):
-    """What the program calls a kept exception: its variable (`last_error`),
-    an attribute of an object it names (`trainer.error`), an item of a
-    container it names (`errors[2]`), else `a kept OutOfMemoryError`."""
+    """What the program calls a kept exception (or a traceback it keeps
+    alone, `tb = e.__traceback__`): its variable (`last_error`), an
+    attribute of an object it names (`trainer.error`), an item of a
+    container it names (`errors[2]`), else `a kept OutOfMemoryError` (None
+    for a traceback: every level of every traceback is one, the program
+    keeps the ones it names)."""
     n = names.get(id(exc))
     if n:
         return n
@@ -258,7 +264,7 @@ def _exception_name(exc, names, owners, named):
                     return f"{names.get(id(box))}[{_key_text(k) if type(box) is dict else k}]"
         except Exception:
             pass
-    return f"a kept {type(exc).__name__}"
+    return None if type(exc) is _Traceback else f"a kept {type(exc).__name__}"
 
 
 def _kept_tracebacks(errors, names, owners, named, running):
@@ -278,11 +284,24 @@ def _kept_tracebacks(errors, names, owners, named, running):
     kept = {}
     torch_dir = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", None) or "/nonexistent") + os.sep
     ending = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    # A traceback kept alone is named by what keeps it; one an exception
+    # keeps is that exception's (named by it, and by it alone).
+    owned = set()
     for exc in errors:
-        if exc is ending:
+        if type(exc) is not _Traceback and exc.__traceback__ is not None:
+            owned.add(id(exc.__traceback__))
+    for exc in errors:
+        if exc is ending or id(exc) in owned:
+            continue
+        if type(exc) is _Traceback and (ending is not None and exc is getattr(ending, "__traceback__", None)):
             continue
         try:
-            tb = exc.__traceback__
+            if type(exc) is _Traceback:
+                if _exception_name(exc, names, owners, named) is None:
+                    continue
+                tb = exc
+            else:
+                tb = exc.__traceback__
             ename, where = None, None
             while tb is not None:
                 f, line = tb.tb_frame, tb.tb_lineno

@@ -563,6 +563,34 @@ def torch_truth_a_kept_exception_names_the_failed_attempt_it_keeps():
     ok("a dict[" not in report and "a tuple[" not in report, report)
 
 
+@torch_test
+def torch_truth_a_kept_traceback_names_the_failed_attempt_it_keeps():
+    """The same retry loop keeping the exception's traceback alone
+    (`last_tb = e.__traceback__`): the traceback keeps the frames as the
+    exception did, but its tensors were "a tuple[0]" and "(unnamed)", with
+    no kept_exception finding and a smaller batch as the advice (the next
+    outside check); they are held by the traceback of `last_tb`."""
+    script = RETRY_KEEPS_ERROR.replace("last_error = e          # kept for the log at the end",
+                                       "last_tb = e.__traceback__   # kept for the log at the end")
+    out, dumps, report = traced(script, capacity="4G")
+    eq(out, "failed at 65536 3389719040\nfailed at 32768 705102336\ndone at 16384\n", "the run")
+    d = dumps["exit"]
+    short = lambda x: re.sub(r"\S+/train\.py", "train.py", x)
+    kept = lambda t: [(x["bytes"] >> 20, x["shape"], x["category"], x["name"], short(x["holder"]))
+                      for x in t["tensors"] if "traceback" in x["holder"]]
+    at = "the traceback of last_tb at step train.py:8"
+    second = d["ooms"][-1]
+    eq(kept(second["torch"][0]), [(1024, "[65536, 4096]", "activation", "AddmmBackward0.mat1", "graph of " + at),
+                                  (1024, "[65536, 4096]", "other", "input", at),
+                                  (1024, "[65536, 4096]", "other", "x", at),
+                                  (0, "[65536]", "other", "y", at)], "the first attempt's tensors at the second failure")
+    eq(second["findings"][0]["id"], "kept_exception", "said first")
+    ok("the traceback of `last_tb` keeps the frames of the attempt that failed" in second["findings"][0]["finding"],
+       second["findings"][0]["finding"])
+    eq(kept(d["torch"][0]), [(512, "[32768, 4096]", "other", "x", at), (0, "[32768]", "other", "y", at)],
+       "the second attempt's tensors at exit")
+
+
 CLOSURE_AND_BUFFER = r"""
 import sys, torch, torch.nn as nn
 model = nn.Sequential(nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 2048)).cuda()
