@@ -170,12 +170,25 @@ def _names():
     try:
         exc = getattr(sys, "last_exc", None)
         tb = exc.__traceback__ if exc is not None else getattr(sys, "last_traceback", None)
-        frames = []
+        frames, through, where = [], [], None
         while tb is not None:
-            frames.append(tb.tb_frame)
+            f, line = tb.tb_frame, tb.tb_lineno
             tb = tb.tb_next
-        scopes.extend(f.f_locals for f in reversed(frames)
-                      if f.f_code.co_filename != __file__ and not f.f_code.co_filename.startswith(torch_dir))
+            fn = f.f_code.co_filename
+            if fn == __file__:
+                continue
+            if not fn.startswith(torch_dir):
+                frames.append(f)
+                code = f.f_code
+                where = f"the call at {getattr(code, 'co_qualname', code.co_name)} {fn}:{line}"
+            elif where is not None:
+                # PyTorch's own frames the error went through: what they
+                # alone hold was in flight in the program's call that ran
+                # them, named so as at the failure (it read `a tuple[0]`,
+                # or a dict of the companion's own, at exit).
+                through.append((f.f_locals, where))
+        scopes.extend(f.f_locals for f in reversed(frames))
+        inflight.extend(reversed(through))   # the innermost first, as the running frames
     except Exception:
         pass
     owners, calls = [], {}
@@ -557,7 +570,9 @@ def _claim_all(torch, w):
     for t in others:
         i = id(t)
         own, h = names_get(i), holder_get(i)
-        if (h is None or h[0] is None) and not own and i in calls:   # PyTorch's local, in flight in the program's call
+        if not own and i in calls and (h is None or h[0] is None or id(h[2]) in calls):
+            # PyTorch's local, in flight in the program's call: by its own
+            # name there before a container's in flight with it (`args[0]`)
             own, h = calls[i][0], (None, 0, None, calls[i][1])
         elif own and h is not None and h[2] is not None and id(h[2]) in calls:
             h = None   # the program's own variable, also in flight: its name alone
