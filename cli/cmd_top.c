@@ -261,6 +261,18 @@ static void scan_sorted(struct top_opts *o, struct vt_live_segment **segs, struc
     qsort(*procs, *n, sizeof **procs, proc_order);
 }
 
+/* scan_sorted, and the index of the process selected before (*sel_pid,
+ * kept; the first when it is gone). */
+static size_t scan_selected(struct top_opts *o, struct vt_live_segment **segs, struct proc **procs, size_t *n,
+                            int *sel_pid) {
+    scan_sorted(o, segs, procs, n);
+    size_t sel = 0;
+    for (size_t i = 0; i < *n; i++)
+        if ((*procs)[i].s->pid == *sel_pid) sel = i;
+    if (*n) *sel_pid = (*procs)[sel].s->pid;
+    return sel;
+}
+
 static int top_once(struct top_opts *o) {
     size_t n;
     struct vt_live_segment *segs;
@@ -328,11 +340,7 @@ static int top_plain(struct top_opts *o) {
         size_t n;
         struct vt_live_segment *segs;
         struct proc *procs;
-        scan_sorted(o, &segs, &procs, &n);
-        size_t sel = 0;
-        for (size_t i = 0; i < n; i++)
-            if (procs[i].s->pid == sel_pid) sel = i;
-        if (n) sel_pid = procs[sel].s->pid;
+        size_t sel = scan_selected(o, &segs, &procs, &n, &sel_pid);
         struct text_lines L = {0};
         frame(o, procs, n, sel, &L);
         if (frames++) putchar('\n');
@@ -393,11 +401,7 @@ static int top_screen(struct top_opts *o) {
         size_t n;
         struct vt_live_segment *segs;
         struct proc *procs;
-        scan_sorted(o, &segs, &procs, &n);
-        size_t sel = 0;
-        for (size_t i = 0; i < n; i++)
-            if (procs[i].s->pid == sel_pid) sel = i;
-        if (n) sel_pid = procs[sel].s->pid;
+        size_t sel = scan_selected(o, &segs, &procs, &n, &sel_pid);
         o->sites = LINES - 6 - (int)n > 4 ? LINES - 6 - (int)n : 4;
         struct text_lines L = {0};
         frame(o, procs, n, sel, &L);

@@ -16,18 +16,28 @@
 
 #include "livefile.h"
 
+/* /proc/PID/stat's fields past the command, in buf ("S 1 ...": the
+ * command may hold ") " itself, so from its last ')'); NULL when the
+ * process is not there. */
+static const char *stat_fields(int pid, char *buf, size_t size) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0) return NULL;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 /* Field 22 of /proc/PID/stat (the start time in clock ticks), 0 when the
  * process is not there. */
 static unsigned long long start_of(int pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof buf);
+    if (p) p -= 2;   /* at the command's last ')' */
     for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
@@ -110,16 +120,10 @@ static int frozen(int pid) {
 }
 
 int vt_live_stopped(int pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command may hold ") " itself */
-    if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't')) return 1;
+    char buf[1024];
+    const char *state = stat_fields(pid, buf, sizeof buf);
+    if (!state) return 0;
+    if (*state == 'T' || *state == 't') return 1;
     return frozen(pid);
 }
 

@@ -119,6 +119,24 @@ def _let_go():
         d = None
 
 
+def _traceback_frames(tb, torch_dir):
+    """(frame, whether it is the program's, where: `qualname file:line` of
+    the program's frame the error last went through, None before one) for
+    each frame of traceback tb, outermost first, the companion's own left
+    out."""
+    where = None
+    while tb is not None:
+        f, line = tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+        fn = f.f_code.co_filename
+        if fn == __file__:
+            continue
+        program = not fn.startswith(torch_dir)
+        if program:
+            where = f"{getattr(f.f_code, 'co_qualname', f.f_code.co_name)} {fn}:{line}"
+        yield f, program, where
+
+
 def _names():
     """(id -> a name the program's code gives the object, the containers
     so named, the named objects, what is in flight in the program's calls,
@@ -170,23 +188,16 @@ def _names():
     try:
         exc = getattr(sys, "last_exc", None)
         tb = exc.__traceback__ if exc is not None else getattr(sys, "last_traceback", None)
-        frames, through, where = [], [], None
-        while tb is not None:
-            f, line = tb.tb_frame, tb.tb_lineno
-            tb = tb.tb_next
-            fn = f.f_code.co_filename
-            if fn == __file__:
-                continue
-            if not fn.startswith(torch_dir):
+        frames, through = [], []
+        for f, program, where in _traceback_frames(tb, torch_dir):
+            if program:
                 frames.append(f)
-                code = f.f_code
-                where = f"the call at {getattr(code, 'co_qualname', code.co_name)} {fn}:{line}"
             elif where is not None:
                 # PyTorch's own frames the error went through: what they
                 # alone hold was in flight in the program's call that ran
                 # them, named so as at the failure (it read `a tuple[0]`,
                 # or a dict of the companion's own, at exit).
-                through.append((f.f_locals, where))
+                through.append((f.f_locals, "the call at " + where))
         scopes.extend(f.f_locals for f in reversed(frames))
         inflight.extend(reversed(through))   # the innermost first, as the running frames
     except Exception:
@@ -315,15 +326,8 @@ def _kept_tracebacks(errors, names, owners, named, running):
                 tb = exc
             else:
                 tb = exc.__traceback__
-            ename, where = None, None
-            while tb is not None:
-                f, line = tb.tb_frame, tb.tb_lineno
-                tb = tb.tb_next
-                fn = f.f_code.co_filename
-                if fn == __file__:
-                    continue
-                if not fn.startswith(torch_dir):
-                    where = f"{getattr(f.f_code, 'co_qualname', f.f_code.co_name)} {fn}:{line}"
+            ename = None
+            for f, _, where in _traceback_frames(tb, torch_dir):
                 if id(f) in running:
                     continue
                 if ename is None:
