@@ -564,7 +564,11 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
 	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
-	for f in $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace | awk '/=> \//{print $$3}' | sort -u); do \
+	# libdw and libunwind are opened when first needed (report/lazy_dw.c,
+	# tracker/lazy_unwind.c), so ldd does not list them: named here, with
+	# what they need; dlopen finds them through the library's $$ORIGIN.
+	lazy=$$(ldconfig -p | awk '/^\t(libdw\.so\.1|libunwind\.so\.8) .*x86-64/{print $$NF}'); \
+	for f in $$lazy $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace $$lazy | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
 	    *) cp -L $$f $(GB)/lib/ ;; esac; done
 	@du -sh $(GB)

@@ -125,6 +125,11 @@ int vt_cuda_frame(const char *module, const char *function) {
     const char *fn = function;
     if (!fn) return 0;
     if (strncmp(fn, "__cudart", 8) == 0) return 1;
+    /* CUDA 13's static runtime (nvcc's default: libcudart_static.a linked
+     * into the program) names its inner functions so: on an H100 the
+     * leaks' call site read `libcudart_static_5382377d...` (program+0x3e36e)
+     * where it is the program's leak_big. */
+    if (strncmp(fn, "libcudart_static_", 17) == 0) return 1;
     if (strncmp(fn, "cuda", 4) == 0 && fn[4] >= 'A' && fn[4] <= 'Z') return 1;
     if (strncmp(fn, "cu", 2) == 0 && fn[2] >= 'A' && fn[2] <= 'Z') return 1;
     return 0;

@@ -130,6 +130,18 @@ static void test_call_site_rule_and_label(void) {
     CHECK_EQ(vt_site_index(st, 3), 2);
     CHECK_EQ(vt_site_index(st, 1), 0);
     CHECK_EQ(vt_site_index(st, 0), (uint64_t)-1);
+    /* The static runtime's frames inside the program (seen on an H100:
+     * CUDA 13's libcudart_static.a names its inner functions so), then its
+     * cudaMalloc there: the call site is the program's function. */
+    struct vt_frame stat[4] = {
+        {.address = 0x30, .function = "libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c",
+         .module = "/tmp/t_reset", .offset = 0x3e36e},
+        {.address = 0x40, .function = "cudaMalloc", .module = "/tmp/t_reset", .offset = 0x4d653},
+        {.address = 0x50, .function = "after_leak(unsigned long)", .module = "/tmp/t_reset", .file = "t_reset.c",
+         .line = 64},
+        {.address = 0x60, .function = "main", .module = "/tmp/t_reset", .file = "t_reset.c", .line = 200},
+    };
+    CHECK_EQ(vt_site_index(stat, 4), 2);
     char buf[64];
     CHECK_STR(vt_frame_where(&st[1], buf, sizeof buf), "make (train+0x1f)");
     CHECK_STR(vt_frame_where(&st[2], buf, sizeof buf), "step (Python)");
