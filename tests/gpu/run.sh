@@ -27,8 +27,8 @@ fail=0
 say() { echo "$*" | tee -a "$LOG"; }
 tally() {   # count the PASS/FAIL lines of a check's output
     tee -a "$LOG" <"$1"
-    pass=$((pass + $(grep -c '^PASS' "$1")))
-    fail=$((fail + $(grep -c '^FAIL' "$1")))
+    pass=$((pass + $(grep -c '^PASS ' "$1")))
+    fail=$((fail + $(grep -c '^FAIL ' "$1")))   # not check_c's closing 'FAILED:' line
 }
 
 # ----------------------------------------------------------------- build
@@ -310,12 +310,14 @@ cu = ctypes.CDLL('libcuda.so.1'); cu.cuInit(0)
 dev = ctypes.c_int(); ctx = ctypes.c_void_p()
 cu.cuDeviceGet(ctypes.byref(dev), 0); cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev); cu.cuCtxSetCurrent(ctx)
 p = ctypes.c_uint64(); print(cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(96 << 20)))" >"$OUT/ctypes.out" 2>&1
-    $PY - "$OUT" <<'PYEOF' >"$OUT/misc.check"
-import glob, json, sys
+    $PY - "$OUT" "$ROOT" <<'PYEOF' >"$OUT/misc.check" 2>&1
+import glob, sys
 o = sys.argv[1]
+sys.path.insert(0, sys.argv[2] + "/tests")
+from dumpview import load_dump   # every dump version, read as the other checks read it
 for name, want in (("cupy", 64 << 20), ("ctypes", 96 << 20)):
-    ds = [json.load(open(p)) for p in glob.glob(f"{o}/{name}/d.*.json")]
-    got = [a["bytes"] for d in ds for a in d["live"]] + [e[3] for d in ds for e in d["events"] if e[1] == "alloc"]
+    ds = [load_dump(p) for p in glob.glob(f"{o}/{name}/d.*.json")]
+    got = [a["bytes"] for d in ds for a in d["live"]]
     print(("PASS" if any(b >= want for b in got) else "FAIL") + f" {name}: a {want}-byte allocation recorded")
 PYEOF
     tally "$OUT/misc.check"
