@@ -10,6 +10,7 @@
 
 #include "../common/oomtext.h"
 #include "../report/live.h"
+#include "../report/owntime.h"
 #include "../report/output.h"
 #include "../tracker/options.h"
 #include "../tracker/pystack.h"
@@ -246,6 +247,7 @@ static void measure_outside(int device, uint64_t made) {
 }
 
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used) {
+    uint64_t own_from = vt_now_ns();
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
     struct vt_oom o = failure(api, kind, device, bytes);
@@ -285,6 +287,9 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
         }
     }
     vt_tracker_failed(1, &o, frames, depth);
+    /* All of it vramtrace's own time, not the program's work (growth
+     * measured in time: report/owntime.h). */
+    vt_own_time_add(own_from, vt_now_ns());
 }
 
 /* At the first GPU allocation: the options' warnings (they may go to a

@@ -6,7 +6,10 @@
  * Kept for the newest VT_OWN_SPANS stretches; an older one is forgotten
  * (its time then counts as the program's, as all of it did before). Each
  * output (report/output.c) is one, and the exit's own work before its
- * outputs (the live view's last round waited for, interpose/init.c). */
+ * outputs (the live view's last round waited for, interpose/init.c),
+ * and a failure's handling whole (asking the device and NVML, the
+ * holders, the post-mortem: interpose/hook.c), so that a few milliseconds
+ * of it are not counted against a growth that took fewer. */
 #ifndef VT_OWNTIME_H
 #define VT_OWNTIME_H
 

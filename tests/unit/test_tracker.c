@@ -1014,6 +1014,16 @@ static void test_growth_counts_the_work_to_the_report(void) {
     CHECK_EQ(vt_own_time_within(0, UINT64_MAX), 1000000000 - 200 - 20 + 40 + 5);
     vt_own_time_reset();
     CHECK_EQ(vt_own_time_within(0, UINT64_MAX), 0);
+    /* Overlapping stretches are counted once: a failure's handling (10 to
+     * 50) holding its post-mortem's writing (20 to 30, kept first), and a
+     * stretch reaching into both (45 to 60). */
+    vt_own_time_add(20, 30);
+    vt_own_time_add(10, 50);
+    vt_own_time_add(45, 60);
+    vt_own_time_add(70, 75);
+    CHECK_EQ(vt_own_time_within(0, UINT64_MAX), 50 + 5);
+    CHECK_EQ(vt_own_time_within(25, 72), 35 + 2);
+    vt_own_time_reset();
     /* Without steps, at the half: the last allocation at 160 is in the
      * later half of 100 to 220 (at its middle), not of 100 to 222. */
     s.steps = NULL;
