@@ -567,8 +567,9 @@ gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	# libdw and libunwind are opened when first needed (report/lazy_dw.c,
 	# tracker/lazy_unwind.c), so ldd does not list them: named here, with
 	# what they need; dlopen finds them through the library's $$ORIGIN.
+	# Made again, ldd finds the bundle's own copies: those are left.
 	lazy=$$(ldconfig -p | awk '/^\t(libdw\.so\.1|libunwind\.so\.8) .*x86-64/{print $$NF}'); \
 	for f in $$lazy $$(ldd $(GB)/lib/libvramtrace.so $(GB)/bin/vramtrace $$lazy | awk '/=> \//{print $$3}' | sort -u); do \
 	    case $$(basename $$f) in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;; \
-	    *) cp -L $$f $(GB)/lib/ ;; esac; done
+	    *) [ $$f -ef $(GB)/lib/$$(basename $$f) ] || cp -L $$f $(GB)/lib/ ;; esac; done
 	@du -sh $(GB)

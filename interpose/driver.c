@@ -556,8 +556,34 @@ VT_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraph
 
 /* ------------------------------------------------------ context reset */
 
+/* Whether pinned host memory at `address` was made on device *arg: the
+ * driver asked (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "a device ordinal of
+ * a device against which the memory was allocated"). */
+struct pinned_query {
+    int device;
+    CUresult (*attribute)(void *, CUpointer_attribute, CUdeviceptr);
+};
+
+static int pinned_on(uint64_t address, void *arg) {
+    const struct pinned_query *q = arg;
+    int device = -1;
+    return q->attribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)address) == CUDA_SUCCESS &&
+           device == q->device;
+}
+
+/* Before a reset of dev's primary context: its records leave the live
+ * tables, pinned host memory made on it among them (tracker/released.h;
+ * none when the driver cannot be asked). */
+static struct vt_release *release_begin_on(CUdevice dev) {
+    static void *kept;
+    struct pinned_query q = {(int)dev, NULL};
+    *(void **)&q.attribute = vt_driver_fn_kept(&kept, "cuPointerGetAttribute");
+    return vt_tracker_release_begin((int)dev, q.attribute ? pinned_on : NULL, &q);
+}
+
 /* cuDevicePrimaryCtxReset (cudaDeviceReset reaches it): the device's
- * memory is given back, freed or not. What the program had not freed
+ * memory is given back, freed or not, and the pinned host memory made in
+ * its context; not stream-ordered memory (tracker/released.h). What the program had not freed
  * leaves the live counts as released without a free (tracker/released.h):
  * out of the tables before the call, as a free's record is, so that an
  * address handed out again during or after it is a new allocation. */
@@ -565,7 +591,7 @@ VT_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *node, CUgraph g, const CUgraph
     REAL_OR_FAIL(sym);                                                       \
     if (vt_pass() || !vt_tracker_touched()) return real(dev);                \
     VT_ENTER;                                                                \
-    struct vt_release *rl = vt_tracker_release_begin((int)(dev));            \
+    struct vt_release *rl = release_begin_on(dev);                           \
     CUresult r;                                                              \
     VT_REAL_CALL(r = real(dev));                                             \
     vt_tracker_release_end(rl, r == CUDA_SUCCESS);                           \
@@ -677,7 +703,7 @@ static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev) {
         return r;
     }
     VT_ENTER;
-    struct vt_release *rl = vt_tracker_release_begin((int)dev);
+    struct vt_release *rl = release_begin_on(dev);
     VT_REAL_CALL(r = real(dev));
     unsigned flags = 0;
     int active = 1;

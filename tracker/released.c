@@ -1,7 +1,8 @@
 /* released.c -- memory a context's reset gave back without a free.
  *
  * cuDevicePrimaryCtxReset (cudaDeviceReset reaches it) "destroys all
- * allocations" of the device's primary context. What the program never
+ * allocations" of the device's primary context (but stream-ordered
+ * memory: released.h). What the program never
  * freed is then neither live (the device has the memory back; a later
  * allocation may get the same address) nor freed by the program: it is
  * what compute-sanitizer's leak check reports at a reset. So the tracker
@@ -57,10 +58,10 @@ struct vt_release {
 
 int vt_kind_in_context(int kind) {
     switch (kind) {
-    case VT_KIND_DEVICE: case VT_KIND_PITCHED: case VT_KIND_MANAGED: case VT_KIND_ASYNC:
+    case VT_KIND_DEVICE: case VT_KIND_PITCHED: case VT_KIND_MANAGED:
     case VT_KIND_ARRAY: case VT_KIND_IMPORTED: case VT_KIND_GRAPH:
         return 1;
-    default:   /* cuMemCreate's handles, pinned and other host memory */
+    default:   /* stream-ordered memory, cuMemCreate's handles, host memory */
         return 0;
     }
 }
@@ -101,9 +102,16 @@ static struct vt_release *release_begin(int (*take)(const struct vt_live *a, voi
     return rl;
 }
 
+struct on_device_arg { int device; int (*pinned_here)(uint64_t address, void *arg); void *arg; };
+
 static int on_device(const struct vt_live *a, void *arg) {
-    return a->device == *(const int *)arg && vt_kind_in_context(a->kind);
+    const struct on_device_arg *o = arg;
+    if (a->kind == VT_KIND_HOST) return o->pinned_here && o->pinned_here(a->address, o->arg);
+    return a->device == o->device && vt_kind_in_context(a->kind);
 }
+
+/* What a reset may take: the kinds above and pinned host memory. */
+static int reset_kind(int kind) { return vt_kind_in_context(kind) || kind == VT_KIND_HOST; }
 
 /* The name spaces of the kinds `pick` says yes to, a bit each. */
 static unsigned spaces_of(int (*pick)(int kind)) {
@@ -113,13 +121,14 @@ static unsigned spaces_of(int (*pick)(int kind)) {
     return spaces;
 }
 
-struct vt_release *vt_tracker_release_begin(int device) {
+struct vt_release *vt_tracker_release_begin(int device, int (*pinned_here)(uint64_t address, void *arg), void *arg) {
     if (has_own_context(device)) {
         /* Its records stay: the next allocation at one's address finds it. */
-        vt_tracker_unseen_release(spaces_of(vt_kind_in_context));
+        vt_tracker_unseen_release(spaces_of(reset_kind));
         return NULL;
     }
-    return release_begin(on_device, &device);
+    struct on_device_arg o = {device, pinned_here, arg};
+    return release_begin(on_device, &o);
 }
 
 /* The memory a context's destruction takes that is known by its address

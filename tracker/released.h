@@ -4,12 +4,18 @@
 #define VT_RELEASED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tracker.h"
 
-/* Whether memory of this kind belongs to the context it was made in (and
- * goes with its reset): device, pitched, managed, stream-ordered, array
- * and IPC-opened memory; not cuMemCreate's handles or host memory. */
+/* Whether memory of this kind, on a device, goes with the reset of that
+ * device's primary context: device, pitched, managed, array, graph and
+ * IPC-opened memory. Not stream-ordered memory (cudaDeviceReset "will not
+ * destroy memory allocations by cudaMallocAsync() and
+ * cudaMallocFromPoolAsync()") nor cuMemCreate's handles. Pinned host
+ * memory goes too ("memory allocations by cudaMalloc, cudaMallocHost,
+ * cudaMallocManaged and cudaMallocPitch"), but is recorded on no device:
+ * the driver is asked whose it is (vt_tracker_release_begin). */
 int vt_kind_in_context(int kind);
 
 /* The program made a context of its own on `device` (cuCtxCreate): from
@@ -19,14 +25,17 @@ int vt_kind_in_context(int kind);
 void vt_tracker_own_context(int device);
 
 /* Before the reset of device `device`'s primary context: its records of
- * those kinds leave the live tables, as a free's record leaves before the
- * driver's free (NULL: none, or no memory to list them). After it,
+ * those kinds, and the pinned host memory (cuMemAllocHost, cuMemHostAlloc)
+ * that `pinned_here` says was made on it (the driver asked, address by
+ * address, with no lock of the tracker's held; NULL: none), leave the
+ * live tables, as a free's record leaves before the driver's free (NULL:
+ * none, or no memory to list them). After it,
  * vt_tracker_release_end with whether it succeeded: on success they are
  * kept, by stack, as released without a free (but IPC mappings, which the
  * reset closed: that memory is another process's); on failure they are
  * put back. Either way the list is freed. */
 struct vt_release;
-struct vt_release *vt_tracker_release_begin(int device);
+struct vt_release *vt_tracker_release_begin(int device, int (*pinned_here)(uint64_t address, void *arg), void *arg);
 
 /* Before a context's destruction (cuCtxDestroy): the records of the
  * memory it takes that `owned` says is the context's (the driver asked,

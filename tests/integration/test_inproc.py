@@ -177,20 +177,28 @@ def _site_of(d, stack):
 
 @test
 def inproc_device_reset_releases_memory_never_freed():
-    """cudaDeviceReset gives the device its memory back, freed or not: what
-    the program never freed (3 x 1 MiB, 512 KiB from the stream-ordered
-    pool) leaves the live counts, the holders and the post-mortem's view,
-    and stays a leak for the leak check, told apart as released; pinned
-    host memory is not the device's and stays live. Before, those bytes
-    stayed live after the reset, and one leak whose address the driver
-    handed out again was replaced by the new allocation's record and lost
-    from the leak check."""
+    """cudaDeviceReset gives the device its memory back, freed or not, and
+    destroys the pinned host memory made in its context ("memory
+    allocations by cudaMalloc, cudaMallocHost, cudaMallocManaged and
+    cudaMallocPitch"): what the program never freed (3 x 1 MiB, 4 KiB
+    pinned) leaves the live counts, the holders and the post-mortem's view,
+    and stays a leak for the leak check, told apart as released; the
+    program's later cudaFreeHost fails, as it did on an H100. Stream-ordered
+    memory the reset does not destroy ("will not destroy memory allocations
+    by cudaMallocAsync()"): its 512 KiB stays live, a leak at exit. Before,
+    those bytes stayed live after the reset, and one leak whose address the
+    driver handed out again was replaced by the new allocation's record
+    and lost from the leak check; then the stream-ordered memory was
+    counted as released and the pinned memory as live."""
     prog = os.path.join(T, "t_reset")
     bare = run([prog], preload=False)
     r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((r.rc, r.out), (23, bare.out), "the program's own output, the leak check's status")
-    eq(bare.out.splitlines()[1:], ["free after 17179869184", "a leak's address 1"],
-       "the reset gave the memory back and a leak's address was handed out again")
+    eq(bare.out.splitlines()[1:], ["free after 17179344896", "a leak's address 1",
+                                   "after the reset: pinned memory known 0, stream-ordered memory known 1",
+                                   "pinned memory freed after the reset 0"],
+       "the reset gave the device memory back but the stream-ordered 512 KiB, destroyed the pinned memory, and a "
+       "leak's address was handed out again")
     line = lambda text: source_line("t_reset.c", text)
     eq(leak_lines(r),
        [f"=={r.dump['pid']}==ERROR: vramtrace: detected GPU memory leaks",
@@ -202,42 +210,49 @@ def inproc_device_reset_releases_memory_never_freed():
         "    released by a context's reset or destruction without a free: 1048576 byte(s) in 1 object(s)",
         "Direct leak of 524288 byte(s) in 1 object(s) allocated from:",
         f"    call site: before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}",
-        "    released by a context's reset or destruction without a free: 524288 byte(s) in 1 object(s)",
         "Direct leak of 8192 byte(s) in 1 object(s) allocated from:",
         f"    call site: after_leak tests/progs/t_reset.c:{line('/* kept */')}",
-        "SUMMARY: vramtrace: 3678208 byte(s) leaked in 5 allocation(s)."], "the leak report's lines")
+        "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        f"    call site: pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}",
+        "    released by a context's reset or destruction without a free: 4096 byte(s) in 1 object(s)",
+        "SUMMARY: vramtrace: 3682304 byte(s) leaked in 6 allocation(s)."], "the leak report's lines")
     x = run([prog])   # the exit summary, without the leak check
     eq(x.rc, 0, "without the leak check")
     live = stderr_lines(x, "vramtrace:   live at exit")
-    eq(live, ["vramtrace:   live at exit: 8.00 KiB in 1 allocation; peak 3.50 MiB at " + live[0].split(" at ")[-1]],
-       "only the leak after the reset is live")
+    eq(live, ["vramtrace:   live at exit: 520.00 KiB in 2 allocations; peak 3.50 MiB at " + live[0].split(" at ")[-1]],
+       "the stream-ordered leak and the leak after the reset are live")
     eq(stderr_lines(x, "vramtrace:   released"),
-       ["vramtrace:   released by a context's reset or destruction without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)"],
+       ["vramtrace:   released by a context's reset or destruction without a free: 3.00 MiB in 4 allocations (leaked: not live, never freed)"],
        "the exit summary's line")
-    eq(stderr_lines(x, "vramtrace:    "), ["vramtrace:     8.00 KiB 100.0%      1 alloc   after_leak "
-                                         f"tests/progs/t_reset.c:{line('/* kept */')}"], "the holders")
+    eq([l for l in stderr_lines(x, "vramtrace:   ") if " alloc " in l],
+       ["vramtrace:   512.00 KiB  98.5%      1 alloc   before_reset_async "
+        f"tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}",
+        "vramtrace:     8.00 KiB   1.5%      1 alloc   after_leak "
+        f"tests/progs/t_reset.c:{line('/* kept */')}"], "the holders")
     d = x.dump
     t = d["totals"]
     eq((t["live_bytes"], t["live_count"], t["alloc_count"], t["free_count"], t["unknown_frees"]),
-       (8192, 1, 7, 6, 0), "the totals: the releases count as frees, the host free was known")
-    eq([(a["bytes"], a["kind"]) for a in d["live"]], [(8192, "device")], "live at exit")
+       (532480, 2, 7, 5, 1), "the totals: the releases count as frees; the refused free of the destroyed pinned "
+                             "memory is a free of a pointer not live, as a double free is")
+    eq(sorted((a["bytes"], a["kind"]) for a in d["live"]), [(8192, "device"), (524288, "async")], "live at exit")
     eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]],
-       [("before_reset", 2 << 20, 2), ("before_reset", 1 << 20, 1), ("before_reset_async", 512 << 10, 1)],
+       [("before_reset", 2 << 20, 2), ("before_reset", 1 << 20, 1), ("pinned_host", 4096, 1)],
        "the dump's released, by stack")
-    eq([(_site_of(d, h["stack"]), h["bytes"]) for h in d["holders"]], [("after_leak", 8192)], "the holders")
+    eq([(_site_of(d, h["stack"]), h["bytes"]) for h in d["holders"]],
+       [("before_reset_async", 512 << 10), ("after_leak", 8192)], "the holders")
     with workdir("vt-inproc-") as work:
         path = os.path.join(work, "d.json")
         with open(path, "w") as f:
             json.dump(v2_of({k: v for k, v in d.items() if k != "_path"}), f)
         p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
         eq(p.returncode, 0, p.stderr)
-        ok("  released by a context's reset or destruction without a free: 3.50 MiB in 4 allocations (leaked: not live, never freed)\n"
+        ok("  released by a context's reset or destruction without a free: 3.00 MiB in 4 allocations (leaked: not live, never freed)\n"
            in p.stdout, p.stdout)
         table = p.stdout[p.stdout.index("released by a context's reset or destruction without a free (leaks"):].splitlines()
         eq([l for l in table if not l.startswith("      #")][:3],
            ["released by a context's reset or destruction without a free (leaks, not live) by call site (2 call sites):",
-            f"    3.00 MiB  85.7%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
-            f"  512.00 KiB  14.3%      1 alloc   before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}"],
+            f"    3.00 MiB  99.9%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
+            f"    4.00 KiB   0.1%      1 alloc   pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}"],
            "the text report's table of what was released, by call site (two stacks in one row), with frames")
         ok(table[2].startswith("      #0 0x") and f"in before_reset tests/progs/t_reset.c:" in table[2], table[2])
         p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
@@ -246,7 +261,7 @@ def inproc_device_reset_releases_memory_never_freed():
         eq([(x["site"], x["bytes"], x["count"]) for x in j["released"]],
            [(f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 2 << 20, 2),
             (f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 1 << 20, 1),
-            (f"before_reset_async tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}", 512 << 10, 1)],
+            (f"pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}", 4096, 1)],
            "the CLI's JSON")
     c = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((c.rc, c.out), (0, run([prog, "clean"], preload=False).out), "all freed before the reset")
@@ -264,8 +279,8 @@ def inproc_device_reset_releases_memory_never_freed():
             p = subprocess.run([CLI, "diff", *paths, "--fail-over", limit], capture_output=True, text=True)
             eq((p.returncode, p.stderr), (rc, err), f"diff --fail-over {limit}")
             eq(p.stdout.splitlines()[1:3],
-               ["live: 0 B -> 8.00 KiB (+8.00 KiB); allocations: 0 -> 1 (+1)",
-                "released by a context's reset or destruction without a free (leaks, not in the rows below): 0 B -> 3.50 MiB"],
+               ["live: 0 B -> 520.00 KiB (+520.00 KiB); allocations: 0 -> 2 (+2)",
+                "released by a context's reset or destruction without a free (leaks, not in the rows below): 0 B -> 3.00 MiB"],
                "the diff's lines")
     # A context of the program's own on the device: which records are the
     # primary context's is not known, so the reset releases none (its

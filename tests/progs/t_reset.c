@@ -6,8 +6,11 @@
  *                    host memory; cudaDeviceReset(); after_reset takes and
  *                    frees 1 MiB (at an address a leak had: the device
  *                    has it back), then after_leak keeps 8 KiB. Prints the
- *                    device's free bytes before and after the reset, and
- *                    whether after_reset got a leak's address.
+ *                    device's free bytes before and after the reset,
+ *                    whether after_reset got a leak's address, whether the
+ *                    driver still knows the pinned memory (destroyed by the
+ *                    reset) and the stream-ordered memory (not destroyed),
+ *                    and whether the pinned memory's free succeeded.
  *   t_reset clean    frees everything (before the reset what it took then)
  *   t_reset ctx      first makes a context of its own (cuCtxCreate, through
  *                    dlsym of libcuda.so.1) and 1 MiB in it (own_context),
@@ -186,6 +189,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 3; i++) cudaFree(kept[i]);
         cudaFreeAsync(a, 0);
         cudaDeviceSynchronize();
+        cudaFreeHost(h);
     }
     size_t free_b = 0, total = 0;
     cudaMemGetInfo(&free_b, &total);
@@ -200,6 +204,16 @@ int main(int argc, char **argv) {
     void *k = after_leak(8192);
     if (!k) return 4;
     if (clean) cudaFree(k);
-    cudaFreeHost(h);
+    else {
+        /* The reset destroyed the pinned memory ("memory allocations by
+         * ... cudaMallocHost"), not the stream-ordered memory ("will not
+         * destroy memory allocations by cudaMallocAsync()"): what the
+         * driver still knows of each, then the pinned memory's free. */
+        struct cudaPointerAttributes pa, aa;
+        int pinned_known = cudaPointerGetAttributes(&pa, h) == cudaSuccess && pa.type == cudaMemoryTypeHost;
+        int async_known = cudaPointerGetAttributes(&aa, a) == cudaSuccess && aa.type == cudaMemoryTypeDevice;
+        printf("after the reset: pinned memory known %d, stream-ordered memory known %d\n", pinned_known, async_known);
+        printf("pinned memory freed after the reset %d\n", cudaFreeHost(h) == cudaSuccess);
+    }
     return 0;
 }

@@ -750,9 +750,13 @@ static void sim_pool_trim(struct sim_pool *p, uint64_t keep);
 
 /* "Destroy all allocations and reset all state on the primary context":
  * what the device's memory held (cuMemAlloc, pitched, managed, arrays,
- * pool allocations and their pools' cache, IPC mappings) is given back,
- * freed or not; cuMemCreate's handles, pinned host memory and what was
- * made in a context of cuCtxCreate stay. */
+ * IPC mappings) and the pinned host memory made in the context ("memory
+ * allocations by cudaMalloc, cudaMallocHost, cudaMallocManaged and
+ * cudaMallocPitch", cudaDeviceReset's documentation says) is given back,
+ * freed or not, and the pools' cache; pool allocations ("will not destroy
+ * memory allocations by cudaMallocAsync() and cudaMallocFromPoolAsync()"),
+ * cuMemCreate's handles, registered host memory and what was made in a
+ * context of cuCtxCreate stay. */
 static CUresult sim_primary_reset(const char *api, CUdevice d) {
     sim_count(api);
     if (d < 0 || d >= sim_ndev) return CUDA_ERROR_INVALID_DEVICE;
@@ -769,11 +773,12 @@ static void sim_reset_locked(CUdevice d) {
     HASH_ITER(hh, sim_table, a, next) {
         int k = a->key.kind;
         if (a->device != d || a->own_ctx ||
-            !(k == SIM_DEVICE || k == SIM_ARRAY || k == SIM_POOLED || k == SIM_IMPORTED))
+            !(k == SIM_DEVICE || k == SIM_ARRAY || k == SIM_HOST || k == SIM_IMPORTED))
             continue;
-        if (k == SIM_POOLED) a->pool->used -= a->bytes;
-        else if (k != SIM_IMPORTED) sim_dev[d].used -= a->bytes;
+        if (k != SIM_IMPORTED) sim_dev[d].used -= a->bytes;
+        void *host = k == SIM_HOST ? (void *)(uintptr_t)a->key.addr : NULL;
         sim_drop(a);
+        free(host);   /* unmapped, as the driver's is */
     }
     sim_pool_trim(&sim_dev[d].default_pool, 0);
     if (sim_dev[d].current_pool != &sim_dev[d].default_pool) sim_pool_trim(sim_dev[d].current_pool, 0);

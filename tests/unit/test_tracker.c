@@ -107,51 +107,63 @@ static void test_totals_peak_devices_host(void) {
 }
 
 /* A reset of device 0: its memory of the kinds a context owns leaves the
- * live counts as a free would and is kept by stack; device 1's, pinned
- * host memory and cuMemCreate handles stay; a reset that failed puts the
- * records back; an address the driver hands out again during the reset
- * (to another thread) is a new allocation that the release leaves alone;
- * what was released stays across later resets. */
+ * live counts as a free would and is kept by stack, and the pinned host
+ * memory the driver says was made on it; device 1's, stream-ordered
+ * memory, other pinned host memory and cuMemCreate handles stay; a reset
+ * that failed puts the records back; an address the driver hands out
+ * again during the reset (to another thread) is a new allocation that the
+ * release leaves alone; what was released stays across later resets. */
+static int pinned_on_0(uint64_t address, void *arg) {
+    (*(int *)arg)++;
+    return address == 0xc000;
+}
+
 static void test_reset_releases_the_devices_memory(void) {
     vt_tracker_alloc(0xa000, 1000, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_a, 3);
     vt_tracker_alloc(0xa100, 2000, VT_KIND_ASYNC, 0, "cuMemAllocAsync", site_a, 3);
     vt_tracker_alloc(0xa200, 4000, VT_KIND_MANAGED, 0, "cuMemAllocManaged", site_b, 3);
     vt_tracker_alloc(0xa300, 300, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_b, 3);
     vt_tracker_alloc(0xb000, 500, VT_KIND_DEVICE, 1, "cuMemAlloc_v2", site_a, 3);
-    vt_tracker_alloc(0xc000, 64, VT_KIND_HOST, 0, "cuMemAllocHost_v2", site_a, 3);
+    vt_tracker_alloc(0xc000, 64, VT_KIND_HOST, VT_HOST_DEVICE, "cuMemAllocHost_v2", site_a, 3);
+    vt_tracker_alloc(0xd000, 32, VT_KIND_HOST, VT_HOST_DEVICE, "cuMemAllocHost_v2", site_b, 3);
     vt_tracker_alloc(0x77, 8000, VT_KIND_VMM, 0, "cuMemCreate", site_b, 3);
     size_t n = 99;
     struct vt_holder *h = vt_tracker_released(&n);
     CHECK(h == NULL);
     CHECK_EQ(n, 0);
     /* A reset that failed: nothing released, the records back. */
-    vt_tracker_release_end(vt_tracker_release_begin(0), 0);
+    int asked = 0;
+    vt_tracker_release_end(vt_tracker_release_begin(0, pinned_on_0, &asked), 0);
+    CHECK_EQ(asked, 2); /* the driver asked of pinned host memory alone */
     struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_TOTALS(s, 6, 15800, 15800, 7, 0, 0);
+    CHECK_TOTALS(s, 6, 15800, 15800, 8, 0, 0);
+    CHECK_HOST(s, 96, 2, 96);
     CHECK_EQ(s->nreleased, 0);
     vt_snapshot_free(s);
-    struct vt_release *rl = vt_tracker_release_begin(0);
+    struct vt_release *rl = vt_tracker_release_begin(0, pinned_on_0, &asked);
     /* During the reset the driver hands 0xa000 out again. */
     vt_tracker_alloc(0xa000, 10, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_b, 3);
     vt_tracker_release_end(rl, 1);
     s = vt_tracker_snapshot();
-    CHECK_TOTALS(s, 3, 8510, 15800, 8, 4, 0);
-    CHECK_HOST(s, 64, 1, 64);
-    CHECK_EQ(s->devices[0].live_bytes, 8010);
+    CHECK_TOTALS(s, 4, 10510, 15800, 9, 4, 0);
+    CHECK_HOST(s, 32, 1, 96);
+    CHECK_EQ(s->devices[0].live_bytes, 10010);
     CHECK_EQ(s->devices[1].live_bytes, 500);
     CHECK_EQ(s->nreleased, 2);
-    if (s->nreleased == 2) {   /* by stack, largest first: site_b 4300 in 2, site_a 3000 in 2 */
+    if (s->nreleased == 2) {   /* by stack, largest first: site_b 4300 in 2, site_a 1064 in 2 */
         CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300); CHECK_EQ(s->released[0].count, 2);
-        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 3000); CHECK_EQ(s->released[1].count, 2);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1064); CHECK_EQ(s->released[1].count, 2);
     }
     vt_snapshot_free(s);
-    vt_tracker_release_end(vt_tracker_release_begin(1), 1);
+    /* Without a driver to ask, no pinned host memory goes. */
+    vt_tracker_release_end(vt_tracker_release_begin(1, NULL, NULL), 1);
     s = vt_tracker_snapshot();
-    CHECK_TOTALS(s, 2, 8010, 15800, 8, 5, 0);
+    CHECK_TOTALS(s, 3, 10010, 15800, 9, 5, 0);
+    CHECK_HOST(s, 32, 1, 96);
     CHECK_EQ(s->nreleased, 2);
     if (s->nreleased == 2) {
         CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300);
-        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 3500); CHECK_EQ(s->released[1].count, 3);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1564); CHECK_EQ(s->released[1].count, 3);
     }
     vt_snapshot_free(s);
     vt_tracker_reset_child();
