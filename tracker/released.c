@@ -59,9 +59,10 @@ struct vt_release {
 int vt_kind_in_context(int kind) {
     switch (kind) {
     case VT_KIND_DEVICE: case VT_KIND_PITCHED: case VT_KIND_MANAGED:
-    case VT_KIND_ARRAY: case VT_KIND_IMPORTED: case VT_KIND_GRAPH:
+    case VT_KIND_ARRAY: case VT_KIND_IMPORTED:
         return 1;
-    default:   /* stream-ordered memory, cuMemCreate's handles, host memory */
+    default:   /* stream-ordered memory (a graph's allocations are too),
+                  cuMemCreate's handles, host memory */
         return 0;
     }
 }

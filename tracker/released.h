@@ -9,10 +9,13 @@
 #include "tracker.h"
 
 /* Whether memory of this kind, on a device, goes with the reset of that
- * device's primary context: device, pitched, managed, array, graph and
+ * device's primary context: device, pitched, managed, array and
  * IPC-opened memory. Not stream-ordered memory (cudaDeviceReset "will not
  * destroy memory allocations by cudaMallocAsync() and
- * cudaMallocFromPoolAsync()") nor cuMemCreate's handles. Pinned host
+ * cudaMallocFromPoolAsync()"), a CUDA graph's allocations among it (the
+ * documentation does not name them; they are stream-ordered, from the
+ * device's graph pool, and the simulated GPU keeps them), nor
+ * cuMemCreate's handles. Pinned host
  * memory goes too ("memory allocations by cudaMalloc, cudaMallocHost,
  * cudaMallocManaged and cudaMallocPitch"), but is recorded on no device:
  * the driver is asked whose it is (vt_tracker_release_begin). */

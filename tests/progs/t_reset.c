@@ -30,7 +30,11 @@
  *                    test (clean_test) takes 4 MiB and frees it, and a
  *                    reset. Prints whether clean_test got the leak's
  *                    address (the device has it back).
- *   t_reset reuse thread   the same, clean_test on a thread of its own */
+ *   t_reset reuse thread   the same, clean_test on a thread of its own
+ *   t_reset graph    a CUDA graph's allocation node of 4 MiB (graph_alloc),
+ *                    launched, a reset, and the program's cudaFree of it
+ *                    after the reset: prints each result and what the
+ *                    device's graph pool uses before and after the free */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -175,8 +179,34 @@ static int reuse(int on_thread) {
     return cudaDeviceReset() == cudaSuccess ? 0 : 2;
 }
 
+/* A graph's allocation, freed after a reset (stream-ordered memory, from
+ * the device's graph pool: the reset leaves it). */
+static int graph_alloc(void) {
+    cudaGraph_t g;
+    cudaGraphNode_t n;
+    cudaGraphExec_t ge;
+    struct cudaMemAllocNodeParams np;
+    memset(&np, 0, sizeof np);
+    np.poolProps.allocType = cudaMemAllocationTypePinned;
+    np.poolProps.location.type = cudaMemLocationTypeDevice;
+    np.poolProps.location.id = 0;
+    np.bytesize = 4 << 20;
+    if (cudaFree(0) || cudaGraphCreate(&g, 0) || cudaGraphAddMemAllocNode(&n, g, NULL, 0, &np) ||
+        cudaGraphInstantiate(&ge, g, 0) || cudaGraphLaunch(ge, 0) || cudaStreamSynchronize(0))
+        return 1;
+    size_t used = 0;
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used);
+    printf("graph pool used %zu\n", used);
+    printf("reset %d\n", (int)cudaDeviceReset());
+    printf("free after the reset %d\n", (int)cudaFree(np.dptr));
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used);
+    printf("graph pool used %zu\n", used);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "ctx") == 0) return own_context();
+    if (argc > 1 && strcmp(argv[1], "graph") == 0) return graph_alloc();
     if (argc > 1 && strcmp(argv[1], "reuse") == 0) return reuse(argc > 2 && strcmp(argv[2], "thread") == 0);
     if (argc > 1 && strcmp(argv[1], "release") == 0) return release();
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
