@@ -247,10 +247,11 @@ static void measure_outside(int device, uint64_t made) {
 }
 
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used) {
-    uint64_t own_from = vt_now_ns();
+    uint64_t own_from = vt_now_ns(), at = vt_tracker_ticks();
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
     struct vt_oom o = failure(api, kind, device, bytes);
+    o.time_ns = at; /* its time: before what is asked below (tracker.h) */
     o.budget = (uint8_t)budget;
     if (budget) {
         /* What the budget saw when it refused (`used`: the live bytes and

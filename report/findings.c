@@ -26,6 +26,18 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
     return f;
 }
 
+/* The finding `id` of the n in out first, the others after it in their
+ * order. */
+static void lead(struct vt_finding *out, int n, const char *id) {
+    for (int i = 1; i < n; i++) {
+        if (strcmp(out[i].id, id) != 0) continue;
+        struct vt_finding f = out[i];
+        memmove(&out[1], &out[0], (size_t)i * sizeof *out);
+        out[0] = f;
+        return;
+    }
+}
+
 /* Whether OOM `index` repeats an earlier request of the same size after
  * the process freed memory in between and allocated none on that device
  * (what a caching allocator does when it empties its cache and retries:
@@ -708,5 +720,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                               : "the cache is not the problem: the memory is held by live allocations; act on the "
                                 "holders, not on allocator settings");
     }
+    /* More was free than asked: no holder's size explains the failure,
+     * the fragmentation (or a pool's limit) does; most likely first (it
+     * came after a leak suspect and a holder's "shrink or free it"). */
+    if (free_enough) lead(out, n, "fragmentation");
     return n;
 }

@@ -104,6 +104,8 @@ int vt_oom_claim(int device) {
     return __atomic_exchange_n(&open_by[device], 0, __ATOMIC_RELAXED) != 0;
 }
 
+uint64_t vt_tracker_ticks(void) { return vt_ticks(); }
+
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth) {
     if (is_oom) {
@@ -120,6 +122,7 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
     vt_global_lock();
     vt_log_drain();
     uint64_t now = vt_ticks();
+    if (o->time_ns && o->time_ns < now) now = o->time_ns; /* when the call failed (vt_tracker_ticks) */
     if (now < vt_counts.last_applied) now = vt_counts.last_applied;
     vt_counts.last_applied = now;
     vt_counts.totals.failed_count++;

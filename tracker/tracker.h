@@ -457,6 +457,15 @@ int vt_oom_claim(int device);
 void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
                        int depth);
 
+/* The tracker's clock now, in ticks: a failure's time stamp read when the
+ * failing call returned, handed to vt_tracker_failed in o->time_ns (0:
+ * the moment vt_tracker_failed records it). What vramtrace asks in
+ * between (the device's free memory, NVML's other processes, whose first
+ * call loads and starts NVML: 200 ms with a slow one) is no part of the
+ * program's time before the failure: it moved the post-mortem's "when"
+ * and hid a growth measured in time. */
+uint64_t vt_tracker_ticks(void);
+
 /* The one listener told of each out-of-memory record, by vt_tracker_failed
  * on the failing thread after it has released the tracker's locks (so the
  * listener may take a snapshot). NULL (the default): nobody is told. Set

@@ -2724,7 +2724,9 @@ def torch_truth_a_retry_with_more_free_than_asked_is_not_called_held():
     eq(out, "failed\n", "the run")
     o = dumps["exit"]["ooms"][-1]
     f = {x["id"]: x for x in o["findings"]}
-    eq([x["id"] for x in o["findings"]][-2:], ["fragmentation", "allocator_retry"], "the last two findings")
+    ids = [x["id"] for x in o["findings"]]
+    eq((ids[0], ids[-1]), ("fragmentation", "allocator_retry"), f"the first finding (more was free than asked) and the "
+                                                                 f"last: {ids}")
     eq(f["fragmentation"]["finding"], "1.74 GiB was free, more than the 512.00 MiB asked for, yet it failed: free "
        "memory is fragmented or a pool limit applies", "the fragmentation")
     eq((f["allocator_retry"]["finding"], f["allocator_retry"]["next"]),

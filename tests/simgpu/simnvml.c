@@ -8,7 +8,8 @@
  * it reports on every device (SIZE with K, M or G; "self" as PID is the
  * caller; "?" as SIZE is NVML_VALUE_NOT_AVAILABLE); without it there are
  * none. SIMNVML_FAIL=1 makes nvmlInit fail with NVML_ERROR_DRIVER_NOT_LOADED,
- * as on a machine whose driver is unreachable. The memory it reports used is the sum of those sizes: NVML sees
+ * as on a machine whose driver is unreachable; SIMNVML_INIT_MS=N makes it
+ * take N milliseconds, as a real NVML's start can take hundreds. The memory it reports used is the sum of those sizes: NVML sees
  * other processes' memory, which this process's simulated driver does not.
  * NVLink and P2P queries answer NVML_ERROR_NOT_SUPPORTED; the device is on
  * no NVLink fabric. Return codes are NVML's: 0 success, 2 invalid argument,
@@ -65,6 +66,8 @@ static void nv_uuid(int d, char *out, size_t len) {
 }
 
 static int nv_init(void) {
+    const char *ms = getenv("SIMNVML_INIT_MS");
+    if (ms && atoi(ms) > 0) usleep((useconds_t)atoi(ms) * 1000);
     const char *f = getenv("SIMNVML_FAIL");
     return f && *f && strcmp(f, "0") != 0 ? NV_DRIVER_NOT_LOADED : NV_SUCCESS;
 }
