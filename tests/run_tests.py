@@ -1319,7 +1319,7 @@ def gpu_script_runs_on_the_simulated_gpu():
         p = subprocess.run(["bash", os.path.join(ROOT, "tests", "gpu", "run.sh"), "--sim", "c"], env=e,
                            capture_output=True, text=True, timeout=300)
         eq(p.returncode, 0, "tests/gpu/run.sh --sim:\n" + p.stdout[-2000:] + p.stderr[-1000:])
-        ok("gpu checks: 14 passed, 0 failed" in p.stdout, p.stdout[-1000:])
+        ok("gpu checks: 15 passed, 0 failed" in p.stdout, p.stdout[-1000:])
         ok(os.path.exists(os.path.join(out, "gpu-results.txt")), "results file")
     finally:
         shutil.rmtree(out, ignore_errors=True)
