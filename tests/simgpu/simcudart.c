@@ -85,6 +85,8 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
     _(free_async_ptsz, cuMemFreeAsync, "cuMemFreeAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) \
     _(mem_get_info, cuMemGetInfo_v2, "cuMemGetInfo", 3020, 0) \
     _(default_pool, cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 11020, 0) \
+    _(get_pool, cuDeviceGetMemPool, "cuDeviceGetMemPool", 11020, 0) \
+    _(set_pool, cuDeviceSetMemPool, "cuDeviceSetMemPool", 11020, 0) \
     _(pool_trim, cuMemPoolTrimTo, "cuMemPoolTrimTo", 11020, 0) \
     _(pool_create, cuMemPoolCreate, "cuMemPoolCreate", 11020, 0) \
     _(pool_destroy, cuMemPoolDestroy, "cuMemPoolDestroy", 11020, 0) \
