@@ -316,6 +316,25 @@ def inproc_a_graphs_allocation_outlives_a_reset():
 
 
 @test
+def inproc_runtime_calls_in_a_context_of_the_programs_own():
+    """A context the program made with the driver API and left current:
+    the runtime's allocation is made in it and the runtime's reset leaves
+    it ("will destroy only the internal CUDA RT state for that
+    CUcontext"), so its free after the reset succeeds and the run is
+    clean. The simulated runtime used to switch back to the primary
+    context: the memory was made there, the reset destroyed it and the
+    free failed (an outside check)."""
+    prog = os.path.join(T, "t_reset")
+    bare = run([prog, "ctxrt"], preload=False)
+    eq((bare.rc, bare.out), (0, "made in its own context 1\nreset 0\nfree after the reset 0\n"), "without vramtrace")
+    r = run([prog, "ctxrt"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.rc, r.out), (0, bare.out), "the program's own output and status")
+    t = r.dump["totals"]
+    eq((r.dump["released"], t["live_bytes"], t["alloc_count"], t["free_count"], t["unknown_frees"]), ([], 0, 1, 1, 0),
+       "nothing released, the free known")
+
+
+@test
 def inproc_reset_leak_found_when_its_address_comes_back():
     """A program that made a context of its own (a library's cuCtxCreate
     and cuCtxDestroy) has a reset release nothing in the counts: which

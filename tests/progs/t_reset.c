@@ -31,6 +31,9 @@
  *                    reset. Prints whether clean_test got the leak's
  *                    address (the device has it back).
  *   t_reset reuse thread   the same, clean_test on a thread of its own
+ *   t_reset ctxrt    makes a context of its own (cuCtxCreate) and leaves it
+ *                    current: the runtime's 2 MiB is made in it, the
+ *                    runtime's reset leaves it, its free after succeeds
  *   t_reset graph    a CUDA graph's allocation node of 4 MiB (graph_alloc),
  *                    launched, a reset, and the program's cudaFree of it
  *                    after the reset: prints each result and what the
@@ -89,6 +92,29 @@ static int own_context(void) {
     if (!before_reset(1 << 20)) return 1;
     if (cudaDeviceReset() != cudaSuccess) return 2;
     printf("own context's memory freed %d\n", mfree(own) == CUDA_SUCCESS);
+    return 0;
+}
+
+/* A context of the program's own left current: the runtime's calls "operate
+ * on that CUcontext", and its cudaDeviceReset "will destroy only the
+ * internal CUDA RT state for that CUcontext" (cuda_runtime_api.h): the
+ * runtime's allocation (in_own_context) is freed after the reset. */
+static int runtime_in_own_context(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return 1;
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*create)(CUcontext *, unsigned, CUdevice) =
+        (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(h, "cuCtxCreate_v2");
+    CUresult (*attribute)(void *, CUpointer_attribute, CUdeviceptr) =
+        (CUresult(*)(void *, CUpointer_attribute, CUdeviceptr))dlsym(h, "cuPointerGetAttribute");
+    CUcontext ctx, made_in = NULL;
+    if (!init || !create || !attribute || init(0) || create(&ctx, 0, 0)) return 1;
+    void *p = NULL;
+    if (cudaMalloc(&p, 2 << 20) != cudaSuccess) return 1;   /* in_own_context */
+    attribute(&made_in, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)p);
+    printf("made in its own context %d\n", made_in == ctx);
+    printf("reset %d\n", (int)cudaDeviceReset());
+    printf("free after the reset %d\n", (int)cudaFree(p));
     return 0;
 }
 
@@ -207,6 +233,7 @@ static int graph_alloc(void) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "ctx") == 0) return own_context();
     if (argc > 1 && strcmp(argv[1], "graph") == 0) return graph_alloc();
+    if (argc > 1 && strcmp(argv[1], "ctxrt") == 0) return runtime_in_own_context();
     if (argc > 1 && strcmp(argv[1], "reuse") == 0) return reuse(argc > 2 && strcmp(argv[2], "thread") == 0);
     if (argc > 1 && strcmp(argv[1], "release") == 0) return release();
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;

@@ -67,6 +67,7 @@ typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
     _(primary_retain, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000, 0) \
     _(primary_reset, cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 11000, 0) \
     _(ctx_set, cuCtxSetCurrent, "cuCtxSetCurrent", 4000, 0) \
+    _(ctx_get_current, cuCtxGetCurrent, "cuCtxGetCurrent", 4000, 0) \
     _(ctx_get_device, cuCtxGetDevice, "cuCtxGetDevice", 2000, 0) \
     _(ctx_synchronize, cuCtxSynchronize, "cuCtxSynchronize", 2000, 0) \
     _(ctx_priority_range, cuCtxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange", 5050, 0) \
@@ -179,12 +180,25 @@ static cudaError_t rt_ret(cudaError_t e) {
 }
 
 /* Make sure the driver is loaded and the calling thread has a context. */
+/* Whether the thread's current context is one the program made with the
+ * driver API (cuCtxCreate), not a device's primary context: "If a
+ * non-primary CUcontext created by the CUDA Driver API is current to a
+ * thread then the CUDA Runtime API calls to that thread will operate on
+ * that CUcontext" (cuda_runtime_api.h, Context Interoperability). */
+static int rt_own_context_current(void) {
+    CUcontext cur = NULL, primary;
+    CUdevice d;
+    if (drv.ctx_get_current(&cur) != CUDA_SUCCESS || !cur) return 0;
+    if (drv.ctx_get_device(&d) != CUDA_SUCCESS || drv.primary_retain(&primary, d) != CUDA_SUCCESS) return 0;
+    return cur != primary;
+}
+
 static cudaError_t rt_ready(void) {
     pthread_once(&rt_once, rt_load);
     if (drv.state != 1) return cudaErrorInsufficientDriver;
     CUcontext ctx;
     if (drv.primary_retain(&ctx, rt_device) != CUDA_SUCCESS) return cudaErrorInvalidDevice;
-    drv.ctx_set(ctx);
+    if (!rt_own_context_current()) drv.ctx_set(ctx);
     return cudaSuccess;
 }
 
@@ -256,6 +270,16 @@ RT_EXPORT cudaError_t cudaRuntimeGetVersion(int *v) {
     }
 #include "rt_forward.def"
 #undef RT_FORWARD
+
+/* "Destroy all allocations and reset all state on the current device";
+ * "If a non-primary CUcontext is current to the thread, cudaDeviceReset()
+ * will destroy only the internal CUDA RT state for that CUcontext": the
+ * stand-in keeps none, so then nothing is reset. */
+RT_EXPORT cudaError_t cudaDeviceReset(void) {
+    RT_BEGIN();
+    if (rt_own_context_current()) return cudaSuccess;
+    return rt_err(drv.primary_reset(rt_device));
+}
 
 static int rt_attr(CUdevice_attribute a, int d) {
     int v = 0;
