@@ -132,10 +132,16 @@ int vt_cmd_diff(int argc, char **argv) {
         }
     if (list) qsort(list, k, sizeof *list, by_growth);
     /* What context resets released without a free: leaks too, not live;
-     * the limit applies to live and released bytes together. */
-    uint64_t released[2] = {0, 0};
-    for (int w = 0; w < 2; w++)
+     * the limit applies to live and released device bytes together.
+     * Pinned host memory a reset released is shown with the pinned host
+     * memory, apart from the rows and the limit, as when no reset took
+     * it. */
+    uint64_t released[2] = {0, 0}, released_host[2] = {0, 0};
+    for (int w = 0; w < 2; w++) {
         for (size_t i = 0; i < d[w].nreleased; i++) released[w] = add_sat(released[w], d[w].released[i].bytes);
+        for (size_t i = 0; i < d[w].nreleased_host; i++)
+            released_host[w] = add_sat(released_host[w], d[w].released_host[i].bytes);
+    }
     char a[32], b[32], c[48], e[48];
     struct change grew = change_of(add_sat(total[0], released[0]), add_sat(total[1], released[1]));
     if (rc == 0) {
@@ -151,9 +157,14 @@ int vt_cmd_diff(int argc, char **argv) {
         if (released[0] || released[1])
             printf("released by a context's reset or destruction without a free (leaks, not in the rows below): %s -> %s\n",
                    vr_bytes(released[0], a, sizeof a), vr_bytes(released[1], b, sizeof b));
-        if (t0->host_live_bytes || t1->host_live_bytes)
-            printf("pinned host memory (not in the rows below): %s -> %s\n",
+        if (t0->host_live_bytes || t1->host_live_bytes || released_host[0] || released_host[1]) {
+            printf("pinned host memory (not in the rows below): %s -> %s",
                    vr_bytes(t0->host_live_bytes, a, sizeof a), vr_bytes(t1->host_live_bytes, b, sizeof b));
+            if (released_host[0] || released_host[1])
+                printf("; released by a context's reset or destruction without a free (leaks): %s -> %s",
+                       vr_bytes(released_host[0], a, sizeof a), vr_bytes(released_host[1], b, sizeof b));
+            putchar('\n');
+        }
         printf("  %12s  %-26s %-18s %s\n", "change", "bytes (old -> new)", "allocations", "call site");
         long shown = 0;
         /* The changed sites past --top, added up, so that the rows and

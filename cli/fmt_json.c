@@ -482,6 +482,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         member(f, depth + 1, &first, "released");
         ranked_holders(f, d, d->released, d->nreleased, o, "released_left_out", &first, depth, &enc);
     }
+    if (d->nreleased_host) {   /* pinned host memory, apart as in the dump */
+        member(f, depth + 1, &first, "released_host");
+        ranked_holders(f, d, d->released_host, d->nreleased_host, o, "released_host_left_out", &first, depth, &enc);
+    }
     member(f, depth + 1, &first, "growing");
     fputc('[', f);
     afirst = 1;

@@ -655,6 +655,15 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
             else if (!(d->released = vm_v2_holders(NULL, 0, rel, d->nstacks, &d->nreleased, verr, sizeof verr)))
                 fail(c, "released%s", verr);
         }
+        /* Pinned host memory a reset released: absent from older dumps
+         * (none; those before it counted such memory in `released`). */
+        rel = json_object_get(root, "released_host");
+        if (rel && !c->failed) {
+            if (!json_is_array(rel)) fail(c, "dump: field \"released_host\" is not an array");
+            else if (!(d->released_host = vm_v2_holders(NULL, 0, rel, d->nstacks, &d->nreleased_host, verr,
+                                                         sizeof verr)))
+                fail(c, "released_host%s", verr);
+        }
     }
     if (v2 && !c->failed) check_live_fields(c, root);
     if (!v2) {
@@ -740,7 +749,7 @@ void vm_free(struct vm_dump *d) {
         vm_torch_free(d->ooms[i].torch);
     }
     vm_torch_free(d->torch);
-    VT_FREE_ALL(d->ooms, d->oom_requests, d->devices, d->holders, d->peak_holders, d->released, d->live, d->steps,
+    VT_FREE_ALL(d->ooms, d->oom_requests, d->devices, d->holders, d->peak_holders, d->released, d->released_host, d->live, d->steps,
                 d->mappings, d->growing, d->argv);
     vm_events_free(&d->events);
     vm_names_done(d);

@@ -182,9 +182,13 @@ struct vm_dump {
     uint64_t oom_requests_other; /* failures of requests past the library's table */
     struct vm_holder *holders, *peak_holders;
     size_t nholders, npeak_holders;
-    struct vm_holder *released;   /* released by a context reset without a
-                                     free, by stack (dumps since it) */
+    struct vm_holder *released;   /* device memory released by a context
+                                     reset without a free, by stack (dumps
+                                     since it) */
     size_t nreleased;
+    struct vm_holder *released_host; /* the same of pinned host memory
+                                        (`released_host`; NULL: none) */
+    size_t nreleased_host;
     struct vm_alloc *live;
     size_t nlive;
     const char **names;      /* the live allocations' kinds and APIs, owned

@@ -24,6 +24,10 @@ void vr_put_totals(FILE *f, const struct vm_dump *d) {
         tt.released_bytes += d->released[i].bytes;
         tt.released_count += d->released[i].count;
     }
+    for (size_t i = 0; i < d->nreleased_host; i++) {
+        tt.released_host_bytes += d->released_host[i].bytes;
+        tt.released_host_count += d->released_host[i].count;
+    }
     vt_put_totals(f, "", &tt);
 }
 
@@ -121,28 +125,30 @@ static void released_row(const void *ctx, size_t i, struct vt_holder_row *r) {
     r->nframes = r->frames ? c->d->stacks[x->stack].nframes : 0;
 }
 
-void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
-    if (!d->nreleased) return;
-    struct released_site *s = calloc(d->nreleased, sizeof *s);
-    if (!s) { fputs("released by a context's reset or destruction without a free: out of memory\n", f); return; }
+/* One list of what resets released (nr of them), under `title`. */
+static void put_released(FILE *f, const struct vm_dump *d, const struct vm_holder *released, size_t nr,
+                         const char *title, int top) {
+    if (!nr) return;
+    struct released_site *s = calloc(nr, sizeof *s);
+    if (!s) { fprintf(f, "%s: out of memory\n", title); return; }
     char where[2048];
     size_t made = 0;
-    for (; made < d->nreleased; made++) {
-        const struct vm_holder *x = &d->released[made];
+    for (; made < nr; made++) {
+        const struct vm_holder *x = &released[made];
         s[made] = (struct released_site){.bytes = x->bytes, .count = x->count, .largest = x->bytes, .stack = x->stack,
                                          .label = strdup(vm_site_label(d, x->stack, where, sizeof where))};
         if (!s[made].label) break;
     }
-    if (made < d->nreleased) {
-        fputs("released by a context's reset or destruction without a free: out of memory\n", f);
+    if (made < nr) {
+        fprintf(f, "%s: out of memory\n", title);
         for (size_t i = 0; i < made; i++) free(s[i].label);
         free(s);
         return;
     }
-    qsort(s, d->nreleased, sizeof *s, by_label);
+    qsort(s, nr, sizeof *s, by_label);
     size_t n = 0;
     uint64_t total = 0;
-    for (size_t i = 0; i < d->nreleased; i++) {
+    for (size_t i = 0; i < nr; i++) {
         total += s[i].bytes;
         if (n && strcmp(s[n - 1].label, s[i].label) == 0) {
             struct released_site *y = &s[n - 1];
@@ -156,11 +162,19 @@ void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
     }
     qsort(s, n, sizeof *s, by_released);
     struct released_ctx c = {d, s};
-    struct vt_holders_text h = {.title = "released by a context's reset or destruction without a free (leaks, not live)",
-                                .n = n, .total = total, .stacks = 1, .row = released_row, .ctx = &c};
+    struct vt_holders_text h = {.title = title, .n = n, .total = total, .stacks = 1, .row = released_row, .ctx = &c};
     vt_put_holders(f, "", &h, (size_t)top, vr_put_safe);
     for (size_t i = 0; i < n; i++) free(s[i].label);
     free(s);
+}
+
+void vr_put_released(FILE *f, const struct vm_dump *d, int top) {
+    put_released(f, d, d->released, d->nreleased,
+                 "released by a context's reset or destruction without a free (leaks, not live)", top);
+    /* Pinned host memory apart, as the totals keep it. */
+    put_released(f, d, d->released_host, d->nreleased_host,
+                 "pinned host memory released by a context's reset or destruction without a free (leaks, not live)",
+                 top);
 }
 
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {

@@ -22,7 +22,8 @@ void vr_put_holders(FILE *f, const struct vm_dump *d, const struct vr_opts *o);
 
 /* What context resets released without a free, by call site (stacks of
  * one label in one row, with the largest one's frames), as the holders
- * table prints its rows; nothing when the dump has none. */
+ * table prints its rows: device memory, then pinned host memory in a
+ * table of its own; nothing for a kind the dump has none of. */
 void vr_put_released(FILE *f, const struct vm_dump *d, int top);
 
 /* The largest live allocations of device memory this process owned. */

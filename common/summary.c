@@ -56,6 +56,13 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
         fprintf(f, "%s  pinned host memory: %s live in %" PRIu64 " %s; peak %s\n", prefix, B(t->host_live_bytes, a),
                 t->host_live_count, plural(t->host_live_count, "allocation", "allocations"),
                 B(t->host_peak_bytes, b));
+    /* Beside it, as the device's line below: pinned host memory is kept
+     * apart from device memory, whatever took it. */
+    if (t->released_host_count)
+        fprintf(f, "%s  pinned host memory released by a context's reset or destruction without a free: %s in %" PRIu64
+                   " %s (leaked: not live, never freed)\n",
+                prefix, B(t->released_host_bytes, a), t->released_host_count,
+                plural(t->released_host_count, "allocation", "allocations"));
     if (t->imported_live_count)
         fprintf(f, "%s  memory opened from other processes (IPC): %s in %" PRIu64 " %s\n", prefix,
                 B(t->imported_live_bytes, a), t->imported_live_count,

@@ -45,15 +45,19 @@ struct vt_totals_text {
     uint64_t imported_live_bytes, imported_live_count;
     uint64_t records_lost;                 /* dropped for lack of memory */
     uint64_t oom_survived;                 /* failures the same request later got past */
-    uint64_t released_bytes, released_count; /* given back by a context reset,
-                                              never freed (leaks) */
+    uint64_t released_bytes, released_count; /* device memory given back by
+                                              a context reset, never freed
+                                              (leaks) */
+    uint64_t released_host_bytes, released_host_count; /* the same of pinned
+                                              host memory, apart */
 };
 
 /* "PREFIX  live at MOMENT: ...; peak ...", "PREFIX  allocations N, frees N,
  * failed N (out of memory N)", then, each only when it has something to
- * say, the missed calls, pinned host memory, memory opened from other
- * processes, memory a context reset released without a free, and the
- * records lost. */
+ * say, the missed calls, pinned host memory and what a context reset
+ * released of it without a free, memory opened from other processes,
+ * device memory a context reset released without a free, and the records
+ * lost. */
 void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t);
 
 /* One device of the devices table: texts in display form, the name cut

@@ -332,6 +332,14 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
     fputs("],\n\"released\":", f);
     write_holder_list(f, s->released, s->nreleased, "\n ");
     fputs(",\n", f);
+    /* Pinned host memory a reset released, apart from the device's as the
+     * totals keep it; only when there is some (readers take its absence
+     * as none, as in dumps of earlier vramtrace). */
+    if (s->nreleased_host) {
+        fputs("\"released_host\":", f);
+        write_holder_list(f, s->released_host, s->nreleased_host, "\n ");
+        fputs(",\n", f);
+    }
     struct vt_strtab *strs = vt_strtab_new();
     int rc = strs ? write_live(f, s, strs) : -1;
     if (rc == 0) vt_dump_write_events(f, s);

@@ -261,6 +261,22 @@ static const char *kind_line(const struct vt_snapshot *s, const struct leak *x, 
     return buf;
 }
 
+/* The holders h[0..*n), sorted by stack, with the entries of one stack
+ * made one (a stack that released both device and pinned host memory). */
+static void merge_stacks(struct vt_holder *h, size_t *n) {
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (k && h[k - 1].stack == h[i].stack) {
+            uint64_t count = (uint64_t)h[k - 1].count + h[i].count;
+            h[k - 1].bytes += h[i].bytes;
+            h[k - 1].count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+        } else {
+            h[k++] = h[i];
+        }
+    }
+    *n = k;
+}
+
 /* The holders h[0..*n) that keep accepts (all without keep), kept in
  * their order in place. */
 static void keep_only(struct vt_holder *h, size_t *n, const struct vt_symbols *sym, vt_leak_keep keep) {
@@ -274,15 +290,19 @@ static void keep_only(struct vt_holder *h, size_t *n, const struct vt_symbols *s
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
                                      struct vt_suppressions *sup, int pid, vt_leak_keep keep) {
     struct vt_leak_result res = {0};
-    size_t nr = s->nreleased, ns = 0;
+    /* What resets released, device and pinned host memory together: a
+     * leak is a leak (LeakSanitizer's rule), one entry per stack. */
+    size_t nr = s->nreleased + s->nreleased_host, ns = 0;
     struct vt_holder *rel = nr ? malloc(nr * sizeof *rel) : NULL;   /* by stack, for bsearch */
     if (nr && !rel) {
         vt_records_lost("the leak report");
         nr = 0;
     } else if (nr) {
-        memcpy(rel, s->released, nr * sizeof *rel);
+        if (s->nreleased) memcpy(rel, s->released, s->nreleased * sizeof *rel);
+        if (s->nreleased_host) memcpy(rel + s->nreleased, s->released_host, s->nreleased_host * sizeof *rel);
         keep_only(rel, &nr, sym, keep);
         qsort(rel, nr, sizeof *rel, by_stack);
+        merge_stacks(rel, &nr);
     }
     struct leak *g = leaks_of(s, rel, nr, &ns);
     if (keep) {   /* the stacks keep accepts alone, in their order */

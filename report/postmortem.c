@@ -508,6 +508,10 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         tt.released_bytes += s->released[i].bytes;
         tt.released_count += s->released[i].count;
     }
+    for (size_t i = 0; i < s->nreleased_host; i++) {
+        tt.released_host_bytes += s->released_host[i].bytes;
+        tt.released_host_count += s->released_host[i].count;
+    }
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
     struct view v = {s, sym, an, NULL, -1};

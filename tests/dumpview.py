@@ -73,8 +73,9 @@ def v1_view(d):
     d["holders"] = holders(d["holders"])
     if "peak_holders" in d:
         d["peak_holders"] = holders(d["peak_holders"])
-    if "released" in d:
-        d["released"] = holders(d["released"])
+    for k in ("released", "released_host"):
+        if k in d:
+            d[k] = holders(d[k])
     d["ooms"] = [dict(o, **{k: holders(o[k]) for k in ("holders", "device_holders") if k in o}) for o in d["ooms"]]
     d.pop("live_fields")
     events = _unpack_events(d.pop("events"), d.pop("nevents"), d.pop("event_types"), d.pop("event_kinds"))
@@ -157,8 +158,9 @@ def v2_of(d):
     d["holders"] = holders(d["holders"])
     if "peak_holders" in d:
         d["peak_holders"] = holders(d["peak_holders"])
-    if "released" in d:
-        d["released"] = holders(d["released"])
+    for k in ("released", "released_host"):
+        if k in d:
+            d[k] = holders(d[k])
     d["ooms"] = [dict(o, **{k: holders(o[k]) for k in ("holders", "device_holders") if k in o}) for o in d["ooms"]]
     live = []
     for a in d.pop("live"):

@@ -217,7 +217,7 @@ static inline __attribute__((always_inline)) int count_op(const struct vt_event 
         d = account(o, -1, now);
         vt_counts.totals.free_count++;
         if (d) d->free_count++;
-        vt_released_add(o->stack, o->bytes);
+        vt_released_add(o->stack, o->bytes, o->kind);
         return 3;
     } else if (o->type == OP_RESTORED) {
         /* The driver refused a free counted already: the memory is live

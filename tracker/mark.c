@@ -34,7 +34,8 @@ struct site {
     uint64_t bytes, count;           /* the process's own device memory */
     uint64_t other_bytes, other_count; /* pinned host and imported memory: leaks, not usage */
     uint64_t hwm_bytes, hwm_count, hwm_gen;
-    uint64_t rel_bytes, rel_count;   /* released by a reset without a free */
+    uint64_t rel_bytes, rel_count;   /* released by a reset without a free: device memory */
+    uint64_t rel_host_bytes, rel_host_count; /* and pinned host memory, apart */
 };
 
 /* The last frees a mark counted: a free the driver refuses is undone by an
@@ -129,10 +130,11 @@ static struct site *site_of(struct mark *m, uint32_t stack) {
     return &m->sites[stack];
 }
 
-/* One allocation the mark counted released without a free. */
-static void released_at(struct mark *m, uint32_t stack, uint64_t bytes) {
+/* One allocation of `kind` the mark counted released without a free. */
+static void released_at(struct mark *m, uint32_t stack, uint64_t bytes, int kind) {
     struct site *st = site_of(m, stack);
-    if (st) { st->rel_bytes += bytes; st->rel_count++; }
+    if (st && vt_kind_is_host(kind)) { st->rel_host_bytes += bytes; st->rel_host_count++; }
+    else if (st) { st->rel_bytes += bytes; st->rel_count++; }
     else vt_records_lost("a mark's released memory");
 }
 
@@ -224,7 +226,7 @@ void vt_mark_op(const struct vt_event *o) {
             break;
         case OP_REPLACED: /* released without a free (account.h): as vt_marks_released */
             if ((x = find(m, o->address, space))) {
-                released_at(m, x->stack, x->bytes);
+                released_at(m, x->stack, x->bytes, o->kind);
                 drop(m, x);
             }
             break;
@@ -248,28 +250,30 @@ uint64_t vt_marks_counting(int space, uint64_t address) {
     return bits;
 }
 
-void vt_marks_released(uint64_t bits, uint32_t stack, uint64_t bytes) {
+void vt_marks_released(uint64_t bits, uint32_t stack, uint64_t bytes, int kind) {
     if (!bits) return;
     vt_global_lock();
     for (int i = 0; i < VT_MAX_MARKS; i++)
-        if ((bits >> i & 1) && marks[i].id) released_at(&marks[i], stack, bytes);
+        if ((bits >> i & 1) && marks[i].id) released_at(&marks[i], stack, bytes, kind);
     vt_global_unlock();
 }
 
 /* What the mark's allocations that a reset released held, by stack (as
- * vt_tracker_released); NULL (and *n 0) when none. Lock held. */
-static struct vt_holder *mark_released(const struct mark *m, size_t *n) {
+ * vt_tracker_released: device memory, or with `host` pinned host
+ * memory); NULL (and *n 0) when none. Lock held. */
+static struct vt_holder *mark_released(const struct mark *m, int host, size_t *n) {
     *n = 0;
     size_t k = 0;
-    for (size_t i = 0; i < m->nsites; i++) k += m->sites[i].rel_count > 0;
+    for (size_t i = 0; i < m->nsites; i++) k += (host ? m->sites[i].rel_host_count : m->sites[i].rel_count) > 0;
     struct vt_holder *h = k ? malloc(k * sizeof *h) : NULL;
     if (!h) return NULL;
     for (size_t i = 0; i < m->nsites; i++) {
         const struct site *st = &m->sites[i];
-        if (st->rel_count)
+        uint64_t count = host ? st->rel_host_count : st->rel_count;
+        if (count)
             h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i,
-                                           .count = st->rel_count > UINT32_MAX ? UINT32_MAX : (uint32_t)st->rel_count,
-                                           .bytes = st->rel_bytes};
+                                           .count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count,
+                                           .bytes = host ? st->rel_host_bytes : st->rel_bytes};
     }
     return h;
 }
@@ -375,7 +379,9 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
         /* And what a reset released of the mark's allocations, not the
          * process's (an earlier test's reset was in every later report). */
         free(s->released);
-        s->released = mark_released(m, &s->nreleased);
+        free(s->released_host);
+        s->released = mark_released(m, 0, &s->nreleased);
+        s->released_host = mark_released(m, 1, &s->nreleased_host);
         s->peak_holders = mark_holders(m, 1, 0, &s->npeak_holders);
         s->holders = mark_holders(m, 0, 0, &s->nholders);
         /* The leak report's: pinned host memory too, as at exit. */

@@ -64,7 +64,7 @@ void vt_marks_reset_child(void) __attribute__((visibility("hidden")));
  * its memory as released without a free, by stack, as the process does
  * (their leak reports add it, as the exit's adds the process's). */
 uint64_t vt_marks_counting(int space, uint64_t address) __attribute__((visibility("hidden")));
-void vt_marks_released(uint64_t marks, uint32_t stack, uint64_t bytes) __attribute__((visibility("hidden")));
+void vt_marks_released(uint64_t marks, uint32_t stack, uint64_t bytes, int kind) __attribute__((visibility("hidden")));
 
 /* Internal to tracker/ (snapshot.c): vt_tracker_snapshot's snapshot with
  * only the live allocations whose time stamp (ticks) is `since` or

@@ -9,8 +9,10 @@
  * takes such records out of the live tables through the ordinary free
  * (the counts, the history and the tables stay as one free would leave
  * them) and keeps them here, by stack, for the leak check at exit and the
- * dump (`released`). A table of stacks, not of records: a program that
- * resets in a loop and leaks each time grows it by its call sites only.
+ * dump (`released`, and `released_host` for pinned host memory, which
+ * vramtrace keeps apart from device memory everywhere). A table of stacks
+ * (and whether host memory), not of records: a program that resets in a
+ * loop and leaks each time grows it by its call sites only.
  *
  * Where the tracker cannot tell which records a reset released (the
  * program made a context of its own on the device) or a context's
@@ -28,8 +30,16 @@
 #include "mark.h"
 #include "released.h"
 
-struct released_site {
+/* The key: a stack and whether its memory was host memory (a call site
+ * reached through a pointer to cudaMalloc or cudaMallocHost may be one
+ * stack for both). */
+struct released_key {
     uint32_t stack;
+    uint32_t host;
+};
+
+struct released_site {
+    struct released_key key;
     uint64_t bytes, count;
     UT_hash_handle hh;
 };
@@ -167,34 +177,39 @@ void vt_tracker_release_end(struct vt_release *rl, int ok) {
         /* An IPC mapping the reset unmapped is closed, not leaked: the
          * memory is another process's (report/leaks.h). */
         if (!ok || x->kind == VT_KIND_IMPORTED) continue;
-        vt_released_add(x->stack, x->bytes);
-        vt_marks_released(x->marks, x->stack, x->bytes);
+        vt_released_add(x->stack, x->bytes, x->kind);
+        vt_marks_released(x->marks, x->stack, x->bytes, x->kind);
     }
     free(rl);
 }
 
-void vt_released_add(uint32_t stack, uint64_t bytes) {
+void vt_released_add(uint32_t stack, uint64_t bytes, int kind) {
+    struct released_key key = {stack, (uint32_t)vt_kind_is_host(kind)};
     pthread_mutex_lock(&released_lock);
     struct released_site *r;
-    HASH_FIND(hh, released, &stack, sizeof stack, r);
+    HASH_FIND(hh, released, &key, sizeof key, r);
     if (!r && (r = calloc(1, sizeof *r))) {
-        r->stack = stack;
-        HASH_ADD(hh, released, stack, sizeof r->stack, r);
+        r->key = key;
+        HASH_ADD(hh, released, key, sizeof r->key, r);
     }
     if (r) { r->bytes += bytes; r->count++; }
     else vt_records_lost("a reset's release");
     pthread_mutex_unlock(&released_lock);
 }
 
-struct vt_holder *vt_tracker_released(size_t *n) {
+struct vt_holder *vt_tracker_released(int host, size_t *n) {
     *n = 0;
     pthread_mutex_lock(&released_lock);
-    size_t k = HASH_COUNT(released);
+    size_t k = 0;
+    struct released_site *r, *t;
+    HASH_ITER(hh, released, r, t) k += r->key.host == (uint32_t)!!host;
     struct vt_holder *h = k ? malloc(k * sizeof *h) : NULL;
     if (h) {
-        struct released_site *r, *t;
-        HASH_ITER(hh, released, r, t) h[(*n)++] = (struct vt_holder){.stack = r->stack, .bytes = r->bytes,
-                                                                       .count = r->count > UINT32_MAX ? UINT32_MAX : (uint32_t)r->count};
+        HASH_ITER(hh, released, r, t) {
+            if (r->key.host != (uint32_t)!!host) continue;
+            h[(*n)++] = (struct vt_holder){.stack = r->key.stack, .bytes = r->bytes,
+                                           .count = r->count > UINT32_MAX ? UINT32_MAX : (uint32_t)r->count};
+        }
     } else if (k) vt_records_lost("the released list");
     pthread_mutex_unlock(&released_lock);
     if (*n) qsort(h, *n, sizeof *h, vt_holder_order);

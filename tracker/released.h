@@ -51,13 +51,18 @@ struct vt_release *vt_tracker_release_begin(int device, int (*pinned_here)(uint6
 struct vt_release *vt_tracker_release_context_begin(int (*owned)(uint64_t address, void *arg), void *arg);
 void vt_tracker_release_end(struct vt_release *rl, int ok);
 
-/* One allocation of `bytes` at `stack` released without a free, kept in
- * the list below (an allocation at its address told of it: account.h). */
-void vt_released_add(uint32_t stack, uint64_t bytes) __attribute__((visibility("hidden")));
+/* One allocation of `bytes` at `stack` of kind `kind` released without a
+ * free, kept in the list below (an allocation at its address told of it:
+ * account.h). */
+void vt_released_add(uint32_t stack, uint64_t bytes, int kind) __attribute__((visibility("hidden")));
 
 /* What resets released without a free so far, by stack, largest first
- * (malloc'd; NULL and *n 0 when nothing). */
-struct vt_holder *vt_tracker_released(size_t *n);
+ * (malloc'd; NULL and *n 0 when nothing): with `host` 0, device memory;
+ * with 1, host memory (pinned host memory; host memory of any kind whose
+ * address the driver handed out again).
+ * Two lists, as the live counts keep pinned host memory apart from the
+ * device's: what a reset took of it is no device's usage. */
+struct vt_holder *vt_tracker_released(int host, size_t *n);
 
 /* In a forked child: nothing released (the parent's memory is not its). */
 void vt_released_reset_child(void) __attribute__((visibility("hidden")));

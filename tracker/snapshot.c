@@ -399,7 +399,8 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     copy_done(s);
     vt_account_sort(s);
     copy_free(c);
-    s->released = vt_tracker_released(&s->nreleased);
+    s->released = vt_tracker_released(0, &s->nreleased);
+    s->released_host = vt_tracker_released(1, &s->nreleased_host);
     return s;
 }
 
@@ -444,7 +445,7 @@ void vt_snapshot_free(struct vt_snapshot *s) {
         vt_global_unlock();
     }
     if (s) vt_live_spill_close(s->spill);
-    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->oom_requests, s->events, s->steps, s->mappings, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s);
+    if (s) VT_FREE_ALL(s->live, s->mapped, s->ooms, s->oom_requests, s->events, s->steps, s->mappings, s->stacks, s->holders, s->all_holders, s->peak_holders, s->peak_same, s->released, s->released_host, s);
 }
 
 void vt_tracker_lock_all(void) {

@@ -297,9 +297,13 @@ struct vt_snapshot {
                                        its entry of `holders` is its peak
                                        entry too (vt_peak_holder_next) */
     struct vt_holder *released;     /* what context resets released without
-                                       a free, by stack, largest first
-                                       (tracker/released.h); NULL: none */
+                                       a free of device memory, by stack,
+                                       largest first (tracker/released.h);
+                                       NULL: none */
     size_t nreleased;
+    struct vt_holder *released_host; /* the same of pinned host memory,
+                                        kept apart as the host_ totals */
+    size_t nreleased_host;
     uint64_t start_unix_ns;    /* wall-clock time of the tracker's start */
     uint64_t now_ns;           /* when the snapshot was taken */
 };

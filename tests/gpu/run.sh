@@ -100,7 +100,8 @@ fi
 # documentation of cudaDeviceReset has it, the reset destroys the device
 # memory and the pinned memory, not the stream-ordered memory: live at exit
 # the 512 KiB and the 8 KiB, all six a leak, the device memory's and the
-# pinned memory's "released by a context's reset or destruction"; the
+# pinned memory's "released by a context's reset or destruction" (the
+# dump's `released` and, apart, `released_host`); the
 # program says whether the driver still knows the pinned and the
 # stream-ordered memory after the reset, and whether freeing the pinned
 # memory then succeeded (0, 1 and 0 as documented).
@@ -128,8 +129,10 @@ print(("PASS" if rc == 23 and not missing else "FAIL") + f" reset: leak check st
 d = json.load(open(glob.glob(f"{o}/reset/d.*.json")[0]))
 live = (d["totals"]["live_bytes"], d["totals"]["live_count"])
 rel = [(d["released"][k + 1], d["released"][k + 2]) for k in range(0, len(d.get("released", [])), 3)]
-print(("PASS" if live == (532480, 2) and rel == [(2 << 20, 2), (1 << 20, 1), (4096, 1)] else "FAIL") +
-      f" reset: live at exit {live} (want (532480, 2)), released {rel}")
+host = [(d["released_host"][k + 1], d["released_host"][k + 2]) for k in range(0, len(d.get("released_host", [])), 3)]
+print(("PASS" if live == (532480, 2) and rel == [(2 << 20, 2), (1 << 20, 1)] and host == [(4096, 1)] else "FAIL") +
+      f" reset: live at exit {live} (want (532480, 2)), released {rel} (want 2 MiB in 2, 1 MiB), "
+      f"released_host {host} (want 4 KiB)")
 said = open(f"{o}/reset.out").read().splitlines()
 want = ["after the reset: pinned memory known 0, stream-ordered memory known 1", "pinned memory freed after the reset 0"]
 print(("PASS" if all(w in said for w in want) else "FAIL") +

@@ -189,7 +189,10 @@ def inproc_device_reset_releases_memory_never_freed():
     those bytes stayed live after the reset, and one leak whose address the
     driver handed out again was replaced by the new allocation's record
     and lost from the leak check; then the stream-ordered memory was
-    counted as released and the pinned memory as live."""
+    counted as released and the pinned memory as live; then the pinned
+    memory's 4 KiB were counted in the device memory's released total
+    (3.00 MiB in 4 allocations), where they are now kept apart as pinned
+    host memory is everywhere."""
     prog = os.path.join(T, "t_reset")
     bare = run([prog], preload=False)
     r = run([prog], env={"VRAMTRACE_LEAK_CHECK": "1"})
@@ -221,9 +224,12 @@ def inproc_device_reset_releases_memory_never_freed():
     live = stderr_lines(x, "vramtrace:   live at exit")
     eq(live, ["vramtrace:   live at exit: 520.00 KiB in 2 allocations; peak 3.50 MiB at " + live[0].split(" at ")[-1]],
        "the stream-ordered leak and the leak after the reset are live")
-    eq(stderr_lines(x, "vramtrace:   released"),
-       ["vramtrace:   released by a context's reset or destruction without a free: 3.00 MiB in 4 allocations (leaked: not live, never freed)"],
-       "the exit summary's line")
+    eq(stderr_lines(x, "vramtrace:   released") + stderr_lines(x, "vramtrace:   pinned host memory"),
+       ["vramtrace:   released by a context's reset or destruction without a free: 3.00 MiB in 3 allocations (leaked: not live, never freed)",
+        "vramtrace:   pinned host memory: 0 B live in 0 allocations; peak 4.00 KiB",
+        "vramtrace:   pinned host memory released by a context's reset or destruction without a free: 4.00 KiB in 1 "
+        "allocation (leaked: not live, never freed)"],
+       "the exit summary's lines: device memory, and pinned host memory apart")
     eq([l for l in stderr_lines(x, "vramtrace:   ") if " alloc " in l],
        ["vramtrace:   512.00 KiB  98.5%      1 alloc   before_reset_async "
         f"tests/progs/t_reset.c:{line('cudaMallocAsync(&p, n, 0)')}",
@@ -236,8 +242,10 @@ def inproc_device_reset_releases_memory_never_freed():
                              "memory is a free of a pointer not live, as a double free is")
     eq(sorted((a["bytes"], a["kind"]) for a in d["live"]), [(8192, "device"), (524288, "async")], "live at exit")
     eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]],
-       [("before_reset", 2 << 20, 2), ("before_reset", 1 << 20, 1), ("pinned_host", 4096, 1)],
+       [("before_reset", 2 << 20, 2), ("before_reset", 1 << 20, 1)],
        "the dump's released, by stack")
+    eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released_host"]],
+       [("pinned_host", 4096, 1)], "the dump's released pinned host memory, by stack")
     eq([(_site_of(d, h["stack"]), h["bytes"]) for h in d["holders"]],
        [("before_reset_async", 512 << 10), ("after_leak", 8192)], "the holders")
     with workdir("vt-inproc-") as work:
@@ -246,22 +254,27 @@ def inproc_device_reset_releases_memory_never_freed():
             json.dump(v2_of({k: v for k, v in d.items() if k != "_path"}), f)
         p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
         eq(p.returncode, 0, p.stderr)
-        ok("  released by a context's reset or destruction without a free: 3.00 MiB in 4 allocations (leaked: not live, never freed)\n"
+        ok("  released by a context's reset or destruction without a free: 3.00 MiB in 3 allocations (leaked: not live, never freed)\n"
            in p.stdout, p.stdout)
+        ok("  pinned host memory released by a context's reset or destruction without a free: 4.00 KiB in 1 "
+           "allocation (leaked: not live, never freed)\n" in p.stdout, p.stdout)
         table = p.stdout[p.stdout.index("released by a context's reset or destruction without a free (leaks"):].splitlines()
-        eq([l for l in table if not l.startswith("      #")][:3],
-           ["released by a context's reset or destruction without a free (leaks, not live) by call site (2 call sites):",
-            f"    3.00 MiB  99.9%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
-            f"    4.00 KiB   0.1%      1 alloc   pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}"],
-           "the text report's table of what was released, by call site (two stacks in one row), with frames")
+        eq([l for l in table if not l.startswith("      #")][:4],
+           ["released by a context's reset or destruction without a free (leaks, not live) by call site (1 call site):",
+            f"    3.00 MiB 100.0%      3 allocs  before_reset tests/progs/t_reset.c:{line('/* before the reset */')}",
+            "pinned host memory released by a context's reset or destruction without a free (leaks, not live) by "
+            "call site (1 call site):",
+            f"    4.00 KiB 100.0%      1 alloc   pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}"],
+           "the text report's tables of what was released, by call site (two stacks in one row), with frames; "
+           "pinned host memory apart")
         ok(table[2].startswith("      #0 0x") and f"in before_reset tests/progs/t_reset.c:" in table[2], table[2])
         p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
         j = json.loads(p.stdout)
         j = j["processes"][0] if "processes" in j else j
-        eq([(x["site"], x["bytes"], x["count"]) for x in j["released"]],
-           [(f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 2 << 20, 2),
-            (f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 1 << 20, 1),
-            (f"pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}", 4096, 1)],
+        eq([(k, [(x["site"], x["bytes"], x["count"]) for x in j[k]]) for k in ("released", "released_host")],
+           [("released", [(f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 2 << 20, 2),
+                          (f"before_reset tests/progs/t_reset.c:{line('/* before the reset */')}", 1 << 20, 1)]),
+            ("released_host", [(f"pinned_host tests/progs/t_reset.c:{line('cudaMallocHost(&p, n)')}", 4096, 1)])],
            "the CLI's JSON")
     c = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((c.rc, c.out), (0, run([prog, "clean"], preload=False).out), "all freed before the reset")
@@ -278,9 +291,11 @@ def inproc_device_reset_releases_memory_never_freed():
                                           "--fail-over 1.00 MiB\n"), ("4M", 0, "")):
             p = subprocess.run([CLI, "diff", *paths, "--fail-over", limit], capture_output=True, text=True)
             eq((p.returncode, p.stderr), (rc, err), f"diff --fail-over {limit}")
-            eq(p.stdout.splitlines()[1:3],
+            eq(p.stdout.splitlines()[1:4],
                ["live: 0 B -> 520.00 KiB (+520.00 KiB); allocations: 0 -> 2 (+2)",
-                "released by a context's reset or destruction without a free (leaks, not in the rows below): 0 B -> 3.00 MiB"],
+                "released by a context's reset or destruction without a free (leaks, not in the rows below): 0 B -> 3.00 MiB",
+                "pinned host memory (not in the rows below): 0 B -> 0 B; released by a context's reset or destruction "
+                "without a free (leaks): 0 B -> 4.00 KiB"],
                "the diff's lines")
     # A context of the program's own on the device: which records are the
     # primary context's is not known, so the reset releases none (its
@@ -293,6 +308,86 @@ def inproc_device_reset_releases_memory_never_freed():
     eq((o.dump["released"], t["live_bytes"], t["free_count"], t["unknown_frees"]), ([], 1 << 20, 1, 0),
        "nothing released, the own context's free known")
 
+
+
+@test
+def inproc_pinned_memory_a_reset_released_stays_apart_from_device_memory():
+    """Pinned host memory left unfreed is kept apart from device memory
+    whether or not a device reset destroyed it: t_pinreset keeps 4 MiB of
+    it (leak), or keeps it and resets the device (reset). The exit
+    summary, the dump (`released_host`), `vramtrace report` and `vramtrace
+    diff` put the reset's 4 MiB with the pinned host memory, and diff's
+    --fail-over, which counts device bytes, passes both as it passes
+    the leak without a reset; the leak check reports both alike. Before,
+    the reset's 4 MiB were counted as released device memory and
+    `vramtrace diff --fail-over 1M` failed ("live and released bytes grew
+    by +4.00 MiB") where no device byte had changed."""
+    prog = os.path.join(T, "t_pinreset")
+    site_at = f"pinned_cache tests/progs/t_pinreset.c:{source_line('t_pinreset.c', '/* kept */')}"
+    runs = {m: run([prog] + ([m] if m != "none" else [])) for m in ("none", "leak", "reset")}
+    for m, r in runs.items():
+        eq(r.rc, 0, f"{m}: the program's status")
+    pinned = lambda r: [l for l in r.err.splitlines() if l.startswith(("vramtrace:   pinned", "vramtrace:   released"))]
+    eq(pinned(runs["leak"]), ["vramtrace:   pinned host memory: 4.00 MiB live in 1 allocation; peak 4.00 MiB"],
+       "leak: the exit summary's pinned host memory")
+    eq(pinned(runs["reset"]),
+       ["vramtrace:   pinned host memory: 0 B live in 0 allocations; peak 4.00 MiB",
+        "vramtrace:   pinned host memory released by a context's reset or destruction without a free: 4.00 MiB in 1 "
+        "allocation (leaked: not live, never freed)"],
+       "reset: the exit summary's pinned host memory, what the reset released of it beside it, no device line")
+    d = runs["reset"].dump
+    eq((d["released"], [(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released_host"]],
+        d["totals"]["live_bytes"], d["host_memory"]["live_bytes"]),
+       ([], [("pinned_cache", 4 << 20, 1)], 0, 0), "reset: the dump's released and released_host")
+    eq(("released_host" in runs["leak"].dump, "released_host" in runs["none"].dump), (False, False),
+       "no released_host where nothing was released")
+    for m in ("leak", "reset"):
+        c = run([prog, m], env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq((c.rc, [l for l in c.err.splitlines() if l.startswith(("Direct", "SUMMARY", "    call site", "    released"))]),
+           (23, ["Direct leak of 4194304 byte(s) in 1 object(s) allocated from:", f"    call site: {site_at}"]
+            + (["    released by a context's reset or destruction without a free: 4194304 byte(s) in 1 object(s)"]
+               if m == "reset" else [])
+            + ["SUMMARY: vramtrace: 4194304 byte(s) leaked in 1 allocation(s)."]),
+           f"{m}: the leak check reports the pinned memory as a leak")
+    with workdir("vt-inproc-") as work:
+        paths = {}
+        for m, r in runs.items():
+            paths[m] = os.path.join(work, m + ".json")
+            with open(paths[m], "w") as f:
+                json.dump(v2_of({k: v for k, v in r.dump.items() if k != "_path"}), f)
+        for m, host in (("leak", "0 B -> 4.00 MiB"),
+                        ("reset", "0 B -> 0 B; released by a context's reset or destruction without a free "
+                                  "(leaks): 0 B -> 4.00 MiB")):
+            p = subprocess.run([CLI, "diff", paths["none"], paths[m], "--fail-over", "1M"], capture_output=True,
+                               text=True)
+            eq((p.returncode, p.stderr, p.stdout.splitlines()[1:]),
+               (0, "", ["live: 0 B -> 0 B (0 B); allocations: 0 -> 0 (+0)",
+                        f"pinned host memory (not in the rows below): {host}",
+                        "        change  bytes (old -> new)         allocations        call site",
+                        "  (no change)"]),
+               f"diff none -> {m} --fail-over 1M: pinned host memory on its own line, not gated")
+        p = subprocess.run([CLI, "report", paths["reset"]], capture_output=True, text=True)
+        eq(p.returncode, 0, p.stderr)
+        eq([l for l in p.stdout.splitlines() if "released" in l or l.startswith("    4.00 MiB")],
+           ["  pinned host memory released by a context's reset or destruction without a free: 4.00 MiB in 1 "
+            "allocation (leaked: not live, never freed)",
+            "pinned host memory released by a context's reset or destruction without a free (leaks, not live) by "
+            "call site (1 call site):",
+            f"    4.00 MiB 100.0%      1 alloc   {site_at}"], "the text report: pinned host memory apart")
+        p = subprocess.run([CLI, "report", "--format", "json", paths["reset"]], capture_output=True, text=True)
+        j = json.loads(p.stdout)
+        j = j["processes"][0] if "processes" in j else j
+        eq(("released" in j, [(x["site"], x["bytes"], x["count"]) for x in j["released_host"]]),
+           (False, [(site_at, 4 << 20, 1)]), "the CLI's JSON: released_host alone")
+        # A dump without `released_host` (written before it): none.
+        with open(paths["reset"]) as f:
+            old = json.load(f)
+        old.pop("released_host")
+        with open(paths["reset"], "w") as f:
+            json.dump(old, f)
+        p = subprocess.run([CLI, "report", paths["reset"]], capture_output=True, text=True)
+        eq((p.returncode, [l for l in p.stdout.splitlines() if "released" in l]), (0, []),
+           "a dump without released_host reads as none released")
 
 
 @test
@@ -426,7 +521,9 @@ def inproc_context_destroy_releases_its_memory_never_freed():
     pool's 256 KiB (no context's) stay live. Before, the context's memory
     stayed live, and the 2 MiB, whose address the driver handed out again
     after the destruction, was replaced by the new allocation's record and
-    lost from the leak check. A destruction that fails releases nothing."""
+    lost from the leak check. A destruction that fails releases nothing.
+    The pinned 8 KiB are kept apart from the device memory released, as
+    pinned host memory is everywhere."""
     prog = os.path.join(T, "t_ctxdestroy")
     bare = run([prog], preload=False)
     eq(bare.out, "context's bytes 4194304\nafter the destruction 0\nthe destroyed address again 1\n",
@@ -461,8 +558,10 @@ def inproc_context_destroy_releases_its_memory_never_freed():
     eq(sorted((a["bytes"], a["kind"]) for a in d["live"]), [(256 << 10, "async"), (1 << 20, "device")],
        "live at exit, by kind")
     eq(sorted((_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released"]),
-       [("in_context", 2 << 20, 1), ("main", 8192, 1), ("main", 1 << 20, 1), ("main", 1 << 20, 1)],
+       [("in_context", 2 << 20, 1), ("main", 1 << 20, 1), ("main", 1 << 20, 1)],
        "the dump's released, by stack")
+    eq([(_site_of(d, h["stack"]), h["bytes"], h["count"]) for h in d["released_host"]], [("main", 8192, 1)],
+       "the dump's released pinned host memory, apart")
     c = run([prog, "clean"], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((c.rc, c.out), (23, bare.out), "the context's memory freed before its destruction")
     ok("released" not in c.err and "SUMMARY: vramtrace: 1310720 byte(s) leaked in 2 allocation(s)." in c.err, c.err)

@@ -112,7 +112,9 @@ static void test_totals_peak_devices_host(void) {
  * memory, other pinned host memory and cuMemCreate handles stay; a reset
  * that failed puts the records back; an address the driver hands out
  * again during the reset (to another thread) is a new allocation that the
- * release leaves alone; what was released stays across later resets. */
+ * release leaves alone; what was released stays across later resets, the
+ * pinned host memory in a list of its own (kept apart from the device's,
+ * as the host totals are). */
 static int pinned_on_0(uint64_t address, void *arg) {
     (*(int *)arg)++;
     return address == 0xc000;
@@ -128,7 +130,10 @@ static void test_reset_releases_the_devices_memory(void) {
     vt_tracker_alloc(0xd000, 32, VT_KIND_HOST, VT_HOST_DEVICE, "cuMemAllocHost_v2", site_b, 3);
     vt_tracker_alloc(0x77, 8000, VT_KIND_VMM, 0, "cuMemCreate", site_b, 3);
     size_t n = 99;
-    struct vt_holder *h = vt_tracker_released(&n);
+    struct vt_holder *h = vt_tracker_released(0, &n);
+    CHECK(h == NULL);
+    CHECK_EQ(n, 0);
+    h = vt_tracker_released(1, &n);
     CHECK(h == NULL);
     CHECK_EQ(n, 0);
     /* A reset that failed: nothing released, the records back. */
@@ -139,6 +144,7 @@ static void test_reset_releases_the_devices_memory(void) {
     CHECK_TOTALS(s, 6, 15800, 15800, 8, 0, 0);
     CHECK_HOST(s, 96, 2, 96);
     CHECK_EQ(s->nreleased, 0);
+    CHECK_EQ(s->nreleased_host, 0);
     vt_snapshot_free(s);
     struct vt_release *rl = vt_tracker_release_begin(0, pinned_on_0, &asked);
     /* During the reset the driver hands 0xa000 out again. */
@@ -150,9 +156,14 @@ static void test_reset_releases_the_devices_memory(void) {
     CHECK_EQ(s->devices[0].live_bytes, 10010);
     CHECK_EQ(s->devices[1].live_bytes, 500);
     CHECK_EQ(s->nreleased, 2);
-    if (s->nreleased == 2) {   /* by stack, largest first: site_b 4300 in 2, site_a 1064 in 2 */
+    if (s->nreleased == 2) {   /* by stack, largest first: site_b 4300 in 2, site_a 1000 in 1 */
         CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300); CHECK_EQ(s->released[0].count, 2);
-        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1064); CHECK_EQ(s->released[1].count, 2);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1000); CHECK_EQ(s->released[1].count, 1);
+    }
+    CHECK_EQ(s->nreleased_host, 1);   /* site_a's 64 of pinned host memory */
+    if (s->nreleased_host == 1) {
+        CHECK_EQ(s->released_host[0].stack, 0); CHECK_EQ(s->released_host[0].bytes, 64);
+        CHECK_EQ(s->released_host[0].count, 1);
     }
     vt_snapshot_free(s);
     /* Without a driver to ask, no pinned host memory goes. */
@@ -163,11 +174,15 @@ static void test_reset_releases_the_devices_memory(void) {
     CHECK_EQ(s->nreleased, 2);
     if (s->nreleased == 2) {
         CHECK_EQ(s->released[0].stack, 1); CHECK_EQ(s->released[0].bytes, 4300);
-        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1564); CHECK_EQ(s->released[1].count, 3);
+        CHECK_EQ(s->released[1].stack, 0); CHECK_EQ(s->released[1].bytes, 1500); CHECK_EQ(s->released[1].count, 2);
     }
+    CHECK_EQ(s->nreleased_host, 1);
     vt_snapshot_free(s);
     vt_tracker_reset_child();
-    h = vt_tracker_released(&n);
+    h = vt_tracker_released(0, &n);
+    CHECK(h == NULL);
+    CHECK_EQ(n, 0);
+    h = vt_tracker_released(1, &n);
     CHECK(h == NULL);
     CHECK_EQ(n, 0);
 }
