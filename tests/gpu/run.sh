@@ -10,7 +10,8 @@
 #
 # vramtrace comes from build/gpu-bundle when it is there (`make gpu-bundle`
 # here, then carry build/gpu-bundle: the GPU machine has no package
-# registry), else it is built with `make all`.
+# registry), else it is built with `make all`; on the simulated GPU always
+# the build here.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -32,7 +33,9 @@ tally() {   # count the PASS/FAIL lines of a check's output
 }
 
 # ----------------------------------------------------------------- build
-if [ -f build/gpu-bundle/lib/libvramtrace.so ]; then
+# On the simulated GPU the build here is the one under test (a bundle made
+# earlier may be older).
+if [ $SIM = 0 ] && [ -f build/gpu-bundle/lib/libvramtrace.so ]; then
     LIB=$ROOT/build/gpu-bundle/lib/libvramtrace.so
     CLI=$ROOT/build/gpu-bundle/bin/vramtrace
 else
