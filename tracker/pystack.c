@@ -77,36 +77,69 @@ static void warn_once(const char *why) { vt_warn("no Python frames: %s; stacks s
 
 /* ------------------------------------------------------- interning */
 
-#define CODE_SLOTS (1u << 16)
+/* Functions are interned by what they are, not by their code object: a
+ * program that compiles the same source again and again (exec and eval in
+ * a loop, generated code) makes a new code object each time, often at an
+ * address an earlier one had, and interning code objects filled a table
+ * of 65,536 with one function, after which every Python frame of every new
+ * stack was lost without a word. A function's identity is its file, name,
+ * first line and line table (hashed: two functions that agree on all four
+ * have the same lines at the same offsets); its id (a frame value's) is
+ * never reused, up to CODE_IDS. A cache from code objects to ids answers
+ * the usual frame; it is a cache, its entries overwritten, each read
+ * checked by its sequence number (written by one thread at a time, read by
+ * any without a lock). */
+#define CODE_IDS (1u << 20)
+#define CODE_CACHE (1u << 16)
+#define CACHE_PROBES 8
+#define IDENT_SLOTS (1u << 21)
 #define LINE_SLOTS (1u << 18)
-#define ARENA_BYTES (32u << 20)
+#define ARENA_BYTES (256u << 20)
+/* Line tables larger than this are read in part from another thread (a
+ * line beyond it reads 0), and hashed in part for a function's identity. */
+#define SAFE_TABLE_BYTES 16384
 
-struct code_slot {
-    uintptr_t code;       /* the code object; 0 = empty */
-    uintptr_t filename_obj, name_obj;
-    int firstlineno;
+struct code_slot {   /* a function, by id */
     int ready;            /* names below are set */
     int in_torch;         /* its file is PyTorch's (a "/torch/" folder) or the
                            * companion's (a "/vramtrace_torch/" folder) */
     const char *qualname, *filename;
 };
 
-static struct code_slot *codes;     /* CODE_SLOTS, mapped on first use */
+struct code_cache {  /* a code object's id, as last seen */
+    uint32_t seq;         /* odd while written */
+    uint32_t id;
+    uintptr_t code, filename_obj, name_obj;
+    uint64_t tails;       /* tails() of its strings and line table */
+    int firstlineno;
+};
+
+struct ident_slot {  /* a function's identity (hash, never 0) and id + 1 */
+    uint64_t ident;
+    uint32_t id1;
+};
+
+static struct code_slot *codes;     /* CODE_IDS, mapped on first use */
+static struct code_cache *cache_of_codes; /* CODE_CACHE */
+static struct ident_slot *idents;   /* IDENT_SLOTS */
+static uint32_t next_id = 1;        /* id 0: a function there was no room for */
 static uint64_t *lines;             /* LINE_SLOTS */
 static char *arena;
 static size_t arena_used;
 
+static void *map_table(size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static int map_tables(void) {
-    void *c = mmap(NULL, CODE_SLOTS * sizeof *codes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *l = mmap(NULL, LINE_SLOTS * sizeof *lines, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    void *a = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (c == MAP_FAILED || l == MAP_FAILED || a == MAP_FAILED) return -1;
-    codes = c;
-    lines = l;
-    arena = a;
+    codes = map_table(CODE_IDS * sizeof *codes);
+    cache_of_codes = map_table(CODE_CACHE * sizeof *cache_of_codes);
+    idents = map_table(IDENT_SLOTS * sizeof *idents);
+    lines = map_table(LINE_SLOTS * sizeof *lines);
+    arena = map_table(ARENA_BYTES);
+    if (!codes || !cache_of_codes || !idents || !lines || !arena) return -1;
+    codes[0] = (struct code_slot){1, 0, "(a function past vramtrace's table)", "?"};
     return 0;
 }
 
@@ -182,67 +215,208 @@ int vt_py_str_peek(const void *s, char *buf, size_t size) {
     return k ? (int)k : -1;
 }
 
-/* Copy a str object as UTF-8 into the arena; anything unreadable reads
- * "?". */
-static const char *copy_str(const void *s, int safe) {
-    char tmp[NAME_MAX_BYTES + 8];
-    size_t k = str_utf8(s, tmp, sizeof tmp, safe);
-    if (k == 0) tmp[k++] = '?';
-    tmp[k] = '\0';
-    /* Cut by the reports' rule: a read cut short (NAME_MAX_BYTES characters
-     * read, or the buffer's room) already holds NAME_MAX_BYTES bytes. */
-    k = strlen(vt_clamp_name(tmp, NAME_MAX_BYTES));
-    char *out = arena_take(k + 1);
-    if (!out) return "?";
-    memcpy(out, tmp, k);
-    out[k] = '\0';
-    return out;
-}
-
 static uint32_t hash_ptr(uintptr_t p) {
     uint64_t x = (uint64_t)p * 0x9e3779b97f4a7c15ull;
     return (uint32_t)(x >> 40);
 }
 
+/* The length and last 8 bytes of a str (is_str) or bytes object, mixed;
+ * 0 when unreadable. */
+static uint64_t tail(const void *o, int is_str, int safe) {
+    if (!o) return 0;
+    char hdr[128];
+    const char *h = o;
+    size_t need = (size_t)(is_str ? L.str_ascii_size : L.bytes_sval);
+    if (safe) {
+        if (need > sizeof hdr || vt_py_peek(o, hdr, need) != 0) return 0;
+        h = hdr;
+    }
+    int64_t len;
+    const char *data;
+    if (is_str) {
+        uint32_t state = RD(uint32_t, h, L.str_state);
+        int kind = (state >> 2) & 7, ascii = (state >> 6) & 1;
+        len = RD(int64_t, h, L.str_length) * kind;
+        data = (const char *)o + (ascii ? L.str_ascii_size : L.str_compact_size);
+    } else {
+        len = RD(int64_t, h, L.bytes_size);
+        data = (const char *)o + L.bytes_sval;
+    }
+    if (len < 0 || len > (1 << 30)) return 0;
+    uint64_t last = 0;
+    size_t n = len < 8 ? (size_t)len : 8;
+    if (safe ? vt_py_peek(data + len - (int64_t)n, &last, n) != 0 : (memcpy(&last, data + len - (int64_t)n, n), 0))
+        return 0;
+    return (last ^ (uint64_t)len * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
+}
+
+/* What tells two code objects at one address apart when their strings are
+ * at one address too: CPython's allocator hands the last freed block out
+ * first, so a function compiled again from another file (an exec loop)
+ * got the old code object's, file name's and name's addresses, and passed
+ * for it ("generated_0.py" for "generated_4.py"). Their file names (whose
+ * tails hold the file's own name), names and line tables, in part. */
+static uint64_t tails(const void *hdr, uintptr_t fobj, uintptr_t nobj, int safe) {
+    uint64_t t = tail((const void *)fobj, 1, safe);
+    t = t * 31 + tail((const void *)nobj, 1, safe);
+    return t * 31 + tail(RD(const void *, hdr, L.co_linetable), 0, safe);
+}
+
+/* The id of code object `code` in the cache, or -1 (code, filename,
+ * name, first line and their tails the code object's now). */
+static int cached_id(uintptr_t c, uintptr_t fobj, uintptr_t nobj, int first, uint64_t t, uint32_t h) {
+    for (uint32_t i = 0; i < CACHE_PROBES; i++) {
+        struct code_cache *e = &cache_of_codes[(h + i) & (CODE_CACHE - 1)];
+        uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+        if (seq & 1) continue;
+        if (__atomic_load_n(&e->code, __ATOMIC_RELAXED) != c) continue;
+        uint32_t id = __atomic_load_n(&e->id, __ATOMIC_RELAXED);
+        int same = __atomic_load_n(&e->filename_obj, __ATOMIC_RELAXED) == fobj &&
+                   __atomic_load_n(&e->name_obj, __ATOMIC_RELAXED) == nobj &&
+                   __atomic_load_n(&e->firstlineno, __ATOMIC_RELAXED) == first &&
+                   __atomic_load_n(&e->tails, __ATOMIC_RELAXED) == t;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq && same) return (int)id;
+    }
+    return -1;
+}
+
+/* Code object c is function `id` now: into the cache, in an empty entry
+ * of its probes or over the first (a writer of the same entry at once
+ * leaves it to the other). */
+static void cache_put(uintptr_t c, uintptr_t fobj, uintptr_t nobj, int first, uint64_t t, uint32_t h, uint32_t id) {
+    struct code_cache *e = &cache_of_codes[h & (CODE_CACHE - 1)];
+    for (uint32_t i = 0; i < CACHE_PROBES; i++) {
+        struct code_cache *x = &cache_of_codes[(h + i) & (CODE_CACHE - 1)];
+        if (__atomic_load_n(&x->code, __ATOMIC_RELAXED) == 0) { e = x; break; }
+    }
+    uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&e->code, c, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->id, id, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->filename_obj, fobj, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->name_obj, nobj, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->firstlineno, first, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->tails, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* FNV-1a over n bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The bytes of a code object's line table (fields read from hdr), up to
+ * cap, into buf; their number (0: none or unreadable). */
+static size_t line_table(const void *hdr, uint8_t *buf, size_t cap, int safe) {
+    const void *tab = RD(const void *, hdr, L.co_linetable);
+    if (!tab) return 0;
+    int64_t size;
+    const uint8_t *data = (const uint8_t *)tab + L.bytes_sval;
+    if (safe) {
+        if (vt_py_peek((const char *)tab + L.bytes_size, &size, sizeof size) != 0 || size <= 0) return 0;
+        if ((size_t)size > cap) size = (int64_t)cap;
+        return vt_py_peek(data, buf, (size_t)size) == 0 ? (size_t)size : 0;
+    }
+    size = RD(int64_t, tab, L.bytes_size);
+    if (size <= 0) return 0;
+    if ((size_t)size > cap) size = (int64_t)cap;
+    memcpy(buf, data, (size_t)size);
+    return (size_t)size;
+}
+
+/* Name, file and first line of a code object (fields read from hdr), and
+ * its line table: the function's identity, never 0. */
+static uint64_t identity(const void *hdr, uintptr_t fobj, uintptr_t nobj, int first, int safe,
+                         char *name, char *file, size_t cap) {
+    uint8_t tab[SAFE_TABLE_BYTES];
+    size_t nn = str_utf8((const void *)nobj, name, cap, safe), nf = str_utf8((const void *)fobj, file, cap, safe);
+    name[nn] = file[nf] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv(h, name, nn + 1);
+    h = fnv(h, file, nf + 1);
+    h = fnv(h, &first, sizeof first);
+    h = fnv(h, tab, line_table(hdr, tab, sizeof tab, safe));
+    return h ? h : 1;
+}
+
+/* A copy of text in the arena, cut by the reports' rule; "?" when it is
+ * empty or the arena full. */
+static const char *arena_copy(char *text) {
+    size_t k = strlen(vt_clamp_name(text, NAME_MAX_BYTES));
+    if (k == 0) return "?";
+    char *out = arena_take(k + 1);
+    if (!out) return "?";
+    memcpy(out, text, k);
+    out[k] = '\0';
+    return out;
+}
+
+/* The id of the function with identity `ident`, interning it (names
+ * copied once) when new: 0 when the table has no room, -1 when another
+ * thread is interning it at this moment (the frame is read again at the
+ * next call). */
+static int ident_id(uint64_t ident, char *name, char *file) {
+    uint32_t h = (uint32_t)(ident >> 32) ^ (uint32_t)ident;
+    for (uint32_t i = 0; i < 64; i++) {
+        struct ident_slot *x = &idents[(h + i) & (IDENT_SLOTS - 1)];
+        uint64_t cur = __atomic_load_n(&x->ident, __ATOMIC_ACQUIRE);
+        if (cur == 0) {
+            uint64_t expected = 0;
+            if (!__atomic_compare_exchange_n(&x->ident, &expected, ident, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                if (expected != ident) continue;
+                cur = ident;
+            } else {
+                uint32_t id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+                if (id >= CODE_IDS) {
+                    static int warned;
+                    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+                        vt_warn("Python frames: more than %u distinct functions; frames of later ones are named "
+                                "\"(a function past vramtrace's table)\"", CODE_IDS - 1);
+                    id = 0;
+                } else {
+                    struct code_slot *s = &codes[id];
+                    s->qualname = arena_copy(name);
+                    s->filename = arena_copy(file);
+                    s->in_torch = strstr(s->filename, "/torch/") != NULL ||
+                                  strstr(s->filename, "/vramtrace_torch/") != NULL;
+                    __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+                }
+                __atomic_store_n(&x->id1, id + 1, __ATOMIC_RELEASE);
+                return (int)id;
+            }
+        }
+        if (cur != ident) continue;
+        uint32_t id1 = __atomic_load_n(&x->id1, __ATOMIC_ACQUIRE);
+        return id1 ? (int)(id1 - 1) : -1;
+    }
+    return 0;
+}
+
 /* The id of code object `code`, whose fields are read from `hdr` (the
- * object itself, or a copy of its first bytes), interning it (names copied
- * once) when new. A freed code object whose address comes back for another
- * function is told apart by its filename, name and first line. Returns -1
- * when full. */
+ * object itself, or a copy of its first bytes): from the cache, else by
+ * its identity (a freed code object whose address comes back for another
+ * function is told apart by its filename, name and first line objects).
+ * -1 when not known now. */
 static int code_id(const void *code, const void *hdr, int safe) {
     uintptr_t c = (uintptr_t)code;
     uintptr_t fobj = RD(uintptr_t, hdr, L.co_filename);
     uintptr_t nobj = RD(uintptr_t, hdr, L.co_qualname >= 0 ? L.co_qualname : L.co_name);
     int first = RD(int, hdr, L.co_firstlineno);
     uint32_t h = hash_ptr(c);
-    for (uint32_t i = 0; i < 64; i++) {
-        uint32_t at = (h + i) & (CODE_SLOTS - 1);
-        struct code_slot *s = &codes[at];
-        uintptr_t cur = __atomic_load_n(&s->code, __ATOMIC_ACQUIRE);
-        if (cur == c) {
-            if (!__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) continue;
-            if (s->filename_obj == fobj && s->name_obj == nobj && s->firstlineno == first) return (int)at;
-            continue;
-        }
-        if (cur != 0) continue;
-        uintptr_t expected = 0;
-        if (!__atomic_compare_exchange_n(&s->code, &expected, c, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            continue;
-        s->filename_obj = fobj;
-        s->name_obj = nobj;
-        s->firstlineno = first;
-        s->qualname = copy_str((const void *)nobj, safe);
-        s->filename = copy_str((const void *)fobj, safe);
-        s->in_torch = strstr(s->filename, "/torch/") != NULL || strstr(s->filename, "/vramtrace_torch/") != NULL;
-        __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
-        return (int)at;
-    }
-    return -1;
+    uint64_t t = tails(hdr, fobj, nobj, safe);
+    int id = cached_id(c, fobj, nobj, first, t, h);
+    if (id >= 0) return id;
+    char name[NAME_MAX_BYTES + 8], file[NAME_MAX_BYTES + 8];
+    id = ident_id(identity(hdr, fobj, nobj, first, safe, name, file, sizeof name), name, file);
+    if (id >= 0) cache_put(c, fobj, nobj, first, t, h, (uint32_t)id);
+    return id;
 }
 
-/* Line tables larger than this are read in part from another thread (a
- * line beyond it reads 0). */
-#define SAFE_TABLE_BYTES 16384
 
 /* The line of a code object (fields read from hdr) at byte offset off,
  * decoded from its table; with `safe`, the table is read through
@@ -607,7 +781,7 @@ int vt_pystack_same(const struct vt_pytrail *trail) {
 /* The code slot of Python frame value v, once its names are set; NULL. */
 static const struct code_slot *code_of(uintptr_t v) {
     uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
-    return codes && id < CODE_SLOTS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) ? &codes[id] : NULL;
+    return codes && id < CODE_IDS && __atomic_load_n(&codes[id].ready, __ATOMIC_ACQUIRE) ? &codes[id] : NULL;
 }
 
 /* Whether frame value v (this thread's outermost) runs PyTorch's own code

@@ -66,3 +66,50 @@ def pystack_long_names_kept_as_the_reports_keep_them():
                      for mib in (1, 2, 3, 4)}
             eq(names, {1: "f" * 600 + "_one", 2: "f" * 600 + "_two", 3: "g" * 1020 + "...", 4: "h" * 1019},
                f"{py}: the names")
+
+
+RECOMPILED = r'''
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+cu.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+src = "def generated(n):\n    p = ctypes.c_uint64()\n    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))\n    return p.value\n"
+kept = []
+for i in range(70000):
+    ns = {"cu": cu, "ctypes": ctypes}
+    exec(compile(src, "/gen/generated_%d.py" % (i % 7), "exec"), ns)
+    p = ns["generated"](4096 + i)   # LINE:call
+    if i % 500 == 0:
+        kept.append(p)
+    else:
+        cu.cuMemFree_v2(p)
+print(len(kept))
+'''
+
+
+@test
+def pystack_code_compiled_again_and_again_keeps_its_frames():
+    """A program that compiles the same source 70,000 times (exec in a
+    loop, as generated code is made), each time a new code object, often
+    at an address an earlier one had: the code objects filled vramtrace's
+    table of 65,536 and every Python frame of every later stack was lost
+    without a word (the live allocations made after it had no Python
+    frame, and the leak's call site was libffi; an outside check). A
+    function is interned by its file, name, first line and line table:
+    the seven files' one function are seven functions, however often
+    compiled. A code object at an earlier one's address, its strings at
+    theirs, is told apart by their tails (another file's function passed
+    for the earlier one: "generated_0.py" for "generated_4.py")."""
+    line = 1 + next(i for i, l in enumerate(RECOMPILED.splitlines()) if "LINE:call" in l)
+    for py in pythons():
+        with workdir("vt-recompile-") as work:
+            script = os.path.join(work, "recompile.py")
+            with open(script, "w") as f:
+                f.write(RECOMPILED)
+            r = same_as_without([py, script])
+        eq(r.out, "140\n", f"{py}: the program")
+        d = r.dump
+        got = sorted((a["bytes"] - 4096, python_frames(d, a["stack"])) for a in d["live"])
+        want = [(i, [[f"/gen/generated_{i % 7}.py", 3, "generated"], [script, line, "<module>"]])
+                for i in range(0, 70000, 500)]
+        eq(got, want, f"{py}: every live allocation's Python frames (its bytes less 4096 the iteration's number)")
