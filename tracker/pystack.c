@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,8 +359,8 @@ static const char *arena_copy(char *text) {
 
 /* The id of the function with identity `ident`, interning it (names
  * copied once) when new: 0 when the table has no room, -1 when another
- * thread is interning it at this moment (the frame is read again at the
- * next call). */
+ * thread interning it did not finish (a fork's child of a thread that was
+ * at it). */
 static int ident_id(uint64_t ident, char *name, char *file) {
     uint32_t h = (uint32_t)(ident >> 32) ^ (uint32_t)ident;
     for (uint32_t i = 0; i < 64; i++) {
@@ -391,7 +392,10 @@ static int ident_id(uint64_t ident, char *name, char *file) {
             }
         }
         if (cur != ident) continue;
-        uint32_t id1 = __atomic_load_n(&x->id1, __ATOMIC_ACQUIRE);
+        /* Another thread is copying its names: a few microseconds. */
+        uint32_t id1 = 0;
+        for (int k = 0; k < 2000 && !(id1 = __atomic_load_n(&x->id1, __ATOMIC_ACQUIRE)); k++)
+            if (k >= 100) sched_yield();
         return id1 ? (int)(id1 - 1) : -1;
     }
     return 0;
