@@ -58,6 +58,7 @@
 #include <uthash.h>
 
 #include "../common/format.h"
+#include "refset.h"
 #include "reporters.h"
 #include "varint.h"
 
@@ -80,31 +81,47 @@ enum { SLOT_SIZE, SLOT_ADDR, SLOT_TIME, NSLOTS };
 #define NO_MEMO UINT32_MAX
 #define NHOT (MEMO_FREE - HOT_FIRST)
 
-/* A frame dict or a frame's string, by its content: its memo index once
- * written. A frame dict's entry is made when the export's fetches are
- * counted (hot_indices), before anything is written: `uses` counts the
- * stacks written that hold it, `slot` is the low index kept for it (0:
- * none). */
-struct memo_entry {
+/* No entry: a frame or string written in full (out of memory, or a key
+ * that does not fit). */
+#define NO_ENTRY UINT32_MAX
+
+/* Frame dicts and frames' strings are memoized by content, each distinct
+ * one an entry of a set that keeps no copy of it (refset.h): its ref says
+ * which frame the text is remade from, frame fi of the dump's table or
+ * (SITE_REF | s) stack s's call-site frame; a string's ref is its frame's
+ * shifted by one, with STR_LABEL for the frame's label (else its file).
+ * Copies of the keys (file, line and label) took 111 MB of 170 for a dump
+ * of 47 MB with 60,000 Python functions of 300-character names. */
+#define SITE_REF (1ull << 62)
+#define STR_LABEL 1ull
+/* The longest frame dict's key (frame_key's). */
+#define FRAME_KEY_MAX 2600
+
+/* A frame dict's entry: made when the export's fetches are counted
+ * (hot_indices), before anything is written: `uses` counts the stacks
+ * written that hold it, `slot` is the low index kept for it (0: none);
+ * `memo` its index once written. */
+struct dict_entry {
+    uint64_t uses;
     uint32_t memo;
     uint8_t written;
     uint8_t slot;
-    uint64_t uses;
-    UT_hash_handle hh;
-    char key[];
 };
 
 struct pk {
     FILE *f;
+    const struct vm_dump *d;
     uint32_t memo_next;
     uint32_t *stack_memo;    /* per stack of the current dump: memo index or NO_MEMO */
     uint8_t *hot_stack;      /* per stack: the low memo index kept for its list, or 0 */
-    struct memo_entry **frame_entry; /* per frame of the dump's table: its dict's entry, or NULL */
+    uint32_t *frame_entry;   /* per frame of the dump's table: its dict's entry, or NO_ENTRY */
     const char *names[PK_NAMES];
     uint32_t name_memo[PK_NAMES];
     int nnames;
-    struct memo_entry *frames, *strings;
-    int failed;              /* out of memory: frames are written in full */
+    struct vr_refset frames, strings;
+    struct dict_entry *dict; /* per entry of frames */
+    uint32_t *string_memo;   /* per entry of strings: memo index or NO_MEMO */
+    size_t dict_cap, string_memo_cap;
 };
 
 static void op(struct pk *p, unsigned char c) { fputc(c, p->f); }
@@ -139,25 +156,19 @@ static void memo_put_at(struct pk *p, uint32_t i) { memo_op(p, 'q', 'r', i); }
 
 static void memo_put(struct pk *p) { memo_put_at(p, p->memo_next++); }
 
-/* The entry of `key` in *set, made (not written) when there is none; NULL
- * when out of memory. */
-static struct memo_entry *memo_entry(struct pk *p, struct memo_entry **set, const char *key, size_t len) {
-    struct memo_entry *e;
-    HASH_FIND(hh, *set, key, len, e);
-    if (e || p->failed) return e;
-    e = calloc(1, sizeof *e + len);
-    if (!e) { p->failed = 1; return NULL; }
-    memcpy(e->key, key, len);
-    HASH_ADD(hh, *set, key, len, e);
-    return e;
-}
-
-static void memo_clear(struct memo_entry **set) {
-    struct memo_entry *e, *tmp;
-    HASH_ITER(hh, *set, e, tmp) {
-        HASH_DEL(*set, e);
-        free(e);
-    }
+/* Room for entry m of set s in the array *(T **)arrayp of *cap elements
+ * (each `each` bytes), grown to the set's own room, the new elements
+ * filled with `fill` bytes; 0 when memory ran out. */
+static int entry_room(const struct vr_refset *s, void *arrayp, size_t *cap, size_t each, uint32_t m, int fill) {
+    if (m < *cap) return 1;
+    void *old;
+    memcpy(&old, arrayp, sizeof old);
+    void *grown = realloc(old, s->cap * each);
+    if (!grown) return 0;
+    memset((char *)grown + *cap * each, fill, (s->cap - *cap) * each);
+    memcpy(arrayp, &grown, sizeof grown);
+    *cap = s->cap;
+    return 1;
 }
 
 /* A string of the writer's own (a literal: a key, a type, an action),
@@ -262,48 +273,87 @@ static void pk_display(struct pk *p, const char *s) {
 }
 
 /* A frame's string, memoized by content: a file or function shared by
- * many frames is written once. */
-static void pk_text(struct pk *p, const char *s) {
-    struct memo_entry *e = memo_entry(p, &p->strings, s, strlen(s));
-    if (e && e->written) { memo_get(p, e->memo); return; }
+ * many frames is written once. ref: where it is remade from (SITE_REF). */
+static void pk_text(struct pk *p, const char *s, uint64_t ref) {
+    uint32_t m = vr_refset_add(&p->strings, s, strlen(s), ref, NULL);
+    if (m != NO_ENTRY && !entry_room(&p->strings, &p->string_memo, &p->string_memo_cap, sizeof *p->string_memo, m, 0xff)) m = NO_ENTRY;
+    if (m != NO_ENTRY && p->string_memo[m] != NO_MEMO) { memo_get(p, p->string_memo[m]); return; }
     pk_display(p, s);
-    if (!e) return;
-    e->memo = p->memo_next;
-    e->written = 1;
+    if (m == NO_ENTRY) return;
+    p->string_memo[m] = p->memo_next;
     memo_put(p);
 }
 
+/* A frame's file as its dict names it. */
+static const char *frame_file(const struct vt_frame *f) { return f->file ? f->file : f->module ? f->module : "??"; }
+
 /* A frame's label and its key among frame dicts (file, line and label);
  * the key's length, or -1 when it does not fit. */
-static int frame_key(const struct vt_frame *f, char label[1024], char key[2600]) {
-    const char *file = f->file ? f->file : f->module ? f->module : "??";
+static int frame_key(const struct vt_frame *f, char label[1024], char key[FRAME_KEY_MAX]) {
     vm_frame_label(f, label, 1024);
-    int n = snprintf(key, 2600, "%s%c%ld%c%s", file, 0, (long)f->line, 0, label);
-    return n > 0 && n < 2600 ? n : -1;
+    int n = snprintf(key, FRAME_KEY_MAX, "%s%c%ld%c%s", frame_file(f), 0, (long)f->line, 0, label);
+    return n > 0 && n < FRAME_KEY_MAX ? n : -1;
 }
 
-/* The entry of a frame's dict, made when there is none; NULL when out of
- * memory or its key does not fit. */
-static struct memo_entry *frame_entry(struct pk *p, const struct vt_frame *f) {
-    char label[1024], key[2600];
+static int site_frame_of(const struct vm_dump *d, size_t stack, struct vt_frame *f, char name[1024]);
+
+/* The frame a ref names (SITE_REF), a call-site frame made in *f with
+ * its name in name; NULL for none. */
+static const struct vt_frame *frame_of_ref(const struct vm_dump *d, uint64_t ref, struct vt_frame *f,
+                                           char name[1024]) {
+    if (ref & SITE_REF) return site_frame_of(d, (size_t)(ref & ~SITE_REF), f, name) == 0 ? f : NULL;
+    return ref < d->nframes ? &d->frames[ref] : NULL;
+}
+
+/* The remade key of the frame dict of frame ref (vr_remake_fn). */
+static size_t remake_frame_key(void *ctx, uint64_t ref, char *buf, size_t size) {
+    const struct pk *p = ctx;
+    struct vt_frame site;
+    char name[1024], label[1024];
+    const struct vt_frame *f = frame_of_ref(p->d, ref, &site, name);
+    int n = f && size >= FRAME_KEY_MAX ? frame_key(f, label, buf) : -1;
+    return n < 0 ? SIZE_MAX : (size_t)n;
+}
+
+/* The remade string of ref: its frame's label or file (vr_remake_fn). */
+static size_t remake_string(void *ctx, uint64_t ref, char *buf, size_t size) {
+    const struct pk *p = ctx;
+    struct vt_frame site;
+    char name[1024], label[1024];
+    const struct vt_frame *f = frame_of_ref(p->d, ref >> 1, &site, name);
+    if (!f) return SIZE_MAX;
+    const char *s = ref & STR_LABEL ? vm_frame_label(f, label, sizeof label) : frame_file(f);
+    size_t n = strlen(s);
+    if (n >= size) return SIZE_MAX;
+    memcpy(buf, s, n);
+    return n;
+}
+
+/* The entry of the dict of frame f (whose ref is `ref`), made when there
+ * is none; NO_ENTRY when out of memory or its key does not fit. */
+static uint32_t frame_entry(struct pk *p, const struct vt_frame *f, uint64_t ref) {
+    char label[1024], key[FRAME_KEY_MAX];
     int n = frame_key(f, label, key);
-    return n < 0 ? NULL : memo_entry(p, &p->frames, key, (size_t)n);
+    uint32_t m = n < 0 ? NO_ENTRY : vr_refset_add(&p->frames, key, (size_t)n, ref, NULL);
+    if (m != NO_ENTRY && !entry_room(&p->frames, &p->dict, &p->dict_cap, sizeof *p->dict, m, 0)) return NO_ENTRY;
+    return m;
 }
 
 /* One frame as {filename, line, name}, each distinct one written once (at
- * the low index kept for it, if any) and fetched after. e is its entry,
- * or NULL (out of memory: written in full). */
-static void frame(struct pk *p, const struct vt_frame *f, struct memo_entry *e) {
+ * the low index kept for it, if any) and fetched after. m is its entry,
+ * or NO_ENTRY (written in full); ref the frame's (SITE_REF). */
+static void frame(struct pk *p, const struct vt_frame *f, uint32_t m, uint64_t ref) {
+    struct dict_entry *e = m != NO_ENTRY ? &p->dict[m] : NULL;
     if (e && e->written) { memo_get(p, e->memo); return; }
-    char label[1024], key[2600];
+    char label[1024], key[FRAME_KEY_MAX];
     frame_key(f, label, key);
     uint32_t at = !e ? 0 : e->slot ? e->slot : p->memo_next++;   /* taken before its contents' */
     dict_begin(p);
     pk_name(p, "filename");
-    pk_text(p, f->file ? f->file : f->module ? f->module : "??");
+    pk_text(p, frame_file(f), ref << 1);
     kv_int(p, "line", f->line);
     pk_name(p, "name");
-    pk_text(p, label);
+    pk_text(p, label, ref << 1 | STR_LABEL);
     dict_end(p);
     if (!e) return;
     e->memo = at;
@@ -343,15 +393,15 @@ static int site_frame_of(const struct vm_dump *d, size_t stack, struct vt_frame 
 static void site_frame(struct pk *p, const struct vm_dump *d, size_t stack) {
     struct vt_frame f;
     char name[1024];
-    if (site_frame_of(d, stack, &f, name) == 0) frame(p, &f, frame_entry(p, &f));
+    if (site_frame_of(d, stack, &f, name) == 0) frame(p, &f, frame_entry(p, &f, SITE_REF | stack), SITE_REF | stack);
 }
 
 /* The entry of the dict of frame fi of the dump's table (fr, a pointer
  * to it), kept by index so that its label and key are made once. */
-static struct memo_entry *table_frame_entry(struct pk *p, const struct vm_dump *d, const struct vt_frame *fr) {
+static uint32_t table_frame_entry(struct pk *p, const struct vm_dump *d, const struct vt_frame *fr) {
     size_t fi = (size_t)(fr - d->frames);
-    if (!p->frame_entry || fi >= d->nframes) return frame_entry(p, fr);
-    if (!p->frame_entry[fi]) p->frame_entry[fi] = frame_entry(p, fr);
+    if (!p->frame_entry) return NO_ENTRY;
+    if (p->frame_entry[fi] == NO_ENTRY) p->frame_entry[fi] = frame_entry(p, fr, fi);
     return p->frame_entry[fi];
 }
 
@@ -366,7 +416,7 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     list_begin(p);
     site_frame(p, d, stack);   /* before the frames: its label may use the model's frame buffer */
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
-    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i], table_frame_entry(p, d, fr[i]));
+    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i], table_frame_entry(p, d, fr[i]), (uint64_t)(fr[i] - d->frames));
     list_end(p);
     if (p->hot_stack && p->hot_stack[stack]) {
         p->stack_memo[stack] = p->hot_stack[stack];
@@ -981,13 +1031,13 @@ static uint64_t *stack_uses(const struct vm_dump *d, const struct selection *x) 
     return n;
 }
 
-/* A candidate for a low memo index: a stack's frame list (e NULL, id the
- * stack) or a frame dict (e its entry, id its place among them), and how
+/* A candidate for a low memo index: a stack's frame list (id the stack)
+ * or a frame dict (`dict`, id its entry: its place among them), and how
  * often the export would fetch it. */
 struct cand {
     uint64_t fetches;
     uint32_t id;
-    struct memo_entry *e;
+    int dict;
 };
 
 /* Whether a is a worse pick than b: fewer fetches, or as many and later
@@ -995,7 +1045,7 @@ struct cand {
  * same from run to run). */
 static int worse(const struct cand *a, const struct cand *b) {
     if (a->fetches != b->fetches) return a->fetches < b->fetches;
-    return (a->e != NULL) != (b->e != NULL) ? a->e != NULL : a->id > b->id;
+    return a->dict != b->dict ? a->dict : a->id > b->id;
 }
 
 /* A heap of the NHOT best candidates so far, the worst at its root. */
@@ -1051,27 +1101,34 @@ static void hot_indices(struct pk *p, const struct vm_dump *d, const struct sele
     }
     for (uint32_t s = 0; s < d->nstacks; s++) {
         if (!uses[s]) continue;
-        offer(k, (struct cand){uses[s] - 1, s, NULL});
+        offer(k, (struct cand){uses[s] - 1, s, 0});
         struct vt_frame f;
         char name[1024];
-        struct memo_entry *e;
-        if (site_frame_of(d, s, &f, name) == 0 && (e = frame_entry(p, &f))) e->uses++;
+        uint32_t m;
+        if (site_frame_of(d, s, &f, name) == 0 && (m = frame_entry(p, &f, SITE_REF | s)) != NO_ENTRY) p->dict[m].uses++;
         const struct vt_frame *const *fr = vm_stack_frames(d, s);
         for (size_t i = 0; fr && i < d->stacks[s].nframes; i++)
-            if ((e = table_frame_entry(p, d, fr[i]))) e->uses++;
+            if ((m = table_frame_entry(p, d, fr[i])) != NO_ENTRY) p->dict[m].uses++;
     }
-    uint32_t serial = 0;   /* a dict's place among them: the ties' order */
-    for (struct memo_entry *e = p->frames; e; e = e->hh.next, serial++)
-        if (e->uses) offer(k, (struct cand){e->uses - 1, serial, e});
+    /* A dict's entry is its place among them: the ties' order. */
+    for (uint32_t m = 0; m < p->frames.n; m++)
+        if (p->dict[m].uses) offer(k, (struct cand){p->dict[m].uses - 1, m, 1});
     for (size_t i = 0; i < k->n; i++) {
         uint8_t slot = (uint8_t)(HOT_FIRST + i);
-        if (k->h[i].e) k->h[i].e->slot = slot;
+        if (k->h[i].dict) p->dict[k->h[i].id].slot = slot;
         else hs[k->h[i].id] = slot;
     }
     p->memo_next = HOT_FIRST + (uint32_t)k->n;
     free(uses);
     free(k);
     p->hot_stack = hs;
+}
+
+static void pk_free(struct pk *p) {
+    vr_refset_free(&p->frames);
+    vr_refset_free(&p->strings);
+    free(p->dict);
+    free(p->string_memo);
 }
 
 int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
@@ -1091,8 +1148,11 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         return -1;
     }
     for (size_t j = 0; j < d->nstacks; j++) memo[j] = NO_MEMO;
-    struct memo_entry **frame_entry = calloc(d->nframes ? d->nframes : 1, sizeof *frame_entry);
-    struct pk p = {.f = f, .memo_next = MEMO_FREE, .stack_memo = memo, .frame_entry = frame_entry};
+    uint32_t *frame_entry = malloc((d->nframes ? d->nframes : 1) * sizeof *frame_entry);
+    if (frame_entry) memset(frame_entry, 0xff, d->nframes * sizeof *frame_entry);
+    struct pk p = {.f = f, .d = d, .memo_next = MEMO_FREE, .stack_memo = memo, .frame_entry = frame_entry};
+    vr_refset_init(&p.frames, remake_frame_key, &p, FRAME_KEY_MAX - 1);
+    vr_refset_init(&p.strings, remake_string, &p, 2 * VM_NAME_MAX);
     hot_indices(&p, d, &x);
     int ndev = 0;
     for (size_t j = 0; j < d->ndevices; j++)
@@ -1114,8 +1174,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     pk_str(&p, "device_traces");
     struct by_dev b;
     if (by_device(d, &x, ndev, &b) != 0) {
-        memo_clear(&p.frames);
-        memo_clear(&p.strings);
+        pk_free(&p);
         free(frame_entry);
         free(p.hot_stack);
         free(memo);
@@ -1137,8 +1196,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     dict_end(&p);
     dict_end(&p);
     op(&p, '.'); /* STOP */
-    memo_clear(&p.frames);
-    memo_clear(&p.strings);
+    pk_free(&p);
     free(frame_entry);
     free(p.hot_stack);
     free(memo);
