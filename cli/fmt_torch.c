@@ -601,6 +601,7 @@ struct key_set {
     uint32_t *slot;
     uint8_t *tag;            /* a byte of each slot's key hash */
     size_t cap, used, live;  /* used: slots not empty (keys and removed ones) */
+    size_t max_cap;          /* the most slots it may have (replay) */
     const struct vm_dump *d;
     const struct selection *x;
 };
@@ -650,12 +651,14 @@ static uint64_t event_key_hash(const struct key_set *s, size_t i, const struct v
     return key_hash(e->device, ev_address(s->x, i, e));
 }
 
-/* Event i's (e's) key added (it is not in s); 0, or -1 when out of memory. */
+/* Event i's (e's) key added (it is not in s); 0, 1 when s would pass its
+ * max_cap, or -1 when out of memory. */
 static int key_add(struct key_set *s, size_t i, const struct vm_event *e) {
     if (4 * (s->used + 1) > 3 * s->cap) {
         struct key_set t;
         size_t cap = s->cap;
         while (cap < 2 * (s->live + 1)) cap *= 2;
+        if (cap > s->max_cap) return 1;
         if (!key_set_make(&t, cap, s->d, s->x)) return -1;
         for (size_t j = 0; j < s->cap; j++)
             if (s->slot[j] > KEY_GONE) {
@@ -663,6 +666,7 @@ static int key_add(struct key_set *s, size_t i, const struct vm_event *e) {
                 key_put(&t, event_key_hash(s, s->slot[j] - 2, &k), s->slot[j] - 2);
             }
         free(s->slot);
+        t.max_cap = s->max_cap;
         *s = t;
     }
     key_put(s, event_key_hash(s, i, e), i);
@@ -737,12 +741,32 @@ static void seg_take(struct segments *g, int device, uint64_t address) {
     key_del(&g->extra, device, address);
 }
 
-/* Free event i's (e's) segment put into the replay's set; 0, or -1 when
- * out of memory. */
+/* Free event i's (e's) segment put into the replay's set; 0, 1 when the
+ * set of added keys would pass its room, or -1 when out of memory. */
 static int seg_put(struct segments *g, size_t i, const struct vm_event *e) {
     size_t at = seg_at(g, e->device, ev_address(g->extra.x, i, e));
     if (at == SIZE_MAX) return key_add(&g->extra, i, e);
     set_bit(g->present, at, 1);
+    return 0;
+}
+
+/* The replay's set of live segments as it is before the replay: the
+ * first of each run of keys. */
+static void present_reset(struct segments *g) {
+    memset(g->present, 0, g->n / 8 + 1);
+    for (size_t i = 0; i < g->n; i++)
+        if (i == 0 || g->k[i].device != g->k[i - 1].device || g->k[i].address != g->k[i - 1].address)
+            set_bit(g->present, i, 1);
+}
+
+/* The replay's set of added keys emptied, of at most max_cap slots. 0, or
+ * -1 when out of memory. */
+static int extra_reset(struct segments *g, size_t max_cap) {
+    const struct vm_dump *d = g->extra.d;
+    const struct selection *x = g->extra.x;
+    free(g->extra.slot);
+    if (!key_set_make(&g->extra, 1024, d, x)) return -1;
+    g->extra.max_cap = max_cap;
     return 0;
 }
 
@@ -871,6 +895,71 @@ oom:
     return -1;
 }
 
+/* The replay of the events whose keys are in part `part` of `parts` (a
+ * power of two), last to first from the segments: an allocation's segment
+ * exists after it, a free's does not. 0, 1 when the set of added keys
+ * would pass its room (*at the event that would have passed it), -1 when
+ * out of memory. */
+static int replay_part(const struct vm_dump *d, struct selection *x, struct segments *g, uint64_t part,
+                       uint64_t parts, size_t *at) {
+    struct vm_ev_back back;
+    struct vm_event ev, *e = &ev;
+    for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
+        size_t i = back.i;
+        if (e->type == 'o' || !(x->ev[i] & (EV_OWN | EV_MAPPED))) continue;
+        uint64_t address = ev_address(x, i, e);
+        if ((key_hash(e->device, address) >> 32 & (parts - 1)) != part) continue;
+        int has = seg_has(g, e->device, address);
+        if (e->type == 'a' && has) {
+            seg_take(g, e->device, address);
+            x->ev[i] |= EV_OK;
+        } else if (e->type == 'f' && !has) {
+            int rc = seg_put(g, i, e);
+            *at = i;
+            if (rc != 0) return rc;
+            x->ev[i] |= EV_OK;
+        }
+    }
+    return 0;
+}
+
+/* The replay, kept within its room. The set of keys a free adds that no
+ * live segment has holds, at its largest, every free whose allocation the
+ * event ring no longer had: a ring of 1,000,000 frees whose allocations
+ * were dropped made it 16 MB at its remaking, 1.6 times the 10 MB dump.
+ * So its slots may take a quarter of the packed events' bytes (1 MiB at
+ * least); where they would take more, the replay starts again in parts,
+ * each a pass over the events for the keys whose hash falls in it: a key's
+ * events are all in one part, and nothing of one key's replay depends on
+ * another's, so the marks are the same as one pass's. 0, or -1 when out of
+ * memory. */
+static int replay(const struct vm_dump *d, struct selection *x, struct segments *g) {
+    size_t room = d->events.len / 4 > (1u << 20) ? d->events.len / 4 : (1u << 20);
+    size_t max_cap = 1024;
+    while (max_cap * 2 * (sizeof *g->extra.slot + 1) <= room) max_cap *= 2;
+    for (uint64_t parts = 1;;) {
+        /* A part of more keys than its room even so (keys whose hashes
+         * agree) is let grow. */
+        if (parts >= 1024) max_cap = SIZE_MAX;
+        int rc = 0;
+        size_t at = 0;
+        present_reset(g);
+        for (uint64_t part = 0; part < parts && rc == 0; part++)
+            if ((rc = extra_reset(g, max_cap)) == 0) rc = replay_part(d, x, g, part, parts, &at);
+        if (rc <= 0) return rc;
+        /* As many more parts as the part's keys, at the rate they came
+         * (the events after `at` were read), need for half its room each,
+         * at least twice as many. */
+        double keys = (double)g->extra.live * (double)d->nevents / (double)(d->nevents - at);
+        uint64_t more = 2;
+        while (more < 1024 && (double)more * (double)max_cap / 2 < keys) more *= 2;
+        parts *= more;
+        /* Too many keys in one part: the marks so far are undone. */
+        for (size_t i = 0; i < d->nevents; i++)
+            if (x->ev[i] & (EV_OWN | EV_MAPPED)) x->ev[i] &= (uint8_t)~EV_OK;
+    }
+}
+
 static int select_exported(const struct vm_dump *d, struct selection *x) {
     struct seg *vmm_live = NULL;
     struct segments set;
@@ -893,24 +982,9 @@ static int select_exported(const struct vm_dump *d, struct selection *x) {
         h->mapped = l->address;
     }
     if (vmm_lives(d, x, vmm_live) != 0) goto oom;
-    struct vm_ev_back back;
-    struct vm_event ev, *e = &ev;
-    /* The replay, last to first from the segments: an allocation's
-     * segment exists after it, a free's does not. */
-    if (!key_set_make(&set.extra, 1024, d, x)) goto oom;
-    for (vm_ev_back_from_end(&back, &d->events); vm_ev_prev(&back, e);) {
-        size_t i = back.i;
-        if (e->type == 'o' || !(x->ev[i] & (EV_OWN | EV_MAPPED))) continue;
-        uint64_t address = ev_address(x, i, e);
-        int has = seg_has(&set, e->device, address);
-        if (e->type == 'a' && has) {
-            seg_take(&set, e->device, address);
-            x->ev[i] |= EV_OK;
-        } else if (e->type == 'f' && !has) {
-            if (seg_put(&set, i, e) != 0) goto oom;
-            x->ev[i] |= EV_OK;
-        }
-    }
+    set.extra.d = d;
+    set.extra.x = x;
+    if (replay(d, x, &set) != 0) goto oom;
     segments_free(&set);
     seg_clear(&vmm_live);
     return 0;
