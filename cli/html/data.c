@@ -137,6 +137,64 @@ static void put_labels(FILE *f, const char *name, const struct vt_labels *l) {
     fputc(']', f);
 }
 
+/* What the page's names are remade from (vh_names' name_of): frame fi of
+ * the dump's table (SRC_SITE clear), or part k of call site i's label
+ * (SRC_SITE | i << 16 | k); sites is set once the call sites are
+ * labelled. */
+#define SRC_SITE (1ull << 63)
+struct name_source {
+    const struct vm_dump *d;
+    const struct vt_labels *sites;
+};
+
+/* Frame fi's text on the page, the name the names table gives it. */
+static void frame_where(const struct vm_dump *d, size_t fi, char where[MAXLABEL]) {
+    const struct vt_frame *fp = &d->frames[fi];
+    char raw[MAXLABEL];
+    vr_safe(vt_frame_where(fp, raw, sizeof raw), where, MAXLABEL);
+    /* As the text report marks it (common/summary.c). */
+    if (fp->inlined) strncat(where, " (inlined)", MAXLABEL - strlen(where) - 1);
+}
+
+/* Frame fi's key among the page's frames: '1' for a library's frame, else
+ * '0', then its text (frame_where). Its length. */
+static size_t frame_key(const struct vm_dump *d, size_t fi, char key[MAXLABEL + 1]) {
+    key[0] = frame_is_library(&d->frames[fi]) ? '1' : '0';
+    frame_where(d, fi, key + 1);
+    return strlen(key);
+}
+
+/* The page frame's key of frame ref (vr_remake_fn). */
+static size_t remake_frame_key(void *ctx, uint64_t ref, char *buf, size_t size) {
+    const struct name_source *n = ctx;
+    char key[MAXLABEL + 1];
+    if (ref >= n->d->nframes) return SIZE_MAX;
+    size_t len = frame_key(n->d, (size_t)ref, key);
+    return len < size ? (size_t)snprintf(buf, size, "%s", key) : SIZE_MAX;
+}
+
+/* A name of the names table remade from its source (vr_remake_fn). */
+static size_t remake_name(void *ctx, uint64_t src, char *buf, size_t size) {
+    const struct name_source *n = ctx;
+    char where[MAXLABEL];
+    if (!(src & SRC_SITE)) {
+        if (src >= n->d->nframes) return SIZE_MAX;
+        frame_where(n->d, (size_t)src, where);
+        size_t len = strlen(where);
+        return len < size ? (size_t)snprintf(buf, size, "%s", where) : SIZE_MAX;
+    }
+    const char *q = n->sites ? vt_label_of(n->sites, (uint32_t)((src & ~SRC_SITE) >> 16)) : NULL;
+    for (uint64_t k = src & 0xffff; q && k > 0; k--)
+        if ((q = strstr(q, " -> "))) q += 4;
+    if (!q) return SIZE_MAX;
+    const char *end = strstr(q, " -> ");
+    size_t len = end ? (size_t)(end - q) : strlen(q);
+    if (len >= size) return SIZE_MAX;
+    memcpy(buf, q, len);
+    buf[len] = 0;
+    return len;
+}
+
 /* ",\"sp\":PACKED": per call site, how many parts its label has (split
  * at " -> ") and their entries in the names table. */
 static int put_sites(FILE *f, const struct vt_labels *sites, struct vh_names *names) {
@@ -150,12 +208,14 @@ static int put_sites(FILE *f, const struct vt_labels *sites, struct vh_names *na
         vh_pack(&p, (int64_t)nparts);
         char *part = malloc(len + 1);
         if (!part) { ok = 0; break; }
-        for (const char *q = label;;) {
+        /* Part j of a label of MAXLABEL bytes: j is below 2^16. */
+        uint64_t j = 0;
+        for (const char *q = label;; j++) {
             const char *end = strstr(q, " -> ");
             size_t k = end ? (size_t)(end - q) : strlen(q);
             memcpy(part, q, k);
             part[k] = 0;
-            long e = vh_names_add(names, part, 0);
+            long e = vh_names_add(names, part, 0, SRC_SITE | (uint64_t)i << 16 | j);
             if (e < 0) { ok = 0; break; }
             vh_pack(&p, e);
             if (!end) break;
@@ -178,8 +238,16 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     }
     /* Each node of the page's tree ends the path of one of the dump's own nodes at least. */
     if (total > d->nnodes) total = d->nnodes;
-    struct vt_labels *frames = vt_labels_new();
-    struct vh_names names = {0};
+    /* The page's frames by their key (frame_key), and the names, keep no
+     * copy of a frame's text: both remake it from the dump's frame
+     * (refset.h). Copies of each distinct frame's text in four tables took
+     * 113 MB of the 174 MB that a page of 60,000 Python functions with
+     * 300-character names and paths (a dump of 47 MB) needed. */
+    struct name_source src = {d, NULL};
+    struct vr_refset frames;
+    vr_refset_init(&frames, remake_frame_key, &src, MAXLABEL);
+    struct vh_names names;
+    vh_names_init(&names, remake_name, &src);
     struct tree t = {0};
     /* At most three quarters full (a table kept half full was 34 MB of
      * a page's 170 MB for 2,350,000 nodes), and no bigger: a power of two
@@ -202,7 +270,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
     t.nodes = d->nodes;
     t.page_of = page_of;
     t.fr_of = fr_of;
-    int ok = frames && t.slot && lib && fr_of && page_of && path;
+    int ok = t.slot && lib && fr_of && page_of && path;
     for (size_t i = 0; ok && i < d->nframes; i++) fr_of[i] = UINT32_MAX;
     for (size_t i = 0; ok && i < d->nnodes; i++) page_of[i] = UINT32_MAX;
     size_t nframes = 0;
@@ -215,18 +283,13 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         while (np > 0 && ok) {
             uint32_t m = path[--np], fi = d->nodes[m].frame;
             if (fr_of[fi] == UINT32_MAX) {
-                const struct vt_frame *fp = &d->frames[fi];
-                char raw[MAXLABEL], where[MAXLABEL], key[MAXLABEL + 1];
-                vr_safe(vt_frame_where(fp, raw, sizeof raw), where, sizeof where);
-                /* As the text report marks it (common/summary.c). */
-                if (fp->inlined) strncat(where, " (inlined)", sizeof where - strlen(where) - 1);
-                int l = frame_is_library(fp), added = 0;
-                snprintf(key, sizeof key, "%c%s", l ? '1' : '0', where);
-                uint32_t fr = vt_label_group(frames, key, &added);
+                char key[MAXLABEL + 1];
+                int added = 0;
+                uint32_t fr = vr_refset_add(&frames, key, frame_key(d, fi, key), fi, &added);
                 if (fr == UINT32_MAX) { ok = 0; break; }
                 if (added) {
-                    lib[nframes++] = (uint8_t)l;
-                    if (vh_names_add(&names, where, 1) < 0) { ok = 0; break; }
+                    lib[nframes++] = (uint8_t)(key[0] == '1');
+                    if (vh_names_add(&names, key + 1, 1, fi) < 0) { ok = 0; break; }
                 }
                 fr_of[fi] = fr;
             }
@@ -265,6 +328,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         *site_of = malloc((d->nstacks + 1) * sizeof **site_of);
         *sites = vt_labels_new();
         ok = *site_of && *sites;
+        src.sites = *sites;
     }
     for (size_t i = 0; ok && i < d->nstacks; i++) {
         char where[MAXLABEL];
@@ -280,7 +344,7 @@ static int stacks(FILE *f, const struct vm_dump *d, uint32_t **site_of, struct v
         fputc('"', f);
         vh_names_write(f, &names);
     }
-    vt_labels_free(frames);
+    vr_refset_free(&frames);
     vh_names_free(&names);
     free(lib);
     return ok ? 0 : -1;

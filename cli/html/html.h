@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../refset.h"
 #include "../reporters.h"
 
 /* The page's style and script, NUL-terminated (build/html/page.css and
@@ -59,22 +60,34 @@ void vh_pack_print(FILE *f, const char *name, const struct vh_pack *p);
 
 struct vt_labels;
 
+/* The longest name of the names table, with its NUL. */
+#define VH_NAME_MAX 1024
+
 /* The names of one data block (frames, call sites' parts) as entries of a
  * table: each entry is (head, rest, line) over one table of strings, read
  * head + (rest ? " " + rest : "") + (line ? ":" + line : ""), so that a
- * file or function shared by many frames is written once. */
+ * file or function shared by many frames is written once. The table keeps
+ * no copy of a name or a string (refset.h): each entry keeps the number
+ * its name is remade from by the caller's name_of, each string the entry
+ * it is a piece of. */
 struct vh_names {
-    struct vt_labels *strings, *whole;
-    uint32_t *entry_of;
-    size_t nentry_of;
+    struct vr_refset strings, whole; /* whole: by each name, the first entry that reads so */
+    uint64_t *src;           /* per entry: what name_of remakes its name from */
     uint64_t *triples;
     size_t n, cap;
+    vr_remake_fn *name_of;
+    void *ctx;
 };
 
-/* The entry of name: a new one when `fresh` (entries 0..n-1 stay the
- * frames even where two frames read alike), else the first entry that
- * reads the same, or a new one; -1 when memory ran out. */
-long vh_names_add(struct vh_names *t, const char *name, int fresh);
+/* An empty table whose names name_of remakes (at most VH_NAME_MAX - 1
+ * bytes each). */
+void vh_names_init(struct vh_names *t, vr_remake_fn *name_of, void *ctx);
+
+/* The entry of name, which name_of remakes from src: a new one when
+ * `fresh` (entries 0..n-1 stay the frames even where two frames read
+ * alike), else the first entry that reads the same, or a new one; -1 when
+ * memory ran out. */
+long vh_names_add(struct vh_names *t, const char *name, int fresh, uint64_t src);
 
 /* ",\"strs\":[...],\"names\":PACKED": the strings and each entry's three
  * numbers (head, rest + 1 or 0, line or 0). */

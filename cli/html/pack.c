@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/labels.h"
 #include "html.h"
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -93,57 +92,78 @@ static void split_where(const char *s, char *head, char *rest, int *has_rest, un
     }
 }
 
-/* Appends name as a new entry; its pieces are interned. */
-static long add_entry(struct vh_names *t, const char *name) {
-    size_t len = strlen(name) + 1;
-    char *head = malloc(len), *rest = malloc(len);
-    if (!head || !rest) { free(head); free(rest); return -1; }
+/* The name of entry e (whole's ref), remade by the caller's name_of. */
+static size_t remake_name(void *ctx, uint64_t e, char *buf, size_t size) {
+    const struct vh_names *t = ctx;
+    return e < t->n ? t->name_of(t->ctx, t->src[e], buf, size) : SIZE_MAX;
+}
+
+/* A string: the head (ref 2e) or the rest (2e + 1) of entry e's name. */
+static size_t remake_piece(void *ctx, uint64_t ref, char *buf, size_t size) {
+    char name[VH_NAME_MAX], head[VH_NAME_MAX], rest[VH_NAME_MAX];
+    if (remake_name(ctx, ref >> 1, name, sizeof name) >= sizeof name) return SIZE_MAX;
     int has_rest;
     unsigned long line;
-    split_where(name, head, rest, &has_rest, &line, len);
-    uint32_t a = vt_label_group(t->strings, head, NULL);
-    uint32_t b = has_rest ? vt_label_group(t->strings, rest, NULL) : 0;
-    free(head);
-    free(rest);
-    if (a == UINT32_MAX || b == UINT32_MAX) return -1;
+    split_where(name, head, rest, &has_rest, &line, sizeof head);
+    return (size_t)snprintf(buf, size, "%s", ref & 1 ? rest : head);
+}
+
+void vh_names_init(struct vh_names *t, vr_remake_fn *name_of, void *ctx) {
+    memset(t, 0, sizeof *t);
+    t->name_of = name_of;
+    t->ctx = ctx;
+    vr_refset_init(&t->whole, remake_name, t, VH_NAME_MAX - 1);
+    vr_refset_init(&t->strings, remake_piece, t, VH_NAME_MAX - 1);
+}
+
+/* Appends name, remade from src, as entry t->n: made before its name and
+ * pieces are looked for, so that they can be remade from it. */
+static long add_entry(struct vh_names *t, const char *name, uint64_t src) {
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 256;
         uint64_t *v = realloc(t->triples, 3 * cap * sizeof *v);
-        if (!v) return -1;
-        t->triples = v;
+        if (v) t->triples = v;
+        uint64_t *w = v ? realloc(t->src, cap * sizeof *w) : NULL;
+        if (!w) return -1;
+        t->src = w;
         t->cap = cap;
     }
-    t->triples[3 * t->n] = a;
-    t->triples[3 * t->n + 1] = has_rest ? (uint64_t)b + 1 : 0;
-    t->triples[3 * t->n + 2] = line;
-    return (long)t->n++;
+    size_t e = t->n++;
+    t->src[e] = src;
+    char head[VH_NAME_MAX], rest[VH_NAME_MAX];
+    int has_rest;
+    unsigned long line;
+    split_where(name, head, rest, &has_rest, &line, sizeof head);
+    uint32_t a = vr_refset_add(&t->strings, head, strlen(head), (uint64_t)e << 1, NULL);
+    uint32_t b = has_rest ? vr_refset_add(&t->strings, rest, strlen(rest), (uint64_t)e << 1 | 1, NULL) : 0;
+    if (a == UINT32_MAX || b == UINT32_MAX) return -1;
+    t->triples[3 * e] = a;
+    t->triples[3 * e + 1] = has_rest ? (uint64_t)b + 1 : 0;
+    t->triples[3 * e + 2] = line;
+    return (long)e;
 }
 
-long vh_names_add(struct vh_names *t, const char *name, int fresh) {
-    if (!t->strings && !(t->strings = vt_labels_new())) return -1;
-    if (!t->whole && !(t->whole = vt_labels_new())) return -1;
-    int added = 0;
-    uint32_t g = vt_label_group(t->whole, name, &added);
-    if (g == UINT32_MAX) return -1;
-    if (!added && !fresh) return (long)t->entry_of[g];
-    long e = add_entry(t, name);
-    if (e < 0 || !added) return e;
-    if (g >= t->nentry_of) {
-        size_t cap = t->nentry_of ? 2 * t->nentry_of : 256;
-        uint32_t *v = realloc(t->entry_of, cap * sizeof *v);
-        if (!v) return -1;
-        t->entry_of = v;
-        t->nentry_of = cap;
+long vh_names_add(struct vh_names *t, const char *name, int fresh, uint64_t src) {
+    size_t len = strlen(name);
+    if (len >= VH_NAME_MAX) return -1;
+    if (!fresh) {
+        int added = 0;
+        uint32_t m = vr_refset_add(&t->whole, name, len, t->n, &added);
+        if (m == UINT32_MAX) return -1;
+        if (!added) return (long)vr_refset_ref(&t->whole, m);
+        return add_entry(t, name, src);   /* entry t->n, which whole's new member names */
     }
-    t->entry_of[g] = (uint32_t)e;
+    long e = add_entry(t, name, src);
+    if (e < 0 || vr_refset_add(&t->whole, name, len, (uint64_t)e, NULL) == UINT32_MAX) return -1;
     return e;
 }
 
 void vh_names_write(FILE *f, struct vh_names *t) {
+    char s[VH_NAME_MAX];
     fputs(",\"strs\":[", f);
-    for (size_t i = 0; t->strings && i < vt_labels_count(t->strings); i++) {
+    for (uint32_t i = 0; i < t->strings.n; i++) {
         if (i) fputc(',', f);
-        vh_json_string(f, vt_label_of(t->strings, (uint32_t)i));
+        vh_json_string(f, remake_piece(t, vr_refset_ref(&t->strings, i), s, sizeof s) < sizeof s ? s : "");
     }
     fputc(']', f);
     struct vh_pack p;
@@ -153,9 +173,9 @@ void vh_names_write(FILE *f, struct vh_names *t) {
 }
 
 void vh_names_free(struct vh_names *t) {
-    vt_labels_free(t->strings);
-    vt_labels_free(t->whole);
+    vr_refset_free(&t->strings);
+    vr_refset_free(&t->whole);
     free(t->triples);
-    free(t->entry_of);
-    memset(t, 0, sizeof *t);
+    free(t->src);
+    vh_names_init(t, t->name_of, t->ctx);
 }
