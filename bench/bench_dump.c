@@ -1,13 +1,16 @@
 /* bench_dump.c -- the shape of a big dump, for bench/bench_dump.py.
  *
- *   bench_dump N NSTACKS [outer D]
+ *   bench_dump N NSTACKS [outer D | reverse]
  *       max(N, NSTACKS) allocations of 256 bytes, the i-th from distinct
  *       stack i % NSTACKS, of which the first N are kept live and the rest
  *       freed (ten levels of calls each made from one of four
  *       functions, below ten levels of plain recursion, as bench_shapes.c's
  *       stacks; with "outer D", the ten chosen levels outermost and D
  *       plain levels below them, stacks.h's outer()), then one named dump
- *       (vramtrace_dump), timed; prints
+ *       (vramtrace_dump), timed; with "reverse", all N allocations are
+ *       kept and then freed last first before the dump (where the ring
+ *       holds fewer events than 2 x N, it holds frees whose allocations
+ *       were dropped); prints
  *       "dump_s X cpu_s C thread_cpu_s W rss_kb A hwm_added_kb B path P": the
  *       dump's wall and CPU time (the process's, and the dumping thread's
  *       alone: the live publisher's thread runs beside it),
@@ -49,8 +52,9 @@ static long status_kb(const char *key) {
 
 int main(int argc, char **argv) {
     int below = argc == 5 && strcmp(argv[3], "outer") == 0 ? atoi(argv[4]) : -1;
-    if (argc != 3 && below < 0) {
-        fprintf(stderr, "usage: bench_dump N NSTACKS [outer D]\n");
+    int reverse = argc == 4 && strcmp(argv[3], "reverse") == 0;
+    if (argc != 3 && below < 0 && !reverse) {
+        fprintf(stderr, "usage: bench_dump N NSTACKS [outer D | reverse]\n");
         return 2;
     }
     long n = atol(argv[1]);
@@ -62,6 +66,7 @@ int main(int argc, char **argv) {
     long sum = 0;
     for (long i = 0; i < total; i++) sum += below >= 0 ? outer(below, (unsigned)(i % nstacks)) : deep(10, (unsigned)(i % nstacks));
     for (long i = n; i < total; i++) cuMemFree(kept[i]);
+    for (long i = n; reverse && i-- > 0;) cuMemFree(kept[i]);
     struct vramtrace_api vt;
     vramtrace_load(&vt);
     long rss = status_kb("VmRSS:");

@@ -13,7 +13,13 @@ speed in MB of dump a second (text format), the peak resident memory of
 every other format, and the torch export's size over the dump's. Then a
 dump whose history is most of it: 1,000,000 events over one stack
 (bench_alloc's 700,000 pairs, the ring's last million kept), every
-format's peak resident memory over its size.
+format's peak resident memory over its size. Then two shapes that took an
+earlier CLI past twice the dump: 60,000 Python functions of
+300-character names in files of 300-character paths, one live allocation
+each (every frame's text long and distinct), and 1,000,000 allocations
+freed last first (`bench_dump 1000000 1 reverse`: the ring holds the
+frees, their allocations dropped); every format's peak resident memory
+over the dump's size, and each format's MB of dump a second of CPU time.
 
 BENCH_LIB and BENCH_CLI run another build's library and CLI (a dump of
 format version 1 is measured by its own sections where it has them);
@@ -155,6 +161,57 @@ def history(lib, cli, work, label):
           "over the dump's size: " + ", ".join(f"{k} {v / size:.2f}x" if v else f"{k} failed" for k, v in rss.items()))
 
 
+# A Python program whose every frame's text is long and distinct: NF
+# functions named by NAMELEN characters, each compiled in a file of its own
+# with a path of PATHLEN characters, each allocating once through ctypes.
+PYNAMES = r"""
+import ctypes, sys
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+keep = []
+def leaf():
+    p = ctypes.c_uint64(); cu.cuMemAlloc_v2(ctypes.byref(p), 256); keep.append(p.value)
+NF, NAMELEN, PATHLEN = (int(a) for a in sys.argv[1:4])
+for i in range(NF):
+    name = "f%d_" % i + "x" * NAMELEN
+    g = {}
+    exec(compile("def %s(leaf):\n    leaf()\n" % name, "/long/path/d%d/" % i + "p" * PATHLEN + ".py", "exec"), g)
+    g[name](leaf)
+"""
+
+
+def formats(cli, path, label, what):
+    """Every format's peak resident memory over the dump's size, and its
+    MB of dump a second of CPU time."""
+    size = os.path.getsize(path)
+    res = []
+    for fmt in ("text", "json", "folded", "html", "torch"):
+        fp, _, cpu, rss = timed([cli, "report", path, "--format", fmt, "-o", os.devnull])
+        res.append(f"{fmt} {rss / size:.2f}x ({size / 1e6 / max(cpu, 1e-3):.0f} MB/s)" if fp.returncode == 0
+                   else f"{fmt} failed")
+    print(f"  {label}{what}: dump {size / 1e6:.1f} MB; report, every format, resident over the dump's size "
+          "(MB/s of CPU): " + ", ".join(res))
+
+
+def python_names(lib, cli, work, label, nf=60000, namelen=300, pathlen=300):
+    out = os.path.join(work, "p.json")
+    env = dict(os.environ, LD_PRELOAD=lib, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off", VRAMTRACE_LIVE="0",
+               LD_LIBRARY_PATH=os.path.dirname(PROG))
+    subprocess.run([sys.executable, "-c", PYNAMES, str(nf), str(namelen), str(pathlen)], env=env,
+                   capture_output=True, text=True, check=True)
+    formats(cli, out, label, f"{nf:,} Python functions, {namelen}-character names, {pathlen}-character paths")
+    os.unlink(out)
+
+
+def dropped_frees(lib, cli, work, label):
+    out = os.path.join(work, "r.json")
+    env = dict(os.environ, LD_PRELOAD=lib, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off", VRAMTRACE_LIVE="0")
+    p = subprocess.run([PROG, "1000000", "1", "reverse"], env=env, capture_output=True, text=True, check=True)
+    path = dict(zip(p.stdout.split()[::2], p.stdout.split()[1::2]))["path"]
+    formats(cli, path, label, "1,000,000 allocations freed last first (the ring's frees, their allocations dropped)")
+    os.unlink(path)
+
+
 def main():
     args = [int(a) for a in sys.argv[1:]]
     shapes = [(live, n, None) for live, n in zip(args[::2], args[1::2])] or SHAPES
@@ -168,6 +225,11 @@ def main():
                 history(os.path.join(BEFORE, "build", "libvramtrace.so"), os.path.join(BEFORE, "build", "vramtrace"),
                         work, "before: ")
             history(LIB, CLI, work, "after:  " if BEFORE else "")
+            for case in (python_names, dropped_frees):
+                if BEFORE:
+                    case(os.path.join(BEFORE, "build", "libvramtrace.so"), os.path.join(BEFORE, "build", "vramtrace"),
+                         work, "before: ")
+                case(LIB, CLI, work, "after:  " if BEFORE else "")
     print("  targets: dump <= 1.00x the budget; write < 1 s and <= 64 MiB added; "
           "report <= 2x the dump resident and >= 100 MB/s; torch export <= the dump plus its frames")
 
