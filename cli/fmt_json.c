@@ -110,11 +110,22 @@ struct encodings {
     struct frame_text *frame; /* by index in d->frames */
 };
 
-/* A frame's strings as put() writes them ("null" for none); state 0 not
- * worked out yet, 1 done, 2 a string jansson refuses (the frame is left
- * out of its array, as json_array_append_new of a failed pack leaves it). */
+/* A frame's strings as put() writes them: each is "null" for none, the
+ * model's own string between quotes where jansson writes it as it is (text
+ * of printable ASCII without a quote or backslash: nearly every name), or
+ * its encoding, kept. A copy of every frame's strings took as much as the
+ * dump's own strings: 20 MB more for 10,000 Python functions of 1,000-
+ * character names in files of 2,000-character paths (a 22 MB dump). state
+ * 0 not worked out yet, 1 done, 2 a string jansson refuses (the frame is
+ * left out of its array, as json_array_append_new of a failed pack leaves
+ * it). */
+enum { TEXT_NULL, TEXT_PLAIN, TEXT_ENCODED };
+struct text {
+    char *encoded;           /* TEXT_ENCODED's, owned */
+    uint8_t how;
+};
 struct frame_text {
-    char *function, *file, *module;
+    struct text function, file, module;
     int state;
 };
 
@@ -143,9 +154,9 @@ static void encodings_free(struct encodings *e, const struct vm_dump *d) {
     free(e->site);
     if (e->frame)
         for (size_t i = 0; i < d->nframes; i++) {
-            free(e->frame[i].function);
-            free(e->frame[i].file);
-            free(e->frame[i].module);
+            free(e->frame[i].function.encoded);
+            free(e->frame[i].file.encoded);
+            free(e->frame[i].module.encoded);
         }
     free(e->frame);
     free(e->kind);
@@ -163,8 +174,26 @@ static const char *site_text(const struct vm_dump *d, size_t stack, struct encod
     return *at;
 }
 
-/* s as str_or_null(s) is written: "null" for none; NULL where refused. */
-static char *encoded_or_null(const char *s) { return s ? encoded(s) : strdup("null"); }
+/* How s is written as str_or_null(s) writes it, into *t; 0 where jansson
+ * refuses it. */
+static int text_of(const char *s, struct text *t) {
+    *t = (struct text){NULL, TEXT_NULL};
+    if (!s) return 1;
+    const char *p = s;
+    while ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f && *p != '"' && *p != '\\') p++;
+    if (*p == '\0') {
+        t->how = TEXT_PLAIN;
+        return 1;
+    }
+    t->how = TEXT_ENCODED;
+    return (t->encoded = encoded(s)) != NULL;
+}
+
+/* A frame's string s (t says how) as put() writes it. */
+static void put_text(FILE *f, const char *s, const struct text *t) {
+    if (t->how == TEXT_PLAIN) fprintf(f, "\"%s\"", s);
+    else fputs(t->how == TEXT_NULL ? "null" : t->encoded, f);
+}
 
 /* The frame's strings, worked out once, into *t (NULL: the frame is left
  * out of its array); 0 where they cannot be kept (no memory for the table). */
@@ -173,10 +202,10 @@ static int frame_text(const struct vm_dump *d, const struct vt_frame *f, struct 
     if (!e->frame || f < d->frames || f >= d->frames + d->nframes) return 0;
     struct frame_text *x = &e->frame[f - d->frames];
     if (x->state == 0) {
-        x->function = encoded_or_null(f->function);
-        x->file = encoded_or_null(f->file);
-        x->module = encoded_or_null(f->module);
-        x->state = x->function && x->file && x->module ? 1 : 2;
+        int ok = text_of(f->function, &x->function);
+        ok = text_of(f->file, &x->file) && ok;
+        ok = text_of(f->module, &x->module) && ok;
+        x->state = ok ? 1 : 2;
     }
     *t = x->state == 1 ? x : NULL;
     return 1;
@@ -205,13 +234,16 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         if (!frame_text(d, fr[i], e, &t) || !t) continue; /* left out, as before */
-        fprintf(f, "%s\n%*s{\n%*s\"function\": %s,\n%*s\"file\": %s,\n%*s\"line\": %" JSON_INTEGER_FORMAT
-                   ",\n%*s\"module\": %s,\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64
-                   "\"%s%*s%s\n%*s}",
-                any ? "," : "", depth + 2, "", depth + 3, "", t->function, depth + 3, "", t->file, depth + 3, "",
-                (json_int_t)fr[i]->line, depth + 3, "", t->module, depth + 3, "", fr[i]->offset, depth + 3, "",
-                fr[i]->address, fr[i]->inlined ? ",\n" : "", fr[i]->inlined ? depth + 3 : 0, "",
-                fr[i]->inlined ? "\"inlined\": true" : "", depth + 2, "");
+        fprintf(f, "%s\n%*s{\n%*s\"function\": ", any ? "," : "", depth + 2, "", depth + 3, "");
+        put_text(f, fr[i]->function, &t->function);
+        fprintf(f, ",\n%*s\"file\": ", depth + 3, "");
+        put_text(f, fr[i]->file, &t->file);
+        fprintf(f, ",\n%*s\"line\": %" JSON_INTEGER_FORMAT ",\n%*s\"module\": ", depth + 3, "",
+                (json_int_t)fr[i]->line, depth + 3, "");
+        put_text(f, fr[i]->module, &t->module);
+        fprintf(f, ",\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64 "\"%s%*s%s\n%*s}",
+                depth + 3, "", fr[i]->offset, depth + 3, "", fr[i]->address, fr[i]->inlined ? ",\n" : "",
+                fr[i]->inlined ? depth + 3 : 0, "", fr[i]->inlined ? "\"inlined\": true" : "", depth + 2, "");
         any = 1;
     }
     if (any) fprintf(f, "\n%*s]", depth + 1, "");
