@@ -189,10 +189,26 @@ static int text_of(const char *s, struct text *t) {
     return (t->encoded = encoded(s)) != NULL;
 }
 
-/* A frame's string s (t says how) as put() writes it. */
-static void put_text(FILE *f, const char *s, const struct text *t) {
-    if (t->how == TEXT_PLAIN) fprintf(f, "\"%s\"", s);
-    else fputs(t->how == TEXT_NULL ? "null" : t->encoded, f);
+/* n spaces. */
+static void indent(FILE *f, int n) {
+    static const char spaces[] = "                                                                ";
+    const int most = (int)sizeof spaces - 1;
+    for (; n > 0; n -= most) fwrite(spaces, 1, (size_t)(n < most ? n : most), f);
+}
+
+/* A frame's member: a line break, `depth` spaces, "key": and its string s
+ * (t says how) as put() writes it. */
+static void put_text(FILE *f, int depth, const char *key, const char *s, const struct text *t) {
+    fputc('\n', f);
+    indent(f, depth);
+    fputs(key, f);
+    if (t->how == TEXT_PLAIN) {
+        fputc('"', f);
+        fputs(s, f);
+        fputc('"', f);
+    } else {
+        fputs(t->how == TEXT_NULL ? "null" : t->encoded, f);
+    }
 }
 
 /* The frame's strings, worked out once, into *t (NULL: the frame is left
@@ -234,13 +250,14 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         if (!frame_text(d, fr[i], e, &t) || !t) continue; /* left out, as before */
-        fprintf(f, "%s\n%*s{\n%*s\"function\": ", any ? "," : "", depth + 2, "", depth + 3, "");
-        put_text(f, fr[i]->function, &t->function);
-        fprintf(f, ",\n%*s\"file\": ", depth + 3, "");
-        put_text(f, fr[i]->file, &t->file);
-        fprintf(f, ",\n%*s\"line\": %" JSON_INTEGER_FORMAT ",\n%*s\"module\": ", depth + 3, "",
-                (json_int_t)fr[i]->line, depth + 3, "");
-        put_text(f, fr[i]->module, &t->module);
+        fputs(any ? ",\n" : "\n", f);
+        indent(f, depth + 2);
+        fputc('{', f);
+        put_text(f, depth + 3, "\"function\": ", fr[i]->function, &t->function);
+        fputc(',', f);
+        put_text(f, depth + 3, "\"file\": ", fr[i]->file, &t->file);
+        fprintf(f, ",\n%*s\"line\": %" JSON_INTEGER_FORMAT ",", depth + 3, "", (json_int_t)fr[i]->line);
+        put_text(f, depth + 3, "\"module\": ", fr[i]->module, &t->module);
         fprintf(f, ",\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64 "\"%s%*s%s\n%*s}",
                 depth + 3, "", fr[i]->offset, depth + 3, "", fr[i]->address, fr[i]->inlined ? ",\n" : "",
                 fr[i]->inlined ? depth + 3 : 0, "", fr[i]->inlined ? "\"inlined\": true" : "", depth + 2, "");
