@@ -276,7 +276,9 @@ static void pk_display(struct pk *p, const char *s) {
  * many frames is written once. ref: where it is remade from (SITE_REF). */
 static void pk_text(struct pk *p, const char *s, uint64_t ref) {
     uint32_t m = vr_refset_add(&p->strings, s, strlen(s), ref, NULL);
-    if (m != NO_ENTRY && !entry_room(&p->strings, &p->string_memo, &p->string_memo_cap, sizeof *p->string_memo, m, 0xff)) m = NO_ENTRY;
+    if (m != NO_ENTRY &&
+        !entry_room(&p->strings, &p->string_memo, &p->string_memo_cap, sizeof *p->string_memo, m, 0xff))
+        m = NO_ENTRY;
     if (m != NO_ENTRY && p->string_memo[m] != NO_MEMO) { memo_get(p, p->string_memo[m]); return; }
     pk_display(p, s);
     if (m == NO_ENTRY) return;
@@ -416,7 +418,8 @@ static void frames(struct pk *p, const struct vm_dump *d, size_t stack) {
     list_begin(p);
     site_frame(p, d, stack);   /* before the frames: its label may use the model's frame buffer */
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
-    for (size_t i = 0; i < s->nframes; i++) frame(p, fr[i], table_frame_entry(p, d, fr[i]), (uint64_t)(fr[i] - d->frames));
+    for (size_t i = 0; i < s->nframes; i++)
+        frame(p, fr[i], table_frame_entry(p, d, fr[i]), (uint64_t)(fr[i] - d->frames));
     list_end(p);
     if (p->hot_stack && p->hot_stack[stack]) {
         p->stack_memo[stack] = p->hot_stack[stack];

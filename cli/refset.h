@@ -14,8 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes the text of ref into buf (size bytes) and returns its length;
- * the same text each time it is asked for the same ref. */
+/* Writes the text of ref into buf (size bytes) and returns its length,
+ * SIZE_MAX where it cannot (it then matches no text); the same text each
+ * time it is asked for the same ref. */
 typedef size_t vr_remake_fn(void *ctx, uint64_t ref, char *buf, size_t size);
 
 struct vr_refset {
