@@ -270,13 +270,14 @@ static int cached_id(uintptr_t c, uintptr_t fobj, uintptr_t nobj, int first, uin
         struct code_cache *e = &cache_of_codes[(h + i) & (CODE_CACHE - 1)];
         uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
         if (seq & 1) continue;
-        if (__atomic_load_n(&e->code, __ATOMIC_RELAXED) != c) continue;
-        uint32_t id = __atomic_load_n(&e->id, __ATOMIC_RELAXED);
-        int same = __atomic_load_n(&e->filename_obj, __ATOMIC_RELAXED) == fobj &&
-                   __atomic_load_n(&e->name_obj, __ATOMIC_RELAXED) == nobj &&
-                   __atomic_load_n(&e->firstlineno, __ATOMIC_RELAXED) == first &&
-                   __atomic_load_n(&e->tails, __ATOMIC_RELAXED) == t;
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        /* Acquire loads: none moves after the sequence's second read
+         * (no fence: ThreadSanitizer does not model one). */
+        if (__atomic_load_n(&e->code, __ATOMIC_ACQUIRE) != c) continue;
+        uint32_t id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE);
+        int same = __atomic_load_n(&e->filename_obj, __ATOMIC_ACQUIRE) == fobj &&
+                   __atomic_load_n(&e->name_obj, __ATOMIC_ACQUIRE) == nobj &&
+                   __atomic_load_n(&e->firstlineno, __ATOMIC_ACQUIRE) == first &&
+                   __atomic_load_n(&e->tails, __ATOMIC_ACQUIRE) == t;
         if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == seq && same) return (int)id;
     }
     return -1;
@@ -294,13 +295,13 @@ static void cache_put(uintptr_t c, uintptr_t fobj, uintptr_t nobj, int first, ui
     uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
     if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return;
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&e->code, c, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->id, id, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->filename_obj, fobj, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->name_obj, nobj, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->firstlineno, first, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->tails, t, __ATOMIC_RELAXED);
+    /* Release stores: none moves before the odd sequence. */
+    __atomic_store_n(&e->code, c, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->filename_obj, fobj, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->name_obj, nobj, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->firstlineno, first, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->tails, t, __ATOMIC_RELEASE);
     __atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
