@@ -38,10 +38,16 @@ static struct key key_of(const struct vt_event *e, uint32_t site) {
     return k;
 }
 
+/* Whether a key's bytes tell its request: not those of a pitched
+ * allocation or an array (key_of), which only their call site tells. */
+static int bytes_tell(const struct key *k) { return k->kind != VT_KIND_PITCHED && k->kind != VT_KIND_ARRAY; }
+
 /* The same request but for the call site: a retry the next allocation of
- * all may make from another line (a C allocator that asks again there). */
+ * all may make from another line (a C allocator that asks again there).
+ * Never a pitched allocation or an array: without their bytes, any other
+ * one of any size would be taken for the retry. */
 static int same_but_site(const struct key *a, const struct key *b) {
-    return a->bytes == b->bytes && a->device == b->device && a->kind == b->kind;
+    return bytes_tell(a) && a->bytes == b->bytes && a->device == b->device && a->kind == b->kind;
 }
 
 static int same(const struct key *a, const struct key *b) { return memcmp(a, b, sizeof *a) == 0; }

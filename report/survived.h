@@ -15,7 +15,9 @@ struct vt_symbols;
  * another failure of the same request, by a successful allocation of the
  * same bytes and kind on the same device, from the same call site
  * (vt_site_groups: a retry's native stack differs from the first try's
- * inside the allocator) or as the next allocation of all. A failure of
+ * inside the allocator) or as the next allocation of all; a pitched
+ * allocation or an array, whose bytes the driver pads, by its call site
+ * and device alone, never as the next allocation. A failure of
  * the same request again after that success, before any other request's
  * allocation (pages of one size mapped one at a time: some got, the next
  * refused), is the same failure going on: it got past only if that later

@@ -504,6 +504,34 @@ def cli_first_to_fail_is_the_rank_its_failure_ended():
         ok(f'first to fail: rank 2 (pid {pids[2]}), 32.00 MiB requested by cudaMalloc' in out.decode(), "the page's")
 
 
+@test
+def cli_first_to_fail_not_passed_over_for_another_array():
+    """Rank 0 failed a 2 GiB array, made one of 16 x 16 elsewhere and
+    exited 1; rank 1 failed 0.2 s later and exited 1. The report named
+    rank 1 first to fail, passing over rank 0 as one that "got past its
+    failures (1 of 1)": the small array was taken for the big one's retry
+    (an outside check). Rank 0 is first to fail, and nobody is passed over."""
+    with workdir("vt-pastsite-") as work:
+        env = lambda r: {"SIMGPU_CAPACITY": "1G", "RANK": str(r), "WORLD_SIZE": "2",
+                         "VRAMTRACE_OUT": os.path.join(work, "d.%r.json")}
+        run([os.path.join(T, "t_pastsite"), "array"], report="off", env=env(0))
+        run([os.path.join(T, "t_pastsite"), "late"], report="off", env=env(1))
+        paths = [os.path.join(work, f"d.{r}.json") for r in (0, 1)]
+        dumps = [json.load(open(p)) for p in paths]
+        eq([(d["exit_status"], d["totals"]["oom_count"], d["totals"]["oom_survived"], d["totals"]["last_oom_survived"])
+            for d in dumps], [(1, 1, 0, False), (1, 1, 0, False)], "what the dumps say of the end")
+        rc, out, err = cli(["report", *paths])
+        eq((rc, err), (0, ""), "status")
+        m = re.search(r"\nfirst to fail: .*\n(  not .*\n)?", out.decode())
+        ok(m, out.decode()[:1500])
+        eq(m.group(0), f"\nfirst to fail: rank 0 (pid {dumps[0]['pid']}), 2.00 GiB requested by cudaMallocArray: its "
+           "last failure, not got past; it exited with status 1\n", "the first to fail")
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        j = json.loads(out)
+        eq((j["first_to_fail"], j["first_to_fail_why"]), (0, "its last failure, not got past; it exited with status 1"),
+           "the JSON's first to fail")
+
+
 def ranks_job(work, fail):
     """One run of a job of 3 ranks at once (each lives 1.2 s), rank `fail`
     out of memory, its dumps at d.%r.json in work (an earlier run's kept

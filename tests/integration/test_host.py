@@ -655,6 +655,26 @@ def host_failures_a_retry_got_past_are_counted():
 
 
 @test
+def host_another_pitched_or_array_success_is_not_a_retry():
+    """A pitched allocation of 4 GiB refused, then one of 64 x 16 bytes
+    from another function made, and the program ends of the first failure
+    (status 1); the same with a 2 GiB array and one of 16 x 16. The exit
+    summary said "1 of them got past" and the dump last_oom_survived true
+    (any later pitched allocation or array was taken for the retry, whatever
+    its size and call site; an outside check). Such a failure gets past
+    only by a success from its own call site. The same under the budget."""
+    want = "vramtrace:   allocations 1, frees 0, failed 1 (out of memory 1)"
+    for mode, env in (("pitched", {"SIMGPU_CAPACITY": "1G"}), ("array", {"SIMGPU_CAPACITY": "1G"}),
+                      ("pitched", {"VRAMTRACE_LIMIT": "1G"})):
+        r = run([os.path.join(T, "t_pastsite"), mode], env=env)
+        eq((r.rc, r.out), (1, "big -> 2\nsmall -> 0\n"), f"{mode} {env}: the program's steps")
+        t = r.dump["totals"]
+        eq((t["alloc_count"], t["oom_count"], t["oom_survived"], t["last_oom_survived"]), (1, 1, 0, False),
+           f"{mode} {env}: the dump's totals")
+        eq([l for l in r.err.splitlines() if "allocations 1," in l], [want], f"{mode} {env}: the exit summary")
+
+
+@test
 def host_a_request_that_fails_again_after_its_retry_did_not_get_past():
     """Pages of one size mapped one at a time (PyTorch's expandable
     segments: a tensor's 20 MiB pages): one refused, memory given back,
