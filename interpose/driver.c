@@ -141,7 +141,8 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
 /* The budget checks width * height before the call; the driver's pitch
  * may pad each row, and pitch * height is what counts: a padded
  * allocation that then passes the budget is given back (with the free of
- * the same version) and refused as the check would have refused it. */
+ * the same version) and refused as the check would have refused it, the
+ * caller's pointer and pitch as they were (never the address freed). */
 #define PITCHED(sym, free_sym, call)                                                              \
     REAL_OR_FAIL(sym);                                                                            \
     if (vt_pass()) return call;                                                                   \
@@ -149,6 +150,8 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     uint64_t asked = (uint64_t)width * height;                                                    \
     BUDGET_OR_OOM(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked,                                \
                   dptr && pitch && (elem == 4 || elem == 8 || elem == 16))                        \
+    __typeof__(*dptr) had = dptr ? *dptr : 0;                                                     \
+    __typeof__(*pitch) had_pitch = pitch ? *pitch : 0;                                            \
     CUresult r;                                                                                   \
     VT_REAL_CALL(r = call);                                                                       \
     int ok = r == CUDA_SUCCESS;                                                                   \
@@ -156,6 +159,8 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     if (ok && vt_budget_settle(#sym, VT_KIND_PITCHED, got)) {                                     \
         __typeof__(&free_sym) give = VT_REAL_QUIET(free_sym);                                     \
         if (give) VT_REAL_CALL(give(*dptr));                                                      \
+        *dptr = had;                                                                              \
+        *pitch = had_pitch;                                                                       \
         VT_LEAVE;                                                                                 \
         return CUDA_ERROR_OUT_OF_MEMORY;                                                          \
     }                                                                                             \

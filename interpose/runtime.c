@@ -155,15 +155,23 @@ VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
     if (vt_pass()) return real(p, pitch, w, h);
     VT_ENTER;
     RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h, p && pitch)
+    /* What the caller had there, for a refusal after the call. */
+    void *had = p ? *p : NULL;
+    size_t had_pitch = pitch ? *pitch : 0;
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
     uint64_t got = ok && pitch ? (uint64_t)*pitch * h : (uint64_t)w * h;
-    /* The rows' padding past the budget: given back, refused (driver.c's
-     * PITCHED). */
+    /* The rows' padding past the budget: given back and refused as the
+     * check before the call refuses (driver.c's PITCHED): the last error
+     * set, the caller's pointer and pitch as they were, never the address
+     * just freed. */
     if (ok && vt_budget_settle("cudaMallocPitch", VT_KIND_PITCHED, got)) {
         __typeof__(&cudaFree) give = VT_REAL_QUIET(cudaFree);
         if (give) CALL_FREE(give, *p);
+        *p = had;
+        if (pitch) *pitch = had_pitch;
+        rt_set_oom_error();
         VT_LEAVE;
         return cudaErrorMemoryAllocation;
     }

@@ -93,6 +93,31 @@ def budget_refusals_answer_as_a_gpu_that_small():
 
 
 @test
+def budget_refusal_of_padded_rows_answers_as_a_gpu_that_small():
+    """A pitched allocation whose rows the driver padded past the budget
+    (513 bytes wide, 2,000 rows: 1,026,000 bytes asked, 2,048,000 taken) is
+    given back and refused after the call. cudaMallocPitch then left the
+    runtime's last error at 0 and the pointer and pitch holding the address
+    just freed and its pitch (an outside check); now, as on a GPU of 1 MiB,
+    the last error is set and the pointer and pitch are as they were, from
+    the driver's cuMemAllocPitch too. Both are the budget's refusals of all
+    2,048,000 bytes."""
+    prog = [os.path.join(T, "t_pitchsettle")]
+    want = run(prog, preload=False, env={"SIMGPU_CAPACITY": "1M"})
+    eq((want.rc, want.out),
+       (0, "cudaMallocPitch 513x2000 -> 2, last error 2, pointer (nil), pitch 0\n"
+           "cuMemAllocPitch 513x2000 -> 2, last error 0, pointer 0, pitch 0\n"
+           "cudaMallocPitch 512x2000 -> 0, last error 0, pitch 512\n"), "on a GPU of 1 MiB")
+    r = run(prog, report="off", env={"VRAMTRACE_LIMIT": "1M"})
+    eq((r.rc, r.out), (want.rc, want.out), "under the budget, the same answers, last errors, pointers and pitches")
+    eq([(o["api"], o["requested_bytes"], o["budget"]) for o in r.dump["ooms"]],
+       [("cudaMallocPitch", 2048000, True), ("cuMemAllocPitch_v2", 2048000, True)], "the budget's refusals")
+    t = r.dump["totals"]
+    eq((t["alloc_count"], t["free_count"], t["oom_count"], t["live_bytes"]), (1, 0, 2, 1024000),
+       "the given-back rows not counted")
+
+
+@test
 def options_numbers_are_digits_and_signal_names_match_numbers():
     """A number option takes digits only (" 5" and "+3" were taken by some
     options and refused by others); a signal's name is taken wherever its
