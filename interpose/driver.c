@@ -182,10 +182,14 @@ VT_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
 
 /* ------------------------------------------------------------- managed */
 
+/* "flags must be one of CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST"
+ * (cuda.h): any other gets the driver's own INVALID_VALUE, never the
+ * budget's refusal. */
 VT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
                                      unsigned int flags) {
     REAL_OR_FAIL(cuMemAllocManaged);
-    ALLOC("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes, dptr, real(dptr, bytes, flags), *dptr,
+    ALLOC("cuMemAllocManaged", VT_KIND_MANAGED, VT_DEVICE_CURRENT, bytes,
+          dptr && (flags == CU_MEM_ATTACH_GLOBAL || flags == CU_MEM_ATTACH_HOST), real(dptr, bytes, flags), *dptr,
           bytes);
 }
 
@@ -734,13 +738,25 @@ VT_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
 /* Physical memory on the host (a host or host NUMA location) is host
  * memory: counted apart from device bytes, and no budget applies to it. */
 /* Whether the driver would take cuMemCreate's arguments as far as the
- * budget's refusal goes: a handle and properties to read, and a device
- * that exists (else its own INVALID_VALUE or INVALID_DEVICE). */
-static int create_args_ok(const CUmemGenericAllocationHandle *handle, const CUmemAllocationProp *prop) {
+ * budget's refusal goes: a handle and properties to read, a device that
+ * exists, and properties and a size the driver's own granularity takes
+ * ("the size of this allocation must be a multiple of the value given via
+ * cuMemGetAllocationGranularity with the CU_MEM_ALLOC_GRANULARITY_MINIMUM
+ * flag", cuda.h), asked of the driver, which holds no memory for it (else
+ * its own INVALID_VALUE or INVALID_DEVICE). Where the driver cannot say,
+ * the budget decides. */
+static int create_args_ok(const CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop) {
     if (!handle || !prop) return 0;
+    static void *kept[2];
+    CUresult (*granularity)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
+    *(void **)&granularity = vt_driver_fn_kept(&kept[0], "cuMemGetAllocationGranularity");
+    size_t g = 0;
+    CUresult r = granularity ? granularity(&g, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_DEVICE || (r == CUDA_SUCCESS && g && size % g))
+        return 0;
     if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return 1;
-    static CUresult (*count)(int *);
-    if (!count) *(void **)&count = vt_driver_fn("cuDeviceGetCount");
+    CUresult (*count)(int *);
+    *(void **)&count = vt_driver_fn_kept(&kept[1], "cuDeviceGetCount");
     int n = 0;
     return !count || count(&n) != CUDA_SUCCESS || (prop->location.id >= 0 && prop->location.id < n);
 }
@@ -755,7 +771,8 @@ VT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         kind = VT_KIND_HOST_VMM;
         device = VT_HOST_DEVICE;
     }
-    ALLOC_THEN("cuMemCreate", kind, device, size, create_args_ok(handle, prop), real(handle, size, prop, flags), *handle, size,
+    ALLOC_THEN("cuMemCreate", kind, device, size, create_args_ok(handle, size, prop), real(handle, size, prop, flags),
+               *handle, size,
                if (ok) { vt_vmm_lock(); vt_vmm_created(*handle); vt_vmm_unlock(); });
 }
 
@@ -900,6 +917,11 @@ static size_t format_bytes(CUarray_format f) {
 
 static uint64_t dim(size_t v) { return v ? v : 1; }
 
+/* An array's channels: "it may be 1, 2, or 4" (cuda.h); 0 or more than 4
+ * gets the driver's own INVALID_VALUE, never the budget's refusal (3 is
+ * left to the budget: planar video formats may take it). */
+static int channels_ok(unsigned ch) { return ch >= 1 && ch <= 4; }
+
 /* What a descriptor says an array takes, levels summed for mipmaps; asks
  * the driver nothing (the budget's figure, before the array exists). */
 static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned levels) {
@@ -938,7 +960,8 @@ VT_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) 
     REAL_OR_FAIL(cuArrayCreate_v2);
     if (!d) return real(h, d);
     uint64_t want = descriptor_bytes(d->Width, d->Height, 0, d->Format, d->NumChannels, 1);
-    ALLOC("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d), (uintptr_t)*h,
+    ALLOC("cuArrayCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h && channels_ok(d->NumChannels), real(h, d),
+          (uintptr_t)*h,
           ok ? array_bytes(*h, 0, d->Width, d->Height, 0, d->Format, d->NumChannels, 1) : want);
 }
 
@@ -946,7 +969,8 @@ VT_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR 
     REAL_OR_FAIL(cuArray3DCreate_v2);
     if (!d) return real(h, d);
     uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
-    ALLOC("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d), (uintptr_t)*h,
+    ALLOC("cuArray3DCreate_v2", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h && channels_ok(d->NumChannels), real(h, d),
+          (uintptr_t)*h,
           ok ? array_bytes(*h, 0, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1) : want);
 }
 
@@ -955,7 +979,8 @@ VT_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3
     REAL_OR_FAIL(cuMipmappedArrayCreate);
     if (!d) return real(h, d, levels);
     uint64_t want = descriptor_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels);
-    ALLOC("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h, real(h, d, levels), (uintptr_t)*h,
+    ALLOC("cuMipmappedArrayCreate", VT_KIND_ARRAY, VT_DEVICE_CURRENT, want, h && channels_ok(d->NumChannels),
+          real(h, d, levels), (uintptr_t)*h,
           ok ? array_bytes(*h, 1, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, levels) : want);
 }
 

@@ -60,13 +60,17 @@ static void rt_set_oom_error(void) {
         return cudaErrorMemoryAllocation;                                    \
     }
 
-#define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_AT(sym, kind, VT_DEVICE_CURRENT, bytes, __VA_ARGS__)
-#define RT_ALLOC_AT(sym, kind, device, bytes, ...) RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
+#define RT_ALLOC(sym, kind, bytes, ...) RT_ALLOC_IF(sym, kind, bytes, p, __VA_ARGS__)
+/* RT_ALLOC of a call whose arguments the runtime takes when `valid`
+ * (looked at only under a budget; others get the runtime's own answer). */
+#define RT_ALLOC_IF(sym, kind, bytes, valid, ...) \
+    RT_ALLOC_THEN(sym, kind, VT_DEVICE_CURRENT, bytes, valid, , __VA_ARGS__)
 
 /* A stream-ordered allocation on stream `st` (`kind` and `device` where
- * it lands, pools.h): an allocation node of the graph captured into when
- * the stream is captured, with no memory until a launch (graphs.h). */
-#define RT_ASYNC(sym, st, kind, device, bytes, ...)                          \
+ * it lands, pools.h; `valid` as RT_ALLOC_IF's): an allocation node of the
+ * graph captured into when the stream is captured, with no memory until
+ * a launch (graphs.h). */
+#define RT_ASYNC(sym, st, kind, device, bytes, valid, ...)                   \
     if (!vt_pass()) {                                                        \
         void *key_ = vt_stream_capture_key((void *)(st));                    \
         if (key_) {                                                          \
@@ -81,17 +85,17 @@ static void rt_set_oom_error(void) {
             return r;                                                        \
         }                                                                    \
     }                                                                        \
-    RT_ALLOC_THEN(sym, kind, device, bytes, , __VA_ARGS__)
+    RT_ALLOC_THEN(sym, kind, device, bytes, valid, , __VA_ARGS__)
 
-/* RT_ALLOC on `device` (evaluated once, after the budget's checks could
+/* RT_ALLOC_IF on `device` (evaluated once, after the budget's checks could
  * start): a pool's or a stream's device (pools.h); `then` runs after the
  * record. */
-#define RT_ALLOC_THEN(sym, kind, device, bytes, then, ...)                   \
+#define RT_ALLOC_THEN(sym, kind, device, bytes, valid, then, ...)            \
     REAL_OR_FAIL(sym);                                                       \
     if (vt_pass()) return real(__VA_ARGS__);                                 \
     VT_ENTER;                                                                \
     int kind_ = (kind), device_ = (device);                                  \
-    RT_BUDGET_OR_OOM(#sym, kind_, device_, bytes, p)                         \
+    RT_BUDGET_OR_OOM(#sym, kind_, device_, bytes, valid)                     \
     cudaError_t r;                                                           \
     CALL(__VA_ARGS__);                                                       \
     vt_hook_alloc(#sym, kind_, device_, r == cudaSuccess, IS_OOM(r),         \
@@ -116,30 +120,37 @@ VT_EXPORT cudaError_t cudaMalloc(void **p, size_t n) {
     RT_ALLOC(cudaMalloc, VT_KIND_DEVICE, n, p, n);
 }
 
+/* flags "must be either cudaMemAttachGlobal or cudaMemAttachHost"
+ * (cuda_runtime_api.h): any other gets the runtime's own
+ * cudaErrorInvalidValue, never the budget's refusal. */
 VT_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int flags) {
-    RT_ALLOC(cudaMallocManaged, VT_KIND_MANAGED, n, p, n, flags);
+    RT_ALLOC_IF(cudaMallocManaged, VT_KIND_MANAGED, n,
+                p && (flags == cudaMemAttachGlobal || flags == cudaMemAttachHost), p, n, flags);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) {
-    RT_ASYNC(cudaMallocAsync, s, VT_KIND_ASYNC, vt_stream_device(s), n, p, n, s);
+    RT_ASYNC(cudaMallocAsync, s, VT_KIND_ASYNC, vt_stream_device(s), n, p, p, n, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s) {
     cudaStream_t t = s ? s : cudaStreamPerThread; /* stream 0 here: the per-thread one */
-    RT_ASYNC(cudaMallocAsync_ptsz, t, VT_KIND_ASYNC, vt_stream_device(t), n, p, n, s);
+    RT_ASYNC(cudaMallocAsync_ptsz, t, VT_KIND_ASYNC, vt_stream_device(t), n, p, p, n, s);
 }
 
+/* A NULL pool is the runtime's own cudaErrorInvalidValue (as the
+ * driver's, driver.c's POOL_ALLOC), never the budget's refusal. */
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool,
                                               cudaStream_t s) {
     int where_;
-    RT_ASYNC(cudaMallocFromPoolAsync, s, vt_pool_where(pool, s, &where_), where_, n, p, n, pool, s);
+    RT_ASYNC(cudaMallocFromPoolAsync, s, vt_pool_where(pool, s, &where_), where_, n, p && pool, p, n, pool, s);
 }
 
 VT_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n,
                                                    cudaMemPool_t pool, cudaStream_t s) {
     int where_;
     cudaStream_t t = s ? s : cudaStreamPerThread;
-    RT_ASYNC(cudaMallocFromPoolAsync_ptsz, t, vt_pool_where(pool, t, &where_), where_, n, p, n, pool, s);
+    RT_ASYNC(cudaMallocFromPoolAsync_ptsz, t, vt_pool_where(pool, t, &where_), where_, n, p && pool, p, n, pool,
+             s);
 }
 
 VT_EXPORT cudaError_t cudaMallocHost(void **p, size_t n) {

@@ -93,6 +93,34 @@ def budget_refusals_answer_as_a_gpu_that_small():
 
 
 @test
+def budget_leaves_the_apis_argument_checks_to_the_api():
+    """Calls the API refuses for an argument, whatever the memory: a
+    cuMemCreate size off the driver's granularity or properties without a
+    type, cudaMallocFromPoolAsync of a NULL pool, managed allocations with
+    flags other than the attach flags, arrays of 0 or 8 channels. Under
+    VRAMTRACE_LIMIT=1M they got out of memory and a post-mortem of the
+    budget's (an outside check); now the API's own answer and last error,
+    as on a GPU of 1 MiB, and no failure of the budget. The same calls
+    with good arguments are the budget's five refusals."""
+    prog = [os.path.join(T, "t_limitinvalid")]
+    want = run(prog, preload=False, env={"SIMGPU_CAPACITY": "1M"})
+    eq(want.rc, 0, "on a GPU of 1 MiB")
+    eq([l.rsplit(" -> ", 1)[1] for l in want.out.splitlines()],
+       ["1, last error 0", "1, last error 0", "1, last error 1", "1, last error 1", "1, last error 0",
+        "1, last error 0", "1, last error 0", "1, last error 0", "1, last error 0",
+        "2, last error 0", "2, last error 2", "2, last error 2", "2, last error 0", "2, last error 0"],
+       "nine invalid values, then five allocations too big")
+    r = run(prog, report="off", env={"VRAMTRACE_LIMIT": "1M"})
+    eq(r.out, want.out, "under the budget, the same answers and last errors")
+    eq([(o["api"], o["requested_bytes"], o["budget"]) for o in r.dump["ooms"]],
+       [("cuMemCreate", 4 * MiB, True), ("cudaMallocFromPoolAsync", 4 * MiB, True),
+        ("cudaMallocManaged", 4 * MiB, True), ("cuMemAllocManaged", 4 * MiB, True),
+        ("cuArrayCreate_v2", 16 * MiB, True)], "the budget's refusals, none of the API's own")
+    eq((r.dump["totals"]["oom_count"], r.dump["totals"]["failed_count"], r.dump["totals"]["alloc_count"]),
+       (5, 14, 0), "failures counted")
+
+
+@test
 def budget_refusal_of_padded_rows_answers_as_a_gpu_that_small():
     """A pitched allocation whose rows the driver padded past the budget
     (513 bytes wide, 2,000 rows: 1,026,000 bytes asked, 2,048,000 taken) is

@@ -1015,9 +1015,14 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
     return r;
 }
 
+/* "flags must be one of CU_MEM_ATTACH_GLOBAL or CU_MEM_ATTACH_HOST"
+ * (cuda.h): any other is the driver's INVALID_VALUE. */
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
                                       unsigned int flags) {
-    (void)flags;
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+        sim_count("cuMemAllocManaged");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     return sim_alloc_device("cuMemAllocManaged", dptr, bytes);
 }
 
@@ -1368,9 +1373,13 @@ static size_t sim_format_bytes(CUarray_format f) {
 
 static size_t dim(size_t v) { return v ? v : 1; }
 
+/* An array's channels "may be 1, 2, or 4" (cuda.h): none, or more than
+ * 4, is INVALID_VALUE. */
+static int sim_channels_bad(unsigned ch) { return ch == 0 || ch > 4; }
+
 SIM_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d) {
     sim_count("cuArrayCreate_v2");
-    if (!h || !d || d->Width == 0 || d->NumChannels == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels)) return CUDA_ERROR_INVALID_VALUE;
     uint64_t a;
     CUresult r = sim_take(sim_device_now(), d->Width * dim(d->Height) * d->NumChannels * sim_format_bytes(d->Format),
                           SIM_ARRAY, 0, &a);
@@ -1380,7 +1389,7 @@ SIM_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d)
 
 SIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR *d) {
     sim_count("cuArray3DCreate_v2");
-    if (!h || !d || d->Width == 0 || d->NumChannels == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels)) return CUDA_ERROR_INVALID_VALUE;
     uint64_t a;
     CUresult r = sim_take(sim_device_now(),
                           d->Width * dim(d->Height) * dim(d->Depth) * d->NumChannels * sim_format_bytes(d->Format),
@@ -1392,7 +1401,7 @@ SIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR
 SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY3D_DESCRIPTOR *d,
                                            unsigned int levels) {
     sim_count("cuMipmappedArrayCreate");
-    if (!h || !d || d->Width == 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels) || levels == 0) return CUDA_ERROR_INVALID_VALUE;
     size_t bytes = 0;
     for (unsigned l = 0; l < levels; l++)
         bytes += dim(d->Width >> l) * dim(d->Height >> l) * dim(d->Depth >> l) * d->NumChannels *
@@ -1580,10 +1589,12 @@ SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, 
 
 /* ---------------------------------------------------- virtual memory (VMM) */
 
+/* Properties without a type (CU_MEM_ALLOCATION_TYPE_INVALID) are refused
+ * by the granularity's question and by cuMemCreate alike. */
 SIM_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g,
         const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags f) {
-    (void)prop; (void)f;
-    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    (void)f;
+    if (!g || !prop || prop->type == CU_MEM_ALLOCATION_TYPE_INVALID) return CUDA_ERROR_INVALID_VALUE;
     *g = SIM_GRANULE;
     return CUDA_SUCCESS;
 }
@@ -1593,7 +1604,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
                                 unsigned long long flags) {
     (void)flags;
     sim_count("cuMemCreate");
-    if (!h || !prop || size == 0 || size % SIM_GRANULE != 0)
+    if (!h || !prop || prop->type == CU_MEM_ALLOCATION_TYPE_INVALID || size == 0 || size % SIM_GRANULE != 0)
         return CUDA_ERROR_INVALID_VALUE;
     int host = sim_location_is_host(&prop->location);
     int d = host ? 0 : prop->location.id;
