@@ -443,6 +443,11 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",
         count(t->host_live_bytes), "live_count", count(t->host_live_count), "peak_bytes",
         count(t->host_peak_bytes)), depth + 1);
+    /* Other processes' memory opened through IPC, apart as the text's line
+     * and the dump have it: not this process's, so in no figure above. */
+    member(f, depth + 1, &first, "imported_memory");
+    put(f, json_pack("{s:o,s:o}", "live_bytes", count(t->imported_live_bytes), "live_count",
+        count(t->imported_live_count)), depth + 1);
     if (d->torch) {   /* PyTorch's own view at the dump's moment, as text and HTML show it */
         member(f, depth + 1, &first, "torch");
         put(f, torch_view(d, d->torch), depth + 1);

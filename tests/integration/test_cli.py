@@ -1361,3 +1361,35 @@ def cli_report_tables_keep_their_columns_for_a_long_run():
         ok(live and all(" 259207s  " in l for l in live), f"the live allocations' times: {live}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# ------------------------------------------- 20. figures a program's dump gives
+
+
+def report_of(argv, env=None, formats=("text",)):
+    """Run argv under vramtrace; the text (or other formats') reports of its
+    dump, with the dump itself."""
+    with workdir("vt-figures-") as work:
+        path = os.path.join(work, "d.json")
+        r = run(argv, report="off", env=dict(env or {}, VRAMTRACE_OUT=path))
+        outs = []
+        for fmt in formats:
+            rc, out, err = cli(["report", "--format", fmt, path])
+            eq((rc, err), (0, ""), f"report --format {fmt}: status")
+            outs.append(out.decode())
+        return r, load_dump(path), outs
+
+
+@test
+def cli_json_has_the_imported_memory_the_text_has():
+    """Memory of another process opened through IPC (a handle opened twice,
+    one mapping, and closed once: still open at exit) is in the dump's
+    `imported_memory` and the text report's line; the JSON report left it
+    out. Now each process has it next to `host_memory`."""
+    _, d, (text, js) = report_of([os.path.join(T, "t_arrays"), "ipc-twice"], formats=("text", "json"))
+    eq(d["imported_memory"], {"live_bytes": 1 << 20, "live_count": 1}, "the dump")
+    eq([l for l in text.splitlines() if "IPC" in l], ["  memory opened from other processes (IPC): 1.00 MiB in 1 mapping"],
+       "the text report")
+    p = json.loads(js)["processes"][0]
+    eq(p["imported_memory"], {"live_bytes": 1 << 20, "live_count": 1}, "the JSON report")
+    eq(list(p).index("imported_memory"), list(p).index("host_memory") + 1, "next to host_memory")
