@@ -24,18 +24,21 @@ static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, s
     return vr_safe(vm_site_label(d, stack, where, sizeof where), buf, size);
 }
 
-/* One line that says how the run went, from the event history. */
+/* One line that says how the run went, from the event history
+ * (vr_history_counts: a free the driver refused counted apart). */
 static void timeline(FILE *f, const struct vm_dump *d) {
-    char a[32], b[32];
-    uint64_t allocs = d->event_counts.allocs, frees = d->event_counts.frees, ooms = d->event_counts.ooms,
-             first_oom = d->event_counts.first_oom_ns;
-    fprintf(f, "timeline: %zu %s over %.3f s (%" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s%s)", d->nevents,
-            vr_plural(d->nevents, "event", "events"), secs(d->time_ns), allocs,
-            vr_plural(allocs, "allocation", "allocations"), frees, vr_plural(frees, "free", "frees"), ooms,
-            vr_plural(ooms, "OOM", "OOMs"), d->events_dropped ? ", older events dropped" : "");
+    char a[32], b[32], refused[64] = "";
+    struct vr_history_counts c = vr_history_counts(d);
+    if (c.refused_frees)
+        snprintf(refused, sizeof refused, ", %" PRIu64 " %s", c.refused_frees,
+                 vr_plural(c.refused_frees, "free the driver refused", "frees the driver refused"));
+    fprintf(f, "timeline: %zu %s over %.3f s (%" PRIu64 " %s, %" PRIu64 " %s%s, %" PRIu64 " %s%s)", d->nevents,
+            vr_plural(d->nevents, "event", "events"), secs(d->time_ns), c.allocs,
+            vr_plural(c.allocs, "allocation", "allocations"), c.frees, vr_plural(c.frees, "free", "frees"), refused,
+            c.ooms, vr_plural(c.ooms, "OOM", "OOMs"), d->events_dropped ? ", older events dropped" : "");
     fprintf(f, "; device bytes peaked at %s at %.3f s and were %s at the end", B(d->totals.peak_bytes, a),
             secs(d->totals.peak_time_ns), B(d->totals.live_bytes, b));
-    if (ooms) fprintf(f, "; first OOM at %.3f s", secs(first_oom));
+    if (c.ooms) fprintf(f, "; first OOM at %.3f s", secs(d->event_counts.first_oom_ns));
     fputc('\n', f);
 }
 

@@ -32,6 +32,18 @@ uint64_t vr_oom_count(const struct vm_dump *d) {
     return d->totals.oom_count > d->nooms ? d->totals.oom_count : d->nooms;
 }
 
+struct vr_history_counts vr_history_counts(const struct vm_dump *d) {
+    struct vr_history_counts c = {d->event_counts.allocs, d->event_counts.frees, d->event_counts.ooms, 0};
+    const struct vm_totals *t = &d->totals;
+    if (d->events_dropped == 0 && c.allocs > t->alloc_count && c.frees >= t->free_count &&
+        c.allocs - t->alloc_count == c.frees - t->free_count) {
+        c.refused_frees = c.allocs - t->alloc_count;
+        c.allocs -= c.refused_frees;
+        c.frees -= c.refused_frees;
+    }
+    return c;
+}
+
 /* The requests of one size, device and call site (vr_oom_requests). */
 struct request_group {
     const struct vm_oom_request *r; /* its first request */

@@ -122,6 +122,20 @@ const char *vr_plural(uint64_t n, const char *one, const char *many);
  * older dump that counted fewer, its records). */
 uint64_t vr_oom_count(const struct vm_dump *d);
 
+/* The event history's allocations, frees and OOMs, with the frees the
+ * driver refused apart. A refused free is in the history as a free and
+ * then an allocation of the same memory (docs/dump-format.md), neither of
+ * which the totals count; nothing in the events themselves tells that
+ * pair from a free and an allocation given the same address again. So
+ * when the history is whole (no event dropped) and it holds as many more
+ * allocations as frees than the totals count, that many are refused frees,
+ * taken out of both; else (older events dropped, or a dump whose counts do
+ * not agree so) refused_frees is 0 and the events are counted as they are. */
+struct vr_history_counts {
+    uint64_t allocs, frees, ooms, refused_frees;
+};
+struct vr_history_counts vr_history_counts(const struct vm_dump *d);
+
 /* The dump's failed requests (its oom_requests: every failure counted,
  * kept or not) as the reports list them, one line each without its
  * indent or end: the requests of one size, device and call site together,

@@ -1381,6 +1381,31 @@ def report_of(argv, env=None, formats=("text",)):
 
 
 @test
+def cli_timeline_counts_a_refused_free_apart():
+    """A free the driver refuses (cuMemFreeHost of registered memory,
+    cuMemHostUnregister of cuMemHostAlloc's memory) is in the history as a
+    free and the allocation's return. The timeline line counted both as a
+    free and an allocation: 6 allocations and 5 frees, two lines below the
+    totals' 4 and 3. Now the two refused frees are said apart and the
+    counts agree with the totals; with older events dropped (which of the
+    kept ones are refused cannot be told) the events are counted as kept."""
+    _, d, (text,) = report_of([os.path.join(T, "t_host"), "host-register"])
+    eq((d["totals"]["alloc_count"], d["totals"]["free_count"], len(d["events"])), (4, 3, 11), "the dump")
+    lines = text.splitlines()
+    eq([l for l in lines if l.startswith("  allocations ")], ["  allocations 4, frees 3, failed 3 (out of memory 0)"],
+       "the totals")
+    eq([re.sub(r" over [0-9.]+ s", " over T s", l.split(";")[0]) for l in lines if l.startswith("timeline:")],
+       ["timeline: 11 events over T s (4 allocations, 3 frees, 2 frees the driver refused, 0 OOMs)"],
+       "the timeline's counts")
+    _, d, (text,) = report_of([os.path.join(T, "t_host"), "host-register"], env={"VRAMTRACE_EVENTS": "4"})
+    eq((len(d["events"]), d["events_dropped"]), (4, 7), "the newest 4 events kept")
+    eq([re.sub(r" over [0-9.]+ s", " over T s", l.split(";")[0]) for l in text.splitlines()
+        if l.startswith("timeline:")],
+       ["timeline: 4 events over T s (1 allocation, 3 frees, 0 OOMs, older events dropped)"],
+       "the events kept, as they are")
+
+
+@test
 def cli_json_has_the_imported_memory_the_text_has():
     """Memory of another process opened through IPC (a handle opened twice,
     one mapping, and closed once: still open at exit) is in the dump's
