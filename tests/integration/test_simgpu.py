@@ -70,6 +70,47 @@ def simgpu_address_space_is_never_what_runs_out():
 
 
 @test
+def simgpu_sizes_no_device_holds_and_a_destroyed_pools_memory():
+    """t_simlimits on a 1 GiB device. Sizes whose product or rounding
+    passes 2^64 (pitched 2^33 x 2^33, SIZE_MAX wide; a 3D array of 2^66
+    bytes; stream-ordered SIZE_MAX, rounded up) are out of memory, through
+    the runtime and the driver; they were allocations of the wrapped-around
+    remainder (0 bytes, or SIZE_MAX live) that succeeded. A pool destroyed
+    with 200 MiB out gives its memory back at that allocation's free, as
+    cuMemPoolDestroy's documentation says; it was held for ever, and the
+    next 1000 MiB failed. Under vramtrace the output and status are the
+    same and nothing is live."""
+    env = {"SIMGPU_CAPACITY": "1G"}
+    r = run([os.path.join(T, "t_simlimits")], preload=False, env=env)
+    eq(r.rc, 0, "status")
+    eq(r.out.splitlines(), [
+        "cudaMallocPitch 2^33 x 2^33 -> 2",
+        "cudaMallocPitch SIZE_MAX x 2 -> 2",
+        "cuMemAllocPitch 2^40 x 2^30 -> 2",
+        "cudaMallocAsync SIZE_MAX -> 2",
+        "cuMemAllocAsync SIZE_MAX - 100 -> 2",
+        "cudaMalloc3DArray 2^22 x 2^22 x 2^22 -> 2",
+        "cuArrayCreate 2^40 x 2^30 x 16 bytes -> 2",
+        "cuMipmappedArrayCreate 2^32 x 2^32 x 4 bytes -> 2",
+        "cuMemAddressReserve 2^63 -> 2",
+        "cudaMallocFromPoolAsync SIZE_MAX from a host pool -> 2",
+        "pitched 1000 x 1000 -> 0 pitch 1024; used 1024000 bytes",
+        "after the refusals: used 0 bytes",
+        "cudaMemPoolDestroy: pool reserves 300 MiB: used 300 MiB",
+        "cudaMemPoolDestroy with 200 MiB out -> 0; used 200 MiB",
+        "its last allocation freed -> 0; used 0 MiB",
+        "1000 MiB -> 0",
+        "cuMemPoolDestroy: pool reserves 300 MiB: used 300 MiB",
+        "cuMemPoolDestroy with 200 MiB out -> 0; used 200 MiB",
+        "its last allocation freed -> 0; used 0 MiB",
+        "1000 MiB -> 0"], "every answer and the device's used bytes")
+    b = same_as_without([os.path.join(T, "t_simlimits")], env=env)
+    t = b.dump["totals"]
+    eq((t["live_bytes"], t["live_count"], t["alloc_count"], t["free_count"]), (0, 0, 7, 7),
+       "under vramtrace: the pitched allocation, the pools' four and two of 1000 MiB, all freed")
+
+
+@test
 def simgpu_runtime_sonames_and_versions():
     """libcudart.so.13 carries the real runtime's version node on every
     name (PyTorch binds cudaMalloc@libcudart.so.13; an unversioned library

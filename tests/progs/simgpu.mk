@@ -11,3 +11,10 @@ PROGS += $(T)/t_simgrow
 $(T)/t_simgrow: tests/progs/t_simgrow.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
+
+# Sizes no device holds, and a pool destroyed with an allocation out.
+PROGS += $(T)/t_simlimits
+
+$(T)/t_simlimits: tests/progs/t_simlimits.c $(SIM)/libcudart_sim.so $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so $(SIMLINK) -lcuda

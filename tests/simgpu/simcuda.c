@@ -122,6 +122,8 @@ struct sim_pool {
     int host;       /* made on the host: its bytes count against no device */
     int reuse[3];
     uint64_t threshold, reserved, used, reserved_high, used_high;
+    int destroyed;  /* cuMemPoolDestroy'ed with allocations out: gone at
+                       their last free */
 };
 
 struct sim_ctx { int magic; int device; };
@@ -232,7 +234,28 @@ static size_t sim_parse_size(const char *s, size_t def) {
     return (size_t)v;
 }
 
-static uint64_t sim_round(uint64_t bytes, uint64_t to) { return (bytes + to - 1) / to * to; }
+/* Sizes are multiplied and rounded in 64 bits that a program's arguments
+ * can overflow (cudaMallocPitch of 2^33 x 2^33 bytes is 2^66): a result
+ * past 2^64 is SIM_TOO_BIG, more than any device or address space holds,
+ * so that the checks refuse it as the driver would (out of memory) instead
+ * of taking the wrapped-around remainder. */
+#define SIM_TOO_BIG UINT64_MAX
+
+static uint64_t sim_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIM_TOO_BIG : r;
+}
+
+static uint64_t sim_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIM_TOO_BIG : r;
+}
+
+/* bytes rounded up to a multiple of to; SIM_TOO_BIG past 2^64. */
+static uint64_t sim_round(uint64_t bytes, uint64_t to) {
+    uint64_t up = sim_add(bytes, to - 1);
+    return up == SIM_TOO_BIG ? up : up / to * to;
+}
 
 static void sim_pool_init(struct sim_pool *p, int device) {
     memset(p, 0, sizeof *p);
@@ -425,6 +448,9 @@ static uint64_t sim_va_take(int d, uint64_t span, uint64_t align) {
     }
     struct sim_device *v = &sim_dev[d];
     if (v->base == 0) return 0;
+    /* More than the whole space (a size that overflowed, SIM_TOO_BIG): no
+     * range holds it, and the sums below stay within 64 bits. */
+    if (span > v->end - v->base || align > v->end - v->base) return 0;
     uint64_t a = (v->next + align - 1) / align * align;
     if (a + span <= v->end) {
         v->next = a + span;
@@ -505,7 +531,7 @@ static CUresult sim_take(int device, size_t bytes, int kind, int low,
         sim_next_low += sim_round(bytes, SIM_ALIGN);
     } else {
         /* A gap after each allocation keeps neighbours apart. */
-        span = sim_round(bytes, SIM_ALIGN) + SIM_ALIGN;
+        span = sim_add(sim_round(bytes, SIM_ALIGN), SIM_ALIGN);
         addr = sim_va_take(device, span, SIM_ALIGN);
         if (addr == 0) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
     }
@@ -997,9 +1023,7 @@ SIM_EXPORT CUresult cuMemFree(CUdeviceptr_v1 p) {
     return sim_free_device("cuMemFree", p);
 }
 
-static size_t sim_pitch(size_t width) {
-    return (width + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
-}
+static uint64_t sim_pitch(size_t width) { return sim_round(width, SIM_ALIGN); }
 
 SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
                                        size_t width, size_t height,
@@ -1009,8 +1033,8 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
         (elem != 4 && elem != 8 && elem != 16))
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t a;
-    size_t p = sim_pitch(width);
-    CUresult r = sim_take(sim_device_now(), p * height, SIM_DEVICE, 0, &a);
+    uint64_t p = sim_pitch(width);
+    CUresult r = sim_take(sim_device_now(), sim_mul(p, height), SIM_DEVICE, 0, &a);
     if (r == CUDA_SUCCESS) { *dptr = a; *pitch = p; }
     return r;
 }
@@ -1143,7 +1167,7 @@ static CUresult sim_pool_alloc(const char *api, CUdeviceptr *dptr, size_t bytes,
         r = CUDA_ERROR_OUT_OF_MEMORY;
         goto out;
     }
-    uint64_t span = size + SIM_ALIGN;
+    uint64_t span = sim_add(size, SIM_ALIGN);
     uint64_t addr = sim_va_take(p->device, span, SIM_ALIGN);
     struct sim_alloc *a = addr ? sim_record(addr, SIM_POOLED, size, span, p->device) : NULL;
     if (!a) { r = CUDA_ERROR_OUT_OF_MEMORY; goto out; }
@@ -1160,14 +1184,22 @@ out:
     return r;
 }
 
-/* Returns a pool allocation to its pool, which keeps the memory reserved. */
+/* Returns a pool allocation to its pool, which keeps the memory reserved;
+ * the last of a destroyed pool's allocations releases the pool ("the
+ * resources associated with the pool will be released automatically once
+ * there are no more outstanding allocations", cuMemPoolDestroy). */
 static CUresult sim_pool_release(CUdeviceptr ptr) {
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&sim_lock);
     struct sim_alloc *a = sim_lookup(ptr, SIM_POOLED);
     if (a) {
-        a->pool->used -= a->bytes;
+        struct sim_pool *p = a->pool;
+        p->used -= a->bytes;
         sim_drop(a);
+        if (p->destroyed && p->used == 0) {
+            sim_pool_trim(p, 0);
+            free(p);
+        }
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&sim_lock);
@@ -1244,7 +1276,7 @@ static int sim_location_is_host(const CUmemLocation *l) {
 
 /* The host's default pool (and current pool): its address space is device
  * 0's, its bytes count against no device. */
-static struct sim_pool sim_host_pool = {0, 1, {1, 1, 1}, 0, 0, 0, 0, 0};
+static struct sim_pool sim_host_pool = {0, 1, {1, 1, 1}, 0, 0, 0, 0, 0, 0};
 
 SIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) {
     cuInit(0);
@@ -1292,8 +1324,11 @@ SIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
     pthread_mutex_lock(&sim_lock);
     sim_pool_trim(p, 0);
     if (sim_dev[p->device].current_pool == p) sim_dev[p->device].current_pool = &sim_dev[p->device].default_pool;
+    /* A pool with live allocations is kept for their frees, the last of
+     * which releases it (sim_pool_release). */
+    if (p->used == 0) free(p);
+    else p->destroyed = 1;
     pthread_mutex_unlock(&sim_lock);
-    if (p->used == 0) free(p); /* a pool with live allocations is kept for their frees */
     return CUDA_SUCCESS;
 }
 
@@ -1381,7 +1416,8 @@ SIM_EXPORT CUresult cuArrayCreate_v2(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *d)
     sim_count("cuArrayCreate_v2");
     if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels)) return CUDA_ERROR_INVALID_VALUE;
     uint64_t a;
-    CUresult r = sim_take(sim_device_now(), d->Width * dim(d->Height) * d->NumChannels * sim_format_bytes(d->Format),
+    CUresult r = sim_take(sim_device_now(),
+                          sim_mul(sim_mul(d->Width, dim(d->Height)), d->NumChannels * sim_format_bytes(d->Format)),
                           SIM_ARRAY, 0, &a);
     if (r == CUDA_SUCCESS) *h = (CUarray)(uintptr_t)a;
     return r;
@@ -1392,7 +1428,8 @@ SIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR
     if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels)) return CUDA_ERROR_INVALID_VALUE;
     uint64_t a;
     CUresult r = sim_take(sim_device_now(),
-                          d->Width * dim(d->Height) * dim(d->Depth) * d->NumChannels * sim_format_bytes(d->Format),
+                          sim_mul(sim_mul(sim_mul(d->Width, dim(d->Height)), dim(d->Depth)),
+                                  d->NumChannels * sim_format_bytes(d->Format)),
                           SIM_ARRAY, 0, &a);
     if (r == CUDA_SUCCESS) *h = (CUarray)(uintptr_t)a;
     return r;
@@ -1402,10 +1439,12 @@ SIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *h, const CUDA_ARRAY
                                            unsigned int levels) {
     sim_count("cuMipmappedArrayCreate");
     if (!h || !d || d->Width == 0 || sim_channels_bad(d->NumChannels) || levels == 0) return CUDA_ERROR_INVALID_VALUE;
-    size_t bytes = 0;
-    for (unsigned l = 0; l < levels; l++)
-        bytes += dim(d->Width >> l) * dim(d->Height >> l) * dim(d->Depth >> l) * d->NumChannels *
-                 sim_format_bytes(d->Format);
+    uint64_t bytes = 0;
+    for (unsigned l = 0; l < levels; l++) {
+        size_t w = l < 64 ? d->Width >> l : 0, h = l < 64 ? d->Height >> l : 0, z = l < 64 ? d->Depth >> l : 0;
+        bytes = sim_add(bytes, sim_mul(sim_mul(sim_mul(dim(w), dim(h)), dim(z)),
+                                       d->NumChannels * sim_format_bytes(d->Format)));
+    }
     uint64_t a;
     CUresult r = sim_take(sim_device_now(), bytes, SIM_ARRAY, 0, &a);
     if (r == CUDA_SUCCESS) *h = (CUmipmappedArray)(uintptr_t)a;
@@ -1952,7 +1991,7 @@ static int sim_node_room(struct sim_graph *g) {
  * in *dptr. sim_lock held. */
 static CUresult sim_node_alloc(struct sim_graph *g, int d, size_t bytes, CUdeviceptr *dptr) {
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-    uint64_t size = sim_round(bytes, SIM_ALIGN), span = size + SIM_ALIGN;
+    uint64_t size = sim_round(bytes, SIM_ALIGN), span = sim_add(size, SIM_ALIGN);
     if (!sim_node_room(g)) return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t addr = sim_va_take(d, span, SIM_ALIGN);
     struct sim_alloc *a = addr ? sim_record(addr, SIM_GRAPH_VA, size, span, d) : NULL;
