@@ -305,6 +305,68 @@ static void cache_put(uintptr_t c, uintptr_t fobj, uintptr_t nobj, int first, ui
     __atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/* Code object c is being freed: out of the cache, so that a code object
+ * made at its address later is never taken for it. A writer of the same
+ * entry at that moment (a reader of another thread's frames, which holds
+ * no reference to what it reads) is waited for; one that puts c back
+ * after this is left to the tails' check. */
+static void cache_forget(uintptr_t c) {
+    uint32_t h = hash_ptr(c);
+    for (uint32_t i = 0; i < CACHE_PROBES; i++) {
+        struct code_cache *e = &cache_of_codes[(h + i) & (CODE_CACHE - 1)];
+        for (;;) {
+            uint32_t seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+            if (seq & 1) {
+                sched_yield();
+                continue;
+            }
+            if (__atomic_load_n(&e->code, __ATOMIC_ACQUIRE) != c) break;
+            if (!__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) continue;
+            __atomic_store_n(&e->code, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+}
+
+/* Code objects freed so far. Every memo of a frame (frame, code object,
+ * instruction: a thread's frame memo, its last stack's trail) holds only
+ * while no code object has been freed since it was made: CPython's
+ * allocator hands the last freed block out first, so an exec loop, an
+ * IPython cell after cell, made each new code object at the address of the
+ * one just freed, ran it from a frame at the same address and at the same
+ * instruction, and every cell's allocations were the first cell's file
+ * and line. Counted by a wrapper of PyCode_Type's tp_dealloc, which CPython
+ * calls for every code object it frees (3.10 to 3.13; deep-frozen code is
+ * never freed), before the real one frees it. */
+static uint64_t codes_freed;
+static void (*code_dealloc)(void *);
+
+static void code_dealloc_counted(void *o) {
+    cache_forget((uintptr_t)o);
+    __atomic_add_fetch(&codes_freed, 1, __ATOMIC_RELEASE);
+    code_dealloc(o);
+}
+
+/* PyTypeObject's tp_name and tp_dealloc: after PyObject_VAR_HEAD (the
+ * builds this file reads: not debug, not free-threaded), tp_name, then
+ * tp_basicsize and tp_itemsize. */
+#define TP_NAME 24
+#define TP_DEALLOC 48
+
+/* Counts code objects freed from now on: 0, or -1 when PyCode_Type does
+ * not look as expected (its name "code", a deallocator set). */
+static int count_code_frees(void) {
+    const char *name = RD(const char *, code_type, TP_NAME);
+    void (**slot)(void *) = (void (**)(void *))((char *)code_type + TP_DEALLOC);
+    void (*was)(void *) = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!name || strcmp(name, "code") != 0 || !was) return -1;
+    if (was == code_dealloc_counted) return 0;
+    code_dealloc = was;
+    __atomic_store_n(slot, code_dealloc_counted, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* FNV-1a over n bytes, from h. */
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -588,6 +650,10 @@ void vt_pystack_init(void *(*lookup)(const char *), int want) {
         eval_hi = eval_lo + sym->st_size;
     }
     if (map_tables() != 0) return;
+    if (count_code_frees() != 0) {
+        warn_once("CPython's code type is not laid out as expected");
+        return;
+    }
     vt_pyborrow_init(lookup, get_tstate);
     __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
 }
@@ -601,7 +667,8 @@ unsigned long vt_pystack_version(void) {
 /* Per thread, the frames seen at recent captures: a loop that allocates at
  * the same depth finds its outer frames unchanged (same frame, same code,
  * same instruction) and skips their look-ups. Direct-mapped by frame
- * address; allocated on a thread's first capture. */
+ * address; allocated on a thread's first capture; emptied when a code
+ * object has been freed since `memo_freed` (codes_freed). */
 #define FRAME_CACHE 256
 struct frame_memo {
     uintptr_t frame, code, ip;
@@ -609,6 +676,7 @@ struct frame_memo {
 };
 
 static __thread struct frame_memo *memo __attribute__((tls_model("initial-exec")));
+static __thread uint64_t memo_freed __attribute__((tls_model("initial-exec")));
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
@@ -747,11 +815,18 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
     if (trail) trail->n = -1;
     void *f = first_frame();
     if (!f) return 0;
+    /* Read before the walk: a code object freed during it empties the
+     * memo at the next read. */
+    uint64_t freed = __atomic_load_n(&codes_freed, __ATOMIC_ACQUIRE);
+    if (trail) trail->freed = freed;
     struct frame_memo *cache = thread_memo(), spare[FRAME_CACHE];
     if (!cache) {
         /* No memory for this thread's memo: one for this capture alone. */
         memset(spare, 0, sizeof spare);
         cache = spare;
+    } else if (__builtin_expect(memo_freed != freed, 0)) {
+        memset(cache, 0, FRAME_CACHE * sizeof *cache);
+        memo_freed = freed;
     }
     /* Each version's walk twice, with a trail and without: the test of
      * `trail` at every frame folds away. */
@@ -773,6 +848,7 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
 
 int vt_pystack_same(const struct vt_pytrail *trail) {
     if (trail->n <= 0 || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return 0;
+    if (trail->freed != __atomic_load_n(&codes_freed, __ATOMIC_ACQUIRE)) return 0;
     void *f = first_frame();
     if (!f) return 0;
     switch (L.minor) {

@@ -65,6 +65,7 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
  * frames and the shims and empty frames it may skip). */
 struct vt_pytrail {
     int n; /* frames kept; -1: nothing to compare (see vt_pystack_same) */
+    uint64_t freed; /* code objects freed before the read (none since: same code) */
     uintptr_t f[2 * (5 * VT_PY_MAX_FRAMES + 1)];
 };
 struct vt_pyframes {
@@ -81,9 +82,10 @@ int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *
  * entry flag, 3.12+'s owner), and then the chain's end. What a read makes
  * of a frame (its name and line, where its group ends) depends on those
  * alone, so a read now would give what that read gave, without a look-up
- * of any frame. Never for a trail of no frames or of borrowed ones (the
- * thread lent from may have moved), nor for a read that stopped before the
- * chain's end (n < 0). */
+ * of any frame, so long as no code object was freed since (another could
+ * then be at its address). Never for a trail of no frames or of borrowed
+ * ones (the thread lent from may have moved), nor for a read that stopped
+ * before the chain's end (n < 0). */
 int vt_pystack_same(const struct vt_pytrail *trail);
 
 static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }

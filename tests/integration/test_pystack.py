@@ -113,3 +113,40 @@ def pystack_code_compiled_again_and_again_keeps_its_frames():
         want = [(i, [[f"/gen/generated_{i % 7}.py", 3, "generated"], [script, line, "<module>"]])
                 for i in range(0, 70000, 500)]
         eq(got, want, f"{py}: every live allocation's Python frames (its bytes less 4096 the iteration's number)")
+
+
+CELLS = r"""
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+cu.cuInit(0)
+ns = {"cu": cu, "ctypes": ctypes}
+for i in range(12):
+    # cell i: its own file name and, by blank lines, its own line
+    src = "\n" * (i % 4) + "p = ctypes.c_uint64(); cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(%d << 20))\n" % (i + 1)
+    exec(compile(src, "<ipython-input-%d>" % i, "exec"), ns)   # LINE:exec
+print("ok")
+"""
+
+
+@test
+def pystack_cells_run_one_after_another_keep_their_own_lines():
+    """Code compiled and run one string after another, as IPython runs
+    notebook cells: each cell's code object is freed when it has run, the
+    next made at its address and run from a frame at the same address and
+    the same instruction, so every frame memo (the thread's memo of frames,
+    its last stack) answered with the first cell's file and line, or the
+    cell before's (an outside check: cell 3's 300 MiB at cell 1's line 1,
+    on every CPython). Each cell's allocation has its own file and line."""
+    line = 1 + next(i for i, l in enumerate(CELLS.splitlines()) if "LINE:exec" in l)
+    for py in pythons():
+        with workdir("vt-cells-") as work:
+            script = os.path.join(work, "cells.py")
+            with open(script, "w") as f:
+                f.write(CELLS)
+            r = same_as_without([py, script])
+        eq(r.out, "ok\n", f"{py}: the program")
+        d = r.dump
+        got = sorted((a["bytes"] >> 20, python_frames(d, a["stack"])) for a in d["live"])
+        want = [(i + 1, [[f"<ipython-input-{i}>", 1 + i % 4, "<module>"], [script, line, "<module>"]])
+                for i in range(12)]
+        eq(got, want, f"{py}: each cell's allocation (MiB: its number + 1) and its Python frames")
