@@ -130,6 +130,7 @@ static void after_fork_child(void) {
     vt_exit_reset_child();
     vt_unload_reset_child();
     vt_thread_reset_child();
+    vt_exit_watch_child_main();
     vt_graphs_fork_parent(); /* given back, then the tables emptied below */
     vt_tracker_unlock_all();
     vt_vmm_fork_parent();

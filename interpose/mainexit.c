@@ -21,6 +21,28 @@
 #include "mainexit.h"
 #include "resolve.h"
 
+/* A child forked from a thread other than the main one has that thread as
+ * its main thread, and it ends by returning from its start routine: no
+ * exit, no pthread_exit of the program's to see. The C library ends the
+ * process when its last thread returns, and vramtrace's helpers, started
+ * again in the child, were threads left: the child lived for ever, a
+ * zombie main thread and its parent's waitpid waiting. A thread's keys'
+ * destructors run whichever way it ends but exit (which ends them all):
+ * one set on the child's only thread tells common/thread.c, as
+ * pthread_exit does. */
+static pthread_key_t main_key;
+static int main_key_made; /* 1: made; -1: could not be */
+
+static void main_thread_ended(void *value) {
+    (void)value;
+    vt_thread_main_exits();
+}
+
+void vt_exit_watch_child_main(void) {
+    if (!main_key_made) main_key_made = pthread_key_create(&main_key, main_thread_ended) == 0 ? 1 : -1;
+    if (main_key_made > 0) pthread_setspecific(main_key, &main_key);
+}
+
 __attribute__((visibility("default"), noreturn)) void pthread_exit(void *value) {
     if ((pid_t)syscall(SYS_gettid) == getpid()) vt_thread_main_exits();
     static void *slot;

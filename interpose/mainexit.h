@@ -5,6 +5,12 @@
 /* After fork, in the child: no thread of its own is in exit. */
 void vt_exit_reset_child(void);
 
+/* After fork, in the child: its only thread is its main thread, which may
+ * end by returning from a thread's start routine (a fork from another
+ * thread than the main one); the helper threads then end once the
+ * program's are all gone, as after pthread_exit. */
+void vt_exit_watch_child_main(void);
+
 /* Where the exit's outputs are (init.c): 0 not begun, 1 being written, 2
  * written. */
 int vt_exit_outputs_state(void);

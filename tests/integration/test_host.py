@@ -1508,6 +1508,36 @@ def host_main_thread_ending_by_pthread_exit_ends_with_its_last_thread():
 
 
 @test
+def host_child_forked_from_a_thread_ends_when_that_thread_returns():
+    """A child forked from a thread other than the main one has that thread
+    as its only one: when it returns from its start routine, the child
+    ends, status 0, with its exit's outputs and leak check, as one whose
+    main thread ended by pthread_exit. Before, once the child had made a
+    GPU call, vramtrace's helper threads (started again in the child) kept
+    it alive for ever, its main thread a zombie, and the parent's waitpid
+    never returned (from an outside check; Python's os.fork in a
+    threading.Thread the same)."""
+    prog = os.path.join(T, "t_pexit")
+    bare = run([prog, "fork"], preload=False)
+    eq((bare.rc, bare.out), (0, "child: exit 0\n"), "without vramtrace")
+    started = time.monotonic()
+    r = run([prog, "fork"])
+    took = time.monotonic() - started
+    eq((r.rc, r.out), (0, "child: exit 0\n"), f"the child's status: {r.err[-1500:]}")
+    ok(took < 15, f"ended in {took:.1f} s")
+    eq([l for l in r.err.splitlines() if l.startswith("vramtrace:   allocations ")],
+       ["vramtrace:   allocations 1, frees 0, failed 0 (out of memory 0)",
+        "vramtrace:   allocations 1, frees 1, failed 0 (out of memory 0)"], "the child's, then the parent's exit summary")
+    eq(sorted((d["reason"], d["totals"]["live_bytes"], d["totals"]["alloc_count"]) for d in r.dumps),
+       [("exit", 0, 1), ("exit", 3 << 20, 1)], "the parent's and the child's exit dumps")
+    c = run([prog, "fork"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((c.rc, c.out), (0, "child: exit 23\n"), f"the child's leak check's status: {c.err[-1500:]}")
+    eq([l for l in c.err.splitlines() if l.startswith(("Direct leak", "SUMMARY"))],
+       ["Direct leak of 3145728 byte(s) in 1 object(s) allocated from:",
+        "SUMMARY: vramtrace: 3145728 byte(s) leaked in 1 allocation(s)."], "the child's leak report")
+
+
+@test
 def host_memory_a_stream_ordered_pool_keeps_is_not_held_outside():
     """The device's default pool, told to keep what it gets back, holds 4 GiB
     that no allocation uses when a cudaMalloc of 5 GiB fails: the

@@ -1,17 +1,26 @@
-/* t_pexit.c -- a main thread that ends by pthread_exit.
+/* t_pexit.c -- a main thread that ends without exit: by pthread_exit, or
+ * by returning from a thread's start routine in a child forked from that
+ * thread.
  *
  *   t_pexit        main starts a worker and ends by pthread_exit; the
  *                  worker keeps 1 MiB (a leak) and frees 2 MiB, waits
- *                  0.2 s and returns: the process ends then, status 0
+ *                  0.2 s and returns: the process ends then, status 0.
+ *                  Prints "worker done" as the worker returns.
  *   t_pexit late   the same, but the worker first waits for the main
  *                  thread to be gone (its first GPU call comes after)
- *
- * Prints "worker done" as the worker returns. */
+ *   t_pexit fork   main allocates and frees 1 MiB and starts a thread
+ *                  that forks; the child keeps 3 MiB (a leak) and its
+ *                  only thread returns: the child ends then, status 0.
+ *                  The parent waits for it up to 20 s and prints "child:
+ *                  exit N", or "child: still running" (then kills it). */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int late;
 
@@ -32,7 +41,42 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* The child's only thread is this one: its return ends the child. */
+static void *forker(void *arg) {
+    (void)arg;
+    pid_t pid = fork();
+    if (pid < 0) return NULL;
+    if (pid == 0) {
+        void *kept = NULL;
+        cudaMalloc(&kept, 3 << 20);
+        return NULL;
+    }
+    int status = 0;
+    for (int waited = 0; waitpid(pid, &status, WNOHANG) == 0; waited += 10) {
+        if (waited >= 20000) {
+            puts("child: still running");
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return NULL;
+        }
+        nap(10);
+    }
+    printf("child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return NULL;
+}
+
+static int fork_from_a_thread(void) {
+    void *p = NULL;
+    if (cudaMalloc(&p, 1 << 20) != cudaSuccess) return 2;
+    cudaFree(p);
+    pthread_t t;
+    if (pthread_create(&t, NULL, forker, NULL) != 0) return 2;
+    pthread_join(t, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "fork") == 0) return fork_from_a_thread();
     late = argc > 1 && strcmp(argv[1], "late") == 0;
     pthread_t t;
     if (pthread_create(&t, NULL, worker, NULL) != 0) return 2;
