@@ -13,6 +13,7 @@
 
 #include <uthash.h>
 
+#include "../common/procself.h"
 #include "../tracker/departed.h"
 #include "hook.h"
 #include "unload.h"
@@ -132,7 +133,8 @@ static void span_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
 /* The file the kernel maps at the library's lowest address, as it names
  * it (malloc'd), or NULL. /proc/self/map_files names each mapping by its
  * range: the first segment's, as the loader mapped it; where that range
- * is not one mapping, the maps are read. */
+ * is not one mapping, the maps are read (common/procself.h: where, once
+ * the main thread has ended). */
 static char *mapped_file(const struct dl_phdr_info *info, uintptr_t lo) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = lo & ~(page - 1), end = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -142,14 +144,16 @@ static char *mapped_file(const struct dl_phdr_info *info, uintptr_t lo) {
             break;
         }
     }
-    char link[64], buf[4096 + 16];
-    snprintf(link, sizeof link, "/proc/self/map_files/%lx-%lx", (unsigned long)start, (unsigned long)end);
+    char dir[VT_PROC_SELF_MAX], link[VT_PROC_SELF_MAX + 64], buf[4096 + 16];
+    vt_proc_self(dir);
+    snprintf(link, sizeof link, "%s/map_files/%lx-%lx", dir, (unsigned long)start, (unsigned long)end);
     ssize_t n = end ? readlink(link, buf, sizeof buf - 1) : -1;
     if (n > 0) {
         buf[n] = '\0';
         return strdup(buf);
     }
-    FILE *f = fopen("/proc/self/maps", "re");
+    snprintf(link, sizeof link, "%s/maps", dir);
+    FILE *f = fopen(link, "re");
     if (!f) return NULL;
     char *found = NULL, *line = NULL;
     size_t cap = 0;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/procself.h"
 #include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
@@ -135,9 +136,12 @@ static void warn_once(int *flag, const char *what, const char *path, const char 
             why ? why : strerror(errno));
 }
 
-/* argv of this process, from /proc/self/cmdline. */
+/* argv of this process, from its cmdline (common/procself.h: where, once
+ * the main thread has ended). */
 static int read_argv(char *buf, size_t size, char **argv, int max) {
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    char dir[VT_PROC_SELF_MAX], path[VT_PROC_SELF_MAX + 16];
+    snprintf(path, sizeof path, "%s/cmdline", vt_proc_self(dir));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
     ssize_t n = read(fd, buf, size - 1);
     close(fd);

@@ -15,6 +15,7 @@
 
 #include "../common/display.h"
 #include "../common/labels.h"
+#include "../common/procself.h"
 #include "../tracker/departed.h"
 #include "../tracker/pystack.h"
 #include "debuglink.h"
@@ -313,11 +314,14 @@ static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
 
 /* The file a module of this process maps, named by the kernel through
  * /proc/self/map_files (its first mapping, found in /proc/self/maps by
- * the module's start): -1 when not found. */
+ * the module's start; common/procself.h: where, once the main thread has
+ * ended): -1 when not found. */
 static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
     Dwarf_Addr start = 0;
     if (!dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL)) return -1;
-    FILE *f = fopen("/proc/self/maps", "re");
+    char dir[VT_PROC_SELF_MAX], maps[VT_PROC_SELF_MAX + 16];
+    snprintf(maps, sizeof maps, "%s/maps", vt_proc_self(dir));
+    FILE *f = fopen(maps, "re");
     if (!f) return -1;
     char line[256];
     unsigned long lo, hi;
@@ -329,8 +333,8 @@ static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
     }
     fclose(f);
     if (!found) return -1;
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/map_files/%lx-%lx", lo, hi);
+    char link[VT_PROC_SELF_MAX + 64];
+    snprintf(link, sizeof link, "%s/map_files/%lx-%lx", dir, lo, hi);
     ssize_t n = readlink(link, out, size - 1);
     if (n <= 0 || (size_t)n >= size - 1) return -1;
     out[n] = '\0';
@@ -422,13 +426,14 @@ static struct priv *priv_new(void) {
 }
 
 /* libdwfl on this process, once: what the first frame not yet in the
- * table needs. */
+ * table needs. Its modules come from the process's maps, read where they
+ * are whole (common/procself.h). */
 static void open_dwfl(struct priv *p) {
     p->dwfl_tried = 1;
     p->inlines = vt_inlines_new();
     p->dwfl = dwfl_begin(&callbacks);
     if (p->dwfl) {
-        if (dwfl_linux_proc_report(p->dwfl, getpid()) != 0) {
+        if (dwfl_linux_proc_report(p->dwfl, vt_proc_self_pid()) != 0) {
             dwfl_end(p->dwfl);
             p->dwfl = NULL;
         } else {

@@ -1508,6 +1508,49 @@ def host_main_thread_ending_by_pthread_exit_ends_with_its_last_thread():
 
 
 @test
+def host_reports_after_the_main_thread_ended_keep_names_and_command():
+    """Once the main thread has ended by pthread_exit, its /proc/self
+    entries read empty (maps, cmdline) or are gone (map_files): every
+    report was "?? 0x..." with no module, "out of memory in pid N" had no
+    command and the dump's argv was [] (from an outside check). Now they
+    are read from a thread that lives: the post-mortem, the leak report,
+    the dump and a child's exit summary (forked from a thread that then
+    returned) name functions, files and lines, and the command."""
+    prog = os.path.join(T, "t_pexit")
+    line = {n: source_line("t_pexit.c", text) for n, text in
+            (("main", "cudaMalloc(&kept, 2 << 20)"), ("kept", "    cudaMalloc(&kept, 1 << 20);"),
+             ("huge", "cudaMalloc(&huge, (size_t)1 << 40)"), ("forker", "cudaMalloc(&kept, 3 << 20)"))}
+    r = run([prog, "oom"], env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.rc, 23, f"the leak check's status: {r.err[-1500:]}")
+    pid = r.dump["pid"]
+    lines = r.err.splitlines()
+    eq([l for l in lines if "out of memory in pid" in l or "failing call:" in l or " 1 alloc  " in l],
+       [f"vramtrace: out of memory in pid {pid} ({prog})",
+        f"vramtrace:   failing call: failing_worker tests/progs/t_pexit.c:{line['huge']}",
+        f"vramtrace:     2.00 MiB  66.7%      1 alloc   main tests/progs/t_pexit.c:{line['main']}",
+        f"vramtrace:     1.00 MiB  33.3%      1 alloc   failing_worker tests/progs/t_pexit.c:{line['kept']}"],
+       "the post-mortem")
+    eq([l for l in lines if l.startswith(("Direct leak", "    call site:", "SUMMARY"))],
+       ["Direct leak of 2097152 byte(s) in 1 object(s) allocated from:",
+        f"    call site: main tests/progs/t_pexit.c:{line['main']}",
+        "Direct leak of 1048576 byte(s) in 1 object(s) allocated from:",
+        f"    call site: failing_worker tests/progs/t_pexit.c:{line['kept']}",
+        "SUMMARY: vramtrace: 3145728 byte(s) leaked in 2 allocation(s)."], "the leak report")
+    ok(re_frame("main", "t_pexit.c", line["main"], r.err), "the leak's frame lines:\n" + r.err)
+    eq(r.dump["argv"], [prog, "oom"], "the dump's command")
+    eq(sorted((site(r.dump, a["stack"])["function"], os.path.basename(site(r.dump, a["stack"])["module"]))
+              for a in r.dump["live"]), [("failing_worker", "t_pexit"), ("main", "t_pexit")], "the dump's frames")
+    c = run([prog, "fork"])
+    eq(c.out, "child: exit 0\n", "the forked child's status")
+    child = [d["pid"] for d in c.dumps if d["totals"]["live_bytes"] == 3 << 20]
+    eq(len(child), 1, "the child's exit dump")
+    ok(f"vramtrace: exit in pid {child[0]} ({prog})\n" in c.err, f"the child's exit summary names the command: {c.err}")
+    eq([l for l in c.err.splitlines() if " 1 alloc  " in l],
+       [f"vramtrace:     3.00 MiB 100.0%      1 alloc   forker tests/progs/t_pexit.c:{line['forker']}"],
+       "the child's holders")
+
+
+@test
 def host_child_forked_from_a_thread_ends_when_that_thread_returns():
     """A child forked from a thread other than the main one has that thread
     as its only one: when it returns from its start routine, the child

@@ -8,6 +8,9 @@
  *                  Prints "worker done" as the worker returns.
  *   t_pexit late   the same, but the worker first waits for the main
  *                  thread to be gone (its first GPU call comes after)
+ *   t_pexit oom    main keeps 2 MiB and ends by pthread_exit; the
+ *                  worker, once the main thread is gone, keeps 1 MiB and
+ *                  asks for 1 TiB, which fails (a post-mortem), and returns
  *   t_pexit fork   main allocates and frees 1 MiB and starts a thread
  *                  that forks; the child keeps 3 MiB (a leak) and its
  *                  only thread returns: the child ends then, status 0.
@@ -38,6 +41,17 @@ static void *worker(void *arg) {
     nap(200);
     puts("worker done");
     fflush(stdout);
+    return NULL;
+}
+
+/* Every report after the main thread is gone: a failure's post-mortem,
+ * then the exit's leak check. */
+static void *failing_worker(void *arg) {
+    (void)arg;
+    nap(300);
+    void *kept = NULL, *huge = NULL;
+    cudaMalloc(&kept, 1 << 20);
+    cudaMalloc(&huge, (size_t)1 << 40);
     return NULL;
 }
 
@@ -77,8 +91,11 @@ static int fork_from_a_thread(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "fork") == 0) return fork_from_a_thread();
+    int oom = argc > 1 && strcmp(argv[1], "oom") == 0;
     late = argc > 1 && strcmp(argv[1], "late") == 0;
+    void *kept = NULL;
+    if (oom && cudaMalloc(&kept, 2 << 20) != cudaSuccess) return 2;
     pthread_t t;
-    if (pthread_create(&t, NULL, worker, NULL) != 0) return 2;
+    if (pthread_create(&t, NULL, oom ? failing_worker : worker, NULL) != 0) return 2;
     pthread_exit(NULL);
 }

@@ -1,0 +1,48 @@
+/* procself.c -- where this process's own /proc entries are read
+ * (procself.h). */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "procself.h"
+
+/* Whether the main thread has ended: the state in /proc/self/stat (the
+ * leader's, which it still gives whole) is Z (or X, as the process ends). */
+static int leader_ended(void) {
+    char buf[512];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    /* The command, in parentheses, may hold ") ": the last one ends it. */
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* The calling thread's id as the mounted /proc numbers it: in another pid
+ * namespace than the process's own, gettid's number names another task
+ * there. */
+static pid_t proc_tid(void) {
+    char link[64];
+    ssize_t n = readlink("/proc/thread-self", link, sizeof link - 1);
+    if (n > 0) {
+        link[n] = '\0';
+        const char *t = strstr(link, "/task/");
+        if (t && atoi(t + 6) > 0) return (pid_t)atoi(t + 6);
+    }
+    return (pid_t)syscall(SYS_gettid);
+}
+
+const char *vt_proc_self(char *dir) {
+    if (leader_ended()) snprintf(dir, VT_PROC_SELF_MAX, "/proc/%d", (int)proc_tid());
+    else snprintf(dir, VT_PROC_SELF_MAX, "/proc/self");
+    return dir;
+}
+
+pid_t vt_proc_self_pid(void) { return leader_ended() ? proc_tid() : getpid(); }
