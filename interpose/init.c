@@ -168,12 +168,23 @@ static void note_exit_status(int status, void *arg) {
 
 void vt_exit_status_watch(void) { on_exit(note_exit_status, NULL); }
 
+/* How the exit's outputs may end the process: not at all (a signal ends it
+ * next), as exit ends it (the program's stdio buffers written first), or as
+ * quick_exit does, which writes none (C11 7.22.4.7): a line the program
+ * left in stdout's buffer came out under the leak check alone. */
+enum { END_NOT, END_AS_EXIT, END_AS_QUICK_EXIT };
+
+/* The process ends now with `status`, as `how` says (not END_NOT). */
+static void end_now(int how, int status) {
+    if (how == END_AS_EXIT) fflush(NULL);
+    _exit(status);
+}
+
 /* The leak check was to run at exit and could not: the run does not pass. */
-static void check_not_run(void) {
+static void check_not_run(int how) {
     if (exit_status != 0) return;
     fputs("vramtrace: the leak check could not run; exit status 125\n", stderr);
-    fflush(NULL);
-    _exit(125);
+    end_now(how, 125);
 }
 
 /* At start: the clock's zero, the VRAMTRACE_* variables kept and the fork
@@ -216,7 +227,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end);
 
 void vt_exit_outputs_if_lost(void) {
     if (vt_exit_in_borrowed_memory() || !__atomic_exchange_n(&handlers_lost, 0, __ATOMIC_ACQ_REL)) return;
-    exit_outputs(1);
+    exit_outputs(END_AS_EXIT);
 }
 
 
@@ -227,14 +238,15 @@ int vt_exit_in_borrowed_memory(void) {
 
 /* At exit: the dump and a short summary, for a process that used a GPU;
  * with the leak check, the leak report and, when leaks remain, the exit
- * status VRAMTRACE_EXITCODE (as LeakSanitizer does: flush and _exit).
+ * status VRAMTRACE_EXITCODE (as LeakSanitizer does: _exit).
  * No CUDA call happens here; the runtime may already be torn down. An exit
  * from a signal handler that interrupted vramtrace's own code on this
  * thread (its locks, or malloc's, may be held) writes nothing but a line
  * saying so; one that interrupted the real driver call of a hook writes as
- * usual. `may_end`: a leak found ends the process with VRAMTRACE_EXITCODE,
- * a check that could not run with 125; else (a signal ends it next) the
- * status is the signal's. Beside the constructor, as vt_stop: every
+ * usual. `may_end` (END_*): a leak found ends the process with
+ * VRAMTRACE_EXITCODE, a check that could not run with 125, the stdio
+ * buffers written only on exit's way; with END_NOT (a signal ends it next)
+ * the status is the signal's. Beside the constructor, as vt_stop: every
  * process's exit passes here. */
 __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_end);
 static __thread int exit_writer __attribute__((tls_model("initial-exec"))); /* this thread writes them */
@@ -307,7 +319,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_
         vt_sigpipe_hold(&held);
         if (vt_output_exit_skipped() < 0) {
             vt_mark_verdict("unchecked");
-            if (may_end) check_not_run();
+            if (may_end) check_not_run(may_end);
         }
         vt_sigpipe_release(&held);
         errno = e;
@@ -326,11 +338,8 @@ __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_
      * leak: a test worker's, a multiprocessing worker's). */
     if (leaked > 0 && vt_opt.leak_check && vt_opt.exitcode) vt_mark_verdict("leaks");
     if (leaked < 0) vt_mark_verdict("unchecked");
-    if (leaked > 0 && vt_opt.leak_check && vt_opt.exitcode && may_end) {
-        fflush(NULL);
-        _exit(vt_opt.exitcode);
-    }
-    if (leaked < 0 && may_end) check_not_run();
+    if (leaked > 0 && vt_opt.leak_check && vt_opt.exitcode && may_end) end_now(may_end, vt_opt.exitcode);
+    if (leaked < 0 && may_end) check_not_run(may_end);
     vt_sigpipe_release(&held);
     vt_busy--;
     errno = e;
@@ -347,22 +356,22 @@ __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_
  * pointer handed out, stay valid. */
 static void exit_outputs_last(void *arg) {
     (void)arg;
-    exit_outputs(1);
+    exit_outputs(END_AS_EXIT);
 }
 
 __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) {
-    if (__cxa_atexit(exit_outputs_last, NULL, NULL) != 0) exit_outputs(1);
+    if (__cxa_atexit(exit_outputs_last, NULL, NULL) != 0) exit_outputs(END_AS_EXIT);
 }
 
-void vt_exit_before_signal(void) { exit_outputs(0); }
+void vt_exit_before_signal(void) { exit_outputs(END_NOT); }
 
 int vt_exit_before_signal_wait(uint64_t within_ns) {
     __atomic_store_n(&exit_for_signal, 1, __ATOMIC_RELEASE);
-    exit_outputs(0);
+    exit_outputs(END_NOT);
     /* Another thread's exit may be writing them: the signal waits for the
      * end of that (a SIGTERM in the middle of the program's own exit
      * killed it mid-write: no dump, no leak report), at most within_ns. */
     return exit_outputs_wait(within_ns);
 }
 
-static void exit_outputs_quick(void) { exit_outputs(1); }
+static void exit_outputs_quick(void) { exit_outputs(END_AS_QUICK_EXIT); }

@@ -54,6 +54,26 @@ def quick_exit_runs_the_exit_check():
 
 
 @test
+def quick_exit_with_leaks_leaves_stdio_unwritten():
+    """quick_exit writes no stdio buffer, and the leak check's status does
+    not change that: with leaks found, the check flushed every stream
+    before its _exit, so a line the program left in stdout's buffer was
+    written under --leak-check alone (from an outside check). Now only an
+    exit, which writes them, has them written; the leak report and the
+    status 23 are as before."""
+    prog = os.path.join(T, "t_quickbuf")
+    for mode, out in (([], ""), (["atexit"], ""), (["exit"], "main\n")):
+        bare = run([prog] + mode, preload=False)
+        eq((bare.rc, bare.out), (7, out), f"{mode} without vramtrace")
+        r = run([prog] + mode, report="off")
+        eq((r.rc, r.out), (7, out), f"{mode} without the leak check")
+        c = run([prog] + mode, env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq((c.rc, c.out), (23, out), f"{mode} with the leak check: {c.err[-1500:]}")
+        eq([l for l in c.err.splitlines() if l.startswith("SUMMARY:")],
+           ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], f"{mode}: the leak report")
+
+
+@test
 def threads_calling_exit_at_once_still_get_the_exit_check():
     """Two and eight threads each keep 1 MiB and call exit(0) at the same
     moment: the C library ran the exit handlers on one thread and ended the

@@ -10,3 +10,9 @@ $(T)/t_libfini: tests/progs/t_libfini.c $(T)/libt_libfini.so $(SIM)/libcudart_si
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(T) -lt_libfini $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN' \
 	    -Wl,-rpath,'$$ORIGIN/../sim'
+
+# stdout a quick_exit leaves unwritten (tests/integration/test_exitorder.py).
+PROGS += $(T)/t_quickbuf
+$(T)/t_quickbuf: tests/progs/t_quickbuf.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
