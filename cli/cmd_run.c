@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -377,12 +378,25 @@ static int passed(size_t i) {
     return rt <= SIGRTMAX ? rt : 0;
 }
 
-/* End as the child ended: its exit status, or its signal (without a core
- * of this process). */
-static int end_like(int status) {
+/* End as the child ended: its exit status, or its signal, without a core
+ * of this process. The kernel marks a status "core dumped" only where the
+ * dying process's own core was written: a second core would take the
+ * command's place where the core file's name holds no pid (core_pattern
+ * "core"), and a core_pattern pipe (systemd-coredump, apport), which
+ * RLIMIT_CORE does not stop, would record vramtrace as having crashed.
+ * So the mark is lost, and said in one line where the command dumped
+ * core. */
+static int end_like(int status, const char *cmd, pid_t pid) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
+        if (WCOREDUMP(status)) {
+            char safe[256];
+            fprintf(stderr, "vramtrace run: %s (pid %d) dumped core; vramtrace run ends by the same signal without a "
+                            "core of its own, so its status does not say so\n",
+                    vt_display(cmd, safe, sizeof safe), (int)pid);
+        }
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         struct rlimit none = {0, 0};
         setrlimit(RLIMIT_CORE, &none);
         signal(sig, SIG_DFL);
@@ -574,7 +588,7 @@ static int run_as_parent(struct run_plan *p, const char *lib, char **cmd) {
                 v.unchecked, v.unchecked == 1 ? "" : "es", vt_display(cmd[0], safe, sizeof safe), v.unchecked_pids);
         return 125;
     }
-    return end_like(status);
+    return end_like(status, cmd[0], pid);
 }
 
 /* `--tensors`: backend:cudaMallocAsync in var (PYTORCH_CUDA_ALLOC_CONF or

@@ -944,6 +944,50 @@ def run_as_parent_passes_every_signal_on():
 
 
 @test
+def run_as_parent_says_the_command_dumped_core():
+    """`vramtrace run --leak-check` ends by the signal that ended the
+    command, without a core of its own: the status it ends with cannot
+    carry the command's "core dumped" mark (the kernel sets it only where
+    the dying process's own core is written; a second core would take the
+    command's place under a core_pattern without %p). The mark was lost
+    without a word (from an outside check); now one line says the command
+    dumped core, and still no core of vramtrace's is written. Without a
+    core (RLIMIT_CORE 0) nothing is said. Exec mode (no flag) keeps the
+    mark: vramtrace is the command there."""
+    import resource
+    pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    prog = os.path.join(T, "t_oom")
+    for limit in (resource.RLIM_INFINITY, 0):
+        def core_limit():
+            resource.setrlimit(resource.RLIMIT_CORE, (limit, limit))
+        seen = []
+        for flags in ([], ["--leak-check"]):
+            with workdir("vt-core-") as work:
+                p = subprocess.Popen([CLI, "run", "--report", "off", "--out", "off", *flags, "--", prog, "abort"],
+                                     cwd=work, env=dict(os.environ, LD_LIBRARY_PATH=SIM), preexec_fn=core_limit,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                err = p.stderr.read()
+                p.stderr.close()
+                _, status = os.waitpid(p.pid, 0)
+                cores = sorted(f for f in os.listdir(work) if f.startswith("core"))
+                seen.append((flags, os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, os.WCOREDUMP(status),
+                             cores, [l for l in err.splitlines() if "dumped core" in l]))
+        dumped = seen[0][2]
+        if limit == 0:
+            eq(dumped, False, "no core under RLIMIT_CORE 0")
+        elif pattern == "core":
+            eq((dumped, seen[0][3]), (True, ["core"]), "the command's core, in its folder")
+        eq([(s[1], s[2]) for s in seen], [(signal.SIGABRT, dumped), (signal.SIGABRT, False)],
+           f"core limit {limit}: the signal, and the mark in exec and in parent mode")
+        eq(seen[1][3], seen[0][3], f"core limit {limit}: the command's core file and no other")
+        eq(seen[0][4], [], "exec mode says nothing")
+        eq([re.sub(r"\(pid \d+\)", "(pid N)", l) for l in seen[1][4]],
+           [f"vramtrace run: {prog} (pid N) dumped core; vramtrace run ends by the same signal without a core of "
+            "its own, so its status does not say so"] if dumped else [],
+           f"core limit {limit}: parent mode's line")
+
+
+@test
 def install_prefix_change_rebuilds_the_cli():
     with workdir("vt-files-") as work:
         a, b = os.path.join(work, "a"), os.path.join(work, "b")
