@@ -237,17 +237,21 @@ static uint64_t bytes_then(const struct past_site *past, uint32_t n, const char 
  * kept: the site that rose in the most of them (and now), then by the
  * most bytes since the first; a load in one window is not the growth the
  * forecast's rate (the median window's rise) measures: a site that loaded
- * more than the leak added was named for it. Per step, the rounds since
- * the newest one at or before the stretch's first boundary (the oldest
- * kept when none is that old): the site whose rises add up to the most,
- * each rise counted as the forecast's rate counts the device's (a load,
- * more than VT_FORECAST_LOAD times the median rise over the steps the
- * rise spans, as the median): the count of rises named a site that kept
- * 8 MiB a step, rising at every round, for one that kept 256 MiB once a
- * step. With nothing to compare with (no window closed, no round before
- * this one), none: the largest site was named, a model loaded once before
- * the first step rather than what grows. */
-static const char *growing_site(int d, const struct vt_step_forecast *sf, uint64_t steps_now) {
+ * more than the leak added was named for it. Per step, the rounds
+ * from the oldest one at or after the stretch's first boundary (the
+ * oldest kept when every one kept is that late): the site whose rises add
+ * up to the most, each rise counted as the forecast's rate counts the
+ * device's (a load, more than VT_FORECAST_LOAD times the median rise over
+ * the steps the rise spans, as the median): the count of rises named a
+ * site that kept 8 MiB a step, rising at every round, for one that kept
+ * 256 MiB once a step. A round before that boundary holds what was made
+ * before the stretch, which its rate leaves out: from there, a 32 MiB
+ * workspace made once in the first step, spread over the 19 steps to the
+ * next round, passed for growth and was named for a leak of 1 MiB a step.
+ * With nothing to compare with (no window closed, no round since the
+ * stretch began), none, and *unknown set: the largest site was named, a
+ * model loaded once before the first step rather than what grows. */
+static const char *growing_site(int d, const struct vt_step_forecast *sf, uint64_t steps_now, int *unknown) {
     uint64_t from_step = sf ? sf->from_step : 0;
     int best_rises = 0;
     uint64_t best_sum = 0;
@@ -255,10 +259,11 @@ static const char *growing_site(int d, const struct vt_step_forecast *sf, uint64
     const char *at = NULL;
     int base = 0, npast = L.npasts;
     if (sf) {
-        for (int k = 0; k < L.nrounds; k++)
-            if (L.rounds[k].steps <= from_step) base = k;
+        base = L.nrounds;
+        for (int k = L.nrounds - 1; k >= 0 && L.rounds[k].steps >= from_step; k--) base = k;
         npast = L.nrounds - base;
     }
+    *unknown = npast == 0;
     if (npast == 0) return NULL;
     for (uint32_t i = 0; i < L.ngroups; i++) {
         if (!(L.groups[i].devices >> d & 1)) continue;
@@ -311,7 +316,8 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
     }
     /* The site that grew the most lately; where nothing grew since (a
      * program idle after its last step), the one named last. */
-    const char *site = growing_site(d, sf, L.view.steps_total);
+    int unknown;
+    const char *site = growing_site(d, sf, L.view.steps_total, &unknown);
     if (site) snprintf(L.last_site[d], sizeof L.last_site[d], "%s", site);
     else if (L.last_site[d][0]) site = L.last_site[d];
     if (sf) snprintf(when, sizeof when, "%llu step%s", (unsigned long long)sf->full_in_steps, sf->full_in_steps == 1 ? "" : "s");
@@ -334,8 +340,11 @@ static void forecast_of(int d, const struct vt_forecast *f, const struct vt_step
      * to stderr through the capped warning (vt_warn_as), to stdout, or
      * added to the report file (a program whose reports are sent away keeps its stderr
      * its own); to stderr when the reports are off or the file cannot take
-     * it. The forecast is in the dump, top and the metrics either way. */
-    if (!L.warned) {
+     * it. The forecast is in the dump, top and the metrics either way.
+     * Where no round since the growth began is known yet, the line waits
+     * for the next round, which knows one: the one line a user sees
+     * while the job runs names what grows. */
+    if (!L.warned && !unknown) {
         L.warned = 1;
         struct vt_sigpipe held;
         vt_sigpipe_hold(&held);

@@ -1351,6 +1351,62 @@ def forecast_per_step_names_the_site_that_grows_not_a_model_loaded_before():
     with open(os.path.join(t.work, f"dump.{t.pid}.json")) as f:
         ok(json.load(f)["forecast"].endswith(f"; it grows at {site}"), "the dump's forecast")
 
+
+# A round of the publisher sees the parameter alone (step 0); then, within
+# the first step, a 512 MiB buffer made once (as cuBLAS makes its
+# workspace at the first forward), and 16 MiB kept at each of 20 steps,
+# the first 10 at once, the rest 100 ms apart.
+TORCH_LOAD_IN_FIRST_STEP = """
+import time, torch
+p = torch.nn.Parameter(torch.zeros(256, device="cuda"))
+opt = torch.optim.SGD([p], lr=0.1)
+keep = []
+time.sleep(0.6)
+once = torch.empty(128 << 20, device="cuda")  # made once
+for i in range(20):
+    keep.append(torch.empty(4 << 20, device="cuda"))  # kept
+    opt.step()
+    if i >= 9:
+        time.sleep(0.1)
+time.sleep(0.6)
+"""
+
+
+@torch_test
+def forecast_per_step_names_what_grows_not_a_buffer_of_the_first_step():
+    """PyTorch keeping 16 MiB a step after a 512 MiB buffer made once in
+    its first step: the warning on stderr and the dump's forecast named
+    the buffer's line ("it grows at <module> fc.py:7"), which the
+    publisher's round before the first step did not have and which rose
+    more than the leak by the next round (an outside check, where a 32 MiB
+    cuBLAS workspace of the first forward was named for a leak of 1 MiB a
+    step); both name the line that keeps 16 MiB a step, the dump's line
+    exact (full in 76 steps under a 2 GiB limit)."""
+    work = tempdir("vt-torchfc-")
+    script = os.path.join(work, "fc.py")
+    with open(script, "w") as f:
+        f.write(TORCH_LOAD_IN_FIRST_STEP)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH")}
+    env.update(XDG_RUNTIME_DIR=tempdir("vt-rundir-"), SIMGPU_CAPACITY="8G", VRAMTRACE_LIMIT="2G",
+               VRAMTRACE_FORECAST="30")
+    p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--torch", "--", CLI, "run", "--out",
+                        os.path.join(work, "d.%p.json"), "--", TORCH_PY, script], env=env, cwd=work,
+                       capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, f"status: {p.stderr[-2000:]}")
+    line = 1 + TORCH_LOAD_IN_FIRST_STEP.splitlines().index(
+        '    keep.append(torch.empty(4 << 20, device="cuda"))  # kept')
+    site = f"<module> {script}:{line}"
+    warned = [x for x in p.stderr.splitlines() if x.startswith("vramtrace: forecast:")]
+    eq(len(warned), 1, f"one forecast line: {p.stderr[-2000:]!r}")
+    ok(re.fullmatch(r"vramtrace: forecast: at \+16\.00 MiB per step, device 0 is full \(2\.00 GiB, VRAMTRACE_LIMIT\) "
+                    rf"in \d+ steps; it grows at {re.escape(site)}", warned[0]), f"the warning: {warned[0]!r}")
+    (dump,) = glob.glob(os.path.join(work, "d.*.json"))
+    with open(dump) as f:
+        eq(json.load(f).get("forecast"), "at +16.00 MiB per step, device 0 is full (2.00 GiB, VRAMTRACE_LIMIT) in 76 "
+           f"steps; it grows at {site}", "the dump's forecast, the same site")
+
+
 @test
 def forecast_per_step_names_the_site_that_rose_most_not_most_often():
     """Ten steps of 400 ms, each keeping 64 MiB at site1 at its start and
