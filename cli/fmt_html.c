@@ -175,6 +175,10 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     if (t->records_lost)
         fprintf(f, "<p class=\"warn\">incomplete: %" PRIu64 " %s dropped for lack of memory in the traced "
                    "process</p>\n", t->records_lost, vr_plural(t->records_lost, "record", "records"));
+    if (t->events_dropped_while_read)
+        fprintf(f, "<p class=\"warn\">incomplete: %" PRIu64 " %s dropped while a dump or report read the event "
+                   "history (more came meanwhile than it holds back)</p>\n", t->events_dropped_while_read,
+                vr_plural(t->events_dropped_while_read, "event", "events"));
     char missed[160];
     if (vt_fmt_missed(t->missed, missed, sizeof missed)) {
         fputs("<p class=\"warn\">", f);

@@ -438,6 +438,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         "failed_count", count(t->failed_count), "oom_count", count(t->oom_count),
         "oom_survived", count(t->oom_survived), "unknown_frees", count(t->unknown_frees));
     if (tot && t->last_oom_survived >= 0) json_object_set_new(tot, "last_oom_survived", json_boolean(t->last_oom_survived));
+    /* What the dump could not hold, by its cause, where there was any. */
+    if (tot && t->records_lost) json_object_set_new(tot, "records_lost", count(t->records_lost));
+    if (tot && t->events_dropped_while_read)
+        json_object_set_new(tot, "events_dropped_while_read", count(t->events_dropped_while_read));
     put(f, tot, depth + 1);
     member(f, depth + 1, &first, "host_memory");
     put(f, json_pack("{s:o,s:o,s:o}", "live_bytes",

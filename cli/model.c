@@ -360,6 +360,8 @@ static void load_totals(struct ctx *c, json_t *root, struct vm_dump *d) {
     read_fields(c, t, totals_fields, NSPECS(totals_fields), v, 0, "totals");
     if (json_object_get(t, "missed")) v->missed = u64(c, t, "missed", "totals");
     if (json_object_get(t, "records_lost")) v->records_lost = u64(c, t, "records_lost", "totals");
+    if (json_object_get(t, "events_dropped_while_read"))
+        v->events_dropped_while_read = u64(c, t, "events_dropped_while_read", "totals");
     if (json_object_get(t, "oom_survived")) v->oom_survived = u64(c, t, "oom_survived", "totals");
     json_t *last = json_object_get(t, "last_oom_survived");
     if (last && !json_is_boolean(last)) fail(c, "totals: field \"last_oom_survived\" is not true or false");

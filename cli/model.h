@@ -152,6 +152,8 @@ struct vm_totals {
     VT_TOTALS_COUNTERS(VT_COUNTER_FIELD) /* host_live_bytes ... missed (common/records.h);
                                             imported_* are 0 in older dumps */
     uint64_t records_lost;   /* dropped for lack of memory; 0 in older dumps */
+    uint64_t events_dropped_while_read; /* events a dump's reading of the history could
+                                           not hold back; 0 when none, and in older dumps */
     uint64_t oom_survived;   /* failures the same request later got past; 0 in older dumps */
     int last_oom_survived;   /* 1 the last failure got past, 0 not, -1 not said (no failure, older dumps) */
 };

@@ -18,7 +18,8 @@ void vr_put_totals(FILE *f, const struct vm_dump *d) {
         .oom_count = t->oom_count, .missed = t->missed, .host_live_bytes = t->host_live_bytes,
         .host_live_count = t->host_live_count, .host_peak_bytes = t->host_peak_bytes,
         .imported_live_bytes = t->imported_live_bytes, .imported_live_count = t->imported_live_count,
-        .records_lost = t->records_lost, .oom_survived = t->oom_survived,
+        .records_lost = t->records_lost, .events_dropped_while_read = t->events_dropped_while_read,
+        .oom_survived = t->oom_survived,
     };
     for (size_t i = 0; i < d->nreleased; i++) {
         tt.released_bytes += d->released[i].bytes;

@@ -74,6 +74,10 @@ void vt_put_totals(FILE *f, const char *prefix, const struct vt_totals_text *t) 
     if (t->records_lost)
         fprintf(f, "%s  incomplete: %" PRIu64 " %s dropped for lack of memory in the traced process\n", prefix,
                 t->records_lost, plural(t->records_lost, "record", "records"));
+    if (t->events_dropped_while_read)
+        fprintf(f, "%s  incomplete: %" PRIu64 " %s dropped while a dump or report read the event history (more "
+                   "came meanwhile than it holds back)\n",
+                prefix, t->events_dropped_while_read, plural(t->events_dropped_while_read, "event", "events"));
 }
 
 void vt_put_devices(FILE *f, const char *prefix, const struct vt_devices_text *d) {

@@ -44,6 +44,8 @@ struct vt_totals_text {
     uint64_t host_live_bytes, host_live_count, host_peak_bytes;
     uint64_t imported_live_bytes, imported_live_count;
     uint64_t records_lost;                 /* dropped for lack of memory */
+    uint64_t events_dropped_while_read;    /* events a dump's reading of the history
+                                              could not hold back: apart, no memory ran short */
     uint64_t oom_survived;                 /* failures the same request later got past */
     uint64_t released_bytes, released_count; /* device memory given back by
                                               a context reset, never freed

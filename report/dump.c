@@ -50,6 +50,8 @@ static void write_totals(FILE *f, const struct vt_snapshot *s, const struct vt_a
     fprintf(f, ",\"unknown_frees\":" U64 ",\"missed\":" U64 ",\"records_lost\":" U64 ",\"oom_survived\":" U64,
             t->unknown_frees, t->missed, vt_records_lost_count(), an ? an->oom_survived : 0);
     if (t->oom_count) fprintf(f, ",\"last_oom_survived\":%s", an && an->last_oom_survived ? "true" : "false");
+    if (s->events_dropped_while_read)
+        fprintf(f, ",\"events_dropped_while_read\":" U64, s->events_dropped_while_read);
     fputs("},\n", f);
     fprintf(f, "\"host_memory\":{\"live_bytes\":" U64 ",\"live_count\":" U64
                ",\"peak_bytes\":" U64 "},\n",

@@ -502,6 +502,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         .host_live_bytes = t->host_live_bytes, .host_live_count = t->host_live_count,
         .host_peak_bytes = t->host_peak_bytes, .imported_live_bytes = t->imported_live_bytes,
         .imported_live_count = t->imported_live_count, .records_lost = vt_records_lost_count(),
+        .events_dropped_while_read = s->events_dropped_while_read,
         .oom_survived = an ? an->oom_survived : 0,
     };
     for (size_t i = 0; i < s->nreleased; i++) {

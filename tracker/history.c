@@ -290,6 +290,7 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
         vt_records_lost("a snapshot's OOM records");
     }
     vt_history_return(SIZE_MAX); /* the ring whole before it is read or lent again */
+    s->events_dropped_while_read = vt_history.read_lost;
     size_t cap = vt_history.cap;
     uint64_t written = vt_history.written;
     size_t ne = written < cap ? written : cap;
@@ -344,7 +345,14 @@ int vt_history_return(size_t most) {
     vt_history.nspill = vt_history.spill_back = 0; /* its room kept (spill_map) */
     vt_history.spill_lost = 0;
     vt_history.returning = 0;
-    if (lost) vt_records_lost_n(lost, "events while a snapshot read the event history");
+    /* Counted apart from records_lost: nothing ran short of memory (the
+     * exit summary said "dropped for lack of memory in the traced
+     * process" of them, and sent users looking for a host memory limit). */
+    if (lost) {
+        vt_history.read_lost += lost;
+        vt_warn("%llu event%s dropped while a dump or report read the event history", (unsigned long long)lost,
+                lost == 1 ? "" : "s");
+    }
     return 1;
 }
 
@@ -361,7 +369,7 @@ void vt_history_reset_child(void) {
     vt_history.written = 0;
     vt_history.next = 0;
     vt_history.nspill = vt_history.spill_back = 0; /* the parent's room is the child's copy */
-    vt_history.spill_lost = 0;
+    vt_history.spill_lost = vt_history.read_lost = 0;
     vt_history.lent = vt_history.returning = 0;
     memset(open_by, 0, sizeof open_by); /* the parent's threads' failures */
     vt_thread_oom_open = 0;

@@ -51,6 +51,10 @@ struct vt_history {
     uint64_t spill_first;
     size_t spill_back;
     uint64_t spill_lost;
+    /* spill_lost's events over the run, once each lending is over: not
+     * for lack of memory (records_lost), but because more came while a
+     * snapshot read the ring than its bound holds back. */
+    uint64_t read_lost;
     /* Failure number n (1 and up) is in ooms[n - 1] up to VT_FIRST_OOMS,
      * later ones in the ring after them (oom_slot). */
     struct vt_oom ooms[VT_MAX_OOMS];

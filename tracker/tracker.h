@@ -271,6 +271,11 @@ struct vt_snapshot {
                                   as it takes) */
     size_t nevents;
     uint64_t events_dropped;   /* older events the ring overwrote */
+    uint64_t events_dropped_while_read; /* events not kept, over the run,
+                                  because more came while an earlier
+                                  snapshot read the ring than it holds back
+                                  (tracker/history.h): not for lack of
+                                  memory, not in records_lost */
     struct vt_step *steps;     /* the newest step boundaries, oldest first */
     size_t nsteps;
     uint64_t steps_total;      /* step boundaries ever counted */

@@ -274,3 +274,97 @@ def dumpmem_write_over_a_million_stacks_adds_a_bounded_resident_memory():
                f"{live} live: {key}: largest first, then by stack")
         added = int(f["hwm_added_kb"]) * 1024
         ok(added < 64 * MiB, f"{live} live: the write added {added / MiB:.1f} MiB resident, want < 64 MiB")
+
+
+HELD_BACK = 131072  # VT_SPILL_MAX (tracker/history.h): what a lent ring holds back
+
+
+def fifo_read_all(fd, most=1 << 30):
+    """What the FIFO opened at fd (non-blocking) holds now, `most` bytes
+    at most."""
+    got = b""
+    while len(got) < most:
+        try:
+            chunk = os.read(fd, min(65536, most - len(got)))
+        except BlockingIOError:
+            return got
+        if not chunk:
+            return got
+        got += chunk
+    return got
+
+
+@test
+def dumpmem_events_past_the_held_back_are_not_said_lost_for_lack_of_memory():
+    """A dump on request (SIGUSR2) lends the ring, and its line into a full
+    FIFO (VRAMTRACE_REPORT) keeps it lent while t_heldback makes 70,000
+    allocation-free pairs: 140,000 events, of which 131,072 are held back
+    and 8,928 dropped. They were counted in records_lost, and the warning,
+    the exit summary, `vramtrace report` (text and HTML) said "8928
+    records dropped for lack of memory in the traced process", though no
+    memory ran short. They are counted apart: the warning, the dump's
+    totals.events_dropped_while_read (and the named dump's after it) and
+    every report say 8928 events dropped while a dump or report read the
+    event history; records_lost is 0 and no report speaks of lack of
+    memory."""
+    pairs, dropped = 70000, 2 * 70000 - HELD_BACK
+    said = (f"incomplete: {dropped} events dropped while a dump or report read the event history "
+            "(more came meanwhile than it holds back)")
+    with workdir("vt-heldback-") as work:
+        fifo = os.path.join(work, "report.fifo")
+        os.mkfifo(fifo)
+        # Held open here, reader and writer both, and filled: the dump's
+        # line waits in its write until the program has made its pairs.
+        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        junk = 0
+        try:
+            while True:
+                junk += os.write(fd, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        env.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_EVENTS="1000", VRAMTRACE_REPORT=fifo,
+                   VRAMTRACE_OUT=os.path.join(work, "d.json"))
+        p = subprocess.Popen([os.path.join(T, "t_heldback"), os.path.join(work, "d.1.json"), str(pairs)], env=env,
+                             cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            eq(p.stdout.readline(), f"made {pairs}\n", "the pairs made while the dump is written")
+            eq(len(fifo_read_all(fd, junk)), junk, "the FIFO's filling read back")
+            warning = p.stderr.readline()  # once the dump gave the ring back
+            p.stdin.write("\n")
+            p.stdin.flush()
+            rc = p.wait(timeout=60)
+            err = p.stderr.read()
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        report = fifo_read_all(fd).decode()
+        os.close(fd)
+        eq(rc, 0, "status")
+        eq(warning, f"vramtrace: warning: {dropped} events dropped while a dump or report read the event history\n",
+           "the warning")
+        eq(err, "", "nothing else on stderr")
+        with open(os.path.join(work, "d.json")) as f:
+            d = json.load(f)
+        eq((d["totals"]["records_lost"], d["totals"]["events_dropped_while_read"]), (0, dropped),
+           "the exit dump's counts")
+        with open(os.path.join(work, "d.1.json")) as f:
+            ok("events_dropped_while_read" not in json.load(f)["totals"], "none in the dump that lent the ring")
+        with open(os.path.join(work, "d.after.json")) as f:
+            eq(json.load(f)["totals"]["events_dropped_while_read"], dropped, "the named dump after it")
+        lines = [x for x in report.splitlines() if "incomplete" in x]
+        eq(lines, [f"vramtrace:   {said}"], f"the exit summary: {report!r}")
+        ok("lack of memory" not in report, "the exit summary says no lack of memory")
+        dump = os.path.join(work, "d.json")
+        text = subprocess.run([CLI, "report", dump], capture_output=True, text=True, timeout=60)
+        eq([x.strip() for x in text.stdout.splitlines() if "incomplete" in x], [said], "vramtrace report")
+        ok("lack of memory" not in text.stdout, "vramtrace report says no lack of memory")
+        js = subprocess.run([CLI, "report", "--format", "json", dump], capture_output=True, text=True, timeout=60)
+        tot = json.loads(js.stdout)["processes"][0]["totals"]
+        eq((tot.get("records_lost"), tot.get("events_dropped_while_read")), (None, dropped), "the JSON report")
+        page = subprocess.run([CLI, "report", "--format", "html", dump], capture_output=True, text=True, timeout=60)
+        eq(page.stdout.count(f'<p class="warn">{said}</p>'), 1, "the HTML report")
+        ok("lack of memory" not in page.stdout, "the HTML report says no lack of memory")

@@ -110,6 +110,34 @@ def layout_report_says_what_the_process_dropped():
         eq((p.returncode, "incomplete:" in p.stdout), (0, False), "an older dump: nothing dropped")
 
 
+@test
+def layout_report_says_events_dropped_while_a_dump_read_the_history_apart():
+    """A dump whose totals have events_dropped_while_read (events a dump's
+    lent ring could not hold back) and no records_lost: one line of its
+    own in the text and the HTML, the count in the JSON, and nothing of
+    lack of memory; 1 is said in the singular."""
+    with open(os.path.join(GOLDEN, "phases.r0.json")) as f:
+        d = json.load(f)
+    with workdir("vt-layout-") as work:
+        path = os.path.join(work, "d.json")
+        for n, noun in ((8928, "events"), (1, "event")):
+            d["totals"]["records_lost"] = 0
+            d["totals"]["events_dropped_while_read"] = n
+            with open(path, "w") as f:
+                json.dump(d, f)
+            said = (f"incomplete: {n} {noun} dropped while a dump or report read the event history (more came "
+                    "meanwhile than it holds back)")
+            p = subprocess.run([CLI, "report", path], capture_output=True, text=True)
+            eq(p.returncode, 0, "report")
+            eq([x.strip() for x in p.stdout.splitlines() if "incomplete:" in x], [said], f"the text, {n}")
+            h = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True)
+            eq(h.stdout.count(f'<p class="warn">{said}</p>'), 1, f"the HTML, {n}")
+            ok("lack of memory" not in h.stdout, f"the HTML says no lack of memory, {n}")
+            j = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True)
+            tot = json.loads(j.stdout)["processes"][0]["totals"]
+            eq((tot.get("records_lost"), tot.get("events_dropped_while_read")), (None, n), f"the JSON, {n}")
+
+
 def failure_lines(text, start, stop, prefix):
     """The lines of `text` after the first line starting with `start`, up to
     the first starting with `stop`, each without `prefix`."""

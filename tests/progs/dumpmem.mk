@@ -11,3 +11,10 @@ PROGS += $(T)/t_spill
 $(T)/t_spill: tests/progs/t_spill.c include/vramtrace.h $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl -lpthread
+
+# Events past what a dump's lent ring holds back (VT_SPILL_MAX).
+PROGS += $(T)/t_heldback
+
+$(T)/t_heldback: tests/progs/t_heldback.c include/vramtrace.h $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
