@@ -18,7 +18,14 @@ enum { TS_NEXT = 8, TS_CFRAME = 56, CF_CURRENT = 8, FR_CODE = 32, FR_PREVIOUS = 
        CO_FILENAME = 112, CO_QUALNAME = 128, CO_NAME = 120, CO_FIRSTLINE = 72, CO_LINETABLE = 136,
        CO_CODE = 184, OB_TYPE = 8, GIL = 360, INTERP_THREADS = 16 };
 
-static char fake_code_type[64];
+/* PyCode_Type as far as the library checks it: tp_name "code" (offset
+ * 24) and a tp_dealloc (48), which it wraps to count code objects freed. */
+static void code_dealloc(void *o) { (void)o; }
+static _Alignas(16) char fake_code_type[64];
+static void fake_code_type_make(void) {
+    *(const char **)(fake_code_type + 24) = "code";
+    *(void (**)(void *))(fake_code_type + 48) = code_dealloc;
+}
 static unsigned long version = 0x030b07f0;
 static char runtime[1024];
 static void *tstate_self;
@@ -92,6 +99,7 @@ static const char *name_of(uintptr_t v, int *line) {
 }
 
 int main(void) {
+    fake_code_type_make();
     vt_pystack_init(lookup, 1);
     CHECK_EQ(vt_pystack_version(), version);
     long page = sysconf(_SC_PAGESIZE);

@@ -37,7 +37,14 @@ static const struct lay lays[] = {
 static struct lay Y;
 static int minor;
 
-static char fake_code_type[64];
+/* PyCode_Type as far as the library checks it: tp_name "code" (offset
+ * 24) and a tp_dealloc (48), which it wraps to count code objects freed. */
+static void code_dealloc(void *o) { (void)o; }
+static _Alignas(16) char fake_code_type[64];
+static void fake_code_type_make(void) {
+    *(const char **)(fake_code_type + 24) = "code";
+    *(void (**)(void *))(fake_code_type + 48) = code_dealloc;
+}
 static unsigned long version;
 static _Alignas(16) struct py313_debug_offsets runtime;
 static void *tstate_self;
@@ -150,6 +157,7 @@ int main(int argc, char **argv) {
     Y = lays[minor];
     version = 0x03000000ul | ((unsigned long)minor << 16) | 0xf0;
     if (minor == 13) fill_313();
+    fake_code_type_make();
     vt_pystack_init(lookup, 1);
     CHECK_EQ(vt_pystack_version(), version);
 
