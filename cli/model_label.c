@@ -19,7 +19,8 @@ const char *vm_frame_label(const struct vt_frame *f, char *buf, size_t size) {
     /* An empty name (a hostile or damaged dump) is no name: a frame of no
      * text is an empty frame to a flame graph's reader. */
     const char *fn = f->function && f->function[0] ? f->function : NULL;
-    if (f->python && fn && f->file) snprintf(buf, size, "%s (%s:%ld)", fn, base(f->file), f->line);
+    if (fn && vt_frame_is_cut(f)) snprintf(buf, size, "%s", fn);
+    else if (f->python && fn && f->file) snprintf(buf, size, "%s (%s:%ld)", fn, base(f->file), f->line);
     else if (fn) snprintf(buf, size, "%s", fn);
     else if (f->module && f->module[0]) snprintf(buf, size, "%s+0x%" PRIx64, base(f->module), f->offset);
     else snprintf(buf, size, "0x%" PRIx64, f->address);

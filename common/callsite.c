@@ -135,6 +135,13 @@ int vt_cuda_frame(const char *module, const char *function) {
     return 0;
 }
 
+int vt_frame_is_cut(const struct vt_frame *f) {
+    static const char tail[] = " frames left out)";
+    size_t n = f->function ? strlen(f->function) : 0, k = sizeof tail - 1;
+    return f->python && f->file && strcmp(f->file, VT_CUT_FILE) == 0 && n > k && f->function[0] == '(' &&
+           strcmp(f->function + n - k, tail) == 0;
+}
+
 static int is_library(const struct vt_frame *f) {
     return vt_frame_is_library(f->file, f->function, f->python ? NULL : f->module);
 }
@@ -144,7 +151,7 @@ static int is_library(const struct vt_frame *f) {
  * runtime, else frame 0. */
 static int innermost_index(const struct vt_frame *frames, size_t n) {
     for (size_t j = 0; j < n; j++)
-        if (frames[j].python) return (int)j;
+        if (frames[j].python && !vt_frame_is_cut(&frames[j])) return (int)j;
     for (size_t j = 0; j < n; j++)
         if (!vt_cuda_frame(frames[j].module, frames[j].function)) return (int)j;
     return n > 0 ? 0 : -1;
@@ -154,7 +161,7 @@ int vt_site_index(const struct vt_frame *frames, size_t n) {
     int python = 0;
     for (size_t j = 0; j < n && !python; j++) python = frames[j].python;
     for (size_t j = 0; j < n; j++)
-        if (frames[j].python == python && !is_library(&frames[j])) return (int)j;
+        if (frames[j].python == python && !is_library(&frames[j]) && !vt_frame_is_cut(&frames[j])) return (int)j;
     return innermost_index(frames, n);
 }
 
@@ -163,7 +170,9 @@ int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
     /* vramtrace's own frames (the companion records PyTorch's own refusal
      * inside its call) are never what the call went through. */
     for (int j = 0; j < site; j++)
-        if (frames[j].python && is_library(&frames[j]) && !own_python_file(frames[j].file)) return j;
+        if (frames[j].python && is_library(&frames[j]) && !own_python_file(frames[j].file) &&
+            !vt_frame_is_cut(&frames[j]))
+            return j;
     for (int j = site; j-- > 0;)
         if (!frames[j].python && is_library(&frames[j]) && !vt_frame_is_runtime(frames[j].module) &&
             !vt_cuda_frame(frames[j].module, frames[j].function))
@@ -174,7 +183,9 @@ int vt_site_through(const struct vt_frame *frames, size_t n, int site) {
 const char *vt_frame_where(const struct vt_frame *f, char *buf, size_t size) {
     const char *fn = f->function && f->function[0] ? f->function : "??";
     const char *m = f->module ? strrchr(f->module, '/') : NULL;
-    if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
+    /* The frames a deep stack left out: their count says it all. */
+    if (vt_frame_is_cut(f)) snprintf(buf, size, "%s", fn);
+    else if (f->file) snprintf(buf, size, "%s %s:%ld", fn, f->file, f->line);
     else if (f->python) snprintf(buf, size, "%s (Python)", fn);
     else if (f->module) snprintf(buf, size, "%s (%s+0x%" PRIx64 ")", fn, m ? m + 1 : f->module, f->offset);
     else snprintf(buf, size, "%s 0x%" PRIx64, fn, f->address);

@@ -14,6 +14,8 @@
  * libnvJitLink*, libnvToolsExt*, libcupti*, libnvidia-ml*). With no user
  * frame the call site is the innermost frame as before: the innermost
  * Python frame, else the innermost one outside the CUDA driver and runtime.
+ * The frame that stands for the frames a deep stack left out
+ * (vt_frame_is_cut) is never a call site.
  *
  * Beside the user's frame, a report names the library frame the call went
  * through (vt_site_through): the innermost library Python frame inside it,
@@ -53,6 +55,12 @@ void vt_callsite_configure(const char *app, const char *library);
  * and function (module NULL); a native frame its module path, function and
  * source file, any of them NULL when unknown. */
 int vt_frame_is_library(const char *file, const char *function, const char *module);
+
+/* Whether a frame is the one that stands for the frames a stack deeper
+ * than a stack holds left out (common/frame.h's VT_CUT_FILE and
+ * VT_CUT_NAME): neither a call site nor a library frame the call went
+ * through, whatever the options say. */
+int vt_frame_is_cut(const struct vt_frame *f);
 
 /* Whether a native frame's module is the interpreter or the C or C++
  * runtime (libpython, python3, libc, ld-linux, libstdc++, libgcc_s,

@@ -12,6 +12,13 @@
 /* What a stack listing says after a borrowed frame. */
 #define VT_BORROWED_NOTE "(borrowed: the Python thread waiting for this one)"
 
+/* The frame that stands, in a stack deeper than a stack holds, for the
+ * frames left out between its innermost and its outermost ones
+ * (tracker/pystack.h): a Python frame of this file, line 0, named
+ * VT_CUT_NAME with the number left out. */
+#define VT_CUT_FILE "<vramtrace>"
+#define VT_CUT_NAME "(%u frames left out)"
+
 struct vt_frame {
     uint64_t address;       /* the return address as captured; 0 for Python */
     const char *function;   /* NULL when unknown */

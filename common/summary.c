@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "callsite.h"
 #include "format.h"
 #include "oomtext.h"
 #include "summary.h"
@@ -23,7 +24,8 @@ void vt_put_frames(FILE *f, const char *indent, const struct vt_frame *frames, s
         if (fr->python) fprintf(f, "%s#%zu in ", indent, i);
         else fprintf(f, "%s#%zu 0x%" PRIx64 " in ", indent, i, fr->address);
         put_text(f, fr->function ? fr->function : "??", put);
-        if (fr->file) {
+        /* The frames a deep stack left out: their count says it all. */
+        if (fr->file && !vt_frame_is_cut(fr)) {
             fputc(' ', f);
             put_text(f, fr->file, put);
             fprintf(f, ":%ld", fr->line);

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "../common/format.h"
+#include "../common/frame.h"
 #include "../common/warn.h"
 #include "pylayout.h"
 #include "pystack.h"
+#include "stack.h"
 
 #define MAX_PY_FRAMES VT_PY_MAX_FRAMES
 #define NAME_MAX_BYTES 1024   /* a name's bytes kept, as the reports keep one (cut ones end in "...") */
@@ -712,6 +714,87 @@ static int python_running(void) { return is_initialized() && !(is_finalizing && 
         (ip) = minor == 10 ? (uintptr_t)RD(int, f, fr_lasti) : RD(uintptr_t, f, fr_instr);        \
     } while (0)
 
+/* The frame value that stands for n frames left out (pystack.h). */
+static uintptr_t cut_frame(uint64_t n) { return VT_PYFRAME_CUT | (n < 0xffffff ? n : 0xffffff); }
+
+/* How many outermost frames a stack of at most max keeps when it is cut:
+ * VT_CUT_OUTER, a quarter of a smaller max. */
+static int cut_outer(int max) { return max >= 4 * VT_CUT_OUTER ? VT_CUT_OUTER : max / 4; }
+
+/* The walk from frame f (the innermost) on past the max frames walk()
+ * read from it into out (a chain deeper than a read keeps: a library
+ * recursing below the user's call): the frames further are only counted,
+ * the last cut_outer(max) of the chain kept in a ring and looked up once
+ * the walk ends, so that the read keeps its innermost frames, a cut frame
+ * and its outermost frames (the user's script and its entry). Bounded by
+ * VT_PY_WALK_MAX frames met, kept or skipped: a cycle in a torn chain
+ * ends. The cut frames and the outer ones join the group of the innermost
+ * frame kept last. walk() left no trail (it did not reach the chain's
+ * end) unless the chain ends at its max'th frame: nothing is cut then.
+ * Apart from walk(), whose loop it would make slower, and walked again to
+ * the max'th frame: a stack that fits never comes here. Returns the frames
+ * kept. */
+static __attribute__((noinline, cold)) int walk_past(const int minor, const struct vt_pylayout *lay, void *f,
+                                                     uintptr_t *out, int16_t *ends, int *ng, int max,
+                                                     struct frame_memo *cache) {
+    const int fr_owner = lay->fr_owner, owner_cstack = lay->owner_cstack, fr_code = lay->fr_code;
+    const int fr_previous = lay->fr_previous, fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti;
+    const int fr_is_entry = lay->fr_is_entry;
+    const uintptr_t none = (uintptr_t)none_object;
+    struct {
+        void *f;
+        uintptr_t code, ip, value; /* value 0: looked up when the walk ends */
+    } ring[VT_CUT_OUTER];
+    int outer = cut_outer(max), at = 0;
+    if (outer == 0) return max;
+    for (int i = 0; i < outer; i++) ring[i].value = out[max - outer + i];
+    uint64_t more = 0;
+    int seen = 0;
+    for (int met = 0; f && met < VT_PY_WALK_MAX; met++) {
+        char mark;
+        uintptr_t code, ip;
+        READ_FRAME(f, code, ip, mark);
+        void *previous = RD(void *, f, fr_previous);
+        if (minor == 13) code &= ~(uintptr_t)3;
+        /* The frames walk() kept, as it kept them: none a shim or
+         * without code, each a code object (else it would have ended). */
+        if (!(minor >= 12 && mark == owner_cstack) && code && code != none && seen++ >= max) {
+            ring[at].f = f;
+            ring[at].code = code;
+            ring[at].ip = ip;
+            ring[at].value = 0;
+            at = at + 1 == outer ? 0 : at + 1;
+            more++;
+        }
+        f = previous;
+    }
+    /* None past the last frame walk() kept: nothing cut. */
+    if (more == 0) return max;
+    /* The frames from the max - outer - 1'th on go: the outer + 1 read
+     * last, and every one past them but the ring's. */
+    int keep = max - outer - 1, n = keep;
+    while (*ng > 0 && ends[*ng - 1] >= keep - 1) (*ng)--;
+    out[n++] = cut_frame(more + 1);
+    for (int i = 0; i < outer; i++) {
+        int r = (at + i) % outer;
+        uintptr_t value = ring[r].value;
+        if (!value) {
+            struct frame_memo *m = &cache[((uintptr_t)ring[r].f >> 4) & (FRAME_CACHE - 1)];
+            if (m->frame == (uintptr_t)ring[r].f && m->ip == ring[r].ip && m->code == ring[r].code) {
+                value = m->value;
+            } else {
+                value = vt_py_code_value((const void *)ring[r].code, ring[r].ip, 0);
+                /* Not a code object after all: the stack ends there. */
+                if (!value) break;
+                *m = (struct frame_memo){(uintptr_t)ring[r].f, ring[r].code, ring[r].ip, value};
+            }
+        }
+        out[n++] = value;
+    }
+    END_GROUP(n - 1);
+    return n;
+}
+
 /* The walk for one version, `minor` a constant at each call: 3.10 to 3.12's
  * offsets are the constants of their tables, folded in; 3.13's, read from
  * the interpreter, are copied to locals once (the stores through out and
@@ -830,20 +913,25 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
     }
     /* Each version's walk twice, with a trail and without: the test of
      * `trail` at every frame folds away. */
+    int n;
     if (trail) {
         switch (L.minor) {
-        case 10: return walk(10, &py310, f, out, ends, ng, max, cache, trail);
-        case 11: return walk(11, &py311, f, out, ends, ng, max, cache, trail);
-        case 12: return walk(12, &py312, f, out, ends, ng, max, cache, trail);
-        default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, trail);
+        case 10: n = walk(10, &py310, f, out, ends, ng, max, cache, trail); break;
+        case 11: n = walk(11, &py311, f, out, ends, ng, max, cache, trail); break;
+        case 12: n = walk(12, &py312, f, out, ends, ng, max, cache, trail); break;
+        default: n = walk(13, &vt_pyl, f, out, ends, ng, max, cache, trail); break;
+        }
+    } else {
+        switch (L.minor) {
+        case 10: n = walk(10, &py310, f, out, ends, ng, max, cache, NULL); break;
+        case 11: n = walk(11, &py311, f, out, ends, ng, max, cache, NULL); break;
+        case 12: n = walk(12, &py312, f, out, ends, ng, max, cache, NULL); break;
+        default: n = walk(13, &vt_pyl, f, out, ends, ng, max, cache, NULL); break;
         }
     }
-    switch (L.minor) {
-    case 10: return walk(10, &py310, f, out, ends, ng, max, cache, NULL);
-    case 11: return walk(11, &py311, f, out, ends, ng, max, cache, NULL);
-    case 12: return walk(12, &py312, f, out, ends, ng, max, cache, NULL);
-    default: return walk(13, &vt_pyl, f, out, ends, ng, max, cache, NULL);
-    }
+    /* As deep as a read keeps, or deeper. */
+    if (__builtin_expect(n == max, 0)) n = walk_past(L.minor, &vt_pyl, f, out, ends, ng, max, cache);
+    return n;
 }
 
 int vt_pystack_same(const struct vt_pytrail *trail) {
@@ -895,6 +983,69 @@ int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
     return pf->n;
 }
 
+/* The frames a cut frame's place holds: its count, 1 for any other. */
+static uint64_t weight(uintptr_t v) { return vt_pyframe_cut(v) ? vt_pyframe_cut_count(v) : 1; }
+
+/* Stack all[0..t) into out, at most max frames: whole when it fits, else
+ * its innermost and outermost frames with one cut frame for the rest
+ * (pystack.h, vt_pystack_merge). Returns the frames written. */
+static int cut_into(const uintptr_t *all, int t, uintptr_t *out, int max) {
+    if (t <= max || max < 3) {
+        int k = t < max ? t : max;
+        memcpy(out, all, (size_t)k * sizeof *out);
+        return k;
+    }
+    int over = t - max, at = -1;
+    for (int i = 0; i < t && at < 0; i++)
+        if (vt_pyframe_cut(all[i])) at = i;
+    /* The read's cut frame stands for the frames before it too: its
+     * outermost Python frames, and the native ones outside, stay. */
+    int from = at, to = at + 1;
+    if (at < over) {
+        from = max - cut_outer(max) - 1;
+        to = t - cut_outer(max);
+    } else {
+        from = at - over;
+    }
+    uint64_t left = 0;
+    for (int i = from; i < to; i++) left += weight(all[i]);
+    memcpy(out, all, (size_t)from * sizeof *out);
+    out[from] = cut_frame(left);
+    memcpy(out + from + 1, all + to, (size_t)(t - to) * sizeof *out);
+    return from + 1 + t - to;
+}
+
+/* vt_pystack_splice when the frames may not fit, or are borrowed: the
+ * whole merged stack first, then what of it fits (cut_into). Out of the
+ * usual path, whose frame its buffer would make larger. */
+static __attribute__((noinline, cold)) int splice_cut(const uintptr_t *native, int n, const struct vt_pyframes *pf,
+                                                      uintptr_t *out, int max) {
+    const uintptr_t *py = pf->frames;
+    const int16_t *ends = pf->ends;
+    int np = pf->n, ng = pf->ngroups, borrowed = pf->borrowed;
+    int k = 0, next = 0, g = 0;
+    uintptr_t lo = eval_lo + 1, span = eval_hi - eval_lo;
+    /* A native walk holds at most VT_STACK_MAX frames. */
+    uintptr_t all[VT_STACK_MAX + VT_PY_MAX_FRAMES];
+    if (n > VT_STACK_MAX) n = VT_STACK_MAX;
+    for (int i = 0; i < n; i++) {
+        if (!borrowed && g < ng && native[i] - lo < span) {
+            /* This eval-loop call runs the next group of Python frames. */
+            int end = ends[g++] + 1;
+            memcpy(all + k, py + next, (size_t)(end - next) * sizeof *all);
+            k += end - next;
+            next = end;
+            continue;
+        }
+        all[k++] = native[i];
+    }
+    /* Frames left over (the native walk was cut short, or the eval loop's
+     * extent is unknown) go outermost, so the script's frames still show;
+     * so do borrowed frames, which no native frame of this thread runs. */
+    memcpy(all + k, py + next, (size_t)(np - next) * sizeof *all);
+    return cut_into(all, k + np - next, out, max);
+}
+
 int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max) {
     const uintptr_t *py = pf->frames;
     const int16_t *ends = pf->ends;
@@ -923,22 +1074,7 @@ int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *
         memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
         return k + np - next;
     }
-    for (int i = 0; i < n && k < max; i++) {
-        if (!borrowed && g < ng && native[i] - lo < span) {
-            /* This eval-loop call runs the next group of Python frames. */
-            int end = ends[g++] + 1, c = end - next < max - k ? end - next : max - k;
-            memcpy(out + k, py + next, (size_t)c * sizeof *out);
-            k += c;
-            next = end;
-            continue;
-        }
-        out[k++] = native[i];
-    }
-    /* Frames left over (the native walk was cut short, or the eval loop's
-     * extent is unknown) go outermost, so the script's frames still show;
-     * so do borrowed frames, which no native frame of this thread runs. */
-    while (next < np && k < max) out[k++] = py[next++];
-    return k;
+    return splice_cut(native, n, pf, out, max);
 }
 
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
@@ -947,8 +1083,33 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {
     return vt_pystack_splice(native, n, &pf, out, max);
 }
 
+/* The name of a cut frame that stands for n frames, kept in the arena:
+ * the last name made for each of a few counts is reused (a stack's
+ * frames are named once per report), so that names do not fill it. */
+static const char *cut_name(unsigned n) {
+    static const char *made[64];
+    char want[64];
+    if (n == 1) snprintf(want, sizeof want, "(1 frame left out)");
+    else snprintf(want, sizeof want, VT_CUT_NAME, n);
+    const char **slot = &made[n % 64];
+    const char *had = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (had && strcmp(had, want) == 0) return had;
+    size_t k = strlen(want) + 1;
+    char *name = arena_take(k);
+    if (!name) return "(frames left out)";
+    memcpy(name, want, k);
+    __atomic_store_n(slot, name, __ATOMIC_RELEASE);
+    return name;
+}
+
 int vt_pyframe_resolve(uintptr_t v, const char **function, const char **file, int *line) {
     if (!vt_pyframe_is(v) || !codes) return -1;
+    if (vt_pyframe_cut(v)) {
+        *function = cut_name(vt_pyframe_cut_count(v));
+        *file = VT_CUT_FILE;
+        *line = 0;
+        return 0;
+    }
     const struct code_slot *c = code_of(v);
     if (!c) return -1;
     *function = c->qualname;

@@ -22,6 +22,17 @@
 /* Set, with the tag, on a frame borrowed from another thread (below). */
 #define VT_PYFRAME_BORROWED (1ull << 62)
 
+/* A stack deeper than a stack holds (a library recursing hundreds of
+ * Python frames below the user's call) keeps its innermost frames and its
+ * outermost VT_CUT_OUTER, and between them one frame that stands for the
+ * frames left out: a Python frame value of a function id no code has
+ * (every id bit set), its line field how many were left out (at most
+ * 0xffffff). Dropping the outermost frames instead lost the user's own
+ * line under the library's, and with it the call site. Reports name it
+ * VT_CUT_NAME in VT_CUT_FILE (common/frame.h); it is never a call site. */
+#define VT_CUT_OUTER 32
+#define VT_PYFRAME_CUT (VT_PYFRAME_TAG | 0x3fffffffff000000ull)
+
 /* Find the interpreter's symbols with `lookup` (dlsym on RTLD_DEFAULT,
  * done by the caller so that this file calls no dl function itself).
  * Safe to call more than once; does nothing when disabled. */
@@ -30,7 +41,13 @@ void vt_pystack_init(void *(*lookup)(const char *), int enabled);
 /* Splice this thread's Python frames into a native stack (innermost
  * first): each native frame that runs the eval loop is replaced by the
  * Python frames it runs. Writes at most `max` frames to out and returns
- * how many; without Python frames it copies native unchanged.
+ * how many; without Python frames it copies native unchanged. When more
+ * than `max` frames make the stack, the innermost and the outermost are
+ * kept with a cut frame (VT_PYFRAME_CUT) between them: where the Python
+ * read left one, that one stands for more (the innermost Python frames
+ * beside it go), so that the read's outermost Python frames and the native
+ * frames outside them stay; else the outermost VT_CUT_OUTER frames follow
+ * it (a quarter of max, for a max under 4 * VT_CUT_OUTER).
  *
  * A thread with no Python frames of its own (PyTorch's autograd threads,
  * which run backward() for a Python thread that waits) borrows the frames
@@ -57,8 +74,15 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
  * g's outermost frame; each group the frames one native eval-loop call
  * runs), or borrowed from another thread; then the splice into a native
  * stack. vt_pystack_read returns pf->n; with `trail`, it also keeps
- * there what vt_pystack_same compares. */
+ * there what vt_pystack_same compares. A thread with more than
+ * VT_PY_MAX_FRAMES Python frames gets its innermost VT_PY_MAX_FRAMES -
+ * VT_CUT_OUTER - 1, a cut frame for those left out, and its outermost
+ * VT_CUT_OUTER (the frames past the first VT_PY_MAX_FRAMES are walked,
+ * up to VT_PY_WALK_MAX frames in all, and only the last VT_CUT_OUTER
+ * looked up); the frames cut and the outer ones join the group of the
+ * innermost frame kept last, and such a read leaves no trail. */
 #define VT_PY_MAX_FRAMES 256
+#define VT_PY_WALK_MAX (1 << 20)
 /* Every frame a read walked (shims and frames without code too), as the
  * walk saw it: its code and its instruction with its entry mark in the
  * top byte, two words a frame, room for every frame a walk can meet (its
@@ -89,6 +113,9 @@ int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *
 int vt_pystack_same(const struct vt_pytrail *trail);
 
 static inline int vt_pyframe_is(uintptr_t v) { return (v & VT_PYFRAME_TAG) != 0; }
+static inline int vt_pyframe_cut(uintptr_t v) { return (v & ~(VT_PYFRAME_BORROWED | 0xffffffull)) == VT_PYFRAME_CUT; }
+/* The number of frames a cut frame stands for. */
+static inline unsigned vt_pyframe_cut_count(uintptr_t v) { return (unsigned)(v & 0xffffff); }
 static inline int vt_pyframe_borrowed(uintptr_t v) {
     return (v & (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) == (VT_PYFRAME_TAG | VT_PYFRAME_BORROWED);
 }

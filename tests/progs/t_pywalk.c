@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
 
     uintptr_t eval = (uintptr_t)_PyEval_EvalFrameDefault + 1;
     uintptr_t native[5] = {0x1000, eval, 0x2000, eval, 0x3000}, out[16];
+    static uintptr_t deep_out[256];
     int line = 0;
     const char *want10[] = {"(native)", "fa a.py", "(native)", "fb b.py", "(native)", "fc c.py"};
     const char *want[] = {"(native)", "fa a.py", "fb b.py", "(native)", "fc c.py", "(native)"};
@@ -204,10 +205,16 @@ int main(int argc, char **argv) {
     CHECK_EQ(vt_pystack_merge(native, 5, out, 16), 6);
     CHECK_STR(name_of(out[1], &line), "fa a.py");
     CHECK_EQ(line, minor == 10 ? 19 : 11);
-    /* Room for fewer frames than there are: the first ones, in order. */
+    /* Room for fewer frames than there are: the first ones, in order, a
+     * frame for those left out, and the last quarter of the room. */
     CHECK_EQ(vt_pystack_merge(native, 5, out, 3), 3);
     CHECK_STR(name_of(out[1], &line), "fa a.py");
-    CHECK_STR(name_of(out[2], &line), minor == 10 ? "(native)" : "fb b.py");
+    CHECK_STR(name_of(out[2], &line), "(4 frames left out) <vramtrace>");
+    CHECK_EQ(line, 0);
+    CHECK_EQ(vt_pystack_merge(native, 5, out, 4), 4);
+    CHECK_STR(name_of(out[1], &line), "fa a.py");
+    CHECK_STR(name_of(out[2], &line), "(3 frames left out) <vramtrace>");
+    CHECK_STR(name_of(out[3], &line), minor == 10 ? "fc c.py" : "(native)");
 
     /* The trail of a read (every frame met, the shim too) and what
      * vt_pystack_same makes of it: the same until any frame's code,
@@ -250,6 +257,52 @@ int main(int argc, char **argv) {
     CHECK(vt_pystack_same(&trail));
     trail.n = -1;                              /* a read that kept nothing */
     CHECK(!vt_pystack_same(&trail));
+
+    /* 300 frames, deeper than a read keeps: fa, 297 of fd, fb, fc (3.11:
+     * fb entered from C; 3.12+: a shim before fc). The read keeps 223
+     * innermost, a frame for the 45 left out and the 32 outermost; the
+     * cut frames and the outer ones join the last group kept. */
+    enum { DEEP = 300 };
+    static struct code cd;
+    static struct frame deep[DEEP], dshim;
+    void *kd = make_code(&cd, "d.py", "fd", 40);
+    void *df = make_frame(&deep[DEEP - 1], kc, 3, NULL);
+    if (minor >= 12) df = make_shim(&dshim, df);
+    df = make_frame(&deep[DEEP - 2], kb, 3, df);
+    if (minor == 11) PUT(char, df, Y.fr_is_entry, 1);
+    for (int i = DEEP - 3; i > 0; i--) df = make_frame(&deep[i], kd, 3, df);
+    df = make_frame(&deep[0], ka, 3, df);
+    PUT(void *, top, top_off, df);
+    CHECK_EQ(vt_pystack_read(&pf, &trail), 256);
+    CHECK_EQ(trail.n, -1);
+    CHECK_STR(name_of(pf.frames[0], &line), "fa a.py");
+    CHECK_STR(name_of(pf.frames[222], &line), "fd d.py");
+    CHECK_STR(name_of(pf.frames[223], &line), "(45 frames left out) <vramtrace>");
+    CHECK_STR(name_of(pf.frames[224], &line), "fd d.py");
+    CHECK_STR(name_of(pf.frames[254], &line), "fb b.py");
+    CHECK_STR(name_of(pf.frames[255], &line), "fc c.py");
+    CHECK_EQ(pf.ngroups, minor == 10 ? 223 : 1);
+    CHECK_EQ(pf.ends[pf.ngroups - 1], 255);
+    /* Spliced, 259 frames (3.10) or 260 for 256: the read's cut frame
+     * stands for the innermost Python frames beside it too, so that its
+     * outer frames and the native ones outside them stay. */
+    CHECK_EQ(vt_pystack_merge(native, 5, deep_out, 256), 256);
+    int at = minor == 10 ? 223 : 220;
+    CHECK_STR(name_of(deep_out[at], &line), minor == 10 ? "(48 frames left out) <vramtrace>"
+                                                         : "(49 frames left out) <vramtrace>");
+    CHECK_STR(name_of(deep_out[at - 1], &line), "fd d.py");
+    CHECK_STR(name_of(deep_out[at + 1], &line), "fd d.py");
+    int last = minor == 10 ? 255 : 252;
+    CHECK_STR(name_of(deep_out[last - 1], &line), "fb b.py");
+    CHECK_STR(name_of(deep_out[last], &line), "fc c.py");
+    if (minor != 10) CHECK(deep_out[253] == 0x2000 && deep_out[255] == 0x3000);
+    /* A torn chain that loops ends at VT_PY_WALK_MAX frames met, from the
+     * innermost: all but the 223 innermost and the last 32 left out. */
+    PUT(void *, deep[200].f, Y.fr_previous, deep[100].f);
+    CHECK_EQ(vt_pystack_read(&pf, NULL), 256);
+    CHECK_EQ(vt_pyframe_cut_count(pf.frames[223]), (unsigned)VT_PY_WALK_MAX - 256 + 1);
+    CHECK_STR(name_of(pf.frames[255], &line), "fd d.py");
+    PUT(void *, top, top_off, a);
     char what[32];
     snprintf(what, sizeof what, "pywalk 3.%d", minor);
     return check_report(what);
