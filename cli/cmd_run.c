@@ -722,12 +722,50 @@ static int report_into_dump(void) {
     return 2;
 }
 
+/* Whether a "--" comes after argv[i]. */
+static int dashes_after(int argc, char **argv, int i) {
+    for (int k = i + 1; k < argc; k++)
+        if (strcmp(argv[k], "--") == 0) return 1;
+    return 0;
+}
+
+/* The word `word` before the "--" that ends the flags: not a flag, nor a
+ * flag's value, and not the command, which comes after it. After a switch
+ * (`sw`, as typed, of option d: --leak-check yes, --tensors nocache) it is
+ * the switch's value given after a space, which only '=' gives; taken as
+ * the command, `yes` ran for ever with "-- CMD" for its arguments. Refused
+ * with one line; returns the usage status 2. */
+static int word_before_dashes(const char *word, const char *sw, const struct vt_option_desc *d) {
+    char safe[256];
+    vt_display(word, safe, sizeof safe);
+    if (!sw) {
+        fprintf(stderr, "vramtrace run: '%s' before '--': the command goes after it (vramtrace run [OPTIONS] -- CMD "
+                        "[ARG...])\n", safe);
+        return 2;
+    }
+    int fits = d == &vt_option_table[VT_O_TENSORS] ? strcmp(word, "nocache") == 0 : vt_option_valid(d, word);
+    if (fits)
+        fprintf(stderr, "vramtrace run: '%s' before '--': %s takes no value after a space (did you mean %s=%s?)\n",
+                safe, sw, sw, safe);
+    else
+        fprintf(stderr, "vramtrace run: '%s' before '--': %s takes no value after a space\n", safe, sw);
+    return 2;
+}
+
 int vt_cmd_run(int argc, char **argv) {
     int i = 1, named = 0, sup_flag = 0;
+    /* The last flag when it was a switch without '=' (for word_before_dashes). */
+    const char *sw = NULL;
+    const struct vt_option_desc *swd = NULL;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) { i++; break; }
-        if (a[0] != '-') break;
+        /* Without a "--", the first word that is not a flag is the command. */
+        if (a[0] != '-') {
+            if (dashes_after(argc, argv, i)) return word_before_dashes(a, sw, swd);
+            break;
+        }
+        sw = NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) { vt_usage(stdout); return 0; }
         const char *value, *given = NULL;
         const struct vt_option_desc *d = flag_of(a, &value);
@@ -753,6 +791,7 @@ int vt_cmd_run(int argc, char **argv) {
         }
         if (d == &vt_option_table[VT_O_TENSORS]) {
             if (tensors(value) != 0) return 127;
+            if (!value) sw = a, swd = d;
             continue;
         }
         if (!d->arg) {
@@ -762,6 +801,7 @@ int vt_cmd_run(int argc, char **argv) {
                 return 2;
             }
             setenv(d->name, given ? given : "1", 1);
+            if (!given) sw = a, swd = d;
             continue;
         }
         /* `--out -- prog` forgot the value: "--" is the end of the flags,
