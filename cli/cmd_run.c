@@ -658,12 +658,54 @@ static const struct vt_option_desc *flag_of(const char *a, const char **value) {
     return NULL;
 }
 
+/* var (PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF) without a setting
+ * backend:cudaMallocAsync, its other settings kept in their order (unset
+ * when none is left). 1 when there was one, else 0. */
+static int without_async_backend(const char *var) {
+    const char *old = getenv(var);
+    if (!old || !strstr(old, "cudaMallocAsync")) return 0;
+    char *v = malloc(strlen(old) + 1), *copy = strdup(old);
+    int found = 0;
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return 0;
+    }
+    v[0] = '\0';
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *k = tok + strspn(tok, " ");
+        if (strncmp(k, "backend", 7) == 0 && strstr(k, "cudaMallocAsync")) {
+            found = 1;
+            continue;
+        }
+        if (v[0]) strcat(v, ",");
+        strcat(v, tok);
+    }
+    if (found && v[0]) setenv(var, v, 1);
+    else if (found) unsetenv(var);
+    free(v);
+    free(copy);
+    return found;
+}
+
 /* --tensors: PyTorch's allocator in both of its settings variables becomes
  * backend:cudaMallocAsync, each tensor one live allocation; --tensors=nocache
- * turns PyTorch's caching off instead. 0, or -1 after a message. */
-static int tensors(const char *value) {
-    if (value) { /* "nocache", the one choice flag_of lets through */
+ * (nocache 1) turns PyTorch's caching off instead, and, as --tensors takes
+ * the place of the program's backend, takes the place of a
+ * backend:cudaMallocAsync in the environment, which PyTorch would keep
+ * (it reads PYTORCH_NO_CUDA_MEMORY_CACHING only for its own allocator),
+ * after one line. 0, or -1 after a message. */
+static int tensors(int nocache) {
+    if (nocache) {
         setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+        int in_cuda = without_async_backend("PYTORCH_CUDA_ALLOC_CONF");
+        int in_alloc = without_async_backend("PYTORCH_ALLOC_CONF");
+        if (in_cuda || in_alloc)
+            fprintf(stderr, "vramtrace run: --tensors=nocache: backend:cudaMallocAsync left out of %s%s%s (PyTorch "
+                            "ignores PYTORCH_NO_CUDA_MEMORY_CACHING under it): one cudaMalloc per tensor\n",
+                    in_cuda ? "PYTORCH_CUDA_ALLOC_CONF" : "", in_cuda && in_alloc ? " and " : "",
+                    in_alloc ? "PYTORCH_ALLOC_CONF" : "");
         return 0;
     }
     /* Both from the environment as it was: the second reads the first's old value. */
@@ -753,7 +795,7 @@ static int word_before_dashes(const char *word, const char *sw, const struct vt_
 }
 
 int vt_cmd_run(int argc, char **argv) {
-    int i = 1, named = 0, sup_flag = 0;
+    int i = 1, named = 0, sup_flag = 0, tensors_as = 0;
     /* The last flag when it was a switch without '=' (for word_before_dashes). */
     const char *sw = NULL;
     const struct vt_option_desc *swd = NULL;
@@ -790,7 +832,8 @@ int vt_cmd_run(int argc, char **argv) {
             return 2;
         }
         if (d == &vt_option_table[VT_O_TENSORS]) {
-            if (tensors(value) != 0) return 127;
+            /* Set after the flags: the last of --tensors and --tensors=nocache wins. */
+            tensors_as = value ? 2 : 1;
             if (!value) sw = a, swd = d;
             continue;
         }
@@ -852,6 +895,7 @@ int vt_cmd_run(int argc, char **argv) {
         if (d == &vt_option_table[VT_O_SUPPRESSIONS]) sup_flag = 1;
     }
     if (named && report_into_dump()) return 2;
+    if (tensors_as && tensors(tensors_as == 2) != 0) return 127;
     if (i >= argc) {
         fprintf(stderr, "vramtrace run: no command given (vramtrace run -- CMD [ARG...])\n");
         return 2;

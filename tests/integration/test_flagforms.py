@@ -64,3 +64,37 @@ def flagforms_a_word_before_the_dashes_is_refused_not_run():
         eq(run_in(work, ["run", "--out", "off", "touch", "c"]), (0, "", ""), "no '--'")
         eq(run_in(work, ["run", "--out", "off", "--", "touch", "d", "--", "e"]), (0, "", ""), "'--' after '--'")
         eq(sorted(os.listdir(work)), ["a", "b", "c", "d", "e"], "each command ran")
+
+
+def pytorch_lines(*flags, env=None):
+    """`vramtrace run FLAGS -- env` with PyTorch's settings as `env` gives
+    them: its status, the PYTORCH_* lines it printed, its stderr."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("PYTORCH_", "VRAMTRACE_"))}
+    e.update(env or {})
+    p = subprocess.run([CLI, "run", *flags, "--", "env"], capture_output=True, text=True, env=e, timeout=60)
+    return p.returncode, sorted(l for l in p.stdout.splitlines() if l.startswith("PYTORCH_")), p.stderr
+
+
+@test
+def flagforms_tensors_last_one_wins_and_nocache_takes_the_backends_place():
+    """--tensors --tensors=nocache set both, and PyTorch, which reads
+    PYTORCH_NO_CUDA_MEMORY_CACHING only for its own allocator, kept
+    cudaMallocAsync: nocache did nothing, silently; so with an exported
+    backend:cudaMallocAsync. Now the last of the two flags wins, and nocache
+    takes that backend out of the exported settings (as --tensors takes the
+    place of the program's backend), with one line."""
+    asyn = ["PYTORCH_ALLOC_CONF=backend:cudaMallocAsync", "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"]
+    nocache = "PYTORCH_NO_CUDA_MEMORY_CACHING=1"
+    eq(pytorch_lines("--tensors", "--tensors=nocache"), (0, [nocache], ""), "--tensors --tensors=nocache")
+    eq(pytorch_lines("--tensors=nocache", "--tensors"), (0, asyn, ""), "--tensors=nocache --tensors")
+    line = ("vramtrace run: --tensors=nocache: backend:cudaMallocAsync left out of {} (PyTorch ignores "
+            "PYTORCH_NO_CUDA_MEMORY_CACHING under it): one cudaMalloc per tensor\n")
+    eq(pytorch_lines("--tensors=nocache",
+                     env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True,backend:cudaMallocAsync"}),
+       (0, ["PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", nocache], line.format("PYTORCH_CUDA_ALLOC_CONF")),
+       "exported with another setting")
+    eq(pytorch_lines("--tensors=nocache", env={"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync",
+                                               "PYTORCH_ALLOC_CONF": "backend:cudaMallocAsync"}),
+       (0, [nocache], line.format("PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF")), "exported in both")
+    eq(pytorch_lines("--tensors=nocache", env={"PYTORCH_ALLOC_CONF": "backend:native"}),
+       (0, ["PYTORCH_ALLOC_CONF=backend:native", nocache], ""), "PyTorch's own allocator kept, no line")
