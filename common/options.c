@@ -148,9 +148,10 @@ int vt_option_valid(const struct vt_option_desc *d, const char *v) {
     long n;
     uint64_t bytes;
     switch (d->type) {
-    /* An empty text keeps the default (a warning from the library), unless
-     * there is none ("(none)"): not a value to take. */
-    case VT_OPT_TEXT: return *v != '\0' || !d->def || d->def[0] == '\0' || d->def[0] == '(';
+    /* An empty text is never a value: the library warns and keeps the
+     * default (an unset variable in a script, --suppressions "$SUPP",
+     * would otherwise pass unnoticed, the check run without the file). */
+    case VT_OPT_TEXT: return *v != '\0';
     case VT_OPT_NUMBER: return vt_parse_number(v, d->lo, d->hi, &n) == 0;
     case VT_OPT_SIZE: return vt_parse_size(v, &bytes) == 0 && bytes > 0;
     case VT_OPT_SIGNAL: return vt_parse_signal(v) >= 0;

@@ -176,15 +176,18 @@ static const char *text_default(enum vt_option_id id) {
     return d[0] == '(' ? "" : d;
 }
 
-/* A VT_OPT_TEXT option into out. An empty value keeps the default; one too
- * long for the buffer becomes `too_long` (an output never goes to a
- * different file than asked). */
+/* A VT_OPT_TEXT option into out. An empty value keeps the default after a
+ * warning, where there is none saying what that does (`instead`), as an
+ * empty VRAMTRACE_SUPPRESSIONS checks without suppressions: a script's
+ * unset variable is told, not taken; one too long for the buffer becomes
+ * `too_long` (an output never goes to a different file than asked). */
 static void load_string(enum vt_option_id id, const char *too_long, const char *instead, char *out, size_t size) {
     const char *name = vt_option_table[id].name, *def = text_default(id);
     const char *v = env_get(name);
-    if (v == NULL) v = def;
-    if (*v == '\0' && *def != '\0') {
-        warn("vramtrace: warning: %s%s%s is empty; keeping the default\n", name, "", "");
+    if (v && *v == '\0') {
+        warn("vramtrace: warning: %s is empty; %s\n", name, *def ? "keeping the default" : instead, "");
+        v = def;
+    } else if (v == NULL) {
         v = def;
     } else if (strlen(v) >= size) {
         char most[24];

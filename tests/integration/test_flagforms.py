@@ -98,3 +98,26 @@ def flagforms_tensors_last_one_wins_and_nocache_takes_the_backends_place():
        (0, [nocache], line.format("PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF")), "exported in both")
     eq(pytorch_lines("--tensors=nocache", env={"PYTORCH_ALLOC_CONF": "backend:native"}),
        (0, ["PYTORCH_ALLOC_CONF=backend:native", nocache], ""), "PyTorch's own allocator kept, no line")
+
+
+@test
+def flagforms_an_empty_suppressions_value_is_refused_or_warned():
+    """`--suppressions "$SUPP"` with SUPP unset was taken, and the check ran
+    without suppressions unnoticed, while an empty --out or --report is
+    refused; an empty VRAMTRACE_SUPPRESSIONS said nothing while an empty
+    VRAMTRACE_OUT warns. Now the flag's empty value is refused with status
+    2 (so is any flag's) and the empty variable warns."""
+    with workdir("vt-flagforms-") as work:
+        for args in (["--suppressions", ""], ["--suppressions="], ["--leak-check", "--suppressions", ""]):
+            eq(run_in(work, ["run", *args, "--", "touch", "ran"]),
+               (2, "", "vramtrace run: --suppressions takes a path or a word that is not empty, not ''\n"), f"{args}")
+        eq(run_in(work, ["run", "--library=", "--", "touch", "ran"]),
+           (2, "", "vramtrace run: --library takes a path or a word that is not empty, not ''\n"), "--library=")
+        eq(os.listdir(work), [], "nothing ran")
+    r = run([os.path.join(T, "t_leaks")], report="off",
+            env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": "", "VRAMTRACE_OUT": "off"})
+    eq(r.rc, 23, "the leaks fail the run")
+    eq([l for l in r.err.splitlines() if "warning" in l],
+       ["vramtrace: warning: VRAMTRACE_SUPPRESSIONS is empty; checking without suppressions"], "one warning")
+    eq(re.findall(r"^SUMMARY: .*$", r.err, re.M),
+       ["SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "every leak reported")
