@@ -19,17 +19,56 @@
 #define VT_LIBDIR "/usr/local/lib"
 #endif
 
+/* `valued`: the command's options that take a value, which split_values
+ * lets it also take after '=' (run reads its own, the options table's). */
 static const struct {
     const char *name;
     int (*fn)(int, char **);
     const char *summary;
+    const char *valued;
 } commands[] = {
-    {"run", vt_cmd_run, "run a command with vramtrace preloaded"},
-    {"diff", vt_cmd_diff, "compare two dumps: live bytes per call site, largest growth first"},
-    {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot"},
-    {"metrics", vt_cmd_metrics, "the traced processes' live counters for Prometheus (text, file or HTTP)"},
-    {"top", vt_cmd_top, "the traced processes running now: live and peak bytes, growth, call sites"},
+    {"run", vt_cmd_run, "run a command with vramtrace preloaded", NULL},
+    {"diff", vt_cmd_diff, "compare two dumps: live bytes per call site, largest growth first", "--fail-over --top"},
+    {"report", vt_cmd_report, "turn dumps into text, json, folded stacks, html or a torch snapshot",
+     "--format --output --top --at --folded-root"},
+    {"metrics", vt_cmd_metrics, "the traced processes' live counters for Prometheus (text, file or HTTP)",
+     "--textfile --listen --top --interval"},
+    {"top", vt_cmd_top, "the traced processes running now: live and peak bytes, growth, call sites",
+     "--interval --sort"},
 };
+
+/* argv with each word `--NAME=VALUE` whose --NAME is one of `valued`
+ * (space-separated) made two words, `--NAME` and `VALUE`, as GNU tools
+ * take them: one reading for every command, which then sees only the
+ * value after a space. Any other word stays as it is (`--once=1`, a
+ * switch's, is still an unknown option). The new list lives as long as
+ * the process; argv itself for a command without `valued` or when memory
+ * ran out. */
+static char **split_values(int *argc, char **argv, const char *valued) {
+    if (!valued) return argv;
+    char **out = calloc((size_t)*argc * 2 + 1, sizeof *out);
+    if (!out) return argv;
+    int n = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = argv[i], *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        size_t len = eq ? (size_t)(eq - a) : 0;
+        int known = 0;
+        for (const char *w = valued; eq && *w; w += strspn(w, " ")) {
+            size_t k = strcspn(w, " ");
+            known |= k == len && strncmp(w, a, len) == 0;
+            w += k;
+        }
+        char *name = known ? strndup(a, len) : NULL;
+        if (name) {
+            out[n++] = name;
+            out[n++] = (char *)eq + 1;
+        } else {
+            out[n++] = argv[i];
+        }
+    }
+    *argc = n;
+    return out;
+}
 
 int vt_cli_count(const char *s, long lo, long hi, long *out) {
     if (!s || !((s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && lo < 0))) return -1;
@@ -115,7 +154,11 @@ int main(int argc, char **argv) {
         return vt_cli_flush("vramtrace");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int n = argc - 1;
+            char **args = split_values(&n, argv + 1, commands[i].valued);
+            return commands[i].fn(n, args);
+        }
     fprintf(stderr, "vramtrace: unknown command '%s' (see vramtrace --help)\n", argv[1]);
     return 2;
 }

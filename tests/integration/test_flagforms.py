@@ -121,3 +121,40 @@ def flagforms_an_empty_suppressions_value_is_refused_or_warned():
        ["vramtrace: warning: VRAMTRACE_SUPPRESSIONS is empty; checking without suppressions"], "one warning")
     eq(re.findall(r"^SUMMARY: .*$", r.err, re.M),
        ["SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."], "every leak reported")
+
+
+@test
+def flagforms_every_command_takes_a_value_after_an_equals_sign():
+    """`--top=5` worked for `run` and was "unknown option" for report,
+    diff, top and metrics. Now every command takes `--OPT=VALUE` as
+    `--OPT VALUE`, checked alike; a switch's `--once=1` is still unknown."""
+    r0, r1 = os.path.join(GOLD, "phases.r0.json"), os.path.join(GOLD, "phases.r1.json")
+    with workdir("vt-flagforms-") as work:
+        for spaced, joined in ((["report", r0, "--format", "json", "--top", "3", "--at", "peak"],
+                                ["report", r0, "--format=json", "--top=3", "--at=peak"]),
+                               (["report", r0, "--format", "folded", "--folded-root", "none"],
+                                ["report", r0, "--format=folded", "--folded-root=none"]),
+                               (["diff", r0, r1, "--top", "1", "--fail-over", "1G"],
+                                ["diff", r0, r1, "--top=1", "--fail-over=1G"])):
+            want = run_in(work, spaced)
+            eq(want[0], 0, f"{spaced}: {want[2]}")
+            eq(run_in(work, joined), want, f"{joined} as {spaced}")
+        eq(run_in(work, ["report", r0, "--output=r.txt"])[:2], (0, ""), "--output=FILE")
+        with open(os.path.join(work, "r.txt")) as f:
+            eq(f.read(), run_in(work, ["report", r0])[1], "the report in r.txt")
+        eq(run_in(work, ["report", r0, "--top=0"]),
+           (2, "", "vramtrace report: --top takes a number from 1 to 100000, not '0' (see vramtrace report --help)\n"),
+           "--top=0 checked as --top 0")
+        eq(run_in(work, ["diff", r0, r1, "--top=0"]),
+           (2, "", "vramtrace diff: --top takes a number from 1 to 100000, not '0'\n"), "diff --top=0")
+        prom = os.path.join(work, "prom")
+        os.mkdir(prom)
+        eq(run_in(work, ["metrics", f"--textfile={prom}", "--top=3", "--interval=1", "--once"]), (0, "", ""),
+           "metrics --textfile=DIR")
+        eq(os.listdir(prom), ["vramtrace.prom"], "written")
+        eq(run_in(work, ["metrics", "--top=33"]), (2, "", "vramtrace metrics: --top takes a number from 0 to 32\n"),
+           "metrics --top=33")
+        rc, out, err = run_in(work, ["top", "--once", "--sort=pid", "--interval=2"])
+        eq((rc, err, out.splitlines()[0].endswith(" - sort: pid")), (0, "", True), f"top --sort=pid: {out[:200]}")
+        eq(run_in(work, ["top", "--once=1"]),
+           (2, "", "vramtrace top: unknown argument '--once=1' (see vramtrace top --help)\n"), "a switch's value")
