@@ -295,7 +295,8 @@ static void metrics_help(void) {
            "                     collector (whole: written aside, then renamed), every\n"
            "                     interval; with --once a single time\n"
            "  --listen ADDR      serve GET /metrics on [HOST:]PORT (HOST 127.0.0.1 unless\n"
-           "                     given); OpenMetrics to a client that asks for it\n"
+           "                     given) until stopped (not with --once); OpenMetrics to\n"
+           "                     a client that asks for it\n"
            "  --top N            call sites per process (default 10, 0 to %d)\n"
            "  --interval S       seconds between textfile writes (default 15; 0.1 to 86400)\n"
            "  --openmetrics      OpenMetrics text instead of the Prometheus text format\n",
@@ -347,6 +348,13 @@ int vt_cmd_metrics(int argc, char **argv) {
     }
     if (o.textfile && o.listen) {
         fprintf(stderr, "vramtrace metrics: --textfile and --listen: one at a time\n");
+        return 2;
+    }
+    /* A server answers every scrape until it is stopped: --once, taken
+     * there, was ignored and the command never ended. */
+    if (o.once && o.listen) {
+        fprintf(stderr, "vramtrace metrics: --once and --listen: --listen serves until stopped; --once writes once "
+                        "(standard output or --textfile)\n");
         return 2;
     }
     if (o.textfile) return vt_metrics_textfile(&o);

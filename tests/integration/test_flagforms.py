@@ -2,6 +2,7 @@
 (a switch given a value after a space, an unset variable as a value, a flag
 given twice, flags that cannot go together) told, not run."""
 import signal
+import socket
 
 from run_tests import *
 
@@ -158,3 +159,18 @@ def flagforms_every_command_takes_a_value_after_an_equals_sign():
         eq((rc, err, out.splitlines()[0].endswith(" - sort: pid")), (0, "", True), f"top --sort=pid: {out[:200]}")
         eq(run_in(work, ["top", "--once=1"]),
            (2, "", "vramtrace top: unknown argument '--once=1' (see vramtrace top --help)\n"), "a switch's value")
+
+
+@test
+def flagforms_metrics_once_with_listen_is_refused():
+    """`vramtrace metrics --listen PORT --once` took --once and served until
+    killed. A server answers scrapes until it is stopped: --once with
+    --listen is refused with status 2, as --textfile with --listen is."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    with workdir("vt-flagforms-") as work:
+        line = ("vramtrace metrics: --once and --listen: --listen serves until stopped; --once writes once "
+                "(standard output or --textfile)\n")
+        for args in (["--listen", port, "--once"], ["--once", f"--listen=127.0.0.1:{port}"]):
+            eq(run_in(work, ["metrics", *args], timeout=10), (2, "", line), f"metrics {args}")
