@@ -157,11 +157,27 @@ static int innermost_index(const struct vt_frame *frames, size_t n) {
     return n > 0 ? 0 : -1;
 }
 
+/* The interpreter's and the C runtime's native frames are never the
+ * user's code: a stack of native frames alone (a Python that vramtrace
+ * does not read, or --python 0) named CPython's `cfunction_call
+ * Objects/methodobject.c:542` as the call site of every PyTorch
+ * allocation. With no frame of the user's, such a stack names the library
+ * function the innermost of them called (`THPVariable_empty` in
+ * libtorch_python, a thread's entry point in libnccl), not the allocator
+ * deep inside it that every call shares. */
 int vt_site_index(const struct vt_frame *frames, size_t n) {
     int python = 0;
     for (size_t j = 0; j < n && !python; j++) python = frames[j].python;
     for (size_t j = 0; j < n; j++)
-        if (frames[j].python == python && !is_library(&frames[j]) && !vt_frame_is_cut(&frames[j])) return (int)j;
+        if (frames[j].python == python && !is_library(&frames[j]) && !vt_frame_is_cut(&frames[j]) &&
+            (python || !vt_frame_is_runtime(frames[j].module)))
+            return (int)j;
+    for (size_t j = 0; j < n && !python; j++)
+        if (vt_frame_is_runtime(frames[j].module)) {
+            int entry = vt_site_through(frames, n, (int)j);
+            if (entry >= 0) return entry;
+            break;
+        }
     return innermost_index(frames, n);
 }
 

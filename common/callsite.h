@@ -13,9 +13,11 @@
  * libcufft*, libcurand*, libcusparse*, libcusolver*, libnvrtc*,
  * libnvJitLink*, libnvToolsExt*, libcupti*, libnvidia-ml*). With no user
  * frame the call site is the innermost frame as before: the innermost
- * Python frame, else the innermost one outside the CUDA driver and runtime.
- * The frame that stands for the frames a deep stack left out
- * (vt_frame_is_cut) is never a call site.
+ * Python frame, else the library function the innermost runtime frame
+ * (vt_frame_is_runtime: the interpreter, the C runtime) called, else the
+ * innermost one outside the CUDA driver and runtime. A runtime frame is
+ * never a call site, nor is the frame that stands for the frames a deep
+ * stack left out (vt_frame_is_cut).
  *
  * Beside the user's frame, a report names the library frame the call went
  * through (vt_site_through): the innermost library Python frame inside it,

@@ -209,6 +209,13 @@ static void test_user_line_rule(void) {
     vt_callsite_configure("train.py", NULL);   /* the interpreter is library now, and still never named */
     CHECK_EQ(vt_site_through(chain, 7, 5), 3);
     vt_callsite_configure(NULL, NULL);
+    /* Native frames alone (--python 0): the interpreter's frames are
+     * never the call site; the library function it called is. */
+    struct vt_frame bare[] = {chain[0], chain[1], chain[2], entry, py[2],
+                              {.function = "Py_BytesMain", .module = "/usr/bin/python3.11"},
+                              {.function = "__libc_start_main", .module = "/lib/x86_64-linux-gnu/libc.so.6"}};
+    CHECK_EQ(vt_site_index(bare, 7), 3);
+    CHECK_EQ(vt_site_through(bare, 7, 3), -1);
     /* Recorded inside vramtrace's own Python (the companion, at PyTorch's
      * own refusal): its frames are passed over for what the line called. */
     struct vt_frame own[] = {{.function = "_submit", .file = "/v/vramtrace_torch/__init__.py", .line = 61, .python = 1},
