@@ -271,7 +271,10 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     /* One dump of a job of several ranks (the one that failed, when the
      * launcher ended the others): the rest of the job is said to be
      * elsewhere, not left to be guessed. */
-    if (in->n == 1 && in->dumps[0].world_size > 1)
+    if (in->n == 1 && in->dumps[0].world_size > 1 && !in->dumps[0].rank_known)
+        fprintf(f, "ranks: this dump is of a job of %d but says no rank (no RANK, LOCAL_RANK or the like was set); "
+                   "the job's other dumps are not among these\n", in->dumps[0].world_size);
+    else if (in->n == 1 && in->dumps[0].world_size > 1)
         fprintf(f, "ranks: this dump is rank %d's of a job of %d; the other ranks' dumps are not among these\n",
                 in->dumps[0].rank, in->dumps[0].world_size);
     if (in->n < 2) return;

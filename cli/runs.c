@@ -65,7 +65,8 @@ int vr_newest_run(struct vr_input *in) {
         }
         size_t ng = 0;
         for (size_t q = k; q < j; q++)   /* a rank a job gave (not the 0 of a process without one) */
-            if (in->dumps[p[q].first].world_size > 0) group[ng++] = in->dumps[p[q].first].rank;
+            if (in->dumps[p[q].first].world_size > 0 && in->dumps[p[q].first].rank_known)
+                group[ng++] = in->dumps[p[q].first].rank;
         qsort(ranks, nranks, sizeof *ranks, by_int);
         int repeats = 0;
         for (size_t g = 0; g < ng && !repeats; g++)

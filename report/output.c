@@ -152,7 +152,21 @@ static int read_argv(char *buf, size_t size, char **argv, int max) {
     return argc;
 }
 
-/* The first of these set in the environment, as a number; else 0. */
+/* A launcher's variable that holds no number (RANK=-1, RANK=abc) is
+ * passed over, said once for each variable: silently it made a process
+ * that claims no rank. */
+static void warn_bad_number(const char *name, const char *value) {
+    static const char *warned[16];
+    for (size_t i = 0; i < sizeof warned / sizeof *warned; i++) {
+        const char *was = NULL;
+        if (__atomic_compare_exchange_n(&warned[i], &was, name, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;
+        if (was == name) return;
+    }
+    size_t n = strlen(value);
+    vt_warn("%s=%.*s%s is not a whole number from 0 to 2147483647; it is passed over", name,
+            n > 64 ? 64 : (int)n, value, n > 64 ? "..." : "");
+}
+
 /* The first of the variables that holds a rank: digits only, below 2^31
  * (atoi took "1;2" as 1, wrapped a number too big, and stopped at a RANK
  * of "abc" instead of going on to SLURM_PROCID). */
@@ -164,6 +178,7 @@ static int env_int_known(const char *const *names, int *known) {
             *known = 1;
             return (int)n;
         }
+        if (v && *v) warn_bad_number(*names, v);
     }
     *known = 0;
     return 0;
@@ -473,7 +488,9 @@ int vt_output_job_place(char *buf, size_t size) {
     if (world <= 1) return 0;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    snprintf(buf, size, "pid %d, rank %d of %d on %s", (int)getpid(), rank_of(), world, host[0] ? host : "?");
+    int known, rank = rank_known(&known);
+    if (known) snprintf(buf, size, "pid %d, rank %d of %d on %s", (int)getpid(), rank, world, host[0] ? host : "?");
+    else snprintf(buf, size, "pid %d, of a job of %d, rank not set, on %s", (int)getpid(), world, host[0] ? host : "?");
     return 1;
 }
 

@@ -133,9 +133,11 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
         fputc(')', f);
     }
     /* In a job of several ranks, which one: their reports share a log,
-     * and every rank's command is the same. */
+     * and every rank's command is the same. A process that no variable
+     * gave a rank claims none (its rank 0 is no rank of the job's). */
     if (m->world_size > 1) {
-        fprintf(f, ", rank %d of %d on ", m->rank, m->world_size);
+        if (m->rank_unknown) fprintf(f, ", of a job of %d, rank not set, on ", m->world_size);
+        else fprintf(f, ", rank %d of %d on ", m->rank, m->world_size);
         vt_put_display(f, m->host && m->host[0] ? m->host : "?");
     }
     if (m->ended_signal) {
