@@ -261,8 +261,14 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
     qsort(pids, in->n, sizeof *pids, by_int);
     for (size_t i = 0; i < in->n; i++)
         if (!distinct || pids[i] != pids[distinct - 1]) pids[distinct++] = pids[i];
-    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as "
-               "%zu processes, by pid\n", without, in->n, distinct);
+    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like was set): ", without, in->n);
+    /* Dumps of one process (an on-demand dump and the exit's) are one pid
+     * in the comparison, though the table above lists each: the count of
+     * processes is the table's, so the comparison's is said in pids
+     * ("compared as 1 processes" under "2 processes" read as a
+     * contradiction). */
+    if (distinct == in->n) fprintf(f, "compared as %zu processes, by pid\n", distinct);
+    else fprintf(f, "compared by pid, the dumps of one process as one: %zu pid%s\n", distinct, distinct == 1 ? "" : "s");
     imbalance(f, in, peaks, 1);
     differing(f, in, o, 1);
 }
