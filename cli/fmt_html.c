@@ -185,7 +185,10 @@ static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
         vh_text(f, missed);
         fputs("</p>\n", f);
     }
-    if (d->events_dropped)
+    if (d->events_dropped && d->nevents == 0)   /* VRAMTRACE_EVENTS=0: none kept, no late start */
+        fprintf(f, "<p class=\"warn\">no event history kept (VRAMTRACE_EVENTS=0): %" PRIu64 " %s dropped</p>\n",
+                d->events_dropped, vr_plural(d->events_dropped, "event", "events"));
+    else if (d->events_dropped)
         fprintf(f, "<p class=\"warn\">the timeline starts late: %" PRIu64 " older %s were overwritten "
                    "(VRAMTRACE_EVENTS)</p>\n", d->events_dropped, vr_plural(d->events_dropped, "event", "events"));
     /* The library's forecast line, as the text report prints it. */

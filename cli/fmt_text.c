@@ -28,6 +28,17 @@ static const char *site_text(const struct vm_dump *d, size_t stack, char *buf, s
  * (vr_history_counts: a free the driver refused counted apart). */
 static void timeline(FILE *f, const struct vm_dump *d) {
     char a[32], b[32], refused[64] = "";
+    /* A run whose history kept no event at all (VRAMTRACE_EVENTS=0): its
+     * counts of the history would read "0 allocations" beside the totals'
+     * own. */
+    if (d->nevents == 0 && (d->events_dropped || d->totals.alloc_count || d->totals.free_count || d->totals.failed_count)) {
+        fprintf(f, "timeline: no event history kept (VRAMTRACE_EVENTS=0)");
+        if (d->events_dropped)
+            fprintf(f, ", %" PRIu64 " %s dropped", d->events_dropped, vr_plural(d->events_dropped, "event", "events"));
+        fprintf(f, "; over %.3f s device bytes peaked at %s at %.3f s and were %s at the end\n", secs(d->time_ns),
+                B(d->totals.peak_bytes, a), secs(d->totals.peak_time_ns), B(d->totals.live_bytes, b));
+        return;
+    }
     struct vr_history_counts c = vr_history_counts(d);
     if (c.refused_frees)
         snprintf(refused, sizeof refused, ", %" PRIu64 " %s", c.refused_frees,

@@ -76,7 +76,12 @@ struct vt_event *vt_history_spill(void) VT_HIDDEN;
 
 /* The ring's next entry, or NULL. */
 static inline struct vt_event *ring_add(void) {
-    if (__builtin_expect(vt_history.ring == NULL, 0) && !vt_history_map()) return NULL;
+    if (__builtin_expect(vt_history.ring == NULL, 0) && !vt_history_map()) {
+        /* VRAMTRACE_EVENTS=0 keeps no history: every event is dropped, and
+         * counted so (the dump's events_dropped) as with any ring size. */
+        if (vt_history.cap == 0) vt_history.written++;
+        return NULL;
+    }
     if (__builtin_expect(vt_history.lent, 0) && vt_history.written >= vt_history.lent_first + vt_history.cap)
         return vt_history_spill();
     struct vt_event *e = &vt_history.ring[vt_history.next];
