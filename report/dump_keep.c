@@ -137,7 +137,10 @@ static int replaceable(int dirfd, const char *base) {
         return fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
                st.st_uid != geteuid() || st.st_size == 0;
     }
-    if (fd < 0) return errno == ENOENT || errno == ELOOP;
+    /* A name past NAME_MAX holds no file either: the write that follows
+     * says why it fails ("File name too long"), not that a file of the
+     * user's is in the way. */
+    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == ENAMETOOLONG;
     struct stat st;
     char head[32];
     ssize_t n = 0;
