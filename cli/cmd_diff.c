@@ -45,6 +45,18 @@ static const char *signed_bytes(struct change c, char *buf, size_t size) {
     return buf;
 }
 
+/* The bytes a figure of vr_bytes reads as ("1.00 MiB" and "1024.00 KiB"
+ * read as the same 1048576). */
+static double shown_bytes(const char *s) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    char *end;
+    double v = strtod(s, &end);
+    while (*end == ' ') end++;
+    for (size_t u = 0; u < sizeof units / sizeof *units; u++, v *= 1024.0)
+        if (strcmp(end, units[u]) == 0) return v;
+    return -1;
+}
+
 static const char *signed_count(struct change c, char *buf, size_t size) {
     snprintf(buf, size, "%s%" PRIu64, c.sign < 0 ? "-" : "+", c.by);
     return buf;
@@ -207,7 +219,10 @@ int vt_cmd_diff(int argc, char **argv) {
         } else if (have_limit && grew.sign > 0 && grew.by > limit) {
             signed_bytes(grew, c, sizeof c);
             vr_bytes(limit, b, sizeof b);
-            if (strcmp(c + 1, b) == 0) { /* the same when rounded: in bytes, exact */
+            /* The same when rounded, in the same unit or not ("+1.00 MiB,
+             * more than 1024.00 KiB"): in bytes, exact. */
+            double x = shown_bytes(c + 1), y = shown_bytes(b);
+            if ((x > y ? x - y : y - x) <= 1e-9 * (x > y ? x : y)) {
                 snprintf(c, sizeof c, "+%" PRIu64 " bytes", grew.by);
                 snprintf(b, sizeof b, "%" PRIu64 " bytes", limit);
             }
