@@ -113,6 +113,7 @@ void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h
             h->n == 1 ? "" : "s");
     char indent[64];
     snprintf(indent, sizeof indent, "%s      ", prefix);
+    uint64_t shown = 0;
     for (size_t i = 0; i < h->n && i < top; i++) {
         struct vt_holder_row r = {0};
         char b[32];
@@ -122,6 +123,15 @@ void vt_put_holders(FILE *f, const char *prefix, const struct vt_holders_text *h
                 vt_fmt_pct(r.bytes, h->total, 1, pct, sizeof pct), r.count,
                 r.count == 1 ? " " : "s", r.site);
         if (h->stacks) vt_put_frames(f, indent, r.frames, r.nframes, put);
+        shown += r.bytes;
+    }
+    /* The rows left out, said as vramtrace diff says them: without it the
+     * percentages shown add up to less than the whole with no word why. */
+    if (h->n > top) {
+        char b[32], pct[16];
+        uint64_t rest = h->total > shown ? h->total - shown : 0;
+        fprintf(f, "%s  (%zu more call site%s, %s, %s together, not shown: --top %zu)\n", prefix, h->n - top,
+                h->n - top == 1 ? "" : "s", B(rest, b), vt_fmt_pct(rest, h->total, 1, pct, sizeof pct), top);
     }
 }
 

@@ -122,7 +122,9 @@ struct vt_holders_text {
 
 /* "PREFIXlargest holders[ at MOMENT] by call site (N call sites):" (TITLE
  * for "largest holders" where one is given) and the
- * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE"; when there
+ * first `top` rows, "PREFIX  BYTES PCT% COUNT allocs  SITE", then, when
+ * rows were left out, "PREFIX  (N more call sites, BYTES, PCT% together,
+ * not shown: --top TOP)"; when there
  * are none, the one line "PREFIXlargest holders[ at MOMENT] by call site:
  * none (no device memory is live)" ("was live then" at a MOMENT). Both
  * sides print the table at their moments whatever it holds: this function

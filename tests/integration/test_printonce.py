@@ -140,3 +140,24 @@ def printonce_nothing_live_says_so_on_both_sides():
     eq([l for l in peak if "holders" in l or "no device memory" in l],
        ["largest holders at peak by call site: none (no device memory was live then)"],
        "vramtrace report --at peak")
+
+
+@test
+def holders_left_out_by_top_are_said():
+    """With fewer rows than call sites (--top 1 of t_leaks' three), the
+    holders table says what it left out, in the exit summary and in
+    vramtrace report alike (before, the rows' percentages added up to
+    66.5% with no word why; vramtrace diff already said it)."""
+    r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_TOP": "1"})
+    line = source_line("t_leaks.c", "cudaMalloc(&p, 1 << 20)")
+    want = ["largest holders by call site (3 call sites):",
+            f"    1.00 MiB  66.5%      1 alloc   load_once tests/progs/t_leaks.c:{line}",
+            "  (2 more call sites, 516.00 KiB, 33.5% together, not shown: --top 1)"]
+    got = [l[len("vramtrace: "):] for l in r.err.splitlines() if l.startswith("vramtrace: ")]
+    at = got.index(want[0])
+    eq(got[at:at + 3], want, "the exit summary's holders")
+    cli = report_lines(r.dump, "--top", "1")
+    at = cli.index(want[0])
+    eq(cli[at:at + 2], want[:2], "vramtrace report's first row")
+    eq([l for l in cli[at + 2:] if l.startswith("  (") and "not shown" in l][:1], [want[2]],
+       "vramtrace report says the rows left out")
