@@ -301,7 +301,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     if (o->have_info && (o->requested > total || (!o->budget && o->requested > usable))) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
         vt_site_label(sym, o->stack, site, sizeof site);
-        if (o->requested > total) {
+        if (o->requested > total && o->budget) {
+            /* Under a budget the total is the budget's, not the device's. */
+            snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the budget (VRAMTRACE_LIMIT: %s)",
+                     B(o->requested, a), B(total, b));
+        } else if (o->requested > total) {
             snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)",
                      B(o->requested, a), B(total, b));
         } else {

@@ -253,3 +253,15 @@ def dump_pid(work, names):
             with open(os.path.join(work, f)) as x:
                 return json.load(x)["pid"]
     return -1
+
+
+@test
+def budget_request_larger_than_the_budget_says_budget_not_device():
+    """A request larger than VRAMTRACE_LIMIT itself: the finding named the
+    budget's 1 B "the device" ("larger than the device (1 B)") of a 16 GiB
+    GPU; it is the budget the request passes."""
+    r = run([os.path.join(T, "t_leaks"), "clean"], env={"VRAMTRACE_LIMIT": "1"})
+    lines = [l for l in r.err.splitlines() if "request alone" in l]
+    eq(lines[0], "vramtrace:   2. the request alone (1.00 MiB) is larger than the budget (VRAMTRACE_LIMIT: 1 B)",
+       "the first failure's finding")
+    eq([l for l in r.err.splitlines() if "larger than the device" in l], [], "no device of 1 B")
