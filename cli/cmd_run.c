@@ -771,26 +771,21 @@ static int dashes_after(int argc, char **argv, int i) {
     return 0;
 }
 
-/* The word `word` before the "--" that ends the flags: not a flag, nor a
- * flag's value, and not the command, which comes after it. After a switch
- * (`sw`, as typed, of option d: --leak-check yes, --tensors nocache) it is
- * the switch's value given after a space, which only '=' gives; taken as
- * the command, `yes` ran for ever with "-- CMD" for its arguments. Refused
- * with one line; returns the usage status 2. */
-static int word_before_dashes(const char *word, const char *sw, const struct vt_option_desc *d) {
+/* Whether `word`, right after switch d given without '=' and before a
+ * "--" of the command line, is the switch's value given after a space
+ * (--leak-check yes, --tensors nocache): taken as the command, `yes` ran
+ * for ever with "-- CMD" for its arguments. Any other word there is the
+ * command, whose own arguments may hold a "--" (python3 x.py -- a). */
+static int switch_value(const char *word, const struct vt_option_desc *d) {
+    return d == &vt_option_table[VT_O_TENSORS] ? strcmp(word, "nocache") == 0 : vt_option_valid(d, word);
+}
+
+/* Refuses switch_value's word with one line; returns the usage status 2. */
+static int word_before_dashes(const char *word, const char *sw) {
     char safe[256];
     vt_display(word, safe, sizeof safe);
-    if (!sw) {
-        fprintf(stderr, "vramtrace run: '%s' before '--': the command goes after it (vramtrace run [OPTIONS] -- CMD "
-                        "[ARG...])\n", safe);
-        return 2;
-    }
-    int fits = d == &vt_option_table[VT_O_TENSORS] ? strcmp(word, "nocache") == 0 : vt_option_valid(d, word);
-    if (fits)
-        fprintf(stderr, "vramtrace run: '%s' before '--': %s takes no value after a space (did you mean %s=%s?)\n",
-                safe, sw, sw, safe);
-    else
-        fprintf(stderr, "vramtrace run: '%s' before '--': %s takes no value after a space\n", safe, sw);
+    fprintf(stderr, "vramtrace run: '%s' before '--': %s takes no value after a space (did you mean %s=%s?)\n",
+            safe, sw, sw, safe);
     return 2;
 }
 
@@ -804,7 +799,7 @@ int vt_cmd_run(int argc, char **argv) {
         if (strcmp(a, "--") == 0) { i++; break; }
         /* Without a "--", the first word that is not a flag is the command. */
         if (a[0] != '-') {
-            if (dashes_after(argc, argv, i)) return word_before_dashes(a, sw, swd);
+            if (sw && switch_value(a, swd) && dashes_after(argc, argv, i)) return word_before_dashes(a, sw);
             break;
         }
         sw = NULL;
