@@ -995,17 +995,28 @@ static int cut_into(const uintptr_t *all, int t, uintptr_t *out, int max) {
         memcpy(out, all, (size_t)k * sizeof *out);
         return k;
     }
-    int over = t - max, at = -1;
+    int outer = cut_outer(max), at = -1, to = t, py = 0;
     for (int i = 0; i < t && at < 0; i++)
         if (vt_pyframe_cut(all[i])) at = i;
-    /* The read's cut frame stands for the frames before it too: its
-     * outermost Python frames, and the native ones outside, stay. */
-    int from = at, to = at + 1;
-    if (at < over) {
-        from = max - cut_outer(max) - 1;
-        to = t - cut_outer(max);
+    if (at >= 0) {
+        /* The read's cut frame stands for the frames before it too: its
+         * outermost Python frames, and the native ones outside, stay. */
+        to = at + 1;
     } else {
-        from = at - over;
+        /* The Python frames fit and the native ones made the stack too
+         * deep: the outermost `outer` Python frames (all, when fewer)
+         * and the native ones outside them stay, as a read's would; a
+         * stack of native frames alone keeps its outermost `outer`. */
+        while (to > 0 && py < outer)
+            if (vt_pyframe_is(all[--to])) py++;
+        if (py == 0) to = t - outer;
+    }
+    /* The innermost frames fill the rest, at least `outer` of them: past
+     * that, the outermost frames that fit stay. */
+    int from = max - 1 - (t - to);
+    if (from < outer) {
+        from = outer;
+        to = t - (max - 1 - outer);
     }
     uint64_t left = 0;
     for (int i = from; i < to; i++) left += weight(all[i]);

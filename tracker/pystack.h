@@ -46,8 +46,12 @@ void vt_pystack_init(void *(*lookup)(const char *), int enabled);
  * kept with a cut frame (VT_PYFRAME_CUT) between them: where the Python
  * read left one, that one stands for more (the innermost Python frames
  * beside it go), so that the read's outermost Python frames and the native
- * frames outside them stay; else the outermost VT_CUT_OUTER frames follow
- * it (a quarter of max, for a max under 4 * VT_CUT_OUTER).
+ * frames outside them stay; else the outermost VT_CUT_OUTER Python frames
+ * (a quarter of max, for a max under 4 * VT_CUT_OUTER) and the native
+ * frames outside them follow it, so that native frames outermost (the
+ * interpreter's start-up) do not take the place of the user's own. The
+ * innermost frames keep at least as many places: past that, the
+ * outermost frames that fit stay.
  *
  * A thread with no Python frames of its own (PyTorch's autograd threads,
  * which run backward() for a Python thread that waits) borrows the frames

@@ -110,3 +110,78 @@ def pydeep_shallow_stack_has_no_cut():
                [("build_model", script, 6), ("<module>", script, 7)], f"{py}: every Python frame")
             ok(f"    call site: build_model {script}:6 -> visit {libfile}:7\n" in r.err, f"{py}: call site")
             ok("left out" not in r.err, f"{py}: no cut frame")
+
+
+# The user's own recursion (layers of a model, say) above the library's:
+# the innermost layer's line 7 is the call site, 27 Python frames from the
+# outermost.
+LAYERED_USER = '''import sys
+sys.path.insert(0, sys.argv[1])
+sys.setrecursionlimit(10000)
+import recurse_lib
+def layer(k, depth):
+    if k == 0:
+        recurse_lib.visit(None, depth)
+        return
+    layer(k - 1, depth)
+layer(int(sys.argv[2]), int(sys.argv[3]))
+'''
+
+
+@test
+def pydeep_native_frames_past_the_limit_keep_32_python_frames():
+    """Python frames that fit in 256 but not with the native ones: the
+    outermost 32 frames in all were kept, native ones of the interpreter's
+    start-up among them (15 to 17 on 3.11 to 3.13), so only about 23
+    Python frames: the innermost layer, 27th from the outermost, went and
+    the call site became `layer` line 9 (from an outside check). The
+    outermost 32 Python frames and the native ones outside them stay."""
+    layers = 25
+    with workdir("vt-pydeep-native-") as work:
+        lib = os.path.join(work, "lib")
+        os.makedirs(lib)
+        with open(os.path.join(lib, "recurse_lib.py"), "w") as f:
+            f.write(DEEP_LIB)
+        script = os.path.join(work, "layered.py")
+        with open(script, "w") as f:
+            f.write(LAYERED_USER)
+        libfile = os.path.join(lib, "recurse_lib.py")
+        env = {"VRAMTRACE_LIBRARY": lib, "VRAMTRACE_LEAK_CHECK": "1"}
+
+        def case(py, depth):
+            r = run([py, script, lib, str(layers), str(depth)], env=env)
+            eq(r.rc, 23, f"{py}: leak check status: {r.err[-1500:]}")
+            stack = r.dump["live"][0]["stack"]
+            return r, [f for f in frames(r.dump, stack) if not f.get("inlined")]
+
+        for py in pythons():
+            # A stack that fits says how many native frames a capture has
+            # (3.10's grow with the depth: more of them, none fewer).
+            _, fr = case(py, 10)
+            pyn = len([f for f in fr if f.get("python")])
+            eq(pyn, 10 + 1 + layers + 1 + 1, f"{py}: the Python frames of a stack that fits")
+            native = len(fr) - pyn
+            outside = [(f["function"], f["module"]) for f in fr[fr.index(next(
+                f for f in fr if f.get("python") and f["function"] == "<module>")) + 1:]]
+            # Python frames that fit, with native ones that do not.
+            total = 256 - native // 2
+            depth = total - (1 + layers + 1 + 1)
+            ok(native >= 2 and total < 256, f"{py}: {native} native frames")
+            r, fr = case(py, depth)
+            pyf = [(f["function"], f["file"], f["line"]) for f in fr if f.get("python")]
+            cuts = [i for i, f in enumerate(pyf) if f[1] == "<vramtrace>"]
+            eq(len(cuts), 1, f"{py}: one frame for those left out")
+            cut = cuts[0]
+            inner, outer = pyf[:cut], pyf[cut + 1:]
+            left = total - len(inner) - len(outer)
+            eq(pyf[cut], (f"({left} frames left out)", "<vramtrace>", 0), f"{py}: the cut frame")
+            eq(outer, [("visit", libfile, 9)] * (CUT_OUTER - layers - 2) + [("layer", script, 7)] +
+               [("layer", script, 9)] * layers + [("<module>", script, 10)], f"{py}: the outermost Python frames")
+            eq(inner, [("visit", libfile, 7)] + [("visit", libfile, 9)] * (len(inner) - 1),
+               f"{py}: the innermost Python frames")
+            k = next(i for i, f in enumerate(fr) if f.get("python") and f["function"] == "<module>")
+            eq([(f["function"], f["module"]) for f in fr[k + 1:]], outside,
+               f"{py}: the native frames outside the Python ones")
+            eq(len(fr), 256, f"{py}: frames kept")
+            ok(f"    call site: layer {script}:7 -> visit {libfile}:7\n" in r.err,
+               f"{py}: the leak's call site line:\n{r.err[-3000:]}")
