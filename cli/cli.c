@@ -41,9 +41,10 @@ static const struct {
  * (space-separated) made two words, `--NAME` and `VALUE`, as GNU tools
  * take them: one reading for every command, which then sees only the
  * value after a space. Any other word stays as it is (`--once=1`, a
- * switch's, is still an unknown option). The new list lives as long as
- * the process; argv itself for a command without `valued` or when memory
- * ran out. */
+ * switch's, is still an unknown option); the name is cut in place (its
+ * '=' made the end), so that only the list is allocated, for the caller
+ * to free; argv itself for a command without `valued` or when memory ran
+ * out. */
 static char **split_values(int *argc, char **argv, const char *valued) {
     if (!valued) return argv;
     char **out = calloc((size_t)*argc * 2 + 1, sizeof *out);
@@ -58,9 +59,9 @@ static char **split_values(int *argc, char **argv, const char *valued) {
             known |= k == len && strncmp(w, a, len) == 0;
             w += k;
         }
-        char *name = known ? strndup(a, len) : NULL;
-        if (name) {
-            out[n++] = name;
+        if (known) {
+            argv[i][len] = '\0';
+            out[n++] = argv[i];
             out[n++] = (char *)eq + 1;
         } else {
             out[n++] = argv[i];
@@ -157,7 +158,9 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], commands[i].name) == 0) {
             int n = argc - 1;
             char **args = split_values(&n, argv + 1, commands[i].valued);
-            return commands[i].fn(n, args);
+            int rc = commands[i].fn(n, args);
+            if (args != argv + 1) free(args);
+            return rc;
         }
     fprintf(stderr, "vramtrace: unknown command '%s' (see vramtrace --help)\n", argv[1]);
     return 2;
