@@ -99,6 +99,13 @@ static const char *const runtime_libraries[] = {
 int vt_frame_is_runtime(const char *module) {
     if (!module) return 0;
     const char *b = last_part(module);
+    /* CPython's own extension modules (_ctypes, _posixsubprocess, ...)
+     * live in a lib-dynload/ folder (.../lib/pythonX.Y/lib-dynload/ in
+     * every build: pyenv's, Debian's, conda's); without them every ctypes
+     * call's site was `_call_function_pointer Modules/_ctypes/callproc.c`.
+     * A file's name alone (`_name.cpython-311-...so`) is no rule: Cython
+     * modules of installed packages are named so too. */
+    if (strncmp(module, "lib-dynload/", 12) == 0 || strstr(module, "/lib-dynload/")) return 1;
     for (size_t i = 0; i < sizeof runtime_libraries / sizeof runtime_libraries[0]; i++)
         if (strncmp(b, runtime_libraries[i], strlen(runtime_libraries[i])) == 0) return 1;
     return 0;

@@ -16,8 +16,10 @@
  * Python frame, else the library function the innermost runtime frame
  * (vt_frame_is_runtime: the interpreter, the C runtime) called, else the
  * innermost one outside the CUDA driver and runtime. A runtime frame is
- * never a call site, nor is the frame that stands for the frames a deep
- * stack left out (vt_frame_is_cut).
+ * never a call site but in a stack of runtime frames alone (a ctypes call
+ * that no Python frame was read for: its innermost frame is libffi's),
+ * nor is the frame that stands for the frames a deep stack left out
+ * (vt_frame_is_cut).
  *
  * Beside the user's frame, a report names the library frame the call went
  * through (vt_site_through): the innermost library Python frame inside it,
@@ -66,9 +68,12 @@ int vt_frame_is_cut(const struct vt_frame *f);
 
 /* Whether a native frame's module is the interpreter or the C or C++
  * runtime (libpython, python3, libc, ld-linux, libstdc++, libgcc_s,
- * libffi): never the user's code, yet no library a call went through, so
- * neither a call site nor the library beside it; a view may fold it away
- * with the library frames. */
+ * libffi, and CPython's own extension modules: a module under a folder
+ * named lib-dynload, .../lib/pythonX.Y/lib-dynload/_ctypes.cpython-311-
+ * x86_64-linux-gnu.so; a file's name alone is not enough, installed
+ * packages' Cython modules are named so too): never the user's code, yet
+ * no library a call went through, so neither a call site nor the library
+ * beside it; a view may fold it away with the library frames. */
 int vt_frame_is_runtime(const char *module);
 
 /* Whether a frame (module path and function name, either may be NULL)

@@ -38,3 +38,60 @@ def torch_native_stacks_name_the_library_entry_not_the_interpreter():
         eq([h["bytes"] for h in holders], [64 * MiB, 32 * MiB], "vramtrace report's holders")
         for h, name in zip(holders, ("empty", "ones")):
             ok(re.fullmatch(ENTRY.format(name), h["site"]), f"vramtrace report's site {h['site']!r}")
+
+
+# A ctypes call: every native frame is the interpreter's, CPython's own
+# _ctypes module (lib-dynload/_ctypes.cpython-3XY-...so) or libffi, none a
+# call site; with no frame of the user's, nothing the innermost runtime
+# frame called but the driver, the call site is the innermost frame: not
+# `_call_function_pointer Modules/_ctypes/callproc.c` as it was.
+CTYPES = """import ctypes, sys
+cu = ctypes.CDLL("libcuda.so.1"); cu.cuInit(0)
+def alloc(n):
+    p = ctypes.c_uint64()
+    cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n))
+class Holder:
+    def __del__(self):
+        alloc(5 << 20)
+h = Holder()
+def weights(): alloc(100 << 20)
+def activations(): alloc(50 << 20)
+weights(); activations()
+"""
+LIBFFI = r"\?\? \(libffi\.so[.0-9]*\+0x[0-9a-f]+\)"
+
+
+def ctypes_rows(python):
+    with workdir("vt-nativesite-") as work:
+        with open(os.path.join(work, "c.py"), "w") as f:
+            f.write(CTYPES)
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e["SIMGPU_CAPACITY"] = "1G"
+        p = subprocess.run([os.path.join(ROOT, "tests", "simgpu", "run"), "--", CLI, "run", "--python", python,
+                            "--out", "off", "--", sys.executable, "c.py"],
+                           env=e, cwd=work, capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, "the script under vramtrace run --python " + python + ":\n" + p.stderr[-2000:])
+        rows = p.stderr.split("largest holders by call site (", 1)
+        eq(len(rows), 2, "the exit summary's holders heading:\n" + p.stderr[-2000:])
+        return rows[1].replace(work + "/", "WORK/").splitlines()
+
+
+@test
+def ctypes_native_stacks_name_no_cpython_module():
+    rows = ctypes_rows("0")
+    want = [r"1 call site\):", r"vramtrace:   155\.00 MiB 100\.0%      3 allocs  " + LIBFFI]
+    for row, w in zip(rows, want):
+        ok(re.fullmatch(w, row), f"holder row {row!r}, want {w!r}")
+
+
+@test
+def ctypes_call_in_del_at_shutdown_names_no_cpython_module():
+    # Python frames are not read while the interpreter finalizes: the
+    # __del__ run by Py_FinalizeEx has native frames alone.
+    rows = ctypes_rows("1")
+    want = [r"2 call sites\):",
+            r"vramtrace:   150\.00 MiB  96\.8%      2 allocs  alloc WORK/c\.py:5",
+            r"vramtrace:     5\.00 MiB   3\.2%      1 alloc   " + LIBFFI]
+    for row, w in zip(rows, want):
+        ok(re.fullmatch(w, row), f"holder row {row!r}, want {w!r}")
