@@ -165,8 +165,8 @@ static int by_process(const void *a, const void *b) {
 }
 
 /* A line for each process that several of the dumps are of (named dumps,
- * or an exit dump beside them): the figures above and below add them up
- * as separate processes. */
+ * or an exit dump beside them): the table lists each, the holders
+ * combined take its newest (vr_newest_of_process). */
 static void same_process(FILE *f, const struct vr_input *in) {
     size_t *order = malloc(in->n * sizeof *order);
     char host[256];
@@ -178,9 +178,8 @@ static void same_process(FILE *f, const struct vr_input *in) {
         for (j = i + 1; j < in->n && by_process(&order[i], &order[j]) == 0; j++) continue;
         if (j - i < 2) continue;
         const struct vm_dump *d = &in->dumps[order[i]];
-        fprintf(f, "note: %zu of these dumps are of one process (pid %d on %s): the figures add them up as %zu "
-                   "processes; give one of them for that process alone\n", j - i, d->pid,
-                d->host ? S(d->host, host) : "?", j - i);
+        fprintf(f, "note: %zu of these dumps are of one process (pid %d on %s): the holders combined take its "
+                   "newest alone\n", j - i, d->pid, d->host ? S(d->host, host) : "?");
     }
     free(order);
 }
@@ -190,8 +189,10 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     char a[32], b[32], host[256], cmd[4096], api[256];
     vr_earlier_text(f, in, 8);
     if (in->n > 1) {
-        fprintf(f, "%zu processes:\n  %-8s %-5s %-20s %11s %11s %5s  %s\n", in->n, "pid", "rank", "host",
-                "peak", "live", "ooms", "command");
+        size_t procs = vr_process_count(in);
+        if (procs == in->n) fprintf(f, "%zu processes:\n", in->n);
+        else fprintf(f, "%zu dumps of %zu process%s:\n", in->n, procs, procs == 1 ? "" : "es");
+        fprintf(f, "  %-8s %-5s %-20s %11s %11s %5s  %s\n", "pid", "rank", "host", "peak", "live", "ooms", "command");
         for (size_t i = 0; i < in->n; i++) {
             const struct vm_dump *d = &in->dumps[i];
             fprintf(f, "  %-8d %-5d %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, d->rank,

@@ -166,10 +166,40 @@ static int by_rank(const void *a, const void *b) {
 /* a + b, held at UINT64_MAX: the sums of a hostile dump stay defined. */
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
+/* Whether dumps a and b are of one process: the same pid, host and start. */
+static int same_process(const struct vm_dump *a, const struct vm_dump *b) {
+    return a->pid == b->pid && a->start_unix_ns == b->start_unix_ns &&
+           strcmp(a->host ? a->host : "", b->host ? b->host : "") == 0;
+}
+
+/* Whether a is written after b: an exit dump after any other, else the
+ * later written (its time since the process began). */
+static int written_after(const struct vm_dump *a, const struct vm_dump *b) {
+    int ax = a->reason && strcmp(a->reason, "exit") == 0, bx = b->reason && strcmp(b->reason, "exit") == 0;
+    if (ax != bx) return ax;
+    return a->time_ns > b->time_ns;
+}
+
+int vr_newest_of_process(const struct vr_input *in, size_t i) {
+    for (size_t j = 0; j < in->n; j++)
+        if (j != i && same_process(&in->dumps[j], &in->dumps[i]) &&
+            (written_after(&in->dumps[j], &in->dumps[i]) ||
+             (j > i && !written_after(&in->dumps[i], &in->dumps[j]))))
+            return 0;
+    return 1;
+}
+
+size_t vr_process_count(const struct vr_input *in) {
+    size_t k = 0;
+    for (size_t i = 0; i < in->n; i++) k += vr_newest_of_process(in, i);
+    return k;
+}
+
 /* Holders of every dump grouped by call-site label (common/labels.h, the
  * library's rule): out[g] is group g, `last` the dump that added to it
- * last, so that each dump counts once in `processes`; with `each`, a row's
- * bytes and count per dump as well. */
+ * last, so that each dump counts once in `processes`; without `each`, of
+ * each process its newest dump alone (vr_newest_of_process); with `each`,
+ * every dump, and a row's bytes and count per dump as well. */
 static struct vr_combined *combine(const struct vr_input *in, enum vr_moment at, int each, size_t *n) {
     struct vt_labels *groups = vt_labels_new();
     struct vr_combined *out = NULL;
@@ -181,6 +211,10 @@ static struct vr_combined *combine(const struct vr_input *in, enum vr_moment at,
         const struct vm_dump *d = &in->dumps[i];
         size_t nh;
         int missing;
+        /* A process's earlier dumps (an on-demand dump beside its exit
+         * dump) hold what its newest holds or held: added once, as the
+         * comparison by pid counts them. The diff's columns keep each. */
+        if (!each && !vr_newest_of_process(in, i)) continue;
         const struct vm_holder *h = vr_holders_at(d, at, &nh, &missing);
         for (size_t j = 0; j < nh; j++) {
             char where[1024];

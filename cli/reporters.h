@@ -90,6 +90,17 @@ struct vr_combined {
     uint64_t *bytes_in, *count_in; /* vr_combine_each: per dump of the input; else NULL */
 };
 
+/* Whether in->dumps[i] is the newest of its process's dumps among in
+ * (the same pid, host and start): its exit dump, else the one written
+ * last, else the last given. A process's other dumps (on-demand dumps
+ * beside its exit dump) hold nothing its newest does not tell. */
+int vr_newest_of_process(const struct vr_input *in, size_t i);
+
+/* How many processes in's dumps are of (vr_newest_of_process's count). */
+size_t vr_process_count(const struct vr_input *in);
+
+/* The holders of in's processes at `at`, of each process its newest dump
+ * (vr_newest_of_process), by call site; `processes` counts processes. */
 struct vr_combined *vr_combine(const struct vr_input *in, enum vr_moment at, size_t *n);
 /* The same, with each row's bytes and count in each dump (bytes_in[i],
  * count_in[i] for in->dumps[i]). */

@@ -881,8 +881,8 @@ def cli_holder_counts_in_32_bits():
 def cli_dumps_of_one_process_are_said_so():
     """Three dumps, two of them of one process (the same pid, host and
     start: named dumps, or one beside the exit dump): the text report says
-    so once, for that process, since its tables add them up as separate
-    processes; two dumps of two processes get no such line."""
+    so once, for that process, whose newest dump alone the holders combined
+    take; two dumps of two processes get no such line."""
     work = tempfile.mkdtemp(prefix="vt-cli-same-")
     try:
         for name, src in (("a.json", R0), ("b.json", R0), ("c.json", R1)):
@@ -890,8 +890,9 @@ def cli_dumps_of_one_process_are_said_so():
         rc, out, err = cli(["report"] + [os.path.join(work, n) for n in ("a.json", "b.json", "c.json")])
         eq((rc, err), (0, ""), "status")
         notes = [l for l in out.decode().splitlines() if l.startswith("note:")]
-        eq(notes, ["note: 2 of these dumps are of one process (pid 8447 on node1): the figures add them up as 2 "
-                   "processes; give one of them for that process alone"], "one note, for pid 8447")
+        eq(notes, ["note: 2 of these dumps are of one process (pid 8447 on node1): the holders combined take its "
+                   "newest alone"], "one note, for pid 8447")
+        eq(out.decode().splitlines()[0], "3 dumps of 2 processes:", "the table's header")
         rc, out, err = cli(["report", os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)])
         eq([l for l in out.decode().splitlines() if l.startswith("note:")], [], "none for two processes")
     finally:
