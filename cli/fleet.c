@@ -261,7 +261,7 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
     qsort(pids, in->n, sizeof *pids, by_int);
     for (size_t i = 0; i < in->n; i++)
         if (!distinct || pids[i] != pids[distinct - 1]) pids[distinct++] = pids[i];
-    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like was set): ", without, in->n);
+    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): ", without, in->n);
     /* Dumps of one process (an on-demand dump and the exit's) are one pid
      * in the comparison, though the table above lists each: the count of
      * processes is the table's, so the comparison's is said in pids
@@ -278,7 +278,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
      * launcher ended the others): the rest of the job is said to be
      * elsewhere, not left to be guessed. */
     if (in->n == 1 && in->dumps[0].world_size > 1 && !in->dumps[0].rank_known)
-        fprintf(f, "ranks: this dump is of a job of %d but says no rank (no RANK, LOCAL_RANK or the like was set); "
+        fprintf(f, "ranks: this dump is of a job of %d but says no rank (no RANK, LOCAL_RANK or the like held a rank); "
                    "the job's other dumps are not among these\n", in->dumps[0].world_size);
     else if (in->n == 1 && in->dumps[0].world_size > 1)
         fprintf(f, "ranks: this dump is rank %d's of a job of %d; the other ranks' dumps are not among these\n",

@@ -170,18 +170,23 @@ static void warn_bad_number(const char *name, const char *value) {
 /* The first of the variables that holds a rank: digits only, below 2^31
  * (atoi took "1;2" as 1, wrapped a number too big, and stopped at a RANK
  * of "abc" instead of going on to SLURM_PROCID). */
-static int env_int_known(const char *const *names, int *known) {
+static int env_int_named(const char *const *names, int *known, const char **name) {
     for (; *names; names++) {
         const char *v = getenv(*names);
         long n;
         if (v && *v && vt_parse_number(v, 0, INT32_MAX, &n) == 0) {
             *known = 1;
+            if (name) *name = *names;
             return (int)n;
         }
         if (v && *v) warn_bad_number(*names, v);
     }
     *known = 0;
     return 0;
+}
+
+static int env_int_known(const char *const *names, int *known) {
+    return env_int_named(names, known, NULL);
 }
 
 static int env_int(const char *const *names) {
@@ -200,8 +205,17 @@ static const char *const world_size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZ
 /* The rank: the global one's variable, else the local one's (a launcher on
  * one node that sets only that); *known 0 when neither is set (0). */
 static int rank_known(int *known) {
-    int r = env_int_known(rank_vars, known);
-    return *known ? r : env_int_known(local_rank_vars, known);
+    const char *name = NULL, *size_name = NULL;
+    int r = env_int_named(rank_vars, known, &name);
+    if (!*known) return env_int_known(local_rank_vars, known);
+    /* A rank past the job's size (RANK=7 of WORLD_SIZE=4) is kept, but
+     * said once: "rank 7 of 4" passed silently. */
+    static int warned;
+    int sized, world = env_int_named(world_size_vars, &sized, &size_name);
+    if (sized && world > 0 && r >= world && !__atomic_exchange_n(&warned, 1, __ATOMIC_ACQ_REL))
+        vt_warn("%s=%d is past the job's size (%s=%d: ranks 0 to %d); the rank is kept", name, r, size_name, world,
+                world - 1);
+    return r;
 }
 
 static int rank_of(void) {

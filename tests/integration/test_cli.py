@@ -612,7 +612,7 @@ def cli_processes_without_a_rank_are_compared_by_pid():
         out = out.decode()
         eq((rc, err), (0, ""), "status")
         line = source_line("t_live.c", "if (cudaMalloc(&p, bytes) == cudaSuccess && nkept")
-        ok("\nranks: 4 of these 4 dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as 4 "
+        ok("\nranks: 4 of these 4 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): compared as 4 "
            f"processes, by pid\npeak imbalance: highest 400.00 MiB (pid {top}) over the median 250.00 MiB = 1.60x\n"
            "call sites that differ across processes (at exit): 1\n"
            f"  keep tests/progs/t_live.c:{line}: 100.00 MiB to 400.00 MiB (pid {top}) on 4 of 4 processes "

@@ -25,7 +25,7 @@ def report_of_one_processs_dumps_counts_once():
         eq([l for l in lines if l.startswith(("note: ", "ranks: "))],
            [f"note: 3 of these dumps are of one process (pid {pid} on {os.uname().nodename}): the holders combined "
             "take its newest alone",
-            "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared by pid, the "
+            "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): compared by pid, the "
             "dumps of one process as one: 1 pid"], "the note and the ranks line")
         at = lines.index("holders at exit combined across processes:")
         eq(lines[at + 1:at + 5],

@@ -52,12 +52,49 @@ def report_of_rankless_dumps_names_no_rank_and_no_earlier_run():
         p = subprocess.run([CLI, "report", paths[0]], capture_output=True, text=True)
         eq((p.returncode, p.stderr), (0, ""), "vramtrace report of one dump")
         eq(p.stdout.splitlines()[0], "ranks: this dump is of a job of 4 but says no rank (no RANK, LOCAL_RANK or the "
-                                     "like was set); the job's other dumps are not among these", "its first line")
+                                     "like held a rank); the job's other dumps are not among these", "its first line")
         p = subprocess.run([CLI, "report"] + paths, capture_output=True, text=True)
         eq((p.returncode, p.stderr), (0, ""), "vramtrace report of both")
         eq(p.stdout.splitlines()[0], "2 processes:", "both dumps are of this run: no earlier run left out")
-        ok("\nranks: 2 of these 2 dumps say no rank (no RANK, LOCAL_RANK or the like was set): compared as 2 "
+        ok("\nranks: 2 of these 2 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): compared as 2 "
            "processes, by pid\n" in p.stdout, p.stdout[:1500])
         p = subprocess.run([CLI, "report", "--format", "json"] + paths, capture_output=True, text=True)
         j = json.loads(p.stdout)
         eq((len(j["processes"]), "earlier_runs" in j), (2, False), "the JSON: both processes, no earlier run")
+
+
+def ranked_run(work, rank):
+    """t_leaks under WORLD_SIZE=4 and RANK=rank: its warnings, the exit
+    summary's place line and the report's ranks line."""
+    dump = os.path.join(work, f"d{rank}.json")
+    r = run([os.path.join(T, "t_leaks")], env={"WORLD_SIZE": "4", "RANK": rank, "VRAMTRACE_OUT": dump})
+    eq(r.rc, 0, "t_leaks' status:\n" + r.err)
+    p = subprocess.run([CLI, "report", dump], capture_output=True, text=True)
+    eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
+    return ([l for l in r.err.splitlines() if "warning" in l or " on " + os.uname().nodename in l],
+            [l for l in p.stdout.splitlines() if l.startswith("ranks: ")])
+
+
+@test
+def rank_set_but_unusable_or_past_the_jobs_size():
+    # RANK=-1 is set, yet holds no rank: the report said "no RANK,
+    # LOCAL_RANK or the like was set". RANK=7 of WORLD_SIZE=4 read "rank 7
+    # of 4" with no word.
+    host = os.uname().nodename
+    with workdir("vt-rankless-") as work:
+        warned, ranks = ranked_run(work, "-1")
+        eq(warned[0], "vramtrace: warning: RANK=-1 is not a whole number from 0 to 2147483647; it is passed over",
+           "the warning for RANK=-1")
+        eq(len(warned), 2, "one warning and the place line: " + repr(warned))
+        ok(re.fullmatch(r"vramtrace: exit in pid \d+ \(.*t_leaks\), of a job of 4, rank not set, on " + re.escape(host),
+                        warned[1]), warned[1])
+        eq(ranks, ["ranks: this dump is of a job of 4 but says no rank (no RANK, LOCAL_RANK or the like held a "
+                   "rank); the job's other dumps are not among these"], "the report's ranks line for RANK=-1")
+        warned, ranks = ranked_run(work, "7")
+        eq(warned[0], "vramtrace: warning: RANK=7 is past the job's size (WORLD_SIZE=4: ranks 0 to 3); the rank is kept",
+           "the warning for RANK=7")
+        eq(len(warned), 2, "one warning and the place line: " + repr(warned))
+        ok(re.fullmatch(r"vramtrace: exit in pid \d+ \(.*t_leaks\), rank 7 of 4 on " + re.escape(host), warned[1]),
+           warned[1])
+        eq(ranks, ["ranks: this dump is rank 7's of a job of 4; the other ranks' dumps are not among these"],
+           "the report's ranks line for RANK=7")
