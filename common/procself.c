@@ -10,19 +10,24 @@
 
 #include "procself.h"
 
-/* Whether the main thread has ended: the state in /proc/self/stat (the
- * leader's, which it still gives whole) is Z (or X, as the process ends). */
+const char *vt_self_stat_field(char *buf, size_t size, int field) {
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0) return NULL;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    for (int f = 2; p && f < field; f++) p = strchr(p + 1, ' ');
+    return p && field > 2 ? p + 1 : NULL;
+}
+
+/* Whether the main thread has ended: the leader's state is Z (or X, as
+ * the process ends). */
 static int leader_ended(void) {
     char buf[512];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    /* The command, in parentheses, may hold ") ": the last one ends it. */
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+    const char *state = vt_self_stat_field(buf, sizeof buf, 3);
+    return state && (*state == 'Z' || *state == 'X');
 }
 
 /* The calling thread's id as the mounted /proc numbers it: in another pid

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procself.h"
 #include "thread.h"
 
 /* Helper threads created and not yet in their start routine: until then
@@ -75,16 +76,8 @@ void vt_thread_stop_with(void (*stop)(void)) {
  * a main thread that ended by pthread_exit until the process ends), or -1. */
 static int threads_now(void) {
     char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    /* Fields 3 ("state") to 20 ("num_threads") follow the command's ')'. */
-    for (int field = 3; p && field <= 20; field++) p = strchr(p + 1, ' ');
-    return p ? atoi(p + 1) : -1;
+    const char *p = vt_self_stat_field(buf, sizeof buf, 20);
+    return p ? atoi(p) : -1;
 }
 
 static void *reaper(void *arg) {

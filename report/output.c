@@ -296,24 +296,14 @@ static void read_self_id(void) {
 static void read_self_id_locked(void) {
     self_id.boot_id[0] = '\0';
     char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return;
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: fields count from
-     * the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p) return;
-    for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
+    const char *p = vt_self_stat_field(buf, sizeof buf, 22);
     if (!p) return;
     char *end;
-    unsigned long long start = strtoull(p + 1, &end, 10);
-    if (end == p + 1) return;
-    fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    unsigned long long start = strtoull(p, &end, 10);
+    if (end == p) return;
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    n = read(fd, self_id.boot_id, sizeof self_id.boot_id - 1);
+    ssize_t n = read(fd, self_id.boot_id, sizeof self_id.boot_id - 1);
     close(fd);
     if (n <= 0) n = 0;
     self_id.boot_id[n] = '\0';
