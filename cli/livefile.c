@@ -15,31 +15,14 @@
 #include <unistd.h>
 
 #include "livefile.h"
-
-/* /proc/PID/stat's fields past the command, in buf ("S 1 ...": the
- * command may hold ") " itself, so from its last ')'); NULL when the
- * process is not there. */
-static const char *stat_fields(int pid, char *buf, size_t size) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0) return NULL;
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p + 2 : NULL;
-}
+#include "../common/procself.h"
 
 /* Field 22 of /proc/PID/stat (the start time in clock ticks), 0 when the
  * process is not there. */
 static unsigned long long start_of(int pid) {
     char buf[1024];
-    const char *p = stat_fields(pid, buf, sizeof buf);
-    if (p) p -= 2;   /* at the command's last ')' */
-    for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
+    const char *p = vt_stat_field(pid, buf, sizeof buf, 22);
+    return p ? strtoull(p, NULL, 10) : 0;
 }
 
 /* The first line of a small file that starts with `start`, the rest of
@@ -121,7 +104,7 @@ static int frozen(int pid) {
 
 int vt_live_stopped(int pid) {
     char buf[1024];
-    const char *state = stat_fields(pid, buf, sizeof buf);
+    const char *state = vt_stat_field(pid, buf, sizeof buf, 3);
     if (!state) return 0;
     if (*state == 'T' || *state == 't') return 1;
     return frozen(pid);

@@ -10,8 +10,11 @@
 
 #include "procself.h"
 
-const char *vt_self_stat_field(char *buf, size_t size, int field) {
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+const char *vt_stat_field(int pid, char *buf, size_t size, int field) {
+    char path[48];
+    if (pid > 0) snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    else snprintf(path, sizeof path, "/proc/self/stat");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return NULL;
     ssize_t n = read(fd, buf, size - 1);
     close(fd);
@@ -20,6 +23,10 @@ const char *vt_self_stat_field(char *buf, size_t size, int field) {
     const char *p = strrchr(buf, ')');
     for (int f = 2; p && f < field; f++) p = strchr(p + 1, ' ');
     return p && field > 2 ? p + 1 : NULL;
+}
+
+const char *vt_self_stat_field(char *buf, size_t size, int field) {
+    return vt_stat_field(0, buf, size, field);
 }
 
 /* Whether the main thread has ended: the leader's state is Z (or X, as

@@ -23,11 +23,14 @@ const char *vt_proc_self(char *dir);
  * lives, else the calling thread's id. */
 pid_t vt_proc_self_pid(void);
 
-/* /proc/self/stat read into buf (size bytes), and where its field `field`
+/* /proc/PID/stat (pid > 0; else /proc/self/stat) read into buf (size bytes), and where its field `field`
  * (1 the pid, 3 the state, 20 num_threads, 22 starttime: proc(5)'s
  * numbers) begins in it; NULL when it cannot be read or has fewer fields.
  * The command (field 2) may hold spaces and parentheses: fields count
  * from its last ')'. Fields of the leader, which it still gives whole. */
+const char *vt_stat_field(int pid, char *buf, size_t size, int field);
+
+/* vt_stat_field of /proc/self/stat. */
 const char *vt_self_stat_field(char *buf, size_t size, int field);
 
 #endif
