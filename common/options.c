@@ -49,8 +49,9 @@ int vt_report_to_file(const char *v) {
 }
 
 int vt_parse_size(const char *s, uint64_t *out) {
-    /* DIGITS[.DIGITS][K|M|G|T[i]][B]: the whole part exact, as bytes or
-     * times the unit; a fraction only with a unit (1.5G). Anything else
+    /* DIGITS[.DIGITS][ ][K|M|G|T[i]][B], the unit in any case ("2 GiB",
+     * 2GIB, 2gb): the whole part exact, as bytes or times the unit; a
+     * fraction only with a unit (1.5G). Anything else
      * (signs, hex, exponents, inf, nan, overflow) is not a size. */
     if (!s || *s < '0' || *s > '9') return -1;
     const char *p = s;
@@ -67,6 +68,9 @@ int vt_parse_size(const char *s, uint64_t *out) {
         nfrac = (size_t)(p - frac);
         if (nfrac == 0) return -1;
     }
+    const char *num_end = p;
+    while (*p == ' ' || *p == '\t') p++;
+    const char *unit = p;
     int shift = 0;
     switch (*p) {
     case 'k': case 'K': shift = 10; p++; break;
@@ -75,9 +79,10 @@ int vt_parse_size(const char *s, uint64_t *out) {
     case 't': case 'T': shift = 40; p++; break;
     default: break;
     }
-    if (shift && *p == 'i') p++;
+    if (shift && (*p == 'i' || *p == 'I')) p++;
     if (*p == 'B' || *p == 'b') p++;
-    if (*p != '\0' || (frac && shift == 0)) return -1;
+    /* Spaces only between the number and a unit: "2 " is not a size. */
+    if (*p != '\0' || (frac && shift == 0) || (unit > num_end && p == unit)) return -1;
     if (shift && whole > (UINT64_MAX >> shift)) return -1;
     uint64_t v = whole << shift;
     if (frac) {

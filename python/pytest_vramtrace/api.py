@@ -115,8 +115,8 @@ def parse_bytes(v):
     """A byte count: an int, or a string such as "2 GiB", "512MiB", "1.5G"
     read as the library reads VRAMTRACE_LIMIT: K, M, G, T (KiB, KB...) are
     powers of 1024, and a fraction of a unit (its first 12 digits) is
-    rounded down to a byte; spaces around the number and the unit are
-    allowed here ("2 GiB"), where VRAMTRACE_LIMIT takes none."""
+    rounded down to a byte; spaces around the number are allowed here
+    ("  2 GiB "), where VRAMTRACE_LIMIT takes one only before the unit."""
     if isinstance(v, bool):
         raise ValueError(f"not a byte count: {v!r}")
     if isinstance(v, int):
@@ -129,7 +129,7 @@ def parse_bytes(v):
         return int(v)
     if not isinstance(v, str):
         raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
-    m = re.fullmatch(r"[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*(?:([KkMmGgTt])(i?)([Bb]?)|([Bb]?))[ \t]*", v, re.ASCII)
+    m = re.fullmatch(r"[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*(?:([KkMmGgTt])([iI]?)([Bb]?)|([Bb]?))[ \t]*", v, re.ASCII)
     if not m:
         raise ValueError(f"not a byte count: {v!r} (say e.g. \"2 GiB\", \"512M\" or 1048576)")
     whole, frac, unit = m[1], m[2], (m[3] or "").lower()

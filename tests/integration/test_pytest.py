@@ -669,10 +669,10 @@ def pytest_plugin_byte_counts_read_as_the_library_reads_them():
     flags read one way), a fraction of a unit rounded down to a byte ("2.2
     GiB" was refused, 1.0000001K too), exactly (no float: 2^53 + 1 bytes
     stay themselves). A bare fraction (1.5, "0.5") is refused, as the
-    library refuses it."""
+    library refuses it. The unit in any case (2GIB was refused)."""
     code = ("from pytest_vramtrace import parse_bytes as p\n"
             "print([p(v) for v in ('2G', '512M', '4K', '1T', '2 GiB', '2GB', '1.5G', '1.5 GB', 7, '10',\n"
-            "                      '2.2 GiB', '1.0000001K', '9007199254740993', '64MB', '0.999999999999999T')])\n"
+            "                      '2.2 GiB', '1.0000001K', '9007199254740993', '64MB', '0.999999999999999T', '2GIB', '192KIB')])\n"
             "for bad in ('2Q', '-1', '', 'G', True, 1.5, '0.5', '18446744073709551616', '2 GiBs', '1\\xa0G',\n"
             "            '1G\\n'):\n"
             "    try:\n        p(bad)\n        print('taken', repr(bad))\n"
@@ -680,7 +680,7 @@ def pytest_plugin_byte_counts_read_as_the_library_reads_them():
     r = run([PYTEST_PY, "-c", code], preload=False)
     eq((r.rc, r.err), (0, ""), "status")
     eq(r.out, str([2 << 30, 512 << 20, 4 << 10, 1 << 40, 2 << 30, 2 << 30, 3 << 29, 3 << 29, 7, 10,
-                   (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20, 1099511627774]) + "\n",
+                   (2 << 30) + (1 << 30) // 5, 1024, 9007199254740993, 64 << 20, 1099511627774, 2 << 30, 192 << 10]) + "\n",
        "the byte counts; nothing bad taken")
 
 

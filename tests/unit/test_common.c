@@ -356,7 +356,12 @@ static void test_sizes_are_exact_or_refused(void) {
         {"9007199254740993", 1, 9007199254740993ull}, /* 2^53 + 1: a double would round it */
         {"18446744073709551616", 0, 0}, {"16777216T", 0, 0}, {"nan", 0, 0}, {"NaN", 0, 0},
         {"inf", 0, 0}, {"-1", 0, 0}, {"+5", 0, 0}, {"0x10", 0, 0}, {"1e3", 0, 0}, {"1.5", 0, 0},
-        {"1.", 0, 0}, {".5G", 0, 0}, {"5 G", 0, 0}, {"5GG", 0, 0}, {"", 0, 0}, {"G", 0, 0},
+        {"1.", 0, 0}, {".5G", 0, 0}, {"5GG", 0, 0}, {"", 0, 0}, {"G", 0, 0},
+        /* The unit in any case, a space or tab before it (a mark's "2 GiB"
+         * was refused by VRAMTRACE_LIMIT, 2GIB too: a run with no budget). */
+        {"2GIB", 1, 2ull << 30}, {"192KIB", 1, 192ull << 10}, {"2 GiB", 1, 2ull << 30}, {"5 G", 1, 5ull << 30},
+        {"1.5\tmB", 1, 3ull << 19}, {"7 b", 1, 7}, {"5 ", 0, 0}, {"5 G ", 0, 0}, {" 5G", 0, 0}, {"5 i", 0, 0},
+        {"5Gi B", 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 12345;
