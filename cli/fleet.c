@@ -229,23 +229,39 @@ done:
     vt_labels_free(labels);
 }
 
-/* "peak imbalance: highest ... over the median ...", peaks[] the dumps'
- * peaks (sorted here); the highest's dump named by its rank (who 0), its
- * rank and pid (2: a rank is not one process here) or its pid (1). */
+/* Each process's peak, that of its newest dump (vr_newest_of_process: a
+ * process's on-demand dumps and its exit dump are one process, not an
+ * imbalance of it against itself; a rank's restarts are processes of
+ * their own), into peaks[]; *hi the dump with the highest. Returns how
+ * many processes. */
+static size_t process_peaks(const struct vr_input *in, uint64_t *peaks, size_t *hi) {
+    size_t n = 0;
+    *hi = SIZE_MAX;
+    for (size_t i = 0; i < in->n; i++) {
+        if (!vr_newest_of_process(in, i)) continue;
+        peaks[n++] = in->dumps[i].totals.peak_bytes;
+        if (*hi == SIZE_MAX || in->dumps[i].totals.peak_bytes > in->dumps[*hi].totals.peak_bytes) *hi = i;
+    }
+    return n;
+}
+
+/* "peak imbalance: highest ... over the median ..." of the processes'
+ * peaks (process_peaks; none for one process); the highest's dump named by its rank
+ * (who 0), its rank and pid (2: a rank is not one process here) or its
+ * pid (1). */
 static void imbalance(FILE *f, const struct vr_input *in, uint64_t *peaks, int who) {
-    size_t hi = 0;
-    for (size_t i = 1; i < in->n; i++)
-        if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
-    qsort(peaks, in->n, sizeof *peaks, by_u64);
-    uint64_t median = in->n % 2 ? peaks[in->n / 2] : peaks[in->n / 2 - 1] / 2 + peaks[in->n / 2] / 2 +
-                                                         (peaks[in->n / 2 - 1] % 2 + peaks[in->n / 2] % 2) / 2;
+    size_t hi, n = process_peaks(in, peaks, &hi);
+    if (n < 2) return;
+    qsort(peaks, n, sizeof *peaks, by_u64);
+    uint64_t median = n % 2 ? peaks[n / 2] : peaks[n / 2 - 1] / 2 + peaks[n / 2] / 2 +
+                                                 (peaks[n / 2 - 1] % 2 + peaks[n / 2] % 2) / 2;
     char a[32], b[32];
-    fprintf(f, "peak imbalance: highest %s (", vr_bytes(peaks[in->n - 1], a, sizeof a));
+    fprintf(f, "peak imbalance: highest %s (", vr_bytes(peaks[n - 1], a, sizeof a));
     if (who == 1) fprintf(f, "pid %d", in->dumps[hi].pid);
     else fprintf(f, "rank %d", in->dumps[hi].rank);
     if (who == 2) fprintf(f, ", pid %d", in->dumps[hi].pid);
     fprintf(f, ") over the median %s", vr_bytes(median, b, sizeof b));
-    if (median) fprintf(f, " = %.2fx", (double)peaks[in->n - 1] / (double)median);
+    if (median) fprintf(f, " = %.2fx", (double)peaks[n - 1] / (double)median);
     fputc('\n', f);
 }
 
@@ -255,7 +271,6 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
     size_t without = 0, distinct = 0;
     for (size_t i = 0; i < in->n; i++) {
         pids[i] = in->dumps[i].pid;
-        peaks[i] = in->dumps[i].totals.peak_bytes;
         without += !in->dumps[i].rank_known;
     }
     qsort(pids, in->n, sizeof *pids, by_int);
@@ -269,6 +284,7 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
      * contradiction). */
     if (distinct == in->n) fprintf(f, "compared as %zu processes, by pid\n", distinct);
     else fprintf(f, "compared by pid, the dumps of one process as one: %zu pid%s\n", distinct, distinct == 1 ? "" : "s");
+    if (distinct < 2) return;   /* one process: nothing to compare it with */
     imbalance(f, in, peaks, 1);
     differing(f, in, o, 1);
 }
@@ -293,10 +309,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
         free(peaks);
         return;
     }
-    for (size_t i = 0; i < in->n; i++) {
-        ranks[i] = in->dumps[i].rank;
-        peaks[i] = in->dumps[i].totals.peak_bytes;
-    }
+    for (size_t i = 0; i < in->n; i++) ranks[i] = in->dumps[i].rank;
     qsort(ranks, in->n, sizeof *ranks, by_int);
     size_t distinct = 0, shared = 0; /* ranks, and those of them with more than one dump */
     for (size_t i = 1; i < in->n; i++)
@@ -334,7 +347,7 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     }
     fputc('\n', f);
     imbalance(f, in, peaks, shared ? 2 : 0);
-    differing(f, in, o, 0);
+    if (distinct > 1) differing(f, in, o, 0);   /* one rank: no call site differs across ranks */
     free(ranks);
     free(peaks);
 }

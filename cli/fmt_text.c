@@ -184,6 +184,43 @@ static void same_process(FILE *f, const struct vr_input *in) {
     free(order);
 }
 
+/* A dump's process as the peaks line names it: by rank where ranks tell
+ * the two apart, else by pid (and its rank where it has one). */
+static void put_who(FILE *f, const struct vm_dump *d, const struct vm_dump *other) {
+    if (!d->rank_known) fprintf(f, "pid %d", d->pid);
+    else if (other->rank_known && other->rank != d->rank) fprintf(f, "rank %d", d->rank);
+    else fprintf(f, "rank %d, pid %d", d->rank, d->pid);
+}
+
+/* "peaks: highest ... lowest ...", of each process its newest dump (its
+ * earlier dumps' peaks are on the way to it: 3 dumps of one process read
+ * as that process against itself); nothing for one process. */
+static void peaks_line(FILE *f, const struct vr_input *in) {
+    char a[32], b[32];
+    size_t lo = SIZE_MAX, hi = SIZE_MAX;
+    for (size_t i = 0; i < in->n; i++) {
+        if (!vr_newest_of_process(in, i)) continue;
+        uint64_t p = in->dumps[i].totals.peak_bytes;
+        if (lo == SIZE_MAX || p < in->dumps[lo].totals.peak_bytes) lo = i;
+        if (hi == SIZE_MAX || p > in->dumps[hi].totals.peak_bytes) hi = i;
+    }
+    if (vr_process_count(in) < 2) return;
+    const struct vm_dump *h = &in->dumps[hi], *l = &in->dumps[lo];
+    /* Every process at one peak: said once, not as highest and lowest. */
+    if (h->totals.peak_bytes == l->totals.peak_bytes) {
+        fprintf(f, "peaks: all %s\n", B(h->totals.peak_bytes, a));
+        return;
+    }
+    fprintf(f, "peaks: highest %s (", B(h->totals.peak_bytes, a));
+    put_who(f, h, l);
+    fprintf(f, "), lowest %s (", B(l->totals.peak_bytes, b));
+    put_who(f, l, h);
+    fputc(')', f);
+    if (l->totals.peak_bytes)
+        fprintf(f, "; the highest is %.2fx the lowest", (double)h->totals.peak_bytes / (double)l->totals.peak_bytes);
+    fputc('\n', f);
+}
+
 int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *err, size_t errsize) {
     (void)err; (void)errsize;
     char a[32], b[32], host[256], cmd[4096], api[256];
@@ -195,31 +232,15 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         fprintf(f, "  %-8s %-5s %-20s %11s %11s %5s  %s\n", "pid", "rank", "host", "peak", "live", "ooms", "command");
         for (size_t i = 0; i < in->n; i++) {
             const struct vm_dump *d = &in->dumps[i];
-            fprintf(f, "  %-8d %-5d %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, d->rank,
+            char rank[16];
+            if (d->rank_known) snprintf(rank, sizeof rank, "%d", d->rank);
+            else snprintf(rank, sizeof rank, "-");   /* no launcher gave it one */
+            fprintf(f, "  %-8d %-5s %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, rank,
                     d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
                     d->totals.oom_count, d->argc ? S(d->argv[0], cmd) : "?");
         }
         same_process(f, in);
-        size_t lo = 0, hi = 0;
-        for (size_t i = 1; i < in->n; i++) {
-            if (in->dumps[i].totals.peak_bytes < in->dumps[lo].totals.peak_bytes) lo = i;
-            if (in->dumps[i].totals.peak_bytes > in->dumps[hi].totals.peak_bytes) hi = i;
-        }
-        /* Every process at one peak: said once, not as highest and lowest
-         * of one rank. */
-        if (in->dumps[hi].totals.peak_bytes == in->dumps[lo].totals.peak_bytes)
-            fprintf(f, "peaks: all %s", B(in->dumps[hi].totals.peak_bytes, a));
-        else if (in->dumps[hi].rank != in->dumps[lo].rank)
-            fprintf(f, "peaks: highest %s (rank %d), lowest %s (rank %d)", B(in->dumps[hi].totals.peak_bytes, a),
-                    in->dumps[hi].rank, B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank);
-        else   /* one rank's processes (workers that all say rank 0): their pids */
-            fprintf(f, "peaks: highest %s (rank %d, pid %d), lowest %s (rank %d, pid %d)",
-                    B(in->dumps[hi].totals.peak_bytes, a), in->dumps[hi].rank, in->dumps[hi].pid,
-                    B(in->dumps[lo].totals.peak_bytes, b), in->dumps[lo].rank, in->dumps[lo].pid);
-        if (in->dumps[lo].totals.peak_bytes && in->dumps[hi].totals.peak_bytes != in->dumps[lo].totals.peak_bytes)
-            fprintf(f, "; the highest is %.2fx the lowest", (double)in->dumps[hi].totals.peak_bytes /
-                                                           (double)in->dumps[lo].totals.peak_bytes);
-        fputc('\n', f);
+        peaks_line(f, in);
         struct vr_first w;
         if (vr_first_to_fail(in, &w)) {
             const struct vm_dump *d = &in->dumps[w.dump];

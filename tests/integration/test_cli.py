@@ -437,9 +437,11 @@ def cli_a_rank_with_several_dumps_counts_once():
         json.dump(d, open(paths[0], "w"))
         rc, out, err = cli(["report", *paths[1:3]])
         out = out.decode()
+        # The two dumps of one process (pid 8448): no imbalance of it
+        # against itself, no call sites "differing" across one rank.
         ok("\nranks: 2 dumps of 1 rank from 1 to 1 (1 rank has more than one dump); missing 1 of 0 to 1: 0\n"
-           "peak imbalance: highest 12.00 MiB (rank 1, pid 8448) over the median 12.00 MiB = 1.00x\n"
-           "call sites that differ across ranks (at exit): 0\n" in out, out[:2000])
+           "holders at exit combined across processes:\n" in out, out[:2000])
+        ok("peaks" not in out and "imbalance" not in out, out[:2000])
 
 
 @test
@@ -1297,6 +1299,32 @@ def cli_endless_input_refused_early():
     p = subprocess.run([CLI, "report", "/dev/stdin"], input=text, capture_output=True, timeout=30)
     eq((p.returncode, p.stderr), (0, b""), "a dump through a pipe: status")
     eq(p.stdout, cli(["report", golden])[1].replace(golden.encode(), b"/dev/stdin"), "a dump through a pipe")
+
+
+@test
+def cli_report_of_one_process_dumps_compares_it_with_nothing():
+    """One process's on-demand dumps and its exit dump (kill -USR2, then
+    report vt.*.json): one process, so no "peaks: highest ... lowest" and
+    no "peak imbalance" of the process against itself (1.22x and 1.08x
+    were printed under "the dumps of one process as one: 1 pid"), and no
+    rank column of 0 for a process no launcher gave a rank."""
+    with workdir("vt-one-proc-") as work:
+        r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_REPORT": "off",
+                                            "VRAMTRACE_OUT": os.path.join(work, "d.%p.json")})
+        eq(r.rc, 0, r.err)
+        paths = sorted(glob.glob(os.path.join(work, "d.*.json")))
+        eq(len(paths), 3, "two on-demand dumps and the exit's")
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        pid, host = (json.load(open(paths[0]))[k] for k in ("pid", "host"))
+        lines = out.split("\n\n")[0].splitlines()
+        eq((rc, err), (0, ""), "status")
+        eq([l.split()[:2] for l in lines[2:5]], [[str(pid), "-"]] * 3, "the table: no rank")
+        eq(lines[5:7], [f"note: 3 of these dumps are of one process (pid {pid} on {host}): "
+                        "the holders combined take its newest alone",
+                        "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): "
+                        "compared by pid, the dumps of one process as one: 1 pid"], out[:2000])
+        eq(lines[7], "holders at exit combined across processes:", out[:2000])
 
 
 @test
