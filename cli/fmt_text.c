@@ -138,9 +138,13 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
 static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     char host[256], cmd[4096], reason[256];
     char when[300], ended[600];
-    fprintf(f, "== pid %d, rank %d (local %d), host %s: %s (dump written %s%s)\n", d->pid, d->rank,
-            d->local_rank, d->host ? S(d->host, host) : "?", d->argc ? S(d->argv[0], cmd) : "?",
-            vr_written(S(d->reason, reason), when, sizeof when), vr_ended(d, ended, sizeof ended));
+    fprintf(f, "== pid %d, ", d->pid);
+    /* A process no launcher gave a rank reads rank 0 in the dump: not said as one. */
+    if (d->rank_known) fprintf(f, "rank %d (local %d)", d->rank, d->local_rank);
+    else fputs("no rank", f);
+    fprintf(f, ", host %s: %s (dump written %s%s)\n", d->host ? S(d->host, host) : "?",
+            d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when),
+            vr_ended(d, ended, sizeof ended));
     vr_put_devices(f, d);
     fputs("totals:\n", f);
     vr_put_totals(f, d);

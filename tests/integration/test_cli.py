@@ -1325,6 +1325,7 @@ def cli_report_of_one_process_dumps_compares_it_with_nothing():
                         "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): "
                         "compared by pid, the dumps of one process as one: 1 pid"], out[:2000])
         eq(lines[7], "holders at exit combined across processes:", out[:2000])
+        ok(f"\n== pid {pid}, no rank, host {host}: " in out, out[:3000])
 
 
 @test
