@@ -50,7 +50,14 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     vh_text(f, o->api);
     fprintf(f, " on device %d%s", o->device, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
-    fprintf(f, "; %s tracked live</p>\n<ul class=\"facts\">", B(o->live_bytes, a));
+    fprintf(f, "; %s tracked live%s</p>\n<ul class=\"facts\">", B(o->live_bytes, a),
+            o->raised_allocated ? " when PyTorch raised the error" : "");
+    /* A refusal learnt as PyTorch's error reached Python: its own figure of
+     * the refusal beside the later ones (common/oomtext.c's line). */
+    if (o->raised_allocated)
+        fprintf(f, "<li>PyTorch had %s allocated when it refused (its error says so); the figures here are of the "
+                   "later moment its error reached Python, once the failing operation had freed any outputs it had "
+                   "made</li>", B(o->raised_allocated, a));
     uint64_t outside = o->have_info ? vt_oom_outside(o->total_bytes, o->free_bytes, o->live_bytes,
                                                      o->graph_reserved, o->graph_used, o->pool_reserved,
                                                      o->pool_used) : 0;

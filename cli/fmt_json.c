@@ -488,6 +488,7 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "peak_bytes", count(x->peak_bytes));
             json_object_set_new(j, "peak_time_ns", count(x->peak_time_ns));
         }
+        if (x->raised_allocated) json_object_set_new(j, "raised_allocated_bytes", count(x->raised_allocated));
         if (x->pool_reserved || x->pool_used) {
             json_object_set_new(j, "pool_reserved_bytes", count(x->pool_reserved));
             json_object_set_new(j, "pool_used_bytes", count(x->pool_used));

@@ -196,6 +196,7 @@ static const struct spec oom_graph_fields[] = {U64_AS("graph_reserved_bytes", st
                                                U64_AS("graph_used_bytes", struct vm_oom, graph_used)};
 static const struct spec oom_pool_fields[] = {U64_AS("pool_reserved_bytes", struct vm_oom, pool_reserved),
                                               U64_AS("pool_used_bytes", struct vm_oom, pool_used)};
+static const struct spec oom_raised_fields[] = {U64_AS("raised_allocated_bytes", struct vm_oom, raised_allocated)};
 static const struct spec oom_end_fields[] = {U64(struct vm_oom, live_bytes), U64(struct vm_oom, time_ns)};
 static const struct spec oom_count_fields[] = {U64(struct vm_oom, live_count), U64(struct vm_oom, peak_bytes),
                                                U64(struct vm_oom, peak_time_ns)};
@@ -423,6 +424,8 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
         read_fields(c, o, oom_count_fields, NSPECS(oom_count_fields), v, 0, "oom");
         v->have_counts = !c->failed;
     }
+    if (json_object_get(o, "raised_allocated_bytes")) /* a refusal of PyTorch's learnt late (absent: none) */
+        read_fields(c, o, oom_raised_fields, NSPECS(oom_raised_fields), v, 0, "oom");
     json_t *b = json_object_get(o, "budget");
     v->budget = b && json_is_true(b);
     json_t *fs = json_object_get(o, "findings");

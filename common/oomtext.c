@@ -98,12 +98,22 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
     if (!o->budget && (o->pool_reserved || o->pool_used))
         fprintf(f, "%sstream-ordered memory pools: %s reserved, %s of it in use by allocations\n", prefix,
                 B(o->pool_reserved, a), B(o->pool_used, b));
+    /* A refusal learnt as PyTorch's error reached Python was recorded
+     * then, after the failing operation had freed what it had made: its
+     * figures are said to be of that moment, and PyTorch's own of the
+     * refusal is given beside them, not contradicted by them. */
+    const char *then = o->raised_allocated ? "when PyTorch raised the error" : "at the failure";
     if (o->tracked == VT_TRACKED_COUNTS)
-        fprintf(f, "%stracked on device %d: %s live in %" PRIu64 " allocation%s at the failure; peak %s at %.3f s\n",
+        fprintf(f, "%stracked on device %d: %s live in %" PRIu64 " allocation%s %s; peak %s at %.3f s\n",
                 prefix, o->device, B(o->live_bytes, a), o->device_live_count, o->device_live_count == 1 ? "" : "s",
-                B(o->device_peak_bytes, b), (double)o->device_peak_time_ns / 1e9);
+                then, B(o->device_peak_bytes, b), (double)o->device_peak_time_ns / 1e9);
     else if (o->tracked == VT_TRACKED_BYTES)
-        fprintf(f, "%stracked on device %d: %s live at the failure\n", prefix, o->device, B(o->live_bytes, a));
+        fprintf(f, "%stracked on device %d: %s live %s\n", prefix, o->device, B(o->live_bytes, a), then);
+    if (o->raised_allocated)
+        fprintf(f, "%sPyTorch had %s allocated when it refused (its error says so); vramtrace learnt of the refusal "
+                   "only as the error reached Python, once the failing operation had freed any outputs it had made: "
+                   "the figures above are of that later moment\n",
+                prefix, B(o->raised_allocated, a));
     if (o->procs)
         fprintf(f, "%sother processes on this GPU (NVML):%s\n", prefix, o->nprocs ? o->procs : " none");
 }

@@ -32,6 +32,10 @@ struct vt_oom_text {
     int have_info;             /* free_bytes and total_bytes were read */
     uint64_t free_bytes, total_bytes;
     uint64_t live_bytes;       /* tracked live on that device at the failure */
+    uint64_t raised_allocated; /* a refusal of PyTorch's learnt as its error reached
+                                  Python: what it had allocated when it refused (its
+                                  error's figure); the others' figures are of the
+                                  later moment (0: all are of the failure) */
     uint64_t graph_reserved, graph_used; /* the CUDA graphs' memory pool on that
                                             device: reserved, in use (0, 0: none) */
     uint64_t pool_reserved, pool_used;   /* its stream-ordered memory pools: the

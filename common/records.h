@@ -22,8 +22,12 @@
 /* An out-of-memory failure: its number among the process's failures (1
  * for the first), when (ns since the tracker's start), the bytes asked
  * for, cuMemGetInfo's free and total bytes at the failure (0 when
- * unknown), the tracked live device bytes on that device then, and the
- * API that failed. */
+ * unknown), the tracked live device bytes on that device then, the
+ * graphs' and stream-ordered pools' reserved and used bytes, for a
+ * refusal PyTorch made itself and vramtrace learnt of only as its error
+ * reached Python (cudaMallocAsync's) what PyTorch had allocated when it
+ * refused (its error's figure; 0 for any other failure, whose record is
+ * of its own moment), and the API that failed. */
 #define VT_OOM_FIELDS(X)        \
     X(uint64_t, number)         \
     X(uint64_t, time_ns)        \
@@ -35,6 +39,7 @@
     X(uint64_t, graph_used)     \
     X(uint64_t, pool_reserved)  \
     X(uint64_t, pool_used)      \
+    X(uint64_t, raised_allocated) \
     X(const char *, api)
 
 /* The process's totals besides the device counters (VT_COUNTERS, device

@@ -145,8 +145,11 @@ void vt_hook_reset_child(void);
 /* PyTorch refused a request itself (no CUDA call failed: a memory
  * fraction, its own limit) and its companion said so: the OOM recorded
  * (stack, device state, post-mortem) as a failed allocation's is, its API
- * "PyTorch" (report/torch.c's vt_torch_on_unseen_oom). */
-void vt_hook_torch_oom(int device, uint64_t request);
+ * "PyTorch" (report/torch.c's vt_torch_on_unseen_oom). raised_allocated:
+ * what PyTorch's error says it had allocated when it refused, where the
+ * companion learnt of it only as the error reached Python (0: at the
+ * refusal itself). */
+void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated);
 
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */

@@ -273,21 +273,40 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     struct vt_torch_cache tc;
     int torch = vt_torch_oom_cache(s, index, &tc);
+    /* PyTorch refused it itself: no CUDA call failed (its companion's
+     * record made the failure, hook.c's vt_hook_torch_oom). */
+    int refused_itself = o->api && strcmp(o->api, "PyTorch") == 0;
     /* PyTorch's own limit (torch.cuda.set_per_process_memory_fraction):
-     * its caching allocator refuses what would pass that share of the
-     * device, whatever the device has free. A limit, as the budget is:
-     * stated first after it. */
+     * its allocator refuses what would pass that share of the device,
+     * whatever the device has free. A limit, as the budget is: stated
+     * first after it. The native allocator counts the bytes it reserved
+     * against it; the cudaMallocAsync backend the bytes allocated to
+     * tensors (its error's "Currently allocated", of the moment it
+     * refused: its record comes after the failing operation freed its
+     * outputs), and the fraction is the only limit of its own it refuses
+     * by. */
     uint64_t allowed = torch && total ? (uint64_t)(tc.fraction * (double)total) : 0;
-    int fraction = torch && tc.fraction < 1 && tc.reserved + tc.request > allowed;
+    uint64_t counted = !torch ? 0 : !tc.pool ? tc.reserved : tc.raised_allocated ? tc.raised_allocated : tc.allocated;
+    int fraction = torch && tc.fraction < 1 && (counted + tc.request > allowed || (tc.pool && refused_itself));
     if (fraction) {
         struct vt_finding *f = add(out, &n, "memory_fraction");
         f->from_record = 1;
         char d[32];
-        snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
-                 "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
-                 B(tc.reserved, c), B(tc.request, d));
-        snprintf(f->next, sizeof f->next,
-                 "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
+        if (tc.pool) {
+            snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
+                     "%s: its cudaMallocAsync backend counts the bytes allocated to tensors, %s when it refused, and "
+                     "the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b), B(counted, c),
+                     B(tc.request, d));
+            snprintf(f->next, sizeof f->next,
+                     "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep (what the "
+                     "pool keeps unused does not count against the fraction: trimming it changes nothing)");
+        } else {
+            snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
+                     "%s: %s reserved and the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b),
+                     B(counted, c), B(tc.request, d));
+            snprintf(f->next, sizeof f->next,
+                     "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep");
+        }
     }
     /* What this process can ever have of the device: all of it but what
      * is held outside its tracked allocations (the CUDA context, other
@@ -606,9 +625,12 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     /* The stream-ordered pools' the same: freed blocks a pool keeps for its
      * next allocations (a release threshold; PyTorch's cudaMallocAsync
-     * backend keeps all). */
+     * backend keeps all). Not where PyTorch refused it itself: no pool
+     * was asked, and what it keeps unused was read after the failing
+     * operation had freed its outputs into it. */
     uint64_t pool_spare = o->pool_reserved > o->pool_used ? o->pool_reserved - o->pool_used : 0;
-    if (!o->budget && pool_spare && ((total && pool_spare * 10 >= total) || pool_spare >= o->requested)) {
+    if (!o->budget && !refused_itself && pool_spare &&
+        ((total && pool_spare * 10 >= total) || pool_spare >= o->requested)) {
         struct vt_finding *f = add(out, &n, "stream_pool");
         snprintf(f->text, sizeof f->text,
                  "the stream-ordered memory pools keep %s reserved that no allocation uses (%s reserved, %s in use)",
@@ -666,7 +688,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                                                "pool's release threshold");
     }
     int frag_cache = 0; /* the cache's free memory lies among live tensors */
-    if (torch && tc.pool && o->pool_reserved > o->pool_used && pool_spare >= tc.request) {
+    if (torch && tc.pool && !refused_itself && o->pool_reserved > o->pool_used && pool_spare >= tc.request) {
         /* cudaMallocAsync: its pool's blocks are the driver's, unknown;
          * what it keeps unused is the driver's figure read at the failed
          * call (PyTorch's record comes later, when autograd may have let

@@ -108,6 +108,7 @@ static int parse_head(struct line *l, struct vt_torch_record *r) {
     r->oom_device = ordinal(l, 1);
     r->request = num(l);
     r->steps = num(l);
+    if (l->p) r->raised_allocated = num(l);
     if (r->reason < 0 || !ended(l) || (r->reason == VT_TORCH_OOM) != (r->oom_device >= 0)) return -1;
     return 0;
 }
@@ -243,7 +244,7 @@ static size_t nooms_seen;
 static struct vt_torch_record top[2];                /* exit, signal */
 static void (*refresh_fn)(void);
 static void (*oom_listener)(void);
-static void (*unseen_oom)(int device, uint64_t request);
+static void (*unseen_oom)(int device, uint64_t request, uint64_t raised_allocated);
 static int warned_refused;
 
 int vt_torch_take(const char *text, size_t len) {
@@ -260,7 +261,7 @@ int vt_torch_take(const char *text, size_t len) {
     if (at_oom) {
         /* The record belongs to this thread's failure, or makes one (before
          * its time is taken: it belongs to the latest OOM before it). */
-        void (*unseen)(int, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
+        void (*unseen)(int, uint64_t, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
         /* A record of a failure on another thread (the companion saw the
          * error raised again on the thread that ran backward()) belongs to
          * the device's failure still open. */
@@ -269,7 +270,7 @@ int vt_torch_take(const char *text, size_t len) {
             r.oom_seq = vt_thread_oom_seq;
             vt_oom_close_mine();
         } else if (!vt_oom_claim(r.oom_device) && unseen) {
-            unseen(r.oom_device, r.request);
+            unseen(r.oom_device, r.request, r.raised_allocated);
             /* The failure it made is this record's: not open for the next
              * (PyTorch's refusals one after another, with no allocation
              * between, each took the one before as theirs). */
@@ -290,7 +291,7 @@ int vt_torch_take(const char *text, size_t len) {
 
 void vt_torch_on_oom(void (*listener)(void)) { oom_listener = listener; }
 
-void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request)) {
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated)) {
     __atomic_store_n(&unseen_oom, fn, __ATOMIC_RELEASE);
 }
 

@@ -7,7 +7,7 @@
  * in decimal (u64), a text field at most VT_TORCH_TEXT bytes and holding no
  * tab or newline:
  *
- *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS
+ *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS [RAISED_ALLOCATED]
  *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
  *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER SETTINGS
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
@@ -18,6 +18,11 @@
  * VT_TORCH_FREE_SEGS a device;
  * REASON is oom, exit or signal; OOM_DEVICE is -1 unless REASON is oom;
  * REQUEST 0 is the request of the OOM record the record belongs to;
+ * RAISED_ALLOCATED (0 or left out: not known) is what PyTorch's error
+ * says it had allocated on OOM_DEVICE when it refused (cudaMallocAsync's
+ * "Currently allocated", to its two decimals): that backend's error
+ * reaches the companion only after the failing operation has freed what
+ * it had made, and this figure alone is of the refusal;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
  * vt_torch_categories; each T or F line belongs to the D line of its
  * device, which comes before it. A record that breaks any of this, or any limit
@@ -76,6 +81,7 @@ struct vt_torch_record {
     int reason, oom_device;
     uint64_t oom_seq;   /* an "oom" record's failure (its number) where its thread's own; 0: by time */
     uint64_t request, steps, time_ns;
+    uint64_t raised_allocated; /* PyTorch's allocated bytes when it refused, its error's (0: not known) */
     struct vt_torch_device *devices;
     size_t ndevices;
 };
@@ -93,8 +99,10 @@ void vt_torch_on_oom(void (*listener)(void));
  * call of the same thread came before (since its last successful
  * allocation): PyTorch refused the request itself (a memory fraction, its
  * own limit), so the record makes the OOM: `device`, the request in bytes
- * (0: not known). Registered by the library's set-up. */
-void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request));
+ * (0: not known), and the record's RAISED_ALLOCATED (0: the record came
+ * at the refusal, as the caching allocator's observer sends it).
+ * Registered by the library's set-up. */
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated));
 
 /* The companion's function that submits a "signal" record, called by
  * vt_torch_refresh; NULL takes it away (the companion does at exit). */
@@ -171,6 +179,8 @@ struct vt_torch_cache {
                         grad mode is on at the failure (eval_with_grad:True
                         in the settings, the companion's) */
     double fraction; /* per_process_memory_fraction, 1 when none was set */
+    uint64_t raised_allocated; /* what PyTorch's error says it had allocated when it
+                                  refused (the record's RAISED_ALLOCATED; 0: not known) */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
 

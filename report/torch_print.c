@@ -47,7 +47,15 @@ void vt_torch_print_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     if (!s->nooms) return;
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_for_oom(s, s->nooms - 1);
-    if (r) {
+    uint64_t raised = s->ooms[s->nooms - 1].raised_allocated;
+    if (r && raised) {
+        /* Taken as the error reached Python, after the failing operation
+         * freed its outputs: not the refusal's figures (common/oomtext.c). */
+        char a[32];
+        fprintf(f, "vramtrace: inside PyTorch as this out-of-memory error reached Python (%s allocated when it "
+                   "refused, as its error says):\n", vt_fmt_bytes(raised, a, sizeof a));
+        print_record(f, s, sym, r, vt_torch_request(r, s, s->nooms - 1), g, n);
+    } else if (r) {
         fputs("vramtrace: inside PyTorch at this out-of-memory error:\n", f);
         print_record(f, s, sym, r, vt_torch_request(r, s, s->nooms - 1), g, n);
     }

@@ -92,10 +92,21 @@ def _on_oom_error(args):
     # cudaMallocAsync's message says what was asked ("Requested : 8.00
     # GiB", to two decimals): a refusal of its own (a memory fraction) has
     # no failed call to take it from.
-    m = re.search(r"Requested\s*:\s*([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB)", text)
+    request = _size_said(text, "Requested")
+    # And what it had allocated then ("Currently allocated : 4.00 GiB"):
+    # by now the failing operation has freed the outputs it had made (C++
+    # unwound it before the error reached Python), and that figure alone
+    # is of the moment of the refusal.
+    _submit("oom", (d, request, total, free, _size_said(text, "Currently allocated")))
+
+
+def _size_said(text, name):
+    """The size cudaMallocAsync's message gives after `name` ("Requested
+    : 8.00 GiB", to two decimals) in bytes, or 0 where it gives none."""
+    import re
+    m = re.search(name + r"\s*:\s*([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB)", text)
     unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-    request = int(round(float(m.group(1)) * unit[m.group(2)])) if m else 0
-    _submit("oom", (d, request, total, free))
+    return int(round(float(m.group(1)) * unit[m.group(2)])) if m else 0
 
 
 def _hook_oom_error(torch):

@@ -1452,6 +1452,98 @@ def torch_truth_memory_fraction_is_named_as_the_limit():
         "MiB asked would pass it"], "the finding")
 
 
+# Under cudaMallocAsync with a fraction: _foreach_sqrt's fifth output is
+# refused (4.00 GiB allocated + 256 MiB > 4.00 GiB), and C++ frees the four
+# it made before the error reaches Python.
+ASYNC_FRACTION_UNWOUND = r"""
+import torch
+torch.cuda.set_per_process_memory_fraction(0.5)
+L = [torch.ones(64 << 20, device="cuda") for _ in range(8)]
+filler = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+try:
+    out = torch._foreach_sqrt(L)
+except torch.OutOfMemoryError as e:
+    print("Currently allocated     : 4.00 GiB" in str(e), torch.cuda.memory_allocated() >> 20)
+"""
+
+# Under cudaMallocAsync with a fraction: 3.00 GiB allocated, 512 MiB more
+# kept unused in the pool, then 1.50 GiB asked (3.00 + 1.50 > 4.00).
+ASYNC_FRACTION_ALLOCATED = r"""
+import torch
+torch.cuda.set_per_process_memory_fraction(0.5)
+a = [torch.empty(512 << 20, dtype=torch.uint8, device="cuda") for _ in range(7)]
+del a[0], a[0]
+b = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+try:
+    c = torch.empty(1536 << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(torch.cuda.memory_allocated() >> 20, torch.cuda.memory_reserved() >> 20)
+"""
+
+
+@torch_test
+def torch_truth_async_fraction_refusal_is_told_as_pytorch_counts_it():
+    """Under backend:cudaMallocAsync a memory fraction's refusal (no CUDA
+    call failed) reaches vramtrace only as PyTorch's error reaches Python,
+    after the failing operation freed its outputs: the post-mortem says
+    its figures are of that moment and gives PyTorch's own figure of the
+    refusal; the fraction is reasoned on allocated bytes, as that backend
+    counts them; no stream-pool or fragmented-pool finding (before: "3.00
+    GiB live at the failure" against PyTorch's 4.00 GiB, the pool's 1.00
+    GiB "unused" called fragmented, and cudaMemPoolTrimTo advised)."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+    out, dumps, report = traced(ASYNC_FRACTION_UNWOUND, env=env)
+    eq(out, "True 3072\n", "PyTorch refused with 4.00 GiB allocated; 3 GiB once the four outputs were freed")
+    ok("vramtrace:   tracked on device 0: 3.00 GiB live in 9 allocations when PyTorch raised the error; peak "
+       "4.00 GiB at " in report, "the tracked line says its moment")
+    said = ("PyTorch had 4.00 GiB allocated when it refused (its error says so); vramtrace learnt of the refusal only "
+            "as the error reached Python, once the failing operation had freed any outputs it had made: the figures "
+            "above are of that later moment")
+    eq(report.count("vramtrace:   " + said + "\n"), 1, "PyTorch's figure of the refusal, in the post-mortem")
+    eq(report.count("vramtrace: inside PyTorch as this out-of-memory error reached Python (4.00 GiB allocated when "
+                    "it refused, as its error says):\n"), 1, "PyTorch's part says when it was taken")
+    (o,) = dumps["exit"]["ooms"]
+    eq((o["api"], o["requested_bytes"], o["live_bytes"], o["raised_allocated_bytes"]),
+       ("PyTorch", 256 << 20, 3 << 30, 4 << 30), "the failure, its tracked bytes and PyTorch's")
+    eq([f["id"] for f in o["findings"]], ["memory_fraction", "one_site_dominates"], "only what applies to a refusal")
+    eq(o["findings"][0]["finding"], "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's "
+       "8.00 GiB: its cudaMallocAsync backend counts the bytes allocated to tensors, 4.00 GiB when it refused, and "
+       "the 256.00 MiB asked would pass it", "the fraction on PyTorch's figure of the refusal")
+    eq(("stream-ordered memory pools keep" in report, "fragmented" in report, "cudaMemPoolTrimTo" in report),
+       (False, False, False), "no pool finding")
+    # The CLI's report of the dump says the same.
+    work = tempfile.mkdtemp(prefix="vt-truth-")
+    try:
+        path = os.path.join(work, "d.json")
+        with open(path, "w") as f:
+            json.dump(dumps["exit"], f)
+        p = subprocess.run([CLI, "report", path], capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, "vramtrace report: " + p.stderr)
+        eq(p.stdout.count("  tracked on device 0: 3.00 GiB live in 9 allocations when PyTorch raised the error;"), 1,
+           "the CLI's tracked line")
+        eq(p.stdout.count("  " + said + "\n"), 1, "the CLI's line of PyTorch's figure")
+        p = subprocess.run([CLI, "report", "--format", "json", path], capture_output=True, text=True, timeout=60)
+        eq([o.get("raised_allocated_bytes") for o in json.loads(p.stdout)["processes"][0]["ooms"]], [4 << 30],
+           "the JSON's figure")
+        p = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True, timeout=60)
+        eq((p.stdout.count("tracked live when PyTorch raised the error</p>"),
+            p.stdout.count("<li>PyTorch had 4.00 GiB allocated when it refused (its error says so);")), (1, 1),
+           "the HTML's")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # The fraction counts allocated bytes, not what the pool keeps.
+    out, dumps, report = traced(ASYNC_FRACTION_ALLOCATED, env=env)
+    eq(out, "3072 3584\n", "3 GiB allocated, 3.5 GiB reserved")
+    (o,) = dumps["exit"]["ooms"]
+    eq((o["findings"][0]["id"], o["findings"][0]["finding"], o["findings"][0]["next"]),
+       ("memory_fraction", "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: "
+        "its cudaMallocAsync backend counts the bytes allocated to tensors, 3.00 GiB when it refused, and the 1.50 "
+        "GiB asked would pass it", "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep "
+        "(what the pool keeps unused does not count against the fraction: trimming it changes nothing)"),
+       "allocated bytes, as that backend counts them")
+    eq([f["id"] for f in o["findings"] if f["id"] in ("stream_pool", "fragmented_cache")], [], "no pool finding")
+
+
 EXPANDABLE_FRAGMENTED = r"""
 import torch
 kept, i = [], 0
