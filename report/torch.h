@@ -168,7 +168,8 @@ void vt_torch_name_growth_top(const struct vt_snapshot *s, const struct vt_symbo
  * measured it: 1 with *out set, 0 when no record of it came. */
 struct vt_torch_cache {
     uint64_t allocated, reserved, largest_free, request;
-    int expandable;  /* the settings say expandable_segments:True */
+    int expandable;  /* the settings say expandable_segments:True (the state in
+                        force: python/vramtrace_torch/collect.py leads with it) */
     int pool;        /* backend:cudaMallocAsync: no blocks known (largest_free 0) */
     int split;       /* max_split_size_mb is set (the settings give a limit) */
     uint64_t activation; /* the bytes of activations saved for backward (0: no graph kept) */

@@ -745,10 +745,32 @@ def _with_fraction(torch, d, settings):
     return _clean("per_process_memory_fraction:%.6g" % f + ("," + settings if settings else ""))
 
 
+# The settings the reports decide from (report/torch_growth.c), each as
+# PyTorch's allocator_settings entry names it and as PYTORCH_CUDA_ALLOC_CONF
+# spells it.
+_DECIDING = (("expandable_segments", "expandable_segments"), ("max_split_size", "max_split_size_mb"))
+
+
 def _settings(snap):
+    """PYTORCH_CUDA_ALLOC_CONF's text when it was set, else PyTorch's
+    settings, led by the state in force of those the reports decide from
+    (_DECIDING), whose words in the text are left out. PyTorch keeps in
+    allocator_settings["PYTORCH_CUDA_ALLOC_CONF"] the text it parsed last:
+    after a torch.cuda.memory._set_allocator_settings of any other setting
+    an expandable_segments:True in force was no longer in the text, and the
+    reports advised turning on what was on."""
     s = snap.get("allocator_settings") or {}
     conf = s.get("PYTORCH_CUDA_ALLOC_CONF")
-    return _clean(conf if conf else ",".join(f"{k}:{v}" for k, v in s.items() if not isinstance(v, dict)))
+    if not conf:
+        return _clean(",".join(f"{k}:{v}" for k, v in s.items() if not isinstance(v, dict)))
+    lead, spelled = [], []
+    for key, word in _DECIDING:
+        v = s.get(key)
+        if isinstance(v, int):   # True, False or a size (-1: none)
+            lead.append(f"{key}:{v}")
+            spelled.append(word + ":")
+    rest = [w for w in conf.split(",") if not w.strip().startswith(tuple(spelled))]
+    return _clean(",".join(lead + rest))
 
 
 def record(torch, reason, oom, steps):

@@ -1576,6 +1576,29 @@ def torch_truth_expandable_segments_on_are_not_the_advice():
     ok("next: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" not in report, "not advised in the post-mortem")
 
 
+@torch_test
+def torch_truth_expandable_segments_on_are_not_the_advice_after_another_setting():
+    """The same, with another setting made at run time
+    (torch.cuda.memory._set_allocator_settings): PyTorch's
+    allocator_settings["PYTORCH_CUDA_ALLOC_CONF"] then holds that setting's
+    text alone, while expandable segments stay on; the reports read that
+    text and advised expandable_segments:True. The record carries the
+    settings in force."""
+    script = EXPANDABLE_FRAGMENTED.replace(
+        "import torch\n", "import torch\ntorch.cuda.memory._set_allocator_settings(\"pinned_num_register_threads:1\")\n", 1)
+    out, dumps, report = traced(script, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    eq(out, "failed\n", "the run")
+    eq([t["settings"] for t in dumps["exit"]["torch"]],
+       ["expandable_segments:True,max_split_size:-1,pinned_num_register_threads:1"], "the exit record's settings")
+    nexts = [f["next"] for o in dumps["exit"]["ooms"] for f in o["findings"]
+             if f["id"] in ("fragmented_cache", "fragmentation")]
+    ok(nexts, "a fragmentation finding")
+    eq(set(nexts), {"expandable segments are on already, and PyTorch gave back the pages it could before it raised: "
+                    "what its cache keeps free lies among live tensors; lower the peak (the holders above), or allocate "
+                    "the largest tensors first"}, "its advice")
+    ok("next: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" not in report, "not advised in the post-mortem")
+
+
 ASYNC_BACKWARD = r"""
 import torch, torch.nn as nn, torch.nn.functional as F
 model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000)).cuda()
