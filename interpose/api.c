@@ -3,7 +3,7 @@
  *
  * The only names besides the hooked CUDA and dl names that the library
  * exports, all with the vramtrace_ prefix (and the PyTorch companion's
- * vt_torch_submit); exports.c rewrites only the
+ * vt_torch_submit, vt_torch_warn); exports.c rewrites only the
  * CUDA names, so these are found by dlsym whether or not a CUDA library is
  * loaded. Each call keeps the caller's errno, marks the thread busy like a
  * hook (a CUDA call a signal handler makes meanwhile passes through), and
@@ -21,6 +21,7 @@
 #include "../include/vramtrace.h"
 #include "../report/output.h"
 #include "../report/since.h"
+#include "../common/warn.h"
 #include "../report/torch.h"
 #include "../tracker/mark.h"
 #include "../tracker/steps.h"
@@ -125,4 +126,10 @@ VT_API void vt_torch_optimizer_step(void) { vt_torch_step_began(); }
 VT_API int vt_torch_submit(const char *text, size_t len) {
     vt_init();
     return vt_torch_take(text, len);
+}
+
+/* The companion's warnings (a part of PyTorch it cannot follow): the
+ * library's own line, under the same cap as its other warnings. */
+VT_API void vt_torch_warn(const char *text) {
+    if (text) vt_warn("%s", text);
 }

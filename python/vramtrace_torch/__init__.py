@@ -6,7 +6,9 @@ imported torch; `attach` does nothing at all unless libvramtrace.so is in the
 process and torch is a CUDA build. Then, and only once CUDA is in use:
 
 - at each out-of-memory error PyTorch's caching allocator raises (its OOM
-  observer, called before OutOfMemoryError, with the allocator unlocked),
+  observer, called before OutOfMemoryError, with the allocator unlocked;
+  attached in the program's first CUDA use, never before: see
+  _attach_observer),
   and under cudaMallocAsync, which has no observer, as the OutOfMemoryError
   is made (its __init__, wrapped),
 - at exit (an atexit handler, run before the library writes its exit dump),
@@ -227,6 +229,43 @@ def _on_step(optimizer, args, kwargs):
         pass
 
 
+def _attach_observer():
+    """Attach PyTorch's OOM observer, as one of torch.cuda's lazy calls: they
+    run in the program's first CUDA use, once torch._C._cuda_init has made
+    the allocator PyTorch is to use, before that use goes on. Attaching it
+    any earlier makes the allocator then, from the settings of that moment:
+    at import, a PYTORCH_CUDA_ALLOC_CONF the program sets afterwards was
+    never read, and its change_current_allocator refused to swap the
+    allocator made. cudaMallocAsync has no observer (it raises here): its
+    OOMs are seen as their exception is made (_on_oom_error). Nor has a
+    CUDAPluggableAllocator, nor statistics or a snapshot, so no record can
+    be taken: the program is told once, and runs on with the library
+    alone. Never raises: an exception here would stop the program's first
+    CUDA use (DeferredCudaCallError)."""
+    try:
+        torch = _state["torch"]
+        torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+        _state["observer"] = True
+    except Exception as e:
+        try:
+            if "CUDAPluggableAllocator" in str(e):
+                _warn("PyTorch's allocator is a CUDAPluggableAllocator, which has no out-of-memory "
+                      "observer, statistics or snapshot: its CUDA calls are recorded, without PyTorch's "
+                      "own view of them")
+        except Exception:
+            pass
+
+
+def _warn(text):
+    """One warning line of the library's ("vramtrace: warning: TEXT"),
+    counted with its own against their cap."""
+    lib = _state["lib"]
+    warn = lib[0].CDLL(None).vt_torch_warn
+    warn.argtypes = [lib[0].c_char_p]
+    warn.restype = None
+    warn(text.encode("utf-8", "replace"))
+
+
 def attach(torch):
     """Attach to an imported torch (see the module's comment). Returns
     whether it attached."""
@@ -238,10 +277,7 @@ def attach(torch):
             return False
         _state["lib"], _state["torch"] = lib, torch
         try:
-            # cudaMallocAsync has no observer (it raises here): its OOMs are
-            # seen as their exception is made (_on_oom_error).
-            torch._C._cuda_attach_out_of_memory_observer(_on_oom)
-            _state["observer"] = True
+            torch.cuda._lazy_call(_attach_observer)
         except Exception:
             pass
         try:
