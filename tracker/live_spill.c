@@ -12,8 +12,11 @@
  * written with pread and pwrite, never mapped, so that what the process
  * holds of it is exactly its buffers: the page cache keeps the rest, and
  * may write it out. Where no file can be made the list stays in memory
- * (one warning); a write that fails drops the records it held, counted
- * in records_lost. */
+ * (one warning); where a write fails (the disk full: ENOSPC, EDQUOT,
+ * EFBIG...) nothing more is written, the stages not written are kept in
+ * memory, and at the flush the list is read back into memory whole, as
+ * if no file could have been made (one warning). Only what memory cannot
+ * hold then is dropped, counted in records_lost. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -106,12 +109,26 @@ static void io_failed(const char *what) {
         vt_warn("a dump's live list: the temporary file could not be %s (%s)", what, strerror(errno));
 }
 
-/* Write the stage; when it cannot be written, drop it and all after. */
+/* A write to the file failed (errno): nothing more is written to it, and
+ * what was not written stays in memory until the flush reads the list
+ * back (said once, with the reason: a full disk is not a lack of memory). */
+static void spill_failed(struct vt_live_spill *sp) {
+    sp->err = errno;
+    sp->broken = 1;
+    if (!__atomic_exchange_n(&warned_io, 1, __ATOMIC_RELAXED))
+        vt_warn("a dump's live list: its temporary file in %s could not be written (%s); keeping the rest in memory",
+                spill_dir, strerror(sp->err));
+}
+
+static int queue_stage(struct vt_live_spill *sp, size_t *n);
+
+/* Write the stage; when it cannot be written, keep it queued in memory
+ * (where memory is short too, it is dropped: it is the newest). */
 static void write_stage(struct vt_live_spill *sp, size_t *n) {
     if (!sp->nstage) return;
     if (write_all(sp->fd, sp->stage, sp->nstage * sizeof *sp->stage, (off_t)(sp->stage_at * sizeof *sp->stage))) {
-        io_failed("written");
-        sp->broken = 1;
+        spill_failed(sp);
+        if (queue_stage(sp, NULL)) return;
         sp->lost += sp->nstage;
         *n = sp->stage_at;
     }
@@ -125,22 +142,22 @@ void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
 }
 
 /* The full stage queued behind the others waiting, and a new one begun
- * (the spare, else fresh memory); 0 when out of memory, or when the
- * queue was full and its oldest stage could not be written (then it and
- * all after are dropped). n: the list's length, NULL where the queue is
- * empty. */
+ * (the spare, else fresh memory); 0 when out of memory. Where the queue
+ * is full its oldest stage is written first; where that write fails the
+ * stage stays queued and the queue has no bound any more (the list is
+ * going back to memory). n: the list's length, NULL where the queue is
+ * to grow without a write. */
 static int queue_stage(struct vt_live_spill *sp, size_t *n) {
-    if (n && sp->nfull - sp->full_head >= VT_SPILL_QUEUE_MAX) {
+    if (n && !sp->broken && sp->nfull - sp->full_head >= VT_SPILL_QUEUE_MAX) {
         struct vt_live_stage *old = &sp->full[sp->full_head];
-        if (write_all(sp->fd, old->buf, old->n * sizeof *old->buf, (off_t)(old->at * sizeof *old->buf))) {
-            io_failed("written");
-            vt_live_spill_drop_from(sp, n, old->at);
-            return 0;
+        if (write_all(sp->fd, old->buf, old->n * sizeof *old->buf, (off_t)(old->at * sizeof *old->buf)) == 0) {
+            VT_PROBE_COUNT(VT_PC_SYNC_WRITES, 1);
+            if (!sp->spare) sp->spare = old->buf;
+            else free(old->buf);
+            sp->full_head++;
+        } else {
+            spill_failed(sp);
         }
-        VT_PROBE_COUNT(VT_PC_SYNC_WRITES, 1);
-        if (!sp->spare) sp->spare = old->buf;
-        else free(old->buf);
-        sp->full_head++;
     }
     if (sp->nfull == sp->full_cap && sp->full_head) { /* the taken ones' room used again */
         memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
@@ -165,21 +182,18 @@ static int queue_stage(struct vt_live_spill *sp, size_t *n) {
 }
 
 void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) {
-    if (sp->broken) {
+    if (sp->nstage == STAGE) {
+        if (sp->broken) queue_stage(sp, NULL); /* in memory from now on */
+        else if (!(sp->defer && queue_stage(sp, n))) write_stage(sp, n);
+    }
+    if (sp->nstage == STAGE) { /* memory short as well */
         sp->lost++;
         return;
-    }
-    if (sp->nstage == STAGE && !(sp->defer && queue_stage(sp, n))) {
-        write_stage(sp, n);
-        if (sp->broken) {
-            sp->lost++;
-            return;
-        }
     }
     if (!sp->nstage) sp->stage_at = *n;
     sp->stage[sp->nstage++] = *a;
     (*n)++;
-    if (sp->nstage == STAGE && !sp->defer) write_stage(sp, n);
+    if (sp->nstage == STAGE && !sp->defer && !sp->broken) write_stage(sp, n);
 }
 
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) {
@@ -191,8 +205,29 @@ int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out
 
 int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_stage *st) {
     int ok = write_all(sp->fd, st->buf, st->n * sizeof *st->buf, (off_t)(st->at * sizeof *st->buf)) == 0;
-    if (!ok) io_failed("written");
+    if (!ok) spill_failed(sp);
     return ok;
+}
+
+void vt_live_spill_keep_stage(struct vt_live_spill *sp, size_t *n, struct vt_live_stage *st) {
+    if (sp->nfull == sp->full_cap && sp->full_head) {
+        memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
+        sp->nfull -= sp->full_head;
+        sp->full_head = 0;
+    }
+    if (sp->nfull == sp->full_cap) {
+        size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
+        struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
+        if (!more) { /* every record after it was put after it: all go */
+            vt_live_spill_drop_from(sp, n, st->at);
+            vt_live_spill_give_stage(sp, st);
+            return;
+        }
+        sp->full = more;
+        sp->full_cap = want;
+    }
+    sp->full[sp->nfull++] = *st;
+    st->buf = NULL;
 }
 
 void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st) {
@@ -215,25 +250,64 @@ void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) {
     drop_queued(sp); /* all after the stage that failed */
 }
 
-void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) {
-    /* The stages still queued, oldest first, then the one being filled;
-     * where one cannot be written it and everything after are dropped. */
-    for (size_t i = sp->full_head; i < sp->nfull && !sp->broken; i++) {
-        if (write_all(sp->fd, sp->full[i].buf, sp->full[i].n * sizeof *sp->full[i].buf,
-                      (off_t)(sp->full[i].at * sizeof *sp->full[i].buf)) == 0)
-            continue;
-        io_failed("written");
-        vt_live_spill_drop_from(sp, n, sp->full[i].at);
+/* After a write failed: the whole list in memory (s->live, s->spill
+ * NULL), the records written read back from the file and those never
+ * written taken from the stages that held them. Where memory is short
+ * too, the first run alone is kept and the rest counted lost, with both
+ * reasons. */
+static void recall(struct vt_snapshot *s) {
+    struct vt_live_spill *sp = s->spill;
+    size_t n = s->nlive, size = sizeof *s->live;
+    struct vt_live *all = n > sp->inmem ? realloc(s->live, n * size) : s->live;
+    if (n <= sp->inmem) {
+        /* nothing past the first run: it is all in memory */
+    } else if (!all) {
+        char why[160];
+        snprintf(why, sizeof why, "live allocations a dump could keep neither in its temporary file (%s) nor in memory",
+                 strerror(sp->err));
+        vt_records_lost_n(n - sp->inmem, why);
+        sp->lost += n - sp->inmem;
+        s->nlive = sp->inmem;
+    } else {
+        s->live = all;
+        size_t want = (n - sp->inmem) * size, got = read_all(sp->fd, all + sp->inmem, want, (off_t)(sp->inmem * size));
+        memset((char *)(all + sp->inmem) + got, 0, want - got); /* holes: every one is in a stage below */
+        for (size_t i = sp->full_head; i < sp->nfull; i++)
+            memcpy(all + sp->full[i].at, sp->full[i].buf, sp->full[i].n * size);
+        if (sp->nstage) memcpy(all + sp->stage_at, sp->stage, sp->nstage * size);
     }
-    drop_queued(sp);
+    s->live_lost += sp->lost;
+    vt_live_spill_close(sp);
+    s->spill = NULL;
+}
+
+void vt_live_spill_flush(struct vt_snapshot *s) {
+    struct vt_live_spill *sp = s->spill;
+    size_t *n = &s->nlive;
+    /* The stages still queued, oldest first, then the one being filled;
+     * from the first that cannot be written on, all stay in memory. */
+    for (; sp->full_head < sp->nfull && !sp->broken; sp->full_head++) {
+        struct vt_live_stage *st = &sp->full[sp->full_head];
+        if (write_all(sp->fd, st->buf, st->n * sizeof *st->buf, (off_t)(st->at * sizeof *st->buf))) {
+            spill_failed(sp);
+            break;
+        }
+        free(st->buf);
+    }
     if (!sp->broken) write_stage(sp, n);
+    if (sp->lost) vt_records_lost_n(sp->lost, "live allocations a dump could keep neither in its temporary file nor in memory");
+    if (sp->broken) {
+        recall(s);
+        return;
+    }
+    s->live_lost += sp->lost;
+    drop_queued(sp);
     free(sp->stage);
     free(sp->spare);
     free(sp->full);
     sp->stage = sp->spare = NULL;
     sp->full = NULL;
     sp->full_cap = 0;
-    if (sp->lost) vt_records_lost_n(sp->lost, "live allocations a dump could not write to its temporary file");
 }
 
 void vt_live_spill_sort(struct vt_snapshot *s) {

@@ -36,8 +36,11 @@ struct vt_live_spill {
     size_t full_head, nfull, full_cap;
     struct vt_live *spare;   /* a stage's memory, written and given back */
     size_t reserved;         /* records the file's size holds */
-    uint64_t lost;           /* records dropped: a write failed */
-    int broken;              /* a write failed: every later record is dropped */
+    uint64_t lost;           /* records dropped: memory was short */
+    int broken;              /* a write failed: nothing more is written, the
+                                stages stay in memory (the flush reads the
+                                list back into memory) */
+    int err;                 /* the errno of that write */
 };
 
 /* The records a snapshot keeps in memory before it spills the rest, and
@@ -59,9 +62,9 @@ struct vt_live_spill *vt_live_spill_open(size_t run) VT_HIDDEN;
 void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) VT_HIDDEN;
 
 /* Add record a as record *n of the list and count it in *n. Records are
- * written a stage (256 KiB) at a time; a stage that cannot be written is
- * dropped (*n goes back to before it) and so is every record after it,
- * counted in sp->lost. */
+ * written a stage (256 KiB) at a time; from a stage that cannot be written
+ * on (the disk full), the stages stay in memory. A record memory cannot
+ * hold then is dropped (not counted in *n), counted in sp->lost. */
 void vt_live_spill_put(struct vt_live_spill *sp, size_t *n, const struct vt_live *a) VT_HIDDEN;
 
 /* Add a as the next record of s's live list: in s->live up to the first
@@ -80,20 +83,29 @@ static inline void vt_live_keep(struct vt_snapshot *s, const struct vt_live *a) 
 int vt_live_spill_take_stage(struct vt_live_spill *sp, struct vt_live_stage *out) VT_HIDDEN;
 
 /* Write a stage taken out; 0 when it could not be written (then
- * vt_live_spill_drop_from). No lock needed. */
+ * vt_live_spill_keep_stage). No lock needed. */
 int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_stage *st) VT_HIDDEN;
 
 /* A stage's memory back, after its write: kept for the next stage (its
  * pages touched already), or let go. Under the lock of whoever puts. */
 void vt_live_spill_give_stage(struct vt_live_spill *sp, struct vt_live_stage *st) VT_HIDDEN;
 
-/* A stage taken out could not be written: it and every record after it
- * (*n back to `at`) dropped, counted lost. Under the lock of whoever puts. */
+/* A stage taken out could not be written: kept in memory with the stages
+ * queued (st->buf NULL after). Where memory for that is short, it and
+ * every record after it are dropped (vt_live_spill_drop_from). Under the
+ * lock of whoever puts. */
+void vt_live_spill_keep_stage(struct vt_live_spill *sp, size_t *n, struct vt_live_stage *st) VT_HIDDEN;
+
+/* Every record from `at` on dropped (*n back to `at`), counted lost, and
+ * nothing more written. Under the lock of whoever puts. */
 void vt_live_spill_drop_from(struct vt_live_spill *sp, size_t *n, size_t at) VT_HIDDEN;
 
-/* Write what is staged (the end of the copy) and let the stage go, with
- * the count of what was dropped (warned once). */
-void vt_live_spill_flush(struct vt_live_spill *sp, size_t *n) VT_HIDDEN;
+/* Write what is staged of s's spilled list (the end of the copy) and let
+ * the stage go, with the count of what was dropped (warned once). Where
+ * a write failed, the whole list is read back into memory instead
+ * (s->live, s->spill closed and NULL), as if no file could be made; what
+ * memory cannot hold is counted in s->live_lost. */
+void vt_live_spill_flush(struct vt_snapshot *s) VT_HIDDEN;
 
 /* Sort s's spilled list as runs of sp->run records, each in place in
  * s->live's memory and written back, then let that memory go (s->live

@@ -157,6 +157,7 @@ static void keep_records(void *ctx, struct vt_rec *const *recs, size_t n) {
     pthread_mutex_unlock(&c->lock);
     VT_PROBE_COUNT(VT_PC_KEEP_US, (vt_probe_cpu_ns() - probe_t0) / 1000);
     if (lost) vt_records_lost_n(lost, "live allocations in a snapshot (out of memory)");
+    if (lost) __atomic_add_fetch(&s->live_lost, lost, __ATOMIC_RELAXED);
 }
 
 /* The slot's lock: at once, or before `until`. */
@@ -232,8 +233,8 @@ static void write_stage_out(struct live_copy *c) {
         if (!got) return;
         int ok = vt_live_spill_write_stage(sp, &st);
         pthread_mutex_lock(&c->lock);
-        if (!ok) vt_live_spill_drop_from(sp, &c->s->nlive, st.at);
-        vt_live_spill_give_stage(sp, &st);
+        if (!ok) vt_live_spill_keep_stage(sp, &c->s->nlive, &st);
+        else vt_live_spill_give_stage(sp, &st);
         pthread_mutex_unlock(&c->lock);
     }
 }
@@ -261,7 +262,7 @@ static int copy_armed(struct live_copy *c, uint64_t within_ns) {
 /* The list done: the file's stage written, or no file where the list
  * turned out short (since), and a list of at least one record's memory. */
 static void copy_done(struct vt_snapshot *s) {
-    if (s->spill) vt_live_spill_flush(s->spill, &s->nlive);
+    if (s->spill) vt_live_spill_flush(s);
     if (s->spill && s->nlive <= s->spill->run) {
         vt_live_spill_close(s->spill);
         s->spill = NULL;

@@ -244,6 +244,9 @@ struct vt_snapshot {
                                   with `spill`, the first run only, and NULL
                                   once sorted: read through vt_live_read */
     size_t nlive;              /* all of them, in memory or spilled */
+    uint64_t live_lost;        /* live allocations not in the list: memory
+                                  was short (and the spill file too):
+                                  totals count them, the list does not */
     struct vt_live_spill *spill; /* past VRAMTRACE_SPILL's bytes, the list on
                                     a temporary file (tracker/live_spill.c);
                                     NULL: all in `live` */

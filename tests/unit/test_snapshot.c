@@ -256,7 +256,7 @@ static void spilled_list_is_the_sorted_list(size_t n, size_t run) {
         want[i] = tied(i);
         vt_live_keep(&s, &want[i]);
     }
-    vt_live_spill_flush(s.spill, &s.nlive);
+    vt_live_spill_flush(&s);
     CHECK_EQ(s.nlive, n);
     vt_snapshot_sort_live(&s);
     CHECK(s.live == NULL);
@@ -344,10 +344,10 @@ static void test_spilled_snapshot_is_the_snapshot_in_memory(void) {
 }
 
 /* A file that cannot take the records (a file size limit of 8 KiB: the
- * first stage of 256 KiB fails, the first run of 102 records fits) drops
- * what it could not write, counted lost, and the list is the first run,
- * sorted: no crash, no record read twice. */
-static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
+ * first stage of 256 KiB fails, EFBIG, as a full disk's ENOSPC would)
+ * keeps the list in memory: all of it, none counted lost, the file
+ * closed, sorted as a list that never spilled. */
+static void test_spill_that_cannot_be_written_keeps_the_list_in_memory(void) {
     struct rlimit was, small = {8192, 8192};
     getrlimit(RLIMIT_FSIZE, &was);
     small.rlim_max = was.rlim_max;
@@ -364,14 +364,15 @@ static void test_spill_that_cannot_be_written_keeps_the_first_run(void) {
             want[i] = tied(i);
             vt_live_keep(&s, &want[i]);
         }
-        vt_live_spill_flush(s.spill, &s.nlive);
-        CHECK_EQ(s.nlive, run);
-        CHECK_EQ(s.spill->lost, n - run);
-        CHECK_EQ(vt_records_lost_count() - lost, n - run);
+        vt_live_spill_flush(&s);
+        CHECK_EQ(s.nlive, n);
+        CHECK(s.spill == NULL);
+        CHECK_EQ(s.live_lost, 0);
+        CHECK_EQ(vt_records_lost_count() - lost, 0);
         vt_snapshot_sort_live(&s);
-        vt_live_sort(want, run);
-        size_t wrong, got = read_in_order(&s, want, run, &wrong);
-        CHECK_EQ(got, run);
+        vt_live_sort(want, n);
+        size_t wrong, got = read_in_order(&s, want, n, &wrong);
+        CHECK_EQ(got, n);
         CHECK_EQ(wrong, 0);
     }
     setrlimit(RLIMIT_FSIZE, &was);
@@ -391,8 +392,8 @@ static int take_one(struct vt_snapshot *s, const struct vt_live *want, size_t at
     struct vt_live_stage st;
     if (!vt_live_spill_take_stage(s->spill, &st)) return 0;
     *wrong += st.n != STAGE_RECS || st.at != at || memcmp(st.buf, want + st.at, st.n * sizeof *want) != 0;
-    if (!vt_live_spill_write_stage(s->spill, &st)) vt_live_spill_drop_from(s->spill, &s->nlive, st.at);
-    vt_live_spill_give_stage(s->spill, &st);
+    if (!vt_live_spill_write_stage(s->spill, &st)) vt_live_spill_keep_stage(s->spill, &s->nlive, &st);
+    else vt_live_spill_give_stage(s->spill, &st);
     return 1;
 }
 
@@ -403,8 +404,9 @@ static int take_one(struct vt_snapshot *s, const struct vt_live *want, size_t at
  * Taken out oldest first, each with the index of its first record; the
  * list written from them and the flush is the list, record for record.
  * With fail_at (a stage's index), the file takes only the stages before
- * it: that stage and every record after it are dropped and counted lost,
- * and the queued stages behind it let go. take_every: one stage taken
+ * it: that stage and every one after it stay in memory (none taken out
+ * any more, the queue unbounded), and the flush reads the list back into
+ * memory whole, none lost. take_every: one stage taken
  * out after every take_every filled, as the copy's thread does; with none
  * taken, the queue stops at VT_SPILL_QUEUE_MAX and the put writes the
  * oldest itself. */
@@ -438,12 +440,12 @@ static void deferred_stages_queue(size_t nst, size_t take_every, size_t fail_at)
             taken += take_one(&s, want, run + taken * STAGE_RECS, &wrong);
     }
     if (!take_every) /* each queued at the record after it */
-        CHECK_EQ(s.spill->nfull - s.spill->full_head, fail_at < sync ? 0 : nst - sync);
+        CHECK_EQ(s.spill->nfull - s.spill->full_head, fail_at < sync ? nst - fail_at : nst - sync);
     while (take_one(&s, want, run + (sync + taken) * STAGE_RECS, &wrong)) taken++;
-    size_t keep = fail_at < nst ? run + fail_at * STAGE_RECS : n;
+    size_t keep = n;
     CHECK_EQ(taken, fail_at < sync ? 0 : fail_at < nst ? fail_at - sync + 1 : nst - sync);
     CHECK_EQ(wrong, 0);
-    vt_live_spill_flush(s.spill, &s.nlive);
+    vt_live_spill_flush(&s);
     CHECK_EQ(s.nlive, keep);
     CHECK_EQ(vt_records_lost_count() - lost, n - keep);
     vt_snapshot_sort_live(&s);
@@ -725,7 +727,7 @@ int main(void) {
     test_snapshots_while_recording();
     test_spilled_runs_merge_to_the_one_order();
     test_spilled_snapshot_is_the_snapshot_in_memory();
-    test_spill_that_cannot_be_written_keeps_the_first_run();
+    test_spill_that_cannot_be_written_keeps_the_list_in_memory();
     test_deferred_stages_queue_a_stage_each();
     test_copy_while_the_table_changes_is_of_one_point();
     test_holders_copied_while_sites_change_are_of_one_point();
