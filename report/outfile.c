@@ -155,17 +155,41 @@ static int open_report_fd(const char *path, const char **why) {
  * PIPE_BUF bytes each into a FIFO, which a pipe never interleaves; a
  * longer line alone); a line not yet ended waits for the next write or
  * the close (one past LINE_MAX_KEPT bytes goes out as it is). A FIFO is
- * written without blocking, as stream_of's. */
+ * written without blocking, as stream_of's.
+ *
+ * A file that stops taking the report (a full disk, a quota, /dev/full)
+ * is left in whole lines: a line the last write cut is taken off the
+ * file again (where nothing was appended after it), and from that line
+ * on the report goes to the caller's fallback (stderr), so that the
+ * post-mortem is not lost. */
 #define LINE_MAX_KEPT (64 * 1024)
 
 struct lines {
-    int fd, stuck, fifo;
+    int fd, stuck, fifo, regular;
     char *part; /* the line not yet ended */
     size_t len, cap;
+    struct vt_report_fallback *fb; /* NULL: none, a failed write fails */
 };
+
+/* A write of n bytes into a regular file took only `done` of them: the
+ * line it cut taken off the file again, where the file ends where that
+ * write ended (nothing appended after it by another process). How many
+ * bytes, whole lines, stay written. */
+static size_t uncut(struct lines *q, const char *p, size_t done) {
+    const char *nl = done ? memrchr(p, '\n', done) : NULL;
+    size_t whole = nl ? (size_t)(nl - p) + 1 : 0;
+    if (whole == done || !q->regular) return done;
+    struct stat st;
+    off_t end = lseek(q->fd, 0, SEEK_CUR);
+    if (end >= 0 && fstat(q->fd, &st) == 0 && st.st_size == end &&
+        ftruncate(q->fd, end - (off_t)(done - whole)) == 0)
+        return whole;
+    return done;
+}
 
 static int put_lines(struct lines *q, const char *p, size_t n) {
     size_t at = 0;
+    if (q->fb && q->fb->err) goto rest; /* the file failed before: all to the fallback */
     while (at < n) {
         size_t end = n;
         if (q->fifo && n - at > PIPE_BUF) {
@@ -173,8 +197,23 @@ static int put_lines(struct lines *q, const char *p, size_t n) {
             if (!nl) nl = memchr(p + at + PIPE_BUF, '\n', n - at - PIPE_BUF);
             end = nl ? (size_t)(nl - p) + 1 : n;
         }
-        if (vt_file_write_waiting(q->fd, p + at, end - at, &q->stuck) != end - at) return -1;
-        at = end;
+        size_t done = vt_file_write_waiting(q->fd, p + at, end - at, &q->stuck);
+        if (done == end - at) {
+            at = end;
+            continue;
+        }
+        /* A FIFO's reader that stalls or leaves is waited for once, then
+         * left (outfile.h): the rest of its report is not moved. */
+        if (!q->fb || q->fifo) return -1;
+        int e = errno;
+        at += uncut(q, p + at, done);
+        q->fb->err = e ? e : EIO;
+        break;
+    }
+rest:
+    if (at < n && q->fb && q->fb->to) {
+        fwrite(p + at, 1, n - at, q->fb->to);
+        q->fb->moved += n - at;
     }
     return 0;
 }
@@ -231,14 +270,16 @@ static int lines_close(void *c) {
     return rc;
 }
 
-FILE *vt_file_open_report(const char *path, const char **why) {
+FILE *vt_file_open_report(const char *path, const char **why, struct vt_report_fallback *fb) {
     int fd = open_report_fd(path, why);
     if (fd < 0) return NULL;
     struct stat st;
     struct lines *q = malloc(sizeof *q);
     FILE *f = NULL;
     if (q) {
-        *q = (struct lines){.fd = fd, .fifo = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)};
+        int known = fstat(fd, &st) == 0;
+        *q = (struct lines){.fd = fd, .fifo = known && S_ISFIFO(st.st_mode), .regular = known && S_ISREG(st.st_mode),
+                            .fb = fb};
         f = fopencookie(q, "a", (cookie_io_functions_t){.write = lines_write, .close = lines_close});
         if (!f) free(q);
         else setvbuf(f, NULL, _IOFBF, 65536);

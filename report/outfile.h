@@ -45,9 +45,22 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
 #define VT_FILE_WAIT_MS 10000
 size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck);
 
-/* The report file at path, appended to, created when new. NULL on
- * failure. */
-FILE *vt_file_open_report(const char *path, const char **why);
+/* Where a report goes when its file stops taking it (a full disk, a
+ * quota, a file size limit, /dev/full): `to` (the caller's stderr
+ * stream; NULL: nowhere), from the first line the file did not take
+ * whole. err: the errno of the write that failed (0: none failed);
+ * moved: the bytes sent to `to`. */
+struct vt_report_fallback {
+    FILE *to;
+    int err;
+    size_t moved;
+};
+
+/* The report file at path, appended to, created when new, written in
+ * whole lines. With fb, a file that fails is left in whole lines and
+ * the rest goes to fb->to (a FIFO's is not moved: dropped as before).
+ * NULL on failure. */
+FILE *vt_file_open_report(const char *path, const char **why, struct vt_report_fallback *fb);
 
 /* Open the directory holding path (O_PATH) and point *base at the last
  * component. Returns the descriptor, or -1 with errno. */

@@ -457,9 +457,10 @@ static int report_is_dump(const char *path, unsigned seq, char *dump) {
 
 /* The human report's stream: stderr, stdout, none ("off"), or the file
  * at path (NULL when path is, after one warning; the caller warned for
- * a path too long); stderr, after one warning, when that file is the
+ * a path too long), which sends what it cannot take to fb (NULL: none);
+ * stderr, after one warning, when that file is the
  * dump's (report_is_dump; seq: the %n path was expanded with). */
-static FILE *open_report(const char *path, unsigned seq, int *close_it) {
+static FILE *open_report(const char *path, unsigned seq, int *close_it, struct vt_report_fallback *fb) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
@@ -477,7 +478,7 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it) {
         return stderr;
     }
     const char *why = NULL;
-    FILE *f = vt_file_open_report(path, &why);
+    FILE *f = vt_file_open_report(path, &why, fb);
     if (!f) {
         warn_once(&warned_report, "the report to", path, why);
         return NULL;
@@ -512,7 +513,7 @@ int vt_output_report_line(const char *line) {
     gethostname(host, sizeof host - 1);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, (int)getpid(), host, rank_of(), 0) != 0) return -1;
     int close_it;
-    FILE *f = open_report(rpath, 0, &close_it);
+    FILE *f = open_report(rpath, 0, &close_it, NULL);
     if (!f) return -1;
     fprintf(f, "%s\n", line);
     int bad = fflush(f) != 0 || ferror(f);
@@ -717,11 +718,16 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if (vt_report_to_file(vt_opt.report)) warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
     }
     int close_it;
-    FILE *f = open_report(report_path, seq, &close_it);
+    /* What the report's file cannot take (a full disk) goes to stderr,
+     * from the first line it did not take whole: the post-mortem and the
+     * dump's path are what the user runs vramtrace for. */
+    struct vt_report_fallback fb = {0};
+    FILE *f = open_report(report_path, seq, &close_it, &fb);
     /* What goes to stderr (or stdout) is gathered and written in whole
      * lines. */
     struct vt_errbuf eb, ob = {0};
     FILE *errf = vt_errbuf_open(&eb);
+    fb.to = errf;
     if (f == stderr) f = errf;
     if (f == stdout) {
         FILE *outf = vt_errbuf_open_fd(&ob, 1);
@@ -754,9 +760,9 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid, NULL);
         leaked = lr.count > 0;
         if (lf != errf && (fflush(lf) != 0 || ferror(lf))) {
-            /* A report file that could not take it (a full disk,
-             * /dev/full): said, and the leak report on stderr instead,
-             * where CI reads it. */
+            /* A report file that could not take it and had no fallback
+             * (no memory for its line writer): said, and the leak report
+             * on stderr instead, where CI reads it. */
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
             vt_leak_report(errf, s, sym, sup, meta.pid, NULL);
         }
@@ -785,13 +791,20 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         if ((fflush(f) != 0 || ferror(f)) && f != errf)
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     }
+    /* Closed before stderr's stream, which takes what it could not. */
+    if (f && close_it && fclose(f) != 0)
+        warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
+    if (fb.err) {
+        char why[200];
+        snprintf(why, sizeof why, "%s; %s", strerror(fb.err),
+                 fb.moved ? "what it could not take is on stderr" : "nothing was lost");
+        warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, why);
+    }
     vt_errbuf_close(&ob);
     vt_errbuf_close(&eb);
     if (f && torch_only != 1 && oom) vt_postmortem_told_now(&told, s);
     s->nooms = all_ooms;
     s->totals.oom_count = oom_count;
-    if (f && close_it && fclose(f) != 0)
-        warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
     vt_analysis_free(an);
     vt_symbols_free(sym);
     vt_snapshot_free(s);

@@ -713,17 +713,63 @@ def run_leak_check_fails_on_a_leak_in_another_process():
 @test
 def report_to_a_full_device_is_said_and_the_leaks_reach_stderr():
     """A report destination that cannot take the report (/dev/full: no
-    space left) is said in one warning; the leak report, which CI reads,
-    then comes on stderr. Before, both were lost without a word and only
-    the status told of leaks."""
+    space left) is said in one warning; the report, the leak report CI
+    reads with it, then comes on stderr, once. Before, both were lost
+    without a word and only the status told of leaks."""
     leaks = os.path.join(T, "t_leaks")
     for check in (True, False):
         r = run([leaks], env={"VRAMTRACE_LEAK_CHECK": "1"} if check else None, report="/dev/full")
         eq(r.rc, 23 if check else 0, f"leak check {check}: status")
-        eq(r.err.count("vramtrace: warning: cannot write the report to /dev/full: No space left on device\n"), 1,
+        eq(r.err.count("vramtrace: warning: cannot write the report to /dev/full: No space left on device; what it "
+                       "could not take is on stderr\n"), 1,
            f"leak check {check}: one warning\n{r.err[-1500:]}")
         eq(r.err.count("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)."), 1 if check else 0,
            f"leak check {check}: the leak report on stderr")
+
+
+@test
+def report_file_on_a_full_disk_keeps_whole_lines_and_the_rest_reaches_stderr():
+    """A report file on a full disk (a 64 KiB tmpfs in a mount namespace of
+    its own, filled after the file's first 3,000 bytes, then with none
+    left): the file keeps whole lines (a cut line is taken off again), and
+    the rest of the post-mortem and the exit report, the dump's path
+    included, comes on stderr after one warning. Before, all but what fit
+    was lost and the file ended in the middle of a line."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    base = run(prog)
+    want = [l for l in base.err.splitlines() if l.startswith("vramtrace:")]
+    with workdir("vt-files-full-") as work:
+        small = os.path.join(work, "small")
+        os.mkdir(small)
+        rep = os.path.join(small, "rep.log")
+        copy = os.path.join(work, "rep.copy")
+        script = ('mount -t tmpfs -o size=64k vt-small "$0" && { [ "$VT_PREFILL" = 0 ] || '
+                  'python3 -c "open(\'$0/rep.log\', \'w\').write(\'x\' * 2999 + \'\\n\')"; } && '
+                  'dd if=/dev/zero of="$0/fill" bs=1k count=64 2>/dev/null; "$@"; s=$?; '
+                  'cp "$0/rep.log" "$VT_COPY"; exit $s')
+        for prefill in (3000, 0):
+            r = run(["unshare", "--mount", "sh", "-c", script, small] + prog, report=rep,
+                    env={"VT_PREFILL": str(prefill), "VT_COPY": copy})
+            eq((r.rc, r.out), (base.rc, base.out), f"prefill {prefill}: the program as without")
+            with open(copy, "rb") as f:
+                text = f.read()
+            ok(text.endswith(b"\n") or not text, f"prefill {prefill}: the file ends in a whole line: {text[-80:]!r}")
+            lines = text.decode().splitlines()
+            eq(lines[:1] if prefill else lines, ["x" * 2999] if prefill else [], f"prefill {prefill}: the file's start")
+            err = r.err.splitlines()
+            eq(err[0], f"vramtrace: warning: cannot write the report to {rep}: No space left on device; what it "
+                       "could not take is on stderr", f"prefill {prefill}: one warning first")
+            got = lines[1:] + [l for l in err[1:] if l.startswith("vramtrace:")]
+            eq(len(got), len(want), f"prefill {prefill}: the report's lines, in the file or on stderr:\n" + r.err)
+            pid = r.dump["pid"]
+            # Each report's lines in order, the file's first (the exit
+            # report's first lines may fit where the post-mortem's last
+            # did not: the file's last page).
+            eq(sorted(l for l in got if l.startswith(("vramtrace: out of memory", "vramtrace: exit in",
+                                                      "vramtrace: dump:"))),
+               [f"vramtrace: dump: {r.dump['_path']}"] * 2 + [f"vramtrace: exit in pid {pid} ({prog[0]})",
+                                                              f"vramtrace: out of memory in pid {pid} ({prog[0]})"],
+               f"prefill {prefill}: the post-mortem, the exit report and the dump's path, each once")
 
 
 @test
