@@ -17,8 +17,8 @@
  * image placed itself (an out-of-memory dump, then the exit dump) is
  * replaced, known by the inode it wrote. A file of this user that is not
  * a dump (notes.txt, the program itself, named by a typo) is never
- * replaced: the dump goes beside it, under the name with this process's
- * pid (vt_dump_keep_foreign). */
+ * replaced, nor is another user's file: the dump goes beside it, under
+ * the name with this process's pid (vt_dump_keep_foreign). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -126,16 +126,22 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
 }
 
 /* Whether the regular file at base in dirfd is one a dump may replace:
- * a vramtrace dump, an empty file (`--out $(mktemp)`), or none there. */
-static int replaceable(int dirfd, const char *base) {
+ * a vramtrace dump of this user's, an empty file of this user's (`--out
+ * $(mktemp)`), or none there. Where not, *why says what is in the way: a
+ * file that is not a dump, or another user's file (a shared folder, where
+ * another user's job left a dump at the same name: refused, it left this
+ * job with no dump at all). */
+static int replaceable(int dirfd, const char *base, const char **why) {
+    static const char *theirs = "belongs to another user", *not_dump = "is not a vramtrace dump";
     int fd = openat(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0 && errno == EACCES) {
         /* A file of this user's it cannot read (mode 0200, a log another
          * tool appends to) is no dump of vramtrace's, which are 0600: it
          * was replaced. */
         struct stat st;
-        return fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-               st.st_uid != geteuid() || st.st_size == 0;
+        if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return 1;
+        *why = st.st_uid == geteuid() ? not_dump : theirs;
+        return st.st_uid == geteuid() && st.st_size == 0;
     }
     /* A name past NAME_MAX holds no file either: the write that follows
      * says why it fails ("File name too long"), not that a file of the
@@ -144,23 +150,27 @@ static int replaceable(int dirfd, const char *base) {
     struct stat st;
     char head[32];
     ssize_t n = 0;
-    int ok = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size == 0 ||
-             ((n = read(fd, head, 26)) == 26 && memcmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0);
+    int ok = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+             (st.st_uid == geteuid() &&
+              (st.st_size == 0 ||
+               ((n = read(fd, head, 26)) == 26 && memcmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0)));
+    if (!ok) *why = st.st_uid == geteuid() ? not_dump : theirs;
     close(fd);
     return ok;
 }
 
-int vt_dump_keep_foreign(const char *path, char *out, size_t size) {
+int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why) {
     const char *base;
     int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return 0;
     int rc = 0;
-    if (!replaceable(dirfd, base)) {
+    if (!replaceable(dirfd, base, why)) {
         rc = -1;
         for (int k = 1; k <= 16; k++) {
             char name[256];
+            const char *also;
             if (aside_name(base, (int)getpid(), k, name, sizeof name) != 0) break;
-            if (!replaceable(dirfd, name)) continue;
+            if (!replaceable(dirfd, name, &also)) continue;
             int n = snprintf(out, size, "%.*s%s", (int)(base - path), path, name);
             if (n >= 0 && (size_t)n < size) rc = 1;
             break;

@@ -24,12 +24,14 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
 
 /* Where a dump meant for path goes when path holds a regular file of
  * this user that is neither empty nor a vramtrace dump (notes.txt, the
- * program itself): that file is left as it is, and the dump goes beside
- * it under base with this process's pid (".pid" before ".json", else at
- * the end; ".pid.k" when that holds such a file too), into out. Returns
- * 1 when out was set, 0 when path itself takes the dump, -1 when no
- * name does. */
-int vt_dump_keep_foreign(const char *path, char *out, size_t size);
+ * program itself), or a regular file of another user (a dump another
+ * user's job left in a shared folder): that file is left as it is, and
+ * the dump goes beside it under base with this process's pid (".pid"
+ * before ".json", else at the end; ".pid.k" when that holds such a file
+ * too), into out, with *why ("is not a vramtrace dump", "belongs to
+ * another user"). Returns 1 when out was set, 0 when path itself takes
+ * the dump, -1 when no name does. */
+int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why);
 
 /* After a dump was placed: its identity (outfile.h's *placed), this
  * image's to replace from now on. */

@@ -410,20 +410,21 @@ static void shown_path(const char *path, char *out, size_t size) {
     snprintf(out, size, "%s", path);
 }
 
-/* A dump path that holds a file of the user's that is not a dump is
- * left alone, the dump written beside it (dump_keep.h
+/* A dump path that holds a file of the user's that is not a dump, or
+ * another user's file, is left alone, the dump written beside it (dump_keep.h
  * vt_dump_keep_foreign): path becomes that name, after one warning.
  * Returns -1 when no name beside it is free (path unchanged), else 0. */
 static int beside_foreign(char *path, size_t size) {
     static int warned;
     char beside[PATH_MAX], was[PATH_MAX], now[PATH_MAX];
-    int rc = vt_dump_keep_foreign(path, beside, sizeof beside);
+    const char *why = "is not a vramtrace dump";
+    int rc = vt_dump_keep_foreign(path, beside, sizeof beside, &why);
     if (rc <= 0) return rc;
     if (!warned) {
         warned = 1;
         shown_path(path, was, sizeof was);
         shown_path(beside, now, sizeof now);
-        vt_warn("%s is not a vramtrace dump: it is left as it is, and the dump written to %s", was, now);
+        vt_warn("%s %s: it is left as it is, and the dump written to %s", was, why, now);
     }
     snprintf(path, size, "%s", beside);
     return 0;

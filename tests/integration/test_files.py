@@ -282,10 +282,18 @@ def dump_never_replaces_another_users_file():
         os.chown(theirs, NOBODY, NOBODY)
         rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_OUT=theirs))
         eq((rc, out), (a.rc, a.out), "the program's own status and output")
-        eq(warnings(err), [f"vramtrace: warning: cannot write the dump to {theirs}: it belongs to another user"],
-           "one warning line")
+        names = sorted(os.listdir(work))
+        eq(len(names), 2, f"their file and the dump beside it: {names}")
+        mine = os.path.join(work, names[0])
+        pid, reason, _ = dump_at(mine)
+        eq(names, [f"theirs.{pid}.json", "theirs.json"], "the dump beside theirs, under the name with the pid")
+        eq(reason, "exit", "the dump is whole")
+        # Before, the dump was refused: a shared folder where another
+        # user's job left a dump at the name gave this job none at all.
+        eq(warnings(err), [f"vramtrace: warning: {theirs} belongs to another user: it is left as it is, and the "
+                           f"dump written to {mine}"], "one warning line, saying where")
         eq((open(theirs).read(), os.stat(theirs).st_uid), ("theirs\n", NOBODY), "their file is untouched")
-        eq(sorted(os.listdir(work)), ["theirs.json"], "no temporary file left")
+        os.unlink(mine)
         # A FIFO of another user is refused too, reader or not.
         fifo = os.path.join(work, "fifo")
         os.mkfifo(fifo, 0o666)
