@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "reporters.h"
 
 static volatile sig_atomic_t stop;
 static void on_stop(int sig) { (void)sig; stop = 1; }
@@ -65,7 +67,10 @@ int vt_metrics_textfile(const struct vt_metrics_opts *o) {
     catch_stop();
     while (!stop) {
         if (write_textfile(o) != 0) {
-            fprintf(stderr, "vramtrace metrics: cannot write %s/vramtrace.prom: %s\n", o->textfile, strerror(errno));
+            int e = errno;
+            char safe[4 * PATH_MAX];
+            fprintf(stderr, "vramtrace metrics: cannot write %s/vramtrace.prom: %s\n",
+                    vr_safe(o->textfile, safe, sizeof safe), strerror(e));
             return 1;
         }
         if (o->once) break;

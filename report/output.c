@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/display.h"
 #include "../common/procself.h"
 #include "../common/warn.h"
 #include "../tracker/options.h"
@@ -128,12 +129,21 @@ int vt_expand_path(const char *pattern, char *out, size_t size, int pid,
 /* One warning line for an output that was not written: `why` when the path
  * was refused on purpose, else errno's message. Paths longer than a line
  * reads well are cut in the warning only. */
+/* A path in a warning: its display form (common/display.h: a newline or
+ * an escape in it can neither break the line nor reach the terminal),
+ * cut to 200 bytes. */
+static const char *warn_path(const char *path, char *buf, size_t size) {
+    vt_display(path, buf, size);
+    if (strlen(buf) > 200) snprintf(buf + 200, size - 200, "...");
+    return buf;
+}
+
 static void warn_once(int *flag, const char *what, const char *path, const char *why) {
     if (*flag) return;
     *flag = 1;
-    size_t n = strlen(path);
-    vt_warn("cannot write %s %.*s%s: %s", what, n > 200 ? 200 : (int)n, path, n > 200 ? "..." : "",
-            why ? why : strerror(errno));
+    int e = errno;
+    char shown[1024];
+    vt_warn("cannot write %s %s: %s", what, warn_path(path, shown, sizeof shown), why ? why : strerror(e));
 }
 
 /* argv of this process, from its cmdline (common/procself.h: where, once
@@ -424,7 +434,9 @@ static int beside_foreign(char *path, size_t size) {
         warned = 1;
         shown_path(path, was, sizeof was);
         shown_path(beside, now, sizeof now);
-        vt_warn("%s %s: it is left as it is, and the dump written to %s", was, why, now);
+        char a[2 * PATH_MAX], b[2 * PATH_MAX];
+        vt_warn("%s %s: it is left as it is, and the dump written to %s", vt_display(was, a, sizeof a), why,
+                vt_display(now, b, sizeof b));
     }
     snprintf(path, size, "%s", beside);
     return 0;
@@ -472,9 +484,9 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it, struct v
         static int warned_same;
         if (!warned_same) {
             warned_same = 1;
-            size_t n = strlen(dump);
-            vt_warn("VRAMTRACE_REPORT names the dump's file %.*s%s (VRAMTRACE_OUT); the report goes to stderr",
-                    n > 200 ? 200 : (int)n, dump, n > 200 ? "..." : "");
+            char shown[1024];
+            vt_warn("VRAMTRACE_REPORT names the dump's file %s (VRAMTRACE_OUT); the report goes to stderr",
+                    warn_path(dump, shown, sizeof shown));
         }
         return stderr;
     }
@@ -740,12 +752,15 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         const char *slash = strrchr(shown, '/');
         int n = slash ? (int)(slash - shown) + 1 : 0;
         snprintf(keptshown, sizeof keptshown, "%.*s%s", n, shown, kept.name);
+        char a[2 * PATH_MAX], b[2 * PATH_MAX];
+        vt_display(shown, a, sizeof a);
+        vt_display(keptshown, b, sizeof b);
         if (kept.lost)
-            vt_warn("%s held a dump of pid %d (%s) that no free name could keep; replaced", shown, kept.pid,
+            vt_warn("%s held a dump of pid %d (%s) that no free name could keep; replaced", a, kept.pid,
                     kept.reason[0] ? kept.reason : "?");
         else if (f)
-            fprintf(f, "vramtrace: %s held a dump of pid %d (%s); it is kept as %s\n", shown, kept.pid,
-                    kept.reason[0] ? kept.reason : "?", keptshown);
+            fprintf(f, "vramtrace: %s held a dump of pid %d (%s); it is kept as %s\n", a, kept.pid,
+                    kept.reason[0] ? kept.reason : "?", b);
     }
     if (strcmp(reason, "exit") == 0 && vt_opt.leak_check) {
         char err[512];
@@ -783,8 +798,11 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         else if (strcmp(reason, "named") == 0)
             ; /* the caller has the path */
         else if (strcmp(reason, "signal") == 0)
+        {
+            char a[2 * PATH_MAX];
             fprintf(f, "vramtrace: dump %u of pid %d on request: %s\n", seq, meta.pid,
-                    dump_path ? dump_path : "(not written)");
+                    dump_path ? vt_display(dump_path, a, sizeof a) : "(not written)");
+        }
         else
             vt_postmortem_exit(f, s, sym, an, &meta, dump_path, vt_opt.top, &told);
         if (torch_only == 2) vt_torch_print_oom(f, s, sym, an->latest ? &an->latest->growth : NULL, 1);

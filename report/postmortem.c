@@ -443,7 +443,11 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     holders_table(f, &v, top);
     live_table(f, &v, top);
     findings(f, an);
-    if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
+    if (dump_path) { /* a newline in the path would split the line launchers wait for */
+        fputs("vramtrace: dump: ", f);
+        vt_put_display(f, dump_path);
+        fputc('\n', f);
+    }
     fflush(f);
 }
 
@@ -525,7 +529,11 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     struct vt_growing_text g = {.n = an->ngrowth, .row = growth_row, .ctx = &v};
     vt_put_growing(f, "vramtrace: ", &g, (size_t)top);
     untold_last(f, s, sym, an, told);
-    if (dump_path) fprintf(f, "vramtrace: dump: %s\n", dump_path);
+    if (dump_path) { /* a newline in the path would split the line launchers wait for */
+        fputs("vramtrace: dump: ", f);
+        vt_put_display(f, dump_path);
+        fputc('\n', f);
+    }
     fflush(f);
 }
 

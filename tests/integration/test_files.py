@@ -781,6 +781,33 @@ def report_file_on_a_full_disk_keeps_whole_lines_and_the_rest_reaches_stderr():
 
 
 @test
+def paths_with_a_newline_or_an_escape_are_said_escaped():
+    """A dump or report path holding a newline or an escape sequence is
+    said in its escaped form (as the command name is): the `vramtrace:
+    dump:` line launchers wait for stays one line, and a warning cannot
+    recolour the terminal. Before, the library and `vramtrace metrics
+    --textfile` printed such paths raw, split over two lines."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    with workdir("vt-files-esc-") as work:
+        os.mkdir(os.path.join(work, "nl\nd"))
+        out = os.path.join(work, "nl\nd", "a\nb.json")
+        rc, _, err, _ = timed(prog, lib_env(VRAMTRACE_OUT=out, VRAMTRACE_REPORT="stderr"))
+        shown = out.replace("\n", "\\x0a")
+        eq([l for l in err.splitlines() if "dump:" in l or "name.json" in l or l.startswith("b.json")],
+           [f"vramtrace: dump: {shown}"] * 2, "the dump's path, escaped, on one line each time")
+        bad = os.path.join(work, "no\x1b[31m\n", "x.json")
+        rc, _, err, _ = timed(prog, lib_env(VRAMTRACE_OUT=bad, VRAMTRACE_REPORT=bad + ".log"))
+        esc = bad.replace("\x1b", "\\x1b").replace("\n", "\\x0a")
+        eq(err.splitlines(), [f"vramtrace: warning: cannot write the dump to {esc}: No such file or directory",
+                              f"vramtrace: warning: cannot write the report to {esc}.log: No such file or directory"],
+           "two warnings, one line each, escaped")
+        p = subprocess.run([CLI, "metrics", "--once", "--textfile", "no\x1b[31m\n"], capture_output=True, text=True,
+                           cwd=work, timeout=30)
+        eq((p.returncode, p.stderr), (1, "vramtrace metrics: cannot write no\\x1b[31m\\x0a/vramtrace.prom: No such "
+                                         "file or directory\n"), "metrics --textfile's error, escaped")
+
+
+@test
 def report_to_stdout_as_leaksanitizers_log_path():
     """VRAMTRACE_REPORT=stdout sends the reports to standard output, as
     LeakSanitizer's log_path=stdout does; it made a file named "stdout" in
