@@ -1174,6 +1174,7 @@ def a_dump_past_the_file_size_limit_is_a_warning_not_a_signal():
         eq(os.listdir(work), [], "no file left")
 
 
+@test
 def report_and_dump_naming_one_file_keep_the_dump_whole():
     """VRAMTRACE_REPORT equal to VRAMTRACE_OUT (after expansion: %p and the
     pid, a relative and an absolute spelling): one warning, the reports go
