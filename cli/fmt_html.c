@@ -61,6 +61,10 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     uint64_t outside = o->have_info ? vt_oom_outside(o->total_bytes, o->free_bytes, o->live_bytes,
                                                      o->graph_reserved, o->graph_used, o->pool_reserved,
                                                      o->pool_used) : 0;
+    if (o->taken_count)
+        fprintf(f, "<li>taken by this request before that call: %s in %" PRIu64 " handle%s not mapped yet, the "
+                   "request's own (counted in the tracked bytes, not among the holders)</li>",
+                B(o->taken_bytes, a), o->taken_count, o->taken_count == 1 ? "" : "s");
     if (outside) fprintf(f, "<li>held outside tracked allocations: %s</li>", B(outside, a));
     if (!o->budget && (o->graph_reserved || o->graph_used))
         fprintf(f, "<li>CUDA graphs' memory pool: %s reserved, %s of it in use by graph allocations</li>",

@@ -489,6 +489,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             json_object_set_new(j, "peak_time_ns", count(x->peak_time_ns));
         }
         if (x->raised_allocated) json_object_set_new(j, "raised_allocated_bytes", count(x->raised_allocated));
+        if (x->taken_count) { /* the request's own handles, made before the call that failed */
+            json_object_set_new(j, "taken_bytes", count(x->taken_bytes));
+            json_object_set_new(j, "taken_count", count(x->taken_count));
+        }
         if (x->pool_reserved || x->pool_used) {
             json_object_set_new(j, "pool_reserved_bytes", count(x->pool_reserved));
             json_object_set_new(j, "pool_used_bytes", count(x->pool_used));

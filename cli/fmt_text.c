@@ -111,6 +111,7 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
             .live_bytes = o->live_bytes, .raised_allocated = o->raised_allocated,
             .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
             .pool_reserved = o->pool_reserved, .pool_used = o->pool_used,
+            .taken_bytes = o->taken_bytes, .taken_count = o->taken_count,
             .tracked = tracked, .device_live_count = o->have_counts ? o->live_count : at_it ? v->live_count : 0,
             .device_peak_bytes = o->have_counts ? o->peak_bytes : at_it ? v->peak_bytes : 0,
             .device_peak_time_ns = o->have_counts ? o->peak_time_ns : at_it ? v->peak_time_ns : 0,

@@ -197,6 +197,7 @@ static const struct spec oom_graph_fields[] = {U64_AS("graph_reserved_bytes", st
 static const struct spec oom_pool_fields[] = {U64_AS("pool_reserved_bytes", struct vm_oom, pool_reserved),
                                               U64_AS("pool_used_bytes", struct vm_oom, pool_used)};
 static const struct spec oom_raised_fields[] = {U64_AS("raised_allocated_bytes", struct vm_oom, raised_allocated)};
+static const struct spec oom_taken_fields[] = {U64(struct vm_oom, taken_bytes), U64(struct vm_oom, taken_count)};
 static const struct spec oom_end_fields[] = {U64(struct vm_oom, live_bytes), U64(struct vm_oom, time_ns)};
 static const struct spec oom_count_fields[] = {U64(struct vm_oom, live_count), U64(struct vm_oom, peak_bytes),
                                                U64(struct vm_oom, peak_time_ns)};
@@ -420,6 +421,8 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
     if (json_object_get(o, "pool_reserved_bytes"))
         read_fields(c, o, oom_pool_fields, NSPECS(oom_pool_fields), v, 0, "oom");
     read_fields(c, o, oom_end_fields, NSPECS(oom_end_fields), v, 0, "oom");
+    if (json_object_get(o, "taken_count")) /* the request's own handles (absent where it made none) */
+        read_fields(c, o, oom_taken_fields, NSPECS(oom_taken_fields), v, 0, "oom");
     if (json_object_get(o, "live_count")) { /* the device's counts at the failure (absent in older dumps) */
         read_fields(c, o, oom_count_fields, NSPECS(oom_count_fields), v, 0, "oom");
         v->have_counts = !c->failed;

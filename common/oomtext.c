@@ -81,6 +81,16 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
         fprintf(f, " (%s%s%s)", o->device_name, uuid ? ", " : "", uuid ? o->device_uuid : "");
     }
     fprintf(f, "\n%sfailing call: %s\n", prefix, o->site);
+    /* The handles the request made before the call that failed (PyTorch's
+     * expandable segments make a tensor's pages, then map them): live, but
+     * the request's own, so that the tracked bytes below, which count
+     * them, are not read as the program's. */
+    if (o->taken_count)
+        fprintf(f, "%staken by this request before that call: %s in %" PRIu64 " handle%s made one after another at "
+                   "this call site and not mapped yet (a request made of pages, as PyTorch's expandable segments "
+                   "make them): the request's own, not memory the program holds; counted in the tracked bytes "
+                   "below, not among the holders\n",
+                prefix, B(o->taken_bytes, a), o->taken_count, o->taken_count == 1 ? "" : "s");
     put_when(f, prefix, o);
     if (o->have_info) {
         fprintf(f, "%s%s: %s free of %s\n", prefix, o->budget ? "budget" : "device", B(o->free_bytes, a),

@@ -40,6 +40,9 @@ struct vt_oom_text {
                                             device: reserved, in use (0, 0: none) */
     uint64_t pool_reserved, pool_used;   /* its stream-ordered memory pools: the
                                             same */
+    uint64_t taken_bytes, taken_count; /* the handles the request made
+                                          before the call that failed, its
+                                          own (counted in live_bytes) */
     int tracked;               /* what is said of it: VT_TRACKED_* */
     uint64_t device_live_count, device_peak_bytes, device_peak_time_ns; /* VT_TRACKED_COUNTS */
     const char *procs;         /* other processes, vt_fmt_proc's joined; NULL: NVML did not say */
@@ -71,7 +74,8 @@ uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint
 const char *vt_host_memory_label(const char *kind);
 
 /* The failure's lines, each beginning with `prefix`: the request, the
- * failing call, when (since the start, the wall clock, the step), the
+ * failing call, what the request took before that call (its own
+ * handles, where it made any), when (since the start, the wall clock, the step), the
  * device's (or budget's) free bytes, what is held
  * outside the tracked allocations, what was tracked on the device, and
  * the other processes on it. */

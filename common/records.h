@@ -27,7 +27,9 @@
  * refusal PyTorch made itself and vramtrace learnt of only as its error
  * reached Python (cudaMallocAsync's) what PyTorch had allocated when it
  * refused (its error's figure; 0 for any other failure, whose record is
- * of its own moment), and the API that failed. */
+ * of its own moment), the handles the failing request had made before it
+ * (taken_bytes in taken_count handles, counted in the live bytes:
+ * tracker/handlerun.h), and the API that failed. */
 #define VT_OOM_FIELDS(X)        \
     X(uint64_t, number)         \
     X(uint64_t, time_ns)        \
@@ -40,6 +42,8 @@
     X(uint64_t, pool_reserved)  \
     X(uint64_t, pool_used)      \
     X(uint64_t, raised_allocated) \
+    X(uint64_t, taken_bytes)    \
+    X(uint64_t, taken_count)    \
     X(const char *, api)
 
 /* The process's totals besides the device counters (VT_COUNTERS, device

@@ -50,6 +50,41 @@ static void findings_of(const struct vt_snapshot *s, size_t i, const struct vt_s
     memo[i] = (struct memo){o->ticks, o->requested, torch_ns, o->stack, o->device, 1, *out};
 }
 
+/* Whether the handles failure o's request made before it (its own,
+ * tracker/handlerun.h) are live in s as they were then: o's thread's
+ * unmapped VMM records of its stack and device made from the first of
+ * them to the failure are taken_count of them, holding taken_bytes. A
+ * snapshot taken at the failure has them; one taken after the program
+ * gave them back (PyTorch does, at once) has not, and its holders are
+ * all the program's. */
+static int taken_live(const struct vt_snapshot *s, const struct vt_oom *o) {
+    if (!o->taken_count) return 0;
+    struct vt_live_reader *r = vt_live_read(s, 0);
+    if (!r) return 0;
+    uint64_t n = 0, bytes = 0;
+    for (const struct vt_live *x; (x = vt_live_next(r));)
+        if (x->kind == VT_KIND_VMM && x->thread == o->thread && x->stack == o->stack && x->device == o->device &&
+            !vt_live_mapped(s, x) && x->time_ns >= o->taken_since_ns && x->time_ns <= o->time_ns) {
+            n++;
+            bytes += x->bytes;
+        }
+    vt_live_read_end(r);
+    return n == o->taken_count && bytes == o->taken_bytes;
+}
+
+/* Holders h[0..n) by call site, less the handles o's request took when
+ * `taken` (they are the request's, no holder's). */
+static struct vt_holder *sites_of(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
+                                  const struct vt_oom *o, int taken, size_t *nout) {
+    *nout = 0;
+    if (!taken) return vt_holders_by_site(h, n, sym, nout);
+    size_t k = 0;
+    struct vt_holder *held = vt_holders_less_taken(h, n, o, &k);
+    struct vt_holder *sites = held ? vt_holders_by_site(held, k, sym, nout) : NULL;
+    free(held);
+    return sites;
+}
+
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t growth_until) {
     struct vt_analysis *a = calloc(1, sizeof *a);
     if (!a) {
@@ -58,21 +93,26 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     }
     a->holders = s->holders;
     a->nholders = s->holders ? s->nholders : 0;
-    if (a->holders) a->by_site = vt_holders_by_site(a->holders, a->nholders, sym, &a->nby_site);
-    if (s->totals.live_count && (!a->holders || !a->by_site)) vt_records_lost("the holder table");
+    /* At a failure whose request made handles before it, still live in
+     * s: its post-mortem's holders are the rest. */
+    size_t last = s->nooms ? s->nooms - 1 : 0;
+    const struct vt_oom *latest = s->nooms ? &s->ooms[last] : NULL;
+    int taken = !growth_until && latest && taken_live(s, latest);
+    if (a->holders) a->by_site = sites_of(a->holders, a->nholders, sym, latest, taken, &a->nby_site);
+    if (s->totals.live_count && (!a->holders || (!a->by_site && !taken))) vt_records_lost("the holder table");
     if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
     if (s->totals.oom_count) a->oom_survived = vt_oom_survived(s, sym, &a->last_oom_survived);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
     /* At a failure (growth_until 0: the snapshot is the failure's), when
      * other devices hold memory too: the failing device's own holders, for
      * the post-mortem and the failure's findings. */
-    size_t last = s->nooms ? s->nooms - 1 : 0;
     if (!growth_until && s->nooms && vt_kind_owned_device(s->ooms[last].kind) &&
         vt_other_devices_hold(s, s->ooms[last].device)) {
         a->device_holders = vt_holders_on_device(s, s->ooms[last].device, &a->ndevice_holders);
         a->device = s->ooms[last].device;
         if (a->device_holders)
-            a->device_by_site = vt_holders_by_site(a->device_holders, a->ndevice_holders, sym, &a->ndevice_by_site);
+            a->device_by_site = sites_of(a->device_holders, a->ndevice_holders, sym, latest, taken,
+                                         &a->ndevice_by_site);
         a->per_device = 1;
     }
     size_t n = s->nooms < VT_ANALYSED_OOMS ? s->nooms : VT_ANALYSED_OOMS;

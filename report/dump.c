@@ -115,6 +115,8 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
                     o->pool_used);
         fprintf(f, ",\"live_bytes\":" U64, o->live_bytes);
         if (o->raised_allocated) fprintf(f, ",\"raised_allocated_bytes\":" U64, o->raised_allocated);
+        if (o->taken_count)
+            fprintf(f, ",\"taken_bytes\":" U64 ",\"taken_count\":" U64, o->taken_bytes, o->taken_count);
         if (o->have_counts)
             fprintf(f, ",\"live_count\":" U64 ",\"peak_bytes\":" U64 ",\"peak_time_ns\":" U64, o->live_count,
                     o->peak_bytes, o->peak_time_ns);

@@ -317,22 +317,29 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                                                                     o->graph_used, o->pool_reserved, o->pool_used)
                                                    : 0;
     uint64_t usable = total > outside0 ? total - outside0 : 0;
-    if (o->have_info && (o->requested > total || (!o->budget && o->requested > usable))) {
+    /* What was asked: the failed call's bytes, or PyTorch's request where
+     * its record says it asked more (under expandable segments the call
+     * that failed is one page of the tensor: a 9 GiB tensor failed as a
+     * 20 MiB cuMemCreate and was never said to be larger than the
+     * device). */
+    uint64_t asked = torch && tc.request > o->requested ? tc.request : o->requested;
+    if (o->have_info && (asked > total || (!o->budget && asked > usable))) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
+        f->from_record = asked != o->requested;
         vt_site_label(sym, o->stack, site, sizeof site);
-        if (o->requested > total && o->budget) {
+        if (asked > total && o->budget) {
             /* Under a budget the total is the budget's, not the device's. */
             snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the budget (VRAMTRACE_LIMIT: %s)",
-                     B(o->requested, a), B(total, b));
-        } else if (o->requested > total) {
+                     B(asked, a), B(total, b));
+        } else if (asked > total) {
             snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)",
-                     B(o->requested, a), B(total, b));
+                     B(asked, a), B(total, b));
         } else {
             char d[32], e[32];
             snprintf(f->text, sizeof f->text, "the request alone (%s) is more than this process can ever have of the "
                      "device, by %s: %s of its %s, the rest (%s) held outside its allocations (the CUDA context, "
-                     "other processes); it fails even with everything else freed", B(o->requested, a),
-                     B(o->requested - usable, d), B(usable, b), B(total, c), B(outside0, e));
+                     "other processes); it fails even with everything else freed", B(asked, a),
+                     B(asked - usable, d), B(usable, b), B(total, c), B(outside0, e));
         }
         if (vt_stack_makes_model(sym, o->stack))
             snprintf(f->next, sizeof f->next,
@@ -346,7 +353,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         /* Larger than the device: nothing else matters. Larger than what
          * the process can have: what holds the rest (other processes, the
          * context) and what grew are still told. */
-        if (o->requested > total) return n;
+        if (asked > total) return n;
     }
     uint64_t others = 0;
     int known_others = 0;
@@ -404,6 +411,35 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * host memory is not explained by them (a device site "held 469%" of
      * the host bytes live). */
     if (!vt_kind_owned_device(o->kind)) holders = NULL, nholders = 0;
+    /* The handles the failing request made before it are its own, no
+     * holder's (tracker/handlerun.h): what the program holds is the rest. */
+    struct vt_holder *held = NULL;
+    size_t nheld = 0;
+    if (holders && o->taken_count) {
+        held = vt_holders_less_taken(holders, nholders, o, &nheld);
+        holders = held;
+        nholders = nheld;
+    }
+    uint64_t held_live = live > o->taken_bytes ? live - o->taken_bytes : 0;
+    /* A request that made more handles than everything else the program
+     * holds on the device is what does not fit (a tensor a little smaller
+     * than the device failed at its 390th page): said before the holders,
+     * which are not the cause. */
+    int taken_most = o->taken_count && vt_kind_owned_device(o->kind) && o->taken_bytes + o->requested >= held_live;
+    if (taken_most) {
+        struct vt_finding *f = add(out, &n, "request_takes_most");
+        vt_site_label(sym, o->stack, site, sizeof site);
+        char d[32], e[32], whole[96] = "";
+        if (torch && tc.request > o->requested)
+            snprintf(whole, sizeof whole, "; PyTorch asked %s in all", B(tc.request, e));
+        snprintf(f->text, sizeof f->text, "this request made %" PRIu64 " handle%s (%s) before the one of %s that "
+                 "failed: %s asked so far, no less than everything else the program holds on the device (%s)%s; it "
+                 "is the request that does not fit, not what is held", o->taken_count, o->taken_count == 1 ? "" : "s",
+                 B(o->taken_bytes, a), B(o->requested, b), B(o->taken_bytes + o->requested, c), B(held_live, d),
+                 whole);
+        snprintf(f->next, sizeof f->next, "make that tensor smaller at %s (batch or sequence length) or shard it "
+                 "across devices", site);
+    }
     /* A request PyTorch's allocator did not make (ctypes, CuPy, a
      * library's own workspace) while PyTorch's cache holds device memory:
      * PyTorch keeps the segments its tensors let go of and gives them to no
@@ -576,12 +612,14 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next, "run the evaluation at %s under torch.no_grad() or torch.inference_mode(): "
                  "no activations are kept then", line);
     }
-    if (nsites > 0 && live > 0 && sites[0].bytes * 2 >= live) {
+    if (taken_most) {
+        ; /* the request is the cause, said above */
+    } else if (nsites > 0 && held_live > 0 && sites[0].bytes * 2 >= held_live) {
         const struct vt_holder *h = &sites[0];
         struct vt_finding *f = add(out, &n, "one_site_dominates");
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
-                 site, PCT(h->bytes, live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
+                 site, PCT(h->bytes, held_live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
         if (vt_is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
@@ -594,13 +632,13 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             batch_advice(f->next, sizeof f->next, site, graphless, checkpointing, recomputing);
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
-    } else if (nsites > 1 && live > 0) {
+    } else if (nsites > 1 && held_live > 0) {
         struct line_sum ls;
-        if (dominant_line(sym, sites, nsites, live, &ls)) {
+        if (dominant_line(sym, sites, nsites, held_live, &ls)) {
             struct vt_finding *f = add(out, &n, "one_site_dominates");
             snprintf(f->text, sizeof f->text,
                      "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s, through %zu call sites: %s)",
-                     ls.line, PCT(ls.bytes, live), B(ls.bytes, a), ls.count, ls.count == 1 ? "" : "s", ls.nsites,
+                     ls.line, PCT(ls.bytes, held_live), B(ls.bytes, a), ls.count, ls.count == 1 ? "" : "s", ls.nsites,
                      ls.callees);
             if (ls.python && ls.torch)
                 batch_advice(f->next, sizeof f->next, ls.line, graphless, checkpointing, recomputing);
@@ -610,6 +648,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         }
     }
     free(sites);
+    free(held);
     /* The graphs' pool: what it keeps reserved that no graph allocation
      * uses, when that is a tenth of the device or would have fitted the
      * request. */

@@ -6,9 +6,14 @@
  *
  *   budget                  the failure is VRAMTRACE_LIMIT's, not the device's
  *   request_exceeds_device  the request alone is larger than the device
+ *                           (PyTorch's request, where its record says it
+ *                           asked more than the call that failed)
  *   other_processes         other processes hold a large share of the GPU
  *   kept_exception          PyTorch's record: a caught exception's traceback
  *                           keeps the tensors of a failed attempt
+ *   request_takes_most      the failing request's own handles, made
+ *                           before it, are no less than all the program
+ *                           holds besides (tracker/handlerun.h)
  *   growing_site            a call site grew through the run (leak suspect)
  *   one_site_dominates      one call site holds most of the tracked memory
  *   outside_tracked         much is held outside tracked allocations

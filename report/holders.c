@@ -22,6 +22,28 @@ struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, si
 
 struct vt_holder *vt_holders(const struct vt_snapshot *s, size_t *n) { return vt_holders_of(s, 1, n); }
 
+struct vt_holder *vt_holders_less_taken(const struct vt_holder *h, size_t n, const struct vt_oom *o, size_t *nout) {
+    *nout = 0;
+    struct vt_holder *out = h && n ? malloc(n * sizeof *out) : NULL;
+    if (!out) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vt_holder x = h[i];
+        if (o->taken_count && x.stack == o->stack) {
+            x.bytes = x.bytes > o->taken_bytes ? x.bytes - o->taken_bytes : 0;
+            x.count = x.count > o->taken_count ? x.count - (uint32_t)o->taken_count : 0;
+        }
+        if (x.bytes || x.count) out[k++] = x;
+    }
+    if (!k) {
+        free(out);
+        return NULL;
+    }
+    qsort(out, k, sizeof *out, vt_holder_order);
+    *nout = k;
+    return out;
+}
+
 /* Rows by common/labels.h's one order; a row's label is made only where
  * two rows hold equal bytes. */
 static int by_rank(const void *a, const void *b, void *ctx) {

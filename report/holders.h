@@ -44,6 +44,14 @@ int vt_other_devices_hold(const struct vt_snapshot *s, int device);
 struct vt_holder *vt_holders_by_site(const struct vt_holder *h, size_t n, const struct vt_symbols *sym,
                                      size_t *nout);
 
+/* Holders h[0..n) (by stack, largest first) less the failing request's
+ * own handles (o->taken_count of them, o->taken_bytes, made at o->stack
+ * before it failed: tracker/handlerun.h), taken from the holder of that
+ * stack, largest first again: not memory the program holds. Returns a
+ * malloc'd array and its length in *nout (NULL when none is left or
+ * memory ran out); a copy of h when o took none. */
+struct vt_holder *vt_holders_less_taken(const struct vt_holder *h, size_t n, const struct vt_oom *o, size_t *nout);
+
 /* Sort the snapshot's live allocations largest first, in place (ties: older
  * first). */
 void vt_sort_live(struct vt_snapshot *s);

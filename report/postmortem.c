@@ -162,6 +162,7 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
         .raised_allocated = o->raised_allocated,
         .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
         .pool_reserved = o->pool_reserved, .pool_used = o->pool_used,
+        .taken_bytes = o->taken_bytes, .taken_count = o->taken_count,
         /* The device's counts at the failure, kept with it (the dump's). */
         .tracked = d && o->have_counts ? VT_TRACKED_COUNTS : d ? VT_TRACKED_BYTES : VT_TRACKED_NONE,
         .device_live_count = o->live_count, .device_peak_bytes = o->peak_bytes,

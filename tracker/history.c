@@ -8,6 +8,7 @@
 #include "../common/warn.h"
 #include "account.h"
 #include "clock.h"
+#include "handlerun.h"
 #include "history.h"
 
 struct vt_history vt_history = {.cap = 1000000};
@@ -114,6 +115,8 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
             oom_open_device = o->device;
             __atomic_store_n(&open_by[o->device], vt_thread_id(), __ATOMIC_RELAXED);
         }
+    } else {
+        vt_handle_run_end();
     }
     struct vt_holder *pending = NULL, *pending_dev = NULL;
     uint32_t npending = 0, npending_dev = 0;
@@ -141,6 +144,12 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         o->time_ns = now;
         o->thread = vt_thread_id();
         o->stack = vt_intern(frames, depth, vt_intern_hash(frames, &depth));
+        /* The handles this request made before the one that failed. */
+        struct vt_handle_run run;
+        vt_handle_run_take(o->kind == VT_KIND_VMM, o->stack, o->device, &run);
+        o->taken_count = run.count;
+        o->taken_bytes = run.bytes;
+        o->taken_since_ns = run.first_ticks;
         o->live_bytes = d ? d->live_bytes : vt_counts.totals.host_live_bytes;
         o->have_counts = d != NULL;
         o->live_count = d ? d->live_count : 0;
@@ -272,6 +281,7 @@ void vt_history_copy(struct vt_snapshot *s, double scale) {
             s->ooms[i].ticks = s->ooms[i].time_ns;
             s->ooms[i].time_ns = vt_ticks_to_ns(s->ooms[i].ticks, scale);
             s->ooms[i].peak_time_ns = vt_ticks_to_ns(s->ooms[i].peak_time_ns, scale);
+            s->ooms[i].taken_since_ns = vt_ticks_to_ns(s->ooms[i].taken_since_ns, scale);
         }
     } else {
         vt_records_lost("a snapshot's OOM records");

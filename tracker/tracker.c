@@ -14,6 +14,7 @@
 #include "../common/warn.h"
 #include "clock.h"
 #include "cow.h"
+#include "handlerun.h"
 #include "history.h"
 #include "intern.h"
 #include "internal.h"
@@ -134,6 +135,8 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     log_op(l, &r->a, ts, OP_ALLOC);
     slot_give(l);
     if (old) rec_put(old);
+    if (__builtin_expect(kind == VT_KIND_VMM, 0)) vt_handle_run_add(id, device, bytes, ts);
+    else vt_handle_run_end();
 }
 
 void vt_tracker_unseen_release(unsigned spaces) {
@@ -237,6 +240,7 @@ __attribute__((noinline)) static struct vt_free free_elsewhere(int space, uint64
  * which goes, as the walk's order did before. A free that fails puts the
  * record back and undoes the count (vt_tracker_free_end). */
 struct vt_free vt_tracker_free_begin(int space, uint64_t address) {
+    if (__builtin_expect(space == VT_SPACE_HANDLE, 0)) vt_handle_run_end();
     uint64_t ts = vt_ticks();
     struct vt_key k = {address, (uint32_t)space, 0};
     uint32_t khash = key_hash(&k);
@@ -319,6 +323,7 @@ int vt_tracker_ref(int space, uint64_t address) { return move_refs(space, addres
 int vt_tracker_unref(int space, uint64_t address) { return move_refs(space, address, -1); }
 
 uint64_t vt_tracker_map(uint64_t handle, uint64_t address, uint64_t bytes) {
+    vt_handle_run_end(); /* a request maps its handles once it made them all */
     struct vt_key k = {handle, VT_SPACE_HANDLE, 0};
     uint32_t khash = key_hash(&k);
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {

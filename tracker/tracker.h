@@ -151,7 +151,13 @@ struct vt_oom {
                                         NULL; device memory only) */
     uint32_t ndevice_holders;
     VT_OOM_FIELDS(VT_RECORD_FIELD) /* time_ns, requested, free_bytes, total_bytes,
-                                      live_bytes, api (common/records.h) */
+                                      live_bytes, taken_bytes, taken_count, api
+                                      (common/records.h) */
+    uint64_t taken_since_ns; /* when the first of the handles taken was
+                                made (in the history in ticks): they are
+                                this thread's live VMM records of this
+                                stack and device, unmapped, made from then
+                                to the failure */
     uint32_t stack;
     int32_t thread;
     int16_t device;

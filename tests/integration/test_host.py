@@ -1635,3 +1635,55 @@ def host_program_in_a_folder_named_with_a_newline_is_symbolized():
         sites = [l for l in r.err.splitlines() if l.startswith("    call site: ")]
         ok(sites and all(re.match(r"    call site: \w+ tests/progs/t_leaks\.c:\d+$", l) for l in sites),
            f"every call site named from the program's own file: {sites}")
+
+
+@test
+def host_pages_made_before_a_failed_one_are_the_requests_own():
+    """A request made of pages (PyTorch's expandable segments make every
+    20 MiB page of a tensor, then map them): the pages one call site made
+    one after another, not mapped, before the one refused are the failing
+    request's own. They were told as the largest holder ("holds 99% of the
+    tracked memory", with batch-size advice) of a tensor larger than the
+    device. The post-mortem says what the request took, the holders are
+    the rest, the finding is the request's; the dump and `vramtrace
+    report` of it say the same. Another request's allocation between the
+    pages ends the run: the page before it is a holder."""
+    prog = os.path.join(T, "t_pages")
+    line = source_line("t_pages.c", "return cuMemCreate(&h, 20 * MiB, &prop, 0);")
+    site = f"page tests/progs/t_pages.c:{line}"
+    MiB = 1 << 20
+    for steps, count, held, rows in (
+            ("page page page", 2, "0 B", ["vramtrace: largest holders by call site: none (no device memory is live)"]),
+            ("page other page page", 1, "21.00 MiB",
+             ["vramtrace: largest holders by call site (2 call sites):",
+              f"vramtrace:    20.00 MiB  95.2%      1 alloc   {site}"])):
+        r = run([prog] + steps.split(), env={"SIMGPU_CAPACITY": "50M"})
+        eq(r.out.splitlines()[-1], "page -> 2", f"{steps}: the last page refused")
+        taken = (f"taken by this request before that call: {count * 20}.00 MiB in {count} handle{'s' if count > 1 else ''} "
+                 "made one after another at this call site and not mapped yet (a request made of pages, as PyTorch's "
+                 "expandable segments make them): the request's own, not memory the program holds; counted in the "
+                 "tracked bytes below, not among the holders")
+        pm = r.err[:r.err.index("vramtrace: exit in pid")]
+        eq([l for l in pm.splitlines() if "taken by this request" in l], ["vramtrace:   " + taken],
+           f"{steps}: the post-mortem's request")
+        got = pm.splitlines()
+        at = got.index(rows[0])
+        eq(got[at:at + len(rows)], rows, f"{steps}: the holders, less the request's own")
+        finding = (f"this request made {count} handle{'s' if count > 1 else ''} ({count * 20}.00 MiB) before the one of "
+                   f"20.00 MiB that failed: {count * 20 + 20}.00 MiB asked so far, no less than everything else the "
+                   f"program holds on the device ({held}); it is the request that does not fit, not what is held")
+        nxt = f"make that tensor smaller at {site} (batch or sequence length) or shard it across devices"
+        ok(f"vramtrace:   1. {finding}\nvramtrace:      next: {nxt}\n" in pm, f"{steps}: the finding: {pm}")
+        eq("of the tracked memory" in pm, False, f"{steps}: no holder said to hold it")
+        o = r.dump["ooms"][0]
+        eq((o["taken_bytes"], o["taken_count"], o["live_bytes"]),
+           (count * 20 * MiB, count, (count * 20 + (21 if count == 1 else 0)) * MiB), f"{steps}: the dump's failure")
+        eq([(f["id"], f["finding"], f["next"]) for f in o["findings"]], [("request_takes_most", finding, nxt)],
+           f"{steps}: the dump's findings")
+        with workdir("vt-taken-") as work:
+            path = os.path.join(work, "d.json")
+            json.dump({k: v for k, v in r.dump.items() if k != "_path"}, open(path, "w"))
+            text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+            eq([l for l in text.splitlines() if "taken by this request" in l], ["  " + taken],
+               f"{steps}: vramtrace report's request")
+            ok(f"    1. {finding}\n       next: {nxt}\n" in text, f"{steps}: vramtrace report's finding: {text}")

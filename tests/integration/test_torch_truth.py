@@ -3011,3 +3011,60 @@ def torch_truth_post_mortems_that_said_nothing():
         f"run the evaluation at evaluate train.py:{line} under torch.no_grad() or torch.inference_mode(): no "
         "activations are kept then"), "the evaluation's finding")
     ok("the model is in evaluation mode (training is False) with grad mode on" in report, report[-3000:])
+
+
+LARGER_THAN_THE_DEVICE = r"""
+import torch
+MiB = 1 << 20
+small = torch.empty(100 * MiB, dtype=torch.uint8, device="cuda")
+try:
+    x = torch.empty(9 * 1024 * MiB, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(str(e).splitlines()[0][:48])
+"""
+
+
+@torch_test
+def torch_truth_expandable_tensor_larger_than_the_device_is_the_requests_own():
+    """Expandable segments, a 9 GiB tensor on an 8 GiB device: PyTorch
+    makes its 20 MiB pages one after another, the 390th is refused, it
+    releases the 389 it made (7.60 GiB), tries once more and raises. Those
+    pages were told as the largest holder ("holds 99% of the tracked
+    memory", a smaller micro-batch advised), and the request was never said
+    to be larger than the device, as it is without expandable segments.
+    They are the request's own: said with the request, left out of the
+    holders; the finding is the request's, and once PyTorch's record says
+    it asked 9 GiB, request_exceeds_device, in the dump and in `vramtrace
+    report` as in the post-mortem."""
+    out, dumps, report = traced(LARGER_THAN_THE_DEVICE, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    report = re.sub(r"/\S*/train\.py", "train.py", report)
+    eq(out, "CUDA out of memory. Tried to allocate 9.00 GiB. \n", "PyTorch's error")
+    taken = ("taken by this request before that call: 7.60 GiB in 389 handles made one after another at this call "
+             "site and not mapped yet (a request made of pages, as PyTorch's expandable segments make them): the "
+             "request's own, not memory the program holds; counted in the tracked bytes below, not among the holders")
+    pm = report[:report.index("vramtrace: inside PyTorch at this out-of-memory error:")]
+    eq([l for l in pm.splitlines() if "taken by this request" in l], ["vramtrace:   " + taken], "the request's own")
+    rows = pm[pm.index("vramtrace: largest holders by call site"):pm.index("vramtrace: largest live allocations")]
+    eq([l.split(" -> ")[0] for l in rows.splitlines()],
+       ["vramtrace: largest holders by call site (1 call site):",
+        "vramtrace:   100.00 MiB 100.0%      5 allocs  <module> train.py:4"], "the holders: the rest")
+    first = ("this request made 389 handles (7.60 GiB) before the one of 20.00 MiB that failed: 7.62 GiB asked so "
+             "far, no less than everything else the program holds on the device (100.00 MiB); it is the request "
+             "that does not fit, not what is held")
+    exceeds = "the request alone (9.00 GiB) is larger than the device (8.00 GiB)"
+    eq(re.findall(r"vramtrace:   \d\. (.*)", report), [first, exceeds],
+       "the findings: the post-mortem's, then what PyTorch's record adds")
+    ok("what PyTorch's record adds to the findings:\nvramtrace:   1. " + exceeds + "\nvramtrace:      next: no "
+       "allocator setting can fit it: make that tensor smaller at <module> train.py:6" in report, "its next step")
+    ok("of the tracked memory" not in report and "micro-batch" not in report, "no holder, no batch advice")
+    ooms = dumps["exit"]["ooms"]
+    eq([(o["api"], o["requested_bytes"], o["taken_bytes"], o["taken_count"]) for o in ooms],
+       [("cuMemCreate", 20 << 20, 389 * (20 << 20), 389)] * 2, "the failures: the page, twice, after 389 pages")
+    eq([[(f["id"], f["finding"]) for f in o["findings"]] for o in ooms],
+       [[("request_takes_most", first)], [("request_exceeds_device", exceeds)]], "the dump's findings")
+    with workdir("vt-truth-taken-") as work:
+        path = os.path.join(work, "d.json")
+        json.dump(dumps["exit"], open(path, "w"))
+        text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+        eq(text.count("  " + taken + "\n"), 2, "vramtrace report: the request's own, at each failure")
+        eq(re.findall(r"\n    \d\. (.*)", text), [first, exceeds], "vramtrace report: the same findings")
