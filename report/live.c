@@ -103,10 +103,15 @@ static int create_segment(void) {
     }
     fd = kept.fd;
     void *m = MAP_FAILED;
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(struct vt_live_segment)) != 0 ||
+    /* The pages are reserved, not a sparse size: the segment is written
+     * through the mapping, and a store to a page a full tmpfs (/dev/shm of
+     * a container is 64 MB) cannot give is a SIGBUS that kills the
+     * program. Reserved, a full folder is ENOSPC here and one warning. */
+    int fe = 0;
+    if (fchmod(fd, 0600) != 0 || (fe = posix_fallocate(fd, 0, sizeof(struct vt_live_segment))) != 0 ||
         flock(fd, LOCK_EX | LOCK_NB) != 0 ||
         (m = mmap(NULL, sizeof(struct vt_live_segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        int e = errno;
+        int e = fe ? fe : errno; /* posix_fallocate returns its error */
         close(fd);
         unlink(tmp_path);
         errno = e;

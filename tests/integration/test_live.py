@@ -407,6 +407,36 @@ def live_segment_temporary_of_a_killed_writer_is_removed():
 
 
 @test
+def live_segment_on_a_full_folder_is_a_warning_not_a_bus_error():
+    """The segment's folder (XDG_RUNTIME_DIR, else /dev/shm: a container's
+    is 64 MB) on a tmpfs that is full, or that has 20 KiB free of the
+    segment's 38 KiB: one warning, the program as without vramtrace, and
+    nothing left in the folder. Before, the segment was a sparse file
+    written through its mapping: the first store was a SIGBUS (status 135)
+    and its temporary file stayed."""
+    prog = [os.path.join(T, "t_fds"), "stdin"]
+    script = ('mount -t tmpfs -o size=64k vt-shm "$VT_DIR" && '
+              'dd if=/dev/zero of="$VT_DIR/fill" bs=1k count="$VT_FILL" 2>/dev/null && "$@"; s=$?; '
+              'ls -A "$VT_DIR"; exit $s')
+    for fill in (64, 44):
+        rundir = tempdir("vt-rundir-")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        env.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, XDG_RUNTIME_DIR=rundir, VT_DIR=rundir,
+                   VT_FILL=str(fill), VRAMTRACE_OUT="off", VRAMTRACE_LIVE="1", VRAMTRACE_REPORT="stderr")
+        p = subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh"] + prog, env=env,
+                           capture_output=True, text=True, timeout=60)
+        eq((p.returncode, p.stdout), (0, "fd 0 open\nfill\n"),
+           f"{fill} KiB of 64 used: the program's status and output, only the filler left in the folder")
+        pid = re.search(r"^vramtrace: exit in pid (\d+) ", p.stderr, re.M)
+        ok(pid, "the exit summary: " + p.stderr[-300:])
+        eq([l for l in p.stderr.splitlines() if "warning" in l],
+           [f"vramtrace: warning: cannot create the live segment {segment_path(rundir, pid[1])}: "
+            "No space left on device; vramtrace top and metrics will not see this process"],
+           f"{fill} KiB of 64 used: one warning")
+
+
+@test
 def live_segment_off_switch():
     """VRAMTRACE_LIVE=0 publishes nothing and starts no thread (with the
     signals' watcher off too: VRAMTRACE_SIGNAL=0 VRAMTRACE_ON_TERM=0)."""
