@@ -1,5 +1,6 @@
 /* fdkeep.h -- the descriptors the library keeps open in the program (the
- * dump signal's pipe, the live segment's file).
+ * dump signal's pipe, the live segment's file), and those it opens for a
+ * while (a dump's files, the report file, the files of /proc it reads).
  *
  * The program owns the descriptor table: a daemon closes every descriptor
  * from 3 up (closefrom) and opens its own files, which get the lowest
@@ -10,6 +11,7 @@
 #ifndef VT_FDKEEP_H
 #define VT_FDKEEP_H
 
+#include <stdio.h>
 #include <sys/types.h>
 
 struct vt_fd {
@@ -35,6 +37,36 @@ int vt_fd_keep(int fd, struct vt_fd *k);
  * nothing where the limit keeps the kept descriptors low anyway; errno
  * unchanged. */
 void vt_fd_reserve(void);
+
+/* Open path (openat(dirfd, path, flags | O_CLOEXEC, mode)) for the
+ * library's own use for a while: a dump's temporary file and its folder,
+ * the report file, the files of /proc and the modules it reads. Opened at
+ * a number out of the program's way, as a kept descriptor is (above
+ * VT_FD_LOW where the limit allows, else the lowest free from 3 up), and
+ * never at 0, 1 or 2, not even for an instant: a program that closed its
+ * stdout and stderr and keeps writing to them (a daemon) wrote into the
+ * file that took their number, the dump's temporary file among them.
+ * Those of 0, 1 and 2 that are closed are held meanwhile by descriptors
+ * that refuse every read and write (O_PATH: EBADF, as a closed one's).
+ * The descriptor, or -1 with errno. */
+int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode);
+
+/* The file at path opened with vt_fd_open to be read as a stream, or
+ * NULL with errno. */
+FILE *vt_fd_fopen(const char *path);
+
+/* The same for a descriptor made another way (a pipe's): nothing of 0, 1
+ * and 2 taken while vt_fd_std_held's hold lasts. held[3] says which of
+ * them were closed and are held now (-1: not held); vt_fd_std_free lets
+ * them go, errno unchanged. */
+void vt_fd_std_hold(int held[3]);
+void vt_fd_std_free(const int held[3]);
+
+/* fd (of the library's) moved out of the program's way as vt_fd_open's
+ * are: the descriptor it is at now, close on exec; where it cannot move,
+ * fd itself, unless fd is 0, 1 or 2: then it is closed and -1 returned
+ * (EMFILE). */
+int vt_fd_high(int fd);
 
 /* 1 when k->fd is still the file kept (fstat: safe in a signal handler). */
 int vt_fd_mine(const struct vt_fd *k);

@@ -8,13 +8,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fdkeep.h"
 #include "procself.h"
 
 const char *vt_stat_field(int pid, char *buf, size_t size, int field) {
     char path[48];
     if (pid > 0) snprintf(path, sizeof path, "/proc/%d/stat", pid);
     else snprintf(path, sizeof path, "/proc/self/stat");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
     if (fd < 0) return NULL;
     ssize_t n = read(fd, buf, size - 1);
     close(fd);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdkeep.h"
 #include "pipetext.h"
 #include "suppfile.h"
 
@@ -32,7 +33,7 @@ static FILE *read_pipe(int fd, const char **why) {
  * blocking: a FIFO with no writer there would hold the process at exit
  * forever. */
 static FILE *open_rules(const char *path, const char **why) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
     struct stat st;
     *why = NULL;
     if (fd < 0) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "nvml.h"
 
 /* nvmlProcessInfo_t of the _v2/_v3 calls, and of the original call. */
@@ -35,7 +36,7 @@ static void proc_name(int pid, char *out, size_t size) {
     char path[64];
     out[0] = '\0';
     snprintf(path, sizeof path, "/proc/%d/comm", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
     if (fd < 0) return;
     ssize_t n = read(fd, out, size - 1);
     close(fd);

@@ -91,7 +91,11 @@ void vt_ondemand_start(void) {
     }
     if (!dump_signal && !vt_opt.on_term) goto out;
     int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) goto out;
+    int held[3];
+    vt_fd_std_hold(held); /* the pipe never at 0..2, not even before it is kept */
+    int piped = pipe2(p, O_CLOEXEC);
+    vt_fd_std_free(held);
+    if (piped != 0) goto out;
     if (vt_fd_keep(p[0], &rd) != 0) {
         close(p[1]);
         goto out;

@@ -113,7 +113,7 @@ static int sender(void) {
     if (from <= 0 || was <= 0 || from != (int)getppid()) return from;
     char p[64], comm[32] = "";
     snprintf(p, sizeof p, "/proc/%d/comm", from);
-    FILE *f = fopen(p, "re");
+    FILE *f = vt_fd_fopen(p);
     if (f) {
         if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
         fclose(f);
@@ -151,7 +151,11 @@ void vt_onterm_heard(void) {
 
 int vt_onterm_prepare(void) {
     int q[2];
-    if (pipe2(q, O_CLOEXEC) != 0) return -1;
+    int held[3];
+    vt_fd_std_hold(held); /* the pipe never at 0..2, not even before it is kept */
+    int piped = pipe2(q, O_CLOEXEC);
+    vt_fd_std_free(held);
+    if (piped != 0) return -1;
     if (vt_fd_keep(q[0], &done_rd) != 0) {
         close(q[1]);
         return -1;

@@ -13,6 +13,7 @@
 
 #include <uthash.h>
 
+#include "../common/fdkeep.h"
 #include "../common/procself.h"
 #include "../tracker/departed.h"
 #include "hook.h"
@@ -153,7 +154,7 @@ static char *mapped_file(const struct dl_phdr_info *info, uintptr_t lo) {
         return strdup(buf);
     }
     snprintf(link, sizeof link, "%s/maps", dir);
-    FILE *f = fopen(link, "re");
+    FILE *f = vt_fd_fopen(link);
     if (!f) return NULL;
     char *found = NULL, *line = NULL;
     size_t cap = 0;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "debuglink.h"
 
 /* Where distributions install debug files named after the file's path. */
@@ -62,7 +63,7 @@ static int build_id_matches(int fd, const unsigned char *id, int len) {
 /* The candidate path, opened when it is m's debug file (see debuglink.h);
  * main_st the module's file, never taken for its own debug file. */
 static int try_path(Dwfl_Module *m, const char *path, const struct stat *main_st, GElf_Word crc) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
     if (fd < 0) return -1;
     struct stat st;
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&

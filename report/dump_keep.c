@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "dump_keep.h"
 #include "outfile.h"
 
@@ -94,7 +95,7 @@ static int aside_name(const char *base, int pid, int k, char *out, size_t size) 
 
 int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) {
     struct vt_kept *k = arg;
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) return 0;
     struct stat st;
     int pid = -1;
@@ -133,7 +134,7 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
  * job with no dump at all). */
 static int replaceable(int dirfd, const char *base, const char **why) {
     static const char *theirs = "belongs to another user", *not_dump = "is not a vramtrace dump";
-    int fd = openat(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0 && errno == EACCES) {
         /* A file of this user's it cannot read (mode 0200, a log another
          * tool appends to) is no dump of vramtrace's, which are 0600: it

@@ -88,10 +88,10 @@ static int create_segment(void) {
     vt_live_dir(dir, sizeof dir);
     snprintf(L.path, sizeof L.path, "%s/" VT_LIVE_PREFIX "%d" VT_LIVE_SUFFIX, dir, (int)getpid());
     snprintf(tmp_path, sizeof tmp_path, "%s/." VT_LIVE_PREFIX "%d.tmp", dir, (int)getpid());
-    int fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = vt_fd_open(AT_FDCWD, tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     if (fd < 0 && errno == EEXIST) { /* left by a process that had this pid */
         unlink(tmp_path);
-        fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = vt_fd_open(AT_FDCWD, tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     }
     if (fd < 0) return -1;
     struct vt_fd kept;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "outfile.h"
 
 /* Why the node st may not be written, or NULL. */
@@ -29,7 +30,7 @@ int vt_file_dir_of(const char *path, const char **base) {
     const char *slash = strrchr(path, '/');
     if (!slash) {
         *base = path;
-        return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return vt_fd_open(AT_FDCWD, ".", O_PATH | O_DIRECTORY, 0);
     }
     *base = slash + 1;
     if (!**base) {
@@ -40,7 +41,7 @@ int vt_file_dir_of(const char *path, const char **base) {
     size_t n = slash == path ? 1 : (size_t)(slash - path);
     memcpy(dir, path, n);
     dir[n] = '\0';
-    return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return vt_fd_open(AT_FDCWD, dir, O_PATH | O_DIRECTORY, 0);
 }
 
 static int close_keep_errno(int fd) {
@@ -60,7 +61,7 @@ static int open_existing(int dirfd, const char *base, int flags, const char **wh
     struct stat before, st;
     if (fstatat(dirfd, base, &before, AT_SYMLINK_NOFOLLOW) != 0) return -1;
     if ((*why = refusal(&before))) return -1;
-    int fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+    int fd = vt_fd_open(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | flags, 0);
     if (fd < 0) {
         if (errno == ELOOP) *why = "it is a symbolic link (not followed)";
         else if (errno == ENXIO && S_ISFIFO(before.st_mode)) *why = "it is a FIFO with no reader";
@@ -134,8 +135,7 @@ static int open_report_fd(const char *path, const char **why) {
     if (dirfd < 0) return -1;
     int fd = -1;
     for (int tries = 0; tries < 4; tries++) {
-        fd = openat(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-                    0600);
+        fd = vt_fd_open(dirfd, base, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
         if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd >= 0 || errno != EEXIST) break;
         fd = open_existing(dirfd, base, O_APPEND, why);
@@ -307,7 +307,7 @@ static int take_turn(int dirfd, const char *base) {
     size_t keep = strlen(base);
     if (keep + 5 > NAME_MAX) keep = NAME_MAX - 5;
     snprintf(name, sizeof name, "%.*s.lock", (int)keep, base);
-    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    int fd = vt_fd_open(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return close_keep_errno(fd);
@@ -411,7 +411,7 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
         size_t keep = strlen(base);
         if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
         snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = vt_fd_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
         if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd < 0 && errno != EEXIST) return -1;
     }

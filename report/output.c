@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../common/display.h"
+#include "../common/fdkeep.h"
 #include "../common/procself.h"
 #include "../common/warn.h"
 #include "../tracker/options.h"
@@ -151,7 +152,7 @@ static void warn_once(int *flag, const char *what, const char *path, const char 
 static int read_argv(char *buf, size_t size, char **argv, int max) {
     char dir[VT_PROC_SELF_MAX], path[VT_PROC_SELF_MAX + 16];
     snprintf(path, sizeof path, "%s/cmdline", vt_proc_self(dir));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
     if (fd < 0) return 0;
     ssize_t n = read(fd, buf, size - 1);
     close(fd);
@@ -311,7 +312,7 @@ static void read_self_id_locked(void) {
     char *end;
     unsigned long long start = strtoull(p, &end, 10);
     if (end == p) return;
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY, 0);
     if (fd < 0) return;
     ssize_t n = read(fd, self_id.boot_id, sizeof self_id.boot_id - 1);
     close(fd);
@@ -346,7 +347,7 @@ static int written_by_this_process(const char *path, int pid) {
     struct stat st;
     /* Only a regular file is opened: opening a device may do something. */
     if (!self_id.boot_id[0] || lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) return 0;
     char head[512];
     ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head - 1) : -1;
@@ -608,7 +609,7 @@ void vt_output_ended_by(int sig, int from_pid) {
     if (from_pid > 0) {
         char p[64];
         snprintf(p, sizeof p, "/proc/%d/comm", from_pid);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        int fd = vt_fd_open(AT_FDCWD, p, O_RDONLY, 0);
         if (fd >= 0) {
             ssize_t n = read(fd, ended.from, sizeof ended.from - 1);
             close(fd);

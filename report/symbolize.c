@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../common/display.h"
+#include "../common/fdkeep.h"
 #include "../common/labels.h"
 #include "../common/procself.h"
 #include "../tracker/departed.h"
@@ -321,7 +322,7 @@ static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
     if (!dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL)) return -1;
     char dir[VT_PROC_SELF_MAX], maps[VT_PROC_SELF_MAX + 16];
     snprintf(maps, sizeof maps, "%s/maps", vt_proc_self(dir));
-    FILE *f = fopen(maps, "re");
+    FILE *f = vt_fd_fopen(maps);
     if (!f) return -1;
     char line[256];
     unsigned long lo, hi;
@@ -448,7 +449,7 @@ static void open_dwfl(struct priv *p) {
  * from it, the one taken in memory then. */
 static int same_code_in_file(const struct vt_code_span *s) {
     if (!s->text_len || !s->file) return 0;
-    int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    int fd = vt_fd_open(AT_FDCWD, s->path, O_RDONLY, 0);
     if (fd < 0) return 0;
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_dev != s->dev || st.st_ino != s->ino || (uint64_t)st.st_size != s->size ||

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/fdkeep.h"
 #include "../common/warn.h"
 #include "live_spill.h"
 #include "lockprobe.h"
@@ -49,14 +50,18 @@ size_t vt_live_spill_run(void) {
 
 /* An unlinked file of mode 0600 in dir, or -1 (errno set). */
 static int nameless_file(const char *dir) {
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = vt_fd_open(AT_FDCWD, dir, O_TMPFILE | O_RDWR, 0600);
     if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/.vramtrace-live-XXXXXX", dir) >= (int)sizeof path) {
         errno = ENAMETOOLONG;
         return -1;
     }
+    int held[3];
+    vt_fd_std_hold(held);
     fd = mkostemp(path, O_CLOEXEC);
+    vt_fd_std_free(held);
+    fd = vt_fd_high(fd);
     if (fd >= 0) unlink(path);
     return fd;
 }

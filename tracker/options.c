@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/callsite.h"
+#include "../common/fdkeep.h"
 #include "../common/warn.h"
 #include "options.h"
 
@@ -57,7 +58,7 @@ static char mark_path[4096]; /* the mark's path, for vt_mark_verdict; "" without
 
 VT_AT_START static void mark_loaded(const char *path) {
     if (!path || !*path) return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    int fd = vt_fd_open(AT_FDCWD, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
     if (fd >= 0) close(fd);
     size_t n = __builtin_strlen(path);
     if (n + sizeof ".verdicts" <= sizeof mark_path) {
@@ -71,7 +72,7 @@ VT_AT_START static void mark_loaded(const char *path) {
  * once do not mix). */
 void vt_mark_verdict(const char *what) {
     if (!mark_path[0]) return;
-    int fd = open(mark_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    int fd = vt_fd_open(AT_FDCWD, mark_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600);
     if (fd < 0) return;
     char line[64];
     int n = snprintf(line, sizeof line, "%s %ld\n", what, (long)getpid());

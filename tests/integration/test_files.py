@@ -93,6 +93,28 @@ def program_started_with_stdin_closed_keeps_it_closed():
             eq((p.returncode, p.stdout, p.stderr), (0, "fd 0 closed\n", ""), f"preload {preload}")
 
 
+@test
+def program_that_closed_stdout_and_stderr_never_writes_into_vramtraces_files():
+    """A program that closed 1 and 2 and keeps writing to them from a
+    thread (a daemon's log lines), while two out-of-memory post-mortems
+    and the exit write 1 MB dumps: every one of its writes fails (EBADF)
+    as without vramtrace, and the dump at the path is whole. The dump's
+    folder and temporary file took 1 and 2 before: thousands of the
+    program's lines went into the dump, which was then no dump."""
+    prog = [os.path.join(T, "t_closedstd"), "2", "20000"]
+    want = "out of memory 2 of 2; writes to 1 and 2 taken: 0\n"
+    rc, out, err, _ = timed(prog, dict(lib_env(), LD_PRELOAD=""), timeout=60)
+    eq((rc, out, err), (0, want, ""), "without vramtrace")
+    with workdir("vt-closedstd-") as work:
+        path = os.path.join(work, "g.json")
+        rc, out, err, _ = timed(prog, lib_env(VRAMTRACE_OUT=path, VRAMTRACE_REPORT="stderr"), timeout=60)
+        eq((rc, out, err), (0, want, ""), "with vramtrace: the program's writes to 1 and 2 all refused")
+        eq(os.listdir(work), ["g.json"], "one dump, nothing beside it")
+        d = load_dump(path)
+        eq((d["reason"], d["totals"]["live_count"], d["totals"]["oom_count"]), ("exit", 20000, 2),
+           "the exit dump, whole")
+
+
 # ------------------------------------------ devices, FIFOs, links: the dump
 
 
