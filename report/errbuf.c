@@ -13,23 +13,59 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "errbuf.h"
 #include "outfile.h"
 
 #define ERRBUF_HIGH (64 * 1024)
 
-/* All of it to the descriptor, waiting for one the program made
- * non-blocking 10 s without progress, once (b->stuck): then the rest is
+/* The descriptor a report waited for in vain (a pipe nobody reads
+ * until the program ends): later reports to the same file are dropped at
+ * once, so that the process waits once, not at each out-of-memory error
+ * and again at its exit (20 s for two). Another file put at that number
+ * is written again. */
+static struct {
+    int fd; /* -1: none */
+    dev_t dev;
+    ino_t ino;
+} stalled = {-1, 0, 0};
+static pthread_mutex_t stalled_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int is_stalled(int fd) {
+    struct stat st;
+    pthread_mutex_lock(&stalled_lock);
+    int yes = stalled.fd == fd && fstat(fd, &st) == 0 && st.st_dev == stalled.dev && st.st_ino == stalled.ino;
+    pthread_mutex_unlock(&stalled_lock);
+    return yes;
+}
+
+static void note_stalled(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return;
+    pthread_mutex_lock(&stalled_lock);
+    stalled.fd = fd;
+    stalled.dev = st.st_dev;
+    stalled.ino = st.st_ino;
+    pthread_mutex_unlock(&stalled_lock);
+}
+
+/* All of it to the descriptor, waiting for one that is full (a pipe
+ * whose reader does not read, blocking or not) 10 s without progress,
+ * once (b->stuck, and for the process: is_stalled): then the rest is
  * dropped. */
 static void write_all(struct vt_errbuf *b, const char *p, size_t n) {
     if (!b->flushed) {   /* what the program left in its buffer goes first */
         b->flushed = 1;
         if (fflush(b->fd == 1 ? stdout : stderr) == EOF && errno == EPIPE) b->broke = 1;
     }
+    if (!b->stuck && is_stalled(b->fd)) b->stuck = 1;
+    if (b->stuck) return;
     vt_file_write_waiting(b->fd, p, n, &b->stuck);
+    if (b->stuck && errno == ETIMEDOUT) note_stalled(b->fd);
 }
 
 /* Write the buffer's whole lines (with `all`, the rest too), keeping a

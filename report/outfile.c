@@ -75,10 +75,38 @@ static int open_existing(int dirfd, const char *base, int flags, const char **wh
     return fd;
 }
 
+/* 1 when a write to fd may block for as long as a reader does not read:
+ * a pipe, FIFO or socket without O_NONBLOCK (stderr under a launcher that
+ * reads it only once the program has ended). */
+static int may_block(int fd) {
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    return fl >= 0 && !(fl & O_NONBLOCK) && fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
 size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck) {
     size_t done = 0;
+    /* The descriptor's flags are the program's (shared with it): a
+     * blocking one is not made non-blocking, it is waited for with poll
+     * before each write, and each write is at most PIPE_BUF bytes, which a
+     * pipe that polls writable takes without blocking. */
+    int guard = n && may_block(fd);
     while (done < n && !*stuck) {
-        ssize_t w = write(fd, p + done, n - done);
+        size_t chunk = n - done;
+        if (guard) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int r;
+            do r = poll(&pf, 1, VT_FILE_WAIT_MS);
+            while (r < 0 && errno == EINTR);
+            if (r <= 0 || (pf.revents & POLLNVAL)) {
+                if (r == 0) errno = ETIMEDOUT;
+                else if (r > 0) errno = EBADF;
+                *stuck = 1;
+                break;
+            }
+            if (chunk > PIPE_BUF) chunk = PIPE_BUF;
+        }
+        ssize_t w = write(fd, p + done, chunk);
         if (w > 0) {
             done += (size_t)w;
             continue;

@@ -36,7 +36,9 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
                        const struct vt_prev *prev, struct stat *placed);
 
 /* Write n bytes of p to fd, waiting for a descriptor that says "try
- * again" (non-blocking: a full pipe, a FIFO whose reader stalls) up to
+ * again" (non-blocking: a full pipe, a FIFO whose reader stalls), or a
+ * blocking pipe, FIFO or socket that is full (polled before each write of
+ * at most PIPE_BUF bytes: its flags stay the program's), up to
  * VT_FILE_WAIT_MS without progress, once: after a wait that long, or an
  * error, *stuck is set (errno ETIMEDOUT, or the write's) and nothing more
  * is written, this call or a later one with the same flag (each chunk

@@ -209,6 +209,42 @@ def dump_to_a_fifo_whose_reader_stalls_waits_ten_seconds_once():
 
 
 @test
+def stderr_pipe_nobody_reads_yet_is_waited_for_ten_seconds_once():
+    """stderr a pipe its launcher reads only once the program has ended,
+    64,000 bytes of the program's in it already, blocking or not: the
+    out-of-memory post-mortem waits 10 s for room, once, and the exit's
+    report then waits no more; the program's output and status as without
+    vramtrace. A blocking stderr held the failing cudaMalloc for ever
+    (write() in the post-mortem); a non-blocking one was waited for twice
+    (20 s)."""
+    prog = os.path.join(T, "t_fullerr")
+    for mode in ("block", "nonblock"):
+        for preload in (False, True):
+            with workdir("vt-fullerr-") as work:
+                env = lib_env(VRAMTRACE_REPORT="stderr", SIMGPU_CAPACITY="64M") if preload else \
+                    dict(lib_env(SIMGPU_CAPACITY="64M"), LD_PRELOAD="")
+                with open(os.path.join(work, "out"), "w+") as out:
+                    t0 = time.monotonic()
+                    p = subprocess.Popen([prog, "64000", mode], env=env, stdout=out, stderr=subprocess.PIPE)
+                    try:
+                        rc = p.wait(timeout=40)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+                        rc = "still running after 40 s"
+                    secs = time.monotonic() - t0
+                    err = p.stderr.read()
+                    p.stderr.close()
+                    out.seek(0)
+                    eq((rc, out.read()), (7, "big request -> 2\n"), f"{mode}, preload {preload}: status and output")
+                ok(err.startswith(("x" * 99 + "\n").encode() * 640), f"{mode}: the program's 64,000 bytes first")
+                if preload:
+                    ok(9.5 < secs < 15, f"{mode}: one wait of 10 s, not more: {secs:.1f} s")
+                    if mode == "block":
+                        eq(len(err), 64000, "block: nothing of vramtrace's in a pipe that had no room")
+
+
+@test
 def dev_null_stays_a_device():
     # /dev/null itself, in a mount namespace of its own (a private /dev):
     # a regression must not take the machine's /dev/null with it.
