@@ -10,7 +10,12 @@
  *
  * dlopen calls vt_dlopen_before() (which also finds the real dlopen), then
  * jumps to the real dlopen the same way: the caller's RPATH, RUNPATH and
- * $ORIGIN still apply. */
+ * $ORIGIN still apply. A mode with RTLD_DEEPBIND (8) asks
+ * vt_dlopen_deep(file, mode, caller) instead, which returns dlopen's
+ * answer, or -1 to have the real dlopen run as the caller's (deepbind.h).
+ *
+ * vt_dlsym_entry and vt_dlopen_entry name the two under names no other
+ * library defines, for deepbind.c. */
 
 /* The two arguments kept across the call into C, the stack aligned to 16. */
     .macro SAVE_ARGS
@@ -33,7 +38,10 @@
     .text
     .globl  dlsym
     .type   dlsym, @function
+    .globl  vt_dlsym_entry
+    .hidden vt_dlsym_entry
 dlsym:
+vt_dlsym_entry:
     .cfi_startproc
     SAVE_ARGS
     movq    24(%rsp), %rdx
@@ -49,11 +57,26 @@ dlsym:
 
     .globl  dlopen
     .type   dlopen, @function
+    .globl  vt_dlopen_entry
+    .hidden vt_dlopen_entry
 dlopen:
+vt_dlopen_entry:
     .cfi_startproc
+    testl   $8, %esi
+    jnz     2f
     SAVE_ARGS
     call    vt_dlopen_before
     RESTORE_ARGS
+    jmp     *vt_real_dlopen(%rip)
+2:
+    SAVE_ARGS
+    movq    24(%rsp), %rdx
+    call    vt_dlopen_deep
+    RESTORE_ARGS
+    cmpq    $-1, %rax
+    je      3f
+    ret
+3:
     jmp     *vt_real_dlopen(%rip)
     .cfi_endproc
     .size   dlopen, .-dlopen

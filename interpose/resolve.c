@@ -276,7 +276,7 @@ void *vt_real_slow(int id) {
     return current_real(id);
 }
 
-VT_EARLY static int hook_by_name(const char *name) {
+VT_EARLY int vt_hook_by_name(const char *name) {
     if (name == NULL || name[0] != 'c' || name[1] != 'u') return -1;
     for (int i = 0; i < VT_ID_COUNT; i++)
         if (strcmp(hooks[i].name, name) == 0) return i;
@@ -328,7 +328,7 @@ static int loaded_after(struct link_map *map, void *p) {
  * RTLD_LOCAL with its driver); when there is none, as without vramtrace. */
 VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *caller) {
     vt_resolve_init();
-    int id = hook_by_name(name);
+    int id = vt_hook_by_name(name);
     if (id < 0 || !vt_real_dlsym) return VT_DLSYM_PASS;
     /* While no CUDA library is loaded our exports are invisible and the
      * real dlsym answers a name nobody else defines exactly (dlerror too). */
@@ -367,6 +367,12 @@ VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *c
     void *w = wrapper_for(id, r);
     (void)dlerror(); /* a found symbol leaves no error, whatever our own look-ups left */
     return w;
+}
+
+void *vt_wrapper_for_def(int id, void *def) {
+    if (def == wrapper_of(id)) return def;
+    if (hooks[id].base) learn_driver(def);
+    return wrapper_for(id, def);
 }
 
 static void *export_of(int id) {
@@ -432,6 +438,8 @@ static void *real_dlclose_fn(void) {
     return f;
 }
 
+void *vt_real_dlclose(void) { return real_dlclose_fn(); }
+
 static int real_dlclose(void *handle) {
     void *f = real_dlclose_fn();
     return f ? ((int (*)(void *))f)(handle) : -1;
@@ -453,3 +461,6 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
     errno = saved;
     return r;
 }
+/* The override under a name of the library's own, which no other
+ * definition of dlclose can take (deepbind.c binds a library to it). */
+VT_HIDDEN __typeof__(dlclose) vt_dlclose_entry __attribute__((alias("dlclose"), nothrow));

@@ -70,6 +70,18 @@ void *vt_global_symbol(const char *name);
 void *vt_swap_proc(const char *symbol, void *fn, int version,
                    unsigned long long flags);
 
+/* The hook id of a hooked name; -1 for any other name. */
+int vt_hook_by_name(const char *name);
+
+/* What the dlsym override hands out for `def`, one library's definition
+ * of hook `id`: the wrapper, or a trampoline to it when the wrapper calls
+ * another library's (deepbind.c binds a library's references by this). */
+void *vt_wrapper_for_def(int id, void *def);
+
+/* The C library's dlclose (vramtrace's dlclose calls it); NULL when it
+ * cannot be found. */
+void *vt_real_dlclose(void);
+
 #define VT_REAL(sym) ((__typeof__(&sym))vt_real(VT_ID_##sym))
 
 #endif

@@ -460,3 +460,58 @@ def dl_threads_loading_and_unloading_plugins_at_once():
                 for f in fr[:k]:
                     ok(f == "??" or re.match(r"plug_a_(inner|alloc) \S*t_unload_plug\.c:\d+$", f),
                        f"{what}: a plugin frame: {f!r}")
+
+
+DEEPBIND_OUT = "cu_plugin: 0 0 0 0\nrt_plugin: 0 0 0 0 0\ndone 0\n"
+DEEPBIND_LEAKS = 3 * MiB + 2 * MiB + 5 * MiB + 4 * MiB
+
+
+def deepbind_sites(d):
+    """Each live allocation: its API, bytes and call site (function, file, line)."""
+    out = []
+    for a in d["live"]:
+        f = site(d, a["stack"])
+        out.append((a["api"], a["bytes"], f["function"], os.path.basename(f["file"] or ""), f["line"]))
+    return sorted(out)
+
+
+@test
+def dl_deepbind_plugins_are_tracked_as_without_it():
+    """A plugin loaded with RTLD_DEEPBIND binds in its own scope first: its
+    driver calls, and its runtime's way to the driver (dlopen, dlsym,
+    cuGetProcAddress), are followed all the same, eagerly or lazily bound,
+    as for the same plugins loaded without it."""
+    cu = lambda text: source_line("t_deepbind_cu.c", text)
+    rt = lambda text: source_line("t_deepbind_rt.c", text)
+    want = sorted([("cuMemAlloc_v2", 3 * MiB, "cu_plugin", "t_deepbind_cu.c", cu("the call")),
+                   ("cuMemAlloc_v2", 2 * MiB, "cu_plugin", "t_deepbind_cu.c", cu("the pointer kept in data")),
+                   ("cudaMalloc", 5 * MiB, "rt_plugin", "t_deepbind_rt.c", rt("cudaMalloc(&a")),
+                   ("cuMemAlloc_v2", 4 * MiB, "rt_plugin", "t_deepbind_rt.c", rt("fn ? (int)"))])
+    for mode in ("local", "deep", "lazy"):
+        argv = [os.path.join(T, "t_deepbind"), T, mode]
+        eq(same_as_without(argv).out, DEEPBIND_OUT, f"{mode}: the plugins' calls")
+        r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq(r.out, DEEPBIND_OUT, f"{mode}: output")
+        eq(r.rc, 23, f"{mode}: the leak check fails")
+        ok(f"SUMMARY: vramtrace: {DEEPBIND_LEAKS} byte(s) leaked in 4 allocation(s).\n" in r.err,
+           f"{mode}: the leak summary in {r.err!r}")
+        ok("warning" not in r.err, f"{mode}: no warning in {r.err!r}")
+        d = r.dump
+        eq(deepbind_sites(d), want, f"{mode}: live allocations and their call sites")
+        t = d["totals"]
+        eq((t["alloc_count"], t["free_count"], t["unknown_frees"], t["missed"], t["peak_bytes"]),
+           (6, 2, 0, 0, DEEPBIND_LEAKS), f"{mode}: counts")
+
+
+@test
+def dl_deepbind_by_a_callers_name_is_said_not_followed():
+    """A library loaded with RTLD_DEEPBIND by a name whose meaning depends on
+    its caller (`$ORIGIN`) is opened as the caller's own, unfollowed: one
+    warning line each, naming it."""
+    argv = [os.path.join(T, "t_deepbind"), T, "origin"]
+    r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq(r.out, DEEPBIND_OUT, "output")
+    eq(r.err, "".join(f"vramtrace: warning: $ORIGIN/{lib}: loaded with RTLD_DEEPBIND by a name that depends on "
+                      "its caller: its CUDA calls bypass vramtrace and are not recorded\n"
+                      for lib in ("libt_deepbind_cu.so", "libt_deepbind_rt.so")), "one warning per library")
+    eq((r.rc, r.dumps), (0, []), "nothing recorded")

@@ -59,3 +59,19 @@ $(T)/t_jit: tests/progs/t_jit.c $(SIM)/libcuda.so.1
 $(T)/libt_unload_based.so: tests/progs/t_unload_plug.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -Wl,-Ttext-segment=0x10000 -DPLUG=a -o $@ $< $(SIMLINK) -lcuda
+
+# A plugin host loading plugins with RTLD_DEEPBIND (test_dl.py's deepbind
+# tests): one plugin linked with the driver, one with the runtime.
+PROGS += $(T)/t_deepbind $(T)/libt_deepbind_cu.so $(T)/libt_deepbind_rt.so
+
+$(T)/t_deepbind: tests/progs/t_deepbind.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
+
+$(T)/libt_deepbind_cu.so: tests/progs/t_deepbind_cu.c $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIMLINK) -lcuda
+
+$(T)/libt_deepbind_rt.so: tests/progs/t_deepbind_rt.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'

@@ -1,0 +1,34 @@
+/* t_deepbind.c -- a plugin host: loads libt_deepbind_cu.so (linked with
+ * -lcuda) and libt_deepbind_rt.so (linked with the runtime) from folder
+ * argv[1] as argv[2] says, and calls each.
+ *   deep:   RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND
+ *   lazy:   RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND
+ *   local:  RTLD_NOW | RTLD_LOCAL
+ *   origin: as deep, each by "$ORIGIN/NAME" (this program's folder) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static int call(const char *dir, const char *mode, const char *lib, const char *fn) {
+    int flags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+    if (strcmp(mode, "lazy") == 0) flags = RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND;
+    if (strcmp(mode, "local") == 0) flags = RTLD_NOW | RTLD_LOCAL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", strcmp(mode, "origin") == 0 ? "$ORIGIN" : dir, lib);
+    void *h = dlopen(path, flags);
+    if (!h) {
+        printf("dlopen %s: %s\n", lib, dlerror());
+        return 1;
+    }
+    int (*f)(void) = (int (*)(void))dlsym(h, fn);
+    return f ? f() : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    int r = call(argv[1], argv[2], "libt_deepbind_cu.so", "cu_plugin");
+    r |= call(argv[1], argv[2], "libt_deepbind_rt.so", "rt_plugin");
+    printf("done %d\n", r);
+    return r;
+}
