@@ -65,7 +65,10 @@ struct vramtrace_usage {
     uint64_t peak_bytes; /* the highest live_bytes since the mark */
 };
 
-/* 1 when vramtrace is loaded and tracking this process. */
+/* 1 when vramtrace is loaded and tracking this process: preloaded, or
+ * linked into the program. 0 from a libvramtrace.so the program loaded
+ * itself with dlopen after it started, which nothing reaches (its other
+ * functions then return VRAMTRACE_INACTIVE). */
 int vramtrace_active(void);
 
 /* Open a mark now; its id (> 0), or VRAMTRACE_NO_ROOM. Marks are

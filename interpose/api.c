@@ -26,8 +26,14 @@
 #include "../tracker/mark.h"
 #include "../tracker/steps.h"
 #include "hook.h"
+#include "infront.h"
 
 #define VT_API __attribute__((visibility("default")))
+
+/* Loaded behind the C library (infront.h), vramtrace tracks nothing: each
+ * call answers as vramtrace.h's stand-ins do without it. */
+#define API_BEHIND(v)                                                          \
+    if (__builtin_expect(vt_behind(), 0)) return (v)
 
 #define API_ENTER                                                              \
     if (__builtin_expect(vt_busy > 0, 0)) return VRAMTRACE_FAILED;             \
@@ -41,21 +47,27 @@
         return (v);                                                            \
     } while (0)
 
-VT_API int vramtrace_active(void) { return 1; }
+VT_API int vramtrace_active(void) { return !vt_behind(); }
 
 VT_API int vramtrace_mark(void) {
+    API_BEHIND(VRAMTRACE_INACTIVE);
     API_ENTER;
     int id = vt_mark_begin();
     API_LEAVE(id > 0 ? id : VRAMTRACE_NO_ROOM);
 }
 
 VT_API int vramtrace_mark_end(int mark) {
+    API_BEHIND(VRAMTRACE_INACTIVE);
     API_ENTER;
     int r = vt_mark_end(mark);
     API_LEAVE(r == 0 ? VRAMTRACE_OK : VRAMTRACE_BAD_MARK);
 }
 
 VT_API int vramtrace_usage(int mark, int device, struct vramtrace_usage *out) {
+    if (vt_behind()) {
+        if (out) memset(out, 0, sizeof *out);
+        return VRAMTRACE_INACTIVE;
+    }
     API_ENTER;
     struct vt_mark_usage u;
     int r = out ? vt_mark_usage(mark, device, &u) : -1;
@@ -85,24 +97,40 @@ static long to_buffer(int mark, char *buf, size_t size, enum report which) {
 }
 
 VT_API long vramtrace_leaks(int mark, char *buf, size_t size) {
+    if (vt_behind()) {
+        if (buf && size) buf[0] = '\0';
+        return VRAMTRACE_INACTIVE;
+    }
     API_ENTER;
     long r = to_buffer(mark, buf, size, LEAKS);
     API_LEAVE(r);
 }
 
 VT_API long vramtrace_leaks_outside_torch(int mark, char *buf, size_t size) {
+    if (vt_behind()) {
+        if (buf && size) buf[0] = '\0';
+        return VRAMTRACE_INACTIVE;
+    }
     API_ENTER;
     long r = to_buffer(mark, buf, size, LEAKS_OUTSIDE_TORCH);
     API_LEAVE(r);
 }
 
 VT_API long vramtrace_peak(int mark, char *buf, size_t size) {
+    if (vt_behind()) {
+        if (buf && size) buf[0] = '\0';
+        return VRAMTRACE_INACTIVE;
+    }
     API_ENTER;
     long r = to_buffer(mark, buf, size, PEAK);
     API_LEAVE(r);
 }
 
 VT_API int vramtrace_dump(const char *name, char *path, size_t size) {
+    if (vt_behind()) {
+        if (path && size) path[0] = '\0';
+        return VRAMTRACE_INACTIVE;
+    }
     API_ENTER;
     if (path && size) path[0] = '\0';
     int r = vt_output_named(name, path, size);
@@ -110,6 +138,7 @@ VT_API int vramtrace_dump(const char *name, char *path, size_t size) {
 }
 
 VT_API int vramtrace_step(void) {
+    API_BEHIND(VRAMTRACE_INACTIVE);
     API_ENTER;
     uint64_t n = vt_tracker_step();
     API_LEAVE(n > 0x7fffffff ? 0x7fffffff : (int)n);

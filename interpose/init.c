@@ -19,6 +19,7 @@
 #include "../tracker/stack.h"
 #include "hook.h"
 #include "graphs.h"
+#include "infront.h"
 #include "ipc.h"
 #include "mainexit.h"
 #include "vmm.h"
@@ -187,9 +188,11 @@ static void check_not_run(int how) {
     end_now(how, 125);
 }
 
-/* At start: the clock's zero, the VRAMTRACE_* variables kept and the fork
- * handlers. Nothing else: no file read, no memory mapped, no library
- * loaded, no page touched but `start`'s and this code's. Variables too
+/* At start: the clock's zero, whether vramtrace stands in front of the C
+ * library (infront.h: the link map the loader has just walked, read), the
+ * VRAMTRACE_* variables kept and the fork handlers. Nothing else: no file
+ * read, no memory mapped, no library loaded, no page touched but
+ * `start`'s and this code's. Variables too
  * many to keep have the options read now, as they are. The wire from the
  * tracker to the writer is laid by vt_init (an out-of-memory failure the
  * tracker records has the post-mortem written, vt_output_oom with its rate
@@ -203,6 +206,7 @@ __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
     vt_clock_mark(&start.clock);
+    vt_front_check();
     vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);

@@ -124,6 +124,39 @@ def c_api_without_vramtrace_is_inactive():
     eq((r.err, r.dumps), ("", []), "nothing else")
 
 
+LATE_WARNING = ("vramtrace: warning: libvramtrace.so was loaded after the process started (by dlopen): it tracks "
+                "nothing here; it must be preloaded (LD_PRELOAD, or `vramtrace run`)\n")
+
+
+@test
+def c_api_of_a_library_loaded_late_is_inactive():
+    """libvramtrace.so loaded by dlopen after start (C, ctypes) stands behind
+    the C library and the driver: nothing reaches its wrappers. It says so
+    once and its API answers as without vramtrace; linked into the program
+    it is loaded at start-up, and tracks."""
+    late = ("active 0\nmark -1 alloc 0\nusage -1 live 0 in 0\nleaks -1 \nstep -1 end -1\n")
+    r = run([os.path.join(T, "t_lateload"), LIB, "global"], preload=False)
+    eq((r.out, r.err, r.rc, r.dumps), (late, LATE_WARNING, 0, []), "dlopen RTLD_GLOBAL")
+    r = run([os.path.join(T, "t_lateload"), LIB, "local"], preload=False)
+    eq((r.out, r.err, r.rc, r.dumps), ("active 0 mark -1\n", LATE_WARNING, 0, []), "dlopen RTLD_LOCAL")
+    code = ("import ctypes, sys\n"
+            "cu = ctypes.CDLL('libcuda.so.1'); cu.cuInit(0); c = ctypes.c_void_p()\n"
+            "cu.cuDevicePrimaryCtxRetain(ctypes.byref(c), 0); cu.cuCtxSetCurrent(c)\n"
+            "vt = ctypes.CDLL(sys.argv[1])\n"
+            "m = vt.vramtrace_mark(); p = ctypes.c_uint64()\n"
+            "a = cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(64 << 20))\n"
+            "class U(ctypes.Structure): _fields_ = [('live', ctypes.c_uint64), ('n', ctypes.c_uint64), ('peak', ctypes.c_uint64)]\n"
+            "u = U(); print(vt.vramtrace_active(), m, a, vt.vramtrace_usage(m, -1, ctypes.byref(u)), u.live, u.n)\n")
+    r = run([sys.executable, "-c", code, LIB], preload=False)
+    eq((r.out, r.err, r.rc, r.dumps), ("0 -1 0 -1 0 0\n", LATE_WARNING, 0, []), "ctypes.CDLL")
+    r = run([os.path.join(T, "t_linked")], preload=False)
+    eq(r.out, "active 1\nmark 1 alloc 0\nusage 0 live 67108864 in 1\n"
+              "leaks whole SUMMARY: vramtrace: 67108864 byte(s) leaked in 1 allocation(s).\n\nstep 1 end 0\n",
+       "linked into the program")
+    ok("warning" not in r.err, f"linked: no warning in {r.err!r}")
+    eq([(a["api"], a["bytes"]) for a in r.dump["live"]], [("cuMemAlloc_v2", 64 * MiB)], "linked: the allocation")
+
+
 @test
 def c_api_threads():
     """Marks opened, read and closed while threads allocate and free, with

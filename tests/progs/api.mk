@@ -31,3 +31,14 @@ $(T)/t_gtest_pinned: tests/progs/t_gtest_pinned.cc examples/gtest_vramtrace.cc i
 	$(CXX) -std=c++17 -O0 -g -Wall -Wextra -I$(CUDA_HOME)/include -Iinclude -DGTEST_VRAMTRACE_NO_MAIN -o $@ $< \
 	    examples/gtest_vramtrace.cc -lgtest -lpthread $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
 endif
+
+# libvramtrace.so loaded by the program itself: by dlopen after start, or
+# linked into it (test_pytest.py).
+PROGS += $(T)/t_lateload $(T)/t_linked
+$(T)/t_lateload: tests/progs/t_lateload.c include/vramtrace.h $(SIM)/libcuda.so.1
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< $(SIMLINK) -lcuda -ldl
+
+$(T)/t_linked: tests/progs/t_lateload.c include/vramtrace.h $(SIM)/libcuda.so.1 $(B)/libvramtrace.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..' $(SIMLINK) -lcuda -ldl

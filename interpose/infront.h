@@ -1,0 +1,15 @@
+/* infront.h -- whether vramtrace stands in front of the C library
+ * (infront.c): loaded at start-up, where what it wraps reaches it. */
+#ifndef VT_INFRONT_H
+#define VT_INFRONT_H
+
+/* At the library's constructor: find out once, and when vramtrace stands
+ * behind (loaded by dlopen after the process started) say so in one
+ * warning line. */
+void vt_front_check(void);
+
+/* Whether vramtrace was found behind the C library: it then tracks
+ * nothing, and the API answers as without vramtrace. */
+int vt_behind(void);
+
+#endif
