@@ -139,7 +139,14 @@ static void differing(FILE *f, const struct vr_input *in, const struct vr_opts *
         const struct vm_dump *d = &in->dumps[i];
         size_t nh;
         int missing;
-        const struct vm_holder *h = vr_holders_at(d, o->at, &nh, &missing);
+        /* A process's earlier dumps (on-demand, named) hold what its newest
+         * holds or held (its failures and peak too): the newest alone, as
+         * the holders combined take it (a site freed before exit was
+         * named as differing "at exit" from an on-demand dump). */
+        const struct vm_holder *h = NULL;
+        nh = 0;
+        missing = 1;
+        if (vr_newest_of_process(in, i)) h = vr_holders_at(d, o->at, &nh, &missing);
         if (!missing) unit_has = 1;
         for (size_t j = 0; j < nh; j++) {
             char where[1024];

@@ -1329,6 +1329,32 @@ def cli_report_of_one_process_dumps_compares_it_with_nothing():
 
 
 @test
+def cli_report_of_processes_with_several_dumps_differs_at_their_exit():
+    """Two ranks, each with two named dumps and its exit dump, that free
+    before exit what they made between the named dumps: the call sites
+    that differ at exit are those of each process's exit dump (the site
+    freed before exit was named from the named dumps, "20.00 MiB to 40.00
+    MiB (rank 1)", beside holders combined that had no such site)."""
+    with workdir("vt-multidump-") as work:
+        for rank, mib in ((0, 10), (1, 20)):
+            r = run([os.path.join(T, "t_multidump"), str(mib)],
+                    env={"RANK": str(rank), "WORLD_SIZE": "2", "VRAMTRACE_REPORT": "off",
+                         "VRAMTRACE_OUT": os.path.join(work, "vt.%p.json")})
+            eq(r.rc, 0, r.err)
+        paths = sorted(glob.glob(os.path.join(work, "vt.*.json")))
+        eq(len(paths), 6, "two named dumps and the exit's, of two processes")
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        keep = source_line("t_multidump.c", "cudaMalloc(&p, mib << 20);")
+        eq((rc, err), (0, ""), "status")
+        head = out.split("\n\n")[0]
+        ok("\ncall sites that differ across ranks (at exit): 1\n"
+           f"  keep tests/progs/t_multidump.c:{keep}: 10.00 MiB to 20.00 MiB (rank 1) on 2 of 2 ranks (0-1)\n"
+           "holders at exit combined across processes:\n"
+           f"    30.00 MiB in 2 allocations in 2 processes  keep tests/progs/t_multidump.c:{keep}" in head, head)
+
+
+@test
 def cli_report_says_which_process_of_a_rank_and_where_the_job_is():
     """Dumps of one rank's several processes (multiprocessing workers that
     all say rank 0): the peaks name their pids, not "rank 0" twice; one
