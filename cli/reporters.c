@@ -166,9 +166,11 @@ static int by_rank(const void *a, const void *b) {
 /* a + b, held at UINT64_MAX: the sums of a hostile dump stay defined. */
 static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-/* Whether dumps a and b are of one process: the same pid, host and start. */
+/* Whether dumps a and b are of one process: the same pid, host and start
+ * (and rank: dumps that name two ranks are two processes to compare). */
 static int same_process(const struct vm_dump *a, const struct vm_dump *b) {
-    return a->pid == b->pid && a->start_unix_ns == b->start_unix_ns &&
+    return a->pid == b->pid && a->start_unix_ns == b->start_unix_ns && a->rank == b->rank &&
+           a->rank_known == b->rank_known &&
            strcmp(a->host ? a->host : "", b->host ? b->host : "") == 0;
 }
 
