@@ -1,4 +1,5 @@
-/* debuglink.c -- separate debug files by .gnu_debuglink (debuglink.h). */
+/* debuglink.c -- separate debug files by build ID and .gnu_debuglink
+ * (debuglink.h). */
 #define _GNU_SOURCE
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -112,6 +113,27 @@ static int search(Dwfl_Module *m, const char *file, const char *link, GElf_Word 
     if (fd >= 0 && !(*found = strdup(path))) {
         close(fd);
         fd = -1;
+    }
+    return fd;
+}
+
+int vt_debuglink_by_build_id(Dwfl_Module *m, char **found) {
+    const unsigned char *id = NULL;
+    GElf_Addr vaddr;
+    int len = m && found ? dwfl_module_build_id(m, &id, &vaddr) : -1;
+    /* libdwfl's bounds: shorter or longer IDs are no lookup key. */
+    if (len < 3 || len > 64) return -1;
+    char path[sizeof DEBUG_ROOT "/.build-id/" + 2 * 64 + sizeof ".debug"];
+    int n = snprintf(path, sizeof path, DEBUG_ROOT "/.build-id/%02x/", id[0]);
+    for (int i = 1; i < len; i++) n += snprintf(path + n, sizeof path - (size_t)n, "%02x", id[i]);
+    snprintf(path + n, sizeof path - (size_t)n, ".debug");
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
+    if (fd < 0) return -1;
+    char *real = realpath(path, NULL);
+    if (!build_id_matches(fd, id, len) || !(*found = real ? real : strdup(path))) {
+        free(real);
+        close(fd);
+        return -1;
     }
     return fd;
 }

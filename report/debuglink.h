@@ -1,5 +1,7 @@
-/* debuglink.h -- a module's separate debug file found through the name
- * and checksum its .gnu_debuglink section gives (objcopy --only-keep-debug
+/* debuglink.h -- a module's separate debug file found through its build
+ * ID (/usr/lib/debug/.build-id/xx/rest.debug, as libdwfl's standard callback
+ * looks first), else through the name and checksum its .gnu_debuglink
+ * section gives (objcopy --only-keep-debug
  * and --add-gnu-debuglink, as Debian's and CMake's packaging split them),
  * where gdb and libdwfl's standard search look: beside the file, in a
  * .debug folder beside it, and under /usr/lib/debug with the file's own
@@ -18,5 +20,14 @@
  * the CRC-32 of its whole content equal to crc, as libdwfl checks; the
  * module's own file under another name is never its debug file. */
 int vt_debuglink_find(Dwfl_Module *m, const char *file, const char *link, GElf_Word crc, char **found);
+
+/* An open descriptor of module m's debug file under
+ * /usr/lib/debug/.build-id by m's build ID, its real name in *found
+ * (malloc'd), or -1: the file found must carry the same build ID. Opened
+ * here (vt_fd_open: out of the program's way, close on exec) and handed
+ * back as a plain descriptor: libdwfl's own lookup opened it at the
+ * program's lowest free number and made an Elf handle on it that reads
+ * through that number, so it could not be moved. */
+int vt_debuglink_by_build_id(Dwfl_Module *m, char **found);
 
 #endif

@@ -3,7 +3,7 @@
  * The library is not linked against libdw: it and the four libraries it
  * brings (libelf, libz, libbz2, liblzma) cost every process LD_PRELOAD
  * reaches a load at start, and only writing a report needs them. These are
- * the libdwfl, libdw and libelf functions symbolize.c, inlines.c and debuglink.c call, under their own names and hidden
+ * the libdwfl, libdw and libelf functions symbolize.c, dwflfiles.c, inlines.c and debuglink.c call, under their own names and hidden
  * (they stand in only for vramtrace's own calls, never for a program's
  * libdw): the first one called loads libdw.so.1 and finds the real ones.
  * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
@@ -19,6 +19,9 @@
 #define DW_FUNCS(_)                                                                               \
     _(Dwfl *, dwfl_begin, (const Dwfl_Callbacks *c), (c), NULL)                                      \
     _(int, dwfl_linux_proc_report, (Dwfl *d, pid_t pid), (d, pid), -1)                               \
+    _(int, dwfl_linux_proc_maps_report, (Dwfl *d, FILE *f), (d, f), -1)                              \
+    _(Dwfl_Module *, dwfl_report_module, (Dwfl *d, const char *n, Dwarf_Addr s, Dwarf_Addr e),        \
+      (d, n, s, e), NULL)                                                                            \
     _(int, dwfl_report_end, (Dwfl *d, int (*rm)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *), \
       void *arg), (d, rm, arg), -1)                                                                  \
     _(Dwfl_Module *, dwfl_addrmodule, (Dwfl *d, Dwarf_Addr a), (d, a), NULL)                          \
@@ -64,6 +67,8 @@
     _(GElf_Phdr *, gelf_getphdr, (Elf *e, int i, GElf_Phdr *ph), (e, i, ph), NULL)                    \
     _(Elf *, elf_begin, (int fd, Elf_Cmd cmd, Elf *ref), (fd, cmd, ref), NULL)                        \
     _(int, elf_end, (Elf *e), (e), -1)                                                               \
+    _(int, elf_cntl, (Elf *e, Elf_Cmd cmd), (e, cmd), -1)                                            \
+    _(const char *, dwelf_elf_gnu_debuglink, (Elf *e, GElf_Word *crc), (e, crc), NULL)                \
     _(ssize_t, dwelf_elf_gnu_build_id, (Elf *e, const void **id), (e, id), -1)
 
 static struct {
@@ -92,11 +97,15 @@ static void load(void) {
     *(void **)&real.dwfl_module_build_id = dlvsym(h, "dwfl_module_build_id", "ELFUTILS_0.138");
     /* A debug file's build ID (debuglink.c). */
     *(void **)&real.dwelf_elf_gnu_build_id = dlvsym(h, "dwelf_elf_gnu_build_id", "ELFUTILS_0.159");
+    /* A module's own .gnu_debuglink, to tell its debug file's lookup from
+     * its dwz file's (dwflfiles.c). */
+    *(void **)&real.dwelf_elf_gnu_debuglink = dlvsym(h, "dwelf_elf_gnu_debuglink", "ELFUTILS_0.159");
     /* libelf's, found through libdw, which needs it. */
     *(void **)&real.elf_getphdrnum = dlvsym(h, "elf_getphdrnum", "ELFUTILS_1.6");
     *(void **)&real.gelf_getphdr = dlvsym(h, "gelf_getphdr", "ELFUTILS_1.0");
     *(void **)&real.elf_begin = dlvsym(h, "elf_begin", "ELFUTILS_1.0");
     *(void **)&real.elf_end = dlvsym(h, "elf_end", "ELFUTILS_1.0");
+    *(void **)&real.elf_cntl = dlvsym(h, "elf_cntl", "ELFUTILS_1.0");
 }
 
 #define STAND_IN(ret, name, params, args, fail)                 \

@@ -5,7 +5,6 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +15,9 @@
 #include "../common/display.h"
 #include "../common/fdkeep.h"
 #include "../common/labels.h"
-#include "../common/procself.h"
 #include "../tracker/departed.h"
 #include "../tracker/pystack.h"
-#include "debuglink.h"
+#include "dwflfiles.h"
 #include "inlines.h"
 #include "symbolize.h"
 
@@ -313,62 +311,6 @@ static const struct vt_frame *frame_of(struct priv *p, uintptr_t a) {
     return &p->frames[first];
 }
 
-/* The file a module of this process maps, named by the kernel through
- * /proc/self/map_files (its first mapping, found in /proc/self/maps by
- * the module's start; common/procself.h: where, once the main thread has
- * ended): -1 when not found. */
-static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
-    Dwarf_Addr start = 0;
-    if (!dwfl_module_info(m, NULL, &start, NULL, NULL, NULL, NULL, NULL)) return -1;
-    char dir[VT_PROC_SELF_MAX], maps[VT_PROC_SELF_MAX + 16];
-    snprintf(maps, sizeof maps, "%s/maps", vt_proc_self(dir));
-    FILE *f = vt_fd_fopen(maps);
-    if (!f) return -1;
-    char line[256];
-    unsigned long lo, hi;
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        found = sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == start;
-        /* The rest of a long line (its path) is not a line of its own. */
-        while (!strchr(line, '\n') && fgets(line, sizeof line, f)) {}
-    }
-    fclose(f);
-    if (!found) return -1;
-    char link[VT_PROC_SELF_MAX + 64];
-    snprintf(link, sizeof link, "%s/map_files/%lx-%lx", dir, lo, hi);
-    ssize_t n = readlink(link, out, size - 1);
-    if (n <= 0 || (size_t)n >= size - 1) return -1;
-    out[n] = '\0';
-    return 0;
-}
-
-/* A module's file by the name /proc/self/maps gives it, except where that
- * name holds the kernel's escape of a newline ("\012"), which names no
- * file (or another one): then by the name the kernel gives the mapping's
- * file itself. */
-static int find_elf(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, char **file, Elf **elf) {
-    char real[PATH_MAX];
-    if (name && strstr(name, "\\012") && mapped_file(m, real, sizeof real) == 0) name = real;
-    return dwfl_linux_proc_find_elf(m, user, name, base, file, elf);
-}
-
-/* A module's separate debug file: by build ID under /usr/lib/debug/.build-id,
- * else by its .gnu_debuglink where gdb looks (debuglink.h), the order of
- * libdwfl's standard callback. Local files only: never debuginfod, which
- * that callback asks last, whose client starts libcurl and OpenSSL (their
- * atexit handlers race a program's exit, and a lookup may go to the
- * network) inside the program, at an OOM or in the live publisher. */
-static int find_debuginfo(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, const char *file,
-                          const char *link, GElf_Word crc, char **found) {
-    int fd = dwfl_build_id_find_debuginfo(m, user, name, base, file, link, crc, found);
-    return fd >= 0 ? fd : vt_debuglink_find(m, file, link, crc, found);
-}
-
-static const Dwfl_Callbacks callbacks = {
-    .find_elf = find_elf,
-    .find_debuginfo = find_debuginfo,
-};
-
 /* The stacks grouped by their call-site label (common/labels.h: the rule
  * the CLI groups dumps' holders by). */
 static uint32_t *site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *ngroups, uint32_t **lowest) {
@@ -427,14 +369,13 @@ static struct priv *priv_new(void) {
 }
 
 /* libdwfl on this process, once: what the first frame not yet in the
- * table needs. Its modules come from the process's maps, read where they
- * are whole (common/procself.h). */
+ * table needs. Its modules come from the process's maps (dwflfiles.h). */
 static void open_dwfl(struct priv *p) {
     p->dwfl_tried = 1;
     p->inlines = vt_inlines_new();
-    p->dwfl = dwfl_begin(&callbacks);
+    p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
     if (p->dwfl) {
-        if (dwfl_linux_proc_report(p->dwfl, vt_proc_self_pid()) != 0) {
+        if (vt_dwfl_report_self(p->dwfl) != 0) {
             dwfl_end(p->dwfl);
             p->dwfl = NULL;
         } else {
@@ -489,7 +430,7 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
     if (p->gone_tried[i]) return p->gone[i];
     p->gone_tried[i] = 1;
     if (!p->inlines) p->inlines = vt_inlines_new();
-    Dwfl *dw = dwfl_begin(&callbacks);
+    Dwfl *dw = dwfl_begin(&vt_dwfl_callbacks);
     if (!dw) return NULL;
     dwfl_report_begin(dw);
     /* At its load bias: libdwfl adds the first segment's address (a

@@ -115,6 +115,23 @@ def program_that_closed_stdout_and_stderr_never_writes_into_vramtraces_files():
            "the exit dump, whole")
 
 
+@test
+def symbolizer_holds_no_descriptor_in_the_programs_range():
+    """While a post-mortem names its frames, every descriptor it holds is
+    vramtrace's own: at 700 and up, close-on-exec. libdwfl opened the
+    program and its libraries (and libc's debug file) at the lowest
+    numbers free, without close-on-exec, and held them through the
+    session: the program's own open() got other numbers and a child it
+    started meanwhile inherited them. The program's thread lists its
+    descriptors all along two post-mortems (the first failure, which
+    loads libdw, is before it starts)."""
+    prog = [os.path.join(T, "t_symfds"), "2"]
+    rc, out, err, _ = timed(prog, lib_env(VRAMTRACE_REPORT="stderr", VRAMTRACE_LIVE="0"), timeout=60)
+    eq((rc, out), (0, "out of memory 3; held below 700: 0; held not close-on-exec: 0\n"), "status and output")
+    eq(err.count("vramtrace: out of memory in pid"), 3, "three post-mortems")
+    eq(len(re.findall(r"failing call: main \S*t_symfds\.c:\d+$", err, re.M)), 3, "each names the failing call")
+
+
 # ------------------------------------------ devices, FIFOs, links: the dump
 
 
