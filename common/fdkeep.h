@@ -1,5 +1,5 @@
 /* fdkeep.h -- the descriptors the library keeps open in the program (the
- * dump signal's pipe, the live segment's file), and those it opens for a
+ * live segment's file), and those it opens for a
  * while (a dump's files, the report file, the files of /proc it reads).
  *
  * The program owns the descriptor table: a daemon closes every descriptor

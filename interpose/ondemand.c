@@ -2,14 +2,12 @@
  * the signals ask for (ondemand.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../common/fdkeep.h"
 #include "../common/thread.h"
 #include "../common/warn.h"
 #include "../report/output.h"
@@ -18,13 +16,17 @@
 #include "onterm.h"
 #include "sigview.h"
 
-/* The pipe from the handlers to the watcher, kept out of the program's way
- * (fdkeep.h): a program that closes every descriptor and opens its own
- * files at those numbers must not get the handler's byte in them. */
-static struct vt_fd rd = VT_FD_NONE, wr = VT_FD_NONE;
+/* What the handlers ask of the watcher (VT_ASK_* bits, or-ed in), the
+ * word it sleeps on (a futex). A word of the library's own memory, not a
+ * pipe: the program owns the descriptor table, and a daemon closes
+ * everything from 3 up (closefrom, close_range) after its first GPU call;
+ * with the pipe gone every later SIGTERM and dump signal was lost without
+ * a word. A handler that writes to no descriptor never writes into a file
+ * the program opened at a pipe's number either. */
+static unsigned asked;
 static int started;
 static int installed_signal; /* the dump signal, while on_signal was installed by this process */
-static int watching;         /* 1 while the watcher reads the pipe */
+static int watching;         /* 1 while the watcher hears what is asked */
 /* The process that installed the handlers. */
 static pid_t owner;
 static int signal_refused;   /* the program held the dump signal: said once, not again in a child */
@@ -32,15 +34,17 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int vt_ondemand_mine(void) { return (pid_t)syscall(SYS_getpid) == __atomic_load_n(&owner, __ATOMIC_RELAXED); }
 
-int vt_ondemand_tell(char c) {
-    if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE) || !vt_fd_mine(&wr)) return -1;
-    return write(wr.fd, &c, 1) == 1 ? 0 : -1;
+int vt_ondemand_tell(unsigned ask) {
+    if (!__atomic_load_n(&watching, __ATOMIC_ACQUIRE)) return -1;
+    __atomic_fetch_or(&asked, ask, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &asked, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    return 0;
 }
 
 static void on_signal(int sig) {
     (void)sig;
     int saved = errno;
-    if (vt_ondemand_mine()) vt_ondemand_tell(VT_BYTE_DUMP);
+    if (vt_ondemand_mine()) vt_ondemand_tell(VT_ASK_DUMP);
     errno = saved;
 }
 
@@ -48,31 +52,30 @@ int vt_ondemand_handler_is_ours(int sig, void (*h)(int)) {
     return sig > 0 && sig == installed_signal && h == on_signal;
 }
 
+/* Dump signals that came while a dump was being written make one more
+ * dump, not one each; SIGTERM's outputs go before any dump asked with
+ * them. The watcher takes no signals (common/thread.h), so its wait ends
+ * only when asked is no longer 0. */
 static void *watcher(void *arg) {
     (void)arg;
     for (;;) {
-        char buf[64];
-        if (!vt_fd_mine(&rd)) break; /* the number is the program's now: never read its file */
-        ssize_t n = read(rd.fd, buf, sizeof buf);
-        if (n > 0) {
-            if (memchr(buf, VT_BYTE_TERM, (size_t)n)) {
-                vt_onterm_heard();
-                break;
-            }
-            if (memchr(buf, VT_BYTE_QUIT, (size_t)n)) break; /* the program's threads are all gone */
-            vt_output_signal();
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else {
-            break; /* the program closed the pipe (or its end): dumps on demand end */
+        unsigned a = __atomic_exchange_n(&asked, 0, __ATOMIC_SEQ_CST);
+        if (a & VT_ASK_TERM) {
+            vt_onterm_heard();
+            break;
         }
+        if (a & VT_ASK_QUIT) break; /* the program's threads are all gone */
+        if (a & VT_ASK_DUMP)
+            vt_output_signal();
+        else
+            syscall(SYS_futex, &asked, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     }
     __atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
 /* The watcher returns (common/thread.h). */
-static void quit(void) { vt_ondemand_tell(VT_BYTE_QUIT); }
+static void quit(void) { vt_ondemand_tell(VT_ASK_QUIT); }
 
 void vt_ondemand_start(void) {
     if (__atomic_load_n(&started, __ATOMIC_ACQUIRE) || (vt_opt.signal <= 0 && !vt_opt.on_term)) return;
@@ -90,27 +93,10 @@ void vt_ondemand_start(void) {
         dump_signal = 0;
     }
     if (!dump_signal && !vt_opt.on_term) goto out;
-    int p[2];
-    int held[3];
-    vt_fd_std_hold(held); /* the pipe never at 0..2, not even before it is kept */
-    int piped = pipe2(p, O_CLOEXEC);
-    vt_fd_std_free(held);
-    if (piped != 0) goto out;
-    if (vt_fd_keep(p[0], &rd) != 0) {
-        close(p[1]);
-        goto out;
-    }
-    if (vt_fd_keep(p[1], &wr) != 0) {
-        vt_fd_drop(&rd);
-        goto out;
-    }
-    fcntl(wr.fd, F_SETFL, O_NONBLOCK);
-    if (vt_opt.on_term) vt_onterm_prepare();
+    __atomic_store_n(&asked, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&watching, 1, __ATOMIC_RELEASE);
     if (vt_thread_start_quiet(watcher, NULL) != 0) {
         __atomic_store_n(&watching, 0, __ATOMIC_RELEASE);
-        vt_fd_drop(&rd);
-        vt_fd_drop(&wr);
         goto out;
     }
     owner = getpid();
@@ -142,8 +128,7 @@ void vt_ondemand_reset_child(void) {
     }
     if (vt_onterm_reset_child()) restart = 1;
     watching = 0;
-    vt_fd_drop(&rd); /* only where still the pipe: the number may be the program's now */
-    vt_fd_drop(&wr);
+    asked = 0;
     started = !restart;
     errno = saved;
 }

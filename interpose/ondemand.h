@@ -2,9 +2,10 @@
  * that writes what signals ask for.
  *
  * `kill -USR2 PID` (VRAMTRACE_SIGNAL) writes a dump without stopping the
- * process. The handler only writes a byte to a pipe (async-signal-safe); a
- * watcher thread reads it and writes the dump outside the handler; it
- * also hears SIGTERM's handler (onterm.h). Both are set up when the
+ * process. The handler only sets a bit in a word and wakes the thread
+ * waiting on it (a futex: async-signal-safe, and no descriptor the
+ * program could close); that watcher thread writes the dump outside the
+ * handler; it also hears SIGTERM's handler (onterm.h). Both are set up when the
  * process first uses a GPU, and a handler only where the program left the
  * signal at its default: a program's own handler is never replaced. */
 #ifndef VT_ONDEMAND_H
@@ -19,15 +20,15 @@ void vt_ondemand_start(void);
  * child start its own when it uses a GPU. */
 void vt_ondemand_reset_child(void);
 
-/* The bytes a handler writes to the watcher. */
-enum { VT_BYTE_DUMP = 1, VT_BYTE_TERM = 2, VT_BYTE_QUIT = 3 };
+/* What a handler asks of the watcher. */
+enum { VT_ASK_DUMP = 1, VT_ASK_TERM = 2, VT_ASK_QUIT = 4 };
 
-/* From a signal handler: byte c to the watcher; 0 when it is there to read
- * it. */
-int vt_ondemand_tell(char c);
+/* From a signal handler: ask (VT_ASK_*) of the watcher; 0 when it is
+ * there to hear it. */
+int vt_ondemand_tell(unsigned ask);
 
 /* Whether this process is the one that installed the handlers: a forked
- * child runs them with its parent's pipe until its own reset (fork
+ * child runs them with its parent's state until its own reset (fork
  * handlers run after fork returns), and a signal it gets then is not the
  * parent's. */
 int vt_ondemand_mine(void);

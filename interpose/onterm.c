@@ -2,8 +2,8 @@
  * outputs (onterm.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,10 @@
 #include "sigview.h"
 
 /* The watcher's word back to a SIGTERM handler waiting for the exit's
- * outputs (a byte once they are written and the process's end is sent). */
-static struct vt_fd done_rd = VT_FD_NONE, done_wr = VT_FD_NONE;
+ * outputs: 1 once they are written and the process's end is sent. A futex
+ * in the library's memory, as the word the handler wakes the watcher with
+ * (ondemand.c): no descriptor the program could have closed. */
+static unsigned done;
 static int installed;       /* 1 while on_term was installed by this process */
 static int seen;            /* a SIGTERM reached on_term */
 static int from_pid;        /* its sender's pid, 0 when unknown */
@@ -59,6 +61,18 @@ static void die_of_term(void) {
 
 static void on_term(int sig, siginfo_t *info, void *context);
 
+/* Until the watcher says the outputs are written, TERM_WAIT_MS at most,
+ * however often a signal interrupts the wait. */
+static void wait_done(void) {
+    uint64_t end = mono_ns() + (uint64_t)TERM_WAIT_MS * 1000000ull;
+    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        uint64_t now = mono_ns();
+        if (now >= end) break;
+        struct timespec left = {(time_t)((end - now) / 1000000000ull), (long)((end - now) % 1000000000ull)};
+        syscall(SYS_futex, &done, FUTEX_WAIT_PRIVATE, 0, &left, NULL, 0);
+    }
+}
+
 int vt_onterm_is_ours(const struct sigaction *a) { return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_term; }
 
 int vt_onterm_handler_is_ours(void (*h)(int)) { return (void *)h == (void *)on_term; }
@@ -93,13 +107,12 @@ static void on_term(int sig, siginfo_t *info, void *context) {
         __atomic_store_n(&for_pid, details && info && info->si_code == SI_QUEUE ? info->si_value.sival_int : 0,
                          __ATOMIC_RELEASE);
         __atomic_store_n(&from_pid, from, __ATOMIC_RELEASE);
-        if (vt_ondemand_tell(VT_BYTE_TERM) != 0) {
+        if (vt_ondemand_tell(VT_ASK_TERM) != 0) {
             die_of_term();
-        } else if (vt_busy <= 0 && vt_fd_mine(&done_rd)) {
+        } else if (vt_busy <= 0) {
             /* Not inside vramtrace's own work (its locks, which the
              * outputs need, are then this thread's to let go: it goes on). */
-            struct pollfd p = {done_rd.fd, POLLIN, 0};
-            while (poll(&p, 1, TERM_WAIT_MS) < 0 && errno == EINTR) {}
+            wait_done();
         }
     }
     errno = saved;
@@ -142,29 +155,8 @@ void vt_onterm_heard(void) {
      * end. The end is sent before the waiting handler is let go, so that
      * it is pending as the handler returns. */
     die_of_term();
-    if (vt_fd_mine(&done_wr)) {
-        char c = 1;
-        ssize_t w = write(done_wr.fd, &c, 1);
-        (void)w;
-    }
-}
-
-int vt_onterm_prepare(void) {
-    int q[2];
-    int held[3];
-    vt_fd_std_hold(held); /* the pipe never at 0..2, not even before it is kept */
-    int piped = pipe2(q, O_CLOEXEC);
-    vt_fd_std_free(held);
-    if (piped != 0) return -1;
-    if (vt_fd_keep(q[0], &done_rd) != 0) {
-        close(q[1]);
-        return -1;
-    }
-    if (vt_fd_keep(q[1], &done_wr) != 0) {
-        vt_fd_drop(&done_rd);
-        return -1;
-    }
-    return 0;
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void vt_onterm_install(void) {
@@ -190,8 +182,7 @@ int vt_onterm_reset_child(void) {
     }
     seen = 0;
     from_pid = for_pid = 0;
-    vt_fd_drop(&done_rd); /* only where still the pipe: the number may be the program's now */
-    vt_fd_drop(&done_wr);
+    done = 0;
     first_at = 0;
     return restart;
 }

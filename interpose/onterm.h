@@ -12,13 +12,8 @@
 
 #include <signal.h>
 
-/* Before the watcher starts: the way back from it to a waiting handler.
- * 0, or -1 when it could not be made (the handler then waits for
- * nothing). */
-int vt_onterm_prepare(void);
-
-/* The handler installed over SIGTERM's default, once the watcher reads
- * the handlers' bytes (ondemand.h). */
+/* The handler installed over SIGTERM's default, once the watcher hears
+ * what the handlers ask (ondemand.h). */
 void vt_onterm_install(void);
 
 /* The program set SIGTERM's action to its default (a handler of its own
@@ -26,7 +21,7 @@ void vt_onterm_install(void);
  * for the default again, where this process installed it once. */
 void vt_onterm_default_set(void);
 
-/* On the watcher's thread, when the handler's byte came: the exit's
+/* On the watcher's thread, when the handler asked for it: the exit's
  * outputs written, then the process's end. Does not return in practice
  * (the process dies of SIGTERM as the handler returns). */
 void vt_onterm_heard(void);
@@ -37,7 +32,7 @@ int vt_onterm_handler_is_ours(void (*h)(int));
 
 /* In a forked child: SIGTERM's default back where vramtrace's handler is
  * still installed (1 then: the child installs it again at its own first
- * GPU call), its state and pipe forgotten. */
+ * GPU call), its state forgotten. */
 int vt_onterm_reset_child(void);
 
 #endif

@@ -81,9 +81,9 @@ def program_that_closes_every_descriptor_keeps_its_files():
 @test
 def program_started_with_stdin_closed_keeps_it_closed():
     """A program started with descriptor 0 closed finds it closed after an
-    allocation, with the dump signal's pipe and the live segment open (they
-    took 0, 1 and 3 before: a read of stdin then hung on the pipe or read
-    the segment)."""
+    allocation, with the live segment open (it, and the dump signal's pipe
+    of the time, took 0, 1 and 3 before: a read of stdin then hung on the
+    pipe or read the segment)."""
     prog = os.path.join(T, "t_fds")
     for preload in (False, True):
         with workdir("vt-fds-") as work:

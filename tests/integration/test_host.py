@@ -1206,6 +1206,51 @@ def host_sigterm_from_another_process_writes_the_exit_dump_and_report():
 
 
 @test
+def host_sigterm_and_dump_signal_after_the_program_closed_every_descriptor():
+    """A program that closes every descriptor from 3 up after its first GPU
+    call (a daemon's close_range or closefrom) still gets a dump for the
+    dump signal, and at SIGTERM the exit dump, report and leak check, then
+    dies of it; with files of its own opened at the numbers it freed (3 to
+    12, and 700 to 715 where vramtrace keeps its own), nothing of
+    vramtrace's lands in them. Before, the handlers' pipe was closed with
+    the rest: no dump, no report, not a word, status 143."""
+    for reopen in (False, True):
+        t = Terminated([HOST, "term-closefrom"] + (["reopen"] if reopen else []), {"VRAMTRACE_LEAK_CHECK": "1"})
+        pid = t.p.pid
+        t.p.send_signal(signal.SIGUSR2)
+        ondemand = os.path.join(t.work, "dump.1.json")
+        wait_for(lambda: os.path.exists(ondemand), f"reopen {reopen}: the on-demand dump", timeout=10)
+        d = load_dump(ondemand)
+        eq((d["reason"], sorted(a["bytes"] for a in d["live"])), ("signal", [1 << 20] * 2),
+           f"reopen {reopen}: the on-demand dump")
+        t.p.send_signal(signal.SIGTERM)
+        t.p.wait(timeout=60)
+        files = {}
+        for name in sorted(os.listdir(t.work)):
+            if name.startswith(("low", "high")):
+                with open(os.path.join(t.work, name)) as f:
+                    files[name] = f.read()
+        rc, out, err, dumps, _ = t.finish()
+        eq(rc, -signal.SIGTERM, f"reopen {reopen}: the process died of SIGTERM")
+        said = "files 3..12 700..715\n" if reopen else ""
+        eq(out, f"alloc -> 0\nalloc -> 0\nalloc -> 0\nfree -> 0\n{said}ready\n", f"reopen {reopen}: stdout")
+        eq(err.splitlines(True)[:2],
+           [f"vramtrace: dump 1 of pid {pid} on request: {ondemand}\n",
+            f"vramtrace: exit in pid {pid} ({HOST}), ended by SIGTERM from pid {os.getpid()} ({my_comm()})\n"],
+           f"reopen {reopen}: the on-demand dump's line, then the exit report's first")
+        eq(err.count("SUMMARY: vramtrace: 2097152 byte(s) leaked in 2 allocation(s).\n"), 1,
+           f"reopen {reopen}: the leak check's summary")
+        eq([l for l in err.splitlines() if "warning" in l], [], f"reopen {reopen}: no warning")
+        eq(sorted(dumps), ["dump.1.json", "dump.json"], f"reopen {reopen}: the dumps")
+        d = dumps["dump.json"]
+        eq((d["reason"], d.get("ended_by"), sorted(a["bytes"] for a in d["live"])),
+           ("exit", {"signal": "SIGTERM", "from_pid": os.getpid(), "from": my_comm()}, [1 << 20] * 2),
+           f"reopen {reopen}: the exit dump")
+        want = {f"low{i}": "a\n" for i in range(10)} | {f"high{i}": "a\n" for i in range(16)} if reopen else {}
+        eq(files, want, f"reopen {reopen}: the program's files hold what it wrote, nothing more")
+
+
+@test
 def host_second_sigterm_ends_the_process_at_once():
     """While the exit's outputs are being written (here: a dump to a FIFO
     nobody reads, which waits 10 s), a second SIGTERM a second or more

@@ -2,7 +2,7 @@
  * (tests/integration/test_files.py).
  *
  * t_fds closefrom DIR: after its first allocation (vramtrace has opened
- * its pipe and live segment by then), closes 3 to 1023 as a daemon does,
+ * its live segment by then), closes 3 to 1023 as a daemon does,
  * opens DIR/f0 .. DIR/f9 (the lowest numbers free), writes "a\n" to each,
  * raises the dump signal (SIGUSR2, when a handler, vramtrace's, holds it),
  * writes "b\n", then forks a child that

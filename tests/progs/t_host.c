@@ -7,11 +7,13 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../../include/vramtrace.h"
@@ -1264,7 +1266,7 @@ static int long_growth(long n) {
     return 0;
 }
 
-/* ---------------------------------------------- term-wait, term-query, term-fork */
+/* ---------------------------------------------- term-wait, term-closefrom, term-query, term-fork */
 
 /* Three 1 MiB allocations, the second freed, then waiting for signals:
  * a SIGTERM from outside ends the process. */
@@ -1273,6 +1275,48 @@ static int term_wait(void) {
     for (int i = 0; i < 3; i++) printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p[i], 1 << 20));
     printf("free -> %d\n", (int)cuMemFree_v2(p[1]));
     printf("ready\n");
+    for (;;) pause();
+    return 0;
+}
+
+/* f<name> in the current folder, "a\n" written to it, at the lowest number
+ * free from `from` up; its number, or -1. */
+static int open_at(const char *name, int from) {
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, "a\n", 2) != 2) return -1;
+    if (fd >= from) return fd;
+    int moved = fcntl(fd, F_DUPFD, from);
+    close(fd);
+    return moved;
+}
+
+/* term-wait's allocations, then every descriptor from 3 up closed, as a
+ * daemon does after its start (close_range(3, ~0U, 0), else close of 3 to
+ * 1023); with "reopen", files opened at the numbers freed: low0..low9 at
+ * the lowest (3 to 12), high0..high15 at 700 and up (where vramtrace keeps
+ * its own); then waiting for signals. */
+static int term_closefrom(int reopen) {
+    CUdeviceptr p[3];
+    for (int i = 0; i < 3; i++) printf("alloc -> %d\n", (int)cuMemAlloc_v2(&p[i], 1 << 20));
+    printf("free -> %d\n", (int)cuMemFree_v2(p[1]));
+    fflush(stdout);
+    if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
+        for (int fd = 3; fd < 1024; fd++) close(fd);
+    if (reopen) {
+        char name[16];
+        int low[10], high[16];
+        for (int i = 0; i < 10; i++) {
+            snprintf(name, sizeof name, "low%d", i);
+            low[i] = open_at(name, 3);
+        }
+        for (int i = 0; i < 16; i++) {
+            snprintf(name, sizeof name, "high%d", i);
+            high[i] = open_at(name, 700);
+        }
+        printf("files %d..%d %d..%d\n", low[0], low[9], high[0], high[15]);
+    }
+    printf("ready\n");
+    fflush(stdout);
     for (;;) pause();
     return 0;
 }
@@ -1456,6 +1500,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "mark-reset") == 0) return mark_reset(argc > 2 && strcmp(argv[2], "own") == 0);
     if (strcmp(mode, "long-growth") == 0) return long_growth(argc > 2 ? atol(argv[2]) : 0);
     if (strcmp(mode, "term-wait") == 0) return term_wait();
+    if (strcmp(mode, "term-closefrom") == 0) return term_closefrom(argc > 2 && strcmp(argv[2], "reopen") == 0);
     if (strcmp(mode, "term-query") == 0) return term_query();
     if (strcmp(mode, "term-fork") == 0) return term_fork();
     if (strcmp(mode, "term-sleep") == 0) return term_sleep();
