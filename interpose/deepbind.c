@@ -258,14 +258,46 @@ static void bind_object(const struct object *info, struct binding *b) {
     }
 }
 
+/* Whether an object loaded now has `file` (a bare name) as its file name:
+ * glibc then opens that one again and loads nothing. */
+static int loaded_by_name(struct dl_phdr_info *info, size_t size, void *file) {
+    (void)size;
+    const char *base = strrchr(info->dlpi_name, '/');
+    return base && strcmp(base + 1, file) == 0;
+}
+
+/* The names already said not to be followed (a hash each): a program that
+ * opens a plugin again, or probes it with RTLD_NOLOAD, reads the warning
+ * once. Past the table's end a name may be said again. */
+static uint64_t unfollowed[64];
+static size_t n_unfollowed;
+static pthread_mutex_t unfollowed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Say, once per name, that a deep dlopen by a name that depends on its
+ * caller is not followed; only a call that may load it says so (not an
+ * RTLD_NOLOAD probe, not a bare name already loaded). */
+static void say_unfollowed(const char *file, int mode) {
+    if (mode & RTLD_NOLOAD) return;
+    if (!strchr(file, '/') && dl_iterate_phdr(loaded_by_name, (void *)file)) return;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = file; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    pthread_mutex_lock(&unfollowed_lock);
+    int said = 0;
+    for (size_t i = 0; i < n_unfollowed && !said; i++) said = unfollowed[i] == h;
+    if (!said && n_unfollowed < sizeof unfollowed / sizeof *unfollowed) unfollowed[n_unfollowed++] = h;
+    pthread_mutex_unlock(&unfollowed_lock);
+    if (said) return;
+    vt_warn("%s: loaded with RTLD_DEEPBIND by a name that depends on its caller: its CUDA calls bypass vramtrace "
+            "and are not recorded",
+            file);
+}
+
 void *vt_dlopen_deep(const char *file, int mode, void *caller) {
     vt_dlopen_before();
     if (!vt_real_dlopen || !vt_real_dlsym || !file) return VT_DLOPEN_PASS;
     int e = errno;
     if (strchr(file, '$') || (!strchr(file, '/') && !same_search(caller))) {
-        vt_warn("%s: loaded with RTLD_DEEPBIND by a name that depends on its caller: its CUDA calls bypass vramtrace "
-                "and are not recorded",
-                file);
+        say_unfollowed(file, mode);
         (void)dlerror();
         errno = e;
         return VT_DLOPEN_PASS;

@@ -19,7 +19,9 @@
  * definition it bound to. Its result and dlerror() are the real dlopen's.
  * VT_DLOPEN_PASS when where the caller stands changes what the file names
  * (a `$` in it, or a bare name the caller's search path finds elsewhere):
- * one warning then, and the real dlopen runs unfollowed. */
+ * one warning then (once per name, and not for an RTLD_NOLOAD probe or a
+ * bare name already loaded, which load nothing), and the real dlopen runs
+ * unfollowed. */
 void *vt_dlopen_deep(const char *file, int mode, void *caller);
 
 #endif

@@ -507,11 +507,13 @@ def dl_deepbind_plugins_are_tracked_as_without_it():
 def dl_deepbind_by_a_callers_name_is_said_not_followed():
     """A library loaded with RTLD_DEEPBIND by a name whose meaning depends on
     its caller (`$ORIGIN`) is opened as the caller's own, unfollowed: one
-    warning line each, naming it."""
-    argv = [os.path.join(T, "t_deepbind"), T, "origin"]
-    r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1"})
-    eq(r.out, DEEPBIND_OUT, "output")
-    eq(r.err, "".join(f"vramtrace: warning: $ORIGIN/{lib}: loaded with RTLD_DEEPBIND by a name that depends on "
-                      "its caller: its CUDA calls bypass vramtrace and are not recorded\n"
-                      for lib in ("libt_deepbind_cu.so", "libt_deepbind_rt.so")), "one warning per library")
-    eq((r.rc, r.dumps), (0, []), "nothing recorded")
+    warning line each, naming it. Probing it again with RTLD_NOLOAD, or
+    opening it again, loads nothing and says nothing more."""
+    for mode in ("origin", "again"):
+        argv = [os.path.join(T, "t_deepbind"), T, mode]
+        r = run(argv, env={"VRAMTRACE_LEAK_CHECK": "1"})
+        eq(r.out, DEEPBIND_OUT, f"{mode}: output")
+        eq(r.err, "".join(f"vramtrace: warning: $ORIGIN/{lib}: loaded with RTLD_DEEPBIND by a name that depends on "
+                          "its caller: its CUDA calls bypass vramtrace and are not recorded\n"
+                          for lib in ("libt_deepbind_cu.so", "libt_deepbind_rt.so")), f"{mode}: one warning per library")
+        eq((r.rc, r.dumps), (0, []), f"{mode}: nothing recorded")

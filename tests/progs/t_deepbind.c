@@ -4,7 +4,9 @@
  *   deep:   RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND
  *   lazy:   RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND
  *   local:  RTLD_NOW | RTLD_LOCAL
- *   origin: as deep, each by "$ORIGIN/NAME" (this program's folder) */
+ *   origin: as deep, each by "$ORIGIN/NAME" (this program's folder)
+ *   again:  as origin, then each probed with RTLD_NOLOAD | RTLD_DEEPBIND
+ *           and opened again as before (both load nothing) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -15,10 +17,15 @@ static int call(const char *dir, const char *mode, const char *lib, const char *
     if (strcmp(mode, "lazy") == 0) flags = RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND;
     if (strcmp(mode, "local") == 0) flags = RTLD_NOW | RTLD_LOCAL;
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", strcmp(mode, "origin") == 0 ? "$ORIGIN" : dir, lib);
+    int again = strcmp(mode, "again") == 0;
+    snprintf(path, sizeof path, "%s/%s", again || strcmp(mode, "origin") == 0 ? "$ORIGIN" : dir, lib);
     void *h = dlopen(path, flags);
     if (!h) {
         printf("dlopen %s: %s\n", lib, dlerror());
+        return 1;
+    }
+    if (again && (dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_DEEPBIND | RTLD_GLOBAL) != h || dlopen(path, flags) != h)) {
+        printf("dlopen %s again: not the same handle\n", lib);
         return 1;
     }
     int (*f)(void) = (int (*)(void))dlsym(h, fn);
