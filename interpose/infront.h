@@ -4,8 +4,9 @@
 #define VT_INFRONT_H
 
 /* At the library's constructor: find out once, and when vramtrace stands
- * behind (loaded by dlopen after the process started) say so in one
- * warning line. */
+ * behind (loaded by dlopen after the process started, linked after the C
+ * library, or a second copy beside one in front) say which in one warning
+ * line. */
 void vt_front_check(void);
 
 /* Whether vramtrace was found behind the C library: it then tracks

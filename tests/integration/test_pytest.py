@@ -158,6 +158,47 @@ def c_api_of_a_library_loaded_late_is_inactive():
 
 
 @test
+def c_api_of_a_library_linked_after_libc_says_so():
+    """libvramtrace.so linked into the program after the C library (-lc
+    ahead of -lvramtrace) is loaded at start-up but stands behind it: the
+    warning says that, and what to do, not that it was loaded by dlopen."""
+    r = run([os.path.join(T, "t_linked_after_libc")], preload=False)
+    eq((r.out, r.err, r.rc, r.dumps),
+       ("active 0\n",
+        "vramtrace: warning: libvramtrace.so was loaded at start-up behind the C library (linked after it: -lc "
+        "ahead of -lvramtrace): it tracks nothing here; link it before the C library, or preload it (LD_PRELOAD, "
+        "or `vramtrace run`)\n", 0, []), "linked after libc")
+
+
+CTYPES_COPY = ("import ctypes, sys\n"
+               "cu = ctypes.CDLL('libcuda.so.1'); cu.cuInit(0); c = ctypes.c_void_p()\n"
+               "cu.cuDevicePrimaryCtxRetain(ctypes.byref(c), 0); cu.cuCtxSetCurrent(c)\n"
+               "vt = ctypes.CDLL(sys.argv[1])\n"
+               "p = ctypes.c_uint64(); a = cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(64 << 20))\n"
+               "print(vt.vramtrace_active(), vt.vramtrace_mark(), ctypes.CDLL(None).vramtrace_active(), a)\n")
+
+
+@test
+def c_api_of_a_second_copy_names_the_preloaded_one():
+    """A second copy of libvramtrace.so loaded by ctypes while the preloaded
+    one tracks stays inactive and says which copy tracks, and how to reach
+    it; the preloaded one's leak check is as without the second."""
+    with workdir("vt-copy-") as work:
+        copy = os.path.join(work, "libvramtrace.so")
+        shutil.copy(LIB, copy)
+        r = run([sys.executable, "-c", CTYPES_COPY, copy], env={"VRAMTRACE_LEAK_CHECK": "1"}, report="off")
+    eq(r.out, "0 -1 1 0\n", "the copy inactive, the preloaded one active")
+    warning = (f"vramtrace: warning: {copy} stays inactive: another copy of libvramtrace.so, {LIB}, is preloaded "
+               "and tracks this process; use that one (ctypes.CDLL(None), or dlsym(RTLD_DEFAULT, ...), finds its "
+               "API)\n")
+    eq(r.err.split("\n", 1)[0] + "\n", warning, "the first line names both copies")
+    eq(r.err.count("vramtrace: warning:"), 1, "one warning")
+    ok("SUMMARY: vramtrace: 67108864 byte(s) leaked in 1 allocation(s).\n" in r.err, f"the leak check in {r.err!r}")
+    eq((r.rc, [(a["api"], a["bytes"]) for a in r.dump["live"]]), (23, [("cuMemAlloc_v2", 64 * MiB)]),
+       "the preloaded copy's exit status and dump")
+
+
+@test
 def c_api_threads():
     """Marks opened, read and closed while threads allocate and free, with
     TSan (tests/unit/test_marks.c: exact figures since a mark)."""

@@ -42,3 +42,9 @@ $(T)/t_lateload: tests/progs/t_lateload.c include/vramtrace.h $(SIM)/libcuda.so.
 $(T)/t_linked: tests/progs/t_lateload.c include/vramtrace.h $(SIM)/libcuda.so.1 $(B)/libvramtrace.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..' $(SIMLINK) -lcuda -ldl
+
+# libvramtrace.so linked after the C library (test_pytest.py).
+PROGS += $(T)/t_linked_after_libc
+$(T)/t_linked_after_libc: tests/progs/t_linked_after_libc.c include/vramtrace.h $(B)/libvramtrace.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -Wl,--no-as-needed -lc -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..'
