@@ -272,6 +272,85 @@ VT_EARLY static int named_after_us(void) {
     return 1;
 }
 
+/* Whether an object other than this library defines `name`. */
+VT_EARLY static int defined_elsewhere(const char *name) {
+    for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+        if (l->l_ld == _DYNAMIC) continue;
+        const ElfW(Sym) *symtab = NULL;
+        const char *strtab = NULL;
+        const uint32_t *gnu = NULL, *sysv = NULL;
+        for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+        }
+        if (!symtab || !strtab || (!gnu && !sysv)) return 1; /* in doubt, yes */
+        uint32_t n = sysv ? sysv[1] : 0;
+        if (!sysv) {
+            if (gnu[0] == 0) return 1;
+            const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
+            n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
+        }
+        for (uint32_t i = 1; i < n; i++)
+            if (symtab[i].st_shndx != SHN_UNDEF && same(strtab + symtab[i].st_name, name)) return 1;
+    }
+    return 0;
+}
+
+/* When the exports are hidden at load, an object relocated after this
+ * library (the executable) that needs one of their names which nothing
+ * else defines cannot start: the link editor bound it to the export and,
+ * linking --as-needed, dropped the CUDA library the program was linked
+ * with (-lvramtrace ahead of it). The dynamic linker then says only
+ * "undefined symbol"; one line before it says why and what to do. This
+ * runs while the library is relocated: written with the system call. */
+VT_EARLY static void say_unlinked(void) {
+    for (const struct link_map *l = _r_debug.r_map; l && l->l_ld != _DYNAMIC; l = l->l_next) {
+        const ElfW(Sym) *symtab = NULL;
+        const char *strtab = NULL;
+        const uint32_t *gnu = NULL, *sysv = NULL;
+        for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+            if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
+        }
+        if (!symtab || !strtab || (!gnu && !sysv)) continue;
+        uint32_t n = sysv ? sysv[1] : 0;
+        if (!sysv) {
+            if (gnu[0] == 0) continue;
+            const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
+            n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
+        }
+        for (uint32_t i = 1; i < n; i++) {
+            const ElfW(Sym) *s = &symtab[i];
+            const char *name = strtab + s->st_name;
+            if (s->st_shndx != SHN_UNDEF || ELF64_ST_BIND(s->st_info) != STB_GLOBAL || name[0] != 'c' || name[1] != 'u')
+                continue;
+            int id = 0;
+            while (id < VT_ID_COUNT && !same(exports[id].name, name)) id++;
+            if (id == VT_ID_COUNT || defined_elsewhere(name)) continue;
+            static const char head[] = "vramtrace: error: the program needs ";
+            static const char tail[] =
+                ", which no library loaded here defines: it was linked against libvramtrace.so's CUDA names, not "
+                "its CUDA library (-lvramtrace ahead of it, linked --as-needed); link the CUDA library first, or "
+                "put -Wl,--no-as-needed before -lvramtrace\n";
+            size_t len = 0;
+            while (name[len]) { /* the barrier keeps the loop from becoming a call to strlen */
+                __asm__("" : "+r"(len));
+                len++;
+            }
+            struct { const void *base; size_t len; } iov[3] = {
+                {head, sizeof head - 1}, {name, len}, {tail, sizeof tail - 1}};
+            long r;
+            __asm__ volatile("syscall" : "=a"(r) : "0"(20L), "D"(2L), "S"(iov), "d"(3L) : "rcx", "r11", "memory");
+            (void)r;
+            return;
+        }
+    }
+}
+
 /* Rewrite every export's symbol for `to`. Symbol types are single bytes,
  * written one at a time, and an indirect symbol's value (its resolver) is
  * set while it is still hidden: a concurrent lookup sees one state or the
@@ -303,7 +382,10 @@ VT_EARLY static void set_state(int to) {
  * the state before the real ones run. */
 VT_EARLY static void at_load_done(void) {}
 VT_EARLY static void (*at_load(void))(void) {
-    if (!cuda_mapped() && named_after_us()) set_state(EXPORTS_HIDDEN);
+    if (!cuda_mapped() && named_after_us()) {
+        set_state(EXPORTS_HIDDEN);
+        say_unlinked();
+    }
     return at_load_done;
 }
 static void at_load_hook(void) __attribute__((ifunc("at_load")));

@@ -170,6 +170,22 @@ def c_api_of_a_library_linked_after_libc_says_so():
         "or `vramtrace run`)\n", 0, []), "linked after libc")
 
 
+@test
+def c_api_linked_ahead_of_cuda_as_needed_says_why_it_cannot_start():
+    """A program linked --as-needed with -lvramtrace ahead of its CUDA
+    library has cudaMalloc bound to libvramtrace.so's export and the CUDA
+    library dropped: it cannot start, and one line says why and what to do
+    before the dynamic linker's "undefined symbol", bound lazily or now."""
+    prog = os.path.join(T, "t_linked_as_needed")
+    for env in ({}, {"LD_BIND_NOW": "1"}):
+        r = run([prog], preload=False, env=env)
+        eq((r.out, r.err, r.rc, r.dumps),
+           ("", "vramtrace: error: the program needs cudaMalloc, which no library loaded here defines: it was linked "
+                "against libvramtrace.so's CUDA names, not its CUDA library (-lvramtrace ahead of it, linked "
+                "--as-needed); link the CUDA library first, or put -Wl,--no-as-needed before -lvramtrace\n"
+                f"{prog}: symbol lookup error: {prog}: undefined symbol: cudaMalloc\n", 127, []), f"{env}")
+
+
 CTYPES_COPY = ("import ctypes, sys\n"
                "cu = ctypes.CDLL('libcuda.so.1'); cu.cuInit(0); c = ctypes.c_void_p()\n"
                "cu.cuDevicePrimaryCtxRetain(ctypes.byref(c), 0); cu.cuCtxSetCurrent(c)\n"

@@ -48,3 +48,9 @@ PROGS += $(T)/t_linked_after_libc
 $(T)/t_linked_after_libc: tests/progs/t_linked_after_libc.c include/vramtrace.h $(B)/libvramtrace.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -Wl,--no-as-needed -lc -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..'
+
+# -lvramtrace ahead of the runtime, linked --as-needed (test_pytest.py).
+PROGS += $(T)/t_linked_as_needed
+$(T)/t_linked_as_needed: tests/progs/t_linked_as_needed.c $(SIM)/libcudart_sim.so $(B)/libvramtrace.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--as-needed -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..' -L$(SIM) -lcudart_sim
