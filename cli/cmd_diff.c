@@ -2,7 +2,10 @@
  * [--top N]`: how live memory changed per call site between two dumps
  * (two snapshots of one run, or two runs), largest growth first. With
  * --fail-over, exit status 1 when the net growth of live bytes exceeds
- * SIZE: a CI check that an iteration retains no more than it should. */
+ * SIZE: a CI check that an iteration retains no more than it should.
+ * Status 1 says that alone: a dump that cannot be read, or output that
+ * cannot be written, is DIFF_ERROR, so that CI tells "it leaked" from
+ * "there was no dump to compare". */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -62,10 +65,14 @@ static const char *signed_count(struct change c, char *buf, size_t size) {
     return buf;
 }
 
+/* The status of a diff that could not be made or said (2 is a usage
+ * error, 1 the growth past --fail-over). */
+#define DIFF_ERROR 3
+
 static int load_error(const char *err) {
     char safe[1024];
     fprintf(stderr, "vramtrace diff: %s\n", vr_safe(err, safe, sizeof safe));
-    return 1;
+    return DIFF_ERROR;
 }
 
 int vt_cmd_diff(int argc, char **argv) {
@@ -84,7 +91,9 @@ int vt_cmd_diff(int argc, char **argv) {
                    "                    than SIZE\n"
                    "                    (bytes, or with K, M, G, T: 512M, 1.5G)\n"
                    "  --top N           rows to show, 1 to 100000 (default 20); the call sites\n"
-                   "                    past them are added up on one line\n");
+                   "                    past them are added up on one line\n\n"
+                   "Exit status: 0 compared; 1 grew past --fail-over; 2 a usage error; 3 a dump\n"
+                   "could not be read or the output could not be written.\n");
             return vt_cli_flush("vramtrace diff");
         }
         if (strcmp(a, "--fail-over") == 0) {
@@ -134,7 +143,7 @@ int vt_cmd_diff(int argc, char **argv) {
     struct vr_combined *list = vr_combine_each(&in, VR_AT_EXIT, &k);
     if (!list) {
         fprintf(stderr, "vramtrace diff: out of memory\n");
-        rc = 1;
+        rc = DIFF_ERROR;
     }
     uint64_t total[2] = {0, 0}, count[2] = {0, 0};
     for (size_t g = 0; g < k; g++)
@@ -215,7 +224,7 @@ int vt_cmd_diff(int argc, char **argv) {
         /* Output that did not reach its destination fails the command. */
         if (fflush(stdout) != 0 || ferror(stdout)) {
             fprintf(stderr, "vramtrace diff: writing failed: %s\n", strerror(errno ? errno : EIO));
-            rc = 1;
+            rc = DIFF_ERROR;
         } else if (have_limit && grew.sign > 0 && grew.by > limit) {
             signed_bytes(grew, c, sizeof c);
             vr_bytes(limit, b, sizeof b);

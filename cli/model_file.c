@@ -1,5 +1,6 @@
 /* model_file.c -- reading a dump from its file (vm_load of model.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "model_v2.h"
@@ -63,16 +65,43 @@ int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err,
      * by the first such free, each stays a mapping, and what is freed goes
      * back to the system instead of staying resident in the heap. */
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* Opened without blocking: a FIFO nobody writes held the command
+     * for ever, without a word. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = NULL;
+    const char *refused = NULL;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) refused = strerror(errno);
+    else if (S_ISDIR(sb.st_mode)) refused = strerror(EISDIR);
+    else if (S_ISFIFO(sb.st_mode) && (buf = malloc(cap))) {
+        /* A FIFO read without blocking says at once whether anyone writes
+         * it: nothing and no writer reads as its end. It is refused then,
+         * as the library and --suppressions refuse one; a FIFO with a
+         * writer is read until the writer closes it, as cat reads it. */
+        ssize_t got;
+        do got = read(fd, buf, 4096); /* less than cap: the loop below goes on */
+        while (got < 0 && errno == EINTR);
+        if (got == 0) refused = "a FIFO nobody writes (not waited for)";
+        else if (got < 0 && errno != EAGAIN) refused = strerror(errno);
+        else if (got > 0) len = (size_t)got;
+    }
+    int fl = refused ? -1 : fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot read: %s", path, refused ? refused : strerror(errno));
+        free(buf);
+        close(fd);
         return -1;
     }
     /* A regular file is mapped, not copied: the model keeps no pointer
      * into it, and its pages are given back as they are read (a dump is
      * renamed into place whole, never rewritten where it lies). */
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+    if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
         if (m != MAP_FAILED) {
             fclose(f);
@@ -86,9 +115,8 @@ int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err,
      * first 64 KiB show it cannot be a dump: not one that begins with '{'
      * there. Then only they are parsed, for the error jansson gives of its
      * first token: /dev/zero or an endless FIFO filled memory before. */
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int cut = 0;
+    if (!buf) buf = malloc(cap);
+    int cut = 0, rerrno = 0;
     while (buf) {
         size_t n = fread(buf + len, 1, cap - len, f);
         len += n;
@@ -109,9 +137,10 @@ int vm_load_with(const char *path, unsigned flags, struct vm_dump *d, char *err,
         }
     }
     int rerr = ferror(f);
+    if (rerr) rerrno = errno;
     fclose(f);
     if (!buf || rerr) {
-        snprintf(err, errsize, "%s: cannot read%s", path, buf ? "" : ": out of memory");
+        snprintf(err, errsize, "%s: cannot read: %s", path, buf ? strerror(rerrno ? rerrno : EIO) : "out of memory");
         free(buf);
         return -1;
     }

@@ -14,6 +14,8 @@ import pickle
 import re
 import resource
 import signal
+import threading
+import time
 
 from run_tests import *
 
@@ -136,7 +138,7 @@ def cli_text_outputs_escape_control_characters():
         json.dump(d, open(bad, "w"))
         for cmd in (["report", bad], ["diff", bad, bad]):
             rc, out, err = cli(cmd)
-            eq(rc, 1, f"{cmd[0]}: status")
+            eq(rc, 1 if cmd[0] == "report" else 3, f"{cmd[0]}: status")
             one_error_line(err, f"vramtrace {cmd[0]}: ", cmd[0])
             no_controls(err.rstrip("\n"), f"{cmd[0]} error")
             ok(r'unknown type "\x1b[2J\x1b]0;owned\x07\x0asecond line"' in err, err)
@@ -324,7 +326,7 @@ def cli_write_errors_fail_with_one_line():
     r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)
     with open("/dev/full", "wb") as full:
         rc, _, err = cli(["diff", r0, r1], stdout=full)
-        eq(rc, 1, "diff > /dev/full")
+        eq(rc, 3, "diff > /dev/full")
         eq(err, "vramtrace diff: writing failed: No space left on device\n", "diff's error line")
         for fmt in ("text", "json", "folded", "html", "torch"):
             rc, _, err = cli(["report", r0, "--format", fmt], stdout=full)
@@ -345,6 +347,100 @@ def cli_write_errors_fail_with_one_line():
         p = subprocess.run([CLI, "report", r0, "-o", out], capture_output=True, preexec_fn=limit_file_size(1 << 20))
         eq((p.returncode, p.stderr), (0, b""), "the same within the limit")
         ok(os.path.getsize(out) > 1000, "written")
+
+
+@test
+def cli_o_on_a_full_disk_keeps_the_report_that_was_there():
+    """-o FILE whose write fails (a full disk, here the file size limit)
+    leaves the report FILE held before byte for byte, with its mode, and
+    no temporary file beside it: the report is written aside and renamed
+    over FILE once whole (before, FILE was truncated at once and then
+    removed). Through a symbolic link, the link stays and its target is
+    replaced, as before."""
+    r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)
+    with workdir("vt-cli-keep-") as work:
+        out = os.path.join(work, "r.txt")
+        with open(out, "w") as f:
+            f.write("the report of yesterday\n")
+        os.chmod(out, 0o640)
+        for fmt in ("text", "json", "html", "torch"):
+            p = subprocess.run([CLI, "report", r0, "--format", fmt, "-o", out], capture_output=True,
+                               preexec_fn=limit_file_size(1000))
+            eq((p.returncode, p.stderr.decode()), (1, f"vramtrace report: writing {out} failed: File too large\n"),
+               f"-o {fmt} on a full disk")
+            eq(open(out).read(), "the report of yesterday\n", f"{fmt}: the report that was there, kept")
+            eq(sorted(os.listdir(work)), ["r.txt"], f"{fmt}: nothing left beside it")
+        rc, _, err = cli(["report", r0, "-o", out])
+        eq((rc, err), (0, ""), "written within the limit")
+        eq((open(out, "rb").read(), stat.S_IMODE(os.stat(out).st_mode)), (cli(["report", r0])[1], 0o640),
+           "the new report, the old mode")
+        os.symlink("r.txt", os.path.join(work, "link.txt"))
+        rc, _, err = cli(["report", r1, "-o", os.path.join(work, "link.txt")])
+        eq((rc, err, os.readlink(os.path.join(work, "link.txt"))), (0, "", "r.txt"), "the link stays a link")
+        eq(open(out, "rb").read(), cli(["report", r1])[1], "its target replaced")
+        eq(sorted(os.listdir(work)), ["link.txt", "r.txt"], "nothing else in the folder")
+
+
+@test
+def cli_a_folder_or_a_fifo_nobody_writes_is_said_at_once():
+    """`report DIR` says why it cannot read it (before: "cannot read" and
+    no reason); `report FIFO` with no writer is refused at once, as the
+    library and --suppressions refuse one (before: it waited for ever);
+    a FIFO with a writer is read until the writer closes it."""
+    r0 = os.path.join(GOLDEN, R0)
+    with workdir("vt-cli-kinds-") as work:
+        folder, fifo = os.path.join(work, "dir.json"), os.path.join(work, "fifo.json")
+        os.mkdir(folder)
+        os.mkfifo(fifo)
+        for cmd in (["report", folder], ["diff", r0, folder]):
+            p = subprocess.run([CLI] + cmd, capture_output=True, text=True, timeout=10)
+            eq((p.returncode, p.stderr), (1 if cmd[0] == "report" else 3,
+                                          f"vramtrace {cmd[0]}: {folder}: cannot read: Is a directory\n"),
+               f"{cmd[0]} of a folder")
+        for cmd in (["report", fifo], ["diff", r0, fifo]):
+            p = subprocess.run([CLI] + cmd, capture_output=True, text=True, timeout=10)
+            eq((p.returncode, p.stderr), (1 if cmd[0] == "report" else 3,
+                                          f"vramtrace {cmd[0]}: {fifo}: cannot read: a FIFO nobody writes "
+                                          "(not waited for)\n"), f"{cmd[0]} of a FIFO nobody writes")
+        # A writer holds the FIFO open: the whole dump, in pieces, then its end.
+        data = open(r0, "rb").read()
+        w = os.open(fifo, os.O_RDWR)
+        def write_all():
+            os.write(w, data[:1000])
+            time.sleep(0.3)
+            os.write(w, data[1000:])
+            os.close(w)
+        t = threading.Thread(target=write_all)
+        t.start()
+        p = subprocess.run([CLI, "report", fifo], capture_output=True, timeout=20)
+        t.join()
+        eq((p.returncode, p.stderr), (0, b""), "a FIFO with a writer")
+        eq(p.stdout, cli(["report", r0])[1].replace(r0.encode(), fifo.encode()), "read whole")
+
+
+@test
+def cli_diff_says_a_missing_dump_apart_from_growth():
+    """diff's status 1 is the growth past --fail-over alone; a dump that is
+    missing, is no dump, or output that cannot be written is status 3
+    (before: 1 for both, so that CI took "no dump" for "it leaked")."""
+    r0, r1 = os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)
+    with workdir("vt-cli-diffrc-") as work:
+        missing, trunc = os.path.join(work, "missing.json"), os.path.join(work, "trunc.json")
+        with open(trunc, "wb") as f:
+            f.write(open(r1, "rb").read()[:1000])
+        p = subprocess.run([CLI, "diff", r0, r1, "--fail-over", "1"], capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (1, "vramtrace diff: live bytes grew by +1.00 MiB, more than --fail-over 1 B\n"),
+           "grew past the limit")
+        for new, why in ((missing, "cannot open: No such file or directory"), (trunc, None)):
+            for args in ([], ["--fail-over", "1"], ["--fail-over", "1G"]):
+                p = subprocess.run([CLI, "diff", r0, new] + args, capture_output=True, text=True)
+                eq((p.returncode, p.stdout), (3, ""), f"diff {os.path.basename(new)} {args}")
+                one_error_line(p.stderr, f"vramtrace diff: {new}: ", f"diff {os.path.basename(new)}")
+                if why:
+                    eq(p.stderr, f"vramtrace diff: {new}: {why}\n", "the reason")
+        with open("/dev/full", "wb") as full:
+            rc, _, err = cli(["diff", r0, r1, "--fail-over", "1"], stdout=full)
+            eq((rc, err), (3, "vramtrace diff: writing failed: No space left on device\n"), "diff > /dev/full")
 
 
 @test
