@@ -853,7 +853,13 @@ int vt_cmd_run(int argc, char **argv) {
         /* A value the library would warn about and ignore is refused here. */
         if (!vt_option_valid(d, v)) {
             char what[96];
-            fprintf(stderr, "vramtrace run: %s takes %s, not '%s'\n", a, takes(d, what, sizeof what), v);
+            if (strcmp(v, "-") == 0) /* --out or --report (vt_option_valid) */
+                snprintf(what, sizeof what, "%s", d == &vt_option_table[VT_O_REPORT]
+                                                      ? "stderr, stdout, off or a file ('-' names none: stdout)"
+                                                      : "a path or off ('-' names none: a dump goes to a file)");
+            else
+                takes(d, what, sizeof what);
+            fprintf(stderr, "vramtrace run: %s takes %s, not '%s'\n", a, what, v);
             return 2;
         }
         /* A suppressions file the library cannot read would make the check

@@ -156,7 +156,13 @@ int vt_option_valid(const struct vt_option_desc *d, const char *v) {
     /* An empty text is never a value: the library warns and keeps the
      * default (an unset variable in a script, --suppressions "$SUPP",
      * would otherwise pass unnoticed, the check run without the file). */
-    case VT_OPT_TEXT: return *v != '\0';
+    /* "-" names no file for the dump or the report: taken as a path it
+     * made a file named "-" in the start folder (and a later run's report
+     * went into the dump at it); it is not standard output either, which
+     * the report calls "stdout" and the dump never goes to. */
+    case VT_OPT_TEXT:
+        return *v != '\0' && !(strcmp(v, "-") == 0 && (d == &vt_option_table[VT_O_OUT] ||
+                                                       d == &vt_option_table[VT_O_REPORT]));
     case VT_OPT_NUMBER: return vt_parse_number(v, d->lo, d->hi, &n) == 0;
     case VT_OPT_SIZE: return vt_parse_size(v, &bytes) == 0 && bytes > 0;
     case VT_OPT_SIGNAL: return vt_parse_signal(v) >= 0;

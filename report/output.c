@@ -28,6 +28,7 @@
 #include "leaks.h"
 #include "live.h"
 #include "outfile.h"
+#include "report_keep.h"
 #include "owntime.h"
 #include "output.h"
 #include "postmortem.h"
@@ -473,7 +474,8 @@ static int report_is_dump(const char *path, unsigned seq, char *dump) {
  * at path (NULL when path is, after one warning; the caller warned for
  * a path too long), which sends what it cannot take to fb (NULL: none);
  * stderr, after one warning, when that file is the
- * dump's (report_is_dump; seq: the %n path was expanded with). */
+ * dump's (report_is_dump; seq: the %n path was expanded with) or holds
+ * something that is no report log (report_keep.h). */
 static FILE *open_report(const char *path, unsigned seq, int *close_it, struct vt_report_fallback *fb) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
@@ -491,7 +493,19 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it, struct v
         }
         return stderr;
     }
+    /* An earlier run's dump, a source file or notes at the name are not
+     * appended to (report_keep.h): the report goes to stderr. */
     const char *why = NULL;
+    if (!vt_report_keep_appendable(path, &why)) {
+        static int warned_kept;
+        if (!warned_kept) {
+            warned_kept = 1;
+            char shown[1024];
+            vt_warn("the report file %s %s: it is left as it is, and the report goes to stderr",
+                    warn_path(path, shown, sizeof shown), why);
+        }
+        return stderr;
+    }
     FILE *f = vt_file_open_report(path, &why, fb);
     if (!f) {
         warn_once(&warned_report, "the report to", path, why);

@@ -188,6 +188,11 @@ static void load_string(enum vt_option_id id, const char *too_long, const char *
     if (v && *v == '\0') {
         warn("vramtrace: warning: %s is empty; %s\n", name, *def ? "keeping the default" : instead, "");
         v = def;
+    } else if (v && !vt_option_valid(&vt_option_table[id], v)) {
+        /* "-" for the dump or the report (options.c's vt_option_valid). */
+        warn("vramtrace: warning: %s=- names no file (%s); keeping the default\n", name,
+             id == VT_O_REPORT ? "standard output is 'stdout'" : "a dump goes to a file", "");
+        v = def;
     } else if (v == NULL) {
         v = def;
     } else if (strlen(v) >= size) {

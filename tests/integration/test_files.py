@@ -331,13 +331,13 @@ def report_never_blocks_nor_goes_to_another_users_file():
            "one warning line")
         ok(not os.path.lexists(target), "no file made through the link")
 
-        # Our own file: appended to; a new one: mode 0600.
+        # Our own report log: appended to; a new one: mode 0600.
         mine = os.path.join(work, "mine.txt")
         with open(mine, "w") as f:
-            f.write("before\n")
+            f.write("vramtrace: before\n")
         rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=mine))
         text = open(mine).read()
-        eq((err, text.startswith("before\nvramtrace: exit in pid ")), ("", True), "our own file appended to")
+        eq((err, text.startswith("vramtrace: before\nvramtrace: exit in pid ")), ("", True), "our own log appended to")
         new = os.path.join(work, "new.txt")
         old_umask = os.umask(0)
         try:
@@ -827,7 +827,7 @@ def report_file_on_a_full_disk_keeps_whole_lines_and_the_rest_reaches_stderr():
         rep = os.path.join(small, "rep.log")
         copy = os.path.join(work, "rep.copy")
         script = ('mount -t tmpfs -o size=64k vt-small "$0" && { [ "$VT_PREFILL" = 0 ] || '
-                  'python3 -c "open(\'$0/rep.log\', \'w\').write(\'x\' * 2999 + \'\\n\')"; } && '
+                  'python3 -c "open(\'$0/rep.log\', \'w\').write(\'vramtrace: \' + \'x\' * 2988 + \'\\n\')"; } && '
                   'dd if=/dev/zero of="$0/fill" bs=1k count=64 2>/dev/null; "$@"; s=$?; '
                   'cp "$0/rep.log" "$VT_COPY"; exit $s')
         for prefill in (3000, 0):
@@ -838,7 +838,8 @@ def report_file_on_a_full_disk_keeps_whole_lines_and_the_rest_reaches_stderr():
                 text = f.read()
             ok(text.endswith(b"\n") or not text, f"prefill {prefill}: the file ends in a whole line: {text[-80:]!r}")
             lines = text.decode().splitlines()
-            eq(lines[:1] if prefill else lines, ["x" * 2999] if prefill else [], f"prefill {prefill}: the file's start")
+            eq(lines[:1] if prefill else lines, ["vramtrace: " + "x" * 2988] if prefill else [],
+               f"prefill {prefill}: the file's start")
             err = r.err.splitlines()
             eq(err[0], f"vramtrace: warning: cannot write the report to {rep}: No space left on device; what it "
                        "could not take is on stderr", f"prefill {prefill}: one warning first")
@@ -1311,6 +1312,91 @@ def dump_never_replaces_a_file_that_is_not_a_dump():
                                cwd=work, capture_output=True, text=True, timeout=60)
             eq(warnings(p.stderr), [], f"{what or 'empty'}: no warning")
             eq(dump_at(path), (int(p.stdout.split()[0]), "exit", 2 << 20), f"{what or 'empty'}: replaced")
+
+
+@test
+def report_is_appended_only_to_a_report_log():
+    """VRAMTRACE_REPORT naming an earlier run's dump (as the library writes
+    it, and spaced as a tool rewrites it) or a source file: the file is
+    left as it is, byte for byte, and the reports go to stderr after one
+    warning. Before, the report was appended to it without a word (the dump
+    then no JSON). An empty file and a report log of an earlier run, one
+    that begins with a leak report too, are appended to as before."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    a = without(prog)
+    with workdir("vt-files-") as work:
+        dump, spaced, src = (os.path.join(work, n) for n in ("old.json", "spaced.json", "mysrc.c"))
+        subprocess.run(prog, env=lib_env(VRAMTRACE_OUT=dump), cwd=work, timeout=60, capture_output=True)
+        shutil.copy(os.path.join(GOLDEN, R0), spaced)
+        shutil.copy(os.path.join(ROOT, "tests", "progs", "t_triage.c"), src)
+        for path, why in ((dump, "is a vramtrace dump"), (spaced, "is a vramtrace dump"),
+                          (src, "is not a vramtrace report log")):
+            with open(path, "rb") as f:
+                before = f.read()
+            p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=path),
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            pid = int(p.stdout.split()[0])
+            eq((p.returncode, p.stdout.split("\n", 1)[1]), (a.rc, a.out), f"{path}: the program as without")
+            with open(path, "rb") as f:
+                eq(f.read() == before, True, f"{path}: left as it is")
+            eq(warnings(p.stderr), [f"vramtrace: warning: the report file {path} {why}: it is left as it is, "
+                                    "and the report goes to stderr"], f"{path}: one warning")
+            eq((p.stderr.count(f"\nvramtrace: out of memory in pid {pid} ({prog[0]})\n"),
+                p.stderr.count(f"\nvramtrace: exit in pid {pid} ({prog[0]})\n")), (1, 1),
+               f"{path}: the post-mortem and the exit report on stderr:\n{p.stderr}")
+        eq(dump_at(dump)[1], "exit", "the dump is still a dump")
+        log = os.path.join(work, "rep.log")
+        with open(log, "w"):
+            pass
+        pids = []
+        for i in range(2):  # empty, then a report log of the run before
+            p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=log),
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            eq(warnings(p.stderr), [], f"run {i}: no warning")
+            pids.append(int(p.stdout.split()[0]))
+        text = open(log).read()
+        eq([l for l in text.splitlines() if l.startswith(("vramtrace: out of memory in", "vramtrace: exit in"))],
+           [f"vramtrace: {w} in pid {pid} ({prog[0]})" for pid in pids for w in ("out of memory", "exit")],
+           "both runs' reports in the log")
+        # A log that begins with a leak report (its blank line and rule).
+        lsan = os.path.join(work, "lsan.log")
+        for i in range(2):
+            p = subprocess.run([os.path.join(T, "t_leaks")], capture_output=True, text=True, timeout=60,
+                               env=lib_env(VRAMTRACE_REPORT=lsan, VRAMTRACE_LEAK_CHECK="1"), cwd=work)
+            eq(warnings(p.stderr), [], f"leak report {i}: no warning")
+        text = open(lsan).read()
+        eq((text[:6], text.count("SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s).")), ("\n=====", 2),
+           "a log that begins with a leak report is appended to")
+
+
+@test
+def a_dash_is_no_file_for_the_dump_or_the_report():
+    """VRAMTRACE_OUT=- and VRAMTRACE_REPORT=- warn once each and keep their
+    defaults (a dump vramtrace.PID.json, the report on stderr); `vramtrace
+    run --out -` and `--report -` are refused with status 2 before the
+    command runs. Before, each made a file named "-" in the start folder,
+    and a later run's report went into the dump there."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    with workdir("vt-files-dash-") as work:
+        p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"],
+                           env=lib_env(VRAMTRACE_OUT="-", VRAMTRACE_REPORT="-"), cwd=work, capture_output=True,
+                           text=True, timeout=60)
+        pid = int(p.stdout.split()[0])
+        eq(warnings(p.stderr), ["vramtrace: warning: VRAMTRACE_OUT=- names no file (a dump goes to a file); "
+                                "keeping the default",
+                                "vramtrace: warning: VRAMTRACE_REPORT=- names no file (standard output is "
+                                "'stdout'); keeping the default"], "one warning each")
+        eq(sorted(os.listdir(work)), [f"vramtrace.{pid}.json"], "the default dump, no file named -")
+        eq(p.stderr.count(f"\nvramtrace: exit in pid {pid} ({prog[0]})\n"), 1, "the report on stderr")
+        os.unlink(os.path.join(work, f"vramtrace.{pid}.json"))
+        for flag, takes in (("--out", "a path or off ('-' names none: a dump goes to a file)"),
+                            ("--report", "stderr, stdout, off or a file ('-' names none: stdout)")):
+            for args in ([flag, "-"], [flag + "=-"]):
+                p = subprocess.run([CLI, "run", *args, "--", "touch", "ran"], cwd=work, capture_output=True,
+                                   text=True, timeout=60)
+                eq((p.returncode, p.stdout, p.stderr), (2, "", f"vramtrace run: {flag} takes {takes}, not '-'\n"),
+                   f"{args} refused")
+        eq(os.listdir(work), [], "nothing run, no file named -")
 
 
 @test
