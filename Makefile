@@ -232,7 +232,7 @@ SIMLINK := -L$(SIM) -Wl,-rpath,'$$ORIGIN/../sim'
 PROGS := $(T)/t_driver $(T)/t_budget $(T)/t_dlsym $(T)/t_dlnext $(T)/t_runtime $(T)/t_runtime_static \
          $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_pexit $(T)/t_poolkeep $(T)/t_reset $(T)/t_pinreset $(T)/t_ctxdestroy $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
-         $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so $(T)/t_vmm $(T)/t_limitargs $(T)/t_survived $(T)/t_dumptwice \
+         $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so $(T)/t_vmm $(T)/t_limitargs $(T)/t_survived $(T)/t_dumptwice $(T)/t_many \
          $(T)/t_cancel $(T)/t_exitrace $(T)/t_pages $(T)/t_ranks $(T)/t_pastsite $(T)/t_pitchsettle $(T)/t_limitinvalid
 # Each area's further test programs: tests/progs/AREA.mk adds to PROGS.
 include $(wildcard tests/progs/*.mk)
@@ -244,7 +244,7 @@ progs: sim $(PROGS)
 # from NAME.c). Extra libraries: LDLIBS_NAME.
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_pexit t_poolkeep t_reset t_pinreset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds t_symfds \
-               t_limitargs t_survived t_dumptwice t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr
+               t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr
 DRIVER_PROGS := t_driver t_replug t_budget t_vmm t_pages
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <dirent.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -423,29 +425,141 @@ static uint64_t random_bits(void) {
     return v * 0x9e3779b97f4a7c15ull;
 }
 
+/* A temporary name for base: the file's, cut to fit NAME_MAX, ".tmp.",
+ * the pid and a random number. The pid alone is not this process's: the
+ * programs of containers writing into one folder are each pid 1, and one's
+ * temporary file replaced (or was unlinked by) another's: a dump was lost
+ * or "File exists" (8 at once). */
+static void temp_name(const char *base, char *tmp, size_t size) {
+    char suffix[48];
+    snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", (int)getpid(), (unsigned long long)random_bits());
+    size_t keep = strlen(base);
+    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
+    snprintf(tmp, size, "%.*s%s", (int)keep, base, suffix);
+}
+
+/* Seconds a temporary file of a process that is gone has gone unwritten
+ * before it is taken for a killed writer's: a pid gone here may be a
+ * live writer's in another pid namespace (containers sharing the folder),
+ * whose file is written to as long as it is written. */
+#define STALE_S 600
+
+/* Remove what writers of base (in dirfd) that were killed while they
+ * wrote left: regular files of this user named as temp_name names them,
+ * of a pid no process here has, unwritten for STALE_S seconds. Where the
+ * file system takes O_TMPFILE no writer leaves any (unnamed_whole); this
+ * cleans what a file system without it, or an older vramtrace, left. */
+static void remove_stale_temps(int dirfd, const char *base) {
+    size_t blen = strlen(base), keep = blen;
+    if (keep + sizeof ".tmp.2147483647.0123456789abcdef" - 1 > NAME_MAX)
+        keep = NAME_MAX - (sizeof ".tmp.2147483647.0123456789abcdef" - 1);
+    int fd = vt_fd_open(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        /* The name's cut is the one its pid's length made: any cut of
+         * base at least as long as the shortest (the longest pid's). */
+        size_t len = strlen(n), at = 0;
+        while (at < len && at < blen && n[at] == base[at]) at++;
+        if (at < keep || strncmp(n + at, ".tmp.", 5) != 0) continue;
+        char *end;
+        long pid = strtol(n + at + 5, &end, 10);
+        if (end == n + at + 5 || pid <= 0 || *end != '.' || strlen(end + 1) != 16 ||
+            strspn(end + 1, "0123456789abcdef") != 16)
+            continue;
+        struct stat st;
+        if (pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (fstatat(dirfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            now - st.st_mtime < STALE_S)
+            continue;
+        unlinkat(dirfd, n, 0);
+    }
+    closedir(d);
+}
+
+/* The file written into an unnamed file of the folder (O_TMPFILE), then
+ * linked at a temporary name once whole, for place_dump to move: a
+ * process killed while it writes (a scheduler's KILL, the OOM killer)
+ * leaves nothing behind, where a named temporary file stayed for ever.
+ * Returns 0 with tmp set, -1 when it was written and failed (tmp "" where
+ * nothing was named), or 1 when this file system or process cannot make
+ * or name such a file (errno as it was): nothing was written, the caller
+ * writes a named one. */
+static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, int (*fill)(FILE *, void *),
+                         void *arg, struct stat *placed) {
+    int e = errno;
+    char proc[64];
+    int fd = vt_fd_open(dirfd, ".", O_TMPFILE | O_WRONLY, 0600);
+    struct stat st;
+    if (fd >= 0) snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    /* Named later through /proc (linkat's AT_EMPTY_PATH needs a
+     * capability): without /proc the file could be written and not named. */
+    if (fd >= 0 && stat(proc, &st) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        errno = e;
+        return 1;
+    }
+    (void)fchmod(fd, 0600); /* whatever the program's umask */
+    FILE *f = fdopen(fd, "w");
+    if (!f) return close_keep_errno(fd);
+    int rc = fill(f, arg);
+    if (fflush(f) != 0 || ferror(f)) rc = -1;
+    if (rc == 0 && placed && fstat(fd, placed) != 0) rc = -1;
+    int linked = 0;
+    for (int tries = 0; rc == 0 && !linked && tries < 16; tries++) {
+        temp_name(base, tmp, size);
+        if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) == 0) linked = 1;
+        else if (errno != EEXIST) rc = -1;
+    }
+    if (!linked) {
+        tmp[0] = '\0';
+        rc = -1;
+    }
+    if (fclose(f) != 0 && rc == 0) {
+        rc = -1;
+        int e2 = errno;
+        unlinkat(dirfd, tmp, 0);
+        tmp[0] = '\0';
+        errno = e2;
+    }
+    return rc;
+}
+
 /* The file through a temporary file beside it, renamed into place. */
 static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
                          const struct vt_prev *prev, struct stat *placed) {
-    /* The temporary name: the file's, cut to fit NAME_MAX, the pid and a
-     * random number. The pid alone is not this process's: the programs of
-     * containers writing into one folder are each pid 1, and one's
-     * temporary file replaced (or was unlinked by) another's: a dump was
-     * lost or "File exists" (8 at once). */
     char tmp[NAME_MAX + 1];
+    remove_stale_temps(dirfd, base);
+    tmp[0] = '\0';
+    int rc = unnamed_whole(dirfd, base, tmp, sizeof tmp, fill, arg, placed);
+    if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
+    if (rc != 1) {
+        if (rc != 0 && tmp[0]) {
+            int e = errno;
+            unlinkat(dirfd, tmp, 0);
+            errno = e;
+        }
+        return rc;
+    }
     int fd = -1;
     for (int tries = 0; tries < 16 && fd < 0; tries++) {
-        char suffix[48];
-        snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", (int)getpid(), (unsigned long long)random_bits());
-        size_t keep = strlen(base);
-        if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
-        snprintf(tmp, sizeof tmp, "%.*s%s", (int)keep, base, suffix);
+        temp_name(base, tmp, sizeof tmp);
         fd = vt_fd_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
         if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd < 0 && errno != EEXIST) return -1;
     }
     if (fd < 0) return -1;
     FILE *f = fdopen(fd, "w");
-    int rc = f ? fill_and_close(f, fill, arg, placed) : close_keep_errno(fd);
+    rc = f ? fill_and_close(f, fill, arg, placed) : close_keep_errno(fd);
     if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
     if (rc != 0) {
         int e = errno;

@@ -16,7 +16,10 @@
 
 /* Write a file that is whole or absent: fill(f, arg) writes it (0, or -1
  * when a write failed) into a temporary file beside path, renamed into
- * place; into a FIFO or a character device in place. Returns 0, or -1. */
+ * place; into a FIFO or a character device in place. The temporary file
+ * is unnamed (O_TMPFILE) until it is whole where the file system allows,
+ * so that a process killed meanwhile leaves none; the stale ones of killed
+ * writers at that name are removed first. Returns 0, or -1. */
 int vt_file_write_whole(const char *path, int (*fill)(FILE *, void *), void *arg, const char **why);
 
 /* What becomes of the regular file a dump replaces: fn(dirfd, name,

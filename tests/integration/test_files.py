@@ -1399,6 +1399,71 @@ def a_dash_is_no_file_for_the_dump_or_the_report():
         eq(os.listdir(work), [], "nothing run, no file named -")
 
 
+def dead_pid():
+    """A pid no process has now: a child's, waited for."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@test
+def a_dump_killed_while_written_leaves_nothing():
+    """A process killed (SIGKILL) while it writes a dump of 300,000
+    allocations, the dump's file open: nothing is left in the folder. The
+    dump is written into an unnamed file (O_TMPFILE) named only once whole;
+    before, its partial NAME.tmp.PID.HEX stayed for ever."""
+    with workdir("vt-files-kill-") as work:
+        p = subprocess.Popen([os.path.join(T, "t_many"), "300000", "60"], cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=lib_env(VRAMTRACE_OUT=os.path.join(work, "k.json")))
+        eq(p.stdout.readline(), b"ready\n", "allocated")
+        os.kill(p.pid, signal.SIGUSR2)
+        writing, deadline = None, time.monotonic() + 30
+        while writing is None and time.monotonic() < deadline:
+            for fd in os.listdir(f"/proc/{p.pid}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{p.pid}/fd/{fd}")
+                except OSError:
+                    continue
+                if target.startswith(work + "/"):
+                    writing = target
+                    break
+        p.kill()
+        p.wait()
+        ok(writing is not None, "the dump's file was seen open")
+        eq(os.listdir(work), [], f"nothing left (the file being written was {writing})")
+
+
+@test
+def stale_temporary_files_of_killed_writers_are_removed():
+    """What killed writers of a dump's name left (as a file system without
+    O_TMPFILE, or an earlier vramtrace, leaves it): the next dump written
+    at that name removes each NAME.tmp.PID.HEX of this user whose pid no
+    process has and that nothing wrote for 10 minutes; one written lately
+    (a writer in another pid namespace, whose pid is not seen here), one of
+    a live pid, another name's and a file named otherwise are kept."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M"]
+    with workdir("vt-files-stale-") as work:
+        dead, old = dead_pid(), time.time() - 700
+        names = {f"k.json.tmp.{dead}.0123456789abcdef": old,        # removed
+                 f"k.json.tmp.{dead}.00000000000000aa": old,        # removed
+                 f"k.json.tmp.{dead}.fedcba9876543210": None,       # kept: written lately
+                 f"k.json.tmp.{os.getpid()}.1111111111111111": old,  # kept: its pid lives
+                 f"other.json.tmp.{dead}.2222222222222222": old,    # kept: another name
+                 f"k.json.tmp.{dead}.notahexnumber!!": old,         # kept: not such a name
+                 f"k.json.tmp.{dead}": old}                         # kept: not such a name
+        for n, t in names.items():
+            with open(os.path.join(work, n), "w") as f:
+                f.write("partial")
+            if t:
+                os.utime(os.path.join(work, n), (t, t))
+        p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"],
+                           env=lib_env(VRAMTRACE_OUT=os.path.join(work, "k.json")), cwd=work, capture_output=True,
+                           text=True, timeout=60)
+        eq(dump_at(os.path.join(work, "k.json"))[:2], (int(p.stdout.split()[0]), "exit"), "the dump written")
+        eq(sorted(os.listdir(work)), sorted(["k.json"] + [n for n in names if "abcdef" not in n and "aa" not in n]),
+           "the two stale ones removed, the rest kept")
+
+
 @test
 def outputs_are_mode_0600_whatever_the_umask():
     """Under `umask 777` the dump and the report file were created mode
