@@ -45,8 +45,8 @@ static void site(FILE *f, const struct vm_dump *d, size_t stack) {
 static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     const struct vm_oom *o = &d->ooms[i];
     char a[32], b[32], c[32];
-    fprintf(f, "<div class=\"oom\"><p class=\"oom-line\">out of memory #%" PRIu64 " at %.3f s: %s requested by ",
-            o->number, secs(o->time_ns), B(o->requested, a));
+    fprintf(f, "<div class=\"oom\"><p class=\"oom-line\">out of memory #%" PRIu64 " at %.3f s: %s%s requested by ",
+            o->number, secs(o->time_ns), o->requested_rounded ? "about " : "", B(o->requested, a));
     vh_text(f, o->api);
     fprintf(f, " on device %d%s", o->device, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
@@ -403,8 +403,8 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
     if (vr_first_to_fail(in, &w)) {
         const struct vm_dump *d = &in->dumps[w.dump];
         const struct vm_oom *m = &d->ooms[w.oom];
-        fprintf(f, "<p class=\"first-to-fail\">first to fail: rank %d (pid %d), %s requested by ", d->rank, d->pid,
-                B(m->requested, a));
+        fprintf(f, "<p class=\"first-to-fail\">first to fail: rank %d (pid %d), %s%s requested by ", d->rank, d->pid,
+                m->requested_rounded ? "about " : "", B(m->requested, a));
         vh_text(f, m->api);
         fprintf(f, " on device %d at %.3f s", m->device, secs(m->time_ns));
         char why[128];

@@ -336,6 +336,7 @@ static json_t *torch_view(const struct vm_dump *d, const struct vm_torch *t) {
                               "reserved_bytes", count(v->reserved), "largest_free_block_bytes",
                               count(v->largest_free), "steps", count(v->steps));
         if (v->has_request) json_object_set_new(j, "request_bytes", count(v->request));
+        if (v->has_request && v->request_rounded) json_object_set_new(j, "request_rounded", json_true());
         json_object_set_new(j, "free_bytes", v->has_free ? count(v->free_bytes) : json_null());
         json_object_set_new(j, "total_bytes", v->has_free ? count(v->total_bytes) : json_null());
         json_object_set_new(j, "outside_bytes", v->has_outside ? count(v->outside) : json_null());
@@ -466,6 +467,7 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
             x->thread, "live_bytes", count(x->live_bytes), "time_ns", count(x->time_ns),
             "site", site(d, x->stack), "frames", frames(d, x->stack));
         json_object_set_new(j, "budget", json_boolean(x->budget));
+        if (x->requested_rounded) json_object_set_new(j, "requested_rounded", json_true());
         json_t *fs = json_array();
         for (size_t k = 0; k < x->nfindings; k++)
             json_array_append_new(fs, json_pack("{s:s,s:s,s:s}", "id", x->findings[k].id, "finding",

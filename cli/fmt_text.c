@@ -104,7 +104,7 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
         int at_it = v && i + 1 == d->nooms && strcmp(d->reason, "oom") == 0;
         int tracked = o->device < 0 ? VT_TRACKED_NONE : at_it || o->have_counts ? VT_TRACKED_COUNTS : VT_TRACKED_BYTES;
         struct vt_oom_text t = {
-            .requested = o->requested, .api = S(o->api, api), .host = vt_host_memory_label(o->kind),
+            .requested = o->requested, .requested_rounded = o->requested_rounded, .api = S(o->api, api), .host = vt_host_memory_label(o->kind),
             .device = o->device, .budget = o->budget, .device_name = v && v->name ? S(v->name, name) : NULL,
             .device_uuid = v && v->uuid ? S(v->uuid, uuid) : NULL, .site = site_text(d, o->stack, site, sizeof site),
             .have_info = o->have_info, .free_bytes = o->free_bytes, .total_bytes = o->total_bytes,

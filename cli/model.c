@@ -431,6 +431,8 @@ static void oom_rest(struct ctx *c, json_t *o, void *elem, size_t i, const struc
         read_fields(c, o, oom_raised_fields, NSPECS(oom_raised_fields), v, 0, "oom");
     json_t *b = json_object_get(o, "budget");
     v->budget = b && json_is_true(b);
+    b = json_object_get(o, "requested_rounded"); /* absent: the bytes asked */
+    v->requested_rounded = b && json_is_true(b);
     json_t *fs = json_object_get(o, "findings");
     if (fs && json_is_array(fs) && !c->failed)
         v->findings = objects(c, fs, sizeof *v->findings, &v->nfindings, inner_name(name, sizeof name, "ooms", i, "findings"),

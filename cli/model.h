@@ -91,6 +91,7 @@ struct vm_oom {
     struct vm_proc *procs;   /* NULL: NVML did not say */
     size_t nprocs;
     int budget;
+    int requested_rounded;   /* requested is PyTorch's error's two-decimal figure */
     VT_OOM_FIELDS(VT_RECORD_FIELD) /* time_ns, requested, free_bytes, total_bytes,
                                       live_bytes, api (common/records.h) */
     int have_info;

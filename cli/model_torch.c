@@ -119,6 +119,8 @@ static void load_device(struct tctx *c, json_t *o, size_t nstacks, struct vm_tor
     d->largest_free = tu64(c, o, "largest_free_block_bytes", i);
     d->has_outside = topt(c, o, "outside_bytes", i, &d->outside);
     d->has_request = topt(c, o, "request_bytes", i, &d->request);
+    json_t *rounded = json_object_get(o, "request_rounded"); /* absent: the bytes asked */
+    d->request_rounded = rounded && json_is_true(rounded);
     d->has_free = topt(c, o, "free_bytes", i, &d->free_bytes) & topt(c, o, "total_bytes", i, &d->total_bytes);
     topt(c, o, "steps", i, &d->steps);
     load_growth(c, o, nstacks, d, i);

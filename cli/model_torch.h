@@ -23,6 +23,7 @@ struct vm_torch_tensor {
 
 struct vm_torch_device {
     int device, has_outside, has_request, has_free;
+    int request_rounded;                /* request is PyTorch's error's two-decimal figure */
     uint64_t allocated, reserved, largest_free, outside, request, steps;
     uint64_t free_bytes, total_bytes;   /* read only together: has_free */
     uint64_t cat[VM_TORCH_NCAT];   /* in vm_torch_categories' order; 0 when absent */

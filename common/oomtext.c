@@ -72,8 +72,14 @@ static void put_when(FILE *f, const char *prefix, const struct vt_oom_text *o) {
 
 void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
     char a[32], b[32];
-    fprintf(f, "%srequest: %s (%" PRIu64 " byte%s) by %s%s", prefix, B(o->requested, a), o->requested,
-            o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
+    /* A size known only from PyTorch's error ("Requested : 1.07 GiB") is
+     * not given in bytes it never said (1100 MiB asked reads 1.07 GiB). */
+    if (o->requested_rounded)
+        fprintf(f, "%srequest: about %s (PyTorch's error gives it to two decimals) by %s", prefix,
+                B(o->requested, a), o->api);
+    else
+        fprintf(f, "%srequest: %s (%" PRIu64 " byte%s) by %s%s", prefix, B(o->requested, a), o->requested,
+                o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     if (o->host) fprintf(f, " (%s)", o->host);
     else fprintf(f, " on device %d", o->device);
     if (o->device_name && o->device_name[0]) {

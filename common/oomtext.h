@@ -22,6 +22,7 @@ enum { VT_TRACKED_NONE, VT_TRACKED_BYTES, VT_TRACKED_COUNTS };
 /* Every text is in display form already (the CLI's made safe to print). */
 struct vt_oom_text {
     uint64_t requested;
+    int requested_rounded;     /* requested is PyTorch's error's two-decimal figure */
     const char *api;
     const char *host;          /* vt_host_memory_label of the kind; NULL: device memory */
     int device;

@@ -247,7 +247,7 @@ static void measure_outside(int device, uint64_t made) {
 }
 
 static void record_oom(const char *api, int kind, int device, uint64_t bytes, int budget, uint64_t used,
-                       uint64_t raised_allocated) {
+                       uint64_t raised_allocated, int rounded) {
     uint64_t own_from = vt_now_ns(), at = vt_tracker_ticks();
     uintptr_t frames[VT_MAX_FRAMES];
     int depth = capture(frames);
@@ -255,6 +255,7 @@ static void record_oom(const char *api, int kind, int device, uint64_t bytes, in
     o.time_ns = at; /* its time: before what is asked below (tracker.h) */
     o.budget = (uint8_t)budget;
     o.raised_allocated = raised_allocated;
+    o.requested_rounded = (uint8_t)rounded;
     if (budget) {
         /* What the budget saw when it refused (`used`: the live bytes and
          * what other threads' calls in flight were promised, under its
@@ -324,7 +325,7 @@ int vt_budget_settle(const char *api, int kind, uint64_t bytes) {
     }
     pthread_mutex_unlock(&budget_lock);
     if (fits) return 0;
-    record_oom(api, kind, device, bytes, 1, used, 0);
+    record_oom(api, kind, device, bytes, 1, used, 0, 0);
     return 1;
 }
 
@@ -367,7 +368,7 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     }
     if (promise) keep_promise(0, 0, 0, 0, NULL, 0, 0);
     if (oom) {
-        record_oom(api, kind, device, bytes, 0, 0, 0);
+        record_oom(api, kind, device, bytes, 0, 0, 0, 0);
     } else {
         struct vt_oom o = failure(api, kind, device, bytes);
         vt_tracker_failed(0, &o, NULL, 0);
@@ -419,12 +420,12 @@ int vt_budget_refuse_launch(const char *api, int device, uint64_t bytes) {
     if (fits) return 0;
     int first = !vt_tracker_touched();
     if (vt_tracker_needs_facts(device)) read_facts(device);
-    record_oom(api, VT_KIND_GRAPH, device, bytes, 1, used, 0);
+    record_oom(api, VT_KIND_GRAPH, device, bytes, 1, used, 0, 0);
     if (first) first_touch();
     return 1;
 }
 
-void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated) {
+void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated, int rounded) {
     if (device < 0 || device >= VT_MAX_DEVICES) return;
     vt_busy++;
     /* It may be the process's first touch of a GPU (a memory fraction of 0
@@ -433,7 +434,7 @@ void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated) 
     int first = !vt_tracker_touched();
     if (vt_tracker_needs_facts(device)) read_facts(device);
     vt_output_defer_oom(); /* its post-mortem waits for the record that made it */
-    record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0, 0, raised_allocated);
+    record_oom("PyTorch", VT_KIND_DEVICE, device, request, 0, 0, raised_allocated, rounded);
     if (first) first_touch();
     vt_busy--;
 }
@@ -458,7 +459,7 @@ int vt_budget_refuse_slow(const char *api, int kind, int device, uint64_t bytes)
     if (fits) return 0;
     int first = !vt_tracker_touched();
     if (device >= 0 && vt_tracker_needs_facts(device)) read_facts(device);
-    record_oom(api, kind, device, bytes, 1, used, 0);
+    record_oom(api, kind, device, bytes, 1, used, 0, 0);
     if (first) first_touch();
     return 1;
 }

@@ -148,8 +148,9 @@ void vt_hook_reset_child(void);
  * "PyTorch" (report/torch.c's vt_torch_on_unseen_oom). raised_allocated:
  * what PyTorch's error says it had allocated when it refused, where the
  * companion learnt of it only as the error reached Python (0: at the
- * refusal itself). */
-void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated);
+ * refusal itself); rounded: the request is that error's two-decimal
+ * figure ("1.07 GiB"), not the bytes asked. */
+void vt_hook_torch_oom(int device, uint64_t request, uint64_t raised_allocated, int rounded);
 
 /* Make sure options, tracker and unwinder are set up (hooks can run before
  * the library's constructor). */

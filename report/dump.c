@@ -97,8 +97,8 @@ static void write_ooms(FILE *f, const struct vt_snapshot *s, const struct vt_ana
     fputs("\"ooms\":[", f);
     for (size_t i = 0; i < s->nooms; i++) {
         const struct vt_oom *o = &s->ooms[i];
-        fprintf(f, "%s\n {\"number\":" U64 ",\"requested_bytes\":" U64 ",\"api\":", i ? "," : "", o->number,
-                o->requested);
+        fprintf(f, "%s\n {\"number\":" U64 ",\"requested_bytes\":" U64 "%s,\"api\":", i ? "," : "", o->number,
+                o->requested, o->requested_rounded ? ",\"requested_rounded\":true" : "");
         vt_json_string(f, o->api);
         fprintf(f, ",\"kind\":\"%s\",\"device\":%d,\"stack\":%" PRIu32 ",\"thread\":%d",
                 vt_kind_name(o->kind), o->device, o->stack, o->thread);

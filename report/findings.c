@@ -26,6 +26,14 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
     return f;
 }
 
+/* A size as the findings give it: "about 1.07 GiB" where it is PyTorch's
+ * error's two-decimal figure (1100 MiB asked reads 1.07 GiB). */
+static const char *about(uint64_t v, int rounded, char *buf, size_t n) {
+    char b[32];
+    snprintf(buf, n, "%s%s", rounded ? "about " : "", vt_fmt_bytes(v, b, sizeof b));
+    return buf;
+}
+
 /* The finding `id` of the n in out first, the others after it in their
  * order. */
 static void lead(struct vt_finding *out, int n, const char *id) {
@@ -291,12 +299,31 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     if (fraction) {
         struct vt_finding *f = add(out, &n, "memory_fraction");
         f->from_record = 1;
-        char d[32];
+        char d[48];
         if (tc.pool) {
+            /* Its error gives what it had allocated, and the request where
+             * no call of it failed, to two decimals: 3.00 GiB held and
+             * 1.00 GiB asked "would pass" the 4.00 GiB allowed read as
+             * false (1025 MiB was asked). Said as about, with by how much
+             * they pass it where that rounding leaves it known. */
+            int counted_rounded = tc.raised_allocated && counted == tc.raised_allocated;
+            uint64_t slack = (counted_rounded ? vt_torch_rounding(counted) : 0) +
+                             (tc.request_rounded ? vt_torch_rounding(tc.request) : 0);
+            uint64_t need = counted + tc.request;
+            char by[192] = "", e[48], g[32];
+            if (need > allowed + slack)
+                snprintf(by, sizeof by, " by %s%s", slack ? "about " : "", B(need - allowed, g));
+            if (slack && need > allowed + slack)
+                snprintf(by + strlen(by), sizeof by - strlen(by), " (PyTorch's error gives its figures to two "
+                         "decimals)");
+            else if (slack)
+                snprintf(by, sizeof by, ": PyTorch's error gives its figures to two decimals, which hide by how "
+                         "much they pass the %s", B(allowed, g));
             snprintf(f->text, sizeof f->text, "PyTorch's per-process memory fraction (%.6g) allows %s of the device's "
                      "%s: its cudaMallocAsync backend counts the bytes allocated to tensors, %s when it refused, and "
-                     "the %s asked would pass it", tc.fraction, B(allowed, a), B(total, b), B(counted, c),
-                     B(tc.request, d));
+                     "%s%s asked would pass it%s", tc.fraction, B(allowed, a), B(total, b),
+                     about(counted, counted_rounded, e, sizeof e), tc.request_rounded ? "" : "the ",
+                     about(tc.request, tc.request_rounded, d, sizeof d), by);
             snprintf(f->next, sizeof f->next,
                      "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep (what the "
                      "pool keeps unused does not count against the fraction: trimming it changes nothing)");
@@ -327,18 +354,20 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
         f->from_record = asked != o->requested;
         vt_site_label(sym, o->stack, site, sizeof site);
+        char q[48];
+        about(asked, asked == o->requested ? o->requested_rounded : tc.request_rounded, q, sizeof q);
         if (asked > total && o->budget) {
             /* Under a budget the total is the budget's, not the device's. */
             snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the budget (VRAMTRACE_LIMIT: %s)",
-                     B(asked, a), B(total, b));
+                     q, B(total, b));
         } else if (asked > total) {
             snprintf(f->text, sizeof f->text, "the request alone (%s) is larger than the device (%s)",
-                     B(asked, a), B(total, b));
+                     q, B(total, b));
         } else {
             char d[32], e[32];
             snprintf(f->text, sizeof f->text, "the request alone (%s) is more than this process can ever have of the "
                      "device, by %s: %s of its %s, the rest (%s) held outside its allocations (the CUDA context, "
-                     "other processes); it fails even with everything else freed", B(asked, a),
+                     "other processes); it fails even with everything else freed", q,
                      B(asked - usable, d), B(usable, b), B(total, c), B(outside0, e));
         }
         if (vt_stack_makes_model(sym, o->stack))
@@ -386,11 +415,12 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         (kept.bytes >= tc.request || kept.bytes * 10 >= tc.allocated)) {
         struct vt_finding *f = add(out, &n, "kept_exception");
         f->from_record = 1;
+        char q[48];
         snprintf(f->text, sizeof f->text,
                  "%s of PyTorch's memory is still alive because a caught exception is kept: the traceback of `%.80s` "
                  "keeps the frames of the attempt that failed, with their tensors (%" PRIu64 " listed; the largest: %.300s)"
                  ", %s the %s asked for", B(kept.bytes, a), kept.exception, kept.count, kept.largest,
-                 kept.bytes >= tc.request ? "no less than" : "beside", B(tc.request, b));
+                 kept.bytes >= tc.request ? "no less than" : "beside", about(tc.request, tc.request_rounded, q, sizeof q));
         snprintf(f->next, sizeof f->next,
                  "do not keep the exception or its traceback: keep str(e) (or `del e` once it is logged) and retry "
                  "outside the except block; a kept exception's traceback keeps every frame it went through alive "

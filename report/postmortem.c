@@ -159,7 +159,7 @@ static void oom_lines(FILE *f, const struct vt_snapshot *s, const struct vt_symb
         .device = o->device, .budget = o->budget, .device_name = facts ? vt_display(d->name, name, sizeof name) : NULL,
         .device_uuid = facts ? d->uuid : NULL, .site = site, .have_info = o->have_info,
         .free_bytes = o->free_bytes, .total_bytes = o->total_bytes, .live_bytes = o->live_bytes,
-        .raised_allocated = o->raised_allocated,
+        .raised_allocated = o->raised_allocated, .requested_rounded = o->requested_rounded,
         .graph_reserved = o->graph_reserved, .graph_used = o->graph_used,
         .pool_reserved = o->pool_reserved, .pool_used = o->pool_used,
         .taken_bytes = o->taken_bytes, .taken_count = o->taken_count,

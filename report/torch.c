@@ -109,6 +109,7 @@ static int parse_head(struct line *l, struct vt_torch_record *r) {
     r->request = num(l);
     r->steps = num(l);
     if (l->p) r->raised_allocated = num(l);
+    if (l->p) r->request_rounded = num(l) != 0;
     if (r->reason < 0 || !ended(l) || (r->reason == VT_TORCH_OOM) != (r->oom_device >= 0)) return -1;
     return 0;
 }
@@ -244,7 +245,7 @@ static size_t nooms_seen;
 static struct vt_torch_record top[2];                /* exit, signal */
 static void (*refresh_fn)(void);
 static void (*oom_listener)(void);
-static void (*unseen_oom)(int device, uint64_t request, uint64_t raised_allocated);
+static void (*unseen_oom)(int device, uint64_t request, uint64_t raised_allocated, int rounded);
 static int warned_refused;
 
 int vt_torch_take(const char *text, size_t len) {
@@ -261,7 +262,7 @@ int vt_torch_take(const char *text, size_t len) {
     if (at_oom) {
         /* The record belongs to this thread's failure, or makes one (before
          * its time is taken: it belongs to the latest OOM before it). */
-        void (*unseen)(int, uint64_t, uint64_t) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
+        void (*unseen)(int, uint64_t, uint64_t, int) = __atomic_load_n(&unseen_oom, __ATOMIC_ACQUIRE);
         /* A record of a failure on another thread (the companion saw the
          * error raised again on the thread that ran backward()) belongs to
          * the device's failure still open. */
@@ -270,7 +271,7 @@ int vt_torch_take(const char *text, size_t len) {
             r.oom_seq = vt_thread_oom_seq;
             vt_oom_close_mine();
         } else if (!vt_oom_claim(r.oom_device) && unseen) {
-            unseen(r.oom_device, r.request, r.raised_allocated);
+            unseen(r.oom_device, r.request, r.raised_allocated, r.request_rounded);
             /* The failure it made is this record's: not open for the next
              * (PyTorch's refusals one after another, with no allocation
              * between, each took the one before as theirs). */
@@ -291,7 +292,7 @@ int vt_torch_take(const char *text, size_t len) {
 
 void vt_torch_on_oom(void (*listener)(void)) { oom_listener = listener; }
 
-void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated)) {
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated, int rounded)) {
     __atomic_store_n(&unseen_oom, fn, __ATOMIC_RELEASE);
 }
 
@@ -347,8 +348,34 @@ const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size
     return best;
 }
 
+uint64_t vt_torch_rounding(uint64_t figure) {
+    uint64_t unit = figure >= (1ull << 30) - (1ull << 30) / 200 ? 1ull << 30
+                  : figure >= (1ull << 20) - (1ull << 20) / 200 ? 1ull << 20 : 1ull << 10;
+    return unit / 200 + 1;
+}
+
+/* The figure vt_torch_request gives, and whether it is a rounded one. */
+static uint64_t request_of(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i, int *rounded) {
+    const struct vt_oom *o = &s->ooms[i];
+    uint64_t far = r->request > o->requested ? r->request - o->requested : o->requested - r->request;
+    if (!r->request || (r->request_rounded && !o->requested_rounded && o->requested &&
+                        far <= vt_torch_rounding(r->request))) {
+        *rounded = o->requested_rounded;
+        return o->requested;
+    }
+    *rounded = r->request_rounded;
+    return r->request;
+}
+
 uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i) {
-    return r->request ? r->request : s->ooms[i].requested;
+    int rounded;
+    return request_of(r, s, i, &rounded);
+}
+
+int vt_torch_request_rounded(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i) {
+    int rounded;
+    request_of(r, s, i, &rounded);
+    return rounded;
 }
 
 void vt_torch_reset_child(void) {

@@ -7,7 +7,7 @@
  * in decimal (u64), a text field at most VT_TORCH_TEXT bytes and holding no
  * tab or newline:
  *
- *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS [RAISED_ALLOCATED]
+ *   vramtrace-torch 1 REASON OOM_DEVICE REQUEST STEPS [RAISED_ALLOCATED [ROUNDED]]
  *   D DEVICE ALLOCATED RESERVED LARGEST_FREE FREE TOTAL
  *     PARAMETER BUFFER GRADIENT OPTIMIZER_STATE ACTIVATION OTHER SETTINGS
  *   T DEVICE BYTES BLOCK SEGMENT DTYPE CATEGORY SHAPE NAME HOLDER
@@ -23,6 +23,9 @@
  * "Currently allocated", to its two decimals): that backend's error
  * reaches the companion only after the failing operation has freed what
  * it had made, and this figure alone is of the refusal;
+ * ROUNDED (0 or left out: exact) is 1 where REQUEST is the figure of
+ * that error's text ("Requested : 1.07 GiB", two decimals of its unit),
+ * not the bytes asked, which nothing PyTorch keeps gives;
  * FREE and TOTAL may be "-" (unknown); CATEGORY is one of the six names of
  * vt_torch_categories; each T or F line belongs to the D line of its
  * device, which comes before it. A record that breaks any of this, or any limit
@@ -82,6 +85,7 @@ struct vt_torch_record {
     uint64_t oom_seq;   /* an "oom" record's failure (its number) where its thread's own; 0: by time */
     uint64_t request, steps, time_ns;
     uint64_t raised_allocated; /* PyTorch's allocated bytes when it refused, its error's (0: not known) */
+    int request_rounded;       /* request is its error's two-decimal figure, not the bytes asked */
     struct vt_torch_device *devices;
     size_t ndevices;
 };
@@ -100,9 +104,10 @@ void vt_torch_on_oom(void (*listener)(void));
  * allocation): PyTorch refused the request itself (a memory fraction, its
  * own limit), so the record makes the OOM: `device`, the request in bytes
  * (0: not known), and the record's RAISED_ALLOCATED (0: the record came
- * at the refusal, as the caching allocator's observer sends it).
+ * at the refusal, as the caching allocator's observer sends it) and
+ * ROUNDED (the request is its error's two-decimal figure).
  * Registered by the library's set-up. */
-void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated));
+void vt_torch_on_unseen_oom(void (*fn)(int device, uint64_t request, uint64_t raised_allocated, int rounded));
 
 /* The companion's function that submits a "signal" record, called by
  * vt_torch_refresh; NULL takes it away (the companion does at exit). */
@@ -181,7 +186,9 @@ struct vt_torch_cache {
                         in the settings, the companion's) */
     double fraction; /* per_process_memory_fraction, 1 when none was set */
     uint64_t raised_allocated; /* what PyTorch's error says it had allocated when it
-                                  refused (the record's RAISED_ALLOCATED; 0: not known) */
+                                  refused (the record's RAISED_ALLOCATED; 0: not known),
+                                  to two decimals */
+    int request_rounded;       /* request is that error's two-decimal figure */
 };
 int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_cache *out);
 
@@ -229,8 +236,17 @@ const struct vt_torch_record *vt_torch_for_oom(const struct vt_snapshot *s, size
 
 /* The request of "oom" record r, which belongs to s->ooms[i]: its own, or
  * when it says 0 (the companion learnt of the failure from the exception
- * alone, under cudaMallocAsync) that of s->ooms[i]. */
+ * alone, under cudaMallocAsync) that of s->ooms[i], as is the exact size
+ * of a failed call where the record's is its error's rounding of it.
+ * vt_torch_request_rounded says whether the figure given is rounded. */
 uint64_t vt_torch_request(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i);
+int vt_torch_request_rounded(const struct vt_torch_record *r, const struct vt_snapshot *s, size_t i);
+
+/* How far from the bytes a size PyTorch's error gives (its format_size:
+ * two decimals of KiB, MiB or GiB) may be, given that figure: half a
+ * hundredth of its unit, the larger unit where the figure lies on the
+ * boundary ("1.00 GiB" is 1025 MiB as well as 1023.999 MiB). */
+uint64_t vt_torch_rounding(uint64_t figure);
 
 /* The stack of s's live device allocation holding each of d's tensors
  * (its block's address, else its segment's) into stack[j], or -1 when none

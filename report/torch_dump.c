@@ -83,10 +83,11 @@ static void write_growth(FILE *f, const struct vt_growth *g) {
     fputc('}', f);
 }
 
-/* Record r; an "oom" record's request is `request`; g[0..n) the growing
- * sites its devices' "growth" is taken from. */
+/* Record r; an "oom" record's request is `request` (`rounded`: PyTorch's
+ * error's two-decimal figure); g[0..n) the growing sites its devices'
+ * "growth" is taken from. */
 static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_torch_record *r, uint64_t request,
-                         const struct vt_growth *g, size_t n) {
+                         int rounded, const struct vt_growth *g, size_t n) {
     fputs(",\"torch\":[", f);
     for (size_t i = 0; i < r->ndevices; i++) {
         const struct vt_torch_device *d = &r->devices[i];
@@ -98,7 +99,8 @@ static void write_record(FILE *f, const struct vt_snapshot *s, const struct vt_t
         else fputs("null", f);
         if (d->have_mem) fprintf(f, ",\"free_bytes\":" U64 ",\"total_bytes\":" U64, d->free, d->total);
         else fputs(",\"free_bytes\":null,\"total_bytes\":null", f);
-        if (r->reason == VT_TORCH_OOM && r->oom_device == d->device) fprintf(f, ",\"request_bytes\":" U64, request);
+        if (r->reason == VT_TORCH_OOM && r->oom_device == d->device)
+            fprintf(f, ",\"request_bytes\":" U64 "%s", request, rounded ? ",\"request_rounded\":true" : "");
         fprintf(f, ",\"steps\":" U64, r->steps);
         write_growth(f, vt_torch_growth_on(g, n, d->device));
         fputs(",\"settings\":", f);
@@ -136,13 +138,13 @@ void vt_torch_write_top(FILE *f, const struct vt_snapshot *s, const char *reason
                         size_t n) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_top(reason);
-    if (r) write_record(f, s, r, r->request, g, n);
+    if (r) write_record(f, s, r, r->request, r->request_rounded, g, n);
     vt_torch_unlock();
 }
 
 void vt_torch_write_oom(FILE *f, const struct vt_snapshot *s, size_t i, const struct vt_growth *g, size_t n) {
     vt_torch_lock();
     const struct vt_torch_record *r = vt_torch_for_oom(s, i);
-    if (r) write_record(f, s, r, vt_torch_request(r, s, i), g, n);
+    if (r) write_record(f, s, r, vt_torch_request(r, s, i), vt_torch_request_rounded(r, s, i), g, n);
     vt_torch_unlock();
 }

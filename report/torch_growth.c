@@ -264,6 +264,7 @@ int vt_torch_oom_cache(const struct vt_snapshot *s, size_t i, struct vt_torch_ca
             if (end != f + strlen("per_process_memory_fraction:") && v >= 0 && v < 1) out->fraction = v;
         }
         out->raised_allocated = r->raised_allocated;
+        out->request_rounded = vt_torch_request_rounded(r, s, i);
         found = 1;
     }
     vt_torch_unlock();

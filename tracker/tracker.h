@@ -164,6 +164,8 @@ struct vt_oom {
     uint8_t kind;
     uint8_t have_info;     /* free/total were read */
     uint8_t budget;        /* refused by VRAMTRACE_LIMIT, not by the device */
+    uint8_t requested_rounded; /* requested is PyTorch's error's two-decimal
+                                  figure of its refusal, not the bytes asked */
     uint8_t have_counts;   /* the device's counts at the failure below were kept */
     uint64_t live_count;   /* the failing device's live allocations then */
     uint64_t peak_bytes, peak_time_ns; /* and its peak so far (in the history,

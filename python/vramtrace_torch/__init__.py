@@ -93,22 +93,29 @@ def _on_oom_error(args):
     free, total = torch.cuda.mem_get_info(d)
     # cudaMallocAsync's message says what was asked ("Requested : 8.00
     # GiB", to two decimals): a refusal of its own (a memory fraction) has
-    # no failed call to take it from.
-    request = _size_said(text, "Requested")
+    # no failed call to take it from. Neither the error nor anything else
+    # PyTorch keeps holds the exact figure (that backend records no
+    # history), so the record says it is rounded.
+    request, rounded = _size_said(text, "Requested")
     # And what it had allocated then ("Currently allocated : 4.00 GiB"):
     # by now the failing operation has freed the outputs it had made (C++
     # unwound it before the error reached Python), and that figure alone
     # is of the moment of the refusal.
-    _submit("oom", (d, request, total, free, _size_said(text, "Currently allocated")))
+    _submit("oom", (d, request, total, free, _size_said(text, "Currently allocated")[0], rounded))
 
 
 def _size_said(text, name):
     """The size cudaMallocAsync's message gives after `name` ("Requested
-    : 8.00 GiB", to two decimals) in bytes, or 0 where it gives none."""
+    : 8.00 GiB") in bytes, or 0 where it gives none, and whether it is
+    rounded: PyTorch's format_size gives a size above 1024 bytes to two
+    decimals of KiB, MiB or GiB (1100 MiB reads "1.07 GiB"), one of 1024
+    bytes or less exactly."""
     import re
     m = re.search(name + r"\s*:\s*([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB)", text)
     unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-    return int(round(float(m.group(1)) * unit[m.group(2)])) if m else 0
+    if not m:
+        return 0, False
+    return int(round(float(m.group(1)) * unit[m.group(2)])), m.group(2) != "bytes"
 
 
 def _hook_oom_error(torch):

@@ -776,7 +776,8 @@ def _settings(snap):
 def record(torch, reason, oom, steps):
     """The text for vt_torch_submit (reason "oom", "exit" or "signal"; oom
     the observer's (device, request, total, free), or from an error's
-    message (device, request, total, free, allocated then)). Python's garbage collector is
+    message (device, request, total, free, allocated then, whether the
+    request is rounded)). Python's garbage collector is
     held off meanwhile (and then left as it was): the walk makes hundreds of
     thousands of small objects, and each collection they set off would
     traverse every live object, the walk's own lists of them included: it
@@ -807,9 +808,10 @@ def _record(torch, reason, oom, steps):
         devices.update(d for d in range(torch.cuda.device_count()) if torch.cuda.memory_reserved(d))
     if oom:
         devices.add(int(oom[0]))
-    lines = ["vramtrace-torch\t1\t%s\t%d\t%d\t%d\t%d" % (reason, int(oom[0]) if oom else -1,
-                                                           int(oom[1]) if oom else 0, steps,
-                                                           int(oom[4]) if oom and len(oom) > 4 else 0)]
+    lines = ["vramtrace-torch\t1\t%s\t%d\t%d\t%d\t%d\t%d" % (reason, int(oom[0]) if oom else -1,
+                                                               int(oom[1]) if oom else 0, steps,
+                                                               int(oom[4]) if oom and len(oom) > 4 else 0,
+                                                               1 if oom and len(oom) > 5 and oom[5] else 0)]
     state = {}
     found = tensors(torch, state)
     segments = _Segments(snap)

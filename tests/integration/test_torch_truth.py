@@ -1507,8 +1507,9 @@ def torch_truth_async_fraction_refusal_is_told_as_pytorch_counts_it():
        ("PyTorch", 256 << 20, 3 << 30, 4 << 30), "the failure, its tracked bytes and PyTorch's")
     eq([f["id"] for f in o["findings"]], ["memory_fraction", "one_site_dominates"], "only what applies to a refusal")
     eq(o["findings"][0]["finding"], "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's "
-       "8.00 GiB: its cudaMallocAsync backend counts the bytes allocated to tensors, 4.00 GiB when it refused, and "
-       "the 256.00 MiB asked would pass it", "the fraction on PyTorch's figure of the refusal")
+       "8.00 GiB: its cudaMallocAsync backend counts the bytes allocated to tensors, about 4.00 GiB when it refused, "
+       "and about 256.00 MiB asked would pass it by about 256.00 MiB (PyTorch's error gives its figures to two "
+       "decimals)", "the fraction on PyTorch's figure of the refusal")
     eq(("stream-ordered memory pools keep" in report, "fragmented" in report, "cudaMemPoolTrimTo" in report),
        (False, False, False), "no pool finding")
     # The CLI's report of the dump says the same.
@@ -1537,11 +1538,73 @@ def torch_truth_async_fraction_refusal_is_told_as_pytorch_counts_it():
     (o,) = dumps["exit"]["ooms"]
     eq((o["findings"][0]["id"], o["findings"][0]["finding"], o["findings"][0]["next"]),
        ("memory_fraction", "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: "
-        "its cudaMallocAsync backend counts the bytes allocated to tensors, 3.00 GiB when it refused, and the 1.50 "
-        "GiB asked would pass it", "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep "
+        "its cudaMallocAsync backend counts the bytes allocated to tensors, about 3.00 GiB when it refused, and about "
+        "1.50 GiB asked would pass it by about 512.00 MiB (PyTorch's error gives its figures to two decimals)", "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep "
         "(what the pool keeps unused does not count against the fraction: trimming it changes nothing)"),
        "allocated bytes, as that backend counts them")
     eq([f["id"] for f in o["findings"] if f["id"] in ("stream_pool", "fragmented_cache")], [], "no pool finding")
+
+
+# Under cudaMallocAsync with a fraction of 0.5 (4.00 GiB of 8.00): 3.00 GiB
+# allocated, then the MiB of argv[1] asked; PyTorch's error gives both to
+# two decimals.
+ASYNC_FRACTION_ROUNDED = r"""
+import sys, torch
+torch.cuda.set_per_process_memory_fraction(0.5)
+keep = [torch.empty(1 << 30, dtype=torch.uint8, device="cuda") for _ in range(3)]
+try:
+    c = torch.empty(int(sys.argv[1]) << 20, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print([l for l in str(e).splitlines() if l.startswith("Requested")][0])
+"""
+
+
+@torch_test
+def torch_truth_async_fraction_request_is_said_as_rounded():
+    """Under backend:cudaMallocAsync a memory fraction's refusal is known
+    only from PyTorch's error, which gives the request to two decimals:
+    1100 MiB (1153433600 bytes) asked was told as "1.07 GiB (1148903752
+    bytes)", in the dump's requested_bytes and PyTorch's request_bytes
+    alike, and with 1025 MiB asked "3.00 GiB when it refused, and the
+    1.00 GiB asked would pass it" read as false against the 4.00 GiB
+    allowed. Now every output says the figure is about that much (no byte
+    count), the dump says it is rounded, and the fraction's finding says
+    by about how much they pass it, or that the rounding hides it."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+    rounded = 1148903752   # round(1.07 * 2**30): what the error says of 1100 MiB
+    for mib, shown, by in (
+            (1100, "1.07 GiB", " by about 71.68 MiB (PyTorch's error gives its figures to two decimals)"),
+            (1025, "1.00 GiB", ": PyTorch's error gives its figures to two decimals, which hide by how much they "
+                               "pass the 4.00 GiB")):
+        out, dumps, report = traced(ASYNC_FRACTION_ROUNDED, str(mib), env=env)
+        eq(out, f"Requested               : {shown}\n", "PyTorch's error")
+        line = f"request: about {shown} (PyTorch's error gives it to two decimals) by PyTorch on device 0 ("
+        eq(report.count("vramtrace:   " + line), 1, f"{mib} MiB: the post-mortem's request")
+        eq(re.findall(r"\(\d+ bytes\)", report), [], f"{mib} MiB: no byte count")
+        finding = ("PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: its "
+                   "cudaMallocAsync backend counts the bytes allocated to tensors, about 3.00 GiB when it refused, "
+                   f"and about {shown} asked would pass it{by}")
+        eq(report.count("vramtrace:   1. " + finding + "\n"), 1, f"{mib} MiB: the post-mortem's finding")
+        (o,) = dumps["exit"]["ooms"]
+        want = rounded if mib == 1100 else 1 << 30
+        eq((o["api"], o["requested_bytes"], o.get("requested_rounded"), o["findings"][0]["finding"]),
+           ("PyTorch", want, True, finding), f"{mib} MiB: the dump's failure")
+        eq([(t["request_bytes"], t.get("request_rounded")) for t in o["torch"] if "request_bytes" in t],
+           [(want, True)], f"{mib} MiB: PyTorch's request in the dump")
+        with workdir("vt-truth-rounded-") as work:
+            path = os.path.join(work, "d.json")
+            json.dump(dumps["exit"], open(path, "w"))
+            text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+            eq((text.count("  " + line), len(re.findall(r"\(\d+ bytes\)", text)),
+                text.count("    1. " + finding + "\n")), (1, 0, 1), f"{mib} MiB: vramtrace report")
+            j = json.loads(subprocess.run([CLI, "report", "--format", "json", path], capture_output=True,
+                                          text=True).stdout)["processes"][0]["ooms"][0]
+            eq((j["requested_bytes"], j.get("requested_rounded"),
+                [(t["request_bytes"], t.get("request_rounded")) for t in j["torch"] if "request_bytes" in t]),
+               (want, True, [(want, True)]), f"{mib} MiB: vramtrace report's JSON")
+            page = subprocess.run([CLI, "report", "--format", "html", path], capture_output=True, text=True).stdout
+            eq(len(re.findall(f": about {shown} requested by PyTorch on device 0;", page)), 1,
+               f"{mib} MiB: the page")
 
 
 EXPANDABLE_FRAGMENTED = r"""
