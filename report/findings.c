@@ -452,23 +452,52 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
     }
     uint64_t held_live = live > o->taken_bytes ? live - o->taken_bytes : 0;
     /* A request that made more handles than everything else the program
-     * holds on the device is what does not fit (a tensor a little smaller
-     * than the device failed at its 390th page): said before the holders,
-     * which are not the cause. */
+     * holds on the device is said before the holders. It alone is what
+     * does not fit only where it is larger than what the process can ever
+     * have of the device (a tensor a little smaller than the device failed
+     * at its 390th page); where it fits without the holders, it is the two
+     * together (3 GiB held, then 6 GiB asked of 8 GiB was told "not what
+     * is held"), and either freeing them or a smaller request would do.
+     * Of the request, what it asked so far is known; the whole where
+     * PyTorch's record says it (from the record: said with it, after the
+     * post-mortem, which came before it). */
     int taken_most = o->taken_count && vt_kind_owned_device(o->kind) && o->taken_bytes + o->requested >= held_live;
     if (taken_most) {
         struct vt_finding *f = add(out, &n, "request_takes_most");
         vt_site_label(sym, o->stack, site, sizeof site);
-        char d[32], e[32], whole[96] = "";
-        if (torch && tc.request > o->requested)
-            snprintf(whole, sizeof whole, "; PyTorch asked %s in all", B(tc.request, e));
-        snprintf(f->text, sizeof f->text, "this request made %" PRIu64 " handle%s (%s) before the one of %s that "
-                 "failed: %s asked so far, no less than everything else the program holds on the device (%s)%s; it "
-                 "is the request that does not fit, not what is held", o->taken_count, o->taken_count == 1 ? "" : "s",
-                 B(o->taken_bytes, a), B(o->requested, b), B(o->taken_bytes + o->requested, c), B(held_live, d),
-                 whole);
-        snprintf(f->next, sizeof f->next, "make that tensor smaller at %s (batch or sequence length) or shard it "
-                 "across devices", site);
+        uint64_t so_far = o->taken_bytes + o->requested;
+        int whole_known = torch && tc.request > o->requested;
+        uint64_t whole = whole_known && tc.request > so_far ? tc.request : so_far;
+        f->from_record = whole_known;
+        char d[32], e[48], g[32], h[32], said[96] = "";
+        if (whole_known)
+            snprintf(said, sizeof said, "; PyTorch asked %s in all", about(tc.request, tc.request_rounded, e, sizeof e));
+        int k = snprintf(f->text, sizeof f->text, "this request made %" PRIu64 " handle%s (%s) before the one of %s "
+                         "that failed: %s asked so far, no less than everything else the program holds on the device "
+                         "(%s)%s", o->taken_count, o->taken_count == 1 ? "" : "s", B(o->taken_bytes, a),
+                         B(o->requested, b), B(so_far, c), B(held_live, d), said);
+        char *rest = f->text + (k > 0 && (size_t)k < sizeof f->text ? (size_t)k : 0);
+        size_t room = sizeof f->text - (size_t)(rest - f->text);
+        if (o->have_info && whole > usable) {
+            snprintf(rest, room, "; it is the request that does not fit, not what is held");
+            snprintf(f->next, sizeof f->next, "make that tensor smaller at %s (batch or sequence length) or shard it "
+                     "across devices", site);
+        } else if (o->have_info && whole_known) {
+            snprintf(rest, room, "; the request alone fits the %s this process can have of the device, and with what "
+                     "is held it does not", B(usable, g));
+            snprintf(f->next, sizeof f->next, "either would let it fit: free what the program holds on the device "
+                     "before %s (%s, the holders), or make that tensor smaller there (batch or sequence length) than "
+                     "the %s left beside them", site, B(held_live, h),
+                     B(usable > held_live ? usable - held_live : 0, e));
+        } else {
+            /* Only a lower bound of the request: that the holders' memory
+             * would be enough is not known. */
+            snprintf(rest, room, "; that much fits %s%s%s, and with what is held it does not (how much more the "
+                     "request wanted is not known here)", o->have_info ? "the " : "the device",
+                     o->have_info ? B(usable, g) : "", o->have_info ? " this process can have of the device" : "");
+            snprintf(f->next, sizeof f->next, "make that tensor smaller at %s (batch or sequence length), or free "
+                     "what the program holds on the device before it (%s, the holders)", site, B(held_live, h));
+        }
     }
     /* A request PyTorch's allocator did not make (ctypes, CuPy, a
      * library's own workspace) while PyTorch's cache holds device memory:

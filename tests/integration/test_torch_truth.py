@@ -3112,8 +3112,9 @@ def torch_truth_expandable_tensor_larger_than_the_device_is_the_requests_own():
        ["vramtrace: largest holders by call site (1 call site):",
         "vramtrace:   100.00 MiB 100.0%      5 allocs  <module> train.py:4"], "the holders: the rest")
     first = ("this request made 389 handles (7.60 GiB) before the one of 20.00 MiB that failed: 7.62 GiB asked so "
-             "far, no less than everything else the program holds on the device (100.00 MiB); it is the request "
-             "that does not fit, not what is held")
+             "far, no less than everything else the program holds on the device (100.00 MiB); that much fits the "
+             "7.71 GiB this process can have of the device, and with what is held it does not (how much more the "
+             "request wanted is not known here)")
     exceeds = "the request alone (9.00 GiB) is larger than the device (8.00 GiB)"
     eq(re.findall(r"vramtrace:   \d\. (.*)", report), [first, exceeds],
        "the findings: the post-mortem's, then what PyTorch's record adds")
@@ -3131,3 +3132,57 @@ def torch_truth_expandable_tensor_larger_than_the_device_is_the_requests_own():
         text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
         eq(text.count("  " + taken + "\n"), 2, "vramtrace report: the request's own, at each failure")
         eq(re.findall(r"\n    \d\. (.*)", text), [first, exceeds], "vramtrace report: the same findings")
+
+
+HELD_AND_ASKED = r"""
+import torch
+x = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")
+try:
+    y = torch.empty(6 << 30, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError as e:
+    print(str(e).splitlines()[0][:48])
+"""
+
+
+@torch_test
+def torch_truth_expandable_request_that_fits_alone_names_the_holders_too():
+    """Expandable segments, 3 GiB held, then a 6 GiB tensor on an 8 GiB
+    device (7.71 GiB of it this process's): its pages fail at 4.71 GiB.
+    The request fits without what is held, and what is held fits without
+    it: it was told "it is the request that does not fit, not what is
+    held", steering away from the holder. Now the post-mortem says what
+    is known at the first failure (4.71 GiB so far fits; with what is held
+    it does not; how much more is not known), and what PyTorch's record
+    adds (6.00 GiB in all, which fits alone) comes after it on stderr as
+    in the dump's and `vramtrace report`'s second failure, with both
+    remedies."""
+    out, dumps, report = traced(HELD_AND_ASKED, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    report = re.sub(r"/\S*/train\.py", "train.py", report)
+    eq(out, "CUDA out of memory. Tried to allocate 6.00 GiB. \n", "PyTorch's error")
+    head = ("this request made 240 handles (4.69 GiB) before the one of 20.00 MiB that failed: 4.71 GiB asked so far, "
+            "no less than everything else the program holds on the device (3.01 GiB)")
+    first = (head + "; that much fits the 7.71 GiB this process can have of the device, and with what is held it "
+             "does not (how much more the request wanted is not known here)")
+    second = (head + "; PyTorch asked 6.00 GiB in all; the request alone fits the 7.71 GiB this process can have of "
+              "the device, and with what is held it does not")
+    site = "<module> train.py:5 -> torch::autograd::THPVariable_empty (libtorch_python.so+0x"
+    first_next = (f"make that tensor smaller at {site}", "(batch or sequence length), or free what the program "
+                  "holds on the device before it (3.01 GiB, the holders)")
+    second_next = (f"either would let it fit: free what the program holds on the device before {site}",
+                   "(3.01 GiB, the holders), or make that tensor smaller there (batch or sequence length) than the "
+                   "4.70 GiB left beside them")
+    got = re.findall(r"vramtrace:   (\d)\. (.*)\nvramtrace:      next: (.*)", report)
+    eq([(k, t) for k, t, _ in got], [("1", first), ("1", second)], "the post-mortem's finding, then the record's")
+    eq([(nx.startswith(a), nx.split(") ", 1)[1]) for (_, _, nx), (a, b) in zip(got, (first_next, second_next))],
+       [(True, first_next[1]), (True, second_next[1])], "their next steps")
+    ok("what PyTorch's record adds to the findings:\nvramtrace:   1. " + second in report, "said as the record's")
+    eq("not what is held" in report, False, "the request is not said to be what does not fit alone")
+    ooms = dumps["exit"]["ooms"]
+    eq([[(f["id"], f["finding"]) for f in o["findings"]] for o in ooms],
+       [[("request_takes_most", first)], [("request_takes_most", second)]], "the dump's findings, by failure")
+    with workdir("vt-truth-held-") as work:
+        path = os.path.join(work, "d.json")
+        json.dump(dumps["exit"], open(path, "w"))
+        text = re.sub(r"/\S*/train\.py", "train.py", subprocess.run([CLI, "report", path], capture_output=True,
+                                                                     text=True).stdout)
+        eq(re.findall(r"\n    \d\. (.*)", text), [first, second], "vramtrace report: the same findings")
