@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report_out.h"
 #include "reporters.h"
 #include "runs.h"
 
@@ -45,76 +46,16 @@ static void report_help(void) {
            "                     none  no root: the whole stack alone\n");
 }
 
-/* -o's file, opened: a regular file (or a name with nothing at it) is
- * written into a temporary file beside it, renamed over it once whole,
- * so that a write that fails (a full disk, a quota, a file size limit)
- * leaves the report that was there as it was; before, it was truncated
- * at once and then removed. A symbolic link there is followed, as fopen
- * followed it (its target is replaced); a device or a FIFO (/dev/null, a
- * pipe's name), and a file in a folder where no file can be made beside
- * it, are written in place. */
-struct out_file {
-    FILE *f;
-    char target[PATH_MAX]; /* the name renamed over ("" : written in place) */
-    char tmp[PATH_MAX];
-};
-
-static int open_out(const char *out, struct out_file *o) {
-    o->target[0] = o->tmp[0] = '\0';
-    struct stat st, lst;
-    int exists = stat(out, &st) == 0;
-    const char *target = out;
-    char real[PATH_MAX];
-    if (lstat(out, &lst) == 0 && S_ISLNK(lst.st_mode)) target = exists && realpath(out, real) ? real : NULL;
-    if (target && (!exists || S_ISREG(st.st_mode)) && strlen(target) < sizeof o->target) {
-        const char *slash = strrchr(target, '/');
-        int dir = slash ? (int)(slash - target) + 1 : 0;
-        int n = snprintf(o->tmp, sizeof o->tmp, "%.*s.vramtrace-report.XXXXXX", dir, target);
-        int fd = n > 0 && (size_t)n < sizeof o->tmp ? mkostemp(o->tmp, O_CLOEXEC) : -1;
-        if (fd >= 0) {
-            /* The mode the file had (or a new one's, under the umask),
-             * not mkstemp's 0600; and its owner where that can be kept. */
-            mode_t mask = umask(0);
-            umask(mask);
-            if (exists && fchown(fd, st.st_uid, st.st_gid) != 0) {
-                /* not root: the new file is this user's, as a new one is */
-            }
-            (void)fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
-            if ((o->f = fdopen(fd, "wb"))) {
-                snprintf(o->target, sizeof o->target, "%s", target);
-                return 0;
-            }
-            close(fd);
-            unlink(o->tmp);
-        }
-        o->tmp[0] = '\0';
-    }
-    o->f = fopen(out, "wb");
-    return o->f ? 0 : -1;
-}
-
-/* Close o: renamed into place when it was written aside and `ok`, else
- * the temporary file removed. Returns 0, or -1 with errno. */
-static int close_out(struct out_file *o, int ok) {
-    int rc = fclose(o->f) == 0 ? 0 : -1;
-    if (!o->tmp[0]) return rc;
-    if (ok && rc == 0 && rename(o->tmp, o->target) == 0) return 0;
-    int e = errno;
-    unlink(o->tmp);
-    errno = e;
-    return -1;
-}
-
 /* Write the report to out (standard output when NULL). Output that does not
  * reach its destination (a full disk, a closed pipe, /dev/full) is one
  * error line and status 1; a file at out is then left as it was
- * (open_out), and a regular file written in place that this command
+ * (vr_out_open), and a regular file written in place that this command
  * created or truncated is removed rather than left half written. */
 static int write_report(const struct vt_reporter *rep, const struct vr_input *in, const struct vr_opts *o,
                         const char *out) {
     char err[1024], safe[1024];
-    struct out_file of = {.f = stdout};
-    if (out && open_out(out, &of) != 0) {
+    struct vr_out of = {.f = stdout};
+    if (out && vr_out_open(out, &of) != 0) {
         fprintf(stderr, "vramtrace report: cannot write %s: %s\n", vr_safe(out, safe, sizeof safe),
                 strerror(errno));
         return 1;
@@ -123,14 +64,14 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
     /* Only a regular file at that very name is removed on failure (not a
      * device, not what a symbolic link points to). */
     struct stat st, at;
-    int regular = out && !of.tmp[0] && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && lstat(out, &at) == 0 &&
+    int regular = out && !of.tmp[0] && of.fd < 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && lstat(out, &at) == 0 &&
                   S_ISREG(at.st_mode) && at.st_ino == st.st_ino && at.st_dev == st.st_dev;
     err[0] = '\0';
     errno = 0;
     int failed = rep->write(f, in, o, err, sizeof err) != 0, werr = errno;
     if (fflush(f) != 0) { failed = 1; werr = errno; }
     if (ferror(f)) failed = 1;
-    if (out && close_out(&of, !failed) != 0 && !failed) { failed = 1; werr = errno; }
+    if (out && vr_out_close(&of, !failed) != 0 && !failed) { failed = 1; werr = errno; }
     if (!failed) return 0;
     if (err[0]) fprintf(stderr, "vramtrace report: %s\n", vr_safe(err, safe, sizeof safe));
     else fprintf(stderr, "vramtrace report: writing %s failed: %s\n",

@@ -350,6 +350,40 @@ def cli_write_errors_fail_with_one_line():
 
 
 @test
+def cli_o_of_a_descriptor_writes_there_and_a_signal_leaves_nothing():
+    """-o /dev/stdout, /dev/fd/1 or /proc/self/fd/1 is the descriptor, written
+    where it stands: following the link replaced the file the shell had
+    redirected the output to (`>> log` lost the log; in `{ echo A; report
+    -o /dev/stdout; echo B; } > all` A and B were lost). A signal that ends
+    the command while it writes FILE (here SIGXFSZ at the file size limit,
+    left at its default) removes the temporary file: it was left beside
+    FILE, hidden, for ever."""
+    r0 = os.path.join(GOLDEN, R0)
+    report = cli(["report", r0])[1]
+    with workdir("vt-cli-fd-") as work:
+        log = os.path.join(work, "log.txt")
+        for name in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+            with open(log, "wb") as f:
+                f.write(b"EARLIER\n")
+            p = subprocess.run(["bash", "-c", f'{{ echo A; "$0" report "$1" -o {name}; echo B; }} >> "$2"', CLI, r0,
+                                log], capture_output=True, timeout=60)
+            eq((p.returncode, p.stderr), (0, b""), f"{name}: status")
+            eq(open(log, "rb").read(), b"EARLIER\nA\n" + report + b"B\n", f"{name}: written where stdout stands")
+        eq(sorted(os.listdir(work)), ["log.txt"], "nothing beside it")
+
+        def fsize():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+        out = os.path.join(work, "r.txt")
+        with open(out, "w") as f:
+            f.write("the report of yesterday\n")
+        p = subprocess.run([CLI, "report", r0, "--format", "html", "-o", out], capture_output=True, preexec_fn=fsize,
+                           timeout=60)
+        eq(p.returncode, -signal.SIGXFSZ, "ended by the signal")
+        eq(open(out).read(), "the report of yesterday\n", "the report that was there, kept")
+        eq(sorted(os.listdir(work)), ["log.txt", "r.txt"], "no temporary file left")
+
+
+@test
 def cli_o_on_a_full_disk_keeps_the_report_that_was_there():
     """-o FILE whose write fails (a full disk, here the file size limit)
     leaves the report FILE held before byte for byte, with its mode, and
