@@ -334,8 +334,8 @@ VT_EARLY static void say_unlinked(void) {
             static const char head[] = "vramtrace: error: the program needs ";
             static const char tail[] =
                 ", which no library loaded here defines: it was linked against libvramtrace.so's CUDA names, not "
-                "its CUDA library (-lvramtrace ahead of it, linked --as-needed); link the CUDA library first, or "
-                "put -Wl,--no-as-needed before -lvramtrace\n";
+                "its CUDA library (-lvramtrace ahead of it, linked --as-needed); put -Wl,--no-as-needed before "
+                "-lvramtrace (after the CUDA library, --as-needed drops it unless the program calls its API)\n";
             size_t len = 0;
             while (name[len]) { /* the barrier keeps the loop from becoming a call to strlen */
                 __asm__("" : "+r"(len));

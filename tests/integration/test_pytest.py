@@ -182,7 +182,8 @@ def c_api_linked_ahead_of_cuda_as_needed_says_why_it_cannot_start():
         eq((r.out, r.err, r.rc, r.dumps),
            ("", "vramtrace: error: the program needs cudaMalloc, which no library loaded here defines: it was linked "
                 "against libvramtrace.so's CUDA names, not its CUDA library (-lvramtrace ahead of it, linked "
-                "--as-needed); link the CUDA library first, or put -Wl,--no-as-needed before -lvramtrace\n"
+                "--as-needed); put -Wl,--no-as-needed before -lvramtrace (after the CUDA library, --as-needed drops "
+                "it unless the program calls its API)\n"
                 f"{prog}: symbol lookup error: {prog}: undefined symbol: cudaMalloc\n", 127, []), f"{env}")
 
 
