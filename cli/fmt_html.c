@@ -403,7 +403,8 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
     if (vr_first_to_fail(in, &w)) {
         const struct vm_dump *d = &in->dumps[w.dump];
         const struct vm_oom *m = &d->ooms[w.oom];
-        fprintf(f, "<p class=\"first-to-fail\">first to fail: rank %d (pid %d), %s%s requested by ", d->rank, d->pid,
+        char who[64];
+        fprintf(f, "<p class=\"first-to-fail\">first to fail: %s, %s%s requested by ", vr_who(d, who, sizeof who),
                 m->requested_rounded ? "about " : "", B(m->requested, a));
         vh_text(f, m->api);
         fprintf(f, " on device %d at %.3f s", m->device, secs(m->time_ns));
@@ -414,7 +415,7 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         }
         if (w.said && w.passed) {
             const struct vm_dump *p = &in->dumps[w.passed_dump];
-            fprintf(f, "<br>not rank %d (pid %d), which failed %.3f s earlier: ", p->rank, p->pid,
+            fprintf(f, "<br>not %s, which failed %.3f s earlier: ", vr_who(p, who, sizeof who),
                     secs(d->start_unix_ns + m->time_ns - p->start_unix_ns - p->ooms[0].time_ns));
             vh_text(f, vr_passed_why(in, &w, why, sizeof why));
             if (w.passed > 1) fprintf(f, " (and %zu more such)", w.passed - 1);

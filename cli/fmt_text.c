@@ -250,14 +250,16 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         struct vr_first w;
         if (vr_first_to_fail(in, &w)) {
             const struct vm_dump *d = &in->dumps[w.dump];
-            fprintf(f, "first to fail: rank %d (pid %d), %s requested by %s", d->rank, d->pid,
-                    B(d->ooms[w.oom].requested, a), S(d->ooms[w.oom].api, api));
+            char who[64];
+            fprintf(f, "first to fail: %s, %s%s requested by %s", vr_who(d, who, sizeof who),
+                    d->ooms[w.oom].requested_rounded ? "about " : "", B(d->ooms[w.oom].requested, a),
+                    S(d->ooms[w.oom].api, api));
             char why[128];
             if (w.said) fprintf(f, ": %s", S(vr_first_why(in, &w, why, sizeof why), api));
             fputc('\n', f);
             if (w.said && w.passed) {
                 const struct vm_dump *p = &in->dumps[w.passed_dump];
-                fprintf(f, "  not rank %d (pid %d), which failed %.3f s earlier: %s", p->rank, p->pid,
+                fprintf(f, "  not %s, which failed %.3f s earlier: %s", vr_who(p, who, sizeof who),
                         secs(d->start_unix_ns + d->ooms[w.oom].time_ns - p->start_unix_ns - p->ooms[0].time_ns),
                         S(vr_passed_why(in, &w, why, sizeof why), api));
                 if (w.passed > 1) fprintf(f, " (and %zu more such)", w.passed - 1);

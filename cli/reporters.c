@@ -191,6 +191,12 @@ int vr_newest_of_process(const struct vr_input *in, size_t i) {
     return 1;
 }
 
+const char *vr_who(const struct vm_dump *d, char *buf, size_t size) {
+    if (d->rank_known) snprintf(buf, size, "rank %d (pid %d)", d->rank, d->pid);
+    else snprintf(buf, size, "pid %d", d->pid);
+    return buf;
+}
+
 size_t vr_process_count(const struct vr_input *in) {
     size_t k = 0;
     for (size_t i = 0; i < in->n; i++) k += vr_newest_of_process(in, i);

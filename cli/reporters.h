@@ -96,6 +96,10 @@ struct vr_combined {
  * beside its exit dump) hold nothing its newest does not tell. */
 int vr_newest_of_process(const struct vr_input *in, size_t i);
 
+/* A dump's process as the first-to-fail lines name it: "rank R (pid P)",
+ * or "pid P" for a process no launcher gave a rank. Returns buf. */
+const char *vr_who(const struct vm_dump *d, char *buf, size_t size);
+
 /* How many processes in's dumps are of (vr_newest_of_process's count). */
 size_t vr_process_count(const struct vr_input *in);
 

@@ -1485,6 +1485,26 @@ def cli_report_of_processes_with_several_dumps_differs_at_their_exit():
 
 
 @test
+def cli_first_to_fail_of_processes_without_a_rank_names_the_pid():
+    """Two processes no launcher gave a rank, each failing: the first to
+    fail is named by its pid, as the table ("-") and the ranks line ("say
+    no rank") name them (it said "rank 0 (pid N)")."""
+    with workdir("vt-cli-first-") as work:
+        for _ in range(2):
+            r = run([os.path.join(T, "t_oom")], env={"SIMGPU_CAPACITY": "64M", "VRAMTRACE_REPORT": "off",
+                                                    "VRAMTRACE_OUT": os.path.join(work, "o.%p.json")})
+            eq(r.rc, 1, r.err)
+        paths = sorted(glob.glob(os.path.join(work, "o.*.json")), key=lambda p: json.load(open(p))["start_unix_ns"])
+        first = json.load(open(paths[0]))["pid"]
+        for fmt, want in (("text", f"\nfirst to fail: pid {first}, 32.00 MiB requested by cudaMalloc: "),
+                          ("html", f'<p class="first-to-fail">first to fail: pid {first}, 32.00 MiB requested by ')):
+            rc, out, err = cli(["report", "--format", fmt, *paths])
+            out = out.decode()
+            eq((rc, err), (0, ""), f"{fmt}: status")
+            ok(want in out and "first to fail: rank" not in out, f"{fmt}:\n" + out[:1500])
+
+
+@test
 def cli_report_says_which_process_of_a_rank_and_where_the_job_is():
     """Dumps of one rank's several processes (multiprocessing workers that
     all say rank 0): the peaks name their pids, not "rank 0" twice; one
