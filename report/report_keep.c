@@ -26,15 +26,20 @@
  * an exit summary's or a forecast's "vramtrace", a leak report's rule of
  * '=' or its "==PID==" line, or the list of suppressions used that a leak
  * report whose leaks were all suppressed begins with. */
-static int begins_as_report(const char *text, size_t n) {
+static int begins_as_report(const char *text, size_t n, int whole) {
     static const char rule[] = "=================================================================\n";
     static const char used[] = "-----------------------------------------------------\nSuppressions used:";
     size_t i = 0;
-    while (i < n && text[i] == '\n') i++;
+    while (i < n && (text[i] == '\n' || text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) i++;
+    /* Blank lines alone (`echo > report.log`, how a log is often
+     * emptied) are as good as empty. */
+    if (i == n && whole) return 1;
     const char *p = text + i;
     size_t left = n - i;
 #define STARTS(s) (left >= sizeof s - 1 && memcmp(p, s, sizeof s - 1) == 0)
-    if (STARTS("vramtrace") || STARTS(rule) || STARTS(used)) return 1;
+    /* "vramtrace:" with its colon, as every line the library writes: a
+     * file of notes that begins with the word is not a report. */
+    if (STARTS("vramtrace:") || STARTS(rule) || STARTS(used)) return 1;
 #undef STARTS
     if (left < 3 || p[0] != '=' || p[1] != '=') return 0;
     size_t k = 2;
@@ -60,7 +65,7 @@ int vt_report_keep_appendable(const char *path, const char **why) {
             n = pread(fd, head, sizeof head, 0);
             close(fd);
         }
-        if (n > 0 && !begins_as_report(head, (size_t)n)) {
+        if (n > 0 && !begins_as_report(head, (size_t)n, (off_t)n >= st.st_size)) {
             ok = 0;
             /* A dump begins {"format":"vramtrace-dump" (spaced in one a
              * tool rewrote). */

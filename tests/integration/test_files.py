@@ -1320,17 +1320,21 @@ def report_is_appended_only_to_a_report_log():
     it, and spaced as a tool rewrites it) or a source file: the file is
     left as it is, byte for byte, and the reports go to stderr after one
     warning. Before, the report was appended to it without a word (the dump
-    then no JSON). An empty file and a report log of an earlier run, one
-    that begins with a leak report too, are appended to as before."""
+    then no JSON). An empty file (or one of blank lines) and a report log
+    of an earlier run, one that begins with a leak report too, are appended
+    to; a file that begins with the word vramtrace but no report's
+    "vramtrace:" line is not."""
     prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
     a = without(prog)
     with workdir("vt-files-") as work:
-        dump, spaced, src = (os.path.join(work, n) for n in ("old.json", "spaced.json", "mysrc.c"))
+        dump, spaced, src, notes = (os.path.join(work, n) for n in ("old.json", "spaced.json", "mysrc.c", "notes"))
         subprocess.run(prog, env=lib_env(VRAMTRACE_OUT=dump), cwd=work, timeout=60, capture_output=True)
         shutil.copy(os.path.join(GOLDEN, R0), spaced)
         shutil.copy(os.path.join(ROOT, "tests", "progs", "t_triage.c"), src)
+        with open(notes, "w") as f:  # the word alone, not a report's "vramtrace:" line
+            f.write("vramtrace notes\nmine, do not touch\n")
         for path, why in ((dump, "is a vramtrace dump"), (spaced, "is a vramtrace dump"),
-                          (src, "is not a vramtrace report log")):
+                          (src, "is not a vramtrace report log"), (notes, "is not a vramtrace report log")):
             with open(path, "rb") as f:
                 before = f.read()
             p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=path),
@@ -1346,10 +1350,10 @@ def report_is_appended_only_to_a_report_log():
                f"{path}: the post-mortem and the exit report on stderr:\n{p.stderr}")
         eq(dump_at(dump)[1], "exit", "the dump is still a dump")
         log = os.path.join(work, "rep.log")
-        with open(log, "w"):
-            pass
+        with open(log, "w") as f:
+            f.write("\n \n")  # blank lines alone (`echo > rep.log`): as good as empty
         pids = []
-        for i in range(2):  # empty, then a report log of the run before
+        for i in range(2):  # blank, then a report log of the run before
             p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=log),
                                cwd=work, capture_output=True, text=True, timeout=60)
             eq(warnings(p.stderr), [], f"run {i}: no warning")
