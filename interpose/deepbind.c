@@ -33,6 +33,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -273,12 +274,30 @@ static uint64_t unfollowed[64];
 static size_t n_unfollowed;
 static pthread_mutex_t unfollowed_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Whether a name that begins with $ORIGIN (or ${ORIGIN}) names no file
+ * from the caller's folder: the real dlopen fails, and loads nothing to
+ * say anything of. Other names are taken to be there. */
+static int origin_names_nothing(const char *file, void *caller) {
+    const char *rest = strncmp(file, "$ORIGIN/", 8) == 0 ? file + 7
+                       : strncmp(file, "${ORIGIN}/", 10) == 0 ? file + 9 : NULL;
+    Dl_info info;
+    if (!rest || strchr(rest, '$') || !dladdr(caller, &info) || !info.dli_fname) return 0;
+    const char *slash = strrchr(info.dli_fname, '/');
+    char path[4096];
+    if (!slash || snprintf(path, sizeof path, "%.*s%s", (int)(slash - info.dli_fname), info.dli_fname, rest) >=
+                      (int)sizeof path)
+        return 0;
+    return access(path, F_OK) != 0;
+}
+
 /* Say, once per name, that a deep dlopen by a name that depends on its
  * caller is not followed; only a call that may load it says so (not an
- * RTLD_NOLOAD probe, not a bare name already loaded). */
-static void say_unfollowed(const char *file, int mode) {
+ * RTLD_NOLOAD probe, not a bare name already loaded, not a $ORIGIN name
+ * of no file: a plugin host probing for plugins that are not there). */
+static void say_unfollowed(const char *file, int mode, void *caller) {
     if (mode & RTLD_NOLOAD) return;
     if (!strchr(file, '/') && dl_iterate_phdr(loaded_by_name, (void *)file)) return;
+    if (origin_names_nothing(file, caller)) return;
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (const char *c = file; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
     pthread_mutex_lock(&unfollowed_lock);
@@ -297,7 +316,7 @@ void *vt_dlopen_deep(const char *file, int mode, void *caller) {
     if (!vt_real_dlopen || !vt_real_dlsym || !file) return VT_DLOPEN_PASS;
     int e = errno;
     if (strchr(file, '$') || (!strchr(file, '/') && !same_search(caller))) {
-        say_unfollowed(file, mode);
+        say_unfollowed(file, mode, caller);
         (void)dlerror();
         errno = e;
         return VT_DLOPEN_PASS;

@@ -4,7 +4,8 @@
  *   deep:   RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND
  *   lazy:   RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND
  *   local:  RTLD_NOW | RTLD_LOCAL
- *   origin: as deep, each by "$ORIGIN/NAME" (this program's folder)
+ *   origin: as deep, each by "$ORIGIN/NAME" (this program's folder), after
+ *           a "$ORIGIN/" name of no file (which loads nothing)
  *   again:  as origin, then each probed with RTLD_NOLOAD | RTLD_DEEPBIND
  *           and opened again as before (both load nothing) */
 #define _GNU_SOURCE
@@ -19,6 +20,10 @@ static int call(const char *dir, const char *mode, const char *lib, const char *
     char path[4096];
     int again = strcmp(mode, "again") == 0;
     snprintf(path, sizeof path, "%s/%s", again || strcmp(mode, "origin") == 0 ? "$ORIGIN" : dir, lib);
+    if (strcmp(mode, "origin") == 0 && dlopen("$ORIGIN/libt_deepbind_none.so", flags)) {
+        printf("dlopen of no file: a handle\n");
+        return 1;
+    }
     void *h = dlopen(path, flags);
     if (!h) {
         printf("dlopen %s: %s\n", lib, dlerror());
