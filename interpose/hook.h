@@ -160,10 +160,14 @@ void vt_init(void);
  * signal it sent itself (selfkill.c), which runs no destructor. */
 void vt_exit_before_signal(void);
 
-/* The same from a thread of vramtrace's about to end the process (SIGTERM's
- * watcher): when another thread is writing the exit's outputs, waits until
- * it is done, at most within_ns; -1 when it was not. */
-int vt_exit_before_signal_wait(uint64_t within_ns);
+/* The same from a thread of vramtrace's about to end the process by
+ * signal `sig` from `from_pid` (SIGTERM's watcher): the outputs say the
+ * signal ended it (vt_output_ended_by) when they are written for it; 0.
+ * When the program's own exit began first, that exit stands (its status,
+ * its outputs without the signal, which would contradict the status the
+ * process ends with): waits until it is written, at most within_ns, and
+ * returns 1. */
+int vt_exit_before_signal_wait(uint64_t within_ns, int sig, int from_pid);
 
 /* Note the status the program exits with, for the exit's leak check
  * (init.c); at the first GPU allocation. */

@@ -369,13 +369,24 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
 
 void vt_exit_before_signal(void) { exit_outputs(END_NOT); }
 
-int vt_exit_before_signal_wait(uint64_t within_ns) {
-    __atomic_store_n(&exit_for_signal, 1, __ATOMIC_RELEASE);
-    exit_outputs(END_NOT);
-    /* Another thread's exit may be writing them: the signal waits for the
-     * end of that (a SIGTERM in the middle of the program's own exit
-     * killed it mid-write: no dump, no leak report), at most within_ns. */
-    return exit_outputs_wait(within_ns);
+int vt_exit_before_signal_wait(uint64_t within_ns, int sig, int from_pid) {
+    int was = 0;
+    if (!vt_exit_in_borrowed_memory() &&
+        __atomic_compare_exchange_n(&exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* Written for the signal, which ends the process next. */
+        vt_output_ended_by(sig, from_pid);
+        __atomic_store_n(&exit_for_signal, 1, __ATOMIC_RELEASE);
+        exit_writer = 1;
+        exit_outputs_once(END_NOT);
+        __atomic_store_n(&exit_written, 2, __ATOMIC_RELEASE);
+        return 0;
+    }
+    /* The program's own exit is writing them (a SIGTERM in the middle of
+     * it killed it mid-write: no dump, no leak report; then its outputs
+     * said "ended by SIGTERM" of a process that ended with the exit's
+     * status): the signal waits for the end of that, at most within_ns. */
+    exit_outputs_wait(within_ns);
+    return 1;
 }
 
 static void exit_outputs_quick(void) { exit_outputs(END_AS_QUICK_EXIT); }

@@ -145,16 +145,18 @@ static void *watchdog(void *arg) {
 
 void vt_onterm_heard(void) {
     vt_thread_start_quiet(watchdog, NULL);
-    vt_output_ended_by(SIGTERM, sender());
     /* Written here, or by the program's own exit if that began first:
      * either way finished before the end. */
-    vt_exit_before_signal_wait(TERM_BOUND_NS);
-    /* In place of the handler the signal found, SIGTERM's default: whoever
-     * called on_term (the kernel, or a handler of the program's that
-     * passes the signal on to the one it replaced) asked for the process's
-     * end. The end is sent before the waiting handler is let go, so that
-     * it is pending as the handler returns. */
-    die_of_term();
+    if (vt_exit_before_signal_wait(TERM_BOUND_NS, SIGTERM, sender()) == 0)
+        /* In place of the handler the signal found, SIGTERM's default:
+         * whoever called on_term (the kernel, or a handler of the
+         * program's that passes the signal on to the one it replaced)
+         * asked for the process's end. The end is sent before the waiting
+         * handler is let go, so that it is pending as the handler
+         * returns. Where the program's exit began first, it ends the
+         * process with its own status, as its outputs say (the watchdog
+         * still bounds it). */
+        die_of_term();
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &done, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }

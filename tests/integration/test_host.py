@@ -1385,6 +1385,14 @@ def host_sigterm_during_the_exit_lets_it_finish():
            f"the leak report, whole: {err[-300:]!r}")
         eq([d["totals"]["live_count"] for d in dumps.values()], [200000], "the exit dump, whole")
         ok(rc in (23, -signal.SIGTERM), f"the leak check's status, or SIGTERM's when it came first: {rc}")
+        # One story: where the exit came first its status stands and the
+        # outputs say no SIGTERM ended it (they said "ended by SIGTERM"
+        # of a process that exited 23); where the SIGTERM came first, they
+        # say so and it ends the process.
+        d = list(dumps.values())[0]
+        said = "ended by SIGTERM" in err
+        eq((said, "ended_by" in d, "exit_status" in d), (rc != 23, rc != 23, rc == 23),
+           f"status {rc}: the exit line's and the dump's account")
 
 
 def terminated_run(flags, group):
