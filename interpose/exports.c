@@ -229,28 +229,39 @@ VT_EARLY static int have_symbols(void) {
     return symbols_state > 0;
 }
 
-/* Whether object l has an undefined symbol beginning "cu" (every hooked
- * name does), or may have: any doubt answers yes. */
-VT_EARLY static int names_cuda(const struct link_map *l) {
+/* Object l's dynamic symbols: their table, their strings and how many
+ * (DT_HASH's nchain, or counted from DT_GNU_HASH); -1 where they cannot be
+ * read (no tables, an empty GNU hash). */
+VT_EARLY static int dyn_symbols(const struct link_map *l, const ElfW(Sym) **symtab, const char **strtab,
+                                uint32_t *n) {
     uintptr_t base = l->l_addr;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
     const uint32_t *gnu = NULL, *sysv = NULL;
+    *symtab = NULL;
+    *strtab = NULL;
     for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_SYMTAB) *symtab = (const ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_STRTAB) *strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
         if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
         if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
     }
-    if (!symtab || !strtab || (!gnu && !sysv)) return 1;
-    uint32_t n;
+    if (!*symtab || !*strtab || (!gnu && !sysv)) return -1;
     if (sysv) {
-        n = sysv[1]; /* nchain: the number of symbols */
-    } else {
-        if (gnu[0] == 0) return 1;
-        const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
-        n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
+        *n = sysv[1]; /* nchain: the number of symbols */
+        return 0;
     }
+    if (gnu[0] == 0) return -1;
+    const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
+    *n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
+    return 0;
+}
+
+/* Whether object l has an undefined symbol beginning "cu" (every hooked
+ * name does), or may have: any doubt answers yes. */
+VT_EARLY static int names_cuda(const struct link_map *l) {
+    const ElfW(Sym) *symtab;
+    const char *strtab;
+    uint32_t n;
+    if (dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1;
     /* Undefined symbols are not all first: an executable's import whose
      * address it takes is hashed with its definitions. */
     for (uint32_t i = 1; i < n; i++) {
@@ -276,22 +287,10 @@ VT_EARLY static int named_after_us(void) {
 VT_EARLY static int defined_elsewhere(const char *name) {
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
         if (l->l_ld == _DYNAMIC) continue;
-        const ElfW(Sym) *symtab = NULL;
-        const char *strtab = NULL;
-        const uint32_t *gnu = NULL, *sysv = NULL;
-        for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
-            if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-        }
-        if (!symtab || !strtab || (!gnu && !sysv)) return 1; /* in doubt, yes */
-        uint32_t n = sysv ? sysv[1] : 0;
-        if (!sysv) {
-            if (gnu[0] == 0) return 1;
-            const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
-            n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
-        }
+        const ElfW(Sym) *symtab;
+        const char *strtab;
+        uint32_t n;
+        if (dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1; /* in doubt, yes */
         for (uint32_t i = 1; i < n; i++)
             if (symtab[i].st_shndx != SHN_UNDEF && same(strtab + symtab[i].st_name, name)) return 1;
     }
@@ -307,22 +306,10 @@ VT_EARLY static int defined_elsewhere(const char *name) {
  * runs while the library is relocated: written with the system call. */
 VT_EARLY static void say_unlinked(void) {
     for (const struct link_map *l = _r_debug.r_map; l && l->l_ld != _DYNAMIC; l = l->l_next) {
-        const ElfW(Sym) *symtab = NULL;
-        const char *strtab = NULL;
-        const uint32_t *gnu = NULL, *sysv = NULL;
-        for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
-            if (d->d_tag == DT_SYMTAB) symtab = (const ElfW(Sym) *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-            if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(l->l_addr, d->d_un.d_ptr);
-        }
-        if (!symtab || !strtab || (!gnu && !sysv)) continue;
-        uint32_t n = sysv ? sysv[1] : 0;
-        if (!sysv) {
-            if (gnu[0] == 0) continue;
-            const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
-            n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
-        }
+        const ElfW(Sym) *symtab;
+        const char *strtab;
+        uint32_t n;
+        if (dyn_symbols(l, &symtab, &strtab, &n) != 0) continue;
         for (uint32_t i = 1; i < n; i++) {
             const ElfW(Sym) *s = &symtab[i];
             const char *name = strtab + s->st_name;
