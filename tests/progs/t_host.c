@@ -1293,7 +1293,7 @@ static int open_at(const char *name, int from) {
 /* term-wait's allocations, then every descriptor from 3 up closed, as a
  * daemon does after its start (close_range(3, ~0U, 0), else close of 3 to
  * 1023); with "reopen", files opened at the numbers freed: low0..low9 at
- * the lowest (3 to 12), high0..high15 at 700 and up (where vramtrace keeps
+ * the lowest (from 3), high0..high15 at 700 and up (where vramtrace keeps
  * its own); then waiting for signals. */
 static int term_closefrom(int reopen) {
     CUdeviceptr p[3];
@@ -1313,7 +1313,14 @@ static int term_closefrom(int reopen) {
             snprintf(name, sizeof name, "high%d", i);
             high[i] = open_at(name, 700);
         }
-        printf("files %d..%d %d..%d\n", low[0], low[9], high[0], high[15]);
+        /* Where each lands among the free numbers is the kernel's to say
+         * (vramtrace's own threads may hold one of 700 and up, or a low one
+         * on its way there, for a moment): each opened, at or above its
+         * floor. */
+        int nlow = 0, nhigh = 0;
+        for (int i = 0; i < 10; i++) nlow += low[i] >= 3;
+        for (int i = 0; i < 16; i++) nhigh += high[i] >= 700;
+        printf("files %d at 3 and up, %d at 700 and up\n", nlow, nhigh);
     }
     printf("ready\n");
     fflush(stdout);
