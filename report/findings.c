@@ -310,9 +310,13 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             uint64_t slack = (counted_rounded ? vt_torch_rounding(counted) : 0) +
                              (tc.request_rounded ? vt_torch_rounding(tc.request) : 0);
             uint64_t need = counted + tc.request;
-            char by[192] = "", e[48], g[32];
-            if (need > allowed + slack)
-                snprintf(by, sizeof by, " by %s%s", slack ? "about " : "", B(need - allowed, g));
+            char by[192] = "", e[48], g[32], h[32];
+            /* Rounded figures give a range, not a point: 71.68 MiB said
+             * "about" was 76 MiB in truth. */
+            if (need > allowed + slack && slack)
+                snprintf(by, sizeof by, " by %s to %s", B(need - allowed - slack, g), B(need - allowed + slack, h));
+            else if (need > allowed + slack)
+                snprintf(by, sizeof by, " by %s", B(need - allowed, g));
             if (slack && need > allowed + slack)
                 snprintf(by + strlen(by), sizeof by - strlen(by), " (PyTorch's error gives its figures to two "
                          "decimals)");

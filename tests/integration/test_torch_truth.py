@@ -1508,7 +1508,7 @@ def torch_truth_async_fraction_refusal_is_told_as_pytorch_counts_it():
     eq([f["id"] for f in o["findings"]], ["memory_fraction", "one_site_dominates"], "only what applies to a refusal")
     eq(o["findings"][0]["finding"], "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's "
        "8.00 GiB: its cudaMallocAsync backend counts the bytes allocated to tensors, about 4.00 GiB when it refused, "
-       "and about 256.00 MiB asked would pass it by about 256.00 MiB (PyTorch's error gives its figures to two "
+       "and about 256.00 MiB asked would pass it by 250.87 MiB to 261.13 MiB (PyTorch's error gives its figures to two "
        "decimals)", "the fraction on PyTorch's figure of the refusal")
     eq(("stream-ordered memory pools keep" in report, "fragmented" in report, "cudaMemPoolTrimTo" in report),
        (False, False, False), "no pool finding")
@@ -1539,7 +1539,7 @@ def torch_truth_async_fraction_refusal_is_told_as_pytorch_counts_it():
     eq((o["findings"][0]["id"], o["findings"][0]["finding"], o["findings"][0]["next"]),
        ("memory_fraction", "PyTorch's per-process memory fraction (0.5) allows 4.00 GiB of the device's 8.00 GiB: "
         "its cudaMallocAsync backend counts the bytes allocated to tensors, about 3.00 GiB when it refused, and about "
-        "1.50 GiB asked would pass it by about 512.00 MiB (PyTorch's error gives its figures to two decimals)", "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep "
+        "1.50 GiB asked would pass it by 501.76 MiB to 522.24 MiB (PyTorch's error gives its figures to two decimals)", "raise torch.cuda.set_per_process_memory_fraction, or lower what the holders keep "
         "(what the pool keeps unused does not count against the fraction: trimming it changes nothing)"),
        "allocated bytes, as that backend counts them")
     eq([f["id"] for f in o["findings"] if f["id"] in ("stream_pool", "fragmented_cache")], [], "no pool finding")
@@ -1569,11 +1569,12 @@ def torch_truth_async_fraction_request_is_said_as_rounded():
     1.00 GiB asked would pass it" read as false against the 4.00 GiB
     allowed. Now every output says the figure is about that much (no byte
     count), the dump says it is rounded, and the fraction's finding says
-    by about how much they pass it, or that the rounding hides it."""
+    between which figures they pass it (71.68 MiB
+    said "about" was 76 MiB in truth), or that the rounding hides it."""
     env = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
     rounded = 1148903752   # round(1.07 * 2**30): what the error says of 1100 MiB
     for mib, shown, by in (
-            (1100, "1.07 GiB", " by about 71.68 MiB (PyTorch's error gives its figures to two decimals)"),
+            (1100, "1.07 GiB", " by 61.44 MiB to 81.92 MiB (PyTorch's error gives its figures to two decimals)"),
             (1025, "1.00 GiB", ": PyTorch's error gives its figures to two decimals, which hide by how much they "
                                "pass the 4.00 GiB")):
         out, dumps, report = traced(ASYNC_FRACTION_ROUNDED, str(mib), env=env)
