@@ -244,7 +244,8 @@ progs: sim $(PROGS)
 # from NAME.c). Extra libraries: LDLIBS_NAME.
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_pexit t_poolkeep t_reset t_pinreset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds t_symfds \
-               t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr
+               t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr \
+               t_nofds
 DRIVER_PROGS := t_driver t_replug t_budget t_vmm t_pages
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static
@@ -255,6 +256,7 @@ LDLIBS_t_budget := -lpthread
 LDLIBS_t_cancel := -lpthread
 LDLIBS_t_exitrace := -lpthread
 LDLIBS_t_closedstd := -lpthread
+LDLIBS_t_nofds := -rdynamic
 LDLIBS_t_limitargs := $(SIMLINK) -lcuda
 LDLIBS_t_pitchsettle := $(SIMLINK) -lcuda
 LDLIBS_t_limitinvalid := $(SIMLINK) -lcuda
@@ -313,7 +315,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
 UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c tracker/departed.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
-            report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/dwflfiles.c report/debuglink.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c \
+            report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/symbolize.c report/lazy_dw.c report/dwflfiles.c report/debuglink.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c report/live_torch.c
 UNIT_LIBS := -ldw -lelf -ldl -lpthread
 

@@ -7,12 +7,16 @@
  * (they stand in only for vramtrace's own calls, never for a program's
  * libdw): the first one called loads libdw.so.1 and finds the real ones.
  * Without libdw, dwfl_begin returns NULL (symbolize.c then names modules
- * and addresses only), and the others are never reached. */
+ * and offsets from the loader's memory, lazy_dw.h says why), and the
+ * others are never reached. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
+#include <stdio.h>
+
+#include "lazy_dw.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
 
@@ -78,11 +82,20 @@ static struct {
     void (*dwfl_end)(Dwfl *);
     void (*dwfl_report_begin)(Dwfl *);
 } real;
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+/* Loaded once it loads: a load that failed (no descriptor left at an
+ * out-of-memory failure in a program that used them all) is tried again
+ * at the next use, by the next report. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static int loaded;
+static char unloaded_why[256];
 
-static void load(void) {
+static void load_now(void) {
     void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!h) return;
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(unloaded_why, sizeof unloaded_why, "%s", e ? e : "libdw.so.1: not loaded");
+        return;
+    }
 /* Each at the version it first came in (all 0.122 but the build-id lookup, 0.130; two more below). */
 #define FIND(ret, name, params, args, fail)                                  \
     if (!(*(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122")))        \
@@ -106,11 +119,26 @@ static void load(void) {
     *(void **)&real.elf_begin = dlvsym(h, "elf_begin", "ELFUTILS_1.0");
     *(void **)&real.elf_end = dlvsym(h, "elf_end", "ELFUTILS_1.0");
     *(void **)&real.elf_cntl = dlvsym(h, "elf_cntl", "ELFUTILS_1.0");
+    __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
+}
+
+static void load(void) {
+    if (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&load_lock);
+    if (!loaded) load_now();
+    pthread_mutex_unlock(&load_lock);
+}
+
+VT_HIDDEN const char *vt_dw_unloaded_why(void) {
+    pthread_mutex_lock(&load_lock);
+    const char *why = loaded ? NULL : unloaded_why[0] ? unloaded_why : "libdw.so.1: not loaded";
+    pthread_mutex_unlock(&load_lock);
+    return why;
 }
 
 #define STAND_IN(ret, name, params, args, fail)                 \
     VT_HIDDEN ret name params {                                 \
-        pthread_once(&load_once, load);                         \
+        load();                         \
         if (!real.name) return fail;                            \
         return real.name args;                                  \
     }
@@ -118,11 +146,11 @@ DW_FUNCS(STAND_IN)
 #undef STAND_IN
 
 VT_HIDDEN void dwfl_end(Dwfl *d) {
-    pthread_once(&load_once, load);
+    load();
     if (real.dwfl_end) real.dwfl_end(d);
 }
 
 VT_HIDDEN void dwfl_report_begin(Dwfl *d) {
-    pthread_once(&load_once, load);
+    load();
     if (real.dwfl_report_begin) real.dwfl_report_begin(d);
 }

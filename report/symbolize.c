@@ -1,10 +1,12 @@
 /* symbolize.c -- libdwfl symbolization of the running process. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +17,13 @@
 #include "../common/display.h"
 #include "../common/fdkeep.h"
 #include "../common/labels.h"
+#include "../common/procself.h"
+#include "../common/warn.h"
 #include "../tracker/departed.h"
 #include "../tracker/pystack.h"
 #include "dwflfiles.h"
 #include "inlines.h"
+#include "lazy_dw.h"
 #include "symbolize.h"
 
 /* The frame table: each distinct return address symbolized once, found
@@ -224,6 +229,33 @@ static int in_segments(Dwfl_Module *m, Dwarf_Addr pc) {
     return 0;
 }
 
+/* A frame named from what the loader keeps in memory, where libdwfl read
+ * nothing (no descriptor was left to open a file: a program that used
+ * them all, under a descriptor limit lowered after start): its module and
+ * offset, which addr2line turns into a line, and its function where the
+ * module exports one there. The main program's file from /proc/self/exe,
+ * which a readlink reads without a descriptor. Returns 1, the frame. */
+static uint32_t from_memory(struct priv *p, uintptr_t address, struct vt_frame *f) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1((void *)(address > 0 ? address - 1 : address), &info, (void **)&map, RTLD_DL_LINKMAP) ||
+        !info.dli_fbase || !map)
+        return 1;
+    char exe[4096], dir[VT_PROC_SELF_MAX], link[VT_PROC_SELF_MAX + 8];
+    const char *name = map->l_name;
+    if (!name || !name[0]) {
+        snprintf(link, sizeof link, "%s/exe", vt_proc_self(dir));
+        ssize_t n = readlink(link, exe, sizeof exe - 1);
+        if (n <= 0) return 1;
+        exe[n] = '\0';
+        name = exe;
+    }
+    f->module = strdup(name);
+    f->offset = address - (uintptr_t)info.dli_fbase;
+    if (info.dli_sname && info.dli_saddr) f->function = demangled(p, info.dli_sname);
+    return 1;
+}
+
 static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint32_t max) {
     uintptr_t address = vt_code_address(key);
     memset(f, 0, sizeof *f);
@@ -252,7 +284,7 @@ static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint3
         f->offset = address - d->span.base;
     }
     Dwfl *dw = d ? departed_dwfl(p, key, d) : p->dwfl;
-    if (!dw) return 1;
+    if (!dw) return d ? 1 : from_memory(p, address, f);
     /* A return address points after the call: look up the call itself. */
     Dwarf_Addr pc = address > 0 ? address - 1 : address;
     Dwfl_Module *m = dwfl_addrmodule(dw, pc);
@@ -374,14 +406,20 @@ static void open_dwfl(struct priv *p) {
     p->dwfl_tried = 1;
     p->inlines = vt_inlines_new();
     p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
-    if (p->dwfl) {
-        if (vt_dwfl_report_self(p->dwfl) != 0) {
-            dwfl_end(p->dwfl);
-            p->dwfl = NULL;
-        } else {
-            dwfl_report_end(p->dwfl, NULL, NULL);
-        }
+    int e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
+    if (p->dwfl && e == 0) {
+        dwfl_report_end(p->dwfl, NULL, NULL);
+        return;
     }
+    /* Said once a process: every output after it names frames the same way. */
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        vt_warn("cannot read this process's symbols (%s): frames are named by module and offset, which "
+                "`addr2line -f -e MODULE OFFSET` turns into a function and line",
+                p->dwfl ? (e > 0 ? strerror(e) : "its memory map did not read")
+                        : vt_dw_unloaded_why() ? vt_dw_unloaded_why() : "libdw made no session");
+    if (p->dwfl) dwfl_end(p->dwfl);
+    p->dwfl = NULL;
 }
 
 /* Whether the file of a library without a build ID is still the one

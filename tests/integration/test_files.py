@@ -132,6 +132,36 @@ def symbolizer_holds_no_descriptor_in_the_programs_range():
     eq(len(re.findall(r"failing call: main \S*t_symfds\.c:\d+$", err, re.M)), 3, "each names the failing call")
 
 
+@test
+def frames_named_from_memory_when_no_descriptor_is_left():
+    """A program that has used every descriptor (its limit lowered to 64)
+    when an allocation fails: libdw cannot be loaded, nor the program's
+    files opened, and every frame of the post-mortem was "?? 0xADDR". Now
+    each names its module and offset from the loader's memory (and the
+    function, where the module exports one there), said once, with why and
+    what turns them into lines; the exit's report, with descriptors again,
+    loads libdw then and names them in full, at the same offsets."""
+    r = run([os.path.join(T, "t_nofds")])
+    eq((r.rc, r.out), (0, "hold 0\nopened up to the limit: yes\nask 2\n"), "status and output")
+    eq(r.err.count("vramtrace: warning: cannot read this process's symbols (libdw.so.1: cannot open shared object "
+                   "file: Too many open files): frames are named by module and offset, which `addr2line -f -e "
+                   "MODULE OFFSET` turns into a function and line\n"), 1, "said once, with why")
+    d = r.dump  # the failure's dump had no descriptor to be written by
+    eq(d["reason"], "exit", "the exit's dump")
+    (o,) = d["ooms"]
+    ask = frames(d, o["stack"])[0]
+    (h,) = d["holders"]
+    hold = frames(d, h["stack"])[0]
+    eq((ask["function"], os.path.basename(ask["module"]), hold["function"], os.path.basename(hold["module"])),
+       ("ask_one_tib", "t_nofds", "hold_one_mib", "t_nofds"), "the exit names them in full")
+    post = r.err.split("vramtrace: exit in pid")[0]
+    eq(post.count(f"vramtrace:   failing call: ask_one_tib (t_nofds+{ask['offset']})\n"), 1,
+       "the failing call by module and offset")
+    eq(post.count(f"   1 alloc   hold_one_mib (t_nofds+{hold['offset']})\n"), 1, "the holder by module and offset")
+    eq(re.findall(r"\?\? 0x", r.err), [], "no bare address")
+    eq(r.err.count(f"   1 alloc   hold_one_mib tests/progs/t_nofds.c:"), 1, "the exit's report by line")
+
+
 # ------------------------------------------ devices, FIFOs, links: the dump
 
 
