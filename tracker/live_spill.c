@@ -146,6 +146,24 @@ void vt_live_spill_reserve(struct vt_live_spill *sp, size_t n) {
     if (ftruncate(sp->fd, (off_t)(n * sizeof(struct vt_live))) == 0) sp->reserved = n;
 }
 
+/* Room in the queue for one more full stage: the taken ones' room used
+ * again, else the queue doubled; 0 when out of memory. */
+static int queue_room(struct vt_live_spill *sp) {
+    if (sp->nfull == sp->full_cap && sp->full_head) {
+        memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
+        sp->nfull -= sp->full_head;
+        sp->full_head = 0;
+    }
+    if (sp->nfull == sp->full_cap) {
+        size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
+        struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
+        if (!more) return 0;
+        sp->full = more;
+        sp->full_cap = want;
+    }
+    return 1;
+}
+
 /* The full stage queued behind the others waiting, and a new one begun
  * (the spare, else fresh memory); 0 when out of memory. Where the queue
  * is full its oldest stage is written first; where that write fails the
@@ -164,18 +182,7 @@ static int queue_stage(struct vt_live_spill *sp, size_t *n) {
             spill_failed(sp);
         }
     }
-    if (sp->nfull == sp->full_cap && sp->full_head) { /* the taken ones' room used again */
-        memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
-        sp->nfull -= sp->full_head;
-        sp->full_head = 0;
-    }
-    if (sp->nfull == sp->full_cap) {
-        size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
-        struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
-        if (!more) return 0;
-        sp->full = more;
-        sp->full_cap = want;
-    }
+    if (!queue_room(sp)) return 0;
     struct vt_live *fresh = sp->spare ? sp->spare : malloc(STAGE * sizeof *fresh);
     if (!fresh) return 0;
     VT_PROBE_COUNT(VT_PC_STAGE_GROW, !sp->spare);
@@ -215,21 +222,10 @@ int vt_live_spill_write_stage(struct vt_live_spill *sp, const struct vt_live_sta
 }
 
 void vt_live_spill_keep_stage(struct vt_live_spill *sp, size_t *n, struct vt_live_stage *st) {
-    if (sp->nfull == sp->full_cap && sp->full_head) {
-        memmove(sp->full, sp->full + sp->full_head, (sp->nfull - sp->full_head) * sizeof *sp->full);
-        sp->nfull -= sp->full_head;
-        sp->full_head = 0;
-    }
-    if (sp->nfull == sp->full_cap) {
-        size_t want = sp->full_cap ? 2 * sp->full_cap : 8;
-        struct vt_live_stage *more = realloc(sp->full, want * sizeof *more);
-        if (!more) { /* every record after it was put after it: all go */
-            vt_live_spill_drop_from(sp, n, st->at);
-            vt_live_spill_give_stage(sp, st);
-            return;
-        }
-        sp->full = more;
-        sp->full_cap = want;
+    if (!queue_room(sp)) { /* every record after it was put after it: all go */
+        vt_live_spill_drop_from(sp, n, st->at);
+        vt_live_spill_give_stage(sp, st);
+        return;
     }
     sp->full[sp->nfull++] = *st;
     st->buf = NULL;
