@@ -49,10 +49,12 @@ static void put_gaps(FILE *f, const int *r, size_t n, int most) {
 /* The dumps are compared by process, not by rank, where some dump says no
  * launcher gave its process a rank (rank_known false: the workers of
  * torch.multiprocessing.spawn all read rank 0, and one "rank" of four
- * processes made nothing differ across them). */
+ * processes made nothing differ across them), or only a local rank (two
+ * hosts' local rank 0 are two processes of the job, not one rank with two
+ * dumps, and the job's other ranks are not missing). */
 static int by_pid(const struct vr_input *in) {
     for (size_t i = 0; i < in->n; i++)
-        if (!in->dumps[i].rank_known) return 1;
+        if (!in->dumps[i].rank_known || in->dumps[i].rank_local) return 1;
     return 0;
 }
 
@@ -264,7 +266,11 @@ static void imbalance(FILE *f, const struct vr_input *in, uint64_t *peaks, int w
                                                  (peaks[n / 2 - 1] % 2 + peaks[n / 2] % 2) / 2;
     char a[32], b[32];
     fprintf(f, "peak imbalance: highest %s (", vr_bytes(peaks[n - 1], a, sizeof a));
-    if (who == 1) fprintf(f, "pid %d", in->dumps[hi].pid);
+    if (who == 1 && in->dumps[hi].rank_local) {
+        char host[256];
+        fprintf(f, "local rank %d on %s, pid %d", in->dumps[hi].rank,
+                in->dumps[hi].host ? vr_safe(in->dumps[hi].host, host, sizeof host) : "?", in->dumps[hi].pid);
+    } else if (who == 1) fprintf(f, "pid %d", in->dumps[hi].pid);
     else fprintf(f, "rank %d", in->dumps[hi].rank);
     if (who == 2) fprintf(f, ", pid %d", in->dumps[hi].pid);
     fprintf(f, ") over the median %s", vr_bytes(median, b, sizeof b));
@@ -273,17 +279,27 @@ static void imbalance(FILE *f, const struct vr_input *in, uint64_t *peaks, int w
 }
 
 /* Dumps compared by process (by_pid): how many processes, how many dumps
- * say no rank, then the imbalance and the differing sites by pid. */
+ * say no rank or only a local one, then the imbalance and the differing
+ * sites by pid. */
 static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opts *o, int *pids, uint64_t *peaks) {
-    size_t without = 0, distinct = 0;
+    size_t without = 0, local = 0, distinct = 0;
     for (size_t i = 0; i < in->n; i++) {
         pids[i] = in->dumps[i].pid;
         without += !in->dumps[i].rank_known;
+        local += in->dumps[i].rank_local;
     }
     qsort(pids, in->n, sizeof *pids, by_int);
     for (size_t i = 0; i < in->n; i++)
         if (!distinct || pids[i] != pids[distinct - 1]) pids[distinct++] = pids[i];
-    fprintf(f, "ranks: %zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): ", without, in->n);
+    fputs("ranks: ", f);
+    if (without)
+        fprintf(f, "%zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like held a rank)%s", without,
+                in->n, local ? ", " : ": ");
+    if (local && !without) fprintf(f, "%zu of these %zu dumps say", local, in->n);
+    else if (local) fprintf(f, "%zu say", local);
+    if (local)   /* the table's L0, L1: the node's ranks, not the job's */
+        fputs(" only a local rank (LOCAL_RANK or the like, L in the table; no RANK or the like held the job's "
+              "rank): ", f);
     /* Dumps of one process (an on-demand dump and the exit's) are one pid
      * in the comparison, though the table above lists each: the count of
      * processes is the table's, so the comparison's is said in pids
@@ -303,7 +319,12 @@ void vr_fleet_text(FILE *f, const struct vr_input *in, const struct vr_opts *o) 
     if (in->n == 1 && in->dumps[0].world_size > 1 && !in->dumps[0].rank_known)
         fprintf(f, "ranks: this dump is of a job of %d but says no rank (no RANK, LOCAL_RANK or the like held a rank); "
                    "the job's other dumps are not among these\n", in->dumps[0].world_size);
-    else if (in->n == 1 && in->dumps[0].world_size > 1)
+    else if (in->n == 1 && in->dumps[0].world_size > 1 && in->dumps[0].rank_local) {
+        char host[256];
+        fprintf(f, "ranks: this dump is local rank %d's on %s, of a job of %d (no RANK or the like held the job's "
+                   "rank); the job's other dumps are not among these\n", in->dumps[0].rank,
+                in->dumps[0].host ? vr_safe(in->dumps[0].host, host, sizeof host) : "?", in->dumps[0].world_size);
+    } else if (in->n == 1 && in->dumps[0].world_size > 1)
         fprintf(f, "ranks: this dump is rank %d's of a job of %d; the other ranks' dumps are not among these\n",
                 in->dumps[0].rank, in->dumps[0].world_size);
     if (in->n < 2) return;

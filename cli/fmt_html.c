@@ -145,7 +145,8 @@ static void devices(FILE *f, const struct vm_dump *d) {
 
 static void summary(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     char a[32], b[32];
-    fprintf(f, "<section class=\"view\" data-view=\"summary\"><h2>rank %d, pid %d, host ", d->rank, d->pid);
+    if (d->rank_local) fprintf(f, "<section class=\"view\" data-view=\"summary\"><h2>local rank %d, pid %d, host ", d->rank, d->pid);
+    else fprintf(f, "<section class=\"view\" data-view=\"summary\"><h2>rank %d, pid %d, host ", d->rank, d->pid);
     vh_text(f, d->host ? d->host : "?");
     fputs(": <code>", f);
     for (size_t i = 0; i < d->argc && i < 16; i++) {
@@ -315,10 +316,17 @@ static void keep_dump_top(const uint64_t *bytes, const uint32_t *touched, size_t
 
 /* A column's or card's name for dump k among several: its rank, with its
  * pid where another dump has the same rank (an exit dump beside a named
- * one), its pid alone where no launcher gave it a rank. */
+ * one), its pid alone where no launcher gave it a rank, and its local rank,
+ * host and pid where only a local rank variable gave it one. */
 static void who(FILE *f, const struct vr_input *in, size_t k) {
     const struct vm_dump *d = &in->dumps[k];
     if (!d->rank_known) { fprintf(f, "pid %d", d->pid); return; }
+    if (d->rank_local) {
+        fprintf(f, "local rank %d on ", d->rank);
+        vh_text(f, d->host ? d->host : "?");
+        fprintf(f, ", pid %d", d->pid);
+        return;
+    }
     int shared = 0;
     for (size_t i = 0; i < in->n && !shared; i++) shared = i != k && in->dumps[i].rank == d->rank;
     if (shared) fprintf(f, "rank %d, pid %d", d->rank, d->pid);
@@ -403,9 +411,10 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
     if (vr_first_to_fail(in, &w)) {
         const struct vm_dump *d = &in->dumps[w.dump];
         const struct vm_oom *m = &d->ooms[w.oom];
-        char who[64];
-        fprintf(f, "<p class=\"first-to-fail\">first to fail: %s, %s%s requested by ", vr_who(d, who, sizeof who),
-                m->requested_rounded ? "about " : "", B(m->requested, a));
+        char who[320];
+        fputs("<p class=\"first-to-fail\">first to fail: ", f);
+        vh_text(f, vr_who(d, who, sizeof who));
+        fprintf(f, ", %s%s requested by ", m->requested_rounded ? "about " : "", B(m->requested, a));
         vh_text(f, m->api);
         fprintf(f, " on device %d at %.3f s", m->device, secs(m->time_ns));
         char why[128];
@@ -415,8 +424,9 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         }
         if (w.said && w.passed) {
             const struct vm_dump *p = &in->dumps[w.passed_dump];
-            fprintf(f, "<br>not %s, which failed %.3f s earlier: ", vr_who(p, who, sizeof who),
-                    secs(d->start_unix_ns + m->time_ns - p->start_unix_ns - p->ooms[0].time_ns));
+            fputs("<br>not ", f);
+            vh_text(f, vr_who(p, who, sizeof who));
+            fprintf(f, ", which failed %.3f s earlier: ", secs(d->start_unix_ns + m->time_ns - p->start_unix_ns - p->ooms[0].time_ns));
             vh_text(f, vr_passed_why(in, &w, why, sizeof why));
             if (w.passed > 1) fprintf(f, " (and %zu more such)", w.passed - 1);
         }
@@ -431,8 +441,8 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         int again = 0;
         for (size_t k = 0; k < in->n && !again; k++)
             again = k != i && in->dumps[k].pid == in->dumps[i].pid && in->dumps[k].rank == in->dumps[i].rank;
-        fprintf(f, "<option value=\"%zu\"%s>rank %d (pid %d", i, i == shown ? " selected" : "", in->dumps[i].rank,
-                in->dumps[i].pid);
+        fprintf(f, "<option value=\"%zu\"%s>%srank %d (pid %d", i, i == shown ? " selected" : "",
+                in->dumps[i].rank_local ? "local " : "", in->dumps[i].rank, in->dumps[i].pid);
         if (again) {
             fputs(", ", f);
             vh_text(f, in->dumps[i].reason ? in->dumps[i].reason : "?");
@@ -457,7 +467,7 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
           "</th><th>live</th><th>OOMs</th></tr></thead><tbody>\n", f);
     for (size_t i = 0; i < in->n; i++) {
         const struct vm_dump *d = &in->dumps[i];
-        fprintf(f, "<tr><td class=n>%d</td><td class=n>%d</td><td>", d->rank, d->pid);
+        fprintf(f, "<tr><td class=n>%s%d</td><td class=n>%d</td><td>", d->rank_local ? "L" : "", d->rank, d->pid);
         vh_text(f, d->host ? d->host : "?");
         fprintf(f, "</td><td class=n data-v=\"%" PRIu64 "\">%s</td><td class=n data-v=\"%" PRIu64 "\">%s</td>"
                    "<td class=n>%" PRIu64 "</td></tr>\n", d->totals.peak_bytes, B(d->totals.peak_bytes, a),

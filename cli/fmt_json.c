@@ -389,6 +389,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
     put(f, json_integer(d->rank), depth + 1);
     member(f, depth + 1, &first, "local_rank");
     put(f, json_integer(d->local_rank), depth + 1);
+    if (d->rank_from) {   /* the variable that gave the rank, as the dump says it */
+        member(f, depth + 1, &first, "rank_from");
+        put(f, json_string(d->rank_from), depth + 1);
+    }
     if (d->world_size) {   /* the job's size, where the dump says it */
         member(f, depth + 1, &first, "world_size");
         put(f, json_integer(d->world_size), depth + 1);

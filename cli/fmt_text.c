@@ -142,7 +142,8 @@ static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
     char when[300], ended[600];
     fprintf(f, "== pid %d, ", d->pid);
     /* A process no launcher gave a rank reads rank 0 in the dump: not said as one. */
-    if (d->rank_known) fprintf(f, "rank %d (local %d)", d->rank, d->local_rank);
+    if (d->rank_local) fprintf(f, "local rank %d (no rank of the job's)", d->rank);
+    else if (d->rank_known) fprintf(f, "rank %d (local %d)", d->rank, d->local_rank);
     else fputs("no rank", f);
     fprintf(f, ", host %s: %s (dump written %s%s)\n", d->host ? S(d->host, host) : "?",
             d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when),
@@ -191,10 +192,14 @@ static void same_process(FILE *f, const struct vr_input *in) {
 }
 
 /* A dump's process as the peaks line names it: by rank where ranks tell
- * the two apart, else by pid (and its rank where it has one). */
+ * the two apart, else by pid (and its rank where it has one; a local
+ * rank with its host). */
 static void put_who(FILE *f, const struct vm_dump *d, const struct vm_dump *other) {
-    if (!d->rank_known) fprintf(f, "pid %d", d->pid);
-    else if (other->rank_known && other->rank != d->rank) fprintf(f, "rank %d", d->rank);
+    char host[256];
+    if (d->rank_local)
+        fprintf(f, "local rank %d on %s, pid %d", d->rank, d->host ? S(d->host, host) : "?", d->pid);
+    else if (!d->rank_known) fprintf(f, "pid %d", d->pid);
+    else if (other->rank_known && !other->rank_local && other->rank != d->rank) fprintf(f, "rank %d", d->rank);
     else fprintf(f, "rank %d, pid %d", d->rank, d->pid);
 }
 
@@ -239,7 +244,8 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         for (size_t i = 0; i < in->n; i++) {
             const struct vm_dump *d = &in->dumps[i];
             char rank[16];
-            if (d->rank_known) snprintf(rank, sizeof rank, "%d", d->rank);
+            if (d->rank_local) snprintf(rank, sizeof rank, "L%d", d->rank);   /* the node's, not the job's */
+            else if (d->rank_known) snprintf(rank, sizeof rank, "%d", d->rank);
             else snprintf(rank, sizeof rank, "-");   /* no launcher gave it one */
             fprintf(f, "  %-8d %-5s %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, rank,
                     d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
@@ -250,7 +256,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         struct vr_first w;
         if (vr_first_to_fail(in, &w)) {
             const struct vm_dump *d = &in->dumps[w.dump];
-            char who[64];
+            char who[320];
             fprintf(f, "first to fail: %s, %s%s requested by %s", vr_who(d, who, sizeof who),
                     d->ooms[w.oom].requested_rounded ? "about " : "", B(d->ooms[w.oom].requested, a),
                     S(d->ooms[w.oom].api, api));

@@ -12,6 +12,7 @@
 #include "../common/callsite.h"
 #include "../common/format.h"
 #include "../common/freeall.h"
+#include "../common/rankvars.h"
 #include "demangle.h"
 #include "model.h"
 #include "model_torch.h"
@@ -606,6 +607,8 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
     json_t *known = json_object_get(root, "rank_known");
     if (known && !json_is_boolean(known)) fail(c, "dump: field \"rank_known\" is not true or false");
     d->rank_known = !known || json_is_true(known);
+    d->rank_from = d->rank_known ? str(c, root, "rank_from", 1, "dump") : NULL;
+    d->rank_local = vt_rank_var_is_local(d->rank_from);
     json_t *lr = json_object_get(root, "local_rank");
     if (lr) d->local_rank = int_in(c, root, "local_rank", 0, INT32_MAX, "dump");
     if (json_object_get(root, "world_size")) d->world_size = int_in(c, root, "world_size", 1, INT32_MAX, "dump");

@@ -164,6 +164,12 @@ struct vm_dump {
     const char *reason, *host;
     int pid, rank, local_rank;
     int rank_known; /* a launcher's variable gave the rank; 0: none did (rank 0, dump's rank_known false) */
+    /* The variable that gave it (the dump's rank_from; NULL: none, or an
+     * older dump); rank_local 1 when that is a local rank variable: the
+     * rank is the process's within its node (two hosts each have a rank
+     * 0), no rank of the job's. */
+    const char *rank_from;
+    int rank_local;
     int world_size; /* the job's ranks as its dump says them; 0: not said */
     /* The signal that ended the process after its exit dump ("SIGTERM"),
      * NULL when none; its sender's pid (0 unknown) and name (NULL unknown). */

@@ -192,7 +192,11 @@ int vr_newest_of_process(const struct vr_input *in, size_t i) {
 }
 
 const char *vr_who(const struct vm_dump *d, char *buf, size_t size) {
-    if (d->rank_known) snprintf(buf, size, "rank %d (pid %d)", d->rank, d->pid);
+    char host[256];
+    if (d->rank_local)
+        snprintf(buf, size, "local rank %d on %s (pid %d)", d->rank, d->host ? vr_safe(d->host, host, sizeof host) : "?",
+                 d->pid);
+    else if (d->rank_known) snprintf(buf, size, "rank %d (pid %d)", d->rank, d->pid);
     else snprintf(buf, size, "pid %d", d->pid);
     return buf;
 }

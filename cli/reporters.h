@@ -97,7 +97,9 @@ struct vr_combined {
 int vr_newest_of_process(const struct vr_input *in, size_t i);
 
 /* A dump's process as the first-to-fail lines name it: "rank R (pid P)",
- * or "pid P" for a process no launcher gave a rank. Returns buf. */
+ * "local rank R on HOST (pid P)" where only a local rank variable gave it
+ * one (the host in its display form), or "pid P" for a process no
+ * launcher gave a rank. Returns buf. */
 const char *vr_who(const struct vm_dump *d, char *buf, size_t size);
 
 /* How many processes in's dumps are of (vr_newest_of_process's count). */

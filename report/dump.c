@@ -280,6 +280,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
                             m->process_start, m->pid_ns);
     fprintf(f, "\"rank\":%d,\"local_rank\":%d,", m->rank, m->local_rank);
     if (m->rank_unknown) fputs("\"rank_known\":false,", f);
+    else if (m->rank_from) fprintf(f, "\"rank_from\":\"%s\",", m->rank_from);   /* a name of rankvars.h's */
     if (m->world_size > 0) fprintf(f, "\"world_size\":%d,", m->world_size);
     fputs("\"host\":", f);
     vt_json_string(f, m->host);

@@ -22,6 +22,9 @@ struct vt_dump_meta {
     const char *host;
     int rank, local_rank;
     int rank_unknown;   /* no launcher's variable gave the rank (it is 0) */
+    /* The variable that gave the rank ("RANK", "LOCAL_RANK"...), NULL for
+     * none; a local rank variable's is the rank within the node alone. */
+    const char *rank_from;
     int world_size; /* WORLD_SIZE and the like; 0: not set */
     unsigned long python_version;     /* 0x030c01f0, or 0 without Python frames */
     /* What tells this process from another of the same pid (an earlier

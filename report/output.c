@@ -15,6 +15,7 @@
 #include "../common/display.h"
 #include "../common/fdkeep.h"
 #include "../common/procself.h"
+#include "../common/rankvars.h"
 #include "../common/warn.h"
 #include "../tracker/options.h"
 #include "../tracker/tracker.h"
@@ -30,6 +31,7 @@
 #include "outfile.h"
 #include "report_keep.h"
 #include "owntime.h"
+#include "place.h"
 #include "output.h"
 #include "postmortem.h"
 #include "symbolize.h"
@@ -206,29 +208,26 @@ static int env_int(const char *const *names) {
     return env_int_known(names, &known);
 }
 
-/* The launchers' names for the global and the node-local rank: torchrun,
- * Open MPI, Slurm, MPICH/PMI. */
-static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", NULL};
-static const char *const local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                              "MPI_LOCALRANKID", NULL};
-/* ... and for the number of ranks of the job. */
-static const char *const world_size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", NULL};
-
 /* The rank: the global one's variable, else the local one's (a launcher on
- * one node that sets only that); *known 0 when neither is set (0). */
-static int rank_known(int *known) {
+ * one node that sets only that); *known 0 when neither is set (0). *from
+ * (NULL to leave it) names the variable that gave it, NULL for none. */
+static int rank_from(int *known, const char **from) {
     const char *name = NULL, *size_name = NULL;
-    int r = env_int_named(rank_vars, known, &name);
-    if (!*known) return env_int_known(local_rank_vars, known);
+    int r = env_int_named(vt_rank_vars, known, &name);
+    if (!*known) r = env_int_named(vt_local_rank_vars, known, &name);
+    if (from) *from = *known ? name : NULL;
+    if (!*known || vt_rank_var_is_local(name)) return r;
     /* A rank past the job's size (RANK=7 of WORLD_SIZE=4) is kept, but
      * said once: "rank 7 of 4" passed silently. */
     static int warned;
-    int sized, world = env_int_named(world_size_vars, &sized, &size_name);
+    int sized, world = env_int_named(vt_world_size_vars, &sized, &size_name);
     if (sized && world > 0 && r >= world && !__atomic_exchange_n(&warned, 1, __ATOMIC_ACQ_REL))
         vt_warn("%s=%d is past the job's size (%s=%d: ranks 0 to %d); the rank is kept", name, r, size_name, world,
                 world - 1);
     return r;
 }
+
+static int rank_known(int *known) { return rank_from(known, NULL); }
 
 static int rank_of(void) {
     int known;
@@ -330,7 +329,7 @@ void vt_process_facts(struct vt_process_facts *f) {
     read_self_id();
     f->pid = (int)getpid();
     f->rank = rank_of();
-    f->local_rank = env_int(local_rank_vars);
+    f->local_rank = env_int(vt_local_rank_vars);
     f->start = self_id.start;
     snprintf(f->boot_id, sizeof f->boot_id, "%s", self_id.boot_id);
     gethostname(f->host, sizeof f->host - 1);
@@ -516,14 +515,16 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it, struct v
 }
 
 int vt_output_job_place(char *buf, size_t size) {
-    int world = env_int(world_size_vars);
+    int world = env_int(vt_world_size_vars);
     if (size) buf[0] = '\0';
     if (world <= 1) return 0;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    int known, rank = rank_known(&known);
-    if (known) snprintf(buf, size, "pid %d, rank %d of %d on %s", (int)getpid(), rank, world, host[0] ? host : "?");
-    else snprintf(buf, size, "pid %d, of a job of %d, rank not set, on %s", (int)getpid(), world, host[0] ? host : "?");
+    int known;
+    const char *from;
+    int rank = rank_from(&known, &from);
+    char place[1200];
+    snprintf(buf, size, "pid %d, %s", (int)getpid(), vt_job_place(place, sizeof place, world, rank, from, host));
     return 1;
 }
 
@@ -679,16 +680,18 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     int rank_said;
+    const char *rank_var;
     struct vt_dump_meta meta = {
         .reason = reason,
         .pid = (int)getpid(),
         .argc = read_argv(argbuf, sizeof argbuf, argv, 64),
         .argv = argv,
         .host = host,
-        .rank = rank_known(&rank_said),
+        .rank = rank_from(&rank_said, &rank_var),
         .rank_unknown = !rank_said,
-        .local_rank = env_int(local_rank_vars),
-        .world_size = env_int(world_size_vars),
+        .rank_from = rank_var,
+        .local_rank = env_int(vt_local_rank_vars),
+        .world_size = env_int(vt_world_size_vars),
         .python_version = vt_pystack_version(),
         .boot_id = self_id.boot_id[0] ? self_id.boot_id : NULL,
         .process_start = self_id.start,

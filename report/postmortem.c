@@ -9,6 +9,7 @@
 #include "../common/summary.h"
 #include "../common/warn.h"
 #include "analysis.h"
+#include "place.h"
 #include "postmortem.h"
 
 #define B(v, buf) vt_fmt_bytes((v), (buf), sizeof(buf))
@@ -133,13 +134,9 @@ static void header(FILE *f, const char *what, const struct vt_dump_meta *m) {
         fputc(')', f);
     }
     /* In a job of several ranks, which one: their reports share a log,
-     * and every rank's command is the same. A process that no variable
-     * gave a rank claims none (its rank 0 is no rank of the job's). */
-    if (m->world_size > 1) {
-        if (m->rank_unknown) fprintf(f, ", of a job of %d, rank not set, on ", m->world_size);
-        else fprintf(f, ", rank %d of %d on ", m->rank, m->world_size);
-        vt_put_display(f, m->host && m->host[0] ? m->host : "?");
-    }
+     * and every rank's command is the same (place.h). */
+    char place[1200];
+    if (*vt_job_place_of(m, place, sizeof place)) fprintf(f, ", %s", place);
     if (m->ended_signal) {
         char e[512];
         fputs(", ", f);
