@@ -288,7 +288,7 @@ static void keep_only(struct vt_holder *h, size_t *n, const struct vt_symbols *s
 }
 
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                                     struct vt_suppressions *sup, int pid, vt_leak_keep keep) {
+                                     struct vt_suppressions *sup, int pid, const char *place, vt_leak_keep keep) {
     struct vt_leak_result res = {0};
     /* What resets released, device and pinned host memory together: a
      * leak is a leak (LeakSanitizer's rule), one entry per stack. */
@@ -340,6 +340,7 @@ struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const
     if (ng > 0) {
         fprintf(f, "\n=================================================================\n"
                    "==%d==ERROR: vramtrace: detected GPU memory leaks\n", pid);
+        if (place && place[0]) fprintf(f, "==%d==vramtrace: %s\n", pid, place);
         for (size_t i = 0; i < ng; i++) {
             snprintf(header, sizeof header, "Direct leak of %" PRIu64 " byte(s) in %" PRIu64 " object(s) allocated from:",
                      g[i].bytes, (uint64_t)g[i].count);

@@ -13,6 +13,7 @@
  * frame, which has no address, without one):
  *
  *   ==PID==ERROR: vramtrace: detected GPU memory leaks
+ *   ==PID==vramtrace: rank 3 of 8 on node1      (in a job of several ranks)
  *
  *   Direct leak of 4096 byte(s) in 1 object(s) allocated from:
  *       call site: train model.py:40 -> make_buffer src/buf.c:12
@@ -78,8 +79,12 @@ typedef int (*vt_leak_keep)(const struct vt_symbols *sym, uint32_t stack);
 
 /* Print the leak report for the live allocations of s to f (nothing when
  * there is no leak and no suppression was used) and return the figures:
- * of every stack, or (keep) of those that keep accepts. */
+ * of every stack, or (keep) of those that keep accepts. place: the
+ * process's place in its job (place.h's "rank 3 of 8 on node1"), said in a
+ * line of vramtrace's own after the ERROR line, "==PID==vramtrace: rank 3
+ * of 8 on node1", so that the leak reports of ranks sharing one log can be
+ * told apart; NULL or "" for none. */
 struct vt_leak_result vt_leak_report(FILE *f, const struct vt_snapshot *s, const struct vt_symbols *sym,
-                                     struct vt_suppressions *sup, int pid, vt_leak_keep keep);
+                                     struct vt_suppressions *sup, int pid, const char *place, vt_leak_keep keep);
 
 #endif

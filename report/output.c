@@ -791,14 +791,16 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
         /* The leak report goes where LSan's would, even with the human
          * report turned off: CI reads it. */
         FILE *lf = f ? f : errf;
-        struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid, NULL);
+        char place[1200];
+        vt_job_place_of(&meta, place, sizeof place);
+        struct vt_leak_result lr = vt_leak_report(lf, s, sym, sup, meta.pid, place, NULL);
         leaked = lr.count > 0;
         if (lf != errf && (fflush(lf) != 0 || ferror(lf))) {
             /* A report file that could not take it and had no fallback
              * (no memory for its line writer): said, and the leak report
              * on stderr instead, where CI reads it. */
             warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
-            vt_leak_report(errf, s, sym, sup, meta.pid, NULL);
+            vt_leak_report(errf, s, sym, sup, meta.pid, place, NULL);
         }
         vt_suppressions_free(sup);
     } else if (f) {

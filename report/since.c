@@ -24,7 +24,7 @@ int vt_since_leaks(FILE *f, int mark, int outside_torch, struct vt_leak_result *
     /* A bad suppressions file was warned of at the start of the exit
      * check's reading; here it only means none. */
     struct vt_suppressions *sup = vt_suppressions_load(vt_opt.suppressions, err, sizeof err);
-    *res = vt_leak_report(f, s, sym, sup, (int)getpid(), outside_torch ? outside_torch_allocator : NULL);
+    *res = vt_leak_report(f, s, sym, sup, (int)getpid(), NULL, outside_torch ? outside_torch_allocator : NULL);
     vt_suppressions_free(sup);
     vt_symbols_free(sym);
     vt_snapshot_free(s);

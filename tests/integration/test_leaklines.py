@@ -215,3 +215,32 @@ def leak_entries_name_their_kind_and_ipc_mappings_are_not_leaks():
     r = run([LEAKKINDS, "reset"], env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((r.rc, r.out, entries(r.err)), (0, "reset done\n", []), "a reset that unmapped it: nothing to report")
     eq(r.dump["released"], [], "nothing released without a free")
+
+
+@test
+def leak_reports_of_ranks_sharing_a_log_name_each_rank():
+    """Ranks of a job that write their reports to one file, under the leak
+    check: the leak report stands in for the exit summary, whose first line
+    says "rank 3 of 8 on HOST", and said neither rank nor host (ERROR and
+    SUMMARY lines alike in every rank's). Now a line of vramtrace's own
+    after the ERROR line says it; LSan's lines are as they were."""
+    host = os.uname().nodename
+    with workdir("vt-leakranks-") as work:
+        log = os.path.join(work, "job.log")
+        for env in ({"WORLD_SIZE": "8", "RANK": "3", "LOCAL_RANK": "1"}, {"WORLD_SIZE": "8", "LOCAL_RANK": "2"},
+                    {"WORLD_SIZE": "8"}, {}):
+            r = run([os.path.join(T, "t_leaks")], report=log, env=dict(env, VRAMTRACE_LEAK_CHECK="1",
+                                                                        VRAMTRACE_OUT="off"))
+            eq(r.rc, 23, "the leak check's status:\n" + r.err)
+        lines = open(log).read().splitlines()
+        heads = [(l, lines[i + 1]) for i, l in enumerate(lines) if l.endswith("==ERROR: vramtrace: detected GPU memory leaks")]
+        pids = [l.split("==")[1] for l, _ in heads]
+        eq(heads, [(f"=={pids[0]}==ERROR: vramtrace: detected GPU memory leaks", f"=={pids[0]}==vramtrace: rank 3 of 8 on {host}"),
+                   (f"=={pids[1]}==ERROR: vramtrace: detected GPU memory leaks",
+                    f"=={pids[1]}==vramtrace: local rank 2 on {host} of a job of 8"),
+                   (f"=={pids[2]}==ERROR: vramtrace: detected GPU memory leaks",
+                    f"=={pids[2]}==vramtrace: of a job of 8, rank not set, on {host}"),
+                   (f"=={pids[3]}==ERROR: vramtrace: detected GPU memory leaks", "")],
+           "each leak report's first lines: the rank where the process is one of a job's")
+        eq(sum(l == "SUMMARY: vramtrace: 1576960 byte(s) leaked in 10 allocation(s)." for l in lines), 4,
+           "the SUMMARY lines as they were")
