@@ -443,9 +443,10 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
             again = k != i && in->dumps[k].pid == in->dumps[i].pid && in->dumps[k].rank == in->dumps[i].rank;
         fprintf(f, "<option value=\"%zu\"%s>%srank %d (pid %d", i, i == shown ? " selected" : "",
                 in->dumps[i].rank_local ? "local " : "", in->dumps[i].rank, in->dumps[i].pid);
-        if (again) {
+        if (again) {   /* which of its dumps, as the text's table says it */
+            char which[96];
             fputs(", ", f);
-            vh_text(f, in->dumps[i].reason ? in->dumps[i].reason : "?");
+            vh_text(f, vr_dump_which(&in->dumps[i], which, sizeof which));
         }
         fputs(")</option>", f);
     }

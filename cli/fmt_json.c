@@ -405,6 +405,10 @@ static void process(FILE *f, const struct vm_dump *d, const struct vr_opts *o, i
         member(f, depth + 1, &first, "ended_by");
         put(f, e, depth + 1);
     }
+    if (d->dump_number) {   /* an on-demand dump's number, as the dump says it */
+        member(f, depth + 1, &first, "dump_number");
+        put(f, json_integer(d->dump_number), depth + 1);
+    }
     if (d->exit_status_known) {   /* as the dump says it */
         member(f, depth + 1, &first, "exit_status");
         put(f, json_integer(d->exit_status), depth + 1);

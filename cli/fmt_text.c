@@ -137,16 +137,20 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
     }
 }
 
-static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o) {
+/* d is one of several dumps of its process (sibling): its section says
+ * which, an on-demand dump's number and when it was written. */
+static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o, int sibling) {
     char host[256], cmd[4096], reason[256];
-    char when[300], ended[600];
+    char when[300], ended[600], which[64] = "";
+    if (sibling && d->dump_number) snprintf(which, sizeof which, ", number %d, at %.3f s", d->dump_number, secs(d->time_ns));
+    else if (sibling) snprintf(which, sizeof which, ", at %.3f s", secs(d->time_ns));
     fprintf(f, "== pid %d, ", d->pid);
     /* A process no launcher gave a rank reads rank 0 in the dump: not said as one. */
     if (d->rank_local) fprintf(f, "local rank %d (no rank of the job's)", d->rank);
     else if (d->rank_known) fprintf(f, "rank %d (local %d)", d->rank, d->local_rank);
     else fputs("no rank", f);
-    fprintf(f, ", host %s: %s (dump written %s%s)\n", d->host ? S(d->host, host) : "?",
-            d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when),
+    fprintf(f, ", host %s: %s (dump written %s%s%s)\n", d->host ? S(d->host, host) : "?",
+            d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when), which,
             vr_ended(d, ended, sizeof ended));
     vr_put_devices(f, d);
     fputs("totals:\n", f);
@@ -240,16 +244,23 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         size_t procs = vr_process_count(in);
         if (procs == in->n) fprintf(f, "%zu processes:\n", in->n);
         else fprintf(f, "%zu dumps of %zu process%s:\n", in->n, procs, procs == 1 ? "" : "es");
-        fprintf(f, "  %-8s %-5s %-20s %11s %11s %5s  %s\n", "pid", "rank", "host", "peak", "live", "ooms", "command");
+        /* Several dumps of one process: a column says which dump each row is
+         * (rows of one process read alike but for their figures). */
+        int which = procs != in->n;
+        fprintf(f, "  %-8s %-5s %-20s %11s %11s %5s  ", "pid", "rank", "host", "peak", "live", "ooms");
+        if (which) fprintf(f, "%-20s  ", "dump");
+        fputs("command\n", f);
         for (size_t i = 0; i < in->n; i++) {
             const struct vm_dump *d = &in->dumps[i];
-            char rank[16];
+            char rank[16], dump[96];
             if (d->rank_local) snprintf(rank, sizeof rank, "L%d", d->rank);   /* the node's, not the job's */
             else if (d->rank_known) snprintf(rank, sizeof rank, "%d", d->rank);
             else snprintf(rank, sizeof rank, "-");   /* no launcher gave it one */
-            fprintf(f, "  %-8d %-5s %-20.20s %11s %11s %5" PRIu64 "  %s\n", d->pid, rank,
+            fprintf(f, "  %-8d %-5s %-20.20s %11s %11s %5" PRIu64 "  ", d->pid, rank,
                     d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
-                    d->totals.oom_count, d->argc ? S(d->argv[0], cmd) : "?");
+                    d->totals.oom_count);
+            if (which) fprintf(f, "%-20s  ", vr_dump_which(d, dump, sizeof dump));
+            fprintf(f, "%s\n", d->argc ? S(d->argv[0], cmd) : "?");
         }
         same_process(f, in);
         peaks_line(f, in);
@@ -291,7 +302,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     }
     for (size_t i = 0; i < in->n; i++) {
         if (i) fputc('\n', f);
-        one(f, &in->dumps[i], o);
+        one(f, &in->dumps[i], o, vr_has_sibling(in, i));
     }
     return 0;
 }

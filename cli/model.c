@@ -627,6 +627,7 @@ static int load_root(struct ctx *c, json_t *root, struct vm_dump *d, const struc
             d->ended_from = from ? json_string_value(from) : NULL;
         }
     }
+    if (json_object_get(root, "dump_number")) d->dump_number = int_in(c, root, "dump_number", 1, INT32_MAX, "dump");
     if (json_object_get(root, "exit_status")) {
         d->exit_status = int_in(c, root, "exit_status", INT32_MIN, INT32_MAX, "dump");
         d->exit_status_known = 1;

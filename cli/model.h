@@ -176,6 +176,7 @@ struct vm_dump {
     const char *ended_signal, *ended_from;
     long ended_from_pid;
     int exit_status_known, exit_status; /* the status exit() was given; known 0: not said */
+    int dump_number; /* an on-demand dump's number in its process (%n); 0: another dump, or an older one */
     const char **argv;
     size_t argc;
     uint64_t start_unix_ns, time_ns;

@@ -201,6 +201,20 @@ const char *vr_who(const struct vm_dump *d, char *buf, size_t size) {
     return buf;
 }
 
+const char *vr_dump_which(const struct vm_dump *d, char *buf, size_t size) {
+    char reason[64];
+    vr_safe(d->reason ? d->reason : "?", reason, sizeof reason);
+    if (d->dump_number) snprintf(buf, size, "%s %d, %.3f s", reason, d->dump_number, (double)d->time_ns / 1e9);
+    else snprintf(buf, size, "%s, %.3f s", reason, (double)d->time_ns / 1e9);
+    return buf;
+}
+
+int vr_has_sibling(const struct vr_input *in, size_t i) {
+    for (size_t j = 0; j < in->n; j++)
+        if (j != i && same_process(&in->dumps[j], &in->dumps[i])) return 1;
+    return 0;
+}
+
 size_t vr_process_count(const struct vr_input *in) {
     size_t k = 0;
     for (size_t i = 0; i < in->n; i++) k += vr_newest_of_process(in, i);

@@ -102,6 +102,16 @@ int vr_newest_of_process(const struct vr_input *in, size_t i);
  * launcher gave a rank. Returns buf. */
 const char *vr_who(const struct vm_dump *d, char *buf, size_t size);
 
+/* Which of its process's dumps d is, as the table of several dumps and
+ * the page say it: why it was written, an on-demand dump's number, and
+ * when (seconds since the process began): "signal 3, 1.234 s", "exit,
+ * 5.210 s". Returns buf. */
+const char *vr_dump_which(const struct vm_dump *d, char *buf, size_t size);
+
+/* 1 when another of in's dumps is of d's process (the table then says
+ * which dump each row is). */
+int vr_has_sibling(const struct vr_input *in, size_t i);
+
 /* How many processes in's dumps are of (vr_newest_of_process's count). */
 size_t vr_process_count(const struct vr_input *in);
 

@@ -305,6 +305,7 @@ int vt_dump_write(FILE *f, const struct vt_snapshot *s, const struct vt_symbols 
         fputs("},\n", f);
     }
     if (m->exit_status_known) fprintf(f, "\"exit_status\":%d,\n", m->exit_status);
+    if (m->dump_number) fprintf(f, "\"dump_number\":%u,\n", m->dump_number);
     if (m->forecast && m->forecast[0]) {
         fputs("\"forecast\":", f);
         vt_json_string(f, m->forecast);

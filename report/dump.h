@@ -45,6 +45,9 @@ struct vt_dump_meta {
     /* The status exit() was given (exit dumps of a process that called it
      * or returned from main); exit_status_known 0: not known, not said. */
     int exit_status_known, exit_status;
+    /* An on-demand dump's number in its process (%n: 1 for the first);
+     * 0 for the others. */
+    unsigned dump_number;
 };
 
 struct vt_analysis;

@@ -1624,3 +1624,49 @@ def cli_json_has_the_imported_memory_the_text_has():
     p = json.loads(js)["processes"][0]
     eq(p["imported_memory"], {"live_bytes": 1 << 20, "live_count": 1}, "the JSON report")
     eq(list(p).index("imported_memory"), list(p).index("host_memory") + 1, "next to host_memory")
+
+
+@test
+def cli_dumps_of_one_process_say_which_dump_each_is():
+    """Rank 5's on-demand dumps 1 and 2 and its exit dump, beside rank 0's:
+    the table's three rows of rank 5 read alike but for their figures, and
+    the sections said "(dump written on a signal)" twice. Now, where a
+    process has several dumps, a column and each section say which dump it
+    is: why it was written, an on-demand dump's number, and when."""
+    with workdir("vt-cli-which-") as work:
+        base = json.load(open(os.path.join(GOLDEN, R0)))
+        paths = []
+        for name, rank, reason, number, ms in (("a", 0, "exit", None, 900), ("b", 5, "signal", 1, 250),
+                                               ("c", 5, "signal", 2, 500), ("d", 5, "exit", None, 750)):
+            d = copy.deepcopy(base)
+            d.update(rank=rank, reason=reason, time_ns=ms * 1000000, pid=8400 + rank)
+            if number:
+                d["dump_number"] = number
+            paths.append(os.path.join(work, f"{name}.json"))
+            json.dump(d, open(paths[-1], "w"))
+        rc, out, err = cli(["report", *paths])
+        out = out.decode()
+        eq((rc, err), (0, ""), "status")
+        lines = out.splitlines()
+        eq(lines[1:6],
+           ["  pid      rank  host                        peak        live  ooms  dump                  command",
+            "  8400     0     node1                  12.00 MiB    4.00 MiB     1  exit, 0.900 s         "
+            "/src/vramtrace/build/tests/t_phases",
+            "  8405     5     node1                  12.00 MiB    4.00 MiB     1  signal 1, 0.250 s     "
+            "/src/vramtrace/build/tests/t_phases",
+            "  8405     5     node1                  12.00 MiB    4.00 MiB     1  signal 2, 0.500 s     "
+            "/src/vramtrace/build/tests/t_phases",
+            "  8405     5     node1                  12.00 MiB    4.00 MiB     1  exit, 0.750 s         "
+            "/src/vramtrace/build/tests/t_phases"], "the table's rows")
+        eq([l.split(": ", 1)[1] for l in lines if l.startswith("== pid ")],
+           ["/src/vramtrace/build/tests/t_phases (dump written at exit)",
+            "/src/vramtrace/build/tests/t_phases (dump written on a signal, number 1, at 0.250 s)",
+            "/src/vramtrace/build/tests/t_phases (dump written on a signal, number 2, at 0.500 s)",
+            "/src/vramtrace/build/tests/t_phases (dump written at exit, at 0.750 s)"], "each section says which dump")
+        rc, out, err = cli(["report", "--format", "json", *paths])
+        eq([(p["reason"], p.get("dump_number")) for p in json.loads(out)["processes"]],
+           [("exit", None), ("signal", 1), ("signal", 2), ("exit", None)], "the JSON's processes")
+        rc, out, err = cli(["report", "--format", "html", *paths])
+        page = out.decode()
+        eq([page.count(f">rank 5 (pid 8405, {w})</option>") for w in ("signal 1, 0.250 s", "signal 2, 0.500 s",
+                                                                       "exit, 0.750 s")], [1, 1, 1], "the page's choices")

@@ -199,8 +199,8 @@ def html_top_says_what_happened():
         with open(os.path.join(work, "r1.signal.json"), "w") as f:
             json.dump(d, f)
         raw = open(page_of(work, "m2.html", [R0, R1, os.path.join(work, "r1.signal.json")])).read()
-        ok('<option value="1">rank 1 (pid 8448, exit)</option><option value="2">rank 1 (pid 8448, signal)</option>'
-           in raw, "the selector tells a process's two dumps apart")
+        ok('<option value="1">rank 1 (pid 8448, exit, 0.071 s)</option><option value="2">rank 1 (pid 8448, signal, '
+           '0.071 s)</option>' in raw, "the selector tells a process's two dumps apart")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
