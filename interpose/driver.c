@@ -14,6 +14,7 @@
 #include "ipc.h"
 #include "pools.h"
 #include "resolve.h"
+#include "sizes.h"
 #include "vmm.h"
 
 #define VT_EXPORT __attribute__((visibility("default")))
@@ -142,12 +143,13 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
  * may pad each row, and pitch * height is what counts: a padded
  * allocation that then passes the budget is given back (with the free of
  * the same version) and refused as the check would have refused it, the
- * caller's pointer and pitch as they were (never the address freed). */
+ * caller's pointer and pitch as they were (never the address freed). A
+ * product past 2^64 - 1 is that (sizes.h). */
 #define PITCHED(sym, free_sym, call)                                                              \
     REAL_OR_FAIL(sym);                                                                            \
     if (vt_pass()) return call;                                                                   \
     VT_ENTER;                                                                                     \
-    uint64_t asked = (uint64_t)width * height;                                                    \
+    uint64_t asked = vt_size_mul(width, height);                                                  \
     BUDGET_OR_OOM(#sym, VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked,                                \
                   dptr && pitch && (elem == 4 || elem == 8 || elem == 16))                        \
     __typeof__(*dptr) had = dptr ? *dptr : 0;                                                     \
@@ -155,7 +157,7 @@ VT_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) {
     CUresult r;                                                                                   \
     VT_REAL_CALL(r = call);                                                                       \
     int ok = r == CUDA_SUCCESS;                                                                   \
-    uint64_t got = ok ? (uint64_t)*pitch * height : asked;                                        \
+    uint64_t got = ok ? vt_size_mul(*pitch, height) : asked;                                      \
     if (ok && vt_budget_settle(#sym, VT_KIND_PITCHED, got)) {                                     \
         __typeof__(&free_sym) give = VT_REAL_QUIET(free_sym);                                     \
         if (give) VT_REAL_CALL(give(*dptr));                                                      \
@@ -923,11 +925,13 @@ static uint64_t dim(size_t v) { return v ? v : 1; }
 static int channels_ok(unsigned ch) { return ch >= 1 && ch <= 4; }
 
 /* What a descriptor says an array takes, levels summed for mipmaps; asks
- * the driver nothing (the budget's figure, before the array exists). */
+ * the driver nothing (the budget's figure, before the array exists). Past
+ * 2^64 - 1, that (sizes.h). */
 static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned levels) {
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, element = (uint64_t)(ch ? ch : 1) * format_bytes(f);
     for (unsigned l = 0; l < (levels ? levels : 1); l++)
-        bytes += dim(w >> l) * dim(h >> l) * dim(d >> l) * (ch ? ch : 1) * format_bytes(f);
+        bytes = vt_size_add(bytes, vt_size_mul(vt_size_mul(vt_size_mul(dim(w >> l), dim(h >> l)), dim(d >> l)),
+                                               element));
     return bytes;
 }
 

@@ -12,6 +12,7 @@
 #include "ipc.h"
 #include "pools.h"
 #include "resolve.h"
+#include "sizes.h"
 
 #define VT_EXPORT __attribute__((visibility("default")))
 
@@ -165,14 +166,15 @@ VT_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t 
     REAL_OR_FAIL(cudaMallocPitch);
     if (vt_pass()) return real(p, pitch, w, h);
     VT_ENTER;
-    RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, (uint64_t)w * h, p && pitch)
+    uint64_t asked = vt_size_mul(w, h); /* past 2^64 - 1, that (sizes.h) */
+    RT_BUDGET_OR_OOM("cudaMallocPitch", VT_KIND_PITCHED, VT_DEVICE_CURRENT, asked, p && pitch)
     /* What the caller had there, for a refusal after the call. */
     void *had = p ? *p : NULL;
     size_t had_pitch = pitch ? *pitch : 0;
     cudaError_t r;
     CALL(p, pitch, w, h);
     int ok = r == cudaSuccess;
-    uint64_t got = ok && pitch ? (uint64_t)*pitch * h : (uint64_t)w * h;
+    uint64_t got = ok && pitch ? vt_size_mul(*pitch, h) : asked;
     /* The rows' padding past the budget: given back and refused as the
      * check before the call refuses (driver.c's PITCHED): the last error
      * set, the caller's pointer and pitch as they were, never the address
@@ -256,6 +258,12 @@ static uint64_t channel_bytes(const struct cudaChannelFormatDesc *c) {
 
 static uint64_t dim(size_t v) { return v ? v : 1; }
 
+/* The bytes of a level of w by h by d elements of desc's channels; past
+ * 2^64 - 1, that (sizes.h). */
+static uint64_t level_bytes(const struct cudaChannelFormatDesc *desc, size_t w, size_t h, size_t d) {
+    return vt_size_mul(vt_size_mul(vt_size_mul(channel_bytes(desc), dim(w)), dim(h)), dim(d));
+}
+
 /* An array: the budget checks what the descriptor says; the record is
  * what the driver's memory requirements say (a cudaArray_t is a CUarray),
  * as for the driver's arrays. */
@@ -275,19 +283,18 @@ static uint64_t dim(size_t v) { return v ? v : 1; }
 
 VT_EXPORT cudaError_t cudaMallocArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc, size_t w,
                                       size_t h, unsigned int flags) {
-    RT_ARRAY(cudaMallocArray, 0, desc ? channel_bytes(desc) * dim(w) * dim(h) : 0, p, desc, w, h, flags);
+    RT_ARRAY(cudaMallocArray, 0, desc ? level_bytes(desc, w, h, 1) : 0, p, desc, w, h, flags);
 }
 
 VT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *p, const struct cudaChannelFormatDesc *desc,
                                         struct cudaExtent e, unsigned int flags) {
-    RT_ARRAY(cudaMalloc3DArray, 0, desc ? channel_bytes(desc) * dim(e.width) * dim(e.height) * dim(e.depth) : 0, p,
-             desc, e, flags);
+    RT_ARRAY(cudaMalloc3DArray, 0, desc ? level_bytes(desc, e.width, e.height, e.depth) : 0, p, desc, e, flags);
 }
 
 static uint64_t mip_bytes(const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned levels) {
     uint64_t b = 0;
     for (unsigned l = 0; desc && l < (levels ? levels : 1); l++)
-        b += channel_bytes(desc) * dim(e.width >> l) * dim(e.height >> l) * dim(e.depth >> l);
+        b = vt_size_add(b, level_bytes(desc, e.width >> l, e.height >> l, e.depth >> l));
     return b;
 }
 
