@@ -228,8 +228,8 @@ int vt_cmd_diff(int argc, char **argv) {
         } else if (have_limit && grew.sign > 0 && grew.by > limit) {
             signed_bytes(grew, c, sizeof c);
             vr_bytes(limit, b, sizeof b);
-            /* The same when rounded, in the same unit or not ("+1.00 MiB,
-             * more than 1024.00 KiB"): in bytes, exact. */
+            /* The same when rounded ("+1.00 MiB, more than 1.00 MiB" for
+             * 1048576 over 1048575): in bytes, exact. */
             double x = shown_bytes(c + 1), y = shown_bytes(b);
             if ((x > y ? x - y : y - x) <= 1e-9 * (x > y ? x : y)) {
                 snprintf(c, sizeof c, "+%" PRIu64 " bytes", grew.by);

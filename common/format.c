@@ -4,6 +4,8 @@
 
 #include "format.h"
 
+/* A figure that rounds to 1024.00 of a unit is 1.00 of the next: 1048575
+ * bytes, 1023.999 KiB, read "1024.00 KiB" where 1048576 read "1.00 MiB". */
 const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size) {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     if (bytes < 1024) {
@@ -13,6 +15,9 @@ const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size) {
     double v = (double)bytes;
     int u = 0;
     while (v >= 1024.0 && u < 5) { v /= 1024.0; u++; }
+    char num[32];
+    snprintf(num, sizeof num, "%.2f", v);
+    if (u < 5 && strcmp(num, "1024.00") == 0) { v /= 1024.0; u++; }
     snprintf(buf, size, "%.2f %s", v, units[u]);
     return buf;
 }

@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* "1.50 GiB", "512 B": a byte count for people. Writes into buf. */
+/* "1.50 GiB", "512 B": a byte count for people, in the unit its figure
+ * has once rounded to two decimals (1048575 bytes are "1.00 MiB", never
+ * "1024.00 KiB"); PiB is the largest ("16384.00 PiB" for 2^64 - 1).
+ * Writes into buf. */
 const char *vt_fmt_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* "+3.00 GiB over 6 allocations in 0.100 s, 512.00 MiB per allocation":

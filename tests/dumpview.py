@@ -184,4 +184,6 @@ def fmt_bytes(n):
     v, u = float(n), 0
     while v >= 1024.0 and u < 5:
         v, u = v / 1024.0, u + 1
+    if u < 5 and f"{v:.2f}" == "1024.00":  # the unit of the rounded figure
+        v, u = v / 1024.0, u + 1
     return f"{v:.2f} {('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB')[u]}"

@@ -7,11 +7,14 @@
 const VT_ERRORS = [];
 window.addEventListener('error', e => VT_ERRORS.push(String(e.message)));
 
-/* Bytes for people, in binary units: "1.50 GiB". */
+/* Bytes for people, in binary units: "1.50 GiB", as the reports print
+ * them (vt_fmt_bytes): the unit is the one the figure has once rounded to
+ * two decimals (1048575 bytes are "1.00 MiB", never "1024.00 KiB"). */
 function fmtBytes(b) {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let i = 0, v = Math.abs(b);
   while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+  if (i && i < u.length - 1 && v.toFixed(2) === '1024.00') { v /= 1024; i++; }
   return (b < 0 ? '-' : '') + (i ? v.toFixed(2) : String(v)) + ' ' + u[i];
 }
 

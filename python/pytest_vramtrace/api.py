@@ -154,4 +154,7 @@ def format_bytes(n):
     while v >= 1024.0 and u < 5:
         v /= 1024.0
         u += 1
+    if u < 5 and f"{v:.2f}" == "1024.00":  # the unit of the rounded figure: "1.00 MiB", not "1024.00 KiB"
+        v /= 1024.0
+        u += 1
     return f"{v:.2f} {units[u]}"

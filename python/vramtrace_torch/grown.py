@@ -67,6 +67,9 @@ def _fmt(n):
     while v >= 1024.0 and u < 5:
         v /= 1024.0
         u += 1
+    if u < 5 and "%.2f" % v == "1024.00":  # the unit of the rounded figure
+        v /= 1024.0
+        u += 1
     return "%.2f %s" % (v, units[u])
 
 

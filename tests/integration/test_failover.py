@@ -1,6 +1,6 @@
 """`vramtrace diff --fail-over` where the growth and the limit round to
-figures in different units that read as one value: "+1.00 MiB, more than
---fail-over 1024.00 KiB". Such figures are now given in bytes, exact."""
+figures that read as one value: "+1.00 MiB, more than --fail-over 1.00
+MiB" (once "1024.00 KiB"). Such figures are now given in bytes, exact."""
 from run_tests import *  # noqa: F401,F403
 
 TRIAGE = os.path.join(T, "t_triage")

@@ -935,3 +935,37 @@ def html_compared_across_ranks_keeps_each_ranks_largest():
            "them)</p>" in raw, "the sites left out, counted")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def html_figures_in_the_unit_they_round_to():
+    """The page says bytes as the reports do, in the unit the figure has
+    once rounded to two decimals: 1048575 bytes read "1024.00 KiB" in the
+    holders table, and 2^40 - 1 "1024.00 GiB". The page's own formatter
+    (cli/html/util.js) on each figure either side of a unit, then the
+    holders table of a run that held 2^40 - 1, 1048575, 1024 and 1023
+    bytes."""
+    figures = ((1023, "1023 B"), (1024, "1.00 KiB"), (1048570, "1023.99 KiB"), (1048571, "1.00 MiB"),
+               (1048575, "1.00 MiB"), (1048576, "1.00 MiB"), (2**30 - 1, "1.00 GiB"), (2**40 - 1, "1.00 TiB"),
+               (2**40, "1.00 TiB"), (2**50 - 1, "1.00 PiB"), (2**60, "1024.00 PiB"), (2**64 - 1, "16384.00 PiB"))
+    with workdir("vt-html-figures-") as work:
+        page = os.path.join(work, "fmt.html")
+        util = open(os.path.join(ROOT, "cli", "html", "util.js")).read()
+        values = ", ".join(f"{n}" for n, _ in figures)
+        open(page, "w").write(f'<!DOCTYPE html><html><body><pre id="figures"></pre><script>{util}\n'
+                              f"document.getElementById('figures').textContent = [{values}].map(fmtBytes).join('|');"
+                              "</script></body></html>")
+        dom, console = chromium_run(page)
+        eq(console, [], "console")
+        eq(re.findall(r'<pre id="figures">([^<]*)</pre>', dom), ["|".join(s for _, s in figures)], "fmtBytes")
+        path = os.path.join(work, "dump.json")
+        r = run([os.path.join(T, "t_triage"), "keep", "1048575", "big", str(2**40 - 1), "other", "1023", "cache",
+                 "1024"], env={"SIMGPU_CAPACITY": "2048G", "VRAMTRACE_OUT": path}, report="off")
+        eq((r.rc, r.out), (0, "keep -> 0\nbig -> 0\nother -> 0\ncache -> 0\n"), "t_triage")
+        dom, console = chromium_run(page_of(work, "run.html", [path]))
+        eq(console, [], "console")
+        table = re.search(r'<table class="vt-table holders">(.*?)</table>', dom)
+        ok(table, "the holders table")
+        eq(re.findall(r'<tr[^>]*><td class="n" data-v="(\d+)">([^<]*)</td>', table.group(1)),
+           [(str(2**40 - 1), "1.00 TiB"), ("1048575", "1.00 MiB"), ("1024", "1.00 KiB"), ("1023", "1023 B")],
+           "the holders table's bytes")

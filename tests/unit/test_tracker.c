@@ -1175,6 +1175,20 @@ static void test_format(void) {
     CHECK_STR(vt_fmt_bytes(1023, b, sizeof b), "1023 B");
     CHECK_STR(vt_fmt_bytes(1536, b, sizeof b), "1.50 KiB");
     CHECK_STR(vt_fmt_bytes((uint64_t)80 << 30, b, sizeof b), "80.00 GiB");
+    /* The unit is the one the figure has once rounded to two decimals:
+     * just under a unit is 1.00 of it, never 1024.00 of the one below. */
+    CHECK_STR(vt_fmt_bytes(1024, b, sizeof b), "1.00 KiB");
+    CHECK_STR(vt_fmt_bytes(1048570, b, sizeof b), "1023.99 KiB");
+    CHECK_STR(vt_fmt_bytes(1048571, b, sizeof b), "1.00 MiB");
+    CHECK_STR(vt_fmt_bytes(1048575, b, sizeof b), "1.00 MiB");
+    CHECK_STR(vt_fmt_bytes(1048576, b, sizeof b), "1.00 MiB");
+    CHECK_STR(vt_fmt_bytes(((uint64_t)1 << 30) - 1, b, sizeof b), "1.00 GiB");
+    CHECK_STR(vt_fmt_bytes(((uint64_t)1 << 40) - 1, b, sizeof b), "1.00 TiB");
+    CHECK_STR(vt_fmt_bytes((uint64_t)1 << 40, b, sizeof b), "1.00 TiB");
+    CHECK_STR(vt_fmt_bytes(((uint64_t)1 << 50) - 1, b, sizeof b), "1.00 PiB");
+    /* PiB is the largest unit: past it the figure grows. */
+    CHECK_STR(vt_fmt_bytes((uint64_t)1 << 60, b, sizeof b), "1024.00 PiB");
+    CHECK_STR(vt_fmt_bytes(UINT64_MAX, b, sizeof b), "16384.00 PiB");
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
