@@ -926,12 +926,17 @@ static int channels_ok(unsigned ch) { return ch >= 1 && ch <= 4; }
 
 /* What a descriptor says an array takes, levels summed for mipmaps; asks
  * the driver nothing (the budget's figure, before the array exists). Past
- * 2^64 - 1, that (sizes.h). */
+ * 2^64 - 1, that (sizes.h). From level 64 on each level is one element:
+ * every dimension is 0 (a shift by 64 or more is undefined; on x86 it
+ * shifted by the count less 64, and levels past the 64th counted the
+ * largest again). */
 static uint64_t descriptor_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned levels) {
     uint64_t bytes = 0, element = (uint64_t)(ch ? ch : 1) * format_bytes(f);
-    for (unsigned l = 0; l < (levels ? levels : 1); l++)
+    unsigned n = levels ? levels : 1;
+    for (unsigned l = 0; l < n && l < 64; l++)
         bytes = vt_size_add(bytes, vt_size_mul(vt_size_mul(vt_size_mul(dim(w >> l), dim(h >> l)), dim(d >> l)),
                                                element));
+    if (n > 64) bytes = vt_size_add(bytes, vt_size_mul(n - 64, element));
     return bytes;
 }
 

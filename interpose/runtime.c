@@ -291,10 +291,14 @@ VT_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *p, const struct cudaChannel
     RT_ARRAY(cudaMalloc3DArray, 0, desc ? level_bytes(desc, e.width, e.height, e.depth) : 0, p, desc, e, flags);
 }
 
+/* The levels summed; from level 64 on each is one element (driver.c's
+ * descriptor_bytes). */
 static uint64_t mip_bytes(const struct cudaChannelFormatDesc *desc, struct cudaExtent e, unsigned levels) {
     uint64_t b = 0;
-    for (unsigned l = 0; desc && l < (levels ? levels : 1); l++)
+    unsigned n = levels ? levels : 1;
+    for (unsigned l = 0; desc && l < n && l < 64; l++)
         b = vt_size_add(b, level_bytes(desc, e.width >> l, e.height >> l, e.depth >> l));
+    if (desc && n > 64) b = vt_size_add(b, vt_size_mul(n - 64, channel_bytes(desc)));
     return b;
 }
 

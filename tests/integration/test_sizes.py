@@ -61,3 +61,20 @@ def sizes_past_2_64_are_refused_by_the_budget():
         o = r.dump["ooms"][0]
         eq((o["requested_bytes"], o["budget"], [f["id"] for f in o["findings"]]),
            (TOO_BIG, True, ["budget", "request_exceeds_device"]), f"{case}: the dump's failure")
+
+
+@test
+def sizes_of_mipmapped_levels_past_the_64th():
+    """A mipmapped array of 2^20 by 2^20 floats in 70 levels: 4 * (4^21 -
+    1) / 3 bytes in its first 21 levels, then 49 of one float. Levels
+    from the 64th on counted the largest levels again (a shift of 64 or
+    more, undefined, shifted by the count less 64 on x86): 11726692374016
+    bytes."""
+    want = 4 * (4**21 - 1) // 3 + 4 * 49
+    for case, api in (("cuMipmappedArrayCreate-70", "cuMipmappedArrayCreate"),
+                      ("cudaMallocMipmappedArray-70", "cudaMallocMipmappedArray")):
+        r = run([SIZEWRAP, case], env={"SIMGPU_CAPACITY": "1G"})
+        eq((r.rc, r.out), (0, f"{case} -> 2\n"), f"{case}: status and the driver's answer")
+        eq(lines_of(r.err, "vramtrace:   request:"),
+           [f"vramtrace:   request: 5.33 TiB ({want} bytes) by {api} on {DEVICE}"], f"{case}: the post-mortem's request")
+        eq(r.dump["ooms"][0]["requested_bytes"], want, f"{case}: the dump's request")

@@ -7,7 +7,9 @@
  * by 1034834473201: 17 times 1034834473201 is 2^44 + 1), 0 (2^33 by 2^33)
  * and, for a mipmapped array of 2^32 by 2^32 - 1 bytes and a level of a
  * quarter of that, 2^62 - 2^32 - 2^31 (each level fits; their sum does
- * not). */
+ * not). The cases ending in -70 are of 70 levels, no sum past 2^64 - 1:
+ * a mipmapped array of 2^20 by 2^20 floats, whose levels past the 21st
+ * are one element each. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -49,6 +51,13 @@ int main(int argc, char **argv) {
     } else if (strcmp(api, "cuMipmappedArrayCreate") == 0) {
         CUDA_ARRAY3D_DESCRIPTOR ad = {(size_t)1 << 32, ((size_t)1 << 32) - 1, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
         r = cuMipmappedArrayCreate(&cm, &ad, 2);
+    } else if (strcmp(api, "cuMipmappedArrayCreate-70") == 0) {
+        CUDA_ARRAY3D_DESCRIPTOR ad = {MiB, MiB, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+        r = cuMipmappedArrayCreate(&cm, &ad, 70);
+    } else if (strcmp(api, "cudaMallocMipmappedArray-70") == 0) {
+        struct cudaChannelFormatDesc f32 = {32, 0, 0, 0, cudaChannelFormatKindFloat};
+        struct cudaExtent e = {MiB, MiB, 0};
+        r = cudaMallocMipmappedArray(&ma, &f32, e, 70, 0);
     } else {
         fprintf(stderr, "t_sizewrap: unknown API '%s'\n", api);
         return 2;
