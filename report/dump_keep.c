@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,26 +33,24 @@
 #include "dump_keep.h"
 #include "outfile.h"
 
-/* The files this image placed (device and inode): a name it wrote before
- * is its own to replace. A ring: the exit and out-of-memory dumps reuse
- * one name; on-demand dumps each get their own. */
+/* The files this image placed (device and inode), each with the name it
+ * was placed at: a name it wrote before is its own to replace, and a dump
+ * of its own that another writer kept aside is known by the name it had
+ * when placed (an on-demand dump of this image, placed at its own name, is
+ * never taken for one). A ring: the exit and out-of-memory dumps reuse one
+ * name; on-demand dumps each get their own. */
 #define MINE 16
 static struct {
     dev_t dev;
     ino_t ino;
+    char at[NAME_MAX + 1];
 } mine[MINE];
 static unsigned nmine;
 
-void vt_dump_keep_placed(const struct stat *st) {
-    if (!st->st_ino) return;
-    mine[nmine % MINE].dev = st->st_dev;
-    mine[nmine % MINE].ino = st->st_ino;
-    nmine++;
-}
-
-static int placed_here(const struct stat *st) {
+/* Whether this image placed the file st at the name `at`. */
+static int placed_at(const struct stat *st, const char *at) {
     for (unsigned i = 0; i < MINE && i < nmine; i++)
-        if (mine[i].dev == st->st_dev && mine[i].ino == st->st_ino) return 1;
+        if (mine[i].dev == st->st_dev && mine[i].ino == st->st_ino && strcmp(mine[i].at, at) == 0) return 1;
     return 0;
 }
 
@@ -61,9 +60,12 @@ void vt_dump_keep_reset_child(void) {
 
 /* The writer's pid, read from the dump's first bytes (where the dump
  * writer puts it, with the reason it was written), or -1 when the file
- * open as fd is no vramtrace dump. */
-static int dump_writer(int fd, char *reason, size_t rsize) {
+ * open as fd is no vramtrace dump. *is_self: whether those bytes hold
+ * `self` (the process's identity as its dumps begin with it; NULL or
+ * empty: never). */
+static int dump_writer(int fd, char *reason, size_t rsize, const char *self, int *is_self) {
     char head[512];
+    *is_self = 0;
     ssize_t n = read(fd, head, sizeof head - 1);
     if (n <= 0) return -1;
     head[n] = '\0';
@@ -76,6 +78,7 @@ static int dump_writer(int fd, char *reason, size_t rsize) {
     const char *r = strstr(head, ",\"reason\":\"");
     size_t len = r ? strspn(r + 11, "abcdefghijklmnopqrstuvwxyz_") : 0;
     snprintf(reason, rsize, "%.*s", (int)len, r ? r + 11 : "");
+    *is_self = self && *self && strstr(head, self) != NULL;
     return (int)pid;
 }
 
@@ -98,11 +101,14 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
     int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0) return 0;
     struct stat st;
-    int pid = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !placed_here(&st))
-        pid = dump_writer(fd, k->reason, sizeof k->reason);
+    int pid = -1, self = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+        pid = dump_writer(fd, k->reason, sizeof k->reason, k->self, &self);
     close(fd);
-    if (pid < 0) return 0;
+    /* This image's own dump at this name (its out-of-memory dump under the
+     * exit's) is replaced: placed by this image at this name, and its
+     * first bytes say this process. */
+    if (pid < 0 || (placed_at(&st, base) && self)) return 0;
     for (int n = 1; n <= 1000; n++) {
         char to[256];
         if (aside_name(base, pid, n, to, sizeof to) != 0) break;
@@ -181,18 +187,39 @@ int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **
     return rc;
 }
 
-void vt_dump_keep_prune(const char *path, const struct stat *placed) {
+void vt_dump_keep_placed(const char *path, const struct stat *placed, const char *self) {
+    if (!placed->st_ino) return;
     const char *base;
     int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return;
     int pid = (int)getpid();
     for (int k = 1; k <= 16; k++) {
-        char name[256];
-        struct stat st;
+        char name[256], reason[16];
         if (aside_name(base, pid, k, name, sizeof name) != 0) break;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if (S_ISREG(st.st_mode) && placed_here(&st) && !(st.st_dev == placed->st_dev && st.st_ino == placed->st_ino))
-            unlinkat(dirfd, name, 0);
+        int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0) continue;
+        struct stat st;
+        int is_self = 0;
+        /* Only what is certainly this image's earlier dump at this name:
+         * placed by it at base (not at the name it is found at: an
+         * on-demand dump of its own), and saying this process in its
+         * first bytes (not another process of the same pid, another
+         * container's pid 1). */
+        int drop = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && placed_at(&st, base) &&
+                   !(st.st_dev == placed->st_dev && st.st_ino == placed->st_ino) &&
+                   dump_writer(fd, reason, sizeof reason, self, &is_self) == pid && is_self;
+        close(fd);
+        if (drop) unlinkat(dirfd, name, 0);
     }
     close(dirfd);
+    /* What this image placed at base before is replaced or removed now:
+     * its entries go (their inodes may be another file's later), the new
+     * dump's comes. */
+    for (unsigned i = 0; i < MINE && i < nmine; i++)
+        if (strcmp(mine[i].at, base) == 0) mine[i].at[0] = '\0';
+    unsigned at = nmine % MINE;
+    mine[at].dev = placed->st_dev;
+    mine[at].ino = placed->st_ino;
+    snprintf(mine[at].at, sizeof mine[at].at, "%s", base);
+    nmine++;
 }

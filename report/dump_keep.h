@@ -7,18 +7,22 @@
 
 /* What became of the dump a new one replaced (vt_dump_keep_prev): kept
  * under `name` (in the dump's folder), or lost (no free name for it), and
- * whose it was, why it had been written. */
+ * whose it was, why it had been written. self, set by the caller: this
+ * process's identity as its dumps' first bytes hold it (output.c), which
+ * a dump must have to be replaced as this image's own. */
 struct vt_kept {
     int kept, lost;
     char name[256];
     int pid;
     char reason[16];
+    const char *self;
 };
 
 /* outfile.h's vt_prev function, arg a struct vt_kept: when the file at
- * `name` in dirfd is a vramtrace dump of this user that this image did not
- * place, rename it to base with its writer's pid before ".json" (".pid.k"
- * when that is taken, up to 1,000; the part before cut to fit), never over
+ * `name` in dirfd is a vramtrace dump of this user that is not this
+ * image's own at base (placed by it at base, and saying this process),
+ * rename it to base with its writer's pid before ".json" (".pid.k" when
+ * that is taken, up to 1,000; the part before cut to fit), never over
  * another file, and return 1; else 0 (it is replaced). */
 int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
 
@@ -33,16 +37,17 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
  * the dump, -1 when no name does. */
 int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why);
 
-/* After a dump was placed: its identity (outfile.h's *placed), this
- * image's to replace from now on. */
-void vt_dump_keep_placed(const struct stat *st);
-
-/* After a dump was placed at path: this image's earlier dumps that other
- * writers of the name kept aside under this pid (its out-of-memory dump,
- * moved by another process's exit dump) are removed, the new dump being
- * all of them and more; without it the folder held two dumps of one
- * process, which `vramtrace report` counted as two. */
-void vt_dump_keep_prune(const char *path, const struct stat *placed);
+/* After a dump was placed at path (its identity in *placed, outfile.h's;
+ * self as in struct vt_kept): this image's earlier dumps placed at that
+ * name that other writers kept aside under this pid (its out-of-memory
+ * dump, moved by another process's exit dump) are removed, the new dump
+ * being all of them and more (without it the folder held two dumps of one
+ * process, which `vramtrace report` counted as two); then the new dump is
+ * this image's to replace at that name. A file is removed only when it is
+ * certainly such a dump: this image placed it at that very name (not an
+ * on-demand dump of its own, placed at its own name) and its first bytes
+ * say this process (not another process of the same pid). */
+void vt_dump_keep_placed(const char *path, const struct stat *placed, const char *self);
 
 /* In a forked child: nothing is its own yet (its parent's dumps are kept). */
 void vt_dump_keep_reset_child(void);

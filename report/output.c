@@ -340,6 +340,18 @@ void vt_process_facts(struct vt_process_facts *f) {
         k += (size_t)snprintf(f->command + k, sizeof f->command - k, "%s%s", i ? " " : "", argv[i]);
 }
 
+/* This process as its dumps' first bytes say it (report/dump.c writes
+ * them right after the pid): its pid, boot, start time and pid namespace;
+ * where /proc could not say them, its pid followed by the rank, as a dump
+ * then has it. Read once self_id is. */
+static void self_mark(char *out, size_t size, int pid) {
+    if (self_id.boot_id[0])
+        snprintf(out, size, ",\"pid\":%d,\"boot_id\":\"%s\",\"process_start\":%llu,\"pid_ns\":%llu,", pid,
+                 self_id.boot_id, self_id.start, self_id.pid_ns);
+    else
+        snprintf(out, size, ",\"pid\":%d,\"rank\":", pid);
+}
+
 /* 1 when the file at path is a dump written by an image of this very
  * process (same pid, boot, start time and pid namespace), read from its first bytes,
  * where the dump writer puts those fields. */
@@ -355,8 +367,7 @@ static int written_by_this_process(const char *path, int pid) {
     if (n <= 0) return 0;
     head[n] = '\0';
     char want[160];
-    snprintf(want, sizeof want, "\"pid\":%d,\"boot_id\":\"%s\",\"process_start\":%llu,\"pid_ns\":%llu,", pid,
-             self_id.boot_id, self_id.start, self_id.pid_ns);
+    self_mark(want, sizeof want, pid);
     return strncmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0 && strstr(head, want) != NULL;
 }
 
@@ -730,12 +741,14 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
             shown_path(path, shown, sizeof shown);
             struct dump_parts parts = {s, sym, an, &meta};
             /* A name without %p: what another process left there is kept. */
+            char self[160];
+            self_mark(self, sizeof self, meta.pid);
+            kept.self = self;
             struct vt_prev keep = {vt_dump_keep_prev, &kept};
             struct stat placed;
             if (vt_file_write_dump(path, fill_dump, &parts, &why, &keep, &placed) == 0) {
                 dump_path = shown;
-                vt_dump_keep_placed(&placed);
-                vt_dump_keep_prune(path, &placed);
+                vt_dump_keep_placed(path, &placed, self);
             }
             else warn_once(&warned_dump, "the dump to", shown, why);
             if (dump_path && strcmp(reason, "named") == 0) snprintf(named_path, sizeof named_path, "%s", shown);

@@ -522,6 +522,57 @@ def as_pid1(argv, env):
                           capture_output=True, text=True, timeout=60)
 
 
+def _can_be_pid1():
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pid1_test(fn):
+    """A test that runs programs as pid 1 of a pid namespace of their own
+    (a container's program): registered where unshare can make one."""
+    if _can_be_pid1():
+        return test(fn)
+    print(f"SKIP {fn.__name__}: unshare --pid --fork --mount-proc cannot run here (it needs root)")
+    return fn
+
+
+def dump_facts(path):
+    """(pid, reason, live bytes, pid namespace) of the dump at path."""
+    with open(path) as f:
+        d = json.load(f)
+    return d["pid"], d["reason"], d["totals"]["live_bytes"], d["pid_ns"]
+
+
+# t_leaks signal's live bytes at its two on-demand dumps and at exit.
+LEAKS_AT = (MiB + 4096 + 3 * 65536, MiB + 4096 + 6 * 65536, MiB + 4096 + 8 * 65536)
+
+
+@pid1_test
+def a_pid1s_exit_dump_leaves_its_on_demand_dumps():
+    """A program running as pid 1 (a container's) lost its first on-demand
+    dump at exit (an outside check): dump 1 of pid 1 is d.1.1.json, which
+    is also the name under which a dump of d.1.json's that another writer
+    kept aside lies when its writer is pid 1, and the exit dump removed
+    what it took for its own dump kept aside there. Now only a file this
+    image placed at d.1.json, whose first bytes say this process, is
+    removed as such."""
+    with workdir("vt-files-pid1-") as work:
+        p = as_pid1([os.path.join(T, "t_leaks"), "signal"],
+                    lib_env(VRAMTRACE_OUT=os.path.join(work, "d.%p.json"), VRAMTRACE_REPORT="stderr"))
+        eq((p.returncode, p.stdout), (0, "done\n"), "t_leaks as pid 1")
+        eq([l for l in p.stderr.splitlines() if " dump" in l],
+           ["vramtrace: dump 1 of pid 1 on request: " + os.path.join(work, "d.1.1.json"),
+            "vramtrace: dump 2 of pid 1 on request: " + os.path.join(work, "d.1.2.json"),
+            "vramtrace: dump: " + os.path.join(work, "d.1.json")], "the dumps it announced")
+        eq(sorted(os.listdir(work)), ["d.1.1.json", "d.1.2.json", "d.1.json"], "every one of them is there")
+        got = [dump_facts(os.path.join(work, x))[:3] for x in ("d.1.1.json", "d.1.2.json", "d.1.json")]
+        eq(got, [(1, "signal", LEAKS_AT[0]), (1, "signal", LEAKS_AT[1]), (1, "exit", LEAKS_AT[2])],
+           "each the dump its name says")
+
+
 @test
 def pid1_runs_keep_each_others_dumps_and_execs_still_get_their_own():
     """Each container's program is pid 1: with the default name (%p), one
