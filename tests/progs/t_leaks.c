@@ -53,26 +53,36 @@ static int dumps_written(const char *dir) {
     return n;
 }
 
-/* Wait until the watcher has written the n-th on-demand dump (another
- * thread writes it, in its own time), at most 30 s; with no folder to look
- * in, 200 ms. */
-static void wait_for_dump(int n) {
+/* The folder of VRAMTRACE_OUT in dir; 0 when it names none. */
+static int out_folder(char *dir, size_t size) {
     const char *out = getenv("VRAMTRACE_OUT");
     const char *slash = out ? strrchr(out, '/') : NULL;
+    if (!slash || (size_t)(slash - out) >= size) return 0;
+    memcpy(dir, out, (size_t)(slash - out));
+    dir[slash - out] = 0;
+    return 1;
+}
+
+/* Wait until the watcher has written the n-th on-demand dump (another
+ * thread writes it, in its own time): until the folder holds n more dumps
+ * than `before` (what earlier runs left there; a dump of theirs that one
+ * of this run's replaces is kept aside, one more file all the same), at
+ * most 30 s; with no folder to look in, 200 ms. */
+static void wait_for_dump(int before, int n) {
     char dir[4096];
-    if (!slash || (size_t)(slash - out) >= sizeof dir) {
+    if (!out_folder(dir, sizeof dir)) {
         usleep(200000);
         return;
     }
-    memcpy(dir, out, (size_t)(slash - out));
-    dir[slash - out] = 0;
-    for (int i = 0; i < 3000 && dumps_written(dir) < n; i++) usleep(10000);
+    for (int i = 0; i < 3000 && dumps_written(dir) < before + n; i++) usleep(10000);
 }
 
 int main(int argc, char **argv) {
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     int sig = argc > 1 && strcmp(argv[1], "signal") == 0;
     void *kept[8];
+    char dir[4096];
+    int before = sig && out_folder(dir, sizeof dir) ? dumps_written(dir) : 0;
     void *once = load_once();
     void *tp = third_party_init();
     for (int i = 0; i < 8; i++) {
@@ -83,7 +93,7 @@ int main(int argc, char **argv) {
         usleep(25000);
         if (sig && (i == 2 || i == 5)) {
             raise(SIGUSR2);
-            wait_for_dump(i == 2 ? 1 : 2);
+            wait_for_dump(before, i == 2 ? 1 : 2);
         }
     }
     if (clean) {
