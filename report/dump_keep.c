@@ -9,7 +9,7 @@
  * one shared folder). Replacing what is there would lose the run before's
  * out-of-memory dump, the one a restart follows. So the vramtrace dump a
  * new one replaces, when this image did not place it, is renamed to add
- * its writer's pid (`vt.h.3.json` -> `vt.h.3.1234.json`), as
+ * its writer's pid (`vt.h.3.json` -> `vt.h.3.pid1234.json`), as
  * LeakSanitizer's log_path adds the pid to every name. The writer swaps
  * the new dump in and the old one out in one step (outfile.h's vt_prev),
  * so no other process's dump can land in between and be lost, and the old
@@ -82,14 +82,17 @@ static int dump_writer(int fd, char *reason, size_t rsize, const char *self, int
     return (int)pid;
 }
 
-/* base with ".pid" (".pid.k" past the first) before ".json", the part
- * before cut to fit a file name (255 bytes). */
+/* base with ".pidPID" (".pidPID.k" past the first) before ".json", the
+ * part before cut to fit a file name (255 bytes). The word keeps these
+ * names apart from the numbers of on-demand dumps (".N" before ".json"):
+ * with a bare ".PID", dump 1 of pid 1 and pid 1's dump kept aside were
+ * both NAME.1.1.json. */
 static int aside_name(const char *base, int pid, int k, char *out, size_t size) {
     size_t len = strlen(base);
     int json = len > 5 && strcmp(base + len - 5, ".json") == 0;
     char tail[48];
-    if (k > 1) snprintf(tail, sizeof tail, ".%d.%d%s", pid, k, json ? ".json" : "");
-    else snprintf(tail, sizeof tail, ".%d%s", pid, json ? ".json" : "");
+    if (k > 1) snprintf(tail, sizeof tail, ".pid%d.%d%s", pid, k, json ? ".json" : "");
+    else snprintf(tail, sizeof tail, ".pid%d%s", pid, json ? ".json" : "");
     size_t stem = json ? len - 5 : len;
     if (stem + strlen(tail) > 255) stem = 255 - strlen(tail);
     int n = snprintf(out, size, "%.*s%s", (int)stem, base, tail);

@@ -21,18 +21,19 @@ struct vt_kept {
 /* outfile.h's vt_prev function, arg a struct vt_kept: when the file at
  * `name` in dirfd is a vramtrace dump of this user that is not this
  * image's own at base (placed by it at base, and saying this process),
- * rename it to base with its writer's pid before ".json" (".pid.k" when
- * that is taken, up to 1,000; the part before cut to fit), never over
- * another file, and return 1; else 0 (it is replaced). */
+ * rename it to base with ".pid" and its writer's pid before ".json"
+ * (`vt.json` -> `vt.pid1234.json`; ".pid1234.k" when that is taken, up
+ * to 1,000; the part before cut to fit), never over another file, and
+ * return 1; else 0 (it is replaced). */
 int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
 
 /* Where a dump meant for path goes when path holds a regular file of
  * this user that is neither empty nor a vramtrace dump (notes.txt, the
  * program itself), or a regular file of another user (a dump another
  * user's job left in a shared folder): that file is left as it is, and
- * the dump goes beside it under base with this process's pid (".pid"
- * before ".json", else at the end; ".pid.k" when that holds such a file
- * too), into out, with *why ("is not a vramtrace dump", "belongs to
+ * the dump goes beside it under base with this process's pid
+ * (".pid1234" before ".json", else at the end; ".pid1234.k" when that
+ * holds such a file too), into out, with *why ("is not a vramtrace dump", "belongs to
  * another user"). Returns 1 when out was set, 0 when path itself takes
  * the dump, -1 when no name does. */
 int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why);

@@ -691,7 +691,7 @@ def cli_report_is_of_the_newest_run():
         rc, out, err = cli(["report", *paths])
         out = out.decode()
         eq((rc, err), (0, ""), "status")
-        aside = ", ".join(os.path.join(work, f"d.{r}.{old[r]}.json") for r in (0, 1, 2))
+        aside = ", ".join(os.path.join(work, f"d.{r}.pid{old[r]}.json") for r in (0, 1, 2))
         lines = out.splitlines()
         eq(re.sub(r"begun [0-9]+\.[0-9]{3} s", "begun T s", lines[0]),
            f"earlier runs: left out 3 dumps of 1 earlier run of these ranks, the latest begun T s before this one: "

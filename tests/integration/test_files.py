@@ -389,9 +389,9 @@ def dump_never_replaces_another_users_file():
         eq((rc, out), (a.rc, a.out), "the program's own status and output")
         names = sorted(os.listdir(work))
         eq(len(names), 2, f"their file and the dump beside it: {names}")
-        mine = os.path.join(work, names[0])
+        mine = os.path.join(work, names[-1])
         pid, reason, _ = dump_at(mine)
-        eq(names, [f"theirs.{pid}.json", "theirs.json"], "the dump beside theirs, under the name with the pid")
+        eq(names, ["theirs.json", f"theirs.pid{pid}.json"], "the dump beside theirs, under the name with the pid")
         eq(reason, "exit", "the dump is whole")
         # Before, the dump was refused: a shared folder where another
         # user's job left a dump at the name gave this job none at all.
@@ -573,6 +573,67 @@ def a_pid1s_exit_dump_leaves_its_on_demand_dumps():
            "each the dump its name says")
 
 
+@pid1_test
+def pid1_containers_in_one_folder_keep_every_dump_under_names_apart():
+    """Three containers' programs, each pid 1, one after another in one
+    folder (d.%p.json), each with two on-demand dumps and its exit dump:
+    a dump kept aside under its writer's pid was named like an on-demand
+    dump (d.1.1.json: dump 1 of pid 1, or pid 1's d.1.json kept aside),
+    which took one container's dump for another's and left 8 of 9, under
+    names such as d.1.1.1.2.json (an outside check). A dump kept aside is
+    now named with ".pid" before the writer's pid: all 9 are there, each at
+    the name that says what it is. So is this process's dump written
+    beside a file that is no dump (it was d.1.1.json, over its own
+    on-demand dump 1)."""
+    prog = [os.path.join(T, "t_leaks"), "signal"]
+    with workdir("vt-files-pid1s-") as work:
+        env = lib_env(VRAMTRACE_OUT=os.path.join(work, "d.%p.json"), VRAMTRACE_REPORT="stderr")
+        runs = []
+        for k in range(3):
+            p = as_pid1(prog, env)
+            eq((p.returncode, p.stdout), (0, "done\n"), f"container {k + 1}")
+            with open(os.path.join(work, "d.1.json")) as f:
+                d = json.load(f)
+            runs.append((d["process_start"], d["pid_ns"]))
+        eq(len(set(runs)), 3, "three processes")
+        kept = [l for l in p.stderr.splitlines() if "held a dump" in l]
+        w = lambda x: os.path.join(work, x)
+        eq(kept, [f"vramtrace: {w('d.1.1.json')} held a dump of pid 1 (signal); it is kept as {w('d.1.1.pid1.2.json')}",
+                  f"vramtrace: {w('d.1.2.json')} held a dump of pid 1 (signal); it is kept as {w('d.1.2.pid1.2.json')}",
+                  f"vramtrace: {w('d.1.json')} held a dump of pid 1 (exit); it is kept as {w('d.1.pid1.2.json')}"],
+           "what the third kept, and where")
+        got = {}
+        for x in os.listdir(work):
+            with open(w(x)) as f:
+                d = json.load(f)
+            got[x] = (runs.index((d["process_start"], d["pid_ns"])) + 1, d["reason"], d["totals"]["live_bytes"])
+        eq(got, {"d.1.json": (3, "exit", LEAKS_AT[2]), "d.1.1.json": (3, "signal", LEAKS_AT[0]),
+                 "d.1.2.json": (3, "signal", LEAKS_AT[1]),
+                 "d.1.pid1.json": (1, "exit", LEAKS_AT[2]), "d.1.pid1.2.json": (2, "exit", LEAKS_AT[2]),
+                 "d.1.1.pid1.json": (1, "signal", LEAKS_AT[0]), "d.1.1.pid1.2.json": (2, "signal", LEAKS_AT[0]),
+                 "d.1.2.pid1.json": (1, "signal", LEAKS_AT[1]), "d.1.2.pid1.2.json": (2, "signal", LEAKS_AT[1])},
+           "every container's three dumps, by name: (container, reason, live bytes)")
+        r = subprocess.run([CLI, "report", *sorted(w(x) for x in got)], capture_output=True, text=True, timeout=60)
+        eq((r.returncode, r.stderr), (0, ""), "the report of the nine")
+        ok("\n9 dumps of 3 processes:\n" in "\n" + r.stdout, r.stdout[:1500])
+        for x in os.listdir(work):
+            os.unlink(w(x))
+        # A file at the name that is no dump: the exit dump beside it.
+        with open(w("d.1.json"), "w") as f:
+            f.write("notes\n")
+        p = as_pid1(prog, env)
+        eq((p.returncode, p.stdout), (0, "done\n"), "a container with notes at its dump's name")
+        eq([l for l in p.stderr.splitlines() if "warning" in l or " dump" in l],
+           ["vramtrace: dump 1 of pid 1 on request: " + w("d.1.1.json"),
+            "vramtrace: dump 2 of pid 1 on request: " + w("d.1.2.json"),
+            f"vramtrace: warning: {w('d.1.json')} is not a vramtrace dump: it is left as it is, and the dump written "
+            f"to {w('d.1.pid1.json')}",
+            "vramtrace: dump: " + w("d.1.pid1.json")], "where each went")
+        eq(sorted(os.listdir(work)), ["d.1.1.json", "d.1.2.json", "d.1.json", "d.1.pid1.json"], "all three and the notes")
+        eq([dump_facts(w(x))[1:3] for x in ("d.1.1.json", "d.1.2.json", "d.1.pid1.json")],
+           [("signal", LEAKS_AT[0]), ("signal", LEAKS_AT[1]), ("exit", LEAKS_AT[2])], "each the dump its name says")
+
+
 @test
 def pid1_runs_keep_each_others_dumps_and_execs_still_get_their_own():
     """Each container's program is pid 1: with the default name (%p), one
@@ -588,13 +649,13 @@ def pid1_runs_keep_each_others_dumps_and_execs_still_get_their_own():
         for size in ("1M", "2M"):
             p = as_pid1([os.path.join(T, "t_triage"), "keep", size], lib_env(VRAMTRACE_OUT=out))
             eq((p.returncode, p.stderr), (0, ""), "t_triage as pid 1")
-        eq(sorted(os.listdir(work)), ["d.1.1.json", "d.1.json"], "the second container run keeps the first's dump")
+        eq(sorted(os.listdir(work)), ["d.1.json", "d.1.pid1.json"], "the second container run keeps the first's dump")
         got = {}
-        for name in ("d.1.json", "d.1.1.json"):
+        for name in ("d.1.json", "d.1.pid1.json"):
             with open(os.path.join(work, name)) as f:
                 d = json.load(f)
             got[name] = (d["pid"], d["argv"][1:], d["totals"]["live_bytes"])
-        eq(got, {"d.1.json": (1, ["keep", "2M"], 2 * MiB), "d.1.1.json": (1, ["keep", "1M"], 1 * MiB)},
+        eq(got, {"d.1.json": (1, ["keep", "2M"], 2 * MiB), "d.1.pid1.json": (1, ["keep", "1M"], 1 * MiB)},
            "the second run's at the name, the first's beside it")
         for x in os.listdir(work):
             os.unlink(os.path.join(work, x))
@@ -654,21 +715,21 @@ def a_name_without_pid_keeps_the_dumps_of_other_processes():
         eq((p.returncode, p.stdout), (0, "first image\nsecond image\n"), "t_exec")
         x_pid, reason, live = dump_at(out)
         eq((reason, live), ("exit", 4096), "the second image's exit dump at the name")
-        eq(sorted(os.listdir(work)), sorted(["d.json", "d.%d.json" % p_pid, "d.%d.json" % x_pid]), "both kept")
-        eq(dump_at(os.path.join(work, "d.%d.json" % p_pid)), (p_pid, "exit", 2 * MiB), "t_triage's, kept")
-        eq(dump_at(os.path.join(work, "d.%d.json" % x_pid)), (x_pid, "oom", 1 * MiB), "the first image's, kept")
+        eq(sorted(os.listdir(work)), sorted(["d.json", "d.pid%d.json" % p_pid, "d.pid%d.json" % x_pid]), "both kept")
+        eq(dump_at(os.path.join(work, "d.pid%d.json" % p_pid)), (p_pid, "exit", 2 * MiB), "t_triage's, kept")
+        eq(dump_at(os.path.join(work, "d.pid%d.json" % x_pid)), (x_pid, "oom", 1 * MiB), "the first image's, kept")
         kept_lines = [l for l in p.stderr.splitlines() if "held a dump" in l]
-        eq(kept_lines, ["vramtrace: %s held a dump of pid %d (exit); it is kept as %s" % (out, p_pid, os.path.join(work, "d.%d.json" % p_pid)),
-                        "vramtrace: %s held a dump of pid %d (oom); it is kept as %s" % (out, x_pid, os.path.join(work, "d.%d.json" % x_pid))],
+        eq(kept_lines, ["vramtrace: %s held a dump of pid %d (exit); it is kept as %s" % (out, p_pid, os.path.join(work, "d.pid%d.json" % p_pid)),
+                        "vramtrace: %s held a dump of pid %d (oom); it is kept as %s" % (out, x_pid, os.path.join(work, "d.pid%d.json" % x_pid))],
            "each image says what it kept")
         # The same pid again (a container's pid 1, a pid reused): the next
         # free number after it.
-        os.rename(os.path.join(work, "d.%d.json" % x_pid), os.path.join(work, "keep.json"))
-        os.rename(os.path.join(work, "d.%d.json" % p_pid), os.path.join(work, "d.%d.json" % x_pid))
+        os.rename(os.path.join(work, "d.pid%d.json" % x_pid), os.path.join(work, "keep.json"))
+        os.rename(os.path.join(work, "d.pid%d.json" % p_pid), os.path.join(work, "d.pid%d.json" % x_pid))
         p = subprocess.run(TRIAGE[:-1] + ["3M"], env=dict(env, VRAMTRACE_REPORT="off"), capture_output=True,
                            text=True, timeout=60)
         eq((p.returncode, p.stderr), (0, ""), "t_triage, report off")
-        eq(dump_at(os.path.join(work, "d.%d.2.json" % x_pid)), (x_pid, "exit", 4096), "kept at the next number")
+        eq(dump_at(os.path.join(work, "d.pid%d.2.json" % x_pid)), (x_pid, "exit", 4096), "kept at the next number")
         eq(dump_at(out)[1:], ("exit", 3 * MiB), "the newest at the name")
         # Not a dump: left as it is, the dump beside it
         # (dump_never_replaces_a_file_that_is_not_a_dump). A dump of
@@ -728,7 +789,7 @@ def a_name_without_pid_keeps_every_dump_of_processes_ending_at_once():
             eq(sorted(held.values()), pids, f"every process's dump, once: {names}")
             for f, pid in held.items():
                 if f != stem + ".json":
-                    tail = ".%d.json" % pid
+                    tail = ".pid%d.json" % pid
                     want = stem[:255 - len(tail)] + tail
                     eq(f, want, f"kept under its writer's pid, cut to fit: {f}")
             eq([f for f in os.listdir(work) if f.endswith(".lock")], [stem + ".json.lock"] if norename else [],
@@ -1378,7 +1439,7 @@ def dump_never_replaces_a_file_that_is_not_a_dump():
             with open(path, "rb") as f:
                 eq(f.read() == before, True, f"{path}: left as it is")
             pid = int(p.stdout.split()[0])
-            beside = f"{path[:-5]}.{pid}.json" if path.endswith(".json") else f"{path}.{pid}"
+            beside = f"{path[:-5]}.pid{pid}.json" if path.endswith(".json") else f"{path}.pid{pid}"
             eq(warnings(p.stderr), [f"vramtrace: warning: {path} is not a vramtrace dump: it is left as it is, "
                                     f"and the dump written to {beside}"], f"{path}: one warning")
             eq(dump_at(beside)[:2], (pid, "exit"), f"{path}: the dump beside it")
@@ -1602,7 +1663,7 @@ def dump_never_replaces_a_file_its_user_cannot_read():
         pid = int(p.stdout.split()[0])
         os.chmod(path, 0o600)
         eq(open(path).read(), "my results\n", "left as it is")
-        beside = f"{path[:-5]}.{pid}.json"
+        beside = f"{path[:-5]}.pid{pid}.json"
         eq(warnings(p.stderr), [f"vramtrace: warning: {path} is not a vramtrace dump: it is left as it is, "
                                 f"and the dump written to {beside}"], "one warning")
         eq(dump_at(beside)[:2], (pid, "exit"), "the dump beside it")
