@@ -284,13 +284,11 @@ static void imbalance(FILE *f, const struct vr_input *in, uint64_t *peaks, int w
 static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opts *o, int *pids, uint64_t *peaks) {
     size_t without = 0, local = 0, distinct = 0;
     for (size_t i = 0; i < in->n; i++) {
-        pids[i] = in->dumps[i].pid;
         without += !in->dumps[i].rank_known;
         local += in->dumps[i].rank_local;
     }
-    qsort(pids, in->n, sizeof *pids, by_int);
-    for (size_t i = 0; i < in->n; i++)
-        if (!distinct || pids[i] != pids[distinct - 1]) pids[distinct++] = pids[i];
+    /* Processes, not pids: containers' programs are each pid 1. */
+    distinct = vr_process_count(in);
     fputs("ranks: ", f);
     if (without)
         fprintf(f, "%zu of these %zu dumps say no rank (no RANK, LOCAL_RANK or the like held a rank)%s", without,
@@ -306,7 +304,8 @@ static void fleet_by_pid(FILE *f, const struct vr_input *in, const struct vr_opt
      * ("compared as 1 processes" under "2 processes" read as a
      * contradiction). */
     if (distinct == in->n) fprintf(f, "compared as %zu processes, by pid\n", distinct);
-    else fprintf(f, "compared by pid, the dumps of one process as one: %zu pid%s\n", distinct, distinct == 1 ? "" : "s");
+    else fprintf(f, "compared by pid, the dumps of one process as one: %zu process%s\n", distinct,
+                 distinct == 1 ? "" : "es");
     if (distinct < 2) return;   /* one process: nothing to compare it with */
     imbalance(f, in, peaks, 1);
     differing(f, in, o, 1);

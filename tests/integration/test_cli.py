@@ -1436,7 +1436,7 @@ def cli_report_of_one_process_dumps_compares_it_with_nothing():
     """One process's on-demand dumps and its exit dump (kill -USR2, then
     report vt.*.json): one process, so no "peaks: highest ... lowest" and
     no "peak imbalance" of the process against itself (1.22x and 1.08x
-    were printed under "the dumps of one process as one: 1 pid"), and no
+    were printed under "the dumps of one process as one: 1 pid"; now "1 process"), and no
     rank column of 0 for a process no launcher gave a rank."""
     with workdir("vt-one-proc-") as work:
         r = run([os.path.join(T, "t_leaks"), "signal"], env={"VRAMTRACE_REPORT": "off",
@@ -1453,7 +1453,7 @@ def cli_report_of_one_process_dumps_compares_it_with_nothing():
         eq(lines[5:7], [f"note: 3 of these dumps are of one process (pid {pid} on {host}): "
                         "the holders combined take its newest alone",
                         "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): "
-                        "compared by pid, the dumps of one process as one: 1 pid"], out[:2000])
+                        "compared by pid, the dumps of one process as one: 1 process"], out[:2000])
         eq(lines[7], "holders at exit combined across processes:", out[:2000])
         ok(f"\n== pid {pid}, no rank, host {host}: " in out, out[:3000])
 

@@ -616,6 +616,18 @@ def pid1_containers_in_one_folder_keep_every_dump_under_names_apart():
         r = subprocess.run([CLI, "report", *sorted(w(x) for x in got)], capture_output=True, text=True, timeout=60)
         eq((r.returncode, r.stderr), (0, ""), "the report of the nine")
         ok("\n9 dumps of 3 processes:\n" in "\n" + r.stdout, r.stdout[:1500])
+        # Compared as three processes, not one pid; each note says which
+        # pid 1 it is by when it began.
+        ok("compared by pid, the dumps of one process as one: 3 processes\n" in r.stdout, r.stdout[:3000])
+        began = []
+        for x in ("d.1.pid1.json", "d.1.pid1.2.json", "d.1.json"):
+            with open(w(x)) as f:
+                d = json.load(f)
+            ns = d["start_unix_ns"]
+            began.append(f"note: 3 of these dumps are of one process (pid 1 on {d['host']}, begun "
+                         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ns // 10**9))}.{ns % 10**9 // 10**6:03d} "
+                         "UTC): the holders combined take its newest alone")
+        eq(sorted(l for l in r.stdout.splitlines() if l.startswith("note: ")), sorted(began), "the notes")
         for x in os.listdir(work):
             os.unlink(w(x))
         # A file at the name that is no dump: the exit dump beside it.

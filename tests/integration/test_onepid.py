@@ -26,7 +26,7 @@ def report_of_one_processs_dumps_counts_once():
            [f"note: 3 of these dumps are of one process (pid {pid} on {os.uname().nodename}): the holders combined "
             "take its newest alone",
             "ranks: 3 of these 3 dumps say no rank (no RANK, LOCAL_RANK or the like held a rank): compared by pid, the "
-            "dumps of one process as one: 1 pid"], "the note and the ranks line")
+            "dumps of one process as one: 1 process"], "the note and the ranks line")
         at = lines.index("holders at exit combined across processes:")
         eq(lines[at + 1:at + 5],
            ["     1.00 MiB in 1 allocation in 1 process  load_once tests/progs/t_leaks.c:20",

@@ -1,5 +1,4 @@
-/* t_leaks.c -- known leaks for the leak check, growth detection and the
- * dump signal.
+/* t_leaks.c -- known leaks: the leak check, growth, the dump signal.
  *
  *   t_leaks          leaks: load_once 1 MiB, leaky_step 8 x 64 KiB (a
  *                    staircase), third_party_init 4 KiB; steady_step frees
@@ -13,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void *load_once(void) {
@@ -63,13 +63,46 @@ static int out_folder(char *dir, size_t size) {
     return 1;
 }
 
+/* The name of on-demand dump n (1 or 2) where VRAMTRACE_OUT is a name
+ * ending ".json" whose only pattern is %p: NAME.n.json; 0 otherwise. */
+static int dump_name(int n, char *name, size_t size) {
+    const char *out = getenv("VRAMTRACE_OUT");
+    size_t len = out ? strlen(out) : 0;
+    const char *p = out ? strstr(out, "%p") : NULL;
+    if (!p || len < 5 || strcmp(out + len - 5, ".json") != 0 || strchr(p + 2, '%') || memchr(out, '%', (size_t)(p - out)))
+        return 0;
+    int k = snprintf(name, size, "%.*s%d%.*s.%d.json", (int)(p - out), out, (int)getpid(), (int)(len - 5 - (size_t)(p - out) - 2),
+                     p + 2, n);
+    return k > 0 && (size_t)k < size;
+}
+
+static ino_t inode_of(const char *name) {
+    struct stat st;
+    return stat(name, &st) == 0 ? st.st_ino : 0;
+}
+
+/* What stood at each on-demand dump's name when the run began (an
+ * earlier run's dump, which this run's will keep aside). */
+static ino_t earlier[3];
+
 /* Wait until the watcher has written the n-th on-demand dump (another
- * thread writes it, in its own time): until the folder holds n more dumps
- * than `before` (what earlier runs left there; a dump of theirs that one
- * of this run's replaces is kept aside, one more file all the same), at
- * most 30 s; with no folder to look in, 200 ms. */
+ * thread writes it, in its own time), at most 30 s: until its name holds
+ * another file than when the run began, where the name is known; else
+ * until the folder holds n more dumps than `before` (what earlier runs
+ * left there; a dump of theirs that one of this run's replaces is kept
+ * aside, one more file all the same: counted as soon as it is kept aside,
+ * so the name is waited for where it can be); with no folder to look in,
+ * 200 ms. */
 static void wait_for_dump(int before, int n) {
-    char dir[4096];
+    char dir[4096], name[4096];
+    if (dump_name(n, name, sizeof name)) {
+        for (int i = 0; i < 3000; i++) {
+            ino_t now = inode_of(name);
+            if (now && now != earlier[n]) return;
+            usleep(10000);
+        }
+        return;
+    }
     if (!out_folder(dir, sizeof dir)) {
         usleep(200000);
         return;
@@ -83,6 +116,10 @@ int main(int argc, char **argv) {
     void *kept[8];
     char dir[4096];
     int before = sig && out_folder(dir, sizeof dir) ? dumps_written(dir) : 0;
+    for (int n = 1; n <= 2; n++) {
+        char name[4096];
+        if (sig && dump_name(n, name, sizeof name)) earlier[n] = inode_of(name);
+    }
     void *once = load_once();
     void *tp = third_party_init();
     for (int i = 0; i < 8; i++) {
