@@ -141,7 +141,9 @@ void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size
         struct vt_live_row r = {0};
         char b[32], at[32];
         if (!l->row(l->ctx, i, &r)) continue;
-        if (shown++ == 0) fprintf(f, "%slargest live allocations (%" PRIu64 " live):\n", prefix, l->live);
+        if (shown++ == 0)
+            fprintf(f, "%slargest live allocations%s%s (%" PRIu64 " live):\n", prefix, l->moment ? " " : "",
+                    l->moment ? l->moment : "", l->live);
         fprintf(f, "%s  %11s  %-7s %-24s dev %-2d 0x%-14" PRIx64 " %9s  %s\n", prefix, B(r.bytes, b), r.kind,
                 r.api, r.device, r.address, vt_fmt_secs_cell(r.time_ns, at, sizeof at), r.site);
     }

@@ -142,16 +142,19 @@ struct vt_live_row {
 /* The largest live allocations of device memory: candidates 0..n, largest
  * first, row(ctx, i, r) filling candidate i and returning 0 for one that
  * is not device memory this process owns (skipped); `live` is how many
- * allocations of device memory are live. */
+ * allocations of device memory are live. `moment` is NULL for the list of
+ * the report's own moment, else when the list is of ("when this report
+ * was written, not at the failure"). */
 struct vt_live_text {
+    const char *moment;
     size_t n;
     uint64_t live;
     int (*row)(const void *ctx, size_t i, struct vt_live_row *r);
     const void *ctx;
 };
 
-/* "PREFIXlargest live allocations (N live):" and up to `top` rows, nothing
- * when no candidate is a row. */
+/* "PREFIXlargest live allocations[ MOMENT] (N live):" and up to `top`
+ * rows, nothing when no candidate is a row. */
 void vt_put_live(FILE *f, const char *prefix, const struct vt_live_text *l, size_t top);
 
 /* One growing call site: its label, its live bytes at the first window's

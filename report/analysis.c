@@ -85,6 +85,32 @@ static struct vt_holder *sites_of(const struct vt_holder *h, size_t n, const str
     return sites;
 }
 
+/* Whether s's live list is what was live at failure o: the snapshot's
+ * totals count the allocations and frees the failure's did (another
+ * thread's calls after the failure, before the snapshot, count more). A
+ * free the driver refused counts its free back out: such a refusal after
+ * the failure, of a free counted before it, with one other free between,
+ * is the one change it does not see. */
+static int live_then(const struct vt_snapshot *s, const struct vt_oom *o) {
+    return s->totals.alloc_count == o->alloc_count && s->totals.free_count == o->free_count;
+}
+
+/* At failure o, whose holders were kept: the failure's own, by call site,
+ * less the handles its request took (as its findings take them), for the
+ * post-mortem; the failing device's alone where the failure kept those
+ * (other devices held memory too). */
+static void sites_at_failure(struct vt_analysis *a, const struct vt_oom *o, const struct vt_symbols *sym) {
+    a->by_site = sites_of(o->holders, o->nholders, sym, o, o->taken_count != 0, &a->nby_site);
+    if (o->nholders && !a->by_site && !o->taken_count) vt_records_lost("the holder table");
+    if (o->device_holders && vt_kind_owned_device(o->kind)) {
+        a->per_device = 1;
+        a->device = o->device;
+        a->device_by_site = sites_of(o->device_holders, o->ndevice_holders, sym, o, o->taken_count != 0,
+                                     &a->ndevice_by_site);
+    }
+    a->sites_then = 1;
+}
+
 struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symbols *sym, uint64_t growth_until) {
     struct vt_analysis *a = calloc(1, sizeof *a);
     if (!a) {
@@ -93,20 +119,32 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     }
     a->holders = s->holders;
     a->nholders = s->holders ? s->nholders : 0;
-    /* At a failure whose request made handles before it, still live in
-     * s: its post-mortem's holders are the rest. */
     size_t last = s->nooms ? s->nooms - 1 : 0;
     const struct vt_oom *latest = s->nooms ? &s->ooms[last] : NULL;
-    int taken = !growth_until && latest && taken_live(s, latest);
-    if (a->holders) a->by_site = sites_of(a->holders, a->nholders, sym, latest, taken, &a->nby_site);
-    if (s->totals.live_count && (!a->holders || (!a->by_site && !taken))) vt_records_lost("the holder table");
+    /* At a failure (growth_until 0), its post-mortem is of the failure's
+     * moment, as its request's lines and findings are: the holders it
+     * kept, and the snapshot's live list where nothing changed since
+     * (other threads allocate and free between the failure and the
+     * snapshot). */
+    int at_failure = !growth_until && latest, taken = 0;
+    if (at_failure) a->live_then = live_then(s, latest);
+    if (at_failure && latest->holders) {
+        sites_at_failure(a, latest, sym);
+    } else {
+        /* The snapshot's: at a failure whose request made handles before
+         * it, still live in s, its post-mortem's holders are the rest. */
+        taken = at_failure && taken_live(s, latest);
+        if (a->holders) a->by_site = sites_of(a->holders, a->nholders, sym, latest, taken, &a->nby_site);
+        if (s->totals.live_count && (!a->holders || (!a->by_site && !taken))) vt_records_lost("the holder table");
+        a->sites_then = a->live_then;
+    }
     if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
     if (s->totals.oom_count) a->oom_survived = vt_oom_survived(s, sym, &a->last_oom_survived);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
-    /* At a failure (growth_until 0: the snapshot is the failure's), when
-     * other devices hold memory too: the failing device's own holders, for
-     * the post-mortem and the failure's findings. */
-    if (!growth_until && s->nooms && vt_kind_owned_device(s->ooms[last].kind) &&
+    /* At a failure whose holders were not kept, when other devices hold
+     * memory too: the failing device's own holders in s, for the
+     * post-mortem and the failure's findings. */
+    if (at_failure && !latest->holders && vt_kind_owned_device(s->ooms[last].kind) &&
         vt_other_devices_hold(s, s->ooms[last].device)) {
         a->device_holders = vt_holders_on_device(s, s->ooms[last].device, &a->ndevice_holders);
         a->device = s->ooms[last].device;

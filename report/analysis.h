@@ -30,15 +30,28 @@ struct vt_analysis {
                                         first: the snapshot's own (which
                                         outlives the analysis), not a copy */
     size_t nholders;
-    struct vt_holder *by_site;       /* the same merged by call site */
+    struct vt_holder *by_site;       /* by call site: at a failure (growth_until
+                                        0) the failure's holders (they are
+                                        kept for the first 64), less the
+                                        handles its request took; else the
+                                        snapshot's, merged */
     size_t nby_site;
     int per_device;                  /* at a failure of a process that holds
                                         memory on other devices too: */
     int device;                      /* the failing device, */
-    struct vt_holder *device_holders; /* its memory's holders by stack (NULL: none), */
+    struct vt_holder *device_holders; /* its memory's holders by stack, from the
+                                        snapshot where the failure kept none
+                                        (NULL: none, or the failure's own) */
     size_t ndevice_holders;
-    struct vt_holder *device_by_site; /* and by call site */
+    struct vt_holder *device_by_site; /* and by call site, of the failure as by_site */
     size_t ndevice_by_site;
+    int sites_then;                  /* at a failure: by_site and device_by_site
+                                        are of the failure's moment (its own
+                                        holders, or the snapshot's where
+                                        live_then) */
+    int live_then;                   /* at a failure: the snapshot's live list is
+                                        what was live at it (nothing was
+                                        allocated or freed in between) */
     struct vt_growth *growth;        /* growing sites over the whole run, or NULL */
     size_t ngrowth;
     struct vt_oom_findings *findings; /* findings[i] for OOM i < nfindings */

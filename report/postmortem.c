@@ -22,7 +22,13 @@ struct view {
     const struct vt_analysis *an;
     struct vt_live_reader *live; /* the live list, for live_row */
     int device;                  /* the rows of this device only; -1: all */
+    const char *holders_when;    /* NULL: the holders are of the report's */
+    const char *live_when;       /* moment; else when they are of (LATER) */
 };
+
+/* The moment of a post-mortem's table that is not the failure's: the
+ * snapshot's, where other threads allocated or freed in between. */
+#define LATER "when this report was written, not at the failure"
 
 /* The holders a view shows: the failing device's at a failure of a
  * process that holds memory on other devices too, else every device's. */
@@ -47,10 +53,13 @@ static void holders_table(FILE *f, const struct view *v, int top) {
     size_t n;
     const struct vt_holder *by_site = shown_holders(v, &n);
     for (size_t i = 0; i < n; i++) total += by_site[i].bytes;
-    char title[64], none[64];
-    snprintf(title, sizeof title, "largest holders of device %d's memory", v->device);
+    char title[160], none[64], of[64] = "";
+    if (v->device >= 0) snprintf(of, sizeof of, " of device %d's memory", v->device);
+    const char *when = v->holders_when;
+    snprintf(title, sizeof title, "largest holders%s%s%s%s", of, when ? " " : "", when ? when : "", when ? "," : "");
     snprintf(none, sizeof none, "nothing of device %d's is live", v->device);
-    struct vt_holders_text h = {.title = v->device >= 0 ? title : NULL, .none = v->device >= 0 ? none : NULL, .n = n,
+    struct vt_holders_text h = {.title = v->device >= 0 || v->holders_when ? title : NULL,
+                                .none = v->device >= 0 ? none : NULL, .n = n,
                                 .total = total, .row = holder_row, .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, vt_put_display);
 }
@@ -77,7 +86,8 @@ static void live_table(FILE *f, const struct view *v, int top) {
     w.live = vt_live_read(v->s, 1);
     uint64_t live = v->device >= 0 && v->device < v->s->ndevices ? v->s->devices[v->device].live_count
                                                                    : v->s->totals.live_count;
-    struct vt_live_text l = {.n = w.live ? v->s->nlive : 0, .live = live, .row = live_row, .ctx = &w};
+    struct vt_live_text l = {.moment = v->live_when, .n = w.live ? v->s->nlive : 0, .live = live, .row = live_row,
+                             .ctx = &w};
     vt_put_live(f, "vramtrace: ", &l, (size_t)top);
     vt_live_read_end(w.live);
 }
@@ -437,7 +447,10 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
         fprintf(f, "vramtrace:   out-of-memory failures so far: %" PRIu64 "\n", s->totals.oom_count);
     untold_lines(f, s, sym, told, &s->ooms[s->nooms - 1], 1, told_failure(told), &s->ooms[s->nooms - 1]);
     missed_line(f, s->totals.missed);
-    struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1};
+    /* Of the failure, as its lines above and its findings: where the
+     * snapshot's live list is of a later moment, it says so. */
+    struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1, an->sites_then ? NULL : LATER,
+                     an->live_then ? NULL : LATER};
     holders_table(f, &v, top);
     live_table(f, &v, top);
     findings(f, an);
@@ -520,7 +533,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     }
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
-    struct view v = {s, sym, an, NULL, -1};
+    struct view v = {s, sym, an, NULL, -1, NULL, NULL};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
     holders_table(f, &v, top);

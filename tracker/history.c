@@ -155,6 +155,8 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
         o->live_count = d ? d->live_count : 0;
         o->peak_bytes = d ? d->peak_bytes : 0;
         o->peak_time_ns = d ? d->peak_time_ns : 0;
+        o->alloc_count = vt_counts.totals.alloc_count;
+        o->free_count = vt_counts.totals.free_count;
         vt_counts.totals.oom_count++;
         if (d) d->oom_count++;
         o->holders = o->device_holders = NULL;

@@ -173,6 +173,10 @@ struct vt_oom {
     uint64_t ticks;        /* in a snapshot: its time stamp in ticks, the same in
                               every snapshot (time_ns is converted at the rate
                               measured over the run so far, which moves) */
+    uint64_t alloc_count, free_count; /* the process's allocations and frees
+                              counted then (totals, every kind): a snapshot
+                              whose totals count the same holds the live
+                              list of the failure */
 };
 
 /* A request that failed for lack of memory, counted however often it

@@ -1263,9 +1263,10 @@ static void test_bounded_snapshot_host_kinds_missed(void) {
 }
 
 /* The post-mortem (oom set) or the exit summary of a snapshot taken now,
- * as a malloc'd string. */
+ * its live list sorted, as a malloc'd string. */
 static char *postmortem_now(int oom) {
     struct vt_snapshot *s = vt_tracker_snapshot();
+    vt_sort_live(s); /* as report/output.c sorts it */
     struct vt_analysis *an = vt_analyse(s, NULL, 0);
     struct vt_dump_meta m = {.reason = oom ? "oom" : "exit", .pid = 7};
     char *buf = NULL;
@@ -1312,6 +1313,99 @@ static void test_postmortem_host_kinds_and_missed(void) {
     text = postmortem_now(0);
     CHECK(strstr(text, "unrecorded") == NULL); /* none missed: nothing said */
     free(text);
+}
+
+/* The lines of `text` from the one that begins `from` up to the next
+ * section's (a line that begins "vramtrace: " and a letter), as a
+ * malloc'd string ("" when none begins so). */
+static char *section_of(const char *text, const char *from) {
+    const char *a = strstr(text, from), *e;
+    if (!a) return strdup("");
+    for (e = strchr(a, '\n'); e && strncmp(e + 1, "vramtrace:  ", 12) == 0; e = strchr(e + 1, '\n')) continue;
+    return strndup(a, e ? (size_t)(e + 1 - a) : strlen(a));
+}
+
+/* The bytes column of a live table's rows, each followed by a comma (a
+ * static buffer). */
+static const char *sizes_of(const char *table) {
+    static char out[256];
+    out[0] = 0;
+    for (const char *r = strchr(table, '\n'); r && r[1]; r = strchr(r + 1, '\n')) {
+        char b[16], unit[8];
+        if (sscanf(r + 1, "vramtrace: %15s %7s", b, unit) == 2 && strlen(out) + 32 < sizeof out)
+            sprintf(out + strlen(out), "%s %s,", b, unit);
+    }
+    return out;
+}
+
+/* Other threads allocate and free between a failure and its
+ * post-mortem's snapshot (the failing thread is still on its way there):
+ * the post-mortem's holders are the failure's, as its tracked line and
+ * its findings are, and its live list, of the later moment, says so.
+ * Before: the holders and the list were the snapshot's, 8 MiB in 3
+ * allocations under "6.00 MiB live in 3 allocations at the failure".
+ * With nothing allocated or freed in between, the list is the failure's
+ * and says nothing of a moment. */
+static void test_postmortem_of_the_failures_moment(void) {
+    vt_tracker_alloc(0xa1, 3 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    vt_tracker_alloc(0xa2, 2 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+    vt_tracker_alloc(0xb1, 1 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_b, 3);
+    struct vt_oom o = {.requested = 3 << 20, .api = "cudaMalloc", .kind = VT_KIND_DEVICE, .device = 0};
+    vt_tracker_failed(1, &o, site_a, 3);
+    static const char tracked[] = "vramtrace:   tracked on device 0: 6.00 MiB live in 3 allocations at the failure;";
+    static const char holders[] = "vramtrace: largest holders by call site (2 call sites):\n"
+                                  "vramtrace:     5.00 MiB  83.3%      2 allocs  (no stack)\n"
+                                  "vramtrace:     1.00 MiB  16.7%      1 alloc   (no stack)\n";
+    static const char then[] = "vramtrace: largest live allocations (3 live):\n",
+                      after[] = "vramtrace: largest live allocations when this report was written, not at the failure "
+                                "(3 live):\n";
+    for (int later = 0; later < 2; later++) {
+        if (later) { /* another thread's calls, after the failure */
+            vt_tracker_alloc(0xb2, 3 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_b, 3);
+            vt_tracker_alloc(0xb3, 2 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_b, 3);
+            free_it(VT_SPACE_DEVICE, 0xa2, 1);
+            free_it(VT_SPACE_DEVICE, 0xb1, 1);
+        }
+        char *text = postmortem_now(1);
+        char *h = section_of(text, "vramtrace: largest holders"), *l = section_of(text, "vramtrace: largest live");
+        CHECK(strstr(text, tracked) != NULL);
+        CHECK_STR(h, holders);
+        if (!later) {
+            CHECK(strncmp(l, then, sizeof then - 1) == 0);
+            CHECK_STR(sizes_of(l), "3.00 MiB,2.00 MiB,1.00 MiB,"); /* a1, a2, b1 */
+        } else {
+            CHECK(strncmp(l, after, sizeof after - 1) == 0);
+            CHECK_STR(sizes_of(l), "3.00 MiB,3.00 MiB,2.00 MiB,"); /* a1, b2, b3: a2 and b1 freed */
+        }
+        free(h);
+        free(l);
+        free(text);
+    }
+    /* Past the failures whose holders are kept, the holders are the
+     * snapshot's: of the failure where nothing changed since, else said
+     * to be of the later moment. */
+    for (int i = 1; i < VT_MAX_OOM_HOLDERS; i++) vt_tracker_failed(1, &o, site_a, 3);
+    static const char kept_none[] = "vramtrace: largest holders by call site (2 call sites):\n"
+                                    "vramtrace:     5.00 MiB  62.5%      2 allocs  (no stack)\n"
+                                    "vramtrace:     3.00 MiB  37.5%      1 alloc   (no stack)\n";
+    static const char kept_none_later[] = "vramtrace: largest holders when this report was written, not at the failure, "
+                                          "by call site (2 call sites):\n"
+                                          "vramtrace:     5.00 MiB  55.6%      2 allocs  (no stack)\n"
+                                          "vramtrace:     4.00 MiB  44.4%      2 allocs  (no stack)\n";
+    for (int later = 0; later < 2; later++) {
+        if (later) vt_tracker_alloc(0xa4, 1 << 20, VT_KIND_DEVICE, 0, "cudaMalloc", site_a, 3);
+        else vt_tracker_failed(1, &o, site_a, 3);
+        struct vt_snapshot *s = vt_tracker_snapshot();
+        CHECK_EQ(s->totals.oom_count, VT_MAX_OOM_HOLDERS + 1);
+        CHECK(s->nooms && s->ooms[s->nooms - 1].holders == NULL);
+        vt_snapshot_free(s);
+        char *text = postmortem_now(1);
+        char *h = section_of(text, "vramtrace: largest holders");
+        CHECK_STR(h, later ? kept_none_later : kept_none);
+        free(h);
+        free(text);
+    }
+    vt_tracker_reset_child();
 }
 
 /* After a failure, a snapshot taken later gives every time stamp the
@@ -1372,6 +1466,7 @@ int main(void) {
     test_format();
     test_dump_writes_every_section();
     test_postmortem_host_kinds_and_missed();
+    test_postmortem_of_the_failures_moment();
     test_each_thread_knows_its_own_failure();
     test_torch_record_of_its_own_threads_failure();
     test_oom_records_keep_the_newest();
