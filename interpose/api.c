@@ -150,9 +150,15 @@ VT_API int vramtrace_step(void) {
  * no allocation: without it, that failure had no post-mortem, exit report
  * or dump. */
 /* The companion's word that an optimizer step began (its first). */
-VT_API void vt_torch_optimizer_step(void) { vt_torch_step_began(); }
+VT_API void vt_torch_optimizer_step(void) {
+    if (!vt_behind()) vt_torch_step_began();
+}
 
+/* The companion's record (the door's set-up above), refused as
+ * vt_torch_take refuses one where vramtrace stands behind the C library:
+ * it tracks nothing there, and sets nothing up. */
 VT_API int vt_torch_submit(const char *text, size_t len) {
+    if (vt_behind()) return -1;
     vt_init();
     return vt_torch_take(text, len);
 }

@@ -41,6 +41,7 @@
 
 #include "../common/warn.h"
 #include "deepbind.h"
+#include "infront.h"
 #include "resolve.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -313,7 +314,7 @@ static void say_unfollowed(const char *file, int mode, void *caller) {
 
 void *vt_dlopen_deep(const char *file, int mode, void *caller) {
     vt_dlopen_before();
-    if (!vt_real_dlopen || !vt_real_dlsym || !file) return VT_DLOPEN_PASS;
+    if (!vt_real_dlopen || !vt_real_dlsym || !file || vt_behind()) return VT_DLOPEN_PASS;
     int e = errno;
     if (strchr(file, '$') || (!strchr(file, '/') && !same_search(caller))) {
         say_unfollowed(file, mode, caller);

@@ -21,7 +21,8 @@
  * (a `$` in it, or a bare name the caller's search path finds elsewhere):
  * one warning then (once per name, and not for an RTLD_NOLOAD probe or a
  * bare name already loaded, which load nothing), and the real dlopen runs
- * unfollowed. */
+ * unfollowed; VT_DLOPEN_PASS also, without a word, where vramtrace stands
+ * behind the C library (infront.h) and tracks nothing. */
 void *vt_dlopen_deep(const char *file, int mode, void *caller);
 
 #endif

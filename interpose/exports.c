@@ -42,6 +42,7 @@
 #include <sys/mman.h>
 
 #include "exports.h"
+#include "infront.h"
 #include "resolve.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -360,16 +361,22 @@ VT_EARLY static void set_state(int to) {
     state = to;
 }
 
-/* Runs once, while the dynamic linker relocates this library. The exports
- * are hidden now only when an object relocated after it (the executable,
- * mostly) has an undefined "cu" name: rewriting the symbols costs two
- * mprotect calls and a copied page, some 15 us, at the start of every
- * process an LD_PRELOAD reaches. Otherwise they stay plain, which no
- * look-up can tell apart until the first dlsym or dlopen, and those switch
- * the state before the real ones run. */
+/* Runs once, while the dynamic linker relocates this library. A library
+ * behind the C library (infront.h: loaded by dlopen, or linked after it)
+ * tracks nothing: its exports are hidden now and for good, before any
+ * object can bind one (a CUDA library loaded after an RTLD_GLOBAL dlopen
+ * of vramtrace found the wrappers first, its own calls to its own names
+ * included). In front, the exports are hidden now only when an object
+ * relocated after it (the executable, mostly) has an undefined "cu" name:
+ * rewriting the symbols costs two mprotect calls and a copied page, some
+ * 15 us, at the start of every process an LD_PRELOAD reaches. Otherwise
+ * they stay plain, which no look-up can tell apart until the first dlsym
+ * or dlopen, and those switch the state before the real ones run. */
 VT_EARLY static void at_load_done(void) {}
 VT_EARLY static void (*at_load(void))(void) {
-    if (!cuda_mapped() && named_after_us()) {
+    if (vt_front_find()) {
+        set_state(EXPORTS_HIDDEN);
+    } else if (!cuda_mapped() && named_after_us()) {
         set_state(EXPORTS_HIDDEN);
         say_unlinked();
     }
@@ -379,13 +386,14 @@ static void at_load_hook(void) __attribute__((ifunc("at_load")));
 __attribute__((used)) static void (*const at_load_ref)(void) = at_load_hook;
 
 VT_EARLY void vt_exports_before_dlopen(void) {
-    if (__atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE)) return;
+    if (__atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE) || vt_behind()) return;
     lock_state();
     set_state(EXPORTS_INDIRECT);
     unlock_state();
 }
 
 VT_EARLY int vt_exports_hidden(void) {
+    if (vt_behind()) return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == EXPORTS_HIDDEN;
     if (cuda_loaded()) {
         if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == EXPORTS_HIDDEN) {
             lock_state();

@@ -1,7 +1,9 @@
 /* exports.h -- whether vramtrace's CUDA exports can be seen (exports.c).
  *
  * In a process without a CUDA library (libcuda.so*, libcudart*) the hooked
- * names vramtrace exports are invisible, as if it did not define them. */
+ * names vramtrace exports are invisible, as if it did not define them; in
+ * one where vramtrace stands behind the C library (infront.h) they are
+ * invisible for good. */
 #ifndef VT_EXPORTS_H
 #define VT_EXPORTS_H
 

@@ -6,12 +6,17 @@
  * `vramtrace run`, or linked into the program, whose C library comes last).
  * A copy loaded by dlopen later (ctypes.CDLL, a plugin linked with it)
  * comes after the C library, which every dynamically linked process loads
- * at start-up: nothing reaches its wrappers, and an API that answered as
- * if it tracked would pass every leak check. The link map lists the
- * objects in the order the global scope searches them (those of start-up
- * first, later ones appended), so one walk from its head tells which comes
- * first: this library, or a libc.so*. It runs once, in the constructor:
- * a few short names compared.
+ * at start-up: its dlsym and dlopen are never found, and an API that
+ * answered as if it tracked would pass every leak check. Its CUDA names
+ * would still be found, by a CUDA library loaded after it (RTLD_GLOBAL
+ * puts it ahead of those in the global scope): such a copy withdraws them
+ * (exports.c) and writes nothing at exit (init.c), so that it stands
+ * behind the driver too and changes nothing in the process. The link map
+ * lists the objects in the order the global scope searches them (those of
+ * start-up first, later ones appended), so one walk from its head tells
+ * which comes first: this library, or a libc.so*. It runs once, while the
+ * library is relocated (exports.c's at_load, before any object can bind
+ * one of its names): a few short names compared.
  *
  * Behind, the warning says what was found and what to do, which depends
  * on how it came there: another copy of vramtrace in front already tracks
@@ -30,14 +35,29 @@
 
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
 
-static int behind;
+/* Code that runs while the dynamic linker relocates this library: it may
+ * call nothing (the PLT is not ready) and must not be instrumented. */
+#define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread"), noinline, section(".text.startup")))
+
+static int found; /* 0: not looked for yet; FOUND_* */
+enum { FOUND_IN_FRONT = 1, FOUND_BEHIND };
 
 static const char *base_name(const char *path) {
     const char *base = strrchr(path, '/');
     return base ? base + 1 : path;
 }
 
-static int is_libc(const char *path) { return strncmp(base_name(path), "libc.so", 7) == 0; }
+/* Whether path names a libc.so*, compared without a call. The name is
+ * built on the stack, not read from constant data. */
+VT_EARLY static int is_libc(const char *path) {
+    const char libc[] = {'l', 'i', 'b', 'c', '.', 's', 'o', 0};
+    const char *base = path;
+    for (const char *p = path; *p; p++)
+        if (*p == '/') base = p + 1;
+    for (int i = 0; libc[i]; i++)
+        if (base[i] != libc[i]) return 0;
+    return 1;
+}
 
 /* An object's string table and dynamic section, as the loader left them
  * (it may have made the addresses absolute already). */
@@ -121,13 +141,23 @@ static void say_behind(void) {
     }
 }
 
-void vt_front_check(void) {
+VT_EARLY int vt_front_find(void) {
+    int was = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+    if (was) return was == FOUND_BEHIND;
+    int now = FOUND_BEHIND;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-        if (l->l_ld == _DYNAMIC) return;
+        if (l->l_ld == _DYNAMIC) {
+            now = FOUND_IN_FRONT;
+            break;
+        }
         if (l->l_name && is_libc(l->l_name)) break;
     }
-    __atomic_store_n(&behind, 1, __ATOMIC_RELEASE);
-    say_behind();
+    __atomic_store_n(&found, now, __ATOMIC_RELEASE);
+    return now == FOUND_BEHIND;
 }
 
-int vt_behind(void) { return __atomic_load_n(&behind, __ATOMIC_ACQUIRE); }
+void vt_front_check(void) {
+    if (vt_front_find()) say_behind();
+}
+
+VT_EARLY int vt_behind(void) { return __atomic_load_n(&found, __ATOMIC_ACQUIRE) == FOUND_BEHIND; }

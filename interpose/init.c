@@ -207,6 +207,13 @@ __attribute__((constructor)) static void vt_start(void) {
     vt_busy++;
     vt_clock_mark(&start.clock);
     vt_front_check();
+    /* Behind the C library nothing is tracked (infront.h): nothing to set
+     * up, and nothing for the exit to write. */
+    if (vt_behind()) {
+        vt_busy--;
+        errno = e;
+        return;
+    }
     vt_fd_reserve();
     if (!vt_options_keep(&start.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
@@ -268,6 +275,9 @@ static int exit_outputs_wait(uint64_t within_ns) {
 }
 
 __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) {
+    /* Behind the C library (infront.h) vramtrace tracks nothing: no dump,
+     * no summary, no leak check, the exit status the program's. */
+    if (vt_behind()) return;
     /* A vfork child that calls exit runs the handlers in its parent's
      * memory: the outputs are the parent's to write (the child wrote the
      * parent's report and took its leak check's status). */

@@ -8,6 +8,7 @@
 
 #include "../tracker/stack.h"
 #include "exports.h"
+#include "infront.h"
 #include "resolve.h"
 #include "unload.h"
 
@@ -325,11 +326,13 @@ static int loaded_after(struct link_map *map, void *p) {
  * caller's object. Only hooked names are answered here: with the wrapper
  * (or a trampoline to it) for the definition the caller would have found
  * without vramtrace, in the global scope or in its own (a library loaded
- * RTLD_LOCAL with its driver); when there is none, as without vramtrace. */
+ * RTLD_LOCAL with its driver); when there is none, as without vramtrace.
+ * Behind the C library (infront.h) this dlsym is reached only by name on
+ * vramtrace's own handle, and answers as the real one. */
 VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *caller) {
     vt_resolve_init();
     int id = vt_hook_by_name(name);
-    if (id < 0 || !vt_real_dlsym) return VT_DLSYM_PASS;
+    if (id < 0 || !vt_real_dlsym || vt_behind()) return VT_DLSYM_PASS;
     /* While no CUDA library is loaded our exports are invisible and the
      * real dlsym answers a name nobody else defines exactly (dlerror too). */
     int hidden = vt_exports_hidden();
@@ -387,7 +390,7 @@ static void *export_of(int id) {
 
 void *vt_swap_proc(const char *symbol, void *fn, int version,
                    unsigned long long flags) {
-    if (fn == NULL || symbol == NULL || symbol[0] != 'c' || symbol[1] != 'u')
+    if (fn == NULL || symbol == NULL || symbol[0] != 'c' || symbol[1] != 'u' || vt_behind())
         return fn;
     learn_driver(fn);
     /* First, an exact match: the pointer is the driver's own export of one

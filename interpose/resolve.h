@@ -66,7 +66,8 @@ void *vt_global_symbol(const char *name);
 
 /* The cuGetProcAddress hooks pass every answer through here: the driver's
  * pointer `fn` for `symbol` comes back as the wrapper of that exact variant
- * when it is one we hook, unchanged otherwise. */
+ * when it is one we hook, unchanged otherwise (always, where vramtrace
+ * stands behind the C library: infront.h). */
 void *vt_swap_proc(const char *symbol, void *fn, int version,
                    unsigned long long flags);
 

@@ -158,13 +158,39 @@ def c_api_of_a_library_loaded_late_is_inactive():
 
 
 @test
+def c_api_of_a_library_loaded_late_before_cuda_sees_nothing():
+    """libvramtrace.so loaded by dlopen RTLD_GLOBAL before any CUDA library
+    (C, ctypes) comes ahead of the CUDA libraries loaded after it in the
+    global scope: its CUDA names are withdrawn, so that every route (the
+    runtime's exports and its cuGetProcAddress, the driver's exports, its
+    own dlsym asked by name, pinned host memory) reaches the real function
+    unseen. The leak check finds nothing, no dump is written, the status is
+    the program's."""
+    r = run([os.path.join(T, "t_lateglobal"), LIB], preload=False, env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.out, r.err, r.rc, r.dumps),
+       ("active 0\nexports - -\nruntime 0 0 0 0\ndriver export 0\ncuGetProcAddress 0 same 0\n"
+        "its dlsym same 0\ndump -1 ''\n", LATE_WARNING, 0, []), "C, dlopen RTLD_NOW|RTLD_GLOBAL")
+    code = ("import ctypes, sys\n"
+            "vt = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+            "print('vramtrace_active() =', vt.vramtrace_active(), flush=True)\n"
+            "rt = ctypes.CDLL('libcudart_sim.so')\n"
+            "p = ctypes.c_void_p(); h = ctypes.c_void_p()\n"
+            "print('cudaMalloc ->', rt.cudaMalloc(ctypes.byref(p), 1 << 20), rt.cudaMallocHost(ctypes.byref(h), 4096),"
+            " hasattr(vt, 'cudaMalloc'), flush=True)\n")
+    r = run([sys.executable, "-c", code, LIB], preload=False, env={"VRAMTRACE_LEAK_CHECK": "1"})
+    eq((r.out, r.err, r.rc, r.dumps), ("vramtrace_active() = 0\ncudaMalloc -> 0 0 False\n", LATE_WARNING, 0, []),
+       "ctypes.CDLL(mode=RTLD_GLOBAL)")
+
+
+@test
 def c_api_of_a_library_linked_after_libc_says_so():
     """libvramtrace.so linked into the program after the C library (-lc
     ahead of -lvramtrace) is loaded at start-up but stands behind it: the
-    warning says that, and what to do, not that it was loaded by dlopen."""
-    r = run([os.path.join(T, "t_linked_after_libc")], preload=False)
+    warning says that, and what to do, not that it was loaded by dlopen. The
+    runtime linked after it answers the program's cudaMalloc, unseen."""
+    r = run([os.path.join(T, "t_linked_after_libc")], preload=False, env={"VRAMTRACE_LEAK_CHECK": "1"})
     eq((r.out, r.err, r.rc, r.dumps),
-       ("active 0\n",
+       ("active 0\ncudaMalloc 0\n",
         "vramtrace: warning: libvramtrace.so was loaded at start-up behind the C library (linked after it: -lc "
         "ahead of -lvramtrace): it tracks nothing here; link it before the C library, or preload it (LD_PRELOAD, "
         "or `vramtrace run`)\n", 0, []), "linked after libc")

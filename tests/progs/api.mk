@@ -43,11 +43,21 @@ $(T)/t_linked: tests/progs/t_lateload.c include/vramtrace.h $(SIM)/libcuda.so.1 
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..' $(SIMLINK) -lcuda -ldl
 
-# libvramtrace.so linked after the C library (test_pytest.py).
-PROGS += $(T)/t_linked_after_libc
-$(T)/t_linked_after_libc: tests/progs/t_linked_after_libc.c include/vramtrace.h $(B)/libvramtrace.so
+# libvramtrace.so loaded by dlopen RTLD_GLOBAL before the CUDA libraries
+# (test_pytest.py): the runtime is linked, and loads its driver at its
+# first call.
+PROGS += $(T)/t_lateglobal
+$(T)/t_lateglobal: tests/progs/t_lateglobal.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
-	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -Wl,--no-as-needed -lc -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..'
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
+
+# libvramtrace.so linked after the C library, the runtime after it
+# (test_pytest.py).
+PROGS += $(T)/t_linked_after_libc
+$(T)/t_linked_after_libc: tests/progs/t_linked_after_libc.c include/vramtrace.h $(B)/libvramtrace.so $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -Iinclude -o $@ $< -Wl,--no-as-needed -lc -L$(B) -lvramtrace -Wl,-rpath,'$$ORIGIN/..' \
+	    $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 
 # -lvramtrace ahead of the runtime, linked --as-needed (test_pytest.py).
 PROGS += $(T)/t_linked_as_needed
