@@ -25,7 +25,7 @@
  * the program opened at a pipe's number either. */
 static unsigned asked;
 static int started;
-static int installed_signal; /* the dump signal, while on_signal was installed by this process */
+static int installed_signal; /* the dump signal, while on_signal was installed by this process or kept from its parent */
 static int watching;         /* 1 while the watcher hears what is asked */
 /* The process that installed the handlers. */
 static pid_t owner;
@@ -41,6 +41,10 @@ int vt_ondemand_tell(unsigned ask) {
     return 0;
 }
 
+/* In a forked child that has not started its own watcher (it has not used
+ * a GPU), the signal is heard and does nothing: the child has no records to
+ * dump, and dying of it, as the signal's default would have it, is not
+ * what `kill -USR2` asks of a process under vramtrace. */
 static void on_signal(int sig) {
     (void)sig;
     int saved = errno;
@@ -84,8 +88,10 @@ void vt_ondemand_start(void) {
     __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
     struct sigaction old;
     int dump_signal = vt_opt.signal > 0;
-    if (dump_signal && (vt_real_sigaction(vt_opt.signal, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-                        (old.sa_flags & SA_SIGINFO))) {
+    int known = dump_signal && vt_real_sigaction(vt_opt.signal, NULL, &old) == 0;
+    /* A forked child's handler, kept from its parent (vt_ondemand_reset_child). */
+    int kept = known && !(old.sa_flags & SA_SIGINFO) && old.sa_handler == on_signal && installed_signal == vt_opt.signal;
+    if (dump_signal && !kept && (!known || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))) {
         if (!signal_refused)
             vt_warn("signal %d has a handler of the program's; on-demand dumps are off "
                     "(set VRAMTRACE_SIGNAL to another signal)", vt_opt.signal);
@@ -101,18 +107,26 @@ void vt_ondemand_start(void) {
     }
     owner = getpid();
     vt_thread_stop_with(quit);
-    if (dump_signal && vt_sig_install(vt_opt.signal, on_signal, NULL)) installed_signal = vt_opt.signal;
+    if (dump_signal && !kept && vt_sig_install(vt_opt.signal, on_signal, NULL)) installed_signal = vt_opt.signal;
     if (vt_opt.on_term) vt_onterm_install();
 out:
     pthread_mutex_unlock(&start_lock);
 }
 
-/* Only what is still vramtrace's is undone: a handler the program put in
- * place of on_signal or SIGTERM's after it was installed stays. The child
- * starts its own watcher when it uses a GPU only where the parent's was
- * working or was never started: where the program holds the dump signal
- * (it had a handler first, or replaced ours) the child leaves it alone and
- * does not warn again. */
+/* The dump signal's handler stays where it is still vramtrace's: put back
+ * to its default, it killed a child that had not used a GPU yet (a
+ * DataLoader or multiprocessing worker forked after the model was on the
+ * GPU) at a `kill -USR2` meant for the job, or its process group. The
+ * child does nothing on it until it uses a GPU, and from then on writes
+ * its own dump, as its parent does; an exec gives the signal its default
+ * back, as the kernel does for every handler. SIGTERM's goes back to its
+ * default (onterm.h): the child then ends of it as without vramtrace. A
+ * handler the program put in place of either stays, and one it had
+ * before vramtrace's (which then installed none) too. The child starts
+ * its own watcher when it uses a GPU only where the parent's was working
+ * or was never started: where the program holds the dump signal (it had a
+ * handler first, or replaced ours) the child leaves it alone and does not
+ * warn again. */
 void vt_ondemand_reset_child(void) {
     int saved = errno;
     pthread_mutex_init(&start_lock, NULL);
@@ -120,13 +134,13 @@ void vt_ondemand_reset_child(void) {
     struct sigaction cur;
     if (installed_signal) {
         if (vt_real_sigaction(installed_signal, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
-            cur.sa_handler == on_signal) {
-            vt_sig_set_default(installed_signal);
+            cur.sa_handler == on_signal)
             restart = 1;
-        }
-        installed_signal = 0;
+        else
+            installed_signal = 0;
     }
     if (vt_onterm_reset_child()) restart = 1;
+    owner = 0;
     watching = 0;
     asked = 0;
     started = !restart;

@@ -14,10 +14,12 @@
 /* Install the handlers and start the watcher (once; later calls return). */
 void vt_ondemand_start(void);
 
-/* In a forked child: the watcher thread did not come along; give the
- * signals back their default where vramtrace's handler is still the one
- * installed (a handler the program put in its place stays) and let the
- * child start its own when it uses a GPU. */
+/* In a forked child: the watcher thread did not come along. The dump
+ * signal's handler stays where it is still vramtrace's, and does nothing
+ * until the child starts its own watcher when it uses a GPU (the child
+ * does not die of the signal); SIGTERM gets its default back where
+ * vramtrace's handler is still the one installed. A handler the program
+ * put in place of either stays. */
 void vt_ondemand_reset_child(void);
 
 /* What a handler asks of the watcher. */
