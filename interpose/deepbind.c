@@ -307,8 +307,8 @@ static void say_unfollowed(const char *file, int mode, void *caller) {
     if (!said && n_unfollowed < sizeof unfollowed / sizeof *unfollowed) unfollowed[n_unfollowed++] = h;
     pthread_mutex_unlock(&unfollowed_lock);
     if (said) return;
-    vt_warn("%s: loaded with RTLD_DEEPBIND by a name that depends on its caller: its CUDA calls bypass vramtrace "
-            "and are not recorded",
+    vt_warn("%s: loaded with RTLD_DEEPBIND by a name that depends on its caller: its CUDA calls may bypass vramtrace "
+            "and go unrecorded (those that reach a CUDA library loaded before it are recorded)",
             file);
 }
 
