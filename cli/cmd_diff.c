@@ -118,11 +118,9 @@ int vt_cmd_diff(int argc, char **argv) {
             fprintf(stderr, "vramtrace diff: unknown option %s (see vramtrace diff --help)\n",
                     vr_safe(a, safe, sizeof safe));
             return 2;
-        } else if (np < 2) {
-            paths[np++] = a;
         } else {
-            fprintf(stderr, "vramtrace diff: give exactly two dumps\n");
-            return 2;
+            if (np < 2) paths[np] = a;
+            np++; /* a third is told below, as one too few is */
         }
     }
     if (np != 2) { fprintf(stderr, "vramtrace diff: give exactly two dumps: OLD.json NEW.json\n"); return 2; }

@@ -453,6 +453,16 @@ def cli_a_folder_or_a_fifo_nobody_writes_is_said_at_once():
 
 
 @test
+def cli_diff_says_one_usage_line_for_any_count_but_two():
+    """diff of one dump or of three said the usage two ways ("give exactly
+    two dumps" alone for three): one line, status 2, for both."""
+    r0 = os.path.join(GOLDEN, R0)
+    for args in ([r0], [r0, r0, r0], []):
+        eq(cli(["diff"] + args)[0::2], (2, "vramtrace diff: give exactly two dumps: OLD.json NEW.json\n"),
+           f"{len(args)} dumps")
+
+
+@test
 def cli_diff_says_a_missing_dump_apart_from_growth():
     """diff's status 1 is the growth past --fail-over alone; a dump that is
     missing, is no dump, or output that cannot be written is status 3
