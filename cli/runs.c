@@ -23,9 +23,19 @@ static int by_start(const void *a, const void *b) {
     return (x->first > y->first) - (x->first < y->first);
 }
 
-static int by_int(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
+static int by_key(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
+}
+
+/* A rank as a run's ranks are told apart: the job's rank as it is; a
+ * local rank (LOCAL_RANK alone) with its host, since each node has its
+ * own 0 (8 processes on 2 nodes repeat local ranks 0 to 3 in one run). */
+static uint64_t rank_key(const struct vm_dump *d) {
+    if (!d->rank_local) return (uint32_t)d->rank;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *c = d->host ? d->host : ""; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return 1ull << 63 | (h & 0x7fffffffull) << 32 | (uint32_t)d->rank;
 }
 
 int vr_newest_run(struct vr_input *in) {
@@ -33,7 +43,7 @@ int vr_newest_run(struct vr_input *in) {
     if (n < 2) return 0;
     struct proc *p = malloc(n * sizeof *p);
     size_t *of = malloc(n * sizeof *of);   /* each dump's process */
-    int *ranks = malloc(n * sizeof *ranks), *group = malloc(n * sizeof *group);
+    uint64_t *ranks = malloc(n * sizeof *ranks), *group = malloc(n * sizeof *group);
     struct vm_dump *sorted = malloc(n * sizeof *sorted);
     if (!p || !of || !ranks || !group || !sorted) {
         free(p), free(of), free(ranks), free(group), free(sorted);
@@ -66,11 +76,11 @@ int vr_newest_run(struct vr_input *in) {
         size_t ng = 0;
         for (size_t q = k; q < j; q++)   /* a rank a job gave (not the 0 of a process without one) */
             if (in->dumps[p[q].first].world_size > 0 && in->dumps[p[q].first].rank_known)
-                group[ng++] = in->dumps[p[q].first].rank;
-        qsort(ranks, nranks, sizeof *ranks, by_int);
+                group[ng++] = rank_key(&in->dumps[p[q].first]);
+        qsort(ranks, nranks, sizeof *ranks, by_key);
         int repeats = 0;
         for (size_t g = 0; g < ng && !repeats; g++)
-            repeats = bsearch(&group[g], ranks, nranks, sizeof *ranks, by_int) != NULL;
+            repeats = bsearch(&group[g], ranks, nranks, sizeof *ranks, by_key) != NULL;
         if (repeats) run++, nranks = 0;
         for (size_t g = 0; g < ng; g++) ranks[nranks++] = group[g];
         for (size_t q = k; q < j; q++) p[q].run = run;

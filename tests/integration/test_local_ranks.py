@@ -101,3 +101,31 @@ def report_counts_no_local_rank_as_the_jobs():
         p = subprocess.run([CLI, "report", "--format", "html", *paths], capture_output=True, text=True)
         ok('first to fail: local rank 1 on nodeB (pid 201), 14.00 MiB requested by cudaMalloc' in p.stdout, "the page's")
         ok('<span class="peak-name">local rank 1 on nodeB, pid 201</span>' in p.stdout, "the page's peaks")
+
+
+@test
+def local_ranks_of_two_nodes_one_after_the_other_are_one_run():
+    """Two nodes' processes with local ranks 0 and 1 each, nodeB's begun
+    after nodeA's had ended (a node that started late): their local ranks
+    repeat, which read as a new run of the same ranks, and nodeA's dumps
+    were left out as an earlier run. Local ranks are told apart with their
+    host: one run of 4 processes."""
+    shape = [("nodeA", 0, 100, 20, 0), ("nodeA", 1, 101, 30, 0), ("nodeB", 0, 200, 40, 0), ("nodeB", 1, 201, 90, 0)]
+    with workdir("vt-localrun-") as work:
+        paths = local_dumps(work, shape)
+        for path in paths[2:]:
+            d = json.load(open(path))
+            d["start_unix_ns"] += 3600 * 10**9   # an hour later, long after nodeA's ended
+            json.dump(d, open(path, "w"))
+        p = subprocess.run([CLI, "report", *paths], capture_output=True, text=True)
+        eq((p.returncode, p.stderr), (0, ""), "vramtrace report")
+        ok("\n4 processes:\n" in "\n" + p.stdout and "earlier run" not in p.stdout, p.stdout[:2000])
+        # The job's own ranks repeated are a new run still.
+        for path in paths:
+            d = json.load(open(path))
+            d.pop("rank_from")
+            d["rank_known"] = True
+            json.dump(d, open(path, "w"))
+        p = subprocess.run([CLI, "report", *paths], capture_output=True, text=True)
+        eq(p.returncode, 0, p.stderr)
+        ok("earlier runs: left out 2 dumps of 1 earlier run of these ranks" in p.stdout, p.stdout[:2000])
