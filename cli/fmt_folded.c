@@ -141,7 +141,12 @@ static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t
         put(t, ";", 1);
     }
     if (in->n > 1) {
-        snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
+        /* As report's table names a process: a rank only where a launcher
+         * gave one, a local rank with its host. */
+        if (d->rank_local)
+            snprintf(label, sizeof label, "local rank %d %s pid %d", d->rank, d->host ? d->host : "?", d->pid);
+        else if (d->rank_known) snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
+        else snprintf(label, sizeof label, "pid %d", d->pid);
         put(t, label, 0);
         put(t, ";", 1);
     }

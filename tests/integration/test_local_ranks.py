@@ -98,6 +98,11 @@ def report_counts_no_local_rank_as_the_jobs():
         eq([(q["rank"], q["rank_from"], q["host"]) for q in j["processes"]],
            [(0, "LOCAL_RANK", "nodeA"), (1, "LOCAL_RANK", "nodeA"), (0, "LOCAL_RANK", "nodeB"),
             (1, "LOCAL_RANK", "nodeB")], "the JSON says where each rank came from")
+        p = subprocess.run([CLI, "report", "--format", "folded", "--folded-root", "none", *paths],
+                           capture_output=True, text=True)
+        eq(sorted({l.split(";")[0] for l in p.stdout.splitlines()}),
+           ["local rank 0 nodeA pid 100", "local rank 0 nodeB pid 200", "local rank 1 nodeA pid 101",
+            "local rank 1 nodeB pid 201"], "the folded stacks' process frames (they said 'rank 0 pid 100')")
         p = subprocess.run([CLI, "report", "--format", "html", *paths], capture_output=True, text=True)
         ok('first to fail: local rank 1 on nodeB (pid 201), 14.00 MiB requested by cudaMalloc' in p.stdout, "the page's")
         ok('<span class="peak-name">local rank 1 on nodeB, pid 201</span>' in p.stdout, "the page's peaks")

@@ -61,6 +61,11 @@ def report_of_rankless_dumps_names_no_rank_and_no_earlier_run():
         p = subprocess.run([CLI, "report", "--format", "json"] + paths, capture_output=True, text=True)
         j = json.loads(p.stdout)
         eq((len(j["processes"]), "earlier_runs" in j), (2, False), "the JSON: both processes, no earlier run")
+        p = subprocess.run([CLI, "report", "--format", "folded", "--folded-root", "none"] + paths, capture_output=True,
+                           text=True)
+        eq(sorted({l.split(";")[0] for l in p.stdout.splitlines()}),
+           sorted(f"pid {json.load(open(path))['pid']}" for path in paths),
+           "the folded stacks' process frames: no rank (they said 'rank 0 pid N')")
 
 
 def ranked_run(work, rank):
