@@ -480,18 +480,29 @@ static int report_is_dump(const char *path, unsigned seq, char *dump) {
     return vt_file_same_name(path, dump);
 }
 
+/* The report's file cannot be opened (a folder, a missing folder, a file
+ * this user may not write, another user's, a FIFO with no reader, a path
+ * too long): one warning, and the report goes to stderr, as it does when
+ * the file stops taking it. Before, the post-mortem was lost, with only
+ * the warning left to say there had been one. */
+static void warn_report_elsewhere(const char *path, const char *why) {
+    char said[512];
+    snprintf(said, sizeof said, "%s; the report goes to stderr", why ? why : strerror(errno));
+    warn_once(&warned_report, "the report to", path, said);
+}
+
 /* The human report's stream: stderr, stdout, none ("off"), or the file
- * at path (NULL when path is, after one warning; the caller warned for
- * a path too long), which sends what it cannot take to fb (NULL: none);
- * stderr, after one warning, when that file is the
- * dump's (report_is_dump; seq: the %n path was expanded with) or holds
- * something that is no report log (report_keep.h). */
+ * at path, which sends what it cannot take to fb (NULL: none); stderr,
+ * after one warning, when that file cannot be opened (path NULL: the
+ * caller warned for a path too long), is the dump's (report_is_dump;
+ * seq: the %n path was expanded with) or holds something that is no
+ * report log (report_keep.h). */
 static FILE *open_report(const char *path, unsigned seq, int *close_it, struct vt_report_fallback *fb) {
     *close_it = 0;
     if (strcmp(vt_opt.report, "off") == 0) return NULL;
     if (strcmp(vt_opt.report, "stderr") == 0) return stderr;
     if (strcmp(vt_opt.report, "stdout") == 0) return stdout;
-    if (!path) return NULL;
+    if (!path) return stderr;
     char dump[PATH_MAX];
     if (report_is_dump(path, seq, dump)) {
         static int warned_same;
@@ -518,8 +529,8 @@ static FILE *open_report(const char *path, unsigned seq, int *close_it, struct v
     }
     FILE *f = vt_file_open_report(path, &why, fb);
     if (!f) {
-        warn_once(&warned_report, "the report to", path, why);
-        return NULL;
+        warn_report_elsewhere(path, why);
+        return stderr;
     }
     *close_it = 1;
     return f;
@@ -760,7 +771,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     if (vt_report_to_file(vt_opt.report)) warn_unknown_codes("VRAMTRACE_REPORT", vt_opt.report, &warned_report_codes);
     if (vt_expand_path(vt_opt.report, rpath, sizeof rpath, meta.pid, host, meta.rank, seq) != 0) {
         report_path = NULL;
-        if (vt_report_to_file(vt_opt.report)) warn_once(&warned_report, "the report to", vt_opt.report, TOO_LONG);
+        if (vt_report_to_file(vt_opt.report)) warn_report_elsewhere(vt_opt.report, TOO_LONG);
     }
     int close_it;
     /* What the report's file cannot take (a full disk) goes to stderr,

@@ -315,7 +315,8 @@ def report_never_blocks_nor_goes_to_another_users_file():
     with workdir("vt-files-") as work:
         fifo = os.path.join(work, "fifo")
         os.mkfifo(fifo, 0o600)
-        want = [f"vramtrace: warning: cannot write the report to {fifo}: it is a FIFO with no reader"]
+        want = [f"vramtrace: warning: cannot write the report to {fifo}: it is a FIFO with no reader; the report goes "
+                "to stderr"]
         # No reader: at exit, and inside the failing call at an OOM.
         for argv, base, extra in ((TRIAGE, a, {}), (oom, a_oom, {"SIMGPU_CAPACITY": "64M"})):
             rc, out, err, secs = timed(argv, lib_env(VRAMTRACE_REPORT=fifo, **extra), timeout=20)
@@ -333,7 +334,7 @@ def report_never_blocks_nor_goes_to_another_users_file():
         eq((rc, out, err), (a.rc, a.out, ""), "report to a read FIFO: no warning")
         ok(text.startswith("vramtrace: exit in pid "), "the reader got the report: " + text[:200])
 
-        # A file another user made there: left alone, the report skipped.
+        # A file another user made there: left alone, the report on stderr.
         theirs = os.path.join(work, "theirs.txt")
         with open(theirs, "w") as f:
             f.write("theirs\n")
@@ -341,10 +342,11 @@ def report_never_blocks_nor_goes_to_another_users_file():
         os.chmod(theirs, 0o666)
         rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=theirs))
         eq((rc, out), (a.rc, a.out), "the program's own status and output")
-        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {theirs}: it belongs to another user"],
-           "one warning line")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {theirs}: it belongs to another user; "
+                           "the report goes to stderr"], "one warning line")
+        ok(f"vramtrace: exit in pid " in err, "the report on stderr: " + err)
         eq(open(theirs).read(), "theirs\n", "their file is untouched")
-        # The leak report, which CI reads, goes to stderr instead.
+        # The leak report, which CI reads, with it.
         rc, out, err, _ = timed([os.path.join(T, "t_leaks")], lib_env(VRAMTRACE_REPORT=theirs,
                                                                    VRAMTRACE_LEAK_CHECK="1"))
         eq(rc, 23, "the leak check's status")
@@ -357,8 +359,8 @@ def report_never_blocks_nor_goes_to_another_users_file():
         link = os.path.join(work, "link.txt")
         os.symlink(target, link)
         rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=link))
-        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {link}: it is a symbolic link (not followed)"],
-           "one warning line")
+        eq(warnings(err), [f"vramtrace: warning: cannot write the report to {link}: it is a symbolic link (not "
+                           "followed); the report goes to stderr"], "one warning line")
         ok(not os.path.lexists(target), "no file made through the link")
 
         # Our own report log: appended to; a new one: mode 0600.
@@ -513,7 +515,8 @@ def dump_paths_up_to_path_max_are_exact():
         # A report path too long: one warning, no report file.
         rc, out, err, _ = timed(TRIAGE, lib_env(VRAMTRACE_REPORT=long_path), cwd=work)
         eq(warnings(err), ["vramtrace: warning: cannot write the report to " + long_path[:200] +
-                           "...: the path is longer than 4095 characters"], "one warning line")
+                           "...: the path is longer than 4095 characters; the report goes to stderr"],
+           "one warning line")
         eq(os.listdir(folder), [], "no report written")
 
 
@@ -948,6 +951,52 @@ def run_leak_check_fails_on_a_leak_in_another_process():
 
 
 @test
+def report_file_that_cannot_be_opened_sends_the_report_to_stderr():
+    """A report file that cannot be opened (a folder at its name, a folder
+    that is not there, a read-only file of this user who is not root) is
+    said in one warning, and the post-mortem and the exit report come on
+    stderr, as for a file that is no report log or a full disk. Before,
+    the warning was all there was: the report was lost."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    base = run(prog)
+    want = [l for l in base.err.splitlines() if l.startswith("vramtrace:")]
+    with workdir("vt-files-noopen-") as work:
+        os.chmod(work, 0o755)
+        os.chown(work, NOBODY, NOBODY)
+        folder = os.path.join(work, "rdir")
+        os.mkdir(folder)
+        ro = os.path.join(work, "ro.log")
+        with open(ro, "w") as f:
+            f.write("vramtrace: before\n")
+        os.chown(ro, NOBODY, NOBODY)
+        os.chmod(ro, 0o444)
+
+        def as_nobody():
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        for rep, why, pre in ((folder, "it is not a regular file, a FIFO or a character device", None),
+                              (os.path.join(work, "nodir", "r.log"), "No such file or directory", None),
+                              (ro, "Permission denied", as_nobody)):
+            p = subprocess.run(["bash", "-c", 'echo $$; exec "$@"', "sh"] + prog, capture_output=True, text=True,
+                               timeout=60, preexec_fn=pre, cwd=work,
+                               env=lib_env(VRAMTRACE_REPORT=rep, VRAMTRACE_OUT=os.path.join(work, "d.%p.json")))
+            pid = int(p.stdout.split()[0])
+            eq(p.returncode, base.rc, f"{rep}: the program's own status")
+            err = p.stderr.splitlines()
+            eq(err[0], f"vramtrace: warning: cannot write the report to {rep}: {why}; the report goes to stderr",
+               f"{rep}: one warning first")
+            eq(warnings(p.stderr), err[:1], f"{rep}: no other warning")
+            got = [l for l in err[1:] if l.startswith("vramtrace:")]
+            eq(len(got), len(want), f"{rep}: the report's lines on stderr:\n" + p.stderr)
+            eq([l for l in got if l.startswith(("vramtrace: out of memory", "vramtrace: exit in"))],
+               [f"vramtrace: out of memory in pid {pid} ({prog[0]})", f"vramtrace: exit in pid {pid} ({prog[0]})"],
+               f"{rep}: the post-mortem, then the exit report")
+        eq(os.listdir(folder), [], "nothing made in the folder")
+        ok(not os.path.exists(os.path.join(work, "nodir")), "no folder made")
+        eq(open(ro).read(), "vramtrace: before\n", "the read-only file as it was")
+
+
+@test
 def report_to_a_full_device_is_said_and_the_leaks_reach_stderr():
     """A report destination that cannot take the report (/dev/full: no
     space left) is said in one warning; the report, the leak report CI
@@ -1028,9 +1077,10 @@ def paths_with_a_newline_or_an_escape_are_said_escaped():
         bad = os.path.join(work, "no\x1b[31m\n", "x.json")
         rc, _, err, _ = timed(prog, lib_env(VRAMTRACE_OUT=bad, VRAMTRACE_REPORT=bad + ".log"))
         esc = bad.replace("\x1b", "\\x1b").replace("\n", "\\x0a")
-        eq(err.splitlines(), [f"vramtrace: warning: cannot write the dump to {esc}: No such file or directory",
-                              f"vramtrace: warning: cannot write the report to {esc}.log: No such file or directory"],
-           "two warnings, one line each, escaped")
+        eq(err.splitlines()[:2], [f"vramtrace: warning: cannot write the dump to {esc}: No such file or directory",
+                                  f"vramtrace: warning: cannot write the report to {esc}.log: No such file or "
+                                  "directory; the report goes to stderr"], "two warnings, one line each, escaped")
+        eq(warnings(err), err.splitlines()[:2], "no other warning")
         p = subprocess.run([CLI, "metrics", "--once", "--textfile", "no\x1b[31m\n"], capture_output=True, text=True,
                            cwd=work, timeout=30)
         eq((p.returncode, p.stderr), (1, "vramtrace metrics: cannot write no\\x1b[31m\\x0a/vramtrace.prom: No such "
