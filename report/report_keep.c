@@ -21,21 +21,15 @@
 #include "outfile.h"
 #include "report_keep.h"
 
-/* Whether text (n bytes, a file's first) begins as a report of vramtrace
- * does, after the blank lines a leak report starts with: a post-mortem's,
- * an exit summary's or a forecast's "vramtrace", a leak report's rule of
- * '=' or its "==PID==" line, or the list of suppressions used that a leak
- * report whose leaks were all suppressed begins with. */
-static int begins_as_report(const char *text, size_t n, int whole) {
+/* Whether text (n bytes, from a file's first byte that is not blank)
+ * begins as a report of vramtrace does: a post-mortem's, an exit
+ * summary's or a forecast's "vramtrace", a leak report's rule of '=' or
+ * its "==PID==" line (after the blank lines a leak report starts with),
+ * or the list of suppressions used that a leak report whose leaks were
+ * all suppressed begins with. */
+static int begins_as_report(const char *p, size_t left) {
     static const char rule[] = "=================================================================\n";
     static const char used[] = "-----------------------------------------------------\nSuppressions used:";
-    size_t i = 0;
-    while (i < n && (text[i] == '\n' || text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) i++;
-    /* Blank lines alone (`echo > report.log`, how a log is often
-     * emptied) are as good as empty. */
-    if (i == n && whole) return 1;
-    const char *p = text + i;
-    size_t left = n - i;
 #define STARTS(s) (left >= sizeof s - 1 && memcmp(p, s, sizeof s - 1) == 0)
     /* "vramtrace:" with its colon, as every line the library writes: a
      * file of notes that begins with the word is not a report. */
@@ -45,6 +39,32 @@ static int begins_as_report(const char *text, size_t n, int whole) {
     size_t k = 2;
     while (k < left && p[k] >= '0' && p[k] <= '9') k++;
     return k > 2 && left - k >= 2 && p[k] == '=' && p[k + 1] == '=';
+}
+
+/* How many blank bytes a file may begin with: a file of blank lines up
+ * to a MiB is as good as empty, a longer one is no report log (it is left
+ * as it is), so that the look at each report stays short. */
+#define BLANK_MAX (1 << 20)
+
+/* Where the first byte of fd that is not a space, a tab, a CR or a LF
+ * lies, read in chunks (blank lines alone, `echo > report.log` or a log
+ * emptied with many, are as good as empty: before, only a file of 128
+ * bytes or fewer was). -1 when the whole file is blank, -2 when more
+ * than its first BLANK_MAX bytes are, -3 when it cannot be read. */
+static off_t first_text(int fd) {
+    char buf[8192];
+    off_t at = 0;
+    while (at <= BLANK_MAX) {
+        size_t want = BLANK_MAX + 1 - (size_t)at < sizeof buf ? BLANK_MAX + 1 - (size_t)at : sizeof buf;
+        ssize_t n = pread(fd, buf, want, at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -3;
+        if (n == 0) return -1;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != '\n' && buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r') return at + i;
+        at += n;
+    }
+    return -2;
 }
 
 int vt_report_keep_appendable(const char *path, const char **why) {
@@ -59,21 +79,22 @@ int vt_report_keep_appendable(const char *path, const char **why) {
          * of vramtrace's, which are 0600. */
         char head[128];
         ssize_t n = -1;
+        off_t at = -3;
         int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
         int gone = fd < 0 && errno == ENOENT; /* removed meanwhile: a new one is made */
         if (fd >= 0) {
-            n = pread(fd, head, sizeof head, 0);
+            at = first_text(fd);
+            if (at >= 0) n = pread(fd, head, sizeof head, at);
             close(fd);
         }
-        if (n > 0 && !begins_as_report(head, (size_t)n, (off_t)n >= st.st_size)) {
+        if (at == -1 || gone || (at >= 0 && n == 0)) {
+            /* blank lines alone, or emptied or removed meanwhile */
+        } else if (n <= 0 || !begins_as_report(head, (size_t)n)) {
             ok = 0;
             /* A dump begins {"format":"vramtrace-dump" (spaced in one a
              * tool rewrote). */
-            int dump = head[0] == '{' && memmem(head, (size_t)n, "\"vramtrace-dump\"", 16);
+            int dump = n > 0 && head[0] == '{' && memmem(head, (size_t)n, "\"vramtrace-dump\"", 16);
             *why = dump ? "is a vramtrace dump" : "is not a vramtrace report log";
-        } else if (n < 0 && !gone) {
-            ok = 0;
-            *why = "is not a vramtrace report log";
         }
     }
     close(dirfd);

@@ -5,8 +5,9 @@
 
 /* Whether the report may be appended to the file at path: 1 when there
  * is none, or it is not a regular file of this user (a FIFO, a device,
- * another user's file: outfile.h's rules decide), or it is empty, or its
- * first line is one a vramtrace report begins with. 0, with *why ("is a
+ * another user's file: outfile.h's rules decide), or it is empty (or
+ * holds blank lines alone, up to a MiB of them), or its first line that
+ * is not blank is one a vramtrace report begins with. 0, with *why ("is a
  * vramtrace dump", "is not a vramtrace report log"), when it is a regular
  * file of this user that holds something else. */
 int vt_report_keep_appendable(const char *path, const char **why);

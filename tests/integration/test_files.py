@@ -1578,6 +1578,44 @@ def report_is_appended_only_to_a_report_log():
 
 
 @test
+def report_file_of_blank_lines_of_any_length_is_appended_to():
+    """A report file of blank lines alone (spaces, tabs, CRs and LFs) is
+    appended to as an empty one, whatever its length up to a MiB, and so is
+    a log that begins with a long run of them before its first report line;
+    a file of more than a MiB of blank bytes is left as it is (the report
+    on stderr). Before, a file of more than 128 blank bytes (`yes '' | head
+    -200 > r.log`) was refused as no report log."""
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    unit = b" \t\r\n"
+    cases = (("lf200", b"\n" * 200, True),
+             ("mib", unit * (1 << 18), True),
+             ("then-log", unit * 40000 + b"vramtrace: an earlier report\n", True),
+             ("past-mib", b"\n" * ((1 << 20) + 1), False))
+    with workdir("vt-files-blank-") as work:
+        for name, before, appended in cases:
+            path = os.path.join(work, name + ".log")
+            with open(path, "wb") as f:
+                f.write(before)
+            p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=path),
+                               cwd=work, capture_output=True, text=True, timeout=60)
+            pid = int(p.stdout.split()[0])
+            with open(path, "rb") as f:
+                text = f.read()
+            where = text[len(before):].decode() if appended else p.stderr
+            eq(warnings(p.stderr), [] if appended else [
+                f"vramtrace: warning: the report file {path} is not a vramtrace report log: it is left as it is, and "
+                "the report goes to stderr"], f"{name}: the warnings")
+            eq((text[:len(before)] == before, len(text) > len(before)), (True, appended),
+               f"{name}: what was there kept, the report {'after it' if appended else 'not added'}")
+            eq([l for l in where.splitlines() if l.startswith(("vramtrace: out of memory in", "vramtrace: exit in"))],
+               [f"vramtrace: out of memory in pid {pid} ({prog[0]})", f"vramtrace: exit in pid {pid} ({prog[0]})"],
+               f"{name}: the post-mortem and the exit report " + ("in the file" if appended else "on stderr"))
+            if appended:
+                ok(where.startswith(f"vramtrace: out of memory in pid {pid} "), f"{name}: the report's first line "
+                   "begins the file's first line after the blank ones: " + where[:100])
+
+
+@test
 def a_dash_is_no_file_for_the_dump_or_the_report():
     """VRAMTRACE_OUT=- and VRAMTRACE_REPORT=- warn once each and keep their
     defaults (a dump vramtrace.PID.json, the report on stderr); `vramtrace
