@@ -159,6 +159,46 @@ static FILE *stream_of(int fd, const char *mode) {
     return f;
 }
 
+/* A report log whose last line has no newline (a note put there with
+ * printf or an editor that adds none) had the report joined onto that
+ * line ("vramtrace: no newlinevramtrace: out of memory..."): fd, the log
+ * at base in dirfd just opened to append to, gets one first. Processes
+ * that open one log together take turns (a lock of fd's open file, which
+ * NFS carries, waited for 2 s at most), so that one of them adds it and
+ * the others find it there; each appends whole lines after it, which
+ * leave the file ending in a newline. The log is read through a
+ * descriptor of its own (fd only writes), the same file's. */
+static void end_last_line(int dirfd, const char *base, int fd) {
+    struct stat st, rst;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+    int rfd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+    if (rfd < 0) return;
+    if (fstat(rfd, &rst) != 0 || rst.st_dev != st.st_dev || rst.st_ino != st.st_ino) {
+        close(rfd);
+        return;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int locked = 0;
+    for (int i = 0; i < 200; i++) {
+        if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
+            locked = 1;
+            break;
+        }
+        if (errno != EACCES && errno != EAGAIN) break;
+        usleep(10000);
+    }
+    char last;
+    if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(rfd, &last, 1, st.st_size - 1) == 1 && last != '\n' &&
+        write(fd, "\n", 1) != 1) {
+        /* a full disk: the report's own writes meet it and say so */
+    }
+    if (locked) {
+        fl.l_type = F_UNLCK;
+        fcntl(fd, F_OFD_SETLK, &fl);
+    }
+    close(rfd);
+}
+
 static int open_report_fd(const char *path, const char **why) {
     const char *base;
     int dirfd = vt_file_dir_of(path, &base);
@@ -169,6 +209,7 @@ static int open_report_fd(const char *path, const char **why) {
         if (fd >= 0) (void)fchmod(fd, 0600); /* whatever the program's umask (777 made it 0000) */
         if (fd >= 0 || errno != EEXIST) break;
         fd = open_existing(dirfd, base, O_APPEND, why);
+        if (fd >= 0) end_last_line(dirfd, base, fd);
         if (fd >= 0 || *why || errno != ENOENT) break; /* ENOENT: removed between the two */
     }
     int e = errno;

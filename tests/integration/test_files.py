@@ -1616,6 +1616,53 @@ def report_file_of_blank_lines_of_any_length_is_appended_to():
 
 
 @test
+def report_log_whose_last_line_has_no_newline_gets_one_first():
+    """A report log whose last line has no newline (`printf 'vramtrace: no
+    newline' > r.log`) gets one before the report, once: the report begins
+    a line of its own and no blank line is added. Four processes that open
+    it while another holds the log's lock (as a vramtrace process adding the
+    newline does) wait for it, and find the newline that one added: none
+    adds a second one. Before, the report was joined onto that line ("vramtrace: no
+    newlinevramtrace: out of memory in pid ...")."""
+    import fcntl
+    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
+    with workdir("vt-files-eol-") as work:
+        log = os.path.join(work, "r.log")
+        with open(log, "w") as f:
+            f.write("vramtrace: no newline")
+        p = subprocess.run(["bash", "-c", f"echo $$; exec {' '.join(prog)}"], env=lib_env(VRAMTRACE_REPORT=log),
+                           cwd=work, capture_output=True, text=True, timeout=60)
+        pid = int(p.stdout.split()[0])
+        eq(warnings(p.stderr), [], "no warning")
+        lines = open(log).read().split("\n")
+        eq(lines[:2], ["vramtrace: no newline", f"vramtrace: out of memory in pid {pid} ({prog[0]})"],
+           "the report on a line of its own")
+        eq((lines[-1], [l for l in lines[:-1] if not l.startswith("vramtrace:")]), ("", []),
+           "whole lines, none blank")
+        # Four processes at once, while the log's lock is held by a writer
+        # that adds the newline before it lets go.
+        with open(log, "w") as f:
+            f.write("vramtrace: no newline")
+        holder = open(log, "a")
+        fcntl.lockf(holder, fcntl.LOCK_EX)
+        procs = [subprocess.Popen(prog, env=lib_env(VRAMTRACE_REPORT=log), cwd=work, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        time.sleep(0.3)
+        holder.write("\n")
+        holder.flush()
+        fcntl.lockf(holder, fcntl.LOCK_UN)
+        holder.close()
+        errs = [pr.communicate(timeout=60)[1] for pr in procs]
+        eq([warnings(e) for e in errs], [[]] * 4, "no warning")
+        lines = open(log).read().split("\n")
+        eq((lines[0], lines[-1]), ("vramtrace: no newline", ""), "the first line kept, the last ended")
+        eq([l for l in lines[:-1] if not l.startswith("vramtrace:")], [], "one newline added: no blank line")
+        eq(sorted(l.split(" in pid ")[0] for l in lines if l.startswith(("vramtrace: out of memory in pid",
+                                                                           "vramtrace: exit in pid"))),
+           ["vramtrace: exit"] * 4 + ["vramtrace: out of memory"] * 4, "each process's two reports")
+
+
+@test
 def a_dash_is_no_file_for_the_dump_or_the_report():
     """VRAMTRACE_OUT=- and VRAMTRACE_REPORT=- warn once each and keep their
     defaults (a dump vramtrace.PID.json, the report on stderr); `vramtrace
