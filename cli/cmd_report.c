@@ -57,14 +57,16 @@ static int write_report(const struct vt_reporter *rep, const struct vr_input *in
     struct vr_out of = {.f = stdout};
     if (out && vr_out_open(out, &of) != 0) {
         fprintf(stderr, "vramtrace report: cannot write %s: %s\n", vr_safe(out, safe, sizeof safe),
-                strerror(errno));
+                of.why ? of.why : strerror(errno));
         return 1;
     }
     FILE *f = of.f;
-    /* Only a regular file at that very name is removed on failure (not a
-     * device, not what a symbolic link points to). */
+    /* Only a regular file of this user's at that very name is removed on
+     * failure (not a device, not what a symbolic link points to, not a
+     * file with other names, which would keep what was written). */
     struct stat st, at;
-    int regular = out && !of.tmp[0] && of.fd < 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && lstat(out, &at) == 0 &&
+    int regular = out && !of.tmp[0] && of.fd < 0 && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+                  st.st_nlink == 1 && st.st_uid == geteuid() && lstat(out, &at) == 0 &&
                   S_ISREG(at.st_mode) && at.st_ino == st.st_ino && at.st_dev == st.st_dev;
     err[0] = '\0';
     errno = 0;

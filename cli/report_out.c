@@ -62,8 +62,18 @@ static void remove_on_signals(void) {
     }
 }
 
+/* The stream of fd, a file written in place from its start. */
+static int in_place(struct vr_out *o, int fd) {
+    if (ftruncate(fd, 0) == 0 && (o->f = fdopen(fd, "wb"))) return 0;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
 int vr_out_open(const char *out, struct vr_out *o) {
     o->target[0] = o->tmp[0] = '\0';
+    o->why = NULL;
     o->fd = descriptor_named(out);
     if (o->fd >= 0) {
         int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
@@ -76,36 +86,99 @@ int vr_out_open(const char *out, struct vr_out *o) {
     }
     struct stat st, lst;
     int exists = stat(out, &st) == 0;
+    if (exists && S_ISFIFO(st.st_mode)) {
+        /* Opened without blocking: a FIFO nobody reads held the command
+         * for ever, as one nobody writes held `report FIFO`. */
+        int fd = open(out, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), fl;
+        if (fd < 0) {
+            if (errno == ENXIO) o->why = "a FIFO nobody reads (not waited for)";
+            return -1;
+        }
+        if ((fl = fcntl(fd, F_GETFL)) >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 && (o->f = fdopen(fd, "wb")))
+            return 0;
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
     const char *target = out;
     char real[PATH_MAX];
     if (lstat(out, &lst) == 0 && S_ISLNK(lst.st_mode)) target = exists && realpath(out, real) ? real : NULL;
-    if (target && (!exists || S_ISREG(st.st_mode)) && strlen(target) < sizeof o->target) {
+    /* A file there is opened first, as the shell's `>` opens it: one this
+     * user may not write is refused (the rename replaced a read-only
+     * file). It is written in place, through this descriptor, where the
+     * file written aside could not take its place as the same file: one
+     * with other names (hard links, which kept the old text), and one whose
+     * owner or group this user cannot give the new file (another user's,
+     * in a sticky folder, where the rename is not permitted). */
+    int fd = -1;
+    if (exists && S_ISREG(st.st_mode) && (fd = open(out, O_WRONLY | O_NOCTTY | O_CLOEXEC)) < 0) return -1;
+    if (target && (!exists || (S_ISREG(st.st_mode) && st.st_nlink <= 1)) && strlen(target) < sizeof o->target) {
         const char *slash = strrchr(target, '/');
         int dir = slash ? (int)(slash - target) + 1 : 0;
         int n = snprintf(o->tmp, sizeof o->tmp, "%.*s.vramtrace-report.XXXXXX", dir, target);
-        int fd = n > 0 && (size_t)n < sizeof o->tmp ? mkostemp(o->tmp, O_CLOEXEC) : -1;
-        if (fd >= 0) {
+        int tfd = n > 0 && (size_t)n < sizeof o->tmp ? mkostemp(o->tmp, O_CLOEXEC) : -1;
+        if (tfd >= 0 && exists && fchown(tfd, st.st_uid, st.st_gid) != 0) { /* not its owner's: in place */
+            close(tfd);
+            unlink(o->tmp);
+            tfd = -1;
+        }
+        if (tfd >= 0) {
             /* The mode the file had (or a new one's, under the umask),
-             * not mkstemp's 0600; and its owner where that can be kept. */
+             * not mkstemp's 0600. */
             mode_t mask = umask(0);
             umask(mask);
-            if (exists && fchown(fd, st.st_uid, st.st_gid) != 0) {
-                /* not root: the new file is this user's, as a new one is */
-            }
-            (void)fchmod(fd, exists ? st.st_mode & 07777 : 0666 & ~mask);
-            if ((o->f = fdopen(fd, "wb"))) {
+            (void)fchmod(tfd, exists ? st.st_mode & 07777 : 0666 & ~mask);
+            if ((o->f = fdopen(tfd, "wb"))) {
                 snprintf(o->target, sizeof o->target, "%s", target);
                 snprintf(pending, sizeof pending, "%s", o->tmp);
                 remove_on_signals();
+                if (fd >= 0) close(fd);
                 return 0;
             }
-            close(fd);
+            close(tfd);
             unlink(o->tmp);
         }
         o->tmp[0] = '\0';
     }
+    if (fd >= 0) return in_place(o, fd);
     o->f = fopen(out, "wb");
     return o->f ? 0 : -1;
+}
+
+/* The file written aside (tmp) copied into target in place, where the
+ * rename is refused (EPERM, EACCES; EBUSY: target is a mount point). */
+static int copy_in_place(const char *tmp, const char *target) {
+    int in = open(tmp, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(target, O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+    int rc = out < 0 ? -1 : 0;
+    char buf[65536];
+    while (rc == 0) {
+        ssize_t n = read(in, buf, sizeof buf), done = 0;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            rc = n < 0 ? -1 : 0;
+            break;
+        }
+        while (rc == 0 && done < n) {
+            ssize_t w = write(out, buf + done, (size_t)(n - done));
+            if (w > 0) {
+                done += w;
+            } else if (w == 0 || errno != EINTR) {
+                if (w == 0) errno = EIO;
+                rc = -1;
+            }
+        }
+        if (rc != 0) break;
+    }
+    int e = errno;
+    if (out >= 0 && close(out) != 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (in >= 0) close(in);
+    errno = e;
+    return rc;
 }
 
 int vr_out_close(struct vr_out *o, int ok) {
@@ -116,9 +189,14 @@ int vr_out_close(struct vr_out *o, int ok) {
         return 0;
     }
     int e = errno;
+    if (ok && rc == 0 && (e == EPERM || e == EACCES || e == EBUSY)) {
+        rc = copy_in_place(o->tmp, o->target);
+        e = errno;
+    } else {
+        rc = -1;
+    }
     unlink(o->tmp);
     pending[0] = '\0';
     errno = e;
-    return -1;
+    return rc;
 }
-

@@ -416,6 +416,92 @@ def cli_o_on_a_full_disk_keeps_the_report_that_was_there():
 
 
 @test
+def cli_o_writes_as_the_shells_redirection_does():
+    """-o FILE as a user who is not root: a read-only file is refused as the
+    shell's `>` refuses it (before: replaced, still 0444); another user's
+    file of mode 666 in a sticky folder is written in place, theirs still
+    (before: "Operation not permitted", status 1); a file with a second
+    hard link, and one whose rename is refused (a mount point), are
+    written in place, both names the new report (before: the link kept the
+    old text). A FIFO nobody reads is refused at once (before: it waited
+    for ever); one with a reader gets the report."""
+    r0 = os.path.join(GOLDEN, R0)
+    report = cli(["report", r0])[1]
+    uid = 65534
+
+    def as_user():
+        os.setgid(uid)
+        os.setuid(uid)
+
+    def report_o(out, **kw):
+        p = subprocess.run([CLI, "report", r0, "-o", out], capture_output=True, timeout=30, **kw)
+        return p.returncode, p.stderr.decode()
+    with workdir("vt-cli-shell-") as work:
+        os.chmod(work, 0o755)
+        rw, sticky = os.path.join(work, "rw"), os.path.join(work, "st")
+        os.mkdir(rw, 0o777)
+        os.mkdir(sticky)
+        os.chmod(rw, 0o777)
+        os.chmod(sticky, 0o1777)
+        ro = os.path.join(rw, "ro.txt")
+        with open(ro, "w") as f:
+            f.write("keep\n")
+        os.chown(ro, uid, uid)
+        os.chmod(ro, 0o444)
+        eq(report_o(ro, preexec_fn=as_user), (1, f"vramtrace report: cannot write {ro}: Permission denied\n"),
+           "a read-only file: refused")
+        eq((open(ro).read(), stat.S_IMODE(os.stat(ro).st_mode)), ("keep\n", 0o444), "the read-only file as it was")
+        eq(sorted(os.listdir(rw)), ["ro.txt"], "nothing beside it")
+
+        shared = os.path.join(sticky, "shared.txt")
+        with open(shared, "w") as f:
+            f.write("theirs\n")
+        os.chmod(shared, 0o666)
+        eq(report_o(shared, preexec_fn=as_user), (0, ""), "another user's file in a sticky folder")
+        st = os.stat(shared)
+        eq((open(shared, "rb").read(), st.st_uid, stat.S_IMODE(st.st_mode)), (report, 0, 0o666),
+           "written in place: the new report, their file still")
+        eq(sorted(os.listdir(sticky)), ["shared.txt"], "nothing beside it")
+
+        h1, h2 = os.path.join(work, "h1"), os.path.join(work, "h2")
+        with open(h1, "w") as f:
+            f.write("old\n")
+        os.link(h1, h2)
+        eq(report_o(h1), (0, ""), "a file with two names")
+        eq((open(h1, "rb").read(), open(h2, "rb").read(), os.stat(h1).st_ino == os.stat(h2).st_ino),
+           (report, report, True), "both names the new report, one file")
+
+        mnt, src = os.path.join(work, "mnt.txt"), os.path.join(work, "src.txt")
+        for path in (mnt, src):
+            with open(path, "w") as f:
+                f.write("old\n")
+        p = subprocess.run(["unshare", "--mount", "sh", "-c", 'mount --bind "$1" "$2" && "$0" report "$3" -o "$2"',
+                            CLI, src, mnt, r0], capture_output=True, timeout=30)
+        eq((p.returncode, p.stderr), (0, b""), "a mount point, whose rename is refused")
+        eq((open(src, "rb").read(), open(mnt).read()), (report, "old\n"), "written in place: the mounted file")
+
+        fifo = os.path.join(work, "fifo")
+        os.mkfifo(fifo)
+        t0 = time.monotonic()
+        eq(report_o(fifo), (1, f"vramtrace report: cannot write {fifo}: a FIFO nobody reads (not waited for)\n"),
+           "a FIFO nobody reads")
+        ok(time.monotonic() - t0 < 10, "refused at once")
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            eq(report_o(fifo), (0, ""), "a FIFO with a reader")
+            got = b""
+            while True:
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            os.close(rfd)
+        eq(got, report, "the reader got the report")
+        eq(sorted(os.listdir(work)), ["fifo", "h1", "h2", "mnt.txt", "rw", "src.txt", "st"], "nothing else")
+
+
+@test
 def cli_a_folder_or_a_fifo_nobody_writes_is_said_at_once():
     """`report DIR` says why it cannot read it (before: "cannot read" and
     no reason); `report FIFO` with no writer is refused at once, as the
