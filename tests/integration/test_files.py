@@ -143,9 +143,11 @@ def frames_named_from_memory_when_no_descriptor_is_left():
     loads libdw then and names them in full, at the same offsets."""
     r = run([os.path.join(T, "t_nofds")])
     eq((r.rc, r.out), (0, "hold 0\nopened up to the limit: yes\nask 2\n"), "status and output")
-    eq(r.err.count("vramtrace: warning: cannot read this process's symbols (libdw.so.1: cannot open shared object "
-                   "file: Too many open files): frames are named by module and offset, which `addr2line -f -e "
-                   "MODULE OFFSET` turns into a function and line\n"), 1, "said once, with why")
+    # Why: libdw could not be loaded, or (where a thread of vramtrace's
+    # had loaded it before the descriptors ran out) the map not read.
+    eq(len(re.findall(r"^vramtrace: warning: cannot read this process's symbols \((libdw\.so\.1: cannot open shared "
+                      r"object file: )?Too many open files\): frames are named by module and offset, which `addr2line "
+                      r"-f -e MODULE OFFSET` turns into a function and line$", r.err, re.M)), 1, "said once, with why")
     d = r.dump  # the failure's dump had no descriptor to be written by
     eq(d["reason"], "exit", "the exit's dump")
     (o,) = d["ooms"]
