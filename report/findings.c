@@ -23,6 +23,7 @@ static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
     f->id = id;
     f->text[0] = f->next[0] = '\0';
     f->from_record = 0;
+    f->fits = 0;
     return f;
 }
 
@@ -32,6 +33,40 @@ static const char *about(uint64_t v, int rounded, char *buf, size_t n) {
     char b[32];
     snprintf(buf, n, "%s%s", rounded ? "about " : "", vt_fmt_bytes(v, b, sizeof b));
     return buf;
+}
+
+/* Whether acting on finding f alone, which would free `bytes` of the
+ * device's, makes the `asked` fit beside the `free_now` free (known only
+ * where the device's free memory was read). */
+static void would_free(struct vt_finding *f, int known, uint64_t bytes, uint64_t free_now, uint64_t asked) {
+    if (known) f->fits = free_now + bytes >= asked ? 1 : -1;
+}
+
+/* The n findings in out, each whose step would make the request fit
+ * moved before the first whose step cannot (a holder that freed leaves
+ * 424 MiB free of the 600 MiB asked came before the pool whose trim
+ * leaves 824 MiB); the order kept otherwise. */
+static void by_fit(struct vt_finding *out, int n) {
+    for (int i = 1; i < n; i++) {
+        if (out[i].fits != 1) continue;
+        int j = 0;
+        while (j < i && out[j].fits != -1) j++;
+        if (j == i) continue;
+        struct vt_finding f = out[i];
+        memmove(&out[j + 1], &out[j], (size_t)(i - j) * sizeof *out);
+        out[j] = f;
+    }
+}
+
+/* What freeing all of a holder's `bytes` would leave free where that is
+ * less than the `asked`, appended to f's text: it is not enough
+ * alone. */
+static void not_enough(struct vt_finding *f, uint64_t bytes, uint64_t free_now, uint64_t asked, int rounded) {
+    if (f->fits != -1) return;
+    char a[32], q[48];
+    size_t k = strlen(f->text);
+    snprintf(f->text + k, sizeof f->text - k, "; freed, it would leave %s free, less than the %s asked: not enough "
+             "alone", vt_fmt_bytes(free_now + bytes, a, sizeof a), about(asked, rounded, q, sizeof q));
 }
 
 /* The finding `id` of the n in out first, the others after it in their
@@ -354,6 +389,11 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
      * 20 MiB cuMemCreate and was never said to be larger than the
      * device). */
     uint64_t asked = torch && tc.request > o->requested ? tc.request : o->requested;
+    int asked_rounded = asked == o->requested ? o->requested_rounded : tc.request_rounded;
+    /* Whether the device's free memory is what refused it, so that what a
+     * step frees tells whether the request then fits (not where a limit
+     * of PyTorch's refused it). */
+    int free_tells = o->have_info && !refused_itself && !fraction;
     if (o->have_info && (asked > total || (!o->budget && asked > usable))) {
         struct vt_finding *f = add(out, &n, "request_exceeds_device");
         f->from_record = asked != o->requested;
@@ -407,6 +447,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next,
                  "stop pid %d or run on a free GPU (CUDA_VISIBLE_DEVICES); without them %s would be free",
                  big->pid, B(others + freeb, c));
+        would_free(f, free_tells, others, freeb, asked);
     }
     /* Tensors of a failed attempt that a caught exception keeps: its
      * traceback keeps every frame the error went through, with their
@@ -528,6 +569,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             (!known || unused + freeb >= o->requested)) {
             struct vt_finding *f = known ? add(out, &n, "torch_cache_holds") : &cache_holds;
             cache_later = !known;
+            if (known) would_free(f, free_tells, unused, freeb, asked);
             vt_site_label(sym, o->stack, site, sizeof site);
             char part[160];
             if (known)
@@ -683,6 +725,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         vt_site_label(sym, h->stack, site, sizeof site);
         snprintf(f->text, sizeof f->text, "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s)",
                  site, PCT(h->bytes, held_live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
+        would_free(f, free_tells, h->bytes, freeb, asked);
+        not_enough(f, h->bytes, freeb, asked, asked_rounded);
         if (vt_is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
@@ -703,6 +747,8 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                      "%s holds %s of the tracked memory (%s in %" PRIu64 " allocation%s, through %zu call sites: %s)",
                      ls.line, PCT(ls.bytes, held_live), B(ls.bytes, a), ls.count, ls.count == 1 ? "" : "s", ls.nsites,
                      ls.callees);
+            would_free(f, free_tells, ls.bytes, freeb, asked);
+            not_enough(f, ls.bytes, freeb, asked, asked_rounded);
             if (ls.python && ls.torch)
                 batch_advice(f->next, sizeof f->next, ls.line, graphless, checkpointing, recomputing);
             else
@@ -724,6 +770,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         snprintf(f->next, sizeof f->next,
                  "cudaDeviceGraphMemTrim(%d) gives it back between launches; destroy the graphs (cudaGraphExecDestroy) "
                  "you no longer launch", o->device);
+        would_free(f, free_tells, spare, freeb, asked);
     }
     /* The stream-ordered pools' the same: freed blocks a pool keeps for its
      * next allocations (a release threshold; PyTorch's cudaMallocAsync
@@ -747,6 +794,9 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
             snprintf(f->next, sizeof f->next,
                      "cudaMemPoolTrimTo(pool, 0) gives it back; a lower release threshold "
                      "(cudaMemPoolAttrReleaseThreshold) keeps less");
+        /* What PyTorch's backend would trim, it trimmed already. */
+        if (!(o->kind == VT_KIND_ASYNC && vt_through_torch(sym, o->stack)))
+            would_free(f, free_tells, pool_spare, freeb, asked);
     }
     if (o->have_info && !o->budget &&
         vt_oom_outside(total, freeb, live, o->graph_reserved, o->graph_used, o->pool_reserved, o->pool_used)) {
@@ -848,6 +898,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                               : "the cache is not the problem: the memory is held by live allocations; act on the "
                                 "holders, not on allocator settings");
     }
+    by_fit(out, n);
     /* More was free than asked: no holder's size explains the failure,
      * the fragmentation (or a pool's limit) does; most likely first (it
      * came after a leak suspect and a holder's "shrink or free it"). */

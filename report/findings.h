@@ -22,6 +22,11 @@
  *                           request unallocated, in no block as large
  *   allocator_retry         the failing call is a caching allocator's retry
  *                           after it released its cache
+ *
+ * Where the numbers tell how much a finding's next step would free (a
+ * holder's bytes, a pool's unused reserve, other processes' memory) and
+ * so whether the request would then fit, a finding whose step would make
+ * it fit comes before one whose step cannot; the order is kept otherwise.
  */
 #ifndef VT_FINDINGS_H
 #define VT_FINDINGS_H
@@ -41,6 +46,8 @@ struct vt_finding {
     int from_record;  /* it comes from PyTorch's record, which arrives
                          after the post-mortem is written: said again
                          once the record came (vt_torch_print_oom_findings) */
+    int fits;         /* whether acting on it alone frees enough for the
+                         request: 1 it does, -1 it cannot, 0 not known */
 };
 
 /* " pid 12 (python) 3.00 GiB, pid 40 ?": the other processes of an OOM as

@@ -1669,6 +1669,38 @@ def host_memory_a_stream_ordered_pool_keeps_is_not_held_outside():
 
 
 @test
+def host_memory_the_finding_that_makes_it_fit_comes_first():
+    """The same pool keeping 4 GiB unused while the program holds 1 GiB of
+    it, all the tracked memory, when 5 GiB fails with 3 GiB free: freeing
+    the holder would leave 4 GiB, trimming the pool 7 GiB. The pool's
+    finding comes first and the holder's says it is not enough alone (the
+    holder came first, "shrink or free" it; from an outside check). The
+    dump and `vramtrace report` say the same."""
+    prog = os.path.join(T, "t_poolkeep")
+    r = run([prog, "held"], env={"SIMGPU_CAPACITY": "8G", "SIMGPU_CONTEXT": "0"})
+    eq((r.rc, r.out), (0, "5 GiB: 2\n"), "the program's own run")
+    site = f"keep_one tests/progs/t_poolkeep.c:{source_line('t_poolkeep.c', 'return cudaMallocAsync(p, n, s);')}"
+    pm = r.err.split("vramtrace: exit in pid")[0]
+    said = pm.split("vramtrace: what the numbers say, most likely first:\n")[1].splitlines()[:4]
+    eq(said,
+       ["vramtrace:   1. the stream-ordered memory pools keep 4.00 GiB reserved that no allocation uses (5.00 GiB "
+        "reserved, 1.00 GiB in use)",
+        "vramtrace:      next: cudaMemPoolTrimTo(pool, 0) gives it back; a lower release threshold "
+        "(cudaMemPoolAttrReleaseThreshold) keeps less",
+        f"vramtrace:   2. {site} holds 100% of the tracked memory (1.00 GiB in 1 allocation); freed, it would leave "
+        "4.00 GiB free, less than the 5.00 GiB asked: not enough alone",
+        f"vramtrace:      next: shrink or free what {site} allocates before the failing call"], "the findings")
+    eq([f["id"] for f in r.dump["ooms"][0]["findings"]], ["stream_pool", "one_site_dominates"], "the dump's order")
+    with workdir("vt-host-") as work:
+        path = os.path.join(work, "d.json")
+        json.dump({k: v for k, v in r.dump.items() if k != "_path"}, open(path, "w"))
+        text = subprocess.run([CLI, "report", path], capture_output=True, text=True).stdout
+        ok("  1. the stream-ordered memory pools keep 4.00 GiB reserved" in text and
+           f"  2. {site} holds 100% of the tracked memory (1.00 GiB in 1 allocation); freed, it would leave 4.00 GiB "
+           "free, less than the 5.00 GiB asked: not enough alone\n" in text, text)
+
+
+@test
 def host_program_in_a_folder_named_with_a_newline_is_symbolized():
     """A program in a folder whose name holds a newline: /proc/self/maps
     names its file with the kernel's escape ("nl\\012x"), which names no
