@@ -141,11 +141,24 @@ struct vt_analysis *vt_analyse(const struct vt_snapshot *s, const struct vt_symb
     if (growth_until) a->growth = vt_find_growth(s, sym, growth_until, &a->ngrowth);
     if (s->totals.oom_count) a->oom_survived = vt_oom_survived(s, sym, &a->last_oom_survived);
     if (a->growth) vt_torch_name_growth_top(s, sym, a->growth, a->ngrowth);
-    /* At a failure whose holders were not kept, when other devices hold
-     * memory too: the failing device's own holders in s, for the
-     * post-mortem and the failure's findings. */
-    if (at_failure && !latest->holders && vt_kind_owned_device(s->ooms[last].kind) &&
-        vt_other_devices_hold(s, s->ooms[last].device)) {
+    /* At a failure of pinned host memory: the host's holders, not the
+     * devices' (the failure's own where it kept them: the tracker keeps a
+     * host failure's holders of host memory; else the snapshot's). */
+    if (at_failure && vt_kind_is_host(latest->kind)) {
+        a->host = 1;
+        if (!latest->holders) {
+            a->device_holders = vt_holders_of_host(s, &a->ndevice_holders);
+            a->device = -1;
+            if (a->device_holders)
+                a->device_by_site = sites_of(a->device_holders, a->ndevice_holders, sym, latest, 0,
+                                             &a->ndevice_by_site);
+            a->per_device = 1;
+        }
+    } else if (at_failure && !latest->holders && vt_kind_owned_device(s->ooms[last].kind) &&
+               vt_other_devices_hold(s, s->ooms[last].device)) {
+        /* At a failure whose holders were not kept, when other devices
+         * hold memory too: the failing device's own holders in s, for the
+         * post-mortem and the failure's findings. */
         a->device_holders = vt_holders_on_device(s, s->ooms[last].device, &a->ndevice_holders);
         a->device = s->ooms[last].device;
         if (a->device_holders)

@@ -52,6 +52,9 @@ struct vt_analysis {
     int live_then;                   /* at a failure: the snapshot's live list is
                                         what was live at it (nothing was
                                         allocated or freed in between) */
+    int host;                        /* the failure is of pinned host memory:
+                                        per_device is set, device_holders
+                                        and device_by_site are the host's */
     struct vt_growth *growth;        /* growing sites over the whole run, or NULL */
     size_t ngrowth;
     struct vt_oom_findings *findings; /* findings[i] for OOM i < nfindings */

@@ -99,14 +99,17 @@ static int by_stack(const void *a, const void *b) {
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, size_t *n) {
+/* The live allocations of s that are device `device`'s own memory
+ * (host 0), or pinned host memory (host 1), by stack, largest first. */
+static struct vt_holder *held_where(const struct vt_snapshot *s, int device, int host, size_t *n) {
     *n = 0;
     struct vt_holder *h = s->nlive ? malloc(s->nlive * sizeof *h) : NULL;
     struct vt_live_reader *rd = h ? vt_live_read(s, 0) : NULL;
     if (!rd) { free(h); return NULL; }
     size_t k = 0;
     for (const struct vt_live *a; k < s->nlive && (a = vt_live_next(rd));)
-        if (a->device == device && vt_kind_owned_device(a->kind)) h[k++] = (struct vt_holder){.stack = a->stack, .count = 1, .bytes = a->bytes};
+        if (host ? vt_kind_is_host(a->kind) : a->device == device && vt_kind_owned_device(a->kind))
+            h[k++] = (struct vt_holder){.stack = a->stack, .count = 1, .bytes = a->bytes};
     vt_live_read_end(rd);
     qsort(h, k, sizeof *h, by_stack);
     size_t m = 0;
@@ -119,6 +122,12 @@ struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, 
     *n = m;
     return h;
 }
+
+struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, size_t *n) {
+    return held_where(s, device, 0, n);
+}
+
+struct vt_holder *vt_holders_of_host(const struct vt_snapshot *s, size_t *n) { return held_where(s, -1, 1, n); }
 
 int vt_other_devices_hold(const struct vt_snapshot *s, int device) {
     for (int d = 0; d < s->ndevices; d++)

@@ -29,6 +29,10 @@ struct vt_holder *vt_holders_of(const struct vt_snapshot *s, int device_only, si
  * its length in *n; NULL when none (or memory ran out). */
 struct vt_holder *vt_holders_on_device(const struct vt_snapshot *s, int device, size_t *n);
 
+/* The same of pinned host memory (vt_kind_is_host): what a failure of
+ * pinned host memory is about. */
+struct vt_holder *vt_holders_of_host(const struct vt_snapshot *s, size_t *n);
+
 /* Whether the snapshot holds live device memory on a device other than
  * `device`. */
 int vt_other_devices_hold(const struct vt_snapshot *s, int device);

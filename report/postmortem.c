@@ -24,6 +24,7 @@ struct view {
     int device;                  /* the rows of this device only; -1: all */
     const char *holders_when;    /* NULL: the holders are of the report's */
     const char *live_when;       /* moment; else when they are of (LATER) */
+    int host;                    /* the rows of pinned host memory only */
 };
 
 /* The moment of a post-mortem's table that is not the failure's: the
@@ -33,8 +34,9 @@ struct view {
 /* The holders a view shows: the failing device's at a failure of a
  * process that holds memory on other devices too, else every device's. */
 static const struct vt_holder *shown_holders(const struct view *v, size_t *n) {
-    *n = v->device >= 0 ? v->an->ndevice_by_site : v->an->nby_site;
-    return v->device >= 0 ? v->an->device_by_site : v->an->by_site;
+    int own = v->device >= 0 || (v->host && v->an->per_device);
+    *n = own ? v->an->ndevice_by_site : v->an->nby_site;
+    return own ? v->an->device_by_site : v->an->by_site;
 }
 
 static void holder_row(const void *ctx, size_t i, struct vt_holder_row *r) {
@@ -54,12 +56,14 @@ static void holders_table(FILE *f, const struct view *v, int top) {
     const struct vt_holder *by_site = shown_holders(v, &n);
     for (size_t i = 0; i < n; i++) total += by_site[i].bytes;
     char title[160], none[64], of[64] = "";
-    if (v->device >= 0) snprintf(of, sizeof of, " of device %d's memory", v->device);
+    if (v->host) snprintf(of, sizeof of, " of pinned host memory");
+    else if (v->device >= 0) snprintf(of, sizeof of, " of device %d's memory", v->device);
     const char *when = v->holders_when;
     snprintf(title, sizeof title, "largest holders%s%s%s%s", of, when ? " " : "", when ? when : "", when ? "," : "");
-    snprintf(none, sizeof none, "nothing of device %d's is live", v->device);
-    struct vt_holders_text h = {.title = v->device >= 0 || v->holders_when ? title : NULL,
-                                .none = v->device >= 0 ? none : NULL, .n = n,
+    if (v->host) snprintf(none, sizeof none, "no pinned host memory is live");
+    else snprintf(none, sizeof none, "nothing of device %d's is live", v->device);
+    int own = v->device >= 0 || v->host;
+    struct vt_holders_text h = {.title = own || v->holders_when ? title : NULL, .none = own ? none : NULL, .n = n,
                                 .total = total, .row = holder_row, .ctx = v};
     vt_put_holders(f, "vramtrace: ", &h, (size_t)top, vt_put_display);
 }
@@ -69,7 +73,9 @@ static void holders_table(FILE *f, const struct view *v, int top) {
 static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
     const struct view *v = ctx;
     const struct vt_live *a = vt_live_next(v->live);
-    if (!a || !vt_kind_owned_device(a->kind) || (v->device >= 0 && a->device != v->device)) return 0;
+    if (!a || (v->host ? !vt_kind_is_host(a->kind)
+                       : !vt_kind_owned_device(a->kind) || (v->device >= 0 && a->device != v->device)))
+        return 0;
     r->bytes = a->bytes;
     uint64_t mapped = vt_live_mapped(v->s, a);
     r->address = a->kind == VT_KIND_VMM && mapped ? mapped : a->address;
@@ -84,7 +90,8 @@ static int live_row(const void *ctx, size_t i, struct vt_live_row *r) {
 static void live_table(FILE *f, const struct view *v, int top) {
     struct view w = *v;
     w.live = vt_live_read(v->s, 1);
-    uint64_t live = v->device >= 0 && v->device < v->s->ndevices ? v->s->devices[v->device].live_count
+    uint64_t live = v->host ? v->s->totals.host_live_count
+                    : v->device >= 0 && v->device < v->s->ndevices ? v->s->devices[v->device].live_count
                                                                    : v->s->totals.live_count;
     struct vt_live_text l = {.moment = v->live_when, .n = w.live ? v->s->nlive : 0, .live = live, .row = live_row,
                              .ctx = &w};
@@ -449,8 +456,8 @@ void vt_postmortem_oom(FILE *f, const struct vt_snapshot *s, const struct vt_sym
     missed_line(f, s->totals.missed);
     /* Of the failure, as its lines above and its findings: where the
      * snapshot's live list is of a later moment, it says so. */
-    struct view v = {s, sym, an, NULL, an->per_device ? an->device : -1, an->sites_then ? NULL : LATER,
-                     an->live_then ? NULL : LATER};
+    struct view v = {s, sym, an, NULL, an->per_device && !an->host ? an->device : -1, an->sites_then ? NULL : LATER,
+                     an->live_then ? NULL : LATER, an->host};
     holders_table(f, &v, top);
     live_table(f, &v, top);
     findings(f, an);
@@ -533,7 +540,7 @@ void vt_postmortem_exit(FILE *f, const struct vt_snapshot *s, const struct vt_sy
     }
     header(f, "exit", m);
     vt_put_totals(f, "vramtrace: ", &tt);
-    struct view v = {s, sym, an, NULL, -1, NULL, NULL};
+    struct view v = {s, sym, an, NULL, -1, NULL, NULL, 0};
     struct vt_devices_text dt = {.n = (size_t)s->ndevices, .row = device_row, .ctx = &v};
     vt_put_devices(f, "vramtrace: ", &dt);
     holders_table(f, &v, top);

@@ -39,6 +39,7 @@ struct vt_holder *vt_account_holders(uint32_t *n_out, int which) {
         uint64_t b = st->bytes, c = st->count;
         if (which == VT_HELD_AT_PEAK) site_at_peak(st, &b, &c);
         if (which == VT_HELD_ALL_KINDS) { b += st->other_bytes; c += st->other_count; }
+        if (which == VT_HELD_HOST) { b = st->other_bytes; c = st->other_count; }
         if (b == 0 && c == 0) continue;
         h[k].stack = (uint32_t)i;
         h[k].bytes = b;

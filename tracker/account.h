@@ -286,8 +286,10 @@ static inline void vt_account_ops(const struct vt_event *o, size_t n) {
 }
 
 /* What vt_account_holders counts: device memory now, device memory at the
- * last peak, or every kind of memory now (device, pinned host, imported). */
-enum { VT_HELD_NOW, VT_HELD_AT_PEAK, VT_HELD_ALL_KINDS };
+ * last peak, every kind of memory now (device, pinned host, imported), or
+ * the memory not the device's own now (pinned host, and imported: a
+ * site's counts do not tell the two apart). */
+enum { VT_HELD_NOW, VT_HELD_AT_PEAK, VT_HELD_ALL_KINDS, VT_HELD_HOST };
 
 /* Memory by call site (`which`: a VT_HELD_*), as a malloc'd array in stack
  * order (NULL when out of memory); *n_out its length. Lock held. */

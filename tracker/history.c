@@ -175,7 +175,9 @@ void vt_tracker_failed(int is_oom, struct vt_oom *o, const uintptr_t *frames,
          * then attached (at 100,000 stacks the sort held the lock for
          * milliseconds); a snapshot in between sees the OOM without them. */
         if (number <= VT_MAX_OOM_HOLDERS) {
-            pending = vt_account_holders(&npending, VT_HELD_NOW);
+            /* A failure of pinned host memory is about the host's memory:
+             * its holders are of it. */
+            pending = vt_account_holders(&npending, vt_kind_is_host(o->kind) ? VT_HELD_HOST : VT_HELD_NOW);
             if (!pending) vt_records_lost("an OOM's holder table");
             /* A device's failure is about its own memory: when other
              * devices (or memory of no known device) hold some too, its

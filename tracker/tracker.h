@@ -143,7 +143,11 @@ struct vt_oom {
     uint32_t nprocs;
     const struct vt_holder *holders; /* live device memory by stack at the
                                         failure, largest first (first 64
-                                        OOMs only; owned by the tracker) */
+                                        OOMs only; owned by the tracker);
+                                        of a pinned host memory failure,
+                                        the host's memory (vt_kind_is_host;
+                                        with imported memory, which a
+                                        site's counts keep with it) */
     uint32_t nholders;
     const struct vt_holder *device_holders; /* the same of the failing
                                         device's memory alone, when other

@@ -581,6 +581,19 @@ def host_pinned_failure_is_not_explained_by_device_memory():
     ok("of the tracked memory" not in r.err and "grew through the run" not in r.err, "no device finding: " + r.err)
     eq([f["id"] for f in r.dump["ooms"][0].get("findings", [])
         if f["id"] in ("one_site_dominates", "growing_site")], [], "none in the dump")
+    # Its holders and live allocations are the pinned host memory's alone
+    # (the post-mortem gave the device's 100 MiB as the failure's holders).
+    pinned = source_line("t_host.c", "cudaMallocHost(&h, 64 << 20)")
+    pm = r.err.split("vramtrace: exit in pid")[0].splitlines()
+    at = pm.index("vramtrace: largest holders of pinned host memory by call site (1 call site):")
+    eq([re.sub(r"0x[0-9a-f]+", "ADDR", re.sub(r"\d+\.\d+s ", "T ", l)) for l in pm[at:at + 4]],
+       ["vramtrace: largest holders of pinned host memory by call site (1 call site):",
+        f"vramtrace:    64.00 MiB 100.0%      1 alloc   host_oom tests/progs/t_host.c:{pinned}",
+        "vramtrace: largest live allocations (1 live):",
+        f"vramtrace:     64.00 MiB  host    cudaMallocHost           dev -1 ADDR      T  host_oom "
+        f"tests/progs/t_host.c:{pinned}"], "the post-mortem's holders and live allocations")
+    eq([(h["bytes"], h["count"]) for h in r.dump["ooms"][0]["holders"]], [(64 << 20, 1)],
+       "the dump's holders of the failure")
 
 
 @test
