@@ -156,7 +156,13 @@ static int replaceable(int dirfd, const char *base, const char **why) {
     /* A name past NAME_MAX holds no file either: the write that follows
      * says why it fails ("File name too long"), not that a file of the
      * user's is in the way. */
-    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == ENAMETOOLONG;
+    if (fd < 0 && (errno == ENOENT || errno == ELOOP || errno == ENAMETOOLONG)) return 1;
+    /* Not opened for want of a descriptor or of memory (a program that has
+     * used them all): what the name holds cannot be told (it was said to
+     * hold a file that is not a vramtrace dump, of a name that held
+     * none); -1, errno kept. */
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)) return -1;
+    if (fd < 0) return 0;
     struct stat st;
     char head[32];
     ssize_t n = 0;
@@ -173,14 +179,20 @@ int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **
     const char *base;
     int dirfd = vt_file_dir_of(path, &base);
     if (dirfd < 0) return 0;
-    int rc = 0;
-    if (!replaceable(dirfd, base, why)) {
+    int rc = 0, r = replaceable(dirfd, base, why);
+    if (r < 0) {
+        int e = errno;
+        close(dirfd);
+        errno = e;
+        return -2;
+    }
+    if (!r) {
         rc = -1;
         for (int k = 1; k <= 16; k++) {
             char name[256];
             const char *also;
             if (aside_name(base, (int)getpid(), k, name, sizeof name) != 0) break;
-            if (!replaceable(dirfd, name, &also)) continue;
+            if (replaceable(dirfd, name, &also) <= 0) continue;
             int n = snprintf(out, size, "%.*s%s", (int)(base - path), path, name);
             if (n >= 0 && (size_t)n < size) rc = 1;
             break;

@@ -35,7 +35,8 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg);
  * (".pid1234" before ".json", else at the end; ".pid1234.k" when that
  * holds such a file too), into out, with *why ("is not a vramtrace dump", "belongs to
  * another user"). Returns 1 when out was set, 0 when path itself takes
- * the dump, -1 when no name does. */
+ * the dump, -1 when no name does, -2 when what path holds cannot be told
+ * (no descriptor or memory left to open it; errno says which). */
 int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why);
 
 /* After a dump was placed at path (its identity in *placed, outfile.h's;

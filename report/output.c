@@ -435,13 +435,14 @@ static void shown_path(const char *path, char *out, size_t size) {
 /* A dump path that holds a file of the user's that is not a dump, or
  * another user's file, is left alone, the dump written beside it (dump_keep.h
  * vt_dump_keep_foreign): path becomes that name, after one warning.
- * Returns -1 when no name beside it is free (path unchanged), else 0. */
+ * Returns -1 when no name beside it is free (path unchanged), -2 when
+ * what path holds cannot be told (errno says why), else 0. */
 static int beside_foreign(char *path, size_t size) {
     static int warned;
     char beside[PATH_MAX], was[PATH_MAX], now[PATH_MAX];
     const char *why = "is not a vramtrace dump";
     int rc = vt_dump_keep_foreign(path, beside, sizeof beside, &why);
-    if (rc <= 0) return rc;
+    if (rc <= 0) return rc; /* -2: errno says why the name could not be read */
     if (!warned) {
         warned = 1;
         shown_path(path, was, sizeof was);
@@ -739,15 +740,18 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     if (strcmp(vt_opt.out, "off") != 0) {
         char pattern[sizeof vt_opt.out + 128]; /* room for a name (vt_output_named) */
         const char *why = NULL;
+        int foreign;
         dump_pattern(reason, pattern, sizeof pattern);
         warn_rankless(pattern);
         warn_unknown_codes("VRAMTRACE_OUT", vt_opt.out, &warned_out_codes);
         if (vt_expand_path(pattern, path, sizeof path, meta.pid, host, meta.rank, seq) != 0 ||
             image_path(pattern, path, sizeof path, meta.pid) != 0) {
             warn_once(&warned_dump, "the dump to", pattern, TOO_LONG);
-        } else if (beside_foreign(path, sizeof path)) {
+        } else if ((foreign = beside_foreign(path, sizeof path)) != 0) {
+            int e = errno;
             shown_path(path, shown, sizeof shown);
-            warn_once(&warned_dump, "the dump to", shown, "it holds a file that is not a vramtrace dump (kept)");
+            warn_once(&warned_dump, "the dump to", shown,
+                      foreign == -2 ? strerror(e) : "it holds a file that is not a vramtrace dump (kept)");
         } else {
             shown_path(path, shown, sizeof shown);
             struct dump_parts parts = {s, sym, an, &meta};

@@ -164,6 +164,23 @@ def frames_named_from_memory_when_no_descriptor_is_left():
     eq(r.err.count(f"   1 alloc   hold_one_mib tests/progs/t_nofds.c:"), 1, "the exit's report by line")
 
 
+@test
+def dump_with_one_descriptor_left_says_why_it_was_not_written():
+    """One descriptor free when a failure's dump is written: the dump's
+    folder opened, then the name could not be: the warning said the name
+    "holds a file that is not a vramtrace dump (kept)", of a name that held
+    none. Now it says why: no descriptor."""
+    with workdir("vt-files-onefd-") as work:
+        r = run([os.path.join(T, "t_nofds"), "one"], env={"VRAMTRACE_LIVE": "0",
+                                                          "VRAMTRACE_OUT": os.path.join(work, "d.%p.json")})
+        eq((r.rc, r.out), (0, "hold 0\nopened up to the limit: yes\nask 2\n"), "status and output")
+        pid = r.err.split("out of memory in pid ")[1].split()[0]
+        eq([l for l in r.err.splitlines() if "cannot write the dump" in l],
+           [f"vramtrace: warning: cannot write the dump to {os.path.join(work, f'd.{pid}.json')}: Too many open files"],
+           "the reason, not a file in the way")
+        eq(os.listdir(work), [f"d.{pid}.json"], "the exit's dump, with descriptors again")
+
+
 # ------------------------------------------ devices, FIFOs, links: the dump
 
 
