@@ -69,6 +69,31 @@ static void not_enough(struct vt_finding *f, uint64_t bytes, uint64_t free_now, 
              "alone", vt_fmt_bytes(free_now + bytes, a, sizeof a), about(asked, rounded, q, sizeof q));
 }
 
+/* Where the largest holder freed is not enough alone (not_enough said
+ * so): which of the next largest, freed with it, would be, appended to
+ * f's text (two holders of 300 MiB each, 324 MiB free, 900 MiB asked: the
+ * second was never named). Returns how many holders together would be
+ * enough; 0 where the first is enough alone, or all would not be. */
+static size_t together_enough(struct vt_finding *f, const struct vt_holder *sites, size_t nsites,
+                              const struct vt_symbols *sym, uint64_t free_now, uint64_t asked) {
+    if (f->fits != -1) return 0;
+    uint64_t sum = free_now + sites[0].bytes;
+    size_t k = 1;
+    while (k < nsites && sum < asked) sum += sites[k++].bytes;
+    if (sum < asked) return 0;
+    char a[32], b[32], site[256];
+    size_t len = strlen(f->text);
+    if (k == 2) {
+        vt_site_label(sym, sites[1].stack, site, sizeof site);
+        snprintf(f->text + len, sizeof f->text - len, "; with %s (%s) freed too, %s would be free: enough", site,
+                 vt_fmt_bytes(sites[1].bytes, a, sizeof a), vt_fmt_bytes(sum, b, sizeof b));
+    } else {
+        snprintf(f->text + len, sizeof f->text - len, "; with the next %zu largest call sites freed too, %s would be "
+                 "free: enough", k - 1, vt_fmt_bytes(sum, b, sizeof b));
+    }
+    return k;
+}
+
 /* The finding `id` of the n in out first, the others after it in their
  * order. */
 static void lead(struct vt_finding *out, int n, const char *id) {
@@ -727,6 +752,7 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
                  site, PCT(h->bytes, held_live), B(h->bytes, a), (uint64_t)h->count, h->count == 1 ? "" : "s");
         would_free(f, free_tells, h->bytes, freeb, asked);
         not_enough(f, h->bytes, freeb, asked, asked_rounded);
+        size_t together = together_enough(f, sites, nsites, sym, freeb, asked);
         if (vt_is_python(sym, h->stack) && vt_stack_makes_model(sym, h->stack))
             snprintf(f->next, sizeof f->next,
                      "the model's own parameters (made or moved to the device at %s): mixed precision (bf16 weights), a "
@@ -737,6 +763,14 @@ int vt_findings(const struct vt_snapshot *s, size_t index, const struct vt_symbo
         }
         else if (vt_is_python(sym, h->stack) && vt_through_torch(sym, h->stack))
             batch_advice(f->next, sizeof f->next, site, graphless, checkpointing, recomputing);
+        else if (together == 2) {
+            char second[256];
+            vt_site_label(sym, sites[1].stack, second, sizeof second);
+            snprintf(f->next, sizeof f->next, "shrink or free what %s and %s allocate before the failing call: the "
+                     "two together", site, second);
+        } else if (together > 2)
+            snprintf(f->next, sizeof f->next, "shrink or free what %s and the next %zu largest call sites allocate "
+                     "before the failing call (the holders table lists them)", site, together - 1);
         else
             snprintf(f->next, sizeof f->next, "shrink or free what %s allocates before the failing call", site);
     } else if (nsites > 1 && held_live > 0) {

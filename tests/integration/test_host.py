@@ -1714,6 +1714,34 @@ def host_memory_the_finding_that_makes_it_fit_comes_first():
 
 
 @test
+def host_holders_not_enough_alone_are_named_with_those_that_are():
+    """Two holders of 300 MiB each, 424 MiB free, 900 MiB asked: the first
+    was said "not enough alone" and its "shrink or free" given as the step,
+    the second never named (an outside check). Now the finding says which
+    holders freed together would be enough, and the step names them; past
+    two, how many of the next largest."""
+    prog = os.path.join(T, "t_twosites")
+    line = lambda f: f"tests/progs/t_twosites.c:{source_line('t_twosites.c', f'void {f}(')}"
+    a, b = f"site_a {line('site_a')}", f"site_b {line('site_b')}"
+    r = run([prog, "300", "300", "900"], env={"SIMGPU_CAPACITY": "1G", "SIMGPU_CONTEXT": "0"})
+    eq((r.rc, r.out), (0, "2\n"), "the program's own run")
+    said = r.err.split("vramtrace: what the numbers say, most likely first:\n")[1].splitlines()[:2]
+    eq(said, [f"vramtrace:   1. {a} holds 50% of the tracked memory (300.00 MiB in 1 allocation); freed, it would "
+              f"leave 724.00 MiB free, less than the 900.00 MiB asked: not enough alone; with {b} (300.00 MiB) freed "
+              "too, 1.00 GiB would be free: enough",
+              f"vramtrace:      next: shrink or free what {a} and {b} allocate before the failing call: the two "
+              "together"], "two together")
+    r = run([prog, "500", "200", "950", "100"], env={"SIMGPU_CAPACITY": "1G", "SIMGPU_CONTEXT": "0"})
+    said = r.err.split("vramtrace: what the numbers say, most likely first:\n")[1].splitlines()[:2]
+    eq(said, [f"vramtrace:   1. {a} holds 62% of the tracked memory (500.00 MiB in 1 allocation); freed, it would "
+              "leave 724.00 MiB free, less than the 950.00 MiB asked: not enough alone; with the next 2 largest call "
+              "sites freed too, 1.00 GiB would be free: enough",
+              f"vramtrace:      next: shrink or free what {a} and the next 2 largest call sites allocate before the "
+              "failing call (the holders table lists them)"], "three together")
+    eq([f["id"] for f in r.dump["ooms"][0]["findings"]], ["one_site_dominates"], "the dump's findings")
+
+
+@test
 def host_program_in_a_folder_named_with_a_newline_is_symbolized():
     """A program in a folder whose name holds a newline: /proc/self/maps
     names its file with the kernel's escape ("nl\\012x"), which names no
