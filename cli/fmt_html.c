@@ -48,7 +48,9 @@ static void oom(FILE *f, const struct vm_dump *d, size_t i) {
     fprintf(f, "<div class=\"oom\"><p class=\"oom-line\">out of memory #%" PRIu64 " at %.3f s: %s%s requested by ",
             o->number, secs(o->time_ns), o->requested_rounded ? "about " : "", B(o->requested, a));
     vh_text(f, o->api);
-    fprintf(f, " on device %d%s", o->device, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
+    char where[96];
+    fprintf(f, "%s%s", vt_oom_where(o->kind, o->device, where, sizeof where),
+            o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
     if (o->have_info) fprintf(f, "; %s free of %s", B(o->free_bytes, b), B(o->total_bytes, c));
     fprintf(f, "; %s tracked live%s</p>\n<ul class=\"facts\">", B(o->live_bytes, a),
             o->raised_allocated ? " when PyTorch raised the error" : "");
@@ -416,7 +418,8 @@ static void ranks(FILE *f, const struct vr_input *in, const struct vr_opts *o, s
         vh_text(f, vr_who(d, who, sizeof who));
         fprintf(f, ", %s%s requested by ", m->requested_rounded ? "about " : "", B(m->requested, a));
         vh_text(f, m->api);
-        fprintf(f, " on device %d at %.3f s", m->device, secs(m->time_ns));
+        char where[96];
+        fprintf(f, "%s at %.3f s", vt_oom_where(m->kind, m->device, where, sizeof where), secs(m->time_ns));
         char why[128];
         if (w.said) {
             fputs(": ", f);

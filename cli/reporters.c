@@ -9,6 +9,7 @@
 #include "../common/display.h"
 #include "../common/format.h"
 #include "../common/labels.h"
+#include "../common/oomtext.h"
 #include "reporters.h"
 
 const struct vt_reporter vt_reporters[] = {
@@ -62,7 +63,7 @@ size_t vr_oom_requests(const struct vm_dump *d, int top, void (*line)(void *ctx,
     struct request_group *g = calloc(d->noom_requests ? d->noom_requests : 1, sizeof *g);
     if (!g) return 0;
     size_t ng = 0, lines = 0;
-    char site[2048], where[1024], req[32], api[256], text[2560];
+    char site[2048], where[1024], req[32], api[256], text[2560], dev[96];
     for (size_t i = 0; i < d->noom_requests; i++) {
         const struct vm_oom_request *r = &d->oom_requests[i];
         vr_safe(vm_site_label(d, r->stack, where, sizeof where), site, sizeof site);
@@ -80,9 +81,9 @@ size_t vr_oom_requests(const struct vm_dump *d, int top, void (*line)(void *ctx,
     }
     qsort(g, ng, sizeof *g, by_count);
     for (size_t k = 0; k < ng && k < (size_t)top; k++, lines++) {
-        int n = snprintf(text, sizeof text, "%s by %s on device %d at %s: ",
+        int n = snprintf(text, sizeof text, "%s by %s%s at %s: ",
                          vr_bytes(g[k].r->requested, req, sizeof req), vr_safe(g[k].r->api, api, sizeof api),
-                         g[k].r->device, g[k].site);
+                         vt_oom_where(g[k].r->kind, g[k].r->device, dev, sizeof dev), g[k].site);
         size_t at = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
         if (g[k].count == 1) snprintf(text + at, sizeof text - at, "once, at %.3f s", (double)g[k].first_ns / 1e9);
         else snprintf(text + at, sizeof text - at, "%" PRIu64 " times, from %.3f s to %.3f s", g[k].count,

@@ -26,6 +26,19 @@ const char *vt_host_memory_label(const char *kind) {
     return NULL;
 }
 
+/* The one wording of where a request was for, for vt_put_oom and
+ * vt_oom_where alike: host memory by its label, device memory by its
+ * ordinal (a host request's device is -1, no device's). */
+static const char *where(const char *host, int device, char *buf, size_t size) {
+    if (host) snprintf(buf, size, " (%s)", host);
+    else snprintf(buf, size, " on device %d", device);
+    return buf;
+}
+
+const char *vt_oom_where(const char *kind, int device, char *buf, size_t size) {
+    return where(vt_host_memory_label(kind), device, buf, size);
+}
+
 static uint64_t field(const void *steps, size_t i, size_t size, size_t off) {
     uint64_t v;
     memcpy(&v, (const char *)steps + i * size + off, sizeof v);
@@ -71,7 +84,7 @@ static void put_when(FILE *f, const char *prefix, const struct vt_oom_text *o) {
 }
 
 void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
-    char a[32], b[32];
+    char a[32], b[32], at[96];
     /* A size known only from PyTorch's error ("Requested : 1.07 GiB") is
      * not given in bytes it never said (1100 MiB asked reads 1.07 GiB). */
     if (o->requested_rounded)
@@ -80,8 +93,7 @@ void vt_put_oom(FILE *f, const char *prefix, const struct vt_oom_text *o) {
     else
         fprintf(f, "%srequest: %s (%" PRIu64 " byte%s) by %s%s", prefix, B(o->requested, a), o->requested,
                 o->requested == 1 ? "" : "s", o->api, o->budget ? " (refused by VRAMTRACE_LIMIT)" : "");
-    if (o->host) fprintf(f, " (%s)", o->host);
-    else fprintf(f, " on device %d", o->device);
+    fputs(where(o->host, o->device, at, sizeof at), f);
     if (o->device_name && o->device_name[0]) {
         int uuid = o->device_uuid && o->device_uuid[0];
         fprintf(f, " (%s%s%s)", o->device_name, uuid ? ", " : "", uuid ? o->device_uuid : "");

@@ -74,6 +74,13 @@ uint64_t vt_oom_outside(uint64_t total, uint64_t free_bytes, uint64_t live, uint
  * any other kind (device memory). */
 const char *vt_host_memory_label(const char *kind);
 
+/* Where a failed request was for, as the post-mortem's request line says
+ * it after the API, with its leading space: " (pinned host memory)" for a
+ * kind of host memory (vt_host_memory_label), " on device 0" for any
+ * other; written to buf (64 bytes are enough) and returned. Every line
+ * that names a failure's device says it so, never "device -1". */
+const char *vt_oom_where(const char *kind, int device, char *buf, size_t size);
+
 /* The failure's lines, each beginning with `prefix`: the request, the
  * failing call, what the request took before that call (its own
  * handles, where it made any), when (since the start, the wall clock, the step), the

@@ -362,12 +362,13 @@ static int untold_lines(FILE *f, const struct vt_snapshot *s, const struct vt_sy
         lines++;
         if (!f) continue;
         const struct vt_oom_request *r = g[k].r;
-        char req[32], at[32];
+        char req[32], at[32], dev[96];
         int32_t thread = 0;
         uint64_t time_ns = 0;
         int last = 0;
-        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s on device %d at %s",
-                vt_fmt_bytes(r->requested, req, sizeof req), r->api ? r->api : "?", r->device, g[k].site);
+        fprintf(f, "vramtrace:   also failed, without a post-mortem of its own: %s by %s%s at %s",
+                vt_fmt_bytes(r->requested, req, sizeof req), r->api ? r->api : "?",
+                vt_oom_where(vt_kind_name(r->kind), r->device, dev, sizeof dev), g[k].site);
         if (untold_when(s, sym, &g[k], told, at_upto, end, &thread, &time_ns, &last))
             fprintf(f, ", thread %d, %sat %s", thread, last ? "last " : "", vt_fmt_secs_cell(time_ns, at, sizeof at));
         if (g[k].count > 1) fprintf(f, ", %" PRIu64 " times", g[k].count);

@@ -1822,3 +1822,63 @@ def host_pages_made_before_a_failed_one_are_the_requests_own():
             eq([l for l in text.splitlines() if "taken by this request" in l], ["  " + taken],
                f"{steps}: vramtrace report's request")
             ok(f"    1. {finding}\n       next: {nxt}\n" in text, f"{steps}: vramtrace report's finding: {text}")
+
+
+@test
+def host_failures_are_named_by_the_memory_asked_for_not_device_minus_one():
+    # Five refusals of pinned host memory at one call site, then one of
+    # device memory. Every line that names a failure names the pinned host
+    # memory as the post-mortem's request line does: the library's "also
+    # failed" line, the text report's and the HTML page's failures by
+    # request and the page's OOM lines said "on device -1".
+    with workdir("vt-host-") as work:
+        p = subprocess.run([HOST, "host-ooms"], env=host_env(work, {"SIMGPU_CAPACITY": "1G"}), cwd=work,
+                           capture_output=True, text=True, timeout=120)
+        eq(p.stdout, "cudaMallocHost 64M -> 0\n" + "cudaMallocHost 1P -> 2\n" * 5 + "cudaMalloc 1P -> 2\n",
+           "the program's own")
+        host = source_line("t_host.c", "i < 5; i++) printf(\"cudaMallocHost 1P")
+        dev = source_line("t_host.c", "cudaMalloc(&d, 1ull << 50)")
+        gpu = "vramtrace simulated GPU, GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+        eq([re.sub(r"thread \d+, at \d+\.\d+s", "thread N, at T", l)
+            for l in re.findall(r"^vramtrace:   (?:request:|also failed,) .*", p.stderr, re.M)],
+           ["vramtrace:   request: 1.00 PiB (1125899906842624 bytes) by cudaMallocHost (pinned host memory)",
+            "vramtrace:   also failed, without a post-mortem of its own: 1.00 PiB by cudaMallocHost (pinned host "
+            f"memory) at host_ooms tests/progs/t_host.c:{host}, thread N, at T, 4 times",
+            f"vramtrace:   request: 1.00 PiB (1125899906842624 bytes) by cudaMalloc on device 0 ({gpu})"],
+           "the library's request lines:\n" + p.stderr)
+        ok("device -1" not in p.stderr, p.stderr)
+        dump = os.path.join(work, "dump.json")
+        text = subprocess.run([CLI, "report", dump, "--top", "2"], capture_output=True, text=True, timeout=60)
+        eq(text.returncode, 0, "report: " + text.stderr)
+        at = text.stdout.splitlines().index("out-of-memory failures by request:")
+        eq([re.sub(r"\d+\.\d+ s", "T s", l) for l in text.stdout.splitlines()[at + 1:at + 3]],
+           [f"  1.00 PiB by cudaMallocHost (pinned host memory) at host_ooms tests/progs/t_host.c:{host}: 5 times, "
+            "from T s to T s",
+            f"  1.00 PiB by cudaMalloc on device 0 at host_ooms tests/progs/t_host.c:{dev}: once, at T s"],
+           "the text report's failures by request")
+        ok("device -1" not in text.stdout, text.stdout)
+        html = subprocess.run([CLI, "report", dump, "--top", "2", "--format", "html"], capture_output=True,
+                              text=True, timeout=60)
+        eq(html.returncode, 0, "html: " + html.stderr)
+        eq([re.sub(r"\d+\.\d+ s", "T s", l) for l in re.findall(r'<p class="oom-line">([^<]*)</p>', html.stdout)],
+           [f"out of memory #{n} at T s: 1.00 PiB requested by cudaMallocHost (pinned host memory); 64.00 MiB "
+            "tracked live" for n in (1, 2)] +
+           ["out of memory #6 at T s: 1.00 PiB requested by cudaMalloc on device 0; 1.00 GiB free of 1.00 GiB; "
+            "0 B tracked live"],
+           "the page's OOM lines")
+        eq([re.sub(r"\d+\.\d+ s", "T s", l) for l in re.findall(r"<li>([^<]*)</li>",
+                                                             html.stdout.split('<ul class="oom-requests">')[1])[:2]],
+           [f"1.00 PiB by cudaMallocHost (pinned host memory) at host_ooms tests/progs/t_host.c:{host}: 5 times, "
+            "from T s to T s", f"1.00 PiB by cudaMalloc on device 0 at host_ooms tests/progs/t_host.c:{dev}: once, "
+            "at T s"], "the page's failures by request")
+        ok("device -1" not in html.stdout, "the page says device -1")
+        # A second process of the same: the page's first to fail of the two.
+        subprocess.run([HOST, "host-ooms"], env=host_env(work, {"SIMGPU_CAPACITY": "1G", "VRAMTRACE_REPORT": "off",
+                                                                "VRAMTRACE_OUT": os.path.join(work, "two.json")}),
+                       cwd=work, capture_output=True, timeout=120, check=True)
+        two = subprocess.run([CLI, "report", dump, os.path.join(work, "two.json"), "--format", "html"],
+                             capture_output=True, text=True, timeout=60)
+        eq(two.returncode, 0, "html of two: " + two.stderr)
+        first = re.search(r'<p class="first-to-fail">first to fail: pid \d+, ([^<:]*)', two.stdout)
+        eq(re.sub(r"\d+\.\d+ s", "T s", first.group(1)) if first else None,
+           "1.00 PiB requested by cudaMallocHost (pinned host memory) at T s", "the page's first to fail")

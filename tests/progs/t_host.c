@@ -449,6 +449,19 @@ static int host_oom(void) {
     return 0;
 }
 
+/* ------------------------------------------------------- host-ooms */
+
+/* A pinned host request refused five times from one call site, then a
+ * device request refused: the failures by request name the host memory,
+ * the device request its device. */
+static int host_ooms(void) {
+    void *h = NULL, *big = NULL, *d = NULL;
+    printf("cudaMallocHost 64M -> %d\n", (int)cudaMallocHost(&h, 64 << 20));
+    for (int i = 0; i < 5; i++) printf("cudaMallocHost 1P -> %d\n", (int)cudaMallocHost(&big, 1ull << 50));
+    printf("cudaMalloc 1P -> %d\n", (int)cudaMalloc(&d, 1ull << 50));
+    return 0;
+}
+
 /* ------------------------------------------------------- pool-devices */
 
 /* Stream-ordered memory that lands on device 1 while device 0 is current:
@@ -1471,6 +1484,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "exit-in-driver") == 0) return exit_in_driver();
     if (strcmp(mode, "oom-closed-stderr") == 0) return oom_closed_stderr();
     if (strcmp(mode, "arrays-null") == 0) return arrays_null();
+    if (strcmp(mode, "host-ooms") == 0) return host_ooms();
     if (strcmp(mode, "host-vmm") == 0) return host_vmm();
     if (strcmp(mode, "host-register") == 0) return host_register();
     if (strcmp(mode, "pool-devices") == 0) return pool_devices();

@@ -11,6 +11,7 @@
 #include "../../common/options.h"
 #include "../../common/format.h"
 #include "../../common/labels.h"
+#include "../../common/oomtext.h"
 #include "../../common/warn.h"
 #include "../../tracker/options.h"
 #include "../../report/analysis.h"
@@ -397,6 +398,16 @@ static void test_shared_lines(void) {
     CHECK_STR(vt_fmt_proc(0, 44, NULL, 1, 5, p, sizeof p), ", pid 44 5 B");
 }
 
+/* Where a failed request was for: host memory by its label, never by its
+ * device (-1); device memory by its ordinal. */
+static void test_a_failure_is_where_its_memory_is(void) {
+    char w[96];
+    CHECK_STR(vt_oom_where("host", -1, w, sizeof w), " (pinned host memory)");
+    CHECK_STR(vt_oom_where("host_registered", -1, w, sizeof w), " (host memory pinned by cuMemHostRegister)");
+    CHECK_STR(vt_oom_where("device", 1, w, sizeof w), " on device 1");
+    CHECK_STR(vt_oom_where(NULL, 0, w, sizeof w), " on device 0");
+}
+
 /* A share printed never reads "100%" for less than all of it, nor "0%"
  * for more than none. */
 static void test_percent_never_rounds_to_all_or_none(void) {
@@ -491,6 +502,7 @@ int main(void) {
     test_findings_are_worked_out_once_per_oom();
     test_sizes_are_exact_or_refused();
     test_shared_lines();
+    test_a_failure_is_where_its_memory_is();
     test_percent_never_rounds_to_all_or_none();
     test_label_groups();
     test_option_warnings_are_capped();
