@@ -17,6 +17,7 @@
 #include "../../common/callsite.h"
 #include "../../common/freeall.h"
 #include "../../common/labels.h"
+#include "../../common/oomtext.h"
 #include "../model_torch.h"
 #include "../varint.h"
 #include "html.h"
@@ -664,6 +665,10 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
         const struct vm_oom *x = &d->ooms[i];
         fprintf(f, "%s{\"device\":%d,\"t\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"stack\":%zu", i ? "," : "",
                 x->device, x->time_ns, x->requested, x->stack);
+        /* A request for host memory is named as the text names it, not
+         * by its device (-1, none). */
+        const char *host = vt_host_memory_label(x->kind);
+        if (host) fprintf(f, ",\"host\":\"%s\"", host);
         h = ranked(d, x->holders, x->nholders, &own);
         holders(f, "holders", h, x->nholders, x->have_holders);
         vh_holders_by_device(f, "holders", &r, dev, h, x->nholders, x->have_holders,

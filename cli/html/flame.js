@@ -39,7 +39,9 @@ class Flame {
    * with its holders over all devices (h: stack, bytes, count), each
    * holder's device (hd: -1 not known, -2 split) and the splits (hs:
    * holder, device, bytes, count; data.c, bydevice.c); an OOM's holders of
-   * its device alone where the dump has them (own). */
+   * its device alone where the dump has them (own). An OOM of host
+   * memory is named by what it asked for (host: data.c's label), as the
+   * text report names it, not by its device (-1, none). */
   listMoments() {
     const d = this.d, out = [];
     if (d.exit) out.push({name: 'exit', h: d.exit, hd: d.exit_dev, hs: d.exit_split, key: 'exit'});
@@ -48,7 +50,7 @@ class Flame {
     if (d.peak) out.push({name: 'peak of all devices together' + (d.peak_at ? ' (' + (d.peak_at / 1e9).toFixed(3) +
       ' s)' : ''), h: d.peak, hd: d.peak_dev, hs: d.peak_split, key: 'peak'});
     (d.ooms || []).forEach((o, i) => {
-      if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (device ' + o.device + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
+      if (o.holders) out.push({name: 'OOM #' + (i + 1) + ' (' + (o.host || 'device ' + o.device) + ', ' + (o.t / 1e9).toFixed(3) + ' s)',
         h: o.holders, hd: o.holders_dev, hs: o.holders_split, own: o.device_holders, key: 'oom', device: o.device});
     });
     if (!out.length) out.push({name: 'exit', h: [], hd: [], hs: [], key: 'exit'});

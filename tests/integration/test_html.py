@@ -969,3 +969,27 @@ def html_figures_in_the_unit_they_round_to():
         eq(re.findall(r'<tr[^>]*><td class="n" data-v="(\d+)">([^<]*)</td>', table.group(1)),
            [(str(2**40 - 1), "1.00 TiB"), ("1048575", "1.00 MiB"), ("1024", "1.00 KiB"), ("1023", "1023 B")],
            "the holders table's bytes")
+
+
+@test
+def html_flame_names_a_host_failure_by_its_memory():
+    # The flame graph's moments named a refusal of pinned host memory
+    # "OOM #1 (device -1, ...)": now by the memory asked for, as the text
+    # report names it; a device's refusal by its device still.
+    with workdir("vt-html-") as work:
+        dump = os.path.join(work, "dump.json")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMTRACE_", "SIMGPU_"))}
+        env.update(LD_LIBRARY_PATH=SIM, LD_PRELOAD=LIB, VRAMTRACE_OUT=dump, VRAMTRACE_REPORT="off",
+                   SIMGPU_CAPACITY="1G")
+        p = subprocess.run([os.path.join(T, "t_host"), "host-ooms"], env=env, cwd=work, capture_output=True,
+                           text=True, timeout=120)
+        eq(p.returncode, 0, "t_host host-ooms: " + p.stderr)
+        page = page_of(work, "h.html", [dump])
+        eq([o.get("host") for o in data_block(open(page).read())["ooms"]], ["pinned host memory"] * 5 + [None],
+           "the data's label of each OOM")
+        dom, console = chromium_run(page)
+        eq(console, [], "console")
+        eq([re.sub(r"\d+\.\d+ s", "T s", m) for m in
+            re.findall(r'<option value="\d+">(OOM #[^<]*)</option>', dom)],
+           [f"OOM #{n} (pinned host memory, T s)" for n in range(1, 6)] + ["OOM #6 (device 0, T s)"],
+           "the flame graph's moments")
