@@ -43,7 +43,7 @@ LIB_C   := interpose/resolve.c interpose/deepbind.c interpose/infront.c interpos
            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
 CLI_C   := cli/cli.c cli/options_md.c cli/cmd_run.c cli/run_pipe.c cli/run_sanitizer.c cli/cmd_report.c cli/report_out.c cli/cmd_diff.c cli/reporters.c cli/model.c cli/demangle.c \
-           cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/refset.c cli/sha256.c \
+           cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/torch_ooms.c cli/refset.c cli/sha256.c \
            cli/html/data.c cli/html/pack.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/livefile.c cli/cmd_top.c cli/cmd_metrics.c cli/metrics_serve.c cli/fleet.c cli/runs.c cli/forecast_text.c \
            cli/model_torch.c cli/model_u64.c cli/model_v2.c cli/model_scan.c cli/model_file.c cli/model_label.c cli/model_tree.c cli/model_names.c cli/model_steps.c cli/model_mappings.c cli/model_events.c cli/torch_text.c cli/summary_view.c \
            $(COMMON_C)
@@ -516,7 +516,7 @@ bench: deps all $(BENCH)/bench_alloc $(BENCH)/bench_shapes $(BENCH)/bench_dump $
 # once crashed (tests/fuzz/regressions).
 FUZZ_SECONDS ?= 120
 FUZZ_SRC := tests/fuzz/fuzz_dump.c cli/model.c cli/demangle.c cli/reporters.c cli/fleet.c cli/runs.c cli/forecast_text.c $(COMMON_C) \
-            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/refset.c \
+            cli/fmt_text.c cli/fmt_json.c cli/fmt_folded.c cli/fmt_html.c cli/fmt_torch.c cli/torch_ooms.c cli/refset.c \
             cli/sha256.c cli/html/data.c cli/html/pack.c cli/html/torch.c cli/html/bydevice.c cli/html/assets.S cli/model_torch.c cli/model_u64.c cli/model_v2.c cli/model_scan.c cli/model_file.c cli/model_label.c cli/model_tree.c cli/model_names.c cli/model_steps.c cli/model_mappings.c cli/model_events.c cli/torch_text.c cli/summary_view.c
 .PHONY: fuzz fuzz-replay
 $(B)/fuzz/fuzz_dump: $(FUZZ_SRC) $(HEADERS) $(HTML_ASSETS)

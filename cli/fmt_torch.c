@@ -60,6 +60,7 @@
 #include "../common/format.h"
 #include "refset.h"
 #include "reporters.h"
+#include "torch_ooms.h"
 #include "varint.h"
 
 /* Scratch memo slots, rewritten for each segment or event: its size,
@@ -1000,10 +1001,10 @@ oom:
 
 /* One process's events on one device, as trace entries: the n events
  * whose indexes' differences (from 0 for the first) are the varints at
- * list, in order; ooms[0..nooms) every OOM event of the dump, in order
- * (the k-th is the k-th OOM record). */
+ * list, in order; ooms[0..nooms) every OOM event of the dump, in order,
+ * and oom_entry[k] the entry of the k-th (torch_ooms.h). */
 static void trace_entries(struct pk *p, const struct vm_dump *d, const struct selection *x, const uint8_t *list,
-                          size_t n, const uint32_t *ooms, size_t nooms) {
+                          size_t n, const uint32_t *ooms, size_t nooms, const struct vr_torch_oom *oom_entry) {
     size_t i = 0;
     for (size_t j = 0; j < n; j++) {
         uint64_t step;
@@ -1013,9 +1014,10 @@ static void trace_entries(struct pk *p, const struct vm_dump *d, const struct se
         at.address = ev_address(x, i, &at);
         if (e->type == 'o') {
             size_t k = first_event_from(ooms, nooms, sizeof *ooms, i);
-            /* The k-th OOM event is the k-th OOM record, when it was kept. */
-            int64_t freeb = k < d->nooms && d->ooms[k].have_info ? (int64_t)d->ooms[k].free_bytes : 0;
-            trace_entry(p, d, "oom", &at, freeb, 1);
+            if (k >= nooms || !oom_entry[k].keep) continue;
+            at.bytes = oom_entry[k].size;
+            /* memory_viz reads device_free of every oom entry. */
+            trace_entry(p, d, "oom", &at, oom_entry[k].device_free >= 0 ? oom_entry[k].device_free : 0, 1);
         } else if (e->type == 'a') {
             trace_entry(p, d, "segment_alloc", &at, -1, 1);
             trace_entry(p, d, "alloc", &at, -1, 0);
@@ -1259,13 +1261,25 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
         snprintf(err, errsize, "out of memory");
         return -1;
     }
+    struct vr_torch_oom *oom_entry = vr_torch_ooms(d, b.ooms, b.nooms);
+    if (!oom_entry) {
+        by_device_free(&b);
+        pk_free(&p);
+        free(frame_entry);
+        free(p.hot_stack);
+        free(memo);
+        selection_free(&x);
+        snprintf(err, errsize, "out of memory");
+        return -1;
+    }
     list_begin(&p);
     for (int dev = 0; dev < ndev; dev++) {
         list_begin(&p);
-        trace_entries(&p, d, &x, b.list + b.start[dev], b.count[dev], b.ooms, b.nooms);
+        trace_entries(&p, d, &x, b.list + b.start[dev], b.count[dev], b.ooms, b.nooms, oom_entry);
         list_end(&p);
     }
     list_end(&p);
+    free(oom_entry);
     by_device_free(&b);
     pk_str(&p, "allocator_settings");
     dict_begin(&p);

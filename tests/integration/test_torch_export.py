@@ -563,3 +563,105 @@ def torch_export_escapes_control_characters():
     eq(sorted(n for n in names if any(ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f or 0x202a <= ord(c) <= 0x202e
                                       for c in n)), [], "no control character in any frame")
     eq(len(snap["device_traces"][0]), 16, "the trace entries")
+
+
+# A program whose one tensor of 3,000,000,000 bytes does not fit a 2 GiB
+# simulated GPU: PyTorch's caching allocator fails, frees its cache, fails
+# again and raises (under expandable segments each try makes 20 MiB pages
+# until one is refused). PyTorch's own history, recorded alongside, gives
+# the oom entries of its own snapshot.
+OOM_PROG = r'''
+import json, sys, torch
+torch.cuda.memory._record_memory_history(max_entries=100000, stacks="python")
+model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 512)).cuda()
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+for _ in range(2):
+    opt.zero_grad()
+    torch.nn.functional.mse_loss(model(torch.randn(256, 512, device="cuda")), torch.zeros(256, 512, device="cuda")).backward()
+    opt.step()
+keep = [torch.empty(3 * 2**20 + 12345, dtype=torch.uint8, device="cuda") for _ in range(3)]
+del keep[1]
+try:
+    torch.empty(3000000000, dtype=torch.uint8, device="cuda")
+except torch.OutOfMemoryError:
+    pass
+own = torch.cuda.memory._snapshot()
+print(json.dumps([(e["size"], e["device_free"]) for t in own["device_traces"] for e in t if e["action"] == "oom"]))
+'''
+
+
+def oom_export(conf, companion):
+    """OOM_PROG on a 2 GiB simulated GPU under PYTORCH_CUDA_ALLOC_CONF=conf,
+    through `vramtrace run` (the companion's records in the dump) or the
+    library alone: PyTorch's own oom entries, the dump, and the (size,
+    device_free) of the export's."""
+    from test_torch_truth import SIMRUN, clean_env, in_dir
+    with workdir("vt-torch-oom-") as work:
+        out = os.path.join(work, "d.json")
+        with open(os.path.join(work, "prog.py"), "w") as f:
+            f.write(OOM_PROG)
+        env = clean_env(SIMGPU_CAPACITY="2G", PYTORCH_CUDA_ALLOC_CONF=conf)
+        if companion:
+            argv = [SIMRUN, "--torch", "--", CLI, "run", "--out", out, "--report", "off", "--", "python3", "prog.py"]
+        else:
+            env.update(LD_PRELOAD=LIB, VRAMTRACE_OUT=out, VRAMTRACE_REPORT="off")
+            argv = [SIMRUN, "--torch", "--", "python3", "prog.py"]
+        p = in_dir(argv, work, env)
+        eq(p.returncode, 0, f"{conf or 'default'} (companion: {companion}): {p.stderr[-2000:]}")
+        own = [tuple(x) for x in json.loads(p.stdout.splitlines()[-1])]
+        dump = load_dump(out)
+        snap = pickle.loads(export(out))
+    return own, dump, [(e["size"], e["device_free"]) for t in snap["device_traces"] for e in t if e["action"] == "oom"]
+
+
+def segment_of(n):
+    """The segment PyTorch's caching allocator asks CUDA for, for a
+    request of n bytes past 10 MiB: n rounded up to 2 MiB (its OOM
+    observer's figure, the dump's torch request_bytes)."""
+    return -(-n // (2 * MiB)) * (2 * MiB)
+
+
+@torch_test
+def torch_export_one_oom_entry_per_pytorch_request():
+    """PyTorch's failed request of 3,000,000,000 bytes, its first try and
+    its retry after freeing its cache each a failure of the dump (two
+    cudaMalloc of the 2 MiB-rounded segment, or under expandable segments
+    two cuMemCreate of a 20 MiB page after 96 pages each), is one `oom`
+    entry in PyTorch's own snapshot. With the companion's record of the
+    OOM, the export has one too: of PyTorch's request as its observer
+    gives it (the segment size) and of the device's free bytes PyTorch
+    says (the last try's, with the pages it took back: 1.88 GiB, not the
+    4 MiB left beside them). Before, each try was an entry of the failed
+    call's size and free bytes (two entries of 20 MiB pages with 4 and 6
+    MiB free under expandable segments, whose 1.88 GiB of pages, never
+    mapped, the trace does not show)."""
+    want = segment_of(3000000000)
+    for conf in ("", "expandable_segments:True"):
+        own, dump, got = oom_export(conf, True)
+        eq([s for s, _ in own], [3000000000], f"{conf or 'default'}: PyTorch's own snapshot, one oom entry")
+        last = dump["ooms"][-1]
+        eq((len(dump["ooms"]), [t["request_bytes"] for t in last["torch"]]), (2, [want]),
+           f"{conf or 'default'}: the dump: two failures, PyTorch's record with its request on the last")
+        eq(got, [(want, own[0][1])], f"{conf or 'default'}: the export: one oom entry, PyTorch's request and free bytes")
+
+
+@torch_test
+def torch_export_oom_entries_without_the_companion():
+    """The same program under the library alone (no companion, no record of
+    PyTorch's): nothing says the two failures are one request, and the
+    export keeps an entry for each. With the default allocator, each is
+    the failed cudaMalloc's size and free bytes, as before; under
+    expandable segments, each is what the request asked so far, its pages
+    taken and the page refused, with the free bytes before those pages
+    were taken (the trace leaves pages never mapped out: before, two
+    entries of a 20 MiB page with 4 and 6 MiB free, beside a timeline of
+    124 MiB on a 2 GiB device)."""
+    want = segment_of(3000000000)
+    _, dump, got = oom_export("", False)
+    eq(got, [(want, o["free_bytes"]) for o in dump["ooms"]], "default: each failed cudaMalloc, as it was")
+    eq(len(got), 2, "default: two failures")
+    _, dump, got = oom_export("expandable_segments:True", False)
+    eq([(o["requested_bytes"], o["taken_count"]) for o in dump["ooms"]], [(20 * MiB, 96)] * 2,
+       "expandable: two refused pages, each after 96 made")
+    eq(got, [(97 * 20 * MiB, o["free_bytes"] + 96 * 20 * MiB) for o in dump["ooms"]],
+       "expandable: what each try asked so far, and the free bytes before its pages")
