@@ -58,6 +58,7 @@
 #include <uthash.h>
 
 #include "../common/format.h"
+#include "model_torch.h"
 #include "refset.h"
 #include "reporters.h"
 #include "torch_ooms.h"
@@ -1203,6 +1204,60 @@ static void hot_indices(struct pk *p, const struct vm_dump *d, const struct sele
     p->hot_stack = hs;
 }
 
+/* PyTorch's allocator settings as the dump's PyTorch record gives them
+ * (its `settings`: the exit or on-demand record's, else the last OOM's
+ * that has them), NULL where none does. */
+static const char *torch_settings(const struct vm_dump *d) {
+    for (size_t i = 0; d->torch && i < d->torch->ndevices; i++)
+        if (d->torch->devices[i].settings) return d->torch->devices[i].settings;
+    for (size_t k = d->nooms; k-- > 0;)
+        for (size_t i = 0; d->ooms[k].torch && i < d->ooms[k].torch->ndevices; i++)
+            if (d->ooms[k].torch->devices[i].settings) return d->ooms[k].torch->devices[i].settings;
+    return NULL;
+}
+
+/* One setting's value as _snapshot()'s allocator_settings has it: True
+ * and False as booleans, a whole number as an integer, anything else
+ * (a fraction, a list) as its text. */
+static void setting_value(struct pk *p, const char *v, size_t n) {
+    char text[256];
+    snprintf(text, sizeof text, "%.*s", (int)(n < sizeof text ? n : sizeof text - 1), v);
+    char *end;
+    long long x = n && n < 20 ? strtoll(text, &end, 10) : 0;
+    if (strcmp(text, "True") == 0 || strcmp(text, "False") == 0) pk_bool(p, text[0] == 'T');
+    else if (n && n < 20 && *end == '\0' && (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) pk_int(p, x);
+    else pk_display(p, text);
+}
+
+/* The snapshot's allocator_settings: {"source": "vramtrace"} and each
+ * `name:value` of PyTorch's settings text (commas within brackets, a
+ * list's, are the value's; the companion keeps 200 characters of the
+ * text, so at 200 its last item, maybe cut, is left out). */
+static void allocator_settings(struct pk *p, const struct vm_dump *d) {
+    const char *s = torch_settings(d);
+    dict_begin(p);
+    kv_str(p, "source", "vramtrace");
+    size_t chars = 0;
+    for (const char *c = s; c && *c; c++) chars += ((unsigned char)*c & 0xc0) != 0x80;
+    while (s && *s) {
+        const char *at = s;
+        int depth = 0;
+        for (; *at && (*at != ',' || depth > 0); at++) depth += *at == '[' || *at == '{' ? 1 : *at == ']' || *at == '}' ? -1 : 0;
+        if (!*at && chars >= 200) break;
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        if (colon && colon > s && (size_t)(colon - s) < 128) {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(colon - s), s);
+            if (strcmp(name, "source") != 0) {
+                pk_display(p, name);
+                setting_value(p, colon + 1, (size_t)(at - colon - 1));
+            }
+        }
+        s = *at ? at + 1 : at;
+    }
+    dict_end(p);
+}
+
 static void pk_free(struct pk *p) {
     vr_refset_free(&p->frames);
     vr_refset_free(&p->strings);
@@ -1282,9 +1337,7 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     free(oom_entry);
     by_device_free(&b);
     pk_str(&p, "allocator_settings");
-    dict_begin(&p);
-    kv_str(&p, "source", "vramtrace");
-    dict_end(&p);
+    allocator_settings(&p, d);
     dict_end(&p);
     op(&p, '.'); /* STOP */
     pk_free(&p);

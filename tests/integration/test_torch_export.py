@@ -586,7 +586,8 @@ try:
 except torch.OutOfMemoryError:
     pass
 own = torch.cuda.memory._snapshot()
-print(json.dumps([(e["size"], e["device_free"]) for t in own["device_traces"] for e in t if e["action"] == "oom"]))
+print(json.dumps({"ooms": [(e["size"], e["device_free"]) for t in own["device_traces"] for e in t if e["action"] == "oom"],
+                  "settings": own["allocator_settings"]}))
 '''
 
 
@@ -594,7 +595,7 @@ def oom_export(conf, companion):
     """OOM_PROG on a 2 GiB simulated GPU under PYTORCH_CUDA_ALLOC_CONF=conf,
     through `vramtrace run` (the companion's records in the dump) or the
     library alone: PyTorch's own oom entries, the dump, and the (size,
-    device_free) of the export's."""
+    device_free) of the export's oom entries, with its allocator_settings."""
     from test_torch_truth import SIMRUN, clean_env, in_dir
     with workdir("vt-torch-oom-") as work:
         out = os.path.join(work, "d.json")
@@ -608,10 +609,11 @@ def oom_export(conf, companion):
             argv = [SIMRUN, "--torch", "--", "python3", "prog.py"]
         p = in_dir(argv, work, env)
         eq(p.returncode, 0, f"{conf or 'default'} (companion: {companion}): {p.stderr[-2000:]}")
-        own = [tuple(x) for x in json.loads(p.stdout.splitlines()[-1])]
+        own = json.loads(p.stdout.splitlines()[-1])
         dump = load_dump(out)
         snap = pickle.loads(export(out))
-    return own, dump, [(e["size"], e["device_free"]) for t in snap["device_traces"] for e in t if e["action"] == "oom"]
+    ooms = [(e["size"], e["device_free"]) for t in snap["device_traces"] for e in t if e["action"] == "oom"]
+    return own, dump, ooms, snap["allocator_settings"]
 
 
 def segment_of(n):
@@ -637,12 +639,12 @@ def torch_export_one_oom_entry_per_pytorch_request():
     mapped, the trace does not show)."""
     want = segment_of(3000000000)
     for conf in ("", "expandable_segments:True"):
-        own, dump, got = oom_export(conf, True)
-        eq([s for s, _ in own], [3000000000], f"{conf or 'default'}: PyTorch's own snapshot, one oom entry")
+        own, dump, got, _ = oom_export(conf, True)
+        eq([s for s, _ in own["ooms"]], [3000000000], f"{conf or 'default'}: PyTorch's own snapshot, one oom entry")
         last = dump["ooms"][-1]
         eq((len(dump["ooms"]), [t["request_bytes"] for t in last["torch"]]), (2, [want]),
            f"{conf or 'default'}: the dump: two failures, PyTorch's record with its request on the last")
-        eq(got, [(want, own[0][1])], f"{conf or 'default'}: the export: one oom entry, PyTorch's request and free bytes")
+        eq(got, [(want, own["ooms"][0][1])], f"{conf or 'default'}: the export: one oom entry, PyTorch's request and free bytes")
 
 
 @torch_test
@@ -657,11 +659,31 @@ def torch_export_oom_entries_without_the_companion():
     entries of a 20 MiB page with 4 and 6 MiB free, beside a timeline of
     124 MiB on a 2 GiB device)."""
     want = segment_of(3000000000)
-    _, dump, got = oom_export("", False)
+    _, dump, got, _ = oom_export("", False)
     eq(got, [(want, o["free_bytes"]) for o in dump["ooms"]], "default: each failed cudaMalloc, as it was")
     eq(len(got), 2, "default: two failures")
-    _, dump, got = oom_export("expandable_segments:True", False)
+    _, dump, got, _ = oom_export("expandable_segments:True", False)
     eq([(o["requested_bytes"], o["taken_count"]) for o in dump["ooms"]], [(20 * MiB, 96)] * 2,
        "expandable: two refused pages, each after 96 made")
     eq(got, [(97 * 20 * MiB, o["free_bytes"] + 96 * 20 * MiB) for o in dump["ooms"]],
        "expandable: what each try asked so far, and the free bytes before its pages")
+
+
+@torch_test
+def torch_export_allocator_settings_are_pytorchs():
+    """The export's allocator_settings were {'source': 'vramtrace'} alone
+    even where the dump's PyTorch record has PyTorch's settings: now
+    each `name:value` of that record is there too, beside 'source', as
+    _snapshot()'s allocator_settings has it (True and False as booleans,
+    whole numbers as integers, any other value as its text: 0.0 reads
+    '0.0'). The companion keeps 200 characters of the text: of the
+    default allocator's longer text, the items before the 200th."""
+    for conf, keys in (("", ["PYTORCH_CUDA_ALLOC_CONF", "max_split_size", "garbage_collection_threshold",
+                             "expandable_segments", "pinned_num_register_threads", "release_lock_on_cudamalloc"]),
+                       ("expandable_segments:True", ["expandable_segments", "max_split_size"])):
+        own, _, _, settings = oom_export(conf, True)
+        mine = {k: (str(v) if isinstance(settings[k], str) else v) for k, v in own["settings"].items()
+                if k in settings}
+        eq(settings, dict({"source": "vramtrace"}, **{k: mine.get(k) for k in keys}),
+           f"{conf or 'default'}: PyTorch's settings, its own snapshot's values")
+        eq(settings["expandable_segments"], bool(conf), f"{conf or 'default'}: expandable segments")
