@@ -3,7 +3,10 @@
  * the chosen moment (--at). Each line's root is its stack's call-site label
  * (vm_site_label: the user's line, then the library line it went through),
  * so that a flame graph's first level is the holders table by call site,
- * the same bytes per label; with several dumps "rank R pid P" follows it.
+ * the same bytes per label; with several dumps "rank R pid P" follows it
+ * ("pid P begun ... UTC" where several processes of one pid on one host
+ * are given: containers' pid 1), and of each process its newest dump
+ * alone is folded (vr_newest_of_process), as the holders combined take it.
  * Lines come in the order of each dump's holders in the one order of the
  * formats (vr_holders_ranked: more bytes first, ties by call-site label).
  * --folded-root none writes the whole stacks alone, as before labels: then
@@ -148,6 +151,12 @@ static void line_of(struct text *t, const struct vr_input *in, size_t di, size_t
         else if (d->rank_known) snprintf(label, sizeof label, "rank %d pid %d", d->rank, d->pid);
         else snprintf(label, sizeof label, "pid %d", d->pid);
         put(t, label, 0);
+        /* Processes of one pid on one host (containers' pid 1) told apart
+         * by when each began, as the text's note says it. */
+        if (vr_began(in, d, site, sizeof site)[0]) {
+            put(t, " ", 1);
+            put(t, site, 0);
+        }
         put(t, ";", 1);
     }
     const struct vt_frame *const *fr = vm_stack_frames(d, stack);
@@ -265,6 +274,11 @@ int vr_folded(FILE *f, const struct vr_input *in, const struct vr_opts *o, char 
         const struct vm_dump *d = &in->dumps[i];
         size_t n;
         int missing;
+        /* Of each process its newest dump alone, as the holders combined
+         * take it: its earlier dumps (on-demand dumps beside its exit
+         * dump) hold what it holds or held, and added they multiplied its
+         * bytes by its number of dumps. */
+        if (!vr_newest_of_process(in, i)) continue;
         const struct vm_holder *h = vr_holders_at(d, o->at, &n, &missing);
         /* A rank that never failed has no holders at its failure: the
          * others' stacks are the graph, as the text and json combine them. */

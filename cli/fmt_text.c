@@ -192,22 +192,10 @@ static void same_process(FILE *f, const struct vr_input *in) {
         const struct vm_dump *d = &in->dumps[order[i]];
         /* Processes of one pid on one host (containers' pid 1) told apart
          * by when each began. */
-        char began[64] = "";
-        for (size_t k = 0; k < in->n; k++) {
-            const struct vm_dump *e = &in->dumps[k];
-            if (e->pid != d->pid || e->start_unix_ns == d->start_unix_ns ||
-                strcmp(e->host ? e->host : "", d->host ? d->host : "") != 0)
-                continue;
-            time_t t = (time_t)(d->start_unix_ns / 1000000000u);
-            struct tm tm;
-            char hms[32];
-            strftime(hms, sizeof hms, "%Y-%m-%d %H:%M:%S", gmtime_r(&t, &tm));
-            snprintf(began, sizeof began, ", begun %s.%03u UTC", hms,
-                     (unsigned)(d->start_unix_ns % 1000000000u / 1000000u));
-            break;
-        }
+        char began[64], begun[72] = "";
+        if (vr_began(in, d, began, sizeof began)[0]) snprintf(begun, sizeof begun, ", %s", began);
         fprintf(f, "note: %zu of these dumps are of one process (pid %d on %s%s): the holders combined take its "
-                   "newest alone\n", j - i, d->pid, d->host ? S(d->host, host) : "?", began);
+                   "newest alone\n", j - i, d->pid, d->host ? S(d->host, host) : "?", begun);
     }
     free(order);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/display.h"
 #include "../common/format.h"
@@ -214,6 +215,23 @@ int vr_has_sibling(const struct vr_input *in, size_t i) {
     for (size_t j = 0; j < in->n; j++)
         if (j != i && same_process(&in->dumps[j], &in->dumps[i])) return 1;
     return 0;
+}
+
+const char *vr_began(const struct vr_input *in, const struct vm_dump *d, char *buf, size_t size) {
+    buf[0] = '\0';
+    for (size_t k = 0; k < in->n; k++) {
+        const struct vm_dump *e = &in->dumps[k];
+        if (e->pid != d->pid || e->start_unix_ns == d->start_unix_ns ||
+            strcmp(e->host ? e->host : "", d->host ? d->host : "") != 0)
+            continue;
+        time_t t = (time_t)(d->start_unix_ns / 1000000000u);
+        struct tm tm;
+        char hms[32];
+        strftime(hms, sizeof hms, "%Y-%m-%d %H:%M:%S", gmtime_r(&t, &tm));
+        snprintf(buf, size, "begun %s.%03u UTC", hms, (unsigned)(d->start_unix_ns % 1000000000u / 1000000u));
+        break;
+    }
+    return buf;
 }
 
 size_t vr_process_count(const struct vr_input *in) {

@@ -112,6 +112,12 @@ const char *vr_dump_which(const struct vm_dump *d, char *buf, size_t size);
  * which dump each row is). */
 int vr_has_sibling(const struct vr_input *in, size_t i);
 
+/* "begun 2026-12-06 06:52:49.177 UTC", when d's process began, where
+ * another of in's dumps is of another process of d's pid on d's host
+ * (containers' pid 1, one after another), so that the two are told
+ * apart; else "". Returns buf. */
+const char *vr_began(const struct vr_input *in, const struct vm_dump *d, char *buf, size_t size);
+
 /* How many processes in's dumps are of (vr_newest_of_process's count). */
 size_t vr_process_count(const struct vr_input *in);
 

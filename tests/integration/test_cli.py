@@ -1766,3 +1766,64 @@ def cli_dumps_of_one_process_say_which_dump_each_is():
         page = out.decode()
         eq([page.count(f">rank 5 (pid 8405, {w})</option>") for w in ("signal 1, 0.250 s", "signal 2, 0.500 s",
                                                                        "exit, 0.750 s")], [1, 1, 1], "the page's choices")
+
+
+def pid1_dumps(work, base, reasons=(("signal", 1, 55000000), ("signal", 2, 451000000), ("exit", 0, 851000000))):
+    """Three containers' programs, each pid 1 on one host, begun one after
+    another, each with two on-demand dumps and its exit dump (R0's holders):
+    the nine paths, in the order a shell's glob gives them (each dump's
+    number first: signal 1 of each, then signal 2, then exit)."""
+    paths = []
+    for number, (reason, dump_number, t) in enumerate(reasons):
+        for k in range(3):
+            d = dict(base, pid=1, rank_known=False, reason=reason, time_ns=t + k * 1000000,
+                     start_unix_ns=base["start_unix_ns"] + (2 - k) * 857000000)
+            d.pop("dump_number", None)
+            if dump_number:
+                d["dump_number"] = dump_number
+            paths.append(os.path.join(work, f"d{number}.{k}.json"))
+            json.dump(d, open(paths[-1], "w"))
+    return paths
+
+
+def began(ns):
+    return f"begun {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ns // 10**9))}.{ns % 10**9 // 10**6:03d} UTC"
+
+
+@test
+def cli_folded_takes_each_process_newest_dump_alone():
+    """Several dumps of one process (on-demand dumps beside its exit dump)
+    were each folded, so that its bytes were multiplied by its number of
+    dumps, and three pid-1 containers' processes (one pid on one host,
+    begun one after another) read as one 'pid 1' frame: 9 dumps of 3
+    processes holding 4 MiB each folded to 36 MiB where the holders
+    combined said 12 MiB in 3 processes. Folded now takes of each process
+    its newest dump alone, and a process of a pid shared on its host is
+    told by when it began, as the text's note says it."""
+    base = json.load(open(os.path.join(GOLDEN, R0)))
+    with workdir("vt-cli-foldnewest-") as work:
+        paths = pid1_dumps(work, base)
+        rc, out, err = cli(["report", *paths, "--format", "folded"])
+        eq((rc, err), (0, ""), "status")
+        frames = ";_start;__libc_start_main;__libc_start_call_main;main;steady_state 4194304"
+        eq(out.decode().splitlines(),
+           [f"steady_state tests/progs/t_phases.c:20;pid 1 {began(base['start_unix_ns'] + (2 - k) * 857000000)}"
+            + frames for k in range(3)], "one line of each process, its exit dump's 4 MiB")
+        rc, out, err = cli(["report", *paths])
+        ok("    12.00 MiB in 6 allocations in 3 processes  steady_state tests/progs/t_phases.c:20\n"
+           in out.decode(), out.decode()[:3000])
+        # A parent and its child (two pids), each with an on-demand dump
+        # and its exit dump: each folded once.
+        r1 = json.load(open(os.path.join(GOLDEN, R1)))
+        two = []
+        for name, doc in (("p", base), ("c", dict(r1, rank_known=False, pid=8448))):
+            for reason, t in (("signal", 30000000), ("exit", 90000000)):
+                two.append(os.path.join(work, f"{name}.{reason}.json"))
+                json.dump(dict(doc, rank_known=False, reason=reason, time_ns=t), open(two[-1], "w"))
+        rc, out, err = cli(["report", *two, "--format", "folded"])
+        eq((rc, err), (0, ""), "status of the two")
+        eq(out.decode().splitlines(),
+           ["steady_state tests/progs/t_phases.c:20;pid 8447" + frames,
+            "steady_state tests/progs/t_phases.c:20;pid 8448" + frames,
+            "rank_extra tests/progs/t_phases.c:26;pid 8448;_start;__libc_start_main;__libc_start_call_main;main;"
+            "rank_extra 1048576"], "each process's bytes once")
