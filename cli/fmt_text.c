@@ -140,18 +140,20 @@ static void ooms(FILE *f, const struct vm_dump *d, int top) {
 
 /* d is one of several dumps of its process (sibling): its section says
  * which, an on-demand dump's number and when it was written. */
-static void one(FILE *f, const struct vm_dump *d, const struct vr_opts *o, int sibling) {
+static void one(FILE *f, const struct vr_input *in, const struct vm_dump *d, const struct vr_opts *o, int sibling) {
     char host[256], cmd[4096], reason[256];
-    char when[300], ended[600], which[64] = "";
+    char when[300], ended[600], which[64] = "", began[64], begun[72] = "";
     if (sibling && d->dump_number) snprintf(which, sizeof which, ", number %d, at %.3f s", d->dump_number, secs(d->time_ns));
     else if (sibling) snprintf(which, sizeof which, ", at %.3f s", secs(d->time_ns));
+    /* One of several processes of its pid on its host: which, as the table says it. */
+    if (sibling && vr_began(in, d, began, sizeof began)[0]) snprintf(begun, sizeof begun, ", %s", began);
     fprintf(f, "== pid %d, ", d->pid);
     /* A process no launcher gave a rank reads rank 0 in the dump: not said as one. */
     if (d->rank_local) fprintf(f, "local rank %d (no rank of the job's)", d->rank);
     else if (d->rank_known) fprintf(f, "rank %d (local %d)", d->rank, d->local_rank);
     else fputs("no rank", f);
-    fprintf(f, ", host %s: %s (dump written %s%s%s)\n", d->host ? S(d->host, host) : "?",
-            d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when), which,
+    fprintf(f, ", host %s: %s (dump written %s%s%s%s)\n", d->host ? S(d->host, host) : "?",
+            d->argc ? S(d->argv[0], cmd) : "?", vr_written(S(d->reason, reason), when, sizeof when), which, begun,
             vr_ended(d, ended, sizeof ended));
     vr_put_devices(f, d);
     fputs("totals:\n", f);
@@ -245,6 +247,7 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
     (void)err; (void)errsize;
     char a[32], b[32], host[256], cmd[4096], api[256];
     vr_earlier_text(f, in, 8);
+    size_t *order = in->n > 1 ? vr_dump_order(in) : NULL; /* NULL: as given */
     if (in->n > 1) {
         size_t procs = vr_process_count(in);
         if (procs == in->n) fprintf(f, "%zu processes:\n", in->n);
@@ -252,19 +255,35 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         /* Several dumps of one process: a column says which dump each row is
          * (rows of one process read alike but for their figures). */
         int which = procs != in->n;
+        /* Rows of one process together (vr_dump_order); where processes of
+         * one pid on one host are given, its dump column says which by
+         * when it began, as its note does, and is as wide as its widest. */
+        int width = 20;
+        char dump[160], began[64];
+        for (size_t i = 0; which && i < in->n; i++) {
+            char one[96];
+            int w = snprintf(dump, sizeof dump, "%s%s%s", vr_dump_which(&in->dumps[i], one, sizeof one),
+                             vr_began(in, &in->dumps[i], began, sizeof began)[0] ? ", " : "", began);
+            if (w > width) width = w;
+        }
         fprintf(f, "  %-8s %-5s %-20s %11s %11s %5s  ", "pid", "rank", "host", "peak", "live", "ooms");
-        if (which) fprintf(f, "%-20s  ", "dump");
+        if (which) fprintf(f, "%-*s  ", width, "dump");
         fputs("command\n", f);
-        for (size_t i = 0; i < in->n; i++) {
-            const struct vm_dump *d = &in->dumps[i];
-            char rank[16], dump[96];
+        for (size_t r = 0; r < in->n; r++) {
+            const struct vm_dump *d = &in->dumps[order ? order[r] : r];
+            char rank[16];
             if (d->rank_local) snprintf(rank, sizeof rank, "L%d", d->rank);   /* the node's, not the job's */
             else if (d->rank_known) snprintf(rank, sizeof rank, "%d", d->rank);
             else snprintf(rank, sizeof rank, "-");   /* no launcher gave it one */
             fprintf(f, "  %-8d %-5s %-20.20s %11s %11s %5" PRIu64 "  ", d->pid, rank,
                     d->host ? S(d->host, host) : "?", B(d->totals.peak_bytes, a), B(d->totals.live_bytes, b),
                     d->totals.oom_count);
-            if (which) fprintf(f, "%-20s  ", vr_dump_which(d, dump, sizeof dump));
+            if (which) {
+                char one[96];
+                snprintf(dump, sizeof dump, "%s%s%s", vr_dump_which(d, one, sizeof one),
+                         vr_began(in, d, began, sizeof began)[0] ? ", " : "", began);
+                fprintf(f, "%-*s  ", width, dump);
+            }
             fprintf(f, "%s\n", d->argc ? S(d->argv[0], cmd) : "?");
         }
         same_process(f, in);
@@ -305,9 +324,11 @@ int vr_text(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *e
         vr_fleet_text(f, in, o);
         fputc('\n', f);
     }
-    for (size_t i = 0; i < in->n; i++) {
-        if (i) fputc('\n', f);
-        one(f, &in->dumps[i], o, vr_has_sibling(in, i));
+    for (size_t r = 0; r < in->n; r++) {
+        size_t i = order ? order[r] : r;
+        if (r) fputc('\n', f);
+        one(f, in, &in->dumps[i], o, vr_has_sibling(in, i));
     }
+    free(order);
     return 0;
 }

@@ -234,6 +234,46 @@ const char *vr_began(const struct vr_input *in, const struct vm_dump *d, char *b
     return buf;
 }
 
+struct placed {
+    const struct vm_dump *d;
+    size_t group;            /* the first place of a dump of its pid on its host */
+    size_t at;
+};
+
+/* Processes in the order given (their pid's first dump's place), those
+ * of one pid on one host by when each began, a process's dumps by when
+ * they were written (written_after), then as given. */
+static int by_process_then_dump(const void *a, const void *b) {
+    const struct placed *x = a, *y = b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    if (x->d->start_unix_ns != y->d->start_unix_ns) return x->d->start_unix_ns < y->d->start_unix_ns ? -1 : 1;
+    if (same_process(x->d, y->d) && written_after(x->d, y->d) != written_after(y->d, x->d))
+        return written_after(x->d, y->d) ? 1 : -1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+size_t *vr_dump_order(const struct vr_input *in) {
+    size_t *order = malloc((in->n ? in->n : 1) * sizeof *order);
+    struct placed *p = malloc((in->n ? in->n : 1) * sizeof *p);
+    if (!order || !p) {
+        free(order);
+        free(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        const struct vm_dump *d = &in->dumps[i];
+        size_t g = 0;
+        while (g < i && (in->dumps[g].pid != d->pid ||
+                         strcmp(in->dumps[g].host ? in->dumps[g].host : "", d->host ? d->host : "") != 0))
+            g++;
+        p[i] = (struct placed){d, g, i};
+    }
+    qsort(p, in->n, sizeof *p, by_process_then_dump);
+    for (size_t i = 0; i < in->n; i++) order[i] = p[i].at;
+    free(p);
+    return order;
+}
+
 size_t vr_process_count(const struct vr_input *in) {
     size_t k = 0;
     for (size_t i = 0; i < in->n; i++) k += vr_newest_of_process(in, i);

@@ -118,6 +118,13 @@ int vr_has_sibling(const struct vr_input *in, size_t i);
  * apart; else "". Returns buf. */
 const char *vr_began(const struct vr_input *in, const struct vm_dump *d, char *buf, size_t size);
 
+/* The order the text report lists in's dumps in, a malloc'd array of
+ * their indexes: processes in the order given, each process's dumps
+ * together, by when they were written (its exit dump last); processes of
+ * one pid on one host (three pid-1 containers' one after another) by
+ * when each began. NULL when out of memory. */
+size_t *vr_dump_order(const struct vr_input *in);
+
 /* How many processes in's dumps are of (vr_newest_of_process's count). */
 size_t vr_process_count(const struct vr_input *in);
 

@@ -1827,3 +1827,48 @@ def cli_folded_takes_each_process_newest_dump_alone():
             "steady_state tests/progs/t_phases.c:20;pid 8448" + frames,
             "rank_extra tests/progs/t_phases.c:26;pid 8448;_start;__libc_start_main;__libc_start_call_main;main;"
             "rank_extra 1048576"], "each process's bytes once")
+
+
+@test
+def cli_rows_of_one_process_lie_together_and_say_which_pid_1():
+    """Nine dumps of three pid-1 containers' processes, given as a glob
+    gives them, were listed signal 1 three times, signal 2 three times,
+    exit three times, each row 'pid 1' alike: which row was which process
+    could not be told. The rows (and the sections below them) now list
+    each process's dumps together, processes by when they began and dumps
+    by when they were written, and where processes of one pid on one host
+    are given, the dump column and the section say when the process began,
+    as its note does; a parent and its child keep a dump column as wide
+    as before."""
+    base = json.load(open(os.path.join(GOLDEN, R0)))
+    with workdir("vt-cli-rows-") as work:
+        rc, out, err = cli(["report", *pid1_dumps(work, base)])
+        eq((rc, err), (0, ""), "status")
+        lines = out.decode().splitlines()
+        starts = [base["start_unix_ns"] + k * 857000000 for k in range(3)]
+        rows = []
+        for k, s in enumerate(starts):
+            t = (2 - k) * 0.001   # pid1_dumps: the k-th given began (2 - k) * 0.857 s after the first
+            for which in (f"signal 1, {0.055 + t:.3f} s", f"signal 2, {0.451 + t:.3f} s", f"exit, {0.851 + t:.3f} s"):
+                rows.append(f"  1        -     {'node1':<20} {'12.00 MiB':>11} {'4.00 MiB':>11}     1  "
+                            f"{which + ', ' + began(s):<52}  {base['argv'][0]}")
+        eq(lines[2:11], rows, "rows of one process together, each saying which")
+        eq(lines[1], "  pid      rank  host                        peak        live  ooms  " + "dump".ljust(52) +
+           "  command", "the header")
+        heads = [l for l in lines if l.startswith("== ")]
+        eq(heads[:3], [f"== pid 1, no rank, host node1: {base['argv'][0]} (dump written {w}, {began(starts[0])})"
+                       for w in ("on a signal, number 1, at 0.057 s", "on a signal, number 2, at 0.453 s",
+                                 "at exit, at 0.853 s")], "the first process's sections, in the table's order")
+        # A parent (its exit dump given first) and its child: each's rows
+        # together, without a start.
+        r1 = json.load(open(os.path.join(GOLDEN, R1)))
+        two = []
+        for name, doc, reason, t in (("p1", base, "exit", 90000000), ("c1", r1, "signal", 30000000),
+                                     ("p0", base, "signal", 30000000), ("c2", r1, "exit", 90000000)):
+            two.append(os.path.join(work, f"{name}.json"))
+            json.dump(dict(doc, rank_known=False, rank=0, reason=reason, time_ns=t), open(two[-1], "w"))
+        rc, out, err = cli(["report", *two])
+        eq([l[:10] + l[69:].replace(base["argv"][0], "CMD") for l in out.decode().splitlines()[1:6]],
+           ["  pid     dump                  command", "  8447    signal, 0.030 s       CMD",
+            "  8447    exit, 0.090 s         CMD", "  8448    signal, 0.030 s       CMD",
+            "  8448    exit, 0.090 s         CMD"], "parent's dumps, then the child's")
