@@ -1307,18 +1307,10 @@ int vr_torch(FILE *f, const struct vr_input *in, const struct vr_opts *o, char *
     list_end(&p);
     pk_str(&p, "device_traces");
     struct by_dev b;
-    if (by_device(d, &x, ndev, &b) != 0) {
-        pk_free(&p);
-        free(frame_entry);
-        free(p.hot_stack);
-        free(memo);
-        selection_free(&x);
-        snprintf(err, errsize, "out of memory");
-        return -1;
-    }
-    struct vr_torch_oom *oom_entry = vr_torch_ooms(d, b.ooms, b.nooms);
+    int have_b = by_device(d, &x, ndev, &b) == 0;
+    struct vr_torch_oom *oom_entry = have_b ? vr_torch_ooms(d, b.ooms, b.nooms) : NULL;
     if (!oom_entry) {
-        by_device_free(&b);
+        if (have_b) by_device_free(&b);
         pk_free(&p);
         free(frame_entry);
         free(p.hot_stack);
