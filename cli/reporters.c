@@ -348,15 +348,122 @@ out_of_memory:
     return NULL;
 }
 
-/* Stacks by common/labels.h's one order; a stack's label is made only
- * where two hold equal bytes. */
-static int by_stack_rank(const void *a, const void *b, void *ctx) {
+/* Stacks by bytes alone, more first, then by stack id: common/labels.h's
+ * one order wherever no two hold equal bytes (rank_ties orders the rest). */
+static int by_bytes(const void *a, const void *b) {
     const struct vm_holder *x = a, *y = b;
-    const struct vm_dump *d = ctx;
-    char la[1024], lb[1024];
-    int tie = x->bytes == y->bytes;
-    return vt_rank_order(x->bytes, tie ? vm_site_label(d, x->stack, la, sizeof la) : NULL, x->stack, y->bytes,
-                         tie ? vm_site_label(d, y->stack, lb, sizeof lb) : NULL, y->stack);
+    return vt_rank_order(x->bytes, NULL, x->stack, y->bytes, NULL, y->stack);
+}
+
+/* Labels by strcmp, as vt_rank_order compares them: group numbers of ctx. */
+static int by_label(const void *a, const void *b, void *ctx) {
+    return strcmp(vt_label_of(ctx, *(const uint32_t *)a), vt_label_of(ctx, *(const uint32_t *)b));
+}
+
+/* Each group's rank among groups' labels in strcmp order: rank[g] <
+ * rank[h] exactly when g's label comes before h's (the labels differ, so
+ * no two ranks are equal). A malloc'd array, NULL when out of memory. */
+static uint32_t *label_ranks(const struct vt_labels *groups) {
+    size_t k = vt_labels_count(groups);
+    uint32_t *by = malloc((k ? k : 1) * sizeof *by), *rank = malloc((k ? k : 1) * sizeof *rank);
+    if (by && rank) {
+        for (size_t i = 0; i < k; i++) by[i] = (uint32_t)i;
+        qsort_r(by, k, sizeof *by, by_label, (void *)groups);
+        for (size_t i = 0; i < k; i++) rank[by[i]] = (uint32_t)i;
+    } else {
+        free(rank);
+        rank = NULL;
+    }
+    free(by);
+    return rank;
+}
+
+/* A holder of a run of equal bytes: its call-site label's rank, its stack
+ * and its place in the run, to order the run by label (16 bytes, not a
+ * copy of the holder: a run can be every holder). */
+struct tied {
+    uint32_t rank, stack;
+    size_t at;
+};
+
+static int by_tie(const void *a, const void *b) {
+    const struct tied *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->stack != y->stack) return x->stack < y->stack ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Moves h[0..n) so that h[j] becomes what h[t[j].at] was, in place, a
+ * cycle at a time (each t[j].at is set to j as its place is filled). */
+static void put_in_order(struct vm_holder *h, struct tied *t, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        if (t[j].at == j) continue;
+        struct vm_holder first = h[j];
+        size_t cur = j;
+        while (t[cur].at != j) {
+            size_t next = t[cur].at;
+            h[cur] = h[next];
+            t[cur].at = cur;
+            cur = next;
+        }
+        h[cur] = first;
+        t[cur].at = cur;
+    }
+}
+
+/* Sorts the run h[0..n) of equal bytes, in by_bytes order, by its
+ * holders' label ranks rank[0..n), then by stack, then as it is. 0, or
+ * -1 when out of memory. */
+static int rank_run(struct vm_holder *h, const uint32_t *rank, size_t n) {
+    size_t j = 1;
+    while (j < n && rank[j] == rank[0]) j++;
+    if (j == n) return 0; /* one label: by_bytes's order is the order */
+    struct tied *t = malloc(n * sizeof *t);
+    if (!t) return -1;
+    for (j = 0; j < n; j++) t[j] = (struct tied){rank[j], h[j].stack, j};
+    qsort(t, n, sizeof *t, by_tie);
+    put_in_order(h, t, n);
+    free(t);
+    return 0;
+}
+
+/* h[0..n), in by_bytes order, into common/labels.h's one order: each run
+ * of equal bytes by call-site label, then by stack (the order by_bytes
+ * left holders of one stack in kept). The label of each holder in such a
+ * run is made once, not at each comparison; holders of bytes no other
+ * holds need none. 0, or -1 when out of memory. */
+static int rank_ties(const struct vm_dump *d, struct vm_holder *h, size_t n) {
+    struct vt_labels *groups = vt_labels_new();
+    uint32_t *group = NULL, *rank = NULL; /* group: of each holder in a run, in h's order */
+    size_t m = 0;
+    int rc = -1;
+    if (!groups) return -1;
+    for (size_t i = 0, e; i < n; i = e) {
+        for (e = i + 1; e < n && h[e].bytes == h[i].bytes; e++) {}
+        if (e - i < 2) continue;
+        if (!group && !(group = malloc((n - i) * sizeof *group))) goto out;
+        for (size_t j = i; j < e; j++) {
+            char where[1024];
+            uint32_t g = vt_label_group(groups, vm_site_label(d, h[j].stack, where, sizeof where), NULL);
+            if (g == UINT32_MAX) goto out;
+            group[m++] = g;
+        }
+    }
+    if (m && !(rank = label_ranks(groups))) goto out;
+    for (size_t k = 0; k < m; k++) group[k] = rank[group[k]];
+    /* The runs again, in the same order: group[k] is the next holder's. */
+    for (size_t i = 0, e, k = 0; i < n; i = e) {
+        for (e = i + 1; e < n && h[e].bytes == h[i].bytes; e++) {}
+        if (e - i < 2) continue;
+        if (rank_run(h + i, group + k, e - i) < 0) goto out;
+        k += e - i;
+    }
+    rc = 0;
+out:
+    vt_labels_free(groups);
+    free(group);
+    free(rank);
+    return rc;
 }
 
 /* A call site's row, to rank the sites as vr_combine does. */
@@ -378,8 +485,13 @@ struct grouped_holder {
     uint32_t group;
 };
 
+/* By common/labels.h's one order, each label's rank (label_ranks) in ctx. */
 static int by_grouped_rank(const void *a, const void *b, void *ctx) {
-    return by_stack_rank(&((const struct grouped_holder *)a)->h, &((const struct grouped_holder *)b)->h, ctx);
+    const struct grouped_holder *x = a, *y = b;
+    const uint32_t *rank = ctx;
+    if (x->h.bytes != y->h.bytes) return x->h.bytes < y->h.bytes ? 1 : -1;
+    if (rank[x->group] != rank[y->group]) return rank[x->group] < rank[y->group] ? -1 : 1;
+    return x->h.stack < y->h.stack ? -1 : x->h.stack > y->h.stack;
 }
 
 /* Of h[0..n), into out (room for n) in the one order: the holders of the
@@ -392,6 +504,7 @@ static size_t top_sites(const struct vm_dump *d, const struct vm_holder *h, size
     struct grouped_holder *g = malloc(n * sizeof *g);
     struct site_rank *s = malloc(n * sizeof *s);
     size_t *room = NULL; /* by group: how many more of its stacks are kept */
+    uint32_t *rank = NULL;
     size_t k = 0, kept = SIZE_MAX;
     if (!groups || !g || !s) goto out;
     for (size_t j = 0; j < n; j++) {
@@ -407,7 +520,8 @@ static size_t top_sites(const struct vm_dump *d, const struct vm_holder *h, size
     qsort(s, k, sizeof *s, by_site_rank);
     if (!(room = calloc(k ? k : 1, sizeof *room))) goto out;
     for (size_t i = 0; i < k && i < top; i++) room[s[i].group] = top;
-    qsort_r(g, n, sizeof *g, by_grouped_rank, (void *)d);
+    if (!(rank = label_ranks(groups))) goto out;
+    qsort_r(g, n, sizeof *g, by_grouped_rank, rank);
     kept = 0;
     for (size_t j = 0; j < n; j++)
         if (room[g[j].group]) {
@@ -419,6 +533,7 @@ out:
     free(g);
     free(s);
     free(room);
+    free(rank);
     return kept;
 }
 
@@ -437,7 +552,11 @@ struct vm_holder *vr_holders_ranked(const struct vm_dump *d, const struct vm_hol
         }
     } else {
         memcpy(out, h, n * sizeof *out);
-        qsort_r(out, n, sizeof *out, by_stack_rank, (void *)d);
+        qsort(out, n, sizeof *out, by_bytes);
+        if (rank_ties(d, out, n) < 0) {
+            free(out);
+            return NULL;
+        }
     }
     *nout = k;
     *left = n - k;
