@@ -108,7 +108,49 @@ struct encodings {
     const char *kind_of, *api_of;
     char *kind, *api;
     struct frame_text *frame; /* by index in d->frames */
+    struct frame_blocks *blocks;
 };
+
+/* Each frame's object as put_holder writes it in a holders list, its
+ * indent included, made once: a frame is in many stacks, and the frames
+ * of a million holders (45 frames each, 10 GB of JSON) took 78 s, most of
+ * it fprintf making the same text again. For frame i of the dump's table,
+ * at[i] is its text's offset in `room` + 1 (0: not made yet) and len[i]
+ * its length, made at indent `depth` (the holders lists of one process
+ * are at one). The room is bounded (FRAMES_ROOM): once a frame's text does
+ * not fit, the frames not yet in it are made at each use, as before, so
+ * that the cache never adds more than the bound and 8 bytes a frame to the
+ * report's memory. */
+#ifndef VR_JSON_FRAMES_ROOM
+#define VR_JSON_FRAMES_ROOM (16u << 20)
+#endif
+#define FRAMES_ROOM ((size_t)VR_JSON_FRAMES_ROOM)
+
+struct frame_blocks {
+    uint32_t *at, *len;
+    char *room;
+    size_t used;
+    int depth;
+};
+
+/* The cache of d's frames' objects at indent depth, made at its first use;
+ * NULL when out of memory (each frame made at each use). */
+static struct frame_blocks *blocks_of(struct encodings *e, const struct vm_dump *d, int depth) {
+    if (!e->blocks && d->nframes && (e->blocks = calloc(1, sizeof *e->blocks))) {
+        struct frame_blocks *b = e->blocks;
+        b->at = calloc(d->nframes, sizeof *b->at);
+        b->len = malloc(d->nframes * sizeof *b->len);
+        b->room = malloc(FRAMES_ROOM);
+        b->depth = depth;
+        if (!b->at || !b->len || !b->room) {
+            free(b->at);
+            free(b->len);
+            free(b->room);
+            *b = (struct frame_blocks){.depth = -1};
+        }
+    }
+    return e->blocks && e->blocks->at && e->blocks->depth == depth ? e->blocks : NULL;
+}
 
 /* A frame's strings as put() writes them: each is "null" for none, the
  * model's own string between quotes where jansson writes it as it is (text
@@ -161,6 +203,12 @@ static void encodings_free(struct encodings *e, const struct vm_dump *d) {
     free(e->frame);
     free(e->kind);
     free(e->api);
+    if (e->blocks) {
+        free(e->blocks->at);
+        free(e->blocks->len);
+        free(e->blocks->room);
+        free(e->blocks);
+    }
 }
 
 /* The site of `stack` as put(site(d, stack)) writes it: "null" where it
@@ -227,6 +275,54 @@ static int frame_text(const struct vm_dump *d, const struct vt_frame *f, struct 
     return 1;
 }
 
+/* Frame fr's object in a holder's frames at `depth`, its indent first,
+ * its strings as t says. */
+static void write_frame(FILE *f, const struct vt_frame *fr, const struct frame_text *t, int depth) {
+    indent(f, depth);
+    fputc('{', f);
+    put_text(f, depth + 1, "\"function\": ", fr->function, &t->function);
+    fputc(',', f);
+    put_text(f, depth + 1, "\"file\": ", fr->file, &t->file);
+    fprintf(f, ",\n%*s\"line\": %" JSON_INTEGER_FORMAT ",", depth + 1, "", (json_int_t)fr->line);
+    put_text(f, depth + 1, "\"module\": ", fr->module, &t->module);
+    fprintf(f, ",\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64 "\"%s%*s%s\n%*s}",
+            depth + 1, "", fr->offset, depth + 1, "", fr->address, fr->inlined ? ",\n" : "",
+            fr->inlined ? depth + 1 : 0, "", fr->inlined ? "\"inlined\": true" : "", depth, "");
+}
+
+/* write_frame's text, from the cache where it has it (made and kept
+ * there at its first use while there is room). */
+static void put_frame(FILE *f, const struct vm_dump *d, const struct vt_frame *fr, const struct frame_text *t,
+                      struct encodings *e, int depth) {
+    struct frame_blocks *b = blocks_of(e, d, depth);
+    size_t i = (size_t)(fr - d->frames);
+    if (b && b->at[i]) {
+        fwrite(b->room + b->at[i] - 1, 1, b->len[i], f);
+        return;
+    }
+    char *text = NULL;
+    size_t n = 0;
+    FILE *m = b && b->used < FRAMES_ROOM ? open_memstream(&text, &n) : NULL;
+    if (m) {
+        write_frame(m, fr, t, depth);
+        if (fclose(m) == 0 && text) {
+            if (n <= FRAMES_ROOM - b->used) {
+                memcpy(b->room + b->used, text, n);
+                b->at[i] = (uint32_t)b->used + 1;
+                b->len[i] = (uint32_t)n;
+                b->used += n;
+            } else {
+                b->used = FRAMES_ROOM; /* full: the frames left are made as they are written */
+            }
+            fwrite(text, 1, n, f);
+            free(text);
+            return;
+        }
+        free(text);
+    }
+    write_frame(f, fr, t, depth);
+}
+
 /* Holder h as put() of its object at `depth` writes it; 0 when its site is
  * one jansson refuses or its frames' strings cannot be kept (then the
  * caller writes it the general way). */
@@ -251,16 +347,7 @@ static int put_holder(FILE *f, const struct vm_dump *d, const struct vm_holder *
     for (size_t i = 0; i < n; i++) {
         if (!frame_text(d, fr[i], e, &t) || !t) continue; /* left out, as before */
         fputs(any ? ",\n" : "\n", f);
-        indent(f, depth + 2);
-        fputc('{', f);
-        put_text(f, depth + 3, "\"function\": ", fr[i]->function, &t->function);
-        fputc(',', f);
-        put_text(f, depth + 3, "\"file\": ", fr[i]->file, &t->file);
-        fprintf(f, ",\n%*s\"line\": %" JSON_INTEGER_FORMAT ",", depth + 3, "", (json_int_t)fr[i]->line);
-        put_text(f, depth + 3, "\"module\": ", fr[i]->module, &t->module);
-        fprintf(f, ",\n%*s\"offset\": \"0x%" PRIx64 "\",\n%*s\"address\": \"0x%" PRIx64 "\"%s%*s%s\n%*s}",
-                depth + 3, "", fr[i]->offset, depth + 3, "", fr[i]->address, fr[i]->inlined ? ",\n" : "",
-                fr[i]->inlined ? depth + 3 : 0, "", fr[i]->inlined ? "\"inlined\": true" : "", depth + 2, "");
+        put_frame(f, d, fr[i], t, e, depth + 2);
         any = 1;
     }
     if (any) fprintf(f, "\n%*s]", depth + 1, "");

@@ -247,3 +247,29 @@ def reader_folded_lines_merged_only_when_they_read_the_same():
         rss = peak_rss([CLI, "report", "--format", "folded", path, "-o", os.devnull])
         ok(rss <= 2 * size, f"folded's peak resident memory {rss / 2**20:.1f} MiB is "
                             f"{rss / size:.2f}x the dump's {size / 2**20:.1f} MiB (at most 2x)")
+
+
+@test
+def reader_json_frames_made_once_write_what_they_did():
+    """The JSON report makes each frame's object of a holders list once
+    (cli/fmt_json.c: a bounded room, each frame's text after its first
+    use copied from it). The CLI built with that room narrowed to 600
+    bytes (two frames, then the others made at each use) writes the same
+    bytes as the real one: on 300 live allocations of distinct stacks
+    (bench_dump), the golden dumps, the fuzz seeds, several dumps at once,
+    --at peak and --top 2."""
+    with workdir("vt-reader-json-") as work:
+        many = bench_dump(work, 300, 400)
+        cases = [[many], [os.path.join(GOLDEN, R0), os.path.join(GOLDEN, R1)],
+                 [os.path.join(GOLDEN, "python.json")], [os.path.join(GOLDEN, "hostile.json")]]
+        cases += [[p] for p in sorted(glob.glob(os.path.join(ROOT, "tests", "fuzz", "seeds", "*.json")))]
+        for paths in cases:
+            for extra in ([], ["--at", "peak"], ["--top", "2"]):
+                argv = ["report", "--format", "json"] + extra + paths
+                a = subprocess.run([CLI] + argv, capture_output=True, timeout=120)
+                b = subprocess.run([FOLD_COLLIDE] + argv, capture_output=True, timeout=120)
+                what = f"{[os.path.basename(p) for p in paths]} {extra}"
+                eq((b.returncode, b.stdout, b.stderr), (a.returncode, a.stdout, a.stderr),
+                   f"{what}: the same JSON with the narrow room")
+        out = subprocess.run([CLI, "report", "--format", "json", many], capture_output=True, timeout=120).stdout
+        eq(out.count(b'"function": "alloc_one"'), 300, "each of the 300 holders' frames written")

@@ -17,11 +17,12 @@ $(T)/t_peak_rss: tests/progs/t_peak_rss.c
 # lines that hash alike but read differently are compared at every turn,
 # and its room for frames' texts to 64 bytes, so that most frames' texts
 # are made at each use and the first few from the cache
-# (cli/fmt_folded.c; tests/integration/test_reader_mem.py).
+# (cli/fmt_folded.c; tests/integration/test_reader_mem.py); the JSON
+# report's room for frames' objects likewise, to 600 bytes (cli/fmt_json.c).
 PROGS += $(T)/vramtrace_fold_collide
 $(T)/vramtrace_fold_collide: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(T)
-	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -DVR_FOLDED_LABELS_ROOM=64 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
+	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -DVR_FOLDED_HASH_MASK=3 -DVR_FOLDED_LABELS_ROOM=64 -DVR_JSON_FRAMES_ROOM=600 -o $@ $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 
 # The event-heavy dump: bench/bench_alloc.c's pairs under the library
 # (tests/integration/test_reader_mem.py).
