@@ -430,27 +430,31 @@ static int rank_run(struct vm_holder *h, const uint32_t *rank, size_t n) {
 /* h[0..n), in by_bytes order, into common/labels.h's one order: each run
  * of equal bytes by call-site label, then by stack (the order by_bytes
  * left holders of one stack in kept). The label of each holder in such a
- * run is made once, not at each comparison; holders of bytes no other
+ * run is made once, not at each comparison (or its group taken from s
+ * where given: vr_holders_ranked_by_site); holders of bytes no other
  * holds need none. 0, or -1 when out of memory. */
-static int rank_ties(const struct vm_dump *d, struct vm_holder *h, size_t n) {
-    struct vt_labels *groups = vt_labels_new();
+static int rank_ties(const struct vm_dump *d, struct vm_holder *h, size_t n, struct vr_sites *s) {
+    struct vt_labels *groups = s ? NULL : vt_labels_new();
     uint32_t *group = NULL, *rank = NULL; /* group: of each holder in a run, in h's order */
     size_t m = 0;
     int rc = -1;
-    if (!groups) return -1;
+    if (!s && !groups) return -1;
     for (size_t i = 0, e; i < n; i = e) {
         for (e = i + 1; e < n && h[e].bytes == h[i].bytes; e++) {}
         if (e - i < 2) continue;
         if (!group && !(group = malloc((n - i) * sizeof *group))) goto out;
         for (size_t j = i; j < e; j++) {
             char where[1024];
-            uint32_t g = vt_label_group(groups, vm_site_label(d, h[j].stack, where, sizeof where), NULL);
+            uint32_t g = s ? s->site_of[h[j].stack]
+                           : vt_label_group(groups, vm_site_label(d, h[j].stack, where, sizeof where), NULL);
             if (g == UINT32_MAX) goto out;
             group[m++] = g;
         }
     }
-    if (m && !(rank = label_ranks(groups))) goto out;
-    for (size_t k = 0; k < m; k++) group[k] = rank[group[k]];
+    if (m && s && !s->rank && !(s->rank = label_ranks(s->sites))) goto out;
+    if (m && !s && !(rank = label_ranks(groups))) goto out;
+    const uint32_t *by = s ? s->rank : rank;
+    for (size_t k = 0; k < m; k++) group[k] = by[group[k]];
     /* The runs again, in the same order: group[k] is the next holder's. */
     for (size_t i = 0, e, k = 0; i < n; i = e) {
         for (e = i + 1; e < n && h[e].bytes == h[i].bytes; e++) {}
@@ -537,26 +541,48 @@ out:
     return kept;
 }
 
+/* vr_holders_ranked's copy of h[0..n) in the one order, every holder;
+ * the call sites from s where given. NULL when n is 0 or memory ran out. */
+static struct vm_holder *ranked_all(const struct vm_dump *d, const struct vm_holder *h, size_t n,
+                                    struct vr_sites *s) {
+    struct vm_holder *out = n ? malloc(n * sizeof *out) : NULL;
+    if (!out) return NULL;
+    memcpy(out, h, n * sizeof *out);
+    qsort(out, n, sizeof *out, by_bytes);
+    if (rank_ties(d, out, n, s) < 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+struct vm_holder *vr_holders_ranked_by_site(const struct vm_dump *d, const struct vm_holder *h, size_t n,
+                                            struct vr_sites *s) {
+    for (size_t j = 0; j < n && s; j++)
+        if (h[j].stack >= d->nstacks) s = NULL; /* a stack the dump lacks: its label made here */
+    return ranked_all(d, h, n, s);
+}
+
+void vr_sites_free(struct vr_sites *s) {
+    free(s->rank);
+    s->rank = NULL;
+}
+
 struct vm_holder *vr_holders_ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n, size_t top,
                                     size_t *nout, size_t *left) {
     *nout = 0;
     *left = 0;
+    if (!top) {
+        struct vm_holder *out = ranked_all(d, h, n, NULL);
+        *nout = out ? n : 0;
+        return out;
+    }
     struct vm_holder *out = n ? malloc(n * sizeof *out) : NULL;
     if (!out) return NULL;
-    size_t k = n;
-    if (top) {
-        k = top_sites(d, h, n, top, out);
-        if (k == SIZE_MAX) {
-            free(out);
-            return NULL;
-        }
-    } else {
-        memcpy(out, h, n * sizeof *out);
-        qsort(out, n, sizeof *out, by_bytes);
-        if (rank_ties(d, out, n) < 0) {
-            free(out);
-            return NULL;
-        }
+    size_t k = top_sites(d, h, n, top, out);
+    if (k == SIZE_MAX) {
+        free(out);
+        return NULL;
     }
     *nout = k;
     *left = n - k;

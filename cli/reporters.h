@@ -147,6 +147,24 @@ void vr_combined_free(struct vr_combined *c, size_t n);
 struct vm_holder *vr_holders_ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n, size_t top,
                                     size_t *nout, size_t *left);
 
+/* The call sites of a dump's stacks, from a writer that grouped them
+ * already: site_of[s] is stack s's group in sites (common/labels.h, of
+ * vm_site_label's text made in 1024 bytes); rank, the groups' order by
+ * label, is made at the first holders of equal bytes that need it and
+ * kept for the next lists (NULL before; vr_sites_free frees it). */
+struct vt_labels;
+struct vr_sites {
+    const uint32_t *site_of;
+    const struct vt_labels *sites;
+    uint32_t *rank;
+};
+
+/* vr_holders_ranked of every holder (top 0), the labels of s's groups
+ * made no more: n holders, or NULL as there. */
+struct vm_holder *vr_holders_ranked_by_site(const struct vm_dump *d, const struct vm_holder *h, size_t n,
+                                            struct vr_sites *s);
+void vr_sites_free(struct vr_sites *s);
+
 /* "1.50 GiB" */
 const char *vr_bytes(uint64_t v, char *buf, size_t size);
 

@@ -564,11 +564,12 @@ static void devices(FILE *f, const struct vm_dump *d, const uint32_t *site_of, c
 /* A holder list in the one order of the formats (vr_holders_ranked), the
  * text's holders table's, for the holders table, the flame graph and the
  * split by device alike: a copy in *own (for the caller to free), or h
- * itself where memory ran out. */
+ * itself where memory ran out. The stacks' call sites are the page's
+ * (stacks()'s) where it has them. */
 static const struct vm_holder *ranked(const struct vm_dump *d, const struct vm_holder *h, size_t n,
-                                      struct vm_holder **own) {
+                                      struct vr_sites *sites, struct vm_holder **own) {
     size_t k, left;
-    *own = vr_holders_ranked(d, h, n, 0, &k, &left);
+    *own = sites ? vr_holders_ranked_by_site(d, h, n, sites) : vr_holders_ranked(d, h, n, 0, &k, &left);
     return *own ? *own : h;
 }
 
@@ -634,8 +635,10 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
             d->events_dropped);
     uint32_t *site_of = NULL, *series_of = NULL, other = 0;
     struct vt_labels *sites = NULL;
-    if (stacks(f, d, &site_of, &sites) == 0 && series(f, d, site_of, sites, want, &series_of, &other) == 0)
+    int have_sites = stacks(f, d, &site_of, &sites) == 0;
+    if (have_sites && series(f, d, site_of, sites, want, &series_of, &other) == 0)
         devices(f, d, site_of, series_of, other);
+    struct vr_sites by_site = {site_of, sites, NULL}, *ranks_by = have_sites ? &by_site : NULL; /* for ranked() */
     /* Each moment's holders over all devices, then split by device. */
     int *dev = vh_stack_devices(d);
     struct vh_replay r;
@@ -649,14 +652,14 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     /* The exit, the peak, then the OOMs in turn: the replay goes through
      * the history three times at most, not once per OOM. */
     struct vm_holder *own;
-    const struct vm_holder *h = ranked(d, d->holders, d->nholders, &own);
+    const struct vm_holder *h = ranked(d, d->holders, d->nholders, ranks_by, &own);
     holders(f, "exit", h, d->nholders, 1);
     vh_holders_by_device(f, "exit", &r, dev, h, d->nholders, 1, d->events_dropped ? SIZE_MAX : d->nevents);
     free(own);
     /* The peak is the process's (every device's bytes together): when it
      * was, for the flame graph's name of it. */
     fprintf(f, ",\"peak_at\":%" PRIu64, d->totals.peak_time_ns);
-    h = ranked(d, d->peak_holders, d->npeak_holders, &own);
+    h = ranked(d, d->peak_holders, d->npeak_holders, ranks_by, &own);
     holders(f, "peak", h, d->npeak_holders, have_peak);
     vh_holders_by_device(f, "peak", &r, dev, h, d->npeak_holders, have_peak, vh_events_before_peak(d));
     free(own);
@@ -669,7 +672,7 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
          * by its device (-1, none). */
         const char *host = vt_host_memory_label(x->kind);
         if (host) fprintf(f, ",\"host\":\"%s\"", host);
-        h = ranked(d, x->holders, x->nholders, &own);
+        h = ranked(d, x->holders, x->nholders, ranks_by, &own);
         holders(f, "holders", h, x->nholders, x->have_holders);
         vh_holders_by_device(f, "holders", &r, dev, h, x->nholders, x->have_holders,
                              before_oom ? before_oom[i] : SIZE_MAX);
@@ -678,7 +681,7 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
          * rule of vr_holders_device): the holders table and the flame
          * graph of that device show these, as the text report does. */
         if (x->have_holders && x->have_device_holders && x->device >= 0) {
-            h = ranked(d, x->device_holders, x->ndevice_holders, &own);
+            h = ranked(d, x->device_holders, x->ndevice_holders, ranks_by, &own);
             holders(f, "device_holders", h, x->ndevice_holders, 1);
             free(own);
         }
@@ -699,6 +702,7 @@ void vh_data(FILE *f, const struct vm_dump *d, size_t index, const struct vr_opt
     fputs("],\"steps_t\":[", f);
     for (size_t k = 0; k < d->nsteps; k++) fprintf(f, k ? ",%" PRIu64 : "%" PRIu64, d->steps[k].time_ns);
     fputs("]}</script>\n", f);
+    vr_sites_free(&by_site);
     free(site_of);
     free(series_of);
     vt_labels_free(sites);
