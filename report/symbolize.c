@@ -298,6 +298,14 @@ static uint32_t resolve(struct priv *p, uintptr_t key, struct vt_frame *f, uint3
     }
     const char *raw = dwfl_module_addrname(m, pc);
     f->function = demangled(p, raw);
+    /* A module libdwfl mapped but could not read (no descriptor left to
+     * open its file): its function from the loader's memory, where the
+     * module exports one there, as from_memory names it. */
+    Dl_info info;
+    if (!raw && !d && dladdr((void *)(uintptr_t)pc, &info) && info.dli_sname && info.dli_saddr) {
+        free((void *)f->function);
+        f->function = demangled(p, info.dli_sname);
+    }
     /* The line from the unit that holds pc (vt_inlines_unit: also where
      * .debug_aranges lists no unit, or not this one), none where no unit
      * does (_start: libdwfl gave a neighbouring unit's nearest line). */

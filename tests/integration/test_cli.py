@@ -433,11 +433,18 @@ def cli_o_writes_as_the_shells_redirection_does():
         os.setgid(uid)
         os.setuid(uid)
 
-    def report_o(out, **kw):
-        p = subprocess.run([CLI, "report", r0, "-o", out], capture_output=True, timeout=30, **kw)
-        return p.returncode, p.stderr.decode()
     with workdir("vt-cli-shell-") as work:
         os.chmod(work, 0o755)
+        # Copies the other user may run and read (the build's may be in a
+        # folder only root reads: a fresh clone under mktemp -d).
+        cli_copy, r0 = os.path.join(work, "vramtrace"), shutil.copy(r0, os.path.join(work, "r0.json"))
+        shutil.copy(CLI, cli_copy)
+        os.chmod(cli_copy, 0o755)
+        os.chmod(r0, 0o644)
+
+        def report_o(out, **kw):
+            p = subprocess.run([cli_copy, "report", r0, "-o", out], capture_output=True, timeout=30, **kw)
+            return p.returncode, p.stderr.decode()
         rw, sticky = os.path.join(work, "rw"), os.path.join(work, "st")
         os.mkdir(rw, 0o777)
         os.mkdir(sticky)
@@ -498,7 +505,7 @@ def cli_o_writes_as_the_shells_redirection_does():
         finally:
             os.close(rfd)
         eq(got, report, "the reader got the report")
-        eq(sorted(os.listdir(work)), ["fifo", "h1", "h2", "mnt.txt", "rw", "src.txt", "st"], "nothing else")
+        eq(sorted(os.listdir(work)), ["fifo", "h1", "h2", "mnt.txt", "r0.json", "rw", "src.txt", "st", "vramtrace"], "nothing else")
 
 
 @test

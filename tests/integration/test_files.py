@@ -16,6 +16,26 @@ TRIAGE = [os.path.join(T, "t_triage"), "keep", "1M"]
 NOBODY = 65534
 
 
+def copies_for_nobody(work, prog):
+    """Copies of the simulated GPU, tests/PROG (its rpath: $ORIGIN/../sim)
+    and the library in work, which NOBODY may read and run: the build's
+    may be in a folder only root reads (a fresh clone under mktemp -d).
+    Returns the program's and the library's paths."""
+    os.chmod(work, 0o755)
+    shutil.copytree(SIM, os.path.join(work, "sim"), symlinks=True)
+    os.makedirs(os.path.join(work, "tests"))
+    copy = os.path.join(work, "tests", prog)
+    shutil.copy(os.path.join(T, prog), copy)
+    lib = os.path.join(work, "libvramtrace.so")
+    shutil.copy(LIB, lib)
+    for d, _, files in os.walk(work):
+        os.chmod(d, 0o755)
+        for x in files:
+            if not os.path.islink(os.path.join(d, x)):
+                os.chmod(os.path.join(d, x), 0o755)
+    return copy, lib
+
+
 def lib_env(**extra):
     """The environment of a traced run without run()'s folder: the simulated
     GPU, the library, the report off unless given."""
@@ -141,7 +161,10 @@ def frames_named_from_memory_when_no_descriptor_is_left():
     function, where the module exports one there), said once, with why and
     what turns them into lines; the exit's report, with descriptors again,
     loads libdw then and names them in full, at the same offsets."""
-    r = run([os.path.join(T, "t_nofds")])
+    # The live view off: its thread names sites too, and with a descriptor
+    # free at its moment it reads what the post-mortem then cannot (a
+    # module mapped, its file not opened: named from memory all the same).
+    r = run([os.path.join(T, "t_nofds")], env={"VRAMTRACE_LIVE": "0"})
     eq((r.rc, r.out), (0, "hold 0\nopened up to the limit: yes\nask 2\n"), "status and output")
     # Why: libdw could not be loaded, or (where a thread of vramtrace's
     # had loaded it before the descriptors ran out) the map not read.
@@ -976,11 +999,13 @@ def report_file_that_cannot_be_opened_sends_the_report_to_stderr():
     said in one warning, and the post-mortem and the exit report come on
     stderr, as for a file that is no report log or a full disk. Before,
     the warning was all there was: the report was lost."""
-    prog = [os.path.join(T, "t_triage"), "keep", "1M", "fail", "1000G"]
-    base = run(prog)
+    args = ["keep", "1M", "fail", "1000G"]
+    base = run([os.path.join(T, "t_triage")] + args)
     want = [l for l in base.err.splitlines() if l.startswith("vramtrace:")]
     with workdir("vt-files-noopen-") as work:
-        os.chmod(work, 0o755)
+        # Copies NOBODY may run (the build's may be in a folder only root reads).
+        copy, lib = copies_for_nobody(work, "t_triage")
+        prog = [copy] + args
         os.chown(work, NOBODY, NOBODY)
         folder = os.path.join(work, "rdir")
         os.mkdir(folder)
@@ -998,7 +1023,8 @@ def report_file_that_cannot_be_opened_sends_the_report_to_stderr():
                               (ro, "Permission denied", as_nobody)):
             p = subprocess.run(["bash", "-c", 'echo $$; exec "$@"', "sh"] + prog, capture_output=True, text=True,
                                timeout=60, preexec_fn=pre, cwd=work,
-                               env=lib_env(VRAMTRACE_REPORT=rep, VRAMTRACE_OUT=os.path.join(work, "d.%p.json")))
+                               env=lib_env(VRAMTRACE_REPORT=rep, VRAMTRACE_OUT=os.path.join(work, "d.%p.json"),
+                                           LD_PRELOAD=lib, LD_LIBRARY_PATH=os.path.join(work, "sim")))
             pid = int(p.stdout.split()[0])
             eq(p.returncode, base.rc, f"{rep}: the program's own status")
             err = p.stderr.splitlines()
@@ -1801,18 +1827,7 @@ def dump_never_replaces_a_file_its_user_cannot_read():
     copies in its folder (the build's may be in a folder only root reads:
     a fresh clone under mktemp -d)."""
     with workdir("vt-files-") as work:
-        os.chmod(work, 0o755)
-        shutil.copytree(SIM, os.path.join(work, "sim"), symlinks=True)
-        os.makedirs(os.path.join(work, "tests"))
-        prog = os.path.join(work, "tests", "t_triage")   # its rpath: $ORIGIN/../sim
-        shutil.copy(os.path.join(T, "t_triage"), prog)
-        lib = os.path.join(work, "libvramtrace.so")
-        shutil.copy(LIB, lib)
-        for d, _, files in os.walk(work):
-            os.chmod(d, 0o755)
-            for x in files:
-                if not os.path.islink(os.path.join(d, x)):
-                    os.chmod(os.path.join(d, x), 0o755)
+        prog, lib = copies_for_nobody(work, "t_triage")
         os.chown(work, NOBODY, NOBODY)
         path = os.path.join(work, "results.json")
         with open(path, "w") as f:
