@@ -50,6 +50,13 @@
  *       work_ns_per_pair W": W is the threads' CPU time inside the batches'
  *       calls a pair (their waits for each other and the scheduler's turns
  *       left out: what the calls themselves cost)
+ *   bench_shapes manythreads THREADS N NSTACKS
+ *       THREADS threads started together (a barrier), each keeping N
+ *       allocations made over NSTACKS stacks of its own (THREADS x NSTACKS
+ *       distinct stacks in all, 2^20 at most), then freeing them in
+ *       reverse; each call timed by the thread's CPU clock: prints
+ *       "alloc_max_cpu_us X alloc_over_1ms K free_max_cpu_us Y
+ *       free_over_1ms L total_s T rss_kb R"
  *   bench_shapes firstcall THREADS N
  *       After one pair of the main thread's (vramtrace's start), THREADS
  *       threads started together (a barrier), each then making N
@@ -79,13 +86,20 @@
 enum { CUDA, CUDART, MALLOC };
 static int api;
 
-/* Set by dumpwait over many stacks: pair() allocates and keeps. */
-static CUdeviceptr *keep_to;
-static long nkept;
+/* Set by dumpwait over many stacks and by each of manythreads' threads:
+ * pair() allocates and keeps (and with call_times, times the call by the
+ * thread's CPU clock into it). */
+static __thread CUdeviceptr *keep_to;
+static __thread long nkept;
+static __thread struct call_times *call_times;
+static void call_timed(struct call_times *t, double took);
+static double cpu_now(void);
 
 __attribute__((noinline)) static long pair(void) {
     if (keep_to) {
+        double c = call_times ? cpu_now() : 0;
         cuMemAlloc(&keep_to[nkept], 256);
+        if (call_times) call_timed(call_times, cpu_now() - c);
         return (long)(keep_to[nkept++] & 1);
     }
     if (api == MALLOC) {
@@ -376,6 +390,68 @@ static int xfree_main(char **argv) {
     return 0;
 }
 
+/* ---- many threads, each allocating over its own stacks ------------------ */
+
+struct call_times {
+    double worst;
+    long over; /* calls over 1 ms */
+};
+
+static void call_timed(struct call_times *t, double took) {
+    if (took > t->worst) t->worst = took;
+    if (took > 1e-3) t->over++;
+}
+
+static long many_n;
+static unsigned many_stacks;
+static pthread_barrier_t many_barrier;
+static struct call_times *many_alloc, *many_free;
+
+static void *many_thread(void *arg) {
+    long me = (long)arg;
+    keep_to = malloc(sizeof *keep_to * (size_t)many_n);
+    pthread_barrier_wait(&many_barrier);
+    call_times = &many_alloc[me];
+    long sum = 0;
+    for (long i = 0; i < many_n; i++) sum += deep(10, (unsigned)(me * many_stacks + (unsigned)(i % many_stacks)));
+    call_times = NULL;
+    for (long i = many_n - 1; i >= 0; i--) {
+        double c = cpu_now();
+        cuMemFree(keep_to[i]);
+        call_timed(&many_free[me], cpu_now() - c);
+    }
+    free(keep_to);
+    keep_to = NULL;
+    return (void *)(sum & 1);
+}
+
+static int manythreads_main(char **argv) {
+    int nthreads = atoi(argv[2]);
+    many_n = atol(argv[3]);
+    many_stacks = (unsigned)atol(argv[4]);
+    if (nthreads < 1 || nthreads > 4096 || many_n < 1 || many_stacks < 1 ||
+        (unsigned long long)nthreads * many_stacks > (1ull << 20))
+        return 2;
+    pthread_t *t = calloc((size_t)nthreads, sizeof *t);
+    many_alloc = calloc((size_t)nthreads, sizeof *many_alloc);
+    many_free = calloc((size_t)nthreads, sizeof *many_free);
+    pthread_barrier_init(&many_barrier, NULL, (unsigned)nthreads);
+    double t0 = now();
+    for (long i = 0; i < nthreads; i++) pthread_create(&t[i], NULL, many_thread, (void *)i);
+    for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
+    double dt = now() - t0;
+    struct call_times a = {0, 0}, f = {0, 0};
+    for (int i = 0; i < nthreads; i++) {
+        if (many_alloc[i].worst > a.worst) a.worst = many_alloc[i].worst;
+        if (many_free[i].worst > f.worst) f.worst = many_free[i].worst;
+        a.over += many_alloc[i].over;
+        f.over += many_free[i].over;
+    }
+    printf("alloc_max_cpu_us %.1f alloc_over_1ms %ld free_max_cpu_us %.1f free_over_1ms %ld total_s %.3f rss_kb %ld\n",
+           a.worst * 1e6, a.over, f.worst * 1e6, f.over, dt, rss_kb());
+    return 0;
+}
+
 /* ---- each thread's first call, threads started together ---------------- */
 
 static pthread_barrier_t first_barrier;
@@ -429,6 +505,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "maxcall") == 0) return maxcall_main(argv);
     if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);
     if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argc, argv);
+    if (argc >= 5 && strcmp(argv[1], "manythreads") == 0) return manythreads_main(argv);
     fprintf(stderr, "usage: see bench_shapes.c\n");
     return 2;
 }

@@ -78,7 +78,31 @@ struct table {
     size_t moved;
     struct table *prev;
     size_t given_back; /* bytes of the array given back so far, once outgrown */
+    /* How many of the array's blocks of BLOCK_ENTRIES entries (a 4 KiB
+     * page) were never written (read atomically without the lock; 0 once
+     * all were), and which were, a bit each (set after the block's first
+     * entry is in place; NULL when none could be had: blocks are then read
+     * as before). Kept with the table. */
+    size_t fresh_left;
+    uint64_t *written;
 };
+
+/* A page of a new array never written reads as the shared zero page once
+ * read, and the first write after that replaces it: a fault that flushes
+ * the TLB of every CPU the process runs on (an IPI, waited for while the
+ * other vCPU is off its CPU; with 256 threads making 256,000 stacks, the
+ * most of the hooked calls over 1 ms that were left). So nothing reads a
+ * block never written (its entries are all empty: a look-up's probe ends
+ * there, a put lands there), and the first write to it is a plain first
+ * touch. The look-ups of a table whose every block was written test one
+ * word more. */
+#define BLOCK_ENTRIES (4096 / sizeof(struct entry))
+
+static inline int unwritten(const struct table *T, size_t i) {
+    if (__builtin_expect(!__atomic_load_n(&T->fresh_left, __ATOMIC_RELAXED), 1)) return 0;
+    size_t b = i / BLOCK_ENTRIES;
+    return !((__atomic_load_n(&T->written[b / 64], __ATOMIC_RELAXED) >> (b % 64)) & 1);
+}
 
 /* The current table, read with acquire order and without a lock; replaced
  * under the global lock. `giving_back`: the outgrown table whose pages are
@@ -167,6 +191,7 @@ static inline const struct vt_stack_node *find(const struct table *T, uint64_t h
                                                int depth) {
     size_t mask = T->cap - 1;
     for (size_t i = (size_t)(h >> T->shift);; i = (i + 1) & mask) {
+        if (unwritten(T, i)) return NULL;
         const struct vt_stack_node *n = __atomic_load_n(&T->e[i].node, __ATOMIC_ACQUIRE);
         if (!n) return NULL;
         if (T->e[i].hash == h && n->pub.depth == (uint32_t)depth && same_frames(n->frames, frames, depth)) return n;
@@ -191,7 +216,8 @@ static __attribute__((noinline)) const struct vt_stack_node *find_older(const st
  * searched, perhaps in an array given back since), the look-up starts
  * again. Hits and misses with nothing changed, the hot path's cases, read
  * each pointer once. */
-static inline const struct vt_stack_node *lookup(uint64_t h, const uintptr_t *frames, int depth) {
+static inline __attribute__((always_inline)) const struct vt_stack_node *lookup(uint64_t h, const uintptr_t *frames,
+                                                                             int depth) {
     for (;;) {
         const struct table *T = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
         if (!T) return NULL;
@@ -225,9 +251,21 @@ static struct entry *array_new(size_t cap) {
 
 static void put(struct table *T, const struct vt_stack_node *n) {
     size_t mask = T->cap - 1, i = (size_t)(n->hash >> T->shift);
-    while (T->e[i].node) i = (i + 1) & mask;
+    while (!unwritten(T, i) && T->e[i].node) i = (i + 1) & mask;
+    int first = unwritten(T, i);
     T->e[i].hash = n->hash;
     __atomic_store_n(&T->e[i].node, n, __ATOMIC_RELEASE);
+    if (first) { /* the block is real memory now: readers may look in it */
+        size_t b = i / BLOCK_ENTRIES;
+        __atomic_fetch_or(&T->written[b / 64], 1ull << (b % 64), __ATOMIC_RELEASE);
+        __atomic_store_n(&T->fresh_left, T->fresh_left - 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void table_free(struct table *T) {
+    if (!T) return;
+    free(T->written);
+    free(T);
 }
 
 /* Hands back the pages of the outgrown table being given back, at most
@@ -285,6 +323,9 @@ static struct table *grow(void) {
         free(T);
         return NULL;
     }
+    size_t blocks = (cap + BLOCK_ENTRIES - 1) / BLOCK_ENTRIES;
+    T->written = calloc((blocks + 63) / 64, sizeof *T->written);
+    T->fresh_left = T->written ? blocks : 0;
     if (old && old->older) {
         size_t moved = 0;
         while (old->older) moved += move_step(old);
@@ -449,7 +490,7 @@ void vt_intern_reset_child(void) {
     for (struct table *T = table, *prev; T; T = prev) {
         prev = T->prev;
         munmap(T->e, T->cap * sizeof *T->e);
-        free(T);
+        table_free(T);
     }
     table = giving_back = NULL;
     memset(&stats, 0, sizeof stats);

@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "account.h"
 #include "log.h"
@@ -24,12 +26,29 @@ static void apply(struct vt_slot *l, uint64_t from, uint64_t to) {
     if (n > first) vt_account_ops(&l->ops[0], n - first);
 }
 
-void vt_log_drain(void) {
-    struct src {
-        struct vt_slot *l;
-        uint64_t t, h, ts; /* ts: of entry t */
-    } one[8], *src = one;
-    size_t n = 0, cap = 8;
+/* The logs being merged: each with its next entry t (time stamp ts) and
+ * its head h as read when the merge began. A binary heap by ts. */
+struct src {
+    struct vt_slot *l;
+    uint64_t t, h, ts;
+};
+
+static void sift_down(struct src *s, size_t n, size_t i) {
+    struct src x = s[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && s[c + 1].ts < s[c].ts) c++;
+        if (s[c].ts >= x.ts) break;
+        s[i] = s[c];
+        i = c;
+    }
+    s[i] = x;
+}
+
+size_t vt_log_drain_some(size_t budget) {
+    struct src one[8], *src = one;
+    size_t n = 0, cap = 8, applied = 0;
     __atomic_store_n(&applying.on, 1, __ATOMIC_RELAXED);
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) {
         uint64_t h = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
@@ -49,43 +68,72 @@ void vt_log_drain(void) {
         src[n].ts = l->ops[t % LOG_OPS].time_ns;
         n++;
     }
+    for (size_t i = n / 2; i-- > 0;) sift_down(src, n, i);
     /* The merge: from the log with the oldest entry, every entry up to the
-     * next log's oldest; a log done is let go at once. */
-    while (n > 1) {
-        size_t b = 0;
+     * next log's oldest (the smaller of the heap's second row), so that a
+     * run costs a heap step, not a look at every log (256 threads' logs
+     * made a scan per entry where two of them alternated); a log done is
+     * let go at once. At most `budget` entries: where it runs out, what
+     * is applied is still every entry older than the rest. */
+    while (n && applied < budget) {
+        struct src *x = &src[0];
         uint64_t next = UINT64_MAX;
-        for (size_t i = 1; i < n; i++) {
-            if (src[i].ts < src[b].ts) {
-                next = src[b].ts;
-                b = i;
-            } else if (src[i].ts < next) {
-                next = src[i].ts;
-            }
-        }
-        struct src *x = &src[b];
-        uint64_t end = x->t;
-        do {
-            if (++end == x->h) break;
-        } while (x->l->ops[end % LOG_OPS].time_ns <= next);
+        if (n > 1) next = src[1].ts;
+        if (n > 2 && src[2].ts < next) next = src[2].ts;
+        uint64_t end = x->t, stop = budget - applied < x->h - x->t ? x->t + (budget - applied) : x->h;
+        if (n == 1) /* the last log: the rest of it, in one run */
+            end = stop;
+        else
+            do {
+                if (++end == stop) break;
+            } while (x->l->ops[end % LOG_OPS].time_ns <= next);
         apply(x->l, x->t, end);
+        applied += (size_t)(end - x->t);
         x->t = end;
         if (x->t == x->h) {
             __atomic_store_n(&x->l->tail, x->t, __ATOMIC_RELEASE);
-            *x = src[--n];
+            src[0] = src[--n];
         } else {
             x->ts = x->l->ops[x->t % LOG_OPS].time_ns;
         }
+        sift_down(src, n, 0);
     }
-    if (n == 1) {
-        apply(src[0].l, src[0].t, src[0].h);
-        __atomic_store_n(&src[0].l->tail, src[0].h, __ATOMIC_RELEASE);
-    }
+    for (size_t i = 0; i < n; i++) /* the budget ran out: what was applied of the rest */
+        if (src[i].t != src[i].l->tail) __atomic_store_n(&src[i].l->tail, src[i].t, __ATOMIC_RELEASE);
     if (src != one) free(src);
     __atomic_store_n(&applying.on, 0, __ATOMIC_RELAXED);
+    return applied;
 }
 
+void vt_log_drain(void) { vt_log_drain_some(SIZE_MAX); }
+
+void vt_global_lock_applied(void) {
+    vt_global_lock();
+    for (int i = 0; i < 64 && vt_log_drain_some(LOG_DRAIN_STEP) == LOG_DRAIN_STEP; i++) {
+        vt_global_unlock();
+        vt_global_let_in();
+        vt_global_lock();
+    }
+    vt_log_drain();
+}
+
+/* After a step of a call whose log is full: other threads waiting for the
+ * global lock are let in first (their steps apply the same oldest ops),
+ * and from the third step of the call on, this thread sleeps 50 us
+ * before its next, so that the backlog of 256 threads' logs (after a
+ * holder of the global lock was preempted, every log fills) is applied by
+ * the calls of every thread, not all by the first to find its log full
+ * (82 steps, 8 ms, in one call). */
+static void full_wait(unsigned *steps) {
+    vt_global_let_in();
+    if (++*steps > 2) {
+        struct timespec t = {0, 50 * 1000};
+        nanosleep(&t, NULL);
+    }
+}
 
 void vt_log_lock_slow(struct vt_slot *l, int need) {
+    unsigned full_steps = 0;
     for (;;) {
         slot_take(l);
         uint64_t tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
@@ -102,8 +150,19 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
         }
         slot_give(l);
         if (vt_global_trylock() == 0) {
-            vt_log_drain();
+            /* One step of the oldest entries: all the logs at once were up
+             * to 256 threads' half logs, 131,072 entries, 5 to 17 ms in
+             * one hooked call. Each call past the half takes a step while
+             * it has room, and by the time its log could be full, 512
+             * steps have applied twice what all 256 logs can hold. */
+            vt_log_drain_some(LOG_DRAIN_STEP);
             vt_global_unlock();
+            if (!room) full_wait(&full_steps);
+            if (room) {
+                slot_take(l);
+                if (log_used(l, need) <= LOG_OPS) return;
+                slot_give(l);
+            }
             continue;
         }
         if (room) {
@@ -126,8 +185,9 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
         }
         if (__atomic_load_n(&l->tail, __ATOMIC_ACQUIRE) == tail) {
             vt_global_lock();
-            vt_log_drain();
+            vt_log_drain_some(LOG_DRAIN_STEP);
             vt_global_unlock();
+            full_wait(&full_steps);
         }
     }
 }

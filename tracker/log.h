@@ -27,9 +27,25 @@ enum { OP_ALLOC = VT_EV_ALLOC, OP_FREE = VT_EV_FREE, OP_REPLACED = 8, OP_UNKNOWN
  * lock held. */
 void vt_log_drain(void) VT_HIDDEN;
 
-/* Lock a slot with room for `need` ops in its log. Past half full, the
- * logs are applied, unless another thread is at it: then this one goes on
- * into the second half, and waits only when its log is full. (Were the
+/* The oldest `budget` ops of all the logs at most, merged the same way;
+ * how many were applied. Global lock held. */
+size_t vt_log_drain_some(size_t budget) VT_HIDDEN;
+
+/* The global lock, with every op logged before the call applied: in
+ * steps of LOG_DRAIN_STEP, the lock let go between them and a thread
+ * waiting for it let in first, so that no one waits for all the logs at
+ * once (256 threads' half logs, 131,072 entries, held the lock 5 ms in the
+ * live view's thread); after 64 steps, the rest at once. */
+void vt_global_lock_applied(void) VT_HIDDEN;
+
+/* A hooked call's step of applying (vt_log_lock_slow): about 100 us of
+ * work. */
+#define LOG_DRAIN_STEP 1024
+
+/* Lock a slot with room for `need` ops in its log. Past half full, a
+ * step of the logs' oldest ops is applied (LOG_DRAIN_STEP) at each call,
+ * unless another thread is at it: then this one goes on into the second
+ * half, and waits only when its log is full. (Were the
  * whole log the mark, two threads allocating at once would fill theirs in
  * step, and each would wait out the other's applying, which empties
  * both.) The slot's lock is not held while applying: the applier's

@@ -27,10 +27,9 @@ static struct vt_step *ring(void) {
 }
 
 uint64_t vt_tracker_step(void) {
-    vt_global_lock();
     /* Every op logged before this call is applied, and so in the ring,
      * before the write count is read. */
-    vt_log_drain();
+    vt_global_lock_applied();
     uint64_t n = ++steps.total;
     struct vt_step *r = ring();
     if (r) {

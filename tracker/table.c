@@ -1,23 +1,43 @@
 /* table.c -- growing a live table step by step, and letting it go
  * (table.h): the steps that are not in the hot path.
  *
- * Arrays of a megabyte or more are mapped, not malloc'd: a new one is then
+ * Arrays of 64 KiB or more are mapped, not malloc'd: a new one is then
  * zero pages, touched a page at a time as entries land in it, and the old
  * one's pages are given back as the move passes them, so neither making
  * the new array nor dropping the old one costs a call more than a few
  * pages' work (small pages: see array_new). */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include "lockprobe.h"
 #include "lsanroot.h"
 #include "table.h"
 
-#define MAP_MIN ((size_t)1 << 20)
+/* Arrays of MAP_MIN bytes or more are mapped, and a new one's blocks are
+ * touched as entries land (FRESH_ENTRIES); the pages of an old one of
+ * GIVE_MIN or more are given back as the move passes them, smaller ones
+ * all at its end. With 256 threads of 10,000 live each, the tables' arrays
+ * of 128 to 512 KiB were calloc'd: the first writes after lookups' reads
+ * replaced zero pages (IPIs), and 512 KiB written at once is 128 page
+ * faults, with the C library's consolidation of its free lists before a
+ * large block: each of them now and then over 1 ms inside one call. */
+#define MAP_MIN ((size_t)64 << 10)
+#define GIVE_MIN ((size_t)1 << 20)
 #define CHUNK ((size_t)256 << 10) /* given back 64 pages at a time */
 
 static struct live_entry *array_new(size_t cap) {
     size_t bytes = cap * sizeof(struct live_entry);
-    if (bytes < MAP_MIN) return calloc(cap, sizeof(struct live_entry));
+    if (bytes < MAP_MIN) {
+        /* Written now, not calloc'd: calloc may leave memory fresh from
+         * the kernel unwritten, and a lookup's read of it maps the shared
+         * zero page, whose replacement at the first write flushes the TLB
+         * of every CPU the process runs on (see FRESH_ENTRIES). At most
+         * 16 pages, a plain first touch each. */
+        struct live_entry *e = malloc(bytes);
+        __asm__ volatile("" : : "r"(e) : "memory"); /* or the compiler makes the two a calloc */
+        if (e) memset(e, 0, bytes);
+        return e;
+    }
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
     /* Small pages, where the kernel would give huge ones to every mapping:
@@ -92,7 +112,7 @@ void vt_table_move(struct live_table *t) {
     /* The chunks of pages the move has passed are given back (they read as zeros
      * after, and nothing reads below `moved`). */
     size_t bytes = t->old_cap * sizeof(struct live_entry);
-    if (bytes >= MAP_MIN) {
+    if (bytes >= GIVE_MIN) {
         size_t from = t->moved * sizeof(struct live_entry) / CHUNK, to = i * sizeof(struct live_entry) / CHUNK;
         if (to > from) VT_PROBE_COUNT(VT_PC_UNMAPS, 1);
         if (to > from) madvise((char *)t->old + from * CHUNK, (to - from) * CHUNK, MADV_DONTNEED);

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "../../tracker/history.h"
+#include "../../tracker/intern.h"
 #include "../../tracker/slot.h"
 #include "check.h"
 
@@ -90,8 +91,76 @@ static void test_fresh_blocks_are_not_read(void) {
     free(recs);
 }
 
+/* The same for a table of 2,049 records: its array of 8,192 entries (128
+ * KiB) is mapped too, with the same bits (it was calloc'd: the C library
+ * gives memory fresh from the kernel unwritten, and 256 threads' tables of
+ * that size made most of their hooked calls over 1 ms at the zero pages'
+ * replacements). */
+static void test_small_arrays_too(void) {
+    struct live_table t;
+    memset(&t, 0, sizeof t);
+    size_t n = 2049 + 3;   /* the add of the 2,049th grows 4,096 to 8,192 */
+    struct vt_rec *recs = calloc(n, sizeof *recs);
+    for (size_t i = 0; i < n; i++) {
+        recs[i].key = (struct vt_key){0x20000000 + i * 256, 0, 0};
+        table_add(&t, &recs[i], key_hash(&recs[i].key));
+    }
+    CHECK_EQ(t.cap, 8192);
+    CHECK(t.old != NULL);
+    CHECK(t.fresh_left > 0 && t.fresh_left < 32);
+    size_t found = 0, wrong = 0;
+    long f0 = minor_faults();
+    for (uint64_t i = 0; i < 20000; i++) {
+        struct vt_key k = {0xa0000000 + i * 4096 * 7, 0, 0};
+        found += table_find(&t, &k, key_hash(&k)) != NULL;
+    }
+    long f1 = minor_faults();
+    CHECK_EQ(found, 0);
+    CHECK_EQ(f1 - f0, 0);
+    for (size_t i = 0; i < n; i++) wrong += table_find(&t, &recs[i].key, key_hash(&recs[i].key)) != &recs[i];
+    CHECK_EQ(wrong, 0);
+    for (size_t i = 0; i < n; i++) table_del(&t, &recs[i], key_hash(&recs[i].key));
+    CHECK_EQ(t.count, 0);
+    vt_table_free(&t);
+    free(recs);
+}
+
+/* The stacks' table: just grown into an array of 8,192 entries with a few
+ * stacks in it, look-ups of stacks it does not hold (without the lock, as
+ * every hooked call's) read no block never written: no page fault. Every
+ * stack is still found. */
+static void test_stack_table_blocks(void) {
+    size_t n = 2049 + 2; /* the 2,049th grows 4,096 entries to 8,192 */
+    uint32_t *ids = calloc(n, sizeof *ids);
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t frames[2] = {0x400000 + i * 16, 0x500000};
+        ids[i] = vt_tracker_stack_id(frames, 2);
+    }
+    struct vt_intern_stats st;
+    vt_intern_stats(&st);
+    CHECK_EQ(st.cap, 8192);
+    CHECK(st.moving);
+    size_t found = 0, wrong = 0;
+    long f0 = minor_faults();
+    for (uintptr_t i = 0; i < 20000; i++) {
+        uintptr_t frames[2] = {0x9000000 + i * 16, 0x500000};
+        found += vt_intern_lookup(frames, 2) != UINT32_MAX;
+    }
+    long f1 = minor_faults();
+    CHECK_EQ(found, 0);
+    CHECK_EQ(f1 - f0, 0);
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t frames[2] = {0x400000 + i * 16, 0x500000};
+        wrong += vt_intern_lookup(frames, 2) != ids[i];
+    }
+    CHECK_EQ(wrong, 0);
+    free(ids);
+}
+
 int main(void) {
     test_fresh_blocks_are_not_read();
+    test_small_arrays_too();
+    test_stack_table_blocks();
     vt_tracker_init(64, 1000000);
     uintptr_t frames[2] = {0x1000, 0x2000};
     /* Past 32,768 live the table's array is 1 MiB or more: mapped. */

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../../report/holders.h"
+#include "../../tracker/history.h"
+#include "../../tracker/log.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
 
@@ -134,6 +136,50 @@ static void test_merge_of_three_logs(void) {
     CHECK_EQ(s->totals.peak_bytes, peak);
     CHECK_EQ(s->totals.alloc_count, 40);
     CHECK_EQ(s->totals.free_count, 20);
+    CHECK_EQ(s->nevents, TURN_OPS);
+    int in_order = s->nevents == TURN_OPS;
+    for (size_t k = 0; in_order && k < TURN_OPS; k++) {
+        int f = turn_is_free((int)k);
+        in_order = vt_event_at(s, k).type == (f ? VT_EV_FREE : VT_EV_ALLOC) &&
+                   vt_event_at(s, k).address == turn_address(f ? (int)k - 1 : (int)k);
+    }
+    CHECK(in_order);
+    vt_snapshot_free(s);
+}
+
+/* The same turns, applied in steps (vt_log_drain_some, as a hooked call
+ * whose log is past half applies a step): each step applies exactly its
+ * budget while entries are left, the oldest of all the logs, so that the
+ * history still comes out in the order of the turns, the peak that
+ * order's, and nothing is applied twice or left out. */
+static void test_merge_in_steps(void) {
+    turn = 0;
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, take_turns, (void *)(intptr_t)i);
+    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    static const size_t budgets[] = {1, 7, 2, 13, 5};
+    size_t applied = 0, steps = 0, exact = 0, got;
+    vt_global_lock();
+    uint64_t written0 = vt_history.written;
+    while ((got = vt_log_drain_some(budgets[steps % 5])) != 0) {
+        exact += got == budgets[steps % 5] || applied + got == TURN_OPS;
+        applied += got;
+        steps++;
+        if (vt_history.written - written0 != applied) break;
+    }
+    vt_global_unlock();
+    CHECK_EQ(applied, TURN_OPS);
+    CHECK_EQ(exact, steps);
+    CHECK_EQ(steps, 12); /* 1 + 7 + 2 + 13 + 5 = 28 twice, then 1 and the last 3 */
+    uint64_t live = 0, peak = 0;
+    for (int k = 0; k < TURN_OPS; k++) {
+        if (turn_is_free(k)) live -= turn_bytes(k - 1);
+        else live += turn_bytes(k);
+        if (live > peak) peak = live;
+    }
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.live_bytes, live);
+    CHECK_EQ(s->totals.peak_bytes, peak);
     CHECK_EQ(s->nevents, TURN_OPS);
     int in_order = s->nevents == TURN_OPS;
     for (size_t k = 0; in_order && k < TURN_OPS; k++) {
@@ -307,6 +353,8 @@ int main(void) {
      * does, for a merge whose order is known. */
     vt_tracker_reset_child();
     test_merge_of_three_logs();
+    vt_tracker_reset_child();
+    test_merge_in_steps();
     vt_tracker_reset_child();
     test_counters_agree_with_the_live_list();
     vt_tracker_reset_child();
