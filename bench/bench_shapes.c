@@ -54,8 +54,9 @@
  *       THREADS threads started together (a barrier), each keeping N
  *       allocations made over NSTACKS stacks of its own (THREADS x NSTACKS
  *       distinct stacks in all, 2^20 at most), then freeing them in
- *       reverse; each call timed by the thread's CPU clock: prints
- *       "alloc_max_cpu_us X alloc_over_1ms K free_max_cpu_us Y
+ *       reverse; each call timed by the thread's CPU clock and the wall
+ *       clock, the smaller of the two counted (see call_timed): prints
+ *       "alloc_max_us X alloc_over_1ms K free_max_us Y
  *       free_over_1ms L total_s T rss_kb R"
  *   bench_shapes firstcall THREADS N
  *       After one pair of the main thread's (vramtrace's start), THREADS
@@ -92,14 +93,14 @@ static int api;
 static __thread CUdeviceptr *keep_to;
 static __thread long nkept;
 static __thread struct call_times *call_times;
-static void call_timed(struct call_times *t, double took);
+static void call_timed(struct call_times *t, double cpu, double wall);
 static double cpu_now(void);
 
 __attribute__((noinline)) static long pair(void) {
     if (keep_to) {
-        double c = call_times ? cpu_now() : 0;
+        double c = call_times ? cpu_now() : 0, w = call_times ? now() : 0;
         cuMemAlloc(&keep_to[nkept], 256);
-        if (call_times) call_timed(call_times, cpu_now() - c);
+        if (call_times) call_timed(call_times, cpu_now() - c, now() - w);
         return (long)(keep_to[nkept++] & 1);
     }
     if (api == MALLOC) {
@@ -397,7 +398,14 @@ struct call_times {
     long over; /* calls over 1 ms */
 };
 
-static void call_timed(struct call_times *t, double took) {
+/* A call took `cpu` of its thread's CPU time and `wall` by the clock: its
+ * own work was no more than either. The wall clock counts the scheduler's
+ * turns (256 threads on a few CPUs), and on a virtual machine the thread's
+ * CPU clock now and then jumps by milliseconds within a call of a few
+ * microseconds by the wall clock (seen here: 2,147 us of CPU time in 4 us):
+ * the smaller of the two is the call's. */
+static void call_timed(struct call_times *t, double cpu, double wall) {
+    double took = cpu < wall ? cpu : wall;
     if (took > t->worst) t->worst = took;
     if (took > 1e-3) t->over++;
 }
@@ -416,9 +424,9 @@ static void *many_thread(void *arg) {
     for (long i = 0; i < many_n; i++) sum += deep(10, (unsigned)(me * many_stacks + (unsigned)(i % many_stacks)));
     call_times = NULL;
     for (long i = many_n - 1; i >= 0; i--) {
-        double c = cpu_now();
+        double c = cpu_now(), w = now();
         cuMemFree(keep_to[i]);
-        call_timed(&many_free[me], cpu_now() - c);
+        call_timed(&many_free[me], cpu_now() - c, now() - w);
     }
     free(keep_to);
     keep_to = NULL;
@@ -447,7 +455,7 @@ static int manythreads_main(char **argv) {
         a.over += many_alloc[i].over;
         f.over += many_free[i].over;
     }
-    printf("alloc_max_cpu_us %.1f alloc_over_1ms %ld free_max_cpu_us %.1f free_over_1ms %ld total_s %.3f rss_kb %ld\n",
+    printf("alloc_max_us %.1f alloc_over_1ms %ld free_max_us %.1f free_over_1ms %ld total_s %.3f rss_kb %ld\n",
            a.worst * 1e6, a.over, f.worst * 1e6, f.over, dt, rss_kb());
     return 0;
 }

@@ -76,12 +76,14 @@ void vt_hook_reset_child(void) {
     my_promise.bytes = 0;
 }
 
-/* Read a device's name, UUID and size once, when it is first used. */
-static void read_facts(int device) {
+/* Read a device's name, UUID and size once, when it is first used: 1 for
+ * the call that read them, 0 for the others (threads whose first calls
+ * raced past vt_tracker_needs_facts). */
+static int read_facts(int device) {
     pthread_mutex_lock(&facts_lock);
     if (!vt_tracker_needs_facts(device)) {
         pthread_mutex_unlock(&facts_lock);
-        return;
+        return 0;
     }
     static CUresult (*get_name)(char *, int, CUdevice);
     static CUresult (*get_uuid)(CUuuid *, CUdevice);
@@ -106,6 +108,7 @@ static void read_facts(int device) {
     snprintf(uuids[device], sizeof uuids[device], "%s", uuid);
     vt_tracker_set_facts(device, name, uuid, total);
     pthread_mutex_unlock(&facts_lock);
+    return 1;
 }
 
 /* Whether Python frames are taken (looked for at the first call). */
@@ -354,10 +357,10 @@ void vt_hook_alloc(const char *api, int kind, int device, int ok, int oom,
     } else if (device == VT_DEVICE_CURRENT) {
         device = current_device();
     }
-    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device)) {
-        read_facts(device);
-        if (ok) measure_outside(device, bytes);
-    }
+    /* Measured once, by the call that read the facts (256 threads' first
+     * calls each measured it, each applying every thread's log). */
+    if (device >= 0 && (ok || oom) && vt_tracker_needs_facts(device) && read_facts(device) && ok)
+        measure_outside(device, bytes);
     if (ok) {
         if (__builtin_expect(vt_thread_oom_open, 0)) vt_oom_close_mine();
         uint32_t id = stack_id(); /* before the budget's lock, where there is one */

@@ -191,6 +191,44 @@ static void test_merge_in_steps(void) {
     vt_snapshot_free(s);
 }
 
+/* More logs than the merge keeps in place (64): 100 threads, alive at
+ * once (each its own slot), each allocating 5 and freeing 2 after a
+ * barrier, merged into one history in time order with every count. */
+#define MANY_LOGS 100
+static pthread_barrier_t many_barrier;
+
+static void *many_logs_worker(void *arg) {
+    uintptr_t id = (uintptr_t)arg;
+    uintptr_t frames[2] = {0x7000 + id, 0x7100};
+    pthread_barrier_wait(&many_barrier);
+    for (uint64_t i = 0; i < 5; i++)
+        vt_tracker_alloc((0x44ull << 40) | (id << 16) | i, 8, VT_KIND_DEVICE, 0, "x", frames, 2);
+    for (uint64_t i = 0; i < 2; i++) {
+        struct vt_free f = vt_tracker_free_begin(VT_SPACE_DEVICE, (0x44ull << 40) | (id << 16) | i);
+        vt_tracker_free_end(&f, 1);
+    }
+    pthread_barrier_wait(&many_barrier); /* every slot in use until all are done */
+    return NULL;
+}
+
+static void test_more_logs_than_kept_in_place(void) {
+    pthread_t t[MANY_LOGS];
+    pthread_barrier_init(&many_barrier, NULL, MANY_LOGS);
+    for (uintptr_t i = 0; i < MANY_LOGS; i++) pthread_create(&t[i], NULL, many_logs_worker, (void *)i);
+    for (int i = 0; i < MANY_LOGS; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&many_barrier);
+    struct vt_snapshot *s = vt_tracker_snapshot();
+    CHECK_EQ(s->totals.alloc_count, MANY_LOGS * 5);
+    CHECK_EQ(s->totals.free_count, MANY_LOGS * 2);
+    CHECK_EQ(s->totals.live_count, MANY_LOGS * 3);
+    CHECK_EQ(s->totals.live_bytes, MANY_LOGS * 3 * 8);
+    CHECK_EQ(s->nevents, MANY_LOGS * 7);
+    size_t out_of_order = 0;
+    for (size_t i = 1; i < s->nevents; i++) out_of_order += vt_event_at(s, i).time_ns < vt_event_at(s, i - 1).time_ns;
+    CHECK_EQ(out_of_order, 0);
+    vt_snapshot_free(s);
+}
+
 /* Threads allocate and free device, pinned host and imported memory at
  * four call sites while snapshots are taken: in every snapshot the
  * counters (totals, devices, holders of device memory and of every kind)
@@ -355,6 +393,8 @@ int main(void) {
     test_merge_of_three_logs();
     vt_tracker_reset_child();
     test_merge_in_steps();
+    vt_tracker_reset_child();
+    test_more_logs_than_kept_in_place();
     vt_tracker_reset_child();
     test_counters_agree_with_the_live_list();
     vt_tracker_reset_child();
