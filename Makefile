@@ -337,7 +337,8 @@ $(T)/unit_cow_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_snapshot $(T)/unit_snapshot_asan $(T)/unit_snapshot_tsan: tests/unit/test_snapshot.c
 $(T)/unit_snapshot_asan: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_snapshot_tsan: UNIT_SAN := -fsanitize=thread
-$(T)/unit_pages: tests/unit/test_pages.c
+$(T)/unit_pages: tests/unit/test_pages.c tracker/rules.c tracker/cfi.c
+$(T)/unit_pages: UNIT_EXTRA := tracker/rules.c tracker/cfi.c
 $(T)/unit_live: tests/unit/test_live.c
 $(T)/unit_xfree $(T)/unit_xfree_tsan: tests/unit/test_xfree.c
 $(T)/unit_xfree_tsan: UNIT_SAN := -fsanitize=thread
@@ -355,7 +356,7 @@ $(T)/unit_asan $(T)/unit_common $(T)/unit_live: UNIT_SAN := $(SAN_UNIT_ASAN)
 $(T)/unit_threads_tsan: UNIT_SAN := -fsanitize=thread
 $(UNIT_BINS): tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
-	$(CC) $(BASE) -O1 -g $(UNIT_SAN) -o $@ $(filter tests/unit/test_%.c,$^) $(UNIT_SRC) $(UNIT_LIBS)
+	$(CC) $(BASE) -O1 -g $(UNIT_SAN) -o $@ $(filter tests/unit/test_%.c,$^) $(UNIT_SRC) $(UNIT_EXTRA) $(UNIT_LIBS)
 
 # The stack walker against libunwind: tracker/stack.c as a shared library
 # (its frames are the ones a capture drops), in two variants each in its

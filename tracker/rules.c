@@ -13,6 +13,7 @@
 
 struct vt_rule_entry *vt_rules;
 uint64_t vt_rules_generation;
+uint64_t vt_rules_written[VT_RULES_SIZE / VT_RULES_BLOCK / 64];
 static size_t table_used;
 static pthread_mutex_t rule_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -22,9 +23,14 @@ static void store(struct vt_rule_entry *t, uintptr_t ip, struct vt_rule r) {
     memcpy(&v, &r, sizeof v);
     uint32_t i = vt_rules_slot(ip);
     for (int p = 0; p < VT_RULES_PROBES; p++, i = (i + 1) & (VT_RULES_SIZE - 1)) {
-        if (t[i].ip == 0) {
+        int fresh = !vt_rules_block_written(i);
+        if (fresh || t[i].ip == 0) {
             __atomic_store_n(&t[i].rule, v, __ATOMIC_RELAXED);
             __atomic_store_n(&t[i].ip, ip, __ATOMIC_RELEASE);
+            if (fresh) { /* the block is real memory now: look-ups may read it */
+                uint32_t b = i / (uint32_t)VT_RULES_BLOCK;
+                __atomic_fetch_or(&vt_rules_written[b / 64], 1ull << (b % 64), __ATOMIC_RELEASE);
+            }
             table_used++;
             return;
         }
@@ -78,6 +84,8 @@ void vt_rules_forget(void) {
         /* Private anonymous pages read as zeros once dropped: an empty
          * table, without a new mapping or a write to every entry. A reader
          * that meets an entry as it goes sees the entry change and misses. */
+        for (size_t w = 0; w < sizeof vt_rules_written / sizeof vt_rules_written[0]; w++)
+            __atomic_store_n(&vt_rules_written[w], 0, __ATOMIC_RELEASE);
         madvise(vt_rules, VT_RULES_SIZE * sizeof(struct vt_rule_entry), MADV_DONTNEED);
         table_used = 0;
     }

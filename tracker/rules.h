@@ -30,6 +30,21 @@ struct vt_rule_entry {
 extern struct vt_rule_entry *vt_rules VT_HIDDEN;
 extern uint64_t vt_rules_generation VT_HIDDEN;
 
+/* Which 4 KiB blocks of the table were written since it was mapped or
+ * emptied, a bit each (set after the block's first entry is in place,
+ * under the rule lock; cleared when a dlclose empties the table). A
+ * look-up never reads a block never written: its read would map the
+ * shared zero page, and the first write after that replaces it, a fault
+ * that flushes the TLB of every CPU the process runs on (an IPI; with 256
+ * threads starting at once, in their first calls). */
+#define VT_RULES_BLOCK (4096 / sizeof(struct vt_rule_entry))
+extern uint64_t vt_rules_written[VT_RULES_SIZE / VT_RULES_BLOCK / 64] VT_HIDDEN;
+
+static inline int vt_rules_block_written(uint32_t i) {
+    uint32_t b = i / (uint32_t)VT_RULES_BLOCK;
+    return (__atomic_load_n(&vt_rules_written[b / 64], __ATOMIC_ACQUIRE) >> (b % 64)) & 1;
+}
+
 static inline uint32_t vt_rules_slot(uintptr_t ip) {
     return (uint32_t)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> (64 - VT_RULES_BITS));
 }
@@ -38,6 +53,7 @@ static inline uint32_t vt_rules_slot(uintptr_t ip) {
 static inline int vt_rules_lookup(const struct vt_rule_entry *t, uintptr_t ip, struct vt_rule *out) {
     uint32_t i = vt_rules_slot(ip);
     for (int p = 0; p < VT_RULES_PROBES; p++, i = (i + 1) & (VT_RULES_SIZE - 1)) {
+        if ((p == 0 || i % VT_RULES_BLOCK == 0) && !vt_rules_block_written(i)) return 0; /* all empty */
         uintptr_t k = __atomic_load_n(&t[i].ip, __ATOMIC_ACQUIRE);
         if (k == ip) {
             uint64_t r = __atomic_load_n(&t[i].rule, __ATOMIC_ACQUIRE);

@@ -12,6 +12,7 @@
 
 #include "../../tracker/history.h"
 #include "../../tracker/intern.h"
+#include "../../tracker/rules.h"
 #include "../../tracker/slot.h"
 #include "check.h"
 
@@ -157,8 +158,31 @@ static void test_stack_table_blocks(void) {
     free(ids);
 }
 
+/* The walker's table of unwind rules, shared by every thread: a look-up
+ * (without the lock) of a code address it does not hold reads no block
+ * never written; after rules were computed for a few addresses, those are
+ * found, and 20,000 look-ups of others take no page fault (256 threads'
+ * first walks wrote blocks their reads had mapped as zero pages). */
+static void test_rule_table_blocks(void) {
+    vt_rules_init();
+    CHECK(vt_rules != NULL);
+    if (!vt_rules) return;
+    uintptr_t here = (uintptr_t)&test_rule_table_blocks;
+    for (uintptr_t k = 0; k < 8; k++) (void)vt_rules_compute(here + k);
+    struct vt_rule r;
+    size_t found = 0, others = 0;
+    for (uintptr_t k = 0; k < 8; k++) found += vt_rules_lookup(vt_rules, here + k, &r);
+    long f0 = minor_faults();
+    for (uintptr_t i = 0; i < 20000; i++) others += vt_rules_lookup(vt_rules, 0x7f0000000000 + i * 4099, &r);
+    long f1 = minor_faults();
+    CHECK_EQ(found, 8);
+    CHECK_EQ(others, 0);
+    CHECK_EQ(f1 - f0, 0);
+}
+
 int main(void) {
     test_fresh_blocks_are_not_read();
+    test_rule_table_blocks();
     test_small_arrays_too();
     test_stack_table_blocks();
     vt_tracker_init(64, 1000000);
