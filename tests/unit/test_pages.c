@@ -52,28 +52,29 @@ static long minor_faults(void) {
     return u.ru_minflt;
 }
 
-/* A table that has just grown into a mapped array (131,072 entries, 512
- * blocks of a page) and moved a few hundred entries into it: lookups of
- * keys it does not hold, and a walk of every entry, read no block never
- * written, so they take no page fault (a read of such a page maps the
- * shared zero page, and the first write after it is a fault that flushes
- * every CPU's TLB). Every record is still found. */
-static void test_fresh_blocks_are_not_read(void) {
+/* A table that has just grown into a mapped array of `cap` entries (after
+ * `n` adds, the last few moved or put into it, `fresh_lo` to `fresh_hi`
+ * of its blocks of a page still never written): lookups of keys it does
+ * not hold, and a walk of every entry, read no block never written, so
+ * they take no page fault (a read of such a page maps the shared zero
+ * page, and the first write after it is a fault that flushes every CPU's
+ * TLB). Every record is still found; deleted to the end, the move is over
+ * and the bits are let go. */
+static void grown_table_reads_no_fresh_block(size_t n, size_t cap, size_t fresh_lo, size_t fresh_hi, uint64_t base) {
     struct live_table t;
     memset(&t, 0, sizeof t);
-    size_t n = 32768 + 50;   /* the add of the 32,769th grows 65,536 to 131,072 */
     struct vt_rec *recs = calloc(n, sizeof *recs);
     for (size_t i = 0; i < n; i++) {
-        recs[i].key = (struct vt_key){0x10000000 + i * 256, 0, 0};
+        recs[i].key = (struct vt_key){base + i * 256, 0, 0};
         table_add(&t, &recs[i], key_hash(&recs[i].key));
     }
-    CHECK_EQ(t.cap, 131072);
+    CHECK_EQ(t.cap, cap);
     CHECK(t.old != NULL);
-    CHECK(t.fresh_left > 100 && t.fresh_left < 512);
+    CHECK(t.fresh_left > fresh_lo && t.fresh_left < fresh_hi);
     size_t fresh = t.fresh_left, found = 0, walked = 0, wrong = 0;
     long f0 = minor_faults();
     for (uint64_t i = 0; i < 20000; i++) {
-        struct vt_key k = {0x90000000 + i * 4096 * 7, 0, 0};
+        struct vt_key k = {base + 0x80000000 + i * 4096 * 7, 0, 0};
         found += table_find(&t, &k, key_hash(&k)) != NULL;
     }
     TABLE_EACH(&t, r, walked += r != NULL);
@@ -84,7 +85,6 @@ static void test_fresh_blocks_are_not_read(void) {
     CHECK_EQ(t.fresh_left, fresh);
     for (size_t i = 0; i < n; i++) wrong += table_find(&t, &recs[i].key, key_hash(&recs[i].key)) != &recs[i];
     CHECK_EQ(wrong, 0);
-    /* Moved to the end: every block written, the bits let go. */
     for (size_t i = 0; i < n; i++) table_del(&t, &recs[i], key_hash(&recs[i].key));
     CHECK_EQ(t.count, 0);
     vt_table_free(&t);
@@ -92,39 +92,17 @@ static void test_fresh_blocks_are_not_read(void) {
     free(recs);
 }
 
-/* The same for a table of 2,049 records: its array of 8,192 entries (128
- * KiB) is mapped too, with the same bits (it was calloc'd: the C library
- * gives memory fresh from the kernel unwritten, and 256 threads' tables of
- * that size made most of their hooked calls over 1 ms at the zero pages'
- * replacements). */
-static void test_small_arrays_too(void) {
-    struct live_table t;
-    memset(&t, 0, sizeof t);
-    size_t n = 2049 + 3;   /* the add of the 2,049th grows 4,096 to 8,192 */
-    struct vt_rec *recs = calloc(n, sizeof *recs);
-    for (size_t i = 0; i < n; i++) {
-        recs[i].key = (struct vt_key){0x20000000 + i * 256, 0, 0};
-        table_add(&t, &recs[i], key_hash(&recs[i].key));
-    }
-    CHECK_EQ(t.cap, 8192);
-    CHECK(t.old != NULL);
-    CHECK(t.fresh_left > 0 && t.fresh_left < 32);
-    size_t found = 0, wrong = 0;
-    long f0 = minor_faults();
-    for (uint64_t i = 0; i < 20000; i++) {
-        struct vt_key k = {0xa0000000 + i * 4096 * 7, 0, 0};
-        found += table_find(&t, &k, key_hash(&k)) != NULL;
-    }
-    long f1 = minor_faults();
-    CHECK_EQ(found, 0);
-    CHECK_EQ(f1 - f0, 0);
-    for (size_t i = 0; i < n; i++) wrong += table_find(&t, &recs[i].key, key_hash(&recs[i].key)) != &recs[i];
-    CHECK_EQ(wrong, 0);
-    for (size_t i = 0; i < n; i++) table_del(&t, &recs[i], key_hash(&recs[i].key));
-    CHECK_EQ(t.count, 0);
-    vt_table_free(&t);
-    free(recs);
+static void test_fresh_blocks_are_not_read(void) {
+    /* The add of the 32,769th grows 65,536 entries to 131,072 (512 blocks). */
+    grown_table_reads_no_fresh_block(32768 + 50, 131072, 100, 512, 0x10000000);
 }
+
+/* The same for a table of 2,049 records: its array of 8,192 entries (128
+ * KiB, 32 blocks) is mapped too, with the same bits (it was calloc'd: the
+ * C library gives memory fresh from the kernel unwritten, and 256 threads'
+ * tables of that size made most of their hooked calls over 1 ms at the
+ * zero pages' replacements). */
+static void test_small_arrays_too(void) { grown_table_reads_no_fresh_block(2049 + 3, 8192, 0, 32, 0x20000000); }
 
 /* The stacks' table: just grown into an array of 8,192 entries with a few
  * stacks in it, look-ups of stacks it does not hold (without the lock, as

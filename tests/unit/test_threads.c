@@ -114,17 +114,17 @@ static void *take_turns(void *arg) {
     return NULL;
 }
 
-static void test_merge_of_three_logs(void) {
-    unsigned x = 12345;
-    for (int k = 0; k < TURN_OPS;) {
-        x = x * 1103515245u + 12345u;
-        int owner = (int)((x >> 16) % 3), run = 1 + (int)((x >> 8) % 4);
-        for (int i = 0; i < run && k < TURN_OPS; i++) turn_owner[k++] = owner;
-    }
+/* The three threads take their turns (turn_owner set). */
+static void take_all_turns(void) {
     turn = 0;
     pthread_t t[3];
     for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, take_turns, (void *)(intptr_t)i);
     for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+}
+
+/* Once every turn is applied: the live bytes and counts, the peak of the
+ * turns' order, and the history in that order. */
+static void check_turns_applied(void) {
     uint64_t live = 0, peak = 0;
     for (int k = 0; k < TURN_OPS; k++) {
         if (turn_is_free(k)) live -= turn_bytes(k - 1);
@@ -147,16 +147,24 @@ static void test_merge_of_three_logs(void) {
     vt_snapshot_free(s);
 }
 
+static void test_merge_of_three_logs(void) {
+    unsigned x = 12345;
+    for (int k = 0; k < TURN_OPS;) {
+        x = x * 1103515245u + 12345u;
+        int owner = (int)((x >> 16) % 3), run = 1 + (int)((x >> 8) % 4);
+        for (int i = 0; i < run && k < TURN_OPS; i++) turn_owner[k++] = owner;
+    }
+    take_all_turns();
+    check_turns_applied(); /* by the snapshot's merge */
+}
+
 /* The same turns, applied in steps (vt_log_drain_some, as a hooked call
  * whose log is past half applies a step): each step applies exactly its
  * budget while entries are left, the oldest of all the logs, so that the
  * history still comes out in the order of the turns, the peak that
  * order's, and nothing is applied twice or left out. */
 static void test_merge_in_steps(void) {
-    turn = 0;
-    pthread_t t[3];
-    for (int i = 0; i < 3; i++) pthread_create(&t[i], NULL, take_turns, (void *)(intptr_t)i);
-    for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+    take_all_turns();
     static const size_t budgets[] = {1, 7, 2, 13, 5};
     size_t applied = 0, steps = 0, exact = 0, got;
     vt_global_lock();
@@ -171,24 +179,7 @@ static void test_merge_in_steps(void) {
     CHECK_EQ(applied, TURN_OPS);
     CHECK_EQ(exact, steps);
     CHECK_EQ(steps, 12); /* 1 + 7 + 2 + 13 + 5 = 28 twice, then 1 and the last 3 */
-    uint64_t live = 0, peak = 0;
-    for (int k = 0; k < TURN_OPS; k++) {
-        if (turn_is_free(k)) live -= turn_bytes(k - 1);
-        else live += turn_bytes(k);
-        if (live > peak) peak = live;
-    }
-    struct vt_snapshot *s = vt_tracker_snapshot();
-    CHECK_EQ(s->totals.live_bytes, live);
-    CHECK_EQ(s->totals.peak_bytes, peak);
-    CHECK_EQ(s->nevents, TURN_OPS);
-    int in_order = s->nevents == TURN_OPS;
-    for (size_t k = 0; in_order && k < TURN_OPS; k++) {
-        int f = turn_is_free((int)k);
-        in_order = vt_event_at(s, k).type == (f ? VT_EV_FREE : VT_EV_ALLOC) &&
-                   vt_event_at(s, k).address == turn_address(f ? (int)k - 1 : (int)k);
-    }
-    CHECK(in_order);
-    vt_snapshot_free(s);
+    check_turns_applied();
 }
 
 /* More logs than the merge keeps in place (64): 100 threads, alive at
