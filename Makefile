@@ -266,6 +266,7 @@ $(SIMRT_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMRT) $(LDLIBS_$*)
 
+$(T)/t_twosites: tests/progs/primary_ctx.h
 $(DRIVER_PROGS:%=$(T)/%): $(T)/%: tests/progs/%.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda $(LDLIBS_$*)

@@ -36,6 +36,12 @@ def copies_for_nobody(work, prog):
     return copy, lib
 
 
+def as_nobody():
+    """A child's preexec_fn: run as NOBODY (group first)."""
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
 def lib_env(**extra):
     """The environment of a traced run without run()'s folder: the simulated
     GPU, the library, the report off unless given."""
@@ -1014,10 +1020,6 @@ def report_file_that_cannot_be_opened_sends_the_report_to_stderr():
             f.write("vramtrace: before\n")
         os.chown(ro, NOBODY, NOBODY)
         os.chmod(ro, 0o444)
-
-        def as_nobody():
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
         for rep, why, pre in ((folder, "it is not a regular file, a FIFO or a character device", None),
                               (os.path.join(work, "nodir", "r.log"), "No such file or directory", None),
                               (ro, "Permission denied", as_nobody)):
@@ -1834,10 +1836,6 @@ def dump_never_replaces_a_file_its_user_cannot_read():
             f.write("my results\n")
         os.chown(path, NOBODY, NOBODY)
         os.chmod(path, 0o200)
-
-        def as_nobody():
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
         env = lib_env(VRAMTRACE_OUT=path, LD_PRELOAD=lib, LD_LIBRARY_PATH=os.path.join(work, "sim"))
         p = subprocess.run(["bash", "-c", f"echo $$; exec {prog} keep 1M"], env=env, cwd=work,
                            capture_output=True, text=True, timeout=60, preexec_fn=as_nobody)

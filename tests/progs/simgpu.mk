@@ -8,7 +8,7 @@ $(T)/t_simgpu: tests/progs/t_simgpu.c $(SIM)/libcudart_sim.so
 # Ever-growing requests against the simulator's address space.
 PROGS += $(T)/t_simgrow
 
-$(T)/t_simgrow: tests/progs/t_simgrow.c $(SIM)/libcuda.so.1
+$(T)/t_simgrow: tests/progs/t_simgrow.c tests/progs/primary_ctx.h $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIMLINK) -lcuda
 

@@ -5,6 +5,8 @@
 #include <cuda.h>
 #include <stdlib.h>
 
+#include "primary_ctx.h"
+
 static int down_b(int depth, unsigned k);
 
 __attribute__((noinline)) static int down_a(int depth, unsigned k) {
@@ -25,12 +27,7 @@ __attribute__((noinline)) static int down_b(int depth, unsigned k) {
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 100;
-    CUdevice d;
-    CUcontext c;
-    cuInit(0);
-    cuDeviceGet(&d, 0);
-    cuDevicePrimaryCtxRetain(&c, d);
-    cuCtxSetCurrent(c);
+    use_primary_context(0);
     for (int i = 0; i < n; i++) down_a(30, (unsigned)i);
     return 0;
 }

@@ -8,15 +8,12 @@
 #include <cuda.h>
 #include <stdio.h>
 
+#include "primary_ctx.h"
+
 #define MiB ((size_t)1 << 20)
 
 int main(void) {
-    CUdevice d;
-    CUcontext c;
-    cuInit(0);
-    cuDeviceGet(&d, 0);
-    cuDevicePrimaryCtxRetain(&c, d);
-    cuCtxSetCurrent(c);
+    use_primary_context(0);
     CUdeviceptr prev = 0, next = 0;
     size_t prev_size = 0, overlaps = 0, steps = 0, walked = 0;
     CUresult r;

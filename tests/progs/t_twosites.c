@@ -8,18 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "primary_ctx.h"
+
 __attribute__((noinline)) void site_a(CUdeviceptr *p, size_t n) { cuMemAlloc(p, n); }
 __attribute__((noinline)) void site_b(CUdeviceptr *p, size_t n) { cuMemAlloc(p, n); }
 __attribute__((noinline)) void site_d(CUdeviceptr *p, size_t n) { cuMemAlloc(p, n); }
 
 int main(int argc, char **argv) {
     if (argc < 4) return 2;
-    CUdevice d;
-    CUcontext c;
-    cuInit(0);
-    cuDeviceGet(&d, 0);
-    cuDevicePrimaryCtxRetain(&c, d);
-    cuCtxSetCurrent(c);
+    use_primary_context(0);
     size_t mib = 1 << 20;
     CUdeviceptr a, b, x, y;
     site_a(&a, (size_t)atol(argv[1]) * mib);
