@@ -134,7 +134,7 @@ void vt_tracker_missed(void) {
 
 uint64_t vt_tracker_device_live(int device) {
     if (device < 0 || device >= VT_MAX_DEVICES) return 0;
-    vt_global_lock_applied();
+    vt_global_lock_applied(0);
     uint64_t live = vt_counts.devices[device].live_bytes;
     vt_global_unlock();
     return live;

@@ -115,11 +115,19 @@ size_t vt_log_drain_some(size_t budget) {
 
 void vt_log_drain(void) { vt_log_drain_some(SIZE_MAX); }
 
-void vt_global_lock_applied(void) {
+void vt_global_lock_applied(int may_yield) {
     vt_global_lock();
     for (int i = 0; i < 64 && vt_log_drain_some(LOG_DRAIN_STEP) == LOG_DRAIN_STEP; i++) {
         vt_global_unlock();
-        vt_global_let_in();
+        if (may_yield) {
+            vt_global_let_in();
+        } else { /* a hooked call: spin a little, never yield (see slot_give) */
+            for (unsigned k = 0; k < VT_LET_IN_SPINS && __atomic_load_n(&vt_global_wanted, __ATOMIC_RELAXED); k++) {
+#if defined(__x86_64__)
+                __builtin_ia32_pause();
+#endif
+            }
+        }
         vt_global_lock();
     }
     vt_log_drain();

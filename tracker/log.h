@@ -35,8 +35,10 @@ size_t vt_log_drain_some(size_t budget) VT_HIDDEN;
  * steps of LOG_DRAIN_STEP, the lock let go between them and a thread
  * waiting for it let in first, so that no one waits for all the logs at
  * once (256 threads' half logs, 131,072 entries, held the lock 5 ms in the
- * live view's thread); after 64 steps, the rest at once. */
-void vt_global_lock_applied(void) VT_HIDDEN;
+ * live view's thread); after 64 steps, the rest at once. `may_yield`: 0 in
+ * a hooked call, which only spins a little for the waiter (a yield there
+ * gave the CPU away for a scheduler's slice on a busy machine). */
+void vt_global_lock_applied(int may_yield) VT_HIDDEN;
 
 /* A hooked call's step of applying (vt_log_lock_slow): about 100 us of
  * work. */

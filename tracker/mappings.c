@@ -37,7 +37,7 @@ static void now(uint64_t *ticks, uint64_t *event) {
 }
 
 uint64_t vt_mappings_add(uint64_t handle, uint64_t address, uint64_t bytes, int device) {
-    vt_global_lock_applied(); /* most of now()'s applying, in steps */
+    vt_global_lock_applied(0); /* most of now()'s applying, in steps */
     uint64_t id = ++maps.total;
     struct vt_mapping *r = ring();
     if (r) {
@@ -51,7 +51,7 @@ uint64_t vt_mappings_add(uint64_t handle, uint64_t address, uint64_t bytes, int 
 
 void vt_tracker_unmap(uint64_t id) {
     if (id == 0) return;
-    vt_global_lock_applied();
+    vt_global_lock_applied(0);
     /* Still in the ring: not one of the VT_MAX_MAPPINGS made since. */
     if (maps.ring && id <= maps.total && maps.total - id < VT_MAX_MAPPINGS) {
         struct vt_mapping *m = &maps.ring[(id - 1) % VT_MAX_MAPPINGS];

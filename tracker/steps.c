@@ -29,7 +29,7 @@ static struct vt_step *ring(void) {
 uint64_t vt_tracker_step(void) {
     /* Every op logged before this call is applied, and so in the ring,
      * before the write count is read. */
-    vt_global_lock_applied();
+    vt_global_lock_applied(0);
     uint64_t n = ++steps.total;
     struct vt_step *r = ring();
     if (r) {

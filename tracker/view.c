@@ -81,7 +81,7 @@ static void heap_sort(struct vt_holder *h, const struct vt_stack **st, uint64_t 
 }
 
 int vt_tracker_view(struct vt_view *v) {
-    vt_global_lock_applied();
+    vt_global_lock_applied(1);
     uint64_t stamp = vt_counts.last_applied + (vt_counts.totals.failed_count << 40) + 1;
     uint64_t steps_total = 0;
     struct vt_step none;
@@ -108,7 +108,7 @@ int vt_tracker_view(struct vt_view *v) {
         if (i && i % VIEW_CHUNK == 0) {
             vt_global_unlock();
             vt_global_let_in();
-            vt_global_lock_applied();
+            vt_global_lock_applied(1);
             if (i >= vt_stacks.n) break;
         }
         const struct vt_site *st = vt_site_of((uint32_t)i);
