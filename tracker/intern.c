@@ -36,6 +36,7 @@
 
 #include "../common/warn.h"
 #include "account.h"
+#include "blocks.h"
 #include "intern.h"
 #include "lsanroot.h"
 #include "stack.h"
@@ -87,21 +88,13 @@ struct table {
     uint64_t *written;
 };
 
-/* A page of a new array never written reads as the shared zero page once
- * read, and the first write after that replaces it: a fault that flushes
- * the TLB of every CPU the process runs on (an IPI, waited for while the
- * other vCPU is off its CPU; with 256 threads making 256,000 stacks, the
- * most of the hooked calls over 1 ms that were left). So nothing reads a
- * block never written (its entries are all empty: a look-up's probe ends
- * there, a put lands there), and the first write to it is a plain first
- * touch. The look-ups of a table whose every block was written test one
- * word more. */
+/* Nothing reads a block never written (blocks.h). The look-ups of a table
+ * whose every block was written test one word more. */
 #define BLOCK_ENTRIES (4096 / sizeof(struct entry))
 
 static inline int unwritten(const struct table *T, size_t i) {
     if (__builtin_expect(!__atomic_load_n(&T->fresh_left, __ATOMIC_RELAXED), 1)) return 0;
-    size_t b = i / BLOCK_ENTRIES;
-    return !((__atomic_load_n(&T->written[b / 64], __ATOMIC_RELAXED) >> (b % 64)) & 1);
+    return !vt_block_written(T->written, i / BLOCK_ENTRIES);
 }
 
 /* The current table, read with acquire order and without a lock; replaced
@@ -256,8 +249,7 @@ static void put(struct table *T, const struct vt_stack_node *n) {
     T->e[i].hash = n->hash;
     __atomic_store_n(&T->e[i].node, n, __ATOMIC_RELEASE);
     if (first) { /* the block is real memory now: readers may look in it */
-        size_t b = i / BLOCK_ENTRIES;
-        __atomic_fetch_or(&T->written[b / 64], 1ull << (b % 64), __ATOMIC_RELEASE);
+        vt_block_mark(T->written, i / BLOCK_ENTRIES);
         __atomic_store_n(&T->fresh_left, T->fresh_left - 1, __ATOMIC_RELEASE);
     }
 }
@@ -324,7 +316,7 @@ static struct table *grow(void) {
         return NULL;
     }
     size_t blocks = (cap + BLOCK_ENTRIES - 1) / BLOCK_ENTRIES;
-    T->written = calloc((blocks + 63) / 64, sizeof *T->written);
+    T->written = calloc(VT_BLOCK_WORDS(blocks), sizeof *T->written);
     T->fresh_left = T->written ? blocks : 0;
     if (old && old->older) {
         size_t moved = 0;

@@ -13,7 +13,7 @@
 
 struct vt_rule_entry *vt_rules;
 uint64_t vt_rules_generation;
-uint64_t vt_rules_written[VT_RULES_SIZE / VT_RULES_BLOCK / 64];
+uint64_t vt_rules_written[VT_BLOCK_WORDS(VT_RULES_SIZE / VT_RULES_BLOCK)];
 static size_t table_used;
 static pthread_mutex_t rule_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -27,10 +27,7 @@ static void store(struct vt_rule_entry *t, uintptr_t ip, struct vt_rule r) {
         if (fresh || t[i].ip == 0) {
             __atomic_store_n(&t[i].rule, v, __ATOMIC_RELAXED);
             __atomic_store_n(&t[i].ip, ip, __ATOMIC_RELEASE);
-            if (fresh) { /* the block is real memory now: look-ups may read it */
-                uint32_t b = i / (uint32_t)VT_RULES_BLOCK;
-                __atomic_fetch_or(&vt_rules_written[b / 64], 1ull << (b % 64), __ATOMIC_RELEASE);
-            }
+            if (fresh) vt_block_mark(vt_rules_written, i / (uint32_t)VT_RULES_BLOCK); /* look-ups may read it now */
             table_used++;
             return;
         }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "blocks.h"
 #include "cfi.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -31,18 +32,14 @@ extern struct vt_rule_entry *vt_rules VT_HIDDEN;
 extern uint64_t vt_rules_generation VT_HIDDEN;
 
 /* Which 4 KiB blocks of the table were written since it was mapped or
- * emptied, a bit each (set after the block's first entry is in place,
- * under the rule lock; cleared when a dlclose empties the table). A
- * look-up never reads a block never written: its read would map the
- * shared zero page, and the first write after that replaces it, a fault
- * that flushes the TLB of every CPU the process runs on (an IPI; with 256
- * threads starting at once, in their first calls). */
+ * emptied, a bit each (blocks.h; set under the rule lock, cleared when a
+ * dlclose empties the table): a look-up never reads a block never written
+ * (with 256 threads starting at once, their first calls' reads did). */
 #define VT_RULES_BLOCK (4096 / sizeof(struct vt_rule_entry))
-extern uint64_t vt_rules_written[VT_RULES_SIZE / VT_RULES_BLOCK / 64] VT_HIDDEN;
+extern uint64_t vt_rules_written[VT_BLOCK_WORDS(VT_RULES_SIZE / VT_RULES_BLOCK)] VT_HIDDEN;
 
 static inline int vt_rules_block_written(uint32_t i) {
-    uint32_t b = i / (uint32_t)VT_RULES_BLOCK;
-    return (__atomic_load_n(&vt_rules_written[b / 64], __ATOMIC_ACQUIRE) >> (b % 64)) & 1;
+    return vt_block_written(vt_rules_written, i / (uint32_t)VT_RULES_BLOCK);
 }
 
 static inline uint32_t vt_rules_slot(uintptr_t ip) {

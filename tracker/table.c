@@ -77,7 +77,7 @@ static void fresh_blocks(struct live_table *t, size_t cap) {
     t->fresh_left = 0;
     if (cap * sizeof(struct live_entry) < MAP_MIN) return;
     size_t blocks = (cap + FRESH_ENTRIES - 1) / FRESH_ENTRIES;
-    if ((t->written = calloc((blocks + 63) / 64, sizeof *t->written))) t->fresh_left = blocks;
+    if ((t->written = calloc(VT_BLOCK_WORDS(blocks), sizeof *t->written))) t->fresh_left = blocks;
 }
 
 int vt_table_grow(struct live_table *t) {

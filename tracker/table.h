@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blocks.h"
 #include "internal.h"
 
 /* Where an allocation is known: its address (or handle) in a name space
@@ -83,15 +84,11 @@ struct live_table {
     uint64_t *written;
 };
 
-/* A page of a mapped array never written reads as the shared zero page
- * once read, and the first write after that replaces it: a fault that
- * flushes the TLB of every CPU the process runs on (an IPI, for which a
- * virtual machine's vCPU may wait milliseconds while the other is off its
- * CPU: a growing 10,000,000-live table's lookups and move did that inside
- * hooked calls). So while the table grows nothing reads a block of the new
- * array that was never written (its entries are all empty), and the first
- * write to it is a plain first touch. The calls of a table that is not
- * growing test nothing more. */
+/* While the table grows nothing reads a block of the new array that was
+ * never written (blocks.h says why: a growing 10,000,000-live table's
+ * lookups and move read such blocks inside hooked calls). The bits are
+ * those of blocks.h, read and set plainly: the slot's lock guards them.
+ * The calls of a table that is not growing test nothing more. */
 #define FRESH_ENTRIES 256
 
 static inline int entry_fresh(const struct live_table *t, size_t i) {
