@@ -148,6 +148,15 @@ static void full_wait(unsigned *steps) {
     }
 }
 
+/* The slot taken when its log has room for `need` more entries: 1, held;
+ * else 0, not held. */
+static int take_if_room(struct vt_slot *l, int need) {
+    slot_take(l);
+    if (log_used(l, need) <= LOG_OPS) return 1;
+    slot_give(l);
+    return 0;
+}
+
 void vt_log_lock_slow(struct vt_slot *l, int need) {
     unsigned full_steps = 0;
     for (;;) {
@@ -174,18 +183,10 @@ void vt_log_lock_slow(struct vt_slot *l, int need) {
             vt_log_drain_some(LOG_DRAIN_STEP);
             vt_global_unlock();
             if (!room) full_wait(&full_steps);
-            if (room) {
-                slot_take(l);
-                if (log_used(l, need) <= LOG_OPS) return;
-                slot_give(l);
-            }
+            else if (take_if_room(l, need)) return;
             continue;
         }
-        if (room) {
-            slot_take(l);
-            if (log_used(l, need) <= LOG_OPS) return;
-            slot_give(l);
-        }
+        if (room && take_if_room(l, need)) return;
         /* Full, and another thread holds the global lock, applying the
          * logs (this one's among them if it was full when that began):
          * wait a little for this log's tail to move rather than queue on
