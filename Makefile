@@ -119,8 +119,14 @@ $(B)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) -fPIC -c $< -o $@
 
+# How every build of the library links: never unloaded (its handlers and
+# the wrapper pointers it hands out stay valid); DT_FINI is vt_fini, in
+# .text.startup beside the destructor, not crti's _fini, which the linker
+# puts after .text, a page fault of its own at every process's exit.
+LIB_LINK := -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,-fini=vt_fini
+
 $(B)/libvramtrace.so: $(LIB_O)
-	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
+	$(CC) $(LIB_LINK) -Wl,--no-undefined -o $@ $(LIB_O) $(LIBS)
 
 $(B)/vramtrace: $(CLI_C) $(HEADERS) $(HTML_ASSETS) $(B)/prefix.stamp
 	@mkdir -p $(B)
@@ -542,12 +548,12 @@ SAN_ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_TSAN := -fsanitize=thread -DVT_TSAN_BUILD
 $(B)/asan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/asan
-	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_ASAN) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_ASAN) $(LIB_LINK) \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 $(B)/tsan/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/tsan
-	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_TSAN) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
+	$(CC) $(BASE) -O1 -g -fPIC -fvisibility=hidden $(SAN_TSAN) $(LIB_LINK) \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
@@ -557,7 +563,7 @@ sanitized: $(B)/asan/libvramtrace.so $(B)/tsan/libvramtrace.so
 # the thread's CPU clock, so it measures how long locks are held, not speed.
 $(B)/probe/libvramtrace.so: $(LIB_C) $(LIB_S) $(HEADERS)
 	@mkdir -p $(B)/probe
-	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -DVT_LOCK_PROBE -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete \
+	$(CC) $(BASE) $(CFLAGS) -fPIC -fvisibility=hidden -DVT_LOCK_PROBE $(LIB_LINK) \
 	    -o $@ $(LIB_C) $(LIB_S) $(LIBS)
 
 # --------------------------------------------------------- GPU bundle
@@ -568,7 +574,7 @@ GB := $(B)/gpu-bundle
 .PHONY: gpu-bundle
 gpu-bundle: $(LIB_O) $(CLI_C) $(HEADERS) $(HTML_ASSETS)
 	@mkdir -p $(GB)/lib $(GB)/bin
-	$(CC) -shared -Wl,-soname,libvramtrace.so -Wl,-z,nodelete -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
+	$(CC) $(LIB_LINK) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN' \
 	    -o $(GB)/lib/libvramtrace.so $(LIB_O) $(LIBS)
 	$(CC) $(BASE) $(LIBDIR_DEF) $(CFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib' -o $(GB)/bin/vramtrace $(CLI_C) $(CLI_LIBS) $(CLI_TOP_LIBS)
 	# libdw and libunwind are opened when first needed (report/lazy_dw.c,

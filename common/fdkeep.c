@@ -35,13 +35,16 @@ int vt_fd_keep(int fd, struct vt_fd *k) {
     return 0;
 }
 
-void vt_fd_reserve(void) {
+/* Beside the library's other start-up code (a page of its own was a page
+ * fault of every process's start), its path built on the stack. */
+__attribute__((section(".text.startup"))) void vt_fd_reserve(void) {
     /* A descriptor of the library's own, not a dup of the program's: a
      * close of any descriptor of a file drops the process's record locks
      * on it (a lock the program took on its stdin, kept across exec, was
      * lost). Under a lower descriptor limit the dup fails (EINVAL):
      * nothing to do, the kept descriptors go low then. */
-    int e = errno, own = open("/", O_PATH | O_CLOEXEC);
+    const char root[] = {'/', 0};
+    int e = errno, own = open(root, O_PATH | O_CLOEXEC);
     if (own >= 0) {
         int high = fcntl(own, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
         if (high >= 0) close(high);

@@ -32,6 +32,7 @@
 
 #include "../common/warn.h"
 #include "infront.h"
+#include "startpage.h"
 
 extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
 
@@ -39,7 +40,8 @@ extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
  * call nothing (the PLT is not ready) and must not be instrumented. */
 #define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread"), noinline, section(".text.startup")))
 
-static int found; /* 0: not looked for yet; FOUND_* */
+/* Where vramtrace was found (vt_start_page.front, startpage.h: 0 until
+ * looked for): */
 enum { FOUND_IN_FRONT = 1, FOUND_BEHIND };
 
 static const char *base_name(const char *path) {
@@ -142,7 +144,10 @@ static void say_behind(void) {
 }
 
 VT_EARLY int vt_front_find(void) {
-    int was = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+    /* Read by a write (one that changes nothing): this is the first touch
+     * of the start's page, and a read first would map the shared zero page
+     * that the start's first write then replaces, two page faults. */
+    int was = __atomic_fetch_add(&vt_start_page.front, 0, __ATOMIC_ACQ_REL);
     if (was) return was == FOUND_BEHIND;
     int now = FOUND_BEHIND;
     for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
@@ -152,7 +157,7 @@ VT_EARLY int vt_front_find(void) {
         }
         if (l->l_name && is_libc(l->l_name)) break;
     }
-    __atomic_store_n(&found, now, __ATOMIC_RELEASE);
+    __atomic_store_n(&vt_start_page.front, now, __ATOMIC_RELEASE);
     return now == FOUND_BEHIND;
 }
 
@@ -160,4 +165,4 @@ void vt_front_check(void) {
     if (vt_front_find()) say_behind();
 }
 
-VT_EARLY int vt_behind(void) { return __atomic_load_n(&found, __ATOMIC_ACQUIRE) == FOUND_BEHIND; }
+VT_EARLY int vt_behind(void) { return __atomic_load_n(&vt_start_page.front, __ATOMIC_ACQUIRE) == FOUND_BEHIND; }

@@ -1,5 +1,6 @@
 /* init.c -- the library's start and end inside the host process. */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,35 +27,30 @@
 #include "pools.h"
 #include "ondemand.h"
 #include "resolve.h"
+#include "startpage.h"
 #include "unload.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-/* The pid vramtrace was set up in (its first GPU call), or the child's
- * after a fork: another one is a vfork child's, in its parent's memory; 0
- * before the set-up (nothing of vramtrace's to write then). */
-static pid_t started_pid;
 
-/* What pthread_atfork is (glibc's libc_nonshared.a links it into the
- * library, far from the start-up code: a page fault of its own); the
- * handlers go when this library is unloaded. */
+/* What pthread_atfork and at_quick_exit are (glibc's libc_nonshared.a
+ * links those into the library, far from the start-up code: a page fault
+ * each); the handlers go when this library is unloaded. */
 extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+extern int __cxa_at_quick_exit(void (*)(void *), void *);
 extern void *__dso_handle __attribute__((visibility("hidden")));
 
-/* What the start writes, together: the pages a process start touches are
- * page faults (2 to 3 us each on a virtual machine), so it touches this and
- * no other variable of the library's. init_done is set once vt_init has
- * run: the hooks test it and skip pthread_once. */
-static struct {
-    struct vt_clock clock;      /* the start's readings, adopted by the tracker's clock */
-    int init_done;
-    int stage;                  /* STAGE_* */
-    struct vt_options_env env;  /* the VRAMTRACE_* variables as the process started */
-} start;
+/* What the start and the exit write (startpage.h). Aligned to 1 KiB, not
+ * to a page: its first KiB is then on one page, and the C library's own
+ * variables at the start of .bss stay on the page the loader clears at
+ * the end of .data (a page's alignment moved them onto one of their own,
+ * two faults more). */
+struct vt_start_page vt_start_page __attribute__((aligned(1024)));
+_Static_assert(offsetof(struct vt_start_page, env.text) + 256 <= 1024,
+               "the start's fields and the kept variables' first bytes within the first KiB");
 /* STAGE_STOPPED: the exit came first; vt_init may still run after it (a
  * thread allocating while the process exits) but starts no live view,
  * which no one would take down. */
 enum { STAGE_NONE, STAGE_INIT, STAGE_STOPPED };
-#define init_done start.init_done
 /* Held while vt_init runs and across a fork (before_fork to the after_fork
  * handlers), so that a child never starts with half an initialisation. */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,16 +64,16 @@ static void init_all_once(void) {
     pthread_mutex_lock(&init_lock);
     /* Here, not at start: a process that never touches a GPU makes no
      * system call of vramtrace's but the descriptor table's growth. */
-    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&vt_start_page.started_pid, getpid(), __ATOMIC_RELAXED);
     vt_resolve_init();
-    vt_options_load(&start.env);
+    vt_options_load(&vt_start_page.env);
     int none = STAGE_NONE;
-    if (!__atomic_compare_exchange_n(&start.stage, &none, STAGE_INIT, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&vt_start_page.stage, &none, STAGE_INIT, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         vt_opt.live = 0;
     vt_tracker_on_failure(vt_output_oom);
     vt_torch_on_oom(vt_output_torch_oom);
     vt_torch_on_unseen_oom(vt_hook_torch_oom);
-    vt_clock_adopt(&start.clock);
+    vt_clock_adopt(&vt_start_page.clock);
     /* Before the tracker maps anything: a sanitizer runtime's leak search
      * is shown vramtrace's mappings (tracker/lsanroot.h). */
     vt_lsan_find(vt_global_symbol);
@@ -87,12 +83,12 @@ static void init_all_once(void) {
                   : vt_opt.unwind == VT_UNWIND_CHECK   ? VT_STACK_CHECK
                                                        : VT_STACK_WALKER);
     if (vt_opt.limit == 0) __atomic_store_n(&vt_budget_off, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&init_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&vt_start_page.init_done, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&init_lock);
 }
 
 void vt_init(void) {
-    if (__builtin_expect(__atomic_load_n(&init_done, __ATOMIC_ACQUIRE), 1)) return;
+    if (__builtin_expect(__atomic_load_n(&vt_start_page.init_done, __ATOMIC_ACQUIRE), 1)) return;
     pthread_once(&init_once, init_all_once);
 }
 
@@ -127,7 +123,7 @@ static void after_fork_parent(void) {
  * locks before_fork took are this thread's, the child's only one: they are
  * released as in the parent before each part starts anew. */
 static void after_fork_child(void) {
-    __atomic_store_n(&started_pid, getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&vt_start_page.started_pid, getpid(), __ATOMIC_RELAXED);
     vt_exit_reset_child();
     vt_unload_reset_child();
     vt_thread_reset_child();
@@ -200,12 +196,12 @@ static void check_not_run(int how) {
  * the tracker's locks are free; no hook calls the writer for a failure
  * itself), before anything can be tracked: the companion's out-of-memory
  * record follows the failed allocation's hook. */
-static void exit_outputs_quick(void);
+static void exit_outputs_quick(void *arg);
 
 __attribute__((constructor)) static void vt_start(void) {
     int e = errno;
     vt_busy++;
-    vt_clock_mark(&start.clock);
+    vt_clock_mark(&vt_start_page.clock);
     vt_front_check();
     /* Behind the C library nothing is tracked (infront.h): nothing to set
      * up, and nothing for the exit to write. */
@@ -215,35 +211,35 @@ __attribute__((constructor)) static void vt_start(void) {
         return;
     }
     vt_fd_reserve();
-    if (!vt_options_keep(&start.env)) vt_init();
+    if (!vt_options_keep(&vt_start_page.env)) vt_init();
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
     /* quick_exit runs its own handlers and no other: the exit's outputs
      * and leak check are one of them (registered first, so run last). */
-    at_quick_exit(exit_outputs_quick);
+    __cxa_at_quick_exit(exit_outputs_quick, &__dso_handle);
     vt_busy--;
     errno = e;
 }
 
 /* The exit's outputs written once (vt_stop, or vt_exit_before_signal): 1
- * from the moment one caller began them, 2 once it is done. */
-static int exit_written;
+ * from the moment one caller began them, 2 once it is done
+ * (start.exit_written). */
 
-int vt_exit_outputs_state(void) { return __atomic_load_n(&exit_written, __ATOMIC_ACQUIRE); }
+int vt_exit_outputs_state(void) { return __atomic_load_n(&vt_start_page.exit_written, __ATOMIC_ACQUIRE); }
 
 /* A vfork child ran the exit handlers in this process's memory: the C
- * library's list of them is spent, vramtrace's among them. */
-static int handlers_lost;
+ * library's list of them is spent, vramtrace's among them
+ * (start.handlers_lost). */
 
 __attribute__((section(".text.startup"))) static void exit_outputs(int may_end);
 
 void vt_exit_outputs_if_lost(void) {
-    if (vt_exit_in_borrowed_memory() || !__atomic_exchange_n(&handlers_lost, 0, __ATOMIC_ACQ_REL)) return;
+    if (vt_exit_in_borrowed_memory() || !__atomic_exchange_n(&vt_start_page.handlers_lost, 0, __ATOMIC_ACQ_REL)) return;
     exit_outputs(END_AS_EXIT);
 }
 
 
 int vt_exit_in_borrowed_memory(void) {
-    pid_t p = __atomic_load_n(&started_pid, __ATOMIC_RELAXED);
+    pid_t p = __atomic_load_n(&vt_start_page.started_pid, __ATOMIC_RELAXED);
     return p && getpid() != p;
 }
 
@@ -266,7 +262,7 @@ static int exit_for_signal; /* written for a signal that ends the process next (
 /* Until the outputs another thread is writing are done, at most within_ns:
  * 0 when they are. */
 static int exit_outputs_wait(uint64_t within_ns) {
-    for (uint64_t waited = 0; __atomic_load_n(&exit_written, __ATOMIC_ACQUIRE) != 2; waited += 10000000) {
+    for (uint64_t waited = 0; __atomic_load_n(&vt_start_page.exit_written, __ATOMIC_ACQUIRE) != 2; waited += 10000000) {
         if (waited >= within_ns) return -1;
         struct timespec ms10 = {0, 10000000};
         nanosleep(&ms10, NULL);
@@ -282,11 +278,11 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
      * memory: the outputs are the parent's to write (the child wrote the
      * parent's report and took its leak check's status). */
     if (vt_exit_in_borrowed_memory()) {
-        __atomic_store_n(&handlers_lost, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&vt_start_page.handlers_lost, 1, __ATOMIC_RELEASE);
         return;
     }
     int was = 0;
-    if (!__atomic_compare_exchange_n(&exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_compare_exchange_n(&vt_start_page.exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         /* Another thread writes them (SIGTERM's watcher while the program
          * exits): the exit waits for them, as long as a dump may take,
          * rather than end the process in the middle of the writing. */
@@ -305,7 +301,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs(int may_end) 
     }
     exit_writer = 1;
     exit_outputs_once(may_end);
-    __atomic_store_n(&exit_written, 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&vt_start_page.exit_written, 2, __ATOMIC_RELEASE);
 }
 
 __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_end) {
@@ -313,9 +309,9 @@ __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_
     /* Nothing initialised, so nothing tracked nor started: the one line
      * still owed is VRAMTRACE_UNWIND=check's count. */
     int none = STAGE_NONE;
-    if (__atomic_compare_exchange_n(&start.stage, &none, STAGE_STOPPED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    if (__atomic_compare_exchange_n(&vt_start_page.stage, &none, STAGE_STOPPED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         char unwind[] = {'U', 'N', 'W', 'I', 'N', 'D', 0}; /* on the stack: no constant data's page */
-        if (!vt_options_set(&start.env, unwind)) {
+        if (!vt_options_set(&vt_start_page.env, unwind)) {
             errno = e;
             return;
         }
@@ -368,7 +364,7 @@ __attribute__((section(".text.startup"))) static void exit_outputs_once(int may_
  * what its handlers register). Where none can be registered, now. The
  * library is never unloaded (-z nodelete): the handler, and every wrapper
  * pointer handed out, stay valid. */
-static void exit_outputs_last(void *arg) {
+__attribute__((section(".text.startup"))) static void exit_outputs_last(void *arg) {
     (void)arg;
     exit_outputs(END_AS_EXIT);
 }
@@ -377,18 +373,23 @@ __attribute__((destructor, section(".text.startup"))) static void vt_stop(void) 
     if (__cxa_atexit(exit_outputs_last, NULL, NULL) != 0) exit_outputs(END_AS_EXIT);
 }
 
+/* The library's DT_FINI (the Makefile's LIB_LINK): nothing to do, the
+ * destructors are vt_stop's; here so that the exit touches no code page
+ * the start did not. */
+__attribute__((section(".text.startup"), visibility("hidden"))) void vt_fini(void) {}
+
 void vt_exit_before_signal(void) { exit_outputs(END_NOT); }
 
 int vt_exit_before_signal_wait(uint64_t within_ns, int sig, int from_pid) {
     int was = 0;
     if (!vt_exit_in_borrowed_memory() &&
-        __atomic_compare_exchange_n(&exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        __atomic_compare_exchange_n(&vt_start_page.exit_written, &was, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         /* Written for the signal, which ends the process next. */
         vt_output_ended_by(sig, from_pid);
         __atomic_store_n(&exit_for_signal, 1, __ATOMIC_RELEASE);
         exit_writer = 1;
         exit_outputs_once(END_NOT);
-        __atomic_store_n(&exit_written, 2, __ATOMIC_RELEASE);
+        __atomic_store_n(&vt_start_page.exit_written, 2, __ATOMIC_RELEASE);
         return 0;
     }
     /* The program's own exit is writing them (a SIGTERM in the middle of
@@ -399,4 +400,7 @@ int vt_exit_before_signal_wait(uint64_t within_ns, int sig, int from_pid) {
     return 1;
 }
 
-static void exit_outputs_quick(void) { exit_outputs(END_AS_QUICK_EXIT); }
+static void exit_outputs_quick(void *arg) {
+    (void)arg;
+    exit_outputs(END_AS_QUICK_EXIT);
+}

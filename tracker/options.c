@@ -90,7 +90,7 @@ VT_AT_START int vt_options_keep(struct vt_options_env *e) {
     for (char **v = environ; v && *v; v++) {
         if (!begins(*v, ours)) continue;
         size_t len = __builtin_strlen(*v) + 1;
-        if (n == (int)(sizeof e->vars / sizeof *e->vars) || len > sizeof e->text - used) return 0;
+        if (n == (int)(sizeof e->vars / sizeof *e->vars) || len > VT_OPTIONS_VARS_ROOM - used) return 0;
         __builtin_memcpy(e->text + used, *v, len);
         e->vars[n++] = e->text + used;
         used += len;
@@ -99,7 +99,9 @@ VT_AT_START int vt_options_keep(struct vt_options_env *e) {
     e->kept = 1;
     /* Where the process started: a program may change its working folder
      * before its first allocation, when the options are read. */
-    if (!getcwd(e->cwd, sizeof e->cwd) || e->cwd[0] != '/') e->cwd[0] = '\0';
+    char *cwd = e->text + used;
+    if (!getcwd(cwd, sizeof e->text - used) || cwd[0] != '/') cwd[0] = '\0';
+    e->cwd = cwd;
     if (n) {
         char mark[] = {'V', 'R', 'A', 'M', 'T', 'R', 'A', 'C', 'E', '_', 'M', 'A', 'R', 'K', 0};
         mark_loaded(kept_value(e->vars, n, mark));

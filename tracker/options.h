@@ -47,13 +47,18 @@ extern struct vt_options vt_opt;
  * environment since (setenv, clearenv, a title written over the
  * environment's strings). The caller owns the memory: at start the library
  * touches only its own start-up pages. */
+#define VT_OPTIONS_VARS_ROOM (16384 - 64 * sizeof(const char *) - 2 * sizeof(int))
+
 struct vt_options_env {
     int kept;              /* 1 once kept */
     int count;             /* variables in vars */
+    const char *cwd;       /* the working folder at the start ("" if unknown),
+                              in text after the variables: relative paths are
+                              taken from it */
     const char *vars[64];  /* "NAME=value", in text */
-    char text[16384 - 64 * sizeof(const char *) - 2 * sizeof(int)];
-    char cwd[4096];        /* the working folder at the start ("" if unknown):
-                              relative paths are taken from it */
+    /* The variables (16 KiB at most) and then the working folder, packed
+     * from the start: a start with few variables writes one page of it. */
+    char text[VT_OPTIONS_VARS_ROOM + 4096];
 };
 
 /* Keep the variables in e, and create VRAMTRACE_MARK's file when it is

@@ -42,6 +42,31 @@ def start_makes_no_system_call_but_the_descriptor_tables_growth():
 
 
 @test
+def start_writes_one_page_of_its_own():
+    # The pages of the library's own data a process has written (or read
+    # as zeros) by the time its main runs, each a page fault of every
+    # process an LD_PRELOAD reaches (interpose/startpage.h): the three
+    # pages of pointer tables the loader relocates (the hooks, the CUDA
+    # exports, the options) and the first page of .data (the loader's,
+    # __dso_handle), the page the loader clears at .data's end, and the
+    # start's own page (its clock, whether vramtrace is in front of the C
+    # library, the kept variables and the working folder). Before: 8, the
+    # front-check's flag, the working folder and the clock on pages of
+    # their own. The floor, an empty library with a zeroed area: 4.
+    prog = os.path.join(T, "t_start_pages")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("VRAMTRACE_") and k != "LD_PRELOAD"}
+    def pages(lib, extra):
+        p = subprocess.run([prog, os.path.basename(lib)], env=dict(base, LD_PRELOAD=lib, **extra),
+                           capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, f"t_start_pages ran: {p.stderr}")
+        return int(p.stdout.split()[1])
+    eq(pages(os.path.join(T, "libt_start_empty.so"), {}), 4, "the floor's pages")
+    for extra in ({}, {"VRAMTRACE_OUT": "off", "VRAMTRACE_REPORT": "off"},
+                  {"VRAMTRACE_OUT": "/tmp/vt-" + "x" * 200 + ".json", "VRAMTRACE_DEPTH": "8", "LD_BIND_NOW": "1"}):
+        eq(pages(LIB, extra), 6, f"pages written by the start under vramtrace ({sorted(extra)})")
+
+
+@test
 def start_options_are_those_the_process_started_with():
     with workdir("vt-start-") as d:
         other = os.path.join(d, "other.json")

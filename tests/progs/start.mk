@@ -1,6 +1,6 @@
 # Test programs of the start area: what a process pays for the preload
 # before its first GPU call (tests/integration/test_start.py).
-PROGS += $(T)/t_start_env $(T)/t_start_quiet $(T)/libt_start_weak.so $(T)/libt_start_empty.so
+PROGS += $(T)/t_start_env $(T)/t_start_quiet $(T)/libt_start_weak.so $(T)/libt_start_empty.so $(T)/t_start_pages
 
 $(T)/t_start_env: tests/progs/t_start_env.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
@@ -17,3 +17,7 @@ $(T)/libt_start_weak.so: tests/progs/t_start_weak.c
 $(T)/libt_start_empty.so: tests/progs/t_start_empty.c
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $<
+
+$(T)/t_start_pages: tests/progs/t_start_pages.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $<
