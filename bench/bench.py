@@ -160,6 +160,23 @@ def live_row(tmp):
     return per_alloc, float(r["alloc_s"]), total, size
 
 
+def keep_rows():
+    """Bytes of resident memory a live allocation costs, the stacks' share
+    and the event ring's included: 1,000,000 kept over 1 and over 100,000
+    stacks (`bench_shapes keep`), with the ring as by default (1,000,000
+    events, full here) and without it (VRAMTRACE_EVENTS=0), each against
+    the same loop without vramtrace. {(stacks, ring): bytes}."""
+    n = 1000000
+    got = {}
+    for stacks in (1, 100000):
+        base = float(run([SHAPES, "keep", str(n), str(stacks)], env(False))["rss_kb"])
+        for ring in (True, False):
+            extra = {} if ring else {"VRAMTRACE_EVENTS": "0"}
+            vt = float(run([SHAPES, "keep", str(n), str(stacks)], env(True, **extra))["rss_kb"])
+            got[(stacks, ring)] = (vt - base) * 1024 / n
+    return got
+
+
 def events_row():
     e0 = run([PROG, "churn", "1000000"], env(True, VRAMTRACE_EVENTS="0"))
     e1 = run([PROG, "churn", "1000000"], env(True))
@@ -432,7 +449,12 @@ def main():
         per_alloc, alloc_s, total, size = live_row(tmp)
         print(f"\n4. one million live allocations from 4 call sites: {per_alloc:.0f} bytes of resident memory per "
               f"live allocation (target <= 160); allocating {alloc_s:.2f} s; run plus dump {total:.2f} s "
-              f"(target <= 5); dump {size / 1e6:.0f} MB")
+              f"(target <= 5); dump {size / 1e6:.0f} MB (the event ring off: VRAMTRACE_EVENTS=0)")
+        k = keep_rows()
+        print(f"   one million kept at stacks of about 26 frames, bytes of resident memory per live allocation (target <= 160): "
+              f"over 1 stack {k[(1, True)]:.0f} ({k[(1, False)]:.0f} with the ring off), over 100,000 stacks "
+              f"{k[(100000, True)]:.0f} ({k[(100000, False)]:.0f} with the ring off; the ring of 1,000,000 "
+              f"events is 32 bytes an event, full here)")
         per_event, rss1, rss5 = events_row()
         print(f"\n5. event history: {per_event:.1f} bytes per event; resident memory after 2 million events "
               f"{rss1 / 1024:.1f} MiB, after 10 million {rss5 / 1024:.1f} MiB (ring of 1 million events)")

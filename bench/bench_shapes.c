@@ -58,6 +58,13 @@
  *       clock, the smaller of the two counted (see call_timed): prints
  *       "alloc_max_us X alloc_over_1ms K free_max_us Y
  *       free_over_1ms L total_s T rss_kb R"
+ *   bench_shapes keep N NSTACKS
+ *       N allocations of 256 bytes kept, made over NSTACKS distinct stacks
+ *       in turn (the first NSTACKS of them each a new stack), by one
+ *       thread; prints "rss_kb R rss_before_kb B alloc_s T": resident
+ *       memory with all N live and before the first (with and without
+ *       vramtrace, the difference over N is what a live allocation costs
+ *       the process, its stack's share included)
  *   bench_shapes firstcall THREADS N
  *       After one pair of the main thread's (vramtrace's start), THREADS
  *       threads started together (a barrier), each then making N
@@ -433,6 +440,20 @@ static void *many_thread(void *arg) {
     return (void *)(sum & 1);
 }
 
+static int keep_main(char **argv) {
+    long n = atol(argv[2]);
+    unsigned nstacks = (unsigned)atol(argv[3]);
+    if (n < 1 || nstacks < 1) return 2;
+    keep_to = malloc(sizeof *keep_to * (size_t)n);
+    if (!keep_to) return 1;
+    memset(keep_to, 0, sizeof *keep_to * (size_t)n); /* its pages counted before */
+    long before = rss_kb(), sum = 0;
+    double t0 = now();
+    for (long i = 0; i < n; i++) sum += deep(10, (unsigned)(i % nstacks));
+    printf("rss_kb %ld rss_before_kb %ld alloc_s %.3f sum %ld\n", rss_kb(), before, now() - t0, sum & 1);
+    return 0;
+}
+
 static int manythreads_main(char **argv) {
     int nthreads = atoi(argv[2]);
     many_n = atol(argv[3]);
@@ -514,6 +535,7 @@ int main(int argc, char **argv) {
     if (argc >= 5 && strcmp(argv[1], "xfree") == 0) return xfree_main(argv);
     if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argc, argv);
     if (argc >= 5 && strcmp(argv[1], "manythreads") == 0) return manythreads_main(argv);
+    if (argc >= 4 && strcmp(argv[1], "keep") == 0) return keep_main(argv);
     fprintf(stderr, "usage: see bench_shapes.c\n");
     return 2;
 }
