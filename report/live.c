@@ -34,7 +34,6 @@
 static struct {
     int started;
     volatile struct vt_live_segment *seg;
-    struct vt_fd fd;         /* fdkeep.h: out of the program's way; its lock says the writer lives */
     char path[4096];
     struct vt_view view;
     struct vt_live_segment next;
@@ -56,7 +55,12 @@ static struct {
      * of the windows' time (a run of a few seconds closes none). */
     struct past_round { uint64_t steps; uint32_t n; struct past_site s[VT_LIVE_SITES]; } rounds[VT_LIVE_ROUNDS];
     int nrounds;
-} L = {.fd = VT_FD_NONE};
+} L;
+/* The segment's descriptor (fdkeep.h: out of the program's way; its lock
+ * says the writer lives), beside L rather than in it: L's other fields
+ * start as zeros, and this one's initialiser would put all of L's 550 KB
+ * into the library file's .data. */
+static struct vt_fd live_fd = VT_FD_NONE;
 _Static_assert(VT_KIND_COUNT <= VT_LIVE_KINDS, "the segment has room for every kind");
 static pthread_mutex_t forecast_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held around the segment file's making, naming and removal, never long:
@@ -117,7 +121,7 @@ static int create_segment(void) {
         errno = e;
         return -1;
     }
-    L.fd = kept;
+    live_fd = kept;
     L.seg = m;
     L.created = 1;
     return 0;
@@ -659,11 +663,11 @@ void vt_live_fork_parent(void) { pthread_mutex_unlock(&round_lock); }
 
 void vt_live_reset_child(void) {
     if (L.seg) munmap((void *)L.seg, sizeof(struct vt_live_segment));
-    vt_fd_drop(&L.fd); /* only where still the segment: the number may be the program's now */
+    vt_fd_drop(&live_fd); /* only where still the segment: the number may be the program's now */
     for (size_t i = 0; i < L.nlabels; i++) free(L.labels[i]);
     free(L.labels);
     memset(&L, 0, sizeof L);
-    L.fd = (struct vt_fd)VT_FD_NONE;
+    live_fd = (struct vt_fd)VT_FD_NONE;
     pthread_mutex_init(&forecast_lock, NULL);
     pthread_mutex_init(&round_lock, NULL);
     pthread_mutex_init(&place_lock, NULL);

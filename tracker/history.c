@@ -11,7 +11,10 @@
 #include "handlerun.h"
 #include "history.h"
 
-struct vt_history vt_history = {.cap = 1000000};
+/* Its capacity is set by vt_history_init (VRAMTRACE_EVENTS), before the
+ * first event: no initialiser, which would put the whole struct (970 KB
+ * of failure records) into the library file's .data. */
+struct vt_history vt_history;
 
 void vt_history_init(size_t event_capacity) {
     if (vt_history.ring == NULL) vt_history.cap = event_capacity;
