@@ -222,13 +222,13 @@ __attribute__((constructor)) static void vt_start(void) {
 
 /* The exit's outputs written once (vt_stop, or vt_exit_before_signal): 1
  * from the moment one caller began them, 2 once it is done
- * (start.exit_written). */
+ * (vt_start_page.exit_written). */
 
 int vt_exit_outputs_state(void) { return __atomic_load_n(&vt_start_page.exit_written, __ATOMIC_ACQUIRE); }
 
 /* A vfork child ran the exit handlers in this process's memory: the C
  * library's list of them is spent, vramtrace's among them
- * (start.handlers_lost). */
+ * (vt_start_page.handlers_lost). */
 
 __attribute__((section(".text.startup"))) static void exit_outputs(int may_end);
 

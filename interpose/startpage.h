@@ -22,7 +22,10 @@ struct vt_start_page {
     int init_done;             /* vt_init has run: the hooks test it and skip pthread_once */
     int stage;                 /* init.c's STAGE_* */
     int front;                 /* infront.c: 0 not looked for yet, else FOUND_* */
-    pid_t started_pid;         /* init.c: the pid vramtrace was set up in */
+    pid_t started_pid;         /* init.c: the pid vramtrace was set up in (its
+                                  first GPU call), or the child's after a fork:
+                                  another one is a vfork child's, in its parent's
+                                  memory; 0 before the set-up */
     int exit_written;          /* init.c: the exit's outputs begun (1), done (2) */
     int handlers_lost;         /* init.c: a vfork child ran the exit handlers */
     struct vt_options_env env; /* the VRAMTRACE_* variables as the process started */
