@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fdkeep.h"
+#include "rawsys.h"
 
 /* The lowest number the library's descriptors go to: VT_FD_LOW, or 3
  * where the descriptor limit leaves no room above it. */
@@ -36,7 +38,8 @@ int vt_fd_keep(int fd, struct vt_fd *k) {
 }
 
 /* Beside the library's other start-up code (a page of its own was a page
- * fault of every process's start), its path built on the stack. */
+ * fault of every process's start), its path built on the stack, its calls
+ * the system's own (rawsys.h: no C library function bound for them). */
 __attribute__((section(".text.startup"))) void vt_fd_reserve(void) {
     /* A descriptor of the library's own, not a dup of the program's: a
      * close of any descriptor of a file drops the process's record locks
@@ -44,13 +47,12 @@ __attribute__((section(".text.startup"))) void vt_fd_reserve(void) {
      * lost). Under a lower descriptor limit the dup fails (EINVAL):
      * nothing to do, the kept descriptors go low then. */
     const char root[] = {'/', 0};
-    int e = errno, own = open(root, O_PATH | O_CLOEXEC);
+    long own = vt_sys4(SYS_openat, AT_FDCWD, (long)root, O_PATH | O_CLOEXEC, 0);
     if (own >= 0) {
-        int high = fcntl(own, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
-        if (high >= 0) close(high);
-        close(own);
+        long high = vt_sys3(SYS_fcntl, own, F_DUPFD_CLOEXEC, VT_FD_LOW + 16);
+        if (high >= 0) vt_sys3(SYS_close, high, 0, 0);
+        vt_sys3(SYS_close, own, 0, 0);
     }
-    errno = e;
 }
 
 int vt_fd_mine(const struct vt_fd *k) {

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../common/callsite.h"
 #include "../common/fdkeep.h"
+#include "../common/rawsys.h"
 #include "../common/warn.h"
 #include "options.h"
 
@@ -99,8 +101,8 @@ VT_AT_START int vt_options_keep(struct vt_options_env *e) {
     e->kept = 1;
     /* Where the process started: a program may change its working folder
      * before its first allocation, when the options are read. */
-    char *cwd = e->text + used;
-    if (!getcwd(cwd, sizeof e->text - used) || cwd[0] != '/') cwd[0] = '\0';
+    char *cwd = e->text + used; /* the system call's own (rawsys.h): no look-up for getcwd */
+    if (vt_sys3(SYS_getcwd, (long)cwd, (long)(sizeof e->text - used), 0) <= 0 || cwd[0] != '/') cwd[0] = '\0';
     e->cwd = cwd;
     if (n) {
         char mark[] = {'V', 'R', 'A', 'M', 'T', 'R', 'A', 'C', 'E', '_', 'M', 'A', 'R', 'K', 0};
