@@ -40,7 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
+#include "../common/rawsys.h"
 #include "exports.h"
 #include "infront.h"
 #include "resolve.h"
@@ -125,11 +127,9 @@ VT_EARLY static void *vt_exports_pick(void *wrapper) { return cuda_loaded() ? wr
 /* A dynamic-section address: glibc may have made it absolute already. */
 VT_EARLY static uintptr_t dyn_addr(uintptr_t base, uintptr_t v) { return v < base ? base + v : v; }
 
-/* mprotect without libc (the PLT may not be ready). */
+/* mprotect without libc (the PLT may not be ready: rawsys.h). */
 VT_EARLY static long sys_mprotect(uintptr_t addr, size_t len, long prot) {
-    long r;
-    __asm__ volatile("syscall" : "=a"(r) : "0"(10L), "D"(addr), "S"(len), "d"(prot) : "rcx", "r11", "memory");
-    return r;
+    return vt_sys3(SYS_mprotect, (long)addr, (long)len, prot);
 }
 
 /* The pages holding this library's dynamic symbols, and their protection. */
