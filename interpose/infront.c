@@ -40,8 +40,8 @@ extern ElfW(Dyn) _DYNAMIC[] __attribute__((visibility("hidden")));
  * call nothing (the PLT is not ready) and must not be instrumented. */
 #define VT_EARLY __attribute__((no_sanitize("address", "undefined", "thread"), noinline, section(".text.startup")))
 
-/* Where vramtrace was found (vt_start_page.front, startpage.h: 0 until
- * looked for): */
+/* Where vramtrace was found, kept in vt_start_page.front (startpage.h; 0
+ * until looked for). */
 enum { FOUND_IN_FRONT = 1, FOUND_BEHIND };
 
 static const char *base_name(const char *path) {

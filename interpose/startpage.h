@@ -6,9 +6,10 @@
  * written and then a write of it, two), paid by every process LD_PRELOAD
  * reaches, most of which never touch a GPU. So the start and the exit of
  * such a process touch these and no other variable of the library's, and
- * every field they write lies in the struct's first 4 KiB (the kept
- * variables' text is written from its start, the working folder after it;
- * tracker/options.h). Internal to interpose/. */
+ * every field they write lies in the struct's first KiB (init.c aligns it
+ * to 1 KiB and asserts the layout; the kept variables' text is written
+ * from its start, the working folder after it, tracker/options.h: many or
+ * long variables run onto a second page). Internal to interpose/. */
 #ifndef VT_STARTPAGE_H
 #define VT_STARTPAGE_H
 
