@@ -44,6 +44,7 @@
 
 #include "../common/rawsys.h"
 #include "exports.h"
+#include "hooklist.h"
 #include "infront.h"
 #include "resolve.h"
 
@@ -55,28 +56,34 @@
 extern const ElfW(Ehdr) __ehdr_start VT_HIDDEN;
 extern ElfW(Dyn) _DYNAMIC[] VT_HIDDEN;
 
-/* The exported wrappers (by address only) and, for each, its resolver. */
-#define VT_PICK(sym)                                                          \
-    extern void vt_e_##sym(void) __asm__(#sym);                               \
-    VT_EARLY static void *vt_pick_##sym(void) { return vt_exports_pick((void *)vt_e_##sym); }
+/* Each export's resolver (an indirect symbol's: it gets no argument, so
+ * one a hook), and where each is, as hooklist.h keeps the wrappers: by its
+ * distance from its entry in pick_at, which no relocation writes. */
+static void *vt_exports_pick(int id);
+#define VT_PICK(sym) \
+    __attribute__((used, visibility("hidden"))) VT_EARLY void *vt_pick_##sym(void) { return vt_exports_pick(VT_ID_##sym); }
 #define VT_DRIVER(sym, base, ver, ptsz) VT_PICK(sym)
 #define VT_RUNTIME(sym) VT_PICK(sym)
-static void *vt_exports_pick(void *wrapper);
 #include "hooks.def"
 #undef VT_DRIVER
 #undef VT_RUNTIME
 
-static const struct {
-    const char *name;
-    void *(*pick)(void);
-    void (*wrapper)(void);
-} exports[VT_ID_COUNT] = {
-#define VT_DRIVER(sym, base, ver, ptsz) {#sym, vt_pick_##sym, vt_e_##sym},
-#define VT_RUNTIME(sym) {#sym, vt_pick_##sym, vt_e_##sym},
+extern const int32_t pick_at[VT_ID_COUNT] __asm__("vt_exports_pick_at") VT_HIDDEN;
+__asm__(".pushsection .rodata\n"
+        ".balign 4\n"
+        ".globl vt_exports_pick_at\n"
+        ".hidden vt_exports_pick_at\n"
+        ".type vt_exports_pick_at, @object\n"
+        "vt_exports_pick_at:\n"
+#define VT_DRIVER(sym, base, ver, ptsz) ".long vt_pick_" #sym " - .\n"
+#define VT_RUNTIME(sym) ".long vt_pick_" #sym " - .\n"
 #include "hooks.def"
 #undef VT_DRIVER
 #undef VT_RUNTIME
-};
+        ".size vt_exports_pick_at, . - vt_exports_pick_at\n"
+        ".popsection\n");
+
+VT_EARLY static uintptr_t pick_of(int id) { return (uintptr_t)&pick_at[id] + (uintptr_t)(intptr_t)pick_at[id]; }
 
 enum { EXPORTS_PLAIN, EXPORTS_HIDDEN, EXPORTS_INDIRECT };
 
@@ -122,7 +129,7 @@ VT_EARLY static int cuda_loaded(void) {
     return __atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE) || cuda_mapped();
 }
 
-VT_EARLY static void *vt_exports_pick(void *wrapper) { return cuda_loaded() ? wrapper : NULL; }
+VT_EARLY static void *vt_exports_pick(int id) { return cuda_loaded() ? vt_hook_wrapper(id) : NULL; }
 
 /* A dynamic-section address: glibc may have made it absolute already. */
 VT_EARLY static uintptr_t dyn_addr(uintptr_t base, uintptr_t v) { return v < base ? base + v : v; }
@@ -183,7 +190,7 @@ VT_EARLY static int find_symbols(void) {
      * before anything else can run in the process. */
     static uint8_t by_value[VT_VALUE_SLOTS]; /* export id + 1, 0 for none */
     for (int id = 0; id < VT_ID_COUNT; id++) {
-        unsigned k = value_slot((uintptr_t)exports[id].wrapper - base);
+        unsigned k = value_slot((uintptr_t)vt_hook_wrapper(id) - base);
         while (by_value[k]) k = (k + 1) % VT_VALUE_SLOTS;
         by_value[k] = (uint8_t)(id + 1);
     }
@@ -193,10 +200,10 @@ VT_EARLY static int find_symbols(void) {
         if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) continue;
         for (unsigned k = value_slot(s->st_value); by_value[k]; k = (k + 1) % VT_VALUE_SLOTS) {
             int id = by_value[k] - 1;
-            if ((uintptr_t)exports[id].wrapper - base != s->st_value) continue;
+            if ((uintptr_t)vt_hook_wrapper(id) - base != s->st_value) continue;
             /* An alias of the wrapper: keep the one of the export's name. */
-            if (!sym_of[id] || (!same(strtab + sym_of[id]->st_name, exports[id].name) &&
-                                same(strtab + s->st_name, exports[id].name)))
+            if (!sym_of[id] || (!same(strtab + sym_of[id]->st_name, vt_hook_name(id)) &&
+                                same(strtab + s->st_name, vt_hook_name(id))))
                 sym_of[id] = s;
             break;
         }
@@ -317,7 +324,7 @@ VT_EARLY static void say_unlinked(void) {
             if (s->st_shndx != SHN_UNDEF || ELF64_ST_BIND(s->st_info) != STB_GLOBAL || name[0] != 'c' || name[1] != 'u')
                 continue;
             int id = 0;
-            while (id < VT_ID_COUNT && !same(exports[id].name, name)) id++;
+            while (id < VT_ID_COUNT && !same(vt_hook_name(id), name)) id++;
             if (id == VT_ID_COUNT || defined_elsewhere(name)) continue;
             static const char head[] = "vramtrace: error: the program needs ";
             static const char tail[] =
@@ -352,7 +359,7 @@ VT_EARLY static void set_state(int to) {
         int bind = ELF64_ST_BIND(s->st_info);
         if (state == EXPORTS_PLAIN) {
             __atomic_store_n(&s->st_info, ELF64_ST_INFO(bind, STT_SECTION), __ATOMIC_RELEASE);
-            __atomic_store_n(&s->st_value, (uintptr_t)exports[id].pick - base, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->st_value, pick_of(id) - base, __ATOMIC_RELEASE);
         }
         __atomic_store_n(&s->st_info, ELF64_ST_INFO(bind, to == EXPORTS_HIDDEN ? STT_SECTION : STT_GNU_IFUNC),
                          __ATOMIC_RELEASE);

@@ -8,6 +8,7 @@
 
 #include "../tracker/stack.h"
 #include "exports.h"
+#include "hooklist.h"
 #include "infront.h"
 #include "resolve.h"
 #include "unload.h"
@@ -22,28 +23,6 @@
 #define VT_PROC_PTDS 2ull
 #define VT_DLSYM_PASS ((void *)-1)
 #define VT_ABSENT ((void *)1)
-
-/* The wrappers, by address only; their prototypes live in driver.c and
- * runtime.c. */
-#define VT_DRIVER(sym, base, ver, ptsz) extern void vt_w_##sym(void) __asm__(#sym);
-#define VT_RUNTIME(sym) extern void vt_w_##sym(void) __asm__(#sym);
-#include "hooks.def"
-#undef VT_DRIVER
-#undef VT_RUNTIME
-
-static const struct {
-    const char *name;
-    const char *base;   /* NULL for runtime entries */
-    int version;
-    int ptsz;
-    void (*wrapper)(void);
-} hooks[VT_ID_COUNT] = {
-#define VT_DRIVER(sym, base, ver, ptsz) {#sym, #base, ver, ptsz, vt_w_##sym},
-#define VT_RUNTIME(sym) {#sym, NULL, 0, 0, vt_w_##sym},
-#include "hooks.def"
-#undef VT_DRIVER
-#undef VT_RUNTIME
-};
 
 /* Names under which cuGetProcAddress hands out a hooked function from a
  * version on (hooks.def's VT_ALIAS): at CUDA 12.0 "cuGraphInstantiate" is
@@ -116,7 +95,7 @@ static void *loaded(const char *path) {
 
 static int real_dlclose(void *handle);
 
-static void *wrapper_of(int id) { return (void *)hooks[id].wrapper; }
+static void *wrapper_of(int id) { return vt_hook_wrapper(id); }
 
 /* Keep the library that holds fn loaded: a program's dlclose must not
  * unload code vramtrace will call (one extra reference, taken once per
@@ -254,10 +233,10 @@ void *vt_global_symbol(const char *name) {
 static void resolve_global(int id) {
     vt_resolve_init();
     if (!vt_real_dlsym) return;
-    void *p = vt_real_dlsym(RTLD_NEXT, hooks[id].name);
+    void *p = vt_real_dlsym(RTLD_NEXT, vt_hook_name(id));
     if (!p) {
-        void *h = hooks[id].base ? get_driver_handle() : get_runtime_handle();
-        if (h) p = vt_real_dlsym(h, hooks[id].name);
+        void *h = vt_hook_base(id) ? get_driver_handle() : get_runtime_handle();
+        if (h) p = vt_real_dlsym(h, vt_hook_name(id));
     }
     set_real(id, p);
 }
@@ -280,7 +259,7 @@ void *vt_real_slow(int id) {
 VT_EARLY int vt_hook_by_name(const char *name) {
     if (name == NULL || name[0] != 'c' || name[1] != 'u') return -1;
     for (int i = 0; i < VT_ID_COUNT; i++)
-        if (strcmp(hooks[i].name, name) == 0) return i;
+        if (strcmp(vt_hook_name(i), name) == 0) return i;
     return -1;
 }
 
@@ -366,7 +345,7 @@ VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *c
         if (handle == RTLD_DEFAULT && !hidden) return NULL;
         return VT_DLSYM_PASS; /* the real dlsym sets dlerror() */
     }
-    if (hooks[id].base) learn_driver(r);
+    if (vt_hook_base(id)) learn_driver(r);
     void *w = wrapper_for(id, r);
     (void)dlerror(); /* a found symbol leaves no error, whatever our own look-ups left */
     return w;
@@ -374,7 +353,7 @@ VT_EARLY VT_HIDDEN void *vt_dlsym_filter(void *handle, const char *name, void *c
 
 void *vt_wrapper_for_def(int id, void *def) {
     if (def == wrapper_of(id)) return def;
-    if (hooks[id].base) learn_driver(def);
+    if (vt_hook_base(id)) learn_driver(def);
     return wrapper_for(id, def);
 }
 
@@ -383,7 +362,7 @@ static void *export_of(int id) {
     if (e) return e == VT_ABSENT ? NULL : e;
     void *h = get_driver_handle();
     if (!h) return NULL;
-    e = vt_real_dlsym(h, hooks[id].name);
+    e = vt_real_dlsym(h, vt_hook_name(id));
     __atomic_store_n(&driver_export[id], e ? e : VT_ABSENT, __ATOMIC_RELEASE);
     return e;
 }
@@ -397,7 +376,7 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
      * of the variants we hook. */
     int any = 0;
     for (int i = 0; i < VT_ID_COUNT; i++) {
-        if (!hooks[i].base || strcmp(hooks[i].base, symbol) != 0) continue;
+        if (!vt_hook_base(i) || strcmp(vt_hook_base(i), symbol) != 0) continue;
         any = 1;
         if (fn == wrapper_of(i)) return fn;
         if (export_of(i) == fn) {
@@ -415,9 +394,9 @@ void *vt_swap_proc(const char *symbol, void *fn, int version,
     int want_ptsz = (flags & VT_PROC_PTDS) != 0;
     int best = -1, best_version = -1;
     for (int i = 0; i < VT_ID_COUNT; i++) {
-        if (!hooks[i].base || strcmp(hooks[i].base, symbol) != 0) continue;
-        if (hooks[i].version > version || hooks[i].ptsz != want_ptsz) continue;
-        if (best < 0 || hooks[i].version > best_version) best = i, best_version = hooks[i].version;
+        if (!vt_hook_base(i) || strcmp(vt_hook_base(i), symbol) != 0) continue;
+        if (vt_hook_version(i) > version || vt_hook_ptsz(i) != want_ptsz) continue;
+        if (best < 0 || vt_hook_version(i) > best_version) best = i, best_version = vt_hook_version(i);
     }
     for (size_t k = 0; k < VT_NALIASES; k++) {
         if (strcmp(aliases[k].base, symbol) != 0 || aliases[k].version > version || aliases[k].ptsz != want_ptsz)
