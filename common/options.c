@@ -101,8 +101,10 @@ int vt_parse_size(const char *s, uint64_t *out) {
 }
 
 /* Every signal's name, so that a name is taken where its number is (the
- * ones vramtrace cannot use are refused below either way). */
-static const struct { const char *name; int num; } signals[] = {
+ * ones vramtrace cannot use are refused below either way). The names in
+ * place, not pointers: a table of pointers is relocated at every start of
+ * every process the library is preloaded in. */
+static const struct { char name[8]; int num; } signals[] = {
     {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"ILL", SIGILL}, {"TRAP", SIGTRAP},
     {"ABRT", SIGABRT}, {"IOT", SIGIOT}, {"BUS", SIGBUS}, {"FPE", SIGFPE}, {"KILL", SIGKILL},
     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},

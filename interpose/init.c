@@ -198,26 +198,35 @@ static void check_not_run(int how) {
  * record follows the failed allocation's hook. */
 static void exit_outputs_quick(void *arg);
 
+/* The program's errno is kept: what may change it (a warning written, the
+ * whole set-up) runs between a save and a restore of its own; the rest
+ * sets none (system calls made raw, the C library's two registrations,
+ * which touch errno only where they fail for want of memory), so that the
+ * start of a process binds no __errno_location (a symbol look-up, a
+ * thousand instructions). */
 __attribute__((constructor)) static void vt_start(void) {
-    int e = errno;
     vt_busy++;
     vt_clock_mark(&vt_start_page.clock);
-    vt_front_check();
     /* Behind the C library nothing is tracked (infront.h): nothing to set
      * up, and nothing for the exit to write. */
-    if (vt_behind()) {
+    if (vt_front_find()) {
+        int e = errno;
+        vt_front_check();
         vt_busy--;
         errno = e;
         return;
     }
     vt_fd_reserve();
-    if (!vt_options_keep(&vt_start_page.env)) vt_init();
+    if (!vt_options_keep(&vt_start_page.env)) {
+        int e = errno;
+        vt_init();
+        errno = e;
+    }
     __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
     /* quick_exit runs its own handlers and no other: the exit's outputs
      * and leak check are one of them (registered first, so run last). */
     __cxa_at_quick_exit(exit_outputs_quick, &__dso_handle);
     vt_busy--;
-    errno = e;
 }
 
 /* The exit's outputs written once (vt_stop, or vt_exit_before_signal): 1

@@ -34,8 +34,13 @@
 #define STAGE (256 * 1024 / sizeof(struct vt_live))
 
 static size_t spill_bytes = 16u << 20;
-static char spill_dir[PATH_MAX] = "/tmp";
+/* The folder vt_tracker_spill named; empty (zero-filled, in no page of
+ * the file) until then, read as /tmp: 4 KiB of initialised data was a
+ * page that every process's start copied. */
+static char spill_dir[PATH_MAX];
 static int warned_open, warned_io;
+
+static const char *spill_folder(void) { return spill_dir[0] ? spill_dir : "/tmp"; }
 
 void vt_tracker_spill(size_t bytes, const char *dir) {
     spill_bytes = bytes;
@@ -69,10 +74,10 @@ static int nameless_file(const char *dir) {
 struct vt_live_spill *vt_live_spill_open(size_t run) {
     struct vt_live_spill *sp = calloc(1, sizeof *sp);
     struct vt_live *stage = malloc(STAGE * sizeof *stage);
-    int fd = sp && stage ? nameless_file(spill_dir) : -1;
+    int fd = sp && stage ? nameless_file(spill_folder()) : -1;
     if (fd < 0) {
         if (!__atomic_exchange_n(&warned_open, 1, __ATOMIC_RELAXED))
-            vt_warn("no temporary file for a dump's live list in %s (%s); keeping it in memory", spill_dir,
+            vt_warn("no temporary file for a dump's live list in %s (%s); keeping it in memory", spill_folder(),
                     sp && stage ? strerror(errno) : "out of memory");
         free(sp);
         free(stage);
@@ -122,7 +127,7 @@ static void spill_failed(struct vt_live_spill *sp) {
     sp->broken = 1;
     if (!__atomic_exchange_n(&warned_io, 1, __ATOMIC_RELAXED))
         vt_warn("a dump's live list: its temporary file in %s could not be written (%s); keeping the rest in memory",
-                spill_dir, strerror(sp->err));
+                spill_folder(), strerror(sp->err));
 }
 
 static int queue_stage(struct vt_live_spill *sp, size_t *n);

@@ -34,6 +34,21 @@ VT_AT_START static int begins(const char *e, const char *p) {
     return 1;
 }
 
+/* Copy the string `from`, its 0 included, into `to` if it fits in `room`
+ * bytes: its length with the 0, or 0 when it does not fit. A loop, not
+ * strlen and memcpy: at the start each C library function called first is
+ * bound then (a symbol look-up, a thousand instructions each), and the
+ * barrier keeps the compiler from making the loop those calls again. */
+VT_AT_START static size_t copy_in(char *to, const char *from, size_t room) {
+    size_t n = 0;
+    do {
+        if (n == room) return 0;
+        to[n] = from[n];
+        __asm__("" : "+r"(n));
+    } while (from[n++]);
+    return n;
+}
+
 /* The value of `name` among n kept variables, or NULL. */
 VT_AT_START static const char *kept_value(const char *const *vars, int n, const char *name) {
     for (int i = 0; i < n; i++) {
@@ -91,9 +106,8 @@ VT_AT_START int vt_options_keep(struct vt_options_env *e) {
     int n = 0;
     for (char **v = environ; v && *v; v++) {
         if (!begins(*v, ours)) continue;
-        size_t len = __builtin_strlen(*v) + 1;
-        if (n == (int)(sizeof e->vars / sizeof *e->vars) || len > VT_OPTIONS_VARS_ROOM - used) return 0;
-        __builtin_memcpy(e->text + used, *v, len);
+        size_t len = n < (int)(sizeof e->vars / sizeof *e->vars) ? copy_in(e->text + used, *v, VT_OPTIONS_VARS_ROOM - used) : 0;
+        if (!len) return 0;
         e->vars[n++] = e->text + used;
         used += len;
     }
@@ -244,26 +258,26 @@ static const char *choice_list(const struct vt_option_desc *d, char *buf, size_t
  * mark_loaded, PYTORCH_CUDA_ALLOC_CONF by vramtrace run alone. */
 struct field {
     size_t at, size;
-    const char *too_long, *instead;
+    char too_long[8], instead[48]; /* in place: no pointer to relocate at every start */
 };
 #define VT_FIELD(member) offsetof(struct vt_options, member), sizeof vt_opt.member
 static const struct field fields[VT_O_COUNT] = {
     [VT_O_OUT] = {VT_FIELD(out), "off", "writing no dump"},
     [VT_O_REPORT] = {VT_FIELD(report), "stderr", "reporting on stderr"},
-    [VT_O_DEPTH] = {VT_FIELD(depth), NULL, NULL},
-    [VT_O_EVENTS] = {VT_FIELD(events), NULL, NULL},
-    [VT_O_TOP] = {VT_FIELD(top), NULL, NULL},
-    [VT_O_LIMIT] = {VT_FIELD(limit), NULL, NULL},
-    [VT_O_PYTHON] = {VT_FIELD(python), NULL, NULL},
-    [VT_O_UNWIND] = {VT_FIELD(unwind), NULL, NULL},
-    [VT_O_LEAK_CHECK] = {VT_FIELD(leak_check), NULL, NULL},
-    [VT_O_EXITCODE] = {VT_FIELD(exitcode), NULL, NULL},
+    [VT_O_DEPTH] = {VT_FIELD(depth)},
+    [VT_O_EVENTS] = {VT_FIELD(events)},
+    [VT_O_TOP] = {VT_FIELD(top)},
+    [VT_O_LIMIT] = {VT_FIELD(limit)},
+    [VT_O_PYTHON] = {VT_FIELD(python)},
+    [VT_O_UNWIND] = {VT_FIELD(unwind)},
+    [VT_O_LEAK_CHECK] = {VT_FIELD(leak_check)},
+    [VT_O_EXITCODE] = {VT_FIELD(exitcode)},
     [VT_O_SUPPRESSIONS] = {VT_FIELD(suppressions), "", "checking without suppressions"},
-    [VT_O_SIGNAL] = {VT_FIELD(signal), NULL, NULL},
-    [VT_O_ON_TERM] = {VT_FIELD(on_term), NULL, NULL},
-    [VT_O_LIVE] = {VT_FIELD(live), NULL, NULL},
-    [VT_O_FORECAST] = {VT_FIELD(forecast), NULL, NULL},
-    [VT_O_SPILL] = {VT_FIELD(spill), NULL, NULL},
+    [VT_O_SIGNAL] = {VT_FIELD(signal)},
+    [VT_O_ON_TERM] = {VT_FIELD(on_term)},
+    [VT_O_LIVE] = {VT_FIELD(live)},
+    [VT_O_FORECAST] = {VT_FIELD(forecast)},
+    [VT_O_SPILL] = {VT_FIELD(spill)},
     [VT_O_APP] = {VT_FIELD(app), "", "using the default rule for call sites"},
     [VT_O_LIBRARY] = {VT_FIELD(library), "", "using the default library paths"},
 };

@@ -682,7 +682,9 @@ static __thread uint64_t memo_freed __attribute__((tls_model("initial-exec")));
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
-static void memo_key_make(void) { pthread_key_create(&memo_key, free); }
+/* free, called: its address taken was a symbol bound at every start. */
+static void memo_free(void *memo) { free(memo); }
+static void memo_key_make(void) { pthread_key_create(&memo_key, memo_free); }
 
 static struct frame_memo *thread_memo(void) {
     if (memo) return memo;
