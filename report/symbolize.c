@@ -415,6 +415,14 @@ static void open_dwfl(struct priv *p) {
     p->inlines = vt_inlines_new();
     p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
     int e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
+    /* The maps' descriptor closed under the read by the program (a
+     * daemon's close_range(3, ~0U) while the live view's thread read them):
+     * read again, rather than name every frame by module and offset. */
+    for (int again = 0; p->dwfl && e == EBADF && again < 3; again++) {
+        dwfl_end(p->dwfl);
+        p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
+        e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
+    }
     if (p->dwfl && e == 0) {
         dwfl_report_end(p->dwfl, NULL, NULL);
         return;
