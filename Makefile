@@ -32,7 +32,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 # the byte and JSON formatting, the settings table, the capped warning,
 # the suppressions file's reader.
 COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c common/pipetext.c common/suppfile.c common/procself.c common/rankvars.c
-LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/deepbind.c interpose/infront.c interpose/exports.c interpose/hook.c interpose/driver.c \
+LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/dynsyms.c interpose/canload.c interpose/deepbind.c interpose/infront.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/mainexit.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
            interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/ipc.c interpose/unload.c \
            tracker/tracker.c tracker/slot.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \

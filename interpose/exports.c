@@ -43,6 +43,7 @@
 #include <sys/syscall.h>
 
 #include "../common/rawsys.h"
+#include "dynsyms.h"
 #include "exports.h"
 #include "hooklist.h"
 #include "infront.h"
@@ -95,11 +96,6 @@ static char lock; /* a spin lock: the dlsym path may run before a sanitizer's in
 static void lock_state(void) { while (__atomic_test_and_set(&lock, __ATOMIC_ACQUIRE)) __builtin_ia32_pause(); }
 static void unlock_state(void) { __atomic_clear(&lock, __ATOMIC_RELEASE); }
 
-VT_EARLY static int same(const char *a, const char *b) {
-    while (*a && *a == *b) a++, b++;
-    return *a == *b;
-}
-
 VT_EARLY static int starts(const char *s, const char *prefix) {
     while (*prefix && *s == *prefix) s++, prefix++;
     return *prefix == '\0';
@@ -131,9 +127,6 @@ VT_EARLY static int cuda_loaded(void) {
 
 VT_EARLY static void *vt_exports_pick(int id) { return cuda_loaded() ? vt_hook_wrapper(id) : NULL; }
 
-/* A dynamic-section address: glibc may have made it absolute already. */
-VT_EARLY static uintptr_t dyn_addr(uintptr_t base, uintptr_t v) { return v < base ? base + v : v; }
-
 /* mprotect without libc (the PLT may not be ready: rawsys.h). */
 VT_EARLY static long sys_mprotect(uintptr_t addr, size_t len, long prot) {
     return vt_sys3(SYS_mprotect, (long)addr, (long)len, prot);
@@ -142,18 +135,6 @@ VT_EARLY static long sys_mprotect(uintptr_t addr, size_t len, long prot) {
 /* The pages holding this library's dynamic symbols, and their protection. */
 static uintptr_t page_lo, page_hi;
 static long page_prot;
-
-/* The number of dynamic symbols: one past the last chain's end in the GNU
- * hash table (the dynamic linker keeps no count). */
-VT_EARLY static uint32_t gnu_symbols(const uint32_t *buckets, uint32_t nbuckets, const uint32_t *chain,
-                                      uint32_t symoffset) {
-    uint32_t last = 0;
-    for (uint32_t b = 0; b < nbuckets; b++)
-        if (buckets[b] > last) last = buckets[b];
-    if (last < symoffset) return symoffset;
-    while (!(chain[last - symoffset] & 1)) last++;
-    return last + 1;
-}
 
 /* A slot of `by_value` for a symbol value (a wrapper's offset in the
  * library): 256 slots for VT_ID_COUNT wrappers. */
@@ -177,9 +158,9 @@ VT_EARLY static int find_symbols(void) {
     const char *strtab = NULL;
     const uint32_t *gnu = NULL;
     for (ElfW(Dyn) *d = _DYNAMIC; d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_SYMTAB) symtab = (ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_SYMTAB) symtab = (ElfW(Sym) *)vt_dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_STRTAB) strtab = (const char *)vt_dyn_addr(base, d->d_un.d_ptr);
+        if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)vt_dyn_addr(base, d->d_un.d_ptr);
     }
     if (!symtab || !strtab || !gnu) return 0;
     uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
@@ -194,7 +175,7 @@ VT_EARLY static int find_symbols(void) {
         while (by_value[k]) k = (k + 1) % VT_VALUE_SLOTS;
         by_value[k] = (uint8_t)(id + 1);
     }
-    uint32_t nsyms = gnu_symbols(buckets, nbuckets, chain, symoffset);
+    uint32_t nsyms = vt_gnu_symbols(buckets, nbuckets, chain, symoffset);
     for (uint32_t i = symoffset; i < nsyms; i++) {
         ElfW(Sym) *s = &symtab[i];
         if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC) continue;
@@ -202,8 +183,8 @@ VT_EARLY static int find_symbols(void) {
             int id = by_value[k] - 1;
             if ((uintptr_t)vt_hook_wrapper(id) - base != s->st_value) continue;
             /* An alias of the wrapper: keep the one of the export's name. */
-            if (!sym_of[id] || (!same(strtab + sym_of[id]->st_name, vt_hook_name(id)) &&
-                                same(strtab + s->st_name, vt_hook_name(id))))
+            if (!sym_of[id] || (!vt_dyn_same(strtab + sym_of[id]->st_name, vt_hook_name(id)) &&
+                                vt_dyn_same(strtab + s->st_name, vt_hook_name(id))))
                 sym_of[id] = s;
             break;
         }
@@ -237,39 +218,13 @@ VT_EARLY static int have_symbols(void) {
     return symbols_state > 0;
 }
 
-/* Object l's dynamic symbols: their table, their strings and how many
- * (DT_HASH's nchain, or counted from DT_GNU_HASH); -1 where they cannot be
- * read (no tables, an empty GNU hash). */
-VT_EARLY static int dyn_symbols(const struct link_map *l, const ElfW(Sym) **symtab, const char **strtab,
-                                uint32_t *n) {
-    uintptr_t base = l->l_addr;
-    const uint32_t *gnu = NULL, *sysv = NULL;
-    *symtab = NULL;
-    *strtab = NULL;
-    for (const ElfW(Dyn) *d = l->l_ld; d && d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_SYMTAB) *symtab = (const ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_STRTAB) *strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
-        if (d->d_tag == DT_HASH) sysv = (const uint32_t *)dyn_addr(base, d->d_un.d_ptr);
-    }
-    if (!*symtab || !*strtab || (!gnu && !sysv)) return -1;
-    if (sysv) {
-        *n = sysv[1]; /* nchain: the number of symbols */
-        return 0;
-    }
-    if (gnu[0] == 0) return -1;
-    const uint32_t *buckets = gnu + 4 + gnu[2] * (sizeof(ElfW(Addr)) / 4);
-    *n = gnu_symbols(buckets, gnu[0], buckets + gnu[0], gnu[1]);
-    return 0;
-}
-
 /* Whether object l has an undefined symbol beginning "cu" (every hooked
  * name does), or may have: any doubt answers yes. */
 VT_EARLY static int names_cuda(const struct link_map *l) {
     const ElfW(Sym) *symtab;
     const char *strtab;
     uint32_t n;
-    if (dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1;
+    if (vt_dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1;
     /* Undefined symbols are not all first: an executable's import whose
      * address it takes is hashed with its definitions. */
     for (uint32_t i = 1; i < n; i++) {
@@ -298,9 +253,9 @@ VT_EARLY static int defined_elsewhere(const char *name) {
         const ElfW(Sym) *symtab;
         const char *strtab;
         uint32_t n;
-        if (dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1; /* in doubt, yes */
+        if (vt_dyn_symbols(l, &symtab, &strtab, &n) != 0) return 1; /* in doubt, yes */
         for (uint32_t i = 1; i < n; i++)
-            if (symtab[i].st_shndx != SHN_UNDEF && same(strtab + symtab[i].st_name, name)) return 1;
+            if (symtab[i].st_shndx != SHN_UNDEF && vt_dyn_same(strtab + symtab[i].st_name, name)) return 1;
     }
     return 0;
 }
@@ -317,14 +272,14 @@ VT_EARLY static void say_unlinked(void) {
         const ElfW(Sym) *symtab;
         const char *strtab;
         uint32_t n;
-        if (dyn_symbols(l, &symtab, &strtab, &n) != 0) continue;
+        if (vt_dyn_symbols(l, &symtab, &strtab, &n) != 0) continue;
         for (uint32_t i = 1; i < n; i++) {
             const ElfW(Sym) *s = &symtab[i];
             const char *name = strtab + s->st_name;
             if (s->st_shndx != SHN_UNDEF || ELF64_ST_BIND(s->st_info) != STB_GLOBAL || name[0] != 'c' || name[1] != 'u')
                 continue;
             int id = 0;
-            while (id < VT_ID_COUNT && !same(vt_hook_name(id), name)) id++;
+            while (id < VT_ID_COUNT && !vt_dyn_same(vt_hook_name(id), name)) id++;
             if (id == VT_ID_COUNT || defined_elsewhere(name)) continue;
             static const char head[] = "vramtrace: error: the program needs ";
             static const char tail[] =
@@ -391,6 +346,8 @@ VT_EARLY static void (*at_load(void))(void) {
 }
 static void at_load_hook(void) __attribute__((ifunc("at_load")));
 __attribute__((used)) static void (*const at_load_ref)(void) = at_load_hook;
+
+VT_EARLY int vt_exports_cuda_mapped(void) { return cuda_mapped(); }
 
 VT_EARLY void vt_exports_before_dlopen(void) {
     if (__atomic_load_n(&cuda_seen, __ATOMIC_ACQUIRE) || vt_behind()) return;

@@ -7,6 +7,10 @@
 #ifndef VT_EXPORTS_H
 #define VT_EXPORTS_H
 
+/* Whether a CUDA library is in the link map now (read there, not from
+ * what was seen before: at the start, the flag's page is not touched). */
+int vt_exports_cuda_mapped(void);
+
 /* Called by the dlopen override before the real dlopen: the objects it
  * loads bind the exports only if they bring a CUDA library. */
 void vt_exports_before_dlopen(void);

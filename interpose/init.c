@@ -18,6 +18,8 @@
 #include "../tracker/tracker.h"
 #include "../tracker/options.h"
 #include "../tracker/stack.h"
+#include "canload.h"
+#include "exports.h"
 #include "hook.h"
 #include "graphs.h"
 #include "infront.h"
@@ -60,7 +62,13 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
  * process that never touches a GPU, most of those an LD_PRELOAD reaches,
  * pays only for vt_start. The options are those the process started with
  * (vt_options_keep). */
+static void grow_fd_table(void);
+
 static void init_all_once(void) {
+    /* Not grown at the start where no GPU could come into the process
+     * (canload.h): a way in that those checks do not know of lands here,
+     * before any descriptor is kept. */
+    if (!vt_start_page.fd_grown) grow_fd_table();
     pthread_mutex_lock(&init_lock);
     /* Here, not at start: a process that never touches a GPU makes no
      * system call of vramtrace's but the descriptor table's growth. */
@@ -198,6 +206,13 @@ static void check_not_run(int how) {
  * record follows the failed allocation's hook. */
 static void exit_outputs_quick(void *arg);
 
+/* The descriptor table grown past where the library keeps its
+ * descriptors (common/fdkeep.h), once. */
+__attribute__((section(".text.startup"))) static void grow_fd_table(void) {
+    vt_fd_reserve();
+    vt_start_page.fd_grown = 1;
+}
+
 /* The program's errno is kept: what may change it (a warning written, the
  * whole set-up) runs between a save and a restore of its own; the rest
  * sets none (system calls made raw, the C library's two registrations,
@@ -216,7 +231,11 @@ __attribute__((constructor)) static void vt_start(void) {
         errno = e;
         return;
     }
-    vt_fd_reserve();
+    /* The descriptor table grown while the process has one thread, where a
+     * GPU may come into it: a CUDA library is here, or an object can load
+     * one later. Elsewhere (/bin/true, a shell tool) the four system
+     * calls, 6 us, are spared. */
+    if (vt_exports_cuda_mapped() || vt_start_can_load()) grow_fd_table();
     if (!vt_options_keep(&vt_start_page.env)) {
         int e = errno;
         vt_init();

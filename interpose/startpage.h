@@ -29,6 +29,7 @@ struct vt_start_page {
                                   memory; 0 before the set-up */
     int exit_written;          /* init.c: the exit's outputs begun (1), done (2) */
     int handlers_lost;         /* init.c: a vfork child ran the exit handlers */
+    int fd_grown;              /* init.c: the descriptor table grown (common/fdkeep.h) */
     struct vt_options_env env; /* the VRAMTRACE_* variables as the process started */
 };
 

@@ -1,6 +1,7 @@
 # Test programs of the start area: what a process pays for the preload
 # before its first GPU call (tests/integration/test_start.py).
-PROGS += $(T)/t_start_env $(T)/t_start_quiet $(T)/libt_start_weak.so $(T)/libt_start_empty.so $(T)/t_start_pages
+PROGS += $(T)/t_start_env $(T)/t_start_quiet $(T)/libt_start_weak.so $(T)/libt_start_empty.so $(T)/t_start_pages \
+         $(T)/t_start_canload
 
 $(T)/t_start_env: tests/progs/t_start_env.c $(SIM)/libcuda.so.1
 	@mkdir -p $(T)
@@ -21,3 +22,7 @@ $(T)/libt_start_empty.so: tests/progs/t_start_empty.c
 $(T)/t_start_pages: tests/progs/t_start_pages.c
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $<
+
+$(T)/t_start_canload: tests/progs/t_start_canload.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -ldl
