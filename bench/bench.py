@@ -305,7 +305,7 @@ def startup_row(runs=300):
     vramtrace."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import bench_start
-    rows = {name: (med, ins) for name, med, _fast, ins in bench_start.start_rows(LIB, runs)}
+    rows = {name: (med, ins) for name, med, _fast, _cpu, ins in bench_start.start_rows(LIB, runs)}
     maps = subprocess.run(["/bin/cat", "/proc/self/maps"], env=env(True), capture_output=True, text=True).stdout
     libs = sorted({os.path.basename(l.split()[-1]) for l in maps.splitlines() if ".so" in l.split()[-1]})
     return rows["bare"], rows["empty preload"], rows["vramtrace"], libs
