@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "../common/fdkeep.h"
+#include "../common/sysver.h"
 #include "dump_keep.h"
 #include "outfile.h"
 
@@ -116,7 +117,7 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
         char to[256];
         if (aside_name(base, pid, n, to, sizeof to) != 0) break;
         /* Never over anything: a name taken is the next n. */
-        int rc = renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE);
+        int rc = vt_renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE);
         if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
             /* A file system without RENAME_NOREPLACE: a hard link does not
              * replace either. */

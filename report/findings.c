@@ -18,7 +18,7 @@
 /* The next finding; past VT_MAX_FINDINGS, one written and then dropped
  * (the most likely come first). */
 static struct vt_finding *add(struct vt_finding *out, int *n, const char *id) {
-    static __thread struct vt_finding dropped;
+    static __thread struct vt_finding dropped __attribute__((tls_model("initial-exec")));
     struct vt_finding *f = *n < VT_MAX_FINDINGS ? &out[(*n)++] : &dropped;
     f->id = id;
     f->text[0] = f->next[0] = '\0';

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../common/fdkeep.h"
+#include "../common/sysver.h"
 #include "outfile.h"
 
 /* Why the node st may not be written, or NULL. */
@@ -415,7 +416,7 @@ static int place_dump(int dirfd, const char *tmp, const char *base, const char *
                 goto out;
             }
             if (turn < 0) {
-                if (renameat2(dirfd, tmp, dirfd, base, RENAME_EXCHANGE) == 0) {
+                if (vt_renameat2(dirfd, tmp, dirfd, base, RENAME_EXCHANGE) == 0) {
                     if (prev->fn(dirfd, tmp, base, prev->arg) != 1) unlinkat(dirfd, tmp, 0);
                     rc = 0;
                     goto out;
@@ -430,7 +431,7 @@ static int place_dump(int dirfd, const char *tmp, const char *base, const char *
             goto out;
         }
         if (errno != ENOENT) goto out;
-        if (renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) {
+        if (vt_renameat2(dirfd, tmp, dirfd, base, RENAME_NOREPLACE) == 0) {
             rc = 0;
             goto out;
         }
@@ -459,10 +460,10 @@ out:
  * random bytes, else the clock's nanoseconds mixed with the thread id. */
 static uint64_t random_bits(void) {
     uint64_t v;
-    if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v) return v;
+    if (vt_getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v) return v;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    v = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)gettid() << 32);
+    v = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)vt_gettid() << 32);
     return v * 0x9e3779b97f4a7c15ull;
 }
 

@@ -915,7 +915,7 @@ static void paced_oom(struct pace *p, int torch_only) {
 
 /* A failure PyTorch's record made, on this thread: its post-mortem waits
  * for the record. */
-static __thread int deferring, deferred;
+static __thread int deferring __attribute__((tls_model("initial-exec"))), deferred __attribute__((tls_model("initial-exec")));
 
 void vt_output_defer_oom(void) { deferring = 1; }
 

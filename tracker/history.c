@@ -92,7 +92,7 @@ void vt_tracker_on_failure(void (*listener)(void)) {
 
 __thread int vt_thread_oom_open __attribute__((tls_model("initial-exec")));
 __thread uint64_t vt_thread_oom_seq __attribute__((tls_model("initial-exec")));
-static __thread int oom_open_device;
+static __thread int oom_open_device __attribute__((tls_model("initial-exec")));
 /* Per device: the kernel id of the thread whose out-of-memory failure there
  * is still open (0: none); see vt_oom_claim. */
 static int32_t open_by[VT_MAX_DEVICES];

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "../common/sysver.h"
 #include "pylayout.h"
 #include "pystack.h"
 
@@ -29,7 +30,7 @@ int vt_py_peek(const void *src, void *dst, size_t n) {
     struct iovec local = {dst, n}, remote = {(void *)src, n};
     if (n == 0) return 0;
     if ((uintptr_t)src < 4096 || (uintptr_t)src + n < (uintptr_t)src) return -1;
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+    return vt_process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 /* A pointer that could be an object's: user space, 8-byte aligned. */
