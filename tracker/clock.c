@@ -49,20 +49,34 @@ __attribute__((section(".text.startup"))) static uint64_t raw_clock_ns(clockid_t
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-__attribute__((section(".text.startup"))) void vt_clock_mark(struct vt_clock *c) {
-    c->start_unix_ns = raw_clock_ns(CLOCK_REALTIME);
+/* The readings into c, by the system call (`raw`) or through the vDSO.
+ * The TSC is taken at the middle of the clock's read, as vt_tick_scale
+ * reads them (read before it, the start lagged the clock by the read's
+ * length: an error in the rate of that length over the run's). A system
+ * call's read is longer and its middle less sure (some hundreds of ns,
+ * against 40 through the vDSO): the library's start takes it, ahead of
+ * any GPU call by the program's whole start-up; the tracker's own start,
+ * which a failure may follow within microseconds (the rate is fixed at
+ * the first one), reads through the vDSO. */
+static uint64_t real_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((section(".text.startup"))) static void mark(struct vt_clock *c, int raw) {
+    c->start_unix_ns = raw ? raw_clock_ns(CLOCK_REALTIME) : real_ns();
 #if defined(__x86_64__)
-    /* The TSC at the middle of the clock's read, as vt_tick_scale reads
-     * them (read before it, the start lagged the clock by the read's
-     * length: an error in the rate of that length over the run's). */
     uint64_t a = __builtin_ia32_rdtsc();
-    c->start_mono_ns = raw_clock_ns(CLOCK_MONOTONIC);
+    c->start_mono_ns = raw ? raw_clock_ns(CLOCK_MONOTONIC) : vt_mono_ns();
     uint64_t b = __builtin_ia32_rdtsc();
     c->tsc0 = a + (b - a) / 2;
 #else
-    c->start_mono_ns = raw_clock_ns(CLOCK_MONOTONIC);
+    c->start_mono_ns = raw ? raw_clock_ns(CLOCK_MONOTONIC) : vt_mono_ns();
 #endif
 }
+
+__attribute__((section(".text.startup"))) void vt_clock_mark(struct vt_clock *c) { mark(c, 1); }
 
 void vt_clock_adopt(const struct vt_clock *c) {
     if (vt_clock.start_mono_ns != 0 || c->start_mono_ns == 0) return;
@@ -76,7 +90,7 @@ void vt_clock_adopt(const struct vt_clock *c) {
  * tracker starts, not when the start's readings are taken. */
 void vt_clock_start(void) {
     static int started;
-    if (vt_clock.start_mono_ns == 0) vt_clock_mark(&vt_clock);
+    if (vt_clock.start_mono_ns == 0) mark(&vt_clock, 0);
     if (started) return;
     vt_clock.use_tsc = tsc_is_invariant();
     started = 1;

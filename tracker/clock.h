@@ -40,7 +40,7 @@ static inline uint64_t vt_ticks(void) {
 
 /* Start the clock, once (later calls keep the first start). Called under
  * the tracker's lock. */
-/* vt_clock_mark takes the start's readings into c (at the library's
+/* vt_clock_mark takes the start's readings into c (by system calls, at the library's
  * start, into memory of the caller's, so that the start touches no page of
  * the tracker's); vt_clock_adopt makes them the clock's start unless it has
  * one. vt_clock_start, when the tracker starts, takes them now if none were
