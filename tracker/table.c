@@ -25,6 +25,47 @@
 #define GIVE_MIN ((size_t)1 << 20)
 #define CHUNK ((size_t)256 << 10) /* given back 64 pages at a time */
 
+/* Mapped arrays given back, kept for the next table that grows into their
+ * size. With 256 threads growing their tables at once, every array mapped
+ * and unmapped took the address space's lock as a writer, and each page
+ * fault of every thread waited behind it: the hooked calls of a run that
+ * took over 1 ms were those waits. An array kept is emptied first
+ * (MADV_DONTNEED: its pages given back, zeros when next touched, the
+ * mapping kept; the lock taken as a reader), then taken by the next
+ * array_new of its size. KEEP_EACH arrays of each size at most, the rest
+ * unmapped. Lock-free slots (a fork between two steps leaves the child
+ * nothing half done). */
+#define KEEP_SIZES 24 /* MAP_MIN << 0 .. << 23: 64 KiB to 512 GiB */
+#define KEEP_EACH 8
+static struct live_entry *kept[KEEP_SIZES][KEEP_EACH];
+
+/* The size class of a mapped array of `bytes` (a power of two, MAP_MIN or
+ * more), or -1 past the last. */
+static int keep_class(size_t bytes) {
+    int k = 0;
+    while (k < KEEP_SIZES && (MAP_MIN << k) < bytes) k++;
+    return k < KEEP_SIZES && (MAP_MIN << k) == bytes ? k : -1;
+}
+
+static struct live_entry *keep_take(size_t bytes) {
+    int k = keep_class(bytes);
+    for (int i = 0; k >= 0 && i < KEEP_EACH; i++) {
+        struct live_entry *e = __atomic_load_n(&kept[k][i], __ATOMIC_RELAXED);
+        if (e && __atomic_compare_exchange_n(&kept[k][i], &e, NULL, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return e;
+    }
+    return NULL;
+}
+
+/* Whether e (emptied) was kept. */
+static int keep_put(struct live_entry *e, size_t bytes) {
+    int k = keep_class(bytes);
+    for (int i = 0; k >= 0 && i < KEEP_EACH; i++) {
+        struct live_entry *none = NULL;
+        if (__atomic_compare_exchange_n(&kept[k][i], &none, e, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) return 1;
+    }
+    return 0;
+}
+
 static struct live_entry *array_new(size_t cap) {
     size_t bytes = cap * sizeof(struct live_entry);
     if (bytes < MAP_MIN) {
@@ -38,6 +79,8 @@ static struct live_entry *array_new(size_t cap) {
         if (e) memset(e, 0, bytes);
         return e;
     }
+    struct live_entry *again = keep_take(bytes);
+    if (again) return again; /* still a root of the leak search, and no huge pages */
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
     /* Small pages, where the kernel would give huge ones to every mapping:
@@ -58,6 +101,7 @@ static void array_free(struct live_entry *e, size_t cap) {
         return;
     }
     VT_PROBE_COUNT(VT_PC_UNMAPS, 1);
+    if (madvise(e, bytes, MADV_DONTNEED) == 0 && keep_put(e, bytes)) return;
     vt_lsan_unroot(e, bytes);
     munmap(e, bytes);
 }
