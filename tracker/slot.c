@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "recslab.h"
 #include "slot.h"
 
 struct vt_slot_list vt_slots;
@@ -117,35 +118,15 @@ int (vt_slot_take_until)(struct vt_slot *l, const struct timespec *until) { /* (
 static struct {
     pthread_mutex_t lock;
     struct vt_rec *top;
-    unsigned n;
-} depot = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+} depot = {PTHREAD_MUTEX_INITIALIZER, NULL};
 
-/* Records malloc made, for the tests (vt_rec_made). */
-static uint64_t made;
-
-uint64_t vt_rec_made(void) { return __atomic_load_n(&made, __ATOMIC_RELAXED); }
-
-static void chain_free(struct vt_rec *r) {
-    while (r) {
-        struct vt_rec *next = (struct vt_rec *)(uintptr_t)r->a.mapped;
-        free(r);
-        r = next;
-    }
-}
-
-/* The chain from `first` (n records) onto the depot, or freed when it is
- * full. */
+/* The chain from `first` (n records) onto the depot. */
 static void depot_push(struct vt_rec *first, unsigned n) {
     first->a.bytes = n;
     pthread_mutex_lock(&depot.lock);
-    int room = depot.n < REC_DEPOT;
-    if (room) {
-        first->a.address = (uint64_t)(uintptr_t)depot.top;
-        depot.top = first;
-        depot.n++;
-    }
+    first->a.address = (uint64_t)(uintptr_t)depot.top;
+    depot.top = first;
     pthread_mutex_unlock(&depot.lock);
-    if (!room) chain_free(first);
 }
 
 void vt_rec_depot_lock(void) { pthread_mutex_lock(&depot.lock); }
@@ -163,15 +144,9 @@ void vt_rec_spill(void) {
 struct vt_rec *vt_rec_refill(void) {
     pthread_mutex_lock(&depot.lock);
     struct vt_rec *r = depot.top;
-    if (r) {
-        depot.top = (struct vt_rec *)(uintptr_t)r->a.address;
-        depot.n--;
-    }
+    if (r) depot.top = (struct vt_rec *)(uintptr_t)r->a.address;
     pthread_mutex_unlock(&depot.lock);
-    if (!r) {
-        __atomic_fetch_add(&made, 1, __ATOMIC_RELAXED);
-        return malloc(sizeof *r);
-    }
+    if (!r) return vt_rec_carve();
     /* A thread without a slot keeps no cache: the rest goes back. */
     struct vt_rec *rest = (struct vt_rec *)(uintptr_t)r->a.mapped;
     unsigned n = (unsigned)r->a.bytes - 1;
@@ -206,7 +181,8 @@ void vt_rec_put_slotless(struct vt_rec *r) {
     if (!slotless_key_set) {
         pthread_once(&slot_once, slot_key_make);
         if (pthread_setspecific(slot_key, SLOTLESS) != 0) {
-            free(r);
+            r->a.mapped = 0;
+            depot_push(r, 1); /* no cache without the key: straight to the depot */
             return;
         }
         slotless_key_set = 1;
@@ -271,8 +247,7 @@ void vt_slots_reset_child(void) {
             parent_tables = k;
             vt_table_forget(&l->table);
         } else {
-            TABLE_EACH(&l->table, r, free(r));
-            vt_table_free(&l->table);
+            vt_table_free(&l->table); /* its records stay where they are, in the parent's slabs */
         }
         l->tail = l->head;
         if (l != vt_my_slot) l->owned = 0;

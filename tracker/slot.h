@@ -129,21 +129,19 @@ int vt_slot_take_until(struct vt_slot *l, const struct timespec *until) VT_HIDDE
  * buffers) so hands the records back to the producer through the depot,
  * and neither calls malloc nor free: glibc's free of another thread's
  * chunk takes that arena's lock, and the producer's malloc then finds its
- * own arena empty. The depot keeps at most REC_DEPOT batches (2.3 MiB of
- * 72-byte records); past that they are freed. */
+ * own arena empty. The depot keeps every record given to it: records come
+ * from slabs and are never freed one by one (recslab.h); a process keeps
+ * as many as it ever had live at once. */
 #define REC_CACHE 64
 #define REC_BATCH 32
-#define REC_DEPOT 1024
 extern __thread struct vt_rec *vt_rec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern __thread int vt_nrec_cache __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* The cache full: its REC_BATCH newest records to the depot. */
 void vt_rec_spill(void) VT_HIDDEN;
 /* The cache empty: a batch from the depot (the first record returned, the
- * rest cached), else malloc; NULL when out of memory. */
+ * rest cached), else a new record (recslab.h); NULL when out of memory. */
 struct vt_rec *vt_rec_refill(void) VT_HIDDEN;
-/* How many records malloc has made so far. */
-uint64_t vt_rec_made(void) VT_HIDDEN;
 
 /* The depot's lock, for fork (vt_tracker_lock_all): taken after every
  * slot's (a thread takes it holding none), so that the child finds the

@@ -30,6 +30,7 @@
 #include "mappings.h"
 #include "mark.h"
 #include "released.h"
+#include "recslab.h"
 #include "slot.h"
 #include "steps.h"
 
@@ -453,9 +454,11 @@ void vt_tracker_lock_all(void) {
     vt_global_lock();
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_take(l);
     vt_rec_depot_lock();
+    vt_rec_slabs_lock();
 }
 
 void vt_tracker_unlock_all(void) {
+    vt_rec_slabs_unlock();
     vt_rec_depot_unlock();
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_give(l);
     vt_global_unlock();

@@ -20,13 +20,12 @@
  * Then a producer and a consumer: rounds of XF_ROUND allocations by one
  * thread, all freed by the other, which never allocates (it has no slot);
  * from the third round on, the producer's records are the ones the
- * consumer freed (slot.h's depot): malloc makes none. The rounds hold more
- * records than the depot can (REC_DEPOT batches), so that what earlier
- * phases left there cannot feed them all. */
+ * consumer freed (slot.h's depot): none is made (recslab.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tracker/recslab.h"
 #include "../../tracker/slot.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -181,7 +180,6 @@ static pthread_barrier_t pair;
 static uint64_t made_in_round[XF_ROUNDS];
 
 static uint64_t round_address(int r, int i) { return (0x5ull << 44) | ((uint64_t)r << 32) | (uint64_t)i * 256; }
-_Static_assert((uint64_t)XF_ROUND * XF_ROUNDS > (uint64_t)REC_DEPOT * REC_BATCH, "more records than the depot holds");
 
 static void *producer(void *arg) {
     (void)arg;

@@ -1,0 +1,35 @@
+/* recslab.h -- where new records come from: slabs a thread carves them
+ * from, not a malloc each.
+ *
+ * A 72-byte record malloc'd from a thread's arena took an 80-byte chunk,
+ * and every 56 of them the arena's heap grew by a page: an mprotect, which
+ * takes the address space's lock as a writer, and every page fault of
+ * every thread of the process waits behind it (256 threads keeping 10,000
+ * allocations each: 52,000 of them, and the hooked calls that took over
+ * 1 ms waited there). A thread's slabs double from 4 KiB to 64 KiB (a
+ * short-lived thread leaves at most 4 KiB unused), and a slab is one
+ * malloc: its heap grows once for it. Records are never given back one by
+ * one (the depot keeps them all, slot.h); the slabs stay on one list, so
+ * that a leak checker finds every record reachable. Internal to
+ * tracker/. */
+#ifndef VT_RECSLAB_H
+#define VT_RECSLAB_H
+
+#include <stdint.h>
+
+#include "table.h"
+
+/* A new record of this thread's slab, or NULL when out of memory. */
+struct vt_rec *vt_rec_carve(void) VT_HIDDEN;
+
+/* How many records have been carved so far, and how many this thread's
+ * slab has left (for the tests). */
+uint64_t vt_rec_made(void) VT_HIDDEN;
+unsigned vt_rec_slab_left(void) VT_HIDDEN;
+
+/* The slabs' list's lock, for fork: taken with the depot's
+ * (vt_tracker_lock_all), so that a child finds the list whole. */
+void vt_rec_slabs_lock(void) VT_HIDDEN;
+void vt_rec_slabs_unlock(void) VT_HIDDEN;
+
+#endif
