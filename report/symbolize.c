@@ -416,9 +416,11 @@ static void open_dwfl(struct priv *p) {
     p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
     int e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
     /* The maps' descriptor closed under the read by the program (a
-     * daemon's close_range(3, ~0U) while the live view's thread read them):
-     * read again, rather than name every frame by module and offset. */
-    for (int again = 0; p->dwfl && e == EBADF && again < 3; again++) {
+     * daemon's close_range(3, ~0U) while the live view's thread read them:
+     * EBADF, or the program's own file read at that number after it
+     * opened one there): read again, with a descriptor of its own, rather
+     * than name every frame by module and offset. */
+    for (int again = 0; p->dwfl && e != 0 && again < 3; again++) {
         dwfl_end(p->dwfl);
         p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
         e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
