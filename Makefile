@@ -35,7 +35,7 @@ COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c c
 LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/dynsyms.c interpose/canload.c interpose/deepbind.c interpose/infront.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/mainexit.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
            interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/ipc.c interpose/unload.c \
-           tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
+           tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/slab.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/dwflfiles.c report/debuglink.c report/inlines.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/output.c report/outfile.c report/dump_keep.c report/report_keep.c report/errbuf.c \
@@ -320,7 +320,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/slab.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c tracker/departed.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/symbolize.c report/lazy_dw.c report/dwflfiles.c report/debuglink.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c report/live_torch.c

@@ -39,6 +39,7 @@
 #include "blocks.h"
 #include "intern.h"
 #include "lsanroot.h"
+#include "slab.h"
 #include "stack.h"
 
 #define NONE UINT32_MAX
@@ -53,6 +54,17 @@ _Static_assert(offsetof(struct vt_stack_node, pub) == sizeof(struct vt_site),
                "vt_site_of finds a stack's site just before its public part");
 
 struct vt_stacks vt_stacks;
+
+/* Nodes come from a thread's slabs (slab.h): a malloc of each grew the
+ * thread's arena's heap a page at a time (an mprotect, the address space's
+ * lock as a writer, every 15 or so nodes of 20 frames). A new slab is made
+ * under the global lock, as each node's malloc was: made before the lock
+ * is taken, many threads grew their heaps at once, and with 256 threads
+ * the hooked calls over 1 ms were more, not fewer (docs/performance.md).
+ * Nodes are never freed. */
+static struct vt_slab_kind nodes = VT_SLAB_KIND(4 << 10, 64 << 10);
+static __thread struct vt_slab_cursor nodes_at __attribute__((tls_model("initial-exec")));
+#define NODE_BYTES(depth) (sizeof(struct vt_stack_node) + (size_t)(depth) * sizeof(uintptr_t))
 
 /* ---- the table ----------------------------------------------------------- */
 
@@ -386,7 +398,7 @@ uint32_t vt_intern(const uintptr_t *frames, int depth, uint32_t hash) {
     }
     if (stats.moved_last > stats.moved_most) stats.moved_most = stats.moved_last;
     size_t keylen = (size_t)depth * sizeof(uintptr_t);
-    struct vt_stack_node *n = malloc(sizeof *n + keylen);
+    struct vt_stack_node *n = vt_slab_carve(&nodes, &nodes_at, NODE_BYTES(depth));
     if (!n) { vt_records_lost("a stack"); return NONE; }
     memcpy(n->frames, frames, keylen);
     memset(&n->site, 0, sizeof n->site);
@@ -445,6 +457,10 @@ static inline __attribute__((always_inline)) uint32_t stack_id(const uintptr_t *
 
 uint32_t vt_tracker_stack_id(const uintptr_t *frames, int depth) { return stack_id(frames, depth); }
 
+unsigned vt_intern_slab_left(void) { return nodes_at.left; }
+void vt_intern_slabs_lock(void) { vt_slab_lock(&nodes); }
+void vt_intern_slabs_unlock(void) { vt_slab_unlock(&nodes); }
+
 uint32_t vt_tracker_stack_id_captured(int max, vt_capture_since_fn *capture, uint64_t (*serial)(void)) {
     uintptr_t frames[VT_MAX_FRAMES];
     if (max > VT_MAX_FRAMES) max = VT_MAX_FRAMES;
@@ -475,8 +491,7 @@ void vt_intern_reset_child(void) {
     }
     for (size_t i = 0; i < vt_stacks.n; i++) {
         struct vt_stack_node *n = (struct vt_stack_node *)((char *)vt_stacks.list[i] - offsetof(struct vt_stack_node, pub));
-        free(n->site.split);
-        free(n);
+        free(n->site.split); /* the node stays in its slab */
     }
     vt_stacks.n = 0;
     for (struct table *T = table, *prev; T; T = prev) {

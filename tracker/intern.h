@@ -80,6 +80,13 @@ struct vt_intern_stats {
 /* The figures above, for tests and benchmarks. Global lock held. */
 void vt_intern_stats(struct vt_intern_stats *out) VT_HIDDEN;
 
+/* The bytes left in this thread's slab of nodes (for the tests). */
+unsigned vt_intern_slab_left(void) VT_HIDDEN;
+
+/* The nodes' slabs' list's lock, for fork (vt_tracker_lock_all). */
+void vt_intern_slabs_lock(void) VT_HIDDEN;
+void vt_intern_slabs_unlock(void) VT_HIDDEN;
+
 /* In a forked child: every stack forgotten, and with them this thread's
  * memo. */
 void vt_intern_reset_child(void) VT_HIDDEN;

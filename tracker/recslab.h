@@ -1,17 +1,10 @@
 /* recslab.h -- where new records come from: slabs a thread carves them
  * from, not a malloc each.
  *
- * A 72-byte record malloc'd from a thread's arena took an 80-byte chunk,
- * and every 56 of them the arena's heap grew by a page: an mprotect, which
- * takes the address space's lock as a writer, and every page fault of
- * every thread of the process waits behind it (256 threads keeping 10,000
- * allocations each: 52,000 of them, and the hooked calls that took over
- * 1 ms waited there). A thread's slabs double from 4 KiB to 64 KiB (a
- * short-lived thread leaves at most 4 KiB unused), and a slab is one
- * malloc: its heap grows once for it. Records are never given back one by
- * one (the depot keeps them all, slot.h); the slabs stay on one list, so
- * that a leak checker finds every record reachable. Internal to
- * tracker/. */
+ * A record is 72 bytes; from malloc it took an 80-byte chunk, and every
+ * 56 of them the arena's heap grew by a page (slab.h says what that costs).
+ * Records are never given back one by one (the depot keeps them all,
+ * slot.h). Internal to tracker/. */
 #ifndef VT_RECSLAB_H
 #define VT_RECSLAB_H
 

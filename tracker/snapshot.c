@@ -455,9 +455,11 @@ void vt_tracker_lock_all(void) {
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_take(l);
     vt_rec_depot_lock();
     vt_rec_slabs_lock();
+    vt_intern_slabs_lock();
 }
 
 void vt_tracker_unlock_all(void) {
+    vt_intern_slabs_unlock();
     vt_rec_slabs_unlock();
     vt_rec_depot_unlock();
     for (struct vt_slot *l = vt_slots_first(); l; l = l->next) slot_give(l);

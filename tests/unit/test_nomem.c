@@ -13,6 +13,7 @@
 #include "../../common/warn.h"
 #include "../../report/analysis.h"
 #include "../../report/dump.h"
+#include "../../tracker/intern.h"
 #include "../../tracker/recslab.h"
 #include "../../tracker/tracker.h"
 #include "check.h"
@@ -55,7 +56,14 @@ int main(void) {
     vt_tracker_alloc(0x100, 10, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_a, 3);
 
     /* A new stack whose interning fails: the allocation is kept, its stack
-     * is lost. */
+     * is lost. Its node is carved from this thread's slab (slab.h): with
+     * room left for fewer than a node of depth 3 (96 + 24 bytes), the next
+     * slab's malloc fails. */
+    uintptr_t filler[3] = {0x5000, 0x2000, 0x3000};
+    while (vt_intern_slab_left() >= 120) {
+        CHECK(vt_tracker_stack_id(filler, 3) != UINT32_MAX);
+        filler[0]++;
+    }
     fail_next(0, 1);
     vt_tracker_alloc(0x200, 20, VT_KIND_DEVICE, 0, "cuMemAlloc_v2", site_b, 3);
     CHECK_EQ(failed, 1);
