@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -120,13 +122,86 @@ int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode) {
     return vt_fd_high(fd); /* one of 0..2 closed by the program meanwhile: moved too */
 }
 
-FILE *vt_fd_fopen(const char *path) {
+/* A file read whole, as a stream's cookie: its bytes and where the
+ * stream is. */
+struct whole {
+    char *buf;
+    size_t len, at;
+};
+
+static ssize_t whole_read(void *cookie, char *out, size_t n) {
+    struct whole *w = cookie;
+    if (n > w->len - w->at) n = w->len - w->at;
+    memcpy(out, w->buf + w->at, n);
+    w->at += n;
+    return (ssize_t)n;
+}
+
+static int whole_seek(void *cookie, off64_t *off, int whence) {
+    struct whole *w = cookie;
+    off64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (off64_t)w->at : (off64_t)w->len;
+    if (*off < -base || base + *off > (off64_t)w->len) return -1;
+    w->at = (size_t)(base + *off);
+    *off = (off64_t)w->at;
+    return 0;
+}
+
+static int whole_close(void *cookie) {
+    struct whole *w = cookie;
+    free(w->buf);
+    free(w);
+    return 0;
+}
+
+/* path read whole through one descriptor into *w: 0; -1 with errno, EBADF
+ * when the descriptor was no longer the file opened by the end (left open:
+ * the program's). */
+static int read_whole(const char *path, struct whole *w) {
     int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-    if (!f && fd >= 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
+    struct stat opened, now;
+    if (fd < 0) return -1;
+    if (fstat(fd, &opened) != 0) return -1; /* closed already: not ours to close */
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r = buf ? 1 : -1;
+    int e = buf ? 0 : ENOMEM;
+    while (r > 0) {
+        if (len == cap) {
+            char *more = realloc(buf, cap * 2);
+            if (!more) { e = ENOMEM; break; }
+            buf = more;
+            cap *= 2;
+        }
+        r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR) r = 1;
+        else if (r < 0) e = errno;
+        else len += (size_t)r;
     }
-    return f;
+    if (fstat(fd, &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) e = EBADF;
+    else close(fd);
+    if (e) {
+        free(buf);
+        errno = e;
+        return -1;
+    }
+    *w = (struct whole){buf, len, 0};
+    return 0;
+}
+
+FILE *vt_fd_fopen(const char *path) {
+    struct whole *w = malloc(sizeof *w);
+    if (!w) return NULL;
+    int r = -1;
+    for (int tries = 0; r != 0 && tries < 3; tries++)
+        if ((r = read_whole(path, w)) != 0 && errno != EBADF) break;
+    FILE *f = NULL;
+    if (r == 0) {
+        f = fopencookie(w, "r", (cookie_io_functions_t){whole_read, NULL, whole_seek, whole_close});
+        if (f) return f;
+        free(w->buf);
+    }
+    int e = errno;
+    free(w);
+    errno = e;
+    return NULL;
 }

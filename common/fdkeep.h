@@ -51,8 +51,16 @@ void vt_fd_reserve(void);
  * The descriptor, or -1 with errno. */
 int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode);
 
-/* The file at path opened with vt_fd_open to be read as a stream, or
- * NULL with errno. */
+/* The file at path, opened with vt_fd_open and read whole at once, as a
+ * stream to read from memory (fclose frees it), or NULL with errno. The
+ * descriptor is open only while it is read, and closed only when it is
+ * still the file opened: a program may close every descriptor from 3 up
+ * and open its own file at that number meanwhile (a daemon's closefrom in
+ * another thread); then what was read is not used, the descriptor, the
+ * program's now, is left open, and the file is opened again (three times
+ * at most, then EBADF). A stream read from the descriptor, as before, read
+ * the program's file for as long as the reader took and closed it at the
+ * end. */
 FILE *vt_fd_fopen(const char *path);
 
 /* The same for a descriptor made another way (a pipe's): nothing of 0, 1

@@ -1846,3 +1846,32 @@ def dump_never_replaces_a_file_its_user_cannot_read():
         eq(warnings(p.stderr), [f"vramtrace: warning: {path} is not a vramtrace dump: it is left as it is, "
                                 f"and the dump written to {beside}"], "one warning")
         eq(dump_at(beside)[:2], (pid, "exit"), "the dump beside it")
+
+
+@test
+def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descriptor():
+    """A program whose own file takes the number of the descriptor that
+    vramtrace reads /proc/self/maps through, in the middle of the read (a
+    daemon's closefrom and first open in another thread; here the
+    program's read(2) does it, t_mapsswap): the dump still names its
+    frames by function and line, no warning is said, and the program's
+    file is still open at that number. Before, vramtrace read the
+    program's file as the maps (frames named by module and offset, "cannot
+    read this process's symbols (Exec format error)") and then closed it;
+    the stream it read through took its bytes from the descriptor for as
+    long as the reader took."""
+    prog = os.path.join(T, "t_mapsswap")
+    with workdir("vt-mapsswap-") as work:
+        mine = os.path.join(work, "mine")
+        with open(mine, "w") as f:
+            f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
+        out_path = os.path.join(work, "d.json")
+        rc, out, err, _ = timed([prog, mine], lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
+        dump = os.path.join(work, "d.swap.json")
+        eq((rc, out, err), (0, f"swapped 1 own open\ndump 0 {dump}\n", ""), "status, output, no warning")
+        d = load_dump(dump)
+        eq([a["bytes"] for a in d["live"]], [4096], "the live allocation")
+        main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
+        eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
+           [("t_mapsswap", "t_mapsswap.c", source_line("t_mapsswap.c", "cudaMalloc(&p, 4096)"))],
+           "main named by function, file and line")
