@@ -38,7 +38,7 @@ LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/dynsyms.c interpos
            tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/slab.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
-           report/symbolize.c report/dwflfiles.c report/debuglink.c report/inlines.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/output.c report/outfile.c report/dump_keep.c report/report_keep.c report/errbuf.c \
+           report/symbolize.c report/dwflfiles.c report/debuglink.c report/inlines.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/output.c report/outfile.c report/ownstream.c report/dump_keep.c report/report_keep.c report/errbuf.c \
            report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c report/since.c report/live.c report/live_torch.c report/forecast.c \
            report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c
 LIB_S   := interpose/dlsym_x86_64.S interpose/trampoline_x86_64.S
@@ -251,7 +251,7 @@ progs: sim $(PROGS)
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_pexit t_poolkeep t_reset t_pinreset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds t_symfds \
                t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr \
-               t_nofds t_mapsswap
+               t_nofds t_mapsswap t_dumpswap
 DRIVER_PROGS := t_driver t_replug t_budget t_vmm t_pages t_twosites
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static

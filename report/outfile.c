@@ -18,6 +18,8 @@
 
 #include "../common/fdkeep.h"
 #include "../common/sysver.h"
+#include "../common/warn.h"
+#include "ownstream.h"
 #include "outfile.h"
 
 /* Why the node st may not be written, or NULL. */
@@ -361,11 +363,14 @@ FILE *vt_file_open_report(const char *path, const char **why, struct vt_report_f
     return f;
 }
 
-/* fill, then the written file's identity into *placed (when asked). */
-static int fill_and_close(FILE *f, int (*fill)(FILE *, void *), void *arg, struct stat *placed) {
+/* fill, then the written file's identity into *placed (when asked); the
+ * stream is on descriptor fd, and with `own` checked to be the file still. */
+static int fill_and_close(FILE *f, int fd, struct vt_own *own, int (*fill)(FILE *, void *), void *arg,
+                          struct stat *placed) {
     int rc = fill(f, arg);
     if (fflush(f) != 0) rc = -1;
-    if (placed && fstat(fileno(f), placed) != 0) rc = -1;
+    if (own && !vt_own_still(own)) rc = -1;
+    if (placed && fstat(fd, placed) != 0) rc = -1;
     if (fclose(f) != 0) rc = -1;
     return rc;
 }
@@ -534,7 +539,7 @@ static void remove_stale_temps(int dirfd, const char *base) {
  * or name such a file (errno as it was): nothing was written, the caller
  * writes a named one. */
 static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, int (*fill)(FILE *, void *),
-                         void *arg, struct stat *placed) {
+                         void *arg, struct stat *placed, struct vt_own *own) {
     int e = errno;
     char proc[64];
     int fd = vt_fd_open(dirfd, ".", O_TMPFILE | O_WRONLY, 0600);
@@ -551,16 +556,24 @@ static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, in
         return 1;
     }
     (void)fchmod(fd, 0600); /* whatever the program's umask */
-    FILE *f = fdopen(fd, "w");
+    FILE *f = vt_own_begin(own, fd) == 0 ? vt_own_stream(own) : NULL;
     if (!f) return close_keep_errno(fd);
     int rc = fill(f, arg);
     if (fflush(f) != 0 || ferror(f)) rc = -1;
+    if (rc == 0 && !vt_own_still(own)) rc = -1;
     if (rc == 0 && placed && fstat(fd, placed) != 0) rc = -1;
     int linked = 0;
     for (int tries = 0; rc == 0 && !linked && tries < 16; tries++) {
         temp_name(base, tmp, size);
         if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) == 0) linked = 1;
         else if (errno != EEXIST) rc = -1;
+    }
+    /* The number taken between the check and the link: the name is the
+     * program's file's, taken back. */
+    if (linked && !vt_own_still(own)) {
+        unlinkat(dirfd, tmp, 0);
+        linked = 0;
+        rc = -1;
     }
     if (!linked) {
         tmp[0] = '\0';
@@ -576,13 +589,15 @@ static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, in
     return rc;
 }
 
-/* The file through a temporary file beside it, renamed into place. */
-static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
-                         const struct vt_prev *prev, struct stat *placed) {
+/* The file through a temporary file beside it, renamed into place; the
+ * stream's descriptor checked through *own (ownstream.h). */
+static int replace_once(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
+                        const struct vt_prev *prev, struct stat *placed, struct vt_own *own) {
     char tmp[NAME_MAX + 1];
     remove_stale_temps(dirfd, base);
     tmp[0] = '\0';
-    int rc = unnamed_whole(dirfd, base, tmp, sizeof tmp, fill, arg, placed);
+    own->taken = 0;
+    int rc = unnamed_whole(dirfd, base, tmp, sizeof tmp, fill, arg, placed, own);
     if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
     if (rc != 1) {
         if (rc != 0 && tmp[0]) {
@@ -600,13 +615,32 @@ static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *
         if (fd < 0 && errno != EEXIST) return -1;
     }
     if (fd < 0) return -1;
-    FILE *f = fdopen(fd, "w");
-    rc = f ? fill_and_close(f, fill, arg, placed) : close_keep_errno(fd);
+    FILE *f = vt_own_begin(own, fd) == 0 ? vt_own_stream(own) : NULL;
+    rc = f ? fill_and_close(f, fd, own, fill, arg, placed) : close_keep_errno(fd);
     if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
     if (rc != 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
         errno = e;
+    }
+    return rc;
+}
+
+/* replace_once, again (three times in all) while the program takes the
+ * descriptor's number from under the writing, each time said. */
+static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
+                         const struct vt_prev *prev, struct stat *placed) {
+    struct vt_own own = {.fd = -1};
+    int rc = -1;
+    for (int tries = 0; tries < 3; tries++) {
+        rc = replace_once(dirfd, base, fill, arg, why, prev, placed, &own);
+        if (!own.taken) break;
+        vt_warn("the program closed the descriptor a file of vramtrace's was being written through and opened "
+                "a file of its own at its number (%d): up to %llu bytes meant for %s may have gone into that "
+                "file; %s", own.fd, (unsigned long long)own.lost, base,
+                tries < 2 ? "written again" : "given up");
+        *why = "the program took its descriptor's number while it was written, three times";
+        errno = EBADF;
     }
     return rc;
 }
@@ -625,7 +659,7 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
         } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             int fd = open_existing(dirfd, base, 0, why);
             FILE *f = fd >= 0 ? stream_of(fd, "w") : NULL;
-            if (f) rc = fill_and_close(f, fill, arg, NULL);
+            if (f) rc = fill_and_close(f, fd, NULL, fill, arg, NULL);
             else if (fd >= 0) close_keep_errno(fd);
         } else {
             rc = replace_whole(dirfd, base, fill, arg, why, prev, placed);

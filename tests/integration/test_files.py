@@ -1875,3 +1875,37 @@ def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descr
         eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
            [("t_mapsswap", "t_mapsswap.c", source_line("t_mapsswap.c", "cudaMalloc(&p, 4096)"))],
            "main named by function, file and line")
+
+
+@test
+def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
+    """A program whose own file takes the number of the descriptor a dump
+    is being written through (a daemon's closefrom and first open in
+    another thread; here the program's write(2) does it, t_dumpswap),
+    whether the dump is written into an unnamed file (O_TMPFILE) or, where
+    the file system has none, a named temporary one: the program's file
+    stays open at that number, vramtrace writes nothing more into it once
+    it sees the swap, says how many bytes may have gone there (all of the
+    first, small, dump's here: one write), and writes the dump again,
+    whole, at its path; no temporary file is left. Before, the rest of the
+    dump went into the program's file and the close at the end closed it."""
+    prog = os.path.join(T, "t_dumpswap")
+    for way in ("unnamed", "named"):
+        with workdir("vt-dumpswap-") as work:
+            mine = os.path.join(work, "mine")
+            rc, out, err, _ = timed([prog, mine, work, way],
+                                    lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(work, "d.json")))
+            size = os.path.getsize(mine)
+            dump = os.path.join(work, "d.swap.json")
+            eq((rc, out), (0, f"swapped 1 own open bytes {size}\ndump 0 {dump}\n"), f"{way}: status and output")
+            m = re.fullmatch(r"vramtrace: warning: the program closed the descriptor a file of vramtrace's was being "
+                             r"written through and opened a file of its own at its number \((\d+)\): up to (\d+) "
+                             r"bytes meant for d\.swap\.json may have gone into that file; written again\n", err)
+            ok(m is not None, f"{way}: one warning, the bytes said: {err!r}")
+            eq(int(m.group(2)), size, f"{way}: the bytes said are those the program's file took")
+            ok(int(m.group(1)) >= 3, f"{way}: a descriptor of vramtrace's")
+            eq(sorted(os.listdir(work)), ["d.json", "d.swap.json", "mine"], f"{way}: the folder")
+            for path in (dump, mine):
+                d = load_dump(path)
+                eq(([a["bytes"] for a in d["live"]], d["reason"]), ([4096], "named"),
+                   f"{way}: {os.path.basename(path)} whole")
