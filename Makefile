@@ -251,7 +251,7 @@ progs: sim $(PROGS)
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_pexit t_poolkeep t_reset t_pinreset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds t_symfds \
                t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr \
-               t_nofds t_mapsswap t_dumpswap
+               t_nofds t_fdswap
 DRIVER_PROGS := t_driver t_replug t_budget t_vmm t_pages t_twosites
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static

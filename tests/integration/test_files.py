@@ -1853,27 +1853,28 @@ def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descr
     """A program whose own file takes the number of the descriptor that
     vramtrace reads /proc/self/maps through, in the middle of the read (a
     daemon's closefrom and first open in another thread; here the
-    program's read(2) does it, t_mapsswap): the dump still names its
+    program's read(2) does it, t_fdswap read): the dump still names its
     frames by function and line, no warning is said, and the program's
     file is still open at that number. Before, vramtrace read the
     program's file as the maps (frames named by module and offset, "cannot
     read this process's symbols (Exec format error)") and then closed it;
     the stream it read through took its bytes from the descriptor for as
     long as the reader took."""
-    prog = os.path.join(T, "t_mapsswap")
+    prog = os.path.join(T, "t_fdswap")
     with workdir("vt-mapsswap-") as work:
         mine = os.path.join(work, "mine")
         with open(mine, "w") as f:
             f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
         out_path = os.path.join(work, "d.json")
-        rc, out, err, _ = timed([prog, mine], lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
+        rc, out, err, _ = timed([prog, "read", mine], lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
         dump = os.path.join(work, "d.swap.json")
-        eq((rc, out, err), (0, f"swapped 1 own open\ndump 0 {dump}\n", ""), "status, output, no warning")
+        eq((rc, out, err), (0, f"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {dump}\n", ""),
+           "status, output, no warning")
         d = load_dump(dump)
         eq([a["bytes"] for a in d["live"]], [4096], "the live allocation")
         main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
         eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
-           [("t_mapsswap", "t_mapsswap.c", source_line("t_mapsswap.c", "cudaMalloc(&p, 4096)"))],
+           [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
            "main named by function, file and line")
 
 
@@ -1881,7 +1882,7 @@ def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descr
 def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
     """A program whose own file takes the number of the descriptor a dump
     is being written through (a daemon's closefrom and first open in
-    another thread; here the program's write(2) does it, t_dumpswap),
+    another thread; here the program's write(2) does it, t_fdswap write),
     whether the dump is written into an unnamed file (O_TMPFILE) or, where
     the file system has none, a named temporary one: the program's file
     stays open at that number, vramtrace writes nothing more into it once
@@ -1889,11 +1890,11 @@ def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
     first, small, dump's here: one write), and writes the dump again,
     whole, at its path; no temporary file is left. Before, the rest of the
     dump went into the program's file and the close at the end closed it."""
-    prog = os.path.join(T, "t_dumpswap")
+    prog = os.path.join(T, "t_fdswap")
     for way in ("unnamed", "named"):
         with workdir("vt-dumpswap-") as work:
             mine = os.path.join(work, "mine")
-            rc, out, err, _ = timed([prog, mine, work, way],
+            rc, out, err, _ = timed([prog, "write", mine, work, way],
                                     lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(work, "d.json")))
             size = os.path.getsize(mine)
             dump = os.path.join(work, "d.swap.json")

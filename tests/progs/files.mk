@@ -1,5 +1,5 @@
 # Test programs of the output-files area (tests/integration/test_files.py).
-PROGS += $(T)/t_static $(T)/t_fds $(T)/t_closedstd $(T)/t_fullerr $(T)/t_symfds $(T)/t_nofds $(T)/t_mapsswap $(T)/t_dumpswap
+PROGS += $(T)/t_static $(T)/t_fds $(T)/t_closedstd $(T)/t_fullerr $(T)/t_symfds $(T)/t_nofds $(T)/t_fdswap
 
 $(T)/t_static: tests/progs/t_static.c
 	@mkdir -p $(T)

@@ -1,0 +1,93 @@
+/* t_fdswap.c -- a program whose own file takes the number of a descriptor
+ * vramtrace is reading or writing through, in the middle of it
+ * (tests/integration/test_files.py): a daemon's closefrom in one thread
+ * and its first open, at once (dup2).
+ *
+ * t_fdswap read OWN: the program's read(2) (the system call behind it)
+ * puts its file OWN (opened to read) at the number of the first
+ * descriptor read that names a maps file of /proc, then reads as asked.
+ * t_fdswap write OWN FOLDER [named]: its write(2) puts OWN (opened empty)
+ * at the number of the first descriptor written whose file lies in FOLDER
+ * (a dump's temporary file), then writes as asked; with "named", its
+ * openat(2) refuses O_TMPFILE (EOPNOTSUPP, as a file system without it
+ * does), and the dump is written through a named temporary file.
+ *
+ * main allocates 4096 bytes through the runtime (kept), asks vramtrace for
+ * a dump (vramtrace_dump through vramtrace_load: it names the frames,
+ * reading the maps, and writes the file), and prints whether the swap
+ * happened, whether OWN is still open at that number, how many bytes OWN
+ * holds, and the dump's status and path. */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../../include/vramtrace.h"
+
+static int own = -1, swapped_at = -1, on_write, no_tmpfile;
+static const char *folder;
+
+/* OWN put at fd when fd's file is the one looked for (its path ends with
+ * "/maps" under /proc, or lies in FOLDER). */
+static void maybe_swap(int fd, int writing) {
+    if (own < 0 || swapped_at >= 0 || fd <= 2 || writing != on_write) return;
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k <= 5) return;
+    target[k] = '\0';
+    size_t len = folder ? strlen(folder) : 0;
+    int match = writing ? strncmp(target, folder, len) == 0 && target[len] == '/'
+                        : strncmp(target, "/proc/", 6) == 0 && strcmp(target + k - 5, "/maps") == 0;
+    if (match && dup2(own, fd) == fd) swapped_at = fd;
+}
+
+ssize_t read(int fd, void *buf, size_t n) {
+    maybe_swap(fd, 0);
+    return syscall(SYS_read, fd, buf, n);
+}
+
+ssize_t write(int fd, const void *buf, size_t n) {
+    maybe_swap(fd, 1);
+    return syscall(SYS_write, fd, buf, n);
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+    va_end(ap);
+    if (no_tmpfile && (flags & O_TMPFILE) == O_TMPFILE) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    on_write = strcmp(argv[1], "write") == 0;
+    if (on_write && argc < 4) return 2;
+    folder = on_write ? argv[3] : NULL;
+    no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
+    own = on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : open(argv[2], O_RDONLY | O_CLOEXEC);
+    void *p = NULL;
+    if (own < 0 || cudaMalloc(&p, 4096) != cudaSuccess) return 2;
+    char path[4096] = "";
+    struct vramtrace_api api;
+    vramtrace_load(&api);
+    int r = api.dump("swap", path, sizeof path);
+    struct stat a, b;
+    int open_still = swapped_at >= 0 && fstat(swapped_at, &a) == 0 && fstat(own, &b) == 0 &&
+                     a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+    long bytes = fstat(own, &b) == 0 ? (long)b.st_size : -1;
+    printf("swapped %d own %s bytes %ld\ndump %d %s\n", swapped_at >= 0, open_still ? "open" : "closed", bytes, r,
+           path);
+    return cudaFree(p) == cudaSuccess ? 0 : 1;
+}
