@@ -188,12 +188,29 @@ static int read_whole(const char *path, struct whole *w) {
     return 0;
 }
 
-FILE *vt_fd_fopen(const char *path) {
-    struct whole *w = malloc(sizeof *w);
-    if (!w) return NULL;
+/* read_whole, again (three times in all) while the program takes the
+ * descriptor's number. */
+static int read_whole_again(const char *path, struct whole *w) {
     int r = -1;
     for (int tries = 0; r != 0 && tries < 3; tries++)
         if ((r = read_whole(path, w)) != 0 && errno != EBADF) break;
+    return r;
+}
+
+ssize_t vt_fd_read_small(const char *path, char *buf, size_t size) {
+    struct whole w;
+    if (size == 0 || read_whole_again(path, &w) != 0) return -1;
+    size_t n = w.len < size - 1 ? w.len : size - 1;
+    memcpy(buf, w.buf, n);
+    buf[n] = '\0';
+    free(w.buf);
+    return (ssize_t)n;
+}
+
+FILE *vt_fd_fopen(const char *path) {
+    struct whole *w = malloc(sizeof *w);
+    if (!w) return NULL;
+    int r = read_whole_again(path, w);
     FILE *f = NULL;
     if (r == 0) {
         f = fopencookie(w, "r", (cookie_io_functions_t){whole_read, NULL, whole_seek, whole_close});

@@ -63,6 +63,13 @@ int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode);
  * end. */
 FILE *vt_fd_fopen(const char *path);
 
+/* At most size - 1 bytes of the file at path, read as vt_fd_fopen reads
+ * it (the descriptor checked before it is closed, the file read again
+ * when the program took its number), into buf, a NUL after them: how
+ * many, or -1 with errno. For the small files of /proc (a process's stat,
+ * the boot id). */
+ssize_t vt_fd_read_small(const char *path, char *buf, size_t size);
+
 /* The same for a descriptor made another way (a pipe's): nothing of 0, 1
  * and 2 taken while vt_fd_std_held's hold lasts. held[3] says which of
  * them were closed and are held now (-1: not held); vt_fd_std_free lets

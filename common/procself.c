@@ -15,12 +15,7 @@ const char *vt_stat_field(int pid, char *buf, size_t size, int field) {
     char path[48];
     if (pid > 0) snprintf(path, sizeof path, "/proc/%d/stat", pid);
     else snprintf(path, sizeof path, "/proc/self/stat");
-    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    if (fd < 0) return NULL;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0) return NULL;
-    buf[n] = '\0';
+    if (vt_fd_read_small(path, buf, size) <= 0) return NULL;
     const char *p = strrchr(buf, ')');
     for (int f = 2; p && f < field; f++) p = strchr(p + 1, ' ');
     return p && field > 2 ? p + 1 : NULL;

@@ -155,12 +155,8 @@ static void warn_once(int *flag, const char *what, const char *path, const char 
 static int read_argv(char *buf, size_t size, char **argv, int max) {
     char dir[VT_PROC_SELF_MAX], path[VT_PROC_SELF_MAX + 16];
     snprintf(path, sizeof path, "%s/cmdline", vt_proc_self(dir));
-    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
+    ssize_t n = vt_fd_read_small(path, buf, size);
     if (n <= 0) return 0;
-    buf[n] = '\0';
     int argc = 0;
     for (ssize_t i = 0; i < n && argc < max; i += (ssize_t)strlen(buf + i) + 1) argv[argc++] = buf + i;
     return argc;
@@ -312,12 +308,8 @@ static void read_self_id_locked(void) {
     char *end;
     unsigned long long start = strtoull(p, &end, 10);
     if (end == p) return;
-    int fd = vt_fd_open(AT_FDCWD, "/proc/sys/kernel/random/boot_id", O_RDONLY, 0);
-    if (fd < 0) return;
-    ssize_t n = read(fd, self_id.boot_id, sizeof self_id.boot_id - 1);
-    close(fd);
-    if (n <= 0) n = 0;
-    self_id.boot_id[n] = '\0';
+    if (vt_fd_read_small("/proc/sys/kernel/random/boot_id", self_id.boot_id, sizeof self_id.boot_id) < 0)
+        self_id.boot_id[0] = '\0';
     self_id.boot_id[strcspn(self_id.boot_id, "\n\"\\")] = '\0';
     self_id.start = start;
     struct stat ns;

@@ -1851,31 +1851,40 @@ def dump_never_replaces_a_file_its_user_cannot_read():
 @test
 def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descriptor():
     """A program whose own file takes the number of the descriptor that
-    vramtrace reads /proc/self/maps through, in the middle of the read (a
+    vramtrace reads a file of /proc through, in the middle of the read (a
     daemon's closefrom and first open in another thread; here the
-    program's read(2) does it, t_fdswap read): the dump still names its
-    frames by function and line, no warning is said, and the program's
-    file is still open at that number. Before, vramtrace read the
-    program's file as the maps (frames named by module and offset, "cannot
-    read this process's symbols (Exec format error)") and then closed it;
-    the stream it read through took its bytes from the descriptor for as
-    long as the reader took."""
+    program's read(2) does it, t_fdswap read): /proc/self/maps as the
+    dump names its frames, /proc/self/stat and cmdline, the boot id as it
+    says which process it is. The dump still names its frames by
+    function and line and says the process's start, boot id and argv
+    right, no warning is said, and the program's file is still open at
+    that number. Before, vramtrace read the program's file as the maps
+    (frames named by module and offset, "cannot read this process's
+    symbols (Exec format error)"), as the stat (no start, no boot id in
+    the dump) or as the command line, and then closed it."""
     prog = os.path.join(T, "t_fdswap")
-    with workdir("vt-mapsswap-") as work:
-        mine = os.path.join(work, "mine")
-        with open(mine, "w") as f:
-            f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
-        out_path = os.path.join(work, "d.json")
-        rc, out, err, _ = timed([prog, "read", mine], lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
-        dump = os.path.join(work, "d.swap.json")
-        eq((rc, out, err), (0, f"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {dump}\n", ""),
-           "status, output, no warning")
-        d = load_dump(dump)
-        eq([a["bytes"] for a in d["live"]], [4096], "the live allocation")
-        main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
-        eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
-           [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
-           "main named by function, file and line")
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot_id = f.read().strip()
+    for name in ("maps", "stat", "cmdline", "boot_id"):
+        with workdir("vt-mapsswap-") as work:
+            mine = os.path.join(work, "mine")
+            with open(mine, "w") as f:
+                f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
+            out_path = os.path.join(work, "d.json")
+            argv = [prog, "read", mine, name]
+            rc, out, err, _ = timed(argv, lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
+            dump = os.path.join(work, "d.swap.json")
+            m = re.fullmatch(rf"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {re.escape(dump)}\n"
+                             r"start (\d+)\n", out)
+            ok(rc == 0 and m is not None and err == "", f"{name}: status, output, no warning: {(rc, out, err)!r}")
+            d = load_dump(dump)
+            eq([a["bytes"] for a in d["live"]], [4096], f"{name}: the live allocation")
+            eq((d["process_start"], d["boot_id"], d["argv"]), (int(m.group(1)), boot_id, argv),
+               f"{name}: the process's start, boot id and argv")
+            main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
+            eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
+               [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
+               f"{name}: main named by function, file and line")
 
 
 @test
@@ -1898,7 +1907,8 @@ def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
                                     lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(work, "d.json")))
             size = os.path.getsize(mine)
             dump = os.path.join(work, "d.swap.json")
-            eq((rc, out), (0, f"swapped 1 own open bytes {size}\ndump 0 {dump}\n"), f"{way}: status and output")
+            ok(rc == 0 and re.fullmatch(rf"swapped 1 own open bytes {size}\ndump 0 {re.escape(dump)}\nstart \d+\n", out),
+               f"{way}: status and output: {(rc, out)!r}")
             m = re.fullmatch(r"vramtrace: warning: the program closed the descriptor a file of vramtrace's was being "
                              r"written through and opened a file of its own at its number \((\d+)\): up to (\d+) "
                              r"bytes meant for d\.swap\.json may have gone into that file; written again\n", err)

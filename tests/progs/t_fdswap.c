@@ -3,9 +3,10 @@
  * (tests/integration/test_files.py): a daemon's closefrom in one thread
  * and its first open, at once (dup2).
  *
- * t_fdswap read OWN: the program's read(2) (the system call behind it)
- * puts its file OWN (opened to read) at the number of the first
- * descriptor read that names a maps file of /proc, then reads as asked.
+ * t_fdswap read OWN [NAME]: the program's read(2) (the system call behind
+ * it) puts its file OWN (opened to read) at the number of the first
+ * descriptor read that names a file of /proc called NAME (maps when not
+ * given; stat, cmdline, boot_id), then reads as asked.
  * t_fdswap write OWN FOLDER [named]: its write(2) puts OWN (opened empty)
  * at the number of the first descriptor written whose file lies in FOLDER
  * (a dump's temporary file), then writes as asked; with "named", its
@@ -16,13 +17,16 @@
  * a dump (vramtrace_dump through vramtrace_load: it names the frames,
  * reading the maps, and writes the file), and prints whether the swap
  * happened, whether OWN is still open at that number, how many bytes OWN
- * holds, and the dump's status and path. */
+ * holds, the dump's status and path, and the process's start time as its
+ * /proc/self/stat says (read through the C library's stream, whose reads
+ * are not these). */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,7 +35,7 @@
 #include "../../include/vramtrace.h"
 
 static int own = -1, swapped_at = -1, on_write, no_tmpfile;
-static const char *folder;
+static const char *folder, *name = "maps";
 
 /* OWN put at fd when fd's file is the one looked for (its path ends with
  * "/maps" under /proc, or lies in FOLDER). */
@@ -42,9 +46,10 @@ static void maybe_swap(int fd, int writing) {
     ssize_t k = readlink(link, target, sizeof target - 1);
     if (k <= 5) return;
     target[k] = '\0';
-    size_t len = folder ? strlen(folder) : 0;
+    size_t len = writing ? strlen(folder) : strlen(name);
     int match = writing ? strncmp(target, folder, len) == 0 && target[len] == '/'
-                        : strncmp(target, "/proc/", 6) == 0 && strcmp(target + k - 5, "/maps") == 0;
+                        : strncmp(target, "/proc/", 6) == 0 && (size_t)k > len &&
+                              target[k - len - 1] == '/' && strcmp(target + k - len, name) == 0;
     if (match && dup2(own, fd) == fd) swapped_at = fd;
 }
 
@@ -76,6 +81,7 @@ int main(int argc, char **argv) {
     if (on_write && argc < 4) return 2;
     folder = on_write ? argv[3] : NULL;
     no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
+    if (!on_write && argc > 3) name = argv[3];
     own = on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : open(argv[2], O_RDONLY | O_CLOEXEC);
     void *p = NULL;
     if (own < 0 || cudaMalloc(&p, 4096) != cudaSuccess) return 2;
@@ -87,7 +93,14 @@ int main(int argc, char **argv) {
     int open_still = swapped_at >= 0 && fstat(swapped_at, &a) == 0 && fstat(own, &b) == 0 &&
                      a.st_ino == b.st_ino && a.st_dev == b.st_dev;
     long bytes = fstat(own, &b) == 0 ? (long)b.st_size : -1;
-    printf("swapped %d own %s bytes %ld\ndump %d %s\n", swapped_at >= 0, open_still ? "open" : "closed", bytes, r,
-           path);
+    char stat_line[1024] = "", *field = stat_line;
+    FILE *st = fopen("/proc/self/stat", "r");
+    if (st && fgets(stat_line, sizeof stat_line, st)) {
+        field = strrchr(stat_line, ')');
+        for (int i = 2; field && i < 22; i++) field = strchr(field + 1, ' ');
+    }
+    if (st) fclose(st);
+    printf("swapped %d own %s bytes %ld\ndump %d %s\nstart %ld\n", swapped_at >= 0, open_still ? "open" : "closed",
+           bytes, r, path, field ? strtol(field + 1, NULL, 10) : -1L);
     return cudaFree(p) == cudaSuccess ? 0 : 1;
 }
