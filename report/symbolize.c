@@ -6,6 +6,7 @@
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -392,16 +393,32 @@ uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *n
 }
 
 /* An empty frame table, with the process's demangler. */
+/* dl_iterate_phdr's callback: the path of a loaded C++ runtime into
+ * out (PATH_MAX bytes), and stop. */
+static int cxx_runtime(struct dl_phdr_info *info, size_t size, void *out) {
+    (void)size;
+    const char *slash = strrchr(info->dlpi_name, '/');
+    const char *base = slash ? slash + 1 : info->dlpi_name;
+    if (strncmp(base, "libstdc++.so", 12) != 0 || strlen(info->dlpi_name) >= PATH_MAX) return 0;
+    strcpy(out, info->dlpi_name);
+    return 1;
+}
+
 static struct priv *priv_new(void) {
     struct priv *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     /* Not the public dlsym: vramtrace overrides it. */
     *(void **)&p->demangle = dlvsym(RTLD_DEFAULT, "__cxa_demangle", "CXXABI_1.3");
     /* A C++ runtime that only libraries loaded RTLD_LOCAL brought in (a
-     * Python extension's libstdc++) is not in the global scope: ask it by
-     * name, without loading one that is not there. */
-    if (!p->demangle) {
-        void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+     * Python extension's libstdc++) is not in the global scope: asked by
+     * the path it was loaded from, which the loader finds among the loaded
+     * objects without opening a file. By its bare name the loader searched
+     * the library path and opened the files it found (its cache, the
+     * library) at the lowest numbers free, at every session of a program
+     * that had none loaded. */
+    char cxx_path[PATH_MAX];
+    if (!p->demangle && dl_iterate_phdr(cxx_runtime, cxx_path)) {
+        void *cxx = dlopen(cxx_path, RTLD_LAZY | RTLD_NOLOAD);
         /* The reference is kept: the pointer stays valid. */
         if (cxx) *(void **)&p->demangle = dlvsym(cxx, "__cxa_demangle", "CXXABI_1.3");
     }
