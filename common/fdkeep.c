@@ -158,9 +158,10 @@ static int whole_close(void *cookie) {
  * the program's). */
 static int read_whole(const char *path, struct whole *w) {
     int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    struct stat opened, now;
+    struct stat opened;
     if (fd < 0) return -1;
     if (fstat(fd, &opened) != 0) return -1; /* closed already: not ours to close */
+    struct vt_fd k = {fd, opened.st_dev, opened.st_ino};
     size_t cap = 16384, len = 0;
     char *buf = malloc(cap);
     ssize_t r = buf ? 1 : -1;
@@ -177,8 +178,8 @@ static int read_whole(const char *path, struct whole *w) {
         else if (r < 0) e = errno;
         else len += (size_t)r;
     }
-    if (fstat(fd, &now) != 0 || now.st_dev != opened.st_dev || now.st_ino != opened.st_ino) e = EBADF;
-    else close(fd);
+    if (vt_fd_mine(&k)) close(fd);
+    else e = EBADF;
     if (e) {
         free(buf);
         errno = e;

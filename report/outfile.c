@@ -630,14 +630,14 @@ static int replace_once(int dirfd, const char *base, int (*fill)(FILE *, void *)
  * descriptor's number from under the writing, each time said. */
 static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
                          const struct vt_prev *prev, struct stat *placed) {
-    struct vt_own own = {.fd = -1};
+    struct vt_own own = {.k = VT_FD_NONE};
     int rc = -1;
     for (int tries = 0; tries < 3; tries++) {
         rc = replace_once(dirfd, base, fill, arg, why, prev, placed, &own);
         if (!own.taken) break;
         vt_warn("the program closed the descriptor a file of vramtrace's was being written through and opened "
                 "a file of its own at its number (%d): up to %llu bytes meant for %s may have gone into that "
-                "file; %s", own.fd, (unsigned long long)own.lost, base,
+                "file; %s", own.k.fd, (unsigned long long)own.lost, base,
                 tries < 2 ? "written again" : "given up");
         *why = "the program took its descriptor's number while it was written, three times";
         errno = EBADF;

@@ -14,13 +14,12 @@
 int vt_own_begin(struct vt_own *o, int fd) {
     struct stat st;
     if (fstat(fd, &st) != 0) return -1;
-    *o = (struct vt_own){fd, st.st_dev, st.st_ino, 0, 0, 0, NULL};
+    *o = (struct vt_own){{fd, st.st_dev, st.st_ino}, 0, 0, 0, NULL};
     return 0;
 }
 
 int vt_own_still(struct vt_own *o) {
-    struct stat st;
-    if (!o->taken && fstat(o->fd, &st) == 0 && st.st_dev == o->dev && st.st_ino == o->ino) {
+    if (!o->taken && vt_fd_mine(&o->k)) {
         o->unchecked = 0;
         return 1;
     }
@@ -37,7 +36,7 @@ static ssize_t own_write(void *cookie, const char *buf, size_t n) {
     }
     size_t done = 0;
     while (done < n) {
-        ssize_t w = write(o->fd, buf + done, n - done);
+        ssize_t w = write(o->k.fd, buf + done, n - done);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) break;
         done += (size_t)w;
@@ -50,7 +49,7 @@ static int own_close(void *cookie) {
     struct vt_own *o = cookie;
     free(o->buffer);
     o->buffer = NULL;
-    return vt_own_still(o) ? close(o->fd) : 0;
+    return vt_own_still(o) ? close(o->k.fd) : 0;
 }
 
 FILE *vt_own_stream(struct vt_own *o) {

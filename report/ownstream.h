@@ -19,10 +19,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "../common/fdkeep.h"
+
 struct vt_own {
-    int fd;
-    dev_t dev;
-    ino_t ino;
+    struct vt_fd k;      /* the descriptor and its file's identity (fdkeep.h) */
     int taken;           /* the descriptor was found another file's */
     uint64_t unchecked;  /* bytes written since the last check that found it the file's */
     uint64_t lost;       /* when taken: bytes that may have gone to the other file */
@@ -33,12 +33,12 @@ struct vt_own {
  * errno (fd is left as it is). */
 int vt_own_begin(struct vt_own *o, int fd);
 
-/* 1 when o->fd is still the file opened; else 0, with o->taken set and
+/* 1 when o->k.fd is still the file opened; else 0, with o->taken set and
  * o->lost the bytes written since the last check. */
 int vt_own_still(struct vt_own *o);
 
-/* A stream that writes to o->fd as above, fully buffered in 64 KiB; its
- * fclose closes o->fd only when it is still the file opened. NULL with
+/* A stream that writes to o->k.fd as above, fully buffered in 64 KiB; its
+ * fclose closes o->k.fd only when it is still the file opened. NULL with
  * errno when out of memory (fd then still open). o must outlive the
  * stream. */
 FILE *vt_own_stream(struct vt_own *o);
