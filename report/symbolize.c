@@ -392,18 +392,30 @@ uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *n
     return out;
 }
 
-/* An empty frame table, with the process's demangler. */
 /* dl_iterate_phdr's callback: the path of a loaded C++ runtime into
- * out (PATH_MAX bytes), and stop. */
-static int cxx_runtime(struct dl_phdr_info *info, size_t size, void *out) {
+ * out (PATH_MAX bytes), and stop. The loader writes an object's name
+ * under a lock of its own, which a thread sanitizer does not see (it
+ * clears a name's bytes for the callback, not its terminator): read here
+ * byte by byte and unchecked by it, so that a ThreadSanitizer build does
+ * not report another thread's dlopen as a race, as interpose/unload.c
+ * reads the loader's names. */
+__attribute__((no_sanitize("thread"))) static int cxx_runtime(struct dl_phdr_info *info, size_t size, void *out) {
     (void)size;
-    const char *slash = strrchr(info->dlpi_name, '/');
-    const char *base = slash ? slash + 1 : info->dlpi_name;
-    if (strncmp(base, "libstdc++.so", 12) != 0 || strlen(info->dlpi_name) >= PATH_MAX) return 0;
-    strcpy(out, info->dlpi_name);
+    const volatile char *name = info->dlpi_name;
+    size_t n = 0, base = 0;
+    for (; name[n]; n++) {
+        if (n + 1 >= PATH_MAX) return 0;
+        if (name[n] == '/') base = n + 1;
+    }
+    static const char want[] = "libstdc++.so";
+    for (size_t i = 0; i < sizeof want - 1; i++)
+        if (base + i >= n || name[base + i] != want[i]) return 0;
+    char *o = out;
+    for (size_t i = 0; i <= n; i++) o[i] = name[i];
     return 1;
 }
 
+/* An empty frame table, with the process's demangler. */
 static struct priv *priv_new(void) {
     struct priv *p = calloc(1, sizeof *p);
     if (!p) return NULL;
