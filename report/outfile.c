@@ -530,6 +530,56 @@ static void remove_stale_temps(int dirfd, const char *base) {
     closedir(d);
 }
 
+/* A dump's folder, held (O_PATH) from before its file is written until it
+ * is moved into place. The writing takes up to seconds; meanwhile the
+ * program may close the descriptor and open a file or folder of its own at
+ * its number (a daemon's closefrom in another thread, as for the stream's
+ * descriptor, ownstream.h): the dump was then linked into the program's
+ * folder, stale temporary files looked for there, and the close at the end
+ * closed the program's descriptor. So after the writing the descriptor is
+ * used only while fdkeep's identity check finds it the folder, opened
+ * again by its path where the number is the program's now (taken only if
+ * it is the same folder: its device and inode), and closed only while it
+ * is still the folder. */
+struct folder {
+    struct vt_fd k;
+    const char *path; /* the file's, whose folder it is */
+};
+
+static int folder_open(struct folder *d, const char *path, const char **base) {
+    d->path = path;
+    d->k = (struct vt_fd)VT_FD_NONE;
+    int fd = vt_file_dir_of(path, base);
+    struct stat st;
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) != 0) return close_keep_errno(fd);
+    d->k = (struct vt_fd){fd, st.st_dev, st.st_ino};
+    return 0;
+}
+
+/* The folder's descriptor now, or -1 (EBADF: the program took the number
+ * and the path no longer leads to the folder). */
+static int folder_fd(struct folder *d) {
+    if (vt_fd_mine(&d->k)) return d->k.fd;
+    const char *base;
+    int fd = d->k.fd >= 0 ? vt_file_dir_of(d->path, &base) : -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == d->k.dev && st.st_ino == d->k.ino) {
+        d->k.fd = fd;
+        return fd;
+    }
+    if (fd >= 0) close(fd);
+    d->k.fd = -1;
+    errno = EBADF;
+    return -1;
+}
+
+static void folder_close(struct folder *d) {
+    int e = errno;
+    vt_fd_drop(&d->k);
+    errno = e;
+}
+
 /* The file written into an unnamed file of the folder (O_TMPFILE), then
  * linked at a temporary name once whole, for place_dump to move: a
  * process killed while it writes (a scheduler's KILL, the OOM killer)
@@ -538,10 +588,12 @@ static void remove_stale_temps(int dirfd, const char *base) {
  * nothing was named), or 1 when this file system or process cannot make
  * or name such a file (errno as it was): nothing was written, the caller
  * writes a named one. */
-static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, int (*fill)(FILE *, void *),
+static int unnamed_whole(struct folder *dir, const char *base, char *tmp, size_t size, int (*fill)(FILE *, void *),
                          void *arg, struct stat *placed, struct vt_own *own) {
     int e = errno;
     char proc[64];
+    int dirfd = folder_fd(dir);
+    if (dirfd < 0) return -1;
     int fd = vt_fd_open(dirfd, ".", O_TMPFILE | O_WRONLY, 0600);
     struct stat st;
     if (fd >= 0) snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
@@ -562,6 +614,7 @@ static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, in
     if (fflush(f) != 0 || ferror(f)) rc = -1;
     if (rc == 0 && !vt_own_still(own)) rc = -1;
     if (rc == 0 && placed && fstat(fd, placed) != 0) rc = -1;
+    if (rc == 0 && (dirfd = folder_fd(dir)) < 0) rc = -1;
     int linked = 0;
     for (int tries = 0; rc == 0 && !linked && tries < 16; tries++) {
         temp_name(base, tmp, size);
@@ -591,22 +644,25 @@ static int unnamed_whole(int dirfd, const char *base, char *tmp, size_t size, in
 
 /* The file through a temporary file beside it, renamed into place; the
  * stream's descriptor checked through *own (ownstream.h). */
-static int replace_once(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
-                        const struct vt_prev *prev, struct stat *placed, struct vt_own *own) {
+static int replace_once(struct folder *dir, const char *base, int (*fill)(FILE *, void *), void *arg,
+                        const char **why, const struct vt_prev *prev, struct stat *placed, struct vt_own *own) {
     char tmp[NAME_MAX + 1];
+    int dirfd = folder_fd(dir);
+    if (dirfd < 0) return -1;
     remove_stale_temps(dirfd, base);
     tmp[0] = '\0';
     own->taken = 0;
-    int rc = unnamed_whole(dirfd, base, tmp, sizeof tmp, fill, arg, placed, own);
-    if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
+    int rc = unnamed_whole(dir, base, tmp, sizeof tmp, fill, arg, placed, own);
+    if (rc == 0) rc = (dirfd = folder_fd(dir)) < 0 ? -1 : place_dump(dirfd, tmp, base, why, prev);
     if (rc != 1) {
-        if (rc != 0 && tmp[0]) {
+        if (rc != 0 && tmp[0] && (dirfd = folder_fd(dir)) >= 0) {
             int e = errno;
             unlinkat(dirfd, tmp, 0);
             errno = e;
         }
         return rc;
     }
+    if ((dirfd = folder_fd(dir)) < 0) return -1;
     int fd = -1;
     for (int tries = 0; tries < 16 && fd < 0; tries++) {
         temp_name(base, tmp, sizeof tmp);
@@ -617,8 +673,8 @@ static int replace_once(int dirfd, const char *base, int (*fill)(FILE *, void *)
     if (fd < 0) return -1;
     FILE *f = vt_own_begin(own, fd) == 0 ? vt_own_stream(own) : NULL;
     rc = f ? fill_and_close(f, fd, own, fill, arg, placed) : close_keep_errno(fd);
-    if (rc == 0) rc = place_dump(dirfd, tmp, base, why, prev);
-    if (rc != 0) {
+    if (rc == 0) rc = (dirfd = folder_fd(dir)) < 0 ? -1 : place_dump(dirfd, tmp, base, why, prev);
+    if (rc != 0 && (dirfd = folder_fd(dir)) >= 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
         errno = e;
@@ -628,12 +684,12 @@ static int replace_once(int dirfd, const char *base, int (*fill)(FILE *, void *)
 
 /* replace_once, again (three times in all) while the program takes the
  * descriptor's number from under the writing, each time said. */
-static int replace_whole(int dirfd, const char *base, int (*fill)(FILE *, void *), void *arg, const char **why,
-                         const struct vt_prev *prev, struct stat *placed) {
+static int replace_whole(struct folder *dir, const char *base, int (*fill)(FILE *, void *), void *arg,
+                         const char **why, const struct vt_prev *prev, struct stat *placed) {
     struct vt_own own = {.k = VT_FD_NONE};
     int rc = -1;
     for (int tries = 0; tries < 3; tries++) {
-        rc = replace_once(dirfd, base, fill, arg, why, prev, placed, &own);
+        rc = replace_once(dir, base, fill, arg, why, prev, placed, &own);
         if (!own.taken) break;
         vt_warn("the program closed the descriptor a file of vramtrace's was being written through and opened "
                 "a file of its own at its number (%d): up to %llu bytes meant for %s may have gone into that "
@@ -649,9 +705,9 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
                        const struct vt_prev *prev, struct stat *placed) {
     if (placed) memset(placed, 0, sizeof *placed);
     const char *base;
-    int dirfd = vt_file_dir_of(path, &base);
-    if (dirfd < 0) return -1;
-    int rc = -1;
+    struct folder dir;
+    if (folder_open(&dir, path, &base) != 0) return -1;
+    int dirfd = dir.k.fd, rc = -1;
     struct stat st;
     if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         if ((*why = refusal(&st))) {
@@ -662,12 +718,15 @@ int vt_file_write_dump(const char *path, int (*fill)(FILE *, void *), void *arg,
             if (f) rc = fill_and_close(f, fd, NULL, fill, arg, NULL);
             else if (fd >= 0) close_keep_errno(fd);
         } else {
-            rc = replace_whole(dirfd, base, fill, arg, why, prev, placed);
+            rc = replace_whole(&dir, base, fill, arg, why, prev, placed);
         }
     } else if (errno == ENOENT) {
-        rc = replace_whole(dirfd, base, fill, arg, why, prev, placed);
+        rc = replace_whole(&dir, base, fill, arg, why, prev, placed);
     }
-    close_keep_errno(dirfd);
+    if (rc != 0 && dir.k.fd < 0 && errno == EBADF)
+        *why = "the program took the number of the descriptor of its folder while it was written, and its path no "
+               "longer leads to that folder";
+    folder_close(&dir);
     return rc;
 }
 

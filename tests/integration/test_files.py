@@ -1920,3 +1920,32 @@ def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
                 d = load_dump(path)
                 eq(([a["bytes"] for a in d["live"]], d["reason"]), ([4096], "named"),
                    f"{way}: {os.path.basename(path)} whole")
+
+
+@test
+def dump_stays_in_its_folder_when_the_program_takes_the_number_of_the_folders_descriptor():
+    """A program whose own folder takes the number of the descriptor that
+    holds the dump's folder while the dump is written (a daemon's closefrom
+    and first open in another thread; here the program's write(2) does it
+    at vramtrace's first write, t_fdswap folder), with an unnamed temporary
+    file (O_TMPFILE) and a named one: the dump is placed whole in its own
+    folder, nothing goes into the program's, the program's descriptor stays
+    open, and nothing is said (nothing went astray). Before, the dump was
+    linked and renamed into the program's folder, and the close at the end
+    closed the program's descriptor."""
+    prog = os.path.join(T, "t_fdswap")
+    for way in ("unnamed", "named"):
+        with workdir("vt-dirswap-") as work:
+            dumps, mine = os.path.join(os.path.realpath(work), "dumps"), os.path.join(work, "mine")
+            os.mkdir(dumps)
+            os.mkdir(mine)
+            rc, out, err, _ = timed([prog, "folder", mine, dumps, way],
+                                    lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(dumps, "d.json")))
+            dump = os.path.join(dumps, "d.swap.json")
+            ok(rc == 0 and re.fullmatch(rf"swapped 1 own open bytes \d+\ndump 0 {re.escape(dump)}\nstart \d+\n", out),
+               f"{way}: status and output: {(rc, out, err)!r}")
+            eq(err, "", f"{way}: nothing said")
+            eq(os.listdir(mine), [], f"{way}: nothing in the program's folder")
+            eq(sorted(os.listdir(dumps)), ["d.json", "d.swap.json"], f"{way}: the dumps' folder")
+            eq([(load_dump(os.path.join(dumps, n))["reason"], [a["bytes"] for a in load_dump(os.path.join(dumps, n))["live"]])
+                for n in ("d.swap.json", "d.json")], [("named", [4096]), ("exit", [])], f"{way}: both dumps whole")

@@ -12,6 +12,9 @@
  * (a dump's temporary file), then writes as asked; with "named", its
  * openat(2) refuses O_TMPFILE (EOPNOTSUPP, as a file system without it
  * does), and the dump is written through a named temporary file.
+ * t_fdswap folder OWN FOLDER [named]: the same moment, but OWN is a folder
+ * of the program's (opened O_PATH), put at the number of the descriptor
+ * that names FOLDER itself (the dump's folder, held while it is written).
  *
  * main allocates 4096 bytes through the runtime (kept), asks vramtrace for
  * a dump (vramtrace_dump through vramtrace_load: it names the frames,
@@ -34,7 +37,7 @@
 
 #include "../../include/vramtrace.h"
 
-static int own = -1, swapped_at = -1, on_write, no_tmpfile;
+static int own = -1, swapped_at = -1, on_write, on_folder, no_tmpfile;
 static const char *folder, *name = "maps";
 
 /* OWN put at fd when fd's file is the one looked for (its path ends with
@@ -50,6 +53,17 @@ static void maybe_swap(int fd, int writing) {
     int match = writing ? strncmp(target, folder, len) == 0 && target[len] == '/'
                         : strncmp(target, "/proc/", 6) == 0 && (size_t)k > len &&
                               target[k - len - 1] == '/' && strcmp(target + k - len, name) == 0;
+    if (match && on_folder) {
+        /* The descriptor whose file is FOLDER itself, not one in it. */
+        for (int d = 3; d < 1024 && swapped_at < 0; d++) {
+            snprintf(link, sizeof link, "/proc/self/fd/%d", d);
+            k = d == own ? -1 : readlink(link, target, sizeof target - 1);
+            if (k <= 0) continue;
+            target[k] = '\0';
+            if (strcmp(target, folder) == 0 && dup2(own, d) == d) swapped_at = d;
+        }
+        return;
+    }
     if (match && dup2(own, fd) == fd) swapped_at = fd;
 }
 
@@ -77,12 +91,15 @@ int openat(int dirfd, const char *path, int flags, ...) {
 
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    on_write = strcmp(argv[1], "write") == 0;
+    on_folder = strcmp(argv[1], "folder") == 0;
+    on_write = on_folder || strcmp(argv[1], "write") == 0;
     if (on_write && argc < 4) return 2;
     folder = on_write ? argv[3] : NULL;
     no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
     if (!on_write && argc > 3) name = argv[3];
-    own = on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : open(argv[2], O_RDONLY | O_CLOEXEC);
+    own = on_folder  ? open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC)
+          : on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                     : open(argv[2], O_RDONLY | O_CLOEXEC);
     void *p = NULL;
     if (own < 0 || cudaMalloc(&p, 4096) != cudaSuccess) return 2;
     char path[4096] = "";
