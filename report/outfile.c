@@ -235,10 +235,19 @@ static int open_report_fd(const char *path, const char **why) {
  * is left in whole lines: a line the last write cut is taken off the
  * file again (where nothing was appended after it), and from that line
  * on the report goes to the caller's fallback (stderr), so that the
- * post-mortem is not lost. */
+ * post-mortem is not lost.
+ *
+ * A program may close the report's descriptor and open a file of its own
+ * at its number while the report is written (a daemon's closefrom in
+ * another thread): each write is made only while fdkeep's identity check
+ * finds the descriptor the report's file, and checked again after it; a
+ * write that went into the program's file is counted (fb->lost) and, with
+ * the rest, goes to the fallback; the descriptor, the program's now, is
+ * not closed. */
 #define LINE_MAX_KEPT (64 * 1024)
 
 struct lines {
+    struct vt_fd k; /* the report file's descriptor and identity */
     int fd, stuck, fifo, regular;
     char *part; /* the line not yet ended */
     size_t len, cap;
@@ -261,10 +270,24 @@ static size_t uncut(struct lines *q, const char *p, size_t done) {
     return done;
 }
 
+/* The descriptor is no longer the report's file: the rest to the fallback
+ * (-1 without one). */
+static int taken(struct lines *q, size_t went) {
+    if (!q->fb) return -1;
+    q->fb->err = EBADF;
+    q->fb->taken_fd = q->fd;
+    q->fb->lost += went;
+    return 0;
+}
+
 static int put_lines(struct lines *q, const char *p, size_t n) {
     size_t at = 0;
     if (q->fb && q->fb->err) goto rest; /* the file failed before: all to the fallback */
     while (at < n) {
+        if (!vt_fd_mine(&q->k)) {
+            if (taken(q, 0) != 0) return -1;
+            break;
+        }
         size_t end = n;
         if (q->fifo && n - at > PIPE_BUF) {
             const char *nl = memrchr(p + at, '\n', PIPE_BUF);
@@ -272,6 +295,10 @@ static int put_lines(struct lines *q, const char *p, size_t n) {
             end = nl ? (size_t)(nl - p) + 1 : n;
         }
         size_t done = vt_file_write_waiting(q->fd, p + at, end - at, &q->stuck);
+        if (!vt_fd_mine(&q->k)) { /* taken under the write: it went into the program's file */
+            if (taken(q, done) != 0) return -1;
+            break;
+        }
         if (done == end - at) {
             at = end;
             continue;
@@ -338,7 +365,11 @@ static ssize_t lines_write(void *c, const char *buf, size_t n) {
 static int lines_close(void *c) {
     struct lines *q = c;
     int rc = q->len ? put_lines(q, q->part, q->len) : 0;
-    if (close(q->fd) != 0) rc = -1;
+    if (!vt_fd_mine(&q->k)) {
+        if (!q->fb || q->fb->err != EBADF) rc |= taken(q, 0);
+    } else if (close(q->fd) != 0) {
+        rc = -1;
+    }
     free(q->part);
     free(q);
     return rc;
@@ -352,7 +383,8 @@ FILE *vt_file_open_report(const char *path, const char **why, struct vt_report_f
     FILE *f = NULL;
     if (q) {
         int known = fstat(fd, &st) == 0;
-        *q = (struct lines){.fd = fd, .fifo = known && S_ISFIFO(st.st_mode), .regular = known && S_ISREG(st.st_mode),
+        *q = (struct lines){.k = {known ? fd : -1, known ? st.st_dev : 0, known ? st.st_ino : 0}, .fd = fd,
+                            .fifo = known && S_ISFIFO(st.st_mode), .regular = known && S_ISREG(st.st_mode),
                             .fb = fb};
         f = fopencookie(q, "a", (cookie_io_functions_t){.write = lines_write, .close = lines_close});
         if (!f) free(q);

@@ -11,6 +11,7 @@
 #ifndef VT_OUTFILE_H
 #define VT_OUTFILE_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -59,6 +60,8 @@ struct vt_report_fallback {
     FILE *to;
     int err;
     size_t moved;
+    int taken_fd;    /* err EBADF: the program took this descriptor's number while it was written */
+    uint64_t lost;   /* then: bytes that may have gone into the program's file */
 };
 
 /* The report file at path, appended to, created when new, written in

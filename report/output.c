@@ -773,7 +773,7 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     /* What the report's file cannot take (a full disk) goes to stderr,
      * from the first line it did not take whole: the post-mortem and the
      * dump's path are what the user runs vramtrace for. */
-    struct vt_report_fallback fb = {0};
+    struct vt_report_fallback fb = {.taken_fd = -1};
     FILE *f = open_report(report_path, seq, &close_it, &fb);
     /* What goes to stderr (or stdout) is gathered and written in whole
      * lines. */
@@ -854,7 +854,15 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     /* Closed before stderr's stream, which takes what it could not. */
     if (f && close_it && fclose(f) != 0)
         warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, NULL);
-    if (fb.err) {
+    if (fb.err == EBADF && fb.taken_fd >= 0 && (fb.lost || fb.moved)) {
+        char why[300];
+        snprintf(why, sizeof why,
+                 "the program closed its descriptor and opened a file of its own at its number (%d): up to %llu "
+                 "bytes of the report may have gone into that file; %s",
+                 fb.taken_fd, (unsigned long long)fb.lost,
+                 fb.moved ? "what it could not take is on stderr" : "nothing else was lost");
+        warn_once(&warned_report, "the report to", report_path ? report_path : vt_opt.report, why);
+    } else if (fb.err) {
         char why[200];
         snprintf(why, sizeof why, "%s; %s", strerror(fb.err),
                  fb.moved ? "what it could not take is on stderr" : "nothing was lost");

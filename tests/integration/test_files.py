@@ -1949,3 +1949,38 @@ def dump_stays_in_its_folder_when_the_program_takes_the_number_of_the_folders_de
             eq(sorted(os.listdir(dumps)), ["d.json", "d.swap.json"], f"{way}: the dumps' folder")
             eq([(load_dump(os.path.join(dumps, n))["reason"], [a["bytes"] for a in load_dump(os.path.join(dumps, n))["live"]])
                 for n in ("d.swap.json", "d.json")], [("named", [4096]), ("exit", [])], f"{way}: both dumps whole")
+
+
+@test
+def report_goes_to_stderr_when_the_program_takes_the_number_of_its_descriptor():
+    """A program whose own file takes the number of the report file's
+    descriptor at vramtrace's first write into it (t_fdswap write, the
+    report file in the watched folder): the write that went into the
+    program's file is counted in one warning, and the report, that write's
+    lines too, goes to stderr whole; the report file is left empty. Before,
+    the whole exit report went into the program's file and nothing was
+    said."""
+    prog = os.path.join(T, "t_fdswap")
+    with workdir("vt-reportswap-") as work:
+        folder, mine = os.path.join(os.path.realpath(work), "reports"), os.path.join(work, "mine")
+        os.mkdir(folder)
+        report = os.path.join(folder, "report.txt")
+        rc, out, err, _ = timed([prog, "write", mine, folder],
+                                lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(work, "d.json"),
+                                        VRAMTRACE_REPORT=report))
+        ok(rc == 0 and out.startswith("swapped 0 "), f"status and output: {(rc, out)!r}")
+        size = os.path.getsize(mine)
+        m = re.match(r"vramtrace: warning: cannot write the report to (\S+): the program closed its descriptor and "
+                     r"opened a file of its own at its number \((\d+)\): up to (\d+) bytes of the report may have gone "
+                     r"into that file; what it could not take is on stderr\n", err)
+        ok(m is not None, f"one warning: {err!r}")
+        eq((m.group(1), int(m.group(3))), (report, size), "the report's path, the bytes the program's file took")
+        ok(int(m.group(2)) >= 3, "a descriptor of vramtrace's")
+        rest = err[m.end():]
+        eq(err.count("vramtrace: warning:"), 1, "one warning")
+        ok(rest.startswith("vramtrace: exit in pid ") and rest.endswith(f"vramtrace: dump: {os.path.join(work, 'd.json')}\n"),
+           f"the report whole on stderr: {rest!r}")
+        with open(mine) as f:
+            took = f.read()
+        eq(rest, took, "what went into the program's file is the report, on stderr too")
+        eq(os.path.getsize(report), 0, "the report file left empty")
