@@ -1984,3 +1984,35 @@ def report_goes_to_stderr_when_the_program_takes_the_number_of_its_descriptor():
             took = f.read()
         eq(rest, took, "what went into the program's file is the report, on stderr too")
         eq(os.path.getsize(report), 0, "the report file left empty")
+
+
+@test
+def dump_fails_said_when_the_program_takes_its_folders_number_and_moves_the_folder():
+    """The same moment as above, and the program then renames the dump's
+    folder (t_fdswap folder ... moved): the path no longer leads to the
+    folder the dump was being written in, so the dump is not placed in the
+    program's folder nor anywhere else; one warning says why, and the
+    request for the dump answers -4 (not written). An unnamed temporary
+    file leaves nothing; a named one (no O_TMPFILE) stays in the moved
+    folder, which vramtrace can no longer reach."""
+    prog = os.path.join(T, "t_fdswap")
+    for way in ("unnamed", "named"):
+        with workdir("vt-dirmove-") as work:
+            dumps, mine = os.path.join(os.path.realpath(work), "dumps"), os.path.join(work, "mine")
+            os.mkdir(dumps)
+            os.mkdir(mine)
+            rc, out, err, _ = timed([prog, "folder", mine, dumps, way, "moved"],
+                                    lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_REPORT="off",
+                                            VRAMTRACE_OUT=os.path.join(dumps, "d.json")))
+            ok(rc == 0 and re.fullmatch(r"swapped 1 own open bytes \d+\ndump -4 \nstart \d+\n", out),
+               f"{way}: status and output: {(rc, out, err)!r}")
+            eq(err, f"vramtrace: warning: cannot write the dump to {dumps}/d.swap.json: the program took the number of "
+                    "the descriptor of its folder while it was written, and its path no longer leads to that folder\n",
+               f"{way}: one warning, why")
+            eq(os.listdir(mine), [], f"{way}: nothing in the program's folder")
+            left = os.listdir(dumps + ".moved")
+            if way == "unnamed":
+                eq(left, [], "the moved folder: nothing")
+            else:
+                ok(len(left) == 1 and re.fullmatch(r"d\.swap\.json\.tmp\.\d+\.[0-9a-f]+", left[0]),
+                   f"the moved folder: the named temporary file alone: {left!r}")

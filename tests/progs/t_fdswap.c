@@ -14,7 +14,9 @@
  * does), and the dump is written through a named temporary file.
  * t_fdswap folder OWN FOLDER [named]: the same moment, but OWN is a folder
  * of the program's (opened O_PATH), put at the number of the descriptor
- * that names FOLDER itself (the dump's folder, held while it is written).
+ * that names FOLDER itself (the dump's folder, held while it is written);
+ * with "moved" after the way (named or unnamed), it then renames FOLDER to
+ * FOLDER.moved, where the dump's path no longer leads.
  *
  * main allocates 4096 bytes through the runtime (kept), asks vramtrace for
  * a dump (vramtrace_dump through vramtrace_load: it names the frames,
@@ -37,7 +39,7 @@
 
 #include "../../include/vramtrace.h"
 
-static int own = -1, swapped_at = -1, on_write, on_folder, no_tmpfile;
+static int own = -1, swapped_at = -1, on_write, on_folder, no_tmpfile, move_folder;
 static const char *folder, *name = "maps";
 
 /* OWN put at fd when fd's file is the one looked for (its path ends with
@@ -62,6 +64,9 @@ static void maybe_swap(int fd, int writing) {
             target[k] = '\0';
             if (strcmp(target, folder) == 0 && dup2(own, d) == d) swapped_at = d;
         }
+        char moved[4200];
+        snprintf(moved, sizeof moved, "%s.moved", folder);
+        if (swapped_at >= 0 && move_folder && rename(folder, moved) != 0) swapped_at = -1;
         return;
     }
     if (match && dup2(own, fd) == fd) swapped_at = fd;
@@ -96,6 +101,7 @@ int main(int argc, char **argv) {
     if (on_write && argc < 4) return 2;
     folder = on_write ? argv[3] : NULL;
     no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
+    move_folder = on_folder && argc > 5 && strcmp(argv[5], "moved") == 0;
     if (!on_write && argc > 3) name = argv[3];
     own = on_folder  ? open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC)
           : on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
