@@ -1922,6 +1922,17 @@ def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
                    f"{way}: {os.path.basename(path)} whole")
 
 
+def folder_swap_run(work, way, *more, **env):
+    """t_fdswap folder with a dumps folder and a folder of the program's in
+    work: (dumps, mine, rc, out, err)."""
+    dumps, mine = os.path.join(os.path.realpath(work), "dumps"), os.path.join(work, "mine")
+    os.mkdir(dumps)
+    os.mkdir(mine)
+    rc, out, err, _ = timed([os.path.join(T, "t_fdswap"), "folder", mine, dumps, way, *more],
+                            lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(dumps, "d.json"), **env))
+    return dumps, mine, rc, out, err
+
+
 @test
 def dump_stays_in_its_folder_when_the_program_takes_the_number_of_the_folders_descriptor():
     """A program whose own folder takes the number of the descriptor that
@@ -1933,14 +1944,9 @@ def dump_stays_in_its_folder_when_the_program_takes_the_number_of_the_folders_de
     open, and nothing is said (nothing went astray). Before, the dump was
     linked and renamed into the program's folder, and the close at the end
     closed the program's descriptor."""
-    prog = os.path.join(T, "t_fdswap")
     for way in ("unnamed", "named"):
         with workdir("vt-dirswap-") as work:
-            dumps, mine = os.path.join(os.path.realpath(work), "dumps"), os.path.join(work, "mine")
-            os.mkdir(dumps)
-            os.mkdir(mine)
-            rc, out, err, _ = timed([prog, "folder", mine, dumps, way],
-                                    lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=os.path.join(dumps, "d.json")))
+            dumps, mine, rc, out, err = folder_swap_run(work, way)
             dump = os.path.join(dumps, "d.swap.json")
             ok(rc == 0 and re.fullmatch(rf"swapped 1 own open bytes \d+\ndump 0 {re.escape(dump)}\nstart \d+\n", out),
                f"{way}: status and output: {(rc, out, err)!r}")
@@ -1995,15 +2001,9 @@ def dump_fails_said_when_the_program_takes_its_folders_number_and_moves_the_fold
     request for the dump answers -4 (not written). An unnamed temporary
     file leaves nothing; a named one (no O_TMPFILE) stays in the moved
     folder, which vramtrace can no longer reach."""
-    prog = os.path.join(T, "t_fdswap")
     for way in ("unnamed", "named"):
         with workdir("vt-dirmove-") as work:
-            dumps, mine = os.path.join(os.path.realpath(work), "dumps"), os.path.join(work, "mine")
-            os.mkdir(dumps)
-            os.mkdir(mine)
-            rc, out, err, _ = timed([prog, "folder", mine, dumps, way, "moved"],
-                                    lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_REPORT="off",
-                                            VRAMTRACE_OUT=os.path.join(dumps, "d.json")))
+            dumps, mine, rc, out, err = folder_swap_run(work, way, "moved", VRAMTRACE_REPORT="off")
             ok(rc == 0 and re.fullmatch(r"swapped 1 own open bytes \d+\ndump -4 \nstart \d+\n", out),
                f"{way}: status and output: {(rc, out, err)!r}")
             eq(err, f"vramtrace: warning: cannot write the dump to {dumps}/d.swap.json: the program took the number of "
