@@ -57,6 +57,16 @@ __attribute__((section(".text.startup"))) void vt_fd_reserve(void) {
     }
 }
 
+int vt_fd_note(int fd, struct vt_fd *k) {
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        *k = (struct vt_fd)VT_FD_NONE;
+        return -1;
+    }
+    *k = (struct vt_fd){fd, st.st_dev, st.st_ino};
+    return 0;
+}
+
 int vt_fd_mine(const struct vt_fd *k) {
     struct stat st;
     return k->fd >= 0 && fstat(k->fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;

@@ -83,6 +83,10 @@ void vt_fd_std_free(const int held[3]);
  * (EMFILE). */
 int vt_fd_high(int fd);
 
+/* fd's file's identity noted in *k, fd left where it is: 0, or -1 with
+ * errno and k->fd -1 (fd left open). */
+int vt_fd_note(int fd, struct vt_fd *k);
+
 /* 1 when k->fd is still the file kept (fstat: safe in a signal handler). */
 int vt_fd_mine(const struct vt_fd *k);
 

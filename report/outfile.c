@@ -381,9 +381,9 @@ FILE *vt_file_open_report(const char *path, const char **why, struct vt_report_f
     FILE *f = NULL;
     if (q) {
         int known = fstat(fd, &st) == 0;
-        *q = (struct lines){.k = {known ? fd : -1, known ? st.st_dev : 0, known ? st.st_ino : 0}, .fd = fd,
-                            .fifo = known && S_ISFIFO(st.st_mode), .regular = known && S_ISREG(st.st_mode),
+        *q = (struct lines){.fd = fd, .fifo = known && S_ISFIFO(st.st_mode), .regular = known && S_ISREG(st.st_mode),
                             .fb = fb};
+        vt_fd_note(fd, &q->k);
         f = fopencookie(q, "a", (cookie_io_functions_t){.write = lines_write, .close = lines_close});
         if (!f) free(q);
         else setvbuf(f, NULL, _IOFBF, 65536);
@@ -578,13 +578,9 @@ struct folder {
 
 static int folder_open(struct folder *d, const char *path, const char **base) {
     d->path = path;
-    d->k = (struct vt_fd)VT_FD_NONE;
     int fd = vt_file_dir_of(path, base);
-    struct stat st;
-    if (fd < 0) return -1;
-    if (fstat(fd, &st) != 0) return close_keep_errno(fd);
-    d->k = (struct vt_fd){fd, st.st_dev, st.st_ino};
-    return 0;
+    if (vt_fd_note(fd, &d->k) == 0) return 0;
+    return fd >= 0 ? close_keep_errno(fd) : -1;
 }
 
 /* The folder's descriptor now, or -1 (EBADF: the program took the number

@@ -12,9 +12,9 @@
 #define OWN_BUFFER (64 << 10)
 
 int vt_own_begin(struct vt_own *o, int fd) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return -1;
-    *o = (struct vt_own){{fd, st.st_dev, st.st_ino}, 0, 0, 0, NULL};
+    struct vt_fd k;
+    if (vt_fd_note(fd, &k) != 0) return -1;
+    *o = (struct vt_own){k, 0, 0, 0, NULL};
     return 0;
 }
 
