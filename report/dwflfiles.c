@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
@@ -14,6 +15,97 @@
 #include "../common/procself.h"
 #include "debuglink.h"
 #include "dwflfiles.h"
+
+/* A descriptor libdwfl holds for a module (its file, its debug file, its
+ * dwz file), noted as it is handed over, on a list in the module's user
+ * data: libdwfl closes it when the session ends (vt_dwfl_end), by its
+ * number, whatever file the program has put there meanwhile. At the end:
+ * `mine`, whether the number still holds that file; `keep` and `flags`,
+ * the program's file at that number, held aside across the end (-1:
+ * none). */
+struct held {
+    struct held *next;
+    struct vt_fd k;
+    int mine, keep, flags;
+};
+
+/* fd, handed to libdwfl for module m's data `user`, noted there. Without
+ * memory it is not noted: its end closes it unchecked, as before. */
+static void note_held(void **user, int fd) {
+    if (fd < 0 || !user) return;
+    int e = errno;
+    struct held *h = malloc(sizeof *h);
+    if (h && vt_fd_note(fd, &h->k) == 0) {
+        h->keep = h->flags = -1;
+        h->next = *user;
+        *user = h;
+    } else {
+        free(h);
+    }
+    errno = e;
+}
+
+/* A module's noted descriptors, moved onto the list `out`. */
+static int gather(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, void *out) {
+    (void)m;
+    (void)name;
+    (void)base;
+    struct held **all = out, *h = *user, *next;
+    for (; h; h = next) {
+        next = h->next;
+        h->next = *all;
+        *all = h;
+    }
+    *user = NULL;
+    return DWARF_CB_OK;
+}
+
+/* Whether h's number holds a file handed to libdwfl: h's own, or another
+ * noted one's (libdwfl closed h's on a failure, and a later file of the
+ * session got its number). */
+static int libdwfls(const struct held *h, const struct held *all) {
+    for (; all; all = all->next)
+        if (all->k.fd == h->k.fd && all->mine) return 1;
+    return 0;
+}
+
+void vt_dwfl_end(Dwfl *d) {
+    if (!d) return;
+    int e = errno;
+    struct held *all = NULL, *h, *next;
+    dwfl_getmodules(d, gather, &all, 0);
+    for (h = all; h; h = h->next) h->mine = vt_fd_mine(&h->k);
+    /* A number that holds another file now holds the program's: held
+     * aside across the end, which closes that number. */
+    for (h = all; h; h = h->next)
+        if (!libdwfls(h, all) && (h->flags = fcntl(h->k.fd, F_GETFD)) >= 0) {
+            h->keep = fcntl(h->k.fd, F_DUPFD_CLOEXEC, VT_FD_LOW);
+            if (h->keep < 0) h->keep = fcntl(h->k.fd, F_DUPFD_CLOEXEC, 3);
+        }
+    dwfl_end(d);
+    /* Put back at its number, as it was (close on exec or not), where the
+     * end closed that number and nothing took it since. */
+    for (h = all; h; h = next) {
+        next = h->next;
+        if (h->keep >= 0) {
+            if (fcntl(h->k.fd, F_GETFD) < 0 && errno == EBADF)
+                dup3(h->keep, h->k.fd, h->flags & FD_CLOEXEC ? O_CLOEXEC : 0);
+            close(h->keep);
+        }
+        free(h);
+    }
+    errno = e;
+}
+
+Dwfl_Module *vt_dwfl_report_file(Dwfl *d, const char *path, GElf_Addr base) {
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
+    if (fd < 0) return NULL;
+    /* libdwfl takes the descriptor (and closes it itself on a failure). */
+    Dwfl_Module *m = dwfl_report_elf(d, path, path, fd, base, true);
+    void **user = NULL;
+    if (m && dwfl_module_info(m, &user, NULL, NULL, NULL, NULL, NULL, NULL)) note_held(user, fd);
+    return m;
+}
 
 /* A descriptor a libdwfl callback hands back, made the library's own:
  * moved to 700 and up, close on exec. libdwfl keeps it with the Elf
@@ -71,8 +163,9 @@ static int mapped_file(Dwfl_Module *m, char *out, size_t size) {
 static int find_elf(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, char **file, Elf **elf) {
     char real[PATH_MAX];
     if (name && strstr(name, "\\012") && mapped_file(m, real, sizeof real) == 0) name = real;
-    int fd = dwfl_linux_proc_find_elf(m, user, name, base, file, elf);
-    return handed_back(fd, *elf);
+    int fd = handed_back(dwfl_linux_proc_find_elf(m, user, name, base, file, elf), *elf);
+    note_held(user, fd);
+    return fd;
 }
 
 /* Whether libdwfl asks for module m's own debug file (link and crc its
@@ -98,13 +191,16 @@ static int own_debug_file(Dwfl_Module *m, const char *link) {
  * descriptor stays at the number it got, close on exec. */
 static int find_debuginfo(Dwfl_Module *m, void **user, const char *name, Dwarf_Addr base, const char *file,
                           const char *link, GElf_Word crc, char **found) {
+    int fd;
     if (!own_debug_file(m, link)) {
-        int fd = dwfl_build_id_find_debuginfo(m, user, name, base, file, link, crc, found);
+        fd = dwfl_build_id_find_debuginfo(m, user, name, base, file, link, crc, found);
         if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
-        return fd;
+    } else {
+        fd = vt_debuglink_by_build_id(m, found);
+        if (fd < 0) fd = vt_debuglink_find(m, file, link, crc, found);
     }
-    int fd = vt_debuglink_by_build_id(m, found);
-    return fd >= 0 ? fd : vt_debuglink_find(m, file, link, crc, found);
+    note_held(user, fd);
+    return fd;
 }
 
 const Dwfl_Callbacks vt_dwfl_callbacks = {

@@ -28,4 +28,16 @@ extern const Dwfl_Callbacks vt_dwfl_callbacks;
  * (an errno, or -1). */
 int vt_dwfl_report_self(Dwfl *d);
 
+/* The module of the ELF file at path, reported to d at load bias `base`
+ * (dwfl_report_elf, the descriptor opened here, out of the program's
+ * way): NULL when it cannot be. */
+Dwfl_Module *vt_dwfl_report_file(Dwfl *d, const char *path, GElf_Addr base);
+
+/* dwfl_end, for a Dwfl made with vt_dwfl_callbacks: libdwfl closes the
+ * descriptors it holds by their numbers, so a number whose file the
+ * program replaced meanwhile (a daemon's closefrom and its own open, a
+ * dup2) has the program's file held aside across the end and put back
+ * at it, as it was. errno unchanged. */
+void vt_dwfl_end(Dwfl *d);
+
 #endif

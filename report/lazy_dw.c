@@ -29,6 +29,8 @@
     _(int, dwfl_report_end, (Dwfl *d, int (*rm)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *), \
       void *arg), (d, rm, arg), -1)                                                                  \
     _(Dwfl_Module *, dwfl_addrmodule, (Dwfl *d, Dwarf_Addr a), (d, a), NULL)                          \
+    _(ptrdiff_t, dwfl_getmodules, (Dwfl *d, int (*cb)(Dwfl_Module *, void **, const char *, Dwarf_Addr, void *), \
+      void *arg, ptrdiff_t off), (d, cb, arg, off), -1)                                             \
     _(const char *, dwfl_module_info, (Dwfl_Module *m, void ***u, Dwarf_Addr *s, Dwarf_Addr *e,        \
       Dwarf_Addr *dw, Dwarf_Addr *sy, const char **mf, const char **df), (m, u, s, e, dw, sy, mf, df), NULL) \
     _(const char *, dwfl_module_addrname, (Dwfl_Module *m, GElf_Addr a), (m, a), NULL)               \

@@ -450,7 +450,7 @@ static void open_dwfl(struct priv *p) {
      * opened one there): read again, with a descriptor of its own, rather
      * than name every frame by module and offset. */
     for (int again = 0; p->dwfl && e != 0 && again < 3; again++) {
-        dwfl_end(p->dwfl);
+        vt_dwfl_end(p->dwfl);
         p->dwfl = dwfl_begin(&vt_dwfl_callbacks);
         e = p->dwfl ? vt_dwfl_report_self(p->dwfl) : 0;
     }
@@ -465,7 +465,7 @@ static void open_dwfl(struct priv *p) {
                 "`addr2line -f -e MODULE OFFSET` turns into a function and line",
                 p->dwfl ? (e > 0 ? strerror(e) : "its memory map did not read")
                         : vt_dw_unloaded_why() ? vt_dw_unloaded_why() : "libdw made no session");
-    if (p->dwfl) dwfl_end(p->dwfl);
+    if (p->dwfl) vt_dwfl_end(p->dwfl);
     p->dwfl = NULL;
 }
 
@@ -520,7 +520,7 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
     dwfl_report_begin(dw);
     /* At its load bias: libdwfl adds the first segment's address (a
      * library linked to start elsewhere than 0 was read that far off). */
-    Dwfl_Module *m = dwfl_report_elf(dw, d->span.path, d->span.path, -1, d->span.base, true);
+    Dwfl_Module *m = vt_dwfl_report_file(dw, d->span.path, d->span.base);
     dwfl_report_end(dw, NULL, NULL);
     const unsigned char *bits = NULL;
     GElf_Addr vaddr;
@@ -528,7 +528,7 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
     int same = m && (d->span.build_id_len ? len == d->span.build_id_len && memcmp(bits, d->span.build_id, (size_t)len) == 0
                                           : len <= 0 && same_code_in_file(&d->span));
     if (!same) {
-        dwfl_end(dw);
+        vt_dwfl_end(dw);
         return NULL;
     }
     return p->gone[i] = dw;
@@ -540,12 +540,12 @@ static Dwfl *departed_dwfl(struct priv *p, uintptr_t key, const struct vt_depart
 static void close_dwfl(struct priv *p) {
     vt_inlines_free(p->inlines);
     p->inlines = NULL;
-    if (p->dwfl) dwfl_end(p->dwfl);
+    if (p->dwfl) vt_dwfl_end(p->dwfl);
     p->dwfl = NULL;
     p->dwfl_tried = 0;
     if (p->gone)
         for (size_t i = 0; i < VT_MAX_DEPARTED; i++)
-            if (p->gone[i]) dwfl_end(p->gone[i]);
+            if (p->gone[i]) vt_dwfl_end(p->gone[i]);
     free(p->gone);
     free(p->gone_tried);
     p->gone = NULL;

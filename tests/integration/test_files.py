@@ -1888,6 +1888,36 @@ def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descr
 
 
 @test
+def naming_ends_without_closing_the_file_the_program_put_at_a_modules_number():
+    """A program whose own file takes the number of a descriptor the
+    symbolizer's libdwfl holds (a module's file, mapped to be read, kept
+    open until the naming ends; here the program's mmap(2) puts it there
+    as the module is mapped, t_fdswap module) while a dump names its
+    frames: libdwfl closes the numbers it holds at the end, and the
+    program's file is held aside across that end and put back at its
+    number, as it was (not close on exec, as dup2 left it); no other
+    descriptor of vramtrace's is left open from 700 up, the dump names
+    main by function, file and line, and nothing is said. Before, the
+    end closed the program's file."""
+    prog = os.path.join(T, "t_fdswap")
+    with workdir("vt-moduleswap-") as work:
+        mine = os.path.join(work, "mine")
+        with open(mine, "w") as f:
+            f.write("the program's own file\n")
+        out_path = os.path.join(work, "d.json")
+        rc, out, err, _ = timed([prog, "module", mine], lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
+        dump = os.path.join(work, "d.swap.json")
+        m = re.fullmatch(rf"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {re.escape(dump)}\n"
+                         r"start \d+\nothers 0 cloexec 0\n", out)
+        ok(rc == 0 and m is not None and err == "", f"status, output, no warning: {(rc, out, err)!r}")
+        d = load_dump(dump)
+        main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
+        eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
+           [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
+           "main named by function, file and line")
+
+
+@test
 def dump_written_again_when_the_program_takes_the_number_of_its_descriptor():
     """A program whose own file takes the number of the descriptor a dump
     is being written through (a daemon's closefrom and first open in

@@ -17,6 +17,12 @@
  * that names FOLDER itself (the dump's folder, held while it is written);
  * with "moved" after the way (named or unnamed), it then renames FOLDER to
  * FOLDER.moved, where the dump's path no longer leads.
+ * t_fdswap module OWN: its mmap(2) puts OWN (opened to read) at the number
+ * of the first descriptor mapped whose file is the program itself (the
+ * symbolizer's reader mapping the module's file, which it keeps open
+ * until the naming ends), once the mapping is made; it prints how many
+ * other descriptors are open from 700 up after the dump, and whether its
+ * own is close on exec there (dup2 made it not).
  *
  * main allocates 4096 bytes through the runtime (kept), asks vramtrace for
  * a dump (vramtrace_dump through vramtrace_load: it names the frames,
@@ -33,19 +39,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../include/vramtrace.h"
 
-static int own = -1, swapped_at = -1, on_write, on_folder, no_tmpfile, move_folder;
+static int own = -1, swapped_at = -1, on_write, on_folder, on_module, no_tmpfile, move_folder;
 static const char *folder, *name = "maps";
 
 /* OWN put at fd when fd's file is the one looked for (its path ends with
  * "/maps" under /proc, or lies in FOLDER). */
 static void maybe_swap(int fd, int writing) {
-    if (own < 0 || swapped_at >= 0 || fd <= 2 || writing != on_write) return;
+    if (own < 0 || swapped_at >= 0 || fd <= 2 || writing != on_write || on_module) return;
     char link[64], target[4096];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t k = readlink(link, target, sizeof target - 1);
@@ -82,6 +89,18 @@ ssize_t write(int fd, const void *buf, size_t n) {
     return syscall(SYS_write, fd, buf, n);
 }
 
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    void *r = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (r == MAP_FAILED || !on_module || own < 0 || swapped_at >= 0 || fd <= 2) return r;
+    char link[64], target[4096], self[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(link, target, sizeof target - 1), m = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0 || m <= 0) return r;
+    target[k] = self[m] = '\0';
+    if (strcmp(target, self) == 0 && dup2(own, fd) == fd) swapped_at = fd;
+    return r;
+}
+
 int openat(int dirfd, const char *path, int flags, ...) {
     va_list ap;
     va_start(ap, flags);
@@ -98,11 +117,12 @@ int main(int argc, char **argv) {
     if (argc < 3) return 2;
     on_folder = strcmp(argv[1], "folder") == 0;
     on_write = on_folder || strcmp(argv[1], "write") == 0;
+    on_module = strcmp(argv[1], "module") == 0;
     if (on_write && argc < 4) return 2;
     folder = on_write ? argv[3] : NULL;
     no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
     move_folder = on_folder && argc > 5 && strcmp(argv[5], "moved") == 0;
-    if (!on_write && argc > 3) name = argv[3];
+    if (!on_write && !on_module && argc > 3) name = argv[3];
     own = on_folder  ? open(argv[2], O_PATH | O_DIRECTORY | O_CLOEXEC)
           : on_write ? open(argv[2], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
                      : open(argv[2], O_RDONLY | O_CLOEXEC);
@@ -125,5 +145,13 @@ int main(int argc, char **argv) {
     if (st) fclose(st);
     printf("swapped %d own %s bytes %ld\ndump %d %s\nstart %ld\n", swapped_at >= 0, open_still ? "open" : "closed",
            bytes, r, path, field ? strtol(field + 1, NULL, 10) : -1L);
+    if (on_module) {
+        /* What else is open from 700 up: vramtrace's descriptors, none of
+         * which a naming that ended leaves behind. */
+        int others = 0;
+        for (int d = 700; d < 1024; d++) others += d != swapped_at && fcntl(d, F_GETFD) >= 0;
+        int fl = swapped_at >= 0 ? fcntl(swapped_at, F_GETFD) : -1;
+        printf("others %d cloexec %d\n", others, fl < 0 ? -1 : (fl & FD_CLOEXEC) != 0);
+    }
     return cudaFree(p) == cudaSuccess ? 0 : 1;
 }
