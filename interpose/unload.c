@@ -14,6 +14,7 @@
 #include <uthash.h>
 
 #include "../common/fdkeep.h"
+#include "../common/loadername.h"
 #include "../common/procself.h"
 #include "../tracker/departed.h"
 #include "hook.h"
@@ -55,28 +56,15 @@ struct vt_loaded {
     int have_adds, failed;
 };
 
-/* The loader's names are read with no lock a thread sanitizer sees (the
- * loader's own): copied and compared here, unchecked by it, so that a
+/* What the loader writes (its objects' names, a handle's load bias) is
+ * read with no lock a thread sanitizer sees (the loader's own): the names
+ * are copied and compared by common/loadername.h, and the functions here
+ * that read the loader's memory besides are unchecked by it, so that a
  * ThreadSanitizer build does not report the loader's writes of another
  * thread's dlopen as a race. */
 #define VT_LOADER_READ __attribute__((no_sanitize("thread")))
 
-VT_LOADER_READ static char *loader_name_dup(const char *name) {
-    size_t n = 0;
-    while (name[n]) n++;
-    char *c = malloc(n + 1);
-    if (c)
-        for (size_t i = 0; i <= n; i++) c[i] = name[i];
-    return c;
-}
-
 VT_LOADER_READ static uintptr_t load_bias_of(void *handle) { return ((struct link_map *)handle)->l_addr; }
-
-VT_LOADER_READ static int loader_name_is(const char *kept, const char *name) {
-    size_t i = 0;
-    for (; kept[i] && kept[i] == name[i]; i++) {}
-    return kept[i] == name[i];
-}
 
 /* The GNU build ID among a library's notes, as mapped. */
 static void build_id_of(const struct dl_phdr_info *info, struct vt_code_span *s) {
@@ -178,7 +166,7 @@ static struct known *learn(const struct dl_phdr_info *info, uintptr_t lo) {
     if (!k) return NULL;
     span_of(info, &k->span);
     k->lo = lo;
-    k->loader_name = loader_name_dup(info->dlpi_name);
+    k->loader_name = vt_loader_name_dup(info->dlpi_name);
     build_id_of(info, &k->span);
     if (!k->span.build_id_len) fingerprint_of(info, &k->span);
     char *path = mapped_file(info, lo);
@@ -234,7 +222,7 @@ VT_LOADER_READ static struct known *entry_of(const struct dl_phdr_info *info) {
     span_of(info, &s);
     struct known *k;
     HASH_FIND(hh, known, &s.lo, sizeof s.lo, k);
-    if (k && (k->span.hi != s.hi || k->span.base != s.base || !loader_name_is(k->loader_name, info->dlpi_name))) {
+    if (k && (k->span.hi != s.hi || k->span.base != s.base || !vt_loader_name_is(k->loader_name, info->dlpi_name))) {
         bury(k);
         k = NULL;
     }
@@ -312,7 +300,7 @@ VT_LOADER_READ static int mark_present(struct dl_phdr_info *info, size_t size, v
     span_of(info, &s);
     struct known *k;
     HASH_FIND(hh, known, &s.lo, sizeof s.lo, k);
-    if (!k || k->span.hi != s.hi || k->span.base != s.base || !loader_name_is(k->loader_name, info->dlpi_name)) return 0;
+    if (!k || k->span.hi != s.hi || k->span.base != s.base || !vt_loader_name_is(k->loader_name, info->dlpi_name)) return 0;
     /* Nothing was loaded during the dlclose: it is the same library. Else
      * it may be another build loaded at once under the same name. */
     int loads = !l->have_adds || size < offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds ||

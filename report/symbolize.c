@@ -18,6 +18,7 @@
 #include "../common/display.h"
 #include "../common/fdkeep.h"
 #include "../common/labels.h"
+#include "../common/loadername.h"
 #include "../common/procself.h"
 #include "../common/warn.h"
 #include "../tracker/departed.h"
@@ -393,26 +394,15 @@ uint32_t *vt_site_groups(const struct vt_symbols *sym, size_t nstacks, size_t *n
 }
 
 /* dl_iterate_phdr's callback: the path of a loaded C++ runtime into
- * out (PATH_MAX bytes), and stop. The loader writes an object's name
- * under a lock of its own, which a thread sanitizer does not see (it
- * clears a name's bytes for the callback, not its terminator): read here
- * byte by byte and unchecked by it, so that a ThreadSanitizer build does
- * not report another thread's dlopen as a race, as interpose/unload.c
- * reads the loader's names. */
-__attribute__((no_sanitize("thread"))) static int cxx_runtime(struct dl_phdr_info *info, size_t size, void *out) {
+ * out (PATH_MAX bytes), and stop. The loader's name is copied first
+ * (common/loadername.h says why). */
+static int cxx_runtime(struct dl_phdr_info *info, size_t size, void *out) {
     (void)size;
-    const volatile char *name = info->dlpi_name;
-    size_t n = 0, base = 0;
-    for (; name[n]; n++) {
-        if (n + 1 >= PATH_MAX) return 0;
-        if (name[n] == '/') base = n + 1;
-    }
+    char *path = out;
+    if (!info->dlpi_name || vt_loader_name_copy(info->dlpi_name, path, PATH_MAX) < 0) return 0;
+    const char *base = strrchr(path, '/');
     static const char want[] = "libstdc++.so";
-    for (size_t i = 0; i < sizeof want - 1; i++)
-        if (base + i >= n || name[base + i] != want[i]) return 0;
-    char *o = out;
-    for (size_t i = 0; i <= n; i++) o[i] = name[i];
-    return 1;
+    return strncmp(base ? base + 1 : path, want, sizeof want - 1) == 0;
 }
 
 /* An empty frame table, with the process's demangler. */
