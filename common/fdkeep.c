@@ -163,13 +163,11 @@ static int whole_close(void *cookie) {
     return 0;
 }
 
-/* path read whole through one descriptor into *w: 0; -1 with errno, EBADF
- * when the descriptor was no longer the file opened by the end (left open:
- * the program's). */
-static int read_whole(const char *path, struct whole *w) {
-    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
+/* fd read whole into *w and closed, when it is still the file it was at
+ * its first fstat: 0; -1 with errno, EBADF when the descriptor was no
+ * longer that file by the end (left open: the program's). */
+static int read_fd_whole(int fd, struct whole *w) {
     struct stat opened;
-    if (fd < 0) return -1;
     if (fstat(fd, &opened) != 0) return -1; /* closed already: not ours to close */
     struct vt_fd k = {fd, opened.st_dev, opened.st_ino};
     size_t cap = 16384, len = 0;
@@ -199,6 +197,12 @@ static int read_whole(const char *path, struct whole *w) {
     return 0;
 }
 
+/* path read whole through one descriptor into *w (read_fd_whole). */
+static int read_whole(const char *path, struct whole *w) {
+    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
+    return fd < 0 ? -1 : read_fd_whole(fd, w);
+}
+
 /* read_whole, again (three times in all) while the program takes the
  * descriptor's number. */
 static int read_whole_again(const char *path, struct whole *w) {
@@ -218,10 +222,15 @@ ssize_t vt_fd_read_small(const char *path, char *buf, size_t size) {
     return (ssize_t)n;
 }
 
-FILE *vt_fd_fopen(const char *path) {
+/* A stream from memory over what read_fd_whole or read_whole_again read
+ * (fd >= 0: that descriptor's, else path's). */
+static FILE *whole_stream(int fd, const char *path) {
     struct whole *w = malloc(sizeof *w);
-    if (!w) return NULL;
-    int r = read_whole_again(path, w);
+    if (!w) {
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    int r = fd >= 0 ? read_fd_whole(fd, w) : read_whole_again(path, w);
     FILE *f = NULL;
     if (r == 0) {
         f = fopencookie(w, "r", (cookie_io_functions_t){whole_read, NULL, whole_seek, whole_close});
@@ -233,3 +242,7 @@ FILE *vt_fd_fopen(const char *path) {
     errno = e;
     return NULL;
 }
+
+FILE *vt_fd_fopen(const char *path) { return whole_stream(-1, path); }
+
+FILE *vt_fd_fdopen(int fd) { return whole_stream(fd, NULL); }

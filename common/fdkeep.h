@@ -63,6 +63,14 @@ int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode);
  * end. */
 FILE *vt_fd_fopen(const char *path);
 
+/* The same for a descriptor the library opened (vt_fd_open) and may not
+ * open again by its path (the suppressions file, checked to be a regular
+ * file after its open): read whole at once, closed if it is still the
+ * file it was when first looked at, else left open (the program's) and
+ * NULL with EBADF, for the caller to open it again. fd is closed on every
+ * other failure. */
+FILE *vt_fd_fdopen(int fd);
+
 /* At most size - 1 bytes of the file at path, read as vt_fd_fopen reads
  * it (the descriptor checked before it is closed, the file read again
  * when the program took its number), into buf, a NUL after them: how

@@ -29,26 +29,40 @@ static FILE *read_pipe(int fd, const char **why) {
     return f;
 }
 
-/* The file at path as a stream, or NULL with *why. Opened without
- * blocking: a FIFO with no writer there would hold the process at exit
- * forever. */
+/* The file at path as a stream from memory, or NULL with *why. Opened
+ * without blocking: a FIFO with no writer there would hold the process at
+ * exit forever. A regular file is read whole at once and its descriptor
+ * closed only while it is still that file: where the program took the
+ * number meanwhile (a daemon's closefrom and its own open, in another
+ * thread), what was read is not used, the program's file is left open,
+ * and the file is opened again (three times at most). Before, the rules
+ * were read through the descriptor line by line, from the program's file
+ * once it had the number, and it was closed at the end. */
 static FILE *open_rules(const char *path, const char **why) {
-    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
-    struct stat st;
-    *why = NULL;
-    if (fd < 0) {
-        *why = strerror(errno);
-        return NULL;
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        struct stat st;
+        *why = NULL;
+        if (fd < 0) {
+            *why = strerror(errno);
+            return NULL;
+        }
+        if (fstat(fd, &st) != 0) {
+            *why = strerror(errno); /* closed already: the program's number */
+            continue;
+        }
+        if (S_ISFIFO(st.st_mode)) return read_pipe(fd, why);
+        if (!S_ISREG(st.st_mode)) {
+            *why = "not a regular file";
+            close(fd);
+            return NULL;
+        }
+        FILE *f = vt_fd_fdopen(fd);
+        if (f) return f;
+        *why = errno == EBADF ? "the program took the number of its descriptor while it was read" : strerror(errno);
+        if (errno != EBADF) return NULL;
     }
-    if (fstat(fd, &st) != 0) *why = strerror(errno);
-    else if (S_ISFIFO(st.st_mode)) return read_pipe(fd, why);
-    else if (!S_ISREG(st.st_mode)) *why = "not a regular file";
-    FILE *f = *why ? NULL : fdopen(fd, "r");
-    if (!f) {
-        if (!*why) *why = strerror(errno);
-        close(fd);
-    }
-    return f;
+    return NULL;
 }
 
 void vt_supp_free(char **patterns, size_t n) {

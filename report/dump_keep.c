@@ -102,13 +102,22 @@ static int aside_name(const char *base, int pid, int k, char *out, size_t size) 
 
 int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) {
     struct vt_kept *k = arg;
-    int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
-    if (fd < 0) return 0;
     struct stat st;
-    int pid = -1, self = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
-        pid = dump_writer(fd, k->reason, sizeof k->reason, k->self, &self);
-    close(fd);
+    int pid = -1, self = 0, read_ok = 0;
+    for (int tries = 0; tries < 3 && !read_ok; tries++) {
+        int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0) return 0;
+        if (fstat(fd, &st) != 0) continue; /* closed already: the number is the program's */
+        struct vt_fd kf = {fd, st.st_dev, st.st_ino};
+        pid = -1;
+        if (S_ISREG(st.st_mode) && st.st_uid == geteuid())
+            pid = dump_writer(fd, k->reason, sizeof k->reason, k->self, &self);
+        /* What was read came from the program's file if it took the
+         * number meanwhile (a daemon's closefrom and its own open): not
+         * used, not closed, and the file read again. */
+        if ((read_ok = vt_fd_mine(&kf))) close(fd);
+    }
+    if (!read_ok) return 0;
     /* This image's own dump at this name (its out-of-memory dump under the
      * exit's) is replaced: placed by this image at this name, and its
      * first bytes say this process. */
@@ -141,8 +150,10 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
  * $(mktemp)`), or none there. Where not, *why says what is in the way: a
  * file that is not a dump, or another user's file (a shared folder, where
  * another user's job left a dump at the same name: refused, it left this
- * job with no dump at all). */
-static int replaceable(int dirfd, const char *base, const char **why) {
+ * job with no dump at all). 1 or 0; -1 when it cannot be told (errno),
+ * -3 when the program took the number of the descriptor it was read
+ * through. */
+static int replaceable_once(int dirfd, const char *base, const char **why) {
     static const char *theirs = "belongs to another user", *not_dump = "is not a vramtrace dump";
     int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
     if (fd < 0 && errno == EACCES) {
@@ -167,13 +178,30 @@ static int replaceable(int dirfd, const char *base, const char **why) {
     struct stat st;
     char head[32];
     ssize_t n = 0;
-    int ok = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+    if (fstat(fd, &st) != 0) return 1; /* closed already (the program's number): as before, the write says */
+    struct vt_fd kf = {fd, st.st_dev, st.st_ino};
+    int ok = !S_ISREG(st.st_mode) ||
              (st.st_uid == geteuid() &&
               (st.st_size == 0 ||
                ((n = read(fd, head, 26)) == 26 && memcmp(head, "{\"format\":\"vramtrace-dump\"", 26) == 0)));
     if (!ok) *why = st.st_uid == geteuid() ? not_dump : theirs;
+    /* Read from the program's file if it took the number meanwhile: what
+     * the name holds is not known from it (-3), and the program's
+     * descriptor is not closed. */
+    if (!vt_fd_mine(&kf)) return -3;
     close(fd);
     return ok;
+}
+
+/* replaceable_once, again (three times in all) while the program takes
+ * the number of the descriptor it reads through; then -1, EBADF. */
+static int replaceable(int dirfd, const char *base, const char **why) {
+    for (int tries = 0; tries < 3; tries++) {
+        int r = replaceable_once(dirfd, base, why);
+        if (r != -3) return r;
+    }
+    errno = EBADF;
+    return -1;
 }
 
 int vt_dump_keep_foreign(const char *path, char *out, size_t size, const char **why) {
@@ -221,9 +249,14 @@ void vt_dump_keep_placed(const char *path, const struct stat *placed, const char
          * on-demand dump of its own), and saying this process in its
          * first bytes (not another process of the same pid, another
          * container's pid 1). */
-        int drop = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && placed_at(&st, base) &&
+        if (fstat(fd, &st) != 0) continue; /* closed already: the program's number */
+        struct vt_fd kf = {fd, st.st_dev, st.st_ino};
+        int drop = S_ISREG(st.st_mode) && placed_at(&st, base) &&
                    !(st.st_dev == placed->st_dev && st.st_ino == placed->st_ino) &&
                    dump_writer(fd, reason, sizeof reason, self, &is_self) == pid && is_self;
+        /* Read from the program's file if it took the number meanwhile:
+         * nothing removed, and its descriptor not closed. */
+        if (!vt_fd_mine(&kf)) continue;
         close(fd);
         if (drop) unlinkat(dirfd, name, 0);
     }

@@ -80,12 +80,25 @@ int vt_report_keep_appendable(const char *path, const char **why) {
         char head[128];
         ssize_t n = -1;
         off_t at = -3;
-        int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
-        int gone = fd < 0 && errno == ENOENT; /* removed meanwhile: a new one is made */
-        if (fd >= 0) {
+        int gone = 0;
+        for (int tries = 0; tries < 3; tries++) {
+            int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+            struct vt_fd kf;
+            gone = fd < 0 && errno == ENOENT; /* removed meanwhile: a new one is made */
+            n = -1;
+            at = -3;
+            if (fd < 0 || vt_fd_note(fd, &kf) != 0) break;
             at = first_text(fd);
             if (at >= 0) n = pread(fd, head, sizeof head, at);
-            close(fd);
+            /* Read from the program's file if it took the number meanwhile
+             * (a daemon's closefrom and its own open): not used, not
+             * closed, and the file read again. */
+            if (vt_fd_mine(&kf)) {
+                close(fd);
+                break;
+            }
+            n = -1;
+            at = -3;
         }
         if (at == -1 || gone || (at >= 0 && n == 0)) {
             /* blank lines alone, or emptied or removed meanwhile */

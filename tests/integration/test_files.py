@@ -1440,6 +1440,84 @@ def suppressions_at_a_fifo_or_directory_never_block():
 
 
 @test
+def suppressions_read_again_when_the_program_takes_the_number_of_their_descriptor():
+    """A program whose own file takes the number of the descriptor the
+    leak check reads the suppressions file through, at that read (a
+    daemon's closefrom and its own open in another thread; here the
+    program's read(2) does it, t_fdswap read with the file's path): what
+    was read there is not used, the program's file is not closed, and
+    the suppressions file is opened and read again: its rule suppresses
+    the leak, nothing is said. Before, the rules were read through the
+    descriptor by the C library's stream, which this program's read(2)
+    does not see; a build that uses what it read from the swapped
+    descriptor says "expected leak:PATTERN, got 'not a rule at all'" and
+    fails the run with the leak."""
+    with workdir("vt-supswap-") as work:
+        sup, mine = os.path.join(work, "s.supp"), os.path.join(work, "mine")
+        with open(sup, "w") as f:
+            f.write("leak:^main\n")
+        with open(mine, "w") as f:
+            f.write("not a rule at all\n")
+        r = run([os.path.join(T, "t_fdswap"), "read", mine, sup],
+                env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": sup, "VRAMTRACE_LIVE": "0"})
+        eq(r.rc, 0, f"the leak suppressed:\n{r.err}")
+        eq(re.findall(r"t_fdswap: swapped at (\d+)\n", r.err) != [], True, f"the swap made:\n{r.err}")
+        eq([l for l in r.err.splitlines() if "warning" in l or "cannot" in l], [], "nothing said")
+        ok("Suppressions used:\n  count      bytes template\n      1       4096 ^main\n" in r.err,
+           f"the file's rule suppressed the leak:\n{r.err}")
+
+
+@test
+def earlier_dump_and_report_read_again_when_the_program_takes_their_descriptors_number():
+    """A program whose own file takes the number of the descriptor vramtrace
+    reads the first bytes of a file already at the dump's path or the
+    report file through (to tell whether it is a dump of vramtrace's to
+    keep aside or replace, a report log to append to), at that read
+    (t_fdswap read with the file's path, whose read(2) and pread(2) make
+    the swap): what was read there is not used, the program's file is not
+    closed, and the file is read again. An earlier dump at the path is
+    kept aside under its writer's pid and the new one written at the
+    path; a report log gets the new report appended; nothing is said.
+    Before, the program's file was taken for what the path held ("is not a
+    vramtrace dump: it is left as it is, and the dump written to ...", "is
+    not a vramtrace report log: ... the report goes to stderr") and its
+    descriptor closed."""
+    prog = os.path.join(T, "t_fdswap")
+    leaks = os.path.join(T, "t_leaks")
+    for case in ("dump", "report"):
+        with workdir("vt-keepswap-") as work:
+            mine = os.path.join(work, "mine")
+            with open(mine, "w") as f:
+                f.write("neither a dump nor a report\n")
+            dump, log = os.path.join(work, "d.json"), os.path.join(work, "r.log")
+            there = {"VRAMTRACE_OUT": dump} if case == "dump" else {"VRAMTRACE_REPORT": log}
+            p = subprocess.run([leaks], env=lib_env(VRAMTRACE_LIVE="0", **there), capture_output=True, text=True,
+                               timeout=60)
+            eq(p.returncode, 0, f"{case}: the earlier run")
+            path = dump if case == "dump" else log
+            with open(path, "rb") as f:
+                before = f.read()
+            rc, out, err, _ = timed([prog, "read", mine, path], lib_env(VRAMTRACE_LIVE="0", **there))
+            eq(rc, 0, f"{case}: status: {err}")
+            eq(len(re.findall(r"^t_fdswap: swapped at \d+$", err, re.M)), 1, f"{case}: the swap made:\n{err}")
+            eq(warnings(err), [], f"{case}: nothing said")
+            if case == "dump":
+                aside = sorted(n for n in os.listdir(work) if re.fullmatch(r"d\.pid\d+\.json", n))
+                eq(len(aside), 1, f"the earlier dump kept aside: {sorted(os.listdir(work))}")
+                kept = os.path.join(work, aside[0])
+                eq(aside[0], f"d.pid{load_dump(kept)['pid']}.json", "under its writer's pid")
+                with open(kept, "rb") as f:
+                    eq(f.read(), before, "the earlier dump, whole")
+                eq(load_dump(dump)["argv"], [prog, "read", mine, path], "the new dump at the path")
+            else:
+                with open(log, "rb") as f:
+                    now = f.read()
+                ok(now.startswith(before) and len(now) > len(before) and
+                   now[len(before):].lstrip(b"\n").startswith(b"vramtrace: exit in pid "),
+                   f"the report appended to the log: {now[len(before) - 80:len(before) + 120]!r}")
+
+
+@test
 def suppressions_pipe_whose_writer_goes_silent_is_no_list():
     """A suppressions pipe whose writer writes one rule and then nothing for
     more than 10 s: the library took the first rule as the whole list (the
