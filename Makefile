@@ -31,7 +31,7 @@ LIBS    := -ldl -lpthread -Wl,-Bsymbolic-functions
 # common/ is what the library and the CLI both compile: the call-site rule,
 # the byte and JSON formatting, the settings table, the capped warning,
 # the suppressions file's reader.
-COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c common/pipetext.c common/suppfile.c common/procself.c common/rankvars.c common/loadername.c
+COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c common/summary.c common/options.c common/warn.c common/live.c common/thread.c common/torchfmt.c common/fdkeep.c common/display.c common/pipetext.c common/suppfile.c common/procself.c common/rankvars.c common/loadername.c common/dlagain.c
 LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/dynsyms.c interpose/canload.c interpose/deepbind.c interpose/infront.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/mainexit.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
            interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/ipc.c interpose/unload.c \

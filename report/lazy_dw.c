@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "../common/dlagain.h"
 #include "lazy_dw.h"
 
 #define VT_HIDDEN __attribute__((visibility("hidden")))
@@ -92,12 +93,8 @@ static int loaded;
 static char unloaded_why[256];
 
 static void load_now(void) {
-    void *h = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(unloaded_why, sizeof unloaded_why, "%s", e ? e : "libdw.so.1: not loaded");
-        return;
-    }
+    void *h = vt_dlopen_again("libdw.so.1", RTLD_LAZY | RTLD_LOCAL, unloaded_why, sizeof unloaded_why);
+    if (!h) return;
 /* Each at the version it first came in (all 0.122 but the build-id lookup, 0.130; two more below). */
 #define FIND(ret, name, params, args, fail)                                  \
     if (!(*(void **)&real.name = dlvsym(h, #name, "ELFUTILS_0.122")))        \

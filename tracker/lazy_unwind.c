@@ -14,6 +14,8 @@
 #include <libunwind.h>
 #include <pthread.h>
 
+#include "../common/dlagain.h"
+
 #define VT_HIDDEN __attribute__((visibility("hidden")))
 
 /* What stack.c passes as unw_local_addr_space: only a stand-in, replaced
@@ -30,7 +32,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int loaded; /* set, with release, once `real` is filled in */
 
 static void load(void) {
-    void *h = dlopen("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL);
+    void *h = vt_dlopen_again("libunwind.so.8", RTLD_LAZY | RTLD_LOCAL, NULL, 0);
     if (!h) return;
     *(void **)&real.space = dlsym(h, "_ULx86_64_local_addr_space");
     *(void **)&real.set_caching_policy = dlsym(h, "_ULx86_64_set_caching_policy");
