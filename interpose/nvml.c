@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/dlagain.h"
 #include "../common/fdkeep.h"
 #include "nvml.h"
 
@@ -22,7 +23,7 @@ static int (*get_procs_v1)(void *, unsigned *, struct nvml_proc_v1 *);
 static int ready;
 
 static void load(void) {
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = vt_dlopen_again("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL, NULL, 0);
     if (!h) return;
     int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
     *(void **)&get_handle = dlsym(h, "nvmlDeviceGetHandleByUUID");
@@ -36,12 +37,10 @@ static void proc_name(int pid, char *out, size_t size) {
     char path[64];
     out[0] = '\0';
     snprintf(path, sizeof path, "/proc/%d/comm", pid);
-    int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    if (fd < 0) return;
-    ssize_t n = read(fd, out, size - 1);
-    close(fd);
-    if (n <= 0) { out[0] = '\0'; return; }
-    out[n] = '\0';
+    if (vt_fd_read_small(path, out, size) <= 0) {
+        out[0] = '\0';
+        return;
+    }
     char *nl = strchr(out, '\n');
     if (nl) *nl = '\0';
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/display.h"
+#include "../common/dlagain.h"
 #include "../common/fdkeep.h"
 #include "../common/labels.h"
 #include "../common/loadername.h"
@@ -130,7 +131,7 @@ static char *demangled(struct priv *p, const char *raw) {
          * Else the leak check's suppressions by C++ name matched or not
          * with the way the program was linked. The reference is kept. */
         p->demangle_loaded = 1;
-        void *cxx = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        void *cxx = vt_dlopen_again("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL, NULL, 0);
         if (cxx) *(void **)&p->demangle = dlvsym(cxx, "__cxa_demangle", "CXXABI_1.3");
     }
     if (name && p->demangle && name[0] == '_' && name[1] == 'Z') {
