@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -163,10 +164,11 @@ static int whole_close(void *cookie) {
     return 0;
 }
 
-/* fd read whole into *w and closed, when it is still the file it was at
- * its first fstat: 0; -1 with errno, EBADF when the descriptor was no
- * longer that file by the end (left open: the program's). */
-static int read_fd_whole(int fd, struct whole *w) {
+/* fd read whole into *w (at most max bytes: else EFBIG) and closed, when
+ * it is still the file it was at its first fstat: 0; -1 with errno, EBADF
+ * when the descriptor was no longer that file by the end (left open: the
+ * program's). */
+static int read_fd_whole(int fd, struct whole *w, size_t max) {
     struct stat opened;
     if (fstat(fd, &opened) != 0) return -1; /* closed already: not ours to close */
     struct vt_fd k = {fd, opened.st_dev, opened.st_ino};
@@ -175,6 +177,7 @@ static int read_fd_whole(int fd, struct whole *w) {
     ssize_t r = buf ? 1 : -1;
     int e = buf ? 0 : ENOMEM;
     while (r > 0) {
+        if (len > max) { e = EFBIG; break; }
         if (len == cap) {
             char *more = realloc(buf, cap * 2);
             if (!more) { e = ENOMEM; break; }
@@ -200,7 +203,7 @@ static int read_fd_whole(int fd, struct whole *w) {
 /* path read whole through one descriptor into *w (read_fd_whole). */
 static int read_whole(const char *path, struct whole *w) {
     int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY, 0);
-    return fd < 0 ? -1 : read_fd_whole(fd, w);
+    return fd < 0 ? -1 : read_fd_whole(fd, w, SIZE_MAX);
 }
 
 /* read_whole, again (three times in all) while the program takes the
@@ -224,13 +227,13 @@ ssize_t vt_fd_read_small(const char *path, char *buf, size_t size) {
 
 /* A stream from memory over what read_fd_whole or read_whole_again read
  * (fd >= 0: that descriptor's, else path's). */
-static FILE *whole_stream(int fd, const char *path) {
+static FILE *whole_stream(int fd, const char *path, size_t max) {
     struct whole *w = malloc(sizeof *w);
     if (!w) {
         if (fd >= 0) close(fd);
         return NULL;
     }
-    int r = fd >= 0 ? read_fd_whole(fd, w) : read_whole_again(path, w);
+    int r = fd >= 0 ? read_fd_whole(fd, w, max) : read_whole_again(path, w);
     FILE *f = NULL;
     if (r == 0) {
         f = fopencookie(w, "r", (cookie_io_functions_t){whole_read, NULL, whole_seek, whole_close});
@@ -243,6 +246,6 @@ static FILE *whole_stream(int fd, const char *path) {
     return NULL;
 }
 
-FILE *vt_fd_fopen(const char *path) { return whole_stream(-1, path); }
+FILE *vt_fd_fopen(const char *path) { return whole_stream(-1, path, SIZE_MAX); }
 
-FILE *vt_fd_fdopen(int fd) { return whole_stream(fd, NULL); }
+FILE *vt_fd_fdopen(int fd, size_t max) { return whole_stream(fd, NULL, max); }

@@ -67,9 +67,9 @@ FILE *vt_fd_fopen(const char *path);
  * open again by its path (the suppressions file, checked to be a regular
  * file after its open): read whole at once, closed if it is still the
  * file it was when first looked at, else left open (the program's) and
- * NULL with EBADF, for the caller to open it again. fd is closed on every
- * other failure. */
-FILE *vt_fd_fdopen(int fd);
+ * NULL with EBADF, for the caller to open it again. More than max bytes:
+ * NULL with EFBIG. fd is closed on every other failure. */
+FILE *vt_fd_fdopen(int fd, size_t max);
 
 /* At most size - 1 bytes of the file at path, read as vt_fd_fopen reads
  * it (the descriptor checked before it is closed, the file read again

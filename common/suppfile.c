@@ -57,9 +57,11 @@ static FILE *open_rules(const char *path, const char **why) {
             close(fd);
             return NULL;
         }
-        FILE *f = vt_fd_fdopen(fd);
+        FILE *f = vt_fd_fdopen(fd, VT_PIPE_MAX);
         if (f) return f;
-        *why = errno == EBADF ? "the program took the number of its descriptor while it was read" : strerror(errno);
+        *why = errno == EBADF   ? "the program took the number of its descriptor while it was read"
+               : errno == EFBIG ? "more text than any list of patterns"
+                                : strerror(errno);
         if (errno != EBADF) return NULL;
     }
     return NULL;

@@ -1518,6 +1518,25 @@ def earlier_dump_and_report_read_again_when_the_program_takes_their_descriptors_
 
 
 @test
+def suppressions_file_past_any_list_is_refused_without_reading_it_all():
+    """A suppressions file of 65 MiB (a log named by mistake; here sparse:
+    zero bytes) is read whole at once since the file is read so, but no
+    further than a pipe is (64 MiB): one line says it is more text than
+    any list of patterns, and the leaks are reported unsuppressed."""
+    with workdir("vt-supbig-") as work:
+        big = os.path.join(work, "big.supp")
+        with open(big, "w") as f:
+            f.write("leak:leaky_step\n")
+        os.truncate(big, 65 << 20)
+        r = run([os.path.join(T, "t_leaks")], env={"VRAMTRACE_LEAK_CHECK": "1", "VRAMTRACE_SUPPRESSIONS": big,
+                                                   "VRAMTRACE_LIVE": "0"})
+        eq(r.rc, 23, "leaks reported, status 23")
+        eq(warnings(r.err), [f"vramtrace: warning: cannot read suppressions {big}: more text than any list of "
+                             "patterns; checking without suppressions"], "one line saying why")
+        eq(r.err.count("Direct leak of "), 3, "every leaking stack, none suppressed")
+
+
+@test
 def suppressions_pipe_whose_writer_goes_silent_is_no_list():
     """A suppressions pipe whose writer writes one rule and then nothing for
     more than 10 s: the library took the first rule as the whole list (the
