@@ -228,21 +228,19 @@ ssize_t vt_fd_read_small(const char *path, char *buf, size_t size) {
 /* A stream from memory over what read_fd_whole or read_whole_again read
  * (fd >= 0: that descriptor's, else path's). */
 static FILE *whole_stream(int fd, const char *path, size_t max) {
+    struct whole got;
+    int r = fd >= 0 ? read_fd_whole(fd, &got, max) : read_whole_again(path, &got);
+    if (r != 0) return NULL; /* the descriptor dealt with, as read_fd_whole says */
     struct whole *w = malloc(sizeof *w);
-    if (!w) {
-        if (fd >= 0) close(fd);
-        return NULL;
-    }
-    int r = fd >= 0 ? read_fd_whole(fd, w, max) : read_whole_again(path, w);
     FILE *f = NULL;
-    if (r == 0) {
+    if (w) {
+        *w = got;
         f = fopencookie(w, "r", (cookie_io_functions_t){whole_read, NULL, whole_seek, whole_close});
-        if (f) return f;
-        free(w->buf);
     }
-    int e = errno;
+    if (f) return f;
+    free(got.buf);
     free(w);
-    errno = e;
+    errno = ENOMEM;
     return NULL;
 }
 
