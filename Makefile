@@ -412,8 +412,14 @@ $(T)/unit_match $(T)/unit_match_asan: tests/unit/test_match.c tests/unit/check.h
 	@mkdir -p $(T)
 	$(CC) $(BASE) $(if $(findstring asan,$@),-O1 -g $(SAN_UNIT_ASAN),-O2 -g) -o $@ tests/unit/test_match.c report/match.c
 
+# A lazy library's load asked again, alone, under a dlopen of the test's
+# own (no sanitizer: ASan intercepts dlopen itself).
+$(T)/unit_dlagain: tests/unit/test_dlagain.c tests/unit/check.h common/dlagain.c common/dlagain.h
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O2 -g -o $@ tests/unit/test_dlagain.c common/dlagain.c
+
 unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan $(T)/unit_scan $(T)/unit_scan_asan \
-      $(T)/unit_match $(T)/unit_match_asan
+      $(T)/unit_match $(T)/unit_match_asan $(T)/unit_dlagain
 	$(T)/unit
 	$(T)/unit_live
 	$(T)/unit_intern
@@ -438,6 +444,7 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_ev
 	$(T)/unit_scan_asan
 	$(T)/unit_match
 	$(T)/unit_match_asan
+	$(T)/unit_dlagain
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 
