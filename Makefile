@@ -414,7 +414,7 @@ $(T)/unit_match $(T)/unit_match_asan: tests/unit/test_match.c tests/unit/check.h
 
 # A lazy library's load asked again, alone, under a dlopen of the test's
 # own (no sanitizer: ASan intercepts dlopen itself).
-$(T)/unit_dlagain: tests/unit/test_dlagain.c tests/unit/check.h common/dlagain.c common/dlagain.h
+$(T)/unit_dlagain: tests/unit/test_dlagain.c tests/unit/check.h common/dlagain.c common/dlagain.h common/fdkeep.h
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O2 -g -o $@ tests/unit/test_dlagain.c common/dlagain.c
 

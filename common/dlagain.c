@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "dlagain.h"
+#include "fdkeep.h"
 
 void *vt_dlopen_again(const char *name, int flags, char *why, size_t size) {
-    for (int tries = 0; tries < 3; tries++) {
+    for (int tries = 0; tries < VT_FD_TRIES; tries++) {
         void *h = dlopen(name, flags);
         if (h) return h;
         const char *e = dlerror();

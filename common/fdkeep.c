@@ -22,21 +22,30 @@ static int low_number(void) {
                ? 3 : VT_FD_LOW;
 }
 
+/* Whether fd holds the file `was` describes. */
+static int holds(int fd, const struct stat *was) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == was->st_dev && st.st_ino == was->st_ino;
+}
+
 int vt_fd_keep(int fd, struct vt_fd *k) {
+    struct stat was;
     k->fd = -1;
     if (fd < 0) return -1;
+    if (fstat(fd, &was) != 0) return -1; /* closed already: the number is the program's (EBADF) */
     int low = low_number();
     int moved = fcntl(fd, F_DUPFD_CLOEXEC, low);
     if (moved < 0 && low != 3) moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    struct stat st;
-    int ok = moved >= 0 && fstat(moved, &st) == 0, e = errno;
-    close(fd);
+    /* As move_high: fd closed only while it is still the file, and a copy
+     * of another file (the program's, at fd's number now) not kept. */
+    int ok = moved >= 0 && holds(moved, &was), e = ok || moved < 0 ? errno : EBADF;
+    if (holds(fd, &was)) close(fd);
     if (!ok) {
         if (moved >= 0) close(moved);
         errno = e;
         return -1;
     }
-    *k = (struct vt_fd){moved, st.st_dev, st.st_ino};
+    *k = (struct vt_fd){moved, was.st_dev, was.st_ino};
     return 0;
 }
 
@@ -102,23 +111,42 @@ void vt_fd_std_free(const int held[3]) {
     errno = e;
 }
 
-int vt_fd_high(int fd) {
-    if (fd < 0) return -1;
+/* fd, of the file `was` describes, moved as vt_fd_high says. The number
+ * is the program's once it holds another file: where the program took it
+ * between the look and the move (a daemon's closefrom and its own open, in
+ * another thread), the copy made is of the program's file and is closed,
+ * the program's descriptor left open, and -1 returned with EBADF; where
+ * it took it after the move, the copy is the library's and the number is
+ * left to the program. Before, the number was closed in either case: the
+ * program lost its file, and the library went on with a copy of it. */
+static int move_high(int fd, const struct stat *was) {
     int low = low_number(), e = errno;
     int moved = fd < low ? fcntl(fd, F_DUPFD_CLOEXEC, low) : -1;
     if (moved < 0 && fd <= 2) moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (moved >= 0 && !holds(moved, was)) {
+        close(moved);
+        errno = EBADF;
+        return -1;
+    }
     if (moved >= 0) {
-        close(fd);
+        if (holds(fd, was)) close(fd);
         errno = e;
         return moved;
     }
     if (fd <= 2) {
-        close(fd);
+        if (holds(fd, was)) close(fd);
         errno = EMFILE;
         return -1;
     }
     errno = e;
     return fd;
+}
+
+int vt_fd_high(int fd) {
+    struct stat was;
+    if (fd < 0) return -1;
+    if (fstat(fd, &was) != 0) return -1; /* closed already: the number is the program's (EBADF) */
+    return move_high(fd, &was);
 }
 
 int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode) {
@@ -130,7 +158,21 @@ int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode) {
         errno = e;
         return -1;
     }
-    return vt_fd_high(fd); /* one of 0..2 closed by the program meanwhile: moved too */
+    /* The number holds path's file, unless the program took it since the
+     * open: then it is the program's, and left open (EBADF). A file of no
+     * name (O_TMPFILE) cannot be told so, nor one whose name is gone
+     * meanwhile; a name another file took meanwhile (a rename over it)
+     * reads as the program's, and the descriptor is left open: one
+     * descriptor lost in that race, rather than the program's file. */
+    struct stat was, at;
+    if (fstat(fd, &was) != 0) return -1;
+    if ((flags & O_TMPFILE) != O_TMPFILE &&
+        fstatat(dirfd, path, &at, flags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+        (at.st_dev != was.st_dev || at.st_ino != was.st_ino)) {
+        errno = EBADF;
+        return -1;
+    }
+    return move_high(fd, &was); /* one of 0..2 closed by the program meanwhile: moved too */
 }
 
 /* A file read whole, as a stream's cookie: its bytes and where the
@@ -210,7 +252,7 @@ static int read_whole(const char *path, struct whole *w) {
  * descriptor's number. */
 static int read_whole_again(const char *path, struct whole *w) {
     int r = -1;
-    for (int tries = 0; r != 0 && tries < 3; tries++)
+    for (int tries = 0; r != 0 && tries < VT_FD_TRIES; tries++)
         if ((r = read_whole(path, w)) != 0 && errno != EBADF) break;
     return r;
 }

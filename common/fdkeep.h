@@ -24,8 +24,9 @@ struct vt_fd {
 
 /* Keep fd: moved to a number of at least VT_FD_LOW where the descriptor
  * limit allows (else the lowest free from 3 up, never 0, 1 or 2), close on
- * exec, and its file's identity noted in *k. 0, or -1 with fd closed and
- * k->fd -1. */
+ * exec, and its file's identity noted in *k. 0, or -1 with k->fd -1 and fd
+ * closed, unless the program took fd's number meanwhile (fd holds another
+ * file than it did at the call: EBADF, fd left open, the program's). */
 int vt_fd_keep(int fd, struct vt_fd *k);
 
 /* Grow the process's descriptor table past VT_FD_LOW now, while it has
@@ -48,7 +49,10 @@ void vt_fd_reserve(void);
  * file that took their number, the dump's temporary file among them.
  * Those of 0, 1 and 2 that are closed are held meanwhile by descriptors
  * that refuse every read and write (O_PATH: EBADF, as a closed one's).
- * The descriptor, or -1 with errno. */
+ * The descriptor, or -1 with errno: EBADF where the program took the
+ * number between the open and the move (a daemon's closefrom and its own
+ * open, in another thread), whose descriptor is then left open; the caller
+ * may open the path again. */
 int vt_fd_open(int dirfd, const char *path, int flags, mode_t mode);
 
 /* The file at path, opened with vt_fd_open and read whole at once, as a
@@ -88,7 +92,8 @@ void vt_fd_std_free(const int held[3]);
 /* fd (of the library's) moved out of the program's way as vt_fd_open's
  * are: the descriptor it is at now, close on exec; where it cannot move,
  * fd itself, unless fd is 0, 1 or 2: then it is closed and -1 returned
- * (EMFILE). */
+ * (EMFILE). -1 with EBADF where fd's number holds the program's file by
+ * the move (left open). */
 int vt_fd_high(int fd);
 
 /* fd's file's identity noted in *k, fd left where it is: 0, or -1 with
@@ -106,5 +111,11 @@ void vt_fd_drop(struct vt_fd *k);
  * use (their first files, a shell's 10 and up), below the usual soft
  * limit of 1024. */
 #define VT_FD_LOW 700
+
+/* How many times in all a file is opened, read or written again while the
+ * program takes the number of the descriptor that goes to it (a daemon's
+ * closefrom and its own open, in another thread, each time); past that,
+ * the program is taken to be doing so for ever. */
+#define VT_FD_TRIES 3
 
 #endif

@@ -39,12 +39,13 @@ static FILE *read_pipe(int fd, const char **why) {
  * were read through the descriptor line by line, from the program's file
  * once it had the number, and it was closed at the end. */
 static FILE *open_rules(const char *path, const char **why) {
-    for (int tries = 0; tries < 3; tries++) {
+    for (int tries = 0; tries < VT_FD_TRIES; tries++) {
         int fd = vt_fd_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         struct stat st;
         *why = NULL;
         if (fd < 0) {
             *why = strerror(errno);
+            if (errno == EBADF) continue; /* the number taken by the program since the open */
             return NULL;
         }
         if (fstat(fd, &st) != 0) {

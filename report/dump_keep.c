@@ -104,8 +104,9 @@ int vt_dump_keep_prev(int dirfd, const char *name, const char *base, void *arg) 
     struct vt_kept *k = arg;
     struct stat st;
     int pid = -1, self = 0, read_ok = 0;
-    for (int tries = 0; tries < 3 && !read_ok; tries++) {
+    for (int tries = 0; tries < VT_FD_TRIES && !read_ok; tries++) {
         int fd = vt_fd_open(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0 && errno == EBADF) continue; /* the number taken by the program since the open */
         if (fd < 0) return 0;
         if (fstat(fd, &st) != 0) continue; /* closed already: the number is the program's */
         struct vt_fd kf = {fd, st.st_dev, st.st_ino};
@@ -174,6 +175,7 @@ static int replaceable_once(int dirfd, const char *base, const char **why) {
      * hold a file that is not a vramtrace dump, of a name that held
      * none); -1, errno kept. */
     if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS)) return -1;
+    if (fd < 0 && errno == EBADF) return -3; /* the number taken by the program since the open */
     if (fd < 0) return 0;
     struct stat st;
     char head[32];
@@ -196,7 +198,7 @@ static int replaceable_once(int dirfd, const char *base, const char **why) {
 /* replaceable_once, again (three times in all) while the program takes
  * the number of the descriptor it reads through; then -1, EBADF. */
 static int replaceable(int dirfd, const char *base, const char **why) {
-    for (int tries = 0; tries < 3; tries++) {
+    for (int tries = 0; tries < VT_FD_TRIES; tries++) {
         int r = replaceable_once(dirfd, base, why);
         if (r != -3) return r;
     }

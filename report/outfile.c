@@ -714,13 +714,13 @@ static int replace_whole(struct folder *dir, const char *base, int (*fill)(FILE 
                          const char **why, const struct vt_prev *prev, struct stat *placed) {
     struct vt_own own = {.k = VT_FD_NONE};
     int rc = -1;
-    for (int tries = 0; tries < 3; tries++) {
+    for (int tries = 0; tries < VT_FD_TRIES; tries++) {
         rc = replace_once(dir, base, fill, arg, why, prev, placed, &own);
         if (!own.taken) break;
         vt_warn("the program closed the descriptor a file of vramtrace's was being written through and opened "
                 "a file of its own at its number (%d): up to %llu bytes meant for %s may have gone into that "
                 "file; %s", own.k.fd, (unsigned long long)own.lost, base,
-                tries < 2 ? "written again" : "given up");
+                tries < VT_FD_TRIES - 1 ? "written again" : "given up");
         *why = "the program took its descriptor's number while it was written, three times";
         errno = EBADF;
     }

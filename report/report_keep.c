@@ -81,12 +81,13 @@ int vt_report_keep_appendable(const char *path, const char **why) {
         ssize_t n = -1;
         off_t at = -3;
         int gone = 0;
-        for (int tries = 0; tries < 3; tries++) {
+        for (int tries = 0; tries < VT_FD_TRIES; tries++) {
             int fd = vt_fd_open(dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
             struct vt_fd kf;
             gone = fd < 0 && errno == ENOENT; /* removed meanwhile: a new one is made */
             n = -1;
             at = -3;
+            if (fd < 0 && errno == EBADF) continue; /* the number taken by the program since the open */
             if (fd < 0 || vt_fd_note(fd, &kf) != 0) break;
             at = first_text(fd);
             if (at >= 0) n = pread(fd, head, sizeof head, at);

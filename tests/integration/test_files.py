@@ -1945,6 +1945,35 @@ def dump_never_replaces_a_file_its_user_cannot_read():
         eq(dump_at(beside)[:2], (pid, "exit"), "the dump beside it")
 
 
+def proc_file_swapped(way, name):
+    """t_fdswap WAY on the file of /proc NAME: the program's file still open
+    at the number, the dump written, saying the process's start, boot id
+    and argv right and naming main by function, file and line, nothing
+    said."""
+    prog = os.path.join(T, "t_fdswap")
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot_id = f.read().strip()
+    with workdir("vt-procswap-") as work:
+        mine = os.path.join(work, "mine")
+        with open(mine, "w") as f:
+            f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
+        out_path = os.path.join(work, "d.json")
+        argv = [prog, way, mine, name]
+        rc, out, err, _ = timed(argv, lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
+        dump = os.path.join(work, "d.swap.json")
+        m = re.fullmatch(rf"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {re.escape(dump)}\n"
+                         r"start (\d+)\n", out)
+        ok(rc == 0 and m is not None and err == "", f"{way} {name}: status, output, no warning: {(rc, out, err)!r}")
+        d = load_dump(dump)
+        eq([a["bytes"] for a in d["live"]], [4096], f"{way} {name}: the live allocation")
+        eq((d["process_start"], d["boot_id"], d["argv"]), (int(m.group(1)), boot_id, argv),
+           f"{way} {name}: the process's start, boot id and argv")
+        main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
+        eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
+           [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
+           f"{way} {name}: main named by function, file and line")
+
+
 @test
 def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descriptor():
     """A program whose own file takes the number of the descriptor that
@@ -1959,29 +1988,27 @@ def dump_names_frames_when_the_program_takes_the_number_of_vramtraces_maps_descr
     (frames named by module and offset, "cannot read this process's
     symbols (Exec format error)"), as the stat (no start, no boot id in
     the dump) or as the command line, and then closed it."""
-    prog = os.path.join(T, "t_fdswap")
-    with open("/proc/sys/kernel/random/boot_id") as f:
-        boot_id = f.read().strip()
     for name in ("maps", "stat", "cmdline", "boot_id"):
-        with workdir("vt-mapsswap-") as work:
-            mine = os.path.join(work, "mine")
-            with open(mine, "w") as f:
-                f.write("7f0000000000-7f0000001000 r-xp 00000000 00:00 0 the program's own file\n" * 64)
-            out_path = os.path.join(work, "d.json")
-            argv = [prog, "read", mine, name]
-            rc, out, err, _ = timed(argv, lib_env(VRAMTRACE_LIVE="0", VRAMTRACE_OUT=out_path))
-            dump = os.path.join(work, "d.swap.json")
-            m = re.fullmatch(rf"swapped 1 own open bytes {os.path.getsize(mine)}\ndump 0 {re.escape(dump)}\n"
-                             r"start (\d+)\n", out)
-            ok(rc == 0 and m is not None and err == "", f"{name}: status, output, no warning: {(rc, out, err)!r}")
-            d = load_dump(dump)
-            eq([a["bytes"] for a in d["live"]], [4096], f"{name}: the live allocation")
-            eq((d["process_start"], d["boot_id"], d["argv"]), (int(m.group(1)), boot_id, argv),
-               f"{name}: the process's start, boot id and argv")
-            main = [f for f in frames(d, d["live"][0]["stack"]) if f["function"] == "main"]
-            eq([(os.path.basename(f["module"]), os.path.basename(f["file"] or ""), f["line"]) for f in main],
-               [("t_fdswap", "t_fdswap.c", source_line("t_fdswap.c", "cudaMalloc(&p, 4096)"))],
-               f"{name}: main named by function, file and line")
+        proc_file_swapped("read", name)
+
+
+@test
+def files_of_proc_read_right_when_the_program_takes_the_number_as_vramtrace_moves_it():
+    """A program whose own file takes the number of a descriptor vramtrace
+    has just opened, as vramtrace copies it out of the program's way (to
+    700 and up) and closes the number it was opened at (a daemon's
+    closefrom and first open in another thread; here the program's
+    fcntl(2) does it: before the copy, t_fdswap move, or after it,
+    t_fdswap moveafter). For each file of /proc read so (the maps as the
+    dump names its frames, the stat, the command line, the boot id): the
+    program's file is still open at that number, the dump says the
+    process's start, boot id and argv right and names main by function,
+    file and line, and nothing is said. Before, the number was closed in
+    both cases, the program's file with it, and before the copy the
+    library read on from a copy of the program's file."""
+    for way in ("move", "moveafter"):
+        for name in ("maps", "stat", "cmdline", "boot_id"):
+            proc_file_swapped(way, name)
 
 
 @test

@@ -20,6 +20,11 @@
  * that names FOLDER itself (the dump's folder, held while it is written);
  * with "moved" after the way (named or unnamed), it then renames FOLDER to
  * FOLDER.moved, where the dump's path no longer leads.
+ * t_fdswap move OWN [NAME] and t_fdswap moveafter OWN [NAME]: as read, but
+ * the swap is made by the program's fcntl(2) that copies the descriptor
+ * out of the program's way (F_DUPFD_CLOEXEC, right after its open): before
+ * the copy is made (move), or after it, before the number is closed
+ * (moveafter).
  * t_fdswap module OWN: its mmap(2) puts OWN (opened to read) at the number
  * of the first descriptor mapped whose file is the program itself (the
  * symbolizer's reader mapping the module's file, which it keeps open
@@ -49,7 +54,7 @@
 
 #include "../../include/vramtrace.h"
 
-static int own = -1, swapped_at = -1, on_write, on_folder, on_module, no_tmpfile, move_folder;
+static int own = -1, swapped_at = -1, on_write, on_folder, on_module, on_move, move_after, no_tmpfile, move_folder;
 static const char *folder, *name = "maps";
 
 /* OWN put at fd when fd's file is the one looked for (its path ends with
@@ -91,18 +96,30 @@ static void maybe_swap(int fd, int writing) {
 }
 
 ssize_t read(int fd, void *buf, size_t n) {
-    maybe_swap(fd, 0);
+    if (!on_move) maybe_swap(fd, 0);
     return syscall(SYS_read, fd, buf, n);
 }
 
 ssize_t pread(int fd, void *buf, size_t n, off_t at) {
-    maybe_swap(fd, 0);
+    if (!on_move) maybe_swap(fd, 0);
     return syscall(SYS_pread64, fd, buf, n, at);
 }
 
 ssize_t write(int fd, const void *buf, size_t n) {
     maybe_swap(fd, 1);
     return syscall(SYS_write, fd, buf, n);
+}
+
+int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    int moving = on_move && cmd == F_DUPFD_CLOEXEC;
+    if (moving && !move_after) maybe_swap(fd, 0);
+    int r = (int)syscall(SYS_fcntl, fd, cmd, arg);
+    if (moving && move_after && r >= 0) maybe_swap(fd, 0);
+    return r;
 }
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
@@ -134,6 +151,8 @@ int main(int argc, char **argv) {
     on_folder = strcmp(argv[1], "folder") == 0;
     on_write = on_folder || strcmp(argv[1], "write") == 0;
     on_module = strcmp(argv[1], "module") == 0;
+    move_after = strcmp(argv[1], "moveafter") == 0;
+    on_move = move_after || strcmp(argv[1], "move") == 0;
     if (on_write && argc < 4) return 2;
     folder = on_write ? argv[3] : NULL;
     no_tmpfile = on_write && argc > 4 && strcmp(argv[4], "named") == 0;
