@@ -666,16 +666,60 @@ unsigned long vt_pystack_version(void) {
 
 /* ---------------------------------------------------------- capture */
 
-/* Per thread, the frames seen at recent captures: a loop that allocates at
- * the same depth finds its outer frames unchanged (same frame, same code,
- * same instruction) and skips their look-ups. Direct-mapped by frame
- * address; allocated on a thread's first capture; emptied when a code
- * object has been freed since `memo_freed` (codes_freed). */
-#define FRAME_CACHE 256
+/* Per thread, the values of the frames seen at recent captures: a loop
+ * that allocates at the same depth finds its outer frames unchanged (same
+ * code, same instruction) and skips their look-ups. A set by the frame's
+ * address (the frames of a capture lie next to one another on the
+ * interpreter's stack, so they never share one), two ways in it by what a
+ * value is made of, the code object and the instruction, the newer first:
+ * a frame that goes back and forth between two lines (an allocation from
+ * each in turn) finds both there. It was one slot, keyed by the frame's
+ * address too, and such a frame was looked up at every capture. Allocated
+ * on a thread's first capture; emptied when a code object has been freed
+ * since `memo_freed` (codes_freed). */
+#define FRAME_SETS 128
+#define FRAME_CACHE (2 * FRAME_SETS)
 struct frame_memo {
-    uintptr_t frame, code, ip;
-    uintptr_t value;
+    uintptr_t code, ip;
+    uintptr_t value, unused; /* 32 bytes: a set is one cache line */
 };
+
+/* An empty way: a code object's address is never odd. */
+#define MEMO_EMPTY 1
+
+/* Every way of the memo empty. */
+static void memo_clear(struct frame_memo *cache) {
+    for (int i = 0; i < FRAME_CACHE; i++) cache[i] = (struct frame_memo){MEMO_EMPTY, 0, 0, 0};
+}
+
+/* The two ways of frame f's set. */
+static inline struct frame_memo *memo_set(struct frame_memo *cache, const void *f) {
+    return &cache[((uintptr_t)f >> 3) & (FRAME_CACHE - 2)];
+}
+
+/* The value of a frame of `code` at instruction `ip` in its set, or 0 (no
+ * value is: each has the tag); a hit in the second way stays there. (walk()
+ * makes the same look-up in its loop, written out.) */
+static inline uintptr_t memo_get(const struct frame_memo *set, uintptr_t code, uintptr_t ip) {
+    if (__builtin_expect(set[0].ip == ip && set[0].code == code, 1)) return set[0].value;
+    if (set[1].ip == ip && set[1].code == code) return set[1].value;
+    return 0;
+}
+
+/* (code, ip) -> value put first in its set, the first way's moved second. */
+static inline void memo_put(struct frame_memo *set, uintptr_t code, uintptr_t ip, uintptr_t value) {
+    set[1] = set[0];
+    set[0] = (struct frame_memo){code, ip, value, 0};
+}
+
+/* A frame the memo does not hold: its value looked up and put in the set,
+ * or 0 when `code` is no code object. Out of walk()'s loop, whose hit then
+ * keeps what it reads in plain registers. */
+static __attribute__((noinline)) uintptr_t memo_miss(struct frame_memo *set, uintptr_t code, uintptr_t ip) {
+    uintptr_t value = vt_py_code_value((const void *)code, ip, 0);
+    if (value) memo_put(set, code, ip, value);
+    return value;
+}
 
 static __thread struct frame_memo *memo __attribute__((tls_model("initial-exec")));
 static __thread uint64_t memo_freed __attribute__((tls_model("initial-exec")));
@@ -689,8 +733,11 @@ static void memo_key_make(void) { pthread_key_create(&memo_key, memo_free); }
 static struct frame_memo *thread_memo(void) {
     if (memo) return memo;
     pthread_once(&memo_once, memo_key_make);
-    memo = calloc(FRAME_CACHE, sizeof *memo);
-    if (memo) pthread_setspecific(memo_key, memo);
+    memo = aligned_alloc(64, FRAME_CACHE * sizeof *memo); /* a set on one line */
+    if (memo) {
+        memo_clear(memo);
+        pthread_setspecific(memo_key, memo);
+    }
     return memo;
 }
 
@@ -781,14 +828,13 @@ static __attribute__((noinline, cold)) int walk_past(const int minor, const stru
         int r = (at + i) % outer;
         uintptr_t value = ring[r].value;
         if (!value) {
-            struct frame_memo *m = &cache[((uintptr_t)ring[r].f >> 4) & (FRAME_CACHE - 1)];
-            if (m->frame == (uintptr_t)ring[r].f && m->ip == ring[r].ip && m->code == ring[r].code) {
-                value = m->value;
-            } else {
+            struct frame_memo *set = memo_set(cache, ring[r].f);
+            value = memo_get(set, ring[r].code, ring[r].ip);
+            if (!value) {
                 value = vt_py_code_value((const void *)ring[r].code, ring[r].ip, 0);
                 /* Not a code object after all: the stack ends there. */
                 if (!value) break;
-                *m = (struct frame_memo){(uintptr_t)ring[r].f, ring[r].code, ring[r].ip, value};
+                memo_put(set, ring[r].code, ring[r].ip, value);
             }
         }
         out[n++] = value;
@@ -801,8 +847,8 @@ static __attribute__((noinline, cold)) int walk_past(const int minor, const stru
  * offsets are the constants of their tables, folded in; 3.13's, read from
  * the interpreter, are copied to locals once (the stores through out and
  * ends may alias vt_pyl, which the compiler would otherwise read again at
- * every frame). A frame the thread's memo saw at its last captures (same
- * frame, code and instruction) costs its loads and one compare. `guard`
+ * every frame). A frame whose code and instruction the thread's memo saw
+ * at its place at its last captures costs its loads and one compare. `guard`
  * bounds the frames skipped (shims, frames without code), `max` those
  * returned: a cycle in a torn chain ends either way. With `trail`, every
  * frame met is kept there as vt_pystack_same compares it. */
@@ -837,23 +883,22 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
             continue;
         }
         if (minor == 13) code &= ~(uintptr_t)3;
-        if (__builtin_expect(!code || code == none, 0)) {
+        /* The memo first: a way that holds this code is a code object's
+         * (never NULL nor None, whose frames are skipped). */
+        struct frame_memo *set = memo_set(cache, f);
+        uintptr_t value;
+        if (__builtin_expect(set[0].ip == ip && set[0].code == code, 1)) {
+            value = set[0].value;
+        } else if (set[1].ip == ip && set[1].code == code) {
+            value = set[1].value;
+        } else if (__builtin_expect(!code || code == none, 0)) {
             f = RD(void *, f, fr_previous);
             if (--guard < 0) break;
             continue;
-        }
-        struct frame_memo *m = &cache[((uintptr_t)f >> 4) & (FRAME_CACHE - 1)];
-        uintptr_t value;
-        if (__builtin_expect(m->frame == (uintptr_t)f && m->ip == ip && m->code == code, 1)) {
-            value = m->value;
-        } else {
-            value = vt_py_code_value((const void *)code, ip, 0);
-            if (!value) {
-                /* Not a code object after all: nothing to compare later. */
-                whole = 0;
-                break;
-            }
-            *m = (struct frame_memo){(uintptr_t)f, code, ip, value};
+        } else if (!(value = memo_miss(set, code, ip))) {
+            /* Not a code object after all: nothing to compare later. */
+            whole = 0;
+            break;
         }
         if (minor == 10 || (minor == 11 && mark)) ends[(*ng)++] = (int16_t)n;
         out[n++] = value;
@@ -907,10 +952,10 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
     struct frame_memo *cache = thread_memo(), spare[FRAME_CACHE];
     if (!cache) {
         /* No memory for this thread's memo: one for this capture alone. */
-        memset(spare, 0, sizeof spare);
+        memo_clear(spare);
         cache = spare;
     } else if (__builtin_expect(memo_freed != freed, 0)) {
-        memset(cache, 0, FRAME_CACHE * sizeof *cache);
+        memo_clear(cache);
         memo_freed = freed;
     }
     /* Each version's walk twice, with a trail and without: the test of

@@ -205,6 +205,14 @@ int main(int argc, char **argv) {
     CHECK_EQ(vt_pystack_merge(native, 5, out, 16), 6);
     CHECK_STR(name_of(out[1], &line), "fa a.py");
     CHECK_EQ(line, minor == 10 ? 19 : 11);
+    /* a back and forth between its two lines (an allocation from each in
+     * turn): both in the memo's set for a's place, each answered right. */
+    for (int i = 0; i < 6; i++) {
+        set_unit(a, ka, i & 1 ? 9 : 3);
+        CHECK_EQ(vt_pystack_merge(native, 5, out, 16), 6);
+        CHECK_STR(name_of(out[1], &line), "fa a.py");
+        CHECK_EQ(line, i & 1 ? (minor == 10 ? 19 : 11) : (minor == 10 ? 13 : 10));
+    }
     /* Room for fewer frames than there are: the innermost ones, in order,
      * a frame for those left out, and the outermost Python frames (a
      * quarter of the room) with the native frames outside them. */
