@@ -127,13 +127,17 @@ def many_threads():
 PY_FRAMES = 33  # Python frames of each timed capture of bench/py_frames.py
 
 
-def python_row():
+def python_row(mode=()):
+    """mode ["alternate"]: the loop allocates from two lines in turn, so that
+    every capture reads, splices and interns its stack (the thread's last
+    stack never answers)."""
     py = os.environ.get("BENCH_PYTHON") or shutil.which("python3")
     script = os.path.join(ROOT, "bench", "py_frames.py")
     n = str(max(N // 3, 50000))
-    m = interleaved({"base": ([py, script, n], env(False), "ns_per_pair", None),
-                     "native": ([py, script, n], env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair", None),
-                     "withpy": ([py, script, n], env(True), "ns_per_pair", None)})
+    a = [py, script, n] + list(mode)
+    m = interleaved({"base": (a, env(False), "ns_per_pair", None),
+                     "native": (a, env(True, VRAMTRACE_PYTHON="0"), "ns_per_pair", None),
+                     "withpy": (a, env(True), "ns_per_pair", None)})
     base, native, withpy = m["base"][0], m["native"][0], m["withpy"][0]
     fastest = m["withpy"][1] - m["native"][1]
     # bench/py_frames.py's stack: deep() x 30, loop, the generator
@@ -416,11 +420,13 @@ def main():
                      f"calls' own CPU time a pair {x[True][3]:.2f}x (target >= 0.9x); without vramtrace "
                      f"{x[False][2]:.2f}x ({x[False][3]:.2f}x)")
     if sys.argv[1:] == ["python"]:
-        ver, base, native, withpy, fastest = python_row()
-        return print(f"Python {ver}, 33 Python frames ({REPEAT} rounds): without vramtrace {base:.0f} ns, native "
-                     f"frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
-                     f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs: "
-                     f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6)")
+        for mode, shape in (((), "one line"), (("alternate",), "two lines in turn")):
+            ver, base, native, withpy, fastest = python_row(mode)
+            print(f"Python {ver}, 33 Python frames, {shape} ({REPEAT} rounds): without vramtrace {base:.0f} ns, "
+                  f"native frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
+                  f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs: "
+                  f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6)")
+        return
     tmp = tempfile.mkdtemp(prefix="vt-bench-")
     try:
         print(f"vramtrace benchmarks: {os.uname().machine}, {os.cpu_count()} CPUs, {REPEAT} runs of each, "
@@ -440,6 +446,10 @@ def main():
               f"{withpy - native:.0f} ns, {fastest:.0f} ns between the fastest runs (target <= 1000): "
               f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6; "
               "bench_pyframes.py counts instructions)")
+        ver, base, native, withpy, fastest = python_row(("alternate",))
+        print(f"   the same from two lines in turn (every capture read, spliced and interned): without vramtrace "
+              f"{base:.0f}, native frames only {native:.0f}, with Python frames {withpy:.0f}; Python frames add "
+              f"{(withpy - native) / PY_FRAMES:.1f} and {fastest / PY_FRAMES:.1f} ns a frame (target <= 6)")
         t, ratio = threads_row()
         print(f"\n3. two threads at once, pairs/s: vramtrace 1 thread {t[(True, 1)]:.0f}, 2 threads "
               f"{t[(True, 2)]:.0f} = {t[(True, 2)] / t[(True, 1)]:.2f}x, median of the rounds' ratios "
