@@ -861,6 +861,7 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
     const uintptr_t none = (uintptr_t)none_object;
     int n = 0, guard = 4 * MAX_PY_FRAMES, whole = 1;
     uintptr_t *tw = trail ? trail->f : NULL;
+    int16_t *ta = trail ? trail->at : NULL;
     /* A walk meets at most max frames it keeps and guard + 1 it skips. */
     _Static_assert(sizeof trail->f / sizeof trail->f[0] >= 2 * (MAX_PY_FRAMES + 4 * MAX_PY_FRAMES + 1), "trail");
     *ng = 0;
@@ -873,10 +874,12 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
             tw[0] = code;
             tw[1] = ip ^ (uintptr_t)(unsigned char)mark << 56;
             tw += 2;
+            *ta++ = (int16_t)n; /* -1 below where it gives no value */
         }
         if (minor >= 12 && mark == owner_cstack) {
             /* A shim pushed where C entered the eval loop: the frame before
              * it (inner) was the first one of that native call. */
+            if (trail) ta[-1] = -1;
             if (n > 0) END_GROUP(n - 1);
             f = RD(void *, f, fr_previous);
             if (--guard < 0) break;
@@ -892,6 +895,7 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
         } else if (set[1].ip == ip && set[1].code == code) {
             value = set[1].value;
         } else if (__builtin_expect(!code || code == none, 0)) {
+            if (trail) ta[-1] = -1;
             f = RD(void *, f, fr_previous);
             if (--guard < 0) break;
             continue;
@@ -942,7 +946,10 @@ static void *first_frame(void) {
 
 static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct vt_pytrail *trail) {
     *ng = 0;
-    if (trail) trail->n = -1;
+    if (trail) {
+        trail->n = -1;
+        trail->placed = 0;
+    }
     void *f = first_frame();
     if (!f) return 0;
     /* Read before the walk: a code object freed during it empties the
@@ -994,6 +1001,99 @@ int vt_pystack_same(const struct vt_pytrail *trail) {
     }
 }
 
+/* The first frame from f on that differs from trail's (walk_same's
+ * loop): 0 when none does and the chain ends where it ended, 1 with *at
+ * its index in the trail and *fp the frame, -1 when the chain is shorter
+ * or longer. */
+static inline __attribute__((always_inline)) int walk_differs(const int minor, const struct vt_pylayout *lay, void *f,
+                                                              const struct vt_pytrail *trail, int *at, void **fp) {
+    const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
+    const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
+    const uintptr_t *w = trail->f, *end = w + 2 * trail->n;
+    for (; w < end; w += 2) {
+        if (!f) return -1;
+        char mark;
+        uintptr_t code, ip;
+        READ_FRAME(f, code, ip, mark);
+        if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) {
+            *at = (int)(w - trail->f) / 2;
+            *fp = f;
+            return 1;
+        }
+        f = RD(void *, f, fr_previous);
+    }
+    return f ? -1 : 0;
+}
+
+/* vt_pystack_patch from trail frame k, frame f, on, for one version as
+ * walk() is: each frame whose code or instruction changed, with the same
+ * entry mark, gets its value (from the memo, or looked up) at its place. */
+static inline __attribute__((always_inline)) int walk_patch(const int minor, const struct vt_pylayout *lay, void *f,
+                                                            int k, struct vt_pytrail *trail, uintptr_t *merged,
+                                                            struct frame_memo *cache) {
+    const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
+    const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
+    const uintptr_t none = (uintptr_t)none_object;
+    int changed = 0;
+    for (; k < trail->n; k++) {
+        if (!f) return -1;
+        uintptr_t *w = &trail->f[2 * k];
+        char mark;
+        uintptr_t code, ip;
+        READ_FRAME(f, code, ip, mark);
+        uintptr_t key = ip ^ (uintptr_t)(unsigned char)mark << 56;
+        if (code != w[0] || key != w[1]) {
+            /* Another mark is another cut into groups; a frame that gave
+             * no value (a shim, no code) or gives none now, no place. */
+            int at = trail->at[k];
+            if ((w[1] ^ key) >> 56 || at < 0) return -1;
+            /* Another function outermost: the thread entered Python
+             * anew, maybe in PyTorch's own code, whose frames the read
+             * follows with those of the thread it works for. */
+            if (k == trail->outer && code != w[0]) return -1;
+            uintptr_t c = minor == 13 ? code & ~(uintptr_t)3 : code;
+            if (!c || c == none) return -1;
+            struct frame_memo *set = memo_set(cache, f);
+            uintptr_t value = memo_get(set, c, ip);
+            if (!value && !(value = memo_miss(set, c, ip))) return -1;
+            merged[at] = value;
+            w[0] = code;
+            w[1] = key;
+            changed++;
+        }
+        f = RD(void *, f, fr_previous);
+    }
+    return f ? -1 : changed;
+}
+
+/* The patch from the first frame that changed (out of vt_pystack_patch,
+ * whose check of an unchanged stack then keeps to a few registers). */
+static __attribute__((noinline)) int patch_from(struct vt_pytrail *trail, uintptr_t *merged, int k, void *f) {
+    struct frame_memo *cache = thread_memo();
+    if (!cache || memo_freed != trail->freed) return -1;
+    switch (L.minor) {
+    case 10: return walk_patch(10, &py310, f, k, trail, merged, cache);
+    case 11: return walk_patch(11, &py311, f, k, trail, merged, cache);
+    case 12: return walk_patch(12, &py312, f, k, trail, merged, cache);
+    default: return walk_patch(13, &vt_pyl, f, k, trail, merged, cache);
+    }
+}
+
+int vt_pystack_patch(struct vt_pytrail *trail, uintptr_t *merged) {
+    if (trail->n <= 0 || !trail->placed || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return -1;
+    if (trail->freed != __atomic_load_n(&codes_freed, __ATOMIC_ACQUIRE)) return -1;
+    void *f = first_frame();
+    if (!f) return -1;
+    int k = 0, r;
+    switch (L.minor) {
+    case 10: r = walk_differs(10, &py310, f, trail, &k, &f); break;
+    case 11: r = walk_differs(11, &py311, f, trail, &k, &f); break;
+    case 12: r = walk_differs(12, &py312, f, trail, &k, &f); break;
+    default: r = walk_differs(13, &vt_pyl, f, trail, &k, &f); break;
+    }
+    return r == 1 ? patch_from(trail, merged, k, f) : r;
+}
+
 /* The code slot of Python frame value v, once its names are set; NULL. */
 static const struct code_slot *code_of(uintptr_t v) {
     uint32_t id = (uint32_t)((v & ~(VT_PYFRAME_TAG | VT_PYFRAME_BORROWED)) >> 24);
@@ -1013,7 +1113,10 @@ static int entered_in_torch(uintptr_t v) {
 
 int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail) {
     pf->n = pf->ngroups = pf->borrowed = 0;
-    if (trail) trail->n = -1;
+    if (trail) {
+        trail->n = -1;
+        trail->placed = 0;
+    }
     if (__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) {
         pf->n = read_frames(pf->frames, pf->ends, &pf->ngroups, MAX_PY_FRAMES, trail);
         if (pf->n == 0 && python_running()) {
@@ -1104,35 +1207,61 @@ static __attribute__((noinline, cold)) int splice_cut(const uintptr_t *native, i
     return cut_into(all, k + np - next, out, max);
 }
 
-int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max) {
+/* The splice where every frame fits and none is borrowed (the usual
+ * case: no bound to check); with `where`, each Python frame's place in out
+ * noted there. */
+static inline __attribute__((always_inline)) int splice_fits(const uintptr_t *native, int n,
+                                                             const struct vt_pyframes *pf, uintptr_t *out,
+                                                             int16_t *where) {
     const uintptr_t *py = pf->frames;
     const int16_t *ends = pf->ends;
-    int np = pf->n, ng = pf->ngroups, borrowed = pf->borrowed;
+    int np = pf->n, ng = pf->ngroups;
     int k = 0, next = 0, g = 0;
     /* An address inside the eval loop: lo < ip <= hi, as one compare. */
     uintptr_t lo = eval_lo + 1, span = eval_hi - eval_lo;
-    if (!borrowed && n + np <= max) {
-        /* Room for every frame (the usual case): no bound to check. */
-        int i = 0;
-        for (; i < n && g < ng; i++) {
-            if (native[i] - lo < span) {
-                /* One frame a group is 3.10's shape (each Python call its
-                 * own eval-loop call): a store, not a call to memcpy. */
-                int end = ends[g++] + 1;
-                if (end - next == 1) out[k] = py[next];
-                else memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
-                k += end - next;
-                next = end;
-                continue;
-            }
-            out[k++] = native[i];
+    int i = 0;
+    for (; i < n && g < ng; i++) {
+        if (native[i] - lo < span) {
+            /* One frame a group is 3.10's shape (each Python call its
+             * own eval-loop call): a store, not a call to memcpy. */
+            int end = ends[g++] + 1;
+            if (end - next == 1) out[k] = py[next];
+            else memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
+            if (where)
+                for (int j = next; j < end; j++) where[j] = (int16_t)(k + j - next);
+            k += end - next;
+            next = end;
+            continue;
         }
-        memcpy(out + k, native + i, (size_t)(n - i) * sizeof *out);
-        k += n - i;
-        memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
-        return k + np - next;
+        out[k++] = native[i];
     }
+    memcpy(out + k, native + i, (size_t)(n - i) * sizeof *out);
+    k += n - i;
+    memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
+    if (where)
+        for (int j = next; j < np; j++) where[j] = (int16_t)(k + j - next);
+    return k + np - next;
+}
+
+int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max) {
+    if (!pf->borrowed && n + pf->n <= max) return splice_fits(native, n, pf, out, NULL);
     return splice_cut(native, n, pf, out, max);
+}
+
+int vt_pystack_splice_placed(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max,
+                             struct vt_pytrail *trail) {
+    trail->placed = 0;
+    if (pf->borrowed || n + pf->n > max || trail->n <= 0) return vt_pystack_splice(native, n, pf, out, max);
+    int16_t where[VT_PY_MAX_FRAMES];
+    int k = splice_fits(native, n, pf, out, where);
+    trail->outer = -1;
+    for (int t = 0; t < trail->n; t++)
+        if (trail->at[t] >= 0) {
+            trail->at[t] = where[trail->at[t]];
+            trail->outer = t;
+        }
+    trail->placed = 1;
+    return k;
 }
 
 int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max) {

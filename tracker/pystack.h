@@ -93,8 +93,14 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
  * frames and the shims and empty frames it may skip). */
 struct vt_pytrail {
     int n; /* frames kept; -1: nothing to compare (see vt_pystack_same) */
+    int placed; /* at[] holds places in the merged stack (vt_pystack_splice_placed) */
+    int outer;  /* then: the outermost frame that gives a value */
     uint64_t freed; /* code objects freed before the read (none since: same code) */
     uintptr_t f[2 * (5 * VT_PY_MAX_FRAMES + 1)];
+    /* Each frame's value: after the read, its index among the frames read;
+     * after the splice, its place in the merged stack; -1 for a frame that
+     * gives none (a shim, a frame without code). */
+    int16_t at[5 * VT_PY_MAX_FRAMES + 1];
 };
 struct vt_pyframes {
     int n, ngroups, borrowed;
@@ -103,6 +109,24 @@ struct vt_pyframes {
 };
 int vt_pystack_read(struct vt_pyframes *pf, struct vt_pytrail *trail);
 int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max);
+
+/* vt_pystack_splice, and the places in `out` of the trail's frames noted
+ * in it (trail->placed), for vt_pystack_patch; where the stack is cut or
+ * borrowed, nothing is noted. */
+int vt_pystack_splice_placed(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max,
+                             struct vt_pytrail *trail);
+
+/* The merged stack `merged` that vt_pystack_splice_placed made with
+ * `trail`, brought up to this thread's Python frames now, where only some
+ * frames' code or instruction changed (the same frames met, each with its
+ * entry mark, the chain ending where it ended, no code object freed since):
+ * each changed frame's value written at its place, the trail updated.
+ * Returns how many changed (0: none, the stack is the last one), or -1
+ * when the frames cannot be patched so (another depth, a mark, a frame
+ * that gives no value, a borrowed or cut read): then the trail and merged
+ * may be half updated, and the caller reads again (vt_pystack_read with
+ * the trail). The native frames must be those of the read. */
+int vt_pystack_patch(struct vt_pytrail *trail, uintptr_t *merged);
 
 /* Whether this thread's Python frames are still those a read left in
  * `trail`: the walk from the innermost frame meets as many frames as the

@@ -11,13 +11,15 @@
 /* What the thread's last capture was made of. `serial` is the native
  * capture's vt_stack_serial (UINT64_MAX: nothing kept, or interning
  * failed), `native` its frames, written by that capture itself, `trail`
- * the Python frames its read met. */
+ * the Python frames its read met, `merged` the stack interned (with
+ * `trail` placed in it, or trail.placed 0). */
 struct last_stack {
     uint64_t serial, generation;
     uint32_t id;
     uint32_t misses; /* captures in a row the memo did not answer */
-    int nnative;
+    int nnative, nmerged;
     uintptr_t native[VT_STACK_MAX];
+    uintptr_t merged[VT_MAX_FRAMES];
     struct vt_pytrail trail;
 };
 
@@ -42,6 +44,7 @@ static struct last_stack *thread_last(void) {
     l->serial = UINT64_MAX;
     l->misses = 0;
     l->trail.n = -1;
+    l->trail.placed = 0;
     if (pthread_setspecific(last_key, l) != 0) {
         free(l);
         return NULL;
@@ -53,6 +56,17 @@ static struct last_stack *thread_last(void) {
 static uint32_t merged_id(const uintptr_t *native, int n, const struct vt_pyframes *py) {
     uintptr_t frames[VT_MAX_FRAMES];
     return vt_tracker_stack_id(frames, vt_pystack_splice(native, n, py, frames, VT_MAX_FRAMES));
+}
+
+/* id, the thread's last; a failed interning (intern.c's UINT32_MAX) is not
+ * remembered: the next call reads and tries again. */
+static uint32_t remember(struct last_stack *l, uint32_t id) {
+    l->id = id;
+    if (id == UINT32_MAX) {
+        l->serial = UINT64_MAX;
+        l->trail.n = -1;
+    }
+    return id;
 }
 
 uint32_t vt_pystack_id(int max) {
@@ -68,9 +82,19 @@ uint32_t vt_pystack_id(int max) {
     if (l->generation != gen) l->serial = UINT64_MAX;
     int n = vt_stack_capture_since(l->native, max, l->serial);
     if (n == VT_STACK_SAME) {
-        if (vt_pystack_same(&l->trail)) {
+        /* The same native frames: the Python frames that changed (a loop
+         * allocating from line after line), if nothing else did, patched
+         * into the last merged stack, which is interned again; none
+         * changed: the last id. */
+        int changed = l->trail.placed ? vt_pystack_patch(&l->trail, l->merged)
+                                      : vt_pystack_same(&l->trail) ? 0 : -1; /* a cut stack, say */
+        if (changed == 0) {
             l->misses = 0;
             return l->id;
+        }
+        if (changed > 0) {
+            l->misses = 0;
+            return remember(l, vt_tracker_stack_id(l->merged, l->nmerged));
         }
         n = l->nnative;
     } else {
@@ -88,9 +112,6 @@ uint32_t vt_pystack_id(int max) {
         vt_pystack_read(&py, NULL);
         l->trail.n = -1;
     }
-    uint32_t id = l->id = merged_id(l->native, n, &py);
-    /* A failed interning (intern.c's UINT32_MAX) is not remembered: the
-     * next call tries again. */
-    if (id == UINT32_MAX) l->serial = UINT64_MAX;
-    return id;
+    l->nmerged = vt_pystack_splice_placed(l->native, n, &py, l->merged, VT_MAX_FRAMES, &l->trail);
+    return remember(l, vt_tracker_stack_id(l->merged, l->nmerged));
 }
