@@ -9,9 +9,12 @@ callgrind with vramtrace preloaded, with Python frames on and off
 differences over the pairs between them, divided by the Python frames of a
 capture, is the instructions one Python frame adds to an allocation (its
 read, its merge into the native stack, and the longer stack's interning).
-Each interpreter is measured twice: one line allocating over and over (the
-thread's remembered stack answers), and two lines in turn (it never does:
-every capture is read, spliced and interned).
+Each interpreter is measured three times: one line allocating over and
+over (the thread's remembered stack answers), two lines in turn (their
+Python frames patched into the last merged stack), and two lines in turn
+that reach the driver by two native ways, the driver's and the runtime's
+(the native frames change too: every capture's Python frames are spliced
+into its native ones and the stack interned).
 The live view is off (VRAMTRACE_LIVE=0): its publisher thread would add its
 own symbolizing. Instruction counts do not move with the machine's load;
 bench.py's Python row gives the time.
@@ -76,6 +79,9 @@ def main():
         ver, off, frame = per_frame(py, ["alternate"])
         print(f"Python {ver}, two lines in turn (no stack the last one): {off:,.0f} instructions a pair with "
               f"Python frames off; each Python frame adds {frame:.1f}")
+        ver, off, frame = per_frame(py, ["twoways"])
+        print(f"Python {ver}, two lines in turn through two native ways (the native frames change too): "
+              f"{off:,.0f} instructions a pair with Python frames off; each Python frame adds {frame:.1f}")
 
 
 if __name__ == "__main__":

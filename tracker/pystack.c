@@ -861,7 +861,7 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
     const uintptr_t none = (uintptr_t)none_object;
     int n = 0, guard = 4 * MAX_PY_FRAMES, whole = 1;
     uintptr_t *tw = trail ? trail->f : NULL;
-    int16_t *ta = trail ? trail->at : NULL;
+    int16_t *ta = trail ? trail->py : NULL;
     /* A walk meets at most max frames it keeps and guard + 1 it skips. */
     _Static_assert(sizeof trail->f / sizeof trail->f[0] >= 2 * (MAX_PY_FRAMES + 4 * MAX_PY_FRAMES + 1), "trail");
     *ng = 0;
@@ -985,6 +985,11 @@ static int read_frames(uintptr_t *out, int16_t *ends, int *ng, int max, struct v
     }
     /* As deep as a read keeps, or deeper. */
     if (__builtin_expect(n == max, 0)) n = walk_past(L.minor, &vt_pyl, f, out, ends, ng, max, cache);
+    if (trail && trail->n > 0) {
+        int t = trail->n - 1;
+        while (t >= 0 && trail->py[t] < 0) t--;
+        trail->outer = t;
+    }
     return n;
 }
 
@@ -1025,62 +1030,86 @@ static inline __attribute__((always_inline)) int walk_differs(const int minor, c
     return f ? -1 : 0;
 }
 
+/* The group of frame j among the frames read: the first whose end is j or
+ * past it (ends rise). */
+static int group_of(const int16_t *ends, int ngroups, int j) {
+    int lo = 0, hi = ngroups - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (ends[mid] < j) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* vt_pystack_patch from trail frame k, frame f, on, for one version as
  * walk() is: each frame whose code or instruction changed, with the same
- * entry mark, gets its value (from the memo, or looked up) at its place. */
+ * entry mark, gets its value (from the memo, or looked up) at its index
+ * in py and its place in merged; between them, walk_differs' loop. */
 static inline __attribute__((always_inline)) int walk_patch(const int minor, const struct vt_pylayout *lay, void *f,
-                                                            int k, struct vt_pytrail *trail, uintptr_t *merged,
-                                                            struct frame_memo *cache) {
+                                                            int k, struct vt_pytrail *trail, struct vt_pyframes *pf,
+                                                            uintptr_t *merged, struct frame_memo *cache) {
+    uintptr_t *py = pf->frames;
+    const int16_t *ends = pf->ends;
+    const int ngroups = pf->ngroups;
     const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
     const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
     const uintptr_t none = (uintptr_t)none_object;
     int changed = 0;
-    for (; k < trail->n; k++) {
-        if (!f) return -1;
+    for (;;) {
+        /* Frame k, f, changed. */
         uintptr_t *w = &trail->f[2 * k];
         char mark;
         uintptr_t code, ip;
         READ_FRAME(f, code, ip, mark);
         uintptr_t key = ip ^ (uintptr_t)(unsigned char)mark << 56;
-        if (code != w[0] || key != w[1]) {
-            /* Another mark is another cut into groups; a frame that gave
-             * no value (a shim, no code) or gives none now, no place. */
-            int at = trail->at[k];
-            if ((w[1] ^ key) >> 56 || at < 0) return -1;
-            /* Another function outermost: the thread entered Python
-             * anew, maybe in PyTorch's own code, whose frames the read
-             * follows with those of the thread it works for. */
-            if (k == trail->outer && code != w[0]) return -1;
-            uintptr_t c = minor == 13 ? code & ~(uintptr_t)3 : code;
-            if (!c || c == none) return -1;
-            struct frame_memo *set = memo_set(cache, f);
-            uintptr_t value = memo_get(set, c, ip);
-            if (!value && !(value = memo_miss(set, c, ip))) return -1;
-            merged[at] = value;
-            w[0] = code;
-            w[1] = key;
-            changed++;
-        }
+        /* Another mark is another cut into groups; a frame that gave no
+         * value (a shim, no code) or gives none now, no place. */
+        int at = trail->py[k];
+        if ((w[1] ^ key) >> 56 || at < 0) return -1;
+        /* Another function outermost: the thread entered Python anew,
+         * maybe in PyTorch's own code, whose frames the read follows with
+         * those of the thread it works for. */
+        if (k == trail->outer && code != w[0]) return -1;
+        uintptr_t c = minor == 13 ? code & ~(uintptr_t)3 : code;
+        if (!c || c == none) return -1;
+        struct frame_memo *set = memo_set(cache, f);
+        uintptr_t value = memo_get(set, c, ip);
+        if (!value && !(value = memo_miss(set, c, ip))) return -1;
+        py[at] = value;
+        if (merged) merged[at + trail->shift[group_of(ends, ngroups, at)]] = value;
+        w[0] = code;
+        w[1] = key;
+        changed++;
+        /* The next that changed. */
         f = RD(void *, f, fr_previous);
+        for (k++;; k++) {
+            if (k == trail->n) return f ? -1 : changed;
+            if (!f) return -1;
+            w += 2;
+            READ_FRAME(f, code, ip, mark);
+            if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) break;
+            f = RD(void *, f, fr_previous);
+        }
     }
-    return f ? -1 : changed;
 }
 
 /* The patch from the first frame that changed (out of vt_pystack_patch,
  * whose check of an unchanged stack then keeps to a few registers). */
-static __attribute__((noinline)) int patch_from(struct vt_pytrail *trail, uintptr_t *merged, int k, void *f) {
+static __attribute__((noinline)) int patch_from(struct vt_pytrail *trail, struct vt_pyframes *py, uintptr_t *merged,
+                                                int k, void *f) {
     struct frame_memo *cache = thread_memo();
     if (!cache || memo_freed != trail->freed) return -1;
     switch (L.minor) {
-    case 10: return walk_patch(10, &py310, f, k, trail, merged, cache);
-    case 11: return walk_patch(11, &py311, f, k, trail, merged, cache);
-    case 12: return walk_patch(12, &py312, f, k, trail, merged, cache);
-    default: return walk_patch(13, &vt_pyl, f, k, trail, merged, cache);
+    case 10: return walk_patch(10, &py310, f, k, trail, py, merged, cache);
+    case 11: return walk_patch(11, &py311, f, k, trail, py, merged, cache);
+    case 12: return walk_patch(12, &py312, f, k, trail, py, merged, cache);
+    default: return walk_patch(13, &vt_pyl, f, k, trail, py, merged, cache);
     }
 }
 
-int vt_pystack_patch(struct vt_pytrail *trail, uintptr_t *merged) {
-    if (trail->n <= 0 || !trail->placed || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return -1;
+int vt_pystack_patch(struct vt_pytrail *trail, struct vt_pyframes *pf, uintptr_t *merged) {
+    if (trail->n <= 0 || (merged && !trail->placed) || !__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return -1;
     if (trail->freed != __atomic_load_n(&codes_freed, __ATOMIC_ACQUIRE)) return -1;
     void *f = first_frame();
     if (!f) return -1;
@@ -1091,7 +1120,7 @@ int vt_pystack_patch(struct vt_pytrail *trail, uintptr_t *merged) {
     case 12: r = walk_differs(12, &py312, f, trail, &k, &f); break;
     default: r = walk_differs(13, &vt_pyl, f, trail, &k, &f); break;
     }
-    return r == 1 ? patch_from(trail, merged, k, f) : r;
+    return r == 1 ? patch_from(trail, pf, merged, k, f) : r;
 }
 
 /* The code slot of Python frame value v, once its names are set; NULL. */
@@ -1208,11 +1237,11 @@ static __attribute__((noinline, cold)) int splice_cut(const uintptr_t *native, i
 }
 
 /* The splice where every frame fits and none is borrowed (the usual
- * case: no bound to check); with `where`, each Python frame's place in out
- * noted there. */
+ * case: no bound to check); with `shift`, where each group went noted
+ * there (frame j of group g at j + shift[g]). */
 static inline __attribute__((always_inline)) int splice_fits(const uintptr_t *native, int n,
                                                              const struct vt_pyframes *pf, uintptr_t *out,
-                                                             int16_t *where) {
+                                                             int16_t *shift) {
     const uintptr_t *py = pf->frames;
     const int16_t *ends = pf->ends;
     int np = pf->n, ng = pf->ngroups;
@@ -1227,8 +1256,7 @@ static inline __attribute__((always_inline)) int splice_fits(const uintptr_t *na
             int end = ends[g++] + 1;
             if (end - next == 1) out[k] = py[next];
             else memcpy(out + k, py + next, (size_t)(end - next) * sizeof *out);
-            if (where)
-                for (int j = next; j < end; j++) where[j] = (int16_t)(k + j - next);
+            if (shift) shift[g - 1] = (int16_t)(k - next);
             k += end - next;
             next = end;
             continue;
@@ -1238,8 +1266,8 @@ static inline __attribute__((always_inline)) int splice_fits(const uintptr_t *na
     memcpy(out + k, native + i, (size_t)(n - i) * sizeof *out);
     k += n - i;
     memcpy(out + k, py + next, (size_t)(np - next) * sizeof *out);
-    if (where)
-        for (int j = next; j < np; j++) where[j] = (int16_t)(k + j - next);
+    if (shift)
+        for (; g < ng; g++) shift[g] = (int16_t)(k - next);
     return k + np - next;
 }
 
@@ -1252,14 +1280,7 @@ int vt_pystack_splice_placed(const uintptr_t *native, int n, const struct vt_pyf
                              struct vt_pytrail *trail) {
     trail->placed = 0;
     if (pf->borrowed || n + pf->n > max || trail->n <= 0) return vt_pystack_splice(native, n, pf, out, max);
-    int16_t where[VT_PY_MAX_FRAMES];
-    int k = splice_fits(native, n, pf, out, where);
-    trail->outer = -1;
-    for (int t = 0; t < trail->n; t++)
-        if (trail->at[t] >= 0) {
-            trail->at[t] = where[trail->at[t]];
-            trail->outer = t;
-        }
+    int k = splice_fits(native, n, pf, out, trail->shift);
     trail->placed = 1;
     return k;
 }

@@ -94,13 +94,15 @@ int vt_pystack_merge(const uintptr_t *native, int n, uintptr_t *out, int max);
 struct vt_pytrail {
     int n; /* frames kept; -1: nothing to compare (see vt_pystack_same) */
     int placed; /* at[] holds places in the merged stack (vt_pystack_splice_placed) */
-    int outer;  /* then: the outermost frame that gives a value */
+    int outer;  /* the outermost frame that gives a value */
     uint64_t freed; /* code objects freed before the read (none since: same code) */
     uintptr_t f[2 * (5 * VT_PY_MAX_FRAMES + 1)];
-    /* Each frame's value: after the read, its index among the frames read;
-     * after the splice, its place in the merged stack; -1 for a frame that
-     * gives none (a shim, a frame without code). */
-    int16_t at[5 * VT_PY_MAX_FRAMES + 1];
+    /* Each frame's value: its index among the frames read, -1 for a frame
+     * that gives none (a shim, a frame without code); and, once placed,
+     * where each group of the frames read went in the merged stack: frame
+     * j of group g at j + shift[g]. */
+    int16_t py[5 * VT_PY_MAX_FRAMES + 1];
+    int16_t shift[VT_PY_MAX_FRAMES];
 };
 struct vt_pyframes {
     int n, ngroups, borrowed;
@@ -116,17 +118,20 @@ int vt_pystack_splice(const uintptr_t *native, int n, const struct vt_pyframes *
 int vt_pystack_splice_placed(const uintptr_t *native, int n, const struct vt_pyframes *pf, uintptr_t *out, int max,
                              struct vt_pytrail *trail);
 
-/* The merged stack `merged` that vt_pystack_splice_placed made with
- * `trail`, brought up to this thread's Python frames now, where only some
- * frames' code or instruction changed (the same frames met, each with its
- * entry mark, the chain ending where it ended, no code object freed since):
- * each changed frame's value written at its place, the trail updated.
- * Returns how many changed (0: none, the stack is the last one), or -1
- * when the frames cannot be patched so (another depth, a mark, a frame
- * that gives no value, a borrowed or cut read): then the trail and merged
- * may be half updated, and the caller reads again (vt_pystack_read with
- * the trail). The native frames must be those of the read. */
-int vt_pystack_patch(struct vt_pytrail *trail, uintptr_t *merged);
+/* The frames `pf` read with `trail` (and, unless NULL, the merged stack
+ * `merged` that vt_pystack_splice_placed made of them with `trail`), brought
+ * up to this thread's Python frames now, where only some frames' code or
+ * instruction changed (the same frames met, each with its entry mark, the
+ * chain ending where it ended, no code object freed since): each changed
+ * frame's value written at its index in pf and its place in merged, the
+ * trail updated. Returns how many changed (0: none), or -1 when the frames
+ * cannot be patched so (another depth, a mark, a frame that gives no
+ * value, another function outermost, a borrowed or cut read, merged given
+ * and not placed): then the trail, pf and merged may be half updated, and
+ * the caller reads again (vt_pystack_read with the trail). With merged,
+ * the native frames must be those it was spliced with; without, pf is to
+ * be spliced again (vt_pystack_splice_placed). */
+int vt_pystack_patch(struct vt_pytrail *trail, struct vt_pyframes *pf, uintptr_t *merged);
 
 /* Whether this thread's Python frames are still those a read left in
  * `trail`: the walk from the innermost frame meets as many frames as the

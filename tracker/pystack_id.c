@@ -20,6 +20,7 @@ struct last_stack {
     int nnative, nmerged;
     uintptr_t native[VT_STACK_MAX];
     uintptr_t merged[VT_MAX_FRAMES];
+    struct vt_pyframes py; /* the Python frames of `merged` */
     struct vt_pytrail trail;
 };
 
@@ -70,9 +71,9 @@ static uint32_t remember(struct last_stack *l, uint32_t id) {
 }
 
 uint32_t vt_pystack_id(int max) {
-    struct vt_pyframes py;
     struct last_stack *l = thread_last();
     if (!l) {
+        struct vt_pyframes py;
         uintptr_t native[VT_STACK_MAX];
         int n = vt_stack_capture(native, max);
         vt_pystack_read(&py, NULL);
@@ -86,7 +87,7 @@ uint32_t vt_pystack_id(int max) {
          * allocating from line after line), if nothing else did, patched
          * into the last merged stack, which is interned again; none
          * changed: the last id. */
-        int changed = l->trail.placed ? vt_pystack_patch(&l->trail, l->merged)
+        int changed = l->trail.placed ? vt_pystack_patch(&l->trail, &l->py, l->merged)
                                       : vt_pystack_same(&l->trail) ? 0 : -1; /* a cut stack, say */
         if (changed == 0) {
             l->misses = 0;
@@ -101,17 +102,25 @@ uint32_t vt_pystack_id(int max) {
         l->nnative = n;
         l->serial = vt_stack_serial();
         l->generation = gen;
+        /* Other native frames (another op's way to the allocator): the
+         * Python frames of the last read, those that changed patched, are
+         * spliced into them. */
+        if (vt_pystack_patch(&l->trail, &l->py, NULL) >= 0) {
+            l->misses = 0;
+            l->nmerged = vt_pystack_splice_placed(l->native, n, &l->py, l->merged, VT_MAX_FRAMES, &l->trail);
+            return remember(l, vt_tracker_stack_id(l->merged, l->nmerged));
+        }
     }
     /* Keeping the trail costs a few instructions a frame. A thread whose
      * stack keeps changing (allocations from line after line) keeps it at
      * one capture in 8 only, to find out when a run of one stack begins. */
     uint32_t misses = l->misses++;
     if (misses < 4 || misses % 8 == 0) {
-        vt_pystack_read(&py, &l->trail);
+        vt_pystack_read(&l->py, &l->trail);
     } else {
-        vt_pystack_read(&py, NULL);
+        vt_pystack_read(&l->py, NULL);
         l->trail.n = -1;
     }
-    l->nmerged = vt_pystack_splice_placed(l->native, n, &py, l->merged, VT_MAX_FRAMES, &l->trail);
+    l->nmerged = vt_pystack_splice_placed(l->native, n, &l->py, l->merged, VT_MAX_FRAMES, &l->trail);
     return remember(l, vt_tracker_stack_id(l->merged, l->nmerged));
 }

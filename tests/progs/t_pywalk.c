@@ -282,47 +282,61 @@ int main(int argc, char **argv) {
     CHECK_EQ(vt_pystack_read(&pf, &trail), 3);
     CHECK_EQ(vt_pystack_splice_placed(native, 5, &pf, merged, 16, &trail), 6);
     CHECK(trail.placed);
-    CHECK_EQ(vt_pystack_patch(&trail, merged), 0);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 0);
     for (int i = 0; i < 4; i++) {
         set_unit(a, ka, i & 1 ? 9 : 3);                 /* the innermost moves */
         if (i >= 2) set_unit(c, kc, i & 1 ? 3 : 9);     /* and the outermost */
-        CHECK_EQ(vt_pystack_patch(&trail, merged), i >= 2 ? 2 : 1);
+        CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), i >= 2 ? 2 : 1);
         CHECK_EQ(vt_pystack_merge(native, 5, fresh, 16), 6);
         CHECK(memcmp(merged, fresh, 6 * sizeof merged[0]) == 0);
-        CHECK_EQ(vt_pystack_patch(&trail, merged), 0);
+        CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 0);
     }
     PUT(uintptr_t, b, Y.fr_code, GET(uintptr_t, c, Y.fr_code));   /* other code at b's place */
-    CHECK_EQ(vt_pystack_patch(&trail, merged), 1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 1);
     CHECK_EQ(vt_pystack_merge(native, 5, fresh, 16), 6);
     CHECK(memcmp(merged, fresh, 6 * sizeof merged[0]) == 0);
     CHECK_STR(name_of(merged[minor == 10 ? 3 : 2], &line), "fc c.py");
     PUT(uintptr_t, b, Y.fr_code, code_b);
-    CHECK_EQ(vt_pystack_patch(&trail, merged), 1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 1);
     CHECK_STR(name_of(merged[minor == 10 ? 3 : 2], &line), "fb b.py");
     uintptr_t code_c = GET(uintptr_t, c, Y.fr_code);
     PUT(uintptr_t, c, Y.fr_code, GET(uintptr_t, a, Y.fr_code));   /* other code outermost: read again */
-    CHECK_EQ(vt_pystack_patch(&trail, merged), -1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), -1);
     PUT(uintptr_t, c, Y.fr_code, code_c);
     CHECK_EQ(vt_pystack_read(&pf, &trail), 3);
     CHECK_EQ(vt_pystack_splice_placed(native, 5, &pf, merged, 16, &trail), 6);
-    CHECK_EQ(vt_pystack_patch(&trail, merged), 0);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 0);
     if (minor >= 11) {
         void *m = minor == 11 ? b : a;
         int off = minor == 11 ? Y.fr_is_entry : Y.fr_owner;
         char was = GET(char, m, off);
         PUT(char, m, off, (char)(was ^ 1));
-        CHECK_EQ(vt_pystack_patch(&trail, merged), -1);
+        CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), -1);
         PUT(char, m, off, was);
     }
     PUT(void *, top, top_off, b);                      /* a returned */
-    CHECK_EQ(vt_pystack_patch(&trail, merged), -1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), -1);
     PUT(void *, top, top_off, a);
     PUT(void *, fc.f, Y.fr_previous, &fd);             /* the chain goes on past its old end */
-    CHECK_EQ(vt_pystack_patch(&trail, merged), -1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), -1);
     PUT(void *, fc.f, Y.fr_previous, NULL);
-    CHECK_EQ(vt_pystack_patch(&trail, merged), 0);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 0);
     trail.placed = 0;                                  /* spliced without places (cut, borrowed) */
-    CHECK_EQ(vt_pystack_patch(&trail, merged), -1);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), -1);
+    /* Without the merged stack (other native frames): the frames read
+     * patched, and spliced again with their places. */
+    set_unit(a, ka, 3);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, NULL), 1);
+    CHECK_EQ(vt_pystack_splice_placed(native, 5, &pf, merged, 16, &trail), 6);
+    CHECK(trail.placed);
+    CHECK_EQ(vt_pystack_merge(native, 5, fresh, 16), 6);
+    CHECK(memcmp(merged, fresh, 6 * sizeof merged[0]) == 0);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 0);
+    set_unit(a, ka, 9);
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, merged), 1);   /* both, the frames read too */
+    CHECK_EQ(vt_pystack_patch(&trail, &pf, NULL), 0);
+    CHECK_EQ(vt_pystack_splice_placed(native, 5, &pf, fresh, 16, &trail), 6);
+    CHECK(memcmp(merged, fresh, 6 * sizeof merged[0]) == 0);
 
     /* 300 frames, deeper than a read keeps: fa, 297 of fd, fb, fc (3.11:
      * fb entered from C; 3.12+: a shim before fc). The read keeps 223
