@@ -22,10 +22,9 @@ static int low_number(void) {
                ? 3 : VT_FD_LOW;
 }
 
-/* Whether fd holds the file `was` describes. */
+/* Whether fd holds the file `was` describes (vt_fd_mine). */
 static int holds(int fd, const struct stat *was) {
-    struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == was->st_dev && st.st_ino == was->st_ino;
+    return vt_fd_mine(&(struct vt_fd){fd, was->st_dev, was->st_ino});
 }
 
 int vt_fd_keep(int fd, struct vt_fd *k) {

@@ -914,22 +914,28 @@ static inline __attribute__((always_inline)) int walk(const int minor, const str
     return n;
 }
 
-/* Whether the walk from f meets trail's frames (vt_pystack_same), for one
- * version as walk() is. */
-static inline __attribute__((always_inline)) int walk_same(const int minor, const struct vt_pylayout *lay, void *f,
-                                                           const struct vt_pytrail *trail) {
+/* The first frame from f on that differs from trail's, for one version as
+ * walk() is (vt_pystack_same and vt_pystack_patch): 0 when none does and the chain ends where it ended, 1 with *at
+ * its index in the trail and *fp the frame, -1 when the chain is shorter
+ * or longer. */
+static inline __attribute__((always_inline)) int walk_differs(const int minor, const struct vt_pylayout *lay, void *f,
+                                                              const struct vt_pytrail *trail, int *at, void **fp) {
     const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
     const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
     const uintptr_t *w = trail->f, *end = w + 2 * trail->n;
     for (; w < end; w += 2) {
-        if (!f) return 0;
+        if (!f) return -1;
         char mark;
         uintptr_t code, ip;
         READ_FRAME(f, code, ip, mark);
-        if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) return 0;
+        if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) {
+            *at = (int)(w - trail->f) / 2;
+            *fp = f;
+            return 1;
+        }
         f = RD(void *, f, fr_previous);
     }
-    return !f;
+    return f ? -1 : 0;
 }
 
 /* The innermost frame of this thread's Python, or NULL. */
@@ -998,36 +1004,13 @@ int vt_pystack_same(const struct vt_pytrail *trail) {
     if (trail->freed != __atomic_load_n(&codes_freed, __ATOMIC_ACQUIRE)) return 0;
     void *f = first_frame();
     if (!f) return 0;
+    int k;
     switch (L.minor) {
-    case 10: return walk_same(10, &py310, f, trail);
-    case 11: return walk_same(11, &py311, f, trail);
-    case 12: return walk_same(12, &py312, f, trail);
-    default: return walk_same(13, &vt_pyl, f, trail);
+    case 10: return walk_differs(10, &py310, f, trail, &k, &f) == 0;
+    case 11: return walk_differs(11, &py311, f, trail, &k, &f) == 0;
+    case 12: return walk_differs(12, &py312, f, trail, &k, &f) == 0;
+    default: return walk_differs(13, &vt_pyl, f, trail, &k, &f) == 0;
     }
-}
-
-/* The first frame from f on that differs from trail's (walk_same's
- * loop): 0 when none does and the chain ends where it ended, 1 with *at
- * its index in the trail and *fp the frame, -1 when the chain is shorter
- * or longer. */
-static inline __attribute__((always_inline)) int walk_differs(const int minor, const struct vt_pylayout *lay, void *f,
-                                                              const struct vt_pytrail *trail, int *at, void **fp) {
-    const int fr_owner = lay->fr_owner, fr_code = lay->fr_code, fr_previous = lay->fr_previous;
-    const int fr_instr = lay->fr_instr, fr_lasti = lay->fr_lasti, fr_is_entry = lay->fr_is_entry;
-    const uintptr_t *w = trail->f, *end = w + 2 * trail->n;
-    for (; w < end; w += 2) {
-        if (!f) return -1;
-        char mark;
-        uintptr_t code, ip;
-        READ_FRAME(f, code, ip, mark);
-        if (code != w[0] || (ip ^ (uintptr_t)(unsigned char)mark << 56) != w[1]) {
-            *at = (int)(w - trail->f) / 2;
-            *fp = f;
-            return 1;
-        }
-        f = RD(void *, f, fr_previous);
-    }
-    return f ? -1 : 0;
 }
 
 /* The group of frame j among the frames read: the first whose end is j or
