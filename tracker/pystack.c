@@ -726,8 +726,13 @@ static __thread uint64_t memo_freed __attribute__((tls_model("initial-exec")));
 static pthread_key_t memo_key;
 static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
 
-/* free, called: its address taken was a symbol bound at every start. */
-static void memo_free(void *memo) { free(memo); }
+/* At the thread's exit: free, called (its address taken was a symbol
+ * bound at every start). A later key's destructor that allocates from
+ * Python finds no memo and makes a new one, as walker.c's cache. */
+static void memo_free(void *m) {
+    memo = NULL;
+    free(m);
+}
 static void memo_key_make(void) { pthread_key_create(&memo_key, memo_free); }
 
 static struct frame_memo *thread_memo(void) {

@@ -148,7 +148,14 @@ __thread struct vt_stack_counts vt_walk_counts __attribute__((tls_model("initial
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-static void cache_free(void *m) { free(m); }
+/* At the thread's exit. A later key's destructor (the program's, its key
+ * made after this one) that allocates finds no cache and makes a new one,
+ * which the C library's next round of destructors frees: it runs them again
+ * while a key is set. */
+static void cache_free(void *m) {
+    walk_cache = NULL;
+    free(m);
+}
 static void cache_key_make(void) { pthread_key_create(&cache_key, cache_free); }
 
 /* This thread's stack bounds and walk cache, on its first capture. */

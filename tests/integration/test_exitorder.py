@@ -123,3 +123,27 @@ def a_second_exit_waits_only_while_the_outputs_may_come():
     eq((r.rc, r.out), (23, "child status 9\n"), f"vfork: the child's status, the parent's check: {r.err[-2000:]}")
     eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
        ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], "vfork: the parent's leak")
+
+
+@test
+def a_threads_later_key_destructor_may_allocate():
+    """The C library runs a thread's key destructors at its exit in the
+    order the keys were made, vramtrace's (made at the process's first
+    allocation) before a key the program makes later. The walker's
+    per-thread cache was freed by its destructor and still named by the
+    thread: a later destructor's cudaMalloc walked in freed memory, and the
+    C library aborted ("malloc(): invalid size"). Now a destructor's
+    allocation finds no cache and makes one, which the next round of
+    destructors frees; with "twice" that round also runs the program's
+    destructor again. Its allocations are counted and placed, and the
+    ASan build finds nothing (SAN_PROGRAMS)."""
+    prog = os.path.join(T, "t_tsdexit")
+    line = source_line("t_tsdexit.c", "cudaMalloc(&kept, 3 << 20)")
+    for mode, runs in (([], 1), (["twice"], 2)):
+        r = run([prog] + mode)
+        eq((r.rc, r.out), (0, "thread done\n"), f"{mode}: the program ran to its end: {r.err[-2000:]}")
+        d = r.dump
+        eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]),
+           (2 + 2 * runs, 2 + runs, runs * (3 << 20)), f"{mode}: every allocation counted")
+        live = [(a["bytes"], site(d, a["stack"])["function"], site(d, a["stack"])["line"]) for a in d["live"]]
+        eq(live, [(3 << 20, "keep_in_destructor", line)] * runs, f"{mode}: the destructor's allocations placed")

@@ -16,3 +16,10 @@ PROGS += $(T)/t_quickbuf
 $(T)/t_quickbuf: tests/progs/t_quickbuf.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
+
+# A thread's own key destructor that allocates after vramtrace's destructors
+# for the thread have run (tests/integration/test_exitorder.py).
+PROGS += $(T)/t_tsdexit
+$(T)/t_tsdexit: tests/progs/t_tsdexit.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread
