@@ -29,6 +29,7 @@
 #endif
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,13 +174,20 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
     }
     if (!walk_cache) {
         pthread_once(&cache_once, cache_key_make);
-        struct walk_cache *m = calloc(1, sizeof *m);
+        /* Not zeroed whole: that wrote all 16 pages of its 63 KB in the
+         * thread's first call, and a page's first write is a page fault,
+         * which with 256 threads starting took most of a first call's time
+         * (docs/performance.md). The shadows' counts are zeroed, the rules
+         * emptied at the first walk (by a generation no table has), and a
+         * frame's or step's words are written before they are read: a
+         * thread walking 30 frames writes 6 of its pages. */
+        struct walk_cache *m = malloc(sizeof *m);
         if (!m) return NULL;
+        m->generation = UINT64_MAX;
+        m->busy = 0;
         m->cur = &m->sh[0];
         m->next = &m->sh[1];
-        /* A step's return address always counts: the mask's second word is
-         * set once, here, and never written again. */
-        for (int k = 0; k < CACHE_FRAMES; k++) m->sh[0].st[k].mask[1] = m->sh[1].st[k].mask[1] = ~(uintptr_t)0;
+        for (int k = 0; k < 2; k++) memset(&m->sh[k], 0, offsetof(struct shadow, st));
         pthread_setspecific(cache_key, m);
         walk_cache = m;
     }
@@ -595,6 +603,7 @@ VT_NO_ASAN static int walk(struct walk_cache *m, const struct vt_rule_entry *t, 
         if (cfa < sp + 8 || cfa > hi) return -1;
         S->win = cfa - 16;
         S->mask[0] = 0;
+        S->mask[1] = ~(uintptr_t)0; /* the return address always counts */
         if (r.flags & VT_RULE_BP_SAVED) {
             /* cfi.c keeps bp_off at -8 or below: the word lies below the CFA. */
             const uintptr_t *at = (const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r.bp_off);
