@@ -35,7 +35,7 @@ COMMON_C := common/callsite.c common/format.c common/labels.c common/oomtext.c c
 LIB_C   := interpose/resolve.c interpose/hooklist.c interpose/dynsyms.c interpose/canload.c interpose/deepbind.c interpose/infront.c interpose/exports.c interpose/hook.c interpose/driver.c \
            interpose/runtime.c interpose/init.c interpose/selfkill.c interpose/mainexit.c interpose/ondemand.c interpose/onterm.c interpose/sigview.c interpose/nvml.c interpose/api.c \
            interpose/pools.c interpose/graphs.c interpose/vmm.c interpose/ipc.c interpose/unload.c \
-           tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/slab.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
+           tracker/tracker.c tracker/slot.c tracker/tblock.c tracker/recslab.c tracker/slab.c tracker/lockprobe.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c tracker/view.c tracker/released.c tracker/departed.c \
            tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c tracker/options.c tracker/pystack.c tracker/pystack_id.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c \
            tracker/lazy_unwind.c $(COMMON_C) report/lazy_dw.c \
            report/symbolize.c report/dwflfiles.c report/debuglink.c report/inlines.c report/holders.c report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/output.c report/outfile.c report/ownstream.c report/dump_keep.c report/report_keep.c report/errbuf.c \
@@ -239,7 +239,7 @@ PROGS := $(T)/t_driver $(T)/t_budget $(T)/t_dlsym $(T)/t_dlnext $(T)/t_runtime $
          $(T)/t_entry $(T)/t_arrays $(T)/t_arrays_static $(T)/t_exec $(T)/t_spawn $(T)/t_dlclose $(T)/t_triage $(T)/t_leaks $(T)/t_pexit $(T)/t_poolkeep $(T)/t_reset $(T)/t_pinreset $(T)/t_ctxdestroy $(T)/t_phases $(T)/t_oom $(T)/t_fork $(T)/t_threads $(T)/t_real_cudart \
          $(T)/t_real_cudart_static $(T)/t_cpp $(T)/t_stripped $(T)/t_rtld_local $(T)/libt_local.so $(T)/libt_dep.so \
          $(T)/libt_nativethread.so $(T)/t_replug $(T)/libt_plug1.so $(T)/libt_plug2.so $(T)/t_vmm $(T)/t_limitargs $(T)/t_survived $(T)/t_dumptwice $(T)/t_many \
-         $(T)/t_cancel $(T)/t_exitrace $(T)/t_pages $(T)/t_ranks $(T)/t_pastsite $(T)/t_pitchsettle $(T)/t_limitinvalid
+         $(T)/t_cancel $(T)/t_threadreuse $(T)/t_exitrace $(T)/t_pages $(T)/t_ranks $(T)/t_pastsite $(T)/t_pitchsettle $(T)/t_limitinvalid
 # Each area's further test programs: tests/progs/AREA.mk adds to PROGS.
 include $(wildcard tests/progs/*.mk)
 progs: sim $(PROGS)
@@ -251,11 +251,12 @@ progs: sim $(PROGS)
 SIMRT := $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
 SIMRT_PROGS := t_runtime t_entry t_fork t_threads t_oom t_phases t_leaks t_pexit t_poolkeep t_reset t_pinreset t_ctxdestroy t_triage t_exec t_spawn t_arrays t_fds t_symfds \
                t_limitargs t_survived t_dumptwice t_many t_cancel t_exitrace t_ranks t_pastsite t_pitchsettle t_limitinvalid t_closedstd t_fullerr \
-               t_nofds t_fdswap
+               t_nofds t_fdswap t_threadreuse
 DRIVER_PROGS := t_driver t_replug t_budget t_vmm t_pages t_twosites
 DL_PROGS := t_dlsym t_dlclose t_rtld_local
 STATIC_PROGS := t_runtime_static t_arrays_static
 LDLIBS_t_threads := -lpthread
+LDLIBS_t_threadreuse := -lpthread
 LDLIBS_t_reset := -ldl -lpthread
 LDLIBS_t_replug := -ldl
 LDLIBS_t_budget := -lpthread
@@ -320,7 +321,7 @@ $(T)/libt_local.so: tests/progs/t_local.c $(T)/libt_dep.so
 
 # Unit tests of tracker/ and report/, linked straight to their sources, in
 # three builds: plain, ASan+UBSan, and TSan for the threaded one.
-UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/recslab.c tracker/slab.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
+UNIT_SRC := tracker/tracker.c tracker/slot.c tracker/tblock.c tracker/recslab.c tracker/slab.c tracker/table.c tracker/cow.c tracker/log.c tracker/account.c tracker/intern.c tracker/lsanroot.c tracker/history.c tracker/handlerun.c tracker/steps.c tracker/mappings.c tracker/clock.c tracker/snapshot.c tracker/snapshot_sort.c tracker/live_spill.c tracker/live_read.c \
             tracker/options.c tracker/pystack.c tracker/pyline.c tracker/pyborrow.c tracker/mark.c tracker/view.c tracker/released.c tracker/departed.c $(COMMON_C) report/holders.c report/since.c report/forecast.c \
             report/dump.c report/dump_tables.c report/dump_events.c report/postmortem.c report/place.c report/symbolize.c report/lazy_dw.c report/dwflfiles.c report/debuglink.c report/inlines.c report/leaks.c report/match.c report/growth.c report/owntime.c report/findings.c report/traits.c report/analysis.c report/survived.c \
             report/torch.c report/torch_dump.c report/torch_print.c report/torch_growth.c report/torch_kept.c report/live_torch.c
@@ -369,7 +370,7 @@ $(UNIT_BINS): tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 # (its frames are the ones a capture drops), in two variants each in its
 # own folder with its plugins beside it: stack (plain, -O2) and stack_asan
 # (ASan+UBSan, -O1).
-VTSTACK_C := tracker/stack.c tracker/walker.c tracker/rules.c tracker/cfi.c
+VTSTACK_C := tracker/stack.c tracker/walker.c tracker/tblock.c tracker/rules.c tracker/cfi.c
 STACK_FLAGS_stack := -O2 -g
 STACK_FLAGS_stack_asan := -O1 -g $(SAN_UNIT_ASAN)
 STACK_FLAGS = $(STACK_FLAGS_$(notdir $(@D)))

@@ -1166,7 +1166,8 @@ def python_off_and_unsupported_versions():
 SAN_PROGRAMS = [["t_driver"], ["t_dlsym"], ["t_runtime"], ["t_runtime_static"], ["t_entry"], ["t_cpp"], ["t_arrays"],
                 ["t_fork"], ["t_exec"], ["t_spawn"], ["t_dlclose"], ["t_oom"], ["t_oom", "repeat"],
                 ["t_triage", "big", "30M", "cache", "20M", "retry", "40M"], ["t_leaks", "signal"],
-                ["t_reset", "reuse", "thread"], ["t_arrays", "ipc-twice"], ["t_tsdexit", "twice"]]
+                ["t_reset", "reuse", "thread"], ["t_arrays", "ipc-twice"], ["t_tsdexit", "twice"],
+                ["t_threadreuse", "40"]]
 
 
 def gcc_runtime(name):

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "recslab.h"
+#include "lsanroot.h"
 #include "slot.h"
+#include "tblock.h"
 
 struct vt_slot_list vt_slots;
 __thread struct vt_slot *vt_my_slot __attribute__((tls_model("initial-exec")));
@@ -191,6 +193,15 @@ void vt_rec_put_slotless(struct vt_rec *r) {
     rec_cache_push(r);
 }
 
+/* Slots, from mappings of vramtrace's (tblock.h): not from the thread's
+ * malloc arena, on whose lock 256 threads' first calls queued. A slot is
+ * never given back (a later thread takes it over); its table points to
+ * records, so its mappings are shown to LeakSanitizer. */
+static struct vt_tblock_kind slot_blocks = VT_TBLOCK_KIND(sizeof(struct vt_slot), 256, vt_lsan_root);
+
+void vt_slot_blocks_lock(void) { vt_tblock_lock(&slot_blocks); }
+void vt_slot_blocks_unlock(void) { vt_tblock_unlock(&slot_blocks); }
+
 /* Without the global lock: a slot is taken by one compare-and-swap of its
  * `owned`, and a new one pushed on the list's head by one of the head, so
  * that a thread's first call never waits for an applier's merge (with 256
@@ -205,7 +216,7 @@ struct vt_slot *vt_slot_attach(void) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&l->owned, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) break;
     }
-    if (!l && (l = aligned_alloc(64, sizeof *l))) {
+    if (!l && (l = vt_tblock_take(&slot_blocks))) {
         /* All but the log's entries, which are written before they are
          * read (from tail to head): zeroing them wrote 8 more pages in
          * the thread's first call, page faults that are its dearest part

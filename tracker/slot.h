@@ -67,6 +67,11 @@ extern __thread struct vt_slot *vt_my_slot __attribute__((tls_model("initial-exe
  * out of memory. */
 struct vt_slot *vt_slot_attach(void) VT_HIDDEN;
 
+/* The lock of the mappings slots are carved from, for fork (taken with the
+ * tracker's other locks, vt_tracker_lock_all). */
+void vt_slot_blocks_lock(void) VT_HIDDEN;
+void vt_slot_blocks_unlock(void) VT_HIDDEN;
+
 /* A slot's lock: taking it is one exchange and giving it back a plain
  * store (and a load of `wanted`, on the same line). Its owner all but
  * never finds it held; a waiter spins, then sleeps (vt_slot_wait). */

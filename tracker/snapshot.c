@@ -456,9 +456,11 @@ void vt_tracker_lock_all(void) {
     vt_rec_depot_lock();
     vt_rec_slabs_lock();
     vt_intern_slabs_lock();
+    vt_slot_blocks_lock();
 }
 
 void vt_tracker_unlock_all(void) {
+    vt_slot_blocks_unlock();
     vt_intern_slabs_unlock();
     vt_rec_slabs_unlock();
     vt_rec_depot_unlock();

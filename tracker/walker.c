@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "rules.h"
+#include "tblock.h"
 #include "walker.h"
 
 #define VT_NO_ASAN __attribute__((no_sanitize("address")))
@@ -63,8 +64,6 @@ void vt_walker_init(int walk) {
 }
 
 void vt_walker_forget(void) { vt_rules_forget(); }
-void vt_walker_fork_prepare(void) { vt_rules_fork_prepare(); }
-void vt_walker_fork_done(void) { vt_rules_fork_done(); }
 
 /* ---- the shadow ---------------------------------------------------------- */
 
@@ -149,13 +148,26 @@ __thread struct vt_stack_counts vt_walk_counts __attribute__((tls_model("initial
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
-/* At the thread's exit. A later key's destructor (the program's, its key
- * made after this one) that allocates finds no cache and makes a new one,
- * which the C library's next round of destructors frees: it runs them again
- * while a key is set. */
+/* The caches, from mappings of vramtrace's (tblock.h): not from the
+ * thread's malloc arena, on whose lock 256 threads' first calls queued. */
+static struct vt_tblock_kind caches = VT_TBLOCK_KIND(sizeof(struct walk_cache), 256, NULL);
+
+void vt_walker_fork_prepare(void) {
+    vt_rules_fork_prepare();
+    vt_tblock_lock(&caches);
+}
+void vt_walker_fork_done(void) {
+    vt_tblock_unlock(&caches);
+    vt_rules_fork_done();
+}
+
+/* At the thread's exit, its cache back for the next thread. A later key's
+ * destructor (the program's, its key made after this one) that allocates
+ * finds no cache and takes one, which the C library's next round of
+ * destructors gives back: it runs them again while a key is set. */
 static void cache_free(void *m) {
     walk_cache = NULL;
-    free(m);
+    vt_tblock_give(&caches, m);
 }
 static void cache_key_make(void) { pthread_key_create(&cache_key, cache_free); }
 
@@ -180,8 +192,9 @@ __attribute__((noinline)) static struct walk_cache *thread_setup(void) {
          * (docs/performance.md). The shadows' counts are zeroed, the rules
          * emptied at the first walk (by a generation no table has), and a
          * frame's or step's words are written before they are read: a
-         * thread walking 30 frames writes 6 of its pages. */
-        struct walk_cache *m = malloc(sizeof *m);
+         * thread walking 30 frames writes 6 of its pages. A cache another
+         * thread left is made ready the same way. */
+        struct walk_cache *m = vt_tblock_take(&caches);
         if (!m) return NULL;
         m->generation = UINT64_MAX;
         m->busy = 0;
