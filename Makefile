@@ -419,8 +419,14 @@ $(T)/unit_dlagain: tests/unit/test_dlagain.c tests/unit/check.h common/dlagain.c
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O2 -g -o $@ tests/unit/test_dlagain.c common/dlagain.c
 
+# A thread's large blocks from mappings of vramtrace's own, alone, and
+# under TSan (threads taking at once).
+$(T)/unit_tblock $(T)/unit_tblock_tsan: $(T)/unit_tblock%: tests/unit/test_tblock.c tests/unit/check.h tracker/tblock.c tracker/tblock.h
+	@mkdir -p $(T)
+	$(CC) $(BASE) $(if $(findstring tsan,$@),-O1 -g -fsanitize=thread,-O2 -g) -o $@ tests/unit/test_tblock.c tracker/tblock.c -lpthread
+
 unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_events_asan $(T)/unit_scan $(T)/unit_scan_asan \
-      $(T)/unit_match $(T)/unit_match_asan $(T)/unit_dlagain
+      $(T)/unit_match $(T)/unit_match_asan $(T)/unit_dlagain $(T)/unit_tblock $(T)/unit_tblock_tsan
 	$(T)/unit
 	$(T)/unit_live
 	$(T)/unit_intern
@@ -446,6 +452,8 @@ unit: $(UNIT_BINS) $(T)/stack/test_stack $(T)/stack_asan/test_stack $(T)/unit_ev
 	$(T)/unit_match
 	$(T)/unit_match_asan
 	$(T)/unit_dlagain
+	$(T)/unit_tblock
+	setarch $$(uname -m) -R $(T)/unit_tblock_tsan
 	$(T)/stack/test_stack
 	$(T)/stack_asan/test_stack
 

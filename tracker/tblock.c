@@ -1,6 +1,7 @@
 /* tblock.c -- a thread's large blocks, from mappings of vramtrace's own
  * (tblock.h). */
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tblock.h"
 
@@ -42,8 +43,9 @@ void *vt_tblock_take(struct vt_tblock_kind *k) {
     }
     /* A quarter of the mapping left: the next one is made now, by this
      * taker, out of the lock, while the others go on taking. */
-    int ahead = !k->spare && !k->mapping && (size_t)(k->end - k->next) < k->size * (k->per_map / 4);
-    if (ahead) k->mapping = 1;
+    int ahead = !k->spare && (size_t)(k->end - k->next) < k->size * (k->per_map / 4) &&
+                (!k->mapping || k->mapping != getpid()); /* a child's copy of a parent's mapping under way: none */
+    if (ahead) k->mapping = getpid();
     pthread_mutex_unlock(&k->lock);
     if (ahead) {
         char *m = map_blocks(k);

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "internal.h"
 
@@ -31,7 +32,8 @@ struct vt_tblock_kind {
     void *free;       /* blocks given back, each one's first word the next */
     char *next, *end; /* the newest mapping's blocks not yet taken */
     char *spare;      /* the next mapping, made ahead (NULL: none yet) */
-    int mapping;      /* a taker is making it */
+    pid_t mapping;    /* the process whose taker is making it (0: none; a
+                       * forked child's copy names the parent's) */
 };
 #define VT_TBLOCK_KIND(bytes, per, root_fn) \
     {(((bytes) + 63) & ~(size_t)63), (per), (root_fn), PTHREAD_MUTEX_INITIALIZER, NULL, NULL, NULL, NULL, 0}
