@@ -151,7 +151,7 @@ void vt_table_move(struct live_table *t) {
     if (t->cow && end > i) vt_cow_touch(t, t->old, i, end - 1);
     for (; i < end; i++) {
         struct vt_rec *r = t->old[i].rec;
-        if (r && r != TABLE_TOMB) table_put(t, r, key_hash(&r->key));
+        if (r && r != TABLE_TOMB) table_put(t, r, t->old[i].tag, tag_hash(t->old[i].tag));
     }
     /* The chunks of pages the move has passed are given back (they read as zeros
      * after, and nothing reads below `moved`). */

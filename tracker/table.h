@@ -31,13 +31,22 @@ struct vt_key {
     uint32_t pad;
 };
 
-/* A key's hash: a multiply, its high half. From the two fields, not the
- * struct's words: a key is hashed right after its fields are stored, and a
- * 64-bit load of two 32-bit stores cannot be forwarded from them. */
-static inline uint32_t key_hash(const struct vt_key *k) {
-    uint64_t x = (k->address ^ ((uint64_t)k->space << 59)) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(x >> 32);
-}
+/* A key's tag: its address with its space in the top bits. What a table
+ * entry keeps beside its record, so that a probe reads the record only
+ * when the tags match, and a deletion's shift and a growing table's move
+ * find an entry's home from the entry alone, reading no other record
+ * (that record's line sits in the cache of the thread that made it, when
+ * another thread frees). Two keys may share a tag (an address or handle
+ * with its top bits set): a match is confirmed on the record. From the
+ * two fields, not the struct's words: a key is tagged right after its
+ * fields are stored, and a 64-bit load of two 32-bit stores cannot be
+ * forwarded from them. */
+static inline uint64_t key_tag(const struct vt_key *k) { return k->address ^ ((uint64_t)k->space << 59); }
+
+/* A tag's hash: a multiply, its high half. */
+static inline uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
+
+static inline uint32_t key_hash(const struct vt_key *k) { return tag_hash(key_tag(k)); }
 
 /* A live allocation as its slot holds it. */
 struct vt_rec {
@@ -46,10 +55,14 @@ struct vt_rec {
                            a.mapped links a free record to the next */
 };
 
-/* One entry: the record's address beside it, so that a probe reads the
- * record only when the address matches. */
+/* Whether record r has key k (whose tag an entry matched). */
+static inline int rec_is(const struct vt_rec *r, const struct vt_key *k) {
+    return r->key.address == k->address && r->key.space == k->space;
+}
+
+/* One entry: the record's key's tag beside it (key_tag). */
 struct live_entry {
-    uint64_t address;
+    uint64_t tag;
     struct vt_rec *rec;  /* NULL: empty; TABLE_TOMB: deleted (old array) */
 };
 
@@ -143,11 +156,12 @@ static inline size_t old_next(const struct live_table *t, size_t i) {
  * (entries and tombstones, as at the move's end), a miss read them over
  * and over, old_cap times (11 ms at 8 Mi entries). */
 static inline struct vt_rec *table_find_old(const struct live_table *t, const struct vt_key *k, uint32_t h) {
+    uint64_t tag = key_tag(k);
     for (size_t i = old_first(t, h), n = 0; n < t->old_cap - t->moved; i = old_next(t, i), n++) {
         VT_TABLE_OLD_PROBE();
         struct vt_rec *r = t->old[i].rec;
         if (!r) return NULL;
-        if (r != TABLE_TOMB && t->old[i].address == k->address && r->key.space == k->space) return r;
+        if (r != TABLE_TOMB && t->old[i].tag == tag && rec_is(r, k)) return r;
     }
     return NULL;
 }
@@ -157,15 +171,16 @@ static inline struct vt_rec *table_find_old(const struct live_table *t, const st
  * else the empty index that ends its run (where table_add_at may put a new
  * record); SIZE_MAX when the table has no array. While the table grows,
  * *at is not used (table_add_at and table_del_found probe again). */
-static inline struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
+static inline __attribute__((always_inline)) struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
     *at = SIZE_MAX;
     if (!t->cap) return NULL;
     int growing = __builtin_expect(t->old != NULL, 0);
+    uint64_t tag = key_tag(k);
     size_t mask = t->cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         struct vt_rec *r = growing ? entry_rec(t, i) : t->e[i].rec;
         if (!r) break;
-        if (t->e[i].address == k->address && r->key.space == k->space) {
+        if (t->e[i].tag == tag && rec_is(r, k)) {
             *at = i;
             return r;
         }
@@ -189,13 +204,14 @@ int vt_table_grow(struct live_table *t) VT_HIDDEN;
  * let go once empty. */
 void vt_table_move(struct live_table *t) VT_HIDDEN;
 
-/* Put a record into the current array (it has room). */
-static inline void table_put(struct live_table *t, struct vt_rec *r, uint32_t h) {
+/* Put a record, its key's tag `tag` (whose tag_hash is `h`), into the
+ * current array (it has room). */
+static inline void table_put(struct live_table *t, struct vt_rec *r, uint64_t tag, uint32_t h) {
     size_t mask = t->cap - 1, i = h & mask;
     while (entry_rec(t, i)) i = (i + 1) & mask;
     if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, i, i);
     entry_write(t, i);
-    t->e[i].address = r->key.address;
+    t->e[i].tag = tag;
     t->e[i].rec = r;
 }
 
@@ -203,7 +219,7 @@ static inline void table_put(struct live_table *t, struct vt_rec *r, uint32_t h)
 static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) {
     if (__builtin_expect(t->old != NULL, 0)) vt_table_move(t);
     else if (2 * (t->count + 1) > t->cap && !vt_table_grow(t)) return 0;
-    table_put(t, r, h);
+    table_put(t, r, key_tag(&r->key), h);
     t->count++;
     return 1;
 }
@@ -215,7 +231,7 @@ static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t 
     if (__builtin_expect(t->old != NULL || at == SIZE_MAX || 2 * (t->count + 1) > t->cap, 0))
         return table_add(t, r, h);
     if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, at, at);
-    t->e[at].address = r->key.address;
+    t->e[at].tag = key_tag(&r->key);
     t->e[at].rec = r;
     t->count++;
     return 1;
@@ -230,14 +246,14 @@ static inline __attribute__((always_inline)) void table_del_run(struct live_tabl
     for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         struct vt_rec *x = growing ? entry_rec(t, j) : t->e[j].rec;
         if (!x) break;
-        size_t home = key_hash(&x->key) & mask;
+        size_t home = tag_hash(t->e[j].tag) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             t->e[i] = t->e[j];
             i = j;
         }
     }
     t->e[i].rec = NULL;
-    t->e[i].address = 0;
+    t->e[i].tag = 0;
     t->count--;
 }
 

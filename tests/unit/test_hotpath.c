@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Counts the old array's entries the probes read (table.h). */
 static size_t old_probes;
@@ -120,7 +121,7 @@ static void test_table_move_end_probes_each_entry_once(void) {
     t.moved = OLD - LEFT;
     for (int i = 0; i < LEFT; i++) {
         r[i] = rec_for(0x500000 + (uint64_t)i * 4096, 0);
-        old[OLD - LEFT + i] = (struct live_entry){r[i]->key.address, i == 2 ? TABLE_TOMB : r[i]};
+        old[OLD - LEFT + i] = (struct live_entry){key_tag(&r[i]->key), i == 2 ? TABLE_TOMB : r[i]};
         t.count += i != 2;
     }
     size_t most = 0, lost = 0;
@@ -256,8 +257,84 @@ static void test_free_of_many_owners(void) {
     vt_snapshot_free(s);
 }
 
+/* Keys whose tags are equal (an address with its top bits set, in
+ * another space: key_tag): each found as itself, in either array, before
+ * and after the others of its tag are taken out. */
+static void test_table_keys_sharing_a_tag(void) {
+    enum { GROUPS = 3000, SPACES = 4 };
+    struct live_table t = {0};
+    struct vt_rec **in = calloc(GROUPS * SPACES, sizeof *in);
+    size_t wrong = 0, n = 0, groups = 0;
+    /* Until a move is under way (past 4,096 records), so that both arrays
+     * are probed. */
+    for (uint64_t g = 0; g < GROUPS && !(t.old && n > 2000); g++, groups++)
+        for (uint32_t s = 0; s < SPACES; s++) {
+            struct vt_rec *r = rec_for((0x7f0000000000ull + g * 4096) ^ ((uint64_t)s << 59), s);
+            CHECK_EQ(key_tag(&r->key), 0x7f0000000000ull + g * 4096);
+            CHECK(table_add(&t, r, key_hash(&r->key)));
+            in[n++] = r;
+        }
+    CHECK(t.old != NULL);
+    CHECK_EQ(n, groups * SPACES);
+    for (size_t i = 0; i < n; i++) wrong += find(&t, in[i]->key.address, in[i]->key.space) != in[i];
+    /* The tag of one space, asked for in another: no record. */
+    for (uint64_t g = 0; g < groups; g++) wrong += find(&t, 0x7f0000000000ull + g * 4096, SPACES) != NULL;
+    CHECK_EQ(wrong, 0);
+    /* Spaces 0 and 2 taken out: 1 and 3 still found, 0 and 2 not. */
+    for (size_t i = 0; i < n; i++)
+        if (in[i]->key.space % 2 == 0) table_del(&t, in[i], key_hash(&in[i]->key));
+    for (size_t i = 0; i < n; i++)
+        wrong += find(&t, in[i]->key.address, in[i]->key.space) != (in[i]->key.space % 2 ? in[i] : NULL);
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(t.count, n / 2);
+    for (size_t i = 0; i < n; i++) free(in[i]);
+    vt_table_free(&t);
+    free(in);
+}
+
+/* A deletion's shift and a growing table's move find each entry's home
+ * from the entry (its tag), reading no record: with every record's page
+ * unreadable, records taken out by their pointers and the move carried
+ * to its end (a read of a record would fault). The records of another
+ * thread's memory sit in that thread's cache; a free of one there read
+ * the next entry's too. */
+static void test_table_shift_and_move_read_no_record(void) {
+    enum { N = 40000 };
+    size_t bytes = ((N * sizeof(struct vt_rec)) + 4095) & ~(size_t)4095;
+    struct vt_rec *recs = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(recs != MAP_FAILED);
+    if (recs == MAP_FAILED) return;
+    struct live_table t = {0};
+    uint32_t *hash = calloc(N, sizeof *hash);
+    size_t i = 0;
+    /* Added until a move is under way with most of the old array left. */
+    for (; i < N && !(t.old && t.moved == 0 && i > 1000); i++) {
+        recs[i].key = (struct vt_key){0x7000000000ull + i * 256, (uint32_t)(i % 3), 0};
+        hash[i] = key_hash(&recs[i].key);
+        CHECK(table_add(&t, &recs[i], hash[i]));
+    }
+    size_t added = i;
+    CHECK(t.old != NULL);
+    CHECK(mprotect(recs, bytes, PROT_NONE) == 0);
+    /* Every third taken out, by pointer; each delete moves the move on. */
+    for (size_t j = 0; j < added; j += 3) table_del(&t, &recs[j], hash[j]);
+    while (t.old) vt_table_move(&t);
+    CHECK(mprotect(recs, bytes, PROT_READ | PROT_WRITE) == 0);
+    size_t wrong = 0, seen = 0;
+    for (size_t j = 0; j < added; j++) wrong += table_find(&t, &recs[j].key, hash[j]) != (j % 3 ? &recs[j] : NULL);
+    TABLE_EACH(&t, r, seen++);
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(seen, added - (added + 2) / 3);
+    CHECK_EQ(t.count, seen);
+    vt_table_free(&t);
+    munmap(recs, bytes);
+    free(hash);
+}
+
 int main(void) {
     vt_tracker_init(64, 1000);
+    test_table_keys_sharing_a_tag();
+    test_table_shift_and_move_read_no_record();
     test_table_grows_in_steps();
     test_table_big_move();
     test_table_move_end_probes_each_entry_once();
