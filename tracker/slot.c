@@ -9,8 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "recslab.h"
 #include "lsanroot.h"
+#include "recslab.h"
 #include "slot.h"
 #include "tblock.h"
 

@@ -42,10 +42,18 @@ void *vt_tblock_take(struct vt_tblock_kind *k) {
         k->next += k->size;
     }
     /* A quarter of the mapping left: the next one is made now, by this
-     * taker, out of the lock, while the others go on taking. */
-    int ahead = !k->spare && (size_t)(k->end - k->next) < k->size * (k->per_map / 4) &&
-                (!k->mapping || k->mapping != getpid()); /* a child's copy of a parent's mapping under way: none */
-    if (ahead) k->mapping = getpid();
+     * taker, out of the lock, while the others go on taking; unless
+     * another taker of this process is at it (`mapping` set by another
+     * process is a forked child's copy of its parent's: no one in the
+     * child is making that one). */
+    int ahead = 0;
+    if (!k->spare && (size_t)(k->end - k->next) < k->size * (k->per_map / 4)) {
+        pid_t me = getpid();
+        if (k->mapping != me) {
+            k->mapping = me;
+            ahead = 1;
+        }
+    }
     pthread_mutex_unlock(&k->lock);
     if (ahead) {
         char *m = map_blocks(k);
