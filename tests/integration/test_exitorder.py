@@ -150,6 +150,32 @@ def a_threads_later_key_destructor_may_allocate():
 
 
 @test
+def a_threads_later_key_destructor_may_allocate_from_python():
+    """The same order with Python frames: tracker/pystack.c's memo of a
+    thread's Python frames was freed by vramtrace's destructor and still
+    named by the thread. tests/py/tsdexit.py's key destructor is a ctypes
+    callback (Python code in the ending thread, on a new thread state) that
+    keeps 3 MiB and frees 1 MiB, once, and with "twice" in a second round
+    of destructors too. Before, CPython 3.11 to 3.13 died of a segmentation
+    fault (3.12 first raised a SystemError naming a code object as the
+    exception) and the ASan build found the use after free on every
+    version (asan_ubsan_build_of_the_library runs it). Now each capture
+    finds no memo and makes one, which the next round frees; every
+    allocation is counted, and each kept one is placed at its Python line."""
+    script = os.path.join(ROOT, "tests", "py", "tsdexit.py")
+    line = source_line(script, "cuMemAlloc_v2(ctypes.byref(kept), 3 << 20)")
+    for py in pythons():
+        for mode, runs in (("once", 1), ("twice", 2)):
+            r = run([py, script, mode])
+            eq((r.rc, r.out), (0, f"destructor ran {runs} time(s)\n"), f"{py} {mode}: ran to its end: {r.err[-2000:]}")
+            d = r.dump
+            eq((d["totals"]["alloc_count"], d["totals"]["free_count"], d["totals"]["live_bytes"]),
+               (1 + 2 * runs, 1 + runs, runs * (3 << 20)), f"{py} {mode}: every allocation counted")
+            live = [(a["bytes"], site(d, a["stack"])["function"], site(d, a["stack"])["line"]) for a in d["live"]]
+            eq(live, [(3 << 20, "keep_in_destructor", line)] * runs, f"{py} {mode}: the destructor's allocations placed")
+
+
+@test
 def threads_started_after_others_ended_take_their_caches():
     """A thread's walker cache and slot come from vramtrace's own mappings,
     not malloc (with 256 threads starting at once, first calls queued on a
