@@ -55,10 +55,9 @@ struct vt_rec {
                            a.mapped links a free record to the next */
 };
 
-/* Whether record r has key k (whose tag an entry matched). */
-static inline int rec_is(const struct vt_rec *r, const struct vt_key *k) {
-    return r->key.address == k->address && r->key.space == k->space;
-}
+/* Whether record r has key k, its entry's tag being k's: the same space
+ * then means the same address too. */
+static inline int rec_is(const struct vt_rec *r, const struct vt_key *k) { return r->key.space == k->space; }
 
 /* One entry: the record's key's tag beside it (key_tag). */
 struct live_entry {
