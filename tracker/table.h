@@ -1,9 +1,9 @@
 /* table.h -- a thread slot's table of live allocations, by key.
  *
  * Open addressing on the key's hash, linear probing, deletion by shifting
- * back (no tombstones), at most half full. An entry keeps the address
- * beside the record, so a probe reads the record only when the address
- * matches. The table does not own its records: whoever adds one takes it
+ * back (no tombstones), at most half full. An entry keeps its key's tag
+ * (key_tag) beside the record, so a probe reads the record only when the
+ * tags match, and a deletion or a move reads none. The table does not own its records: whoever adds one takes it
  * out again. Not thread-safe: the slot's lock guards it.
  *
  * Growing is incremental, so that no call waits for a whole table to be
