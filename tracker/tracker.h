@@ -371,7 +371,9 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
                          const char *api, uint32_t stack);
 
 /* What every hooked call asks the tracker, answered inline from a cache
- * line that is written all but never. */
+ * line that is written all but never: a line of its own (the global lock,
+ * which the applier takes at every step, was defined next to it and
+ * shared its line). */
 struct vt_tracker_flags {
     uint64_t generation;  /* of stack ids: a forked child starts anew */
     uint64_t facts;       /* bit d: device d's facts are known */
@@ -379,7 +381,7 @@ struct vt_tracker_flags {
     unsigned alloc_rare;  /* VT_ALLOC_*: what sends an allocation off its
                              usual path (one test of the word, as
                              `touched` alone was tested before) */
-};
+} __attribute__((aligned(64)));
 /* No allocation recorded yet (`touched` to be set). */
 #define VT_ALLOC_FIRST 1u
 /* Memory of name space s (enum vt_space) may have been released without
