@@ -3,8 +3,9 @@
  * Open addressing on the key's hash, linear probing, deletion by shifting
  * back (no tombstones), at most half full. An entry keeps its key's tag
  * (key_tag) beside the record, so a probe reads the record only when the
- * tags match, and a deletion or a move reads none. The table does not own its records: whoever adds one takes it
- * out again. Not thread-safe: the slot's lock guards it.
+ * tags match, and a deletion or a move reads none. The table does not own
+ * its records: whoever adds one takes it out again. Not thread-safe: the
+ * slot's lock guards it.
  *
  * Growing is incremental, so that no call waits for a whole table to be
  * copied (32 ms at a million live, seconds at ten million): a table past
@@ -46,6 +47,7 @@ static inline uint64_t key_tag(const struct vt_key *k) { return k->address ^ ((u
 /* A tag's hash: a multiply, its high half. */
 static inline uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
 
+/* A key's hash: its tag's. */
 static inline uint32_t key_hash(const struct vt_key *k) { return tag_hash(key_tag(k)); }
 
 /* A live allocation as its slot holds it. */
