@@ -167,16 +167,16 @@ static inline struct vt_rec *table_find_old(const struct live_table *t, const st
     return NULL;
 }
 
-/* The record with key `k` (whose key_hash is `h`), or NULL. *at is set to
- * where the probe of the current array stopped: the record's index there,
- * else the empty index that ends its run (where table_add_at may put a new
- * record); SIZE_MAX when the table has no array. While the table grows,
- * *at is not used (table_add_at and table_del_found probe again). */
-static inline __attribute__((always_inline)) struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
+/* The record with key `k`, whose key_tag is `tag` and whose tag_hash is
+ * `h`, or NULL. *at is set to where the probe of the current array
+ * stopped: the record's index there, else the empty index that ends its
+ * run (where table_add_at may put a new record); SIZE_MAX when the table
+ * has no array. While the table grows, *at is not used (table_add_at and
+ * table_del_found probe again). */
+static inline __attribute__((always_inline)) struct vt_rec *table_find_tag_at(const struct live_table *t, const struct vt_key *k, uint64_t tag, uint32_t h, size_t *at) {
     *at = SIZE_MAX;
     if (!t->cap) return NULL;
     int growing = __builtin_expect(t->old != NULL, 0);
-    uint64_t tag = key_tag(k);
     size_t mask = t->cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         struct vt_rec *r = growing ? entry_rec(t, i) : t->e[i].rec;
@@ -188,6 +188,11 @@ static inline __attribute__((always_inline)) struct vt_rec *table_find_at(const 
     }
     *at = i;
     return growing ? table_find_old(t, k, h) : NULL;
+}
+
+/* table_find_tag_at, the tag computed from k (h its tag_hash). */
+static inline __attribute__((always_inline)) struct vt_rec *table_find_at(const struct live_table *t, const struct vt_key *k, uint32_t h, size_t *at) {
+    return table_find_tag_at(t, k, key_tag(k), h, at);
 }
 
 /* The record with key `k` (whose key_hash is `h`), or NULL. */
@@ -226,13 +231,14 @@ static inline int table_add(struct live_table *t, struct vt_rec *r, uint32_t h) 
 }
 
 /* table_add, `at` being where table_find_at's miss of the record's key
- * stopped, with nothing added or taken out since: the record goes there,
- * unless the table must grow or is growing (then it is probed for again). */
-static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint32_t h, size_t at) {
+ * (whose key_tag is `tag`, and its tag_hash `h`) stopped, with nothing
+ * added or taken out since: the record goes there, unless the table must
+ * grow or is growing (then it is probed for again). */
+static inline int table_add_at(struct live_table *t, struct vt_rec *r, uint64_t tag, uint32_t h, size_t at) {
     if (__builtin_expect(t->old != NULL || at == SIZE_MAX || 2 * (t->count + 1) > t->cap, 0))
         return table_add(t, r, h);
     if (__builtin_expect(t->cow != NULL, 0)) vt_cow_touch(t, t->e, at, at);
-    t->e[at].tag = key_tag(&r->key);
+    t->e[at].tag = tag;
     t->e[at].rec = r;
     t->count++;
     return 1;

@@ -111,21 +111,23 @@ void vt_tracker_alloc_at(uint64_t address, uint64_t bytes, int kind, int device,
     struct vt_rec *r = rec_get();
     if (!r) { vt_records_lost("an allocation's record"); return; }
     uint64_t ts = vt_ticks();
-    r->key = (struct vt_key){address, (uint32_t)vt_kind_space(kind), 0};
+    struct vt_key key = {address, (uint32_t)vt_kind_space(kind), 0};
+    r->key = key;
     r->a = (struct vt_alloc){.address = address, .bytes = bytes, .time_ns = ts, .api = api,
                              .stack = id, .thread = vt_thread_id(),
                              .device = (int16_t)(vt_kind_is_host(kind) ? VT_HOST_DEVICE : device),
                              .kind = (uint8_t)kind};
-    uint32_t khash = key_hash(&r->key);
+    uint64_t tag = key_tag(&key);
+    uint32_t khash = tag_hash(tag);
     struct vt_rec *old;
     slot_lock(l, 2);
     size_t at;
-    old = table_find_at(&l->table, &r->key, khash, &at);
+    old = table_find_tag_at(&l->table, &key, tag, khash, &at);
     if (old) {
         table_del_found(&l->table, old, khash, at);
         log_op(l, &old->a, ts, OP_REPLACED);
     }
-    if (!(old ? table_add(&l->table, r, khash) : table_add_at(&l->table, r, khash, at))) {
+    if (!(old ? table_add(&l->table, r, khash) : table_add_at(&l->table, r, tag, khash, at))) {
         slot_give(l);
         rec_put(r);
         if (old) rec_put(old);

@@ -60,7 +60,7 @@ static void add(struct live_table *t) {
     size_t at;
     if (k % 2) { /* the allocation's way: where the miss stopped */
         CHECK(table_find_at(t, &r->key, h, &at) == NULL);
-        CHECK(table_add_at(t, r, h, at));
+        CHECK(table_add_at(t, r, key_tag(&r->key), h, at));
     } else {
         CHECK(table_add(t, r, h));
     }
