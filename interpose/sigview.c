@@ -12,7 +12,17 @@
 int vt_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
     static void *slot;
     int (*real)(int, const struct sigaction *, struct sigaction *);
+#ifdef VT_TSAN_BUILD
+    /* The ThreadSanitizer build installs its handlers through the
+     * runtime's own sigaction (preloaded first; this build defines none),
+     * which runs a handler only where the thread's state is set up: put in
+     * past it (the next definition, the C library's), a dump signal that
+     * reached a thread still starting ran the instrumented handler before
+     * the runtime knew the thread, and crashed in the runtime. */
+    *(void **)&real = vt_fn_kept(&slot, vt_global_symbol, "sigaction");
+#else
     *(void **)&real = vt_next_fn_kept(&slot, "sigaction");
+#endif
     if (!real) {
         errno = ENOSYS;
         return -1;
