@@ -48,7 +48,10 @@ int vt_ondemand_tell(unsigned ask) {
 static void on_signal(int sig) {
     (void)sig;
     int saved = errno;
-    if (vt_ondemand_mine()) vt_ondemand_tell(VT_ASK_DUMP);
+    if (vt_ondemand_mine()) {
+        vt_output_signal_asked();
+        vt_ondemand_tell(VT_ASK_DUMP);
+    }
     errno = saved;
 }
 

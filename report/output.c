@@ -884,6 +884,21 @@ static int write_outputs_from(const char *reason, unsigned seq, int torch_only, 
     return leaked;
 }
 
+/* Set as the exit's outputs begin (vt_output_exit, or their skipping): no
+ * other writing begins after that; one holding out_lock then finishes
+ * before the exit's, which waits for it. A dump the signal asked for while
+ * the exit wrote its own waited for the lock, then began its snapshot and
+ * its file as the exit went on, and the C library's exit flushed and
+ * unbuffered every open stream, the dump's among them, underneath the
+ * thread writing it (it flushes without the streams' locks). The exit
+ * dump is the process's last word; an on-request or named dump, or an
+ * out-of-memory failure's post-mortem, asked for after it is not begun. */
+static int outputs_closed;
+
+static int closed(void) { return __atomic_load_n(&outputs_closed, __ATOMIC_ACQUIRE); }
+
+static void close_outputs(void) { __atomic_store_n(&outputs_closed, 1, __ATOMIC_RELEASE); }
+
 /* The "oom" outputs (torch_only: PyTorch's record), unless p says it is
  * too soon. */
 static void paced_oom(struct pace *p, int torch_only) {
@@ -899,7 +914,7 @@ static void paced_oom(struct pace *p, int torch_only) {
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     pthread_mutex_lock(&out_lock);
     uint64_t now = vt_now_ns();
-    if (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS) {
+    if (!closed() && (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS)) {
         p->written = 1;
         write_outputs("oom", 0, torch_only);
         /* Counted from the end of this writing, not its start: a writing
@@ -929,33 +944,49 @@ void vt_output_oom(void) {
 }
 
 int vt_output_exit_skipped(void) {
+    close_outputs();
     if (!vt_tracker_touched()) return 0;
     if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) return 0;
     exit_skipped();
     return vt_opt.leak_check ? -1 : 0;
 }
 
-/* A dump on request under way (vt_output_signal): one the exit overtakes
- * is said, not lost without a word. */
-static int signal_pending;
+/* Dumps asked for by signal (counted by the handler, as it hears the
+ * signal) and those a written dump stood for (the count when its writing
+ * began): one the exit overtakes is said, not lost without a word. Looked
+ * at once the exit holds the lock (or gave up waiting for it): a dump the
+ * watcher finished meanwhile is not said to be missing, and a signal the
+ * watcher had not yet woken for is. */
+static unsigned long signals_asked, signals_done;
 
-int vt_output_exit(void) {
-    if (!vt_tracker_touched()) return 0;
-    if (__atomic_load_n(&signal_pending, __ATOMIC_ACQUIRE))
+void vt_output_signal_asked(void) { __atomic_add_fetch(&signals_asked, 1, __ATOMIC_RELEASE); }
+
+static void signal_overtaken(void) {
+    if (__atomic_load_n(&signals_asked, __ATOMIC_ACQUIRE) != __atomic_load_n(&signals_done, __ATOMIC_ACQUIRE))
         vt_warn("a dump asked for by signal was not written yet when the process exited; the exit dump stands "
                 "for it");
+}
+
+int vt_output_exit(void) {
+    /* From here on nothing else begins writing (closed()): what holds the
+     * lock now finishes first, what would begin after is the exit's. */
+    close_outputs();
+    if (!vt_tracker_touched()) return 0;
     /* Nothing to write: skip the snapshot and the symbols (the count of
      * warnings not shown is still owed: they went to stderr). */
     if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) {
+        signal_overtaken();
         vt_warn_summary();
         return 0;
     }
     struct timespec until;
     vt_deadline(&until, VT_EXIT_WAIT_NS);
     if (pthread_mutex_timedlock(&out_lock, &until) != 0) {
+        signal_overtaken();
         exit_skipped();
         return vt_opt.leak_check ? -1 : 0;
     }
+    signal_overtaken();
     int leaked = write_outputs("exit", 0, 0);
     vt_warn_summary();
     pthread_mutex_unlock(&out_lock);
@@ -983,14 +1014,20 @@ void vt_output_signal(void) {
      * (0.6 s), and the dump's tracked bytes and PyTorch's were of two
      * moments. What the snapshot has that the frames do not is symbolized
      * with it. */
-    __atomic_store_n(&signal_pending, 1, __ATOMIC_RELEASE);
+    /* The signals heard so far: this dump stands for them all. */
+    unsigned long upto = __atomic_load_n(&signals_asked, __ATOMIC_ACQUIRE);
+    if (closed()) return; /* the exit's dump stands for it (said there) */
     uint64_t t0 = vt_now_ns();
     struct vt_symbols_ahead *ahead = vt_symbolize_ahead(0);
     vt_own_time_add(t0, vt_now_ns());
     vt_torch_refresh();
     pthread_mutex_lock(&out_lock);
-    write_outputs_given("signal", ++signal_seq, 0, &ahead);
-    __atomic_store_n(&signal_pending, 0, __ATOMIC_RELEASE);
+    if (!closed()) {
+        write_outputs_given("signal", ++signal_seq, 0, &ahead);
+        __atomic_store_n(&signals_done, upto, __ATOMIC_RELEASE);
+    } else {
+        vt_symbols_ahead_free(ahead); /* the exit's dump stands for it (said there) */
+    }
     pthread_mutex_unlock(&out_lock);
 }
 
@@ -1008,6 +1045,10 @@ int vt_output_named(const char *name, char *path, size_t size) {
     clean[n] = '\0';
     if (n == 0 || strcmp(vt_opt.out, "off") == 0) return -1;
     pthread_mutex_lock(&out_lock);
+    if (closed()) {
+        pthread_mutex_unlock(&out_lock);
+        return -1;
+    }
     dump_name = clean;
     named_path[0] = '\0';
     write_outputs("named", 0, 0);
@@ -1019,6 +1060,8 @@ int vt_output_named(const char *name, char *path, size_t size) {
 }
 
 void vt_output_reset_child(void) {
+    outputs_closed = 0;
+    signals_asked = signals_done = 0; /* the parent's signals, not the child's */
     vt_own_time_reset();
     pthread_mutex_init(&out_lock, NULL);
     vt_warn_reset_child();

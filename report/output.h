@@ -78,15 +78,21 @@ int vt_output_job_place(char *buf, size_t size);
 int vt_output_exit_skipped(void);
 
 /* An on-demand dump (the dump signal): written with the next sequence
- * number (%n; ".N" before ".json" when the pattern has no %n). */
+ * number (%n; ".N" before ".json" when the pattern has no %n), unless the
+ * exit's outputs began first (the exit then says the dump was not
+ * written). */
 void vt_output_signal(void);
+
+/* The dump signal was heard (its handler: async-signal-safe, an atomic
+ * count), so that an exit before the dump is written says so. */
+void vt_output_signal_asked(void);
 
 /* A dump on request, named: written where VRAMTRACE_OUT says with
  * ".NAME" before ".json" (NAME: `name` with every character but letters,
  * digits, '.', '-' and '_' made '_', at most 100), its reason "named"; no
  * report. Returns 0 and the dump's path in path (when size > 0), or -1
- * when it was not written (dumps off, an empty name, or a warning said
- * why). */
+ * when it was not written (dumps off, an empty name, the exit's outputs
+ * begun, or a warning said why). */
 int vt_output_named(const char *name, char *path, size_t size);
 
 /* After fork, in the child: forget the parent's rate limit. */

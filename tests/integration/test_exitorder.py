@@ -191,3 +191,40 @@ def threads_started_after_others_ended_take_their_caches():
        "the walker against libunwind at each allocation")
     t = r.dump["totals"]
     eq((t["alloc_count"], t["free_count"], t["live_bytes"]), (2000, 2000, 0), "every allocation counted")
+
+
+def _signal_at_exit_once(lib=None, first=None, env=None):
+    """t_leaks signal-at-exit: the dump signal raised as main returns. The
+    watcher either writes its dump before the exit's (then nothing is said)
+    or not at all (then the exit says so), never after it: one that waited
+    for the exit's writing used to begin its own once the exit let go, while
+    the C library's exit flushed its stream underneath it."""
+    r = run([os.path.join(T, "t_leaks"), "signal-at-exit"], lib=lib, first=first, env=env)
+    eq((r.out, r.rc), ("done\n", 0), "the program's output and status (the dump signal is vramtrace's)")
+    reasons = sorted(d["reason"] for d in r.dumps)
+    lines = r.err.splitlines()
+    exit_at = [i for i, l in enumerate(lines) if l.startswith("vramtrace: exit in pid ")]
+    asked_at = [i for i, l in enumerate(lines) if " on request: " in l]
+    overtaken = sum("a dump asked for by signal was not written yet" in l for l in lines)
+    eq(len(exit_at), 1, "one exit report:\n" + r.err[-3000:])
+    if "signal" in reasons:
+        eq((reasons, overtaken, len(asked_at)), (["exit", "signal"], 0, 1), "the signal's dump, written:\n" + r.err[-3000:])
+        ok(asked_at[0] < exit_at[0], "the signal's dump came before the exit's:\n" + r.err[-3000:])
+    else:
+        eq((reasons, overtaken, asked_at), (["exit"], 1, []), "the signal's dump overtaken, and said:\n" + r.err[-3000:])
+    return r, "signal" in reasons
+
+
+@test
+def a_dump_signal_at_exit_is_written_before_the_exit_or_said_not_to_be():
+    """Ten runs, the library as built and its ThreadSanitizer build (whose
+    runtime waits a second at exit, the time a dump begun after the exit's
+    needs to be seen: it was, in every run)."""
+    for _ in range(10):
+        _signal_at_exit_once()
+    tsan = gcc_runtime("libtsan.so")
+    ok(tsan, "libtsan from gcc")
+    for _ in range(5):
+        r, _wrote = _signal_at_exit_once(lib=os.path.join(BUILD, "tsan", "libvramtrace.so"), first=tsan,
+                                        env={"TSAN_OPTIONS": "halt_on_error=1:exitcode=66"})
+        ok("ThreadSanitizer" not in r.err, "no data race:\n" + r.err[-3000:])

@@ -4,8 +4,8 @@
  *                    staircase), third_party_init 4 KiB; steady_step frees
  *                    what it takes
  *   t_leaks clean    frees everything
- *   t_leaks signal   also raises the dump signal twice mid-run, each time
- *                    waiting for the watcher to write its dump */
+ *   t_leaks signal   also raises the dump signal twice mid-run, waiting for
+ *                    each dump ("signal-at-exit": once, as main returns) */
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <signal.h>
@@ -113,6 +113,7 @@ static void wait_for_dump(int before, int n) {
 int main(int argc, char **argv) {
     int clean = argc > 1 && strcmp(argv[1], "clean") == 0;
     int sig = argc > 1 && strcmp(argv[1], "signal") == 0;
+    int sig_at_exit = argc > 1 && strcmp(argv[1], "signal-at-exit") == 0;
     void *kept[8];
     char dir[4096];
     int before = sig && out_folder(dir, sizeof dir) ? dumps_written(dir) : 0;
@@ -139,5 +140,6 @@ int main(int argc, char **argv) {
         cudaFree(tp);
     }
     printf("done\n");
+    if (sig_at_exit) raise(SIGUSR2);
     return 0;
 }
