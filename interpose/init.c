@@ -36,7 +36,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* What pthread_atfork and at_quick_exit are (glibc's libc_nonshared.a
  * links those into the library, far from the start-up code: a page fault
- * each); the handlers go when this library is unloaded. */
+ * each). */
 extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
 extern int __cxa_at_quick_exit(void (*)(void *), void *);
 extern void *__dso_handle __attribute__((visibility("hidden")));
@@ -241,7 +241,15 @@ __attribute__((constructor)) static void vt_start(void) {
         vt_init();
         errno = e;
     }
-    __register_atfork(before_fork, after_fork_parent, after_fork_child, &__dso_handle);
+    /* Tied to no library (a NULL handle), as the program's own are: tied
+     * to this one, the C library's exit unregistered them when it ran this
+     * library's finalizers, and a fork in another thread at that moment
+     * had run before_fork (every tracker lock taken) and then found no
+     * after_fork handler of ours to run: the parent's locks stayed held
+     * (its exit outputs waited a second and were skipped, its CUDA calls
+     * hung) and so did the child's. The library is never unloaded (-z
+     * nodelete), so the handlers stay valid. */
+    __register_atfork(before_fork, after_fork_parent, after_fork_child, NULL);
     /* quick_exit runs its own handlers and no other: the exit's outputs
      * and leak check are one of them (registered first, so run last). */
     __cxa_at_quick_exit(exit_outputs_quick, &__dso_handle);

@@ -228,3 +228,29 @@ def a_dump_signal_at_exit_is_written_before_the_exit_or_said_not_to_be():
         r, _wrote = _signal_at_exit_once(lib=os.path.join(BUILD, "tsan", "libvramtrace.so"), first=tsan,
                                         env={"TSAN_OPTIONS": "halt_on_error=1:exitcode=66"})
         ok("ThreadSanitizer" not in r.err, "no data race:\n" + r.err[-3000:])
+
+
+@test
+def a_fork_while_the_exit_runs_vramtraces_finalizer_keeps_the_exit_outputs():
+    """A thread forks while the main thread exits; a library preloaded after
+    vramtrace's holds the fork between vramtrace's prepare step (every
+    tracker lock taken) and the fork proper until the exit has run
+    vramtrace's finalizer. The fork handlers were tied to vramtrace's
+    library, and the C library's exit unregisters such handlers as it
+    finalizes the library: the parent's step never ran, the locks stayed
+    held, and the exit wrote no dump and no report ("no exit dump or
+    report"), its leak check not run (status 125). Now the handlers belong
+    to no library, and the exit's outputs are as usual."""
+    preload = LIB + " " + os.path.join(T, "libt_forkexit.so")
+    for leak_check in ("0", "1"):
+        r = run([os.path.join(T, "t_forkexit")], env={"LD_PRELOAD": preload, "VRAMTRACE_LEAK_CHECK": leak_check})
+        eq(r.out, "exiting\n", "the program ran to its exit:\n" + r.err[-2000:])
+        ok("no exit dump" not in r.err and "could not run" not in r.err, "the exit's outputs:\n" + r.err[-2000:])
+        eq([(d["reason"], d["totals"]["live_bytes"]) for d in r.dumps], [("exit", 1 << 20)], "the exit dump")
+        if leak_check == "1":
+            eq([l for l in r.err.splitlines() if l.startswith("SUMMARY:")],
+               ["SUMMARY: vramtrace: 1048576 byte(s) leaked in 1 allocation(s)."], "the leak check's report")
+            eq(r.rc, 23, "the exit status: the leak check's finding\n" + r.err[-2000:])
+        else:
+            eq(sum(l.startswith("vramtrace: exit in pid ") for l in r.err.splitlines()), 1, "the exit report")
+            eq(r.rc, 0, "the exit status")

@@ -23,3 +23,15 @@ PROGS += $(T)/t_tsdexit
 $(T)/t_tsdexit: tests/progs/t_tsdexit.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread
+
+# A fork in another thread while the exit runs vramtrace's finalizer
+# (tests/integration/test_exitorder.py): the helper library, preloaded
+# after vramtrace, holds the fork between its prepare steps.
+PROGS += $(T)/t_forkexit $(T)/libt_forkexit.so
+$(T)/libt_forkexit.so: tests/progs/t_forkexit_lib.c
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared -o $@ $< -lpthread
+
+$(T)/t_forkexit: tests/progs/t_forkexit.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread -ldl
