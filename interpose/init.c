@@ -246,8 +246,8 @@ __attribute__((constructor)) static void vt_start(void) {
      * library's finalizers, and a fork in another thread at that moment
      * had run before_fork (every tracker lock taken) and then found no
      * after_fork handler of ours to run: the parent's locks stayed held
-     * (its exit outputs waited a second and were skipped, its CUDA calls
-     * hung) and so did the child's. The library is never unloaded (-z
+     * (its exit outputs waited a second and were skipped, its other
+     * threads' CUDA calls hung). The library is never unloaded (-z
      * nodelete), so the handlers stay valid. */
     __register_atfork(before_fork, after_fork_parent, after_fork_child, NULL);
     /* quick_exit runs its own handlers and no other: the exit's outputs
