@@ -1,4 +1,5 @@
 /* init.c -- the library's start and end inside the host process. */
+#define _GNU_SOURCE /* fcloseall */
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include "../report/output.h"
 #include "../report/owntime.h"
 #include "../report/torch.h"
+#include "../report/writing.h"
 #include "../tracker/clock.h"
 #include "../tracker/lsanroot.h"
 #include "../tracker/tracker.h"
@@ -179,9 +181,17 @@ void vt_exit_status_watch(void) { on_exit(note_exit_status, NULL); }
  * left in stdout's buffer came out under the leak check alone. */
 enum { END_NOT, END_AS_EXIT, END_AS_QUICK_EXIT };
 
-/* The process ends now with `status`, as `how` says (not END_NOT). */
+/* The process ends now with `status`, as `how` says (not END_NOT). Where
+ * the exit gave up on a dump another thread is writing (report/writing.h),
+ * that thread may hold its stream's lock, waiting on a stalled reader:
+ * the streams are flushed as the C library's exit flushes them, without
+ * their locks (fcloseall), the writer's refusing at once; fflush(NULL)
+ * waited for its lock up to 10 s. */
 static void end_now(int how, int status) {
-    if (how == END_AS_EXIT) fflush(NULL);
+    if (how == END_AS_EXIT) {
+        if (vt_writing_abandoned()) fcloseall();
+        else fflush(NULL);
+    }
     _exit(status);
 }
 

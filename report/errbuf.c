@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "errbuf.h"
+#include "writing.h"
 #include "outfile.h"
 
 #define ERRBUF_HIGH (64 * 1024)
@@ -90,6 +91,7 @@ static void drain(struct vt_errbuf *b, int all) {
 }
 
 static ssize_t cookie_write(void *c, const char *buf, size_t n) {
+    if (vt_writing_abandoned()) return vt_writing_refused();
     struct vt_errbuf *b = c;
     if (b->len + n > b->cap) {
         size_t want = b->cap ? b->cap : 4096;

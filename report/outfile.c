@@ -21,6 +21,7 @@
 #include "../common/warn.h"
 #include "ownstream.h"
 #include "outfile.h"
+#include "writing.h"
 
 /* Why the node st may not be written, or NULL. */
 static const char *refusal(const struct stat *st) {
@@ -95,6 +96,10 @@ size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck) {
      * blocking one is not made non-blocking, it is waited for with poll
      * before each write, and each write is at most PIPE_BUF bytes, which a
      * pipe that polls writable takes without blocking. */
+    if (vt_writing_abandoned()) { /* writing.h: nothing more, and *stuck not touched */
+        errno = EPIPE;
+        return 0;
+    }
     int guard = n && may_block(fd);
     while (done < n && !*stuck) {
         size_t chunk = n - done;
@@ -114,6 +119,7 @@ size_t vt_file_write_waiting(int fd, const char *p, size_t n, int *stuck) {
         ssize_t w = write(fd, p + done, chunk);
         if (w > 0) {
             done += (size_t)w;
+            vt_writing_count((uint64_t)w);
             continue;
         }
         if (w < 0 && errno == EINTR) continue;
@@ -138,6 +144,7 @@ struct fifo {
 };
 
 static ssize_t fifo_write(void *c, const char *buf, size_t n) {
+    if (vt_writing_abandoned()) return vt_writing_refused();
     struct fifo *q = c;
     size_t done = vt_file_write_waiting(q->fd, buf, n, &q->stuck);
     return done == 0 && n > 0 ? -1 : (ssize_t)done;
@@ -341,6 +348,7 @@ static int keep_part(struct lines *q, const char *p, size_t n) {
 }
 
 static ssize_t lines_write(void *c, const char *buf, size_t n) {
+    if (vt_writing_abandoned()) return vt_writing_refused();
     struct lines *q = c;
     const char *nl = n ? memrchr(buf, '\n', n) : NULL;
     int rc = 0;

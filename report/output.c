@@ -33,6 +33,7 @@
 #include "owntime.h"
 #include "place.h"
 #include "output.h"
+#include "writing.h"
 #include "postmortem.h"
 #include "symbolize.h"
 #include "torch.h"
@@ -86,6 +87,40 @@ void vt_sigpipe_release(const struct vt_sigpipe *h) {
 }
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* What holds out_lock, for the exit that waits for it (exit_take): the
+ * holder's CPU clock and what it writes (a HOLDS_*), in one word the exit
+ * reads without the lock: HELD_BIT | HOLDS_* << 32 | the clock; 0 while
+ * nobody holds it, or the exit does. */
+enum { HOLDS_OOM = 1, HOLDS_SIGNAL, HOLDS_NAMED };
+#define HELD_BIT (1ull << 63)
+#define CLOCK_BIT (1ull << 62)
+static uint64_t out_holder;
+
+static uint64_t holder_word(int what) {
+    clockid_t c;
+    uint64_t w = HELD_BIT | (uint64_t)what << 32;
+    if (pthread_getcpuclockid(pthread_self(), &c) == 0) w |= CLOCK_BIT | (uint32_t)c;
+    return w;
+}
+
+static void out_take(int what) {
+    pthread_mutex_lock(&out_lock);
+    __atomic_store_n(&out_holder, holder_word(what), __ATOMIC_RELEASE);
+}
+
+static void out_give(void) {
+    __atomic_store_n(&out_holder, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&out_lock);
+}
+
+/* The CPU time of holder w's thread (ns), or UINT64_MAX where it cannot
+ * be read (no clock noted; the thread is gone). */
+static uint64_t holder_cpu(uint64_t w) {
+    struct timespec t;
+    if (!(w & CLOCK_BIT) || clock_gettime((clockid_t)(int32_t)(uint32_t)w, &t) != 0) return UINT64_MAX;
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 static unsigned signal_seq;
 static int warned_sup;
 /* The OOM dumps' pace: the first at once, then at most one a
@@ -593,6 +628,18 @@ static void exit_skipped(void) {
           "(exit from a signal handler?)\n", stderr);
 }
 
+/* The exit gave up waiting for another thread's writing (exit_take):
+ * what it was writing, and why the exit went on without it. */
+static void exit_overran(uint64_t w, const char *why) {
+    int what = (int)(w >> 32 & 0xff);
+    fprintf(stderr, "vramtrace: no exit dump or report: %s another thread was writing %s\n",
+            what == HOLDS_SIGNAL  ? "the dump asked for by signal that"
+            : what == HOLDS_NAMED ? "the named dump that"
+            : what == HOLDS_OOM   ? "the out-of-memory post-mortem that"
+                                  : "the output that",
+            why);
+}
+
 static char named_path[PATH_MAX]; /* the last named dump written */
 
 /* Write the dump and the human report for `reason` ("oom", "exit",
@@ -912,7 +959,7 @@ static void paced_oom(struct pace *p, int torch_only) {
      * its own next one, as without vramtrace. */
     int cancel_state, ignored;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-    pthread_mutex_lock(&out_lock);
+    out_take(HOLDS_OOM);
     uint64_t now = vt_now_ns();
     if (!closed() && (!p->written || now - p->last_ns >= VT_OOM_INTERVAL_NS)) {
         p->written = 1;
@@ -924,7 +971,7 @@ static void paced_oom(struct pace *p, int torch_only) {
          * time writing. */
         p->last_ns = vt_now_ns();
     }
-    pthread_mutex_unlock(&out_lock);
+    out_give();
     pthread_setcancelstate(cancel_state, &ignored);
 }
 
@@ -961,10 +1008,60 @@ static unsigned long signals_asked, signals_done;
 
 void vt_output_signal_asked(void) { __atomic_add_fetch(&signals_asked, 1, __ATOMIC_RELEASE); }
 
-static void signal_overtaken(void) {
-    if (__atomic_load_n(&signals_asked, __ATOMIC_ACQUIRE) != __atomic_load_n(&signals_done, __ATOMIC_ACQUIRE))
+static void signal_overtaken(int exit_writes) {
+    if (__atomic_load_n(&signals_asked, __ATOMIC_ACQUIRE) == __atomic_load_n(&signals_done, __ATOMIC_ACQUIRE))
+        return;
+    if (exit_writes)
         vt_warn("a dump asked for by signal was not written yet when the process exited; the exit dump stands "
                 "for it");
+    else
+        vt_warn("a dump asked for by signal was not written when the process exited");
+}
+
+/* How long the exit waits for a writing under way in another thread (an
+ * on-request or named dump, a failure's post-mortem) that goes on: a
+ * dump of ten million live allocations takes 5 s here. */
+#define VT_EXIT_WAIT_WRITING_NS 30000000000ull
+_Static_assert(VT_EXIT_WAIT_WRITING_NS == 30000000000ull, "exit_take's line says 30 s");
+
+/* Why the exit went on without out_lock: the holder's word and why
+ * (exit_overran's line), or holder 0 (exit_skipped's). */
+struct exit_said {
+    uint64_t holder;
+    const char *why;
+};
+
+/* out_lock for the exit: 0 taken; else -1, not, with *said. A writing
+ * under way in another thread finishes first, however long it takes,
+ * while it goes on (each second, its thread's CPU time rose by a
+ * millisecond or more, or the outputs wrote more bytes), up to
+ * VT_EXIT_WAIT_WRITING_NS; before, the exit waited a second, then wrote
+ * nothing at all, and said a CUDA call had not finished. A writing that
+ * makes no progress for a second (a file whose reader stalled, a lock
+ * never let go) is not waited for longer. Nor is the calling thread's own
+ * (an exit from a signal handler that interrupted it): at once. */
+static int exit_take(struct exit_said *said) {
+    *said = (struct exit_said){0, NULL};
+    uint64_t w = __atomic_load_n(&out_holder, __ATOMIC_ACQUIRE);
+    if (w && (w & CLOCK_BIT) && w == holder_word((int)(w >> 32 & 0xff))) return -1;
+    uint64_t cpu = holder_cpu(w), bytes = vt_writing_bytes(), waited = 0;
+    for (;;) {
+        struct timespec until;
+        vt_deadline(&until, VT_EXIT_WAIT_NS);
+        if (pthread_mutex_timedlock(&out_lock, &until) == 0) return 0;
+        waited += VT_EXIT_WAIT_NS;
+        uint64_t w2 = __atomic_load_n(&out_holder, __ATOMIC_ACQUIRE), cpu2 = holder_cpu(w2),
+                 bytes2 = vt_writing_bytes();
+        int on = w2 != w || bytes2 != bytes || (cpu != UINT64_MAX && cpu2 != UINT64_MAX && cpu2 - cpu >= 1000000);
+        if (!w2 && !on) return -1; /* none noted: a lock not let go */
+        if (!on || waited >= VT_EXIT_WAIT_WRITING_NS) {
+            *said = (struct exit_said){w2, on ? "was still not done after 30 s" : "made no progress for a second"};
+            return -1;
+        }
+        w = w2;
+        cpu = cpu2;
+        bytes = bytes2;
+    }
 }
 
 int vt_output_exit(void) {
@@ -975,18 +1072,21 @@ int vt_output_exit(void) {
     /* Nothing to write: skip the snapshot and the symbols (the count of
      * warnings not shown is still owed: they went to stderr). */
     if (strcmp(vt_opt.out, "off") == 0 && strcmp(vt_opt.report, "off") == 0 && !vt_opt.leak_check) {
-        signal_overtaken();
+        signal_overtaken(0);
         vt_warn_summary();
         return 0;
     }
-    struct timespec until;
-    vt_deadline(&until, VT_EXIT_WAIT_NS);
-    if (pthread_mutex_timedlock(&out_lock, &until) != 0) {
-        signal_overtaken();
-        exit_skipped();
+    struct exit_said said;
+    if (exit_take(&said) != 0) {
+        /* The writing goes on in its thread: the C library's exit, next,
+         * flushes its streams (writing.h). */
+        vt_writing_abandon();
+        signal_overtaken(0);
+        if (said.holder) exit_overran(said.holder, said.why);
+        else exit_skipped();
         return vt_opt.leak_check ? -1 : 0;
     }
-    signal_overtaken();
+    signal_overtaken(1);
     int leaked = write_outputs("exit", 0, 0);
     vt_warn_summary();
     pthread_mutex_unlock(&out_lock);
@@ -1021,14 +1121,14 @@ void vt_output_signal(void) {
     struct vt_symbols_ahead *ahead = vt_symbolize_ahead(0);
     vt_own_time_add(t0, vt_now_ns());
     vt_torch_refresh();
-    pthread_mutex_lock(&out_lock);
+    out_take(HOLDS_SIGNAL);
     if (!closed()) {
         write_outputs_given("signal", ++signal_seq, 0, &ahead);
         __atomic_store_n(&signals_done, upto, __ATOMIC_RELEASE);
     } else {
         vt_symbols_ahead_free(ahead); /* the exit's dump stands for it (said there) */
     }
-    pthread_mutex_unlock(&out_lock);
+    out_give();
 }
 
 int vt_output_named(const char *name, char *path, size_t size) {
@@ -1044,9 +1144,9 @@ int vt_output_named(const char *name, char *path, size_t size) {
     }
     clean[n] = '\0';
     if (n == 0 || strcmp(vt_opt.out, "off") == 0) return -1;
-    pthread_mutex_lock(&out_lock);
+    out_take(HOLDS_NAMED);
     if (closed()) {
-        pthread_mutex_unlock(&out_lock);
+        out_give();
         return -1;
     }
     dump_name = clean;
@@ -1055,12 +1155,14 @@ int vt_output_named(const char *name, char *path, size_t size) {
     int ok = named_path[0] != '\0';
     if (ok && path && size) snprintf(path, size, "%s", named_path);
     dump_name = NULL;
-    pthread_mutex_unlock(&out_lock);
+    out_give();
     return ok ? 0 : -1;
 }
 
 void vt_output_reset_child(void) {
     outputs_closed = 0;
+    out_holder = 0;
+    vt_writing_reset_child();
     signals_asked = signals_done = 0; /* the parent's signals, not the child's */
     vt_own_time_reset();
     pthread_mutex_init(&out_lock, NULL);

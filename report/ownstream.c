@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ownstream.h"
+#include "writing.h"
 
 #define OWN_BUFFER (64 << 10)
 
@@ -29,6 +30,7 @@ int vt_own_still(struct vt_own *o) {
 }
 
 static ssize_t own_write(void *cookie, const char *buf, size_t n) {
+    if (vt_writing_abandoned()) return vt_writing_refused();
     struct vt_own *o = cookie;
     if (!vt_own_still(o)) {
         errno = EBADF;
@@ -41,6 +43,7 @@ static ssize_t own_write(void *cookie, const char *buf, size_t n) {
         if (w <= 0) break;
         done += (size_t)w;
         o->unchecked += (uint64_t)w;
+        vt_writing_count((uint64_t)w);
     }
     return done ? (ssize_t)done : -1;
 }

@@ -1,6 +1,7 @@
 """Integration tests of when the exit's outputs are written: after every
 library's destructors, so that what a library frees at its end is not a
 leak."""
+import itertools
 import time
 
 from run_tests import *
@@ -254,3 +255,142 @@ def a_fork_while_the_exit_runs_vramtraces_finalizer_keeps_the_exit_outputs():
         else:
             eq(sum(l.startswith("vramtrace: exit in pid ") for l in r.err.splitlines()), 1, "the exit report")
             eq(r.rc, 0, "the exit status")
+
+
+EXITWAIT = os.path.join(T, "t_exitwait")
+EXITWAIT_N = 60000  # allocations of 4 KiB kept: a dump of about 3.5 MB
+
+
+def _exit_during_signal_dump(reader, status, env=None, lib=None, first=None):
+    """t_exitwait: the dump signal's dump goes into a FIFO the test reads
+    (opened before the writer opens it, which a FIFO without a reader
+    refuses); once its first bytes come, the test lets the program exit
+    with `status`, its EXITWAIT_N allocations live. `reader` "slow": 64 KiB
+    every 50 ms to the end (the writing goes on throughout, about 2.5 s);
+    "stalled": nothing more. Returns (status, stdout, stderr, the FIFO's
+    bytes, seconds from the exit to the process's end, {reason: dump} of
+    the dumps in files)."""
+    import select
+    with workdir("vt-exitwait-") as work:
+        fifo = os.path.join(work, "dump.1.json")
+        os.mkfifo(fifo, 0o600)
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        go = os.path.join(work, "go")
+        e = {k: v for k, v in os.environ.items()
+             if not k.startswith(("VRAMTRACE_", "SIMGPU_")) and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        e.update({"LD_LIBRARY_PATH": SIM, "LD_PRELOAD": " ".join(x for x in (first, lib or LIB) if x),
+                  "VRAMTRACE_OUT": os.path.join(work, "dump.%n.json"), "VRAMTRACE_REPORT": "stderr",
+                  "SIMGPU_CAPACITY": "1G", **(env or {})})
+        p = subprocess.Popen([EXITWAIT, str(EXITWAIT_N), go, str(status)], env=e, cwd=work, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            got = b""
+            end = time.monotonic() + 60
+            while not got and time.monotonic() < end:
+                select.select([rfd], [], [], 1)
+                try:
+                    got += os.read(rfd, 4096)
+                except BlockingIOError:
+                    pass
+            if not got:
+                p.kill()
+                o, er = p.communicate()
+                raise Failure(f"the dump signal's dump did not begin (status {p.returncode}):\n{er[-2000:]}")
+            t0 = time.monotonic()
+            open(go, "w").close()
+            while reader == "slow":
+                time.sleep(0.05)
+                try:
+                    chunk = os.read(rfd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break
+                got += chunk
+            out, err = p.communicate(timeout=120)
+            took = time.monotonic() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+            os.close(rfd)
+        dumps = {}
+        for name in sorted(os.listdir(work)):
+            if name.endswith(".json") and name != "dump.1.json":
+                d = load_dump(os.path.join(work, name))
+                dumps[d["reason"]] = d
+        leftovers = [n for n in os.listdir(work) if ".tmp." in n]
+        ok(not leftovers, f"no temporary file left: {leftovers}")
+        return p.returncode, out, err, got, took, dumps
+
+
+@test
+def the_exit_waits_for_a_dump_on_request_still_being_written():
+    """A dump asked for by signal still being written when the program
+    exits (a big process, a dump of seconds) is finished first, and then
+    the exit's own: before, the exit waited a second, then wrote no dump
+    and no report and said a CUDA call had not finished, and the dump on
+    request was cut where the process ended (a 10,000,000-live process
+    that exited 0.1 s after asking lost both). The test's reader keeps the
+    writing going for about 2.5 s after the exit begins."""
+    tsan = gcc_runtime("libtsan.so")
+    ok(tsan, "libtsan from gcc")
+    for leak_check, lib, first in (("0", None, None), ("1", None, None),
+                                   ("0", os.path.join(BUILD, "tsan", "libvramtrace.so"), tsan)):
+        env = {"VRAMTRACE_LEAK_CHECK": leak_check}
+        if first:
+            env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
+        rc, out, err, got, took, dumps = _exit_during_signal_dump("slow", 7, env, lib, first)
+        what = f"leak check {leak_check}, {'TSan' if first else 'as built'}"
+        ok("ThreadSanitizer" not in err, f"{what}: no data race:\n{err[-3000:]}")
+        eq((rc, out), (23 if leak_check == "1" else 7, "exiting\n"), f"{what}: the status and the output:\n{err[-2000:]}")
+        ok(took > 1.5, f"{what}: the exit waited past a second for the writing ({took:.2f} s)")
+        signal_dump = json.loads(got)
+        eq((signal_dump["reason"], signal_dump["totals"]["alloc_count"], signal_dump["totals"]["live_bytes"]),
+           ("signal", EXITWAIT_N, EXITWAIT_N * 4096), f"{what}: the dump on request, whole")
+        eq(sorted(dumps), ["exit"], f"{what}: the exit dump")
+        eq((dumps["exit"]["totals"]["alloc_count"], dumps["exit"]["totals"]["live_bytes"]),
+           (EXITWAIT_N, EXITWAIT_N * 4096), f"{what}: the exit dump's counts")
+        ok("no exit dump" not in err and "was not written" not in err and "could not run" not in err,
+           f"{what}: nothing said missing:\n{err[-2000:]}")
+        eq(sum(l.startswith("vramtrace: exit in pid ") for l in err.splitlines()), 0 if leak_check == "1" else 1,
+           f"{what}: the exit report")
+        if leak_check == "1":
+            eq([l for l in err.splitlines() if l.startswith("SUMMARY:")],
+               [f"SUMMARY: vramtrace: {EXITWAIT_N * 4096} byte(s) leaked in {EXITWAIT_N} allocation(s)."],
+               f"{what}: the leak check's report")
+
+
+@test
+def the_exit_gives_up_on_a_dump_whose_reader_stalled_and_says_why():
+    """The dump on request's reader stops reading: its writer waits (up
+    to 10 s a stalled reader) making no progress, and the exit, after a
+    second of that, goes on without it: no exit dump or report, one line
+    that says which writing it gave up on and why (before: "a CUDA call
+    vramtrace was recording did not finish"), the warning that the dump
+    on request was not written (before: "the exit dump stands for it",
+    with no exit dump), and the leak check's 125. The process ends within
+    a few seconds: the C library's exit flushes the writer's stream, which
+    waited on the stalled reader another 10 s (the 125's flush waited for
+    the writer's lock as long)."""
+    tsan = gcc_runtime("libtsan.so")
+    ok(tsan, "libtsan from gcc")
+    gave_up = ("vramtrace: no exit dump or report: the dump asked for by signal that another thread was writing "
+               "made no progress for a second")
+    for (leak_check, status), (lib, first) in itertools.product(
+            (("0", 7), ("1", 0)), ((None, None), (os.path.join(BUILD, "tsan", "libvramtrace.so"), tsan))):
+        env = {"VRAMTRACE_LEAK_CHECK": leak_check}
+        if first:
+            env["TSAN_OPTIONS"] = "halt_on_error=1:exitcode=66"
+        rc, out, err, got, took, dumps = _exit_during_signal_dump("stalled", status, env, lib, first)
+        what = f"leak check {leak_check}, {'TSan' if first else 'as built'}"
+        ok("ThreadSanitizer" not in err, f"{what}: no data race:\n{err[-3000:]}")
+        eq((rc, out), (125 if leak_check == "1" else status, "exiting\n"),
+           f"{what}: the status and the output:\n{err[-2000:]}")
+        ok(1.0 <= took < 8, f"{what}: the exit waited a second, not the stalled reader's 10 ({took:.2f} s)")
+        tail = ["vramtrace: warning: a dump asked for by signal was not written when the process exited", gave_up]
+        if leak_check == "1":
+            tail.append("vramtrace: the leak check could not run; exit status 125")
+        eq(err.splitlines()[-len(tail):], tail, f"{what}: the last lines:\n{err[-2000:]}")
+        eq(sum(gave_up in l for l in err.splitlines()), 1, f"{what}: said once")
+        eq(dumps, {}, f"{what}: no exit dump")

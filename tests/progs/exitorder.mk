@@ -35,3 +35,10 @@ $(T)/libt_forkexit.so: tests/progs/t_forkexit_lib.c
 $(T)/t_forkexit: tests/progs/t_forkexit.c $(SIM)/libcudart_sim.so
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -lpthread -ldl
+
+# The exit while a dump asked for by signal is being written
+# (tests/integration/test_exitorder.py).
+PROGS += $(T)/t_exitwait
+$(T)/t_exitwait: tests/progs/t_exitwait.c $(SIM)/libcudart_sim.so
+	@mkdir -p $(T)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim'
