@@ -181,6 +181,18 @@ def keep_rows():
     return got
 
 
+def marks_row():
+    """The C API's leak report of a mark, as pytest's plugin or a C++ test
+    runner asks for it at every test: ms a report with one allocation live
+    and with none, in a process of 1 and of 10,000 distinct stacks
+    (`bench_shapes marks`). {stacks: (one, none)}."""
+    got = {}
+    for stacks in (1, 10000):
+        r = run([SHAPES, "marks", "200", str(stacks)], env(True, VRAMTRACE_LIVE="0"))
+        got[stacks] = (float(r["leaks_ms_one"]), float(r["leaks_ms_none"]))
+    return got
+
+
 def events_row():
     e0 = run([PROG, "churn", "1000000"], env(True, VRAMTRACE_EVENTS="0"))
     e1 = run([PROG, "churn", "1000000"], env(True))
@@ -408,6 +420,13 @@ def shapes_main(number=6):
           f"libraries mapped: {' '.join(libs)}")
 
 
+def marks_line():
+    m = marks_row()
+    return (f"a mark's leak report (the C API, at every test of a runner): {m[1][0]:.3f} ms with one allocation "
+            f"live, {m[1][1]:.3f} ms with none, in a process of 1 stack; {m[10000][0]:.3f} and {m[10000][1]:.3f} ms "
+            "in one of 10,000 stacks")
+
+
 def main():
     if sys.argv[1:] == ["threads"]:
         return threads_only()
@@ -419,6 +438,8 @@ def main():
                      f"cross-thread {x[True][1]:.0f}, median of the rounds' cross over same {x[True][2]:.2f}x, by the "
                      f"calls' own CPU time a pair {x[True][3]:.2f}x (target >= 0.9x); without vramtrace "
                      f"{x[False][2]:.2f}x ({x[False][3]:.2f}x)")
+    if sys.argv[1:] == ["marks"]:
+        return print(marks_line())
     if sys.argv[1:] == ["python"]:
         for mode, shape in (((), "one line"), (("alternate",), "two lines in turn")):
             ver, base, native, withpy, fastest = python_row(mode)
@@ -468,7 +489,8 @@ def main():
         per_event, rss1, rss5 = events_row()
         print(f"\n5. event history: {per_event:.1f} bytes per event; resident memory after 2 million events "
               f"{rss1 / 1024:.1f} MiB, after 10 million {rss5 / 1024:.1f} MiB (ring of 1 million events)")
-        shapes_main(6)
+        print("\n6. " + marks_line())
+        shapes_main(7)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -65,6 +65,13 @@
  *       memory with all N live and before the first (with and without
  *       vramtrace, the difference over N is what a live allocation costs
  *       the process, its stack's share included)
+ *   bench_shapes marks N NSTACKS
+ *       The C API's leak report of a mark, as a test runner asks for it at
+ *       every test, in a process that has made NSTACKS distinct stacks (a
+ *       pair on each): N times, a mark, one allocation kept from one of
+ *       those stacks, vramtrace_leaks of the mark, the free, the mark's
+ *       end; and a report of a mark with nothing live. Prints
+ *       "leaks_ms_one X leaks_ms_none Y": the mean wall time of a report
  *   bench_shapes firstcall THREADS N
  *       After one pair of the main thread's (vramtrace's start), THREADS
  *       threads started together (a barrier), each then making N
@@ -454,6 +461,37 @@ static int keep_main(char **argv) {
     return 0;
 }
 
+static int marks_main(char **argv) {
+    long n = atol(argv[2]);
+    unsigned nstacks = (unsigned)atol(argv[3]);
+    struct vramtrace_api vt;
+    if (n < 1 || nstacks < 1 || !vramtrace_load(&vt)) return 2;
+    long sum = 0;
+    for (unsigned i = 0; i < nstacks; i++) sum += deep(10, i);
+    static char report[65536];
+    CUdeviceptr kept[1];
+    double one = 0, none = 0;
+    for (long i = 0; i < n; i++) {
+        int m = vt.mark();
+        keep_to = kept;
+        nkept = 0;
+        sum += deep(10, (unsigned)(i % nstacks));
+        keep_to = NULL;
+        double t0 = now();
+        if (vt.leaks(m, report, sizeof report) <= 0) return 3;
+        one += now() - t0;
+        cuMemFree(kept[0]);
+        vt.mark_end(m);
+        m = vt.mark();
+        t0 = now();
+        if (vt.leaks(m, report, sizeof report) != 0) return 3;
+        none += now() - t0;
+        vt.mark_end(m);
+    }
+    printf("leaks_ms_one %.3f leaks_ms_none %.3f sum %ld\n", one / n * 1e3, none / n * 1e3, sum & 1);
+    return 0;
+}
+
 static int manythreads_main(char **argv) {
     int nthreads = atoi(argv[2]);
     many_n = atol(argv[3]);
@@ -536,6 +574,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "dumpwait") == 0) return dumpwait_main(argc, argv);
     if (argc >= 5 && strcmp(argv[1], "manythreads") == 0) return manythreads_main(argv);
     if (argc >= 4 && strcmp(argv[1], "keep") == 0) return keep_main(argv);
+    if (argc >= 4 && strcmp(argv[1], "marks") == 0) return marks_main(argv);
     fprintf(stderr, "usage: see bench_shapes.c\n");
     return 2;
 }

@@ -1163,6 +1163,7 @@ void vt_output_reset_child(void) {
     outputs_closed = 0;
     out_holder = 0;
     vt_writing_reset_child();
+    vt_symbolize_reset_child();
     signals_asked = signals_done = 0; /* the parent's signals, not the child's */
     vt_own_time_reset();
     pthread_mutex_init(&out_lock, NULL);

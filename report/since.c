@@ -19,7 +19,7 @@ int vt_since_leaks(FILE *f, int mark, int outside_torch, struct vt_leak_result *
     struct vt_snapshot *s = vt_mark_snapshot(mark);
     if (!s) return -1;
     vt_sort_live(s);
-    struct vt_symbols *sym = vt_symbolize(s);
+    struct vt_symbols *sym = vt_symbolize_kept(s);
     char err[512];
     /* A bad suppressions file was warned of at the start of the exit
      * check's reading; here it only means none. */
@@ -35,7 +35,7 @@ int vt_since_peak(FILE *f, int mark) {
     struct vt_snapshot *s = vt_mark_snapshot(mark);
     if (!s) return -1;
     if (s->npeak_holders > 0) {
-        struct vt_symbols *sym = vt_symbolize(s);
+        struct vt_symbols *sym = vt_symbolize_kept(s);
         uint64_t count = 0;
         for (size_t i = 0; i < s->npeak_holders; i++) count += s->peak_holders[i].count;
         fprintf(f, "==%d==vramtrace: peak of GPU memory since the mark: %" PRIu64 " byte(s) in %" PRIu64

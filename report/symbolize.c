@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <link.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,14 +587,12 @@ void vt_symbols_ahead_free(struct vt_symbols_ahead *a) {
     free(a);
 }
 
-struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symbols_ahead *ahead) {
+/* The symbols of s's stacks from frame table p (sym's from then on);
+ * with `used` (a bit a stack), of those stacks alone, the others unnamed
+ * (site -1). NULL when memory ran out (p is then sym's no more). */
+static struct vt_symbols *symbolize(const struct vt_snapshot *s, struct priv *p, const uint64_t *used) {
     struct vt_symbols *sym = calloc(1, sizeof *sym);
-    struct priv *p = ahead && ahead->p ? ahead->p : priv_new();
-    if (ahead) {
-        ahead->p = NULL;
-        vt_symbols_ahead_free(ahead);
-    }
-    if (!sym || !p) { free(sym); priv_free(p); return NULL; }
+    if (!sym) return NULL;
     sym->priv = p;
     size_t n = s->nstacks;
     sym->nstacks = n;
@@ -604,10 +603,15 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
     struct vt_frame *buf = malloc(VT_SHOWN_FRAMES * sizeof *buf);
     if (!sym->site || !sym->through || !buf) {
         free(buf);
+        sym->priv = NULL; /* the caller's still */
         vt_symbols_free(sym);
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
+        if (used && !(used[i / 64] >> (i % 64) & 1)) {
+            sym->site[i] = sym->through[i] = -1;
+            continue;
+        }
         const struct vt_stack *st = s->stacks[i];
         uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES, got = 0;
         size_t shown = 0;
@@ -629,7 +633,81 @@ struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symb
     return sym;
 }
 
+struct vt_symbols *vt_symbolize_with(const struct vt_snapshot *s, struct vt_symbols_ahead *ahead) {
+    struct priv *p = ahead && ahead->p ? ahead->p : priv_new();
+    if (ahead) {
+        ahead->p = NULL;
+        vt_symbols_ahead_free(ahead);
+    }
+    struct vt_symbols *sym = p ? symbolize(s, p, NULL) : NULL;
+    if (!sym) priv_free(p);
+    return sym;
+}
+
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s) { return vt_symbolize_with(s, NULL); }
+
+/* The kept frame table (vt_symbolize_kept): the process's one, begun at
+ * departure count kept_notes, its lock held from vt_symbolize_kept to the
+ * vt_symbols_free of the symbols it returned (their `kept`). */
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct priv *kept;
+static uint32_t kept_notes;
+
+/* Stack st of s marked in used. */
+static void mark_used(uint64_t *used, const struct vt_snapshot *s, uint32_t st) {
+    if (st < s->nstacks) used[st / 64] |= 1ull << (st % 64);
+}
+
+static void mark_holders(uint64_t *used, const struct vt_snapshot *s, const struct vt_holder *h, size_t n) {
+    for (size_t i = 0; h && i < n; i++) mark_used(used, s, h[i].stack);
+}
+
+struct vt_symbols *vt_symbolize_kept(const struct vt_snapshot *s) {
+    uint64_t *used = calloc(s->nstacks / 64 + 1, sizeof *used);
+    if (!used) return vt_symbolize(s);
+    struct vt_live_reader *rd = s->nlive ? vt_live_read(s, 0) : NULL;
+    if (s->nlive && !rd) { /* the live list unread: every stack */
+        free(used);
+        return vt_symbolize(s);
+    }
+    for (const struct vt_live *a; rd && (a = vt_live_next(rd));) mark_used(used, s, a->stack);
+    vt_live_read_end(rd);
+    mark_holders(used, s, s->holders, s->nholders);
+    mark_holders(used, s, s->all_holders, s->nall_holders);
+    mark_holders(used, s, s->peak_holders, s->npeak_holders);
+    mark_holders(used, s, s->released, s->nreleased);
+    mark_holders(used, s, s->released_host, s->nreleased_host);
+    pthread_mutex_lock(&kept_lock);
+    /* Code has left since the table was begun: an address in it may be
+     * another library's now. */
+    uint32_t notes = __atomic_load_n(&vt_departed_notes, __ATOMIC_ACQUIRE);
+    if (kept && notes != kept_notes) {
+        priv_free(kept);
+        kept = NULL;
+    }
+    if (!kept) {
+        kept = priv_new();
+        kept_notes = notes;
+    }
+    struct vt_symbols *sym = kept ? symbolize(s, kept, used) : NULL;
+    free(used);
+    if (!sym) {
+        pthread_mutex_unlock(&kept_lock);
+        return NULL;
+    }
+    sym->kept = 1;
+    return sym;
+}
+
+void vt_symbolize_reset_child(void) {
+    /* Held by a thread of the parent's: its table may be half made. */
+    if (pthread_mutex_trylock(&kept_lock) == 0) {
+        pthread_mutex_unlock(&kept_lock);
+        return;
+    }
+    kept = NULL;
+    pthread_mutex_init(&kept_lock, NULL);
+}
 
 const struct vt_frame *vt_symbols_frame(const struct vt_symbols *sym, uintptr_t key) {
     return sym ? frame_keyed(sym->priv, key) : NULL;
@@ -687,6 +765,7 @@ void vt_symbols_free(struct vt_symbols *sym) {
     free(sym->site);
     free(sym->through);
     free(sym->traits);
-    priv_free(sym->priv);
+    if (sym->kept) pthread_mutex_unlock(&kept_lock);
+    else priv_free(sym->priv);
     free(sym);
 }

@@ -45,10 +45,28 @@ struct vt_symbols {
     size_t ngroups;
     uint8_t *traits;        /* per stack: what its frames say (report/traits.c), 0 until asked */
     void *priv;
+    int kept;               /* priv is the kept table (vt_symbolize_kept), its lock held */
 };
 
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
+
+/* vt_symbolize for the reports of a mark (report/since.c), which a test
+ * runner may ask for at every test: only the stacks that s's live
+ * allocations, holders and released memory name are symbolized (the
+ * others are unnamed: site -1), and their frames are kept from one call
+ * to the next in one table of the process's, dropped when code has left
+ * the process since (tracker/departed.h's vt_departed_notes: an address
+ * may then be another library's). Each call symbolized every stack the
+ * process had ever made, opening every module on them and decompressing
+ * their debug sections again: 40 ms a report in a small C program, half
+ * a second a test under PyTorch. The table's lock is held until
+ * vt_symbols_free (one such report at a time). NULL when memory ran out. */
+struct vt_symbols *vt_symbolize_kept(const struct vt_snapshot *s);
+
+/* In a forked child: the kept table dropped where a thread of the
+ * parent's was making it. */
+void vt_symbolize_reset_child(void);
 
 /* Every frame of the stacks known now symbolized ahead of a snapshot, and
  * libdwfl's memory (tens of MB where a C library has a separate debug

@@ -13,6 +13,7 @@
  * leaves the same place again. Read without a lock. */
 static struct vt_departed records[VT_MAX_DEPARTED];
 uint32_t vt_departed_count;
+uint32_t vt_departed_notes;
 
 #define TAG_SHIFT 48
 
@@ -95,6 +96,7 @@ uint32_t vt_departed_mark(void) {
 }
 
 void vt_departed_note(const struct vt_code_span *gone, size_t n, uint32_t from, uint32_t mark) {
+    if (n) __atomic_add_fetch(&vt_departed_notes, 1, __ATOMIC_RELEASE);
     vt_global_lock();
     uint32_t have = vt_departed_count;
     for (size_t i = 0; i < n; i++) {

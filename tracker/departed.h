@@ -110,6 +110,13 @@ void vt_departed_note(const struct vt_code_span *gone, size_t n, uint32_t from, 
 /* How many departures are remembered (read with acquire). */
 extern uint32_t vt_departed_count __attribute__((visibility("hidden")));
 
+/* How many dlcloses have taken code out of the process, each counted as
+ * vt_departed_note takes it, whether a record remembers it or not (a
+ * library leaving where it left before, the records full): an address
+ * symbolized before it moved may name other code now (report/symbolize.c's
+ * kept frames). */
+extern uint32_t vt_departed_notes __attribute__((visibility("hidden")));
+
 uintptr_t vt_code_key_slow(const struct vt_stack *st, uint32_t j, uint32_t n);
 
 /* The code key of frame j of stack st (see above): its return address

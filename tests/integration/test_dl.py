@@ -235,6 +235,30 @@ def dl_unloaded_plugin_keeps_its_names():
 
 
 @test
+def dl_a_marks_leak_report_after_a_plugin_left_names_the_one_loaded_there():
+    """The C API's leak report of one mark, asked for twice: after plugin
+    a allocated, then after a's memory was freed, a unloaded and b loaded
+    where a was allocated from another line. The reports' frames are kept
+    from one call to the next (a report symbolized every stack of the
+    process anew: 40 ms a call in a small program); once code has left,
+    the kept frames are dropped, and the second report names b's
+    functions at the addresses that were a's (kept, it named a's)."""
+    ln = plug_lines()
+    with workdir("vt-unload-") as work:
+        p = unload_run(work, [T, "marks"], env=SAME_PLACE)
+        eq(p.returncode, 0, "b loaded where a was, every report made: " + p.stderr)
+        first, second = p.stdout.split("report 2:")
+        ok(first.startswith("report 1:"), "the first report: " + p.stdout)
+        for text, plug, size in ((first, "a", 1 << 20), (second, "b", 2 << 20)):
+            blocks = leak_blocks(text)
+            eq([b[0] for b in blocks], [f"Direct leak of {size} byte(s) in 1 object(s) allocated from:"],
+               f"{plug}'s report, one leak: {text}")
+            check_frames(blocks[0][1], plug_site(plug, ln), f"{plug}'s report's frames")
+            ok(f"    call site: plug_{plug}_inner " in text, f"{plug}'s report's call site: {text}")
+        eq(leak_blocks(first)[0][2][:2], leak_blocks(second)[0][2][:2], "the two plugins' frames at the same addresses")
+
+
+@test
 def dl_plugin_unloaded_again_and_again_keeps_its_names():
     """One plugin loaded, allocating and unloaded ten times in one place:
     ten leaks of one stack, named after it."""

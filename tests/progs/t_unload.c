@@ -23,6 +23,10 @@
  *   t_unload DIR chdir        a, loaded as ./libt_unload_a.so from DIR,
  *                             allocates 1 MiB; the program moves to / and
  *                             unloads it.
+ *   t_unload DIR marks        the C API's leak report of one mark, printed
+ *                             after a allocated 1 MiB, and again after that
+ *                             memory was freed, a unloaded and b, loaded
+ *                             where it was, allocated 2 MiB (then freed).
  *
  * Prints where each plugin was loaded (the same place, or the test's
  * premise does not hold and it exits 3). */
@@ -34,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../../include/vramtrace.h"
 
 typedef CUdeviceptr (*alloc_fn)(size_t);
 
@@ -134,6 +140,29 @@ int main(int argc, char **argv) {
         if ((argc <= 4 || argv[4][0]) && system(cmd) != 0) return 2;
         printf("replaced %s\n", at ? "after one stay" : "?");
         return 0;
+    }
+    if (strcmp(mode, "marks") == 0) {
+        /* Each plugin's function called from a line of its own: the two
+         * stacks differ in main's frame (the same list of return addresses
+         * is one stack, interned before a left, and named after a). */
+        struct vramtrace_api vt;
+        if (!vramtrace_load(&vt)) return 2;
+        int m = vt.mark();
+        static char report[65536];
+        void *ha = dlopen(a, RTLD_NOW | RTLD_LOCAL);
+        alloc_fn fa = ha ? (alloc_fn)dlsym(ha, "plug_a_alloc") : NULL;
+        CUdeviceptr pa = fa ? fa(1 << 20) : 0;
+        if (!pa || vt.leaks(m, report, sizeof report) < 0) return 2;
+        printf("report 1:%s", report);
+        void *at_a = base_of((void *)fa);
+        if (cuMemFree(pa) != CUDA_SUCCESS || dlclose(ha) != 0) return 2;
+        void *hb = dlopen(b, RTLD_NOW | RTLD_LOCAL);
+        alloc_fn fb = hb ? (alloc_fn)dlsym(hb, "plug_b_alloc") : NULL;
+        CUdeviceptr pb = fb ? fb(2 << 20) : 0;
+        if (!pb || vt.leaks(m, report, sizeof report) < 0) return 2;
+        printf("report 2:%s", report);
+        if (cuMemFree(pb) != CUDA_SUCCESS) return 2;
+        return at_a == base_of((void *)fb) ? 0 : 3;
     }
     void *at_a = use(a, "plug_a_alloc", 1 << 20, 0);
     void *at_b = use(b, "plug_b_alloc", 2 << 20, 1);
