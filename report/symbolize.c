@@ -629,7 +629,10 @@ static struct vt_symbols *symbolize(const struct vt_snapshot *s, struct priv *p,
     /* Every frame is symbolized: libdwfl's memory is given back before the
      * report is written. */
     close_dwfl(p);
-    sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
+    /* With `used`, the groups are made when asked for (vt_site_groups):
+     * every stack's label was 4 ms of a mark's report's 11 in a process of
+     * 100,000 stacks. */
+    if (!used) sym->group = site_groups(sym, n, &sym->ngroups, &sym->group_lowest);
     return sym;
 }
 
