@@ -629,9 +629,13 @@ static void exit_skipped(void) {
 }
 
 /* The exit gave up waiting for another thread's writing (exit_take):
- * what it was writing, and why the exit went on without it. */
-static void exit_overran(uint64_t w, const char *why) {
+ * what it was writing, and why the exit went on without it (`going`: it
+ * still went on when the wait ran out; else it made no progress). */
+static void exit_overran(uint64_t w, int going, uint64_t waited_ns) {
     int what = (int)(w >> 32 & 0xff);
+    char why[64];
+    if (going) snprintf(why, sizeof why, "was still not done after %llu s", (unsigned long long)(waited_ns / 1000000000u));
+    else snprintf(why, sizeof why, "made no progress for a second");
     fprintf(stderr, "vramtrace: no exit dump or report: %s another thread was writing %s\n",
             what == HOLDS_SIGNAL  ? "the dump asked for by signal that"
             : what == HOLDS_NAMED ? "the named dump that"
@@ -1022,13 +1026,13 @@ static void signal_overtaken(int exit_writes) {
  * on-request or named dump, a failure's post-mortem) that goes on: a
  * dump of ten million live allocations takes 5 s here. */
 #define VT_EXIT_WAIT_WRITING_NS 30000000000ull
-_Static_assert(VT_EXIT_WAIT_WRITING_NS == 30000000000ull, "exit_take's line says 30 s");
 
-/* Why the exit went on without out_lock: the holder's word and why
- * (exit_overran's line), or holder 0 (exit_skipped's). */
+/* Why the exit went on without out_lock: the holder's word and whether
+ * its writing still went on (exit_overran's line), or holder 0
+ * (exit_skipped's). */
 struct exit_said {
     uint64_t holder;
-    const char *why;
+    int going;
 };
 
 /* out_lock for the exit: 0 taken; else -1, not, with *said. A writing
@@ -1041,7 +1045,7 @@ struct exit_said {
  * never let go) is not waited for longer. Nor is the calling thread's own
  * (an exit from a signal handler that interrupted it): at once. */
 static int exit_take(struct exit_said *said) {
-    *said = (struct exit_said){0, NULL};
+    *said = (struct exit_said){0, 0};
     uint64_t w = __atomic_load_n(&out_holder, __ATOMIC_ACQUIRE);
     if (w && (w & CLOCK_BIT) && w == holder_word((int)(w >> 32 & 0xff))) return -1;
     uint64_t cpu = holder_cpu(w), bytes = vt_writing_bytes(), waited = 0;
@@ -1055,7 +1059,7 @@ static int exit_take(struct exit_said *said) {
         int on = w2 != w || bytes2 != bytes || (cpu != UINT64_MAX && cpu2 != UINT64_MAX && cpu2 - cpu >= 1000000);
         if (!w2 && !on) return -1; /* none noted: a lock not let go */
         if (!on || waited >= VT_EXIT_WAIT_WRITING_NS) {
-            *said = (struct exit_said){w2, on ? "was still not done after 30 s" : "made no progress for a second"};
+            *said = (struct exit_said){w2, on};
             return -1;
         }
         w = w2;
@@ -1082,7 +1086,7 @@ int vt_output_exit(void) {
          * flushes its streams (writing.h). */
         vt_writing_abandon();
         signal_overtaken(0);
-        if (said.holder) exit_overran(said.holder, said.why);
+        if (said.holder) exit_overran(said.holder, said.going, VT_EXIT_WAIT_WRITING_NS);
         else exit_skipped();
         return vt_opt.leak_check ? -1 : 0;
     }

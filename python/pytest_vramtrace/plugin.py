@@ -289,12 +289,13 @@ def pytest_runtest_call(item):
         # check that passes before it passes after. A full collection takes
         # about 95 ms in a process that imported PyTorch; every test paid
         # it, marked or not, leaking or not.
-        collected = []
+        collected = False
 
         def collect():
+            nonlocal collected
             if not collected:
                 gc.collect()
-                collected.append(True)
+                collected = True
             return True
 
         live, count, _ = st.api.usage(mark)
