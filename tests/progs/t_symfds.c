@@ -6,11 +6,16 @@
  * done, while the main thread fails N more allocations 1.1 s apart (1 TiB
  * each: each out-of-memory failure writes a post-mortem, whose frames are
  * named then). A descriptor that
- * is not the listing's own and is open to the same file in two listings
- * running is held: counted when its number is below 700 (where a program's
- * own open() would have got it) and when it is not close-on-exec (a child
- * the program starts would inherit it). A descriptor opened and moved
- * away between two listings is not held. Prints the counts, then the
+ * is not the listing's own is held when it is open to the same file, at
+ * the same number, in every listing over a stretch in which the main
+ * thread (the one that names the frames) ran 2 ms of CPU or more: counted
+ * once a stretch, when its number is below 700 (where a program's own
+ * open() would have got it) and when it is not close-on-exec (a child the
+ * program starts would inherit it). A descriptor opened and moved away at
+ * once takes microseconds of the main thread's CPU, however long the
+ * thread waits for a CPU meanwhile (counted by listings, a busy machine's
+ * preemption made one held); libdwfl's files stayed open through a whole
+ * session, tens of milliseconds of it. Prints the counts, then the
  * first held descriptor's number and file. */
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FDS 64
@@ -26,11 +32,21 @@
 struct open_fd {
     int fd, cloexec;
     char file[256];
+    long long since; /* the main thread's CPU time when first seen, ns */
+    int counted;
 };
 
 static volatile int stop;
 static int rounds, held_low, held_inheritable;
 static char first_held[300];
+static clockid_t main_clock;
+
+/* The main thread's CPU time, ns. */
+static long long main_cpu(void) {
+    struct timespec ts;
+    clock_gettime(main_clock, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* The descriptors open now (3 and up) but the listing's own. */
 static int list_fds(struct open_fd *out) {
@@ -59,15 +75,27 @@ static void *watch(void *arg) {
     struct open_fd prev[MAX_FDS], now[MAX_FDS];
     int nprev = 0;
     while (!stop) {
+        long long before = main_cpu();
         int n = list_fds(now);
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < nprev; j++) {
-                if (now[i].fd != prev[j].fd || strcmp(now[i].file, prev[j].file) != 0) continue;
-                held_low += now[i].fd < 700;
-                held_inheritable += !now[i].cloexec;
-                if ((now[i].fd < 700 || !now[i].cloexec) && !first_held[0])
-                    snprintf(first_held, sizeof first_held, "%d %s", now[i].fd, now[i].file);
-            }
+        long long after = main_cpu();
+        for (int i = 0; i < n; i++) {
+            now[i].since = after;
+            now[i].counted = 0;
+            for (int j = 0; j < nprev; j++)
+                if (now[i].fd == prev[j].fd && strcmp(now[i].file, prev[j].file) == 0) {
+                    now[i].since = prev[j].since;
+                    now[i].counted = prev[j].counted;
+                }
+            /* CPU the main thread ran while this was surely open: from
+             * the end of the listing it was first seen in to the start
+             * of this one. */
+            if (now[i].counted || before - now[i].since < 2000000) continue;
+            now[i].counted = 1;
+            held_low += now[i].fd < 700;
+            held_inheritable += !now[i].cloexec;
+            if ((now[i].fd < 700 || !now[i].cloexec) && !first_held[0])
+                snprintf(first_held, sizeof first_held, "%d %s", now[i].fd, now[i].file);
+        }
         memcpy(prev, now, sizeof now);
         nprev = n;
         __atomic_add_fetch(&rounds, 1, __ATOMIC_RELAXED);
@@ -83,6 +111,7 @@ int main(int argc, char **argv) {
      * the dynamic loader holds a while (close-on-exec, its own). */
     int failed = cudaMalloc(&big, (size_t)1 << 40) == cudaErrorMemoryAllocation;
     pthread_t t;
+    if (pthread_getcpuclockid(pthread_self(), &main_clock) != 0) return 2;
     pthread_create(&t, NULL, watch, NULL);
     while (__atomic_load_n(&rounds, __ATOMIC_RELAXED) < 8) usleep(1000);
     for (int i = 0; i < atoi(argv[1]); i++) {
