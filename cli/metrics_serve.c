@@ -180,17 +180,61 @@ static int asks_openmetrics(const char *v, const char *end) {
     return om_q > 0 && om_q >= text_q;
 }
 
+/* The end of a request's head (a blank line, CRLF or LF) in p[0..n), or
+ * NULL: bytes, a NUL among them (strstr stopped at it, and a request
+ * that began with one waited out its 5 s unanswered). */
+static const char *head_end(const char *p, size_t n) {
+    const char *crlf = memmem(p, n, "\r\n\r\n", 4), *lf = memmem(p, n, "\n\n", 2);
+    return crlf && (!lf || crlf < lf) ? crlf : lf;
+}
+
+/* After the answer: the client is told no more comes, and what it still
+ * sends (a body, a second request, the rest of a head too long) is read
+ * and dropped for up to a second, until it closes. A close with bytes
+ * unread resets the connection, and a reset can drop the answer before
+ * the client has read it. */
+static void linger_out(int c) {
+    shutdown(c, SHUT_WR);
+    char sink[4096];
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = 1000 - (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        struct pollfd p = {c, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0 || recv(c, sink, sizeof sink, 0) <= 0) return;
+    }
+}
+
+/* The path of a request line's target: origin form ("/metrics?x") as it
+ * is, absolute form ("http://host:9464/metrics", which HTTP/1.1 asks a
+ * server to take too) from the path on; NULL when the line is no
+ * "METHOD TARGET HTTP/x.y". */
+static const char *target_path(const char *line, const char *eol) {
+    const char *sp = memchr(line, ' ', (size_t)(eol - line));
+    if (!sp || sp == line) return NULL;
+    const char *t = sp + 1, *sp2 = memchr(t, ' ', (size_t)(eol - t));
+    if (!sp2 || sp2 == t || eol - sp2 < 9 || strncmp(sp2 + 1, "HTTP/", 5) != 0) return NULL;
+    if ((size_t)(sp2 - t) > 7 && strncasecmp(t, "http://", 7) == 0) {
+        const char *slash = memchr(t + 7, '/', (size_t)(sp2 - (t + 7)));
+        return slash ? slash : sp2; /* "http://host" asks for "/" */
+    }
+    return t;
+}
+
 /* One request on its own connection: its head read within 5 s in all (a
  * client that sends a byte now and then gets no more), ended by a blank
- * line (CRLF or LF); GET /metrics answered, HEAD /metrics with GET's head
- * alone (HTTP asks every server for both), other methods 405 with Allow,
- * other paths 404. */
+ * line (CRLF or LF), 8 KiB at most (431 past that); a head whose first
+ * line is no "METHOD TARGET HTTP/x.y", or that holds a NUL, 400; GET
+ * /metrics answered, HEAD /metrics with GET's head alone (HTTP asks every
+ * server for both), other methods 405 with Allow, other paths 404. */
 static void serve_one(int c, const struct vt_metrics_opts *o) {
     char req[8192] = "";
     size_t n = 0;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (n < sizeof req - 1 && !strstr(req, "\r\n\r\n") && !strstr(req, "\n\n")) {
+    const char *end = NULL;
+    while (n < sizeof req - 1 && !(end = head_end(req, n))) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         long left = 5000 - (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
@@ -209,19 +253,25 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
     struct vt_metrics_opts mine = *o;
     const char *type = "text/plain; version=0.0.4; charset=utf-8";
     int head_only = strncmp(req, "HEAD ", 5) == 0;
-    const char *target = req + (head_only ? 5 : 4);
-    if (strncmp(req, "GET ", 4) != 0 && !head_only) {
+    const char *eol = end ? memchr(req, '\n', n) : NULL; /* at or before the blank line's */
+    const char *target = eol ? target_path(req, eol[-1] == '\r' ? eol - 1 : eol) : NULL;
+    if (!end) {
+        status = "431 Request Header Fields Too Large";
+    } else if (!target || memchr(req, '\0', (size_t)(end - req))) {
+        status = "400 Bad Request";
+        head_only = 0;
+    } else if (strncmp(req, "GET ", 4) != 0 && !head_only) {
         status = "405 Method Not Allowed";
         allow = "Allow: GET, HEAD\r\n";
     } else if (strncmp(target, "/metrics ", 9) != 0 && strncmp(target, "/metrics?", 9) != 0) {
         status = "404 Not Found";
     } else {
         /* OpenMetrics to a client whose Accept asks for it. */
-        for (char *line = strchr(req, '\n'); line && line[1]; line = strchr(line + 1, '\n'))
+        for (char *line = strchr(req, '\n'); line && line < end && line[1]; line = strchr(line + 1, '\n'))
             if (strncasecmp(line + 1, "Accept:", 7) == 0) {
-                char *end = strchr(line + 1, '\n');
-                if (!end) end = line + 1 + strlen(line + 1);
-                if (asks_openmetrics(line + 8, end)) mine.om = 1;
+                char *stop_at = strchr(line + 1, '\n');
+                if (!stop_at) stop_at = line + 1 + strlen(line + 1);
+                if (asks_openmetrics(line + 8, stop_at)) mine.om = 1;
             }
         if (mine.om) type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
         body = vt_metrics_text(&mine, &len);
@@ -239,6 +289,7 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
         send_all(c, "\n", 1);
     }
     free(body);
+    linger_out(c);
 }
 
 /* At most this many connections served at once, each in a process of its
@@ -264,22 +315,52 @@ int vt_metrics_listen(const struct vt_metrics_opts *o) {
     }
     catch_stop();
     int clients = 0;
+    /* Connections answered 503, closing: what they send is read and
+     * dropped until they close, for a second at most (linger_out's, here
+     * without blocking the loop). */
+    struct pollfd p[1 + MAX_CLIENTS];
+    struct timespec refused_at[1 + MAX_CLIENTS];
+    int refused = 0;
     while (!stop) {
         while (clients > 0 && waitpid(-1, NULL, WNOHANG) > 0) clients--;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0) continue;
+        p[0] = (struct pollfd){fd, POLLIN, 0};
+        if (poll(p, 1 + (nfds_t)refused, 200) < 0) continue;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        for (int i = 1; i <= refused;) {
+            char sink[4096];
+            long ms = (now.tv_sec - refused_at[i].tv_sec) * 1000 + (now.tv_nsec - refused_at[i].tv_nsec) / 1000000;
+            ssize_t r = ms < 1000 && p[i].revents ? recv(p[i].fd, sink, sizeof sink, MSG_DONTWAIT) : 1;
+            if (ms < 1000 && (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))) {
+                i++;
+                continue;
+            }
+            close(p[i].fd);
+            p[i] = p[refused];
+            refused_at[i] = refused_at[refused];
+            refused--;
+        }
+        if (!(p[0].revents & POLLIN)) continue;
         int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) continue;
         if (clients >= MAX_CLIENTS) {
             static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
                                        "Connection: close\r\n\r\n";
             send_all(c, busy, sizeof busy - 1);
-            close(c);
+            shutdown(c, SHUT_WR);
+            if (refused < MAX_CLIENTS) {
+                refused++;
+                p[refused] = (struct pollfd){c, POLLIN, 0};
+                refused_at[refused] = now;
+            } else {
+                close(c);
+            }
             continue;
         }
         pid_t child = fork();
         if (child == 0) {
             close(fd);
+            for (int i = 1; i <= refused; i++) close(p[i].fd);
             signal(SIGINT, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
             alarm(60); /* a client that never reads the answer */
@@ -291,6 +372,7 @@ int vt_metrics_listen(const struct vt_metrics_opts *o) {
         else serve_one(c, o); /* no process to spare: served here */
         close(c);
     }
+    for (int i = 1; i <= refused; i++) close(p[i].fd);
     close(fd);
     return 0; /* a connection still being served ends by itself (alarm) */
 }

@@ -1028,7 +1028,12 @@ def metrics_listen_serves_each_connection_on_its_own():
     hold other scrapes (the server read one request at a time: four idle
     connections delayed a scrape 20 s, a slow one for as long as it liked);
     a request ended by a bare LF blank line is answered; HEAD gets GET's
-    head without a body, POST 405 with Allow; an Accept that gives OpenMetrics q=0 gets the text format."""
+    head without a body, POST 405 with Allow; an Accept that gives OpenMetrics q=0 gets the text format.
+    A request that begins with a NUL gets 400 at once (the head was read
+    as a C string: nothing answered for 5 s), a head of 100 KB 431 read
+    whole (it was answered 200 and reset, the answer lost to a client
+    whose rest was unread), the absolute form of the target 200; the 65th
+    connection while 64 are open reads its 503 whole."""
     import socket
     rundir, t = published(8388608)
     port = free_port()
@@ -1075,6 +1080,33 @@ def metrics_listen_serves_each_connection_on_its_own():
             answer = http_request(port, b"GET /metrics HTTP/1.1\r\nAccept: " + accept + b"\r\n\r\n")
             eq(b"Content-Type: application/openmetrics-text" in answer.split(b"\r\n\r\n", 1)[0], om,
                f"Accept: {accept!r}")
+        first = lambda answer: answer.split(b"\r\n")[0]
+        for request, want in ((b"\x00GET /metrics HTTP/1.1\r\n\r\n", b"HTTP/1.1 400 Bad Request"),
+                              (b"GET /metrics HTTP/1.1\r\nX: \x00\r\n\r\n", b"HTTP/1.1 400 Bad Request"),
+                              (b"GET /metrics\r\n\r\n", b"HTTP/1.1 400 Bad Request"),
+                              (b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 100000 + b"\r\n\r\n",
+                               b"HTTP/1.1 431 Request Header Fields Too Large"),
+                              (f"GET http://127.0.0.1:{port}/metrics HTTP/1.1\r\n\r\n".encode(), b"HTTP/1.1 200 OK"),
+                              (f"GET http://127.0.0.1:{port}/metricsX HTTP/1.1\r\n\r\n".encode(),
+                               b"HTTP/1.1 404 Not Found")):
+            t0 = time.monotonic()
+            answer = http_request(port, request)
+            eq((first(answer), time.monotonic() - t0 < 3), (want, True), f"{request[:40]!r}: answered at once")
+            if want != b"HTTP/1.1 200 OK":
+                eq(answer.split(b"\r\n\r\n", 1)[1], want[9:] + b"\n", f"{request[:40]!r}: its body, whole")
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(64)]
+        try:
+            def busy():
+                answer = http_request(port, b"GET /metrics HTTP/1.1\r\n" + b"X-a: b\r\n" * 500 + b"\r\n")
+                return answer if first(answer) != b"HTTP/1.1 200 OK" else None
+            eq(wait_for("the 65th connection's 503", busy),
+               b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+               "the 65th connection")
+        finally:
+            for s in idle:
+                s.close()
+        wait_for("a scrape after the 64 closed",
+                 lambda: first(http_request(port, b"GET /metrics HTTP/1.1\r\n\r\n")) == b"HTTP/1.1 200 OK" or None)
     finally:
         server.terminate()
         server.wait(timeout=30)
