@@ -285,7 +285,7 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
          * (common/callsite.h: its VRAMTRACE_APP and VRAMTRACE_LIBRARY). */
         fputs(",\n\"stacks\":[", f);
         for (size_t i = 0; i < s->nstacks; i++) {
-            int site = sym && i < sym->nstacks ? sym->site[i] : -1;
+            int site = vt_sym_site(sym, i);
             char b[48], *o = b;
             if (i) *o++ = ',';
             if (i && i % 16 == 0) *o++ = '\n';
@@ -293,7 +293,7 @@ int vt_dump_write_stacks(FILE *f, const struct vt_snapshot *s, const struct vt_s
             *o++ = ',';
             o = vt_put_i64(o, site);
             *o++ = ',';
-            o = vt_put_i64(o, site >= 0 ? sym->through[i] : -1);
+            o = vt_put_i64(o, site >= 0 ? vt_sym_through(sym, i) : -1);
             fwrite(b, 1, (size_t)(o - b), f);
         }
         fputc(']', f);

@@ -597,21 +597,22 @@ static struct vt_symbols *symbolize(const struct vt_snapshot *s, struct priv *p,
     size_t n = s->nstacks;
     sym->nstacks = n;
     sym->stack = s->stacks;
-    sym->site = calloc(n ? n : 1, sizeof *sym->site);
-    sym->through = calloc(n ? n : 1, sizeof *sym->through);
+    sym->site1 = calloc(n ? n : 1, sizeof *sym->site1);
+    sym->through1 = calloc(n ? n : 1, sizeof *sym->through1);
     sym->traits = calloc(n ? n : 1, 1);   /* NULL: asked again each time */
     struct vt_frame *buf = malloc(VT_SHOWN_FRAMES * sizeof *buf);
-    if (!sym->site || !sym->through || !buf) {
+    if (!sym->site1 || !sym->through1 || !buf) {
         free(buf);
         sym->priv = NULL; /* the caller's still */
         vt_symbols_free(sym);
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (used && !(used[i / 64] >> (i % 64) & 1)) {
-            sym->site[i] = sym->through[i] = -1;
+        if (used && !used[i / 64]) { /* none of the 64: unnamed (0), their pages untouched */
+            i |= 63;
             continue;
         }
+        if (used && !(used[i / 64] >> (i % 64) & 1)) continue;
         const struct vt_stack *st = s->stacks[i];
         uint32_t depth = st->depth < VT_MAX_FRAMES ? st->depth : VT_MAX_FRAMES, got = 0;
         size_t shown = 0;
@@ -620,10 +621,10 @@ static struct vt_symbols *symbolize(const struct vt_snapshot *s, struct priv *p,
             if (!fr) break;
             for (size_t k = 0, at = vt_frames_at(fr); k < at && shown < VT_SHOWN_FRAMES; k++) buf[shown++] = fr[k];
         }
-        sym->site[i] = sym->through[i] = -1;
         if (got < depth) continue;  /* out of memory: the stack goes unnamed */
-        sym->site[i] = vt_site_index(buf, shown);
-        sym->through[i] = vt_site_through(buf, shown, sym->site[i]);
+        int site = vt_site_index(buf, shown);
+        sym->site1[i] = site + 1;
+        sym->through1[i] = vt_site_through(buf, shown, site) + 1;
     }
     free(buf);
     /* Every frame is symbolized: libdwfl's memory is given back before the
@@ -748,12 +749,12 @@ static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t st
 }
 
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
-    return sym && stack < sym->nstacks ? frame_at(sym, stack, sym->site[stack]) : NULL;
+    return sym && stack < sym->nstacks ? frame_at(sym, stack, vt_sym_site(sym, stack)) : NULL;
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
     const struct vt_frame *site = vt_call_site(sym, stack);
-    return vt_site_label_of(site, site ? frame_at(sym, stack, sym->through[stack]) : NULL, buf, size);
+    return vt_site_label_of(site, site ? frame_at(sym, stack, vt_sym_through(sym, stack)) : NULL, buf, size);
 }
 
 const char *vt_site_shown(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
@@ -765,8 +766,8 @@ void vt_symbols_free(struct vt_symbols *sym) {
     if (!sym) return;
     free(sym->group);
     free(sym->group_lowest);
-    free(sym->site);
-    free(sym->through);
+    free(sym->site1);
+    free(sym->through1);
     free(sym->traits);
     if (sym->kept) pthread_mutex_unlock(&kept_lock);
     else priv_free(sym->priv);

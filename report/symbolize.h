@@ -38,8 +38,8 @@ static inline size_t vt_frames_at(const struct vt_frame *fr) {
 struct vt_symbols {
     size_t nstacks;
     const struct vt_stack *const *stack;
-    int *site;              /* per stack: the call-site frame, or -1 */
-    int *through;           /* per stack: the library frame it went through, or -1 */
+    int *site1;             /* per stack: the call-site frame + 1, or 0 (vt_sym_site) */
+    int *through1;          /* per stack: the library frame it went through + 1, or 0 */
     uint32_t *group;        /* per stack: its call site's group (vt_site_groups), or NULL */
     uint32_t *group_lowest; /* per group: its lowest stack */
     size_t ngroups;
@@ -50,6 +50,17 @@ struct vt_symbols {
 
 struct vt_symbols *vt_symbolize(const struct vt_snapshot *s);
 void vt_symbols_free(struct vt_symbols *sym);
+
+/* A stack's call-site frame (its index among the stack's frames) and the
+ * library frame it went through, or -1. Kept one up, so that a stack
+ * never symbolized is the zero of calloc: a mark's report in a process of
+ * a million stacks wrote -1 into two arrays of them, 8 MB of pages. */
+static inline int vt_sym_site(const struct vt_symbols *sym, size_t stack) {
+    return sym && stack < sym->nstacks ? sym->site1[stack] - 1 : -1;
+}
+static inline int vt_sym_through(const struct vt_symbols *sym, size_t stack) {
+    return sym && stack < sym->nstacks ? sym->through1[stack] - 1 : -1;
+}
 
 /* vt_symbolize for the reports of a mark (report/since.c), which a test
  * runner may ask for at every test: only the stacks that s's live
@@ -95,7 +106,7 @@ size_t vt_stack_frames(const struct vt_symbols *sym, uint32_t stack, struct vt_f
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack);
 
 /* The name every in-process report gives a stack's call site: the
- * vt_site_label_of the frames vt_call_site and sym->through pick. Two stacks with the same label are the same call site: the
+ * vt_site_label_of the frames vt_call_site and vt_sym_through pick. Two stacks with the same label are the same call site: the
  * holder tables group by it. Writes at most size bytes into buf; returns
  * buf. */
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size);

@@ -211,13 +211,14 @@ void vt_site_copy_one(uint32_t id) {
     c->done[id / 64] |= 1ull << (id % 64);
 }
 
-int vt_account_copy(struct vt_snapshot *s, double scale) {
+int vt_account_copy(struct vt_snapshot *s, double scale, int sites) {
     s->totals = vt_counts.totals;
     s->totals.missed = __atomic_load_n(&vt_counts.missed, __ATOMIC_RELAXED);
     memcpy(s->devices, vt_counts.devices, sizeof vt_counts.devices);
     s->ndevices = vt_counts.ndevices;
     s->totals.peak_time_ns = vt_ticks_to_ns(s->totals.peak_time_ns, scale);
     for (int i = 0; i < s->ndevices; i++) s->devices[i].peak_time_ns = vt_ticks_to_ns(s->devices[i].peak_time_ns, scale);
+    if (!sites) return -1;
     /* Sized now (a mapping: its pages are touched by the copy, after the
      * lock); a site interned later is not the snapshot's. */
     uint32_t n = (uint32_t)vt_stacks.n;

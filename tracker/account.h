@@ -300,11 +300,12 @@ struct vt_holder *vt_account_holders(uint32_t *n_out, int which) VT_HIDDEN;
 struct vt_holder *vt_account_holders_on(uint32_t *n_out, int device) VT_HIDDEN;
 
 /* Copy the counts into a snapshot, times converted with `scale`: totals
- * and devices, and arm vt_site_copy for the holders (now, of every kind,
- * at the peak), of the same point. Lock held, every log applied: the
- * snapshot's live tables must have been armed at the same point
- * (snapshot.c). 0, or -1 when out of memory (nothing armed). */
-int vt_account_copy(struct vt_snapshot *s, double scale) VT_HIDDEN;
+ * and devices, and (with `sites`) arm vt_site_copy for the holders (now,
+ * of every kind, at the peak), of the same point. Lock held, every log
+ * applied: the snapshot's live tables must have been armed at the same
+ * point (snapshot.c). 0, or -1 when out of memory or not asked for
+ * (nothing armed). */
+int vt_account_copy(struct vt_snapshot *s, double scale, int sites) VT_HIDDEN;
 
 /* Copy the armed sites [from, to) not copied yet. Lock held. */
 void vt_account_copy_sites(uint32_t from, uint32_t to) VT_HIDDEN;

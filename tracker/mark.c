@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/freeall.h"
 #include "../common/warn.h"
 #include "clock.h"
 #include "internal.h"
@@ -31,6 +30,8 @@ struct entry {
 };
 
 struct site {
+    uint32_t stack;
+    uint8_t used;
     uint64_t bytes, count;           /* the process's own device memory */
     uint64_t other_bytes, other_count; /* pinned host and imported memory: leaks, not usage */
     uint64_t hwm_bytes, hwm_count, hwm_gen;
@@ -50,8 +51,8 @@ struct mark {
     struct vt_mark_usage all;
     struct entry *e;       /* open addressing, linear probing; cap a power of two */
     size_t cap, n;
-    struct site *sites;    /* by stack id */
-    size_t nsites;
+    struct site *sites;    /* by stack id: open addressing, linear probing; scap a power of two */
+    size_t scap, nsites;
     uint64_t peak_gen;
     struct entry freed[FREED_KEPT];
     unsigned nfreed;       /* total pushed; the ring holds the last FREED_KEPT */
@@ -115,19 +116,38 @@ static int insert(struct mark *m, const struct entry *x) {
     return 1;
 }
 
-/* The site of a stack id, the array grown to hold it; NULL when memory
- * ran out. */
+static size_t site_slot(uint32_t stack, size_t cap) {
+    return (size_t)(((uint64_t)stack * 0x9e3779b97f4a7c15ull) >> 23) & (cap - 1);
+}
+
+/* The site of a stack id, made (zero) where the mark has none yet; NULL
+ * when memory ran out. A table of the stacks the mark met, not an array
+ * by id: the ids of a process's new stacks grow with every stack it ever
+ * made, and an array up to the highest was 88 bytes for each of them
+ * (176 MB for a mark that met one allocation at a millionth stack, made
+ * and read through at each of its reports). */
 static struct site *site_of(struct mark *m, uint32_t stack) {
-    if (stack >= m->nsites) {
-        size_t n = m->nsites ? m->nsites : 64;
-        while (n <= stack) n *= 2;
-        struct site *bigger = realloc(m->sites, n * sizeof *bigger);
+    if ((m->nsites + 1) * 2 > m->scap) {
+        size_t cap = m->scap ? m->scap * 2 : 64;
+        struct site *bigger = calloc(cap, sizeof *bigger);
         if (!bigger) return NULL;
-        memset(bigger + m->nsites, 0, (n - m->nsites) * sizeof *bigger);
+        for (size_t i = 0; i < m->scap; i++) {
+            if (!m->sites[i].used) continue;
+            size_t k = site_slot(m->sites[i].stack, cap);
+            while (bigger[k].used) k = (k + 1) & (cap - 1);
+            bigger[k] = m->sites[i];
+        }
+        free(m->sites);
         m->sites = bigger;
-        m->nsites = n;
+        m->scap = cap;
     }
-    return &m->sites[stack];
+    size_t k = site_slot(stack, m->scap);
+    for (; m->sites[k].used; k = (k + 1) & (m->scap - 1))
+        if (m->sites[k].stack == stack) return &m->sites[k];
+    m->sites[k].used = 1;
+    m->sites[k].stack = stack;
+    m->nsites++;
+    return &m->sites[k];
 }
 
 /* One allocation of `kind` the mark counted released without a free. */
@@ -264,14 +284,15 @@ void vt_marks_released(uint64_t bits, uint32_t stack, uint64_t bytes, int kind) 
 static struct vt_holder *mark_released(const struct mark *m, int host, size_t *n) {
     *n = 0;
     size_t k = 0;
-    for (size_t i = 0; i < m->nsites; i++) k += (host ? m->sites[i].rel_host_count : m->sites[i].rel_count) > 0;
+    for (size_t i = 0; i < m->scap; i++)
+        k += m->sites[i].used && (host ? m->sites[i].rel_host_count : m->sites[i].rel_count) > 0;
     struct vt_holder *h = k ? malloc(k * sizeof *h) : NULL;
     if (!h) return NULL;
-    for (size_t i = 0; i < m->nsites; i++) {
+    for (size_t i = 0; i < m->scap; i++) {
         const struct site *st = &m->sites[i];
-        uint64_t count = host ? st->rel_host_count : st->rel_count;
+        uint64_t count = !st->used ? 0 : host ? st->rel_host_count : st->rel_count;
         if (count)
-            h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i,
+            h[(*n)++] = (struct vt_holder){.stack = st->stack,
                                            .count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count,
                                            .bytes = host ? st->rel_host_bytes : st->rel_bytes};
     }
@@ -345,13 +366,14 @@ static struct vt_holder *mark_holders(const struct mark *m, int at_peak, int oth
     *n = 0;
     struct vt_holder *h = m->nsites ? malloc(m->nsites * sizeof *h) : NULL;
     if (!h) return NULL;
-    for (size_t i = 0; i < m->nsites; i++) {
+    for (size_t i = 0; i < m->scap; i++) {
         const struct site *st = &m->sites[i];
+        if (!st->used) continue;
         int saved = at_peak && st->hwm_gen == m->peak_gen;
         uint64_t b = saved ? st->hwm_bytes : st->bytes, c = saved ? st->hwm_count : st->count;
         if (other) { b += st->other_bytes; c += st->other_count; }
         if (c == 0) continue;
-        h[(*n)++] = (struct vt_holder){.stack = (uint32_t)i, .count = (uint32_t)c, .bytes = b};
+        h[(*n)++] = (struct vt_holder){.stack = st->stack, .count = (uint32_t)c, .bytes = b};
     }
     if (*n == 0) { free(h); return NULL; }
     qsort(h, *n, sizeof *h, vt_holder_order);
@@ -367,19 +389,14 @@ struct vt_snapshot *vt_mark_snapshot(int id) {
     struct vt_snapshot *s = vt_snapshot_since(since);
     if (!s) return NULL;
     vt_global_lock();
-    /* The holders are the mark's, not the process's: its sites' counts,
-     * which hold the same memory as the live list it filtered. */
-    VT_FREE_ALL(s->peak_holders, s->holders, s->all_holders, s->peak_same);
-    s->peak_same = NULL;
-    s->peak_holders = s->holders = s->all_holders = NULL;
-    s->npeak_holders = s->nholders = s->nall_holders = 0;
+    /* The holders are the mark's, not the process's (the snapshot made
+     * none): its sites' counts, which hold the same memory as the live
+     * list it filtered. */
     s->all_is_device = 0;
     m = mark_of(id);
     if (m) {
         /* And what a reset released of the mark's allocations, not the
          * process's (an earlier test's reset was in every later report). */
-        free(s->released);
-        free(s->released_host);
         s->released = mark_released(m, 0, &s->nreleased);
         s->released_host = mark_released(m, 1, &s->nreleased_host);
         s->peak_holders = mark_holders(m, 1, 0, &s->npeak_holders);

@@ -68,7 +68,8 @@ void vt_marks_released(uint64_t marks, uint32_t stack, uint64_t bytes, int kind)
 
 /* Internal to tracker/ (snapshot.c): vt_tracker_snapshot's snapshot with
  * only the live allocations whose time stamp (ticks) is `since` or
- * later. */
+ * later, and no holders nor released memory (the mark's own are put in:
+ * vt_mark_snapshot). */
 struct vt_snapshot *vt_snapshot_since(uint64_t since) __attribute__((visibility("hidden")));
 
 #endif

@@ -374,7 +374,11 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
         not_made(s, c, all);
         return NULL;
     }
-    int sites = vt_account_copy(s, scale) == 0; /* after the tables are armed: the counts of the same point */
+    /* After the tables are armed: the counts of the same point. A mark's
+     * snapshot has holders and released memory of the mark's own
+     * (mark.c): the process's, a pass over every stack it ever made, are
+     * not made for it. */
+    int sites = vt_account_copy(s, scale, !since) == 0;
     vt_history_copy(s, scale);
     vt_steps_copy(s, scale);
     vt_mappings_copy(s, scale);
@@ -401,8 +405,10 @@ static struct vt_snapshot *snapshot(uint64_t within_ns, const uint64_t *since) {
     copy_done(s);
     vt_account_sort(s);
     copy_free(c);
-    s->released = vt_tracker_released(0, &s->nreleased);
-    s->released_host = vt_tracker_released(1, &s->nreleased_host);
+    if (!since) {
+        s->released = vt_tracker_released(0, &s->nreleased);
+        s->released_host = vt_tracker_released(1, &s->nreleased_host);
+    }
     return s;
 }
 

@@ -11,11 +11,15 @@ $(T)/t_markhost: tests/progs/t_markhost.c include/vramtrace.h $(SIM)/libcudart_s
 	@mkdir -p $(T)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(SIM)/libcudart_sim.so -Wl,-rpath,'$$ORIGIN/../sim' -ldl
 
-# Marks under threads, with TSan (run by test_pytest.py's c_api_threads).
-PROGS += $(T)/unit_marks_tsan
+# Marks under threads, with TSan and plain (run by test_pytest.py's
+# c_api_threads; the plain build checks the heap a mark takes too).
+PROGS += $(T)/unit_marks_tsan $(T)/unit_marks
 $(T)/unit_marks_tsan: tests/unit/test_marks.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
 	@mkdir -p $(T)
 	$(CC) $(BASE) -O1 -g -fsanitize=thread -o $@ tests/unit/test_marks.c $(UNIT_SRC) $(UNIT_LIBS)
+$(T)/unit_marks: tests/unit/test_marks.c tests/unit/check.h $(UNIT_SRC) $(HEADERS)
+	@mkdir -p $(T)
+	$(CC) $(BASE) -O1 -g -o $@ tests/unit/test_marks.c $(UNIT_SRC) $(UNIT_LIBS)
 
 # The GoogleTest listener example, where libgtest-dev is installed
 # (tests/deps.sh installs it); test_pytest.py skips it elsewhere.
