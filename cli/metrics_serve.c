@@ -254,7 +254,7 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
     const char *type = "text/plain; version=0.0.4; charset=utf-8";
     int head_only = strncmp(req, "HEAD ", 5) == 0;
     const char *eol = end ? memchr(req, '\n', n) : NULL; /* at or before the blank line's */
-    const char *target = eol ? target_path(req, eol[-1] == '\r' ? eol - 1 : eol) : NULL;
+    const char *target = eol ? target_path(req, eol > req && eol[-1] == '\r' ? eol - 1 : eol) : NULL;
     if (!end) {
         status = "431 Request Header Fields Too Large";
     } else if (!target || memchr(req, '\0', (size_t)(end - req))) {
