@@ -180,6 +180,18 @@ static int asks_openmetrics(const char *v, const char *end) {
     return om_q > 0 && om_q >= text_q;
 }
 
+/* Milliseconds from `then` to `now` (CLOCK_MONOTONIC). */
+static long ms_between(const struct timespec *then, const struct timespec *now) {
+    return (long)((now->tv_sec - then->tv_sec) * 1000 + (now->tv_nsec - then->tv_nsec) / 1000000);
+}
+
+/* Milliseconds left of `limit` since t0 (0 or less: none). */
+static long ms_left(const struct timespec *t0, long limit) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return limit - ms_between(t0, &now);
+}
+
 /* The end of a request's head (a blank line, CRLF or LF) in p[0..n), or
  * NULL: bytes, a NUL among them (strstr stopped at it, and a request
  * that began with one waited out its 5 s unanswered). */
@@ -196,11 +208,10 @@ static const char *head_end(const char *p, size_t n) {
 static void linger_out(int c) {
     shutdown(c, SHUT_WR);
     char sink[4096];
-    struct timespec t0, now;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = 1000 - (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = ms_left(&t0, 1000);
         struct pollfd p = {c, POLLIN, 0};
         if (left <= 0 || poll(&p, 1, (int)left) <= 0 || recv(c, sink, sizeof sink, 0) <= 0) return;
     }
@@ -235,9 +246,7 @@ static void serve_one(int c, const struct vt_metrics_opts *o) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const char *end = NULL;
     while (n < sizeof req - 1 && !(end = head_end(req, n))) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = 5000 - (long)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = ms_left(&t0, 5000);
         if (left <= 0) return;
         struct pollfd p = {c, POLLIN, 0};
         if (poll(&p, 1, (int)left) <= 0) return;
@@ -329,7 +338,7 @@ int vt_metrics_listen(const struct vt_metrics_opts *o) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         for (int i = 1; i <= refused;) {
             char sink[4096];
-            long ms = (now.tv_sec - refused_at[i].tv_sec) * 1000 + (now.tv_nsec - refused_at[i].tv_nsec) / 1000000;
+            long ms = ms_between(&refused_at[i], &now);
             ssize_t r = ms < 1000 && p[i].revents ? recv(p[i].fd, sink, sizeof sink, MSG_DONTWAIT) : 1;
             if (ms < 1000 && (r > 0 || (r < 0 && (errno == EAGAIN || errno == EINTR)))) {
                 i++;

@@ -749,7 +749,7 @@ static const struct vt_frame *frame_at(const struct vt_symbols *sym, uint32_t st
 }
 
 const struct vt_frame *vt_call_site(const struct vt_symbols *sym, uint32_t stack) {
-    return sym && stack < sym->nstacks ? frame_at(sym, stack, vt_sym_site(sym, stack)) : NULL;
+    return frame_at(sym, stack, vt_sym_site(sym, stack)); /* -1: none */
 }
 
 const char *vt_site_label(const struct vt_symbols *sym, uint32_t stack, char *buf, size_t size) {
